@@ -1,0 +1,79 @@
+import type { AssistantMessage, JsonValue, ModelErrorInfo, ToolOutput, Usage, UserMessage } from '../model/index.ts';
+
+/**
+ * What the loop reports. Durable events are facts to record (the session log stores them);
+ * deltas are ephemeral progress that is never persisted, because the durable message replaces them.
+ */
+export interface ToolSchema {
+  name: string;
+  description: string;
+  inputSchema: JsonValue;
+}
+
+/** The full envelope of one model request: enough to rebuild it from the log. */
+export interface RequestHeader {
+  provider: string;
+  modelId: string;
+  /** Which attempt of this step's model call (retries and the overflow retry count up). */
+  attempt: number;
+  /** The id the assistant message will have if this attempt succeeds. */
+  messageId: string;
+  settings: Record<string, JsonValue>;
+  system: string | null;
+  tools: ToolSchema[];
+  /** Ids of the conversation entries sent, in order. */
+  context: string[];
+}
+
+export type TurnEndReason = 'completed' | 'cancelled' | 'failed' | 'max_steps' | 'budget_exceeded' | 'suspended';
+export type StepEndReason = 'tool-calls' | 'final' | 'interrupted' | 'cancelled' | 'failed';
+
+export interface TurnError {
+  kind: 'model' | 'sink' | 'hook' | 'internal';
+  message: string;
+  model?: ModelErrorInfo;
+}
+
+export interface PendingApproval {
+  toolCallId: string;
+  toolName: string;
+  input: JsonValue;
+}
+
+export interface EventDataMap {
+  'turn/start': { agent: { name: string; version: string }; model: { provider: string; modelId: string }; resumed: boolean };
+  'user/message': { message: UserMessage; via: 'input' | 'steer' };
+  'config/change': { model?: { provider: string; modelId: string }; system?: true; tools?: string[]; settings?: Record<string, JsonValue> };
+  'step/start': Record<string, never>;
+  'request/header': RequestHeader;
+  'model/retry': { attempt: number; delayMs: number; error: ModelErrorInfo; abandonedMessageId: string };
+  'model/error': { attempt: number; error: ModelErrorInfo; willCompact: boolean };
+  'assistant/message': {
+    message: AssistantMessage;
+    finishReason: string;
+    usage: Usage;
+    cost: number;
+    responseId?: string;
+    responseModelId?: string;
+    timing: { startedAt: number; firstChunkMs?: number; durationMs: number };
+  };
+  'tool/call': { toolCallId: string; toolName: string; input: JsonValue; idempotencyKey: string; assistantMessageId: string };
+  'tool/approval': PendingApproval & { assistantMessageId: string };
+  'tool/decision': { toolCallId: string; approved: boolean; reason?: string; editedInput?: JsonValue };
+  'tool/result': { toolCallId: string; toolName: string; output: ToolOutput; toolMessageId: string; durationMs: number };
+  'step/end': { reason: StepEndReason; usage: Usage };
+  'turn/end': { reason: TurnEndReason; steps: number; usage: Usage; cost: number; error?: TurnError; pending?: PendingApproval[] };
+}
+
+export type TurnEventType = keyof EventDataMap;
+
+export type TurnEvent = {
+  [T in TurnEventType]: { type: T; turn: number; step?: number; time: number; data: EventDataMap[T] };
+}[TurnEventType];
+
+export type EventOf<T extends TurnEventType> = Extract<TurnEvent, { type: T }>;
+
+export type DeltaEvent =
+  | { type: 'text/delta'; turn: number; step: number; messageId: string; delta: string }
+  | { type: 'reasoning/delta'; turn: number; step: number; messageId: string; delta: string }
+  | { type: 'tool-input/delta'; turn: number; step: number; messageId: string; toolCallId: string; toolName: string; delta: string };

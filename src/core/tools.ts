@@ -1,0 +1,180 @@
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import type { JsonValue, ToolCallPart, ToolErrorCode, ToolOutput } from '../model/index.ts';
+import type { ToolSchema } from './events.ts';
+
+export interface ToolContext {
+  /** Aborted when the turn is cancelled or the tool times out. */
+  signal: AbortSignal;
+  toolCallId: string;
+  /** Stable for this call: a re-execution of the same call (after a crash) gets the same key. */
+  idempotencyKey: string;
+  turn: number;
+  step: number;
+}
+
+export type ApprovalPolicy<I> = 'never' | 'always' | ((input: I) => boolean);
+
+export interface ToolOptions<S extends z.ZodType, R> {
+  name: string;
+  description: string;
+  input: S;
+  execute(input: z.infer<S>, ctx: ToolContext): R | Promise<R>;
+  approval?: ApprovalPolicy<z.infer<S>>;
+  /** Safe to run again with the same idempotency key: crash recovery may re-execute it. */
+  idempotent?: boolean;
+  timeoutMs?: number;
+  /** Never runs alongside another call of the same step. */
+  sequential?: boolean;
+}
+
+/** A tool with its input type erased, as the loop holds it. */
+export interface Tool {
+  readonly name: string;
+  readonly description: string;
+  readonly input: z.ZodType;
+  readonly schema: ToolSchema;
+  readonly approval: ApprovalPolicy<unknown>;
+  readonly idempotent: boolean;
+  readonly timeoutMs: number | undefined;
+  readonly sequential: boolean;
+  execute(input: unknown, ctx: ToolContext): unknown;
+}
+
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
+export function tool<S extends z.ZodType, R>(options: ToolOptions<S, R>): Tool {
+  if (!TOOL_NAME.test(options.name)) {
+    throw new TypeError(`tool name ${JSON.stringify(options.name)} must match ${TOOL_NAME} (what providers accept)`);
+  }
+  if (options.timeoutMs !== undefined && !(options.timeoutMs > 0)) {
+    throw new TypeError(`tool ${options.name}: timeoutMs must be a positive number`);
+  }
+  const { $schema: _ignored, ...inputSchema } = z.toJSONSchema(options.input, { target: 'draft-7', io: 'input' }) as Record<string, JsonValue>;
+  return {
+    name: options.name,
+    description: options.description,
+    input: options.input,
+    schema: { name: options.name, description: options.description, inputSchema },
+    approval: (options.approval ?? 'never') as ApprovalPolicy<unknown>,
+    idempotent: options.idempotent ?? false,
+    timeoutMs: options.timeoutMs,
+    sequential: options.sequential ?? false,
+    execute: options.execute as Tool['execute'],
+  };
+}
+
+export function idempotencyKey(scope: string, toolCallId: string): string {
+  return createHash('sha256').update(`${scope}\u0000${toolCallId}`).digest('hex').slice(0, 32);
+}
+
+export const toolError = (code: ToolErrorCode, message: string): ToolOutput => ({ type: 'error', code, message });
+
+/** Checks the call against the tool's schema. */
+export function validateCall(
+  tools: ReadonlyMap<string, Tool>,
+  call: ToolCallPart,
+): { ok: true; tool: Tool; input: unknown } | { ok: false; output: ToolOutput } {
+  const t = tools.get(call.toolName);
+  if (!t) {
+    const known = [...tools.keys()].join(', ') || 'none';
+    return { ok: false, output: toolError('unknown_tool', `no tool named "${call.toolName}" (available: ${known})`) };
+  }
+  if (typeof call.input === 'string') {
+    return { ok: false, output: toolError('invalid_input', `arguments are not valid JSON: ${call.input.slice(0, 200)}`) };
+  }
+  const parsed = t.input.safeParse(call.input);
+  if (!parsed.success) {
+    return { ok: false, output: toolError('invalid_input', z.prettifyError(parsed.error)) };
+  }
+  return { ok: true, tool: t, input: parsed.data };
+}
+
+export function needsApproval(t: Tool, input: unknown): boolean {
+  return t.approval === 'always' || (typeof t.approval === 'function' && t.approval(input) === true);
+}
+
+function toOutput(value: unknown): ToolOutput {
+  if (typeof value === 'string') return { type: 'text', value };
+  if (value === undefined) return { type: 'json', value: null };
+  // Round-trip so what the log holds is exactly what a replay would see (Dates become strings...).
+  return { type: 'json', value: JSON.parse(JSON.stringify(value)) as JsonValue };
+}
+
+class ToolTimeoutError extends Error {
+  constructor(ms: number) {
+    super(`tool timed out after ${ms} ms`);
+    this.name = 'TimeoutError';
+  }
+}
+
+/**
+ * Runs one validated call. Never throws: every failure becomes an error output the model sees.
+ * It does not wait for a tool that ignores its abort signal: the result is settled at the abort.
+ */
+export async function executeTool(t: Tool, input: unknown, ctx: Omit<ToolContext, 'signal'>, turnSignal: AbortSignal): Promise<ToolOutput> {
+  if (turnSignal.aborted) return toolError('cancelled', 'the turn was cancelled before the tool ran');
+  const ctl = new AbortController();
+  const onTurnAbort = () => ctl.abort(turnSignal.reason);
+  turnSignal.addEventListener('abort', onTurnAbort, { once: true });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const stopped = new Promise<ToolOutput>((resolve) => {
+    ctl.signal.addEventListener(
+      'abort',
+      () => {
+        const reason: unknown = ctl.signal.reason;
+        resolve(
+          reason instanceof ToolTimeoutError
+            ? toolError('timeout', reason.message)
+            : toolError('cancelled', 'the turn was cancelled while the tool was running'),
+        );
+      },
+      { once: true },
+    );
+  });
+  if (t.timeoutMs !== undefined) {
+    const ms = t.timeoutMs;
+    timer = setTimeout(() => ctl.abort(new ToolTimeoutError(ms)), ms);
+  }
+  const run = (async (): Promise<ToolOutput> => {
+    try {
+      return toOutput(await t.execute(input, { ...ctx, signal: ctl.signal }));
+    } catch (error) {
+      if (ctl.signal.aborted) return stopped;
+      const message = error instanceof Error ? error.message : String(error);
+      return toolError('execution_error', message || 'tool threw');
+    }
+  })();
+  try {
+    return await Promise.race([run, stopped]);
+  } finally {
+    clearTimeout(timer);
+    turnSignal.removeEventListener('abort', onTurnAbort);
+  }
+}
+
+/**
+ * Starts tasks in order with at most `limit` running at once; a sequential task waits for the
+ * running ones to finish and runs alone. Returns one promise per task, in task order.
+ */
+export function runPool<T>(tasks: ReadonlyArray<{ sequential: boolean; run: () => Promise<T> }>, limit: number): Promise<T>[] {
+  const settled: Promise<T>[] = [];
+  const resolvers: Array<(v: Promise<T>) => void> = [];
+  for (let i = 0; i < tasks.length; i++) settled.push(new Promise<T>((resolve) => resolvers.push(resolve)));
+  const active = new Set<Promise<unknown>>();
+  void (async () => {
+    for (let i = 0; i < tasks.length; i++) {
+      const task = tasks[i]!;
+      while (active.size > 0 && (task.sequential || active.size >= limit)) await Promise.race(active);
+      const p = task.run();
+      resolvers[i]!(p);
+      if (task.sequential) {
+        await p.catch(() => {});
+        continue;
+      }
+      const tracked = p.catch(() => {}).finally(() => active.delete(tracked));
+      active.add(tracked);
+    }
+  })();
+  return settled;
+}

@@ -1,0 +1,188 @@
+import type {
+  LanguageModelV4Message,
+  LanguageModelV4Prompt,
+  LanguageModelV4ToolResultOutput,
+  SharedV4FileData,
+  SharedV4ProviderMetadata,
+} from '@ai-sdk/provider';
+
+/**
+ * Keel's own message format: plain JSON, so it can be logged, hashed and replayed.
+ * It mirrors the AI SDK prompt shape closely but is owned by Keel, so the event log does not
+ * change when the provider specification does; `toProviderPrompt` is the only bridge.
+ */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+export type ProviderMetadata = Record<string, Record<string, JsonValue>>;
+
+export interface TextPart {
+  type: 'text';
+  text: string;
+}
+
+/** An inline file (base64) or a URL the provider may fetch itself. */
+export interface FilePart {
+  type: 'file';
+  mediaType: string;
+  data: string;
+  filename?: string;
+}
+
+/**
+ * Reasoning as the model produced it. `providerMetadata` holds the opaque part (signatures,
+ * encrypted content); it is only valid inside the turn that produced it.
+ */
+export interface ReasoningPart {
+  type: 'reasoning';
+  text: string;
+  providerMetadata?: ProviderMetadata;
+}
+
+export interface ToolCallPart {
+  type: 'tool-call';
+  toolCallId: string;
+  toolName: string;
+  input: JsonValue;
+}
+
+export type ToolErrorCode =
+  | 'unknown_tool'
+  | 'invalid_input'
+  | 'execution_error'
+  | 'timeout'
+  | 'cancelled'
+  | 'denied'
+  | 'outcome_unknown';
+
+export type ToolOutput =
+  | { type: 'text'; value: string }
+  | { type: 'json'; value: JsonValue }
+  | { type: 'error'; code: ToolErrorCode; message: string };
+
+export interface ToolResultPart {
+  type: 'tool-result';
+  toolCallId: string;
+  toolName: string;
+  output: ToolOutput;
+}
+
+export interface UserMessage {
+  id: string;
+  role: 'user';
+  content: Array<TextPart | FilePart>;
+}
+
+export interface AssistantMessage {
+  id: string;
+  role: 'assistant';
+  content: Array<TextPart | ReasoningPart | ToolCallPart>;
+  /** Set when the model call was cut short: the content is what arrived before the cut. */
+  interrupted?: boolean;
+}
+
+export interface ToolMessage {
+  id: string;
+  role: 'tool';
+  content: ToolResultPart[];
+}
+
+/** A summary standing in for older history (written by compaction or a branch summary). */
+export interface SummaryMessage {
+  id: string;
+  role: 'summary';
+  text: string;
+}
+
+export type Message = UserMessage | AssistantMessage | ToolMessage | SummaryMessage;
+
+export function isOpaqueReasoning(part: TextPart | ReasoningPart | ToolCallPart): boolean {
+  return part.type === 'reasoning' && part.providerMetadata !== undefined && Object.keys(part.providerMetadata).length > 0;
+}
+
+/**
+ * The portable form of a conversation: what may cross a turn boundary. Reasoning is dropped
+ * from model context entirely, because providers reject reasoning text whose signature is gone
+ * and opaque reasoning must never reach a later turn (possibly on another provider).
+ */
+export function portableMessages(messages: readonly Message[]): Message[] {
+  const out: Message[] = [];
+  for (const m of messages) {
+    if (m.role !== 'assistant' || !m.content.some((p) => p.type === 'reasoning')) {
+      out.push(m);
+      continue;
+    }
+    const content = m.content.filter((p) => p.type !== 'reasoning');
+    if (content.length > 0) out.push({ ...m, content });
+  }
+  return out;
+}
+
+export function toolOutputToProvider(output: ToolOutput): LanguageModelV4ToolResultOutput {
+  switch (output.type) {
+    case 'text':
+      return { type: 'text', value: output.value };
+    case 'json':
+      return { type: 'json', value: output.value };
+    case 'error':
+      return output.code === 'denied'
+        ? { type: 'execution-denied', reason: output.message }
+        : { type: 'error-text', value: `[${output.code}] ${output.message}` };
+  }
+}
+
+function fileData(data: string): SharedV4FileData {
+  return /^https?:\/\//.test(data) ? { type: 'url', url: new URL(data) } : { type: 'data', data };
+}
+
+/** Renders Keel messages as the AI SDK provider prompt. */
+export function toProviderPrompt(system: string | undefined, messages: readonly Message[]): LanguageModelV4Prompt {
+  const prompt: LanguageModelV4Message[] = [];
+  if (system) prompt.push({ role: 'system', content: system });
+  for (const m of messages) {
+    switch (m.role) {
+      case 'user':
+        prompt.push({
+          role: 'user',
+          content: m.content.map((p) =>
+            p.type === 'text'
+              ? { type: 'text', text: p.text }
+              : { type: 'file', mediaType: p.mediaType, data: fileData(p.data), ...(p.filename ? { filename: p.filename } : {}) },
+          ),
+        });
+        break;
+      case 'assistant': {
+        const content = m.content.map((p) => {
+          switch (p.type) {
+            case 'text':
+              return { type: 'text' as const, text: p.text };
+            case 'reasoning':
+              return {
+                type: 'reasoning' as const,
+                text: p.text,
+                ...(p.providerMetadata ? { providerOptions: p.providerMetadata as SharedV4ProviderMetadata } : {}),
+              };
+            case 'tool-call':
+              return { type: 'tool-call' as const, toolCallId: p.toolCallId, toolName: p.toolName, input: p.input };
+          }
+        });
+        if (content.length > 0) prompt.push({ role: 'assistant', content });
+        break;
+      }
+      case 'tool':
+        prompt.push({
+          role: 'tool',
+          content: m.content.map((p) => ({
+            type: 'tool-result' as const,
+            toolCallId: p.toolCallId,
+            toolName: p.toolName,
+            output: toolOutputToProvider(p.output),
+          })),
+        });
+        break;
+      case 'summary':
+        // Providers have no summary role; a user-side note keeps the alternation valid everywhere.
+        prompt.push({ role: 'user', content: [{ type: 'text', text: `<summary of earlier conversation>\n${m.text}\n</summary>` }] });
+        break;
+    }
+  }
+  return prompt;
+}
