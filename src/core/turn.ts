@@ -213,7 +213,7 @@ class TurnRunner {
   }
 
   async run(): Promise<TurnResult> {
-    let reason: TurnEndReason = 'failed';
+    let reason: TurnEndReason;
     let error: TurnError | undefined;
     let pending: PendingApproval[] | undefined;
     try {
