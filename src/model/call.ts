@@ -171,7 +171,10 @@ export async function callModel(
       await reader.cancel().catch(() => {});
       throw error;
     }
-    if (!finish) {
+    // Providers synthesize a finish with reason 'interrupted' when the stream ends without their
+    // completion signal (no [DONE] / finish_reason, response.completed or message_stop): the
+    // output is truncated exactly as when no finish part arrives at all.
+    if (!finish || finish.finishReason.unified === 'interrupted') {
       throw new ModelCallError({ kind: signal.aborted ? 'aborted' : 'transient', message: 'model stream ended without a finish part' });
     }
   } catch (error) {

@@ -47,7 +47,7 @@ export class ModelCallError extends Error {
 }
 
 const OVERFLOW =
-  /context[_ ]length|context window|prompt is too long|maximum context|too many (input )?tokens|input is too long|exceeds the (maximum|context)|request_too_large|reduce the length/i;
+  /context[_ ]length|context window|prompt is too long|maximum context|too many (input )?tokens|input is too long|exceeds the (maximum|context)|exceed context limit|request_too_large|reduce the length/i;
 const TRANSIENT_TYPES = new Set(['overloaded_error', 'api_error', 'rate_limit_error', 'server_error', 'rate_limit_exceeded', 'timeout']);
 const NETWORK_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'ENOTFOUND', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 

@@ -39,7 +39,10 @@ export interface RecordedRequest {
   rawBody: string;
   /** How many scripted events were written to the client. */
   eventsWritten: number;
-  /** True once the connection closed before the response ended: the client went away. */
+  /**
+   * True once the connection closed before the response ended: the client went away (an abort
+   * or a cancelled body), or the script dropped it.
+   */
   closedByClient: boolean;
   /** Resolves when the response is over, however it ended. */
   closed: Promise<void>;
@@ -112,7 +115,8 @@ async function serve(res: ServerResponse, response: WireResponse | undefined, re
   for (const e of response.events) {
     if (e.delayMs) await wait(e.delayMs, res);
     if (res.destroyed || res.writableEnded) return;
-    res.write(encodeEvent(e));
+    // Waiting for the write to be handed to the socket keeps a following `drop` from discarding it.
+    await new Promise<void>((resolve) => res.write(encodeEvent(e), () => resolve()));
     rec.eventsWritten++;
   }
   markWritten();
