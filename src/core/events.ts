@@ -23,6 +23,8 @@ export interface RequestHeader {
   tools: ToolSchema[];
   /** Ids of the conversation entries sent, in order. */
   context: string[];
+  /** Fingerprint of system, settings, tools and messages as sent (see prompt-hash.ts). */
+  promptHash: string;
 }
 
 export type TurnEndReason = 'completed' | 'cancelled' | 'failed' | 'max_steps' | 'budget_exceeded' | 'suspended';

@@ -80,8 +80,9 @@ export function validateCall(
     const known = [...tools.keys()].join(', ') || 'none';
     return { ok: false, output: toolError('unknown_tool', `no tool named "${call.toolName}" (available: ${known})`) };
   }
-  if (typeof call.input === 'string') {
-    return { ok: false, output: toolError('invalid_input', `arguments are not valid JSON: ${call.input.slice(0, 200)}`) };
+  if (typeof call.input !== 'object' || call.input === null || Array.isArray(call.input)) {
+    const shown = typeof call.input === 'string' ? call.input : JSON.stringify(call.input);
+    return { ok: false, output: toolError('invalid_input', `arguments must be a JSON object, got: ${shown.slice(0, 200)}`) };
   }
   const parsed = t.input.safeParse(call.input);
   if (!parsed.success) {

@@ -13,7 +13,7 @@ import {
   type AssistantMessage,
   type JsonValue,
   type Message,
-  type ModelCallError,
+  ModelCallError,
   type ModelCallResult,
   type ModelDelta,
   type ToolCallPart,
@@ -36,6 +36,7 @@ import type {
 } from './events.ts';
 import type { BoundaryContext, ConfigChange, TurnHooks } from './hooks.ts';
 import { newId } from './ids.ts';
+import { promptHash } from './prompt-hash.ts';
 import { Inbox, userMessage, type UserInput } from './inbox.ts';
 import type { EventSink } from './sink.ts';
 import { executeTool, idempotencyKey, needsApproval, runPool, toolError, validateCall, type Tool } from './tools.ts';
@@ -157,7 +158,10 @@ class TurnRunner {
     this.system = agent.system;
     this.tools = new Map(agent.tools.map((t) => [t.name, t]));
     this.settings = agent.settings;
-    this.conversation = opts.resume ? [...opts.resume.conversation] : portableMessages(opts.history ?? []);
+    // Resuming appends results to the open step's tool message: copy it, so the caller's suspended state stays as it was.
+    this.conversation = opts.resume
+      ? opts.resume.conversation.map((m) => (m.role === 'tool' ? { ...m, content: [...m.content] } : m))
+      : portableMessages(opts.history ?? []);
     if (opts.signal) {
       const external = opts.signal;
       if (external.aborted) this.turnCtl.abort(external.reason);
@@ -362,6 +366,8 @@ class TurnRunner {
 
   private requestHeader(attempt: number, messageId: string): { header: RequestHeader; system: string | undefined } {
     const system = typeof this.system === 'function' ? this.system({ turn: this.turnNo, step: this.stepNo }) : this.system;
+    const settings = settingsRecord(this.settings);
+    const tools = [...this.tools.values()].map((t) => t.schema);
     return {
       system,
       header: {
@@ -369,10 +375,11 @@ class TurnRunner {
         modelId: this.model.modelId,
         attempt,
         messageId,
-        settings: settingsRecord(this.settings),
+        settings,
         system: system ?? null,
-        tools: [...this.tools.values()].map((t) => t.schema),
+        tools,
         context: this.conversation.map((m) => m.id),
+        promptHash: promptHash({ system: system ?? null, tools, settings, messages: this.conversation }),
       },
     };
   }
@@ -421,9 +428,10 @@ class TurnRunner {
         if (delayMs !== undefined) {
           await this.emit('model/retry', { attempt, delayMs, error: error.toJSON(), abandonedMessageId: messageId });
           try {
-            await sleep(delayMs, this.turnCtl.signal);
+            // The attempt's own signal: both cancel() and cancelModelCall() end the wait.
+            await sleep(delayMs, ctl.signal);
           } catch {
-            return { ok: false, error: classifyModelError(error, true), messageId };
+            return { ok: false, error: new ModelCallError({ kind: 'aborted', message: 'model call aborted during retry backoff' }, { cause: error }), messageId };
           }
           continue;
         }

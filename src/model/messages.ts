@@ -133,56 +133,68 @@ function fileData(data: string): SharedV4FileData {
   return /^https?:\/\//.test(data) ? { type: 'url', url: new URL(data) } : { type: 'data', data };
 }
 
+// Rendering is cached per message: a turn re-sends its whole conversation at every step.
+// A tool message gains results during its step, so its entry is keyed by its result count.
+const rendered = new WeakMap<Message, { size: number; message: LanguageModelV4Message }>();
+
+function renderMessage(m: Message): LanguageModelV4Message | undefined {
+  switch (m.role) {
+    case 'user':
+      return {
+        role: 'user',
+        content: m.content.map((p) =>
+          p.type === 'text'
+            ? { type: 'text', text: p.text }
+            : { type: 'file', mediaType: p.mediaType, data: fileData(p.data), ...(p.filename ? { filename: p.filename } : {}) },
+        ),
+      };
+    case 'assistant': {
+      const content = m.content.map((p) => {
+        switch (p.type) {
+          case 'text':
+            return { type: 'text' as const, text: p.text };
+          case 'reasoning':
+            return {
+              type: 'reasoning' as const,
+              text: p.text,
+              ...(p.providerMetadata ? { providerOptions: p.providerMetadata as SharedV4ProviderMetadata } : {}),
+            };
+          case 'tool-call':
+            return { type: 'tool-call' as const, toolCallId: p.toolCallId, toolName: p.toolName, input: p.input };
+        }
+      });
+      return content.length > 0 ? { role: 'assistant', content } : undefined;
+    }
+    case 'tool':
+      return {
+        role: 'tool',
+        content: m.content.map((p) => ({
+          type: 'tool-result' as const,
+          toolCallId: p.toolCallId,
+          toolName: p.toolName,
+          output: toolOutputToProvider(p.output),
+        })),
+      };
+    case 'summary':
+      // Providers have no summary role; a user-side note keeps the alternation valid everywhere.
+      return { role: 'user', content: [{ type: 'text', text: `<summary of earlier conversation>\n${m.text}\n</summary>` }] };
+  }
+}
+
 /** Renders Keel messages as the AI SDK provider prompt. */
 export function toProviderPrompt(system: string | undefined, messages: readonly Message[]): LanguageModelV4Prompt {
   const prompt: LanguageModelV4Message[] = [];
   if (system) prompt.push({ role: 'system', content: system });
   for (const m of messages) {
-    switch (m.role) {
-      case 'user':
-        prompt.push({
-          role: 'user',
-          content: m.content.map((p) =>
-            p.type === 'text'
-              ? { type: 'text', text: p.text }
-              : { type: 'file', mediaType: p.mediaType, data: fileData(p.data), ...(p.filename ? { filename: p.filename } : {}) },
-          ),
-        });
-        break;
-      case 'assistant': {
-        const content = m.content.map((p) => {
-          switch (p.type) {
-            case 'text':
-              return { type: 'text' as const, text: p.text };
-            case 'reasoning':
-              return {
-                type: 'reasoning' as const,
-                text: p.text,
-                ...(p.providerMetadata ? { providerOptions: p.providerMetadata as SharedV4ProviderMetadata } : {}),
-              };
-            case 'tool-call':
-              return { type: 'tool-call' as const, toolCallId: p.toolCallId, toolName: p.toolName, input: p.input };
-          }
-        });
-        if (content.length > 0) prompt.push({ role: 'assistant', content });
-        break;
-      }
-      case 'tool':
-        prompt.push({
-          role: 'tool',
-          content: m.content.map((p) => ({
-            type: 'tool-result' as const,
-            toolCallId: p.toolCallId,
-            toolName: p.toolName,
-            output: toolOutputToProvider(p.output),
-          })),
-        });
-        break;
-      case 'summary':
-        // Providers have no summary role; a user-side note keeps the alternation valid everywhere.
-        prompt.push({ role: 'user', content: [{ type: 'text', text: `<summary of earlier conversation>\n${m.text}\n</summary>` }] });
-        break;
+    const size = m.role === 'tool' ? m.content.length : 0;
+    let hit = rendered.get(m);
+    if (!hit || hit.size !== size) {
+      const message = renderMessage(m);
+      if (!message) continue;
+      hit = { size, message };
+      rendered.set(m, hit);
     }
+    prompt.push(hit.message);
   }
   return prompt;
 }

@@ -1,0 +1,149 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineAgent, runTurn, ScriptedModel, tool, type Message } from '../../src/index.ts';
+import { ProbeSink, systemOf } from '../support/turn-helpers.ts';
+
+function weatherTool(executed: string[]) {
+  return tool({
+    name: 'weather',
+    description: 'Weather forecast for a city',
+    input: z.object({ city: z.string().describe('City name'), days: z.number().int().min(1).max(7).optional() }),
+    execute: ({ city }) => {
+      executed.push(city);
+      return `sunny in ${city}`;
+    },
+  });
+}
+
+describe('write-ahead', () => {
+  it('records each request header before the provider is called and each tool call before it runs', async () => {
+    const executed: string[] = [];
+    const model = new ScriptedModel([{ toolCalls: [{ id: 'w1', name: 'weather', input: { city: 'Oslo' } }] }, { text: 'sunny' }]);
+    const callsAtHeader: number[] = [];
+    const executedAtCall: number[] = [];
+    const sink = new ProbeSink({
+      onEvent: (e) => {
+        if (e.type === 'request/header') callsAtHeader.push(model.calls.length);
+        if (e.type === 'tool/call') executedAtCall.push(executed.length);
+      },
+    });
+    const result = await runTurn(defineAgent({ name: 't', model, tools: [weatherTool(executed)] }), { sink, input: 'weather?' });
+    expect(result.reason).toBe('completed');
+    expect(callsAtHeader).toEqual([0, 1]);
+    expect(executedAtCall).toEqual([0]);
+    expect(executed).toEqual(['Oslo']);
+  });
+
+  it('never calls the provider when the request header cannot be recorded', async () => {
+    const model = new ScriptedModel([{ text: 'never' }]);
+    const sink = new ProbeSink({ failOn: (e) => e.type === 'request/header' });
+    const result = await runTurn(defineAgent({ name: 't', model }), { sink, input: 'hi' });
+
+    expect(model.calls).toHaveLength(0);
+    expect(result.reason).toBe('failed');
+    expect(result.error?.kind).toBe('sink');
+    expect(result.error?.message).toContain('request/header');
+    expect(sink.ofType('request/header')).toHaveLength(0);
+    expect(sink.ofType('turn/end')[0]!.data).toMatchObject({ reason: 'failed', error: { kind: 'sink' } });
+  });
+
+  it('never executes a tool whose call cannot be recorded, nor any other call of the step', async () => {
+    const executed: string[] = [];
+    const model = new ScriptedModel([
+      {
+        toolCalls: [
+          { id: 'w1', name: 'weather', input: { city: 'Oslo' } },
+          { id: 'w2', name: 'weather', input: { city: 'Rome' } },
+        ],
+      },
+      { text: 'never' },
+    ]);
+    const sink = new ProbeSink({ failOn: (e) => e.type === 'tool/call' && e.data.toolCallId === 'w2' });
+    const result = await runTurn(defineAgent({ name: 't', model, tools: [weatherTool(executed)] }), { sink, input: 'weather?' });
+
+    expect(executed).toEqual([]);
+    expect(result.reason).toBe('failed');
+    expect(result.error?.kind).toBe('sink');
+    expect(model.calls).toHaveLength(1);
+    expect(sink.ofType('tool/call').map((e) => e.data.toolCallId)).toEqual(['w1']);
+    expect(sink.ofType('tool/result')).toHaveLength(0);
+  });
+
+  it('records provider, model, settings, rendered system prompt, tool schemas and context ids', async () => {
+    const executed: string[] = [];
+    const weather = weatherTool(executed);
+    const model = new ScriptedModel([{ toolCalls: [{ id: 'w1', name: 'weather', input: { city: 'Oslo', days: 2 } }] }, { text: 'sunny' }], {
+      provider: 'acme',
+      modelId: 'acme-large',
+    });
+    const history: Message[] = [
+      { id: 'h1', role: 'user', content: [{ type: 'text', text: 'earlier' }] },
+      { id: 'h2', role: 'assistant', content: [{ type: 'text', text: 'earlier answer' }] },
+    ];
+    const sink = new ProbeSink();
+    const result = await runTurn(
+      defineAgent({
+        name: 't',
+        model,
+        tools: [weather],
+        system: ({ turn, step }) => `You are helpful. turn=${turn} step=${step}`,
+        settings: { temperature: 0.3, maxOutputTokens: 256, stopSequences: ['END'] },
+      }),
+      { sink, history, input: 'weather?', turn: 3 },
+    );
+    expect(result.reason).toBe('completed');
+
+    const headers = sink.ofType('request/header').map((e) => e.data);
+    expect(headers).toHaveLength(2);
+    const [h1, h2] = headers as [(typeof headers)[0], (typeof headers)[0]];
+    expect(h1).toMatchObject({ provider: 'acme', modelId: 'acme-large', attempt: 1 });
+    expect(h1.settings).toEqual({ temperature: 0.3, maxOutputTokens: 256, stopSequences: ['END'] });
+    // A function system prompt is recorded as rendered, per step.
+    expect(h1.system).toBe('You are helpful. turn=3 step=1');
+    expect(h2.system).toBe('You are helpful. turn=3 step=2');
+    expect(systemOf(model.calls[0])).toBe(h1.system);
+    expect(systemOf(model.calls[1])).toBe(h2.system);
+    // Tool schemas are JSON schema derived from zod, and are what the provider got.
+    expect(h1.tools).toEqual([
+      {
+        name: 'weather',
+        description: 'Weather forecast for a city',
+        inputSchema: expect.objectContaining({
+          type: 'object',
+          properties: {
+            city: { type: 'string', description: 'City name' },
+            days: expect.objectContaining({ type: 'integer', minimum: 1, maximum: 7 }),
+          },
+          required: ['city'],
+        }),
+      },
+    ]);
+    expect(JSON.stringify(h1.tools[0]!.inputSchema)).not.toContain('$schema');
+    expect(model.calls[0]!.tools).toEqual([{ type: 'function', name: 'weather', description: 'Weather forecast for a city', inputSchema: h1.tools[0]!.inputSchema }]);
+    // Context: exactly the conversation entries sent, in order.
+    const userId = sink.ofType('user/message')[0]!.data.message.id;
+    const assistantId = sink.ofType('assistant/message')[0]!.data.message.id;
+    const toolMessageId = sink.ofType('tool/result')[0]!.data.toolMessageId;
+    expect(h1.context).toEqual(['h1', 'h2', userId]);
+    expect(h2.context).toEqual(['h1', 'h2', userId, assistantId, toolMessageId]);
+    expect(model.calls[0]!.prompt.filter((m) => m.role !== 'system')).toHaveLength(h1.context.length);
+    // The message ids named in the header are the ids of what the model produced.
+    expect(sink.ofType('assistant/message').map((e) => e.data.message.id)).toEqual(headers.map((h) => h.messageId));
+    expect(model.calls[0]!.temperature).toBe(0.3);
+    expect(model.calls[0]!.maxOutputTokens).toBe(256);
+    expect(model.calls[0]!.stopSequences).toEqual(['END']);
+  });
+
+  it('writes a header per attempt when a call is retried', async () => {
+    const model = new ScriptedModel([{ error: { kind: 'server' } }, { text: 'ok' }]);
+    const callsAtHeader: number[] = [];
+    const sink = new ProbeSink({ onEvent: (e) => e.type === 'request/header' && void callsAtHeader.push(model.calls.length) });
+    await runTurn(defineAgent({ name: 't', model, system: 'S', retry: { initialDelayMs: 1, maxDelayMs: 5 } }), { sink, input: 'hi' });
+    const headers = sink.ofType('request/header');
+    expect(headers.map((h) => h.data.attempt)).toEqual([1, 2]);
+    expect(callsAtHeader).toEqual([0, 1]);
+    expect(headers[1]!.data.context).toEqual(headers[0]!.data.context);
+    expect(headers[1]!.data.system).toBe('S');
+    expect(headers[1]!.data.messageId).not.toBe(headers[0]!.data.messageId);
+  });
+});
