@@ -1,6 +1,9 @@
 /**
  * Keel's public library API. Layers, innermost first: model (one provider call),
- * core (steps and turns). Outer layers (session log, runs, server) build on these.
+ * core (steps and turns), store (the storage port and its backends), session (the event log
+ * and its projections). Outer layers (runs, server) build on these.
  */
 export * from './model/index.ts';
 export * from './core/index.ts';
+export * from './store/index.ts';
+export * from './session/index.ts';

@@ -1,0 +1,126 @@
+import { z } from 'zod';
+import type { EventDataMap } from '../core/index.ts';
+import { loopEventSchemas, sessionEventSchemas } from './schemas.ts';
+
+export type SessionEventDataMap = EventDataMap & { [K in keyof typeof sessionEventSchemas]: z.infer<(typeof sessionEventSchemas)[K]> };
+export type SessionEventType = keyof SessionEventDataMap;
+
+/** A decoded event of the session log: upcast to the current version, validated, blobs inflated. */
+export type SessionEvent<T extends SessionEventType = SessionEventType> = {
+  [K in T]: {
+    id: string;
+    sessionId: string;
+    seq: number;
+    type: K;
+    v: number;
+    time: number;
+    runId?: string;
+    turn?: number;
+    step?: number;
+    entry: boolean;
+    parentId?: string;
+    data: SessionEventDataMap[K];
+  };
+}[T];
+
+export interface EventTypeDef {
+  type: string;
+  /** The current version: what writers write. */
+  v: number;
+  schema: z.ZodType;
+  /** A conversational entry: it joins the tree and moves the leaf. */
+  entry: boolean;
+  /** For a non-entry event that moves the leaf: where to. */
+  leafOf?: (data: never) => string | null;
+  /** Top-level data fields that go to the blob table when large. */
+  blobFields?: readonly string[];
+  /** upcasters[n] turns data of version n into version n + 1. */
+  upcasters?: Record<number, (data: unknown) => unknown>;
+}
+
+export class UnknownEventError extends Error {
+  readonly code = 'unknown_event';
+  constructor(type: string, v: number, seq: number) {
+    super(`event #${seq} has type ${type} v${v}, which this Keel does not know and which is not marked ignorable: upgrade Keel to read this session`);
+    this.name = 'UnknownEventError';
+  }
+}
+
+export class InvalidEventError extends Error {
+  readonly code = 'invalid_event';
+  readonly issues: string;
+  constructor(type: string, issues: string) {
+    super(`invalid ${type} event data: ${issues}`);
+    this.name = 'InvalidEventError';
+    this.issues = issues;
+  }
+}
+
+const ENTRY_TYPES = new Set(['user/message', 'assistant/message', 'tool/result', 'compaction', 'branch/summary']);
+const BLOB_FIELDS: Record<string, readonly string[]> = {
+  'request/header': ['system', 'tools'],
+  'tool/result': ['output'],
+  'user/message': ['message'],
+  compaction: ['summary'],
+  'branch/summary': ['summary'],
+};
+
+/** Which event types exist, at which version, and how to read older versions of each. */
+export class EventRegistry {
+  private readonly defs = new Map<string, EventTypeDef>();
+
+  define(def: EventTypeDef): this {
+    if (!(def.v >= 1)) throw new TypeError(`event type ${def.type}: version must be >= 1`);
+    for (let v = 1; v < def.v; v++) {
+      if (!def.upcasters?.[v]) throw new TypeError(`event type ${def.type}: no upcaster from v${v} to v${v + 1}`);
+    }
+    this.defs.set(def.type, def);
+    return this;
+  }
+
+  get(type: string): EventTypeDef | undefined {
+    return this.defs.get(type);
+  }
+
+  /** Validates data about to be written; returns it as the schema parsed it. */
+  validate(type: string, data: unknown): { def: EventTypeDef; data: unknown } {
+    const def = this.defs.get(type);
+    if (!def) throw new InvalidEventError(type, 'unknown event type');
+    const parsed = def.schema.safeParse(data);
+    if (!parsed.success) throw new InvalidEventError(type, z.prettifyError(parsed.error));
+    return { def, data: parsed.data };
+  }
+
+  /**
+   * Brings stored data to the current version and validates it. Returns undefined for an event
+   * this reader may skip (unknown or newer, but marked ignorable); throws for one it must not skip.
+   */
+  upcast(e: { type: string; v: number; seq: number; ignorable: boolean; data: unknown }): { v: number; data: unknown } | undefined {
+    const def = this.defs.get(e.type);
+    if (!def || e.v > def.v) {
+      if (e.ignorable) return undefined;
+      throw new UnknownEventError(e.type, e.v, e.seq);
+    }
+    let data = e.data;
+    for (let v = e.v; v < def.v; v++) data = def.upcasters![v]!(data);
+    const parsed = def.schema.safeParse(data);
+    if (!parsed.success) throw new InvalidEventError(e.type, `#${e.seq}: ${z.prettifyError(parsed.error)}`);
+    return { v: def.v, data: parsed.data };
+  }
+}
+
+/** The registry of every event type this version of Keel writes. */
+export function defaultRegistry(): EventRegistry {
+  const r = new EventRegistry();
+  for (const [type, schema] of Object.entries({ ...loopEventSchemas, ...sessionEventSchemas })) {
+    r.define({
+      type,
+      v: 1,
+      schema,
+      entry: ENTRY_TYPES.has(type),
+      ...(BLOB_FIELDS[type] ? { blobFields: BLOB_FIELDS[type] } : {}),
+      ...(type === 'leaf/move' ? { leafOf: (d: { entryId: string | null }) => d.entryId } : {}),
+    });
+  }
+  return r;
+}

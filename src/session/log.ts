@@ -1,0 +1,134 @@
+import { EventEmitter } from 'node:events';
+import { newId, type DeltaEvent } from '../core/index.ts';
+import { NotFoundError, type EventDraft, type Store, type StoreOps, type StoredEvent } from '../store/index.ts';
+import { blobRefsOf, extractBlobs, inflateBlobs } from './blobs.ts';
+import { defaultRegistry, type EventRegistry, type SessionEvent, type SessionEventDataMap, type SessionEventType } from './event-types.ts';
+
+/** An event to append; the log assigns id (unless given), seq, parent and time. */
+export type NewEvent = {
+  [K in SessionEventType]: {
+    type: K;
+    data: SessionEventDataMap[K];
+    id?: string;
+    time?: number;
+    runId?: string;
+    turn?: number;
+    step?: number;
+    /** For entries: attach under this entry instead of the current leaf (null: a new root). */
+    parentId?: string | null;
+  };
+}[SessionEventType];
+
+export type LiveListener = (e: { kind: 'event'; event: SessionEvent } | { kind: 'delta'; delta: DeltaEvent }) => void;
+
+/**
+ * The session's append-only event log: validation, blob extraction and seq allocation on the way
+ * in; upcasting and blob inflation on the way out; and a live feed of what was appended.
+ */
+export class SessionLog {
+  readonly store: Store;
+  readonly registry: EventRegistry;
+  private readonly live = new EventEmitter();
+
+  constructor(store: Store, registry: EventRegistry = defaultRegistry()) {
+    this.store = store;
+    this.registry = registry;
+    this.live.setMaxListeners(0);
+  }
+
+  /** Turns a new event into a storage draft (validated, large fields moved to blobs). */
+  encode(e: NewEvent): { draft: EventDraft; blobs: Array<{ hash: string; data: string }>; data: unknown } {
+    const { def, data } = this.registry.validate(e.type, e.data);
+    const { data: stored, blobs } = extractBlobs(data as Record<string, unknown>, def.blobFields);
+    const draft: EventDraft = {
+      id: e.id ?? newId(),
+      type: e.type,
+      v: def.v,
+      time: e.time ?? Date.now(),
+      entry: def.entry,
+      data: stored,
+      ...(e.runId !== undefined ? { runId: e.runId } : {}),
+      ...(e.turn !== undefined ? { turn: e.turn } : {}),
+      ...(e.step !== undefined ? { step: e.step } : {}),
+      ...(def.entry && e.parentId !== undefined ? { parentId: e.parentId } : {}),
+      ...(def.leafOf ? { leaf: (def.leafOf as (d: unknown) => string | null)(data) } : {}),
+    };
+    return { draft, blobs, data };
+  }
+
+  /** Appends atomically (blobs and events in one transaction) and tells live subscribers. */
+  async append(sessionId: string, events: readonly NewEvent[], options: { expectLastSeq?: number; tx?: StoreOps } = {}): Promise<SessionEvent[]> {
+    const drafts: EventDraft[] = [];
+    const blobs: Array<{ hash: string; data: string }> = [];
+    const datas: unknown[] = [];
+    for (const e of events) {
+      const enc = this.encode(e);
+      drafts.push(enc.draft);
+      blobs.push(...enc.blobs);
+      datas.push(enc.data);
+    }
+    const write = async (tx: StoreOps) => {
+      if (blobs.length > 0) await tx.putBlobs(blobs);
+      return tx.append(sessionId, drafts, options.expectLastSeq !== undefined ? { expectLastSeq: options.expectLastSeq } : undefined);
+    };
+    const stored = options.tx ? await write(options.tx) : blobs.length > 0 ? await this.store.transaction(write) : await this.store.append(sessionId, drafts, options.expectLastSeq !== undefined ? { expectLastSeq: options.expectLastSeq } : undefined);
+    // What was validated before blob extraction is what a reader will get back: no need to read it.
+    const decoded = stored.map((s, i) => ({ ...this.envelope(s), data: datas[i] }) as SessionEvent);
+    if (!options.tx) this.publish(sessionId, decoded);
+    return decoded;
+  }
+
+  /** Tells live subscribers about events committed by someone else's transaction. */
+  publish(sessionId: string, events: readonly SessionEvent[]): void {
+    if (this.live.listenerCount(sessionId) === 0) return;
+    for (const event of events) this.live.emit(sessionId, { kind: 'event', event });
+  }
+
+  publishDelta(sessionId: string, delta: DeltaEvent): void {
+    if (this.live.listenerCount(sessionId) > 0) this.live.emit(sessionId, { kind: 'delta', delta });
+  }
+
+  subscribe(sessionId: string, listener: LiveListener): () => void {
+    this.live.on(sessionId, listener);
+    return () => this.live.off(sessionId, listener);
+  }
+
+  private envelope(s: StoredEvent): Omit<SessionEvent, 'data' | 'type'> & { type: string } {
+    return {
+      id: s.id,
+      sessionId: s.sessionId,
+      seq: s.seq,
+      type: s.type,
+      v: s.v,
+      time: s.time,
+      ...(s.runId !== undefined ? { runId: s.runId } : {}),
+      ...(s.turn !== undefined ? { turn: s.turn } : {}),
+      ...(s.step !== undefined ? { step: s.step } : {}),
+      entry: s.entry,
+      ...(s.parentId !== undefined ? { parentId: s.parentId } : {}),
+    };
+  }
+
+  /** Decodes stored events: blobs inflated, upcast to current versions; ignorable unknowns skipped. */
+  async decode(stored: readonly StoredEvent[], ops: StoreOps = this.store): Promise<SessionEvent[]> {
+    const hashes = new Set<string>();
+    for (const s of stored) for (const h of blobRefsOf(s.data)) hashes.add(h);
+    const blobs = hashes.size > 0 ? await ops.getBlobs([...hashes]) : new Map<string, string>();
+    const out: SessionEvent[] = [];
+    for (const s of stored) {
+      const up = this.registry.upcast({ type: s.type, v: s.v, seq: s.seq, ignorable: s.ignorable, data: inflateBlobs(s.data, blobs) });
+      if (up) out.push({ ...this.envelope(s), v: up.v, data: up.data } as SessionEvent);
+    }
+    return out;
+  }
+
+  async read(sessionId: string, options: { afterSeq?: number; untilSeq?: number; limit?: number } = {}, ops: StoreOps = this.store): Promise<SessionEvent[]> {
+    return this.decode(await ops.readEvents(sessionId, options), ops);
+  }
+
+  async session(sessionId: string, ops: StoreOps = this.store) {
+    const s = await ops.getSession(sessionId);
+    if (!s) throw new NotFoundError('session', sessionId);
+    return s;
+  }
+}

@@ -1,0 +1,5 @@
+export * from './projection.ts';
+export * from './context.ts';
+export * from './transcript.ts';
+export * from './developer.ts';
+export * from './stats.ts';

@@ -1,0 +1,102 @@
+import type { StoreOps } from '../store/index.ts';
+import type { SessionEvent } from './event-types.ts';
+import type { SessionLog } from './log.ts';
+import { fold, type Projection } from './projections/index.ts';
+
+const PAGE = 1000;
+
+export interface ProjectionRead<S> {
+  state: S;
+  /** The state covers exactly the events up to this seq... */
+  asOfSeq: number;
+  /** ...on the path ending at this leaf. */
+  leafId: string | null;
+  /** How many events were folded for this read (the cost of the read). */
+  folded: number;
+}
+
+/**
+ * The entries on the path to `leafId`, root first. With `fromLatestCompaction` the walk stops at
+ * the first kept entry of the latest compaction on the path: everything before it is summarized,
+ * so the model context never costs more than the path since that compaction.
+ */
+export async function pathEntries(log: SessionLog, sessionId: string, leafId: string | null, fromLatestCompaction: boolean, ops: StoreOps = log.store): Promise<SessionEvent[]> {
+  const nearestFirst: SessionEvent[] = [];
+  let cursor = leafId;
+  let stopAt: string | null | undefined;
+  walk: while (cursor) {
+    const batch = await log.decode(await ops.ancestors(sessionId, cursor, PAGE), ops);
+    if (batch.length === 0) break;
+    for (const e of batch) {
+      nearestFirst.push(e);
+      if (!fromLatestCompaction) continue;
+      if (stopAt === undefined && e.type === 'compaction') {
+        stopAt = e.data.firstKeptEntryId;
+        if (stopAt === null) break walk;
+      } else if (stopAt !== undefined && e.id === stopAt) break walk;
+    }
+    cursor = batch.at(-1)!.parentId ?? null;
+  }
+  return nearestFirst.reverse();
+}
+
+/**
+ * Reads a projection: its last snapshot plus the events after it. A path projection whose branch
+ * moved since the snapshot is rebuilt from the path instead. A new snapshot is written (state and
+ * asOfSeq in one row, so in one transaction) once `snapshotEvery` events had to be folded.
+ */
+export async function readProjection<S>(log: SessionLog, sessionId: string, p: Projection<S>, snapshotEvery: number): Promise<ProjectionRead<S>> {
+  const session = await log.session(sessionId);
+  const lastSeq = session.lastSeq;
+  const snap = await log.store.getSnapshot(sessionId, p.name, p.version);
+  const from = snap && snap.asOfSeq <= lastSeq ? snap : undefined;
+  let state = from ? (from.state as S) : p.init();
+  let folded = 0;
+  // A rebuilt path costs the path's length to fold again: keep it even when short.
+  let mustSnapshot = false;
+
+  if (p.scope === 'log') {
+    for (let after = from?.asOfSeq ?? 0; after < lastSeq; ) {
+      const page = await log.read(sessionId, { afterSeq: after, untilSeq: lastSeq, limit: PAGE });
+      if (page.length === 0) break;
+      state = fold(p, page, state);
+      folded += page.length;
+      after = page.at(-1)!.seq;
+    }
+  } else {
+    let linear = from !== undefined;
+    if (from) {
+      const tail = await log.read(sessionId, { afterSeq: from.asOfSeq, untilSeq: lastSeq });
+      let leaf = from.leafId;
+      const entries: SessionEvent[] = [];
+      for (const e of tail) {
+        if (e.entry) {
+          if ((e.parentId ?? null) !== leaf) {
+            linear = false;
+            break;
+          }
+          leaf = e.id;
+          entries.push(e);
+        } else if (e.type === 'leaf/move' && e.data.entryId !== leaf) {
+          linear = false;
+          break;
+        }
+      }
+      if (linear) {
+        state = fold(p, entries, state);
+        folded = tail.length;
+      }
+    }
+    if (!linear) {
+      const path = await pathEntries(log, sessionId, session.leafId, p.pathStart === 'latest-compaction');
+      state = fold(p, path, p.init());
+      folded = path.length;
+      mustSnapshot = folded > 0;
+    }
+  }
+
+  if (mustSnapshot || folded >= snapshotEvery) {
+    await log.store.putSnapshot({ sessionId, projection: p.name, version: p.version, asOfSeq: lastSeq, leafId: session.leafId, state });
+  }
+  return { state, asOfSeq: lastSeq, leafId: session.leafId, folded };
+}

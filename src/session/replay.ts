@@ -1,0 +1,103 @@
+import { promptHash } from '../core/index.ts';
+import { portableMessages, type Message } from '../model/index.ts';
+import type { SessionEvent } from './event-types.ts';
+import type { SessionLog } from './log.ts';
+import { contextMessages, contextProjection, fold, type ContextState } from './projections/index.ts';
+
+export interface ReplayMismatch {
+  seq: number;
+  /** The id the request's assistant message was to have. */
+  messageId: string;
+  kind: 'context' | 'fingerprint';
+  detail: string;
+}
+
+export interface ReplayReport {
+  sessionId: string;
+  events: number;
+  requests: number;
+  mismatches: ReplayMismatch[];
+  ok: boolean;
+}
+
+/**
+ * The replay check: rebuilds every recorded model request from the log alone (the branch path
+ * as it was at that point, compaction applied, opaque reasoning only from the request's own turn)
+ * and compares it with the request header: the context ids in order, and the fingerprint of
+ * system prompt, settings, tool schemas and every message. A mismatch means the log does not
+ * explain that request.
+ */
+export async function verifyReplay(log: SessionLog, sessionId: string, options: { onProgress?: (events: number) => void } = {}): Promise<ReplayReport> {
+  const session = await log.session(sessionId);
+  const entries = new Map<string, SessionEvent>();
+  let leaf: string | null = null;
+  let state: ContextState = contextProjection.init();
+  let stateLeaf: string | null = null;
+  const report: ReplayReport = { sessionId, events: 0, requests: 0, mismatches: [], ok: true };
+
+  const rebuild = () => {
+    const path: SessionEvent[] = [];
+    for (let id = leaf; id; id = entries.get(id)?.parentId ?? null) {
+      const e = entries.get(id);
+      if (!e) break;
+      path.push(e);
+    }
+    state = fold(contextProjection, path.reverse());
+    stateLeaf = leaf;
+  };
+
+  for (let after = 0; after < session.lastSeq; ) {
+    const page = await log.read(sessionId, { afterSeq: after, untilSeq: session.lastSeq, limit: 1000 });
+    if (page.length === 0) break;
+    for (const e of page) {
+      report.events++;
+      if (e.entry) {
+        entries.set(e.id, e);
+        if (stateLeaf === (e.parentId ?? null)) {
+          contextProjection.apply(state, e);
+          stateLeaf = e.id;
+        }
+        leaf = e.id;
+      } else if (e.type === 'leaf/move') {
+        leaf = e.data.entryId;
+      } else if (e.type === 'request/header') {
+        report.requests++;
+        if (stateLeaf !== leaf) rebuild();
+        check(e as SessionEvent<'request/header'>, state, report);
+      }
+    }
+    after = page.at(-1)!.seq;
+    options.onProgress?.(report.events);
+  }
+  report.ok = report.mismatches.length === 0;
+  return report;
+}
+
+function check(h: SessionEvent<'request/header'>, state: ContextState, report: ReplayReport): void {
+  const turnOf = new Map<string, number>();
+  state.messages.forEach((m, i) => turnOf.set(m.id, state.turns[i]!));
+  // What the loop held: earlier turns in portable form (no reasoning), its own turn as produced.
+  const messages: Message[] = contextMessages(state).flatMap((m) => ((turnOf.get(m.id) ?? 0) < (h.turn ?? 0) ? portableMessages([m]) : [m]));
+  const ids = messages.map((m) => m.id);
+  const recorded = h.data.context;
+  if (ids.length !== recorded.length || ids.some((id, i) => id !== recorded[i])) {
+    const at = ids.findIndex((id, i) => id !== recorded[i]);
+    const i = at < 0 ? Math.min(ids.length, recorded.length) : at;
+    report.mismatches.push({
+      seq: h.seq,
+      messageId: h.data.messageId,
+      kind: 'context',
+      detail: `the log gives ${ids.length} context messages, the header lists ${recorded.length}; first difference at position ${i}: log ${ids[i] ?? '(none)'}, header ${recorded[i] ?? '(none)'}`,
+    });
+    return;
+  }
+  const hash = promptHash({ system: h.data.system, tools: h.data.tools, settings: h.data.settings, messages });
+  if (hash !== h.data.promptHash) {
+    report.mismatches.push({
+      seq: h.seq,
+      messageId: h.data.messageId,
+      kind: 'fingerprint',
+      detail: `the request rebuilt from the log has fingerprint ${hash.slice(0, 12)}…, the header recorded ${h.data.promptHash.slice(0, 12)}…`,
+    });
+  }
+}

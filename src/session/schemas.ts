@@ -1,0 +1,129 @@
+import { z } from 'zod';
+
+/** zod schemas of everything the session log stores: messages, usage, and each event's data. */
+export const json = z.json();
+
+const providerMetadata = z.record(z.string(), z.record(z.string(), json));
+
+export const textPart = z.strictObject({ type: z.literal('text'), text: z.string() });
+export const filePart = z.strictObject({ type: z.literal('file'), mediaType: z.string(), data: z.string(), filename: z.string().optional() });
+export const reasoningPart = z.strictObject({ type: z.literal('reasoning'), text: z.string(), providerMetadata: providerMetadata.optional() });
+export const toolCallPart = z.strictObject({ type: z.literal('tool-call'), toolCallId: z.string(), toolName: z.string(), input: json });
+
+export const toolOutput = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('text'), value: z.string() }),
+  z.strictObject({ type: z.literal('json'), value: json }),
+  z.strictObject({
+    type: z.literal('error'),
+    code: z.enum(['unknown_tool', 'invalid_input', 'execution_error', 'timeout', 'cancelled', 'denied', 'outcome_unknown']),
+    message: z.string(),
+  }),
+]);
+
+export const userMessage = z.strictObject({ id: z.string(), role: z.literal('user'), content: z.array(z.union([textPart, filePart])) });
+export const assistantMessage = z.strictObject({
+  id: z.string(),
+  role: z.literal('assistant'),
+  content: z.array(z.union([textPart, reasoningPart, toolCallPart])),
+  interrupted: z.boolean().optional(),
+});
+
+export const usage = z.strictObject({
+  inputTokens: z.number().int().nonnegative(),
+  outputTokens: z.number().int().nonnegative(),
+  cachedInputTokens: z.number().int().nonnegative(),
+  reasoningTokens: z.number().int().nonnegative(),
+});
+
+export const modelErrorInfo = z.strictObject({
+  kind: z.enum(['transient', 'context_overflow', 'aborted', 'fatal']),
+  message: z.string(),
+  status: z.number().int().optional(),
+  code: z.string().optional(),
+  retryAfterMs: z.number().nonnegative().optional(),
+});
+
+const modelRef = z.strictObject({ provider: z.string(), modelId: z.string() });
+const toolSchema = z.strictObject({ name: z.string(), description: z.string(), inputSchema: json });
+const pending = z.strictObject({ toolCallId: z.string(), toolName: z.string(), input: json });
+const turnError = z.strictObject({ kind: z.enum(['model', 'sink', 'hook', 'internal']), message: z.string(), model: modelErrorInfo.optional() });
+
+/** Data schemas of the events the step/turn loop emits (src/core/events.ts). */
+export const loopEventSchemas = {
+  'turn/start': z.strictObject({ agent: z.strictObject({ name: z.string(), version: z.string() }), model: modelRef, resumed: z.boolean() }),
+  'user/message': z.strictObject({ message: userMessage, via: z.enum(['input', 'steer']) }),
+  'config/change': z.strictObject({
+    model: modelRef.optional(),
+    system: z.literal(true).optional(),
+    tools: z.array(z.string()).optional(),
+    settings: z.record(z.string(), json).optional(),
+  }),
+  'step/start': z.strictObject({}),
+  'request/header': z.strictObject({
+    provider: z.string(),
+    modelId: z.string(),
+    attempt: z.number().int().positive(),
+    messageId: z.string(),
+    settings: z.record(z.string(), json),
+    system: z.string().nullable(),
+    tools: z.array(toolSchema),
+    context: z.array(z.string()),
+    promptHash: z.string(),
+  }),
+  'model/retry': z.strictObject({ attempt: z.number().int(), delayMs: z.number().nonnegative(), error: modelErrorInfo, abandonedMessageId: z.string() }),
+  'model/error': z.strictObject({ attempt: z.number().int(), error: modelErrorInfo, willCompact: z.boolean() }),
+  'assistant/message': z.strictObject({
+    message: assistantMessage,
+    finishReason: z.string(),
+    usage,
+    cost: z.number().nonnegative(),
+    responseId: z.string().optional(),
+    responseModelId: z.string().optional(),
+    timing: z.strictObject({ startedAt: z.number(), firstChunkMs: z.number().optional(), durationMs: z.number() }),
+  }),
+  'tool/call': z.strictObject({ toolCallId: z.string(), toolName: z.string(), input: json, idempotencyKey: z.string(), assistantMessageId: z.string() }),
+  'tool/approval': pending.extend({ assistantMessageId: z.string() }),
+  'tool/decision': z.strictObject({ toolCallId: z.string(), approved: z.boolean(), reason: z.string().optional(), editedInput: json.optional() }),
+  'tool/result': z.strictObject({ toolCallId: z.string(), toolName: z.string(), output: toolOutput, toolMessageId: z.string(), durationMs: z.number().nonnegative() }),
+  'step/end': z.strictObject({ reason: z.enum(['tool-calls', 'final', 'interrupted', 'cancelled', 'failed']), usage }),
+  'turn/end': z.strictObject({
+    reason: z.enum(['completed', 'cancelled', 'failed', 'max_steps', 'budget_exceeded', 'suspended']),
+    steps: z.number().int().nonnegative(),
+    usage,
+    cost: z.number().nonnegative(),
+    error: turnError.optional(),
+    pending: z.array(pending).optional(),
+  }),
+} as const;
+
+/** Data schemas of the events the session layer itself writes. */
+export const sessionEventSchemas = {
+  'session/created': z.strictObject({
+    title: z.string().nullable(),
+    metadata: z.record(z.string(), json),
+    agent: z.string().nullable(),
+    origin: z.strictObject({ sessionId: z.string(), entryId: z.string() }).nullable(),
+  }),
+  'session/updated': z.strictObject({ title: z.string().nullable().optional(), metadata: z.record(z.string(), json).optional() }),
+  'session/archived': z.strictObject({}),
+  'leaf/move': z.strictObject({ entryId: z.string().nullable(), reason: z.enum(['switch', 'fork']) }),
+  'branch/summary': z.strictObject({
+    summary: z.string(),
+    abandonedLeafId: z.string().nullable(),
+    model: modelRef.nullable(),
+    usage,
+    cost: z.number().nonnegative(),
+  }),
+  compaction: z.strictObject({
+    summary: z.string(),
+    firstKeptEntryId: z.string().nullable(),
+    tokensBefore: z.number().int().nonnegative(),
+    tokensAfter: z.number().int().nonnegative(),
+    /** True when tokensBefore is an estimate, not what the provider reported. */
+    estimated: z.boolean(),
+    model: modelRef,
+    usage,
+    cost: z.number().nonnegative(),
+    reason: z.enum(['manual', 'threshold', 'overflow']),
+  }),
+} as const;

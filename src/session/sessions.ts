@@ -1,0 +1,270 @@
+import type { LanguageModelV4 } from '@ai-sdk/provider';
+import { newId, startTurn, userMessage, type AgentDefinition, type TurnHandle, type TurnHooks, type TurnOptions, type UserInput } from '../core/index.ts';
+import type { Message, Pricing } from '../model/index.ts';
+import { StoreError, type JsonObject, type SessionPage, type SessionRecord, type Store } from '../store/index.ts';
+import { compactSession, compactionHook, estimateTokens, summarize, type CompactionSettings, type CompactOptions, type CompactResult } from './compaction.ts';
+import type { EventRegistry, SessionEvent } from './event-types.ts';
+import { SessionLog, type LiveListener, type NewEvent } from './log.ts';
+import {
+  contextMessages,
+  contextProjection,
+  developerProjection,
+  statsProjection,
+  transcriptProjection,
+  type DeveloperState,
+  type StatsState,
+  type TranscriptItem,
+} from './projections/index.ts';
+import { pathEntries, readProjection } from './reader.ts';
+import { SessionSink } from './sink.ts';
+
+export interface SessionsOptions {
+  store: Store;
+  registry?: EventRegistry;
+  /** Write a projection snapshot once a read had to fold this many events. */
+  snapshotEvery?: number;
+}
+
+export interface ModelContext {
+  messages: Message[];
+  /** Estimated tokens of `messages`. */
+  tokens: number;
+  /** Input tokens the provider reported for the last call on this path, if any since the last compaction. */
+  lastInputTokens: number | null;
+  /** Older messages left out to fit `budgetTokens` (0 when everything fit). */
+  omitted: number;
+  asOfSeq: number;
+  leafId: string | null;
+}
+
+export interface SessionTurnOptions extends Omit<TurnOptions, 'sink' | 'history' | 'turn' | 'scope' | 'resume'> {
+  runId?: string;
+  compaction?: CompactionSettings;
+}
+
+export class InvalidEntryError extends StoreError {
+  constructor(sessionId: string, entryId: string) {
+    super('invalid_entry', `session ${sessionId} has no conversation entry ${entryId}`);
+    this.name = 'InvalidEntryError';
+  }
+}
+
+/**
+ * The session layer's library API. A session owns an append-only event log; its transcript, model
+ * context, developer view and statistics are projections of that log.
+ */
+export class Sessions {
+  readonly log: SessionLog;
+  readonly snapshotEvery: number;
+
+  constructor(options: SessionsOptions) {
+    this.log = new SessionLog(options.store, options.registry);
+    this.snapshotEvery = options.snapshotEvery ?? 256;
+  }
+
+  get store(): Store {
+    return this.log.store;
+  }
+
+  async create(options: { id?: string; title?: string | null; metadata?: JsonObject; agent?: string | null; origin?: { sessionId: string; entryId: string } | null } = {}): Promise<SessionRecord> {
+    const id = options.id ?? newId();
+    const createdAt = Date.now();
+    const created = await this.store.transaction(async (tx) => {
+      await tx.createSession({ id, createdAt, title: options.title ?? null, metadata: options.metadata ?? {}, agent: options.agent ?? null, origin: options.origin ?? null });
+      const events = await this.log.append(
+        id,
+        [{ type: 'session/created', time: createdAt, data: { title: options.title ?? null, metadata: (options.metadata ?? {}) as Record<string, never>, agent: options.agent ?? null, origin: options.origin ?? null } }],
+        { tx },
+      );
+      return { session: (await tx.getSession(id))!, events };
+    });
+    this.log.publish(id, created.events);
+    return created.session;
+  }
+
+  get(id: string): Promise<SessionRecord> {
+    return this.log.session(id);
+  }
+
+  list(page: SessionPage): Promise<SessionRecord[]> {
+    return this.store.listSessions(page);
+  }
+
+  async update(id: string, patch: { title?: string | null; metadata?: JsonObject }): Promise<SessionRecord> {
+    const events = await this.store.transaction(async (tx) => {
+      await tx.updateSession(id, patch);
+      return this.log.append(id, [{ type: 'session/updated', data: patch as { title?: string | null; metadata?: Record<string, never> } }], { tx });
+    });
+    this.log.publish(id, events);
+    return this.get(id);
+  }
+
+  /** Archives a session: it leaves default listings; its log stays readable. */
+  async archive(id: string): Promise<SessionRecord> {
+    const events = await this.store.transaction(async (tx) => {
+      await tx.updateSession(id, { archivedAt: Date.now() });
+      return this.log.append(id, [{ type: 'session/archived', data: {} }], { tx });
+    });
+    this.log.publish(id, events);
+    return this.get(id);
+  }
+
+  append(sessionId: string, events: readonly NewEvent[], options?: { expectLastSeq?: number }): Promise<SessionEvent[]> {
+    return this.log.append(sessionId, events, options);
+  }
+
+  /** Appends user input outside a turn; the next turn's context includes it. */
+  async appendUserMessage(sessionId: string, input: UserInput): Promise<SessionEvent<'user/message'>> {
+    const [e] = await this.log.append(sessionId, [{ type: 'user/message', data: { message: userMessage(input), via: 'input' } }]);
+    return e as SessionEvent<'user/message'>;
+  }
+
+  /** Events after `after` (a seq), at most `limit`, in seq order. */
+  events(sessionId: string, options: { after?: number; limit?: number } = {}): Promise<SessionEvent[]> {
+    return this.log.read(sessionId, { afterSeq: options.after ?? 0, limit: Math.min(options.limit ?? 1000, 10_000) });
+  }
+
+  subscribe(sessionId: string, listener: LiveListener): () => void {
+    return this.log.subscribe(sessionId, listener);
+  }
+
+  /** What the model sees next: the current branch path with compaction applied. */
+  async context(sessionId: string, options: { budgetTokens?: number } = {}): Promise<ModelContext> {
+    const read = await readProjection(this.log, sessionId, contextProjection, this.snapshotEvery);
+    let messages = contextMessages(read.state);
+    let omitted = 0;
+    if (options.budgetTokens !== undefined) {
+      // Over budget even after compaction: drop the oldest messages at cuts that keep tool calls with their results.
+      while (messages.length > 1 && estimateTokens(messages) > options.budgetTokens) {
+        let cut = 1;
+        while (cut < messages.length && messages[cut]!.role === 'tool') cut++;
+        if (cut >= messages.length) break;
+        omitted += cut;
+        messages = messages.slice(cut);
+      }
+    }
+    return { messages, tokens: estimateTokens(messages), lastInputTokens: read.state.lastInputTokens, omitted, asOfSeq: read.asOfSeq, leafId: read.leafId };
+  }
+
+  async transcript(sessionId: string): Promise<TranscriptItem[]> {
+    return (await readProjection(this.log, sessionId, transcriptProjection, this.snapshotEvery)).state.items;
+  }
+
+  async developerView(sessionId: string): Promise<DeveloperState> {
+    return (await readProjection(this.log, sessionId, developerProjection, this.snapshotEvery)).state;
+  }
+
+  async stats(sessionId: string): Promise<StatsState> {
+    return (await readProjection(this.log, sessionId, statsProjection, this.snapshotEvery)).state;
+  }
+
+  private async entry(sessionId: string, entryId: string): Promise<SessionEvent> {
+    const [e] = await this.log.decode(await this.store.getEvents(sessionId, [entryId]));
+    if (!e || !e.entry) throw new InvalidEntryError(sessionId, entryId);
+    return e;
+  }
+
+  /** Moves the current leaf to another entry (another branch); the move itself is an event. */
+  async switchBranch(sessionId: string, entryId: string | null): Promise<SessionEvent> {
+    if (entryId !== null) await this.entry(sessionId, entryId);
+    const [e] = await this.log.append(sessionId, [{ type: 'leaf/move', data: { entryId, reason: 'switch' } }]);
+    return e!;
+  }
+
+  /**
+   * Forks at `entryId`. Into a branch: the leaf moves there (optionally under a summary entry of
+   * the path being left). Into a session: a new session starts with a copy of the path to
+   * `entryId` and records where it came from.
+   */
+  async fork(
+    sessionId: string,
+    entryId: string,
+    options: { into: 'branch' | 'session'; summary?: string | { model: LanguageModelV4; pricing?: Pricing }; title?: string },
+  ): Promise<{ sessionId: string; leafId: string }> {
+    const at = await this.entry(sessionId, entryId);
+    if (options.into === 'session') return this.forkToSession(sessionId, at, options.title);
+
+    const session = await this.get(sessionId);
+    const events: NewEvent[] = [{ type: 'leaf/move', data: { entryId, reason: 'fork' } }];
+    if (options.summary !== undefined) {
+      const abandoned = await this.abandonedPath(sessionId, session.leafId, entryId);
+      let summary: Extract<NewEvent, { type: 'branch/summary' }>['data'];
+      if (typeof options.summary === 'string') {
+        summary = { summary: options.summary, abandonedLeafId: session.leafId, model: null, usage: { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 }, cost: 0 };
+      } else {
+        const s = await summarize(null, abandoned, { model: options.summary.model, ...(options.summary.pricing ? { pricing: options.summary.pricing } : {}) });
+        summary = { summary: s.text, abandonedLeafId: session.leafId, model: { provider: options.summary.model.provider, modelId: options.summary.model.modelId }, usage: s.result.usage, cost: s.cost };
+      }
+      events.push({ type: 'branch/summary', parentId: entryId, data: summary });
+    }
+    const appended = await this.log.append(sessionId, events, { expectLastSeq: session.lastSeq });
+    return { sessionId, leafId: appended.at(-1)!.type === 'branch/summary' ? appended.at(-1)!.id : entryId };
+  }
+
+  /** The messages on the current path after the fork point: what a branch summary describes. */
+  private async abandonedPath(sessionId: string, leafId: string | null, forkAt: string): Promise<Message[]> {
+    const path = await pathEntries(this.log, sessionId, leafId, false);
+    const i = path.findIndex((e) => e.id === forkAt);
+    const state = contextProjection.init();
+    for (const e of path.slice(i + 1)) contextProjection.apply(state, e);
+    return state.messages;
+  }
+
+  private async forkToSession(sourceId: string, at: SessionEvent, title?: string): Promise<{ sessionId: string; leafId: string }> {
+    const source = await this.get(sourceId);
+    const path = await pathEntries(this.log, sourceId, at.id, false);
+    const id = newId();
+    const ids = new Map<string, string>();
+    const copies: NewEvent[] = path.map((e) => {
+      const copyId = newId();
+      ids.set(e.id, copyId);
+      let data = e.data;
+      if (e.type === 'compaction' && e.data.firstKeptEntryId !== null) {
+        data = { ...e.data, firstKeptEntryId: ids.get(e.data.firstKeptEntryId) ?? null };
+      }
+      return {
+        type: e.type,
+        data,
+        id: copyId,
+        time: e.time,
+        parentId: e.parentId === undefined ? null : (ids.get(e.parentId) ?? null),
+        ...(e.turn !== undefined ? { turn: e.turn } : {}),
+        ...(e.step !== undefined ? { step: e.step } : {}),
+        ...(e.runId !== undefined ? { runId: e.runId } : {}),
+      } as NewEvent;
+    });
+    const createdAt = Date.now();
+    const origin = { sessionId: sourceId, entryId: at.id };
+    const newTitle = title ?? (source.title ? `${source.title} (fork)` : null);
+    const events = await this.store.transaction(async (tx) => {
+      await tx.createSession({ id, createdAt, title: newTitle, metadata: source.metadata, agent: source.agent, origin });
+      return this.log.append(id, [{ type: 'session/created', time: createdAt, data: { title: newTitle, metadata: source.metadata as Record<string, never>, agent: source.agent, origin } }, ...copies], { tx });
+    });
+    this.log.publish(id, events);
+    return { sessionId: id, leafId: ids.get(at.id)! };
+  }
+
+  compact(sessionId: string, options: CompactOptions): Promise<CompactResult> {
+    return compactSession(this.log, sessionId, { reason: 'manual', ...options }, this.snapshotEvery);
+  }
+
+  /**
+   * Starts a turn on this session: the context projection is its history, the session log its
+   * event sink, and (with `compaction`) the context is compacted at step boundaries when it gets
+   * close to the window, or after the provider reports an overflow.
+   */
+  async startTurn(sessionId: string, agent: AgentDefinition, options: SessionTurnOptions = {}): Promise<TurnHandle> {
+    const [ctx, stats] = await Promise.all([this.context(sessionId), this.stats(sessionId)]);
+    const { compaction, runId, hooks, ...rest } = options;
+    const allHooks: TurnHooks[] = hooks === undefined ? [] : Array.isArray(hooks) ? [...hooks] : [hooks as TurnHooks];
+    if (compaction) allHooks.push(compactionHook(this.log, sessionId, agent.model, compaction, this.snapshotEvery));
+    return startTurn(agent, {
+      ...rest,
+      sink: new SessionSink(this.log, sessionId, runId !== undefined ? { runId } : {}),
+      history: ctx.messages,
+      turn: stats.lastTurn + 1,
+      scope: sessionId,
+      hooks: allHooks,
+    });
+  }
+}

@@ -1,0 +1,230 @@
+import { z } from 'zod';
+import { StoreError, type EventDraft, type SessionRecord } from '../store/index.ts';
+import { blobHash, blobRefsOf, inflateBlobs } from './blobs.ts';
+import type { SessionLog } from './log.ts';
+
+/**
+ * Versioned JSONL export of a session, exactly as stored (events with blob references, and each
+ * blob once, before its first use), so an import restores the very same log.
+ *
+ *   {"kind":"keel.session","version":1,"session":{...}}
+ *   {"kind":"blob","hash":"sha256:…","data":"…"}
+ *   {"kind":"event","id":"…","seq":1,"type":"session/created",...}
+ */
+export const EXPORT_FORMAT = 'keel.session';
+export const EXPORT_VERSION = 1;
+
+const headerLine = z.strictObject({
+  kind: z.literal(EXPORT_FORMAT),
+  version: z.number().int(),
+  session: z.strictObject({
+    id: z.string().min(1),
+    createdAt: z.number(),
+    title: z.string().nullable(),
+    metadata: z.record(z.string(), z.unknown()),
+    agent: z.string().nullable(),
+    origin: z.strictObject({ sessionId: z.string(), entryId: z.string() }).nullable(),
+    archivedAt: z.number().nullable(),
+    lastSeq: z.number().int().nonnegative(),
+    leafId: z.string().nullable(),
+  }),
+});
+
+const blobLine = z.strictObject({ kind: z.literal('blob'), hash: z.string(), data: z.string() });
+
+const eventLine = z.strictObject({
+  kind: z.literal('event'),
+  id: z.string().min(1),
+  seq: z.number().int().positive(),
+  type: z.string().min(1),
+  v: z.number().int().positive(),
+  time: z.number(),
+  runId: z.string().optional(),
+  turn: z.number().int().optional(),
+  step: z.number().int().optional(),
+  entry: z.boolean(),
+  parentId: z.string().optional(),
+  ignorable: z.boolean(),
+  data: z.unknown(),
+});
+
+export async function* exportSession(log: SessionLog, sessionId: string): AsyncGenerator<string> {
+  const s = await log.session(sessionId);
+  const header: z.infer<typeof headerLine> = {
+    kind: EXPORT_FORMAT,
+    version: EXPORT_VERSION,
+    session: { id: s.id, createdAt: s.createdAt, title: s.title, metadata: s.metadata, agent: s.agent, origin: s.origin, archivedAt: s.archivedAt, lastSeq: s.lastSeq, leafId: s.leafId },
+  };
+  yield JSON.stringify(header);
+  const written = new Set<string>();
+  for (let after = 0; after < s.lastSeq; ) {
+    const page = await log.store.readEvents(sessionId, { afterSeq: after, untilSeq: s.lastSeq, limit: 1000 });
+    if (page.length === 0) break;
+    const wanted = [...new Set(page.flatMap((e) => blobRefsOf(e.data)))].filter((h) => !written.has(h));
+    const blobs = wanted.length > 0 ? await log.store.getBlobs(wanted) : new Map<string, string>();
+    for (const e of page) {
+      for (const h of blobRefsOf(e.data)) {
+        if (written.has(h)) continue;
+        const data = blobs.get(h);
+        if (data === undefined) throw new StoreError('missing_blob', `event #${e.seq} refers to blob ${h}, which is not stored`);
+        written.add(h);
+        yield JSON.stringify({ kind: 'blob', hash: h, data });
+      }
+      const { sessionId: _s, ...rest } = e;
+      yield JSON.stringify({ kind: 'event', ...rest });
+    }
+    after = page.at(-1)!.seq;
+  }
+}
+
+export interface ImportProblem {
+  line: number;
+  message: string;
+}
+
+export class ImportError extends Error {
+  readonly code = 'invalid_import';
+  readonly problems: ImportProblem[];
+  constructor(problems: ImportProblem[]) {
+    const shown = problems.slice(0, 10).map((p) => `  line ${p.line}: ${p.message}`).join('\n');
+    super(`import refused, nothing was written (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${shown}${problems.length > 10 ? '\n  …' : ''}`);
+    this.name = 'ImportError';
+    this.problems = problems;
+  }
+}
+
+async function* linesOf(input: string | Iterable<string> | AsyncIterable<string>): AsyncGenerator<string> {
+  if (typeof input === 'string') {
+    yield* input.split('\n');
+    return;
+  }
+  for await (const chunk of input) yield* chunk.split('\n');
+}
+
+const MAX_PROBLEMS = 100;
+
+/**
+ * Imports a session export. Every line is checked first (format, seq order, tree references,
+ * blob hashes, each event's schema); any problem refuses the whole import with line numbers,
+ * and nothing is written. `onProgress` is told how many lines were read.
+ */
+export async function importSession(
+  log: SessionLog,
+  input: string | Iterable<string> | AsyncIterable<string>,
+  options: { onProgress?: (lines: number) => void } = {},
+): Promise<SessionRecord> {
+  const problems: ImportProblem[] = [];
+  const problem = (line: number, message: string) => {
+    if (problems.length < MAX_PROBLEMS) problems.push({ line, message });
+  };
+  let header: z.infer<typeof headerLine> | undefined;
+  const blobs = new Map<string, string>();
+  const entries = new Set<string>();
+  const ids = new Set<string>();
+  const drafts: EventDraft[] = [];
+  let leaf: string | null = null;
+  let lineNo = 0;
+
+  for await (const raw of linesOf(input)) {
+    lineNo++;
+    if (lineNo % 1000 === 0) options.onProgress?.(lineNo);
+    if (raw.trim() === '') continue;
+    let value: unknown;
+    try {
+      value = JSON.parse(raw);
+    } catch {
+      problem(lineNo, 'not valid JSON');
+      continue;
+    }
+    const kind = (value as { kind?: unknown } | null)?.kind;
+    if (!header) {
+      const h = headerLine.safeParse(value);
+      if (!h.success) {
+        problem(lineNo, `the first line must be a ${EXPORT_FORMAT} header: ${z.prettifyError(h.error)}`);
+        break;
+      }
+      if (h.data.version > EXPORT_VERSION) {
+        problem(lineNo, `export format version ${h.data.version} is newer than this Keel reads (${EXPORT_VERSION})`);
+        break;
+      }
+      header = h.data;
+      continue;
+    }
+    if (kind === 'blob') {
+      const b = blobLine.safeParse(value);
+      if (!b.success) problem(lineNo, `bad blob line: ${z.prettifyError(b.error)}`);
+      else if (blobHash(b.data.data) !== b.data.hash) problem(lineNo, `blob content does not match its hash ${b.data.hash}`);
+      else blobs.set(b.data.hash, b.data.data);
+      continue;
+    }
+    const p = eventLine.safeParse(value);
+    if (!p.success) {
+      problem(lineNo, kind === 'event' ? `bad event line: ${z.prettifyError(p.error)}` : `unknown line kind ${JSON.stringify(kind)}`);
+      continue;
+    }
+    const e = p.data;
+    const expectedSeq = drafts.length + 1;
+    if (e.seq !== expectedSeq) problem(lineNo, `seq ${e.seq} where ${expectedSeq} was expected (seqs must be 1, 2, 3, … with no gap)`);
+    if (ids.has(e.id)) problem(lineNo, `duplicate event id ${e.id}`);
+    ids.add(e.id);
+    if (e.parentId !== undefined && !entries.has(e.parentId)) problem(lineNo, `parent ${e.parentId} is not an earlier entry of this session`);
+    if (e.parentId !== undefined && !e.entry) problem(lineNo, 'only conversation entries have a parent');
+
+    let leafTo: string | null | undefined;
+    try {
+      const missing = blobRefsOf(e.data).filter((h) => !blobs.has(h));
+      if (missing.length > 0) throw new Error(`refers to blob ${missing[0]}, which no earlier line provides`);
+      const decoded = log.registry.upcast({ type: e.type, v: e.v, seq: e.seq, ignorable: e.ignorable, data: inflateBlobs(e.data, blobs) });
+      const def = log.registry.get(e.type);
+      if (decoded && def) {
+        if (def.entry !== e.entry) throw new Error(`a ${e.type} event ${def.entry ? 'is' : 'is not'} a conversation entry`);
+        if (def.leafOf) {
+          leafTo = (def.leafOf as (d: unknown) => string | null)(decoded.data);
+          if (leafTo !== null && !entries.has(leafTo)) throw new Error(`moves the leaf to ${leafTo}, which is not an earlier entry`);
+        }
+      }
+    } catch (err) {
+      problem(lineNo, (err as Error).message);
+    }
+
+    if (e.entry) {
+      entries.add(e.id);
+      leaf = e.id;
+    } else if (leafTo !== undefined) {
+      leaf = leafTo;
+    }
+    drafts.push({
+      id: e.id,
+      type: e.type,
+      v: e.v,
+      time: e.time,
+      entry: e.entry,
+      ignorable: e.ignorable,
+      data: e.data,
+      ...(e.runId !== undefined ? { runId: e.runId } : {}),
+      ...(e.turn !== undefined ? { turn: e.turn } : {}),
+      ...(e.step !== undefined ? { step: e.step } : {}),
+      ...(e.entry ? { parentId: e.parentId ?? null } : {}),
+      ...(leafTo !== undefined ? { leaf: leafTo } : {}),
+    });
+  }
+
+  if (!header && problems.length === 0) problem(1, 'the input is empty');
+  if (header) {
+    if (header.session.lastSeq !== drafts.length) problem(lineNo, `the header says ${header.session.lastSeq} events, the file has ${drafts.length}`);
+    if (header.session.leafId !== leaf) problem(lineNo, `the header's leaf ${header.session.leafId} is not where the events leave it (${leaf})`);
+  }
+  if (problems.length > 0) throw new ImportError(problems);
+  const h = header!.session;
+  options.onProgress?.(lineNo);
+
+  return log.store.transaction(async (tx) => {
+    if (await tx.getSession(h.id)) throw new StoreError('conflict', `session ${h.id} already exists`);
+    await tx.createSession({ id: h.id, createdAt: h.createdAt, title: h.title, metadata: h.metadata, agent: h.agent, origin: h.origin });
+    if (h.archivedAt !== null) await tx.updateSession(h.id, { archivedAt: h.archivedAt });
+    await tx.putBlobs([...blobs].map(([hash, data]) => ({ hash, data })));
+    for (let i = 0; i < drafts.length; i += 1000) await tx.append(h.id, drafts.slice(i, i + 1000));
+    return (await tx.getSession(h.id))!;
+  });
+}
+

@@ -1,0 +1,3 @@
+export * from './port.ts';
+export { SqliteStore, openSqliteStore, defaultDbPath, type SqliteStoreOptions } from './sqlite/store.ts';
+export { latestSchemaVersion } from './sqlite/migrations.ts';

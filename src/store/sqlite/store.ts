@@ -1,0 +1,409 @@
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import Database from 'better-sqlite3';
+import {
+  NotFoundError,
+  SchemaVersionError,
+  SeqConflictError,
+  StoreError,
+  type EventDraft,
+  type JsonObject,
+  type NewSession,
+  type ReadEventsOptions,
+  type SessionPage,
+  type SessionRecord,
+  type Snapshot,
+  type Store,
+  type StoreOps,
+  type StoredEvent,
+} from '../port.ts';
+import { latestSchemaVersion, migrations } from './migrations.ts';
+
+export interface SqliteStoreOptions {
+  /** Database file; `:memory:` for a private in-memory database. Default: $KEEL_DB or ./.keel/keel.db */
+  path?: string;
+  /** FULL (default) makes every commit durable across power loss; NORMAL may lose the last commits. */
+  synchronous?: 'FULL' | 'NORMAL' | 'OFF';
+  /** How long a writer waits for another process's write lock. */
+  busyTimeoutMs?: number;
+}
+
+export const defaultDbPath = (): string => process.env.KEEL_DB || resolve('.keel', 'keel.db');
+
+type SessionRow = {
+  id: string;
+  created_at: number;
+  title: string | null;
+  metadata: string;
+  agent: string | null;
+  last_seq: number;
+  leaf_id: string | null;
+  origin_session_id: string | null;
+  origin_entry_id: string | null;
+  archived_at: number | null;
+};
+
+type EventRow = {
+  id: string;
+  session_id: string;
+  seq: number;
+  type: string;
+  v: number;
+  time: number;
+  run_id: string | null;
+  turn: number | null;
+  step: number | null;
+  entry: number;
+  parent_id: string | null;
+  ignorable: number;
+  data: string;
+};
+
+function toSession(r: SessionRow): SessionRecord {
+  return {
+    id: r.id,
+    createdAt: r.created_at,
+    title: r.title,
+    metadata: JSON.parse(r.metadata) as JsonObject,
+    agent: r.agent,
+    lastSeq: r.last_seq,
+    leafId: r.leaf_id,
+    origin: r.origin_session_id && r.origin_entry_id ? { sessionId: r.origin_session_id, entryId: r.origin_entry_id } : null,
+    archivedAt: r.archived_at,
+  };
+}
+
+function toEvent(r: EventRow): StoredEvent {
+  return {
+    id: r.id,
+    sessionId: r.session_id,
+    seq: r.seq,
+    type: r.type,
+    v: r.v,
+    time: r.time,
+    ...(r.run_id !== null ? { runId: r.run_id } : {}),
+    ...(r.turn !== null ? { turn: r.turn } : {}),
+    ...(r.step !== null ? { step: r.step } : {}),
+    entry: r.entry === 1,
+    ...(r.parent_id !== null ? { parentId: r.parent_id } : {}),
+    ignorable: r.ignorable === 1,
+    data: JSON.parse(r.data) as unknown,
+  };
+}
+
+function migrate(db: Database.Database): void {
+  const current = db.pragma('user_version', { simple: true }) as number;
+  if (current > latestSchemaVersion) {
+    throw new SchemaVersionError(
+      `the database was written by a newer Keel (schema version ${current}; this Keel knows up to ${latestSchemaVersion}): upgrade Keel to open it`,
+    );
+  }
+  for (const m of migrations) {
+    // Re-read inside the write transaction: another process may have migrated meanwhile.
+    db.transaction(() => {
+      const v = db.pragma('user_version', { simple: true }) as number;
+      if (v >= m.version) return;
+      db.exec(m.sql);
+      db.pragma(`user_version = ${m.version}`);
+    }).immediate();
+  }
+}
+
+/** The embedded backend: one better-sqlite3 connection, WAL mode, durable commits by default. */
+export class SqliteStore implements Store {
+  readonly kind = 'sqlite';
+  readonly path: string;
+  private readonly db: Database.Database;
+  private readonly ops: StoreOps;
+  private readonly sync: ReturnType<SqliteStore['makeSync']>;
+  // better-sqlite3 is synchronous, and a transaction spans awaits of its caller: every operation
+  // takes its turn on this chain, so nothing runs on the connection inside someone else's transaction.
+  private tail: Promise<unknown> = Promise.resolve();
+  private closed = false;
+  private readonly stmt;
+
+  constructor(options: SqliteStoreOptions = {}) {
+    this.path = options.path ?? defaultDbPath();
+    if (this.path !== ':memory:') mkdirSync(dirname(resolve(this.path)), { recursive: true });
+    this.db = new Database(this.path);
+    try {
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
+      this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
+      this.db.pragma('foreign_keys = ON');
+      migrate(this.db);
+    } catch (e) {
+      this.db.close();
+      throw e;
+    }
+    const db = this.db;
+    this.stmt = {
+      insertSession: db.prepare(
+        `INSERT INTO sessions (id, created_at, title, metadata, agent, origin_session_id, origin_entry_id)
+         VALUES (@id, @created_at, @title, @metadata, @agent, @origin_session_id, @origin_entry_id)`,
+      ),
+      getSession: db.prepare<[string], SessionRow>('SELECT * FROM sessions WHERE id = ?'),
+      listSessions: db.prepare<[string, number, number], SessionRow>(
+        'SELECT * FROM sessions WHERE id > ? AND (archived_at IS NULL OR ?) ORDER BY id LIMIT ?',
+      ),
+      advance: db.prepare('UPDATE sessions SET last_seq = ?, leaf_id = ? WHERE id = ?'),
+      updateSession: db.prepare('UPDATE sessions SET title = ?, metadata = ?, archived_at = ? WHERE id = ?'),
+      insertEvent: db.prepare(
+        `INSERT INTO events (id, session_id, seq, type, v, time, run_id, turn, step, entry, parent_id, ignorable, data)
+         VALUES (@id, @session_id, @seq, @type, @v, @time, @run_id, @turn, @step, @entry, @parent_id, @ignorable, @data)`,
+      ),
+      readEvents: db.prepare<[string, number, number, number], EventRow>(
+        'SELECT * FROM events WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?',
+      ),
+      getEvent: db.prepare<[string, string], EventRow>('SELECT * FROM events WHERE session_id = ? AND id = ?'),
+      entryExists: db.prepare<[string, string], { one: number }>('SELECT 1 AS one FROM events WHERE session_id = ? AND id = ? AND entry = 1'),
+      // Every step of the walk stays inside the session, even if a parentId points elsewhere.
+      ancestors: db.prepare<[{ session: string; from: string; limit: number }], EventRow>(
+        `WITH RECURSIVE path(id, parent_id, depth) AS (
+           SELECT id, parent_id, 0 FROM events WHERE session_id = @session AND id = @from AND @limit > 0
+           UNION ALL
+           SELECT e.id, e.parent_id, p.depth + 1 FROM path p JOIN events e ON e.id = p.parent_id AND e.session_id = @session
+           WHERE p.depth + 1 < @limit
+         )
+         SELECT events.* FROM path JOIN events ON events.id = path.id ORDER BY path.depth`,
+      ),
+      putBlob: db.prepare('INSERT INTO blobs (hash, data, size, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING'),
+      getBlob: db.prepare<[string], { data: string }>('SELECT data FROM blobs WHERE hash = ?'),
+      putSnapshot: db.prepare(
+        `INSERT INTO snapshots (session_id, projection, version, as_of_seq, leaf_id, state, created_at)
+         VALUES (@session_id, @projection, @version, @as_of_seq, @leaf_id, @state, @created_at)
+         ON CONFLICT (session_id, projection, version) DO UPDATE SET
+           as_of_seq = excluded.as_of_seq, leaf_id = excluded.leaf_id, state = excluded.state, created_at = excluded.created_at
+         WHERE excluded.as_of_seq >= snapshots.as_of_seq`,
+      ),
+      getSnapshot: db.prepare<[string, string, number], { as_of_seq: number; leaf_id: string | null; state: string }>(
+        'SELECT as_of_seq, leaf_id, state FROM snapshots WHERE session_id = ? AND projection = ? AND version = ?',
+      ),
+    };
+    this.sync = this.makeSync();
+    const sync = this.sync;
+    // Inside a transaction the caller already holds the connection: operations run directly.
+    this.ops = {
+      createSession: async (x) => sync.createSession(x),
+      getSession: async (id) => sync.getSession(id),
+      listSessions: async (page) => sync.listSessions(page),
+      updateSession: async (id, patch) => sync.updateSession(id, patch),
+      // A savepoint: a batch that fails inside a transaction leaves nothing behind, even if the caller
+      // catches the error and commits.
+      append: async (id, drafts, o) => this.db.transaction(() => sync.append(id, drafts, o))(),
+      readEvents: async (id, o) => sync.readEvents(id, o),
+      getEvents: async (id, ids) => sync.getEvents(id, ids),
+      ancestors: async (id, from, limit) => sync.ancestors(id, from, limit),
+      putBlobs: async (blobs) => sync.putBlobs(blobs),
+      getBlobs: async (hashes) => sync.getBlobs(hashes),
+      putSnapshot: async (snap) => sync.putSnapshot(snap),
+      getSnapshot: async (id, p, v) => sync.getSnapshot(id, p, v),
+    };
+  }
+
+  private serial<T>(fn: () => T | Promise<T>): Promise<T> {
+    if (this.closed) return Promise.reject(new StoreError('closed', 'the store is closed'));
+    const run = this.tail.then(fn);
+    this.tail = run.catch(() => {});
+    return run;
+  }
+
+  private sessionRow(id: string): SessionRow {
+    const row = this.stmt.getSession.get(id);
+    if (!row) throw new NotFoundError('session', id);
+    return row;
+  }
+
+  private insertEvent(row: Record<string, unknown>): void {
+    this.guard(`event ${String(row.id)} already exists`, () => this.stmt.insertEvent.run(row));
+  }
+
+  /** Reports a uniqueness violation as a conflict, not as a driver error. */
+  private guard<T>(message: string, fn: () => T): T {
+    try {
+      return fn();
+    } catch (e) {
+      const code = (e as { code?: unknown }).code;
+      if (code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === 'SQLITE_CONSTRAINT_UNIQUE') throw new StoreError('conflict', message, { cause: e });
+      throw e;
+    }
+  }
+
+  private appendSync(sessionId: string, drafts: readonly EventDraft[], expectLastSeq: number | undefined): StoredEvent[] {
+    const s = this.sessionRow(sessionId);
+    if (expectLastSeq !== undefined && s.last_seq !== expectLastSeq) throw new SeqConflictError(sessionId, expectLastSeq, s.last_seq);
+    let seq = s.last_seq;
+    let leaf = s.leaf_id;
+    const out: StoredEvent[] = [];
+    for (const d of drafts) {
+      seq++;
+      let parent: string | null = null;
+      if (d.entry) {
+        parent = d.parentId !== undefined ? d.parentId : leaf;
+        // The tree never spans sessions (an explicit parent is checked; the leaf always belongs).
+        if (d.parentId && !this.stmt.entryExists.get(sessionId, d.parentId)) {
+          throw new StoreError('invalid_parent', `event ${d.id}: parent ${d.parentId} is not an entry of session ${sessionId}`);
+        }
+        leaf = d.id;
+      } else if (d.leaf !== undefined) {
+        leaf = d.leaf;
+      }
+      const data = JSON.stringify(d.data);
+      this.insertEvent({
+        id: d.id,
+        session_id: sessionId,
+        seq,
+        type: d.type,
+        v: d.v,
+        time: d.time,
+        run_id: d.runId ?? null,
+        turn: d.turn ?? null,
+        step: d.step ?? null,
+        entry: d.entry ? 1 : 0,
+        parent_id: parent,
+        ignorable: d.ignorable ? 1 : 0,
+        data,
+      });
+      out.push({
+        id: d.id,
+        sessionId,
+        seq,
+        type: d.type,
+        v: d.v,
+        time: d.time,
+        ...(d.runId !== undefined ? { runId: d.runId } : {}),
+        ...(d.turn !== undefined ? { turn: d.turn } : {}),
+        ...(d.step !== undefined ? { step: d.step } : {}),
+        entry: d.entry,
+        ...(parent !== null ? { parentId: parent } : {}),
+        ignorable: d.ignorable ?? false,
+        data: JSON.parse(data) as unknown,
+      });
+    }
+    this.stmt.advance.run(seq, leaf, sessionId);
+    return out;
+  }
+
+  /** The data operations, synchronous, run directly on the connection (the caller holds the turn). */
+  private makeSync() {
+    const st = this.stmt;
+    return {
+      createSession: (s: NewSession): SessionRecord => {
+        this.guard(`session ${s.id} already exists`, () => st.insertSession.run({
+          id: s.id,
+          created_at: s.createdAt,
+          title: s.title ?? null,
+          metadata: JSON.stringify(s.metadata ?? {}),
+          agent: s.agent ?? null,
+          origin_session_id: s.origin?.sessionId ?? null,
+          origin_entry_id: s.origin?.entryId ?? null,
+        }));
+        return toSession(this.sessionRow(s.id));
+      },
+      getSession: (id: string): SessionRecord | undefined => {
+        const row = st.getSession.get(id);
+        return row ? toSession(row) : undefined;
+      },
+      listSessions: (page: SessionPage): SessionRecord[] =>
+        st.listSessions.all(page.after ?? '', page.includeArchived ? 1 : 0, page.limit).map(toSession),
+      updateSession: (id: string, patch: Parameters<StoreOps['updateSession']>[1]): void => {
+        const row = this.sessionRow(id);
+        st.updateSession.run(
+          patch.title !== undefined ? patch.title : row.title,
+          patch.metadata !== undefined ? JSON.stringify(patch.metadata) : row.metadata,
+          patch.archivedAt !== undefined ? patch.archivedAt : row.archived_at,
+          id,
+        );
+      },
+      append: (sessionId: string, drafts: readonly EventDraft[], options?: { expectLastSeq?: number }): StoredEvent[] =>
+        this.appendSync(sessionId, drafts, options?.expectLastSeq),
+      readEvents: (sessionId: string, o: ReadEventsOptions = {}): StoredEvent[] =>
+        st.readEvents.all(sessionId, o.afterSeq ?? 0, o.untilSeq ?? Number.MAX_SAFE_INTEGER, o.limit ?? -1).map(toEvent),
+      getEvents: (sessionId: string, ids: readonly string[]): StoredEvent[] => {
+        const out: StoredEvent[] = [];
+        for (const id of ids) {
+          const row = st.getEvent.get(sessionId, id);
+          if (row) out.push(toEvent(row));
+        }
+        return out;
+      },
+      ancestors: (sessionId: string, fromId: string, limit: number): StoredEvent[] =>
+        st.ancestors.all({ session: sessionId, from: fromId, limit }).map(toEvent),
+      putBlobs: (blobs: ReadonlyArray<{ hash: string; data: string }>): void => {
+        const now = Date.now();
+        for (const b of blobs) st.putBlob.run(b.hash, b.data, Buffer.byteLength(b.data), now);
+      },
+      getBlobs: (hashes: readonly string[]): Map<string, string> => {
+        const out = new Map<string, string>();
+        for (const h of hashes) {
+          const row = st.getBlob.get(h);
+          if (row) out.set(h, row.data);
+        }
+        return out;
+      },
+      putSnapshot: (s: Snapshot): void => {
+        st.putSnapshot.run({
+          session_id: s.sessionId,
+          projection: s.projection,
+          version: s.version,
+          as_of_seq: s.asOfSeq,
+          leaf_id: s.leafId,
+          state: JSON.stringify(s.state),
+          created_at: Date.now(),
+        });
+      },
+      getSnapshot: (sessionId: string, projection: string, version: number): Snapshot | undefined => {
+        const row = st.getSnapshot.get(sessionId, projection, version);
+        return row
+          ? { sessionId, projection, version, asOfSeq: row.as_of_seq, leafId: row.leaf_id, state: JSON.parse(row.state) as unknown }
+          : undefined;
+      },
+    };
+  }
+
+  transaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T> {
+    return this.serial(async () => {
+      this.db.exec('BEGIN IMMEDIATE');
+      try {
+        const result = await fn(this.ops);
+        this.db.exec('COMMIT');
+        return result;
+      } catch (e) {
+        if (this.db.inTransaction) this.db.exec('ROLLBACK');
+        throw e;
+      }
+    });
+  }
+
+  // Outside a transaction each operation is its own unit of work; writes take the write lock at once.
+  createSession(s: NewSession) { return this.serial(() => this.sync.createSession(s)); }
+  getSession(id: string) { return this.serial(() => this.sync.getSession(id)); }
+  listSessions(page: SessionPage) { return this.serial(() => this.sync.listSessions(page)); }
+  // Read-merge-write under the write lock, so another process's concurrent patch is not lost.
+  updateSession(id: string, patch: Parameters<StoreOps['updateSession']>[1]) {
+    return this.serial(() => this.db.transaction(() => this.sync.updateSession(id, patch)).immediate());
+  }
+  append(sessionId: string, drafts: readonly EventDraft[], options?: { expectLastSeq?: number }) {
+    return this.serial(() => this.db.transaction(() => this.sync.append(sessionId, drafts, options)).immediate());
+  }
+  readEvents(sessionId: string, options?: ReadEventsOptions) { return this.serial(() => this.sync.readEvents(sessionId, options)); }
+  getEvents(sessionId: string, ids: readonly string[]) { return this.serial(() => this.sync.getEvents(sessionId, ids)); }
+  ancestors(sessionId: string, fromId: string, limit: number) { return this.serial(() => this.sync.ancestors(sessionId, fromId, limit)); }
+  putBlobs(blobs: ReadonlyArray<{ hash: string; data: string }>) {
+    return this.serial(() => this.db.transaction(() => this.sync.putBlobs(blobs)).immediate());
+  }
+  getBlobs(hashes: readonly string[]) { return this.serial(() => this.sync.getBlobs(hashes)); }
+  putSnapshot(s: Snapshot) { return this.serial(() => this.sync.putSnapshot(s)); }
+  getSnapshot(sessionId: string, projection: string, version: number) { return this.serial(() => this.sync.getSnapshot(sessionId, projection, version)); }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    await this.tail;
+    this.closed = true;
+    this.db.close();
+  }
+}
+
+export function openSqliteStore(options: SqliteStoreOptions = {}): SqliteStore {
+  return new SqliteStore(options);
+}

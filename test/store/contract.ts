@@ -1,0 +1,696 @@
+/**
+ * The storage contract: every backend of the port (src/store/port.ts) must pass this suite.
+ *
+ * It tests port semantics only — nothing about how a backend stores things. `open()` must return a
+ * fresh, empty store each time (a new file, a new schema, ...) and a `cleanup()` that closes it (if
+ * still open) and removes whatever it created.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  NotFoundError,
+  SeqConflictError,
+  StoreError,
+  type EventDraft,
+  type NewSession,
+  type Snapshot,
+  type Store,
+  type StoredEvent,
+} from '../../src/store/port.ts';
+
+export interface OpenedStore {
+  store: Store;
+  cleanup(): Promise<void>;
+}
+
+const T0 = 1_700_000_000_000;
+
+function draft(overrides: Partial<EventDraft> = {}): EventDraft {
+  return { id: randomUUID(), type: 'test/note', v: 1, time: T0, entry: false, data: { n: 1 }, ...overrides };
+}
+
+function entry(overrides: Partial<EventDraft> = {}): EventDraft {
+  return draft({ type: 'test/message', entry: true, ...overrides });
+}
+
+function gate(): { promise: Promise<void>; open(): void } {
+  let open!: () => void;
+  const promise = new Promise<void>((resolve) => (open = resolve));
+  return { promise, open };
+}
+
+const bySeq = (a: StoredEvent, b: StoredEvent): number => a.seq - b.seq;
+const ids = (events: readonly StoredEvent[]): string[] => events.map((e) => e.id);
+const seqs = (events: readonly StoredEvent[]): number[] => events.map((e) => e.seq);
+const range = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+
+export function storeContract(name: string, open: () => Promise<OpenedStore>): void {
+  describe(`store contract: ${name}`, () => {
+    let opened: OpenedStore;
+    let store: Store;
+
+    beforeEach(async () => {
+      opened = await open();
+      store = opened.store;
+    });
+
+    afterEach(async () => {
+      await opened.cleanup();
+    });
+
+    const session = (id: string = randomUUID(), extra: Partial<NewSession> = {}) => store.createSession({ id, createdAt: T0, ...extra });
+
+    describe('sessions', () => {
+      it('creates a session with defaults and reads it back', async () => {
+        const created = await store.createSession({ id: 's1', createdAt: T0 });
+        expect(created).toEqual({
+          id: 's1',
+          createdAt: T0,
+          title: null,
+          metadata: {},
+          agent: null,
+          lastSeq: 0,
+          leafId: null,
+          origin: null,
+          archivedAt: null,
+        });
+        expect(await store.getSession('s1')).toEqual(created);
+      });
+
+      it('stores every field of a new session, including its origin', async () => {
+        const metadata = { tags: ['a', 'b'], nested: { x: 1, y: null }, flag: true, text: 'ünïcødé ✓' };
+        const created = await store.createSession({
+          id: 's2',
+          createdAt: T0 + 5,
+          title: 'A title',
+          metadata,
+          agent: 'helper',
+          origin: { sessionId: 's1', entryId: 'e9' },
+        });
+        const expected = {
+          id: 's2',
+          createdAt: T0 + 5,
+          title: 'A title',
+          metadata,
+          agent: 'helper',
+          lastSeq: 0,
+          leafId: null,
+          origin: { sessionId: 's1', entryId: 'e9' },
+          archivedAt: null,
+        };
+        expect(created).toEqual(expected);
+        expect(await store.getSession('s2')).toEqual(expected);
+      });
+
+      it('returns undefined for an unknown session', async () => {
+        expect(await store.getSession('nope')).toBeUndefined();
+      });
+
+      it('rejects a duplicate session id and keeps the original', async () => {
+        await store.createSession({ id: 'dup', createdAt: T0, title: 'first' });
+        await expect(store.createSession({ id: 'dup', createdAt: T0 + 1, title: 'second' })).rejects.toMatchObject({ code: 'conflict' });
+        const s = await store.getSession('dup');
+        expect(s?.title).toBe('first');
+        expect(s?.createdAt).toBe(T0);
+      });
+
+      it('lists sessions ordered by id, page by page with `after` and `limit`', async () => {
+        for (const id of ['s-c', 's-a', 's-e', 's-b', 's-d']) await session(id);
+        expect((await store.listSessions({ limit: 100 })).map((s) => s.id)).toEqual(['s-a', 's-b', 's-c', 's-d', 's-e']);
+
+        const pages: string[][] = [];
+        let after: string | undefined;
+        for (;;) {
+          const page = await store.listSessions({ limit: 2, ...(after !== undefined ? { after } : {}) });
+          if (page.length === 0) break;
+          pages.push(page.map((s) => s.id));
+          after = page.at(-1)!.id;
+        }
+        expect(pages).toEqual([['s-a', 's-b'], ['s-c', 's-d'], ['s-e']]);
+
+        const listed = await store.listSessions({ after: 's-b', limit: 1 });
+        expect(listed).toEqual([await store.getSession('s-c')]);
+      });
+
+      it('hides archived sessions from the list unless includeArchived', async () => {
+        for (const id of ['s-a', 's-b', 's-c', 's-d', 's-e']) await session(id);
+        await store.updateSession('s-b', { archivedAt: T0 + 10 });
+        await store.updateSession('s-d', { archivedAt: T0 + 20 });
+
+        expect((await store.listSessions({ limit: 100 })).map((s) => s.id)).toEqual(['s-a', 's-c', 's-e']);
+        expect((await store.listSessions({ limit: 2 })).map((s) => s.id)).toEqual(['s-a', 's-c']);
+        expect((await store.listSessions({ limit: 2, after: 's-c' })).map((s) => s.id)).toEqual(['s-e']);
+        const all = await store.listSessions({ limit: 100, includeArchived: true });
+        expect(all.map((s) => s.id)).toEqual(['s-a', 's-b', 's-c', 's-d', 's-e']);
+        expect(all.find((s) => s.id === 's-d')?.archivedAt).toBe(T0 + 20);
+        // Archived sessions are still readable directly.
+        expect((await store.getSession('s-b'))?.archivedAt).toBe(T0 + 10);
+
+        await store.updateSession('s-b', { archivedAt: null });
+        expect((await store.listSessions({ limit: 100 })).map((s) => s.id)).toEqual(['s-a', 's-b', 's-c', 's-e']);
+      });
+
+      it('patches only the given fields of a session', async () => {
+        await session('p', { title: 'old', metadata: { a: 1 }, agent: 'bot' });
+        await store.append('p', [entry()]);
+        const before = (await store.getSession('p'))!;
+
+        await store.updateSession('p', { title: 'new' });
+        expect(await store.getSession('p')).toEqual({ ...before, title: 'new' });
+
+        await store.updateSession('p', { metadata: { b: [2, 3] } });
+        expect(await store.getSession('p')).toEqual({ ...before, title: 'new', metadata: { b: [2, 3] } });
+
+        await store.updateSession('p', { archivedAt: T0 + 1 });
+        expect(await store.getSession('p')).toEqual({ ...before, title: 'new', metadata: { b: [2, 3] }, archivedAt: T0 + 1 });
+
+        await store.updateSession('p', { title: null, archivedAt: null });
+        expect(await store.getSession('p')).toEqual({ ...before, title: null, metadata: { b: [2, 3] }, archivedAt: null });
+
+        await store.updateSession('p', {});
+        expect(await store.getSession('p')).toEqual({ ...before, title: null, metadata: { b: [2, 3] }, archivedAt: null });
+      });
+
+      it('refuses to update an unknown session with NotFoundError', async () => {
+        await expect(store.updateSession('ghost', { title: 'x' })).rejects.toBeInstanceOf(NotFoundError);
+        expect(await store.getSession('ghost')).toBeUndefined();
+      });
+    });
+
+    describe('append and read', () => {
+      it('allocates seqs 1..n with no gap over several appends and returns what readEvents returns', async () => {
+        await session('s');
+        const returned: StoredEvent[] = [];
+        returned.push(...(await store.append('s', [entry({ data: { text: 'hi', list: [1, { deep: true }] } })])));
+        returned.push(
+          ...(await store.append('s', [
+            draft({ type: 'test/delta', runId: 'r1', turn: 1, step: 2, ignorable: true, data: 'a string' }),
+            entry({ runId: 'r1', turn: 1, step: 2, v: 3, time: T0 + 7, data: null }),
+            draft({ data: 42 }),
+          ])),
+        );
+        returned.push(...(await store.append('s', [draft({ data: [] }), entry({ data: { unicode: 'ø→✓' } })])));
+
+        expect(seqs(returned)).toEqual(range(1, 6));
+        expect(returned.every((e) => e.sessionId === 's')).toBe(true);
+        expect(await store.readEvents('s')).toEqual(returned);
+
+        const s = (await store.getSession('s'))!;
+        expect(s.lastSeq).toBe(6);
+        expect(s.leafId).toBe(returned[5]!.id);
+
+        const [first, delta, second] = returned;
+        expect(first).toEqual({
+          id: first!.id,
+          sessionId: 's',
+          seq: 1,
+          type: 'test/message',
+          v: 1,
+          time: T0,
+          entry: true,
+          ignorable: false,
+          data: { text: 'hi', list: [1, { deep: true }] },
+        });
+        expect(first!.parentId).toBeUndefined();
+        expect(first!.runId).toBeUndefined();
+        expect(delta).toMatchObject({ seq: 2, type: 'test/delta', runId: 'r1', turn: 1, step: 2, ignorable: true, entry: false, data: 'a string' });
+        expect(delta!.parentId).toBeUndefined();
+        expect(second).toMatchObject({ seq: 3, v: 3, time: T0 + 7, entry: true, parentId: first!.id, data: null });
+      });
+
+      it('an empty batch writes nothing', async () => {
+        await session('s');
+        await store.append('s', [entry()]);
+        expect(await store.append('s', [])).toEqual([]);
+        expect((await store.getSession('s'))!.lastSeq).toBe(1);
+        expect(seqs(await store.append('s', [draft()]))).toEqual([2]);
+      });
+
+      it('keeps sessions apart: each has its own seqs and tree', async () => {
+        await session('a');
+        await session('b');
+        const a1 = await store.append('a', [entry(), entry()]);
+        const b1 = await store.append('b', [entry()]);
+        const a2 = await store.append('a', [entry()]);
+        expect(seqs(b1)).toEqual([1]);
+        expect(b1[0]!.parentId).toBeUndefined();
+        expect(seqs(a2)).toEqual([3]);
+        expect(a2[0]!.parentId).toBe(a1[1]!.id);
+        expect(ids(await store.readEvents('a'))).toEqual(ids([...a1, ...a2]));
+        expect(ids(await store.readEvents('b'))).toEqual(ids(b1));
+      });
+
+      it('a batch is atomic: a failing draft leaves nothing of it behind', async () => {
+        await session('s');
+        const existing = await store.append('s', [entry(), draft()]);
+        const before = (await store.getSession('s'))!;
+
+        const batch = [entry(), draft({ leaf: null }), entry({ id: existing[0]!.id }), entry()];
+        await expect(store.append('s', batch)).rejects.toMatchObject({ code: 'conflict' });
+
+        expect(await store.readEvents('s')).toEqual(existing);
+        expect(await store.getEvents('s', batch.map((d) => d.id))).toEqual(existing.slice(0, 1));
+        expect(await store.getSession('s')).toEqual(before);
+
+        const next = await store.append('s', [entry()]);
+        expect(seqs(next)).toEqual([3]);
+        expect(next[0]!.parentId).toBe(existing[0]!.id);
+      });
+
+      it('a batch with the same id twice fails as a whole', async () => {
+        await session('s');
+        const d = entry();
+        await expect(store.append('s', [d, draft(), { ...d }])).rejects.toThrow();
+        expect(await store.readEvents('s')).toEqual([]);
+        expect((await store.getSession('s'))!.lastSeq).toBe(0);
+        expect(seqs(await store.append('s', [d]))).toEqual([1]);
+      });
+
+      it('threads entries under the current leaf and makes each the new leaf', async () => {
+        await session('s');
+        const [e1] = await store.append('s', [entry()]);
+        expect(e1!.parentId).toBeUndefined();
+        expect((await store.getSession('s'))!.leafId).toBe(e1!.id);
+
+        const [n1] = await store.append('s', [draft()]);
+        expect(n1!.parentId).toBeUndefined();
+        expect((await store.getSession('s'))!.leafId).toBe(e1!.id);
+
+        const [e2, n2, e3] = await store.append('s', [entry(), draft(), entry()]);
+        expect(e2!.parentId).toBe(e1!.id);
+        expect(n2!.parentId).toBeUndefined();
+        expect(e3!.parentId).toBe(e2!.id);
+        expect((await store.getSession('s'))!.leafId).toBe(e3!.id);
+      });
+
+      it('honours an explicit parentId, including null for a new root', async () => {
+        await session('s');
+        const [e1, e2, e3] = await store.append('s', [entry(), entry(), entry()]);
+        expect(e3!.parentId).toBe(e2!.id);
+
+        const [b1] = await store.append('s', [entry({ parentId: e1!.id })]);
+        expect(b1!.parentId).toBe(e1!.id);
+        expect((await store.getSession('s'))!.leafId).toBe(b1!.id);
+
+        const [b2] = await store.append('s', [entry()]);
+        expect(b2!.parentId).toBe(b1!.id);
+
+        const [root] = await store.append('s', [entry({ parentId: null })]);
+        expect(root!.parentId).toBeUndefined();
+        expect((await store.getSession('s'))!.leafId).toBe(root!.id);
+
+        // Within one batch: an explicit parent may be an earlier draft of the same batch.
+        const x = entry();
+        const [, y, z] = await store.append('s', [x, entry({ parentId: e2!.id }), entry({ parentId: x.id })]);
+        expect(y!.parentId).toBe(e2!.id);
+        expect(z!.parentId).toBe(x.id);
+        expect((await store.getSession('s'))!.leafId).toBe(z!.id);
+      });
+
+      it('a non-entry event moves the leaf only when it carries `leaf`', async () => {
+        await session('s');
+        const [e1, e2] = await store.append('s', [entry(), entry()]);
+
+        await store.append('s', [draft({ type: 'test/branch', leaf: e1!.id })]);
+        expect((await store.getSession('s'))!.leafId).toBe(e1!.id);
+        const [e3] = await store.append('s', [entry()]);
+        expect(e3!.parentId).toBe(e1!.id);
+
+        await store.append('s', [draft()]);
+        expect((await store.getSession('s'))!.leafId).toBe(e3!.id);
+
+        const [sw, e4] = await store.append('s', [draft({ leaf: e2!.id }), entry()]);
+        expect(sw!.parentId).toBeUndefined();
+        expect(e4!.parentId).toBe(e2!.id);
+
+        await store.append('s', [draft({ leaf: null })]);
+        expect((await store.getSession('s'))!.leafId).toBeNull();
+        const [e5] = await store.append('s', [entry()]);
+        expect(e5!.parentId).toBeUndefined();
+        expect((await store.getSession('s'))!.leafId).toBe(e5!.id);
+      });
+
+      it('checks expectLastSeq: SeqConflictError on mismatch and nothing written', async () => {
+        await session('s');
+        expect(seqs(await store.append('s', [entry()], { expectLastSeq: 0 }))).toEqual([1]);
+        expect(seqs(await store.append('s', [entry(), draft()], { expectLastSeq: 1 }))).toEqual([2, 3]);
+        const before = (await store.getSession('s'))!;
+        const events = await store.readEvents('s');
+
+        for (const stale of [0, 2, 4]) {
+          const d = entry();
+          const err = await store.append('s', [d], { expectLastSeq: stale }).then(
+            () => undefined,
+            (e: unknown) => e,
+          );
+          expect(err).toBeInstanceOf(SeqConflictError);
+          expect(err).toBeInstanceOf(StoreError);
+          expect((err as StoreError).code).toBe('seq_conflict');
+          expect(await store.getEvents('s', [d.id])).toEqual([]);
+        }
+        expect(await store.getSession('s')).toEqual(before);
+        expect(await store.readEvents('s')).toEqual(events);
+        expect(seqs(await store.append('s', [draft()], { expectLastSeq: 3 }))).toEqual([4]);
+      });
+
+      it('refuses to append to an unknown session with NotFoundError', async () => {
+        const err = await store.append('ghost', [entry()]).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(err).toBeInstanceOf(NotFoundError);
+        expect((err as StoreError).code).toBe('not_found');
+        await expect(store.append('ghost', [entry()], { expectLastSeq: 0 })).rejects.toBeInstanceOf(NotFoundError);
+        expect(await store.getSession('ghost')).toBeUndefined();
+      });
+
+      it('reads a window of events with afterSeq, untilSeq and limit', async () => {
+        await session('s');
+        await session('other');
+        await store.append('s', range(1, 10).map((n) => (n % 3 === 0 ? entry({ data: n }) : draft({ data: n }))));
+        await store.append('other', [draft(), draft()]);
+
+        const window = async (o: Parameters<Store['readEvents']>[1]) => seqs(await store.readEvents('s', o));
+        expect(await window({})).toEqual(range(1, 10));
+        expect(await window({ afterSeq: 3 })).toEqual(range(4, 10));
+        expect(await window({ untilSeq: 5 })).toEqual(range(1, 5));
+        expect(await window({ afterSeq: 3, untilSeq: 7 })).toEqual(range(4, 7));
+        expect(await window({ limit: 2 })).toEqual([1, 2]);
+        expect(await window({ afterSeq: 3, limit: 2 })).toEqual([4, 5]);
+        expect(await window({ afterSeq: 8, limit: 5 })).toEqual([9, 10]);
+        expect(await window({ afterSeq: 2, untilSeq: 4, limit: 10 })).toEqual([3, 4]);
+        expect(await window({ afterSeq: 10 })).toEqual([]);
+        expect(await window({ afterSeq: 5, untilSeq: 5 })).toEqual([]);
+        expect(await window({ untilSeq: 0 })).toEqual([]);
+        expect((await store.readEvents('s', { afterSeq: 6, limit: 1 }))[0]!.data).toBe(7);
+        expect(await store.readEvents('nobody')).toEqual([]);
+      });
+
+      it('gets events by id within the session, skipping unknown ids', async () => {
+        await session('s');
+        await session('other');
+        const events = await store.append('s', [entry(), draft(), entry(), draft()]);
+        const [foreign] = await store.append('other', [entry()]);
+
+        const got = await store.getEvents('s', [events[2]!.id, 'unknown', events[0]!.id, foreign!.id]);
+        expect(got.sort(bySeq)).toEqual([events[0], events[2]]);
+        expect(await store.getEvents('s', [])).toEqual([]);
+        expect(await store.getEvents('s', ['unknown'])).toEqual([]);
+        expect(await store.getEvents('other', [events[1]!.id])).toEqual([]);
+        expect(await store.getEvents('other', [foreign!.id])).toEqual([foreign]);
+      });
+    });
+
+    describe('ancestors', () => {
+      it('returns the entry and its ancestors, nearest first, at most `limit`', async () => {
+        await session('s');
+        const [e1, , e2, e3] = await store.append('s', [entry(), draft(), entry(), entry()]);
+        const [b1, b2] = await store.append('s', [entry({ parentId: e2!.id }), entry()]);
+        const [e4] = await store.append('s', [entry({ parentId: e3!.id })]);
+
+        expect(await store.ancestors('s', e4!.id, 100)).toEqual([e4, e3, e2, e1]);
+        expect(await store.ancestors('s', b2!.id, 100)).toEqual([b2, b1, e2, e1]);
+        expect(await store.ancestors('s', e4!.id, 2)).toEqual([e4, e3]);
+        expect(await store.ancestors('s', e4!.id, 1)).toEqual([e4]);
+        expect(await store.ancestors('s', e4!.id, 0)).toEqual([]);
+        expect(await store.ancestors('s', e4!.id, 4)).toEqual([e4, e3, e2, e1]);
+        expect(await store.ancestors('s', e1!.id, 100)).toEqual([e1]);
+        expect(await store.ancestors('s', 'unknown', 100)).toEqual([]);
+      });
+
+      it('stops at a new root', async () => {
+        await session('s');
+        await store.append('s', [entry(), entry()]);
+        const [r, c] = await store.append('s', [entry({ parentId: null }), entry()]);
+        expect(await store.ancestors('s', c!.id, 100)).toEqual([c, r]);
+      });
+
+      it('never crosses into another session', async () => {
+        await session('a');
+        await session('b');
+        const [a1, a2] = await store.append('a', [entry(), entry()]);
+        const [b1] = await store.append('b', [entry()]);
+
+        expect(await store.ancestors('b', a2!.id, 100)).toEqual([]);
+        expect(await store.ancestors('a', b1!.id, 100)).toEqual([]);
+
+        // The tree never spans sessions: a parent from another session is refused.
+        const stray = entry({ parentId: a2!.id });
+        await expect(store.append('b', [stray])).rejects.toMatchObject({ code: 'invalid_parent' });
+        expect(await store.getEvents('b', [stray.id])).toEqual([]);
+        expect(await store.ancestors('a', a2!.id, 100)).toEqual([a2, a1]);
+      });
+    });
+
+    describe('blobs', () => {
+      it('stores blobs by hash and returns only the known ones', async () => {
+        const big = 'x'.repeat(200_000);
+        await store.putBlobs([
+          { hash: 'h1', data: 'one' },
+          { hash: 'h2', data: '{"json":["ünïcødé","✓"]}' },
+          { hash: 'h3', data: big },
+        ]);
+        const got = await store.getBlobs(['h1', 'missing', 'h2', 'h3']);
+        expect(got).toBeInstanceOf(Map);
+        expect([...got.keys()].sort()).toEqual(['h1', 'h2', 'h3']);
+        expect(got.get('h1')).toBe('one');
+        expect(got.get('h2')).toBe('{"json":["ünïcødé","✓"]}');
+        expect(got.get('h3')).toBe(big);
+        expect((await store.getBlobs([])).size).toBe(0);
+        expect((await store.getBlobs(['missing'])).size).toBe(0);
+      });
+
+      it('putting a hash that exists is a no-op', async () => {
+        await store.putBlobs([{ hash: 'h', data: 'original' }]);
+        await store.putBlobs([{ hash: 'h', data: 'original' }]);
+        await store.putBlobs([{ hash: 'h', data: 'different' }, { hash: 'k', data: 'k' }]);
+        await store.putBlobs([
+          { hash: 'j', data: 'j' },
+          { hash: 'j', data: 'j' },
+        ]);
+        await store.putBlobs([]);
+        const got = await store.getBlobs(['h', 'j', 'k']);
+        expect(Object.fromEntries(got)).toEqual({ h: 'original', j: 'j', k: 'k' });
+      });
+    });
+
+    describe('snapshots', () => {
+      const snap = (overrides: Partial<Snapshot> = {}): Snapshot => ({
+        sessionId: 's',
+        projection: 'messages',
+        version: 1,
+        asOfSeq: 5,
+        leafId: 'leaf-5',
+        state: { messages: [{ role: 'user', text: 'hi' }], count: 1, nothing: null },
+        ...overrides,
+      });
+
+      it('puts and gets a snapshot', async () => {
+        await session('s');
+        await store.putSnapshot(snap());
+        expect(await store.getSnapshot('s', 'messages', 1)).toEqual(snap());
+
+        await store.putSnapshot(snap({ projection: 'usage', leafId: null, state: [1, 2, 3] }));
+        expect(await store.getSnapshot('s', 'usage', 1)).toEqual(snap({ projection: 'usage', leafId: null, state: [1, 2, 3] }));
+        await store.putSnapshot(snap({ version: 2, asOfSeq: 1, state: 'v2' }));
+        expect(await store.getSnapshot('s', 'messages', 2)).toEqual(snap({ version: 2, asOfSeq: 1, state: 'v2' }));
+        // Keys are independent.
+        expect(await store.getSnapshot('s', 'messages', 1)).toEqual(snap());
+      });
+
+      it('a newer snapshot replaces an older one, never the other way round', async () => {
+        await session('s');
+        await store.putSnapshot(snap({ asOfSeq: 5, state: 'five' }));
+        await store.putSnapshot(snap({ asOfSeq: 9, leafId: 'leaf-9', state: 'nine' }));
+        expect(await store.getSnapshot('s', 'messages', 1)).toEqual(snap({ asOfSeq: 9, leafId: 'leaf-9', state: 'nine' }));
+
+        await store.putSnapshot(snap({ asOfSeq: 7, leafId: 'leaf-7', state: 'seven' }));
+        expect(await store.getSnapshot('s', 'messages', 1)).toEqual(snap({ asOfSeq: 9, leafId: 'leaf-9', state: 'nine' }));
+      });
+
+      it('returns undefined for an unknown snapshot', async () => {
+        await session('s');
+        await store.putSnapshot(snap());
+        expect(await store.getSnapshot('s', 'messages', 3)).toBeUndefined();
+        expect(await store.getSnapshot('s', 'other', 1)).toBeUndefined();
+        expect(await store.getSnapshot('nobody', 'messages', 1)).toBeUndefined();
+      });
+    });
+
+    describe('transactions', () => {
+      it('commits every operation together and returns what the function returns', async () => {
+        await session('existing');
+        const result = await store.transaction(async (tx) => {
+          await tx.createSession({ id: 'new', createdAt: T0, title: 'fresh' });
+          const a = await tx.append('new', [entry(), draft()]);
+          const b = await tx.append('existing', [entry()], { expectLastSeq: 0 });
+          await tx.updateSession('existing', { title: 'renamed' });
+          await tx.putBlobs([{ hash: 'tx-blob', data: 'data' }]);
+          await tx.putSnapshot({ sessionId: 'new', projection: 'p', version: 1, asOfSeq: 2, leafId: a[0]!.id, state: { ok: true } });
+          // Reads inside the transaction see its own writes.
+          expect((await tx.getSession('new'))!.lastSeq).toBe(2);
+          expect(ids(await tx.readEvents('new'))).toEqual(ids(a));
+          return { a, b };
+        });
+
+        expect(await store.readEvents('new')).toEqual(result.a);
+        expect(await store.readEvents('existing')).toEqual(result.b);
+        expect(await store.getSession('new')).toMatchObject({ title: 'fresh', lastSeq: 2, leafId: result.a[0]!.id });
+        expect(await store.getSession('existing')).toMatchObject({ title: 'renamed', lastSeq: 1 });
+        expect((await store.getBlobs(['tx-blob'])).get('tx-blob')).toBe('data');
+        expect(await store.getSnapshot('new', 'p', 1)).toMatchObject({ asOfSeq: 2, state: { ok: true } });
+      });
+
+      it('rolls everything back when the function throws, and rethrows its error', async () => {
+        await session('existing', { title: 'kept' });
+        const before = await store.append('existing', [entry(), draft()]);
+        const sessionBefore = (await store.getSession('existing'))!;
+        const boom = new Error('boom');
+
+        const outcome = store.transaction(async (tx) => {
+          await tx.createSession({ id: 'doomed', createdAt: T0 });
+          await tx.append('doomed', [entry()]);
+          await tx.append('existing', [entry(), entry(), draft({ leaf: null })]);
+          await tx.updateSession('existing', { title: 'changed', metadata: { changed: true } });
+          await tx.putBlobs([{ hash: 'doomed-blob', data: 'x' }]);
+          await tx.putSnapshot({ sessionId: 'existing', projection: 'p', version: 1, asOfSeq: 5, leafId: null, state: 1 });
+          throw boom;
+        });
+        await expect(outcome).rejects.toBe(boom);
+
+        expect(await store.getSession('doomed')).toBeUndefined();
+        expect(await store.readEvents('doomed')).toEqual([]);
+        expect(await store.getSession('existing')).toEqual(sessionBefore);
+        expect(await store.readEvents('existing')).toEqual(before);
+        expect((await store.getBlobs(['doomed-blob'])).size).toBe(0);
+        expect(await store.getSnapshot('existing', 'p', 1)).toBeUndefined();
+
+        // The store is still usable and seqs continue where they were.
+        expect(seqs(await store.append('existing', [entry()]))).toEqual([3]);
+        await session('doomed');
+      });
+
+      it('a failed batch inside a transaction leaves nothing behind when the error is caught', async () => {
+        await session('s');
+        const [first] = await store.append('s', [entry()]);
+        const events = await store.transaction(async (tx) => {
+          const a = await tx.append('s', [entry()]);
+          await expect(tx.append('s', [entry(), draft(), entry({ id: first!.id })])).rejects.toThrow();
+          await expect(tx.append('s', [entry()], { expectLastSeq: 99 })).rejects.toBeInstanceOf(SeqConflictError);
+          const b = await tx.append('s', [entry()]);
+          return [...a, ...b];
+        });
+        expect(seqs(events)).toEqual([2, 3]);
+        expect(events[1]!.parentId).toBe(events[0]!.id);
+        expect(await store.readEvents('s')).toEqual([first, ...events]);
+        expect(await store.getSession('s')).toMatchObject({ lastSeq: 3, leafId: events[1]!.id });
+      });
+
+      it('others never see the writes of a transaction that rolls back', async () => {
+        await session('s');
+        const inside = gate();
+        const release = gate();
+        const outcome = store.transaction(async (tx) => {
+          await tx.append('s', [entry(), entry()]);
+          inside.open();
+          await release.promise;
+          throw new Error('rolled back');
+        });
+        await inside.promise;
+        const read = store.readEvents('s');
+        const got = store.getSession('s');
+        release.open();
+        await expect(outcome).rejects.toThrow('rolled back');
+        expect(await read).toEqual([]);
+        expect((await got)!.lastSeq).toBe(0);
+      });
+
+      it('appends from outside wait for or follow a transaction without breaking seqs', async () => {
+        await session('s');
+        const inside = gate();
+        const release = gate();
+        const outcome = store.transaction(async (tx) => {
+          const r = await tx.append('s', [entry(), draft()]);
+          inside.open();
+          await release.promise;
+          return r;
+        });
+        await inside.promise;
+        const outside = store.append('s', [entry()]);
+        release.open();
+        const [txEvents, outEvents] = await Promise.all([outcome, outside]);
+        const all = await store.readEvents('s');
+        expect(seqs(all)).toEqual([1, 2, 3]);
+        expect(all).toEqual([...txEvents, ...outEvents].sort(bySeq));
+        const entries = all.filter((e) => e.entry);
+        expect(entries[1]!.parentId).toBe(entries[0]!.id);
+      });
+    });
+
+    describe('concurrency', () => {
+      it('concurrent appends to one session get contiguous seqs and a linear entry chain', async () => {
+        await session('s');
+        const results = await Promise.all(
+          range(1, 50).map((i) => store.append('s', [entry({ data: { i } }), draft({ data: { i } })])),
+        );
+        for (const batch of results) {
+          expect(batch).toHaveLength(2);
+          expect(batch[1]!.seq).toBe(batch[0]!.seq + 1);
+          expect(batch[0]!.seq % 2).toBe(1);
+        }
+        const all = await store.readEvents('s');
+        expect(seqs(all)).toEqual(range(1, 100));
+        expect(all).toEqual(results.flat().sort(bySeq));
+
+        const entries = all.filter((e) => e.entry);
+        expect(entries).toHaveLength(50);
+        expect(entries[0]!.parentId).toBeUndefined();
+        for (let i = 1; i < entries.length; i++) expect(entries[i]!.parentId).toBe(entries[i - 1]!.id);
+        expect(all.filter((e) => !e.entry).every((e) => e.parentId === undefined)).toBe(true);
+
+        expect(await store.getSession('s')).toMatchObject({ lastSeq: 100, leafId: entries.at(-1)!.id });
+        expect(ids(await store.ancestors('s', entries.at(-1)!.id, 1000))).toEqual(ids(entries).reverse());
+      });
+
+      it('concurrent appends to different sessions do not disturb each other', async () => {
+        const names = ['a', 'b', 'c'];
+        for (const n of names) await session(n);
+        await Promise.all(range(1, 30).map((i) => store.append(names[i % 3]!, [entry({ data: i })])));
+        for (const n of names) {
+          const all = await store.readEvents(n);
+          expect(seqs(all)).toEqual(range(1, 10));
+          for (let i = 1; i < all.length; i++) expect(all[i]!.parentId).toBe(all[i - 1]!.id);
+        }
+      });
+    });
+
+    describe('close', () => {
+      it('lets operations started before close() finish', async () => {
+        await session('s');
+        const pending = store.append('s', [entry()]);
+        const closing = store.close();
+        expect(seqs(await pending)).toEqual([1]);
+        await closing;
+      });
+
+      it('rejects every operation after close(), and closing again is harmless', async () => {
+        await session('s');
+        await store.close();
+        await store.close();
+        await expect(store.getSession('s')).rejects.toThrow();
+        await expect(store.createSession({ id: 't', createdAt: T0 })).rejects.toThrow();
+        await expect(store.listSessions({ limit: 10 })).rejects.toThrow();
+        await expect(store.updateSession('s', { title: 'x' })).rejects.toThrow();
+        await expect(store.append('s', [entry()])).rejects.toThrow();
+        await expect(store.readEvents('s')).rejects.toThrow();
+        await expect(store.getEvents('s', ['x'])).rejects.toThrow();
+        await expect(store.ancestors('s', 'x', 10)).rejects.toThrow();
+        await expect(store.putBlobs([{ hash: 'h', data: 'd' }])).rejects.toThrow();
+        await expect(store.getBlobs(['h'])).rejects.toThrow();
+        await expect(store.putSnapshot({ sessionId: 's', projection: 'p', version: 1, asOfSeq: 0, leafId: null, state: 0 })).rejects.toThrow();
+        await expect(store.getSnapshot('s', 'p', 1)).rejects.toThrow();
+        await expect(store.transaction(async () => 1)).rejects.toThrow();
+      });
+    });
+  });
+}

@@ -1,0 +1,171 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { latestSchemaVersion } from '../../src/store/sqlite/migrations.ts';
+import { defaultDbPath, SqliteStore } from '../../src/store/sqlite/store.ts';
+import { SchemaVersionError, StoreError } from '../../src/store/port.ts';
+import { storeContract } from './contract.ts';
+
+const T0 = 1_700_000_000_000;
+
+storeContract('sqlite (file)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'keel-store-'));
+  const store = new SqliteStore({ path: join(dir, 'keel.db') });
+  return {
+    store,
+    cleanup: async () => {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+storeContract('sqlite (:memory:)', async () => {
+  const store = new SqliteStore({ path: ':memory:' });
+  return { store, cleanup: () => store.close() };
+});
+
+describe('sqlite store', () => {
+  let dir: string;
+  let path: string;
+  const open: SqliteStore[] = [];
+  const raw: Database.Database[] = [];
+
+  const openStore = (options: ConstructorParameters<typeof SqliteStore>[0] = {}) => {
+    const s = new SqliteStore({ path, ...options });
+    open.push(s);
+    return s;
+  };
+  const rawDb = (options?: Database.Options) => {
+    const db = new Database(path, options);
+    raw.push(db);
+    return db;
+  };
+  // The connection is private; tests peek at it to check per-connection settings.
+  const connection = (s: SqliteStore): Database.Database => s['db'];
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'keel-sqlite-'));
+    path = join(dir, 'keel.db');
+  });
+
+  afterEach(async () => {
+    for (const s of open.splice(0)) await s.close();
+    for (const db of raw.splice(0)) db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('runs in WAL mode with synchronous=FULL by default', async () => {
+    const store = openStore();
+    await store.createSession({ id: 's', createdAt: T0 });
+    // journal_mode is persistent in the file: another connection sees it.
+    expect(rawDb({ readonly: true }).pragma('journal_mode', { simple: true })).toBe('wal');
+    // synchronous, busy_timeout and foreign_keys are per connection: read them on the store's own.
+    expect(connection(store).pragma('synchronous', { simple: true })).toBe(2);
+    expect(connection(store).pragma('foreign_keys', { simple: true })).toBe(1);
+    expect(connection(store).pragma('busy_timeout', { simple: true })).toBe(5000);
+  });
+
+  it('applies the synchronous and busyTimeoutMs options', () => {
+    const store = openStore({ synchronous: 'NORMAL', busyTimeoutMs: 1234 });
+    expect(connection(store).pragma('synchronous', { simple: true })).toBe(1);
+    expect(connection(store).pragma('busy_timeout', { simple: true })).toBe(1234);
+  });
+
+  it('refuses UPDATE and DELETE on events, even from another connection', async () => {
+    const store = openStore();
+    await store.createSession({ id: 's', createdAt: T0 });
+    const [e] = await store.append('s', [{ id: 'e1', type: 't', v: 1, time: T0, entry: true, data: { a: 1 } }]);
+
+    const db = rawDb();
+    expect(() => db.prepare("UPDATE events SET type = 'forged' WHERE id = 'e1'").run()).toThrow('events are immutable');
+    expect(() => db.prepare("UPDATE events SET data = '{}'").run()).toThrow('events are immutable');
+    expect(() => db.prepare("DELETE FROM events WHERE id = 'e1'").run()).toThrow('events are immutable');
+    expect(() => db.prepare('DELETE FROM events').run()).toThrow('events are immutable');
+    expect(() => connection(store).prepare('DELETE FROM events').run()).toThrow('events are immutable');
+
+    expect(await store.readEvents('s')).toEqual([e]);
+  });
+
+  it('refuses a database written by a newer schema with SchemaVersionError', async () => {
+    await openStore().close();
+    rawDb().pragma(`user_version = ${latestSchemaVersion + 1}`);
+
+    let err: unknown;
+    try {
+      openStore();
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(SchemaVersionError);
+    expect(err).toBeInstanceOf(StoreError);
+    expect((err as StoreError).code).toBe('schema_version');
+    expect((err as Error).message).toMatch(/newer Keel/);
+    expect((err as Error).message).toContain(`schema version ${latestSchemaVersion + 1}`);
+    expect((err as Error).message).toContain(`up to ${latestSchemaVersion}`);
+    // Nothing was changed in the refused file.
+    expect(rawDb({ readonly: true }).pragma('user_version', { simple: true })).toBe(latestSchemaVersion + 1);
+  });
+
+  it('migrates a new database to the latest version once; reopening keeps the data', async () => {
+    const first = openStore();
+    expect(rawDb({ readonly: true }).pragma('user_version', { simple: true })).toBe(latestSchemaVersion);
+    await first.createSession({ id: 's', createdAt: T0, title: 'persisted' });
+    await first.append('s', [{ id: 'e1', type: 't', v: 1, time: T0, entry: true, data: null }]);
+    await first.close();
+
+    const second = openStore();
+    expect(connection(second).pragma('user_version', { simple: true })).toBe(latestSchemaVersion);
+    expect(await second.getSession('s')).toMatchObject({ title: 'persisted', lastSeq: 1, leafId: 'e1' });
+    await second.append('s', [{ id: 'e2', type: 't', v: 1, time: T0, entry: true, data: null }]);
+    await second.close();
+
+    const tables = rawDb({ readonly: true })
+      .prepare<[], { name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+      .all()
+      .map((r) => r.name);
+    expect(tables).toEqual(['blobs', 'events', 'sessions', 'snapshots']);
+  });
+
+  it('two stores on one file see each other’s appends and keep one chain', async () => {
+    const a = openStore();
+    const b = openStore();
+    await a.createSession({ id: 's', createdAt: T0 });
+    const mk = (id: string) => ({ id, type: 't', v: 1, time: T0, entry: true, data: null });
+    await a.append('s', [mk('e1')]);
+    const [e2] = await b.append('s', [mk('e2')]);
+    const [e3] = await a.append('s', [mk('e3')], { expectLastSeq: 2 });
+    expect(e2).toMatchObject({ seq: 2, parentId: 'e1' });
+    expect(e3).toMatchObject({ seq: 3, parentId: 'e2' });
+    expect(await b.getSession('s')).toMatchObject({ lastSeq: 3, leafId: 'e3' });
+  });
+
+  it('defaultDbPath() honours KEEL_DB, else ./.keel/keel.db', async () => {
+    const saved = process.env.KEEL_DB;
+    try {
+      const target = join(dir, 'from-env', 'env.db');
+      process.env.KEEL_DB = target;
+      expect(defaultDbPath()).toBe(target);
+      const store = new SqliteStore();
+      open.push(store);
+      expect(store.path).toBe(target);
+      await store.createSession({ id: 's', createdAt: T0 });
+      expect(existsSync(target)).toBe(true);
+
+      delete process.env.KEEL_DB;
+      expect(defaultDbPath()).toBe(resolve('.keel', 'keel.db'));
+    } finally {
+      if (saved === undefined) delete process.env.KEEL_DB;
+      else process.env.KEEL_DB = saved;
+    }
+  });
+
+  it('creates missing parent directories', async () => {
+    path = join(dir, 'a', 'b', 'c', 'keel.db');
+    const store = openStore();
+    await store.createSession({ id: 's', createdAt: T0 });
+    expect(existsSync(path)).toBe(true);
+  });
+});
