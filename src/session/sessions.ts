@@ -16,7 +16,9 @@ import {
   type TranscriptItem,
 } from './projections/index.ts';
 import { pathEntries, readProjection } from './reader.ts';
+import { verifyReplay, type ReplayReport } from './replay.ts';
 import { SessionSink } from './sink.ts';
+import { exportSession, importSession } from './transfer.ts';
 
 export interface SessionsOptions {
   store: Store;
@@ -242,6 +244,21 @@ export class Sessions {
     });
     this.log.publish(id, events);
     return { sessionId: id, leafId: ids.get(at.id)! };
+  }
+
+  /** The session as versioned JSONL lines (see transfer.ts). */
+  export(sessionId: string): AsyncGenerator<string> {
+    return exportSession(this.log, sessionId);
+  }
+
+  /** Imports an export: every line is validated first; any problem refuses it all (ImportError). */
+  import(input: string | Iterable<string> | AsyncIterable<string>, options?: { onProgress?: (lines: number) => void }): Promise<SessionRecord> {
+    return importSession(this.log, input, options);
+  }
+
+  /** Rebuilds every recorded request from the log and compares it with its header. */
+  verifyReplay(sessionId: string, options?: { onProgress?: (events: number) => void }): Promise<ReplayReport> {
+    return verifyReplay(this.log, sessionId, options);
   }
 
   compact(sessionId: string, options: CompactOptions): Promise<CompactResult> {
