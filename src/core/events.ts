@@ -27,7 +27,7 @@ export interface RequestHeader {
   promptHash: string;
 }
 
-export type TurnEndReason = 'completed' | 'cancelled' | 'failed' | 'max_steps' | 'budget_exceeded' | 'suspended';
+export type TurnEndReason = 'completed' | 'cancelled' | 'failed' | 'max_steps' | 'budget_exceeded' | 'suspended' | 'paused';
 export type StepEndReason = 'tool-calls' | 'final' | 'interrupted' | 'cancelled' | 'failed';
 
 export interface TurnError {
@@ -36,11 +36,15 @@ export interface TurnError {
   model?: ModelErrorInfo;
 }
 
-export interface PendingApproval {
+/** A call the turn cannot finish alone: it needs an approval, or a person's answer (ask_user). */
+export interface PendingCall {
   toolCallId: string;
   toolName: string;
   input: JsonValue;
+  kind: 'approval' | 'input';
 }
+/** @deprecated use PendingCall */
+export type PendingApproval = PendingCall;
 
 export interface EventDataMap {
   'turn/start': { agent: { name: string; version: string }; model: { provider: string; modelId: string }; resumed: boolean };
@@ -60,11 +64,13 @@ export interface EventDataMap {
     timing: { startedAt: number; firstChunkMs?: number; durationMs: number };
   };
   'tool/call': { toolCallId: string; toolName: string; input: JsonValue; idempotencyKey: string; assistantMessageId: string };
-  'tool/approval': PendingApproval & { assistantMessageId: string };
+  'tool/approval': { toolCallId: string; toolName: string; input: JsonValue; assistantMessageId: string };
   'tool/decision': { toolCallId: string; approved: boolean; reason?: string; editedInput?: JsonValue };
+  'user/question': { toolCallId: string; toolName: string; input: JsonValue; assistantMessageId: string };
+  'user/answer': { toolCallId: string; answer: JsonValue };
   'tool/result': { toolCallId: string; toolName: string; output: ToolOutput; toolMessageId: string; durationMs: number };
   'step/end': { reason: StepEndReason; usage: Usage };
-  'turn/end': { reason: TurnEndReason; steps: number; usage: Usage; cost: number; error?: TurnError; pending?: PendingApproval[] };
+  'turn/end': { reason: TurnEndReason; steps: number; usage: Usage; cost: number; error?: TurnError; pending?: PendingCall[] };
 }
 
 export type TurnEventType = keyof EventDataMap;

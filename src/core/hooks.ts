@@ -1,5 +1,5 @@
 import type { LanguageModelV4 } from '@ai-sdk/provider';
-import type { Message, Usage } from '../model/index.ts';
+import type { Message, Usage, UserMessage } from '../model/index.ts';
 import type { CallSettings, SystemPrompt } from './agent.ts';
 import type { UserInput } from './inbox.ts';
 import type { Tool } from './tools.ts';
@@ -20,8 +20,10 @@ export interface BoundaryContext {
   readonly usage: Usage;
   readonly signal: AbortSignal;
   /** Adds input to this turn: it enters the next step. */
-  steer(input: UserInput): void;
+  steer(input: UserInput | UserMessage): void;
   configure(change: ConfigChange): void;
+  /** Ends the turn at this boundary as `paused`; it resumes from here (see TurnOptions.resume). */
+  pause(): void;
 }
 
 export interface CompactionContext extends BoundaryContext {

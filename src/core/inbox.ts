@@ -3,7 +3,8 @@ import { newId } from './ids.ts';
 
 export type UserInput = string | UserMessage['content'];
 
-export function userMessage(input: UserInput): UserMessage {
+export function userMessage(input: UserInput | UserMessage): UserMessage {
+  if (typeof input !== 'string' && !Array.isArray(input)) return input;
   return { id: newId(), role: 'user', content: typeof input === 'string' ? [{ type: 'text', text: input }] : input };
 }
 
@@ -15,13 +16,13 @@ export class Inbox {
   private steering: UserMessage[] = [];
   private followUps: UserMessage[] = [];
 
-  steer(input: UserInput): UserMessage {
+  steer(input: UserInput | UserMessage): UserMessage {
     const m = userMessage(input);
     this.steering.push(m);
     return m;
   }
 
-  followUp(input: UserInput): UserMessage {
+  followUp(input: UserInput | UserMessage): UserMessage {
     const m = userMessage(input);
     this.followUps.push(m);
     return m;

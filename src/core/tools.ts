@@ -26,6 +26,11 @@ export interface ToolOptions<S extends z.ZodType, R> {
   timeoutMs?: number;
   /** Never runs alongside another call of the same step. */
   sequential?: boolean;
+  /**
+   * A person answers this call: the loop never executes it; the turn suspends until the answer
+   * arrives and the answer is the result (see askUser).
+   */
+  interactive?: boolean;
 }
 
 /** A tool with its input type erased, as the loop holds it. */
@@ -38,6 +43,7 @@ export interface Tool {
   readonly idempotent: boolean;
   readonly timeoutMs: number | undefined;
   readonly sequential: boolean;
+  readonly interactive: boolean;
   execute(input: unknown, ctx: ToolContext): unknown;
 }
 
@@ -60,8 +66,39 @@ export function tool<S extends z.ZodType, R>(options: ToolOptions<S, R>): Tool {
     idempotent: options.idempotent ?? false,
     timeoutMs: options.timeoutMs,
     sequential: options.sequential ?? false,
+    interactive: options.interactive ?? false,
     execute: options.execute as Tool['execute'],
   };
+}
+
+export const askUserInput = z.object({
+  questions: z
+    .array(
+      z.object({
+        id: z.string().min(1).describe('A short stable key for the answer'),
+        question: z.string().min(1),
+        choices: z.array(z.string()).optional().describe('When the answer must be one of these'),
+      }),
+    )
+    .min(1),
+});
+
+/**
+ * The built-in `ask_user` control tool: the model asks the user structured questions; the turn
+ * (and its run) waits for the answer, which comes back as the call's result. A deterministic
+ * tool call, never inferred from the model's prose.
+ */
+export function askUser(): Tool {
+  return tool({
+    name: 'ask_user',
+    description:
+      'Ask the user one or more questions and wait for the answers. Use it when you need information or a decision only the user can give. Offer choices when the answer must be one of a few options.',
+    input: askUserInput,
+    interactive: true,
+    execute: () => {
+      throw new Error('ask_user is answered by the user, never executed');
+    },
+  });
 }
 
 export function idempotencyKey(scope: string, toolCallId: string): string {

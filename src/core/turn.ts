@@ -26,7 +26,7 @@ import {
 import type { AgentDefinition, CallSettings, SystemPrompt } from './agent.ts';
 import type {
   EventDataMap,
-  PendingApproval,
+  PendingCall,
   RequestHeader,
   StepEndReason,
   TurnEndReason,
@@ -38,15 +38,39 @@ import type { BoundaryContext, ConfigChange, TurnHooks } from './hooks.ts';
 import { newId } from './ids.ts';
 import { promptHash } from './prompt-hash.ts';
 import { Inbox, userMessage, type UserInput } from './inbox.ts';
-import type { EventSink } from './sink.ts';
+import type { EventSink, TurnCheckpoint } from './sink.ts';
 import { executeTool, idempotencyKey, needsApproval, runPool, toolError, validateCall, type Tool } from './tools.ts';
 
+/** A decision on a pending call: an approval (or denial), or a person's answer to ask_user. */
 export interface ApprovalDecision {
   toolCallId: string;
-  approved: boolean;
+  /** For approvals. */
+  approved?: boolean;
   /** Replaces the model's arguments (validated again). */
   input?: JsonValue;
   reason?: string;
+  /** For an interactive call (ask_user): the answer, which becomes its result. */
+  answer?: JsonValue;
+  /** Already in the log (the caller recorded it when it was made): do not record it again. */
+  recorded?: boolean;
+}
+
+/** What a turn resumes from: after a suspension, a pause, or a crash (from a checkpoint). */
+export interface ResumePoint {
+  /** The turn's working conversation (history included) as checkpointed or suspended. */
+  conversation: readonly Message[];
+  /** Steps completed; an open step (its calls not all answered) is finished first. */
+  step: number;
+  approvals?: readonly ApprovalDecision[];
+  /**
+   * Calls whose `tool/call` was recorded but whose result was not (the process died while they
+   * ran): an idempotent tool runs again with the same idempotency key; any other gets an
+   * `outcome_unknown` result and the model decides. Nothing runs twice silently.
+   */
+  started?: readonly string[];
+  /** Usage and cost before this point, so limits keep counting across the resumption. */
+  usage?: Usage;
+  cost?: number;
 }
 
 export interface TurnOptions {
@@ -54,8 +78,8 @@ export interface TurnOptions {
   /** Earlier turns. Reasoning is dropped from it: opaque reasoning never crosses a turn. */
   history?: readonly Message[];
   input?: UserInput;
-  /** Continue a suspended turn: its working conversation, open step and the approval decisions. */
-  resume?: { conversation: readonly Message[]; step: number; approvals: readonly ApprovalDecision[] };
+  /** Continue a suspended, paused or interrupted turn. */
+  resume?: ResumePoint;
   inbox?: Inbox;
   signal?: AbortSignal;
   hooks?: TurnHooks | readonly TurnHooks[];
@@ -76,8 +100,8 @@ export interface TurnResult {
   usage: Usage;
   cost: number;
   error?: TurnError;
-  /** When suspended: the calls waiting for a decision. */
-  pending?: PendingApproval[];
+  /** When suspended: the calls waiting for a decision or an answer. */
+  pending?: PendingCall[];
 }
 
 export interface TurnHandle {
@@ -110,7 +134,7 @@ type StepOutcome =
   | { kind: 'final' }
   | { kind: 'interrupted' }
   | { kind: 'cancelled' }
-  | { kind: 'suspended'; pending: PendingApproval[] }
+  | { kind: 'suspended'; pending: PendingCall[] }
   | { kind: 'failed'; error: TurnError };
 
 function toolCallsOf(m: AssistantMessage): ToolCallPart[] {
@@ -138,6 +162,7 @@ class TurnRunner {
   private tools: Map<string, Tool>;
   private settings: CallSettings;
   private pendingConfig: ConfigChange[] = [];
+  private pauseRequested = false;
 
   private conversation: Message[];
   private readonly added: Message[] = [];
@@ -162,6 +187,10 @@ class TurnRunner {
     this.conversation = opts.resume
       ? opts.resume.conversation.map((m) => (m.role === 'tool' ? { ...m, content: [...m.content] } : m))
       : portableMessages(opts.history ?? []);
+    if (opts.resume) {
+      this.usage = opts.resume.usage ?? emptyUsage();
+      this.cost = opts.resume.cost ?? 0;
+    }
     if (opts.signal) {
       const external = opts.signal;
       if (external.aborted) this.turnCtl.abort(external.reason);
@@ -177,10 +206,10 @@ class TurnRunner {
     this.pendingConfig.push(change);
   }
 
-  private async emit<T extends TurnEventType>(type: T, data: EventDataMap[T], step: number | null = this.stepNo || null): Promise<void> {
+  private async emit<T extends TurnEventType>(type: T, data: EventDataMap[T], step: number | null = this.stepNo || null, checkpoint?: TurnCheckpoint): Promise<void> {
     const event = { type, turn: this.turnNo, ...(step !== null ? { step } : {}), time: Date.now(), data } as TurnEvent;
     try {
-      await this.sink.append([event]);
+      await this.sink.append([event], checkpoint);
     } catch (error) {
       throw new SinkFailure(error);
     }
@@ -189,6 +218,10 @@ class TurnRunner {
   private push(m: Message): void {
     this.conversation.push(m);
     this.added.push(m);
+  }
+
+  private checkpoint(step: number): TurnCheckpoint {
+    return { step, conversation: this.conversation, usage: this.usage, cost: this.cost };
   }
 
   private boundaryContext(): BoundaryContext {
@@ -200,6 +233,9 @@ class TurnRunner {
       signal: this.turnCtl.signal,
       steer: (input) => void this.inbox.steer(input),
       configure: (change) => this.configure(change),
+      pause: () => {
+        this.pauseRequested = true;
+      },
     };
   }
 
@@ -219,7 +255,7 @@ class TurnRunner {
   async run(): Promise<TurnResult> {
     let reason: TurnEndReason;
     let error: TurnError | undefined;
-    let pending: PendingApproval[] | undefined;
+    let pending: PendingCall[] | undefined;
     try {
       await this.emit('turn/start', {
         agent: { name: this.agent.name, version: this.agent.version },
@@ -231,7 +267,7 @@ class TurnRunner {
       let outcome: StepOutcome | undefined;
       if (this.opts.resume) {
         this.stepNo = this.opts.resume.step;
-        outcome = await this.resumeStep(this.opts.resume.approvals);
+        outcome = await this.resumeStep(this.opts.resume);
       }
       for (;;) {
         if (outcome) {
@@ -266,7 +302,7 @@ class TurnRunner {
       ...(pending ? { pending } : {}),
     };
     // After a sink failure the sink may refuse this too; the result still tells the caller.
-    await this.emit('turn/end', data, null).catch(() => {});
+    await this.emit('turn/end', data, null, this.checkpoint(this.stepNo)).catch(() => {});
     return {
       reason,
       turn: this.turnNo,
@@ -286,7 +322,7 @@ class TurnRunner {
   }
 
   /** Decides what follows a step; returns the end of the turn, if it ends. */
-  private async afterStep(outcome: StepOutcome): Promise<{ reason: TurnEndReason; error?: TurnError; pending?: PendingApproval[] } | undefined> {
+  private async afterStep(outcome: StepOutcome): Promise<{ reason: TurnEndReason; error?: TurnError; pending?: PendingCall[] } | undefined> {
     switch (outcome.kind) {
       case 'tool-calls':
         return undefined;
@@ -318,6 +354,7 @@ class TurnRunner {
     for (const m of this.inbox.takeSteering()) await this.addUser(m, 'steer');
     await this.applyConfig();
     if (this.turnCtl.signal.aborted) return 'cancelled';
+    if (this.pauseRequested) return 'paused';
 
     const { limits } = this.agent;
     if (this.stepNo >= limits.maxSteps) return 'max_steps';
@@ -511,7 +548,8 @@ class TurnRunner {
       cachedInputTokens: u.cachedInputTokens - usageBefore.cachedInputTokens,
       reasoningTokens: u.reasoningTokens - usageBefore.reasoningTokens,
     };
-    await this.emit('step/end', { reason, usage: stepUsage });
+    // The checkpoint commits with the step's end: a resumed turn restarts from exactly here.
+    await this.emit('step/end', { reason, usage: stepUsage }, undefined, this.checkpoint(this.stepNo));
   }
 
   /** The tool message that answers `assistant`, created on first use. */
@@ -547,25 +585,43 @@ class TurnRunner {
     calls: readonly ToolCallPart[],
     decided: ReadonlyMap<string, ApprovalDecision>,
     usageBefore: Usage,
+    started: ReadonlySet<string> = new Set(),
   ): Promise<StepOutcome> {
-    type Plan = { call: ToolCallPart; output?: ToolOutput; tool?: Tool; input?: unknown; pending?: boolean };
+    type Plan = { call: ToolCallPart; output?: ToolOutput; tool?: Tool; input?: unknown; pending?: 'approval' | 'input'; recorded?: boolean };
     const plans: Plan[] = [];
     for (const call of calls) {
       const decision = decided.get(call.toolCallId);
-      if (decision && !decision.approved) {
+      if (decision?.answer !== undefined) {
+        plans.push({ call, output: { type: 'json', value: decision.answer } });
+        continue;
+      }
+      if (decision && decision.approved === false) {
         plans.push({ call, output: toolError('denied', decision.reason ?? 'the user denied this call') });
         continue;
       }
       const effective = decision?.input !== undefined ? { ...call, input: decision.input } : call;
       const v = validateCall(this.tools, effective);
       if (!v.ok) plans.push({ call: effective, output: v.output });
-      else if (!decision && needsApproval(v.tool, v.input)) plans.push({ call: effective, pending: true });
+      else if (v.tool.interactive) plans.push({ call: effective, pending: 'input' });
+      else if (started.has(call.toolCallId) && !v.tool.idempotent) {
+        // It may or may not have had its effect before the interruption: say so, never guess.
+        plans.push({
+          call: effective,
+          recorded: true,
+          output: toolError('outcome_unknown', 'the run was interrupted while this call ran and the tool is not idempotent: it may or may not have taken effect'),
+        });
+      } else if (started.has(call.toolCallId)) plans.push({ call: effective, tool: v.tool, input: v.input, recorded: true });
+      else if (!decision && needsApproval(v.tool, v.input)) plans.push({ call: effective, pending: 'approval' });
       else plans.push({ call: effective, tool: v.tool, input: v.input });
     }
 
     for (const p of plans) {
       if (p.pending) {
-        await this.emit('tool/approval', { toolCallId: p.call.toolCallId, toolName: p.call.toolName, input: p.call.input, assistantMessageId: assistant.id });
+        const data = { toolCallId: p.call.toolCallId, toolName: p.call.toolName, input: p.call.input, assistantMessageId: assistant.id };
+        await (p.pending === 'approval' ? this.emit('tool/approval', data) : this.emit('user/question', data));
+      } else if (p.recorded) {
+        // Its tool/call is already in the log, with the same idempotency key.
+        continue;
       } else {
         // Write-ahead: the call is on record before anything executes.
         await this.emit('tool/call', {
@@ -604,10 +660,14 @@ class TurnRunner {
       await this.recordResult(assistant, p.call, done.output, done.durationMs);
     }
 
-    const pending = plans.filter((p) => p.pending).map((p) => ({ toolCallId: p.call.toolCallId, toolName: p.call.toolName, input: p.call.input }));
+    const pending: PendingCall[] = plans.filter((p) => p.pending).map((p) => ({ toolCallId: p.call.toolCallId, toolName: p.call.toolName, input: p.call.input, kind: p.pending! }));
     if (pending.length > 0 && !this.turnCtl.signal.aborted) return { kind: 'suspended', pending };
     if (this.turnCtl.signal.aborted) {
-      await this.closeCalls(assistant, pending.map((p) => ({ type: 'tool-call', ...p })), 'the turn was cancelled while this call waited for approval');
+      await this.closeCalls(
+        assistant,
+        pending.map((p) => ({ type: 'tool-call', toolCallId: p.toolCallId, toolName: p.toolName, input: p.input })),
+        'the turn was cancelled while this call waited for a decision',
+      );
       await this.endStep('cancelled', usageBefore);
       return { kind: 'cancelled' };
     }
@@ -615,28 +675,38 @@ class TurnRunner {
     return { kind: 'tool-calls' };
   }
 
-  /** Finishes the open step of a suspended turn with the given decisions. */
-  private async resumeStep(approvals: readonly ApprovalDecision[]): Promise<StepOutcome> {
+  /**
+   * Finishes the open step of a suspended or interrupted turn (if there is one) with the given
+   * decisions; without an open step the turn simply continues at its next step boundary.
+   */
+  private async resumeStep(resume: ResumePoint): Promise<StepOutcome | undefined> {
     const assistantIndex = this.conversation.findLastIndex((m) => m.role === 'assistant');
     const assistant = this.conversation[assistantIndex] as AssistantMessage | undefined;
-    if (!assistant) throw new Error('cannot resume: the conversation has no assistant message');
     const answered = new Set<string>();
     const next = this.conversation[assistantIndex + 1];
     if (next?.role === 'tool') for (const r of next.content) answered.add(r.toolCallId);
-    const open = toolCallsOf(assistant).filter((c) => !answered.has(c.toolCallId));
-    if (open.length === 0) throw new Error('cannot resume: the last model decision has no open tool call');
+    const open = assistant && !assistant.interrupted ? toolCallsOf(assistant).filter((c) => !answered.has(c.toolCallId)) : [];
+    const approvals = resume.approvals ?? [];
+    if (open.length === 0) {
+      if (approvals.length > 0) throw new Error(`cannot resume: no open tool call ${approvals[0]!.toolCallId}`);
+      return undefined;
+    }
     const decided = new Map<string, ApprovalDecision>();
     for (const d of approvals) {
       if (!open.some((c) => c.toolCallId === d.toolCallId)) throw new Error(`cannot resume: no open tool call ${d.toolCallId}`);
       decided.set(d.toolCallId, d);
-      await this.emit('tool/decision', {
-        toolCallId: d.toolCallId,
-        approved: d.approved,
-        ...(d.reason !== undefined ? { reason: d.reason } : {}),
-        ...(d.input !== undefined ? { editedInput: d.input } : {}),
-      });
+      if (d.recorded) continue;
+      if (d.answer !== undefined) await this.emit('user/answer', { toolCallId: d.toolCallId, answer: d.answer });
+      else {
+        await this.emit('tool/decision', {
+          toolCallId: d.toolCallId,
+          approved: d.approved === true,
+          ...(d.reason !== undefined ? { reason: d.reason } : {}),
+          ...(d.input !== undefined ? { editedInput: d.input } : {}),
+        });
+      }
     }
-    return this.runCalls(assistant, open, decided, this.usage);
+    return this.runCalls(assistant!, open, decided, this.usage, new Set(resume.started ?? []));
   }
 }
 

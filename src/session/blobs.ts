@@ -16,20 +16,23 @@ export const isBlobRef = (v: unknown): v is BlobRef =>
 
 export const blobHash = (json: string): string => `sha256:${createHash('sha256').update(json).digest('hex')}`;
 
-/** Moves the named top-level fields of `data` into blobs when their JSON is large enough. */
+/**
+ * Moves the named top-level fields of `data` into blobs when their JSON is large enough. Any
+ * top-level value that looks like a reference (named or not: readers inflate every top-level
+ * reference) always goes to a blob, so reading back is unambiguous.
+ */
 export function extractBlobs(
   data: Record<string, unknown>,
   fields: readonly string[] | undefined,
 ): { data: Record<string, unknown>; blobs: Array<{ hash: string; data: string }> } {
-  if (!fields) return { data, blobs: [] };
   let out = data;
   const blobs: Array<{ hash: string; data: string }> = [];
-  for (const f of fields) {
-    const value = data[f];
+  for (const [f, value] of Object.entries(data)) {
     if (value === undefined || value === null) continue;
+    const lookalike = isBlobRef(value);
+    if (!lookalike && !fields?.includes(f)) continue;
     const text = JSON.stringify(value);
-    // A value that looks like a reference always goes to a blob, so reading back is unambiguous.
-    if (text.length < BLOB_MIN_BYTES && !isBlobRef(value)) continue;
+    if (text.length < BLOB_MIN_BYTES && !lookalike) continue;
     const hash = blobHash(text);
     blobs.push({ hash, data: text });
     if (out === data) out = { ...data };

@@ -108,6 +108,9 @@ export interface CompactOptions extends SummarizeOptions {
   /** Recent history kept verbatim (estimated tokens). */
   keepRecentTokens?: number;
   reason?: 'manual' | 'threshold' | 'overflow';
+  /** For a compaction inside a turn: the turn, and the step it follows, so the log places it there. */
+  turn?: number;
+  step?: number;
 }
 
 export type CompactResult =
@@ -133,6 +136,8 @@ export async function compactSession(log: SessionLog, sessionId: string, o: Comp
     [
       {
         type: 'compaction',
+        ...(o.turn !== undefined ? { turn: o.turn } : {}),
+        ...(o.step !== undefined ? { step: o.step } : {}),
         data: {
           summary: text,
           firstKeptEntryId: state.entryIds[cut]!,
@@ -182,6 +187,8 @@ export function compactionHook(log: SessionLog, sessionId: string, agentModel: L
           model: settings.model ?? agentModel,
           reason: ctx.reason,
           signal: ctx.signal,
+          turn: ctx.turn,
+          ...(ctx.step > 0 ? { step: ctx.step } : {}),
           ...(settings.pricing ? { pricing: settings.pricing } : {}),
           ...(settings.keepRecentTokens !== undefined ? { keepRecentTokens: settings.keepRecentTokens } : {}),
         },

@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import type { EventDataMap } from '../core/index.ts';
-import { loopEventSchemas, sessionEventSchemas } from './schemas.ts';
+import { loopEventSchemas, runEventSchemas, sessionEventSchemas } from './schemas.ts';
 
-export type SessionEventDataMap = EventDataMap & { [K in keyof typeof sessionEventSchemas]: z.infer<(typeof sessionEventSchemas)[K]> };
+type Schemas = typeof sessionEventSchemas & typeof runEventSchemas;
+export type SessionEventDataMap = EventDataMap & { [K in keyof Schemas]: z.infer<Schemas[K]> };
 export type SessionEventType = keyof SessionEventDataMap;
 
 /** A decoded event of the session log: upcast to the current version, validated, blobs inflated. */
@@ -112,7 +113,7 @@ export class EventRegistry {
 /** The registry of every event type this version of Keel writes. */
 export function defaultRegistry(): EventRegistry {
   const r = new EventRegistry();
-  for (const [type, schema] of Object.entries({ ...loopEventSchemas, ...sessionEventSchemas })) {
+  for (const [type, schema] of Object.entries({ ...loopEventSchemas, ...sessionEventSchemas, ...runEventSchemas })) {
     r.define({
       type,
       v: 1,

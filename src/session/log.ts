@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { newId, type DeltaEvent } from '../core/index.ts';
-import { NotFoundError, type EventDraft, type Store, type StoreOps, type StoredEvent } from '../store/index.ts';
+import { NotFoundError, type AppendOptions, type EventDraft, type ReadEventsOptions, type Store, type StoreOps, type StoredEvent } from '../store/index.ts';
 import { blobRefsOf, extractBlobs, inflateBlobs } from './blobs.ts';
 import { defaultRegistry, type EventRegistry, type SessionEvent, type SessionEventDataMap, type SessionEventType } from './event-types.ts';
 
@@ -57,7 +57,7 @@ export class SessionLog {
   }
 
   /** Appends atomically (blobs and events in one transaction) and tells live subscribers. */
-  async append(sessionId: string, events: readonly NewEvent[], options: { expectLastSeq?: number; tx?: StoreOps } = {}): Promise<SessionEvent[]> {
+  async append(sessionId: string, events: readonly NewEvent[], options: AppendOptions & { tx?: StoreOps } = {}): Promise<SessionEvent[]> {
     const drafts: EventDraft[] = [];
     const blobs: Array<{ hash: string; data: string }> = [];
     const datas: unknown[] = [];
@@ -67,14 +67,15 @@ export class SessionLog {
       blobs.push(...enc.blobs);
       datas.push(enc.data);
     }
-    const write = async (tx: StoreOps) => {
-      if (blobs.length > 0) await tx.putBlobs(blobs);
-      return tx.append(sessionId, drafts, options.expectLastSeq !== undefined ? { expectLastSeq: options.expectLastSeq } : undefined);
+    const { tx, ...appendOptions } = options;
+    const write = async (ops: StoreOps) => {
+      if (blobs.length > 0) await ops.putBlobs(blobs);
+      return ops.append(sessionId, drafts, appendOptions);
     };
-    const stored = options.tx ? await write(options.tx) : blobs.length > 0 ? await this.store.transaction(write) : await this.store.append(sessionId, drafts, options.expectLastSeq !== undefined ? { expectLastSeq: options.expectLastSeq } : undefined);
+    const stored = tx ? await write(tx) : blobs.length > 0 ? await this.store.transaction(write) : await this.store.append(sessionId, drafts, appendOptions);
     // What was validated before blob extraction is what a reader will get back: no need to read it.
     const decoded = stored.map((s, i) => ({ ...this.envelope(s), data: datas[i] }) as SessionEvent);
-    if (!options.tx) this.publish(sessionId, decoded);
+    if (!tx) this.publish(sessionId, decoded);
     return decoded;
   }
 
@@ -122,7 +123,7 @@ export class SessionLog {
     return out;
   }
 
-  async read(sessionId: string, options: { afterSeq?: number; untilSeq?: number; limit?: number } = {}, ops: StoreOps = this.store): Promise<SessionEvent[]> {
+  async read(sessionId: string, options: ReadEventsOptions = {}, ops: StoreOps = this.store): Promise<SessionEvent[]> {
     return this.decode(await ops.readEvents(sessionId, options), ops);
   }
 

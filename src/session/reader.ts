@@ -24,16 +24,24 @@ export async function pathEntries(log: SessionLog, sessionId: string, leafId: st
   const nearestFirst: SessionEvent[] = [];
   let cursor = leafId;
   let stopAt: string | null | undefined;
+  // A first kept entry that is a tool result: its later results are ordered by the calls of the
+  // message before it, so the walk goes on to the nearest entry that starts a message of its own.
+  let stopAtMessage = false;
   walk: while (cursor) {
     const batch = await log.decode(await ops.ancestors(sessionId, cursor, PAGE), ops);
     if (batch.length === 0) break;
     for (const e of batch) {
       nearestFirst.push(e);
       if (!fromLatestCompaction) continue;
-      if (stopAt === undefined && e.type === 'compaction') {
+      if (stopAtMessage) {
+        if (e.type === 'user/message' || e.type === 'assistant/message' || e.type === 'branch/summary') break walk;
+      } else if (stopAt === undefined && e.type === 'compaction') {
         stopAt = e.data.firstKeptEntryId;
         if (stopAt === null) break walk;
-      } else if (stopAt !== undefined && e.id === stopAt) break walk;
+      } else if (stopAt !== undefined && e.id === stopAt) {
+        if (e.type !== 'tool/result') break walk;
+        stopAtMessage = true;
+      }
     }
     cursor = batch.at(-1)!.parentId ?? null;
   }
@@ -45,10 +53,10 @@ export async function pathEntries(log: SessionLog, sessionId: string, leafId: st
  * moved since the snapshot is rebuilt from the path instead. A new snapshot is written (state and
  * asOfSeq in one row, so in one transaction) once `snapshotEvery` events had to be folded.
  */
-export async function readProjection<S>(log: SessionLog, sessionId: string, p: Projection<S>, snapshotEvery: number): Promise<ProjectionRead<S>> {
-  const session = await log.session(sessionId);
+export async function readProjection<S>(log: SessionLog, sessionId: string, p: Projection<S>, snapshotEvery: number, ops: StoreOps = log.store): Promise<ProjectionRead<S>> {
+  const session = await log.session(sessionId, ops);
   const lastSeq = session.lastSeq;
-  const snap = await log.store.getSnapshot(sessionId, p.name, p.version);
+  const snap = await ops.getSnapshot(sessionId, p.name, p.version);
   const from = snap && snap.asOfSeq <= lastSeq ? snap : undefined;
   let state = from ? (from.state as S) : p.init();
   let folded = 0;
@@ -57,7 +65,7 @@ export async function readProjection<S>(log: SessionLog, sessionId: string, p: P
 
   if (p.scope === 'log') {
     for (let after = from?.asOfSeq ?? 0; after < lastSeq; ) {
-      const page = await log.read(sessionId, { afterSeq: after, untilSeq: lastSeq, limit: PAGE });
+      const page = await log.read(sessionId, { afterSeq: after, untilSeq: lastSeq, limit: PAGE }, ops);
       if (page.length === 0) break;
       state = fold(p, page, state);
       folded += page.length;
@@ -66,7 +74,7 @@ export async function readProjection<S>(log: SessionLog, sessionId: string, p: P
   } else {
     let linear = from !== undefined;
     if (from) {
-      const tail = await log.read(sessionId, { afterSeq: from.asOfSeq, untilSeq: lastSeq });
+      const tail = await log.read(sessionId, { afterSeq: from.asOfSeq, untilSeq: lastSeq }, ops);
       let leaf = from.leafId;
       const entries: SessionEvent[] = [];
       for (const e of tail) {
@@ -82,13 +90,15 @@ export async function readProjection<S>(log: SessionLog, sessionId: string, p: P
           break;
         }
       }
+      // A move the scan could not see (an event type this reader skips) still moved the leaf.
+      if (leaf !== session.leafId) linear = false;
       if (linear) {
         state = fold(p, entries, state);
         folded = tail.length;
       }
     }
     if (!linear) {
-      const path = await pathEntries(log, sessionId, session.leafId, p.pathStart === 'latest-compaction');
+      const path = await pathEntries(log, sessionId, session.leafId, p.pathStart === 'latest-compaction', ops);
       state = fold(p, path, p.init());
       folded = path.length;
       mustSnapshot = folded > 0;
@@ -96,7 +106,7 @@ export async function readProjection<S>(log: SessionLog, sessionId: string, p: P
   }
 
   if (mustSnapshot || folded >= snapshotEvery) {
-    await log.store.putSnapshot({ sessionId, projection: p.name, version: p.version, asOfSeq: lastSeq, leafId: session.leafId, state });
+    await ops.putSnapshot({ sessionId, projection: p.name, version: p.version, asOfSeq: lastSeq, leafId: session.leafId, state });
   }
   return { state, asOfSeq: lastSeq, leafId: session.leafId, folded };
 }

@@ -45,7 +45,8 @@ export const modelErrorInfo = z.strictObject({
 
 const modelRef = z.strictObject({ provider: z.string(), modelId: z.string() });
 const toolSchema = z.strictObject({ name: z.string(), description: z.string(), inputSchema: json });
-const pending = z.strictObject({ toolCallId: z.string(), toolName: z.string(), input: json });
+const pending = z.strictObject({ toolCallId: z.string(), toolName: z.string(), input: json, kind: z.enum(['approval', 'input']) });
+const pendingCall = z.strictObject({ toolCallId: z.string(), toolName: z.string(), input: json, assistantMessageId: z.string() });
 const turnError = z.strictObject({ kind: z.enum(['model', 'sink', 'hook', 'internal']), message: z.string(), model: modelErrorInfo.optional() });
 
 /** Data schemas of the events the step/turn loop emits (src/core/events.ts). */
@@ -82,17 +83,40 @@ export const loopEventSchemas = {
     timing: z.strictObject({ startedAt: z.number(), firstChunkMs: z.number().optional(), durationMs: z.number() }),
   }),
   'tool/call': z.strictObject({ toolCallId: z.string(), toolName: z.string(), input: json, idempotencyKey: z.string(), assistantMessageId: z.string() }),
-  'tool/approval': pending.extend({ assistantMessageId: z.string() }),
+  'tool/approval': pendingCall,
   'tool/decision': z.strictObject({ toolCallId: z.string(), approved: z.boolean(), reason: z.string().optional(), editedInput: json.optional() }),
+  'user/question': pendingCall,
+  'user/answer': z.strictObject({ toolCallId: z.string(), answer: json }),
   'tool/result': z.strictObject({ toolCallId: z.string(), toolName: z.string(), output: toolOutput, toolMessageId: z.string(), durationMs: z.number().nonnegative() }),
   'step/end': z.strictObject({ reason: z.enum(['tool-calls', 'final', 'interrupted', 'cancelled', 'failed']), usage }),
   'turn/end': z.strictObject({
-    reason: z.enum(['completed', 'cancelled', 'failed', 'max_steps', 'budget_exceeded', 'suspended']),
+    reason: z.enum(['completed', 'cancelled', 'failed', 'max_steps', 'budget_exceeded', 'suspended', 'paused']),
     steps: z.number().int().nonnegative(),
     usage,
     cost: z.number().nonnegative(),
     error: turnError.optional(),
     pending: z.array(pending).optional(),
+  }),
+} as const;
+
+const runStatus = z.enum(['queued', 'running', 'waiting_approval', 'waiting_for_user', 'paused', 'completed', 'failed', 'cancelled', 'timed_out']);
+
+/** Data schemas of the run lifecycle events (written by the runs layer, with the run's id). */
+export const runEventSchemas = {
+  'run/status': z.strictObject({
+    from: runStatus.nullable(),
+    to: runStatus,
+    attempt: z.number().int().nonnegative(),
+    reason: z.string().optional(),
+    error: z.record(z.string(), json).optional(),
+    agent: z.strictObject({ name: z.string(), version: z.string() }).optional(),
+    parentRunId: z.string().optional(),
+  }),
+  'run/interrupted': z.strictObject({
+    attempt: z.number().int().positive(),
+    /** Steps completed at the last checkpoint: the run continues after it. */
+    step: z.number().int().nonnegative(),
+    reason: z.enum(['lease_expired', 'released']),
   }),
 } as const;
 

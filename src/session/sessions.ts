@@ -1,7 +1,7 @@
 import type { LanguageModelV4 } from '@ai-sdk/provider';
 import { newId, startTurn, userMessage, type AgentDefinition, type TurnHandle, type TurnHooks, type TurnOptions, type UserInput } from '../core/index.ts';
 import type { Message, Pricing } from '../model/index.ts';
-import { StoreError, type JsonObject, type SessionPage, type SessionRecord, type Store } from '../store/index.ts';
+import { StoreError, type JsonObject, type SessionPage, type SessionRecord, type Store, type StoreOps } from '../store/index.ts';
 import { compactSession, compactionHook, estimateTokens, summarize, type CompactionSettings, type CompactOptions, type CompactResult } from './compaction.ts';
 import type { EventRegistry, SessionEvent } from './event-types.ts';
 import { SessionLog, type LiveListener, type NewEvent } from './log.ts';
@@ -156,8 +156,9 @@ export class Sessions {
     return (await readProjection(this.log, sessionId, developerProjection, this.snapshotEvery)).state;
   }
 
-  async stats(sessionId: string): Promise<StatsState> {
-    return (await readProjection(this.log, sessionId, statsProjection, this.snapshotEvery)).state;
+  /** Pass `tx` to read inside a transaction. */
+  async stats(sessionId: string, tx?: StoreOps): Promise<StatsState> {
+    return (await readProjection(this.log, sessionId, statsProjection, this.snapshotEvery, tx)).state;
   }
 
   private async entry(sessionId: string, entryId: string): Promise<SessionEvent> {
@@ -252,7 +253,7 @@ export class Sessions {
   }
 
   /** Imports an export: every line is validated first; any problem refuses it all (ImportError). */
-  import(input: string | Iterable<string> | AsyncIterable<string>, options?: { onProgress?: (lines: number) => void }): Promise<SessionRecord> {
+  import(input: string | Iterable<string> | AsyncIterable<string | Uint8Array>, options?: { onProgress?: (lines: number) => void }): Promise<SessionRecord> {
     return importSession(this.log, input, options);
   }
 

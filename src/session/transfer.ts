@@ -93,12 +93,28 @@ export class ImportError extends Error {
   }
 }
 
-async function* linesOf(input: string | Iterable<string> | AsyncIterable<string>): AsyncGenerator<string> {
+/**
+ * Lines of the input: a whole text; an iterable of lines (strings: each is one or more whole
+ * lines); or raw bytes (a file stream without an encoding), where a line may span chunks.
+ */
+async function* linesOf(input: string | Iterable<string> | AsyncIterable<string | Uint8Array>): AsyncGenerator<string> {
   if (typeof input === 'string') {
     yield* input.split('\n');
     return;
   }
-  for await (const chunk of input) yield* chunk.split('\n');
+  const decoder = new TextDecoder();
+  let rest = '';
+  for await (const chunk of input as AsyncIterable<string | Uint8Array>) {
+    if (typeof chunk === 'string') {
+      yield* chunk.split('\n');
+      continue;
+    }
+    const lines = (rest + decoder.decode(chunk, { stream: true })).split('\n');
+    rest = lines.pop()!;
+    yield* lines;
+  }
+  rest += decoder.decode();
+  if (rest !== '') yield rest;
 }
 
 const MAX_PROBLEMS = 100;
@@ -110,7 +126,7 @@ const MAX_PROBLEMS = 100;
  */
 export async function importSession(
   log: SessionLog,
-  input: string | Iterable<string> | AsyncIterable<string>,
+  input: string | Iterable<string> | AsyncIterable<string | Uint8Array>,
   options: { onProgress?: (lines: number) => void } = {},
 ): Promise<SessionRecord> {
   const problems: ImportProblem[] = [];
@@ -124,6 +140,11 @@ export async function importSession(
   const drafts: EventDraft[] = [];
   let leaf: string | null = null;
   let lineNo = 0;
+  // The previous event line's seq (undefined after an unreadable line, which may have been an event):
+  // each seq is checked against its predecessor, so one gap is one problem, not one per later line.
+  let prevSeq: number | undefined = 0;
+  // Blobs whose line was refused: that line is the problem, not every event that uses the blob.
+  const refused = new Set<string>();
 
   for await (const raw of linesOf(input)) {
     lineNo++;
@@ -134,6 +155,7 @@ export async function importSession(
       value = JSON.parse(raw);
     } catch {
       problem(lineNo, 'not valid JSON');
+      prevSeq = undefined;
       continue;
     }
     const kind = (value as { kind?: unknown } | null)?.kind;
@@ -153,28 +175,32 @@ export async function importSession(
     if (kind === 'blob') {
       const b = blobLine.safeParse(value);
       if (!b.success) problem(lineNo, `bad blob line: ${z.prettifyError(b.error)}`);
-      else if (blobHash(b.data.data) !== b.data.hash) problem(lineNo, `blob content does not match its hash ${b.data.hash}`);
-      else blobs.set(b.data.hash, b.data.data);
+      else if (blobHash(b.data.data) !== b.data.hash) {
+        problem(lineNo, `blob content does not match its hash ${b.data.hash}`);
+        refused.add(b.data.hash);
+      } else blobs.set(b.data.hash, b.data.data);
       continue;
     }
     const p = eventLine.safeParse(value);
     if (!p.success) {
       problem(lineNo, kind === 'event' ? `bad event line: ${z.prettifyError(p.error)}` : `unknown line kind ${JSON.stringify(kind)}`);
+      prevSeq = undefined;
       continue;
     }
     const e = p.data;
-    const expectedSeq = drafts.length + 1;
-    if (e.seq !== expectedSeq) problem(lineNo, `seq ${e.seq} where ${expectedSeq} was expected (seqs must be 1, 2, 3, … with no gap)`);
+    if (prevSeq !== undefined && e.seq !== prevSeq + 1) problem(lineNo, `seq ${e.seq} where ${prevSeq + 1} was expected (seqs must be 1, 2, 3, … with no gap)`);
+    prevSeq = e.seq;
     if (ids.has(e.id)) problem(lineNo, `duplicate event id ${e.id}`);
     ids.add(e.id);
     if (e.parentId !== undefined && !entries.has(e.parentId)) problem(lineNo, `parent ${e.parentId} is not an earlier entry of this session`);
     if (e.parentId !== undefined && !e.entry) problem(lineNo, 'only conversation entries have a parent');
 
     let leafTo: string | null | undefined;
+    const usesRefused = blobRefsOf(e.data).some((h) => refused.has(h));
     try {
-      const missing = blobRefsOf(e.data).filter((h) => !blobs.has(h));
+      const missing = blobRefsOf(e.data).filter((h) => !blobs.has(h) && !refused.has(h));
       if (missing.length > 0) throw new Error(`refers to blob ${missing[0]}, which no earlier line provides`);
-      const decoded = log.registry.upcast({ type: e.type, v: e.v, seq: e.seq, ignorable: e.ignorable, data: inflateBlobs(e.data, blobs) });
+      const decoded = usesRefused ? undefined : log.registry.upcast({ type: e.type, v: e.v, seq: e.seq, ignorable: e.ignorable, data: inflateBlobs(e.data, blobs) });
       const def = log.registry.get(e.type);
       if (decoded && def) {
         if (def.entry !== e.entry) throw new Error(`a ${e.type} event ${def.entry ? 'is' : 'is not'} a conversation entry`);

@@ -2,7 +2,8 @@
  * The storage port: everything durable goes through this async interface, whatever the backend
  * (embedded SQLite now, PostgreSQL later). Backends pass one contract suite (test/store/contract.ts).
  *
- * Events are append-only: the port has no way to change or remove one.
+ * Events are append-only: the port has no way to change or remove one. Runs are rows whose every
+ * change is a guarded compare-and-set, so two workers can never both win a transition.
  */
 export type JsonObject = { [key: string]: unknown };
 
@@ -86,9 +87,102 @@ export interface SessionPage {
 
 export interface ReadEventsOptions {
   afterSeq?: number;
+  /** Only the events of this run. */
+  runId?: string;
   /** Stop at this seq (inclusive). */
   untilSeq?: number;
   limit?: number;
+}
+
+export type RunStatus = 'queued' | 'running' | 'waiting_approval' | 'waiting_for_user' | 'paused' | 'completed' | 'failed' | 'cancelled' | 'timed_out';
+export const TERMINAL_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'cancelled', 'timed_out'];
+export const isTerminal = (s: RunStatus): boolean => TERMINAL_STATUSES.includes(s);
+
+export interface RunRecord {
+  id: string;
+  sessionId: string;
+  parentRunId: string | null;
+  /** For a subagent's run: the parent's tool call that started it. */
+  parentToolCallId: string | null;
+  agent: { name: string; version: string };
+  /** What the run executes with: prompt, tools, model, settings, limits (recorded at creation). */
+  agentSpec: JsonObject;
+  status: RunStatus;
+  triggerMessageId: string | null;
+  /** The session turn this run is. */
+  turn: number | null;
+  createdAt: number;
+  startedAt: number | null;
+  endedAt: number | null;
+  /** How many times a worker claimed it. */
+  attempt: number;
+  usage: JsonObject;
+  cost: number;
+  error: JsonObject | null;
+  /** What a waiting run waits for (approval requests or questions), with its expiry. */
+  waiting: JsonObject | null;
+  lease: { owner: string; expiresAt: number } | null;
+  /** Increases at every claim; every write of a worker is checked against it. */
+  fencingToken: number;
+  cancelRequested: boolean;
+  pauseRequested: boolean;
+  deadlineAt: number | null;
+  options: JsonObject;
+}
+
+export interface NewRun {
+  id: string;
+  sessionId: string;
+  parentRunId?: string | null;
+  parentToolCallId?: string | null;
+  agent: { name: string; version: string };
+  agentSpec: JsonObject;
+  triggerMessageId?: string | null;
+  turn?: number | null;
+  createdAt: number;
+  deadlineAt?: number | null;
+  options?: JsonObject;
+  usage?: JsonObject;
+}
+
+export type RunPatch = Partial<Pick<RunRecord, 'status' | 'startedAt' | 'endedAt' | 'usage' | 'cost' | 'error' | 'waiting' | 'cancelRequested' | 'pauseRequested' | 'deadlineAt' | 'turn'>> & {
+  lease?: null;
+  /** Bumps the fencing token: whoever held the run can no longer write for it. */
+  fence?: true;
+};
+
+/** Only update when the run is still as the caller last saw it. */
+export interface RunGuard {
+  statuses?: readonly RunStatus[];
+  fencingToken?: number;
+}
+
+export interface RunQuery {
+  sessionId?: string;
+  parentRunId?: string;
+  statuses?: readonly RunStatus[];
+  /** Runs created after this run id (cursor). */
+  after?: string;
+  limit: number;
+}
+
+export interface Checkpoint {
+  runId: string;
+  /** The step the state was taken after (0: before the first step). */
+  step: number;
+  /** The session seq of the event committed with it. */
+  seq: number;
+  state: unknown;
+}
+
+export interface RunInput {
+  id: string;
+  sessionId: string;
+  /** Steering for one run, or a message waiting for the session's next run. */
+  kind: 'steer' | 'message';
+  runId: string | null;
+  payload: unknown;
+  createdAt: number;
 }
 
 /** Every data operation. Inside `transaction` they all commit or roll back together. */
@@ -103,7 +197,7 @@ export interface StoreOps {
    * the leaf, all inside one transaction. Refuses (SeqConflictError) if `expectLastSeq` is given and
    * the session has moved on.
    */
-  append(sessionId: string, drafts: readonly EventDraft[], options?: { expectLastSeq?: number }): Promise<StoredEvent[]>;
+  append(sessionId: string, drafts: readonly EventDraft[], options?: AppendOptions): Promise<StoredEvent[]>;
   readEvents(sessionId: string, options?: ReadEventsOptions): Promise<StoredEvent[]>;
   getEvents(sessionId: string, ids: readonly string[]): Promise<StoredEvent[]>;
   /** The entry `fromId` and its ancestors, nearest first, at most `limit`. */
@@ -115,6 +209,35 @@ export interface StoreOps {
 
   putSnapshot(s: Snapshot): Promise<void>;
   getSnapshot(sessionId: string, projection: string, version: number): Promise<Snapshot | undefined>;
+
+  /** Refuses (RunBusyError) while the session has another active (non-terminal) run. */
+  createRun(r: NewRun): Promise<RunRecord>;
+  getRun(id: string): Promise<RunRecord | undefined>;
+  listRuns(q: RunQuery): Promise<RunRecord[]>;
+  activeRun(sessionId: string): Promise<RunRecord | undefined>;
+  /** A compare-and-set: refuses (RunConflictError) when the guard no longer holds. */
+  updateRun(id: string, patch: RunPatch, guard?: RunGuard): Promise<RunRecord>;
+  /**
+   * Takes the oldest claimable run (queued, or running with an expired lease) for `owner`:
+   * status running, a lease until `now + leaseMs`, the fencing token and the attempt increased.
+   */
+  claimRun(owner: string, leaseMs: number, now: number, options?: { runId?: string }): Promise<{ run: RunRecord; previous: RunStatus } | undefined>;
+  /** Extends the lease; false when the run is no longer this owner's (token moved on). */
+  renewLease(id: string, owner: string, fencingToken: number, expiresAt: number): Promise<boolean>;
+
+  putCheckpoint(c: Checkpoint): Promise<void>;
+  getCheckpoint(runId: string): Promise<Checkpoint | undefined>;
+
+  addInput(i: RunInput): Promise<void>;
+  /** Removes and returns, oldest first, the inputs of a kind for a session (and run). */
+  takeInputs(sessionId: string, kind: RunInput['kind'], runId?: string | null, limit?: number): Promise<RunInput[]>;
+  countInputs(sessionId: string, kind: RunInput['kind']): Promise<number>;
+}
+
+export interface AppendOptions {
+  expectLastSeq?: number;
+  /** Append only while this run's fencing token is still `token` (the writer still holds it). */
+  fence?: { runId: string; token: number };
 }
 
 export interface Store extends StoreOps {
@@ -144,6 +267,36 @@ export class SeqConflictError extends StoreError {
   constructor(sessionId: string, expected: number, actual: number) {
     super('seq_conflict', `session ${sessionId} is at seq ${actual}, not ${expected}`);
     this.name = 'SeqConflictError';
+  }
+}
+
+export class RunBusyError extends StoreError {
+  readonly activeRunId: string;
+  constructor(sessionId: string, activeRunId: string) {
+    super('run_busy', `session ${sessionId} already has an active run ${activeRunId}`);
+    this.name = 'RunBusyError';
+    this.activeRunId = activeRunId;
+  }
+}
+
+export class RunConflictError extends StoreError {
+  readonly run: RunRecord | undefined;
+  constructor(id: string, run: RunRecord | undefined, guard: RunGuard) {
+    super(
+      'run_conflict',
+      run
+        ? `run ${id} changed meanwhile (status ${run.status}, fencing token ${run.fencingToken}; expected ${guard.statuses ? `status ${guard.statuses.join('|')}` : 'any status'}${guard.fencingToken !== undefined ? `, token ${guard.fencingToken}` : ''})`
+        : `run ${id} does not exist`,
+    );
+    this.name = 'RunConflictError';
+    this.run = run;
+  }
+}
+
+export class FencedError extends StoreError {
+  constructor(runId: string, token: number, current: number | undefined) {
+    super('fenced', `run ${runId}: fencing token ${token} is stale (now ${current ?? 'none'}): this worker no longer holds the run`);
+    this.name = 'FencedError';
   }
 }
 

@@ -47,7 +47,7 @@ describe('approvals', () => {
 
     expect(suspended.reason).toBe('suspended');
     expect(suspended.steps).toBe(1);
-    expect(suspended.pending).toEqual([{ toolCallId: 't1', toolName: 'transfer', input: { to: 'alice', amount: 500 } }]);
+    expect(suspended.pending).toEqual([{ toolCallId: 't1', toolName: 'transfer', input: { to: 'alice', amount: 500 }, kind: 'approval' }]);
     expect(sink.ofType('turn/end')[0]!.data).toMatchObject({ reason: 'suspended', pending: suspended.pending });
     // The other call of the step ran; the open one did not.
     expect(b.lookups).toEqual(['balance']);

@@ -2,10 +2,23 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import {
+  FencedError,
   NotFoundError,
+  RunBusyError,
+  RunConflictError,
   SchemaVersionError,
   SeqConflictError,
   StoreError,
+  TERMINAL_STATUSES,
+  type AppendOptions,
+  type Checkpoint,
+  type NewRun,
+  type RunGuard,
+  type RunInput,
+  type RunPatch,
+  type RunQuery,
+  type RunRecord,
+  type RunStatus,
   type EventDraft,
   type JsonObject,
   type NewSession,
@@ -57,6 +70,81 @@ type EventRow = {
   parent_id: string | null;
   ignorable: number;
   data: string;
+};
+
+type RunRow = {
+  id: string;
+  session_id: string;
+  parent_run_id: string | null;
+  parent_tool_call_id: string | null;
+  agent_name: string;
+  agent_version: string;
+  agent_spec: string;
+  status: RunStatus;
+  trigger_message_id: string | null;
+  turn: number | null;
+  created_at: number;
+  started_at: number | null;
+  ended_at: number | null;
+  attempt: number;
+  usage: string;
+  cost: number;
+  error: string | null;
+  waiting: string | null;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+  fencing_token: number;
+  cancel_requested: number;
+  pause_requested: number;
+  deadline_at: number | null;
+  options: string;
+};
+
+const json = <T>(s: string | null): T | null => (s === null ? null : (JSON.parse(s) as T));
+
+function toRun(r: RunRow): RunRecord {
+  return {
+    id: r.id,
+    sessionId: r.session_id,
+    parentRunId: r.parent_run_id,
+    parentToolCallId: r.parent_tool_call_id,
+    agent: { name: r.agent_name, version: r.agent_version },
+    agentSpec: JSON.parse(r.agent_spec) as JsonObject,
+    status: r.status,
+    triggerMessageId: r.trigger_message_id,
+    turn: r.turn,
+    createdAt: r.created_at,
+    startedAt: r.started_at,
+    endedAt: r.ended_at,
+    attempt: r.attempt,
+    usage: JSON.parse(r.usage) as JsonObject,
+    cost: r.cost,
+    error: json<JsonObject>(r.error),
+    waiting: json<JsonObject>(r.waiting),
+    lease: r.lease_owner !== null && r.lease_expires_at !== null ? { owner: r.lease_owner, expiresAt: r.lease_expires_at } : null,
+    fencingToken: r.fencing_token,
+    cancelRequested: r.cancel_requested === 1,
+    pauseRequested: r.pause_requested === 1,
+    deadlineAt: r.deadline_at,
+    options: JSON.parse(r.options) as JsonObject,
+  };
+}
+
+const TERMINAL_SQL = TERMINAL_STATUSES.map((t) => `'${t}'`).join(', ');
+
+/** Columns a RunPatch may set, and how each value is stored. */
+const RUN_COLUMNS: Record<string, [string, (v: unknown) => unknown]> = {
+  status: ['status', (v) => v],
+  startedAt: ['started_at', (v) => v],
+  endedAt: ['ended_at', (v) => v],
+  usage: ['usage', (v) => JSON.stringify(v)],
+  cost: ['cost', (v) => v],
+  error: ['error', (v) => (v === null ? null : JSON.stringify(v))],
+  waiting: ['waiting', (v) => (v === null ? null : JSON.stringify(v))],
+  cancelRequested: ['cancel_requested', (v) => (v ? 1 : 0)],
+  pauseRequested: ['pause_requested', (v) => (v ? 1 : 0)],
+  deadlineAt: ['deadline_at', (v) => v],
+  turn: ['turn', (v) => v],
 };
 
 function toSession(r: SessionRow): SessionRecord {
@@ -155,6 +243,9 @@ export class SqliteStore implements Store {
       readEvents: db.prepare<[string, number, number, number], EventRow>(
         'SELECT * FROM events WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?',
       ),
+      readRunEvents: db.prepare<[string, string, number, number, number], EventRow>(
+        'SELECT * FROM events WHERE run_id = ? AND session_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?',
+      ),
       getEvent: db.prepare<[string, string], EventRow>('SELECT * FROM events WHERE session_id = ? AND id = ?'),
       entryExists: db.prepare<[string, string], { one: number }>('SELECT 1 AS one FROM events WHERE session_id = ? AND id = ? AND entry = 1'),
       // Every step of the walk stays inside the session, even if a parentId points elsewhere.
@@ -176,6 +267,40 @@ export class SqliteStore implements Store {
            as_of_seq = excluded.as_of_seq, leaf_id = excluded.leaf_id, state = excluded.state, created_at = excluded.created_at
          WHERE excluded.as_of_seq >= snapshots.as_of_seq`,
       ),
+      insertRun: db.prepare(
+        `INSERT INTO runs (id, session_id, parent_run_id, parent_tool_call_id, agent_name, agent_version, agent_spec, status,
+                           trigger_message_id, turn, created_at, deadline_at, options, usage)
+         VALUES (@id, @session_id, @parent_run_id, @parent_tool_call_id, @agent_name, @agent_version, @agent_spec, 'queued',
+                 @trigger_message_id, @turn, @created_at, @deadline_at, @options, @usage)`,
+      ),
+      getRun: db.prepare<[string], RunRow>('SELECT * FROM runs WHERE id = ?'),
+      activeRun: db.prepare<[string], RunRow>(`SELECT * FROM runs WHERE session_id = ? AND status NOT IN (${TERMINAL_SQL})`),
+      fenceOf: db.prepare<[string], { fencing_token: number }>('SELECT fencing_token FROM runs WHERE id = ?'),
+      claimable: db.prepare<[number, string | null, string | null], { id: string; status: RunStatus }>(
+        `SELECT id, status FROM runs
+         WHERE (status = 'queued' OR (status = 'running' AND lease_expires_at < ?)) AND (? IS NULL OR id = ?)
+         ORDER BY created_at, id LIMIT 1`,
+      ),
+      claim: db.prepare<[string, number, number, string], RunRow>(
+        `UPDATE runs SET status = 'running', lease_owner = ?, lease_expires_at = ?, fencing_token = fencing_token + 1,
+                         attempt = attempt + 1, started_at = COALESCE(started_at, ?)
+         WHERE id = ? RETURNING *`,
+      ),
+      renew: db.prepare(
+        `UPDATE runs SET lease_expires_at = ? WHERE id = ? AND lease_owner = ? AND fencing_token = ? AND status NOT IN (${TERMINAL_SQL})`,
+      ),
+      putCheckpoint: db.prepare(
+        `INSERT INTO run_checkpoints (run_id, step, seq, state, created_at) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (run_id) DO UPDATE SET step = excluded.step, seq = excluded.seq, state = excluded.state, created_at = excluded.created_at`,
+      ),
+      getCheckpoint: db.prepare<[string], { step: number; seq: number; state: string }>('SELECT step, seq, state FROM run_checkpoints WHERE run_id = ?'),
+      addInput: db.prepare('INSERT INTO run_inputs (id, session_id, kind, run_id, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)'),
+      takeInputs: db.prepare<[string, string, number, string | null, string | null, number], { id: string; session_id: string; kind: 'steer' | 'message'; run_id: string | null; payload: string; created_at: number }>(
+        `SELECT * FROM run_inputs WHERE session_id = ? AND kind = ? AND (? = 0 OR run_id IS ? OR run_id = ?)
+         ORDER BY created_at, id LIMIT ?`,
+      ),
+      deleteInput: db.prepare('DELETE FROM run_inputs WHERE id = ?'),
+      countInputs: db.prepare<[string, string], { n: number }>('SELECT count(*) AS n FROM run_inputs WHERE session_id = ? AND kind = ?'),
       getSnapshot: db.prepare<[string, string, number], { as_of_seq: number; leaf_id: string | null; state: string }>(
         'SELECT as_of_seq, leaf_id, state FROM snapshots WHERE session_id = ? AND projection = ? AND version = ?',
       ),
@@ -198,6 +323,18 @@ export class SqliteStore implements Store {
       getBlobs: async (hashes) => sync.getBlobs(hashes),
       putSnapshot: async (snap) => sync.putSnapshot(snap),
       getSnapshot: async (id, p, v) => sync.getSnapshot(id, p, v),
+      createRun: async (r) => this.db.transaction(() => sync.createRun(r))(),
+      getRun: async (id) => sync.getRun(id),
+      listRuns: async (q) => sync.listRuns(q),
+      activeRun: async (id) => sync.activeRun(id),
+      updateRun: async (id, patch, guard) => sync.updateRun(id, patch, guard),
+      claimRun: async (owner, leaseMs, now, o) => sync.claimRun(owner, leaseMs, now, o),
+      renewLease: async (id, owner, token, exp) => sync.renewLease(id, owner, token, exp),
+      putCheckpoint: async (c) => sync.putCheckpoint(c),
+      getCheckpoint: async (id) => sync.getCheckpoint(id),
+      addInput: async (i) => sync.addInput(i),
+      takeInputs: async (sid, kind, runId, limit) => sync.takeInputs(sid, kind, runId, limit),
+      countInputs: async (sid, kind) => sync.countInputs(sid, kind),
     };
   }
 
@@ -229,7 +366,12 @@ export class SqliteStore implements Store {
     }
   }
 
-  private appendSync(sessionId: string, drafts: readonly EventDraft[], expectLastSeq: number | undefined): StoredEvent[] {
+  private appendSync(sessionId: string, drafts: readonly EventDraft[], options: AppendOptions = {}): StoredEvent[] {
+    const { expectLastSeq, fence } = options;
+    if (fence) {
+      const row = this.stmt.fenceOf.get(fence.runId);
+      if (!row || row.fencing_token !== fence.token) throw new FencedError(fence.runId, fence.token, row?.fencing_token);
+    }
     const s = this.sessionRow(sessionId);
     if (expectLastSeq !== undefined && s.last_seq !== expectLastSeq) throw new SeqConflictError(sessionId, expectLastSeq, s.last_seq);
     let seq = s.last_seq;
@@ -315,10 +457,13 @@ export class SqliteStore implements Store {
           id,
         );
       },
-      append: (sessionId: string, drafts: readonly EventDraft[], options?: { expectLastSeq?: number }): StoredEvent[] =>
-        this.appendSync(sessionId, drafts, options?.expectLastSeq),
+      append: (sessionId: string, drafts: readonly EventDraft[], options?: AppendOptions): StoredEvent[] =>
+        this.appendSync(sessionId, drafts, options),
       readEvents: (sessionId: string, o: ReadEventsOptions = {}): StoredEvent[] =>
-        st.readEvents.all(sessionId, o.afterSeq ?? 0, o.untilSeq ?? Number.MAX_SAFE_INTEGER, o.limit ?? -1).map(toEvent),
+        (o.runId !== undefined
+          ? st.readRunEvents.all(o.runId, sessionId, o.afterSeq ?? 0, o.untilSeq ?? Number.MAX_SAFE_INTEGER, o.limit ?? -1)
+          : st.readEvents.all(sessionId, o.afterSeq ?? 0, o.untilSeq ?? Number.MAX_SAFE_INTEGER, o.limit ?? -1)
+        ).map(toEvent),
       getEvents: (sessionId: string, ids: readonly string[]): StoredEvent[] => {
         const out: StoredEvent[] = [];
         for (const id of ids) {
@@ -352,6 +497,118 @@ export class SqliteStore implements Store {
           created_at: Date.now(),
         });
       },
+      createRun: (r: NewRun): RunRecord => {
+        try {
+          st.insertRun.run({
+            id: r.id,
+            session_id: r.sessionId,
+            parent_run_id: r.parentRunId ?? null,
+            parent_tool_call_id: r.parentToolCallId ?? null,
+            agent_name: r.agent.name,
+            agent_version: r.agent.version,
+            agent_spec: JSON.stringify(r.agentSpec),
+            trigger_message_id: r.triggerMessageId ?? null,
+            turn: r.turn ?? null,
+            created_at: r.createdAt,
+            deadline_at: r.deadlineAt ?? null,
+            options: JSON.stringify(r.options ?? {}),
+            usage: JSON.stringify(r.usage ?? {}),
+          });
+        } catch (e) {
+          const code = (e as { code?: unknown }).code;
+          if (code === 'SQLITE_CONSTRAINT_UNIQUE' && /runs\.session_id/.test((e as Error).message)) {
+            throw new RunBusyError(r.sessionId, st.activeRun.get(r.sessionId)?.id ?? 'unknown');
+          }
+          if (code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw new StoreError('conflict', `run ${r.id} already exists`, { cause: e });
+          if (code === 'SQLITE_CONSTRAINT_FOREIGNKEY') throw new NotFoundError('session or parent run of run', r.id);
+          throw e;
+        }
+        return toRun(st.getRun.get(r.id)!);
+      },
+      getRun: (id: string): RunRecord | undefined => {
+        const row = st.getRun.get(id);
+        return row ? toRun(row) : undefined;
+      },
+      listRuns: (q: RunQuery): RunRecord[] => {
+        const where: string[] = [];
+        const args: unknown[] = [];
+        if (q.sessionId !== undefined) {
+          where.push('session_id = ?');
+          args.push(q.sessionId);
+        }
+        if (q.parentRunId !== undefined) {
+          where.push('parent_run_id = ?');
+          args.push(q.parentRunId);
+        }
+        if (q.statuses) where.push(`status IN (${q.statuses.map((x) => `'${x.replace(/'/g, '')}'`).join(', ') || 'NULL'})`);
+        if (q.after !== undefined) {
+          where.push('id > ?');
+          args.push(q.after);
+        }
+        const sql = `SELECT * FROM runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT ?`;
+        return (this.db.prepare(sql).all(...args, q.limit) as RunRow[]).map(toRun);
+      },
+      activeRun: (sessionId: string): RunRecord | undefined => {
+        const row = st.activeRun.get(sessionId);
+        return row ? toRun(row) : undefined;
+      },
+      updateRun: (id: string, patch: RunPatch, guard: RunGuard = {}): RunRecord => {
+        const sets: string[] = [];
+        const args: unknown[] = [];
+        for (const [k, v] of Object.entries(patch)) {
+          if (v === undefined) continue;
+          if (k === 'lease') sets.push('lease_owner = NULL, lease_expires_at = NULL');
+          else if (k === 'fence') sets.push('fencing_token = fencing_token + 1');
+          else {
+            const col = RUN_COLUMNS[k];
+            if (!col) throw new StoreError('invalid_patch', `runs have no field ${k} to update`);
+            sets.push(`${col[0]} = ?`);
+            args.push(col[1](v));
+          }
+        }
+        const where = ['id = ?'];
+        args.push(id);
+        if (guard.statuses) where.push(`status IN (${guard.statuses.map((x) => `'${x.replace(/'/g, '')}'`).join(', ') || 'NULL'})`);
+        if (guard.fencingToken !== undefined) {
+          where.push('fencing_token = ?');
+          args.push(guard.fencingToken);
+        }
+        const row = sets.length
+          ? (this.db.prepare(`UPDATE runs SET ${sets.join(', ')} WHERE ${where.join(' AND ')} RETURNING *`).get(...args) as RunRow | undefined)
+          : (this.db.prepare(`SELECT * FROM runs WHERE ${where.join(' AND ')}`).get(...args) as RunRow | undefined);
+        if (!row) {
+          const current = st.getRun.get(id);
+          throw new RunConflictError(id, current ? toRun(current) : undefined, guard);
+        }
+        return toRun(row);
+      },
+      // Runs inside the caller's write transaction: the pick and the update are one atomic step.
+      claimRun: (owner: string, leaseMs: number, now: number, options?: { runId?: string }): { run: RunRecord; previous: RunStatus } | undefined => {
+        const runId = options?.runId ?? null;
+        const pick = st.claimable.get(now, runId, runId);
+        if (!pick) return undefined;
+        const row = st.claim.get(owner, now + leaseMs, now, pick.id)!;
+        return { run: toRun(row), previous: pick.status };
+      },
+      renewLease: (id: string, owner: string, fencingToken: number, expiresAt: number): boolean =>
+        st.renew.run(expiresAt, id, owner, fencingToken).changes === 1,
+      putCheckpoint: (c: Checkpoint): void => {
+        st.putCheckpoint.run(c.runId, c.step, c.seq, JSON.stringify(c.state), Date.now());
+      },
+      getCheckpoint: (runId: string): Checkpoint | undefined => {
+        const row = st.getCheckpoint.get(runId);
+        return row ? { runId, step: row.step, seq: row.seq, state: JSON.parse(row.state) as unknown } : undefined;
+      },
+      addInput: (i: RunInput): void => {
+        st.addInput.run(i.id, i.sessionId, i.kind, i.runId, JSON.stringify(i.payload), i.createdAt);
+      },
+      takeInputs: (sessionId: string, kind: RunInput['kind'], runId?: string | null, limit = 1000): RunInput[] => {
+        const filter = runId === undefined ? 0 : 1;
+        const rows = st.takeInputs.all(sessionId, kind, filter, runId ?? null, runId ?? null, limit);
+        for (const r of rows) st.deleteInput.run(r.id);
+        return rows.map((r) => ({ id: r.id, sessionId: r.session_id, kind: r.kind, runId: r.run_id, payload: JSON.parse(r.payload) as unknown, createdAt: r.created_at }));
+      },
+      countInputs: (sessionId: string, kind: RunInput['kind']): number => st.countInputs.get(sessionId, kind)!.n,
       getSnapshot: (sessionId: string, projection: string, version: number): Snapshot | undefined => {
         const row = st.getSnapshot.get(sessionId, projection, version);
         return row
@@ -383,7 +640,7 @@ export class SqliteStore implements Store {
   updateSession(id: string, patch: Parameters<StoreOps['updateSession']>[1]) {
     return this.serial(() => this.db.transaction(() => this.sync.updateSession(id, patch)).immediate());
   }
-  append(sessionId: string, drafts: readonly EventDraft[], options?: { expectLastSeq?: number }) {
+  append(sessionId: string, drafts: readonly EventDraft[], options?: AppendOptions) {
     return this.serial(() => this.db.transaction(() => this.sync.append(sessionId, drafts, options)).immediate());
   }
   readEvents(sessionId: string, options?: ReadEventsOptions) { return this.serial(() => this.sync.readEvents(sessionId, options)); }
@@ -395,6 +652,22 @@ export class SqliteStore implements Store {
   getBlobs(hashes: readonly string[]) { return this.serial(() => this.sync.getBlobs(hashes)); }
   putSnapshot(s: Snapshot) { return this.serial(() => this.sync.putSnapshot(s)); }
   getSnapshot(sessionId: string, projection: string, version: number) { return this.serial(() => this.sync.getSnapshot(sessionId, projection, version)); }
+  createRun(r: NewRun) { return this.serial(() => this.db.transaction(() => this.sync.createRun(r)).immediate()); }
+  getRun(id: string) { return this.serial(() => this.sync.getRun(id)); }
+  listRuns(q: RunQuery) { return this.serial(() => this.sync.listRuns(q)); }
+  activeRun(sessionId: string) { return this.serial(() => this.sync.activeRun(sessionId)); }
+  updateRun(id: string, patch: RunPatch, guard?: RunGuard) { return this.serial(() => this.db.transaction(() => this.sync.updateRun(id, patch, guard)).immediate()); }
+  claimRun(owner: string, leaseMs: number, now: number, options?: { runId?: string }) {
+    return this.serial(() => this.db.transaction(() => this.sync.claimRun(owner, leaseMs, now, options)).immediate());
+  }
+  renewLease(id: string, owner: string, fencingToken: number, expiresAt: number) { return this.serial(() => this.sync.renewLease(id, owner, fencingToken, expiresAt)); }
+  putCheckpoint(c: Checkpoint) { return this.serial(() => this.sync.putCheckpoint(c)); }
+  getCheckpoint(runId: string) { return this.serial(() => this.sync.getCheckpoint(runId)); }
+  addInput(i: RunInput) { return this.serial(() => this.sync.addInput(i)); }
+  takeInputs(sessionId: string, kind: RunInput['kind'], runId?: string | null, limit?: number) {
+    return this.serial(() => this.db.transaction(() => this.sync.takeInputs(sessionId, kind, runId, limit)).immediate());
+  }
+  countInputs(sessionId: string, kind: RunInput['kind']) { return this.serial(() => this.sync.countInputs(sessionId, kind)); }
 
   async close(): Promise<void> {
     if (this.closed) return;

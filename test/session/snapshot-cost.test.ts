@@ -1,0 +1,178 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  contextProjection,
+  fold,
+  openSqliteStore,
+  readProjection,
+  Sessions,
+  statsProjection,
+  transcriptProjection,
+  type NewEvent,
+  type Projection,
+  type SessionEvent,
+  type Store,
+} from '../../src/index.ts';
+
+/**
+ * The cost of a read is the tail since the last snapshot, not the history: a long session reads in
+ * time proportional to what happened since, a branch move rebuilds once from the path, and a
+ * compaction bounds that rebuild to the part of the path it kept.
+ */
+const EVERY = 256;
+const usage0 = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 };
+
+let n = 0;
+const user = (): NewEvent => ({ type: 'user/message', data: { message: { id: `u${++n}`, role: 'user', content: [{ type: 'text', text: `question ${n}` }] }, via: 'input' } });
+const assistant = (): NewEvent => ({
+  type: 'assistant/message',
+  data: { message: { id: `a${++n}`, role: 'assistant', content: [{ type: 'text', text: `answer ${n}` }] }, finishReason: 'stop', usage: usage0, cost: 0, timing: { startedAt: 0, durationMs: 1 } },
+});
+/** `count` events: user/assistant entries with some non-entry bookkeeping among them. */
+const linear = (count: number): NewEvent[] =>
+  Array.from({ length: count }, (_, i): NewEvent => (i % 5 === 4 ? { type: 'step/start', data: {} } : i % 2 === 0 ? user() : assistant()));
+
+describe('snapshot cost', () => {
+  let store: Store;
+  let sessions: Sessions;
+  let id: string;
+
+  const read = <S>(p: Projection<S>) => readProjection(sessions.log, id, p, EVERY);
+  /** The from-scratch answer the snapshot-backed read must equal. */
+  const scratch = async <S>(p: Projection<S>): Promise<S> => {
+    const events = await sessions.log.read(id);
+    if (p.scope === 'log') return fold(p, events);
+    const byId = new Map(events.filter((e) => e.entry).map((e) => [e.id, e]));
+    const path: SessionEvent[] = [];
+    for (let c = (await sessions.get(id)).leafId; c; c = byId.get(c)!.parentId ?? null) path.push(byId.get(c)!);
+    return fold(p, path.reverse());
+  };
+  const entryCount = async () => (await sessions.log.read(id)).filter((e) => e.entry).length;
+
+  beforeAll(async () => {
+    store = openSqliteStore({ path: ':memory:' });
+    sessions = new Sessions({ store, snapshotEvery: EVERY });
+    id = (await sessions.create()).id;
+    for (let i = 0; i < 6; i++) await sessions.append(id, linear(500));
+    expect((await sessions.get(id)).lastSeq).toBe(3001);
+  });
+  afterAll(() => store.close());
+
+  it('folds the whole history once, then only the tail', async () => {
+    const entries = await entryCount();
+    expect(entries).toBe(2400);
+
+    const first = await read(contextProjection);
+    expect(first.folded).toBe(entries);
+    expect(first.state.messages).toHaveLength(entries);
+    const firstStats = await read(statsProjection);
+    expect(firstStats.folded).toBe(3001);
+    const firstTranscript = await read(transcriptProjection);
+    expect(firstTranscript.folded).toBe(entries);
+
+    await sessions.append(id, linear(10));
+    const next = await read(contextProjection);
+    // Exactly the 10 new events: nothing of the 3,001 before them.
+    expect(next.folded).toBe(10);
+    expect(next.asOfSeq).toBe(3011);
+    expect(next.state).toEqual(await scratch(contextProjection));
+    expect((await read(statsProjection)).folded).toBe(10);
+    expect((await read(transcriptProjection)).folded).toBe(10);
+    expect((await read(statsProjection)).state).toEqual(await scratch(statsProjection));
+
+    // Nothing new: nothing more than the (short, unsnapshotted) tail to fold.
+    expect((await read(contextProjection)).folded).toBe(10);
+
+    // A tail of snapshotEvery or more is folded once and then snapshotted.
+    await sessions.append(id, linear(300));
+    expect((await read(contextProjection)).folded).toBe(310);
+    expect((await read(contextProjection)).folded).toBe(0);
+    await sessions.append(id, linear(3));
+    expect((await read(contextProjection)).folded).toBe(3);
+  });
+
+  it('rebuilds once from the path after a branch switch, then folds only the tail again', async () => {
+    const ctx = await read(contextProjection);
+    // Brings the stats snapshot up to date (its tail had grown past snapshotEvery).
+    expect((await read(statsProjection)).folded).toBe(10 + 300 + 3);
+    expect((await read(statsProjection)).folded).toBe(0);
+    const target = ctx.state.entryIds[1999]!;
+    await sessions.switchBranch(id, target);
+
+    const rebuilt = await read(contextProjection);
+    // The path to the 2000th entry: exactly its 2000 entries, not the session's whole log.
+    expect(rebuilt.folded).toBe(2000);
+    expect(rebuilt.leafId).toBe(target);
+    expect(rebuilt.state).toEqual(await scratch(contextProjection));
+    expect(rebuilt.state.entryIds.at(-1)).toBe(target);
+
+    await sessions.append(id, linear(10));
+    const after = await read(contextProjection);
+    expect(after.folded).toBe(10);
+    expect(after.state).toEqual(await scratch(contextProjection));
+    expect(after.state.messages).toHaveLength(2000 + 8);
+
+    // Log projections do not care about branches: the switch is one more event in their tail.
+    const stats = await read(statsProjection);
+    expect(stats.folded).toBe(11);
+    expect(stats.state).toEqual(await scratch(statsProjection));
+  });
+
+  it('bounds the rebuild by a compaction: only the entries from its first kept entry are folded', async () => {
+    // A tail of snapshotEvery events: this read snapshots, so what follows starts from a fresh snapshot.
+    await sessions.append(id, linear(EVERY));
+    expect((await read(contextProjection)).folded).toBeGreaterThanOrEqual(EVERY);
+    const ctx = await read(contextProjection);
+    expect(ctx.folded).toBe(0);
+    const kept = ctx.state.entryIds.length - 20;
+    const firstKeptEntryId = ctx.state.entryIds[kept]!;
+    const [compaction] = await sessions.append(id, [
+      {
+        type: 'compaction',
+        data: {
+          summary: 'everything so far, briefly',
+          firstKeptEntryId,
+          tokensBefore: 50_000,
+          tokensAfter: 500,
+          estimated: true,
+          model: { provider: 'p', modelId: 'm' },
+          usage: usage0,
+          cost: 0,
+          reason: 'manual',
+        },
+      },
+    ]);
+    await sessions.append(id, linear(6));
+    const leaf = (await sessions.get(id)).leafId!;
+    const afterCompaction = await read(contextProjection);
+    expect(afterCompaction.folded).toBe(7);
+    expect(afterCompaction.state.summary).toEqual({ id: compaction!.id, text: 'everything so far, briefly' });
+    expect(afterCompaction.state.entryIds[0]).toBe(firstKeptEntryId);
+
+    // Away and back (no read in between): the snapshot's branch no longer matches, so the read rebuilds.
+    await sessions.switchBranch(id, ctx.state.entryIds[100]!);
+    await sessions.switchBranch(id, leaf);
+    const rebuilt = await read(contextProjection);
+    // The 20 kept messages' entries, the compaction, and the 5 entries appended after it.
+    expect(rebuilt.folded).toBe(20 + 1 + 5);
+    expect(rebuilt.state).toEqual(await scratch(contextProjection));
+    expect(rebuilt.state.messages).toHaveLength(25);
+
+    // ...and the next read folds only its tail again.
+    await sessions.append(id, linear(4));
+    const next = await read(contextProjection);
+    expect(next.folded).toBe(4);
+    expect(next.state).toEqual(await scratch(contextProjection));
+
+    // A switch to the leaf it is already on is not a move: no rebuild.
+    await sessions.switchBranch(id, (await sessions.get(id)).leafId);
+    expect((await read(contextProjection)).folded).toBe(4 + 1);
+
+    // The transcript is not bounded by compaction: it shows the whole path, compaction marker included.
+    const end = (await sessions.get(id)).leafId;
+    await sessions.switchBranch(id, ctx.state.entryIds[0]!);
+    await sessions.switchBranch(id, end);
+    const transcript = await read(transcriptProjection);
+    expect(transcript.state).toEqual(await scratch(transcriptProjection));
+    expect(transcript.state.items.filter((x) => x.kind === 'compaction')).toHaveLength(1);
+  });
+});
