@@ -7,3 +7,4 @@ export * from './model/index.ts';
 export * from './core/index.ts';
 export * from './store/index.ts';
 export * from './session/index.ts';
+export * from './runs/index.ts';

@@ -111,6 +111,8 @@ export interface CompactOptions extends SummarizeOptions {
   /** For a compaction inside a turn: the turn, and the step it follows, so the log places it there. */
   turn?: number;
   step?: number;
+  /** The run the compaction happens in, if any. */
+  runId?: string;
 }
 
 export type CompactResult =
@@ -138,6 +140,7 @@ export async function compactSession(log: SessionLog, sessionId: string, o: Comp
         type: 'compaction',
         ...(o.turn !== undefined ? { turn: o.turn } : {}),
         ...(o.step !== undefined ? { step: o.step } : {}),
+        ...(o.runId !== undefined ? { runId: o.runId } : {}),
         data: {
           summary: text,
           firstKeptEntryId: state.entryIds[cut]!,
@@ -173,7 +176,7 @@ export interface CompactionSettings {
  * The loop's compaction hook for a session: checked at every step boundary (so also in the middle
  * of a long tool loop), and on a context overflow from the provider.
  */
-export function compactionHook(log: SessionLog, sessionId: string, agentModel: LanguageModelV4, settings: CompactionSettings, snapshotEvery: number): TurnHooks {
+export function compactionHook(log: SessionLog, sessionId: string, agentModel: LanguageModelV4, settings: CompactionSettings, snapshotEvery: number, runId?: string): TurnHooks {
   return {
     async compact(ctx) {
       if (ctx.reason === 'threshold') {
@@ -189,6 +192,7 @@ export function compactionHook(log: SessionLog, sessionId: string, agentModel: L
           signal: ctx.signal,
           turn: ctx.turn,
           ...(ctx.step > 0 ? { step: ctx.step } : {}),
+          ...(runId !== undefined ? { runId } : {}),
           ...(settings.pricing ? { pricing: settings.pricing } : {}),
           ...(settings.keepRecentTokens !== undefined ? { keepRecentTokens: settings.keepRecentTokens } : {}),
         },

@@ -17,8 +17,9 @@ export interface ProjectionRead<S> {
 
 /**
  * The entries on the path to `leafId`, root first. With `fromLatestCompaction` the walk stops at
- * the first kept entry of the latest compaction on the path: everything before it is summarized,
- * so the model context never costs more than the path since that compaction.
+ * the first kept entry of the latest compaction on the path (at the nearest message before it when
+ * that entry is a tool result): everything before it is summarized, so the model context never
+ * costs more than the path since that compaction.
  */
 export async function pathEntries(log: SessionLog, sessionId: string, leafId: string | null, fromLatestCompaction: boolean, ops: StoreOps = log.store): Promise<SessionEvent[]> {
   const nearestFirst: SessionEvent[] = [];

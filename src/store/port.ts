@@ -231,6 +231,10 @@ export interface StoreOps {
   addInput(i: RunInput): Promise<void>;
   /** Removes and returns, oldest first, the inputs of a kind for a session (and run). */
   takeInputs(sessionId: string, kind: RunInput['kind'], runId?: string | null, limit?: number): Promise<RunInput[]>;
+  /** Returns, oldest first, without removing them. */
+  listInputs(sessionId: string, kind: RunInput['kind'], runId?: string | null, limit?: number): Promise<RunInput[]>;
+  /** Removes one input; false when it was already gone. */
+  removeInput(id: string): Promise<boolean>;
   countInputs(sessionId: string, kind: RunInput['kind']): Promise<number>;
 }
 

@@ -334,6 +334,8 @@ export class SqliteStore implements Store {
       getCheckpoint: async (id) => sync.getCheckpoint(id),
       addInput: async (i) => sync.addInput(i),
       takeInputs: async (sid, kind, runId, limit) => sync.takeInputs(sid, kind, runId, limit),
+      listInputs: async (sid, kind, runId, limit) => sync.listInputs(sid, kind, runId, limit),
+      removeInput: async (id) => sync.removeInput(id),
       countInputs: async (sid, kind) => sync.countInputs(sid, kind),
     };
   }
@@ -602,12 +604,18 @@ export class SqliteStore implements Store {
       addInput: (i: RunInput): void => {
         st.addInput.run(i.id, i.sessionId, i.kind, i.runId, JSON.stringify(i.payload), i.createdAt);
       },
-      takeInputs: (sessionId: string, kind: RunInput['kind'], runId?: string | null, limit = 1000): RunInput[] => {
+      listInputs: (sessionId: string, kind: RunInput['kind'], runId?: string | null, limit = 1000): RunInput[] => {
         const filter = runId === undefined ? 0 : 1;
-        const rows = st.takeInputs.all(sessionId, kind, filter, runId ?? null, runId ?? null, limit);
-        for (const r of rows) st.deleteInput.run(r.id);
-        return rows.map((r) => ({ id: r.id, sessionId: r.session_id, kind: r.kind, runId: r.run_id, payload: JSON.parse(r.payload) as unknown, createdAt: r.created_at }));
+        return st.takeInputs
+          .all(sessionId, kind, filter, runId ?? null, runId ?? null, limit)
+          .map((r) => ({ id: r.id, sessionId: r.session_id, kind: r.kind, runId: r.run_id, payload: JSON.parse(r.payload) as unknown, createdAt: r.created_at }));
       },
+      takeInputs: (sessionId: string, kind: RunInput['kind'], runId?: string | null, limit = 1000): RunInput[] => {
+        const inputs = this.sync.listInputs(sessionId, kind, runId, limit);
+        for (const i of inputs) st.deleteInput.run(i.id);
+        return inputs;
+      },
+      removeInput: (id: string): boolean => st.deleteInput.run(id).changes === 1,
       countInputs: (sessionId: string, kind: RunInput['kind']): number => st.countInputs.get(sessionId, kind)!.n,
       getSnapshot: (sessionId: string, projection: string, version: number): Snapshot | undefined => {
         const row = st.getSnapshot.get(sessionId, projection, version);
@@ -668,6 +676,10 @@ export class SqliteStore implements Store {
     return this.serial(() => this.db.transaction(() => this.sync.takeInputs(sessionId, kind, runId, limit)).immediate());
   }
   countInputs(sessionId: string, kind: RunInput['kind']) { return this.serial(() => this.sync.countInputs(sessionId, kind)); }
+  listInputs(sessionId: string, kind: RunInput['kind'], runId?: string | null, limit?: number) {
+    return this.serial(() => this.sync.listInputs(sessionId, kind, runId, limit));
+  }
+  removeInput(id: string) { return this.serial(() => this.sync.removeInput(id)); }
 
   async close(): Promise<void> {
     if (this.closed) return;

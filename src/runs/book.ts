@@ -1,0 +1,391 @@
+import { newId, userMessage, type AgentDefinition, type PendingCall, type UserInput } from '../core/index.ts';
+import { addUsage, emptyUsage, type JsonValue, type Usage, type UserMessage } from '../model/index.ts';
+import type { NewEvent, SessionEvent, Sessions } from '../session/index.ts';
+import {
+  isTerminal,
+  NotFoundError,
+  RunBusyError,
+  StoreError,
+  type JsonObject,
+  type RunGuard,
+  type RunPatch,
+  type RunRecord,
+  type RunStatus,
+  type StoreOps,
+} from '../store/index.ts';
+import { assertTransition, IllegalTransitionError, statusesLeadingTo } from './state.ts';
+
+export type IfBusy = 'reject' | 'enqueue' | 'steer' | 'interrupt';
+export type FinalStatus = 'completed' | 'failed' | 'cancelled' | 'timed_out';
+
+export interface FinishOptions {
+  reason?: string;
+  error?: JsonObject;
+  /** The run's own usage and cost (children's are added); default: what the row holds. */
+  usage?: Usage;
+  cost?: number;
+  /** Only while the caller still holds the run with this token. */
+  fencingToken?: number;
+  /** Give open tool calls a result and close an open turn (when no loop is left to do it). */
+  closeOpenCalls?: boolean;
+  resolveAgent: (name: string, version?: string) => AgentDefinition | undefined;
+}
+
+/** What a waiting run waits for, as stored in its row. */
+export interface Waiting {
+  kind: 'approval' | 'input';
+  calls: PendingCall[];
+  /** Decisions and answers recorded so far, by tool call id. */
+  decisions: Record<string, { approved?: boolean; input?: JsonValue; reason?: string; answer?: JsonValue; at: number }>;
+  expiresAt: number | null;
+}
+
+export interface RunOptions {
+  /** Wall-clock limit of the whole run, from its creation. */
+  timeoutMs?: number;
+  /** How long a waiting run waits for a decision or an answer. */
+  waitTimeoutMs?: number;
+  /** Claims by a worker before an interrupted run is given up as failed. */
+  maxAttempts?: number;
+}
+
+/** The record of the agent a run uses: what it ran with, for audit and for recovery. */
+export function agentSpec(agent: AgentDefinition): JsonObject {
+  return {
+    name: agent.name,
+    version: agent.version,
+    model: { provider: agent.model.provider, modelId: agent.model.modelId },
+    system: typeof agent.system === 'function' ? { rendered: 'per request (function); see request headers' } : (agent.system ?? null),
+    tools: agent.tools.map((t) => ({
+      ...t.schema,
+      approval: typeof t.approval === 'function' ? 'predicate' : t.approval,
+      idempotent: t.idempotent,
+      interactive: t.interactive,
+      sequential: t.sequential,
+      ...(t.timeoutMs !== undefined ? { timeoutMs: t.timeoutMs } : {}),
+    })),
+    settings: JSON.parse(JSON.stringify(agent.settings)) as JsonObject,
+    limits: { ...agent.limits },
+    retry: { ...agent.retry },
+  };
+}
+
+export const usageOf = (u: JsonObject): Usage => ({ ...emptyUsage(), ...(u as Partial<Usage>) });
+
+/**
+ * Every durable change to runs: each one a single transaction that updates the run row and
+ * appends the matching session event, so the two can never disagree.
+ */
+export class RunBook {
+  readonly sessions: Sessions;
+
+  constructor(sessions: Sessions) {
+    this.sessions = sessions;
+  }
+
+  get store() {
+    return this.sessions.store;
+  }
+
+  private append(tx: StoreOps, sessionId: string, events: readonly NewEvent[], fence?: { runId: string; token: number }) {
+    return this.sessions.log.append(sessionId, events, { tx, ...(fence ? { fence } : {}) });
+  }
+
+  async get(id: string): Promise<RunRecord> {
+    const r = await this.store.getRun(id);
+    if (!r) throw new NotFoundError('run', id);
+    return r;
+  }
+
+  /**
+   * Validates and applies a status change inside `tx`: the row (a compare-and-set on the status it
+   * was read with, and the fencing token when a worker writes) and a `run/status` event.
+   */
+  async transition(
+    tx: StoreOps,
+    run: RunRecord,
+    to: RunStatus,
+    o: { reason?: string; error?: JsonObject; patch?: RunPatch; guard?: RunGuard; fence?: boolean } = {},
+  ): Promise<{ run: RunRecord; events: SessionEvent[] }> {
+    assertTransition(run.id, run.status, to);
+    const now = Date.now();
+    const patch: RunPatch = { ...o.patch, status: to };
+    if (isTerminal(to)) {
+      patch.endedAt = now;
+      patch.lease = null;
+      patch.waiting = null;
+      patch.fence = true;
+    }
+    if (o.error) patch.error = o.error;
+    if (o.fence) patch.fence = true;
+    const guard: RunGuard = { statuses: [run.status], ...o.guard };
+    const events = await this.append(tx, run.sessionId, [
+      {
+        type: 'run/status',
+        runId: run.id,
+        ...(run.turn !== null ? { turn: run.turn } : {}),
+        data: { from: run.status, to, attempt: run.attempt, ...(o.reason ? { reason: o.reason } : {}), ...(o.error ? { error: o.error as Record<string, never> } : {}) },
+      },
+    ], o.guard?.fencingToken !== undefined ? { runId: run.id, token: o.guard.fencingToken } : undefined);
+    const updated = await tx.updateRun(run.id, patch, guard);
+    return { run: updated, events };
+  }
+
+  /**
+   * A user message for a session: a new run, or (when a run is active) what `ifBusy` says.
+   * `enqueue` stores the message; it becomes the next run in the same transaction as the active
+   * run's end. A waiting run never takes a message as its answer: answers go through `input`.
+   */
+  async send(
+    sessionId: string,
+    input: UserInput,
+    agent: AgentDefinition,
+    o: { ifBusy?: IfBusy; options?: RunOptions; parent?: { runId: string; toolCallId: string } } = {},
+  ): Promise<{ outcome: 'created' | 'enqueued' | 'steered'; message: UserMessage; run: RunRecord; events: SessionEvent[] }> {
+    const message = userMessage(input);
+    const ifBusy = o.ifBusy ?? 'reject';
+    return this.store.transaction(async (tx) => {
+      const active = await tx.activeRun(sessionId);
+      if (active) {
+        switch (ifBusy) {
+          case 'reject':
+            throw new RunBusyError(sessionId, active.id);
+          case 'enqueue':
+            await tx.addInput({ id: message.id, sessionId, kind: 'message', runId: null, payload: { message, agent: agent.name, agentVersion: agent.version, options: o.options ?? {} }, createdAt: Date.now() });
+            return { outcome: 'enqueued' as const, message, run: active, events: [] };
+          case 'steer':
+            await tx.addInput({ id: message.id, sessionId, kind: 'steer', runId: active.id, payload: { message }, createdAt: Date.now() });
+            return { outcome: 'steered' as const, message, run: active, events: [] };
+          case 'interrupt':
+            // The caller cancels the active run first (gracefully if it can); here it must be gone.
+            throw new RunBusyError(sessionId, active.id);
+        }
+      }
+      const created = await this.createRun(tx, sessionId, message, agent, o.options ?? {}, o.parent);
+      return { outcome: 'created' as const, message, ...created };
+    });
+  }
+
+  /** Appends the trigger message and creates the run (queued) with its status event. */
+  async createRun(
+    tx: StoreOps,
+    sessionId: string,
+    message: UserMessage,
+    agent: AgentDefinition,
+    options: RunOptions,
+    parent?: { runId: string; toolCallId: string },
+  ): Promise<{ run: RunRecord; events: SessionEvent[] }> {
+    const stats = await this.sessions.stats(sessionId, tx);
+    const turn = stats.lastTurn + 1;
+    const id = newId();
+    const now = Date.now();
+    const run = await tx.createRun({
+      id,
+      sessionId,
+      agent: { name: agent.name, version: agent.version },
+      agentSpec: agentSpec(agent),
+      triggerMessageId: message.id,
+      turn,
+      createdAt: now,
+      deadlineAt: options.timeoutMs !== undefined ? now + options.timeoutMs : null,
+      options: options as JsonObject,
+      ...(parent ? { parentRunId: parent.runId, parentToolCallId: parent.toolCallId } : {}),
+    });
+    const events = await this.append(tx, sessionId, [
+      { type: 'user/message', runId: id, turn, data: { message, via: 'input' } },
+      {
+        type: 'run/status',
+        runId: id,
+        turn,
+        data: { from: null, to: 'queued', attempt: 0, agent: { name: agent.name, version: agent.version }, ...(parent ? { parentRunId: parent.runId } : {}) },
+      },
+    ]);
+    return { run, events };
+  }
+
+  /**
+   * Ends a run (completed, failed, cancelled, timed_out) in one transaction: tool calls left open
+   * get a result (no dangling call), the turn is closed in the log if the loop could not do it,
+   * the usage of children is rolled up, the parent learns its child's cost, and the session's
+   * next enqueued message becomes the next run.
+   */
+  async finish(run: RunRecord, to: FinalStatus, o: FinishOptions): Promise<{ run: RunRecord; next?: RunRecord; events: SessionEvent[] }> {
+    const result = await this.store.transaction((tx) => this.finishIn(tx, run.id, to, o));
+    this.sessions.log.publish(run.sessionId, result.events);
+    return result;
+  }
+
+  /** `finish` inside the caller's transaction (the caller publishes the events after commit). */
+  async finishIn(tx: StoreOps, runId: string, to: FinalStatus, o: FinishOptions): Promise<{ run: RunRecord; next?: RunRecord; events: SessionEvent[] }> {
+    const current = await tx.getRun(runId);
+    if (!current) throw new NotFoundError('run', runId);
+    if (isTerminal(current.status)) return { run: current, events: [] };
+    if (o.fencingToken !== undefined && current.fencingToken !== o.fencingToken) {
+      throw new IllegalTransitionError(runId, current.status, to, 'this worker no longer holds the run');
+    }
+    const events: SessionEvent[] = [];
+    if (o.closeOpenCalls) events.push(...(await this.closeOpenCalls(tx, current, to)));
+
+    let usage = o.usage ?? usageOf(current.usage);
+    let cost = o.cost ?? current.cost;
+    if (o.usage !== undefined) {
+      // The worker reports its own usage; children's comes on top.
+      for (const c of await tx.listRuns({ parentRunId: runId, limit: 10_000 })) {
+        usage = addUsage(usage, usageOf(c.usage));
+        cost += c.cost;
+      }
+    }
+    const t = await this.transition(tx, current, to, {
+      ...(o.reason ? { reason: o.reason } : {}),
+      ...(o.error ? { error: o.error } : {}),
+      patch: { usage: usage as unknown as JsonObject, cost },
+      guard: { fencingToken: current.fencingToken },
+    });
+    events.push(...t.events);
+    if (current.parentRunId) {
+      const parent = await tx.getRun(current.parentRunId);
+      if (parent && !isTerminal(parent.status)) {
+        await tx.updateRun(parent.id, { usage: addUsage(usageOf(parent.usage), usage) as unknown as JsonObject, cost: parent.cost + cost });
+      }
+    }
+    const next = await this.promote(tx, current.sessionId, o.resolveAgent);
+    if (next) events.push(...next.events);
+    return { run: t.run, ...(next ? { next: next.run } : {}), events };
+  }
+
+  /** The oldest enqueued message of the session becomes its next run. */
+  private async promote(tx: StoreOps, sessionId: string, resolveAgent: (name: string, version?: string) => AgentDefinition | undefined) {
+    for (;;) {
+      const [input] = await tx.takeInputs(sessionId, 'message', undefined, 1);
+      if (!input) return undefined;
+      const p = input.payload as { message: UserMessage; agent: string; agentVersion?: string; options?: RunOptions };
+      const agent = resolveAgent(p.agent, p.agentVersion) ?? resolveAgent(p.agent);
+      if (!agent) continue; // the agent is gone: the message cannot run; drop to the next one
+      return this.createRun(tx, sessionId, p.message, agent, p.options ?? {});
+    }
+  }
+
+  /**
+   * Gives every tool call of the run that has no result a `cancelled` (or timeout) result, and
+   * closes a turn the loop left open, so the history never has a dangling call.
+   */
+  private async closeOpenCalls(tx: StoreOps, run: RunRecord, to: RunStatus): Promise<SessionEvent[]> {
+    const mine = await this.sessions.log.read(run.sessionId, { runId: run.id }, tx);
+    const results = new Set<string>();
+    const toolMessageOf = new Map<string, string>();
+    const open: Array<{ toolCallId: string; toolName: string; assistantId: string; step: number | undefined }> = [];
+    let turnOpen = false;
+    let steps = 0;
+    for (const e of mine) {
+      if (e.type === 'turn/start') turnOpen = true;
+      else if (e.type === 'turn/end') turnOpen = false;
+      else if (e.type === 'step/start') steps = Math.max(steps, e.step ?? 0);
+      else if (e.type === 'tool/result') {
+        results.add(e.data.toolCallId);
+        toolMessageOf.set(e.data.toolCallId, e.data.toolMessageId);
+      } else if (e.type === 'assistant/message') {
+        for (const p of e.data.message.content) {
+          if (p.type === 'tool-call') open.push({ toolCallId: p.toolCallId, toolName: p.toolName, assistantId: e.data.message.id, step: e.step });
+        }
+      }
+    }
+    const unanswered = open.filter((c) => !results.has(c.toolCallId));
+    const why = to === 'timed_out' ? 'the run timed out before this call had a result' : 'the run was cancelled before this call had a result';
+    const events: NewEvent[] = [];
+    const messageFor = new Map<string, string>();
+    for (const c of unanswered) {
+      // Results of one model decision share a tool message.
+      const sibling = open.find((o) => o.assistantId === c.assistantId && toolMessageOf.has(o.toolCallId));
+      const toolMessageId = messageFor.get(c.assistantId) ?? (sibling ? toolMessageOf.get(sibling.toolCallId)! : newId());
+      messageFor.set(c.assistantId, toolMessageId);
+      events.push({
+        type: 'tool/result',
+        runId: run.id,
+        ...(run.turn !== null ? { turn: run.turn } : {}),
+        ...(c.step !== undefined ? { step: c.step } : {}),
+        data: { toolCallId: c.toolCallId, toolName: c.toolName, output: { type: 'error', code: 'cancelled', message: why }, toolMessageId, durationMs: 0 },
+      });
+    }
+    if (turnOpen) {
+      events.push({
+        type: 'turn/end',
+        runId: run.id,
+        ...(run.turn !== null ? { turn: run.turn } : {}),
+        data: { reason: 'cancelled', steps, usage: usageOf(run.usage), cost: run.cost },
+      });
+    }
+    return events.length ? this.append(tx, run.sessionId, events) : [];
+  }
+
+  /** Records an approval decision or an answer once; the run is queued again when nothing is left to decide. */
+  async decide(
+    runId: string,
+    toolCallId: string,
+    d: { approved?: boolean; input?: JsonValue; reason?: string; answer?: JsonValue },
+  ): Promise<RunRecord> {
+    const out = await this.store.transaction(async (tx) => {
+      const run = await tx.getRun(runId);
+      if (!run) throw new NotFoundError('run', runId);
+      const waiting = run.waiting as unknown as Waiting | null;
+      const call = waiting?.calls.find((c) => c.toolCallId === toolCallId);
+      const wantKind = d.answer !== undefined ? 'input' : 'approval';
+      const wantStatus: RunStatus = wantKind === 'input' ? 'waiting_for_user' : 'waiting_approval';
+      if (!waiting || !call || call.kind !== wantKind) {
+        throw new StoreError('not_found', `run ${runId} has no pending ${wantKind === 'input' ? 'question' : 'approval'} ${toolCallId}`);
+      }
+      const previous = waiting.decisions[toolCallId];
+      if (previous) {
+        const same = JSON.stringify({ ...previous, at: 0 }) === JSON.stringify({ ...d, at: 0 });
+        if (same) return { run, events: [] as SessionEvent[] };
+        throw new StoreError('already_decided', `${wantKind === 'input' ? 'question' : 'approval'} ${toolCallId} of run ${runId} was already answered`);
+      }
+      if (run.status !== wantStatus) throw new IllegalTransitionError(runId, run.status, 'queued', `it is ${run.status}, not ${wantStatus}`);
+      const decisions = { ...waiting.decisions, [toolCallId]: { ...d, at: Date.now() } };
+      const event: NewEvent =
+        wantKind === 'input'
+          ? { type: 'user/answer', runId, ...(run.turn !== null ? { turn: run.turn } : {}), data: { toolCallId, answer: d.answer! } }
+          : {
+              type: 'tool/decision',
+              runId,
+              ...(run.turn !== null ? { turn: run.turn } : {}),
+              data: { toolCallId, approved: d.approved === true, ...(d.reason !== undefined ? { reason: d.reason } : {}), ...(d.input !== undefined ? { editedInput: d.input } : {}) },
+            };
+      const events = await this.append(tx, run.sessionId, [event]);
+      const left = waiting.calls.filter((c) => !decisions[c.toolCallId]);
+      const nextWaiting: Waiting = { ...waiting, decisions };
+      if (left.length === 0) {
+        const t = await this.transition(tx, run, 'queued', { reason: wantKind === 'input' ? 'answered' : 'decided', patch: { waiting: nextWaiting as unknown as JsonObject } });
+        return { run: t.run, events: [...events, ...t.events] };
+      }
+      // Approvals first, then questions: the status says what is still awaited.
+      const stillApproval = left.some((c) => c.kind === 'approval');
+      const status: RunStatus = stillApproval ? 'waiting_approval' : 'waiting_for_user';
+      if (status !== run.status) {
+        const t = await this.transition(tx, run, status, { reason: 'partly decided', patch: { waiting: { ...nextWaiting, kind: stillApproval ? 'approval' : 'input' } as unknown as JsonObject } });
+        return { run: t.run, events: [...events, ...t.events] };
+      }
+      const updated = await tx.updateRun(runId, { waiting: nextWaiting as unknown as JsonObject }, { statuses: [run.status] });
+      return { run: updated, events };
+    });
+    this.sessions.log.publish(out.run.sessionId, out.events);
+    return out.run;
+  }
+
+  /** A simple status change (pause, resume, park) with its event, in one transaction. */
+  async move(runId: string, to: RunStatus, o: { reason?: string; patch?: RunPatch; guard?: RunGuard } = {}): Promise<RunRecord> {
+    const out = await this.store.transaction(async (tx) => {
+      const run = await tx.getRun(runId);
+      if (!run) throw new NotFoundError('run', runId);
+      return this.transition(tx, run, to, o);
+    });
+    this.sessions.log.publish(out.run.sessionId, out.events);
+    return out.run;
+  }
+
+  /** Sets a request flag on a run (cancel, pause) for the worker that holds it. */
+  async request(runId: string, patch: Pick<RunPatch, 'cancelRequested' | 'pauseRequested'>): Promise<RunRecord> {
+    const run = await this.get(runId);
+    if (isTerminal(run.status)) return run;
+    return this.store.updateRun(runId, patch, { statuses: statusesLeadingTo('cancelled') });
+  }
+}

@@ -1,0 +1,224 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { startTurn, type AgentDefinition, type TurnEvent, type TurnHandle, type TurnHooks, type TurnResult } from '../core/index.ts';
+import { portableMessages, type UserMessage } from '../model/index.ts';
+import { compactionHook, type CompactionSettings, type TranscriptItem } from '../session/index.ts';
+import type { JsonObject, RunRecord } from '../store/index.ts';
+import type { RunBook, RunOptions, Waiting } from './book.ts';
+import { resumePoint, type CheckpointState } from './resume.ts';
+import { RunSink, type RunEnd } from './sink.ts';
+
+/** What the runtime offers to tools that start runs of their own (subagents). */
+export interface RunHost {
+  childRun(parentRunId: string, toolCallId: string, agentName: string, task: string, step: number): Promise<RunRecord>;
+  readonly runs: {
+    wait(id: string, o: { until: 'terminal'; signal?: AbortSignal }): Promise<RunRecord>;
+    cancel(id: string, o?: { reason?: string }): Promise<RunRecord>;
+  };
+  readonly sessions: { transcript(sessionId: string): Promise<TranscriptItem[]> };
+  readonly maxDepth: number;
+}
+
+/** What a running tool can learn about the run it belongs to (subagents use it). */
+export interface RunScope {
+  runId: string;
+  sessionId: string;
+  /** 0 for a top-level run, 1 for its subagents, ... */
+  depth: number;
+  host: RunHost;
+}
+
+export const runScope = new AsyncLocalStorage<RunScope>();
+
+export interface ExecutionEnv {
+  book: RunBook;
+  owner: string;
+  leaseMs: number;
+  renewEveryMs: number;
+  maxAttempts: number;
+  resolveAgent(name: string, version?: string): AgentDefinition | undefined;
+  compactionFor(agent: AgentDefinition): CompactionSettings | undefined;
+  host: RunHost;
+}
+
+/**
+ * One claimed run on one worker: restores where it stands (fresh, checkpoint + log tail, or the
+ * decisions it waited for), runs its turn with a fenced sink, keeps the lease alive from a timer
+ * that does not depend on the loop, and notices cancel and pause requests made elsewhere.
+ */
+export class Execution {
+  readonly run: RunRecord;
+  private readonly env: ExecutionEnv;
+  private readonly token: number;
+  private handle: TurnHandle | undefined;
+  private sink: RunSink | undefined;
+  private renewTimer: ReturnType<typeof setInterval> | undefined;
+  private deadlineTimer: ReturnType<typeof setTimeout> | undefined;
+  private stopReason: 'timeout' | 'lease_lost' | 'release' | 'cancel' | undefined;
+  private pauseRequested = false;
+  readonly done: Promise<void>;
+
+  constructor(env: ExecutionEnv, run: RunRecord) {
+    this.env = env;
+    this.run = run;
+    this.token = run.fencingToken;
+    this.done = this.execute().finally(() => this.cleanup());
+  }
+
+  /** Cancel from this process: the loop aborts its model call and tools and closes open calls. */
+  cancel(): void {
+    this.stopReason ??= 'cancel';
+    this.handle?.cancel('run cancelled');
+  }
+
+  pause(): void {
+    this.pauseRequested = true;
+  }
+
+  /**
+   * Lets go of the run for another worker: at once (`now`), as if this process had died (the
+   * next owner recovers from the checkpoint), or at the next step boundary.
+   */
+  release(now: boolean): void {
+    this.stopReason ??= 'release';
+    if (!now) {
+      this.pauseRequested = true;
+      return;
+    }
+    if (this.sink) this.sink.closed = true;
+    this.handle?.cancel('worker shutting down');
+  }
+
+  private cleanup(): void {
+    clearInterval(this.renewTimer);
+    clearTimeout(this.deadlineTimer);
+  }
+
+  private async execute(): Promise<void> {
+    const { book } = this.env;
+    const run = this.run;
+    const agent = this.env.resolveAgent(run.agent.name, run.agent.version);
+    const finish = (to: 'failed' | 'cancelled' | 'timed_out', reason: string, error?: JsonObject) =>
+      book.finish(run, to, { reason, ...(error ? { error } : {}), fencingToken: this.token, closeOpenCalls: true, resolveAgent: this.env.resolveAgent });
+
+    if (!agent) {
+      await finish('failed', 'agent unavailable', { kind: 'agent_unavailable', message: `no agent ${run.agent.name} version ${run.agent.version} is registered on this worker` });
+      return;
+    }
+    if (run.cancelRequested) return void (await finish('cancelled', 'cancel requested'));
+    if (run.deadlineAt !== null && Date.now() >= run.deadlineAt) return void (await finish('timed_out', 'run timeout'));
+    if (run.attempt > this.env.maxAttempts) {
+      await finish('failed', 'attempts exhausted', { kind: 'attempts_exhausted', message: `the run was interrupted ${run.attempt - 1} times` });
+      return;
+    }
+
+    const options = run.options as RunOptions;
+    this.sink = new RunSink(book, run, this.token, {
+      outcome: (end) => this.outcome(end),
+      resolveAgent: this.env.resolveAgent,
+      waitTimeoutMs: options.waitTimeoutMs,
+    });
+    const hooks: TurnHooks[] = [this.boundaryHook()];
+    const compaction = this.env.compactionFor(agent);
+    if (compaction) hooks.push(compactionHook(book.sessions.log, run.sessionId, agent.model, compaction, book.sessions.snapshotEvery, run.id));
+
+    const base = { sink: this.sink, hooks, scope: run.id, ...(run.turn !== null ? { turn: run.turn } : {}) };
+    const checkpoint = await book.store.getCheckpoint(run.id);
+    let start: () => TurnHandle;
+    if (!checkpoint) {
+      // A fresh run: the session's model context (the trigger message is already in it).
+      const context = await book.sessions.context(run.sessionId);
+      const conversation = portableMessages(context.messages);
+      await book.store.transaction(async (tx) => {
+        if ((await tx.getRun(run.id))?.fencingToken !== this.token) throw new Error('lost the run before it started');
+        await tx.putCheckpoint({ runId: run.id, step: 0, seq: context.asOfSeq, state: { conversation, usage: { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 }, cost: 0 } satisfies CheckpointState });
+      });
+      start = () => startTurn(agent, { ...base, history: conversation });
+    } else {
+      const tail = await book.sessions.log.read(run.sessionId, { runId: run.id, afterSeq: checkpoint.seq });
+      const resume = resumePoint(checkpoint, tail, run.waiting as unknown as Waiting | null);
+      start = () => startTurn(agent, { ...base, resume });
+    }
+
+    this.startTimers();
+    let depth = 0;
+    for (let parent = run.parentRunId; parent && depth < 100; depth++) parent = (await book.store.getRun(parent))?.parentRunId ?? null;
+    const scope: RunScope = { runId: run.id, sessionId: run.sessionId, depth, host: this.env.host };
+    const result: TurnResult = await runScope.run(scope, async () => {
+      this.handle = start();
+      if (this.stopReason === 'cancel' || this.stopReason === 'timeout') this.handle.cancel();
+      return this.handle.result;
+    });
+    // The turn's end settled the run in the same transaction (see RunSink). When it could not be
+    // written (the run was lost, or the store failed), the lease expires and another worker recovers.
+    if (this.stopReason === 'release' && this.sink.closed && !this.sink.ended) {
+      // Let go at once (shutdown past its grace period): hand the run back without waiting for the lease.
+      await book
+        .move(run.id, 'queued', { reason: `released by ${this.env.owner} (${result.reason})`, patch: { lease: null }, guard: { fencingToken: this.token } })
+        .catch(() => {});
+    }
+  }
+
+  private startTimers(): void {
+    const { book, owner, leaseMs, renewEveryMs } = this.env;
+    const run = this.run;
+    this.renewTimer = setInterval(() => {
+      void (async () => {
+        const ok = await book.store.renewLease(run.id, owner, this.token, Date.now() + leaseMs).catch(() => false);
+        if (!ok) {
+          // Someone else holds the run now: stop; our writes are fenced anyway.
+          this.stopReason ??= 'lease_lost';
+          if (this.sink) this.sink.closed = true;
+          this.handle?.cancel('lease lost');
+          return;
+        }
+        const fresh = await book.store.getRun(run.id).catch(() => undefined);
+        if (fresh?.cancelRequested) this.cancel();
+        if (fresh?.pauseRequested) this.pause();
+      })();
+    }, renewEveryMs);
+    this.renewTimer.unref?.();
+    if (run.deadlineAt !== null) {
+      this.deadlineTimer = setTimeout(() => {
+        this.stopReason ??= 'timeout';
+        this.handle?.cancel('run timeout');
+      }, Math.max(0, run.deadlineAt - Date.now()));
+      this.deadlineTimer.unref?.();
+    }
+  }
+
+  /** At every step boundary: steering sent to this run from anywhere, and a pause request. */
+  private boundaryHook(): TurnHooks {
+    return {
+      beforeStep: async (ctx) => {
+        // Read, not taken: the sink removes each input in the transaction that records it in the log.
+        const inputs = await this.env.book.store.listInputs(this.run.sessionId, 'steer', this.run.id);
+        for (const i of inputs) ctx.steer((i.payload as { message: UserMessage }).message);
+        if (this.pauseRequested) ctx.pause();
+      },
+    };
+  }
+
+  private outcome(end: TurnEvent & { type: 'turn/end' }): RunEnd {
+    const d = end.data;
+    switch (d.reason) {
+      case 'completed':
+        return { status: 'completed' };
+      case 'suspended':
+        return { status: 'waiting' };
+      case 'paused':
+        return this.stopReason === 'release' ? { status: 'queued', reason: 'released by its worker' } : { status: 'paused', reason: 'pause requested' };
+      case 'cancelled':
+        if (this.stopReason === 'timeout') return { status: 'timed_out', reason: 'run timeout' };
+        return { status: 'cancelled', reason: 'cancel requested' };
+      case 'max_steps':
+      case 'budget_exceeded':
+        return { status: 'failed', reason: d.reason, error: { kind: 'limit', limit: d.reason, message: d.reason === 'max_steps' ? 'the run reached its step limit' : 'the run reached its token or cost budget' } };
+      case 'failed':
+        if (d.error?.kind === 'sink' && this.run.attempt < this.env.maxAttempts) {
+          // An infrastructure failure: the interrupted step is retried from the checkpoint.
+          return { status: 'queued', reason: `retrying after a storage failure: ${d.error.message}` };
+        }
+        return { status: 'failed', reason: d.error?.message ?? 'failed', error: (d.error ?? { kind: 'internal', message: 'failed' }) as unknown as JsonObject };
+    }
+  }
+}

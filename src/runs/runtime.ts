@@ -1,0 +1,390 @@
+import { EventEmitter } from 'node:events';
+import { userMessage, type AgentDefinition, type DeltaEvent, type UserInput } from '../core/index.ts';
+import type { JsonValue, UserMessage } from '../model/index.ts';
+import { Sessions, type CompactionSettings, type SessionEvent } from '../session/index.ts';
+import { isTerminal, StoreError, type RunQuery, type RunRecord, type RunStatus, type Store } from '../store/index.ts';
+import { RunBook, type IfBusy, type RunOptions, type Waiting } from './book.ts';
+import type { Execution, ExecutionEnv } from './execution.ts';
+import { IllegalTransitionError } from './state.ts';
+import { Worker, type WorkerHost, type WorkerOptions } from './worker.ts';
+
+export interface RuntimeOptions {
+  store: Store;
+  /** Agent definitions by name; several versions of one name may be registered. */
+  agents: readonly AgentDefinition[];
+  /** Defaults for every run (timeouts, attempts). */
+  runDefaults?: RunOptions;
+  /** Compaction settings for all agents, or by agent name. */
+  compaction?: CompactionSettings | Record<string, CompactionSettings>;
+  /** A worker's lease on a run; renewed every `renewEveryMs` (default a third of it). */
+  leaseMs?: number;
+  renewEveryMs?: number;
+  /** How often an interrupted run may be claimed again before it fails. */
+  maxAttempts?: number;
+  snapshotEvery?: number;
+  /** How long a subagent tree may nest. */
+  maxDepth?: number;
+}
+
+export interface SendOptions extends RunOptions {
+  ifBusy?: IfBusy;
+  /** Agent name (optionally `name@version`); default: the first registered agent. */
+  agent?: string;
+}
+
+export type SendResult = { outcome: 'created' | 'enqueued' | 'steered'; message: UserMessage; run: RunRecord };
+
+export type RunStreamItem = { kind: 'event'; event: SessionEvent } | { kind: 'delta'; delta: DeltaEvent };
+
+const SETTLED: readonly RunStatus[] = ['waiting_approval', 'waiting_for_user', 'paused', 'completed', 'failed', 'cancelled', 'timed_out'];
+
+/**
+ * The runs layer's library API: sessions that take messages, durable runs, and workers.
+ * Create it with `createRuntime`.
+ */
+export class Runtime {
+  readonly sessions: Sessions & { send(sessionId: string, input: UserInput, options?: SendOptions): Promise<SendResult> };
+  readonly runs: RunsApi;
+  readonly book: RunBook;
+  private readonly options: Required<Pick<RuntimeOptions, 'leaseMs' | 'renewEveryMs' | 'maxAttempts' | 'maxDepth'>> & RuntimeOptions;
+  private readonly agents = new Map<string, AgentDefinition[]>();
+  private readonly wakeups = new EventEmitter();
+  readonly executions = new Map<string, Execution>();
+  private readonly workers = new Set<Worker>();
+
+  constructor(options: RuntimeOptions) {
+    if (options.agents.length === 0) throw new TypeError('createRuntime needs at least one agent');
+    const leaseMs = options.leaseMs ?? 30_000;
+    this.options = { maxAttempts: 3, maxDepth: 5, renewEveryMs: Math.max(50, Math.floor(leaseMs / 3)), ...options, leaseMs };
+    for (const a of options.agents) {
+      const list = this.agents.get(a.name) ?? [];
+      if (list.some((x) => x.version === a.version)) throw new TypeError(`agent ${a.name} version ${a.version} is registered twice`);
+      list.push(a);
+      this.agents.set(a.name, list);
+    }
+    this.wakeups.setMaxListeners(0);
+    const sessions = new Sessions({ store: options.store, ...(options.snapshotEvery !== undefined ? { snapshotEvery: options.snapshotEvery } : {}) });
+    this.book = new RunBook(sessions);
+    this.sessions = Object.assign(sessions, { send: (sessionId: string, input: UserInput, o?: SendOptions) => this.send(sessionId, input, o) });
+    this.runs = new RunsApi(this);
+  }
+
+  get store(): Store {
+    return this.options.store;
+  }
+
+  /** The agent for a name (and version): the latest registered version when none is given. */
+  resolveAgent = (name: string, version?: string): AgentDefinition | undefined => {
+    const list = this.agents.get(name);
+    if (!list) return undefined;
+    return version === undefined ? list.at(-1) : list.find((a) => a.version === version);
+  };
+
+  private agentFor(spec: string | undefined): AgentDefinition {
+    if (spec === undefined) return this.options.agents[0]!;
+    const [name, version] = spec.split('@') as [string, string | undefined];
+    const agent = this.resolveAgent(name, version);
+    if (!agent) throw new StoreError('unknown_agent', `no agent ${spec} is registered (known: ${[...this.agents.keys()].join(', ')})`);
+    return agent;
+  }
+
+  private async send(sessionId: string, input: UserInput, o: SendOptions = {}): Promise<SendResult> {
+    const agent = this.agentFor(o.agent);
+    const { ifBusy = 'reject', agent: _a, ...runOptions } = o;
+    const options = { ...this.options.runDefaults, ...runOptions };
+    if (ifBusy === 'interrupt') {
+      const active = await this.store.activeRun(sessionId);
+      if (active) await this.runs.cancel(active.id, { reason: 'interrupted by a new message' });
+    }
+    const r = await this.book.send(sessionId, input, agent, { ifBusy: ifBusy === 'interrupt' ? 'reject' : ifBusy, options });
+    this.book.sessions.log.publish(sessionId, r.events);
+    this.wake();
+    return { outcome: r.outcome, message: r.message, run: r.run };
+  }
+
+  /** Starts a worker in this process (API and worker can share one process, or not). */
+  startWorker(options: WorkerOptions = {}): Worker {
+    const host: WorkerHost = {
+      book: this.book,
+      env: (owner) => this.env(owner),
+      nap: (ms) => this.nap(ms),
+      wake: () => this.wake(),
+      track: (e) => this.executions.set(e.run.id, e),
+      untrack: (e) => {
+        if (this.executions.get(e.run.id) === e) this.executions.delete(e.run.id);
+      },
+    };
+    const worker = new Worker(host, options);
+    this.workers.add(worker);
+    return worker;
+  }
+
+  env(owner: string): ExecutionEnv {
+    const { leaseMs, renewEveryMs, maxAttempts, compaction } = this.options;
+    return {
+      book: this.book,
+      owner,
+      leaseMs,
+      renewEveryMs,
+      maxAttempts,
+      resolveAgent: this.resolveAgent,
+      compactionFor: (agent) => {
+        if (!compaction) return undefined;
+        if ('contextWindow' in compaction && typeof compaction.contextWindow === 'number') return compaction as CompactionSettings;
+        return (compaction as Record<string, CompactionSettings>)[agent.name];
+      },
+      host: this,
+    };
+  }
+
+  nap(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.wakeups.off('wake', done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.wakeups.once('wake', done);
+    });
+  }
+
+  wake(): void {
+    this.wakeups.emit('wake');
+  }
+
+  get maxDepth(): number {
+    return this.options.maxDepth;
+  }
+
+  /** Stops every worker this runtime started (gracefully), then closes nothing else: the store is the caller's. */
+  async close(options: { graceMs?: number } = {}): Promise<void> {
+    await Promise.all([...this.workers].map((w) => w.stop(options)));
+    this.workers.clear();
+  }
+
+  /** A child run for a subagent call: found again (same parent call) after a crash, never created twice. */
+  async childRun(parentRunId: string, toolCallId: string, agentName: string, task: string, step: number): Promise<RunRecord> {
+    const existing = (await this.store.listRuns({ parentRunId, limit: 10_000 })).find((r) => r.parentToolCallId === toolCallId);
+    if (existing) return existing;
+    const parent = await this.runs.get(parentRunId);
+    const agent = this.agentFor(agentName);
+    const session = await this.book.sessions.create({
+      title: `${agent.name}: ${task.slice(0, 60)}`,
+      agent: agent.name,
+      metadata: { parentRunId, parentSessionId: parent.sessionId, parentToolCallId: toolCallId, parentStep: step },
+    });
+    const r = await this.book.send(session.id, task, agent, { options: { ...this.options.runDefaults }, parent: { runId: parentRunId, toolCallId } });
+    this.book.sessions.log.publish(session.id, r.events);
+    this.wake();
+    return r.run;
+  }
+}
+
+/** Operations on runs. */
+export class RunsApi {
+  private readonly rt: Runtime;
+
+  constructor(rt: Runtime) {
+    this.rt = rt;
+  }
+
+  private get book() {
+    return this.rt.book;
+  }
+
+  get(id: string): Promise<RunRecord> {
+    return this.book.get(id);
+  }
+
+  list(q: Partial<RunQuery> = {}): Promise<RunRecord[]> {
+    return this.rt.store.listRuns({ limit: 100, ...q });
+  }
+
+  /**
+   * Resolves when the run is terminal (`until: 'terminal'`), or also when it waits or is paused
+   * (`'settled'`, the default). Works across processes (it polls) and wakes at once in-process.
+   */
+  async wait(id: string, o: { until?: 'terminal' | 'settled'; timeoutMs?: number; signal?: AbortSignal; pollMs?: number } = {}): Promise<RunRecord> {
+    const until = o.until ?? 'settled';
+    const done = (r: RunRecord) => (until === 'terminal' ? isTerminal(r.status) : SETTLED.includes(r.status));
+    const deadline = o.timeoutMs !== undefined ? Date.now() + o.timeoutMs : Infinity;
+    let run = await this.get(id);
+    const changed = new EventEmitter();
+    const off = this.rt.sessions.subscribe(run.sessionId, (item) => {
+      if (item.kind === 'event' && item.event.runId === id && item.event.type === 'run/status') changed.emit('change');
+    });
+    try {
+      while (!done(run)) {
+        o.signal?.throwIfAborted();
+        if (Date.now() >= deadline) throw new StoreError('timeout', `run ${id} is still ${run.status} after ${o.timeoutMs} ms`);
+        await new Promise<void>((resolve) => {
+          const finish = () => {
+            clearTimeout(timer);
+            changed.off('change', finish);
+            o.signal?.removeEventListener('abort', finish);
+            resolve();
+          };
+          const timer = setTimeout(finish, Math.min(o.pollMs ?? 200, Math.max(0, deadline - Date.now())));
+          changed.once('change', finish);
+          o.signal?.addEventListener('abort', finish, { once: true });
+        });
+        run = await this.get(id);
+      }
+      return run;
+    } finally {
+      off();
+    }
+  }
+
+  /**
+   * Cancels a run in any non-terminal state; cancelling a cancelled run is a no-op. A running run
+   * is stopped by the worker that holds it (its model call and tools get the abort, partial output
+   * is kept, open calls get `cancelled` results); if that worker does not finish within `graceMs`
+   * (it may be gone), the run is cancelled here and its worker fenced out. Children are cancelled too.
+   */
+  async cancel(id: string, o: { graceMs?: number; reason?: string } = {}): Promise<RunRecord> {
+    let run = await this.get(id);
+    if (!isTerminal(run.status) && run.status === 'running') {
+      await this.book.request(id, { cancelRequested: true }).catch(() => {});
+      this.rt.executions.get(id)?.cancel();
+      run = await this.wait(id, { until: 'terminal', timeoutMs: o.graceMs ?? 5000 }).catch(() => this.get(id));
+    }
+    if (!isTerminal(run.status)) {
+      try {
+        run = (await this.book.finish(run, 'cancelled', { reason: o.reason ?? 'cancel requested', closeOpenCalls: true, resolveAgent: this.rt.resolveAgent })).run;
+      } catch (e) {
+        // It moved meanwhile (a worker claimed or finished it): try once more from where it is now.
+        if (!(e instanceof StoreError)) throw e;
+        return this.cancel(id, { ...o, graceMs: 0 });
+      }
+      this.rt.executions.get(id)?.cancel();
+      this.rt.wake();
+    }
+    for (const child of await this.rt.store.listRuns({ parentRunId: id, limit: 10_000 })) {
+      if (!isTerminal(child.status)) await this.cancel(child.id, { ...o, reason: 'parent run cancelled' });
+    }
+    return run;
+  }
+
+  /** Pauses at the next step boundary (or at once, for a run no worker holds). */
+  async pause(id: string): Promise<RunRecord> {
+    const run = await this.get(id);
+    if (run.status === 'queued') return this.book.move(id, 'paused', { reason: 'pause requested' });
+    if (run.status !== 'running') throw new IllegalTransitionError(id, run.status, 'paused');
+    this.rt.executions.get(id)?.pause();
+    return this.book.request(id, { pauseRequested: true });
+  }
+
+  async resume(id: string): Promise<RunRecord> {
+    const run = await this.book.move(id, 'queued', { reason: 'resumed', patch: { pauseRequested: false } });
+    this.rt.wake();
+    return run;
+  }
+
+  async approve(id: string, toolCallId: string, o: { input?: JsonValue } = {}): Promise<RunRecord> {
+    const run = await this.book.decide(id, toolCallId, { approved: true, ...(o.input !== undefined ? { input: o.input } : {}) });
+    this.rt.wake();
+    return run;
+  }
+
+  async deny(id: string, toolCallId: string, o: { reason?: string } = {}): Promise<RunRecord> {
+    const run = await this.book.decide(id, toolCallId, { approved: false, ...(o.reason !== undefined ? { reason: o.reason } : {}) });
+    this.rt.wake();
+    return run;
+  }
+
+  /**
+   * Answers the run's ask_user question: `toolCallId` may be left out when exactly one question
+   * is waiting.
+   */
+  async input(id: string, answer: JsonValue, o: { toolCallId?: string } = {}): Promise<RunRecord> {
+    let toolCallId = o.toolCallId;
+    if (toolCallId === undefined) {
+      const run = await this.get(id);
+      const waiting = run.waiting as unknown as Waiting | null;
+      const open = (waiting?.calls ?? []).filter((c) => c.kind === 'input' && !waiting?.decisions[c.toolCallId]);
+      if (open.length !== 1) {
+        throw new StoreError(open.length === 0 ? 'not_found' : 'ambiguous', `run ${id} has ${open.length} open questions: name the tool call to answer`);
+      }
+      toolCallId = open[0]!.toolCallId;
+    }
+    const run = await this.book.decide(id, toolCallId, { answer });
+    this.rt.wake();
+    return run;
+  }
+
+  /** Sends input into the run's next step (delivered when it runs again if it waits now). */
+  async steer(id: string, input: UserInput): Promise<{ message: UserMessage; run: RunRecord }> {
+    const run = await this.get(id);
+    if (isTerminal(run.status)) throw new IllegalTransitionError(id, run.status, run.status, 'a finished run takes no more input');
+    const message = userMessage(input);
+    await this.rt.store.addInput({ id: message.id, sessionId: run.sessionId, kind: 'steer', runId: id, payload: { message }, createdAt: Date.now() });
+    return { message, run };
+  }
+
+  /**
+   * The run's events after `after` (a session seq), then live ones with the deltas of the message
+   * being streamed, until the run is terminal.
+   */
+  async *stream(id: string, o: { after?: number; signal?: AbortSignal } = {}): AsyncGenerator<RunStreamItem> {
+    const run = await this.get(id);
+    const queue: RunStreamItem[] = [];
+    let notify: (() => void) | undefined;
+    const off = this.rt.sessions.subscribe(run.sessionId, (item) => {
+      if ((item.kind === 'event' && item.event.runId === id) || item.kind === 'delta') {
+        queue.push(item);
+        notify?.();
+      }
+    });
+    try {
+      let last = o.after ?? 0;
+      for (const event of await this.rt.sessions.log.read(run.sessionId, { runId: id, afterSeq: last })) {
+        last = event.seq;
+        yield { kind: 'event', event };
+      }
+      for (;;) {
+        while (queue.length > 0) {
+          const item = queue.shift()!;
+          if (item.kind === 'event') {
+            if (item.event.seq <= last) continue;
+            last = item.event.seq;
+          }
+          yield item;
+        }
+        const current = await this.get(id);
+        if (isTerminal(current.status)) {
+          // Anything committed by another process since: read it, then stop.
+          for (const event of await this.rt.sessions.log.read(run.sessionId, { runId: id, afterSeq: last })) {
+            last = event.seq;
+            yield { kind: 'event', event };
+          }
+          return;
+        }
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, 250);
+          notify = () => {
+            clearTimeout(t);
+            resolve();
+          };
+          o.signal?.addEventListener('abort', () => resolve(), { once: true });
+        });
+        notify = undefined;
+        o.signal?.throwIfAborted();
+        // Pick up what other processes appended (not seen live here).
+        for (const event of await this.rt.sessions.log.read(run.sessionId, { runId: id, afterSeq: last })) {
+          if (queue.some((q) => q.kind === 'event' && q.event.seq === event.seq)) continue;
+          last = event.seq;
+          yield { kind: 'event', event };
+        }
+      }
+    } finally {
+      off();
+    }
+  }
+}
+
+export function createRuntime(options: RuntimeOptions): Runtime {
+  return new Runtime(options);
+}
+

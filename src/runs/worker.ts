@@ -1,0 +1,146 @@
+import { newId } from '../core/index.ts';
+import type { RunRecord } from '../store/index.ts';
+import type { RunBook, Waiting } from './book.ts';
+import { Execution, type ExecutionEnv } from './execution.ts';
+
+export interface WorkerOptions {
+  /** The lease owner's name; unique per worker. */
+  id?: string;
+  /** Runs executed at once, each with its own abort controller. */
+  concurrency?: number;
+  /** How often to look for work when nothing wakes the worker. */
+  pollMs?: number;
+  /** How often to time out runs whose wait or deadline has passed. */
+  sweepMs?: number;
+}
+
+export interface WorkerHost {
+  book: RunBook;
+  env(owner: string): ExecutionEnv;
+  /** Resolves at the next local wake-up (a run was queued here), or after `ms`. */
+  nap(ms: number): Promise<void>;
+  wake(): void;
+  track(e: Execution): void;
+  untrack(e: Execution): void;
+}
+
+/**
+ * Claims runs with a lease and executes them. Crash recovery is the same path as any claim: a
+ * run whose lease expired is claimable again, and its new owner resumes it from its checkpoint.
+ */
+export class Worker {
+  readonly id: string;
+  private readonly host: WorkerHost;
+  private readonly concurrency: number;
+  private readonly pollMs: number;
+  private readonly sweepMs: number;
+  private readonly running = new Map<string, Execution>();
+  private stopping = false;
+  private readonly loopDone: Promise<void>;
+  private lastSweep = 0;
+
+  constructor(host: WorkerHost, options: WorkerOptions = {}) {
+    this.host = host;
+    this.id = options.id ?? `worker-${newId()}`;
+    this.concurrency = Math.max(1, options.concurrency ?? 8);
+    this.pollMs = options.pollMs ?? 250;
+    this.sweepMs = options.sweepMs ?? 1000;
+    this.loopDone = this.loop();
+  }
+
+  /** Runs this worker executes now. */
+  get active(): number {
+    return this.running.size;
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopping) {
+      try {
+        while (!this.stopping && this.running.size < this.concurrency) {
+          const run = await this.claim();
+          if (!run) break;
+          this.spawn(run);
+        }
+        if (Date.now() - this.lastSweep >= this.sweepMs) await this.sweep();
+      } catch (e) {
+        // A storage hiccup must not kill the worker; the next round tries again.
+        process.emitWarning(`keel worker ${this.id}: ${(e as Error).message}`);
+      }
+      if (!this.stopping) await this.host.nap(this.pollMs);
+    }
+  }
+
+  /** Claims the oldest claimable run and records it: a start, or the recovery of an interrupted run. */
+  private claim(): Promise<RunRecord | undefined> {
+    const { book } = this.host;
+    const env = this.host.env(this.id);
+    return book.store.transaction(async (tx) => {
+      const claimed = await tx.claimRun(this.id, env.leaseMs, Date.now());
+      if (!claimed) return undefined;
+      const { run, previous } = claimed;
+      const fence = { runId: run.id, token: run.fencingToken };
+      const turn = run.turn !== null ? { turn: run.turn } : {};
+      if (previous === 'running') {
+        const cp = await tx.getCheckpoint(run.id);
+        await book.sessions.log.append(run.sessionId, [{ type: 'run/interrupted', runId: run.id, ...turn, data: { attempt: run.attempt, step: cp?.step ?? 0, reason: 'lease_expired' } }], { tx, fence });
+      } else {
+        await book.sessions.log.append(run.sessionId, [{ type: 'run/status', runId: run.id, ...turn, data: { from: previous, to: 'running', attempt: run.attempt, reason: `claimed by ${this.id}` } }], { tx, fence });
+      }
+      return run;
+    });
+  }
+
+  private spawn(run: RunRecord): void {
+    const execution = new Execution(this.host.env(this.id), run);
+    this.running.set(run.id, execution);
+    this.host.track(execution);
+    void execution.done
+      .catch((e: unknown) => process.emitWarning(`keel worker ${this.id}: run ${run.id}: ${(e as Error).message}`))
+      .finally(() => {
+        this.running.delete(run.id);
+        this.host.untrack(execution);
+        this.host.wake();
+      });
+  }
+
+  /** Times out runs whose wait for a decision, or whose deadline, has passed while no worker held them. */
+  private async sweep(): Promise<void> {
+    this.lastSweep = Date.now();
+    const { book } = this.host;
+    const env = this.host.env(this.id);
+    const now = Date.now();
+    const idle = await book.store.listRuns({ statuses: ['queued', 'paused', 'waiting_approval', 'waiting_for_user'], limit: 10_000 });
+    for (const r of idle) {
+      const waitExpired = ((r.waiting as unknown as Waiting | null)?.expiresAt ?? Infinity) <= now;
+      const deadlinePassed = r.deadlineAt !== null && r.deadlineAt <= now;
+      if (!waitExpired && !deadlinePassed) continue;
+      await book
+        .finish(r, 'timed_out', { reason: waitExpired ? 'the wait for a decision expired' : 'run timeout', closeOpenCalls: true, resolveAgent: env.resolveAgent })
+        .catch(() => {}); // it moved meanwhile (someone decided, or a worker took it)
+    }
+  }
+
+  /**
+   * Graceful shutdown: claims nothing more, lets running steps finish and hands each run back at
+   * its next step boundary; after `graceMs` lets go of the rest at once (their new owner recovers
+   * them from their checkpoint). Either way the lease is released, so another worker takes over
+   * without waiting for it to expire.
+   */
+  async stop(options: { graceMs?: number } = {}): Promise<void> {
+    this.stopping = true;
+    this.host.wake();
+    await this.loopDone;
+    const executions = [...this.running.values()];
+    for (const e of executions) e.release(false);
+    const all = Promise.all(executions.map((e) => e.done.catch(() => {})));
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const graceOver = new Promise<'grace'>((resolve) => {
+      timer = setTimeout(() => resolve('grace'), options.graceMs ?? 10_000);
+    });
+    if ((await Promise.race([all.then(() => 'done' as const), graceOver])) === 'grace') {
+      for (const e of this.running.values()) e.release(true);
+      await all;
+    }
+    clearTimeout(timer);
+  }
+}
