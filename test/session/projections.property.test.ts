@@ -325,7 +325,7 @@ async function runScenario(snapshotEvery: number, ops: readonly Op[]): Promise<v
 }
 
 /** Raise for a longer hunt: KEEL_PROPERTY_RUNS=5000 npx vitest run test/session/projections.property.test.ts */
-const RUNS = Number(process.env.KEEL_PROPERTY_RUNS ?? 80);
+const RUNS = Number(process.env.KEEL_PROPERTY_RUNS ?? 100);
 
 /**
  * Found by this property (shrunk): the results of a two-call message recorded in reverse order, a
