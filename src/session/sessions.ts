@@ -68,11 +68,13 @@ export class Sessions {
     return this.log.store;
   }
 
-  async create(options: { id?: string; title?: string | null; metadata?: JsonObject; agent?: string | null; origin?: { sessionId: string; entryId: string } | null } = {}): Promise<SessionRecord> {
+  async create(
+    options: { id?: string; tenant?: string; title?: string | null; metadata?: JsonObject; agent?: string | null; origin?: { sessionId: string; entryId: string } | null } = {},
+  ): Promise<SessionRecord> {
     const id = options.id ?? newId();
     const createdAt = Date.now();
     const created = await this.store.transaction(async (tx) => {
-      await tx.createSession({ id, createdAt, title: options.title ?? null, metadata: options.metadata ?? {}, agent: options.agent ?? null, origin: options.origin ?? null });
+      await tx.createSession({ id, tenant: options.tenant ?? 'default', createdAt, title: options.title ?? null, metadata: options.metadata ?? {}, agent: options.agent ?? null, origin: options.origin ?? null });
       const events = await this.log.append(
         id,
         [{ type: 'session/created', time: createdAt, data: { title: options.title ?? null, metadata: (options.metadata ?? {}) as Record<string, never>, agent: options.agent ?? null, origin: options.origin ?? null } }],
@@ -240,7 +242,7 @@ export class Sessions {
     const origin = { sessionId: sourceId, entryId: at.id };
     const newTitle = title ?? (source.title ? `${source.title} (fork)` : null);
     const events = await this.store.transaction(async (tx) => {
-      await tx.createSession({ id, createdAt, title: newTitle, metadata: source.metadata, agent: source.agent, origin });
+      await tx.createSession({ id, tenant: source.tenant, createdAt, title: newTitle, metadata: source.metadata, agent: source.agent, origin });
       return this.log.append(id, [{ type: 'session/created', time: createdAt, data: { title: newTitle, metadata: source.metadata as Record<string, never>, agent: source.agent, origin } }, ...copies], { tx });
     });
     this.log.publish(id, events);
@@ -253,7 +255,7 @@ export class Sessions {
   }
 
   /** Imports an export: every line is validated first; any problem refuses it all (ImportError). */
-  import(input: string | Iterable<string> | AsyncIterable<string | Uint8Array>, options?: { onProgress?: (lines: number) => void }): Promise<SessionRecord> {
+  import(input: string | Iterable<string> | AsyncIterable<string | Uint8Array>, options?: { onProgress?: (lines: number) => void; tenant?: string }): Promise<SessionRecord> {
     return importSession(this.log, input, options);
   }
 

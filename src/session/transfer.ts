@@ -127,7 +127,7 @@ const MAX_PROBLEMS = 100;
 export async function importSession(
   log: SessionLog,
   input: string | Iterable<string> | AsyncIterable<string | Uint8Array>,
-  options: { onProgress?: (lines: number) => void } = {},
+  options: { onProgress?: (lines: number) => void; tenant?: string } = {},
 ): Promise<SessionRecord> {
   const problems: ImportProblem[] = [];
   const problem = (line: number, message: string) => {
@@ -246,7 +246,8 @@ export async function importSession(
 
   return log.store.transaction(async (tx) => {
     if (await tx.getSession(h.id)) throw new StoreError('conflict', `session ${h.id} already exists`);
-    await tx.createSession({ id: h.id, createdAt: h.createdAt, title: h.title, metadata: h.metadata, agent: h.agent, origin: h.origin });
+    // The tenant is where it is imported, not where it was exported from.
+    await tx.createSession({ id: h.id, tenant: options.tenant ?? 'default', createdAt: h.createdAt, title: h.title, metadata: h.metadata, agent: h.agent, origin: h.origin });
     if (h.archivedAt !== null) await tx.updateSession(h.id, { archivedAt: h.archivedAt });
     await tx.putBlobs([...blobs].map(([hash, data]) => ({ hash, data })));
     for (let i = 0; i < drafts.length; i += 1000) await tx.append(h.id, drafts.slice(i, i + 1000));

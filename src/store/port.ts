@@ -9,6 +9,8 @@ export type JsonObject = { [key: string]: unknown };
 
 export interface SessionRecord {
   id: string;
+  /** Who owns it: API keys of other tenants cannot see it. */
+  tenant: string;
   createdAt: number;
   title: string | null;
   metadata: JsonObject;
@@ -23,6 +25,7 @@ export interface SessionRecord {
 
 export interface NewSession {
   id: string;
+  tenant?: string;
   createdAt: number;
   title?: string | null;
   metadata?: JsonObject;
@@ -81,6 +84,8 @@ export interface Snapshot {
 export interface SessionPage {
   /** Pass as `after` for the next page. */
   after?: string;
+  /** Only this tenant's sessions. */
+  tenant?: string;
   limit: number;
   includeArchived?: boolean;
 }
@@ -175,6 +180,29 @@ export interface Checkpoint {
   state: unknown;
 }
 
+export interface ApiKeyRecord {
+  id: string;
+  tenant: string;
+  name: string | null;
+  /** SHA-256 of the secret: the secret itself is never stored. */
+  hash: string;
+  /** The first characters of the secret, to recognise it in listings. */
+  prefix: string;
+  ratePerMinute: number | null;
+  createdAt: number;
+  revokedAt: number | null;
+}
+
+export interface IdempotencyRecord {
+  tenant: string;
+  key: string;
+  /** What the first request was (method, path, body hash): a reuse must match it. */
+  fingerprint: string;
+  status: number;
+  body: string;
+  createdAt: number;
+}
+
 export interface RunInput {
   id: string;
   sessionId: string;
@@ -236,6 +264,18 @@ export interface StoreOps {
   /** Removes one input; false when it was already gone. */
   removeInput(id: string): Promise<boolean>;
   countInputs(sessionId: string, kind: RunInput['kind']): Promise<number>;
+
+  createApiKey(k: ApiKeyRecord): Promise<void>;
+  findApiKey(hash: string): Promise<ApiKeyRecord | undefined>;
+  listApiKeys(tenant?: string): Promise<ApiKeyRecord[]>;
+  /** False when there is no such key. */
+  revokeApiKey(id: string, at: number): Promise<boolean>;
+
+  getIdempotency(tenant: string, key: string): Promise<IdempotencyRecord | undefined>;
+  /** Stores the first response for a key; returns the one already stored if another request won. */
+  putIdempotency(r: IdempotencyRecord): Promise<IdempotencyRecord>;
+  /** Forgets records older than `before`. */
+  pruneIdempotency(before: number): Promise<number>;
 }
 
 export interface AppendOptions {

@@ -65,6 +65,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         const created = await store.createSession({ id: 's1', createdAt: T0 });
         expect(created).toEqual({
           id: 's1',
+          tenant: 'default',
           createdAt: T0,
           title: null,
           metadata: {},
@@ -86,9 +87,11 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           metadata,
           agent: 'helper',
           origin: { sessionId: 's1', entryId: 'e9' },
+          tenant: 'acme',
         });
         const expected = {
           id: 's2',
+          tenant: 'acme',
           createdAt: T0 + 5,
           title: 'A title',
           metadata,
@@ -661,6 +664,43 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           expect(seqs(all)).toEqual(range(1, 10));
           for (let i = 1; i < all.length; i++) expect(all[i]!.parentId).toBe(all[i - 1]!.id);
         }
+      });
+    });
+
+    describe('tenants, api keys and idempotency records', () => {
+      it('lists only one tenant\'s sessions when asked', async () => {
+        await store.createSession({ id: 'a1', createdAt: T0, tenant: 'acme' });
+        await store.createSession({ id: 'b1', createdAt: T0, tenant: 'beta' });
+        await store.createSession({ id: 'a2', createdAt: T0, tenant: 'acme' });
+        expect((await store.listSessions({ limit: 10, tenant: 'acme' })).map((s) => s.id)).toEqual(['a1', 'a2']);
+        expect((await store.listSessions({ limit: 10 })).map((s) => s.id)).toEqual(['a1', 'a2', 'b1']);
+      });
+
+      it('stores api keys by hash, finds, lists and revokes them', async () => {
+        const key = { id: 'k1', tenant: 'acme', name: 'ci', hash: 'h1', prefix: 'keel_ab', ratePerMinute: 60, createdAt: T0, revokedAt: null };
+        await store.createApiKey(key);
+        await store.createApiKey({ ...key, id: 'k2', tenant: 'beta', hash: 'h2', ratePerMinute: null });
+        expect(await store.findApiKey('h1')).toEqual(key);
+        expect(await store.findApiKey('nope')).toBeUndefined();
+        expect((await store.listApiKeys('acme')).map((k) => k.id)).toEqual(['k1']);
+        expect((await store.listApiKeys()).map((k) => k.id)).toEqual(['k1', 'k2']);
+        await expect(store.createApiKey({ ...key, id: 'k3' })).rejects.toMatchObject({ code: 'conflict' });
+        expect(await store.revokeApiKey('k1', T0 + 1)).toBe(true);
+        expect(await store.revokeApiKey('k1', T0 + 2)).toBe(true);
+        expect((await store.findApiKey('h1'))!.revokedAt).toBe(T0 + 1);
+        expect(await store.revokeApiKey('ghost', T0)).toBe(false);
+      });
+
+      it('keeps the first idempotency record for a key and prunes old ones', async () => {
+        const first = { tenant: 'acme', key: 'k', fingerprint: 'f1', status: 202, body: '{"a":1}', createdAt: T0 };
+        expect(await store.putIdempotency(first)).toEqual(first);
+        expect(await store.putIdempotency({ ...first, fingerprint: 'f2', body: '{}', createdAt: T0 + 5 })).toEqual(first);
+        expect(await store.getIdempotency('acme', 'k')).toEqual(first);
+        expect(await store.getIdempotency('beta', 'k')).toBeUndefined();
+        await store.putIdempotency({ ...first, key: 'new', createdAt: T0 + 100 });
+        expect(await store.pruneIdempotency(T0 + 50)).toBe(1);
+        expect(await store.getIdempotency('acme', 'k')).toBeUndefined();
+        expect(await store.getIdempotency('acme', 'new')).toBeDefined();
       });
     });
 

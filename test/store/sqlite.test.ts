@@ -126,7 +126,7 @@ describe('sqlite store', () => {
       .prepare<[], { name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
       .all()
       .map((r) => r.name);
-    expect(tables).toEqual(['blobs', 'events', 'run_checkpoints', 'run_inputs', 'runs', 'sessions', 'snapshots']);
+    expect(tables).toEqual(['api_keys', 'blobs', 'events', 'idempotency_keys', 'run_checkpoints', 'run_inputs', 'runs', 'sessions', 'snapshots']);
   });
 
   it('two stores on one file see each other’s appends and keep one chain', async () => {

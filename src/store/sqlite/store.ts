@@ -10,8 +10,10 @@ import {
   SeqConflictError,
   StoreError,
   TERMINAL_STATUSES,
+  type ApiKeyRecord,
   type AppendOptions,
   type Checkpoint,
+  type IdempotencyRecord,
   type NewRun,
   type RunGuard,
   type RunInput,
@@ -45,6 +47,7 @@ export const defaultDbPath = (): string => process.env.KEEL_DB || resolve('.keel
 
 type SessionRow = {
   id: string;
+  tenant: string;
   created_at: number;
   title: string | null;
   metadata: string;
@@ -147,9 +150,22 @@ const RUN_COLUMNS: Record<string, [string, (v: unknown) => unknown]> = {
   turn: ['turn', (v) => v],
 };
 
+type KeyRow = { id: string; tenant: string; name: string | null; hash: string; prefix: string; rate_per_minute: number | null; created_at: number; revoked_at: number | null };
+const toKey = (r: KeyRow): ApiKeyRecord => ({
+  id: r.id,
+  tenant: r.tenant,
+  name: r.name,
+  hash: r.hash,
+  prefix: r.prefix,
+  ratePerMinute: r.rate_per_minute,
+  createdAt: r.created_at,
+  revokedAt: r.revoked_at,
+});
+
 function toSession(r: SessionRow): SessionRecord {
   return {
     id: r.id,
+    tenant: r.tenant,
     createdAt: r.created_at,
     title: r.title,
     metadata: JSON.parse(r.metadata) as JsonObject,
@@ -227,13 +243,24 @@ export class SqliteStore implements Store {
     const db = this.db;
     this.stmt = {
       insertSession: db.prepare(
-        `INSERT INTO sessions (id, created_at, title, metadata, agent, origin_session_id, origin_entry_id)
-         VALUES (@id, @created_at, @title, @metadata, @agent, @origin_session_id, @origin_entry_id)`,
+        `INSERT INTO sessions (id, tenant, created_at, title, metadata, agent, origin_session_id, origin_entry_id)
+         VALUES (@id, @tenant, @created_at, @title, @metadata, @agent, @origin_session_id, @origin_entry_id)`,
       ),
       getSession: db.prepare<[string], SessionRow>('SELECT * FROM sessions WHERE id = ?'),
-      listSessions: db.prepare<[string, number, number], SessionRow>(
-        'SELECT * FROM sessions WHERE id > ? AND (archived_at IS NULL OR ?) ORDER BY id LIMIT ?',
+      listSessions: db.prepare<[string, number, string | null, string | null, number], SessionRow>(
+        'SELECT * FROM sessions WHERE id > ? AND (archived_at IS NULL OR ?) AND (? IS NULL OR tenant = ?) ORDER BY id LIMIT ?',
       ),
+      insertKey: db.prepare(
+        'INSERT INTO api_keys (id, tenant, name, hash, prefix, rate_per_minute, created_at, revoked_at) VALUES (@id, @tenant, @name, @hash, @prefix, @rate_per_minute, @created_at, @revoked_at)',
+      ),
+      findKey: db.prepare<[string], KeyRow>('SELECT * FROM api_keys WHERE hash = ?'),
+      listKeys: db.prepare<[string | null, string | null], KeyRow>('SELECT * FROM api_keys WHERE (? IS NULL OR tenant = ?) ORDER BY created_at, id'),
+      revokeKey: db.prepare('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?'),
+      getIdem: db.prepare<[string, string], { tenant: string; key: string; fingerprint: string; status: number; body: string; created_at: number }>(
+        'SELECT * FROM idempotency_keys WHERE tenant = ? AND key = ?',
+      ),
+      putIdem: db.prepare('INSERT INTO idempotency_keys (tenant, key, fingerprint, status, body, created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING'),
+      pruneIdem: db.prepare('DELETE FROM idempotency_keys WHERE created_at < ?'),
       advance: db.prepare('UPDATE sessions SET last_seq = ?, leaf_id = ? WHERE id = ?'),
       updateSession: db.prepare('UPDATE sessions SET title = ?, metadata = ?, archived_at = ? WHERE id = ?'),
       insertEvent: db.prepare(
@@ -336,6 +363,13 @@ export class SqliteStore implements Store {
       takeInputs: async (sid, kind, runId, limit) => sync.takeInputs(sid, kind, runId, limit),
       listInputs: async (sid, kind, runId, limit) => sync.listInputs(sid, kind, runId, limit),
       removeInput: async (id) => sync.removeInput(id),
+      createApiKey: async (k) => sync.createApiKey(k),
+      findApiKey: async (h) => sync.findApiKey(h),
+      listApiKeys: async (t) => sync.listApiKeys(t),
+      revokeApiKey: async (id, at) => sync.revokeApiKey(id, at),
+      getIdempotency: async (t, k) => sync.getIdempotency(t, k),
+      putIdempotency: async (r) => sync.putIdempotency(r),
+      pruneIdempotency: async (b) => sync.pruneIdempotency(b),
       countInputs: async (sid, kind) => sync.countInputs(sid, kind),
     };
   }
@@ -435,6 +469,7 @@ export class SqliteStore implements Store {
       createSession: (s: NewSession): SessionRecord => {
         this.guard(`session ${s.id} already exists`, () => st.insertSession.run({
           id: s.id,
+          tenant: s.tenant ?? 'default',
           created_at: s.createdAt,
           title: s.title ?? null,
           metadata: JSON.stringify(s.metadata ?? {}),
@@ -449,7 +484,7 @@ export class SqliteStore implements Store {
         return row ? toSession(row) : undefined;
       },
       listSessions: (page: SessionPage): SessionRecord[] =>
-        st.listSessions.all(page.after ?? '', page.includeArchived ? 1 : 0, page.limit).map(toSession),
+        st.listSessions.all(page.after ?? '', page.includeArchived ? 1 : 0, page.tenant ?? null, page.tenant ?? null, page.limit).map(toSession),
       updateSession: (id: string, patch: Parameters<StoreOps['updateSession']>[1]): void => {
         const row = this.sessionRow(id);
         st.updateSession.run(
@@ -617,6 +652,26 @@ export class SqliteStore implements Store {
       },
       removeInput: (id: string): boolean => st.deleteInput.run(id).changes === 1,
       countInputs: (sessionId: string, kind: RunInput['kind']): number => st.countInputs.get(sessionId, kind)!.n,
+      createApiKey: (k: ApiKeyRecord): void => {
+        this.guard(`api key ${k.id} already exists`, () =>
+          st.insertKey.run({ id: k.id, tenant: k.tenant, name: k.name, hash: k.hash, prefix: k.prefix, rate_per_minute: k.ratePerMinute, created_at: k.createdAt, revoked_at: k.revokedAt }),
+        );
+      },
+      findApiKey: (hash: string): ApiKeyRecord | undefined => {
+        const row = st.findKey.get(hash);
+        return row ? toKey(row) : undefined;
+      },
+      listApiKeys: (tenant?: string): ApiKeyRecord[] => st.listKeys.all(tenant ?? null, tenant ?? null).map(toKey),
+      revokeApiKey: (id: string, at: number): boolean => st.revokeKey.run(at, id).changes === 1,
+      getIdempotency: (tenant: string, key: string): IdempotencyRecord | undefined => {
+        const r = st.getIdem.get(tenant, key);
+        return r ? { tenant: r.tenant, key: r.key, fingerprint: r.fingerprint, status: r.status, body: r.body, createdAt: r.created_at } : undefined;
+      },
+      putIdempotency: (r: IdempotencyRecord): IdempotencyRecord => {
+        st.putIdem.run(r.tenant, r.key, r.fingerprint, r.status, r.body, r.createdAt);
+        return this.sync.getIdempotency(r.tenant, r.key)!;
+      },
+      pruneIdempotency: (before: number): number => st.pruneIdem.run(before).changes,
       getSnapshot: (sessionId: string, projection: string, version: number): Snapshot | undefined => {
         const row = st.getSnapshot.get(sessionId, projection, version);
         return row
@@ -680,6 +735,13 @@ export class SqliteStore implements Store {
     return this.serial(() => this.sync.listInputs(sessionId, kind, runId, limit));
   }
   removeInput(id: string) { return this.serial(() => this.sync.removeInput(id)); }
+  createApiKey(k: ApiKeyRecord) { return this.serial(() => this.sync.createApiKey(k)); }
+  findApiKey(hash: string) { return this.serial(() => this.sync.findApiKey(hash)); }
+  listApiKeys(tenant?: string) { return this.serial(() => this.sync.listApiKeys(tenant)); }
+  revokeApiKey(id: string, at: number) { return this.serial(() => this.sync.revokeApiKey(id, at)); }
+  getIdempotency(tenant: string, key: string) { return this.serial(() => this.sync.getIdempotency(tenant, key)); }
+  putIdempotency(r: IdempotencyRecord) { return this.serial(() => this.db.transaction(() => this.sync.putIdempotency(r)).immediate()); }
+  pruneIdempotency(before: number) { return this.serial(() => this.sync.pruneIdempotency(before)); }
 
   async close(): Promise<void> {
     if (this.closed) return;
