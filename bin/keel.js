@@ -1,5 +1,5 @@
 #!/usr/bin/env node
 // The published entry point runs the compiled CLI (npm ci builds dist/ through `prepare`).
-import { main } from '../dist/cli/main.js';
+import { cli } from '../dist/cli/main.js';
 
-process.exitCode = await main(process.argv.slice(2));
+await cli();

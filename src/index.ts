@@ -8,3 +8,4 @@ export * from './core/index.ts';
 export * from './store/index.ts';
 export * from './session/index.ts';
 export * from './runs/index.ts';
+export * from './config/index.ts';

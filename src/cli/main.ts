@@ -1,50 +1,67 @@
 #!/usr/bin/env node
-import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
+import { UsageError, type Io } from './args.ts';
+import { keysCommand, keysHelp } from './commands/keys.ts';
+import { serveCommand, serveHelp } from './commands/serve.ts';
+import { workerCommand, workerHelp } from './commands/worker.ts';
 import { runDemo } from './demo.ts';
+import { version } from './version.ts';
 
-const HELP = `keel - a durable agent runtime
+type Command = { run: (argv: string[], io: Io) => Promise<number>; help: string };
 
-Usage:
-  keel demo        run a short demo turn on the scripted model
-  keel --version   print the version
-  keel --help      show this help
+export const commands: Record<string, Command> = {
+  serve: { run: serveCommand, help: serveHelp },
+  worker: { run: workerCommand, help: workerHelp },
+  keys: { run: keysCommand, help: keysHelp },
+  demo: { run: async (_argv, io) => runDemo(io.out), help: 'keel demo\n  One turn of the step/turn loop in the terminal, on a scripted model.' },
+};
 
-The server (keel serve), the chat client (keel chat) and the session commands
-are not built yet: see docs/architecture.md for the plan.`;
+const HELP = () => `keel ${version} - a durable agent runtime
 
-export async function main(argv: string[]): Promise<number> {
-  let parsed;
+Commands:
+${Object.values(commands)
+  .map((c) => c.help.split('\n')[0])
+  .join('\n')}
+
+keel <command> --help for details. Model keys come from the providers' usual environment variables.`;
+
+export async function main(argv: string[], io: Io): Promise<number> {
+  const [name, ...rest] = argv;
   try {
-    parsed = parseArgs({ args: argv, allowPositionals: true, options: { help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' } } });
+    if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+      io.out.write(`${HELP()}\n`);
+      return 0;
+    }
+    if (name === '--version' || name === '-v') {
+      io.out.write(`${version}\n`);
+      return 0;
+    }
+    const command = commands[name];
+    if (!command) throw new UsageError(`unknown command '${name}'\n\n${HELP()}`);
+    if (rest.includes('--help') || rest.includes('-h')) {
+      io.out.write(`${command.help}\n`);
+      return 0;
+    }
+    return await command.run(rest, io);
   } catch (e) {
-    process.stderr.write(`keel: ${(e as Error).message}\n\n${HELP}\n`);
-    return 2;
-  }
-  if (parsed.values.help) {
-    process.stdout.write(`${HELP}\n`);
-    return 0;
-  }
-  if (parsed.values.version) {
-    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
-    process.stdout.write(`${pkg.version}\n`);
-    return 0;
-  }
-  const [command = 'demo'] = parsed.positionals;
-  switch (command) {
-    case 'demo':
-      return runDemo();
-    case 'serve':
-    case 'chat':
-    case 'worker':
-      process.stderr.write(`keel: '${command}' is not implemented yet in this version\n`);
-      return 2;
-    default:
-      process.stderr.write(`keel: unknown command '${command}'\n\n${HELP}\n`);
-      return 2;
+    io.err.write(`keel: ${(e as Error).message}\n`);
+    return e instanceof UsageError ? 2 : 1;
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  process.exitCode = await main(process.argv.slice(2));
+/** The process entry point: real stdio, and SIGINT/SIGTERM as the stop signal. */
+export async function cli(): Promise<void> {
+  const stop = new AbortController();
+  let interrupts = 0;
+  const onSignal = () => {
+    // A second Ctrl-C does not wait for the graceful shutdown.
+    if (++interrupts > 1) process.exit(130);
+    stop.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  process.exitCode = await main(process.argv.slice(2), { out: process.stdout, err: process.stderr, env: process.env, signal: stop.signal });
+  process.off('SIGINT', onSignal);
+  process.off('SIGTERM', onSignal);
 }
+
+if (import.meta.url === `file://${process.argv[1]}`) await cli();

@@ -73,6 +73,11 @@ export class Runtime {
     return this.options.store;
   }
 
+  /** The agent a message runs with when none is named. */
+  get defaultAgent(): AgentDefinition {
+    return this.options.agents[0]!;
+  }
+
   /** The agent for a name (and version): the latest registered version when none is given. */
   resolveAgent = (name: string, version?: string): AgentDefinition | undefined => {
     const list = this.agents.get(name);
@@ -276,8 +281,13 @@ export class RunsApi {
     return this.book.request(id, { pauseRequested: true });
   }
 
+  /** Resumes a paused run. A waiting run continues by its decision or answer, a running one needs nothing. */
   async resume(id: string): Promise<RunRecord> {
-    const run = await this.book.move(id, 'queued', { reason: 'resumed', patch: { pauseRequested: false } });
+    const current = await this.get(id);
+    // Only from paused: running → queued (and waiting → queued) are legal for other reasons, but
+    // resuming a running run would hand it to a second worker while the first still holds it.
+    if (current.status !== 'paused') throw new IllegalTransitionError(id, current.status, 'queued', `only a paused run can be resumed; it is ${current.status}`);
+    const run = await this.book.move(id, 'queued', { reason: 'resumed', patch: { pauseRequested: false }, guard: { statuses: ['paused'] } });
     this.rt.wake();
     return run;
   }
@@ -302,6 +312,7 @@ export class RunsApi {
     let toolCallId = o.toolCallId;
     if (toolCallId === undefined) {
       const run = await this.get(id);
+      if (isTerminal(run.status)) throw new IllegalTransitionError(id, run.status, 'queued');
       const waiting = run.waiting as unknown as Waiting | null;
       const open = (waiting?.calls ?? []).filter((c) => c.kind === 'input' && !waiting?.decisions[c.toolCallId]);
       if (open.length !== 1) {

@@ -19,6 +19,8 @@ export type NewEvent = {
   };
 }[SessionEventType];
 
+const ALL = Symbol('all sessions');
+
 export type LiveListener = (e: { kind: 'event'; event: SessionEvent } | { kind: 'delta'; delta: DeltaEvent }) => void;
 
 /**
@@ -81,17 +83,30 @@ export class SessionLog {
 
   /** Tells live subscribers about events committed by someone else's transaction. */
   publish(sessionId: string, events: readonly SessionEvent[]): void {
-    if (this.live.listenerCount(sessionId) === 0) return;
-    for (const event of events) this.live.emit(sessionId, { kind: 'event', event });
+    const one = this.live.listenerCount(sessionId) > 0;
+    const all = this.live.listenerCount(ALL) > 0;
+    if (!one && !all) return;
+    for (const event of events) {
+      if (all) this.live.emit(ALL, sessionId, { kind: 'event', event });
+      if (one) this.live.emit(sessionId, { kind: 'event', event });
+    }
   }
 
   publishDelta(sessionId: string, delta: DeltaEvent): void {
+    if (this.live.listenerCount(ALL) > 0) this.live.emit(ALL, sessionId, { kind: 'delta', delta });
     if (this.live.listenerCount(sessionId) > 0) this.live.emit(sessionId, { kind: 'delta', delta });
   }
 
+  /** Live events and deltas of one session, as this process appends them. */
   subscribe(sessionId: string, listener: LiveListener): () => void {
     this.live.on(sessionId, listener);
     return () => this.live.off(sessionId, listener);
+  }
+
+  /** Live events and deltas of every session (all-session listeners are called first). */
+  subscribeAll(listener: (sessionId: string, item: Parameters<LiveListener>[0]) => void): () => void {
+    this.live.on(ALL, listener);
+    return () => this.live.off(ALL, listener);
   }
 
   private envelope(s: StoredEvent): Omit<SessionEvent, 'data' | 'type'> & { type: string } {

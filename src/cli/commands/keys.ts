@@ -1,0 +1,56 @@
+import { createApiKey } from '../../server/auth.ts';
+import { openSqliteStore } from '../../store/index.ts';
+import { args, json, line, UsageError, type Io } from '../args.ts';
+
+export const keysHelp = `keel keys create <tenant> [--name NAME] [--rate N]   create an API key (shown once)
+keel keys list [--tenant T]                          list keys (never their secrets)
+keel keys revoke <key-id>                            revoke a key
+  All take --db PATH and --json.`;
+
+export async function keysCommand(argv: string[], io: Io): Promise<number> {
+  const [sub, ...rest] = argv;
+  const { values, positionals } = args(`keys ${sub ?? ''}`.trim(), rest, {
+    db: { type: 'string' },
+    json: { type: 'boolean' },
+    name: { type: 'string' },
+    rate: { type: 'string' },
+    tenant: { type: 'string' },
+  });
+  const store = openSqliteStore(values.db ? { path: values.db } : {});
+  try {
+    switch (sub) {
+      case 'create': {
+        const tenant = positionals[0];
+        if (!tenant) throw new UsageError('keys create: name the tenant, e.g. keel keys create acme');
+        const rate = values.rate !== undefined ? Number(values.rate) : undefined;
+        if (rate !== undefined && (!Number.isInteger(rate) || rate <= 0)) throw new UsageError('keys create: --rate must be a positive whole number of requests a minute');
+        const { secret, key } = await createApiKey(store, { tenant, ...(values.name ? { name: values.name } : {}), ...(rate ? { ratePerMinute: rate } : {}) });
+        if (values.json) json(io, { id: key.id, tenant: key.tenant, name: key.name, secret });
+        else {
+          line(io, `created key ${key.id} for tenant ${key.tenant}`);
+          line(io, `secret (shown once, store it now): ${secret}`);
+        }
+        return 0;
+      }
+      case 'list': {
+        const keys = await store.listApiKeys(values.tenant);
+        if (values.json) json(io, keys.map(({ hash: _h, ...k }) => k));
+        else if (keys.length === 0) line(io, 'no API keys: the server serves loopback clients without authentication');
+        else for (const k of keys) line(io, `${k.id}  ${k.tenant.padEnd(16)} ${k.prefix}…  ${k.name ?? ''}${k.revokedAt ? `  revoked ${new Date(k.revokedAt).toISOString()}` : ''}`);
+        return 0;
+      }
+      case 'revoke': {
+        const id = positionals[0];
+        if (!id) throw new UsageError('keys revoke: give the key id (see keel keys list)');
+        if (!(await store.revokeApiKey(id, Date.now()))) throw new Error(`no API key ${id}`);
+        if (values.json) json(io, { id, revoked: true });
+        else line(io, `revoked ${id}`);
+        return 0;
+      }
+      default:
+        throw new UsageError(`keys: expected create, list or revoke\n${keysHelp}`);
+    }
+  } finally {
+    await store.close();
+  }
+}

@@ -1,0 +1,45 @@
+import { loadConfig } from '../../config/index.ts';
+import { startServer } from '../../server/serve.ts';
+import { openSqliteStore } from '../../store/index.ts';
+import { args, line, type Io } from '../args.ts';
+import { version } from '../version.ts';
+
+export const serveHelp = `keel serve [--port 8787] [--host 127.0.0.1] [--db PATH] [--config FILE] [--workers N] [--insecure]
+  The HTTP API and a worker in one process, on embedded SQLite (./.keel/keel.db, or $KEEL_DB).
+  --workers 0 serves the API only (run "keel worker" elsewhere).`;
+
+export async function serveCommand(argv: string[], io: Io): Promise<number> {
+  const { values } = args('serve', argv, {
+    port: { type: 'string' },
+    host: { type: 'string' },
+    db: { type: 'string' },
+    config: { type: 'string' },
+    workers: { type: 'string' },
+    insecure: { type: 'boolean' },
+  });
+  const port = values.port !== undefined ? Number(values.port) : Number(io.env.PORT ?? 8787);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be 0-65535, not ${values.port}`);
+  const workers = values.workers !== undefined ? Number(values.workers) : 8;
+  if (!Number.isInteger(workers) || workers < 0) throw new Error(`--workers must be a whole number >= 0, not ${values.workers}`);
+  const config = await loadConfig(values.config);
+  const store = openSqliteStore(values.db ? { path: values.db } : {});
+  const server = await startServer({ store, config, port, host: values.host ?? '127.0.0.1', workers, insecure: values.insecure ?? false, version });
+  line(io, `keel ${version} listening on ${server.url}  (database ${store.path}, ${workers > 0 ? `worker concurrency ${workers}` : 'no worker'}, auth ${server.auth === 'required' ? 'by API key' : 'off (loopback)'})`);
+  if (config.demo) {
+    line(io, '');
+    line(io, 'DEMO MODE: no keel.config.{ts,mjs,js,json} here, so this serves the built-in demo agent on a scripted model');
+    line(io, '(no API keys, no network). It shows a tool call, an approval and an ask_user question. Try:');
+    line(io, `  curl -s -XPOST ${server.url}/v1/sessions -H 'content-type: application/json' -d '{}'`);
+    line(io, `  npx keel chat --url ${server.url}`);
+    line(io, 'To use a real model, create keel.config.json, e.g.');
+    line(io, '  {"agents":[{"name":"assistant","model":"openai:gpt-4.1-mini","system":"You are helpful.","tools":["ask_user"]}]}');
+    line(io, 'and set OPENAI_API_KEY (or anthropic:/google:/openai-compatible:<baseURL>#<model> with their keys).');
+  } else {
+    line(io, `agents from ${config.source}: ${config.agents.map((a) => `${a.name}@${a.version} (${a.model.provider}:${a.model.modelId})`).join(', ')}`);
+  }
+  await new Promise<void>((resolve) => io.signal.addEventListener('abort', () => resolve(), { once: true }));
+  line(io, 'shutting down: handing runs back to the queue…');
+  await server.close({ graceMs: 10_000 });
+  await store.close();
+  return 0;
+}

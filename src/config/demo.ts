@@ -1,0 +1,82 @@
+import type { LanguageModelV4CallOptions } from '@ai-sdk/provider';
+import { z } from 'zod';
+import { askUser, defineAgent, newId, tool, type AgentDefinition } from '../core/index.ts';
+import { ScriptedModel, type ScriptedResponse } from '../model/index.ts';
+
+const WEATHER: Record<string, number> = { paris: 18, tokyo: 24, berlin: 15, london: 14, 'new york': 21 };
+
+function lastUserText(call: LanguageModelV4CallOptions): string {
+  for (let i = call.prompt.length - 1; i >= 0; i--) {
+    const m = call.prompt[i]!;
+    if (m.role === 'user') return m.content.map((p) => (p.type === 'text' ? p.text : '')).join('');
+  }
+  return '';
+}
+
+/**
+ * What the demo model says next, decided from the conversation so far: look up the weather,
+ * send a report (which needs approval), ask the user a question, then answer.
+ */
+function nextResponse(call: LanguageModelV4CallOptions): ScriptedResponse {
+  const sinceUser = call.prompt.slice(call.prompt.findLastIndex((m) => m.role === 'user' && m.content.some((p) => p.type === 'text' && !p.text.startsWith('<summary'))) + 1);
+  const results = sinceUser.flatMap((m) => (m.role === 'tool' ? m.content.filter((p) => p.type === 'tool-result') : []));
+  const has = (name: string) => results.find((r) => r.toolName === name);
+  const text = lastUserText(call);
+  const city = Object.keys(WEATHER).find((c) => text.toLowerCase().includes(c)) ?? 'paris';
+  const pace = { chunkDelayMs: 30, usage: { input: 200 + call.prompt.length * 40, output: 40 } };
+  if (!has('get_weather')) {
+    return { ...pace, reasoning: `The user asked about ${city}. I will look it up.`, text: `Let me check the weather in ${city[0]!.toUpperCase()}${city.slice(1)}.`, toolCalls: [{ id: `call_${newId()}`, name: 'get_weather', input: { city } }] };
+  }
+  if (!has('send_report')) {
+    return { ...pace, text: 'I will send a short report to the team; that needs your approval.', toolCalls: [{ id: `call_${newId()}`, name: 'send_report', input: { to: 'team@example.com', body: `Weather in ${city}: see the log.` } }] };
+  }
+  if (!has('ask_user')) {
+    return {
+      ...pace,
+      text: 'One question before I finish.',
+      toolCalls: [{ id: `call_${newId()}`, name: 'ask_user', input: { questions: [{ id: 'units', question: 'Celsius or Fahrenheit?', choices: ['celsius', 'fahrenheit'] }] } }],
+    };
+  }
+  const weather = has('get_weather')!;
+  const answer = JSON.stringify(has('ask_user')!.output);
+  const report = has('send_report')!;
+  const sent = report.output.type !== 'execution-denied' && report.output.type !== 'error-text';
+  const celsius = weather.output.type === 'json' ? (weather.output.value as { celsius: number }).celsius : undefined;
+  const temp = celsius === undefined ? 'unknown' : /fahrenheit/.test(answer) ? `${Math.round((celsius * 9) / 5 + 32)}°F` : `${celsius}°C`;
+  return { ...pace, text: `It is ${temp} in ${city}. The report was ${sent ? 'sent' : 'not sent'}. Anything else?` };
+}
+
+/**
+ * The agent `npm start` serves when there is no configuration: a scripted model (no keys, no
+ * network) that shows a tool call, an approval and an ask_user question.
+ */
+export function demoAgent(): AgentDefinition {
+  return defineAgent({
+    name: 'demo',
+    version: '1',
+    model: new ScriptedModel([(call) => nextResponse(call)], { modelId: 'demo-script', loop: true }),
+    system: 'You are the Keel demo agent. You check the weather, send reports when approved, and ask when unsure.',
+    tools: [
+      tool({
+        name: 'get_weather',
+        description: 'Current temperature of a city in °C',
+        input: z.object({ city: z.string() }),
+        idempotent: true,
+        execute: async ({ city }) => {
+          await new Promise((r) => setTimeout(r, 200));
+          const celsius = WEATHER[city.toLowerCase()];
+          if (celsius === undefined) throw new Error(`no weather station in ${city}`);
+          return { city, celsius };
+        },
+      }),
+      tool({
+        name: 'send_report',
+        description: 'Sends a report by email (asks for approval first)',
+        input: z.object({ to: z.string(), body: z.string() }),
+        approval: 'always',
+        execute: async ({ to }) => ({ sent: true, to }),
+      }),
+      askUser(),
+    ],
+  });
+}

@@ -1,0 +1,3 @@
+export * from './models.ts';
+export * from './load.ts';
+export * from './demo.ts';

@@ -1,0 +1,149 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { LanguageModelV4 } from '@ai-sdk/provider';
+import { z } from 'zod';
+import { askUser, defineAgent, type AgentDefinition, type Tool } from '../core/index.ts';
+import type { CompactionSettings } from '../session/index.ts';
+import { demoAgent } from './demo.ts';
+import { modelFromId } from './models.ts';
+
+/** One agent in a configuration file. In JS/TS configs, `model` may be an AI SDK model and `tools` real tools. */
+export interface AgentConfig {
+  name: string;
+  version?: string;
+  model: string | LanguageModelV4;
+  system?: string;
+  /** Tools, or built-in tool names ("ask_user"). */
+  tools?: ReadonlyArray<Tool | 'ask_user'>;
+  limits?: { maxSteps?: number; maxTokens?: number; maxCostUsd?: number };
+  settings?: { maxOutputTokens?: number; temperature?: number; topP?: number; topK?: number; seed?: number };
+  /** Overrides a tool's approval policy by tool name. */
+  approvals?: Record<string, 'always' | 'never'>;
+  compaction?: { contextWindow: number; reserveTokens?: number; keepRecentTokens?: number; model?: string | LanguageModelV4 };
+  pricing?: { inputPerMTok: number; outputPerMTok: number; cachedInputPerMTok?: number };
+  toolConcurrency?: number;
+}
+
+export interface KeelConfig {
+  agents: AgentConfig[];
+}
+
+/** Typed helper for keel.config.ts. */
+export const defineConfig = (c: KeelConfig): KeelConfig => c;
+
+export interface LoadedConfig {
+  /** The file it came from; null for the built-in demo. */
+  source: string | null;
+  agents: AgentDefinition[];
+  compaction: Record<string, CompactionSettings>;
+  demo: boolean;
+}
+
+export class ConfigError extends Error {
+  constructor(source: string, why: string) {
+    super(`${source}: ${why}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export const CONFIG_FILES = ['keel.config.ts', 'keel.config.mjs', 'keel.config.js', 'keel.config.json'];
+
+const isModel = (v: unknown): v is LanguageModelV4 => typeof v === 'object' && v !== null && (v as { specificationVersion?: unknown }).specificationVersion === 'v4';
+const isTool = (v: unknown): v is Tool => typeof v === 'object' && v !== null && typeof (v as Tool).execute === 'function' && typeof (v as Tool).name === 'string';
+
+const agentSchema = z.strictObject({
+  name: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, dots, dashes, underscores'),
+  version: z.string().min(1).optional(),
+  model: z.union([z.string().min(3), z.custom<LanguageModelV4>(isModel, 'an AI SDK language model (v4)')]),
+  system: z.string().optional(),
+  tools: z.array(z.union([z.literal('ask_user'), z.custom<Tool>(isTool, 'a tool made with tool()')])).optional(),
+  limits: z.strictObject({ maxSteps: z.number().int().positive().optional(), maxTokens: z.number().int().positive().optional(), maxCostUsd: z.number().positive().optional() }).optional(),
+  settings: z
+    .strictObject({ maxOutputTokens: z.number().int().positive().optional(), temperature: z.number().optional(), topP: z.number().optional(), topK: z.number().optional(), seed: z.number().int().optional() })
+    .optional(),
+  approvals: z.record(z.string(), z.enum(['always', 'never'])).optional(),
+  compaction: z
+    .strictObject({
+      contextWindow: z.number().int().positive(),
+      reserveTokens: z.number().int().nonnegative().optional(),
+      keepRecentTokens: z.number().int().positive().optional(),
+      model: z.union([z.string(), z.custom<LanguageModelV4>(isModel)]).optional(),
+    })
+    .optional(),
+  pricing: z.strictObject({ inputPerMTok: z.number().nonnegative(), outputPerMTok: z.number().nonnegative(), cachedInputPerMTok: z.number().nonnegative().optional() }).optional(),
+  toolConcurrency: z.number().int().positive().optional(),
+});
+const configSchema = z.strictObject({ agents: z.array(agentSchema).min(1) });
+
+function withApproval(t: Tool, approval: 'always' | 'never'): Tool {
+  return { ...t, approval };
+}
+
+/** Builds agent definitions from a parsed configuration. */
+export function agentsFromConfig(config: KeelConfig, source: string, baseDir: string): { agents: AgentDefinition[]; compaction: Record<string, CompactionSettings> } {
+  const parsed = configSchema.safeParse(config);
+  if (!parsed.success) throw new ConfigError(source, z.prettifyError(parsed.error));
+  const compaction: Record<string, CompactionSettings> = {};
+  const model = (m: string | LanguageModelV4) => (typeof m === 'string' ? modelFromId(m, { baseDir }) : m);
+  const agents = parsed.data.agents.map((a) => {
+    try {
+      const tools = (a.tools ?? []).map((t) => (t === 'ask_user' ? askUser() : t));
+      for (const name of Object.keys(a.approvals ?? {})) {
+        if (!tools.some((t) => t.name === name)) throw new Error(`approvals: agent ${a.name} has no tool ${name}`);
+      }
+      if (a.compaction) {
+        compaction[a.name] = {
+          contextWindow: a.compaction.contextWindow,
+          ...(a.compaction.reserveTokens !== undefined ? { reserveTokens: a.compaction.reserveTokens } : {}),
+          ...(a.compaction.keepRecentTokens !== undefined ? { keepRecentTokens: a.compaction.keepRecentTokens } : {}),
+          ...(a.compaction.model !== undefined ? { model: model(a.compaction.model) } : {}),
+          ...(a.pricing ? { pricing: a.pricing } : {}),
+        };
+      }
+      return defineAgent({
+        name: a.name,
+        ...(a.version !== undefined ? { version: a.version } : {}),
+        model: model(a.model),
+        ...(a.system !== undefined ? { system: a.system } : {}),
+        tools: tools.map((t) => (a.approvals?.[t.name] ? withApproval(t, a.approvals[t.name]!) : t)),
+        ...(a.limits ? { limits: a.limits } : {}),
+        ...(a.settings ? { settings: a.settings } : {}),
+        ...(a.pricing ? { pricing: a.pricing } : {}),
+        ...(a.toolConcurrency !== undefined ? { toolConcurrency: a.toolConcurrency } : {}),
+      });
+    } catch (e) {
+      throw new ConfigError(source, `agent ${a.name}: ${(e as Error).message}`);
+    }
+  });
+  const names = new Set<string>();
+  for (const a of agents) {
+    const key = `${a.name}@${a.version}`;
+    if (names.has(key)) throw new ConfigError(source, `agent ${key} is defined twice`);
+    names.add(key);
+  }
+  return { agents, compaction };
+}
+
+/**
+ * Loads `path` (or the first keel.config.{ts,mjs,js,json} in `cwd`). With none, the built-in
+ * demo agent runs on a scripted model.
+ */
+export async function loadConfig(path?: string, cwd = process.cwd()): Promise<LoadedConfig> {
+  const file = path ? resolve(cwd, path) : CONFIG_FILES.map((f) => resolve(cwd, f)).find((f) => existsSync(f));
+  if (!file) return { source: null, agents: [demoAgent()], compaction: {}, demo: true };
+  if (!existsSync(file)) throw new ConfigError(file, 'no such file');
+  let raw: unknown;
+  try {
+    if (file.endsWith('.json')) raw = JSON.parse(readFileSync(file, 'utf8'));
+    else {
+      const mod = (await import(pathToFileURL(file).href)) as { default?: unknown };
+      raw = mod.default;
+    }
+  } catch (e) {
+    throw new ConfigError(file, `cannot load it: ${(e as Error).message}`);
+  }
+  if (raw === undefined) throw new ConfigError(file, 'it has no default export');
+  const { agents, compaction } = agentsFromConfig(raw as KeelConfig, file, dirname(file));
+  return { source: file, agents, compaction, demo: false };
+}

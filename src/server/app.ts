@@ -1,0 +1,157 @@
+import { createHash } from 'node:crypto';
+import { OpenAPIHono } from '@hono/zod-openapi';
+import type { MiddlewareHandler } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import type { Runtime } from '../runs/index.ts';
+import type { Store } from '../store/index.ts';
+import { authMiddleware, rateLimitMiddleware, type AuthEnv } from './auth.ts';
+import { Metrics } from './metrics.ts';
+import { HttpProblem, problemResponse, toProblem } from './problems.ts';
+import { chatRoutes } from './routes/chat.ts';
+import { opsRoutes } from './routes/ops.ts';
+import { runRoutes } from './routes/runs.ts';
+import { sessionRoutes } from './routes/sessions.ts';
+import { streamRoutes } from './routes/streams.ts';
+import { DeltaHub } from './sse.ts';
+
+export interface ServerOptions {
+  runtime: Runtime;
+  /** `required`: every request needs an API key; `off`: one `default` tenant (loopback only). */
+  auth: 'required' | 'off';
+  version: string;
+  bodyLimitBytes?: number;
+  importLimitBytes?: number;
+  heartbeatMs?: number;
+  sseQueueLimit?: number;
+  /** Requests a minute per API key, unless the key sets its own (0: no limit). */
+  rateLimitPerMinute?: number;
+  /** How long a cancel waits for the worker that holds the run before cancelling it here. */
+  cancelGraceMs?: number;
+}
+
+export type AppEnv = AuthEnv;
+
+export interface AppContext {
+  rt: Runtime;
+  store: Store;
+  hub: DeltaHub;
+  metrics: Metrics;
+  options: Required<Omit<ServerOptions, 'runtime'>> & Pick<ServerOptions, 'runtime'>;
+}
+
+/** Replays the first response to a POST with the same Idempotency-Key and body; refuses another body. */
+function idempotency(store: Store): MiddlewareHandler<AppEnv> {
+  const inFlight = new Set<string>();
+  return async (c, next) => {
+    const key = c.req.header('idempotency-key');
+    if (c.req.method !== 'POST' || key === undefined) return next();
+    if (key.length === 0 || key.length > 255) throw new HttpProblem('validation', 'Idempotency-Key must be 1-255 characters');
+    const tenant = c.get('tenant');
+    const body = await c.req.text();
+    const fingerprint = createHash('sha256').update(`${c.req.method} ${new URL(c.req.url).pathname}\n${body}`).digest('hex');
+    const seen = await store.getIdempotency(tenant, key);
+    if (seen) {
+      if (seen.fingerprint !== fingerprint) {
+        throw new HttpProblem('idempotency_mismatch', `Idempotency-Key ${JSON.stringify(key)} was first used for a different request`);
+      }
+      const type = seen.status >= 400 ? 'application/problem+json' : 'application/json';
+      return c.body(seen.body, seen.status as ContentfulStatusCode, { 'content-type': type, 'idempotent-replayed': 'true' });
+    }
+    const slot = `${tenant}\u0000${key}`;
+    if (inFlight.has(slot)) throw new HttpProblem('idempotency_in_progress', `a request with Idempotency-Key ${JSON.stringify(key)} is still being processed`);
+    inFlight.add(slot);
+    try {
+      await next();
+      const type = c.res.headers.get('content-type') ?? '';
+      // Only definite JSON answers are remembered: a server error may succeed when retried.
+      if (c.res.status < 500 && /json/.test(type)) {
+        await store.putIdempotency({ tenant, key, fingerprint, status: c.res.status, body: await c.res.clone().text(), createdAt: Date.now() });
+      }
+    } finally {
+      inFlight.delete(slot);
+    }
+  };
+}
+
+export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; ctx: AppContext; close(): void } {
+  const rt = options.runtime;
+  const ctx: AppContext = {
+    rt,
+    store: rt.store,
+    hub: new DeltaHub(rt.sessions.log),
+    metrics: new Metrics(),
+    options: {
+      bodyLimitBytes: 1 << 20,
+      importLimitBytes: 64 << 20,
+      heartbeatMs: 15_000,
+      sseQueueLimit: 5000,
+      rateLimitPerMinute: 0,
+      cancelGraceMs: 5000,
+      ...options,
+    },
+  };
+  const app = new OpenAPIHono<AppEnv>({
+    // Validation failures of params, query and body become problem+json with the field errors.
+    defaultHook: (result, c) => {
+      if (!result.success) {
+        const issues = result.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
+        return problemResponse(c, 'validation', issues.map((i) => `${i.path || '(body)'}: ${i.message}`).join('; '), { errors: issues });
+      }
+      return undefined;
+    },
+  });
+
+  app.onError((err, c) => {
+    const p = toProblem(err);
+    if (p.type === 'internal') process.emitWarning(`keel server: ${c.req.method} ${c.req.path}: ${err.stack ?? err.message}`);
+    if (p.type === 'rate_limited') c.header('retry-after', String(p.extensions.retry_after ?? 1));
+    return problemResponse(c, p.type, p.detail, p.extensions);
+  });
+  app.notFound((c) => problemResponse(c, 'not_found', `no route for ${c.req.method} ${c.req.path}`));
+
+  app.use('*', async (c, next) => {
+    const t0 = performance.now();
+    await next();
+    ctx.metrics.request(c.req.method, c.req.routePath, c.res.status, performance.now() - t0);
+  });
+  opsRoutes(app, ctx);
+
+  app.use('/v1/*', authMiddleware(ctx.store, options.auth));
+  app.use('/v1/*', rateLimitMiddleware(ctx.options.rateLimitPerMinute));
+  app.use('/v1/*', async (c, next) => {
+    if (c.req.method === 'POST') {
+      const type = c.req.header('content-type') ?? '';
+      const isImport = c.req.path === '/v1/sessions/import';
+      const length = Number(c.req.header('content-length') ?? '0');
+      if (length > 0 && !isImport && !/^application\/json\b/i.test(type)) throw new HttpProblem('unsupported_media_type', `send JSON with content-type application/json, not ${type || 'nothing'}`);
+    }
+    return next();
+  });
+  app.use('/v1/*', async (c, next) => {
+    const limit = c.req.path === '/v1/sessions/import' ? ctx.options.importLimitBytes : ctx.options.bodyLimitBytes;
+    return bodyLimit({
+      maxSize: limit,
+      onError: (c2) => problemResponse(c2, 'payload_too_large', `the body is larger than ${limit} bytes`, { limit_bytes: limit }),
+    })(c, next);
+  });
+  app.use('/v1/*', idempotency(ctx.store));
+
+  sessionRoutes(app, ctx);
+  runRoutes(app, ctx);
+  streamRoutes(app, ctx);
+  chatRoutes(app, ctx);
+
+  app.doc31('/openapi.json', {
+    openapi: '3.1.0',
+    info: {
+      title: 'Keel API',
+      version: options.version,
+      description: 'Durable agent runtime: sessions, runs, resumable streams. Errors are RFC 9457 problem+json with a stable `type`.',
+    },
+    security: options.auth === 'required' ? [{ bearer: [] }] : [],
+  });
+  app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer', description: 'An API key from `keel keys create`' });
+
+  return { app, ctx, close: () => ctx.hub.close() };
+}

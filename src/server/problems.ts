@@ -1,0 +1,94 @@
+import type { Context } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { ImportError, InvalidEntryError, InvalidEventError, UnknownEventError } from '../session/index.ts';
+import { IllegalTransitionError } from '../runs/index.ts';
+import { FencedError, NotFoundError, RunBusyError, RunConflictError, SeqConflictError, StoreError } from '../store/index.ts';
+
+/**
+ * RFC 9457 problem details. Every error the API returns has a stable `type` URI, one per kind of
+ * problem, so clients can branch on it; `title` is constant per type, `detail` says what happened.
+ */
+export const PROBLEM_BASE = 'https://keel.dev/problems/';
+
+export const PROBLEMS = {
+  validation: { status: 400, title: 'The request is not valid' },
+  bad_json: { status: 400, title: 'The body is not valid JSON' },
+  unauthorized: { status: 401, title: 'A valid API key is required' },
+  forbidden: { status: 403, title: 'This API key may not do that' },
+  not_found: { status: 404, title: 'No such resource' },
+  method_not_allowed: { status: 405, title: 'Method not allowed' },
+  run_busy: { status: 409, title: 'The session already has an active run' },
+  illegal_transition: { status: 409, title: 'The run cannot do that in its current state' },
+  conflict: { status: 409, title: 'The resource changed or already exists' },
+  already_decided: { status: 409, title: 'This was already decided' },
+  idempotency_mismatch: { status: 422, title: 'The idempotency key was used with a different request' },
+  idempotency_in_progress: { status: 409, title: 'A request with this idempotency key is still in progress' },
+  invalid_import: { status: 422, title: 'The import was refused' },
+  unknown_agent: { status: 422, title: 'No such agent' },
+  payload_too_large: { status: 413, title: 'The request body is too large' },
+  unsupported_media_type: { status: 415, title: 'The body must be application/json' },
+  rate_limited: { status: 429, title: 'Too many requests' },
+  unreadable_session: { status: 500, title: 'The session log cannot be read by this version' },
+  timeout: { status: 504, title: 'Timed out' },
+  internal: { status: 500, title: 'Internal error' },
+} as const satisfies Record<string, { status: number; title: string }>;
+
+export type ProblemType = keyof typeof PROBLEMS;
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  instance?: string;
+  [extension: string]: unknown;
+}
+
+export class HttpProblem extends Error {
+  readonly problem: ProblemType;
+  readonly extensions: Record<string, unknown>;
+  constructor(problem: ProblemType, detail: string, extensions: Record<string, unknown> = {}) {
+    super(detail);
+    this.name = 'HttpProblem';
+    this.problem = problem;
+    this.extensions = extensions;
+  }
+}
+
+export function problemBody(type: ProblemType, detail: string, extensions: Record<string, unknown> = {}, instance?: string): Problem {
+  const p = PROBLEMS[type];
+  return { type: `${PROBLEM_BASE}${type}`, title: p.title, status: p.status, detail, ...(instance ? { instance } : {}), ...extensions };
+}
+
+export function problemResponse(c: Context, type: ProblemType, detail: string, extensions: Record<string, unknown> = {}): Response {
+  const body = problemBody(type, detail, extensions, new URL(c.req.url).pathname);
+  return c.body(JSON.stringify(body), body.status as ContentfulStatusCode, { 'content-type': 'application/problem+json' });
+}
+
+/** Maps anything thrown by the layers below to a problem; unknown errors are internal (and logged). */
+export function toProblem(e: unknown): { type: ProblemType; detail: string; extensions: Record<string, unknown> } {
+  if (e instanceof HttpProblem) return { type: e.problem, detail: e.message, extensions: e.extensions };
+  if (e instanceof RunBusyError) return { type: 'run_busy', detail: e.message, extensions: { active_run_id: e.activeRunId } };
+  if (e instanceof IllegalTransitionError) return { type: 'illegal_transition', detail: e.message, extensions: { run_id: e.runId, from: e.from, to: e.to } };
+  if (e instanceof ImportError) return { type: 'invalid_import', detail: e.message, extensions: { problems: e.problems } };
+  if (e instanceof InvalidEntryError) return { type: 'validation', detail: e.message, extensions: {} };
+  if (e instanceof InvalidEventError) return { type: 'validation', detail: e.message, extensions: {} };
+  if (e instanceof UnknownEventError) return { type: 'unreadable_session', detail: e.message, extensions: {} };
+  if (e instanceof NotFoundError) return { type: 'not_found', detail: e.message, extensions: {} };
+  if (e instanceof RunConflictError || e instanceof SeqConflictError || e instanceof FencedError) return { type: 'conflict', detail: e.message, extensions: {} };
+  if (e instanceof StoreError) {
+    const map: Record<string, ProblemType> = {
+      not_found: 'not_found',
+      conflict: 'conflict',
+      already_decided: 'already_decided',
+      unknown_agent: 'unknown_agent',
+      ambiguous: 'validation',
+      invalid_entry: 'validation',
+      invalid_parent: 'validation',
+      timeout: 'timeout',
+    };
+    const type = map[e.code];
+    if (type) return { type, detail: e.message, extensions: {} };
+  }
+  return { type: 'internal', detail: 'an internal error occurred', extensions: {} };
+}

@@ -1,0 +1,270 @@
+import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
+import type { Context } from 'hono';
+import { stream } from 'hono/streaming';
+import { NotFoundError, type SessionRecord } from '../../store/index.ts';
+import type { AppContext, AppEnv } from '../app.ts';
+import { HttpProblem } from '../problems.ts';
+import {
+  CompactBody,
+  CreateSessionBody,
+  Cursor,
+  EventSchema,
+  ForkBody,
+  JsonObjectSchema,
+  LeafBody,
+  ProblemSchema,
+  RunSchema,
+  SendMessageBody,
+  SessionSchema,
+  eventJson,
+  runJson,
+  sessionJson,
+  toUserInput,
+} from '../schemas.ts';
+
+const problems = {
+  400: { description: 'Invalid request', content: { 'application/problem+json': { schema: ProblemSchema } } },
+  401: { description: 'Missing or invalid API key', content: { 'application/problem+json': { schema: ProblemSchema } } },
+  404: { description: 'No such session (or not yours)', content: { 'application/problem+json': { schema: ProblemSchema } } },
+} as const;
+const json = <T extends z.ZodType>(schema: T, description: string) => ({ description, content: { 'application/json': { schema } } });
+const body = <T extends z.ZodType>(schema: T) => ({ body: { content: { 'application/json': { schema } }, required: true } });
+const IdParam = z.object({ id: z.string().min(1).openapi({ param: { name: 'id', in: 'path' } }) });
+
+/** The session, if it exists and belongs to the caller's tenant: another tenant's ids answer 404. */
+export async function sessionFor(ctx: AppContext, c: Context<AppEnv>, id: string): Promise<SessionRecord> {
+  const s = await ctx.store.getSession(id);
+  if (!s || s.tenant !== c.get('tenant')) throw new NotFoundError('session', id);
+  return s;
+}
+
+export async function runJsonFor(ctx: AppContext, run: Parameters<typeof runJson>[0]) {
+  const children = await ctx.store.listRuns({ parentRunId: run.id, limit: 1000 });
+  return runJson(run, children.map((r) => r.id));
+}
+
+export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
+  const { rt } = ctx;
+
+  app.openapi(
+    createRoute({ method: 'post', path: '/v1/sessions', tags: ['sessions'], summary: 'Create a session', request: body(CreateSessionBody), responses: { 201: json(SessionSchema, 'The new session'), ...problems } }),
+    async (c) => {
+      const b = c.req.valid('json');
+      if (b.agent !== undefined && !rt.resolveAgent(b.agent.split('@')[0]!, b.agent.split('@')[1])) throw new HttpProblem('unknown_agent', `no agent ${b.agent} is registered`);
+      const s = await rt.sessions.create({ tenant: c.get('tenant'), title: b.title ?? null, metadata: b.metadata ?? {}, agent: b.agent ?? null });
+      return c.json(sessionJson(s), 201);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/sessions',
+      tags: ['sessions'],
+      summary: 'List sessions (cursor pagination)',
+      request: { query: Cursor.extend({ include_archived: z.enum(['true', 'false']).optional() }) },
+      responses: { 200: json(z.object({ data: z.array(SessionSchema), next_cursor: z.string().nullable() }), 'A page of sessions'), ...problems },
+    }),
+    async (c) => {
+      const q = c.req.valid('query');
+      const page = await ctx.store.listSessions({ tenant: c.get('tenant'), limit: q.limit + 1, ...(q.after ? { after: q.after } : {}), includeArchived: q.include_archived === 'true' });
+      const data = page.slice(0, q.limit);
+      return c.json({ data: data.map(sessionJson), next_cursor: page.length > q.limit ? data.at(-1)!.id : null }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({ method: 'get', path: '/v1/sessions/{id}', tags: ['sessions'], summary: 'Get a session', request: { params: IdParam }, responses: { 200: json(SessionSchema, 'The session'), ...problems } }),
+    async (c) => c.json(sessionJson(await sessionFor(ctx, c, c.req.valid('param').id)), 200),
+  );
+
+  app.openapi(
+    createRoute({ method: 'delete', path: '/v1/sessions/{id}', tags: ['sessions'], summary: 'Archive a session (its log stays readable)', request: { params: IdParam }, responses: { 200: json(SessionSchema, 'The archived session'), ...problems } }),
+    async (c) => {
+      const s = await sessionFor(ctx, c, c.req.valid('param').id);
+      return c.json(sessionJson(s.archivedAt !== null ? s : await rt.sessions.archive(s.id)), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/sessions/{id}/messages',
+      tags: ['sessions'],
+      summary: 'Send a user message: creates a run, or follows if_busy when one is active',
+      request: { params: IdParam, ...body(SendMessageBody) },
+      responses: {
+        202: json(z.object({ outcome: z.enum(['created', 'enqueued', 'steered']), message: z.object({ id: z.string() }), run: RunSchema }), 'Accepted'),
+        409: { description: 'The session has an active run (if_busy: reject)', content: { 'application/problem+json': { schema: ProblemSchema } } },
+        ...problems,
+      },
+    }),
+    async (c) => {
+      const s = await sessionFor(ctx, c, c.req.valid('param').id);
+      const b = c.req.valid('json');
+      const agent = b.agent ?? s.agent ?? undefined;
+      const r = await rt.sessions.send(s.id, toUserInput(b.content), {
+        ifBusy: b.if_busy,
+        ...(agent ? { agent } : {}),
+        ...(b.timeout_ms !== undefined ? { timeoutMs: b.timeout_ms } : {}),
+        ...(b.wait_timeout_ms !== undefined ? { waitTimeoutMs: b.wait_timeout_ms } : {}),
+      });
+      return c.json({ outcome: r.outcome, message: { id: r.message.id }, run: await runJsonFor(ctx, r.run) }, 202);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/sessions/{id}/events',
+      tags: ['views'],
+      summary: 'Events after a seq, in order',
+      request: { params: IdParam, query: z.object({ after: z.coerce.number().int().min(0).default(0), limit: z.coerce.number().int().min(1).max(1000).default(100) }) },
+      responses: { 200: json(z.object({ data: z.array(EventSchema), next_after: z.number().int().nullable() }), 'A page of events'), ...problems },
+    }),
+    async (c) => {
+      const s = await sessionFor(ctx, c, c.req.valid('param').id);
+      const q = c.req.valid('query');
+      const events = await rt.sessions.events(s.id, { after: q.after, limit: q.limit });
+      return c.json({ data: events.map(eventJson), next_after: events.length === q.limit ? events.at(-1)!.seq : null }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({ method: 'get', path: '/v1/sessions/{id}/transcript', tags: ['views'], summary: 'The transcript for people', request: { params: IdParam }, responses: { 200: json(z.object({ items: z.array(JsonObjectSchema) }), 'Transcript'), ...problems } }),
+    async (c) => {
+      const s = await sessionFor(ctx, c, c.req.valid('param').id);
+      return c.json({ items: (await rt.sessions.transcript(s.id)) as unknown as Record<string, unknown>[] }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/sessions/{id}/context',
+      tags: ['views'],
+      summary: 'The model context of the next request',
+      request: { params: IdParam, query: z.object({ budget_tokens: z.coerce.number().int().positive().optional() }) },
+      responses: { 200: json(JsonObjectSchema, 'Context'), ...problems },
+    }),
+    async (c) => {
+      const s = await sessionFor(ctx, c, c.req.valid('param').id);
+      const q = c.req.valid('query');
+      const ctxt = await rt.sessions.context(s.id, q.budget_tokens !== undefined ? { budgetTokens: q.budget_tokens } : {});
+      return c.json({ messages: ctxt.messages, tokens: ctxt.tokens, last_input_tokens: ctxt.lastInputTokens, omitted: ctxt.omitted, as_of_seq: ctxt.asOfSeq, leaf_id: ctxt.leafId }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/sessions/{id}/runs',
+      tags: ['runs'],
+      summary: 'Runs of a session, oldest first',
+      request: { params: IdParam, query: Cursor },
+      responses: { 200: json(z.object({ data: z.array(RunSchema), next_cursor: z.string().nullable() }), 'A page of runs'), ...problems },
+    }),
+    async (c) => {
+      const s = await sessionFor(ctx, c, c.req.valid('param').id);
+      const q = c.req.valid('query');
+      const page = await ctx.store.listRuns({ sessionId: s.id, limit: q.limit + 1, ...(q.after ? { after: q.after } : {}) });
+      const data = page.slice(0, q.limit);
+      return c.json({ data: await Promise.all(data.map((r) => runJsonFor(ctx, r))), next_cursor: page.length > q.limit ? data.at(-1)!.id : null }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/sessions/{id}/fork',
+      tags: ['branches'],
+      summary: 'Fork at an entry: a new branch here, or a new session',
+      request: { params: IdParam, ...body(ForkBody) },
+      responses: { 201: json(z.object({ session_id: z.string(), leaf_id: z.string() }), 'Forked'), ...problems },
+    }),
+    async (c) => {
+      const s = await sessionFor(ctx, c, c.req.valid('param').id);
+      const b = c.req.valid('json');
+      if (b.into === 'session' && b.summary !== undefined) throw new HttpProblem('validation', 'summary: only a fork into a branch takes a summary');
+      const r = await rt.sessions.fork(s.id, b.entry_id, { into: b.into, ...(b.summary !== undefined ? { summary: b.summary } : {}), ...(b.title !== undefined ? { title: b.title } : {}) });
+      return c.json({ session_id: r.sessionId, leaf_id: r.leafId }, 201);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/sessions/{id}/leaf',
+      tags: ['branches'],
+      summary: 'Switch the current branch: move the leaf to an entry',
+      request: { params: IdParam, ...body(LeafBody) },
+      responses: { 200: json(z.object({ leaf_id: z.string().nullable(), seq: z.number().int() }), 'Moved'), ...problems },
+    }),
+    async (c) => {
+      const s = await sessionFor(ctx, c, c.req.valid('param').id);
+      const e = await rt.sessions.switchBranch(s.id, c.req.valid('json').entry_id);
+      return c.json({ leaf_id: c.req.valid('json').entry_id, seq: e.seq }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/sessions/{id}/compact',
+      tags: ['branches'],
+      summary: "Compact the session's context now (summarized by the session's agent model)",
+      request: { params: IdParam, body: { content: { 'application/json': { schema: CompactBody } }, required: false } },
+      responses: { 200: json(JsonObjectSchema, 'The outcome'), ...problems },
+    }),
+    async (c) => {
+      const s = await sessionFor(ctx, c, c.req.valid('param').id);
+      const b = (c.req.valid('json') as z.infer<typeof CompactBody> | undefined) ?? {};
+      const agent = (s.agent ? rt.resolveAgent(s.agent.split('@')[0]!) : undefined) ?? rt.resolveAgent(rt.defaultAgent.name)!;
+      const active = await ctx.store.activeRun(s.id);
+      if (active && active.status === 'running') throw new HttpProblem('run_busy', 'compaction between runs only: the session has a running run', { active_run_id: active.id });
+      const r = await rt.sessions.compact(s.id, { model: agent.model, ...(b.keep_recent_tokens !== undefined ? { keepRecentTokens: b.keep_recent_tokens } : {}) });
+      if (!r.compacted) return c.json({ compacted: false, reason: r.reason }, 200);
+      return c.json({ compacted: true, event: eventJson(r.event), tokens_before: r.event.data.tokensBefore, tokens_after: r.event.data.tokensAfter }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/sessions/{id}/export',
+      tags: ['sessions'],
+      summary: 'Export the session as versioned JSONL',
+      request: { params: IdParam },
+      responses: { 200: { description: 'JSONL, one record a line', content: { 'application/x-ndjson': { schema: z.string() } } }, ...problems },
+    }),
+    async (c) => {
+      const s = await sessionFor(ctx, c, c.req.valid('param').id);
+      c.header('content-type', 'application/x-ndjson');
+      c.header('content-disposition', `attachment; filename="${s.id}.jsonl"`);
+      return stream(c, async (out) => {
+        for await (const line of rt.sessions.export(s.id)) await out.write(`${line}\n`);
+      }) as never;
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/sessions/import',
+      tags: ['sessions'],
+      summary: 'Import a JSONL export (validated line by line; all or nothing)',
+      request: { body: { content: { 'application/x-ndjson': { schema: z.string() } }, required: true } },
+      responses: {
+        201: json(SessionSchema, 'The imported session'),
+        422: { description: 'Refused, with line-numbered problems', content: { 'application/problem+json': { schema: ProblemSchema } } },
+        ...problems,
+      },
+    }),
+    async (c) => {
+      const text = await c.req.text();
+      if (text.trim() === '') throw new HttpProblem('validation', 'the body is empty: send a session export (JSONL)');
+      const s = await rt.sessions.import(text, { tenant: c.get('tenant') });
+      return c.json(sessionJson(s), 201);
+    },
+  );
+}

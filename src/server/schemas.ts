@@ -1,0 +1,187 @@
+import { z } from '@hono/zod-openapi';
+import type { SessionEvent } from '../session/index.ts';
+import type { RunRecord, SessionRecord } from '../store/index.ts';
+
+/** API payloads. Bodies are strict: unknown fields are refused, not ignored. */
+export const ProblemSchema = z
+  .object({ type: z.string(), title: z.string(), status: z.number().int(), detail: z.string(), instance: z.string().optional() })
+  .catchall(z.unknown())
+  .openapi('Problem');
+
+export const JsonObjectSchema = z.record(z.string(), z.unknown());
+
+export const SessionSchema = z
+  .object({
+    id: z.string(),
+    title: z.string().nullable(),
+    metadata: JsonObjectSchema,
+    agent: z.string().nullable(),
+    created_at: z.string().describe('ISO 8601'),
+    last_seq: z.number().int(),
+    leaf_id: z.string().nullable(),
+    origin: z.object({ session_id: z.string(), entry_id: z.string() }).nullable(),
+    archived_at: z.string().nullable(),
+  })
+  .openapi('Session');
+
+export const RunSchema = z
+  .object({
+    id: z.string(),
+    session_id: z.string(),
+    parent_run_id: z.string().nullable(),
+    child_run_ids: z.array(z.string()),
+    agent: z.object({ name: z.string(), version: z.string() }),
+    agent_spec: JsonObjectSchema,
+    status: z.enum(['queued', 'running', 'waiting_approval', 'waiting_for_user', 'paused', 'completed', 'failed', 'cancelled', 'timed_out']),
+    trigger_message_id: z.string().nullable(),
+    turn: z.number().int().nullable(),
+    created_at: z.string(),
+    started_at: z.string().nullable(),
+    ended_at: z.string().nullable(),
+    attempt: z.number().int(),
+    usage: JsonObjectSchema,
+    cost: z.number(),
+    error: JsonObjectSchema.nullable(),
+    waiting: z
+      .object({
+        kind: z.enum(['approval', 'input']),
+        requests: z.array(
+          z.object({ approval_id: z.string(), tool_call_id: z.string(), tool: z.string(), arguments: z.unknown(), kind: z.enum(['approval', 'input']), decided: z.boolean() }),
+        ),
+        expires_at: z.string().nullable(),
+      })
+      .nullable(),
+    lease: z.object({ owner: z.string(), expires_at: z.string() }).nullable(),
+    cancel_requested: z.boolean(),
+    pause_requested: z.boolean(),
+  })
+  .openapi('Run');
+
+export const EventSchema = z
+  .object({
+    id: z.string(),
+    session_id: z.string(),
+    seq: z.number().int(),
+    type: z.string(),
+    v: z.number().int(),
+    time: z.string(),
+    run_id: z.string().optional(),
+    turn: z.number().int().optional(),
+    step: z.number().int().optional(),
+    entry: z.boolean(),
+    parent_id: z.string().optional(),
+    data: z.unknown(),
+  })
+  .openapi('Event');
+
+const TextPart = z.strictObject({ type: z.literal('text'), text: z.string() });
+const FilePart = z.strictObject({ type: z.literal('file'), media_type: z.string(), data: z.string().describe('base64, or an http(s) URL'), filename: z.string().optional() });
+export const ContentSchema = z.union([z.string().min(1), z.array(z.union([TextPart, FilePart])).min(1)]).openapi('Content');
+
+export const CreateSessionBody = z.strictObject({
+  agent: z.string().optional(),
+  title: z.string().max(500).optional(),
+  metadata: JsonObjectSchema.optional(),
+});
+
+export const SendMessageBody = z.strictObject({
+  content: ContentSchema,
+  if_busy: z.enum(['reject', 'enqueue', 'steer', 'interrupt']).default('reject'),
+  agent: z.string().optional(),
+  timeout_ms: z.number().int().positive().optional(),
+  wait_timeout_ms: z.number().int().positive().optional(),
+});
+
+export const ForkBody = z.strictObject({
+  entry_id: z.string().min(1),
+  into: z.enum(['branch', 'session']),
+  summary: z.string().optional().describe('A summary of the abandoned path (branch only)'),
+  title: z.string().optional(),
+});
+
+export const LeafBody = z.strictObject({ entry_id: z.string().min(1).nullable() });
+export const CompactBody = z.strictObject({ keep_recent_tokens: z.number().int().positive().optional() });
+export const SteerBody = z.strictObject({ content: ContentSchema });
+export const InputBody = z.strictObject({ answers: z.unknown().refine((v) => v !== undefined, 'answers is required'), tool_call_id: z.string().optional() });
+export const ApprovalBody = z.strictObject({
+  decision: z.enum(['approve', 'deny']),
+  arguments: z.unknown().optional(),
+  reason: z.string().optional(),
+});
+
+export const Cursor = z.object({
+  after: z.string().optional(),
+  limit: z.coerce.number().int().min(1).max(1000).default(50),
+});
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+export function sessionJson(s: SessionRecord) {
+  return {
+    id: s.id,
+    title: s.title,
+    metadata: s.metadata,
+    agent: s.agent,
+    created_at: iso(s.createdAt)!,
+    last_seq: s.lastSeq,
+    leaf_id: s.leafId,
+    origin: s.origin ? { session_id: s.origin.sessionId, entry_id: s.origin.entryId } : null,
+    archived_at: iso(s.archivedAt),
+  };
+}
+
+export function runJson(r: RunRecord, children: readonly string[]) {
+  const w = r.waiting as { kind: 'approval' | 'input'; calls: Array<{ toolCallId: string; toolName: string; input: unknown; kind: 'approval' | 'input' }>; decisions: Record<string, unknown>; expiresAt: number | null } | null;
+  return {
+    id: r.id,
+    session_id: r.sessionId,
+    parent_run_id: r.parentRunId,
+    child_run_ids: [...children],
+    agent: r.agent,
+    agent_spec: r.agentSpec,
+    status: r.status,
+    trigger_message_id: r.triggerMessageId,
+    turn: r.turn,
+    created_at: iso(r.createdAt)!,
+    started_at: iso(r.startedAt),
+    ended_at: iso(r.endedAt),
+    attempt: r.attempt,
+    usage: r.usage,
+    cost: r.cost,
+    error: r.error,
+    waiting: w
+      ? {
+          kind: w.kind,
+          // An approval is identified by the tool call it is about.
+          requests: w.calls.map((c) => ({ approval_id: c.toolCallId, tool_call_id: c.toolCallId, tool: c.toolName, arguments: c.input, kind: c.kind, decided: w.decisions[c.toolCallId] !== undefined })),
+          expires_at: iso(w.expiresAt),
+        }
+      : null,
+    lease: r.lease ? { owner: r.lease.owner, expires_at: iso(r.lease.expiresAt)! } : null,
+    cancel_requested: r.cancelRequested,
+    pause_requested: r.pauseRequested,
+  };
+}
+
+export function eventJson(e: SessionEvent) {
+  return {
+    id: e.id,
+    session_id: e.sessionId,
+    seq: e.seq,
+    type: e.type,
+    v: e.v,
+    time: new Date(e.time).toISOString(),
+    ...(e.runId !== undefined ? { run_id: e.runId } : {}),
+    ...(e.turn !== undefined ? { turn: e.turn } : {}),
+    ...(e.step !== undefined ? { step: e.step } : {}),
+    entry: e.entry,
+    ...(e.parentId !== undefined ? { parent_id: e.parentId } : {}),
+    data: e.data,
+  };
+}
+
+/** API content (snake_case file parts) to Keel user input. */
+export function toUserInput(content: z.infer<typeof ContentSchema>) {
+  if (typeof content === 'string') return content;
+  return content.map((p) => (p.type === 'text' ? p : { type: 'file' as const, mediaType: p.media_type, data: p.data, ...(p.filename ? { filename: p.filename } : {}) }));
+}

@@ -1,0 +1,76 @@
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import type { LoadedConfig } from '../config/index.ts';
+import { createRuntime, type Runtime, type Worker } from '../runs/index.ts';
+import type { Store } from '../store/index.ts';
+import { createApp, type ServerOptions } from './app.ts';
+
+export interface StartOptions extends Omit<ServerOptions, 'runtime' | 'auth'> {
+  store: Store;
+  config: LoadedConfig;
+  port?: number;
+  host?: string;
+  /** Run workers in this process (0: API only). Their concurrency. */
+  workers?: number;
+  /** Allow a non-loopback address without API keys. */
+  insecure?: boolean;
+  leaseMs?: number;
+}
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  runtime: Runtime;
+  auth: 'required' | 'off';
+  /** Stops accepting connections, lets workers hand their runs back, closes open streams. */
+  close(options?: { graceMs?: number }): Promise<void>;
+}
+
+export const isLoopback = (host: string): boolean => host === 'localhost' || host === '::1' || host.startsWith('127.');
+
+export class InsecureBindError extends Error {
+  constructor(host: string) {
+    super(`refusing to listen on ${host} without API keys: create one with "keel keys create <tenant>", or pass --insecure to serve everyone as one tenant`);
+    this.name = 'InsecureBindError';
+  }
+}
+
+/** The API and (by default) a worker in one process. */
+export async function startServer(o: StartOptions): Promise<RunningServer> {
+  const host = o.host ?? '127.0.0.1';
+  const keys = (await o.store.listApiKeys()).filter((k) => k.revokedAt === null);
+  if (keys.length === 0 && !isLoopback(host) && !o.insecure) throw new InsecureBindError(host);
+  const auth = keys.length > 0 ? 'required' : 'off';
+
+  const runtime = createRuntime({
+    store: o.store,
+    agents: o.config.agents,
+    compaction: o.config.compaction,
+    ...(o.leaseMs !== undefined ? { leaseMs: o.leaseMs } : {}),
+  });
+  const workers: Worker[] = [];
+  if ((o.workers ?? 8) > 0) workers.push(runtime.startWorker({ concurrency: o.workers ?? 8 }));
+  const { app, close: closeApp } = createApp({ ...o, runtime, auth });
+
+  const server: ServerType = await new Promise((resolve, reject) => {
+    const s = serve({ fetch: app.fetch, port: o.port ?? 8787, hostname: host }, () => resolve(s));
+    s.once('error', reject);
+  });
+  const port = (server.address() as AddressInfo).port;
+  const shownHost = host.includes(':') ? `[${host}]` : host;
+  return {
+    url: `http://${shownHost}:${port}`,
+    port,
+    runtime,
+    auth,
+    async close(options = {}) {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        // Open streams would hold close() forever: end them; clients resume elsewhere or later.
+        (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+      });
+      await Promise.all(workers.map((w) => w.stop(options)));
+      closeApp();
+    },
+  };
+}
