@@ -6,6 +6,7 @@ import {
   NotFoundError,
   RunBusyError,
   StoreError,
+  TERMINAL_STATUSES,
   type JsonObject,
   type RunGuard,
   type RunPatch,
@@ -226,15 +227,8 @@ export class RunBook {
     const events: SessionEvent[] = [];
     if (o.closeOpenCalls) events.push(...(await this.closeOpenCalls(tx, current, to)));
 
-    let usage = o.usage ?? usageOf(current.usage);
-    let cost = o.cost ?? current.cost;
-    if (o.usage !== undefined) {
-      // The worker reports its own usage; children's comes on top.
-      for (const c of await tx.listRuns({ parentRunId: runId, limit: 10_000 })) {
-        usage = addUsage(usage, usageOf(c.usage));
-        cost += c.cost;
-      }
-    }
+    // The worker reports its own usage; children's comes on top.
+    const { usage, cost } = o.usage !== undefined ? await this.withChildren(tx, runId, o.usage, o.cost ?? current.cost) : { usage: usageOf(current.usage), cost: current.cost };
     const t = await this.transition(tx, current, to, {
       ...(o.reason ? { reason: o.reason } : {}),
       ...(o.error ? { error: o.error } : {}),
@@ -243,14 +237,28 @@ export class RunBook {
     });
     events.push(...t.events);
     if (current.parentRunId) {
+      // Once, when the child ends: also when its parent ended first (cancelled while the child ran),
+      // since the parent's own total only counted the children that had ended (see withChildren).
       const parent = await tx.getRun(current.parentRunId);
-      if (parent && !isTerminal(parent.status)) {
-        await tx.updateRun(parent.id, { usage: addUsage(usageOf(parent.usage), usage) as unknown as JsonObject, cost: parent.cost + cost });
-      }
+      if (parent) await tx.updateRun(parent.id, { usage: addUsage(usageOf(parent.usage), usage) as unknown as JsonObject, cost: parent.cost + cost });
     }
     const next = await this.promote(tx, current.sessionId, o.resolveAgent);
     if (next) events.push(...next.events);
     return { run: t.run, ...(next ? { next: next.run } : {}), events };
+  }
+
+  /**
+   * A run's total: its own usage and cost plus those of its children that have ended. A child
+   * that has not ended adds its total to its parent's row when it ends, so each child counts once.
+   */
+  async withChildren(tx: StoreOps, runId: string, own: Usage, ownCost: number): Promise<{ usage: Usage; cost: number }> {
+    let usage = own;
+    let cost = ownCost;
+    for (const c of await tx.listRuns({ parentRunId: runId, statuses: TERMINAL_STATUSES, limit: 10_000 })) {
+      usage = addUsage(usage, usageOf(c.usage));
+      cost += c.cost;
+    }
+    return { usage, cost };
   }
 
   /** The oldest enqueued message of the session becomes its next run. */
@@ -326,6 +334,8 @@ export class RunBook {
     const out = await this.store.transaction(async (tx) => {
       const run = await tx.getRun(runId);
       if (!run) throw new NotFoundError('run', runId);
+      // A run that ended waits for nothing: say so, rather than that the request is unknown.
+      if (isTerminal(run.status)) throw new IllegalTransitionError(runId, run.status, 'queued');
       const waiting = run.waiting as unknown as Waiting | null;
       const call = waiting?.calls.find((c) => c.toolCallId === toolCallId);
       const wantKind = d.answer !== undefined ? 'input' : 'approval';

@@ -79,6 +79,9 @@ export class RunSink implements EventSink {
     const outcome = this.hooks.outcome(end);
     const current = (await tx.getRun(this.run.id))!;
     const guard = { fencingToken: this.token };
+    // The run's own usage and that of its children that ended (as a finish records it).
+    const total = await this.book.withChildren(tx, this.run.id, end.data.usage, end.data.cost);
+    const usage = total.usage as unknown as JsonObject;
     if (outcome.status === 'waiting') {
       const pending = end.data.pending ?? [];
       const status: RunStatus = pending.some((p) => p.kind === 'approval') ? 'waiting_approval' : 'waiting_for_user';
@@ -90,7 +93,7 @@ export class RunSink implements EventSink {
       };
       const t = await this.book.transition(tx, current, status, {
         reason: waiting.kind === 'approval' ? 'approval needed' : 'question for the user',
-        patch: { waiting: waiting as unknown as JsonObject, lease: null, usage: end.data.usage as unknown as JsonObject, cost: end.data.cost },
+        patch: { waiting: waiting as unknown as JsonObject, lease: null, usage, cost: total.cost },
         guard,
       });
       this.ended = t.run;
@@ -99,7 +102,7 @@ export class RunSink implements EventSink {
     if (outcome.status === 'paused' || outcome.status === 'queued') {
       const t = await this.book.transition(tx, current, outcome.status, {
         reason: outcome.reason,
-        patch: { lease: null, pauseRequested: false, usage: end.data.usage as unknown as JsonObject, cost: end.data.cost },
+        patch: { lease: null, pauseRequested: false, usage, cost: total.cost },
         guard,
       });
       this.ended = t.run;

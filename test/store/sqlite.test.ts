@@ -7,6 +7,7 @@ import { latestSchemaVersion } from '../../src/store/sqlite/migrations.ts';
 import { defaultDbPath, SqliteStore } from '../../src/store/sqlite/store.ts';
 import { SchemaVersionError, StoreError } from '../../src/store/port.ts';
 import { storeContract } from './contract.ts';
+import { runsContract } from './runs-contract.ts';
 
 const T0 = 1_700_000_000_000;
 
@@ -23,6 +24,29 @@ storeContract('sqlite (file)', async () => {
 });
 
 storeContract('sqlite (:memory:)', async () => {
+  const store = new SqliteStore({ path: ':memory:' });
+  return { store, cleanup: () => store.close() };
+});
+
+runsContract('sqlite (file, two instances)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'keel-runs-'));
+  const path = join(dir, 'keel.db');
+  const stores = [new SqliteStore({ path })];
+  return {
+    store: stores[0]!,
+    another: async () => {
+      const s = new SqliteStore({ path });
+      stores.push(s);
+      return s;
+    },
+    cleanup: async () => {
+      for (const s of stores) await s.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+runsContract('sqlite (:memory:)', async () => {
   const store = new SqliteStore({ path: ':memory:' });
   return { store, cleanup: () => store.close() };
 });

@@ -1,0 +1,532 @@
+/**
+ * The runs part of the storage contract: every backend of the port (src/store/port.ts) must pass
+ * this suite, next to the event-log contract (contract.ts).
+ *
+ * It tests port semantics only: run rows and their compare-and-set updates, the one-active-run
+ * rule, claims with leases and fencing tokens, fenced appends, checkpoints and queued inputs.
+ * `open()` must return a fresh, empty store each time and a `cleanup()` that closes it (and any
+ * store `another()` opened) and removes whatever it created. `another()`, when the backend can
+ * share a database between store instances (a file, a server), opens a second instance on the
+ * same database: races then run between two instances, as between two processes.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  FencedError,
+  NotFoundError,
+  RunBusyError,
+  RunConflictError,
+  StoreError,
+  type EventDraft,
+  type NewRun,
+  type RunInput,
+  type RunRecord,
+  type Store,
+} from '../../src/store/port.ts';
+
+export interface OpenedRunsStore {
+  store: Store;
+  /** A second store instance on the same database (optional: not every backend can share one). */
+  another?: () => Promise<Store>;
+  cleanup(): Promise<void>;
+}
+
+const T0 = 1_700_000_000_000;
+const LEASE = 30_000;
+
+const note = (overrides: Partial<EventDraft> = {}): EventDraft => ({ id: randomUUID(), type: 'test/note', v: 1, time: T0, entry: false, data: { n: 1 }, ...overrides });
+
+/** Catches what `p` rejects with; fails the test if it resolves. */
+async function rejection(p: Promise<unknown>): Promise<unknown> {
+  try {
+    await p;
+  } catch (e) {
+    return e;
+  }
+  throw new Error('expected a rejection, but it resolved');
+}
+
+export function runsContract(name: string, open: () => Promise<OpenedRunsStore>): void {
+  describe(`runs contract: ${name}`, () => {
+    let opened: OpenedRunsStore;
+    let store: Store;
+
+    beforeEach(async () => {
+      opened = await open();
+      store = opened.store;
+    });
+
+    afterEach(async () => {
+      await opened.cleanup();
+    });
+
+    const session = async (id: string = randomUUID()) => (await store.createSession({ id, createdAt: T0 })).id;
+    const newRun = (sessionId: string, overrides: Partial<NewRun> = {}): NewRun => ({
+      id: randomUUID(),
+      sessionId,
+      agent: { name: 'agent', version: '1' },
+      agentSpec: { model: 'scripted' },
+      createdAt: T0,
+      ...overrides,
+    });
+    const run = async (sessionId?: string, overrides: Partial<NewRun> = {}) => store.createRun(newRun(sessionId ?? (await session()), overrides));
+    /** A run claimed by `owner` (the only claimable one), at `now`. */
+    const claimed = async (owner = 'w1', now = T0) => {
+      const r = await run();
+      const c = await store.claimRun(owner, LEASE, now, { runId: r.id });
+      expect(c).toBeDefined();
+      return c!.run;
+    };
+
+    describe('createRun', () => {
+      it('creates a queued run with defaults and reads it back', async () => {
+        const s = await session('s1');
+        const created = await store.createRun({ id: 'r1', sessionId: s, agent: { name: 'a', version: '2' }, agentSpec: { tools: ['x'] }, createdAt: T0 });
+        expect(created).toEqual({
+          id: 'r1',
+          sessionId: 's1',
+          parentRunId: null,
+          parentToolCallId: null,
+          agent: { name: 'a', version: '2' },
+          agentSpec: { tools: ['x'] },
+          status: 'queued',
+          triggerMessageId: null,
+          turn: null,
+          createdAt: T0,
+          startedAt: null,
+          endedAt: null,
+          attempt: 0,
+          usage: {},
+          cost: 0,
+          error: null,
+          waiting: null,
+          lease: null,
+          fencingToken: 0,
+          cancelRequested: false,
+          pauseRequested: false,
+          deadlineAt: null,
+          options: {},
+        } satisfies RunRecord);
+        expect(await store.getRun('r1')).toEqual(created);
+        expect(await store.activeRun(s)).toEqual(created);
+      });
+
+      it('stores every given field, including the parent run and its tool call', async () => {
+        const parent = await run();
+        const s = await session();
+        const child = await store.createRun(
+          newRun(s, {
+            parentRunId: parent.id,
+            parentToolCallId: 'call_1',
+            triggerMessageId: 'm1',
+            turn: 3,
+            deadlineAt: T0 + 5000,
+            options: { timeoutMs: 5000, nested: { a: [1, 2] } },
+            usage: { inputTokens: 7 },
+          }),
+        );
+        expect(child).toMatchObject({
+          parentRunId: parent.id,
+          parentToolCallId: 'call_1',
+          triggerMessageId: 'm1',
+          turn: 3,
+          deadlineAt: T0 + 5000,
+          options: { timeoutMs: 5000, nested: { a: [1, 2] } },
+          usage: { inputTokens: 7 },
+        });
+        expect(await store.getRun(child.id)).toEqual(child);
+        expect(await store.listRuns({ parentRunId: parent.id, limit: 10 })).toEqual([child]);
+      });
+
+      it('returns undefined for an unknown run and no active run for a session without one', async () => {
+        const s = await session();
+        expect(await store.getRun('nope')).toBeUndefined();
+        expect(await store.activeRun(s)).toBeUndefined();
+      });
+
+      it('refuses a run of an unknown session with NotFoundError, and a duplicate id with a conflict', async () => {
+        expect(await rejection(store.createRun(newRun('no-such-session')))).toBeInstanceOf(NotFoundError);
+        const r = await run();
+        await store.updateRun(r.id, { status: 'completed' });
+        const dup = await rejection(store.createRun(newRun(r.sessionId, { id: r.id })));
+        expect(dup).toBeInstanceOf(StoreError);
+        expect((dup as StoreError).code).toBe('conflict');
+        expect((await store.getRun(r.id))!.status).toBe('completed');
+      });
+    });
+
+    describe('one active run per session', () => {
+      it('refuses a second active run with RunBusyError naming the active run', async () => {
+        const s = await session();
+        const first = await run(s);
+        for (const status of ['queued', 'running', 'waiting_approval', 'waiting_for_user', 'paused'] as const) {
+          await store.updateRun(first.id, { status });
+          const err = await rejection(store.createRun(newRun(s)));
+          expect(err, status).toBeInstanceOf(RunBusyError);
+          expect((err as RunBusyError).activeRunId).toBe(first.id);
+          expect((err as RunBusyError).code).toBe('run_busy');
+          expect((err as Error).message).toContain(first.id);
+        }
+        expect(await store.listRuns({ sessionId: s, limit: 10 })).toHaveLength(1);
+      });
+
+      it('a terminal run does not block a new one', async () => {
+        const s = await session();
+        const ended: string[] = [];
+        for (const status of ['completed', 'failed', 'cancelled', 'timed_out'] as const) {
+          const r = await run(s);
+          await store.updateRun(r.id, { status, endedAt: T0 });
+          ended.push(r.id);
+        }
+        const active = await run(s);
+        expect((await store.activeRun(s))!.id).toBe(active.id);
+        expect((await store.listRuns({ sessionId: s, limit: 10 })).map((r) => r.id).sort()).toEqual([...ended, active.id].sort());
+      });
+
+      it('other sessions are not affected', async () => {
+        const a = await run();
+        const b = await run();
+        expect((await store.activeRun(a.sessionId))!.id).toBe(a.id);
+        expect((await store.activeRun(b.sessionId))!.id).toBe(b.id);
+      });
+
+      it('two racing createRun calls on one session: exactly one wins, the other gets RunBusyError', async () => {
+        const s = await session();
+        const other = opened.another ? await opened.another() : store;
+        for (let round = 0; round < 5; round++) {
+          const attempts = [newRun(s), newRun(s)];
+          const results = await Promise.allSettled([store.createRun(attempts[0]!), other.createRun(attempts[1]!)]);
+          const won = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+          const lost = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
+          expect(won).toHaveLength(1);
+          expect(lost).toHaveLength(1);
+          expect(lost[0]).toBeInstanceOf(RunBusyError);
+          expect((lost[0] as RunBusyError).activeRunId).toBe(won[0]!.id);
+          // Both instances agree on the winner.
+          expect((await store.activeRun(s))!.id).toBe(won[0]!.id);
+          expect((await other.activeRun(s))!.id).toBe(won[0]!.id);
+          await other.updateRun(won[0]!.id, { status: 'cancelled', endedAt: T0 });
+        }
+        expect(await store.listRuns({ sessionId: s, limit: 100 })).toHaveLength(5);
+      });
+    });
+
+    describe('updateRun', () => {
+      it('applies a patch of every field and returns the updated run', async () => {
+        const r = await run();
+        const updated = await store.updateRun(r.id, {
+          status: 'waiting_approval',
+          startedAt: T0 + 1,
+          usage: { inputTokens: 10, outputTokens: 5 },
+          cost: 0.25,
+          error: { kind: 'x', message: 'm' },
+          waiting: { kind: 'approval', calls: [{ toolCallId: 'c1' }], decisions: {} },
+          cancelRequested: true,
+          pauseRequested: true,
+          deadlineAt: T0 + 99,
+          turn: 4,
+        });
+        expect(updated).toEqual({
+          ...r,
+          status: 'waiting_approval',
+          startedAt: T0 + 1,
+          usage: { inputTokens: 10, outputTokens: 5 },
+          cost: 0.25,
+          error: { kind: 'x', message: 'm' },
+          waiting: { kind: 'approval', calls: [{ toolCallId: 'c1' }], decisions: {} },
+          cancelRequested: true,
+          pauseRequested: true,
+          deadlineAt: T0 + 99,
+          turn: 4,
+        });
+        expect(await store.getRun(r.id)).toEqual(updated);
+        const cleared = await store.updateRun(r.id, { error: null, waiting: null, cancelRequested: false, pauseRequested: false, deadlineAt: null });
+        expect(cleared).toMatchObject({ error: null, waiting: null, cancelRequested: false, pauseRequested: false, deadlineAt: null });
+      });
+
+      it('is a compare-and-set on the status: RunConflictError with the current run, and nothing changed', async () => {
+        const r = await run();
+        const ok = await store.updateRun(r.id, { status: 'running' }, { statuses: ['queued', 'paused'] });
+        expect(ok.status).toBe('running');
+        const err = await rejection(store.updateRun(r.id, { status: 'cancelled', cost: 9 }, { statuses: ['queued'] }));
+        expect(err).toBeInstanceOf(RunConflictError);
+        expect((err as RunConflictError).code).toBe('run_conflict');
+        expect((err as RunConflictError).run).toEqual(ok);
+        expect(await store.getRun(r.id)).toEqual(ok);
+      });
+
+      it('is a compare-and-set on the fencing token', async () => {
+        const r = await claimed('w1');
+        expect(r.fencingToken).toBe(1);
+        const ok = await store.updateRun(r.id, { cost: 1 }, { fencingToken: 1, statuses: ['running'] });
+        expect(ok.cost).toBe(1);
+        const err = await rejection(store.updateRun(r.id, { cost: 2 }, { fencingToken: 0 }));
+        expect(err).toBeInstanceOf(RunConflictError);
+        expect((err as RunConflictError).run).toEqual(ok);
+        expect((await store.getRun(r.id))!.cost).toBe(1);
+      });
+
+      it('an empty patch with a guard checks the guard without changing anything', async () => {
+        const r = await run();
+        expect(await store.updateRun(r.id, {}, { statuses: ['queued'] })).toEqual(r);
+        expect(await rejection(store.updateRun(r.id, {}, { statuses: ['running'] }))).toBeInstanceOf(RunConflictError);
+      });
+
+      it('fence: true bumps the fencing token, so the previous holder is fenced out', async () => {
+        const r = await claimed('w1');
+        const fenced = await store.updateRun(r.id, { fence: true });
+        expect(fenced.fencingToken).toBe(r.fencingToken + 1);
+        expect(await rejection(store.updateRun(r.id, { cost: 3 }, { fencingToken: r.fencingToken }))).toBeInstanceOf(RunConflictError);
+        expect(await store.renewLease(r.id, 'w1', r.fencingToken, T0 + LEASE * 2)).toBe(false);
+      });
+
+      it('lease: null clears the lease', async () => {
+        const r = await claimed('w1');
+        expect(r.lease).toEqual({ owner: 'w1', expiresAt: T0 + LEASE });
+        const released = await store.updateRun(r.id, { status: 'waiting_for_user', lease: null });
+        expect(released.lease).toBeNull();
+        expect((await store.getRun(r.id))!.lease).toBeNull();
+        expect(released.fencingToken).toBe(r.fencingToken);
+      });
+
+      it('an unknown run is a RunConflictError without a run', async () => {
+        const err = await rejection(store.updateRun('nope', { cost: 1 }));
+        expect(err).toBeInstanceOf(RunConflictError);
+        expect((err as RunConflictError).run).toBeUndefined();
+      });
+    });
+
+    describe('claimRun', () => {
+      it('claims the oldest queued run: running, leased, attempt and token increased, previous status returned', async () => {
+        const newer = await run(undefined, { createdAt: T0 + 2, id: 'a-newer' });
+        const oldest = await run(undefined, { createdAt: T0 + 1, id: 'z-oldest' });
+        const newest = await run(undefined, { createdAt: T0 + 3, id: 'b-newest' });
+        const now = T0 + 10;
+
+        const first = await store.claimRun('w1', LEASE, now);
+        expect(first).toEqual({
+          previous: 'queued',
+          run: { ...oldest, status: 'running', lease: { owner: 'w1', expiresAt: now + LEASE }, attempt: 1, fencingToken: 1, startedAt: now },
+        });
+        expect(await store.getRun(oldest.id)).toEqual(first!.run);
+        expect((await store.claimRun('w2', LEASE, now))!.run.id).toBe(newer.id);
+        expect((await store.claimRun('w3', LEASE, now))!.run.id).toBe(newest.id);
+        expect(await store.claimRun('w4', LEASE, now)).toBeUndefined();
+      });
+
+      it('never claims a waiting, paused or terminal run', async () => {
+        for (const status of ['waiting_approval', 'waiting_for_user', 'paused', 'completed', 'failed', 'cancelled', 'timed_out'] as const) {
+          const r = await run();
+          await store.updateRun(r.id, { status });
+        }
+        expect(await store.claimRun('w1', LEASE, T0 + 10 * LEASE)).toBeUndefined();
+      });
+
+      it('claims a running run only once its lease expired, as a new attempt with a new token', async () => {
+        const r = await claimed('w1', T0);
+        const expiresAt = T0 + LEASE;
+        expect(await store.claimRun('w2', LEASE, T0 + 1)).toBeUndefined();
+        expect(await store.claimRun('w2', LEASE, expiresAt - 1)).toBeUndefined();
+
+        const again = await store.claimRun('w2', LEASE, expiresAt + 1);
+        expect(again!.previous).toBe('running');
+        expect(again!.run).toMatchObject({
+          id: r.id,
+          status: 'running',
+          lease: { owner: 'w2', expiresAt: expiresAt + 1 + LEASE },
+          attempt: 2,
+          fencingToken: 2,
+          // The first start stays on record.
+          startedAt: T0,
+        });
+        // The first owner is fenced out.
+        expect(await store.renewLease(r.id, 'w1', 1, expiresAt + 2 * LEASE)).toBe(false);
+      });
+
+      it('a running run without a lease is not claimable', async () => {
+        const r = await claimed('w1');
+        await store.updateRun(r.id, { lease: null });
+        expect(await store.claimRun('w2', LEASE, T0 + 100 * LEASE)).toBeUndefined();
+      });
+
+      it('claims a given run when asked for it by id, and nothing else', async () => {
+        await run(undefined, { createdAt: T0 });
+        const wanted = await run(undefined, { createdAt: T0 + 5 });
+        const c = await store.claimRun('w1', LEASE, T0 + 10, { runId: wanted.id });
+        expect(c!.run.id).toBe(wanted.id);
+        expect(await store.claimRun('w1', LEASE, T0 + 10, { runId: wanted.id })).toBeUndefined();
+        expect(await store.claimRun('w1', LEASE, T0 + 10, { runId: 'nope' })).toBeUndefined();
+      });
+
+      it('inside a transaction that rolls back, the claim is undone', async () => {
+        const r = await run();
+        await rejection(
+          store.transaction(async (tx) => {
+            expect((await tx.claimRun('w1', LEASE, T0))!.run.id).toBe(r.id);
+            throw new Error('boom');
+          }),
+        );
+        expect(await store.getRun(r.id)).toEqual(r);
+      });
+    });
+
+    describe('renewLease', () => {
+      it('extends the lease only for the current owner with the current token', async () => {
+        const r = await claimed('w1');
+        expect(await store.renewLease(r.id, 'w1', r.fencingToken, T0 + 2 * LEASE)).toBe(true);
+        expect((await store.getRun(r.id))!.lease).toEqual({ owner: 'w1', expiresAt: T0 + 2 * LEASE });
+
+        expect(await store.renewLease(r.id, 'w2', r.fencingToken, T0 + 3 * LEASE)).toBe(false);
+        expect(await store.renewLease(r.id, 'w1', r.fencingToken - 1, T0 + 3 * LEASE)).toBe(false);
+        expect(await store.renewLease(r.id, 'w1', r.fencingToken + 1, T0 + 3 * LEASE)).toBe(false);
+        expect(await store.renewLease('nope', 'w1', r.fencingToken, T0 + 3 * LEASE)).toBe(false);
+        expect((await store.getRun(r.id))!.lease).toEqual({ owner: 'w1', expiresAt: T0 + 2 * LEASE });
+      });
+
+      it('is refused once the run ended', async () => {
+        const r = await claimed('w1');
+        await store.updateRun(r.id, { status: 'completed', endedAt: T0 });
+        expect(await store.renewLease(r.id, 'w1', r.fencingToken, T0 + 2 * LEASE)).toBe(false);
+      });
+    });
+
+    describe('fenced append', () => {
+      it('appends while the token is current; a stale token throws FencedError and writes nothing', async () => {
+        const r = await claimed('w1');
+        const [ok] = await store.append(r.sessionId, [note({ runId: r.id })], { fence: { runId: r.id, token: r.fencingToken } });
+        expect(ok!.seq).toBe(1);
+
+        await store.updateRun(r.id, { fence: true });
+        const err = await rejection(store.append(r.sessionId, [note({ runId: r.id }), note({ runId: r.id })], { fence: { runId: r.id, token: r.fencingToken } }));
+        expect(err).toBeInstanceOf(FencedError);
+        expect((err as FencedError).code).toBe('fenced');
+        expect(await store.readEvents(r.sessionId)).toEqual([ok]);
+        expect((await store.getSession(r.sessionId))!.lastSeq).toBe(1);
+      });
+
+      it('a fence on an unknown run throws FencedError', async () => {
+        const s = await session();
+        expect(await rejection(store.append(s, [note()], { fence: { runId: 'nope', token: 0 } }))).toBeInstanceOf(FencedError);
+        expect(await store.readEvents(s)).toEqual([]);
+      });
+
+      it('inside a transaction: the stale append writes nothing and the transaction rolls back if it rethrows', async () => {
+        const r = await claimed('w1');
+        const stale = r.fencingToken;
+        await store.updateRun(r.id, { fence: true });
+        const err = await rejection(
+          store.transaction(async (tx) => {
+            await tx.append(r.sessionId, [note()]);
+            await tx.append(r.sessionId, [note({ runId: r.id })], { fence: { runId: r.id, token: stale } });
+          }),
+        );
+        expect(err).toBeInstanceOf(FencedError);
+        expect(await store.readEvents(r.sessionId)).toEqual([]);
+      });
+    });
+
+    describe('checkpoints', () => {
+      it('puts, gets and replaces (upsert) the checkpoint of a run', async () => {
+        const r = await run();
+        expect(await store.getCheckpoint(r.id)).toBeUndefined();
+        await store.putCheckpoint({ runId: r.id, step: 0, seq: 3, state: { conversation: [], n: 1 } });
+        expect(await store.getCheckpoint(r.id)).toEqual({ runId: r.id, step: 0, seq: 3, state: { conversation: [], n: 1 } });
+        await store.putCheckpoint({ runId: r.id, step: 2, seq: 9, state: { conversation: [{ id: 'm' }], n: 2 } });
+        expect(await store.getCheckpoint(r.id)).toEqual({ runId: r.id, step: 2, seq: 9, state: { conversation: [{ id: 'm' }], n: 2 } });
+        const other = await run();
+        expect(await store.getCheckpoint(other.id)).toBeUndefined();
+      });
+
+      it('a checkpoint put in a transaction that rolls back is not kept', async () => {
+        const r = await run();
+        await store.putCheckpoint({ runId: r.id, step: 1, seq: 1, state: 'one' });
+        await rejection(
+          store.transaction(async (tx) => {
+            await tx.putCheckpoint({ runId: r.id, step: 2, seq: 2, state: 'two' });
+            throw new Error('boom');
+          }),
+        );
+        expect(await store.getCheckpoint(r.id)).toEqual({ runId: r.id, step: 1, seq: 1, state: 'one' });
+      });
+    });
+
+    describe('inputs', () => {
+      const input = (sessionId: string, overrides: Partial<RunInput> = {}): RunInput => ({
+        id: randomUUID(),
+        sessionId,
+        kind: 'message',
+        runId: null,
+        payload: { text: 'hi' },
+        createdAt: T0,
+        ...overrides,
+      });
+
+      it('adds, lists oldest first without removing, and counts by kind', async () => {
+        const s = await session();
+        const r = await run(s);
+        const m2 = input(s, { id: 'b', createdAt: T0 + 2, payload: { n: 2 } });
+        const m1 = input(s, { id: 'z', createdAt: T0 + 1, payload: { n: 1, deep: [{ x: null }] } });
+        const st = input(s, { id: 'st', kind: 'steer', runId: r.id, createdAt: T0 });
+        for (const i of [m2, m1, st]) await store.addInput(i);
+
+        expect(await store.listInputs(s, 'message')).toEqual([m1, m2]);
+        expect(await store.listInputs(s, 'message', undefined, 1)).toEqual([m1]);
+        expect(await store.listInputs(s, 'steer')).toEqual([st]);
+        expect(await store.listInputs(s, 'steer', r.id)).toEqual([st]);
+        expect(await store.listInputs(s, 'steer', 'other-run')).toEqual([]);
+        expect(await store.listInputs(s, 'message', null)).toEqual([m1, m2]);
+        expect(await store.listInputs(s, 'steer', null)).toEqual([]);
+        expect(await store.countInputs(s, 'message')).toBe(2);
+        expect(await store.countInputs(s, 'steer')).toBe(1);
+        // Listing removed nothing.
+        expect(await store.listInputs(s, 'message')).toEqual([m1, m2]);
+        expect(await store.listInputs(await session(), 'message')).toEqual([]);
+      });
+
+      it('takes (removes and returns) the oldest first, up to a limit', async () => {
+        const s = await session();
+        const all = [1, 2, 3].map((n) => input(s, { id: `m${n}`, createdAt: T0 + n, payload: { n } }));
+        for (const i of [...all].reverse()) await store.addInput(i);
+        expect(await store.takeInputs(s, 'message', undefined, 2)).toEqual([all[0], all[1]]);
+        expect(await store.countInputs(s, 'message')).toBe(1);
+        expect(await store.takeInputs(s, 'message')).toEqual([all[2]]);
+        expect(await store.takeInputs(s, 'message')).toEqual([]);
+        expect(await store.countInputs(s, 'message')).toBe(0);
+      });
+
+      it('takes only the inputs of the given run and kind', async () => {
+        const s = await session();
+        const r = await run(s);
+        const mine = input(s, { kind: 'steer', runId: r.id });
+        const others = input(s, { kind: 'steer', runId: 'another-run' });
+        const message = input(s);
+        for (const i of [mine, others, message]) await store.addInput(i);
+        expect(await store.takeInputs(s, 'steer', r.id)).toEqual([mine]);
+        expect(await store.listInputs(s, 'steer')).toEqual([others]);
+        expect(await store.listInputs(s, 'message')).toEqual([message]);
+      });
+
+      it('removes one input: true once, then false', async () => {
+        const s = await session();
+        const i = input(s);
+        await store.addInput(i);
+        expect(await store.removeInput(i.id)).toBe(true);
+        expect(await store.removeInput(i.id)).toBe(false);
+        expect(await store.countInputs(s, 'message')).toBe(0);
+      });
+
+      it('a take inside a transaction that rolls back leaves the inputs in place', async () => {
+        const s = await session();
+        const i = input(s);
+        await store.addInput(i);
+        await rejection(
+          store.transaction(async (tx) => {
+            expect(await tx.takeInputs(s, 'message')).toEqual([i]);
+            throw new Error('boom');
+          }),
+        );
+        expect(await store.listInputs(s, 'message')).toEqual([i]);
+      });
+    });
+  });
+}
