@@ -74,6 +74,10 @@ export class Execution {
     this.pauseRequested = true;
   }
 
+  unpause(): void {
+    if (this.stopReason !== 'release') this.pauseRequested = false;
+  }
+
   /**
    * Lets go of the run for another worker: at once (`now`), as if this process had died (the
    * next owner recovers from the checkpoint), or at the next step boundary.
@@ -174,6 +178,7 @@ export class Execution {
         const fresh = await book.store.getRun(run.id).catch(() => undefined);
         if (fresh?.cancelRequested) this.cancel();
         if (fresh?.pauseRequested) this.pause();
+        else if (fresh) this.unpause();
       })();
     }, renewEveryMs);
     this.renewTimer.unref?.();

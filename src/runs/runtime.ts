@@ -277,13 +277,21 @@ export class RunsApi {
     const run = await this.get(id);
     if (run.status === 'queued') return this.book.move(id, 'paused', { reason: 'pause requested' });
     if (run.status !== 'running') throw new IllegalTransitionError(id, run.status, 'paused');
+    // The request first: the worker's renewal timer follows what the store says.
+    const requested = await this.book.request(id, { pauseRequested: true });
     this.rt.executions.get(id)?.pause();
-    return this.book.request(id, { pauseRequested: true });
+    return requested;
   }
 
   /** Resumes a paused run. A waiting run continues by its decision or answer, a running one needs nothing. */
   async resume(id: string): Promise<RunRecord> {
     const current = await this.get(id);
+    if (current.status === 'running' && current.pauseRequested) {
+      // Not paused yet (it pauses at its next step boundary): withdraw the request instead.
+      const withdrawn = await this.rt.store.updateRun(id, { pauseRequested: false }, { statuses: ['running'] });
+      this.rt.executions.get(id)?.unpause();
+      return withdrawn;
+    }
     // Only from paused: running → queued (and waiting → queued) are legal for other reasons, but
     // resuming a running run would hand it to a second worker while the first still holds it.
     if (current.status !== 'paused') throw new IllegalTransitionError(id, current.status, 'queued', `only a paused run can be resumed; it is ${current.status}`);

@@ -292,6 +292,30 @@ describe('pause and resume', () => {
     expect(statuses).toEqual(['queued', 'running', 'paused', 'queued', 'running', 'completed']);
   });
 
+  it('resuming before the next step boundary withdraws the pause request: the run never pauses', async () => {
+    const gate = deferred<string>();
+    const started = deferred<void>();
+    const slow = tool({
+      name: 'slow',
+      description: 'Waits',
+      input: z.object({}),
+      execute: async () => {
+        started.resolve();
+        return gate.promise;
+      },
+    });
+    const { agent } = agentOf([{ toolCalls: [{ id: 'w1', name: 'slow', input: {} }] }, { text: 'finished' }], [slow]);
+    const { rt } = start([agent]);
+    const s = await rt.sessions.create();
+    const { run } = await rt.sessions.send(s.id, 'work');
+    await started.promise;
+    expect(await rt.runs.pause(run.id)).toMatchObject({ status: 'running', pauseRequested: true });
+    expect(await rt.runs.resume(run.id)).toMatchObject({ status: 'running', pauseRequested: false });
+    gate.resolve('ok');
+    expect((await rt.runs.wait(run.id)).status).toBe('completed');
+    expect(ofType(await allEvents(rt.sessions, s.id), 'run/status').map((e) => e.data.to)).toEqual(['queued', 'running', 'completed']);
+  });
+
   it('pausing a queued run pauses it at once: no worker takes it until it is resumed', async () => {
     const { model, agent } = agentOf([{ text: 'other done' }, { text: 'resumed done' }], []);
     const { rt } = start([agent], { worker: false });
