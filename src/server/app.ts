@@ -124,7 +124,9 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
       const type = c.req.header('content-type') ?? '';
       const isImport = c.req.path === '/v1/sessions/import';
       const length = Number(c.req.header('content-length') ?? '0');
-      if (length > 0 && !isImport && !/^application\/json\b/i.test(type)) throw new HttpProblem('unsupported_media_type', `send JSON with content-type application/json, not ${type || 'nothing'}`);
+      // A chunked body has no content-length: it is a body all the same.
+      const hasBody = length > 0 || c.req.header('transfer-encoding') !== undefined;
+      if (hasBody && !isImport && !/^application\/json\b/i.test(type)) throw new HttpProblem('unsupported_media_type', `send JSON with content-type application/json, not ${type || 'nothing'}`);
     }
     return next();
   });

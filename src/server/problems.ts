@@ -1,4 +1,5 @@
 import type { Context } from 'hono';
+import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { ImportError, InvalidEntryError, InvalidEventError, UnknownEventError } from '../session/index.ts';
 import { IllegalTransitionError } from '../runs/index.ts';
@@ -16,7 +17,6 @@ export const PROBLEMS = {
   unauthorized: { status: 401, title: 'A valid API key is required' },
   forbidden: { status: 403, title: 'This API key may not do that' },
   not_found: { status: 404, title: 'No such resource' },
-  method_not_allowed: { status: 405, title: 'Method not allowed' },
   run_busy: { status: 409, title: 'The session already has an active run' },
   illegal_transition: { status: 409, title: 'The run cannot do that in its current state' },
   conflict: { status: 409, title: 'The resource changed or already exists' },
@@ -68,6 +68,12 @@ export function problemResponse(c: Context, type: ProblemType, detail: string, e
 /** Maps anything thrown by the layers below to a problem; unknown errors are internal (and logged). */
 export function toProblem(e: unknown): { type: ProblemType; detail: string; extensions: Record<string, unknown> } {
   if (e instanceof HttpProblem) return { type: e.problem, detail: e.message, extensions: e.extensions };
+  // Hono's validators throw HTTPExceptions: 400 for a body that does not parse, 415 for another media type.
+  if (e instanceof HTTPException) {
+    if (e.status === 400) return /json/i.test(e.message) ? { type: 'bad_json', detail: `the body is not valid JSON: ${e.message}`, extensions: {} } : { type: 'validation', detail: e.message, extensions: {} };
+    if (e.status === 413) return { type: 'payload_too_large', detail: e.message, extensions: {} };
+    if (e.status === 415) return { type: 'unsupported_media_type', detail: 'send JSON with content-type application/json', extensions: {} };
+  }
   if (e instanceof RunBusyError) return { type: 'run_busy', detail: e.message, extensions: { active_run_id: e.activeRunId } };
   if (e instanceof IllegalTransitionError) return { type: 'illegal_transition', detail: e.message, extensions: { run_id: e.runId, from: e.from, to: e.to } };
   if (e instanceof ImportError) return { type: 'invalid_import', detail: e.message, extensions: { problems: e.problems } };

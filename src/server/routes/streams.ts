@@ -1,4 +1,4 @@
-import type { OpenAPIHono } from '@hono/zod-openapi';
+import { z, type OpenAPIHono } from '@hono/zod-openapi';
 import type { AppContext, AppEnv } from '../app.ts';
 import { HttpProblem } from '../problems.ts';
 import { parseCursor, sseStream } from '../sse.ts';
@@ -53,7 +53,12 @@ export function streamRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       path: path.replace(':id', '{id}'),
       tags: ['streams'],
       summary: path.startsWith('/v1/runs') ? 'SSE stream of a run; ends with an `end` event' : 'SSE stream of a session',
-      request: {},
+      // OpenAPI requires a path parameter for every template expression in the path.
+      request: {
+        params: z.object({ id: z.string().min(1).openapi({ param: { name: 'id', in: 'path' } }) }),
+        query: z.object({ after: z.string().optional().describe('Resume after this id (seq or seq.n); Last-Event-ID wins') }),
+        headers: z.object({ 'last-event-id': z.string().optional() }),
+      },
       responses: { 200: { description: 'text/event-stream: durable events (id = seq) and deltas (event `delta`, id = seq.n)', content: { 'text/event-stream': { schema: { type: 'string' } } } } },
     });
   }

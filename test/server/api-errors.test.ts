@@ -1,0 +1,398 @@
+/**
+ * Every kind of problem the API answers, through real HTTP: validation, bad JSON, media types,
+ * not found, body limits, idempotency keys, API keys (missing, unknown, revoked), tenant
+ * isolation on every route, rate limits per key, and the refusal to bind a public address
+ * without keys. Every problem is RFC 9457 problem+json with a stable type.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApiKey } from '../../src/server/auth.ts';
+import { InsecureBindError } from '../../src/server/serve.ts';
+import { Api, expectProblem, PROBLEM, startTestServer, type ApiResponse, type Json, type TestServer } from '../support/server-helpers.ts';
+
+const ndjson = { 'content-type': 'application/x-ndjson' };
+
+/** A body sent chunked (no content-length). */
+function chunked(text: string): ReadableStream<Uint8Array> {
+  const bytes = new TextEncoder().encode(text);
+  return new ReadableStream({
+    start(c) {
+      for (let i = 0; i < bytes.length; i += 1000) c.enqueue(bytes.slice(i, i + 1000));
+      c.close();
+    },
+  });
+}
+
+async function postChunked(base: string, path: string, text: string, contentType: string): Promise<ApiResponse> {
+  const res = await fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': contentType }, body: chunked(text), duplex: 'half' } as RequestInit);
+  const body = await res.text();
+  return { status: res.status, headers: res.headers, body: /json/.test(res.headers.get('content-type') ?? '') ? JSON.parse(body) : undefined, text: body };
+}
+
+describe('problems (auth off)', () => {
+  let srv: TestServer;
+  let api: Api;
+  beforeAll(async () => {
+    srv = await startTestServer({ bodyLimitBytes: 2048, importLimitBytes: 4096 });
+    api = srv.api();
+  });
+  afterAll(async () => {
+    await srv?.close();
+  });
+
+  it('validation: wrong types, unknown fields and bad queries are 400 validation with field errors', async () => {
+    const wrongType = expectProblem(await api.post('/v1/sessions', { title: 5 }), 'validation', 400);
+    expect(wrongType.errors).toEqual([{ path: 'title', message: expect.any(String) }]);
+    expect(wrongType.detail).toContain('title');
+
+    const unknown = expectProblem(await api.post('/v1/sessions', { title: 'x', owner: 'me' }), 'validation', 400);
+    expect(unknown.detail).toContain('owner');
+    expectProblem(await api.post('/v1/sessions', { metadata: 'not an object' }), 'validation', 400);
+    expectProblem(await api.post('/v1/sessions', { title: 'x'.repeat(501) }), 'validation', 400);
+    expectProblem(await api.post('/v1/sessions', [1, 2]), 'validation', 400);
+
+    for (const q of ['limit=0', 'limit=1001', 'limit=ten', 'include_archived=yes']) {
+      const p = expectProblem(await api.get(`/v1/sessions?${q}`), 'validation', 400);
+      expect(p.errors.length).toBeGreaterThan(0);
+    }
+    // Nothing was created by the refused requests.
+    expect((await api.get('/v1/sessions?limit=1000')).body.data).toEqual([]);
+  });
+
+  it('bad_json: a body that does not parse is 400 bad_json, not an internal error', async () => {
+    for (const body of ['{', '{"title": }', 'not json', '']) {
+      const r = await api.request('POST', '/v1/sessions', { body, headers: { 'content-type': 'application/json' } });
+      expectProblem(r, 'bad_json', 400);
+    }
+    const s = await api.session();
+    expectProblem(await api.request('POST', `/v1/sessions/${s.id}/messages`, { body: '{"content": "hi",', headers: { 'content-type': 'application/json' } }), 'bad_json', 400);
+  });
+
+  it('unsupported_media_type: a body that is not application/json is 415 (also chunked, also without a type)', async () => {
+    const p = expectProblem(await api.request('POST', '/v1/sessions', { body: '{}', headers: { 'content-type': 'text/plain' } }), 'unsupported_media_type', 415);
+    expect(p.detail).toContain('text/plain');
+    expectProblem(await api.request('POST', '/v1/sessions', { body: new TextEncoder().encode('{}') }), 'unsupported_media_type', 415);
+    expectProblem(await api.request('POST', '/v1/sessions', { body: 'title=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 'unsupported_media_type', 415);
+    expectProblem(await postChunked(srv.url, '/v1/sessions', '{}', 'text/plain'), 'unsupported_media_type', 415);
+    // JSON with parameters is JSON; chunked JSON is JSON.
+    expect((await api.request('POST', '/v1/sessions', { body: '{}', headers: { 'content-type': 'application/json; charset=utf-8' } })).status).toBe(201);
+    expect((await postChunked(srv.url, '/v1/sessions', '{"title":"chunked"}', 'application/json')).status).toBe(201);
+    // The import takes JSONL.
+    expectProblem(await api.request('POST', '/v1/sessions/import', { body: '{"kind":"nope"}\n', headers: ndjson }), 'invalid_import', 422);
+  });
+
+  it('not_found: unknown routes and unknown resources', async () => {
+    for (const [method, path] of [
+      ['GET', '/v1/nothing-here'],
+      ['GET', '/nothing-here'],
+      ['PUT', '/v1/sessions'],
+      ['GET', '/v1/sessions/no-such-session'],
+      ['DELETE', '/v1/sessions/no-such-session'],
+      ['GET', '/v1/sessions/no-such-session/events'],
+      ['GET', '/v1/sessions/no-such-session/export'],
+      ['GET', '/v1/sessions/no-such-session/stream'],
+      ['GET', '/v1/runs/no-such-run'],
+      ['POST', '/v1/runs/no-such-run/cancel'],
+      ['GET', '/v1/runs/no-such-run/stream'],
+    ] as const) {
+      const p = expectProblem(await api.request(method, path), 'not_found', 404);
+      expect(p.instance).toBe(path);
+    }
+  });
+
+  it('payload_too_large: bodies over bodyLimitBytes (and imports over importLimitBytes) are 413', async () => {
+    const big = { title: 'big', metadata: { blob: 'x'.repeat(3000) } };
+    const p = expectProblem(await api.post('/v1/sessions', big), 'payload_too_large', 413);
+    expect(p.limit_bytes).toBe(2048);
+    expectProblem(await postChunked(srv.url, '/v1/sessions', JSON.stringify(big), 'application/json'), 'payload_too_large', 413);
+    expect((await api.post('/v1/sessions', { title: 'small', metadata: { blob: 'x'.repeat(1500) } })).status).toBe(201);
+
+    // An import has its own, larger limit.
+    const under = await api.request('POST', '/v1/sessions/import', { body: `${'{"kind":"nope"}\n'.repeat(200)}`, headers: ndjson });
+    expectProblem(under, 'invalid_import', 422);
+    const over = expectProblem(await api.request('POST', '/v1/sessions/import', { body: 'x'.repeat(5000), headers: ndjson }), 'payload_too_large', 413);
+    expect(over.limit_bytes).toBe(4096);
+  });
+
+  it('idempotency: the same key and body replay the first response and create nothing new', async () => {
+    const key = { 'idempotency-key': 'create-once' };
+    const first = await api.post('/v1/sessions', { title: 'idempotent' }, key);
+    expect(first.status).toBe(201);
+    expect(first.headers.get('idempotent-replayed')).toBeNull();
+    const replay = await api.post('/v1/sessions', { title: 'idempotent' }, key);
+    expect(replay.status).toBe(201);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(replay.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(replay.text).toBe(first.text);
+    const titled = (await api.get('/v1/sessions?limit=1000')).body.data.filter((s: Json) => s.title === 'idempotent');
+    expect(titled).toHaveLength(1);
+
+    // A message: one run, however often it is retried.
+    const s = await api.session();
+    const send = () => api.post(`/v1/sessions/${s.id}/messages`, { content: 'once' }, { 'idempotency-key': 'send-once' });
+    const sent = await send();
+    expect(sent.status).toBe(202);
+    await api.waitForRun(sent.body.run.id, 'completed');
+    const again = await send();
+    expect(again.status).toBe(202);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body.run.id).toBe(sent.body.run.id);
+    expect((await api.get(`/v1/sessions/${s.id}/runs`)).body.data).toHaveLength(1);
+
+    // A problem is replayed as the same problem.
+    const refused = await api.post('/v1/sessions', { agent: 'nobody' }, { 'idempotency-key': 'refused' });
+    expectProblem(refused, 'unknown_agent', 422);
+    const refusedAgain = await api.post('/v1/sessions', { agent: 'nobody' }, { 'idempotency-key': 'refused' });
+    expectProblem(refusedAgain, 'unknown_agent', 422);
+    expect(refusedAgain.headers.get('idempotent-replayed')).toBe('true');
+  });
+
+  it('idempotency: the same key with another body (or route) is 422 idempotency_mismatch; bad keys are refused', async () => {
+    const key = { 'idempotency-key': 'mismatch' };
+    expect((await api.post('/v1/sessions', { title: 'a' }, key)).status).toBe(201);
+    const before = (await api.get('/v1/sessions?limit=1000')).body.data.length;
+    const p = expectProblem(await api.post('/v1/sessions', { title: 'b' }, key), 'idempotency_mismatch', 422);
+    expect(p.detail).toContain('mismatch');
+    const s = await api.session();
+    expectProblem(await api.post(`/v1/sessions/${s.id}/fork`, { title: 'a' }, key), 'idempotency_mismatch', 422);
+    expect((await api.get('/v1/sessions?limit=1000')).body.data.length).toBe(before + 1);
+
+    expectProblem(await api.post('/v1/sessions', {}, { 'idempotency-key': 'k'.repeat(256) }), 'validation', 400);
+    // GETs ignore the header.
+    expect((await api.get('/v1/sessions', { 'idempotency-key': 'mismatch' })).status).toBe(200);
+  });
+
+  it('idempotency: concurrent retries with one key create one thing (the others replay it or are told it is in progress)', async () => {
+    const tries = await Promise.all(Array.from({ length: 6 }, () => api.post('/v1/sessions', { title: 'concurrent' }, { 'idempotency-key': 'concurrent' })));
+    const created = tries.filter((r) => r.status === 201);
+    expect(created.length).toBeGreaterThanOrEqual(1);
+    expect(new Set(created.map((r) => r.body.id)).size).toBe(1);
+    for (const r of tries.filter((x) => x.status !== 201)) expectProblem(r, 'idempotency_in_progress', 409);
+    expect((await api.get('/v1/sessions?limit=1000')).body.data.filter((s: Json) => s.title === 'concurrent')).toHaveLength(1);
+    // Once it is done, a retry replays it.
+    const later = await api.post('/v1/sessions', { title: 'concurrent' }, { 'idempotency-key': 'concurrent' });
+    expect([later.status, later.headers.get('idempotent-replayed'), later.body.id]).toEqual([201, 'true', created[0]!.body.id]);
+  });
+
+  it('every problem is application/problem+json with type, title, status, detail and instance; a type has one title', async () => {
+    const s = await api.session();
+    const cases: Array<[ApiResponse, string, number]> = [
+      [await api.post('/v1/sessions', { nope: 1 }), 'validation', 400],
+      [await api.get('/v1/sessions?limit=-5'), 'validation', 400],
+      [await api.request('POST', '/v1/sessions', { body: '{', headers: { 'content-type': 'application/json' } }), 'bad_json', 400],
+      [await api.request('POST', '/v1/sessions', { body: 'x', headers: { 'content-type': 'text/plain' } }), 'unsupported_media_type', 415],
+      [await api.get('/v1/nope'), 'not_found', 404],
+      [await api.get('/v1/runs/nope'), 'not_found', 404],
+      [await api.post('/v1/sessions', { agent: 'nobody' }), 'unknown_agent', 422],
+      [await api.post('/v1/sessions', { metadata: { x: 'y'.repeat(4000) } }), 'payload_too_large', 413],
+      [await api.request('POST', '/v1/sessions/import', { body: 'junk\n', headers: ndjson }), 'invalid_import', 422],
+      [await api.post(`/v1/sessions/${s.id}/leaf`, { entry_id: 'nope' }), 'validation', 400],
+    ];
+    const titles = new Map<string, string>();
+    for (const [r, type, status] of cases) {
+      const p = expectProblem(r, type, status);
+      expect(p.type).toBe(`${PROBLEM}${type}`);
+      expect(p.instance).toMatch(/^\/v1\//);
+      if (titles.has(type)) expect(p.title).toBe(titles.get(type));
+      titles.set(type, p.title);
+    }
+  });
+});
+
+describe('API keys and tenants (auth required)', () => {
+  let srv: TestServer;
+  let acme: Api;
+  let globex: Api;
+  beforeAll(async () => {
+    srv = await startTestServer({
+      keys: [{ tenant: 'acme' }, { tenant: 'acme', revoked: true }, { tenant: 'globex' }, { tenant: 'limited', ratePerMinute: 3 }, { tenant: 'limited', ratePerMinute: 3 }],
+    });
+    acme = srv.api(srv.secrets[0]);
+    globex = srv.api(srv.secrets[2]);
+  });
+  afterAll(async () => {
+    await srv?.close();
+  });
+
+  it('unauthorized: a missing, malformed, unknown or revoked key is 401 on every /v1 route', async () => {
+    expect(srv.server.auth).toBe('required');
+    const anonymous = srv.api();
+    for (const path of ['/v1/sessions', '/v1/sessions/x', '/v1/runs/x', '/v1/nope']) expectProblem(await anonymous.get(path), 'unauthorized', 401);
+    expectProblem(await anonymous.post('/v1/sessions', {}), 'unauthorized', 401);
+    expectProblem(await anonymous.get('/v1/sessions', { authorization: `Basic ${srv.secrets[0]}` }), 'unauthorized', 401);
+    const unknown = expectProblem(await srv.api('keel_not-a-real-key').get('/v1/sessions'), 'unauthorized', 401);
+    expect(unknown.detail).toContain('unknown');
+    const revoked = expectProblem(await srv.api(srv.secrets[1]).get('/v1/sessions'), 'unauthorized', 401);
+    expect(revoked.detail).toContain('revoked');
+
+    // The key in x-api-key, or a lower-case bearer, works too.
+    expect((await anonymous.get('/v1/sessions', { 'x-api-key': srv.secrets[0]! })).status).toBe(200);
+    expect((await anonymous.get('/v1/sessions', { authorization: `bearer ${srv.secrets[0]}` })).status).toBe(200);
+    // Probes, metrics and the API description need no key.
+    for (const path of ['/healthz', '/readyz', '/metrics', '/openapi.json']) expect((await anonymous.get(path)).status).toBe(200);
+    expect((await anonymous.get('/openapi.json')).body.security).toEqual([{ bearer: [] }]);
+  });
+
+  it('unauthorized: revoking a key that was in use takes effect within seconds', async () => {
+    const { secret, key } = await createApiKey(srv.store, { tenant: 'acme', name: 'short-lived' });
+    const client = srv.api(secret);
+    expect((await client.get('/v1/sessions')).status).toBe(200);
+    expect(await srv.store.revokeApiKey(key.id, Date.now())).toBe(true);
+    const refused = await client.until('the revocation', async () => {
+      const r = await client.get('/v1/sessions');
+      return r.status === 401 ? r : undefined;
+    });
+    expect(expectProblem(refused, 'unauthorized', 401).detail).toContain('revoked');
+  });
+
+  it('tenant isolation: another tenant’s session, run and approval ids answer 404 on every route', async () => {
+    const s = await acme.session({ title: 'acme only' });
+    const done = await acme.send(s.id, 'secret plans');
+    await acme.waitForRun(done.run.id, 'completed');
+    const waitingSession = await acme.session();
+    const { run } = await acme.send(waitingSession.id, 'danger:iso');
+    const waiting = await acme.waitForRun(run.id, 'waiting_approval');
+    const approvalId = waiting.waiting.requests[0].approval_id;
+    const entryId = (await acme.get(`/v1/sessions/${s.id}`)).body.leaf_id;
+    const before = { s: (await acme.get(`/v1/sessions/${s.id}`)).body, w: (await acme.get(`/v1/sessions/${waitingSession.id}`)).body };
+
+    const routes: Array<[string, string, unknown?]> = [
+      ['GET', `/v1/sessions/${s.id}`],
+      ['DELETE', `/v1/sessions/${s.id}`],
+      ['POST', `/v1/sessions/${s.id}/messages`, { content: 'hijack' }],
+      ['POST', `/v1/sessions/${waitingSession.id}/messages`, { content: 'hijack', if_busy: 'interrupt' }],
+      ['GET', `/v1/sessions/${s.id}/events`],
+      ['GET', `/v1/sessions/${s.id}/transcript`],
+      ['GET', `/v1/sessions/${s.id}/context`],
+      ['GET', `/v1/sessions/${s.id}/runs`],
+      ['POST', `/v1/sessions/${s.id}/fork`, { entry_id: entryId, into: 'session' }],
+      ['POST', `/v1/sessions/${s.id}/leaf`, { entry_id: null }],
+      ['POST', `/v1/sessions/${s.id}/compact`, { keep_recent_tokens: 1 }],
+      ['GET', `/v1/sessions/${s.id}/export`],
+      ['GET', `/v1/sessions/${s.id}/stream`],
+      ['GET', `/v1/runs/${done.run.id}`],
+      ['GET', `/v1/runs/${done.run.id}/steps`],
+      ['GET', `/v1/runs/${done.run.id}/stream`],
+      ['POST', `/v1/runs/${run.id}/cancel`],
+      ['POST', `/v1/runs/${run.id}/pause`],
+      ['POST', `/v1/runs/${run.id}/resume`],
+      ['POST', `/v1/runs/${run.id}/steer`, { content: 'hijack' }],
+      ['POST', `/v1/runs/${run.id}/input`, { answers: 'x' }],
+      ['POST', `/v1/runs/${run.id}/approvals/${approvalId}`, { decision: 'approve', arguments: { target: 'hijacked' } }],
+    ];
+    for (const [method, path, json] of routes) {
+      const r = await globex.request(method, path, json !== undefined ? { json } : {});
+      const p = expectProblem(r, 'not_found', 404);
+      expect(p.detail, `${method} ${path}`).not.toContain('acme');
+    }
+
+    // Nothing changed for acme; its own requests work.
+    expect((await acme.get(`/v1/sessions/${s.id}`)).body).toEqual(before.s);
+    expect((await acme.get(`/v1/sessions/${waitingSession.id}`)).body).toEqual(before.w);
+    expect((await acme.get(`/v1/runs/${run.id}`)).body.status).toBe('waiting_approval');
+    expect(srv.dangerRuns).not.toContainEqual({ target: 'hijacked' });
+    for (const path of [`/v1/sessions/${s.id}/events`, `/v1/sessions/${s.id}/export`, `/v1/runs/${done.run.id}/steps`]) expect((await acme.get(path)).status).toBe(200);
+    const stream = await fetch(`${srv.url}/v1/runs/${done.run.id}/stream`, { headers: { authorization: `Bearer ${srv.secrets[0]}` } });
+    expect(stream.status).toBe(200);
+    expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expect(await stream.text()).toContain('event: end');
+    const live = new AbortController();
+    const sessionStream = await fetch(`${srv.url}/v1/sessions/${s.id}/stream`, { headers: { authorization: `Bearer ${srv.secrets[0]}` }, signal: live.signal });
+    expect(sessionStream.status).toBe(200);
+    live.abort();
+    await sessionStream.body?.cancel().catch(() => {});
+
+    // Listings show only the caller's sessions.
+    const mine = (await acme.get('/v1/sessions?limit=1000')).body.data.map((x: Json) => x.id);
+    expect(mine).toEqual(expect.arrayContaining([s.id, waitingSession.id]));
+    const own = await globex.session({ title: 'globex only' });
+    const theirs = (await globex.get('/v1/sessions?limit=1000&include_archived=true')).body.data.map((x: Json) => x.id);
+    expect(theirs).toEqual([own.id]);
+    expect((await acme.get('/v1/sessions?limit=1000')).body.data.map((x: Json) => x.id)).not.toContain(own.id);
+
+    // A fork into a session stays with its tenant.
+    const fork = await acme.post(`/v1/sessions/${s.id}/fork`, { entry_id: entryId, into: 'session' });
+    expect(fork.status).toBe(201);
+    expectProblem(await globex.get(`/v1/sessions/${fork.body.session_id}`), 'not_found', 404);
+    expect((await acme.get(`/v1/sessions/${fork.body.session_id}`)).status).toBe(200);
+
+    // An import belongs to the importing tenant.
+    const exported = (await acme.get(`/v1/sessions/${s.id}/export`)).text;
+    const otherServer = await startTestServer({ keys: [{ tenant: 'initech' }] });
+    try {
+      const initech = otherServer.api(otherServer.secrets[0]);
+      expect((await initech.request('POST', '/v1/sessions/import', { body: exported, headers: ndjson })).status).toBe(201);
+      expect((await initech.get(`/v1/sessions/${s.id}/transcript`)).status).toBe(200);
+    } finally {
+      await otherServer.close();
+    }
+
+    // Idempotency keys are per tenant.
+    const a = await acme.post('/v1/sessions', { title: 'same key' }, { 'idempotency-key': 'shared' });
+    const g = await globex.post('/v1/sessions', { title: 'same key' }, { 'idempotency-key': 'shared' });
+    expect([a.status, g.status]).toEqual([201, 201]);
+    expect(g.headers.get('idempotent-replayed')).toBeNull();
+    expect(g.body.id).not.toBe(a.body.id);
+
+    await acme.post(`/v1/runs/${run.id}/cancel`);
+  });
+
+  it('rate_limited: a key over its requests a minute gets 429 with retry-after; other keys are not affected', async () => {
+    const first = srv.api(srv.secrets[3]);
+    const second = srv.api(srv.secrets[4]);
+    for (let i = 0; i < 3; i++) expect((await first.get('/v1/sessions')).status).toBe(200);
+    const limited = await first.get('/v1/sessions');
+    const p = expectProblem(limited, 'rate_limited', 429);
+    const retryAfter = Number(limited.headers.get('retry-after'));
+    expect(Number.isInteger(retryAfter) && retryAfter >= 1).toBe(true);
+    expect(p.retry_after).toBe(retryAfter);
+    expectProblem(await first.post('/v1/sessions', {}), 'rate_limited', 429);
+    // Per key: the tenant's other key and other tenants still get through; probes are not limited.
+    expect((await second.get('/v1/sessions')).status).toBe(200);
+    expect((await acme.get('/v1/sessions')).status).toBe(200);
+    expect((await first.get('/healthz')).status).toBe(200);
+  });
+});
+
+describe('default rate limit (auth off)', () => {
+  it('rateLimitPerMinute applies to anonymous callers', async () => {
+    const srv = await startTestServer({ rateLimitPerMinute: 2 });
+    try {
+      const api = srv.api();
+      expect((await api.get('/v1/sessions')).status).toBe(200);
+      expect((await api.get('/v1/sessions')).status).toBe(200);
+      const r = await api.get('/v1/sessions');
+      expectProblem(r, 'rate_limited', 429);
+      expect(Number(r.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    } finally {
+      await srv.close();
+    }
+  });
+});
+
+describe('binding', () => {
+  it('refuses a non-loopback host without API keys (InsecureBindError) unless insecure: true', async () => {
+    await expect(startTestServer({ host: '0.0.0.0' })).rejects.toBeInstanceOf(InsecureBindError);
+
+    const open = await startTestServer({ host: '0.0.0.0', insecure: true });
+    try {
+      expect(open.server.auth).toBe('off');
+      const r = await new Api(`http://127.0.0.1:${open.server.port}`).post('/v1/sessions', {});
+      expect(r.status).toBe(201);
+    } finally {
+      await open.close();
+    }
+
+    const keyed = await startTestServer({ host: '0.0.0.0', keys: [{ tenant: 'acme' }] });
+    try {
+      expect(keyed.server.auth).toBe('required');
+      const base = `http://127.0.0.1:${keyed.server.port}`;
+      expectProblem(await new Api(base).get('/v1/sessions'), 'unauthorized', 401);
+      expect((await new Api(base, keyed.secrets[0]).get('/v1/sessions')).status).toBe(200);
+    } finally {
+      await keyed.close();
+    }
+
+    // Only revoked keys is no keys.
+    await expect(startTestServer({ host: '0.0.0.0', keys: [{ tenant: 'acme', revoked: true }] })).rejects.toBeInstanceOf(InsecureBindError);
+  });
+});

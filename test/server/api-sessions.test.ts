@@ -1,0 +1,471 @@
+/**
+ * The session endpoints through real HTTP: create/list/get/archive, messages with every if_busy
+ * policy, the views (events, transcript, context, runs), branches (fork, leaf, compact) and
+ * export/import.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectProblem, startTestServer, type Api, type Json, type TestServer } from '../support/server-helpers.ts';
+
+let srv: TestServer;
+let api: Api;
+beforeAll(async () => {
+  srv = await startTestServer();
+  api = srv.api();
+});
+afterAll(async () => {
+  await srv?.close();
+});
+
+const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+/** A session with `texts` sent one after the other, each run completed. */
+async function conversation(texts: string[], create: Record<string, unknown> = {}): Promise<{ session: Json; runs: Json[] }> {
+  const session = await api.session(create);
+  const runs: Json[] = [];
+  for (const t of texts) {
+    const { run } = await api.send(session.id, t);
+    runs.push(await api.waitForRun(run.id, 'completed'));
+  }
+  return { session: (await api.get(`/v1/sessions/${session.id}`)).body, runs };
+}
+
+const texts = (items: Json[]) => items.map((i: Json) => i.text).filter((t: unknown) => typeof t === 'string');
+
+describe('sessions', () => {
+  it('POST /v1/sessions creates a session (201) with every field', async () => {
+    const r = await api.post('/v1/sessions', { title: 'First', metadata: { project: 'keel', n: 1 } });
+    expect(r.status).toBe(201);
+    expect(r.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(r.body).toEqual({
+      id: expect.any(String),
+      title: 'First',
+      metadata: { project: 'keel', n: 1 },
+      agent: null,
+      created_at: expect.stringMatching(ISO),
+      last_seq: 1,
+      leaf_id: null,
+      origin: null,
+      archived_at: null,
+    });
+    // An empty body is a session with defaults.
+    const bare = await api.post('/v1/sessions', {});
+    expect(bare.status).toBe(201);
+    expect(bare.body).toMatchObject({ title: null, metadata: {}, agent: null });
+    expect(bare.body.id).not.toBe(r.body.id);
+  });
+
+  it('takes a registered agent (with or without a version) and refuses an unknown one as unknown_agent', async () => {
+    expect((await api.post('/v1/sessions', { agent: 'terse' })).body.agent).toBe('terse');
+    expect((await api.post('/v1/sessions', { agent: 'terse@2' })).body.agent).toBe('terse@2');
+    for (const agent of ['nobody', 'terse@9']) {
+      const p = expectProblem(await api.post('/v1/sessions', { agent }), 'unknown_agent', 422);
+      expect(p.detail).toContain(agent);
+    }
+  });
+
+  it('GET /v1/sessions/{id} answers the session; an unknown id is not_found', async () => {
+    const s = await api.session({ title: 'get me' });
+    const r = await api.get(`/v1/sessions/${s.id}`);
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual(s);
+    expectProblem(await api.get('/v1/sessions/no-such-session'), 'not_found', 404);
+  });
+
+  it('GET /v1/sessions pages with limit/after/next_cursor; archived sessions only with include_archived=true', async () => {
+    const mine: string[] = [];
+    for (let i = 0; i < 5; i++) mine.push((await api.session({ title: `page ${i}` })).id);
+
+    const all = await api.get('/v1/sessions?limit=1000');
+    expect(all.status).toBe(200);
+    expect(all.body.next_cursor).toBeNull();
+    const ids: string[] = all.body.data.map((s: Json) => s.id);
+    for (const id of mine) expect(ids).toContain(id);
+    expect(new Set(ids).size).toBe(ids.length);
+
+    // Pages of 2 give the same sessions in the same order, each page but the last with a cursor.
+    const paged: string[] = [];
+    let after: string | null = null;
+    let pages = 0;
+    do {
+      const q: string = `/v1/sessions?limit=2${after ? `&after=${after}` : ''}`;
+      const page = await api.get(q);
+      expect(page.status).toBe(200);
+      expect(page.body.data.length).toBeLessThanOrEqual(2);
+      paged.push(...page.body.data.map((s: Json) => s.id));
+      after = page.body.next_cursor;
+      if (after !== null) expect(after).toBe(page.body.data.at(-1).id);
+      pages++;
+    } while (after !== null && pages < 100);
+    expect(paged).toEqual(ids);
+    expect(pages).toBe(Math.ceil(ids.length / 2));
+
+    // The default limit applies without one.
+    expect((await api.get('/v1/sessions')).body.data.length).toBe(Math.min(50, ids.length));
+
+    // Archived: hidden by default, listed on request.
+    await api.delete(`/v1/sessions/${mine[2]}`);
+    const visible = (await api.get('/v1/sessions?limit=1000')).body.data.map((s: Json) => s.id);
+    expect(visible).not.toContain(mine[2]);
+    expect(visible).toContain(mine[1]);
+    const withArchived = await api.get('/v1/sessions?limit=1000&include_archived=true');
+    const archived = withArchived.body.data.find((s: Json) => s.id === mine[2]);
+    expect(archived.archived_at).toMatch(ISO);
+    expect((await api.get('/v1/sessions?limit=1000&include_archived=false')).body.data.map((s: Json) => s.id)).toEqual(visible);
+  });
+
+  it('DELETE /v1/sessions/{id} archives, idempotently; the session stays readable', async () => {
+    const { session } = await conversation(['keep me']);
+    const first = await api.delete(`/v1/sessions/${session.id}`);
+    expect(first.status).toBe(200);
+    expect(first.body.archived_at).toMatch(ISO);
+    expect(first.body.last_seq).toBeGreaterThan(session.last_seq);
+    const again = await api.delete(`/v1/sessions/${session.id}`);
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(first.body);
+    expect((await api.get(`/v1/sessions/${session.id}`)).body).toEqual(first.body);
+    expect(texts((await api.get(`/v1/sessions/${session.id}/transcript`)).body.items)).toContain('keep me');
+    expectProblem(await api.delete('/v1/sessions/no-such-session'), 'not_found', 404);
+  });
+});
+
+describe('messages', () => {
+  it('POST /messages answers 202 with the message and its run, which completes (GET /v1/runs/{id})', async () => {
+    const s = await api.session();
+    const r = await api.post(`/v1/sessions/${s.id}/messages`, { content: 'hello keel' });
+    expect(r.status).toBe(202);
+    expect(r.body).toMatchObject({ outcome: 'created', message: { id: expect.any(String) }, run: { id: expect.any(String), session_id: s.id, agent: { name: 'helper', version: '1' } } });
+    expect(r.body.run.trigger_message_id).toBe(r.body.message.id);
+    expect(['queued', 'running', 'completed']).toContain(r.body.run.status);
+    const run = await api.waitForRun(r.body.run.id, 'completed');
+    expect(run).toMatchObject({ id: r.body.run.id, status: 'completed', error: null, waiting: null, ended_at: expect.stringMatching(ISO) });
+    expect(texts((await api.get(`/v1/sessions/${s.id}/transcript`)).body.items)).toEqual(['hello keel', 'echo: hello keel']);
+  });
+
+  it('takes content parts, and picks the agent from the message or the session', async () => {
+    const s = await api.session();
+    // An empty string or no parts is no content.
+    expectProblem(await api.post(`/v1/sessions/${s.id}/messages`, { content: '' }), 'validation', 400);
+    expectProblem(await api.post(`/v1/sessions/${s.id}/messages`, { content: [] }), 'validation', 400);
+    const r = await api.post(`/v1/sessions/${s.id}/messages`, { content: [{ type: 'text', text: 'from ' }, { type: 'text', text: 'parts' }] });
+    expect(r.status).toBe(202);
+    await api.waitForRun(r.body.run.id, 'completed');
+    expect(texts((await api.get(`/v1/sessions/${s.id}/transcript`)).body.items)).toContain('echo: from parts');
+
+    const byMessage = await api.send(s.id, 'hi', { agent: 'terse' });
+    expect(byMessage.run.agent).toEqual({ name: 'terse', version: '2' });
+    await api.waitForRun(byMessage.run.id, 'completed');
+
+    const terseSession = await api.session({ agent: 'terse@2' });
+    const bySession = await api.send(terseSession.id, 'hi');
+    expect(bySession.run.agent).toEqual({ name: 'terse', version: '2' });
+    await api.waitForRun(bySession.run.id, 'completed');
+    expect(texts((await api.get(`/v1/sessions/${terseSession.id}/transcript`)).body.items)).toEqual(['hi', 'ok']);
+
+    expectProblem(await api.post(`/v1/sessions/${s.id}/messages`, { content: 'x', agent: 'nobody' }), 'unknown_agent', 422);
+    expectProblem(await api.post('/v1/sessions/no-such-session/messages', { content: 'x' }), 'not_found', 404);
+  });
+
+  it('if_busy: reject answers 409 run_busy with active_run_id; steer and enqueue are accepted', async () => {
+    const s = await api.session();
+    const first = await api.send(s.id, 'block:busy-1');
+    await srv.gates.entered('busy-1');
+    expect((await api.get(`/v1/runs/${first.run.id}`)).body.status).toBe('running');
+
+    for (const body of [{ content: 'again' }, { content: 'again', if_busy: 'reject' }]) {
+      const p = expectProblem(await api.post(`/v1/sessions/${s.id}/messages`, body), 'run_busy', 409);
+      expect(p.active_run_id).toBe(first.run.id);
+    }
+
+    const steered = await api.send(s.id, 'steered in', { if_busy: 'steer' });
+    expect(steered).toMatchObject({ outcome: 'steered', run: { id: first.run.id } });
+    const enqueued = await api.send(s.id, 'queued after', { if_busy: 'enqueue' });
+    expect(enqueued).toMatchObject({ outcome: 'enqueued', run: { id: first.run.id } });
+
+    srv.gates.open('busy-1');
+    await api.waitForRun(first.run.id, 'completed');
+    // The enqueued message becomes the session's next run.
+    const runs = await api.until('the enqueued run', async () => {
+      const page = (await api.get(`/v1/sessions/${s.id}/runs`)).body.data;
+      return page.length === 2 ? page : undefined;
+    });
+    expect(runs[0].id).toBe(first.run.id);
+    expect(runs[1].trigger_message_id).toBe(enqueued.message.id);
+    await api.waitForRun(runs[1].id, 'completed');
+    const said = texts((await api.get(`/v1/sessions/${s.id}/transcript`)).body.items);
+    expect(said).toEqual(expect.arrayContaining(['steered in', 'echo: steered in', 'queued after', 'echo: queued after']));
+    expect(said.indexOf('steered in')).toBeLessThan(said.indexOf('queued after'));
+  });
+
+  it('if_busy: interrupt cancels the active run and starts a new one', async () => {
+    const s = await api.session();
+    const first = await api.send(s.id, 'block:busy-2');
+    await srv.gates.entered('busy-2');
+    const next = await api.send(s.id, 'instead', { if_busy: 'interrupt' });
+    expect(next.outcome).toBe('created');
+    expect(next.run.id).not.toBe(first.run.id);
+    expect((await api.get(`/v1/runs/${first.run.id}`)).body.status).toBe('cancelled');
+    await api.waitForRun(next.run.id, 'completed');
+    expect(texts((await api.get(`/v1/sessions/${s.id}/transcript`)).body.items)).toContain('echo: instead');
+  });
+
+  it('refuses an unknown if_busy policy and unknown fields', async () => {
+    const s = await api.session();
+    expectProblem(await api.post(`/v1/sessions/${s.id}/messages`, { content: 'x', if_busy: 'sometimes' }), 'validation', 400);
+    const p = expectProblem(await api.post(`/v1/sessions/${s.id}/messages`, { content: 'x', colour: 'red' }), 'validation', 400);
+    expect(p.detail).toContain('colour');
+    expectProblem(await api.post(`/v1/sessions/${s.id}/messages`, {}), 'validation', 400);
+  });
+});
+
+describe('views', () => {
+  let session: Json;
+  let runs: Json[];
+  beforeAll(async () => {
+    ({ session, runs } = await conversation(['one', 'two']));
+  });
+
+  it('/events pages with after/limit and next_after, in seq order', async () => {
+    const all = await api.get(`/v1/sessions/${session.id}/events?limit=1000`);
+    expect(all.status).toBe(200);
+    expect(all.body.next_after).toBeNull();
+    const events: Json[] = all.body.data;
+    expect(events.map((e) => e.seq)).toEqual(Array.from({ length: session.last_seq }, (_, i) => i + 1));
+    expect(events[0]).toMatchObject({ type: 'session/created', session_id: session.id, seq: 1, v: expect.any(Number), time: expect.stringMatching(ISO), entry: false });
+    expect(events.filter((e) => e.type === 'user/message' && e.entry).length).toBe(2);
+    expect(events.filter((e) => e.run_id === runs[1].id).length).toBeGreaterThan(0);
+
+    const paged: Json[] = [];
+    let after = 0;
+    for (let i = 0; i < 100; i++) {
+      const page = await api.get(`/v1/sessions/${session.id}/events?after=${after}&limit=3`);
+      expect(page.status).toBe(200);
+      expect(page.body.data.length).toBeLessThanOrEqual(3);
+      paged.push(...page.body.data);
+      if (page.body.next_after === null) break;
+      expect(page.body.next_after).toBe(page.body.data.at(-1).seq);
+      after = page.body.next_after;
+    }
+    expect(paged).toEqual(events);
+    const tail = await api.get(`/v1/sessions/${session.id}/events?after=${session.last_seq}`);
+    expect(tail.body).toEqual({ data: [], next_after: null });
+    expect((await api.get(`/v1/sessions/${session.id}/events?after=${session.last_seq - 2}`)).body.data.map((e: Json) => e.seq)).toEqual([session.last_seq - 1, session.last_seq]);
+
+    expectProblem(await api.get(`/v1/sessions/${session.id}/events?after=-1`), 'validation', 400);
+    expectProblem(await api.get(`/v1/sessions/${session.id}/events?limit=1001`), 'validation', 400);
+    expectProblem(await api.get('/v1/sessions/no-such-session/events'), 'not_found', 404);
+  });
+
+  it('/transcript lists what people said and saw', async () => {
+    const r = await api.get(`/v1/sessions/${session.id}/transcript`);
+    expect(r.status).toBe(200);
+    expect(r.body.items.map((i: Json) => [i.kind, i.text])).toEqual([
+      ['user', 'one'],
+      ['assistant', 'echo: one'],
+      ['user', 'two'],
+      ['assistant', 'echo: two'],
+    ]);
+    expectProblem(await api.get('/v1/sessions/no-such-session/transcript'), 'not_found', 404);
+  });
+
+  it('/context is the next request’s context, trimmed to budget_tokens', async () => {
+    const r = await api.get(`/v1/sessions/${session.id}/context`);
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ tokens: expect.any(Number), omitted: 0, as_of_seq: session.last_seq, leaf_id: session.leaf_id });
+    expect(r.body.messages.map((m: Json) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
+    expect(r.body.last_input_tokens).toEqual(expect.any(Number));
+
+    const small = await api.get(`/v1/sessions/${session.id}/context?budget_tokens=1`);
+    expect(small.status).toBe(200);
+    expect(small.body.omitted).toBeGreaterThan(0);
+    expect(small.body.messages.length).toBe(4 - small.body.omitted);
+    expect(small.body.messages.length).toBeGreaterThanOrEqual(1);
+
+    expectProblem(await api.get(`/v1/sessions/${session.id}/context?budget_tokens=0`), 'validation', 400);
+    expectProblem(await api.get(`/v1/sessions/${session.id}/context?budget_tokens=lots`), 'validation', 400);
+  });
+
+  it('/runs lists the session’s runs oldest first, with cursor pagination', async () => {
+    const all = await api.get(`/v1/sessions/${session.id}/runs`);
+    expect(all.status).toBe(200);
+    expect(all.body).toMatchObject({ next_cursor: null });
+    expect(all.body.data.map((r: Json) => [r.id, r.status])).toEqual(runs.map((r) => [r.id, 'completed']));
+
+    const p1 = await api.get(`/v1/sessions/${session.id}/runs?limit=1`);
+    expect(p1.body.data.map((r: Json) => r.id)).toEqual([runs[0].id]);
+    expect(p1.body.next_cursor).toBe(runs[0].id);
+    const p2 = await api.get(`/v1/sessions/${session.id}/runs?limit=1&after=${p1.body.next_cursor}`);
+    expect(p2.body.data.map((r: Json) => r.id)).toEqual([runs[1].id]);
+    expect(p2.body.next_cursor).toBeNull();
+    expectProblem(await api.get(`/v1/sessions/${session.id}/runs?limit=0`), 'validation', 400);
+  });
+});
+
+describe('branches', () => {
+  const entryOf = (events: Json[], type: string, text: string) =>
+    events.find((e) => e.type === type && e.entry && JSON.stringify(e.data).includes(text))?.id as string;
+
+  it('/fork into a branch with a summary moves the leaf under the summary; new messages continue there', async () => {
+    const { session } = await conversation(['alpha', 'beta']);
+    const events = await api.allEvents(session.id);
+    const alphaAnswer = entryOf(events, 'assistant/message', 'echo: alpha');
+    const r = await api.post(`/v1/sessions/${session.id}/fork`, { entry_id: alphaAnswer, into: 'branch', summary: 'we also tried beta' });
+    expect(r.status).toBe(201);
+    expect(r.body.session_id).toBe(session.id);
+    expect(r.body.leaf_id).not.toBe(alphaAnswer);
+    const after = (await api.get(`/v1/sessions/${session.id}`)).body;
+    expect(after.leaf_id).toBe(r.body.leaf_id);
+    const summary = (await api.allEvents(session.id)).find((e) => e.id === r.body.leaf_id);
+    expect(summary).toMatchObject({ type: 'branch/summary', parent_id: alphaAnswer, data: { summary: 'we also tried beta' } });
+
+    const { run } = await api.send(session.id, 'gamma');
+    await api.waitForRun(run.id, 'completed');
+    const ctx = (await api.get(`/v1/sessions/${session.id}/context`)).body;
+    const shown = JSON.stringify(ctx.messages);
+    expect(shown).toContain('echo: alpha');
+    expect(shown).toContain('we also tried beta');
+    expect(shown).toContain('echo: gamma');
+    expect(shown).not.toContain('echo: beta');
+  });
+
+  it('/fork into a branch without a summary puts the leaf on the entry', async () => {
+    const { session } = await conversation(['one', 'two']);
+    const first = entryOf(await api.allEvents(session.id), 'assistant/message', 'echo: one');
+    const r = await api.post(`/v1/sessions/${session.id}/fork`, { entry_id: first, into: 'branch' });
+    expect(r.status).toBe(201);
+    expect(r.body).toEqual({ session_id: session.id, leaf_id: first });
+    expect((await api.get(`/v1/sessions/${session.id}`)).body.leaf_id).toBe(first);
+  });
+
+  it('/fork into a session makes a new session with the path and its origin', async () => {
+    const { session } = await conversation(['left', 'right'], { title: 'source', metadata: { k: 'v' } });
+    const at = entryOf(await api.allEvents(session.id), 'assistant/message', 'echo: left');
+    const r = await api.post(`/v1/sessions/${session.id}/fork`, { entry_id: at, into: 'session', title: 'the fork' });
+    expect(r.status).toBe(201);
+    expect(r.body.session_id).not.toBe(session.id);
+    const forked = (await api.get(`/v1/sessions/${r.body.session_id}`)).body;
+    expect(forked).toMatchObject({ title: 'the fork', metadata: { k: 'v' }, origin: { session_id: session.id, entry_id: at }, leaf_id: r.body.leaf_id });
+    expect(texts((await api.get(`/v1/sessions/${r.body.session_id}/transcript`)).body.items)).toEqual(['left', 'echo: left']);
+    // The source is untouched.
+    expect(texts((await api.get(`/v1/sessions/${session.id}/transcript`)).body.items)).toEqual(['left', 'echo: left', 'right', 'echo: right']);
+    // Listed with the tenant's sessions.
+    expect((await api.get('/v1/sessions?limit=1000')).body.data.map((s: Json) => s.id)).toContain(r.body.session_id);
+  });
+
+  it('/fork refuses a summary for a session fork, unknown entries and bad bodies', async () => {
+    const { session } = await conversation(['x']);
+    const at = entryOf(await api.allEvents(session.id), 'assistant/message', 'echo: x');
+    expectProblem(await api.post(`/v1/sessions/${session.id}/fork`, { entry_id: at, into: 'session', summary: 'no' }), 'validation', 400);
+    expectProblem(await api.post(`/v1/sessions/${session.id}/fork`, { entry_id: 'no-such-entry', into: 'branch' }), 'validation', 400);
+    expectProblem(await api.post(`/v1/sessions/${session.id}/fork`, { entry_id: at, into: 'tree' }), 'validation', 400);
+    expectProblem(await api.post(`/v1/sessions/${session.id}/fork`, { into: 'branch' }), 'validation', 400);
+    expectProblem(await api.post('/v1/sessions/no-such-session/fork', { entry_id: at, into: 'branch' }), 'not_found', 404);
+  });
+
+  it('/leaf switches the current branch to an entry (or to none)', async () => {
+    const { session } = await conversation(['first', 'second']);
+    const events = await api.allEvents(session.id);
+    const first = entryOf(events, 'assistant/message', 'echo: first');
+    const r = await api.post(`/v1/sessions/${session.id}/leaf`, { entry_id: first });
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({ leaf_id: first, seq: session.last_seq + 1 });
+    expect((await api.get(`/v1/sessions/${session.id}`)).body.leaf_id).toBe(first);
+    expect(texts((await api.get(`/v1/sessions/${session.id}/context`)).body.messages.map((m: Json) => ({ text: m.content?.[0]?.text })))).toEqual(['first', 'echo: first']);
+
+    const back = entryOf(events, 'assistant/message', 'echo: second');
+    expect((await api.post(`/v1/sessions/${session.id}/leaf`, { entry_id: back })).body.leaf_id).toBe(back);
+    const none = await api.post(`/v1/sessions/${session.id}/leaf`, { entry_id: null });
+    expect(none.status).toBe(200);
+    expect(none.body.leaf_id).toBeNull();
+    expect((await api.get(`/v1/sessions/${session.id}/context`)).body.messages).toEqual([]);
+
+    expectProblem(await api.post(`/v1/sessions/${session.id}/leaf`, { entry_id: 'no-such-entry' }), 'validation', 400);
+    expectProblem(await api.post(`/v1/sessions/${session.id}/leaf`, {}), 'validation', 400);
+  });
+
+  it('/compact summarizes the context with the session’s agent model; nothing to do is not an error', async () => {
+    const fresh = await api.session();
+    const nothing = await api.post(`/v1/sessions/${fresh.id}/compact`);
+    expect(nothing.status).toBe(200);
+    expect(nothing.body).toEqual({ compacted: false, reason: expect.any(String) });
+
+    const { session } = await conversation(['tell me about the first thing', 'and the second thing', 'and the third']);
+    const r = await api.post(`/v1/sessions/${session.id}/compact`, { keep_recent_tokens: 1 });
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ compacted: true, event: { type: 'compaction', session_id: session.id, seq: session.last_seq + 1 }, tokens_before: expect.any(Number), tokens_after: expect.any(Number) });
+    const ctx = (await api.get(`/v1/sessions/${session.id}/context`)).body;
+    expect(ctx.messages[0].role).toBe('summary');
+    expect(JSON.stringify(ctx.messages)).not.toContain('"tell me about the first thing"');
+
+    expectProblem(await api.post(`/v1/sessions/${session.id}/compact`, { keep_recent_tokens: 0 }), 'validation', 400);
+    expectProblem(await api.post(`/v1/sessions/${session.id}/compact`, { keep: 1 }), 'validation', 400);
+  });
+
+  it('/compact refuses while a run is running (run_busy)', async () => {
+    const s = await api.session();
+    const { run } = await api.send(s.id, 'block:compact');
+    await srv.gates.entered('compact');
+    const p = expectProblem(await api.post(`/v1/sessions/${s.id}/compact`, {}), 'run_busy', 409);
+    expect(p.active_run_id).toBe(run.id);
+    srv.gates.open('compact');
+    await api.waitForRun(run.id, 'completed');
+  });
+});
+
+describe('export and import', () => {
+  let other: TestServer;
+  beforeAll(async () => {
+    other = await startTestServer();
+  });
+  afterAll(async () => {
+    await other?.close();
+  });
+
+  it('/export is versioned JSONL; POST /v1/sessions/import round-trips it; a second import is a conflict', async () => {
+    const { session } = await conversation(['export me'], { title: 'exported', metadata: { a: 1 } });
+    // A second run that waits for the user, cancelled: the session is at rest with a closed call.
+    const { run } = await api.send(session.id, 'ask');
+    await api.waitForRun(run.id, 'waiting_for_user');
+    expect((await api.post(`/v1/runs/${run.id}/cancel`)).body.status).toBe('cancelled');
+    const exported = await api.get(`/v1/sessions/${session.id}/export`);
+    expect(exported.status).toBe(200);
+    expect(exported.headers.get('content-type')).toMatch(/^application\/x-ndjson/);
+    expect(exported.headers.get('content-disposition')).toContain(`${session.id}.jsonl`);
+    const lines = exported.text.trimEnd().split('\n').map((l) => JSON.parse(l));
+    const final = (await api.get(`/v1/sessions/${session.id}`)).body;
+    expect(lines[0]).toMatchObject({ kind: 'keel.session', version: expect.any(Number), session: { id: session.id, title: 'exported', lastSeq: final.last_seq } });
+    expect(lines.filter((l) => l.kind === 'event').length).toBe(final.last_seq);
+
+    const target = other.api();
+    const imported = await target.request('POST', '/v1/sessions/import', { body: exported.text, headers: { 'content-type': 'application/x-ndjson' } });
+    expect(imported.status).toBe(201);
+    expect(imported.body).toEqual(final);
+    expect(await target.allEvents(session.id)).toEqual(await api.allEvents(session.id));
+    expect((await target.get(`/v1/sessions/${session.id}/transcript`)).body).toEqual((await api.get(`/v1/sessions/${session.id}/transcript`)).body);
+    expect((await target.get(`/v1/sessions/${session.id}/context`)).body).toEqual((await api.get(`/v1/sessions/${session.id}/context`)).body);
+
+    const twice = await target.request('POST', '/v1/sessions/import', { body: exported.text, headers: { 'content-type': 'application/x-ndjson' } });
+    expectProblem(twice, 'conflict', 409);
+    // Into the server it came from, too.
+    expectProblem(await api.request('POST', '/v1/sessions/import', { body: exported.text, headers: { 'content-type': 'application/x-ndjson' } }), 'conflict', 409);
+  });
+
+  it('a corrupted import is refused as invalid_import with line-numbered problems, and writes nothing', async () => {
+    const { session } = await conversation(['corrupt me']);
+    const text = (await api.get(`/v1/sessions/${session.id}/export`)).text;
+    const lines = text.trimEnd().split('\n');
+    lines[2] = lines[2]!.slice(0, 20);
+    const target = other.api();
+    const r = await target.request('POST', '/v1/sessions/import', { body: `${lines.join('\n')}\n`, headers: { 'content-type': 'application/x-ndjson' } });
+    const p = expectProblem(r, 'invalid_import', 422);
+    expect(p.problems).toEqual(expect.arrayContaining([{ line: 3, message: expect.any(String) }]));
+    expectProblem(await target.get(`/v1/sessions/${session.id}`), 'not_found', 404);
+
+    // Not JSONL at all, and an empty body.
+    const junk = expectProblem(await target.request('POST', '/v1/sessions/import', { body: 'hello\nworld\n', headers: { 'content-type': 'application/x-ndjson' } }), 'invalid_import', 422);
+    expect(junk.problems[0].line).toBe(1);
+    expectProblem(await target.request('POST', '/v1/sessions/import', { body: '', headers: { 'content-type': 'application/x-ndjson' } }), 'validation', 400);
+
+    // The intact export still imports.
+    expect((await target.request('POST', '/v1/sessions/import', { body: text, headers: { 'content-type': 'application/x-ndjson' } })).status).toBe(201);
+  });
+});
