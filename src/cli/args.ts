@@ -19,6 +19,8 @@ export function args<T extends NonNullable<ParseArgsConfig['options']>>(command:
 export interface Io {
   out: NodeJS.WritableStream & { isTTY?: boolean };
   err: NodeJS.WritableStream & { isTTY?: boolean };
+  /** Standard input (import from `-`, the chat's lines); process.stdin when left out. */
+  in?: NodeJS.ReadableStream & { isTTY?: boolean };
   env: NodeJS.ProcessEnv;
   /** Resolves on SIGINT/SIGTERM (long-running commands stop on it). */
   signal: AbortSignal;

@@ -1,7 +1,12 @@
 #!/usr/bin/env node
 import { UsageError, type Io } from './args.ts';
+import { chatCommand, chatHelp } from './commands/chat.ts';
+import { eventsCommand, eventsHelp } from './commands/events.ts';
 import { keysCommand, keysHelp } from './commands/keys.ts';
+import { replayCommand, replayHelp } from './commands/replay.ts';
+import { runsCommand, runsHelp } from './commands/runs.ts';
 import { serveCommand, serveHelp } from './commands/serve.ts';
+import { sessionsCommand, sessionsHelp } from './commands/sessions.ts';
 import { workerCommand, workerHelp } from './commands/worker.ts';
 import { runDemo } from './demo.ts';
 import { version } from './version.ts';
@@ -11,6 +16,11 @@ type Command = { run: (argv: string[], io: Io) => Promise<number>; help: string 
 export const commands: Record<string, Command> = {
   serve: { run: serveCommand, help: serveHelp },
   worker: { run: workerCommand, help: workerHelp },
+  chat: { run: chatCommand, help: chatHelp },
+  sessions: { run: sessionsCommand, help: sessionsHelp },
+  runs: { run: runsCommand, help: runsHelp },
+  events: { run: eventsCommand, help: eventsHelp },
+  replay: { run: replayCommand, help: replayHelp },
   keys: { run: keysCommand, help: keysHelp },
   demo: { run: async (_argv, io) => runDemo(io.out), help: 'keel demo\n  One turn of the step/turn loop in the terminal, on a scripted model.' },
 };
@@ -59,7 +69,7 @@ export async function cli(): Promise<void> {
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
-  process.exitCode = await main(process.argv.slice(2), { out: process.stdout, err: process.stderr, env: process.env, signal: stop.signal });
+  process.exitCode = await main(process.argv.slice(2), { out: process.stdout, err: process.stderr, in: process.stdin, env: process.env, signal: stop.signal });
   process.off('SIGINT', onSignal);
   process.off('SIGTERM', onSignal);
 }

@@ -1,0 +1,96 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { openSqliteStore, type SqliteStore } from '../store/index.ts';
+import { UsageError, type Io } from './args.ts';
+
+/** The database a command works on: --db, else $KEEL_DB, else ./.keel/keel.db. */
+export function dbPath(io: Io, db: string | undefined): string {
+  return db ?? (io.env.KEEL_DB || resolve('.keel', 'keel.db'));
+}
+
+/**
+ * Opens the local database. Commands that only read refuse a path with no database rather
+ * than silently creating an empty one.
+ */
+export function openDb(io: Io, db: string | undefined, o: { create?: boolean } = {}): SqliteStore {
+  const path = dbPath(io, db);
+  if (!o.create && path !== ':memory:' && !existsSync(path)) {
+    throw new Error(`no database at ${path}: pass --db PATH or set $KEEL_DB (keel serve creates ./.keel/keel.db)`);
+  }
+  return openSqliteStore({ path });
+}
+
+/** A whole number option within bounds (a usage error otherwise). */
+export function intOption(command: string, name: string, value: string | undefined, o: { min?: number; default: number }): number {
+  if (value === undefined) return o.default;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < (o.min ?? 0)) throw new UsageError(`${command}: --${name} must be a whole number >= ${o.min ?? 0}, not ${JSON.stringify(value)}`);
+  return n;
+}
+
+/** One positional argument, or a usage error that says what is missing. */
+export function positional(command: string, positionals: string[], what: string, max = 1): string {
+  const v = positionals[0];
+  if (v === undefined || v === '') throw new UsageError(`${command}: give the ${what}`);
+  if (positionals.length > max) throw new UsageError(`${command}: unexpected argument ${JSON.stringify(positionals[max])}`);
+  return v;
+}
+
+export function noPositionals(command: string, positionals: string[]): void {
+  if (positionals.length > 0) throw new UsageError(`${command}: unexpected argument ${JSON.stringify(positionals[0])}`);
+}
+
+/** `2025-01-02 10:11:12` (UTC), or `-`. */
+export const time = (ms: number | null | undefined): string => (ms === null || ms === undefined ? '-' : new Date(ms).toISOString().replace('T', ' ').slice(0, 19));
+
+/** A duration for people: 850ms, 12.3s, 4m05s, 2h03m. */
+export function duration(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)}ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)}s`;
+  const s = Math.round(ms / 1000);
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
+  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
+}
+
+/** One line, at most `max` characters (an ellipsis marks the cut). */
+export function clip(s: string, max: number): string {
+  const flat = s.replace(/\s+/g, ' ').trim();
+  return flat.length <= max ? flat : `${flat.slice(0, Math.max(0, max - 1))}…`;
+}
+
+/** Left-aligned columns separated by two spaces; the last column is not padded. */
+export function table(headers: readonly string[], rows: ReadonlyArray<readonly string[]>): string {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const fmt = (r: readonly string[]) =>
+    r
+      .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
+  return [fmt(headers), ...rows.map(fmt)].join('\n');
+}
+
+/**
+ * Progress for long work, on stderr and only when it is a terminal (scripts get clean output):
+ * one line rewritten in place, cleared at the end.
+ */
+export function progress(io: Io): { update(text: string): void; done(): void } {
+  if (!io.err.isTTY) return { update: () => {}, done: () => {} };
+  let shown = false;
+  let last = 0;
+  return {
+    update(text) {
+      const now = Date.now();
+      if (shown && now - last < 100) return;
+      last = now;
+      shown = true;
+      io.err.write(`\r\x1b[2K${text}`);
+    },
+    done() {
+      if (shown) io.err.write('\r\x1b[2K');
+      shown = false;
+    },
+  };
+}
+
+/** JSON Lines: one compact value a line (for streams of records, whatever the terminal). */
+export const jsonl = (io: Io, v: unknown) => io.out.write(`${JSON.stringify(v)}\n`);
