@@ -61,6 +61,11 @@ export interface ResumePoint {
   conversation: readonly Message[];
   /** Steps completed; an open step (its calls not all answered) is finished first. */
   step: number;
+  /**
+   * The model decision of `step` is on record but the step's end is not (the process stopped
+   * between the two): the step is ended first, and a final answer is not asked for again.
+   */
+  stepOpen?: boolean;
   approvals?: readonly ApprovalDecision[];
   /**
    * Calls whose `tool/call` was recorded but whose result was not (the process died while they
@@ -689,7 +694,11 @@ class TurnRunner {
     const approvals = resume.approvals ?? [];
     if (open.length === 0) {
       if (approvals.length > 0) throw new Error(`cannot resume: no open tool call ${approvals[0]!.toolCallId}`);
-      return undefined;
+      // The turn stopped after the model's final answer was recorded (before the step's end, or
+      // before the turn's): the answer stands; asking the model again would answer twice.
+      const final = assistant !== undefined && !assistant.interrupted && assistantIndex === this.conversation.length - 1 && toolCallsOf(assistant).length === 0;
+      if (resume.stepOpen && assistant && !assistant.interrupted) await this.endStep(final ? 'final' : 'tool-calls', this.usage);
+      return final ? { kind: 'final' } : undefined;
     }
     const decided = new Map<string, ApprovalDecision>();
     for (const d of approvals) {

@@ -111,7 +111,7 @@ export class Execution {
     if (run.cancelRequested) return void (await finish('cancelled', 'cancel requested'));
     if (run.deadlineAt !== null && Date.now() >= run.deadlineAt) return void (await finish('timed_out', 'run timeout'));
     if (run.attempt > this.env.maxAttempts) {
-      await finish('failed', 'attempts exhausted', { kind: 'attempts_exhausted', message: `the run was interrupted ${run.attempt - 1} times` });
+      await finish('failed', 'attempts exhausted', { kind: 'attempts_exhausted', message: `the run was interrupted ${run.attempt - 1} times (limit ${this.env.maxAttempts - 1})` });
       return;
     }
 
@@ -221,7 +221,7 @@ export class Execution {
       case 'failed':
         if (d.error?.kind === 'sink' && this.run.attempt < this.env.maxAttempts) {
           // An infrastructure failure: the interrupted step is retried from the checkpoint.
-          return { status: 'queued', reason: `retrying after a storage failure: ${d.error.message}` };
+          return { status: 'queued', reason: `retrying after a storage failure: ${d.error.message}`, interrupted: true };
         }
         return { status: 'failed', reason: d.error?.message ?? 'failed', error: (d.error ?? { kind: 'internal', message: 'failed' }) as unknown as JsonObject };
     }

@@ -90,6 +90,7 @@ export function resumePoint(checkpoint: Checkpoint, tail: readonly SessionEvent[
     conversation,
     // A step interrupted before its model decision was recorded is redone from its start.
     step: decidedStep ?? checkpoint.step,
+    stepOpen: decidedStep !== undefined,
     approvals: [...approvals.values()].filter((a) => openCalls.has(a.toolCallId)),
     started: [...started].filter((id) => openCalls.has(id)),
     usage,

@@ -13,7 +13,7 @@ export interface RunSinkHooks {
 export type RunEnd =
   | { status: FinalStatus; reason?: string; error?: JsonObject }
   | { status: 'waiting' }
-  | { status: 'paused' | 'queued'; reason: string };
+  | { status: 'paused' | 'queued'; reason: string; /** Counts as an interrupted attempt (a retry). */ interrupted?: boolean };
 
 /**
  * The event sink of a run's loop. Every append is fenced with the worker's token (a worker that
@@ -61,7 +61,10 @@ export class RunSink implements EventSink {
       const appended = await this.log.append(this.run.sessionId, events.map((e) => this.toNew(e)), { fence, tx });
       published.push(...appended);
       for (const id of steered) await tx.removeInput(id);
-      if (checkpoint) {
+      // A failed turn's end is no step boundary: its working state may hold a step whose calls
+      // started but have no result. The retry resumes from the last boundary and the log after it,
+      // which tells which calls started (so none runs again unless it is idempotent).
+      if (checkpoint && end?.data.reason !== 'failed') {
         await tx.putCheckpoint({
           runId: this.run.id,
           step: checkpoint.step,
@@ -102,7 +105,7 @@ export class RunSink implements EventSink {
     if (outcome.status === 'paused' || outcome.status === 'queued') {
       const t = await this.book.transition(tx, current, outcome.status, {
         reason: outcome.reason,
-        patch: { lease: null, pauseRequested: false, usage, cost: total.cost },
+        patch: { lease: null, pauseRequested: false, usage, cost: total.cost, ...(outcome.status === 'queued' && outcome.interrupted ? { attempt: current.attempt + 1 } : {}) },
         guard,
       });
       this.ended = t.run;

@@ -97,7 +97,8 @@ export class Worker {
     void execution.done
       .catch((e: unknown) => process.emitWarning(`keel worker ${this.id}: run ${run.id}: ${(e as Error).message}`))
       .finally(() => {
-        this.running.delete(run.id);
+        // The same run may have been claimed again meanwhile (its lease expired): keep the new one.
+        if (this.running.get(run.id) === execution) this.running.delete(run.id);
         this.host.untrack(execution);
         this.host.wake();
       });

@@ -119,7 +119,11 @@ export interface RunRecord {
   createdAt: number;
   startedAt: number | null;
   endedAt: number | null;
-  /** How many times a worker claimed it. */
+  /**
+   * The execution attempt: 1 when a worker first starts it, and one more each time it is recovered
+   * after an interruption (a lost lease, a storage failure). Resuming after a wait or a pause is
+   * the same attempt.
+   */
   attempt: number;
   usage: JsonObject;
   cost: number;
@@ -150,7 +154,7 @@ export interface NewRun {
   usage?: JsonObject;
 }
 
-export type RunPatch = Partial<Pick<RunRecord, 'status' | 'startedAt' | 'endedAt' | 'usage' | 'cost' | 'error' | 'waiting' | 'cancelRequested' | 'pauseRequested' | 'deadlineAt' | 'turn'>> & {
+export type RunPatch = Partial<Pick<RunRecord, 'status' | 'startedAt' | 'endedAt' | 'usage' | 'cost' | 'error' | 'waiting' | 'cancelRequested' | 'pauseRequested' | 'deadlineAt' | 'turn' | 'attempt'>> & {
   lease?: null;
   /** Bumps the fencing token: whoever held the run can no longer write for it. */
   fence?: true;
@@ -247,7 +251,8 @@ export interface StoreOps {
   updateRun(id: string, patch: RunPatch, guard?: RunGuard): Promise<RunRecord>;
   /**
    * Takes the oldest claimable run (queued, or running with an expired lease) for `owner`:
-   * status running, a lease until `now + leaseMs`, the fencing token and the attempt increased.
+   * status running, a lease until `now + leaseMs`, the fencing token increased, and the attempt
+   * increased for a first start or a recovery (not for a run resuming after a wait).
    */
   claimRun(owner: string, leaseMs: number, now: number, options?: { runId?: string }): Promise<{ run: RunRecord; previous: RunStatus } | undefined>;
   /** Extends the lease; false when the run is no longer this owner's (token moved on). */

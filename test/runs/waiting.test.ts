@@ -130,7 +130,7 @@ describe('approvals', () => {
     proc = start([third.agent], { store: openSqliteStore({ path: db.path }) });
     expect((await proc.rt.runs.approve(run.id, 'd2')).status).toBe('queued');
     const done = await proc.rt.runs.wait(run.id);
-    expect(done).toMatchObject({ id: run.id, status: 'completed', attempt: 2, waiting: null, lease: null });
+    expect(done).toMatchObject({ id: run.id, status: 'completed', attempt: 1, waiting: null, lease: null });
     expect(await proc.rt.runs.list({ sessionId: s.id })).toHaveLength(1);
 
     // Each approved call ran once, the first with the edited input; the safe call was not re-run.
@@ -205,7 +205,7 @@ describe('ask_user', () => {
     proc = start([second.agent], { store: openSqliteStore({ path: db.path }) });
     expect(await proc.rt.runs.get(run.id)).toEqual(parked);
     expect((await proc.rt.runs.input(run.id, { color: 'blue' })).status).toBe('queued');
-    expect(await proc.rt.runs.wait(run.id)).toMatchObject({ id: run.id, status: 'completed', attempt: 2 });
+    expect(await proc.rt.runs.wait(run.id)).toMatchObject({ id: run.id, status: 'completed', attempt: 1 });
     expect(second.model.calls[0]!.prompt.at(-1)).toEqual({
       role: 'tool',
       content: [{ type: 'tool-result', toolCallId: 'q1', toolName: 'ask_user', output: { type: 'json', value: { color: 'blue' } } }],

@@ -43,6 +43,9 @@ export interface SqliteStoreOptions {
   busyTimeoutMs?: number;
 }
 
+/** The longest stretch of store work before the event loop gets a turn (see `SqliteStore.pace`). */
+const PACE_MS = 5;
+
 export const defaultDbPath = (): string => process.env.KEEL_DB || resolve('.keel', 'keel.db');
 
 type SessionRow = {
@@ -148,6 +151,7 @@ const RUN_COLUMNS: Record<string, [string, (v: unknown) => unknown]> = {
   pauseRequested: ['pause_requested', (v) => (v ? 1 : 0)],
   deadlineAt: ['deadline_at', (v) => v],
   turn: ['turn', (v) => v],
+  attempt: ['attempt', (v) => v],
 };
 
 type KeyRow = { id: string; tenant: string; name: string | null; hash: string; prefix: string; rate_per_minute: number | null; created_at: number; revoked_at: number | null };
@@ -223,6 +227,8 @@ export class SqliteStore implements Store {
   // better-sqlite3 is synchronous, and a transaction spans awaits of its caller: every operation
   // takes its turn on this chain, so nothing runs on the connection inside someone else's transaction.
   private tail: Promise<unknown> = Promise.resolve();
+  // Since when a turn of the event loop has been awaited (see `pace`).
+  private turnAwaitedSince: number | undefined;
   private closed = false;
   private readonly stmt;
 
@@ -308,9 +314,12 @@ export class SqliteStore implements Store {
          WHERE (status = 'queued' OR (status = 'running' AND lease_expires_at < ?)) AND (? IS NULL OR id = ?)
          ORDER BY created_at, id LIMIT 1`,
       ),
+      // The attempt counts interruptions (see RunRecord.attempt): a first start or the recovery of
+      // a running run whose lease expired starts a new attempt; resuming after a wait, a pause or a
+      // graceful hand-back by a stopping worker does not (rolling restarts must not fail runs).
       claim: db.prepare<[string, number, number, string], RunRow>(
         `UPDATE runs SET status = 'running', lease_owner = ?, lease_expires_at = ?, fencing_token = fencing_token + 1,
-                         attempt = attempt + 1, started_at = COALESCE(started_at, ?)
+                         attempt = CASE WHEN status = 'running' OR attempt = 0 THEN attempt + 1 ELSE attempt END, started_at = COALESCE(started_at, ?)
          WHERE id = ? RETURNING *`,
       ),
       renew: db.prepare(
@@ -376,9 +385,26 @@ export class SqliteStore implements Store {
 
   private serial<T>(fn: () => T | Promise<T>): Promise<T> {
     if (this.closed) return Promise.reject(new StoreError('closed', 'the store is closed'));
-    const run = this.tail.then(fn);
+    const run = this.tail.then(() => this.pace()).then(fn);
     this.tail = run.catch(() => {});
     return run;
+  }
+
+  /**
+   * The driver is synchronous, so a queue of operations (many runs on one worker) completes as one
+   * long chain of microtasks during which no timer fires: lease renewals, deadlines and polls
+   * would starve until the queue drains. Between operations (never inside a transaction): when the
+   * event loop has not had a turn for PACE_MS, wait for it.
+   */
+  private pace(): Promise<void> | undefined {
+    const now = performance.now();
+    if (this.turnAwaitedSince === undefined) {
+      this.turnAwaitedSince = now;
+      setImmediate(() => (this.turnAwaitedSince = undefined));
+      return undefined;
+    }
+    if (now - this.turnAwaitedSince < PACE_MS) return undefined;
+    return new Promise((resolve) => setImmediate(resolve));
   }
 
   private sessionRow(id: string): SessionRow {
