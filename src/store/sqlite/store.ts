@@ -43,6 +43,11 @@ export interface SqliteStoreOptions {
   busyTimeoutMs?: number;
 }
 
+type WriteOp = { fn: () => unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void };
+
+/** Writes committed together at most (see `SqliteStore.write`). */
+const MAX_BATCH = 256;
+
 /** The longest stretch of store work before the event loop gets a turn (see `SqliteStore.pace`). */
 const PACE_MS = 5;
 
@@ -227,6 +232,8 @@ export class SqliteStore implements Store {
   // better-sqlite3 is synchronous, and a transaction spans awaits of its caller: every operation
   // takes its turn on this chain, so nothing runs on the connection inside someone else's transaction.
   private tail: Promise<unknown> = Promise.resolve();
+  // The open group-commit batch that new single writes may join (see `write`).
+  private batch: WriteOp[] | undefined;
   // Since when a turn of the event loop has been awaited (see `pace`).
   private turnAwaitedSince: number | undefined;
   private closed = false;
@@ -385,9 +392,70 @@ export class SqliteStore implements Store {
 
   private serial<T>(fn: () => T | Promise<T>): Promise<T> {
     if (this.closed) return Promise.reject(new StoreError('closed', 'the store is closed'));
+    // Whatever comes after this must not jump ahead of it into an earlier batch.
+    this.batch = undefined;
     const run = this.tail.then(() => this.pace()).then(fn);
     this.tail = run.catch(() => {});
     return run;
+  }
+
+  /**
+   * Group commit: single writes issued while earlier work is still queued share one transaction,
+   * each in its own savepoint (a failing write is undone alone). Every caller is answered only
+   * after the shared COMMIT, so each write is as durable as if it had committed alone; with many
+   * runs on one worker, one fsync then serves many of them.
+   */
+  private write<T>(fn: () => T): Promise<T> {
+    if (this.closed) return Promise.reject(new StoreError('closed', 'the store is closed'));
+    return new Promise<T>((resolve, reject) => {
+      const op = { fn, resolve: resolve as (v: unknown) => void, reject };
+      if (this.batch && this.batch.length < MAX_BATCH) {
+        this.batch.push(op);
+        return;
+      }
+      const batch: WriteOp[] = [op];
+      void this.serial(() => this.flush(batch)).catch(() => {});
+      // After serial(), which closes any earlier batch: later writes may join this one.
+      this.batch = batch;
+    });
+  }
+
+  private flush(batch: WriteOp[]): void {
+    if (this.batch === batch) this.batch = undefined;
+    if (batch.length === 1) {
+      const op = batch[0]!;
+      try {
+        op.resolve(this.db.transaction(op.fn).immediate());
+      } catch (e) {
+        op.reject(e);
+      }
+      return;
+    }
+    try {
+      this.db.exec('BEGIN IMMEDIATE');
+    } catch (e) {
+      for (const op of batch) op.reject(e);
+      return;
+    }
+    const results = batch.map((op) => {
+      try {
+        return { ok: true as const, value: this.db.transaction(op.fn)() };
+      } catch (error) {
+        return { ok: false as const, error };
+      }
+    });
+    try {
+      this.db.exec('COMMIT');
+    } catch (e) {
+      if (this.db.inTransaction) this.db.exec('ROLLBACK');
+      for (const op of batch) op.reject(e);
+      return;
+    }
+    batch.forEach((op, i) => {
+      const r = results[i]!;
+      if (r.ok) op.resolve(r.value);
+      else op.reject(r.error);
+    });
   }
 
   /**
@@ -730,29 +798,29 @@ export class SqliteStore implements Store {
     return this.serial(() => this.db.transaction(() => this.sync.updateSession(id, patch)).immediate());
   }
   append(sessionId: string, drafts: readonly EventDraft[], options?: AppendOptions) {
-    return this.serial(() => this.db.transaction(() => this.sync.append(sessionId, drafts, options)).immediate());
+    return this.write(() => this.sync.append(sessionId, drafts, options));
   }
   readEvents(sessionId: string, options?: ReadEventsOptions) { return this.serial(() => this.sync.readEvents(sessionId, options)); }
   getEvents(sessionId: string, ids: readonly string[]) { return this.serial(() => this.sync.getEvents(sessionId, ids)); }
   ancestors(sessionId: string, fromId: string, limit: number) { return this.serial(() => this.sync.ancestors(sessionId, fromId, limit)); }
   putBlobs(blobs: ReadonlyArray<{ hash: string; data: string }>) {
-    return this.serial(() => this.db.transaction(() => this.sync.putBlobs(blobs)).immediate());
+    return this.write(() => this.sync.putBlobs(blobs));
   }
   getBlobs(hashes: readonly string[]) { return this.serial(() => this.sync.getBlobs(hashes)); }
-  putSnapshot(s: Snapshot) { return this.serial(() => this.sync.putSnapshot(s)); }
+  putSnapshot(s: Snapshot) { return this.write(() => this.sync.putSnapshot(s)); }
   getSnapshot(sessionId: string, projection: string, version: number) { return this.serial(() => this.sync.getSnapshot(sessionId, projection, version)); }
-  createRun(r: NewRun) { return this.serial(() => this.db.transaction(() => this.sync.createRun(r)).immediate()); }
+  createRun(r: NewRun) { return this.write(() => this.sync.createRun(r)); }
   getRun(id: string) { return this.serial(() => this.sync.getRun(id)); }
   listRuns(q: RunQuery) { return this.serial(() => this.sync.listRuns(q)); }
   activeRun(sessionId: string) { return this.serial(() => this.sync.activeRun(sessionId)); }
-  updateRun(id: string, patch: RunPatch, guard?: RunGuard) { return this.serial(() => this.db.transaction(() => this.sync.updateRun(id, patch, guard)).immediate()); }
+  updateRun(id: string, patch: RunPatch, guard?: RunGuard) { return this.write(() => this.sync.updateRun(id, patch, guard)); }
   claimRun(owner: string, leaseMs: number, now: number, options?: { runId?: string }) {
     return this.serial(() => this.db.transaction(() => this.sync.claimRun(owner, leaseMs, now, options)).immediate());
   }
-  renewLease(id: string, owner: string, fencingToken: number, expiresAt: number) { return this.serial(() => this.sync.renewLease(id, owner, fencingToken, expiresAt)); }
-  putCheckpoint(c: Checkpoint) { return this.serial(() => this.sync.putCheckpoint(c)); }
+  renewLease(id: string, owner: string, fencingToken: number, expiresAt: number) { return this.write(() => this.sync.renewLease(id, owner, fencingToken, expiresAt)); }
+  putCheckpoint(c: Checkpoint) { return this.write(() => this.sync.putCheckpoint(c)); }
   getCheckpoint(runId: string) { return this.serial(() => this.sync.getCheckpoint(runId)); }
-  addInput(i: RunInput) { return this.serial(() => this.sync.addInput(i)); }
+  addInput(i: RunInput) { return this.write(() => this.sync.addInput(i)); }
   takeInputs(sessionId: string, kind: RunInput['kind'], runId?: string | null, limit?: number) {
     return this.serial(() => this.db.transaction(() => this.sync.takeInputs(sessionId, kind, runId, limit)).immediate());
   }
@@ -760,7 +828,7 @@ export class SqliteStore implements Store {
   listInputs(sessionId: string, kind: RunInput['kind'], runId?: string | null, limit?: number) {
     return this.serial(() => this.sync.listInputs(sessionId, kind, runId, limit));
   }
-  removeInput(id: string) { return this.serial(() => this.sync.removeInput(id)); }
+  removeInput(id: string) { return this.write(() => this.sync.removeInput(id)); }
   createApiKey(k: ApiKeyRecord) { return this.serial(() => this.sync.createApiKey(k)); }
   findApiKey(hash: string) { return this.serial(() => this.sync.findApiKey(hash)); }
   listApiKeys(tenant?: string) { return this.serial(() => this.sync.listApiKeys(tenant)); }
