@@ -631,6 +631,25 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
     });
 
     describe('concurrency', () => {
+      it('a concurrent write that fails does not take the others with it', async () => {
+        await session('s');
+        const [first] = await store.append('s', [entry()]);
+        const outcomes = await Promise.allSettled([
+          store.append('s', [entry({ data: { n: 1 } })]),
+          store.append('s', [entry({ id: first!.id })]),
+          store.append('s', [entry({ data: { n: 2 } }), draft()]),
+          store.append('s', [entry()], { expectLastSeq: 0 }),
+          store.append('s', [entry({ data: { n: 3 } })]),
+        ]);
+        expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'rejected', 'fulfilled']);
+        expect((outcomes[1] as PromiseRejectedResult).reason).toMatchObject({ code: 'conflict' });
+        expect((outcomes[3] as PromiseRejectedResult).reason).toBeInstanceOf(SeqConflictError);
+        const all = await store.readEvents('s');
+        expect(seqs(all)).toEqual(range(1, 5));
+        expect(all.map((e) => e.data)).toEqual([first!.data, { n: 1 }, { n: 2 }, all[3]!.data, { n: 3 }]);
+        expect((await store.getSession('s'))!.lastSeq).toBe(5);
+      });
+
       it('concurrent appends to one session get contiguous seqs and a linear entry chain', async () => {
         await session('s');
         const results = await Promise.all(
