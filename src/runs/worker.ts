@@ -1,4 +1,5 @@
 import { newId } from '../core/index.ts';
+import type { NewEvent } from '../session/index.ts';
 import type { RunRecord } from '../store/index.ts';
 import type { RunBook, Waiting } from './book.ts';
 import { Execution, type ExecutionEnv } from './execution.ts';
@@ -71,23 +72,25 @@ export class Worker {
   }
 
   /** Claims the oldest claimable run and records it: a start, or the recovery of an interrupted run. */
-  private claim(): Promise<RunRecord | undefined> {
+  private async claim(): Promise<RunRecord | undefined> {
     const { book } = this.host;
     const env = this.host.env(this.id);
-    return book.store.transaction(async (tx) => {
-      const claimed = await tx.claimRun(this.id, env.leaseMs, Date.now());
-      if (!claimed) return undefined;
-      const { run, previous } = claimed;
+    const claimed = await book.store.transaction(async (tx) => {
+      const c = await tx.claimRun(this.id, env.leaseMs, Date.now());
+      if (!c) return undefined;
+      const { run, previous } = c;
       const fence = { runId: run.id, token: run.fencingToken };
       const turn = run.turn !== null ? { turn: run.turn } : {};
-      if (previous === 'running') {
-        const cp = await tx.getCheckpoint(run.id);
-        await book.sessions.log.append(run.sessionId, [{ type: 'run/interrupted', runId: run.id, ...turn, data: { attempt: run.attempt, step: cp?.step ?? 0, reason: 'lease_expired' } }], { tx, fence });
-      } else {
-        await book.sessions.log.append(run.sessionId, [{ type: 'run/status', runId: run.id, ...turn, data: { from: previous, to: 'running', attempt: run.attempt, reason: `claimed by ${this.id}` } }], { tx, fence });
-      }
-      return run;
+      const event: NewEvent =
+        previous === 'running'
+          ? { type: 'run/interrupted', runId: run.id, ...turn, data: { attempt: run.attempt, step: (await tx.getCheckpoint(run.id))?.step ?? 0, reason: 'lease_expired' } }
+          : { type: 'run/status', runId: run.id, ...turn, data: { from: previous, to: 'running', attempt: run.attempt, reason: `claimed by ${this.id}` } };
+      return { run, events: await book.sessions.log.append(run.sessionId, [event], { tx, fence }) };
     });
+    if (!claimed) return undefined;
+    // Committed: now live streams may see it.
+    book.sessions.log.publish(claimed.run.sessionId, claimed.events);
+    return claimed.run;
   }
 
   private spawn(run: RunRecord): void {

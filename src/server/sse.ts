@@ -7,12 +7,15 @@ import { eventJson } from './schemas.ts';
 
 /**
  * The deltas of the message being streamed in each session, numbered: a delta's SSE id is
- * `seq.n`, the n-th delta after durable event `seq` (the request header of its model call). A
- * client that reconnects in the middle of a message gets exactly the deltas it has not seen; after
- * a server restart they are gone, and the durable message replaces them.
+ * `seq.n`, the n-th delta after durable event `seq`, the latest the session published before it
+ * (the request header of its model call, unless an event such as `session/archived` came while it
+ * streamed: the deltas after that event count from it). So ids only grow, in the order a live
+ * client receives events and deltas, and a client that reconnects in the middle of a message gets
+ * exactly the events and deltas it has not seen; after a server restart the deltas are gone, and
+ * the durable message replaces them.
  */
 export class DeltaHub {
-  private readonly sessions = new Map<string, { anchor: number; deltas: DeltaEvent[] }>();
+  private readonly sessions = new Map<string, HubMessage>();
   private readonly off: () => void;
 
   constructor(log: SessionLog) {
@@ -20,30 +23,55 @@ export class DeltaHub {
     this.off = log.subscribeAll((sessionId, item) => {
       if (item.kind === 'delta') {
         let s = this.sessions.get(sessionId);
-        if (!s) this.sessions.set(sessionId, (s = { anchor: 0, deltas: [] }));
-        s.deltas.push(item.delta);
+        if (!s) this.sessions.set(sessionId, (s = { anchor: 0, seq: 0, n: 0, deltas: [] }));
+        s.n++;
+        s.deltas.push({ delta: item.delta, id: `${s.seq}.${s.n}`, seq: s.seq, n: s.n });
         return;
       }
       const t = item.event.type;
-      if (t === 'request/header') this.sessions.set(sessionId, { anchor: item.event.seq, deltas: [] });
+      if (t === 'request/header') this.sessions.set(sessionId, { anchor: item.event.seq, seq: item.event.seq, n: 0, deltas: [] });
       else if (t === 'assistant/message' || t === 'model/retry' || t === 'turn/end') this.sessions.delete(sessionId);
+      else {
+        // Another event while the message streams: the next deltas are numbered after it.
+        const s = this.sessions.get(sessionId);
+        if (s && item.event.seq > s.seq) {
+          s.seq = item.event.seq;
+          s.n = 0;
+        }
+      }
     });
   }
 
-  /** The message streaming in a session now: the seq its deltas follow, and its deltas so far. */
-  current(sessionId: string): { anchor: number; deltas: readonly DeltaEvent[] } | undefined {
+  /** The message streaming in a session now: the seq of its request header, and its deltas so far (in id order). */
+  current(sessionId: string): { anchor: number; deltas: readonly HubDelta[] } | undefined {
     return this.sessions.get(sessionId);
   }
 
   /** The id of the session's latest delta. */
   lastId(sessionId: string): string | undefined {
     const s = this.sessions.get(sessionId);
-    return s ? `${s.anchor}.${s.deltas.length}` : undefined;
+    return s ? `${s.seq}.${s.n}` : undefined;
   }
 
   close(): void {
     this.off();
   }
+}
+
+interface HubDelta {
+  delta: DeltaEvent;
+  id: string;
+  seq: number;
+  n: number;
+}
+
+interface HubMessage {
+  /** The seq of the message's request header. */
+  anchor: number;
+  /** The latest durable seq, and the deltas since. */
+  seq: number;
+  n: number;
+  deltas: HubDelta[];
 }
 
 export interface StreamOptions {
@@ -90,8 +118,19 @@ export function sseStream(c: Context, cursor: { seq: number; n: number } | undef
     let wake: (() => void) | undefined;
     let overflow = false;
     let closed = false;
+    // Drops a client that fell `queueLimit` items behind: at once, even while a write to it is
+    // stuck (a client that does not read blocks writes; waiting for them would hold the
+    // connection, and its buffers, for as long as the client likes). It resumes from the log.
+    const drop = () => {
+      overflow = true;
+      queue.length = 0;
+      stream.abort();
+      // On Node (@hono/node-server), end the connection itself: what the socket still buffers goes.
+      (c.env as { outgoing?: { destroy?: () => void } } | undefined)?.outgoing?.destroy?.();
+    };
     const push = (item: Item) => {
-      if (queue.length >= o.queueLimit) overflow = true;
+      if (overflow) return;
+      if (queue.length >= o.queueLimit) drop();
       else queue.push(item);
       wake?.();
     };
@@ -108,9 +147,23 @@ export function sseStream(c: Context, cursor: { seq: number; n: number } | undef
       wake?.();
     });
     o.onOpen?.();
-    const heartbeat = setInterval(() => void stream.write(': keep-alive\n\n').catch(() => {}), o.heartbeatMs);
+    // Writes in flight: a heartbeat is only useful on an idle stream, and must not pile up behind a stuck write.
+    let writing = 0;
+    const write = async (f: () => Promise<unknown>) => {
+      writing++;
+      try {
+        await f();
+      } finally {
+        writing--;
+      }
+    };
+    const heartbeat = setInterval(() => {
+      if (writing === 0 && !closed) void write(() => stream.write(': keep-alive\n\n')).catch(() => {});
+    }, o.heartbeatMs);
     let lastSeq = cursor?.seq ?? 0;
-    let lastDelta = cursor ? { anchor: cursor.seq, n: cursor.n } : { anchor: 0, n: 0 };
+    // The last delta position sent (ids compare as (seq, n)).
+    let last = cursor ? { seq: cursor.seq, n: cursor.n } : { seq: 0, n: 0 };
+    const after = (seq: number, n: number) => seq > last.seq || (seq === last.seq && n > last.n);
     let ended = false;
 
     // Messages whose durable version was sent: their deltas are superseded.
@@ -118,43 +171,52 @@ export function sseStream(c: Context, cursor: { seq: number; n: number } | undef
     const sendEvent = async (event: SessionEvent) => {
       if (event.seq <= lastSeq) return;
       lastSeq = event.seq;
+      // Ids only grow: a delta numbered before this event is never sent after it.
+      if (after(event.seq, 0)) last = { seq: event.seq, n: 0 };
       if (event.type === 'assistant/message') finished.add(event.data.message.id);
       else if (event.type === 'model/retry') finished.add(event.data.abandonedMessageId);
       else if (event.type === 'turn/end') finished.clear();
-      await stream.writeSSE({ id: String(event.seq), data: JSON.stringify(eventJson(event)) });
+      await write(() => stream.writeSSE({ id: String(event.seq), data: JSON.stringify(eventJson(event)) }));
       if (o.run && event.type === 'run/status' && isTerminal(event.data.to)) ended = true;
     };
     const sendDelta = async (delta: DeltaEvent, id: string) => {
-      const [a, n] = id.split('.').map(Number) as [number, number];
+      const [seq, n] = id.split('.').map(Number) as [number, number];
       // Seen before (also before a reconnect), or its message is already complete.
-      if (finished.has(delta.messageId) || a < lastDelta.anchor || (a === lastDelta.anchor && n <= lastDelta.n)) return;
-      lastDelta = { anchor: a, n };
-      await stream.writeSSE({ id, event: 'delta', data: JSON.stringify(deltaJson(delta)) });
+      if (finished.has(delta.messageId) || !after(seq, n)) return;
+      last = { seq, n };
+      await write(() => stream.writeSSE({ id, event: 'delta', data: JSON.stringify(deltaJson(delta)) }));
+    };
+    // The deltas of the message streaming now that come before durable event `beforeSeq`, once
+    // the request header they follow was sent: replay interleaves them with the log's events in
+    // id order, as a live client got them.
+    const sendCurrent = async (beforeSeq: number) => {
+      const cur = o.hub.current(o.sessionId);
+      if (!cur || cur.anchor > lastSeq) return;
+      for (const d of cur.deltas) {
+        if (d.seq >= beforeSeq || closed) break;
+        if (after(d.seq, d.n)) await sendDelta(d.delta, d.id);
+      }
     };
 
     try {
-      // 1. What the log has after the cursor.
+      // 1. What the log has after the cursor, with the deltas of the message streaming now.
       for (;;) {
         const page = await o.log.read(o.sessionId, { afterSeq: lastSeq, limit: 500, ...(o.run ? { runId: o.run.id } : {}) });
-        for (const e of page) await sendEvent(e);
+        for (const e of page) {
+          await sendCurrent(e.seq);
+          await sendEvent(e);
+        }
         if (page.length < 500 || closed) break;
       }
-      // 2. The message being streamed right now, once what it follows was sent.
-      const cur = o.hub.current(o.sessionId);
-      if (cur && cur.anchor <= lastSeq) {
-        for (let i = 0; i < cur.deltas.length; i++) await sendDelta(cur.deltas[i]!, `${cur.anchor}.${i + 1}`);
-      }
+      // 2. The rest of the message being streamed right now, once what it follows was sent.
+      await sendCurrent(Infinity);
       if (o.run && !ended && isTerminal(await o.run.status())) {
         // Ended before we subscribed and after our read: read the rest once more.
         for (const e of await o.log.read(o.sessionId, { afterSeq: lastSeq, runId: o.run.id })) await sendEvent(e);
         ended = true;
       }
       // 3. Live.
-      while (!closed && !ended) {
-        if (overflow) {
-          await stream.write(': too slow, reconnect with Last-Event-ID to resume\n\n').catch(() => {});
-          break;
-        }
+      while (!closed && !ended && !overflow) {
         const item = queue.shift();
         if (!item) {
           await new Promise<void>((resolve) => {
@@ -163,10 +225,17 @@ export function sseStream(c: Context, cursor: { seq: number; n: number } | undef
           wake = undefined;
           continue;
         }
-        if (item.kind === 'event') await sendEvent(item.event);
-        else await sendDelta(item.delta, item.id);
+        if (item.kind === 'event') {
+          // Events this process committed without publishing them (a worker's claim of the run),
+          // published out of order, or written by another process: read them from the log first.
+          if (item.event.seq > lastSeq + 1) {
+            const gap = await o.log.read(o.sessionId, { afterSeq: lastSeq, untilSeq: item.event.seq - 1, ...(o.run ? { runId: o.run.id } : {}) });
+            for (const e of gap) await sendEvent(e);
+          }
+          await sendEvent(item.event);
+        } else await sendDelta(item.delta, item.id);
       }
-      if (ended && !closed) await stream.writeSSE({ event: 'end', data: JSON.stringify({ run_id: o.run?.id, last_seq: lastSeq }) });
+      if (ended && !closed) await write(() => stream.writeSSE({ event: 'end', data: JSON.stringify({ run_id: o.run?.id, last_seq: lastSeq }) }));
     } finally {
       clearInterval(heartbeat);
       off();

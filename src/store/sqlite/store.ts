@@ -405,10 +405,10 @@ export class SqliteStore implements Store {
    * after the shared COMMIT, so each write is as durable as if it had committed alone; with many
    * runs on one worker, one fsync then serves many of them.
    */
-  private write<T>(fn: () => T): Promise<T> {
+  private write<T>(fn: () => T | Promise<T>): Promise<T> {
     if (this.closed) return Promise.reject(new StoreError('closed', 'the store is closed'));
     return new Promise<T>((resolve, reject) => {
-      const op = { fn, resolve: resolve as (v: unknown) => void, reject };
+      const op: WriteOp = { fn, resolve: resolve as (v: unknown) => void, reject };
       if (this.batch && this.batch.length < MAX_BATCH) {
         this.batch.push(op);
         return;
@@ -420,30 +420,31 @@ export class SqliteStore implements Store {
     });
   }
 
-  private flush(batch: WriteOp[]): void {
+  private async flush(batch: WriteOp[]): Promise<void> {
     if (this.batch === batch) this.batch = undefined;
-    if (batch.length === 1) {
-      const op = batch[0]!;
-      try {
-        op.resolve(this.db.transaction(op.fn).immediate());
-      } catch (e) {
-        op.reject(e);
-      }
-      return;
-    }
     try {
       this.db.exec('BEGIN IMMEDIATE');
     } catch (e) {
       for (const op of batch) op.reject(e);
       return;
     }
-    const results = batch.map((op) => {
+    const results: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+    for (const op of batch) {
+      this.db.exec('SAVEPOINT keel_write');
       try {
-        return { ok: true as const, value: this.db.transaction(op.fn)() };
+        // Single writes are synchronous: without an await, the whole flush holds the connection's
+        // write lock within one turn of the event loop (another connection never waits on it).
+        let value = op.fn();
+        if (value instanceof Promise) value = await value;
+        this.db.exec('RELEASE keel_write');
+        results.push({ ok: true, value });
       } catch (error) {
-        return { ok: false as const, error };
+        // Undo this unit of work alone; the others commit.
+        this.db.exec('ROLLBACK TO keel_write');
+        this.db.exec('RELEASE keel_write');
+        results.push({ ok: false, error });
       }
-    });
+    }
     try {
       this.db.exec('COMMIT');
     } catch (e) {
@@ -776,17 +777,8 @@ export class SqliteStore implements Store {
   }
 
   transaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T> {
-    return this.serial(async () => {
-      this.db.exec('BEGIN IMMEDIATE');
-      try {
-        const result = await fn(this.ops);
-        this.db.exec('COMMIT');
-        return result;
-      } catch (e) {
-        if (this.db.inTransaction) this.db.exec('ROLLBACK');
-        throw e;
-      }
-    });
+    // A unit of work joins the group commit like any single write: its own savepoint, the shared COMMIT.
+    return this.write(() => fn(this.ops));
   }
 
   // Outside a transaction each operation is its own unit of work; writes take the write lock at once.
