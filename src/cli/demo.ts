@@ -1,9 +1,8 @@
-import { z } from 'zod';
-import { defineAgent, MemorySink, ScriptedModel, startTurn, tool, type DeltaEvent, type TurnEvent } from '../index.ts';
+import { weatherTool } from '../config/demo.ts';
+import { defineAgent, MemorySink, startTurn, type DeltaEvent, type TurnEvent } from '../core/index.ts';
+import { ScriptedModel } from '../model/index.ts';
 
-const weather: Record<string, number> = { Paris: 18, Tokyo: 24, Berlin: 15 };
-
-/** The demo agent: a scripted model and two tools, so it runs with no keys and no network. */
+/** The loop demo agent: a scripted model and the weather tool, so it runs with no keys and no network. */
 export function demoAgent(chunkDelayMs = 25) {
   const model = new ScriptedModel(
     [
@@ -36,21 +35,7 @@ export function demoAgent(chunkDelayMs = 25) {
     version: '1',
     model,
     system: 'You are a concise weather assistant.',
-    tools: [
-      tool({
-        name: 'get_weather',
-        description: 'Current temperature of a city in °C',
-        input: z.object({ city: z.string() }),
-        idempotent: true,
-        execute: async ({ city }, { signal }) => {
-          await new Promise((r) => setTimeout(r, 150));
-          signal.throwIfAborted();
-          const celsius = weather[city];
-          if (celsius === undefined) throw new Error(`no weather station in ${city}`);
-          return { city, celsius };
-        },
-      }),
-    ],
+    tools: [weatherTool(150)],
   });
 }
 

@@ -46,6 +46,23 @@ function nextResponse(call: LanguageModelV4CallOptions): ScriptedResponse {
   return { ...pace, text: `It is ${temp} in ${city}. The report was ${sent ? 'sent' : 'not sent'}. Anything else?` };
 }
 
+/** The demos' weather lookup: a fixed table, a little latency, and an error for unknown cities. */
+export function weatherTool(latencyMs = 200) {
+  return tool({
+    name: 'get_weather',
+    description: 'Current temperature of a city in °C',
+    input: z.object({ city: z.string() }),
+    idempotent: true,
+    execute: async ({ city }, { signal }) => {
+      await new Promise((r) => setTimeout(r, latencyMs));
+      signal.throwIfAborted();
+      const celsius = WEATHER[city.toLowerCase()];
+      if (celsius === undefined) throw new Error(`no weather station in ${city}`);
+      return { city, celsius };
+    },
+  });
+}
+
 /**
  * The agent `npm start` serves when there is no configuration: a scripted model (no keys, no
  * network) that shows a tool call, an approval and an ask_user question.
@@ -57,18 +74,7 @@ export function demoAgent(): AgentDefinition {
     model: new ScriptedModel([(call) => nextResponse(call)], { modelId: 'demo-script', loop: true }),
     system: 'You are the Keel demo agent. You check the weather, send reports when approved, and ask when unsure.',
     tools: [
-      tool({
-        name: 'get_weather',
-        description: 'Current temperature of a city in °C',
-        input: z.object({ city: z.string() }),
-        idempotent: true,
-        execute: async ({ city }) => {
-          await new Promise((r) => setTimeout(r, 200));
-          const celsius = WEATHER[city.toLowerCase()];
-          if (celsius === undefined) throw new Error(`no weather station in ${city}`);
-          return { city, celsius };
-        },
-      }),
+      weatherTool(),
       tool({
         name: 'send_report',
         description: 'Sends a report by email (asks for approval first)',
