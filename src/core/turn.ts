@@ -33,6 +33,7 @@ import type {
   TurnError,
   TurnEvent,
   TurnEventType,
+  ToolSchema,
 } from './events.ts';
 import type { BoundaryContext, ConfigChange, TurnHooks } from './hooks.ts';
 import { newId } from './ids.ts';
@@ -146,8 +147,19 @@ function toolCallsOf(m: AssistantMessage): ToolCallPart[] {
   return m.content.filter((p): p is ToolCallPart => p.type === 'tool-call');
 }
 
+// Settings and tool sets change only at step boundaries: their JSON forms are built once each.
+const settingsJson = new WeakMap<CallSettings, Record<string, JsonValue>>();
 function settingsRecord(s: CallSettings): Record<string, JsonValue> {
-  return JSON.parse(JSON.stringify(s)) as Record<string, JsonValue>;
+  let r = settingsJson.get(s);
+  if (!r) settingsJson.set(s, (r = JSON.parse(JSON.stringify(s)) as Record<string, JsonValue>));
+  return r;
+}
+
+const toolSchemas = new WeakMap<Map<string, Tool>, ToolSchema[]>();
+function schemasOf(tools: Map<string, Tool>): ToolSchema[] {
+  let r = toolSchemas.get(tools);
+  if (!r) toolSchemas.set(tools, (r = [...tools.values()].map((t) => t.schema)));
+  return r;
 }
 
 /** One turn of the agent loop: steps until nothing must be pushed forward now. */
@@ -409,7 +421,7 @@ class TurnRunner {
   private requestHeader(attempt: number, messageId: string): { header: RequestHeader; system: string | undefined } {
     const system = typeof this.system === 'function' ? this.system({ turn: this.turnNo, step: this.stepNo }) : this.system;
     const settings = settingsRecord(this.settings);
-    const tools = [...this.tools.values()].map((t) => t.schema);
+    const tools = schemasOf(this.tools);
     return {
       system,
       header: {
