@@ -95,6 +95,14 @@ export function parseCursor(value: string | undefined | null): { seq: number; n:
   return { seq: Number(m[1]), n: m[2] === undefined ? 0 : Number(m[2]) };
 }
 
+// Every connection following a session sends the same event objects: serialize each once.
+const jsonCache = new WeakMap<object, string>();
+function serialized<T extends object>(item: T, shape: (x: T) => unknown): string {
+  let text = jsonCache.get(item);
+  if (text === undefined) jsonCache.set(item, (text = JSON.stringify(shape(item))));
+  return text;
+}
+
 type Item = { kind: 'event'; event: SessionEvent } | { kind: 'delta'; delta: DeltaEvent; id: string };
 
 const deltaJson = (d: DeltaEvent) => ({
@@ -176,7 +184,7 @@ export function sseStream(c: Context, cursor: { seq: number; n: number } | undef
       if (event.type === 'assistant/message') finished.add(event.data.message.id);
       else if (event.type === 'model/retry') finished.add(event.data.abandonedMessageId);
       else if (event.type === 'turn/end') finished.clear();
-      await write(() => stream.writeSSE({ id: String(event.seq), data: JSON.stringify(eventJson(event)) }));
+      await write(() => stream.writeSSE({ id: String(event.seq), data: serialized(event, eventJson) }));
       if (o.run && event.type === 'run/status' && isTerminal(event.data.to)) ended = true;
     };
     const sendDelta = async (delta: DeltaEvent, id: string) => {
@@ -184,7 +192,7 @@ export function sseStream(c: Context, cursor: { seq: number; n: number } | undef
       // Seen before (also before a reconnect), or its message is already complete.
       if (finished.has(delta.messageId) || !after(seq, n)) return;
       last = { seq, n };
-      await write(() => stream.writeSSE({ id, event: 'delta', data: JSON.stringify(deltaJson(delta)) }));
+      await write(() => stream.writeSSE({ id, event: 'delta', data: serialized(delta, deltaJson) }));
     };
     // The deltas of the message streaming now that come before durable event `beforeSeq`, once
     // the request header they follow was sent: replay interleaves them with the log's events in
