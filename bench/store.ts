@@ -72,10 +72,10 @@ async function appendThroughput(): Promise<void> {
   const batched = (200 * events.length) / ((performance.now() - t0) / 1000);
   await store.close();
 
-  console.log('durable append (one event per commit, synchronous=FULL):');
-  console.log(`  one session          : ${fmt(single)} events/s`);
-  console.log(`  across 100 sessions  : ${fmt(spread)} events/s`);
-  console.log(`  one turn (13) per commit: ${fmt(batched)} events/s`);
+  console.log('durable append (each append awaited until committed, synchronous=FULL):');
+  console.log(`  one session, one event at a time        : ${fmt(single)} events/s`);
+  console.log(`  100 sessions at once (group commit)     : ${fmt(spread)} events/s`);
+  console.log(`  one session, a turn (13 events) per call: ${fmt(batched)} events/s`);
 }
 
 async function buildSession(sessions: Sessions, events: number, compactEveryTurns: number | undefined): Promise<string> {
