@@ -54,6 +54,10 @@ export const RunSchema = z
     lease: z.object({ owner: z.string(), expires_at: z.string() }).nullable(),
     cancel_requested: z.boolean(),
     pause_requested: z.boolean(),
+    resume_cursor: z
+      .object({ step: z.number().int(), seq: z.number().int() })
+      .nullable()
+      .describe('Where the run continues if it is interrupted: its last checkpoint (steps done, and the session seq it was taken at)'),
   })
   .openapi('Run');
 
@@ -130,7 +134,7 @@ export function sessionJson(s: SessionRecord) {
   };
 }
 
-export function runJson(r: RunRecord, children: readonly string[]) {
+export function runJson(r: RunRecord, children: readonly string[], resume: { step: number; seq: number } | null = null) {
   const w = r.waiting as { kind: 'approval' | 'input'; calls: Array<{ toolCallId: string; toolName: string; input: unknown; kind: 'approval' | 'input' }>; decisions: Record<string, unknown>; expiresAt: number | null } | null;
   return {
     id: r.id,
@@ -160,6 +164,7 @@ export function runJson(r: RunRecord, children: readonly string[]) {
     lease: r.lease ? { owner: r.lease.owner, expires_at: iso(r.lease.expiresAt)! } : null,
     cancel_requested: r.cancelRequested,
     pause_requested: r.pauseRequested,
+    resume_cursor: resume,
   };
 }
 

@@ -57,6 +57,8 @@ describe('GET /v1/runs/{id} and /steps', () => {
       lease: null,
       cancel_requested: false,
       pause_requested: false,
+      // The last checkpoint: the final step's end (one step), at the seq it committed with.
+      resume_cursor: { step: 1, seq: expect.any(Number) },
     });
 
     const steps = await api.get(`/v1/runs/${runId}/steps`);

@@ -39,8 +39,8 @@ export async function sessionFor(ctx: AppContext, c: Context<AppEnv>, id: string
 }
 
 export async function runJsonFor(ctx: AppContext, run: Parameters<typeof runJson>[0]) {
-  const children = await ctx.store.listRuns({ parentRunId: run.id, limit: 1000 });
-  return runJson(run, children.map((r) => r.id));
+  const [children, checkpoint] = await Promise.all([ctx.store.listRuns({ parentRunId: run.id, limit: 1000 }), ctx.store.getCheckpoint(run.id)]);
+  return runJson(run, children.map((r) => r.id), checkpoint ? { step: checkpoint.step, seq: checkpoint.seq } : null);
 }
 
 export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
