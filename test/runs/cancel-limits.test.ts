@@ -19,8 +19,9 @@ import {
   type SqliteStore,
   type WorkerOptions,
 } from '../../src/index.ts';
-import { aborted, deferred } from '../support/deferred.ts';
+import { deferred } from '../support/deferred.ts';
 import { allEvents, ofType } from '../support/session-helpers.ts';
+import { gated } from '../support/runs-helpers.ts';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -43,21 +44,6 @@ function start(
   return { rt, store, model };
 }
 
-/** A tool that reports its start and waits for `gate`, or for the abort of its call. */
-function gated(name = 'work') {
-  const started = deferred<AbortSignal>();
-  const gate = deferred<string>();
-  const t = tool({
-    name,
-    description: 'Does slow work',
-    input: z.object({}),
-    execute: async (_input, ctx) => {
-      started.resolve(ctx.signal);
-      return Promise.race([gate.promise, aborted(ctx.signal).then(() => 'aborted')]);
-    },
-  });
-  return { tool: t, started, gate };
-}
 
 const lookup = tool({ name: 'lookup', description: 'Looks up', input: z.object({ q: z.string() }), execute: ({ q }) => `found ${q}` });
 const danger = tool({ name: 'danger', description: 'Needs approval', input: z.object({}), approval: 'always', execute: () => 'done' });

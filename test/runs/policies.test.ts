@@ -3,7 +3,6 @@
  * waiting for the user never takes a message as its answer: answers go through `runs.input`.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import {
   askUser,
   createRuntime,
@@ -11,15 +10,14 @@ import {
   openSqliteStore,
   RunBusyError,
   ScriptedModel,
-  tool,
   type AgentDefinition,
   type Runtime,
   type ScriptEntry,
   type SessionEvent,
   type SqliteStore,
 } from '../../src/index.ts';
-import { aborted, deferred } from '../support/deferred.ts';
 import { allEvents, ofType } from '../support/session-helpers.ts';
+import { gated } from '../support/runs-helpers.ts';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -38,23 +36,6 @@ function setup(script: ScriptEntry[], tools: AgentDefinition['tools']): { rt: Ru
   return { rt, store, model };
 }
 
-/** A tool that reports its start and waits for `gate` (or the abort of its call). */
-function gated(name = 'work') {
-  const started = deferred<AbortSignal>();
-  const gate = deferred<string>();
-  let executions = 0;
-  const t = tool({
-    name,
-    description: 'Does slow work',
-    input: z.object({}),
-    execute: async (_input, ctx) => {
-      executions++;
-      started.resolve(ctx.signal);
-      return Promise.race([gate.promise, aborted(ctx.signal).then(() => 'aborted')]);
-    },
-  });
-  return { tool: t, started, gate, executions: () => executions };
-}
 
 const work = { toolCalls: [{ id: 'w1', name: 'work', input: {} }] };
 

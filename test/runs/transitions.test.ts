@@ -26,8 +26,8 @@ import {
   type ScriptEntry,
   type SqliteStore,
 } from '../../src/index.ts';
-import { aborted, deferred } from '../support/deferred.ts';
 import { allEvents, ofType } from '../support/session-helpers.ts';
+import { gated } from '../support/runs-helpers.ts';
 
 const ALL: RunStatus[] = ['queued', 'running', 'waiting_approval', 'waiting_for_user', 'paused', 'completed', 'failed', 'cancelled', 'timed_out'];
 
@@ -49,23 +49,6 @@ function setup(agents: AgentDefinition[], o: Partial<RuntimeOptions> = {}): { rt
   return { rt, store };
 }
 
-/** A tool that reports its start and waits for `gate` (or the abort of its call). */
-function gated(name = 'work') {
-  const started = deferred<AbortSignal>();
-  const gate = deferred<string>();
-  let executions = 0;
-  const t = tool({
-    name,
-    description: 'Does slow work',
-    input: z.object({}),
-    execute: async (_input, ctx) => {
-      executions++;
-      started.resolve(ctx.signal);
-      return Promise.race([gate.promise, aborted(ctx.signal).then(() => 'aborted')]);
-    },
-  });
-  return { tool: t, started, gate, executions: () => executions };
-}
 
 const danger = tool({ name: 'danger', description: 'Needs approval', input: z.object({ target: z.string() }), approval: 'always', execute: ({ target }) => `did ${target}` });
 
