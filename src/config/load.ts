@@ -113,7 +113,8 @@ export function agentsFromConfig(config: KeelConfig, source: string, baseDir: st
         ...(a.toolConcurrency !== undefined ? { toolConcurrency: a.toolConcurrency } : {}),
       });
     } catch (e) {
-      throw new ConfigError(source, `agent ${a.name}: ${(e as Error).message}`);
+      const message = (e as Error).message;
+      throw new ConfigError(source, message.startsWith(`agent ${a.name}`) ? message : `agent ${a.name}: ${message}`);
     }
   });
   const names = new Set<string>();

@@ -41,11 +41,9 @@ export function modelFromId(id: string, options: { baseDir?: string } = {}): Lan
       const hash = rest.lastIndexOf('#');
       if (hash <= 0 || hash === rest.length - 1) throw new ModelIdError(id, 'expected openai-compatible:<baseURL>#<model>');
       const baseURL = rest.slice(0, hash);
-      try {
-        new URL(baseURL);
-      } catch {
-        throw new ModelIdError(id, `${baseURL} is not a URL`);
-      }
+      // "localhost:11434/v1" parses too (as a URL with the scheme "localhost:"): require http(s).
+      const protocol = URL.canParse(baseURL) ? new URL(baseURL).protocol : undefined;
+      if (protocol !== 'http:' && protocol !== 'https:') throw new ModelIdError(id, `${baseURL} is not a URL (expected http:// or https://)`);
       const apiKey = process.env.OPENAI_COMPATIBLE_API_KEY;
       return createOpenAICompatible({ name: 'openai-compatible', baseURL, ...(apiKey ? { apiKey } : {}) })(rest.slice(hash + 1));
     }

@@ -52,10 +52,18 @@ export async function startServer(o: StartOptions): Promise<RunningServer> {
   if ((o.workers ?? 8) > 0) workers.push(runtime.startWorker({ concurrency: o.workers ?? 8 }));
   const { app, close: closeApp } = createApp({ ...o, runtime, auth });
 
-  const server: ServerType = await new Promise((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, port: o.port ?? 8787, hostname: host }, () => resolve(s));
-    s.once('error', reject);
-  });
+  let server: ServerType;
+  try {
+    server = await new Promise((resolve, reject) => {
+      const s = serve({ fetch: app.fetch, port: o.port ?? 8787, hostname: host }, () => resolve(s));
+      s.once('error', reject);
+    });
+  } catch (e) {
+    // Could not listen (the port is taken...): nothing of this server may keep running.
+    await Promise.all(workers.map((w) => w.stop({ graceMs: 0 })));
+    closeApp();
+    throw e;
+  }
   const port = (server.address() as AddressInfo).port;
   const shownHost = host.includes(':') ? `[${host}]` : host;
   return {

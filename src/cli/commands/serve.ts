@@ -17,13 +17,22 @@ export async function serveCommand(argv: string[], io: Io): Promise<number> {
     workers: { type: 'string' },
     insecure: { type: 'boolean' },
   });
-  const port = values.port !== undefined ? Number(values.port) : Number(io.env.PORT ?? 8787);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be 0-65535, not ${values.port}`);
+  const rawPort = values.port ?? io.env.PORT ?? '8787';
+  // Digits only: Number('') and Number(' ') are 0, which would listen on a random port.
+  const port = /^\d+$/.test(rawPort) ? Number(rawPort) : NaN;
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be 0-65535, not ${JSON.stringify(rawPort)}${values.port === undefined ? ' (from $PORT)' : ''}`);
   const workers = values.workers !== undefined ? Number(values.workers) : 8;
   if (!Number.isInteger(workers) || workers < 0) throw new Error(`--workers must be a whole number >= 0, not ${values.workers}`);
   const config = await loadConfig(values.config);
   const store = openSqliteStore(values.db ? { path: values.db } : {});
-  const server = await startServer({ store, config, port, host: values.host ?? '127.0.0.1', workers, insecure: values.insecure ?? false, version });
+  let server: Awaited<ReturnType<typeof startServer>>;
+  try {
+    server = await startServer({ store, config, port, host: values.host ?? '127.0.0.1', workers, insecure: values.insecure ?? false, version });
+  } catch (e) {
+    // Refused (a non-loopback host without keys) or could not listen: do not leave the database open.
+    await store.close();
+    throw e;
+  }
   line(io, `keel ${version} listening on ${server.url}  (database ${store.path}, ${workers > 0 ? `worker concurrency ${workers}` : 'no worker'}, auth ${server.auth === 'required' ? 'by API key' : 'off (loopback)'})`);
   if (config.demo) {
     line(io, '');
@@ -37,7 +46,8 @@ export async function serveCommand(argv: string[], io: Io): Promise<number> {
   } else {
     line(io, `agents from ${config.source}: ${config.agents.map((a) => `${a.name}@${a.version} (${a.model.provider}:${a.model.modelId})`).join(', ')}`);
   }
-  await new Promise<void>((resolve) => io.signal.addEventListener('abort', () => resolve(), { once: true }));
+  // An abort that came while starting up would never fire its event again.
+  if (!io.signal.aborted) await new Promise<void>((resolve) => io.signal.addEventListener('abort', () => resolve(), { once: true }));
   line(io, 'shutting down: handing runs back to the queue…');
   await server.close({ graceMs: 10_000 });
   await store.close();
