@@ -32,6 +32,17 @@ export interface ServerOptions {
 
 export type AppEnv = AuthEnv;
 
+const patterns = new Map<string, RegExp>();
+/** `/v1/runs/:id/approvals/:approval_id` as a regular expression over request paths. */
+function routePattern(path: string): RegExp {
+  let re = patterns.get(path);
+  if (!re) {
+    re = new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/\\\*$/, '.*').replace(/:[A-Za-z_]+/g, '[^/]+')}$`);
+    patterns.set(path, re);
+  }
+  return re;
+}
+
 export interface AppContext {
   rt: Runtime;
   store: Store;
@@ -108,7 +119,15 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
     if (p.type === 'rate_limited') c.header('retry-after', String(p.extensions.retry_after ?? 1));
     return problemResponse(c, p.type, p.detail, p.extensions);
   });
-  app.notFound((c) => problemResponse(c, 'not_found', `no route for ${c.req.method} ${c.req.path}`));
+  app.notFound((c) => {
+    // A known path with another method: 405 and the methods it takes.
+    const allowed = [...new Set(app.routes.filter((r) => r.method !== 'ALL' && routePattern(r.path).test(c.req.path)).map((r) => r.method))];
+    if (allowed.length > 0) {
+      c.header('allow', allowed.join(', '));
+      return problemResponse(c, 'method_not_allowed', `${c.req.path} takes ${allowed.join(', ')}, not ${c.req.method}`, { allow: allowed });
+    }
+    return problemResponse(c, 'not_found', `no route for ${c.req.method} ${c.req.path}`);
+  });
 
   app.use('*', async (c, next) => {
     const t0 = performance.now();

@@ -17,6 +17,7 @@ export const PROBLEMS = {
   unauthorized: { status: 401, title: 'A valid API key is required' },
   forbidden: { status: 403, title: 'This API key may not do that' },
   not_found: { status: 404, title: 'No such resource' },
+  method_not_allowed: { status: 405, title: 'The resource does not take this method' },
   run_busy: { status: 409, title: 'The session already has an active run' },
   illegal_transition: { status: 409, title: 'The run cannot do that in its current state' },
   conflict: { status: 409, title: 'The resource changed or already exists' },

@@ -84,7 +84,6 @@ describe('problems (auth off)', () => {
     for (const [method, path] of [
       ['GET', '/v1/nothing-here'],
       ['GET', '/nothing-here'],
-      ['PUT', '/v1/sessions'],
       ['GET', '/v1/sessions/no-such-session'],
       ['DELETE', '/v1/sessions/no-such-session'],
       ['GET', '/v1/sessions/no-such-session/events'],
@@ -96,6 +95,20 @@ describe('problems (auth off)', () => {
     ] as const) {
       const p = expectProblem(await api.request(method, path), 'not_found', 404);
       expect(p.instance).toBe(path);
+    }
+  });
+
+  it('method_not_allowed: a known path with another method is 405 with the methods it takes', async () => {
+    for (const [method, path, allow] of [
+      ['PUT', '/v1/sessions', ['POST', 'GET']],
+      ['PATCH', '/v1/sessions/any-id', ['GET', 'DELETE']],
+      ['GET', '/v1/runs/any-run/cancel', ['POST']],
+      ['DELETE', '/v1/runs/r/approvals/a', ['POST']],
+    ] as const) {
+      const res = await api.request(method, path);
+      const p = expectProblem(res, 'method_not_allowed', 405);
+      expect(p.allow, `${method} ${path}`).toEqual(allow);
+      expect(res.headers.get('allow')).toBe(allow.join(', '));
     }
   });
 
