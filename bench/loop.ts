@@ -1,6 +1,8 @@
 /**
  * The runtime's own overhead per step: 200 runs × 20 tool steps on a zero-latency scripted
  * model with an in-memory sink, so everything measured is Keel (plus the AI SDK stream plumbing).
+ * The sink keeps every durable event; deltas are delivered to it and not kept, as a live-only
+ * consumer of deltas would do.
  * Run with `npm run bench:loop`.
  */
 import { z } from 'zod';
@@ -23,7 +25,7 @@ function makeAgent() {
 }
 
 async function once(agent: ReturnType<typeof makeAgent>): Promise<number> {
-  const sink = new MemorySink();
+  const sink = new MemorySink({ keepDeltas: false });
   const r = await runTurn(agent, { sink, input: 'go' });
   if (r.reason !== 'completed' || r.steps !== TOOL_STEPS + 1) throw new Error(`unexpected end: ${r.reason} after ${r.steps} steps`);
   return r.steps;
