@@ -186,6 +186,62 @@ describe('sqlite store', () => {
     }
   });
 
+  it('commitCount counts one commit for an append, and one for a transaction of several writes', async () => {
+    const store = openStore();
+    expect(store.commitCount).toBe(0);
+    await store.createSession({ id: 's', createdAt: T0 });
+    const mk = (id: string) => ({ id, type: 't', v: 1, time: T0, entry: true, data: { id } });
+
+    let before = store.commitCount;
+    await store.append('s', [mk('e1'), mk('e2')]);
+    expect(store.commitCount).toBe(before + 1);
+
+    // Reads commit nothing.
+    before = store.commitCount;
+    await store.readEvents('s');
+    await store.getSession('s');
+    expect(store.commitCount).toBe(before);
+
+    before = store.commitCount;
+    await store.transaction(async (tx) => {
+      await tx.putBlobs([{ hash: 'h1', data: 'blob' }]);
+      await tx.append('s', [mk('e3')]);
+      await tx.updateSession('s', { title: 'renamed' });
+      await tx.append('s', [mk('e4')]);
+    });
+    expect(store.commitCount).toBe(before + 1);
+    expect(await store.getSession('s')).toMatchObject({ lastSeq: 4, title: 'renamed' });
+
+    // A transaction that throws rolls back its work, but its group's COMMIT still ran (and counts).
+    before = store.commitCount;
+    await expect(store.transaction(async (tx) => {
+      await tx.append('s', [mk('e5')]);
+      throw new Error('no');
+    })).rejects.toThrow('no');
+    expect(store.commitCount).toBe(before + 1);
+    expect((await store.getSession('s'))!.lastSeq).toBe(4);
+
+    // Writes queued together share one group commit.
+    before = store.commitCount;
+    await Promise.all([store.append('s', [mk('e6')]), store.append('s', [mk('e7')]), store.putBlobs([{ hash: 'h2', data: 'x' }])]);
+    expect(store.commitCount).toBe(before + 1);
+
+    // An operation in its own immediate transaction counts one.
+    before = store.commitCount;
+    await store.updateSession('s', { title: 'again' });
+    expect(store.commitCount).toBe(before + 1);
+  });
+
+  it('append returns the draft’s own data object (no copy), and stores what it was at the time', async () => {
+    const store = openStore();
+    await store.createSession({ id: 's', createdAt: T0 });
+    const data = { text: 'hi', nested: { n: 1 } };
+    const [e] = await store.append('s', [{ id: 'e1', type: 't', v: 1, time: T0, entry: true, data }]);
+    expect(e!.data).toBe(data);
+    data.nested.n = 2;
+    expect((await store.readEvents('s'))[0]!.data).toEqual({ text: 'hi', nested: { n: 1 } });
+  });
+
   it('creates missing parent directories', async () => {
     path = join(dir, 'a', 'b', 'c', 'keel.db');
     const store = openStore();

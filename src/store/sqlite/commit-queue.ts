@@ -1,0 +1,149 @@
+import type Database from 'better-sqlite3';
+import { StoreError } from '../port.ts';
+
+type WriteOp = { fn: () => unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void };
+
+/** Writes committed together at most (see `CommitQueue.write`). */
+const MAX_BATCH = 256;
+
+/** The longest stretch of store work before the event loop gets a turn (see `CommitQueue.pace`). */
+const PACE_MS = 5;
+
+/**
+ * Turn-taking on one better-sqlite3 connection. The driver is synchronous, and a transaction spans
+ * awaits of its caller: every operation takes its turn on one promise chain, so nothing runs on the
+ * connection inside someone else's transaction. Single writes share transactions (group commit).
+ */
+export class CommitQueue {
+  private readonly db: Database.Database;
+  private tail: Promise<unknown> = Promise.resolve();
+  // The open group-commit batch that new single writes may join (see `write`).
+  private batch: WriteOp[] | undefined;
+  // Since when a turn of the event loop has been awaited (see `pace`).
+  private turnAwaitedSince: number | undefined;
+  private closed = false;
+  private commits = 0;
+
+  constructor(db: Database.Database) {
+    this.db = db;
+  }
+
+  /** Write transactions committed through this queue (see `SqliteStore.commitCount`). */
+  get commitCount(): number {
+    return this.commits;
+  }
+
+  /** Runs `fn` at its turn, alone on the connection (a read, or work that manages its own transaction). */
+  serial<T>(fn: () => T | Promise<T>): Promise<T> {
+    if (this.closed) return Promise.reject(new StoreError('closed', 'the store is closed'));
+    // Whatever comes after this must not jump ahead of it into an earlier batch.
+    this.batch = undefined;
+    const run = this.tail.then(() => this.pace()).then(fn);
+    this.tail = run.catch(() => {});
+    return run;
+  }
+
+  /** Runs `fn` at its turn in its own `BEGIN IMMEDIATE` transaction: reads and writes under the write lock. */
+  immediate<T>(fn: () => T): Promise<T> {
+    return this.serial(() => {
+      const value = this.db.transaction(fn).immediate();
+      this.commits++;
+      return value;
+    });
+  }
+
+  /** Runs `fn`, one write statement, at its turn in SQLite's implicit (autocommit) transaction. */
+  autocommit<T>(fn: () => T): Promise<T> {
+    return this.serial(() => {
+      const value = fn();
+      this.commits++;
+      return value;
+    });
+  }
+
+  /**
+   * Group commit: single writes issued while earlier work is still queued share one transaction,
+   * each in its own savepoint (a failing write is undone alone). Every caller is answered only
+   * after the shared COMMIT, so each write is as durable as if it had committed alone; with many
+   * runs on one worker, one fsync then serves many of them.
+   */
+  write<T>(fn: () => T | Promise<T>): Promise<T> {
+    if (this.closed) return Promise.reject(new StoreError('closed', 'the store is closed'));
+    return new Promise<T>((resolve, reject) => {
+      const op: WriteOp = { fn, resolve: resolve as (v: unknown) => void, reject };
+      if (this.batch && this.batch.length < MAX_BATCH) {
+        this.batch.push(op);
+        return;
+      }
+      const batch: WriteOp[] = [op];
+      void this.serial(() => this.flush(batch)).catch(() => {});
+      // After serial(), which closes any earlier batch: later writes may join this one.
+      this.batch = batch;
+    });
+  }
+
+  /** Waits for the queued work, then closes the connection; later calls are refused. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    await this.tail;
+    this.closed = true;
+    this.db.close();
+  }
+
+  private async flush(batch: WriteOp[]): Promise<void> {
+    if (this.batch === batch) this.batch = undefined;
+    try {
+      this.db.exec('BEGIN IMMEDIATE');
+    } catch (e) {
+      for (const op of batch) op.reject(e);
+      return;
+    }
+    const results: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+    for (const op of batch) {
+      this.db.exec('SAVEPOINT keel_write');
+      try {
+        // Single writes are synchronous: without an await, the whole flush holds the connection's
+        // write lock within one turn of the event loop (another connection never waits on it).
+        let value = op.fn();
+        if (value instanceof Promise) value = await value;
+        this.db.exec('RELEASE keel_write');
+        results.push({ ok: true, value });
+      } catch (error) {
+        // Undo this unit of work alone; the others commit.
+        this.db.exec('ROLLBACK TO keel_write');
+        this.db.exec('RELEASE keel_write');
+        results.push({ ok: false, error });
+      }
+    }
+    try {
+      this.db.exec('COMMIT');
+    } catch (e) {
+      if (this.db.inTransaction) this.db.exec('ROLLBACK');
+      for (const op of batch) op.reject(e);
+      return;
+    }
+    this.commits++;
+    batch.forEach((op, i) => {
+      const r = results[i]!;
+      if (r.ok) op.resolve(r.value);
+      else op.reject(r.error);
+    });
+  }
+
+  /**
+   * The driver is synchronous, so a queue of operations (many runs on one worker) completes as one
+   * long chain of microtasks during which no timer fires: lease renewals, deadlines and polls
+   * would starve until the queue drains. Between operations (never inside a transaction): when the
+   * event loop has not had a turn for PACE_MS, wait for it.
+   */
+  private pace(): Promise<void> | undefined {
+    const now = performance.now();
+    if (this.turnAwaitedSince === undefined) {
+      this.turnAwaitedSince = now;
+      setImmediate(() => (this.turnAwaitedSince = undefined));
+      return undefined;
+    }
+    if (now - this.turnAwaitedSince < PACE_MS) return undefined;
+    return new Promise((resolve) => setImmediate(resolve));
+  }
+}

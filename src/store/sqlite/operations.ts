@@ -1,0 +1,314 @@
+import type Database from 'better-sqlite3';
+import {
+  FencedError,
+  NotFoundError,
+  RunBusyError,
+  RunConflictError,
+  SeqConflictError,
+  StoreError,
+  type AppendOptions,
+  type EventDraft,
+  type StoreOps,
+  type StoredEvent,
+} from '../port.ts';
+import { RUN_COLUMNS, toEvent, toIdempotency, toInput, toKey, toRun, toSession, type RunRow, type SessionRow } from './rows.ts';
+import type { Statements } from './statements.ts';
+
+/** Every operation of the port, synchronous: what each returns, without the promise. */
+export type SyncOps = { [K in keyof StoreOps]: (...args: Parameters<StoreOps[K]>) => Awaited<ReturnType<StoreOps[K]>> };
+
+/** Reports a uniqueness violation as a conflict, not as a driver error. */
+function guard<T>(message: string, fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    const code = (e as { code?: unknown }).code;
+    if (code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === 'SQLITE_CONSTRAINT_UNIQUE') throw new StoreError('conflict', message, { cause: e });
+    throw e;
+  }
+}
+
+/**
+ * The data operations, each written once: synchronous, run directly on the connection. The caller
+ * holds the connection's turn and chooses the transaction (see `SqliteStore`).
+ */
+export function createOperations(db: Database.Database, st: Statements): SyncOps {
+  const sessionRow = (id: string): SessionRow => {
+    const row = st.getSession.get(id);
+    if (!row) throw new NotFoundError('session', id);
+    return row;
+  };
+
+  /** The returned events' `data` is the draft's own object, not a copy: the caller owns the drafts. */
+  const append = (sessionId: string, drafts: readonly EventDraft[], options: AppendOptions = {}): StoredEvent[] => {
+    const { expectLastSeq, fence } = options;
+    if (fence) {
+      const row = st.fenceOf.get(fence.runId);
+      if (!row || row.fencing_token !== fence.token) throw new FencedError(fence.runId, fence.token, row?.fencing_token);
+    }
+    const s = sessionRow(sessionId);
+    if (expectLastSeq !== undefined && s.last_seq !== expectLastSeq) throw new SeqConflictError(sessionId, expectLastSeq, s.last_seq);
+    let seq = s.last_seq;
+    let leaf = s.leaf_id;
+    const out: StoredEvent[] = [];
+    for (const d of drafts) {
+      seq++;
+      let parent: string | null = null;
+      if (d.entry) {
+        parent = d.parentId !== undefined ? d.parentId : leaf;
+        // The tree never spans sessions (an explicit parent is checked; the leaf always belongs).
+        if (d.parentId && !st.entryExists.get(sessionId, d.parentId)) {
+          throw new StoreError('invalid_parent', `event ${d.id}: parent ${d.parentId} is not an entry of session ${sessionId}`);
+        }
+        leaf = d.id;
+      } else if (d.leaf !== undefined) {
+        leaf = d.leaf;
+      }
+      guard(`event ${d.id} already exists`, () =>
+        st.insertEvent.run({
+          id: d.id,
+          session_id: sessionId,
+          seq,
+          type: d.type,
+          v: d.v,
+          time: d.time,
+          run_id: d.runId ?? null,
+          turn: d.turn ?? null,
+          step: d.step ?? null,
+          entry: d.entry ? 1 : 0,
+          parent_id: parent,
+          ignorable: d.ignorable ? 1 : 0,
+          data: JSON.stringify(d.data),
+        }),
+      );
+      out.push({
+        id: d.id,
+        sessionId,
+        seq,
+        type: d.type,
+        v: d.v,
+        time: d.time,
+        ...(d.runId !== undefined ? { runId: d.runId } : {}),
+        ...(d.turn !== undefined ? { turn: d.turn } : {}),
+        ...(d.step !== undefined ? { step: d.step } : {}),
+        entry: d.entry,
+        ...(parent !== null ? { parentId: parent } : {}),
+        ignorable: d.ignorable ?? false,
+        data: d.data,
+      });
+    }
+    st.advance.run(seq, leaf, sessionId);
+    return out;
+  };
+
+  const ops: SyncOps = {
+    createSession: (s) => {
+      guard(`session ${s.id} already exists`, () =>
+        st.insertSession.run({
+          id: s.id,
+          tenant: s.tenant ?? 'default',
+          created_at: s.createdAt,
+          title: s.title ?? null,
+          metadata: JSON.stringify(s.metadata ?? {}),
+          agent: s.agent ?? null,
+          origin_session_id: s.origin?.sessionId ?? null,
+          origin_entry_id: s.origin?.entryId ?? null,
+        }),
+      );
+      return toSession(sessionRow(s.id));
+    },
+    getSession: (id) => {
+      const row = st.getSession.get(id);
+      return row ? toSession(row) : undefined;
+    },
+    listSessions: (page) =>
+      st.listSessions.all(page.after ?? '', page.includeArchived ? 1 : 0, page.tenant ?? null, page.tenant ?? null, page.limit).map(toSession),
+    updateSession: (id, patch) => {
+      const row = sessionRow(id);
+      st.updateSession.run(
+        patch.title !== undefined ? patch.title : row.title,
+        patch.metadata !== undefined ? JSON.stringify(patch.metadata) : row.metadata,
+        patch.archivedAt !== undefined ? patch.archivedAt : row.archived_at,
+        id,
+      );
+    },
+    append,
+    readEvents: (sessionId, o = {}) =>
+      (o.runId !== undefined
+        ? st.readRunEvents.all(o.runId, sessionId, o.afterSeq ?? 0, o.untilSeq ?? Number.MAX_SAFE_INTEGER, o.limit ?? -1)
+        : st.readEvents.all(sessionId, o.afterSeq ?? 0, o.untilSeq ?? Number.MAX_SAFE_INTEGER, o.limit ?? -1)
+      ).map(toEvent),
+    getEvents: (sessionId, ids) => {
+      const out: StoredEvent[] = [];
+      for (const id of ids) {
+        const row = st.getEvent.get(sessionId, id);
+        if (row) out.push(toEvent(row));
+      }
+      return out;
+    },
+    ancestors: (sessionId, fromId, limit) => st.ancestors.all({ session: sessionId, from: fromId, limit }).map(toEvent),
+    putBlobs: (blobs) => {
+      const now = Date.now();
+      for (const b of blobs) st.putBlob.run(b.hash, b.data, Buffer.byteLength(b.data), now);
+    },
+    getBlobs: (hashes) => {
+      const out = new Map<string, string>();
+      for (const h of hashes) {
+        const row = st.getBlob.get(h);
+        if (row) out.set(h, row.data);
+      }
+      return out;
+    },
+    putSnapshot: (s) => {
+      st.putSnapshot.run({
+        session_id: s.sessionId,
+        projection: s.projection,
+        version: s.version,
+        as_of_seq: s.asOfSeq,
+        leaf_id: s.leafId,
+        state: JSON.stringify(s.state),
+        created_at: Date.now(),
+      });
+    },
+    getSnapshot: (sessionId, projection, version) => {
+      const row = st.getSnapshot.get(sessionId, projection, version);
+      return row ? { sessionId, projection, version, asOfSeq: row.as_of_seq, leafId: row.leaf_id, state: JSON.parse(row.state) as unknown } : undefined;
+    },
+    createRun: (r) => {
+      try {
+        st.insertRun.run({
+          id: r.id,
+          session_id: r.sessionId,
+          parent_run_id: r.parentRunId ?? null,
+          parent_tool_call_id: r.parentToolCallId ?? null,
+          agent_name: r.agent.name,
+          agent_version: r.agent.version,
+          agent_spec: JSON.stringify(r.agentSpec),
+          trigger_message_id: r.triggerMessageId ?? null,
+          turn: r.turn ?? null,
+          created_at: r.createdAt,
+          deadline_at: r.deadlineAt ?? null,
+          options: JSON.stringify(r.options ?? {}),
+          usage: JSON.stringify(r.usage ?? {}),
+        });
+      } catch (e) {
+        const code = (e as { code?: unknown }).code;
+        if (code === 'SQLITE_CONSTRAINT_UNIQUE' && /runs\.session_id/.test((e as Error).message)) {
+          throw new RunBusyError(r.sessionId, st.activeRun.get(r.sessionId)?.id ?? 'unknown');
+        }
+        if (code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw new StoreError('conflict', `run ${r.id} already exists`, { cause: e });
+        if (code === 'SQLITE_CONSTRAINT_FOREIGNKEY') throw new NotFoundError('session or parent run of run', r.id);
+        throw e;
+      }
+      return toRun(st.getRun.get(r.id)!);
+    },
+    getRun: (id) => {
+      const row = st.getRun.get(id);
+      return row ? toRun(row) : undefined;
+    },
+    listRuns: (q) => {
+      const where: string[] = [];
+      const args: unknown[] = [];
+      if (q.sessionId !== undefined) {
+        where.push('session_id = ?');
+        args.push(q.sessionId);
+      }
+      if (q.parentRunId !== undefined) {
+        where.push('parent_run_id = ?');
+        args.push(q.parentRunId);
+      }
+      if (q.statuses) where.push(`status IN (${q.statuses.map((x) => `'${x.replace(/'/g, '')}'`).join(', ') || 'NULL'})`);
+      if (q.after !== undefined) {
+        where.push('id > ?');
+        args.push(q.after);
+      }
+      const sql = `SELECT * FROM runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT ?`;
+      return (db.prepare(sql).all(...args, q.limit) as RunRow[]).map(toRun);
+    },
+    activeRun: (sessionId) => {
+      const row = st.activeRun.get(sessionId);
+      return row ? toRun(row) : undefined;
+    },
+    updateRun: (id, patch, runGuard = {}) => {
+      const sets: string[] = [];
+      const args: unknown[] = [];
+      for (const [k, v] of Object.entries(patch)) {
+        if (v === undefined) continue;
+        if (k === 'lease') sets.push('lease_owner = NULL, lease_expires_at = NULL');
+        else if (k === 'fence') sets.push('fencing_token = fencing_token + 1');
+        else {
+          const col = RUN_COLUMNS[k];
+          if (!col) throw new StoreError('invalid_patch', `runs have no field ${k} to update`);
+          sets.push(`${col[0]} = ?`);
+          args.push(col[1](v));
+        }
+      }
+      const where = ['id = ?'];
+      args.push(id);
+      if (runGuard.statuses) where.push(`status IN (${runGuard.statuses.map((x) => `'${x.replace(/'/g, '')}'`).join(', ') || 'NULL'})`);
+      if (runGuard.fencingToken !== undefined) {
+        where.push('fencing_token = ?');
+        args.push(runGuard.fencingToken);
+      }
+      const row = sets.length
+        ? (db.prepare(`UPDATE runs SET ${sets.join(', ')} WHERE ${where.join(' AND ')} RETURNING *`).get(...args) as RunRow | undefined)
+        : (db.prepare(`SELECT * FROM runs WHERE ${where.join(' AND ')}`).get(...args) as RunRow | undefined);
+      if (!row) {
+        const current = st.getRun.get(id);
+        throw new RunConflictError(id, current ? toRun(current) : undefined, runGuard);
+      }
+      return toRun(row);
+    },
+    // Runs inside the caller's write transaction: the pick and the update are one atomic step.
+    claimRun: (owner, leaseMs, now, options) => {
+      const runId = options?.runId ?? null;
+      const pick = st.claimable.get(now, runId, runId);
+      if (!pick) return undefined;
+      const row = st.claim.get(owner, now + leaseMs, now, pick.id)!;
+      return { run: toRun(row), previous: pick.status };
+    },
+    renewLease: (id, owner, fencingToken, expiresAt) => st.renew.run(expiresAt, id, owner, fencingToken).changes === 1,
+    putCheckpoint: (c) => {
+      st.putCheckpoint.run(c.runId, c.step, c.seq, JSON.stringify(c.state), Date.now());
+    },
+    getCheckpoint: (runId) => {
+      const row = st.getCheckpoint.get(runId);
+      return row ? { runId, step: row.step, seq: row.seq, state: JSON.parse(row.state) as unknown } : undefined;
+    },
+    addInput: (i) => {
+      st.addInput.run(i.id, i.sessionId, i.kind, i.runId, JSON.stringify(i.payload), i.createdAt);
+    },
+    takeInputs: (sessionId, kind, runId, limit = 1000) => {
+      const inputs = ops.listInputs(sessionId, kind, runId, limit);
+      for (const i of inputs) st.deleteInput.run(i.id);
+      return inputs;
+    },
+    listInputs: (sessionId, kind, runId, limit = 1000) => {
+      const filter = runId === undefined ? 0 : 1;
+      return st.takeInputs.all(sessionId, kind, filter, runId ?? null, runId ?? null, limit).map(toInput);
+    },
+    removeInput: (id) => st.deleteInput.run(id).changes === 1,
+    countInputs: (sessionId, kind) => st.countInputs.get(sessionId, kind)!.n,
+    createApiKey: (k) => {
+      guard(`api key ${k.id} already exists`, () =>
+        st.insertKey.run({ id: k.id, tenant: k.tenant, name: k.name, hash: k.hash, prefix: k.prefix, rate_per_minute: k.ratePerMinute, created_at: k.createdAt, revoked_at: k.revokedAt }),
+      );
+    },
+    findApiKey: (hash) => {
+      const row = st.findKey.get(hash);
+      return row ? toKey(row) : undefined;
+    },
+    listApiKeys: (tenant) => st.listKeys.all(tenant ?? null, tenant ?? null).map(toKey),
+    revokeApiKey: (id, at) => st.revokeKey.run(at, id).changes === 1,
+    getIdempotency: (tenant, key) => {
+      const r = st.getIdem.get(tenant, key);
+      return r ? toIdempotency(r) : undefined;
+    },
+    putIdempotency: (r) => {
+      st.putIdem.run(r.tenant, r.key, r.fingerprint, r.status, r.body, r.createdAt);
+      return ops.getIdempotency(r.tenant, r.key)!;
+    },
+    pruneIdempotency: (before) => st.pruneIdem.run(before).changes,
+  };
+  return ops;
+}

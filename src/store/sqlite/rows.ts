@@ -1,0 +1,194 @@
+/**
+ * The rows as SQLite returns them (snake_case columns, JSON as text, booleans as 0/1) and their
+ * mapping to the port's records.
+ */
+import {
+  TERMINAL_STATUSES,
+  type ApiKeyRecord,
+  type IdempotencyRecord,
+  type JsonObject,
+  type RunInput,
+  type RunRecord,
+  type RunStatus,
+  type SessionRecord,
+  type StoredEvent,
+} from '../port.ts';
+
+export type SessionRow = {
+  id: string;
+  tenant: string;
+  created_at: number;
+  title: string | null;
+  metadata: string;
+  agent: string | null;
+  last_seq: number;
+  leaf_id: string | null;
+  origin_session_id: string | null;
+  origin_entry_id: string | null;
+  archived_at: number | null;
+};
+
+export type EventRow = {
+  id: string;
+  session_id: string;
+  seq: number;
+  type: string;
+  v: number;
+  time: number;
+  run_id: string | null;
+  turn: number | null;
+  step: number | null;
+  entry: number;
+  parent_id: string | null;
+  ignorable: number;
+  data: string;
+};
+
+export type RunRow = {
+  id: string;
+  session_id: string;
+  parent_run_id: string | null;
+  parent_tool_call_id: string | null;
+  agent_name: string;
+  agent_version: string;
+  agent_spec: string;
+  status: RunStatus;
+  trigger_message_id: string | null;
+  turn: number | null;
+  created_at: number;
+  started_at: number | null;
+  ended_at: number | null;
+  attempt: number;
+  usage: string;
+  cost: number;
+  error: string | null;
+  waiting: string | null;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+  fencing_token: number;
+  cancel_requested: number;
+  pause_requested: number;
+  deadline_at: number | null;
+  options: string;
+};
+
+export type KeyRow = { id: string; tenant: string; name: string | null; hash: string; prefix: string; rate_per_minute: number | null; created_at: number; revoked_at: number | null };
+
+export type IdempotencyRow = { tenant: string; key: string; fingerprint: string; status: number; body: string; created_at: number };
+
+export type InputRow = { id: string; session_id: string; kind: 'steer' | 'message'; run_id: string | null; payload: string; created_at: number };
+
+export type CheckpointRow = { step: number; seq: number; state: string };
+
+export type SnapshotRow = { as_of_seq: number; leaf_id: string | null; state: string };
+
+const json = <T>(s: string | null): T | null => (s === null ? null : (JSON.parse(s) as T));
+
+export function toRun(r: RunRow): RunRecord {
+  return {
+    id: r.id,
+    sessionId: r.session_id,
+    parentRunId: r.parent_run_id,
+    parentToolCallId: r.parent_tool_call_id,
+    agent: { name: r.agent_name, version: r.agent_version },
+    agentSpec: JSON.parse(r.agent_spec) as JsonObject,
+    status: r.status,
+    triggerMessageId: r.trigger_message_id,
+    turn: r.turn,
+    createdAt: r.created_at,
+    startedAt: r.started_at,
+    endedAt: r.ended_at,
+    attempt: r.attempt,
+    usage: JSON.parse(r.usage) as JsonObject,
+    cost: r.cost,
+    error: json<JsonObject>(r.error),
+    waiting: json<JsonObject>(r.waiting),
+    lease: r.lease_owner !== null && r.lease_expires_at !== null ? { owner: r.lease_owner, expiresAt: r.lease_expires_at } : null,
+    fencingToken: r.fencing_token,
+    cancelRequested: r.cancel_requested === 1,
+    pauseRequested: r.pause_requested === 1,
+    deadlineAt: r.deadline_at,
+    options: JSON.parse(r.options) as JsonObject,
+  };
+}
+
+/** The terminal statuses as an SQL list, for `status NOT IN (...)`. */
+export const TERMINAL_SQL = TERMINAL_STATUSES.map((t) => `'${t}'`).join(', ');
+
+/** Columns a RunPatch may set, and how each value is stored. */
+export const RUN_COLUMNS: Record<string, [string, (v: unknown) => unknown]> = {
+  status: ['status', (v) => v],
+  startedAt: ['started_at', (v) => v],
+  endedAt: ['ended_at', (v) => v],
+  usage: ['usage', (v) => JSON.stringify(v)],
+  cost: ['cost', (v) => v],
+  error: ['error', (v) => (v === null ? null : JSON.stringify(v))],
+  waiting: ['waiting', (v) => (v === null ? null : JSON.stringify(v))],
+  cancelRequested: ['cancel_requested', (v) => (v ? 1 : 0)],
+  pauseRequested: ['pause_requested', (v) => (v ? 1 : 0)],
+  deadlineAt: ['deadline_at', (v) => v],
+  turn: ['turn', (v) => v],
+  attempt: ['attempt', (v) => v],
+};
+
+export const toKey = (r: KeyRow): ApiKeyRecord => ({
+  id: r.id,
+  tenant: r.tenant,
+  name: r.name,
+  hash: r.hash,
+  prefix: r.prefix,
+  ratePerMinute: r.rate_per_minute,
+  createdAt: r.created_at,
+  revokedAt: r.revoked_at,
+});
+
+export const toIdempotency = (r: IdempotencyRow): IdempotencyRecord => ({
+  tenant: r.tenant,
+  key: r.key,
+  fingerprint: r.fingerprint,
+  status: r.status,
+  body: r.body,
+  createdAt: r.created_at,
+});
+
+export const toInput = (r: InputRow): RunInput => ({
+  id: r.id,
+  sessionId: r.session_id,
+  kind: r.kind,
+  runId: r.run_id,
+  payload: JSON.parse(r.payload) as unknown,
+  createdAt: r.created_at,
+});
+
+export function toSession(r: SessionRow): SessionRecord {
+  return {
+    id: r.id,
+    tenant: r.tenant,
+    createdAt: r.created_at,
+    title: r.title,
+    metadata: JSON.parse(r.metadata) as JsonObject,
+    agent: r.agent,
+    lastSeq: r.last_seq,
+    leafId: r.leaf_id,
+    origin: r.origin_session_id && r.origin_entry_id ? { sessionId: r.origin_session_id, entryId: r.origin_entry_id } : null,
+    archivedAt: r.archived_at,
+  };
+}
+
+export function toEvent(r: EventRow): StoredEvent {
+  return {
+    id: r.id,
+    sessionId: r.session_id,
+    seq: r.seq,
+    type: r.type,
+    v: r.v,
+    time: r.time,
+    ...(r.run_id !== null ? { runId: r.run_id } : {}),
+    ...(r.turn !== null ? { turn: r.turn } : {}),
+    ...(r.step !== null ? { step: r.step } : {}),
+    entry: r.entry === 1,
+    ...(r.parent_id !== null ? { parentId: r.parent_id } : {}),
+    ignorable: r.ignorable === 1,
+    data: JSON.parse(r.data) as unknown,
+  };
+}

@@ -1,0 +1,109 @@
+import type Database from 'better-sqlite3';
+import type { RunStatus } from '../port.ts';
+import { TERMINAL_SQL, type CheckpointRow, type EventRow, type IdempotencyRow, type InputRow, type KeyRow, type RunRow, type SessionRow, type SnapshotRow } from './rows.ts';
+
+/** A prepared statement taking parameters P and returning rows R (the part of better-sqlite3's the operations use). */
+export interface Statement<P extends unknown[] = unknown[], R = unknown> {
+  run(...params: P): Database.RunResult;
+  get(...params: P): R | undefined;
+  all(...params: P): R[];
+}
+
+/** The statements the operations run, prepared once per connection. */
+export type Statements = ReturnType<typeof prepareStatements>;
+
+export function prepareStatements(db: Database.Database) {
+  const prepare = <P extends unknown[] = unknown[], R = unknown>(sql: string): Statement<P, R> => db.prepare<P, R>(sql);
+  return {
+    insertSession: prepare(
+      `INSERT INTO sessions (id, tenant, created_at, title, metadata, agent, origin_session_id, origin_entry_id)
+       VALUES (@id, @tenant, @created_at, @title, @metadata, @agent, @origin_session_id, @origin_entry_id)`,
+    ),
+    getSession: prepare<[string], SessionRow>('SELECT * FROM sessions WHERE id = ?'),
+    listSessions: prepare<[string, number, string | null, string | null, number], SessionRow>(
+      'SELECT * FROM sessions WHERE id > ? AND (archived_at IS NULL OR ?) AND (? IS NULL OR tenant = ?) ORDER BY id LIMIT ?',
+    ),
+    insertKey: prepare(
+      'INSERT INTO api_keys (id, tenant, name, hash, prefix, rate_per_minute, created_at, revoked_at) VALUES (@id, @tenant, @name, @hash, @prefix, @rate_per_minute, @created_at, @revoked_at)',
+    ),
+    findKey: prepare<[string], KeyRow>('SELECT * FROM api_keys WHERE hash = ?'),
+    listKeys: prepare<[string | null, string | null], KeyRow>('SELECT * FROM api_keys WHERE (? IS NULL OR tenant = ?) ORDER BY created_at, id'),
+    revokeKey: prepare('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?'),
+    getIdem: prepare<[string, string], IdempotencyRow>('SELECT * FROM idempotency_keys WHERE tenant = ? AND key = ?'),
+    putIdem: prepare('INSERT INTO idempotency_keys (tenant, key, fingerprint, status, body, created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING'),
+    pruneIdem: prepare('DELETE FROM idempotency_keys WHERE created_at < ?'),
+    advance: prepare('UPDATE sessions SET last_seq = ?, leaf_id = ? WHERE id = ?'),
+    updateSession: prepare('UPDATE sessions SET title = ?, metadata = ?, archived_at = ? WHERE id = ?'),
+    insertEvent: prepare(
+      `INSERT INTO events (id, session_id, seq, type, v, time, run_id, turn, step, entry, parent_id, ignorable, data)
+       VALUES (@id, @session_id, @seq, @type, @v, @time, @run_id, @turn, @step, @entry, @parent_id, @ignorable, @data)`,
+    ),
+    readEvents: prepare<[string, number, number, number], EventRow>(
+      'SELECT * FROM events WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?',
+    ),
+    readRunEvents: prepare<[string, string, number, number, number], EventRow>(
+      'SELECT * FROM events WHERE run_id = ? AND session_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?',
+    ),
+    getEvent: prepare<[string, string], EventRow>('SELECT * FROM events WHERE session_id = ? AND id = ?'),
+    entryExists: prepare<[string, string], { one: number }>('SELECT 1 AS one FROM events WHERE session_id = ? AND id = ? AND entry = 1'),
+    // Every step of the walk stays inside the session, even if a parentId points elsewhere.
+    ancestors: prepare<[{ session: string; from: string; limit: number }], EventRow>(
+      `WITH RECURSIVE path(id, parent_id, depth) AS (
+         SELECT id, parent_id, 0 FROM events WHERE session_id = @session AND id = @from AND @limit > 0
+         UNION ALL
+         SELECT e.id, e.parent_id, p.depth + 1 FROM path p JOIN events e ON e.id = p.parent_id AND e.session_id = @session
+         WHERE p.depth + 1 < @limit
+       )
+       SELECT events.* FROM path JOIN events ON events.id = path.id ORDER BY path.depth`,
+    ),
+    putBlob: prepare('INSERT INTO blobs (hash, data, size, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING'),
+    getBlob: prepare<[string], { data: string }>('SELECT data FROM blobs WHERE hash = ?'),
+    putSnapshot: prepare(
+      `INSERT INTO snapshots (session_id, projection, version, as_of_seq, leaf_id, state, created_at)
+       VALUES (@session_id, @projection, @version, @as_of_seq, @leaf_id, @state, @created_at)
+       ON CONFLICT (session_id, projection, version) DO UPDATE SET
+         as_of_seq = excluded.as_of_seq, leaf_id = excluded.leaf_id, state = excluded.state, created_at = excluded.created_at
+       WHERE excluded.as_of_seq >= snapshots.as_of_seq`,
+    ),
+    insertRun: prepare(
+      `INSERT INTO runs (id, session_id, parent_run_id, parent_tool_call_id, agent_name, agent_version, agent_spec, status,
+                         trigger_message_id, turn, created_at, deadline_at, options, usage)
+       VALUES (@id, @session_id, @parent_run_id, @parent_tool_call_id, @agent_name, @agent_version, @agent_spec, 'queued',
+               @trigger_message_id, @turn, @created_at, @deadline_at, @options, @usage)`,
+    ),
+    getRun: prepare<[string], RunRow>('SELECT * FROM runs WHERE id = ?'),
+    activeRun: prepare<[string], RunRow>(`SELECT * FROM runs WHERE session_id = ? AND status NOT IN (${TERMINAL_SQL})`),
+    fenceOf: prepare<[string], { fencing_token: number }>('SELECT fencing_token FROM runs WHERE id = ?'),
+    claimable: prepare<[number, string | null, string | null], { id: string; status: RunStatus }>(
+      `SELECT id, status FROM runs
+       WHERE (status = 'queued' OR (status = 'running' AND lease_expires_at < ?)) AND (? IS NULL OR id = ?)
+       ORDER BY created_at, id LIMIT 1`,
+    ),
+    // The attempt counts interruptions (see RunRecord.attempt): a first start or the recovery of
+    // a running run whose lease expired starts a new attempt; resuming after a wait, a pause or a
+    // graceful hand-back by a stopping worker does not (rolling restarts must not fail runs).
+    claim: prepare<[string, number, number, string], RunRow>(
+      `UPDATE runs SET status = 'running', lease_owner = ?, lease_expires_at = ?, fencing_token = fencing_token + 1,
+                       attempt = CASE WHEN status = 'running' OR attempt = 0 THEN attempt + 1 ELSE attempt END, started_at = COALESCE(started_at, ?)
+       WHERE id = ? RETURNING *`,
+    ),
+    renew: prepare(
+      `UPDATE runs SET lease_expires_at = ? WHERE id = ? AND lease_owner = ? AND fencing_token = ? AND status NOT IN (${TERMINAL_SQL})`,
+    ),
+    putCheckpoint: prepare(
+      `INSERT INTO run_checkpoints (run_id, step, seq, state, created_at) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (run_id) DO UPDATE SET step = excluded.step, seq = excluded.seq, state = excluded.state, created_at = excluded.created_at`,
+    ),
+    getCheckpoint: prepare<[string], CheckpointRow>('SELECT step, seq, state FROM run_checkpoints WHERE run_id = ?'),
+    addInput: prepare('INSERT INTO run_inputs (id, session_id, kind, run_id, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)'),
+    takeInputs: prepare<[string, string, number, string | null, string | null, number], InputRow>(
+      `SELECT * FROM run_inputs WHERE session_id = ? AND kind = ? AND (? = 0 OR run_id IS ? OR run_id = ?)
+       ORDER BY created_at, id LIMIT ?`,
+    ),
+    deleteInput: prepare('DELETE FROM run_inputs WHERE id = ?'),
+    countInputs: prepare<[string, string], { n: number }>('SELECT count(*) AS n FROM run_inputs WHERE session_id = ? AND kind = ?'),
+    getSnapshot: prepare<[string, string, number], SnapshotRow>(
+      'SELECT as_of_seq, leaf_id, state FROM snapshots WHERE session_id = ? AND projection = ? AND version = ?',
+    ),
+  };
+}
