@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { newId, openSqliteStore, Sessions, type NewEvent } from '../src/index.ts';
+import { contentHash, newId, openSqliteStore, Sessions, type NewEvent } from '../src/index.ts';
 
 const child = process.argv[2] === '--open';
 const dir = child ? '' : mkdtempSync(join(tmpdir(), 'keel-bench-store-'));
@@ -18,6 +18,13 @@ const gc = (globalThis as { gc?: () => void }).gc ?? (() => {});
 const usage = { inputTokens: 1200, outputTokens: 80, cachedInputTokens: 0, reasoningTokens: 0 };
 const SYSTEM = 'You are a careful assistant. '.repeat(40);
 const TOOLS = [{ name: 'lookup', description: 'Looks something up', inputSchema: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] } }];
+
+const SYSTEM_HASH = contentHash(JSON.stringify(SYSTEM));
+const TOOLS_HASH = contentHash(JSON.stringify(TOOLS));
+const CONTENT = [
+  { hash: SYSTEM_HASH, data: JSON.stringify(SYSTEM) },
+  { hash: TOOLS_HASH, data: JSON.stringify(TOOLS) },
+];
 
 /** The events of one realistic turn: a user message, a tool step and a final step (13 events). */
 function turnEvents(turn: number): NewEvent[] {
@@ -27,7 +34,13 @@ function turnEvents(turn: number): NewEvent[] {
   const a2 = newId();
   const call = `call_${turn}`;
   const header = (step: number, messageId: string) =>
-    ({ type: 'request/header', turn, step, data: { provider: 'bench', modelId: 'bench-1', attempt: 1, messageId, settings: {}, system: SYSTEM, tools: TOOLS, context: [], promptHash: 'x' } }) as NewEvent;
+    ({
+      type: 'request/header',
+      turn,
+      step,
+      data: { provider: 'bench', modelId: 'bench-1', attempt: 1, messageId, settings: {}, system: SYSTEM_HASH, tools: TOOLS_HASH, context: { messages: 0, first: null, last: null }, promptHash: 'x' },
+      blobs: CONTENT,
+    }) as NewEvent;
   return [
     { type: 'turn/start', turn, data: { agent: { name: 'bench', version: '1' }, model: { provider: 'bench', modelId: 'bench-1' }, resumed: false } },
     { type: 'user/message', turn, data: { message: { id: user, role: 'user', content: [{ type: 'text', text: `Question number ${turn}: what is the status of item ${turn}?` }] }, via: 'input' } },

@@ -10,7 +10,13 @@ export interface ToolSchema {
   inputSchema: JsonValue;
 }
 
-/** The full envelope of one model request: enough to rebuild it from the log. */
+/**
+ * The envelope of one model request, constant in size whatever the conversation's length: the
+ * context is identified by reference (how many messages, the first and the last), the system
+ * prompt and tool schemas by content hash (their text is stored once, content-addressed, not per
+ * request), and the fingerprint covers all of it. The replay check rebuilds the request from the
+ * log and compares. See ADR-0008.
+ */
 export interface RequestHeader {
   provider: string;
   modelId: string;
@@ -19,12 +25,29 @@ export interface RequestHeader {
   /** The id the assistant message will have if this attempt succeeds. */
   messageId: string;
   settings: Record<string, JsonValue>;
+  /** Content hash (`sha256:…` of its JSON) of the system prompt as sent; null without one. */
   system: string | null;
-  tools: ToolSchema[];
-  /** Ids of the conversation entries sent, in order. */
-  context: string[];
-  /** Fingerprint of system, settings, tools and messages as sent (see prompt-hash.ts). */
+  /** Content hash of the tool schemas as sent (a JSON array, in the order sent); null without tools. */
+  tools: string | null;
+  /** The messages sent, by reference: their number, and the ids of the first (a summary after compaction) and the last. */
+  context: ContextRef;
+  /** Fingerprint of system, tools, settings and every message as sent (see prompt-hash.ts). */
   promptHash: string;
+  /** Only on headers written before ADR-0008 (read through the v1 upcaster): what they held inline. */
+  legacy?: { system: string | null; tools: ToolSchema[]; context: string[] };
+}
+
+export interface ContextRef {
+  messages: number;
+  first: string | null;
+  last: string | null;
+}
+
+/** Content an event refers to by hash, stored once (content-addressed) in the same commit. */
+export interface ContentBlob {
+  hash: string;
+  /** The JSON text whose hash is `hash`. */
+  data: string;
 }
 
 export type TurnEndReason = 'completed' | 'cancelled' | 'failed' | 'max_steps' | 'budget_exceeded' | 'suspended' | 'paused';
@@ -76,7 +99,15 @@ export interface EventDataMap {
 export type TurnEventType = keyof EventDataMap;
 
 export type TurnEvent = {
-  [T in TurnEventType]: { type: T; turn: number; step?: number; time: number; data: EventDataMap[T] };
+  [T in TurnEventType]: {
+    type: T;
+    turn: number;
+    step?: number;
+    time: number;
+    data: EventDataMap[T];
+    /** Content the data refers to by hash (a request header's system prompt and tool schemas). */
+    blobs?: readonly ContentBlob[];
+  };
 }[TurnEventType];
 
 export type EventOf<T extends TurnEventType> = Extract<TurnEvent, { type: T }>;

@@ -4,12 +4,21 @@ import type { JsonValue, Message } from '../model/index.ts';
 import type { ToolSchema } from './events.ts';
 
 /**
- * A fingerprint of exactly what one model request contained, recorded in its request header.
+ * The fingerprint of exactly what one model request contained, recorded in its request header.
  * The replay check rebuilds the request from the log and compares fingerprints, so any edit to the
  * log (a message, the system prompt, a tool schema) that would change the request is detected.
  * Canonical JSON (RFC 8785) makes it independent of key order after a storage round trip.
+ *
+ * Since ADR-0008 the messages enter through a running hash, so that the prompt of step k + 1 (the
+ * prompt of step k plus what step k added) costs only the new messages:
+ *
+ *   chain₀ = sha256("keel/prompt/v2"), chainᵢ = sha256(chainᵢ₋₁ + messageHash(mᵢ))
+ *   promptHash = sha256(system hash + "\n" + tools hash + "\n" + settings hash + "\n" + chainₙ)
  */
 const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
+
+/** The content address of a JSON text, as the blob table keys it. */
+export const contentHash = (json: string): string => `sha256:${sha256(json)}`;
 
 // Messages are immutable once in the conversation, except a tool message that gains results
 // during its step: its cache entry is keyed by how many results it had.
@@ -24,27 +33,82 @@ export function messageHash(m: Message): string {
   return hash;
 }
 
-export interface PromptFingerprintInput {
+const settingsHashes = new WeakMap<Record<string, JsonValue>, string>();
+
+/** Settings records are built once per configuration (see the loop): their hash is too. */
+export function settingsHash(settings: Record<string, JsonValue>): string {
+  let h = settingsHashes.get(settings);
+  if (h === undefined) settingsHashes.set(settings, (h = sha256(canonicalize(settings) ?? '{}')));
+  return h;
+}
+
+const CHAIN_START = sha256('keel/prompt/v2');
+
+/**
+ * The running hash of a conversation, extended by the messages added since the last call on the
+ * same array; a new array (compaction, resumption) starts over. The last message may be a tool
+ * message that gained results since: it is hashed again.
+ */
+export class MessageChain {
+  private source: readonly Message[] | undefined;
+  private readonly hashes: string[] = [];
+  private lastSize = 0;
+
+  of(messages: readonly Message[]): string {
+    if (messages !== this.source || this.hashes.length > messages.length) {
+      this.source = messages;
+      this.hashes.length = 0;
+    }
+    const n = this.hashes.length;
+    if (n > 0) {
+      const last = messages[n - 1]!;
+      if (last.role === 'tool' && last.content.length !== this.lastSize) this.hashes.pop();
+    }
+    let h = this.hashes.at(-1) ?? CHAIN_START;
+    for (let i = this.hashes.length; i < messages.length; i++) {
+      h = sha256(h + messageHash(messages[i]!));
+      this.hashes.push(h);
+    }
+    const last = messages.at(-1);
+    this.lastSize = last?.role === 'tool' ? last.content.length : 0;
+    return h;
+  }
+}
+
+export interface PromptParts {
+  /** Content hash of the system prompt's JSON, or null. */
+  system: string | null;
+  /** Content hash of the tool schemas' JSON array, or null. */
+  tools: string | null;
+  settings: Record<string, JsonValue>;
+}
+
+/** The fingerprint of a request from its parts and the running hash of its messages. */
+export function promptFingerprint(parts: PromptParts, chain: string): string {
+  return sha256(`${parts.system ?? ''}\n${parts.tools ?? ''}\n${settingsHash(parts.settings)}\n${chain}`);
+}
+
+/** The fingerprint of a request from scratch (the replay check, tests). */
+export function promptHash(parts: PromptParts, messages: readonly Message[]): string {
+  return promptFingerprint(parts, new MessageChain().of(messages));
+}
+
+/** What a request header written before ADR-0008 fingerprinted: system and tools inline. */
+export interface PromptFingerprintInputV1 {
   system: string | null;
   tools: readonly ToolSchema[];
   settings: Record<string, JsonValue>;
   messages: readonly Message[];
 }
 
-// Tool schemas are created once per tool and never change.
-const schemaCache = new WeakMap<ToolSchema, string>();
-
-function schemaHash(t: ToolSchema): string {
-  let h = schemaCache.get(t);
-  if (h === undefined) {
-    h = sha256(canonicalize(t) ?? 'null');
-    schemaCache.set(t, h);
-  }
-  return h;
-}
-
-export function promptHash(p: PromptFingerprintInput): string {
+/** The fingerprint of request headers written before ADR-0008 (header v1), for the replay check of old logs. */
+export function promptHashV1(p: PromptFingerprintInputV1): string {
   return sha256(
-    canonicalize({ system: p.system, settings: p.settings, tools: p.tools.map(schemaHash), messages: p.messages.map(messageHash) }) ?? 'null',
+    canonicalize({
+      system: p.system,
+      settings: p.settings,
+      tools: p.tools.map((t) => sha256(canonicalize(t) ?? 'null')),
+      messages: p.messages.map(messageHash),
+    }) ?? 'null',
   );
 }

@@ -1,25 +1,37 @@
-import type { Message, Usage } from '../model/index.ts';
+import type { Usage } from '../model/index.ts';
 import type { DeltaEvent, TurnEvent } from './events.ts';
 
 /**
- * The turn's working state at a step boundary (or where it suspended): enough to resume it.
- * It includes the turn's own opaque reasoning, which never reaches the session's model context.
+ * The turn's counters at a step boundary (or where it suspended): with the log up to the event it
+ * is stored with, enough to resume the turn. It holds no messages: the conversation is a
+ * projection of the log, so what a checkpoint costs does not grow with the conversation.
  */
 export interface TurnCheckpoint {
   /** The step the turn is at: after a step/end, the steps completed; when suspended, the open step. */
   step: number;
-  conversation: readonly Message[];
   usage: Usage;
   cost: number;
 }
 
+export interface SinkAppendOptions {
+  /**
+   * A durable point: the append settles only once these events, and every event appended
+   * before them, are durable. The loop asks for one exactly where correctness needs it (before a
+   * tool that is not idempotent starts, at the end of a step that ran tools, at the turn's end).
+   * Without it the sink may hold the events and make them durable with the next durable point.
+   */
+  durable?: boolean;
+  /** The turn's state after these events: stored in the same commit as them. */
+  checkpoint?: TurnCheckpoint;
+}
+
 /**
- * Where the loop reports. `append` is write-ahead: the loop awaits it before acting on the
- * world, and a rejection stops the action. With `step/end` and `turn/end` the loop passes its
- * checkpoint, to be stored in the same commit. `delta` is fire-and-forget and must not throw.
+ * Where the loop reports. `append` is write-ahead at durable points: the loop awaits a durable
+ * append before it acts on the world, and a rejection stops the action. An append with no events
+ * and `durable` makes what is held durable (a flush). `delta` is fire-and-forget and must not throw.
  */
 export interface EventSink {
-  append(events: readonly TurnEvent[], checkpoint?: TurnCheckpoint): Promise<void>;
+  append(events: readonly TurnEvent[], options?: SinkAppendOptions): Promise<void>;
   delta?(event: DeltaEvent): void;
 }
 
@@ -27,14 +39,17 @@ export interface EventSink {
 export class MemorySink implements EventSink {
   readonly events: TurnEvent[] = [];
   readonly deltas: DeltaEvent[] = [];
+  /** How many appends were durable points (flushes of nothing included). */
+  durablePoints = 0;
   private readonly keepDeltas: boolean;
 
   constructor(options: { keepDeltas?: boolean } = {}) {
     this.keepDeltas = options.keepDeltas ?? true;
   }
 
-  async append(events: readonly TurnEvent[]): Promise<void> {
+  async append(events: readonly TurnEvent[], options?: SinkAppendOptions): Promise<void> {
     for (const e of events) this.events.push(e);
+    if (options?.durable) this.durablePoints++;
   }
 
   delta(event: DeltaEvent): void {

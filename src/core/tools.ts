@@ -23,6 +23,12 @@ export interface ToolOptions<S extends z.ZodType, R> {
   approval?: ApprovalPolicy<z.infer<S>>;
   /** Safe to run again with the same idempotency key: crash recovery may re-execute it. */
   idempotent?: boolean;
+  /**
+   * Make the call durable before it runs even though it is idempotent: for a tool that starts
+   * something recovery must find again by its call id (a subagent). Tools that are not
+   * idempotent always are.
+   */
+  recordCallFirst?: boolean;
   timeoutMs?: number;
   /** Never runs alongside another call of the same step. */
   sequential?: boolean;
@@ -41,6 +47,7 @@ export interface Tool {
   readonly schema: ToolSchema;
   readonly approval: ApprovalPolicy<unknown>;
   readonly idempotent: boolean;
+  readonly recordCallFirst: boolean;
   readonly timeoutMs: number | undefined;
   readonly sequential: boolean;
   readonly interactive: boolean;
@@ -64,6 +71,7 @@ export function tool<S extends z.ZodType, R>(options: ToolOptions<S, R>): Tool {
     schema: { name: options.name, description: options.description, inputSchema },
     approval: (options.approval ?? 'never') as ApprovalPolicy<unknown>,
     idempotent: options.idempotent ?? false,
+    recordCallFirst: options.recordCallFirst ?? false,
     timeoutMs: options.timeoutMs,
     sequential: options.sequential ?? false,
     interactive: options.interactive ?? false,

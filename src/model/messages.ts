@@ -198,3 +198,40 @@ export function toProviderPrompt(system: string | undefined, messages: readonly 
   }
   return prompt;
 }
+
+/**
+ * The provider prompt of one turn's growing conversation: each message is rendered once, and a
+ * step's prompt is the previous step's plus what that step added. A new array (compaction,
+ * resumption) starts over; a last tool message that gained results since is rendered again.
+ */
+export class ProviderPromptBuilder {
+  private source: readonly Message[] | undefined;
+  private readonly rendered: LanguageModelV4Message[] = [];
+  private consumed = 0;
+  private lastSize = 0;
+  private lastRendered = false;
+
+  build(system: string | undefined, messages: readonly Message[]): LanguageModelV4Prompt {
+    if (messages !== this.source || this.consumed > messages.length) {
+      this.source = messages;
+      this.rendered.length = 0;
+      this.consumed = 0;
+    }
+    if (this.consumed > 0) {
+      const last = messages[this.consumed - 1]!;
+      if (last.role === 'tool' && last.content.length !== this.lastSize) {
+        this.consumed--;
+        if (this.lastRendered) this.rendered.pop();
+      }
+    }
+    for (let i = this.consumed; i < messages.length; i++) {
+      const r = renderMessage(messages[i]!);
+      this.lastRendered = r !== undefined;
+      if (r) this.rendered.push(r);
+    }
+    this.consumed = messages.length;
+    const last = messages.at(-1);
+    this.lastSize = last?.role === 'tool' ? last.content.length : 0;
+    return system ? [{ role: 'system', content: system }, ...this.rendered] : this.rendered.slice();
+  }
+}

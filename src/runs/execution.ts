@@ -4,7 +4,7 @@ import { portableMessages, type UserMessage } from '../model/index.ts';
 import { compactionHook, type CompactionSettings, type TranscriptItem } from '../session/index.ts';
 import type { JsonObject, RunRecord } from '../store/index.ts';
 import type { RunBook, RunOptions, Waiting } from './book.ts';
-import { resumePoint, type CheckpointState } from './resume.ts';
+import { resumePoint } from './resume.ts';
 import { RunSink, type RunEnd } from './sink.ts';
 
 /** What the runtime offers to tools that start runs of their own (subagents). */
@@ -55,6 +55,7 @@ export class Execution {
   private deadlineTimer: ReturnType<typeof setTimeout> | undefined;
   private stopReason: 'timeout' | 'lease_lost' | 'release' | 'cancel' | undefined;
   private pauseRequested = false;
+  private readonly steered = new Set<string>();
   readonly done: Promise<void>;
 
   constructor(env: ExecutionEnv, run: RunRecord) {
@@ -126,20 +127,19 @@ export class Execution {
     if (compaction) hooks.push(compactionHook(book.sessions.log, run.sessionId, agent.model, compaction, book.sessions.snapshotEvery, run.id));
 
     const base = { sink: this.sink, hooks, scope: run.id, ...(run.turn !== null ? { turn: run.turn } : {}) };
+    // Where the run stands is in the log: its checkpoint (counters and a log position) and its
+    // events after it. A run whose turn never reached the log starts fresh from the context.
     const checkpoint = await book.store.getCheckpoint(run.id);
+    const tail = await book.sessions.log.read(run.sessionId, { runId: run.id, afterSeq: checkpoint?.seq ?? 0 });
     let start: () => TurnHandle;
-    if (!checkpoint) {
+    if (!checkpoint && !tail.some((e) => e.type === 'turn/start')) {
       // A fresh run: the session's model context (the trigger message is already in it).
       const context = await book.sessions.context(run.sessionId);
-      const conversation = portableMessages(context.messages);
-      await book.store.transaction(async (tx) => {
-        if ((await tx.getRun(run.id))?.fencingToken !== this.token) throw new Error('lost the run before it started');
-        await tx.putCheckpoint({ runId: run.id, step: 0, seq: context.asOfSeq, state: { conversation, usage: { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 }, cost: 0 } satisfies CheckpointState });
-      });
-      start = () => startTurn(agent, { ...base, history: conversation });
+      const history = portableMessages(context.messages);
+      start = () => startTurn(agent, { ...base, history });
     } else {
-      const tail = await book.sessions.log.read(run.sessionId, { runId: run.id, afterSeq: checkpoint.seq });
-      const resume = resumePoint(checkpoint, tail, run.waiting as unknown as Waiting | null);
+      const { messages } = await book.sessions.turnConversation(run.sessionId, run.turn ?? 0);
+      const resume = resumePoint(checkpoint, messages, tail, run.waiting as unknown as Waiting | null);
       start = () => startTurn(agent, { ...base, resume });
     }
 
@@ -196,8 +196,14 @@ export class Execution {
     return {
       beforeStep: async (ctx) => {
         // Read, not taken: the sink removes each input in the transaction that records it in the log.
+        // An input taken into the turn stays listed until the durable point that logs it commits:
+        // this execution takes each one once.
         const inputs = await this.env.book.store.listInputs(this.run.sessionId, 'steer', this.run.id);
-        for (const i of inputs) ctx.steer((i.payload as { message: UserMessage }).message);
+        for (const i of inputs) {
+          if (this.steered.has(i.id)) continue;
+          this.steered.add(i.id);
+          ctx.steer((i.payload as { message: UserMessage }).message);
+        }
         if (this.pauseRequested) ctx.pause();
       },
     };

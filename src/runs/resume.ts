@@ -1,28 +1,40 @@
 import type { ApprovalDecision, ResumePoint } from '../core/index.ts';
-import { addUsage, emptyUsage, type Message, type ToolMessage, type Usage } from '../model/index.ts';
+import { addUsage, emptyUsage, type Message, type Usage } from '../model/index.ts';
 import type { SessionEvent } from '../session/index.ts';
 import type { Checkpoint } from '../store/index.ts';
 import type { Waiting } from './book.ts';
 
-/** What a run's checkpoint holds: the turn's working conversation at a step boundary. */
-export interface CheckpointState {
-  conversation: Message[];
+/**
+ * What a run's checkpoint holds (v2, ADR-0008): the turn's counters at a step boundary. Where the
+ * turn stands is the log up to the checkpoint's seq; the conversation is a projection of the log,
+ * so the checkpoint never copies it.
+ */
+export interface RunCheckpointState {
+  v: 2;
   usage: Usage;
   cost: number;
 }
 
 /**
- * Where a claimed run continues: its checkpoint (the last step boundary, or where it suspended)
- * plus what its log recorded after it: steering that joined, the interrupted step's model decision
- * and the tool calls that started or finished, and the decisions recorded while it waited.
- * The result tells the loop which calls ran without a recorded result, so none is silently
- * executed twice.
+ * Reads a stored checkpoint state in any format: v2, or v1 (before ADR-0008), which also held the
+ * whole working conversation; that copy is not needed (the log has every message) and is ignored.
  */
-export function resumePoint(checkpoint: Checkpoint, tail: readonly SessionEvent[], waiting: Waiting | null): ResumePoint {
-  const state = checkpoint.state as CheckpointState;
-  const conversation: Message[] = state.conversation.map((m) => (m.role === 'tool' ? { ...m, content: [...m.content] } : m));
-  let usage = state.usage ?? emptyUsage();
-  let cost = state.cost ?? 0;
+export function checkpointState(state: unknown): RunCheckpointState {
+  const s = (state ?? {}) as { usage?: Usage; cost?: number };
+  return { v: 2, usage: { ...emptyUsage(), ...(s.usage ?? {}) }, cost: typeof s.cost === 'number' ? s.cost : 0 };
+}
+
+/**
+ * Where a claimed run continues: `conversation` is the turn's working conversation rebuilt from
+ * the log (see Sessions.turnConversation), `tail` the run's events after its checkpoint (all of
+ * them without one): the interrupted step's model decision, the tool calls that started or
+ * finished, and the decisions recorded while it waited. The result tells the loop which calls ran
+ * without a recorded result, so none is silently executed twice.
+ */
+export function resumePoint(checkpoint: Checkpoint | undefined, conversation: Message[], tail: readonly SessionEvent[], waiting: Waiting | null): ResumePoint {
+  const state = checkpointState(checkpoint?.state);
+  let usage = state.usage;
+  let cost = state.cost;
   const started = new Set<string>();
   const approvals = new Map<string, ApprovalDecision>();
   // The step whose model decision is on record after the checkpoint: it is finished, not redone.
@@ -30,11 +42,7 @@ export function resumePoint(checkpoint: Checkpoint, tail: readonly SessionEvent[
 
   for (const e of tail) {
     switch (e.type) {
-      case 'user/message':
-        conversation.push(e.data.message);
-        break;
       case 'assistant/message':
-        conversation.push(e.data.message);
         usage = addUsage(usage, e.data.usage);
         cost += e.data.cost;
         decidedStep = e.step;
@@ -45,14 +53,9 @@ export function resumePoint(checkpoint: Checkpoint, tail: readonly SessionEvent[
       case 'tool/call':
         started.add(e.data.toolCallId);
         break;
-      case 'tool/result': {
+      case 'tool/result':
         started.delete(e.data.toolCallId);
-        const part = { type: 'tool-result' as const, toolCallId: e.data.toolCallId, toolName: e.data.toolName, output: e.data.output };
-        const last = conversation.at(-1);
-        if (last?.role === 'tool' && last.id === e.data.toolMessageId) last.content.push(part);
-        else conversation.push({ id: e.data.toolMessageId, role: 'tool', content: [part] } satisfies ToolMessage);
         break;
-      }
       case 'tool/decision':
         approvals.set(e.data.toolCallId, {
           toolCallId: e.data.toolCallId,
@@ -89,7 +92,7 @@ export function resumePoint(checkpoint: Checkpoint, tail: readonly SessionEvent[
   return {
     conversation,
     // A step interrupted before its model decision was recorded is redone from its start.
-    step: decidedStep ?? checkpoint.step,
+    step: decidedStep ?? checkpoint?.step ?? 0,
     stepOpen: decidedStep !== undefined,
     approvals: [...approvals.values()].filter((a) => openCalls.has(a.toolCallId)),
     started: [...started].filter((id) => openCalls.has(id)),

@@ -1,7 +1,8 @@
-import type { DeltaEvent, EventSink, TurnCheckpoint, TurnEvent } from '../core/index.ts';
-import type { NewEvent, SessionEvent } from '../session/index.ts';
+import type { DeltaEvent, TurnEvent } from '../core/index.ts';
+import { BufferedSink, toNewEvent, type HeldCheckpoint, type SessionEvent } from '../session/index.ts';
 import type { JsonObject, RunRecord, RunStatus, StoreOps } from '../store/index.ts';
 import type { FinalStatus, FinishOptions, RunBook, Waiting } from './book.ts';
+import type { RunCheckpointState } from './resume.ts';
 
 export interface RunSinkHooks {
   /** How a turn end maps to the run's next status, decided by the execution (timeouts, shutdown). */
@@ -16,12 +17,14 @@ export type RunEnd =
   | { status: 'paused' | 'queued'; reason: string; /** Counts as an interrupted attempt (a retry). */ interrupted?: boolean };
 
 /**
- * The event sink of a run's loop. Every append is fenced with the worker's token (a worker that
- * lost the run can write nothing more, so it can start no tool); step ends commit the run's
- * checkpoint with them; and the turn's end commits the run's next status in the same transaction,
- * so a crash can never leave a finished turn in a run that looks unfinished.
+ * The event sink of a run's loop. The events of each durable point commit together, fenced with
+ * the worker's token (a worker that lost the run can write nothing more, so it can start no tool
+ * that needs a durable point); the checkpoint (counters and a log position, never messages)
+ * commits with them; steering taken into the turn leaves the inbox in the same commit; and the
+ * turn's end commits the run's next status with it, so a crash can never leave a finished turn
+ * in a run that looks unfinished.
  */
-export class RunSink implements EventSink {
+export class RunSink extends BufferedSink {
   private readonly book: RunBook;
   private readonly run: RunRecord;
   private readonly token: number;
@@ -30,8 +33,11 @@ export class RunSink implements EventSink {
   closed = false;
   /** The run as the turn's end left it. */
   ended: RunRecord | undefined;
+  /** Commits made (durable points reached) by this sink. */
+  commits = 0;
 
   constructor(book: RunBook, run: RunRecord, token: number, hooks: RunSinkHooks) {
+    super();
     this.book = book;
     this.run = run;
     this.token = token;
@@ -42,35 +48,33 @@ export class RunSink implements EventSink {
     return this.book.sessions.log;
   }
 
-  private toNew(e: TurnEvent): NewEvent {
-    return { type: e.type, data: e.data, time: e.time, turn: e.turn, runId: this.run.id, ...(e.step !== undefined ? { step: e.step } : {}) } as NewEvent;
+  protected override check(): void {
+    if (this.closed) throw new Error('this worker has let go of the run');
   }
 
-  async append(events: readonly TurnEvent[], checkpoint?: TurnCheckpoint): Promise<void> {
-    if (this.closed) throw new Error('this worker has let go of the run');
+  protected async commit(events: readonly TurnEvent[], held: HeldCheckpoint | undefined): Promise<void> {
+    this.check();
+    this.commits++;
     const fence = { runId: this.run.id, token: this.token };
     const end = events.find((e): e is TurnEvent & { type: 'turn/end' } => e.type === 'turn/end');
     // Steering that came through the store leaves it in the transaction that logs it: exactly once.
     const steered = events.flatMap((e) => (e.type === 'user/message' && e.data.via === 'steer' ? [e.data.message.id] : []));
-    if (!checkpoint && !end && steered.length === 0) {
-      await this.log.append(this.run.sessionId, events.map((e) => this.toNew(e)), { fence });
+    const drafts = events.map((e) => toNewEvent(e, this.run.id));
+    if (!held && !end && steered.length === 0) {
+      await this.log.append(this.run.sessionId, drafts, { fence, trusted: true });
       return;
     }
     const published: SessionEvent[] = [];
     await this.book.store.transaction(async (tx) => {
-      const appended = await this.log.append(this.run.sessionId, events.map((e) => this.toNew(e)), { fence, tx });
+      const appended = await this.log.append(this.run.sessionId, drafts, { fence, tx, trusted: true });
       published.push(...appended);
       for (const id of steered) await tx.removeInput(id);
       // A failed turn's end is no step boundary: its working state may hold a step whose calls
       // started but have no result. The retry resumes from the last boundary and the log after it,
       // which tells which calls started (so none runs again unless it is idempotent).
-      if (checkpoint && end?.data.reason !== 'failed') {
-        await tx.putCheckpoint({
-          runId: this.run.id,
-          step: checkpoint.step,
-          seq: appended.at(-1)!.seq,
-          state: { conversation: checkpoint.conversation, usage: checkpoint.usage, cost: checkpoint.cost },
-        });
+      if (held && end?.data.reason !== 'failed') {
+        const state: RunCheckpointState = { v: 2, usage: held.checkpoint.usage, cost: held.checkpoint.cost };
+        await tx.putCheckpoint({ runId: this.run.id, step: held.checkpoint.step, seq: appended[held.index]!.seq, state });
       }
       if (end) published.push(...(await this.settle(tx, end)));
     });

@@ -15,6 +15,9 @@ export function subagent(options: { name: string; description: string; agent: st
     input: z.object({ task: z.string().min(1).describe('What the subagent should do, with everything it needs to know') }),
     // Re-running after a crash finds the same child run instead of starting another.
     idempotent: true,
+    // ...which needs the call on record before the child starts: a step redone after a crash
+    // would otherwise ask the model again and start a second child under another call id.
+    recordCallFirst: true,
     execute: async ({ task }, ctx) => {
       const scope = runScope.getStore();
       if (!scope) throw new Error(`${options.name} starts a subagent run, which needs a Keel runtime worker`);

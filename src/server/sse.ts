@@ -6,44 +6,49 @@ import { isTerminal, type RunStatus } from '../store/index.ts';
 import { eventJson } from './schemas.ts';
 
 /**
- * The deltas of the message being streamed in each session, numbered: a delta's SSE id is
- * `seq.n`, the n-th delta after durable event `seq`, the latest the session published before it
- * (the request header of its model call, unless an event such as `session/archived` came while it
- * streamed: the deltas after that event count from it). So ids only grow, in the order a live
- * client receives events and deltas, and a client that reconnects in the middle of a message gets
- * exactly the events and deltas it has not seen; after a server restart the deltas are gone, and
- * the durable message replaces them.
+ * The deltas of the messages being streamed in each session, numbered: a delta's SSE id is
+ * `seq.n`, the n-th delta after durable event `seq`, the latest the session published before it.
+ * A step's durable events (its request header, its message) are published when the step commits
+ * (ADR-0008), so after the deltas that stream its message: the deltas count from the event before
+ * them. Ids only grow, in the order a live client receives events and deltas, and a client that
+ * reconnects in the middle of a message gets exactly the events and deltas it has not seen; after
+ * a server restart the deltas are gone, and the durable message replaces them.
  */
 export class DeltaHub {
-  private readonly sessions = new Map<string, HubMessage>();
+  private readonly sessions = new Map<string, HubSession>();
   private readonly off: () => void;
 
   constructor(log: SessionLog) {
     // Registered before any stream, so the hub numbers each delta before a connection sees it.
     this.off = log.subscribeAll((sessionId, item) => {
+      let s = this.sessions.get(sessionId);
       if (item.kind === 'delta') {
-        let s = this.sessions.get(sessionId);
-        if (!s) this.sessions.set(sessionId, (s = { anchor: 0, seq: 0, n: 0, deltas: [] }));
+        if (!s) this.sessions.set(sessionId, (s = { seq: 0, n: 0, deltas: [] }));
         s.n++;
         s.deltas.push({ delta: item.delta, id: `${s.seq}.${s.n}`, seq: s.seq, n: s.n });
         return;
       }
-      const t = item.event.type;
-      if (t === 'request/header') this.sessions.set(sessionId, { anchor: item.event.seq, seq: item.event.seq, n: 0, deltas: [] });
-      else if (t === 'assistant/message' || t === 'model/retry' || t === 'turn/end') this.sessions.delete(sessionId);
-      else {
-        // Another event while the message streams: the next deltas are numbered after it.
-        const s = this.sessions.get(sessionId);
-        if (s && item.event.seq > s.seq) {
-          s.seq = item.event.seq;
-          s.n = 0;
-        }
+      const e = item.event;
+      const over = e.type === 'turn/end' || (e.type === 'run/status' && isTerminal(e.data.to));
+      if (!s) {
+        // Nothing streams yet: keep the position while a turn is on, to number its first deltas.
+        if (e.turn !== undefined && !over) this.sessions.set(sessionId, { seq: e.seq, n: 0, deltas: [] });
+        return;
       }
+      if (e.seq > s.seq) {
+        // The next deltas are numbered after this event.
+        s.seq = e.seq;
+        s.n = 0;
+      }
+      // A message whose durable version (or abandonment) is published needs its deltas no more.
+      const done = e.type === 'assistant/message' ? e.data.message.id : e.type === 'model/retry' ? e.data.abandonedMessageId : undefined;
+      if (done !== undefined) s.deltas = s.deltas.filter((d) => d.delta.messageId !== done);
+      else if (over) this.sessions.delete(sessionId);
     });
   }
 
-  /** The message streaming in a session now: the seq of its request header, and its deltas so far (in id order). */
-  current(sessionId: string): { anchor: number; deltas: readonly HubDelta[] } | undefined {
+  /** The messages streaming in a session now: their deltas so far, in id order. */
+  current(sessionId: string): { deltas: readonly HubDelta[] } | undefined {
     return this.sessions.get(sessionId);
   }
 
@@ -65,12 +70,11 @@ interface HubDelta {
   n: number;
 }
 
-interface HubMessage {
-  /** The seq of the message's request header. */
-  anchor: number;
-  /** The latest durable seq, and the deltas since. */
+interface HubSession {
+  /** The latest durable seq published, and the deltas since. */
   seq: number;
   n: number;
+  /** Deltas of the messages with no durable version yet. */
   deltas: HubDelta[];
 }
 
@@ -194,14 +198,14 @@ export function sseStream(c: Context, cursor: { seq: number; n: number } | undef
       last = { seq, n };
       await write(() => stream.writeSSE({ id, event: 'delta', data: serialized(delta, deltaJson) }));
     };
-    // The deltas of the message streaming now that come before durable event `beforeSeq`, once
-    // the request header they follow was sent: replay interleaves them with the log's events in
-    // id order, as a live client got them.
+    // The deltas of the messages streaming now that come before durable event `beforeSeq`, once
+    // the event they follow was sent: replay interleaves them with the log's events in id order,
+    // as a live client got them.
     const sendCurrent = async (beforeSeq: number) => {
       const cur = o.hub.current(o.sessionId);
-      if (!cur || cur.anchor > lastSeq) return;
+      if (!cur) return;
       for (const d of cur.deltas) {
-        if (d.seq >= beforeSeq || closed) break;
+        if (d.seq >= beforeSeq || d.seq > lastSeq || closed) break;
         if (after(d.seq, d.n)) await sendDelta(d.delta, d.id);
       }
     };

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { contentHash } from '../core/index.ts';
 
 /**
  * Large or repeated payloads (system prompts, tool schemas, big tool outputs, files) live once in a
@@ -14,7 +14,7 @@ export interface BlobRef {
 export const isBlobRef = (v: unknown): v is BlobRef =>
   typeof v === 'object' && v !== null && typeof (v as BlobRef).$blob === 'string' && Object.keys(v).length === 1;
 
-export const blobHash = (json: string): string => `sha256:${createHash('sha256').update(json).digest('hex')}`;
+export const blobHash: (json: string) => string = contentHash;
 
 /**
  * Moves the named top-level fields of `data` into blobs when their JSON is large enough. Any
@@ -47,6 +47,21 @@ export function blobRefsOf(data: unknown): string[] {
   const out: string[] = [];
   for (const v of Object.values(data)) if (isBlobRef(v)) out.push(v.$blob);
   return out;
+}
+
+/**
+ * Every blob a stored event needs: its `$blob` references, and the content hashes a request
+ * header (v2) holds for its system prompt and tool schemas (never inflated into the event: they
+ * are the same for every request of an agent version, and read only by who needs them).
+ */
+export function contentRefsOf(type: string, v: number, data: unknown): string[] {
+  const refs = blobRefsOf(data);
+  if (type === 'request/header' && v >= 2 && typeof data === 'object' && data !== null) {
+    const d = data as { system?: unknown; tools?: unknown };
+    if (typeof d.system === 'string') refs.push(d.system);
+    if (typeof d.tools === 'string') refs.push(d.tools);
+  }
+  return refs;
 }
 
 export class MissingBlobError extends Error {

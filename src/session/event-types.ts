@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { EventDataMap } from '../core/index.ts';
-import { loopEventSchemas, runEventSchemas, sessionEventSchemas } from './schemas.ts';
+import { contentHash, type EventDataMap } from '../core/index.ts';
+import { loopEventSchemas, requestHeaderV1, runEventSchemas, sessionEventSchemas } from './schemas.ts';
 
 type Schemas = typeof sessionEventSchemas & typeof runEventSchemas;
 export type SessionEventDataMap = EventDataMap & { [K in keyof Schemas]: z.infer<Schemas[K]> };
@@ -59,7 +59,6 @@ export class InvalidEventError extends Error {
 
 const ENTRY_TYPES = new Set(['user/message', 'assistant/message', 'tool/result', 'compaction', 'branch/summary']);
 const BLOB_FIELDS: Record<string, readonly string[]> = {
-  'request/header': ['system', 'tools'],
   'tool/result': ['output'],
   'user/message': ['message'],
   compaction: ['summary'],
@@ -92,6 +91,13 @@ export class EventRegistry {
     return { def, data: parsed.data };
   }
 
+  /** The definition for data built by Keel's own typed code: known type, no schema check. */
+  trusted(type: string, data: unknown): { def: EventTypeDef; data: unknown } {
+    const def = this.defs.get(type);
+    if (!def) throw new InvalidEventError(type, 'unknown event type');
+    return { def, data };
+  }
+
   /**
    * Brings stored data to the current version and validates it. Returns undefined for an event
    * this reader may skip (unknown or newer, but marked ignorable); throws for one it must not skip.
@@ -110,13 +116,39 @@ export class EventRegistry {
   }
 }
 
+/**
+ * request/header v1 → v2 (ADR-0008): the context by reference, system prompt and tools by content
+ * hash; what v1 held inline stays readable as `legacy`, which the replay check verifies the v1 way.
+ */
+function requestHeaderV1toV2(data: unknown): unknown {
+  const d = requestHeaderV1.parse(data);
+  return {
+    provider: d.provider,
+    modelId: d.modelId,
+    attempt: d.attempt,
+    messageId: d.messageId,
+    settings: d.settings,
+    system: d.system === null ? null : contentHash(JSON.stringify(d.system)),
+    tools: d.tools.length > 0 ? contentHash(JSON.stringify(d.tools)) : null,
+    context: { messages: d.context.length, first: d.context[0] ?? null, last: d.context.at(-1) ?? null },
+    promptHash: d.promptHash,
+    legacy: { system: d.system, tools: d.tools, context: d.context },
+  };
+}
+
+/** Event types at a version above 1, with the upcasters that read their older versions. */
+const VERSIONS: Record<string, { v: number; upcasters: Record<number, (data: unknown) => unknown> }> = {
+  'request/header': { v: 2, upcasters: { 1: requestHeaderV1toV2 } },
+};
+
 /** The registry of every event type this version of Keel writes. */
 export function defaultRegistry(): EventRegistry {
   const r = new EventRegistry();
   for (const [type, schema] of Object.entries({ ...loopEventSchemas, ...sessionEventSchemas, ...runEventSchemas })) {
     r.define({
       type,
-      v: 1,
+      v: VERSIONS[type]?.v ?? 1,
+      ...(VERSIONS[type] ? { upcasters: VERSIONS[type].upcasters } : {}),
       schema,
       entry: ENTRY_TYPES.has(type),
       ...(BLOB_FIELDS[type] ? { blobFields: BLOB_FIELDS[type] } : {}),

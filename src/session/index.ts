@@ -1,6 +1,7 @@
 export * from './event-types.ts';
 export * from './blobs.ts';
 export * from './log.ts';
+export * from './buffered-sink.ts';
 export * from './sink.ts';
 export * from './reader.ts';
 export * from './projections/index.ts';

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { newId, type DeltaEvent } from '../core/index.ts';
+import { newId, type ContentBlob, type DeltaEvent } from '../core/index.ts';
 import { NotFoundError, type AppendOptions, type EventDraft, type ReadEventsOptions, type Store, type StoreOps, type StoredEvent } from '../store/index.ts';
 import { blobRefsOf, extractBlobs, inflateBlobs } from './blobs.ts';
 import { defaultRegistry, type EventRegistry, type SessionEvent, type SessionEventDataMap, type SessionEventType } from './event-types.ts';
@@ -16,6 +16,8 @@ export type NewEvent = {
     step?: number;
     /** For entries: attach under this entry instead of the current leaf (null: a new root). */
     parentId?: string | null;
+    /** Content the data refers to by hash: stored (once, content-addressed) in the same transaction. */
+    blobs?: readonly ContentBlob[];
   };
 }[SessionEventType];
 
@@ -38,9 +40,13 @@ export class SessionLog {
     this.live.setMaxListeners(0);
   }
 
-  /** Turns a new event into a storage draft (validated, large fields moved to blobs). */
-  encode(e: NewEvent): { draft: EventDraft; blobs: Array<{ hash: string; data: string }>; data: unknown } {
-    const { def, data } = this.registry.validate(e.type, e.data);
+  /**
+   * Turns a new event into a storage draft (validated, large fields moved to blobs). `trusted`
+   * events were built by Keel's own typed code (the loop's events): their schema check is skipped
+   * on the hot path; everything that comes from outside (API, import, hooks) is validated.
+   */
+  encode(e: NewEvent, trusted = false): { draft: EventDraft; blobs: Array<{ hash: string; data: string }>; data: unknown } {
+    const { def, data } = trusted ? this.registry.trusted(e.type, e.data) : this.registry.validate(e.type, e.data);
     const { data: stored, blobs } = extractBlobs(data as Record<string, unknown>, def.blobFields);
     const draft: EventDraft = {
       id: e.id ?? newId(),
@@ -59,17 +65,18 @@ export class SessionLog {
   }
 
   /** Appends atomically (blobs and events in one transaction) and tells live subscribers. */
-  async append(sessionId: string, events: readonly NewEvent[], options: AppendOptions & { tx?: StoreOps } = {}): Promise<SessionEvent[]> {
+  async append(sessionId: string, events: readonly NewEvent[], options: AppendOptions & { tx?: StoreOps; trusted?: boolean } = {}): Promise<SessionEvent[]> {
     const drafts: EventDraft[] = [];
     const blobs: Array<{ hash: string; data: string }> = [];
     const datas: unknown[] = [];
     for (const e of events) {
-      const enc = this.encode(e);
+      const enc = this.encode(e, options.trusted);
       drafts.push(enc.draft);
-      blobs.push(...enc.blobs);
+      for (const b of enc.blobs) blobs.push(b);
+      if (e.blobs) for (const b of e.blobs) blobs.push(b);
       datas.push(enc.data);
     }
-    const { tx, ...appendOptions } = options;
+    const { tx, trusted: _trusted, ...appendOptions } = options;
     const write = async (ops: StoreOps) => {
       if (blobs.length > 0) await ops.putBlobs(blobs);
       return ops.append(sessionId, drafts, appendOptions);

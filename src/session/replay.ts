@@ -1,4 +1,4 @@
-import { promptHash } from '../core/index.ts';
+import { contentHash, promptHash, promptHashV1 } from '../core/index.ts';
 import { portableMessages, type Message } from '../model/index.ts';
 import type { SessionEvent } from './event-types.ts';
 import type { SessionLog } from './log.ts';
@@ -8,7 +8,7 @@ export interface ReplayMismatch {
   seq: number;
   /** The id the request's assistant message was to have. */
   messageId: string;
-  kind: 'context' | 'fingerprint';
+  kind: 'context' | 'fingerprint' | 'content';
   detail: string;
 }
 
@@ -34,6 +34,7 @@ export async function verifyReplay(log: SessionLog, sessionId: string, options: 
   let state: ContextState = contextProjection.init();
   let stateLeaf: string | null = null;
   const report: ReplayReport = { sessionId, events: 0, requests: 0, mismatches: [], ok: true };
+  const content = new HeaderContent(log);
 
   const rebuild = () => {
     const path: SessionEvent[] = [];
@@ -63,7 +64,7 @@ export async function verifyReplay(log: SessionLog, sessionId: string, options: 
       } else if (e.type === 'request/header') {
         report.requests++;
         if (stateLeaf !== leaf) rebuild();
-        check(e as SessionEvent<'request/header'>, state, report);
+        await check(e as SessionEvent<'request/header'>, state, content, report);
       }
     }
     after = page.at(-1)!.seq;
@@ -73,31 +74,71 @@ export async function verifyReplay(log: SessionLog, sessionId: string, options: 
   return report;
 }
 
-function check(h: SessionEvent<'request/header'>, state: ContextState, report: ReplayReport): void {
+/** The system prompt and tool schemas a header refers to, read once per content hash. */
+class HeaderContent {
+  private readonly cache = new Map<string, string | undefined>();
+  private readonly log: SessionLog;
+
+  constructor(log: SessionLog) {
+    this.log = log;
+  }
+
+  async load(hashes: ReadonlyArray<string | null>): Promise<void> {
+    const wanted = hashes.filter((h): h is string => h !== null && !this.cache.has(h));
+    if (wanted.length === 0) return;
+    const found = await this.log.store.getBlobs(wanted);
+    for (const h of wanted) this.cache.set(h, found.get(h));
+  }
+
+  /** The content hash of what is stored under `hash` (recomputed, so a tampered blob shows). */
+  rehash(hash: string): string | undefined {
+    const data = this.cache.get(hash);
+    return data === undefined ? undefined : contentHash(data);
+  }
+}
+
+async function check(h: SessionEvent<'request/header'>, state: ContextState, content: HeaderContent, report: ReplayReport): Promise<void> {
   const turnOf = new Map<string, number>();
   state.messages.forEach((m, i) => turnOf.set(m.id, state.turns[i]!));
   // What the loop held: earlier turns in portable form (no reasoning), its own turn as produced.
   const messages: Message[] = contextMessages(state).flatMap((m) => ((turnOf.get(m.id) ?? 0) < (h.turn ?? 0) ? portableMessages([m]) : [m]));
-  const ids = messages.map((m) => m.id);
-  const recorded = h.data.context;
-  if (ids.length !== recorded.length || ids.some((id, i) => id !== recorded[i])) {
-    const at = ids.findIndex((id, i) => id !== recorded[i]);
-    const i = at < 0 ? Math.min(ids.length, recorded.length) : at;
-    report.mismatches.push({
-      seq: h.seq,
-      messageId: h.data.messageId,
-      kind: 'context',
-      detail: `the log gives ${ids.length} context messages, the header lists ${recorded.length}; first difference at position ${i}: log ${ids[i] ?? '(none)'}, header ${recorded[i] ?? '(none)'}`,
-    });
+  const mismatch = (kind: ReplayMismatch['kind'], detail: string) => report.mismatches.push({ seq: h.seq, messageId: h.data.messageId, kind, detail });
+  const legacy = h.data.legacy;
+  if (legacy) {
+    // A header written before ADR-0008 lists every context id and fingerprints the v1 way.
+    const ids = messages.map((m) => m.id);
+    const recorded = legacy.context;
+    if (ids.length !== recorded.length || ids.some((id, i) => id !== recorded[i])) {
+      const at = ids.findIndex((id, i) => id !== recorded[i]);
+      const i = at < 0 ? Math.min(ids.length, recorded.length) : at;
+      return void mismatch(
+        'context',
+        `the log gives ${ids.length} context messages, the header lists ${recorded.length}; first difference at position ${i}: log ${ids[i] ?? '(none)'}, header ${recorded[i] ?? '(none)'}`,
+      );
+    }
+    const hash = promptHashV1({ system: legacy.system, tools: legacy.tools, settings: h.data.settings, messages });
+    if (hash !== h.data.promptHash) {
+      mismatch('fingerprint', `the request rebuilt from the log has fingerprint ${hash.slice(0, 12)}…, the header recorded ${h.data.promptHash.slice(0, 12)}…`);
+    }
     return;
   }
-  const hash = promptHash({ system: h.data.system, tools: h.data.tools, settings: h.data.settings, messages });
+  const ctx = h.data.context;
+  const first = messages[0]?.id ?? null;
+  const last = messages.at(-1)?.id ?? null;
+  if (messages.length !== ctx.messages || first !== ctx.first || last !== ctx.last) {
+    return void mismatch(
+      'context',
+      `the log gives ${messages.length} context messages (${first ?? '(none)'} … ${last ?? '(none)'}), the header says ${ctx.messages} (${ctx.first ?? '(none)'} … ${ctx.last ?? '(none)'})`,
+    );
+  }
+  await content.load([h.data.system, h.data.tools]);
+  const system = h.data.system === null ? null : content.rehash(h.data.system);
+  const tools = h.data.tools === null ? null : content.rehash(h.data.tools);
+  if (system === undefined || tools === undefined) {
+    return void mismatch('content', `the ${system === undefined ? 'system prompt' : 'tool schemas'} this request refers to (${system === undefined ? h.data.system : h.data.tools}) is not stored`);
+  }
+  const hash = promptHash({ system, tools, settings: h.data.settings }, messages);
   if (hash !== h.data.promptHash) {
-    report.mismatches.push({
-      seq: h.seq,
-      messageId: h.data.messageId,
-      kind: 'fingerprint',
-      detail: `the request rebuilt from the log has fingerprint ${hash.slice(0, 12)}…, the header recorded ${h.data.promptHash.slice(0, 12)}…`,
-    });
+    mismatch('fingerprint', `the request rebuilt from the log has fingerprint ${hash.slice(0, 12)}…, the header recorded ${h.data.promptHash.slice(0, 12)}…`);
   }
 }

@@ -49,6 +49,36 @@ const pending = z.strictObject({ toolCallId: z.string(), toolName: z.string(), i
 const pendingCall = z.strictObject({ toolCallId: z.string(), toolName: z.string(), input: json, assistantMessageId: z.string() });
 const turnError = z.strictObject({ kind: z.enum(['model', 'sink', 'hook', 'internal']), message: z.string(), model: modelErrorInfo.optional() });
 
+const contentHashRef = z.string().regex(/^sha256:[0-9a-f]{64}$/, 'a content hash sha256:<64 hex digits>');
+
+/** A request header before ADR-0008: system prompt and tools inline, every context id listed. */
+export const requestHeaderV1 = z.strictObject({
+  provider: z.string(),
+  modelId: z.string(),
+  attempt: z.number().int().positive(),
+  messageId: z.string(),
+  settings: z.record(z.string(), json),
+  system: z.string().nullable(),
+  tools: z.array(toolSchema),
+  context: z.array(z.string()),
+  promptHash: z.string(),
+});
+
+/** The constant-size request header (ADR-0008). */
+export const requestHeaderV2 = z.strictObject({
+  provider: z.string(),
+  modelId: z.string(),
+  attempt: z.number().int().positive(),
+  messageId: z.string(),
+  settings: z.record(z.string(), json),
+  system: contentHashRef.nullable(),
+  tools: contentHashRef.nullable(),
+  context: z.strictObject({ messages: z.number().int().nonnegative(), first: z.string().nullable(), last: z.string().nullable() }),
+  promptHash: z.string(),
+  /** Only on a header written as v1: what it held inline, for the replay check of old logs. */
+  legacy: z.strictObject({ system: z.string().nullable(), tools: z.array(toolSchema), context: z.array(z.string()) }).optional(),
+});
+
 /** Data schemas of the events the step/turn loop emits (src/core/events.ts). */
 export const loopEventSchemas = {
   'turn/start': z.strictObject({ agent: z.strictObject({ name: z.string(), version: z.string() }), model: modelRef, resumed: z.boolean() }),
@@ -60,17 +90,7 @@ export const loopEventSchemas = {
     settings: z.record(z.string(), json).optional(),
   }),
   'step/start': z.strictObject({}),
-  'request/header': z.strictObject({
-    provider: z.string(),
-    modelId: z.string(),
-    attempt: z.number().int().positive(),
-    messageId: z.string(),
-    settings: z.record(z.string(), json),
-    system: z.string().nullable(),
-    tools: z.array(toolSchema),
-    context: z.array(z.string()),
-    promptHash: z.string(),
-  }),
+  'request/header': requestHeaderV2,
   'model/retry': z.strictObject({ attempt: z.number().int(), delayMs: z.number().nonnegative(), error: modelErrorInfo, abandonedMessageId: z.string() }),
   'model/error': z.strictObject({ attempt: z.number().int(), error: modelErrorInfo, willCompact: z.boolean() }),
   'assistant/message': z.strictObject({

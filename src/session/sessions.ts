@@ -11,6 +11,7 @@ import {
   developerProjection,
   statsProjection,
   transcriptProjection,
+  turnConversation,
   type DeveloperState,
   type StatsState,
   type TranscriptItem,
@@ -148,6 +149,19 @@ export class Sessions {
       }
     }
     return { messages, tokens: estimateTokens(messages), lastInputTokens: read.state.lastInputTokens, omitted, asOfSeq: read.asOfSeq, leafId: read.leafId };
+  }
+
+  /** Stored content by hash (a request header's system prompt and tool schemas), parsed; missing hashes are absent. */
+  async content(hashes: ReadonlyArray<string | null>): Promise<Map<string, unknown>> {
+    const wanted = [...new Set(hashes.filter((h): h is string => h !== null))];
+    const found = wanted.length > 0 ? await this.store.getBlobs(wanted) : new Map<string, string>();
+    return new Map([...found].map(([h, data]) => [h, JSON.parse(data) as unknown]));
+  }
+
+  /** The working conversation of a running turn, rebuilt from the log (see turnConversation). */
+  async turnConversation(sessionId: string, turn: number): Promise<{ messages: Message[]; asOfSeq: number }> {
+    const read = await readProjection(this.log, sessionId, contextProjection, this.snapshotEvery);
+    return { messages: turnConversation(read.state, turn), asOfSeq: read.asOfSeq };
   }
 
   async transcript(sessionId: string): Promise<TranscriptItem[]> {

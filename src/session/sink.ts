@@ -1,32 +1,41 @@
-import type { DeltaEvent, EventSink, TurnEvent } from '../core/index.ts';
-import type { SessionLog } from './log.ts';
+import type { DeltaEvent, TurnEvent } from '../core/index.ts';
+import { BufferedSink } from './buffered-sink.ts';
+import type { NewEvent, SessionLog } from './log.ts';
+
+/** A loop event as a session log event (of a run, when `runId` is given). */
+export function toNewEvent(e: TurnEvent, runId?: string): NewEvent {
+  return {
+    type: e.type,
+    data: e.data,
+    time: e.time,
+    turn: e.turn,
+    ...(e.step !== undefined ? { step: e.step } : {}),
+    ...(runId !== undefined ? { runId } : {}),
+    ...(e.blobs ? { blobs: e.blobs } : {}),
+  } as NewEvent;
+}
 
 /**
- * The loop's event sink backed by the session log: each event is durably appended before the loop
- * goes on (write-ahead), and deltas go to live subscribers only.
+ * The loop's event sink backed by the session log: the events of each durable point are appended
+ * in one commit before the loop goes on (write-ahead), and deltas go to live subscribers only.
  */
-export class SessionSink implements EventSink {
+export class SessionSink extends BufferedSink {
   private readonly log: SessionLog;
   private readonly sessionId: string;
   private readonly runId: string | undefined;
 
   constructor(log: SessionLog, sessionId: string, options: { runId?: string } = {}) {
+    super();
     this.log = log;
     this.sessionId = sessionId;
     this.runId = options.runId;
   }
 
-  async append(events: readonly TurnEvent[]): Promise<void> {
+  protected async commit(events: readonly TurnEvent[]): Promise<void> {
     await this.log.append(
       this.sessionId,
-      events.map((e) => ({
-        type: e.type,
-        data: e.data,
-        time: e.time,
-        turn: e.turn,
-        ...(e.step !== undefined ? { step: e.step } : {}),
-        ...(this.runId !== undefined ? { runId: this.runId } : {}),
-      })) as Parameters<SessionLog['append']>[1],
+      events.map((e) => toNewEvent(e, this.runId)),
+      { trusted: true },
     );
   }
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { StoreError, type EventDraft, type SessionRecord } from '../store/index.ts';
-import { blobHash, blobRefsOf, inflateBlobs } from './blobs.ts';
+import { blobHash, contentRefsOf, inflateBlobs } from './blobs.ts';
 import type { SessionLog } from './log.ts';
 
 /**
@@ -60,10 +60,10 @@ export async function* exportSession(log: SessionLog, sessionId: string): AsyncG
   for (let after = 0; after < s.lastSeq; ) {
     const page = await log.store.readEvents(sessionId, { afterSeq: after, untilSeq: s.lastSeq, limit: 1000 });
     if (page.length === 0) break;
-    const wanted = [...new Set(page.flatMap((e) => blobRefsOf(e.data)))].filter((h) => !written.has(h));
+    const wanted = [...new Set(page.flatMap((e) => contentRefsOf(e.type, e.v, e.data)))].filter((h) => !written.has(h));
     const blobs = wanted.length > 0 ? await log.store.getBlobs(wanted) : new Map<string, string>();
     for (const e of page) {
-      for (const h of blobRefsOf(e.data)) {
+      for (const h of contentRefsOf(e.type, e.v, e.data)) {
         if (written.has(h)) continue;
         const data = blobs.get(h);
         if (data === undefined) throw new StoreError('missing_blob', `event #${e.seq} refers to blob ${h}, which is not stored`);
@@ -196,9 +196,9 @@ export async function importSession(
     if (e.parentId !== undefined && !e.entry) problem(lineNo, 'only conversation entries have a parent');
 
     let leafTo: string | null | undefined;
-    const usesRefused = blobRefsOf(e.data).some((h) => refused.has(h));
+    const usesRefused = contentRefsOf(e.type, e.v, e.data).some((h) => refused.has(h));
     try {
-      const missing = blobRefsOf(e.data).filter((h) => !blobs.has(h) && !refused.has(h));
+      const missing = contentRefsOf(e.type, e.v, e.data).filter((h) => !blobs.has(h) && !refused.has(h));
       if (missing.length > 0) throw new Error(`refers to blob ${missing[0]}, which no earlier line provides`);
       const decoded = usesRefused ? undefined : log.registry.upcast({ type: e.type, v: e.v, seq: e.seq, ignorable: e.ignorable, data: inflateBlobs(e.data, blobs) });
       const def = log.registry.get(e.type);

@@ -156,8 +156,8 @@ describe('context overflow', () => {
       sink.ofType('tool/result')[0]!.data.toolMessageId,
     ];
     expect(headers.map((h) => [h.data.attempt, h.data.context])).toEqual([
-      [1, before],
-      [2, ['sum']],
+      [1, { messages: before.length, first: before[0], last: before.at(-1) }],
+      [2, { messages: 1, first: 'sum', last: 'sum' }],
     ]);
     expect(result.conversation.map((m) => m.id)).toEqual(['sum', sink.ofType('assistant/message')[1]!.data.message.id]);
   });

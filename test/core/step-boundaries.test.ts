@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineAgent, Inbox, MemorySink, runTurn, ScriptedModel, startTurn, tool, type Message, type TurnHandle } from '../../src/index.ts';
 import { deferred, flush } from '../support/deferred.ts';
-import { ProbeSink, systemOf, toolNamesOf, toolResultsIn, userTexts } from '../support/turn-helpers.ts';
+import { contentOf, ProbeSink, systemOf, toolNamesOf, toolResultsIn, userTexts } from '../support/turn-helpers.ts';
 
 const echo = tool({
   name: 'echo',
@@ -203,7 +203,7 @@ describe('step boundaries', () => {
     expect(changeAt).toBeGreaterThan(sink.indexOf((e) => e.type === 'step/end' && e.step === 1));
     expect(changeAt).toBeLessThan(sink.indexOf((e) => e.type === 'step/start' && e.step === 2));
     const headers = sink.ofType('request/header');
-    expect(headers.map((h) => [h.data.provider, h.data.modelId, h.data.system])).toEqual([
+    expect(headers.map((h) => [h.data.provider, h.data.modelId, contentOf(sink, h.data.system)])).toEqual([
       ['scripted', 'scripted-1', 'old system'],
       ['other', 'other-2', 'new system'],
     ]);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineAgent, runTurn, ScriptedModel, tool, type Message } from '../../src/index.ts';
-import { ProbeSink, systemOf } from '../support/turn-helpers.ts';
+import { contentHash, defineAgent, runTurn, ScriptedModel, tool, type Message } from '../../src/index.ts';
+import { contentOf, ProbeSink, systemOf } from '../support/turn-helpers.ts';
 
 function weatherTool(executed: string[]) {
   return tool({
@@ -98,13 +98,21 @@ describe('write-ahead', () => {
     const [h1, h2] = headers as [(typeof headers)[0], (typeof headers)[0]];
     expect(h1).toMatchObject({ provider: 'acme', modelId: 'acme-large', attempt: 1 });
     expect(h1.settings).toEqual({ temperature: 0.3, maxOutputTokens: 256, stopSequences: ['END'] });
+    // The system prompt and tool schemas go by content hash; their text rides with the header
+    // once per turn (the log stores it once, content-addressed).
+    const attached = sink.events.flatMap((e) => e.blobs ?? []);
+    const content = new Map(attached.map((b) => [b.hash, JSON.parse(b.data) as unknown]));
+    for (const b of attached) expect(contentHash(b.data)).toBe(b.hash);
     // A function system prompt is recorded as rendered, per step.
-    expect(h1.system).toBe('You are helpful. turn=3 step=1');
-    expect(h2.system).toBe('You are helpful. turn=3 step=2');
-    expect(systemOf(model.calls[0])).toBe(h1.system);
-    expect(systemOf(model.calls[1])).toBe(h2.system);
+    expect(content.get(h1.system!)).toBe('You are helpful. turn=3 step=1');
+    expect(content.get(h2.system!)).toBe('You are helpful. turn=3 step=2');
+    expect(systemOf(model.calls[0])).toBe(content.get(h1.system!));
+    expect(systemOf(model.calls[1])).toBe(content.get(h2.system!));
     // Tool schemas are JSON schema derived from zod, and are what the provider got.
-    expect(h1.tools).toEqual([
+    const schemas = content.get(h1.tools!) as Array<{ name: string; description: string; inputSchema: unknown }>;
+    expect(h2.tools).toBe(h1.tools);
+    expect(attached.filter((b) => b.hash === h1.tools)).toHaveLength(1);
+    expect(schemas).toEqual([
       {
         name: 'weather',
         description: 'Weather forecast for a city',
@@ -118,15 +126,14 @@ describe('write-ahead', () => {
         }),
       },
     ]);
-    expect(JSON.stringify(h1.tools[0]!.inputSchema)).not.toContain('$schema');
-    expect(model.calls[0]!.tools).toEqual([{ type: 'function', name: 'weather', description: 'Weather forecast for a city', inputSchema: h1.tools[0]!.inputSchema }]);
-    // Context: exactly the conversation entries sent, in order.
+    expect(JSON.stringify(schemas[0]!.inputSchema)).not.toContain('$schema');
+    expect(model.calls[0]!.tools).toEqual([{ type: 'function', name: 'weather', description: 'Weather forecast for a city', inputSchema: schemas[0]!.inputSchema }]);
+    // Context: by reference, constant in size: how many messages were sent, the first and the last.
     const userId = sink.ofType('user/message')[0]!.data.message.id;
-    const assistantId = sink.ofType('assistant/message')[0]!.data.message.id;
     const toolMessageId = sink.ofType('tool/result')[0]!.data.toolMessageId;
-    expect(h1.context).toEqual(['h1', 'h2', userId]);
-    expect(h2.context).toEqual(['h1', 'h2', userId, assistantId, toolMessageId]);
-    expect(model.calls[0]!.prompt.filter((m) => m.role !== 'system')).toHaveLength(h1.context.length);
+    expect(h1.context).toEqual({ messages: 3, first: 'h1', last: userId });
+    expect(h2.context).toEqual({ messages: 5, first: 'h1', last: toolMessageId });
+    expect(model.calls[0]!.prompt.filter((m) => m.role !== 'system')).toHaveLength(h1.context.messages);
     // The message ids named in the header are the ids of what the model produced.
     expect(sink.ofType('assistant/message').map((e) => e.data.message.id)).toEqual(headers.map((h) => h.messageId));
     expect(model.calls[0]!.temperature).toBe(0.3);
@@ -143,7 +150,7 @@ describe('write-ahead', () => {
     expect(headers.map((h) => h.data.attempt)).toEqual([1, 2]);
     expect(callsAtHeader).toEqual([0, 1]);
     expect(headers[1]!.data.context).toEqual(headers[0]!.data.context);
-    expect(headers[1]!.data.system).toBe('S');
+    expect(contentOf(sink, headers[1]!.data.system)).toBe('S');
     expect(headers[1]!.data.messageId).not.toBe(headers[0]!.data.messageId);
   });
 });

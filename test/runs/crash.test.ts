@@ -292,18 +292,21 @@ describe('recovery windows, deterministically', () => {
     return { failed: () => failed };
   }
 
-  async function scenario(fails: (drafts: readonly EventDraft[]) => boolean) {
+  async function scenario(fails: (drafts: readonly EventDraft[]) => boolean, o: { idempotent?: boolean } = {}) {
     const store = new SqliteStore({ path: ':memory:' });
     const charged: string[] = [];
-    const model = new ScriptedModel([{ toolCalls: [{ id: 'c1', name: 'charge', input: {} }] }, { text: 'charged once' }]);
+    // Answers from the conversation, as a real model would: a step redone after a failure asks
+    // again and gets the same decision (the same call id, so the same idempotency key).
+    const model = new ScriptedModel([(call) => (call.prompt.some((m) => m.role === 'tool') ? { text: 'charged once' } : { toolCalls: [{ id: 'c1', name: 'charge', input: {} }] })], { loop: true });
     const agent = defineAgent({
       name: 'windows',
       model,
       tools: [
         tool({
           name: 'charge',
-          description: 'not safe to repeat',
+          description: o.idempotent ? 'safe to repeat with its idempotency key' : 'not safe to repeat',
           input: z.object({}),
+          idempotent: o.idempotent ?? false,
           execute: (_, ctx) => {
             charged.push(ctx.idempotencyKey);
             return 'charged';
@@ -312,7 +315,11 @@ describe('recovery windows, deterministically', () => {
       ],
     });
     const rt = createRuntime({ store, agents: [agent], leaseMs: 300, renewEveryMs: 50, maxAttempts: 5 });
-    const injected = failOnce(store, fails);
+    const commits: string[][] = [];
+    const injected = failOnce(store, (drafts) => {
+      commits.push(drafts.map((d) => d.type));
+      return fails(drafts);
+    });
     const session = await rt.sessions.create();
     const { run } = await rt.sessions.send(session.id, 'charge it');
     rt.startWorker({ id: 'W', pollMs: 20 });
@@ -320,7 +327,7 @@ describe('recovery windows, deterministically', () => {
       const done = await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 20_000 });
       expect(injected.failed()).toBe(true);
       const events = await store.readEvents(session.id);
-      return { done, events, charged, model };
+      return { done, events, charged, model, commits };
     } finally {
       await rt.close({ graceMs: 0 });
       await store.close();
@@ -328,24 +335,28 @@ describe('recovery windows, deterministically', () => {
   }
 
   const assistantSteps = (events: readonly StoredEvent[]) => events.filter((e) => e.type === 'assistant/message').map((e) => e.step);
+  const isStepOf = (type: string) => ['step/start', 'request/header', 'assistant/message', 'tool/call', 'tool/result', 'step/end'].includes(type);
 
-  it('a final answer on record is not asked for again when its step end was not written', async () => {
-    const { done, events, model } = await scenario((d) => d.some((e) => e.type === 'step/end' && (e.data as { reason: string }).reason === 'final'));
-    expect(done.status).toBe('completed');
-    expect(model.calls).toHaveLength(2);
-    expect(assistantSteps(events)).toEqual([1, 2]);
-    expect(events.filter((e) => e.type === 'step/end').map((e) => e.step)).toEqual([1, 2]);
-  });
-
-  it('a finished turn whose end was not written completes on recovery without another model call', async () => {
-    const { done, events, model } = await scenario((d) => d.some((e) => e.type === 'turn/end' && (e.data as { reason: string }).reason === 'completed'));
+  it('the final step and the turn end commit together: when that commit fails, the answer is asked for again and the run completes once', async () => {
+    const { done, events, model, charged, commits } = await scenario((d) => d.some((e) => e.type === 'turn/end' && (e.data as { reason: string }).reason === 'completed'));
+    // The loop's commits of the run: step 1 in two (before the charge, and its end), step 2 with
+    // the turn end (whose transaction also settles the run's status, appended on its own).
+    const loop = commits.filter((c) => c.some(isStepOf));
+    expect(loop.slice(0, 3)).toEqual([
+      ['turn/start', 'step/start', 'request/header', 'assistant/message', 'tool/call'],
+      ['tool/result', 'step/end'],
+      ['step/start', 'request/header', 'assistant/message', 'step/end', 'turn/end'],
+    ]);
     expect(done).toMatchObject({ status: 'completed', attempt: 2 });
     expect(events.filter((e) => e.type === 'run/interrupted')).toHaveLength(1);
-    expect(model.calls).toHaveLength(2);
+    // Nothing of the failed commit is in the log: step 2 was made again, from the checkpoint after step 1.
+    expect(model.calls).toHaveLength(3);
     expect(assistantSteps(events)).toEqual([1, 2]);
+    expect(events.filter((e) => e.type === 'step/end').map((e) => e.step)).toEqual([1, 2]);
+    expect(charged).toHaveLength(1);
   });
 
-  it('a call whose result could not be written is not executed again by the retry (outcome_unknown)', async () => {
+  it('a non-idempotent call whose result could not be written is not executed again by the retry (outcome_unknown)', async () => {
     const { done, events, charged } = await scenario((d) => d.some((e) => e.type === 'tool/result'));
     expect(done).toMatchObject({ status: 'completed', attempt: 2 });
     expect(charged).toHaveLength(1);
@@ -355,5 +366,18 @@ describe('recovery windows, deterministically', () => {
     expect(results.map((r) => (r.data as { output: unknown }).output)).toEqual([expect.objectContaining({ type: 'error', code: 'outcome_unknown' })]);
     expect(assistantSteps(events)).toEqual([1, 2]);
   });
-});
 
+  it('an idempotent call is not made durable before it runs: when its step end cannot be written, the step is redone and the call runs again with the same key', async () => {
+    const { done, events, charged, model, commits } = await scenario((d) => d.some((e) => e.type === 'tool/result'), { idempotent: true });
+    // One commit per step: nothing was written before the tool ran.
+    expect(commits.find((c) => c.includes('tool/call'))).toEqual(['turn/start', 'step/start', 'request/header', 'assistant/message', 'tool/call', 'tool/result', 'step/end']);
+    expect(done.status).toBe('completed');
+    expect(charged).toHaveLength(2);
+    expect(new Set(charged).size).toBe(1);
+    expect(model.calls).toHaveLength(3);
+    // The log holds the step once: the failed commit left nothing behind.
+    expect(events.filter((e) => e.type === 'tool/call')).toHaveLength(1);
+    expect(events.filter((e) => e.type === 'tool/result').map((r) => (r.data as { output: unknown }).output)).toEqual([{ type: 'text', value: 'charged' }]);
+    expect(assistantSteps(events)).toEqual([1, 2]);
+  });
+});

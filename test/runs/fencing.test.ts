@@ -267,7 +267,10 @@ describe('fencing: a frozen worker wakes up after another took its run over', ()
     const executions: Array<{ key: string; signal: AbortSignal }> = [];
     const agent = defineAgent({
       name: 'stuck',
-      model: new ScriptedModel([{ toolCalls: [{ id: 'call-1', name: 'fetch', input: {} }] }, { text: 'done' }]),
+      // The call of an idempotent tool is not durable before it runs (ADR-0008): the recovered
+      // step asks the model again, which (as a real one would, given the same conversation) calls
+      // the tool again; the same call id gives the same idempotency key.
+      model: new ScriptedModel([(call) => (call.prompt.some((m) => m.role === 'tool') ? { text: 'done' } : { toolCalls: [{ id: 'call-1', name: 'fetch', input: {} }] })], { loop: true }),
       tools: [
         tool({
           name: 'fetch',

@@ -122,16 +122,19 @@ describe('SSE: in the middle of a streamed message', () => {
     const step2 = (c: ResumingClient) => c.deltas.filter((d) => d.delta.step === 2 && d.delta.type === 'text/delta');
     await client.waitFor(() => step2(client).length === 8);
     await runClient.waitFor(() => step2(runClient).length === 8);
-    const header = client.events.filter((e) => e.type === 'request/header').at(-1)!;
-    expect(client.lastId).toBe(`${header.seq}.8`);
+    // Step 2's events are published when it commits, after its deltas (ADR-0008): the deltas
+    // count from the latest durable event, step 1's end.
+    const anchor = client.events.at(-1)!;
+    expect(anchor.type).toBe('step/end');
+    expect(client.lastId).toBe(`${anchor.seq}.8`);
 
     // Reconnect at once from the last delta: nothing new yet, nothing repeated.
     client.open('header');
     runClient.open('query');
-    // A new client from the request header (a durable event id) gets the 8 deltas so far.
-    const late = new ResumingClient(`${t.url}/v1/sessions/${sessionId}/stream`).open('query', String(header.seq));
+    // A new client from that event (a durable event id) gets the 8 deltas so far.
+    const late = new ResumingClient(`${t.url}/v1/sessions/${sessionId}/stream`).open('query', String(anchor.seq));
     await late.waitFor(() => late.deltas.length === 8);
-    expect(late.deltas.map((d) => d.id)).toEqual(Array.from({ length: 8 }, (_, i) => `${header.seq}.${i + 1}`));
+    expect(late.deltas.map((d) => d.id)).toEqual(Array.from({ length: 8 }, (_, i) => `${anchor.seq}.${i + 1}`));
 
     first.release();
     await second.reached;
@@ -147,7 +150,7 @@ describe('SSE: in the middle of a streamed message', () => {
     await late.waitFor(() => late.events.at(-1)?.seq === log.at(-1)!.seq);
     for (const c of [client, runClient, late]) c.close();
 
-    for (const [c, l] of [[client, log], [late, log.filter((e) => e.seq > header.seq)], [runClient, log.filter((e) => e.run_id === runId)]] as const) {
+    for (const [c, l] of [[client, log], [late, log.filter((e) => e.seq > anchor.seq)], [runClient, log.filter((e) => e.run_id === runId)]] as const) {
       const summary = checkAgainstLog(c.items, l);
       expect(summary.messages).toBe(c === late ? 2 : 3);
     }

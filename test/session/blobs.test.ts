@@ -53,7 +53,7 @@ describe('blobs', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('stores a large system prompt once across many requests and inflates it in every header read back', async () => {
+  it('stores a large system prompt once across many requests, each header referring to it by hash', async () => {
     expect(Buffer.byteLength(JSON.stringify(SYSTEM))).toBeGreaterThan(BLOB_MIN_BYTES);
     const echo = tool({ name: 'echo', description: 'echoes', input: z.object({ v: z.string() }), execute: ({ v }) => v });
     const model = new ScriptedModel(
@@ -81,18 +81,19 @@ describe('blobs', () => {
     expect(JSON.parse(rows.find((r) => r.hash === systemHash)!.data)).toBe(SYSTEM);
     expect((await store.getBlobs([systemHash])).get(systemHash)).toBe(JSON.stringify(SYSTEM));
 
-    // Every stored header refers to it; every header read back carries the full text.
+    // Every header refers to it by content hash, stored and read back alike: a header is small
+    // whatever the prompt's size, and the text is read only by who needs it (the replay check).
     const stored = (await store.readEvents(s.id)).filter((e) => e.type === 'request/header');
     expect(stored).toHaveLength(5);
-    for (const e of stored) expect((e.data as { system: unknown }).system).toEqual({ $blob: systemHash });
+    for (const e of stored) expect((e.data as { system: unknown }).system).toBe(systemHash);
     const headers = (await sessions.events(s.id)).filter((e): e is SessionEvent<'request/header'> => e.type === 'request/header');
     expect(headers).toHaveLength(5);
-    for (const h of headers) expect(h.data.system).toBe(SYSTEM);
-    // The developer view (a projection) sees the inflated prompt too.
+    for (const h of headers) expect(h.data.system).toBe(systemHash);
     const dev = await sessions.developerView(s.id);
     const requests = dev.turns.flatMap((t) => t.steps.flatMap((x) => x.requests));
     expect(requests).toHaveLength(5);
-    for (const r of requests) expect(r.system).toBe(SYSTEM);
+    for (const r of requests) expect(r.system).toBe(systemHash);
+    expect(await sessions.verifyReplay(s.id)).toMatchObject({ ok: true, requests: 5 });
   });
 
   it('leaves small payloads inline', async () => {
@@ -112,9 +113,10 @@ describe('blobs', () => {
 
     const expectedOutput = { type: 'text', value: big };
     const hash = blobHash(JSON.stringify(expectedOutput));
+    // The tool output, and the tool schemas the requests referred to.
     const rows = blobRows();
-    expect(rows.map((r) => r.hash)).toEqual([hash]);
-    expect(rows[0]!.size).toBe(Buffer.byteLength(JSON.stringify(expectedOutput)));
+    expect(rows.map((r) => r.hash).sort()).toEqual([hash, blobHash(JSON.stringify([grep.schema]))].sort());
+    expect(rows.find((r) => r.hash === hash)!.size).toBe(Buffer.byteLength(JSON.stringify(expectedOutput)));
 
     const storedResult = (await store.readEvents(s.id)).find((e) => e.type === 'tool/result')!;
     expect(storedResult.data).toMatchObject({ toolCallId: 'call-1', output: { $blob: hash } });
@@ -142,7 +144,7 @@ describe('blobs', () => {
     expect(rows.map((r) => r.hash).sort()).toEqual([blobHash(JSON.stringify(SYSTEM)), blobHash(JSON.stringify({ type: 'text', value: big }))].sort());
     for (const id of [s1.id, s2.id]) {
       const events = await sessions.events(id);
-      expect(events.find((e): e is SessionEvent<'request/header'> => e.type === 'request/header')!.data.system).toBe(SYSTEM);
+      expect(events.find((e): e is SessionEvent<'request/header'> => e.type === 'request/header')!.data.system).toBe(blobHash(JSON.stringify(SYSTEM)));
       expect(events.find((e): e is SessionEvent<'tool/result'> => e.type === 'tool/result')!.data.output).toEqual({ type: 'text', value: big });
     }
   });

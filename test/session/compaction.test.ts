@@ -325,7 +325,7 @@ describe('compaction', () => {
 
     // The next request starts with the summary; what it replaced is no longer sent.
     const headers = ofType(events, 'request/header');
-    expect(headers[4]!.data.context[0]).toBe(compaction!.id);
+    expect(headers[4]!.data.context.first).toBe(compaction!.id);
     expect(userTexts(model.calls[4])[0]).toBe(`${SUMMARY_MARK}\nMID-TURN SUMMARY 1\n</summary>`);
     expect(promptText(model.calls[4])).not.toContain('process all items');
     expect(promptText(model.calls[3])).toContain('process all items');
@@ -366,8 +366,8 @@ describe('compaction', () => {
       expect(compaction).toMatchObject({ turn: 2, step: 1 });
       const [first, retry] = ofType(events, 'request/header');
       expect(retry!.data.attempt).toBe(2);
-      expect(first!.data.context).toHaveLength(3);
-      expect(retry!.data.context).toEqual([compaction.id, first!.data.context[2]]);
+      expect(first!.data.context.messages).toBe(3);
+      expect(retry!.data.context).toEqual({ messages: 2, first: compaction.id, last: first!.data.context.last });
       expect(model.calls).toHaveLength(2);
       expect(userTexts(model.calls[1])).toEqual([`${SUMMARY_MARK}\nOVERFLOW SUMMARY 1\n</summary>`, 'big question']);
       expect(summarizerInput(summarizer.calls[0])).toContain('User: earlier question');
@@ -440,7 +440,8 @@ describe('compaction', () => {
     // The summarizer itself never sees reasoning.
     expect(summarizerInput(summarizer.calls[0])).not.toContain('secret plan');
     const header = ofType(events, 'request/header').at(-1)! as SessionEvent<'request/header'>;
-    expect(header.data.context.slice(0, 2)).toEqual([compaction.id, turnOneAnswer.type === 'assistant/message' ? turnOneAnswer.data.message.id : '']);
+    expect(header.data.context.first).toBe(compaction.id);
+    expect(turnOneAnswer.type).toBe('assistant/message');
     expect(await verifyReplay(sessions.log, s.id)).toMatchObject({ ok: true, requests: 3 });
   });
 });

@@ -275,7 +275,7 @@ async function runScenario(snapshotEvery: number, ops: readonly Op[]): Promise<v
                 {
                   type: 'request/header',
                   ...tags(),
-                  data: { provider: 'p', modelId: 'm', attempt: 1, messageId: nextId('a'), settings: {}, system: 'be brief', tools: [], context: entries.slice(-3), promptHash: 'h' },
+                  data: { provider: 'p', modelId: 'm', attempt: 1, messageId: nextId('a'), settings: {}, system: null, tools: null, context: { messages: 3, first: entries.at(-3) ?? null, last: entries.at(-1) ?? null }, promptHash: 'h' },
                 },
               ]);
               break;

@@ -151,7 +151,7 @@ describe('Sessions.startTurn', () => {
     const header = ofType(await allEvents(sessions, s.id), 'request/header').at(-1)!;
     const newUser = result.added[0]!;
     expect(header.turn).toBe(2);
-    expect(header.data.context).toEqual([...before.messages.map((m) => m.id), newUser.id]);
+    expect(header.data.context).toEqual({ messages: before.messages.length + 1, first: before.messages[0]!.id, last: newUser.id });
   });
 
   it('uses a message appended with appendUserMessage when the turn has no input of its own', async () => {
@@ -173,7 +173,7 @@ describe('Sessions.startTurn', () => {
     // The turn itself added no user message; its request ends with the appended one.
     expect(events.filter((e) => e.turn === 2 && e.type === 'user/message')).toEqual([]);
     const header = ofType(events, 'request/header').at(-1)!;
-    expect(header.data.context.at(-1)).toBe(appended.data.message.id);
+    expect(header.data.context.last).toBe(appended.data.message.id);
     // The answer hangs under the appended message in the tree.
     const answer = ofType(events, 'assistant/message').at(-1)!;
     expect(answer.parentId).toBe(appended.id);
@@ -205,16 +205,16 @@ describe('Sessions.startTurn', () => {
     expect(live.some((e) => e.kind === 'delta' && e.delta.type === 'reasoning/delta' && e.delta.delta === 'thinking')).toBe(true);
     expect(live.some((e) => e.kind === 'delta' && e.delta.type === 'tool-input/delta' && e.delta.toolCallId === 'd1')).toBe(true);
 
-    // Each message's deltas come after its request header and before the message itself.
+    // Each message's deltas stream live before the durable events of its step, which are
+    // published when the step commits (ADR-0008): its request header, then the message.
     for (const m of messages) {
       const at = (pred: (e: Live) => boolean) => live.findIndex(pred);
       const header = at((e) => e.kind === 'event' && e.event.type === 'request/header' && e.event.data.messageId === m.id);
-      const firstDelta = at((e) => e.kind === 'delta' && e.delta.messageId === m.id);
       const lastDelta = live.findLastIndex((e) => e.kind === 'delta' && e.delta.messageId === m.id);
       const final = at((e) => e.kind === 'event' && e.event.type === 'assistant/message' && e.event.data.message.id === m.id);
-      expect(header).toBeGreaterThanOrEqual(0);
-      expect(header).toBeLessThan(firstDelta);
-      expect(lastDelta).toBeLessThan(final);
+      expect(lastDelta).toBeGreaterThanOrEqual(0);
+      expect(lastDelta).toBeLessThan(header);
+      expect(header).toBeLessThan(final);
     }
     // Deltas are never stored.
     expect(stored.some((e) => (e.type as string).endsWith('/delta'))).toBe(false);

@@ -379,13 +379,14 @@ export function checkAgainstLog(
   // Deltas by message.
   const byMessage = new Map<string, Array<Extract<Received, { kind: 'delta' }>>>();
   for (const i of items) if (i.kind === 'delta') byMessage.set(i.delta.message_id, [...(byMessage.get(i.delta.message_id) ?? []), i]);
-  // Numbering: n counts 1, 2, 3… after the request header, and again from 1 after a durable
-  // event that came while the message streamed: no gap, no repeat.
+  // Numbering: n counts 1, 2, 3… after the latest durable event (a message's first delta may
+  // continue the count of an abandoned attempt's), and again from 1 after a durable event that
+  // came while the message streamed: no gap, no repeat.
   const numbering = (id: string, ds: ReadonlyArray<Extract<Received, { kind: 'delta' }>>) => {
     const ids = ds.map((d) => d.id.split('.').map(Number) as [number, number]);
     ids.forEach(([seq, n], i) => {
       const prev = ids[i - 1];
-      const ok = prev === undefined ? n === 1 : seq === prev[0] ? n === prev[1] + 1 : seq > prev[0] && n === 1;
+      const ok = prev === undefined ? n >= 1 : seq === prev[0] ? n === prev[1] + 1 : seq > prev[0] && n === 1;
       if (!ok) problems.push(`message ${id}: delta ${seq}.${n} after ${prev ? prev.join('.') : 'nothing'}: a gap or a repeat`);
     });
   };

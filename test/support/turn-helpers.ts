@@ -1,5 +1,5 @@
 import type { LanguageModelV4CallOptions, LanguageModelV4Message } from '@ai-sdk/provider';
-import { MemorySink, type DeltaEvent, type EventOf, type Message, type TurnEvent, type TurnEventType } from '../../src/index.ts';
+import { MemorySink, type DeltaEvent, type EventOf, type Message, type SinkAppendOptions, type TurnEvent, type TurnEventType } from '../../src/index.ts';
 
 type Waiter = { match: (e: TurnEvent) => boolean; resolve: (e: TurnEvent) => void };
 
@@ -13,6 +13,14 @@ export interface ProbeSinkOptions {
 }
 
 /** A MemorySink a test can watch, wait on and make fail. */
+/** The content a header refers to by hash, from the blobs the loop attached to its events. */
+export function contentOf(sink: MemorySink, hash: string | null): unknown {
+  if (hash === null) return null;
+  const blob = sink.events.flatMap((e) => e.blobs ?? []).find((b) => b.hash === hash);
+  if (!blob) throw new Error(`no event carried the content ${hash}`);
+  return JSON.parse(blob.data) as unknown;
+}
+
 export class ProbeSink extends MemorySink {
   private readonly options: ProbeSinkOptions;
   private waiters: Waiter[] = [];
@@ -23,9 +31,16 @@ export class ProbeSink extends MemorySink {
     this.options = options;
   }
 
-  override async append(events: readonly TurnEvent[]): Promise<void> {
+  /** For each durable point: how many events had been appended when it was asked for. */
+  readonly durableAt: number[] = [];
+
+  override async append(events: readonly TurnEvent[], options?: SinkAppendOptions): Promise<void> {
     for (const e of events) {
       if (this.options.failOn?.(e)) throw new Error(`sink refused ${e.type}`);
+    }
+    if (options?.durable) {
+      this.durablePoints++;
+      this.durableAt.push(this.events.length + events.length);
     }
     for (const e of events) {
       this.options.onEvent?.(e, this);

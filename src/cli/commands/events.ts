@@ -74,7 +74,7 @@ export function eventSummary(e: SessionEvent): string {
     case 'turn/start':
       return `${e.data.agent.name}@${e.data.agent.version} on ${e.data.model.provider}:${e.data.model.modelId}${e.data.resumed ? ' (resumed)' : ''}`;
     case 'request/header':
-      return `${e.data.provider}:${e.data.modelId} attempt ${e.data.attempt}, ${e.data.context.length} context messages`;
+      return `${e.data.provider}:${e.data.modelId} attempt ${e.data.attempt}, ${e.data.context.messages} context messages`;
     case 'tool/call':
     case 'tool/approval':
     case 'user/question':

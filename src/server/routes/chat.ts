@@ -70,8 +70,12 @@ export class UiChunkMapper {
   private error: string | undefined;
   /** The model message being streamed: its parts as the deltas made them, and its tool inputs. */
   private cur: { messageId: string; parts: Streamed[]; open: Streamed | undefined; tools: Set<string> } | undefined;
+  /** Messages whose streamed parts were ended (another message started) before their durable version came. */
+  private readonly ended = new Map<string, Streamed[]>();
   private readonly finished = new Set<string>();
   private stepOpen = false;
+  /** The open step was opened by the deltas of its message, before its step/start was published. */
+  private stepOpenedByDeltas = false;
 
   constructor(o: { runId: string; sessionId: string; status?: RunStatus }) {
     this.runId = o.runId;
@@ -86,7 +90,15 @@ export class UiChunkMapper {
   delta(d: DeltaEvent): Chunk[] {
     if (this.finished.has(d.messageId)) return [];
     const out: Chunk[] = [];
+    // A step's durable events are published when it commits, after the deltas of its message
+    // (ADR-0008): the deltas open the step.
+    if (!this.stepOpen) {
+      this.stepOpen = true;
+      this.stepOpenedByDeltas = true;
+      out.push({ type: 'start-step' });
+    }
     if (this.cur?.messageId !== d.messageId) {
+      if (this.cur) this.ended.set(this.cur.messageId, this.cur.parts);
       out.push(...this.closeParts());
       this.cur = { messageId: d.messageId, parts: [], open: undefined, tools: new Set() };
     }
@@ -116,15 +128,22 @@ export class UiChunkMapper {
   event(e: SessionEvent): Chunk[] {
     switch (e.type) {
       case 'step/start':
+        if (this.stepOpenedByDeltas) {
+          // Its deltas opened it already.
+          this.stepOpenedByDeltas = false;
+          return [];
+        }
         this.stepOpen = true;
         return [...this.closeParts(), { type: 'start-step' }];
       case 'step/end':
         this.stepOpen = false;
+        this.stepOpenedByDeltas = false;
         return [...this.closeParts(), { type: 'finish-step' }];
       case 'assistant/message':
         return this.assistant(e.data.message);
       case 'model/retry':
         this.finished.add(e.data.abandonedMessageId);
+        this.ended.delete(e.data.abandonedMessageId);
         return this.discard();
       case 'model/error':
         // A retry after compaction streams the step again; otherwise the step ends failed.
@@ -198,10 +217,26 @@ export class UiChunkMapper {
   private assistant(m: AssistantMessage): Chunk[] {
     const out: Chunk[] = [];
     const cur = this.cur?.messageId === m.id ? this.cur : undefined;
-    if (!cur) out.push(...this.closeParts());
-    this.cur = undefined;
+    const ended = cur ? undefined : this.ended.get(m.id);
+    this.ended.delete(m.id);
     this.finished.add(m.id);
     const finals = m.content.filter((p): p is TextPart | ReasoningPart => p.type !== 'tool-call' && !isBlank(p));
+    if (ended) {
+      // Its parts streamed and were ended when the next message started: send only what they lacked, as new parts.
+      const covered = ended.length <= finals.length && ended.every((s, i) => s.kind === finals[i]!.type && finals[i]!.text === s.text) ? ended.length : 0;
+      for (let i = covered; i < finals.length; i++) {
+        const p = finals[i]!;
+        const id = `${m.id}:final:${i}`;
+        if (p.type === 'text') out.push({ type: 'text-start', id }, { type: 'text-delta', id, delta: p.text }, { type: 'text-end', id });
+        else out.push({ type: 'reasoning-start', id }, { type: 'reasoning-delta', id, delta: p.text }, { type: 'reasoning-end', id });
+      }
+      for (const p of m.content) {
+        if (p.type === 'tool-call') out.push({ type: 'tool-input-available', toolCallId: p.toolCallId, toolName: p.toolName, input: p.input });
+      }
+      return out;
+    }
+    if (!cur) out.push(...this.closeParts());
+    this.cur = undefined;
     let streamed = cur?.parts ?? [];
     const matches = streamed.length <= finals.length && streamed.every((s, i) => s.kind === finals[i]!.type && finals[i]!.text.startsWith(s.text));
     if (!matches) {
@@ -242,11 +277,6 @@ interface RunStreamOptions {
   messageId: string;
   /** The run's status before the events after `after` (for a continuation). */
   status?: RunStatus;
-}
-
-/** The deltas the hub holds (as themselves, or in records that number them). */
-function deltasOf(current: { deltas: readonly unknown[] }): DeltaEvent[] {
-  return current.deltas.map((d) => (typeof (d as { messageId?: unknown }).messageId === 'string' ? (d as DeltaEvent) : (d as { delta: DeltaEvent }).delta));
 }
 
 class SlowClientError extends Error {
@@ -310,9 +340,9 @@ function runChunks(ctx: AppContext, o: RunStreamOptions, errorText: (e: unknown)
     emit(mapper.start(o.messageId));
     // 1. What the log has.
     await readLog();
-    // 2. The message streaming now, if its request is one of the events just sent.
+    // 2. The messages streaming now, numbered after one of the events just sent.
     const cur = ctx.hub.current(o.sessionId);
-    if (cur && cur.anchor > o.after && cur.anchor <= lastSeq) for (const d of deltasOf(cur)) onDelta(d);
+    if (cur) for (const d of cur.deltas) if (d.seq >= o.after && d.seq <= lastSeq) onDelta(d.delta);
     // 3. Live, until the run settles.
     while (!closed) {
       if (overflow) throw new SlowClientError();

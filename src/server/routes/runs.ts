@@ -54,8 +54,14 @@ export function runRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
     async (c) => {
       const run = await runFor(ctx, c, c.req.valid('param').id);
       const view = await rt.sessions.developerView(run.sessionId);
-      const turns = view.turns.filter((t) => t.turn === run.turn);
-      return c.json({ data: turns.flatMap((t) => t.steps) as unknown as Record<string, unknown>[] }, 200);
+      const steps = view.turns.filter((t) => t.turn === run.turn).flatMap((t) => t.steps);
+      // Headers name the system prompt and tool schemas by content hash: show them resolved.
+      const content = await rt.sessions.content(steps.flatMap((s) => s.requests.flatMap((r) => [r.system, r.tools])));
+      const data = steps.map((s) => ({
+        ...s,
+        requests: s.requests.map((r) => ({ ...r, systemHash: r.system, toolsHash: r.tools, system: r.system === null ? null : (content.get(r.system) ?? null), tools: r.tools === null ? [] : (content.get(r.tools) ?? null) })),
+      }));
+      return c.json({ data: data as unknown as Record<string, unknown>[] }, 200);
     },
   );
 

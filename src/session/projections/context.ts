@@ -1,4 +1,4 @@
-import type { AssistantMessage, Message, ToolCallPart, ToolMessage } from '../../model/index.ts';
+import { portableMessages, type AssistantMessage, type Message, type ToolCallPart, type ToolMessage } from '../../model/index.ts';
 import type { Projection } from './projection.ts';
 
 /** What the model sees next: the current path, the latest compaction applied. */
@@ -76,12 +76,14 @@ export const contextProjection: Projection<ContextState> = {
  * call without its result; its id derives from the call's message, so the same log always yields
  * the same context.
  */
-export function contextMessages(s: ContextState): Message[] {
+export function contextMessages(s: ContextState, options: { openTurn?: number } = {}): Message[] {
   const out: Message[] = s.summary ? [{ id: s.summary.id, role: 'summary', text: s.summary.text }] : [];
   for (let i = 0; i < s.messages.length; i++) {
     const m = s.messages[i]!;
     out.push(m);
     if (m.role !== 'assistant') continue;
+    // The running turn's open calls are its own to finish (see turnConversation).
+    if (options.openTurn !== undefined && s.turns[i]! >= options.openTurn) continue;
     const calls = callsOf(m);
     if (calls.length === 0) continue;
     const next = s.messages[i + 1];
@@ -104,4 +106,16 @@ export function contextMessages(s: ContextState): Message[] {
     }
   }
   return out;
+}
+
+/**
+ * The working conversation of turn `turn` as its loop holds it, rebuilt from the log: earlier
+ * turns in portable form (opaque reasoning never crosses a turn), their unanswered calls filled;
+ * the turn's own messages as produced, its open calls left open for the loop to finish. This is
+ * what a run resumes from: its checkpoint holds no messages (ADR-0008).
+ */
+export function turnConversation(s: ContextState, turn: number): Message[] {
+  const turnOf = new Map<string, number>();
+  s.messages.forEach((m, i) => turnOf.set(m.id, s.turns[i]!));
+  return contextMessages(s, { openTurn: turn }).flatMap((m) => ((turnOf.get(m.id) ?? 0) < turn ? portableMessages([m]) : [m]));
 }

@@ -1,0 +1,730 @@
+/**
+ * The durable hot path, measured against physical floors in the same process. The workload is the
+ * one of bench/loop.ts: runs of TOOL_STEPS tool steps (+1 final answer each) on a zero-latency
+ * scripted model, a trivial synchronous tool, a system prompt of realistic size (~300 characters),
+ * ONE run at a time. Every variant reports wall µs/step and CPU µs/step (process.cpuUsage
+ * user + system ÷ steps; CPU can exceed wall time: V8's GC and compiler threads count too):
+ *
+ *   durable   the public runtime API (createRuntime, a worker, sessions.send, runs.wait) on a
+ *             SqliteStore file (WAL, synchronous=FULL): RUNS runs after WARMUP, each on a new
+ *             session (creating the session and checking the run afterwards are not timed);
+ *   normal    the same with synchronous=NORMAL (no fsync per commit: what is left is CPU);
+ *   floor     better-sqlite3 alone on its own file (WAL, synchronous=FULL): one INSERT of one
+ *             ~200-byte JSON row per step, each its own transaction (one commit, one fsync);
+ *   loop      Keel's in-memory loop (runTurn + MemorySink without deltas), LOOP_RUNS runs, each
+ *             with an empty history as the durable runs (one per new session) have;
+ *   handLoop  a hand-written loop doing the minimum per step: the same kind of ScriptedModel's
+ *             doStream read to its end, the tool executed, the messages pushed to an array.
+ *
+ * For the durable variant also: commits per step (the store's `commitCount`, n/a if it has none);
+ * bytes on disk per step (database file growth over the measured runs, each end of it taken after
+ * a complete WAL checkpoint; also the growth of the pages in use, which ignores reused free
+ * pages); bytes written per step (write(2) bytes of this process, /proc/self/io wchar: WAL frames
+ * and checkpoints); and the stored bytes by event type, and in blobs, run_checkpoints, snapshots.
+ *
+ * Growth: GROWTH_SESSIONS sessions × GROWTH_RUNS consecutive durable runs (FULL). µs/step and
+ * bytes/step are taken at the first, middle and last run of each session (0, 504 and 1,008 prior
+ * messages by default: a run adds 1 user + 21 assistant + 20 tool messages), averaged over the
+ * sessions. The database is checkpointed through a second connection right before and after each
+ * measured run (not timed). Before a timed run that checkpoint is wal_checkpoint(RESTART): the
+ * same database file as TRUNCATE, but the WAL file keeps its size, so the timed run does not pay
+ * for growing it again; the final figures use TRUNCATE. The in-memory loop is measured at the same
+ * points with the history carried from run to run (LOOP_REPEAT turns on the same history each).
+ *
+ * Also reported: idle waits inside the timed runs (send → claimed, completed → runs.wait returned),
+ * where a missed wake-up would show; and how much the machine was busy otherwise (load average,
+ * PSI): wall times on a shared 2-core machine move with other load, CPU times much less.
+ *
+ * Run with `npm run bench:durable`; `npm run -s bench:durable -- --json` prints one JSON object
+ * and nothing else on stdout (-s keeps npm's own banner out).
+ * Env: RUNS (30), TOOL_STEPS (20), GROWTH_RUNS (25), GROWTH_SESSIONS (3), WARMUP (5 durable
+ * runs), LOOP_RUNS (200, for loop and handLoop), LOOP_REPEAT (20).
+ */
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { LanguageModelV4FunctionTool, LanguageModelV4Prompt, LanguageModelV4ToolResultPart } from '@ai-sdk/provider';
+import Database from 'better-sqlite3';
+import { z } from 'zod';
+import {
+  createRuntime,
+  defineAgent,
+  MemorySink,
+  runTurn,
+  ScriptedModel,
+  SqliteStore,
+  tool,
+  type AgentDefinition,
+  type Message,
+  type Runtime,
+  type ScriptedResponse,
+} from '../src/index.ts';
+
+const RUNS = Number(process.env.RUNS ?? 30);
+const TOOL_STEPS = Number(process.env.TOOL_STEPS ?? 20);
+const GROWTH_RUNS = Number(process.env.GROWTH_RUNS ?? 25);
+const GROWTH_SESSIONS = Number(process.env.GROWTH_SESSIONS ?? 3);
+const WARMUP = Number(process.env.WARMUP ?? 5);
+const LOOP_RUNS = Number(process.env.LOOP_RUNS ?? 200);
+const LOOP_REPEAT = Number(process.env.LOOP_REPEAT ?? 20);
+const JSON_OUT = process.argv.includes('--json');
+
+const STEPS = TOOL_STEPS + 1;
+/** What one run adds to its session's conversation: the user message, STEPS assistant messages, TOOL_STEPS tool messages. */
+const MESSAGES_PER_RUN = 1 + STEPS + TOOL_STEPS;
+/** The growth runs measured: the first, the middle and the last of each session. */
+const GROWTH_AT = [...new Set([0, Math.floor((GROWTH_RUNS - 1) / 2), GROWTH_RUNS - 1])].filter((k) => k >= 0);
+
+const SYSTEM =
+  'You are Keel, a careful assistant working inside a durable agent runtime. Use the tools you are given ' +
+  'to make progress one step at a time; call `inc` whenever a counter has to move, and never guess its ' +
+  'value. Keep answers short and factual. When the work is done, say so plainly and summarize the result ' +
+  'in one sentence.';
+
+const fmt = (n: number, digits = 1) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The workload, and measuring
+
+function script(): ScriptedResponse[] {
+  const s: ScriptedResponse[] = [];
+  for (let i = 0; i < TOOL_STEPS; i++) s.push({ text: 'working', toolCalls: [{ name: 'inc', input: { n: i } }] });
+  s.push({ text: 'done' });
+  return s;
+}
+
+function makeAgent(): AgentDefinition {
+  return defineAgent({
+    name: 'bench',
+    model: new ScriptedModel(script(), { loop: true }),
+    system: SYSTEM,
+    tools: [tool({ name: 'inc', description: 'increments', input: z.object({ n: z.number() }), execute: ({ n }) => n + 1 })],
+    limits: { maxSteps: STEPS },
+  });
+}
+
+type Sample = { steps: number; ms: number; userUs: number; systemUs: number };
+const sum = (xs: readonly Sample[]): Sample =>
+  xs.reduce((a, b) => ({ steps: a.steps + b.steps, ms: a.ms + b.ms, userUs: a.userUs + b.userUs, systemUs: a.systemUs + b.systemUs }), { steps: 0, ms: 0, userUs: 0, systemUs: 0 });
+const usPerStep = (s: Sample) => (s.ms * 1000) / s.steps;
+const cpuPerStep = (s: Sample) => (s.userUs + s.systemUs) / s.steps;
+
+/** Times `fn`: wall time, and this process's CPU time (user and system). */
+async function timed<T>(steps: number, fn: () => Promise<T>): Promise<{ sample: Sample; value: T }> {
+  const c0 = process.cpuUsage();
+  const t0 = performance.now();
+  const value = await fn();
+  const ms = performance.now() - t0;
+  const cpu = process.cpuUsage(c0);
+  return { sample: { steps, ms, userUs: cpu.user, systemUs: cpu.system }, value };
+}
+
+/** Bytes this process has passed to write(2) and friends so far (Linux /proc/self/io `wchar`). */
+function written(): number | undefined {
+  try {
+    const m = /^wchar:\s*(\d+)/m.exec(readFileSync('/proc/self/io', 'utf8'));
+    return m ? Number(m[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+const perStep = (a: number | undefined, b: number | undefined, steps: number) => (a !== undefined && b !== undefined ? (b - a) / steps : null);
+
+/** Total µs some task waited for `kind` (Linux PSI, /proc/pressure): other load on the machine shows here. */
+function pressure(kind: 'cpu' | 'io'): number | undefined {
+  try {
+    const m = /^some .*total=(\d+)/m.exec(readFileSync(`/proc/pressure/${kind}`, 'utf8'));
+    return m ? Number(m[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// SQLite helpers
+
+/** The database file's size, and the bytes of its pages in use (free pages left out). */
+type Disk = { file: number; used: number };
+
+/** Checkpoints the whole WAL into the database file (through `db`), then measures the file. */
+async function checkpointed(db: Database.Database, path: string, mode: 'RESTART' | 'TRUNCATE'): Promise<Disk> {
+  for (let attempt = 0; ; attempt++) {
+    const [r] = db.pragma(`wal_checkpoint(${mode})`) as Array<{ busy: number; log: number; checkpointed: number }>;
+    if (r && r.busy === 0 && r.checkpointed === r.log) break;
+    if (attempt >= 100) throw new Error(`wal_checkpoint(${mode}) on ${path} stayed busy`);
+    await sleep(10);
+  }
+  const pageSize = db.pragma('page_size', { simple: true }) as number;
+  const pages = db.pragma('page_count', { simple: true }) as number;
+  const free = db.pragma('freelist_count', { simple: true }) as number;
+  return { file: statSync(path).size, used: (pages - free) * pageSize };
+}
+
+/** A second connection to a store's file, for checkpoints and raw SQL. */
+function openSide(path: string): Database.Database {
+  const db = new Database(path);
+  db.pragma('busy_timeout = 5000');
+  return db;
+}
+
+const commitsOf = (store: SqliteStore): number | undefined => (store as { commitCount?: number }).commitCount;
+
+// ---------------------------------------------------------------------------------------------
+// durable / normal: the public runtime API on a SqliteStore
+
+interface Durable {
+  store: SqliteStore;
+  rt: Runtime;
+}
+
+function openDurable(path: string, synchronous: 'FULL' | 'NORMAL'): Durable {
+  const store = new SqliteStore({ path, synchronous });
+  const rt = createRuntime({ store, agents: [makeAgent()], leaseMs: 60_000 });
+  rt.startWorker({ id: 'bench', concurrency: 1, pollMs: 1000 });
+  return { store, rt };
+}
+
+async function closeDurable(d: Durable): Promise<void> {
+  await d.rt.close();
+  await d.store.close();
+}
+
+/**
+ * Idle waits inside a timed run, in ms, from the live `run/status` events: `claim`, from the
+ * send's answer to the run's move to running (the worker's pick-up); `end`, from the move to
+ * completed until `runs.wait` returned. Either is ~0 unless a wake-up is missed and a poll
+ * (the worker's pollMs, or runs.wait's 200 ms) picks the change up instead.
+ */
+type Lag = { claim: number; end: number };
+
+/** One run through the public API: send a message, wait for the run to end. Only this is timed. */
+async function durableRun(d: Durable, sessionId: string, i: number): Promise<{ sample: Sample; runId: string; lag: Lag }> {
+  let sentAt = 0;
+  let claimedAt = 0;
+  let endedAt = 0;
+  let returnedAt = 0;
+  const off = d.rt.sessions.subscribe(sessionId, (item) => {
+    if (item.kind !== 'event' || item.event.type !== 'run/status') return;
+    const to = (item.event.data as { to?: unknown }).to;
+    if (to === 'running' && claimedAt === 0) claimedAt = performance.now();
+    if (to === 'completed' && endedAt === 0) endedAt = performance.now();
+  });
+  const { sample, value: run } = await timed(STEPS, async () => {
+    const sent = await d.rt.sessions.send(sessionId, `Task ${i}: count up, one step at a time.`);
+    sentAt = performance.now();
+    const r = await d.rt.runs.wait(sent.run.id, { until: 'terminal' });
+    returnedAt = performance.now();
+    return r;
+  }).finally(off);
+  if (run.status !== 'completed') throw new Error(`run ${run.id} ended ${run.status}: ${JSON.stringify(run.error)}`);
+  // Not timed: the run's own record of its turn must say STEPS steps.
+  const events = await d.rt.sessions.log.read(sessionId, { runId: run.id });
+  const end = events.find((e) => e.type === 'turn/end');
+  const data = end ? (end.data as { steps?: unknown; reason?: unknown }) : undefined;
+  if (!data || data.steps !== STEPS || data.reason !== 'completed') {
+    throw new Error(`run ${run.id}: expected a completed turn of ${STEPS} steps, its turn/end says ${JSON.stringify(data ?? null)}`);
+  }
+  return {
+    sample,
+    runId: run.id,
+    lag: { claim: claimedAt > 0 ? claimedAt - sentAt : NaN, end: endedAt > 0 ? returnedAt - endedAt : NaN },
+  };
+}
+
+interface DurableResult {
+  sample: Sample;
+  perRun: number[];
+  lags: Lag[];
+  commitsPerStep: number | null;
+  bytesPerStep: number;
+  usedBytesPerStep: number;
+  writtenPerStep: number | null;
+  sessions: string[];
+}
+
+/** WARMUP runs, then RUNS measured runs, each on a new session. */
+async function durableVariant(path: string, synchronous: 'FULL' | 'NORMAL'): Promise<DurableResult> {
+  const d = openDurable(path, synchronous);
+  const side = openSide(path);
+  try {
+    for (let i = 0; i < WARMUP; i++) await durableRun(d, (await d.rt.sessions.create()).id, i);
+    const disk0 = await checkpointed(side, path, 'RESTART');
+    const c0 = commitsOf(d.store);
+    const w0 = written();
+    const samples: Sample[] = [];
+    const lags: Lag[] = [];
+    const sessions: string[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      const s = await d.rt.sessions.create();
+      sessions.push(s.id);
+      const r = await durableRun(d, s.id, i);
+      samples.push(r.sample);
+      lags.push(r.lag);
+    }
+    const c1 = commitsOf(d.store);
+    const w1 = written();
+    const total = sum(samples);
+    await closeDurable(d);
+    const disk1 = await checkpointed(side, path, 'TRUNCATE');
+    return {
+      sample: total,
+      perRun: samples.map(usPerStep),
+      lags,
+      commitsPerStep: c0 !== undefined && c1 !== undefined ? (c1 - c0) / total.steps : null,
+      bytesPerStep: (disk1.file - disk0.file) / total.steps,
+      usedBytesPerStep: (disk1.used - disk0.used) / total.steps,
+      writtenPerStep: perStep(w0, w1, total.steps),
+      sessions,
+    };
+  } finally {
+    await closeDurable(d).catch(() => {});
+    side.close();
+  }
+}
+
+interface TableBytes {
+  scope: string;
+  rows: number;
+  bytes: number;
+  error?: string;
+}
+
+interface Breakdown {
+  byType: Record<string, { n: number; avgBytes: number; bytesPerStep: number }>;
+  eventsPerStep: number;
+  eventBytesPerStep: number;
+  tables: Record<'blobs' | 'run_checkpoints' | 'snapshots', TableBytes>;
+}
+
+const IN_JSON = 'IN (SELECT value FROM json_each(?))';
+
+/** Event data bytes by type (rows matched by `where`, given `ids` as a JSON array). */
+function eventBytes(db: Database.Database, where: string, ids: readonly string[]) {
+  return db
+    .prepare<[string], { type: string; n: number; bytes: number }>(
+      `SELECT type, count(*) AS n, sum(length(CAST(data AS BLOB))) AS bytes FROM events WHERE ${where} GROUP BY type ORDER BY bytes DESC`,
+    )
+    .all(JSON.stringify(ids));
+}
+
+function tableBytes(db: Database.Database, scope: string, sql: string, ...args: string[]): TableBytes {
+  try {
+    const r = db.prepare<string[], { rows: number; bytes: number | null }>(sql).get(...args)!;
+    return { scope, rows: r.rows, bytes: r.bytes ?? 0 };
+  } catch (e) {
+    // Another schema (the store is changing): say so instead of failing the whole bench.
+    return { scope, rows: 0, bytes: 0, error: (e as Error).message };
+  }
+}
+
+/** What the measured sessions stored, by event type and by table (raw SQL on the closed database). */
+function breakdown(path: string, sessions: readonly string[], steps: number): Breakdown {
+  const db = new Database(path, { readonly: true });
+  try {
+    const ids = JSON.stringify(sessions);
+    const byType: Breakdown['byType'] = {};
+    let n = 0;
+    let bytes = 0;
+    for (const r of eventBytes(db, `session_id ${IN_JSON}`, sessions)) {
+      byType[r.type] = { n: r.n, avgBytes: r.bytes / r.n, bytesPerStep: r.bytes / steps };
+      n += r.n;
+      bytes += r.bytes;
+    }
+    return {
+      byType,
+      eventsPerStep: n / steps,
+      eventBytesPerStep: bytes / steps,
+      tables: {
+        // Content-addressed and shared by every session: the whole table, warm-up runs included.
+        blobs: tableBytes(db, 'whole file', 'SELECT count(*) AS rows, sum(length(CAST(data AS BLOB))) AS bytes FROM blobs'),
+        run_checkpoints: tableBytes(
+          db,
+          'measured runs',
+          `SELECT count(*) AS rows, sum(length(CAST(state AS BLOB))) AS bytes FROM run_checkpoints WHERE run_id IN (SELECT id FROM runs WHERE session_id ${IN_JSON})`,
+          ids,
+        ),
+        snapshots: tableBytes(db, 'measured sessions', `SELECT count(*) AS rows, sum(length(CAST(state AS BLOB))) AS bytes FROM snapshots WHERE session_id ${IN_JSON}`, ids),
+      },
+    };
+  } finally {
+    db.close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// floor: better-sqlite3 alone, one durable commit per step
+
+function floorPayload(i: number): string {
+  // ~200 bytes of JSON, about what one small event of a tool step holds.
+  const row = { type: 'tool/result', step: i % STEPS, data: { toolCallId: `call_${i}_0`, toolName: 'inc', output: { type: 'json', value: i + 1 }, toolMessageId: `msg_${(1e12 + i).toString(36)}`, durationMs: 0 }, pad: '' };
+  row.pad = 'x'.repeat(Math.max(0, 200 - JSON.stringify(row).length));
+  return JSON.stringify(row);
+}
+
+async function floorVariant(path: string, steps: number): Promise<{ sample: Sample; bytesPerStep: number; writtenPerStep: number | null; rowBytes: number }> {
+  const db = new Database(path);
+  try {
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = FULL');
+    db.exec('CREATE TABLE events (id INTEGER PRIMARY KEY, data TEXT NOT NULL)');
+    // Outside an explicit transaction each INSERT is its own transaction: one commit, one fsync.
+    const insert = db.prepare<[string]>('INSERT INTO events (data) VALUES (?)');
+    const payloads = Array.from({ length: steps }, (_, i) => floorPayload(i));
+    for (let i = 0; i < 50; i++) insert.run(floorPayload(-1 - i));
+    const disk0 = await checkpointed(db, path, 'RESTART');
+    const w0 = written();
+    const { sample } = await timed(steps, async () => {
+      for (const p of payloads) insert.run(p);
+    });
+    const w1 = written();
+    const disk1 = await checkpointed(db, path, 'TRUNCATE');
+    return { sample, bytesPerStep: (disk1.file - disk0.file) / steps, writtenPerStep: perStep(w0, w1, steps), rowBytes: payloads[0]!.length };
+  } finally {
+    db.close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// loop: Keel's in-memory loop
+
+async function loopRun(agent: AgentDefinition, history: readonly Message[], turn: number): Promise<Message[]> {
+  const r = await runTurn(agent, { sink: new MemorySink({ keepDeltas: false }), input: 'go', history, turn });
+  if (r.reason !== 'completed' || r.steps !== STEPS) throw new Error(`loop: unexpected end: ${r.reason} after ${r.steps} steps`);
+  return r.conversation;
+}
+
+async function loopVariant(): Promise<Sample> {
+  const agent = makeAgent();
+  for (let i = 0; i < 20; i++) await loopRun(agent, [], 1);
+  const { sample } = await timed(LOOP_RUNS * STEPS, async () => {
+    for (let i = 0; i < LOOP_RUNS; i++) await loopRun(agent, [], 1);
+  });
+  return sample;
+}
+
+// ---------------------------------------------------------------------------------------------
+// handLoop: the minimum an agent loop does per step, on the same model interface
+
+const TOOL_DEFS: LanguageModelV4FunctionTool[] = [
+  { type: 'function', name: 'inc', description: 'increments', inputSchema: { type: 'object', properties: { n: { type: 'number' } }, required: ['n'], additionalProperties: false } },
+];
+
+async function handRun(model: ScriptedModel): Promise<number> {
+  const prompt: LanguageModelV4Prompt = [
+    { role: 'system', content: SYSTEM },
+    { role: 'user', content: [{ type: 'text', text: 'go' }] },
+  ];
+  for (let step = 1; step <= STEPS; step++) {
+    const { stream } = await model.doStream({ prompt, tools: TOOL_DEFS });
+    const reader = stream.getReader();
+    let text = '';
+    const calls: Array<{ toolCallId: string; toolName: string; input: string }> = [];
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (value.type === 'text-delta') text += value.delta;
+      else if (value.type === 'tool-call') calls.push(value);
+      else if (value.type === 'error') throw new Error(`handLoop: stream error ${JSON.stringify(value.error)}`);
+    }
+    const inputs = calls.map((c) => JSON.parse(c.input) as { n: number });
+    prompt.push({
+      role: 'assistant',
+      content: [{ type: 'text', text }, ...calls.map((c, i) => ({ type: 'tool-call' as const, toolCallId: c.toolCallId, toolName: c.toolName, input: inputs[i] }))],
+    });
+    if (calls.length === 0) return step;
+    const results: LanguageModelV4ToolResultPart[] = calls.map((c, i) => ({ type: 'tool-result', toolCallId: c.toolCallId, toolName: c.toolName, output: { type: 'json', value: inputs[i]!.n + 1 } }));
+    prompt.push({ role: 'tool', content: results });
+  }
+  throw new Error(`handLoop: no final answer after ${STEPS} steps`);
+}
+
+async function handLoopVariant(): Promise<Sample> {
+  const model = new ScriptedModel(script(), { loop: true });
+  for (let i = 0; i < 20; i++) await handRun(model);
+  const { sample } = await timed(LOOP_RUNS * STEPS, async () => {
+    for (let i = 0; i < LOOP_RUNS; i++) {
+      const steps = await handRun(model);
+      if (steps !== STEPS) throw new Error(`handLoop: ${steps} steps instead of ${STEPS}`);
+    }
+  });
+  return sample;
+}
+
+// ---------------------------------------------------------------------------------------------
+// growth: consecutive runs in one session
+
+interface GrowthMeasure {
+  samples: Sample[];
+  disk: Disk[];
+  written: Array<number | null>;
+  runIds: string[];
+  lags: Lag[];
+}
+
+interface GrowthPoint {
+  run: number;
+  priorMessages: number;
+  usPerStep: number;
+  cpuUsPerStep: number;
+  /** µs/step of the measured run of each session, and their median. */
+  perSession: number[];
+  medianUsPerStep: number;
+  /** Each session's measured run's idle waits (see Lag). */
+  lags: Lag[];
+  bytesPerStep: number;
+  usedBytesPerStep: number;
+  writtenBytesPerStep: number | null;
+  /** Event data bytes per step, by type. */
+  bytesPerEventType: Record<string, number>;
+  /** The size of the measured runs' checkpoint state (the run_checkpoints row, rewritten at every step). */
+  checkpointStateBytes: number | null;
+  loopUsPerStep: number;
+  loopCpuUsPerStep: number;
+}
+
+async function durableGrowth(path: string): Promise<Map<number, GrowthMeasure>> {
+  const d = openDurable(path, 'FULL');
+  const side = openSide(path);
+  const at = new Map<number, GrowthMeasure>(GROWTH_AT.map((k) => [k, { samples: [], disk: [], written: [], runIds: [], lags: [] }]));
+  try {
+    for (let i = 0; i < WARMUP; i++) await durableRun(d, (await d.rt.sessions.create()).id, i);
+    for (let s = 0; s < GROWTH_SESSIONS; s++) {
+      const session = await d.rt.sessions.create();
+      for (let k = 0; k < GROWTH_RUNS; k++) {
+        const point = at.get(k);
+        if (!point) {
+          await durableRun(d, session.id, k);
+          continue;
+        }
+        const disk0 = await checkpointed(side, path, 'RESTART');
+        const w0 = written();
+        const { sample, runId, lag } = await durableRun(d, session.id, k);
+        const w1 = written();
+        const disk1 = await checkpointed(side, path, 'RESTART');
+        point.samples.push(sample);
+        point.disk.push({ file: disk1.file - disk0.file, used: disk1.used - disk0.used });
+        point.written.push(perStep(w0, w1, 1));
+        point.runIds.push(runId);
+        point.lags.push(lag);
+      }
+      // The session's context holds what its runs added (read after them: nothing timed follows in it).
+      const context = await d.rt.sessions.context(session.id);
+      if (context.messages.length !== GROWTH_RUNS * MESSAGES_PER_RUN) {
+        throw new Error(`growth: the session holds ${context.messages.length} messages, expected ${GROWTH_RUNS * MESSAGES_PER_RUN}`);
+      }
+    }
+    return at;
+  } finally {
+    await closeDurable(d);
+    side.close();
+  }
+}
+
+async function loopGrowth(): Promise<Map<number, Sample[]>> {
+  const agent = makeAgent();
+  const at = new Map(GROWTH_AT.map((k) => [k, [] as Sample[]]));
+  for (let i = 0; i < 20; i++) await loopRun(agent, [], 1);
+  for (let s = 0; s < GROWTH_SESSIONS; s++) {
+    let history: Message[] = [];
+    for (let k = 0; k < GROWTH_RUNS; k++) {
+      if (history.length !== k * MESSAGES_PER_RUN) throw new Error(`loop growth: ${history.length} messages before run ${k}`);
+      const samples = at.get(k);
+      if (samples) {
+        // The same turn LOOP_REPEAT times on the same history (one turn alone is too short to time).
+        for (let r = 0; r < LOOP_REPEAT; r++) samples.push((await timed(STEPS, () => loopRun(agent, history, k + 1))).sample);
+      }
+      history = await loopRun(agent, history, k + 1);
+    }
+  }
+  return at;
+}
+
+function growthPoints(path: string, durable: Map<number, GrowthMeasure>, loop: Map<number, Sample[]>): GrowthPoint[] {
+  const db = new Database(path, { readonly: true });
+  try {
+    return GROWTH_AT.map((k) => {
+      const d = durable.get(k)!;
+      const ds = sum(d.samples);
+      const l = sum(loop.get(k)!);
+      const steps = d.runIds.length * STEPS;
+      const bytesPerEventType: Record<string, number> = {};
+      for (const r of eventBytes(db, `run_id ${IN_JSON}`, d.runIds)) bytesPerEventType[r.type] = r.bytes / steps;
+      const cp = tableBytes(db, '', `SELECT count(*) AS rows, sum(length(CAST(state AS BLOB))) AS bytes FROM run_checkpoints WHERE run_id ${IN_JSON}`, JSON.stringify(d.runIds));
+      return {
+        run: k,
+        priorMessages: k * MESSAGES_PER_RUN,
+        usPerStep: usPerStep(ds),
+        cpuUsPerStep: cpuPerStep(ds),
+        perSession: d.samples.map(usPerStep),
+        medianUsPerStep: median(d.samples.map(usPerStep)),
+        lags: d.lags,
+        bytesPerStep: mean(d.disk.map((x) => x.file)) / STEPS,
+        usedBytesPerStep: mean(d.disk.map((x) => x.used)) / STEPS,
+        writtenBytesPerStep: d.written.some((w) => w === null) ? null : mean(d.written as number[]) / STEPS,
+        bytesPerEventType,
+        checkpointStateBytes: cp.error || cp.rows === 0 ? null : cp.bytes / cp.rows,
+        loopUsPerStep: usPerStep(l),
+        loopCpuUsPerStep: cpuPerStep(l),
+      };
+    });
+  } finally {
+    db.close();
+  }
+}
+
+/** An idle wait longer than this is a missed wake-up (see Lag). */
+const SLOW_MS = 50;
+const isSlow = (x: number) => !(x <= SLOW_MS);
+function lagStats(lags: readonly Lag[]) {
+  const one = (xs: number[]) => ({ median: median(xs), max: Math.max(...xs), slow: xs.filter(isSlow).length, slowMs: xs.filter(isSlow).reduce((a, b) => a + b, 0) });
+  return { runs: lags.length, claim: one(lags.map((l) => l.claim)), end: one(lags.map((l) => l.end)) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// main
+
+const dir = mkdtempSync(join(tmpdir(), 'keel-bench-durable-'));
+try {
+  const started = performance.now();
+  const load = loadavg();
+  const psi0 = { cpu: pressure('cpu'), io: pressure('io') };
+  const durable = await durableVariant(join(dir, 'durable.db'), 'FULL');
+  const parts = breakdown(join(dir, 'durable.db'), durable.sessions, durable.sample.steps);
+  const normal = await durableVariant(join(dir, 'normal.db'), 'NORMAL');
+  const floor = await floorVariant(join(dir, 'floor.db'), durable.sample.steps);
+  const loop = await loopVariant();
+  const hand = await handLoopVariant();
+  const growth = growthPoints(join(dir, 'growth.db'), await durableGrowth(join(dir, 'growth.db')), await loopGrowth());
+  const seconds = (performance.now() - started) / 1000;
+  const stalled = (a: number | undefined, b: number | undefined) => (a !== undefined && b !== undefined ? (b - a) / (seconds * 1e4) : null);
+  const contention = { loadavg: load, cpuPressurePct: stalled(psi0.cpu, pressure('cpu')), ioPressurePct: stalled(psi0.io, pressure('io')) };
+  const first = growth[0]!;
+  const last = growth.at(-1)!;
+
+  const result = {
+    node: process.version,
+    cpus: cpus().length,
+    runs: RUNS,
+    toolSteps: TOOL_STEPS,
+    steps: durable.sample.steps,
+    loopRuns: LOOP_RUNS,
+    usPerStep: usPerStep(durable.sample),
+    cpuUsPerStep: cpuPerStep(durable.sample),
+    cpuUserUsPerStep: durable.sample.userUs / durable.sample.steps,
+    cpuSystemUsPerStep: durable.sample.systemUs / durable.sample.steps,
+    floorUsPerStep: usPerStep(floor.sample),
+    floorCpuUsPerStep: cpuPerStep(floor.sample),
+    ratio: usPerStep(durable.sample) / usPerStep(floor.sample),
+    normalUsPerStep: usPerStep(normal.sample),
+    normalCpuUsPerStep: cpuPerStep(normal.sample),
+    loopUsPerStep: usPerStep(loop),
+    loopCpuUsPerStep: cpuPerStep(loop),
+    handLoopUsPerStep: usPerStep(hand),
+    handLoopCpuUsPerStep: cpuPerStep(hand),
+    loopRatio: usPerStep(loop) / usPerStep(hand),
+    lags: lagStats(durable.lags),
+    normalLags: lagStats(normal.lags),
+    commitsPerStep: durable.commitsPerStep,
+    normalCommitsPerStep: normal.commitsPerStep,
+    bytesPerStep: durable.bytesPerStep,
+    usedBytesPerStep: durable.usedBytesPerStep,
+    normalBytesPerStep: normal.bytesPerStep,
+    floorBytesPerStep: floor.bytesPerStep,
+    floorRowBytes: floor.rowBytes,
+    writtenBytesPerStep: durable.writtenPerStep,
+    normalWrittenBytesPerStep: normal.writtenPerStep,
+    floorWrittenBytesPerStep: floor.writtenPerStep,
+    eventsPerStep: parts.eventsPerStep,
+    eventDataBytesPerStep: parts.eventBytesPerStep,
+    bytesPerEventType: parts.byType,
+    tables: parts.tables,
+    growth,
+    growthRatio: { durable: last.usPerStep / first.usPerStep, loop: last.loopUsPerStep / first.loopUsPerStep, bytes: last.bytesPerStep / first.bytesPerStep, usedBytes: last.usedBytesPerStep / first.usedBytesPerStep },
+    seconds,
+    contention,
+  };
+
+  if (JSON_OUT) {
+    console.log(JSON.stringify(result));
+  } else {
+    const spread = (xs: readonly number[]) => `${fmt(Math.min(...xs), 0)} / ${fmt(median(xs), 0)} / ${fmt(Math.max(...xs), 0)}`;
+    const row = (name: string, s: Sample, note: string) =>
+      `  ${name.padEnd(9)} ${fmt(usPerStep(s)).padStart(9)} ${fmt(cpuPerStep(s)).padStart(11)} ${fmt(s.userUs / s.steps).padStart(9)} ${fmt(s.systemUs / s.steps).padStart(9)}   ${note}`;
+    const commits = (c: number | null) => (c === null ? 'n/a' : fmt(c, 2));
+    const b = (n: number | null) => (n === null ? 'n/a' : `${fmt(n, 0)} B`);
+    const out = console.log;
+    out(`keel durable hot path — node ${process.version}, ${cpus().length} CPUs, SQLite files in ${tmpdir()} (${fmt(seconds)} s)`);
+    const pct = (x: number | null) => (x === null ? 'n/a' : `${fmt(x, 0)}%`);
+    out(
+      `  machine: load average ${load.map((x) => fmt(x, 2)).join(' ')} at the start; some task waited for CPU ${pct(contention.cpuPressurePct)}, for I/O ${pct(contention.ioPressurePct)} of the time (PSI)`,
+    );
+    out(`  workload: runs of ${TOOL_STEPS} tool steps + 1 final answer, zero-latency scripted model, one run at a time, system prompt ${SYSTEM.length} chars`);
+    out('');
+    out(`  variant      µs/step  CPU µs/step      user    system`);
+    out(row('durable', durable.sample, `${RUNS} runs = ${durable.sample.steps} steps, a new session each, synchronous=FULL (runs min/median/max ${spread(durable.perRun)} µs/step)`));
+    out(row('normal', normal.sample, `the same with synchronous=NORMAL (runs min/median/max ${spread(normal.perRun)} µs/step)`));
+    out(row('floor', floor.sample, `better-sqlite3 alone: 1 INSERT of a ${floor.rowBytes}-byte row and 1 commit (fsync) per step, ${floor.sample.steps} steps`));
+    out(row('loop', loop, `runTurn + MemorySink (no deltas), ${LOOP_RUNS} runs, empty history`));
+    out(row('handLoop', hand, `by hand: doStream, read to the end, run the tool, push the messages; ${LOOP_RUNS} runs`));
+    out('');
+    const lags = (name: string, l: ReturnType<typeof lagStats>) => {
+      const one = (o: ReturnType<typeof lagStats>['claim']) => `median ${fmt(o.median, 2)} ms, max ${fmt(o.max, 2)} ms, ${o.slow} over ${SLOW_MS} ms`;
+      return `  ${name.padEnd(8)} send → running: ${one(l.claim)}; completed → wait returned: ${one(l.end)} (${l.runs} runs)`;
+    };
+    out(`  idle waits inside the timed runs (missed wake-ups show as waits over ${SLOW_MS} ms; they are part of µs/step):`);
+    out(lags('durable', result.lags));
+    out(lags('normal', result.normalLags));
+    out('');
+    out(`  durable / floor      : ${fmt(result.ratio, 2)}×`);
+    out(`  durable − normal     : ${fmt(result.usPerStep - result.normalUsPerStep)} µs/step (what the fsyncs cost)`);
+    out(`  normal − loop        : ${fmt(result.normalUsPerStep - result.loopUsPerStep)} µs/step (the durable path without fsync, over the in-memory loop)`);
+    out(`  loop / handLoop      : ${fmt(result.loopRatio, 2)}×`);
+    out('');
+    out(`  commits / step       : ${commits(durable.commitsPerStep)} (normal ${commits(normal.commitsPerStep)}, floor 1)${durable.commitsPerStep === null ? ': the store has no commitCount' : ''}`);
+    out(`  disk bytes / step    : ${b(durable.bytesPerStep)} file growth, ${b(durable.usedBytesPerStep)} in pages in use (normal ${b(normal.bytesPerStep)}, floor ${b(floor.bytesPerStep)}), after a complete WAL checkpoint`);
+    out(`  written bytes / step : ${b(durable.writtenPerStep)} (normal ${b(normal.writtenPerStep)}, floor ${b(floor.writtenPerStep)}): write(2) bytes, /proc/self/io wchar (WAL frames + checkpoints)`);
+    out(`  events / step        : ${fmt(parts.eventsPerStep, 2)}, with ${b(parts.eventBytesPerStep)} of event data`);
+    out('');
+    out(`  event type                n  avg data B  data B/step`);
+    for (const [type, t] of Object.entries(parts.byType)) {
+      out(`  ${type.padEnd(20)} ${String(t.n).padStart(6)} ${fmt(t.avgBytes, 0).padStart(11)} ${fmt(t.bytesPerStep, 0).padStart(12)}`);
+    }
+    for (const [name, t] of Object.entries(parts.tables)) {
+      const body = t.error ? `n/a (${t.error})` : `${t.rows} rows, ${b(t.bytes)} = ${b(t.bytes / durable.sample.steps)} per measured step`;
+      out(`  table ${name.padEnd(16)} ${body} [${t.scope}]`);
+    }
+    out('');
+    out(`  growth: ${GROWTH_SESSIONS} sessions × ${GROWTH_RUNS} consecutive runs (durable, FULL), the run at each point averaged over the sessions (mean; wall time is`);
+    out(`  sensitive to other load on the machine: see the median, the sessions and the CPU time);`);
+    out(`  loop: the history carried from run to run, ${LOOP_REPEAT} turns per point and session`);
+    const slowGrowth = growth.flatMap((g) =>
+      g.lags.flatMap((l) => [
+        ...(isSlow(l.claim) ? [`claim ${fmt(l.claim, 0)} ms at ${fmt(g.priorMessages, 0)} prior`] : []),
+        ...(isSlow(l.end) ? [`end ${fmt(l.end, 0)} ms at ${fmt(g.priorMessages, 0)} prior`] : []),
+      ]),
+    );
+    if (slowGrowth.length > 0) out(`  missed wake-ups in the growth runs measured (part of their µs/step): ${slowGrowth.join(', ')}`);
+    out(`  prior messages  µs/step   median  (per session)              CPU µs/step  disk B/step  in use B/step  written B/step  loop µs/step  loop CPU µs/step`);
+    for (const g of growth) {
+      out(
+        `  ${fmt(g.priorMessages, 0).padStart(14)} ${fmt(g.usPerStep).padStart(8)} ${fmt(g.medianUsPerStep).padStart(8)}  ${`(${g.perSession.map((x) => fmt(x, 0)).join(', ')})`.padEnd(26)} ${fmt(g.cpuUsPerStep).padStart(11)} ${fmt(g.bytesPerStep, 0).padStart(12)} ${fmt(g.usedBytesPerStep, 0).padStart(14)} ${(g.writtenBytesPerStep === null ? 'n/a' : fmt(g.writtenBytesPerStep, 0)).padStart(15)} ${fmt(g.loopUsPerStep).padStart(13)} ${fmt(g.loopCpuUsPerStep).padStart(17)}`,
+      );
+    }
+    out(
+      `  growth ${fmt(last.priorMessages, 0)}/${fmt(first.priorMessages, 0)}: durable µs/step ${fmt(result.growthRatio.durable, 2)}×, loop µs/step ${fmt(result.growthRatio.loop, 2)}×, disk B/step ${fmt(result.growthRatio.bytes, 2)}× (in use ${fmt(result.growthRatio.usedBytes, 2)}×)`,
+    );
+    const types = [...new Set(growth.flatMap((g) => Object.keys(g.bytesPerEventType)))].sort((x, y) => (last.bytesPerEventType[y] ?? 0) - (last.bytesPerEventType[x] ?? 0));
+    out(`  event data B/step at each point: ${growth.map((g) => `${fmt(g.priorMessages, 0)} prior`).join(' | ')}`);
+    for (const t of types) out(`    ${t.padEnd(20)} ${growth.map((g) => fmt(g.bytesPerEventType[t] ?? 0, 0).padStart(9)).join('  ')}`);
+    out(`    ${'run checkpoint state'.padEnd(20)} ${growth.map((g) => (g.checkpointStateBytes === null ? 'n/a' : fmt(g.checkpointStateBytes, 0)).padStart(9)).join('  ')}   (bytes of one row, rewritten at each step)`);
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,191 @@
+import { newId } from './ids.ts';
+import type { AssistantMessage, ToolCallPart, ToolMessage, ToolOutput, ToolResultPart, Usage } from '../model/index.ts';
+import type { PendingCall } from './events.ts';
+import { endStep, toolCallsOf, type StepOutcome } from './step.ts';
+import { executeTool, idempotencyKey, needsApproval, runPool, toolError, validateCall, type Tool } from './tools.ts';
+import type { ApprovalDecision, ResumePoint } from './turn.ts';
+import type { TurnState } from './turn-state.ts';
+
+/** The tool message that answers `assistant`: the message after it, created on first use. */
+function toolMessageFor(t: TurnState, assistant: AssistantMessage): ToolMessage {
+  const last = t.conversation.at(-1);
+  if (last?.role === 'tool' && t.conversation.at(-2) === assistant) return last;
+  if (last === assistant) {
+    const m: ToolMessage = { id: newId(), role: 'tool', content: [] };
+    t.push(m);
+    return m;
+  }
+  // Resumed or compacted conversations may hold a copy of the message: find it by id.
+  const i = t.conversation.findLastIndex((m) => m.id === assistant.id);
+  const next = t.conversation[i + 1];
+  if (next?.role === 'tool') return next;
+  const m: ToolMessage = { id: newId(), role: 'tool', content: [] };
+  t.push(m);
+  return m;
+}
+
+async function recordResult(t: TurnState, assistant: AssistantMessage, call: ToolCallPart, output: ToolOutput, durationMs: number): Promise<void> {
+  const toolMessage = toolMessageFor(t, assistant);
+  await t.emit('tool/result', { toolCallId: call.toolCallId, toolName: call.toolName, output, toolMessageId: toolMessage.id, durationMs });
+  const part: ToolResultPart = { type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, output };
+  // Results stay in the model's call order whatever order they were recorded in.
+  toolMessage.content.push(part);
+  if (toolMessage.content.length > 1) {
+    const order = toolCallsOf(assistant).map((c) => c.toolCallId);
+    toolMessage.content.sort((a, b) => order.indexOf(a.toolCallId) - order.indexOf(b.toolCallId));
+  }
+}
+
+export async function closeCalls(t: TurnState, assistant: AssistantMessage, calls: readonly ToolCallPart[], why: string): Promise<void> {
+  for (const c of calls) await recordResult(t, assistant, c, toolError('cancelled', why), 0);
+}
+
+/**
+ * A tool whose call must be durable before it starts, so recovery knows it may have run: any
+ * tool that is not idempotent, and one that asks for it (a subagent, which recovery must find
+ * again by its call id).
+ */
+export const recordsCallFirst = (tool: Tool): boolean => !tool.idempotent || tool.recordCallFirst;
+
+/**
+ * Runs the calls of one model decision. `decided` holds approval decisions (when resuming):
+ * calls that need approval and have none are left open and the turn suspends.
+ */
+export async function runToolCalls(
+  t: TurnState,
+  assistant: AssistantMessage,
+  calls: readonly ToolCallPart[],
+  decided: ReadonlyMap<string, ApprovalDecision>,
+  usageBefore: Usage,
+  started: ReadonlySet<string> = new Set(),
+): Promise<StepOutcome> {
+  type Plan = { call: ToolCallPart; output?: ToolOutput; tool?: Tool; input?: unknown; pending?: 'approval' | 'input'; recorded?: boolean };
+  const plans: Plan[] = [];
+  for (const call of calls) {
+    const decision = decided.get(call.toolCallId);
+    if (decision?.answer !== undefined) {
+      plans.push({ call, output: { type: 'json', value: decision.answer } });
+      continue;
+    }
+    if (decision && decision.approved === false) {
+      plans.push({ call, output: toolError('denied', decision.reason ?? 'the user denied this call') });
+      continue;
+    }
+    const effective = decision?.input !== undefined ? { ...call, input: decision.input } : call;
+    const v = validateCall(t.tools, effective);
+    if (!v.ok) plans.push({ call: effective, output: v.output });
+    else if (v.tool.interactive) plans.push({ call: effective, pending: 'input' });
+    else if (started.has(call.toolCallId) && !v.tool.idempotent) {
+      // It may or may not have had its effect before the interruption: say so, never guess.
+      plans.push({
+        call: effective,
+        recorded: true,
+        output: toolError('outcome_unknown', 'the run was interrupted while this call ran and the tool is not idempotent: it may or may not have taken effect'),
+      });
+    } else if (started.has(call.toolCallId)) plans.push({ call: effective, tool: v.tool, input: v.input, recorded: true });
+    else if (!decision && needsApproval(v.tool, v.input)) plans.push({ call: effective, pending: 'approval' });
+    else plans.push({ call: effective, tool: v.tool, input: v.input });
+  }
+
+  let mustRecordFirst = false;
+  for (const p of plans) {
+    if (p.pending) {
+      const data = { toolCallId: p.call.toolCallId, toolName: p.call.toolName, input: p.call.input, assistantMessageId: assistant.id };
+      await (p.pending === 'approval' ? t.emit('tool/approval', data) : t.emit('user/question', data));
+    } else if (p.recorded) {
+      // Its tool/call is already in the log, with the same idempotency key.
+      continue;
+    } else {
+      await t.emit('tool/call', {
+        toolCallId: p.call.toolCallId,
+        toolName: p.call.toolName,
+        input: p.call.input,
+        idempotencyKey: idempotencyKey(t.scope, p.call.toolCallId),
+        assistantMessageId: assistant.id,
+      });
+      if (p.tool && recordsCallFirst(p.tool)) mustRecordFirst = true;
+    }
+  }
+  // Write-ahead where correctness needs it: before a tool that is not idempotent starts, its call
+  // (and the step so far) is durable, so recovery knows it may have run.
+  if (mustRecordFirst) await t.flush();
+
+  const runnable = plans.filter((p) => p.tool !== undefined);
+  const settled = runPool(
+    runnable.map((p) => ({
+      sequential: p.tool!.sequential,
+      run: async () => {
+        const t0 = performance.now();
+        const output = await executeTool(
+          p.tool!,
+          p.input,
+          { toolCallId: p.call.toolCallId, idempotencyKey: idempotencyKey(t.scope, p.call.toolCallId), turn: t.turnNo, step: t.stepNo },
+          t.turnCtl.signal,
+        );
+        return { output, durationMs: Math.round(performance.now() - t0) };
+      },
+    })),
+    t.agent.toolConcurrency,
+  );
+  const byCall = new Map(runnable.map((p, i) => [p.call.toolCallId, settled[i]!]));
+
+  // Results are recorded in the model's order, each as soon as all before it are in.
+  for (const p of plans) {
+    if (p.pending) continue;
+    const done = p.output ? { output: p.output, durationMs: 0 } : await byCall.get(p.call.toolCallId)!;
+    await recordResult(t, assistant, p.call, done.output, done.durationMs);
+  }
+
+  const pending: PendingCall[] = plans.filter((p) => p.pending).map((p) => ({ toolCallId: p.call.toolCallId, toolName: p.call.toolName, input: p.call.input, kind: p.pending! }));
+  if (pending.length > 0 && !t.turnCtl.signal.aborted) return { kind: 'suspended', pending };
+  if (t.turnCtl.signal.aborted) {
+    await closeCalls(
+      t,
+      assistant,
+      pending.map((p) => ({ type: 'tool-call', toolCallId: p.toolCallId, toolName: p.toolName, input: p.input })),
+      'the turn was cancelled while this call waited for a decision',
+    );
+    await endStep(t, 'cancelled', usageBefore);
+    return { kind: 'cancelled' };
+  }
+  await endStep(t, 'tool-calls', usageBefore);
+  return { kind: 'tool-calls' };
+}
+
+/**
+ * Finishes the open step of a suspended or interrupted turn (if there is one) with the given
+ * decisions; without an open step the turn simply continues at its next step boundary.
+ */
+export async function finishOpenStep(t: TurnState, resume: ResumePoint): Promise<StepOutcome | undefined> {
+  const assistantIndex = t.conversation.findLastIndex((m) => m.role === 'assistant');
+  const assistant = t.conversation[assistantIndex] as AssistantMessage | undefined;
+  const answered = new Set<string>();
+  const next = t.conversation[assistantIndex + 1];
+  if (next?.role === 'tool') for (const r of next.content) answered.add(r.toolCallId);
+  const open = assistant && !assistant.interrupted ? toolCallsOf(assistant).filter((c) => !answered.has(c.toolCallId)) : [];
+  const approvals = resume.approvals ?? [];
+  if (open.length === 0) {
+    if (approvals.length > 0) throw new Error(`cannot resume: no open tool call ${approvals[0]!.toolCallId}`);
+    // The turn stopped after the model's final answer was recorded (before the step's end, or
+    // before the turn's): the answer stands; asking the model again would answer twice.
+    const final = assistant !== undefined && !assistant.interrupted && assistantIndex === t.conversation.length - 1 && toolCallsOf(assistant).length === 0;
+    if (resume.stepOpen && assistant && !assistant.interrupted) await endStep(t, final ? 'final' : 'tool-calls', t.usage);
+    return final ? { kind: 'final' } : undefined;
+  }
+  const decided = new Map<string, ApprovalDecision>();
+  for (const d of approvals) {
+    if (!open.some((c) => c.toolCallId === d.toolCallId)) throw new Error(`cannot resume: no open tool call ${d.toolCallId}`);
+    decided.set(d.toolCallId, d);
+    if (d.recorded) continue;
+    if (d.answer !== undefined) await t.emit('user/answer', { toolCallId: d.toolCallId, answer: d.answer });
+    else {
+      await t.emit('tool/decision', {
+        toolCallId: d.toolCallId,
+        approved: d.approved === true,
+        ...(d.reason !== undefined ? { reason: d.reason } : {}),
+        ...(d.input !== undefined ? { editedInput: d.input } : {}),
+      });
+    }
+  }
+  return runToolCalls(t, assistant!, open, decided, t.usage, new Set(resume.started ?? []));
+}

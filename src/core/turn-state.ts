@@ -1,0 +1,176 @@
+import type { LanguageModelV4 } from '@ai-sdk/provider';
+import { emptyUsage, portableMessages, ProviderPromptBuilder, type JsonValue, type Message, type Usage } from '../model/index.ts';
+import type { AgentDefinition, CallSettings, SystemPrompt } from './agent.ts';
+import type { ContentBlob, EventDataMap, TurnEvent, TurnEventType } from './events.ts';
+import type { BoundaryContext, ConfigChange, TurnHooks } from './hooks.ts';
+import { newId } from './ids.ts';
+import { Inbox } from './inbox.ts';
+import { MessageChain } from './prompt-hash.ts';
+import type { EventSink, TurnCheckpoint } from './sink.ts';
+import type { Tool } from './tools.ts';
+import type { TurnOptions } from './turn.ts';
+
+export class SinkFailure extends Error {
+  constructor(cause: unknown) {
+    super(`event sink failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = 'SinkFailure';
+  }
+}
+
+export class HookFailure extends Error {
+  constructor(hook: string, cause: unknown) {
+    super(`hook ${hook} failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = 'HookFailure';
+  }
+}
+
+export interface EmitOptions {
+  /** The step the event belongs to; null for turn-level events. Default: the current step, if any. */
+  step?: number | null;
+  /** A durable point (see SinkAppendOptions.durable). */
+  durable?: boolean;
+  checkpoint?: TurnCheckpoint;
+  blobs?: readonly ContentBlob[];
+}
+
+/**
+ * The state of one running turn, shared by the loop (turn.ts), the step (step.ts), the model
+ * request (model-request.ts) and the tool calls (tool-calls.ts): configuration, the working
+ * conversation, counters, cancellation, and the one way events leave the loop (`emit`).
+ */
+export class TurnState {
+  readonly agent: AgentDefinition;
+  readonly options: TurnOptions;
+  readonly sink: EventSink;
+  readonly inbox: Inbox;
+  readonly hooks: readonly TurnHooks[];
+  readonly turnNo: number;
+  /** Scopes tool idempotency keys. */
+  readonly scope: string;
+  readonly turnCtl = new AbortController();
+  callCtl: AbortController | undefined;
+
+  model: LanguageModelV4;
+  system: SystemPrompt | undefined;
+  tools: Map<string, Tool>;
+  settings: CallSettings;
+  pendingConfig: ConfigChange[] = [];
+  pauseRequested = false;
+
+  conversation: Message[];
+  readonly added: Message[] = [];
+  stepNo = 0;
+  usage: Usage = emptyUsage();
+  cost = 0;
+  lastInputTokens: number | undefined;
+
+  /** The running hash of the conversation and its provider rendering, both extended per step. */
+  readonly chain = new MessageChain();
+  readonly prompt = new ProviderPromptBuilder();
+  /** Content hashes whose blob this turn already attached to an event. */
+  readonly attached = new Set<string>();
+
+  constructor(agent: AgentDefinition, options: TurnOptions) {
+    this.agent = agent;
+    this.options = options;
+    this.sink = options.sink;
+    this.inbox = options.inbox ?? new Inbox();
+    this.hooks = options.hooks === undefined ? [] : Array.isArray(options.hooks) ? options.hooks : [options.hooks as TurnHooks];
+    this.turnNo = options.turn ?? 1;
+    this.scope = options.scope ?? newId();
+    this.model = agent.model;
+    this.system = agent.system;
+    this.tools = new Map(agent.tools.map((t) => [t.name, t]));
+    this.settings = agent.settings;
+    // Resuming appends results to the open step's tool message: copy it, so the caller's suspended state stays as it was.
+    this.conversation = options.resume
+      ? options.resume.conversation.map((m) => (m.role === 'tool' ? { ...m, content: [...m.content] } : m))
+      : portableMessages(options.history ?? []);
+    if (options.resume) {
+      this.usage = options.resume.usage ?? emptyUsage();
+      this.cost = options.resume.cost ?? 0;
+    }
+    if (options.signal) {
+      const external = options.signal;
+      if (external.aborted) this.turnCtl.abort(external.reason);
+      else external.addEventListener('abort', () => this.turnCtl.abort(external.reason), { once: true });
+    }
+  }
+
+  /** Reports one event. Only a durable emit waits for storage; the others are held by the sink. */
+  async emit<T extends TurnEventType>(type: T, data: EventDataMap[T], o: EmitOptions = {}): Promise<void> {
+    const step = o.step === undefined ? this.stepNo || null : o.step;
+    const event = { type, turn: this.turnNo, ...(step !== null ? { step } : {}), time: Date.now(), data, ...(o.blobs?.length ? { blobs: o.blobs } : {}) } as TurnEvent;
+    try {
+      await this.sink.append([event], o.durable || o.checkpoint ? { ...(o.durable ? { durable: true } : {}), ...(o.checkpoint ? { checkpoint: o.checkpoint } : {}) } : undefined);
+    } catch (error) {
+      throw new SinkFailure(error);
+    }
+  }
+
+  /** Makes everything reported so far durable. */
+  async flush(): Promise<void> {
+    try {
+      await this.sink.append([], { durable: true });
+    } catch (error) {
+      throw new SinkFailure(error);
+    }
+  }
+
+  push(m: Message): void {
+    this.conversation.push(m);
+    this.added.push(m);
+  }
+
+  checkpoint(step: number): TurnCheckpoint {
+    return { step, usage: this.usage, cost: this.cost };
+  }
+
+  boundaryContext(): BoundaryContext {
+    return {
+      turn: this.turnNo,
+      step: this.stepNo,
+      conversation: this.conversation,
+      usage: this.usage,
+      signal: this.turnCtl.signal,
+      steer: (input) => void this.inbox.steer(input),
+      configure: (change) => this.pendingConfig.push(change),
+      pause: () => {
+        this.pauseRequested = true;
+      },
+    };
+  }
+
+  async runHook<K extends keyof TurnHooks>(name: K, call: (h: TurnHooks) => unknown): Promise<unknown[]> {
+    const out: unknown[] = [];
+    for (const h of this.hooks) {
+      if (!h[name]) continue;
+      try {
+        out.push(await call(h));
+      } catch (error) {
+        throw new HookFailure(name, error);
+      }
+    }
+    return out;
+  }
+
+  /** Lets the compact hooks replace the working conversation; true when one did. */
+  async compact(reason: 'threshold' | 'overflow'): Promise<boolean> {
+    if (!this.hooks.some((h) => h.compact)) return false;
+    // A compaction reads the log: what the turn reported so far must be in it.
+    await this.flush();
+    const results = await this.runHook('compact', (h) => h.compact!({ ...this.boundaryContext(), reason, lastInputTokens: this.lastInputTokens }));
+    const replaced = results.filter((r): r is Message[] => Array.isArray(r)).at(-1);
+    if (!replaced) return false;
+    this.conversation = [...replaced];
+    return true;
+  }
+}
+
+// Settings and tool sets change only at step boundaries: their JSON forms are built once each.
+const settingsJson = new WeakMap<CallSettings, Record<string, JsonValue>>();
+export function settingsRecord(s: CallSettings): Record<string, JsonValue> {
+  let r = settingsJson.get(s);
+  if (!r) settingsJson.set(s, (r = JSON.parse(JSON.stringify(s)) as Record<string, JsonValue>));
+  return r;
+}
