@@ -9,6 +9,7 @@
  *             SqliteStore file (WAL, synchronous=FULL): RUNS runs after WARMUP, each on a new
  *             session (creating the session and checking the run afterwards are not timed);
  *   normal    the same with synchronous=NORMAL (no fsync per commit: what is left is CPU);
+ *   effectful the durable variant with the tool declared not idempotent (two commits per tool step);
  *   floor     better-sqlite3 alone on its own file (WAL, synchronous=FULL): one INSERT of one
  *             ~200-byte JSON row per step, each its own transaction (one commit, one fsync);
  *   loop      Keel's in-memory loop (runTurn + MemorySink without deltas), LOOP_RUNS runs, each
@@ -100,12 +101,18 @@ function script(): ScriptedResponse[] {
   return s;
 }
 
-function makeAgent(): AgentDefinition {
+/**
+ * The bench agent. Its tool is a pure function, so it says it is idempotent (safe to run again
+ * with the same idempotency key): its call needs no durable point before it runs, and a tool step
+ * commits once (ADR-0008). `effectful: true` declares it not idempotent: two commits per tool step.
+ */
+function makeAgent(o: { effectful?: boolean } = {}): AgentDefinition {
   return defineAgent({
     name: 'bench',
-    model: new ScriptedModel(script(), { loop: true }),
+    // Calls are not kept: a long benchmark would hold every prompt it sent.
+    model: new ScriptedModel(script(), { loop: true, recordCalls: false }),
     system: SYSTEM,
-    tools: [tool({ name: 'inc', description: 'increments', input: z.object({ n: z.number() }), execute: ({ n }) => n + 1 })],
+    tools: [tool({ name: 'inc', description: 'increments', input: z.object({ n: z.number() }), idempotent: !o.effectful, execute: ({ n }) => n + 1 })],
     limits: { maxSteps: STEPS },
   });
 }
@@ -184,9 +191,9 @@ interface Durable {
   rt: Runtime;
 }
 
-function openDurable(path: string, synchronous: 'FULL' | 'NORMAL'): Durable {
+function openDurable(path: string, synchronous: 'FULL' | 'NORMAL', o: { effectful?: boolean } = {}): Durable {
   const store = new SqliteStore({ path, synchronous });
-  const rt = createRuntime({ store, agents: [makeAgent()], leaseMs: 60_000 });
+  const rt = createRuntime({ store, agents: [makeAgent(o)], leaseMs: 60_000 });
   rt.startWorker({ id: 'bench', concurrency: 1, pollMs: 1000 });
   return { store, rt };
 }
@@ -250,8 +257,8 @@ interface DurableResult {
 }
 
 /** WARMUP runs, then RUNS measured runs, each on a new session. */
-async function durableVariant(path: string, synchronous: 'FULL' | 'NORMAL'): Promise<DurableResult> {
-  const d = openDurable(path, synchronous);
+async function durableVariant(path: string, synchronous: 'FULL' | 'NORMAL', o: { effectful?: boolean } = {}): Promise<DurableResult> {
+  const d = openDurable(path, synchronous, o);
   const side = openSide(path);
   try {
     for (let i = 0; i < WARMUP; i++) await durableRun(d, (await d.rt.sessions.create()).id, i);
@@ -446,7 +453,7 @@ async function handRun(model: ScriptedModel): Promise<number> {
 }
 
 async function handLoopVariant(): Promise<Sample> {
-  const model = new ScriptedModel(script(), { loop: true });
+  const model = new ScriptedModel(script(), { loop: true, recordCalls: false });
   for (let i = 0; i < 20; i++) await handRun(model);
   const { sample } = await timed(LOOP_RUNS * STEPS, async () => {
     for (let i = 0; i < LOOP_RUNS; i++) {
@@ -598,6 +605,7 @@ try {
   const durable = await durableVariant(join(dir, 'durable.db'), 'FULL');
   const parts = breakdown(join(dir, 'durable.db'), durable.sessions, durable.sample.steps);
   const normal = await durableVariant(join(dir, 'normal.db'), 'NORMAL');
+  const effectful = await durableVariant(join(dir, 'effectful.db'), 'FULL', { effectful: true });
   const floor = await floorVariant(join(dir, 'floor.db'), durable.sample.steps);
   const loop = await loopVariant();
   const hand = await handLoopVariant();
@@ -623,6 +631,8 @@ try {
     floorCpuUsPerStep: cpuPerStep(floor.sample),
     ratio: usPerStep(durable.sample) / usPerStep(floor.sample),
     normalUsPerStep: usPerStep(normal.sample),
+    effectfulUsPerStep: usPerStep(effectful.sample),
+    effectfulCommitsPerStep: effectful.commitsPerStep,
     normalCpuUsPerStep: cpuPerStep(normal.sample),
     loopUsPerStep: usPerStep(loop),
     loopCpuUsPerStep: cpuPerStep(loop),
@@ -670,6 +680,7 @@ try {
     out(`  variant      µs/step  CPU µs/step      user    system`);
     out(row('durable', durable.sample, `${RUNS} runs = ${durable.sample.steps} steps, a new session each, synchronous=FULL (runs min/median/max ${spread(durable.perRun)} µs/step)`));
     out(row('normal', normal.sample, `the same with synchronous=NORMAL (runs min/median/max ${spread(normal.perRun)} µs/step)`));
+    out(row('effectful', effectful.sample, `as durable, the tool declared not idempotent: its call is durable before it runs (runs min/median/max ${spread(effectful.perRun)} µs/step)`));
     out(row('floor', floor.sample, `better-sqlite3 alone: 1 INSERT of a ${floor.rowBytes}-byte row and 1 commit (fsync) per step, ${floor.sample.steps} steps`));
     out(row('loop', loop, `runTurn + MemorySink (no deltas), ${LOOP_RUNS} runs, empty history`));
     out(row('handLoop', hand, `by hand: doStream, read to the end, run the tool, push the messages; ${LOOP_RUNS} runs`));
@@ -687,7 +698,7 @@ try {
     out(`  normal − loop        : ${fmt(result.normalUsPerStep - result.loopUsPerStep)} µs/step (the durable path without fsync, over the in-memory loop)`);
     out(`  loop / handLoop      : ${fmt(result.loopRatio, 2)}×`);
     out('');
-    out(`  commits / step       : ${commits(durable.commitsPerStep)} (normal ${commits(normal.commitsPerStep)}, floor 1)${durable.commitsPerStep === null ? ': the store has no commitCount' : ''}`);
+    out(`  commits / step       : ${commits(durable.commitsPerStep)} (normal ${commits(normal.commitsPerStep)}, effectful ${commits(effectful.commitsPerStep)}, floor 1)${durable.commitsPerStep === null ? ': the store has no commitCount' : ''}; per run also: send, claim`);
     out(`  disk bytes / step    : ${b(durable.bytesPerStep)} file growth, ${b(durable.usedBytesPerStep)} in pages in use (normal ${b(normal.bytesPerStep)}, floor ${b(floor.bytesPerStep)}), after a complete WAL checkpoint`);
     out(`  written bytes / step : ${b(durable.writtenPerStep)} (normal ${b(normal.writtenPerStep)}, floor ${b(floor.writtenPerStep)}): write(2) bytes, /proc/self/io wchar (WAL frames + checkpoints)`);
     out(`  events / step        : ${fmt(parts.eventsPerStep, 2)}, with ${b(parts.eventBytesPerStep)} of event data`);

@@ -44,6 +44,9 @@ export function settingsHash(settings: Record<string, JsonValue>): string {
 
 const CHAIN_START = sha256('keel/prompt/v2');
 
+/** The last chain link computed for each message: the hash before it, and after it. */
+const links = new WeakMap<Message, { prev: string; size: number; hash: string }>();
+
 /**
  * The running hash of a conversation, extended by the messages added since the last call on the
  * same array; a new array (compaction, resumption) starts over. The last message may be a tool
@@ -66,7 +69,17 @@ export class MessageChain {
     }
     let h = this.hashes.at(-1) ?? CHAIN_START;
     for (let i = this.hashes.length; i < messages.length; i++) {
-      h = sha256(h + messageHash(messages[i]!));
+      const m = messages[i]!;
+      const size = m.role === 'tool' ? m.content.length : 0;
+      // The same message after the same prefix (the next turn's history, carried or kept in
+      // memory): the link is known, the next turn does not hash its history again.
+      const link = links.get(m);
+      if (link && link.prev === h && link.size === size) h = link.hash;
+      else {
+        const next = sha256(h + messageHash(m));
+        links.set(m, { prev: h, size, hash: next });
+        h = next;
+      }
       this.hashes.push(h);
     }
     const last = messages.at(-1);

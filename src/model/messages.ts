@@ -110,11 +110,18 @@ export function portableMessages(messages: readonly Message[]): Message[] {
       out.push(m);
       continue;
     }
-    const content = m.content.filter((p) => p.type !== 'reasoning');
-    if (content.length > 0) out.push({ ...m, content });
+    // The same portable copy each time: what is cached per message (its rendering, its hash) holds.
+    let copy = portable.get(m);
+    if (copy === undefined) {
+      const content = m.content.filter((p) => p.type !== 'reasoning');
+      portable.set(m, (copy = content.length > 0 ? { ...m, content } : null));
+    }
+    if (copy) out.push(copy);
   }
   return out;
 }
+
+const portable = new WeakMap<AssistantMessage, AssistantMessage | null>();
 
 export function toolOutputToProvider(output: ToolOutput): LanguageModelV4ToolResultOutput {
   switch (output.type) {
@@ -133,9 +140,6 @@ function fileData(data: string): SharedV4FileData {
   return /^https?:\/\//.test(data) ? { type: 'url', url: new URL(data) } : { type: 'data', data };
 }
 
-// Rendering is cached per message: a turn re-sends its whole conversation at every step.
-// A tool message gains results during its step, so its entry is keyed by its result count.
-const rendered = new WeakMap<Message, { size: number; message: LanguageModelV4Message }>();
 
 function renderMessage(m: Message): LanguageModelV4Message | undefined {
   switch (m.role) {
@@ -181,20 +185,24 @@ function renderMessage(m: Message): LanguageModelV4Message | undefined {
   }
 }
 
+// Rendering is cached per message: the next turn sends the same history again.
+// A tool message gains results during its step, so its entry is keyed by its result count.
+const rendered = new WeakMap<Message, { size: number; message: LanguageModelV4Message | undefined }>();
+
+function renderCached(m: Message): LanguageModelV4Message | undefined {
+  const size = m.role === 'tool' ? m.content.length : 0;
+  let hit = rendered.get(m);
+  if (!hit || hit.size !== size) rendered.set(m, (hit = { size, message: renderMessage(m) }));
+  return hit.message;
+}
+
 /** Renders Keel messages as the AI SDK provider prompt. */
 export function toProviderPrompt(system: string | undefined, messages: readonly Message[]): LanguageModelV4Prompt {
   const prompt: LanguageModelV4Message[] = [];
   if (system) prompt.push({ role: 'system', content: system });
   for (const m of messages) {
-    const size = m.role === 'tool' ? m.content.length : 0;
-    let hit = rendered.get(m);
-    if (!hit || hit.size !== size) {
-      const message = renderMessage(m);
-      if (!message) continue;
-      hit = { size, message };
-      rendered.set(m, hit);
-    }
-    prompt.push(hit.message);
+    const r = renderCached(m);
+    if (r) prompt.push(r);
   }
   return prompt;
 }
@@ -225,7 +233,7 @@ export class ProviderPromptBuilder {
       }
     }
     for (let i = this.consumed; i < messages.length; i++) {
-      const r = renderMessage(messages[i]!);
+      const r = renderCached(messages[i]!);
       this.lastRendered = r !== undefined;
       if (r) this.rendered.push(r);
     }

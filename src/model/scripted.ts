@@ -81,6 +81,8 @@ export interface ScriptedModelOptions {
   modelId?: string;
   /** Start over when the script runs out, instead of failing. */
   loop?: boolean;
+  /** Keep every call in `calls` (default true; a long benchmark turns it off). */
+  recordCalls?: boolean;
 }
 
 export class ScriptExhaustedError extends Error {
@@ -179,12 +181,15 @@ export class ScriptedModel implements LanguageModelV4 {
   private readonly script: ScriptEntry[];
   private readonly loop: boolean;
   private next = 0;
+  private callCount = 0;
+  private readonly recordCalls: boolean;
 
   constructor(script: ScriptEntry[], options: ScriptedModelOptions = {}) {
     this.script = script;
     this.provider = options.provider ?? 'scripted';
     this.modelId = options.modelId ?? 'scripted-1';
     this.loop = options.loop ?? false;
+    this.recordCalls = options.recordCalls ?? true;
   }
 
   /** Responses not yet used. */
@@ -193,8 +198,8 @@ export class ScriptedModel implements LanguageModelV4 {
   }
 
   private take(options: LanguageModelV4CallOptions): ScriptedResponse {
-    const index = this.calls.length;
-    this.calls.push(options);
+    const index = this.callCount++;
+    if (this.recordCalls) this.calls.push(options);
     if (this.next >= this.script.length) {
       if (!this.loop || this.script.length === 0) throw new ScriptExhaustedError(index);
       this.next = 0;
@@ -204,7 +209,7 @@ export class ScriptedModel implements LanguageModelV4 {
   }
 
   private toolCallId(r: ScriptedResponse, i: number): string {
-    return r.toolCalls?.[i]?.id ?? `call_${this.calls.length}_${i}`;
+    return r.toolCalls?.[i]?.id ?? `call_${this.callCount}_${i}`;
   }
 
   async doGenerate(options: LanguageModelV4CallOptions): Promise<LanguageModelV4GenerateResult> {
@@ -224,7 +229,7 @@ export class ScriptedModel implements LanguageModelV4 {
       content,
       finishReason: { unified: r.finishReason ?? (r.toolCalls?.length ? 'tool-calls' : 'stop'), raw: undefined },
       usage: usageOf(r),
-      response: { id: r.responseId ?? `resp_${this.calls.length}`, modelId: this.modelId },
+      response: { id: r.responseId ?? `resp_${this.callCount}`, modelId: this.modelId },
       warnings: [],
     };
   }
@@ -237,7 +242,7 @@ export class ScriptedModel implements LanguageModelV4 {
 
     const parts: LanguageModelV4StreamPart[] = [
       { type: 'stream-start', warnings: [] },
-      { type: 'response-metadata', id: r.responseId ?? `resp_${this.calls.length}`, modelId: this.modelId },
+      { type: 'response-metadata', id: r.responseId ?? `resp_${this.callCount}`, modelId: this.modelId },
     ];
     if (r.reasoning !== undefined) {
       const providerMetadata = r.reasoningSignature ? { scripted: { signature: r.reasoningSignature } } : undefined;

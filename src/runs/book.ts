@@ -176,8 +176,9 @@ export class RunBook {
     options: RunOptions,
     parent?: { runId: string; toolCallId: string },
   ): Promise<{ run: RunRecord; events: SessionEvent[] }> {
-    const stats = await this.sessions.stats(sessionId, tx);
-    const turn = stats.lastTurn + 1;
+    const session = await tx.getSession(sessionId);
+    if (!session) throw new NotFoundError('session', sessionId);
+    const turn = session.lastTurn + 1;
     const id = newId();
     const now = Date.now();
     const run = await tx.createRun({

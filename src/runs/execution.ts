@@ -56,6 +56,12 @@ export class Execution {
   private stopReason: 'timeout' | 'lease_lost' | 'release' | 'cancel' | undefined;
   private pauseRequested = false;
   private readonly steered = new Set<string>();
+  /**
+   * Steering may be waiting in the store: at the start (it may have come before the claim), when
+   * this process stored some, or when a lease renewal saw some from another process. The store
+   * is read at a step boundary only then, not at every step.
+   */
+  private steeringMaybe = true;
   readonly done: Promise<void>;
 
   constructor(env: ExecutionEnv, run: RunRecord) {
@@ -73,6 +79,11 @@ export class Execution {
 
   pause(): void {
     this.pauseRequested = true;
+  }
+
+  /** Steering for this run was stored: take it at the next step boundary. */
+  steeringArrived(): void {
+    this.steeringMaybe = true;
   }
 
   unpause(): void {
@@ -176,6 +187,8 @@ export class Execution {
           return;
         }
         const fresh = await book.store.getRun(run.id).catch(() => undefined);
+        // Steering stored by another process is noticed here (this one's is noticed at once).
+        if ((await book.store.countInputs(run.sessionId, 'steer').catch(() => 0)) > 0) this.steeringArrived();
         if (fresh?.cancelRequested) this.cancel();
         if (fresh?.pauseRequested) this.pause();
         else if (fresh) this.unpause();
@@ -198,11 +211,15 @@ export class Execution {
         // Read, not taken: the sink removes each input in the transaction that records it in the log.
         // An input taken into the turn stays listed until the durable point that logs it commits:
         // this execution takes each one once.
-        const inputs = await this.env.book.store.listInputs(this.run.sessionId, 'steer', this.run.id);
-        for (const i of inputs) {
-          if (this.steered.has(i.id)) continue;
-          this.steered.add(i.id);
-          ctx.steer((i.payload as { message: UserMessage }).message);
+        if (this.steeringMaybe) {
+          // Cleared before the read: steering stored meanwhile sets it again.
+          this.steeringMaybe = false;
+          const inputs = await this.env.book.store.listInputs(this.run.sessionId, 'steer', this.run.id);
+          for (const i of inputs) {
+            if (this.steered.has(i.id)) continue;
+            this.steered.add(i.id);
+            ctx.steer((i.payload as { message: UserMessage }).message);
+          }
         }
         if (this.pauseRequested) ctx.pause();
       },

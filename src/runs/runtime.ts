@@ -103,6 +103,7 @@ export class Runtime {
     }
     const r = await this.book.send(sessionId, input, agent, { ifBusy: ifBusy === 'interrupt' ? 'reject' : ifBusy, options });
     this.book.sessions.log.publish(sessionId, r.events);
+    if (r.outcome === 'steered') this.executions.get(r.run.id)?.steeringArrived();
     this.wake();
     return { outcome: r.outcome, message: r.message, run: r.run };
   }
@@ -339,6 +340,7 @@ export class RunsApi {
     if (isTerminal(run.status)) throw new IllegalTransitionError(id, run.status, run.status, 'a finished run takes no more input');
     const message = userMessage(input);
     await this.rt.store.addInput({ id: message.id, sessionId: run.sessionId, kind: 'steer', runId: id, payload: { message }, createdAt: Date.now() });
+    this.rt.executions.get(id)?.steeringArrived();
     return { message, run };
   }
 

@@ -23,8 +23,18 @@ import { readProjection } from './reader.ts';
 /** A rough token count (4 characters a token) for when the provider has reported none. */
 export function estimateTokens(messages: readonly Message[]): number {
   let chars = 0;
-  for (const m of messages) chars += JSON.stringify(m.role === 'summary' ? m.text : m.content).length;
+  for (const m of messages) chars += charsOf(m);
   return Math.ceil(chars / 4);
+}
+
+// Messages do not change once in a conversation, but for a tool message gaining results: its
+// count is keyed by how many it has.
+const charCounts = new WeakMap<Message, { size: number; chars: number }>();
+function charsOf(m: Message): number {
+  const size = m.role === 'tool' ? m.content.length : 0;
+  let hit = charCounts.get(m);
+  if (!hit || hit.size !== size) charCounts.set(m, (hit = { size, chars: JSON.stringify(m.role === 'summary' ? m.text : m.content).length }));
+  return hit.chars;
 }
 
 /**

@@ -3,6 +3,7 @@ import { newId, type ContentBlob, type DeltaEvent } from '../core/index.ts';
 import { NotFoundError, type AppendOptions, type EventDraft, type ReadEventsOptions, type Store, type StoreOps, type StoredEvent } from '../store/index.ts';
 import { blobRefsOf, extractBlobs, inflateBlobs } from './blobs.ts';
 import { defaultRegistry, type EventRegistry, type SessionEvent, type SessionEventDataMap, type SessionEventType } from './event-types.ts';
+import type { KeptState } from './reader.ts';
 
 /** An event to append; the log assigns id (unless given), seq, parent and time. */
 export type NewEvent = {
@@ -33,11 +34,22 @@ export class SessionLog {
   readonly store: Store;
   readonly registry: EventRegistry;
   private readonly live = new EventEmitter();
+  /** The latest projection states this process read, most recently used last (see readProjection). */
+  readonly kept = new Map<string, KeptState>();
+  private readonly keptLimit: number;
 
-  constructor(store: Store, registry: EventRegistry = defaultRegistry()) {
+  constructor(store: Store, registry: EventRegistry = defaultRegistry(), options: { keptStates?: number } = {}) {
     this.store = store;
     this.registry = registry;
+    this.keptLimit = options.keptStates ?? 256;
     this.live.setMaxListeners(0);
+  }
+
+  /** Keeps a projection state in memory, forgetting the least recently used beyond the limit. */
+  keep(key: string, state: KeptState): void {
+    this.kept.delete(key);
+    this.kept.set(key, state);
+    if (this.kept.size > this.keptLimit) this.kept.delete(this.kept.keys().next().value!);
   }
 
   /**
@@ -132,21 +144,26 @@ export class SessionLog {
     };
   }
 
-  /** Decodes stored events: blobs inflated, upcast to current versions; ignorable unknowns skipped. */
-  async decode(stored: readonly StoredEvent[], ops: StoreOps = this.store): Promise<SessionEvent[]> {
+  /**
+   * Decodes stored events: blobs inflated, upcast to current versions (and then validated);
+   * ignorable unknowns skipped. Data at the current version was validated when it was written;
+   * `validate` checks it again (the replay check does).
+   */
+  async decode(stored: readonly StoredEvent[], ops: StoreOps = this.store, options: { validate?: boolean } = {}): Promise<SessionEvent[]> {
     const hashes = new Set<string>();
     for (const s of stored) for (const h of blobRefsOf(s.data)) hashes.add(h);
     const blobs = hashes.size > 0 ? await ops.getBlobs([...hashes]) : new Map<string, string>();
     const out: SessionEvent[] = [];
     for (const s of stored) {
-      const up = this.registry.upcast({ type: s.type, v: s.v, seq: s.seq, ignorable: s.ignorable, data: inflateBlobs(s.data, blobs) });
+      const up = this.registry.upcast({ type: s.type, v: s.v, seq: s.seq, ignorable: s.ignorable, data: inflateBlobs(s.data, blobs) }, { validate: options.validate ?? false });
       if (up) out.push({ ...this.envelope(s), v: up.v, data: up.data } as SessionEvent);
     }
     return out;
   }
 
-  async read(sessionId: string, options: ReadEventsOptions = {}, ops: StoreOps = this.store): Promise<SessionEvent[]> {
-    return this.decode(await ops.readEvents(sessionId, options), ops);
+  async read(sessionId: string, options: ReadEventsOptions & { validate?: boolean } = {}, ops: StoreOps = this.store): Promise<SessionEvent[]> {
+    const { validate, ...read } = options;
+    return this.decode(await ops.readEvents(sessionId, read), ops, validate !== undefined ? { validate } : {});
   }
 
   async session(sessionId: string, ops: StoreOps = this.store) {

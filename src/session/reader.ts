@@ -50,16 +50,33 @@ export async function pathEntries(log: SessionLog, sessionId: string, leafId: st
 }
 
 /**
- * Reads a projection: its last snapshot plus the events after it. A path projection whose branch
- * moved since the snapshot is rebuilt from the path instead. A new snapshot is written (state and
- * asOfSeq in one row, so in one transaction) once `snapshotEvery` events had to be folded.
+ * Reads a projection: its latest state plus the events after it. The latest state is the copy
+ * this process keeps in memory from its last read (for projections that can be copied cheaply,
+ * like the model context: then a run's start costs the events since the last run, not the
+ * history), or else the last snapshot. A path projection whose branch moved since is rebuilt from
+ * the path instead. A new snapshot is written (state and asOfSeq in one row, so in one
+ * transaction) once the events since the last one reach `snapshotEvery` or the state's own size,
+ * whichever is more: so writing snapshots costs a constant amount per event however long the
+ * history grows, and a cold read folds at most about as many events as the snapshot holds.
  */
 export async function readProjection<S>(log: SessionLog, sessionId: string, p: Projection<S>, snapshotEvery: number, ops: StoreOps = log.store): Promise<ProjectionRead<S>> {
   const session = await log.session(sessionId, ops);
   const lastSeq = session.lastSeq;
-  const snap = await ops.getSnapshot(sessionId, p.name, p.version);
-  const from = snap && snap.asOfSeq <= lastSeq ? snap : undefined;
-  let state = from ? (from.state as S) : p.init();
+  const key = `${sessionId}\u0000${p.name}\u0000${p.version}`;
+  const kept = p.clone ? (log.kept.get(key) as KeptState<S> | undefined) : undefined;
+  let from: { asOfSeq: number; leafId: string | null; state: S } | undefined;
+  let storedSeq = 0;
+  if (kept && kept.asOfSeq <= lastSeq) {
+    from = { asOfSeq: kept.asOfSeq, leafId: kept.leafId, state: p.clone!(kept.state) };
+    storedSeq = kept.storedSeq;
+  } else {
+    const snap = await ops.getSnapshot(sessionId, p.name, p.version);
+    if (snap && snap.asOfSeq <= lastSeq) {
+      from = { asOfSeq: snap.asOfSeq, leafId: snap.leafId, state: snap.state as S };
+      storedSeq = snap.asOfSeq;
+    }
+  }
+  let state = from ? from.state : p.init();
   let folded = 0;
   // A rebuilt path costs the path's length to fold again: keep it even when short.
   let mustSnapshot = false;
@@ -106,8 +123,20 @@ export async function readProjection<S>(log: SessionLog, sessionId: string, p: P
     }
   }
 
-  if (mustSnapshot || folded >= snapshotEvery) {
+  if (mustSnapshot || lastSeq - storedSeq >= Math.max(snapshotEvery, p.size?.(state) ?? 0)) {
     await ops.putSnapshot({ sessionId, projection: p.name, version: p.version, asOfSeq: lastSeq, leafId: session.leafId, state });
+    storedSeq = lastSeq;
   }
+  // Only what is committed is kept: a read inside a transaction may see writes that roll back.
+  if (p.clone && ops === log.store) log.keep(key, { asOfSeq: lastSeq, leafId: session.leafId, state: p.clone(state), storedSeq });
   return { state, asOfSeq: lastSeq, leafId: session.leafId, folded };
+}
+
+/** A projection's state as of a seq and leaf, kept in memory by the process that read it. */
+export interface KeptState<S = unknown> {
+  asOfSeq: number;
+  leafId: string | null;
+  state: S;
+  /** The seq of the latest snapshot stored. */
+  storedSeq: number;
 }

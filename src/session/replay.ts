@@ -48,7 +48,7 @@ export async function verifyReplay(log: SessionLog, sessionId: string, options: 
   };
 
   for (let after = 0; after < session.lastSeq; ) {
-    const page = await log.read(sessionId, { afterSeq: after, untilSeq: session.lastSeq, limit: 1000 });
+    const page = await log.read(sessionId, { afterSeq: after, untilSeq: session.lastSeq, limit: 1000, validate: true });
     if (page.length === 0) break;
     for (const e of page) {
       report.events++;

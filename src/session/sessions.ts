@@ -288,7 +288,7 @@ export class Sessions {
    * close to the window, or after the provider reports an overflow.
    */
   async startTurn(sessionId: string, agent: AgentDefinition, options: SessionTurnOptions = {}): Promise<TurnHandle> {
-    const [ctx, stats] = await Promise.all([this.context(sessionId), this.stats(sessionId)]);
+    const [ctx, session] = await Promise.all([this.context(sessionId), this.get(sessionId)]);
     const { compaction, runId, hooks, ...rest } = options;
     const allHooks: TurnHooks[] = hooks === undefined ? [] : Array.isArray(hooks) ? [...hooks] : [hooks as TurnHooks];
     if (compaction) allHooks.push(compactionHook(this.log, sessionId, agent.model, compaction, this.snapshotEvery));
@@ -296,7 +296,7 @@ export class Sessions {
       ...rest,
       sink: new SessionSink(this.log, sessionId, runId !== undefined ? { runId } : {}),
       history: ctx.messages,
-      turn: stats.lastTurn + 1,
+      turn: session.lastTurn + 1,
       scope: sessionId,
       hooks: allHooks,
     });

@@ -17,6 +17,8 @@ export interface SessionRecord {
   agent: string | null;
   /** The last event's seq (0 for none): seqs are 1..lastSeq with no gap. */
   lastSeq: number;
+  /** The highest turn number of its events (0 for none): the next turn is this + 1. */
+  lastTurn: number;
   /** The current leaf of the conversation tree. */
   leafId: string | null;
   origin: { sessionId: string; entryId: string } | null;

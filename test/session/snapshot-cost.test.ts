@@ -4,6 +4,7 @@ import {
   fold,
   openSqliteStore,
   readProjection,
+  SessionLog,
   Sessions,
   statsProjection,
   transcriptProjection,
@@ -14,7 +15,7 @@ import {
 } from '../../src/index.ts';
 
 /**
- * The cost of a read is the tail since the last snapshot, not the history: a long session reads in
+ * The cost of a read is the tail since the latest state (kept in memory, or the last snapshot), not the history: a long session reads in
  * time proportional to what happened since, a branch move rebuilds once from the path, and a
  * compaction bounds that rebuild to the part of the path it kept.
  */
@@ -37,6 +38,8 @@ describe('snapshot cost', () => {
   let id: string;
 
   const read = <S>(p: Projection<S>) => readProjection(sessions.log, id, p, EVERY);
+  /** A read by a process that has kept nothing in memory: from the stored snapshot. */
+  const coldRead = <S>(p: Projection<S>) => readProjection(new SessionLog(store), id, p, EVERY);
   /** The from-scratch answer the snapshot-backed read must equal. */
   const scratch = async <S>(p: Projection<S>): Promise<S> => {
     const events = await sessions.log.read(id);
@@ -79,15 +82,17 @@ describe('snapshot cost', () => {
     expect((await read(transcriptProjection)).folded).toBe(10);
     expect((await read(statsProjection)).state).toEqual(await scratch(statsProjection));
 
-    // Nothing new: nothing more than the (short, unsnapshotted) tail to fold.
-    expect((await read(contextProjection)).folded).toBe(10);
-
-    // A tail of snapshotEvery or more is folded once and then snapshotted.
-    await sessions.append(id, linear(300));
-    expect((await read(contextProjection)).folded).toBe(310);
+    // Nothing new: nothing to fold, the process keeps the context it read last in memory...
     expect((await read(contextProjection)).folded).toBe(0);
+    // ...while a cold reader (another process) folds the short tail after the stored snapshot.
+    expect((await coldRead(contextProjection)).folded).toBe(10);
+
+    await sessions.append(id, linear(300));
+    expect((await read(contextProjection)).folded).toBe(300);
+    expect((await coldRead(contextProjection)).folded).toBe(310);
     await sessions.append(id, linear(3));
     expect((await read(contextProjection)).folded).toBe(3);
+    expect((await coldRead(contextProjection)).state).toEqual(await scratch(contextProjection));
   });
 
   it('rebuilds once from the path after a branch switch, then folds only the tail again', async () => {
@@ -163,9 +168,9 @@ describe('snapshot cost', () => {
     expect(next.folded).toBe(4);
     expect(next.state).toEqual(await scratch(contextProjection));
 
-    // A switch to the leaf it is already on is not a move: no rebuild.
+    // A switch to the leaf it is already on is not a move: no rebuild (the kept state folds the one event).
     await sessions.switchBranch(id, (await sessions.get(id)).leafId);
-    expect((await read(contextProjection)).folded).toBe(4 + 1);
+    expect((await read(contextProjection)).folded).toBe(1);
 
     // The transcript is not bounded by compaction: it shows the whole path, compaction marker included.
     const end = (await sessions.get(id)).leafId;
@@ -174,5 +179,35 @@ describe('snapshot cost', () => {
     const transcript = await read(transcriptProjection);
     expect(transcript.state).toEqual(await scratch(transcriptProjection));
     expect(transcript.state.items.filter((x) => x.kind === 'compaction')).toHaveLength(1);
+  });
+
+  it('writes a snapshot once the events since the last one reach snapshotEvery or the state\'s own size, whichever is more', async () => {
+    // So writing snapshots costs the same per event however long the history grows, and a cold
+    // read (a process that kept nothing in memory) folds at most about what the snapshot holds.
+    const other = (await sessions.create()).id;
+    const warm = () => readProjection(sessions.log, other, contextProjection, EVERY);
+    const cold = () => readProjection(new SessionLog(store), other, contextProjection, EVERY);
+    await sessions.append(other, linear(500));
+    const first = await warm();
+    // Built from nothing: stored at once.
+    expect((await cold()).folded).toBe(0);
+    expect(first.state.messages.length).toBeGreaterThan(EVERY);
+    let since = 0;
+    let stored = 0;
+    for (let round = 0; round < 40 && stored < 1; round++) {
+      await sessions.append(other, linear(100));
+      since += 100;
+      const w = await warm();
+      expect(w.folded).toBe(100);
+      const due = since >= Math.max(EVERY, w.state.messages.length);
+      expect((await cold()).folded).toBe(due ? 0 : since);
+      if (due) {
+        stored++;
+        since = 0;
+      }
+    }
+    expect(stored).toBe(1);
+    expect(since).toBe(0);
+    expect((await cold()).state).toEqual((await warm()).state);
   });
 });

@@ -71,6 +71,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           metadata: {},
           agent: null,
           lastSeq: 0,
+          lastTurn: 0,
           leafId: null,
           origin: null,
           archivedAt: null,
@@ -97,6 +98,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           metadata,
           agent: 'helper',
           lastSeq: 0,
+          lastTurn: 0,
           leafId: null,
           origin: { sessionId: 's1', entryId: 'e9' },
           archivedAt: null,
@@ -181,6 +183,17 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
     });
 
     describe('append and read', () => {
+      it('keeps the highest turn of the events appended: the next turn is one more', async () => {
+        await session('t');
+        expect((await store.getSession('t'))!.lastTurn).toBe(0);
+        await store.append('t', [draft(), draft({ turn: 1 })]);
+        expect((await store.getSession('t'))!.lastTurn).toBe(1);
+        await store.append('t', [draft({ turn: 3 }), draft({ turn: 2 }), draft()]);
+        expect((await store.getSession('t'))!.lastTurn).toBe(3);
+        await store.append('t', [draft()]);
+        expect((await store.getSession('t'))!).toMatchObject({ lastTurn: 3, lastSeq: 6 });
+      });
+
       it('allocates seqs 1..n with no gap over several appends and returns what readEvents returns', async () => {
         await session('s');
         const returned: StoredEvent[] = [];

@@ -390,6 +390,24 @@ export function runsContract(name: string, open: () => Promise<OpenedRunsStore>)
       });
     });
 
+    describe("a run's events", () => {
+      it('are read from its first event on, only its own, in seq order, whatever came before it in the session', async () => {
+        const sid = await session();
+        await store.append(sid, [note(), note({ runId: 'an-earlier-run' }), note()]);
+        const r = await run(sid);
+        await store.append(sid, [note({ runId: r.id, data: { n: 1 } }), note(), note({ runId: r.id, data: { n: 2 } })]);
+        await store.append(sid, [note({ runId: r.id, data: { n: 3 } })]);
+        const mine = await store.readEvents(sid, { runId: r.id });
+        expect(mine.map((e) => [e.seq, (e.data as { n: number }).n])).toEqual([[4, 1], [6, 2], [7, 3]]);
+        expect((await store.readEvents(sid, { runId: r.id, afterSeq: 4 })).map((e) => e.seq)).toEqual([6, 7]);
+        expect((await store.readEvents(sid, { runId: r.id, afterSeq: 4, untilSeq: 6 })).map((e) => e.seq)).toEqual([6]);
+        expect((await store.readEvents(sid, { runId: r.id, limit: 1 })).map((e) => e.seq)).toEqual([4]);
+        // Another session's events, and a run that has none, give nothing.
+        expect(await store.readEvents(await session(), { runId: r.id })).toEqual([]);
+        expect(await store.readEvents(sid, { runId: (await run(await session())).id })).toEqual([]);
+      });
+    });
+
     describe('fenced append', () => {
       it('appends while the token is current; a stale token throws FencedError and writes nothing', async () => {
         const r = await claimed('w1');

@@ -212,13 +212,13 @@ describe('sqlite store', () => {
     expect(store.commitCount).toBe(before + 1);
     expect(await store.getSession('s')).toMatchObject({ lastSeq: 4, title: 'renamed' });
 
-    // A transaction that throws rolls back its work, but its group's COMMIT still ran (and counts).
+    // A transaction that throws alone in its group rolls back: nothing commits, nothing counts.
     before = store.commitCount;
     await expect(store.transaction(async (tx) => {
       await tx.append('s', [mk('e5')]);
       throw new Error('no');
     })).rejects.toThrow('no');
-    expect(store.commitCount).toBe(before + 1);
+    expect(store.commitCount).toBe(before);
     expect((await store.getSession('s'))!.lastSeq).toBe(4);
 
     // Writes queued together share one group commit.

@@ -68,6 +68,14 @@ export const contextProjection: Projection<ContextState> = {
     }
     return s;
   },
+  // Messages are not changed once folded, except the last one while tool results join it.
+  clone: (s) => {
+    const messages = s.messages.slice();
+    const last = messages.at(-1);
+    if (last?.role === 'tool') messages[messages.length - 1] = { ...last, content: last.content.slice() };
+    return { summary: s.summary, messages, entryIds: s.entryIds.slice(), turns: s.turns.slice(), lastInputTokens: s.lastInputTokens };
+  },
+  size: (s) => s.messages.length,
 };
 
 /**

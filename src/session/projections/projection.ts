@@ -18,6 +18,13 @@ export interface Projection<S> {
   readonly pathStart?: 'root' | 'latest-compaction';
   init(): S;
   apply(state: S, event: SessionEvent): S;
+  /**
+   * A copy that folding more events into leaves the original as it was (for the in-memory copy of
+   * the latest state a process keeps; see reader.ts). Projections without it are not kept.
+   */
+  clone?(state: S): S;
+  /** How big the state is, in events' worth (snapshots are written about that often, see reader.ts). */
+  size?(state: S): number;
 }
 
 export function fold<S>(p: Projection<S>, events: Iterable<SessionEvent>, state: S = p.init()): S {

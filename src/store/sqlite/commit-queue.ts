@@ -98,6 +98,7 @@ export class CommitQueue {
       for (const op of batch) op.reject(e);
       return;
     }
+    if (batch.length === 1) return this.flushOne(batch[0]!);
     const results: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
     for (const op of batch) {
       this.db.exec('SAVEPOINT keel_write');
@@ -128,6 +129,22 @@ export class CommitQueue {
       if (r.ok) op.resolve(r.value);
       else op.reject(r.error);
     });
+  }
+
+  /** A batch of one write (the common case with one run at a time): its own transaction, no savepoint. */
+  private async flushOne(op: WriteOp): Promise<void> {
+    let value: unknown;
+    try {
+      value = op.fn();
+      if (value instanceof Promise) value = await value;
+      this.db.exec('COMMIT');
+    } catch (e) {
+      if (this.db.inTransaction) this.db.exec('ROLLBACK');
+      op.reject(e);
+      return;
+    }
+    this.commits++;
+    op.resolve(value);
   }
 
   /**

@@ -150,6 +150,22 @@ export const migrations: ReadonlyArray<{ version: number; sql: string }> = [
       );
     `,
   },
+  {
+    version: 4,
+    sql: `
+      -- The highest turn number of a session's events, kept with each append: the next turn's
+      -- number without reading the log (ADR-0008).
+      ALTER TABLE sessions ADD COLUMN last_turn INTEGER NOT NULL DEFAULT 0;
+      UPDATE sessions SET last_turn = coalesce((SELECT max(turn) FROM events WHERE events.session_id = sessions.id), 0);
+
+      -- A run's events all follow its first one in its session: reading them is a range of the
+      -- session's seqs from there, so the events need no index by run (one index less to write
+      -- per event on the hot path).
+      ALTER TABLE runs ADD COLUMN first_seq INTEGER;
+      UPDATE runs SET first_seq = (SELECT min(seq) FROM events WHERE events.run_id = runs.id AND events.session_id = runs.session_id);
+      DROP INDEX events_run;
+    `,
+  },
 ];
 
 export const latestSchemaVersion = migrations.at(-1)!.version;

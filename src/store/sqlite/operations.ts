@@ -50,9 +50,11 @@ export function createOperations(db: Database.Database, st: Statements): SyncOps
     if (expectLastSeq !== undefined && s.last_seq !== expectLastSeq) throw new SeqConflictError(sessionId, expectLastSeq, s.last_seq);
     let seq = s.last_seq;
     let leaf = s.leaf_id;
+    let lastTurn = 0;
     const out: StoredEvent[] = [];
     for (const d of drafts) {
       seq++;
+      if (d.turn !== undefined && d.turn > lastTurn) lastTurn = d.turn;
       let parent: string | null = null;
       if (d.entry) {
         parent = d.parentId !== undefined ? d.parentId : leaf;
@@ -97,7 +99,7 @@ export function createOperations(db: Database.Database, st: Statements): SyncOps
         data: d.data,
       });
     }
-    st.advance.run(seq, leaf, sessionId);
+    st.advance.run(seq, leaf, lastTurn, sessionId);
     return out;
   };
 
@@ -135,7 +137,7 @@ export function createOperations(db: Database.Database, st: Statements): SyncOps
     append,
     readEvents: (sessionId, o = {}) =>
       (o.runId !== undefined
-        ? st.readRunEvents.all(o.runId, sessionId, o.afterSeq ?? 0, o.untilSeq ?? Number.MAX_SAFE_INTEGER, o.limit ?? -1)
+        ? st.readRunEvents.all({ run: o.runId, session: sessionId, after: o.afterSeq ?? 0, until: o.untilSeq ?? Number.MAX_SAFE_INTEGER, limit: o.limit ?? -1 })
         : st.readEvents.all(sessionId, o.afterSeq ?? 0, o.untilSeq ?? Number.MAX_SAFE_INTEGER, o.limit ?? -1)
       ).map(toEvent),
     getEvents: (sessionId, ids) => {

@@ -22,6 +22,7 @@ export type SessionRow = {
   metadata: string;
   agent: string | null;
   last_seq: number;
+  last_turn: number;
   leaf_id: string | null;
   origin_session_id: string | null;
   origin_entry_id: string | null;
@@ -169,6 +170,7 @@ export function toSession(r: SessionRow): SessionRecord {
     metadata: JSON.parse(r.metadata) as JsonObject,
     agent: r.agent,
     lastSeq: r.last_seq,
+    lastTurn: r.last_turn,
     leafId: r.leaf_id,
     origin: r.origin_session_id && r.origin_entry_id ? { sessionId: r.origin_session_id, entryId: r.origin_entry_id } : null,
     archivedAt: r.archived_at,

@@ -32,7 +32,7 @@ export function prepareStatements(db: Database.Database) {
     getIdem: prepare<[string, string], IdempotencyRow>('SELECT * FROM idempotency_keys WHERE tenant = ? AND key = ?'),
     putIdem: prepare('INSERT INTO idempotency_keys (tenant, key, fingerprint, status, body, created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING'),
     pruneIdem: prepare('DELETE FROM idempotency_keys WHERE created_at < ?'),
-    advance: prepare('UPDATE sessions SET last_seq = ?, leaf_id = ? WHERE id = ?'),
+    advance: prepare('UPDATE sessions SET last_seq = ?, leaf_id = ?, last_turn = max(last_turn, ?) WHERE id = ?'),
     updateSession: prepare('UPDATE sessions SET title = ?, metadata = ?, archived_at = ? WHERE id = ?'),
     insertEvent: prepare(
       `INSERT INTO events (id, session_id, seq, type, v, time, run_id, turn, step, entry, parent_id, ignorable, data)
@@ -41,8 +41,11 @@ export function prepareStatements(db: Database.Database) {
     readEvents: prepare<[string, number, number, number], EventRow>(
       'SELECT * FROM events WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?',
     ),
-    readRunEvents: prepare<[string, string, number, number, number], EventRow>(
-      'SELECT * FROM events WHERE run_id = ? AND session_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?',
+    // From the run's first event on (the session's seq index), only the run's.
+    readRunEvents: prepare<[{ run: string; session: string; after: number; until: number; limit: number }], EventRow>(
+      `SELECT * FROM events WHERE session_id = @session
+         AND seq > max(@after, coalesce((SELECT first_seq - 1 FROM runs WHERE id = @run), 0)) AND seq <= @until AND run_id = @run
+       ORDER BY seq LIMIT @limit`,
     ),
     getEvent: prepare<[string, string], EventRow>('SELECT * FROM events WHERE session_id = ? AND id = ?'),
     entryExists: prepare<[string, string], { one: number }>('SELECT 1 AS one FROM events WHERE session_id = ? AND id = ? AND entry = 1'),
@@ -67,9 +70,10 @@ export function prepareStatements(db: Database.Database) {
     ),
     insertRun: prepare(
       `INSERT INTO runs (id, session_id, parent_run_id, parent_tool_call_id, agent_name, agent_version, agent_spec, status,
-                         trigger_message_id, turn, created_at, deadline_at, options, usage)
+                         trigger_message_id, turn, created_at, deadline_at, options, usage, first_seq)
        VALUES (@id, @session_id, @parent_run_id, @parent_tool_call_id, @agent_name, @agent_version, @agent_spec, 'queued',
-               @trigger_message_id, @turn, @created_at, @deadline_at, @options, @usage)`,
+               @trigger_message_id, @turn, @created_at, @deadline_at, @options, @usage,
+               (SELECT last_seq + 1 FROM sessions WHERE id = @session_id))`,
     ),
     getRun: prepare<[string], RunRow>('SELECT * FROM runs WHERE id = ?'),
     activeRun: prepare<[string], RunRow>(`SELECT * FROM runs WHERE session_id = ? AND status NOT IN (${TERMINAL_SQL})`),
