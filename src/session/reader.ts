@@ -4,6 +4,8 @@ import type { SessionLog } from './log.ts';
 import { fold, type Projection } from './projections/index.ts';
 
 const PAGE = 1000;
+/** A path rebuilt from at least this many entries is stored at once (see readProjection). */
+const REBUILD_WORTH_STORING = 64;
 
 export interface ProjectionRead<S> {
   state: S;
@@ -78,7 +80,7 @@ export async function readProjection<S>(log: SessionLog, sessionId: string, p: P
   }
   let state = from ? from.state : p.init();
   let folded = 0;
-  // A rebuilt path costs the path's length to fold again: keep it even when short.
+  // A rebuilt path costs the path's length to fold again: keep it even before snapshotEvery.
   let mustSnapshot = false;
 
   if (p.scope === 'log') {
@@ -119,7 +121,8 @@ export async function readProjection<S>(log: SessionLog, sessionId: string, p: P
       const path = await pathEntries(log, sessionId, session.leafId, p.pathStart === 'latest-compaction', ops);
       state = fold(p, path, p.init());
       folded = path.length;
-      mustSnapshot = folded > 0;
+      // Worth storing unless it is short (a new session's first read is not).
+      mustSnapshot = folded >= Math.min(snapshotEvery, REBUILD_WORTH_STORING);
     }
   }
 
