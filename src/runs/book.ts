@@ -88,8 +88,9 @@ export class RunBook {
     return this.sessions.store;
   }
 
-  private append(tx: StoreOps, sessionId: string, events: readonly NewEvent[], fence?: { runId: string; token: number }) {
-    return this.sessions.log.append(sessionId, events, { tx, ...(fence ? { fence } : {}) });
+  /** `trusted`: the events are built here from typed values (run status changes): no schema check on the hot path. */
+  private append(tx: StoreOps, sessionId: string, events: readonly NewEvent[], fence?: { runId: string; token: number }, trusted = false) {
+    return this.sessions.log.append(sessionId, events, { tx, trusted, ...(fence ? { fence } : {}) });
   }
 
   async get(id: string): Promise<RunRecord> {
@@ -127,7 +128,7 @@ export class RunBook {
         ...(run.turn !== null ? { turn: run.turn } : {}),
         data: { from: run.status, to, attempt: run.attempt, ...(o.reason ? { reason: o.reason } : {}), ...(o.error ? { error: o.error as Record<string, never> } : {}) },
       },
-    ], o.guard?.fencingToken !== undefined ? { runId: run.id, token: o.guard.fencingToken } : undefined);
+    ], o.guard?.fencingToken !== undefined ? { runId: run.id, token: o.guard.fencingToken } : undefined, true);
     const updated = await tx.updateRun(run.id, patch, guard);
     return { run: updated, events };
   }

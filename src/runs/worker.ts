@@ -85,7 +85,7 @@ export class Worker {
         previous === 'running'
           ? { type: 'run/interrupted', runId: run.id, ...turn, data: { attempt: run.attempt, step: (await tx.getCheckpoint(run.id))?.step ?? 0, reason: 'lease_expired' } }
           : { type: 'run/status', runId: run.id, ...turn, data: { from: previous, to: 'running', attempt: run.attempt, reason: `claimed by ${this.id}` } };
-      return { run, events: await book.sessions.log.append(run.sessionId, [event], { tx, fence }) };
+      return { run, events: await book.sessions.log.append(run.sessionId, [event], { tx, fence, trusted: true }) };
     });
     if (!claimed) return undefined;
     // Committed: now live streams may see it.

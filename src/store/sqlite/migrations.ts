@@ -164,6 +164,11 @@ export const migrations: ReadonlyArray<{ version: number; sql: string }> = [
       ALTER TABLE runs ADD COLUMN first_seq INTEGER;
       UPDATE runs SET first_seq = (SELECT min(seq) FROM events WHERE events.run_id = runs.id AND events.session_id = runs.session_id);
       DROP INDEX events_run;
+
+      -- A run's children in id order straight from the index (the run's usage roll-up reads them
+      -- at every end): without the id in it, the planner walked the whole table in id order.
+      DROP INDEX runs_parent;
+      CREATE INDEX runs_parent ON runs(parent_run_id, id) WHERE parent_run_id IS NOT NULL;
     `,
   },
 ];
