@@ -1,5 +1,6 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import canonicalize from 'canonicalize';
+import { canonicalJson } from './canonical-json.ts';
 import type { JsonValue, Message } from '../model/index.ts';
 import type { ToolSchema } from './events.ts';
 
@@ -15,7 +16,8 @@ import type { ToolSchema } from './events.ts';
  *   chain₀ = sha256("keel/prompt/v2"), chainᵢ = sha256(chainᵢ₋₁ + messageHash(mᵢ))
  *   promptHash = sha256(system hash + "\n" + tools hash + "\n" + settings hash + "\n" + chainₙ)
  */
-const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
+// One-shot hashing: no Hash object per call (several per step).
+const sha256 = (s: string): string => hash('sha256', s, 'hex');
 
 /** The content address of a JSON text, as the blob table keys it. */
 export const contentHash = (json: string): string => `sha256:${sha256(json)}`;
@@ -28,9 +30,9 @@ export function messageHash(m: Message): string {
   const size = m.role === 'tool' ? m.content.length : 0;
   const hit = cache.get(m);
   if (hit && hit.size === size) return hit.hash;
-  const hash = sha256(canonicalize(m) ?? 'null');
-  cache.set(m, { size, hash });
-  return hash;
+  const h = sha256(canonicalJson(m));
+  cache.set(m, { size, hash: h });
+  return h;
 }
 
 const settingsHashes = new WeakMap<Record<string, JsonValue>, string>();
@@ -38,7 +40,7 @@ const settingsHashes = new WeakMap<Record<string, JsonValue>, string>();
 /** Settings records are built once per configuration (see the loop): their hash is too. */
 export function settingsHash(settings: Record<string, JsonValue>): string {
   let h = settingsHashes.get(settings);
-  if (h === undefined) settingsHashes.set(settings, (h = sha256(canonicalize(settings) ?? '{}')));
+  if (h === undefined) settingsHashes.set(settings, (h = sha256(canonicalJson(settings))));
   return h;
 }
 

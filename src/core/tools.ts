@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { z } from 'zod';
 import type { JsonValue, ToolCallPart, ToolErrorCode, ToolOutput } from '../model/index.ts';
 import type { ToolSchema } from './events.ts';
@@ -110,7 +110,7 @@ export function askUser(): Tool {
 }
 
 export function idempotencyKey(scope: string, toolCallId: string): string {
-  return createHash('sha256').update(`${scope}\u0000${toolCallId}`).digest('hex').slice(0, 32);
+  return hash('sha256', `${scope}\u0000${toolCallId}`, 'hex').slice(0, 32);
 }
 
 export const toolError = (code: ToolErrorCode, message: string): ToolOutput => ({ type: 'error', code, message });
