@@ -49,6 +49,8 @@ export class Runtime {
   private readonly options: Required<Pick<RuntimeOptions, 'leaseMs' | 'renewEveryMs' | 'maxAttempts' | 'maxDepth'>> & RuntimeOptions;
   private readonly agents = new Map<string, AgentDefinition[]>();
   private readonly wakeups = new EventEmitter();
+  /** A wake-up came that no nap has taken yet. */
+  private woken = false;
   readonly executions = new Map<string, Execution>();
   private readonly workers = new Set<Worker>();
 
@@ -143,11 +145,20 @@ export class Runtime {
     };
   }
 
+  /**
+   * Waits for a wake-up or `ms`. A wake-up that came since the last nap (while the worker was
+   * claiming, say) ends it at once: work queued then is not left for the next poll.
+   */
   nap(ms: number): Promise<void> {
+    if (this.woken) {
+      this.woken = false;
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
         this.wakeups.off('wake', done);
+        this.woken = false;
         resolve();
       };
       const timer = setTimeout(done, ms);
@@ -156,6 +167,7 @@ export class Runtime {
   }
 
   wake(): void {
+    this.woken = true;
     this.wakeups.emit('wake');
   }
 
