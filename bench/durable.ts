@@ -32,6 +32,10 @@
  * for growing it again; the final figures use TRUNCATE. The in-memory loop is measured at the same
  * points with the history carried from run to run (LOOP_REPEAT turns on the same history each).
  *
+ * Paired: PAIRED_ROUNDS rounds, each PAIRED_RUNS durable runs (FULL) then as many floor steps, on their
+ * own files; `ratio` is the median of the rounds' ratios, so that drift of the shared machine between
+ * variants does not decide it (`ratioOfMeans` is durable / floor from the variants above).
+ *
  * Also reported: idle waits inside the timed runs (send → claimed, completed → runs.wait returned),
  * where a missed wake-up would show; and how much the machine was busy otherwise (load average,
  * PSI): wall times on a shared 2-core machine move with other load, CPU times much less.
@@ -69,6 +73,8 @@ const WARMUP = Number(process.env.WARMUP ?? 5);
 const LOOP_RUNS = Number(process.env.LOOP_RUNS ?? 200);
 const LOOP_REPEAT = Number(process.env.LOOP_REPEAT ?? 20);
 const JSON_OUT = process.argv.includes('--json');
+const PAIRED_ROUNDS = Number(process.env.PAIRED_ROUNDS ?? 9);
+const PAIRED_RUNS = Number(process.env.PAIRED_RUNS ?? 4);
 
 const STEPS = TOOL_STEPS + 1;
 /** What one run adds to its session's conversation: the user message, STEPS assistant messages, TOOL_STEPS tool messages. */
@@ -399,6 +405,44 @@ async function floorVariant(path: string, steps: number): Promise<{ sample: Samp
 }
 
 // ---------------------------------------------------------------------------------------------
+// paired: durable and floor measured alternately, round after round, so that the machine's drift
+// (other load on a shared 2-core box) hits both alike; the ratio is the median of the rounds'.
+
+async function pairedRatio(dir: string): Promise<{ ratios: number[]; median: number; durableUs: number[]; floorUs: number[] }> {
+  const path = join(dir, 'paired.db');
+  const d = openDurable(path, 'FULL');
+  const floorPath = join(dir, 'paired-floor.db');
+  const db = new Database(floorPath);
+  try {
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = FULL');
+    db.exec('CREATE TABLE events (id INTEGER PRIMARY KEY, data TEXT NOT NULL)');
+    const insert = db.prepare<[string]>('INSERT INTO events (data) VALUES (?)');
+    for (let i = 0; i < WARMUP; i++) await durableRun(d, (await d.rt.sessions.create()).id, i);
+    for (let i = 0; i < 50; i++) insert.run(floorPayload(-1 - i));
+    const ratios: number[] = [];
+    const durableUs: number[] = [];
+    const floorUs: number[] = [];
+    for (let round = 0; round < PAIRED_ROUNDS; round++) {
+      const samples: Sample[] = [];
+      for (let i = 0; i < PAIRED_RUNS; i++) samples.push((await durableRun(d, (await d.rt.sessions.create()).id, i)).sample);
+      const steps = PAIRED_RUNS * STEPS;
+      const payloads = Array.from({ length: steps }, (_, i) => floorPayload(round * steps + i));
+      const { sample: floor } = await timed(steps, async () => {
+        for (const p of payloads) insert.run(p);
+      });
+      durableUs.push(usPerStep(sum(samples)));
+      floorUs.push(usPerStep(floor));
+      ratios.push(usPerStep(sum(samples)) / usPerStep(floor));
+    }
+    return { ratios, median: median(ratios), durableUs, floorUs };
+  } finally {
+    await closeDurable(d);
+    db.close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // loop: Keel's in-memory loop
 
 async function loopRun(agent: AgentDefinition, history: readonly Message[], turn: number): Promise<Message[]> {
@@ -607,6 +651,7 @@ try {
   const normal = await durableVariant(join(dir, 'normal.db'), 'NORMAL');
   const effectful = await durableVariant(join(dir, 'effectful.db'), 'FULL', { effectful: true });
   const floor = await floorVariant(join(dir, 'floor.db'), durable.sample.steps);
+  const paired = await pairedRatio(dir);
   const loop = await loopVariant();
   const hand = await handLoopVariant();
   const growth = growthPoints(join(dir, 'growth.db'), await durableGrowth(join(dir, 'growth.db')), await loopGrowth());
@@ -629,7 +674,12 @@ try {
     cpuSystemUsPerStep: durable.sample.systemUs / durable.sample.steps,
     floorUsPerStep: usPerStep(floor.sample),
     floorCpuUsPerStep: cpuPerStep(floor.sample),
-    ratio: usPerStep(durable.sample) / usPerStep(floor.sample),
+    // The median of the paired rounds' ratios (durable and floor measured alternately).
+    ratio: paired.median,
+    pairedRatios: paired.ratios,
+    pairedUsPerStep: median(paired.durableUs),
+    pairedFloorUsPerStep: median(paired.floorUs),
+    ratioOfMeans: usPerStep(durable.sample) / usPerStep(floor.sample),
     normalUsPerStep: usPerStep(normal.sample),
     effectfulUsPerStep: usPerStep(effectful.sample),
     effectfulCommitsPerStep: effectful.commitsPerStep,
@@ -693,7 +743,7 @@ try {
     out(lags('durable', result.lags));
     out(lags('normal', result.normalLags));
     out('');
-    out(`  durable / floor      : ${fmt(result.ratio, 2)}×`);
+    out(`  durable / floor      : ${fmt(result.ratio, 2)}× (median of ${PAIRED_ROUNDS} rounds measured alternately: ${paired.ratios.map((r) => fmt(r, 2)).join(', ')}; medians ${fmt(result.pairedUsPerStep)} / ${fmt(result.pairedFloorUsPerStep)} µs/step); ${fmt(result.ratioOfMeans, 2)}× from the variants above`);
     out(`  durable − normal     : ${fmt(result.usPerStep - result.normalUsPerStep)} µs/step (what the fsyncs cost)`);
     out(`  normal − loop        : ${fmt(result.normalUsPerStep - result.loopUsPerStep)} µs/step (the durable path without fsync, over the in-memory loop)`);
     out(`  loop / handLoop      : ${fmt(result.loopRatio, 2)}×`);

@@ -240,6 +240,11 @@ export class ProviderPromptBuilder {
     this.consumed = messages.length;
     const last = messages.at(-1);
     this.lastSize = last?.role === 'tool' ? last.content.length : 0;
-    return system ? [{ role: 'system', content: system }, ...this.rendered] : this.rendered.slice();
+    if (!system) return this.rendered.slice();
+    // One copy of the array (the provider may keep what it was given): the system message first.
+    const prompt = new Array<LanguageModelV4Message>(this.rendered.length + 1);
+    prompt[0] = { role: 'system', content: system };
+    for (let i = 0; i < this.rendered.length; i++) prompt[i + 1] = this.rendered[i]!;
+    return prompt;
   }
 }
