@@ -116,7 +116,7 @@ async function throughput(dir: string): Promise<void> {
   console.log(`    wall time        : ${fmt(ms)} ms`);
   console.log(`    runs/s           : ${fmt(RUNS / (ms / 1000), 1)}`);
   console.log(`    steps/s          : ${fmt(steps / (ms / 1000))}`);
-  console.log(`    per-step overhead: ${fmt((ms * 1000) / steps, 1)} µs (wall time / total steps; a tool step is 6 durable writes, group-committed across runs)`);
+  console.log(`    per-step overhead: ${fmt((ms * 1000) / steps, 1)} µs (wall time / total steps; a tool step is 6 events in 1 or 2 commits (ADR-0008), group-committed across runs)`);
   console.log(`    CPU per step     : ${fmt(cpu.user / steps, 1)} µs user + ${fmt(cpu.system / steps, 1)} µs system (this process)`);
   await store.close();
 }

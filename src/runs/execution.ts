@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { startTurn, type AgentDefinition, type TurnEvent, type TurnHandle, type TurnHooks, type TurnResult } from '../core/index.ts';
-import { portableMessages, type UserMessage } from '../model/index.ts';
+import type { UserMessage } from '../model/index.ts';
 import { compactionHook, type CompactionSettings, type TranscriptItem } from '../session/index.ts';
 import type { JsonObject, RunRecord } from '../store/index.ts';
 import type { RunBook, RunOptions, Waiting } from './book.ts';
@@ -145,8 +145,8 @@ export class Execution {
     let start: () => TurnHandle;
     if (!checkpoint && !tail.some((e) => e.type === 'turn/start')) {
       // A fresh run: the session's model context (the trigger message is already in it).
-      const context = await book.sessions.context(run.sessionId);
-      const history = portableMessages(context.messages);
+      // (The loop makes it portable: opaque reasoning never crosses a turn.)
+      const history = (await book.sessions.context(run.sessionId)).messages;
       start = () => startTurn(agent, { ...base, history });
     } else {
       const { messages } = await book.sessions.turnConversation(run.sessionId, run.turn ?? 0);

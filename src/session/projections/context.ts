@@ -95,8 +95,9 @@ export function contextMessages(s: ContextState, options: { openTurn?: number } 
     const calls = callsOf(m);
     if (calls.length === 0) continue;
     const next = s.messages[i + 1];
-    const answered = new Set(next?.role === 'tool' ? next.content.map((r) => r.toolCallId) : []);
-    const missing = calls.filter((c) => !answered.has(c.toolCallId));
+    // Read at every run's start over the whole context: no allocation for a call that has its result.
+    const results = next?.role === 'tool' ? next.content : [];
+    const missing = calls.filter((c) => !results.some((r) => r.toolCallId === c.toolCallId));
     if (missing.length === 0) continue;
     const filler = missing.map((c) => ({
       type: 'tool-result' as const,
