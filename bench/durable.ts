@@ -381,16 +381,21 @@ function floorPayload(i: number): string {
   return JSON.stringify(row);
 }
 
-async function floorVariant(path: string, steps: number): Promise<{ sample: Sample; bytesPerStep: number; writtenPerStep: number | null; rowBytes: number }> {
+/** The floor's database, warmed up; `insert` is one row in its own transaction: one commit, one fsync. */
+function openFloor(path: string): { db: Database.Database; insert: Database.Statement<[string]> } {
   const db = new Database(path);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = FULL');
+  db.exec('CREATE TABLE events (id INTEGER PRIMARY KEY, data TEXT NOT NULL)');
+  const insert = db.prepare<[string]>('INSERT INTO events (data) VALUES (?)');
+  for (let i = 0; i < 50; i++) insert.run(floorPayload(-1 - i));
+  return { db, insert };
+}
+
+async function floorVariant(path: string, steps: number): Promise<{ sample: Sample; bytesPerStep: number; writtenPerStep: number | null; rowBytes: number }> {
+  const { db, insert } = openFloor(path);
   try {
-    db.pragma('journal_mode = WAL');
-    db.pragma('synchronous = FULL');
-    db.exec('CREATE TABLE events (id INTEGER PRIMARY KEY, data TEXT NOT NULL)');
-    // Outside an explicit transaction each INSERT is its own transaction: one commit, one fsync.
-    const insert = db.prepare<[string]>('INSERT INTO events (data) VALUES (?)');
     const payloads = Array.from({ length: steps }, (_, i) => floorPayload(i));
-    for (let i = 0; i < 50; i++) insert.run(floorPayload(-1 - i));
     const disk0 = await checkpointed(db, path, 'RESTART');
     const w0 = written();
     const { sample } = await timed(steps, async () => {
@@ -411,15 +416,9 @@ async function floorVariant(path: string, steps: number): Promise<{ sample: Samp
 async function pairedRatio(dir: string): Promise<{ ratios: number[]; median: number; durableUs: number[]; floorUs: number[] }> {
   const path = join(dir, 'paired.db');
   const d = openDurable(path, 'FULL');
-  const floorPath = join(dir, 'paired-floor.db');
-  const db = new Database(floorPath);
+  const { db, insert } = openFloor(join(dir, 'paired-floor.db'));
   try {
-    db.pragma('journal_mode = WAL');
-    db.pragma('synchronous = FULL');
-    db.exec('CREATE TABLE events (id INTEGER PRIMARY KEY, data TEXT NOT NULL)');
-    const insert = db.prepare<[string]>('INSERT INTO events (data) VALUES (?)');
     for (let i = 0; i < WARMUP; i++) await durableRun(d, (await d.rt.sessions.create()).id, i);
-    for (let i = 0; i < 50; i++) insert.run(floorPayload(-1 - i));
     const ratios: number[] = [];
     const durableUs: number[] = [];
     const floorUs: number[] = [];
