@@ -5,6 +5,9 @@ import type { SessionEvent, SessionLog } from '../session/index.ts';
 import { isTerminal, type RunStatus } from '../store/index.ts';
 import { eventJson } from './schemas.ts';
 
+/** Sessions whose position the hub keeps (those with deltas pending always stay). */
+const MAX_SESSIONS = 10_000;
+
 /**
  * The deltas of the messages being streamed in each session, numbered: a delta's SSE id is
  * `seq.n`, the n-th delta after durable event `seq`, the latest the session published before it.
@@ -21,20 +24,13 @@ export class DeltaHub {
   constructor(log: SessionLog) {
     // Registered before any stream, so the hub numbers each delta before a connection sees it.
     this.off = log.subscribeAll((sessionId, item) => {
-      let s = this.sessions.get(sessionId);
+      const s = this.entry(sessionId);
       if (item.kind === 'delta') {
-        if (!s) this.sessions.set(sessionId, (s = { seq: 0, n: 0, deltas: [] }));
         s.n++;
         s.deltas.push({ delta: item.delta, id: `${s.seq}.${s.n}`, seq: s.seq, n: s.n });
         return;
       }
       const e = item.event;
-      const over = e.type === 'turn/end' || (e.type === 'run/status' && isTerminal(e.data.to));
-      if (!s) {
-        // Nothing streams yet: keep the position while a turn is on, to number its first deltas.
-        if (e.turn !== undefined && !over) this.sessions.set(sessionId, { seq: e.seq, n: 0, deltas: [] });
-        return;
-      }
       if (e.seq > s.seq) {
         // The next deltas are numbered after this event.
         s.seq = e.seq;
@@ -43,13 +39,34 @@ export class DeltaHub {
       // A message whose durable version (or abandonment) is published needs its deltas no more.
       const done = e.type === 'assistant/message' ? e.data.message.id : e.type === 'model/retry' ? e.data.abandonedMessageId : undefined;
       if (done !== undefined) s.deltas = s.deltas.filter((d) => d.delta.messageId !== done);
-      else if (over) this.sessions.delete(sessionId);
+      else if (e.type === 'turn/end' || (e.type === 'run/status' && isTerminal(e.data.to))) s.deltas = [];
     });
+  }
+
+  /**
+   * The session's position, most recently used last. Sessions seen without deltas pending are
+   * forgotten beyond MAX_SESSIONS; a session never seen numbers its first deltas after seq 0.
+   */
+  private entry(sessionId: string): HubSession {
+    let s = this.sessions.get(sessionId);
+    if (s) this.sessions.delete(sessionId);
+    else s = { seq: 0, n: 0, deltas: [] };
+    this.sessions.set(sessionId, s);
+    if (this.sessions.size > MAX_SESSIONS) {
+      for (const [id, other] of this.sessions) {
+        if (other.deltas.length === 0) {
+          this.sessions.delete(id);
+          break;
+        }
+      }
+    }
+    return s;
   }
 
   /** The messages streaming in a session now: their deltas so far, in id order. */
   current(sessionId: string): { deltas: readonly HubDelta[] } | undefined {
-    return this.sessions.get(sessionId);
+    const s = this.sessions.get(sessionId);
+    return s && s.deltas.length > 0 ? s : undefined;
   }
 
   /** The id of the session's latest delta. */

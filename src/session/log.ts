@@ -37,19 +37,35 @@ export class SessionLog {
   /** The latest projection states this process read, most recently used last (see readProjection). */
   readonly kept = new Map<string, KeptState>();
   private readonly keptLimit: number;
+  private readonly keptSizeLimit: number;
+  private keptSize = 0;
 
-  constructor(store: Store, registry: EventRegistry = defaultRegistry(), options: { keptStates?: number } = {}) {
+  /**
+   * `keptStates` and `keptSize` bound the projection states kept in memory: how many, and how
+   * big together (in the projections' own measure: messages, for the model context).
+   */
+  constructor(store: Store, registry: EventRegistry = defaultRegistry(), options: { keptStates?: number; keptSize?: number } = {}) {
     this.store = store;
     this.registry = registry;
     this.keptLimit = options.keptStates ?? 256;
+    this.keptSizeLimit = options.keptSize ?? 200_000;
     this.live.setMaxListeners(0);
   }
 
-  /** Keeps a projection state in memory, forgetting the least recently used beyond the limit. */
+  /** Keeps a projection state in memory, forgetting the least recently used beyond the limits. */
   keep(key: string, state: KeptState): void {
-    this.kept.delete(key);
+    const before = this.kept.get(key);
+    if (before) {
+      this.kept.delete(key);
+      this.keptSize -= before.size;
+    }
     this.kept.set(key, state);
-    if (this.kept.size > this.keptLimit) this.kept.delete(this.kept.keys().next().value!);
+    this.keptSize += state.size;
+    while (this.kept.size > this.keptLimit || (this.keptSize > this.keptSizeLimit && this.kept.size > 1)) {
+      const [oldest, s] = this.kept.entries().next().value!;
+      this.kept.delete(oldest);
+      this.keptSize -= s.size;
+    }
   }
 
   /**

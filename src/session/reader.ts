@@ -131,7 +131,7 @@ export async function readProjection<S>(log: SessionLog, sessionId: string, p: P
     storedSeq = lastSeq;
   }
   // Only what is committed is kept: a read inside a transaction may see writes that roll back.
-  if (p.clone && ops === log.store) log.keep(key, { asOfSeq: lastSeq, leafId: session.leafId, state: p.clone(state), storedSeq });
+  if (p.clone && ops === log.store) log.keep(key, { asOfSeq: lastSeq, leafId: session.leafId, state: p.clone(state), storedSeq, size: p.size?.(state) ?? 1 });
   return { state, asOfSeq: lastSeq, leafId: session.leafId, folded };
 }
 
@@ -142,4 +142,6 @@ export interface KeptState<S = unknown> {
   state: S;
   /** The seq of the latest snapshot stored. */
   storedSeq: number;
+  /** The state's size in the projection's measure (see Projection.size), for the memory bound. */
+  size: number;
 }

@@ -210,4 +210,27 @@ describe('snapshot cost', () => {
     expect(since).toBe(0);
     expect((await cold()).state).toEqual((await warm()).state);
   });
+
+  it('keeps in memory at most as many states, and as large together, as it is told', async () => {
+    const ids = [];
+    for (let i = 0; i < 3; i++) {
+      const sid = (await sessions.create()).id;
+      await sessions.append(sid, linear(5)); // 4 messages
+      ids.push(sid);
+    }
+    const byCount = new SessionLog(store, undefined, { keptStates: 2 });
+    for (const sid of ids) await readProjection(byCount, sid, contextProjection, EVERY);
+    expect([...byCount.kept.keys()].map((k) => k.split('\u0000')[0])).toEqual(ids.slice(1));
+    // The least recently used goes first: reading the oldest again keeps it and drops the next.
+    await readProjection(byCount, ids[1]!, contextProjection, EVERY);
+    expect([...byCount.kept.keys()].map((k) => k.split('\u0000')[0])).toEqual([ids[2], ids[1]]);
+
+    const bySize = new SessionLog(store, undefined, { keptSize: 10 });
+    for (const sid of ids) await readProjection(bySize, sid, contextProjection, EVERY);
+    expect([...bySize.kept.keys()].map((k) => k.split('\u0000')[0])).toEqual(ids.slice(1));
+    // A state larger than the budget alone is still kept (the latest one).
+    const tiny = new SessionLog(store, undefined, { keptSize: 1 });
+    await readProjection(tiny, ids[0]!, contextProjection, EVERY);
+    expect(tiny.kept.size).toBe(1);
+  });
 });
