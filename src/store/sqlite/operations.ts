@@ -22,10 +22,14 @@ function guard<T>(message: string, fn: () => T): T {
   try {
     return fn();
   } catch (e) {
-    const code = (e as { code?: unknown }).code;
-    if (code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === 'SQLITE_CONSTRAINT_UNIQUE') throw new StoreError('conflict', message, { cause: e });
-    throw e;
+    throw uniqueViolation(e, message);
   }
+}
+
+/** A uniqueness violation as a conflict, not as a driver error; anything else as it is. */
+function uniqueViolation(e: unknown, message: string): unknown {
+  const code = (e as { code?: unknown }).code;
+  return code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === 'SQLITE_CONSTRAINT_UNIQUE' ? new StoreError('conflict', message, { cause: e }) : e;
 }
 
 /**
@@ -67,7 +71,8 @@ export function createOperations(db: Database.Database, st: Statements): SyncOps
       const row = st.fenceOf.get(fence.runId);
       if (!row || row.fencing_token !== fence.token) throw new FencedError(fence.runId, fence.token, row?.fencing_token);
     }
-    const s = sessionRow(sessionId);
+    const s = st.sessionHead.get(sessionId);
+    if (!s) throw new NotFoundError('session', sessionId);
     if (expectLastSeq !== undefined && s.last_seq !== expectLastSeq) throw new SeqConflictError(sessionId, expectLastSeq, s.last_seq);
     let seq = s.last_seq;
     let leaf = s.leaf_id;
@@ -87,23 +92,11 @@ export function createOperations(db: Database.Database, st: Statements): SyncOps
       } else if (d.leaf !== undefined) {
         leaf = d.leaf;
       }
-      guard(`event ${d.id} already exists`, () =>
-        st.insertEvent.run({
-          id: d.id,
-          session_id: sessionId,
-          seq,
-          type: d.type,
-          v: d.v,
-          time: d.time,
-          run_id: d.runId ?? null,
-          turn: d.turn ?? null,
-          step: d.step ?? null,
-          entry: d.entry ? 1 : 0,
-          parent_id: parent,
-          ignorable: d.ignorable ? 1 : 0,
-          data: JSON.stringify(d.data),
-        }),
-      );
+      try {
+        st.insertEvent.run(d.id, sessionId, seq, d.type, d.v, d.time, d.runId ?? null, d.turn ?? null, d.step ?? null, d.entry ? 1 : 0, parent, d.ignorable ? 1 : 0, JSON.stringify(d.data));
+      } catch (e) {
+        throw uniqueViolation(e, `event ${d.id} already exists`);
+      }
       out.push({
         id: d.id,
         sessionId,

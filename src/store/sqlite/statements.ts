@@ -35,10 +35,13 @@ export function prepareStatements(db: Database.Database) {
     pruneIdem: prepare('DELETE FROM idempotency_keys WHERE created_at < ?'),
     advance: prepare('UPDATE sessions SET last_seq = ?, leaf_id = ?, last_turn = max(last_turn, ?) WHERE id = ?'),
     updateSession: prepare('UPDATE sessions SET title = ?, metadata = ?, archived_at = ? WHERE id = ?'),
-    insertEvent: prepare(
+    // Positional parameters: the hot path binds six events a step.
+    insertEvent: prepare<[string, string, number, string, number, number, string | null, number | null, number | null, number, string | null, number, string]>(
       `INSERT INTO events (id, session_id, seq, type, v, time, run_id, turn, step, entry, parent_id, ignorable, data)
-       VALUES (@id, @session_id, @seq, @type, @v, @time, @run_id, @turn, @step, @entry, @parent_id, @ignorable, @data)`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
+    // What an append needs of its session: its position in the log and the tree.
+    sessionHead: prepare<[string], { last_seq: number; leaf_id: string | null }>('SELECT last_seq, leaf_id FROM sessions WHERE id = ?'),
     // No `LIMIT ?` in statements on the hot path: a bound LIMIT costs ~15 µs a query (measured);
     // a limit is written into the SQL instead (see `limited` in operations.ts).
     readEvents: prepare<[string, number, number], EventRow>(
