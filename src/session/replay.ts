@@ -1,8 +1,8 @@
 import { contentHash, promptHash, promptHashV1 } from '../core/index.ts';
-import { portableMessages, type Message } from '../model/index.ts';
+import type { Message } from '../model/index.ts';
 import type { SessionEvent } from './event-types.ts';
 import type { SessionLog } from './log.ts';
-import { contextMessages, contextProjection, fold, type ContextState } from './projections/index.ts';
+import { contextProjection, fold, turnConversation, type ContextState } from './projections/index.ts';
 
 export interface ReplayMismatch {
   seq: number;
@@ -98,10 +98,8 @@ class HeaderContent {
 }
 
 async function check(h: SessionEvent<'request/header'>, state: ContextState, content: HeaderContent, report: ReplayReport): Promise<void> {
-  const turnOf = new Map<string, number>();
-  state.messages.forEach((m, i) => turnOf.set(m.id, state.turns[i]!));
   // What the loop held: earlier turns in portable form (no reasoning), its own turn as produced.
-  const messages: Message[] = contextMessages(state).flatMap((m) => ((turnOf.get(m.id) ?? 0) < (h.turn ?? 0) ? portableMessages([m]) : [m]));
+  const messages: Message[] = turnConversation(state, h.turn ?? 0);
   const mismatch = (kind: ReplayMismatch['kind'], detail: string) => report.mismatches.push({ seq: h.seq, messageId: h.data.messageId, kind, detail });
   const legacy = h.data.legacy;
   if (legacy) {

@@ -153,4 +153,37 @@ describe('write-ahead', () => {
     expect(contentOf(sink, headers[1]!.data.system)).toBe('S');
     expect(headers[1]!.data.messageId).not.toBe(headers[0]!.data.messageId);
   });
+
+  it('asks for durability only at its durable points: before a tool that is not idempotent runs, at the end of a step that ran tools, at the turn end', async () => {
+    const ran: string[] = [];
+    const make = (name: string, idempotent: boolean) =>
+      tool({ name, description: name, input: z.object({}), idempotent, execute: () => void ran.push(name) });
+    const model = new ScriptedModel([
+      { toolCalls: [{ id: 'p1', name: 'pure', input: {} }] },
+      { toolCalls: [{ id: 'c1', name: 'charge', input: {} }, { id: 'p2', name: 'pure', input: {} }] },
+      { text: 'done' },
+    ]);
+    const durableAtRun: number[] = [];
+    const sink = new ProbeSink();
+    const pure = make('pure', true);
+    const charge = tool({
+      name: 'charge',
+      description: 'not safe to repeat',
+      input: z.object({}),
+      execute: () => {
+        // Its call, and everything of its step before it, was durable before it ran.
+        durableAtRun.push(sink.durableAt.at(-1)!);
+        ran.push('charge');
+      },
+    });
+    const result = await runTurn(defineAgent({ name: 't', model, tools: [pure, charge] }), { sink, input: 'go' });
+    expect(result.reason).toBe('completed');
+    const types = sink.events.map((e) => e.type);
+    const at = (n: number) => types.slice(0, n).at(-1);
+    // Step 1 (idempotent only): one durable point, its end. Step 2: its calls before the charge, then its end. Step 3 (final): the turn's end.
+    expect(sink.durableAt.map(at)).toEqual(['step/end', 'tool/call', 'step/end', 'turn/end']);
+    expect(types.slice(sink.durableAt[0]!, sink.durableAt[1]!)).toEqual(['step/start', 'request/header', 'assistant/message', 'tool/call', 'tool/call']);
+    expect(durableAtRun).toEqual([sink.durableAt[1]]);
+    expect(ran).toEqual(['pure', 'charge', 'pure']);
+  });
 });

@@ -26,8 +26,10 @@ import {
   defineAgent,
   isTerminal,
   ScriptedModel,
+  Sessions,
   SqliteStore,
   tool,
+  verifyReplay,
   type EventDraft,
   type StoredEvent,
   type StoreOps,
@@ -238,6 +240,10 @@ describe('crash test: SIGKILL a worker process at random moments', () => {
             }
           }
           expect(results.filter((r) => r.data.output.code === 'outcome_unknown').every((r) => r.data.toolName === 'send_once')).toBe(true);
+          // After every recovery the log still explains every request the runs made.
+          const replay = await verifyReplay(new Sessions({ store }).log, run.sessionId);
+          expect(replay.mismatches).toEqual([]);
+          expect(replay.requests).toBeGreaterThanOrEqual(STEPS + 1);
         }
         // The ledger holds no execution of a call the log does not know.
         expect([...executionsOf.keys()].filter((k) => !seenInLog.has(k))).toEqual([]);
