@@ -1,8 +1,9 @@
 /**
  * Session store figures on embedded SQLite (durable commits: WAL + synchronous=FULL):
  * - durable append throughput, one event per commit, for one session and across 100 sessions;
- * - model-context read time for sessions of 1k, 10k and 100k events, cold (no snapshot) and warm
- *   (snapshot + a short tail), with and without periodic compaction;
+ * - model-context read time for sessions of 1k, 10k and 100k events, cold (no snapshot), from the
+ *   snapshot (a process that kept nothing) and warm (the state this process kept), each with a
+ *   short tail, with and without periodic compaction;
  * - memory to open a 100k-event session and read its context.
  * Run with `npm run bench:store` (node --expose-gc).
  */
@@ -123,7 +124,8 @@ async function timed<T>(fn: () => Promise<T>): Promise<{ ms: number; value: T }>
 }
 
 async function contextReads(): Promise<void> {
-  console.log('model-context read (ms; cold = no snapshot, warm = snapshot + 13-event tail):');
+  console.log('model-context read (ms; cold = no snapshot; snapshot = a process that kept nothing: the stored snapshot + a 13-event tail;');
+  console.log('                    warm = the state this process kept in memory + the same tail):');
   for (const compactEvery of [200, undefined]) {
     const label = compactEvery ? `compaction every ${compactEvery} turns` : 'never compacted';
     for (const size of [1_000, 10_000, 100_000]) {
@@ -136,10 +138,11 @@ async function contextReads(): Promise<void> {
       const sessions = new Sessions({ store });
       const cold = await timed(() => sessions.context(id));
       await sessions.append(id, turnEvents(999_999).map((e) => ({ ...e, turn: 999_999 }) as NewEvent));
+      const fromSnapshot = await timed(() => new Sessions({ store }).context(id));
       const warm = await timed(() => sessions.context(id));
       const stats = await sessions.get(id);
       console.log(
-        `  ${label.padEnd(28)} ${fmt(stats.lastSeq).padStart(7)} events: cold ${cold.ms.toFixed(1).padStart(7)}, warm ${warm.ms.toFixed(1).padStart(6)}  (${warm.value.messages.length} messages in context)`,
+        `  ${label.padEnd(28)} ${fmt(stats.lastSeq).padStart(7)} events: cold ${cold.ms.toFixed(1).padStart(7)}, snapshot ${fromSnapshot.ms.toFixed(1).padStart(6)}, warm ${warm.ms.toFixed(1).padStart(6)}  (${warm.value.messages.length} messages in context)`,
       );
       await store.close();
     }
