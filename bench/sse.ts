@@ -5,7 +5,10 @@
  *
  * Latency is from append to client: each streamed text chunk carries the server's clock when the
  * model emitted it (just before it is published), each durable event its `time`; both processes
- * read the same clock. It includes the clients' own parsing (this process is busy too).
+ * read the same clock. A step's events are published when the step commits (ADR-0008): for most
+ * of them that is after the model call that follows their `time`, so their latency includes that
+ * wait; the events emitted at the commit itself (`step/end`, `turn/end`, `run/status`) show the
+ * delivery after a commit. It includes the clients' own parsing (this process is busy too).
  *
  * Run with `npm run bench:sse`. Knobs: SUBSCRIBERS (1000), STEPS (3 model calls), CHUNKS (200 a
  * call), CHUNK_DELAY_MS (10).
@@ -136,6 +139,7 @@ interface Subscriber {
 }
 
 const eventLatency: number[] = [];
+const commitLatency: number[] = [];
 const deltaLatency: number[] = [];
 
 function subscribe(url: string, agent: Agent): Subscriber {
@@ -169,7 +173,11 @@ function subscribe(url: string, agent: Agent): Subscriber {
           s.events++;
           const e = JSON.parse(data) as { type: string; time: string; data: { to?: string } };
           if (e.type === 'session/created') resolveLive();
-          else eventLatency.push(t - Date.parse(e.time));
+          else {
+            eventLatency.push(t - Date.parse(e.time));
+            // Emitted at a durable point: its time is (about) when its commit happened.
+            if (e.type === 'step/end' || e.type === 'turn/end' || e.type === 'run/status') commitLatency.push(t - Date.parse(e.time));
+          }
           if (e.type === 'run/status' && ['completed', 'failed', 'cancelled', 'timed_out'].includes(e.data.to ?? '')) resolveDone({ ended: true });
         }
       }
@@ -244,6 +252,7 @@ async function main(): Promise<void> {
   console.log(`delivered        ${totalEvents} durable events, ${totalDeltas} deltas (text deltas expected: ${expectedDeltas}); ${((totalEvents + totalDeltas) / (runMs / 1000)).toFixed(0)} messages/s; ${incomplete} subscribers cut off`);
   console.log('\nlatency, append → client (same clock):');
   console.log(summary('durable events', eventLatency));
+  console.log(summary('  of which at a commit', commitLatency));
   console.log(summary('text deltas', deltaLatency));
   console.log('\nserver memory (child process; after a gc where noted):');
   console.log(`before subscribers (gc)   rss ${mb(before.rss).padStart(9)}  heap ${mb(before.heapUsed)}`);
