@@ -35,6 +35,18 @@ export interface EventSink {
   delta?(event: DeltaEvent): void;
 }
 
+/**
+ * A sink's answer to the durable append of a turn's `completed` end when input the turn must take
+ * first is waiting (steering stored meanwhile, by this process or another): nothing of that append
+ * became durable, and the turn goes on at its next step boundary, where it takes that input.
+ */
+export class TurnNotOverError extends Error {
+  constructor(message = 'input is waiting for this turn: it is not over') {
+    super(message);
+    this.name = 'TurnNotOverError';
+  }
+}
+
 /** Keeps everything in memory: for tests, demos and embedding without persistence. */
 export class MemorySink implements EventSink {
   readonly events: TurnEvent[] = [];

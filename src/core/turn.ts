@@ -3,7 +3,7 @@ import type { AgentDefinition } from './agent.ts';
 import type { ConfigChange, TurnHooks } from './hooks.ts';
 import type { EventDataMap, PendingCall, TurnEndReason, TurnError } from './events.ts';
 import { userMessage, type Inbox, type UserInput } from './inbox.ts';
-import type { EventSink } from './sink.ts';
+import { TurnNotOverError, type EventSink } from './sink.ts';
 import { runStep, type StepOutcome } from './step.ts';
 import { finishOpenStep } from './tool-calls.ts';
 import { HookFailure, SinkFailure, settingsRecord, TurnState } from './turn-state.ts';
@@ -87,6 +87,20 @@ export interface TurnHandle {
   configure(change: ConfigChange): void;
 }
 
+type TurnEnd = { reason: TurnEndReason; error?: TurnError; pending?: PendingCall[] };
+
+function failure(e: unknown): TurnEnd {
+  return {
+    reason: 'failed',
+    error:
+      e instanceof SinkFailure
+        ? { kind: 'sink', message: e.message }
+        : e instanceof HookFailure
+          ? { kind: 'hook', message: e.message }
+          : { kind: 'internal', message: e instanceof Error ? e.message : String(e) },
+  };
+}
+
 /**
  * One turn of the agent loop: steps until nothing must be pushed forward now. The step is in
  * step.ts (its end: `endStep`), the model request in model-request.ts, tool calls in
@@ -101,9 +115,8 @@ class TurnRunner {
 
   async run(): Promise<TurnResult> {
     const t = this.t;
-    let reason: TurnEndReason;
-    let error: TurnError | undefined;
-    let pending: PendingCall[] | undefined;
+    let end: TurnEnd;
+    let outcome: StepOutcome | undefined;
     try {
       await t.emit(
         'turn/start',
@@ -115,57 +128,76 @@ class TurnRunner {
         { step: null },
       );
       if (t.options.input !== undefined) await this.addUser(userMessage(t.options.input), 'input');
-
-      let outcome: StepOutcome | undefined;
       if (t.options.resume) {
         t.stepNo = t.options.resume.step;
         outcome = await finishOpenStep(t, t.options.resume);
       }
+    } catch (e) {
+      end = failure(e);
+      await this.end(end);
+      return this.result(end);
+    }
+    for (;;) {
+      end = await this.steps(outcome);
+      // The turn's end is a durable point; its sink may answer that input is waiting (TurnNotOverError):
+      // then the turn goes on, and takes that input at its next step boundary.
+      if (await this.end(end)) break;
+      outcome = undefined;
+    }
+    return this.result(end);
+  }
+
+  /** Steps until the turn ends: after a step (`outcome`, if one just ended) or from a boundary. */
+  private async steps(outcome: StepOutcome | undefined): Promise<TurnEnd> {
+    const t = this.t;
+    try {
       for (;;) {
         if (outcome) {
           const end = await this.afterStep(outcome);
-          if (end) {
-            ({ reason, error, pending } = end);
-            break;
-          }
+          if (end) return end;
         }
         const stop = await this.boundary();
-        if (stop) {
-          reason = stop;
-          break;
-        }
+        if (stop) return { reason: stop };
         outcome = await runStep(t);
       }
     } catch (e) {
-      reason = 'failed';
-      error =
-        e instanceof SinkFailure
-          ? { kind: 'sink', message: e.message }
-          : e instanceof HookFailure
-            ? { kind: 'hook', message: e.message }
-            : { kind: 'internal', message: e instanceof Error ? e.message : String(e) };
+      return failure(e);
     }
+  }
+
+  /** Records the turn's end; false when the sink says the turn is not over (see TurnNotOverError). */
+  private async end(end: TurnEnd): Promise<boolean> {
+    const t = this.t;
     const data: EventDataMap['turn/end'] = {
-      reason,
+      reason: end.reason,
       steps: t.stepNo,
       usage: t.usage,
       cost: t.cost,
-      ...(error ? { error } : {}),
-      ...(pending ? { pending } : {}),
+      ...(end.error ? { error: end.error } : {}),
+      ...(end.pending ? { pending: end.pending } : {}),
     };
-    // A durable point: the turn's end commits with everything still held. After a sink failure
-    // the sink may refuse this too; the result still tells the caller.
-    await t.emit('turn/end', data, { step: null, durable: true, checkpoint: t.checkpoint(t.stepNo) }).catch(() => {});
+    try {
+      // A durable point: the turn's end commits with everything still held.
+      await t.emit('turn/end', data, { step: null, durable: true, checkpoint: t.checkpoint(t.stepNo) });
+    } catch (e) {
+      if (end.reason === 'completed' && e instanceof SinkFailure && e.cause instanceof TurnNotOverError) return false;
+      // After a sink failure the sink may refuse this too; the result still tells the caller.
+    }
+    return true;
+  }
+
+  private result(end: TurnEnd): TurnResult {
+    const t = this.t;
     return {
-      reason,
+      reason: end.reason,
       turn: t.turnNo,
       steps: t.stepNo,
       conversation: t.conversation,
       added: t.added,
       usage: t.usage,
       cost: t.cost,
-      ...(error ? { error } : {}),
-      ...(pending ? { pending } : {}),
+      ...(end.error ? { error: end.error } : {}),
+      ...(end.pending ? { pending: end.pending } : {}),
     };
   }
 
@@ -175,7 +207,7 @@ class TurnRunner {
   }
 
   /** Decides what follows a step; returns the end of the turn, if it ends. */
-  private async afterStep(outcome: StepOutcome): Promise<{ reason: TurnEndReason; error?: TurnError; pending?: PendingCall[] } | undefined> {
+  private async afterStep(outcome: StepOutcome): Promise<TurnEnd | undefined> {
     const t = this.t;
     switch (outcome.kind) {
       case 'tool-calls':

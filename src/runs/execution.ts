@@ -132,6 +132,7 @@ export class Execution {
       outcome: (end) => this.outcome(end),
       resolveAgent: this.env.resolveAgent,
       waitTimeoutMs: options.waitTimeoutMs,
+      steeringWaiting: () => this.steeringArrived(),
     });
     const hooks: TurnHooks[] = [this.boundaryHook()];
     const compaction = this.env.compactionFor(agent);

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import { userMessage, type AgentDefinition, type DeltaEvent, type UserInput } from '../core/index.ts';
 import type { JsonValue, UserMessage } from '../model/index.ts';
 import { Sessions, type CompactionSettings, type SessionEvent } from '../session/index.ts';
-import { isTerminal, StoreError, type RunQuery, type RunRecord, type RunStatus, type Store } from '../store/index.ts';
+import { isTerminal, NotFoundError, StoreError, type RunQuery, type RunRecord, type RunStatus, type Store } from '../store/index.ts';
 import { RunBook, type IfBusy, type RunOptions, type Waiting } from './book.ts';
 import type { Execution, ExecutionEnv } from './execution.ts';
 import { IllegalTransitionError } from './state.ts';
@@ -348,10 +348,16 @@ export class RunsApi {
 
   /** Sends input into the run's next step (delivered when it runs again if it waits now). */
   async steer(id: string, input: UserInput): Promise<{ message: UserMessage; run: RunRecord }> {
-    const run = await this.get(id);
-    if (isTerminal(run.status)) throw new IllegalTransitionError(id, run.status, run.status, 'a finished run takes no more input');
     const message = userMessage(input);
-    await this.rt.store.addInput({ id: message.id, sessionId: run.sessionId, kind: 'steer', runId: id, payload: { message }, createdAt: Date.now() });
+    // Checked and stored in one transaction: a turn's end either sees this steering (and goes on
+    // to take it) or has committed first (and the run refuses it here).
+    const run = await this.rt.store.transaction(async (tx) => {
+      const r = await tx.getRun(id);
+      if (!r) throw new NotFoundError('run', id);
+      if (isTerminal(r.status)) throw new IllegalTransitionError(id, r.status, r.status, 'a finished run takes no more input');
+      await tx.addInput({ id: message.id, sessionId: r.sessionId, kind: 'steer', runId: id, payload: { message }, createdAt: Date.now() });
+      return r;
+    });
     this.rt.executions.get(id)?.steeringArrived();
     return { message, run };
   }

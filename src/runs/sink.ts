@@ -1,4 +1,4 @@
-import type { DeltaEvent, TurnEvent } from '../core/index.ts';
+import { TurnNotOverError, type DeltaEvent, type TurnEvent } from '../core/index.ts';
 import { BufferedSink, toNewEvent, type HeldCheckpoint, type SessionEvent } from '../session/index.ts';
 import type { JsonObject, RunRecord, RunStatus, StoreOps } from '../store/index.ts';
 import type { FinalStatus, FinishOptions, RunBook, Waiting } from './book.ts';
@@ -9,6 +9,8 @@ export interface RunSinkHooks {
   outcome(end: TurnEvent & { type: 'turn/end' }): RunEnd;
   resolveAgent: FinishOptions['resolveAgent'];
   waitTimeoutMs: number | undefined;
+  /** Steering is waiting for the run (its turn's end was refused): take it at the next boundary. */
+  steeringWaiting?: () => void;
 }
 
 export type RunEnd =
@@ -75,6 +77,16 @@ export class RunSink extends BufferedSink {
       if (held && end?.data.reason !== 'failed') {
         const state: RunCheckpointState = { v: 2, usage: held.checkpoint.usage, cost: held.checkpoint.cost };
         await tx.putCheckpoint({ runId: this.run.id, step: held.checkpoint.step, seq: appended[held.index]!.seq, state });
+      }
+      if (end?.data.reason === 'completed') {
+        // The turn may only end when no steering is waiting for it (stored meanwhile, here or by
+        // another process): then nothing of this commit stands, and the turn goes on to take it.
+        // A steer that comes after this commit finds the run ended, and is refused.
+        const waiting = await tx.listInputs(this.run.sessionId, 'steer', this.run.id, 1);
+        if (waiting.length > 0) {
+          this.hooks.steeringWaiting?.();
+          throw new TurnNotOverError(`steering ${waiting[0]!.id} is waiting for run ${this.run.id}`);
+        }
       }
       if (end) published.push(...(await this.settle(tx, end)));
     });

@@ -1,4 +1,4 @@
-import type { DeltaEvent, EventSink, SinkAppendOptions, TurnCheckpoint, TurnEvent } from '../core/index.ts';
+import { TurnNotOverError, type DeltaEvent, type EventSink, type SinkAppendOptions, type TurnCheckpoint, type TurnEvent } from '../core/index.ts';
 
 /** A checkpoint held with the events before it: `index` is the event it was taken after. */
 export interface HeldCheckpoint {
@@ -13,18 +13,31 @@ export interface HeldCheckpoint {
  */
 export abstract class BufferedSink implements EventSink {
   private held: TurnEvent[] = [];
-  private heldCheckpoint: HeldCheckpoint | undefined;
+  /** The checkpoint each event was reported with, if any. */
+  private readonly checkpoints = new WeakMap<TurnEvent, TurnCheckpoint>();
 
   async append(events: readonly TurnEvent[], options: SinkAppendOptions = {}): Promise<void> {
     this.check();
     for (const e of events) this.held.push(e);
-    if (options.checkpoint && this.held.length > 0) this.heldCheckpoint = { checkpoint: options.checkpoint, index: this.held.length - 1 };
+    if (options.checkpoint && events.length > 0) this.checkpoints.set(events.at(-1)!, options.checkpoint);
     if (!options.durable || this.held.length === 0) return;
     const batch = this.held;
-    const checkpoint = this.heldCheckpoint;
     this.held = [];
-    this.heldCheckpoint = undefined;
-    await this.commit(batch, checkpoint);
+    try {
+      await this.commit(batch, this.latestCheckpoint(batch));
+    } catch (e) {
+      // The turn is not over: what it reported stays held (but its end) and commits with its next durable point.
+      if (e instanceof TurnNotOverError) this.held = [...batch.filter((x) => x.type !== 'turn/end'), ...this.held];
+      throw e;
+    }
+  }
+
+  private latestCheckpoint(batch: readonly TurnEvent[]): HeldCheckpoint | undefined {
+    for (let i = batch.length - 1; i >= 0; i--) {
+      const checkpoint = this.checkpoints.get(batch[i]!);
+      if (checkpoint) return { checkpoint, index: i };
+    }
+    return undefined;
   }
 
   /** Events reported but not yet durable. */
@@ -35,7 +48,10 @@ export abstract class BufferedSink implements EventSink {
   /** Throws when this sink may take nothing more. */
   protected check(): void {}
 
-  /** Commits one durable point's events (and the latest checkpoint among them) in one transaction. */
+  /**
+   * Commits one durable point's events (and the latest checkpoint among them) in one transaction.
+   * It may refuse a turn's `completed` end with TurnNotOverError, committing nothing.
+   */
   protected abstract commit(events: readonly TurnEvent[], checkpoint: HeldCheckpoint | undefined): Promise<void>;
 
   abstract delta(event: DeltaEvent): void;

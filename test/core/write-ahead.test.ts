@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { contentHash, defineAgent, runTurn, ScriptedModel, tool, type Message } from '../../src/index.ts';
-import { contentOf, ProbeSink, systemOf } from '../support/turn-helpers.ts';
+import { contentHash, defineAgent, runTurn, ScriptedModel, tool, TurnNotOverError, type Message, type SinkAppendOptions, type TurnEvent } from '../../src/index.ts';
+import { contentOf, ProbeSink, systemOf, userTexts } from '../support/turn-helpers.ts';
 
 function weatherTool(executed: string[]) {
   return tool({
@@ -185,5 +185,39 @@ describe('write-ahead', () => {
     expect(types.slice(sink.durableAt[0]!, sink.durableAt[1]!)).toEqual(['step/start', 'request/header', 'assistant/message', 'tool/call', 'tool/call']);
     expect(durableAtRun).toEqual([sink.durableAt[1]]);
     expect(ran).toEqual(['pure', 'charge', 'pure']);
+  });
+
+  it('goes on when its sink answers that input is waiting (TurnNotOverError) to the end of a completed turn, and ends once', async () => {
+    const model = new ScriptedModel([{ text: 'first answer' }, { text: 'answer to the late one' }]);
+    let refused = 0;
+    let late = false;
+    class RefusingSink extends ProbeSink {
+      override async append(events: readonly TurnEvent[], options?: SinkAppendOptions): Promise<void> {
+        if (refused === 0 && events.some((e) => e.type === 'turn/end')) {
+          refused++;
+          late = true;
+          throw new TurnNotOverError();
+        }
+        return super.append(events, options);
+      }
+    }
+    const sink = new RefusingSink();
+    const result = await runTurn(defineAgent({ name: 't', model }), {
+      sink,
+      input: 'hi',
+      hooks: {
+        beforeStep: (ctx) => {
+          if (late) {
+            late = false;
+            ctx.steer('a late one');
+          }
+        },
+      },
+    });
+    expect(result).toMatchObject({ reason: 'completed', steps: 2 });
+    expect(model.calls).toHaveLength(2);
+    expect(userTexts(model.calls[1])).toEqual(['hi', 'a late one']);
+    expect(sink.ofType('turn/end')).toHaveLength(1);
+    expect(sink.ofType('user/message').map((e) => e.data.via)).toEqual(['input', 'steer']);
   });
 });

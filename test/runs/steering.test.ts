@@ -1,0 +1,100 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createRuntime, defineAgent, ScriptedModel, SqliteStore, type Runtime } from '../../src/index.ts';
+import { deferred } from '../support/deferred.ts';
+
+/**
+ * Steering accepted for a run is answered by that run: the turn may only end when no steering is
+ * pending, including steering stored at the last moment (by this process or another one).
+ */
+describe('steering is never lost', () => {
+  let rt: Runtime | undefined;
+  let store: SqliteStore | undefined;
+  afterEach(async () => {
+    await rt?.close({ graceMs: 0 });
+    await store?.close();
+  });
+
+  const lastUserText = (prompt: ReadonlyArray<{ role: string; content: unknown }>) => {
+    const last = [...prompt].reverse().find((m) => m.role === 'user');
+    return (last?.content as Array<{ type: string; text?: string }> | undefined)?.map((p) => p.text ?? '').join('') ?? '';
+  };
+
+  function setup(onFinal?: () => void) {
+    store = new SqliteStore({ path: ':memory:' });
+    const model = new ScriptedModel(
+      [
+        (call) => {
+          const text = lastUserText(call.prompt as never);
+          if (text.startsWith('also')) return { text: `answered: ${text}` };
+          onFinal?.();
+          return { chunks: Array.from({ length: 20 }, (_, i) => `part ${i} `), chunkDelayMs: 3 };
+        },
+      ],
+      { loop: true },
+    );
+    rt = createRuntime({ store, agents: [defineAgent({ name: 'a', model })] });
+    return { rt, store, model };
+  }
+
+  async function steeringOf(runtime: Runtime, sessionId: string, runId: string) {
+    const events = await runtime.sessions.log.read(sessionId, { runId });
+    return events.filter((e) => e.type === 'user/message' && (e.data as { via: string }).via === 'steer');
+  }
+
+  it('steering sent while the final answer streams is answered in the same run, once', async () => {
+    const streaming = deferred();
+    const { rt: runtime, store: s, model } = setup(() => streaming.resolve());
+    const session = await runtime.sessions.create();
+    const { run } = await runtime.sessions.send(session.id, 'tell me');
+    runtime.startWorker({ id: 'W', pollMs: 20 });
+    await streaming.promise;
+    const steered = await runtime.runs.steer(run.id, 'also this');
+    const done = await runtime.runs.wait(run.id, { until: 'terminal', timeoutMs: 10_000 });
+    expect(done.status).toBe('completed');
+    const steering = await steeringOf(runtime, session.id, run.id);
+    expect(steering.map((e) => (e.data as { message: { id: string } }).message.id)).toEqual([steered.message.id]);
+    expect(await s.countInputs(session.id, 'steer')).toBe(0);
+    expect(model.calls).toHaveLength(2);
+    expect((await runtime.sessions.transcript(session.id)).at(-1)).toMatchObject({ kind: 'assistant', text: 'answered: also this' });
+  });
+
+  it('steering stored by another process at the very moment the final answer is complete is taken: the turn goes on', async () => {
+    const { rt: runtime, store: s, model } = setup();
+    const session = await runtime.sessions.create();
+    const { run } = await runtime.sessions.send(session.id, 'tell me');
+    // When the final answer's last chunk has streamed, before the turn's end commits, another
+    // process (a direct write: no notice to this one) stores steering for the run.
+    let chunks = 0;
+    let stored: Promise<void> | undefined;
+    const off = runtime.sessions.subscribe(session.id, (item) => {
+      if (item.kind !== 'delta' || item.delta.type !== 'text/delta' || ++chunks !== 20) return;
+      const message = { id: 'late-steer', role: 'user' as const, content: [{ type: 'text' as const, text: 'also the late one' }] };
+      stored = s.addInput({ id: message.id, sessionId: session.id, kind: 'steer', runId: run.id, payload: { message }, createdAt: Date.now() });
+    });
+    runtime.startWorker({ id: 'W', pollMs: 20 });
+    const done = await runtime.runs.wait(run.id, { until: 'terminal', timeoutMs: 10_000 });
+    off();
+    await stored;
+    expect(done.status).toBe('completed');
+    const steering = await steeringOf(runtime, session.id, run.id);
+    expect(steering.map((e) => (e.data as { message: { id: string } }).message.id)).toEqual(['late-steer']);
+    expect(await s.countInputs(session.id, 'steer')).toBe(0);
+    expect(model.calls).toHaveLength(2);
+    expect((await runtime.sessions.transcript(session.id)).at(-1)).toMatchObject({ kind: 'assistant', text: 'answered: also the late one' });
+    // One turn: one end, the steps numbered on; the refused end left nothing behind.
+    const events = await runtime.sessions.log.read(session.id, { runId: run.id });
+    expect(events.filter((e) => e.type === 'turn/start')).toHaveLength(1);
+    expect(events.filter((e) => e.type === 'turn/end')).toHaveLength(1);
+    expect(events.filter((e) => e.type === 'step/end').map((e) => e.step)).toEqual([1, 2]);
+  });
+
+  it('steering a run that has ended is refused and stores nothing', async () => {
+    const { rt: runtime, store: s } = setup();
+    const session = await runtime.sessions.create();
+    const { run } = await runtime.sessions.send(session.id, 'tell me');
+    runtime.startWorker({ id: 'W', pollMs: 20 });
+    await runtime.runs.wait(run.id, { until: 'terminal', timeoutMs: 10_000 });
+    await expect(runtime.runs.steer(run.id, 'too late')).rejects.toMatchObject({ name: 'IllegalTransitionError' });
+    expect(await s.countInputs(session.id, 'steer')).toBe(0);
+  });
+});
