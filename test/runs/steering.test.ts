@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createRuntime, defineAgent, ScriptedModel, SqliteStore, type Runtime } from '../../src/index.ts';
+import { z } from 'zod';
+import { createRuntime, defineAgent, ScriptedModel, SqliteStore, tool, type Runtime } from '../../src/index.ts';
 import { deferred } from '../support/deferred.ts';
 
 /**
@@ -96,5 +97,61 @@ describe('steering is never lost', () => {
     await runtime.runs.wait(run.id, { until: 'terminal', timeoutMs: 10_000 });
     await expect(runtime.runs.steer(run.id, 'too late')).rejects.toMatchObject({ name: 'IllegalTransitionError' });
     expect(await s.countInputs(session.id, 'steer')).toBe(0);
+  });
+
+  describe('at every point of a run, each accepted steering message is logged once and answered in that run', () => {
+    const points = ['before the first step', 'while a step streams', 'while a tool runs', 'while the final answer streams'] as const;
+    it.each(points)('%s', async (point) => {
+      store = new SqliteStore({ path: ':memory:' });
+      const reached = deferred();
+      const gate = deferred();
+      // Only the tool point holds the tool until the steering is in.
+      if (point !== 'while a tool runs') gate.resolve();
+      const work = tool({
+        name: 'work',
+        description: 'slow work',
+        input: z.object({}),
+        execute: async () => {
+          if (point === 'while a tool runs') reached.resolve();
+          await gate.promise;
+          return 'worked';
+        },
+      });
+      const model = new ScriptedModel(
+        [
+          (call) => {
+            const prompt = call.prompt as ReadonlyArray<{ role: string; content: unknown }>;
+            const last = prompt.at(-1)!;
+            const text = last.role === 'user' ? lastUserText(prompt) : '';
+            if (text.startsWith('also')) return { text: `answered: ${text}` };
+            const chunks = Array.from({ length: 20 }, (_, i) => `part ${i} `);
+            if (!prompt.some((m) => m.role === 'tool')) {
+              if (point === 'while a step streams') reached.resolve();
+              return { chunks, chunkDelayMs: 3, toolCalls: [{ id: 'w1', name: 'work', input: {} }] };
+            }
+            if (point === 'while the final answer streams') reached.resolve();
+            return { chunks, chunkDelayMs: 3 };
+          },
+        ],
+        { loop: true },
+      );
+      rt = createRuntime({ store, agents: [defineAgent({ name: 'a', model, tools: [work] })] });
+      const session = await rt.sessions.create();
+      const { run } = await rt.sessions.send(session.id, 'tell me');
+      if (point === 'before the first step') reached.resolve();
+      else rt.startWorker({ id: 'W', pollMs: 20 });
+      await reached.promise;
+      const steered = await rt.runs.steer(run.id, `also ${point}`);
+      gate.resolve();
+      if (point === 'before the first step') rt.startWorker({ id: 'W', pollMs: 20 });
+      const done = await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 10_000 });
+      expect(done.status).toBe('completed');
+      const steering = await steeringOf(rt, session.id, run.id);
+      expect(steering.map((e) => (e.data as { message: { id: string } }).message.id)).toEqual([steered.message.id]);
+      expect(await store.countInputs(session.id, 'steer')).toBe(0);
+      // The model was asked with the steering message last, and its answer is the run's last word.
+      expect(model.calls.some((c) => lastUserText(c.prompt as never) === `also ${point}`)).toBe(true);
+      expect((await rt.sessions.transcript(session.id)).at(-1)).toMatchObject({ kind: 'assistant', text: `answered: also ${point}` });
+    });
   });
 });
