@@ -147,6 +147,9 @@ export class RunBook {
     const message = userMessage(input);
     const ifBusy = o.ifBusy ?? 'reject';
     return this.store.transaction(async (tx) => {
+      const session = await tx.getSession(sessionId);
+      if (!session) throw new NotFoundError('session', sessionId);
+      if (session.archivedAt !== null) throw new StoreError('session_archived', `session ${sessionId} is archived: it takes no new messages`);
       const active = await tx.activeRun(sessionId);
       if (active) {
         switch (ifBusy) {

@@ -123,6 +123,10 @@ describe('sessions', () => {
     expect(again.status).toBe(200);
     expect(again.body).toEqual(first.body);
     expect((await api.get(`/v1/sessions/${session.id}`)).body).toEqual(first.body);
+    // An archived session takes no new messages: 409, and nothing is written.
+    const p = expectProblem(await api.post(`/v1/sessions/${session.id}/messages`, { content: 'after archiving' }), 'session_archived', 409);
+    expect(p.detail).toContain(session.id);
+    expect((await api.get(`/v1/sessions/${session.id}`)).body.last_seq).toBe(first.body.last_seq);
     expect(texts((await api.get(`/v1/sessions/${session.id}/transcript`)).body.items)).toContain('keep me');
     expectProblem(await api.delete('/v1/sessions/no-such-session'), 'not_found', 404);
   });
