@@ -1,7 +1,7 @@
 import type { LanguageModelV4 } from '@ai-sdk/provider';
 import { newId, startTurn, userMessage, type AgentDefinition, type TurnHandle, type TurnHooks, type TurnOptions, type UserInput } from '../core/index.ts';
 import type { Message, Pricing } from '../model/index.ts';
-import { StoreError, type JsonObject, type SessionPage, type SessionRecord, type Store, type StoreOps } from '../store/index.ts';
+import { RunBusyError, StoreError, type JsonObject, type SessionPage, type SessionRecord, type Store, type StoreOps } from '../store/index.ts';
 import { compactSession, compactionHook, estimateTokens, summarize, type CompactionSettings, type CompactOptions, type CompactResult } from './compaction.ts';
 import type { EventRegistry, SessionEvent } from './event-types.ts';
 import { SessionLog, type LiveListener, type NewEvent } from './log.ts';
@@ -186,8 +186,23 @@ export class Sessions {
   /** Moves the current leaf to another entry (another branch); the move itself is an event. */
   async switchBranch(sessionId: string, entryId: string | null): Promise<SessionEvent> {
     if (entryId !== null) await this.entry(sessionId, entryId);
-    const [e] = await this.log.append(sessionId, [{ type: 'leaf/move', data: { entryId, reason: 'switch' } }]);
+    const [e] = await this.moveLeaf(sessionId, [{ type: 'leaf/move', data: { entryId, reason: 'switch' } }]);
     return e!;
+  }
+
+  /**
+   * Appends a move of the leaf, refused (RunBusyError) while a run of the session is active: a
+   * running turn continues the path it started on, and its later entries must not land elsewhere.
+   * The check and the move are one transaction.
+   */
+  private async moveLeaf(sessionId: string, events: readonly NewEvent[], options: { expectLastSeq?: number } = {}): Promise<SessionEvent[]> {
+    const appended = await this.store.transaction(async (tx) => {
+      const active = await tx.activeRun(sessionId);
+      if (active) throw new RunBusyError(sessionId, active.id);
+      return this.log.append(sessionId, events, { ...options, tx });
+    });
+    this.log.publish(sessionId, appended);
+    return appended;
   }
 
   /**
@@ -216,7 +231,7 @@ export class Sessions {
       }
       events.push({ type: 'branch/summary', parentId: entryId, data: summary });
     }
-    const appended = await this.log.append(sessionId, events, { expectLastSeq: session.lastSeq });
+    const appended = await this.moveLeaf(sessionId, events, { expectLastSeq: session.lastSeq });
     return { sessionId, leafId: appended.at(-1)!.type === 'branch/summary' ? appended.at(-1)!.id : entryId };
   }
 

@@ -340,6 +340,22 @@ describe('branches', () => {
     expect((await api.get(`/v1/sessions/${session.id}`)).body.leaf_id).toBe(first);
   });
 
+  it('/leaf and /fork into a branch are refused while a run of the session is active (409 naming it); a fork into a new session is not', async () => {
+    const { session } = await conversation(['one']);
+    const first = entryOf(await api.allEvents(session.id), 'assistant/message', 'echo: one');
+    const { run } = await api.send(session.id, 'danger:prod');
+    await api.waitForRun(run.id, 'waiting_approval');
+    const before = (await api.get(`/v1/sessions/${session.id}`)).body;
+    for (const r of [await api.post(`/v1/sessions/${session.id}/leaf`, { entry_id: first }), await api.post(`/v1/sessions/${session.id}/fork`, { entry_id: first, into: 'branch' })]) {
+      const p = expectProblem(r, 'run_busy', 409);
+      expect(p.active_run_id).toBe(run.id);
+      expect(p.detail).toContain(run.id);
+    }
+    // Nothing moved: the run's next request is built from the path it started on.
+    expect((await api.get(`/v1/sessions/${session.id}`)).body).toMatchObject({ leaf_id: before.leaf_id, last_seq: before.last_seq });
+    expect((await api.post(`/v1/sessions/${session.id}/fork`, { entry_id: first, into: 'session' })).status).toBe(201);
+  });
+
   it('/fork into a session makes a new session with the path and its origin', async () => {
     const { session } = await conversation(['left', 'right'], { title: 'source', metadata: { k: 'v' } });
     const at = entryOf(await api.allEvents(session.id), 'assistant/message', 'echo: left');
