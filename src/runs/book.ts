@@ -369,7 +369,9 @@ export class RunBook {
       const left = waiting.calls.filter((c) => !decisions[c.toolCallId]);
       const nextWaiting: Waiting = { ...waiting, decisions };
       if (left.length === 0) {
-        const t = await this.transition(tx, run, 'queued', { reason: wantKind === 'input' ? 'answered' : 'decided', patch: { waiting: nextWaiting as unknown as JsonObject } });
+        // It waits no more: the decisions are in the log (the resumed turn reads them there), and no
+        // expiry of the wait it left may time it out later.
+        const t = await this.transition(tx, run, 'queued', { reason: wantKind === 'input' ? 'answered' : 'decided', patch: { waiting: null } });
         return { run: t.run, events: [...events, ...t.events] };
       }
       // Approvals first, then questions: the status says what is still awaited.

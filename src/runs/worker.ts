@@ -115,7 +115,9 @@ export class Worker {
     const now = Date.now();
     const idle = await book.store.listRuns({ statuses: ['queued', 'paused', 'waiting_approval', 'waiting_for_user'], limit: 10_000 });
     for (const r of idle) {
-      const waitExpired = ((r.waiting as unknown as Waiting | null)?.expiresAt ?? Infinity) <= now;
+      // Only a run that still waits for a decision can have its wait expire.
+      const waits = r.status === 'waiting_approval' || r.status === 'waiting_for_user';
+      const waitExpired = waits && ((r.waiting as unknown as Waiting | null)?.expiresAt ?? Infinity) <= now;
       const deadlinePassed = r.deadlineAt !== null && r.deadlineAt <= now;
       if (!waitExpired && !deadlinePassed) continue;
       await book

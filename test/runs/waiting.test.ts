@@ -362,4 +362,40 @@ describe('waits that expire', () => {
     // Too late to decide.
     expect(await rt.runs.approve(run.id, 'd1').catch((e: unknown) => e)).toBeInstanceOf(IllegalTransitionError);
   });
+
+  it('a decision accepted before its wait expired is never timed out later: the run stops waiting (its waiting field is cleared) even while no worker takes it', async () => {
+    const { ran, danger } = counters();
+    const gate = deferred<string>();
+    const hold = tool({ name: 'hold', description: 'holds the only worker slot', input: z.object({}), execute: () => gate.promise });
+    const model = new ScriptedModel(
+      [
+        (call) => {
+          const prompt = call.prompt as ReadonlyArray<{ role: string; content: Array<{ type: string; text?: string }> }>;
+          const user = prompt.filter((m) => m.role === 'user').at(-1)!.content.map((p) => p.text ?? '').join('');
+          const answered = prompt.some((m) => m.role === 'tool');
+          if (answered) return { text: 'done' };
+          return user === 'hold' ? { toolCalls: [{ id: 'h1', name: 'hold', input: {} }] } : { toolCalls: [{ id: 'd1', name: 'danger', input: { target: 'x' } }] };
+        },
+      ],
+      { loop: true },
+    );
+    const agent = defineAgent({ name: 'a', model, tools: [danger, hold] });
+    const { rt } = start([agent], { worker: { concurrency: 1, pollMs: 10, sweepMs: 10 } });
+    const waiting = await rt.sessions.create();
+    const { run } = await rt.sessions.send(waiting.id, 'go', { waitTimeoutMs: 200 });
+    expect((await rt.runs.wait(run.id)).status).toBe('waiting_approval');
+    // The only worker slot gets busy; the decision queues the run, which then waits for the slot
+    // longer than its wait for the decision would have lasted.
+    const other = await rt.sessions.create();
+    const busy = await rt.sessions.send(other.id, 'hold');
+    while ((await rt.runs.get(busy.run.id)).status !== 'running') await new Promise((r) => setTimeout(r, 5));
+    const decided = await rt.runs.approve(run.id, 'd1');
+    expect(decided).toMatchObject({ status: 'queued', waiting: null });
+    await new Promise((r) => setTimeout(r, 400));
+    expect((await rt.runs.get(run.id)).status).toBe('queued');
+    gate.resolve('held');
+    const done = await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 10_000 });
+    expect(done.status).toBe('completed');
+    expect(ran.danger).toEqual([{ target: 'x' }]);
+  });
 });
