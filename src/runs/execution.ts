@@ -177,16 +177,27 @@ export class Execution {
   private startTimers(): void {
     const { book, owner, leaseMs, renewEveryMs } = this.env;
     const run = this.run;
+    // Until when the lease surely holds: the claim's expiry, then each renewal's.
+    let heldUntil = run.lease?.expiresAt ?? Date.now() + leaseMs;
+    const letGo = () => {
+      // Someone else holds the run now (or may, once the lease is over): stop; our writes are fenced anyway.
+      this.stopReason ??= 'lease_lost';
+      if (this.sink) this.sink.closed = true;
+      this.handle?.cancel('lease lost');
+    };
     this.renewTimer = setInterval(() => {
       void (async () => {
-        const ok = await book.store.renewLease(run.id, owner, this.token, Date.now() + leaseMs).catch(() => false);
-        if (!ok) {
-          // Someone else holds the run now: stop; our writes are fenced anyway.
-          this.stopReason ??= 'lease_lost';
-          if (this.sink) this.sink.closed = true;
-          this.handle?.cancel('lease lost');
+        const until = Date.now() + leaseMs;
+        let ok: boolean;
+        try {
+          ok = await book.store.renewLease(run.id, owner, this.token, until);
+        } catch {
+          // A store error is no answer: the next tick tries again while the lease still holds.
+          if (Date.now() >= heldUntil - renewEveryMs) letGo();
           return;
         }
+        if (!ok) return letGo();
+        heldUntil = until;
         const fresh = await book.store.getRun(run.id).catch(() => undefined);
         // Steering stored by another process is noticed here (this one's is noticed at once).
         if ((await book.store.countInputs(run.sessionId, 'steer').catch(() => 0)) > 0) this.steeringArrived();

@@ -320,3 +320,54 @@ describe('fencing: a frozen worker wakes up after another took its run over', ()
     expect(events.filter((e) => e.type === 'run/interrupted')).toHaveLength(1);
   });
 });
+
+describe('lease renewal', () => {
+  it('a transient store error while renewing is retried, not taken for a lost lease: the run goes on with the same worker', async () => {
+    const store = new SqliteStore({ path: ':memory:' });
+    const gate = deferred<string>();
+    const started = deferred();
+    const agent = defineAgent({
+      name: 'renew',
+      model: new ScriptedModel([{ toolCalls: [{ id: 'w1', name: 'work', input: {} }] }, { text: 'done' }]),
+      tools: [
+        tool({
+          name: 'work',
+          description: 'takes a while',
+          input: z.object({}),
+          execute: async () => {
+            started.resolve();
+            return gate.promise;
+          },
+        }),
+      ],
+    });
+    const rt = createRuntime({ store, agents: [agent], leaseMs: 1_000, renewEveryMs: 20 });
+    try {
+      const renew = store.renewLease.bind(store);
+      let failures = 0;
+      store.renewLease = async (...args) => {
+        if (failures < 3) {
+          failures++;
+          throw new Error('database is locked (SQLITE_BUSY)');
+        }
+        return renew(...args);
+      };
+      const session = await rt.sessions.create();
+      const { run } = await rt.sessions.send(session.id, 'go');
+      rt.startWorker({ id: 'W', pollMs: 20 });
+      await started.promise;
+      // Several renewals fail, then succeed again, all within the lease.
+      while (failures < 3) await new Promise((r) => setTimeout(r, 10));
+      await new Promise((r) => setTimeout(r, 60));
+      gate.resolve('worked');
+      const done = await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 10_000 });
+      expect(done).toMatchObject({ status: 'completed', attempt: 1 });
+      const events = await store.readEvents(session.id);
+      expect(events.filter((e) => e.type === 'run/interrupted')).toEqual([]);
+      expect(events.filter((e) => e.type === 'tool/result').map((e) => (e.data as { output: unknown }).output)).toEqual([{ type: 'text', value: 'worked' }]);
+    } finally {
+      await rt.close({ graceMs: 0 });
+      await store.close();
+    }
+  });
+});
