@@ -156,6 +156,14 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
       onError: (c2) => problemResponse(c2, 'payload_too_large', `the body is larger than ${limit} bytes`, { limit_bytes: limit }),
     })(c, next);
   });
+  app.use('/v1/*', async (c, next) => {
+    // A JSON body nested deeper than any request needs is refused before anything recurses into it.
+    if (c.req.method === 'POST' && c.req.path !== '/v1/sessions/import' && /^application\/json\b/i.test(c.req.header('content-type') ?? '')) {
+      const depth = jsonDepth(await c.req.text());
+      if (depth > MAX_JSON_DEPTH) throw new HttpProblem('validation', `the body is nested ${depth} levels deep; at most ${MAX_JSON_DEPTH} are allowed`, { max_depth: MAX_JSON_DEPTH });
+    }
+    return next();
+  });
   app.use('/v1/*', idempotency(ctx.store));
 
   sessionRoutes(app, ctx);
@@ -175,4 +183,25 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer', description: 'An API key from `keel keys create`' });
 
   return { app, ctx, close: () => ctx.hub.close() };
+}
+
+/** How deep a request body's JSON may nest (objects and arrays). */
+export const MAX_JSON_DEPTH = 64;
+
+/** The deepest nesting of objects and arrays in a JSON text, by a scan that recurses into nothing. */
+export function jsonDepth(text: string): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    if (inString) {
+      if (ch === 92 /* \\ */) i++;
+      else if (ch === 34 /* " */) inString = false;
+    } else if (ch === 34) inString = true;
+    else if (ch === 91 /* [ */ || ch === 123 /* { */) {
+      if (++depth > max) max = depth;
+    } else if (ch === 93 /* ] */ || ch === 125 /* } */) depth--;
+  }
+  return max;
 }

@@ -409,3 +409,34 @@ describe('binding', () => {
     await expect(startTestServer({ host: '0.0.0.0', keys: [{ tenant: 'acme', revoked: true }] })).rejects.toBeInstanceOf(InsecureBindError);
   });
 });
+
+describe('deep JSON (default body limit)', () => {
+  let srv: TestServer;
+  let api: Api;
+  beforeAll(async () => {
+    srv = await startTestServer();
+    api = srv.api();
+  });
+  afterAll(async () => {
+    await srv?.close();
+  });
+
+  it('validation: JSON nested deeper than 64 levels (5,000 here) is 400 validation, not a stack overflow, and the server stays well', async () => {
+    const s = await api.session();
+    const deep = (n: number) => `${'['.repeat(n)}1${']'.repeat(n)}`;
+    for (const [path, body] of [
+      [`/v1/sessions/${s.id}/messages`, `{"content": ${deep(5000)}}`],
+      ['/v1/sessions', `{"metadata": {"x": ${deep(5000)}}}`],
+      [`/v1/sessions/${s.id}/messages`, `{"content": "hi", "x": ${'{"a":'.repeat(100)}1${'}'.repeat(100)}}`],
+    ] as const) {
+      const p = expectProblem(await api.request('POST', path, { body, headers: { 'content-type': 'application/json' } }), 'validation', 400);
+      expect(p.detail).toContain('64');
+    }
+    // Brackets inside strings are text, not nesting.
+    expect((await api.post('/v1/sessions', { title: '['.repeat(100), metadata: { note: '{'.repeat(100) } })).status).toBe(201);
+    // 64 levels of metadata are fine.
+    expect((await api.post('/v1/sessions', { metadata: { x: JSON.parse(deep(60)) } })).status).toBe(201);
+    expect((await api.get('/healthz')).status).toBe(200);
+  });
+
+});
