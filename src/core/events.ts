@@ -77,6 +77,8 @@ export interface EventDataMap {
   'request/header': RequestHeader;
   'model/retry': { attempt: number; delayMs: number; error: ModelErrorInfo; abandonedMessageId: string };
   'model/error': { attempt: number; error: ModelErrorInfo; willCompact: boolean };
+  /** A compaction at a step boundary failed (its summarizer, a concurrent append): the turn goes on uncompacted. */
+  'compaction/failed': { reason: 'threshold' | 'overflow'; error: string };
   'assistant/message': {
     message: AssistantMessage;
     finishReason: string;

@@ -159,7 +159,16 @@ export class TurnState {
     if (!this.hooks.some((h) => h.compact)) return false;
     // A compaction reads the log: what the turn reported so far must be in it.
     await this.flush();
-    const results = await this.runHook('compact', (h) => h.compact!({ ...this.boundaryContext(), reason, lastInputTokens: this.lastInputTokens }));
+    let results: unknown[];
+    try {
+      results = await this.runHook('compact', (h) => h.compact!({ ...this.boundaryContext(), reason, lastInputTokens: this.lastInputTokens }));
+    } catch (e) {
+      // At a step boundary the turn can go on uncompacted (a later boundary tries again); after an
+      // overflow it cannot, and the failure is the turn's.
+      if (reason !== 'threshold' || !(e instanceof HookFailure)) throw e;
+      await this.emit('compaction/failed', { reason, error: e.message });
+      return false;
+    }
     const replaced = results.filter((r): r is Message[] => Array.isArray(r)).at(-1);
     if (!replaced) return false;
     this.conversation = [...replaced];

@@ -93,6 +93,7 @@ export const loopEventSchemas = {
   'request/header': requestHeaderV2,
   'model/retry': z.strictObject({ attempt: z.number().int(), delayMs: z.number().nonnegative(), error: modelErrorInfo, abandonedMessageId: z.string() }),
   'model/error': z.strictObject({ attempt: z.number().int(), error: modelErrorInfo, willCompact: z.boolean() }),
+  'compaction/failed': z.strictObject({ reason: z.enum(['threshold', 'overflow']), error: z.string() }),
   'assistant/message': z.strictObject({
     message: assistantMessage,
     finishReason: z.string(),

@@ -297,6 +297,29 @@ describe('compaction', () => {
     expect(compactions.map((c) => c.data.summary)).toEqual(['RUNNING SUMMARY 1', 'RUNNING SUMMARY 2', 'RUNNING SUMMARY 3']);
   });
 
+  it('(e) a compaction that fails at a step boundary does not fail the turn: it goes on uncompacted and compacts at a later boundary', async () => {
+    const sessions = open();
+    const s = await sessions.create();
+    const script = [100, 300, 500, 900, 950].map((input, i) => ({ text: `step ${i + 1}`, toolCalls: [{ id: `t${i + 1}`, name: 'lookup', input: { q: `item ${i + 1}` } }], usage: { input } }));
+    const model = new ScriptedModel([...script, { text: 'loop done', usage: { input: 350 } }]);
+    // The summarizer refuses the first request for good (a 400), then works.
+    let n = 0;
+    const summarizer = new ScriptedModel([() => (++n === 1 ? { error: { kind: 'bad_request' } } : { text: `LATER SUMMARY ${n}`, usage: { input: 200, output: 40 } })], { loop: true });
+    const result = await turn(sessions, s.id, agentWith(model), 'process all items', {
+      compaction: { contextWindow: 1000, reserveTokens: 200, keepRecentTokens: 40, model: summarizer, pricing },
+    });
+    expect(result.reason).toBe('completed');
+    expect(result.steps).toBe(6);
+    expect(summarizer.calls.length).toBeGreaterThanOrEqual(2);
+    const events = await allEvents(sessions, s.id);
+    expect(ofType(events, 'compaction').map((c) => c.data.summary)).toEqual([expect.stringMatching(/^LATER SUMMARY/)]);
+    // The failure is on record, at the boundary where it happened.
+    const failed = ofType(events, 'compaction/failed');
+    expect(failed).toHaveLength(1);
+    expect(failed[0]!.data).toMatchObject({ reason: 'threshold', error: expect.stringContaining('') });
+    expect(failed[0]!.seq).toBeLessThan(ofType(events, 'compaction')[0]!.seq);
+  });
+
   it('(d) compacts mid-turn, between two steps of a long tool loop, and the turn completes', async () => {
     const sessions = open();
     const s = await sessions.create();
