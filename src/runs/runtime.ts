@@ -187,7 +187,10 @@ export class Runtime {
     if (existing) return existing;
     const parent = await this.runs.get(parentRunId);
     const agent = this.agentFor(agentName);
+    // The child's session is the parent's tenant's: readable by the same keys, and only by them.
+    const parentSession = await this.book.sessions.get(parent.sessionId);
     const session = await this.book.sessions.create({
+      tenant: parentSession.tenant,
       title: `${agent.name}: ${task.slice(0, 60)}`,
       agent: agent.name,
       metadata: { parentRunId, parentSessionId: parent.sessionId, parentToolCallId: toolCallId, parentStep: step },

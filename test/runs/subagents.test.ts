@@ -91,6 +91,16 @@ describe('subagents', () => {
     await expectNoDanglingCall(rt, parent);
   });
 
+  it('a child session belongs to its parent’s tenant', async () => {
+    const parentModel = new ScriptedModel([{ toolCalls: [{ id: 't1', name: 'delegate', input: { task: 'find it' } }] }, { text: 'found' }]);
+    const { rt } = start([defineAgent({ name: 'parent', model: parentModel, tools: [delegate] }), defineAgent({ name: 'child', model: new ScriptedModel([{ text: 'it' }]) })]);
+    const s = await rt.sessions.create({ tenant: 'acme' });
+    const { run } = await rt.sessions.send(s.id, 'go');
+    expect((await rt.runs.wait(run.id)).status).toBe('completed');
+    const [child] = await rt.runs.list({ parentRunId: run.id });
+    expect((await rt.sessions.get(child!.sessionId)).tenant).toBe('acme');
+  });
+
   it('cancelling the parent while the child runs cancels the child', async () => {
     const started = deferred<AbortSignal>();
     const slow = tool({
