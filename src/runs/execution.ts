@@ -25,6 +25,11 @@ export interface RunScope {
   /** 0 for a top-level run, 1 for its subagents, ... */
   depth: number;
   host: RunHost;
+  /**
+   * Whether the run is being ended (cancelled, or timed out), as opposed to handed back by its
+   * worker (a stop, a lost lease), after which another worker goes on with it.
+   */
+  ending(): boolean;
 }
 
 export const runScope = new AsyncLocalStorage<RunScope>();
@@ -158,7 +163,7 @@ export class Execution {
     this.startTimers();
     let depth = 0;
     for (let parent = run.parentRunId; parent && depth < 100; depth++) parent = (await book.store.getRun(parent))?.parentRunId ?? null;
-    const scope: RunScope = { runId: run.id, sessionId: run.sessionId, depth, host: this.env.host };
+    const scope: RunScope = { runId: run.id, sessionId: run.sessionId, depth, host: this.env.host, ending: () => this.stopReason === 'cancel' || this.stopReason === 'timeout' };
     const result: TurnResult = await runScope.run(scope, async () => {
       this.handle = start();
       if (this.stopReason === 'cancel' || this.stopReason === 'timeout') this.handle.cancel();

@@ -23,7 +23,11 @@ export function subagent(options: { name: string; description: string; agent: st
       if (!scope) throw new Error(`${options.name} starts a subagent run, which needs a Keel runtime worker`);
       if (scope.depth + 1 > scope.host.maxDepth) throw new Error(`subagents may nest at most ${scope.host.maxDepth} deep`);
       const child = await scope.host.childRun(scope.runId, ctx.toolCallId, options.agent, task, ctx.step);
-      const onAbort = () => void scope.host.runs.cancel(child.id, { reason: 'parent run cancelled' }).catch(() => {});
+      // Only a parent that is ended ends its child: one that is handed back to another worker finds
+      // the same child again (by this call's id) and goes on waiting for it.
+      const onAbort = () => {
+        if (scope.ending()) void scope.host.runs.cancel(child.id, { reason: 'parent run cancelled' }).catch(() => {});
+      };
       ctx.signal.addEventListener('abort', onAbort, { once: true });
       try {
         const done = await scope.host.runs.wait(child.id, { until: 'terminal', signal: ctx.signal });

@@ -26,10 +26,10 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-function start(agents: AgentDefinition[]): { rt: Runtime; store: SqliteStore } {
+function start(agents: AgentDefinition[], o: { worker?: boolean } = {}): { rt: Runtime; store: SqliteStore } {
   const store = openSqliteStore({ path: ':memory:' });
   const rt = createRuntime({ store, agents });
-  rt.startWorker();
+  if (o.worker !== false) rt.startWorker();
   cleanups.push(async () => {
     await rt.close({ graceMs: 50 });
     await store.close();
@@ -99,6 +99,43 @@ describe('subagents', () => {
     expect((await rt.runs.wait(run.id)).status).toBe('completed');
     const [child] = await rt.runs.list({ parentRunId: run.id });
     expect((await rt.sessions.get(child!.sessionId)).tenant).toBe('acme');
+  });
+
+  it('a parent that only lets go of its run (its worker stops) leaves its child alone; after takeover it finds the same child', async () => {
+    const gate = deferred<string>();
+    const started = deferred();
+    const slow = tool({
+      name: 'slow',
+      description: 'Waits for the gate',
+      input: z.object({}),
+      idempotent: true,
+      execute: async (_i, ctx) => {
+        started.resolve();
+        return Promise.race([gate.promise, aborted(ctx.signal).then(() => 'aborted')]);
+      },
+    });
+    const parentModel = new ScriptedModel(
+      [(call) => (call.prompt.some((m) => m.role === 'tool') ? { text: 'the child is done' } : { toolCalls: [{ id: 't1', name: 'delegate', input: { task: 'work slowly' } }] })],
+      { loop: true },
+    );
+    const childModel = new ScriptedModel([(call) => (call.prompt.some((m) => m.role === 'tool') ? { text: 'slow work done' } : { toolCalls: [{ id: 'c1', name: 'slow', input: {} }] })], { loop: true });
+    const { rt } = start([defineAgent({ name: 'parent', model: parentModel, tools: [delegate] }), defineAgent({ name: 'child', model: childModel, tools: [slow] })], { worker: false });
+    const s = await rt.sessions.create();
+    const { run } = await rt.sessions.send(s.id, 'go');
+    const w1 = rt.startWorker({ id: 'W1', concurrency: 2, pollMs: 20 });
+    await started.promise;
+    const [child] = await rt.runs.list({ parentRunId: run.id });
+    // The worker stops at once (past its grace): both runs are handed back, none is cancelled.
+    await w1.stop({ graceMs: 0 });
+    expect((await rt.runs.get(child!.id)).status).toBe('queued');
+    expect((await rt.runs.get(run.id)).status).toBe('queued');
+    rt.startWorker({ id: 'W2', concurrency: 2, pollMs: 20 });
+    gate.resolve('worked');
+    const done = await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 10_000 });
+    expect(done.status).toBe('completed');
+    // The same child, run to its end: never a second one.
+    const children = await rt.runs.list({ parentRunId: run.id });
+    expect(children.map((c) => [c.id, c.status])).toEqual([[child!.id, 'completed']]);
   });
 
   it('cancelling the parent while the child runs cancels the child', async () => {
