@@ -345,9 +345,16 @@ export class RunBook {
       const call = waiting?.calls.find((c) => c.toolCallId === toolCallId);
       const wantKind = d.answer !== undefined ? 'input' : 'approval';
       const wantStatus: RunStatus = wantKind === 'input' ? 'waiting_for_user' : 'waiting_approval';
-      if (!waiting || !call || call.kind !== wantKind) {
-        throw new StoreError('not_found', `run ${runId} has no pending ${wantKind === 'input' ? 'question' : 'approval'} ${toolCallId}`);
+      const what = (kind: 'input' | 'approval') => (kind === 'input' ? 'a question' : 'an approval');
+      // A run that waits for nothing, or a call of another kind: the run's state refuses it (409).
+      if (run.status !== 'waiting_approval' && run.status !== 'waiting_for_user') {
+        throw new IllegalTransitionError(runId, run.status, 'queued', `it is ${run.status} and waits for no decision`);
       }
+      if (call && call.kind !== wantKind) {
+        throw new IllegalTransitionError(runId, run.status, 'queued', `${toolCallId} is ${what(call.kind)}, not ${what(wantKind)}`);
+      }
+      // An id the run never asked about: no such thing (404).
+      if (!waiting || !call) throw new StoreError('not_found', `run ${runId} has no pending ${wantKind === 'input' ? 'question' : 'approval'} ${toolCallId}`);
       const previous = waiting.decisions[toolCallId];
       if (previous) {
         const same = JSON.stringify({ ...previous, at: 0 }) === JSON.stringify({ ...d, at: 0 });

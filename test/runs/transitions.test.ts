@@ -5,6 +5,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import type {
+  StoreError} from '../../src/index.ts';
 import {
   askUser,
   canTransition,
@@ -15,7 +17,6 @@ import {
   openSqliteStore,
   RunConflictError,
   ScriptedModel,
-  StoreError,
   tool,
   FencedError,
   type AgentDefinition,
@@ -473,10 +474,12 @@ describe('refused transitions', () => {
     const s = await rt.sessions.create();
     const { run } = await rt.sessions.send(s.id, 'hi');
     expect((await rt.runs.wait(run.id)).status).toBe('waiting_for_user');
-    // A question is not an approval.
+    // A question is not an approval: refused by the run's state (409 over HTTP).
     const err = await rt.runs.approve(run.id, 'q1').catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(StoreError);
-    expect((err as StoreError).code).toBe('not_found');
+    expect(err).toBeInstanceOf(IllegalTransitionError);
+    expect((err as IllegalTransitionError).message).toContain('q1 is a question, not an approval');
+    // An id it never asked about does not exist.
+    expect(await rt.runs.approve(run.id, 'nope').catch((e: unknown) => (e as StoreError).code)).toBe('not_found');
     expect((await rt.runs.get(run.id)).status).toBe('waiting_for_user');
   });
 

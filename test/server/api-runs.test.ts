@@ -286,8 +286,9 @@ describe('POST /v1/runs/{id}/approvals/{approval_id}', () => {
     expectProblem(await api.post(`/v1/runs/${runId}/approvals/${id}`, { decision: 'deny', arguments: { target: 'x' } }), 'validation', 400);
     expectProblem(await api.post(`/v1/runs/${runId}/approvals/${id}`, { decision: 'maybe' }), 'validation', 400);
     expectProblem(await api.post(`/v1/runs/${runId}/approvals/${id}`, { decision: 'approve', note: 'hi' }), 'validation', 400);
-    // An answer is not an approval.
-    expectProblem(await api.post(`/v1/runs/${runId}/input`, { answers: 'x', tool_call_id: id }), 'not_found', 404);
+    // An answer is not an approval: the run's state refuses it (409, with its status).
+    const wrongKind = expectProblem(await api.post(`/v1/runs/${runId}/input`, { answers: 'x', tool_call_id: id }), 'illegal_transition', 409);
+    expect(wrongKind.from).toBe('waiting_approval');
     expectProblem(await api.post(`/v1/runs/no-such-run/approvals/${id}`, { decision: 'approve' }), 'not_found', 404);
     expect((await api.get(`/v1/runs/${runId}`)).body.status).toBe('waiting_approval');
     await api.post(`/v1/runs/${runId}/approvals/${id}`, { decision: 'deny' });
