@@ -153,7 +153,12 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
     const limit = c.req.path === '/v1/sessions/import' ? ctx.options.importLimitBytes : ctx.options.bodyLimitBytes;
     return bodyLimit({
       maxSize: limit,
-      onError: (c2) => problemResponse(c2, 'payload_too_large', `the body is larger than ${limit} bytes`, { limit_bytes: limit }),
+      onError: (c2) => {
+        // The rest of the body is not read: the connection cannot carry another request after it.
+        const r = problemResponse(c2, 'payload_too_large', `the body is larger than ${limit} bytes`, { limit_bytes: limit });
+        r.headers.set('connection', 'close');
+        return r;
+      },
     })(c, next);
   });
   app.use('/v1/*', async (c, next) => {

@@ -4,6 +4,7 @@
  * isolation on every route, rate limits per key, and the refusal to bind a public address
  * without keys. Every problem is RFC 9457 problem+json with a stable type.
  */
+import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey } from '../../src/server/auth.ts';
 import { InsecureBindError } from '../../src/server/serve.ts';
@@ -124,6 +125,27 @@ describe('problems (auth off)', () => {
     expectProblem(under, 'invalid_import', 422);
     const over = expectProblem(await api.request('POST', '/v1/sessions/import', { body: 'x'.repeat(5000), headers: ndjson }), 'payload_too_large', 413);
     expect(over.limit_bytes).toBe(4096);
+  });
+
+  it('payload_too_large: the refused request closes its connection cleanly, so a keep-alive client goes on with a new one', async () => {
+    const agent = new HttpAgent({ keepAlive: true, maxSockets: 1 });
+    const send = (body: string) =>
+      new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
+        const req = httpRequest(`${srv.url}/v1/sessions`, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+          res.resume();
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection }));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+    try {
+      const refused = await send(JSON.stringify({ metadata: { blob: 'x'.repeat(50_000) } }));
+      expect(refused).toEqual({ status: 413, connection: 'close' });
+      // The next request on the same client gets through.
+      for (let i = 0; i < 3; i++) expect((await send(JSON.stringify({ title: `after ${i}` }))).status).toBe(201);
+    } finally {
+      agent.destroy();
+    }
   });
 
   it('idempotency: the same key and body replay the first response and create nothing new', async () => {
