@@ -33,6 +33,12 @@ export interface SinkAppendOptions {
 export interface EventSink {
   append(events: readonly TurnEvent[], options?: SinkAppendOptions): Promise<void>;
   delta?(event: DeltaEvent): void;
+  /**
+   * Called before a step's tools start when no durable point came right before them (their tools
+   * are all idempotent): a sink that can tell its writer may no longer act (a run taken over by
+   * another worker) refuses here, and no tool starts.
+   */
+  beforeEffects?(): Promise<void>;
 }
 
 /**

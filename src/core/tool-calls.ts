@@ -109,6 +109,7 @@ export async function runToolCalls(
   // Write-ahead where correctness needs it: before a tool that is not idempotent starts, its call
   // (and the step so far) is durable, so recovery knows it may have run.
   if (mustRecordFirst) await t.flush();
+  else if (plans.some((p) => p.tool !== undefined)) await t.beforeEffects();
 
   const runnable = plans.filter((p) => p.tool !== undefined);
   const settled = runPool(

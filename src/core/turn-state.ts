@@ -117,6 +117,16 @@ export class TurnState {
     }
   }
 
+  /** Before tools start without a durable point: the sink may refuse (see EventSink.beforeEffects). */
+  async beforeEffects(): Promise<void> {
+    if (!this.sink.beforeEffects) return;
+    try {
+      await this.sink.beforeEffects();
+    } catch (error) {
+      throw new SinkFailure(error);
+    }
+  }
+
   push(m: Message): void {
     this.conversation.push(m);
     this.added.push(m);

@@ -67,12 +67,15 @@ export class Execution {
    * is read at a step boundary only then, not at every step.
    */
   private steeringMaybe = true;
+  /** Until when the lease surely holds: the claim's expiry, then each successful renewal's. */
+  private leaseHeldUntil: number;
   readonly done: Promise<void>;
 
   constructor(env: ExecutionEnv, run: RunRecord) {
     this.env = env;
     this.run = run;
     this.token = run.fencingToken;
+    this.leaseHeldUntil = run.lease?.expiresAt ?? Date.now() + env.leaseMs;
     this.done = this.execute().finally(() => this.cleanup());
   }
 
@@ -138,6 +141,8 @@ export class Execution {
       resolveAgent: this.env.resolveAgent,
       waitTimeoutMs: options.waitTimeoutMs,
       steeringWaiting: () => this.steeringArrived(),
+      // No other worker can claim the run before its lease expires: well before that, it is ours.
+      leaseHolds: () => Date.now() < this.leaseHeldUntil - this.env.renewEveryMs,
     });
     const hooks: TurnHooks[] = [this.boundaryHook()];
     const compaction = this.env.compactionFor(agent);
@@ -182,8 +187,6 @@ export class Execution {
   private startTimers(): void {
     const { book, owner, leaseMs, renewEveryMs } = this.env;
     const run = this.run;
-    // Until when the lease surely holds: the claim's expiry, then each renewal's.
-    let heldUntil = run.lease?.expiresAt ?? Date.now() + leaseMs;
     const letGo = () => {
       // Someone else holds the run now (or may, once the lease is over): stop; our writes are fenced anyway.
       this.stopReason ??= 'lease_lost';
@@ -198,11 +201,11 @@ export class Execution {
           ok = await book.store.renewLease(run.id, owner, this.token, until);
         } catch {
           // A store error is no answer: the next tick tries again while the lease still holds.
-          if (Date.now() >= heldUntil - renewEveryMs) letGo();
+          if (Date.now() >= this.leaseHeldUntil - renewEveryMs) letGo();
           return;
         }
         if (!ok) return letGo();
-        heldUntil = until;
+        this.leaseHeldUntil = until;
         const fresh = await book.store.getRun(run.id).catch(() => undefined);
         // Steering stored by another process is noticed here (this one's is noticed at once).
         if ((await book.store.countInputs(run.sessionId, 'steer').catch(() => 0)) > 0) this.steeringArrived();

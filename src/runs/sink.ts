@@ -1,6 +1,6 @@
 import { TurnNotOverError, type DeltaEvent, type TurnEvent } from '../core/index.ts';
 import { BufferedSink, toNewEvent, type HeldCheckpoint, type SessionEvent } from '../session/index.ts';
-import type { JsonObject, RunRecord, RunStatus, StoreOps } from '../store/index.ts';
+import { FencedError, type JsonObject, type RunRecord, type RunStatus, type StoreOps } from '../store/index.ts';
 import type { FinalStatus, FinishOptions, RunBook, Waiting } from './book.ts';
 import type { RunCheckpointState } from './resume.ts';
 
@@ -11,6 +11,8 @@ export interface RunSinkHooks {
   waitTimeoutMs: number | undefined;
   /** Steering is waiting for the run (its turn's end was refused): take it at the next boundary. */
   steeringWaiting?: () => void;
+  /** The run's lease surely still holds (no other worker can have claimed it). */
+  leaseHolds?: () => boolean;
 }
 
 export type RunEnd =
@@ -52,6 +54,18 @@ export class RunSink extends BufferedSink {
 
   protected override check(): void {
     if (this.closed) throw new Error('this worker has let go of the run');
+  }
+
+  /**
+   * Before idempotent tools start (no durable point, so no fenced write, comes before them): the
+   * run must still be this worker's. Free while the lease surely holds; one read otherwise.
+   */
+  async beforeEffects(): Promise<void> {
+    this.check();
+    // Within its lease no other worker can have claimed the run; near or past its end, ask the store.
+    if (this.hooks.leaseHolds?.()) return;
+    const now = await this.book.store.getRun(this.run.id);
+    if (!now || now.fencingToken !== this.token) throw new FencedError(this.run.id, this.token, now?.fencingToken);
   }
 
   protected async commit(events: readonly TurnEvent[], held: HeldCheckpoint | undefined): Promise<void> {

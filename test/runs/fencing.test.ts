@@ -371,3 +371,44 @@ describe('lease renewal', () => {
     }
   });
 });
+
+describe('idempotent tools and fencing', () => {
+  it('a worker that lost its run without knowing it (no durable point before idempotent tools) starts none of them', async () => {
+    const store = new SqliteStore({ path: ':memory:' });
+    const executed: string[] = [];
+    const modelStarted = deferred();
+    const agent = defineAgent({
+      name: 'fenced',
+      // The model call takes a while; meanwhile another worker takes the run over.
+      model: new ScriptedModel([
+        (call) => {
+          modelStarted.resolve();
+          return call.prompt.some((m) => m.role === 'tool') ? { text: 'done' } : { delayMs: 600, toolCalls: [{ id: 'f1', name: 'fetch', input: {} }] };
+        },
+      ], { loop: true }),
+      tools: [tool({ name: 'fetch', description: 'safe to repeat', input: z.object({}), idempotent: true, execute: () => void executed.push('fetch') })],
+    });
+    // A short lease that is never renewed in time (renewals far apart): it expires during the model call.
+    const rt = createRuntime({ store, agents: [agent], leaseMs: 300, renewEveryMs: 30_000 });
+    try {
+      const session = await rt.sessions.create();
+      const { run } = await rt.sessions.send(session.id, 'go');
+      // One slot: the worker does not claim its own expired run again meanwhile.
+      const worker = rt.startWorker({ id: 'A', pollMs: 20, concurrency: 1 });
+      await modelStarted.promise;
+      // Past the lease, another worker claims the run: the fencing token moves on.
+      await new Promise((r) => setTimeout(r, 350));
+      await store.updateRun(run.id, { fence: true });
+      const execution = rt.executions.get(run.id)!;
+      await execution.done;
+      expect(executed).toEqual([]);
+      // Nothing of the step was written by A.
+      const events = await store.readEvents(session.id);
+      expect(events.filter((e) => e.type === 'tool/call' || e.type === 'assistant/message')).toEqual([]);
+      await worker.stop({ graceMs: 0 });
+    } finally {
+      await rt.close({ graceMs: 0 });
+      await store.close();
+    }
+  });
+});
