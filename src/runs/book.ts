@@ -17,6 +17,8 @@ import {
 import { assertTransition, IllegalTransitionError, statusesLeadingTo } from './state.ts';
 
 export type IfBusy = 'reject' | 'enqueue' | 'steer' | 'interrupt';
+/** A message taken by a session: the run it created, waits for, or steers, and the events to publish. */
+export type Accepted = { outcome: 'created' | 'enqueued' | 'steered'; message: UserMessage; run: RunRecord; events: SessionEvent[] };
 export type FinalStatus = 'completed' | 'failed' | 'cancelled' | 'timed_out';
 
 export interface FinishOptions {
@@ -48,6 +50,37 @@ export interface RunOptions {
   waitTimeoutMs?: number;
   /** Claims by a worker before an interrupted run is given up as failed. */
   maxAttempts?: number;
+}
+
+/**
+ * An idempotency key the caller wants recorded with the effect of a send, in the same
+ * transaction: a retry after a crash between the effect and the response finds the effect.
+ */
+export interface IdempotencyClaim {
+  tenant: string;
+  key: string;
+  /** What the request was (see `IdempotencyRecord.fingerprint`). */
+  fingerprint: string;
+}
+
+/** What a send recorded under its idempotency key (the body of a status-0 record). */
+export interface RecordedSend {
+  outcome: 'created' | 'enqueued' | 'steered';
+  message_id: string;
+  run_id: string;
+}
+
+/**
+ * Writes the send's effect under its key. Another request that recorded an effect under the same
+ * key first (in another process) wins: this transaction rolls back, so nothing is sent twice.
+ */
+async function recordEffect(tx: StoreOps, claim: IdempotencyClaim, r: Accepted): Promise<void> {
+  const effect: RecordedSend = { outcome: r.outcome, message_id: r.message.id, run_id: r.run.id };
+  const body = JSON.stringify(effect);
+  const stored = await tx.putIdempotency({ ...claim, status: 0, body, createdAt: Date.now() });
+  if (stored.status !== 0 || stored.body !== body) {
+    throw new StoreError('idempotency_in_progress', `a request with Idempotency-Key ${JSON.stringify(claim.key)} was already accepted`);
+  }
 }
 
 /** The record of the agent a run uses: what it ran with, for audit and for recovery. */
@@ -142,33 +175,47 @@ export class RunBook {
     sessionId: string,
     input: UserInput,
     agent: AgentDefinition,
-    o: { ifBusy?: IfBusy; options?: RunOptions; parent?: { runId: string; toolCallId: string } } = {},
-  ): Promise<{ outcome: 'created' | 'enqueued' | 'steered'; message: UserMessage; run: RunRecord; events: SessionEvent[] }> {
+    o: { ifBusy?: IfBusy; options?: RunOptions; parent?: { runId: string; toolCallId: string }; idempotency?: IdempotencyClaim } = {},
+  ): Promise<Accepted> {
     const message = userMessage(input);
     const ifBusy = o.ifBusy ?? 'reject';
     return this.store.transaction(async (tx) => {
-      const session = await tx.getSession(sessionId);
-      if (!session) throw new NotFoundError('session', sessionId);
-      if (session.archivedAt !== null) throw new StoreError('session_archived', `session ${sessionId} is archived: it takes no new messages`);
-      const active = await tx.activeRun(sessionId);
-      if (active) {
-        switch (ifBusy) {
-          case 'reject':
-            throw new RunBusyError(sessionId, active.id);
-          case 'enqueue':
-            await tx.addInput({ id: message.id, sessionId, kind: 'message', runId: null, payload: { message, agent: agent.name, agentVersion: agent.version, options: o.options ?? {} }, createdAt: Date.now() });
-            return { outcome: 'enqueued' as const, message, run: active, events: [] };
-          case 'steer':
-            await tx.addInput({ id: message.id, sessionId, kind: 'steer', runId: active.id, payload: { message }, createdAt: Date.now() });
-            return { outcome: 'steered' as const, message, run: active, events: [] };
-          case 'interrupt':
-            // The caller cancels the active run first (gracefully if it can); here it must be gone.
-            throw new RunBusyError(sessionId, active.id);
-        }
-      }
-      const created = await this.createRun(tx, sessionId, message, agent, o.options ?? {}, o.parent);
-      return { outcome: 'created' as const, message, ...created };
+      const accepted = await this.accept(tx, sessionId, message, agent, ifBusy, o);
+      if (o.idempotency) await recordEffect(tx, o.idempotency, accepted);
+      return accepted;
     });
+  }
+
+  /** What a message does to its session (`send` without the transaction around it). */
+  private async accept(
+    tx: StoreOps,
+    sessionId: string,
+    message: UserMessage,
+    agent: AgentDefinition,
+    ifBusy: IfBusy,
+    o: { options?: RunOptions; parent?: { runId: string; toolCallId: string } },
+  ): Promise<Accepted> {
+    const session = await tx.getSession(sessionId);
+    if (!session) throw new NotFoundError('session', sessionId);
+    if (session.archivedAt !== null) throw new StoreError('session_archived', `session ${sessionId} is archived: it takes no new messages`);
+    const active = await tx.activeRun(sessionId);
+    if (active) {
+      switch (ifBusy) {
+        case 'reject':
+          throw new RunBusyError(sessionId, active.id);
+        case 'enqueue':
+          await tx.addInput({ id: message.id, sessionId, kind: 'message', runId: null, payload: { message, agent: agent.name, agentVersion: agent.version, options: o.options ?? {} }, createdAt: Date.now() });
+          return { outcome: 'enqueued' as const, message, run: active, events: [] };
+        case 'steer':
+          await tx.addInput({ id: message.id, sessionId, kind: 'steer', runId: active.id, payload: { message }, createdAt: Date.now() });
+          return { outcome: 'steered' as const, message, run: active, events: [] };
+        case 'interrupt':
+          // The caller cancels the active run first (gracefully if it can); here it must be gone.
+          throw new RunBusyError(sessionId, active.id);
+      }
+    }
+    const created = await this.createRun(tx, sessionId, message, agent, o.options ?? {}, o.parent);
+    return { outcome: 'created' as const, message, ...created };
   }
 
   /** Appends the trigger message and creates the run (queued) with its status event. */

@@ -3,7 +3,7 @@ import { userMessage, type AgentDefinition, type DeltaEvent, type UserInput } fr
 import type { JsonValue, UserMessage } from '../model/index.ts';
 import { Sessions, type CompactionSettings, type SessionEvent } from '../session/index.ts';
 import { isTerminal, NotFoundError, StoreError, type RunQuery, type RunRecord, type RunStatus, type Store } from '../store/index.ts';
-import { RunBook, type IfBusy, type RunOptions, type Waiting } from './book.ts';
+import { RunBook, type IdempotencyClaim, type IfBusy, type RunOptions, type Waiting } from './book.ts';
 import type { Execution, ExecutionEnv } from './execution.ts';
 import { IllegalTransitionError } from './state.ts';
 import { Worker, type WorkerHost, type WorkerOptions } from './worker.ts';
@@ -30,6 +30,8 @@ export interface SendOptions extends RunOptions {
   ifBusy?: IfBusy;
   /** Agent name (optionally `name@version`); default: the first registered agent. */
   agent?: string;
+  /** Records this key with the message's effect, in its transaction (the HTTP Idempotency-Key). */
+  idempotency?: IdempotencyClaim;
 }
 
 export type SendResult = { outcome: 'created' | 'enqueued' | 'steered'; message: UserMessage; run: RunRecord };
@@ -97,13 +99,13 @@ export class Runtime {
 
   private async send(sessionId: string, input: UserInput, o: SendOptions = {}): Promise<SendResult> {
     const agent = this.agentFor(o.agent);
-    const { ifBusy = 'reject', agent: _a, ...runOptions } = o;
+    const { ifBusy = 'reject', agent: _a, idempotency, ...runOptions } = o;
     const options = { ...this.options.runDefaults, ...runOptions };
     if (ifBusy === 'interrupt') {
       const active = await this.store.activeRun(sessionId);
       if (active) await this.runs.cancel(active.id, { reason: 'interrupted by a new message' });
     }
-    const r = await this.book.send(sessionId, input, agent, { ifBusy: ifBusy === 'interrupt' ? 'reject' : ifBusy, options });
+    const r = await this.book.send(sessionId, input, agent, { ifBusy: ifBusy === 'interrupt' ? 'reject' : ifBusy, options, ...(idempotency ? { idempotency } : {}) });
     this.book.sessions.log.publish(sessionId, r.events);
     if (r.outcome === 'steered') this.executions.get(r.run.id)?.steeringArrived();
     this.wake();

@@ -3,7 +3,7 @@ import { OpenAPIHono } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import type { Runtime } from '../runs/index.ts';
+import type { IdempotencyClaim, Runtime } from '../runs/index.ts';
 import type { Store } from '../store/index.ts';
 import { authMiddleware, rateLimitMiddleware, type AuthEnv } from './auth.ts';
 import { Metrics } from './metrics.ts';
@@ -30,7 +30,13 @@ export interface ServerOptions {
   cancelGraceMs?: number;
 }
 
-export type AppEnv = AuthEnv;
+export type AppEnv = { Variables: AuthEnv['Variables'] & IdempotencyEnv['Variables'] };
+
+/**
+ * What the idempotency middleware tells a route that records its effect in its own transaction:
+ * the key to record, and the effect an earlier attempt already recorded (status 0) if there is one.
+ */
+export type IdempotencyEnv = { Variables: { idempotency?: IdempotencyClaim; recordedEffect?: string } };
 
 const patterns = new Map<string, RegExp>();
 /** `/v1/runs/:id/approvals/:approval_id` as a regular expression over request paths. */
@@ -66,17 +72,24 @@ function idempotency(store: Store): MiddlewareHandler<AppEnv> {
       if (seen.fingerprint !== fingerprint) {
         throw new HttpProblem('idempotency_mismatch', `Idempotency-Key ${JSON.stringify(key)} was first used for a different request`);
       }
-      const type = seen.status >= 400 ? 'application/problem+json' : 'application/json';
-      return c.body(seen.body, seen.status as ContentfulStatusCode, { 'content-type': type, 'idempotent-replayed': 'true' });
+      if (seen.status !== 0) {
+        const type = seen.status >= 400 ? 'application/problem+json' : 'application/json';
+        return c.body(seen.body, seen.status as ContentfulStatusCode, { 'content-type': type, 'idempotent-replayed': 'true' });
+      }
     }
     const slot = `${tenant}\u0000${key}`;
     if (inFlight.has(slot)) throw new HttpProblem('idempotency_in_progress', `a request with Idempotency-Key ${JSON.stringify(key)} is still being processed`);
     inFlight.add(slot);
+    // The effect committed but its response was never recorded (the server failed in between):
+    // the route answers from the recorded effect instead of doing it again.
+    if (seen) c.set('recordedEffect', seen.body);
+    c.set('idempotency', { tenant, key, fingerprint });
     try {
       await next();
       const type = c.res.headers.get('content-type') ?? '';
       // Only definite JSON answers are remembered: a server error may succeed when retried.
-      if (c.res.status < 500 && /json/.test(type)) {
+      // Nor is a refusal because another request holds the key: that request's record stands.
+      if (c.res.status < 500 && /json/.test(type) && !(c.res.status === 409 && (await c.res.clone().text()).includes('idempotency_in_progress'))) {
         await store.putIdempotency({ tenant, key, fingerprint, status: c.res.status, body: await c.res.clone().text(), createdAt: Date.now() });
       }
     } finally {

@@ -89,6 +89,7 @@ export function toProblem(e: unknown): { type: ProblemType; detail: string; exte
       not_found: 'not_found',
       conflict: 'conflict',
       already_decided: 'already_decided',
+      idempotency_in_progress: 'idempotency_in_progress',
       session_archived: 'session_archived',
       unknown_agent: 'unknown_agent',
       ambiguous: 'validation',

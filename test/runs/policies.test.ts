@@ -250,3 +250,33 @@ describe('a run waiting for the user', () => {
     expect(userTexts(events)).toEqual(['plan a trip', 'Paris']);
   });
 });
+
+describe('idempotency: a key recorded with the effect', () => {
+  it('records what the send did in its own transaction; a second send under the key is refused and changes nothing', async () => {
+    const g = gated();
+    const { rt, store } = setup([work, { text: 'done' }], [g.tool]);
+    const s = await rt.sessions.create();
+    const claim = { tenant: 'default', key: 'k1', fingerprint: 'f' };
+    const { run, message } = await rt.sessions.send(s.id, 'first', { idempotency: claim });
+    const recorded = await store.getIdempotency('default', 'k1');
+    expect(recorded).toMatchObject({ status: 0, fingerprint: 'f' });
+    expect(JSON.parse(recorded!.body)).toEqual({ outcome: 'created', message_id: message.id, run_id: run.id });
+    await g.started.promise;
+    const lastSeq = (await rt.sessions.get(s.id)).lastSeq;
+
+    // As another process that missed the in-memory guard would: the whole send rolls back.
+    for (const ifBusy of ['steer', 'enqueue'] as const) {
+      await expect(rt.sessions.send(s.id, 'again', { ifBusy, idempotency: claim })).rejects.toMatchObject({ code: 'idempotency_in_progress' });
+    }
+    expect((await rt.sessions.get(s.id)).lastSeq).toBe(lastSeq);
+    expect(await store.countInputs(s.id, 'steer')).toBe(0);
+    expect(await store.countInputs(s.id, 'message')).toBe(0);
+
+    // Another key on the busy session: the outcome is recorded too.
+    const steered = await rt.sessions.send(s.id, 'also', { ifBusy: 'steer', idempotency: { ...claim, key: 'k2' } });
+    expect(JSON.parse((await store.getIdempotency('default', 'k2'))!.body)).toEqual({ outcome: 'steered', message_id: steered.message.id, run_id: run.id });
+    g.gate.resolve('ok');
+    expect((await rt.runs.wait(run.id)).status).toBe('completed');
+    expect(userTexts(await allEvents(rt.sessions, s.id))).toEqual(['first', 'also']);
+  });
+});

@@ -181,6 +181,31 @@ describe('problems (auth off)', () => {
     expect(refusedAgain.headers.get('idempotent-replayed')).toBe('true');
   });
 
+  it('idempotency: a retry after the server failed between the effect and the key\'s record gets the same message and run, not a second one (nor 409)', async () => {
+    const s = await api.session();
+    const key = { 'idempotency-key': 'crash-between' };
+    // The request's effect commits; recording the key fails (as a crash right after the effect would leave it).
+    const put = srv.store.putIdempotency.bind(srv.store);
+    let failing = true;
+    srv.store.putIdempotency = (r) => (failing ? ((failing = false), Promise.reject(new Error('the process died here'))) : put(r));
+    const first = await api.post(`/v1/sessions/${s.id}/messages`, { content: 'do it once', agent: 'helper' }, key);
+    expect(first.status).toBe(500);
+    const runs = (await api.get(`/v1/sessions/${s.id}/runs`)).body.data as Json[];
+    expect(runs).toHaveLength(1);
+    // The client never learned the run; it retries with the same key.
+    const retry = await api.post(`/v1/sessions/${s.id}/messages`, { content: 'do it once', agent: 'helper' }, key);
+    expect(retry.status).toBe(202);
+    expect(retry.body.run.id).toBe(runs[0]!.id);
+    expect(retry.body.message.id).toBe(runs[0]!.trigger_message_id);
+    await api.waitForRun(runs[0]!.id, 'completed');
+    // And once that run ended, still the same answer: no second message, no second run.
+    const later = await api.post(`/v1/sessions/${s.id}/messages`, { content: 'do it once', agent: 'helper' }, key);
+    expect([later.status, later.body.run.id, later.body.message.id]).toEqual([202, runs[0]!.id, runs[0]!.trigger_message_id]);
+    expect((await api.get(`/v1/sessions/${s.id}/runs`)).body.data).toHaveLength(1);
+    const users = (await api.allEvents(s.id)).filter((e) => e.type === 'user/message');
+    expect(users).toHaveLength(1);
+  });
+
   it('idempotency: the same key with another body (or route) is 422 idempotency_mismatch; bad keys are refused', async () => {
     const key = { 'idempotency-key': 'mismatch' };
     expect((await api.post('/v1/sessions', { title: 'a' }, key)).status).toBe(201);

@@ -734,6 +734,17 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         expect(await store.getIdempotency('acme', 'k')).toBeUndefined();
         expect(await store.getIdempotency('acme', 'new')).toBeDefined();
       });
+
+      it('completes an idempotency record of an effect (status 0) with its response, once, and only for the same request', async () => {
+        const effect = { tenant: 'acme', key: 'e', fingerprint: 'f1', status: 0, body: '{"run_id":"r1"}', createdAt: T0 };
+        expect(await store.putIdempotency(effect)).toEqual(effect);
+        expect(await store.putIdempotency({ ...effect, status: 0, body: '{"run_id":"r2"}' })).toEqual(effect);
+        expect(await store.putIdempotency({ ...effect, fingerprint: 'other', status: 202, body: '{}' })).toEqual(effect);
+        const response = { ...effect, status: 202, body: '{"run":{"id":"r1"}}', createdAt: T0 + 9 };
+        expect(await store.putIdempotency(response)).toEqual({ ...response, createdAt: T0 });
+        expect(await store.putIdempotency({ ...response, body: '{"later":true}' })).toEqual({ ...response, createdAt: T0 });
+        expect(await store.getIdempotency('acme', 'e')).toEqual({ ...response, createdAt: T0 });
+      });
     });
 
     describe('close', () => {

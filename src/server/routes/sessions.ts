@@ -2,6 +2,7 @@ import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { stream } from 'hono/streaming';
 import { NotFoundError, type SessionRecord } from '../../store/index.ts';
+import type { RecordedSend } from '../../runs/index.ts';
 import type { AppContext, AppEnv } from '../app.ts';
 import { HttpProblem } from '../problems.ts';
 import {
@@ -102,8 +103,18 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
     async (c) => {
       const s = await sessionFor(ctx, c, c.req.valid('param').id);
       const b = c.req.valid('json');
+      const recorded = c.get('recordedEffect');
+      if (recorded !== undefined) {
+        // An earlier attempt with this Idempotency-Key was accepted but never answered: answer it now.
+        const effect = JSON.parse(recorded) as RecordedSend;
+        const run = await rt.store.getRun(effect.run_id);
+        if (!run) throw new NotFoundError('run', effect.run_id);
+        return c.json({ outcome: effect.outcome, message: { id: effect.message_id }, run: await runJsonFor(ctx, run) }, 202);
+      }
       const agent = b.agent ?? s.agent ?? undefined;
+      const idempotency = c.get('idempotency');
       const r = await rt.sessions.send(s.id, toUserInput(b.content), {
+        ...(idempotency ? { idempotency } : {}),
         ifBusy: b.if_busy,
         ...(agent ? { agent } : {}),
         ...(b.timeout_ms !== undefined ? { timeoutMs: b.timeout_ms } : {}),

@@ -31,7 +31,11 @@ export function prepareStatements(db: Database.Database) {
     listKeys: prepare<[string | null, string | null], KeyRow>('SELECT * FROM api_keys WHERE (? IS NULL OR tenant = ?) ORDER BY created_at, id'),
     revokeKey: prepare('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?'),
     getIdem: prepare<[string, string], IdempotencyRow>('SELECT * FROM idempotency_keys WHERE tenant = ? AND key = ?'),
-    putIdem: prepare('INSERT INTO idempotency_keys (tenant, key, fingerprint, status, body, created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING'),
+    putIdem: prepare(
+      'INSERT INTO idempotency_keys (tenant, key, fingerprint, status, body, created_at) VALUES (?, ?, ?, ?, ?, ?) ' +
+        'ON CONFLICT (tenant, key) DO UPDATE SET status = excluded.status, body = excluded.body ' +
+        'WHERE idempotency_keys.status = 0 AND excluded.status <> 0 AND idempotency_keys.fingerprint = excluded.fingerprint',
+    ),
     pruneIdem: prepare('DELETE FROM idempotency_keys WHERE created_at < ?'),
     advance: prepare('UPDATE sessions SET last_seq = ?, leaf_id = ?, last_turn = max(last_turn, ?) WHERE id = ?'),
     updateSession: prepare('UPDATE sessions SET title = ?, metadata = ?, archived_at = ? WHERE id = ?'),
