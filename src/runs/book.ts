@@ -70,6 +70,13 @@ export interface RecordedSend {
   run_id: string;
 }
 
+/** Throws when a request already took the key (its effect, or its answer, is recorded). */
+export async function refuseTakenKey(store: Pick<StoreOps, 'getIdempotency'>, claim: IdempotencyClaim): Promise<void> {
+  if (await store.getIdempotency(claim.tenant, claim.key)) {
+    throw new StoreError('idempotency_in_progress', `a request with Idempotency-Key ${JSON.stringify(claim.key)} was already accepted`);
+  }
+}
+
 /**
  * Writes the send's effect under its key. Another request that recorded an effect under the same
  * key first (in another process) wins: this transaction rolls back, so nothing is sent twice.
@@ -180,6 +187,8 @@ export class RunBook {
     const message = userMessage(input);
     const ifBusy = o.ifBusy ?? 'reject';
     return this.store.transaction(async (tx) => {
+      // Checked first, under the write lock: a request that lost the key to another changes nothing.
+      if (o.idempotency) await refuseTakenKey(tx, o.idempotency);
       const accepted = await this.accept(tx, sessionId, message, agent, ifBusy, o);
       if (o.idempotency) await recordEffect(tx, o.idempotency, accepted);
       return accepted;

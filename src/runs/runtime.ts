@@ -3,7 +3,7 @@ import { userMessage, type AgentDefinition, type DeltaEvent, type UserInput } fr
 import type { JsonValue, UserMessage } from '../model/index.ts';
 import { Sessions, type CompactionSettings, type SessionEvent } from '../session/index.ts';
 import { isTerminal, NotFoundError, StoreError, type RunQuery, type RunRecord, type RunStatus, type Store } from '../store/index.ts';
-import { RunBook, type IdempotencyClaim, type IfBusy, type RunOptions, type Waiting } from './book.ts';
+import { RunBook, refuseTakenKey, type IdempotencyClaim, type IfBusy, type RunOptions, type Waiting } from './book.ts';
 import type { Execution, ExecutionEnv } from './execution.ts';
 import { IllegalTransitionError } from './state.ts';
 import { Worker, type WorkerHost, type WorkerOptions } from './worker.ts';
@@ -102,6 +102,8 @@ export class Runtime {
     const { ifBusy = 'reject', agent: _a, idempotency, ...runOptions } = o;
     const options = { ...this.options.runDefaults, ...runOptions };
     if (ifBusy === 'interrupt') {
+      // A request that lost its key to another must not cancel the run that one created.
+      if (idempotency) await refuseTakenKey(this.store, idempotency);
       const active = await this.store.activeRun(sessionId);
       if (active) await this.runs.cancel(active.id, { reason: 'interrupted by a new message' });
     }

@@ -36,7 +36,7 @@ export type AppEnv = { Variables: AuthEnv['Variables'] & IdempotencyEnv['Variabl
  * What the idempotency middleware tells a route that records its effect in its own transaction:
  * the key to record, and the effect an earlier attempt already recorded (status 0) if there is one.
  */
-export type IdempotencyEnv = { Variables: { idempotency?: IdempotencyClaim; recordedEffect?: string } };
+type IdempotencyEnv = { Variables: { idempotency?: IdempotencyClaim; recordedEffect?: string } };
 
 const patterns = new Map<string, RegExp>();
 /** `/v1/runs/:id/approvals/:approval_id` as a regular expression over request paths. */
@@ -88,8 +88,8 @@ function idempotency(store: Store): MiddlewareHandler<AppEnv> {
       await next();
       const type = c.res.headers.get('content-type') ?? '';
       // Only definite JSON answers are remembered: a server error may succeed when retried.
-      // Nor is a refusal because another request holds the key: that request's record stands.
-      if (c.res.status < 500 && /json/.test(type) && !(c.res.status === 409 && (await c.res.clone().text()).includes('idempotency_in_progress'))) {
+      // Nor is a refusal because another request holds the key (onError clears the claim).
+      if (c.res.status < 500 && /json/.test(type) && c.get('idempotency') !== undefined) {
         await store.putIdempotency({ tenant, key, fingerprint, status: c.res.status, body: await c.res.clone().text(), createdAt: Date.now() });
       }
     } finally {
@@ -130,6 +130,8 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
     const p = toProblem(err);
     if (p.type === 'internal') process.emitWarning(`keel server: ${c.req.method} ${c.req.path}: ${err.stack ?? err.message}`);
     if (p.type === 'rate_limited') c.header('retry-after', String(p.extensions.retry_after ?? 1));
+    // Another request holds this Idempotency-Key: its record stands, this refusal is not recorded.
+    if (p.type === 'idempotency_in_progress') c.set('idempotency', undefined);
     return problemResponse(c, p.type, p.detail, p.extensions);
   });
   app.notFound((c) => {

@@ -264,8 +264,9 @@ describe('idempotency: a key recorded with the effect', () => {
     await g.started.promise;
     const lastSeq = (await rt.sessions.get(s.id)).lastSeq;
 
-    // As another process that missed the in-memory guard would: the whole send rolls back.
-    for (const ifBusy of ['steer', 'enqueue'] as const) {
+    // As another process that missed the in-memory guard would: refused before anything else
+    // (not run_busy, which the server would record as the key's answer), and an interrupt cancels nothing.
+    for (const ifBusy of ['reject', 'steer', 'enqueue', 'interrupt'] as const) {
       await expect(rt.sessions.send(s.id, 'again', { ifBusy, idempotency: claim })).rejects.toMatchObject({ code: 'idempotency_in_progress' });
     }
     expect((await rt.sessions.get(s.id)).lastSeq).toBe(lastSeq);
