@@ -31,6 +31,11 @@ export interface CompactionContext extends BoundaryContext {
   reason: 'threshold' | 'overflow';
   /** Input tokens of the last model call, as the provider reported them. */
   lastInputTokens: number | undefined;
+  /**
+   * Commits what the turn reported so far. A hook that reads the session log calls it first; one
+   * that decides not to compact does not, so an uncompacted boundary costs no commit.
+   */
+  flush(): Promise<void>;
 }
 
 /**

@@ -167,12 +167,18 @@ export class TurnState {
   /** Lets the compact hooks replace the working conversation; true when one did. */
   async compact(reason: 'threshold' | 'overflow'): Promise<boolean> {
     if (!this.hooks.some((h) => h.compact)) return false;
-    // A compaction reads the log: what the turn reported so far must be in it.
-    await this.flush();
     let results: unknown[];
+    // A commit that fails in a hook's flush is the turn's failure, not the hook's.
+    let flushFailure: { error: unknown } | undefined;
+    const flush = () =>
+      this.flush().catch((error: unknown) => {
+        flushFailure = { error };
+        throw error;
+      });
     try {
-      results = await this.runHook('compact', (h) => h.compact!({ ...this.boundaryContext(), reason, lastInputTokens: this.lastInputTokens }));
+      results = await this.runHook('compact', (h) => h.compact!({ ...this.boundaryContext(), reason, lastInputTokens: this.lastInputTokens, flush }));
     } catch (e) {
+      if (flushFailure) throw flushFailure.error;
       // At a step boundary the turn can go on uncompacted (a later boundary tries again); after an
       // overflow it cannot, and the failure is the turn's.
       if (reason !== 'threshold' || !(e instanceof HookFailure)) throw e;

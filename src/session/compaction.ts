@@ -193,6 +193,8 @@ export function compactionHook(log: SessionLog, sessionId: string, agentModel: L
         const tokens = Math.max(ctx.lastInputTokens ?? 0, estimateTokens(ctx.conversation));
         if (tokens <= settings.contextWindow - (settings.reserveTokens ?? 16_000)) return undefined;
       }
+      // The compaction reads the log: what the turn reported so far must be in it.
+      await ctx.flush();
       const res = await compactSession(
         log,
         sessionId,

@@ -297,6 +297,23 @@ describe('compaction', () => {
     expect(compactions.map((c) => c.data.summary)).toEqual(['RUNNING SUMMARY 1', 'RUNNING SUMMARY 2', 'RUNNING SUMMARY 3']);
   });
 
+  it('a boundary that does not compact costs no commit: a turn commits as often with compaction configured as without', async () => {
+    const commitsOf = async (compaction: boolean) => {
+      const m = memorySessions();
+      stores.push(m.store);
+      const s = await m.sessions.create();
+      const steps = [1, 2].map((i) => ({ toolCalls: [{ id: `t${i}`, name: 'lookup', input: { q: `item ${i}` } }], usage: { input: 100 } }));
+      const before = m.store.commitCount;
+      const result = await turn(m.sessions, s.id, agentWith(new ScriptedModel([...steps, { text: 'done' }])), 'go', {
+        ...(compaction ? { compaction: { contextWindow: 100_000, model: summarizerModel('NEVER') } } : {}),
+      });
+      expect(result.reason).toBe('completed');
+      return m.store.commitCount - before;
+    };
+    const without = await commitsOf(false);
+    expect(await commitsOf(true)).toBe(without);
+  });
+
   it('(e) a compaction that fails at a step boundary does not fail the turn: it goes on uncompacted and compacts at a later boundary', async () => {
     const sessions = open();
     const s = await sessions.create();
