@@ -59,32 +59,34 @@ export async function runToolCalls(
   usageBefore: Usage,
   started: ReadonlySet<string> = new Set(),
 ): Promise<StepOutcome> {
-  type Plan = { call: ToolCallPart; output?: ToolOutput; tool?: Tool; input?: unknown; pending?: 'approval' | 'input'; recorded?: boolean };
+  type Plan = { call: ToolCallPart; key: string; output?: ToolOutput; tool?: Tool; input?: unknown; pending?: 'approval' | 'input'; recorded?: boolean };
   const plans: Plan[] = [];
-  for (const call of calls) {
+  for (const [index, call] of calls.entries()) {
     const decision = decided.get(call.toolCallId);
+    const effective = decision?.input !== undefined ? { ...call, input: decision.input } : call;
+    const key = idempotencyKey(t.scope, { turn: t.turnNo, step: t.stepNo, index }, effective.toolName, effective.input);
     if (decision?.answer !== undefined) {
-      plans.push({ call, output: { type: 'json', value: decision.answer } });
+      plans.push({ call, key, output: { type: 'json', value: decision.answer } });
       continue;
     }
     if (decision && decision.approved === false) {
-      plans.push({ call, output: toolError('denied', decision.reason ?? 'the user denied this call') });
+      plans.push({ call, key, output: toolError('denied', decision.reason ?? 'the user denied this call') });
       continue;
     }
-    const effective = decision?.input !== undefined ? { ...call, input: decision.input } : call;
     const v = validateCall(t.tools, effective);
-    if (!v.ok) plans.push({ call: effective, output: v.output });
-    else if (v.tool.interactive) plans.push({ call: effective, pending: 'input' });
+    if (!v.ok) plans.push({ call: effective, key, output: v.output });
+    else if (v.tool.interactive) plans.push({ call: effective, key, pending: 'input' });
     else if (started.has(call.toolCallId) && !v.tool.idempotent) {
       // It may or may not have had its effect before the interruption: say so, never guess.
       plans.push({
         call: effective,
+        key,
         recorded: true,
         output: toolError('outcome_unknown', 'the run was interrupted while this call ran and the tool is not idempotent: it may or may not have taken effect'),
       });
-    } else if (started.has(call.toolCallId)) plans.push({ call: effective, tool: v.tool, input: v.input, recorded: true });
-    else if (!decision && needsApproval(v.tool, v.input)) plans.push({ call: effective, pending: 'approval' });
-    else plans.push({ call: effective, tool: v.tool, input: v.input });
+    } else if (started.has(call.toolCallId)) plans.push({ call: effective, key, tool: v.tool, input: v.input, recorded: true });
+    else if (!decision && needsApproval(v.tool, v.input)) plans.push({ call: effective, key, pending: 'approval' });
+    else plans.push({ call: effective, key, tool: v.tool, input: v.input });
   }
 
   let mustRecordFirst = false;
@@ -100,7 +102,7 @@ export async function runToolCalls(
         toolCallId: p.call.toolCallId,
         toolName: p.call.toolName,
         input: p.call.input,
-        idempotencyKey: idempotencyKey(t.scope, p.call.toolCallId),
+        idempotencyKey: p.key,
         assistantMessageId: assistant.id,
       });
       if (p.tool && recordsCallFirst(p.tool)) mustRecordFirst = true;
@@ -120,7 +122,7 @@ export async function runToolCalls(
         const output = await executeTool(
           p.tool!,
           p.input,
-          { toolCallId: p.call.toolCallId, idempotencyKey: idempotencyKey(t.scope, p.call.toolCallId), turn: t.turnNo, step: t.stepNo },
+          { toolCallId: p.call.toolCallId, idempotencyKey: p.key, turn: t.turnNo, step: t.stepNo },
           t.turnCtl.signal,
         );
         return { output, durationMs: Math.round(performance.now() - t0) };

@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto';
+import { canonicalJson } from './canonical-json.ts';
 import { z } from 'zod';
 import type { JsonValue, ToolCallPart, ToolErrorCode, ToolOutput } from '../model/index.ts';
 import type { ToolSchema } from './events.ts';
@@ -7,7 +8,10 @@ export interface ToolContext {
   /** Aborted when the turn is cancelled or the tool times out. */
   signal: AbortSignal;
   toolCallId: string;
-  /** Stable for this call: a re-execution of the same call (after a crash) gets the same key. */
+  /**
+   * Stable for this call: a re-execution of the same call after a crash gets the same key, also
+   * when the model was asked again and gave the call a new id (see `idempotencyKey`).
+   */
   idempotencyKey: string;
   turn: number;
   step: number;
@@ -109,8 +113,14 @@ export function askUser(): Tool {
   });
 }
 
-export function idempotencyKey(scope: string, toolCallId: string): string {
-  return hash('sha256', `${scope}\u0000${toolCallId}`, 'hex').slice(0, 32);
+/**
+ * The idempotency key of a call: from its place in the run (scope, turn, step, position among the
+ * step's calls) and what it does (tool and input), never from the provider's call id. A step the
+ * model is asked for again after a crash gets new call ids; when it makes the same call, the tool
+ * gets the same key and can tell the repeat. A different call gets a different key.
+ */
+export function idempotencyKey(scope: string, at: { turn: number; step: number; index: number }, toolName: string, input: unknown): string {
+  return hash('sha256', `${scope}\u0000${at.turn}\u0000${at.step}\u0000${at.index}\u0000${toolName}\u0000${canonicalJson(input)}`, 'hex').slice(0, 32);
 }
 
 export const toolError = (code: ToolErrorCode, message: string): ToolOutput => ({ type: 'error', code, message });

@@ -236,7 +236,7 @@ describe('tool execution', () => {
     ]);
   });
 
-  it('gives tools a signal, their call id and an idempotency key stable per scope and call id', async () => {
+  it('gives tools a signal, their call id and an idempotency key stable per scope, place and call (not per provider call id)', async () => {
     const contexts: ToolContext[] = [];
     const probe = tool({
       name: 'probe',
@@ -270,7 +270,17 @@ describe('tool execution', () => {
     expect(a.idempotencyKey).toBe(b.idempotencyKey);
     expect(a.idempotencyKey).not.toBe(c.idempotencyKey);
     expect(d.idempotencyKey).not.toBe(a.idempotencyKey);
-    expect(a.idempotencyKey).toBe(idempotencyKey('session-1', 'call-7'));
+    expect(a.idempotencyKey).toBe(idempotencyKey('session-1', { turn: 4, step: 1, index: 0 }, 'probe', {}));
+    // Its parts, each of which changes the key; the provider's call id is not one of them.
+    for (const other of [
+      idempotencyKey('session-1', { turn: 5, step: 1, index: 0 }, 'probe', {}),
+      idempotencyKey('session-1', { turn: 4, step: 2, index: 0 }, 'probe', {}),
+      idempotencyKey('session-1', { turn: 4, step: 1, index: 1 }, 'probe', {}),
+      idempotencyKey('session-1', { turn: 4, step: 1, index: 0 }, 'other', {}),
+      idempotencyKey('session-1', { turn: 4, step: 1, index: 0 }, 'probe', { x: 1 }),
+    ]) expect(other).not.toBe(a.idempotencyKey);
+    // Inputs that are the same JSON in another key order are the same call.
+    expect(idempotencyKey('s', { turn: 1, step: 1, index: 0 }, 't', { a: 1, b: 2 })).toBe(idempotencyKey('s', { turn: 1, step: 1, index: 0 }, 't', { b: 2, a: 1 }));
     // The key the tool sees is the one recorded ahead of execution.
     expect(s1.ofType('tool/call')[0]!.data.idempotencyKey).toBe(a.idempotencyKey);
     expect(s1again.ofType('tool/call')[0]!.data.idempotencyKey).toBe(a.idempotencyKey);

@@ -298,12 +298,16 @@ describe('recovery windows, deterministically', () => {
     return { failed: () => failed };
   }
 
-  async function scenario(fails: (drafts: readonly EventDraft[]) => boolean, o: { idempotent?: boolean } = {}) {
+  async function scenario(fails: (drafts: readonly EventDraft[]) => boolean, o: { idempotent?: boolean; freshCallIds?: boolean } = {}) {
     const store = new SqliteStore({ path: ':memory:' });
     const charged: string[] = [];
     // Answers from the conversation, as a real model would: a step redone after a failure asks
-    // again and gets the same decision (the same call id, so the same idempotency key).
-    const model = new ScriptedModel([(call) => (call.prompt.some((m) => m.role === 'tool') ? { text: 'charged once' } : { toolCalls: [{ id: 'c1', name: 'charge', input: {} }] })], { loop: true });
+    // again and gets the same decision (with `freshCallIds`, under a new call id, as providers do).
+    let asked = 0;
+    const model = new ScriptedModel(
+      [(call) => (call.prompt.some((m) => m.role === 'tool') ? { text: 'charged once' } : { toolCalls: [{ id: o.freshCallIds ? `c${++asked}` : 'c1', name: 'charge', input: { amount: 5 } }] })],
+      { loop: true },
+    );
     const agent = defineAgent({
       name: 'windows',
       model,
@@ -311,7 +315,7 @@ describe('recovery windows, deterministically', () => {
         tool({
           name: 'charge',
           description: o.idempotent ? 'safe to repeat with its idempotency key' : 'not safe to repeat',
-          input: z.object({}),
+          input: z.object({ amount: z.number() }),
           idempotent: o.idempotent ?? false,
           execute: (_, ctx) => {
             charged.push(ctx.idempotencyKey);
@@ -385,5 +389,16 @@ describe('recovery windows, deterministically', () => {
     expect(events.filter((e) => e.type === 'tool/call')).toHaveLength(1);
     expect(events.filter((e) => e.type === 'tool/result').map((r) => (r.data as { output: unknown }).output)).toEqual([{ type: 'text', value: 'charged' }]);
     expect(assistantSteps(events)).toEqual([1, 2]);
+  });
+
+  it('the key of an idempotent call is the same when the re-asked model makes the same call under a new call id (as real providers do)', async () => {
+    const { done, events, charged } = await scenario((d) => d.some((e) => e.type === 'tool/result'), { idempotent: true, freshCallIds: true });
+    expect(done.status).toBe('completed');
+    expect(charged).toHaveLength(2);
+    // The tool can tell its second run is a repeat: the key does not depend on the provider's id.
+    expect(new Set(charged).size).toBe(1);
+    const call = events.find((e) => e.type === 'tool/call')!.data as { toolCallId: string; idempotencyKey: string };
+    expect(call.toolCallId).toBe('c2');
+    expect(call.idempotencyKey).toBe(charged[0]);
   });
 });
