@@ -37,8 +37,6 @@ export class RunSink extends BufferedSink {
   closed = false;
   /** The run as the turn's end left it. */
   ended: RunRecord | undefined;
-  /** Commits made (durable points reached) by this sink. */
-  commits = 0;
 
   constructor(book: RunBook, run: RunRecord, token: number, hooks: RunSinkHooks) {
     super();
@@ -70,7 +68,6 @@ export class RunSink extends BufferedSink {
 
   protected async commit(events: readonly TurnEvent[], held: HeldCheckpoint | undefined): Promise<void> {
     this.check();
-    this.commits++;
     const fence = { runId: this.run.id, token: this.token };
     const end = events.find((e): e is TurnEvent & { type: 'turn/end' } => e.type === 'turn/end');
     // Steering that came through the store leaves it in the transaction that logs it: exactly once.

@@ -9,7 +9,8 @@ export interface HeldCheckpoint {
 /**
  * The loop's events, held until its next durable point and then committed together: one commit
  * (one fsync) per durable point instead of one per event (ADR-0008). What is held when the
- * process dies was never acted on: the loop only acts on the world after a durable point.
+ * process dies is asked for again: the only effects it can have caused are those of idempotent
+ * tools, which run again with the same idempotency key; any other tool starts after a durable point.
  */
 export abstract class BufferedSink implements EventSink {
   private held: TurnEvent[] = [];
@@ -38,11 +39,6 @@ export abstract class BufferedSink implements EventSink {
       if (checkpoint) return { checkpoint, index: i };
     }
     return undefined;
-  }
-
-  /** Events reported but not yet durable. */
-  get heldEvents(): readonly TurnEvent[] {
-    return this.held;
   }
 
   /** Throws when this sink may take nothing more. */
