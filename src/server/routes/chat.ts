@@ -224,16 +224,7 @@ export class UiChunkMapper {
     if (ended) {
       // Its parts streamed and were ended when the next message started: send only what they lacked, as new parts.
       const covered = ended.length <= finals.length && ended.every((s, i) => s.kind === finals[i]!.type && finals[i]!.text === s.text) ? ended.length : 0;
-      for (let i = covered; i < finals.length; i++) {
-        const p = finals[i]!;
-        const id = `${m.id}:final:${i}`;
-        if (p.type === 'text') out.push({ type: 'text-start', id }, { type: 'text-delta', id, delta: p.text }, { type: 'text-end', id });
-        else out.push({ type: 'reasoning-start', id }, { type: 'reasoning-delta', id, delta: p.text }, { type: 'reasoning-end', id });
-      }
-      for (const p of m.content) {
-        if (p.type === 'tool-call') out.push({ type: 'tool-input-available', toolCallId: p.toolCallId, toolName: p.toolName, input: p.input });
-      }
-      return out;
+      return [...wholeParts(m, finals, covered, `${m.id}:final`)];
     }
     if (!cur) out.push(...this.closeParts());
     this.cur = undefined;
@@ -249,15 +240,7 @@ export class UiChunkMapper {
       if (s.kind === 'text') out.push(...(rest ? [{ type: 'text-delta' as const, id: s.id, delta: rest }] : []), { type: 'text-end', id: s.id });
       else out.push(...(rest ? [{ type: 'reasoning-delta' as const, id: s.id, delta: rest }] : []), { type: 'reasoning-end', id: s.id });
     });
-    for (let i = streamed.length; i < finals.length; i++) {
-      const p = finals[i]!;
-      const id = `${m.id}:${i}`;
-      if (p.type === 'text') out.push({ type: 'text-start', id }, { type: 'text-delta', id, delta: p.text }, { type: 'text-end', id });
-      else out.push({ type: 'reasoning-start', id }, { type: 'reasoning-delta', id, delta: p.text }, { type: 'reasoning-end', id });
-    }
-    for (const p of m.content) {
-      if (p.type === 'tool-call') out.push({ type: 'tool-input-available', toolCallId: p.toolCallId, toolName: p.toolName, input: p.input });
-    }
+    out.push(...wholeParts(m, finals, streamed.length, m.id));
     return out;
   }
 
@@ -568,5 +551,18 @@ export function chatRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
         404: problems[404],
       },
     });
+  }
+}
+
+/** The message's parts from `from` on, each sent whole (start, one delta, end), then its tool calls. */
+function* wholeParts(m: AssistantMessage, finals: ReadonlyArray<TextPart | ReasoningPart>, from: number, idPrefix: string): Generator<Chunk> {
+  for (let i = from; i < finals.length; i++) {
+    const p = finals[i]!;
+    const id = `${idPrefix}:${i}`;
+    if (p.type === 'text') yield* [{ type: 'text-start', id }, { type: 'text-delta', id, delta: p.text }, { type: 'text-end', id }] as const;
+    else yield* [{ type: 'reasoning-start', id }, { type: 'reasoning-delta', id, delta: p.text }, { type: 'reasoning-end', id }] as const;
+  }
+  for (const p of m.content) {
+    if (p.type === 'tool-call') yield { type: 'tool-input-available', toolCallId: p.toolCallId, toolName: p.toolName, input: p.input };
   }
 }
