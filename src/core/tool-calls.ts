@@ -9,16 +9,12 @@ import type { TurnState } from './turn-state.ts';
 /** The tool message that answers `assistant`: the message after it, created on first use. */
 function toolMessageFor(t: TurnState, assistant: AssistantMessage): ToolMessage {
   const last = t.conversation.at(-1);
-  if (last?.role === 'tool' && t.conversation.at(-2) === assistant) return last;
-  if (last === assistant) {
-    const m: ToolMessage = { id: newId(), role: 'tool', content: [] };
-    t.push(m);
-    return m;
+  if (last !== assistant) {
+    if (last?.role === 'tool' && t.conversation.at(-2) === assistant) return last;
+    // Resumed or compacted conversations may hold a copy of the message: find it by id.
+    const next = t.conversation[t.conversation.findLastIndex((m) => m.id === assistant.id) + 1];
+    if (next?.role === 'tool') return next;
   }
-  // Resumed or compacted conversations may hold a copy of the message: find it by id.
-  const i = t.conversation.findLastIndex((m) => m.id === assistant.id);
-  const next = t.conversation[i + 1];
-  if (next?.role === 'tool') return next;
   const m: ToolMessage = { id: newId(), role: 'tool', content: [] };
   t.push(m);
   return m;

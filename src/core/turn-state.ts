@@ -192,7 +192,7 @@ export class TurnState {
   }
 }
 
-// Settings and tool sets change only at step boundaries: their JSON forms are built once each.
+// Settings change only at step boundaries: the JSON form of each is built once (tool sets: see model-request.ts).
 const settingsJson = new WeakMap<CallSettings, Record<string, JsonValue>>();
 export function settingsRecord(s: CallSettings): Record<string, JsonValue> {
   let r = settingsJson.get(s);

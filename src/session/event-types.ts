@@ -108,8 +108,9 @@ export class EventRegistry {
       if (e.ignorable) return undefined;
       throw new UnknownEventError(e.type, e.v, e.seq);
     }
-    // Current data read back from the log was checked when it was written (ADR-0008): the schema
-    // check is for upcast data, and for whoever asks (import, the replay check).
+    // Current data read back from the log was checked when it was written, or built by the typed
+    // loop that needs no check (trusted appends, ADR-0008): the schema check is for upcast data,
+    // and for whoever asks (import, the replay check).
     if (e.v === def.v && options.validate === false) return { v: def.v, data: e.data };
     let data = e.data;
     for (let v = e.v; v < def.v; v++) data = def.upcasters![v]!(data);

@@ -110,7 +110,7 @@ export class SessionLog {
       return ops.append(sessionId, drafts, appendOptions);
     };
     const stored = tx ? await write(tx) : blobs.length > 0 ? await this.store.transaction(write) : await this.store.append(sessionId, drafts, appendOptions);
-    // What was validated before blob extraction is what a reader will get back: no need to read it.
+    // The data as appended (validated, or built by typed code when trusted), before blob extraction, is what a reader gets back: no need to read it.
     const decoded = stored.map((s, i) => ({ ...this.envelope(s), data: datas[i] }) as SessionEvent);
     if (!tx) this.publish(sessionId, decoded);
     return decoded;
