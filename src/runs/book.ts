@@ -78,11 +78,10 @@ export async function refuseTakenKey(store: Pick<StoreOps, 'getIdempotency'>, cl
 }
 
 /**
- * Writes the send's effect under its key. Another request that recorded an effect under the same
+ * Writes a message's effect (a send or a steer) under its key. Another request that recorded an effect under the same
  * key first (in another process) wins: this transaction rolls back, so nothing is sent twice.
  */
-async function recordEffect(tx: StoreOps, claim: IdempotencyClaim, r: Accepted): Promise<void> {
-  const effect: RecordedSend = { outcome: r.outcome, message_id: r.message.id, run_id: r.run.id };
+export async function recordEffect(tx: StoreOps, claim: IdempotencyClaim, effect: RecordedSend): Promise<void> {
   const body = JSON.stringify(effect);
   const stored = await tx.putIdempotency({ ...claim, status: 0, body, createdAt: Date.now() });
   if (stored.status !== 0 || stored.body !== body) {
@@ -190,7 +189,7 @@ export class RunBook {
       // Checked first, under the write lock: a request that lost the key to another changes nothing.
       if (o.idempotency) await refuseTakenKey(tx, o.idempotency);
       const accepted = await this.accept(tx, sessionId, message, agent, ifBusy, o);
-      if (o.idempotency) await recordEffect(tx, o.idempotency, accepted);
+      if (o.idempotency) await recordEffect(tx, o.idempotency, { outcome: accepted.outcome, message_id: accepted.message.id, run_id: accepted.run.id });
       return accepted;
     });
   }

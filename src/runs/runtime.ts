@@ -3,7 +3,7 @@ import { userMessage, type AgentDefinition, type DeltaEvent, type UserInput } fr
 import type { JsonValue, UserMessage } from '../model/index.ts';
 import { Sessions, type CompactionSettings, type SessionEvent } from '../session/index.ts';
 import { isTerminal, NotFoundError, StoreError, type RunQuery, type RunRecord, type RunStatus, type Store } from '../store/index.ts';
-import { RunBook, refuseTakenKey, type IdempotencyClaim, type IfBusy, type RunOptions, type Waiting } from './book.ts';
+import { RunBook, recordEffect, refuseTakenKey, type IdempotencyClaim, type IfBusy, type RunOptions, type Waiting } from './book.ts';
 import type { Execution, ExecutionEnv } from './execution.ts';
 import { IllegalTransitionError } from './state.ts';
 import { Worker, type WorkerHost, type WorkerOptions } from './worker.ts';
@@ -354,15 +354,17 @@ export class RunsApi {
   }
 
   /** Sends input into the run's next step (delivered when it runs again if it waits now). */
-  async steer(id: string, input: UserInput): Promise<{ message: UserMessage; run: RunRecord }> {
+  async steer(id: string, input: UserInput, o: { idempotency?: IdempotencyClaim } = {}): Promise<{ message: UserMessage; run: RunRecord }> {
     const message = userMessage(input);
     // Checked and stored in one transaction: a turn's end either sees this steering (and goes on
     // to take it) or has committed first (and the run refuses it here).
     const run = await this.rt.store.transaction(async (tx) => {
+      if (o.idempotency) await refuseTakenKey(tx, o.idempotency);
       const r = await tx.getRun(id);
       if (!r) throw new NotFoundError('run', id);
       if (isTerminal(r.status)) throw new IllegalTransitionError(id, r.status, r.status, 'a finished run takes no more input');
       await tx.addInput({ id: message.id, sessionId: r.sessionId, kind: 'steer', runId: id, payload: { message }, createdAt: Date.now() });
+      if (o.idempotency) await recordEffect(tx, o.idempotency, { outcome: 'steered', message_id: message.id, run_id: id });
       return r;
     });
     this.rt.executions.get(id)?.steeringArrived();

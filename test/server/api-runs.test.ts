@@ -181,6 +181,28 @@ describe('POST /v1/runs/{id}/steer', () => {
     expectProblem(await api.post(`/v1/runs/${runId}/steer`, { content: '' }), 'validation', 400);
     expectProblem(await api.post(`/v1/runs/${runId}/steer`, { content: 'x', urgent: true }), 'validation', 400);
   });
+
+  it('with an Idempotency-Key: a retry after the server failed between the steer and its answer gets the same message, steered once', async () => {
+    const { sessionId, runId } = await running('steer-idem');
+    const key = { 'idempotency-key': 'steer-crash-between' };
+    // The steer commits; recording its answer fails (as a crash right after the effect would leave it).
+    const put = srv.store.putIdempotency.bind(srv.store);
+    let failing = true;
+    srv.store.putIdempotency = (r) => (failing ? ((failing = false), Promise.reject(new Error('the process died here'))) : put(r));
+    expect((await api.post(`/v1/runs/${runId}/steer`, { content: 'only once' }, key)).status).toBe(500);
+    const retry = await api.post(`/v1/runs/${runId}/steer`, { content: 'only once' }, key);
+    expect(retry.status).toBe(202);
+    expect(retry.body.run.id).toBe(runId);
+    const again = await api.post(`/v1/runs/${runId}/steer`, { content: 'only once' }, key);
+    expect([again.status, again.headers.get('idempotent-replayed'), again.body.message.id]).toEqual([202, 'true', retry.body.message.id]);
+    srv.gates.open('steer-idem');
+    await api.waitForRun(runId, 'completed');
+    const said = texts((await api.get(`/v1/sessions/${sessionId}/transcript`)).body.items);
+    expect(said.filter((t) => t === 'only once')).toHaveLength(1);
+    // The message the retry named is the one in the log.
+    const users = (await api.allEvents(sessionId)).filter((e) => e.type === 'user/message').map((e) => (e.data as Json).message.id);
+    expect(users).toContain(retry.body.message.id);
+  });
 });
 
 describe('POST /v1/runs/{id}/input (ask_user)', () => {

@@ -5,7 +5,7 @@ import { NotFoundError, type RunRecord } from '../../store/index.ts';
 import type { AppContext, AppEnv } from '../app.ts';
 import { HttpProblem } from '../problems.ts';
 import { ApprovalBody, InputBody, JsonObjectSchema, ProblemSchema, RunSchema, SteerBody, toUserInput } from '../schemas.ts';
-import { runJsonFor, sessionFor } from './sessions.ts';
+import { recordedMessage, runJsonFor, sessionFor } from './sessions.ts';
 
 const problems = {
   400: { description: 'Invalid request', content: { 'application/problem+json': { schema: ProblemSchema } } },
@@ -80,7 +80,10 @@ export function runRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
     }),
     async (c) => {
       const run = await runFor(ctx, c, c.req.valid('param').id);
-      const r = await rt.runs.steer(run.id, toUserInput(c.req.valid('json').content));
+      const recorded = await recordedMessage(ctx, c);
+      if (recorded) return c.json({ message: recorded.message, run: recorded.run }, 202);
+      const idempotency = c.get('idempotency');
+      const r = await rt.runs.steer(run.id, toUserInput(c.req.valid('json').content), idempotency ? { idempotency } : {});
       return c.json({ message: { id: r.message.id }, run: await runJsonFor(ctx, r.run) }, 202);
     },
   );

@@ -39,6 +39,23 @@ export async function sessionFor(ctx: AppContext, c: Context<AppEnv>, id: string
   return s;
 }
 
+/**
+ * The answer to a message (a send or a steer) that an earlier attempt with the same
+ * Idempotency-Key had accepted but never answered (the server failed in between); undefined when
+ * there was no such attempt.
+ */
+export async function recordedMessage(
+  ctx: AppContext,
+  c: Context<AppEnv>,
+): Promise<{ outcome: RecordedSend['outcome']; message: { id: string }; run: Awaited<ReturnType<typeof runJsonFor>> } | undefined> {
+  const recorded = c.get('recordedEffect');
+  if (recorded === undefined) return undefined;
+  const effect = JSON.parse(recorded) as RecordedSend;
+  const run = await ctx.store.getRun(effect.run_id);
+  if (!run) throw new NotFoundError('run', effect.run_id);
+  return { outcome: effect.outcome, message: { id: effect.message_id }, run: await runJsonFor(ctx, run) };
+}
+
 export async function runJsonFor(ctx: AppContext, run: Parameters<typeof runJson>[0]) {
   const [children, checkpoint] = await Promise.all([ctx.store.listRuns({ parentRunId: run.id, limit: 1000 }), ctx.store.getCheckpoint(run.id)]);
   return runJson(run, children.map((r) => r.id), checkpoint ? { step: checkpoint.step, seq: checkpoint.seq } : null);
@@ -103,14 +120,8 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
     async (c) => {
       const s = await sessionFor(ctx, c, c.req.valid('param').id);
       const b = c.req.valid('json');
-      const recorded = c.get('recordedEffect');
-      if (recorded !== undefined) {
-        // An earlier attempt with this Idempotency-Key was accepted but never answered: answer it now.
-        const effect = JSON.parse(recorded) as RecordedSend;
-        const run = await rt.store.getRun(effect.run_id);
-        if (!run) throw new NotFoundError('run', effect.run_id);
-        return c.json({ outcome: effect.outcome, message: { id: effect.message_id }, run: await runJsonFor(ctx, run) }, 202);
-      }
+      const recorded = await recordedMessage(ctx, c);
+      if (recorded) return c.json(recorded, 202);
       const agent = b.agent ?? s.agent ?? undefined;
       const idempotency = c.get('idempotency');
       const r = await rt.sessions.send(s.id, toUserInput(b.content), {
