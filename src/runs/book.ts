@@ -12,6 +12,7 @@ import {
   type RunPatch,
   type RunRecord,
   type RunStatus,
+  type SessionRecord,
   type StoreOps,
 } from '../store/index.ts';
 import { assertTransition, IllegalTransitionError, statusesLeadingTo } from './state.ts';
@@ -222,21 +223,20 @@ export class RunBook {
           throw new RunBusyError(sessionId, active.id);
       }
     }
-    const created = await this.createRun(tx, sessionId, message, agent, o.options ?? {}, o.parent);
+    const created = await this.createRun(tx, session, message, agent, o.options ?? {}, o.parent);
     return { outcome: 'created' as const, message, ...created };
   }
 
   /** Appends the trigger message and creates the run (queued) with its status event. */
   async createRun(
     tx: StoreOps,
-    sessionId: string,
+    session: SessionRecord,
     message: UserMessage,
     agent: AgentDefinition,
     options: RunOptions,
     parent?: { runId: string; toolCallId: string },
   ): Promise<{ run: RunRecord; events: SessionEvent[] }> {
-    const session = await tx.getSession(sessionId);
-    if (!session) throw new NotFoundError('session', sessionId);
+    const sessionId = session.id;
     const turn = session.lastTurn + 1;
     const id = newId();
     const now = Date.now();
@@ -329,7 +329,9 @@ export class RunBook {
       const p = input.payload as { message: UserMessage; agent: string; agentVersion?: string; options?: RunOptions };
       const agent = resolveAgent(p.agent, p.agentVersion) ?? resolveAgent(p.agent);
       if (!agent) continue; // the agent is gone: the message cannot run; drop to the next one
-      return this.createRun(tx, sessionId, p.message, agent, p.options ?? {});
+      const session = await tx.getSession(sessionId);
+      if (!session) throw new NotFoundError('session', sessionId);
+      return this.createRun(tx, session, p.message, agent, p.options ?? {});
     }
   }
 
