@@ -63,7 +63,11 @@ import {
   type Message,
   type Runtime,
   type ScriptedResponse,
+  type StoredEvent,
 } from '../src/index.ts';
+import { decodeBatch } from '../src/store/sqlite/event-batch-codec.ts';
+import { idKey, type IdKey } from '../src/store/sqlite/id-keys.ts';
+import type { BatchRow } from '../src/store/sqlite/rows.ts';
 
 const RUNS = Number(process.env.RUNS ?? 30);
 const TOOL_STEPS = Number(process.env.TOOL_STEPS ?? 20);
@@ -313,18 +317,29 @@ interface Breakdown {
   byType: Record<string, { n: number; avgBytes: number; bytesPerStep: number }>;
   eventsPerStep: number;
   eventBytesPerStep: number;
-  tables: Record<'blobs' | 'run_checkpoints' | 'snapshots', TableBytes>;
+  tables: Record<'event_batches' | 'entries' | 'blobs' | 'run_checkpoints' | 'snapshots', TableBytes>;
 }
 
 const IN_JSON = 'IN (SELECT value FROM json_each(?))';
+/** A json_each value as the log tables store an id (see id-keys.ts): a UUID's 16 bytes. */
+const KEY_SQL = "CASE WHEN length(value) = 36 THEN unhex(replace(value, '-', '')) ELSE value END";
 
-/** Event data bytes by type (rows matched by `where`, given `ids` as a JSON array). */
-function eventBytes(db: Database.Database, where: string, ids: readonly string[]) {
-  return db
-    .prepare<[string], { type: string; n: number; bytes: number }>(
-      `SELECT type, count(*) AS n, sum(length(CAST(data AS BLOB))) AS bytes FROM events WHERE ${where} GROUP BY type ORDER BY bytes DESC`,
-    )
-    .all(JSON.stringify(ids));
+/** Sessions' events as stored (raw SQL on the closed file, each batch decoded by the store's codec). */
+function storedEvents(db: Database.Database, sessions: Iterable<string>): StoredEvent[] {
+  const q = db.prepare<[IdKey], BatchRow>('SELECT first_seq, codec, data FROM event_batches WHERE session_id = ? ORDER BY first_seq');
+  return [...sessions].flatMap((s) => q.all(idKey(s)).flatMap((r) => decodeBatch(s, r.first_seq, r.codec, r.data)));
+}
+
+/** Event data bytes by type (its JSON, uncompressed), most first. */
+function eventBytes(events: readonly StoredEvent[]): Array<{ type: string; n: number; bytes: number }> {
+  const by = new Map<string, { type: string; n: number; bytes: number }>();
+  for (const e of events) {
+    const t = by.get(e.type) ?? { type: e.type, n: 0, bytes: 0 };
+    t.n++;
+    t.bytes += Buffer.byteLength(JSON.stringify(e.data));
+    by.set(e.type, t);
+  }
+  return [...by.values()].sort((a, b) => b.bytes - a.bytes);
 }
 
 function tableBytes(db: Database.Database, scope: string, sql: string, ...args: string[]): TableBytes {
@@ -345,7 +360,7 @@ function breakdown(path: string, sessions: readonly string[], steps: number): Br
     const byType: Breakdown['byType'] = {};
     let n = 0;
     let bytes = 0;
-    for (const r of eventBytes(db, `session_id ${IN_JSON}`, sessions)) {
+    for (const r of eventBytes(storedEvents(db, sessions))) {
       byType[r.type] = { n: r.n, avgBytes: r.bytes / r.n, bytesPerStep: r.bytes / steps };
       n += r.n;
       bytes += r.bytes;
@@ -355,6 +370,9 @@ function breakdown(path: string, sessions: readonly string[], steps: number): Br
       eventsPerStep: n / steps,
       eventBytesPerStep: bytes / steps,
       tables: {
+        // The log itself (ADR-0009): the compressed batches, and the tree's index of entries.
+        event_batches: tableBytes(db, 'measured sessions', `SELECT count(*) AS rows, sum(length(data)) AS bytes FROM event_batches WHERE session_id IN (SELECT ${KEY_SQL} FROM json_each(?))`, ids),
+        entries: tableBytes(db, 'measured sessions, rows only', `SELECT count(*) AS rows, 0 AS bytes FROM entries WHERE session_id IN (SELECT ${KEY_SQL} FROM json_each(?))`, ids),
         // Content-addressed and shared by every session: the whole table, warm-up runs included.
         blobs: tableBytes(db, 'whole file', 'SELECT count(*) AS rows, sum(length(CAST(data AS BLOB))) AS bytes FROM blobs'),
         run_checkpoints: tableBytes(
@@ -605,7 +623,10 @@ function growthPoints(path: string, durable: Map<number, GrowthMeasure>, loop: M
       const l = sum(loop.get(k)!);
       const steps = d.runIds.length * STEPS;
       const bytesPerEventType: Record<string, number> = {};
-      for (const r of eventBytes(db, `run_id ${IN_JSON}`, d.runIds)) bytesPerEventType[r.type] = r.bytes / steps;
+      const runs = new Set(d.runIds);
+      const sessions = db.prepare<[string], { session_id: string }>(`SELECT DISTINCT session_id FROM runs WHERE id ${IN_JSON}`).all(JSON.stringify(d.runIds));
+      const mine = storedEvents(db, sessions.map((r) => r.session_id)).filter((e) => e.runId !== undefined && runs.has(e.runId));
+      for (const r of eventBytes(mine)) bytesPerEventType[r.type] = r.bytes / steps;
       const cp = tableBytes(db, '', `SELECT count(*) AS rows, sum(length(CAST(state AS BLOB))) AS bytes FROM run_checkpoints WHERE run_id ${IN_JSON}`, JSON.stringify(d.runIds));
       return {
         run: k,

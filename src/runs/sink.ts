@@ -99,7 +99,11 @@ export class RunSink extends BufferedSink {
           throw new TurnNotOverError(`steering ${waiting[0]!.id} is waiting for run ${this.run.id}`);
         }
       }
-      if (end) published.push(...(await this.settle(tx, end)));
+      if (end) {
+        published.push(...(await this.settle(tx, end)));
+        // The turn is over: its events are stored compactly from now on (ADR-0009).
+        await tx.sealEvents(this.run.sessionId);
+      }
     });
     this.log.publish(this.run.sessionId, published);
   }

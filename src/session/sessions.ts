@@ -178,7 +178,7 @@ export class Sessions {
   }
 
   private async entry(sessionId: string, entryId: string): Promise<SessionEvent> {
-    const [e] = await this.log.decode(await this.store.getEvents(sessionId, [entryId]));
+    const [e] = await this.log.decode(await this.store.getEntries(sessionId, [entryId]));
     if (!e || !e.entry) throw new InvalidEntryError(sessionId, entryId);
     return e;
   }

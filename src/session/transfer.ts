@@ -251,6 +251,8 @@ export async function importSession(
     if (h.archivedAt !== null) await tx.updateSession(h.id, { archivedAt: h.archivedAt });
     await tx.putBlobs([...blobs].map(([hash, data]) => ({ hash, data })));
     for (let i = 0; i < drafts.length; i += 1000) await tx.append(h.id, drafts.slice(i, i + 1000));
+    // A whole log, complete: stored compactly at once (ADR-0009).
+    await tx.sealEvents(h.id);
     return (await tx.getSession(h.id))!;
   });
 }

@@ -238,9 +238,19 @@ export interface StoreOps {
    */
   append(sessionId: string, drafts: readonly EventDraft[], options?: AppendOptions): Promise<StoredEvent[]>;
   readEvents(sessionId: string, options?: ReadEventsOptions): Promise<StoredEvent[]>;
-  getEvents(sessionId: string, ids: readonly string[]): Promise<StoredEvent[]>;
+  /**
+   * The entries (events with `entry: true`) of this session with these ids, skipping unknown ids:
+   * entries are what the tree and the API address by id. Other events are read by seq.
+   */
+  getEntries(sessionId: string, ids: readonly string[]): Promise<StoredEvent[]>;
   /** The entry `fromId` and its ancestors, nearest first, at most `limit`. */
   ancestors(sessionId: string, fromId: string, limit: number): Promise<StoredEvent[]>;
+  /**
+   * A unit of work (a turn) ended here: the store may re-encode the session's log so far for
+   * compact storage (the SQLite store seals its open rows, ADR-0009). Nothing that can be read
+   * changes: the same events, seqs, ids and tree. NotFoundError for an unknown session.
+   */
+  sealEvents(sessionId: string): Promise<void>;
 
   /** Content-addressed: putting a hash that exists is a no-op. */
   putBlobs(blobs: ReadonlyArray<{ hash: string; data: string }>): Promise<void>;

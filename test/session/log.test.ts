@@ -206,9 +206,10 @@ describe('session log', () => {
         expect(methods(proto).filter((n) => changes.test(n) && aboutEvents.test(n))).toEqual([]);
       }
       // Whatever the store names after events only reads them or appends them.
-      const eventMethods = methods(SqliteStore.prototype).filter((n) => /event/i.test(n));
-      expect(eventMethods.length).toBeGreaterThanOrEqual(2);
-      for (const n of eventMethods) expect(n).toMatch(/^(read|get|insert)Events?$/);
+      // (sealEvents re-encodes what is stored and changes nothing that can be read: see the store contract.)
+      const eventMethods = methods(SqliteStore.prototype).filter((n) => /event|entr/i.test(n));
+      expect(eventMethods.length).toBeGreaterThanOrEqual(3);
+      for (const n of eventMethods) expect(n).toMatch(/^((read|get)(Events|Entries)|sealEvents)$/);
       // The log's only write is append; the facade's only "update" is the session's title and metadata.
       expect(methods(SessionLog.prototype).filter((n) => changes.test(n))).toEqual([]);
       expect(methods(Sessions.prototype).filter((n) => changes.test(n))).toEqual(['update']);
@@ -230,9 +231,12 @@ describe('session log', () => {
       const before = await store.readEvents(s.id);
       const raw = new Database(path);
       try {
-        expect(() => raw.prepare("UPDATE events SET data = '{}' WHERE session_id = ?").run(s.id)).toThrow(/events are immutable/);
-        expect(() => raw.prepare('DELETE FROM events WHERE session_id = ?').run(s.id)).toThrow(/events are immutable/);
-        expect(raw.prepare('SELECT count(*) AS n FROM events WHERE session_id = ?').get(s.id)).toEqual({ n: 2 });
+        // Stored in batches with the tree in entries (ADR-0009).
+        expect(() => raw.prepare("UPDATE event_batches SET data = x'00'").run()).toThrow(/events are immutable/);
+        expect(() => raw.prepare('DELETE FROM event_batches').run()).toThrow(/events are immutable/);
+        expect(() => raw.prepare('UPDATE entries SET parent_id = NULL').run()).toThrow(/events are immutable/);
+        expect(() => raw.prepare('DELETE FROM entries').run()).toThrow(/events are immutable/);
+        expect(raw.prepare('SELECT count(*) AS n, max(last_seq) AS last FROM event_batches').get()).toEqual({ n: 2, last: 2 });
       } finally {
         raw.close();
       }

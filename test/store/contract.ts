@@ -265,7 +265,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         await expect(store.append('s', batch)).rejects.toMatchObject({ code: 'conflict' });
 
         expect(await store.readEvents('s')).toEqual(existing);
-        expect(await store.getEvents('s', batch.map((d) => d.id))).toEqual(existing.slice(0, 1));
+        expect(await store.getEntries('s', batch.map((d) => d.id))).toEqual(existing.slice(0, 1));
         expect(await store.getSession('s')).toEqual(before);
 
         const next = await store.append('s', [entry()]);
@@ -362,7 +362,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           expect(err).toBeInstanceOf(SeqConflictError);
           expect(err).toBeInstanceOf(StoreError);
           expect((err as StoreError).code).toBe('seq_conflict');
-          expect(await store.getEvents('s', [d.id])).toEqual([]);
+          expect(await store.getEntries('s', [d.id])).toEqual([]);
         }
         expect(await store.getSession('s')).toEqual(before);
         expect(await store.readEvents('s')).toEqual(events);
@@ -402,18 +402,19 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         expect(await store.readEvents('nobody')).toEqual([]);
       });
 
-      it('gets events by id within the session, skipping unknown ids', async () => {
+      it('gets entries by id within the session, skipping unknown ids and events that are not entries', async () => {
         await session('s');
         await session('other');
         const events = await store.append('s', [entry(), draft(), entry(), draft()]);
         const [foreign] = await store.append('other', [entry()]);
 
-        const got = await store.getEvents('s', [events[2]!.id, 'unknown', events[0]!.id, foreign!.id]);
+        const got = await store.getEntries('s', [events[2]!.id, 'unknown', events[0]!.id, foreign!.id]);
         expect(got.sort(bySeq)).toEqual([events[0], events[2]]);
-        expect(await store.getEvents('s', [])).toEqual([]);
-        expect(await store.getEvents('s', ['unknown'])).toEqual([]);
-        expect(await store.getEvents('other', [events[1]!.id])).toEqual([]);
-        expect(await store.getEvents('other', [foreign!.id])).toEqual([foreign]);
+        expect(await store.getEntries('s', [])).toEqual([]);
+        expect(await store.getEntries('s', ['unknown'])).toEqual([]);
+        expect(await store.getEntries('s', [events[1]!.id, events[3]!.id])).toEqual([]);
+        expect(await store.getEntries('other', [events[0]!.id])).toEqual([]);
+        expect(await store.getEntries('other', [foreign!.id])).toEqual([foreign]);
       });
     });
 
@@ -453,8 +454,74 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         // The tree never spans sessions: a parent from another session is refused.
         const stray = entry({ parentId: a2!.id });
         await expect(store.append('b', [stray])).rejects.toMatchObject({ code: 'invalid_parent' });
-        expect(await store.getEvents('b', [stray.id])).toEqual([]);
+        expect(await store.getEntries('b', [stray.id])).toEqual([]);
         expect(await store.ancestors('a', a2!.id, 100)).toEqual([a2, a1]);
+      });
+    });
+
+    describe('sealing', () => {
+      it('changes nothing that can be read: events, seqs, ids, entries, ancestors and the session head', async () => {
+        await session('s');
+        await session('other');
+        const appended = [
+          ...(await store.append('s', [entry({ data: { text: 'a'.repeat(300) } }), draft()])),
+          ...(await store.append('s', [draft({ runId: 'r1', turn: 1, step: 1, ignorable: true, data: [1, 'two', { three: null }] }), entry({ runId: 'r1', turn: 1 })])),
+          ...(await store.append('s', [entry({ data: 'é ☃ \u0000 "quoted"' })])),
+        ];
+        await store.append('other', [entry(), draft()]);
+        const before = { events: await store.readEvents('s'), head: await store.getSession('s'), other: await store.readEvents('other') };
+        expect(before.events).toEqual(appended);
+
+        await store.sealEvents('s');
+        expect(await store.readEvents('s')).toEqual(before.events);
+        expect(await store.getSession('s')).toEqual(before.head);
+        expect(await store.readEvents('other')).toEqual(before.other);
+        const entries = appended.filter((e) => e.entry);
+        expect((await store.getEntries('s', ids(entries))).sort(bySeq)).toEqual(entries);
+        expect(await store.ancestors('s', entries.at(-1)!.id, 100)).toEqual([...entries].reverse());
+        expect(await store.readEvents('s', { runId: 'r1' })).toEqual(appended.slice(2, 4));
+        // Every window of the sealed events reads as before.
+        for (let after = 0; after <= 5; after++) {
+          for (let until = after; until <= 5; until++) {
+            expect(seqs(await store.readEvents('s', { afterSeq: after, untilSeq: until }))).toEqual(range(after + 1, until));
+          }
+          expect(seqs(await store.readEvents('s', { afterSeq: after, limit: 2 }))).toEqual(range(after + 1, Math.min(after + 2, 5)));
+        }
+
+        // Sealing again is harmless; appends go on after the sealed events, in the same tree.
+        await store.sealEvents('s');
+        const more = await store.append('s', [entry(), draft()]);
+        expect(seqs(more)).toEqual([6, 7]);
+        expect(more[0]!.parentId).toBe(entries.at(-1)!.id);
+        await store.sealEvents('s');
+        expect(await store.readEvents('s')).toEqual([...appended, ...more]);
+        expect(await store.readEvents('s', { afterSeq: 4, limit: 2 })).toEqual([appended[4], more[0]]);
+        expect(await store.ancestors('s', more[0]!.id, 2)).toEqual([more[0], entries.at(-1)]);
+      });
+
+      it('seals an empty session, and inside a transaction that rolls back leaves the rows as they were', async () => {
+        await session('empty');
+        await store.sealEvents('empty');
+        expect(await store.readEvents('empty')).toEqual([]);
+        await session('s');
+        const events = await store.append('s', [entry(), draft()]);
+        await expect(
+          store.transaction(async (tx) => {
+            await tx.append('s', [draft()]);
+            await tx.sealEvents('s');
+            throw new Error('roll back');
+          }),
+        ).rejects.toThrow('roll back');
+        expect(await store.readEvents('s')).toEqual(events);
+        await store.transaction(async (tx) => {
+          await tx.append('s', [draft()]);
+          await tx.sealEvents('s');
+        });
+        expect(seqs(await store.readEvents('s'))).toEqual([1, 2, 3]);
+      });
+
+      it('refuses an unknown session with NotFoundError', async () => {
+        await expect(store.sealEvents('ghost')).rejects.toBeInstanceOf(NotFoundError);
       });
     });
 
@@ -766,8 +833,9 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         await expect(store.updateSession('s', { title: 'x' })).rejects.toThrow();
         await expect(store.append('s', [entry()])).rejects.toThrow();
         await expect(store.readEvents('s')).rejects.toThrow();
-        await expect(store.getEvents('s', ['x'])).rejects.toThrow();
+        await expect(store.getEntries('s', ['x'])).rejects.toThrow();
         await expect(store.ancestors('s', 'x', 10)).rejects.toThrow();
+        await expect(store.sealEvents('s')).rejects.toThrow();
         await expect(store.putBlobs([{ hash: 'h', data: 'd' }])).rejects.toThrow();
         await expect(store.getBlobs(['h'])).rejects.toThrow();
         await expect(store.putSnapshot({ sessionId: 's', projection: 'p', version: 1, asOfSeq: 0, leafId: null, state: 0 })).rejects.toThrow();

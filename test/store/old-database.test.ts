@@ -28,9 +28,20 @@ describe('a database written before ADR-0008', () => {
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('migrates to schema v4: the last turn and each run\'s first seq filled in, no index of events by run', async () => {
+  it('migrates to schema v5: the last turn and each run\'s first seq filled in, the log moved into batches with every event as it was', async () => {
+    const before = new Database(path, { readonly: true });
+    const oldRows = before.prepare('SELECT * FROM events ORDER BY seq').all() as Array<{ id: string; seq: number; type: string; entry: number; parent_id: string | null; data: string }>;
+    before.close();
+    expect(oldRows).toHaveLength(31);
     const store = new SqliteStore({ path });
     try {
+      const events = await store.readEvents(SESSION);
+      expect(events.map((e) => [e.id, e.seq, e.type, e.entry, e.parentId ?? null, e.data])).toEqual(
+        oldRows.map((r) => [r.id, r.seq, r.type, r.entry === 1, r.parent_id, JSON.parse(r.data)]),
+      );
+      const entries = oldRows.filter((r) => r.entry === 1);
+      expect(await store.getEntries(SESSION, entries.map((r) => r.id))).toEqual(events.filter((e) => e.entry));
+      expect((await store.ancestors(SESSION, entries.at(-1)!.id, 1000)).length).toBeGreaterThan(1);
       expect(await store.getSession(SESSION)).toMatchObject({ lastTurn: 2, lastSeq: 31 });
       const runs = await store.listRuns({ sessionId: SESSION, limit: 10 });
       expect(runs.map((r) => r.status)).toEqual(['completed', 'running']);
@@ -46,8 +57,9 @@ describe('a database written before ADR-0008', () => {
     }
     const raw = new Database(path, { readonly: true });
     try {
-      expect(raw.pragma('user_version', { simple: true })).toBe(4);
-      expect(raw.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'events_run'").all()).toEqual([]);
+      expect(raw.pragma('user_version', { simple: true })).toBe(5);
+      expect(raw.prepare("SELECT name FROM sqlite_master WHERE name LIKE 'events%'").all()).toEqual([]);
+      expect(raw.prepare('SELECT count(*) AS n, min(first_seq) AS first, max(last_seq) AS last FROM event_batches').get()).toEqual({ n: 1, first: 1, last: 31 });
       expect(raw.prepare('SELECT count(*) AS n FROM runs WHERE first_seq IS NULL').get()).toEqual({ n: 0 });
     } finally {
       raw.close();

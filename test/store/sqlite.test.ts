@@ -3,6 +3,11 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import { createRuntime, defineAgent, ScriptedModel, tool } from '../../src/index.ts';
+import { decodeBatch } from '../../src/store/sqlite/event-batch-codec.ts';
+import { EVENT_BATCH_DICTIONARY_1 } from '../../src/store/sqlite/event-batch-dictionary.ts';
 import { latestSchemaVersion } from '../../src/store/sqlite/migrations.ts';
 import { defaultDbPath, SqliteStore } from '../../src/store/sqlite/store.ts';
 import { SchemaVersionError, StoreError } from '../../src/store/port.ts';
@@ -10,6 +15,7 @@ import { storeContract } from './contract.ts';
 import { runsContract } from './runs-contract.ts';
 
 const T0 = 1_700_000_000_000;
+const DICTIONARY_1_SHA256 = 'c08b55232ad9cecf330e375283cee03d6ad56e1ab7c88ec669c6886122ac78f9';
 
 storeContract('sqlite (file)', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'keel-store-'));
@@ -103,14 +109,91 @@ describe('sqlite store', () => {
     await store.createSession({ id: 's', createdAt: T0 });
     const [e] = await store.append('s', [{ id: 'e1', type: 't', v: 1, time: T0, entry: true, data: { a: 1 } }]);
 
+    // The log is stored in batches, the tree in entries (ADR-0009): neither can be changed or shrunk.
     const db = rawDb();
-    expect(() => db.prepare("UPDATE events SET type = 'forged' WHERE id = 'e1'").run()).toThrow('events are immutable');
-    expect(() => db.prepare("UPDATE events SET data = '{}'").run()).toThrow('events are immutable');
-    expect(() => db.prepare("DELETE FROM events WHERE id = 'e1'").run()).toThrow('events are immutable');
-    expect(() => db.prepare('DELETE FROM events').run()).toThrow('events are immutable');
-    expect(() => connection(store).prepare('DELETE FROM events').run()).toThrow('events are immutable');
+    expect(() => db.prepare('UPDATE event_batches SET data = x\'00\'').run()).toThrow('events are immutable');
+    expect(() => db.prepare('UPDATE event_batches SET first_seq = 2').run()).toThrow('events are immutable');
+    expect(() => db.prepare('DELETE FROM event_batches').run()).toThrow('events are immutable');
+    expect(() => db.prepare("UPDATE entries SET parent_id = 'x'").run()).toThrow('events are immutable');
+    expect(() => db.prepare("DELETE FROM entries WHERE id = 'e1'").run()).toThrow('events are immutable');
+    expect(() => connection(store).prepare('DELETE FROM event_batches').run()).toThrow('events are immutable');
+    expect(() => connection(store).prepare('DELETE FROM entries').run()).toThrow('events are immutable');
+    // Sealed, the events are in a compressed row that cannot be changed or removed either.
+    await store.sealEvents('s');
+    expect(db.prepare('SELECT codec, first_seq, last_seq FROM event_batches').all()).toEqual([{ codec: 1, first_seq: 1, last_seq: 1 }]);
+    expect(() => db.prepare('UPDATE event_batches SET data = x\'00\'').run()).toThrow('events are immutable');
+    expect(() => db.prepare('DELETE FROM event_batches').run()).toThrow('events are immutable');
 
     expect(await store.readEvents('s')).toEqual([e]);
+  });
+
+  it('keeps a session\'s log in open rows (one per append) until it is sealed, then in one compressed row; a long run of appends seals itself', async () => {
+    const store = openStore();
+    await store.createSession({ id: 's', createdAt: T0 });
+    const note = (n: number) => ({ id: `e${n}`, type: 'test/note', v: 1, time: T0, entry: false, data: { n, text: 'the same words again and again '.repeat(4) } });
+    for (let n = 1; n <= 10; n++) await store.append('s', [note(n)]);
+    const rows = () => rawDb({ readonly: true }).prepare<[], { codec: number; first_seq: number; last_seq: number; bytes: number }>('SELECT codec, first_seq, last_seq, length(data) AS bytes FROM event_batches ORDER BY first_seq').all();
+    const open = rows();
+    expect(open.map((r) => [r.codec, r.first_seq, r.last_seq])).toEqual(Array.from({ length: 10 }, (_, i) => [0, i + 1, i + 1]));
+    await store.sealEvents('s');
+    const sealed = rows();
+    expect(sealed.map((r) => [r.codec, r.first_seq, r.last_seq])).toEqual([[1, 1, 10]]);
+    expect(sealed[0]!.bytes).toBeLessThan(open.reduce((a, r) => a + r.bytes, 0) / 5);
+    expect((await store.readEvents('s')).map((e) => e.data)).toEqual(Array.from({ length: 10 }, (_, i) => note(i + 1).data));
+
+    // 1,024 open events seal themselves, in the append that reaches them.
+    for (let n = 11; n <= 1040; n += 10) await store.append('s', Array.from({ length: 10 }, (_, k) => note(n + k)));
+    expect(rows().map((r) => [r.codec, r.first_seq, r.last_seq])).toEqual([
+      [1, 1, 10],
+      [1, 11, 1040],
+    ]);
+    expect((await store.readEvents('s', { afterSeq: 1030 })).map((e) => e.id)).toEqual(Array.from({ length: 10 }, (_, k) => `e${1031 + k}`));
+  });
+
+  it('reads a sealed row written by this codec forever: its dictionary and format never change', () => {
+    // Written by codec 1 when it was made (ADR-0009); a change to the dictionary would misread it.
+    expect(createHash('sha256').update(EVENT_BATCH_DICTIONARY_1).digest('hex')).toBe(DICTIONARY_1_SHA256);
+    const row = Buffer.from('g5a6BoaJRsaGiRa6RpYmprrmZmZpupaGJom6KeZGKYnJSYbmFkmg0gLkM3g04ixFjCxNjI0tjaCtZVCBC/cjvM8DiidQowVrOZJLZkGScXilwqMZzaBGEjw+UkG5Dm+MQJ1rrKOUDo6KFGj/LhYA', 'base64');
+    expect(decodeBatch('s', 7, 1, row)).toEqual([
+      { id: '01a231a8-2945-766f-914a-d72dacb178be', sessionId: 's', seq: 7, type: 'assistant/message', v: 1, time: 1796129433922, runId: 'r', turn: 1, step: 1, entry: true, parentId: 'p', ignorable: false, data: { message: { id: 'm', role: 'assistant', content: [{ type: 'text', text: 'hé ☃' }] } } },
+      { id: 'e2', sessionId: 's', seq: 8, type: 'step/end', v: 1, time: 1796129433923, entry: false, ignorable: true, data: null },
+    ]);
+  });
+
+  it('a row it cannot read is a corrupt_log StoreError naming the session and seq, not a crash', async () => {
+    const store = openStore();
+    await store.createSession({ id: 's', createdAt: T0 });
+    await store.createSession({ id: 't', createdAt: T0 });
+    const db = rawDb();
+    db.prepare("INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) VALUES ('s', 1, 1, 1, x'00ff00ff')").run();
+    db.prepare("INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) VALUES ('t', 1, 1, 7, '[]')").run();
+    db.prepare("UPDATE sessions SET last_seq = 1 WHERE id IN ('s', 't')").run();
+    await expect(store.readEvents('s')).rejects.toMatchObject({ code: 'corrupt_log', message: expect.stringMatching(/session s: the events from seq 1 cannot be read/) });
+    await expect(store.readEvents('t')).rejects.toMatchObject({ code: 'corrupt_log', message: expect.stringMatching(/codec 7/) });
+    expect(await store.getSession('s')).toMatchObject({ lastSeq: 1 });
+  });
+
+  it('a run\'s turn end seals its session\'s log in the turn end\'s own commit', async () => {
+    const store = openStore();
+    const agent = defineAgent({
+      name: 'sealer',
+      model: new ScriptedModel([{ toolCalls: [{ name: 'inc', input: { n: 1 } }] }, { toolCalls: [{ name: 'inc', input: { n: 2 } }] }, { text: 'done' }]),
+      tools: [tool({ name: 'inc', description: 'increments', input: z.object({ n: z.number() }), idempotent: true, execute: ({ n }) => n + 1 })],
+    });
+    const rt = createRuntime({ store, agents: [agent] });
+    rt.startWorker({ id: 'w', concurrency: 1 });
+    try {
+      const s = await rt.sessions.create({ agent: 'sealer' });
+      const sent = await rt.sessions.send(s.id, 'go');
+      expect(await rt.runs.wait(sent.run.id, { until: 'terminal' })).toMatchObject({ status: 'completed' });
+      const events = await store.readEvents(s.id);
+      expect(events.at(-1)).toMatchObject({ type: 'run/status', data: { to: 'completed' } });
+      const rows = rawDb({ readonly: true }).prepare('SELECT codec, first_seq, last_seq FROM event_batches ORDER BY first_seq').all();
+      expect(rows).toEqual([{ codec: 1, first_seq: 1, last_seq: events.length }]);
+      expect(await store.getSession(s.id)).toMatchObject({ lastSeq: events.length });
+    } finally {
+      await rt.close();
+    }
   });
 
   it('refuses a database written by a newer schema with SchemaVersionError', async () => {
@@ -150,7 +233,7 @@ describe('sqlite store', () => {
       .prepare<[], { name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
       .all()
       .map((r) => r.name);
-    expect(tables).toEqual(['api_keys', 'blobs', 'events', 'idempotency_keys', 'run_checkpoints', 'run_inputs', 'runs', 'sessions', 'snapshots']);
+    expect(tables).toEqual(['api_keys', 'blobs', 'entries', 'event_batches', 'idempotency_keys', 'run_checkpoints', 'run_inputs', 'runs', 'sessions', 'snapshots']);
   });
 
   it('two stores on one file see each other’s appends and keep one chain', async () => {

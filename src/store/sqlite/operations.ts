@@ -11,11 +11,19 @@ import {
   type StoreOps,
   type StoredEvent,
 } from '../port.ts';
-import { RUN_COLUMNS, toEvent, toIdempotency, toInput, toKey, toRun, toSession, type RunRow, type SessionRow } from './rows.ts';
+import { decodeBatch, encodeOpen, OPEN_CODEC, seal, SEALED_CODEC } from './event-batch-codec.ts';
+import { idKey, idKeyOrNull, type IdKey } from './id-keys.ts';
+import { RUN_COLUMNS, toIdempotency, toInput, toKey, toRun, toSession, type RunRow, type SessionRow } from './rows.ts';
 import type { Statements } from './statements.ts';
 
 /** Every operation of the port, synchronous: what each returns, without the promise. */
 export type SyncOps = { [K in keyof StoreOps]: (...args: Parameters<StoreOps[K]>) => Awaited<ReturnType<StoreOps[K]>> };
+
+/**
+ * A session's open rows are sealed at the end of a turn (`seal`), and also once this many events
+ * are open, so that a long turn's log does not stay uncompressed (ADR-0009).
+ */
+const SEAL_AT = 1024;
 
 /** Reports a uniqueness violation as a conflict, not as a driver error. */
 function guard<T>(message: string, fn: () => T): T {
@@ -64,6 +72,18 @@ export function createOperations(db: Database.Database, st: Statements): SyncOps
     return row;
   };
 
+  /**
+   * Replaces the session's open rows (after `sealedSeq`, up to `lastSeq`) with one sealed row
+   * holding the same events (ADR-0009); returns the new sealed seq.
+   */
+  const sealOpenRows = (sessionKey: IdKey, sealedSeq: number, lastSeq: number): number => {
+    const open = st.openRows.all(sessionKey, sealedSeq);
+    if (open.length === 0) return sealedSeq;
+    st.insertBatch.run(sessionKey, open[0]!.first_seq, lastSeq, SEALED_CODEC, seal(open.map((r) => r.data)));
+    st.deleteOpenRows.run(sessionKey, sealedSeq);
+    return lastSeq;
+  };
+
   /** The returned events' `data` is the draft's own object, not a copy: the caller owns the drafts. */
   const append = (sessionId: string, drafts: readonly EventDraft[], options: AppendOptions = {}): StoredEvent[] => {
     const { expectLastSeq, fence } = options;
@@ -74,6 +94,7 @@ export function createOperations(db: Database.Database, st: Statements): SyncOps
     const s = st.sessionHead.get(sessionId);
     if (!s) throw new NotFoundError('session', sessionId);
     if (expectLastSeq !== undefined && s.last_seq !== expectLastSeq) throw new SeqConflictError(sessionId, expectLastSeq, s.last_seq);
+    const sessionKey = idKey(sessionId);
     let seq = s.last_seq;
     let leaf = s.leaf_id;
     let lastTurn = 0;
@@ -85,17 +106,17 @@ export function createOperations(db: Database.Database, st: Statements): SyncOps
       if (d.entry) {
         parent = d.parentId !== undefined ? d.parentId : leaf;
         // The tree never spans sessions (an explicit parent is checked; the leaf always belongs).
-        if (d.parentId && !st.entryExists.get(sessionId, d.parentId)) {
+        if (d.parentId && !st.getEntry.get(idKey(d.parentId), sessionKey)) {
           throw new StoreError('invalid_parent', `event ${d.id}: parent ${d.parentId} is not an entry of session ${sessionId}`);
+        }
+        try {
+          st.insertEntry.run(idKey(d.id), sessionKey, seq, idKeyOrNull(parent));
+        } catch (e) {
+          throw uniqueViolation(e, `event ${d.id} already exists`);
         }
         leaf = d.id;
       } else if (d.leaf !== undefined) {
         leaf = d.leaf;
-      }
-      try {
-        st.insertEvent.run(d.id, sessionId, seq, d.type, d.v, d.time, d.runId ?? null, d.turn ?? null, d.step ?? null, d.entry ? 1 : 0, parent, d.ignorable ? 1 : 0, JSON.stringify(d.data));
-      } catch (e) {
-        throw uniqueViolation(e, `event ${d.id} already exists`);
       }
       out.push({
         id: d.id,
@@ -113,7 +134,30 @@ export function createOperations(db: Database.Database, st: Statements): SyncOps
         data: d.data,
       });
     }
-    st.advance.run(seq, leaf, lastTurn, sessionId);
+    if (out.length === 0) return out;
+    st.insertBatch.run(sessionKey, out[0]!.seq, seq, OPEN_CODEC, encodeOpen(out));
+    const sealed = seq - s.sealed_seq >= SEAL_AT ? sealOpenRows(sessionKey, s.sealed_seq, seq) : s.sealed_seq;
+    st.advance.run(seq, leaf, lastTurn, sealed, sessionId);
+    return out;
+  };
+
+  /** The events at these seqs of a session, in the order given; each batch is decoded once. */
+  const eventsAt = (sessionId: string, seqs: readonly number[]): StoredEvent[] => {
+    const sessionKey = idKey(sessionId);
+    const decoded = new Map<number, StoredEvent[]>();
+    let last: StoredEvent[] | undefined;
+    const out: StoredEvent[] = [];
+    for (const seq of seqs) {
+      if (!last || seq < last[0]!.seq || seq > last.at(-1)!.seq) {
+        const row = st.batchAt.get(sessionKey, seq);
+        if (!row) throw new StoreError('corrupt_log', `session ${sessionId}: no stored batch holds seq ${seq}`);
+        last = decoded.get(row.first_seq);
+        if (!last) decoded.set(row.first_seq, (last = decodeBatch(sessionId, row.first_seq, row.codec, row.data)));
+      }
+      const e = last[seq - last[0]!.seq];
+      if (!e) throw new StoreError('corrupt_log', `session ${sessionId}: no stored batch holds seq ${seq}`);
+      out.push(e);
+    }
     return out;
   };
 
@@ -149,20 +193,46 @@ export function createOperations(db: Database.Database, st: Statements): SyncOps
       );
     },
     append,
-    readEvents: (sessionId, o = {}) =>
-      (o.runId !== undefined
-        ? limited(st.readRunEvents, o.limit).all({ run: o.runId, session: sessionId, after: o.afterSeq ?? 0, until: o.untilSeq ?? Number.MAX_SAFE_INTEGER })
-        : limited(st.readEvents, o.limit).all(sessionId, o.afterSeq ?? 0, o.untilSeq ?? Number.MAX_SAFE_INTEGER)
-      ).map(toEvent),
-    getEvents: (sessionId, ids) => {
+    readEvents: (sessionId, o = {}) => {
+      const limit = o.limit === undefined || o.limit < 0 ? Infinity : limitOf(o.limit);
+      let after = o.afterSeq ?? 0;
+      const until = o.untilSeq ?? Number.MAX_SAFE_INTEGER;
+      if (o.runId !== undefined) {
+        // A run's events all follow its first one (see the runs table's first_seq).
+        const first = st.runFirstSeq.get(o.runId)?.first_seq;
+        if (first !== undefined && first !== null) after = Math.max(after, first - 1);
+      }
       const out: StoredEvent[] = [];
-      for (const id of ids) {
-        const row = st.getEvent.get(sessionId, id);
-        if (row) out.push(toEvent(row));
+      if (limit === 0 || after >= until) return out;
+      for (const b of st.readBatches.iterate({ session: idKey(sessionId), from: after + 1, until })) {
+        for (const e of decodeBatch(sessionId, b.first_seq, b.codec, b.data)) {
+          if (e.seq <= after || e.seq > until || (o.runId !== undefined && e.runId !== o.runId)) continue;
+          out.push(e);
+          if (out.length >= limit) return out;
+        }
       }
       return out;
     },
-    ancestors: (sessionId, fromId, limit) => st.ancestors.all({ session: sessionId, from: fromId, limit }).map(toEvent),
+    getEntries: (sessionId, ids) => {
+      const sessionKey = idKey(sessionId);
+      const seqs: number[] = [];
+      for (const id of ids) {
+        const row = st.getEntry.get(idKey(id), sessionKey);
+        if (row) seqs.push(row.seq);
+      }
+      return eventsAt(sessionId, seqs);
+    },
+    sealEvents: (sessionId) => {
+      const s = st.sessionHead.get(sessionId);
+      if (!s) throw new NotFoundError('session', sessionId);
+      const sealed = sealOpenRows(idKey(sessionId), s.sealed_seq, s.last_seq);
+      if (sealed !== s.sealed_seq) st.markSealed.run(sealed, sessionId);
+    },
+    ancestors: (sessionId, fromId, limit) =>
+      eventsAt(
+        sessionId,
+        st.ancestors.all({ session: idKey(sessionId), from: idKey(fromId), limit }).map((r) => r.seq),
+      ),
     putBlobs: (blobs) => {
       const now = Date.now();
       for (const b of blobs) st.putBlob.run(b.hash, b.data, Buffer.byteLength(b.data), now);

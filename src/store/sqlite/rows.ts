@@ -11,7 +11,6 @@ import {
   type RunRecord,
   type RunStatus,
   type SessionRecord,
-  type StoredEvent,
 } from '../port.ts';
 
 export type SessionRow = {
@@ -29,21 +28,8 @@ export type SessionRow = {
   archived_at: number | null;
 };
 
-export type EventRow = {
-  id: string;
-  session_id: string;
-  seq: number;
-  type: string;
-  v: number;
-  time: number;
-  run_id: string | null;
-  turn: number | null;
-  step: number | null;
-  entry: number;
-  parent_id: string | null;
-  ignorable: number;
-  data: string;
-};
+/** A row of the log: consecutive events of a session from `first_seq` on, open (JSON text) or sealed (see event-batch-codec.ts). */
+export type BatchRow = { first_seq: number; codec: number; data: string | Buffer };
 
 export type RunRow = {
   id: string;
@@ -174,23 +160,5 @@ export function toSession(r: SessionRow): SessionRecord {
     leafId: r.leaf_id,
     origin: r.origin_session_id && r.origin_entry_id ? { sessionId: r.origin_session_id, entryId: r.origin_entry_id } : null,
     archivedAt: r.archived_at,
-  };
-}
-
-export function toEvent(r: EventRow): StoredEvent {
-  return {
-    id: r.id,
-    sessionId: r.session_id,
-    seq: r.seq,
-    type: r.type,
-    v: r.v,
-    time: r.time,
-    ...(r.run_id !== null ? { runId: r.run_id } : {}),
-    ...(r.turn !== null ? { turn: r.turn } : {}),
-    ...(r.step !== null ? { step: r.step } : {}),
-    entry: r.entry === 1,
-    ...(r.parent_id !== null ? { parentId: r.parent_id } : {}),
-    ignorable: r.ignorable === 1,
-    data: JSON.parse(r.data) as unknown,
   };
 }

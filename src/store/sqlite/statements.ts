@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { RunStatus } from '../port.ts';
-import { TERMINAL_SQL, type CheckpointRow, type EventRow, type IdempotencyRow, type InputRow, type KeyRow, type RunRow, type SessionRow, type SnapshotRow } from './rows.ts';
+import type { IdKey } from './id-keys.ts';
+import { TERMINAL_SQL, type BatchRow, type CheckpointRow, type IdempotencyRow, type InputRow, type KeyRow, type RunRow, type SessionRow, type SnapshotRow } from './rows.ts';
 
 /** A prepared statement taking parameters P and returning rows R (the part of better-sqlite3's the operations use). */
 export interface Statement<P extends unknown[] = unknown[], R = unknown> {
@@ -8,6 +9,7 @@ export interface Statement<P extends unknown[] = unknown[], R = unknown> {
   run(...params: P): Database.RunResult;
   get(...params: P): R | undefined;
   all(...params: P): R[];
+  iterate(...params: P): IterableIterator<R>;
 }
 
 /** The statements the operations run, prepared once per connection. */
@@ -37,37 +39,37 @@ export function prepareStatements(db: Database.Database) {
         'WHERE idempotency_keys.status = 0 AND excluded.status <> 0 AND idempotency_keys.fingerprint = excluded.fingerprint',
     ),
     pruneIdem: prepare('DELETE FROM idempotency_keys WHERE created_at < ?'),
-    advance: prepare('UPDATE sessions SET last_seq = ?, leaf_id = ?, last_turn = max(last_turn, ?) WHERE id = ?'),
+    advance: prepare<[number, string | null, number, number, string]>('UPDATE sessions SET last_seq = ?, leaf_id = ?, last_turn = max(last_turn, ?), sealed_seq = ? WHERE id = ?'),
     updateSession: prepare('UPDATE sessions SET title = ?, metadata = ?, archived_at = ? WHERE id = ?'),
-    // Positional parameters: the hot path binds six events a step.
-    insertEvent: prepare<[string, string, number, string, number, number, string | null, number | null, number | null, number, string | null, number, string]>(
-      `INSERT INTO events (id, session_id, seq, type, v, time, run_id, turn, step, entry, parent_id, ignorable, data)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    // The log (ADR-0009): rows of consecutive events, open (JSON) or sealed (compressed); entries by id.
+    insertBatch: prepare<[IdKey, number, number, number, string | Buffer]>('INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) VALUES (?, ?, ?, ?, ?)'),
+    insertEntry: prepare<[IdKey, IdKey, number, IdKey | null]>('INSERT INTO entries (id, session_id, seq, parent_id) VALUES (?, ?, ?, ?)'),
+    // What an append needs of its session: its position in the log and the tree, and where its open rows start.
+    sessionHead: prepare<[string], { last_seq: number; leaf_id: string | null; sealed_seq: number }>('SELECT last_seq, leaf_id, sealed_seq FROM sessions WHERE id = ?'),
+    openRows: prepare<[IdKey, number], { first_seq: number; data: string }>('SELECT first_seq, data FROM event_batches WHERE session_id = ? AND first_seq > ? AND codec = 0 ORDER BY first_seq'),
+    // Only once the sealed row holding them is in (the table's trigger checks).
+    deleteOpenRows: prepare<[IdKey, number]>('DELETE FROM event_batches WHERE session_id = ? AND first_seq > ? AND codec = 0'),
+    markSealed: prepare<[number, string]>('UPDATE sessions SET sealed_seq = ? WHERE id = ?'),
+    // The batches holding seqs from..until: from the one that holds `from` on.
+    readBatches: prepare<[{ session: IdKey; from: number; until: number }], BatchRow>(
+      `SELECT first_seq, codec, data FROM event_batches
+       WHERE session_id = @session AND first_seq <= @until
+         AND first_seq >= coalesce((SELECT first_seq FROM event_batches WHERE session_id = @session AND first_seq <= @from ORDER BY first_seq DESC LIMIT 1), 0)
+       ORDER BY first_seq`,
     ),
-    // What an append needs of its session: its position in the log and the tree.
-    sessionHead: prepare<[string], { last_seq: number; leaf_id: string | null }>('SELECT last_seq, leaf_id FROM sessions WHERE id = ?'),
-    // No `LIMIT ?` in statements on the hot path: a bound LIMIT costs ~15 µs a query (measured);
-    // a limit is written into the SQL instead (see `limited` in operations.ts).
-    readEvents: prepare<[string, number, number], EventRow>(
-      'SELECT * FROM events WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq',
-    ),
-    // From the run's first event on (the session's seq index), only the run's.
-    readRunEvents: prepare<[{ run: string; session: string; after: number; until: number }], EventRow>(
-      `SELECT * FROM events WHERE session_id = @session
-         AND seq > max(@after, coalesce((SELECT first_seq - 1 FROM runs WHERE id = @run), 0)) AND seq <= @until AND run_id = @run
-       ORDER BY seq`,
-    ),
-    getEvent: prepare<[string, string], EventRow>('SELECT * FROM events WHERE session_id = ? AND id = ?'),
-    entryExists: prepare<[string, string], { one: number }>('SELECT 1 AS one FROM events WHERE session_id = ? AND id = ? AND entry = 1'),
-    // Every step of the walk stays inside the session, even if a parentId points elsewhere.
-    ancestors: prepare<[{ session: string; from: string; limit: number }], EventRow>(
-      `WITH RECURSIVE path(id, parent_id, depth) AS (
-         SELECT id, parent_id, 0 FROM events WHERE session_id = @session AND id = @from AND @limit > 0
+    // The batch holding one seq.
+    batchAt: prepare<[IdKey, number], BatchRow>('SELECT first_seq, codec, data FROM event_batches WHERE session_id = ? AND first_seq <= ? ORDER BY first_seq DESC LIMIT 1'),
+    runFirstSeq: prepare<[string], { first_seq: number | null }>('SELECT first_seq FROM runs WHERE id = ?'),
+    getEntry: prepare<[IdKey, IdKey], { seq: number }>('SELECT seq FROM entries WHERE id = ? AND session_id = ?'),
+    // Every step of the walk stays inside the session, even if a parent id points elsewhere.
+    ancestors: prepare<[{ session: IdKey; from: IdKey; limit: number }], { seq: number }>(
+      `WITH RECURSIVE path(id, parent_id, seq, depth) AS (
+         SELECT id, parent_id, seq, 0 FROM entries WHERE id = @from AND session_id = @session AND @limit > 0
          UNION ALL
-         SELECT e.id, e.parent_id, p.depth + 1 FROM path p JOIN events e ON e.id = p.parent_id AND e.session_id = @session
+         SELECT e.id, e.parent_id, e.seq, p.depth + 1 FROM path p JOIN entries e ON e.id = p.parent_id AND e.session_id = @session
          WHERE p.depth + 1 < @limit
        )
-       SELECT events.* FROM path JOIN events ON events.id = path.id ORDER BY path.depth`,
+       SELECT seq FROM path ORDER BY depth`,
     ),
     putBlob: prepare('INSERT INTO blobs (hash, data, size, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING'),
     getBlob: prepare<[string], { data: string }>('SELECT data FROM blobs WHERE hash = ?'),
