@@ -212,9 +212,10 @@ export class RunBook {
       switch (ifBusy) {
         case 'reject':
           throw new RunBusyError(sessionId, active.id);
-        case 'enqueue':
-          await tx.addInput({ id: message.id, sessionId, kind: 'message', runId: null, payload: { message, agent: agent.name, agentVersion: agent.version, options: o.options ?? {} }, createdAt: Date.now() });
-          return { outcome: 'enqueued' as const, message, run: active, events: [] };
+        case 'enqueue': {
+          const queued = await this.enqueueRun(tx, sessionId, active, message, agent, o.options ?? {});
+          return { outcome: 'enqueued' as const, message, ...queued };
+        }
         case 'steer':
           await tx.addInput({ id: message.id, sessionId, kind: 'steer', runId: active.id, payload: { message }, createdAt: Date.now() });
           return { outcome: 'steered' as const, message, run: active, events: [] };
@@ -225,6 +226,43 @@ export class RunBook {
     }
     const created = await this.createRun(tx, session, message, agent, o.options ?? {}, o.parent);
     return { outcome: 'created' as const, message, ...created };
+  }
+
+  /**
+   * A run for an enqueued message, at once: queued behind the session's active run (not claimable,
+   * no turn yet), with its status event. The message waits in the inbox, out of the log, so the
+   * active run never sees it; it enters the log when the run comes up (`promote`).
+   */
+  private async enqueueRun(
+    tx: StoreOps,
+    sessionId: string,
+    active: RunRecord,
+    message: UserMessage,
+    agent: AgentDefinition,
+    options: RunOptions,
+  ): Promise<{ run: RunRecord; events: SessionEvent[] }> {
+    const id = newId();
+    const now = Date.now();
+    const run = await tx.createRun({
+      id,
+      sessionId,
+      agent: { name: agent.name, version: agent.version },
+      agentSpec: agentSpec(agent),
+      triggerMessageId: message.id,
+      queuedBehind: true,
+      createdAt: now,
+      deadlineAt: options.timeoutMs !== undefined ? now + options.timeoutMs : null,
+      options: options as JsonObject,
+    });
+    await tx.addInput({ id: message.id, sessionId, kind: 'message', runId: id, payload: { message }, createdAt: now });
+    const events = await this.append(tx, sessionId, [
+      {
+        type: 'run/status',
+        runId: id,
+        data: { from: null, to: 'queued', attempt: 0, agent: { name: agent.name, version: agent.version }, reason: `queued behind run ${active.id}` },
+      },
+    ]);
+    return { run, events };
   }
 
   /** Appends the trigger message and creates the run (queued) with its status event. */
@@ -296,15 +334,18 @@ export class RunBook {
       guard: { fencingToken: current.fencingToken },
     });
     events.push(...t.events);
+    // A run that ended while queued behind never came up: its message leaves the inbox with it.
+    if (current.queuedBehind) await tx.takeInputs(current.sessionId, 'message', current.id, 1);
     if (current.parentRunId) {
       // Once, when the child ends: also when its parent ended first (cancelled while the child ran),
       // since the parent's own total only counted the children that had ended (see withChildren).
       const parent = await tx.getRun(current.parentRunId);
       if (parent) await tx.updateRun(parent.id, { usage: addUsage(usageOf(parent.usage), usage) as unknown as JsonObject, cost: parent.cost + cost });
     }
-    const next = await this.promote(tx, current.sessionId, o.resolveAgent);
+    // Only the session's active run makes way for the next; one that ends while queued behind does not.
+    const next = current.queuedBehind ? undefined : await this.promote(tx, current.sessionId, o.resolveAgent);
     if (next) events.push(...next.events);
-    return { run: t.run, ...(next ? { next: next.run } : {}), events };
+    return { run: t.run, ...(next?.run ? { next: next.run } : {}), events };
   }
 
   /**
@@ -321,18 +362,56 @@ export class RunBook {
     return { usage, cost };
   }
 
-  /** The oldest enqueued message of the session becomes its next run. */
-  private async promote(tx: StoreOps, sessionId: string, resolveAgent: (name: string, version?: string) => AgentDefinition | undefined) {
+  /**
+   * The session's oldest run queued behind comes up (in the transaction that ended the active
+   * run): its message enters the log as its turn's first event, and it becomes claimable. A run
+   * whose agent is no longer registered ends `failed`, saying so, and the next one comes up.
+   * Messages enqueued by a Keel before queued runs (inputs without a run) become runs here.
+   */
+  private async promote(tx: StoreOps, sessionId: string, resolveAgent: (name: string, version?: string) => AgentDefinition | undefined): Promise<{ run?: RunRecord; events: SessionEvent[] }> {
+    const events: SessionEvent[] = [];
     for (;;) {
-      const [input] = await tx.takeInputs(sessionId, 'message', undefined, 1);
-      if (!input) return undefined;
-      const p = input.payload as { message: UserMessage; agent: string; agentVersion?: string; options?: RunOptions };
-      const agent = resolveAgent(p.agent, p.agentVersion) ?? resolveAgent(p.agent);
-      if (!agent) continue; // the agent is gone: the message cannot run; drop to the next one
-      const session = await tx.getSession(sessionId);
-      if (!session) throw new NotFoundError('session', sessionId);
-      return this.createRun(tx, session, p.message, agent, p.options ?? {});
+      const [behind] = (await tx.listRuns({ sessionId, statuses: ['queued'], limit: 10_000 })).filter((r) => r.queuedBehind).sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
+      const [legacy] = behind ? [] : await tx.listInputs(sessionId, 'message', null, 1);
+      if (!behind && !legacy) return { events };
+      if (legacy) {
+        await tx.removeInput(legacy.id);
+        const p = legacy.payload as { message: UserMessage; agent: string; agentVersion?: string; options?: RunOptions };
+        const agent = resolveAgent(p.agent, p.agentVersion) ?? resolveAgent(p.agent);
+        if (agent) {
+          const session = (await tx.getSession(sessionId))!;
+          const created = await this.createRun(tx, session, p.message, agent, p.options ?? {});
+          return { run: created.run, events: [...events, ...created.events] };
+        }
+        // Recorded as a run that failed, so that the message is not dropped without a trace.
+        const run = await tx.createRun({ id: newId(), sessionId, agent: { name: p.agent, version: p.agentVersion ?? 'unknown' }, agentSpec: { name: p.agent }, triggerMessageId: p.message.id, queuedBehind: true, createdAt: Date.now() });
+        events.push(...(await this.append(tx, sessionId, [{ type: 'run/status', runId: run.id, data: { from: null, to: 'queued', attempt: 0, agent: { name: run.agent.name, version: run.agent.version } } }])));
+        events.push(...(await this.agentGone(tx, run)));
+        continue;
+      }
+      const [input] = await tx.takeInputs(sessionId, 'message', behind!.id, 1);
+      const agent = resolveAgent(behind!.agent.name, behind!.agent.version);
+      if (!agent || !input) {
+        events.push(...(await this.agentGone(tx, behind!, input ? undefined : 'its message is missing from the inbox')));
+        continue;
+      }
+      const message = (input.payload as { message: UserMessage }).message;
+      const session = (await tx.getSession(sessionId))!;
+      const turn = session.lastTurn + 1;
+      events.push(...(await this.append(tx, sessionId, [{ type: 'user/message', runId: behind!.id, turn, data: { message, via: 'input' } }])));
+      const run = await tx.updateRun(behind!.id, { queuedBehind: false, turn }, { statuses: ['queued'] });
+      return { run, events };
     }
+  }
+
+  /** A run queued behind whose agent is gone (or whose message is): it ends failed, with the reason. */
+  private async agentGone(tx: StoreOps, run: RunRecord, why?: string): Promise<SessionEvent[]> {
+    const message = why ?? `agent ${run.agent.name}@${run.agent.version} is not registered any more`;
+    const t = await this.transition(tx, run, 'failed', {
+      reason: `the run cannot start: ${message}`,
+      error: { code: why ? 'message_missing' : 'agent_not_found', message },
+    });
+    return t.events;
   }
 
   /**

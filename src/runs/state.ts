@@ -5,7 +5,8 @@ import { isTerminal, StoreError, type RunStatus } from '../store/index.ts';
  * out, and nothing that waits can be mistaken for something that ended.
  */
 const TRANSITIONS: Record<RunStatus, readonly RunStatus[]> = {
-  queued: ['running', 'paused', 'cancelled', 'timed_out'],
+  // queued → failed: a run queued behind another whose agent is gone when it comes up.
+  queued: ['running', 'paused', 'failed', 'cancelled', 'timed_out'],
   // running → queued: the worker let go (shutdown, or an infrastructure retry) and another takes over.
   running: ['waiting_approval', 'waiting_for_user', 'paused', 'completed', 'failed', 'cancelled', 'timed_out', 'queued'],
   waiting_approval: ['queued', 'waiting_for_user', 'cancelled', 'timed_out'],

@@ -33,6 +33,9 @@ export const RunSchema = z
     agent: z.object({ name: z.string(), version: z.string() }),
     agent_spec: JsonObjectSchema,
     status: z.enum(['queued', 'running', 'waiting_approval', 'waiting_for_user', 'paused', 'completed', 'failed', 'cancelled', 'timed_out']),
+    queued_behind: z
+      .boolean()
+      .describe("Queued behind the session's active run (an enqueued message): it starts when that run and the runs queued before it have ended; its turn is numbered then"),
     trigger_message_id: z.string().nullable(),
     turn: z.number().int().nullable(),
     created_at: z.string(),
@@ -144,6 +147,7 @@ export function runJson(r: RunRecord, children: readonly string[], resume: { ste
     agent: r.agent,
     agent_spec: r.agentSpec,
     status: r.status,
+    queued_behind: r.queuedBehind,
     trigger_message_id: r.triggerMessageId,
     turn: r.turn,
     created_at: iso(r.createdAt)!,

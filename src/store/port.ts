@@ -115,8 +115,13 @@ export interface RunRecord {
   /** What the run executes with: prompt, tools, model, settings, limits (recorded at creation). */
   agentSpec: JsonObject;
   status: RunStatus;
+  /**
+   * Queued behind the session's current run (an enqueued message): not claimable, and not the
+   * session's active run, until that run ends and this one becomes the current one.
+   */
+  queuedBehind: boolean;
   triggerMessageId: string | null;
-  /** The session turn this run is. */
+  /** The session turn this run is (null while queued behind: its turn is numbered when it comes up). */
   turn: number | null;
   createdAt: number;
   startedAt: number | null;
@@ -154,9 +159,13 @@ export interface NewRun {
   deadlineAt?: number | null;
   options?: JsonObject;
   usage?: JsonObject;
+  /** Created behind the session's current run (see RunRecord.queuedBehind). */
+  queuedBehind?: boolean;
 }
 
 export type RunPatch = Partial<Pick<RunRecord, 'status' | 'startedAt' | 'endedAt' | 'usage' | 'cost' | 'error' | 'waiting' | 'cancelRequested' | 'pauseRequested' | 'deadlineAt' | 'turn' | 'attempt'>> & {
+  /** Only `false`: the run comes up as the session's current run. */
+  queuedBehind?: false;
   lease?: null;
   /** Bumps the fencing token: whoever held the run can no longer write for it. */
   fence?: true;
@@ -259,10 +268,14 @@ export interface StoreOps {
   putSnapshot(s: Snapshot): Promise<void>;
   getSnapshot(sessionId: string, projection: string, version: number): Promise<Snapshot | undefined>;
 
-  /** Refuses (RunBusyError) while the session has another active (non-terminal) run. */
+  /**
+   * Refuses (RunBusyError) while the session has another active run: one that is not terminal and
+   * not queued behind. Any number of runs may be queued behind it.
+   */
   createRun(r: NewRun): Promise<RunRecord>;
   getRun(id: string): Promise<RunRecord | undefined>;
   listRuns(q: RunQuery): Promise<RunRecord[]>;
+  /** The session's active run: not terminal, not queued behind (at most one, by the store's guarantee). */
   activeRun(sessionId: string): Promise<RunRecord | undefined>;
   /** A compare-and-set: refuses (RunConflictError) when the guard no longer holds. */
   updateRun(id: string, patch: RunPatch, guard?: RunGuard): Promise<RunRecord>;

@@ -76,7 +76,7 @@ describe('ifBusy: reject (the default)', () => {
 });
 
 describe('ifBusy: enqueue', () => {
-  it('keeps the message out of the log until the active run ends; then it is the next run, created in the same transaction', async () => {
+  it('gives each message its own run at once, queued behind the active one; they start in order, each message entering the log as its run comes up', async () => {
     const g = gated();
     const { rt, store, model } = setup([work, { text: 'first done' }, { text: 'second done' }, { text: 'third done' }], [g.tool]);
     const s = await rt.sessions.create();
@@ -85,51 +85,102 @@ describe('ifBusy: enqueue', () => {
 
     const second = await rt.sessions.send(s.id, 'second', { ifBusy: 'enqueue' });
     const third = await rt.sessions.send(s.id, 'third', { ifBusy: 'enqueue' });
-    expect(second.outcome).toBe('enqueued');
-    expect(second.run.id).toBe(first.id);
-    expect(third.outcome).toBe('enqueued');
+    for (const q of [second, third]) {
+      expect(q.outcome).toBe('enqueued');
+      expect(q.run).toMatchObject({ status: 'queued', queuedBehind: true, turn: null, triggerMessageId: q.message.id });
+      expect(q.run.id).not.toBe(first.id);
+    }
+    expect(second.run.id).not.toBe(third.run.id);
+    // The session's active run is still the first; the queued ones wait in the inbox, out of the log.
+    expect((await store.activeRun(s.id))!.id).toBe(first.id);
     expect(await store.countInputs(s.id, 'message')).toBe(2);
     let events = await allEvents(rt.sessions, s.id);
     expect(userTexts(events)).toEqual(['first']);
-    expect(events.some((e) => e.type === 'user/message' && e.data.message.id === second.message.id)).toBe(false);
+    expect(ofType(events, 'run/status').filter((e) => e.runId === second.run.id).map((e) => e.data)).toEqual([
+      { from: null, to: 'queued', attempt: 0, agent: { name: 'a', version: '1' }, reason: `queued behind run ${first.id}` },
+    ]);
 
     g.gate.resolve('ok');
-    expect((await rt.runs.wait(first.id)).status).toBe('completed');
-    const runs = () => rt.runs.list({ sessionId: s.id });
-    // One at a time, in order: the first run's end made the second; the second's end made the third.
-    for (const [i, message] of [
-      [1, second.message],
-      [2, third.message],
-    ] as const) {
-      const all = await runs();
-      expect(all.length).toBeGreaterThanOrEqual(i + 1);
-      const next = all.find((r) => r.triggerMessageId === message.id)!;
-      expect(next).toBeDefined();
-      expect((await rt.runs.wait(next.id)).status).toBe('completed');
-    }
+    // Each can be waited on by its own id; they end in order.
+    const ends = await Promise.all([first, second.run, third.run].map((r) => rt.runs.wait(r.id)));
+    expect(ends.map((r) => r.status)).toEqual(['completed', 'completed', 'completed']);
+    expect(ends.map((r) => r.turn)).toEqual([1, 2, 3]);
+    expect(ends[1]!.startedAt!).toBeGreaterThanOrEqual(ends[0]!.endedAt!);
+    expect(ends[2]!.startedAt!).toBeGreaterThanOrEqual(ends[1]!.endedAt!);
     expect(await store.countInputs(s.id, 'message')).toBe(0);
 
     events = await allEvents(rt.sessions, s.id);
-    const all = await runs();
-    expect(all).toHaveLength(3);
-    const byTrigger = (id: string) => all.find((r) => r.triggerMessageId === id)!;
-    for (const [prev, nextMessage] of [
-      [first, second.message],
-      [byTrigger(second.message.id), third.message],
+    expect(await rt.runs.list({ sessionId: s.id })).toHaveLength(3);
+    for (const [prev, next, text] of [
+      [first, second, 'second'],
+      [second.run, third, 'third'],
     ] as const) {
-      const next = byTrigger(nextMessage.id);
       const end = events.findIndex((e) => e.type === 'run/status' && e.runId === prev.id && e.data.to === 'completed');
       expect(end).toBeGreaterThan(-1);
-      // Nothing between the end of one run and the birth of the next: they were one transaction.
-      const [message, queued] = [events[end + 1]!, events[end + 2]!];
-      expect(message).toMatchObject({ type: 'user/message', runId: next.id, data: { message: { id: nextMessage.id }, via: 'input' } });
-      expect(queued).toMatchObject({ type: 'run/status', runId: next.id, data: { from: null, to: 'queued' } });
+      // The next message enters the log right after the end of the run before it: one transaction.
+      expect(events[end + 1]).toMatchObject({ type: 'user/message', runId: next.run.id, data: { message: { id: next.message.id }, via: 'input' } });
+      expect(userTexts([events[end + 1]!])).toEqual([text]);
     }
     expect(userTexts(events)).toEqual(['first', 'second', 'third']);
     // The second run saw the first run's exchange and its own message, last.
     const prompt = JSON.stringify(model.calls[2]!.prompt);
     expect(prompt).toContain('first done');
     expect(model.calls[2]!.prompt.at(-1)).toMatchObject({ role: 'user', content: [{ type: 'text', text: 'second' }] });
+  });
+
+  it('a queued run can be cancelled before it starts: its message never enters the log, and the next one takes its place', async () => {
+    const g = gated();
+    const { rt, store } = setup([work, { text: 'first done' }, { text: 'third done' }], [g.tool]);
+    const s = await rt.sessions.create();
+    const { run: first } = await rt.sessions.send(s.id, 'first');
+    await g.started.promise;
+    const second = await rt.sessions.send(s.id, 'second', { ifBusy: 'enqueue' });
+    const third = await rt.sessions.send(s.id, 'third', { ifBusy: 'enqueue' });
+
+    const cancelled = await rt.runs.cancel(second.run.id);
+    expect(cancelled).toMatchObject({ status: 'cancelled', queuedBehind: true });
+    expect(await rt.runs.get(first.id)).toMatchObject({ status: 'running' });
+    expect(await store.countInputs(s.id, 'message')).toBe(1);
+
+    g.gate.resolve('ok');
+    expect((await rt.runs.wait(third.run.id)).status).toBe('completed');
+    expect((await rt.runs.get(second.run.id)).status).toBe('cancelled');
+    const events = await allEvents(rt.sessions, s.id);
+    expect(userTexts(events)).toEqual(['first', 'third']);
+    expect(ofType(events, 'run/status').filter((e) => e.runId === second.run.id).map((e) => e.data.to)).toEqual(['queued', 'cancelled']);
+  });
+
+  it('a queued run whose agent is gone when its turn comes ends failed, saying why, and the next one still runs', async () => {
+    const store = openSqliteStore({ path: ':memory:' });
+    const g = gated();
+    const a = defineAgent({ name: 'a', model: new ScriptedModel([work, { text: 'first done' }, { text: 'third done' }]), tools: [g.tool] });
+    const b = defineAgent({ name: 'b', model: new ScriptedModel([{ text: 'never' }]) });
+    // The process that enqueues knows agent b; the one whose worker ends the active run does not (b was removed in a deploy).
+    const sender = createRuntime({ store, agents: [a, b] });
+    const worker = createRuntime({ store, agents: [a] });
+    worker.startWorker();
+    cleanups.push(async () => {
+      await worker.close({ graceMs: 50 });
+      await sender.close({ graceMs: 50 });
+      await store.close();
+    });
+    const s = await sender.sessions.create();
+    const { run: first } = await sender.sessions.send(s.id, 'first', { agent: 'a' });
+    await g.started.promise;
+    const second = await sender.sessions.send(s.id, 'second', { agent: 'b', ifBusy: 'enqueue' });
+    const third = await sender.sessions.send(s.id, 'third', { agent: 'a', ifBusy: 'enqueue' });
+
+    g.gate.resolve('ok');
+    expect((await worker.runs.wait(third.run.id)).status).toBe('completed');
+    const failed = await worker.runs.get(second.run.id);
+    expect(failed).toMatchObject({ status: 'failed', error: { code: 'agent_not_found', message: 'agent b@1 is not registered any more' } });
+    const events = await allEvents(worker.sessions, s.id);
+    expect(userTexts(events)).toEqual(['first', 'third']);
+    expect(ofType(events, 'run/status').filter((e) => e.runId === second.run.id).map((e) => [e.data.to, e.data.reason])).toEqual([
+      ['queued', `queued behind run ${first.id}`],
+      ['failed', 'the run cannot start: agent b@1 is not registered any more'],
+    ]);
+    expect(await store.countInputs(s.id, 'message')).toBe(0);
   });
 
   it('creates a run at once when the session is idle', async () => {
@@ -243,8 +294,7 @@ describe('a run waiting for the user', () => {
 
     await rt.runs.input(run.id, { city: 'Rome' });
     expect((await rt.runs.wait(run.id)).status).toBe('completed');
-    const next = (await rt.runs.list({ sessionId: s.id })).find((r) => r.triggerMessageId === queued.message.id)!;
-    expect((await rt.runs.wait(next.id)).status).toBe('completed');
+    expect((await rt.runs.wait(queued.run.id)).status).toBe('completed');
     const events = await allEvents(rt.sessions, s.id);
     expect(ofType(events, 'user/answer').map((e) => e.data.answer)).toEqual([{ city: 'Rome' }]);
     expect(userTexts(events)).toEqual(['plan a trip', 'Paris']);

@@ -133,7 +133,7 @@ describe('the transition table', () => {
         }
       }
     }
-    expect(legal).toBe(23);
+    expect(legal).toBe(24);
   });
 
   it('a transition whose row update is refused leaves no event: both commit together or not at all', async () => {
@@ -291,6 +291,28 @@ describe('legal transitions through the public API', () => {
     expect(done.status).toBe('failed');
     expect(done.error).toMatchObject({ kind: 'model' });
     expect(await chain(rt, run)).toEqual(['queued', 'running', 'failed']);
+    await expectConsistent(rt, run.id);
+  });
+
+  it('queued → failed (an enqueued run whose agent is gone when it comes up)', async () => {
+    const g = gated();
+    const store = openSqliteStore({ path: ':memory:' });
+    const sender = createRuntime({ store, agents: [agent([{ toolCalls: [{ name: 'work', input: {} }] }, { text: 'done' }], [g.tool]), agent([], [], 'gone')] });
+    const rt = createRuntime({ store, agents: [agent([{ toolCalls: [{ name: 'work', input: {} }] }, { text: 'done' }], [g.tool])] });
+    rt.startWorker();
+    cleanups.push(async () => {
+      await rt.close({ graceMs: 50 });
+      await sender.close({ graceMs: 50 });
+      await store.close();
+    });
+    const s = await sender.sessions.create();
+    const { run: active } = await sender.sessions.send(s.id, 'hi', { agent: 'a' });
+    await g.started.promise;
+    const { run } = await sender.sessions.send(s.id, 'later', { agent: 'gone', ifBusy: 'enqueue' });
+    g.gate.resolve('ok');
+    expect((await rt.runs.wait(active.id)).status).toBe('completed');
+    expect((await rt.runs.wait(run.id)).status).toBe('failed');
+    expect(await chain(rt, run)).toEqual(['queued', 'failed']);
     await expectConsistent(rt, run.id);
   });
 

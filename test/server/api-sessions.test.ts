@@ -182,19 +182,19 @@ describe('messages', () => {
 
     const steered = await api.send(s.id, 'steered in', { if_busy: 'steer' });
     expect(steered).toMatchObject({ outcome: 'steered', run: { id: first.run.id } });
+    // An enqueued message is a run of its own at once, queued behind the active one: the 202 names it.
     const enqueued = await api.send(s.id, 'queued after', { if_busy: 'enqueue' });
-    expect(enqueued).toMatchObject({ outcome: 'enqueued', run: { id: first.run.id } });
+    expect(enqueued).toMatchObject({ outcome: 'enqueued', run: { status: 'queued', queued_behind: true, turn: null, trigger_message_id: enqueued.message.id } });
+    expect(enqueued.run.id).not.toBe(first.run.id);
+    expect((await api.get(`/v1/runs/${enqueued.run.id}`)).body).toMatchObject({ status: 'queued', queued_behind: true });
+    const runs = (await api.get(`/v1/sessions/${s.id}/runs`)).body.data;
+    expect(runs.map((r: { id: string }) => r.id)).toEqual([first.run.id, enqueued.run.id]);
 
     srv.gates.open('busy-1');
     await api.waitForRun(first.run.id, 'completed');
-    // The enqueued message becomes the session's next run.
-    const runs = await api.until('the enqueued run', async () => {
-      const page = (await api.get(`/v1/sessions/${s.id}/runs`)).body.data;
-      return page.length === 2 ? page : undefined;
-    });
-    expect(runs[0].id).toBe(first.run.id);
-    expect(runs[1].trigger_message_id).toBe(enqueued.message.id);
-    await api.waitForRun(runs[1].id, 'completed');
+    // It starts when the active run ends.
+    await api.waitForRun(enqueued.run.id, 'completed');
+    expect((await api.get(`/v1/runs/${enqueued.run.id}`)).body).toMatchObject({ queued_behind: false, turn: 2 });
     const said = texts((await api.get(`/v1/sessions/${s.id}/transcript`)).body.items);
     expect(said).toEqual(expect.arrayContaining(['steered in', 'echo: steered in', 'queued after', 'echo: queued after']));
     expect(said.indexOf('steered in')).toBeLessThan(said.indexOf('queued after'));

@@ -90,6 +90,7 @@ export function runsContract(name: string, open: () => Promise<OpenedRunsStore>)
           agent: { name: 'a', version: '2' },
           agentSpec: { tools: ['x'] },
           status: 'queued',
+          queuedBehind: false,
           triggerMessageId: null,
           turn: null,
           createdAt: T0,
@@ -208,6 +209,41 @@ export function runsContract(name: string, open: () => Promise<OpenedRunsStore>)
           await other.updateRun(won[0]!.id, { status: 'cancelled', endedAt: T0 });
         }
         expect(await store.listRuns({ sessionId: s, limit: 100 })).toHaveLength(5);
+      });
+    });
+
+    describe('runs queued behind the active one', () => {
+      it('any number wait behind it: never the active run, never claimed, and one comes up only once the session has no active run', async () => {
+        const s = await session();
+        const first = await run(s);
+        const behind = [await run(s, { queuedBehind: true, createdAt: T0 + 1 }), await run(s, { queuedBehind: true, createdAt: T0 + 2 })];
+        expect(behind.map((r) => [r.status, r.queuedBehind, r.turn])).toEqual([
+          ['queued', true, null],
+          ['queued', true, null],
+        ]);
+        expect((await store.activeRun(s))!.id).toBe(first.id);
+        // Still one active run: a new run that is not queued behind is refused.
+        expect(await rejection(store.createRun(newRun(s)))).toBeInstanceOf(RunBusyError);
+
+        // The worker claims the active one, never those behind it (even asked for them by id).
+        for (const r of behind) expect(await store.claimRun('w1', LEASE, T0, { runId: r.id })).toBeUndefined();
+        expect((await store.claimRun('w1', LEASE, T0))!.run.id).toBe(first.id);
+        expect(await store.claimRun('w1', LEASE, T0)).toBeUndefined();
+
+        // Coming up while the session still has an active run is refused, and changes nothing.
+        const err = await rejection(store.updateRun(behind[0]!.id, { queuedBehind: false, turn: 2 }));
+        expect(err).toBeInstanceOf(RunBusyError);
+        expect((err as RunBusyError).activeRunId).toBe(first.id);
+        expect(await store.getRun(behind[0]!.id)).toEqual(behind[0]);
+
+        await store.updateRun(first.id, { status: 'completed', endedAt: T0 });
+        const up = await store.updateRun(behind[0]!.id, { queuedBehind: false, turn: 2 }, { statuses: ['queued'] });
+        expect(up).toMatchObject({ queuedBehind: false, turn: 2, status: 'queued' });
+        expect((await store.activeRun(s))!.id).toBe(up.id);
+        expect(await rejection(store.updateRun(behind[1]!.id, { queuedBehind: false }))).toBeInstanceOf(RunBusyError);
+        expect((await store.claimRun('w1', LEASE, T0))!.run.id).toBe(up.id);
+        // A run behind can end without coming up (cancelled before it started).
+        expect(await store.updateRun(behind[1]!.id, { status: 'cancelled', endedAt: T0 })).toMatchObject({ status: 'cancelled', queuedBehind: true });
       });
     });
 

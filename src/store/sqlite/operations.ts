@@ -276,6 +276,7 @@ export function createOperations(db: Database.Database, st: Statements): SyncOps
           deadline_at: r.deadlineAt ?? null,
           options: JSON.stringify(r.options ?? {}),
           usage: JSON.stringify(r.usage ?? {}),
+          queued_behind: r.queuedBehind ? 1 : 0,
         });
       } catch (e) {
         const code = (e as { code?: unknown }).code;
@@ -336,9 +337,19 @@ export function createOperations(db: Database.Database, st: Statements): SyncOps
         where.push('fencing_token = ?');
         args.push(runGuard.fencingToken);
       }
-      const row = sets.length
-        ? (prepared(`UPDATE runs SET ${sets.join(', ')} WHERE ${where.join(' AND ')} RETURNING *`).get(...args) as RunRow | undefined)
-        : (prepared(`SELECT * FROM runs WHERE ${where.join(' AND ')}`).get(...args) as RunRow | undefined);
+      let row: RunRow | undefined;
+      try {
+        row = sets.length
+          ? (prepared(`UPDATE runs SET ${sets.join(', ')} WHERE ${where.join(' AND ')} RETURNING *`).get(...args) as RunRow | undefined)
+          : (prepared(`SELECT * FROM runs WHERE ${where.join(' AND ')}`).get(...args) as RunRow | undefined);
+      } catch (e) {
+        // A run queued behind cannot come up while its session has another active run.
+        if ((e as { code?: unknown }).code === 'SQLITE_CONSTRAINT_UNIQUE' && /runs\.session_id/.test((e as Error).message)) {
+          const sessionId = st.getRun.get(id)!.session_id;
+          throw new RunBusyError(sessionId, st.activeRun.get(sessionId)?.id ?? 'unknown');
+        }
+        throw e;
+      }
       if (!row) {
         const current = st.getRun.get(id);
         throw new RunConflictError(id, current ? toRun(current) : undefined, runGuard);

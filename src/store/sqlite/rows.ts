@@ -40,6 +40,7 @@ export type RunRow = {
   agent_version: string;
   agent_spec: string;
   status: RunStatus;
+  queued_behind: number;
   trigger_message_id: string | null;
   turn: number | null;
   created_at: number;
@@ -80,6 +81,7 @@ export function toRun(r: RunRow): RunRecord {
     agent: { name: r.agent_name, version: r.agent_version },
     agentSpec: JSON.parse(r.agent_spec) as JsonObject,
     status: r.status,
+    queuedBehind: r.queued_behind === 1,
     triggerMessageId: r.trigger_message_id,
     turn: r.turn,
     createdAt: r.created_at,
@@ -116,6 +118,7 @@ export const RUN_COLUMNS: Record<string, [string, (v: unknown) => unknown]> = {
   deadlineAt: ['deadline_at', (v) => v],
   turn: ['turn', (v) => v],
   attempt: ['attempt', (v) => v],
+  queuedBehind: ['queued_behind', (v) => (v ? 1 : 0)],
 };
 
 export const toKey = (r: KeyRow): ApiKeyRecord => ({

@@ -82,17 +82,17 @@ export function prepareStatements(db: Database.Database) {
     ),
     insertRun: prepare(
       `INSERT INTO runs (id, session_id, parent_run_id, parent_tool_call_id, agent_name, agent_version, agent_spec, status,
-                         trigger_message_id, turn, created_at, deadline_at, options, usage, first_seq)
+                         trigger_message_id, turn, created_at, deadline_at, options, usage, queued_behind, first_seq)
        VALUES (@id, @session_id, @parent_run_id, @parent_tool_call_id, @agent_name, @agent_version, @agent_spec, 'queued',
-               @trigger_message_id, @turn, @created_at, @deadline_at, @options, @usage,
+               @trigger_message_id, @turn, @created_at, @deadline_at, @options, @usage, @queued_behind,
                (SELECT last_seq + 1 FROM sessions WHERE id = @session_id))`,
     ),
     getRun: prepare<[string], RunRow>('SELECT * FROM runs WHERE id = ?'),
-    activeRun: prepare<[string], RunRow>(`SELECT * FROM runs WHERE session_id = ? AND status NOT IN (${TERMINAL_SQL})`),
+    activeRun: prepare<[string], RunRow>(`SELECT * FROM runs WHERE session_id = ? AND status NOT IN (${TERMINAL_SQL}) AND queued_behind = 0`),
     fenceOf: prepare<[string], { fencing_token: number }>('SELECT fencing_token FROM runs WHERE id = ?'),
     claimable: prepare<[number, string | null, string | null], { id: string; status: RunStatus }>(
       `SELECT id, status FROM runs
-       WHERE (status = 'queued' OR (status = 'running' AND lease_expires_at < ?)) AND (? IS NULL OR id = ?)
+       WHERE ((status = 'queued' AND queued_behind = 0) OR (status = 'running' AND lease_expires_at < ?)) AND (? IS NULL OR id = ?)
        ORDER BY created_at, id LIMIT 1`,
     ),
     // The attempt counts interruptions (see RunRecord.attempt): a first start or the recovery of
