@@ -30,6 +30,11 @@ export interface RunScope {
    * worker (a stop, a lost lease), after which another worker goes on with it.
    */
   ending(): boolean;
+  /**
+   * Waits for `p`, something outside this run (a child run), without holding a worker slot: while
+   * it waits, the worker may claim another run in its place. The run keeps its lease.
+   */
+  waitOutside<T>(p: Promise<T>): Promise<T>;
 }
 
 export const runScope = new AsyncLocalStorage<RunScope>();
@@ -69,7 +74,25 @@ export class Execution {
   private steeringMaybe = true;
   /** Until when the lease surely holds: the claim's expiry, then each successful renewal's. */
   private leaseHeldUntil: number;
+  /** Waits outside the run in progress (see RunScope.waitOutside): while any, it holds no slot. */
+  private waitsOutside = 0;
+  /** Told when the execution starts or stops waiting outside the run (the worker's slot count changes). */
+  onSlotChange: (() => void) | undefined;
   readonly done: Promise<void>;
+
+  /** Whether the execution holds a worker slot: not while it only waits for something outside the run. */
+  get holdsSlot(): boolean {
+    return this.waitsOutside === 0;
+  }
+
+  private async waitOutside<T>(p: Promise<T>): Promise<T> {
+    if (this.waitsOutside++ === 0) this.onSlotChange?.();
+    try {
+      return await p;
+    } finally {
+      if (--this.waitsOutside === 0) this.onSlotChange?.();
+    }
+  }
 
   constructor(env: ExecutionEnv, run: RunRecord) {
     this.env = env;
@@ -168,7 +191,14 @@ export class Execution {
     this.startTimers();
     let depth = 0;
     for (let parent = run.parentRunId; parent && depth < 100; depth++) parent = (await book.store.getRun(parent))?.parentRunId ?? null;
-    const scope: RunScope = { runId: run.id, sessionId: run.sessionId, depth, host: this.env.host, ending: () => this.stopReason === 'cancel' || this.stopReason === 'timeout' };
+    const scope: RunScope = {
+      runId: run.id,
+      sessionId: run.sessionId,
+      depth,
+      host: this.env.host,
+      ending: () => this.stopReason === 'cancel' || this.stopReason === 'timeout',
+      waitOutside: (p) => this.waitOutside(p),
+    };
     const result: TurnResult = await runScope.run(scope, async () => {
       this.handle = start();
       if (this.stopReason === 'cancel' || this.stopReason === 'timeout') this.handle.cancel();

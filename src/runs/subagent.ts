@@ -4,8 +4,9 @@ import { runScope } from './execution.ts';
 
 /**
  * A tool that hands a task to another agent as a child run (in a child session linked to the
- * parent's run and call). The parent's step waits for the child durably: after a crash of either
- * side the same child is found again (never started twice) and waited for. Cancelling the parent
+ * parent's run and call). The parent's step waits for the child durably, without holding a worker
+ * slot: after a crash of either side the same child is found again (never started twice) and
+ * waited for. Cancelling the parent
  * cancels the child; the child's usage and cost roll up into the parent run.
  */
 export function subagent(options: { name: string; description: string; agent: string }): Tool {
@@ -30,7 +31,8 @@ export function subagent(options: { name: string; description: string; agent: st
       };
       ctx.signal.addEventListener('abort', onAbort, { once: true });
       try {
-        const done = await scope.host.runs.wait(child.id, { until: 'terminal', signal: ctx.signal });
+        // Waiting for the child holds no worker slot: the child (or another run) may take it.
+        const done = await scope.waitOutside(scope.host.runs.wait(child.id, { until: 'terminal', signal: ctx.signal }));
         const items = await scope.host.sessions.transcript(done.sessionId);
         const answer = items.findLast((i) => i.kind === 'assistant')?.text ?? '';
         if (done.status !== 'completed') {

@@ -49,15 +49,19 @@ export class Worker {
     this.loopDone = this.loop();
   }
 
-  /** Runs this worker executes now. */
+  /** Runs this worker executes now and that hold a slot (not those only waiting for a child run). */
   get active(): number {
-    return this.running.size;
+    let n = 0;
+    for (const e of this.running.values()) if (e.holdsSlot) n++;
+    return n;
   }
 
   private async loop(): Promise<void> {
     while (!this.stopping) {
       try {
-        while (!this.stopping && this.running.size < this.concurrency) {
+        // An execution waiting for something outside its run (a child) holds no slot: a parent
+        // waiting for its child must not keep the child from being claimed.
+        while (!this.stopping && this.active < this.concurrency) {
           const run = await this.claim();
           if (!run) break;
           this.spawn(run);
@@ -95,6 +99,8 @@ export class Worker {
 
   private spawn(run: RunRecord): void {
     const execution = new Execution(this.host.env(this.id), run);
+    // A slot freed (or taken again) by a run waiting outside: look for work at once.
+    execution.onSlotChange = () => this.host.wake();
     this.running.set(run.id, execution);
     this.host.track(execution);
     void execution.done

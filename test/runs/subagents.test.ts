@@ -49,6 +49,30 @@ async function expectNoDanglingCall(rt: Runtime, run: RunRecord): Promise<void> 
 }
 
 describe('subagents', () => {
+  it('a parent waiting for its child holds no worker slot: with concurrency 1, two parents and their children all complete', async () => {
+    const store = openSqliteStore({ path: ':memory:' });
+    const parentModel = new ScriptedModel([
+      { toolCalls: [{ id: 'p1', name: 'delegate', input: { task: 'one' } }] },
+      { toolCalls: [{ id: 'p2', name: 'delegate', input: { task: 'two' } }] },
+      { text: 'parent done' },
+      { text: 'parent done' },
+    ]);
+    const rt = createRuntime({ store, agents: [defineAgent({ name: 'parent', model: parentModel, tools: [delegate] }), defineAgent({ name: 'child', model: new ScriptedModel([{ text: 'c' }, { text: 'c' }]) })] });
+    const worker = rt.startWorker({ concurrency: 1 });
+    cleanups.push(async () => {
+      await rt.close({ graceMs: 50 });
+      await store.close();
+    });
+    const sessions = [await rt.sessions.create(), await rt.sessions.create()];
+    const runs = await Promise.all(sessions.map(async (s) => (await rt.sessions.send(s.id, 'delegate it')).run));
+    const ends = await Promise.all(runs.map((r) => rt.runs.wait(r.id, { until: 'terminal', timeoutMs: 5000 })));
+    expect(ends.map((r) => r.status)).toEqual(['completed', 'completed']);
+    const children = (await Promise.all(runs.map((r) => rt.runs.list({ parentRunId: r.id })))).flat();
+    expect(children.map((c) => c.status)).toEqual(['completed', 'completed']);
+    // Never more than one run executing at a time, parked parents aside.
+    expect(worker.active).toBe(0);
+  });
+
   it('runs the child in a linked child session; its answer is the parent’s tool result; usage and cost roll up', async () => {
     const parentModel = new ScriptedModel([
       { toolCalls: [{ id: 't1', name: 'delegate', input: { task: 'find the answer' } }], usage: { input: 100, output: 10 } },
