@@ -44,6 +44,8 @@ export interface ExecutionEnv {
   owner: string;
   leaseMs: number;
   renewEveryMs: number;
+  /** How often a running execution reads requests made in other processes (cancel, pause, steering). */
+  controlPollMs: number;
   maxAttempts: number;
   resolveAgent(name: string, version?: string): AgentDefinition | undefined;
   compactionFor(agent: AgentDefinition): CompactionSettings | undefined;
@@ -62,6 +64,7 @@ export class Execution {
   private handle: TurnHandle | undefined;
   private sink: RunSink | undefined;
   private renewTimer: ReturnType<typeof setInterval> | undefined;
+  private controlTimer: ReturnType<typeof setInterval> | undefined;
   private deadlineTimer: ReturnType<typeof setTimeout> | undefined;
   private stopReason: 'timeout' | 'lease_lost' | 'release' | 'cancel' | undefined;
   private pauseRequested = false;
@@ -137,6 +140,7 @@ export class Execution {
 
   private cleanup(): void {
     clearInterval(this.renewTimer);
+    clearInterval(this.controlTimer);
     clearTimeout(this.deadlineTimer);
   }
 
@@ -236,15 +240,24 @@ export class Execution {
         }
         if (!ok) return letGo();
         this.leaseHeldUntil = until;
+      })();
+    }, renewEveryMs);
+    this.renewTimer.unref?.();
+    // Requests made in another process (cancel, pause, steering) are read from the store twice a
+    // second; this process's own reach the execution at once.
+    let polling = false;
+    this.controlTimer = setInterval(() => {
+      if (polling) return;
+      polling = true;
+      void (async () => {
         const fresh = await book.store.getRun(run.id).catch(() => undefined);
-        // Steering stored by another process is noticed here (this one's is noticed at once).
         if ((await book.store.countInputs(run.sessionId, 'steer').catch(() => 0)) > 0) this.steeringArrived();
         if (fresh?.cancelRequested) this.cancel();
         if (fresh?.pauseRequested) this.pause();
         else if (fresh) this.unpause();
-      })();
-    }, renewEveryMs);
-    this.renewTimer.unref?.();
+      })().finally(() => (polling = false));
+    }, this.env.controlPollMs);
+    this.controlTimer.unref?.();
     if (run.deadlineAt !== null) {
       this.deadlineTimer = setTimeout(() => {
         this.stopReason ??= 'timeout';

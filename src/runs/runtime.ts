@@ -19,6 +19,11 @@ export interface RuntimeOptions {
   /** A worker's lease on a run; renewed every `renewEveryMs` (default a third of it). */
   leaseMs?: number;
   renewEveryMs?: number;
+  /**
+   * How often a running execution reads the requests made for its run in other processes
+   * (cancel, pause, steering): default 500 ms, so they take effect within a second.
+   */
+  controlPollMs?: number;
   /** How often an interrupted run may be claimed again before it fails. */
   maxAttempts?: number;
   snapshotEvery?: number;
@@ -48,7 +53,7 @@ export class Runtime {
   readonly sessions: Sessions & { send(sessionId: string, input: UserInput, options?: SendOptions): Promise<SendResult> };
   readonly runs: RunsApi;
   readonly book: RunBook;
-  private readonly options: Required<Pick<RuntimeOptions, 'leaseMs' | 'renewEveryMs' | 'maxAttempts' | 'maxDepth'>> & RuntimeOptions;
+  private readonly options: Required<Pick<RuntimeOptions, 'leaseMs' | 'renewEveryMs' | 'controlPollMs' | 'maxAttempts' | 'maxDepth'>> & RuntimeOptions;
   private readonly agents = new Map<string, AgentDefinition[]>();
   private readonly wakeups = new EventEmitter();
   /** A wake-up came that no nap has taken yet. */
@@ -59,7 +64,7 @@ export class Runtime {
   constructor(options: RuntimeOptions) {
     if (options.agents.length === 0) throw new TypeError('createRuntime needs at least one agent');
     const leaseMs = options.leaseMs ?? 30_000;
-    this.options = { maxAttempts: 3, maxDepth: 5, renewEveryMs: Math.max(50, Math.floor(leaseMs / 3)), ...options, leaseMs };
+    this.options = { maxAttempts: 3, maxDepth: 5, renewEveryMs: Math.max(50, Math.floor(leaseMs / 3)), controlPollMs: 500, ...options, leaseMs };
     for (const a of options.agents) {
       const list = this.agents.get(a.name) ?? [];
       if (list.some((x) => x.version === a.version)) throw new TypeError(`agent ${a.name} version ${a.version} is registered twice`);
@@ -132,12 +137,13 @@ export class Runtime {
   }
 
   env(owner: string): ExecutionEnv {
-    const { leaseMs, renewEveryMs, maxAttempts, compaction } = this.options;
+    const { leaseMs, renewEveryMs, controlPollMs, maxAttempts, compaction } = this.options;
     return {
       book: this.book,
       owner,
       leaseMs,
       renewEveryMs,
+      controlPollMs,
       maxAttempts,
       resolveAgent: this.resolveAgent,
       compactionFor: (agent) => {
