@@ -8,6 +8,7 @@ import type { Store } from '../store/index.ts';
 import { authMiddleware, rateLimitMiddleware, type AuthEnv } from './auth.ts';
 import { Metrics } from './metrics.ts';
 import { HttpProblem, problemResponse, toProblem } from './problems.ts';
+import { knownQueryParams } from './query-params.ts';
 import { chatRoutes } from './routes/chat.ts';
 import { opsRoutes } from './routes/ops.ts';
 import { runRoutes } from './routes/runs.ts';
@@ -153,6 +154,7 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
 
   app.use('/v1/*', authMiddleware(ctx.store, options.auth));
   app.use('/v1/*', rateLimitMiddleware(ctx.options.rateLimitPerMinute));
+  app.use('/v1/*', knownQueryParams(app));
   app.use('/v1/*', async (c, next) => {
     if (c.req.method === 'POST') {
       const type = c.req.header('content-type') ?? '';

@@ -1,3 +1,4 @@
+import { HttpProblem } from './problems.ts';
 import { z } from '@hono/zod-openapi';
 import type { SessionEvent } from '../session/index.ts';
 import type { RunRecord, SessionRecord } from '../store/index.ts';
@@ -116,10 +117,23 @@ export const ApprovalBody = z.strictObject({
   reason: z.string().optional(),
 });
 
+/**
+ * Every list pages the same way: send a page's `next_cursor` as `cursor` for the next page
+ * (`after` is the older name of `cursor`, still accepted).
+ */
 export const Cursor = z.object({
-  after: z.string().optional(),
+  cursor: z.string().optional().describe('The `next_cursor` of the previous page'),
+  after: z.string().optional().describe('Deprecated: the older name of `cursor`'),
   limit: z.coerce.number().int().min(1).max(1000).default(50),
 });
+
+/** The cursor a list request sent, under either name (refused when they disagree). */
+export function cursorOf(q: { cursor?: string | undefined; after?: string | undefined }): string | undefined {
+  if (q.cursor !== undefined && q.after !== undefined && q.cursor !== q.after) {
+    throw new HttpProblem('validation', 'send the cursor once: `cursor` (or its older name `after`), not both with different values');
+  }
+  return q.cursor ?? q.after;
+}
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 

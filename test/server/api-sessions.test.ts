@@ -251,7 +251,7 @@ describe('views', () => {
     }
     expect(paged).toEqual(events);
     const tail = await api.get(`/v1/sessions/${session.id}/events?after=${session.last_seq}`);
-    expect(tail.body).toEqual({ data: [], next_after: null });
+    expect(tail.body).toEqual({ data: [], next_cursor: null, next_after: null });
     expect((await api.get(`/v1/sessions/${session.id}/events?after=${session.last_seq - 2}`)).body.data.map((e: Json) => e.seq)).toEqual([session.last_seq - 1, session.last_seq]);
 
     expectProblem(await api.get(`/v1/sessions/${session.id}/events?after=-1`), 'validation', 400);
@@ -286,6 +286,48 @@ describe('views', () => {
 
     expectProblem(await api.get(`/v1/sessions/${session.id}/context?budget_tokens=0`), 'validation', 400);
     expectProblem(await api.get(`/v1/sessions/${session.id}/context?budget_tokens=lots`), 'validation', 400);
+  });
+
+  it('every list pages the same way: the next_cursor a page returns is what the next request sends as cursor', async () => {
+    for (let i = 0; i < 3; i++) await api.session();
+    const lists = [`/v1/sessions`, `/v1/sessions/${session.id}/runs`, `/v1/sessions/${session.id}/events`];
+    for (const list of lists) {
+      const all = (await api.get(`${list}?limit=1000`)).body;
+      expect(all.next_cursor, list).toBeNull();
+      const paged: Json[] = [];
+      let cursor: string | null = null;
+      for (let pages = 0; pages < 1000; pages++) {
+        const page: { status: number; body: Json } = await api.get(`${list}?limit=1${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+        expect(page.status, list).toBe(200);
+        paged.push(...page.body.data);
+        expect(page.body.next_cursor === null || typeof page.body.next_cursor === 'string', list).toBe(true);
+        cursor = page.body.next_cursor;
+        if (cursor === null) break;
+      }
+      expect(cursor, `${list} pages end`).toBeNull();
+      expect(paged, list).toEqual(all.data);
+      expect(paged.length, list).toBeGreaterThan(1);
+    }
+  });
+
+  it('an unknown query parameter is a 400 problem naming it, on every route', async () => {
+    for (const path of [
+      `/v1/sessions?curser=x`,
+      `/v1/sessions/${session.id}/runs?after_id=x`,
+      `/v1/sessions/${session.id}/events?from=3`,
+      `/v1/sessions/${session.id}?verbose=1`,
+      `/v1/runs/${runs[0].id}?expand=children`,
+      `/v1/sessions/${session.id}/context?budget=10`,
+    ]) {
+      const p = expectProblem(await api.get(path), 'validation', 400);
+      const name = path.split('?')[1]!.split('=')[0]!;
+      expect(p.detail, path).toContain(name);
+      expect(p.unknown_parameters, path).toEqual([name]);
+    }
+    // The older name of `cursor` still works, but not both names at odds.
+    expectProblem(await api.get(`/v1/sessions?cursor=a&after=b`), 'validation', 400);
+    // Known ones, and the stream's `after`, are fine.
+    expect((await api.get(`/v1/sessions/${session.id}/events?cursor=2&limit=1`)).body.data.map((e: Json) => e.seq)).toEqual([3]);
   });
 
   it('/runs lists the session’s runs oldest first, with cursor pagination', async () => {

@@ -15,6 +15,7 @@ import {
   LeafBody,
   ProblemSchema,
   RunSchema,
+  cursorOf,
   SendMessageBody,
   SessionSchema,
   eventJson,
@@ -85,7 +86,8 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
     }),
     async (c) => {
       const q = c.req.valid('query');
-      const page = await ctx.store.listSessions({ tenant: c.get('tenant'), limit: q.limit + 1, ...(q.after ? { after: q.after } : {}), includeArchived: q.include_archived === 'true' });
+      const cursor = cursorOf(q);
+      const page = await ctx.store.listSessions({ tenant: c.get('tenant'), limit: q.limit + 1, ...(cursor ? { after: cursor } : {}), includeArchived: q.include_archived === 'true' });
       const data = page.slice(0, q.limit);
       return c.json({ data: data.map(sessionJson), next_cursor: page.length > q.limit ? data.at(-1)!.id : null }, 200);
     },
@@ -141,14 +143,29 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       path: '/v1/sessions/{id}/events',
       tags: ['views'],
       summary: 'Events after a seq, in order',
-      request: { params: IdParam, query: z.object({ after: z.coerce.number().int().min(0).default(0), limit: z.coerce.number().int().min(1).max(1000).default(100) }) },
-      responses: { 200: json(z.object({ data: z.array(EventSchema), next_after: z.number().int().nullable() }), 'A page of events'), ...problems },
+      request: {
+        params: IdParam,
+        query: z.object({
+          cursor: z.string().regex(/^\d+$/, 'a seq: the `next_cursor` of the previous page').optional().describe('The `next_cursor` of the previous page: the seq the page ended at'),
+          after: z.coerce.number().int().min(0).optional().describe('The seq to read after (the same as `cursor`)'),
+          limit: z.coerce.number().int().min(1).max(1000).default(100),
+        }),
+      },
+      responses: {
+        200: json(
+          z.object({ data: z.array(EventSchema), next_cursor: z.string().nullable(), next_after: z.number().int().nullable().describe('Deprecated: `next_cursor` as a number') }),
+          'A page of events',
+        ),
+        ...problems,
+      },
     }),
     async (c) => {
       const s = await sessionFor(ctx, c, c.req.valid('param').id);
       const q = c.req.valid('query');
-      const events = await rt.sessions.events(s.id, { after: q.after, limit: q.limit });
-      return c.json({ data: events.map(eventJson), next_after: events.length === q.limit ? events.at(-1)!.seq : null }, 200);
+      const after = Number(cursorOf({ cursor: q.cursor, after: q.after?.toString() }) ?? 0);
+      const events = await rt.sessions.events(s.id, { after, limit: q.limit });
+      const next = events.length === q.limit ? events.at(-1)!.seq : null;
+      return c.json({ data: events.map(eventJson), next_cursor: next === null ? null : String(next), next_after: next }, 200);
     },
   );
 
@@ -189,7 +206,8 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
     async (c) => {
       const s = await sessionFor(ctx, c, c.req.valid('param').id);
       const q = c.req.valid('query');
-      const page = await ctx.store.listRuns({ sessionId: s.id, limit: q.limit + 1, ...(q.after ? { after: q.after } : {}) });
+      const cursor = cursorOf(q);
+      const page = await ctx.store.listRuns({ sessionId: s.id, limit: q.limit + 1, ...(cursor ? { after: cursor } : {}) });
       const data = page.slice(0, q.limit);
       return c.json({ data: await Promise.all(data.map((r) => runJsonFor(ctx, r))), next_cursor: page.length > q.limit ? data.at(-1)!.id : null }, 200);
     },
