@@ -5,7 +5,7 @@ import { bodyLimit } from 'hono/body-limit';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { IdempotencyClaim, Runtime } from '../runs/index.ts';
 import type { Store } from '../store/index.ts';
-import { authMiddleware, rateLimitMiddleware, type AuthEnv } from './auth.ts';
+import { ApiKeyCache, authMiddleware, FailedAuthLimiter, rateLimitMiddleware, type AuthEnv } from './auth.ts';
 import { Metrics } from './metrics.ts';
 import { HttpProblem, problemResponse, toProblem } from './problems.ts';
 import { knownQueryParams } from './query-params.ts';
@@ -29,6 +29,15 @@ export interface ServerOptions {
   rateLimitPerMinute?: number;
   /** How long a cancel waits for the worker that holds the run before cancelling it here. */
   cancelGraceMs?: number;
+  /**
+   * What `/metrics` asks for: this bearer token when set; otherwise an API key when keys are
+   * required; nothing when auth is off (loopback).
+   */
+  metricsToken?: string;
+  /** How long an Idempotency-Key is remembered (default 24 h); older records are pruned. */
+  idempotencyTtlMs?: number;
+  /** Failed authentications a client address may make in a minute before it is refused (429). Default 30. */
+  authFailuresPerMinute?: number;
 }
 
 export type AppEnv = { Variables: AuthEnv['Variables'] & IdempotencyEnv['Variables'] };
@@ -55,12 +64,16 @@ export interface AppContext {
   store: Store;
   hub: DeltaHub;
   metrics: Metrics;
-  options: Required<Omit<ServerOptions, 'runtime'>> & Pick<ServerOptions, 'runtime'>;
+  /** API keys looked up recently, and failed authentications by client address. */
+  keys: ApiKeyCache;
+  authFailures: FailedAuthLimiter;
+  options: Required<Omit<ServerOptions, 'runtime' | 'metricsToken'>> & Pick<ServerOptions, 'runtime' | 'metricsToken'>;
 }
 
 /** Replays the first response to a POST with the same Idempotency-Key and body; refuses another body. */
-function idempotency(store: Store): MiddlewareHandler<AppEnv> {
+function idempotency(store: Store, ttlMs: number): MiddlewareHandler<AppEnv> {
   const inFlight = new Set<string>();
+  let prunedAt = 0;
   return async (c, next) => {
     const key = c.req.header('idempotency-key');
     if (c.req.method !== 'POST' || key === undefined) return next();
@@ -68,7 +81,14 @@ function idempotency(store: Store): MiddlewareHandler<AppEnv> {
     const tenant = c.get('tenant');
     const body = await c.req.text();
     const fingerprint = createHash('sha256').update(`${c.req.method} ${new URL(c.req.url).pathname}\n${body}`).digest('hex');
-    const seen = await store.getIdempotency(tenant, key);
+    // Records older than the TTL are forgotten: pruned (at most once a minute, and whenever one is met).
+    const now = Date.now();
+    let seen = await store.getIdempotency(tenant, key);
+    if ((seen && seen.createdAt < now - ttlMs) || now - prunedAt > 60_000) {
+      prunedAt = now;
+      await store.pruneIdempotency(now - ttlMs);
+      if (seen && seen.createdAt < now - ttlMs) seen = undefined;
+    }
     if (seen) {
       if (seen.fingerprint !== fingerprint) {
         throw new HttpProblem('idempotency_mismatch', `Idempotency-Key ${JSON.stringify(key)} was first used for a different request`);
@@ -106,6 +126,8 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
     store: rt.store,
     hub: new DeltaHub(rt.sessions.log),
     metrics: new Metrics(),
+    keys: new ApiKeyCache(rt.store),
+    authFailures: new FailedAuthLimiter({ perMinute: options.authFailuresPerMinute ?? 30 }),
     options: {
       bodyLimitBytes: 1 << 20,
       importLimitBytes: 64 << 20,
@@ -113,6 +135,8 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
       sseQueueLimit: 5000,
       rateLimitPerMinute: 0,
       cancelGraceMs: 5000,
+      idempotencyTtlMs: 24 * 3600_000,
+      authFailuresPerMinute: 30,
       ...options,
     },
   };
@@ -152,7 +176,7 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   });
   opsRoutes(app, ctx);
 
-  app.use('/v1/*', authMiddleware(ctx.store, options.auth));
+  app.use('/v1/*', authMiddleware(ctx.keys, ctx.authFailures, options.auth));
   app.use('/v1/*', rateLimitMiddleware(ctx.options.rateLimitPerMinute));
   app.use('/v1/*', knownQueryParams(app));
   app.use('/v1/*', async (c, next) => {
@@ -186,7 +210,7 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
     }
     return next();
   });
-  app.use('/v1/*', idempotency(ctx.store));
+  app.use('/v1/*', idempotency(ctx.store, ctx.options.idempotencyTtlMs));
 
   sessionRoutes(app, ctx);
   runRoutes(app, ctx);

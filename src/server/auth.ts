@@ -32,13 +32,102 @@ function secretOf(header: string | undefined, apiKeyHeader: string | undefined):
   return m?.[1];
 }
 
+/** API keys looked up recently, by hash: at most `max`, each trusted for `ttlMs` (a revocation takes effect within it). */
+export class ApiKeyCache {
+  private readonly entries = new Map<string, { key: ApiKeyRecord | undefined; at: number }>();
+  private readonly store: Pick<Store, 'findApiKey'>;
+  private readonly max: number;
+  private readonly ttlMs: number;
+
+  constructor(store: Pick<Store, 'findApiKey'>, o: { max?: number; ttlMs?: number } = {}) {
+    this.store = store;
+    this.max = o.max ?? 10_000;
+    this.ttlMs = o.ttlMs ?? 5000;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  async find(secret: string): Promise<ApiKeyRecord | undefined> {
+    const hash = hashKey(secret);
+    const hit = this.entries.get(hash);
+    if (hit && Date.now() - hit.at <= this.ttlMs) {
+      // Most recently used last: the first entry is the one to drop.
+      this.entries.delete(hash);
+      this.entries.set(hash, hit);
+      return hit.key;
+    }
+    const key = await this.store.findApiKey(hash);
+    this.entries.delete(hash);
+    this.entries.set(hash, { key, at: Date.now() });
+    while (this.entries.size > this.max) this.entries.delete(this.entries.keys().next().value!);
+    return key;
+  }
+}
+
+/**
+ * Failed authentications per client address: past `perMinute` in a minute, the address is refused
+ * (429) before its key is even looked up, until the minute is over. Bounded like the cache.
+ */
+export class FailedAuthLimiter {
+  private readonly failures = new Map<string, { n: number; since: number }>();
+  private readonly perMinute: number;
+  private readonly max: number;
+
+  constructor(o: { perMinute?: number; max?: number } = {}) {
+    this.perMinute = o.perMinute ?? 30;
+    this.max = o.max ?? 10_000;
+  }
+
+  /** Throws `rate_limited` while the address is over its failures. */
+  check(address: string): void {
+    const f = this.failures.get(address);
+    if (!f) return;
+    const left = 60_000 - (Date.now() - f.since);
+    if (left <= 0) this.failures.delete(address);
+    else if (f.n >= this.perMinute) {
+      throw new HttpProblem('rate_limited', `too many failed authentications from ${address}: try again in ${Math.ceil(left / 1000)} s`, { retry_after: Math.ceil(left / 1000) });
+    }
+  }
+
+  failed(address: string): void {
+    const now = Date.now();
+    const f = this.failures.get(address);
+    if (f && now - f.since < 60_000) f.n++;
+    else {
+      this.failures.delete(address);
+      this.failures.set(address, { n: 1, since: now });
+      while (this.failures.size > this.max) this.failures.delete(this.failures.keys().next().value!);
+    }
+  }
+}
+
+/** The client's address, as the socket says (no proxy header is trusted). */
+export function clientAddress(c: { env: unknown }): string {
+  return (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming?.socket?.remoteAddress ?? 'unknown';
+}
+
+/** The key a request presents, checked: its record, or an `unauthorized` problem (counted as a failure of its address). */
+export async function authenticate(c: { env: unknown; req: { header(name: string): string | undefined } }, keys: ApiKeyCache, failures: FailedAuthLimiter): Promise<ApiKeyRecord> {
+  const address = clientAddress(c);
+  failures.check(address);
+  const secret = secretOf(c.req.header('authorization'), c.req.header('x-api-key'));
+  if (!secret) throw new HttpProblem('unauthorized', 'send an API key as "Authorization: Bearer <key>"');
+  const key = await keys.find(secret);
+  if (!key || key.revokedAt !== null) {
+    failures.failed(address);
+    throw new HttpProblem('unauthorized', key ? 'this API key was revoked' : 'unknown API key');
+  }
+  return key;
+}
+
 /**
  * With `required`, every request needs `Authorization: Bearer <key>` (or `x-api-key`) of an
  * unrevoked key, and acts for that key's tenant. With `off` (loopback without keys, or
  * `--insecure`), everything is the `default` tenant.
  */
-export function authMiddleware(store: Store, mode: 'required' | 'off'): MiddlewareHandler<AuthEnv> {
-  const cache = new Map<string, { key: ApiKeyRecord | undefined; at: number }>();
+export function authMiddleware(keys: ApiKeyCache, failures: FailedAuthLimiter, mode: 'required' | 'off'): MiddlewareHandler<AuthEnv> {
   return async (c, next) => {
     if (mode === 'off') {
       c.set('tenant', 'default');
@@ -46,17 +135,7 @@ export function authMiddleware(store: Store, mode: 'required' | 'off'): Middlewa
       c.set('rateLimit', null);
       return next();
     }
-    const secret = secretOf(c.req.header('authorization'), c.req.header('x-api-key'));
-    if (!secret) throw new HttpProblem('unauthorized', 'send an API key as "Authorization: Bearer <key>"');
-    const hash = hashKey(secret);
-    let hit = cache.get(hash);
-    // Revocations take effect within a few seconds without a store read per request.
-    if (!hit || Date.now() - hit.at > 5000) {
-      hit = { key: await store.findApiKey(hash), at: Date.now() };
-      cache.set(hash, hit);
-    }
-    const key = hit.key;
-    if (!key || key.revokedAt !== null) throw new HttpProblem('unauthorized', key ? 'this API key was revoked' : 'unknown API key');
+    const key = await authenticate(c, keys, failures);
     c.set('tenant', key.tenant);
     c.set('keyId', key.id);
     c.set('rateLimit', key.ratePerMinute);

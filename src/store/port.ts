@@ -102,6 +102,7 @@ export interface ReadEventsOptions {
 }
 
 export type RunStatus = 'queued' | 'running' | 'waiting_approval' | 'waiting_for_user' | 'paused' | 'completed' | 'failed' | 'cancelled' | 'timed_out';
+export const RUN_STATUSES: readonly RunStatus[] = ['queued', 'running', 'waiting_approval', 'waiting_for_user', 'paused', 'completed', 'failed', 'cancelled', 'timed_out'];
 export const TERMINAL_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'cancelled', 'timed_out'];
 export const isTerminal = (s: RunStatus): boolean => TERMINAL_STATUSES.includes(s);
 
@@ -277,6 +278,8 @@ export interface StoreOps {
   listRuns(q: RunQuery): Promise<RunRecord[]>;
   /** The session's active run: not terminal, not queued behind (at most one, by the store's guarantee). */
   activeRun(sessionId: string): Promise<RunRecord | undefined>;
+  /** How many runs there are in each status (statuses without runs are 0), without reading the runs. */
+  countRunsByStatus(): Promise<Record<RunStatus, number>>;
   /** A compare-and-set: refuses (RunConflictError) when the guard no longer holds. */
   updateRun(id: string, patch: RunPatch, guard?: RunGuard): Promise<RunRecord>;
   /**

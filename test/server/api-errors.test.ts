@@ -6,7 +6,7 @@
  */
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiKey } from '../../src/server/auth.ts';
+import { ApiKeyCache, createApiKey } from '../../src/server/auth.ts';
 import { InsecureBindError } from '../../src/server/serve.ts';
 import { Api, expectProblem, PROBLEM, startTestServer, type ApiResponse, type Json, type TestServer } from '../support/server-helpers.ts';
 
@@ -287,8 +287,10 @@ describe('API keys and tenants (auth required)', () => {
     // The key in x-api-key, or a lower-case bearer, works too.
     expect((await anonymous.get('/v1/sessions', { 'x-api-key': srv.secrets[0]! })).status).toBe(200);
     expect((await anonymous.get('/v1/sessions', { authorization: `bearer ${srv.secrets[0]}` })).status).toBe(200);
-    // Probes, metrics and the API description need no key.
-    for (const path of ['/healthz', '/readyz', '/metrics', '/openapi.json']) expect((await anonymous.get(path)).status).toBe(200);
+    // Probes and the API description need no key; metrics do, once keys exist.
+    for (const path of ['/healthz', '/readyz', '/openapi.json']) expect((await anonymous.get(path)).status).toBe(200);
+    expectProblem(await anonymous.get('/metrics'), 'unauthorized', 401);
+    expect((await srv.api(srv.secrets[0]).get('/metrics')).status).toBe(200);
     expect((await anonymous.get('/openapi.json')).body.security).toEqual([{ bearer: [] }]);
   });
 
@@ -486,4 +488,87 @@ describe('deep JSON (default body limit)', () => {
     expect((await api.get('/healthz')).status).toBe(200);
   });
 
+});
+
+describe('operating the server safely', () => {
+  let srv: TestServer;
+  beforeAll(async () => {
+    srv = await startTestServer({ keys: [{ tenant: 'acme' }], metricsToken: 'scrape-me' });
+  });
+  afterAll(async () => {
+    await srv?.close();
+  });
+
+  it('/metrics asks for its own token when one is set (an API key is not it), and counts runs by status from the store', async () => {
+    const acme = srv.api(srv.secrets[0]);
+    const s = (await acme.post('/v1/sessions', {})).body;
+    const sent = (await acme.post(`/v1/sessions/${s.id}/messages`, { content: 'hello' })).body;
+    await acme.waitForRun(sent.run.id, 'completed');
+    expectProblem(await acme.get('/metrics'), 'unauthorized', 401);
+    const r = await srv.api('scrape-me').get('/metrics');
+    expect(r.status).toBe(200);
+    const text = String(r.text ?? r.body);
+    expect(text).toMatch(/keel_runs\{status="completed"\} 1\b/);
+    expect(text).toMatch(/keel_runs\{status="queued"\} 0\b/);
+  });
+
+  it('a client address that fails authentication too often is refused for the rest of the minute, before its key is looked up', async () => {
+    const own = await startTestServer({ keys: [{ tenant: 'acme' }], metricsToken: 'scrape-me', authFailuresPerMinute: 5 });
+    try {
+      const bad = own.api('keel_wrong-key');
+      for (let i = 0; i < 5; i++) expectProblem(await bad.get('/v1/sessions'), 'unauthorized', 401);
+      const limited = await bad.get('/v1/sessions');
+      expectProblem(limited, 'rate_limited', 429);
+      expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+      // The same address with a good key waits too: the address is what is limited.
+      expectProblem(await own.api(own.secrets[0]).get('/v1/sessions'), 'rate_limited', 429);
+      expectProblem(await own.api('wrong-token').get('/metrics'), 'rate_limited', 429);
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('an Idempotency-Key is forgotten after its TTL: the record is pruned and the key can be used again', async () => {
+    const fresh = await startTestServer({ idempotencyTtlMs: 200 });
+    try {
+      const api = fresh.api();
+      const first = await api.post('/v1/sessions', { title: 'one' }, { 'idempotency-key': 'k' });
+      expect(first.status).toBe(201);
+      expect((await api.post('/v1/sessions', { title: 'one' }, { 'idempotency-key': 'k' })).body.id).toBe(first.body.id);
+      expectProblem(await api.post('/v1/sessions', { title: 'two' }, { 'idempotency-key': 'k' }), 'idempotency_mismatch', 422);
+      await new Promise((r) => setTimeout(r, 300));
+      const again = await api.post('/v1/sessions', { title: 'two' }, { 'idempotency-key': 'k' });
+      expect(again.status).toBe(201);
+      expect(again.body.id).not.toBe(first.body.id);
+      expect(await fresh.store.getIdempotency('default', 'k')).toMatchObject({ fingerprint: expect.any(String), status: 201 });
+    } finally {
+      await fresh.close();
+    }
+  });
+});
+
+describe('ApiKeyCache', () => {
+  it('keeps at most `max` keys, dropping the least recently used, and asks the store again after the TTL', async () => {
+    const lookups: string[] = [];
+    const cache = new ApiKeyCache(
+      {
+        findApiKey: async (hash: string) => {
+          lookups.push(hash);
+          return undefined;
+        },
+      },
+      { max: 3, ttlMs: 50 },
+    );
+    for (const s of ['a', 'b', 'c', 'a', 'd', 'e']) await cache.find(s);
+    expect(cache.size).toBe(3);
+    expect(lookups).toHaveLength(5);
+    // 'a' was used again before 'd' and 'e' came: 'b' and 'c' went first, so 'a' is still there.
+    await cache.find('a');
+    expect(lookups).toHaveLength(5);
+    await new Promise((r) => setTimeout(r, 60));
+    await cache.find('a');
+    expect(lookups).toHaveLength(6);
+    for (let i = 0; i < 1000; i++) await cache.find(`random-${i}`);
+    expect(cache.size).toBe(3);
+  });
 });

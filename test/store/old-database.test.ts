@@ -57,10 +57,15 @@ describe('a database written before ADR-0008', () => {
     }
     const raw = new Database(path, { readonly: true });
     try {
-      expect(raw.pragma('user_version', { simple: true })).toBe(6);
+      expect(raw.pragma('user_version', { simple: true })).toBe(7);
       expect(raw.prepare("SELECT name FROM sqlite_master WHERE name LIKE 'events%'").all()).toEqual([]);
       expect(raw.prepare('SELECT count(*) AS n, min(first_seq) AS first, max(last_seq) AS last FROM event_batches').get()).toEqual({ n: 1, first: 1, last: 31 });
       expect(raw.prepare('SELECT count(*) AS n FROM runs WHERE first_seq IS NULL').get()).toEqual({ n: 0 });
+      // v7: the runs counted by status from the runs that were there.
+      expect(raw.prepare('SELECT status, n FROM run_status_counts ORDER BY status').all()).toEqual([
+        { status: 'completed', n: 1 },
+        { status: 'running', n: 1 },
+      ]);
     } finally {
       raw.close();
     }

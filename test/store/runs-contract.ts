@@ -212,6 +212,28 @@ export function runsContract(name: string, open: () => Promise<OpenedRunsStore>)
       });
     });
 
+    describe('countRunsByStatus', () => {
+      it('counts runs by status as they are created and move, every status present, and a rolled-back move changes nothing', async () => {
+        const before = await store.countRunsByStatus();
+        expect(Object.keys(before).sort()).toEqual(['cancelled', 'completed', 'failed', 'paused', 'queued', 'running', 'timed_out', 'waiting_approval', 'waiting_for_user']);
+        const a = await run();
+        const b = await run();
+        await run();
+        await store.updateRun(a.id, { status: 'running' });
+        await store.updateRun(b.id, { status: 'completed', endedAt: T0 });
+        await store.updateRun(b.id, { status: 'completed' });
+        await expect(
+          store.transaction(async (tx) => {
+            await tx.updateRun(a.id, { status: 'waiting_approval' });
+            throw new Error('roll back');
+          }),
+        ).rejects.toThrow('roll back');
+        const after = await store.countRunsByStatus();
+        const delta = Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - before[k as keyof typeof before]]).filter(([, v]) => v !== 0));
+        expect(delta).toEqual({ queued: 1, running: 1, completed: 1 });
+      });
+    });
+
     describe('runs queued behind the active one', () => {
       it('any number wait behind it: never the active run, never claimed, and one comes up only once the session has no active run', async () => {
         const s = await session();

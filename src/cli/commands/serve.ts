@@ -6,7 +6,8 @@ import { version } from '../version.ts';
 
 export const serveHelp = `keel serve [--port 8787] [--host 127.0.0.1] [--db PATH] [--config FILE] [--workers N] [--insecure]
   The HTTP API and a worker in one process, on embedded SQLite (./.keel/keel.db, or $KEEL_DB).
-  --workers 0 serves the API only (run "keel worker" elsewhere).`;
+  --workers 0 serves the API only (run "keel worker" elsewhere). /metrics asks for the bearer token
+  in $KEEL_METRICS_TOKEN when it is set, else for an API key once keys exist.`;
 
 export async function serveCommand(argv: string[], io: Io): Promise<number> {
   const { values } = args('serve', argv, {
@@ -27,7 +28,16 @@ export async function serveCommand(argv: string[], io: Io): Promise<number> {
   const store = openSqliteStore(values.db ? { path: values.db } : {});
   let server: Awaited<ReturnType<typeof startServer>>;
   try {
-    server = await startServer({ store, config, port, host: values.host ?? '127.0.0.1', workers, insecure: values.insecure ?? false, version });
+    server = await startServer({
+      store,
+      config,
+      port,
+      host: values.host ?? '127.0.0.1',
+      workers,
+      insecure: values.insecure ?? false,
+      version,
+      ...(io.env.KEEL_METRICS_TOKEN ? { metricsToken: io.env.KEEL_METRICS_TOKEN } : {}),
+    });
   } catch (e) {
     // Refused (a non-loopback host without keys) or could not listen: do not leave the database open.
     await store.close();

@@ -6,8 +6,10 @@ import {
   RunConflictError,
   SeqConflictError,
   StoreError,
+  RUN_STATUSES,
   type AppendOptions,
   type EventDraft,
+  type RunStatus,
   type StoreOps,
   type StoredEvent,
 } from '../port.ts';
@@ -311,6 +313,11 @@ export function createOperations(db: Database.Database, st: Statements): SyncOps
       }
       const sql = `SELECT * FROM runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id`;
       return (prepared(`${sql} LIMIT ${limitOf(q.limit)}`).all(...args) as RunRow[]).map(toRun);
+    },
+    countRunsByStatus: () => {
+      const counts = Object.fromEntries(RUN_STATUSES.map((s) => [s, 0])) as Record<RunStatus, number>;
+      for (const r of st.runStatusCounts.all()) counts[r.status] = r.n;
+      return counts;
     },
     activeRun: (sessionId) => {
       const row = st.activeRun.get(sessionId);

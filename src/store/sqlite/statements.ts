@@ -89,6 +89,7 @@ export function prepareStatements(db: Database.Database) {
     ),
     getRun: prepare<[string], RunRow>('SELECT * FROM runs WHERE id = ?'),
     activeRun: prepare<[string], RunRow>(`SELECT * FROM runs WHERE session_id = ? AND status NOT IN (${TERMINAL_SQL}) AND queued_behind = 0`),
+    runStatusCounts: prepare<[], { status: RunStatus; n: number }>('SELECT status, n FROM run_status_counts'),
     fenceOf: prepare<[string], { fencing_token: number }>('SELECT fencing_token FROM runs WHERE id = ?'),
     claimable: prepare<[number, string | null, string | null], { id: string; status: RunStatus }>(
       `SELECT id, status FROM runs

@@ -53,6 +53,7 @@ const PLAN: { readonly [K in OpName]: { outside: 'serial' | 'write' | 'immediate
   getRun: { outside: 'serial' },
   listRuns: { outside: 'serial' },
   activeRun: { outside: 'serial' },
+  countRunsByStatus: { outside: 'serial' },
   updateRun: { outside: 'write' },
   claimRun: { outside: 'immediate' },
   renewLease: { outside: 'write' },
