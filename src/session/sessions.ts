@@ -19,7 +19,7 @@ import {
 import { pathEntries, readProjection } from './reader.ts';
 import { verifyReplay, type ReplayReport } from './replay.ts';
 import { SessionSink } from './sink.ts';
-import { exportSession, importSession } from './transfer.ts';
+import { exportSession, importSession, type ImportOptions } from './transfer.ts';
 
 export interface SessionsOptions {
   store: Store;
@@ -283,8 +283,11 @@ export class Sessions {
     return exportSession(this.log, sessionId);
   }
 
-  /** Imports an export: every line is validated first; any problem refuses it all (ImportError). */
-  import(input: string | Iterable<string> | AsyncIterable<string | Uint8Array>, options?: { onProgress?: (lines: number) => void; tenant?: string }): Promise<SessionRecord> {
+  /**
+   * Imports an export: every line is validated first; any problem refuses it all (ImportError).
+   * Under new ids unless `ids: 'keep'` (see ImportOptions).
+   */
+  import(input: string | Iterable<string> | AsyncIterable<string | Uint8Array>, options?: ImportOptions): Promise<SessionRecord> {
     return importSession(this.log, input, options);
   }
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { newId } from '../core/index.ts';
 import { StoreError, type EventDraft, type SessionRecord } from '../store/index.ts';
 import { blobHash, contentRefsOf, inflateBlobs } from './blobs.ts';
 import type { SessionLog } from './log.ts';
@@ -119,6 +120,20 @@ async function* linesOf(input: string | Iterable<string> | AsyncIterable<string 
 
 const MAX_PROBLEMS = 100;
 
+export interface ImportOptions {
+  onProgress?: (lines: number) => void;
+  /** The tenant the session belongs to here (not the one it was exported from). Default `default`. */
+  tenant?: string;
+  /**
+   * `new` (the default): the session gets a new id, so an export imports even where it came from;
+   * its `origin` records the session (and the leaf) it was imported from. Its events keep their
+   * ids, which are unique within a session: every reference in the log stays exact, and the
+   * replay check still verifies every request. `keep`: the export's session id, refused
+   * (`conflict`) when a session with it exists here.
+   */
+  ids?: 'new' | 'keep';
+}
+
 /**
  * Imports a session export. Every line is checked first (format, seq order, tree references,
  * blob hashes, each event's schema); any problem refuses the whole import with line numbers,
@@ -127,7 +142,7 @@ const MAX_PROBLEMS = 100;
 export async function importSession(
   log: SessionLog,
   input: string | Iterable<string> | AsyncIterable<string | Uint8Array>,
-  options: { onProgress?: (lines: number) => void; tenant?: string } = {},
+  options: ImportOptions = {},
 ): Promise<SessionRecord> {
   const problems: ImportProblem[] = [];
   const problem = (line: number, message: string) => {
@@ -244,16 +259,18 @@ export async function importSession(
   const h = header!.session;
   options.onProgress?.(lineNo);
 
+  const keep = (options.ids ?? 'new') === 'keep';
+  const sessionId = keep ? h.id : newId();
+  const origin = keep ? h.origin : { sessionId: h.id, entryId: h.leafId ?? drafts.at(-1)?.id ?? h.id };
   return log.store.transaction(async (tx) => {
-    if (await tx.getSession(h.id)) throw new StoreError('conflict', `session ${h.id} already exists`);
+    if (await tx.getSession(sessionId)) throw new StoreError('conflict', `session ${sessionId} already exists: import it under new ids instead of keeping them`);
     // The tenant is where it is imported, not where it was exported from.
-    await tx.createSession({ id: h.id, tenant: options.tenant ?? 'default', createdAt: h.createdAt, title: h.title, metadata: h.metadata, agent: h.agent, origin: h.origin });
-    if (h.archivedAt !== null) await tx.updateSession(h.id, { archivedAt: h.archivedAt });
+    await tx.createSession({ id: sessionId, tenant: options.tenant ?? 'default', createdAt: h.createdAt, title: h.title, metadata: h.metadata, agent: h.agent, origin });
+    if (h.archivedAt !== null) await tx.updateSession(sessionId, { archivedAt: h.archivedAt });
     await tx.putBlobs([...blobs].map(([hash, data]) => ({ hash, data })));
-    for (let i = 0; i < drafts.length; i += 1000) await tx.append(h.id, drafts.slice(i, i + 1000));
+    for (let i = 0; i < drafts.length; i += 1000) await tx.append(sessionId, drafts.slice(i, i + 1000));
     // A whole log, complete: stored compactly at once (ADR-0009).
-    await tx.sealEvents(h.id);
-    return (await tx.getSession(h.id))!;
+    await tx.sealEvents(sessionId);
+    return (await tx.getSession(sessionId))!;
   });
 }
-

@@ -131,21 +131,28 @@ describe('keel sessions', () => {
     expect(readFileSync(file, 'utf8')).toBe(r.out);
 
     const other = join(dir, 'other.db');
-    const imp = await keel(['sessions', 'import', file, '--db', other]);
+    const imp = await keel(['sessions', 'import', file, '--db', other, '--keep-ids']);
     expect(imp.code).toBe(0);
     expect(imp.out).toMatch(new RegExp(`^imported session ${ids.alpha} \\(\\d+ events, "alpha"\\) for tenant default\n$`));
     const shown = await keel(['sessions', 'show', ids.alpha, '--db', other]);
     expect(shown.out).toContain('assistant: hello there');
 
     const third = join(dir, 'third.db');
-    const fromStdin = await keel(['sessions', 'import', '-', '--db', third, '--json', '--tenant', 'acme'], { stdin: r.out });
+    const fromStdin = await keel(['sessions', 'import', '-', '--db', third, '--json', '--tenant', 'acme', '--keep-ids'], { stdin: r.out });
     expect(fromStdin.code).toBe(0);
     expect(JSON.parse(fromStdin.out)).toMatchObject({ id: ids.alpha, tenant: 'acme', title: 'alpha' });
 
-    // Once is enough: the same session again is refused.
-    const again = await keel(['sessions', 'import', file, '--db', other]);
+    // Once is enough with the same ids: the same session again is refused...
+    const again = await keel(['sessions', 'import', file, '--db', other, '--keep-ids']);
     expect(again.code).toBe(1);
     expect(again.err).toContain(`session ${ids.alpha} already exists`);
+    // ...and by default it is imported under new ids, its origin the session it came from.
+    const copy = await keel(['sessions', 'import', file, '--db', other, '--json']);
+    expect(copy.code).toBe(0);
+    const imported = JSON.parse(copy.out);
+    expect(imported.id).not.toBe(ids.alpha);
+    expect(imported.origin).toMatchObject({ session_id: ids.alpha });
+    expect((await keel(['sessions', 'show', imported.id, '--db', other])).out).toContain('assistant: hello there');
   });
 
   it('import refuses a broken export with line numbers, and a missing file, with exit code 1', async () => {
@@ -328,7 +335,7 @@ describe('keel replay', () => {
       })
       .join('\n');
     const other = join(dir, 'tampered.db');
-    expect((await keel(['sessions', 'import', '-', '--db', other], { stdin: tampered })).code).toBe(0);
+    expect((await keel(['sessions', 'import', '-', '--db', other, '--keep-ids'], { stdin: tampered })).code).toBe(0);
     const r = await keel(['replay', ids.alpha, '--verify', '--db', other]);
     expect(r.code).toBe(1);
     expect(r.out).toMatch(/^replay FAILED: 1 of 1 request do not match the log \(\d+ events, 1 model request\)\n {2}#\d+ \(message \S+\) fingerprint: the request rebuilt from the log has fingerprint/);

@@ -382,7 +382,7 @@ describe('API keys and tenants (auth required)', () => {
     const otherServer = await startTestServer({ keys: [{ tenant: 'initech' }] });
     try {
       const initech = otherServer.api(otherServer.secrets[0]);
-      expect((await initech.request('POST', '/v1/sessions/import', { body: exported, headers: ndjson })).status).toBe(201);
+      expect((await initech.request('POST', '/v1/sessions/import?ids=keep', { body: exported, headers: ndjson })).status).toBe(201);
       expect((await initech.get(`/v1/sessions/${s.id}/transcript`)).status).toBe(200);
     } finally {
       await otherServer.close();

@@ -482,7 +482,7 @@ describe('export and import', () => {
     await other?.close();
   });
 
-  it('/export is versioned JSONL; POST /v1/sessions/import round-trips it; a second import is a conflict', async () => {
+  it('/export is versioned JSONL; POST /v1/sessions/import?ids=keep round-trips it; a second import with the same ids is a conflict', async () => {
     const { session } = await conversation(['export me'], { title: 'exported', metadata: { a: 1 } });
     // A second run that waits for the user, cancelled: the session is at rest with a closed call.
     const { run } = await api.send(session.id, 'ask');
@@ -498,17 +498,48 @@ describe('export and import', () => {
     expect(lines.filter((l) => l.kind === 'event').length).toBe(final.last_seq);
 
     const target = other.api();
-    const imported = await target.request('POST', '/v1/sessions/import', { body: exported.text, headers: { 'content-type': 'application/x-ndjson' } });
+    const imported = await target.request('POST', '/v1/sessions/import?ids=keep', { body: exported.text, headers: { 'content-type': 'application/x-ndjson' } });
     expect(imported.status).toBe(201);
     expect(imported.body).toEqual(final);
     expect(await target.allEvents(session.id)).toEqual(await api.allEvents(session.id));
     expect((await target.get(`/v1/sessions/${session.id}/transcript`)).body).toEqual((await api.get(`/v1/sessions/${session.id}/transcript`)).body);
     expect((await target.get(`/v1/sessions/${session.id}/context`)).body).toEqual((await api.get(`/v1/sessions/${session.id}/context`)).body);
 
-    const twice = await target.request('POST', '/v1/sessions/import', { body: exported.text, headers: { 'content-type': 'application/x-ndjson' } });
+    const twice = await target.request('POST', '/v1/sessions/import?ids=keep', { body: exported.text, headers: { 'content-type': 'application/x-ndjson' } });
     expectProblem(twice, 'conflict', 409);
     // Into the server it came from, too.
-    expectProblem(await api.request('POST', '/v1/sessions/import', { body: exported.text, headers: { 'content-type': 'application/x-ndjson' } }), 'conflict', 409);
+    expectProblem(await api.request('POST', '/v1/sessions/import?ids=keep', { body: exported.text, headers: { 'content-type': 'application/x-ndjson' } }), 'conflict', 409);
+  });
+
+  it('an import under a new session id (the default) works where the export came from: the same conversation, its origin the session it came from', async () => {
+    const { session } = await conversation(['copy me', 'and me']);
+    // A branch switch and a fork in the log: references to entries must follow the new ids.
+    const events = await api.allEvents(session.id);
+    const firstAnswer = events.find((e: Json) => e.type === 'assistant/message')!;
+    expect((await api.post(`/v1/sessions/${session.id}/leaf`, { entry_id: firstAnswer.id })).status).toBe(200);
+    await api.waitForRun((await api.send(session.id, 'on a branch')).run.id, 'completed');
+    const source = (await api.get(`/v1/sessions/${session.id}`)).body;
+    const exported = (await api.get(`/v1/sessions/${session.id}/export`)).text;
+
+    const copies = [];
+    for (let i = 0; i < 2; i++) {
+      const r = await api.request('POST', '/v1/sessions/import', { body: exported, headers: { 'content-type': 'application/x-ndjson' } });
+      expect(r.status).toBe(201);
+      copies.push(r.body);
+    }
+    expect(copies[0].id).not.toBe(session.id);
+    expect(copies[1].id).not.toBe(copies[0].id);
+    for (const copy of copies) {
+      expect(copy).toMatchObject({ title: source.title, last_seq: source.last_seq, leaf_id: source.leaf_id, origin: { session_id: session.id, entry_id: source.leaf_id } });
+      const original = await api.allEvents(session.id);
+      const copied = await api.allEvents(copy.id);
+      expect(copied.map(({ session_id: _s, ...e }: Json) => e)).toEqual(original.map(({ session_id: _s, ...e }: Json) => e));
+      // Same conversation on the same branch: what the model sees next, and what people see.
+      expect((await api.get(`/v1/sessions/${copy.id}/context`)).body.messages).toEqual((await api.get(`/v1/sessions/${session.id}/context`)).body.messages);
+      expect((await api.get(`/v1/sessions/${copy.id}/transcript`)).body).toEqual((await api.get(`/v1/sessions/${session.id}/transcript`)).body);
+      // And the log still explains every request.
+      expect(await srv.runtime.sessions.verifyReplay(copy.id)).toMatchObject({ ok: true, mismatches: [] });
+    }
   });
 
   it('a corrupted import is refused as invalid_import with line-numbered problems, and writes nothing', async () => {

@@ -123,7 +123,7 @@ async function exportLines(sessions: Sessions, id: string): Promise<Array<Record
 
 async function importInto(lines: Array<Record<string, unknown>>): Promise<Sessions> {
   const fresh = open();
-  await importSession(fresh.log, lines.map((l) => JSON.stringify(l)).join('\n'));
+  await importSession(fresh.log, lines.map((l) => JSON.stringify(l)).join('\n'), { ids: 'keep' });
   return fresh;
 }
 
@@ -180,7 +180,7 @@ describe('replay verification', () => {
       const store = new SqliteStoreImpl({ path });
       stores.push(store);
       const copy = new Sessions({ store });
-      await importSession(copy.log, lines.map((l) => JSON.stringify(l)).join('\n'));
+      await importSession(copy.log, lines.map((l) => JSON.stringify(l)).join('\n'), { ids: 'keep' });
       const system = headersOf(lines)[0]!.data.system!;
       // Tampering at rest (the blob table is not the append-only log): the content no longer matches its hash.
       const db = new Database(path);

@@ -73,7 +73,7 @@ describe('export and import', () => {
 
     const fresh = open();
     const progress: number[] = [];
-    const record = await importSession(fresh.sessions.log, text, { onProgress: (n) => progress.push(n) });
+    const record = await importSession(fresh.sessions.log, text, { onProgress: (n) => progress.push(n), ids: 'keep' });
     expect(progress.at(-1)).toBe(lines.length);
     expect(record).toEqual(await sessions.get(id));
     expect(await exportText(fresh.sessions, id)).toBe(text);
@@ -84,7 +84,7 @@ describe('export and import', () => {
 
     // An export can also be piped straight into an import, line by line.
     const piped = open();
-    await importSession(piped.sessions.log, exportSession(sessions.log, id));
+    await importSession(piped.sessions.log, exportSession(sessions.log, id), { ids: 'keep' });
     expect(await exportText(piped.sessions, id)).toBe(text);
 
     // Or read as raw bytes (a file stream) whose chunks cut lines, and multi-byte characters, anywhere.
@@ -93,8 +93,30 @@ describe('export and import', () => {
       for (let i = 0; i < bytes.length; i += 97) yield bytes.subarray(i, i + 97);
     }
     const streamed = open();
-    await importSession(streamed.sessions.log, chunks());
+    await importSession(streamed.sessions.log, chunks(), { ids: 'keep' });
     expect(await exportText(streamed.sessions, id)).toBe(text);
+  });
+
+  it('imports under a new session id by default, also into the store it came from: the same events and tree, and its replay check passes', async () => {
+    const { sessions } = open();
+    const { id } = await richSession(sessions);
+    const text = await exportText(sessions, id);
+    const source = await sessions.get(id);
+    const copies = [await importSession(sessions.log, text), await importSession(sessions.log, text)];
+    expect(new Set([id, ...copies.map((c) => c.id)]).size).toBe(3);
+    for (const copy of copies) {
+      expect(copy).toMatchObject({ lastSeq: source.lastSeq, leafId: source.leafId, title: source.title, origin: { sessionId: id, entryId: source.leafId } });
+      // Event ids are unique within a session: they are kept, so every reference in the log stays exact.
+      const strip = (events: Awaited<ReturnType<typeof allEvents>>) => events.map(({ sessionId: _s, ...e }) => e);
+      expect(strip(await allEvents(sessions, copy.id))).toEqual(strip(await allEvents(sessions, id)));
+      expect(await sessions.context(copy.id)).toEqual(await sessions.context(id));
+      expect(await sessions.transcript(copy.id)).toEqual(await sessions.transcript(id));
+      expect(await verifyReplay(sessions.log, copy.id)).toMatchObject({ ok: true, mismatches: [] });
+    }
+    // The tree of each is its own: a new message on one does not touch the other.
+    await sessions.append(copies[0]!.id, [{ type: 'user/message', data: { message: { id: 'm-new', role: 'user', content: [{ type: 'text', text: 'only here' }] }, via: 'input' } }]);
+    expect((await sessions.get(copies[1]!.id)).leafId).toBe(source.leafId);
+    expect((await sessions.get(id)).lastSeq).toBe(source.lastSeq);
   });
 
   it('imports a forked session on its own, with its origin', async () => {
@@ -106,7 +128,7 @@ describe('export and import', () => {
     const text = await exportText(sessions, fork.sessionId);
 
     const fresh = open();
-    const record = await importSession(fresh.sessions.log, text);
+    const record = await importSession(fresh.sessions.log, text, { ids: 'keep' });
     expect(record.origin).toEqual({ sessionId: id, entryId: entry.id });
     expect(await views(fresh.sessions, fork.sessionId)).toEqual(await views(sessions, fork.sessionId));
     expect(await exportText(fresh.sessions, fork.sessionId)).toBe(text);
@@ -118,23 +140,24 @@ describe('export and import', () => {
     const text = await exportText(sessions, id);
 
     const fresh = open();
-    await importSession(fresh.sessions.log, text);
+    await importSession(fresh.sessions.log, text, { ids: 'keep' });
     const before = await views(fresh.sessions, id);
-    await expect(importSession(fresh.sessions.log, text)).rejects.toMatchObject({ name: 'StoreError', code: 'conflict' });
+    await expect(importSession(fresh.sessions.log, text, { ids: 'keep' })).rejects.toMatchObject({ name: 'StoreError', code: 'conflict' });
     expect(await views(fresh.sessions, id)).toEqual(before);
     expect(await fresh.store.listSessions({ limit: 10, includeArchived: true })).toHaveLength(1);
 
     // Into the database it came from, too.
     const original = await views(sessions, id);
-    await expect(importSession(sessions.log, text)).rejects.toBeInstanceOf(StoreError);
+    await expect(importSession(sessions.log, text, { ids: 'keep' })).rejects.toBeInstanceOf(StoreError);
     expect(await views(sessions, id)).toEqual(original);
     expect(await store.listSessions({ limit: 10, includeArchived: true })).toHaveLength(1);
 
-    // Under another session id its events would collide with the existing ones: refused as a whole.
+    // Under another session id the same events are another session's: event ids are unique within a session.
     const renamed = parse(text);
     (renamed[0]!.session as { id: string }).id = 'another-id';
-    await expect(importSession(sessions.log, serialize(renamed))).rejects.toMatchObject({ code: 'conflict' });
-    expect(await store.getSession('another-id')).toBeUndefined();
+    const other = await importSession(sessions.log, serialize(renamed), { ids: 'keep' });
+    expect(other).toMatchObject({ id: 'another-id', lastSeq: original.record.lastSeq });
+    expect(await views(sessions, id)).toEqual(original);
   });
 
   describe('line-numbered rejection', () => {
@@ -195,7 +218,7 @@ describe('export and import', () => {
 
       const ignorable = lines.map((l, i) => (i === at - 1 ? { ...l, type: 'plugin/thing', ignorable: true, data: { x: 1 } } : l));
       const text = serialize(ignorable);
-      await importSession(target.sessions.log, text);
+      await importSession(target.sessions.log, text, { ids: 'keep' });
       expect(await exportText(target.sessions, id)).toBe(text);
       expect((await allEvents(target.sessions, id)).some((ev) => (ev.type as string) === 'plugin/thing')).toBe(false);
     });

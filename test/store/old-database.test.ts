@@ -93,7 +93,7 @@ describe('a database written before ADR-0008', () => {
       const fresh = new SqliteStore({ path: ':memory:' });
       try {
         const copy = new Sessions({ store: fresh });
-        await importSession(copy.log, lines.map((l) => JSON.stringify(l)).join('\n'));
+        await importSession(copy.log, lines.map((l) => JSON.stringify(l)).join('\n'), { ids: 'keep' });
         expect((await verifyReplay(copy.log, SESSION)).ok).toBe(true);
       } finally {
         await fresh.close();
@@ -102,7 +102,7 @@ describe('a database written before ADR-0008', () => {
       const tampered = new SqliteStore({ path: ':memory:' });
       try {
         const copy = new Sessions({ store: tampered });
-        await importSession(copy.log, lines.map((l) => JSON.stringify(l)).join('\n'));
+        await importSession(copy.log, lines.map((l) => JSON.stringify(l)).join('\n'), { ids: 'keep' });
         const report = await verifyReplay(copy.log, SESSION);
         expect(report.ok).toBe(false);
         expect(report.mismatches).toEqual([expect.objectContaining({ seq: oldHeaders[1]!.seq, kind: 'fingerprint' })]);

@@ -9,7 +9,8 @@ import { clip, intOption, noPositionals, openDb, positional, progress, table, ti
 export const sessionsHelp = `keel sessions ls [--limit 20] [--all] [--tenant T]    the newest sessions (--all: archived ones too)
 keel sessions show <id>                              a session and its transcript
 keel sessions export <id> [--out FILE]               the session as JSONL (stdout, or FILE)
-keel sessions import <FILE|->                        import an export (- reads stdin) [--tenant T]
+keel sessions import <FILE|->                        import an export (- reads stdin) [--tenant T] [--keep-ids]
+    under new ids (its origin: the session it came from) unless --keep-ids (refused if they exist)
   All work on the local database: --db PATH (default $KEEL_DB or ./.keel/keel.db); --json for scripts.`;
 
 const withTenant = (s: SessionRecord) => ({ ...sessionJson(s), tenant: s.tenant });
@@ -23,6 +24,7 @@ export async function sessionsCommand(argv: string[], io: Io): Promise<number> {
     limit: { type: 'string' },
     all: { type: 'boolean' },
     tenant: { type: 'string' },
+    'keep-ids': { type: 'boolean' },
     out: { type: 'string', short: 'o' },
   });
   switch (sub) {
@@ -112,7 +114,7 @@ export async function sessionsCommand(argv: string[], io: Io): Promise<number> {
         const p = progress(io);
         let s: SessionRecord;
         try {
-          s = await new Sessions({ store }).import(input as AsyncIterable<Uint8Array>, { onProgress: (n) => p.update(`importing ${file === '-' ? 'stdin' : file}: ${n} lines read…`), ...(values.tenant ? { tenant: values.tenant } : {}) });
+          s = await new Sessions({ store }).import(input as AsyncIterable<Uint8Array>, { onProgress: (n) => p.update(`importing ${file === '-' ? 'stdin' : file}: ${n} lines read…`), ...(values.tenant ? { tenant: values.tenant } : {}), ids: values['keep-ids'] ? 'keep' : 'new' });
         } finally {
           p.done();
         }

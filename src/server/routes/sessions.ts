@@ -292,8 +292,16 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       method: 'post',
       path: '/v1/sessions/import',
       tags: ['sessions'],
-      summary: 'Import a JSONL export (validated line by line; all or nothing)',
-      request: { body: { content: { 'application/x-ndjson': { schema: z.string() } }, required: true } },
+      summary: 'Import a JSONL export (validated line by line; all or nothing), under new ids unless ids=keep',
+      request: {
+        query: z.object({
+          ids: z
+            .enum(['new', 'keep'])
+            .default('new')
+            .describe('`new`: a new session with new event ids, its origin the session it came from (imports anywhere, also where it was exported); `keep`: the export\'s ids (409 when they exist here)'),
+        }),
+        body: { content: { 'application/x-ndjson': { schema: z.string() } }, required: true },
+      },
       responses: {
         201: json(SessionSchema, 'The imported session'),
         422: { description: 'Refused, with line-numbered problems', content: { 'application/problem+json': { schema: ProblemSchema } } },
@@ -303,7 +311,7 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
     async (c) => {
       const text = await c.req.text();
       if (text.trim() === '') throw new HttpProblem('validation', 'the body is empty: send a session export (JSONL)');
-      const s = await rt.sessions.import(text, { tenant: c.get('tenant') });
+      const s = await rt.sessions.import(text, { tenant: c.get('tenant'), ids: c.req.valid('query').ids });
       return c.json(sessionJson(s), 201);
     },
   );

@@ -193,12 +193,14 @@ export const migrations: ReadonlyArray<{ version: number; sql: string; run?: (db
       CREATE UNIQUE INDEX event_batches_position ON event_batches(session_id, first_seq, codec);
       ALTER TABLE sessions ADD COLUMN sealed_seq INTEGER NOT NULL DEFAULT 0;
 
-      -- The conversation tree: every entry event by id, with its seq and its parent.
+      -- The conversation tree: every entry event by its session and id, with its seq and its parent.
+      -- Event ids are unique within their session (an import under a new session id keeps them).
       CREATE TABLE entries (
-        id BLOB PRIMARY KEY,
         session_id BLOB NOT NULL,
+        id BLOB NOT NULL,
         seq INTEGER NOT NULL,
-        parent_id BLOB
+        parent_id BLOB,
+        PRIMARY KEY (session_id, id)
       ) WITHOUT ROWID;
 
       -- The log is append-only: no code path may change or remove an event. A row is never
