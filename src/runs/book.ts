@@ -324,6 +324,18 @@ export class RunBook {
     }
     const events: SessionEvent[] = [];
     if (o.closeOpenCalls) events.push(...(await this.closeOpenCalls(tx, current, to)));
+    // Steering the run never took (it ended first: cancelled, failed, timed out) is not dropped:
+    // it joins the conversation with the run's end, where the next run sees it.
+    const untaken = await tx.takeInputs(current.sessionId, 'steer', current.id);
+    if (untaken.length > 0) {
+      events.push(
+        ...(await this.append(
+          tx,
+          current.sessionId,
+          untaken.map((i) => ({ type: 'user/message' as const, runId: current.id, ...(current.turn !== null ? { turn: current.turn } : {}), data: { message: (i.payload as { message: UserMessage }).message, via: 'steer' as const } })),
+        )),
+      );
+    }
 
     // The worker reports its own usage; children's comes on top.
     const { usage, cost } = o.usage !== undefined ? await this.withChildren(tx, runId, o.usage, o.cost ?? current.cost) : { usage: usageOf(current.usage), cost: current.cost };

@@ -89,6 +89,34 @@ describe('steering is never lost', () => {
     expect(events.filter((e) => e.type === 'step/end').map((e) => e.step)).toEqual([1, 2]);
   });
 
+  it('steering a run that is cancelled before it takes it stays in the conversation: logged with the run\'s end, not left in the inbox', async () => {
+    store = new SqliteStore({ path: ':memory:' });
+    const started = deferred();
+    const slow = tool({
+      name: 'slow',
+      description: 'slow',
+      input: z.object({}),
+      execute: (_i, ctx) =>
+        new Promise<string>((resolve) => {
+          started.resolve();
+          ctx.signal.addEventListener('abort', () => resolve('aborted'));
+        }),
+    });
+    rt = createRuntime({ store, agents: [defineAgent({ name: 'a', model: new ScriptedModel([{ toolCalls: [{ name: 'slow', input: {} }] }]), tools: [slow] })] });
+    rt.startWorker({ pollMs: 20 });
+    const session = await rt.sessions.create();
+    const { run } = await rt.sessions.send(session.id, 'go');
+    await started.promise;
+    const steered = await rt.runs.steer(run.id, 'also this, please');
+    expect((await rt.runs.cancel(run.id)).status).toBe('cancelled');
+    expect(await store.countInputs(session.id, 'steer')).toBe(0);
+    const steering = await steeringOf(rt, session.id, run.id);
+    expect(steering.map((e) => (e.data as { message: { id: string } }).message.id)).toEqual([steered.message.id]);
+    // The next run sees it in its conversation.
+    const context = await rt.sessions.context(session.id);
+    expect(JSON.stringify(context.messages)).toContain('also this, please');
+  });
+
   it('steering a run that has ended is refused and stores nothing', async () => {
     const { rt: runtime, store: s } = setup();
     const session = await runtime.sessions.create();
