@@ -206,6 +206,7 @@ export class RunBook {
   ): Promise<Accepted> {
     const session = await tx.getSession(sessionId);
     if (!session) throw new NotFoundError('session', sessionId);
+    if (session.erasedAt !== null) throw new StoreError('session_erased', `session ${sessionId} was erased`);
     if (session.archivedAt !== null) throw new StoreError('session_archived', `session ${sessionId} is archived: it takes no new messages`);
     const active = await tx.activeRun(sessionId);
     if (active) {

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import { userMessage, type AgentDefinition, type DeltaEvent, type UserInput } from '../core/index.ts';
 import type { JsonValue, UserMessage } from '../model/index.ts';
 import { Sessions, type CompactionSettings, type SessionEvent } from '../session/index.ts';
-import { isTerminal, NotFoundError, StoreError, type RunQuery, type RunRecord, type RunStatus, type Store } from '../store/index.ts';
+import { isTerminal, NotFoundError, RunBusyError, StoreError, type RunQuery, type RunRecord, type RunStatus, type SessionRecord, type Store } from '../store/index.ts';
 import { RunBook, recordEffect, refuseTakenKey, type IdempotencyClaim, type IfBusy, type RunOptions, type Waiting } from './book.ts';
 import type { Execution, ExecutionEnv } from './execution.ts';
 import { IllegalTransitionError } from './state.ts';
@@ -50,7 +50,13 @@ const SETTLED: readonly RunStatus[] = ['waiting_approval', 'waiting_for_user', '
  * Create it with `createRuntime`.
  */
 export class Runtime {
-  readonly sessions: Sessions & { send(sessionId: string, input: UserInput, options?: SendOptions): Promise<SendResult> };
+  readonly sessions: Sessions & {
+    send(sessionId: string, input: UserInput, options?: SendOptions): Promise<SendResult>;
+    /** Erases a session: archived first (it takes no new message), its runs cancelled, then erased. */
+    erase(sessionId: string): Promise<SessionRecord>;
+    /** Erases every session of a tenant (archived ones too); returns how many. */
+    eraseTenant(tenant: string): Promise<{ erased: number }>;
+  };
   readonly runs: RunsApi;
   readonly book: RunBook;
   private readonly options: Required<Pick<RuntimeOptions, 'leaseMs' | 'renewEveryMs' | 'controlPollMs' | 'maxAttempts' | 'maxDepth'>> & RuntimeOptions;
@@ -74,7 +80,12 @@ export class Runtime {
     this.wakeups.setMaxListeners(0);
     const sessions = new Sessions({ store: options.store, ...(options.snapshotEvery !== undefined ? { snapshotEvery: options.snapshotEvery } : {}) });
     this.book = new RunBook(sessions);
-    this.sessions = Object.assign(sessions, { send: (sessionId: string, input: UserInput, o?: SendOptions) => this.send(sessionId, input, o) });
+    const eraseOne = sessions.erase.bind(sessions);
+    this.sessions = Object.assign(sessions, {
+      send: (sessionId: string, input: UserInput, o?: SendOptions) => this.send(sessionId, input, o),
+      erase: (sessionId: string) => this.erase(sessionId, eraseOne),
+      eraseTenant: (tenant: string) => this.eraseTenant(tenant),
+    });
     this.runs = new RunsApi(this);
   }
 
@@ -117,6 +128,40 @@ export class Runtime {
     if (r.outcome === 'steered') this.executions.get(r.run.id)?.steeringArrived();
     this.wake();
     return { outcome: r.outcome, message: r.message, run: r.run };
+  }
+
+  private async erase(sessionId: string, eraseOne: (id: string) => Promise<SessionRecord>): Promise<SessionRecord> {
+    const session = await this.sessions.get(sessionId);
+    if (session.erasedAt !== null) return session;
+    // No new message from here on: an archived session refuses them.
+    if (session.archivedAt === null) await this.sessions.archive(sessionId);
+    for (let attempt = 0; ; attempt++) {
+      for (const run of await this.store.listRuns({ sessionId, limit: 10_000 })) {
+        if (!isTerminal(run.status)) await this.runs.cancel(run.id, { reason: 'session erased' });
+      }
+      try {
+        const tomb = await eraseOne(sessionId);
+        this.wake();
+        return tomb;
+      } catch (e) {
+        // A run came up meanwhile (one queued behind the one just cancelled): cancel it too.
+        if (!(e instanceof RunBusyError) || attempt >= 5) throw e;
+      }
+    }
+  }
+
+  private async eraseTenant(tenant: string): Promise<{ erased: number }> {
+    let erased = 0;
+    for (let after: string | undefined; ; ) {
+      const page = await this.store.listSessions({ tenant, limit: 100, includeArchived: true, ...(after ? { after } : {}) });
+      for (const s of page) {
+        if (s.erasedAt !== null) continue;
+        await this.sessions.erase(s.id);
+        erased++;
+      }
+      if (page.length < 100) return { erased };
+      after = page.at(-1)!.id;
+    }
   }
 
   /** Starts a worker in this process (API and worker can share one process, or not). */

@@ -22,6 +22,7 @@ export const SessionSchema = z
     leaf_id: z.string().nullable(),
     origin: z.object({ session_id: z.string(), entry_id: z.string() }).nullable(),
     archived_at: z.string().nullable(),
+    erased_at: z.string().nullable().describe('When the session was erased: a tombstone (only listed with include_archived)'),
   })
   .openapi('Session');
 
@@ -148,6 +149,7 @@ export function sessionJson(s: SessionRecord) {
     leaf_id: s.leafId,
     origin: s.origin ? { session_id: s.origin.sessionId, entry_id: s.origin.entryId } : null,
     archived_at: iso(s.archivedAt),
+    erased_at: iso(s.erasedAt),
   };
 }
 

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { newId, type ContentBlob, type DeltaEvent } from '../core/index.ts';
-import { NotFoundError, type AppendOptions, type EventDraft, type ReadEventsOptions, type Store, type StoreOps, type StoredEvent } from '../store/index.ts';
+import { NotFoundError, StoreError, type AppendOptions, type EventDraft, type ReadEventsOptions, type Store, type StoreOps, type StoredEvent } from '../store/index.ts';
 import { blobRefsOf, extractBlobs, inflateBlobs } from './blobs.ts';
 import { defaultRegistry, type EventRegistry, type SessionEvent, type SessionEventDataMap, type SessionEventType } from './event-types.ts';
 import type { KeptState } from './reader.ts';
@@ -182,9 +182,20 @@ export class SessionLog {
     return this.decode(await ops.readEvents(sessionId, read), ops, validate !== undefined ? { validate } : {});
   }
 
+  /** A session that can be read: refused (`session_erased`) once it was erased. */
   async session(sessionId: string, ops: StoreOps = this.store) {
     const s = await ops.getSession(sessionId);
     if (!s) throw new NotFoundError('session', sessionId);
+    if (s.erasedAt !== null) throw new StoreError('session_erased', `session ${sessionId} was erased`);
     return s;
+  }
+
+  /** Drops what this process keeps in memory of a session (its projection states). */
+  forget(sessionId: string): void {
+    for (const [key, state] of [...this.kept]) {
+      if (!key.startsWith(`${sessionId}\u0000`)) continue;
+      this.kept.delete(key);
+      this.keptSize -= state.size;
+    }
   }
 }

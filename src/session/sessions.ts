@@ -104,6 +104,17 @@ export class Sessions {
     return this.get(id);
   }
 
+  /**
+   * Erases a session (see `StoreOps.eraseSession`): its log and content are removed, a tombstone
+   * with its totals remains, and this process forgets what it kept of it. Refused (RunBusyError)
+   * while one of its runs is not terminal: the runtime's `erase` cancels them first.
+   */
+  async erase(id: string): Promise<SessionRecord> {
+    const tomb = await this.store.eraseSession(id, Date.now());
+    this.log.forget(id);
+    return tomb;
+  }
+
   /** Archives a session: it leaves default listings; its log stays readable. */
   async archive(id: string): Promise<SessionRecord> {
     const events = await this.store.transaction(async (tx) => {

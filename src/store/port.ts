@@ -23,6 +23,10 @@ export interface SessionRecord {
   leafId: string | null;
   origin: { sessionId: string; entryId: string } | null;
   archivedAt: number | null;
+  /** When the session was erased: it is a tombstone (its log and content are gone), or null. */
+  erasedAt: number | null;
+  /** What an erased session consumed, kept for billing: its runs, their usage and cost. */
+  erasedTotals: { runs: number; usage: JsonObject; cost: number } | null;
 }
 
 export interface NewSession {
@@ -255,6 +259,15 @@ export interface StoreOps {
   getEntries(sessionId: string, ids: readonly string[]): Promise<StoredEvent[]>;
   /** The entry `fromId` and its ancestors, nearest first, at most `limit`. */
   ancestors(sessionId: string, fromId: string, limit: number): Promise<StoredEvent[]>;
+  /**
+   * Erases a session: its events, blobs no other session refers to, snapshots, checkpoints, queued
+   * inputs, the payloads of its runs (agent specs, options, errors, waits) and the idempotency
+   * records that name it, in one transaction. What remains is a tombstone: the session row (id,
+   * tenant, `erasedAt`, `erasedTotals`) and its runs' ids, statuses, usage and cost. Refused
+   * (RunBusyError) while a run of the session is not terminal; erasing an erased session returns
+   * its tombstone. Appends to an erased session are refused (`session_erased`).
+   */
+  eraseSession(sessionId: string, erasedAt: number): Promise<SessionRecord>;
   /**
    * A unit of work (a turn) ended here: the store may re-encode the session's log so far for
    * compact storage (the SQLite store seals its open rows, ADR-0009). Nothing that can be read

@@ -153,6 +153,15 @@ describe('keel sessions', () => {
     expect(imported.id).not.toBe(ids.alpha);
     expect(imported.origin).toMatchObject({ session_id: ids.alpha });
     expect((await keel(['sessions', 'show', imported.id, '--db', other])).out).toContain('assistant: hello there');
+
+    // Erased: a tombstone; its content is gone, and so is the import of it.
+    const erased = await keel(['sessions', 'erase', imported.id, '--db', other]);
+    expect(erased.code, erased.err).toBe(0);
+    expect(erased.out).toMatch(new RegExp(`^erased session ${imported.id} \\(tenant default; \\d+ runs, cost [\\d.]+ kept for billing\\)\n$`));
+    expect((await keel(['sessions', 'show', imported.id, '--db', other])).code).toBe(1);
+    const all = await keel(['sessions', 'erase', '--tenant', 'acme', '--all', '--db', third, '--json']);
+    expect(JSON.parse(all.out)).toEqual({ tenant: 'acme', erased: 1 });
+    expect((await keel(['sessions', 'erase', '--db', third])).code).toBe(2);
   });
 
   it('import refuses a broken export with line numbers, and a missing file, with exit code 1', async () => {

@@ -46,6 +46,7 @@ describe('sessions', () => {
       leaf_id: null,
       origin: null,
       archived_at: null,
+      erased_at: null,
     });
     // An empty body is a session with defaults.
     const bare = await api.post('/v1/sessions', {});
@@ -560,5 +561,57 @@ describe('export and import', () => {
 
     // The intact export still imports.
     expect((await target.request('POST', '/v1/sessions/import', { body: text, headers: { 'content-type': 'application/x-ndjson' } })).status).toBe(201);
+  });
+});
+
+describe('erasure', () => {
+  it('erases a session: its runs cancelled, then log, content and payloads gone; a tombstone with its totals remains, and everything about it answers 410', async () => {
+    const api = srv.api();
+    const s = (await api.post('/v1/sessions', { title: 'private matters', metadata: { ssn: '123' } })).body;
+    const done = (await api.post(`/v1/sessions/${s.id}/messages`, { content: 'my secret is 42' })).body;
+    await api.waitForRun(done.run.id, 'completed');
+    const blocked = (await api.post(`/v1/sessions/${s.id}/messages`, { content: 'block:erase-me' })).body;
+    await srv.gates.entered('erase-me');
+    const exported = (await api.get(`/v1/sessions/${s.id}/export`)).text;
+    expect(exported).toContain('my secret is 42');
+
+    const erased = await api.post(`/v1/sessions/${s.id}/erase`);
+    expect(erased.status).toBe(200);
+    expect(erased.body).toMatchObject({ id: s.id, tenant: 'default', erased_at: expect.any(String), totals: { runs: 2, cost: expect.any(Number), usage: expect.any(Object) } });
+    // The running run was cancelled first.
+    expect((await srv.store.getRun(blocked.run.id))!.status).toBe('cancelled');
+
+    for (const path of [`/v1/sessions/${s.id}`, `/v1/sessions/${s.id}/events`, `/v1/sessions/${s.id}/transcript`, `/v1/sessions/${s.id}/context`, `/v1/sessions/${s.id}/export`, `/v1/runs/${done.run.id}`, `/v1/runs/${done.run.id}/steps`]) {
+      expectProblem(await api.get(path), 'gone', 410);
+    }
+    expectProblem(await api.post(`/v1/sessions/${s.id}/messages`, { content: 'hello again' }), 'gone', 410);
+    expectProblem(await api.post(`/v1/sessions/${s.id}/erase`), 'gone', 410);
+    // Nothing of its content is left in the database.
+    expect(await srv.store.readEvents(s.id)).toEqual([]);
+    const tomb = (await srv.store.getSession(s.id))!;
+    expect(tomb).toMatchObject({ title: null, metadata: {}, erasedAt: expect.any(Number) });
+    expect((await srv.store.getRun(done.run.id))!.agentSpec).toEqual({});
+    // Listed only with the archived ones, as a tombstone.
+    const listed = (await api.get('/v1/sessions?include_archived=true&limit=1000')).body.data.find((x: Json) => x.id === s.id);
+    expect(listed).toMatchObject({ erased_at: expect.any(String), title: null });
+    expect((await api.get('/v1/sessions?limit=1000')).body.data.some((x: Json) => x.id === s.id)).toBe(false);
+  });
+
+  it("erases every session of the caller's tenant, once confirmed with the tenant's name, and no other tenant's", async () => {
+    const own = await startTestServer({ keys: [{ tenant: 'acme' }, { tenant: 'globex' }] });
+    try {
+      const acme = own.api(own.secrets[0]);
+      const globex = own.api(own.secrets[1]);
+      const mine = [(await acme.post('/v1/sessions', {})).body.id, (await acme.post('/v1/sessions', {})).body.id];
+      await acme.delete(`/v1/sessions/${mine[1]}`);
+      const theirs = (await globex.post('/v1/sessions', { title: 'keep me' })).body.id;
+      expectProblem(await acme.post('/v1/sessions/erase', { confirm: 'globex' }), 'validation', 400);
+      expect((await acme.post('/v1/sessions/erase', { confirm: 'acme' })).body).toEqual({ tenant: 'acme', erased: 2 });
+      for (const id of mine) expectProblem(await acme.get(`/v1/sessions/${id}`), 'gone', 410);
+      expect((await globex.get(`/v1/sessions/${theirs}`)).body.title).toBe('keep me');
+      expect((await acme.post('/v1/sessions/erase', { confirm: 'acme' })).body).toEqual({ tenant: 'acme', erased: 0 });
+    } finally {
+      await own.close();
+    }
   });
 });

@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   NotFoundError,
+  RunBusyError,
   SeqConflictError,
   StoreError,
   type EventDraft,
@@ -75,6 +76,8 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           leafId: null,
           origin: null,
           archivedAt: null,
+          erasedAt: null,
+          erasedTotals: null,
         });
         expect(await store.getSession('s1')).toEqual(created);
       });
@@ -102,6 +105,8 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           leafId: null,
           origin: { sessionId: 's1', entryId: 'e9' },
           archivedAt: null,
+          erasedAt: null,
+          erasedTotals: null,
         };
         expect(created).toEqual(expected);
         expect(await store.getSession('s2')).toEqual(expected);
@@ -456,6 +461,58 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         await expect(store.append('b', [stray])).rejects.toMatchObject({ code: 'invalid_parent' });
         expect(await store.getEntries('b', [stray.id])).toEqual([]);
         expect(await store.ancestors('a', a2!.id, 100)).toEqual([a2, a1]);
+      });
+    });
+
+    describe('erasure', () => {
+      const hash = (c: string) => `sha256:${c.repeat(64)}`;
+      it('removes a session\'s events, own blobs, snapshots, checkpoints, inputs, run payloads and idempotency records; keeps a tombstone with its totals; leaves other sessions whole', async () => {
+        await session('s');
+        await session('other');
+        // A blob of its own, and one that another session refers to too.
+        await store.putBlobs([
+          { hash: hash('a'), data: '"mine only"' },
+          { hash: hash('b'), data: '"shared"' },
+        ]);
+        await store.append('s', [entry({ data: { text: { $blob: hash('a') } } }), draft({ data: { system: hash('b') } })]);
+        const otherEvents = await store.append('other', [entry({ data: { text: { $blob: hash('b') } } })]);
+        await store.sealEvents('s');
+        await store.append('s', [draft({ data: 'open row' })]);
+        const run = await store.createRun({ id: 'r-s', sessionId: 's', agent: { name: 'a', version: '1' }, agentSpec: { system: 'secret prompt' }, createdAt: T0, options: { x: 1 } });
+        await store.updateRun('r-s', { status: 'completed', endedAt: T0, usage: { inputTokens: 7, outputTokens: 3 }, cost: 0.5, error: { message: 'detail' } });
+        await store.putCheckpoint({ runId: run.id, step: 1, seq: 2, state: { v: 2 } });
+        await store.putSnapshot({ sessionId: 's', projection: 'p', version: 1, asOfSeq: 1, leafId: null, state: { text: 'cached' } });
+        await store.addInput({ id: 'in-1', sessionId: 's', kind: 'message', runId: null, payload: { text: 'queued words' }, createdAt: T0 });
+        await store.putIdempotency({ tenant: 'default', key: 'k-s', fingerprint: 'f', status: 201, body: JSON.stringify({ id: 's', title: 'private' }), createdAt: T0 });
+        await store.putIdempotency({ tenant: 'default', key: 'k-other', fingerprint: 'f', status: 201, body: JSON.stringify({ id: 'other' }), createdAt: T0 });
+        const beforeOther = await store.getSession('other');
+
+        // Not while a run of the session is live.
+        const live = await store.createRun({ id: 'r-live', sessionId: 's', agent: { name: 'a', version: '1' }, agentSpec: {}, createdAt: T0 });
+        await expect(store.eraseSession('s', T0 + 1)).rejects.toBeInstanceOf(RunBusyError);
+        expect((await store.readEvents('s')).length).toBe(3);
+        await store.updateRun(live.id, { status: 'cancelled', endedAt: T0 });
+
+        const tomb = await store.eraseSession('s', T0 + 2);
+        expect(tomb).toMatchObject({ id: 's', tenant: 'default', erasedAt: T0 + 2, title: null, metadata: {}, leafId: null, erasedTotals: { runs: 2, cost: 0.5, usage: { inputTokens: 7, outputTokens: 3 } } });
+        expect(await store.getSession('s')).toEqual(tomb);
+        expect(await store.readEvents('s')).toEqual([]);
+        expect(await store.getEntries('s', ['x'])).toEqual([]);
+        expect((await store.getBlobs([hash('a'), hash('b')])).size).toBe(1);
+        expect((await store.getBlobs([hash('b')])).get(hash('b'))).toBe('"shared"');
+        expect(await store.getSnapshot('s', 'p', 1)).toBeUndefined();
+        expect(await store.getCheckpoint(run.id)).toBeUndefined();
+        expect(await store.countInputs('s', 'message')).toBe(0);
+        expect(await store.getRun(run.id)).toMatchObject({ status: 'completed', usage: { inputTokens: 7, outputTokens: 3 }, cost: 0.5, agentSpec: {}, options: {}, error: null });
+        expect(await store.getIdempotency('default', 'k-s')).toBeUndefined();
+        expect(await store.getIdempotency('default', 'k-other')).toBeDefined();
+        // The erased session takes nothing more; erasing it again gives the same tombstone.
+        await expect(store.append('s', [draft()])).rejects.toMatchObject({ code: 'session_erased' });
+        expect(await store.eraseSession('s', T0 + 9)).toEqual(tomb);
+        // The other session is whole.
+        expect(await store.readEvents('other')).toEqual(otherEvents);
+        expect(await store.getSession('other')).toEqual(beforeOther);
+        await expect(store.eraseSession('ghost', T0)).rejects.toBeInstanceOf(NotFoundError);
       });
     });
 

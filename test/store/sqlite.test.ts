@@ -233,7 +233,7 @@ describe('sqlite store', () => {
       .prepare<[], { name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
       .all()
       .map((r) => r.name);
-    expect(tables).toEqual(['api_keys', 'blobs', 'entries', 'event_batches', 'idempotency_keys', 'run_checkpoints', 'run_inputs', 'run_status_counts', 'runs', 'sessions', 'snapshots']);
+    expect(tables).toEqual(['api_keys', 'blob_refs', 'blobs', 'entries', 'erased_logs', 'event_batches', 'idempotency_keys', 'run_checkpoints', 'run_inputs', 'run_status_counts', 'runs', 'sessions', 'snapshots']);
   });
 
   it('two stores on one file see each other’s appends and keep one chain', async () => {

@@ -9,8 +9,8 @@ export const runsHelp = `keel runs ls [--session ID] [--status S[,S…]] [--limi
 keel runs show <id>                                          a run: status, timing, usage, what it waits for
 keel runs cancel <id> [--grace MS] [--reason TEXT] [--config FILE]   cancel a run
   All work on the local database: --db PATH (default $KEEL_DB or ./.keel/keel.db); --json for scripts.
-  cancel asks the worker that holds a running run to stop (it notices within its lease renewal
-  interval, a third of the lease: 10 s by default) and forces the cancel after --grace (default
+  cancel asks the worker that holds a running run to stop (it notices within a second) and
+  forces the cancel after --grace (default
   15000 ms). Enqueued messages of the session then start with the agents of --config (the same
   configuration as "keel serve" uses: ./keel.config.*, or the demo agent).`;
 

@@ -1,6 +1,8 @@
 import { createReadStream, createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { sessionJson } from '../../server/schemas.ts';
+import { loadConfig } from '../../config/index.ts';
+import { createRuntime } from '../../runs/index.ts';
 import { Sessions, type TranscriptItem } from '../../session/index.ts';
 import type { SessionRecord, Store } from '../../store/index.ts';
 import { args, json, line, UsageError, type Io } from '../args.ts';
@@ -11,6 +13,9 @@ keel sessions show <id>                              a session and its transcrip
 keel sessions export <id> [--out FILE]               the session as JSONL (stdout, or FILE)
 keel sessions import <FILE|->                        import an export (- reads stdin) [--tenant T] [--keep-ids]
     under new ids (its origin: the session it came from) unless --keep-ids (refused if they exist)
+keel sessions erase <id> | --tenant T --all [--config FILE]
+    erase a session (or every session of a tenant): its runs are cancelled, its log, content and
+    run payloads removed; a tombstone with its totals remains. It cannot be undone.
   All work on the local database: --db PATH (default $KEEL_DB or ./.keel/keel.db); --json for scripts.`;
 
 const withTenant = (s: SessionRecord) => ({ ...sessionJson(s), tenant: s.tenant });
@@ -25,6 +30,7 @@ export async function sessionsCommand(argv: string[], io: Io): Promise<number> {
     all: { type: 'boolean' },
     tenant: { type: 'string' },
     'keep-ids': { type: 'boolean' },
+    config: { type: 'string' },
     out: { type: 'string', short: 'o' },
   });
   switch (sub) {
@@ -122,8 +128,31 @@ export async function sessionsCommand(argv: string[], io: Io): Promise<number> {
         else line(io, `imported session ${s.id} (${s.lastSeq} events${s.title ? `, ${JSON.stringify(s.title)}` : ''}) for tenant ${s.tenant}`);
       });
     }
+    case 'erase': {
+      const tenant = values.tenant;
+      if (values.all !== true && positionals.length === 0) throw new UsageError(`sessions erase: name a session, or --tenant T --all\n${sessionsHelp}`);
+      if (values.all === true && (tenant === undefined || positionals.length > 0)) throw new UsageError('sessions erase --all erases every session of one tenant: give --tenant T and no session id');
+      const id = values.all === true ? undefined : positional(name, positionals, 'session id to erase');
+      return withStore(io, values.db, false, async (store) => {
+        const config = await loadConfig(values.config);
+        const rt = createRuntime({ store, agents: config.agents, compaction: config.compaction });
+        try {
+          if (id !== undefined) {
+            const tomb = await rt.sessions.erase(id);
+            if (values.json) json(io, withTenant(tomb));
+            else line(io, `erased session ${id} (tenant ${tomb.tenant}; ${tomb.erasedTotals?.runs ?? 0} runs, cost ${tomb.erasedTotals?.cost ?? 0} kept for billing)`);
+          } else {
+            const { erased } = await rt.sessions.eraseTenant(tenant!);
+            if (values.json) json(io, { tenant, erased });
+            else line(io, `erased ${erased} sessions of tenant ${tenant}`);
+          }
+        } finally {
+          await rt.close({ graceMs: 0 });
+        }
+      });
+    }
     default:
-      throw new UsageError(`sessions: expected ls, show, export or import\n${sessionsHelp}`);
+      throw new UsageError(`sessions: expected ls, show, export, import or erase\n${sessionsHelp}`);
   }
 }
 

@@ -1,7 +1,7 @@
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { JsonValue } from '../../model/index.ts';
-import { NotFoundError, type RunRecord } from '../../store/index.ts';
+import { NotFoundError, StoreError, type RunRecord } from '../../store/index.ts';
 import type { AppContext, AppEnv } from '../app.ts';
 import { HttpProblem } from '../problems.ts';
 import { ApprovalBody, InputBody, JsonObjectSchema, ProblemSchema, RunSchema, SteerBody, toUserInput } from '../schemas.ts';
@@ -20,7 +20,9 @@ const IdParam = z.object({ id: z.string().min(1).openapi({ param: { name: 'id', 
 export async function runFor(ctx: AppContext, c: Context<AppEnv>, id: string): Promise<RunRecord> {
   const run = await ctx.store.getRun(id);
   if (!run) throw new NotFoundError('run', id);
-  await sessionFor(ctx, c, run.sessionId).catch(() => {
+  await sessionFor(ctx, c, run.sessionId).catch((e: unknown) => {
+    // The run of an erased session is gone with it; anyone else's is not found.
+    if (e instanceof StoreError && e.code === 'session_erased') throw new StoreError('session_erased', `run ${id} belonged to session ${run.sessionId}, which was erased`);
     throw new NotFoundError('run', id);
   });
   return run;

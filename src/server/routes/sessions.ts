@@ -1,7 +1,7 @@
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { stream } from 'hono/streaming';
-import { NotFoundError, type SessionRecord } from '../../store/index.ts';
+import { NotFoundError, StoreError, type SessionRecord } from '../../store/index.ts';
 import type { RecordedSend } from '../../runs/index.ts';
 import type { AppContext, AppEnv } from '../app.ts';
 import { HttpProblem } from '../problems.ts';
@@ -37,6 +37,7 @@ const IdParam = z.object({ id: z.string().min(1).openapi({ param: { name: 'id', 
 export async function sessionFor(ctx: AppContext, c: Context<AppEnv>, id: string): Promise<SessionRecord> {
   const s = await ctx.store.getSession(id);
   if (!s || s.tenant !== c.get('tenant')) throw new NotFoundError('session', id);
+  if (s.erasedAt !== null) throw new StoreError('session_erased', `session ${id} was erased`);
   return s;
 }
 
@@ -103,6 +104,48 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
     async (c) => {
       const s = await sessionFor(ctx, c, c.req.valid('param').id);
       return c.json(sessionJson(s.archivedAt !== null ? s : await rt.sessions.archive(s.id)), 200);
+    },
+  );
+
+  const TombstoneSchema = z
+    .object({
+      id: z.string(),
+      tenant: z.string(),
+      erased_at: z.string(),
+      totals: z.object({ runs: z.number().int(), usage: JsonObjectSchema, cost: z.number() }).describe('What the session consumed, kept for billing'),
+    })
+    .openapi('Tombstone');
+  const tombstoneJson = (s: SessionRecord) => ({ id: s.id, tenant: s.tenant, erased_at: new Date(s.erasedAt!).toISOString(), totals: s.erasedTotals ?? { runs: 0, usage: {}, cost: 0 } });
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/sessions/{id}/erase',
+      tags: ['sessions'],
+      summary: 'Erase a session: its runs are cancelled, its log, content and run payloads removed; a tombstone with its totals remains (410 Gone from then on)',
+      request: { params: IdParam },
+      responses: { 200: json(TombstoneSchema, 'The tombstone'), ...problems },
+    }),
+    async (c) => {
+      const s = await sessionFor(ctx, c, c.req.valid('param').id);
+      return c.json(tombstoneJson(await rt.sessions.erase(s.id)), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/sessions/erase',
+      tags: ['sessions'],
+      summary: "Erase every session of the caller's tenant (archived ones too)",
+      request: { body: { content: { 'application/json': { schema: z.object({ confirm: z.string().describe("The tenant's name: what is erased cannot be brought back") }) } }, required: true } },
+      responses: { 200: json(z.object({ tenant: z.string(), erased: z.number().int() }), 'How many sessions were erased'), ...problems },
+    }),
+    async (c) => {
+      const tenant = c.get('tenant');
+      if (c.req.valid('json').confirm !== tenant) throw new HttpProblem('validation', `to erase every session of tenant ${tenant}, send {"confirm": "${tenant}"}`);
+      const { erased } = await rt.sessions.eraseTenant(tenant);
+      return c.json({ tenant, erased }, 200);
     },
   );
 

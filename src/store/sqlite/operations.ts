@@ -13,7 +13,7 @@ import {
   type StoreOps,
   type StoredEvent,
 } from '../port.ts';
-import { decodeBatch, encodeOpen, OPEN_CODEC, seal, SEALED_CODEC } from './event-batch-codec.ts';
+import { blobHashesIn, decodeBatch, encodeOpen, OPEN_CODEC, seal, SEALED_CODEC } from './event-batch-codec.ts';
 import { idKey, idKeyOrNull, type IdKey } from './id-keys.ts';
 import { RUN_COLUMNS, toIdempotency, toInput, toKey, toRun, toSession, type RunRow, type SessionRow } from './rows.ts';
 import type { Statements } from './statements.ts';
@@ -86,6 +86,9 @@ export function createOperations(db: Database.Database, st: Statements): SyncOps
     return lastSeq;
   };
 
+  /** Blob references this connection wrote (or found written): a session's header hashes repeat every step. */
+  const knownRefs = new Set<string>();
+
   /** The returned events' `data` is the draft's own object, not a copy: the caller owns the drafts. */
   const append = (sessionId: string, drafts: readonly EventDraft[], options: AppendOptions = {}): StoredEvent[] => {
     const { expectLastSeq, fence } = options;
@@ -95,6 +98,7 @@ export function createOperations(db: Database.Database, st: Statements): SyncOps
     }
     const s = st.sessionHead.get(sessionId);
     if (!s) throw new NotFoundError('session', sessionId);
+    if (s.erased_at !== null) throw new StoreError('session_erased', `session ${sessionId} was erased: its log takes nothing more`);
     if (expectLastSeq !== undefined && s.last_seq !== expectLastSeq) throw new SeqConflictError(sessionId, expectLastSeq, s.last_seq);
     const sessionKey = idKey(sessionId);
     let seq = s.last_seq;
@@ -137,7 +141,16 @@ export function createOperations(db: Database.Database, st: Statements): SyncOps
       });
     }
     if (out.length === 0) return out;
-    st.insertBatch.run(sessionKey, out[0]!.seq, seq, OPEN_CODEC, encodeOpen(out));
+    const json = encodeOpen(out);
+    st.insertBatch.run(sessionKey, out[0]!.seq, seq, OPEN_CODEC, json);
+    // Which blobs the session refers to, for erasure (each pair written once).
+    for (const hash of blobHashesIn(json)) {
+      const ref = `${sessionId}\u0000${hash}`;
+      if (knownRefs.has(ref)) continue;
+      st.insertBlobRef.run(sessionKey, hash);
+      knownRefs.add(ref);
+      if (knownRefs.size > 10_000) knownRefs.delete(knownRefs.values().next().value!);
+    }
     const sealed = seq - s.sealed_seq >= SEAL_AT ? sealOpenRows(sessionKey, s.sealed_seq, seq) : s.sealed_seq;
     st.advance.run(seq, leaf, lastTurn, sealed, sessionId);
     return out;
@@ -223,6 +236,35 @@ export function createOperations(db: Database.Database, st: Statements): SyncOps
         if (row) seqs.push(row.seq);
       }
       return eventsAt(sessionId, seqs);
+    },
+    eraseSession: (sessionId, erasedAt) => {
+      const row = sessionRow(sessionId);
+      if (row.erased_at !== null) return toSession(row);
+      const live = st.liveRun.get(sessionId);
+      if (live) throw new RunBusyError(sessionId, live.id);
+      // What it consumed stays, for billing.
+      const usage: Record<string, number> = {};
+      let cost = 0;
+      let runs = 0;
+      for (const r of st.runsOfSession.all(sessionId)) {
+        runs++;
+        cost += r.cost;
+        for (const [k, v] of Object.entries(JSON.parse(r.usage) as Record<string, unknown>)) if (typeof v === 'number') usage[k] = (usage[k] ?? 0) + v;
+      }
+      const key = idKey(sessionId);
+      st.markErasing.run(key);
+      st.eraseBatches.run(key);
+      st.eraseEntries.run(key);
+      st.eraseSnapshots.run(sessionId);
+      st.eraseCheckpoints.run(sessionId);
+      st.eraseInputs.run(sessionId);
+      st.scrubRuns.run(sessionId);
+      st.eraseOwnBlobs.run(key, key);
+      st.eraseBlobRefs.run(key);
+      st.eraseIdempotency.run(sessionId);
+      for (const ref of [...knownRefs]) if (ref.startsWith(`${sessionId}\u0000`)) knownRefs.delete(ref);
+      st.tombstone.run(erasedAt, JSON.stringify({ runs, usage, cost }), sessionId);
+      return toSession(sessionRow(sessionId));
     },
     sealEvents: (sessionId) => {
       const s = st.sessionHead.get(sessionId);

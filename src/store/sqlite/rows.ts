@@ -26,6 +26,8 @@ export type SessionRow = {
   origin_session_id: string | null;
   origin_entry_id: string | null;
   archived_at: number | null;
+  erased_at: number | null;
+  erased_totals: string | null;
 };
 
 /** A row of the log: consecutive events of a session from `first_seq` on, open (JSON text) or sealed (see event-batch-codec.ts). */
@@ -163,5 +165,7 @@ export function toSession(r: SessionRow): SessionRecord {
     leafId: r.leaf_id,
     origin: r.origin_session_id && r.origin_entry_id ? { sessionId: r.origin_session_id, entryId: r.origin_entry_id } : null,
     archivedAt: r.archived_at,
+    erasedAt: r.erased_at,
+    erasedTotals: r.erased_totals === null ? null : (JSON.parse(r.erased_totals) as SessionRecord['erasedTotals']),
   };
 }

@@ -45,7 +45,28 @@ export function prepareStatements(db: Database.Database) {
     insertBatch: prepare<[IdKey, number, number, number, string | Buffer]>('INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) VALUES (?, ?, ?, ?, ?)'),
     insertEntry: prepare<[IdKey, IdKey, number, IdKey | null]>('INSERT INTO entries (id, session_id, seq, parent_id) VALUES (?, ?, ?, ?)'),
     // What an append needs of its session: its position in the log and the tree, and where its open rows start.
-    sessionHead: prepare<[string], { last_seq: number; leaf_id: string | null; sealed_seq: number }>('SELECT last_seq, leaf_id, sealed_seq FROM sessions WHERE id = ?'),
+    sessionHead: prepare<[string], { last_seq: number; leaf_id: string | null; sealed_seq: number; erased_at: number | null }>('SELECT last_seq, leaf_id, sealed_seq, erased_at FROM sessions WHERE id = ?'),
+    insertBlobRef: prepare<[IdKey, string]>('INSERT OR IGNORE INTO blob_refs (session_id, hash) VALUES (?, ?)'),
+    // Erasure (see eraseSession): in this order, inside one transaction.
+    liveRun: prepare<[string], { id: string }>(`SELECT id FROM runs WHERE session_id = ? AND status NOT IN (${TERMINAL_SQL}) LIMIT 1`),
+    runsOfSession: prepare<[string], { usage: string; cost: number }>('SELECT usage, cost FROM runs WHERE session_id = ?'),
+    markErasing: prepare<[IdKey]>('INSERT OR IGNORE INTO erased_logs (session_id) VALUES (?)'),
+    eraseBatches: prepare<[IdKey]>('DELETE FROM event_batches WHERE session_id = ?'),
+    eraseEntries: prepare<[IdKey]>('DELETE FROM entries WHERE session_id = ?'),
+    eraseSnapshots: prepare<[string]>('DELETE FROM snapshots WHERE session_id = ?'),
+    eraseCheckpoints: prepare<[string]>('DELETE FROM run_checkpoints WHERE run_id IN (SELECT id FROM runs WHERE session_id = ?)'),
+    eraseInputs: prepare<[string]>('DELETE FROM run_inputs WHERE session_id = ?'),
+    scrubRuns: prepare<[string]>(
+      "UPDATE runs SET agent_spec = '{}', options = '{}', error = NULL, waiting = NULL, trigger_message_id = NULL, parent_tool_call_id = NULL WHERE session_id = ?",
+    ),
+    eraseOwnBlobs: prepare<[IdKey, IdKey]>(
+      'DELETE FROM blobs WHERE hash IN (SELECT hash FROM blob_refs WHERE session_id = ?) AND NOT EXISTS (SELECT 1 FROM blob_refs r WHERE r.hash = blobs.hash AND r.session_id <> ?)',
+    ),
+    eraseBlobRefs: prepare<[IdKey]>('DELETE FROM blob_refs WHERE session_id = ?'),
+    eraseIdempotency: prepare<[string]>("DELETE FROM idempotency_keys WHERE instr(body, ?) > 0"),
+    tombstone: prepare<[number, string, string]>(
+      "UPDATE sessions SET title = NULL, metadata = '{}', agent = NULL, leaf_id = NULL, origin_session_id = NULL, origin_entry_id = NULL, erased_at = ?, erased_totals = ? WHERE id = ?",
+    ),
     openRows: prepare<[IdKey, number], { first_seq: number; data: string }>('SELECT first_seq, data FROM event_batches WHERE session_id = ? AND first_seq > ? AND codec = 0 ORDER BY first_seq'),
     // Only once the sealed row holding them is in (the table's trigger checks).
     deleteOpenRows: prepare<[IdKey, number]>('DELETE FROM event_batches WHERE session_id = ? AND first_seq > ? AND codec = 0'),

@@ -45,6 +45,7 @@ const PLAN: { readonly [K in OpName]: { outside: 'serial' | 'write' | 'immediate
   getEntries: { outside: 'serial' },
   ancestors: { outside: 'serial' },
   sealEvents: { outside: 'write', savepoint: true },
+  eraseSession: { outside: 'immediate', savepoint: true },
   putBlobs: { outside: 'write' },
   getBlobs: { outside: 'serial' },
   putSnapshot: { outside: 'write' },
