@@ -82,7 +82,7 @@ export async function refuseTakenKey(store: Pick<StoreOps, 'getIdempotency'>, cl
  * Writes a message's effect (a send or a steer) under its key. Another request that recorded an effect under the same
  * key first (in another process) wins: this transaction rolls back, so nothing is sent twice.
  */
-export async function recordEffect(tx: StoreOps, claim: IdempotencyClaim, effect: RecordedSend): Promise<void> {
+export async function recordEffect(tx: StoreOps, claim: IdempotencyClaim, effect: RecordedSend | JsonObject): Promise<void> {
   const body = JSON.stringify(effect);
   const stored = await tx.putIdempotency({ ...claim, status: 0, body, createdAt: Date.now() });
   if (stored.status !== 0 || stored.body !== body) {

@@ -69,8 +69,20 @@ export class Sessions {
     return this.log.store;
   }
 
+  /**
+   * Creates a session. `within` runs in the creating transaction with the new session: whatever it
+   * writes commits with the session or not at all (the server records an Idempotency-Key there).
+   */
   async create(
-    options: { id?: string; tenant?: string; title?: string | null; metadata?: JsonObject; agent?: string | null; origin?: { sessionId: string; entryId: string } | null } = {},
+    options: {
+      id?: string;
+      tenant?: string;
+      title?: string | null;
+      metadata?: JsonObject;
+      agent?: string | null;
+      origin?: { sessionId: string; entryId: string } | null;
+      within?: (tx: StoreOps, session: SessionRecord) => Promise<void>;
+    } = {},
   ): Promise<SessionRecord> {
     const id = options.id ?? newId();
     const createdAt = Date.now();
@@ -81,7 +93,9 @@ export class Sessions {
         [{ type: 'session/created', time: createdAt, data: { title: options.title ?? null, metadata: (options.metadata ?? {}) as Record<string, never>, agent: options.agent ?? null, origin: options.origin ?? null } }],
         { tx },
       );
-      return { session: (await tx.getSession(id))!, events };
+      const session = (await tx.getSession(id))!;
+      await options.within?.(tx, session);
+      return { session, events };
     });
     this.log.publish(id, created.events);
     return created.session;
@@ -224,10 +238,16 @@ export class Sessions {
   async fork(
     sessionId: string,
     entryId: string,
-    options: { into: 'branch' | 'session'; summary?: string | { model: LanguageModelV4; pricing?: Pricing }; title?: string },
+    options: {
+      into: 'branch' | 'session';
+      summary?: string | { model: LanguageModelV4; pricing?: Pricing };
+      title?: string;
+      /** For a fork into a session: runs in the transaction that creates it (see `create`). */
+      within?: (tx: StoreOps, sessionId: string) => Promise<void>;
+    },
   ): Promise<{ sessionId: string; leafId: string }> {
     const at = await this.entry(sessionId, entryId);
-    if (options.into === 'session') return this.forkToSession(sessionId, at, options.title);
+    if (options.into === 'session') return this.forkToSession(sessionId, at, options.title, options.within);
 
     const session = await this.get(sessionId);
     const events: NewEvent[] = [{ type: 'leaf/move', data: { entryId, reason: 'fork' } }];
@@ -255,7 +275,7 @@ export class Sessions {
     return state.messages;
   }
 
-  private async forkToSession(sourceId: string, at: SessionEvent, title?: string): Promise<{ sessionId: string; leafId: string }> {
+  private async forkToSession(sourceId: string, at: SessionEvent, title?: string, within?: (tx: StoreOps, sessionId: string) => Promise<void>): Promise<{ sessionId: string; leafId: string }> {
     const source = await this.get(sourceId);
     const path = await pathEntries(this.log, sourceId, at.id, false);
     const id = newId();
@@ -283,7 +303,9 @@ export class Sessions {
     const newTitle = title ?? (source.title ? `${source.title} (fork)` : null);
     const events = await this.store.transaction(async (tx) => {
       await tx.createSession({ id, tenant: source.tenant, createdAt, title: newTitle, metadata: source.metadata, agent: source.agent, origin });
-      return this.log.append(id, [{ type: 'session/created', time: createdAt, data: { title: newTitle, metadata: source.metadata as Record<string, never>, agent: source.agent, origin } }, ...copies], { tx });
+      const appended = await this.log.append(id, [{ type: 'session/created', time: createdAt, data: { title: newTitle, metadata: source.metadata as Record<string, never>, agent: source.agent, origin } }, ...copies], { tx });
+      await within?.(tx, id);
+      return appended;
     });
     this.log.publish(id, events);
     return { sessionId: id, leafId: ids.get(at.id)! };

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { newId } from '../core/index.ts';
-import { StoreError, type EventDraft, type SessionRecord } from '../store/index.ts';
+import { StoreError, type EventDraft, type SessionRecord, type StoreOps } from '../store/index.ts';
 import { blobHash, contentRefsOf, inflateBlobs } from './blobs.ts';
 import type { SessionLog } from './log.ts';
 
@@ -132,6 +132,8 @@ export interface ImportOptions {
    * (`conflict`) when a session with it exists here.
    */
   ids?: 'new' | 'keep';
+  /** Runs in the importing transaction with the new session (see `Sessions.create`). */
+  within?: (tx: StoreOps, session: SessionRecord) => Promise<void>;
 }
 
 /**
@@ -271,6 +273,8 @@ export async function importSession(
     for (let i = 0; i < drafts.length; i += 1000) await tx.append(sessionId, drafts.slice(i, i + 1000));
     // A whole log, complete: stored compactly at once (ADR-0009).
     await tx.sealEvents(sessionId);
-    return (await tx.getSession(sessionId))!;
+    const session = (await tx.getSession(sessionId))!;
+    await options.within?.(tx, session);
+    return session;
   });
 }

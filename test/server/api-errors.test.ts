@@ -206,6 +206,39 @@ describe('problems (auth off)', () => {
     expect(users).toHaveLength(1);
   });
 
+  it('idempotency: a retry after the server failed between creating a session (create, fork, import) and the key\'s record gets that session, not a second one', async () => {
+    const source = await api.session();
+    const sent = (await api.post(`/v1/sessions/${source.id}/messages`, { content: 'hello', agent: 'helper' })).body;
+    await api.waitForRun(sent.run.id, 'completed');
+    const entry = (await api.allEvents(source.id)).find((e: Json) => e.type === 'assistant/message')!.id;
+    // (A small one: this server takes small imports.)
+    const exported = (await api.get(`/v1/sessions/${(await api.session()).id}/export`)).text;
+    const cases: Array<{ name: string; go: (key: Record<string, string>) => Promise<ApiResponse>; idOf: (r: ApiResponse) => string }> = [
+      { name: 'create', go: (key) => api.post('/v1/sessions', { title: 'once' }, key), idOf: (r) => r.body.id },
+      { name: 'fork', go: (key) => api.post(`/v1/sessions/${source.id}/fork`, { entry_id: entry, into: 'session' }, key), idOf: (r) => r.body.session_id },
+      { name: 'import', go: (key) => api.request('POST', '/v1/sessions/import', { body: exported, headers: { ...key, 'content-type': 'application/x-ndjson' } }), idOf: (r) => r.body.id },
+    ];
+    for (const k of cases) {
+      const key = { 'idempotency-key': `crash-${k.name}` };
+      const before = (await api.get('/v1/sessions?limit=1000&include_archived=true')).body.data.length;
+      const put = srv.store.putIdempotency.bind(srv.store);
+      let failing = true;
+      srv.store.putIdempotency = (r) => (failing ? ((failing = false), Promise.reject(new Error('the process died here'))) : put(r));
+      const first = await k.go(key);
+      srv.store.putIdempotency = put;
+      expect(first.status, k.name).toBe(500);
+      const created = (await api.get('/v1/sessions?limit=1000&include_archived=true')).body.data as Json[];
+      expect(created.length, k.name).toBe(before + 1);
+      // The client never learned which session; it retries with the same key, twice.
+      for (let i = 0; i < 2; i++) {
+        const retry = await k.go(key);
+        expect(retry.status, k.name).toBe(201);
+        expect(k.idOf(retry), k.name).toBe(created.at(-1)!.id);
+      }
+      expect((await api.get('/v1/sessions?limit=1000&include_archived=true')).body.data.length, k.name).toBe(before + 1);
+    }
+  });
+
   it('idempotency: the same key with another body (or route) is 422 idempotency_mismatch; bad keys are refused', async () => {
     const key = { 'idempotency-key': 'mismatch' };
     expect((await api.post('/v1/sessions', { title: 'a' }, key)).status).toBe(201);

@@ -1,8 +1,8 @@
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { stream } from 'hono/streaming';
-import { NotFoundError, StoreError, type SessionRecord } from '../../store/index.ts';
-import type { RecordedSend } from '../../runs/index.ts';
+import { NotFoundError, StoreError, type SessionRecord, type StoreOps } from '../../store/index.ts';
+import { recordEffect, type RecordedSend } from '../../runs/index.ts';
 import type { AppContext, AppEnv } from '../app.ts';
 import { HttpProblem } from '../problems.ts';
 import {
@@ -58,6 +58,20 @@ export async function recordedMessage(
   return { outcome: effect.outcome, message: { id: effect.message_id }, run: await runJsonFor(ctx, run) };
 }
 
+/**
+ * For routes that create a session: its Idempotency-Key is written in the creating transaction
+ * (`within`), so a retry after the server failed between the effect and its answer finds the
+ * session it created (`recorded`), instead of creating a second one.
+ */
+function sessionEffect(c: Context<AppEnv>) {
+  const claim = c.get('idempotency');
+  const recorded = c.get('recordedEffect');
+  return {
+    recorded: recorded === undefined ? undefined : (JSON.parse(recorded) as { session_id: string; leaf_id?: string }),
+    within: claim ? { within: (tx: StoreOps, s: SessionRecord | string) => recordEffect(tx, claim, { session_id: typeof s === 'string' ? s : s.id }) } : {},
+  };
+}
+
 export async function runJsonFor(ctx: AppContext, run: Parameters<typeof runJson>[0]) {
   const [children, checkpoint] = await Promise.all([ctx.store.listRuns({ parentRunId: run.id, limit: 1000 }), ctx.store.getCheckpoint(run.id)]);
   return runJson(run, children.map((r) => r.id), checkpoint ? { step: checkpoint.step, seq: checkpoint.seq } : null);
@@ -71,7 +85,9 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
     async (c) => {
       const b = c.req.valid('json');
       if (b.agent !== undefined && !rt.resolveAgent(b.agent.split('@')[0]!, b.agent.split('@')[1])) throw new HttpProblem('unknown_agent', `no agent ${b.agent} is registered`);
-      const s = await rt.sessions.create({ tenant: c.get('tenant'), title: b.title ?? null, metadata: b.metadata ?? {}, agent: b.agent ?? null });
+      const effect = sessionEffect(c);
+      if (effect.recorded) return c.json(sessionJson(await sessionFor(ctx, c, effect.recorded.session_id)), 201);
+      const s = await rt.sessions.create({ tenant: c.get('tenant'), title: b.title ?? null, metadata: b.metadata ?? {}, agent: b.agent ?? null, ...effect.within });
       return c.json(sessionJson(s), 201);
     },
   );
@@ -269,7 +285,17 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       const s = await sessionFor(ctx, c, c.req.valid('param').id);
       const b = c.req.valid('json');
       if (b.into === 'session' && b.summary !== undefined) throw new HttpProblem('validation', 'summary: only a fork into a branch takes a summary');
-      const r = await rt.sessions.fork(s.id, b.entry_id, { into: b.into, ...(b.summary !== undefined ? { summary: b.summary } : {}), ...(b.title !== undefined ? { title: b.title } : {}) });
+      const effect = sessionEffect(c);
+      if (effect.recorded && b.into === 'session') {
+        const copy = await sessionFor(ctx, c, effect.recorded.session_id);
+        return c.json({ session_id: copy.id, leaf_id: copy.leafId! }, 201);
+      }
+      const r = await rt.sessions.fork(s.id, b.entry_id, {
+        into: b.into,
+        ...(b.summary !== undefined ? { summary: b.summary } : {}),
+        ...(b.title !== undefined ? { title: b.title } : {}),
+        ...(b.into === 'session' ? effect.within : {}),
+      });
       return c.json({ session_id: r.sessionId, leaf_id: r.leafId }, 201);
     },
   );
@@ -354,7 +380,9 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
     async (c) => {
       const text = await c.req.text();
       if (text.trim() === '') throw new HttpProblem('validation', 'the body is empty: send a session export (JSONL)');
-      const s = await rt.sessions.import(text, { tenant: c.get('tenant'), ids: c.req.valid('query').ids });
+      const effect = sessionEffect(c);
+      if (effect.recorded) return c.json(sessionJson(await sessionFor(ctx, c, effect.recorded.session_id)), 201);
+      const s = await rt.sessions.import(text, { tenant: c.get('tenant'), ids: c.req.valid('query').ids, ...effect.within });
       return c.json(sessionJson(s), 201);
     },
   );
