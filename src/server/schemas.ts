@@ -83,39 +83,64 @@ export const EventSchema = z
   })
   .openapi('Event');
 
+/**
+ * Limits of request bodies beyond the byte limit (1 MiB; imports 64 MiB) and the nesting limit
+ * (64): documented in docs/api.md, each refused with a 400 `validation` problem naming the field.
+ */
+export const LIMITS = {
+  /** Ids and names sent in a body (entry ids, agents, tool call ids). */
+  id: 200,
+  title: 500,
+  /** Keys of a session's metadata, and the length of each key. */
+  metadataKeys: 64,
+  metadataKey: 200,
+  /** A session's metadata as JSON. */
+  metadataBytes: 16_384,
+  /** Parts of one message's content. */
+  parts: 100,
+  /** A denial's reason, a fork's summary. */
+  reason: 2000,
+  summary: 100_000,
+} as const;
+
+const Id = z.string().min(1).max(LIMITS.id);
+const Metadata = JsonObjectSchema.refine((m) => Object.keys(m).length <= LIMITS.metadataKeys, `at most ${LIMITS.metadataKeys} keys`)
+  .refine((m) => Object.keys(m).every((k) => k.length <= LIMITS.metadataKey), `keys of at most ${LIMITS.metadataKey} characters`)
+  .refine((m) => Buffer.byteLength(JSON.stringify(m)) <= LIMITS.metadataBytes, `at most ${LIMITS.metadataBytes} bytes as JSON`);
+
 const TextPart = z.strictObject({ type: z.literal('text'), text: z.string() });
-const FilePart = z.strictObject({ type: z.literal('file'), media_type: z.string(), data: z.string().describe('base64, or an http(s) URL'), filename: z.string().optional() });
-export const ContentSchema = z.union([z.string().min(1), z.array(z.union([TextPart, FilePart])).min(1)]).openapi('Content');
+const FilePart = z.strictObject({ type: z.literal('file'), media_type: z.string().max(LIMITS.id), data: z.string().describe('base64, or an http(s) URL'), filename: z.string().max(LIMITS.title).optional() });
+export const ContentSchema = z.union([z.string().min(1), z.array(z.union([TextPart, FilePart])).min(1).max(LIMITS.parts)]).openapi('Content');
 
 export const CreateSessionBody = z.strictObject({
-  agent: z.string().optional(),
-  title: z.string().max(500).optional(),
-  metadata: JsonObjectSchema.optional(),
+  agent: Id.optional(),
+  title: z.string().max(LIMITS.title).optional(),
+  metadata: Metadata.optional(),
 });
 
 export const SendMessageBody = z.strictObject({
   content: ContentSchema,
   if_busy: z.enum(['reject', 'enqueue', 'steer', 'interrupt']).default('reject'),
-  agent: z.string().optional(),
+  agent: Id.optional(),
   timeout_ms: z.number().int().positive().optional(),
   wait_timeout_ms: z.number().int().positive().optional(),
 });
 
 export const ForkBody = z.strictObject({
-  entry_id: z.string().min(1),
+  entry_id: Id,
   into: z.enum(['branch', 'session']),
-  summary: z.string().optional().describe('A summary of the abandoned path (branch only)'),
-  title: z.string().optional(),
+  summary: z.string().max(LIMITS.summary).optional().describe('A summary of the abandoned path (branch only)'),
+  title: z.string().max(LIMITS.title).optional(),
 });
 
-export const LeafBody = z.strictObject({ entry_id: z.string().min(1).nullable() });
+export const LeafBody = z.strictObject({ entry_id: Id.nullable() });
 export const CompactBody = z.strictObject({ keep_recent_tokens: z.number().int().positive().optional() });
 export const SteerBody = z.strictObject({ content: ContentSchema });
-export const InputBody = z.strictObject({ answers: z.unknown().refine((v) => v !== undefined, 'answers is required'), tool_call_id: z.string().optional() });
+export const InputBody = z.strictObject({ answers: z.unknown().refine((v) => v !== undefined, 'answers is required'), tool_call_id: Id.optional() });
 export const ApprovalBody = z.strictObject({
   decision: z.enum(['approve', 'deny']),
   arguments: z.unknown().optional(),
-  reason: z.string().optional(),
+  reason: z.string().max(LIMITS.reason).optional(),
 });
 
 /**

@@ -521,6 +521,26 @@ describe('deep JSON (default body limit)', () => {
     expect((await api.get('/healthz')).status).toBe(200);
   });
 
+  it('validation: the documented limits on keys, string lengths and array sizes (docs/api.md), each naming its field', async () => {
+    const s = await api.session();
+    const many = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, i]));
+    const cases: Array<[string, unknown, string]> = [
+      ['/v1/sessions', { metadata: many(65) }, 'metadata'],
+      ['/v1/sessions', { metadata: { ['k'.repeat(201)]: 1 } }, 'metadata'],
+      ['/v1/sessions', { metadata: { big: 'x'.repeat(20_000) } }, 'metadata'],
+      ['/v1/sessions', { title: 't'.repeat(501) }, 'title'],
+      ['/v1/sessions', { agent: 'a'.repeat(201) }, 'agent'],
+      [`/v1/sessions/${s.id}/messages`, { content: Array.from({ length: 101 }, () => ({ type: 'text', text: 'x' })) }, 'content'],
+      [`/v1/sessions/${s.id}/fork`, { entry_id: 'e'.repeat(201), into: 'branch' }, 'entry_id'],
+      [`/v1/sessions/${s.id}/leaf`, { entry_id: '' }, 'entry_id'],
+    ];
+    for (const [path, body, field] of cases) {
+      const p = expectProblem(await api.post(path, body), 'validation', 400);
+      expect(p.detail, `${path} ${field}`).toContain(field);
+    }
+    // At the limits, accepted.
+    expect((await api.post('/v1/sessions', { title: 't'.repeat(500), metadata: many(64) })).status).toBe(201);
+  });
 });
 
 describe('operating the server safely', () => {
