@@ -331,6 +331,29 @@ describe('POST /v1/sessions/{id}/chat', () => {
     expect(stray.status).toBe(409);
   });
 
+  it('a message posted again (a retry after a lost answer) is the same message and run, streamed again: never a second run', async () => {
+    const sessionId = await newSession();
+    const body = (text: string) => JSON.stringify({ id: sessionId, trigger: 'submit-message', messages: [{ id: 'client-msg-1', role: 'user', parts: [{ type: 'text', text }] }] });
+    const post = (text: string) => fetch(`${url}/v1/sessions/${sessionId}/chat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body(text) });
+    const messageIdOf = (sse: string) => /"type":"start","messageId":"([^"]+)"/.exec(sse)?.[1];
+    const first = await (await post('only once')).text();
+    expect(first.trim().endsWith('data: [DONE]')).toBe(true);
+    for (let i = 0; i < 2; i++) {
+      const again = await post('only once');
+      expect(again.status).toBe(200);
+      const sse = await again.text();
+      expect(sse.trim().endsWith('data: [DONE]')).toBe(true);
+      expect(messageIdOf(sse)).toBe(messageIdOf(first));
+    }
+    expect(await server.runtime.runs.list({ sessionId })).toHaveLength(1);
+    const users = (await server.runtime.sessions.events(sessionId, { after: 0, limit: 1000 })).filter((e) => e.type === 'user/message');
+    expect(users).toHaveLength(1);
+    // The same id with other content is not the same message.
+    const other = await post('something else');
+    expect(other.status).toBe(422);
+    expect(((await other.json()) as { type: string }).type).toMatch(/\/idempotency_mismatch$/);
+  });
+
   it('sends text and file parts as the user message', async () => {
     const sessionId = await newSession();
     const chat = chatFor(sessionId);

@@ -1,9 +1,10 @@
+import { createHash } from 'node:crypto';
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { createUIMessageStreamResponse, type UIMessageChunk } from 'ai';
 import type { DeltaEvent, UserInput } from '../../core/index.ts';
 import type { AssistantMessage, JsonValue, ReasoningPart, TextPart, ToolOutput, UserMessage } from '../../model/index.ts';
-import type { Waiting } from '../../runs/index.ts';
+import type { RecordedSend, Waiting } from '../../runs/index.ts';
 import type { SessionEvent } from '../../session/index.ts';
 import type { RunRecord, RunStatus } from '../../store/index.ts';
 import type { AppContext, AppEnv } from '../app.ts';
@@ -514,7 +515,16 @@ export function chatRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       const last = b.messages.at(-1)!;
       if (last.role === 'user') {
         if (b.messageId !== undefined) throw new HttpProblem('validation', 'messageId: editing a sent message is not supported; fork the session at an entry instead (POST /v1/sessions/{id}/fork)');
-        const r = await rt.sessions.send(s.id, userInputOf(last), { ifBusy: 'reject', ...(s.agent ? { agent: s.agent } : {}) });
+        // The client's id of the message is its idempotency key, recorded with the send: the same
+        // message posted again (a retry after a lost answer) streams the run it started once.
+        const claim = { tenant: c.get('tenant'), key: `chat-message:${s.id}:${last.id}`, fingerprint: createHash('sha256').update(JSON.stringify(last.parts)).digest('hex') };
+        const seen = await ctx.store.getIdempotency(claim.tenant, claim.key);
+        if (seen) {
+          if (seen.fingerprint !== claim.fingerprint) throw new HttpProblem('idempotency_mismatch', `message ${last.id} was sent before with other content: a new message needs a new id`);
+          const effect = JSON.parse(seen.body) as RecordedSend;
+          return streamResponse(ctx, c, { sessionId: s.id, runId: effect.run_id, after: 0, messageId: effect.run_id }) as never;
+        }
+        const r = await rt.sessions.send(s.id, userInputOf(last), { ifBusy: 'reject', idempotency: claim, ...(s.agent ? { agent: s.agent } : {}) });
         return streamResponse(ctx, c, { sessionId: s.id, runId: r.run.id, after: 0, messageId: r.run.id }) as never;
       }
       if (last.role !== 'assistant') throw new HttpProblem('validation', 'messages: the last message must be a user message or an assistant message with answers');
