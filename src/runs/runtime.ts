@@ -131,7 +131,8 @@ export class Runtime {
   }
 
   private async erase(sessionId: string, eraseOne: (id: string) => Promise<SessionRecord>): Promise<SessionRecord> {
-    const session = await this.sessions.get(sessionId);
+    const session = await this.store.getSession(sessionId);
+    if (!session) throw new NotFoundError('session', sessionId);
     if (session.erasedAt !== null) return session;
     // No new message from here on: an archived session refuses them.
     if (session.archivedAt === null) await this.sessions.archive(sessionId);
@@ -140,6 +141,12 @@ export class Runtime {
         if (!isTerminal(run.status)) await this.runs.cancel(run.id, { reason: 'session erased' });
       }
       try {
+        // What the session's runs delegated to subagents lives in their child sessions: erased too.
+        const children = new Set<string>();
+        for (const run of await this.store.listRuns({ sessionId, limit: 10_000 })) {
+          for (const child of await this.store.listRuns({ parentRunId: run.id, limit: 10_000 })) if (child.sessionId !== sessionId) children.add(child.sessionId);
+        }
+        for (const child of children) await this.erase(child, eraseOne);
         const tomb = await eraseOne(sessionId);
         this.wake();
         return tomb;

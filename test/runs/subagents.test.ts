@@ -73,6 +73,23 @@ describe('subagents', () => {
     expect(worker.active).toBe(0);
   });
 
+  it('erasing the parent session erases the child sessions its subagents worked in', async () => {
+    const { rt, store } = start([
+      defineAgent({ name: 'parent', model: new ScriptedModel([{ toolCalls: [{ id: 't1', name: 'delegate', input: { task: 'the private details' } }] }, { text: 'done' }]), tools: [delegate] }),
+      defineAgent({ name: 'child', model: new ScriptedModel([{ text: 'handled the private details' }]) }),
+    ]);
+    const s = await rt.sessions.create();
+    const { run } = await rt.sessions.send(s.id, 'delegate it');
+    expect((await rt.runs.wait(run.id)).status).toBe('completed');
+    const [child] = await rt.runs.list({ parentRunId: run.id });
+    expect((await store.readEvents(child!.sessionId)).length).toBeGreaterThan(0);
+    await rt.sessions.erase(s.id);
+    for (const id of [s.id, child!.sessionId]) {
+      expect(await store.getSession(id)).toMatchObject({ erasedAt: expect.any(Number) });
+      expect(await store.readEvents(id)).toEqual([]);
+    }
+  });
+
   it('runs the child in a linked child session; its answer is the parent’s tool result; usage and cost roll up', async () => {
     const parentModel = new ScriptedModel([
       { toolCalls: [{ id: 't1', name: 'delegate', input: { task: 'find the answer' } }], usage: { input: 100, output: 10 } },
