@@ -26,4 +26,18 @@ export default tseslint.config(
       }],
     },
   },
+  {
+    // Above the storage port, only the port: a backend is chosen where the program is put together
+    // (cli/, the public entry point src/index.ts, tests), never by the layers that use storage.
+    files: ['src/session/**/*.ts', 'src/runs/**/*.ts', 'src/server/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        patterns: [
+          { group: ['**/store/sqlite/**', '**/store/pg/**', '**/store/postgres/**'], message: 'import the storage port (store/index.ts); backends are chosen in cli/, src/index.ts and tests' },
+          { group: ['better-sqlite3', 'pg'], message: 'storage drivers belong to the backends under store/' },
+          { group: ['**/cli/**'], message: 'the CLI is the outermost layer' },
+        ],
+      }],
+    },
+  },
 );

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { openSqliteStore, type SqliteStore } from '../store/index.ts';
+import { openSqliteStore, type SqliteStore } from '../store/sqlite/index.ts';
 import { UsageError, type Io } from './args.ts';
 
 /** The database a command works on: --db, else $KEEL_DB, else ./.keel/keel.db. */

@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, type LoadedConfig } from '../../src/config/index.ts';
 import { startServer, type RunningServer } from '../../src/server/serve.ts';
-import { openSqliteStore, type SqliteStore } from '../../src/store/index.ts';
+import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/index.ts';
 
 /**
  * `keel chat` as a person uses it: a child process on a pseudo-terminal (util-linux `script`),

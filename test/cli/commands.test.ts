@@ -6,7 +6,7 @@ import { demoAgent } from '../../src/config/demo.ts';
 import { defineAgent } from '../../src/core/index.ts';
 import { ScriptedModel } from '../../src/model/index.ts';
 import { createRuntime, type Runtime } from '../../src/runs/index.ts';
-import { openSqliteStore, type SqliteStore } from '../../src/store/index.ts';
+import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/index.ts';
 import { keel, keelLive, until } from './io.ts';
 
 /**

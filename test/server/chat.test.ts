@@ -23,7 +23,7 @@ import { tool } from '../../src/core/index.ts';
 import { ScriptedModel, type ScriptedResponse } from '../../src/model/index.ts';
 import { createApiKey } from '../../src/server/auth.ts';
 import { startServer, type RunningServer } from '../../src/server/serve.ts';
-import { openSqliteStore, type SqliteStore } from '../../src/store/index.ts';
+import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/index.ts';
 
 // ---------------------------------------------------------------------------------------------
 // The agent: a scripted model that reads the last user message as a command.

@@ -21,7 +21,7 @@ import { ScriptedModel, type ScriptedResponse } from '../../src/model/index.ts';
 import type { Runtime } from '../../src/runs/index.ts';
 import { createApiKey } from '../../src/server/auth.ts';
 import { startServer, type RunningServer, type StartOptions } from '../../src/server/serve.ts';
-import { openSqliteStore, type SqliteStore } from '../../src/store/index.ts';
+import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/index.ts';
 
 /** Response bodies are whatever JSON the server sent: tests assert on their shape. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -1,5 +1,5 @@
 import { createApiKey } from '../../server/auth.ts';
-import { openSqliteStore } from '../../store/index.ts';
+import { openSqliteStore } from '../../store/sqlite/index.ts';
 import { args, json, line, UsageError, type Io } from '../args.ts';
 
 export const keysHelp = `keel keys create <tenant> [--name NAME] [--rate N]   create an API key (shown once)

@@ -1,6 +1,6 @@
 import { loadConfig } from '../../config/index.ts';
 import { startServer } from '../../server/serve.ts';
-import { openSqliteStore } from '../../store/index.ts';
+import { openSqliteStore } from '../../store/sqlite/index.ts';
 import { args, line, type Io } from '../args.ts';
 import { version } from '../version.ts';
 

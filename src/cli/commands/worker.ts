@@ -1,6 +1,6 @@
 import { loadConfig } from '../../config/index.ts';
 import { createRuntime } from '../../runs/index.ts';
-import { openSqliteStore } from '../../store/index.ts';
+import { openSqliteStore } from '../../store/sqlite/index.ts';
 import { args, line, type Io } from '../args.ts';
 
 export const workerHelp = `keel worker [--db PATH] [--config FILE] [--concurrency N]
