@@ -40,4 +40,12 @@ export default tseslint.config(
       }],
     },
   },
+  {
+    // The routes talk to the runtime, never to the store (serve.ts puts the server together).
+    files: ['src/server/**/*.ts'],
+    ignores: ['src/server/serve.ts'],
+    rules: {
+      'no-restricted-syntax': ['error', { selector: "MemberExpression[property.name='store']", message: 'the server talks to the runtime (rt.sessions, rt.runs, rt.idempotency, rt.apiKeys), not to the store' }],
+    },
+  },
 );

@@ -2,7 +2,19 @@ import { EventEmitter } from 'node:events';
 import { userMessage, type AgentDefinition, type DeltaEvent, type UserInput } from '../core/index.ts';
 import type { JsonValue, UserMessage } from '../model/index.ts';
 import { Sessions, type CompactionSettings, type SessionEvent } from '../session/index.ts';
-import { isTerminal, NotFoundError, RunBusyError, StoreError, type RunQuery, type RunRecord, type RunStatus, type SessionRecord, type Store } from '../store/index.ts';
+import {
+  isTerminal,
+  NotFoundError,
+  RunBusyError,
+  StoreError,
+  type ApiKeyRecord,
+  type IdempotencyRecord,
+  type RunQuery,
+  type RunRecord,
+  type RunStatus,
+  type SessionRecord,
+  type Store,
+} from '../store/index.ts';
 import { RunBook, recordEffect, refuseTakenKey, type IdempotencyClaim, type IfBusy, type RunOptions, type Waiting } from './book.ts';
 import type { Execution, ExecutionEnv } from './execution.ts';
 import { IllegalTransitionError } from './state.ts';
@@ -87,6 +99,24 @@ export class Runtime {
       eraseTenant: (tenant: string) => this.eraseTenant(tenant),
     });
     this.runs = new RunsApi(this);
+  }
+
+  /** API keys, by the hash of their secret (see server/auth.ts), and all of them. */
+  readonly apiKeys = {
+    find: (hash: string): Promise<ApiKeyRecord | undefined> => this.store.findApiKey(hash),
+    list: (tenant?: string): Promise<ApiKeyRecord[]> => this.store.listApiKeys(tenant),
+  };
+
+  /** Idempotency records: what a request with a key did (see server/app.ts). */
+  readonly idempotency = {
+    get: (tenant: string, key: string): Promise<IdempotencyRecord | undefined> => this.store.getIdempotency(tenant, key),
+    put: (r: IdempotencyRecord): Promise<IdempotencyRecord> => this.store.putIdempotency(r),
+    prune: (before: number): Promise<number> => this.store.pruneIdempotency(before),
+  };
+
+  /** Resolves when the store answers (readiness). */
+  async ping(): Promise<void> {
+    await this.store.listSessions({ limit: 1 });
   }
 
   get store(): Store {
@@ -280,8 +310,29 @@ export class RunsApi {
     return this.book.get(id);
   }
 
+  /** The run, or undefined when there is none with this id. */
+  find(id: string): Promise<RunRecord | undefined> {
+    return this.rt.store.getRun(id);
+  }
+
   list(q: Partial<RunQuery> = {}): Promise<RunRecord[]> {
     return this.rt.store.listRuns({ limit: 100, ...q });
+  }
+
+  /** The session's active run (not terminal, not queued behind), if any. */
+  active(sessionId: string): Promise<RunRecord | undefined> {
+    return this.rt.store.activeRun(sessionId);
+  }
+
+  /** Where the run continues if it is interrupted: its last checkpoint, or null. */
+  async resumeCursor(id: string): Promise<{ step: number; seq: number } | null> {
+    const c = await this.rt.store.getCheckpoint(id);
+    return c ? { step: c.step, seq: c.seq } : null;
+  }
+
+  /** How many runs there are in each status. */
+  countByStatus(): Promise<Record<RunStatus, number>> {
+    return this.rt.store.countRunsByStatus();
   }
 
   /**

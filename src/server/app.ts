@@ -4,7 +4,6 @@ import type { MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { IdempotencyClaim, Runtime } from '../runs/index.ts';
-import type { Store } from '../store/index.ts';
 import { ApiKeyCache, authMiddleware, FailedAuthLimiter, rateLimitMiddleware, type AuthEnv } from './auth.ts';
 import { Metrics } from './metrics.ts';
 import { HttpProblem, problemResponse, toProblem } from './problems.ts';
@@ -59,9 +58,9 @@ function routePattern(path: string): RegExp {
   return re;
 }
 
+/** What the routes work with: the runtime (never the store: the runtime is the server's interface to everything durable). */
 export interface AppContext {
   rt: Runtime;
-  store: Store;
   hub: DeltaHub;
   metrics: Metrics;
   /** API keys looked up recently, and failed authentications by client address. */
@@ -71,7 +70,7 @@ export interface AppContext {
 }
 
 /** Replays the first response to a POST with the same Idempotency-Key and body; refuses another body. */
-function idempotency(store: Store, ttlMs: number): MiddlewareHandler<AppEnv> {
+function idempotency(store: Runtime['idempotency'], ttlMs: number): MiddlewareHandler<AppEnv> {
   const inFlight = new Set<string>();
   let prunedAt = 0;
   return async (c, next) => {
@@ -83,10 +82,10 @@ function idempotency(store: Store, ttlMs: number): MiddlewareHandler<AppEnv> {
     const fingerprint = createHash('sha256').update(`${c.req.method} ${new URL(c.req.url).pathname}\n${body}`).digest('hex');
     // Records older than the TTL are forgotten: pruned (at most once a minute, and whenever one is met).
     const now = Date.now();
-    let seen = await store.getIdempotency(tenant, key);
+    let seen = await store.get(tenant, key);
     if ((seen && seen.createdAt < now - ttlMs) || now - prunedAt > 60_000) {
       prunedAt = now;
-      await store.pruneIdempotency(now - ttlMs);
+      await store.prune(now - ttlMs);
       if (seen && seen.createdAt < now - ttlMs) seen = undefined;
     }
     if (seen) {
@@ -111,7 +110,7 @@ function idempotency(store: Store, ttlMs: number): MiddlewareHandler<AppEnv> {
       // Only definite JSON answers are remembered: a server error may succeed when retried.
       // Nor is a refusal because another request holds the key (onError clears the claim).
       if (c.res.status < 500 && /json/.test(type) && c.get('idempotency') !== undefined) {
-        await store.putIdempotency({ tenant, key, fingerprint, status: c.res.status, body: await c.res.clone().text(), createdAt: Date.now() });
+        await store.put({ tenant, key, fingerprint, status: c.res.status, body: await c.res.clone().text(), createdAt: Date.now() });
       }
     } finally {
       inFlight.delete(slot);
@@ -123,10 +122,9 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   const rt = options.runtime;
   const ctx: AppContext = {
     rt,
-    store: rt.store,
     hub: new DeltaHub(rt.sessions.log),
     metrics: new Metrics(),
-    keys: new ApiKeyCache(rt.store),
+    keys: new ApiKeyCache({ findApiKey: rt.apiKeys.find }),
     authFailures: new FailedAuthLimiter({ perMinute: options.authFailuresPerMinute ?? 30 }),
     options: {
       bodyLimitBytes: 1 << 20,
@@ -210,7 +208,7 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
     }
     return next();
   });
-  app.use('/v1/*', idempotency(ctx.store, ctx.options.idempotencyTtlMs));
+  app.use('/v1/*', idempotency(rt.idempotency, ctx.options.idempotencyTtlMs));
 
   sessionRoutes(app, ctx);
   runRoutes(app, ctx);

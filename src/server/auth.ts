@@ -35,12 +35,12 @@ function secretOf(header: string | undefined, apiKeyHeader: string | undefined):
 /** API keys looked up recently, by hash: at most `max`, each trusted for `ttlMs` (a revocation takes effect within it). */
 export class ApiKeyCache {
   private readonly entries = new Map<string, { key: ApiKeyRecord | undefined; at: number }>();
-  private readonly store: Pick<Store, 'findApiKey'>;
+  private readonly lookup: Pick<Store, 'findApiKey'>;
   private readonly max: number;
   private readonly ttlMs: number;
 
-  constructor(store: Pick<Store, 'findApiKey'>, o: { max?: number; ttlMs?: number } = {}) {
-    this.store = store;
+  constructor(lookup: Pick<Store, 'findApiKey'>, o: { max?: number; ttlMs?: number } = {}) {
+    this.lookup = lookup;
     this.max = o.max ?? 10_000;
     this.ttlMs = o.ttlMs ?? 5000;
   }
@@ -58,7 +58,7 @@ export class ApiKeyCache {
       this.entries.set(hash, hit);
       return hit.key;
     }
-    const key = await this.store.findApiKey(hash);
+    const key = await this.lookup.findApiKey(hash);
     this.entries.delete(hash);
     this.entries.set(hash, { key, at: Date.now() });
     while (this.entries.size > this.max) this.entries.delete(this.entries.keys().next().value!);

@@ -105,6 +105,11 @@ export class Sessions {
     return this.log.session(id);
   }
 
+  /** The session's record, or undefined: an erased session's tombstone too (`get` refuses those). */
+  find(id: string): Promise<SessionRecord | undefined> {
+    return this.store.getSession(id);
+  }
+
   list(page: SessionPage): Promise<SessionRecord[]> {
     return this.store.listSessions(page);
   }

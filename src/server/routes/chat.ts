@@ -452,7 +452,7 @@ const isToolPart = (p: UIPartIn): p is ToolPartIn => (p.type.startsWith('tool-')
  */
 async function applyAnswers(ctx: AppContext, sessionId: string, m: UIMessageIn): Promise<RunRecord> {
   const { rt } = ctx;
-  const run = await ctx.store.activeRun(sessionId);
+  const run = await ctx.rt.runs.active(sessionId);
   if (!run || (run.status !== 'waiting_approval' && run.status !== 'waiting_for_user')) {
     throw new HttpProblem('conflict', `session ${sessionId} has no run waiting for an approval or an answer`, run ? { active_run_id: run.id, status: run.status } : {});
   }
@@ -518,7 +518,7 @@ export function chatRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
         // The client's id of the message is its idempotency key, recorded with the send: the same
         // message posted again (a retry after a lost answer) streams the run it started once.
         const claim = { tenant: c.get('tenant'), key: `chat-message:${s.id}:${last.id}`, fingerprint: createHash('sha256').update(JSON.stringify(last.parts)).digest('hex') };
-        const seen = await ctx.store.getIdempotency(claim.tenant, claim.key);
+        const seen = await ctx.rt.idempotency.get(claim.tenant, claim.key);
         if (seen) {
           if (seen.fingerprint !== claim.fingerprint) throw new HttpProblem('idempotency_mismatch', `message ${last.id} was sent before with other content: a new message needs a new id`);
           const effect = JSON.parse(seen.body) as RecordedSend;
@@ -536,7 +536,7 @@ export function chatRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
 
   const resume = async (c: Context<AppEnv>) => {
     const s = await sessionFor(ctx, c, c.req.param('id')!);
-    const run = await ctx.store.activeRun(s.id);
+    const run = await ctx.rt.runs.active(s.id);
     if (!run) return c.body(null, 204);
     // The whole run again: the client (resumeStreamIsReplay) rebuilds its message from the start.
     return streamResponse(ctx, c, { sessionId: s.id, runId: run.id, after: 0, messageId: run.id });

@@ -19,7 +19,7 @@ export function opsRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
 
   app.get('/readyz', async (c) => {
     try {
-      await ctx.store.listSessions({ limit: 1 });
+      await ctx.rt.ping();
       return c.json({ status: 'ready' });
     } catch (e) {
       return problemResponse(c, 'internal', `the store is not reachable: ${(e as Error).message}`);
@@ -29,7 +29,7 @@ export function opsRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
   app.get('/metrics', async (c) => {
     await allowedToScrape(c, ctx);
     // Kept by the store as runs move: a few rows, however many runs there are.
-    const counts = await ctx.store.countRunsByStatus();
+    const counts = await ctx.rt.runs.countByStatus();
     const body = ctx.metrics.render({
       keel_runs: RUN_STATUSES.map((s) => ({ help: 'Runs by status (terminal statuses count every run that ended so).', labels: `status="${s}"`, value: counts[s] })),
       keel_runs_executing: [{ help: 'Runs this process is executing now.', value: ctx.rt.executions.size }],

@@ -18,7 +18,7 @@ const IdParam = z.object({ id: z.string().min(1).openapi({ param: { name: 'id', 
 
 /** The run, if its session belongs to the caller's tenant. */
 export async function runFor(ctx: AppContext, c: Context<AppEnv>, id: string): Promise<RunRecord> {
-  const run = await ctx.store.getRun(id);
+  const run = await ctx.rt.runs.find(id);
   if (!run) throw new NotFoundError('run', id);
   await sessionFor(ctx, c, run.sessionId).catch((e: unknown) => {
     // The run of an erased session is gone with it; anyone else's is not found.

@@ -35,7 +35,7 @@ const IdParam = z.object({ id: z.string().min(1).openapi({ param: { name: 'id', 
 
 /** The session, if it exists and belongs to the caller's tenant: another tenant's ids answer 404. */
 export async function sessionFor(ctx: AppContext, c: Context<AppEnv>, id: string): Promise<SessionRecord> {
-  const s = await ctx.store.getSession(id);
+  const s = await ctx.rt.sessions.find(id);
   if (!s || s.tenant !== c.get('tenant')) throw new NotFoundError('session', id);
   if (s.erasedAt !== null) throw new StoreError('session_erased', `session ${id} was erased`);
   return s;
@@ -53,7 +53,7 @@ export async function recordedMessage(
   const recorded = c.get('recordedEffect');
   if (recorded === undefined) return undefined;
   const effect = JSON.parse(recorded) as RecordedSend;
-  const run = await ctx.store.getRun(effect.run_id);
+  const run = await ctx.rt.runs.find(effect.run_id);
   if (!run) throw new NotFoundError('run', effect.run_id);
   return { outcome: effect.outcome, message: { id: effect.message_id }, run: await runJsonFor(ctx, run) };
 }
@@ -73,8 +73,8 @@ function sessionEffect(c: Context<AppEnv>) {
 }
 
 export async function runJsonFor(ctx: AppContext, run: Parameters<typeof runJson>[0]) {
-  const [children, checkpoint] = await Promise.all([ctx.store.listRuns({ parentRunId: run.id, limit: 1000 }), ctx.store.getCheckpoint(run.id)]);
-  return runJson(run, children.map((r) => r.id), checkpoint ? { step: checkpoint.step, seq: checkpoint.seq } : null);
+  const [children, resume] = await Promise.all([ctx.rt.runs.list({ parentRunId: run.id, limit: 1000 }), ctx.rt.runs.resumeCursor(run.id)]);
+  return runJson(run, children.map((r) => r.id), resume);
 }
 
 export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
@@ -104,7 +104,7 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
     async (c) => {
       const q = c.req.valid('query');
       const cursor = cursorOf(q);
-      const page = await ctx.store.listSessions({ tenant: c.get('tenant'), limit: q.limit + 1, ...(cursor ? { after: cursor } : {}), includeArchived: q.include_archived === 'true' });
+      const page = await rt.sessions.list({ tenant: c.get('tenant'), limit: q.limit + 1, ...(cursor ? { after: cursor } : {}), includeArchived: q.include_archived === 'true' });
       const data = page.slice(0, q.limit);
       return c.json({ data: data.map(sessionJson), next_cursor: page.length > q.limit ? data.at(-1)!.id : null }, 200);
     },
@@ -266,7 +266,7 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       const s = await sessionFor(ctx, c, c.req.valid('param').id);
       const q = c.req.valid('query');
       const cursor = cursorOf(q);
-      const page = await ctx.store.listRuns({ sessionId: s.id, limit: q.limit + 1, ...(cursor ? { after: cursor } : {}) });
+      const page = await rt.runs.list({ sessionId: s.id, limit: q.limit + 1, ...(cursor ? { after: cursor } : {}) });
       const data = page.slice(0, q.limit);
       return c.json({ data: await Promise.all(data.map((r) => runJsonFor(ctx, r))), next_cursor: page.length > q.limit ? data.at(-1)!.id : null }, 200);
     },
@@ -329,7 +329,7 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       const s = await sessionFor(ctx, c, c.req.valid('param').id);
       const b = (c.req.valid('json') as z.infer<typeof CompactBody> | undefined) ?? {};
       const agent = (s.agent ? rt.resolveAgent(s.agent.split('@')[0]!) : undefined) ?? rt.resolveAgent(rt.defaultAgent.name)!;
-      const active = await ctx.store.activeRun(s.id);
+      const active = await rt.runs.active(s.id);
       if (active && active.status === 'running') throw new HttpProblem('run_busy', 'compaction between runs only: the session has a running run', { active_run_id: active.id });
       const r = await rt.sessions.compact(s.id, { model: agent.model, ...(b.keep_recent_tokens !== undefined ? { keepRecentTokens: b.keep_recent_tokens } : {}) });
       if (!r.compacted) return c.json({ compacted: false, reason: r.reason }, 200);
