@@ -1,4 +1,4 @@
-import { isTerminal, StoreError, type RunStatus } from '../store/index.ts';
+import { isTerminal, StoreError, type ClaimPolicy, type RunStatus } from '../store/index.ts';
 
 /**
  * The run state machine. Terminal statuses (completed, failed, cancelled, timed_out) have no way
@@ -17,6 +17,12 @@ const TRANSITIONS: Record<RunStatus, readonly RunStatus[]> = {
   cancelled: [],
   timed_out: [],
 };
+
+/**
+ * What a worker may claim: a queued run (that is not queued behind another), or a running one whose
+ * worker let its lease expire (a recovery: a new attempt). A claimed run is running.
+ */
+export const CLAIM_POLICY: ClaimPolicy = { ready: ['queued'], recoverable: ['running'], to: 'running' };
 
 export const canTransition = (from: RunStatus, to: RunStatus): boolean => TRANSITIONS[from].includes(to);
 

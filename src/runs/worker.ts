@@ -3,6 +3,7 @@ import type { NewEvent } from '../session/index.ts';
 import type { RunRecord } from '../store/index.ts';
 import type { RunBook, Waiting } from './book.ts';
 import { Execution, type ExecutionEnv } from './execution.ts';
+import { CLAIM_POLICY } from './state.ts';
 
 export interface WorkerOptions {
   /** The lease owner's name; unique per worker. */
@@ -80,7 +81,7 @@ export class Worker {
     const { book } = this.host;
     const env = this.host.env(this.id);
     const claimed = await book.store.transaction(async (tx) => {
-      const c = await tx.claimRun(this.id, env.leaseMs, Date.now());
+      const c = await tx.claimRun(this.id, env.leaseMs, Date.now(), CLAIM_POLICY);
       if (!c) return undefined;
       const { run, previous } = c;
       const fence = { runId: run.id, token: run.fencingToken };

@@ -176,6 +176,16 @@ export type RunPatch = Partial<Pick<RunRecord, 'status' | 'startedAt' | 'endedAt
   fence?: true;
 };
 
+/** Which runs a worker may claim: the runs layer's lifecycle (runs/state.ts `CLAIM_POLICY`), carried out by the store. */
+export interface ClaimPolicy {
+  /** Statuses a run is claimed from when no worker holds it (and it is not queued behind). */
+  ready: readonly RunStatus[];
+  /** Statuses a run is taken over from once its lease expired: a new attempt. */
+  recoverable: readonly RunStatus[];
+  /** The status a claimed run moves to. */
+  to: RunStatus;
+}
+
 /** Only update when the run is still as the caller last saw it. */
 export interface RunGuard {
   statuses?: readonly RunStatus[];
@@ -296,11 +306,12 @@ export interface StoreOps {
   /** A compare-and-set: refuses (RunConflictError) when the guard no longer holds. */
   updateRun(id: string, patch: RunPatch, guard?: RunGuard): Promise<RunRecord>;
   /**
-   * Takes the oldest claimable run (queued, or running with an expired lease) for `owner`:
-   * status running, a lease until `now + leaseMs`, the fencing token increased, and the attempt
-   * increased for a first start or a recovery (not for a run resuming after a wait).
+   * Takes the oldest run the policy says may be claimed, for `owner`: one in a `ready` status (and
+   * not queued behind), or one in a `recoverable` status whose lease expired. It moves to
+   * `policy.to` with a lease until `now + leaseMs` and its fencing token increased; its attempt
+   * increases for a first start or a recovery (not for a run resuming after a wait).
    */
-  claimRun(owner: string, leaseMs: number, now: number, options?: { runId?: string }): Promise<{ run: RunRecord; previous: RunStatus } | undefined>;
+  claimRun(owner: string, leaseMs: number, now: number, policy: ClaimPolicy, options?: { runId?: string }): Promise<{ run: RunRecord; previous: RunStatus } | undefined>;
   /** Extends the lease; false when the run is no longer this owner's (token moved on). */
   renewLease(id: string, owner: string, fencingToken: number, expiresAt: number): Promise<boolean>;
 

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoAgent } from '../../src/config/demo.ts';
 import { defineAgent } from '../../src/core/index.ts';
 import { ScriptedModel } from '../../src/model/index.ts';
-import { createRuntime, type Runtime } from '../../src/runs/index.ts';
+import { CLAIM_POLICY, createRuntime, type Runtime } from '../../src/runs/index.ts';
 import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/index.ts';
 import { keel, keelLive, until } from './io.ts';
 
@@ -53,7 +53,7 @@ beforeAll(async () => {
   ids.ghost = ghost.id;
   runs.ghost = (await rt.sessions.send(ghost.id, 'held')).run.id;
   // A worker claimed it and then vanished: its lease is still valid for a minute.
-  expect((await store.claimRun('ghost-worker', 60_000, Date.now(), { runId: runs.ghost }))?.run.status).toBe('running');
+  expect((await store.claimRun('ghost-worker', 60_000, Date.now(), CLAIM_POLICY, { runId: runs.ghost }))?.run.status).toBe('running');
 });
 
 afterAll(async () => {

@@ -11,6 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CLAIM_POLICY } from '../../src/runs/state.ts';
 import {
   FencedError,
   NotFoundError,
@@ -73,7 +74,7 @@ export function runsContract(name: string, open: () => Promise<OpenedRunsStore>)
     /** A run claimed by `owner` (the only claimable one), at `now`. */
     const claimed = async (owner = 'w1', now = T0) => {
       const r = await run();
-      const c = await store.claimRun(owner, LEASE, now, { runId: r.id });
+      const c = await store.claimRun(owner, LEASE, now, CLAIM_POLICY, { runId: r.id });
       expect(c).toBeDefined();
       return c!.run;
     };
@@ -248,9 +249,9 @@ export function runsContract(name: string, open: () => Promise<OpenedRunsStore>)
         expect(await rejection(store.createRun(newRun(s)))).toBeInstanceOf(RunBusyError);
 
         // The worker claims the active one, never those behind it (even asked for them by id).
-        for (const r of behind) expect(await store.claimRun('w1', LEASE, T0, { runId: r.id })).toBeUndefined();
-        expect((await store.claimRun('w1', LEASE, T0))!.run.id).toBe(first.id);
-        expect(await store.claimRun('w1', LEASE, T0)).toBeUndefined();
+        for (const r of behind) expect(await store.claimRun('w1', LEASE, T0, CLAIM_POLICY, { runId: r.id })).toBeUndefined();
+        expect((await store.claimRun('w1', LEASE, T0, CLAIM_POLICY))!.run.id).toBe(first.id);
+        expect(await store.claimRun('w1', LEASE, T0, CLAIM_POLICY)).toBeUndefined();
 
         // Coming up while the session still has an active run is refused, and changes nothing.
         const err = await rejection(store.updateRun(behind[0]!.id, { queuedBehind: false, turn: 2 }));
@@ -263,7 +264,7 @@ export function runsContract(name: string, open: () => Promise<OpenedRunsStore>)
         expect(up).toMatchObject({ queuedBehind: false, turn: 2, status: 'queued' });
         expect((await store.activeRun(s))!.id).toBe(up.id);
         expect(await rejection(store.updateRun(behind[1]!.id, { queuedBehind: false }))).toBeInstanceOf(RunBusyError);
-        expect((await store.claimRun('w1', LEASE, T0))!.run.id).toBe(up.id);
+        expect((await store.claimRun('w1', LEASE, T0, CLAIM_POLICY))!.run.id).toBe(up.id);
         // A run behind can end without coming up (cancelled before it started).
         expect(await store.updateRun(behind[1]!.id, { status: 'cancelled', endedAt: T0 })).toMatchObject({ status: 'cancelled', queuedBehind: true });
       });
@@ -361,15 +362,15 @@ export function runsContract(name: string, open: () => Promise<OpenedRunsStore>)
         const newest = await run(undefined, { createdAt: T0 + 3, id: 'b-newest' });
         const now = T0 + 10;
 
-        const first = await store.claimRun('w1', LEASE, now);
+        const first = await store.claimRun('w1', LEASE, now, CLAIM_POLICY);
         expect(first).toEqual({
           previous: 'queued',
           run: { ...oldest, status: 'running', lease: { owner: 'w1', expiresAt: now + LEASE }, attempt: 1, fencingToken: 1, startedAt: now },
         });
         expect(await store.getRun(oldest.id)).toEqual(first!.run);
-        expect((await store.claimRun('w2', LEASE, now))!.run.id).toBe(newer.id);
-        expect((await store.claimRun('w3', LEASE, now))!.run.id).toBe(newest.id);
-        expect(await store.claimRun('w4', LEASE, now)).toBeUndefined();
+        expect((await store.claimRun('w2', LEASE, now, CLAIM_POLICY))!.run.id).toBe(newer.id);
+        expect((await store.claimRun('w3', LEASE, now, CLAIM_POLICY))!.run.id).toBe(newest.id);
+        expect(await store.claimRun('w4', LEASE, now, CLAIM_POLICY)).toBeUndefined();
       });
 
       it('never claims a waiting, paused or terminal run', async () => {
@@ -377,16 +378,16 @@ export function runsContract(name: string, open: () => Promise<OpenedRunsStore>)
           const r = await run();
           await store.updateRun(r.id, { status });
         }
-        expect(await store.claimRun('w1', LEASE, T0 + 10 * LEASE)).toBeUndefined();
+        expect(await store.claimRun('w1', LEASE, T0 + 10 * LEASE, CLAIM_POLICY)).toBeUndefined();
       });
 
       it('claims a running run only once its lease expired, as a new attempt with a new token', async () => {
         const r = await claimed('w1', T0);
         const expiresAt = T0 + LEASE;
-        expect(await store.claimRun('w2', LEASE, T0 + 1)).toBeUndefined();
-        expect(await store.claimRun('w2', LEASE, expiresAt - 1)).toBeUndefined();
+        expect(await store.claimRun('w2', LEASE, T0 + 1, CLAIM_POLICY)).toBeUndefined();
+        expect(await store.claimRun('w2', LEASE, expiresAt - 1, CLAIM_POLICY)).toBeUndefined();
 
-        const again = await store.claimRun('w2', LEASE, expiresAt + 1);
+        const again = await store.claimRun('w2', LEASE, expiresAt + 1, CLAIM_POLICY);
         expect(again!.previous).toBe('running');
         expect(again!.run).toMatchObject({
           id: r.id,
@@ -404,23 +405,23 @@ export function runsContract(name: string, open: () => Promise<OpenedRunsStore>)
       it('a running run without a lease is not claimable', async () => {
         const r = await claimed('w1');
         await store.updateRun(r.id, { lease: null });
-        expect(await store.claimRun('w2', LEASE, T0 + 100 * LEASE)).toBeUndefined();
+        expect(await store.claimRun('w2', LEASE, T0 + 100 * LEASE, CLAIM_POLICY)).toBeUndefined();
       });
 
       it('claims a given run when asked for it by id, and nothing else', async () => {
         await run(undefined, { createdAt: T0 });
         const wanted = await run(undefined, { createdAt: T0 + 5 });
-        const c = await store.claimRun('w1', LEASE, T0 + 10, { runId: wanted.id });
+        const c = await store.claimRun('w1', LEASE, T0 + 10, CLAIM_POLICY, { runId: wanted.id });
         expect(c!.run.id).toBe(wanted.id);
-        expect(await store.claimRun('w1', LEASE, T0 + 10, { runId: wanted.id })).toBeUndefined();
-        expect(await store.claimRun('w1', LEASE, T0 + 10, { runId: 'nope' })).toBeUndefined();
+        expect(await store.claimRun('w1', LEASE, T0 + 10, CLAIM_POLICY, { runId: wanted.id })).toBeUndefined();
+        expect(await store.claimRun('w1', LEASE, T0 + 10, CLAIM_POLICY, { runId: 'nope' })).toBeUndefined();
       });
 
       it('inside a transaction that rolls back, the claim is undone', async () => {
         const r = await run();
         await rejection(
           store.transaction(async (tx) => {
-            expect((await tx.claimRun('w1', LEASE, T0))!.run.id).toBe(r.id);
+            expect((await tx.claimRun('w1', LEASE, T0, CLAIM_POLICY))!.run.id).toBe(r.id);
             throw new Error('boom');
           }),
         );

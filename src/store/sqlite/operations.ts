@@ -8,6 +8,7 @@ import {
   StoreError,
   RUN_STATUSES,
   type AppendOptions,
+  type ClaimPolicy,
   type EventDraft,
   type RunStatus,
   type StoreOps,
@@ -154,6 +155,30 @@ export function createOperations(db: Database.Database, st: Statements): SyncOps
     const sealed = seq - s.sealed_seq >= SEAL_AT ? sealOpenRows(sessionKey, s.sealed_seq, seq) : s.sealed_seq;
     st.advance.run(seq, leaf, lastTurn, sealed, sessionId);
     return out;
+  };
+
+  /**
+   * The statements of a claim under a policy (the runs layer's lifecycle, see ClaimPolicy), prepared
+   * once per policy. The attempt counts interruptions (see RunRecord.attempt): a first start or the
+   * recovery of a run whose lease expired starts a new attempt; resuming after a wait, a pause or a
+   * graceful hand-back does not.
+   */
+  const claimStatements = (policy: ClaimPolicy) => {
+    const list = (xs: readonly RunStatus[]) => xs.map((x) => `'${x.replace(/'/g, '')}'`).join(', ') || 'NULL';
+    const ready = list(policy.ready);
+    const recoverable = list(policy.recoverable);
+    return {
+      pick: prepared(
+        `SELECT id, status FROM runs
+         WHERE ((status IN (${ready}) AND queued_behind = 0) OR (status IN (${recoverable}) AND lease_expires_at < ?)) AND (? IS NULL OR id = ?)
+         ORDER BY created_at, id LIMIT 1`,
+      ),
+      claim: prepared(
+        `UPDATE runs SET status = '${policy.to.replace(/'/g, '')}', lease_owner = ?, lease_expires_at = ?, fencing_token = fencing_token + 1,
+                         attempt = CASE WHEN status IN (${recoverable}) OR attempt = 0 THEN attempt + 1 ELSE attempt END, started_at = COALESCE(started_at, ?)
+         WHERE id = ? RETURNING *`,
+      ),
+    };
   };
 
   /** The events at these seqs of a session, in the order given; each batch is decoded once. */
@@ -406,12 +431,13 @@ export function createOperations(db: Database.Database, st: Statements): SyncOps
       return toRun(row);
     },
     // Runs inside the caller's write transaction: the pick and the update are one atomic step.
-    claimRun: (owner, leaseMs, now, options) => {
+    claimRun: (owner, leaseMs, now, policy, options) => {
       const runId = options?.runId ?? null;
-      const pick = st.claimable.get(now, runId, runId);
-      if (!pick) return undefined;
-      const row = st.claim.get(owner, now + leaseMs, now, pick.id)!;
-      return { run: toRun(row), previous: pick.status };
+      const { pick, claim } = claimStatements(policy);
+      const picked = pick.get(now, runId, runId) as { id: string; status: RunStatus } | undefined;
+      if (!picked) return undefined;
+      const row = claim.get(owner, now + leaseMs, now, picked.id) as RunRow;
+      return { run: toRun(row), previous: picked.status };
     },
     renewLease: (id, owner, fencingToken, expiresAt) => st.renew.run(expiresAt, id, owner, fencingToken).changes === 1,
     putCheckpoint: (c) => {

@@ -112,19 +112,6 @@ export function prepareStatements(db: Database.Database) {
     activeRun: prepare<[string], RunRow>(`SELECT * FROM runs WHERE session_id = ? AND status NOT IN (${TERMINAL_SQL}) AND queued_behind = 0`),
     runStatusCounts: prepare<[], { status: RunStatus; n: number }>('SELECT status, n FROM run_status_counts'),
     fenceOf: prepare<[string], { fencing_token: number }>('SELECT fencing_token FROM runs WHERE id = ?'),
-    claimable: prepare<[number, string | null, string | null], { id: string; status: RunStatus }>(
-      `SELECT id, status FROM runs
-       WHERE ((status = 'queued' AND queued_behind = 0) OR (status = 'running' AND lease_expires_at < ?)) AND (? IS NULL OR id = ?)
-       ORDER BY created_at, id LIMIT 1`,
-    ),
-    // The attempt counts interruptions (see RunRecord.attempt): a first start or the recovery of
-    // a running run whose lease expired starts a new attempt; resuming after a wait, a pause or a
-    // graceful hand-back by a stopping worker does not (rolling restarts must not fail runs).
-    claim: prepare<[string, number, number, string], RunRow>(
-      `UPDATE runs SET status = 'running', lease_owner = ?, lease_expires_at = ?, fencing_token = fencing_token + 1,
-                       attempt = CASE WHEN status = 'running' OR attempt = 0 THEN attempt + 1 ELSE attempt END, started_at = COALESCE(started_at, ?)
-       WHERE id = ? RETURNING *`,
-    ),
     renew: prepare(
       `UPDATE runs SET lease_expires_at = ? WHERE id = ? AND lease_owner = ? AND fencing_token = ? AND status NOT IN (${TERMINAL_SQL})`,
     ),
