@@ -15,6 +15,7 @@ import {
   type RetryPolicy,
 } from '../model/index.ts';
 import { newId } from '../core/index.ts';
+import type { StoreOps } from '../store/index.ts';
 import type { SessionEvent } from './event-types.ts';
 import type { SessionLog } from './log.ts';
 import { contextMessages, contextProjection, type ContextState } from './projections/index.ts';
@@ -123,6 +124,8 @@ export interface CompactOptions extends SummarizeOptions {
   step?: number;
   /** The run the compaction happens in, if any. */
   runId?: string;
+  /** Runs in the transaction that appends the compaction (the server records an Idempotency-Key there). */
+  within?: (tx: StoreOps, event: SessionEvent<'compaction'>) => Promise<void>;
 }
 
 export type CompactResult =
@@ -143,30 +146,37 @@ export async function compactSession(log: SessionLog, sessionId: string, o: Comp
   const before = contextMessages(state);
   const { text, result, cost } = await summarize(state.summary?.text ?? null, state.messages.slice(0, cut), o);
   const kept = state.messages.slice(cut);
-  const [event] = await log.append(
-    sessionId,
-    [
-      {
-        type: 'compaction',
-        ...(o.turn !== undefined ? { turn: o.turn } : {}),
-        ...(o.step !== undefined ? { step: o.step } : {}),
-        ...(o.runId !== undefined ? { runId: o.runId } : {}),
-        data: {
-          summary: text,
-          firstKeptEntryId: state.entryIds[cut]!,
-          tokensBefore: state.lastInputTokens ?? estimateTokens(before),
-          tokensAfter: estimateTokens([{ id: '', role: 'summary', text }, ...kept]),
-          estimated: state.lastInputTokens === null,
-          model: { provider: o.model.provider, modelId: o.model.modelId },
-          usage: result.usage,
-          cost,
-          reason: o.reason ?? 'manual',
+  const append = (tx: StoreOps) =>
+    log.append(
+      sessionId,
+      [
+        {
+          type: 'compaction',
+          ...(o.turn !== undefined ? { turn: o.turn } : {}),
+          ...(o.step !== undefined ? { step: o.step } : {}),
+          ...(o.runId !== undefined ? { runId: o.runId } : {}),
+          data: {
+            summary: text,
+            firstKeptEntryId: state.entryIds[cut]!,
+            tokensBefore: state.lastInputTokens ?? estimateTokens(before),
+            tokensAfter: estimateTokens([{ id: '', role: 'summary', text }, ...kept]),
+            estimated: state.lastInputTokens === null,
+            model: { provider: o.model.provider, modelId: o.model.modelId },
+            usage: result.usage,
+            cost,
+            reason: o.reason ?? 'manual',
+          },
         },
-      },
-    ],
-    // Refuse to cut a context that changed while the summary was written.
-    { expectLastSeq: read.asOfSeq },
-  );
+      ],
+      // Refuse to cut a context that changed while the summary was written.
+      { expectLastSeq: read.asOfSeq, tx },
+    );
+  const [event] = await log.store.transaction(async (tx) => {
+    const appended = await append(tx);
+    await o.within?.(tx, appended[0] as SessionEvent<'compaction'>);
+    return appended;
+  });
+  log.publish(sessionId, [event!]);
   const after: ContextState = contextProjection.apply(state, event!);
   return { compacted: true, event: event as SessionEvent<'compaction'>, context: contextMessages(after) };
 }

@@ -207,6 +207,11 @@ export class Sessions {
     return (await readProjection(this.log, sessionId, statsProjection, this.snapshotEvery, tx)).state;
   }
 
+  /** The entries of the session with these ids (unknown ids skipped), decoded. */
+  async entries(sessionId: string, ids: readonly string[]): Promise<SessionEvent[]> {
+    return this.log.decode(await this.store.getEntries(sessionId, ids));
+  }
+
   private async entry(sessionId: string, entryId: string): Promise<SessionEvent> {
     const [e] = await this.log.decode(await this.store.getEntries(sessionId, [entryId]));
     if (!e || !e.entry) throw new InvalidEntryError(sessionId, entryId);

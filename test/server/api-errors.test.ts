@@ -239,6 +239,27 @@ describe('problems (auth off)', () => {
     }
   });
 
+  it('idempotency: a retry after the server failed between a compaction and the key\'s record gets that compaction, not a second one', async () => {
+    const s = await api.session();
+    for (const text of ['one', 'two', 'three', 'four']) {
+      const sent = (await api.post(`/v1/sessions/${s.id}/messages`, { content: `${text} ${'words '.repeat(200)}`, agent: 'helper' })).body;
+      await api.waitForRun(sent.run.id, 'completed');
+    }
+    const key = { 'idempotency-key': 'crash-compact' };
+    const put = srv.store.putIdempotency.bind(srv.store);
+    let failing = true;
+    srv.store.putIdempotency = (r) => (failing ? ((failing = false), Promise.reject(new Error('the process died here'))) : put(r));
+    const first = await api.post(`/v1/sessions/${s.id}/compact`, { keep_recent_tokens: 50 }, key);
+    srv.store.putIdempotency = put;
+    expect(first.status).toBe(500);
+    const compactions = async () => (await api.allEvents(s.id)).filter((e: Json) => e.type === 'compaction');
+    expect(await compactions()).toHaveLength(1);
+    const retry = await api.post(`/v1/sessions/${s.id}/compact`, { keep_recent_tokens: 50 }, key);
+    expect(retry.status).toBe(200);
+    expect(retry.body).toMatchObject({ compacted: true, event: { id: (await compactions())[0].id } });
+    expect(await compactions()).toHaveLength(1);
+  });
+
   it('idempotency: the same key with another body (or route) is 422 idempotency_mismatch; bad keys are refused', async () => {
     const key = { 'idempotency-key': 'mismatch' };
     expect((await api.post('/v1/sessions', { title: 'a' }, key)).status).toBe(201);

@@ -331,7 +331,18 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       const agent = (s.agent ? rt.resolveAgent(s.agent.split('@')[0]!) : undefined) ?? rt.resolveAgent(rt.defaultAgent.name)!;
       const active = await rt.runs.active(s.id);
       if (active && active.status === 'running') throw new HttpProblem('run_busy', 'compaction between runs only: the session has a running run', { active_run_id: active.id });
-      const r = await rt.sessions.compact(s.id, { model: agent.model, ...(b.keep_recent_tokens !== undefined ? { keepRecentTokens: b.keep_recent_tokens } : {}) });
+      // An Idempotency-Key is recorded with the compaction (a retry after a crash gets the same one).
+      const claim = c.get('idempotency');
+      const recorded = c.get('recordedEffect');
+      if (recorded !== undefined) {
+        const [e] = await rt.sessions.entries(s.id, [(JSON.parse(recorded) as { compaction_id: string }).compaction_id]);
+        if (e?.type === 'compaction') return c.json({ compacted: true, event: eventJson(e), tokens_before: e.data.tokensBefore, tokens_after: e.data.tokensAfter }, 200);
+      }
+      const r = await rt.sessions.compact(s.id, {
+        model: agent.model,
+        ...(b.keep_recent_tokens !== undefined ? { keepRecentTokens: b.keep_recent_tokens } : {}),
+        ...(claim ? { within: (tx: StoreOps, e: { id: string }) => recordEffect(tx, claim, { compaction_id: e.id }) } : {}),
+      });
       if (!r.compacted) return c.json({ compacted: false, reason: r.reason }, 200);
       return c.json({ compacted: true, event: eventJson(r.event), tokens_before: r.event.data.tokensBefore, tokens_after: r.event.data.tokensAfter }, 200);
     },
