@@ -492,7 +492,7 @@ export class RunsApi {
       if ((item.kind === 'event' && item.event.runId === id) || item.kind === 'delta') {
         queue.push(item);
         notify?.();
-      }
+      } else if (item.kind === 'changed') notify?.(); // another process committed: read the log now
     });
     try {
       let last = o.after ?? 0;

@@ -124,7 +124,7 @@ function serialized<T extends object>(item: T, shape: (x: T) => unknown): string
   return text;
 }
 
-type Item = { kind: 'event'; event: SessionEvent } | { kind: 'delta'; delta: DeltaEvent; id: string };
+type Item = { kind: 'event'; event: SessionEvent } | { kind: 'delta'; delta: DeltaEvent; id: string } | { kind: 'changed' };
 
 const deltaJson = (d: DeltaEvent) => ({
   type: d.type,
@@ -164,7 +164,8 @@ export function sseStream(c: Context, cursor: { seq: number; n: number } | undef
       wake?.();
     };
     const off = o.log.subscribe(o.sessionId, (item) => {
-      if (item.kind === 'event') {
+      if (item.kind === 'changed') push({ kind: 'changed' });
+      else if (item.kind === 'event') {
         if (!o.run || item.event.runId === o.run.id) push({ kind: 'event', event: item.event });
       } else {
         // The hub numbered it already (its listener runs first).
@@ -254,7 +255,10 @@ export function sseStream(c: Context, cursor: { seq: number; n: number } | undef
           wake = undefined;
           continue;
         }
-        if (item.kind === 'event') {
+        if (item.kind === 'changed') {
+          // Another process committed: what it wrote is in the log.
+          for (const e of await o.log.read(o.sessionId, { afterSeq: lastSeq, ...(o.run ? { runId: o.run.id } : {}) })) await sendEvent(e);
+        } else if (item.kind === 'event') {
           // Events this process committed without publishing them (a worker's claim of the run),
           // published out of order, or written by another process: read them from the log first.
           if (item.event.seq > lastSeq + 1) {

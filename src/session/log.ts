@@ -24,7 +24,12 @@ export type NewEvent = {
 
 const ALL = Symbol('all sessions');
 
-export type LiveListener = (e: { kind: 'event'; event: SessionEvent } | { kind: 'delta'; delta: DeltaEvent }) => void;
+/**
+ * What a follower of a session hears: an event this process committed, a delta, or `changed`:
+ * another process committed to the session; read the log after what you have.
+ */
+export type LiveItem = { kind: 'event'; event: SessionEvent } | { kind: 'delta'; delta: DeltaEvent };
+export type LiveListener = (e: LiveItem | { kind: 'changed'; sessionId: string }) => void;
 
 /**
  * The session's append-only event log: validation, blob extraction and seq allocation on the way
@@ -118,6 +123,8 @@ export class SessionLog {
 
   /** Tells live subscribers about events committed by someone else's transaction. */
   publish(sessionId: string, events: readonly SessionEvent[]): void {
+    const last = events.at(-1)?.seq;
+    if (last !== undefined && this.stopFollowing && last > (this.published.get(sessionId) ?? -1)) this.published.set(sessionId, last);
     const one = this.live.listenerCount(sessionId) > 0;
     const all = this.live.listenerCount(ALL) > 0;
     if (!one && !all) return;
@@ -135,11 +142,47 @@ export class SessionLog {
   /** Live events and deltas of one session, as this process appends them. */
   subscribe(sessionId: string, listener: LiveListener): () => void {
     this.live.on(sessionId, listener);
+    this.followOthers();
     return () => this.live.off(sessionId, listener);
   }
 
+  /** The highest seq this process published (or was told of) per followed session. */
+  private readonly published = new Map<string, number>();
+  private stopFollowing: (() => void) | undefined;
+  private checking = false;
+
+  /**
+   * While sessions are followed here, commits of other processes (the store tells when there are
+   * some) reach their followers as `changed`, for each followed session whose log moved past what
+   * this process published.
+   */
+  private followOthers(): void {
+    if (this.stopFollowing || !this.store.changes) return;
+    this.stopFollowing = this.store.changes(() => {
+      if (this.checking) return;
+      this.checking = true;
+      void this.tellFollowers().finally(() => (this.checking = false));
+    });
+  }
+
+  private async tellFollowers(): Promise<void> {
+    const followed = this.live.eventNames().filter((n): n is string => typeof n === 'string' && this.live.listenerCount(n) > 0);
+    if (followed.length === 0) {
+      this.stopFollowing?.();
+      this.stopFollowing = undefined;
+      this.published.clear();
+      return;
+    }
+    for (const sessionId of followed) {
+      const s = await this.store.getSession(sessionId).catch(() => undefined);
+      if (!s || s.lastSeq <= (this.published.get(sessionId) ?? -1)) continue;
+      this.published.set(sessionId, s.lastSeq);
+      this.live.emit(sessionId, { kind: 'changed', sessionId });
+    }
+  }
+
   /** Live events and deltas of every session (all-session listeners are called first). */
-  subscribeAll(listener: (sessionId: string, item: Parameters<LiveListener>[0]) => void): () => void {
+  subscribeAll(listener: (sessionId: string, item: LiveItem) => void): () => void {
     this.live.on(ALL, listener);
     return () => this.live.off(ALL, listener);
   }

@@ -352,6 +352,12 @@ export interface AppendOptions {
 
 export interface Store extends StoreOps {
   readonly kind: string;
+  /**
+   * Calls `listener` soon after another connection (another process) committed, best effort, for
+   * as long as it is registered; returns the unregistration. What changed is read from the store.
+   * A store that cannot tell leaves it out.
+   */
+  changes?(listener: () => void): () => void;
   /** Runs `fn` as one unit of work: everything it does through `tx` commits together or not at all. */
   transaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T>;
   close(): Promise<void>;

@@ -283,7 +283,7 @@ describe('session log', () => {
       const other = await sessions.create();
       const got: SessionEvent[] = [];
       const deltas: unknown[] = [];
-      const unsubscribe = sessions.subscribe(s.id, (m) => (m.kind === 'event' ? got.push(m.event) : deltas.push(m.delta)));
+      const unsubscribe = sessions.subscribe(s.id, (m) => (m.kind === 'event' ? got.push(m.event) : m.kind === 'delta' ? deltas.push(m.delta) : undefined));
 
       await sessions.append(s.id, [user('u1', 'one')]);
       await sessions.append(other.id, [user('x', 'elsewhere')]);

@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { createRuntime, defineAgent, ScriptedModel, tool } from '../../src/index.ts';
@@ -194,6 +194,28 @@ describe('sqlite store', () => {
     } finally {
       await rt.close();
     }
+  });
+
+  it('tells a listener of other connections\' commits within 100 ms (data_version), not of its own, and stops when unregistered', async () => {
+    const a = openStore();
+    const b = openStore();
+    await a.createSession({ id: 's', createdAt: T0 });
+    let heard = 0;
+    const off = a.changes((() => heard++) as () => void);
+    await new Promise((r) => setTimeout(r, 120));
+    heard = 0;
+    await a.append('s', [{ id: 'own', type: 't', v: 1, time: T0, entry: false, data: null }]);
+    await new Promise((r) => setTimeout(r, 150));
+    expect(heard).toBe(0);
+    const t0 = Date.now();
+    await b.append('s', [{ id: 'theirs', type: 't', v: 1, time: T0, entry: false, data: null }]);
+    await vi.waitFor(() => expect(heard).toBeGreaterThan(0), { timeout: 1000, interval: 5 });
+    expect(Date.now() - t0).toBeLessThan(150);
+    off();
+    heard = 0;
+    await b.append('s', [{ id: 'later', type: 't', v: 1, time: T0, entry: false, data: null }]);
+    await new Promise((r) => setTimeout(r, 150));
+    expect(heard).toBe(0);
   });
 
   it('refuses a database written by a newer schema with SchemaVersionError', async () => {

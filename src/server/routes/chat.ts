@@ -270,7 +270,7 @@ class SlowClientError extends Error {
   }
 }
 
-type Item = { kind: 'event'; event: SessionEvent } | { kind: 'delta'; delta: DeltaEvent };
+type Item = { kind: 'event'; event: SessionEvent } | { kind: 'delta'; delta: DeltaEvent } | { kind: 'changed'; sessionId: string };
 
 /**
  * The UI message chunks of one run: what the log has after `after`, the message streaming now,
@@ -333,6 +333,7 @@ function runChunks(ctx: AppContext, o: RunStreamOptions, errorText: (e: unknown)
       const item = queue.shift();
       if (item) {
         if (item.kind === 'event') onEvent(item.event);
+        else if (item.kind === 'changed') await readLog(); // another process committed
         else onDelta(item.delta);
         continue;
       }

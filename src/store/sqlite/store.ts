@@ -145,12 +145,48 @@ export class SqliteStore extends WithStoreOps implements Store {
     return this.queue.commitCount;
   }
 
+  private readonly changeListeners = new Set<() => void>();
+  private changeTimer: ReturnType<typeof setInterval> | undefined;
+  private dataVersion: number | undefined;
+
+  /**
+   * Other connections' commits, noticed by SQLite's `data_version` (it changes when another
+   * connection commits), read every 50 ms while someone listens: a cheap read, no scan.
+   */
+  changes(listener: () => void): () => void {
+    this.changeListeners.add(listener);
+    if (!this.changeTimer) {
+      this.changeTimer = setInterval(() => {
+        void this.queue
+          .serial(() => this.db.pragma('data_version', { simple: true }) as number)
+          .then((v) => {
+            const changed = this.dataVersion !== undefined && v !== this.dataVersion;
+            this.dataVersion = v;
+            if (changed) for (const l of [...this.changeListeners]) l();
+          })
+          .catch(() => {});
+      }, 50);
+      this.changeTimer.unref?.();
+    }
+    return () => {
+      this.changeListeners.delete(listener);
+      if (this.changeListeners.size === 0 && this.changeTimer) {
+        clearInterval(this.changeTimer);
+        this.changeTimer = undefined;
+        this.dataVersion = undefined;
+      }
+    };
+  }
+
   transaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T> {
     // A unit of work joins the group commit like any single write: its own savepoint, the shared COMMIT.
     return this.queue.write(() => fn(this.ops));
   }
 
   close(): Promise<void> {
+    clearInterval(this.changeTimer);
+    this.changeTimer = undefined;
+    this.changeListeners.clear();
     return this.queue.close();
   }
 
