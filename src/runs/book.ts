@@ -8,6 +8,7 @@ import {
   StoreError,
   TERMINAL_STATUSES,
   type JsonObject,
+  type NewRun,
   type RunGuard,
   type RunPatch,
   type RunRecord,
@@ -112,6 +113,25 @@ export function agentSpec(agent: AgentDefinition): JsonObject {
 }
 
 export const usageOf = (u: JsonObject): Usage => ({ ...emptyUsage(), ...(u as Partial<Usage>) });
+
+/** The row of a new run for a message: the agent it runs with, its deadline and options. */
+function newRunOf(sessionId: string, message: UserMessage, agent: AgentDefinition, options: RunOptions, more: Partial<NewRun> = {}): NewRun {
+  const now = Date.now();
+  return {
+    id: newId(),
+    sessionId,
+    agent: { name: agent.name, version: agent.version },
+    agentSpec: agentSpec(agent),
+    triggerMessageId: message.id,
+    createdAt: now,
+    deadlineAt: options.timeoutMs !== undefined ? now + options.timeoutMs : null,
+    options: options as JsonObject,
+    ...more,
+  };
+}
+
+/** The data of a new run's first `run/status` event. */
+const queuedStatus = (agent: { name: string; version: string }) => ({ from: null, to: 'queued' as const, attempt: 0, agent: { name: agent.name, version: agent.version } });
 
 /**
  * Every durable change to runs: each one a single transaction that updates the run row and
@@ -242,27 +262,9 @@ export class RunBook {
     agent: AgentDefinition,
     options: RunOptions,
   ): Promise<{ run: RunRecord; events: SessionEvent[] }> {
-    const id = newId();
-    const now = Date.now();
-    const run = await tx.createRun({
-      id,
-      sessionId,
-      agent: { name: agent.name, version: agent.version },
-      agentSpec: agentSpec(agent),
-      triggerMessageId: message.id,
-      queuedBehind: true,
-      createdAt: now,
-      deadlineAt: options.timeoutMs !== undefined ? now + options.timeoutMs : null,
-      options: options as JsonObject,
-    });
-    await tx.addInput({ id: message.id, sessionId, kind: 'message', runId: id, payload: { message }, createdAt: now });
-    const events = await this.append(tx, sessionId, [
-      {
-        type: 'run/status',
-        runId: id,
-        data: { from: null, to: 'queued', attempt: 0, agent: { name: agent.name, version: agent.version }, reason: `queued behind run ${active.id}` },
-      },
-    ]);
+    const run = await tx.createRun(newRunOf(sessionId, message, agent, options, { queuedBehind: true }));
+    await tx.addInput({ id: message.id, sessionId, kind: 'message', runId: run.id, payload: { message }, createdAt: run.createdAt });
+    const events = await this.append(tx, sessionId, [{ type: 'run/status', runId: run.id, data: { ...queuedStatus(agent), reason: `queued behind run ${active.id}` } }]);
     return { run, events };
   }
 
@@ -277,27 +279,15 @@ export class RunBook {
   ): Promise<{ run: RunRecord; events: SessionEvent[] }> {
     const sessionId = session.id;
     const turn = session.lastTurn + 1;
-    const id = newId();
-    const now = Date.now();
-    const run = await tx.createRun({
-      id,
-      sessionId,
-      agent: { name: agent.name, version: agent.version },
-      agentSpec: agentSpec(agent),
-      triggerMessageId: message.id,
-      turn,
-      createdAt: now,
-      deadlineAt: options.timeoutMs !== undefined ? now + options.timeoutMs : null,
-      options: options as JsonObject,
-      ...(parent ? { parentRunId: parent.runId, parentToolCallId: parent.toolCallId } : {}),
-    });
+    const run = await tx.createRun(newRunOf(sessionId, message, agent, options, { turn, ...(parent ? { parentRunId: parent.runId, parentToolCallId: parent.toolCallId } : {}) }));
+    const id = run.id;
     const events = await this.append(tx, sessionId, [
       { type: 'user/message', runId: id, turn, data: { message, via: 'input' } },
       {
         type: 'run/status',
         runId: id,
         turn,
-        data: { from: null, to: 'queued', attempt: 0, agent: { name: agent.name, version: agent.version }, ...(parent ? { parentRunId: parent.runId } : {}) },
+        data: { ...queuedStatus(agent), ...(parent ? { parentRunId: parent.runId } : {}) },
       },
     ]);
     return { run, events };
@@ -398,7 +388,7 @@ export class RunBook {
         }
         // Recorded as a run that failed, so that the message is not dropped without a trace.
         const run = await tx.createRun({ id: newId(), sessionId, agent: { name: p.agent, version: p.agentVersion ?? 'unknown' }, agentSpec: { name: p.agent }, triggerMessageId: p.message.id, queuedBehind: true, createdAt: Date.now() });
-        events.push(...(await this.append(tx, sessionId, [{ type: 'run/status', runId: run.id, data: { from: null, to: 'queued', attempt: 0, agent: { name: run.agent.name, version: run.agent.version } } }])));
+        events.push(...(await this.append(tx, sessionId, [{ type: 'run/status', runId: run.id, data: queuedStatus(run.agent) }])));
         events.push(...(await this.agentGone(tx, run)));
         continue;
       }
