@@ -516,6 +516,25 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       });
     });
 
+    describe('erasure and shared blobs', () => {
+      it('keeps a blob that a surviving session refers to, also when that session first referred to it in a transaction that rolled back', async () => {
+        const h = `sha256:${'c'.repeat(64)}`;
+        await session('keep');
+        await session('gone');
+        await store.putBlobs([{ hash: h, data: '"shared words"' }]);
+        await expect(
+          store.transaction(async (tx) => {
+            await tx.append('keep', [entry({ data: { text: { $blob: h } } })]);
+            throw new Error('roll back');
+          }),
+        ).rejects.toThrow('roll back');
+        await store.append('keep', [entry({ data: { text: { $blob: h } } })]);
+        await store.append('gone', [entry({ data: { text: { $blob: h } } })]);
+        await store.eraseSession('gone', T0);
+        expect((await store.getBlobs([h])).get(h)).toBe('"shared words"');
+      });
+    });
+
     describe('sealing', () => {
       it('changes nothing that can be read: events, seqs, ids, entries, ancestors and the session head', async () => {
         await session('s');

@@ -23,8 +23,8 @@ import type { Statements } from './statements.ts';
 export type SyncOps = { [K in keyof StoreOps]: (...args: Parameters<StoreOps[K]>) => Awaited<ReturnType<StoreOps[K]>> };
 
 /**
- * A session's open rows are sealed at the end of a turn (`seal`), and also once this many events
- * are open, so that a long turn's log does not stay uncompressed (ADR-0009).
+ * A session's open rows are sealed at the end of a turn (`sealEvents`), and also once this many
+ * events are open, so that a long turn's log does not stay uncompressed (ADR-0009).
  */
 const SEAL_AT = 1024;
 
@@ -87,9 +87,6 @@ export function createOperations(db: Database.Database, st: Statements): SyncOps
     return lastSeq;
   };
 
-  /** Blob references this connection wrote (or found written): a session's header hashes repeat every step. */
-  const knownRefs = new Set<string>();
-
   /** The returned events' `data` is the draft's own object, not a copy: the caller owns the drafts. */
   const append = (sessionId: string, drafts: readonly EventDraft[], options: AppendOptions = {}): StoredEvent[] => {
     const { expectLastSeq, fence } = options;
@@ -144,14 +141,9 @@ export function createOperations(db: Database.Database, st: Statements): SyncOps
     if (out.length === 0) return out;
     const json = encodeOpen(out);
     st.insertBatch.run(sessionKey, out[0]!.seq, seq, OPEN_CODEC, json);
-    // Which blobs the session refers to, for erasure (each pair written once).
-    for (const hash of blobHashesIn(json)) {
-      const ref = `${sessionId}\u0000${hash}`;
-      if (knownRefs.has(ref)) continue;
-      st.insertBlobRef.run(sessionKey, hash);
-      knownRefs.add(ref);
-      if (knownRefs.size > 10_000) knownRefs.delete(knownRefs.values().next().value!);
-    }
+    // Which blobs the session refers to, for erasure. Written in the append's own transaction (a
+    // cache of pairs written would outlive a rollback, and erasure would then miss a reference).
+    for (const hash of blobHashesIn(json)) st.insertBlobRef.run(sessionKey, hash);
     const sealed = seq - s.sealed_seq >= SEAL_AT ? sealOpenRows(sessionKey, s.sealed_seq, seq) : s.sealed_seq;
     st.advance.run(seq, leaf, lastTurn, sealed, sessionId);
     return out;
@@ -287,7 +279,6 @@ export function createOperations(db: Database.Database, st: Statements): SyncOps
       st.eraseOwnBlobs.run(key, key);
       st.eraseBlobRefs.run(key);
       st.eraseIdempotency.run(sessionId);
-      for (const ref of [...knownRefs]) if (ref.startsWith(`${sessionId}\u0000`)) knownRefs.delete(ref);
       st.tombstone.run(erasedAt, JSON.stringify({ runs, usage, cost }), sessionId);
       return toSession(sessionRow(sessionId));
     },
