@@ -143,7 +143,11 @@ export class SessionLog {
   subscribe(sessionId: string, listener: LiveListener): () => void {
     this.live.on(sessionId, listener);
     this.followOthers();
-    return () => this.live.off(sessionId, listener);
+    return () => {
+      this.live.off(sessionId, listener);
+      // Nobody follows a session here any more: stop asking the store about other processes.
+      if (!this.live.eventNames().some((n) => typeof n === 'string' && this.live.listenerCount(n) > 0)) this.unfollowOthers();
+    };
   }
 
   /** The highest seq this process published (or was told of) per followed session. */
@@ -165,14 +169,15 @@ export class SessionLog {
     });
   }
 
+  private unfollowOthers(): void {
+    this.stopFollowing?.();
+    this.stopFollowing = undefined;
+    this.published.clear();
+  }
+
   private async tellFollowers(): Promise<void> {
     const followed = this.live.eventNames().filter((n): n is string => typeof n === 'string' && this.live.listenerCount(n) > 0);
-    if (followed.length === 0) {
-      this.stopFollowing?.();
-      this.stopFollowing = undefined;
-      this.published.clear();
-      return;
-    }
+    if (followed.length === 0) return this.unfollowOthers();
     for (const sessionId of followed) {
       const s = await this.store.getSession(sessionId).catch(() => undefined);
       if (!s || s.lastSeq <= (this.published.get(sessionId) ?? -1)) continue;
