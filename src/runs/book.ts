@@ -206,7 +206,7 @@ export class RunBook {
   ): Promise<Accepted> {
     const message = userMessage(input);
     const ifBusy = o.ifBusy ?? 'reject';
-    return this.store.transaction(async (tx) => {
+    return this.sessions.log.transaction(async (tx) => {
       // Checked first, under the write lock: a request that lost the key to another changes nothing.
       if (o.idempotency) await refuseTakenKey(tx, o.idempotency);
       const accepted = await this.accept(tx, sessionId, message, agent, ifBusy, o);
@@ -300,12 +300,10 @@ export class RunBook {
    * next enqueued message becomes the next run.
    */
   async finish(run: RunRecord, to: FinalStatus, o: FinishOptions): Promise<{ run: RunRecord; next?: RunRecord; events: SessionEvent[] }> {
-    const result = await this.store.transaction((tx) => this.finishIn(tx, run.id, to, o));
-    this.sessions.log.publish(run.sessionId, result.events);
-    return result;
+    return this.sessions.log.transaction((tx) => this.finishIn(tx, run.id, to, o));
   }
 
-  /** `finish` inside the caller's transaction (the caller publishes the events after commit). */
+  /** `finish` inside the caller's transaction (a log transaction: its events are published when it commits). */
   async finishIn(tx: StoreOps, runId: string, to: FinalStatus, o: FinishOptions): Promise<{ run: RunRecord; next?: RunRecord; events: SessionEvent[] }> {
     const current = await tx.getRun(runId);
     if (!current) throw new NotFoundError('run', runId);
@@ -475,7 +473,7 @@ export class RunBook {
     toolCallId: string,
     d: { approved?: boolean; input?: JsonValue; reason?: string; answer?: JsonValue },
   ): Promise<RunRecord> {
-    const out = await this.store.transaction(async (tx) => {
+    const out = await this.sessions.log.transaction(async (tx) => {
       const run = await tx.getRun(runId);
       if (!run) throw new NotFoundError('run', runId);
       // A run that ended waits for nothing: say so, rather than that the request is unknown.
@@ -530,18 +528,16 @@ export class RunBook {
       const updated = await tx.updateRun(runId, { waiting: nextWaiting as unknown as JsonObject }, { statuses: [run.status] });
       return { run: updated, events };
     });
-    this.sessions.log.publish(out.run.sessionId, out.events);
     return out.run;
   }
 
   /** A simple status change (pause, resume, park) with its event, in one transaction. */
   async move(runId: string, to: RunStatus, o: { reason?: string; patch?: RunPatch; guard?: RunGuard } = {}): Promise<RunRecord> {
-    const out = await this.store.transaction(async (tx) => {
+    const out = await this.sessions.log.transaction(async (tx) => {
       const run = await tx.getRun(runId);
       if (!run) throw new NotFoundError('run', runId);
       return this.transition(tx, run, to, o);
     });
-    this.sessions.log.publish(out.run.sessionId, out.events);
     return out.run;
   }
 

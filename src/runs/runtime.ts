@@ -154,7 +154,6 @@ export class Runtime {
       if (active) await this.runs.cancel(active.id, { reason: 'interrupted by a new message' });
     }
     const r = await this.book.send(sessionId, input, agent, { ifBusy: ifBusy === 'interrupt' ? 'reject' : ifBusy, options, ...(idempotency ? { idempotency } : {}) });
-    this.book.sessions.log.publish(sessionId, r.events);
     if (r.outcome === 'steered') this.executions.get(r.run.id)?.steeringArrived();
     this.wake();
     return { outcome: r.outcome, message: r.message, run: r.run };
@@ -288,7 +287,6 @@ export class Runtime {
       metadata: { parentRunId, parentSessionId: parent.sessionId, parentToolCallId: toolCallId, parentStep: step },
     });
     const r = await this.book.send(session.id, task, agent, { options: { ...this.options.runDefaults }, parent: { runId: parentRunId, toolCallId } });
-    this.book.sessions.log.publish(session.id, r.events);
     this.wake();
     return r.run;
   }

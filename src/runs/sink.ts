@@ -77,10 +77,9 @@ export class RunSink extends BufferedSink {
       await this.log.append(this.run.sessionId, drafts, { fence, trusted: true });
       return;
     }
-    const published: SessionEvent[] = [];
-    await this.book.store.transaction(async (tx) => {
+    // Published when it commits, by the log.
+    await this.log.transaction(async (tx) => {
       const appended = await this.log.append(this.run.sessionId, drafts, { fence, tx, trusted: true });
-      published.push(...appended);
       for (const id of steered) await tx.removeInput(id);
       // A failed turn's end is no step boundary: its working state may hold a step whose calls
       // started but have no result. The retry resumes from the last boundary and the log after it,
@@ -100,12 +99,11 @@ export class RunSink extends BufferedSink {
         }
       }
       if (end) {
-        published.push(...(await this.settle(tx, end)));
+        await this.settle(tx, end);
         // The turn is over: its events are stored compactly from now on (ADR-0009).
         await tx.sealEvents(this.run.sessionId);
       }
     });
-    this.log.publish(this.run.sessionId, published);
   }
 
   /** The run's status after its turn ended, in the turn end's transaction. */

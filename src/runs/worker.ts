@@ -80,7 +80,8 @@ export class Worker {
   private async claim(): Promise<RunRecord | undefined> {
     const { book } = this.host;
     const env = this.host.env(this.id);
-    const claimed = await book.store.transaction(async (tx) => {
+    // Committed, its event reaches live streams (the log publishes on commit).
+    const claimed = await book.sessions.log.transaction(async (tx) => {
       const c = await tx.claimRun(this.id, env.leaseMs, Date.now(), CLAIM_POLICY);
       if (!c) return undefined;
       const { run, previous } = c;
@@ -92,10 +93,7 @@ export class Worker {
           : { type: 'run/status', runId: run.id, ...turn, data: { from: previous, to: 'running', attempt: run.attempt, reason: `claimed by ${this.id}` } };
       return { run, events: await book.sessions.log.append(run.sessionId, [event], { tx, fence, trusted: true }) };
     });
-    if (!claimed) return undefined;
-    // Committed: now live streams may see it.
-    book.sessions.log.publish(claimed.run.sessionId, claimed.events);
-    return claimed.run;
+    return claimed?.run;
   }
 
   private spawn(run: RunRecord): void {

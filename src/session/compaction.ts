@@ -171,12 +171,11 @@ export async function compactSession(log: SessionLog, sessionId: string, o: Comp
       // Refuse to cut a context that changed while the summary was written.
       { expectLastSeq: read.asOfSeq, tx },
     );
-  const [event] = await log.store.transaction(async (tx) => {
+  const [event] = await log.transaction(async (tx) => {
     const appended = await append(tx);
     await o.within?.(tx, appended[0] as SessionEvent<'compaction'>);
     return appended;
   });
-  log.publish(sessionId, [event!]);
   const after: ContextState = contextProjection.apply(state, event!);
   return { compacted: true, event: event as SessionEvent<'compaction'>, context: contextMessages(after) };
 }

@@ -28,6 +28,9 @@ const ALL = Symbol('all sessions');
  * What a follower of a session hears: an event this process committed, a delta, or `changed`:
  * another process committed to the session; read the log after what you have.
  */
+/** Where a log transaction collects the events to publish when it commits (see `transaction`). */
+const ON_COMMIT: unique symbol = Symbol('keel.onCommit');
+
 export type LiveItem = { kind: 'event'; event: SessionEvent } | { kind: 'delta'; delta: DeltaEvent };
 export type LiveListener = (e: LiveItem | { kind: 'changed'; sessionId: string }) => void;
 
@@ -117,12 +120,35 @@ export class SessionLog {
     const stored = tx ? await write(tx) : blobs.length > 0 ? await this.store.transaction(write) : await this.store.append(sessionId, drafts, appendOptions);
     // The data as appended (validated, or built by typed code when trusted), before blob extraction, is what a reader gets back: no need to read it.
     const decoded = stored.map((s, i) => ({ ...this.envelope(s), data: datas[i] }) as SessionEvent);
+    // Published when they are committed: now, or when the transaction they are part of commits.
     if (!tx) this.publish(sessionId, decoded);
+    else {
+      const committed = (tx as Partial<Record<typeof ON_COMMIT, Array<[string, SessionEvent[]]>>>)[ON_COMMIT];
+      if (!committed) throw new Error('SessionLog.append: a transaction of the log is needed (log.transaction), so that its events are published when it commits');
+      committed.push([sessionId, decoded]);
+    }
     return decoded;
   }
 
-  /** Tells live subscribers about events committed by someone else's transaction. */
-  publish(sessionId: string, events: readonly SessionEvent[]): void {
+  /**
+   * Runs `fn` as one store transaction; the events it appends through the log are published to
+   * live followers when it commits (and never when it rolls back). The one way to append inside a
+   * transaction: nobody publishes by hand.
+   */
+  async transaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T> {
+    const committed: Array<[string, SessionEvent[]]> = [];
+    const result = await this.store.transaction((tx) => {
+      // The same operations, carrying where this transaction's appended events go.
+      const scoped = Object.create(tx) as StoreOps & Record<typeof ON_COMMIT, Array<[string, SessionEvent[]]>>;
+      scoped[ON_COMMIT] = committed;
+      return fn(scoped);
+    });
+    for (const [sessionId, events] of committed) this.publish(sessionId, events);
+    return result;
+  }
+
+  /** Tells live followers of committed events: called on commit, by `append` and `transaction` only. */
+  private publish(sessionId: string, events: readonly SessionEvent[]): void {
     const last = events.at(-1)?.seq;
     if (last !== undefined && this.stopFollowing && last > (this.published.get(sessionId) ?? -1)) this.published.set(sessionId, last);
     const one = this.live.listenerCount(sessionId) > 0;

@@ -86,7 +86,7 @@ export class Sessions {
   ): Promise<SessionRecord> {
     const id = options.id ?? newId();
     const createdAt = Date.now();
-    const created = await this.store.transaction(async (tx) => {
+    const created = await this.log.transaction(async (tx) => {
       await tx.createSession({ id, tenant: options.tenant ?? 'default', createdAt, title: options.title ?? null, metadata: options.metadata ?? {}, agent: options.agent ?? null, origin: options.origin ?? null });
       const events = await this.log.append(
         id,
@@ -97,7 +97,6 @@ export class Sessions {
       await options.within?.(tx, session);
       return { session, events };
     });
-    this.log.publish(id, created.events);
     return created.session;
   }
 
@@ -115,11 +114,10 @@ export class Sessions {
   }
 
   async update(id: string, patch: { title?: string | null; metadata?: JsonObject }): Promise<SessionRecord> {
-    const events = await this.store.transaction(async (tx) => {
+    await this.log.transaction(async (tx) => {
       await tx.updateSession(id, patch);
       return this.log.append(id, [{ type: 'session/updated', data: patch as { title?: string | null; metadata?: Record<string, never> } }], { tx });
     });
-    this.log.publish(id, events);
     return this.get(id);
   }
 
@@ -136,11 +134,10 @@ export class Sessions {
 
   /** Archives a session: it leaves default listings; its log stays readable. */
   async archive(id: string): Promise<SessionRecord> {
-    const events = await this.store.transaction(async (tx) => {
+    await this.log.transaction(async (tx) => {
       await tx.updateSession(id, { archivedAt: Date.now() });
       return this.log.append(id, [{ type: 'session/archived', data: {} }], { tx });
     });
-    this.log.publish(id, events);
     return this.get(id);
   }
 
@@ -231,13 +228,11 @@ export class Sessions {
    * The check and the move are one transaction.
    */
   private async moveLeaf(sessionId: string, events: readonly NewEvent[], options: { expectLastSeq?: number } = {}): Promise<SessionEvent[]> {
-    const appended = await this.store.transaction(async (tx) => {
+    return this.log.transaction(async (tx) => {
       const active = await tx.activeRun(sessionId);
       if (active) throw new RunBusyError(sessionId, active.id);
       return this.log.append(sessionId, events, { ...options, tx });
     });
-    this.log.publish(sessionId, appended);
-    return appended;
   }
 
   /**
@@ -311,13 +306,12 @@ export class Sessions {
     const createdAt = Date.now();
     const origin = { sessionId: sourceId, entryId: at.id };
     const newTitle = title ?? (source.title ? `${source.title} (fork)` : null);
-    const events = await this.store.transaction(async (tx) => {
+    await this.log.transaction(async (tx) => {
       await tx.createSession({ id, tenant: source.tenant, createdAt, title: newTitle, metadata: source.metadata, agent: source.agent, origin });
       const appended = await this.log.append(id, [{ type: 'session/created', time: createdAt, data: { title: newTitle, metadata: source.metadata as Record<string, never>, agent: source.agent, origin } }, ...copies], { tx });
       await within?.(tx, id);
       return appended;
     });
-    this.log.publish(id, events);
     return { sessionId: id, leafId: ids.get(at.id)! };
   }
 

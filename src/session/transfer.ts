@@ -264,7 +264,7 @@ export async function importSession(
   const keep = (options.ids ?? 'new') === 'keep';
   const sessionId = keep ? h.id : newId();
   const origin = keep ? h.origin : { sessionId: h.id, entryId: h.leafId ?? drafts.at(-1)?.id ?? h.id };
-  return log.store.transaction(async (tx) => {
+  return log.transaction(async (tx) => {
     if (await tx.getSession(sessionId)) throw new StoreError('conflict', `session ${sessionId} already exists: import it under new ids instead of keeping them`);
     // The tenant is where it is imported, not where it was exported from.
     await tx.createSession({ id: sessionId, tenant: options.tenant ?? 'default', createdAt: h.createdAt, title: h.title, metadata: h.metadata, agent: h.agent, origin });

@@ -143,7 +143,7 @@ describe('the transition table', () => {
     await rt.runs.pause(run.id);
     const lastSeq = (await rt.sessions.get(s.id)).lastSeq;
     // A stale view of the run (it was queued): queued → cancelled is legal, but the row moved on.
-    const err = await rt.store.transaction((tx) => rt.book.transition(tx, run, 'cancelled')).catch((e: unknown) => e);
+    const err = await rt.sessions.log.transaction((tx) => rt.book.transition(tx, run, 'cancelled')).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RunConflictError);
     expect((await rt.sessions.get(s.id)).lastSeq).toBe(lastSeq);
     expect((await rt.runs.get(run.id)).status).toBe('paused');
@@ -154,7 +154,7 @@ describe('the transition table', () => {
     const s = await rt.sessions.create();
     const { run } = await rt.sessions.send(s.id, 'hi');
     const lastSeq = (await rt.sessions.get(s.id)).lastSeq;
-    const err = await rt.store
+    const err = await rt.sessions.log
       .transaction(async (tx) => rt.book.transition(tx, (await tx.getRun(run.id))!, 'paused', { guard: { fencingToken: run.fencingToken + 7 } }))
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(FencedError);

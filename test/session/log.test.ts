@@ -307,13 +307,22 @@ describe('session log', () => {
         if (m.kind === 'event') got.push(m.event);
       });
       await expect(
-        store.transaction(async (tx) => {
+        sessions.log.transaction(async (tx) => {
           await sessions.log.append(s.id, [user('u1', 'doomed')], { tx });
           throw new Error('abort');
         }),
       ).rejects.toThrow('abort');
       expect(got).toEqual([]);
       expect((await sessions.get(s.id)).lastSeq).toBe(1);
+      // Appending in a bare store transaction is refused: its events could not be published on commit.
+      await expect(store.transaction((tx) => sessions.log.append(s.id, [user('u2', 'unpublished')], { tx }))).rejects.toThrow(/log.transaction/);
+      // Committed, they are told once, after the commit.
+      const committed = sessions.log.transaction(async (tx) => {
+        await sessions.log.append(s.id, [user('u3', 'told')], { tx });
+        expect(got).toEqual([]);
+      });
+      await committed;
+      expect(got.map((e) => e.type)).toEqual(['user/message']);
     });
 
     it('streams a whole turn live, in the order the log stores it', async () => {
