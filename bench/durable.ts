@@ -67,7 +67,7 @@ import {
 } from '../src/index.ts';
 import { decodeBatch } from '../src/store/sqlite/event-batch-codec.ts';
 import { idKey, type IdKey } from '../src/store/sqlite/id-keys.ts';
-import type { BatchRow } from '../src/store/sqlite/rows.ts';
+import type { BatchRow } from '../src/store/rows.ts';
 
 const RUNS = Number(process.env.RUNS ?? 30);
 const TOOL_STEPS = Number(process.env.TOOL_STEPS ?? 20);

@@ -7,6 +7,7 @@ export * from './model/index.ts';
 export * from './core/index.ts';
 export * from './store/index.ts';
 export * from './store/sqlite/index.ts';
+export * from './store/postgres/index.ts';
 export * from './session/index.ts';
 export * from './runs/index.ts';
 export * from './config/index.ts';

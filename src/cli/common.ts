@@ -1,6 +1,8 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { openSqliteStore, type SqliteStore } from '../store/sqlite/index.ts';
+import { openPostgresStore } from '../store/postgres/index.ts';
+import type { Store } from '../store/index.ts';
+import { openSqliteStore } from '../store/sqlite/index.ts';
 import { UsageError, type Io } from './args.ts';
 
 /** The database a command works on: --db, else $KEEL_DB, else ./.keel/keel.db. */
@@ -8,16 +10,38 @@ export function dbPath(io: Io, db: string | undefined): string {
   return db ?? (io.env.KEEL_DB || resolve('.keel', 'keel.db'));
 }
 
-/**
- * Opens the local database. Commands that only read refuse a path with no database rather
- * than silently creating an empty one.
- */
-export function openDb(io: Io, db: string | undefined, o: { create?: boolean } = {}): SqliteStore {
-  const path = dbPath(io, db);
-  if (!o.create && path !== ':memory:' && !existsSync(path)) {
-    throw new Error(`no database at ${path}: pass --db PATH or set $KEEL_DB (keel serve creates ./.keel/keel.db)`);
+/** A PostgreSQL connection string (postgres:// or postgresql://) rather than a SQLite file. */
+export const isPostgresUrl = (location: string): boolean => /^postgres(ql)?:\/\//i.test(location);
+
+/** A connection string without its password, to print. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return url.replace(/:[^:@/]*@/, ':***@');
   }
-  return openSqliteStore({ path });
+}
+
+/** An opened store and where it is, for people (a file path, or a redacted PostgreSQL URL). */
+export type OpenedDb = { store: Store; where: string };
+
+/**
+ * Opens the database: PostgreSQL when the location is a postgres:// URL (the schema from
+ * $KEEL_DB_SCHEMA, default keel), else a SQLite file. Commands that only read refuse a path with
+ * no database rather than silently creating an empty one.
+ */
+export async function openDb(io: Io, db: string | undefined, o: { create?: boolean } = {}): Promise<OpenedDb> {
+  const location = dbPath(io, db);
+  if (isPostgresUrl(location)) {
+    const store = await openPostgresStore({ url: location, ...(io.env.KEEL_DB_SCHEMA ? { schema: io.env.KEEL_DB_SCHEMA } : {}) });
+    return { store, where: `${redactUrl(location)} (schema ${store.schema})` };
+  }
+  if (!o.create && location !== ':memory:' && !existsSync(location)) {
+    throw new Error(`no database at ${location}: pass --db PATH or set $KEEL_DB (keel serve creates ./.keel/keel.db)`);
+  }
+  return { store: openSqliteStore({ path: location }), where: location };
 }
 
 /** A whole number option within bounds (a usage error otherwise). */

@@ -188,7 +188,8 @@ export class SessionLog {
    */
   private followOthers(): void {
     if (this.stopFollowing || !this.store.changes) return;
-    this.stopFollowing = this.store.changes(() => {
+    this.stopFollowing = this.store.changes((change) => {
+      if (change) return this.changedTo(change.sessionId, change.lastSeq);
       if (this.checking) return;
       this.checking = true;
       void this.tellFollowers().finally(() => (this.checking = false));
@@ -201,14 +202,19 @@ export class SessionLog {
     this.published.clear();
   }
 
+  /** A session's log moved to `lastSeq` (the store said so): its followers read what they miss. */
+  private changedTo(sessionId: string, lastSeq: number): void {
+    if (this.live.listenerCount(sessionId) === 0 || lastSeq <= (this.published.get(sessionId) ?? -1)) return;
+    this.published.set(sessionId, lastSeq);
+    this.live.emit(sessionId, { kind: 'changed', sessionId });
+  }
+
   private async tellFollowers(): Promise<void> {
     const followed = this.live.eventNames().filter((n): n is string => typeof n === 'string' && this.live.listenerCount(n) > 0);
     if (followed.length === 0) return this.unfollowOthers();
     for (const sessionId of followed) {
       const s = await this.store.getSession(sessionId).catch(() => undefined);
-      if (!s || s.lastSeq <= (this.published.get(sessionId) ?? -1)) continue;
-      this.published.set(sessionId, s.lastSeq);
-      this.live.emit(sessionId, { kind: 'changed', sessionId });
+      if (s) this.changedTo(sessionId, s.lastSeq);
     }
   }
 

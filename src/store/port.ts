@@ -350,14 +350,21 @@ export interface AppendOptions {
   fence?: { runId: string; token: number };
 }
 
+/** What a change notice may say: a commit appended to this session, up to this seq. */
+export interface StoreChange {
+  sessionId: string;
+  lastSeq: number;
+}
+
 export interface Store extends StoreOps {
   readonly kind: string;
   /**
-   * Calls `listener` soon after another connection (another process) committed, best effort, for
-   * as long as it is registered; returns the unregistration. What changed is read from the store.
-   * A store that cannot tell leaves it out.
+   * Calls `listener` soon after another connection (another process, another node) committed,
+   * best effort, for as long as it is registered; returns the unregistration. With a `change`, the
+   * commit appended to that session up to that seq; without one, anything may have changed. What
+   * changed is read from the store. A store that cannot tell leaves it out.
    */
-  changes?(listener: () => void): () => void;
+  changes?(listener: (change?: StoreChange) => void): () => void;
   /** Runs `fn` as one unit of work: everything it does through `tx` commits together or not at all. */
   transaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T>;
   close(): Promise<void>;

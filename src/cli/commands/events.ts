@@ -20,7 +20,7 @@ export async function eventsCommand(argv: string[], io: Io): Promise<number> {
   const id = positional('events', positionals, 'session id, e.g. keel events <session> (see keel sessions ls)');
   let after = intOption('events', 'after', values.after, { default: 0 });
   const intervalMs = intOption('events', 'interval', values.interval, { min: 10, default: 500 });
-  const store = openDb(io, values.db);
+  const { store } = await openDb(io, values.db);
   try {
     const sessions = new Sessions({ store });
     await sessions.get(id); // a clear error for an unknown session

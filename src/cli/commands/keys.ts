@@ -1,6 +1,6 @@
 import { createApiKey } from '../../server/auth.ts';
-import { openSqliteStore } from '../../store/sqlite/index.ts';
 import { args, json, line, UsageError, type Io } from '../args.ts';
+import { openDb } from '../common.ts';
 
 export const keysHelp = `keel keys create <tenant> [--name NAME] [--rate N]   create an API key (shown once)
 keel keys list [--tenant T]                          list keys (never their secrets)
@@ -16,7 +16,7 @@ export async function keysCommand(argv: string[], io: Io): Promise<number> {
     rate: { type: 'string' },
     tenant: { type: 'string' },
   });
-  const store = openSqliteStore(values.db ? { path: values.db } : {});
+  const { store } = await openDb(io, values.db, { create: true });
   try {
     switch (sub) {
       case 'create': {

@@ -11,7 +11,7 @@ export async function replayCommand(argv: string[], io: Io): Promise<number> {
   // --verify is the only mode (and the default): accepted so scripts can say what they mean.
   const { values, positionals } = args('replay', argv, { db: { type: 'string' }, json: { type: 'boolean' }, verify: { type: 'boolean' } });
   const id = positional('replay', positionals, 'session id, e.g. keel replay <session> --verify');
-  const store = openDb(io, values.db);
+  const { store } = await openDb(io, values.db);
   let report: ReplayReport;
   try {
     const sessions = new Sessions({ store });

@@ -41,7 +41,7 @@ export async function runsCommand(argv: string[], io: Io): Promise<number> {
       const statuses = values.status?.split(',').map((s) => s.trim());
       const bad = statuses?.find((s) => !STATUSES.includes(s as RunStatus));
       if (bad !== undefined) throw new UsageError(`${name}: unknown status ${JSON.stringify(bad)} (one of ${STATUSES.join(', ')})`);
-      const store = openDb(io, values.db);
+      const { store } = await openDb(io, values.db);
       try {
         if (values.session && !(await store.getSession(values.session))) throw new Error(`session ${values.session} does not exist`);
         const newest: RunRecord[] = [];
@@ -83,7 +83,7 @@ export async function runsCommand(argv: string[], io: Io): Promise<number> {
     }
     case 'show': {
       const id = positional(name, positionals, 'run id, e.g. keel runs show <id> (see keel runs ls)');
-      const store = openDb(io, values.db);
+      const { store } = await openDb(io, values.db);
       try {
         const run = await store.getRun(id);
         if (!run) throw new Error(`run ${id} does not exist`);
@@ -98,7 +98,7 @@ export async function runsCommand(argv: string[], io: Io): Promise<number> {
     case 'cancel': {
       const id = positional(name, positionals, 'run id to cancel');
       const graceMs = intOption(name, 'grace', values.grace, { default: 15_000 });
-      const store = openDb(io, values.db);
+      const { store } = await openDb(io, values.db);
       try {
         const before = await store.getRun(id);
         if (!before) throw new Error(`run ${id} does not exist`);

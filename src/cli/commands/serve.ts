@@ -1,11 +1,12 @@
 import { loadConfig } from '../../config/index.ts';
 import { startServer } from '../../server/serve.ts';
-import { openSqliteStore } from '../../store/sqlite/index.ts';
 import { args, line, type Io } from '../args.ts';
+import { openDb } from '../common.ts';
 import { version } from '../version.ts';
 
-export const serveHelp = `keel serve [--port 8787] [--host 127.0.0.1] [--db PATH] [--config FILE] [--workers N] [--insecure]
-  The HTTP API and a worker in one process, on embedded SQLite (./.keel/keel.db, or $KEEL_DB).
+export const serveHelp = `keel serve [--port 8787] [--host 127.0.0.1] [--db PATH|URL] [--config FILE] [--workers N] [--insecure]
+  The HTTP API and a worker in one process, on embedded SQLite (./.keel/keel.db, or $KEEL_DB), or on
+  PostgreSQL with --db postgres://user@host/db (or KEEL_DB=postgres://…; schema $KEEL_DB_SCHEMA, default keel).
   --workers 0 serves the API only (run "keel worker" elsewhere). /metrics asks for the bearer token
   in $KEEL_METRICS_TOKEN when it is set, else for an API key once keys exist.`;
 
@@ -25,7 +26,7 @@ export async function serveCommand(argv: string[], io: Io): Promise<number> {
   const workers = values.workers !== undefined ? Number(values.workers) : 8;
   if (!Number.isInteger(workers) || workers < 0) throw new Error(`--workers must be a whole number >= 0, not ${values.workers}`);
   const config = await loadConfig(values.config);
-  const store = openSqliteStore(values.db ? { path: values.db } : {});
+  const { store, where } = await openDb(io, values.db, { create: true });
   let server: Awaited<ReturnType<typeof startServer>>;
   try {
     server = await startServer({
@@ -43,7 +44,7 @@ export async function serveCommand(argv: string[], io: Io): Promise<number> {
     await store.close();
     throw e;
   }
-  line(io, `keel ${version} listening on ${server.url}  (database ${store.path}, ${workers > 0 ? `worker concurrency ${workers}` : 'no worker'}, auth ${server.auth === 'required' ? 'by API key' : 'off (loopback)'})`);
+  line(io, `keel ${version} listening on ${server.url}  (database ${where}, ${workers > 0 ? `worker concurrency ${workers}` : 'no worker'}, auth ${server.auth === 'required' ? 'by API key' : 'off (loopback)'})`);
   if (config.demo) {
     line(io, '');
     line(io, 'DEMO MODE: no keel.config.{ts,mjs,js,json} here, so this serves the built-in demo agent on a scripted model');

@@ -157,7 +157,7 @@ export async function sessionsCommand(argv: string[], io: Io): Promise<number> {
 }
 
 async function withStore(io: Io, db: string | undefined, create: boolean, fn: (store: Store) => Promise<void>): Promise<number> {
-  const store = openDb(io, db, { create });
+  const { store } = await openDb(io, db, { create });
   try {
     await fn(store);
     return 0;

@@ -100,9 +100,3 @@ export function decodeBatch(sessionId: string, firstSeq: number, codec: number, 
     return e;
   });
 }
-
-/** The content hashes a stretch of event JSON refers to (blob references, header hashes). */
-export function blobHashesIn(json: string): string[] {
-  if (!json.includes('sha256:')) return [];
-  return [...new Set(json.match(/sha256:[0-9a-f]{64}/g) ?? [])];
-}

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { SchemaVersionError, type StoredEvent } from '../port.ts';
-import { blobHashesIn, decodeBatch, encodeOpen, seal, SEALED_CODEC } from './event-batch-codec.ts';
+import { blobHashesIn } from '../blob-refs.ts';
+import { decodeBatch, encodeOpen, seal, SEALED_CODEC } from './event-batch-codec.ts';
 import { idKey, idKeyOrNull } from './id-keys.ts';
 
 /**

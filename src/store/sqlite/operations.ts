@@ -14,9 +14,10 @@ import {
   type StoreOps,
   type StoredEvent,
 } from '../port.ts';
-import { blobHashesIn, decodeBatch, encodeOpen, OPEN_CODEC, seal, SEALED_CODEC } from './event-batch-codec.ts';
+import { blobHashesIn } from '../blob-refs.ts';
+import { decodeBatch, encodeOpen, OPEN_CODEC, seal, SEALED_CODEC } from './event-batch-codec.ts';
 import { idKey, idKeyOrNull, type IdKey } from './id-keys.ts';
-import { RUN_COLUMNS, toIdempotency, toInput, toKey, toRun, toSession, type RunRow, type SessionRow } from './rows.ts';
+import { RUN_COLUMNS, toIdempotency, toInput, toKey, toRun, toSession, type RunRow, type SessionRow } from '../rows.ts';
 import type { Statements } from './statements.ts';
 
 /** Every operation of the port, synchronous: what each returns, without the promise. */

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { RunStatus } from '../port.ts';
 import type { IdKey } from './id-keys.ts';
-import { TERMINAL_SQL, type BatchRow, type CheckpointRow, type IdempotencyRow, type InputRow, type KeyRow, type RunRow, type SessionRow, type SnapshotRow } from './rows.ts';
+import { TERMINAL_SQL, type BatchRow, type CheckpointRow, type IdempotencyRow, type InputRow, type KeyRow, type RunRow, type SessionRow, type SnapshotRow } from '../rows.ts';
 
 /** A prepared statement taking parameters P and returning rows R (the part of better-sqlite3's the operations use). */
 export interface Statement<P extends unknown[] = unknown[], R = unknown> {

@@ -1,6 +1,6 @@
 /**
- * The rows as SQLite returns them (snake_case columns, JSON as text, booleans as 0/1) and their
- * mapping to the port's records.
+ * The rows as the SQL backends return them (snake_case columns, JSON as text, flags as 0/1 in
+ * SQLite and booleans in PostgreSQL) and their mapping to the port's records.
  */
 import {
   TERMINAL_STATUSES,
@@ -11,7 +11,7 @@ import {
   type RunRecord,
   type RunStatus,
   type SessionRecord,
-} from '../port.ts';
+} from './port.ts';
 
 export type SessionRow = {
   id: string;
@@ -42,7 +42,7 @@ export type RunRow = {
   agent_version: string;
   agent_spec: string;
   status: RunStatus;
-  queued_behind: number;
+  queued_behind: Flag;
   trigger_message_id: string | null;
   turn: number | null;
   created_at: number;
@@ -56,8 +56,8 @@ export type RunRow = {
   lease_owner: string | null;
   lease_expires_at: number | null;
   fencing_token: number;
-  cancel_requested: number;
-  pause_requested: number;
+  cancel_requested: Flag;
+  pause_requested: Flag;
   deadline_at: number | null;
   options: string;
 };
@@ -72,6 +72,10 @@ export type CheckpointRow = { step: number; seq: number; state: string };
 
 export type SnapshotRow = { as_of_seq: number; leaf_id: string | null; state: string };
 
+/** A flag column: SQLite's 0/1 or PostgreSQL's boolean. */
+type Flag = number | boolean;
+const flag = (v: Flag): boolean => v === true || v === 1;
+
 const json = <T>(s: string | null): T | null => (s === null ? null : (JSON.parse(s) as T));
 
 export function toRun(r: RunRow): RunRecord {
@@ -83,7 +87,7 @@ export function toRun(r: RunRow): RunRecord {
     agent: { name: r.agent_name, version: r.agent_version },
     agentSpec: JSON.parse(r.agent_spec) as JsonObject,
     status: r.status,
-    queuedBehind: r.queued_behind === 1,
+    queuedBehind: flag(r.queued_behind),
     triggerMessageId: r.trigger_message_id,
     turn: r.turn,
     createdAt: r.created_at,
@@ -96,8 +100,8 @@ export function toRun(r: RunRow): RunRecord {
     waiting: json<JsonObject>(r.waiting),
     lease: r.lease_owner !== null && r.lease_expires_at !== null ? { owner: r.lease_owner, expiresAt: r.lease_expires_at } : null,
     fencingToken: r.fencing_token,
-    cancelRequested: r.cancel_requested === 1,
-    pauseRequested: r.pause_requested === 1,
+    cancelRequested: flag(r.cancel_requested),
+    pauseRequested: flag(r.pause_requested),
     deadlineAt: r.deadline_at,
     options: JSON.parse(r.options) as JsonObject,
   };

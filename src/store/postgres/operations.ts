@@ -1,0 +1,568 @@
+import {
+  FencedError,
+  NotFoundError,
+  RunBusyError,
+  RunConflictError,
+  SeqConflictError,
+  StoreError,
+  RUN_STATUSES,
+  TERMINAL_STATUSES,
+  type RunStatus,
+  type StoreOps,
+  type StoredEvent,
+} from '../port.ts';
+import { blobHashesIn } from '../blob-refs.ts';
+import {
+  RUN_COLUMNS,
+  toIdempotency,
+  toInput,
+  toKey,
+  toRun,
+  toSession,
+  type CheckpointRow,
+  type IdempotencyRow,
+  type InputRow,
+  type KeyRow,
+  type RunRow,
+  type SessionRow,
+  type SnapshotRow,
+} from '../rows.ts';
+import { constraintOf, FOREIGN_KEY_VIOLATION, sqlState, UNIQUE_VIOLATION, type Sql } from './sql.ts';
+
+/**
+ * What an operation runs on. `sql` is the pool (outside a transaction: each statement commits on
+ * its own) or the transaction's client. `atomic` runs several statements as one unit: their own
+ * transaction outside one, a savepoint inside one (so that a failure, caught by the caller, leaves
+ * the caller's transaction usable and nothing of the operation behind). `inTransaction` tells
+ * whether the caller holds a transaction (reads of runs then lock them, see getRun).
+ */
+export interface OpContext {
+  sql: Sql;
+  atomic<T>(fn: (sql: Sql) => Promise<T>): Promise<T>;
+  inTransaction: boolean;
+}
+
+/** Every operation of the port, given where it runs. */
+export type PgOps = { [K in keyof StoreOps]: (ctx: OpContext, ...args: Parameters<StoreOps[K]>) => ReturnType<StoreOps[K]> };
+
+type EventRow = {
+  session_id: string;
+  seq: number;
+  id: string;
+  type: string;
+  v: number;
+  time: number;
+  run_id: string | null;
+  turn: number | null;
+  step: number | null;
+  entry: boolean;
+  parent_id: string | null;
+  ignorable: boolean;
+  data: string;
+};
+
+function toEvent(r: EventRow): StoredEvent {
+  const e: StoredEvent = { id: r.id, sessionId: r.session_id, seq: r.seq, type: r.type, v: r.v, time: r.time, entry: r.entry, ignorable: r.ignorable, data: JSON.parse(r.data) as unknown };
+  if (r.run_id !== null) e.runId = r.run_id;
+  if (r.turn !== null) e.turn = r.turn;
+  if (r.step !== null) e.step = r.step;
+  if (r.parent_id !== null) e.parentId = r.parent_id;
+  return e;
+}
+
+const TERMINAL = TERMINAL_STATUSES.map((s) => `'${s}'`).join(', ');
+
+/** Statuses as an SQL list (they are the port's own names: no quoting needed beyond a check). */
+const statusList = (xs: readonly RunStatus[]): string => xs.filter((x) => RUN_STATUSES.includes(x)).map((x) => `'${x}'`).join(', ') || 'NULL';
+
+const limitOf = (limit: number | undefined): number | null => (limit === undefined || !Number.isFinite(limit) || limit < 0 ? null : Math.floor(limit));
+
+const isActiveRunConflict = (e: unknown): boolean => sqlState(e) === UNIQUE_VIOLATION && constraintOf(e) === 'runs_one_active';
+
+async function activeRunId(sql: Sql, sessionId: string): Promise<string> {
+  const row = await sql.one<{ id: string }>(`SELECT id FROM runs WHERE session_id = $1 AND status NOT IN (${TERMINAL}) AND NOT queued_behind`, [sessionId]);
+  return row?.id ?? 'unknown';
+}
+
+async function sessionRow(sql: Sql, id: string, lock = false): Promise<SessionRow> {
+  const row = await sql.one<SessionRow>(`SELECT * FROM sessions WHERE id = $1${lock ? ' FOR UPDATE' : ''}`, [id]);
+  if (!row) throw new NotFoundError('session', id);
+  return row;
+}
+
+const EVENT_COLUMNS = 'session_id, seq, id, type, v, time, run_id, turn, step, entry, parent_id, ignorable, data';
+
+export const pgOperations: PgOps = {
+  createSession: async ({ atomic }, s) => {
+    try {
+      const row = await atomic((q) =>
+        q.one<SessionRow>(
+          `INSERT INTO sessions (id, tenant, created_at, title, metadata, agent, origin_session_id, origin_entry_id)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
+          [s.id, s.tenant ?? 'default', s.createdAt, s.title ?? null, JSON.stringify(s.metadata ?? {}), s.agent ?? null, s.origin?.sessionId ?? null, s.origin?.entryId ?? null],
+        ),
+      );
+      return toSession(row!);
+    } catch (e) {
+      if (sqlState(e) === UNIQUE_VIOLATION) throw new StoreError('conflict', `session ${s.id} already exists`, { cause: e });
+      throw e;
+    }
+  },
+
+  getSession: async ({ sql }, id) => {
+    const row = await sql.one<SessionRow>('SELECT * FROM sessions WHERE id = $1', [id]);
+    return row ? toSession(row) : undefined;
+  },
+
+  listSessions: async ({ sql }, page) =>
+    (
+      await sql.rows<SessionRow>('SELECT * FROM sessions WHERE id > $1 AND (archived_at IS NULL OR $2) AND ($3::text IS NULL OR tenant = $3) ORDER BY id LIMIT $4', [
+        page.after ?? '',
+        page.includeArchived === true,
+        page.tenant ?? null,
+        limitOf(page.limit),
+      ])
+    ).map(toSession),
+
+  updateSession: async ({ sql }, id, patch) => {
+    const n = await sql.run(
+      `UPDATE sessions SET title = CASE WHEN $2 THEN $3 ELSE title END, metadata = CASE WHEN $4 THEN $5 ELSE metadata END,
+                           archived_at = CASE WHEN $6 THEN $7::bigint ELSE archived_at END
+       WHERE id = $1`,
+      [
+        id,
+        patch.title !== undefined,
+        patch.title ?? null,
+        patch.metadata !== undefined,
+        patch.metadata !== undefined ? JSON.stringify(patch.metadata) : null,
+        patch.archivedAt !== undefined,
+        patch.archivedAt ?? null,
+      ],
+    );
+    if (n === 0) throw new NotFoundError('session', id);
+  },
+
+  /**
+   * The session row is locked (FOR UPDATE) for the rest of the transaction: appends to one session
+   * take turns, each allocating the seqs after the last committed one. A fence is read FOR SHARE:
+   * a claim that would move the token waits for this transaction, or this one sees its token.
+   */
+  append: async ({ atomic }, sessionId, drafts, options = {}) => {
+    try {
+      return await atomic(async (q) => {
+        const { expectLastSeq, fence } = options;
+        if (fence) {
+          const row = await q.one<{ fencing_token: number }>('SELECT fencing_token FROM runs WHERE id = $1 FOR SHARE', [fence.runId]);
+          if (!row || row.fencing_token !== fence.token) throw new FencedError(fence.runId, fence.token, row?.fencing_token);
+        }
+        const s = await q.one<{ last_seq: number; leaf_id: string | null; erased_at: number | null }>('SELECT last_seq, leaf_id, erased_at FROM sessions WHERE id = $1 FOR UPDATE', [sessionId]);
+        if (!s) throw new NotFoundError('session', sessionId);
+        if (s.erased_at !== null) throw new StoreError('session_erased', `session ${sessionId} was erased: its log takes nothing more`);
+        if (expectLastSeq !== undefined && s.last_seq !== expectLastSeq) throw new SeqConflictError(sessionId, expectLastSeq, s.last_seq);
+        // Explicit parents must be entries of this session (earlier in this append, or stored).
+        const batchEntries = new Set<string>();
+        const wanted = new Set<string>();
+        for (const d of drafts) {
+          if (d.entry && d.parentId && !batchEntries.has(d.parentId)) wanted.add(d.parentId);
+          if (d.entry) batchEntries.add(d.id);
+        }
+        const known = new Set<string>();
+        if (wanted.size > 0) {
+          for (const r of await q.rows<{ id: string }>('SELECT id FROM events WHERE session_id = $1 AND entry AND id = ANY($2::text[])', [sessionId, [...wanted]])) known.add(r.id);
+        }
+        const seen = new Set<string>();
+        let seq = s.last_seq;
+        let leaf = s.leaf_id;
+        let lastTurn = 0;
+        const out: StoredEvent[] = [];
+        const cols: unknown[][] = [[], [], [], [], [], [], [], [], [], [], [], []];
+        for (const d of drafts) {
+          seq++;
+          if (d.turn !== undefined && d.turn > lastTurn) lastTurn = d.turn;
+          let parent: string | null = null;
+          if (d.entry) {
+            parent = d.parentId !== undefined ? d.parentId : leaf;
+            if (d.parentId && !known.has(d.parentId) && !seen.has(d.parentId)) {
+              throw new StoreError('invalid_parent', `event ${d.id}: parent ${d.parentId} is not an entry of session ${sessionId}`);
+            }
+            if (seen.has(d.id)) throw new StoreError('conflict', `event ${d.id} already exists`);
+            seen.add(d.id);
+            leaf = d.id;
+          } else if (d.leaf !== undefined) {
+            leaf = d.leaf;
+          }
+          const e: StoredEvent = {
+            id: d.id,
+            sessionId,
+            seq,
+            type: d.type,
+            v: d.v,
+            time: d.time,
+            ...(d.runId !== undefined ? { runId: d.runId } : {}),
+            ...(d.turn !== undefined ? { turn: d.turn } : {}),
+            ...(d.step !== undefined ? { step: d.step } : {}),
+            entry: d.entry,
+            ...(parent !== null ? { parentId: parent } : {}),
+            ignorable: d.ignorable ?? false,
+            data: d.data,
+          };
+          out.push(e);
+          const values = [seq, d.id, d.type, d.v, d.time, d.runId ?? null, d.turn ?? null, d.step ?? null, d.entry, parent, d.ignorable ?? false, JSON.stringify(d.data)];
+          for (let i = 0; i < values.length; i++) cols[i]!.push(values[i]);
+        }
+        if (out.length === 0) return out;
+        await q.run(
+          `INSERT INTO events (${EVENT_COLUMNS})
+           SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::int[], $6::bigint[], $7::text[], $8::int[], $9::int[], $10::boolean[], $11::text[], $12::boolean[], $13::text[])`,
+          [sessionId, ...cols],
+        );
+        // Which blobs the session refers to, for erasure, in the append's own transaction.
+        const hashes = blobHashesIn(cols[11]!.join(','));
+        if (hashes.length > 0) await q.run('INSERT INTO blob_refs (session_id, hash) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING', [sessionId, hashes]);
+        await q.run('UPDATE sessions SET last_seq = $2, leaf_id = $3, last_turn = GREATEST(last_turn, $4) WHERE id = $1', [sessionId, seq, leaf, lastTurn]);
+        return out;
+      });
+    } catch (e) {
+      if (sqlState(e) === UNIQUE_VIOLATION && constraintOf(e) === 'events_entries') throw new StoreError('conflict', `an event of this append already exists in session ${sessionId}`, { cause: e });
+      throw e;
+    }
+  },
+
+  readEvents: async ({ sql }, sessionId, o = {}) => {
+    let after = o.afterSeq ?? 0;
+    if (o.runId !== undefined) {
+      // A run's events all follow its first one.
+      const first = (await sql.one<{ first_seq: number | null }>('SELECT first_seq FROM runs WHERE id = $1', [o.runId]))?.first_seq;
+      if (first !== undefined && first !== null) after = Math.max(after, first - 1);
+    }
+    const rows = await sql.rows<EventRow>(
+      `SELECT * FROM events WHERE session_id = $1 AND seq > $2 AND ($3::bigint IS NULL OR seq <= $3) AND ($4::text IS NULL OR run_id = $4)
+       ORDER BY seq LIMIT $5`,
+      [sessionId, after, o.untilSeq ?? null, o.runId ?? null, limitOf(o.limit)],
+    );
+    return rows.map(toEvent);
+  },
+
+  getEntries: async ({ sql }, sessionId, ids) => {
+    if (ids.length === 0) return [];
+    const rows = await sql.rows<EventRow>('SELECT * FROM events WHERE session_id = $1 AND entry AND id = ANY($2::text[])', [sessionId, [...ids]]);
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    const out: StoredEvent[] = [];
+    for (const id of ids) {
+      const r = byId.get(id);
+      if (r) out.push(toEvent(r));
+    }
+    return out;
+  },
+
+  // Every step of the walk stays inside the session, even if a parent id points elsewhere.
+  ancestors: async ({ sql }, sessionId, fromId, limit) =>
+    (
+      await sql.rows<EventRow>(
+        `WITH RECURSIVE path(id, parent_id, seq, depth) AS (
+           SELECT id, parent_id, seq, 0 FROM events WHERE session_id = $1 AND id = $2 AND entry AND $3 > 0
+           UNION ALL
+           SELECT e.id, e.parent_id, e.seq, p.depth + 1 FROM path p JOIN events e ON e.session_id = $1 AND e.entry AND e.id = p.parent_id
+           WHERE p.depth + 1 < $3
+         )
+         SELECT e.* FROM path JOIN events e ON e.session_id = $1 AND e.seq = path.seq ORDER BY path.depth`,
+        [sessionId, fromId, Math.max(0, Math.floor(limit))],
+      )
+    ).map(toEvent),
+
+  eraseSession: ({ atomic }, sessionId, erasedAt) =>
+    atomic(async (q) => {
+      const row = await sessionRow(q, sessionId, true);
+      if (row.erased_at !== null) return toSession(row);
+      const live = await q.one<{ id: string }>(`SELECT id FROM runs WHERE session_id = $1 AND status NOT IN (${TERMINAL}) LIMIT 1`, [sessionId]);
+      if (live) throw new RunBusyError(sessionId, live.id);
+      const usage: Record<string, number> = {};
+      let cost = 0;
+      let runs = 0;
+      for (const r of await q.rows<{ usage: string; cost: number }>('SELECT usage, cost FROM runs WHERE session_id = $1', [sessionId])) {
+        runs++;
+        cost += r.cost;
+        for (const [k, v] of Object.entries(JSON.parse(r.usage) as Record<string, unknown>)) if (typeof v === 'number') usage[k] = (usage[k] ?? 0) + v;
+      }
+      await q.run('INSERT INTO erased_logs (session_id) VALUES ($1) ON CONFLICT DO NOTHING', [sessionId]);
+      await q.run('DELETE FROM events WHERE session_id = $1', [sessionId]);
+      await q.run('DELETE FROM snapshots WHERE session_id = $1', [sessionId]);
+      await q.run('DELETE FROM run_checkpoints WHERE run_id IN (SELECT id FROM runs WHERE session_id = $1)', [sessionId]);
+      await q.run('DELETE FROM run_inputs WHERE session_id = $1', [sessionId]);
+      await q.run("UPDATE runs SET agent_spec = '{}', options = '{}', error = NULL, waiting = NULL, trigger_message_id = NULL, parent_tool_call_id = NULL WHERE session_id = $1", [sessionId]);
+      await q.run(
+        'DELETE FROM blobs WHERE hash IN (SELECT hash FROM blob_refs WHERE session_id = $1) AND NOT EXISTS (SELECT 1 FROM blob_refs r WHERE r.hash = blobs.hash AND r.session_id <> $1)',
+        [sessionId],
+      );
+      await q.run('DELETE FROM blob_refs WHERE session_id = $1', [sessionId]);
+      await q.run('DELETE FROM idempotency_keys WHERE strpos(body, $1) > 0', [sessionId]);
+      const tomb = await q.one<SessionRow>(
+        "UPDATE sessions SET title = NULL, metadata = '{}', agent = NULL, leaf_id = NULL, origin_session_id = NULL, origin_entry_id = NULL, erased_at = $2, erased_totals = $3 WHERE id = $1 RETURNING *",
+        [sessionId, erasedAt, JSON.stringify({ runs, usage, cost })],
+      );
+      return toSession(tomb!);
+    }),
+
+  // One row per event: nothing to re-encode (the server compresses large values itself).
+  sealEvents: async ({ sql }, sessionId) => {
+    if (!(await sql.one('SELECT 1 FROM sessions WHERE id = $1', [sessionId]))) throw new NotFoundError('session', sessionId);
+  },
+
+  putBlobs: async ({ sql }, blobs) => {
+    if (blobs.length === 0) return;
+    const now = Date.now();
+    await sql.run(
+      'INSERT INTO blobs (hash, data, size, created_at) SELECT h, d, s, $4 FROM unnest($1::text[], $2::text[], $3::int[]) AS b(h, d, s) ON CONFLICT (hash) DO NOTHING',
+      [blobs.map((b) => b.hash), blobs.map((b) => b.data), blobs.map((b) => Buffer.byteLength(b.data)), now],
+    );
+  },
+
+  getBlobs: async ({ sql }, hashes) => {
+    const out = new Map<string, string>();
+    if (hashes.length === 0) return out;
+    for (const r of await sql.rows<{ hash: string; data: string }>('SELECT hash, data FROM blobs WHERE hash = ANY($1::text[])', [[...hashes]])) out.set(r.hash, r.data);
+    return out;
+  },
+
+  putSnapshot: async ({ sql }, s) => {
+    await sql.run(
+      `INSERT INTO snapshots (session_id, projection, version, as_of_seq, leaf_id, state, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)
+       ON CONFLICT (session_id, projection, version) DO UPDATE SET
+         as_of_seq = excluded.as_of_seq, leaf_id = excluded.leaf_id, state = excluded.state, created_at = excluded.created_at
+       WHERE excluded.as_of_seq >= snapshots.as_of_seq`,
+      [s.sessionId, s.projection, s.version, s.asOfSeq, s.leafId, JSON.stringify(s.state), Date.now()],
+    );
+  },
+
+  getSnapshot: async ({ sql }, sessionId, projection, version) => {
+    const row = await sql.one<SnapshotRow>('SELECT as_of_seq, leaf_id, state FROM snapshots WHERE session_id = $1 AND projection = $2 AND version = $3', [sessionId, projection, version]);
+    return row ? { sessionId, projection, version, asOfSeq: row.as_of_seq, leafId: row.leaf_id, state: JSON.parse(row.state) as unknown } : undefined;
+  },
+
+  createRun: async ({ sql, atomic }, r) => {
+    try {
+      const row = await atomic((q) =>
+        q.one<RunRow>(
+          `INSERT INTO runs (id, session_id, parent_run_id, parent_tool_call_id, agent_name, agent_version, agent_spec, status,
+                             trigger_message_id, turn, created_at, deadline_at, options, usage, queued_behind, first_seq)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, 'queued', $8, $9, $10, $11, $12, $13, $14, (SELECT last_seq + 1 FROM sessions WHERE id = $2))
+           RETURNING *`,
+          [
+            r.id,
+            r.sessionId,
+            r.parentRunId ?? null,
+            r.parentToolCallId ?? null,
+            r.agent.name,
+            r.agent.version,
+            JSON.stringify(r.agentSpec),
+            r.triggerMessageId ?? null,
+            r.turn ?? null,
+            r.createdAt,
+            r.deadlineAt ?? null,
+            JSON.stringify(r.options ?? {}),
+            JSON.stringify(r.usage ?? {}),
+            r.queuedBehind === true,
+          ],
+        ),
+      );
+      return toRun(row!);
+    } catch (e) {
+      if (isActiveRunConflict(e)) throw new RunBusyError(r.sessionId, await activeRunId(sql, r.sessionId));
+      if (sqlState(e) === UNIQUE_VIOLATION) throw new StoreError('conflict', `run ${r.id} already exists`, { cause: e });
+      if (sqlState(e) === FOREIGN_KEY_VIOLATION) throw new NotFoundError('session or parent run of run', r.id);
+      throw e;
+    }
+  },
+
+  /**
+   * Inside a transaction the run is read FOR UPDATE: it stays as read until the transaction ends
+   * (another transaction that reads it to change it waits). What SQLite gives by running one
+   * writer at a time, PostgreSQL gives here per run (ADR-0011).
+   */
+  getRun: async ({ sql, inTransaction }, id) => {
+    const row = await sql.one<RunRow>(`SELECT * FROM runs WHERE id = $1${inTransaction ? ' FOR UPDATE' : ''}`, [id]);
+    return row ? toRun(row) : undefined;
+  },
+
+  listRuns: async ({ sql }, q) => {
+    const where: string[] = [];
+    const args: unknown[] = [];
+    if (q.sessionId !== undefined) where.push(`session_id = $${args.push(q.sessionId)}`);
+    if (q.parentRunId !== undefined) where.push(`parent_run_id = $${args.push(q.parentRunId)}`);
+    if (q.statuses) where.push(`status IN (${statusList(q.statuses)})`);
+    if (q.after !== undefined) where.push(`id > $${args.push(q.after)}`);
+    const text = `SELECT * FROM runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT $${args.push(limitOf(q.limit))}`;
+    return (await sql.rows<RunRow>(text, args)).map(toRun);
+  },
+
+  activeRun: async ({ sql }, sessionId) => {
+    const row = await sql.one<RunRow>(`SELECT * FROM runs WHERE session_id = $1 AND status NOT IN (${TERMINAL}) AND NOT queued_behind`, [sessionId]);
+    return row ? toRun(row) : undefined;
+  },
+
+  countRunsByStatus: async ({ sql }) => {
+    const counts = Object.fromEntries(RUN_STATUSES.map((s) => [s, 0])) as Record<RunStatus, number>;
+    for (const r of await sql.rows<{ status: RunStatus; n: number }>('SELECT status, sum(n)::bigint AS n FROM run_status_counts GROUP BY status')) counts[r.status] = r.n;
+    return counts;
+  },
+
+  updateRun: async ({ sql, atomic }, id, patch, guard = {}) => {
+    const sets: string[] = [];
+    const args: unknown[] = [id];
+    for (const [k, v] of Object.entries(patch)) {
+      if (v === undefined) continue;
+      if (k === 'lease') sets.push('lease_owner = NULL, lease_expires_at = NULL');
+      else if (k === 'fence') sets.push('fencing_token = fencing_token + 1');
+      else {
+        const col = RUN_COLUMNS[k];
+        if (!col) throw new StoreError('invalid_patch', `runs have no field ${k} to update`);
+        sets.push(`${col[0]} = $${args.push(col[1](v))}`);
+      }
+    }
+    const where = ['id = $1'];
+    if (guard.statuses) where.push(`status IN (${statusList(guard.statuses)})`);
+    if (guard.fencingToken !== undefined) where.push(`fencing_token = $${args.push(guard.fencingToken)}`);
+    let row: RunRow | undefined;
+    try {
+      row = sets.length
+        ? await atomic((q) => q.one<RunRow>(`UPDATE runs SET ${sets.join(', ')} WHERE ${where.join(' AND ')} RETURNING *`, args))
+        : await sql.one<RunRow>(`SELECT * FROM runs WHERE ${where.join(' AND ')}`, args);
+    } catch (e) {
+      // A run queued behind cannot come up while its session has another active run.
+      if (isActiveRunConflict(e)) {
+        const sessionId = (await sql.one<{ session_id: string }>('SELECT session_id FROM runs WHERE id = $1', [id]))!.session_id;
+        throw new RunBusyError(sessionId, await activeRunId(sql, sessionId));
+      }
+      throw e;
+    }
+    if (!row) {
+      const current = await sql.one<RunRow>('SELECT * FROM runs WHERE id = $1', [id]);
+      throw new RunConflictError(id, current ? toRun(current) : undefined, guard);
+    }
+    return toRun(row);
+  },
+
+  /**
+   * One statement: the oldest claimable run, locked and skipped by concurrent claims
+   * (FOR UPDATE SKIP LOCKED), moved to the policy's status with a lease and a new token.
+   */
+  claimRun: async ({ sql }, owner, leaseMs, now, policy, options) => {
+    const ready = statusList(policy.ready);
+    const recoverable = statusList(policy.recoverable);
+    const to = statusList([policy.to]);
+    const row = await sql.one<RunRow & { previous_status: RunStatus }>(
+      `UPDATE runs SET status = ${to}, lease_owner = $1, lease_expires_at = $2, fencing_token = runs.fencing_token + 1,
+                       attempt = CASE WHEN runs.status IN (${recoverable}) OR runs.attempt = 0 THEN runs.attempt + 1 ELSE runs.attempt END,
+                       started_at = COALESCE(runs.started_at, $3)
+       FROM (SELECT id, status FROM runs
+             WHERE ((status IN (${ready}) AND NOT queued_behind) OR (status IN (${recoverable}) AND lease_expires_at < $3)) AND ($4::text IS NULL OR id = $4)
+             ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED) picked
+       WHERE runs.id = picked.id
+       RETURNING runs.*, picked.status AS previous_status`,
+      [owner, now + leaseMs, now, options?.runId ?? null],
+    );
+    if (!row) return undefined;
+    const { previous_status: previous, ...run } = row;
+    return { run: toRun(run), previous };
+  },
+
+  renewLease: async ({ sql }, id, owner, fencingToken, expiresAt) =>
+    (await sql.run(`UPDATE runs SET lease_expires_at = $1 WHERE id = $2 AND lease_owner = $3 AND fencing_token = $4 AND status NOT IN (${TERMINAL})`, [expiresAt, id, owner, fencingToken])) === 1,
+
+  putCheckpoint: async ({ sql }, c) => {
+    await sql.run(
+      `INSERT INTO run_checkpoints (run_id, step, seq, state, created_at) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (run_id) DO UPDATE SET step = excluded.step, seq = excluded.seq, state = excluded.state, created_at = excluded.created_at`,
+      [c.runId, c.step, c.seq, JSON.stringify(c.state), Date.now()],
+    );
+  },
+
+  getCheckpoint: async ({ sql }, runId) => {
+    const row = await sql.one<CheckpointRow>('SELECT step, seq, state FROM run_checkpoints WHERE run_id = $1', [runId]);
+    return row ? { runId, step: row.step, seq: row.seq, state: JSON.parse(row.state) as unknown } : undefined;
+  },
+
+  addInput: async ({ sql }, i) => {
+    await sql.run('INSERT INTO run_inputs (id, session_id, kind, run_id, payload, created_at) VALUES ($1, $2, $3, $4, $5, $6)', [
+      i.id,
+      i.sessionId,
+      i.kind,
+      i.runId,
+      JSON.stringify(i.payload),
+      i.createdAt,
+    ]);
+  },
+
+  /** Taken once: the rows are locked, then deleted, in one statement; a concurrent take waits and finds them gone. */
+  takeInputs: async ({ sql }, sessionId, kind, runId, limit = 1000) => {
+    const rows = await sql.rows<InputRow>(
+      `DELETE FROM run_inputs WHERE id IN (
+         SELECT id FROM run_inputs WHERE session_id = $1 AND kind = $2 AND (NOT $3 OR run_id IS NOT DISTINCT FROM $4)
+         ORDER BY created_at, id LIMIT $5 FOR UPDATE)
+       RETURNING *`,
+      [sessionId, kind, runId !== undefined, runId ?? null, limitOf(limit)],
+    );
+    return rows.sort((a, b) => a.created_at - b.created_at || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).map(toInput);
+  },
+
+  listInputs: async ({ sql }, sessionId, kind, runId, limit = 1000) =>
+    (
+      await sql.rows<InputRow>(
+        'SELECT * FROM run_inputs WHERE session_id = $1 AND kind = $2 AND (NOT $3 OR run_id IS NOT DISTINCT FROM $4) ORDER BY created_at, id LIMIT $5',
+        [sessionId, kind, runId !== undefined, runId ?? null, limitOf(limit)],
+      )
+    ).map(toInput),
+
+  removeInput: async ({ sql }, id) => (await sql.run('DELETE FROM run_inputs WHERE id = $1', [id])) === 1,
+
+  countInputs: async ({ sql }, sessionId, kind) => (await sql.one<{ n: number }>('SELECT count(*)::bigint AS n FROM run_inputs WHERE session_id = $1 AND kind = $2', [sessionId, kind]))!.n,
+
+  createApiKey: async ({ atomic }, k) => {
+    try {
+      await atomic((q) =>
+        q.run('INSERT INTO api_keys (id, tenant, name, hash, prefix, rate_per_minute, created_at, revoked_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [
+          k.id,
+          k.tenant,
+          k.name,
+          k.hash,
+          k.prefix,
+          k.ratePerMinute,
+          k.createdAt,
+          k.revokedAt,
+        ]),
+      );
+    } catch (e) {
+      if (sqlState(e) === UNIQUE_VIOLATION) throw new StoreError('conflict', `api key ${k.id} already exists`, { cause: e });
+      throw e;
+    }
+  },
+
+  findApiKey: async ({ sql }, hash) => {
+    const row = await sql.one<KeyRow>('SELECT * FROM api_keys WHERE hash = $1', [hash]);
+    return row ? toKey(row) : undefined;
+  },
+
+  listApiKeys: async ({ sql }, tenant) => (await sql.rows<KeyRow>('SELECT * FROM api_keys WHERE ($1::text IS NULL OR tenant = $1) ORDER BY created_at, id', [tenant ?? null])).map(toKey),
+
+  revokeApiKey: async ({ sql }, id, at) => (await sql.run('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2', [at, id])) === 1,
+
+  getIdempotency: async ({ sql }, tenant, key) => {
+    const r = await sql.one<IdempotencyRow>('SELECT * FROM idempotency_keys WHERE tenant = $1 AND key = $2', [tenant, key]);
+    return r ? toIdempotency(r) : undefined;
+  },
+
+  putIdempotency: async ({ sql }, r) => {
+    const row = await sql.one<IdempotencyRow>(
+      `INSERT INTO idempotency_keys AS k (tenant, key, fingerprint, status, body, created_at) VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT (tenant, key) DO UPDATE SET status = excluded.status, body = excluded.body
+       WHERE k.status = 0 AND excluded.status <> 0 AND k.fingerprint = excluded.fingerprint
+       RETURNING *`,
+      [r.tenant, r.key, r.fingerprint, r.status, r.body, r.createdAt],
+    );
+    // Another request's record stood and was kept: it is the answer.
+    return toIdempotency(row ?? (await sql.one<IdempotencyRow>('SELECT * FROM idempotency_keys WHERE tenant = $1 AND key = $2', [r.tenant, r.key]))!);
+  },
+
+  pruneIdempotency: async ({ sql }, before) => sql.run('DELETE FROM idempotency_keys WHERE created_at < $1', [before]),
+};

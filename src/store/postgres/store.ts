@@ -1,0 +1,299 @@
+import pg from 'pg';
+import { StoreError, type Store, type StoreChange, type StoreOps } from '../port.ts';
+import { migrate, quoteIdent } from './migrations.ts';
+import { pgOperations, type OpContext } from './operations.ts';
+import { DEADLOCK_DETECTED, SERIALIZATION_FAILURE, Sql, sqlState } from './sql.ts';
+
+export interface PostgresStoreOptions {
+  /** A connection string: postgres://user:password@host:port/database */
+  url: string;
+  /**
+   * The schema Keel's tables live in (created if missing; default `keel`). Nodes that share a
+   * database and a schema share everything; another schema is another, separate Keel.
+   */
+  schema?: string;
+  /** Connections in the pool (default 10): each transaction holds one for its length. */
+  poolSize?: number;
+  /** How long to wait for a free connection before failing (default 30 s). */
+  connectionTimeoutMs?: number;
+}
+
+type OpName = keyof StoreOps;
+
+const OP_NAMES = Object.keys(pgOperations) as OpName[];
+
+/** A single operation outside a transaction that lost a deadlock is tried again, this many times in all. */
+const ATTEMPTS = 4;
+
+const retryable = (e: unknown): boolean => {
+  const s = sqlState(e);
+  return s === DEADLOCK_DETECTED || s === SERIALIZATION_FAILURE;
+};
+
+/** BIGINT columns (times in ms, seqs, tokens) as numbers: they stay far below 2^53. */
+const types = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === pg.types.builtins.INT8 ? (v: string) => Number.parseInt(v, 10) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+};
+
+// Typed as having every operation of the port: PostgresStore's static block puts them on its prototype.
+const WithStoreOps = class {} as unknown as abstract new () => StoreOps;
+
+/**
+ * The PostgreSQL backend (node-postgres): for several API servers and workers on one database.
+ *
+ * Isolation (ADR-0011): PostgreSQL's default READ COMMITTED, with the locks each operation takes
+ * stated where it takes them: an append locks its session row (seqs are allocated one transaction
+ * at a time per session), a claim skips runs another claim holds (FOR UPDATE SKIP LOCKED), a run
+ * read inside a transaction is locked until it ends (read-modify-write of runs, such as two
+ * approvals of one run or the usage roll-up of children, take turns), inputs are taken by one
+ * DELETE … RETURNING. A transaction that still loses a deadlock fails with StoreError `conflict`;
+ * a single operation outside one is tried again.
+ */
+export class PostgresStore extends WithStoreOps implements Store {
+  static {
+    for (const name of OP_NAMES) {
+      Object.defineProperty(PostgresStore.prototype, name, {
+        configurable: true,
+        writable: true,
+        value: function (this: PostgresStore, ...args: unknown[]) {
+          return this.outside(name, args);
+        },
+      });
+    }
+  }
+
+  readonly kind = 'postgres';
+  readonly schema: string;
+  private readonly pool: pg.Pool;
+  private readonly url: string;
+  private readonly ready: Promise<void>;
+  private closed = false;
+
+  constructor(options: PostgresStoreOptions) {
+    super();
+    this.url = options.url;
+    this.schema = options.schema ?? 'keel';
+    if (!/^[A-Za-z_][A-Za-z0-9_]{0,50}$/.test(this.schema)) throw new StoreError('invalid_schema', `schema name ${JSON.stringify(this.schema)}: letters, digits and _ only, at most 51`);
+    this.pool = new pg.Pool({
+      connectionString: options.url,
+      max: options.poolSize ?? 10,
+      connectionTimeoutMillis: options.connectionTimeoutMs ?? 30_000,
+      options: `-c search_path=${quoteIdent(this.schema)}`,
+      types,
+    });
+    // An idle connection that the server drops is the pool's to replace, not a crash of the process.
+    this.pool.on('error', () => {});
+    this.ready = this.migrateSchema();
+    this.ready.catch(() => {});
+  }
+
+  private async migrateSchema(): Promise<void> {
+    const client = await this.pool.connect();
+    try {
+      await migrate(client, this.schema);
+    } finally {
+      client.release();
+    }
+  }
+
+  /** Resolves once the schema is migrated; rejects with why the database cannot be used. */
+  opened(): Promise<void> {
+    return this.ready;
+  }
+
+  /** Work started and not yet finished: close() lets it finish. */
+  private readonly inFlight = new Set<Promise<unknown>>();
+
+  private track<T>(work: Promise<T>): Promise<T> {
+    this.inFlight.add(work);
+    void work.catch(() => {}).finally(() => this.inFlight.delete(work));
+    return work;
+  }
+
+  private outside(name: OpName, args: unknown[]): Promise<unknown> {
+    if (this.closed) return Promise.reject(new StoreError('closed', 'the store is closed'));
+    return this.track(this.runOutside(name, args));
+  }
+
+  private async runOutside(name: OpName, args: unknown[]): Promise<unknown> {
+    await this.ready;
+    const sql = new Sql(this.pool);
+    const ctx: OpContext = { sql, inTransaction: false, atomic: (fn) => this.withClient((client) => this.inOwnTransaction(client, fn)) };
+    const op = pgOperations[name] as (ctx: OpContext, ...a: unknown[]) => Promise<unknown>;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await op(ctx, ...args);
+      } catch (e) {
+        if (!retryable(e) || attempt >= ATTEMPTS) throw e;
+        await new Promise((r) => setTimeout(r, 5 * attempt * Math.random()));
+      }
+    }
+  }
+
+  private async withClient<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    let broken: Error | undefined;
+    try {
+      return await fn(client);
+    } catch (e) {
+      // A connection that failed mid-protocol is not given back for reuse.
+      if (!sqlState(e)) broken = e as Error;
+      throw e;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  private async inOwnTransaction<T>(client: pg.PoolClient, fn: (sql: Sql) => Promise<T>): Promise<T> {
+    const sql = new Sql(client);
+    await sql.raw('BEGIN');
+    try {
+      const value = await fn(sql);
+      await sql.raw('COMMIT');
+      return value;
+    } catch (e) {
+      await sql.raw('ROLLBACK').catch(() => {});
+      throw e;
+    }
+  }
+
+  transaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T> {
+    if (this.closed) return Promise.reject(new StoreError('closed', 'the store is closed'));
+    return this.track(this.runTransaction(fn));
+  }
+
+  private async runTransaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T> {
+    await this.ready;
+    try {
+      return await this.withClient((client) =>
+        this.inOwnTransaction(client, (sql) => {
+          let savepoints = 0;
+          // One operation at a time on the transaction's connection: savepoints nest properly.
+          let tail: Promise<unknown> = Promise.resolve();
+          const ctx: OpContext = {
+            sql,
+            inTransaction: true,
+            atomic: async (inner) => {
+              const name = `keel_sp${++savepoints}`;
+              await sql.raw(`SAVEPOINT ${name}`);
+              try {
+                const value = await inner(sql);
+                await sql.raw(`RELEASE SAVEPOINT ${name}`);
+                return value;
+              } catch (e) {
+                await sql.raw(`ROLLBACK TO SAVEPOINT ${name}`);
+                await sql.raw(`RELEASE SAVEPOINT ${name}`);
+                throw e;
+              }
+            },
+          };
+          const ops: Partial<Record<OpName, (...args: unknown[]) => Promise<unknown>>> = {};
+          for (const name of OP_NAMES) {
+            const op = pgOperations[name] as (ctx: OpContext, ...a: unknown[]) => Promise<unknown>;
+            ops[name] = (...args) => {
+              const run = tail.then(() => op(ctx, ...args));
+              tail = run.catch(() => {});
+              return run;
+            };
+          }
+          return fn(ops as StoreOps);
+        }),
+      );
+    } catch (e) {
+      if (retryable(e)) throw new StoreError('conflict', `the transaction lost a lock race with another one and was rolled back (${(e as Error).message}): try again`, { cause: e });
+      throw e;
+    }
+  }
+
+  private readonly changeListeners = new Set<(change?: StoreChange) => void>();
+  private listener: pg.Client | undefined;
+  private listening: Promise<void> | undefined;
+  private retryTimer: ReturnType<typeof setTimeout> | undefined;
+
+  /**
+   * Commits of any node, as PostgreSQL tells them (LISTEN on the schema's channel; every append's
+   * transaction notifies on commit with its session and last seq: see the migrations).
+   */
+  changes(listener: (change?: StoreChange) => void): () => void {
+    this.changeListeners.add(listener);
+    if (!this.listening) this.listening = this.listen();
+    return () => {
+      this.changeListeners.delete(listener);
+      if (this.changeListeners.size === 0) this.unlisten();
+    };
+  }
+
+  private async listen(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.url });
+    this.listener = client;
+    const reconnect = () => {
+      if (this.listener !== client) return;
+      this.listener = undefined;
+      client.removeAllListeners('notification');
+      void client.end().catch(() => {});
+      if (this.closed || this.changeListeners.size === 0) {
+        this.listening = undefined;
+        return;
+      }
+      // Reconnect; whatever was committed meanwhile is told as a change without details.
+      this.retryTimer = setTimeout(() => {
+        this.listening = this.listen();
+      }, 500);
+      this.retryTimer.unref?.();
+    };
+    client.on('error', reconnect);
+    client.on('end', reconnect);
+    client.on('notification', (n) => {
+      let change: StoreChange | undefined;
+      try {
+        const p = JSON.parse(n.payload ?? '') as { s?: unknown; q?: unknown };
+        if (typeof p.s === 'string' && typeof p.q === 'number') change = { sessionId: p.s, lastSeq: p.q };
+      } catch {
+        change = undefined;
+      }
+      for (const l of [...this.changeListeners]) l(change);
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${quoteIdent(`keel_${this.schema}`)}`);
+      for (const l of [...this.changeListeners]) l();
+    } catch {
+      reconnect();
+    }
+  }
+
+  private unlisten(): void {
+    clearTimeout(this.retryTimer);
+    const client = this.listener;
+    this.listener = undefined;
+    this.listening = undefined;
+    if (client) {
+      client.removeAllListeners();
+      client.on('error', () => {});
+      void client.end().catch(() => {});
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.changeListeners.clear();
+    this.unlisten();
+    await this.ready.catch(() => {});
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+    await this.pool.end();
+  }
+}
+
+/** Opens (and migrates) a PostgreSQL store; rejects when the database cannot be reached or used. */
+export async function openPostgresStore(options: PostgresStoreOptions | string): Promise<PostgresStore> {
+  const store = new PostgresStore(typeof options === 'string' ? { url: options } : options);
+  try {
+    await store.opened();
+  } catch (e) {
+    await store.close().catch(() => {});
+    throw e;
+  }
+  return store;
+}
