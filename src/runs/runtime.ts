@@ -53,7 +53,7 @@ export interface SendOptions extends RunOptions {
 
 export type SendResult = { outcome: 'created' | 'enqueued' | 'steered'; message: UserMessage; run: RunRecord };
 
-export type RunStreamItem = { kind: 'event'; event: SessionEvent } | { kind: 'delta'; delta: DeltaEvent };
+export type RunStreamItem = { kind: 'event'; event: SessionEvent } | { kind: 'delta'; delta: DeltaEvent; id: string };
 
 const SETTLED: readonly RunStatus[] = ['waiting_approval', 'waiting_for_user', 'paused', 'completed', 'failed', 'cancelled', 'timed_out'];
 

@@ -9,33 +9,35 @@ import { eventJson } from './schemas.ts';
 const MAX_SESSIONS = 10_000;
 
 /**
- * The deltas of the messages being streamed in each session, numbered: a delta's SSE id is
- * `seq.n`, the n-th delta after durable event `seq`, the latest the session published before it.
- * A step's durable events (its request header, its message) are published when the step commits
- * (ADR-0008), so after the deltas that stream its message: the deltas count from the event before
- * them. Ids only grow, in the order a live client receives events and deltas, and a client that
- * reconnects in the middle of a message gets exactly the events and deltas it has not seen; after
- * a server restart the deltas are gone, and the durable message replaces them.
+ * The deltas of the messages being streamed in each session, as the session log numbered them: a
+ * delta's SSE id is `seq.n`, the n-th delta after durable event `seq`, the latest the session
+ * published before it in the process that made the model call (see LiveItem). A step's durable
+ * events (its request header, its message) are published when the step commits (ADR-0008), so
+ * after the deltas that stream its message. Ids only grow, in the order a live client receives
+ * events and deltas, and a client that reconnects in the middle of a message (to this node or
+ * another) gets exactly the events and deltas it has not seen; after a restart the deltas are
+ * gone, and the durable message replaces them. On PostgreSQL the deltas of every node arrive here.
  */
 export class DeltaHub {
   private readonly sessions = new Map<string, HubSession>();
   private readonly off: () => void;
 
   constructor(log: SessionLog) {
-    // Registered before any stream, so the hub numbers each delta before a connection sees it.
+    // Registered before any stream, so the hub has each delta before a connection sees it.
     this.off = log.subscribeAll((sessionId, item) => {
       const s = this.entry(sessionId);
       if (item.kind === 'delta') {
-        s.n++;
-        s.deltas.push({ delta: item.delta, id: `${s.seq}.${s.n}`, seq: s.seq, n: s.n });
+        const [seq, n] = item.id.split('.').map(Number) as [number, number];
+        // Deltas after a later event: the messages streamed before it are durable (or abandoned).
+        if (seq > s.seq) {
+          s.seq = seq;
+          s.deltas = [];
+        }
+        s.deltas.push({ delta: item.delta, id: item.id, seq, n });
         return;
       }
       const e = item.event;
-      if (e.seq > s.seq) {
-        // The next deltas are numbered after this event.
-        s.seq = e.seq;
-        s.n = 0;
-      }
+      if (e.seq > s.seq) s.seq = e.seq;
       // A message whose durable version (or abandonment) is published needs its deltas no more.
       const done = e.type === 'assistant/message' ? e.data.message.id : e.type === 'model/retry' ? e.data.abandonedMessageId : undefined;
       if (done !== undefined) s.deltas = s.deltas.filter((d) => d.delta.messageId !== done);
@@ -50,7 +52,7 @@ export class DeltaHub {
   private entry(sessionId: string): HubSession {
     let s = this.sessions.get(sessionId);
     if (s) this.sessions.delete(sessionId);
-    else s = { seq: 0, n: 0, deltas: [] };
+    else s = { seq: 0, deltas: [] };
     this.sessions.set(sessionId, s);
     if (this.sessions.size > MAX_SESSIONS) {
       for (const [id, other] of this.sessions) {
@@ -69,12 +71,6 @@ export class DeltaHub {
     return s && s.deltas.length > 0 ? s : undefined;
   }
 
-  /** The id of the session's latest delta. */
-  lastId(sessionId: string): string | undefined {
-    const s = this.sessions.get(sessionId);
-    return s ? `${s.seq}.${s.n}` : undefined;
-  }
-
   close(): void {
     this.off();
   }
@@ -88,9 +84,8 @@ interface HubDelta {
 }
 
 interface HubSession {
-  /** The latest durable seq published, and the deltas since. */
+  /** The latest durable seq seen (of an event, or that a delta follows), and the deltas since. */
   seq: number;
-  n: number;
   /** Deltas of the messages with no durable version yet. */
   deltas: HubDelta[];
 }
@@ -167,10 +162,7 @@ export function sseStream(c: Context, cursor: { seq: number; n: number } | undef
       if (item.kind === 'changed') push({ kind: 'changed' });
       else if (item.kind === 'event') {
         if (!o.run || item.event.runId === o.run.id) push({ kind: 'event', event: item.event });
-      } else {
-        // The hub numbered it already (its listener runs first).
-        push({ kind: 'delta', delta: item.delta, id: o.hub.lastId(o.sessionId)! });
-      }
+      } else push({ kind: 'delta', delta: item.delta, id: item.id });
     });
     stream.onAbort(() => {
       closed = true;
@@ -195,6 +187,8 @@ export function sseStream(c: Context, cursor: { seq: number; n: number } | undef
     let last = cursor ? { seq: cursor.seq, n: cursor.n } : { seq: 0, n: 0 };
     const after = (seq: number, n: number) => seq > last.seq || (seq === last.seq && n > last.n);
     let ended = false;
+    // How far the log was read for a delta's sake (see the live loop).
+    let readUpTo = 0;
 
     // Messages whose durable version was sent: their deltas are superseded.
     const finished = new Set<string>();
@@ -266,7 +260,15 @@ export function sseStream(c: Context, cursor: { seq: number; n: number } | undef
             for (const e of gap) await sendEvent(e);
           }
           await sendEvent(item.event);
-        } else await sendDelta(item.delta, item.id);
+        } else {
+          // A delta follows its event: one committed by another node may not have been read yet.
+          const seq = Number(item.id.split('.')[0]);
+          if (seq > readUpTo && seq > lastSeq) {
+            for (const e of await o.log.read(o.sessionId, { afterSeq: lastSeq, untilSeq: seq, ...(o.run ? { runId: o.run.id } : {}) })) await sendEvent(e);
+            readUpTo = seq;
+          }
+          await sendDelta(item.delta, item.id);
+        }
       }
       if (ended && !closed) await write(() => stream.writeSSE({ event: 'end', data: JSON.stringify({ run_id: o.run?.id, last_seq: lastSeq }) }));
     } finally {

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { newId, type ContentBlob, type DeltaEvent } from '../core/index.ts';
-import { NotFoundError, StoreError, type AppendOptions, type EventDraft, type ReadEventsOptions, type Store, type StoreOps, type StoredEvent } from '../store/index.ts';
+import { NotFoundError, StoreError, type AppendOptions, type JsonObject, type EventDraft, type ReadEventsOptions, type Store, type StoreOps, type StoredEvent } from '../store/index.ts';
 import { blobRefsOf, extractBlobs, inflateBlobs } from './blobs.ts';
 import { defaultRegistry, type EventRegistry, type SessionEvent, type SessionEventDataMap, type SessionEventType } from './event-types.ts';
 import type { KeptState } from './reader.ts';
@@ -24,6 +24,9 @@ export type NewEvent = {
 
 const ALL = Symbol('all sessions');
 
+/** Sessions whose delta numbering position the log keeps (the least recently used go first). */
+const MAX_POSITIONS = 10_000;
+
 /**
  * What a follower of a session hears: an event this process committed, a delta, or `changed`:
  * another process committed to the session; read the log after what you have.
@@ -31,7 +34,12 @@ const ALL = Symbol('all sessions');
 /** Where a log transaction collects the events to publish when it commits (see `transaction`). */
 const ON_COMMIT: unique symbol = Symbol('keel.onCommit');
 
-export type LiveItem = { kind: 'event'; event: SessionEvent } | { kind: 'delta'; delta: DeltaEvent };
+/**
+ * A delta's `id` is `seq.n`: the n-th delta after durable event `seq`, the latest the session
+ * published (committed) in the process that made the model call before it; numbered there, once,
+ * so every node that relays it gives it the same id.
+ */
+export type LiveItem = { kind: 'event'; event: SessionEvent } | { kind: 'delta'; delta: DeltaEvent; id: string };
 export type LiveListener = (e: LiveItem | { kind: 'changed'; sessionId: string }) => void;
 
 /**
@@ -147,10 +155,30 @@ export class SessionLog {
     return result;
   }
 
+  /** Where each session's deltas are numbered from (see LiveItem), most recently used last. */
+  private readonly positions = new Map<string, { seq: number; n: number }>();
+
+  private position(sessionId: string): { seq: number; n: number } {
+    let p = this.positions.get(sessionId);
+    if (p) this.positions.delete(sessionId);
+    else p = { seq: 0, n: 0 };
+    this.positions.set(sessionId, p);
+    if (this.positions.size > MAX_POSITIONS) this.positions.delete(this.positions.keys().next().value!);
+    return p;
+  }
+
   /** Tells live followers of committed events: called on commit, by `append` and `transaction` only. */
   private publish(sessionId: string, events: readonly SessionEvent[]): void {
     const last = events.at(-1)?.seq;
-    if (last !== undefined && this.stopFollowing && last > (this.published.get(sessionId) ?? -1)) this.published.set(sessionId, last);
+    if (last !== undefined) {
+      // The next deltas are numbered after these events.
+      const p = this.position(sessionId);
+      if (last > p.seq) {
+        p.seq = last;
+        p.n = 0;
+      }
+      if (this.stopFollowing && last > (this.published.get(sessionId) ?? -1)) this.published.set(sessionId, last);
+    }
     const one = this.live.listenerCount(sessionId) > 0;
     const all = this.live.listenerCount(ALL) > 0;
     if (!one && !all) return;
@@ -160,9 +188,27 @@ export class SessionLog {
     }
   }
 
+  /**
+   * A delta of a model call made here: numbered after the latest event this process published for
+   * the session, told to this process's followers and, through the store, to other nodes'.
+   */
   publishDelta(sessionId: string, delta: DeltaEvent): void {
-    if (this.live.listenerCount(ALL) > 0) this.live.emit(ALL, sessionId, { kind: 'delta', delta });
-    if (this.live.listenerCount(sessionId) > 0) this.live.emit(sessionId, { kind: 'delta', delta });
+    const p = this.position(sessionId);
+    p.n++;
+    const item: LiveItem = { kind: 'delta', delta, id: `${p.seq}.${p.n}` };
+    this.relay(sessionId, item);
+    this.store.broadcast?.(sessionId, { kind: 'delta', id: item.id, delta: delta as unknown as JsonObject });
+  }
+
+  private relay(sessionId: string, item: LiveItem & { kind: 'delta' }): void {
+    if (this.live.listenerCount(ALL) > 0) this.live.emit(ALL, sessionId, item);
+    if (this.live.listenerCount(sessionId) > 0) this.live.emit(sessionId, item);
+  }
+
+  /** A message another node broadcast about a session: its deltas reach this node's followers. */
+  private received(sessionId: string, message: JsonObject): void {
+    if (message.kind !== 'delta' || typeof message.id !== 'string' || typeof message.delta !== 'object' || message.delta === null) return;
+    this.relay(sessionId, { kind: 'delta', id: message.id, delta: message.delta as DeltaEvent });
   }
 
   /** Live events and deltas of one session, as this process appends them. */
@@ -172,7 +218,7 @@ export class SessionLog {
     return () => {
       this.live.off(sessionId, listener);
       // Nobody follows a session here any more: stop asking the store about other processes.
-      if (!this.live.eventNames().some((n) => typeof n === 'string' && this.live.listenerCount(n) > 0)) this.unfollowOthers();
+      if (!this.followed()) this.unfollowOthers();
     };
   }
 
@@ -189,6 +235,7 @@ export class SessionLog {
   private followOthers(): void {
     if (this.stopFollowing || !this.store.changes) return;
     this.stopFollowing = this.store.changes((change) => {
+      if (change?.message) return this.received(change.sessionId, change.message);
       if (change) return this.changedTo(change.sessionId, change.lastSeq);
       if (this.checking) return;
       this.checking = true;
@@ -211,17 +258,34 @@ export class SessionLog {
 
   private async tellFollowers(): Promise<void> {
     const followed = this.live.eventNames().filter((n): n is string => typeof n === 'string' && this.live.listenerCount(n) > 0);
-    if (followed.length === 0) return this.unfollowOthers();
+    if (!this.followed()) return this.unfollowOthers();
     for (const sessionId of followed) {
       const s = await this.store.getSession(sessionId).catch(() => undefined);
       if (s) this.changedTo(sessionId, s.lastSeq);
     }
   }
 
-  /** Live events and deltas of every session (all-session listeners are called first). */
+  /**
+   * Live events and deltas of every session (all-session listeners are called first): the events
+   * this process commits, and the deltas of every node (other nodes' events reach the followers
+   * of their session as `changed`).
+   */
   subscribeAll(listener: (sessionId: string, item: LiveItem) => void): () => void {
     this.live.on(ALL, listener);
-    return () => this.live.off(ALL, listener);
+    if (this.store.broadcast) this.followOthers();
+    return () => {
+      this.live.off(ALL, listener);
+      if (!this.followed()) this.unfollowOthers();
+    };
+  }
+
+  /**
+   * Whether this process needs to hear of other processes' commits: a session is followed here,
+   * or all of them are and the store relays other nodes' deltas.
+   */
+  private followed(): boolean {
+    if (this.store.broadcast && this.live.listenerCount(ALL) > 0) return true;
+    return this.live.eventNames().some((n) => typeof n === 'string' && this.live.listenerCount(n) > 0);
   }
 
   private envelope(s: StoredEvent): Omit<SessionEvent, 'data' | 'type'> & { type: string } {

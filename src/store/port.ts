@@ -350,11 +350,11 @@ export interface AppendOptions {
   fence?: { runId: string; token: number };
 }
 
-/** What a change notice may say: a commit appended to this session, up to this seq. */
-export interface StoreChange {
-  sessionId: string;
-  lastSeq: number;
-}
+/**
+ * What a change notice may say: a commit appended to this session, up to this seq; or a message
+ * another node broadcast about the session (see `Store.broadcast`).
+ */
+export type StoreChange = { sessionId: string; lastSeq: number; message?: undefined } | { sessionId: string; message: JsonObject; lastSeq?: undefined };
 
 export interface Store extends StoreOps {
   readonly kind: string;
@@ -365,6 +365,13 @@ export interface Store extends StoreOps {
    * changed is read from the store. A store that cannot tell leaves it out.
    */
   changes?(listener: (change?: StoreChange) => void): () => void;
+  /**
+   * Tells the other nodes' `changes` listeners a short-lived message about a session (the live
+   * feed's token deltas), stored nowhere: best effort, in the order sent, never to this store
+   * instance itself. A backend whose nodes cannot reach each other but through a file (SQLite)
+   * leaves it out.
+   */
+  broadcast?(sessionId: string, message: JsonObject): void;
   /** Runs `fn` as one unit of work: everything it does through `tx` commits together or not at all. */
   transaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T>;
   close(): Promise<void>;

@@ -18,7 +18,7 @@ describe('DeltaHub numbering', () => {
     const s = await sessions.create();
     const ids: string[] = [];
     const off = sessions.log.subscribeAll((sessionId, item) => {
-      if (sessionId === s.id && item.kind === 'delta') ids.push(hub.lastId(s.id)!);
+      if (sessionId === s.id && item.kind === 'delta') ids.push(item.id);
     });
     const agent = defineAgent({ name: 'a', model: new ScriptedModel([{ chunks: ['one ', 'two'] }, { chunks: ['three ', 'four'] }]) });
     await (await sessions.startTurn(s.id, agent, { input: 'first' })).result;

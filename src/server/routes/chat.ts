@@ -270,7 +270,7 @@ class SlowClientError extends Error {
   }
 }
 
-type Item = { kind: 'event'; event: SessionEvent } | { kind: 'delta'; delta: DeltaEvent } | { kind: 'changed'; sessionId: string };
+type Item = { kind: 'event'; event: SessionEvent } | { kind: 'delta'; delta: DeltaEvent; id: string } | { kind: 'changed'; sessionId: string };
 
 /**
  * The UI message chunks of one run: what the log has after `after`, the message streaming now,
@@ -334,7 +334,11 @@ function runChunks(ctx: AppContext, o: RunStreamOptions, errorText: (e: unknown)
       if (item) {
         if (item.kind === 'event') onEvent(item.event);
         else if (item.kind === 'changed') await readLog(); // another process committed
-        else onDelta(item.delta);
+        else {
+          // A delta follows its event: one committed by another node may not have been read yet.
+          if (Number(item.id.split('.')[0]) > lastSeq) await readLog();
+          onDelta(item.delta);
+        }
         continue;
       }
       if (mapper.status !== undefined && SETTLED.includes(mapper.status)) break;

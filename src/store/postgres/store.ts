@@ -1,5 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { StoreError, type Store, type StoreChange, type StoreOps } from '../port.ts';
+import { StoreError, type JsonObject, type Store, type StoreChange, type StoreOps } from '../port.ts';
 import { migrate, quoteIdent } from './migrations.ts';
 import { pgOperations, type OpContext } from './operations.ts';
 import { DEADLOCK_DETECTED, SERIALIZATION_FAILURE, Sql, sqlState } from './sql.ts';
@@ -21,6 +22,9 @@ export interface PostgresStoreOptions {
 type OpName = keyof StoreOps;
 
 const OP_NAMES = Object.keys(pgOperations) as OpName[];
+
+/** What one notification carries at most (PostgreSQL's limit is 8,000 bytes), with room to spare. */
+const MAX_NOTIFY_BYTES = 7_800;
 
 /** A single operation outside a transaction that lost a deadlock is tried again, this many times in all. */
 const ATTEMPTS = 4;
@@ -245,13 +249,22 @@ export class PostgresStore extends WithStoreOps implements Store {
     client.on('error', reconnect);
     client.on('end', reconnect);
     client.on('notification', (n) => {
-      let change: StoreChange | undefined;
+      let p: { s?: unknown; q?: unknown; o?: unknown; b?: unknown };
       try {
-        const p = JSON.parse(n.payload ?? '') as { s?: unknown; q?: unknown };
-        if (typeof p.s === 'string' && typeof p.q === 'number') change = { sessionId: p.s, lastSeq: p.q };
+        p = JSON.parse(n.payload ?? '') as typeof p;
       } catch {
-        change = undefined;
+        p = {};
       }
+      if (p.o !== undefined) {
+        // Broadcast messages: another node's (this instance's own are not for it).
+        if (p.o === this.instanceId || !Array.isArray(p.b)) return;
+        for (const m of p.b as Array<{ s?: unknown; m?: unknown }>) {
+          if (typeof m.s !== 'string' || typeof m.m !== 'object' || m.m === null) continue;
+          for (const l of [...this.changeListeners]) l({ sessionId: m.s, message: m.m as JsonObject });
+        }
+        return;
+      }
+      const change: StoreChange | undefined = typeof p.s === 'string' && typeof p.q === 'number' ? { sessionId: p.s, lastSeq: p.q } : undefined;
       for (const l of [...this.changeListeners]) l(change);
     });
     try {
@@ -260,6 +273,51 @@ export class PostgresStore extends WithStoreOps implements Store {
       for (const l of [...this.changeListeners]) l();
     } catch {
       reconnect();
+    }
+  }
+
+  /** Tells this instance's own broadcasts apart from other nodes'. */
+  private readonly instanceId = randomUUID();
+  private outbox: Array<{ s: string; m: JsonObject }> = [];
+  private sending = false;
+  /** Broadcast messages too big for one notification (PostgreSQL's limit is 8,000 bytes), not sent. */
+  droppedBroadcasts = 0;
+
+  /**
+   * NOTIFY on the schema's channel, after everything this instance committed before (a delta is
+   * numbered after the events it follows: they are committed, so their notice went first). One
+   * notification at a time, in order; what comes meanwhile is sent together in the next.
+   */
+  broadcast(sessionId: string, message: JsonObject): void {
+    if (this.closed) return;
+    this.outbox.push({ s: sessionId, m: message });
+    if (!this.sending) void this.flushBroadcasts();
+  }
+
+  private async flushBroadcasts(): Promise<void> {
+    this.sending = true;
+    try {
+      while (this.outbox.length > 0 && !this.closed) {
+        const batch: Array<{ s: string; m: JsonObject }> = [];
+        let size = 64;
+        while (this.outbox.length > 0) {
+          const next = this.outbox[0]!;
+          const bytes = Buffer.byteLength(JSON.stringify(next));
+          if (bytes > MAX_NOTIFY_BYTES - 64) {
+            this.outbox.shift();
+            this.droppedBroadcasts++;
+            continue;
+          }
+          if (size + bytes > MAX_NOTIFY_BYTES) break;
+          batch.push(this.outbox.shift()!);
+          size += bytes + 1;
+        }
+        if (batch.length === 0) continue;
+        await this.ready;
+        await this.pool.query('SELECT pg_notify($1, $2)', [`keel_${this.schema}`, JSON.stringify({ o: this.instanceId, b: batch })]).catch(() => {});
+      }
+    } finally {
+      this.sending = false;
     }
   }
 

@@ -1,0 +1,183 @@
+/**
+ * Keel on PostgreSQL with several nodes: two store instances on one schema stand for two machines
+ * (separate pools and connections; the database is the only thing they share). What SQLite's single
+ * writer gave for free must hold here through the locks each operation takes (ADR-0011): two
+ * approvals of one run at once, usage roll-ups from children ending together, appends racing for
+ * the same seqs, claims racing, inputs taken once; and the live feed crosses nodes.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createRuntime, defineAgent, ScriptedModel, subagent, tool, type AgentDefinition, type Runtime, type Store } from '../../src/index.ts';
+import { CLAIM_POLICY } from '../../src/runs/state.ts';
+import type { PostgresStore } from '../../src/store/postgres/index.ts';
+import { ofType, allEvents } from '../support/session-helpers.ts';
+import { openTestPostgres } from '../support/postgres.ts';
+
+const T0 = 1_700_000_000_000;
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+/** Two nodes on one fresh schema. */
+async function twoNodes(): Promise<[PostgresStore, PostgresStore]> {
+  const db = await openTestPostgres();
+  cleanups.push(db.cleanup);
+  return [db.store, await db.another()];
+}
+
+function runtimeOn(store: Store, agents: AgentDefinition[], o: { worker?: boolean } = {}): Runtime {
+  const rt = createRuntime({ store, agents });
+  if (o.worker !== false) rt.startWorker({ concurrency: 4 });
+  cleanups.push(() => rt.close({ graceMs: 100 }));
+  return rt;
+}
+
+const note = (n: number) => ({ id: randomUUID(), type: 'test/note', v: 1, time: T0, entry: false, data: { n } });
+
+describe('postgres: two nodes on one database', () => {
+  it('appends racing from two nodes get every seq once, in one gap-free log; an expected seq lets one of them win', async () => {
+    const [a, b] = await twoNodes();
+    await a.createSession({ id: 's', createdAt: T0 });
+    const writes = Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).append('s', [note(i), note(i + 100)]));
+    const results = await Promise.all(writes);
+    const seqs = results.flatMap((r) => r.map((e) => e.seq)).sort((x, y) => x - y);
+    expect(seqs).toEqual(Array.from({ length: 80 }, (_, i) => i + 1));
+    // Each append's two events are adjacent: no other append came in between.
+    for (const r of results) expect(r[1]!.seq).toBe(r[0]!.seq + 1);
+    expect((await b.readEvents('s')).map((e) => e.seq)).toEqual(seqs);
+
+    const racing = await Promise.allSettled([a.append('s', [note(1)], { expectLastSeq: 80 }), b.append('s', [note(2)], { expectLastSeq: 80 })]);
+    expect(racing.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    expect(racing.find((r) => r.status === 'rejected')).toMatchObject({ reason: { code: 'seq_conflict' } });
+    expect((await a.getSession('s'))!.lastSeq).toBe(81);
+  });
+
+  it('claims racing from two nodes take every run exactly once (FOR UPDATE SKIP LOCKED)', async () => {
+    const [a, b] = await twoNodes();
+    const ids: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      await a.createSession({ id: `s${i}`, createdAt: T0 });
+      ids.push((await a.createRun({ id: `r${String(i).padStart(2, '0')}`, sessionId: `s${i}`, agent: { name: 'x', version: '1' }, agentSpec: {}, createdAt: T0 + i })).id);
+    }
+    const claims = await Promise.all(Array.from({ length: 24 }, (_, i) => (i % 2 ? a : b).claimRun(`w${i}`, 30_000, T0 + 100, CLAIM_POLICY)));
+    const claimed = claims.flatMap((c) => (c ? [c.run.id] : []));
+    expect(claimed.sort()).toEqual(ids);
+    for (const c of claims) if (c) expect(c.run).toMatchObject({ status: 'running', fencingToken: 1, attempt: 1 });
+  });
+
+  it('inputs taken from two nodes at once are each taken once, oldest first', async () => {
+    const [a, b] = await twoNodes();
+    await a.createSession({ id: 's', createdAt: T0 });
+    for (let i = 0; i < 30; i++) await a.addInput({ id: `i${String(i).padStart(2, '0')}`, sessionId: 's', kind: 'message', runId: null, payload: { i }, createdAt: T0 + i });
+    const takes = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).takeInputs('s', 'message', undefined, 4)));
+    const taken = takes.flat().map((x) => x.id);
+    expect(new Set(taken).size).toBe(taken.length);
+    expect(taken.sort()).toEqual(Array.from({ length: 30 }, (_, i) => `i${String(i).padStart(2, '0')}`));
+    for (const t of takes) expect(t.map((x) => x.createdAt)).toEqual([...t.map((x) => x.createdAt)].sort((x, y) => x - y));
+  });
+
+  it('read-modify-write of one run from many transactions on two nodes loses no update (a run read in a transaction is locked)', async () => {
+    const [a, b] = await twoNodes();
+    await a.createSession({ id: 's', createdAt: T0 });
+    await a.createRun({ id: 'parent', sessionId: 's', agent: { name: 'x', version: '1' }, agentSpec: {}, createdAt: T0 });
+    // What a child's end does to its parent: read the parent's usage, add, write back.
+    await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        (i % 2 ? a : b).transaction(async (tx) => {
+          const parent = (await tx.getRun('parent'))!;
+          const usage = parent.usage as { inputTokens?: number };
+          await new Promise((r) => setTimeout(r, 2));
+          await tx.updateRun('parent', { usage: { inputTokens: (usage.inputTokens ?? 0) + 1 }, cost: parent.cost + 0.5 });
+        }),
+      ),
+    );
+    expect(await b.getRun('parent')).toMatchObject({ usage: { inputTokens: 20 }, cost: 10 });
+  });
+
+  it('two approvals of different calls of one run, each on its own node at the same moment: both recorded, the run resumes once, each tool runs once', async () => {
+    const [a, b] = await twoNodes();
+    const ran: string[] = [];
+    const danger = tool({ name: 'danger', description: 'Needs approval', input: z.object({ t: z.string() }), approval: 'always', execute: ({ t }) => (ran.push(t), `did ${t}`) });
+    const script = () =>
+      new ScriptedModel([
+        { toolCalls: [{ id: 'd1', name: 'danger', input: { t: 'one' } }, { id: 'd2', name: 'danger', input: { t: 'two' } }] },
+        { text: 'both done' },
+      ]);
+    const rtA = runtimeOn(a, [defineAgent({ name: 'a', model: script(), tools: [danger] })]);
+    const rtB = runtimeOn(b, [defineAgent({ name: 'a', model: script(), tools: [danger] })], { worker: false });
+    const s = await rtA.sessions.create();
+    const { run } = await rtA.sessions.send(s.id, 'go');
+    expect((await rtA.runs.wait(run.id)).status).toBe('waiting_approval');
+    const [one, two] = await Promise.all([rtA.runs.approve(run.id, 'd1'), rtB.runs.approve(run.id, 'd2')]);
+    // One of them saw the other's decision and queued the run; the other left it waiting for that one.
+    expect([one.status, two.status].sort()).toEqual(['queued', 'waiting_approval']);
+    const done = await rtA.runs.wait(run.id, { until: 'terminal', timeoutMs: 20_000 });
+    expect(done.status).toBe('completed');
+    expect(ran.sort()).toEqual(['one', 'two']);
+    const events = await allEvents(rtB.sessions, s.id);
+    expect(ofType(events, 'tool/decision').map((e) => e.data.toolCallId).sort()).toEqual(['d1', 'd2']);
+    expect(ofType(events, 'tool/result')).toHaveLength(2);
+  });
+
+  it('children ending at once on two nodes all count in their parent’s usage', async () => {
+    const [a, b] = await twoNodes();
+    const delegate = subagent({ name: 'delegate', description: 'Hands a task to the child agent', agent: 'child' });
+    const calls = Array.from({ length: 6 }, (_, i) => ({ id: `c${i}`, name: 'delegate', input: { task: `task ${i}` } }));
+    const agents = () => [
+      defineAgent({ name: 'parent', model: new ScriptedModel([{ toolCalls: calls, usage: { input: 1, output: 1 } }, { text: 'all in', usage: { input: 1, output: 1 } }]), tools: [delegate] }),
+      defineAgent({ name: 'child', model: new ScriptedModel(Array.from({ length: 6 }, () => ({ text: 'ok', usage: { input: 10, output: 100 } }))) }),
+    ];
+    const rtA = runtimeOn(a, agents());
+    runtimeOn(b, agents());
+    const s = await rtA.sessions.create({ agent: 'parent' });
+    const { run } = await rtA.sessions.send(s.id, 'delegate everything');
+    const done = await rtA.runs.wait(run.id, { until: 'terminal', timeoutMs: 30_000 });
+    expect(done.status).toBe('completed');
+    const children = await rtA.runs.list({ parentRunId: run.id });
+    expect(children).toHaveLength(6);
+    expect(children.every((c) => c.status === 'completed')).toBe(true);
+    expect(done.usage).toMatchObject({ inputTokens: 2 + 60, outputTokens: 2 + 600 });
+  });
+
+  it('a run executing on node A streams to a reader on node B to its end (the live feed crosses nodes)', async () => {
+    const [a, b] = await twoNodes();
+    const slow = tool({ name: 'slow', description: 'Takes a moment', input: z.object({}), execute: async () => (await new Promise((r) => setTimeout(r, 30)), 'ok') });
+    const model = () => new ScriptedModel([...Array.from({ length: 5 }, (_, i) => ({ toolCalls: [{ id: `t${i}`, name: 'slow', input: {} }] })), { text: 'finished' }]);
+    const rtA = runtimeOn(a, [defineAgent({ name: 'a', model: model(), tools: [slow] })]);
+    const rtB = runtimeOn(b, [defineAgent({ name: 'a', model: model(), tools: [slow] })], { worker: false });
+    const s = await rtB.sessions.create();
+    const { run } = await rtB.sessions.send(s.id, 'go');
+    const seen: number[] = [];
+    const started = Date.now();
+    for await (const item of rtB.runs.stream(run.id)) {
+      if (item.kind === 'event') seen.push(item.event.seq);
+    }
+    expect(Date.now() - started).toBeLessThan(20_000);
+    const all = (await allEvents(rtA.sessions, s.id)).filter((e) => e.runId === run.id).map((e) => e.seq);
+    expect(seen).toEqual(all);
+    expect((await rtB.runs.get(run.id)).status).toBe('completed');
+  });
+
+  it('token deltas of a model call on node A reach node B in order, with the ids node A gave them', async () => {
+    const [a, b] = await twoNodes();
+    const model = () => new ScriptedModel([{ chunks: Array.from({ length: 30 }, (_, i) => `c${i} `), delayMs: 2 }]);
+    const rtA = runtimeOn(a, [defineAgent({ name: 'a', model: model() })]);
+    const rtB = runtimeOn(b, [defineAgent({ name: 'a', model: model() })], { worker: false });
+    const s = await rtB.sessions.create();
+    const seenA: string[] = [];
+    const seenB: string[] = [];
+    const offA = rtA.sessions.log.subscribe(s.id, (i) => i.kind === 'delta' && seenA.push(`${i.id} ${i.delta.delta}`));
+    const offB = rtB.sessions.log.subscribe(s.id, (i) => i.kind === 'delta' && seenB.push(`${i.id} ${i.delta.delta}`));
+    cleanups.push(async () => (offA(), offB()));
+    await new Promise((r) => setTimeout(r, 200)); // node B listens
+    const { run } = await rtB.sessions.send(s.id, 'go');
+    expect((await rtB.runs.wait(run.id, { until: 'terminal' })).status).toBe('completed');
+    for (let i = 0; i < 100 && seenB.length < seenA.length; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(seenA).toHaveLength(30);
+    expect(seenB).toEqual(seenA);
+    // Numbered after the event before the model call, 1..30.
+    expect(seenA.map((x) => Number(x.split(' ')[0]!.split('.')[1]))).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
+  });
+});
