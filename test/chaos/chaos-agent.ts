@@ -47,7 +47,17 @@ export function respond(prompt: readonly PromptMessage[]): ScriptedResponse {
   return { delayMs: 1, toolCalls: calls };
 }
 
-export function chaosAgent(ledgerPath: string, gen: number, onTool?: () => void): AgentDefinition {
+/**
+ * `narrate`: every answer also streams text, word by word with a pause between words (the cluster
+ * test follows token deltas across nodes); the conversation decides the same tool calls.
+ */
+function narrated(r: ScriptedResponse, narrate: boolean): ScriptedResponse {
+  if (!narrate) return r;
+  const text = r.text ?? `working on ${r.toolCalls?.map((c) => c.id).join(' and ') ?? 'it'} now, one moment please`;
+  return { ...r, text, chunkDelayMs: 2 };
+}
+
+export function chaosAgent(ledgerPath: string, gen: number, onTool?: () => void, o: { narrate?: boolean } = {}): AgentDefinition {
   const ledger = openSync(ledgerPath, 'a');
   const effect = (name: ChaosLedgerLine['tool']) => async (_input: { step: number }, ctx: { toolCallId: string; idempotencyKey: string }) => {
     const line: ChaosLedgerLine = { runId: runScope.getStore()!.runId, toolCallId: ctx.toolCallId, key: ctx.idempotencyKey, tool: name, gen };
@@ -59,7 +69,7 @@ export function chaosAgent(ledgerPath: string, gen: number, onTool?: () => void)
   };
   return defineAgent({
     name: 'chaos',
-    model: new ScriptedModel([(call) => respond(call.prompt as readonly PromptMessage[])], { loop: true, recordCalls: false }),
+    model: new ScriptedModel([(call) => narrated(respond(call.prompt as readonly PromptMessage[]), o.narrate === true)], { loop: true, recordCalls: false }),
     tools: [
       tool({ name: 'record', description: 'records (safe to repeat)', input: z.object({ step: z.number() }), idempotent: true, execute: effect('record') }),
       tool({ name: 'send_once', description: 'sends (not safe to repeat)', input: z.object({ step: z.number() }), execute: effect('send_once') }),
