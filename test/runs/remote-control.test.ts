@@ -1,14 +1,15 @@
 /**
  * Cancel and pause requested in one process reach the worker running the run in another within a
  * second (not at its next lease renewal, 10 s later): the worker reads its runs' requests from the
- * store twice a second.
+ * store twice a second. On a shared SQLite file, and on PostgreSQL (another node).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createRuntime, defineAgent, openSqliteStore, ScriptedModel, type Runtime, type SqliteStore } from '../../src/index.ts';
+import { createRuntime, defineAgent, openSqliteStore, ScriptedModel, type Runtime, type Store } from '../../src/index.ts';
+import { openTestPostgres } from '../support/postgres.ts';
 import { allEvents, ofType } from '../support/session-helpers.ts';
 import type { RemoteWorkerMessage } from './fixtures/remote-worker.ts';
 
@@ -25,13 +26,22 @@ interface Remote {
   next(m: RemoteWorkerMessage): Promise<number>;
 }
 
-async function remoteWorker(): Promise<Remote> {
+/** The API side's store (no worker here), opened first so that the schema exists; and the worker's arguments. */
+async function apiStore(backend: 'sqlite' | 'postgres'): Promise<{ store: Store; args: string[]; cleanup(): Promise<void> }> {
+  if (backend === 'postgres') {
+    const db = await openTestPostgres();
+    return { store: db.store, args: [db.url, db.schema], cleanup: db.cleanup };
+  }
   const dir = mkdtempSync(join(tmpdir(), 'keel-remote-'));
   const path = join(dir, 'keel.db');
-  // The API side: no worker here. Opened first, so the schema exists before the worker opens the file.
-  const store: SqliteStore = openSqliteStore({ path });
+  const store = openSqliteStore({ path });
+  return { store, args: [path], cleanup: async () => (await store.close(), rmSync(dir, { recursive: true, force: true })) };
+}
+
+async function remoteWorker(backend: 'sqlite' | 'postgres'): Promise<Remote> {
+  const { store, args, cleanup } = await apiStore(backend);
   const api = createRuntime({ store, agents: [defineAgent({ name: 'a', model: new ScriptedModel([]) })], leaseMs: 30_000 });
-  const child: ChildProcess = spawn(process.execPath, [FIXTURE, path], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const child: ChildProcess = spawn(process.execPath, [FIXTURE, ...args], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   const seen = new Map<string, number>();
   const waiters: Array<{ m: string; resolve: (at: number) => void }> = [];
   child.on('message', (m: RemoteWorkerMessage) => {
@@ -45,8 +55,7 @@ async function remoteWorker(): Promise<Remote> {
     await exited;
     clearTimeout(timer);
     await api.close({ graceMs: 50 });
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
+    await cleanup();
   });
   const next = (m: RemoteWorkerMessage) =>
     new Promise<number>((resolve, reject) => {
@@ -58,9 +67,9 @@ async function remoteWorker(): Promise<Remote> {
   return { api, next };
 }
 
-describe('cancel and pause from another process', () => {
+describe.each(['sqlite', 'postgres'] as const)('cancel and pause from another process (%s)', (backend) => {
   it('a cancel reaches the worker within a second: it aborts its own tool and ends the run', async () => {
-    const { api, next } = await remoteWorker();
+    const { api, next } = await remoteWorker(backend);
     const s = await api.sessions.create();
     const { run } = await api.sessions.send(s.id, 'go', { agent: 'a' });
     await next('tool-start');
@@ -76,7 +85,7 @@ describe('cancel and pause from another process', () => {
   });
 
   it('a pause reaches the worker within a second: the run pauses at the end of the step it is in', async () => {
-    const { api, next } = await remoteWorker();
+    const { api, next } = await remoteWorker(backend);
     const s = await api.sessions.create();
     const { run } = await api.sessions.send(s.id, 'go', { agent: 'a' });
     await next('tool-start');

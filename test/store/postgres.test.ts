@@ -1,4 +1,8 @@
-import { openTestPostgres } from '../support/postgres.ts';
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { SchemaVersionError } from '../../src/store/port.ts';
+import { latestPostgresSchemaVersion, openPostgresStore, PostgresStore } from '../../src/store/postgres/index.ts';
+import { dropSchema, freshSchema, openTestPostgres, postgresUrl } from '../support/postgres.ts';
 import { storeContract } from './contract.ts';
 import { runsContract } from './runs-contract.ts';
 
@@ -10,4 +14,37 @@ storeContract('postgres', async () => {
 runsContract('postgres (two nodes)', async () => {
   const { store, another, cleanup } = await openTestPostgres();
   return { store, another, cleanup };
+});
+
+describe('postgres schema migrations', () => {
+  it('several nodes opening one new schema at once migrate it once; reopening changes nothing; a schema from a newer Keel is refused', async () => {
+    const url = postgresUrl();
+    const schema = freshSchema();
+    const stores = Array.from({ length: 4 }, () => new PostgresStore({ url, schema, poolSize: 2 }));
+    try {
+      await Promise.all(stores.map((s) => s.opened()));
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      try {
+        const { rows } = await c.query<{ version: number }>(`SELECT version FROM "${schema}".keel_schema ORDER BY version`);
+        expect(rows.map((r) => r.version)).toEqual(Array.from({ length: latestPostgresSchemaVersion }, (_, i) => i + 1));
+        await stores[0]!.createSession({ id: 's', createdAt: 1 });
+        const again = await openPostgresStore({ url, schema });
+        expect((await again.getSession('s'))?.id).toBe('s');
+        await again.close();
+        await c.query(`INSERT INTO "${schema}".keel_schema (version, applied_at) VALUES ($1, 0)`, [latestPostgresSchemaVersion + 1]);
+        await expect(openPostgresStore({ url, schema })).rejects.toBeInstanceOf(SchemaVersionError);
+      } finally {
+        await c.end();
+      }
+    } finally {
+      for (const s of stores) await s.close();
+      await dropSchema(url, schema);
+    }
+  });
+
+  it('refuses a schema name that is not a plain identifier, and an unreachable server with a clear error', async () => {
+    expect(() => new PostgresStore({ url: postgresUrl(), schema: 'a"; drop table x; --' })).toThrow(/schema name/);
+    await expect(openPostgresStore({ url: 'postgres://postgres@127.0.0.1:1/none', connectionTimeoutMs: 2000 })).rejects.toThrow();
+  });
 });
