@@ -7,6 +7,7 @@ import {
   StoreError,
   RUN_STATUSES,
   TERMINAL_STATUSES,
+  type AppendOptions,
   type RunStatus,
   type StoreOps,
   type StoredEvent,
@@ -33,12 +34,15 @@ import { constraintOf, FOREIGN_KEY_VIOLATION, sqlState, UNIQUE_VIOLATION, type S
  * What an operation runs on. `sql` is the pool (outside a transaction: each statement commits on
  * its own) or the transaction's client. `atomic` runs several statements as one unit: their own
  * transaction outside one, a savepoint inside one (so that a failure, caught by the caller, leaves
- * the caller's transaction usable and nothing of the operation behind). `inTransaction` tells
- * whether the caller holds a transaction (reads of runs then lock them, see getRun).
+ * the caller's transaction usable and nothing of the operation behind). `guarded` runs one
+ * statement that may fail: as it is outside a transaction, in a savepoint inside one.
+ * `inTransaction` tells whether the caller holds a transaction (reads of runs then lock them, see
+ * getRun).
  */
 export interface OpContext {
   sql: Sql;
   atomic<T>(fn: (sql: Sql) => Promise<T>): Promise<T>;
+  guarded<T>(fn: (sql: Sql) => Promise<T>): Promise<T>;
   inTransaction: boolean;
 }
 
@@ -90,12 +94,32 @@ async function sessionRow(sql: Sql, id: string, lock = false): Promise<SessionRo
   return row;
 }
 
-const EVENT_COLUMNS = 'session_id, seq, id, type, v, time, run_id, turn, step, entry, parent_id, ignorable, data';
+/** keel_append's refusals (its own SQLSTATEs, see the migrations) as the port's errors. */
+function appendRefusal(e: unknown, sessionId: string, options: AppendOptions): unknown {
+  const detail = (e as { detail?: string }).detail ?? '';
+  switch (sqlState(e)) {
+    case 'KF001':
+      return new FencedError(options.fence!.runId, options.fence!.token, detail === '' ? undefined : Number(detail));
+    case 'KN001':
+      return new NotFoundError('session', sessionId);
+    case 'KE001':
+      return new StoreError('session_erased', `session ${sessionId} was erased: its log takes nothing more`);
+    case 'KS001':
+      return new SeqConflictError(sessionId, options.expectLastSeq!, Number(detail));
+    case 'KP001': {
+      const [event, parent] = detail.split(' ');
+      return new StoreError('invalid_parent', `event ${event}: parent ${parent} is not an entry of session ${sessionId}`);
+    }
+    case UNIQUE_VIOLATION:
+      if (constraintOf(e) === 'events_entries') return new StoreError('conflict', `an event of this append already exists in session ${sessionId}`, { cause: e });
+  }
+  return e;
+}
 
 export const pgOperations: PgOps = {
-  createSession: async ({ atomic }, s) => {
+  createSession: async ({ guarded }, s) => {
     try {
-      const row = await atomic((q) =>
+      const row = await guarded((q) =>
         q.one<SessionRow>(
           `INSERT INTO sessions (id, tenant, created_at, title, metadata, agent, origin_session_id, origin_entry_id)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
@@ -143,89 +167,55 @@ export const pgOperations: PgOps = {
   },
 
   /**
-   * The session row is locked (FOR UPDATE) for the rest of the transaction: appends to one session
-   * take turns, each allocating the seqs after the last committed one. A fence is read FOR SHARE:
-   * a claim that would move the token waits for this transaction, or this one sees its token.
+   * One call of keel_append (schema v2): the session row is locked (FOR UPDATE) for the rest of the
+   * transaction, so appends to one session take turns, each allocating the seqs after the last
+   * committed one; a fence is read FOR SHARE, so a claim that would move the token waits for this
+   * transaction, or this one sees its token.
    */
-  append: async ({ atomic }, sessionId, drafts, options = {}) => {
-    try {
-      return await atomic(async (q) => {
-        const { expectLastSeq, fence } = options;
-        if (fence) {
-          const row = await q.one<{ fencing_token: number }>('SELECT fencing_token FROM runs WHERE id = $1 FOR SHARE', [fence.runId]);
-          if (!row || row.fencing_token !== fence.token) throw new FencedError(fence.runId, fence.token, row?.fencing_token);
-        }
-        const s = await q.one<{ last_seq: number; leaf_id: string | null; erased_at: number | null }>('SELECT last_seq, leaf_id, erased_at FROM sessions WHERE id = $1 FOR UPDATE', [sessionId]);
-        if (!s) throw new NotFoundError('session', sessionId);
-        if (s.erased_at !== null) throw new StoreError('session_erased', `session ${sessionId} was erased: its log takes nothing more`);
-        if (expectLastSeq !== undefined && s.last_seq !== expectLastSeq) throw new SeqConflictError(sessionId, expectLastSeq, s.last_seq);
-        // Explicit parents must be entries of this session (earlier in this append, or stored).
-        const batchEntries = new Set<string>();
-        const wanted = new Set<string>();
-        for (const d of drafts) {
-          if (d.entry && d.parentId && !batchEntries.has(d.parentId)) wanted.add(d.parentId);
-          if (d.entry) batchEntries.add(d.id);
-        }
-        const known = new Set<string>();
-        if (wanted.size > 0) {
-          for (const r of await q.rows<{ id: string }>('SELECT id FROM events WHERE session_id = $1 AND entry AND id = ANY($2::text[])', [sessionId, [...wanted]])) known.add(r.id);
-        }
-        const seen = new Set<string>();
-        let seq = s.last_seq;
-        let leaf = s.leaf_id;
-        let lastTurn = 0;
-        const out: StoredEvent[] = [];
-        const cols: unknown[][] = [[], [], [], [], [], [], [], [], [], [], [], []];
-        for (const d of drafts) {
-          seq++;
-          if (d.turn !== undefined && d.turn > lastTurn) lastTurn = d.turn;
-          let parent: string | null = null;
-          if (d.entry) {
-            parent = d.parentId !== undefined ? d.parentId : leaf;
-            if (d.parentId && !known.has(d.parentId) && !seen.has(d.parentId)) {
-              throw new StoreError('invalid_parent', `event ${d.id}: parent ${d.parentId} is not an entry of session ${sessionId}`);
-            }
-            if (seen.has(d.id)) throw new StoreError('conflict', `event ${d.id} already exists`);
-            seen.add(d.id);
-            leaf = d.id;
-          } else if (d.leaf !== undefined) {
-            leaf = d.leaf;
-          }
-          const e: StoredEvent = {
-            id: d.id,
-            sessionId,
-            seq,
-            type: d.type,
-            v: d.v,
-            time: d.time,
-            ...(d.runId !== undefined ? { runId: d.runId } : {}),
-            ...(d.turn !== undefined ? { turn: d.turn } : {}),
-            ...(d.step !== undefined ? { step: d.step } : {}),
-            entry: d.entry,
-            ...(parent !== null ? { parentId: parent } : {}),
-            ignorable: d.ignorable ?? false,
-            data: d.data,
-          };
-          out.push(e);
-          const values = [seq, d.id, d.type, d.v, d.time, d.runId ?? null, d.turn ?? null, d.step ?? null, d.entry, parent, d.ignorable ?? false, JSON.stringify(d.data)];
-          for (let i = 0; i < values.length; i++) cols[i]!.push(values[i]);
-        }
-        if (out.length === 0) return out;
-        await q.run(
-          `INSERT INTO events (${EVENT_COLUMNS})
-           SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::int[], $6::bigint[], $7::text[], $8::int[], $9::int[], $10::boolean[], $11::text[], $12::boolean[], $13::text[])`,
-          [sessionId, ...cols],
-        );
-        // Which blobs the session refers to, for erasure, in the append's own transaction.
-        const hashes = blobHashesIn(cols[11]!.join(','));
-        if (hashes.length > 0) await q.run('INSERT INTO blob_refs (session_id, hash) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING', [sessionId, hashes]);
-        await q.run('UPDATE sessions SET last_seq = $2, leaf_id = $3, last_turn = GREATEST(last_turn, $4) WHERE id = $1', [sessionId, seq, leaf, lastTurn]);
-        return out;
-      });
-    } catch (e) {
-      if (sqlState(e) === UNIQUE_VIOLATION && constraintOf(e) === 'events_entries') throw new StoreError('conflict', `an event of this append already exists in session ${sessionId}`, { cause: e });
-      throw e;
+  append: async ({ guarded }, sessionId, drafts, options = {}) => {
+    const { expectLastSeq, fence } = options;
+    const seen = new Set<string>();
+    const cols: unknown[][] = Array.from({ length: 14 }, () => []);
+    const json: string[] = [];
+    for (const d of drafts) {
+      if (d.entry && seen.has(d.id)) throw new StoreError('conflict', `event ${d.id} already exists`);
+      if (d.entry) seen.add(d.id);
+      const data = JSON.stringify(d.data);
+      json.push(data);
+      const values = [d.id, d.type, d.v, d.time, d.runId ?? null, d.turn ?? null, d.step ?? null, d.entry, d.parentId ?? null, d.parentId !== undefined, d.leaf ?? null, d.leaf !== undefined, d.ignorable ?? false, data];
+      for (let i = 0; i < values.length; i++) cols[i]!.push(values[i]);
     }
+    let rows: Array<{ seq: number; parent_id: string | null }>;
+    try {
+      rows = await guarded((q) =>
+        q.rows<{ seq: number; parent_id: string | null }>(
+          `SELECT seq, parent_id FROM keel_append($1, $2, $3, $4, $5::text[], $6::text[], $7::int[], $8::bigint[], $9::text[], $10::int[], $11::int[],
+                                                $12::boolean[], $13::text[], $14::boolean[], $15::text[], $16::boolean[], $17::boolean[], $18::text[], $19::text[])`,
+          // Which blobs the session refers to, for erasure, in the append's own transaction.
+          [sessionId, fence?.runId ?? null, fence?.token ?? null, expectLastSeq ?? null, ...cols, blobHashesIn(json.join(','))],
+        ),
+      );
+    } catch (e) {
+      throw appendRefusal(e, sessionId, options);
+    }
+    return drafts.map((d, i) => {
+      const parent = rows[i]!.parent_id;
+      return {
+        id: d.id,
+        sessionId,
+        seq: rows[i]!.seq,
+        type: d.type,
+        v: d.v,
+        time: d.time,
+        ...(d.runId !== undefined ? { runId: d.runId } : {}),
+        ...(d.turn !== undefined ? { turn: d.turn } : {}),
+        ...(d.step !== undefined ? { step: d.step } : {}),
+        entry: d.entry,
+        ...(parent !== null ? { parentId: parent } : {}),
+        ignorable: d.ignorable ?? false,
+        data: d.data,
+      };
+    });
   },
 
   readEvents: async ({ sql }, sessionId, o = {}) => {
@@ -340,9 +330,9 @@ export const pgOperations: PgOps = {
     return row ? { sessionId, projection, version, asOfSeq: row.as_of_seq, leafId: row.leaf_id, state: JSON.parse(row.state) as unknown } : undefined;
   },
 
-  createRun: async ({ sql, atomic }, r) => {
+  createRun: async ({ sql, guarded }, r) => {
     try {
-      const row = await atomic((q) =>
+      const row = await guarded((q) =>
         q.one<RunRow>(
           `INSERT INTO runs (id, session_id, parent_run_id, parent_tool_call_id, agent_name, agent_version, agent_spec, status,
                              trigger_message_id, turn, created_at, deadline_at, options, usage, queued_behind, first_seq)
@@ -407,7 +397,7 @@ export const pgOperations: PgOps = {
     return counts;
   },
 
-  updateRun: async ({ sql, atomic }, id, patch, guard = {}) => {
+  updateRun: async ({ sql, guarded }, id, patch, guard = {}) => {
     const sets: string[] = [];
     const args: unknown[] = [id];
     for (const [k, v] of Object.entries(patch)) {
@@ -426,7 +416,7 @@ export const pgOperations: PgOps = {
     let row: RunRow | undefined;
     try {
       row = sets.length
-        ? await atomic((q) => q.one<RunRow>(`UPDATE runs SET ${sets.join(', ')} WHERE ${where.join(' AND ')} RETURNING *`, args))
+        ? await guarded((q) => q.one<RunRow>(`UPDATE runs SET ${sets.join(', ')} WHERE ${where.join(' AND ')} RETURNING *`, args))
         : await sql.one<RunRow>(`SELECT * FROM runs WHERE ${where.join(' AND ')}`, args);
     } catch (e) {
       // A run queued behind cannot come up while its session has another active run.
@@ -518,9 +508,9 @@ export const pgOperations: PgOps = {
 
   countInputs: async ({ sql }, sessionId, kind) => (await sql.one<{ n: number }>('SELECT count(*)::bigint AS n FROM run_inputs WHERE session_id = $1 AND kind = $2', [sessionId, kind]))!.n,
 
-  createApiKey: async ({ atomic }, k) => {
+  createApiKey: async ({ guarded }, k) => {
     try {
-      await atomic((q) =>
+      await guarded((q) =>
         q.run('INSERT INTO api_keys (id, tenant, name, hash, prefix, rate_per_minute, created_at, revoked_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [
           k.id,
           k.tenant,

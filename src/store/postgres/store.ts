@@ -123,7 +123,7 @@ export class PostgresStore extends WithStoreOps implements Store {
   private async runOutside(name: OpName, args: unknown[]): Promise<unknown> {
     await this.ready;
     const sql = new Sql(this.pool);
-    const ctx: OpContext = { sql, inTransaction: false, atomic: (fn) => this.withClient((client) => this.inOwnTransaction(client, fn)) };
+    const ctx: OpContext = { sql, inTransaction: false, atomic: (fn) => this.withClient((client) => this.inOwnTransaction(client, fn)), guarded: (fn) => fn(sql) };
     const op = pgOperations[name] as (ctx: OpContext, ...a: unknown[]) => Promise<unknown>;
     for (let attempt = 1; ; attempt++) {
       try {
@@ -175,23 +175,20 @@ export class PostgresStore extends WithStoreOps implements Store {
           let savepoints = 0;
           // One operation at a time on the transaction's connection: savepoints nest properly.
           let tail: Promise<unknown> = Promise.resolve();
-          const ctx: OpContext = {
-            sql,
-            inTransaction: true,
-            atomic: async (inner) => {
-              const name = `keel_sp${++savepoints}`;
-              await sql.raw(`SAVEPOINT ${name}`);
-              try {
-                const value = await inner(sql);
-                await sql.raw(`RELEASE SAVEPOINT ${name}`);
-                return value;
-              } catch (e) {
-                await sql.raw(`ROLLBACK TO SAVEPOINT ${name}`);
-                await sql.raw(`RELEASE SAVEPOINT ${name}`);
-                throw e;
-              }
-            },
+          const savepoint = async <T>(inner: (sql: Sql) => Promise<T>): Promise<T> => {
+            const name = `keel_sp${++savepoints}`;
+            await sql.raw(`SAVEPOINT ${name}`);
+            try {
+              const value = await inner(sql);
+              await sql.raw(`RELEASE SAVEPOINT ${name}`);
+              return value;
+            } catch (e) {
+              await sql.raw(`ROLLBACK TO SAVEPOINT ${name}`);
+              await sql.raw(`RELEASE SAVEPOINT ${name}`);
+              throw e;
+            }
           };
+          const ctx: OpContext = { sql, inTransaction: true, atomic: savepoint, guarded: savepoint };
           const ops: Partial<Record<OpName, (...args: unknown[]) => Promise<unknown>>> = {};
           for (const name of OP_NAMES) {
             const op = pgOperations[name] as (ctx: OpContext, ...a: unknown[]) => Promise<unknown>;
