@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { userMessage, type AgentDefinition, type DeltaEvent, type UserInput } from '../core/index.ts';
 import type { JsonValue, UserMessage } from '../model/index.ts';
-import { Sessions, type CompactionSettings, type SessionEvent } from '../session/index.ts';
+import { follow, Sessions, type CompactionSettings, type SessionEvent } from '../session/index.ts';
 import {
   isTerminal,
   NotFoundError,
@@ -339,33 +339,36 @@ export class RunsApi {
    */
   async wait(id: string, o: { until?: 'terminal' | 'settled'; timeoutMs?: number; signal?: AbortSignal; pollMs?: number } = {}): Promise<RunRecord> {
     const until = o.until ?? 'settled';
-    const done = (r: RunRecord) => (until === 'terminal' ? isTerminal(r.status) : SETTLED.includes(r.status));
-    const deadline = o.timeoutMs !== undefined ? Date.now() + o.timeoutMs : Infinity;
+    const reached = (status: RunStatus) => (until === 'terminal' ? isTerminal(status) : SETTLED.includes(status));
     let run = await this.get(id);
-    const changed = new EventEmitter();
-    const off = this.rt.sessions.subscribe(run.sessionId, (item) => {
-      if (item.kind === 'event' && item.event.runId === id && item.event.type === 'run/status') changed.emit('change');
-    });
+    if (reached(run.status)) return run;
+    // The run's feed from now on: each of its status changes, here or on another node, is a reason to look.
+    const stop = new AbortController();
+    const timer = o.timeoutMs !== undefined ? setTimeout(() => stop.abort(), o.timeoutMs) : undefined;
+    const onAbort = () => stop.abort();
+    o.signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      while (!done(run)) {
-        o.signal?.throwIfAborted();
-        if (Date.now() >= deadline) throw new StoreError('timeout', `run ${id} is still ${run.status} after ${o.timeoutMs} ms`);
-        await new Promise<void>((resolve) => {
-          const finish = () => {
-            clearTimeout(timer);
-            changed.off('change', finish);
-            o.signal?.removeEventListener('abort', finish);
-            resolve();
-          };
-          const timer = setTimeout(finish, Math.min(o.pollMs ?? 200, Math.max(0, deadline - Date.now())));
-          changed.once('change', finish);
-          o.signal?.addEventListener('abort', finish, { once: true });
+      for (;;) {
+        const from = (await this.rt.sessions.get(run.sessionId)).lastSeq;
+        const feed = follow(this.rt.sessions.log, run.sessionId, {
+          after: { seq: from, n: Number.MAX_SAFE_INTEGER },
+          runId: id,
+          endAt: (e) => e.type === 'run/status' && reached(e.data.to),
+          isDone: async () => reached((run = await this.get(id)).status),
+          pollMs: o.pollMs ?? 200,
+          signal: stop.signal,
         });
+        for await (const _ of feed) {
+          // Only the end of the feed matters.
+        }
+        o.signal?.throwIfAborted();
+        if (stop.signal.aborted) throw new StoreError('timeout', `run ${id} is still ${run.status} after ${o.timeoutMs} ms`);
         run = await this.get(id);
+        if (reached(run.status)) return run;
       }
-      return run;
     } finally {
-      off();
+      clearTimeout(timer);
+      o.signal?.removeEventListener('abort', onAbort);
     }
   }
 
@@ -484,58 +487,16 @@ export class RunsApi {
    */
   async *stream(id: string, o: { after?: number; signal?: AbortSignal } = {}): AsyncGenerator<RunStreamItem> {
     const run = await this.get(id);
-    const queue: RunStreamItem[] = [];
-    let notify: (() => void) | undefined;
-    const off = this.rt.sessions.subscribe(run.sessionId, (item) => {
-      if ((item.kind === 'event' && item.event.runId === id) || item.kind === 'delta') {
-        queue.push(item);
-        notify?.();
-      } else if (item.kind === 'changed') notify?.(); // another process committed: read the log now
+    const ends = (e: SessionEvent) => e.type === 'run/status' && isTerminal(e.data.to);
+    yield* follow(this.rt.sessions.log, run.sessionId, {
+      after: { seq: o.after ?? 0, n: 0 },
+      runId: id,
+      endAt: ends,
+      isDone: async () => isTerminal((await this.get(id)).status),
+      pollMs: 250,
+      ...(o.signal ? { signal: o.signal } : {}),
     });
-    try {
-      let last = o.after ?? 0;
-      for (const event of await this.rt.sessions.log.read(run.sessionId, { runId: id, afterSeq: last })) {
-        last = event.seq;
-        yield { kind: 'event', event };
-      }
-      for (;;) {
-        while (queue.length > 0) {
-          const item = queue.shift()!;
-          if (item.kind === 'event') {
-            if (item.event.seq <= last) continue;
-            last = item.event.seq;
-          }
-          yield item;
-        }
-        const current = await this.get(id);
-        if (isTerminal(current.status)) {
-          // Anything committed by another process since: read it, then stop.
-          for (const event of await this.rt.sessions.log.read(run.sessionId, { runId: id, afterSeq: last })) {
-            last = event.seq;
-            yield { kind: 'event', event };
-          }
-          return;
-        }
-        await new Promise<void>((resolve) => {
-          const t = setTimeout(resolve, 250);
-          notify = () => {
-            clearTimeout(t);
-            resolve();
-          };
-          o.signal?.addEventListener('abort', () => resolve(), { once: true });
-        });
-        notify = undefined;
-        o.signal?.throwIfAborted();
-        // Pick up what other processes appended (not seen live here).
-        for (const event of await this.rt.sessions.log.read(run.sessionId, { runId: id, afterSeq: last })) {
-          if (queue.some((q) => q.kind === 'event' && q.event.seq === event.seq)) continue;
-          last = event.seq;
-          yield { kind: 'event', event };
-        }
-      }
-    } finally {
-      off();
-    }
+    o.signal?.throwIfAborted();
   }
 }
 

@@ -13,7 +13,6 @@ import { opsRoutes } from './routes/ops.ts';
 import { runRoutes } from './routes/runs.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { streamRoutes } from './routes/streams.ts';
-import { DeltaHub } from './sse.ts';
 
 export interface ServerOptions {
   runtime: Runtime;
@@ -61,7 +60,8 @@ function routePattern(path: string): RegExp {
 /** What the routes work with: the runtime (never the store: the runtime is the server's interface to everything durable). */
 export interface AppContext {
   rt: Runtime;
-  hub: DeltaHub;
+  /** Releases the log's recent deltas (kept while the server runs, for streams that start mid-message). */
+  releaseRecentDeltas: () => void;
   metrics: Metrics;
   /** API keys looked up recently, and failed authentications by client address. */
   keys: ApiKeyCache;
@@ -122,7 +122,7 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   const rt = options.runtime;
   const ctx: AppContext = {
     rt,
-    hub: new DeltaHub(rt.sessions.log),
+    releaseRecentDeltas: rt.sessions.log.keepRecentDeltas(),
     metrics: new Metrics(),
     keys: new ApiKeyCache({ findApiKey: rt.apiKeys.find }),
     authFailures: new FailedAuthLimiter({ perMinute: options.authFailuresPerMinute ?? 30 }),
@@ -226,7 +226,7 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   });
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer', description: 'An API key from `keel keys create`' });
 
-  return { app, ctx, close: () => ctx.hub.close() };
+  return { app, ctx, close: () => ctx.releaseRecentDeltas() };
 }
 
 /** How deep a request body's JSON may nest (objects and arrays). */

@@ -4,6 +4,7 @@ import { NotFoundError, StoreError, type AppendOptions, type JsonObject, type Ev
 import { blobRefsOf, extractBlobs, inflateBlobs } from './blobs.ts';
 import { defaultRegistry, type EventRegistry, type SessionEvent, type SessionEventDataMap, type SessionEventType } from './event-types.ts';
 import type { KeptState } from './reader.ts';
+import { RecentDeltas, type RecentDelta } from './recent-deltas.ts';
 
 /** An event to append; the log assigns id (unless given), seq, parent and time. */
 export type NewEvent = {
@@ -167,8 +168,35 @@ export class SessionLog {
     return p;
   }
 
+  private recent: RecentDeltas | undefined;
+  private recentKeepers = 0;
+
+  /**
+   * Keeps the deltas of the messages streaming now (every node's, on a store that relays them), so
+   * that a feed starting mid-message replays them (see `follow`); until the returned function is
+   * called. The server keeps them for as long as it runs.
+   */
+  keepRecentDeltas(): () => void {
+    this.recent ??= new RecentDeltas();
+    this.recentKeepers++;
+    if (this.store.broadcast) this.followOthers();
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      if (--this.recentKeepers === 0) this.recent = undefined;
+      if (!this.followed()) this.unfollowOthers();
+    };
+  }
+
+  /** The deltas of the session's messages streaming now, in id order (none unless kept, see keepRecentDeltas). */
+  recentDeltas(sessionId: string): readonly RecentDelta[] {
+    return this.recent?.of(sessionId) ?? [];
+  }
+
   /** Tells live followers of committed events: called on commit, by `append` and `transaction` only. */
   private publish(sessionId: string, events: readonly SessionEvent[]): void {
+    this.recent?.events(sessionId, events);
     const last = events.at(-1)?.seq;
     if (last !== undefined) {
       // The next deltas are numbered after these events.
@@ -201,6 +229,7 @@ export class SessionLog {
   }
 
   private relay(sessionId: string, item: LiveItem & { kind: 'delta' }): void {
+    this.recent?.delta(sessionId, item);
     if (this.live.listenerCount(ALL) > 0) this.live.emit(ALL, sessionId, item);
     if (this.live.listenerCount(sessionId) > 0) this.live.emit(sessionId, item);
   }
@@ -284,7 +313,7 @@ export class SessionLog {
    * or all of them are and the store relays other nodes' deltas.
    */
   private followed(): boolean {
-    if (this.store.broadcast && this.live.listenerCount(ALL) > 0) return true;
+    if (this.store.broadcast && (this.live.listenerCount(ALL) > 0 || this.recentKeepers > 0)) return true;
     return this.live.eventNames().some((n) => typeof n === 'string' && this.live.listenerCount(n) > 0);
   }
 

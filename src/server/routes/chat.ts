@@ -5,7 +5,7 @@ import { createUIMessageStreamResponse, type UIMessageChunk } from 'ai';
 import type { DeltaEvent, UserInput } from '../../core/index.ts';
 import type { AssistantMessage, JsonValue, ReasoningPart, TextPart, ToolOutput, UserMessage } from '../../model/index.ts';
 import type { RecordedSend, Waiting } from '../../runs/index.ts';
-import type { SessionEvent } from '../../session/index.ts';
+import { FeedOverflowError, follow, type SessionEvent } from '../../session/index.ts';
 import type { RunRecord, RunStatus } from '../../store/index.ts';
 import type { AppContext, AppEnv } from '../app.ts';
 import { HttpProblem, toProblem } from '../problems.ts';
@@ -263,126 +263,70 @@ interface RunStreamOptions {
   status?: RunStatus;
 }
 
-class SlowClientError extends Error {
-  constructor() {
-    super('the client reads too slowly: reconnect to resume the stream');
-    this.name = 'SlowClientError';
-  }
-}
-
-type Item = { kind: 'event'; event: SessionEvent } | { kind: 'delta'; delta: DeltaEvent; id: string } | { kind: 'changed'; sessionId: string };
-
 /**
- * The UI message chunks of one run: what the log has after `after`, the message streaming now,
- * then live events and deltas, until the run settles. Cancelling it (the client went away) only
- * ends the stream: the run goes on.
+ * The UI message chunks of one run: its feed (`follow`, the one live feed) from `after`, mapped
+ * to the AI SDK's chunks, until the run settles. Cancelling it (the client went away) only ends the
+ * stream: the run goes on. A client that leaves `sseQueueLimit` chunks unread loses the connection
+ * (it resumes).
  */
 function runChunks(ctx: AppContext, o: RunStreamOptions, errorText: (e: unknown) => string): ReadableStream<Chunk> {
-  const log = ctx.rt.sessions.log;
-  const queue: Item[] = [];
-  let wake: (() => void) | undefined;
-  let closed = false;
-  let overflow = false;
-  let off: (() => void) | undefined;
+  const closed = new AbortController();
+  let open = false;
+  const opened = () => {
+    open = true;
+    ctx.metrics.sseConnections++;
+    ctx.metrics.sseConnectionsTotal++;
+  };
   const cleanup = () => {
-    if (!off) return;
-    off();
-    off = undefined;
+    if (!open) return;
+    open = false;
     ctx.metrics.sseConnections--;
   };
 
   const pump = async (controller: ReadableStreamDefaultController<Chunk>) => {
     const mapper = new UiChunkMapper({ runId: o.runId, sessionId: o.sessionId, ...(o.status ? { status: o.status } : {}) });
+    const settled = () => mapper.status !== undefined && SETTLED.includes(mapper.status);
     const emit = (chunks: Chunk[]) => {
-      if (closed) return;
+      if (closed.signal.aborted) return;
       for (const c of chunks) controller.enqueue(c);
       // desiredSize goes below zero by the chunks the client has not read yet (the response
       // body pulls only as fast as the socket drains).
-      if ((controller.desiredSize ?? 0) < -ctx.options.sseQueueLimit) overflow = true;
+      if ((controller.desiredSize ?? 0) < -ctx.options.sseQueueLimit) throw new FeedOverflowError();
     };
-    let lastSeq = o.after;
-    // Every listener gets the same delta object: the hub's copy of one is the one queued here.
-    const sent = new WeakSet<DeltaEvent>();
-    const onEvent = (e: SessionEvent) => {
-      if (e.seq <= lastSeq) return;
-      lastSeq = e.seq;
-      emit(mapper.event(e));
-    };
-    const onDelta = (d: DeltaEvent) => {
-      if (sent.has(d)) return;
-      sent.add(d);
-      emit(mapper.delta(d));
-    };
-    const readLog = async () => {
-      for (;;) {
-        const page = await log.read(o.sessionId, { afterSeq: lastSeq, runId: o.runId, limit: 500 });
-        for (const e of page) onEvent(e);
-        if (page.length < 500 || closed) return;
-      }
-    };
-
     emit(mapper.start(o.messageId));
-    // 1. What the log has.
-    await readLog();
-    // 2. The messages streaming now, numbered after one of the events just sent.
-    const cur = ctx.hub.current(o.sessionId);
-    if (cur) for (const d of cur.deltas) if (d.seq >= o.after && d.seq <= lastSeq) onDelta(d.delta);
-    // 3. Live, until the run settles.
-    while (!closed) {
-      if (overflow) throw new SlowClientError();
-      const item = queue.shift();
-      if (item) {
-        if (item.kind === 'event') onEvent(item.event);
-        else if (item.kind === 'changed') await readLog(); // another process committed
-        else {
-          // A delta follows its event: one committed by another node may not have been read yet.
-          if (Number(item.id.split('.')[0]) > lastSeq) await readLog();
-          onDelta(item.delta);
-        }
-        continue;
-      }
-      if (mapper.status !== undefined && SETTLED.includes(mapper.status)) break;
-      const woke = await new Promise<boolean>((resolve) => {
-        const timer = setTimeout(() => resolve(false), POLL_MS);
-        wake = () => {
-          clearTimeout(timer);
-          resolve(true);
-        };
-      });
-      wake = undefined;
-      if (!woke && !closed) await readLog();
-    }
-    if (!closed) emit(mapper.finish());
+    const feed = follow(ctx.rt.sessions.log, o.sessionId, {
+      after: { seq: o.after, n: 0 },
+      runId: o.runId,
+      endAt: (e) => e.type === 'run/status' && SETTLED.includes(e.data.to),
+      isDone: settled,
+      pollMs: POLL_MS,
+      queueLimit: ctx.options.sseQueueLimit,
+      signal: closed.signal,
+    });
+    for await (const item of feed) emit(item.kind === 'event' ? mapper.event(item.event) : mapper.delta(item.delta));
+    if (!closed.signal.aborted) emit(mapper.finish());
   };
 
   return new ReadableStream<Chunk>({
     start(controller) {
-      off = log.subscribe(o.sessionId, (item) => {
-        if (item.kind === 'event' && item.event.runId !== o.runId) return;
-        if (queue.length >= ctx.options.sseQueueLimit) overflow = true;
-        else queue.push(item);
-        wake?.();
-      });
-      ctx.metrics.sseConnections++;
-      ctx.metrics.sseConnectionsTotal++;
+      opened();
       pump(controller).then(
         () => {
           cleanup();
-          if (!closed) controller.close();
+          if (!closed.signal.aborted) controller.close();
         },
         (e: unknown) => {
           cleanup();
-          if (closed) return;
+          if (closed.signal.aborted) return;
           // A client too far behind loses the connection (it resumes); other errors are told.
-          if (e instanceof SlowClientError) return controller.error(e);
+          if (e instanceof FeedOverflowError) return controller.error(e);
           controller.enqueue({ type: 'error', errorText: errorText(e) });
           controller.close();
         },
       );
     },
     cancel() {
-      closed = true;
-      wake?.();
+      closed.abort();
       cleanup();
     },
   });

@@ -30,7 +30,7 @@ export function streamRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
   app.get('/v1/sessions/:id/stream', async (c) => {
     const s = await sessionFor(ctx, c, c.req.param('id'));
     const cursor = cursorOf(c.req.header('last-event-id'), c.req.query('after'));
-    return sseStream(c, cursor, { log: ctx.rt.sessions.log, hub: ctx.hub, sessionId: s.id, heartbeatMs: ctx.options.heartbeatMs, queueLimit: ctx.options.sseQueueLimit, ...lifecycle });
+    return sseStream(c, cursor, { log: ctx.rt.sessions.log, sessionId: s.id, heartbeatMs: ctx.options.heartbeatMs, queueLimit: ctx.options.sseQueueLimit, ...lifecycle });
   });
 
   app.get('/v1/runs/:id/stream', async (c) => {
@@ -38,7 +38,6 @@ export function streamRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
     const cursor = cursorOf(c.req.header('last-event-id'), c.req.query('after'));
     return sseStream(c, cursor, {
       log: ctx.rt.sessions.log,
-      hub: ctx.hub,
       sessionId: run.sessionId,
       run: { id: run.id, status: async () => (await ctx.rt.runs.get(run.id)).status },
       heartbeatMs: ctx.options.heartbeatMs,

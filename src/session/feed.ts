@@ -1,0 +1,198 @@
+import type { DeltaEvent } from '../core/index.ts';
+import type { SessionEvent } from './event-types.ts';
+import type { SessionLog } from './log.ts';
+
+/** What a feed yields: durable events (id: their seq) and token deltas (id: `seq.n`). */
+export type FeedItem = { kind: 'event'; event: SessionEvent } | { kind: 'delta'; delta: DeltaEvent; id: string };
+
+export interface FollowOptions {
+  /** Resume after this position: durable event `seq`, and `n` deltas after it (default: the start). */
+  after?: { seq: number; n: number };
+  /** Only this run's events (and the session's deltas). */
+  runId?: string;
+  /** The feed ends after yielding a live event for which this holds (a run's end, say). */
+  endAt?: (event: SessionEvent) => boolean;
+  /**
+   * Asked once the log is replayed, and whenever nothing arrived for `pollMs`: when it answers true
+   * the feed reads the log once more, yields what it finds and ends.
+   */
+  isDone?: () => boolean | Promise<boolean>;
+  /** Also read the log when nothing arrived for this long (a safety net for a missed notice); default: never. */
+  pollMs?: number;
+  /**
+   * Backpressure: the items a consumer may leave waiting. One more and the feed overflows: it
+   * calls `onOverflow` at once (a server drops the connection, even while a write to it is stuck)
+   * and throws FeedOverflowError at the next read. The client resumes from the log.
+   */
+  queueLimit?: number;
+  onOverflow?: () => void;
+  signal?: AbortSignal;
+}
+
+export class FeedOverflowError extends Error {
+  constructor() {
+    super('the reader fell too far behind: resume from the last id received');
+    this.name = 'FeedOverflowError';
+  }
+}
+
+/** `12` < `12.1` < `12.2` < `13`: positions in a session's feed. */
+const isAfter = (seq: number, n: number, last: { seq: number; n: number }): boolean => seq > last.seq || (seq === last.seq && n > last.n);
+
+const PAGE = 500;
+
+/**
+ * The one live feed of a session (or of one run in it): what the log has after the cursor, with
+ * the deltas of the message streaming now where a live reader got them, then live events and
+ * deltas as they are committed and made, here or on other nodes. Every reader of live events uses
+ * it: the SSE streams, the AI SDK chat stream, `runs.stream` and `runs.wait`.
+ *
+ * Guarantees: every durable event once, in seq order, without a gap (a gap in what arrives live is
+ * filled from the log); a delta never before the event it follows, never twice, never after its
+ * message's durable version; ids only grow. Live items wait in a queue bounded by `queueLimit`.
+ */
+export async function* follow(log: SessionLog, sessionId: string, o: FollowOptions = {}): AsyncGenerator<FeedItem, void, undefined> {
+  type Queued = FeedItem | { kind: 'changed' };
+  const queue: Queued[] = [];
+  let wake: (() => void) | undefined;
+  let overflow = false;
+  const push = (item: Queued) => {
+    if (overflow) return;
+    if (o.queueLimit !== undefined && queue.length >= o.queueLimit) {
+      overflow = true;
+      queue.length = 0;
+      o.onOverflow?.();
+    } else queue.push(item);
+    wake?.();
+  };
+  // Subscribed before the log is read: nothing committed in between is missed.
+  const off = log.subscribe(sessionId, (item) => {
+    if (item.kind === 'changed') push({ kind: 'changed' });
+    else if (item.kind === 'event') {
+      if (o.runId === undefined || item.event.runId === o.runId) push({ kind: 'event', event: item.event });
+    } else push({ kind: 'delta', delta: item.delta, id: item.id });
+  });
+  const onAbort = () => wake?.();
+  o.signal?.addEventListener('abort', onAbort);
+
+  let lastSeq = o.after?.seq ?? 0;
+  let last = o.after ? { ...o.after } : { seq: 0, n: 0 };
+  // How far the log was read for a delta's sake.
+  let readUpTo = 0;
+  // Messages whose durable version was yielded: their deltas are superseded.
+  const finished = new Set<string>();
+  const read = (untilSeq?: number) =>
+    log.read(sessionId, { afterSeq: lastSeq, ...(untilSeq !== undefined ? { untilSeq } : {}), ...(o.runId !== undefined ? { runId: o.runId } : {}) });
+
+  /** The event as an item, or nothing when it was yielded already. */
+  const eventItem = (event: SessionEvent): FeedItem | undefined => {
+    if (event.seq <= lastSeq) return undefined;
+    lastSeq = event.seq;
+    // Ids only grow: a delta numbered before this event is never yielded after it.
+    if (isAfter(event.seq, 0, last)) last = { seq: event.seq, n: 0 };
+    if (event.type === 'assistant/message') finished.add(event.data.message.id);
+    else if (event.type === 'model/retry') finished.add(event.data.abandonedMessageId);
+    else if (event.type === 'turn/end') finished.clear();
+    return { kind: 'event', event };
+  };
+  const deltaItem = (delta: DeltaEvent, id: string): FeedItem | undefined => {
+    const [seq, n] = id.split('.').map(Number) as [number, number];
+    // Seen before (also before a reconnect), or its message is already complete.
+    if (finished.has(delta.messageId) || !isAfter(seq, n, last)) return undefined;
+    last = { seq, n };
+    return { kind: 'delta', delta, id };
+  };
+  /** The recent deltas that come before durable event `beforeSeq`, once the event they follow was yielded. */
+  function* recentBefore(beforeSeq: number): Generator<FeedItem> {
+    for (const d of log.recentDeltas(sessionId)) {
+      if (d.seq >= beforeSeq || d.seq > lastSeq) break;
+      const item = deltaItem(d.delta, d.id);
+      if (item) yield item;
+    }
+  }
+  const stopped = () => o.signal?.aborted === true;
+
+  try {
+    // 1. What the log has after the cursor, with the deltas of the message streaming now.
+    for (;;) {
+      const page = await log.read(sessionId, { afterSeq: lastSeq, limit: PAGE, ...(o.runId !== undefined ? { runId: o.runId } : {}) });
+      for (const e of page) {
+        yield* recentBefore(e.seq);
+        const item = eventItem(e);
+        if (item) yield item;
+      }
+      if (page.length < PAGE || stopped()) break;
+    }
+    // 2. The rest of the message being streamed right now, once what it follows was yielded.
+    yield* recentBefore(Infinity);
+    if (o.isDone && (await o.isDone())) {
+      // Done before we subscribed and after our read: read the rest once more.
+      for (const e of await read()) {
+        const item = eventItem(e);
+        if (item) yield item;
+      }
+      return;
+    }
+    // 3. Live.
+    while (!stopped()) {
+      if (overflow) throw new FeedOverflowError();
+      const next = queue.shift();
+      if (!next) {
+        const woke = await new Promise<boolean>((resolve) => {
+          const timer = o.pollMs !== undefined ? setTimeout(() => resolve(false), o.pollMs) : undefined;
+          wake = () => {
+            clearTimeout(timer);
+            resolve(true);
+          };
+        });
+        wake = undefined;
+        if (woke || stopped()) continue;
+        // Nothing for a while: done? Else read the log, in case a notice was missed.
+        const done = o.isDone ? await o.isDone() : false;
+        for (const e of await read()) {
+          const item = eventItem(e);
+          if (item) yield item;
+          if (item && o.endAt?.(e)) return;
+        }
+        if (done) return;
+        continue;
+      }
+      if (next.kind === 'changed') {
+        // Another process committed: what it wrote is in the log.
+        for (const e of await read()) {
+          const item = eventItem(e);
+          if (item) yield item;
+          if (item && o.endAt?.(e)) return;
+        }
+      } else if (next.kind === 'event') {
+        // Published out of order, or after events of another process: read the gap from the log first.
+        if (next.event.seq > lastSeq + 1) {
+          for (const e of await read(next.event.seq - 1)) {
+            const item = eventItem(e);
+            if (item) yield item;
+            if (item && o.endAt?.(e)) return;
+          }
+        }
+        const item = eventItem(next.event);
+        if (item) yield item;
+        if (item && o.endAt?.(next.event)) return;
+      } else {
+        // A delta follows its event: one committed by another node may not have been read yet.
+        const seq = Number(next.id.split('.')[0]);
+        if (seq > readUpTo && seq > lastSeq) {
+          for (const e of await read(seq)) {
+            const item = eventItem(e);
+            if (item) yield item;
+            if (item && o.endAt?.(e)) return;
+          }
+          readUpTo = seq;
+        }
+        const item = deltaItem(next.delta, next.id);
+        if (item) yield item;
+      }
+    }
+  } finally {
+    off();
+    o.signal?.removeEventListener('abort', onAbort);
+  }
+}
