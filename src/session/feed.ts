@@ -52,7 +52,7 @@ const PAGE = 500;
  * message's durable version; ids only grow. Live items wait in a queue bounded by `queueLimit`.
  */
 export async function* follow(log: SessionLog, sessionId: string, o: FollowOptions = {}): AsyncGenerator<FeedItem, void, undefined> {
-  type Queued = FeedItem | { kind: 'changed' };
+  type Queued = FeedItem | { kind: 'changed'; upTo: number };
   const queue: Queued[] = [];
   let wake: (() => void) | undefined;
   let overflow = false;
@@ -67,7 +67,7 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
   };
   // Subscribed before the log is read: nothing committed in between is missed.
   const off = log.subscribe(sessionId, (item) => {
-    if (item.kind === 'changed') push({ kind: 'changed' });
+    if (item.kind === 'changed') push({ kind: 'changed', upTo: item.upTo });
     else if (item.kind === 'event') {
       if (o.runId === undefined || item.event.runId === o.runId) push({ kind: 'event', event: item.event });
     } else push({ kind: 'delta', delta: item.delta, id: item.id });
@@ -158,8 +158,9 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
         continue;
       }
       if (next.kind === 'changed') {
-        // Another process committed: what it wrote is in the log.
-        for (const e of await read()) {
+        // Another process committed: what it wrote is in the log. Only up to what the notice says:
+        // later commits may follow deltas that are still on their way, and have notices of their own.
+        for (const e of await read(next.upTo)) {
           const item = eventItem(e);
           if (item) yield item;
           if (item && o.endAt?.(e)) return;

@@ -41,7 +41,11 @@ const ON_COMMIT: unique symbol = Symbol('keel.onCommit');
  * so every node that relays it gives it the same id.
  */
 export type LiveItem = { kind: 'event'; event: SessionEvent } | { kind: 'delta'; delta: DeltaEvent; id: string };
-export type LiveListener = (e: LiveItem | { kind: 'changed'; sessionId: string }) => void;
+/**
+ * `changed`: another process committed to the session, up to seq `upTo`. A reader reads the log up
+ * to there, not further: what was committed after may follow deltas still on their way.
+ */
+export type LiveListener = (e: LiveItem | { kind: 'changed'; sessionId: string; upTo: number }) => void;
 
 /**
  * The session's append-only event log: validation, blob extraction and seq allocation on the way
@@ -282,7 +286,7 @@ export class SessionLog {
   private changedTo(sessionId: string, lastSeq: number): void {
     if (this.live.listenerCount(sessionId) === 0 || lastSeq <= (this.published.get(sessionId) ?? -1)) return;
     this.published.set(sessionId, lastSeq);
-    this.live.emit(sessionId, { kind: 'changed', sessionId });
+    this.live.emit(sessionId, { kind: 'changed', sessionId, upTo: lastSeq });
   }
 
   private async tellFollowers(): Promise<void> {

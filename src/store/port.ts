@@ -372,7 +372,12 @@ export interface Store extends StoreOps {
    * leaves it out.
    */
   broadcast?(sessionId: string, message: JsonObject): void;
-  /** Runs `fn` as one unit of work: everything it does through `tx` commits together or not at all. */
+  /**
+   * Runs `fn` as one unit of work: everything it does through `tx` commits together or not at all.
+   * What `fn` reads of a session or a run (`getSession`, `getRun`) stays as read until it commits:
+   * another transaction that reads the same row waits (SQLite runs one writer at a time; PostgreSQL
+   * locks the row, ADR-0011).
+   */
   transaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }

@@ -158,7 +158,10 @@ export async function runCluster(o: ClusterOptions): Promise<ClusterReport> {
       report.events += events.length;
       report.deltas += checked.deltas;
     } catch (e) {
-      violations.push(`${name} (run ${runId}): ${(e as Error).message}`);
+      const trace = process.env.KEEL_CLUSTER_TRACE
+        ? `\n  received: ${client.items.map((i) => (i.kind === 'end' ? 'end' : `${i.id}${i.kind === 'event' ? `:${i.event.type}` : `:${JSON.stringify(i.delta.delta)}`}@${i.conn}`)).join(' ')}\n  log: ${events.map((e) => `${e.seq}:${e.type}`).join(' ')}`
+        : '';
+      violations.push(`${name} (run ${runId}): ${(e as Error).message}${trace}`);
     }
     const run = await call<{ status: string }>(pick(urls), `/v1/runs/${runId}`);
     if (run.json.status !== 'completed') violations.push(`${name}: run ${runId} ended ${run.json.status}`);

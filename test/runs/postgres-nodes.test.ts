@@ -180,4 +180,32 @@ describe('postgres: two nodes on one database', () => {
     // Numbered after the event before the model call, 1..30.
     expect(seenA.map((x) => Number(x.split(' ')[0]!.split('.')[1]))).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
   });
+
+  it('one Idempotency-Key used on two nodes at the same moment: one message is accepted, the other request is refused', async () => {
+    const [a, b] = await twoNodes();
+    const agents = () => [defineAgent({ name: 'a', model: new ScriptedModel([{ text: 'hi' }], { loop: true }) })];
+    const rtA = runtimeOn(a, agents(), { worker: false });
+    const rtB = runtimeOn(b, agents(), { worker: false });
+    const s = await rtA.sessions.create();
+    const idempotency = { tenant: 'default', key: 'k-1', fingerprint: 'f' };
+    const outcomes = await Promise.allSettled([rtA.sessions.send(s.id, 'once', { idempotency, ifBusy: 'enqueue' }), rtB.sessions.send(s.id, 'once', { idempotency, ifBusy: 'enqueue' })]);
+    expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(1);
+    expect(outcomes.find((o) => o.status === 'rejected')).toMatchObject({ reason: { code: 'idempotency_in_progress' } });
+    expect(ofType(await allEvents(rtB.sessions, s.id), 'user/message')).toHaveLength(1);
+    expect(await rtB.runs.list({ sessionId: s.id })).toHaveLength(1);
+  });
+
+  it('two messages sent to one idle session on two nodes at once, both enqueue if busy: one run is created, the other queued behind it', async () => {
+    const [a, b] = await twoNodes();
+    const agents = () => [defineAgent({ name: 'a', model: new ScriptedModel([{ text: 'hi' }], { loop: true }) })];
+    const rtA = runtimeOn(a, agents(), { worker: false });
+    const rtB = runtimeOn(b, agents(), { worker: false });
+    for (let i = 0; i < 5; i++) {
+      const s = await rtA.sessions.create();
+      const results = await Promise.all([rtA.sessions.send(s.id, 'one', { ifBusy: 'enqueue' }), rtB.sessions.send(s.id, 'two', { ifBusy: 'enqueue' })]);
+      expect(results.map((r) => r.outcome).sort()).toEqual(['created', 'enqueued']);
+      const runs = await rtA.runs.list({ sessionId: s.id });
+      expect(runs.map((r) => r.queuedBehind).sort()).toEqual([false, true]);
+    }
+  });
 });

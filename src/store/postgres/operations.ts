@@ -133,8 +133,9 @@ export const pgOperations: PgOps = {
     }
   },
 
-  getSession: async ({ sql }, id) => {
-    const row = await sql.one<SessionRow>('SELECT * FROM sessions WHERE id = $1', [id]);
+  /** Inside a transaction the session is read FOR UPDATE, as a run is (see getRun): decisions made on it (is a run active?) hold until commit. */
+  getSession: async ({ sql, inTransaction }, id) => {
+    const row = await sql.one<SessionRow>(`SELECT * FROM sessions WHERE id = $1${inTransaction ? ' FOR UPDATE' : ''}`, [id]);
     return row ? toSession(row) : undefined;
   },
 

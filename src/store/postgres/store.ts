@@ -122,6 +122,8 @@ export class PostgresStore extends WithStoreOps implements Store {
 
   private async runOutside(name: OpName, args: unknown[]): Promise<unknown> {
     await this.ready;
+    // An append notifies its commit: the deltas broadcast before it go first.
+    if (name === 'append') await this.broadcastsSent();
     const sql = new Sql(this.pool);
     const ctx: OpContext = { sql, inTransaction: false, atomic: (fn) => this.withClient((client) => this.inOwnTransaction(client, fn)), guarded: (fn) => fn(sql) };
     const op = pgOperations[name] as (ctx: OpContext, ...a: unknown[]) => Promise<unknown>;
@@ -169,6 +171,8 @@ export class PostgresStore extends WithStoreOps implements Store {
 
   private async runTransaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T> {
     await this.ready;
+    // What this transaction commits is notified on commit: the deltas broadcast before it go first.
+    await this.broadcastsSent();
     try {
       return await this.withClient((client) =>
         this.inOwnTransaction(client, (sql) => {
@@ -275,8 +279,12 @@ export class PostgresStore extends WithStoreOps implements Store {
 
   /** Tells this instance's own broadcasts apart from other nodes'. */
   private readonly instanceId = randomUUID();
-  private outbox: Array<{ s: string; m: JsonObject }> = [];
+  private outbox: Array<{ s: string; m: JsonObject; n: number }> = [];
   private sending = false;
+  /** Broadcasts numbered as sent here, and the last one whose notification went out (or was dropped). */
+  private broadcastCount = 0;
+  private broadcastSent = 0;
+  private readonly sentWaiters: Array<{ upTo: number; resolve: () => void }> = [];
   /** Broadcast messages too big for one notification (PostgreSQL's limit is 8,000 bytes), not sent. */
   droppedBroadcasts = 0;
 
@@ -287,8 +295,25 @@ export class PostgresStore extends WithStoreOps implements Store {
    */
   broadcast(sessionId: string, message: JsonObject): void {
     if (this.closed) return;
-    this.outbox.push({ s: sessionId, m: message });
+    this.outbox.push({ s: sessionId, m: message, n: ++this.broadcastCount });
     if (!this.sending) void this.flushBroadcasts();
+  }
+
+  /**
+   * Resolves once every broadcast made before the call went out: a write waits for it, so that a
+   * delta's notification is never delivered after the commit of the message it streams.
+   */
+  private broadcastsSent(): Promise<void> {
+    const upTo = this.broadcastCount;
+    if (this.broadcastSent >= upTo) return Promise.resolve();
+    return new Promise((resolve) => this.sentWaiters.push({ upTo, resolve }));
+  }
+
+  private markSent(n: number): void {
+    this.broadcastSent = Math.max(this.broadcastSent, n);
+    for (let i = this.sentWaiters.length - 1; i >= 0; i--) {
+      if (this.sentWaiters[i]!.upTo <= this.broadcastSent) this.sentWaiters.splice(i, 1)[0]!.resolve();
+    }
   }
 
   private async flushBroadcasts(): Promise<void> {
@@ -297,24 +322,32 @@ export class PostgresStore extends WithStoreOps implements Store {
       while (this.outbox.length > 0 && !this.closed) {
         const batch: Array<{ s: string; m: JsonObject }> = [];
         let size = 64;
+        let last = 0;
         while (this.outbox.length > 0) {
-          const next = this.outbox[0]!;
-          const bytes = Buffer.byteLength(JSON.stringify(next));
+          const { s: sessionId, m, n } = this.outbox[0]!;
+          const bytes = Buffer.byteLength(JSON.stringify({ s: sessionId, m }));
           if (bytes > MAX_NOTIFY_BYTES - 64) {
             this.outbox.shift();
             this.droppedBroadcasts++;
+            last = n;
             continue;
           }
           if (size + bytes > MAX_NOTIFY_BYTES) break;
-          batch.push(this.outbox.shift()!);
+          this.outbox.shift();
+          batch.push({ s: sessionId, m });
+          last = n;
           size += bytes + 1;
         }
-        if (batch.length === 0) continue;
-        await this.ready;
-        await this.pool.query('SELECT pg_notify($1, $2)', [`keel_${this.schema}`, JSON.stringify({ o: this.instanceId, b: batch })]).catch(() => {});
+        if (batch.length > 0) {
+          await this.ready;
+          await this.pool.query('SELECT pg_notify($1, $2)', [`keel_${this.schema}`, JSON.stringify({ o: this.instanceId, b: batch })]).catch(() => {});
+        }
+        this.markSent(last);
       }
     } finally {
       this.sending = false;
+      // Closed with broadcasts unsent: nobody waits for them.
+      if (this.closed) this.markSent(this.broadcastCount);
     }
   }
 
