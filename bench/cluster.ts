@@ -13,12 +13,16 @@
  *     recovers them all. Reported: from the kill until every run is terminal, and the part of it
  *     that is waiting for the dead worker's leases to expire.
  *
+ * (c) one PostgreSQL step against a floor on the same server: a connection that writes one row and
+ *     commits per step (BEGIN, INSERT, COMMIT), and a bare round trip; Keel's durable step one run
+ *     at a time (FLOOR_RUNS runs, concurrency 1), in this process.
+ *
  * PostgreSQL: KEEL_BENCH_DATABASE_URL, else the machine's server on 127.0.0.1:5432 (database
  * test); each variant runs in a schema of its own, dropped after. Both backends commit durably
  * (SQLite synchronous=FULL; PostgreSQL's default synchronous_commit=on).
  *
  * Run with `npm run bench:cluster` (env RUNS, TOOL_STEPS, WORKERS, CONCURRENCY, SSE_CLIENTS,
- * RECOVER_RUNS, RECOVER_CONCURRENCY, LEASE_MS, BACKENDS=postgres,sqlite).
+ * RECOVER_RUNS, RECOVER_CONCURRENCY, LEASE_MS, FLOOR_RUNS, BACKENDS=postgres,sqlite).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -41,6 +45,7 @@ const SSE_CLIENTS = Number(process.env.SSE_CLIENTS ?? 40);
 const RECOVER_RUNS = Number(process.env.RECOVER_RUNS ?? 1000);
 const RECOVER_CONCURRENCY = Number(process.env.RECOVER_CONCURRENCY ?? 200);
 const LEASE_MS = Number(process.env.LEASE_MS ?? 2000);
+const FLOOR_RUNS = Number(process.env.FLOOR_RUNS ?? 20);
 const BACKENDS = (process.env.BACKENDS ?? 'postgres,sqlite').split(',') as Array<'postgres' | 'sqlite'>;
 const PG_URL = process.env.KEEL_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -246,6 +251,53 @@ async function recovery(place: Place): Promise<RecoveryResult> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// (c) one PostgreSQL step against a floor on the same server, in this process
+
+interface FloorResult {
+  floorUs: number;
+  roundTripUs: number;
+  stepUs: number;
+}
+
+/**
+ * The floor: one connection writing one 600-byte row and committing (BEGIN, INSERT, COMMIT) per
+ * step, and a bare round trip; against Keel's durable step on the same server, one run at a time
+ * (FLOOR_RUNS runs, concurrency 1), in this process.
+ */
+async function postgresFloor(place: Extract<Place, { kind: 'postgres' }>): Promise<FloorResult> {
+  const client = new pg.Client({ connectionString: place.url });
+  await client.connect();
+  const n = 500;
+  const table = `"${place.schema}_floor"`;
+  await client.query(`CREATE TABLE ${table} (id bigserial PRIMARY KEY, data text NOT NULL)`);
+  const row = 'x'.repeat(600);
+  let t = performance.now();
+  for (let i = 0; i < n; i++) {
+    await client.query('BEGIN');
+    await client.query({ name: 'floor', text: `INSERT INTO ${table} (data) VALUES ($1)`, values: [row] });
+    await client.query('COMMIT');
+  }
+  const floorUs = ((performance.now() - t) * 1000) / n;
+  t = performance.now();
+  for (let i = 0; i < n; i++) await client.query({ name: 'one', text: 'SELECT 1' });
+  const roundTripUs = ((performance.now() - t) * 1000) / n;
+  await client.query(`DROP TABLE ${table}`);
+  await client.end();
+
+  const store = await open(place);
+  await createRuns(store, FLOOR_RUNS);
+  const rt = createRuntime({ store, agents: [agent('throughput')] });
+  const s0 = performance.now();
+  const worker = rt.startWorker({ id: 'floor', concurrency: 1, pollMs: 5 });
+  await allTerminal(store);
+  const stepUs = ((performance.now() - s0) * 1000) / (FLOOR_RUNS * (TOOL_STEPS + 1));
+  await worker.stop();
+  await rt.close();
+  await store.close();
+  return { floorUs, roundTripUs, stepUs };
+}
+
+// ---------------------------------------------------------------------------------------------
 
 async function withPlace<T>(kind: 'postgres' | 'sqlite', fn: (place: Place) => Promise<T>): Promise<T> {
   if (kind === 'sqlite') {
@@ -288,6 +340,11 @@ if (process.argv[2] === 'worker') {
     console.log(
       `    ${backend.padEnd(8)}: all ${fmt(r.runs)} running after ${fmt(r.toAllRunningMs)} ms; after the kill, leases expired within ${fmt(r.leaseWaitMs)} ms, all terminal after ${fmt(r.recoveredMs)} ms (${fmt(r.recoveredMs - r.leaseWaitMs)} ms after the last expiry)`,
     );
+  }
+  if (BACKENDS.includes('postgres')) {
+    const f = await withPlace('postgres', (place) => postgresFloor(place as Extract<Place, { kind: 'postgres' }>));
+    console.log(`(c) one run at a time on PostgreSQL, in this process (${FLOOR_RUNS} runs × ${TOOL_STEPS + 1} steps, concurrency 1):`);
+    console.log(`    durable step ${fmt(f.stepUs)} µs; floor (BEGIN, one 600-byte INSERT, COMMIT) ${fmt(f.floorUs)} µs: ${fmt(f.stepUs / f.floorUs, 1)}× the floor; a round trip (SELECT 1) ${fmt(f.roundTripUs)} µs`);
   }
   if (process.argv.includes('--json')) console.log(JSON.stringify(rows));
 }

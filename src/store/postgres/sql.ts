@@ -27,7 +27,11 @@ export class Sql {
     this.target = target;
   }
 
+  /** Called before each prepared statement (a transaction begins there, see TransactionSql). */
+  protected async before(): Promise<void> {}
+
   async rows<R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<R[]> {
+    await this.before();
     return (await this.target.query<R>({ name: nameOf(text), text, values })).rows;
   }
 
@@ -37,12 +41,51 @@ export class Sql {
 
   /** Rows changed. */
   async run(text: string, values: unknown[] = []): Promise<number> {
+    await this.before();
     return (await this.target.query({ name: nameOf(text), text, values })).rowCount ?? 0;
   }
 
   /** A statement run as text, not prepared (transaction control, savepoints). */
   async raw(text: string): Promise<void> {
     await this.target.query(text);
+  }
+}
+
+/**
+ * A transaction's statements, in as few round trips as it can: BEGIN goes with the first statement
+ * (in the same round trip when that is a savepoint), a savepoint is never released (COMMIT ends it
+ * with the rest; only a failure rolls back to it), and a transaction that ran nothing sends
+ * nothing.
+ */
+export class TransactionSql extends Sql {
+  private begun = false;
+  private savepoints = 0;
+
+  protected override async before(): Promise<void> {
+    if (this.begun) return;
+    this.begun = true;
+    await this.raw('BEGIN');
+  }
+
+  /** Runs `fn` so that its failure leaves nothing behind and the transaction usable. */
+  async savepoint<T>(fn: () => Promise<T>): Promise<T> {
+    const name = `keel_sp${++this.savepoints}`;
+    await this.raw(this.begun ? `SAVEPOINT ${name}` : `BEGIN; SAVEPOINT ${name}`);
+    this.begun = true;
+    try {
+      return await fn();
+    } catch (e) {
+      await this.raw(`ROLLBACK TO SAVEPOINT ${name}`);
+      throw e;
+    }
+  }
+
+  async commit(): Promise<void> {
+    if (this.begun) await this.raw('COMMIT');
+  }
+
+  async rollback(): Promise<void> {
+    if (this.begun) await this.raw('ROLLBACK');
   }
 }
 

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { StoreError, type JsonObject, type Store, type StoreChange, type StoreOps } from '../port.ts';
 import { migrate, quoteIdent } from './migrations.ts';
 import { pgOperations, type OpContext } from './operations.ts';
-import { DEADLOCK_DETECTED, SERIALIZATION_FAILURE, Sql, sqlState } from './sql.ts';
+import { DEADLOCK_DETECTED, SERIALIZATION_FAILURE, Sql, sqlState, TransactionSql } from './sql.ts';
 
 export interface PostgresStoreOptions {
   /** A connection string: postgres://user:password@host:port/database */
@@ -125,7 +125,7 @@ export class PostgresStore extends WithStoreOps implements Store {
     // An append notifies its commit: the deltas broadcast before it go first.
     if (name === 'append') await this.broadcastsSent();
     const sql = new Sql(this.pool);
-    const ctx: OpContext = { sql, inTransaction: false, atomic: (fn) => this.withClient((client) => this.inOwnTransaction(client, fn)), guarded: (fn) => fn(sql) };
+    const ctx: OpContext = { sql, inTransaction: false, atomic: (fn) => this.inOwnTransaction(fn), guarded: (fn) => fn(sql) };
     const op = pgOperations[name] as (ctx: OpContext, ...a: unknown[]) => Promise<unknown>;
     for (let attempt = 1; ; attempt++) {
       try {
@@ -137,31 +137,33 @@ export class PostgresStore extends WithStoreOps implements Store {
     }
   }
 
-  private async withClient<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  /**
+   * Runs `fn` on a pooled connection. `fn` reports a connection it could not bring back to a clean
+   * state (a failed ROLLBACK: the connection is gone or mid-protocol): it is then closed, not reused.
+   */
+  private async withClient<T>(fn: (client: pg.PoolClient, broken: (e: Error) => void) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     let broken: Error | undefined;
     try {
-      return await fn(client);
-    } catch (e) {
-      // A connection that failed mid-protocol is not given back for reuse.
-      if (!sqlState(e)) broken = e as Error;
-      throw e;
+      return await fn(client, (e) => (broken = e));
     } finally {
       client.release(broken);
     }
   }
 
-  private async inOwnTransaction<T>(client: pg.PoolClient, fn: (sql: Sql) => Promise<T>): Promise<T> {
-    const sql = new Sql(client);
-    await sql.raw('BEGIN');
-    try {
-      const value = await fn(sql);
-      await sql.raw('COMMIT');
-      return value;
-    } catch (e) {
-      await sql.raw('ROLLBACK').catch(() => {});
-      throw e;
-    }
+  /** `fn` in a transaction of its own (an atomic operation outside the caller's transactions). */
+  private inOwnTransaction<T>(fn: (sql: Sql) => Promise<T>): Promise<T> {
+    return this.withClient(async (client, broken) => {
+      const sql = new TransactionSql(client);
+      try {
+        const value = await fn(sql);
+        await sql.commit();
+        return value;
+      } catch (e) {
+        await sql.rollback().catch(broken);
+        throw e;
+      }
+    });
   }
 
   transaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T> {
@@ -174,37 +176,31 @@ export class PostgresStore extends WithStoreOps implements Store {
     // What this transaction commits is notified on commit: the deltas broadcast before it go first.
     await this.broadcastsSent();
     try {
-      return await this.withClient((client) =>
-        this.inOwnTransaction(client, (sql) => {
-          let savepoints = 0;
-          // One operation at a time on the transaction's connection: savepoints nest properly.
-          let tail: Promise<unknown> = Promise.resolve();
-          const savepoint = async <T>(inner: (sql: Sql) => Promise<T>): Promise<T> => {
-            const name = `keel_sp${++savepoints}`;
-            await sql.raw(`SAVEPOINT ${name}`);
-            try {
-              const value = await inner(sql);
-              await sql.raw(`RELEASE SAVEPOINT ${name}`);
-              return value;
-            } catch (e) {
-              await sql.raw(`ROLLBACK TO SAVEPOINT ${name}`);
-              await sql.raw(`RELEASE SAVEPOINT ${name}`);
-              throw e;
-            }
+      return await this.withClient(async (client, broken) => {
+        const sql = new TransactionSql(client);
+        // One operation at a time on the transaction's connection: savepoints nest properly.
+        let tail: Promise<unknown> = Promise.resolve();
+        const savepoint = <V>(inner: (sql: Sql) => Promise<V>): Promise<V> => sql.savepoint(() => inner(sql));
+        const ctx: OpContext = { sql, inTransaction: true, atomic: savepoint, guarded: savepoint };
+        const ops: Partial<Record<OpName, (...args: unknown[]) => Promise<unknown>>> = {};
+        for (const name of OP_NAMES) {
+          const op = pgOperations[name] as (ctx: OpContext, ...a: unknown[]) => Promise<unknown>;
+          ops[name] = (...args) => {
+            const run = tail.then(() => op(ctx, ...args));
+            tail = run.catch(() => {});
+            return run;
           };
-          const ctx: OpContext = { sql, inTransaction: true, atomic: savepoint, guarded: savepoint };
-          const ops: Partial<Record<OpName, (...args: unknown[]) => Promise<unknown>>> = {};
-          for (const name of OP_NAMES) {
-            const op = pgOperations[name] as (ctx: OpContext, ...a: unknown[]) => Promise<unknown>;
-            ops[name] = (...args) => {
-              const run = tail.then(() => op(ctx, ...args));
-              tail = run.catch(() => {});
-              return run;
-            };
-          }
-          return fn(ops as StoreOps);
-        }),
-      );
+        }
+        try {
+          const value = await fn(ops as StoreOps);
+          await tail;
+          await sql.commit();
+          return value;
+        } catch (e) {
+          await sql.rollback().catch(broken);
+          throw e;
+        }
+      });
     } catch (e) {
       if (retryable(e)) throw new StoreError('conflict', `the transaction lost a lock race with another one and was rolled back (${(e as Error).message}): try again`, { cause: e });
       throw e;
