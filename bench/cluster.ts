@@ -33,9 +33,10 @@ import { fileURLToPath } from 'node:url';
 import { EventSource } from 'eventsource';
 import pg from 'pg';
 import { z } from 'zod';
-import { createRuntime, defineAgent, ScriptedModel, SqliteStore, tool, type AgentDefinition, type ScriptedResponse, type Store } from '../src/index.ts';
+import { createRuntime, defineAgent, SqliteStore, tool, type AgentDefinition, type Store } from '../src/index.ts';
 import { startServer } from '../src/server/serve.ts';
 import { PostgresStore } from '../src/store/postgres/index.ts';
+import { stepsModel } from './steps-model.ts';
 
 const RUNS = Number(process.env.RUNS ?? 400);
 const TOOL_STEPS = Number(process.env.TOOL_STEPS ?? 10);
@@ -61,18 +62,6 @@ async function open(place: Place): Promise<Store> {
   const s = new PostgresStore({ url: place.url, schema: place.schema, poolSize: 8 });
   await s.opened();
   return s;
-}
-
-function stepsModel(toolSteps: number): ScriptedModel {
-  return new ScriptedModel(
-    [
-      (call): ScriptedResponse => {
-        const done = call.prompt.filter((m) => m.role === 'tool').length;
-        return done >= toolSteps ? { text: 'done' } : { text: 'working', toolCalls: [{ id: `c${done + 1}`, name: 'inc', input: { n: done } }] };
-      },
-    ],
-    { loop: true },
-  );
 }
 
 /** The agent: TOOL_STEPS steps of a trivial tool; for recovery, one step whose tool blocks (`hold`). */

@@ -18,7 +18,8 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { createRuntime, defineAgent, isTerminal, ScriptedModel, SqliteStore, tool, type AgentDefinition, type Runtime, type ScriptedResponse } from '../src/index.ts';
+import { createRuntime, defineAgent, isTerminal, SqliteStore, tool, type AgentDefinition, type Runtime } from '../src/index.ts';
+import { stepsModel } from './steps-model.ts';
 
 const RUNS = Number(process.env.RUNS ?? 1000);
 const TOOL_STEPS = Number(process.env.TOOL_STEPS ?? 10);
@@ -29,19 +30,6 @@ const RECOVER_CONCURRENCY = Number(process.env.RECOVER_CONCURRENCY ?? 100);
 
 const SELF = fileURLToPath(import.meta.url);
 const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
-
-/** Each run's step is told by how many tool results its conversation holds: deterministic per run. */
-function stepsModel(toolSteps: number): ScriptedModel {
-  return new ScriptedModel(
-    [
-      (call): ScriptedResponse => {
-        const done = call.prompt.filter((m) => m.role === 'tool').length;
-        return done >= toolSteps ? { text: 'done' } : { text: 'working', toolCalls: [{ id: `c${done + 1}`, name: 'inc', input: { n: done } }] };
-      },
-    ],
-    { loop: true },
-  );
-}
 
 function throughputAgent(): AgentDefinition {
   return defineAgent({

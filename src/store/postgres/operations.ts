@@ -13,6 +13,7 @@ import {
   type StoredEvent,
 } from '../port.ts';
 import { blobHashesIn } from '../blob-refs.ts';
+import { erasedTotals, storedEvent } from '../records.ts';
 import {
   RUN_COLUMNS,
   toIdempotency,
@@ -199,24 +200,7 @@ export const pgOperations: PgOps = {
     } catch (e) {
       throw appendRefusal(e, sessionId, options);
     }
-    return drafts.map((d, i) => {
-      const parent = rows[i]!.parent_id;
-      return {
-        id: d.id,
-        sessionId,
-        seq: rows[i]!.seq,
-        type: d.type,
-        v: d.v,
-        time: d.time,
-        ...(d.runId !== undefined ? { runId: d.runId } : {}),
-        ...(d.turn !== undefined ? { turn: d.turn } : {}),
-        ...(d.step !== undefined ? { step: d.step } : {}),
-        entry: d.entry,
-        ...(parent !== null ? { parentId: parent } : {}),
-        ignorable: d.ignorable ?? false,
-        data: d.data,
-      };
-    });
+    return drafts.map((d, i) => storedEvent(d, sessionId, rows[i]!.seq, rows[i]!.parent_id));
   },
 
   readEvents: async ({ sql }, sessionId, o = {}) => {
@@ -267,14 +251,7 @@ export const pgOperations: PgOps = {
       if (row.erased_at !== null) return toSession(row);
       const live = await q.one<{ id: string }>(`SELECT id FROM runs WHERE session_id = $1 AND status NOT IN (${TERMINAL}) LIMIT 1`, [sessionId]);
       if (live) throw new RunBusyError(sessionId, live.id);
-      const usage: Record<string, number> = {};
-      let cost = 0;
-      let runs = 0;
-      for (const r of await q.rows<{ usage: string; cost: number }>('SELECT usage, cost FROM runs WHERE session_id = $1', [sessionId])) {
-        runs++;
-        cost += r.cost;
-        for (const [k, v] of Object.entries(JSON.parse(r.usage) as Record<string, unknown>)) if (typeof v === 'number') usage[k] = (usage[k] ?? 0) + v;
-      }
+      const totals = erasedTotals(await q.rows<{ usage: string; cost: number }>('SELECT usage, cost FROM runs WHERE session_id = $1', [sessionId]));
       await q.run('INSERT INTO erased_logs (session_id) VALUES ($1) ON CONFLICT DO NOTHING', [sessionId]);
       await q.run('DELETE FROM events WHERE session_id = $1', [sessionId]);
       await q.run('DELETE FROM snapshots WHERE session_id = $1', [sessionId]);
@@ -289,7 +266,7 @@ export const pgOperations: PgOps = {
       await q.run('DELETE FROM idempotency_keys WHERE strpos(body, $1) > 0', [sessionId]);
       const tomb = await q.one<SessionRow>(
         "UPDATE sessions SET title = NULL, metadata = '{}', agent = NULL, leaf_id = NULL, origin_session_id = NULL, origin_entry_id = NULL, erased_at = $2, erased_totals = $3 WHERE id = $1 RETURNING *",
-        [sessionId, erasedAt, JSON.stringify({ runs, usage, cost })],
+        [sessionId, erasedAt, JSON.stringify(totals)],
       );
       return toSession(tomb!);
     }),

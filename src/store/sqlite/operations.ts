@@ -15,6 +15,7 @@ import {
   type StoredEvent,
 } from '../port.ts';
 import { blobHashesIn } from '../blob-refs.ts';
+import { erasedTotals, storedEvent } from '../records.ts';
 import { decodeBatch, encodeOpen, OPEN_CODEC, seal, SEALED_CODEC } from './event-batch-codec.ts';
 import { idKey, idKeyOrNull, type IdKey } from './id-keys.ts';
 import { RUN_COLUMNS, toIdempotency, toInput, toKey, toRun, toSession, type RunRow, type SessionRow } from '../rows.ts';
@@ -123,21 +124,7 @@ export function createOperations(db: Database.Database, st: Statements): SyncOps
       } else if (d.leaf !== undefined) {
         leaf = d.leaf;
       }
-      out.push({
-        id: d.id,
-        sessionId,
-        seq,
-        type: d.type,
-        v: d.v,
-        time: d.time,
-        ...(d.runId !== undefined ? { runId: d.runId } : {}),
-        ...(d.turn !== undefined ? { turn: d.turn } : {}),
-        ...(d.step !== undefined ? { step: d.step } : {}),
-        entry: d.entry,
-        ...(parent !== null ? { parentId: parent } : {}),
-        ignorable: d.ignorable ?? false,
-        data: d.data,
-      });
+      out.push(storedEvent(d, sessionId, seq, parent));
     }
     if (out.length === 0) return out;
     const json = encodeOpen(out);
@@ -261,14 +248,7 @@ export function createOperations(db: Database.Database, st: Statements): SyncOps
       const live = st.liveRun.get(sessionId);
       if (live) throw new RunBusyError(sessionId, live.id);
       // What it consumed stays, for billing.
-      const usage: Record<string, number> = {};
-      let cost = 0;
-      let runs = 0;
-      for (const r of st.runsOfSession.all(sessionId)) {
-        runs++;
-        cost += r.cost;
-        for (const [k, v] of Object.entries(JSON.parse(r.usage) as Record<string, unknown>)) if (typeof v === 'number') usage[k] = (usage[k] ?? 0) + v;
-      }
+      const totals = erasedTotals(st.runsOfSession.all(sessionId));
       const key = idKey(sessionId);
       st.markErasing.run(key);
       st.eraseBatches.run(key);
@@ -280,7 +260,7 @@ export function createOperations(db: Database.Database, st: Statements): SyncOps
       st.eraseOwnBlobs.run(key, key);
       st.eraseBlobRefs.run(key);
       st.eraseIdempotency.run(sessionId);
-      st.tombstone.run(erasedAt, JSON.stringify({ runs, usage, cost }), sessionId);
+      st.tombstone.run(erasedAt, JSON.stringify(totals), sessionId);
       return toSession(sessionRow(sessionId));
     },
     sealEvents: (sessionId) => {
