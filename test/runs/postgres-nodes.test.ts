@@ -6,13 +6,14 @@
  * the same seqs, claims racing, inputs taken once; and the live feed crosses nodes.
  */
 import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createRuntime, defineAgent, ScriptedModel, subagent, tool, type AgentDefinition, type Runtime, type Store } from '../../src/index.ts';
 import { CLAIM_POLICY } from '../../src/runs/state.ts';
 import type { PostgresStore } from '../../src/store/postgres/index.ts';
 import { ofType, allEvents } from '../support/session-helpers.ts';
-import { openTestPostgres } from '../support/postgres.ts';
+import { openTestPostgres, postgresUrl } from '../support/postgres.ts';
 
 const T0 = 1_700_000_000_000;
 const cleanups: Array<() => Promise<void>> = [];
@@ -207,5 +208,31 @@ describe('postgres: two nodes on one database', () => {
       const runs = await rtA.runs.list({ sessionId: s.id });
       expect(runs.map((r) => r.queuedBehind).sort()).toEqual([false, true]);
     }
+  });
+
+  it('a node whose LISTEN connection is cut reconnects, and its followers catch up on what was committed meanwhile', async () => {
+    const [a, b] = await twoNodes();
+    await a.createSession({ id: 's', createdAt: T0 });
+    const rtB = runtimeOn(b, [defineAgent({ name: 'a', model: new ScriptedModel([]) })], { worker: false });
+    const seen: number[] = [];
+    let changed = 0;
+    const off = rtB.sessions.log.subscribe('s', (i) => (i.kind === 'changed' ? changed++ : i.kind === 'event' && seen.push(i.event.seq)));
+    cleanups.push(async () => off());
+    await a.append('s', [note(1)]);
+    for (let i = 0; i < 100 && changed === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(changed).toBe(1);
+    // Cut node B's LISTEN connection from the server side (as a restart or a network cut would).
+    const admin = new pg.Client({ connectionString: postgresUrl() });
+    await admin.connect();
+    const cut = await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1`, [`LISTEN "keel_${b.schema}"`]);
+    await admin.end();
+    expect(cut.rowCount).toBeGreaterThan(0);
+    await a.append('s', [note(2)]);
+    for (let i = 0; i < 150 && changed < 2; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(changed).toBe(2);
+    // Listening again: the next commit is told as it happens.
+    await a.append('s', [note(3)]);
+    for (let i = 0; i < 100 && changed < 3; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(changed).toBe(3);
   });
 });
