@@ -111,6 +111,20 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
     }
   }
   const stopped = () => o.signal?.aborted === true;
+  // Set once a live event the feed ends at was yielded (see `endAt`).
+  let ended = false;
+  /** Yields what the log has after the last event yielded (up to `untilSeq`), stopping at an `endAt` event. */
+  async function* fromLog(untilSeq?: number): AsyncGenerator<FeedItem> {
+    for (const e of await read(untilSeq)) {
+      const item = eventItem(e);
+      if (!item) continue;
+      yield item;
+      if (o.endAt?.(e)) {
+        ended = true;
+        return;
+      }
+    }
+  }
 
   try {
     // 1. What the log has after the cursor, with the deltas of the message streaming now.
@@ -149,30 +163,20 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
         if (woke || stopped()) continue;
         // Nothing for a while: done? Else read the log, in case a notice was missed.
         const done = o.isDone ? await o.isDone() : false;
-        for (const e of await read()) {
-          const item = eventItem(e);
-          if (item) yield item;
-          if (item && o.endAt?.(e)) return;
-        }
-        if (done) return;
+        yield* fromLog();
+        if (ended || done) return;
         continue;
       }
       if (next.kind === 'changed') {
         // Another process committed: what it wrote is in the log. Only up to what the notice says:
         // later commits may follow deltas that are still on their way, and have notices of their own.
-        for (const e of await read(next.upTo)) {
-          const item = eventItem(e);
-          if (item) yield item;
-          if (item && o.endAt?.(e)) return;
-        }
+        yield* fromLog(next.upTo);
+        if (ended) return;
       } else if (next.kind === 'event') {
         // Published out of order, or after events of another process: read the gap from the log first.
         if (next.event.seq > lastSeq + 1) {
-          for (const e of await read(next.event.seq - 1)) {
-            const item = eventItem(e);
-            if (item) yield item;
-            if (item && o.endAt?.(e)) return;
-          }
+          yield* fromLog(next.event.seq - 1);
+          if (ended) return;
         }
         const item = eventItem(next.event);
         if (item) yield item;
@@ -181,11 +185,8 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
         // A delta follows its event: one committed by another node may not have been read yet.
         const seq = Number(next.id.split('.')[0]);
         if (seq > readUpTo && seq > lastSeq) {
-          for (const e of await read(seq)) {
-            const item = eventItem(e);
-            if (item) yield item;
-            if (item && o.endAt?.(e)) return;
-          }
+          yield* fromLog(seq);
+          if (ended) return;
           readUpTo = seq;
         }
         const item = deltaItem(next.delta, next.id);
