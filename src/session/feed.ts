@@ -42,6 +42,12 @@ const isAfter = (seq: number, n: number, last: { seq: number; n: number }): bool
 const PAGE = 500;
 
 /**
+ * How long a feed waits for the rest of a message's deltas, relayed from another node, before it
+ * reads the message's commit from the log without them (a lost notice, a delta too big to relay).
+ */
+export const DELTA_WAIT_MS = 1_000;
+
+/**
  * The one live feed of a session (or of one run in it): what the log has after the cursor, with
  * the deltas of the message streaming now where a live reader got them, then live events and
  * deltas as they are committed and made, here or on other nodes. Every reader of live events uses
@@ -50,6 +56,12 @@ const PAGE = 500;
  * Guarantees: every durable event once, in seq order, without a gap (a gap in what arrives live is
  * filled from the log); a delta never before the event it follows, never twice, never after its
  * message's durable version; ids only grow. Live items wait in a queue bounded by `queueLimit`.
+ *
+ * Across nodes, a commit can be in the log before this node has heard the deltas streamed before
+ * it (they come by another path, see `Store.broadcast`). While a message's deltas were yielded and
+ * its durable version was not, the feed does not read past what this node has heard of
+ * (`SessionLog.deltasHeardUpTo`): the rest of the message's deltas come first, then the notice of
+ * the commit, for up to DELTA_WAIT_MS.
  */
 export async function* follow(log: SessionLog, sessionId: string, o: FollowOptions = {}): AsyncGenerator<FeedItem, void, undefined> {
   type Queued = FeedItem | { kind: 'changed'; upTo: number };
@@ -81,6 +93,23 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
   let readUpTo = 0;
   // Messages whose durable version was yielded: their deltas are superseded.
   const finished = new Set<string>();
+  // The message whose deltas were yielded last, until its durable version is.
+  let streaming: string | undefined;
+  // Since when reads of the log stop before what this node has not heard of (see DELTA_WAIT_MS).
+  let waitingSince: number | undefined;
+  // The event a read of the log stopped before, until it is yielded.
+  let heldBefore: number | undefined;
+  /** Whether to stop reading the log before event `seq`, to let the deltas on their way come first. */
+  const holdBefore = (seq: number): boolean => {
+    if (streaming === undefined || seq <= log.deltasHeardUpTo(sessionId)) {
+      waitingSince = undefined;
+      return false;
+    }
+    waitingSince ??= Date.now();
+    if (Date.now() - waitingSince >= DELTA_WAIT_MS) return false;
+    heldBefore = seq;
+    return true;
+  };
   const read = (untilSeq?: number) =>
     log.read(sessionId, { afterSeq: lastSeq, ...(untilSeq !== undefined ? { untilSeq } : {}), ...(o.runId !== undefined ? { runId: o.runId } : {}) });
 
@@ -88,11 +117,13 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
   const eventItem = (event: SessionEvent): FeedItem | undefined => {
     if (event.seq <= lastSeq) return undefined;
     lastSeq = event.seq;
+    if (heldBefore !== undefined && event.seq >= heldBefore) heldBefore = undefined;
     // Ids only grow: a delta numbered before this event is never yielded after it.
     if (isAfter(event.seq, 0, last)) last = { seq: event.seq, n: 0 };
     if (event.type === 'assistant/message') finished.add(event.data.message.id);
     else if (event.type === 'model/retry') finished.add(event.data.abandonedMessageId);
     else if (event.type === 'turn/end') finished.clear();
+    if (event.type === 'turn/end' || (streaming !== undefined && finished.has(streaming))) streaming = undefined;
     return { kind: 'event', event };
   };
   const deltaItem = (delta: DeltaEvent, id: string): FeedItem | undefined => {
@@ -100,6 +131,7 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
     // Seen before (also before a reconnect), or its message is already complete.
     if (finished.has(delta.messageId) || !isAfter(seq, n, last)) return undefined;
     last = { seq, n };
+    streaming = delta.messageId;
     return { kind: 'delta', delta, id };
   };
   /** The recent deltas that come before durable event `beforeSeq`, once the event they follow was yielded. */
@@ -113,9 +145,16 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
   const stopped = () => o.signal?.aborted === true;
   // Set once a live event the feed ends at was yielded (see `endAt`).
   let ended = false;
-  /** Yields what the log has after the last event yielded (up to `untilSeq`), stopping at an `endAt` event. */
+  /**
+   * Yields what the log has after the last event yielded (up to `untilSeq`), stopping at an `endAt`
+   * event, and before an event that deltas on their way may precede (see `holdBefore`).
+   */
   async function* fromLog(untilSeq?: number): AsyncGenerator<FeedItem> {
-    for (const e of await read(untilSeq)) {
+    const events = await read(untilSeq);
+    // Read to the end: nothing is held back but what this read holds back.
+    if (untilSeq === undefined) heldBefore = undefined;
+    for (const e of events) {
+      if (holdBefore(e.seq)) return;
       const item = eventItem(e);
       if (!item) continue;
       yield item;
@@ -128,10 +167,11 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
 
   try {
     // 1. What the log has after the cursor, with the deltas of the message streaming now.
-    for (;;) {
+    replay: for (;;) {
       const page = await log.read(sessionId, { afterSeq: lastSeq, limit: PAGE, ...(o.runId !== undefined ? { runId: o.runId } : {}) });
       for (const e of page) {
         yield* recentBefore(e.seq);
+        if (holdBefore(e.seq)) break replay;
         const item = eventItem(e);
         if (item) yield item;
       }
@@ -139,21 +179,21 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
     }
     // 2. The rest of the message being streamed right now, once what it follows was yielded.
     yield* recentBefore(Infinity);
-    if (o.isDone && (await o.isDone())) {
+    if (heldBefore === undefined && o.isDone && (await o.isDone())) {
       // Done before we subscribed and after our read: read the rest once more.
-      for (const e of await read()) {
-        const item = eventItem(e);
-        if (item) yield item;
-      }
-      return;
+      yield* fromLog();
+      if (heldBefore === undefined) return;
     }
     // 3. Live.
     while (!stopped()) {
       if (overflow) throw new FeedOverflowError();
       const next = queue.shift();
       if (!next) {
+        // Waiting for deltas on their way: read the log anyway once DELTA_WAIT_MS is over.
+        const waitMs = heldBefore !== undefined && waitingSince !== undefined ? Math.max(0, waitingSince + DELTA_WAIT_MS - Date.now()) : undefined;
+        const timeoutMs = waitMs !== undefined && (o.pollMs === undefined || waitMs < o.pollMs) ? waitMs : o.pollMs;
         const woke = await new Promise<boolean>((resolve) => {
-          const timer = o.pollMs !== undefined ? setTimeout(() => resolve(false), o.pollMs) : undefined;
+          const timer = timeoutMs !== undefined ? setTimeout(() => resolve(false), timeoutMs) : undefined;
           wake = () => {
             clearTimeout(timer);
             resolve(true);
@@ -164,7 +204,7 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
         // Nothing for a while: done? Else read the log, in case a notice was missed.
         const done = o.isDone ? await o.isDone() : false;
         yield* fromLog();
-        if (ended || done) return;
+        if (ended || (done && heldBefore === undefined)) return;
         continue;
       }
       if (next.kind === 'changed') {

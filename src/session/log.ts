@@ -209,7 +209,7 @@ export class SessionLog {
         p.seq = last;
         p.n = 0;
       }
-      if (this.stopFollowing && last > (this.published.get(sessionId) ?? -1)) this.published.set(sessionId, last);
+      this.heard(sessionId, last);
     }
     const one = this.live.listenerCount(sessionId) > 0;
     const all = this.live.listenerCount(ALL) > 0;
@@ -255,8 +255,30 @@ export class SessionLog {
     };
   }
 
-  /** The highest seq this process published (or was told of) per followed session. */
-  private readonly published = new Map<string, number>();
+  /** The highest seq this process published or was told of, per session, most recently moved last. */
+  private readonly heardSeqs = new Map<string, number>();
+
+  /** Notes that the session's log reached `seq`; false when that was known already. */
+  private heard(sessionId: string, seq: number): boolean {
+    const before = this.heardSeqs.get(sessionId);
+    if (before !== undefined && seq <= before) return false;
+    this.heardSeqs.delete(sessionId);
+    this.heardSeqs.set(sessionId, seq);
+    if (this.heardSeqs.size > MAX_POSITIONS) this.heardSeqs.delete(this.heardSeqs.keys().next().value!);
+    return true;
+  }
+
+  /**
+   * Up to which durable event of the session every delta has reached this process: the deltas
+   * streamed before a commit are relayed before its notice (see `Store.broadcast`), so this is the
+   * latest seq this process committed or heard of. Infinity on a store that relays no other node's
+   * deltas (each delta is made here, before its commit). A feed does not read past it while a
+   * message's deltas may still be on their way (see `follow`).
+   */
+  deltasHeardUpTo(sessionId: string): number {
+    if (!this.store.broadcast) return Infinity;
+    return this.heardSeqs.get(sessionId) ?? 0;
+  }
   private stopFollowing: (() => void) | undefined;
   private checking = false;
 
@@ -279,13 +301,13 @@ export class SessionLog {
   private unfollowOthers(): void {
     this.stopFollowing?.();
     this.stopFollowing = undefined;
-    this.published.clear();
+    // What is heard from now on may have gaps until followed again.
+    this.heardSeqs.clear();
   }
 
   /** A session's log moved to `lastSeq` (the store said so): its followers read what they miss. */
   private changedTo(sessionId: string, lastSeq: number): void {
-    if (this.live.listenerCount(sessionId) === 0 || lastSeq <= (this.published.get(sessionId) ?? -1)) return;
-    this.published.set(sessionId, lastSeq);
+    if (!this.heard(sessionId, lastSeq) || this.live.listenerCount(sessionId) === 0) return;
     this.live.emit(sessionId, { kind: 'changed', sessionId, upTo: lastSeq });
   }
 

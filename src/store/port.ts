@@ -368,7 +368,8 @@ export interface Store extends StoreOps {
   /**
    * Tells the other nodes' `changes` listeners a short-lived message about a session (the live
    * feed's token deltas), stored nowhere: best effort, in the order sent, never to this store
-   * instance itself. A backend whose nodes cannot reach each other but through a file (SQLite)
+   * instance itself, and before the notice of any commit this instance makes after it (a reader
+   * that heard of a commit has heard the deltas streamed before it). A backend whose nodes cannot reach each other but through a file (SQLite)
    * leaves it out.
    */
   broadcast?(sessionId: string, message: JsonObject): void;
