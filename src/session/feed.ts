@@ -1,6 +1,6 @@
 import type { DeltaEvent } from '../core/index.ts';
 import type { SessionEvent } from './event-types.ts';
-import type { SessionLog } from './log.ts';
+import type { LiveItem, SessionLog } from './log.ts';
 
 /** What a feed yields: durable events (id: their seq) and token deltas (id: `seq.n`). */
 export type FeedItem = { kind: 'event'; event: SessionEvent } | { kind: 'delta'; delta: DeltaEvent; id: string };
@@ -58,13 +58,14 @@ export const DELTA_WAIT_MS = 1_000;
  * message's durable version; ids only grow. Live items wait in a queue bounded by `queueLimit`.
  *
  * Across nodes, a commit can be in the log before this node has heard the deltas streamed before
- * it (they come by another path, see `Store.broadcast`). While a message's deltas were yielded and
- * its durable version was not, the feed does not read past what this node has heard of
- * (`SessionLog.deltasHeardUpTo`): the rest of the message's deltas come first, then the notice of
- * the commit, for up to DELTA_WAIT_MS.
+ * it (they come by another path, see `Store.broadcast`). While the deltas of another node's message
+ * were yielded and its durable version was not, the feed does not read the log past what this node
+ * has heard of (`SessionLog.deltasHeardUpTo`): the rest of the message's deltas come first, then
+ * the notice of its commit; for up to DELTA_WAIT_MS.
  */
 export async function* follow(log: SessionLog, sessionId: string, o: FollowOptions = {}): AsyncGenerator<FeedItem, void, undefined> {
-  type Queued = FeedItem | { kind: 'changed'; upTo: number };
+  type Delta = LiveItem & { kind: 'delta' };
+  type Queued = { kind: 'event'; event: SessionEvent } | Delta | { kind: 'changed'; upTo: number };
   const queue: Queued[] = [];
   let wake: (() => void) | undefined;
   let overflow = false;
@@ -82,7 +83,7 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
     if (item.kind === 'changed') push({ kind: 'changed', upTo: item.upTo });
     else if (item.kind === 'event') {
       if (o.runId === undefined || item.event.runId === o.runId) push({ kind: 'event', event: item.event });
-    } else push({ kind: 'delta', delta: item.delta, id: item.id });
+    } else push(item);
   });
   const onAbort = () => wake?.();
   o.signal?.addEventListener('abort', onAbort);
@@ -93,12 +94,16 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
   let readUpTo = 0;
   // Messages whose durable version was yielded: their deltas are superseded.
   const finished = new Set<string>();
-  // The message whose deltas were yielded last, until its durable version is.
+  // The message of another node whose deltas were yielded last, until its durable version is.
   let streaming: string | undefined;
+  // Deltas that came while a read of the log was held back, after events not yet yielded.
+  const deferred: Delta[] = [];
   // Since when reads of the log stop before what this node has not heard of (see DELTA_WAIT_MS).
   let waitingSince: number | undefined;
   // The event a read of the log stopped before, until it is yielded.
   let heldBefore: number | undefined;
+  /** Whether a delta follows an event that a read of the log held back. */
+  const heldFor = (d: Delta): boolean => heldBefore !== undefined && Number(d.id.split('.')[0]) >= heldBefore;
   /** Whether to stop reading the log before event `seq`, to let the deltas on their way come first. */
   const holdBefore = (seq: number): boolean => {
     if (streaming === undefined || seq <= log.deltasHeardUpTo(sessionId)) {
@@ -126,19 +131,19 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
     if (event.type === 'turn/end' || (streaming !== undefined && finished.has(streaming))) streaming = undefined;
     return { kind: 'event', event };
   };
-  const deltaItem = (delta: DeltaEvent, id: string): FeedItem | undefined => {
+  const deltaItem = ({ delta, id, fromAnotherNode }: Omit<Delta, 'kind'>): FeedItem | undefined => {
     const [seq, n] = id.split('.').map(Number) as [number, number];
     // Seen before (also before a reconnect), or its message is already complete.
     if (finished.has(delta.messageId) || !isAfter(seq, n, last)) return undefined;
     last = { seq, n };
-    streaming = delta.messageId;
+    streaming = fromAnotherNode ? delta.messageId : undefined;
     return { kind: 'delta', delta, id };
   };
   /** The recent deltas that come before durable event `beforeSeq`, once the event they follow was yielded. */
   function* recentBefore(beforeSeq: number): Generator<FeedItem> {
     for (const d of log.recentDeltas(sessionId)) {
       if (d.seq >= beforeSeq || d.seq > lastSeq) break;
-      const item = deltaItem(d.delta, d.id);
+      const item = deltaItem(d);
       if (item) yield item;
     }
   }
@@ -154,7 +159,7 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
     // Read to the end: nothing is held back but what this read holds back.
     if (untilSeq === undefined) heldBefore = undefined;
     for (const e of events) {
-      if (holdBefore(e.seq)) return;
+      if (holdBefore(e.seq)) break;
       const item = eventItem(e);
       if (!item) continue;
       yield item;
@@ -162,6 +167,14 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
         ended = true;
         return;
       }
+    }
+    yield* afterHeld();
+  }
+  /** The deltas that waited for events held back, in order, once those events were yielded. */
+  function* afterHeld(): Generator<FeedItem> {
+    while (deferred.length > 0 && !heldFor(deferred[0]!)) {
+      const item = deltaItem(deferred.shift()!);
+      if (item) yield item;
     }
   }
 
@@ -208,8 +221,10 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
         continue;
       }
       if (next.kind === 'changed') {
-        // Another process committed: what it wrote is in the log. Only up to what the notice says:
-        // later commits may follow deltas that are still on their way, and have notices of their own.
+        // A commit (another process's, or this one's told by the store): what it wrote is in the log.
+        // Only up to what the notice says: later commits may follow deltas still on their way, and
+        // have notices of their own.
+        if (next.upTo <= lastSeq) continue;
         yield* fromLog(next.upTo);
         if (ended) return;
       } else if (next.kind === 'event') {
@@ -217,10 +232,13 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
         if (next.event.seq > lastSeq + 1) {
           yield* fromLog(next.event.seq - 1);
           if (ended) return;
+          // Held back before the gap's end: this event comes from the log too, in its turn.
+          if (heldBefore !== undefined && heldBefore < next.event.seq) continue;
         }
         const item = eventItem(next.event);
         if (item) yield item;
         if (item && o.endAt?.(next.event)) return;
+        yield* afterHeld();
       } else {
         // A delta follows its event: one committed by another node may not have been read yet.
         const seq = Number(next.id.split('.')[0]);
@@ -229,8 +247,9 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
           if (ended) return;
           readUpTo = seq;
         }
-        const item = deltaItem(next.delta, next.id);
-        if (item) yield item;
+        // When the log was held back before its event (another node's message streams), it waits.
+        deferred.push(next);
+        yield* afterHeld();
       }
     }
   } finally {

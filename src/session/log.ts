@@ -40,7 +40,10 @@ const ON_COMMIT: unique symbol = Symbol('keel.onCommit');
  * published (committed) in the process that made the model call before it; numbered there, once,
  * so every node that relays it gives it the same id.
  */
-export type LiveItem = { kind: 'event'; event: SessionEvent } | { kind: 'delta'; delta: DeltaEvent; id: string };
+export type LiveItem =
+  | { kind: 'event'; event: SessionEvent }
+  /** `fromAnotherNode`: the model call runs on another node, and its deltas come through the store. */
+  | { kind: 'delta'; delta: DeltaEvent; id: string; fromAnotherNode?: true };
 /**
  * `changed`: another process committed to the session, up to seq `upTo`. A reader reads the log up
  * to there, not further: what was committed after may follow deltas still on their way.
@@ -209,7 +212,6 @@ export class SessionLog {
         p.seq = last;
         p.n = 0;
       }
-      this.heard(sessionId, last);
     }
     const one = this.live.listenerCount(sessionId) > 0;
     const all = this.live.listenerCount(ALL) > 0;
@@ -241,7 +243,7 @@ export class SessionLog {
   /** A message another node broadcast about a session: its deltas reach this node's followers. */
   private received(sessionId: string, message: JsonObject): void {
     if (message.kind !== 'delta' || typeof message.id !== 'string' || typeof message.delta !== 'object' || message.delta === null) return;
-    this.relay(sessionId, { kind: 'delta', id: message.id, delta: message.delta as DeltaEvent });
+    this.relay(sessionId, { kind: 'delta', id: message.id, delta: message.delta as DeltaEvent, fromAnotherNode: true });
   }
 
   /** Live events and deltas of one session, as this process appends them. */
@@ -255,7 +257,7 @@ export class SessionLog {
     };
   }
 
-  /** The highest seq this process published or was told of, per session, most recently moved last. */
+  /** The highest seq the store's notices told of, per session, most recently moved last. */
   private readonly heardSeqs = new Map<string, number>();
 
   /** Notes that the session's log reached `seq`; false when that was known already. */
@@ -269,11 +271,12 @@ export class SessionLog {
   }
 
   /**
-   * Up to which durable event of the session every delta has reached this process: the deltas
-   * streamed before a commit are relayed before its notice (see `Store.broadcast`), so this is the
-   * latest seq this process committed or heard of. Infinity on a store that relays no other node's
-   * deltas (each delta is made here, before its commit). A feed does not read past it while a
-   * message's deltas may still be on their way (see `follow`).
+   * Up to which durable event of the session the deltas of other nodes have reached this process:
+   * the deltas streamed before a commit are relayed before its notice (see `Store.broadcast`), so
+   * this is the latest seq the store's notices told of (this process's own commits included: what
+   * it knows of them says nothing of other nodes' deltas). Infinity on a store that relays no
+   * other node's deltas. A feed does not read past it while another node's message streams
+   * (see `follow`).
    */
   deltasHeardUpTo(sessionId: string): number {
     if (!this.store.broadcast) return Infinity;

@@ -11,6 +11,7 @@ export interface RecentDelta {
   delta: DeltaEvent;
   /** `seq.n` (see LiveItem). */
   id: string;
+  fromAnotherNode?: true;
   seq: number;
   n: number;
 }
@@ -32,14 +33,14 @@ interface Recent {
 export class RecentDeltas {
   private readonly sessions = new Map<string, Recent>();
 
-  delta(sessionId: string, d: { delta: DeltaEvent; id: string }): void {
+  delta(sessionId: string, d: { delta: DeltaEvent; id: string; fromAnotherNode?: true }): void {
     const [seq, n] = d.id.split('.').map(Number) as [number, number];
     const s = this.entry(sessionId);
     if (seq > s.seq || Date.now() - s.at > STALE_MS) {
       s.seq = Math.max(s.seq, seq);
       s.deltas = [];
     }
-    s.deltas.push({ delta: d.delta, id: d.id, seq, n });
+    s.deltas.push({ delta: d.delta, id: d.id, seq, n, ...(d.fromAnotherNode ? { fromAnotherNode: true as const } : {}) });
     s.at = Date.now();
   }
 

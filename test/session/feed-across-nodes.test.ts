@@ -2,10 +2,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { defineAgent, follow, openSqliteStore, ScriptedModel, Sessions, type FeedItem, type SqliteStore, type Store, type StoreChange } from '../../src/index.ts';
 
 /**
- * Two nodes on one store, with the notices between them (commits, broadcast deltas) in the test's
- * hands, in the order sent, as a relaying backend (PostgreSQL's LISTEN/NOTIFY) delivers them. What
- * a node reads from the store it reads at once, while what it hears may lag: the commit of a
- * message can be in the log before this node has heard the message's last deltas.
+ * Two nodes on one store: a writer (it runs the model calls) and a reader (an API node). The
+ * notices the reader hears (every commit, its own included, and the writer's broadcast deltas)
+ * are in the test's hands, in the order sent, as a relaying backend (PostgreSQL's LISTEN/NOTIFY)
+ * delivers them. What a node reads from the store it reads at once, while what it hears may lag:
+ * the commit of a message can be in the log before the reader has heard the message's last deltas.
  */
 function twoNodes(store: SqliteStore) {
   type Notice = StoreChange;
@@ -43,37 +44,30 @@ function twoNodes(store: SqliteStore) {
         return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
       },
     });
-  // The writing node: its commits and deltas are noticed by the other, after they happen.
-  const writer = withNotices(store as Store, (sessionId, lastSeq) => send({ sessionId, lastSeq }));
-  const writerNode = new Proxy(writer, {
-    get(target, key, receiver) {
-      if (key === 'broadcast') return (sessionId: string, message: Record<string, unknown>) => send({ sessionId, message: message as never });
-      if (key === 'changes') return () => () => {};
-      if (key === 'transaction') {
-        return async <T>(fn: (tx: unknown) => Promise<T>) => {
-          const commits: Array<[string, number]> = [];
-          const result = await store.transaction((tx) => fn(withNotices(tx, (s, q) => commits.push([s, q]))));
-          for (const [sessionId, lastSeq] of commits) send({ sessionId, lastSeq });
-          return result;
-        };
-      }
-      return Reflect.get(target, key, receiver) as unknown;
-    },
-  });
-  // The reading node: hears what is delivered.
-  const readerNode = new Proxy(store as Store, {
-    get(target, key, receiver) {
-      if (key === 'broadcast') return () => {};
-      if (key === 'changes') {
-        return (l: (c?: StoreChange) => void) => {
-          listeners.add(l);
-          return () => listeners.delete(l);
-        };
-      }
-      const v = Reflect.get(target, key, receiver) as unknown;
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-    },
-  });
+  /** A node on the store: its commits are noticed (after they happen), and so are its broadcasts when `broadcasts`. */
+  const node = (o: { broadcasts: boolean; hears: boolean }) =>
+    new Proxy(withNotices(store as Store, (sessionId, lastSeq) => send({ sessionId, lastSeq })), {
+      get(target, key, receiver) {
+        if (key === 'broadcast') return o.broadcasts ? (sessionId: string, message: Record<string, unknown>) => send({ sessionId, message: message as never }) : () => {};
+        if (key === 'changes') {
+          return (l: (c?: StoreChange) => void) => {
+            if (o.hears) listeners.add(l);
+            return () => listeners.delete(l);
+          };
+        }
+        if (key === 'transaction') {
+          return async <T>(fn: (tx: unknown) => Promise<T>) => {
+            const commits: Array<[string, number]> = [];
+            const result = await store.transaction((tx) => fn(withNotices(tx, (s, q) => commits.push([s, q]))));
+            for (const [sessionId, lastSeq] of commits) send({ sessionId, lastSeq });
+            return result;
+          };
+        }
+        return Reflect.get(target, key, receiver) as unknown;
+      },
+    });
+  const writerNode = node({ broadcasts: true, hears: false });
+  const readerNode = node({ broadcasts: false, hears: true });
   return {
     writer: writerNode,
     reader: readerNode,
@@ -139,6 +133,38 @@ describe('the live feed across nodes', () => {
     await reader.done;
     expect(textOf(reader.items)).toBe('one two three four five');
     expect(reader.items.at(-1)!.kind).toBe('event');
+    release();
+  });
+
+  it('a reader following all along, on a node that commits to the session meanwhile, gets every delta before the durable message and every event once, in order', async () => {
+    store = openSqliteStore({ path: ':memory:' });
+    const nodes = twoNodes(store);
+    const worker = new Sessions({ store: nodes.writer });
+    const api = new Sessions({ store: nodes.reader });
+    const release = api.log.keepRecentDeltas();
+    const s = await worker.create();
+    const agent = defineAgent({ name: 'a', model: new ScriptedModel([{ chunks: ['one ', 'two ', 'three ', 'four ', 'five'] }]) });
+    const items: FeedItem[] = [];
+    const ac = new AbortController();
+    const reading = (async () => {
+      for await (const item of follow(api.log, s.id, { signal: ac.signal })) items.push(item);
+    })();
+    nodes.holdAfterDeltas(3);
+    await (await worker.startTurn(s.id, agent, { input: 'count' })).result;
+    // The API node commits to the session after the message's commit, before it heard of it.
+    await api.appendUserMessage(s.id, 'and again');
+    await new Promise((r) => setTimeout(r, 50));
+    expect(items.some((i) => i.kind === 'event' && i.event.type === 'assistant/message')).toBe(false);
+    nodes.release();
+    const lastSeq = (await api.get(s.id)).lastSeq;
+    while (!items.some((i) => i.kind === 'event' && i.event.seq === lastSeq)) await new Promise((r) => setTimeout(r, 10));
+    ac.abort();
+    await reading;
+    const message = items.findIndex((i) => i.kind === 'event' && i.event.type === 'assistant/message');
+    expect(textOf(items.slice(0, message))).toBe('one two three four five');
+    expect(textOf(items.slice(message))).toBe('');
+    const seqs = items.flatMap((i) => (i.kind === 'event' ? [i.event.seq] : []));
+    expect(seqs).toEqual(Array.from({ length: lastSeq }, (_, i) => i + 1));
     release();
   });
 
