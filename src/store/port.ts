@@ -248,6 +248,45 @@ export interface RunInput {
   createdAt: number;
 }
 
+/** What usage is grouped by (see `StoreOps.usageTotals`): `day` and `hour` are time buckets (UTC), one at most. */
+export type UsageDimension = 'tenant' | 'agent' | 'model' | 'day' | 'hour';
+export const USAGE_DIMENSIONS: readonly UsageDimension[] = ['tenant', 'agent', 'model', 'day', 'hour'];
+
+/** Which runs' usage to add up, and how to group it. */
+export interface UsageQuery {
+  /** Runs that ended at or after this time (ms since the epoch)… */
+  from: number;
+  /** …and before this one. */
+  to: number;
+  /** The grouping, in this order; none: one row for everything. */
+  groupBy: readonly UsageDimension[];
+  /** Only this tenant's runs (the tenant of the run's session). */
+  tenant?: string;
+  /** Only runs of this agent (by name). */
+  agent?: string;
+  /** Only runs of this model, `provider:modelId` as recorded in the run's agent spec. */
+  model?: string;
+}
+
+/**
+ * One group of `usageTotals`: the keys it is grouped by (only those), how many runs ended in it, and
+ * their own usage and cost (each run's recorded total minus its ended children's: see `usageTotals`).
+ */
+export interface UsageTotals {
+  tenant?: string;
+  agent?: string;
+  /** `provider:modelId`; null when the run's agent spec names no model. */
+  model?: string | null;
+  /** The start of the day or hour (UTC, ms since the epoch). */
+  bucket?: number;
+  runs: number;
+  inputTokens: number;
+  outputTokens: number;
+  cachedInputTokens: number;
+  reasoningTokens: number;
+  cost: number;
+}
+
 /** Every data operation. Inside `transaction` they all commit or roll back together. */
 export interface StoreOps {
   createSession(s: NewSession): Promise<SessionRecord>;
@@ -271,9 +310,10 @@ export interface StoreOps {
   ancestors(sessionId: string, fromId: string, limit: number): Promise<StoredEvent[]>;
   /**
    * Erases a session: its events, blobs no other session refers to, snapshots, checkpoints, queued
-   * inputs, the payloads of its runs (agent specs, options, errors, waits) and the idempotency
-   * records that name it, in one transaction. What remains is a tombstone: the session row (id,
-   * tenant, `erasedAt`, `erasedTotals`) and its runs' ids, statuses, usage and cost. Refused
+   * inputs, the payloads of its runs (agent specs but their model, options, errors, waits) and the
+   * idempotency records that name it, in one transaction. What remains is a tombstone: the session
+   * row (id, tenant, `erasedAt`, `erasedTotals`) and its runs' ids, statuses, times, agents, models
+   * (`agentSpec` keeps only `model`), usage and cost, for billing (`usageTotals`). Refused
    * (RunBusyError) while a run of the session is not terminal; erasing an erased session returns
    * its tombstone. Appends to an erased session are refused (`session_erased`).
    */
@@ -303,6 +343,15 @@ export interface StoreOps {
   activeRun(sessionId: string): Promise<RunRecord | undefined>;
   /** How many runs there are in each status (statuses without runs are 0), without reading the runs. */
   countRunsByStatus(): Promise<Record<RunStatus, number>>;
+  /**
+   * Tokens and cost of the runs that ended in [from, to), grouped, in one aggregate query. Each run
+   * counts its own usage once: a run's recorded usage includes its ended children's (subagents roll
+   * up into their parent, see runs/book.ts), so a run's own is its recorded usage minus its ended
+   * children's recorded usage. A run is bucketed by its end; runs not ended are left out. Runs of
+   * erased sessions count (their rows keep usage, cost, agent and model). The order of the rows is
+   * unspecified.
+   */
+  usageTotals(q: UsageQuery): Promise<UsageTotals[]>;
   /** A compare-and-set: refuses (RunConflictError) when the guard no longer holds. */
   updateRun(id: string, patch: RunPatch, guard?: RunGuard): Promise<RunRecord>;
   /**

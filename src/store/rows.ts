@@ -11,7 +11,10 @@ import {
   type RunRecord,
   type RunStatus,
   type SessionRecord,
+  type UsageDimension,
+  type UsageTotals,
 } from './port.ts';
+import { StoreError, USAGE_DIMENSIONS } from './port.ts';
 
 export type SessionRow = {
   id: string;
@@ -172,4 +175,53 @@ export function toSession(r: SessionRow): SessionRecord {
     erasedAt: r.erased_at,
     erasedTotals: r.erased_totals === null ? null : (JSON.parse(r.erased_totals) as SessionRecord['erasedTotals']),
   };
+}
+
+/**
+ * usageTotals, the part both SQL backends share: over a CTE `own` with one row per ended run
+ * (tenant, agent, model, ended_at and its own input_tokens, output_tokens, cached_tokens,
+ * reasoning_tokens, cost), the groups as SQL. A grouping is checked here (it is written into the SQL).
+ */
+export function usageGroupSql(groupBy: readonly UsageDimension[]): { dimensions: UsageDimension[]; sql: string } {
+  const dimensions = [...new Set(groupBy)];
+  const bad = dimensions.find((d) => !USAGE_DIMENSIONS.includes(d));
+  if (bad !== undefined) throw new StoreError('invalid_query', `usage cannot be grouped by ${JSON.stringify(bad)} (only ${USAGE_DIMENSIONS.join(', ')})`);
+  if (dimensions.includes('day') && dimensions.includes('hour')) throw new StoreError('invalid_query', 'usage is grouped by day or by hour, not both');
+  const keys = dimensions.map((d) => (d === 'day' || d === 'hour' ? `ended_at - ended_at % ${d === 'day' ? 86_400_000 : 3_600_000}` : d));
+  const columns = dimensions.map((d, i) => `${keys[i]} AS ${d === 'day' || d === 'hour' ? 'bucket' : d}`);
+  const sql = `SELECT ${[...columns, 'count(*) AS runs', 'sum(input_tokens) AS input_tokens', 'sum(output_tokens) AS output_tokens', 'sum(cached_tokens) AS cached_tokens', 'sum(reasoning_tokens) AS reasoning_tokens', 'sum(cost) AS cost'].join(', ')}
+     FROM own${keys.length > 0 ? ` GROUP BY ${keys.join(', ')}` : ''}`;
+  return { dimensions, sql };
+}
+
+export type UsageRow = {
+  tenant?: string;
+  agent?: string;
+  model?: string | null;
+  bucket?: number | string;
+  runs: number | string;
+  input_tokens: number | string | null;
+  output_tokens: number | string | null;
+  cached_tokens: number | string | null;
+  reasoning_tokens: number | string | null;
+  cost: number | string | null;
+};
+
+/** A group of usageTotals (PostgreSQL answers sums of numerics as strings; an empty table's sums are null). */
+export function toUsageTotals(r: UsageRow, dimensions: readonly UsageDimension[]): UsageTotals {
+  const n = (v: number | string | null | undefined): number => (v === null || v === undefined ? 0 : Number(v));
+  const out: UsageTotals = {
+    runs: n(r.runs),
+    inputTokens: n(r.input_tokens),
+    outputTokens: n(r.output_tokens),
+    cachedInputTokens: n(r.cached_tokens),
+    reasoningTokens: n(r.reasoning_tokens),
+    cost: n(r.cost),
+  };
+  for (const d of dimensions) {
+    if (d === 'day' || d === 'hour') out.bucket = n(r.bucket);
+    else if (d === 'model') out.model = r.model ?? null;
+    else out[d] = r[d]!;
+  }
+  return out;
 }

@@ -5,6 +5,7 @@ import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createRuntime, defineAgent, importSession, ScriptedModel, Sessions, SqliteStore, tool, verifyReplay, type SessionEvent } from '../../src/index.ts';
+import { latestSchemaVersion } from '../../src/store/sqlite/migrations.ts';
 import { exportText } from '../support/session-helpers.ts';
 
 /**
@@ -57,7 +58,7 @@ describe('a database written before ADR-0008', () => {
     }
     const raw = new Database(path, { readonly: true });
     try {
-      expect(raw.pragma('user_version', { simple: true })).toBe(8);
+      expect(raw.pragma('user_version', { simple: true })).toBe(latestSchemaVersion);
       expect(raw.prepare("SELECT name FROM sqlite_master WHERE name LIKE 'events%'").all()).toEqual([]);
       expect(raw.prepare('SELECT count(*) AS n, min(first_seq) AS first, max(last_seq) AS last FROM event_batches').get()).toEqual({ n: 1, first: 1, last: 31 });
       expect(raw.prepare('SELECT count(*) AS n FROM runs WHERE first_seq IS NULL').get()).toEqual({ n: 0 });

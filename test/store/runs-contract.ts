@@ -235,6 +235,103 @@ export function runsContract(name: string, open: () => Promise<OpenedRunsStore>)
       });
     });
 
+    describe('usageTotals', () => {
+      const H = 3_600_000;
+      const DAY = Date.UTC(2025, 0, 10);
+      const GPT = { provider: 'openai', modelId: 'gpt-a' };
+      const CLAUDE = { provider: 'anthropic', modelId: 'claude-b' };
+      const usage = (inputTokens: number, outputTokens: number, cachedInputTokens = 0, reasoningTokens = 0) => ({ inputTokens, outputTokens, cachedInputTokens, reasoningTokens });
+      /** A run in a session of its own, ended at `endedAt` (null: still running) with this recorded usage. */
+      const recorded = async (o: { tenant: string; agent: string; model?: { provider: string; modelId: string }; usage: ReturnType<typeof usage>; cost: number; endedAt: number | null; parent?: string }) => {
+        const sessionId = randomUUID();
+        await store.createSession({ id: sessionId, tenant: o.tenant, createdAt: T0 });
+        const r = await store.createRun({
+          id: randomUUID(),
+          sessionId,
+          parentRunId: o.parent ?? null,
+          agent: { name: o.agent, version: '1' },
+          agentSpec: o.model ? { name: o.agent, model: o.model, system: 'secret instructions' } : { name: o.agent },
+          createdAt: T0,
+        });
+        return store.updateRun(r.id, { status: o.endedAt === null ? 'running' : 'completed', endedAt: o.endedAt, usage: o.usage, cost: o.cost });
+      };
+      /**
+       * P (tenant a, planner on gpt) called a subagent C (researcher on claude), which called G; P
+       * also has a child D still running. A parent's recorded usage includes its ended children's
+       * (as the runs layer rolls them up). Q is tenant b's; R still runs; S ended long before; E's
+       * session is erased.
+       */
+      const world = async () => {
+        const P0 = await recorded({ tenant: 'a', agent: 'planner', model: GPT, usage: usage(0, 0), cost: 0, endedAt: null });
+        const C0 = await recorded({ tenant: 'a', agent: 'researcher', model: CLAUDE, usage: usage(0, 0), cost: 0, endedAt: null, parent: P0.id });
+        const G = await recorded({ tenant: 'a', agent: 'researcher', model: CLAUDE, usage: usage(1, 1), cost: 0.01, endedAt: DAY + 10.5 * H, parent: C0.id });
+        const C = await store.updateRun(C0.id, { status: 'completed', endedAt: DAY + 11 * H, usage: usage(40 + 1, 4 + 1, 0, 1), cost: 0.25 + 0.01 });
+        await recorded({ tenant: 'a', agent: 'researcher', model: CLAUDE, usage: usage(500, 50), cost: 5, endedAt: null, parent: P0.id });
+        const P = await store.updateRun(P0.id, { status: 'completed', endedAt: DAY + 12 * H, usage: usage(100 + 41, 10 + 5, 5, 2 + 1), cost: 1 + 0.26 });
+        const Q = await recorded({ tenant: 'b', agent: 'planner', model: GPT, usage: usage(7, 3), cost: 0.5, endedAt: DAY + 24.5 * H });
+        await recorded({ tenant: 'a', agent: 'planner', model: GPT, usage: usage(999, 999), cost: 9, endedAt: null });
+        await recorded({ tenant: 'a', agent: 'planner', model: GPT, usage: usage(888, 888), cost: 8, endedAt: DAY - 9 * 24 * H });
+        const E = await recorded({ tenant: 'a', agent: 'planner', model: GPT, usage: usage(10, 1), cost: 0.1, endedAt: DAY + 12 * H + 5 * 60_000 });
+        await store.eraseSession(E.sessionId, DAY + 13 * H);
+        return { P, C, G, Q, E };
+      };
+      const range = { from: DAY, to: DAY + 2 * 24 * H };
+      /** In a fixed order (the store's is unspecified): by their keys, whatever order those were written in. */
+      const sorted = <T>(xs: T[]) => [...xs].sort((x, y) => (key(x) < key(y) ? -1 : 1));
+      const key = (x: unknown): string => (Array.isArray(x) ? JSON.stringify(x) : JSON.stringify(Object.entries(x as object).sort(([a], [b]) => (a < b ? -1 : 1))));
+      const rounded = <T extends { cost: number }>(xs: T[]) => sorted(xs.map((x) => ({ ...x, cost: Math.round(x.cost * 1e6) / 1e6 })));
+
+      it("counts each ended run's own usage once: a parent's recorded total less its ended children's; runs not ended and outside the range are left out", async () => {
+        await world();
+        expect(rounded(await store.usageTotals({ ...range, groupBy: [] }))).toEqual([
+          { runs: 5, inputTokens: 100 + 40 + 1 + 7 + 10, outputTokens: 10 + 4 + 1 + 3 + 1, cachedInputTokens: 5, reasoningTokens: 3, cost: 1 + 0.25 + 0.01 + 0.5 + 0.1 },
+        ]);
+        expect(rounded(await store.usageTotals({ ...range, groupBy: ['tenant'] }))).toEqual(
+          sorted([
+            { tenant: 'a', runs: 4, inputTokens: 151, outputTokens: 16, cachedInputTokens: 5, reasoningTokens: 3, cost: 1.36 },
+            { tenant: 'b', runs: 1, inputTokens: 7, outputTokens: 3, cachedInputTokens: 0, reasoningTokens: 0, cost: 0.5 },
+          ]),
+        );
+      });
+
+      it('groups by agent and model: a subagent run counts under its own agent and model, and an erased session keeps its model', async () => {
+        const { E } = await world();
+        expect((await store.getRun(E.id))!.agentSpec).toEqual({ model: GPT });
+        expect(rounded(await store.usageTotals({ ...range, groupBy: ['agent', 'model'] }))).toEqual(
+          sorted([
+            { agent: 'planner', model: 'openai:gpt-a', runs: 3, inputTokens: 117, outputTokens: 14, cachedInputTokens: 5, reasoningTokens: 2, cost: 1.6 },
+            { agent: 'researcher', model: 'anthropic:claude-b', runs: 2, inputTokens: 41, outputTokens: 5, cachedInputTokens: 0, reasoningTokens: 1, cost: 0.26 },
+          ]),
+        );
+      });
+
+      it('buckets by the UTC day or hour the run ended in (the start of the bucket, in ms)', async () => {
+        await world();
+        const days = await store.usageTotals({ ...range, groupBy: ['day'] });
+        expect(sorted(days.map((d) => [d.bucket, d.runs, d.inputTokens]))).toEqual([[DAY, 4, 151], [DAY + 24 * H, 1, 7]]);
+        const hours = await store.usageTotals({ ...range, groupBy: ['tenant', 'hour'], tenant: 'a' });
+        expect(sorted(hours.map((h) => [h.tenant, h.bucket, h.runs, h.inputTokens]))).toEqual([
+          ['a', DAY + 10 * H, 1, 1],
+          ['a', DAY + 11 * H, 1, 40],
+          ['a', DAY + 12 * H, 2, 110],
+        ]);
+      });
+
+      it('filters by tenant, agent and model; the range is [from, to); nothing is an empty list', async () => {
+        const { P } = await world();
+        expect((await store.usageTotals({ ...range, groupBy: [], agent: 'researcher' })).map((t) => [t.runs, t.inputTokens])).toEqual([[2, 41]]);
+        expect((await store.usageTotals({ ...range, groupBy: ['tenant'], model: 'openai:gpt-a', tenant: 'b' })).map((t) => [t.tenant, t.runs, t.inputTokens])).toEqual([['b', 1, 7]]);
+        expect((await store.usageTotals({ from: P.endedAt!, to: P.endedAt! + 1, groupBy: [] })).map((t) => t.inputTokens)).toEqual([100]);
+        expect(await store.usageTotals({ from: P.endedAt! - 1, to: P.endedAt!, groupBy: [] })).toEqual([]);
+        expect(await store.usageTotals({ ...range, groupBy: ['model'], tenant: 'nobody' })).toEqual([]);
+      });
+
+      it('refuses day and hour together, and an unknown dimension', async () => {
+        await expect(store.usageTotals({ ...range, groupBy: ['day', 'hour'] })).rejects.toMatchObject({ code: 'invalid_query' });
+        await expect(store.usageTotals({ ...range, groupBy: ['week' as 'day'] })).rejects.toMatchObject({ code: 'invalid_query' });
+      });
+    });
+
     describe('runs queued behind the active one', () => {
       it('any number wait behind it: never the active run, never claimed, and one comes up only once the session has no active run', async () => {
         const s = await session();

@@ -346,6 +346,13 @@ export const migrations: ReadonlyArray<{ version: number; sql: string }> = [
       END $$;
     `,
   },
+  {
+    version: 4,
+    sql: `
+      -- Usage by time (usageTotals): the runs that ended in a range, from the index.
+      CREATE INDEX runs_ended ON runs (ended_at) WHERE ended_at IS NOT NULL;
+    `,
+  },
 ];
 
 export const latestSchemaVersion = migrations.at(-1)!.version;

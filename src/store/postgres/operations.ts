@@ -21,6 +21,8 @@ import {
   toKey,
   toRun,
   toSession,
+  toUsageTotals,
+  usageGroupSql,
   type CheckpointRow,
   type IdempotencyRow,
   type InputRow,
@@ -28,6 +30,7 @@ import {
   type RunRow,
   type SessionRow,
   type SnapshotRow,
+  type UsageRow,
 } from '../rows.ts';
 import { constraintOf, FOREIGN_KEY_VIOLATION, sqlState, UNIQUE_VIOLATION, type Sql } from './sql.ts';
 
@@ -76,6 +79,34 @@ function toEvent(r: EventRow): StoredEvent {
 }
 
 const TERMINAL = TERMINAL_STATUSES.map((s) => `'${s}'`).join(', ');
+
+/** A run's model as `provider:modelId` from its agent spec (null when it names none). */
+const MODEL_SQL = "(r.agent_spec::jsonb #>> '{model,provider}') || ':' || (r.agent_spec::jsonb #>> '{model,modelId}')";
+const tokens = (usage: string, field: string) => `coalesce((${usage}::jsonb ->> '${field}')::numeric, 0)`;
+
+/**
+ * usageTotals' runs (see StoreOps.usageTotals): one row per run that ended in [$1, $2), with its
+ * tenant, agent, model, end and its own usage: its recorded usage minus the sum of its ended
+ * children's (whose recorded usage its own row includes), read through the children index.
+ * Followed by the grouping (rows.ts `usageGroupSql`).
+ */
+const USAGE_OWN_SQL = `WITH own AS (
+  SELECT s.tenant AS tenant, r.agent_name AS agent, ${MODEL_SQL} AS model, r.ended_at AS ended_at,
+         ${tokens('r.usage', 'inputTokens')} - c.input_tokens AS input_tokens, ${tokens('r.usage', 'outputTokens')} - c.output_tokens AS output_tokens,
+         ${tokens('r.usage', 'cachedInputTokens')} - c.cached_tokens AS cached_tokens, ${tokens('r.usage', 'reasoningTokens')} - c.reasoning_tokens AS reasoning_tokens,
+         r.cost - c.cost AS cost
+  FROM runs r
+  JOIN sessions s ON s.id = r.session_id
+  CROSS JOIN LATERAL (
+    SELECT coalesce(sum(${tokens('k.usage', 'inputTokens')}), 0) AS input_tokens, coalesce(sum(${tokens('k.usage', 'outputTokens')}), 0) AS output_tokens,
+           coalesce(sum(${tokens('k.usage', 'cachedInputTokens')}), 0) AS cached_tokens, coalesce(sum(${tokens('k.usage', 'reasoningTokens')}), 0) AS reasoning_tokens,
+           coalesce(sum(k.cost), 0) AS cost
+    FROM runs k WHERE k.parent_run_id = r.id AND k.ended_at IS NOT NULL
+  ) c
+  WHERE r.ended_at >= $1 AND r.ended_at < $2
+    AND ($3::text IS NULL OR s.tenant = $3) AND ($4::text IS NULL OR r.agent_name = $4) AND ($5::text IS NULL OR ${MODEL_SQL} = $5)
+)
+`;
 
 /** Statuses as an SQL list (they are the port's own names: no quoting needed beyond a check). */
 const statusList = (xs: readonly RunStatus[]): string => xs.filter((x) => RUN_STATUSES.includes(x)).map((x) => `'${x}'`).join(', ') || 'NULL';
@@ -257,7 +288,12 @@ export const pgOperations: PgOps = {
       await q.run('DELETE FROM snapshots WHERE session_id = $1', [sessionId]);
       await q.run('DELETE FROM run_checkpoints WHERE run_id IN (SELECT id FROM runs WHERE session_id = $1)', [sessionId]);
       await q.run('DELETE FROM run_inputs WHERE session_id = $1', [sessionId]);
-      await q.run("UPDATE runs SET agent_spec = '{}', options = '{}', error = NULL, waiting = NULL, trigger_message_id = NULL, parent_tool_call_id = NULL WHERE session_id = $1", [sessionId]);
+      // The model stays, for billing (usageTotals groups by it).
+      await q.run(
+        `UPDATE runs SET agent_spec = CASE WHEN agent_spec::jsonb ? 'model' THEN jsonb_build_object('model', agent_spec::jsonb -> 'model')::text ELSE '{}' END,
+                         options = '{}', error = NULL, waiting = NULL, trigger_message_id = NULL, parent_tool_call_id = NULL WHERE session_id = $1`,
+        [sessionId],
+      );
       await q.run(
         'DELETE FROM blobs WHERE hash IN (SELECT hash FROM blob_refs WHERE session_id = $1) AND NOT EXISTS (SELECT 1 FROM blob_refs r WHERE r.hash = blobs.hash AND r.session_id <> $1)',
         [sessionId],
@@ -373,6 +409,13 @@ export const pgOperations: PgOps = {
     const counts = Object.fromEntries(RUN_STATUSES.map((s) => [s, 0])) as Record<RunStatus, number>;
     for (const r of await sql.rows<{ status: RunStatus; n: number }>('SELECT status, sum(n)::bigint AS n FROM run_status_counts GROUP BY status')) counts[r.status] = r.n;
     return counts;
+  },
+
+  usageTotals: async ({ sql }, q) => {
+    const group = usageGroupSql(q.groupBy);
+    const rows = await sql.rows<UsageRow>(USAGE_OWN_SQL + group.sql, [q.from, q.to, q.tenant ?? null, q.agent ?? null, q.model ?? null]);
+    // Without a grouping, no runs is one row of zeros: no group at all.
+    return rows.map((r) => toUsageTotals(r, group.dimensions)).filter((t) => t.runs > 0);
   },
 
   updateRun: async ({ sql, guarded }, id, patch, guard = {}) => {

@@ -285,6 +285,13 @@ export const migrations: ReadonlyArray<{ version: number; sql: string; run?: (db
     `,
     run: indexBlobReferences,
   },
+  {
+    version: 9,
+    sql: `
+      -- Usage by time (usageTotals): the runs that ended in a range, from the index.
+      CREATE INDEX runs_ended ON runs(ended_at) WHERE ended_at IS NOT NULL;
+    `,
+  },
 ];
 
 /** Schema v8: which sessions refer to which blobs, from every stored event. */

@@ -18,8 +18,8 @@ import { blobHashesIn } from '../blob-refs.ts';
 import { erasedTotals, storedEvent } from '../records.ts';
 import { decodeBatch, encodeOpen, OPEN_CODEC, seal, SEALED_CODEC } from './event-batch-codec.ts';
 import { idKey, idKeyOrNull, type IdKey } from './id-keys.ts';
-import { RUN_COLUMNS, toIdempotency, toInput, toKey, toRun, toSession, type RunRow, type SessionRow } from '../rows.ts';
-import type { Statements } from './statements.ts';
+import { RUN_COLUMNS, toIdempotency, toInput, toKey, toRun, toSession, toUsageTotals, usageGroupSql, type RunRow, type SessionRow, type UsageRow } from '../rows.ts';
+import { USAGE_OWN_SQL, type Statements } from './statements.ts';
 
 /** Every operation of the port, synchronous: what each returns, without the promise. */
 export type SyncOps = { [K in keyof StoreOps]: (...args: Parameters<StoreOps[K]>) => Awaited<ReturnType<StoreOps[K]>> };
@@ -357,6 +357,12 @@ export function createOperations(db: Database.Database, st: Statements): SyncOps
       const counts = Object.fromEntries(RUN_STATUSES.map((s) => [s, 0])) as Record<RunStatus, number>;
       for (const r of st.runStatusCounts.all()) counts[r.status] = r.n;
       return counts;
+    },
+    usageTotals: (q) => {
+      const group = usageGroupSql(q.groupBy);
+      const rows = prepared(USAGE_OWN_SQL + group.sql).all({ from: q.from, to: q.to, tenant: q.tenant ?? null, agent: q.agent ?? null, model: q.model ?? null }) as UsageRow[];
+      // Without a grouping, no runs is one row of zeros: no group at all.
+      return rows.map((r) => toUsageTotals(r, group.dimensions)).filter((t) => t.runs > 0);
     },
     activeRun: (sessionId) => {
       const row = st.activeRun.get(sessionId);

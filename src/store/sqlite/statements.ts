@@ -12,6 +12,30 @@ export interface Statement<P extends unknown[] = unknown[], R = unknown> {
   iterate(...params: P): IterableIterator<R>;
 }
 
+/** A run's model as `provider:modelId` from its agent spec (null when it names none). */
+const MODEL_SQL = "json_extract(r.agent_spec, '$.model.provider') || ':' || json_extract(r.agent_spec, '$.model.modelId')";
+const own = (field: string) => `coalesce(json_extract(r.usage, '$.${field}'), 0) - coalesce(sum(json_extract(c.usage, '$.${field}')), 0)`;
+
+/**
+ * usageTotals' runs (see StoreOps.usageTotals): one row per run that ended in [@from, @to), with
+ * its tenant, agent, model, end and its own usage: its recorded usage minus that of its ended
+ * children (whose recorded usage its own row includes). Followed by the grouping (rows.ts
+ * `usageGroupSql`).
+ */
+export const USAGE_OWN_SQL = `WITH own AS (
+  SELECT s.tenant AS tenant, r.agent_name AS agent, ${MODEL_SQL} AS model, r.ended_at AS ended_at,
+         ${own('inputTokens')} AS input_tokens, ${own('outputTokens')} AS output_tokens,
+         ${own('cachedInputTokens')} AS cached_tokens, ${own('reasoningTokens')} AS reasoning_tokens,
+         r.cost - coalesce(sum(c.cost), 0) AS cost
+  FROM runs r
+  JOIN sessions s ON s.id = r.session_id
+  LEFT JOIN runs c ON c.parent_run_id = r.id AND c.ended_at IS NOT NULL
+  WHERE r.ended_at >= @from AND r.ended_at < @to
+    AND (@tenant IS NULL OR s.tenant = @tenant) AND (@agent IS NULL OR r.agent_name = @agent) AND (@model IS NULL OR ${MODEL_SQL} = @model)
+  GROUP BY r.id
+)
+`;
+
 /** The statements the operations run, prepared once per connection. */
 export type Statements = ReturnType<typeof prepareStatements>;
 
@@ -57,7 +81,9 @@ export function prepareStatements(db: Database.Database) {
     eraseCheckpoints: prepare<[string]>('DELETE FROM run_checkpoints WHERE run_id IN (SELECT id FROM runs WHERE session_id = ?)'),
     eraseInputs: prepare<[string]>('DELETE FROM run_inputs WHERE session_id = ?'),
     scrubRuns: prepare<[string]>(
-      "UPDATE runs SET agent_spec = '{}', options = '{}', error = NULL, waiting = NULL, trigger_message_id = NULL, parent_tool_call_id = NULL WHERE session_id = ?",
+      // The model stays, for billing (usageTotals groups by it).
+      `UPDATE runs SET agent_spec = CASE WHEN json_type(agent_spec, '$.model') IS NULL THEN '{}' ELSE json_object('model', json(agent_spec -> '$.model')) END,
+                       options = '{}', error = NULL, waiting = NULL, trigger_message_id = NULL, parent_tool_call_id = NULL WHERE session_id = ?`,
     ),
     eraseOwnBlobs: prepare<[IdKey, IdKey]>(
       'DELETE FROM blobs WHERE hash IN (SELECT hash FROM blob_refs WHERE session_id = ?) AND NOT EXISTS (SELECT 1 FROM blob_refs r WHERE r.hash = blobs.hash AND r.session_id <> ?)',

@@ -55,6 +55,7 @@ const PLAN: { readonly [K in OpName]: { outside: 'serial' | 'write' | 'immediate
   listRuns: { outside: 'serial' },
   activeRun: { outside: 'serial' },
   countRunsByStatus: { outside: 'serial' },
+  usageTotals: { outside: 'serial' },
   updateRun: { outside: 'write' },
   claimRun: { outside: 'immediate' },
   renewLease: { outside: 'write' },
