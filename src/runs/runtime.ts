@@ -14,6 +14,8 @@ import {
   type RunStatus,
   type SessionRecord,
   type Store,
+  type UsageQuery,
+  type UsageTotals,
 } from '../store/index.ts';
 import { RunBook, recordEffect, refuseTakenKey, type IdempotencyClaim, type IfBusy, type RunOptions, type Waiting } from './book.ts';
 import type { Execution, ExecutionEnv } from './execution.ts';
@@ -359,6 +361,11 @@ export class RunsApi {
           signal: stop.signal,
         });
         for await (const _ of feed) {
+  /** Tokens and cost of the runs that ended in a range, each run's own once, grouped (see StoreOps.usageTotals). */
+  usage(q: UsageQuery): Promise<UsageTotals[]> {
+    return this.rt.store.usageTotals(q);
+  }
+
           // Only the end of the feed matters.
         }
         o.signal?.throwIfAborted();

@@ -15,6 +15,7 @@ import { sessionRoutes } from './routes/sessions.ts';
 import { streamRoutes } from './routes/streams.ts';
 
 export interface ServerOptions {
+import { usageRoutes } from './routes/usage.ts';
   runtime: Runtime;
   /** `required`: every request needs an API key; `off`: one `default` tenant (loopback only). */
   auth: 'required' | 'off';
@@ -232,6 +233,7 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
 /** How deep a request body's JSON may nest (objects and arrays). */
 export const MAX_JSON_DEPTH = 64;
 
+  usageRoutes(app, ctx);
 /** The deepest nesting of objects and arrays in a JSON text, by a scan that recurses into nothing. */
 export function jsonDepth(text: string): number {
   let depth = 0;
