@@ -9,13 +9,14 @@ import { Metrics } from './metrics.ts';
 import { HttpProblem, problemResponse, toProblem } from './problems.ts';
 import { knownQueryParams } from './query-params.ts';
 import { chatRoutes } from './routes/chat.ts';
+import { inspectorRoutes } from './routes/inspector.ts';
 import { opsRoutes } from './routes/ops.ts';
+import { overviewRoutes } from './routes/overview.ts';
 import { runRoutes } from './routes/runs.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { streamRoutes } from './routes/streams.ts';
 
 export interface ServerOptions {
-import { usageRoutes } from './routes/usage.ts';
   runtime: Runtime;
   /** `required`: every request needs an API key; `off`: one `default` tenant (loopback only). */
   auth: 'required' | 'off';
@@ -215,6 +216,8 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   runRoutes(app, ctx);
   streamRoutes(app, ctx);
   chatRoutes(app, ctx);
+  overviewRoutes(app, ctx);
+  inspectorRoutes(app);
 
   app.doc31('/openapi.json', {
     openapi: '3.1.0',
@@ -233,7 +236,6 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
 /** How deep a request body's JSON may nest (objects and arrays). */
 export const MAX_JSON_DEPTH = 64;
 
-  usageRoutes(app, ctx);
 /** The deepest nesting of objects and arrays in a JSON text, by a scan that recurses into nothing. */
 export function jsonDepth(text: string): number {
   let depth = 0;
