@@ -335,6 +335,11 @@ export class RunsApi {
     return this.rt.store.countRunsByStatus();
   }
 
+  /** Tokens and cost of the runs that ended in a range, each run's own once, grouped (see StoreOps.usageTotals). */
+  usage(q: UsageQuery): Promise<UsageTotals[]> {
+    return this.rt.store.usageTotals(q);
+  }
+
   /**
    * Resolves when the run is terminal (`until: 'terminal'`), or also when it waits or is paused
    * (`'settled'`, the default). Works across processes (it polls) and wakes at once in-process.
@@ -361,11 +366,6 @@ export class RunsApi {
           signal: stop.signal,
         });
         for await (const _ of feed) {
-  /** Tokens and cost of the runs that ended in a range, each run's own once, grouped (see StoreOps.usageTotals). */
-  usage(q: UsageQuery): Promise<UsageTotals[]> {
-    return this.rt.store.usageTotals(q);
-  }
-
           // Only the end of the feed matters.
         }
         o.signal?.throwIfAborted();
