@@ -9,7 +9,9 @@ import { Metrics } from './metrics.ts';
 import { HttpProblem, problemResponse, toProblem } from './problems.ts';
 import { knownQueryParams } from './query-params.ts';
 import { chatRoutes } from './routes/chat.ts';
+import { inspectorRoutes } from './routes/inspector.ts';
 import { opsRoutes } from './routes/ops.ts';
+import { overviewRoutes } from './routes/overview.ts';
 import { runRoutes } from './routes/runs.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { streamRoutes } from './routes/streams.ts';
@@ -216,6 +218,8 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   runRoutes(app, ctx);
   streamRoutes(app, ctx);
   chatRoutes(app, ctx);
+  overviewRoutes(app, ctx);
+  inspectorRoutes(app);
 
   app.doc31('/openapi.json', {
     openapi: '3.1.0',
