@@ -5,7 +5,7 @@
 import { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inspectorRoutes } from '../../src/server/routes/inspector.ts';
-import { expectProblem, startTestServer, type TestServer } from '../support/server-helpers.ts';
+import { expectProblem, startTestServer, type ApiResponse, type TestServer } from '../support/server-helpers.ts';
 
 let t: TestServer;
 
@@ -73,7 +73,7 @@ describe('session summaries', () => {
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const page = await api.get(`/v1/session-summaries?limit=1${cursor ? `&cursor=${cursor}` : ''}`);
+      const page: ApiResponse = await api.get(`/v1/session-summaries?limit=1${cursor ? `&cursor=${cursor}` : ''}`);
       seen.push(...page.body.data.map((s: { session: { id: string } }) => s.session.id));
       cursor = page.body.next_cursor;
     } while (cursor !== null);
