@@ -11,3 +11,4 @@ export * from './store/postgres/index.ts';
 export * from './session/index.ts';
 export * from './runs/index.ts';
 export * from './config/index.ts';
+export * from './monitoring/index.ts';

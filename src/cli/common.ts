@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { openPostgresStore } from '../store/postgres/index.ts';
 import type { Store } from '../store/index.ts';
 import { openSqliteStore } from '../store/sqlite/index.ts';
+import { createLogger, parseLogLevel, type Logger } from '../monitoring/index.ts';
 import { UsageError, type Io } from './args.ts';
 
 /** The database a command works on: --db, else $KEEL_DB, else ./.keel/keel.db. */
@@ -118,3 +119,13 @@ export function progress(io: Io): { update(text: string): void; done(): void } {
 
 /** JSON Lines: one compact value a line (for streams of records, whatever the terminal). */
 export const jsonl = (io: Io, v: unknown) => io.out.write(`${JSON.stringify(v)}\n`);
+
+/**
+ * The structured logger of a long-running command: on stderr (stdout stays for what the command
+ * prints), JSON lines, or readable lines when stderr is a terminal; level from --log-level, else
+ * $KEEL_LOG_LEVEL, else info.
+ */
+export function commandLogger(io: Io, level: string | undefined): Logger {
+  const chosen = level !== undefined ? parseLogLevel(level, '--log-level') : io.env.KEEL_LOG_LEVEL ? parseLogLevel(io.env.KEEL_LOG_LEVEL, '$KEEL_LOG_LEVEL') : 'info';
+  return createLogger({ level: chosen, destination: io.err });
+}

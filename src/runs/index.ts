@@ -6,3 +6,4 @@ export * from './execution.ts';
 export * from './worker.ts';
 export * from './runtime.ts';
 export * from './subagent.ts';
+export * from './observer.ts';

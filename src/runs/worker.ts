@@ -80,9 +80,10 @@ export class Worker {
   private async claim(): Promise<RunRecord | undefined> {
     const { book } = this.host;
     const env = this.host.env(this.id);
+    let claimedAt = 0;
     // Committed, its event reaches live streams (the log publishes on commit).
     const claimed = await book.sessions.log.transaction(async (tx) => {
-      const c = await tx.claimRun(this.id, env.leaseMs, Date.now(), CLAIM_POLICY);
+      const c = await tx.claimRun(this.id, env.leaseMs, (claimedAt = Date.now()), CLAIM_POLICY);
       if (!c) return undefined;
       const { run, previous } = c;
       const fence = { runId: run.id, token: run.fencingToken };
@@ -91,8 +92,9 @@ export class Worker {
         previous === 'running'
           ? { type: 'run/interrupted', runId: run.id, ...turn, data: { attempt: run.attempt, step: (await tx.getCheckpoint(run.id))?.step ?? 0, reason: 'lease_expired' } }
           : { type: 'run/status', runId: run.id, ...turn, data: { from: previous, to: 'running', attempt: run.attempt, reason: `claimed by ${this.id}` } };
-      return { run, events: await book.sessions.log.append(run.sessionId, [event], { tx, fence, trusted: true }) };
+      return { run, previous, events: await book.sessions.log.append(run.sessionId, [event], { tx, fence, trusted: true }) };
     });
+    if (claimed) env.observers?.claimed(claimed.run, claimed.previous, claimedAt);
     return claimed?.run;
   }
 

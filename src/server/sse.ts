@@ -15,6 +15,8 @@ export interface StreamOptions {
   queueLimit: number;
   onOpen?: () => void;
   onClose?: () => void;
+  /** The client fell `queueLimit` items behind and was dropped. */
+  onDrop?: () => void;
 }
 
 /** Parses a resume position: `12` (durable seq) or `12.3` (3 deltas after seq 12). */
@@ -55,6 +57,7 @@ export function sseStream(c: Context, cursor: { seq: number; n: number } | undef
     // stuck (a client that does not read blocks writes; waiting for them would hold the
     // connection, and its buffers, for as long as the client likes).
     const drop = () => {
+      o.onDrop?.();
       stream.abort();
       // On Node (@hono/node-server), end the connection itself: what the socket still buffers goes.
       (c.env as { outgoing?: { destroy?: () => void } } | undefined)?.outgoing?.destroy?.();

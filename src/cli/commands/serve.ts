@@ -1,14 +1,16 @@
 import { loadConfig } from '../../config/index.ts';
 import { startServer } from '../../server/serve.ts';
 import { args, line, type Io } from '../args.ts';
-import { openDb } from '../common.ts';
+import { commandLogger, openDb } from '../common.ts';
 import { version } from '../version.ts';
 
-export const serveHelp = `keel serve [--port 8787] [--host 127.0.0.1] [--db PATH|URL] [--config FILE] [--workers N] [--insecure]
+export const serveHelp = `keel serve [--port 8787] [--host 127.0.0.1] [--db PATH|URL] [--config FILE] [--workers N] [--insecure] [--log-level info]
   The HTTP API and a worker in one process, on embedded SQLite (./.keel/keel.db, or $KEEL_DB), or on
   PostgreSQL with --db postgres://user@host/db (or KEEL_DB=postgres://…; schema $KEEL_DB_SCHEMA, default keel).
   --workers 0 serves the API only (run "keel worker" elsewhere). /metrics asks for the bearer token
-  in $KEEL_METRICS_TOKEN when it is set, else for an API key once keys exist.`;
+  in $KEEL_METRICS_TOKEN when it is set, else for an API key once keys exist. Logs (requests, runs,
+  failures) go to stderr as JSON lines, readable on a terminal; --log-level (or $KEEL_LOG_LEVEL):
+  fatal, error, warn, info (default), debug, trace, silent.`;
 
 export async function serveCommand(argv: string[], io: Io): Promise<number> {
   const { values } = args('serve', argv, {
@@ -18,7 +20,9 @@ export async function serveCommand(argv: string[], io: Io): Promise<number> {
     config: { type: 'string' },
     workers: { type: 'string' },
     insecure: { type: 'boolean' },
+    'log-level': { type: 'string' },
   });
+  const logger = commandLogger(io, values['log-level']);
   const rawPort = values.port ?? io.env.PORT ?? '8787';
   // Digits only: Number('') and Number(' ') are 0, which would listen on a random port.
   const port = /^\d+$/.test(rawPort) ? Number(rawPort) : NaN;
@@ -37,6 +41,7 @@ export async function serveCommand(argv: string[], io: Io): Promise<number> {
       workers,
       insecure: values.insecure ?? false,
       version,
+      logger,
       ...(io.env.KEEL_METRICS_TOKEN ? { metricsToken: io.env.KEEL_METRICS_TOKEN } : {}),
     });
   } catch (e) {

@@ -1,7 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
-import { RUN_STATUSES } from '../../store/index.ts';
 import type { AppContext, AppEnv } from '../app.ts';
 import { authenticate, clientAddress } from '../auth.ts';
 import { HttpProblem, problemResponse } from '../problems.ts';
@@ -11,10 +10,6 @@ import { HttpProblem, problemResponse } from '../problems.ts';
  * its own bearer token (`metricsToken`) if one is set, else any API key; with auth off, nothing.
  */
 export function opsRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
-  ctx.rt.sessions.log.subscribeAll((_s, item) => {
-    if (item.kind === 'event') ctx.metrics.eventsPublished++;
-  });
-
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
 
   app.get('/readyz', async (c) => {
@@ -28,14 +23,10 @@ export function opsRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
 
   app.get('/metrics', async (c) => {
     await allowedToScrape(c, ctx);
-    // Kept by the store as runs move: a few rows, however many runs there are.
-    const counts = await ctx.rt.runs.countByStatus();
-    const body = ctx.metrics.render({
-      keel_runs: RUN_STATUSES.map((s) => ({ help: 'Runs by status (terminal statuses count every run that ended so).', labels: `status="${s}"`, value: counts[s] })),
-      keel_runs_executing: [{ help: 'Runs this process is executing now.', value: ctx.rt.executions.size }],
-      process_resident_memory_bytes: [{ help: 'Resident memory of this process.', value: process.memoryUsage().rss }],
-    });
-    return c.body(body, 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
+    // Runs by status are kept by the store as runs move (a few rows, however many runs there
+    // are); the rest is counted in memory as it happens.
+    const { body, contentType } = await ctx.metrics.render();
+    return c.body(body, 200, { 'content-type': contentType });
   });
 }
 

@@ -19,12 +19,13 @@ export function streamRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
   };
   const lifecycle = {
     onOpen: () => {
-      ctx.metrics.sseConnections++;
-      ctx.metrics.sseConnectionsTotal++;
+      ctx.metrics.sseConnections.inc();
+      ctx.metrics.sseConnectionsTotal.inc();
     },
     onClose: () => {
-      ctx.metrics.sseConnections--;
+      ctx.metrics.sseConnections.dec();
     },
+    onDrop: () => ctx.metrics.sseDropped.inc(),
   };
 
   app.get('/v1/sessions/:id/stream', async (c) => {

@@ -124,12 +124,16 @@ export class PostgresStore extends WithStoreOps implements Store {
     await this.ready;
     // An append notifies its commit: the deltas broadcast before it go first.
     if (name === 'append') await this.broadcastsSent();
+    // An append outside a transaction is one (keel_append, in one round trip): timed as a commit.
+    const t0 = name === 'append' && this.commitObservers.size > 0 ? performance.now() : undefined;
     const sql = new Sql(this.pool);
     const ctx: OpContext = { sql, inTransaction: false, atomic: (fn) => this.inOwnTransaction(fn), guarded: (fn) => fn(sql) };
     const op = pgOperations[name] as (ctx: OpContext, ...a: unknown[]) => Promise<unknown>;
     for (let attempt = 1; ; attempt++) {
       try {
-        return await op(ctx, ...args);
+        const value = await op(ctx, ...args);
+        if (t0 !== undefined) this.committed(t0);
+        return value;
       } catch (e) {
         if (!retryable(e) || attempt >= ATTEMPTS) throw e;
         await new Promise((r) => setTimeout(r, 5 * attempt * Math.random()));
@@ -191,10 +195,12 @@ export class PostgresStore extends WithStoreOps implements Store {
             return run;
           };
         }
+        const t0 = performance.now();
         try {
           const value = await fn(ops as StoreOps);
           await tail;
           await sql.commit();
+          if (this.commitObservers.size > 0) this.committed(t0);
           return value;
         } catch (e) {
           await sql.rollback().catch(broken);
@@ -271,6 +277,18 @@ export class PostgresStore extends WithStoreOps implements Store {
     } catch {
       reconnect();
     }
+  }
+
+  private readonly commitObservers = new Set<(seconds: number) => void>();
+
+  observeCommits(listener: (seconds: number) => void): () => void {
+    this.commitObservers.add(listener);
+    return () => void this.commitObservers.delete(listener);
+  }
+
+  private committed(startedAt: number): void {
+    const seconds = (performance.now() - startedAt) / 1000;
+    for (const l of this.commitObservers) l(seconds);
   }
 
   /** Tells this instance's own broadcasts apart from other nodes'. */

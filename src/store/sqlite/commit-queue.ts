@@ -23,6 +23,13 @@ export class CommitQueue {
   private turnAwaitedSince: number | undefined;
   private closed = false;
   private commits = 0;
+  /** Told how long each write transaction took, in seconds, from its start to its commit (see Store.observeCommits). */
+  onCommit: ((seconds: number) => void) | undefined;
+
+  private committed(startedAt: number): void {
+    this.commits++;
+    this.onCommit?.((performance.now() - startedAt) / 1000);
+  }
 
   constructor(db: Database.Database) {
     this.db = db;
@@ -46,8 +53,9 @@ export class CommitQueue {
   /** Runs `fn` at its turn in its own `BEGIN IMMEDIATE` transaction: reads and writes under the write lock. */
   immediate<T>(fn: () => T): Promise<T> {
     return this.serial(() => {
+      const t0 = performance.now();
       const value = this.db.transaction(fn).immediate();
-      this.commits++;
+      this.committed(t0);
       return value;
     });
   }
@@ -55,8 +63,9 @@ export class CommitQueue {
   /** Runs `fn`, one write statement, at its turn in SQLite's implicit (autocommit) transaction. */
   autocommit<T>(fn: () => T): Promise<T> {
     return this.serial(() => {
+      const t0 = performance.now();
       const value = fn();
-      this.commits++;
+      this.committed(t0);
       return value;
     });
   }
@@ -92,13 +101,14 @@ export class CommitQueue {
 
   private async flush(batch: WriteOp[]): Promise<void> {
     if (this.batch === batch) this.batch = undefined;
+    const t0 = performance.now();
     try {
       this.db.exec('BEGIN IMMEDIATE');
     } catch (e) {
       for (const op of batch) op.reject(e);
       return;
     }
-    if (batch.length === 1) return this.flushOne(batch[0]!);
+    if (batch.length === 1) return this.flushOne(batch[0]!, t0);
     const results: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
     for (const op of batch) {
       this.db.exec('SAVEPOINT keel_write');
@@ -123,7 +133,7 @@ export class CommitQueue {
       for (const op of batch) op.reject(e);
       return;
     }
-    this.commits++;
+    this.committed(t0);
     batch.forEach((op, i) => {
       const r = results[i]!;
       if (r.ok) op.resolve(r.value);
@@ -132,7 +142,7 @@ export class CommitQueue {
   }
 
   /** A batch of one write (the common case with one run at a time): its own transaction, no savepoint. */
-  private async flushOne(op: WriteOp): Promise<void> {
+  private async flushOne(op: WriteOp, t0: number): Promise<void> {
     let value: unknown;
     try {
       value = op.fn();
@@ -143,7 +153,7 @@ export class CommitQueue {
       op.reject(e);
       return;
     }
-    this.commits++;
+    this.committed(t0);
     op.resolve(value);
   }
 

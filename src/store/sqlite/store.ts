@@ -146,6 +146,19 @@ export class SqliteStore extends WithStoreOps implements Store {
     return this.queue.commitCount;
   }
 
+  private readonly commitObservers = new Set<(seconds: number) => void>();
+
+  observeCommits(listener: (seconds: number) => void): () => void {
+    this.commitObservers.add(listener);
+    this.queue.onCommit = (seconds) => {
+      for (const l of this.commitObservers) l(seconds);
+    };
+    return () => {
+      this.commitObservers.delete(listener);
+      if (this.commitObservers.size === 0) this.queue.onCommit = undefined;
+    };
+  }
+
   private readonly changeListeners = new Set<() => void>();
   private changeTimer: ReturnType<typeof setInterval> | undefined;
   private dataVersion: number | undefined;
