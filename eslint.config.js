@@ -15,6 +15,15 @@ export default tseslint.config(
     },
   },
   {
+    // The inspector runs in the browser and knows the server only by its public HTTP API (docs/adr/0012-inspector-stack.md).
+    files: ['inspector/**/*.{ts,tsx}'],
+    ignores: ['inspector/vite.config.ts'],
+    languageOptions: { globals: { ...globals.browser } },
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ group: ['**/src/**', 'node:*'], message: 'the inspector uses the public HTTP API only, never the server\'s code' }] }],
+    },
+  },
+  {
     // The core loop must not know about storage, HTTP or the CLI (docs/architecture.md).
     files: ['src/core/**/*.ts', 'src/model/**/*.ts'],
     rules: {

@@ -1,0 +1,19 @@
+import type { RunStatus } from './types.ts';
+
+const LABELS: Record<RunStatus, string> = {
+  queued: 'queued',
+  running: 'running',
+  waiting_approval: 'waiting for approval',
+  waiting_for_user: 'waiting for an answer',
+  paused: 'paused',
+  completed: 'completed',
+  failed: 'failed',
+  cancelled: 'cancelled',
+  timed_out: 'timed out',
+};
+
+/** A run's status as a coloured label. */
+export function StatusBadge(props: { status: RunStatus | undefined }) {
+  if (!props.status) return <span class="badge">no runs</span>;
+  return <span class={`badge status-${props.status}`}>{LABELS[props.status] ?? props.status}</span>;
+}

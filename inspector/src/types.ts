@@ -1,0 +1,102 @@
+/** The shapes the public API answers with (see /openapi.json), as far as the inspector reads them. */
+export type RunStatus = 'queued' | 'running' | 'waiting_approval' | 'waiting_for_user' | 'paused' | 'completed' | 'failed' | 'cancelled' | 'timed_out';
+
+export interface Session {
+  id: string;
+  title: string | null;
+  metadata: Record<string, unknown>;
+  agent: string | null;
+  created_at: string;
+  last_seq: number;
+  leaf_id: string | null;
+  origin: { session_id: string; entry_id: string } | null;
+  archived_at: string | null;
+}
+
+export interface SessionSummary {
+  session: Session;
+  runs: number;
+  cost: number;
+  usage: { input_tokens: number; output_tokens: number };
+  latest_run: { id: string; status: RunStatus; created_at: string } | null;
+}
+
+export interface WaitingRequest {
+  approval_id: string;
+  tool_call_id: string;
+  tool: string;
+  arguments: unknown;
+  kind: 'approval' | 'input';
+  decided: boolean;
+}
+
+export interface Run {
+  id: string;
+  session_id: string;
+  parent_run_id: string | null;
+  child_run_ids: string[];
+  agent: { name: string; version: string };
+  status: RunStatus;
+  turn: number | null;
+  created_at: string;
+  started_at: string | null;
+  ended_at: string | null;
+  attempt: number;
+  usage: Record<string, number>;
+  cost: number;
+  error: Record<string, unknown> | null;
+  waiting: { kind: 'approval' | 'input'; requests: WaitingRequest[]; expires_at: string | null } | null;
+  lease: { owner: string; expires_at: string } | null;
+  cancel_requested: boolean;
+  pause_requested: boolean;
+}
+
+export interface SessionEvent {
+  id: string;
+  seq: number;
+  type: string;
+  time: string;
+  run_id?: string;
+  turn?: number;
+  step?: number;
+  entry: boolean;
+  parent_id?: string;
+  data: unknown;
+}
+
+export interface Delta {
+  type: 'text/delta' | 'reasoning/delta' | 'tool-input/delta';
+  message_id: string;
+  delta: string;
+  tool_name?: string;
+}
+
+export interface Usage {
+  inputTokens?: number;
+  outputTokens?: number;
+  cachedInputTokens?: number;
+  reasoningTokens?: number;
+}
+
+/** One step of a run, from GET /v1/runs/{id}/steps. */
+export interface Step {
+  step: number;
+  startedAt: number;
+  endedAt?: number;
+  endReason?: string;
+  usage?: Usage;
+  requests: Array<{ seq: number; time: number; provider: string; modelId: string; attempt: number; messageId: string; promptHash: string; context: unknown; settings: unknown; system: string | null; tools: unknown }>;
+  retries: Array<{ seq: number; attempt: number; delayMs: number; error: { kind: string; message: string } }>;
+  errors: Array<{ seq: number; attempt: number; error: { kind: string; message: string } }>;
+  assistant?: { messageId: string; text: string; finishReason: string; usage: Usage; cost: number; interrupted: boolean; timing: { startedAt: number; firstChunkMs?: number; durationMs: number } };
+  tools: Array<{ toolCallId: string; toolName: string; input: unknown; approval?: 'pending' | 'approved' | 'denied'; output?: { type: string; value?: unknown; reason?: string }; durationMs?: number }>;
+}
+
+export interface TranscriptItem {
+  kind: string;
+  entryId?: string;
+  text?: string;
+  reasoning?: string | null;
+  tools?: Array<{ toolCallId: string; toolName: string; status: string; error?: string }>;
+  [k: string]: unknown;
+}
