@@ -7,6 +7,7 @@ import { replayCommand, replayHelp } from './commands/replay.ts';
 import { runsCommand, runsHelp } from './commands/runs.ts';
 import { serveCommand, serveHelp } from './commands/serve.ts';
 import { sessionsCommand, sessionsHelp } from './commands/sessions.ts';
+import { usageCommand, usageHelp } from './commands/usage.ts';
 import { workerCommand, workerHelp } from './commands/worker.ts';
 import { runDemo } from './demo.ts';
 import { version } from './version.ts';
@@ -22,6 +23,7 @@ export const commands: Record<string, Command> = {
   events: { run: eventsCommand, help: eventsHelp },
   replay: { run: replayCommand, help: replayHelp },
   keys: { run: keysCommand, help: keysHelp },
+  usage: { run: usageCommand, help: usageHelp },
   demo: { run: async (_argv, io) => runDemo(io.out), help: 'keel demo\n  One turn of the step/turn loop in the terminal, on a scripted model.' },
 };
 
