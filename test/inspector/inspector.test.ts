@@ -1,0 +1,152 @@
+/**
+ * The inspector in a real browser (Debian's chromium, driven by playwright-core): a Keel server
+ * with the demo agent and an API key, the inspector at /inspect. The test enters the key, starts a
+ * session from the UI, watches its run arrive live, approves send_report and answers the question
+ * in the Inbox, and reads the finished run's timeline. Screenshots go to test-results/inspector/;
+ * with KEEL_UPDATE_SCREENSHOT=1 the run timeline also goes to docs/inspector.png (the README's picture).
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { demoAgent } from '../../src/config/index.ts';
+import { createApiKey } from '../../src/server/auth.ts';
+import { startServer, type RunningServer } from '../../src/server/serve.ts';
+import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/index.ts';
+
+const ROOT = join(import.meta.dirname, '../..');
+const SHOTS = join(ROOT, 'test-results/inspector');
+const CHROMIUM = process.env.KEEL_CHROMIUM ?? '/usr/bin/chromium';
+/** Generous: the CI machine is a slow shared 2-core box. */
+const WAIT = 20_000;
+
+let dir: string;
+let store: SqliteStore;
+let server: RunningServer;
+let secret: string;
+let browser: Browser;
+
+beforeAll(async () => {
+  // `npm ci` builds the inspector (prepare → build); a checkout that was never built builds it here.
+  if (!existsSync(join(ROOT, 'dist/inspector/index.html'))) {
+    execFileSync(process.execPath, [join(ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--config', 'inspector/vite.config.ts'], { cwd: ROOT, stdio: 'inherit' });
+  }
+  mkdirSync(SHOTS, { recursive: true });
+  dir = mkdtempSync(join(tmpdir(), 'keel-inspector-'));
+  store = openSqliteStore({ path: join(dir, 'keel.db') });
+  ({ secret } = await createApiKey(store, { tenant: 'acme' }));
+  server = await startServer({ store, config: { source: null, agents: [demoAgent()], compaction: {}, demo: true }, port: 0, host: '127.0.0.1', workers: 2, version: '0.0.0-test' });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.close({ graceMs: 200 });
+  await store?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+const shot = (page: Page, name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+
+describe('the inspector', () => {
+  it('serves the app, its hashed assets with long caching, and index.html for its own pages', async () => {
+    const index = await fetch(`${server.url}/inspect`);
+    expect(index.status).toBe(200);
+    expect(index.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(index.headers.get('cache-control')).toBe('no-cache');
+    const html = await index.text();
+    const asset = /src="(\/inspect\/assets\/[^"]+\.js)"/.exec(html)?.[1];
+    expect(asset).toBeDefined();
+    const js = await fetch(`${server.url}${asset}`);
+    expect(js.status).toBe(200);
+    expect(js.headers.get('content-type')).toMatch(/^text\/javascript/);
+    expect(js.headers.get('cache-control')).toContain('immutable');
+    const page = await fetch(`${server.url}/inspect/runs/whatever`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toBe(html);
+    expect((await fetch(`${server.url}/inspect/assets/missing-123.js`)).status).toBe(404);
+    expect((await fetch(`${server.url}/inspect/..%2f..%2fpackage.json`)).status).toBe(404);
+  });
+
+  it('follows a run that needs an approval and an answer, from the first message to its timeline', async () => {
+    const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+    const page = await context.newPage();
+    page.setDefaultTimeout(WAIT);
+    const failures: string[] = [];
+    page.on('pageerror', (e) => failures.push(e.message));
+    try {
+      // The API answers 401: the inspector asks for a key.
+      await page.goto(`${server.url}/inspect`);
+      await page.getByLabel('API key').fill(secret);
+      await shot(page, '01-key');
+      await page.getByRole('button', { name: 'Use this key' }).click();
+      await expect.poll(() => page.getByRole('heading', { name: 'Sessions' }).isVisible(), { timeout: WAIT }).toBe(true);
+
+      // A session and its first message, from the UI: the session page opens, the run arrives live.
+      await page.getByLabel('New session title').fill('Weather in Tokyo');
+      await page.getByLabel('First message').fill('What is the weather in Tokyo?');
+      await page.getByRole('button', { name: 'New session' }).click();
+      await page.getByRole('heading', { name: 'Weather in Tokyo' }).waitFor();
+      await page.getByTestId('transcript').getByText('Let me check the weather in Tokyo.').waitFor();
+      await page.getByTestId('run-row').getByText('waiting for approval').waitFor();
+      await page.getByTestId('event-log').getByText('request/header').first().waitFor();
+      await page.getByTestId('branch-tree').getByText('What is the weather in Tokyo?').waitFor();
+      await shot(page, '02-session');
+
+      // The Inbox: approve send_report, then answer the question that follows.
+      await page.getByRole('link', { name: 'Inbox' }).click();
+      const approval = page.getByTestId('approval');
+      await approval.getByText('send_report').waitFor();
+      await expect(approval.textContent()).resolves.toContain('team@example.com');
+      await shot(page, '03-inbox-approval');
+      await approval.getByRole('button', { name: 'Approve' }).click();
+      const question = page.getByTestId('question');
+      await question.getByText('Celsius or Fahrenheit?').waitFor();
+      await question.getByLabel('Celsius or Fahrenheit?').selectOption('fahrenheit');
+      await shot(page, '04-inbox-question');
+      await question.getByRole('button', { name: 'Answer' }).click();
+      await page.getByText('Nothing is waiting for you.').waitFor();
+
+      // The sessions list shows the run completed, with its cost; its badge opens the run.
+      await page.getByRole('link', { name: 'Sessions' }).click();
+      const row = page.getByTestId('session-row').filter({ hasText: 'Weather in Tokyo' });
+      await row.getByText('completed').waitFor();
+      await page.getByLabel('Search sessions').fill('tokyo');
+      await row.waitFor();
+      await shot(page, '05-sessions');
+      await row.getByText('completed').click();
+
+      // The run's timeline: every model call and tool call, the approval, the answer, the totals.
+      await page.getByRole('heading', { name: /^Run / }).waitFor();
+      await page.getByText('It is 75°F in tokyo. The report was sent. Anything else?').waitFor();
+      const calls = page.getByTestId('model-call');
+      await expect.poll(() => calls.count(), { timeout: WAIT }).toBe(4);
+      expect(await calls.first().textContent()).toMatch(/demo-script.*attempt 1.*in \/ .*out/);
+      const tools = page.getByTestId('tool-call');
+      await expect.poll(() => tools.count(), { timeout: WAIT }).toBe(3);
+      expect(await tools.nth(0).textContent()).toContain('get_weather');
+      expect(await tools.nth(0).textContent()).toContain('"celsius":24');
+      expect(await tools.nth(1).textContent()).toMatch(/send_report.*approved/);
+      expect(await tools.nth(2).textContent()).toMatch(/ask_user.*fahrenheit/);
+      expect(await page.getByTestId('lifecycle').filter({ hasText: '→ completed' }).count()).toBe(1);
+      expect(await page.getByTestId('run-tokens').textContent()).toMatch(/^[\d,]+ in \/ [\d,]+ out/);
+      await shot(page, '06-run');
+      if (process.env.KEEL_UPDATE_SCREENSHOT === '1') await page.screenshot({ path: join(ROOT, 'docs/inspector.png'), fullPage: false });
+
+      // Back to the session: the replay check's verdict.
+      await page.getByRole('link', { name: /^session / }).click();
+      await page.getByRole('button', { name: 'Replay check' }).click();
+      await page.getByTestId('verdict').getByText(/Replay check passed: the log explains all 4 model requests/).waitFor();
+      await shot(page, '07-replay');
+      expect(failures).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  }, 90_000);
+});
