@@ -16,6 +16,7 @@ import {
   type SessionRecord,
   type StoreOps,
 } from '../store/index.ts';
+import type { TraceCarrier } from '../telemetry/trace-context.ts';
 import { assertTransition, IllegalTransitionError, statusesLeadingTo } from './state.ts';
 
 export type IfBusy = 'reject' | 'enqueue' | 'steer' | 'interrupt';
@@ -52,6 +53,11 @@ export interface RunOptions {
   waitTimeoutMs?: number;
   /** Claims by a worker before an interrupted run is given up as failed. */
   maxAttempts?: number;
+  /**
+   * The W3C trace context the run continues (stored with it): every execution of the run, on any
+   * worker, traces under it. `sessions.send` sets it from its caller's context (see docs/observability.md).
+   */
+  trace?: TraceCarrier;
 }
 
 /**
@@ -125,7 +131,7 @@ function newRunOf(sessionId: string, message: UserMessage, agent: AgentDefinitio
     triggerMessageId: message.id,
     createdAt: now,
     deadlineAt: options.timeoutMs !== undefined ? now + options.timeoutMs : null,
-    options: options as JsonObject,
+    options: options as unknown as JsonObject,
     ...more,
   };
 }

@@ -3,6 +3,8 @@ import { startTurn, type AgentDefinition, type TurnEvent, type TurnHandle, type 
 import type { UserMessage } from '../model/index.ts';
 import { compactionHook, type CompactionSettings, type TranscriptItem } from '../session/index.ts';
 import type { JsonObject, RunRecord } from '../store/index.ts';
+import { RunSpans } from '../telemetry/run-spans.ts';
+import type { TraceCarrier } from '../telemetry/trace-context.ts';
 import type { RunBook, RunOptions, Waiting } from './book.ts';
 import { resumePoint } from './resume.ts';
 import { RunSink, type RunEnd } from './sink.ts';
@@ -50,6 +52,8 @@ export interface ExecutionEnv {
   resolveAgent(name: string, version?: string): AgentDefinition | undefined;
   compactionFor(agent: AgentDefinition): CompactionSettings | undefined;
   host: RunHost;
+  /** Record message contents on spans (see TelemetryOptions.recordContent). */
+  recordContent?: boolean;
 }
 
 /**
@@ -63,6 +67,8 @@ export class Execution {
   private readonly token: number;
   private handle: TurnHandle | undefined;
   private sink: RunSink | undefined;
+  /** The execution's spans: only while a tracer records (see RunSpans). */
+  private spans: RunSpans | undefined;
   private renewTimer: ReturnType<typeof setInterval> | undefined;
   private controlTimer: ReturnType<typeof setInterval> | undefined;
   private deadlineTimer: ReturnType<typeof setTimeout> | undefined;
@@ -105,6 +111,11 @@ export class Execution {
     this.done = this.execute().finally(() => this.cleanup());
   }
 
+  /** The trace context of this execution (its span), or the one stored with the run: for the runs it starts (subagents). */
+  get traceCarrier(): TraceCarrier | undefined {
+    return this.spans?.carrier ?? (this.run.options as RunOptions).trace;
+  }
+
   /** Cancel from this process: the loop aborts its model call and tools and closes open calls. */
   cancel(): void {
     this.stopReason ??= 'cancel';
@@ -144,22 +155,35 @@ export class Execution {
     clearTimeout(this.deadlineTimer);
   }
 
+  /** Runs the execution under its `invoke_agent` span (when a tracer records), which ends with it. */
   private async execute(): Promise<void> {
+    this.spans = RunSpans.start(this.run, { recordContent: this.env.recordContent === true, worker: this.env.owner });
+    if (!this.spans) return void (await this.executeRun());
+    let ended: RunRecord | undefined;
+    try {
+      ended = await this.executeRun();
+    } catch (e) {
+      this.spans.end({ thrown: e, stopReason: this.stopReason });
+      throw e;
+    }
+    this.spans.end({ run: ended, stopReason: this.stopReason });
+  }
+
+  /** The run as this execution left it (undefined when it could not write its end). */
+  private async executeRun(): Promise<RunRecord | undefined> {
     const { book } = this.env;
     const run = this.run;
     const agent = this.env.resolveAgent(run.agent.name, run.agent.version);
-    const finish = (to: 'failed' | 'cancelled' | 'timed_out', reason: string, error?: JsonObject) =>
-      book.finish(run, to, { reason, ...(error ? { error } : {}), fencingToken: this.token, closeOpenCalls: true, resolveAgent: this.env.resolveAgent });
+    const finish = async (to: 'failed' | 'cancelled' | 'timed_out', reason: string, error?: JsonObject) =>
+      (await book.finish(run, to, { reason, ...(error ? { error } : {}), fencingToken: this.token, closeOpenCalls: true, resolveAgent: this.env.resolveAgent })).run;
 
     if (!agent) {
-      await finish('failed', 'agent unavailable', { kind: 'agent_unavailable', message: `no agent ${run.agent.name} version ${run.agent.version} is registered on this worker` });
-      return;
+      return finish('failed', 'agent unavailable', { kind: 'agent_unavailable', message: `no agent ${run.agent.name} version ${run.agent.version} is registered on this worker` });
     }
-    if (run.cancelRequested) return void (await finish('cancelled', 'cancel requested'));
-    if (run.deadlineAt !== null && Date.now() >= run.deadlineAt) return void (await finish('timed_out', 'run timeout'));
+    if (run.cancelRequested) return finish('cancelled', 'cancel requested');
+    if (run.deadlineAt !== null && Date.now() >= run.deadlineAt) return finish('timed_out', 'run timeout');
     if (run.attempt > this.env.maxAttempts) {
-      await finish('failed', 'attempts exhausted', { kind: 'attempts_exhausted', message: `the run was interrupted ${run.attempt - 1} times (limit ${this.env.maxAttempts - 1})` });
-      return;
+      return finish('failed', 'attempts exhausted', { kind: 'attempts_exhausted', message: `the run was interrupted ${run.attempt - 1} times (limit ${this.env.maxAttempts - 1})` });
     }
 
     const options = run.options as RunOptions;
@@ -170,6 +194,7 @@ export class Execution {
       steeringWaiting: () => this.steeringArrived(),
       // No other worker can claim the run before its lease expires: well before that, it is ours.
       leaseHolds: () => Date.now() < this.leaseHeldUntil - this.env.renewEveryMs,
+      spans: this.spans,
     });
     const hooks: TurnHooks[] = [this.boundaryHook()];
     const compaction = this.env.compactionFor(agent);
@@ -185,6 +210,7 @@ export class Execution {
       // A fresh run: the session's model context (the trigger message is already in it).
       // (The loop makes it portable: opaque reasoning never crosses a turn.)
       const history = (await book.sessions.context(run.sessionId)).messages;
+      this.spans?.started(history);
       start = () => startTurn(agent, { ...base, history });
     } else {
       const { messages } = await book.sessions.turnConversation(run.sessionId, run.turn ?? 0);
@@ -216,6 +242,7 @@ export class Execution {
         .move(run.id, 'queued', { reason: `released by ${this.env.owner} (${result.reason})`, patch: { lease: null }, guard: { fencingToken: this.token } })
         .catch(() => {});
     }
+    return this.sink.ended;
   }
 
   private startTimers(): void {

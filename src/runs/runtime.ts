@@ -18,6 +18,8 @@ import {
   type UsageTotals,
 } from '../store/index.ts';
 import { RunBook, recordEffect, refuseTakenKey, type IdempotencyClaim, type IfBusy, type RunOptions, type Waiting } from './book.ts';
+import { SendSpan } from '../telemetry/send-span.ts';
+import { recordsContent, type TelemetryOptions } from '../telemetry/tracer.ts';
 import type { Execution, ExecutionEnv } from './execution.ts';
 import { IllegalTransitionError } from './state.ts';
 import { Worker, type WorkerHost, type WorkerOptions } from './worker.ts';
@@ -43,6 +45,8 @@ export interface RuntimeOptions {
   snapshotEvery?: number;
   /** How long a subagent tree may nest. */
   maxDepth?: number;
+  /** OpenTelemetry traces (made when an SDK is registered): whether message contents are recorded. */
+  telemetry?: TelemetryOptions;
 }
 
 export interface SendOptions extends RunOptions {
@@ -80,11 +84,14 @@ export class Runtime {
   private woken = false;
   readonly executions = new Map<string, Execution>();
   private readonly workers = new Set<Worker>();
+  /** Whether spans record message contents (the option, else KEEL_OTEL_RECORD_CONTENT). */
+  private readonly recordContent: boolean;
 
   constructor(options: RuntimeOptions) {
     if (options.agents.length === 0) throw new TypeError('createRuntime needs at least one agent');
     const leaseMs = options.leaseMs ?? 30_000;
     this.options = { maxAttempts: 3, maxDepth: 5, renewEveryMs: Math.max(50, Math.floor(leaseMs / 3)), controlPollMs: 500, ...options, leaseMs };
+    this.recordContent = recordsContent(options.telemetry);
     for (const a of options.agents) {
       const list = this.agents.get(a.name) ?? [];
       if (list.some((x) => x.version === a.version)) throw new TypeError(`agent ${a.name} version ${a.version} is registered twice`);
@@ -147,18 +154,26 @@ export class Runtime {
 
   private async send(sessionId: string, input: UserInput, o: SendOptions = {}): Promise<SendResult> {
     const agent = this.agentFor(o.agent);
-    const { ifBusy = 'reject', agent: _a, idempotency, ...runOptions } = o;
-    const options = { ...this.options.runDefaults, ...runOptions };
-    if (ifBusy === 'interrupt') {
-      // A request that lost its key to another must not cancel the run that one created.
-      if (idempotency) await refuseTakenKey(this.store, idempotency);
-      const active = await this.store.activeRun(sessionId);
-      if (active) await this.runs.cancel(active.id, { reason: 'interrupted by a new message' });
+    const { ifBusy = 'reject', agent: _a, idempotency, trace, ...runOptions } = o;
+    // The run stores the trace context of this send (a child of the caller's): its executions continue it.
+    const span = new SendSpan(agent.name, sessionId, trace);
+    const options: RunOptions = { ...this.options.runDefaults, ...runOptions, ...(span.carrier ? { trace: span.carrier } : {}) };
+    try {
+      if (ifBusy === 'interrupt') {
+        // A request that lost its key to another must not cancel the run that one created.
+        if (idempotency) await refuseTakenKey(this.store, idempotency);
+        const active = await this.store.activeRun(sessionId);
+        if (active) await this.runs.cancel(active.id, { reason: 'interrupted by a new message' });
+      }
+      const r = await this.book.send(sessionId, input, agent, { ifBusy: ifBusy === 'interrupt' ? 'reject' : ifBusy, options, ...(idempotency ? { idempotency } : {}) });
+      if (r.outcome === 'steered') this.executions.get(r.run.id)?.steeringArrived();
+      this.wake();
+      span.sent(r.outcome, r.run.id);
+      return { outcome: r.outcome, message: r.message, run: r.run };
+    } catch (e) {
+      span.failed(e);
+      throw e;
     }
-    const r = await this.book.send(sessionId, input, agent, { ifBusy: ifBusy === 'interrupt' ? 'reject' : ifBusy, options, ...(idempotency ? { idempotency } : {}) });
-    if (r.outcome === 'steered') this.executions.get(r.run.id)?.steeringArrived();
-    this.wake();
-    return { outcome: r.outcome, message: r.message, run: r.run };
   }
 
   private async erase(sessionId: string, eraseOne: (id: string) => Promise<SessionRecord>): Promise<SessionRecord> {
@@ -235,6 +250,7 @@ export class Runtime {
         return (compaction as Record<string, CompactionSettings>)[agent.name];
       },
       host: this,
+      recordContent: this.recordContent,
     };
   }
 
@@ -288,7 +304,9 @@ export class Runtime {
       agent: agent.name,
       metadata: { parentRunId, parentSessionId: parent.sessionId, parentToolCallId: toolCallId, parentStep: step },
     });
-    const r = await this.book.send(session.id, task, agent, { options: { ...this.options.runDefaults }, parent: { runId: parentRunId, toolCallId } });
+    // The child traces under its parent's execution (or, from elsewhere, the parent run's trace).
+    const trace = this.executions.get(parentRunId)?.traceCarrier ?? (parent.options as RunOptions).trace;
+    const r = await this.book.send(session.id, task, agent, { options: { ...this.options.runDefaults, ...(trace ? { trace } : {}) }, parent: { runId: parentRunId, toolCallId } });
     this.wake();
     return r.run;
   }

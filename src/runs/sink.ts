@@ -1,8 +1,11 @@
 import { TurnNotOverError, type DeltaEvent, type TurnEvent } from '../core/index.ts';
 import { BufferedSink, toNewEvent, type HeldCheckpoint, type SessionEvent } from '../session/index.ts';
 import { FencedError, type JsonObject, type RunRecord, type RunStatus, type StoreOps } from '../store/index.ts';
+import type { RunSpans } from '../telemetry/run-spans.ts';
 import type { FinalStatus, FinishOptions, RunBook, Waiting } from './book.ts';
 import type { RunCheckpointState } from './resume.ts';
+
+const NONE: readonly SessionEvent[] = [];
 
 export interface RunSinkHooks {
   /** How a turn end maps to the run's next status, decided by the execution (timeouts, shutdown). */
@@ -13,6 +16,8 @@ export interface RunSinkHooks {
   steeringWaiting?: () => void;
   /** The run's lease surely still holds (no other worker can have claimed it). */
   leaseHolds?: () => boolean;
+  /** The execution's spans, told of every commit (only when a tracer records). */
+  spans?: RunSpans | undefined;
 }
 
 export type RunEnd =
@@ -74,12 +79,14 @@ export class RunSink extends BufferedSink {
     const steered = events.flatMap((e) => (e.type === 'user/message' && e.data.via === 'steer' ? [e.data.message.id] : []));
     const drafts = events.map((e) => toNewEvent(e, this.run.id));
     if (!held && !end && steered.length === 0) {
-      await this.log.append(this.run.sessionId, drafts, { fence, trusted: true });
+      const appended = await this.log.append(this.run.sessionId, drafts, { fence, trusted: true });
+      this.hooks.spans?.committed(events, appended);
       return;
     }
     // Published when it commits, by the log.
+    let appended: readonly SessionEvent[] = NONE;
     await this.log.transaction(async (tx) => {
-      const appended = await this.log.append(this.run.sessionId, drafts, { fence, tx, trusted: true });
+      appended = await this.log.append(this.run.sessionId, drafts, { fence, tx, trusted: true });
       for (const id of steered) await tx.removeInput(id);
       // A failed turn's end is no step boundary: its working state may hold a step whose calls
       // started but have no result. The retry resumes from the last boundary and the log after it,
@@ -104,6 +111,7 @@ export class RunSink extends BufferedSink {
         await tx.sealEvents(this.run.sessionId);
       }
     });
+    this.hooks.spans?.committed(events, appended);
   }
 
   /** The run's status after its turn ended, in the turn end's transaction. */

@@ -7,6 +7,7 @@ import type { AssistantMessage, JsonValue, ReasoningPart, TextPart, ToolOutput, 
 import type { RecordedSend, Waiting } from '../../runs/index.ts';
 import { FeedOverflowError, follow, type SessionEvent } from '../../session/index.ts';
 import type { RunRecord, RunStatus } from '../../store/index.ts';
+import { traceOfRequest } from '../../telemetry/trace-context.ts';
 import type { AppContext, AppEnv } from '../app.ts';
 import { HttpProblem, toProblem } from '../problems.ts';
 import { ProblemSchema } from '../schemas.ts';
@@ -473,7 +474,8 @@ export function chatRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
           const effect = JSON.parse(seen.body) as RecordedSend;
           return streamResponse(ctx, c, { sessionId: s.id, runId: effect.run_id, after: 0, messageId: effect.run_id }) as never;
         }
-        const r = await rt.sessions.send(s.id, userInputOf(last), { ifBusy: 'reject', idempotency: claim, ...(s.agent ? { agent: s.agent } : {}) });
+        const trace = traceOfRequest(c.req.header('traceparent'), c.req.header('tracestate'));
+        const r = await rt.sessions.send(s.id, userInputOf(last), { ifBusy: 'reject', idempotency: claim, ...(s.agent ? { agent: s.agent } : {}), ...(trace ? { trace } : {}) });
         return streamResponse(ctx, c, { sessionId: s.id, runId: r.run.id, after: 0, messageId: r.run.id }) as never;
       }
       if (last.role !== 'assistant') throw new HttpProblem('validation', 'messages: the last message must be a user message or an assistant message with answers');

@@ -3,6 +3,7 @@ import type { Context } from 'hono';
 import { stream } from 'hono/streaming';
 import { NotFoundError, StoreError, type SessionRecord, type StoreOps } from '../../store/index.ts';
 import { recordEffect, type RecordedSend } from '../../runs/index.ts';
+import { traceOfRequest } from '../../telemetry/trace-context.ts';
 import type { AppContext, AppEnv } from '../app.ts';
 import { HttpProblem } from '../problems.ts';
 import {
@@ -185,8 +186,11 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       if (recorded) return c.json(recorded, 202);
       const agent = b.agent ?? s.agent ?? undefined;
       const idempotency = c.get('idempotency');
+      // The run continues the request's trace (its traceparent, or the active span): see docs/observability.md.
+      const trace = traceOfRequest(c.req.header('traceparent'), c.req.header('tracestate'));
       const r = await rt.sessions.send(s.id, toUserInput(b.content), {
         ...(idempotency ? { idempotency } : {}),
+        ...(trace ? { trace } : {}),
         ifBusy: b.if_busy,
         ...(agent ? { agent } : {}),
         ...(b.timeout_ms !== undefined ? { timeoutMs: b.timeout_ms } : {}),
