@@ -33,6 +33,7 @@ beforeAll(async () => {
   if (!existsSync(join(ROOT, 'dist/inspector/index.html'))) {
     execFileSync(process.execPath, [join(ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--config', 'inspector/vite.config.ts'], { cwd: ROOT, stdio: 'inherit' });
   }
+  if (!existsSync(CHROMIUM)) throw new Error(`no chromium at ${CHROMIUM}: apt-get install -y chromium (or set KEEL_CHROMIUM to another Chromium)`);
   mkdirSync(SHOTS, { recursive: true });
   dir = mkdtempSync(join(tmpdir(), 'keel-inspector-'));
   store = openSqliteStore({ path: join(dir, 'keel.db') });
@@ -144,6 +145,22 @@ describe('the inspector', () => {
       await page.getByRole('button', { name: 'Replay check' }).click();
       await page.getByTestId('verdict').getByText(/Replay check passed: the log explains all 4 model requests/).waitFor();
       await shot(page, '07-replay');
+
+      // Live: a message sent by another client shows up on the open page, without a reload.
+      let loads = 0;
+      page.on('load', () => loads++);
+      const sessionId = /\/inspect\/sessions\/([^/?#]+)/.exec(page.url())![1]!;
+      const sent = await fetch(`${server.url}/v1/sessions/${sessionId}/messages`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ content: 'And in Berlin?' }),
+      });
+      expect(sent.status).toBe(202);
+      await page.getByTestId('transcript').getByText('Let me check the weather in Berlin.').waitFor();
+      await page.getByTestId('run-row').getByText('waiting for approval').waitFor();
+      expect(await page.getByTestId('run-row').count()).toBe(2);
+      expect(loads).toBe(0);
+      await shot(page, '08-live');
       expect(failures).toEqual([]);
     } finally {
       await context.close();
