@@ -6,6 +6,7 @@ import type { JsonObject, RunRecord } from '../store/index.ts';
 import { RunSpans } from '../telemetry/run-spans.ts';
 import type { TraceCarrier } from '../telemetry/trace-context.ts';
 import type { RunBook, RunOptions, Waiting } from './book.ts';
+import type { RunObservers } from './observer.ts';
 import { resumePoint } from './resume.ts';
 import { RunSink, type RunEnd } from './sink.ts';
 
@@ -52,6 +53,8 @@ export interface ExecutionEnv {
   resolveAgent(name: string, version?: string): AgentDefinition | undefined;
   compactionFor(agent: AgentDefinition): CompactionSettings | undefined;
   host: RunHost;
+  /** Told of lost leases (metrics). */
+  observers?: RunObservers;
   /** Record message contents on spans (see TelemetryOptions.recordContent). */
   recordContent?: boolean;
 }
@@ -250,6 +253,7 @@ export class Execution {
     const run = this.run;
     const letGo = () => {
       // Someone else holds the run now (or may, once the lease is over): stop; our writes are fenced anyway.
+      if (this.stopReason === undefined) this.env.observers?.leaseLost(run);
       this.stopReason ??= 'lease_lost';
       if (this.sink) this.sink.closed = true;
       this.handle?.cancel('lease lost');

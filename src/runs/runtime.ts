@@ -21,6 +21,7 @@ import { RunBook, recordEffect, refuseTakenKey, type IdempotencyClaim, type IfBu
 import { SendSpan } from '../telemetry/send-span.ts';
 import { recordsContent, type TelemetryOptions } from '../telemetry/tracer.ts';
 import type { Execution, ExecutionEnv } from './execution.ts';
+import { RunObservers, type RunObserver } from './observer.ts';
 import { IllegalTransitionError } from './state.ts';
 import { Worker, type WorkerHost, type WorkerOptions } from './worker.ts';
 
@@ -84,6 +85,7 @@ export class Runtime {
   private woken = false;
   readonly executions = new Map<string, Execution>();
   private readonly workers = new Set<Worker>();
+  private readonly observers = new RunObservers();
   /** Whether spans record message contents (the option, else KEEL_OTEL_RECORD_CONTENT). */
   private readonly recordContent: boolean;
 
@@ -250,8 +252,14 @@ export class Runtime {
         return (compaction as Record<string, CompactionSettings>)[agent.name];
       },
       host: this,
+      observers: this.observers,
       recordContent: this.recordContent,
     };
+  }
+
+  /** Tells `observer` of the claims and lost leases of this runtime's workers; returns the unregistration. */
+  observe(observer: RunObserver): () => void {
+    return this.observers.add(observer);
   }
 
   /**

@@ -5,7 +5,7 @@ import { bodyLimit } from 'hono/body-limit';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { IdempotencyClaim, Runtime } from '../runs/index.ts';
 import { ApiKeyCache, authMiddleware, FailedAuthLimiter, rateLimitMiddleware, type AuthEnv } from './auth.ts';
-import { Metrics } from './metrics.ts';
+import { instrumentRuntime, type KeelMetrics, type Logger } from '../monitoring/index.ts';
 import { HttpProblem, problemResponse, toProblem } from './problems.ts';
 import { knownQueryParams } from './query-params.ts';
 import { chatRoutes } from './routes/chat.ts';
@@ -39,6 +39,8 @@ export interface ServerOptions {
   idempotencyTtlMs?: number;
   /** Failed authentications a client address may make in a minute before it is refused (429). Default 30. */
   authFailuresPerMinute?: number;
+  /** Structured logs (pino): requests, runs, failures. Default: none. */
+  logger?: Logger;
 }
 
 export type AppEnv = { Variables: AuthEnv['Variables'] & IdempotencyEnv['Variables'] };
@@ -65,11 +67,13 @@ export interface AppContext {
   rt: Runtime;
   /** Releases the log's recent deltas (kept while the server runs, for streams that start mid-message). */
   releaseRecentDeltas: () => void;
-  metrics: Metrics;
+  /** Prometheus metrics of this process (`/metrics`), and its logger. */
+  metrics: KeelMetrics;
+  logger: Logger;
   /** API keys looked up recently, and failed authentications by client address. */
   keys: ApiKeyCache;
   authFailures: FailedAuthLimiter;
-  options: Required<Omit<ServerOptions, 'runtime' | 'metricsToken'>> & Pick<ServerOptions, 'runtime' | 'metricsToken'>;
+  options: Required<Omit<ServerOptions, 'runtime' | 'metricsToken' | 'logger'>> & Pick<ServerOptions, 'runtime' | 'metricsToken' | 'logger'>;
 }
 
 /** Replays the first response to a POST with the same Idempotency-Key and body; refuses another body. */
@@ -123,10 +127,12 @@ function idempotency(store: Runtime['idempotency'], ttlMs: number): MiddlewareHa
 
 export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; ctx: AppContext; close(): void } {
   const rt = options.runtime;
+  const telemetry = instrumentRuntime(rt, options.logger ? { logger: options.logger } : {});
   const ctx: AppContext = {
     rt,
     releaseRecentDeltas: rt.sessions.log.keepRecentDeltas(),
-    metrics: new Metrics(),
+    metrics: telemetry.metrics,
+    logger: telemetry.logger,
     keys: new ApiKeyCache({ findApiKey: rt.apiKeys.find }),
     authFailures: new FailedAuthLimiter({ perMinute: options.authFailuresPerMinute ?? 30 }),
     options: {
@@ -154,7 +160,11 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
 
   app.onError((err, c) => {
     const p = toProblem(err);
-    if (p.type === 'internal') process.emitWarning(`keel server: ${c.req.method} ${c.req.path}: ${err.stack ?? err.message}`);
+    if (p.type === 'internal') {
+      // Logged (with its stack) where operators look; a library user without a logger still hears of it.
+      if (ctx.logger.isLevelEnabled('error')) ctx.logger.error({ method: c.req.method, path: c.req.path, err }, 'internal error');
+      else process.emitWarning(`keel server: ${c.req.method} ${c.req.path}: ${err.stack ?? err.message}`);
+    }
     if (p.type === 'rate_limited') c.header('retry-after', String(p.extensions.retry_after ?? 1));
     // Another request holds this Idempotency-Key: its record stands, this refusal is not recorded.
     if (p.type === 'idempotency_in_progress') c.set('idempotency', undefined);
@@ -173,7 +183,16 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   app.use('*', async (c, next) => {
     const t0 = performance.now();
     await next();
-    ctx.metrics.request(c.req.method, c.req.routePath, c.res.status, performance.now() - t0);
+    const seconds = (performance.now() - t0) / 1000;
+    const route = c.req.routePath;
+    ctx.metrics.httpRequests.inc({ method: c.req.method, route, status: String(c.res.status) });
+    ctx.metrics.httpDuration.observe({ method: c.req.method, route }, seconds);
+    if (ctx.logger.isLevelEnabled('info')) {
+      const traceId = /^[\da-f]{2}-([\da-f]{32})-/.exec(c.req.header('traceparent') ?? '')?.[1];
+      const line = { method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(seconds * 10_000) / 10, ...(traceId ? { trace_id: traceId } : {}) };
+      if (c.res.status >= 500) ctx.logger.error(line, 'request failed');
+      else ctx.logger.info(line, 'request');
+    }
   });
   opsRoutes(app, ctx);
 
@@ -232,7 +251,14 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   });
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer', description: 'An API key from `keel keys create`' });
 
-  return { app, ctx, close: () => ctx.releaseRecentDeltas() };
+  return {
+    app,
+    ctx,
+    close: () => {
+      ctx.releaseRecentDeltas();
+      telemetry.stop();
+    },
+  };
 }
 
 /** How deep a request body's JSON may nest (objects and arrays). */

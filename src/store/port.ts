@@ -423,6 +423,12 @@ export interface Store extends StoreOps {
    */
   broadcast?(sessionId: string, message: JsonObject): void;
   /**
+   * Tells `listener` how long each write transaction of this instance took, in seconds, from its
+   * start to its commit (the commit-latency metric); returns the unregistration. Synchronous, on
+   * the commit path: keep it cheap.
+   */
+  observeCommits?(listener: (seconds: number) => void): () => void;
+  /**
    * Runs `fn` as one unit of work: everything it does through `tx` commits together or not at all.
    * What `fn` reads of a session or a run (`getSession`, `getRun`) stays as read until it commits:
    * another transaction that reads the same row waits (SQLite runs one writer at a time; PostgreSQL

@@ -79,7 +79,8 @@ describe('metrics and logs of a server', () => {
     srv = await startTestServer({ logger: createLogger({ level: 'info', destination: out.stream }) });
     const api = srv.api();
     const s = (await api.post('/v1/sessions', {}, { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' })).body;
-    const sent = (await api.post(`/v1/sessions/${s.id}/messages`, { content: 'hello' })).body;
+    // The run carries the trace of the request that created it: its lines name it.
+    const sent = (await api.post(`/v1/sessions/${s.id}/messages`, { content: 'hello' }, { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' })).body;
     await api.waitForRun(sent.run.id, 'completed');
     await new Promise((r) => setTimeout(r, 50));
     const lines = out.lines.map((l) => JSON.parse(l) as Record<string, unknown>);
@@ -87,7 +88,7 @@ describe('metrics and logs of a server', () => {
     expect(created).toMatchObject({ status: 201, trace_id: '0af7651916cd43dd8448eb211c80319c', level: 30 });
     const runLines = lines.filter((l) => l.run_id === sent.run.id);
     expect(runLines.map((l) => l.msg)).toEqual(expect.arrayContaining(['run started', 'turn ended', 'run completed']));
-    for (const l of runLines) expect(l.session_id).toBe(s.id);
+    for (const l of runLines) expect(l).toMatchObject({ session_id: s.id, trace_id: '4bf92f3577b34da6a3ce929d0e0e4736' });
     expect(runLines.find((l) => l.msg === 'turn ended')).toMatchObject({ steps: 1, usage: { inputTokens: 10, outputTokens: 5 } });
   });
 

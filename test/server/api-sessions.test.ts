@@ -590,7 +590,8 @@ describe('erasure', () => {
     expect(await srv.store.readEvents(s.id)).toEqual([]);
     const tomb = (await srv.store.getSession(s.id))!;
     expect(tomb).toMatchObject({ title: null, metadata: {}, erasedAt: expect.any(Number) });
-    expect((await srv.store.getRun(done.run.id))!.agentSpec).toEqual({});
+    // Of what the run executed with, only its model is kept (usage by model, for billing): no prompt, no tools.
+    expect((await srv.store.getRun(done.run.id))!.agentSpec).toEqual({ model: { provider: 'scripted', modelId: 'helper-1' } });
     // Listed only with the archived ones, as a tombstone.
     const listed = (await api.get('/v1/sessions?include_archived=true&limit=1000')).body.data.find((x: Json) => x.id === s.id);
     expect(listed).toMatchObject({ erased_at: expect.any(String), title: null });

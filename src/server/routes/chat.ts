@@ -275,13 +275,13 @@ function runChunks(ctx: AppContext, o: RunStreamOptions, errorText: (e: unknown)
   let open = false;
   const opened = () => {
     open = true;
-    ctx.metrics.sseConnections++;
-    ctx.metrics.sseConnectionsTotal++;
+    ctx.metrics.sseConnections.inc();
+    ctx.metrics.sseConnectionsTotal.inc();
   };
   const cleanup = () => {
     if (!open) return;
     open = false;
-    ctx.metrics.sseConnections--;
+    ctx.metrics.sseConnections.dec();
   };
 
   const pump = async (controller: ReadableStreamDefaultController<Chunk>) => {
@@ -320,7 +320,10 @@ function runChunks(ctx: AppContext, o: RunStreamOptions, errorText: (e: unknown)
           cleanup();
           if (closed.signal.aborted) return;
           // A client too far behind loses the connection (it resumes); other errors are told.
-          if (e instanceof FeedOverflowError) return controller.error(e);
+          if (e instanceof FeedOverflowError) {
+            ctx.metrics.sseDropped.inc();
+            return controller.error(e);
+          }
           controller.enqueue({ type: 'error', errorText: errorText(e) });
           controller.close();
         },
