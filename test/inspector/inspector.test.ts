@@ -146,6 +146,21 @@ describe('the inspector', () => {
       await page.getByTestId('verdict').getByText(/Replay check passed: the log explains all 4 model requests/).waitFor();
       await shot(page, '07-replay');
 
+      // Switch the leaf: a fork into a branch at the first message moves the leaf there (the next
+      // message starts the branch); the transcript and context follow; then back to the last entry.
+      const tree = page.getByTestId('branch-tree');
+      const first = tree.locator('.entry').filter({ hasText: 'What is the weather in Tokyo?' });
+      await first.hover();
+      await first.getByRole('button', { name: 'fork → branch' }).click();
+      await first.getByText('leaf', { exact: true }).waitFor();
+      await expect.poll(() => page.getByTestId('transcript').locator('li').count(), { timeout: WAIT }).toBe(1);
+      await shot(page, '07b-leaf-moved');
+      const last = tree.locator('.entry').filter({ hasText: 'It is 75°F in tokyo.' });
+      await last.hover();
+      await last.getByRole('button', { name: 'make leaf' }).click();
+      await last.getByText('leaf', { exact: true }).waitFor();
+      await expect.poll(() => page.getByTestId('transcript').locator('li').count(), { timeout: WAIT }).toBe(5);
+
       // Live: a message sent by another client shows up on the open page, without a reload.
       let loads = 0;
       page.on('load', () => loads++);
