@@ -7,3 +7,4 @@ export * from './worker.ts';
 export * from './runtime.ts';
 export * from './subagent.ts';
 export * from './observer.ts';
+export * from './clock.ts';

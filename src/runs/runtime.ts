@@ -21,6 +21,7 @@ import { RunBook, recordEffect, refuseTakenKey, type IdempotencyClaim, type IfBu
 import { SendSpan } from '../telemetry/send-span.ts';
 import { recordsContent, type TelemetryOptions } from '../telemetry/tracer.ts';
 import type { Execution, ExecutionEnv } from './execution.ts';
+import { systemClock, type Clock } from './clock.ts';
 import { RunObservers, type RunObserver } from './observer.ts';
 import { IllegalTransitionError } from './state.ts';
 import { Worker, type WorkerHost, type WorkerOptions } from './worker.ts';
@@ -43,6 +44,8 @@ export interface RuntimeOptions {
   controlPollMs?: number;
   /** How often an interrupted run may be claimed again before it fails. */
   maxAttempts?: number;
+  /** The time for wait deadlines, sleeps, schedules and retries (default: the system clock; tests pass `manualClock()`). */
+  clock?: Clock;
   snapshotEvery?: number;
   /** How long a subagent tree may nest. */
   maxDepth?: number;
@@ -132,6 +135,11 @@ export class Runtime {
 
   get store(): Store {
     return this.options.store;
+  }
+
+  /** The runtime's clock (see RuntimeOptions.clock). */
+  get clock(): Clock {
+    return this.options.clock ?? systemClock;
   }
 
   /** The agent a message runs with when none is named. */

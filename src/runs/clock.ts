@@ -1,0 +1,23 @@
+/**
+ * Where the runs layer reads the time for what waits on it: wait deadlines, durable sleeps,
+ * schedules, webhook retries. The system clock by default; tests pass one they move by hand
+ * (`manualClock`), so that a wait of hours takes no time.
+ */
+export interface Clock {
+  /** Milliseconds since the epoch. */
+  now(): number;
+}
+
+export const systemClock: Clock = { now: () => Date.now() };
+
+/** A clock that moves only when told (tests). */
+export function manualClock(start = Date.now()): Clock & { advance(ms: number): number; set(ms: number): void } {
+  let t = start;
+  return {
+    now: () => t,
+    advance: (ms) => (t += ms),
+    set: (ms) => {
+      t = ms;
+    },
+  };
+}
