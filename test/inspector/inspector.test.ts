@@ -161,9 +161,17 @@ describe('the inspector', () => {
       await last.getByText('leaf', { exact: true }).waitFor();
       await expect.poll(() => page.getByTestId('transcript').locator('li').count(), { timeout: WAIT }).toBe(5);
 
-      // Live: a message sent by another client shows up on the open page, without a reload.
+      // Live: a message sent by another client shows up on the open page, without a reload, its
+      // text streaming in first (the deltas), then the committed message.
       let loads = 0;
       page.on('load', () => loads++);
+      await page.evaluate(() => {
+        const w = window as unknown as { streamed: string[] };
+        w.streamed = [];
+        new MutationObserver(() => {
+          for (const el of document.querySelectorAll('[data-testid="streaming"]')) w.streamed.push(el.textContent ?? '');
+        }).observe(document.body, { subtree: true, childList: true, characterData: true });
+      });
       const sessionId = /\/inspect\/sessions\/([^/?#]+)/.exec(page.url())![1]!;
       const sent = await fetch(`${server.url}/v1/sessions/${sessionId}/messages`, {
         method: 'POST',
@@ -175,6 +183,8 @@ describe('the inspector', () => {
       await page.getByTestId('run-row').getByText('waiting for approval').waitFor();
       expect(await page.getByTestId('run-row').count()).toBe(2);
       expect(loads).toBe(0);
+      const streamed = await page.evaluate(() => (window as unknown as { streamed: string[] }).streamed);
+      expect(streamed.some((t) => t.includes('Let me check'))).toBe(true);
       await shot(page, '08-live');
       expect(failures).toEqual([]);
     } finally {
