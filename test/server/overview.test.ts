@@ -2,6 +2,9 @@
  * The views across sessions the inspector reads (and any client may): the inbox of waiting runs,
  * session summaries with search, and the replay check. Each sees only the caller's tenant.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inspectorRoutes } from '../../src/server/routes/inspector.ts';
@@ -107,5 +110,20 @@ describe('the inspector’s files', () => {
     expect(r.status).toBe(404);
     expect(r.headers.get('content-type')).toMatch(/^text\/html/);
     expect(await r.text()).toContain('npm run build');
+  });
+
+  it('answer a path that is not valid percent-encoding with a 404, not a server error', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'keel-inspector-'));
+    try {
+      writeFileSync(join(dir, 'index.html'), '<!doctype html><title>inspector</title>');
+      const app = new Hono();
+      inspectorRoutes(app as never, { dir });
+      expect((await app.request('/inspect/')).status).toBe(200);
+      const r = await app.request('/inspect/%E0%A4%A');
+      expect(r.status).toBe(404);
+      expect(r.headers.get('content-type')).toMatch(/problem\+json/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

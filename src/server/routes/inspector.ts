@@ -20,7 +20,13 @@ export function inspectorRoutes(app: OpenAPIHono<AppEnv>, o: { dir?: string } = 
     built ??= builtInspectorDir();
     const root = built;
     if (root === undefined) return notBuilt(c);
-    const rel = decodeURIComponent(c.req.path.replace(/^\/inspect\/?/, ''));
+    let rel: string;
+    try {
+      rel = decodeURIComponent(c.req.path.replace(/^\/inspect\/?/, ''));
+    } catch {
+      // Not valid percent-encoding: no file has that name.
+      return missing(c);
+    }
     const file = normalize(join(root, rel));
     // Nothing outside the built folder, however the path is spelled.
     if (file !== root && !file.startsWith(root.endsWith(sep) ? root : root + sep)) return missing(c);
