@@ -1,0 +1,176 @@
+import type { ClaimedWebhookDelivery, Store, WebhookDeliveryStatus } from '../../store/index.ts';
+import type { Clock } from '../clock.ts';
+import { signWebhook } from './signature.ts';
+
+export interface DispatcherOptions {
+  /** How long one attempt may take (default 10 s). */
+  timeoutMs?: number;
+  /** How often the outbox is looked at when nothing wakes the dispatcher (default 1 s). */
+  pollMs?: number;
+  /** Deliveries attempted at once (default 16). */
+  batch?: number;
+  /** The first retry's delay (default 10 s); each next one doubles, up to `maxDelayMs` (default 1 h), with jitter. */
+  baseDelayMs?: number;
+  maxDelayMs?: number;
+  /** The randomness of the jitter (tests pin it). */
+  random?: () => number;
+}
+
+/** The delay before attempt `n + 1` after `n` failed: exponential, capped, with jitter (half to all of it). */
+export function webhookBackoff(n: number, o: { baseDelayMs: number; maxDelayMs: number; random: () => number }): number {
+  const full = Math.min(o.maxDelayMs, o.baseDelayMs * 2 ** Math.min(Math.max(0, n - 1), 30));
+  return Math.round(full / 2 + o.random() * (full / 2));
+}
+
+const describe = (e: unknown): string => {
+  const cause = (e as { cause?: { code?: unknown; message?: unknown } }).cause;
+  if (cause && typeof cause.code === 'string') return cause.code;
+  if ((e as { name?: unknown }).name === 'TimeoutError') return 'timeout';
+  return e instanceof Error ? e.message : String(e);
+};
+
+/**
+ * Delivers the outbox (ADR-0017), one loop per process: claims due deliveries (each for one
+ * attempt, under a lease no other dispatcher takes it through), POSTs each signed, records the
+ * attempt, and settles the delivery: `delivered` on a 2xx, else retried later with backoff until
+ * its `retryUntil`, then `failed`. Every time decision reads the clock.
+ */
+export class WebhookDispatcher {
+  private readonly store: Store;
+  private readonly clock: Clock;
+  readonly timeoutMs: number;
+  private readonly pollMs: number;
+  private readonly batch: number;
+  private readonly backoff: { baseDelayMs: number; maxDelayMs: number; random: () => number };
+  private running: Promise<void> | undefined;
+  private stopped = false;
+  private aborts = new AbortController();
+  private wakeUp: (() => void) | undefined;
+  private woken = false;
+
+  constructor(store: Store, clock: Clock, o: DispatcherOptions = {}) {
+    this.store = store;
+    this.clock = clock;
+    this.timeoutMs = o.timeoutMs ?? 10_000;
+    this.pollMs = o.pollMs ?? 1000;
+    this.batch = o.batch ?? 16;
+    this.backoff = { baseDelayMs: o.baseDelayMs ?? 10_000, maxDelayMs: o.maxDelayMs ?? 3_600_000, random: o.random ?? Math.random };
+  }
+
+  /** While an attempt is in flight its delivery is leased: longer than the attempt may take. */
+  get leaseMs(): number {
+    return this.timeoutMs + 30_000;
+  }
+
+  /** Starts the loop (once). */
+  start(): void {
+    if (this.running) return;
+    this.running = this.loop();
+  }
+
+  /** Stops the loop; attempts in flight are aborted and not recorded (their deliveries come due again when their lease ends). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.aborts.abort();
+    this.wake();
+    await this.running;
+    // It may be started again.
+    this.running = undefined;
+    this.stopped = false;
+    this.woken = false;
+    this.aborts = new AbortController();
+  }
+
+  /** Looks at the outbox now (a delivery was written here). */
+  wake(): void {
+    this.woken = true;
+    this.wakeUp?.();
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopped) {
+      let n = 0;
+      try {
+        n = await this.tick();
+      } catch {
+        // The store failed (or closed): look again at the next poll.
+      }
+      if (n === 0 && !this.stopped) await this.nap();
+    }
+  }
+
+  private nap(): Promise<void> {
+    if (this.woken) {
+      this.woken = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, this.pollMs);
+      timer.unref?.();
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wakeUp = () => {
+        this.wakeUp = undefined;
+        this.woken = false;
+        done();
+      };
+    });
+  }
+
+  /** One pass: claims what is due and attempts it; returns how many deliveries were attempted. */
+  async tick(): Promise<number> {
+    const now = this.clock.now();
+    if (!(await this.store.hasDueWebhookDeliveries(now))) return 0;
+    const claimed = await this.store.claimWebhookDeliveries(now, this.leaseMs, this.batch);
+    await Promise.all(claimed.map((d) => this.attempt(d)));
+    return claimed.length;
+  }
+
+  /** Runs passes until nothing is due (tests). */
+  async drain(): Promise<number> {
+    let total = 0;
+    for (let n; (n = await this.tick()) > 0; ) total += n;
+    return total;
+  }
+
+  private async attempt(d: ClaimedWebhookDelivery): Promise<void> {
+    const startedAt = this.clock.now();
+    const t0 = performance.now();
+    let statusCode: number | null = null;
+    let error: string | null = null;
+    try {
+      const res = await fetch(d.url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'Keel-Webhooks/1',
+          'keel-delivery': d.id,
+          'keel-event': d.eventType,
+          'keel-signature': signWebhook(d.secret, d.body, Math.floor(startedAt / 1000)),
+        },
+        body: d.body,
+        redirect: 'manual',
+        signal: AbortSignal.any([AbortSignal.timeout(this.timeoutMs), this.aborts.signal]),
+      });
+      statusCode = res.status;
+      await res.body?.cancel().catch(() => {});
+      if (res.status < 200 || res.status > 299) error = `HTTP ${res.status}`;
+    } catch (e) {
+      if (this.aborts.signal.aborted) return;
+      error = describe(e);
+    }
+    const durationMs = Math.round(performance.now() - t0);
+    const n = d.attempts + 1;
+    const now = this.clock.now();
+    let status: WebhookDeliveryStatus = 'delivered';
+    let nextAttemptAt: number | null = null;
+    if (error !== null) {
+      nextAttemptAt = now + webhookBackoff(n, this.backoff);
+      status = nextAttemptAt > d.retryUntil ? 'failed' : 'pending';
+      if (status === 'failed') nextAttemptAt = null;
+    }
+    await this.store.recordWebhookAttempt({ deliveryId: d.id, claim: d.claim, attempt: { deliveryId: d.id, n, startedAt, durationMs, statusCode, error }, status, nextAttemptAt });
+  }
+}

@@ -1,0 +1,132 @@
+import { randomBytes } from 'node:crypto';
+import { newId } from '../../core/index.ts';
+import type { SessionLog } from '../../session/index.ts';
+import { NotFoundError, WEBHOOK_EVENT_TYPES, type Store, type WebhookAttempt, type WebhookDelivery, type WebhookEventType, type WebhookRecord } from '../../store/index.ts';
+import type { Clock } from '../clock.ts';
+import { WebhookDispatcher, type DispatcherOptions } from './dispatcher.ts';
+import { webhookOutbox } from './outbox.ts';
+
+export { WebhookDispatcher, webhookBackoff, type DispatcherOptions } from './dispatcher.ts';
+export { webhookOutbox, webhookTypeOf } from './outbox.ts';
+export { signWebhook, verifyWebhookSignature } from './signature.ts';
+
+export const DAY_MS = 24 * 3600_000;
+
+export interface WebhookOptions extends DispatcherOptions {
+  /** How long a delivery is retried before it is `failed` (default one day). */
+  retryForMs?: number;
+}
+
+/** Whether a string is an http(s) URL a webhook may be sent to. */
+export function isWebhookUrl(url: string): boolean {
+  try {
+    const u = new URL(url);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname.length > 0 && url.length <= 2048;
+  } catch {
+    return false;
+  }
+}
+
+export const isWebhookEventType = (t: string): t is WebhookEventType => (WEBHOOK_EVENT_TYPES as readonly string[]).includes(t);
+
+
+/**
+ * Webhooks of a runtime (ADR-0017): tenant-scoped subscriptions, the outbox hook on the session log
+ * (installed at construction, so that every status change this process commits writes its
+ * deliveries), and this process's dispatcher (started with the runtime's workers).
+ */
+export class Webhooks {
+  private readonly store: Store;
+  private readonly clock: Clock;
+  readonly retryForMs: number;
+  readonly dispatcher: WebhookDispatcher;
+
+  constructor(store: Store, log: SessionLog, clock: Clock, o: WebhookOptions = {}) {
+    this.store = store;
+    this.clock = clock;
+    this.retryForMs = o.retryForMs ?? DAY_MS;
+    this.dispatcher = new WebhookDispatcher(store, clock, o);
+    log.onAppend(webhookOutbox({ clock, retryForMs: this.retryForMs, written: () => this.dispatcher.wake() }));
+  }
+
+  startDispatcher(): void {
+    this.dispatcher.start();
+  }
+
+  stopDispatcher(): Promise<void> {
+    return this.dispatcher.stop();
+  }
+
+  /** A new subscription; its secret is generated unless given (returned here, and only here, to show). */
+  async create(tenant: string, o: { url: string; events: readonly WebhookEventType[]; secret?: string; active?: boolean }): Promise<WebhookRecord> {
+    if (!isWebhookUrl(o.url)) throw new TypeError(`not an http(s) URL: ${o.url}`);
+    const now = this.clock.now();
+    const w: WebhookRecord = {
+      id: newId(),
+      tenant,
+      url: o.url,
+      events: [...new Set(o.events)],
+      secret: o.secret ?? `whsec_${randomBytes(24).toString('base64url')}`,
+      active: o.active ?? true,
+      createdAt: now,
+      updatedAt: now,
+    };
+    await this.store.createWebhook(w);
+    return w;
+  }
+
+  list(tenant: string, page: { after?: string; limit: number }): Promise<WebhookRecord[]> {
+    return this.store.listWebhooks(tenant, page);
+  }
+
+  /** The subscription, if the tenant's (another tenant's is not found). */
+  async get(tenant: string, id: string): Promise<WebhookRecord> {
+    const w = await this.store.getWebhook(id);
+    if (!w || w.tenant !== tenant) throw new NotFoundError('webhook', id);
+    return w;
+  }
+
+  async update(tenant: string, id: string, patch: { url?: string; events?: readonly WebhookEventType[]; active?: boolean }): Promise<WebhookRecord> {
+    await this.get(tenant, id);
+    if (patch.url !== undefined && !isWebhookUrl(patch.url)) throw new TypeError(`not an http(s) URL: ${patch.url}`);
+    const w = await this.store.updateWebhook(id, {
+      ...(patch.url !== undefined ? { url: patch.url } : {}),
+      ...(patch.events !== undefined ? { events: [...new Set(patch.events)] } : {}),
+      ...(patch.active !== undefined ? { active: patch.active } : {}),
+      updatedAt: this.clock.now(),
+    });
+    if (!w) throw new NotFoundError('webhook', id);
+    return w;
+  }
+
+  async delete(tenant: string, id: string): Promise<void> {
+    await this.get(tenant, id);
+    await this.store.deleteWebhook(id);
+  }
+
+  /** A subscription's deliveries, newest first, each with its attempts. */
+  async deliveries(tenant: string, webhookId: string, page: { after?: string; limit: number }): Promise<Array<{ delivery: WebhookDelivery; attempts: WebhookAttempt[] }>> {
+    await this.get(tenant, webhookId);
+    const list = await this.store.listWebhookDeliveries(webhookId, page);
+    const attempts = await this.store.listWebhookAttempts(list.map((d) => d.id));
+    return list.map((delivery) => ({ delivery, attempts: attempts.filter((a) => a.deliveryId === delivery.id) }));
+  }
+
+  /** One delivery of the tenant's subscription, with its attempts. */
+  async delivery(tenant: string, webhookId: string, deliveryId: string): Promise<{ delivery: WebhookDelivery; attempts: WebhookAttempt[] }> {
+    await this.get(tenant, webhookId);
+    const d = await this.store.getWebhookDelivery(deliveryId);
+    if (!d || d.webhookId !== webhookId) throw new NotFoundError('delivery', deliveryId);
+    return { delivery: d, attempts: await this.store.listWebhookAttempts([d.id]) };
+  }
+
+  /** Attempts a delivery again now (and for another `retryForMs`), whatever its status; refused (conflict) while an attempt is in flight. */
+  async redeliver(tenant: string, webhookId: string, deliveryId: string): Promise<WebhookDelivery> {
+    await this.delivery(tenant, webhookId, deliveryId);
+    const now = this.clock.now();
+    const d = await this.store.redeliverWebhook(deliveryId, now, now + this.retryForMs);
+    if (!d) throw new NotFoundError('delivery', deliveryId);
+    this.dispatcher.wake();
+    return d;
+  }
+}

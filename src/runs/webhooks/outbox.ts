@@ -1,0 +1,80 @@
+import { newId } from '../../core/index.ts';
+import type { AppendHook, SessionEvent } from '../../session/index.ts';
+import type { NewWebhookDelivery, StoreOps, WebhookEventType } from '../../store/index.ts';
+import type { Clock } from '../clock.ts';
+
+/** The run statuses a subscription can hear of (`run.<status>`). */
+const RUN_STATUSES_HEARD = new Set(['waiting_approval', 'waiting_for_user', 'completed', 'failed', 'cancelled', 'timed_out']);
+
+/** The webhook event type of a session event, if it is one a subscription can ask for. */
+export function webhookTypeOf(e: { type: string; data: unknown }): WebhookEventType | undefined {
+  if (e.type === 'run/status') {
+    const to = (e.data as { to?: unknown } | undefined)?.to;
+    return typeof to === 'string' && RUN_STATUSES_HEARD.has(to) ? (`run.${to}` as WebhookEventType) : undefined;
+  }
+  if (e.type === 'schedule/fired') return 'schedule.fired';
+  return undefined;
+}
+
+/** What a delivery's body says of its event (`data`). */
+export function webhookData(type: WebhookEventType, e: SessionEvent, tenant: string): Record<string, unknown> {
+  const d = e.data as Record<string, unknown>;
+  if (type === 'schedule.fired') {
+    return { tenant, schedule: { id: d.scheduleId ?? null, tick: typeof d.tick === 'number' ? new Date(d.tick).toISOString() : (d.tick ?? null) }, run_id: d.runId ?? null, session_id: e.sessionId };
+  }
+  return {
+    tenant,
+    run: {
+      id: e.runId ?? null,
+      session_id: e.sessionId,
+      status: d.to,
+      previous_status: d.from ?? null,
+      attempt: d.attempt ?? null,
+      ...(d.reason !== undefined ? { reason: d.reason } : {}),
+      ...(d.error !== undefined ? { error: d.error } : {}),
+    },
+  };
+}
+
+export interface OutboxOptions {
+  clock: Clock;
+  /** How long a delivery is retried (default one day). */
+  retryForMs: number;
+  /** Told after the transaction that wrote deliveries committed (the dispatcher of this process wakes up). */
+  written?: () => void;
+}
+
+/**
+ * The outbox (ADR-0017): for each appended event a subscription can hear of, one delivery per
+ * active subscription of the session's tenant that asks for its type, written in the transaction
+ * that appends the event. Ordinary step commits are never looked at by the store: the hook wants
+ * only `run/status` changes to the statuses above and `schedule/fired`, and then costs one indexed
+ * query (the tenant's active subscriptions).
+ */
+export function webhookOutbox(o: OutboxOptions): AppendHook {
+  return {
+    wants: (e) => webhookTypeOf(e) !== undefined,
+    async handler(tx: StoreOps, sessionId, events, afterCommit) {
+      const heard = events.flatMap((e) => {
+        const type = webhookTypeOf(e);
+        return type ? [{ e, type }] : [];
+      });
+      if (heard.length === 0) return;
+      const subscriptions = await tx.webhooksForSession(sessionId);
+      if (subscriptions.length === 0) return;
+      const now = o.clock.now();
+      const deliveries: NewWebhookDelivery[] = [];
+      for (const { e, type } of heard) {
+        for (const w of subscriptions) {
+          if (!w.events.includes(type)) continue;
+          const id = newId();
+          const body = JSON.stringify({ id, type, created_at: new Date(e.time).toISOString(), data: webhookData(type, e, w.tenant) });
+          deliveries.push({ id, webhookId: w.id, tenant: w.tenant, eventType: type, eventId: e.id, body, createdAt: now, nextAttemptAt: now, retryUntil: now + o.retryForMs });
+        }
+      }
+      if (deliveries.length === 0) return;
+      await tx.addWebhookDeliveries(deliveries);
+      if (o.written) afterCommit(o.written);
+    },
+  };
+}

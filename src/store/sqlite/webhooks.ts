@@ -1,0 +1,173 @@
+import type Database from 'better-sqlite3';
+import { StoreError } from '../port.ts';
+import {
+  toWebhook,
+  toWebhookAttempt,
+  toWebhookDelivery,
+  type ClaimedWebhookDelivery,
+  type WebhookAttemptRow,
+  type WebhookDeliveryRow,
+  type WebhookRow,
+  type WebhookStoreOps,
+} from '../webhooks.ts';
+
+/** Schema v12: webhook subscriptions, the outbox of deliveries, their attempts (ADR-0017). */
+export const WEBHOOKS_MIGRATION_SQL = `
+  CREATE TABLE webhooks (
+    id TEXT PRIMARY KEY,
+    tenant TEXT NOT NULL,
+    url TEXT NOT NULL,
+    events TEXT NOT NULL,
+    secret TEXT NOT NULL,
+    active INTEGER NOT NULL DEFAULT 1,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+  );
+  CREATE INDEX webhooks_tenant ON webhooks(tenant, active);
+
+  CREATE TABLE webhook_deliveries (
+    id TEXT PRIMARY KEY,
+    webhook_id TEXT NOT NULL REFERENCES webhooks(id) ON DELETE CASCADE,
+    tenant TEXT NOT NULL,
+    event_type TEXT NOT NULL,
+    event_id TEXT NOT NULL,
+    body TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'pending',
+    attempts INTEGER NOT NULL DEFAULT 0,
+    claim INTEGER NOT NULL DEFAULT 0,
+    created_at INTEGER NOT NULL,
+    next_attempt_at INTEGER,
+    retry_until INTEGER NOT NULL,
+    delivered_at INTEGER,
+    last_error TEXT,
+    last_status_code INTEGER,
+    leased_until INTEGER
+  );
+  CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_at) WHERE status = 'pending';
+  CREATE INDEX webhook_deliveries_of ON webhook_deliveries(webhook_id, created_at);
+
+  CREATE TABLE webhook_attempts (
+    delivery_id TEXT NOT NULL REFERENCES webhook_deliveries(id) ON DELETE CASCADE,
+    n INTEGER NOT NULL,
+    started_at INTEGER NOT NULL,
+    duration_ms INTEGER NOT NULL,
+    status_code INTEGER,
+    error TEXT,
+    PRIMARY KEY (delivery_id, n)
+  ) WITHOUT ROWID;
+`;
+
+type WebhookOpName = keyof WebhookStoreOps;
+
+/** How each webhook operation runs (see PLAN in store.ts). */
+export const WEBHOOK_PLAN: { readonly [K in WebhookOpName]: { outside: 'serial' | 'write' | 'immediate' | 'autocommit'; savepoint?: true } } = {
+  createWebhook: { outside: 'autocommit' },
+  getWebhook: { outside: 'serial' },
+  listWebhooks: { outside: 'serial' },
+  updateWebhook: { outside: 'immediate', savepoint: true },
+  deleteWebhook: { outside: 'immediate', savepoint: true },
+  webhooksForSession: { outside: 'serial' },
+  addWebhookDeliveries: { outside: 'write', savepoint: true },
+  getWebhookDelivery: { outside: 'serial' },
+  listWebhookDeliveries: { outside: 'serial' },
+  listWebhookAttempts: { outside: 'serial' },
+  hasDueWebhookDeliveries: { outside: 'serial' },
+  // Under the write lock (BEGIN IMMEDIATE): two processes never claim one delivery.
+  claimWebhookDeliveries: { outside: 'immediate', savepoint: true },
+  recordWebhookAttempt: { outside: 'write', savepoint: true },
+  redeliverWebhook: { outside: 'immediate', savepoint: true },
+};
+
+type SyncWebhookOps = { [K in WebhookOpName]: (...args: Parameters<WebhookStoreOps[K]>) => Awaited<ReturnType<WebhookStoreOps[K]>> };
+
+const limitOf = (n: number) => Math.max(0, Math.min(Math.floor(n), 1000));
+
+export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
+  const st = {
+    insert: db.prepare('INSERT INTO webhooks (id, tenant, url, events, secret, active, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
+    get: db.prepare<[string], WebhookRow>('SELECT * FROM webhooks WHERE id = ?'),
+    list: db.prepare<[string, string, number], WebhookRow>('SELECT * FROM webhooks WHERE tenant = ? AND id > ? ORDER BY id LIMIT ?'),
+    update: db.prepare('UPDATE webhooks SET url = ?, events = ?, active = ?, updated_at = ? WHERE id = ?'),
+    delete: db.prepare('DELETE FROM webhooks WHERE id = ?'),
+    forSession: db.prepare<[string], WebhookRow>('SELECT w.* FROM sessions s JOIN webhooks w ON w.tenant = s.tenant AND w.active = 1 WHERE s.id = ?'),
+    addDelivery: db.prepare(
+      `INSERT INTO webhook_deliveries (id, webhook_id, tenant, event_type, event_id, body, created_at, next_attempt_at, retry_until)
+       VALUES (@id, @webhookId, @tenant, @eventType, @eventId, @body, @createdAt, @nextAttemptAt, @retryUntil)`,
+    ),
+    getDelivery: db.prepare<[string], WebhookDeliveryRow>('SELECT * FROM webhook_deliveries WHERE id = ?'),
+    listDeliveries: db.prepare<[string, string | null, string | null, number], WebhookDeliveryRow>(
+      'SELECT * FROM webhook_deliveries WHERE webhook_id = ? AND (? IS NULL OR id < ?) ORDER BY id DESC LIMIT ?',
+    ),
+    attemptsOf: db.prepare<[string], WebhookAttemptRow>('SELECT * FROM webhook_attempts WHERE delivery_id = ? ORDER BY n'),
+    due: db.prepare<[number], { one: number }>("SELECT 1 AS one FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? LIMIT 1"),
+    dueRows: db.prepare<[number, number], WebhookDeliveryRow & { url: string; secret: string }>(
+      `SELECT d.*, w.url AS url, w.secret AS secret FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+       WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND w.active = 1 ORDER BY d.next_attempt_at LIMIT ?`,
+    ),
+    take: db.prepare('UPDATE webhook_deliveries SET claim = claim + 1, next_attempt_at = ?, leased_until = ? WHERE id = ?'),
+    settle: db.prepare(
+      `UPDATE webhook_deliveries SET status = @status, attempts = attempts + 1, next_attempt_at = @nextAttemptAt, leased_until = NULL,
+         delivered_at = CASE WHEN @status = 'delivered' THEN @at ELSE delivered_at END, last_error = @error, last_status_code = @statusCode
+       WHERE id = @id AND claim = @claim AND status = 'pending' AND leased_until IS NOT NULL`,
+    ),
+    addAttempt: db.prepare('INSERT INTO webhook_attempts (delivery_id, n, started_at, duration_ms, status_code, error) VALUES (?, ?, ?, ?, ?, ?)'),
+    redeliver: db.prepare("UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ?, retry_until = ?, claim = claim + 1, leased_until = NULL WHERE id = ?"),
+  };
+  const ops: SyncWebhookOps = {
+    createWebhook: (w) => {
+      try {
+        st.insert.run(w.id, w.tenant, w.url, JSON.stringify(w.events), w.secret, w.active ? 1 : 0, w.createdAt, w.updatedAt);
+      } catch (e) {
+        if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw new StoreError('conflict', `webhook ${w.id} already exists`, { cause: e });
+        throw e;
+      }
+    },
+    getWebhook: (id) => {
+      const r = st.get.get(id);
+      return r ? toWebhook(r) : undefined;
+    },
+    listWebhooks: (tenant, page) => st.list.all(tenant, page.after ?? '', limitOf(page.limit)).map(toWebhook),
+    updateWebhook: (id, patch) => {
+      const before = ops.getWebhook(id);
+      if (!before) return undefined;
+      const w = { ...before, ...patch };
+      st.update.run(w.url, JSON.stringify(w.events), w.active ? 1 : 0, w.updatedAt, id);
+      return w;
+    },
+    deleteWebhook: (id) => st.delete.run(id).changes === 1,
+    webhooksForSession: (sessionId) => st.forSession.all(sessionId).map(toWebhook),
+    addWebhookDeliveries: (deliveries) => {
+      for (const d of deliveries) st.addDelivery.run(d);
+    },
+    getWebhookDelivery: (id) => {
+      const r = st.getDelivery.get(id);
+      return r ? toWebhookDelivery(r) : undefined;
+    },
+    listWebhookDeliveries: (webhookId, page) => st.listDeliveries.all(webhookId, page.after ?? null, page.after ?? null, limitOf(page.limit)).map(toWebhookDelivery),
+    listWebhookAttempts: (ids) => ids.flatMap((id) => st.attemptsOf.all(id).map(toWebhookAttempt)),
+    hasDueWebhookDeliveries: (now) => st.due.get(now) !== undefined,
+    claimWebhookDeliveries: (now, leaseMs, limit) => {
+      const out: ClaimedWebhookDelivery[] = [];
+      for (const r of st.dueRows.all(now, limitOf(limit))) {
+        st.take.run(now + leaseMs, now + leaseMs, r.id);
+        out.push({ ...toWebhookDelivery({ ...r, next_attempt_at: now + leaseMs }), claim: r.claim + 1, url: r.url, secret: r.secret });
+      }
+      return out;
+    },
+    recordWebhookAttempt: (o) => {
+      const a = o.attempt;
+      const changed = st.settle.run({ id: o.deliveryId, claim: o.claim, status: o.status, nextAttemptAt: o.status === 'pending' ? o.nextAttemptAt : null, at: a.startedAt + a.durationMs, error: a.error, statusCode: a.statusCode }).changes;
+      if (changed !== 1) return false;
+      st.addAttempt.run(o.deliveryId, a.n, a.startedAt, a.durationMs, a.statusCode, a.error);
+      return true;
+    },
+    redeliverWebhook: (id, now, retryUntil) => {
+      const r = st.getDelivery.get(id);
+      if (!r) return undefined;
+      if (r.status === 'pending' && r.leased_until !== null && r.leased_until > now) throw new StoreError('conflict', `delivery ${id} is being attempted now`);
+      st.redeliver.run(now, retryUntil, id);
+      return toWebhookDelivery(st.getDelivery.get(id)!);
+    },
+  };
+  return ops;
+}

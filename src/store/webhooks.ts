@@ -1,0 +1,212 @@
+/**
+ * The webhooks part of the storage port (ADR-0017): a tenant's subscriptions, the outbox of
+ * deliveries (written in the transaction of the event that causes them) and the attempts made to
+ * deliver them. Both backends implement these operations (sqlite/webhooks.ts, postgres/webhooks.ts).
+ */
+
+/** The event types a subscription can ask for. */
+export const WEBHOOK_EVENT_TYPES = ['run.waiting_approval', 'run.waiting_for_user', 'run.completed', 'run.failed', 'run.cancelled', 'run.timed_out', 'schedule.fired'] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+export interface WebhookRecord {
+  id: string;
+  tenant: string;
+  url: string;
+  events: WebhookEventType[];
+  /** The signing secret (HMAC-SHA256 key): shown once at creation, stored so that deliveries can be signed. */
+  secret: string;
+  active: boolean;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export type WebhookPatch = Partial<Pick<WebhookRecord, 'url' | 'events' | 'active'>> & { updatedAt: number };
+
+export type WebhookDeliveryStatus = 'pending' | 'delivered' | 'failed';
+
+export interface WebhookDelivery {
+  id: string;
+  webhookId: string;
+  tenant: string;
+  eventType: WebhookEventType;
+  /** The session event that caused it. */
+  eventId: string;
+  /** The JSON body sent, exactly (what the signature covers, with the timestamp). */
+  body: string;
+  status: WebhookDeliveryStatus;
+  /** Attempts made so far. */
+  attempts: number;
+  createdAt: number;
+  /** When the next attempt is due (pending only); while an attempt is in flight, the end of its lease. */
+  nextAttemptAt: number | null;
+  /** No attempt starts after this: the delivery is `failed` then. */
+  retryUntil: number;
+  deliveredAt: number | null;
+  lastError: string | null;
+  lastStatusCode: number | null;
+}
+
+export interface NewWebhookDelivery {
+  id: string;
+  webhookId: string;
+  tenant: string;
+  eventType: WebhookEventType;
+  eventId: string;
+  body: string;
+  createdAt: number;
+  nextAttemptAt: number;
+  retryUntil: number;
+}
+
+export interface WebhookAttempt {
+  deliveryId: string;
+  /** 1 for the first attempt. */
+  n: number;
+  startedAt: number;
+  durationMs: number;
+  /** The receiver's HTTP status, or null when no response came (`error` says why). */
+  statusCode: number | null;
+  error: string | null;
+}
+
+/** A delivery a dispatcher claimed: its attempt may be recorded only with this claim. */
+export interface ClaimedWebhookDelivery extends WebhookDelivery {
+  claim: number;
+  url: string;
+  secret: string;
+}
+
+/** What an attempt's outcome does to its delivery (recorded with the attempt, see `recordWebhookAttempt`). */
+export interface WebhookAttemptOutcome {
+  deliveryId: string;
+  /** The claim the attempt was made under: a stale one records nothing. */
+  claim: number;
+  attempt: WebhookAttempt;
+  status: WebhookDeliveryStatus;
+  /** When `pending`: the next attempt's time. */
+  nextAttemptAt: number | null;
+}
+
+export interface WebhookPage {
+  /** The id of the last item of the previous page. */
+  after?: string;
+  limit: number;
+}
+
+export interface WebhookStoreOps {
+  createWebhook(w: WebhookRecord): Promise<void>;
+  getWebhook(id: string): Promise<WebhookRecord | undefined>;
+  /** A tenant's subscriptions, oldest first. */
+  listWebhooks(tenant: string, page: WebhookPage): Promise<WebhookRecord[]>;
+  /** Undefined when there is no such subscription. */
+  updateWebhook(id: string, patch: WebhookPatch): Promise<WebhookRecord | undefined>;
+  /** Removes a subscription with its deliveries and their attempts; false when there was none. */
+  deleteWebhook(id: string): Promise<boolean>;
+  /** The active subscriptions of the session's tenant, in one indexed query (the outbox's only read). */
+  webhooksForSession(sessionId: string): Promise<WebhookRecord[]>;
+  /** Writes deliveries into the outbox (in the caller's transaction: with the event that causes them). */
+  addWebhookDeliveries(deliveries: readonly NewWebhookDelivery[]): Promise<void>;
+  getWebhookDelivery(id: string): Promise<WebhookDelivery | undefined>;
+  /** A subscription's deliveries, newest first. */
+  listWebhookDeliveries(webhookId: string, page: WebhookPage): Promise<WebhookDelivery[]>;
+  /** The attempts of these deliveries, in order. */
+  listWebhookAttempts(deliveryIds: readonly string[]): Promise<WebhookAttempt[]>;
+  /** Whether a pending delivery is due at `now` (a cheap read before a claim). */
+  hasDueWebhookDeliveries(now: number): Promise<boolean>;
+  /**
+   * Takes up to `limit` pending deliveries due at `now` (oldest due first) of active subscriptions,
+   * for one attempt each: their claim increases and their next attempt moves to `now + leaseMs`,
+   * so no other dispatcher takes them meanwhile (PostgreSQL: FOR UPDATE SKIP LOCKED; SQLite: under
+   * the write lock).
+   */
+  claimWebhookDeliveries(now: number, leaseMs: number, limit: number): Promise<ClaimedWebhookDelivery[]>;
+  /**
+   * Records an attempt and its outcome, if the delivery is still under `claim` (false otherwise:
+   * another claim or a redelivery came meanwhile, and nothing is written).
+   */
+  recordWebhookAttempt(o: WebhookAttemptOutcome): Promise<boolean>;
+  /**
+   * Makes a delivery pending again, due at `now`, to be tried until `retryUntil`. Refused
+   * (StoreError `conflict`) while an attempt of it is in flight; undefined for an unknown id.
+   */
+  redeliverWebhook(id: string, now: number, retryUntil: number): Promise<WebhookDelivery | undefined>;
+}
+
+/** Rows of both SQL backends. */
+export interface WebhookRow {
+  id: string;
+  tenant: string;
+  url: string;
+  events: string;
+  secret: string;
+  active: number | boolean;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface WebhookDeliveryRow {
+  id: string;
+  webhook_id: string;
+  tenant: string;
+  event_type: string;
+  event_id: string;
+  body: string;
+  status: string;
+  attempts: number;
+  claim: number;
+  created_at: number;
+  next_attempt_at: number | null;
+  retry_until: number;
+  delivered_at: number | null;
+  last_error: string | null;
+  last_status_code: number | null;
+  leased_until: number | null;
+}
+
+export interface WebhookAttemptRow {
+  delivery_id: string;
+  n: number;
+  started_at: number;
+  duration_ms: number;
+  status_code: number | null;
+  error: string | null;
+}
+
+export const toWebhook = (r: WebhookRow): WebhookRecord => ({
+  id: r.id,
+  tenant: r.tenant,
+  url: r.url,
+  events: JSON.parse(r.events) as WebhookEventType[],
+  secret: r.secret,
+  active: r.active === true || r.active === 1,
+  createdAt: Number(r.created_at),
+  updatedAt: Number(r.updated_at),
+});
+
+const num = (v: number | null): number | null => (v === null ? null : Number(v));
+
+export const toWebhookDelivery = (r: WebhookDeliveryRow): WebhookDelivery => ({
+  id: r.id,
+  webhookId: r.webhook_id,
+  tenant: r.tenant,
+  eventType: r.event_type as WebhookEventType,
+  eventId: r.event_id,
+  body: r.body,
+  status: r.status as WebhookDeliveryStatus,
+  attempts: Number(r.attempts),
+  createdAt: Number(r.created_at),
+  nextAttemptAt: num(r.next_attempt_at),
+  retryUntil: Number(r.retry_until),
+  deliveredAt: num(r.delivered_at),
+  lastError: r.last_error,
+  lastStatusCode: num(r.last_status_code),
+});
+
+export const toWebhookAttempt = (r: WebhookAttemptRow): WebhookAttempt => ({
+  deliveryId: r.delivery_id,
+  n: Number(r.n),
+  startedAt: Number(r.started_at),
+  durationMs: Number(r.duration_ms),
+  statusCode: num(r.status_code),
+  error: r.error,
+});

@@ -1,0 +1,172 @@
+/**
+ * The webhooks part of the storage contract (src/store/webhooks.ts): subscriptions, the outbox of
+ * deliveries written in a caller's transaction, claims under a lease (never the same delivery to
+ * two claimers), attempts recorded only under their claim, redelivery. Every backend passes it.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { StoreError, type NewWebhookDelivery, type Store, type WebhookRecord } from '../../src/store/index.ts';
+
+export interface OpenedWebhookStore {
+  store: Store;
+  another?: () => Promise<Store>;
+  cleanup(): Promise<void>;
+}
+
+const T0 = 1_700_000_000_000;
+const LEASE = 40_000;
+
+const hook = (tenant: string, o: Partial<WebhookRecord> = {}): WebhookRecord => ({
+  id: randomUUID(),
+  tenant,
+  url: 'https://example.test/hook',
+  events: ['run.completed'],
+  secret: 'whsec_x',
+  active: true,
+  createdAt: T0,
+  updatedAt: T0,
+  ...o,
+});
+
+const delivery = (w: WebhookRecord, o: Partial<NewWebhookDelivery> = {}): NewWebhookDelivery => ({
+  id: randomUUID(),
+  webhookId: w.id,
+  tenant: w.tenant,
+  eventType: 'run.completed',
+  eventId: randomUUID(),
+  body: '{"a":1}',
+  createdAt: T0,
+  nextAttemptAt: T0,
+  retryUntil: T0 + 86_400_000,
+  ...o,
+});
+
+export function webhooksContract(name: string, open: () => Promise<OpenedWebhookStore>): void {
+  describe(`webhooks contract: ${name}`, () => {
+    let opened: OpenedWebhookStore;
+    let store: Store;
+    beforeEach(async () => {
+      opened = await open();
+      store = opened.store;
+    });
+    afterEach(async () => {
+      await opened.cleanup();
+    });
+
+    it('keeps subscriptions per tenant: create, get, list (by tenant, paged), update, delete', async () => {
+      const a1 = hook('a', { id: '01' });
+      const a2 = hook('a', { id: '02', events: ['run.failed', 'schedule.fired'], active: false });
+      const b1 = hook('b', { id: '03' });
+      for (const w of [a1, a2, b1]) await store.createWebhook(w);
+      await expect(store.createWebhook(a1)).rejects.toMatchObject({ code: 'conflict' });
+      expect(await store.getWebhook('02')).toEqual(a2);
+      expect(await store.getWebhook('nope')).toBeUndefined();
+      expect((await store.listWebhooks('a', { limit: 10 })).map((w) => w.id)).toEqual(['01', '02']);
+      expect((await store.listWebhooks('a', { limit: 1, after: '01' })).map((w) => w.id)).toEqual(['02']);
+      expect(await store.updateWebhook('02', { active: true, url: 'http://other.test/', updatedAt: T0 + 1 })).toEqual({ ...a2, active: true, url: 'http://other.test/', updatedAt: T0 + 1 });
+      expect(await store.updateWebhook('nope', { active: true, updatedAt: T0 })).toBeUndefined();
+      expect(await store.deleteWebhook('03')).toBe(true);
+      expect(await store.deleteWebhook('03')).toBe(false);
+      expect(await store.listWebhooks('b', { limit: 10 })).toEqual([]);
+    });
+
+    it("finds the active subscriptions of a session's tenant", async () => {
+      await store.createSession({ id: 's', tenant: 'a', createdAt: T0 });
+      const on = hook('a');
+      await store.createWebhook(on);
+      await store.createWebhook(hook('a', { active: false }));
+      await store.createWebhook(hook('b'));
+      expect(await store.webhooksForSession('s')).toEqual([on]);
+      expect(await store.webhooksForSession('none')).toEqual([]);
+    });
+
+    it("writes deliveries in the caller's transaction: a rollback leaves none", async () => {
+      const w = hook('a');
+      await store.createWebhook(w);
+      const kept = delivery(w);
+      await expect(
+        store.transaction(async (tx) => {
+          await tx.addWebhookDeliveries([delivery(w)]);
+          throw new Error('rolled back');
+        }),
+      ).rejects.toThrow('rolled back');
+      await store.transaction((tx) => tx.addWebhookDeliveries([kept]));
+      const list = await store.listWebhookDeliveries(w.id, { limit: 10 });
+      expect(list).toEqual([
+        { ...kept, status: 'pending', attempts: 0, deliveredAt: null, lastError: null, lastStatusCode: null },
+      ]);
+      expect(await store.getWebhookDelivery(kept.id)).toEqual(list[0]);
+    });
+
+    it('claims due deliveries under a lease, records attempts only under the claim, settles them', async () => {
+      const w = hook('a');
+      const off = hook('a', { active: false });
+      await store.createWebhook(w);
+      await store.createWebhook(off);
+      const due = delivery(w, { id: 'd1' });
+      const later = delivery(w, { id: 'd2', nextAttemptAt: T0 + 5000 });
+      await store.addWebhookDeliveries([due, later, delivery(off, { id: 'd3' })]);
+      expect(await store.hasDueWebhookDeliveries(T0 - 1)).toBe(false);
+      expect(await store.hasDueWebhookDeliveries(T0)).toBe(true);
+
+      const [c] = await store.claimWebhookDeliveries(T0, LEASE, 10);
+      expect(c).toMatchObject({ id: 'd1', url: w.url, secret: w.secret, claim: 1, nextAttemptAt: T0 + LEASE });
+      // Leased: nobody else takes it, and the inactive subscription's delivery is not taken.
+      expect(await store.claimWebhookDeliveries(T0 + 1000, LEASE, 10)).toEqual([]);
+      await expect(store.redeliverWebhook('d1', T0 + 1000, T0 + 2000)).rejects.toBeInstanceOf(StoreError);
+
+      const attempt = { deliveryId: 'd1', n: 1, startedAt: T0, durationMs: 12, statusCode: 500, error: 'HTTP 500' };
+      expect(await store.recordWebhookAttempt({ deliveryId: 'd1', claim: 1, attempt, status: 'pending', nextAttemptAt: T0 + 10_000 })).toBe(true);
+      // The same claim twice, or a stale one, records nothing.
+      expect(await store.recordWebhookAttempt({ deliveryId: 'd1', claim: 1, attempt: { ...attempt, n: 2 }, status: 'delivered', nextAttemptAt: null })).toBe(false);
+      expect(await store.getWebhookDelivery('d1')).toMatchObject({ status: 'pending', attempts: 1, nextAttemptAt: T0 + 10_000, lastError: 'HTTP 500', lastStatusCode: 500 });
+
+      // At T0 + 10 s both are due, oldest due first.
+      const again = await store.claimWebhookDeliveries(T0 + 10_000, LEASE, 10);
+      expect(again.map((d) => [d.id, d.claim])).toEqual([
+        ['d2', 1],
+        ['d1', 2],
+      ]);
+      const ok = { deliveryId: 'd1', n: 2, startedAt: T0 + 10_000, durationMs: 5, statusCode: 204, error: null };
+      expect(await store.recordWebhookAttempt({ deliveryId: 'd1', claim: 2, attempt: ok, status: 'delivered', nextAttemptAt: null })).toBe(true);
+      const gone = { deliveryId: 'd2', n: 1, startedAt: T0 + 10_000, durationMs: 3, statusCode: null, error: 'ECONNREFUSED' };
+      expect(await store.recordWebhookAttempt({ deliveryId: 'd2', claim: 1, attempt: gone, status: 'failed', nextAttemptAt: null })).toBe(true);
+      expect(await store.getWebhookDelivery('d1')).toMatchObject({ status: 'delivered', attempts: 2, nextAttemptAt: null, deliveredAt: T0 + 10_005 });
+      expect(await store.getWebhookDelivery('d2')).toMatchObject({ status: 'failed', attempts: 1, nextAttemptAt: null, lastError: 'ECONNREFUSED', lastStatusCode: null });
+      expect(await store.listWebhookAttempts(['d1', 'd2'])).toEqual([attempt, ok, gone]);
+      expect(await store.hasDueWebhookDeliveries(T0 + 10 * LEASE)).toBe(true); // d3 (its subscription is off) stays pending
+
+      // Redelivery: pending again, due now, a new claim; the old claim records nothing.
+      expect(await store.redeliverWebhook('d1', T0 + 20_000, T0 + 30_000)).toMatchObject({ status: 'pending', nextAttemptAt: T0 + 20_000, retryUntil: T0 + 30_000, attempts: 2 });
+      expect(await store.redeliverWebhook('nope', T0, T0)).toBeUndefined();
+      const [r] = await store.claimWebhookDeliveries(T0 + 20_000, LEASE, 10);
+      expect(r).toMatchObject({ id: 'd1', claim: 4 });
+      expect(await store.recordWebhookAttempt({ deliveryId: 'd1', claim: 2, attempt: { ...ok, n: 3 }, status: 'delivered', nextAttemptAt: null })).toBe(false);
+
+      // Deleting the subscription removes its deliveries and their attempts.
+      await store.deleteWebhook(w.id);
+      expect(await store.getWebhookDelivery('d1')).toBeUndefined();
+      expect(await store.listWebhookAttempts(['d1'])).toEqual([]);
+    });
+
+    it('pages deliveries newest first', async () => {
+      const w = hook('a');
+      await store.createWebhook(w);
+      await store.addWebhookDeliveries(['01', '02', '03'].map((id) => delivery(w, { id })));
+      expect((await store.listWebhookDeliveries(w.id, { limit: 2 })).map((d) => d.id)).toEqual(['03', '02']);
+      expect((await store.listWebhookDeliveries(w.id, { limit: 2, after: '02' })).map((d) => d.id)).toEqual(['01']);
+    });
+
+    it('two store instances claiming at once never take the same delivery', async () => {
+      const other = opened.another ? await opened.another() : store;
+      const w = hook('a');
+      await store.createWebhook(w);
+      const ids = Array.from({ length: 40 }, (_, i) => `d${String(i).padStart(2, '0')}`);
+      await store.addWebhookDeliveries(ids.map((id) => delivery(w, { id })));
+      const claims = await Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 ? other : store).claimWebhookDeliveries(T0, LEASE, 7)));
+      const taken = claims.flat().map((d) => d.id);
+      expect(new Set(taken).size).toBe(taken.length);
+      expect(taken.sort()).toEqual(ids);
+    });
+  });
+}

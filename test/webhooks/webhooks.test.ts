@@ -1,0 +1,265 @@
+/**
+ * Webhooks (ADR-0017, docs/webhooks.md): deliveries written in the transaction of the status
+ * change that causes them, signed, retried with exponential backoff for a day on a manual clock,
+ * redelivered on request, and never attempted by two dispatchers at once (two runtimes on one
+ * SQLite file; two stores on one PostgreSQL schema).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import {
+  createRuntime,
+  defineAgent,
+  manualClock,
+  openSqliteStore,
+  ScriptedModel,
+  tool,
+  verifyWebhookSignature,
+  type Runtime,
+  type ScriptEntry,
+  type Store,
+} from '../../src/index.ts';
+import { openTestPostgres } from '../support/postgres.ts';
+import { Receiver } from './receiver.ts';
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function receiver(): Promise<Receiver> {
+  const r = await new Receiver().start();
+  cleanups.push(() => r.stop());
+  return r;
+}
+
+const danger = tool({ name: 'danger', description: 'Needs approval', input: z.object({ target: z.string() }), approval: 'always', execute: ({ target }) => `did ${target}` });
+const agentOf = (script: ScriptEntry[] = []) => defineAgent({ name: 'a', model: new ScriptedModel(script), tools: [danger] });
+
+const SEC = 1000;
+const DAY = 24 * 3600 * SEC;
+
+function runtime(store: Store, o: { script?: ScriptEntry[]; clock?: ReturnType<typeof manualClock> } = {}) {
+  const clock = o.clock ?? manualClock();
+  const rt = createRuntime({ store, agents: [agentOf(o.script)], clock, webhooks: { pollMs: 20, timeoutMs: 2000, random: () => 1 } });
+  cleanups.push(() => rt.close({ graceMs: 50 }));
+  return { rt, clock };
+}
+
+function memoryStore() {
+  const store = openSqliteStore({ path: ':memory:' });
+  cleanups.push(() => store.close());
+  return store;
+}
+
+/** A delivery of `run.cancelled`, made without a worker: a queued run cancelled. */
+async function cancelledRun(rt: Runtime, tenant = 'default') {
+  const s = await rt.sessions.create({ tenant });
+  const { run } = await rt.sessions.send(s.id, 'hi');
+  await rt.runs.cancel(run.id);
+  return run;
+}
+
+describe('webhooks', () => {
+  it('a run that waits for approval and then completes: deliveries of the subscribed types only, signed', async () => {
+    const hook = await receiver();
+    const store = memoryStore();
+    const { rt, clock } = runtime(store, { script: [{ toolCalls: [{ id: 'd1', name: 'danger', input: { target: 'x' } }] }, { text: 'done' }] });
+    const w = await rt.webhooks.create('default', { url: hook.url, events: ['run.waiting_approval', 'run.completed'] });
+    expect(w.secret).toMatch(/^whsec_/);
+    await rt.webhooks.create('default', { url: hook.url, events: ['run.failed', 'schedule.fired'] });
+    await rt.webhooks.create('other', { url: hook.url, events: ['run.waiting_approval', 'run.completed'] });
+    await rt.webhooks.create('default', { url: hook.url, events: ['run.completed'], active: false });
+    rt.startWorker();
+
+    const s = await rt.sessions.create();
+    const { run } = await rt.sessions.send(s.id, 'go');
+    expect((await rt.runs.wait(run.id)).status).toBe('waiting_approval');
+    await rt.runs.approve(run.id, 'd1');
+    expect((await rt.runs.wait(run.id)).status).toBe('completed');
+    await hook.until(2);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(hook.received.map((r) => r.headers['keel-event'])).toEqual(['run.waiting_approval', 'run.completed']);
+    for (const r of hook.received) {
+      const body = JSON.parse(r.body);
+      expect(r.headers['keel-delivery']).toBe(body.id);
+      expect(body).toMatchObject({ type: r.headers['keel-event'], data: { tenant: 'default', run: { id: run.id, session_id: s.id } } });
+      expect(new Date(body.created_at).toISOString()).toBe(body.created_at);
+      const header = r.headers['keel-signature'] as string;
+      expect(header).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+      expect(verifyWebhookSignature(w.secret, header, r.body, 300, clock.now())).toBe(true);
+      expect(verifyWebhookSignature(w.secret, header, r.body.replace(run.id, 'someone-else'), 300, clock.now())).toBe(false);
+      expect(verifyWebhookSignature('whsec_wrong', header, r.body, 300, clock.now())).toBe(false);
+      // An old signature is refused (replay).
+      expect(verifyWebhookSignature(w.secret, header, r.body, 300, clock.now() + 3600 * SEC)).toBe(false);
+    }
+    expect(JSON.parse(hook.received[1]!.body).data.run).toMatchObject({ status: 'completed', previous_status: 'running' });
+    const listed = await rt.webhooks.deliveries('default', w.id, { limit: 10 });
+    expect(listed.map((d) => [d.delivery.eventType, d.delivery.status, d.attempts.length, d.attempts[0]!.statusCode])).toEqual([
+      ['run.completed', 'delivered', 1, 200],
+      ['run.waiting_approval', 'delivered', 1, 200],
+    ]);
+  });
+
+  it('a delivery commits with its event: a transaction that rolls back leaves none', async () => {
+    const hook = await receiver();
+    const store = memoryStore();
+    const { rt } = runtime(store);
+    const w = await rt.webhooks.create('default', { url: hook.url, events: ['run.cancelled'] });
+    const s = await rt.sessions.create();
+    const { run } = await rt.sessions.send(s.id, 'hi');
+    await expect(
+      rt.sessions.log.transaction(async (tx) => {
+        await rt.book.transition(tx, (await tx.getRun(run.id))!, 'cancelled');
+        expect(await tx.listWebhookDeliveries(w.id, { limit: 10 })).toHaveLength(1);
+        throw new Error('rolled back');
+      }),
+    ).rejects.toThrow('rolled back');
+    expect(await store.listWebhookDeliveries(w.id, { limit: 10 })).toEqual([]);
+    expect((await rt.runs.get(run.id)).status).toBe('queued');
+    await rt.runs.cancel(run.id);
+    expect((await store.listWebhookDeliveries(w.id, { limit: 10 })).map((d) => [d.eventType, d.status])).toEqual([['run.cancelled', 'pending']]);
+  });
+
+  it('a receiver that fails (500, then refused connections) and recovers gets the delivery after retries with growing backoff', async () => {
+    const hook = await receiver();
+    const store = memoryStore();
+    const { rt, clock } = runtime(store);
+    const w = await rt.webhooks.create('default', { url: hook.url, events: ['run.cancelled'] });
+    await cancelledRun(rt);
+    const d = rt.webhooks.dispatcher;
+    const [{ delivery }] = await rt.webhooks.deliveries('default', w.id, { limit: 1 }).then((l) => l.map((x) => x));
+    const state = () => store.getWebhookDelivery(delivery.id).then((x) => x!);
+
+    hook.queue.push(500);
+    const t0 = clock.now();
+    expect(await d.tick()).toBe(1);
+    expect(await state()).toMatchObject({ status: 'pending', attempts: 1, lastStatusCode: 500, nextAttemptAt: t0 + 10 * SEC });
+    expect(await d.tick()).toBe(0); // not due yet
+
+    await hook.stop();
+    clock.advance(10 * SEC);
+    expect(await d.tick()).toBe(1);
+    expect(await state()).toMatchObject({ status: 'pending', attempts: 2, lastStatusCode: null, lastError: 'ECONNREFUSED', nextAttemptAt: t0 + 30 * SEC });
+
+    await hook.start(hook.port);
+    clock.advance(19 * SEC);
+    expect(await d.tick()).toBe(0);
+    clock.advance(1 * SEC);
+    expect(await d.tick()).toBe(1);
+    expect(await state()).toMatchObject({ status: 'delivered', attempts: 3, nextAttemptAt: null, lastStatusCode: 200, lastError: null });
+    const [listed] = await rt.webhooks.deliveries('default', w.id, { limit: 10 });
+    expect(listed!.attempts.map((a) => [a.n, a.statusCode, a.error, a.startedAt - t0])).toEqual([
+      [1, 500, 'HTTP 500', 0],
+      [2, null, 'ECONNREFUSED', 10 * SEC],
+      [3, 200, null, 30 * SEC],
+    ]);
+    expect(hook.received.map((r) => [r.status, r.headers['keel-delivery']])).toEqual([
+      [500, delivery.id],
+      [200, delivery.id],
+    ]);
+  });
+
+  it('retries for a day, with backoff doubling up to an hour, then fails; redelivers on request', async () => {
+    const hook = await receiver();
+    hook.status = 503;
+    const store = memoryStore();
+    const { rt, clock } = runtime(store);
+    const w = await rt.webhooks.create('default', { url: hook.url, events: ['run.cancelled'] });
+    await cancelledRun(rt);
+    const [{ delivery }] = await rt.webhooks.deliveries('default', w.id, { limit: 1 });
+    const t0 = clock.now();
+    const gaps: number[] = [];
+    for (let last = t0; ; ) {
+      expect(await rt.webhooks.dispatcher.tick()).toBe(1);
+      const now = await store.getWebhookDelivery(delivery.id);
+      if (now!.status !== 'pending') break;
+      gaps.push(now!.nextAttemptAt! - last);
+      last = now!.nextAttemptAt!;
+      clock.set(last);
+      expect(gaps.length).toBeLessThan(100);
+    }
+    expect(gaps.slice(0, 5)).toEqual([10, 20, 40, 80, 160].map((s) => s * SEC));
+    expect(Math.max(...gaps)).toBe(3600 * SEC);
+    for (let i = 1; i < gaps.length; i++) expect(gaps[i]).toBeGreaterThanOrEqual(gaps[i - 1]!);
+    const failed = (await store.getWebhookDelivery(delivery.id))!;
+    expect(failed).toMatchObject({ status: 'failed', attempts: gaps.length + 1, nextAttemptAt: null, lastStatusCode: 503 });
+    expect(clock.now() - t0).toBeLessThanOrEqual(DAY);
+    expect(clock.now() - t0).toBeGreaterThan(DAY - 3600 * SEC);
+    clock.advance(DAY);
+    expect(await rt.webhooks.dispatcher.tick()).toBe(0);
+
+    // Redelivery on request: one more attempt now, which the recovered receiver takes.
+    hook.status = 200;
+    expect(await rt.webhooks.redeliver('default', w.id, delivery.id)).toMatchObject({ status: 'pending', nextAttemptAt: clock.now() });
+    expect(await rt.webhooks.dispatcher.tick()).toBe(1);
+    expect(await store.getWebhookDelivery(delivery.id)).toMatchObject({ status: 'delivered', attempts: gaps.length + 2, lastStatusCode: 200 });
+    await expect(rt.webhooks.redeliver('other', w.id, delivery.id)).rejects.toMatchObject({ code: 'not_found' });
+  });
+
+  it('jittered backoff stays within half to all of the exponential delay', async () => {
+    const { webhookBackoff } = await import('../../src/index.ts');
+    const o = { baseDelayMs: 10 * SEC, maxDelayMs: 3600 * SEC };
+    for (let n = 1; n <= 20; n++) {
+      const full = Math.min(o.maxDelayMs, o.baseDelayMs * 2 ** (n - 1));
+      expect(webhookBackoff(n, { ...o, random: () => 0 })).toBe(full / 2);
+      expect(webhookBackoff(n, { ...o, random: () => 1 })).toBe(full);
+      const r = webhookBackoff(n, { ...o, random: Math.random });
+      expect(r).toBeGreaterThanOrEqual(full / 2);
+      expect(r).toBeLessThanOrEqual(full);
+    }
+  });
+
+  /** Two dispatchers race over many deliveries: each is attempted exactly once. */
+  async function race(a: Runtime, b: Runtime, hook: Receiver, n: number) {
+    const w = await a.webhooks.create('default', { url: hook.url, events: ['run.cancelled'] });
+    for (let i = 0; i < n; i++) await cancelledRun(i % 2 ? a : b);
+    hook.delayMs = 15;
+    await Promise.all([a.webhooks.dispatcher.drain(), b.webhooks.dispatcher.drain(), a.webhooks.dispatcher.drain(), b.webhooks.dispatcher.drain()]);
+    const ids = hook.received.map((r) => r.headers['keel-delivery']);
+    expect(ids).toHaveLength(n);
+    expect(new Set(ids).size).toBe(n);
+    const listed = await a.webhooks.deliveries('default', w.id, { limit: 1000 });
+    expect(listed).toHaveLength(n);
+    for (const d of listed) {
+      expect(d.delivery.status).toBe('delivered');
+      expect(d.attempts).toHaveLength(1);
+    }
+  }
+
+  it('two runtimes on one SQLite file never attempt one delivery twice', async () => {
+    const hook = await receiver();
+    const dir = mkdtempSync(join(tmpdir(), 'keel-webhooks-'));
+    const s1 = openSqliteStore({ path: join(dir, 'keel.db') });
+    const s2 = openSqliteStore({ path: join(dir, 'keel.db') });
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    cleanups.push(() => s1.close());
+    cleanups.push(() => s2.close());
+    const clock = manualClock();
+    await race(runtime(s1, { clock }).rt, runtime(s2, { clock }).rt, hook, 24);
+  });
+
+  it('two stores on one PostgreSQL schema never attempt one delivery twice', async () => {
+    const hook = await receiver();
+    const pg = await openTestPostgres();
+    cleanups.push(() => pg.cleanup());
+    const clock = manualClock();
+    await race(runtime(pg.store, { clock }).rt, runtime(await pg.another(), { clock }).rt, hook, 24);
+  });
+
+  it('the dispatcher started with the workers delivers without being told, and stops with the runtime', async () => {
+    const hook = await receiver();
+    const store = memoryStore();
+    const { rt } = runtime(store);
+    await rt.webhooks.create('default', { url: hook.url, events: ['run.cancelled'] });
+    rt.startWorker();
+    await cancelledRun(rt);
+    await hook.until(1);
+    await rt.close();
+    await cancelledRun(rt);
+    await new Promise((r) => setTimeout(r, 150));
+    expect(hook.received).toHaveLength(1);
+  });
+});
