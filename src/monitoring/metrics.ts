@@ -51,6 +51,11 @@ export class KeelMetrics {
   readonly executing = new Gauge({ name: 'keel_runs_executing', help: 'Runs this process is executing now.', registers: [this.registry] });
   private readonly runsByStatus = new Gauge({ name: 'keel_runs', help: 'Runs by status (terminal statuses count every run that ended so).', labelNames: ['status'], registers: [this.registry] });
   private readonly queueDepth = new Gauge({ name: 'keel_queue_depth', help: 'Runs waiting for a worker (queued).', registers: [this.registry] });
+  // The process's own, read at each scrape (prom-client's default collectors would start timers
+  // and observers per registry, for the life of the process).
+  private readonly rss = new Gauge({ name: 'process_resident_memory_bytes', help: 'Resident memory of this process.', registers: [this.registry] });
+  private readonly heapUsed = new Gauge({ name: 'nodejs_heap_used_bytes', help: 'V8 heap in use.', registers: [this.registry] });
+  private readonly cpu = new Gauge({ name: 'process_cpu_seconds', help: 'CPU time of this process, by mode (user, system).', labelNames: ['mode'], registers: [this.registry] });
 
   private readonly gauges: { countByStatus(): Promise<Record<RunStatus, number>>; executing(): number };
 
@@ -65,6 +70,12 @@ export class KeelMetrics {
     for (const s of RUN_STATUSES) this.runsByStatus.set({ status: s }, counts[s]);
     this.queueDepth.set(counts.queued);
     this.executing.set(this.gauges.executing());
+    const memory = process.memoryUsage();
+    this.rss.set(memory.rss);
+    this.heapUsed.set(memory.heapUsed);
+    const cpu = process.cpuUsage();
+    this.cpu.set({ mode: 'user' }, cpu.user / 1e6);
+    this.cpu.set({ mode: 'system' }, cpu.system / 1e6);
     return { body: await this.registry.metrics(), contentType: this.registry.contentType };
   }
 

@@ -37,9 +37,12 @@ describe('/metrics', () => {
     const r = await api.get('/metrics');
     expect(r.status).toBe(200);
     expect(r.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
-    const lines = r.text.trimEnd().split('\n');
-    // Every line is a comment or a sample: name{labels} value.
-    for (const line of lines) expect(line).toMatch(/^(# (HELP|TYPE) [a-z_]+ .*|[a-z_]+(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? -?[0-9.e+-]+)$/);
+    // Blank lines separate metric families; every other line is a comment or a sample: name{labels} value.
+    const lines = r.text.trimEnd().split('\n').filter((l) => l !== '');
+    const name = '[a-zA-Z_:][a-zA-Z0-9_:]*';
+    const label = '[a-zA-Z_][a-zA-Z0-9_]*="[^"]*"';
+    const sample = new RegExp(`^(# (HELP|TYPE) ${name} .*|${name}(\\{${label}(,${label})*\\})? (-?[0-9.e+-]+|NaN|[+-]Inf))$`);
+    for (const line of lines) expect(line).toMatch(sample);
     const value = (sample: string) => {
       const line = lines.find((l) => l.startsWith(`${sample} `));
       return line === undefined ? undefined : Number(line.slice(sample.length + 1));
@@ -54,7 +57,7 @@ describe('/metrics', () => {
     expect(value('keel_runs{status="running"}')).toBe(0);
     expect(value('keel_runs_executing')).toBe(0);
     expect(value('keel_sse_connections')).toBe(0);
-    expect(value('keel_events_published_total')).toBeGreaterThan(10);
+    expect(value('keel_events_committed_total')).toBeGreaterThan(10);
     expect(value('process_resident_memory_bytes')).toBeGreaterThan(0);
 
     // It counts itself on the next scrape.
