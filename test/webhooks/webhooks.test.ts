@@ -130,7 +130,7 @@ describe('webhooks', () => {
     const w = await rt.webhooks.create('default', { url: hook.url, events: ['run.cancelled'] });
     await cancelledRun(rt);
     const d = rt.webhooks.dispatcher;
-    const [{ delivery }] = await rt.webhooks.deliveries('default', w.id, { limit: 1 }).then((l) => l.map((x) => x));
+    const delivery = (await rt.webhooks.deliveries('default', w.id, { limit: 1 }))[0]!.delivery;
     const state = () => store.getWebhookDelivery(delivery.id).then((x) => x!);
 
     hook.queue.push(500);
@@ -169,7 +169,7 @@ describe('webhooks', () => {
     const { rt, clock } = runtime(store);
     const w = await rt.webhooks.create('default', { url: hook.url, events: ['run.cancelled'] });
     await cancelledRun(rt);
-    const [{ delivery }] = await rt.webhooks.deliveries('default', w.id, { limit: 1 });
+    const delivery = (await rt.webhooks.deliveries('default', w.id, { limit: 1 }))[0]!.delivery;
     const t0 = clock.now();
     const gaps: number[] = [];
     for (let last = t0; ; ) {
