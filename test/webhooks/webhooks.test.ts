@@ -123,6 +123,24 @@ describe('webhooks', () => {
     expect((await store.listWebhookDeliveries(w.id, { limit: 10 })).map((d) => [d.eventType, d.status])).toEqual([['run.cancelled', 'pending']]);
   });
 
+  it('maps schedule/fired to schedule.fired, also when appended outside a transaction (the log makes one)', async () => {
+    const store = memoryStore();
+    const { rt } = runtime(store);
+    const hook = await receiver();
+    const w = await rt.webhooks.create('default', { url: hook.url, events: ['schedule.fired'] });
+    const s = await rt.sessions.create();
+    const tick = Date.UTC(2026, 0, 5, 9);
+    await rt.sessions.log.transaction((tx) => rt.sessions.log.append(s.id, [{ type: 'schedule/fired', data: { scheduleId: 'sch1', tick, runId: 'r1' } }], { tx }));
+    await rt.sessions.log.append(s.id, [{ type: 'schedule/fired', data: { scheduleId: 'sch1', tick: tick + 1000, runId: 'r2' } }]);
+    const listed = await rt.webhooks.deliveries('default', w.id, { limit: 10 });
+    expect(listed.map((d) => JSON.parse(d.delivery.body).data)).toEqual([
+      { tenant: 'default', schedule: { id: 'sch1', tick: new Date(tick + 1000).toISOString() }, run_id: 'r2', session_id: s.id },
+      { tenant: 'default', schedule: { id: 'sch1', tick: new Date(tick).toISOString() }, run_id: 'r1', session_id: s.id },
+    ]);
+    expect(await rt.webhooks.dispatcher.drain()).toBe(2);
+    expect(hook.received.map((r) => r.headers['keel-event'])).toEqual(['schedule.fired', 'schedule.fired']);
+  });
+
   it('a receiver that fails (500, then refused connections) and recovers gets the delivery after retries with growing backoff', async () => {
     const hook = await receiver();
     const store = memoryStore();
