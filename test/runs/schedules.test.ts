@@ -15,6 +15,7 @@ import { manualClock } from '../../src/runs/clock.ts';
 import { nextTickAfter, ScheduleValidationError } from '../../src/runs/schedules.ts';
 import type { Store } from '../../src/store/index.ts';
 import type { CheckerMessage } from './fixtures/schedule-checker.ts';
+import { gated } from '../support/runs-helpers.ts';
 
 const CHECKER = fileURLToPath(new URL('./fixtures/schedule-checker.ts', import.meta.url));
 
@@ -169,6 +170,28 @@ describe('schedules: a fire', () => {
     const next = await rt.runs.get(second!.runId!);
     expect(next.queuedBehind).toBe(false);
     expect((await rt.runs.active(session.id))?.id).toBe(next.id);
+  });
+
+  it('overlap interrupt with a run executing on a worker: its tool gets the abort, the run ends cancelled, the new run runs', async () => {
+    const g = gated();
+    const store = new SqliteStore({ path: ':memory:' });
+    const clock = manualClock(Date.parse('2026-03-21T12:00:00Z'));
+    const model = new ScriptedModel([{ toolCalls: [{ id: 'w1', name: 'work', input: {} }] }, { text: 'second run done' }]);
+    const rt = createRuntime({ store, agents: [defineAgent({ name: 'a', model, tools: [g.tool] })], clock, schedules: { checkEveryMs: 60_000 } });
+    cleanups.push(() => store.close());
+    cleanups.push(() => rt.close({ graceMs: 0 }));
+    rt.startWorker({ pollMs: 20 });
+    const session = await rt.sessions.create();
+    await rt.schedules.create({ interval: { seconds: 60 }, message: 'go', target: { sessionId: session.id }, overlap: 'interrupt' });
+    clock.advance(60_000);
+    const [first] = await rt.schedules.check();
+    const signal = await g.started.promise;
+    clock.advance(60_000);
+    const [second] = await rt.schedules.check();
+    expect(signal.aborted).toBe(true);
+    expect(second).toMatchObject({ outcome: 'fired', reason: 'interrupted the active run' });
+    expect((await rt.runs.get(first!.runId!)).status).toBe('cancelled');
+    expect((await rt.runs.wait(second!.runId!, { until: 'terminal', timeoutMs: 5_000 })).status).toBe('completed');
   });
 
   it('a tick whose target session was archived is recorded as failed, and the schedule goes on', async () => {
