@@ -1,0 +1,95 @@
+import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
+import type { Context, MiddlewareHandler } from 'hono';
+import type { AppContext, AppEnv } from '../app.ts';
+import type { AuthEnv } from '../auth.ts';
+import { HttpProblem } from '../problems.ts';
+import { ProblemSchema, RunSchema } from '../schemas.ts';
+import { runFor } from './runs.ts';
+import { runJsonFor } from './sessions.ts';
+
+/** Where a callback token is presented: the token alone authorizes (ADR-0015), no API key. */
+export const CALLBACK_PREFIX = '/v1/callbacks/';
+
+/**
+ * The API-key middleware, except for callback URLs: their unguessable token is their only
+ * credential (it stands for one signal of one run, and is checked by the route).
+ */
+export function exceptCallbacks(auth: MiddlewareHandler<AuthEnv>): MiddlewareHandler<AuthEnv> {
+  return async (c, next) => {
+    if (!c.req.path.startsWith(CALLBACK_PREFIX)) return auth(c, next);
+    c.set('tenant', '');
+    c.set('keyId', null);
+    c.set('rateLimit', null);
+    return next();
+  };
+}
+
+const problem = (description: string) => ({ description, content: { 'application/problem+json': { schema: ProblemSchema } } });
+const json = <T extends z.ZodType>(schema: T, description: string) => ({ description, content: { 'application/json': { schema } } });
+const Payload = z.unknown().openapi({ description: "The signal's payload: any JSON value (the body itself); no body is null" });
+const SignalParams = z.object({
+  id: z.string().min(1).openapi({ param: { name: 'id', in: 'path' } }),
+  name: z.string().min(1).openapi({ param: { name: 'name', in: 'path' } }),
+});
+const TokenParam = z.object({ token: z.string().min(1).openapi({ param: { name: 'token', in: 'path' } }) });
+
+/** The body as JSON, any value (no body: null). */
+async function payloadOf(c: Context): Promise<unknown> {
+  const text = await c.req.text();
+  if (text.trim() === '') return null;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (e) {
+    throw new HttpProblem('bad_json', `the body is not valid JSON: ${(e as Error).message}`);
+  }
+}
+
+/** Signals to waiting runs, by name (API key) or by callback token (none). */
+export function waitRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
+  const { rt } = ctx;
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/runs/{id}/signals/{name}',
+      tags: ['runs'],
+      summary: "Deliver a signal to a run: it ends the run's wait for it (the payload becomes the tool's result), or is kept until the wait starts. Exactly once per run and name.",
+      request: { params: SignalParams, body: { content: { 'application/json': { schema: Payload } }, required: false } },
+      responses: {
+        200: json(z.object({ signal: z.string(), consumed: z.boolean().describe('Whether a wait took it now (else it is kept for the wait)'), run: RunSchema }), 'Delivered'),
+        400: problem('The payload does not match the waiting call’s schema (validation), or is not JSON'),
+        401: problem('Missing or invalid API key'),
+        404: problem('No such run (or not yours)'),
+        409: problem('Already delivered (already_delivered), or the run has ended (illegal_transition)'),
+      },
+    }),
+    async (c) => {
+      const { id, name } = c.req.valid('param');
+      const run = await runFor(ctx, c, id);
+      const r = await rt.runs.signal(run.id, name, await payloadOf(c), { source: 'api' });
+      return c.json({ signal: name, consumed: r.consumed, run: await runJsonFor(ctx, r.run) }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/callbacks/{token}',
+      tags: ['runs'],
+      summary: 'Deliver the signal a callback token stands for (no API key: the token authorizes). Exactly once.',
+      security: [],
+      request: { params: TokenParam, body: { content: { 'application/json': { schema: Payload } }, required: false } },
+      responses: {
+        200: json(z.object({ signal: z.string(), consumed: z.boolean() }), 'Delivered'),
+        400: problem('The payload does not match the waiting call’s schema, or is not JSON'),
+        404: problem('No such callback'),
+        409: problem('Already delivered, or the run has ended'),
+      },
+    }),
+    async (c) => {
+      const r = await rt.runs.callback(c.req.valid('param').token, await payloadOf(c));
+      return c.json({ signal: r.name, consumed: r.consumed }, 200);
+    },
+  );
+}
+
