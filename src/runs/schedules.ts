@@ -298,6 +298,8 @@ export class Schedules {
   async check(): Promise<ScheduleFireRecord[]> {
     const now = this.now();
     const fires: ScheduleFireRecord[] = [];
+    // Nothing due (the usual case): one indexed read, no write transaction.
+    if ((await this.store.dueSchedules(now, 1)).length === 0) return fires;
     // The ticks whose session run was interrupted in this check: their next attempt enqueues.
     const interrupted = new Set<string>();
     for (let i = 0; i < this.options.batch; i++) {
