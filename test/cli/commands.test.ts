@@ -228,9 +228,9 @@ describe('keel runs', () => {
   });
 
   it('ls refuses an unknown status (usage) and an unknown session', async () => {
-    const r = await keel(['runs', 'ls', '--db', db, '--status', 'sleeping']);
+    const r = await keel(['runs', 'ls', '--db', db, '--status', 'snoozing']);
     expect(r.code).toBe(2);
-    expect(r.err).toContain('unknown status "sleeping"');
+    expect(r.err).toContain('unknown status "snoozing"');
     const s = await keel(['runs', 'ls', '--db', db, '--session', 'nope']);
     expect(s.code).toBe(1);
     expect(s.err).toBe('keel: session nope does not exist\n');
