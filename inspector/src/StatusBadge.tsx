@@ -5,6 +5,8 @@ const LABELS: Record<RunStatus, string> = {
   running: 'running',
   waiting_approval: 'waiting for approval',
   waiting_for_user: 'waiting for an answer',
+  sleeping: 'sleeping',
+  waiting_for_signal: 'waiting for a signal',
   paused: 'paused',
   completed: 'completed',
   failed: 'failed',

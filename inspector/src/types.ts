@@ -1,5 +1,5 @@
 /** The shapes the public API answers with (see /openapi.json), as far as the inspector reads them. */
-export type RunStatus = 'queued' | 'running' | 'waiting_approval' | 'waiting_for_user' | 'paused' | 'completed' | 'failed' | 'cancelled' | 'timed_out';
+export type RunStatus = 'queued' | 'running' | 'waiting_approval' | 'waiting_for_user' | 'sleeping' | 'waiting_for_signal' | 'paused' | 'completed' | 'failed' | 'cancelled' | 'timed_out';
 
 export interface Session {
   id: string;

@@ -5,6 +5,7 @@ import { eventsCommand, eventsHelp } from './commands/events.ts';
 import { keysCommand, keysHelp } from './commands/keys.ts';
 import { replayCommand, replayHelp } from './commands/replay.ts';
 import { runsCommand, runsHelp } from './commands/runs.ts';
+import { schedulesCommand, schedulesHelp } from './commands/schedules.ts';
 import { serveCommand, serveHelp } from './commands/serve.ts';
 import { sessionsCommand, sessionsHelp } from './commands/sessions.ts';
 import { usageCommand, usageHelp } from './commands/usage.ts';
@@ -20,6 +21,7 @@ export const commands: Record<string, Command> = {
   chat: { run: chatCommand, help: chatHelp },
   sessions: { run: sessionsCommand, help: sessionsHelp },
   runs: { run: runsCommand, help: runsHelp },
+  schedules: { run: schedulesCommand, help: schedulesHelp },
   events: { run: eventsCommand, help: eventsHelp },
   replay: { run: replayCommand, help: replayHelp },
   keys: { run: keysCommand, help: keysHelp },

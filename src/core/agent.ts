@@ -1,3 +1,4 @@
+import type { WaitPolicy } from './waits.ts';
 import type { LanguageModelV4 } from '@ai-sdk/provider';
 import { defaultRetryPolicy, type JsonValue, type Pricing, type RetryPolicy } from '../model/index.ts';
 import type { Tool } from './tools.ts';
@@ -42,6 +43,8 @@ export interface AgentDefinition {
   /** Calls of one model decision that may run at once. */
   toolConcurrency: number;
   pricing?: Pricing;
+  /** How long an approval or a question may wait, and what happens then (a tool's own `wait` wins; ADR-0015). */
+  waits?: WaitPolicy;
 }
 
 export type AgentOptions = Pick<AgentDefinition, 'name' | 'model'> &
@@ -68,6 +71,7 @@ export function defineAgent(options: AgentOptions): AgentDefinition {
     toolConcurrency: options.toolConcurrency ?? 8,
     ...(options.system !== undefined ? { system: options.system } : {}),
     ...(options.pricing ? { pricing: options.pricing } : {}),
+    ...(options.waits ? { waits: options.waits } : {}),
   };
   if (!(agent.limits.maxSteps >= 1)) throw new TypeError(`agent ${agent.name}: limits.maxSteps must be at least 1`);
   if (!(agent.toolConcurrency >= 1)) throw new TypeError(`agent ${agent.name}: toolConcurrency must be at least 1`);

@@ -1,3 +1,4 @@
+import type { WaitSpec } from './waits.ts';
 import type { AssistantMessage, JsonValue, ModelErrorInfo, ToolOutput, Usage, UserMessage } from '../model/index.ts';
 
 /**
@@ -59,12 +60,17 @@ export interface TurnError {
   model?: ModelErrorInfo;
 }
 
-/** A call the turn cannot finish alone: it needs an approval, or a person's answer (ask_user). */
+/**
+ * A call the turn cannot finish alone: it needs an approval, a person's answer (ask_user), a time
+ * (a sleep) or a signal from outside (ADR-0015).
+ */
 export interface PendingCall {
   toolCallId: string;
   toolName: string;
   input: JsonValue;
-  kind: 'approval' | 'input';
+  kind: 'approval' | 'input' | 'sleep' | 'signal';
+  /** For a sleep or a signal: what the tool asked to wait for. */
+  wait?: WaitSpec;
 }
 /** @deprecated use PendingCall */
 export type PendingApproval = PendingCall;
@@ -90,9 +96,9 @@ export interface EventDataMap {
   };
   'tool/call': { toolCallId: string; toolName: string; input: JsonValue; idempotencyKey: string; assistantMessageId: string };
   'tool/approval': { toolCallId: string; toolName: string; input: JsonValue; assistantMessageId: string };
-  'tool/decision': { toolCallId: string; approved: boolean; reason?: string; editedInput?: JsonValue };
+  'tool/decision': { toolCallId: string; approved: boolean; reason?: string; editedInput?: JsonValue; by?: 'deadline' };
   'user/question': { toolCallId: string; toolName: string; input: JsonValue; assistantMessageId: string };
-  'user/answer': { toolCallId: string; answer: JsonValue };
+  'user/answer': { toolCallId: string; answer: JsonValue; by?: 'deadline' };
   'tool/result': { toolCallId: string; toolName: string; output: ToolOutput; toolMessageId: string; durationMs: number };
   'step/end': { reason: StepEndReason; usage: Usage };
   'turn/end': { reason: TurnEndReason; steps: number; usage: Usage; cost: number; error?: TurnError; pending?: PendingCall[] };

@@ -7,3 +7,4 @@ export * from './prompt-hash.ts';
 export * from './sink.ts';
 export * from './tools.ts';
 export * from './turn.ts';
+export * from './waits.ts';

@@ -3,6 +3,7 @@ import type { AssistantMessage, ToolCallPart, ToolMessage, ToolOutput, ToolResul
 import type { PendingCall } from './events.ts';
 import { endStep, toolCallsOf, type StepOutcome } from './step.ts';
 import { executeTool, idempotencyKey, needsApproval, runPool, toolError, validateCall, type Tool } from './tools.ts';
+import { isWaitRequest, type WaitSpec } from './waits.ts';
 import type { ApprovalDecision, ResumePoint } from './turn.ts';
 import type { TurnState } from './turn-state.ts';
 
@@ -61,6 +62,11 @@ export async function runToolCalls(
     const decision = decided.get(call.toolCallId);
     const effective = decision?.input !== undefined ? { ...call, input: decision.input } : call;
     const key = idempotencyKey(t.scope, { turn: t.turnNo, step: t.stepNo, index }, effective.toolName, effective.input);
+    if (decision?.output !== undefined) {
+      // A wait that ended (a sleep, a signal): its result was recorded with its end.
+      plans.push({ call, key, output: decision.output });
+      continue;
+    }
     if (decision?.answer !== undefined) {
       plans.push({ call, key, output: { type: 'json', value: decision.answer } });
       continue;
@@ -118,7 +124,7 @@ export async function runToolCalls(
         const output = await executeTool(
           p.tool!,
           p.input,
-          { toolCallId: p.call.toolCallId, idempotencyKey: p.key, turn: t.turnNo, step: t.stepNo },
+          { toolCallId: p.call.toolCallId, idempotencyKey: p.key, turn: t.turnNo, step: t.stepNo, now: t.options.now ?? Date.now },
           t.turnCtl.signal,
         );
         return { output, durationMs: Math.round(performance.now() - t0) };
@@ -128,14 +134,25 @@ export async function runToolCalls(
   );
   const byCall = new Map(runnable.map((p, i) => [p.call.toolCallId, settled[i]!]));
 
-  // Results are recorded in the model's order, each as soon as all before it are in.
+  // Results are recorded in the model's order, each as soon as all before it are in. A tool that
+  // returned a wait (a sleep, a signal) has no result yet: its call suspends the turn.
+  const waits = new Map<string, WaitSpec>();
   for (const p of plans) {
     if (p.pending) continue;
     const done = p.output ? { output: p.output, durationMs: 0 } : await byCall.get(p.call.toolCallId)!;
+    if (isWaitRequest(done.output)) {
+      waits.set(p.call.toolCallId, done.output.spec);
+      continue;
+    }
     await recordResult(t, assistant, p.call, done.output, done.durationMs);
   }
 
-  const pending: PendingCall[] = plans.filter((p) => p.pending).map((p) => ({ toolCallId: p.call.toolCallId, toolName: p.call.toolName, input: p.call.input, kind: p.pending! }));
+  const pending: PendingCall[] = plans.flatMap((p): PendingCall[] => {
+    const base = { toolCallId: p.call.toolCallId, toolName: p.call.toolName, input: p.call.input };
+    if (p.pending) return [{ ...base, kind: p.pending }];
+    const wait = waits.get(p.call.toolCallId);
+    return wait ? [{ ...base, kind: wait.kind, wait }] : [];
+  });
   if (pending.length > 0 && !t.turnCtl.signal.aborted) return { kind: 'suspended', pending };
   if (t.turnCtl.signal.aborted) {
     await closeCalls(

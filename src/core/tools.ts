@@ -3,6 +3,7 @@ import { canonicalJson } from './canonical-json.ts';
 import { z } from 'zod';
 import type { JsonValue, ToolCallPart, ToolErrorCode, ToolOutput } from '../model/index.ts';
 import type { ToolSchema } from './events.ts';
+import { isWaitRequest, type WaitPolicy, type WaitRequest } from './waits.ts';
 
 export interface ToolContext {
   /** Aborted when the turn is cancelled or the tool times out. */
@@ -15,6 +16,8 @@ export interface ToolContext {
   idempotencyKey: string;
   turn: number;
   step: number;
+  /** The run's clock (ms since the epoch) for wait times (see sleepUntil); Date.now when not given. */
+  now?(): number;
 }
 
 export type ApprovalPolicy<I> = 'never' | 'always' | ((input: I) => boolean);
@@ -41,6 +44,8 @@ export interface ToolOptions<S extends z.ZodType, R> {
    * arrives and the answer is the result (see askUser).
    */
   interactive?: boolean;
+  /** How long an approval of this tool's calls (or its question, if interactive) may wait, and what then (ADR-0015). */
+  wait?: WaitPolicy;
 }
 
 /** A tool with its input type erased, as the loop holds it. */
@@ -55,6 +60,7 @@ export interface Tool {
   readonly timeoutMs: number | undefined;
   readonly sequential: boolean;
   readonly interactive: boolean;
+  readonly wait?: WaitPolicy;
   execute(input: unknown, ctx: ToolContext): unknown;
 }
 
@@ -79,6 +85,7 @@ export function tool<S extends z.ZodType, R>(options: ToolOptions<S, R>): Tool {
     timeoutMs: options.timeoutMs,
     sequential: options.sequential ?? false,
     interactive: options.interactive ?? false,
+    ...(options.wait ? { wait: options.wait } : {}),
     execute: options.execute as Tool['execute'],
   };
 }
@@ -167,8 +174,9 @@ class ToolTimeoutError extends Error {
 /**
  * Runs one validated call. Never throws: every failure becomes an error output the model sees.
  * It does not wait for a tool that ignores its abort signal: the result is settled at the abort.
+ * A tool that returns a wait (sleepUntil, waitForSignal) gets it back as is: the call suspends.
  */
-export async function executeTool(t: Tool, input: unknown, ctx: Omit<ToolContext, 'signal'>, turnSignal: AbortSignal): Promise<ToolOutput> {
+export async function executeTool(t: Tool, input: unknown, ctx: Omit<ToolContext, 'signal'>, turnSignal: AbortSignal): Promise<ToolOutput | WaitRequest> {
   if (turnSignal.aborted) return toolError('cancelled', 'the turn was cancelled before the tool ran');
   const ctl = new AbortController();
   const onTurnAbort = () => ctl.abort(turnSignal.reason);
@@ -192,9 +200,10 @@ export async function executeTool(t: Tool, input: unknown, ctx: Omit<ToolContext
     const ms = t.timeoutMs;
     timer = setTimeout(() => ctl.abort(new ToolTimeoutError(ms)), ms);
   }
-  const run = (async (): Promise<ToolOutput> => {
+  const run = (async (): Promise<ToolOutput | WaitRequest> => {
     try {
-      return toOutput(await t.execute(input, { ...ctx, signal: ctl.signal }));
+      const value = await t.execute(input, { ...ctx, signal: ctl.signal });
+      return isWaitRequest(value) ? value : toOutput(value);
     } catch (error) {
       if (ctl.signal.aborted) return stopped;
       const message = error instanceof Error ? error.message : String(error);

@@ -1,4 +1,4 @@
-import { totalTokens, type JsonValue, type Message, type Usage, type UserMessage } from '../model/index.ts';
+import { totalTokens, type JsonValue, type Message, type ToolOutput, type Usage, type UserMessage } from '../model/index.ts';
 import type { AgentDefinition } from './agent.ts';
 import type { ConfigChange, TurnHooks } from './hooks.ts';
 import type { EventDataMap, PendingCall, TurnEndReason, TurnError } from './events.ts';
@@ -18,6 +18,8 @@ export interface ApprovalDecision {
   reason?: string;
   /** For an interactive call (ask_user): the answer, which becomes its result. */
   answer?: JsonValue;
+  /** For a wait that ended (a sleep, a signal): the call's result as is. */
+  output?: ToolOutput;
   /** Already in the log (the caller recorded it when it was made): do not record it again. */
   recorded?: boolean;
 }
@@ -59,6 +61,8 @@ export interface TurnOptions {
   turn?: number;
   /** Scopes tool idempotency keys, e.g. the session or run id. */
   scope?: string;
+  /** The clock tools see (ToolContext.now): default Date.now. */
+  now?: () => number;
 }
 
 export interface TurnResult {

@@ -70,6 +70,7 @@ function logEvent(logger: Logger, e: SessionEvent, ids: Record<string, string>):
       else if (d.to === 'failed') logger.error({ ...ids, attempt: d.attempt, ...(d.error ? { error: d.error } : {}), ...(d.reason ? { reason: d.reason } : {}) }, 'run failed');
       else if (d.to === 'cancelled' || d.to === 'timed_out') logger.warn({ ...ids, ...(d.reason ? { reason: d.reason } : {}) }, `run ${d.to === 'cancelled' ? 'cancelled' : 'timed out'}`);
       else if (d.to === 'waiting_approval' || d.to === 'waiting_for_user') logger.info(ids, d.to === 'waiting_approval' ? 'run waits for an approval' : 'run waits for an answer');
+      else if (d.to === 'sleeping' || d.to === 'waiting_for_signal') logger.info(ids, d.to === 'sleeping' ? 'run sleeps' : 'run waits for a signal');
       else if (d.to === 'paused') logger.info(ids, 'run paused');
       else if (d.to === 'queued' && d.from === null) logger.debug({ ...ids, ...(d.agent ? { agent: d.agent.name } : {}) }, 'run queued');
       break;

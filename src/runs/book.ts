@@ -1,5 +1,5 @@
 import { newId, userMessage, type AgentDefinition, type PendingCall, type UserInput } from '../core/index.ts';
-import { addUsage, emptyUsage, type JsonValue, type Usage, type UserMessage } from '../model/index.ts';
+import { addUsage, emptyUsage, type JsonValue, type ToolOutput, type Usage, type UserMessage } from '../model/index.ts';
 import type { NewEvent, SessionEvent, Sessions } from '../session/index.ts';
 import {
   isTerminal,
@@ -18,6 +18,8 @@ import {
 } from '../store/index.ts';
 import type { TraceCarrier } from '../telemetry/trace-context.ts';
 import { assertTransition, IllegalTransitionError, statusesLeadingTo } from './state.ts';
+import { systemClock, type Clock } from './clock.ts';
+import { applyDecisions, type WaitingCall } from './waits.ts';
 
 export type IfBusy = 'reject' | 'enqueue' | 'steer' | 'interrupt';
 /** A message taken by a session: the run it created, waits for, or steers, and the events to publish. */
@@ -37,12 +39,15 @@ export interface FinishOptions {
   resolveAgent: (name: string, version?: string) => AgentDefinition | undefined;
 }
 
-/** What a waiting run waits for, as stored in its row. */
+/** What a waiting run waits for, as stored in its row (the waiting model, ADR-0015: see waits.ts). */
 export interface Waiting {
-  kind: 'approval' | 'input';
-  calls: PendingCall[];
-  /** Decisions and answers recorded so far, by tool call id. */
-  decisions: Record<string, { approved?: boolean; input?: JsonValue; reason?: string; answer?: JsonValue; at: number }>;
+  /** What it waits for first (its status says the same): approvals, questions, signals, time. */
+  kind: PendingCall['kind'];
+  /** The pending calls, each with its deadline if it has one (see WaitingCall). */
+  calls: WaitingCall[];
+  /** Decisions, answers and ended waits recorded so far, by tool call id. */
+  decisions: Record<string, { approved?: boolean; input?: JsonValue; reason?: string; answer?: JsonValue; output?: ToolOutput; by?: string; at: number }>;
+  /** The first deadline of the calls still waiting (a sleep's wake-up included). */
   expiresAt: number | null;
 }
 
@@ -145,6 +150,8 @@ const queuedStatus = (agent: { name: string; version: string }) => ({ from: null
  */
 export class RunBook {
   readonly sessions: Sessions;
+  /** The time of waits and their deadlines (the runtime's clock). */
+  clock: Clock = systemClock;
 
   constructor(sessions: Sessions) {
     this.sessions = sessions;
@@ -221,8 +228,8 @@ export class RunBook {
     });
   }
 
-  /** What a message does to its session (`send` without the transaction around it). */
-  private async accept(
+  /** What a message does to its session (`send` without the transaction around it; schedules fire through it). */
+  async accept(
     tx: StoreOps,
     sessionId: string,
     message: UserMessage,
@@ -488,7 +495,7 @@ export class RunBook {
       const call = waiting?.calls.find((c) => c.toolCallId === toolCallId);
       const wantKind = d.answer !== undefined ? 'input' : 'approval';
       const wantStatus: RunStatus = wantKind === 'input' ? 'waiting_for_user' : 'waiting_approval';
-      const what = (kind: 'input' | 'approval') => (kind === 'input' ? 'a question' : 'an approval');
+      const what = (kind: string) => (kind === 'input' ? 'a question' : kind === 'approval' ? 'an approval' : `a ${kind} wait`);
       // A run that waits for nothing, or a call of another kind: the run's state refuses it (409).
       if (run.status !== 'waiting_approval' && run.status !== 'waiting_for_user') {
         throw new IllegalTransitionError(runId, run.status, 'queued', `it is ${run.status} and waits for no decision`);
@@ -505,7 +512,7 @@ export class RunBook {
         throw new StoreError('already_decided', `${wantKind === 'input' ? 'question' : 'approval'} ${toolCallId} of run ${runId} was already answered`);
       }
       if (run.status !== wantStatus) throw new IllegalTransitionError(runId, run.status, 'queued', `it is ${run.status}, not ${wantStatus}`);
-      const decisions = { ...waiting.decisions, [toolCallId]: { ...d, at: Date.now() } };
+      const decision = { ...d, at: this.clock.now() };
       const event: NewEvent =
         wantKind === 'input'
           ? { type: 'user/answer', runId, ...(run.turn !== null ? { turn: run.turn } : {}), data: { toolCallId, answer: d.answer! } }
@@ -515,24 +522,10 @@ export class RunBook {
               ...(run.turn !== null ? { turn: run.turn } : {}),
               data: { toolCallId, approved: d.approved === true, ...(d.reason !== undefined ? { reason: d.reason } : {}), ...(d.input !== undefined ? { editedInput: d.input } : {}) },
             };
-      const events = await this.append(tx, run.sessionId, [event]);
-      const left = waiting.calls.filter((c) => !decisions[c.toolCallId]);
-      const nextWaiting: Waiting = { ...waiting, decisions };
-      if (left.length === 0) {
-        // It waits no more: the decisions are in the log (the resumed turn reads them there), and no
-        // expiry of the wait it left may time it out later.
-        const t = await this.transition(tx, run, 'queued', { reason: wantKind === 'input' ? 'answered' : 'decided', patch: { waiting: null } });
-        return { run: t.run, events: [...events, ...t.events] };
-      }
-      // Approvals first, then questions: the status says what is still awaited.
-      const stillApproval = left.some((c) => c.kind === 'approval');
-      const status: RunStatus = stillApproval ? 'waiting_approval' : 'waiting_for_user';
-      if (status !== run.status) {
-        const t = await this.transition(tx, run, status, { reason: 'partly decided', patch: { waiting: { ...nextWaiting, kind: stillApproval ? 'approval' : 'input' } as unknown as JsonObject } });
-        return { run: t.run, events: [...events, ...t.events] };
-      }
-      const updated = await tx.updateRun(runId, { waiting: nextWaiting as unknown as JsonObject }, { statuses: [run.status] });
-      return { run: updated, events };
+      // Queued when nothing is left to wait for (the decisions are in the log, where the resumed turn
+      // reads them), else what is still awaited (approvals, questions, signals, time) says the status.
+      const left = waiting.calls.filter((c) => c.toolCallId !== toolCallId && !waiting.decisions[c.toolCallId]);
+      return applyDecisions(this, tx, run, waiting, { [toolCallId]: decision }, [event], left.length === 0 ? (wantKind === 'input' ? 'answered' : 'decided') : 'partly decided');
     });
     return out.run;
   }

@@ -9,6 +9,7 @@ import type { RunBook, RunOptions, Waiting } from './book.ts';
 import type { RunObservers } from './observer.ts';
 import { resumePoint } from './resume.ts';
 import { RunSink, type RunEnd } from './sink.ts';
+import type { Waits } from './waits.ts';
 
 /** What the runtime offers to tools that start runs of their own (subagents). */
 export interface RunHost {
@@ -38,6 +39,11 @@ export interface RunScope {
    * it waits, the worker may claim another run in its place. The run keeps its lease.
    */
   waitOutside<T>(p: Promise<T>): Promise<T>;
+  /**
+   * A callback URL path (`/v1/callbacks/{token}`) that delivers the signal `name` to this run
+   * without an API key (ADR-0015): give it to a third party, then return `waitForSignal(name)`.
+   */
+  callback(name: string): Promise<{ token: string; path: string }>;
 }
 
 export const runScope = new AsyncLocalStorage<RunScope>();
@@ -57,6 +63,8 @@ export interface ExecutionEnv {
   observers?: RunObservers;
   /** Record message contents on spans (see TelemetryOptions.recordContent). */
   recordContent?: boolean;
+  /** Deadlines, wake-ups and signals of waiting runs (ADR-0015). */
+  waits?: Waits;
 }
 
 /**
@@ -195,6 +203,7 @@ export class Execution {
       resolveAgent: this.env.resolveAgent,
       waitTimeoutMs: options.waitTimeoutMs,
       steeringWaiting: () => this.steeringArrived(),
+      ...(this.env.waits ? { waits: this.env.waits } : {}),
       // No other worker can claim the run before its lease expires: well before that, it is ours.
       leaseHolds: () => Date.now() < this.leaseHeldUntil - this.env.renewEveryMs,
       spans: this.spans,
@@ -203,7 +212,7 @@ export class Execution {
     const compaction = this.env.compactionFor(agent);
     if (compaction) hooks.push(compactionHook(book.sessions.log, run.sessionId, agent.model, compaction, book.sessions.snapshotEvery, run.id));
 
-    const base = { sink: this.sink, hooks, scope: run.id, ...(run.turn !== null ? { turn: run.turn } : {}) };
+    const base = { sink: this.sink, hooks, scope: run.id, now: () => book.clock.now(), ...(run.turn !== null ? { turn: run.turn } : {}) };
     // Where the run stands is in the log: its checkpoint (counters and a log position) and its
     // events after it. A run whose turn never reached the log starts fresh from the context.
     const checkpoint = await book.store.getCheckpoint(run.id);
@@ -231,6 +240,10 @@ export class Execution {
       host: this.env.host,
       ending: () => this.stopReason === 'cancel' || this.stopReason === 'timeout',
       waitOutside: (p) => this.waitOutside(p),
+      callback: (name) => {
+        if (!this.env.waits) throw new Error('this runtime delivers no signals');
+        return this.env.waits.issueCallback(run.id, name);
+      },
     };
     const result: TurnResult = await runScope.run(scope, async () => {
       this.handle = start();

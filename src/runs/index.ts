@@ -8,3 +8,6 @@ export * from './runtime.ts';
 export * from './subagent.ts';
 export * from './observer.ts';
 export * from './clock.ts';
+export * from './waits.ts';
+export * from './webhooks/index.ts';
+export * from './schedules.ts';

@@ -68,6 +68,10 @@ export function resumePoint(checkpoint: Checkpoint | undefined, conversation: Me
       case 'user/answer':
         approvals.set(e.data.toolCallId, { toolCallId: e.data.toolCallId, answer: e.data.answer, recorded: true });
         break;
+      case 'wait/resolved':
+        // A sleep or a signal wait that ended: its result is the call's (ADR-0015).
+        approvals.set(e.data.toolCallId, { toolCallId: e.data.toolCallId, output: e.data.output, recorded: true });
+        break;
       default:
         break;
     }
@@ -78,7 +82,7 @@ export function resumePoint(checkpoint: Checkpoint | undefined, conversation: Me
     approvals.set(toolCallId, {
       toolCallId,
       recorded: true,
-      ...(d.answer !== undefined ? { answer: d.answer } : { approved: d.approved === true }),
+      ...(d.output !== undefined ? { output: d.output } : d.answer !== undefined ? { answer: d.answer } : { approved: d.approved === true }),
       ...(d.reason !== undefined ? { reason: d.reason } : {}),
       ...(d.input !== undefined ? { input: d.input } : {}),
     });

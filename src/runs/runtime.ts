@@ -22,9 +22,12 @@ import { SendSpan } from '../telemetry/send-span.ts';
 import { recordsContent, type TelemetryOptions } from '../telemetry/tracer.ts';
 import type { Execution, ExecutionEnv } from './execution.ts';
 import { systemClock, type Clock } from './clock.ts';
+import { Waits } from './waits.ts';
+import { Webhooks, type WebhookOptions } from './webhooks/index.ts';
 import { RunObservers, type RunObserver } from './observer.ts';
 import { IllegalTransitionError } from './state.ts';
 import { Worker, type WorkerHost, type WorkerOptions } from './worker.ts';
+import { Schedules, type SchedulerOptions } from './schedules.ts';
 
 export interface RuntimeOptions {
   store: Store;
@@ -46,11 +49,15 @@ export interface RuntimeOptions {
   maxAttempts?: number;
   /** The time for wait deadlines, sleeps, schedules and retries (default: the system clock; tests pass `manualClock()`). */
   clock?: Clock;
+  /** Webhook deliveries: attempt timeout, retries (docs/webhooks.md). */
+  webhooks?: WebhookOptions;
   snapshotEvery?: number;
   /** How long a subagent tree may nest. */
   maxDepth?: number;
   /** OpenTelemetry traces (made when an SDK is registered): whether message contents are recorded. */
   telemetry?: TelemetryOptions;
+  /** The scheduler (runs/schedules.ts): how often a runtime with a worker checks for due schedules. */
+  schedules?: SchedulerOptions;
 }
 
 export interface SendOptions extends RunOptions {
@@ -65,7 +72,7 @@ export type SendResult = { outcome: 'created' | 'enqueued' | 'steered'; message:
 
 export type RunStreamItem = { kind: 'event'; event: SessionEvent } | { kind: 'delta'; delta: DeltaEvent; id: string };
 
-const SETTLED: readonly RunStatus[] = ['waiting_approval', 'waiting_for_user', 'paused', 'completed', 'failed', 'cancelled', 'timed_out'];
+const SETTLED: readonly RunStatus[] = ['waiting_approval', 'waiting_for_user', 'sleeping', 'waiting_for_signal', 'paused', 'completed', 'failed', 'cancelled', 'timed_out'];
 
 /**
  * The runs layer's library API: sessions that take messages, durable runs, and workers.
@@ -81,6 +88,12 @@ export class Runtime {
   };
   readonly runs: RunsApi;
   readonly book: RunBook;
+  /** Deadlines, wake-ups, signals and callbacks of waiting runs (ADR-0015). */
+  readonly waits: Waits;
+  /** Webhook subscriptions, the outbox hook and this process's dispatcher (started with the workers). */
+  readonly webhooks: Webhooks;
+  /** Schedules (cron or interval): fired by the scheduler of every runtime that has a worker. */
+  readonly schedules: Schedules;
   private readonly options: Required<Pick<RuntimeOptions, 'leaseMs' | 'renewEveryMs' | 'controlPollMs' | 'maxAttempts' | 'maxDepth'>> & RuntimeOptions;
   private readonly agents = new Map<string, AgentDefinition[]>();
   private readonly wakeups = new EventEmitter();
@@ -106,6 +119,9 @@ export class Runtime {
     this.wakeups.setMaxListeners(0);
     const sessions = new Sessions({ store: options.store, ...(options.snapshotEvery !== undefined ? { snapshotEvery: options.snapshotEvery } : {}) });
     this.book = new RunBook(sessions);
+    this.book.clock = options.clock ?? systemClock;
+    this.waits = new Waits(this.book, this.resolveAgent);
+    this.webhooks = new Webhooks(options.store, sessions.log, this.clock, options.webhooks);
     const eraseOne = sessions.erase.bind(sessions);
     this.sessions = Object.assign(sessions, {
       send: (sessionId: string, input: UserInput, o?: SendOptions) => this.send(sessionId, input, o),
@@ -113,6 +129,7 @@ export class Runtime {
       eraseTenant: (tenant: string) => this.eraseTenant(tenant),
     });
     this.runs = new RunsApi(this);
+    this.schedules = new Schedules(this, { ...options.schedules, ...(options.runDefaults ? { runDefaults: options.runDefaults } : {}) });
   }
 
   /** API keys, by the hash of their secret (see server/auth.ts), and all of them. */
@@ -241,6 +258,8 @@ export class Runtime {
     };
     const worker = new Worker(host, options);
     this.workers.add(worker);
+    this.webhooks.startDispatcher();
+    this.schedules.start();
     return worker;
   }
 
@@ -262,6 +281,7 @@ export class Runtime {
       host: this,
       observers: this.observers,
       recordContent: this.recordContent,
+      waits: this.waits,
     };
   }
 
@@ -302,8 +322,10 @@ export class Runtime {
 
   /** Stops every worker this runtime started (gracefully), then closes nothing else: the store is the caller's. */
   async close(options: { graceMs?: number } = {}): Promise<void> {
+    await this.schedules.stop();
     await Promise.all([...this.workers].map((w) => w.stop(options)));
     this.workers.clear();
+    await this.webhooks.stopDispatcher();
   }
 
   /** A child run for a subagent call: found again (same parent call) after a crash, never created twice. */
@@ -519,7 +541,33 @@ export class RunsApi {
       return r;
     });
     this.rt.executions.get(id)?.steeringArrived();
-    return { message, run };
+    // A sleeping run whose sleep wakes on steering wakes now; any other takes it when it runs again.
+    const woken = await this.rt.waits.steered(id);
+    if (woken) this.rt.wake();
+    return { message, run: woken ?? run };
+  }
+
+  /**
+   * Delivers the signal `name` to the run, exactly once (ADR-0015): it ends the run's wait for it,
+   * or is kept until the wait starts. `already_delivered` for a second delivery; `validation` when
+   * the payload does not match the waiting call's schema.
+   */
+  async signal(id: string, name: string, payload: unknown, o: { source?: 'api' | 'library' } = {}): Promise<{ run: RunRecord; consumed: boolean }> {
+    const r = await this.rt.waits.deliver(id, name, payload, o.source ?? 'library');
+    if (r.consumed) this.rt.wake();
+    return r;
+  }
+
+  /** Delivers the signal a callback token stands for (`POST /v1/callbacks/{token}`). */
+  async callback(token: string, payload: unknown): Promise<{ run: RunRecord; consumed: boolean; name: string }> {
+    const r = await this.rt.waits.deliverByToken(token, payload);
+    if (r.consumed) this.rt.wake();
+    return r;
+  }
+
+  /** A callback token for the run's signal `name` (tools get one from their RunScope: `callback`). */
+  issueCallback(id: string, name: string): Promise<{ token: string; path: string }> {
+    return this.rt.waits.issueCallback(id, name);
   }
 
   /**

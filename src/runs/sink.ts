@@ -4,6 +4,7 @@ import { FencedError, type JsonObject, type RunRecord, type RunStatus, type Stor
 import type { RunSpans } from '../telemetry/run-spans.ts';
 import type { FinalStatus, FinishOptions, RunBook, Waiting } from './book.ts';
 import type { RunCheckpointState } from './resume.ts';
+import { newWaiting, statusOf, type Waits } from './waits.ts';
 
 const NONE: readonly SessionEvent[] = [];
 
@@ -18,7 +19,11 @@ export interface RunSinkHooks {
   leaseHolds?: () => boolean;
   /** The execution's spans, told of every commit (only when a tracer records). */
   spans?: RunSpans | undefined;
+  /** Ends a wait at once when what it waits for already came (see Waits.settleIn). */
+  waits?: Waits;
 }
+
+const WAIT_REASONS: Record<Waiting['kind'], string> = { approval: 'approval needed', input: 'question for the user', sleep: 'sleeping', signal: 'waiting for a signal' };
 
 export type RunEnd =
   | { status: FinalStatus; reason?: string; error?: JsonObject }
@@ -123,21 +128,20 @@ export class RunSink extends BufferedSink {
     const total = await this.book.withChildren(tx, this.run.id, end.data.usage, end.data.cost);
     const usage = total.usage as unknown as JsonObject;
     if (outcome.status === 'waiting') {
+      // The waiting model (ADR-0015): each pending call with its deadline; no worker holds the run.
       const pending = end.data.pending ?? [];
-      const status: RunStatus = pending.some((p) => p.kind === 'approval') ? 'waiting_approval' : 'waiting_for_user';
-      const waiting: Waiting = {
-        kind: status === 'waiting_approval' ? 'approval' : 'input',
-        calls: pending,
-        decisions: {},
-        expiresAt: this.hooks.waitTimeoutMs !== undefined ? Date.now() + this.hooks.waitTimeoutMs : null,
-      };
+      const agent = this.hooks.resolveAgent(this.run.agent.name, this.run.agent.version);
+      const waiting = newWaiting(pending, agent, this.hooks.waitTimeoutMs, this.book.clock.now());
+      const status: RunStatus = statusOf(pending);
       const t = await this.book.transition(tx, current, status, {
-        reason: waiting.kind === 'approval' ? 'approval needed' : 'question for the user',
+        reason: WAIT_REASONS[waiting.kind],
         patch: { waiting: waiting as unknown as JsonObject, lease: null, usage, cost: total.cost },
         guard,
       });
-      this.ended = t.run;
-      return t.events;
+      // A signal that came before the wait, or a time already past: the wait ends at once.
+      const settled = this.hooks.waits ? await this.hooks.waits.settleIn(tx, t.run) : { run: t.run, events: [] };
+      this.ended = settled.run;
+      return [...t.events, ...settled.events];
     }
     if (outcome.status === 'paused' || outcome.status === 'queued') {
       const t = await this.book.transition(tx, current, outcome.status, {

@@ -8,9 +8,13 @@ const TRANSITIONS: Record<RunStatus, readonly RunStatus[]> = {
   // queued → failed: a run queued behind another whose agent is gone when it comes up.
   queued: ['running', 'paused', 'failed', 'cancelled', 'timed_out'],
   // running → queued: the worker let go (shutdown, or an infrastructure retry) and another takes over.
-  running: ['waiting_approval', 'waiting_for_user', 'paused', 'completed', 'failed', 'cancelled', 'timed_out', 'queued'],
-  waiting_approval: ['queued', 'waiting_for_user', 'cancelled', 'timed_out'],
-  waiting_for_user: ['queued', 'waiting_approval', 'cancelled', 'timed_out'],
+  running: ['waiting_approval', 'waiting_for_user', 'sleeping', 'waiting_for_signal', 'paused', 'completed', 'failed', 'cancelled', 'timed_out', 'queued'],
+  // A wait moves to another when what it waits for changes (one step may wait for several things).
+  waiting_approval: ['queued', 'waiting_for_user', 'sleeping', 'waiting_for_signal', 'cancelled', 'timed_out'],
+  waiting_for_user: ['queued', 'waiting_approval', 'sleeping', 'waiting_for_signal', 'cancelled', 'timed_out'],
+  // Waits for time or for a signal (ADR-0015): woken by a guarded transition to queued, exactly once.
+  sleeping: ['queued', 'waiting_approval', 'waiting_for_user', 'waiting_for_signal', 'cancelled', 'timed_out'],
+  waiting_for_signal: ['queued', 'waiting_approval', 'waiting_for_user', 'sleeping', 'cancelled', 'timed_out'],
   paused: ['queued', 'cancelled', 'timed_out'],
   completed: [],
   failed: [],

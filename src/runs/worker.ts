@@ -4,6 +4,7 @@ import type { RunRecord } from '../store/index.ts';
 import type { RunBook, Waiting } from './book.ts';
 import { Execution, type ExecutionEnv } from './execution.ts';
 import { CLAIM_POLICY } from './state.ts';
+import { isWaiting, WAITING_STATUSES } from './waits.ts';
 
 export interface WorkerOptions {
   /** The lease owner's name; unique per worker. */
@@ -114,19 +115,26 @@ export class Worker {
       });
   }
 
-  /** Times out runs whose wait for a decision, or whose deadline, has passed while no worker held them. */
+  /**
+   * Times out runs whose deadline has passed while no worker held them, and ends the waits whose
+   * time came (ADR-0015): a sleep wakes, a deadline applies its policy. Times are the runtime's clock.
+   */
   private async sweep(): Promise<void> {
     this.lastSweep = Date.now();
     const { book } = this.host;
     const env = this.host.env(this.id);
-    const now = Date.now();
-    const idle = await book.store.listRuns({ statuses: ['queued', 'paused', 'waiting_approval', 'waiting_for_user'], limit: 10_000 });
+    const now = book.clock.now();
+    const idle = await book.store.listRuns({ statuses: ['queued', 'paused', ...WAITING_STATUSES], limit: 10_000 });
     for (const r of idle) {
-      // Only a run that still waits for a decision can have its wait expire.
-      const waits = r.status === 'waiting_approval' || r.status === 'waiting_for_user';
-      const waitExpired = waits && ((r.waiting as unknown as Waiting | null)?.expiresAt ?? Infinity) <= now;
+      // Only a run that still waits can have its wait expire.
+      const waitExpired = isWaiting(r.status) && ((r.waiting as unknown as Waiting | null)?.expiresAt ?? Infinity) <= now;
       const deadlinePassed = r.deadlineAt !== null && r.deadlineAt <= now;
       if (!waitExpired && !deadlinePassed) continue;
+      if (!deadlinePassed && env.waits) {
+        // A guarded transition: of two workers sweeping at once, one ends the wait.
+        if ((await env.waits.expire(r.id))?.status === 'queued') this.host.wake();
+        continue;
+      }
       await book
         .finish(r, 'timed_out', { reason: waitExpired ? 'the wait for a decision expired' : 'run timeout', closeOpenCalls: true, resolveAgent: env.resolveAgent })
         .catch(() => {}); // it moved meanwhile (someone decided, or a worker took it)

@@ -4,6 +4,7 @@ import type { MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { IdempotencyClaim, Runtime } from '../runs/index.ts';
+import { exceptCallbacks, waitRoutes } from './routes/waits.ts';
 import { ApiKeyCache, authMiddleware, FailedAuthLimiter, rateLimitMiddleware, type AuthEnv } from './auth.ts';
 import { instrumentRuntime, type KeelMetrics, type Logger } from '../monitoring/index.ts';
 import { HttpProblem, problemResponse, toProblem } from './problems.ts';
@@ -13,9 +14,11 @@ import { inspectorRoutes } from './routes/inspector.ts';
 import { opsRoutes } from './routes/ops.ts';
 import { overviewRoutes } from './routes/overview.ts';
 import { runRoutes } from './routes/runs.ts';
+import { scheduleRoutes } from './routes/schedules.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { streamRoutes } from './routes/streams.ts';
 import { usageRoutes } from './routes/usage.ts';
+import { webhookRoutes } from './routes/webhooks.ts';
 
 export interface ServerOptions {
   runtime: Runtime;
@@ -196,7 +199,8 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   });
   opsRoutes(app, ctx);
 
-  app.use('/v1/*', authMiddleware(ctx.keys, ctx.authFailures, options.auth));
+  // Callback URLs (ADR-0015) carry their own credential, the token: no API key.
+  app.use('/v1/*', exceptCallbacks(authMiddleware(ctx.keys, ctx.authFailures, options.auth)));
   app.use('/v1/*', rateLimitMiddleware(ctx.options.rateLimitPerMinute));
   app.use('/v1/*', knownQueryParams(app));
   app.use('/v1/*', async (c, next) => {
@@ -234,7 +238,10 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
 
   sessionRoutes(app, ctx);
   usageRoutes(app, ctx);
+  webhookRoutes(app, ctx);
+  scheduleRoutes(app, ctx);
   runRoutes(app, ctx);
+  waitRoutes(app, ctx);
   streamRoutes(app, ctx);
   chatRoutes(app, ctx);
   overviewRoutes(app, ctx);

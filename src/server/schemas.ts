@@ -2,6 +2,8 @@ import { HttpProblem } from './problems.ts';
 import { z } from '@hono/zod-openapi';
 import type { SessionEvent } from '../session/index.ts';
 import type { RunRecord, SessionRecord } from '../store/index.ts';
+import type { Waiting } from '../runs/book.ts';
+import { waitDetails } from '../runs/waits.ts';
 
 /** API payloads. Bodies are strict: unknown fields are refused, not ignored. */
 export const ProblemSchema = z
@@ -34,7 +36,7 @@ export const RunSchema = z
     child_run_ids: z.array(z.string()),
     agent: z.object({ name: z.string(), version: z.string() }),
     agent_spec: JsonObjectSchema,
-    status: z.enum(['queued', 'running', 'waiting_approval', 'waiting_for_user', 'paused', 'completed', 'failed', 'cancelled', 'timed_out']),
+    status: z.enum(['queued', 'running', 'waiting_approval', 'waiting_for_user', 'sleeping', 'waiting_for_signal', 'paused', 'completed', 'failed', 'cancelled', 'timed_out']),
     queued_behind: z
       .boolean()
       .describe("Queued behind the session's active run (an enqueued message): it starts when that run and the runs queued before it have ended; its turn is numbered then"),
@@ -49,11 +51,24 @@ export const RunSchema = z
     error: JsonObjectSchema.nullable(),
     waiting: z
       .object({
-        kind: z.enum(['approval', 'input']),
+        kind: z.enum(['approval', 'input', 'sleep', 'signal']),
         requests: z.array(
-          z.object({ approval_id: z.string(), tool_call_id: z.string(), tool: z.string(), arguments: z.unknown(), kind: z.enum(['approval', 'input']), decided: z.boolean() }),
+          z.object({
+            approval_id: z.string(),
+            tool_call_id: z.string(),
+            tool: z.string(),
+            arguments: z.unknown(),
+            kind: z.enum(['approval', 'input', 'sleep', 'signal']),
+            decided: z.boolean(),
+            until: z.string().optional().describe('A sleep: when it wakes'),
+            wake_on_steer: z.boolean().optional().describe('A sleep: a steering message wakes it early'),
+            signal: z.string().optional().describe('A signal wait: the name to deliver (POST /v1/runs/{id}/signals/{name})'),
+            schema: z.unknown().optional().describe("A signal wait: the JSON Schema of the payload"),
+            deadline: z.string().optional().describe('When this wait ends by itself'),
+            on_deadline: z.unknown().optional().describe("What happens then: 'timed_out', 'wake', { deny } or { answer }"),
+          }),
         ),
-        expires_at: z.string().nullable(),
+        expires_at: z.string().nullable().describe('The first deadline of what the run still waits for (a sleep: its wake-up)'),
       })
       .nullable(),
     lease: z.object({ owner: z.string(), expires_at: z.string() }).nullable(),
@@ -179,7 +194,7 @@ export function sessionJson(s: SessionRecord) {
 }
 
 export function runJson(r: RunRecord, children: readonly string[], resume: { step: number; seq: number } | null = null) {
-  const w = r.waiting as { kind: 'approval' | 'input'; calls: Array<{ toolCallId: string; toolName: string; input: unknown; kind: 'approval' | 'input' }>; decisions: Record<string, unknown>; expiresAt: number | null } | null;
+  const w = r.waiting as unknown as Waiting | null;
   return {
     id: r.id,
     session_id: r.sessionId,
@@ -202,7 +217,15 @@ export function runJson(r: RunRecord, children: readonly string[], resume: { ste
       ? {
           kind: w.kind,
           // An approval is identified by the tool call it is about.
-          requests: w.calls.map((c) => ({ approval_id: c.toolCallId, tool_call_id: c.toolCallId, tool: c.toolName, arguments: c.input, kind: c.kind, decided: w.decisions[c.toolCallId] !== undefined })),
+          requests: w.calls.map((c) => ({
+            approval_id: c.toolCallId,
+            tool_call_id: c.toolCallId,
+            tool: c.toolName,
+            arguments: c.input,
+            kind: c.kind,
+            decided: w.decisions[c.toolCallId] !== undefined,
+            ...waitDetails(c),
+          })),
           expires_at: iso(w.expiresAt),
         }
       : null,

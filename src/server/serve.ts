@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import type { LoadedConfig } from '../config/index.ts';
-import { createRuntime, type Runtime, type Worker } from '../runs/index.ts';
+import { createRuntime, type Runtime } from '../runs/index.ts';
 import type { Store } from '../store/index.ts';
 import { createApp, type ServerOptions } from './app.ts';
 
@@ -48,8 +48,9 @@ export async function startServer(o: StartOptions): Promise<RunningServer> {
     compaction: o.config.compaction,
     ...(o.leaseMs !== undefined ? { leaseMs: o.leaseMs } : {}),
   });
-  const workers: Worker[] = [];
-  if ((o.workers ?? 8) > 0) workers.push(runtime.startWorker({ concurrency: o.workers ?? 8 }));
+  if ((o.workers ?? 8) > 0) runtime.startWorker({ concurrency: o.workers ?? 8 });
+  // Webhook deliveries go out from every API process too, with or without workers.
+  runtime.webhooks.startDispatcher();
   const { app, close: closeApp } = createApp({ ...o, runtime, auth });
 
   let server: ServerType;
@@ -60,7 +61,7 @@ export async function startServer(o: StartOptions): Promise<RunningServer> {
     });
   } catch (e) {
     // Could not listen (the port is taken...): nothing of this server may keep running.
-    await Promise.all(workers.map((w) => w.stop({ graceMs: 0 })));
+    await runtime.close({ graceMs: 0 });
     closeApp();
     throw e;
   }
@@ -77,7 +78,8 @@ export async function startServer(o: StartOptions): Promise<RunningServer> {
         // Open streams would hold close() forever: end them; clients resume elsewhere or later.
         (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
       });
-      await Promise.all(workers.map((w) => w.stop(options)));
+      // Its workers (runs handed back), its scheduler and its webhook deliveries stop.
+      await runtime.close(options);
       closeApp();
     },
   };

@@ -143,6 +143,13 @@ function requestHeaderV1toV2(data: unknown): unknown {
 /** Event types at a version above 1, with the upcasters that read their older versions. */
 const VERSIONS: Record<string, { v: number; upcasters: Record<number, (data: unknown) => unknown> }> = {
   'request/header': { v: 2, upcasters: { 1: requestHeaderV1toV2 } },
+  // v2 (ADR-0015) only adds: run statuses sleeping and waiting_for_signal; pending sleeps and
+  // signals; `by: 'deadline'` on decisions and answers. v1 data is v2 data as is; the bump tells an
+  // older Keel that it cannot read what it does not know.
+  'run/status': { v: 2, upcasters: { 1: (d) => d } },
+  'turn/end': { v: 2, upcasters: { 1: (d) => d } },
+  'tool/decision': { v: 2, upcasters: { 1: (d) => d } },
+  'user/answer': { v: 2, upcasters: { 1: (d) => d } },
 };
 
 /** The registry of every event type this version of Keel writes. */

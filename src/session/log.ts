@@ -34,6 +34,19 @@ const MAX_POSITIONS = 10_000;
  */
 /** Where a log transaction collects the events to publish when it commits (see `transaction`). */
 const ON_COMMIT: unique symbol = Symbol('keel.onCommit');
+/** Where a log transaction collects what to run once it committed (see AppendHook). */
+const AFTER_COMMIT: unique symbol = Symbol('keel.afterCommit');
+
+/**
+ * Called inside the store transaction of an append, before it commits (the webhooks outbox writes
+ * its deliveries there: ADR-0017). `wants` is asked first, in memory, of the events about to be
+ * appended: only when it says yes is `handler` called (and an append made outside a transaction is
+ * made in one). `afterCommit` runs a function once the transaction committed (never on rollback).
+ */
+export interface AppendHook {
+  wants(e: { type: string; data: unknown }): boolean;
+  handler(tx: StoreOps, sessionId: string, events: readonly SessionEvent[], afterCommit: (fn: () => void) => void): Promise<void> | void;
+}
 
 /**
  * A delta's `id` is `seq.n`: the n-th delta after durable event `seq`, the latest the session
@@ -63,6 +76,22 @@ export class SessionLog {
   private readonly keptLimit: number;
   private readonly keptSizeLimit: number;
   private keptSize = 0;
+  private readonly appendHooks: AppendHook[] = [];
+
+  /** Adds a hook called inside the transaction of the appends it wants (see AppendHook); returns its removal. */
+  onAppend(hook: AppendHook): () => void {
+    this.appendHooks.push(hook);
+    return () => {
+      const i = this.appendHooks.indexOf(hook);
+      if (i >= 0) this.appendHooks.splice(i, 1);
+    };
+  }
+
+  private hooksWanting(events: readonly { type: string; data: unknown }[]): AppendHook[] | undefined {
+    if (this.appendHooks.length === 0) return undefined;
+    const wanting = this.appendHooks.filter((h) => events.some((e) => h.wants(e)));
+    return wanting.length > 0 ? wanting : undefined;
+  }
 
   /**
    * `keptStates` and `keptSize` bound the projection states kept in memory: how many, and how
@@ -129,6 +158,9 @@ export class SessionLog {
       datas.push(enc.data);
     }
     const { tx, trusted: _trusted, ...appendOptions } = options;
+    const hooks = this.hooksWanting(events);
+    // A hook writes in the append's transaction: an append that wants one is made in one.
+    if (hooks && !tx) return this.transaction((t) => this.append(sessionId, events, { ...options, tx: t }));
     const write = async (ops: StoreOps) => {
       if (blobs.length > 0) await ops.putBlobs(blobs);
       return ops.append(sessionId, drafts, appendOptions);
@@ -142,6 +174,10 @@ export class SessionLog {
       const committed = (tx as Partial<Record<typeof ON_COMMIT, Array<[string, SessionEvent[]]>>>)[ON_COMMIT];
       if (!committed) throw new Error('SessionLog.append: a transaction of the log is needed (log.transaction), so that its events are published when it commits');
       committed.push([sessionId, decoded]);
+      if (hooks) {
+        const after = (tx as Partial<Record<typeof AFTER_COMMIT, Array<() => void>>>)[AFTER_COMMIT]!;
+        for (const h of hooks) await h.handler(tx, sessionId, decoded, (fn) => after.push(fn));
+      }
     }
     return decoded;
   }
@@ -153,13 +189,16 @@ export class SessionLog {
    */
   async transaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T> {
     const committed: Array<[string, SessionEvent[]]> = [];
+    const after: Array<() => void> = [];
     const result = await this.store.transaction((tx) => {
       // The same operations, carrying where this transaction's appended events go.
-      const scoped = Object.create(tx) as StoreOps & Record<typeof ON_COMMIT, Array<[string, SessionEvent[]]>>;
+      const scoped = Object.create(tx) as StoreOps & Record<typeof ON_COMMIT, Array<[string, SessionEvent[]]>> & Record<typeof AFTER_COMMIT, Array<() => void>>;
       scoped[ON_COMMIT] = committed;
+      scoped[AFTER_COMMIT] = after;
       return fn(scoped);
     });
     for (const [sessionId, events] of committed) this.publish(sessionId, events);
+    for (const fn of after) fn();
     return result;
   }
 

@@ -45,7 +45,15 @@ export const modelErrorInfo = z.strictObject({
 
 const modelRef = z.strictObject({ provider: z.string(), modelId: z.string() });
 const toolSchema = z.strictObject({ name: z.string(), description: z.string(), inputSchema: json });
-const pending = z.strictObject({ toolCallId: z.string(), toolName: z.string(), input: json, kind: z.enum(['approval', 'input']) });
+const onDeadline = z.union([z.literal('timed_out'), z.strictObject({ deny: z.string() }), z.strictObject({ answer: json })]);
+/** A sleep's or a signal's wait (ADR-0015), with the pending call that asked for it. */
+const waitSpec = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('sleep'), until: z.number(), wakeOnSteer: z.boolean().optional(), reason: z.string().optional() }),
+  z.strictObject({ kind: z.literal('signal'), name: z.string(), deadline: z.number().optional(), onTimeout: onDeadline.optional(), schema: json.optional() }),
+]);
+const pending = z.strictObject({ toolCallId: z.string(), toolName: z.string(), input: json, kind: z.enum(['approval', 'input', 'sleep', 'signal']), wait: waitSpec.optional() });
+/** Who decided: a person (absent), or the wait's deadline and its policy (ADR-0015). */
+const decidedBy = z.literal('deadline').optional();
 const pendingCall = z.strictObject({ toolCallId: z.string(), toolName: z.string(), input: json, assistantMessageId: z.string() });
 const turnError = z.strictObject({ kind: z.enum(['model', 'sink', 'hook', 'internal']), message: z.string(), model: modelErrorInfo.optional() });
 
@@ -105,9 +113,9 @@ export const loopEventSchemas = {
   }),
   'tool/call': z.strictObject({ toolCallId: z.string(), toolName: z.string(), input: json, idempotencyKey: z.string(), assistantMessageId: z.string() }),
   'tool/approval': pendingCall,
-  'tool/decision': z.strictObject({ toolCallId: z.string(), approved: z.boolean(), reason: z.string().optional(), editedInput: json.optional() }),
+  'tool/decision': z.strictObject({ toolCallId: z.string(), approved: z.boolean(), reason: z.string().optional(), editedInput: json.optional(), by: decidedBy }),
   'user/question': pendingCall,
-  'user/answer': z.strictObject({ toolCallId: z.string(), answer: json }),
+  'user/answer': z.strictObject({ toolCallId: z.string(), answer: json, by: decidedBy }),
   'tool/result': z.strictObject({ toolCallId: z.string(), toolName: z.string(), output: toolOutput, toolMessageId: z.string(), durationMs: z.number().nonnegative() }),
   'step/end': z.strictObject({ reason: z.enum(['tool-calls', 'final', 'interrupted', 'cancelled', 'failed']), usage }),
   'turn/end': z.strictObject({
@@ -120,7 +128,7 @@ export const loopEventSchemas = {
   }),
 } as const;
 
-const runStatus = z.enum(['queued', 'running', 'waiting_approval', 'waiting_for_user', 'paused', 'completed', 'failed', 'cancelled', 'timed_out']);
+const runStatus = z.enum(['queued', 'running', 'waiting_approval', 'waiting_for_user', 'paused', 'completed', 'failed', 'cancelled', 'timed_out', 'sleeping', 'waiting_for_signal']);
 
 /** Data schemas of the run lifecycle events (written by the runs layer, with the run's id). */
 export const runEventSchemas = {
@@ -139,6 +147,19 @@ export const runEventSchemas = {
     step: z.number().int().nonnegative(),
     reason: z.enum(['lease_expired', 'released']),
   }),
+  /**
+   * A sleep or a signal wait ended (ADR-0015): by the clock, a steering message, a signal (API or
+   * callback URL), or its deadline. `output` is the call's result when the run resumes.
+   */
+  'wait/resolved': z.strictObject({
+    toolCallId: z.string(),
+    kind: z.enum(['sleep', 'signal']),
+    by: z.enum(['clock', 'steer', 'signal', 'callback', 'deadline']),
+    name: z.string().optional(),
+    output: toolOutput,
+  }),
+  /** A schedule fired into this session (runs/schedules.ts): the tick and the run it created, in the fire's transaction. */
+  'schedule/fired': z.strictObject({ scheduleId: z.string(), tick: z.number().int(), runId: z.string() }),
 } as const;
 
 /** Data schemas of the events the session layer itself writes. */

@@ -3,3 +3,5 @@
  * chosen where the program is put together: the CLI, the public entry point, tests.
  */
 export * from './port.ts';
+export * from './webhooks.ts';
+export type { CallbackRecord, SignalRecord, WaitStoreOps } from './wait-rows.ts';

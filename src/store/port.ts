@@ -5,6 +5,9 @@
  * Events are append-only: the port has no way to change or remove one. Runs are rows whose every
  * change is a guarded compare-and-set, so two workers can never both win a transition.
  */
+import type { WebhookStoreOps } from './webhooks.ts';
+import type { WaitStoreOps } from './wait-rows.ts';
+
 export type JsonObject = { [key: string]: unknown };
 
 export interface SessionRecord {
@@ -105,8 +108,21 @@ export interface ReadEventsOptions {
   limit?: number;
 }
 
-export type RunStatus = 'queued' | 'running' | 'waiting_approval' | 'waiting_for_user' | 'paused' | 'completed' | 'failed' | 'cancelled' | 'timed_out';
-export const RUN_STATUSES: readonly RunStatus[] = ['queued', 'running', 'waiting_approval', 'waiting_for_user', 'paused', 'completed', 'failed', 'cancelled', 'timed_out'];
+export type RunStatus =
+  | 'queued'
+  | 'running'
+  | 'waiting_approval'
+  | 'waiting_for_user'
+  | 'paused'
+  | 'completed'
+  | 'failed'
+  | 'cancelled'
+  | 'timed_out'
+  /** Waiting for a time (a durable sleep, ADR-0015): no worker holds it. */
+  | 'sleeping'
+  /** Waiting for a named signal from outside (ADR-0015): no worker holds it. */
+  | 'waiting_for_signal';
+export const RUN_STATUSES: readonly RunStatus[] = ['queued', 'running', 'waiting_approval', 'waiting_for_user', 'paused', 'completed', 'failed', 'cancelled', 'timed_out', 'sleeping', 'waiting_for_signal'];
 export const TERMINAL_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'cancelled', 'timed_out'];
 export const isTerminal = (s: RunStatus): boolean => TERMINAL_STATUSES.includes(s);
 
@@ -288,7 +304,7 @@ export interface UsageTotals {
 }
 
 /** Every data operation. Inside `transaction` they all commit or roll back together. */
-export interface StoreOps {
+export interface StoreOps extends WebhookStoreOps, WaitStoreOps {
   createSession(s: NewSession): Promise<SessionRecord>;
   getSession(id: string): Promise<SessionRecord | undefined>;
   listSessions(page: SessionPage): Promise<SessionRecord[]>;
@@ -391,6 +407,75 @@ export interface StoreOps {
   putIdempotency(r: IdempotencyRecord): Promise<IdempotencyRecord>;
   /** Forgets records older than `before`. */
   pruneIdempotency(before: number): Promise<number>;
+
+  /** Schedules (runs/schedules.ts, ADR-0016). `conflict` when the id exists. */
+  createSchedule(s: ScheduleRecord): Promise<ScheduleRecord>;
+  /** Inside a transaction, PostgreSQL locks the row until it ends (fires of one schedule take turns). */
+  getSchedule(id: string): Promise<ScheduleRecord | undefined>;
+  /** By id, after the cursor; only a tenant's when given. */
+  listSchedules(q: ScheduleQuery): Promise<ScheduleRecord[]>;
+  /** NotFoundError when there is no such schedule. */
+  updateSchedule(id: string, patch: SchedulePatch): Promise<ScheduleRecord>;
+  /** Removes the schedule and its fires; false when it did not exist. */
+  deleteSchedule(id: string): Promise<boolean>;
+  /**
+   * Schedules not paused whose next fire is at or before `now`, earliest first, from the index on
+   * `next_fire_at`. Inside a transaction, PostgreSQL locks them and skips those another transaction
+   * holds (FOR UPDATE SKIP LOCKED): two workers never fire one schedule at once.
+   */
+  dueSchedules(now: number, limit: number): Promise<ScheduleRecord[]>;
+  /** Records a fire; false (and nothing written) when that tick of that schedule has one already (UNIQUE (schedule_id, tick)). */
+  addScheduleFire(f: ScheduleFireRecord): Promise<boolean>;
+  /** The schedule's fires, newest tick first, before the `before` tick when given. */
+  listScheduleFires(scheduleId: string, q: { before?: number; limit: number }): Promise<ScheduleFireRecord[]>;
+}
+
+export type ScheduleOverlap = 'skip' | 'enqueue' | 'interrupt';
+export type ScheduleCatchUp = 'once' | 'skip';
+export type ScheduleTarget = { sessionId: string } | { newSession: { title?: string | null; metadata?: JsonObject } };
+
+/** A schedule: when it fires (cron with a time zone, or an interval), what it sends, and where. */
+export interface ScheduleRecord {
+  id: string;
+  tenant: string;
+  name: string | null;
+  cron: { expression: string; timezone: string } | null;
+  intervalSeconds: number | null;
+  /** The message sent at each fire (a UserInput, as JSON). */
+  message: unknown;
+  target: ScheduleTarget;
+  /** `name` or `name@version`; null: the runtime's default agent. */
+  agent: string | null;
+  overlap: ScheduleOverlap;
+  catchUp: ScheduleCatchUp;
+  pausedAt: number | null;
+  /** The next tick (ms); null when paused or when the cron has no next time. */
+  nextFireAt: number | null;
+  /** The tick of the last fire (any outcome), and the run it created. */
+  lastTick: number | null;
+  lastRunId: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export type SchedulePatch = Partial<Pick<ScheduleRecord, 'pausedAt' | 'nextFireAt' | 'lastTick' | 'lastRunId' | 'updatedAt'>>;
+
+export interface ScheduleQuery {
+  tenant?: string;
+  /** Schedules with an id after this one (cursor). */
+  after?: string;
+  limit: number;
+}
+
+/** One tick of a schedule and what it did: a run (`fired`), nothing (`skipped`, with why), or an error (`failed`). */
+export interface ScheduleFireRecord {
+  scheduleId: string;
+  tick: number;
+  firedAt: number;
+  outcome: 'fired' | 'skipped' | 'failed';
+  reason: string | null;
+  runId: string | null;
+  sessionId: string | null;
 }
 
 export interface AppendOptions {

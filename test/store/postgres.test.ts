@@ -5,6 +5,24 @@ import { latestPostgresSchemaVersion, openPostgresStore, PostgresStore } from '.
 import { dropSchema, freshSchema, openTestPostgres, postgresUrl } from '../support/postgres.ts';
 import { storeContract } from './contract.ts';
 import { runsContract } from './runs-contract.ts';
+import { webhooksContract } from './webhooks-contract.ts';
+import { schedulesContract } from './schedules-contract.ts';
+import { waitsContract } from './waits-contract.ts';
+
+waitsContract('postgres (two nodes)', async () => {
+  const { store, another, cleanup } = await openTestPostgres();
+  return { store, another, cleanup };
+});
+
+schedulesContract('postgres (two nodes)', async () => {
+  const { store, another, cleanup } = await openTestPostgres();
+  return { store, another, cleanup };
+});
+
+webhooksContract('postgres (two nodes)', async () => {
+  const { store, another, cleanup } = await openTestPostgres();
+  return { store, another, cleanup };
+});
 
 storeContract('postgres', async () => {
   const { store, cleanup } = await openTestPostgres();

@@ -216,7 +216,7 @@ export function runsContract(name: string, open: () => Promise<OpenedRunsStore>)
     describe('countRunsByStatus', () => {
       it('counts runs by status as they are created and move, every status present, and a rolled-back move changes nothing', async () => {
         const before = await store.countRunsByStatus();
-        expect(Object.keys(before).sort()).toEqual(['cancelled', 'completed', 'failed', 'paused', 'queued', 'running', 'timed_out', 'waiting_approval', 'waiting_for_user']);
+        expect(Object.keys(before).sort()).toEqual(['cancelled', 'completed', 'failed', 'paused', 'queued', 'running', 'sleeping', 'timed_out', 'waiting_approval', 'waiting_for_signal', 'waiting_for_user']);
         const a = await run();
         const b = await run();
         await run();

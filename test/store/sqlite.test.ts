@@ -13,6 +13,51 @@ import { defaultDbPath, SqliteStore } from '../../src/store/sqlite/store.ts';
 import { SchemaVersionError, StoreError } from '../../src/store/port.ts';
 import { storeContract } from './contract.ts';
 import { runsContract } from './runs-contract.ts';
+import { webhooksContract } from './webhooks-contract.ts';
+import { schedulesContract } from './schedules-contract.ts';
+import { waitsContract } from './waits-contract.ts';
+
+waitsContract('sqlite (file, two instances)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'keel-waits-'));
+  const path = join(dir, 'keel.db');
+  const stores = [new SqliteStore({ path })];
+  return {
+    store: stores[0]!,
+    another: async () => (stores.push(new SqliteStore({ path })), stores.at(-1)!),
+    cleanup: async () => {
+      for (const s of stores) await s.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+schedulesContract('sqlite (file, two instances)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'keel-schedules-'));
+  const path = join(dir, 'keel.db');
+  const stores = [new SqliteStore({ path })];
+  return {
+    store: stores[0]!,
+    another: async () => (stores.push(new SqliteStore({ path })), stores.at(-1)!),
+    cleanup: async () => {
+      for (const s of stores) await s.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+webhooksContract('sqlite (file, two instances)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'keel-webhooks-'));
+  const path = join(dir, 'keel.db');
+  const stores = [new SqliteStore({ path })];
+  return {
+    store: stores[0]!,
+    another: async () => (stores.push(new SqliteStore({ path })), stores.at(-1)!),
+    cleanup: async () => {
+      for (const s of stores) await s.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
 
 const T0 = 1_700_000_000_000;
 const DICTIONARY_1_SHA256 = 'c08b55232ad9cecf330e375283cee03d6ad56e1ab7c88ec669c6886122ac78f9';
@@ -255,7 +300,7 @@ describe('sqlite store', () => {
       .prepare<[], { name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
       .all()
       .map((r) => r.name);
-    expect(tables).toEqual(['api_keys', 'blob_refs', 'blobs', 'entries', 'erased_logs', 'event_batches', 'idempotency_keys', 'run_checkpoints', 'run_inputs', 'run_status_counts', 'runs', 'sessions', 'snapshots']);
+    expect(tables).toEqual(['api_keys', 'blob_refs', 'blobs', 'entries', 'erased_logs', 'event_batches', 'idempotency_keys', 'run_callbacks', 'run_checkpoints', 'run_inputs', 'run_signals', 'run_status_counts', 'runs', 'schedule_fires', 'schedules', 'sessions', 'snapshots', 'webhook_attempts', 'webhook_deliveries', 'webhooks']);
   });
 
   it('two stores on one file see each other’s appends and keep one chain', async () => {

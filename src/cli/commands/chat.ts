@@ -14,7 +14,7 @@ export const chatHelp = `keel chat [session] [--url http://127.0.0.1:8787] [--ke
   visible reasoning. Lines piped into stdin are sent (and answer prompts) one after another.`;
 
 const TERMINAL = new Set(['completed', 'failed', 'cancelled', 'timed_out']);
-const SETTLED = new Set([...TERMINAL, 'waiting_approval', 'waiting_for_user', 'paused']);
+const SETTLED = new Set([...TERMINAL, 'waiting_approval', 'waiting_for_user', 'sleeping', 'waiting_for_signal', 'paused']);
 
 export async function chatCommand(argv: string[], io: Io): Promise<number> {
   const { values, positionals } = args('chat', argv, {

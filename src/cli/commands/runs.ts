@@ -14,7 +14,7 @@ keel runs cancel <id> [--grace MS] [--reason TEXT] [--config FILE]   cancel a ru
   15000 ms). Enqueued messages of the session then start with the agents of --config (the same
   configuration as "keel serve" uses: ./keel.config.*, or the demo agent).`;
 
-const STATUSES: readonly RunStatus[] = ['queued', 'running', 'waiting_approval', 'waiting_for_user', 'paused', 'completed', 'failed', 'cancelled', 'timed_out'];
+const STATUSES: readonly RunStatus[] = ['queued', 'running', 'waiting_approval', 'waiting_for_user', 'sleeping', 'waiting_for_signal', 'paused', 'completed', 'failed', 'cancelled', 'timed_out'];
 
 async function children(store: Store, run: RunRecord): Promise<string[]> {
   return (await store.listRuns({ parentRunId: run.id, limit: 10_000 })).map((r) => r.id);

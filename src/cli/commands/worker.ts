@@ -43,7 +43,8 @@ export async function workerCommand(argv: string[], io: Io): Promise<number> {
   line(io, `keel worker ${worker.id} on ${where}, concurrency ${concurrency}${config.demo ? ' (demo agent)' : ''}${metrics ? `, metrics at ${metrics.url}` : ''}`);
   await new Promise<void>((resolve) => io.signal.addEventListener('abort', () => resolve(), { once: true }));
   line(io, 'stopping: handing runs back to the queue…');
-  await worker.stop({ graceMs: 10_000 });
+  // The worker (its runs handed back), the scheduler and webhook deliveries stop.
+  await rt.close({ graceMs: 10_000 });
   await metrics?.close();
   telemetry.stop();
   await store.close();

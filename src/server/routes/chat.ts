@@ -42,7 +42,7 @@ import { sessionFor } from './sessions.ts';
  * here for any chat id (as is `${api}/stream`).
  */
 
-const SETTLED: readonly RunStatus[] = ['waiting_approval', 'waiting_for_user', 'paused', 'completed', 'failed', 'cancelled', 'timed_out'];
+const SETTLED: readonly RunStatus[] = ['waiting_approval', 'waiting_for_user', 'sleeping', 'waiting_for_signal', 'paused', 'completed', 'failed', 'cancelled', 'timed_out'];
 /** How often an idle stream re-reads the log (events written by workers in other processes). */
 const POLL_MS = 1000;
 

@@ -1,5 +1,8 @@
 import type pg from 'pg';
 import { SchemaVersionError } from '../port.ts';
+import { WEBHOOKS_MIGRATION_SQL } from './webhooks.ts';
+import { schedulesDdl } from '../schedule-rows.ts';
+import { postgresWaitsMigration } from '../wait-rows.ts';
 
 /**
  * Versioned schema migrations for PostgreSQL, applied in order at open, each in its own
@@ -352,6 +355,21 @@ export const migrations: ReadonlyArray<{ version: number; sql: string }> = [
       -- Usage by time (usageTotals): the runs that ended in a range, from the index.
       CREATE INDEX runs_ended ON runs (ended_at) WHERE ended_at IS NOT NULL;
     `,
+  },
+  {
+    // The waiting model (ADR-0015): sleeping and waiting_for_signal runs, signals and callback tokens.
+    version: 5,
+    sql: postgresWaitsMigration(),
+  },
+  {
+    // Schedules and their fires (ADR-0016); 5 and 7 are reserved for other features.
+    version: 6,
+    sql: schedulesDdl('BIGINT'),
+  },
+  {
+    // Webhooks (ADR-0017): subscriptions, the outbox of deliveries, their attempts.
+    version: 7,
+    sql: WEBHOOKS_MIGRATION_SQL,
   },
 ];
 

@@ -33,6 +33,9 @@ import {
   type UsageRow,
 } from '../rows.ts';
 import { constraintOf, FOREIGN_KEY_VIOLATION, sqlState, UNIQUE_VIOLATION, type Sql } from './sql.ts';
+import { pgWebhookOperations } from './webhooks.ts';
+import { pgWaitOperations } from './waits.ts';
+import { scheduleOperations } from './schedule-operations.ts';
 
 /**
  * What an operation runs on. `sql` is the pool (outside a transaction: each statement commits on
@@ -576,4 +579,7 @@ export const pgOperations: PgOps = {
   },
 
   pruneIdempotency: async ({ sql }, before) => sql.run('DELETE FROM idempotency_keys WHERE created_at < $1', [before]),
+  ...pgWebhookOperations,
+  ...pgWaitOperations,
+  ...scheduleOperations,
 };

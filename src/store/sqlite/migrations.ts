@@ -1,8 +1,11 @@
 import type Database from 'better-sqlite3';
 import { SchemaVersionError, type StoredEvent } from '../port.ts';
 import { blobHashesIn } from '../blob-refs.ts';
+import { schedulesDdl } from '../schedule-rows.ts';
+import { sqliteWaitsMigration } from '../wait-rows.ts';
 import { decodeBatch, encodeOpen, seal, SEALED_CODEC } from './event-batch-codec.ts';
 import { idKey, idKeyOrNull } from './id-keys.ts';
+import { WEBHOOKS_MIGRATION_SQL } from './webhooks.ts';
 
 /**
  * Versioned schema migrations, applied in order at open. The database's `user_version` records the
@@ -291,6 +294,21 @@ export const migrations: ReadonlyArray<{ version: number; sql: string; run?: (db
       -- Usage by time (usageTotals): the runs that ended in a range, from the index.
       CREATE INDEX runs_ended ON runs(ended_at) WHERE ended_at IS NOT NULL;
     `,
+  },
+  {
+    // The waiting model (ADR-0015): sleeping and waiting_for_signal runs, signals and callback tokens.
+    version: 10,
+    sql: sqliteWaitsMigration(),
+  },
+  {
+    // Schedules and their fires (ADR-0016); 10 and 12 are reserved for other features.
+    version: 11,
+    sql: schedulesDdl('INTEGER'),
+  },
+  {
+    // Webhooks (ADR-0017): subscriptions, the outbox of deliveries, their attempts.
+    version: 12,
+    sql: WEBHOOKS_MIGRATION_SQL,
   },
 ];
 

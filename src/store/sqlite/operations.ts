@@ -20,6 +20,9 @@ import { decodeBatch, encodeOpen, OPEN_CODEC, seal, SEALED_CODEC } from './event
 import { idKey, idKeyOrNull, type IdKey } from './id-keys.ts';
 import { RUN_COLUMNS, toIdempotency, toInput, toKey, toRun, toSession, toUsageTotals, usageGroupSql, type RunRow, type SessionRow, type UsageRow } from '../rows.ts';
 import { USAGE_OWN_SQL, type Statements } from './statements.ts';
+import { createWebhookOperations } from './webhooks.ts';
+import { createWaitOperations } from './waits.ts';
+import { scheduleOperations } from './schedule-operations.ts';
 
 /** Every operation of the port, synchronous: what each returns, without the promise. */
 export type SyncOps = { [K in keyof StoreOps]: (...args: Parameters<StoreOps[K]>) => Awaited<ReturnType<StoreOps[K]>> };
@@ -459,6 +462,9 @@ export function createOperations(db: Database.Database, st: Statements): SyncOps
       return ops.getIdempotency(r.tenant, r.key)!;
     },
     pruneIdempotency: (before) => st.pruneIdem.run(before).changes,
+    ...createWebhookOperations(db),
+    ...createWaitOperations(db),
+    ...scheduleOperations(prepared),
   };
   return ops;
 }

@@ -6,6 +6,8 @@ import { CommitQueue } from './commit-queue.ts';
 import { migrate } from './migrations.ts';
 import { createOperations, type SyncOps } from './operations.ts';
 import { prepareStatements } from './statements.ts';
+import { WEBHOOK_PLAN } from './webhooks.ts';
+import { WAIT_PLAN } from './waits.ts';
 
 export interface SqliteStoreOptions {
   /** Database file; `:memory:` for a private in-memory database. Default: $KEEL_DB or ./.keel/keel.db */
@@ -73,6 +75,16 @@ const PLAN: { readonly [K in OpName]: { outside: 'serial' | 'write' | 'immediate
   getIdempotency: { outside: 'serial' },
   putIdempotency: { outside: 'immediate' },
   pruneIdempotency: { outside: 'autocommit' },
+  ...WEBHOOK_PLAN,
+  ...WAIT_PLAN,
+  createSchedule: { outside: 'write', savepoint: true },
+  getSchedule: { outside: 'serial' },
+  listSchedules: { outside: 'serial' },
+  updateSchedule: { outside: 'write' },
+  deleteSchedule: { outside: 'immediate', savepoint: true },
+  dueSchedules: { outside: 'serial' },
+  addScheduleFire: { outside: 'write' },
+  listScheduleFires: { outside: 'serial' },
 };
 
 const OP_NAMES = Object.keys(PLAN) as OpName[];
