@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import type { LoadedConfig } from '../config/index.ts';
-import { createRuntime, type Runtime } from '../runs/index.ts';
+import { createRuntime, type Runtime, type WebhookOptions } from '../runs/index.ts';
 import type { Store } from '../store/index.ts';
 import { createApp, type ServerOptions } from './app.ts';
 
@@ -15,6 +15,8 @@ export interface StartOptions extends Omit<ServerOptions, 'runtime' | 'auth'> {
   /** Allow a non-loopback address without API keys. */
   insecure?: boolean;
   leaseMs?: number;
+  /** Webhook deliveries (docs/webhooks.md); private networks are allowed by default only on a loopback address. */
+  webhooks?: WebhookOptions;
 }
 
 export interface RunningServer {
@@ -47,6 +49,9 @@ export async function startServer(o: StartOptions): Promise<RunningServer> {
     agents: o.config.agents,
     compaction: o.config.compaction,
     ...(o.leaseMs !== undefined ? { leaseMs: o.leaseMs } : {}),
+    // A server only this machine can reach may send webhooks to it (a developer's receiver);
+    // one on a network may not, unless told (a tenant must not reach what only the server can).
+    webhooks: { allowPrivateNetworks: isLoopback(host), ...o.webhooks },
   });
   if ((o.workers ?? 8) > 0) runtime.startWorker({ concurrency: o.workers ?? 8 });
   // Webhook deliveries go out from every API process too, with or without workers.

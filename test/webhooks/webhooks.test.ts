@@ -41,9 +41,10 @@ const agentOf = (script: ScriptEntry[] = []) => defineAgent({ name: 'a', model: 
 const SEC = 1000;
 const DAY = 24 * 3600 * SEC;
 
-function runtime(store: Store, o: { script?: ScriptEntry[]; clock?: ReturnType<typeof manualClock> } = {}) {
+/** The receivers listen on 127.0.0.1: these runtimes allow private networks, unless told not to. */
+function runtime(store: Store, o: { script?: ScriptEntry[]; clock?: ReturnType<typeof manualClock>; allowPrivateNetworks?: boolean } = {}) {
   const clock = o.clock ?? manualClock();
-  const rt = createRuntime({ store, agents: [agentOf(o.script)], clock, webhooks: { pollMs: 20, timeoutMs: 2000, random: () => 1 } });
+  const rt = createRuntime({ store, agents: [agentOf(o.script)], clock, webhooks: { pollMs: 20, timeoutMs: 2000, random: () => 1, allowPrivateNetworks: o.allowPrivateNetworks ?? true } });
   cleanups.push(() => rt.close({ graceMs: 50 }));
   return { rt, clock };
 }
@@ -265,6 +266,26 @@ describe('webhooks', () => {
     cleanups.push(() => pg.cleanup());
     const clock = manualClock();
     await race(runtime(pg.store, { clock }).rt, runtime(await pg.another(), { clock }).rt, hook, 24);
+  });
+
+  it('refuses to send to this machine or a private network unless allowed: at subscription, and before each attempt (what the host resolves to now)', async () => {
+    const hook = await receiver();
+    const store = memoryStore();
+    const { rt } = runtime(store, { allowPrivateNetworks: false });
+    for (const url of [hook.url, 'http://localhost:8080/hook', 'http://10.1.2.3/hook', 'http://192.168.0.10/hook', 'http://169.254.169.254/latest/meta-data', 'http://[::1]:9000/hook', 'http://[::ffff:127.0.0.1]/hook', 'http://[fd00::1]/hook']) {
+      await expect(rt.webhooks.create('default', { url, events: ['run.cancelled'] })).rejects.toThrow(/may not be sent to .*private|this machine/);
+    }
+    // A public address is accepted as written.
+    expect((await rt.webhooks.create('default', { url: 'https://93.184.215.14/hook', events: ['run.completed'] })).url).toBe('https://93.184.215.14/hook');
+    // Made where private networks are allowed, a subscription to this machine is refused by a
+    // dispatcher that does not allow them, at the attempt (recorded, retried later).
+    const allowed = runtime(store, { allowPrivateNetworks: true }).rt;
+    const sub = await allowed.webhooks.create('default', { url: hook.url, events: ['run.cancelled'] });
+    await cancelledRun(rt);
+    await rt.webhooks.dispatcher.drain();
+    expect(hook.received).toHaveLength(0);
+    const [delivery] = await rt.webhooks.deliveries('default', sub.id, { limit: 10 });
+    expect(delivery!.attempts[0]!.error).toMatch(/refused: 127\.0\.0\.1 is a private or local address/);
   });
 
   it('the dispatcher started with the workers delivers without being told, and stops with the runtime', async () => {

@@ -10,7 +10,9 @@ export const serveHelp = `keel serve [--port 8787] [--host 127.0.0.1] [--db PATH
   --workers 0 serves the API only (run "keel worker" elsewhere). /metrics asks for the bearer token
   in $KEEL_METRICS_TOKEN when it is set, else for an API key once keys exist. Logs (requests, runs,
   failures) go to stderr as JSON lines, readable on a terminal; --log-level (or $KEEL_LOG_LEVEL):
-  fatal, error, warn, info (default), debug, trace, silent.`;
+  fatal, error, warn, info (default), debug, trace, silent. Webhooks may go to private networks
+  (loopback, 10/8, 192.168/16…) only from a server on a loopback address, or with
+  KEEL_WEBHOOKS_ALLOW_PRIVATE=1.`;
 
 export async function serveCommand(argv: string[], io: Io): Promise<number> {
   const { values } = args('serve', argv, {
@@ -42,6 +44,7 @@ export async function serveCommand(argv: string[], io: Io): Promise<number> {
       insecure: values.insecure ?? false,
       version,
       logger,
+      ...(io.env.KEEL_WEBHOOKS_ALLOW_PRIVATE === '1' ? { webhooks: { allowPrivateNetworks: true } } : {}),
       ...(io.env.KEEL_METRICS_TOKEN ? { metricsToken: io.env.KEEL_METRICS_TOKEN } : {}),
     });
   } catch (e) {

@@ -8,7 +8,8 @@ export const workerHelp = `keel worker [--db PATH|URL] [--config FILE] [--concur
   A worker only: claims queued runs from the database (a SQLite file on this machine, or PostgreSQL
   shared by many machines: --db postgres://…) and executes them. --metrics-port serves Prometheus
   metrics at http://H:P/metrics (host 127.0.0.1 by default; bearer token $KEEL_METRICS_TOKEN when
-  set). Logs go to stderr (see keel serve).`;
+  set). Logs go to stderr (see keel serve). Its webhook deliveries go to private networks only with
+  KEEL_WEBHOOKS_ALLOW_PRIVATE=1.`;
 
 export async function workerCommand(argv: string[], io: Io): Promise<number> {
   const { values } = args('worker', argv, {
@@ -27,7 +28,7 @@ export async function workerCommand(argv: string[], io: Io): Promise<number> {
   const logger = commandLogger(io, values['log-level']);
   const config = await loadConfig(values.config);
   const { store, where } = await openDb(io, values.db, { create: true });
-  const rt = createRuntime({ store, agents: config.agents, compaction: config.compaction });
+  const rt = createRuntime({ store, agents: config.agents, compaction: config.compaction, webhooks: { allowPrivateNetworks: io.env.KEEL_WEBHOOKS_ALLOW_PRIVATE === '1' } });
   const telemetry = instrumentRuntime(rt, { logger });
   let metrics: Awaited<ReturnType<typeof serveMetrics>> | undefined;
   try {

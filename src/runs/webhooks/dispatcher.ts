@@ -1,5 +1,6 @@
 import type { ClaimedWebhookDelivery, Store, WebhookDeliveryStatus } from '../../store/index.ts';
 import type { Clock } from '../clock.ts';
+import { privateDestinationReason } from './destination.ts';
 import { signWebhook } from './signature.ts';
 
 export interface DispatcherOptions {
@@ -14,6 +15,12 @@ export interface DispatcherOptions {
   maxDelayMs?: number;
   /** The randomness of the jitter (tests pin it). */
   random?: () => number;
+  /**
+   * Deliver to this machine and private networks (loopback, 10/8, 192.168/16, link-local…): off by
+   * default, so a tenant cannot make the server reach what only it can reach. A development
+   * server on loopback, or receivers inside the same private network, turn it on.
+   */
+  allowPrivateNetworks?: boolean;
 }
 
 /** The delay before attempt `n + 1` after `n` failed: exponential, capped, with jitter (half to all of it). */
@@ -42,6 +49,7 @@ export class WebhookDispatcher {
   private readonly pollMs: number;
   private readonly batch: number;
   private readonly backoff: { baseDelayMs: number; maxDelayMs: number; random: () => number };
+  private readonly allowPrivateNetworks: boolean;
   private running: Promise<void> | undefined;
   private stopped = false;
   private aborts = new AbortController();
@@ -55,6 +63,7 @@ export class WebhookDispatcher {
     this.pollMs = o.pollMs ?? 1000;
     this.batch = o.batch ?? 16;
     this.backoff = { baseDelayMs: o.baseDelayMs ?? 10_000, maxDelayMs: o.maxDelayMs ?? 3_600_000, random: o.random ?? Math.random };
+    this.allowPrivateNetworks = o.allowPrivateNetworks ?? false;
   }
 
   /** While an attempt is in flight its delivery is leased: longer than the attempt may take. */
@@ -141,6 +150,9 @@ export class WebhookDispatcher {
     let statusCode: number | null = null;
     let error: string | null = null;
     try {
+      // What the host resolves to now (it may have changed since the subscription was made).
+      const refused = this.allowPrivateNetworks ? undefined : await privateDestinationReason(d.url);
+      if (refused) throw new Error(`refused: ${refused}`);
       const res = await fetch(d.url, {
         method: 'POST',
         headers: {

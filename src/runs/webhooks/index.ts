@@ -4,17 +4,26 @@ import type { SessionLog } from '../../session/index.ts';
 import { NotFoundError, WEBHOOK_EVENT_TYPES, type Store, type WebhookAttempt, type WebhookDelivery, type WebhookEventType, type WebhookRecord } from '../../store/index.ts';
 import type { Clock } from '../clock.ts';
 import { WebhookDispatcher, type DispatcherOptions } from './dispatcher.ts';
+import { privateUrlReason } from './destination.ts';
 import { webhookOutbox } from './outbox.ts';
 
 export { WebhookDispatcher, webhookBackoff, type DispatcherOptions } from './dispatcher.ts';
 export { webhookOutbox, webhookTypeOf } from './outbox.ts';
 export { signWebhook, verifyWebhookSignature } from './signature.ts';
+export { isPrivateAddress, privateDestinationReason, privateUrlReason } from './destination.ts';
 
 export const DAY_MS = 24 * 3600_000;
 
 export interface WebhookOptions extends DispatcherOptions {
   /** How long a delivery is retried before it is `failed` (default one day). */
   retryForMs?: number;
+}
+
+/** Refuses a subscription URL on this machine or a private network, unless they are allowed. */
+function checkDestination(url: string, allowPrivateNetworks: boolean): void {
+  if (!isWebhookUrl(url)) throw new TypeError(`not an http(s) URL: ${url}`);
+  const reason = allowPrivateNetworks ? undefined : privateUrlReason(url);
+  if (reason) throw new TypeError(`webhooks may not be sent to ${url}: ${reason} (allow private networks with webhooks.allowPrivateNetworks, or KEEL_WEBHOOKS_ALLOW_PRIVATE=1 for keel serve)`);
 }
 
 /** Whether a string is an http(s) URL a webhook may be sent to. */
@@ -40,11 +49,13 @@ export class Webhooks {
   private readonly clock: Clock;
   readonly retryForMs: number;
   readonly dispatcher: WebhookDispatcher;
+  private readonly allowPrivateNetworks: boolean;
 
   constructor(store: Store, log: SessionLog, clock: Clock, o: WebhookOptions = {}) {
     this.store = store;
     this.clock = clock;
     this.retryForMs = o.retryForMs ?? DAY_MS;
+    this.allowPrivateNetworks = o.allowPrivateNetworks ?? false;
     this.dispatcher = new WebhookDispatcher(store, clock, o);
     log.onAppend(webhookOutbox({ clock, retryForMs: this.retryForMs, written: () => this.dispatcher.wake() }));
   }
@@ -59,7 +70,7 @@ export class Webhooks {
 
   /** A new subscription; its secret is generated unless given (returned here, and only here, to show). */
   async create(tenant: string, o: { url: string; events: readonly WebhookEventType[]; secret?: string; active?: boolean }): Promise<WebhookRecord> {
-    if (!isWebhookUrl(o.url)) throw new TypeError(`not an http(s) URL: ${o.url}`);
+    checkDestination(o.url, this.allowPrivateNetworks);
     const now = this.clock.now();
     const w: WebhookRecord = {
       id: newId(),
@@ -88,7 +99,7 @@ export class Webhooks {
 
   async update(tenant: string, id: string, patch: { url?: string; events?: readonly WebhookEventType[]; active?: boolean }): Promise<WebhookRecord> {
     await this.get(tenant, id);
-    if (patch.url !== undefined && !isWebhookUrl(patch.url)) throw new TypeError(`not an http(s) URL: ${patch.url}`);
+    if (patch.url !== undefined) checkDestination(patch.url, this.allowPrivateNetworks);
     const w = await this.store.updateWebhook(id, {
       ...(patch.url !== undefined ? { url: patch.url } : {}),
       ...(patch.events !== undefined ? { events: [...new Set(patch.events)] } : {}),
