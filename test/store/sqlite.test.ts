@@ -17,8 +17,9 @@ import { webhooksContract } from './webhooks-contract.ts';
 import { schedulesContract } from './schedules-contract.ts';
 import { waitsContract } from './waits-contract.ts';
 
-waitsContract('sqlite (file, two instances)', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'keel-waits-'));
+/** A store on a fresh file, and more instances on the same file: the nodes of one database. */
+const twoInstances = (prefix: string) => async () => {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
   const path = join(dir, 'keel.db');
   const stores = [new SqliteStore({ path })];
   return {
@@ -29,35 +30,11 @@ waitsContract('sqlite (file, two instances)', async () => {
       rmSync(dir, { recursive: true, force: true });
     },
   };
-});
+};
 
-schedulesContract('sqlite (file, two instances)', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'keel-schedules-'));
-  const path = join(dir, 'keel.db');
-  const stores = [new SqliteStore({ path })];
-  return {
-    store: stores[0]!,
-    another: async () => (stores.push(new SqliteStore({ path })), stores.at(-1)!),
-    cleanup: async () => {
-      for (const s of stores) await s.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-});
-
-webhooksContract('sqlite (file, two instances)', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'keel-webhooks-'));
-  const path = join(dir, 'keel.db');
-  const stores = [new SqliteStore({ path })];
-  return {
-    store: stores[0]!,
-    another: async () => (stores.push(new SqliteStore({ path })), stores.at(-1)!),
-    cleanup: async () => {
-      for (const s of stores) await s.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-});
+waitsContract('sqlite (file, two instances)', twoInstances('keel-waits-'));
+schedulesContract('sqlite (file, two instances)', twoInstances('keel-schedules-'));
+webhooksContract('sqlite (file, two instances)', twoInstances('keel-webhooks-'));
 
 const T0 = 1_700_000_000_000;
 const DICTIONARY_1_SHA256 = 'c08b55232ad9cecf330e375283cee03d6ad56e1ab7c88ec669c6886122ac78f9';
@@ -79,23 +56,7 @@ storeContract('sqlite (:memory:)', async () => {
   return { store, cleanup: () => store.close() };
 });
 
-runsContract('sqlite (file, two instances)', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'keel-runs-'));
-  const path = join(dir, 'keel.db');
-  const stores = [new SqliteStore({ path })];
-  return {
-    store: stores[0]!,
-    another: async () => {
-      const s = new SqliteStore({ path });
-      stores.push(s);
-      return s;
-    },
-    cleanup: async () => {
-      for (const s of stores) await s.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-});
+runsContract('sqlite (file, two instances)', twoInstances('keel-runs-'));
 
 runsContract('sqlite (:memory:)', async () => {
   const store = new SqliteStore({ path: ':memory:' });
