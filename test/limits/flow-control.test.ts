@@ -1,0 +1,217 @@
+/**
+ * Provider flow control (docs/flow-control.md) through the runtime: limits hold across two
+ * runtimes on one SQLite file and across two stores on one PostgreSQL schema (the fake provider
+ * counts the calls in flight and answers 429 over its limits), a requests window, tokens reserved
+ * then settled, a 429's retry-after pausing the model for every worker, priorities, a crashed
+ * holder's slot, a long wait letting go of the worker slot, and the waiting time in /metrics.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createRuntime, defineAgent, manualClock, openSqliteStore, ScriptedModel, type Clock, type Runtime, type Store } from '../../src/index.ts';
+import type { ModelLimits, FlowControlOptions } from '../../src/limits/flow-control.ts';
+import { instrumentRuntime } from '../../src/monitoring/instrument-runtime.ts';
+import { FakeProvider } from '../../bench/fake-provider.ts';
+import { openTestPostgres } from '../support/postgres.ts';
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+function tempPath(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'keel-limits-'));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  return join(dir, 'keel.db');
+}
+
+interface Node {
+  rt: Runtime;
+  store: Store;
+}
+
+function node(
+  store: Store,
+  agents: ReturnType<typeof defineAgent>[],
+  o: { limits?: ModelLimits; flowControl?: FlowControlOptions; clock?: Clock; concurrency?: number; worker?: boolean; closeStore?: boolean } = {},
+): Node {
+  const rt = createRuntime({
+    store,
+    agents,
+    limits: o.limits ?? {},
+    flowControl: { pollMs: 20, ...o.flowControl },
+    ...(o.clock ? { clock: o.clock } : {}),
+  });
+  if (o.worker !== false) rt.startWorker({ pollMs: 10, sweepMs: 1000, concurrency: o.concurrency ?? 16 });
+  cleanups.push(async () => {
+    await rt.close({ graceMs: 100 });
+    if (o.closeStore !== false) await store.close();
+  });
+  return { rt, store };
+}
+
+async function sendMany(rt: Runtime, n: number, text = (i: number) => `task ${i}`, options: Parameters<Runtime['sessions']['send']>[2] = {}) {
+  const runs = [];
+  for (let i = 0; i < n; i++) {
+    const s = await rt.sessions.create();
+    runs.push((await rt.sessions.send(s.id, text(i), options)).run);
+  }
+  return runs;
+}
+
+async function allEnd(rt: Runtime, runs: Array<{ id: string }>, timeoutMs = 20_000) {
+  return Promise.all(runs.map((r) => rt.runs.wait(r.id, { until: 'terminal', timeoutMs })));
+}
+
+const agentOn = (model: FakeProvider | ScriptedModel, name = 'a') => defineAgent({ name, model });
+
+describe('provider flow control', () => {
+  it('a concurrency limit holds across two runtimes on one SQLite file', async () => {
+    const path = tempPath();
+    const provider = new FakeProvider({ latencyMs: 25, concurrency: 3 });
+    const limits = { 'fake:limited-1': { concurrency: 3 } };
+    const a = node(openSqliteStore({ path }), [agentOn(provider)], { limits, concurrency: 8 });
+    const b = node(openSqliteStore({ path }), [agentOn(provider)], { limits, concurrency: 8 });
+    const runs = [...(await sendMany(a.rt, 12)), ...(await sendMany(b.rt, 12))];
+    const ended = await allEnd(a.rt, runs);
+    expect(ended.map((r) => r.status)).toEqual(runs.map(() => 'completed'));
+    expect(provider.maxInFlight).toBeLessThanOrEqual(3);
+    expect(provider.maxInFlight).toBeGreaterThan(1);
+    expect(provider.rejected).toBe(0);
+    expect((await a.store.limitState('fake:limited-1', Date.now())).slots).toBe(0);
+  }, 30_000);
+
+  it('a concurrency limit holds across two stores on one PostgreSQL schema', async () => {
+    const pg = await openTestPostgres();
+    cleanups.push(() => pg.cleanup());
+    const provider = new FakeProvider({ latencyMs: 25, concurrency: 2 });
+    const limits = { 'fake:*': { concurrency: 2 } };
+    const a = node(pg.store, [agentOn(provider)], { limits, closeStore: false });
+    const b = node(await pg.another(), [agentOn(provider)], { limits, closeStore: false });
+    const runs = [...(await sendMany(a.rt, 8)), ...(await sendMany(b.rt, 8))];
+    const ended = await allEnd(b.rt, runs);
+    expect(ended.every((r) => r.status === 'completed')).toBe(true);
+    expect(provider.maxInFlight).toBeLessThanOrEqual(2);
+    expect(provider.rejected).toBe(0);
+  }, 30_000);
+
+  it('requests per window: never more started in any window than allowed', async () => {
+    const provider = new FakeProvider({ requests: 5, windowMs: 400 });
+    const rt = node(openSqliteStore({ path: tempPath() }), [agentOn(provider)], { limits: { 'fake:limited-1': { requestsPerMinute: 5, windowMs: 400 } } }).rt;
+    const runs = await sendMany(rt, 12);
+    const t0 = Date.now();
+    const ended = await allEnd(rt, runs);
+    expect(ended.every((r) => r.status === 'completed')).toBe(true);
+    expect(provider.rejected).toBe(0);
+    // 12 requests at 5 per 400 ms: the last starts in the third window.
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(750);
+    const at = provider.servedAt;
+    for (let i = 5; i < at.length; i++) expect(at[i]! - at[i - 5]!).toBeGreaterThanOrEqual(390);
+  }, 30_000);
+
+  it('tokens per window: an estimate is reserved, then settled to the actual usage', async () => {
+    const provider = new FakeProvider({ inputTokens: 10, outputTokens: 5 });
+    // Each call reserves ~1,030 tokens (its prompt / 4 + 1,024 of output): three would not fit in
+    // 3,000 without the settlement to the 15 tokens actually used.
+    const { rt, store } = node(openSqliteStore({ path: tempPath() }), [agentOn(provider)], { limits: { 'fake:limited-1': { tokensPerMinute: 3000 } } });
+    const runs = await sendMany(rt, 8);
+    const ended = await allEnd(rt, runs, 10_000);
+    expect(ended.every((r) => r.status === 'completed')).toBe(true);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(await store.limitState('fake:limited-1', Date.now())).toMatchObject({ requests: 8, tokens: 8 * 15 });
+  }, 20_000);
+
+  it("a 429 with retry-after pauses the model for every worker, not only the run that got it", async () => {
+    const path = tempPath();
+    const provider = new FakeProvider();
+    provider.fail429 = { n: 1, retryAfterMs: 600 };
+    const limits = { 'fake:limited-1': { concurrency: 10 } };
+    const a = node(openSqliteStore({ path }), [agentOn(provider)], { limits });
+    const b = node(openSqliteStore({ path }), [agentOn(provider)], { limits });
+    const [first] = await sendMany(a.rt, 1);
+    const t0 = Date.now();
+    while (provider.rejected === 0) await new Promise((r) => setTimeout(r, 5));
+    const state = await b.store.limitState('fake:limited-1', Date.now());
+    expect(state.pausedUntil).toBeGreaterThan(Date.now() + 300);
+    const others = await sendMany(b.rt, 3);
+    await allEnd(b.rt, [first!, ...others]);
+    // Nobody called the provider while the model was paused.
+    expect(provider.servedAt.every((t) => t >= t0 + 550)).toBe(true);
+    expect(provider.served).toBe(4);
+    expect(provider.rejected).toBe(1);
+  }, 20_000);
+
+  it('interactive runs go before batch runs when both wait', async () => {
+    const provider = new FakeProvider({ latencyMs: 300 });
+    const rt = node(openSqliteStore({ path: tempPath() }), [agentOn(provider)], { limits: { 'fake:limited-1': { concurrency: 1 } } }).rt;
+    const runs = await sendMany(rt, 1, () => 'first');
+    await new Promise((r) => setTimeout(r, 30));
+    runs.push(...(await sendMany(rt, 3, (i) => `batch ${i}`, { priority: 'batch' })));
+    await new Promise((r) => setTimeout(r, 50));
+    runs.push(...(await sendMany(rt, 3, (i) => `interactive ${i}`)));
+    await allEnd(rt, runs);
+    // The interactive runs came last but go first, in their order; the batch runs keep theirs.
+    expect(provider.prompts).toEqual(['first', 'interactive 0', 'interactive 1', 'interactive 2', 'batch 0', 'batch 1', 'batch 2']);
+  }, 20_000);
+
+  it("a crashed holder's slot frees itself when its lease is over", async () => {
+    const clock = manualClock();
+    const provider = new FakeProvider();
+    const { rt, store } = node(openSqliteStore({ path: tempPath() }), [agentOn(provider)], { limits: { 'fake:limited-1': { concurrency: 1 } }, clock, flowControl: { slotLeaseMs: 30_000 } });
+    // Another process took the only slot and died: nothing releases or renews it.
+    await store.acquireLimit({ key: 'fake:limited-1', id: 'dead', waiter: 'dead', rank: 0, since: clock.now(), now: clock.now(), concurrency: 1, tokens: 0, windowMs: 60_000, slotLeaseMs: 30_000, waiterLeaseMs: 0 });
+    const [run] = await sendMany(rt, 1);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(provider.calls).toBe(0);
+    expect((await rt.runs.get(run!.id))?.status).toBe('running');
+    clock.advance(30_000);
+    expect((await rt.runs.wait(run!.id, { until: 'terminal', timeoutMs: 5000 })).status).toBe('completed');
+    expect(provider.calls).toBe(1);
+  }, 20_000);
+
+  it('a long wait does not hold a worker slot: another run goes meanwhile', async () => {
+    const limitedModel = new FakeProvider();
+    const free = new ScriptedModel([{ text: 'free' }], { provider: 'other', modelId: 'm' });
+    const store = openSqliteStore({ path: tempPath() });
+    const { rt } = node(store, [agentOn(limitedModel, 'limited'), agentOn(free as unknown as FakeProvider, 'free')], {
+      limits: { 'fake:limited-1': { concurrency: 1 } },
+      flowControl: { holdSlotMs: 50 },
+      concurrency: 1,
+    });
+    await store.pauseLimit('fake:limited-1', Date.now() + 1500);
+    const s1 = await rt.sessions.create();
+    const waiting = (await rt.sessions.send(s1.id, 'wait', { agent: 'limited' })).run;
+    await new Promise((r) => setTimeout(r, 150));
+    const s2 = await rt.sessions.create();
+    const other = (await rt.sessions.send(s2.id, 'go', { agent: 'free' })).run;
+    const t0 = Date.now();
+    expect((await rt.runs.wait(other.id, { until: 'terminal', timeoutMs: 5000 })).status).toBe('completed');
+    // It finished while the first run still waited for the pause to end.
+    expect(Date.now() - t0).toBeLessThan(1000);
+    expect((await rt.runs.get(waiting.id))?.status).toBe('running');
+    expect(limitedModel.calls).toBe(0);
+    expect((await rt.runs.wait(waiting.id, { until: 'terminal', timeoutMs: 5000 })).status).toBe('completed');
+  }, 20_000);
+
+  it('the time waited for limits and the 429s seen appear in /metrics', async () => {
+    const provider = new FakeProvider({ latencyMs: 30 });
+    provider.fail429 = { n: 1, retryAfterMs: 100 };
+    const { rt } = node(openSqliteStore({ path: tempPath() }), [agentOn(provider)], { limits: { 'fake:*': { concurrency: 1 } } });
+    const telemetry = instrumentRuntime(rt);
+    cleanups.push(() => telemetry.stop());
+    await allEnd(rt, await sendMany(rt, 4));
+    const { body } = await telemetry.metrics.render();
+    const count = /keel_model_limit_wait_seconds_count\{model="fake:\*"\} (\d+)/.exec(body);
+    expect(Number(count?.[1])).toBeGreaterThan(0);
+    expect(body).toMatch(/keel_model_rate_limited_total\{model="fake:\*"\} 1/);
+  }, 20_000);
+
+  it('without limits for a model, its agent keeps the model itself (no store query per step)', async () => {
+    const model = new ScriptedModel([{ text: 'x' }]);
+    const rt = createRuntime({ store: openSqliteStore({ path: ':memory:' }), agents: [defineAgent({ name: 'a', model })], limits: { 'openai:*': { concurrency: 1 } } });
+    expect(rt.resolveAgent('a')!.model).toBe(model);
+    expect(rt.flowControl?.keyFor(model)).toBeUndefined();
+    await rt.store.close();
+  });
+});
