@@ -10,5 +10,7 @@ export * from './store/sqlite/index.ts';
 export * from './store/postgres/index.ts';
 export * from './session/index.ts';
 export * from './runs/index.ts';
+export * from './mcp/index.ts';
 export * from './config/index.ts';
 export * from './monitoring/index.ts';
+export { FlowControl, limitKeyFor, type FlowControlObserver, type FlowControlOptions, type ModelLimit, type ModelLimits, type Priority } from './limits/flow-control.ts';

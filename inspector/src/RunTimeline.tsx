@@ -79,6 +79,12 @@ function StepItem(props: { step: Step }) {
           <div>
             <span class="kind">tool call</span> <strong>{t.toolName}</strong>
             {t.approval && <span class={`approval approval-${t.approval}`}> · {t.approval}</span>}
+            {t.outcomeUnknown && (
+              <span class="error outcome-unknown" data-testid="outcome-unknown" title="the run was interrupted while this call ran: it may or may not have taken effect">
+                {' '}
+                · outcome unknown ({t.outcomeUnknown.resolution.replaceAll('_', ' ')})
+              </span>
+            )}
             {t.durationMs !== undefined && <span class="muted"> · {ms(t.durationMs)}</span>}
           </div>
           <div class="mono">args: {oneLine(t.input, 200)}</div>

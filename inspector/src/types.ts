@@ -89,7 +89,7 @@ export interface Step {
   retries: Array<{ seq: number; attempt: number; delayMs: number; error: { kind: string; message: string } }>;
   errors: Array<{ seq: number; attempt: number; error: { kind: string; message: string } }>;
   assistant?: { messageId: string; text: string; finishReason: string; usage: Usage; cost: number; interrupted: boolean; timing: { startedAt: number; firstChunkMs?: number; durationMs: number } };
-  tools: Array<{ toolCallId: string; toolName: string; input: unknown; approval?: 'pending' | 'approved' | 'denied'; output?: { type: string; value?: unknown; reason?: string }; durationMs?: number }>;
+  tools: Array<{ toolCallId: string; toolName: string; input: unknown; approval?: 'pending' | 'approved' | 'denied'; output?: { type: string; value?: unknown; reason?: string }; durationMs?: number; outcomeUnknown?: { resolution: string; startedAt?: number; reason?: string } }>;
 }
 
 export interface TranscriptItem {

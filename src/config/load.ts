@@ -7,6 +7,7 @@ import { askUser, defineAgent, type AgentDefinition, type Tool } from '../core/i
 import type { CompactionSettings } from '../session/index.ts';
 import { demoAgent } from './demo.ts';
 import { modelFromId } from './models.ts';
+import { mcpServersSchema, type McpServerConfig } from '../mcp/config.ts';
 
 /** One agent in a configuration file. In JS/TS configs, `model` may be an AI SDK model and `tools` real tools. */
 export interface AgentConfig {
@@ -23,6 +24,8 @@ export interface AgentConfig {
   compaction?: { contextWindow: number; reserveTokens?: number; keepRecentTokens?: number; model?: string | LanguageModelV4 };
   pricing?: { inputPerMTok: number; outputPerMTok: number; cachedInputPerMTok?: number };
   toolConcurrency?: number;
+  /** MCP servers whose tools the agent gets (docs/mcp.md). */
+  mcpServers?: McpServerConfig[];
 }
 
 export interface KeelConfig {
@@ -73,6 +76,7 @@ const agentSchema = z.strictObject({
     .optional(),
   pricing: z.strictObject({ inputPerMTok: z.number().nonnegative(), outputPerMTok: z.number().nonnegative(), cachedInputPerMTok: z.number().nonnegative().optional() }).optional(),
   toolConcurrency: z.number().int().positive().optional(),
+  mcpServers: mcpServersSchema.optional(),
 });
 const configSchema = z.strictObject({ agents: z.array(agentSchema).min(1) });
 
@@ -111,6 +115,7 @@ export function agentsFromConfig(config: KeelConfig, source: string, baseDir: st
         ...(a.settings ? { settings: a.settings } : {}),
         ...(a.pricing ? { pricing: a.pricing } : {}),
         ...(a.toolConcurrency !== undefined ? { toolConcurrency: a.toolConcurrency } : {}),
+        ...(a.mcpServers?.length ? { mcpServers: a.mcpServers } : {}),
       });
     } catch (e) {
       const message = (e as Error).message;

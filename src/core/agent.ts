@@ -1,7 +1,7 @@
 import type { WaitPolicy } from './waits.ts';
 import type { LanguageModelV4 } from '@ai-sdk/provider';
 import { defaultRetryPolicy, type JsonValue, type Pricing, type RetryPolicy } from '../model/index.ts';
-import type { Tool } from './tools.ts';
+import type { Tool, UnknownOutcomePolicy } from './tools.ts';
 
 export interface SystemPromptContext {
   turn: number;
@@ -42,10 +42,17 @@ export interface AgentDefinition {
   retry: RetryPolicy;
   /** Calls of one model decision that may run at once. */
   toolConcurrency: number;
+  /** MCP servers whose tools the agent's runs get, recorded at each run's start (validated and connected by src/mcp; docs/mcp.md). */
+  mcpServers?: readonly McpServerEntry[];
   pricing?: Pricing;
   /** How long an approval or a question may wait, and what happens then (a tool's own `wait` wins; ADR-0015). */
   waits?: WaitPolicy;
+  /** An effectful call's outcome is unknown after a crash: what then (a tool's own policy wins; ADR-0018). Default `tell_model`. */
+  onUnknownOutcome?: UnknownOutcomePolicy;
 }
+
+/** An MCP server's configuration as the loop carries it (its shape: `McpServerConfig` in src/mcp/config.ts). */
+export type McpServerEntry = { readonly name: string; readonly [option: string]: unknown };
 
 export type AgentOptions = Pick<AgentDefinition, 'name' | 'model'> &
   Partial<Omit<AgentDefinition, 'name' | 'model' | 'limits' | 'retry'>> & {
@@ -71,7 +78,9 @@ export function defineAgent(options: AgentOptions): AgentDefinition {
     toolConcurrency: options.toolConcurrency ?? 8,
     ...(options.system !== undefined ? { system: options.system } : {}),
     ...(options.pricing ? { pricing: options.pricing } : {}),
+    ...(options.mcpServers?.length ? { mcpServers: options.mcpServers } : {}),
     ...(options.waits ? { waits: options.waits } : {}),
+    ...(options.onUnknownOutcome ? { onUnknownOutcome: options.onUnknownOutcome } : {}),
   };
   if (!(agent.limits.maxSteps >= 1)) throw new TypeError(`agent ${agent.name}: limits.maxSteps must be at least 1`);
   if (!(agent.toolConcurrency >= 1)) throw new TypeError(`agent ${agent.name}: toolConcurrency must be at least 1`);

@@ -71,7 +71,23 @@ export interface PendingCall {
   kind: 'approval' | 'input' | 'sleep' | 'signal';
   /** For a sleep or a signal: what the tool asked to wait for. */
   wait?: WaitSpec;
+  /** An approval asked because the call's outcome is unknown after a crash (ADR-0018): what is known. */
+  unknownOutcome?: UnknownOutcomeInfo;
 }
+
+/** What is known of an effectful call that started but has no result (ADR-0018). */
+export interface UnknownOutcomeInfo {
+  idempotencyKey: string;
+  /** When its `tool/call` was recorded (ms since the epoch), when known. */
+  startedAt?: number;
+}
+
+/**
+ * How an unknown outcome was resolved: the tool's check found it done (its output is the result)
+ * or not done (run again with the same key); a person was asked, then approved (run again) or
+ * denied (not run again); the model was told; the run failed.
+ */
+export type UnknownOutcomeResolution = 'checked_done' | 'checked_not_done' | 'asked_human' | 'retried' | 'not_retried' | 'told_model' | 'failed';
 /** @deprecated use PendingCall */
 export type PendingApproval = PendingCall;
 
@@ -95,8 +111,11 @@ export interface EventDataMap {
     timing: { startedAt: number; firstChunkMs?: number; durationMs: number };
   };
   'tool/call': { toolCallId: string; toolName: string; input: JsonValue; idempotencyKey: string; assistantMessageId: string };
-  'tool/approval': { toolCallId: string; toolName: string; input: JsonValue; assistantMessageId: string };
-  'tool/decision': { toolCallId: string; approved: boolean; reason?: string; editedInput?: JsonValue; by?: 'deadline' };
+  'tool/approval': { toolCallId: string; toolName: string; input: JsonValue; assistantMessageId: string; unknownOutcome?: UnknownOutcomeInfo };
+  /** An effectful call's outcome was unknown after a crash, and this is what Keel did (ADR-0018). */
+  'tool/unknown-outcome': { toolCallId: string; toolName: string; idempotencyKey: string; startedAt?: number; resolution: UnknownOutcomeResolution; reason?: string };
+  /** `unknownOutcome`: on a call whose outcome a crash left unknown (ADR-0018); `editedInput` is then the input it ran with. */
+  'tool/decision': { toolCallId: string; approved: boolean; reason?: string; editedInput?: JsonValue; by?: 'deadline'; unknownOutcome?: true };
   'user/question': { toolCallId: string; toolName: string; input: JsonValue; assistantMessageId: string };
   'user/answer': { toolCallId: string; answer: JsonValue; by?: 'deadline' };
   'tool/result': { toolCallId: string; toolName: string; output: ToolOutput; toolMessageId: string; durationMs: number };

@@ -1,8 +1,8 @@
 import { newId } from './ids.ts';
 import type { AssistantMessage, ToolCallPart, ToolMessage, ToolOutput, ToolResultPart, Usage } from '../model/index.ts';
-import type { PendingCall } from './events.ts';
+import type { PendingCall, UnknownOutcomeInfo, UnknownOutcomeResolution } from './events.ts';
 import { endStep, toolCallsOf, type StepOutcome } from './step.ts';
-import { executeTool, idempotencyKey, needsApproval, runPool, toolError, validateCall, type Tool } from './tools.ts';
+import { executeTool, idempotencyKey, needsApproval, runPool, toOutput, toolError, validateCall, type CheckResult, type Tool } from './tools.ts';
 import { isWaitRequest, type WaitSpec } from './waits.ts';
 import type { ApprovalDecision, ResumePoint } from './turn.ts';
 import type { TurnState } from './turn-state.ts';
@@ -42,7 +42,108 @@ export async function closeCalls(t: TurnState, assistant: AssistantMessage, call
  * tool that is not idempotent, and one that asks for it (a subagent, which recovery must find
  * again by its call id).
  */
-export const recordsCallFirst = (tool: Tool): boolean => !tool.idempotent || tool.recordCallFirst;
+export const recordsCallFirst = (tool: Tool): boolean => tool.effect === 'effectful' || tool.recordCallFirst;
+
+type Plan = {
+  call: ToolCallPart;
+  key: string;
+  output?: ToolOutput;
+  tool?: Tool;
+  input?: unknown;
+  pending?: 'approval' | 'input';
+  recorded?: boolean;
+  /** Runs again after its outcome was unknown: its decision is durable before it starts. */
+  retry?: boolean;
+  unknownOutcome?: UnknownOutcomeInfo;
+};
+
+/** Asks the tool's `check` (bounded by its timeout, else 30 s); undefined when it cannot tell. */
+async function runCheck(t: TurnState, tool: Tool, input: unknown, call: ToolCallPart, key: string): Promise<CheckResult | undefined> {
+  if (!tool.check) return undefined;
+  const ctl = new AbortController();
+  const onAbort = () => ctl.abort(t.turnCtl.signal.reason);
+  t.turnCtl.signal.addEventListener('abort', onAbort, { once: true });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => {
+      ctl.abort(new Error('check timed out'));
+      resolve(undefined);
+    }, tool.timeoutMs ?? 30_000);
+  });
+  try {
+    const ctx = { signal: ctl.signal, toolCallId: call.toolCallId, idempotencyKey: key, turn: t.turnNo, step: t.stepNo, now: t.options.now ?? Date.now };
+    const r = await Promise.race([Promise.resolve(tool.check(input, ctx)), timeout]);
+    return r && typeof r === 'object' && typeof r.done === 'boolean' ? r : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    clearTimeout(timer);
+    t.turnCtl.signal.removeEventListener('abort', onAbort);
+  }
+}
+
+/**
+ * An effectful call that started before a crash and has no result (ADR-0018): the tool's check
+ * first, then a person's decision if one was asked for, then the policy (the tool's, else the
+ * agent's, else tell the model). Each resolution is recorded as a `tool/unknown-outcome` event.
+ */
+async function resolveUnknownOutcome(
+  t: TurnState,
+  call: ToolCallPart,
+  key: string,
+  tool: Tool,
+  input: unknown,
+  decision: ApprovalDecision | undefined,
+  startedAt: number | undefined,
+): Promise<Plan> {
+  const note = (resolution: UnknownOutcomeResolution, reason?: string) =>
+    t.emit('tool/unknown-outcome', {
+      toolCallId: call.toolCallId,
+      toolName: call.toolName,
+      idempotencyKey: key,
+      ...(startedAt !== undefined ? { startedAt } : {}),
+      resolution,
+      ...(reason !== undefined ? { reason } : {}),
+    });
+  const asked = decision?.unknownOutcome;
+  if (asked) {
+    if (asked.approved) {
+      await note('retried', asked.reason);
+      return { call, key, tool, input, recorded: true, retry: true };
+    }
+    await note('not_retried', asked.reason);
+    const why = asked.reason ? `: ${asked.reason}` : '';
+    return { call, key, recorded: true, output: toolError('denied', `the run was interrupted while this call ran and a person chose not to run it again${why}; it may not have taken effect`) };
+  }
+  const checked = await runCheck(t, tool, input, call, key);
+  if (checked?.done === true) {
+    await note('checked_done');
+    return { call, key, recorded: true, output: toOutput(checked.output) };
+  }
+  if (checked?.done === false) {
+    await note('checked_not_done');
+    return { call, key, tool, input, recorded: true, retry: true };
+  }
+  const policy = tool.onUnknownOutcome ?? t.agent.onUnknownOutcome ?? 'tell_model';
+  if (policy === 'ask_human') {
+    await note('asked_human');
+    return { call, key, recorded: true, pending: 'approval', unknownOutcome: { idempotencyKey: key, ...(startedAt !== undefined ? { startedAt } : {}) } };
+  }
+  if (policy === 'fail_run') {
+    await note('failed');
+    throw new Error(
+      `the outcome of tool call ${call.toolCallId} (${call.toolName}, idempotency key ${key}) is unknown: the run was interrupted while it ran, and its unknown-outcome policy is fail_run`,
+    );
+  }
+  await note('told_model');
+  // It may or may not have had its effect before the interruption: say so, never guess.
+  return {
+    call,
+    key,
+    recorded: true,
+    output: toolError('outcome_unknown', 'the run was interrupted while this call ran and the tool is not idempotent: it may or may not have taken effect'),
+  };
+}
 
 /**
  * Runs the calls of one model decision. `decided` holds approval decisions (when resuming):
@@ -55,10 +156,15 @@ export async function runToolCalls(
   decided: ReadonlyMap<string, ApprovalDecision>,
   usageBefore: Usage,
   started: ReadonlySet<string> = new Set(),
+  startedAt: Readonly<Record<string, number>> = {},
 ): Promise<StepOutcome> {
-  type Plan = { call: ToolCallPart; key: string; output?: ToolOutput; tool?: Tool; input?: unknown; pending?: 'approval' | 'input'; recorded?: boolean };
   const plans: Plan[] = [];
-  for (const [index, call] of calls.entries()) {
+  // A call's place among all the calls of its model decision (its idempotency key depends on it),
+  // also when only some of them are still open (resuming).
+  const all = toolCallsOf(assistant);
+  for (const [i, call] of calls.entries()) {
+    const at = all.findIndex((c) => c.toolCallId === call.toolCallId);
+    const index = at >= 0 ? at : i;
     const decision = decided.get(call.toolCallId);
     const effective = decision?.input !== undefined ? { ...call, input: decision.input } : call;
     const key = idempotencyKey(t.scope, { turn: t.turnNo, step: t.stepNo, index }, effective.toolName, effective.input);
@@ -71,21 +177,15 @@ export async function runToolCalls(
       plans.push({ call, key, output: { type: 'json', value: decision.answer } });
       continue;
     }
-    if (decision && decision.approved === false) {
+    if (decision && decision.approved === false && !decision.unknownOutcome) {
       plans.push({ call, key, output: toolError('denied', decision.reason ?? 'the user denied this call') });
       continue;
     }
     const v = validateCall(t.tools, effective);
     if (!v.ok) plans.push({ call: effective, key, output: v.output });
     else if (v.tool.interactive) plans.push({ call: effective, key, pending: 'input' });
-    else if (started.has(call.toolCallId) && !v.tool.idempotent) {
-      // It may or may not have had its effect before the interruption: say so, never guess.
-      plans.push({
-        call: effective,
-        key,
-        recorded: true,
-        output: toolError('outcome_unknown', 'the run was interrupted while this call ran and the tool is not idempotent: it may or may not have taken effect'),
-      });
+    else if (started.has(call.toolCallId) && v.tool.effect === 'effectful') {
+      plans.push(await resolveUnknownOutcome(t, effective, key, v.tool, v.input, decision, startedAt[call.toolCallId]));
     } else if (started.has(call.toolCallId)) plans.push({ call: effective, key, tool: v.tool, input: v.input, recorded: true });
     else if (!decision && needsApproval(v.tool, v.input)) plans.push({ call: effective, key, pending: 'approval' });
     else plans.push({ call: effective, key, tool: v.tool, input: v.input });
@@ -95,9 +195,11 @@ export async function runToolCalls(
   for (const p of plans) {
     if (p.pending) {
       const data = { toolCallId: p.call.toolCallId, toolName: p.call.toolName, input: p.call.input, assistantMessageId: assistant.id };
-      await (p.pending === 'approval' ? t.emit('tool/approval', data) : t.emit('user/question', data));
+      await (p.pending === 'approval' ? t.emit('tool/approval', { ...data, ...(p.unknownOutcome ? { unknownOutcome: p.unknownOutcome } : {}) }) : t.emit('user/question', data));
     } else if (p.recorded) {
-      // Its tool/call is already in the log, with the same idempotency key.
+      // Its tool/call is already in the log, with the same idempotency key. An effectful call run
+      // again after its outcome was unknown: its decision to run again is durable first.
+      if (p.retry) mustRecordFirst = true;
       continue;
     } else {
       await t.emit('tool/call', {
@@ -149,7 +251,7 @@ export async function runToolCalls(
 
   const pending: PendingCall[] = plans.flatMap((p): PendingCall[] => {
     const base = { toolCallId: p.call.toolCallId, toolName: p.call.toolName, input: p.call.input };
-    if (p.pending) return [{ ...base, kind: p.pending }];
+    if (p.pending) return [{ ...base, kind: p.pending, ...(p.unknownOutcome ? { unknownOutcome: p.unknownOutcome } : {}) }];
     const wait = waits.get(p.call.toolCallId);
     return wait ? [{ ...base, kind: wait.kind, wait }] : [];
   });
@@ -203,5 +305,5 @@ export async function finishOpenStep(t: TurnState, resume: ResumePoint): Promise
       });
     }
   }
-  return runToolCalls(t, assistant!, open, decided, t.usage, new Set(resume.started ?? []));
+  return runToolCalls(t, assistant!, open, decided, t.usage, new Set(resume.started ?? []), resume.startedAt ?? {});
 }

@@ -22,14 +22,47 @@ export interface ToolContext {
 
 export type ApprovalPolicy<I> = 'never' | 'always' | ((input: I) => boolean);
 
+/**
+ * What running a tool does to the world (ADR-0018): `read-only` changes nothing (safe to run
+ * again, never needs a durable point); `idempotent` is safe to run again with the same
+ * idempotency key; `effectful` may not be: its call is durable before it starts, and a crash
+ * while it ran leaves its outcome unknown (see UnknownOutcomePolicy).
+ */
+export type ToolEffect = 'read-only' | 'idempotent' | 'effectful';
+
+/**
+ * What Keel does with an effectful call that started but has no recorded result after a crash:
+ * tell the model (an `outcome_unknown` error result), ask a human (the run waits for an approval:
+ * approve runs it again with the same idempotency key, deny tells the model it was not retried),
+ * or fail the run.
+ */
+export type UnknownOutcomePolicy = 'tell_model' | 'ask_human' | 'fail_run';
+
+/**
+ * Asks the outside world whether the call already happened (by `ctx.idempotencyKey`):
+ * `{ done: true, output }` records `output` as its result; `{ done: false }` runs it again with the
+ * same key; undefined (or a throw) leaves the decision to the unknown-outcome policy.
+ */
+export type OutcomeCheck<I> = (input: I, ctx: ToolContext) => CheckResult | undefined | Promise<CheckResult | undefined>;
+export type CheckResult = { done: true; output: unknown } | { done: false };
+
 export interface ToolOptions<S extends z.ZodType, R> {
   name: string;
   description: string;
   input: S;
   execute(input: z.infer<S>, ctx: ToolContext): R | Promise<R>;
   approval?: ApprovalPolicy<z.infer<S>>;
-  /** Safe to run again with the same idempotency key: crash recovery may re-execute it. */
+  /** What running it does to the world (ADR-0018); default `effectful` (or what `idempotent` says). */
+  effect?: ToolEffect;
+  /**
+   * @deprecated use `effect`: true is `effect: 'idempotent'`, false `effect: 'effectful'`.
+   * Safe to run again with the same idempotency key: crash recovery may re-execute it.
+   */
   idempotent?: boolean;
+  /** For an effectful call whose outcome is unknown after a crash; overrides the agent's policy. */
+  onUnknownOutcome?: UnknownOutcomePolicy;
+  /** Asked first when an effectful call's outcome is unknown after a crash (see OutcomeCheck). */
+  check?: OutcomeCheck<z.infer<S>>;
   /**
    * Make the call durable before it runs even though it is idempotent: for a tool that starts
    * something recovery must find again by its call id (a subagent). Tools that are not
@@ -55,7 +88,11 @@ export interface Tool {
   readonly input: z.ZodType;
   readonly schema: ToolSchema;
   readonly approval: ApprovalPolicy<unknown>;
+  readonly effect: ToolEffect;
+  /** Safe to run again (`effect` is not `effectful`). */
   readonly idempotent: boolean;
+  readonly onUnknownOutcome?: UnknownOutcomePolicy;
+  readonly check?: OutcomeCheck<unknown>;
   readonly recordCallFirst: boolean;
   readonly timeoutMs: number | undefined;
   readonly sequential: boolean;
@@ -73,6 +110,10 @@ export function tool<S extends z.ZodType, R>(options: ToolOptions<S, R>): Tool {
   if (options.timeoutMs !== undefined && !(options.timeoutMs > 0)) {
     throw new TypeError(`tool ${options.name}: timeoutMs must be a positive number`);
   }
+  if (options.effect !== undefined && options.idempotent !== undefined && (options.effect !== 'effectful') !== options.idempotent) {
+    throw new TypeError(`tool ${options.name}: effect '${options.effect}' contradicts idempotent: ${options.idempotent} (idempotent is deprecated: use effect alone)`);
+  }
+  const effect: ToolEffect = options.effect ?? (options.idempotent === true ? 'idempotent' : 'effectful');
   const { $schema: _ignored, ...inputSchema } = z.toJSONSchema(options.input, { target: 'draft-7', io: 'input' }) as Record<string, JsonValue>;
   return {
     name: options.name,
@@ -80,7 +121,10 @@ export function tool<S extends z.ZodType, R>(options: ToolOptions<S, R>): Tool {
     input: options.input,
     schema: { name: options.name, description: options.description, inputSchema },
     approval: (options.approval ?? 'never') as ApprovalPolicy<unknown>,
-    idempotent: options.idempotent ?? false,
+    effect,
+    idempotent: effect !== 'effectful',
+    ...(options.onUnknownOutcome ? { onUnknownOutcome: options.onUnknownOutcome } : {}),
+    ...(options.check ? { check: options.check as OutcomeCheck<unknown> } : {}),
     recordCallFirst: options.recordCallFirst ?? false,
     timeoutMs: options.timeoutMs,
     sequential: options.sequential ?? false,
@@ -157,7 +201,7 @@ export function needsApproval(t: Tool, input: unknown): boolean {
   return t.approval === 'always' || (typeof t.approval === 'function' && t.approval(input) === true);
 }
 
-function toOutput(value: unknown): ToolOutput {
+export function toOutput(value: unknown): ToolOutput {
   if (typeof value === 'string') return { type: 'text', value };
   if (value === undefined) return { type: 'json', value: null };
   // Round-trip so what the log holds is exactly what a replay would see (Dates become strings...).

@@ -22,6 +22,8 @@ export interface ApprovalDecision {
   output?: ToolOutput;
   /** Already in the log (the caller recorded it when it was made): do not record it again. */
   recorded?: boolean;
+  /** A person's decision on the call's unknown outcome after a crash (ADR-0018): run it again, or not. */
+  unknownOutcome?: { approved: boolean; reason?: string };
 }
 
 /** What a turn resumes from: after a suspension, a pause, or a crash (from a checkpoint). */
@@ -38,10 +40,12 @@ export interface ResumePoint {
   approvals?: readonly ApprovalDecision[];
   /**
    * Calls whose `tool/call` was recorded but whose result was not (the process died while they
-   * ran): an idempotent tool runs again with the same idempotency key; any other gets an
-   * `outcome_unknown` result and the model decides. Nothing runs twice silently.
+   * ran): an idempotent tool runs again with the same idempotency key; an effectful one is
+   * checked, then resolved by its unknown-outcome policy (ADR-0018). Nothing runs twice silently.
    */
   started?: readonly string[];
+  /** When each started call's `tool/call` was recorded (what an unknown-outcome approval shows). */
+  startedAt?: Readonly<Record<string, number>>;
   /** Usage and cost before this point, so limits keep counting across the resumption. */
   usage?: Usage;
   cost?: number;

@@ -20,7 +20,8 @@ export function mcpTool(pool: McpPool, server: McpServerConfig | undefined, serv
     description: t.description,
     input: z.looseObject({}),
     approval: t.approval,
-    idempotent: t.idempotent,
+    // ADR-0018: what the server says of the tool (read-only, idempotent), else an effect.
+    effect: t.annotations?.readOnlyHint === true ? 'read-only' : t.idempotent ? 'idempotent' : 'effectful',
     timeoutMs: t.timeoutMs,
     execute: async (input, ctx) => {
       if (!server) throw new Error(`MCP server ${serverName} is no longer configured for this agent`);

@@ -50,6 +50,7 @@ export function instrumentRuntime(rt: Runtime, o: { logger?: Logger } = {}): Run
     },
   });
   const offCommits = rt.store.observeCommits?.((seconds) => metrics.storeCommit.observe(seconds));
+  const offLimits = rt.flowControl?.observe({ waited: (model, s) => metrics.limitWait.observe({ model }, s), rateLimited: (model) => metrics.rateLimited.inc({ model }) });
   return {
     metrics,
     logger,
@@ -57,6 +58,7 @@ export function instrumentRuntime(rt: Runtime, o: { logger?: Logger } = {}): Run
       offEvents();
       offRuns();
       offCommits?.();
+      offLimits?.();
     },
   };
 }

@@ -48,6 +48,8 @@ export class KeelMetrics {
   readonly leaseExpiries = new Counter({ name: 'keel_lease_expiries_total', help: 'Runs recovered here whose previous worker lost its lease (crashed, stalled, cut off).', registers: [this.registry] });
   readonly leasesLost = new Counter({ name: 'keel_leases_lost_total', help: 'Runs this process was executing when their lease was lost (another worker may have claimed them).', registers: [this.registry] });
   readonly storeCommit = new Histogram({ name: 'keel_store_commit_seconds', help: 'Store write transactions, from their start to their commit.', buckets: COMMIT_SECONDS, registers: [this.registry] });
+  readonly limitWait = new Histogram({ name: 'keel_model_limit_wait_seconds', help: 'Time model calls waited for provider limits (concurrency, requests, tokens, a 429 pause), by limit key.', labelNames: ['model'], buckets: SECONDS, registers: [this.registry] });
+  readonly rateLimited = new Counter({ name: 'keel_model_rate_limited_total', help: 'Provider answers 429 (rate limited) seen by this process, by limit key.', labelNames: ['model'], registers: [this.registry] });
   readonly executing = new Gauge({ name: 'keel_runs_executing', help: 'Runs this process is executing now.', registers: [this.registry] });
   private readonly runsByStatus = new Gauge({ name: 'keel_runs', help: 'Runs by status (terminal statuses count every run that ended so).', labelNames: ['status'], registers: [this.registry] });
   private readonly queueDepth = new Gauge({ name: 'keel_queue_depth', help: 'Runs waiting for a worker (queued).', registers: [this.registry] });

@@ -17,6 +17,7 @@ import {
   type StoreOps,
 } from '../store/index.ts';
 import type { TraceCarrier } from '../telemetry/trace-context.ts';
+import type { Priority } from '../limits/flow-control.ts';
 import { assertTransition, IllegalTransitionError, statusesLeadingTo } from './state.ts';
 import { systemClock, type Clock } from './clock.ts';
 import { applyDecisions, type WaitingCall } from './waits.ts';
@@ -63,6 +64,8 @@ export interface RunOptions {
    * worker, traces under it. `sessions.send` sets it from its caller's context (see docs/observability.md).
    */
   trace?: TraceCarrier;
+  /** When its model calls wait for provider limits: `interactive` before `batch` (docs/flow-control.md). */
+  priority?: Priority;
 }
 
 /**
@@ -520,7 +523,13 @@ export class RunBook {
               type: 'tool/decision',
               runId,
               ...(run.turn !== null ? { turn: run.turn } : {}),
-              data: { toolCallId, approved: d.approved === true, ...(d.reason !== undefined ? { reason: d.reason } : {}), ...(d.input !== undefined ? { editedInput: d.input } : {}) },
+              data: {
+                toolCallId,
+                approved: d.approved === true,
+                ...(d.reason !== undefined ? { reason: d.reason } : {}),
+                // On an unknown outcome (ADR-0018) the call runs again as it ran: with its input and key.
+                ...(call.unknownOutcome ? { unknownOutcome: true as const, editedInput: call.input } : d.input !== undefined ? { editedInput: d.input } : {}),
+              },
             };
       // Queued when nothing is left to wait for (the decisions are in the log, where the resumed turn
       // reads them), else what is still awaited (approvals, questions, signals, time) says the status.

@@ -65,6 +65,8 @@ export interface ExecutionEnv {
   recordContent?: boolean;
   /** Deadlines, wake-ups and signals of waiting runs (ADR-0015). */
   waits?: Waits;
+  /** The agent as this run executes it (its MCP servers' tools, recorded at the run's start: src/mcp); an error with a `kind` fails the run. */
+  prepareAgent?(agent: AgentDefinition, run: RunRecord): Promise<AgentDefinition>;
 }
 
 /**
@@ -197,6 +199,8 @@ export class Execution {
       return finish('failed', 'attempts exhausted', { kind: 'attempts_exhausted', message: `the run was interrupted ${run.attempt - 1} times (limit ${this.env.maxAttempts - 1})` });
     }
 
+    /** The agent as this execution runs it (see ExecutionEnv.prepareAgent). */
+    let running = agent;
     const options = run.options as RunOptions;
     this.sink = new RunSink(book, run, this.token, {
       outcome: (end) => this.outcome(end),
@@ -223,14 +227,25 @@ export class Execution {
       // (The loop makes it portable: opaque reasoning never crosses a turn.)
       const history = (await book.sessions.context(run.sessionId)).messages;
       this.spans?.started(history);
-      start = () => startTurn(agent, { ...base, history });
+      start = () => startTurn(running, { ...base, history });
     } else {
       const { messages } = await book.sessions.turnConversation(run.sessionId, run.turn ?? 0);
       const resume = resumePoint(checkpoint, messages, tail, run.waiting as unknown as Waiting | null);
-      start = () => startTurn(agent, { ...base, resume });
+      start = () => startTurn(running, { ...base, resume });
     }
 
     this.startTimers();
+    // After the timers: connecting to MCP servers may take a while; the lease is kept meanwhile.
+    if (this.env.prepareAgent) {
+      try {
+        running = await this.env.prepareAgent(agent, run);
+      } catch (e) {
+        const { kind, message, server } = e as Error & { kind?: string; server?: string };
+        // Without a kind (the store failed, say), as any other failure here: the lease expires, another worker recovers.
+        if (kind === undefined) throw e;
+        return finish('failed', message, { kind, message, ...(server !== undefined ? { server } : {}) });
+      }
+    }
     let depth = 0;
     for (let parent = run.parentRunId; parent && depth < 100; depth++) parent = (await book.store.getRun(parent))?.parentRunId ?? null;
     const scope: RunScope = {

@@ -36,6 +36,7 @@ export function resumePoint(checkpoint: Checkpoint | undefined, conversation: Me
   let usage = state.usage;
   let cost = state.cost;
   const started = new Set<string>();
+  const startedAt: Record<string, number> = {};
   const approvals = new Map<string, ApprovalDecision>();
   // The step whose model decision is on record after the checkpoint: it is finished, not redone.
   let decidedStep: number | undefined;
@@ -52,11 +53,38 @@ export function resumePoint(checkpoint: Checkpoint | undefined, conversation: Me
         break;
       case 'tool/call':
         started.add(e.data.toolCallId);
+        startedAt[e.data.toolCallId] = e.time;
         break;
       case 'tool/result':
         started.delete(e.data.toolCallId);
         break;
+      case 'tool/unknown-outcome':
+        // Its tool/call came before (maybe before the checkpoint): it started.
+        started.add(e.data.toolCallId);
+        if (e.data.startedAt !== undefined) startedAt[e.data.toolCallId] = e.data.startedAt;
+        // A retry after a person's approval (or a check) is a new attempt: a crash during it asks again.
+        if (e.data.resolution === 'retried' || e.data.resolution === 'checked_not_done') {
+          const d = approvals.get(e.data.toolCallId);
+          if (d?.unknownOutcome) {
+            const { unknownOutcome: _done, ...rest } = d;
+            if (rest.approved !== undefined || rest.input !== undefined) approvals.set(e.data.toolCallId, rest);
+            else approvals.delete(e.data.toolCallId);
+          }
+        }
+        break;
       case 'tool/decision':
+        if (e.data.unknownOutcome || started.has(e.data.toolCallId)) {
+          // Decided after the call started: on its unknown outcome (ADR-0018). It runs again with
+          // the input it ran with (its idempotency key depends on it), whatever decided that.
+          const before = approvals.get(e.data.toolCallId);
+          started.add(e.data.toolCallId);
+          approvals.set(e.data.toolCallId, {
+            ...(before ?? { toolCallId: e.data.toolCallId, recorded: true }),
+            ...(e.data.editedInput !== undefined ? { input: e.data.editedInput } : {}),
+            unknownOutcome: { approved: e.data.approved, ...(e.data.reason !== undefined ? { reason: e.data.reason } : {}) },
+          });
+          break;
+        }
         approvals.set(e.data.toolCallId, {
           toolCallId: e.data.toolCallId,
           approved: e.data.approved,
@@ -100,6 +128,7 @@ export function resumePoint(checkpoint: Checkpoint | undefined, conversation: Me
     stepOpen: decidedStep !== undefined,
     approvals: [...approvals.values()].filter((a) => openCalls.has(a.toolCallId)),
     started: [...started].filter((id) => openCalls.has(id)),
+    startedAt,
     usage,
     cost,
   };

@@ -28,6 +28,9 @@ import { RunObservers, type RunObserver } from './observer.ts';
 import { IllegalTransitionError } from './state.ts';
 import { Worker, type WorkerHost, type WorkerOptions } from './worker.ts';
 import { Schedules, type SchedulerOptions } from './schedules.ts';
+import { FlowControl, type FlowControlOptions, type ModelLimits, type Priority } from '../limits/flow-control.ts';
+import { runScope } from './execution.ts';
+import { agentWithMcpTools, McpPool } from '../mcp/index.ts';
 
 export interface RuntimeOptions {
   store: Store;
@@ -58,6 +61,12 @@ export interface RuntimeOptions {
   telemetry?: TelemetryOptions;
   /** The scheduler (runs/schedules.ts): how often a runtime with a worker checks for due schedules. */
   schedules?: SchedulerOptions;
+  /** Provider limits by model (`provider:modelId`, `provider:*`, `*`), held across every process on the store (docs/flow-control.md). */
+  limits?: ModelLimits;
+  /** How runs wait for limits (slot threshold, leases, polling). */
+  flowControl?: FlowControlOptions;
+  /** Priority of each agent's model calls when they wait for limits (a run's own `priority` wins). */
+  priorities?: Record<string, Priority>;
 }
 
 export interface SendOptions extends RunOptions {
@@ -104,13 +113,18 @@ export class Runtime {
   private readonly observers = new RunObservers();
   /** Whether spans record message contents (the option, else KEEL_OTEL_RECORD_CONTENT). */
   private readonly recordContent: boolean;
+  /** Provider flow control (only when `limits` are configured). */
+  readonly flowControl: FlowControl | undefined;
+  /** The MCP clients of this runtime's runs: one per server, closed with the runtime (src/mcp). */
+  readonly mcp = new McpPool();
 
   constructor(options: RuntimeOptions) {
     if (options.agents.length === 0) throw new TypeError('createRuntime needs at least one agent');
     const leaseMs = options.leaseMs ?? 30_000;
     this.options = { maxAttempts: 3, maxDepth: 5, renewEveryMs: Math.max(50, Math.floor(leaseMs / 3)), controlPollMs: 500, ...options, leaseMs };
     this.recordContent = recordsContent(options.telemetry);
-    for (const a of options.agents) {
+    if (options.limits && Object.keys(options.limits).length > 0) this.flowControl = new FlowControl(options.store, options.limits, options.clock ?? systemClock, options.flowControl);
+    for (const a of options.agents.map((x) => this.limited(x))) {
       const list = this.agents.get(a.name) ?? [];
       if (list.some((x) => x.version === a.version)) throw new TypeError(`agent ${a.name} version ${a.version} is registered twice`);
       list.push(a);
@@ -130,6 +144,16 @@ export class Runtime {
     });
     this.runs = new RunsApi(this);
     this.schedules = new Schedules(this, { ...options.schedules, ...(options.runDefaults ? { runDefaults: options.runDefaults } : {}) });
+  }
+
+  /** The agent with its model limited, when a limit applies to the model (else the agent itself). */
+  private limited(a: AgentDefinition): AgentDefinition {
+    const model = this.flowControl?.wrap(a.model, () => {
+      const scope = runScope.getStore();
+      const priority = (scope ? (this.executions.get(scope.runId)?.run.options as RunOptions | undefined)?.priority : undefined) ?? this.options.priorities?.[a.name];
+      return { ...(priority !== undefined ? { priority } : {}), ...(scope ? { waitOutside: scope.waitOutside } : {}) };
+    });
+    return model && model !== a.model ? { ...a, model } : a;
   }
 
   /** API keys, by the hash of their secret (see server/auth.ts), and all of them. */
@@ -282,6 +306,7 @@ export class Runtime {
       observers: this.observers,
       recordContent: this.recordContent,
       waits: this.waits,
+      prepareAgent: async (agent, run) => (await agentWithMcpTools(this.mcp, this.book.sessions.log, agent, run)).agent,
     };
   }
 
@@ -326,6 +351,7 @@ export class Runtime {
     await Promise.all([...this.workers].map((w) => w.stop(options)));
     this.workers.clear();
     await this.webhooks.stopDispatcher();
+    await this.mcp.close();
   }
 
   /** A child run for a subagent call: found again (same parent call) after a crash, never created twice. */

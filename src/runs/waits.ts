@@ -91,7 +91,7 @@ function resolution(run: RunRecord, call: WaitingCall, how: { by: 'deadline'; on
   }
   const reason = 'deny' in on ? on.deny : `no decision before ${iso(call.deadline?.at ?? now)}`;
   return {
-    event: { type: 'tool/decision', runId: run.id, ...at, data: { toolCallId: call.toolCallId, approved: false, reason, by: 'deadline' } },
+    event: { type: 'tool/decision', runId: run.id, ...at, data: { toolCallId: call.toolCallId, approved: false, reason, by: 'deadline', ...(call.unknownOutcome ? { unknownOutcome: true as const } : {}) } },
     decision: { approved: false, reason, by: 'deadline', at: now },
   };
 }

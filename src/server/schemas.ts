@@ -66,6 +66,10 @@ export const RunSchema = z
             schema: z.unknown().optional().describe("A signal wait: the JSON Schema of the payload"),
             deadline: z.string().optional().describe('When this wait ends by itself'),
             on_deadline: z.unknown().optional().describe("What happens then: 'timed_out', 'wake', { deny } or { answer }"),
+            outcome_unknown: z
+              .object({ idempotency_key: z.string(), started_at: z.string().nullable() })
+              .optional()
+              .describe('An approval asked because the call started before a crash and its outcome is unknown: approve runs it again with this idempotency key, deny tells the model it was not run again'),
           }),
         ),
         expires_at: z.string().nullable().describe('The first deadline of what the run still waits for (a sleep: its wake-up)'),
@@ -225,6 +229,7 @@ export function runJson(r: RunRecord, children: readonly string[], resume: { ste
             kind: c.kind,
             decided: w.decisions[c.toolCallId] !== undefined,
             ...waitDetails(c),
+            ...(c.unknownOutcome ? { outcome_unknown: { idempotency_key: c.unknownOutcome.idempotencyKey, started_at: iso(c.unknownOutcome.startedAt ?? null) } } : {}),
           })),
           expires_at: iso(w.expiresAt),
         }

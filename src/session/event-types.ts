@@ -147,8 +147,11 @@ const VERSIONS: Record<string, { v: number; upcasters: Record<number, (data: unk
   // signals; `by: 'deadline'` on decisions and answers. v1 data is v2 data as is; the bump tells an
   // older Keel that it cannot read what it does not know.
   'run/status': { v: 2, upcasters: { 1: (d) => d } },
-  'turn/end': { v: 2, upcasters: { 1: (d) => d } },
-  'tool/decision': { v: 2, upcasters: { 1: (d) => d } },
+  // turn/end v3, tool/approval v2 and tool/decision v3 (ADR-0018) only add `unknownOutcome`: an
+  // approval asked for a call whose outcome a crash left unknown. Older data is current data as is.
+  'turn/end': { v: 3, upcasters: { 1: (d) => d, 2: (d) => d } },
+  'tool/approval': { v: 2, upcasters: { 1: (d) => d } },
+  'tool/decision': { v: 3, upcasters: { 1: (d) => d, 2: (d) => d } },
   'user/answer': { v: 2, upcasters: { 1: (d) => d } },
 };
 

@@ -51,10 +51,20 @@ const waitSpec = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('sleep'), until: z.number(), wakeOnSteer: z.boolean().optional(), reason: z.string().optional() }),
   z.strictObject({ kind: z.literal('signal'), name: z.string(), deadline: z.number().optional(), onTimeout: onDeadline.optional(), schema: json.optional() }),
 ]);
-const pending = z.strictObject({ toolCallId: z.string(), toolName: z.string(), input: json, kind: z.enum(['approval', 'input', 'sleep', 'signal']), wait: waitSpec.optional() });
+/** What is known of a call whose outcome is unknown after a crash (ADR-0018). */
+const unknownOutcomeInfo = z.strictObject({ idempotencyKey: z.string(), startedAt: z.number().optional() });
+const pending = z.strictObject({
+  toolCallId: z.string(),
+  toolName: z.string(),
+  input: json,
+  kind: z.enum(['approval', 'input', 'sleep', 'signal']),
+  wait: waitSpec.optional(),
+  unknownOutcome: unknownOutcomeInfo.optional(),
+});
 /** Who decided: a person (absent), or the wait's deadline and its policy (ADR-0015). */
 const decidedBy = z.literal('deadline').optional();
 const pendingCall = z.strictObject({ toolCallId: z.string(), toolName: z.string(), input: json, assistantMessageId: z.string() });
+const toolApproval = pendingCall.extend({ unknownOutcome: unknownOutcomeInfo.optional() });
 const turnError = z.strictObject({ kind: z.enum(['model', 'sink', 'hook', 'internal']), message: z.string(), model: modelErrorInfo.optional() });
 
 const contentHashRef = z.string().regex(/^sha256:[0-9a-f]{64}$/, 'a content hash sha256:<64 hex digits>');
@@ -112,8 +122,23 @@ export const loopEventSchemas = {
     timing: z.strictObject({ startedAt: z.number(), firstChunkMs: z.number().optional(), durationMs: z.number() }),
   }),
   'tool/call': z.strictObject({ toolCallId: z.string(), toolName: z.string(), input: json, idempotencyKey: z.string(), assistantMessageId: z.string() }),
-  'tool/approval': pendingCall,
-  'tool/decision': z.strictObject({ toolCallId: z.string(), approved: z.boolean(), reason: z.string().optional(), editedInput: json.optional(), by: decidedBy }),
+  'tool/approval': toolApproval,
+  'tool/unknown-outcome': z.strictObject({
+    toolCallId: z.string(),
+    toolName: z.string(),
+    idempotencyKey: z.string(),
+    startedAt: z.number().optional(),
+    resolution: z.enum(['checked_done', 'checked_not_done', 'asked_human', 'retried', 'not_retried', 'told_model', 'failed']),
+    reason: z.string().optional(),
+  }),
+  'tool/decision': z.strictObject({
+    toolCallId: z.string(),
+    approved: z.boolean(),
+    reason: z.string().optional(),
+    editedInput: json.optional(),
+    by: decidedBy,
+    unknownOutcome: z.literal(true).optional(),
+  }),
   'user/question': pendingCall,
   'user/answer': z.strictObject({ toolCallId: z.string(), answer: json, by: decidedBy }),
   'tool/result': z.strictObject({ toolCallId: z.string(), toolName: z.string(), output: toolOutput, toolMessageId: z.string(), durationMs: z.number().nonnegative() }),
@@ -157,6 +182,11 @@ export const runEventSchemas = {
     by: z.enum(['clock', 'steer', 'signal', 'callback', 'deadline']),
     name: z.string().optional(),
     output: toolOutput,
+  }),
+  /** The tools a run got from its MCP servers at its first start, used for its whole life (src/mcp/record.ts, ADR-0019). */
+  'mcp/tools': z.strictObject({
+    servers: z.array(z.looseObject({ name: z.string(), tools: z.array(z.looseObject({ name: z.string(), remoteName: z.string(), inputSchema: json })) })),
+    skipped: z.array(z.strictObject({ server: z.string(), reason: z.string() })),
   }),
   /** A schedule fired into this session (runs/schedules.ts): the tick and the run it created, in the fire's transaction. */
   'schedule/fired': z.strictObject({ scheduleId: z.string(), tick: z.number().int(), runId: z.string() }),

@@ -7,6 +7,7 @@
  */
 import type { WebhookStoreOps } from './webhooks.ts';
 import type { WaitStoreOps } from './wait-rows.ts';
+import type { LimitStoreOps } from './limit-rows.ts';
 
 export type JsonObject = { [key: string]: unknown };
 
@@ -304,7 +305,7 @@ export interface UsageTotals {
 }
 
 /** Every data operation. Inside `transaction` they all commit or roll back together. */
-export interface StoreOps extends WebhookStoreOps, WaitStoreOps {
+export interface StoreOps extends WebhookStoreOps, WaitStoreOps, LimitStoreOps {
   createSession(s: NewSession): Promise<SessionRecord>;
   getSession(id: string): Promise<SessionRecord | undefined>;
   listSessions(page: SessionPage): Promise<SessionRecord[]>;

@@ -106,7 +106,7 @@ describe('deadlines on waits', () => {
     expect(lastToolResults(model)).toEqual([{ type: 'execution-denied', reason: 'nobody approved in time' }]);
     const events = await allEvents(rt.sessions, s.id);
     expect(ofType(events, 'tool/decision').map((e) => e.data)).toEqual([{ toolCallId: 'd1', approved: false, reason: 'nobody approved in time', by: 'deadline' }]);
-    expect(ofType(events, 'tool/decision')[0]!.v).toBe(2);
+    expect(ofType(events, 'tool/decision')[0]!.v).toBe(3); // v3: ADR-0018 (unknownOutcome)
     // The call never ran: its result is the denial.
     expect(ofType(events, 'tool/result').map((e) => e.data.output)).toEqual([{ type: 'error', code: 'denied', message: 'nobody approved in time' }]);
   });

@@ -8,6 +8,12 @@ import { runsContract } from './runs-contract.ts';
 import { webhooksContract } from './webhooks-contract.ts';
 import { schedulesContract } from './schedules-contract.ts';
 import { waitsContract } from './waits-contract.ts';
+import { limitsContract } from './limits-contract.ts';
+
+limitsContract('postgres (two nodes)', async () => {
+  const { store, another, cleanup } = await openTestPostgres();
+  return { store, another, cleanup };
+});
 
 waitsContract('postgres (two nodes)', async () => {
   const { store, another, cleanup } = await openTestPostgres();

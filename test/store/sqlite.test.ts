@@ -16,6 +16,7 @@ import { runsContract } from './runs-contract.ts';
 import { webhooksContract } from './webhooks-contract.ts';
 import { schedulesContract } from './schedules-contract.ts';
 import { waitsContract } from './waits-contract.ts';
+import { limitsContract } from './limits-contract.ts';
 
 /** A store on a fresh file, and more instances on the same file: the nodes of one database. */
 const twoInstances = (prefix: string) => async () => {
@@ -33,6 +34,7 @@ const twoInstances = (prefix: string) => async () => {
 };
 
 waitsContract('sqlite (file, two instances)', twoInstances('keel-waits-'));
+limitsContract('sqlite (file, two instances)', twoInstances('keel-limits-'));
 schedulesContract('sqlite (file, two instances)', twoInstances('keel-schedules-'));
 webhooksContract('sqlite (file, two instances)', twoInstances('keel-webhooks-'));
 
@@ -261,7 +263,7 @@ describe('sqlite store', () => {
       .prepare<[], { name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
       .all()
       .map((r) => r.name);
-    expect(tables).toEqual(['api_keys', 'blob_refs', 'blobs', 'entries', 'erased_logs', 'event_batches', 'idempotency_keys', 'run_callbacks', 'run_checkpoints', 'run_inputs', 'run_signals', 'run_status_counts', 'runs', 'schedule_fires', 'schedules', 'sessions', 'snapshots', 'webhook_attempts', 'webhook_deliveries', 'webhooks']);
+    expect(tables).toEqual(['api_keys', 'blob_refs', 'blobs', 'entries', 'erased_logs', 'event_batches', 'idempotency_keys', 'model_limit_slots', 'model_limit_state', 'model_limit_usage', 'model_limit_waiters', 'run_callbacks', 'run_checkpoints', 'run_inputs', 'run_signals', 'run_status_counts', 'runs', 'schedule_fires', 'schedules', 'sessions', 'snapshots', 'webhook_attempts', 'webhook_deliveries', 'webhooks']);
   });
 
   it('two stores on one file see each other’s appends and keep one chain', async () => {

@@ -12,6 +12,11 @@ export interface DevTool {
   approval?: 'pending' | 'approved' | 'denied';
   output?: ToolOutput;
   durationMs?: number;
+  /**
+   * Its outcome was unknown after a crash (ADR-0018): when it started, and how that was resolved
+   * (the last resolution; `told_model` for an `outcome_unknown` result without a recorded one).
+   */
+  outcomeUnknown?: { resolution: string; startedAt?: number; reason?: string };
 }
 
 export interface DevStep {
@@ -52,7 +57,7 @@ export interface DeveloperState {
 
 export const developerProjection: Projection<DeveloperState> = {
   name: 'developer',
-  version: 1,
+  version: 2,
   scope: 'log',
   init: () => ({ turns: [], session: [] }),
   apply(s, e) {
@@ -99,9 +104,24 @@ export const developerProjection: Projection<DeveloperState> = {
         }
         break;
       }
-      case 'tool/approval':
-        step?.tools.push({ toolCallId: e.data.toolCallId, toolName: e.data.toolName, input: e.data.input, approval: 'pending' });
+      case 'tool/approval': {
+        // An approval asked after a crash is about a call already shown.
+        const t = e.data.unknownOutcome ? tool(e.data.toolCallId) : undefined;
+        if (t) t.approval = 'pending';
+        else step?.tools.push({ toolCallId: e.data.toolCallId, toolName: e.data.toolName, input: e.data.input, approval: 'pending' });
         break;
+      }
+      case 'tool/unknown-outcome': {
+        const t = tool(e.data.toolCallId);
+        if (t) {
+          t.outcomeUnknown = {
+            resolution: e.data.resolution,
+            ...(e.data.startedAt !== undefined ? { startedAt: e.data.startedAt } : {}),
+            ...(e.data.reason !== undefined ? { reason: e.data.reason } : {}),
+          };
+        }
+        break;
+      }
       case 'tool/decision': {
         const t = tool(e.data.toolCallId);
         if (t) t.approval = e.data.approved ? 'approved' : 'denied';
@@ -115,7 +135,10 @@ export const developerProjection: Projection<DeveloperState> = {
       }
       case 'tool/result': {
         const t = tool(e.data.toolCallId);
-        if (t) Object.assign(t, { output: e.data.output, durationMs: e.data.durationMs });
+        if (t) {
+          Object.assign(t, { output: e.data.output, durationMs: e.data.durationMs });
+          if (!t.outcomeUnknown && e.data.output.type === 'error' && e.data.output.code === 'outcome_unknown') t.outcomeUnknown = { resolution: 'told_model' };
+        }
         else step?.tools.push({ toolCallId: e.data.toolCallId, toolName: e.data.toolName, input: null, output: e.data.output, durationMs: e.data.durationMs });
         break;
       }

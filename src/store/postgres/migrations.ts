@@ -3,6 +3,7 @@ import { SchemaVersionError } from '../port.ts';
 import { WEBHOOKS_MIGRATION_SQL } from './webhooks.ts';
 import { schedulesDdl } from '../schedule-rows.ts';
 import { postgresWaitsMigration } from '../wait-rows.ts';
+import { limitsDdl } from '../limit-rows.ts';
 
 /**
  * Versioned schema migrations for PostgreSQL, applied in order at open, each in its own
@@ -370,6 +371,11 @@ export const migrations: ReadonlyArray<{ version: number; sql: string }> = [
     // Webhooks (ADR-0017): subscriptions, the outbox of deliveries, their attempts.
     version: 7,
     sql: WEBHOOKS_MIGRATION_SQL,
+  },
+  {
+    // Provider flow control (docs/flow-control.md): limit slots, windows, pauses and waiters.
+    version: 8,
+    sql: limitsDdl('BIGINT'),
   },
 ];
 

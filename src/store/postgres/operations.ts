@@ -35,6 +35,7 @@ import {
 import { constraintOf, FOREIGN_KEY_VIOLATION, sqlState, UNIQUE_VIOLATION, type Sql } from './sql.ts';
 import { pgWebhookOperations } from './webhooks.ts';
 import { pgWaitOperations } from './waits.ts';
+import { pgLimitOperations } from './limit-operations.ts';
 import { scheduleOperations } from './schedule-operations.ts';
 
 /**
@@ -581,5 +582,6 @@ export const pgOperations: PgOps = {
   pruneIdempotency: async ({ sql }, before) => sql.run('DELETE FROM idempotency_keys WHERE created_at < $1', [before]),
   ...pgWebhookOperations,
   ...pgWaitOperations,
+  ...pgLimitOperations,
   ...scheduleOperations,
 };

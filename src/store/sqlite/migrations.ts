@@ -3,6 +3,7 @@ import { SchemaVersionError, type StoredEvent } from '../port.ts';
 import { blobHashesIn } from '../blob-refs.ts';
 import { schedulesDdl } from '../schedule-rows.ts';
 import { sqliteWaitsMigration } from '../wait-rows.ts';
+import { limitsDdl } from '../limit-rows.ts';
 import { decodeBatch, encodeOpen, seal, SEALED_CODEC } from './event-batch-codec.ts';
 import { idKey, idKeyOrNull } from './id-keys.ts';
 import { WEBHOOKS_MIGRATION_SQL } from './webhooks.ts';
@@ -309,6 +310,11 @@ export const migrations: ReadonlyArray<{ version: number; sql: string; run?: (db
     // Webhooks (ADR-0017): subscriptions, the outbox of deliveries, their attempts.
     version: 12,
     sql: WEBHOOKS_MIGRATION_SQL,
+  },
+  {
+    // Provider flow control (docs/flow-control.md): limit slots, windows, pauses and waiters.
+    version: 13,
+    sql: limitsDdl('INTEGER'),
   },
 ];
 

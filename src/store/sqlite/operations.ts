@@ -22,6 +22,7 @@ import { RUN_COLUMNS, toIdempotency, toInput, toKey, toRun, toSession, toUsageTo
 import { USAGE_OWN_SQL, type Statements } from './statements.ts';
 import { createWebhookOperations } from './webhooks.ts';
 import { createWaitOperations } from './waits.ts';
+import { createLimitOperations } from './limit-operations.ts';
 import { scheduleOperations } from './schedule-operations.ts';
 
 /** Every operation of the port, synchronous: what each returns, without the promise. */
@@ -464,6 +465,7 @@ export function createOperations(db: Database.Database, st: Statements): SyncOps
     pruneIdempotency: (before) => st.pruneIdem.run(before).changes,
     ...createWebhookOperations(db),
     ...createWaitOperations(db),
+    ...createLimitOperations(db),
     ...scheduleOperations(prepared),
   };
   return ops;

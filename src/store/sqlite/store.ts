@@ -8,6 +8,7 @@ import { createOperations, type SyncOps } from './operations.ts';
 import { prepareStatements } from './statements.ts';
 import { WEBHOOK_PLAN } from './webhooks.ts';
 import { WAIT_PLAN } from './waits.ts';
+import { LIMIT_PLAN } from './limit-operations.ts';
 
 export interface SqliteStoreOptions {
   /** Database file; `:memory:` for a private in-memory database. Default: $KEEL_DB or ./.keel/keel.db */
@@ -77,6 +78,7 @@ const PLAN: { readonly [K in OpName]: { outside: 'serial' | 'write' | 'immediate
   pruneIdempotency: { outside: 'autocommit' },
   ...WEBHOOK_PLAN,
   ...WAIT_PLAN,
+  ...LIMIT_PLAN,
   createSchedule: { outside: 'write', savepoint: true },
   getSchedule: { outside: 'serial' },
   listSchedules: { outside: 'serial' },
