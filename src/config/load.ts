@@ -8,6 +8,7 @@ import type { CompactionSettings } from '../session/index.ts';
 import { demoAgent } from './demo.ts';
 import { modelFromId } from './models.ts';
 import { mcpServersSchema, type McpServerConfig } from '../mcp/config.ts';
+import type { ModelLimits, Priority } from '../limits/flow-control.ts';
 
 /** One agent in a configuration file. In JS/TS configs, `model` may be an AI SDK model and `tools` real tools. */
 export interface AgentConfig {
@@ -26,10 +27,17 @@ export interface AgentConfig {
   toolConcurrency?: number;
   /** MCP servers whose tools the agent gets (docs/mcp.md). */
   mcpServers?: McpServerConfig[];
+  /** When its model calls wait for provider limits: `interactive` (default) before `batch`, or a number (lower first). */
+  priority?: Priority;
 }
 
 export interface KeelConfig {
   agents: AgentConfig[];
+  /**
+   * Provider limits held across every process on the database, by `provider:modelId`,
+   * `provider:*` or `*` (docs/flow-control.md).
+   */
+  providerLimits?: ModelLimits;
 }
 
 /** Typed helper for keel.config.ts. */
@@ -40,6 +48,9 @@ export interface LoadedConfig {
   source: string | null;
   agents: AgentDefinition[];
   compaction: Record<string, CompactionSettings>;
+  /** Provider limits, and the agents' priorities when they wait for them (docs/flow-control.md). */
+  providerLimits?: ModelLimits;
+  priorities?: Record<string, Priority>;
   demo: boolean;
 }
 
@@ -77,15 +88,25 @@ const agentSchema = z.strictObject({
   pricing: z.strictObject({ inputPerMTok: z.number().nonnegative(), outputPerMTok: z.number().nonnegative(), cachedInputPerMTok: z.number().nonnegative().optional() }).optional(),
   toolConcurrency: z.number().int().positive().optional(),
   mcpServers: mcpServersSchema.optional(),
+  priority: z.union([z.enum(['interactive', 'batch']), z.number().int()]).optional(),
 });
-const configSchema = z.strictObject({ agents: z.array(agentSchema).min(1) });
+const positive = z.number().int().positive();
+const providerLimitsSchema = z.record(
+  z.string().regex(/^(\*|[A-Za-z0-9._-]+:(\*|.+))$/, 'a key is provider:modelId, provider:* or *'),
+  z.strictObject({ concurrency: positive.optional(), requestsPerMinute: positive.optional(), tokensPerMinute: positive.optional(), windowMs: positive.optional() }),
+);
+const configSchema = z.strictObject({ agents: z.array(agentSchema).min(1), providerLimits: providerLimitsSchema.optional() });
 
 function withApproval(t: Tool, approval: 'always' | 'never'): Tool {
   return { ...t, approval };
 }
 
 /** Builds agent definitions from a parsed configuration. */
-export function agentsFromConfig(config: KeelConfig, source: string, baseDir: string): { agents: AgentDefinition[]; compaction: Record<string, CompactionSettings> } {
+export function agentsFromConfig(
+  config: KeelConfig,
+  source: string,
+  baseDir: string,
+): { agents: AgentDefinition[]; compaction: Record<string, CompactionSettings>; providerLimits?: ModelLimits; priorities?: Record<string, Priority> } {
   const parsed = configSchema.safeParse(config);
   if (!parsed.success) throw new ConfigError(source, z.prettifyError(parsed.error));
   const compaction: Record<string, CompactionSettings> = {};
@@ -128,7 +149,13 @@ export function agentsFromConfig(config: KeelConfig, source: string, baseDir: st
     if (names.has(key)) throw new ConfigError(source, `agent ${key} is defined twice`);
     names.add(key);
   }
-  return { agents, compaction };
+  const priorities = Object.fromEntries(parsed.data.agents.flatMap((a) => (a.priority !== undefined ? [[a.name, a.priority]] : [])));
+  return {
+    agents,
+    compaction,
+    ...(parsed.data.providerLimits ? { providerLimits: parsed.data.providerLimits } : {}),
+    ...(Object.keys(priorities).length > 0 ? { priorities } : {}),
+  };
 }
 
 /**
@@ -150,6 +177,5 @@ export async function loadConfig(path?: string, cwd = process.cwd()): Promise<Lo
     throw new ConfigError(file, `cannot load it: ${(e as Error).message}`);
   }
   if (raw === undefined) throw new ConfigError(file, 'it has no default export');
-  const { agents, compaction } = agentsFromConfig(raw as KeelConfig, file, dirname(file));
-  return { source: file, agents, compaction, demo: false };
+  return { source: file, ...agentsFromConfig(raw as KeelConfig, file, dirname(file)), demo: false };
 }

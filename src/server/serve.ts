@@ -48,6 +48,8 @@ export async function startServer(o: StartOptions): Promise<RunningServer> {
     store: o.store,
     agents: o.config.agents,
     compaction: o.config.compaction,
+    ...(o.config.providerLimits ? { limits: o.config.providerLimits } : {}),
+    ...(o.config.priorities ? { priorities: o.config.priorities } : {}),
     ...(o.leaseMs !== undefined ? { leaseMs: o.leaseMs } : {}),
     // A server only this machine can reach may send webhooks to it (a developer's receiver);
     // one on a network may not, unless told (a tenant must not reach what only the server can).

@@ -709,3 +709,52 @@ describe('keel serve', () => {
     expect(out.text()).toBe('');
   });
 });
+
+describe('provider limits in keel.config', () => {
+  it('reads providerLimits and each agent’s priority, refuses bad ones, and keel serve holds them (a limited model’s waits show in /metrics)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'keel-limits-config-'));
+    try {
+      const file = join(dir, 'keel.config.json');
+      writeFileSync(
+        file,
+        JSON.stringify({
+          agents: [{ name: 'batcher', model: 'scripted:script.json', priority: 'batch' }],
+          providerLimits: { 'scripted:*': { concurrency: 1, requestsPerMinute: 600 } },
+        }),
+      );
+      writeFileSync(join(dir, 'script.json'), JSON.stringify([{ text: 'ok' }]));
+      const loaded = await loadConfig(file);
+      expect(loaded.providerLimits).toEqual({ 'scripted:*': { concurrency: 1, requestsPerMinute: 600 } });
+      expect(loaded.priorities).toEqual({ batcher: 'batch' });
+
+      writeFileSync(file, JSON.stringify({ agents: [{ name: 'a', model: 'scripted:script.json' }], providerLimits: { 'scripted:*': { concurrency: 0 } } }));
+      await expect(loadConfig(file)).rejects.toThrow(/providerLimits.*concurrency/s);
+      writeFileSync(file, JSON.stringify({ agents: [{ name: 'a', model: 'scripted:script.json', priority: 'urgent' }] }));
+      await expect(loadConfig(file)).rejects.toThrow(/priority/);
+
+      // keel serve with a limited model: two runs at once, one call at a time (each takes 300 ms).
+      writeFileSync(join(dir, 'script.json'), JSON.stringify({ loop: true, responses: [{ text: 'ok', delayMs: 300 }] }));
+      writeFileSync(file, JSON.stringify({ agents: [{ name: 'a', model: 'scripted:script.json' }], providerLimits: { 'scripted:*': { concurrency: 1 } } }));
+      const out = sink();
+      const stop = new AbortController();
+      const io: Io = { out, err: sink(), env: { KEEL_LOG_LEVEL: 'silent' }, signal: stop.signal };
+      const done = main(['serve', '--port', '0', '--db', join(dir, 'keel.db'), '--config', file], io);
+      try {
+        await until(() => /listening on (\S+)/.test(out.text()), 'the banner');
+        const url = /listening on (\S+)/.exec(out.text())![1]!;
+        const post = async (path: string, body: unknown) => (await fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json() as Promise<{ id: string; run: { id: string } }>;
+        const runs = await Promise.all([1, 2].map(async () => (await post(`/v1/sessions/${(await post('/v1/sessions', {})).id}/messages`, { content: 'hi' })).run.id));
+        for (const id of runs) {
+          await until(async () => ((await (await fetch(`${url}/v1/runs/${id}`)).json()) as { status: string }).status === 'completed', `run ${id} completed`);
+        }
+        // The second call waited for the first one's slot.
+        expect(await (await fetch(`${url}/metrics`)).text()).toMatch(/^keel_model_limit_wait_seconds_count\{model="scripted:\*"\} [1-9]\d*$/m);
+      } finally {
+        stop.abort();
+        await done;
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

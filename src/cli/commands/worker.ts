@@ -28,7 +28,14 @@ export async function workerCommand(argv: string[], io: Io): Promise<number> {
   const logger = commandLogger(io, values['log-level']);
   const config = await loadConfig(values.config);
   const { store, where } = await openDb(io, values.db, { create: true });
-  const rt = createRuntime({ store, agents: config.agents, compaction: config.compaction, webhooks: { allowPrivateNetworks: io.env.KEEL_WEBHOOKS_ALLOW_PRIVATE === '1' } });
+  const rt = createRuntime({
+    store,
+    agents: config.agents,
+    compaction: config.compaction,
+    ...(config.providerLimits ? { limits: config.providerLimits } : {}),
+    ...(config.priorities ? { priorities: config.priorities } : {}),
+    webhooks: { allowPrivateNetworks: io.env.KEEL_WEBHOOKS_ALLOW_PRIVATE === '1' },
+  });
   const telemetry = instrumentRuntime(rt, { logger });
   let metrics: Awaited<ReturnType<typeof serveMetrics>> | undefined;
   try {
