@@ -87,6 +87,11 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
   });
   const onAbort = () => wake?.();
   o.signal?.addEventListener('abort', onAbort);
+  // How far this reader has heard: the deltas before a commit up to here have reached it. What the
+  // node heard before the reader subscribed is in its recent deltas; what it heard after is in the
+  // reader's queue, and counts once the reader took the commit's notice from it (the node's own
+  // count would run ahead of deltas still waiting in the queue).
+  let heard = log.deltasHeardUpTo(sessionId);
 
   let lastSeq = o.after?.seq ?? 0;
   let last = o.after ? { ...o.after } : { seq: 0, n: 0 };
@@ -106,12 +111,16 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
   const heldFor = (d: Delta): boolean => heldBefore !== undefined && Number(d.id.split('.')[0]) >= heldBefore;
   /** Whether to stop reading the log before event `seq`, to let the deltas on their way come first. */
   const holdBefore = (seq: number): boolean => {
-    if (streaming === undefined || seq <= log.deltasHeardUpTo(sessionId)) {
+    if (streaming === undefined || seq <= heard) {
       waitingSince = undefined;
       return false;
     }
-    waitingSince ??= Date.now();
-    if (Date.now() - waitingSince >= DELTA_WAIT_MS) return false;
+    // The notices may be in the queue already: wait for them as long as it holds anything. Else
+    // they are on their way, and may be lost: wait so long.
+    if (queue.length === 0) {
+      waitingSince ??= Date.now();
+      if (Date.now() - waitingSince >= DELTA_WAIT_MS) return false;
+    }
     heldBefore = seq;
     return true;
   };
@@ -224,6 +233,7 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
         // A commit (another process's, or this one's told by the store): what it wrote is in the log.
         // Only up to what the notice says: later commits may follow deltas still on their way, and
         // have notices of their own.
+        if (next.upTo > heard) heard = next.upTo;
         if (next.upTo <= lastSeq) continue;
         yield* fromLog(next.upTo);
         if (ended) return;

@@ -168,6 +168,40 @@ describe('the live feed across nodes', () => {
     release();
   });
 
+  it('a reader busy while its node hears the last deltas gets them before the message, though its own node committed after the message first', async () => {
+    store = openSqliteStore({ path: ':memory:' });
+    const nodes = twoNodes(store);
+    const worker = new Sessions({ store: nodes.writer });
+    const api = new Sessions({ store: nodes.reader });
+    const release = api.log.keepRecentDeltas();
+    const s = await worker.create();
+    const agent = defineAgent({ name: 'a', model: new ScriptedModel([{ chunks: ['one ', 'two ', 'three ', 'four ', 'five'] }]) });
+    // Pulled by hand: while the test does not ask for the next item, the reader is busy.
+    const feed = follow(api.log, s.id);
+    const items: FeedItem[] = [];
+    const pull = async () => {
+      const r = await feed.next();
+      if (!r.done) items.push(r.value);
+      return r;
+    };
+    const first = pull();
+    nodes.holdAfterDeltas(3);
+    await (await worker.startTurn(s.id, agent, { input: 'count' })).result;
+    await first;
+    while (items.filter((i) => i.kind === 'delta').length < 3) await pull();
+    // Its node commits to the session (after the message), and only then hears the rest: the last
+    // deltas and the notices wait in the reader's queue behind its own commit.
+    await api.appendUserMessage(s.id, 'and again');
+    nodes.release();
+    const lastSeq = (await api.get(s.id)).lastSeq;
+    while (!items.some((i) => i.kind === 'event' && i.event.seq === lastSeq)) await pull();
+    await feed.return();
+    const message = items.findIndex((i) => i.kind === 'event' && i.event.type === 'assistant/message');
+    expect(textOf(items.slice(0, message))).toBe('one two three four five');
+    expect(items.flatMap((i) => (i.kind === 'event' ? [i.event.seq] : []))).toEqual(Array.from({ length: lastSeq }, (_, i) => i + 1));
+    release();
+  });
+
   it('waits for deltas on their way only so long: when they never come, the durable message follows within a few seconds', async () => {
     const { api, sessionId, release } = await messageStreamedThenCommitted();
     const started = Date.now();
