@@ -285,10 +285,17 @@ export class FlowControl {
         released = true;
         clearInterval(renew);
         if (limit.concurrency === undefined) return void this.gates.get(key)?.poke();
-        void this.store
-          .releaseLimit(key, id)
-          .catch(() => {})
-          .finally(() => this.gates.get(key)?.poke());
+        // Tried again on a failure (a busy store): else the slot stays taken until its lease ends.
+        const free = async (attempt: number): Promise<void> => {
+          try {
+            await this.store.releaseLimit(key, id);
+          } catch {
+            if (attempt >= 3) return;
+            await new Promise((r) => setTimeout(r, 50 * attempt));
+            return free(attempt + 1);
+          }
+        };
+        void free(1).finally(() => this.gates.get(key)?.poke());
       },
     };
   }

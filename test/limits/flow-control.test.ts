@@ -60,6 +60,12 @@ async function sendMany(rt: Runtime, n: number, text = (i: number) => `task ${i}
   return runs;
 }
 
+/** Waits (up to 5 s) until `check` holds; the assertion after it says what failed. */
+async function eventually(check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (!(await check()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+}
+
 async function allEnd(rt: Runtime, runs: Array<{ id: string }>, timeoutMs = 20_000) {
   return Promise.all(runs.map((r) => rt.runs.wait(r.id, { until: 'terminal', timeoutMs })));
 }
@@ -79,6 +85,10 @@ describe('provider flow control', () => {
     expect(provider.maxInFlight).toBeLessThanOrEqual(3);
     expect(provider.maxInFlight).toBeGreaterThan(1);
     expect(provider.rejected).toBe(0);
+    // Each call gave its slot back (the release is written after the call's stream ends, so it
+    // may land just after its run does; two SQLite instances in one process also wait on each other).
+    const deadline = Date.now() + 10_000;
+    while ((await a.store.limitState('fake:limited-1', Date.now())).slots > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     expect((await a.store.limitState('fake:limited-1', Date.now())).slots).toBe(0);
   }, 30_000);
 
@@ -118,7 +128,8 @@ describe('provider flow control', () => {
     const runs = await sendMany(rt, 8);
     const ended = await allEnd(rt, runs, 10_000);
     expect(ended.every((r) => r.status === 'completed')).toBe(true);
-    await new Promise((r) => setTimeout(r, 50));
+    // The settlement is written after each call's stream ends: it may land just after its run does.
+    await eventually(async () => (await store.limitState('fake:limited-1', Date.now())).tokens === 8 * 15);
     expect(await store.limitState('fake:limited-1', Date.now())).toMatchObject({ requests: 8, tokens: 8 * 15 });
   }, 20_000);
 
@@ -132,6 +143,8 @@ describe('provider flow control', () => {
     const [first] = await sendMany(a.rt, 1);
     const t0 = Date.now();
     while (provider.rejected === 0) await new Promise((r) => setTimeout(r, 5));
+    // The pause is written once the 429 came back to the worker.
+    await eventually(async () => (await b.store.limitState('fake:limited-1', Date.now())).pausedUntil > Date.now());
     const state = await b.store.limitState('fake:limited-1', Date.now());
     expect(state.pausedUntil).toBeGreaterThan(Date.now() + 300);
     const others = await sendMany(b.rt, 3);
