@@ -105,7 +105,8 @@ describe('the live feed across nodes', () => {
   let store: SqliteStore;
   afterEach(async () => store.close());
 
-  async function messageStreamedThenCommitted() {
+  /** A worker node and an API node on one store, a session, and an agent that streams five deltas. */
+  async function twoNodeSession() {
     store = openSqliteStore({ path: ':memory:' });
     const nodes = twoNodes(store);
     const worker = new Sessions({ store: nodes.writer });
@@ -113,6 +114,11 @@ describe('the live feed across nodes', () => {
     const release = api.log.keepRecentDeltas();
     const s = await worker.create();
     const agent = defineAgent({ name: 'a', model: new ScriptedModel([{ chunks: ['one ', 'two ', 'three ', 'four ', 'five'] }]) });
+    return { nodes, worker, api, release, s, agent };
+  }
+
+  async function messageStreamedThenCommitted() {
+    const { nodes, worker, api, release, s, agent } = await twoNodeSession();
     // The API node hears the turn start and the first three deltas; the rest (two deltas, the
     // commit of the message) is on its way when a client connects there.
     nodes.holdAfterDeltas(3);
@@ -137,13 +143,7 @@ describe('the live feed across nodes', () => {
   });
 
   it('a reader following all along, on a node that commits to the session meanwhile, gets every delta before the durable message and every event once, in order', async () => {
-    store = openSqliteStore({ path: ':memory:' });
-    const nodes = twoNodes(store);
-    const worker = new Sessions({ store: nodes.writer });
-    const api = new Sessions({ store: nodes.reader });
-    const release = api.log.keepRecentDeltas();
-    const s = await worker.create();
-    const agent = defineAgent({ name: 'a', model: new ScriptedModel([{ chunks: ['one ', 'two ', 'three ', 'four ', 'five'] }]) });
+    const { nodes, worker, api, release, s, agent } = await twoNodeSession();
     const items: FeedItem[] = [];
     const ac = new AbortController();
     const reading = (async () => {
@@ -169,13 +169,7 @@ describe('the live feed across nodes', () => {
   });
 
   it('a reader busy while its node hears the last deltas gets them before the message, though its own node committed after the message first', async () => {
-    store = openSqliteStore({ path: ':memory:' });
-    const nodes = twoNodes(store);
-    const worker = new Sessions({ store: nodes.writer });
-    const api = new Sessions({ store: nodes.reader });
-    const release = api.log.keepRecentDeltas();
-    const s = await worker.create();
-    const agent = defineAgent({ name: 'a', model: new ScriptedModel([{ chunks: ['one ', 'two ', 'three ', 'four ', 'five'] }]) });
+    const { nodes, worker, api, release, s, agent } = await twoNodeSession();
     // Pulled by hand: while the test does not ask for the next item, the reader is busy.
     const feed = follow(api.log, s.id);
     const items: FeedItem[] = [];
