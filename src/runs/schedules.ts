@@ -22,6 +22,7 @@ import {
   type StoreOps,
 } from '../store/index.ts';
 import type { IfBusy, RunBook, RunOptions } from './book.ts';
+import { isClosedStore } from '../store/index.ts';
 import type { Clock } from './clock.ts';
 
 /** The shortest interval (seconds): the scheduler looks for due schedules about once a second. */
@@ -448,7 +449,13 @@ export class Schedules {
 
   private async loop(): Promise<void> {
     while (!this.stopping) {
-      await this.check().catch((e: unknown) => process.emitWarning(`keel scheduler: ${(e as Error).message}`));
+      try {
+        await this.check();
+      } catch (e) {
+        // A closed store stays closed: nothing more to check (the runtime was not closed first).
+        if (isClosedStore(e)) break;
+        process.emitWarning(`keel scheduler: ${(e as Error).message}`);
+      }
       if (this.stopping) break;
       if (this.woken) {
         this.woken = false;
@@ -456,6 +463,8 @@ export class Schedules {
       }
       await new Promise<void>((resolve) => {
         const timer = setTimeout(done, this.options.checkEveryMs);
+        // Waiting keeps no process alive: its workers do, while they run.
+        timer.unref?.();
         function done() {
           clearTimeout(timer);
           resolve();

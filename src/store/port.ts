@@ -533,6 +533,9 @@ export class StoreError extends Error {
   }
 }
 
+/** The store was closed: every later operation fails the same way (background loops end on it). */
+export const isClosedStore = (e: unknown): boolean => e instanceof StoreError && e.code === 'closed';
+
 export class NotFoundError extends StoreError {
   constructor(what: string, id: string) {
     super('not_found', `${what} ${id} does not exist`);

@@ -378,3 +378,25 @@ describe('schedules: several workers', () => {
     expect(run.status).toBe('completed');
   });
 });
+
+describe('the scheduler and the webhook dispatcher after their store closed', () => {
+  it('stop by themselves, without a warning a second, when the store is closed before the runtime', async () => {
+    const store = new SqliteStore({ path: ':memory:' });
+    const rt = createRuntime({ store, agents: [defineAgent({ name: 'a', model: new ScriptedModel([{ text: 'ok' }]) })], schedules: { checkEveryMs: 10 }, webhooks: { pollMs: 10 } });
+    rt.startWorker({ pollMs: 10 });
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.message);
+    process.on('warning', onWarning);
+    try {
+      await store.close();
+      await new Promise((r) => setTimeout(r, 150));
+      expect(warnings.filter((m) => /keel scheduler/.test(m))).toEqual([]);
+      // Both loops have ended: stopping them now returns at once.
+      await rt.schedules.stop();
+      await rt.webhooks.stopDispatcher();
+    } finally {
+      process.off('warning', onWarning);
+      await rt.close({ graceMs: 0 }).catch(() => {});
+    }
+  });
+});

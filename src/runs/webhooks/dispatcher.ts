@@ -1,4 +1,4 @@
-import type { ClaimedWebhookDelivery, Store, WebhookDeliveryStatus } from '../../store/index.ts';
+import { isClosedStore, type ClaimedWebhookDelivery, type Store, type WebhookDeliveryStatus } from '../../store/index.ts';
 import type { Clock } from '../clock.ts';
 import { privateDestinationReason } from './destination.ts';
 import { signWebhook } from './signature.ts';
@@ -101,8 +101,10 @@ export class WebhookDispatcher {
       let n = 0;
       try {
         n = await this.tick();
-      } catch {
-        // The store failed (or closed): look again at the next poll.
+      } catch (e) {
+        // A closed store stays closed: nothing more to deliver from it.
+        if (isClosedStore(e)) break;
+        // The store failed: look again at the next poll.
       }
       if (n === 0 && !this.stopped) await this.nap();
     }
