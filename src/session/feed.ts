@@ -20,6 +20,11 @@ export interface FollowOptions {
   /** Also read the log when nothing arrived for this long (a safety net for a missed notice); default: never. */
   pollMs?: number;
   /**
+   * How long to wait for deltas on their way from another node when the store cannot confirm that
+   * its notices caught up (its connection for notices is down); default NOTICE_WAIT_MS.
+   */
+  noticeWaitMs?: number;
+  /**
    * Backpressure: the items a consumer may leave waiting. One more and the feed overflows: it
    * calls `onOverflow` at once (a server drops the connection, even while a write to it is stuck)
    * and throws FeedOverflowError at the next read. The client resumes from the log.
@@ -42,10 +47,13 @@ const isAfter = (seq: number, n: number, last: { seq: number; n: number }): bool
 const PAGE = 500;
 
 /**
- * How long a feed waits for the rest of a message's deltas, relayed from another node, before it
- * reads the message's commit from the log without them (a lost notice, a delta too big to relay).
+ * The longest a feed waits for the rest of a message's deltas, relayed from another node, when the
+ * store does not confirm that its notices caught up (see `SessionLog.noticesCaughtUp`: normally it
+ * does within milliseconds, and a feed waits for nothing more); then it reads the message's commit
+ * from the log without them. Not a timeout on a slow node: a busy process may fire a timer before
+ * it reads the notices already in its socket.
  */
-export const DELTA_WAIT_MS = 1_000;
+export const NOTICE_WAIT_MS = 10_000;
 
 /**
  * The one live feed of a session (or of one run in it): what the log has after the cursor, with
@@ -61,7 +69,11 @@ export const DELTA_WAIT_MS = 1_000;
  * it (they come by another path, see `Store.broadcast`). While the deltas of another node's message
  * were yielded and its durable version was not, the feed does not read the log past what this node
  * has heard of (`SessionLog.deltasHeardUpTo`): the rest of the message's deltas come first, then
- * the notice of its commit; for up to DELTA_WAIT_MS.
+ * the notice of its commit. It waits until the store confirms that every notice committed before
+ * the read has arrived (`SessionLog.noticesCaughtUp`), however long that takes: deltas that were
+ * not among them were lost on the way (too big to relay, say), and the commit is read without them.
+ * Only when no confirmation comes (the store's connection for notices is down) does it stop
+ * waiting after `noticeWaitMs`.
  */
 export async function* follow(log: SessionLog, sessionId: string, o: FollowOptions = {}): AsyncGenerator<FeedItem, void, undefined> {
   type Delta = LiveItem & { kind: 'delta' };
@@ -103,29 +115,63 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
   let streaming: string | undefined;
   // Deltas that came while a read of the log was held back, after events not yet yielded.
   const deferred: Delta[] = [];
-  // Since when reads of the log stop before what this node has not heard of (see DELTA_WAIT_MS).
-  let waitingSince: number | undefined;
+  const noticeWaitMs = o.noticeWaitMs ?? NOTICE_WAIT_MS;
   // The event a read of the log stopped before, until it is yielded.
   let heldBefore: number | undefined;
+  // The latest event a read of the log returned.
+  let readMax = 0;
+  // Every notice of what was committed up to this seq has reached the queue: the last confirmation
+  // of the store (asked after the event was read), and whether one is on its way (see catchUp).
+  let caughtUpTo = 0;
+  let catchingUp = false;
+  // Since when the feed waits for the store's confirmation, and the message whose deltas it gave up
+  // waiting for when none came within noticeWaitMs (see NOTICE_WAIT_MS).
+  let waitingSince: number | undefined;
+  let gaveUpOn: string | undefined;
+  /** Asks the store to confirm that the notices of everything committed up to the latest event read arrived. */
+  const catchUp = (): void => {
+    if (catchingUp) return;
+    catchingUp = true;
+    const upTo = readMax;
+    void log.noticesCaughtUp().then(() => {
+      caughtUpTo = Math.max(caughtUpTo, upTo);
+      catchingUp = false;
+      // Held meanwhile before a later event: ask again.
+      if (heldBefore !== undefined && heldBefore > caughtUpTo) catchUp();
+      wake?.();
+    });
+  };
   /** Whether a delta follows an event that a read of the log held back. */
   const heldFor = (d: Delta): boolean => heldBefore !== undefined && Number(d.id.split('.')[0]) >= heldBefore;
   /** Whether to stop reading the log before event `seq`, to let the deltas on their way come first. */
   const holdBefore = (seq: number): boolean => {
-    if (streaming === undefined || seq <= heard) {
+    if (streaming === undefined || seq <= heard || streaming === gaveUpOn) {
       waitingSince = undefined;
       return false;
     }
     // The notices may be in the queue already: wait for them as long as it holds anything. Else
-    // they are on their way, and may be lost: wait so long.
+    // wait until the store confirms they all arrived: deltas that did not were lost on the way.
     if (queue.length === 0) {
+      if (caughtUpTo >= seq) {
+        waitingSince = undefined;
+        return false;
+      }
       waitingSince ??= Date.now();
-      if (Date.now() - waitingSince >= DELTA_WAIT_MS) return false;
+      if (Date.now() - waitingSince >= noticeWaitMs) {
+        gaveUpOn = streaming;
+        waitingSince = undefined;
+        return false;
+      }
     }
     heldBefore = seq;
+    catchUp();
     return true;
   };
-  const read = (untilSeq?: number) =>
-    log.read(sessionId, { afterSeq: lastSeq, ...(untilSeq !== undefined ? { untilSeq } : {}), ...(o.runId !== undefined ? { runId: o.runId } : {}) });
+  const read = async (o2: { untilSeq?: number; limit?: number } = {}) => {
+    const events = await log.read(sessionId, { afterSeq: lastSeq, ...o2, ...(o.runId !== undefined ? { runId: o.runId } : {}) });
+    if (events.length > 0) readMax = Math.max(readMax, events.at(-1)!.seq);
+    return events;
+  };
 
   /** The event as an item, or nothing when it was yielded already. */
   const eventItem = (event: SessionEvent): FeedItem | undefined => {
@@ -164,7 +210,7 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
    * event, and before an event that deltas on their way may precede (see `holdBefore`).
    */
   async function* fromLog(untilSeq?: number): AsyncGenerator<FeedItem> {
-    const events = await read(untilSeq);
+    const events = await read(untilSeq !== undefined ? { untilSeq } : {});
     // Read to the end: nothing is held back but what this read holds back.
     if (untilSeq === undefined) heldBefore = undefined;
     for (const e of events) {
@@ -190,7 +236,7 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
   try {
     // 1. What the log has after the cursor, with the deltas of the message streaming now.
     replay: for (;;) {
-      const page = await log.read(sessionId, { afterSeq: lastSeq, limit: PAGE, ...(o.runId !== undefined ? { runId: o.runId } : {}) });
+      const page = await read({ limit: PAGE });
       for (const e of page) {
         yield* recentBefore(e.seq);
         if (holdBefore(e.seq)) break replay;
@@ -211,8 +257,14 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
       if (overflow) throw new FeedOverflowError();
       const next = queue.shift();
       if (!next) {
-        // Waiting for deltas on their way: read the log anyway once DELTA_WAIT_MS is over.
-        const waitMs = heldBefore !== undefined && waitingSince !== undefined ? Math.max(0, waitingSince + DELTA_WAIT_MS - Date.now()) : undefined;
+        // Held for deltas on their way, and every notice before the held event arrived: read on.
+        if (heldBefore !== undefined && caughtUpTo >= heldBefore) {
+          yield* fromLog();
+          if (ended) return;
+          continue;
+        }
+        // Waiting for deltas on their way: read the log anyway once noticeWaitMs is over.
+        const waitMs = heldBefore !== undefined && waitingSince !== undefined ? Math.max(0, waitingSince + noticeWaitMs - Date.now()) : undefined;
         const timeoutMs = waitMs !== undefined && (o.pollMs === undefined || waitMs < o.pollMs) ? waitMs : o.pollMs;
         const woke = await new Promise<boolean>((resolve) => {
           const timer = timeoutMs !== undefined ? setTimeout(() => resolve(false), timeoutMs) : undefined;

@@ -321,6 +321,15 @@ export class SessionLog {
     if (!this.store.broadcast) return Infinity;
     return this.heardSeqs.get(sessionId) ?? 0;
   }
+
+  /**
+   * Resolves once this process has heard every notice of what any node committed or broadcast
+   * before the call (see `Store.noticesCaughtUp`): at once on a store that relays no other node's
+   * deltas. A feed asks it before it gives up waiting for deltas on their way.
+   */
+  noticesCaughtUp(): Promise<void> {
+    return this.store.broadcast && this.store.noticesCaughtUp ? this.store.noticesCaughtUp() : Promise.resolve();
+  }
   private stopFollowing: (() => void) | undefined;
   private checking = false;
 

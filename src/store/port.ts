@@ -509,6 +509,13 @@ export interface Store extends StoreOps {
    */
   broadcast?(sessionId: string, message: JsonObject): void;
   /**
+   * Resolves once every notice of what was committed (and broadcast) before the call, by any node,
+   * has reached this instance's `changes` listeners: a barrier through the backend's own channel,
+   * whatever the lag. Given by a store that has `broadcast`; it may never resolve while the
+   * store's connection for notices is down (a caller bounds its wait).
+   */
+  noticesCaughtUp?(): Promise<void>;
+  /**
    * Tells `listener` how long each write transaction of this instance took, in seconds, from its
    * start to its commit (the commit-latency metric); returns the unregistration. Synchronous, on
    * the commit path: keep it cheap.

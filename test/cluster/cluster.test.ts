@@ -13,11 +13,6 @@ afterAll(() => dropSchema(postgresUrl(), schema));
 it('3 API processes and 2 workers on PostgreSQL: every run completes, every client gets every event once, in order, across hops and a worker killed midway', async () => {
   const report = await runCluster({ url: postgresUrl(), schema, apis: 3, workers: 2, runs: Number(process.env.CLUSTER_RUNS ?? 200), parallel: 40, killAt: 0.3 });
   expect(report.violations).toEqual([]);
-  // A connection that saw a message stream to its end got all of its deltas, but for a rare case
-  // not yet explained (one message, in 2 of about 15 runs of this test under CI load): reported
-  // with what the client received, and bounded. Every durable event is checked strictly above.
-  if (report.deltaTails.length > 0) console.warn(`cluster: ${report.deltaTails.length} message(s) whose last deltas a connection missed:\n${report.deltaTails.join('\n')}`);
-  expect(report.deltaTails.length).toBeLessThanOrEqual(1);
   expect(report.completed).toBe(report.runs);
   expect(report.killed).toBe(1);
   expect(report.hops).toBeGreaterThan(report.runs);

@@ -182,6 +182,26 @@ describe('postgres: two nodes on one database', () => {
     expect(seenA.map((x) => Number(x.split(' ')[0]!.split('.')[1]))).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
   });
 
+  it('noticesCaughtUp: once it resolves, a node has heard every broadcast and commit notice another node made before the call', async () => {
+    const [a, b] = await twoNodes();
+    await a.createSession({ id: 's', createdAt: T0 });
+    const heard: Array<number | string> = [];
+    const off = b.changes((c) => {
+      if (c?.message) heard.push(c.message.n as number);
+      else if (c) heard.push(`commit ${c.lastSeq}`);
+    });
+    cleanups.push(async () => off());
+    await new Promise((r) => setTimeout(r, 200)); // node B listens
+    for (let round = 0; round < 5; round++) {
+      for (let i = 0; i < 300; i++) a.broadcast('s', { n: round * 1000 + i, pad: 'x'.repeat(200) });
+      const [e] = await a.append('s', [note(round)]);
+      // Committed (node A's append returned): once node B's barrier resolves, it heard all of it.
+      await b.noticesCaughtUp();
+      const want = [...Array.from({ length: 300 }, (_, i) => round * 1000 + i), `commit ${e!.seq}`];
+      expect(heard.slice(-want.length)).toEqual(want);
+    }
+  });
+
   it('one Idempotency-Key used on two nodes at the same moment: one message is accepted, the other request is refused', async () => {
     const [a, b] = await twoNodes();
     const agents = () => [defineAgent({ name: 'a', model: new ScriptedModel([{ text: 'hi' }], { loop: true }) })];

@@ -15,6 +15,12 @@ function twoNodes(store: SqliteStore) {
   let held = false;
   // Deltas still delivered before the notices are held (Infinity: no hold).
   let deltasBeforeHold = Infinity;
+  // Deltas still delivered before the rest of the deltas are lost on the way (Infinity: none lost).
+  let deltasBeforeLoss = Infinity;
+  // Notices sent and notices delivered (or lost), counted: what a barrier waits for.
+  let sent = 0;
+  let delivered = 0;
+  const barriers: Array<{ upTo: number; resolve: () => void }> = [];
   const deliver = () => {
     while (pending.length > 0 && !held) {
       if (deltasBeforeHold === 0) {
@@ -22,12 +28,18 @@ function twoNodes(store: SqliteStore) {
         break;
       }
       const n = pending.shift()!;
-      if (n.message !== undefined) deltasBeforeHold--;
+      delivered++;
+      if (n.message !== undefined) {
+        deltasBeforeHold--;
+        if (deltasBeforeLoss-- <= 0) continue;
+      }
       for (const l of [...listeners]) l(n);
     }
+    for (let i = barriers.length - 1; i >= 0; i--) if (barriers[i]!.upTo <= delivered) barriers.splice(i, 1)[0]!.resolve();
   };
   const send = (n: Notice) => {
     pending.push(n);
+    sent++;
     deliver();
   };
   const withNotices = <T extends object>(ops: T, appended: (sessionId: string, lastSeq: number) => void): T =>
@@ -49,6 +61,8 @@ function twoNodes(store: SqliteStore) {
     new Proxy(withNotices(store as Store, (sessionId, lastSeq) => send({ sessionId, lastSeq })), {
       get(target, key, receiver) {
         if (key === 'broadcast') return o.broadcasts ? (sessionId: string, message: Record<string, unknown>) => send({ sessionId, message: message as never }) : () => {};
+        // Resolves once what was sent before the call was delivered (a relaying backend's ping).
+        if (key === 'noticesCaughtUp') return () => new Promise<void>((resolve) => (o.hears ? barriers.push({ upTo: sent, resolve }) : resolve()));
         if (key === 'changes') {
           return (l: (c?: StoreChange) => void) => {
             if (o.hears) listeners.add(l);
@@ -74,6 +88,10 @@ function twoNodes(store: SqliteStore) {
     /** The next `n` deltas are heard, and what comes after them waits until `release`. */
     holdAfterDeltas(n: number) {
       deltasBeforeHold = n;
+    },
+    /** The next `n` deltas are heard, and the deltas after them are lost on the way (the notices of commits are not). */
+    loseAfterDeltas(n: number) {
+      deltasBeforeLoss = n;
     },
     release() {
       held = false;
@@ -113,17 +131,19 @@ describe('the live feed across nodes', () => {
     const api = new Sessions({ store: nodes.reader });
     const release = api.log.keepRecentDeltas();
     const s = await worker.create();
-    const agent = defineAgent({ name: 'a', model: new ScriptedModel([{ chunks: ['one ', 'two ', 'three ', 'four ', 'five'] }]) });
+    const agent = defineAgent({ name: 'a', model: new ScriptedModel([{ chunks: ['one ', 'two ', 'three ', 'four ', 'five'] }], { loop: true }) });
     return { nodes, worker, api, release, s, agent };
   }
 
-  async function messageStreamedThenCommitted() {
+  async function messageStreamedThenCommitted(o: { lost?: boolean } = {}) {
     const { nodes, worker, api, release, s, agent } = await twoNodeSession();
     // The API node hears the turn start and the first three deltas; the rest (two deltas, the
-    // commit of the message) is on its way when a client connects there.
-    nodes.holdAfterDeltas(3);
+    // commit of the message) is on its way when a client connects there (or, when `lost`, the two
+    // deltas never come and the rest is delivered).
+    if (o.lost) nodes.loseAfterDeltas(3);
+    else nodes.holdAfterDeltas(3);
     await (await worker.startTurn(s.id, agent, { input: 'count' })).result;
-    expect(nodes.pending).toBeGreaterThan(2);
+    if (!o.lost) expect(nodes.pending).toBeGreaterThan(2);
     expect(api.log.recentDeltas(s.id)).toHaveLength(3);
     return { nodes, api, sessionId: s.id, release };
   }
@@ -196,12 +216,71 @@ describe('the live feed across nodes', () => {
     release();
   });
 
-  it('waits for deltas on their way only so long: when they never come, the durable message follows within a few seconds', async () => {
-    const { api, sessionId, release } = await messageStreamedThenCommitted();
+  it('a reader waits for the last deltas as long as the notices before them are on their way, however slow (a busy or lagging node)', async () => {
+    const { nodes, api, sessionId, release } = await messageStreamedThenCommitted();
+    const reader = readUntilMessage(follow(api.log, sessionId));
+    // Longer than any fixed wait a reader could give up after: the notices only lag.
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(reader.items.some((i) => i.kind === 'event' && i.event.type === 'assistant/message')).toBe(false);
+    nodes.release();
+    await reader.done;
+    expect(textOf(reader.items)).toBe('one two three four five');
+    expect(reader.items.at(-1)!.kind).toBe('event');
+    release();
+  });
+
+  it('deltas lost on the way: once every notice committed before the message arrived, the durable message follows at once', async () => {
+    const { api, sessionId, release } = await messageStreamedThenCommitted({ lost: true });
     const started = Date.now();
     const reader = readUntilMessage(follow(api.log, sessionId));
     await reader.done;
-    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(Date.now() - started).toBeLessThan(500);
+    expect(textOf(reader.items)).toBe('one two three ');
+    expect(reader.items.at(-1)!.kind).toBe('event');
+    release();
+  });
+
+  it('a wait that gave up on one message does not shorten the wait for the next', async () => {
+    const { nodes, worker, api, release, s, agent } = await twoNodeSession();
+    const items: FeedItem[] = [];
+    const ac = new AbortController();
+    // Polling reads the log while the notices are held: the commits are read before they are heard.
+    const reading = (async () => {
+      for await (const item of follow(api.log, s.id, { signal: ac.signal, noticeWaitMs: 300, pollMs: 20 })) items.push(item);
+    })();
+    const until = async (f: () => boolean) => {
+      while (!f()) await new Promise((r) => setTimeout(r, 10));
+    };
+    const messages = () => items.filter((i) => i.kind === 'event' && i.event.type === 'assistant/message').length;
+    // 1. The notices stop after three deltas and do not come while the reader waits: it gives up.
+    nodes.holdAfterDeltas(3);
+    await (await worker.startTurn(s.id, agent, { input: 'count' })).result;
+    await until(() => messages() === 1);
+    expect(textOf(items)).toBe('one two three ');
+    nodes.release();
+    // 2. The next message's notices are only late, by less than noticeWaitMs: all of them come first.
+    const before = items.length;
+    nodes.holdAfterDeltas(3);
+    await (await worker.startTurn(s.id, agent, { input: 'count again' })).result;
+    await until(() => textOf(items.slice(before)) === 'one two three ');
+    await new Promise((r) => setTimeout(r, 150));
+    nodes.release();
+    await until(() => messages() === 2);
+    const second = items.slice(before);
+    const message = second.findIndex((i) => i.kind === 'event' && i.event.type === 'assistant/message');
+    expect(textOf(second.slice(0, message))).toBe('one two three four five');
+    ac.abort();
+    await reading;
+    release();
+  });
+
+  it('notices that never come (a broken connection to the store): the durable message follows after noticeWaitMs', async () => {
+    const { api, sessionId, release } = await messageStreamedThenCommitted();
+    const started = Date.now();
+    const reader = readUntilMessage(follow(api.log, sessionId, { noticeWaitMs: 300 }));
+    await reader.done;
+    expect(Date.now() - started).toBeGreaterThanOrEqual(290);
+    expect(Date.now() - started).toBeLessThan(3_000);
     expect(textOf(reader.items)).toBe('one two three ');
     expect(reader.items.at(-1)!.kind).toBe('event');
     release();

@@ -259,6 +259,8 @@ export class PostgresStore extends WithStoreOps implements Store {
         p = {};
       }
       if (p.o !== undefined) {
+        // This instance's ping (see noticesCaughtUp): what was notified before it has arrived.
+        if (p.o === this.instanceId && typeof (p as { ping?: unknown }).ping === 'number') return this.pinged((p as { ping: number }).ping);
         // Broadcast messages: another node's (this instance's own are not for it).
         if (p.o === this.instanceId || !Array.isArray(p.b)) return;
         for (const m of p.b as Array<{ s?: unknown; m?: unknown }>) {
@@ -365,6 +367,34 @@ export class PostgresStore extends WithStoreOps implements Store {
     }
   }
 
+  private pings = 0;
+  private readonly pingWaiters: Array<{ ping: number; resolve: () => void }> = [];
+
+  /**
+   * A ping through the schema's channel, from this instance to itself: PostgreSQL delivers
+   * notifications in the order their transactions committed, so once it comes back, every notice
+   * committed before it has reached the listeners. Never resolves while notices cannot arrive.
+   */
+  noticesCaughtUp(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    const ping = ++this.pings;
+    return new Promise<void>((resolve) => {
+      this.pingWaiters.push({ ping, resolve });
+      void (async () => {
+        // Listening first: a ping sent before LISTEN would never come back.
+        await this.listening;
+        await this.pool.query('SELECT pg_notify($1, $2)', [`keel_${this.schema}`, JSON.stringify({ o: this.instanceId, ping })]);
+      })().catch(() => {});
+    });
+  }
+
+  /** Pings come back in the order sent: every waiter up to this one is answered. */
+  private pinged(ping: number): void {
+    for (let i = this.pingWaiters.length - 1; i >= 0; i--) {
+      if (this.pingWaiters[i]!.ping <= ping) this.pingWaiters.splice(i, 1)[0]!.resolve();
+    }
+  }
+
   private unlisten(): void {
     clearTimeout(this.retryTimer);
     const client = this.listener;
@@ -382,6 +412,7 @@ export class PostgresStore extends WithStoreOps implements Store {
     this.closed = true;
     this.changeListeners.clear();
     this.unlisten();
+    this.pinged(Infinity);
     await this.ready.catch(() => {});
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
     await this.pool.end();
