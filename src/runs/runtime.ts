@@ -1,4 +1,3 @@
-import { EventEmitter } from 'node:events';
 import { userMessage, type AgentDefinition, type DeltaEvent, type UserInput } from '../core/index.ts';
 import type { JsonValue, UserMessage } from '../model/index.ts';
 import { follow, Sessions, type CompactionSettings, type SessionEvent } from '../session/index.ts';
@@ -27,6 +26,7 @@ import { Webhooks, type WebhookOptions } from './webhooks/index.ts';
 import { RunObservers, type RunObserver } from './observer.ts';
 import { IllegalTransitionError } from './state.ts';
 import { Worker, type WorkerHost, type WorkerOptions } from './worker.ts';
+import { WakeUp } from './wake-up.ts';
 import { Schedules, type SchedulerOptions } from './schedules.ts';
 import { FlowControl, type FlowControlOptions, type ModelLimits, type Priority } from '../limits/flow-control.ts';
 import { runScope } from './execution.ts';
@@ -105,9 +105,8 @@ export class Runtime {
   readonly schedules: Schedules;
   private readonly options: Required<Pick<RuntimeOptions, 'leaseMs' | 'renewEveryMs' | 'controlPollMs' | 'maxAttempts' | 'maxDepth'>> & RuntimeOptions;
   private readonly agents = new Map<string, AgentDefinition[]>();
-  private readonly wakeups = new EventEmitter();
+  private readonly wakeUp = new WakeUp();
   /** A wake-up came that no nap has taken yet. */
-  private woken = false;
   readonly executions = new Map<string, Execution>();
   private readonly workers = new Set<Worker>();
   private readonly observers = new RunObservers();
@@ -130,7 +129,6 @@ export class Runtime {
       list.push(a);
       this.agents.set(a.name, list);
     }
-    this.wakeups.setMaxListeners(0);
     const sessions = new Sessions({ store: options.store, ...(options.snapshotEvery !== undefined ? { snapshotEvery: options.snapshotEvery } : {}) });
     this.book = new RunBook(sessions);
     this.book.clock = options.clock ?? systemClock;
@@ -320,25 +318,11 @@ export class Runtime {
    * claiming, say) ends it at once: work queued then is not left for the next poll.
    */
   nap(ms: number): Promise<void> {
-    if (this.woken) {
-      this.woken = false;
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.wakeups.off('wake', done);
-        this.woken = false;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.wakeups.once('wake', done);
-    });
+    return this.wakeUp.nap(ms);
   }
 
   wake(): void {
-    this.woken = true;
-    this.wakeups.emit('wake');
+    this.wakeUp.wake();
   }
 
   get maxDepth(): number {

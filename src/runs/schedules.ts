@@ -24,6 +24,7 @@ import {
 import type { IfBusy, RunBook, RunOptions } from './book.ts';
 import { isClosedStore } from '../store/index.ts';
 import type { Clock } from './clock.ts';
+import { WakeUp } from './wake-up.ts';
 
 /** The shortest interval (seconds): the scheduler looks for due schedules about once a second. */
 export const MIN_INTERVAL_SECONDS = 1;
@@ -142,8 +143,7 @@ export class Schedules {
   private readonly runDefaults: RunOptions;
   private loopDone: Promise<void> | undefined;
   private stopping = false;
-  private woken = false;
-  private wakeUp: (() => void) | undefined;
+  private readonly wakeUp = new WakeUp();
 
   constructor(host: SchedulesHost, options: SchedulerOptions & { runDefaults?: RunOptions } = {}) {
     this.host = host;
@@ -443,8 +443,7 @@ export class Schedules {
 
   /** Checks at once (a schedule was created or resumed, or a test moved the clock). */
   wake(): void {
-    this.woken = true;
-    this.wakeUp?.();
+    this.wakeUp.wake();
   }
 
   private async loop(): Promise<void> {
@@ -457,22 +456,8 @@ export class Schedules {
         process.emitWarning(`keel scheduler: ${(e as Error).message}`);
       }
       if (this.stopping) break;
-      if (this.woken) {
-        this.woken = false;
-        continue;
-      }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(done, this.options.checkEveryMs);
-        // Waiting keeps no process alive: its workers do, while they run.
-        timer.unref?.();
-        function done() {
-          clearTimeout(timer);
-          resolve();
-        }
-        this.wakeUp = done;
-      });
-      this.wakeUp = undefined;
-      this.woken = false;
+      // Waiting keeps no process alive: its workers do, while they run.
+      await this.wakeUp.nap(this.options.checkEveryMs, { unref: true });
     }
   }
 }

@@ -1,5 +1,6 @@
 import { isClosedStore, type ClaimedWebhookDelivery, type Store, type WebhookDeliveryStatus } from '../../store/index.ts';
 import type { Clock } from '../clock.ts';
+import { WakeUp } from '../wake-up.ts';
 import { privateDestinationReason } from './destination.ts';
 import { signWebhook } from './signature.ts';
 
@@ -53,8 +54,7 @@ export class WebhookDispatcher {
   private running: Promise<void> | undefined;
   private stopped = false;
   private aborts = new AbortController();
-  private wakeUp: (() => void) | undefined;
-  private woken = false;
+  private readonly wakeUp = new WakeUp();
 
   constructor(store: Store, clock: Clock, o: DispatcherOptions = {}) {
     this.store = store;
@@ -86,14 +86,13 @@ export class WebhookDispatcher {
     // It may be started again.
     this.running = undefined;
     this.stopped = false;
-    this.woken = false;
+    this.wakeUp.reset();
     this.aborts = new AbortController();
   }
 
   /** Looks at the outbox now (a delivery was written here). */
   wake(): void {
-    this.woken = true;
-    this.wakeUp?.();
+    this.wakeUp.wake();
   }
 
   private async loop(): Promise<void> {
@@ -106,28 +105,8 @@ export class WebhookDispatcher {
         if (isClosedStore(e)) break;
         // The store failed: look again at the next poll.
       }
-      if (n === 0 && !this.stopped) await this.nap();
+      if (n === 0 && !this.stopped) await this.wakeUp.nap(this.pollMs, { unref: true });
     }
-  }
-
-  private nap(): Promise<void> {
-    if (this.woken) {
-      this.woken = false;
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, this.pollMs);
-      timer.unref?.();
-      function done() {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.wakeUp = () => {
-        this.wakeUp = undefined;
-        this.woken = false;
-        done();
-      };
-    });
   }
 
   /** One pass: claims what is due and attempts it; returns how many deliveries were attempted. */
