@@ -25,6 +25,12 @@ export interface FollowOptions {
    */
   noticeWaitMs?: number;
   /**
+   * How long an event committed while another node's message streams waits for that node to
+   * number its deltas past it, when the message neither goes on nor ends (its writer died, say);
+   * default WRITER_WAIT_MS.
+   */
+  writerWaitMs?: number;
+  /**
    * Backpressure: the items a consumer may leave waiting. One more and the feed overflows: it
    * calls `onOverflow` at once (a server drops the connection, even while a write to it is stuck)
    * and throws FeedOverflowError at the next read. The client resumes from the log.
@@ -54,6 +60,14 @@ const PAGE = 500;
  * it reads the notices already in its socket.
  */
 export const NOTICE_WAIT_MS = 10_000;
+
+/**
+ * The longest an event committed while another node's message streams (by a third node: a message
+ * enqueued behind the run, say) waits for the rest of that message's deltas numbered before it.
+ * The writer numbers its deltas after such an event once it hears of it (within milliseconds), and
+ * the message's end releases the wait too; this bounds it when neither comes (the writer died).
+ */
+export const WRITER_WAIT_MS = 3_000;
 
 /**
  * The one live feed of a session (or of one run in it): what the log has after the cursor, with
@@ -143,28 +157,67 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
   };
   /** Whether a delta follows an event that a read of the log held back. */
   const heldFor = (d: Delta): boolean => heldBefore !== undefined && Number(d.id.split('.')[0]) >= heldBefore;
-  /** Whether to stop reading the log before event `seq`, to let the deltas on their way come first. */
-  const holdBefore = (seq: number): boolean => {
-    if (streaming === undefined || seq <= heard || streaming === gaveUpOn) {
-      waitingSince = undefined;
+  const writerWaitMs = o.writerWaitMs ?? WRITER_WAIT_MS;
+  // The latest event another node's deltas were numbered after, among those that reached this reader.
+  let deltasAfter = 0;
+  // Why the read of the log stopped before `heldBefore`: deltas on their way to this node
+  // ('notices'), or deltas the streaming message's writer has yet to make ('writer', since when).
+  let heldBy: 'notices' | 'writer' | undefined;
+  let writerSince: number | undefined;
+  /** Whether the streaming message ends (durable, abandoned, its turn over) at or after `events[i]`, at a commit this reader heard of. */
+  const endHeard = (events: readonly SessionEvent[], i: number): boolean => {
+    for (let k = i; k < events.length && events[k]!.seq <= heard; k++) {
+      const e = events[k]!;
+      if (e.type === 'turn/end' || (e.type === 'assistant/message' && e.data.message.id === streaming) || (e.type === 'model/retry' && e.data.abandonedMessageId === streaming)) return true;
+    }
+    return false;
+  };
+  /**
+   * Whether to stop reading the log before `events[i]`, to let deltas of the message streaming on
+   * another node come first: deltas on their way here (the commit was read before this node heard
+   * of it), or deltas its writer has yet to make, numbered before this event (another node
+   * committed it while the message streams, and the writer had not heard of it).
+   */
+  const holdBefore = (events: readonly SessionEvent[], i: number): boolean => {
+    const seq = events[i]!.seq;
+    if (streaming === undefined || streaming === gaveUpOn) {
+      waitingSince = writerSince = undefined;
       return false;
     }
-    // The notices may be in the queue already: wait for them as long as it holds anything. Else
-    // wait until the store confirms they all arrived: deltas that did not were lost on the way.
-    if (queue.length === 0) {
-      if (caughtUpTo >= seq) {
-        waitingSince = undefined;
-        return false;
+    if (seq > heard) {
+      writerSince = undefined;
+      // The notices may be in the queue already: wait for them as long as it holds anything. Else
+      // wait until the store confirms they all arrived: deltas that did not were lost on the way.
+      if (queue.length === 0) {
+        if (caughtUpTo >= seq) {
+          waitingSince = undefined;
+          return false;
+        }
+        waitingSince ??= Date.now();
+        if (Date.now() - waitingSince >= noticeWaitMs) {
+          gaveUpOn = streaming;
+          waitingSince = undefined;
+          return false;
+        }
       }
-      waitingSince ??= Date.now();
-      if (Date.now() - waitingSince >= noticeWaitMs) {
-        gaveUpOn = streaming;
-        waitingSince = undefined;
-        return false;
-      }
+      heldBefore = seq;
+      heldBy = 'notices';
+      catchUp();
+      return true;
+    }
+    waitingSince = undefined;
+    if (seq <= deltasAfter || endHeard(events, i)) {
+      writerSince = undefined;
+      return false;
+    }
+    writerSince ??= Date.now();
+    if (Date.now() - writerSince >= writerWaitMs) {
+      gaveUpOn = streaming;
+      writerSince = undefined;
+      return false;
     }
     heldBefore = seq;
-    catchUp();
+    heldBy = 'writer';
     return true;
   };
   const read = async (o2: { untilSeq?: number; limit?: number } = {}) => {
@@ -177,7 +230,7 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
   const eventItem = (event: SessionEvent): FeedItem | undefined => {
     if (event.seq <= lastSeq) return undefined;
     lastSeq = event.seq;
-    if (heldBefore !== undefined && event.seq >= heldBefore) heldBefore = undefined;
+    if (heldBefore !== undefined && event.seq >= heldBefore) heldBefore = heldBy = undefined;
     // Ids only grow: a delta numbered before this event is never yielded after it.
     if (isAfter(event.seq, 0, last)) last = { seq: event.seq, n: 0 };
     if (event.type === 'assistant/message') finished.add(event.data.message.id);
@@ -212,9 +265,10 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
   async function* fromLog(untilSeq?: number): AsyncGenerator<FeedItem> {
     const events = await read(untilSeq !== undefined ? { untilSeq } : {});
     // Read to the end: nothing is held back but what this read holds back.
-    if (untilSeq === undefined) heldBefore = undefined;
-    for (const e of events) {
-      if (holdBefore(e.seq)) break;
+    if (untilSeq === undefined) heldBefore = heldBy = undefined;
+    for (let i = 0; i < events.length; i++) {
+      const e = events[i]!;
+      if (holdBefore(events, i)) break;
       const item = eventItem(e);
       if (!item) continue;
       yield item;
@@ -235,11 +289,13 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
 
   try {
     // 1. What the log has after the cursor, with the deltas of the message streaming now.
+    for (const d of log.recentDeltas(sessionId)) if (d.seq > deltasAfter) deltasAfter = d.seq;
     replay: for (;;) {
       const page = await read({ limit: PAGE });
-      for (const e of page) {
+      for (let i = 0; i < page.length; i++) {
+        const e = page[i]!;
         yield* recentBefore(e.seq);
-        if (holdBefore(e.seq)) break replay;
+        if (holdBefore(page, i)) break replay;
         const item = eventItem(e);
         if (item) yield item;
       }
@@ -258,13 +314,14 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
       const next = queue.shift();
       if (!next) {
         // Held for deltas on their way, and every notice before the held event arrived: read on.
-        if (heldBefore !== undefined && caughtUpTo >= heldBefore) {
+        if (heldBefore !== undefined && heldBy === 'notices' && caughtUpTo >= heldBefore) {
           yield* fromLog();
           if (ended) return;
           continue;
         }
-        // Waiting for deltas on their way: read the log anyway once noticeWaitMs is over.
-        const waitMs = heldBefore !== undefined && waitingSince !== undefined ? Math.max(0, waitingSince + noticeWaitMs - Date.now()) : undefined;
+        // Waiting for deltas: read the log anyway once noticeWaitMs (or writerWaitMs) is over.
+        const since = heldBy === 'writer' ? writerSince : waitingSince;
+        const waitMs = heldBefore !== undefined && since !== undefined ? Math.max(0, since + (heldBy === 'writer' ? writerWaitMs : noticeWaitMs) - Date.now()) : undefined;
         const timeoutMs = waitMs !== undefined && (o.pollMs === undefined || waitMs < o.pollMs) ? waitMs : o.pollMs;
         const woke = await new Promise<boolean>((resolve) => {
           const timer = timeoutMs !== undefined ? setTimeout(() => resolve(false), timeoutMs) : undefined;
@@ -290,6 +347,13 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
         yield* fromLog(next.upTo);
         if (ended) return;
       } else if (next.kind === 'event') {
+        // While another node's message streams, this node's own commits come from the log like any
+        // other, where they wait for the deltas numbered before them (see holdBefore).
+        if (streaming !== undefined && next.event.seq > lastSeq) {
+          yield* fromLog(next.event.seq);
+          if (ended) return;
+          continue;
+        }
         // Published out of order, or after events of another process: read the gap from the log first.
         if (next.event.seq > lastSeq + 1) {
           yield* fromLog(next.event.seq - 1);
@@ -304,7 +368,13 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
       } else {
         // A delta follows its event: one committed by another node may not have been read yet.
         const seq = Number(next.id.split('.')[0]);
-        if (seq > readUpTo && seq > lastSeq) {
+        if (seq > deltasAfter) deltasAfter = seq;
+        // The writer numbers its deltas past the event the log was held back before: read on.
+        if (heldBy === 'writer' && heldBefore !== undefined && seq >= heldBefore) {
+          yield* fromLog(seq);
+          if (ended) return;
+          readUpTo = Math.max(readUpTo, seq);
+        } else if (seq > readUpTo && seq > lastSeq) {
           yield* fromLog(seq);
           if (ended) return;
           readUpTo = seq;

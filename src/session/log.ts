@@ -49,9 +49,9 @@ export interface AppendHook {
 }
 
 /**
- * A delta's `id` is `seq.n`: the n-th delta after durable event `seq`, the latest the session
- * published (committed) in the process that made the model call before it; numbered there, once,
- * so every node that relays it gives it the same id.
+ * A delta's `id` is `seq.n`: the n-th delta after durable event `seq`, the latest of the session
+ * that the process making the model call committed or heard of (another node's commit, by the
+ * store's notice) before it; numbered there, once, so every node that relays it gives it the same id.
  */
 export type LiveItem =
   | { kind: 'event'; event: SessionEvent }
@@ -202,6 +202,9 @@ export class SessionLog {
     return result;
   }
 
+  /** Whether this process numbers deltas of model calls made here, for other nodes too (it then hears their commits). */
+  private numbers = false;
+
   /** Where each session's deltas are numbered from (see LiveItem), most recently used last. */
   private readonly positions = new Map<string, { seq: number; n: number }>();
 
@@ -266,6 +269,12 @@ export class SessionLog {
    * the session, told to this process's followers and, through the store, to other nodes'.
    */
   publishDelta(sessionId: string, delta: DeltaEvent): void {
+    // Another node may commit to the session while this model call streams (a message enqueued
+    // behind the run, say): this process listens, so the next deltas are numbered after it.
+    if (this.store.broadcast && !this.numbers) {
+      this.numbers = true;
+      this.followOthers();
+    }
     const p = this.position(sessionId);
     p.n++;
     const item: LiveItem = { kind: 'delta', delta, id: `${p.seq}.${p.n}` };
@@ -356,8 +365,16 @@ export class SessionLog {
     this.heardSeqs.clear();
   }
 
-  /** A session's log moved to `lastSeq` (the store said so): its followers read what they miss. */
+  /**
+   * A session's log moved to `lastSeq` (the store said so): its followers read what they miss, and
+   * the deltas this process makes for it from now on are numbered after it.
+   */
   private changedTo(sessionId: string, lastSeq: number): void {
+    const p = this.positions.get(sessionId);
+    if (p && lastSeq > p.seq) {
+      p.seq = lastSeq;
+      p.n = 0;
+    }
     if (!this.heard(sessionId, lastSeq) || this.live.listenerCount(sessionId) === 0) return;
     this.live.emit(sessionId, { kind: 'changed', sessionId, upTo: lastSeq });
   }
@@ -390,7 +407,7 @@ export class SessionLog {
    * or all of them are and the store relays other nodes' deltas.
    */
   private followed(): boolean {
-    if (this.store.broadcast && (this.live.listenerCount(ALL) > 0 || this.recentKeepers > 0)) return true;
+    if (this.store.broadcast && (this.numbers || this.live.listenerCount(ALL) > 0 || this.recentKeepers > 0)) return true;
     return this.live.eventNames().some((n) => typeof n === 'string' && this.live.listenerCount(n) > 0);
   }
 

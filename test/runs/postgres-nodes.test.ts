@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createRuntime, defineAgent, ScriptedModel, subagent, tool, type AgentDefinition, type Runtime, type Store } from '../../src/index.ts';
+import { createRuntime, defineAgent, follow, ScriptedModel, subagent, tool, type AgentDefinition, type FeedItem, type Runtime, type Store } from '../../src/index.ts';
 import { CLAIM_POLICY } from '../../src/runs/state.ts';
 import type { PostgresStore } from '../../src/store/postgres/index.ts';
 import { ofType, allEvents } from '../support/session-helpers.ts';
@@ -200,6 +200,38 @@ describe('postgres: two nodes on one database', () => {
       const want = [...Array.from({ length: 300 }, (_, i) => round * 1000 + i), `commit ${e!.seq}`];
       expect(heard.slice(-want.length)).toEqual(want);
     }
+  });
+
+  it('a message sent on node B while node A streams the answer (enqueued: its status commits mid-message): a reader of the session on node B gets every delta, ids only growing', async () => {
+    const [a, b] = await twoNodes();
+    const chunks = Array.from({ length: 40 }, (_, i) => `w${i} `);
+    const model = () => new ScriptedModel([{ chunks, chunkDelayMs: 15 }, { text: 'second' }]);
+    runtimeOn(a, [defineAgent({ name: 'a', model: model() })]);
+    const rtB = runtimeOn(b, [defineAgent({ name: 'a', model: model() })], { worker: false });
+    const s = await rtB.sessions.create();
+    const ac = new AbortController();
+    cleanups.push(async () => ac.abort());
+    const items: FeedItem[] = [];
+    const reading = (async () => {
+      for await (const item of follow(rtB.sessions.log, s.id, { signal: ac.signal })) items.push(item);
+    })();
+    await new Promise((r) => setTimeout(r, 200)); // node B listens
+    const first = await rtB.sessions.send(s.id, 'go');
+    while (items.filter((i) => i.kind === 'delta').length < 5) await new Promise((r) => setTimeout(r, 5));
+    const second = await rtB.sessions.send(s.id, 'and then', { ifBusy: 'enqueue' });
+    expect(second.outcome).toBe('enqueued');
+    expect((await rtB.runs.wait(first.run.id, { until: 'terminal' })).status).toBe('completed');
+    expect((await rtB.runs.wait(second.run.id, { until: 'terminal' })).status).toBe('completed');
+    const message = items.find((i) => i.kind === 'event' && i.event.type === 'assistant/message' && i.event.runId === first.run.id)!;
+    const before = items.slice(0, items.indexOf(message));
+    expect(before.flatMap((i) => (i.kind === 'delta' && i.delta.type === 'text/delta' ? [i.delta.delta] : [])).join('')).toBe(chunks.join(''));
+    // Node A heard of the commit of node B and numbered the rest of its deltas after it.
+    const queued = items.find((i) => i.kind === 'event' && i.event.type === 'run/status' && i.event.runId === second.run.id)!;
+    expect(queued.kind === 'event' && before.some((i) => i.kind === 'delta' && Number(i.id.split('.')[0]) === queued.event.seq)).toBe(true);
+    const ids = items.map((i) => (i.kind === 'event' ? [i.event.seq, 0] : (i.id.split('.').map(Number) as [number, number])));
+    for (let k = 1; k < ids.length; k++) expect(ids[k]![0]! > ids[k - 1]![0]! || (ids[k]![0] === ids[k - 1]![0] && ids[k]![1]! > ids[k - 1]![1]!)).toBe(true);
+    ac.abort();
+    await reading;
   });
 
   it('one Idempotency-Key used on two nodes at the same moment: one message is accepted, the other request is refused', async () => {

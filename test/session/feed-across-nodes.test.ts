@@ -274,6 +274,36 @@ describe('the live feed across nodes', () => {
     release();
   });
 
+  it('an event this node commits while another node\'s message streams waits for the deltas its writer numbered before it', async () => {
+    store = openSqliteStore({ path: ':memory:' });
+    const nodes = twoNodes(store);
+    const worker = new Sessions({ store: nodes.writer });
+    const api = new Sessions({ store: nodes.reader });
+    const release = api.log.keepRecentDeltas();
+    const s = await worker.create();
+    // The writer does not hear the reader's commits: it numbers every delta before them.
+    const agent = defineAgent({ name: 'a', model: new ScriptedModel([{ chunks: ['one ', 'two ', 'three ', 'four ', 'five'], chunkDelayMs: 40 }]) });
+    const items: FeedItem[] = [];
+    const ac = new AbortController();
+    const reading = (async () => {
+      for await (const item of follow(api.log, s.id, { signal: ac.signal })) items.push(item);
+    })();
+    const turn = await worker.startTurn(s.id, agent, { input: 'count' });
+    while (items.filter((i) => i.kind === 'delta').length < 2) await new Promise((r) => setTimeout(r, 5));
+    await api.appendUserMessage(s.id, 'meanwhile');
+    await turn.result;
+    const lastSeq = (await api.get(s.id)).lastSeq;
+    while (!items.some((i) => i.kind === 'event' && i.event.seq === lastSeq)) await new Promise((r) => setTimeout(r, 10));
+    ac.abort();
+    await reading;
+    const meanwhile = items.findIndex((i) => i.kind === 'event' && i.event.type === 'user/message' && JSON.stringify(i.event.data).includes('meanwhile'));
+    expect(textOf(items.slice(0, meanwhile))).toBe('one two three four five');
+    const ids = items.map((i) => (i.kind === 'event' ? [i.event.seq, 0] : i.id.split('.').map(Number)));
+    for (let k = 1; k < ids.length; k++) expect(ids[k]![0]! > ids[k - 1]![0]! || (ids[k]![0] === ids[k - 1]![0] && ids[k]![1]! > ids[k - 1]![1]!)).toBe(true);
+    expect(items.flatMap((i) => (i.kind === 'event' ? [i.event.seq] : []))).toEqual(Array.from({ length: lastSeq }, (_, i) => i + 1));
+    release();
+  });
+
   it('notices that never come (a broken connection to the store): the durable message follows after noticeWaitMs', async () => {
     const { api, sessionId, release } = await messageStreamedThenCommitted();
     const started = Date.now();
