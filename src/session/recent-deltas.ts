@@ -26,9 +26,9 @@ interface Recent {
 /**
  * The deltas of the messages streaming now, per session, as the session log numbered them: what a
  * feed that starts (or resumes) in the middle of a message replays after the log's events. A
- * message's deltas go once its durable version (or its abandonment) is published here, and all of
- * a session's once a delta after a later event arrives (the messages streamed before it are
- * durable), once its turn or run ends, or after STALE_MS without a delta.
+ * message's deltas go once its durable version (or its abandonment) is published here, those of
+ * the messages before it once a delta of another message after a later event arrives (they are
+ * durable), all of a session's once its turn or run ends, or after STALE_MS without a delta.
  */
 export class RecentDeltas {
   private readonly sessions = new Map<string, Recent>();
@@ -36,9 +36,12 @@ export class RecentDeltas {
   delta(sessionId: string, d: { delta: DeltaEvent; id: string; fromAnotherNode?: true }): void {
     const [seq, n] = d.id.split('.').map(Number) as [number, number];
     const s = this.entry(sessionId);
-    if (seq > s.seq || Date.now() - s.at > STALE_MS) {
+    const stale = Date.now() - s.at > STALE_MS;
+    if (seq > s.seq || stale) {
       s.seq = Math.max(s.seq, seq);
-      s.deltas = [];
+      // The messages streamed before it are durable; this one may go on, numbered after an event
+      // another node committed while it streams (see SessionLog.publishDelta).
+      s.deltas = stale ? [] : s.deltas.filter((x) => x.delta.messageId === d.delta.messageId);
     }
     s.deltas.push({ delta: d.delta, id: d.id, seq, n, ...(d.fromAnotherNode ? { fromAnotherNode: true as const } : {}) });
     s.at = Date.now();

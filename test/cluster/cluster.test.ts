@@ -1,7 +1,8 @@
 /**
  * The cluster test (test/cluster/cluster.ts): 3 API processes and 2 worker processes on one
- * PostgreSQL schema; a few hundred runs with tools, approvals and steering; one worker killed with
- * SIGKILL midway; SSE clients hopping between API processes. Nothing lost, nothing doubled.
+ * PostgreSQL schema; a few hundred runs with tools, approvals, steering and messages sent while
+ * an answer streams; one worker killed with SIGKILL midway; SSE clients of runs and of sessions
+ * hopping between API processes. Nothing lost, nothing doubled.
  */
 import { afterAll, expect, it } from 'vitest';
 import { dropSchema, freshSchema, postgresUrl } from '../support/postgres.ts';
@@ -18,6 +19,8 @@ it('3 API processes and 2 workers on PostgreSQL: every run completes, every clie
   expect(report.hops).toBeGreaterThan(report.runs);
   expect(report.approvals).toBeGreaterThan(0);
   expect(report.steered).toBeGreaterThan(0);
+  // Messages sent while an answer streamed, enqueued: their sessions' streams lost no delta either.
+  expect(report.enqueued).toBeGreaterThan(0);
   // Token deltas streamed on the workers reached the clients through the API processes.
   expect(report.deltas).toBeGreaterThan(report.runs);
 }, 300_000);

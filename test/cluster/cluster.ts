@@ -3,12 +3,15 @@
  * PostgreSQL schema, as on separate machines. It starts many runs of the chaos agent through random
  * API processes, with approvals and steering sent to random API processes too, and follows every
  * run with an SSE client that hops from one API process to another mid-stream (resuming with
- * Last-Event-ID); one worker is killed with SIGKILL midway. Then it checks:
+ * Last-Event-ID); some clients follow the run's session instead, into which a second message is
+ * sent while the first answer streams (queued behind the run); one worker is killed with SIGKILL
+ * midway. Then it checks:
  *
- * - every client received the run's log exactly once, in order, ids only growing (a delta never
+ * - every client received the run's (or session's) log exactly once, in order, ids only growing (a delta never
  *   ahead of the event it follows), each message's deltas numbered without gap or repeat and
  *   spelling its text, across processes;
- * - every run completed and answered its task, having seen every message steered into it;
+ * - every run completed and answered its task, having seen every message steered into it (and
+ *   each second message's run answered its own);
  * - no tool that is not idempotent ran twice for one call (the tools' ledger).
  *
  * `runCluster` is shared by the test (test/cluster/cluster.test.ts) and bench/cluster.ts.
@@ -46,6 +49,8 @@ export interface ClusterReport {
   hops: number;
   steered: number;
   approvals: number;
+  /** Second messages sent to a session while its first answer streamed, and queued behind its run. */
+  enqueued: number;
   killed: number;
   /** Milliseconds from a run's creation to its end event at its client. */
   runMs: number[];
@@ -94,7 +99,7 @@ export async function runCluster(o: ClusterOptions): Promise<ClusterReport> {
   const workers = await Promise.all(Array.from({ length: o.workers }, (_, i) => startNode('worker', o, ledger, i)));
   const urls = apis.map((a) => a.url!);
   log(`cluster: ${o.apis} API processes, ${o.workers} workers, ${o.runs} runs`);
-  const report: ClusterReport = { runs: o.runs, completed: 0, events: 0, deltas: 0, hops: 0, steered: 0, approvals: 0, killed: 0, runMs: [], recoveryMs: undefined, seconds: 0, violations };
+  const report: ClusterReport = { runs: o.runs, completed: 0, events: 0, deltas: 0, hops: 0, steered: 0, approvals: 0, enqueued: 0, killed: 0, runMs: [], recoveryMs: undefined, seconds: 0, violations };
   let startedRuns = 0;
   let killedAt: number | undefined;
   const runIds: string[] = [];
@@ -103,6 +108,9 @@ export async function runCluster(o: ClusterOptions): Promise<ClusterReport> {
     const name = `t${i}`;
     const danger = i % 4 === 0;
     const steer = i % 3 === 1;
+    // Follows the session's stream, and sends a second message while the first answer streams
+    // (enqueued behind the run: its status is committed by an API process mid-message).
+    const busy = i % 5 === 2 && !danger && !steer;
     const created = Date.now();
     const session = await call<{ id: string }>(pick(urls), '/v1/sessions', {});
     if (session.status !== 201) throw new Error(`create session: ${session.status} ${JSON.stringify(session.json)}`);
@@ -111,10 +119,24 @@ export async function runCluster(o: ClusterOptions): Promise<ClusterReport> {
     const runId = sent.json.run.id;
     runIds.push(runId);
     startedRuns++;
-    const path = `/v1/runs/${runId}/stream`;
+    const path = busy ? `/v1/sessions/${session.json.id}/stream` : `/v1/runs/${runId}/stream`;
     const client = new ResumingClient(`${pick(urls)}${path}`).open();
     const steered: string[] = [];
+    let queuedRunId: string | undefined;
+    // A session stream does not end: it is followed until both runs ended.
+    const terminal = (id: string | undefined) =>
+      id !== undefined && client.items.some((x) => x.kind === 'event' && x.event.run_id === id && x.event.type === 'run/status' && ['completed', 'failed', 'cancelled', 'timed_out'].includes((x.event.data as { to?: string }).to ?? ''));
+    const over = () => client.ended || (busy && terminal(runId) && (queuedRunId === undefined || terminal(queuedRunId)));
     const side = (async () => {
+      if (busy) {
+        await client.waitFor(() => over() || client.items.some((x) => x.kind === 'delta'));
+        const r = await call<{ outcome: string; run: { id: string } }>(pick(urls), `/v1/sessions/${session.json.id}/messages`, { content: `task ${name}-b steps=1`, if_busy: 'enqueue' });
+        if (r.status !== 202 && r.status !== 201) violations.push(`${name}: the second message was refused: ${r.status} ${JSON.stringify(r.json)}`);
+        else {
+          queuedRunId = r.json.run.id;
+          if (r.json.outcome === 'enqueued') report.enqueued++;
+        }
+      }
       if (steer) {
         await client.waitFor(() => client.ended || client.events.some((e) => e.type === 'tool/call' || e.type === 'tool/result'));
         const text = `steer ${name}`;
@@ -135,24 +157,25 @@ export async function runCluster(o: ClusterOptions): Promise<ClusterReport> {
     })();
     // Hop to another API process every few items until the run ends.
     const deadline = Date.now() + 120_000;
-    while (!client.ended && Date.now() < deadline) {
+    while (!over() && Date.now() < deadline) {
       const k = 2 + Math.floor(Math.random() * 6);
       const before = client.items.length;
-      await Promise.race([client.waitFor(() => client.ended || client.items.length >= before + k), sleep(2000)]);
-      if (!client.ended && o.hop !== false && client.items.length >= before + k) {
+      await Promise.race([client.waitFor(() => over() || client.items.length >= before + k), sleep(2000)]);
+      if (!over() && o.hop !== false && client.items.length >= before + k) {
         client.streamUrl = `${pick(urls.filter((u) => !client.streamUrl.startsWith(u)).concat(urls.length === 1 ? urls : []))}${path}`;
         client.open();
         report.hops++;
       }
     }
     await side;
+    if (busy) await Promise.race([client.waitFor(over), sleep(Math.max(0, deadline - Date.now()))]);
     client.close();
-    if (!client.ended) {
-      violations.push(`${name}: the stream of run ${runId} did not end within 120 s`);
+    if (!over()) {
+      violations.push(`${name}: the stream of ${busy ? `session ${session.json.id}` : `run ${runId}`} did not end within 120 s`);
       return;
     }
     report.runMs.push(Date.now() - created);
-    const events = await logOf(pick(urls), session.json.id, runId);
+    const events = await logOf(pick(urls), session.json.id, busy ? undefined : runId);
     try {
       const checked = checkAgainstLog(client.items, events);
       report.events += events.length;
@@ -165,7 +188,13 @@ export async function runCluster(o: ClusterOptions): Promise<ClusterReport> {
     const run = await call<{ status: string }>(pick(urls), `/v1/runs/${runId}`);
     if (run.json.status !== 'completed') violations.push(`${name}: run ${runId} ended ${run.json.status}`);
     else report.completed++;
-    const answer = events.filter((e) => e.type === 'assistant/message').at(-1);
+    if (queuedRunId !== undefined) {
+      const second = await call<{ status: string }>(pick(urls), `/v1/runs/${queuedRunId}`);
+      if (second.json.status !== 'completed') violations.push(`${name}: its second run ${queuedRunId} ended ${second.json.status}`);
+      const answer = events.filter((e) => e.type === 'assistant/message' && e.run_id === queuedRunId).at(-1);
+      if (!(answer ? JSON.stringify(answer.data) : '').includes(`done ${name}-b;`)) violations.push(`${name}: the second run did not answer its task`);
+    }
+    const answer = events.filter((e) => e.type === 'assistant/message' && e.run_id === runId).at(-1);
     const text = answer ? JSON.stringify(answer.data) : '';
     if (!text.includes(`done ${name};`)) violations.push(`${name}: the last answer is not the task's: ${text.slice(0, 200)}`);
     for (const s of steered) if (!text.includes(s)) violations.push(`${name}: "${s}" was accepted but the run never saw it`);
