@@ -210,6 +210,7 @@ export class Execution {
       ...(this.env.waits ? { waits: this.env.waits } : {}),
       // No other worker can claim the run before its lease expires: well before that, it is ours.
       leaseHolds: () => Date.now() < this.leaseHeldUntil - this.env.renewEveryMs,
+      leaseRunning: () => Date.now() < this.leaseHeldUntil,
       spans: this.spans,
     });
     const hooks: TurnHooks[] = [this.boundaryHook()];
@@ -299,6 +300,7 @@ export class Execution {
         }
         if (!ok) return letGo();
         this.leaseHeldUntil = until;
+        this.sink?.leaseRenewed();
       })();
     }, renewEveryMs);
     this.renewTimer.unref?.();

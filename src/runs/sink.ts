@@ -17,6 +17,8 @@ export interface RunSinkHooks {
   steeringWaiting?: () => void;
   /** The run's lease surely still holds (no other worker can have claimed it). */
   leaseHolds?: () => boolean;
+  /** The run's lease has not run out by this process's clock (it may be claimed by another worker after). */
+  leaseRunning?: () => boolean;
   /** The execution's spans, told of every commit (only when a tracer records). */
   spans?: RunSpans | undefined;
   /** Ends a wait at once when what it waits for already came (see Waits.settleIn). */
@@ -165,7 +167,31 @@ export class RunSink extends BufferedSink {
     return f.events;
   }
 
+  /** Deltas made while the lease had run out by this process's clock, until it is renewed. */
+  private heldDeltas: DeltaEvent[] = [];
+
+  /**
+   * A token delta, told to the streams while the lease runs. Past it, the run may have another
+   * owner streaming its own call, whose deltas are numbered after the same events (these would
+   * take their ids): they wait for the lease's renewal (`leaseRenewed`), and go with the run when
+   * it is lost.
+   */
   delta(event: DeltaEvent): void {
-    if (!this.closed) this.log.publishDelta(this.run.sessionId, event);
+    if (this.closed) return;
+    if (this.hooks.leaseRunning?.() === false) {
+      this.heldDeltas.push(event);
+      return;
+    }
+    this.releaseDeltas();
+    this.log.publishDelta(this.run.sessionId, event);
+  }
+
+  /** The lease was renewed: the deltas held while it had run out go to the streams, in order. */
+  leaseRenewed(): void {
+    if (!this.closed) this.releaseDeltas();
+  }
+
+  private releaseDeltas(): void {
+    for (const d of this.heldDeltas.splice(0)) this.log.publishDelta(this.run.sessionId, d);
   }
 }

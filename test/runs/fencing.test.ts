@@ -412,3 +412,50 @@ describe('idempotent tools and fencing', () => {
     }
   });
 });
+
+describe('deltas and the lease', () => {
+  it('an execution past its lease streams no more deltas (they would take the ids of the next owner’s)', async () => {
+    const store = new SqliteStore({ path: ':memory:' });
+    const chunks = Array.from({ length: 30 }, (_, i) => `c${i} `);
+    const agent = defineAgent({ name: 'slow-stream', model: new ScriptedModel([{ chunks, chunkDelayMs: 30 }], { loop: true }) });
+    const rt = createRuntime({ store, agents: [agent], leaseMs: 300, renewEveryMs: 50, maxAttempts: 10 });
+    // The first execution's renewals never come back: its lease runs out while it streams.
+    store.renewLease = (_id, _owner, token) => (token === 1 ? new Promise<boolean>(() => {}) : Promise.resolve(true));
+    const session = await rt.sessions.create();
+    const deltas: Array<{ at: number; messageId: string }> = [];
+    const off = rt.sessions.log.subscribeAll((_s, item) => item.kind === 'delta' && deltas.push({ at: Date.now(), messageId: item.delta.messageId }));
+    await rt.sessions.send(session.id, 'go');
+    const claimedAt = Date.now();
+    rt.startWorker({ id: 'W', concurrency: 1, pollMs: 20 });
+    await until('the first deltas', async () => deltas.length > 0);
+    await new Promise((r) => setTimeout(r, 1_200));
+    off();
+    const first = deltas.filter((d) => d.messageId === deltas[0]!.messageId);
+    expect(first.length).toBeGreaterThan(0);
+    expect(first.length).toBeLessThan(chunks.length);
+    // Nothing after the lease ran out (300 ms after the claim, with room for a late timer).
+    expect(Math.max(...first.map((d) => d.at)) - claimedAt).toBeLessThan(300 + 100);
+    await rt.close({ graceMs: 0 });
+    await store.close();
+  });
+
+  it('a renewal that comes late releases the deltas held while the lease had run out, in order', async () => {
+    const store = new SqliteStore({ path: ':memory:' });
+    const chunks = Array.from({ length: 30 }, (_, i) => `c${i} `);
+    const agent = defineAgent({ name: 'slow-stream', model: new ScriptedModel([{ chunks, chunkDelayMs: 20 }], { loop: true }) });
+    const rt = createRuntime({ store, agents: [agent], leaseMs: 300, renewEveryMs: 50, maxAttempts: 10 });
+    // Renewals take 400 ms to come back: the lease runs out by this process's clock before each.
+    const renew = store.renewLease.bind(store);
+    store.renewLease = async (...a) => (await new Promise((r) => setTimeout(r, 400)), renew(...a));
+    const session = await rt.sessions.create();
+    const texts: string[] = [];
+    const off = rt.sessions.log.subscribeAll((_s, item) => item.kind === 'delta' && item.delta.type === 'text/delta' && texts.push(item.delta.delta));
+    const { run } = await rt.sessions.send(session.id, 'go');
+    rt.startWorker({ id: 'W', concurrency: 1, pollMs: 20 });
+    expect((await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 10_000 })).status).toBe('completed');
+    off();
+    expect(texts.join('')).toBe(chunks.join(''));
+    await rt.close({ graceMs: 0 });
+    await store.close();
+  });
+});
