@@ -268,6 +268,8 @@ export class Runtime {
 
   /** Starts a worker in this process (API and worker can share one process, or not). */
   startWorker(options: WorkerOptions = {}): Worker {
+    // Its model calls' deltas are numbered after other nodes' commits too (see numberDeltas).
+    this.sessions.log.numberDeltas();
     const host: WorkerHost = {
       book: this.book,
       env: (owner) => this.env(owner),

@@ -158,10 +158,17 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
   /** Whether a delta follows an event that a read of the log held back. */
   const heldFor = (d: Delta): boolean => heldBefore !== undefined && Number(d.id.split('.')[0]) >= heldBefore;
   const writerWaitMs = o.writerWaitMs ?? WRITER_WAIT_MS;
+  // Whether other nodes' deltas reach this node (a store that relays them): then an event another
+  // node commits while a run streams may be ahead of deltas numbered before it.
+  const crossNode = heard !== Infinity;
   // The latest event another node's deltas were numbered after, among those that reached this reader.
   let deltasAfter = 0;
+  // The run whose last status moved it to running, as the events yielded tell; and the one whose
+  // writer a wait gave up on (until it runs again).
+  let running: string | undefined;
+  let gaveUpOnRun: string | undefined;
   // Why the read of the log stopped before `heldBefore`: deltas on their way to this node
-  // ('notices'), or deltas the streaming message's writer has yet to make ('writer', since when).
+  // ('notices'), or deltas a writer has yet to make ('writer', since when).
   let heldBy: 'notices' | 'writer' | undefined;
   let writerSince: number | undefined;
   /** Whether the streaming message ends (durable, abandoned, its turn over) at or after `events[i]`, at a commit this reader heard of. */
@@ -172,19 +179,25 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
     }
     return false;
   };
+  /** Whether the running run commits after `events[i]`, at a commit this reader heard of (its deltas before that commit reached this node). */
+  const runCommitHeard = (events: readonly SessionEvent[], i: number): boolean => {
+    for (let k = i + 1; k < events.length && events[k]!.seq <= heard; k++) if (events[k]!.runId === running) return true;
+    return false;
+  };
   /**
-   * Whether to stop reading the log before `events[i]`, to let deltas of the message streaming on
-   * another node come first: deltas on their way here (the commit was read before this node heard
-   * of it), or deltas its writer has yet to make, numbered before this event (another node
-   * committed it while the message streams, and the writer had not heard of it).
+   * Whether to stop reading the log before `events[i]`, to let deltas of another node come first:
+   * - deltas on their way here: while another node's message streams, its commit was read before
+   *   this node heard of it;
+   * - deltas their writer has yet to make, numbered before this event: it was committed (by another
+   *   node, or by this one) while a message streams, or while a run runs and may stream, and the
+   *   writer had not heard of it. Its next deltas, numbered past it, its next commit, or the
+   *   message's end tell that the deltas before it are in; WRITER_WAIT_MS bounds the wait.
    */
   const holdBefore = (events: readonly SessionEvent[], i: number): boolean => {
-    const seq = events[i]!.seq;
-    if (streaming === undefined || streaming === gaveUpOn) {
-      waitingSince = writerSince = undefined;
-      return false;
-    }
-    if (seq > heard) {
+    const e = events[i]!;
+    const seq = e.seq;
+    const streams = streaming !== undefined && streaming !== gaveUpOn;
+    if (streams && seq > heard) {
       writerSince = undefined;
       // The notices may be in the queue already: wait for them as long as it holds anything. Else
       // wait until the store confirms they all arrived: deltas that did not were lost on the way.
@@ -206,13 +219,17 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
       return true;
     }
     waitingSince = undefined;
-    if (seq <= deltasAfter || endHeard(events, i)) {
+    const forMessage = streams && !endHeard(events, i);
+    const forRun = running !== undefined && running !== gaveUpOnRun && e.runId !== running && !runCommitHeard(events, i);
+    if (!crossNode || seq <= deltasAfter || (!forMessage && !forRun)) {
       writerSince = undefined;
       return false;
     }
     writerSince ??= Date.now();
     if (Date.now() - writerSince >= writerWaitMs) {
-      gaveUpOn = streaming;
+      // The writer is gone, or stuck: do not wait for it again (for this message, for this run until it runs again).
+      if (forMessage) gaveUpOn = streaming;
+      if (forRun) gaveUpOnRun = running;
       writerSince = undefined;
       return false;
     }
@@ -237,6 +254,12 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
     else if (event.type === 'model/retry') finished.add(event.data.abandonedMessageId);
     else if (event.type === 'turn/end') finished.clear();
     if (event.type === 'turn/end' || (streaming !== undefined && finished.has(streaming))) streaming = undefined;
+    if (event.type === 'run/status') {
+      if (event.data.to === 'running') {
+        running = event.runId;
+        if (gaveUpOnRun === running) gaveUpOnRun = undefined;
+      } else if (event.runId === running) running = undefined;
+    }
     return { kind: 'event', event };
   };
   const deltaItem = ({ delta, id, fromAnotherNode }: Omit<Delta, 'kind'>): FeedItem | undefined => {
@@ -347,9 +370,9 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
         yield* fromLog(next.upTo);
         if (ended) return;
       } else if (next.kind === 'event') {
-        // While another node's message streams, this node's own commits come from the log like any
-        // other, where they wait for the deltas numbered before them (see holdBefore).
-        if (streaming !== undefined && next.event.seq > lastSeq) {
+        // While another node's message streams (or a run runs), this node's own commits come from
+        // the log like any other, where they wait for the deltas numbered before them (see holdBefore).
+        if ((streaming !== undefined || (crossNode && running !== undefined)) && next.event.seq > lastSeq) {
           yield* fromLog(next.event.seq);
           if (ended) return;
           continue;

@@ -205,6 +205,19 @@ export class SessionLog {
   /** Whether this process numbers deltas of model calls made here, for other nodes too (it then hears their commits). */
   private numbers = false;
 
+  /**
+   * This process makes model calls whose deltas other nodes relay (a worker on PostgreSQL): it
+   * listens to the other nodes' commits from now on, so that the deltas of a message that streams
+   * while another node commits to its session (a message enqueued behind the run, say) are
+   * numbered after that commit. A runtime calls it when it starts a worker: listening takes a
+   * moment, and a commit made before it would not be heard.
+   */
+  numberDeltas(): void {
+    if (!this.store.broadcast || this.numbers) return;
+    this.numbers = true;
+    this.followOthers();
+  }
+
   /** Where each session's deltas are numbered from (see LiveItem), most recently used last. */
   private readonly positions = new Map<string, { seq: number; n: number }>();
 
@@ -269,12 +282,7 @@ export class SessionLog {
    * the session, told to this process's followers and, through the store, to other nodes'.
    */
   publishDelta(sessionId: string, delta: DeltaEvent): void {
-    // Another node may commit to the session while this model call streams (a message enqueued
-    // behind the run, say): this process listens, so the next deltas are numbered after it.
-    if (this.store.broadcast && !this.numbers) {
-      this.numbers = true;
-      this.followOthers();
-    }
+    this.numberDeltas();
     const p = this.position(sessionId);
     p.n++;
     const item: LiveItem = { kind: 'delta', delta, id: `${p.seq}.${p.n}` };

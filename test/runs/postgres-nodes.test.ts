@@ -234,6 +234,39 @@ describe('postgres: two nodes on one database', () => {
     await reading;
   });
 
+  it('a message sent on node B as node A starts the answer (before its first delta reached node B): the session reader on node B still gets every delta', async () => {
+    const [a, b] = await twoNodes();
+    for (let round = 0; round < 5; round++) {
+      const chunks = Array.from({ length: 20 }, (_, i) => `r${round}w${i} `);
+      const model = () => new ScriptedModel([{ chunks, chunkDelayMs: 5 }, { text: 'second' }]);
+      const rtA = runtimeOn(a, [defineAgent({ name: 'a', model: model() })]);
+      const rtB = runtimeOn(b, [defineAgent({ name: 'a', model: model() })], { worker: false });
+      const s = await rtB.sessions.create();
+      const ac = new AbortController();
+      const items: FeedItem[] = [];
+      let second: Promise<{ run: { id: string } }> | undefined;
+      const reading = (async () => {
+        for await (const item of follow(rtB.sessions.log, s.id, { signal: ac.signal })) {
+          items.push(item);
+          // As soon as the run runs: the model call starts about now.
+          if (!second && item.kind === 'event' && item.event.type === 'run/status' && (item.event.data as { to: string }).to === 'running') second = rtB.sessions.send(s.id, 'and then', { ifBusy: 'enqueue' });
+        }
+      })();
+      await new Promise((r) => setTimeout(r, 100)); // node B listens
+      const first = await rtB.sessions.send(s.id, 'go');
+      expect((await rtB.runs.wait(first.run.id, { until: 'terminal' })).status).toBe('completed');
+      while (!second) await new Promise((r) => setTimeout(r, 5));
+      expect((await rtB.runs.wait((await second).run.id, { until: 'terminal' })).status).toBe('completed');
+      ac.abort();
+      await reading;
+      const message = items.find((i) => i.kind === 'event' && i.event.type === 'assistant/message' && i.event.runId === first.run.id)!;
+      const before = items.slice(0, items.indexOf(message));
+      expect(before.flatMap((i) => (i.kind === 'delta' && i.delta.type === 'text/delta' ? [i.delta.delta] : [])).join('')).toBe(chunks.join(''));
+      await rtA.close({ graceMs: 0 });
+      await rtB.close({ graceMs: 0 });
+    }
+  });
+
   it('one Idempotency-Key used on two nodes at the same moment: one message is accepted, the other request is refused', async () => {
     const [a, b] = await twoNodes();
     const agents = () => [defineAgent({ name: 'a', model: new ScriptedModel([{ text: 'hi' }], { loop: true }) })];
