@@ -52,6 +52,9 @@ const isAfter = (seq: number, n: number, last: { seq: number; n: number }): bool
 
 const PAGE = 500;
 
+/** How many events before a resumed feed's cursor tell whether a run runs there. */
+const LOOKBACK = 200;
+
 /**
  * The longest a feed waits for the rest of a message's deltas, relayed from another node, when the
  * store does not confirm that its notices caught up (see `SessionLog.noticesCaughtUp`: normally it
@@ -171,6 +174,14 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
   // ('notices'), or deltas a writer has yet to make ('writer', since when).
   let heldBy: 'notices' | 'writer' | undefined;
   let writerSince: number | undefined;
+  /** Follows which run runs in the session, from its status events. */
+  const noteRunStatus = (event: SessionEvent): void => {
+    if (event.type !== 'run/status') return;
+    if (event.data.to === 'running') {
+      running = event.runId;
+      if (gaveUpOnRun === running) gaveUpOnRun = undefined;
+    } else if (event.runId === running) running = undefined;
+  };
   /** Whether the streaming message ends (durable, abandoned, its turn over) at or after `events[i]`, at a commit this reader heard of. */
   const endHeard = (events: readonly SessionEvent[], i: number): boolean => {
     for (let k = i; k < events.length && events[k]!.seq <= heard; k++) {
@@ -254,12 +265,7 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
     else if (event.type === 'model/retry') finished.add(event.data.abandonedMessageId);
     else if (event.type === 'turn/end') finished.clear();
     if (event.type === 'turn/end' || (streaming !== undefined && finished.has(streaming))) streaming = undefined;
-    if (event.type === 'run/status') {
-      if (event.data.to === 'running') {
-        running = event.runId;
-        if (gaveUpOnRun === running) gaveUpOnRun = undefined;
-      } else if (event.runId === running) running = undefined;
-    }
+    noteRunStatus(event);
     return { kind: 'event', event };
   };
   const deltaItem = ({ delta, id, fromAnotherNode }: Omit<Delta, 'kind'>): FeedItem | undefined => {
@@ -311,6 +317,11 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
   }
 
   try {
+    // 0. Resuming a session's feed across nodes: whether a run runs at the cursor (see holdBefore),
+    // from the events just before it.
+    if (crossNode && o.after && o.runId === undefined) {
+      for (const e of await log.read(sessionId, { afterSeq: Math.max(0, o.after.seq - LOOKBACK), untilSeq: o.after.seq })) noteRunStatus(e);
+    }
     // 1. What the log has after the cursor, with the deltas of the message streaming now.
     for (const d of log.recentDeltas(sessionId)) if (d.seq > deltasAfter) deltasAfter = d.seq;
     replay: for (;;) {

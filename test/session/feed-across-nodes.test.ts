@@ -304,6 +304,47 @@ describe('the live feed across nodes', () => {
     release();
   });
 
+  it('a reader resuming while a run runs on another node: an event committed meanwhile waits for the deltas numbered before it', async () => {
+    store = openSqliteStore({ path: ':memory:' });
+    const nodes = twoNodes(store);
+    const worker = new Sessions({ store: nodes.writer });
+    const api = new Sessions({ store: nodes.reader });
+    const release = api.log.keepRecentDeltas();
+    const s = await worker.create();
+    const chunks = ['one ', 'two ', 'three ', 'four ', 'five'];
+    // The writer does not hear the reader's commits: it numbers every delta before them.
+    const agent = defineAgent({ name: 'a', model: new ScriptedModel([{ chunks, chunkDelayMs: 60 }]) });
+    await worker.log.append(s.id, [{ type: 'run/status', runId: 'r1', data: { from: 'queued', to: 'running', attempt: 1 } }]);
+    // A first connection reads up to the second delta, then drops.
+    const first: FeedItem[] = [];
+    const ac1 = new AbortController();
+    const turn = await worker.startTurn(s.id, agent, { input: 'count', runId: 'r1' });
+    for await (const item of follow(api.log, s.id, { signal: ac1.signal })) {
+      first.push(item);
+      if (first.filter((i) => i.kind === 'delta').length === 2) break;
+    }
+    const last = first.at(-1)!;
+    expect(last.kind).toBe('delta');
+    // Meanwhile this node commits to the session; the client resumes after its last delta.
+    await api.appendUserMessage(s.id, 'meanwhile');
+    const [seq, n] = (last as { id: string }).id.split('.').map(Number) as [number, number];
+    const items: FeedItem[] = [];
+    const ac2 = new AbortController();
+    const reading = (async () => {
+      for await (const item of follow(api.log, s.id, { signal: ac2.signal, after: { seq, n } })) items.push(item);
+    })();
+    await turn.result;
+    const lastSeq = (await api.get(s.id)).lastSeq;
+    while (!items.some((i) => i.kind === 'event' && i.event.seq === lastSeq)) await new Promise((r) => setTimeout(r, 10));
+    ac2.abort();
+    await reading;
+    const message = items.findIndex((i) => i.kind === 'event' && i.event.type === 'assistant/message');
+    expect(textOf(first) + textOf(items.slice(0, message))).toBe(chunks.join(''));
+    const ids = [...first, ...items].map((i) => (i.kind === 'event' ? [i.event.seq, 0] : i.id.split('.').map(Number)));
+    for (let k = 1; k < ids.length; k++) expect(ids[k]![0]! > ids[k - 1]![0]! || (ids[k]![0] === ids[k - 1]![0] && ids[k]![1]! > ids[k - 1]![1]!)).toBe(true);
+    release();
+  });
+
   it('notices that never come (a broken connection to the store): the durable message follows after noticeWaitMs', async () => {
     const { api, sessionId, release } = await messageStreamedThenCommitted();
     const started = Date.now();
