@@ -381,9 +381,10 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
         yield* fromLog(next.upTo);
         if (ended) return;
       } else if (next.kind === 'event') {
-        // While another node's message streams (or a run runs), this node's own commits come from
-        // the log like any other, where they wait for the deltas numbered before them (see holdBefore).
-        if ((streaming !== undefined || (crossNode && running !== undefined)) && next.event.seq > lastSeq) {
+        // While another node's message streams (or a run runs, for an event not of that run), this
+        // node's own commits come from the log like any other, where they wait for the deltas
+        // numbered before them (see holdBefore).
+        if ((streaming !== undefined || (crossNode && running !== undefined && next.event.runId !== running)) && next.event.seq > lastSeq) {
           yield* fromLog(next.event.seq);
           if (ended) return;
           continue;
