@@ -46,17 +46,8 @@ export interface WebhookDelivery {
   lastStatusCode: number | null;
 }
 
-export interface NewWebhookDelivery {
-  id: string;
-  webhookId: string;
-  tenant: string;
-  eventType: WebhookEventType;
-  eventId: string;
-  body: string;
-  createdAt: number;
-  nextAttemptAt: number;
-  retryUntil: number;
-}
+/** A delivery as the outbox writes it: pending, due at `nextAttemptAt`. */
+export type NewWebhookDelivery = Pick<WebhookDelivery, 'id' | 'webhookId' | 'tenant' | 'eventType' | 'eventId' | 'body' | 'createdAt' | 'retryUntil'> & { nextAttemptAt: number };
 
 export interface WebhookAttempt {
   deliveryId: string;

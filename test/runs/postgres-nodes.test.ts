@@ -14,6 +14,7 @@ import { CLAIM_POLICY } from '../../src/runs/state.ts';
 import type { PostgresStore } from '../../src/store/postgres/index.ts';
 import { ofType, allEvents } from '../support/session-helpers.ts';
 import { openTestPostgres, postgresUrl } from '../support/postgres.ts';
+import { expectIdsToGrow, followInBackground, textOf, waitFor } from '../support/feed-helpers.ts';
 
 const T0 = 1_700_000_000_000;
 const cleanups: Array<() => Promise<void>> = [];
@@ -209,29 +210,23 @@ describe('postgres: two nodes on one database', () => {
     runtimeOn(a, [defineAgent({ name: 'a', model: model() })]);
     const rtB = runtimeOn(b, [defineAgent({ name: 'a', model: model() })], { worker: false });
     const s = await rtB.sessions.create();
-    const ac = new AbortController();
-    cleanups.push(async () => ac.abort());
-    const items: FeedItem[] = [];
-    const reading = (async () => {
-      for await (const item of follow(rtB.sessions.log, s.id, { signal: ac.signal })) items.push(item);
-    })();
+    const feed = followInBackground(rtB.sessions.log, s.id);
+    cleanups.push(() => feed.stop());
+    const { items } = feed;
     await new Promise((r) => setTimeout(r, 200)); // node B listens
     const first = await rtB.sessions.send(s.id, 'go');
-    while (items.filter((i) => i.kind === 'delta').length < 5) await new Promise((r) => setTimeout(r, 5));
+    await waitFor(() => items.filter((i) => i.kind === 'delta').length >= 5);
     const second = await rtB.sessions.send(s.id, 'and then', { ifBusy: 'enqueue' });
     expect(second.outcome).toBe('enqueued');
     expect((await rtB.runs.wait(first.run.id, { until: 'terminal' })).status).toBe('completed');
     expect((await rtB.runs.wait(second.run.id, { until: 'terminal' })).status).toBe('completed');
     const message = items.find((i) => i.kind === 'event' && i.event.type === 'assistant/message' && i.event.runId === first.run.id)!;
     const before = items.slice(0, items.indexOf(message));
-    expect(before.flatMap((i) => (i.kind === 'delta' && i.delta.type === 'text/delta' ? [i.delta.delta] : [])).join('')).toBe(chunks.join(''));
+    expect(textOf(before)).toBe(chunks.join(''));
     // Node A heard of the commit of node B and numbered the rest of its deltas after it.
     const queued = items.find((i) => i.kind === 'event' && i.event.type === 'run/status' && i.event.runId === second.run.id)!;
     expect(queued.kind === 'event' && before.some((i) => i.kind === 'delta' && Number(i.id.split('.')[0]) === queued.event.seq)).toBe(true);
-    const ids = items.map((i) => (i.kind === 'event' ? [i.event.seq, 0] : (i.id.split('.').map(Number) as [number, number])));
-    for (let k = 1; k < ids.length; k++) expect(ids[k]![0]! > ids[k - 1]![0]! || (ids[k]![0] === ids[k - 1]![0] && ids[k]![1]! > ids[k - 1]![1]!)).toBe(true);
-    ac.abort();
-    await reading;
+    expectIdsToGrow(items);
   });
 
   it('a message sent on node B as node A starts the answer (before its first delta reached node B): the session reader on node B still gets every delta', async () => {
@@ -255,13 +250,13 @@ describe('postgres: two nodes on one database', () => {
       await new Promise((r) => setTimeout(r, 100)); // node B listens
       const first = await rtB.sessions.send(s.id, 'go');
       expect((await rtB.runs.wait(first.run.id, { until: 'terminal' })).status).toBe('completed');
-      while (!second) await new Promise((r) => setTimeout(r, 5));
-      expect((await rtB.runs.wait((await second).run.id, { until: 'terminal' })).status).toBe('completed');
+      await waitFor(() => second !== undefined);
+      expect((await rtB.runs.wait((await second!).run.id, { until: 'terminal' })).status).toBe('completed');
       ac.abort();
       await reading;
       const message = items.find((i) => i.kind === 'event' && i.event.type === 'assistant/message' && i.event.runId === first.run.id)!;
       const before = items.slice(0, items.indexOf(message));
-      expect(before.flatMap((i) => (i.kind === 'delta' && i.delta.type === 'text/delta' ? [i.delta.delta] : [])).join('')).toBe(chunks.join(''));
+      expect(textOf(before)).toBe(chunks.join(''));
       await rtA.close({ graceMs: 0 });
       await rtB.close({ graceMs: 0 });
     }

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { defineAgent, follow, openSqliteStore, ScriptedModel, Sessions, type FeedItem, type SqliteStore, type Store, type StoreChange } from '../../src/index.ts';
+import { defineAgent, follow, openSqliteStore, ScriptedModel, Sessions, type FeedItem, type ScriptedResponse, type SqliteStore, type Store, type StoreChange } from '../../src/index.ts';
+import { expectIdsToGrow, followInBackground, textOf, waitFor } from '../support/feed-helpers.ts';
 
 /**
  * Two nodes on one store: a writer (it runs the model calls) and a reader (an API node). The
@@ -116,22 +117,24 @@ function readUntilMessage(feed: AsyncGenerator<FeedItem>) {
   return { items, done };
 }
 
-const textOf = (items: readonly FeedItem[]) =>
-  items.flatMap((i) => (i.kind === 'delta' && i.delta.type === 'text/delta' ? [i.delta.delta] : [])).join('');
-
 describe('the live feed across nodes', () => {
   let store: SqliteStore;
   afterEach(async () => store.close());
 
-  /** A worker node and an API node on one store, a session, and an agent that streams five deltas. */
-  async function twoNodeSession() {
+  const CHUNKS = ['one ', 'two ', 'three ', 'four ', 'five'];
+
+  /**
+   * A worker node and an API node on one store, a session, and an agent that streams five deltas
+   * (`answer` adds to its answer: a pause between deltas, say).
+   */
+  async function twoNodeSession(answer: Partial<ScriptedResponse> = {}) {
     store = openSqliteStore({ path: ':memory:' });
     const nodes = twoNodes(store);
     const worker = new Sessions({ store: nodes.writer });
     const api = new Sessions({ store: nodes.reader });
     const release = api.log.keepRecentDeltas();
     const s = await worker.create();
-    const agent = defineAgent({ name: 'a', model: new ScriptedModel([{ chunks: ['one ', 'two ', 'three ', 'four ', 'five'] }], { loop: true }) });
+    const agent = defineAgent({ name: 'a', model: new ScriptedModel([{ chunks: CHUNKS, ...answer }], { loop: true }) });
     return { nodes, worker, api, release, s, agent };
   }
 
@@ -164,11 +167,8 @@ describe('the live feed across nodes', () => {
 
   it('a reader following all along, on a node that commits to the session meanwhile, gets every delta before the durable message and every event once, in order', async () => {
     const { nodes, worker, api, release, s, agent } = await twoNodeSession();
-    const items: FeedItem[] = [];
-    const ac = new AbortController();
-    const reading = (async () => {
-      for await (const item of follow(api.log, s.id, { signal: ac.signal })) items.push(item);
-    })();
+    const feed = followInBackground(api.log, s.id);
+    const { items } = feed;
     nodes.holdAfterDeltas(3);
     await (await worker.startTurn(s.id, agent, { input: 'count' })).result;
     // The API node commits to the session after the message's commit, before it heard of it.
@@ -177,9 +177,8 @@ describe('the live feed across nodes', () => {
     expect(items.some((i) => i.kind === 'event' && i.event.type === 'assistant/message')).toBe(false);
     nodes.release();
     const lastSeq = (await api.get(s.id)).lastSeq;
-    while (!items.some((i) => i.kind === 'event' && i.event.seq === lastSeq)) await new Promise((r) => setTimeout(r, 10));
-    ac.abort();
-    await reading;
+    await feed.untilSeq(lastSeq);
+    await feed.stop();
     const message = items.findIndex((i) => i.kind === 'event' && i.event.type === 'assistant/message');
     expect(textOf(items.slice(0, message))).toBe('one two three four five');
     expect(textOf(items.slice(message))).toBe('');
@@ -242,78 +241,53 @@ describe('the live feed across nodes', () => {
 
   it('a wait that gave up on one message does not shorten the wait for the next', async () => {
     const { nodes, worker, api, release, s, agent } = await twoNodeSession();
-    const items: FeedItem[] = [];
-    const ac = new AbortController();
     // Polling reads the log while the notices are held: the commits are read before they are heard.
-    const reading = (async () => {
-      for await (const item of follow(api.log, s.id, { signal: ac.signal, noticeWaitMs: 300, pollMs: 20 })) items.push(item);
-    })();
-    const until = async (f: () => boolean) => {
-      while (!f()) await new Promise((r) => setTimeout(r, 10));
-    };
+    const feed = followInBackground(api.log, s.id, { noticeWaitMs: 300, pollMs: 20 });
+    const { items } = feed;
     const messages = () => items.filter((i) => i.kind === 'event' && i.event.type === 'assistant/message').length;
     // 1. The notices stop after three deltas and do not come while the reader waits: it gives up.
     nodes.holdAfterDeltas(3);
     await (await worker.startTurn(s.id, agent, { input: 'count' })).result;
-    await until(() => messages() === 1);
+    await waitFor(() => messages() === 1);
     expect(textOf(items)).toBe('one two three ');
     nodes.release();
     // 2. The next message's notices are only late, by less than noticeWaitMs: all of them come first.
     const before = items.length;
     nodes.holdAfterDeltas(3);
     await (await worker.startTurn(s.id, agent, { input: 'count again' })).result;
-    await until(() => textOf(items.slice(before)) === 'one two three ');
+    await waitFor(() => textOf(items.slice(before)) === 'one two three ');
     await new Promise((r) => setTimeout(r, 150));
     nodes.release();
-    await until(() => messages() === 2);
+    await waitFor(() => messages() === 2);
     const second = items.slice(before);
     const message = second.findIndex((i) => i.kind === 'event' && i.event.type === 'assistant/message');
     expect(textOf(second.slice(0, message))).toBe('one two three four five');
-    ac.abort();
-    await reading;
+    await feed.stop();
     release();
   });
 
   it('an event this node commits while another node\'s message streams waits for the deltas its writer numbered before it', async () => {
-    store = openSqliteStore({ path: ':memory:' });
-    const nodes = twoNodes(store);
-    const worker = new Sessions({ store: nodes.writer });
-    const api = new Sessions({ store: nodes.reader });
-    const release = api.log.keepRecentDeltas();
-    const s = await worker.create();
     // The writer does not hear the reader's commits: it numbers every delta before them.
-    const agent = defineAgent({ name: 'a', model: new ScriptedModel([{ chunks: ['one ', 'two ', 'three ', 'four ', 'five'], chunkDelayMs: 40 }]) });
-    const items: FeedItem[] = [];
-    const ac = new AbortController();
-    const reading = (async () => {
-      for await (const item of follow(api.log, s.id, { signal: ac.signal })) items.push(item);
-    })();
+    const { worker, api, release, s, agent } = await twoNodeSession({ chunkDelayMs: 40 });
+    const feed = followInBackground(api.log, s.id);
+    const { items } = feed;
     const turn = await worker.startTurn(s.id, agent, { input: 'count' });
-    while (items.filter((i) => i.kind === 'delta').length < 2) await new Promise((r) => setTimeout(r, 5));
+    await waitFor(() => items.filter((i) => i.kind === 'delta').length >= 2);
     await api.appendUserMessage(s.id, 'meanwhile');
     await turn.result;
     const lastSeq = (await api.get(s.id)).lastSeq;
-    while (!items.some((i) => i.kind === 'event' && i.event.seq === lastSeq)) await new Promise((r) => setTimeout(r, 10));
-    ac.abort();
-    await reading;
+    await feed.untilSeq(lastSeq);
+    await feed.stop();
     const meanwhile = items.findIndex((i) => i.kind === 'event' && i.event.type === 'user/message' && JSON.stringify(i.event.data).includes('meanwhile'));
     expect(textOf(items.slice(0, meanwhile))).toBe('one two three four five');
-    const ids = items.map((i) => (i.kind === 'event' ? [i.event.seq, 0] : i.id.split('.').map(Number)));
-    for (let k = 1; k < ids.length; k++) expect(ids[k]![0]! > ids[k - 1]![0]! || (ids[k]![0] === ids[k - 1]![0] && ids[k]![1]! > ids[k - 1]![1]!)).toBe(true);
+    expectIdsToGrow(items);
     expect(items.flatMap((i) => (i.kind === 'event' ? [i.event.seq] : []))).toEqual(Array.from({ length: lastSeq }, (_, i) => i + 1));
     release();
   });
 
   it('a reader resuming while a run runs on another node: an event committed meanwhile waits for the deltas numbered before it', async () => {
-    store = openSqliteStore({ path: ':memory:' });
-    const nodes = twoNodes(store);
-    const worker = new Sessions({ store: nodes.writer });
-    const api = new Sessions({ store: nodes.reader });
-    const release = api.log.keepRecentDeltas();
-    const s = await worker.create();
-    const chunks = ['one ', 'two ', 'three ', 'four ', 'five'];
     // The writer does not hear the reader's commits: it numbers every delta before them.
-    const agent = defineAgent({ name: 'a', model: new ScriptedModel([{ chunks, chunkDelayMs: 60 }]) });
+    const { worker, api, release, s, agent } = await twoNodeSession({ chunkDelayMs: 60 });
     await worker.log.append(s.id, [{ type: 'run/status', runId: 'r1', data: { from: 'queued', to: 'running', attempt: 1 } }]);
     // A first connection reads up to the second delta, then drops.
     const first: FeedItem[] = [];
@@ -328,20 +302,14 @@ describe('the live feed across nodes', () => {
     // Meanwhile this node commits to the session; the client resumes after its last delta.
     await api.appendUserMessage(s.id, 'meanwhile');
     const [seq, n] = (last as { id: string }).id.split('.').map(Number) as [number, number];
-    const items: FeedItem[] = [];
-    const ac2 = new AbortController();
-    const reading = (async () => {
-      for await (const item of follow(api.log, s.id, { signal: ac2.signal, after: { seq, n } })) items.push(item);
-    })();
+    const feed = followInBackground(api.log, s.id, { after: { seq, n } });
+    const { items } = feed;
     await turn.result;
-    const lastSeq = (await api.get(s.id)).lastSeq;
-    while (!items.some((i) => i.kind === 'event' && i.event.seq === lastSeq)) await new Promise((r) => setTimeout(r, 10));
-    ac2.abort();
-    await reading;
+    await feed.untilSeq((await api.get(s.id)).lastSeq);
+    await feed.stop();
     const message = items.findIndex((i) => i.kind === 'event' && i.event.type === 'assistant/message');
-    expect(textOf(first) + textOf(items.slice(0, message))).toBe(chunks.join(''));
-    const ids = [...first, ...items].map((i) => (i.kind === 'event' ? [i.event.seq, 0] : i.id.split('.').map(Number)));
-    for (let k = 1; k < ids.length; k++) expect(ids[k]![0]! > ids[k - 1]![0]! || (ids[k]![0] === ids[k - 1]![0] && ids[k]![1]! > ids[k - 1]![1]!)).toBe(true);
+    expect(textOf(first) + textOf(items.slice(0, message))).toBe(CHUNKS.join(''));
+    expectIdsToGrow([...first, ...items]);
     release();
   });
 

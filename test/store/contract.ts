@@ -19,8 +19,11 @@ import {
   type StoredEvent,
 } from '../../src/store/port.ts';
 
+/** A store a contract suite opens before each test: the same shape for every suite. */
 export interface OpenedStore {
   store: Store;
+  /** A second store instance on the same database (optional: not every backend can share one). */
+  another?: () => Promise<Store>;
   cleanup(): Promise<void>;
 }
 

@@ -7,18 +7,13 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { LimitAcquire, Store } from '../../src/store/index.ts';
-
-export interface OpenedLimitStore {
-  store: Store;
-  another?: () => Promise<Store>;
-  cleanup(): Promise<void>;
-}
+import type { OpenedStore } from './contract.ts';
 
 const T0 = 1_700_000_000_000;
 
-export function limitsContract(name: string, open: () => Promise<OpenedLimitStore>): void {
+export function limitsContract(name: string, open: () => Promise<OpenedStore>): void {
   describe(`limits store contract: ${name}`, () => {
-    let opened: OpenedLimitStore;
+    let opened: OpenedStore;
     let store: Store;
     let other: Store;
     let key: string;

@@ -24,13 +24,7 @@ import {
   type RunRecord,
   type Store,
 } from '../../src/store/port.ts';
-
-export interface OpenedRunsStore {
-  store: Store;
-  /** A second store instance on the same database (optional: not every backend can share one). */
-  another?: () => Promise<Store>;
-  cleanup(): Promise<void>;
-}
+import type { OpenedStore } from './contract.ts';
 
 const T0 = 1_700_000_000_000;
 const LEASE = 30_000;
@@ -47,9 +41,9 @@ async function rejection(p: Promise<unknown>): Promise<unknown> {
   throw new Error('expected a rejection, but it resolved');
 }
 
-export function runsContract(name: string, open: () => Promise<OpenedRunsStore>): void {
+export function runsContract(name: string, open: () => Promise<OpenedStore>): void {
   describe(`runs contract: ${name}`, () => {
-    let opened: OpenedRunsStore;
+    let opened: OpenedStore;
     let store: Store;
 
     beforeEach(async () => {

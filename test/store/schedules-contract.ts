@@ -8,18 +8,13 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { StoreError, type ScheduleFireRecord, type ScheduleRecord, type Store } from '../../src/store/port.ts';
-
-export interface OpenedSchedulesStore {
-  store: Store;
-  another?: () => Promise<Store>;
-  cleanup(): Promise<void>;
-}
+import type { OpenedStore } from './contract.ts';
 
 const T0 = 1_700_000_000_000;
 
-export function schedulesContract(name: string, open: () => Promise<OpenedSchedulesStore>): void {
+export function schedulesContract(name: string, open: () => Promise<OpenedStore>): void {
   describe(`schedules contract: ${name}`, () => {
-    let opened: OpenedSchedulesStore;
+    let opened: OpenedStore;
     let store: Store;
     beforeEach(async () => {
       opened = await open();

@@ -7,18 +7,13 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { StoreError, type Store } from '../../src/store/index.ts';
-
-export interface OpenedWaitStore {
-  store: Store;
-  another?: () => Promise<Store>;
-  cleanup(): Promise<void>;
-}
+import type { OpenedStore } from './contract.ts';
 
 const T0 = 1_700_000_000_000;
 
-export function waitsContract(name: string, open: () => Promise<OpenedWaitStore>): void {
+export function waitsContract(name: string, open: () => Promise<OpenedStore>): void {
   describe(`waits store contract: ${name}`, () => {
-    let opened: OpenedWaitStore;
+    let opened: OpenedStore;
     let store: Store;
     beforeEach(async () => {
       opened = await open();

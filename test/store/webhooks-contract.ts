@@ -6,12 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { StoreError, type NewWebhookDelivery, type Store, type WebhookRecord } from '../../src/store/index.ts';
-
-export interface OpenedWebhookStore {
-  store: Store;
-  another?: () => Promise<Store>;
-  cleanup(): Promise<void>;
-}
+import type { OpenedStore } from './contract.ts';
 
 const T0 = 1_700_000_000_000;
 const LEASE = 40_000;
@@ -41,9 +36,9 @@ const delivery = (w: WebhookRecord, o: Partial<NewWebhookDelivery> = {}): NewWeb
   ...o,
 });
 
-export function webhooksContract(name: string, open: () => Promise<OpenedWebhookStore>): void {
+export function webhooksContract(name: string, open: () => Promise<OpenedStore>): void {
   describe(`webhooks contract: ${name}`, () => {
-    let opened: OpenedWebhookStore;
+    let opened: OpenedStore;
     let store: Store;
     beforeEach(async () => {
       opened = await open();

@@ -1,0 +1,42 @@
+/**
+ * Reading live feeds (`follow`) in tests: in the background, into a list of items, with the checks
+ * the feed's guarantees call for.
+ */
+import { expect } from 'vitest';
+import { follow, type FeedItem, type FollowOptions, type SessionLog } from '../../src/index.ts';
+
+/** Follows a session in the background until `stop()`. */
+export function followInBackground(log: SessionLog, sessionId: string, options: Omit<FollowOptions, 'signal'> = {}) {
+  const items: FeedItem[] = [];
+  const ac = new AbortController();
+  const reading = (async () => {
+    for await (const item of follow(log, sessionId, { ...options, signal: ac.signal })) items.push(item);
+  })();
+  return {
+    items,
+    /** Waits until the feed yielded the event `seq`. */
+    async untilSeq(seq: number): Promise<void> {
+      await waitFor(() => items.some((i) => i.kind === 'event' && i.event.seq === seq));
+    },
+    async stop(): Promise<void> {
+      ac.abort();
+      await reading;
+    },
+  };
+}
+
+export async function waitFor(check: () => boolean, pollMs = 5): Promise<void> {
+  while (!check()) await new Promise((r) => setTimeout(r, pollMs));
+}
+
+/** The text the items' text deltas spell. */
+export const textOf = (items: readonly FeedItem[]): string => items.flatMap((i) => (i.kind === 'delta' && i.delta.type === 'text/delta' ? [i.delta.delta] : [])).join('');
+
+/** Ids only grow: `12` < `12.1` < `12.2` < `13`. */
+export function expectIdsToGrow(items: readonly FeedItem[]): void {
+  const ids = items.map((i) => (i.kind === 'event' ? [i.event.seq, 0] : i.id.split('.').map(Number)) as [number, number]);
+  for (let k = 1; k < ids.length; k++) {
+    const [[s0, n0], [s1, n1]] = [ids[k - 1]!, ids[k]!];
+    expect(s1 > s0 || (s1 === s0 && n1 > n0), `id ${s1}.${n1} after ${s0}.${n0}`).toBe(true);
+  }
+}
