@@ -128,7 +128,7 @@ describe('sqlite store', () => {
     expect(() => connection(store).prepare('DELETE FROM entries').run()).toThrow('events are immutable');
     // Sealed, the events are in a compressed row that cannot be changed or removed either.
     await store.sealEvents('s');
-    expect(db.prepare('SELECT codec, first_seq, last_seq FROM event_batches').all()).toEqual([{ codec: 1, first_seq: 1, last_seq: 1 }]);
+    expect(db.prepare('SELECT codec, first_seq, last_seq FROM event_batches').all()).toEqual([{ codec: 3, first_seq: 1, last_seq: 1 }]);
     expect(() => db.prepare('UPDATE event_batches SET data = x\'00\'').run()).toThrow('events are immutable');
     expect(() => db.prepare('DELETE FROM event_batches').run()).toThrow('events are immutable');
 
@@ -142,18 +142,18 @@ describe('sqlite store', () => {
     for (let n = 1; n <= 10; n++) await store.append('s', [note(n)]);
     const rows = () => rawDb({ readonly: true }).prepare<[], { codec: number; first_seq: number; last_seq: number; bytes: number }>('SELECT codec, first_seq, last_seq, length(data) AS bytes FROM event_batches ORDER BY first_seq').all();
     const open = rows();
-    expect(open.map((r) => [r.codec, r.first_seq, r.last_seq])).toEqual(Array.from({ length: 10 }, (_, i) => [0, i + 1, i + 1]));
+    expect(open.map((r) => [r.codec, r.first_seq, r.last_seq])).toEqual(Array.from({ length: 10 }, (_, i) => [2, i + 1, i + 1]));
     await store.sealEvents('s');
     const sealed = rows();
-    expect(sealed.map((r) => [r.codec, r.first_seq, r.last_seq])).toEqual([[1, 1, 10]]);
+    expect(sealed.map((r) => [r.codec, r.first_seq, r.last_seq])).toEqual([[3, 1, 10]]);
     expect(sealed[0]!.bytes).toBeLessThan(open.reduce((a, r) => a + r.bytes, 0) / 5);
     expect((await store.readEvents('s')).map((e) => e.data)).toEqual(Array.from({ length: 10 }, (_, i) => note(i + 1).data));
 
     // 1,024 open events seal themselves, in the append that reaches them.
     for (let n = 11; n <= 1040; n += 10) await store.append('s', Array.from({ length: 10 }, (_, k) => note(n + k)));
     expect(rows().map((r) => [r.codec, r.first_seq, r.last_seq])).toEqual([
-      [1, 1, 10],
-      [1, 11, 1040],
+      [3, 1, 10],
+      [3, 11, 1040],
     ]);
     expect((await store.readEvents('s', { afterSeq: 1030 })).map((e) => e.id)).toEqual(Array.from({ length: 10 }, (_, k) => `e${1031 + k}`));
   });
@@ -197,7 +197,7 @@ describe('sqlite store', () => {
       const events = await store.readEvents(s.id);
       expect(events.at(-1)).toMatchObject({ type: 'run/status', data: { to: 'completed' } });
       const rows = rawDb({ readonly: true }).prepare('SELECT codec, first_seq, last_seq FROM event_batches ORDER BY first_seq').all();
-      expect(rows).toEqual([{ codec: 1, first_seq: 1, last_seq: events.length }]);
+      expect(rows).toEqual([{ codec: 3, first_seq: 1, last_seq: events.length }]);
       expect(await store.getSession(s.id)).toMatchObject({ lastSeq: events.length });
     } finally {
       await rt.close();

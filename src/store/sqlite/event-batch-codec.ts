@@ -1,14 +1,19 @@
 /**
- * How the SQLite store encodes the rows of its log (ADR-0009). A row holds consecutive events of
- * one session as a JSON array of compact event objects (the row gives the session and the first
- * seq; each event is one seq more than the one before):
+ * How the SQLite store encodes the rows of its log (ADR-0009, ADR-0020). A row holds consecutive
+ * events of one session (the row gives the session and the first seq; each event is one seq more
+ * than the one before). Open rows are what an append writes (the hot path compresses nothing);
+ * sealing replaces a session's open rows with one sealed row holding the same events, compressed
+ * with raw DEFLATE primed with a fixed dictionary of what Keel's events look like (consecutive
+ * steps share their keys, ids and shapes).
  *
- * - codec 0, `open`: the array as JSON text. What an append writes: the hot path pays no
- *   compression.
- * - codec 1, `sealed`: the same array, compressed with raw DEFLATE primed with a fixed dictionary
- *   of what Keel's events look like. Sealing replaces a session's open rows with one sealed row
- *   holding the same events: consecutive steps share their keys, ids and shapes, so a run's events
- *   sealed together take a fraction of their size as separate rows.
+ * - codec 0, open (written until ADR-0020): a JSON array of compact events, each with all of its
+ *   fields.
+ * - codec 1, sealed: the JSON array of compact events of codec-0 rows, DEFLATE'd.
+ * - codec 2, open (what an append writes): one lean row object, `{r?, u?, m, e}`: the run and turn
+ *   its events share (when they all do) and the first event's time, said once; `e` the compact
+ *   events, each with only what differs (see `LeanEvent`).
+ * - codec 3, sealed (what sealing writes): a JSON array of lean row objects, DEFLATE'd. A codec-0
+ *   row joins as `{"e":[...]}` (a lean row without shared fields), so sealing parses no event.
  *
  * A codec is a format forever: changing the dictionary or the layout is a new codec number, and
  * the old ones stay readable.
@@ -17,8 +22,16 @@ import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { StoreError, type StoredEvent } from '../port.ts';
 import { EVENT_BATCH_DICTIONARY_1 } from './event-batch-dictionary.ts';
 
-export const OPEN_CODEC = 0;
+/** Open rows of the first format (ADR-0009): read, never written. */
+export const OPEN_CODEC_0 = 0;
+/** Sealed rows of codec-0 events: read, and written by the schema v5 migration. */
 export const SEALED_CODEC = 1;
+/** What an append writes. */
+export const OPEN_CODEC = 2;
+/** What sealing writes. */
+export const LEAN_SEALED_CODEC = 3;
+/** The codecs of open rows, as an SQL list (`codec IN (...)`): the rows sealing replaces. */
+export const OPEN_CODECS_SQL = '(0, 2)';
 
 const DICTIONARY_1 = Buffer.from(EVENT_BATCH_DICTIONARY_1, 'utf8');
 
@@ -59,9 +72,63 @@ function compact(e: StoredEvent): CompactEvent {
   return c;
 }
 
-/** An open row: the events as a JSON array of compact events. */
-export function encodeOpen(events: readonly StoredEvent[]): string {
+/** A codec-0 row: the events as a JSON array of compact events (what sealed codec 1 holds). */
+export function encodeOpen0(events: readonly StoredEvent[]): string {
   return JSON.stringify(events.map(compact));
+}
+
+/**
+ * One event in a lean row (codec 2 and 3): a compact event whose run, turn, step and time may come
+ * from its row. `r`, `u` and `s` are left out when they are the row's, and null when the event has
+ * none but the row has; `m` is the time after the row's (left out when 0); `v` is left out when 1;
+ * an entry's `p` is left out when its parent is the entry before it in the row, and null for an
+ * entry at the root.
+ */
+type LeanEvent = Omit<CompactEvent, 'v' | 'm' | 'p' | 'r' | 'u' | 's'> & { v?: number; m?: number; p?: string | null; r?: string | null; u?: number | null; s?: number | null };
+
+/** A lean row: what its events share (the first event's run, turn, step and time), and the events. */
+interface LeanRow {
+  r?: string;
+  u?: number;
+  s?: number;
+  /** The time the events' `m` count from. */
+  m?: number;
+  /** 0: the events of a codec-0 row, as it wrote them (an entry without `p` is at the root). */
+  c?: 0;
+  e: LeanEvent[];
+}
+
+/** An open row of codec 2: the events as one lean row. */
+export function encodeOpen(events: readonly StoredEvent[]): string {
+  const first = events[0];
+  // Keys in a fixed order: r, u, s, m, e.
+  const row = {} as LeanRow;
+  if (first?.runId !== undefined) row.r = first.runId;
+  if (first?.turn !== undefined) row.u = first.turn;
+  if (first?.step !== undefined) row.s = first.step;
+  const base = first?.time ?? 0;
+  row.m = base;
+  const out: LeanEvent[] = [];
+  let previousEntry: string | undefined;
+  for (const e of events) {
+    const c = { i: e.id, t: e.type } as LeanEvent;
+    if (e.v !== 1) c.v = e.v;
+    if (e.time !== base) c.m = e.time - base;
+    if (e.runId !== row.r) c.r = e.runId ?? null;
+    if (e.turn !== row.u) c.u = e.turn ?? null;
+    if (e.step !== row.s) c.s = e.step ?? null;
+    if (e.entry) {
+      c.e = 1;
+      if (e.parentId === undefined) c.p = null;
+      else if (e.parentId !== previousEntry) c.p = e.parentId;
+      previousEntry = e.id;
+    } else if (e.parentId !== undefined) c.p = e.parentId;
+    if (e.ignorable) c.g = 1;
+    c.d = e.data;
+    out.push(c);
+  }
+  row.e = out;
+  return JSON.stringify(row);
 }
 
 /**
@@ -70,20 +137,72 @@ export function encodeOpen(events: readonly StoredEvent[]): string {
  */
 const SEAL_LEVEL = 1;
 
-/** One sealed row holding the events of these open rows, in order (no event is parsed: the arrays are joined). */
+/** A codec-1 row holding the events of these codec-0 rows, in order (no event is parsed: the arrays are joined). */
 export function seal(openRows: readonly string[]): Buffer {
   const items = openRows.map((r) => r.slice(1, -1)).filter((r) => r.length > 0);
   return deflateRawSync(`[${items.join(',')}]`, { dictionary: DICTIONARY_1, level: SEAL_LEVEL });
+}
+
+/**
+ * A codec-3 row holding the events of these open rows (codec 0 or 2), in order. No event is
+ * parsed: a codec-2 row is a lean row already, a codec-0 array becomes one without shared fields.
+ */
+export function sealLean(openRows: ReadonlyArray<{ codec: number; data: string | Uint8Array }>): Buffer {
+  const items = openRows.map((r) => {
+    const text = typeof r.data === 'string' ? r.data : Buffer.from(r.data).toString('utf8');
+    if (r.codec === OPEN_CODEC) return text;
+    if (r.codec === OPEN_CODEC_0) return `{"c":0,"e":${text}}`;
+    throw new StoreError('corrupt_log', `an open row of codec ${r.codec} cannot be sealed`);
+  });
+  return deflateRawSync(`[${items.join(',')}]`, { dictionary: DICTIONARY_1, level: SEAL_LEVEL });
+}
+
+/** The events of lean rows, from `firstSeq` on. */
+function fromLeanRows(sessionId: string, firstSeq: number, rows: unknown): StoredEvent[] {
+  if (!Array.isArray(rows)) throw new StoreError('corrupt_log', `session ${sessionId}: the events from seq ${firstSeq} are not a list`);
+  const out: StoredEvent[] = [];
+  let seq = firstSeq;
+  for (const row of rows as LeanRow[]) {
+    const events = row?.e;
+    if (!Array.isArray(events)) throw new StoreError('corrupt_log', `session ${sessionId}: the events from seq ${seq} are not a list`);
+    const base = row.m ?? 0;
+    const asCodec0 = row.c === 0;
+    let previousEntry: string | undefined;
+    for (const c of events) {
+      // The same shape, keys in the same order, as the events the store returns from an append.
+      const e = { id: c.i, sessionId, seq: seq++, type: c.t, v: c.v ?? 1, time: base + (c.m ?? 0) } as StoredEvent;
+      const runId = c.r === undefined ? row.r : c.r;
+      if (runId !== undefined && runId !== null) e.runId = runId;
+      const turn = c.u === undefined ? row.u : c.u;
+      if (turn !== undefined && turn !== null) e.turn = turn;
+      const step = c.s === undefined ? row.s : c.s;
+      if (step !== undefined && step !== null) e.step = step;
+      e.entry = c.e === 1;
+      if (c.p !== undefined && c.p !== null) e.parentId = c.p;
+      else if (c.p === undefined && e.entry && !asCodec0) {
+        if (previousEntry === undefined) throw new StoreError('corrupt_log', `session ${sessionId}: entry ${c.i} at seq ${e.seq} names no parent`);
+        e.parentId = previousEntry;
+      }
+      e.ignorable = c.g === 1;
+      e.data = c.d;
+      if (e.entry) previousEntry = c.i;
+      out.push(e);
+    }
+  }
+  return out;
 }
 
 /** The events of a row; `firstSeq` is the row's. Throws StoreError `corrupt_log` for a row it cannot read. */
 export function decodeBatch(sessionId: string, firstSeq: number, codec: number, data: string | Uint8Array): StoredEvent[] {
   let compactEvents: unknown;
   try {
-    if (codec === OPEN_CODEC) compactEvents = JSON.parse(typeof data === 'string' ? data : Buffer.from(data).toString('utf8'));
+    if (codec === OPEN_CODEC) return fromLeanRows(sessionId, firstSeq, [JSON.parse(typeof data === 'string' ? data : Buffer.from(data).toString('utf8'))]);
+    if (codec === LEAN_SEALED_CODEC) return fromLeanRows(sessionId, firstSeq, JSON.parse(inflateRawSync(data, { dictionary: DICTIONARY_1 }).toString('utf8')));
+    if (codec === OPEN_CODEC_0) compactEvents = JSON.parse(typeof data === 'string' ? data : Buffer.from(data).toString('utf8'));
     else if (codec === SEALED_CODEC) compactEvents = JSON.parse(inflateRawSync(data, { dictionary: DICTIONARY_1 }).toString('utf8'));
     else throw new Error(`codec ${codec} is not one this Keel knows`);
   } catch (e) {
+    if (e instanceof StoreError) throw e;
     throw new StoreError('corrupt_log', `session ${sessionId}: the events from seq ${firstSeq} cannot be read (${(e as Error).message})`, { cause: e });
   }
   if (!Array.isArray(compactEvents)) throw new StoreError('corrupt_log', `session ${sessionId}: the events from seq ${firstSeq} are not a list`);

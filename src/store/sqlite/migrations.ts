@@ -4,7 +4,7 @@ import { blobHashesIn } from '../blob-refs.ts';
 import { schedulesDdl } from '../schedule-rows.ts';
 import { sqliteWaitsMigration } from '../wait-rows.ts';
 import { limitsDdl } from '../limit-rows.ts';
-import { decodeBatch, encodeOpen, seal, SEALED_CODEC } from './event-batch-codec.ts';
+import { decodeBatch, encodeOpen0, OPEN_CODECS_SQL, seal, SEALED_CODEC } from './event-batch-codec.ts';
 import { idKey, idKeyOrNull } from './id-keys.ts';
 import { WEBHOOKS_MIGRATION_SQL } from './webhooks.ts';
 
@@ -316,6 +316,22 @@ export const migrations: ReadonlyArray<{ version: number; sql: string; run?: (db
     version: 13,
     sql: limitsDdl('INTEGER'),
   },
+  {
+    version: 14,
+    sql: `
+      -- Lean rows (ADR-0020): appends write open rows of codec 2, sealing writes codec 3. Codecs 0
+      -- and 2 are open, 1 and 3 sealed: an open row of either may be removed once a sealed row of
+      -- either holds its seqs.
+      DROP TRIGGER event_batches_no_delete;
+      CREATE TRIGGER event_batches_no_delete BEFORE DELETE ON event_batches
+        WHEN NOT EXISTS (SELECT 1 FROM erased_logs e WHERE e.session_id = OLD.session_id)
+         AND (OLD.codec NOT IN ${OPEN_CODECS_SQL} OR NOT EXISTS (
+          SELECT 1 FROM event_batches s
+          WHERE s.session_id = OLD.session_id AND s.codec NOT IN ${OPEN_CODECS_SQL} AND s.first_seq <= OLD.first_seq AND s.last_seq >= OLD.last_seq
+        ))
+        BEGIN SELECT RAISE(ABORT, 'events are immutable'); END;
+    `,
+  },
 ];
 
 /** Schema v8: which sessions refer to which blobs, from every stored event. */
@@ -325,7 +341,7 @@ function indexBlobReferences(db: Database.Database): void {
   const rows = db.prepare('SELECT first_seq, codec, data FROM event_batches WHERE session_id = ? ORDER BY first_seq');
   for (const key of sessions) {
     for (const r of rows.all(key) as Array<{ first_seq: number; codec: number; data: string | Buffer }>) {
-      const json = r.codec === 0 ? String(r.data) : JSON.stringify(decodeBatch('?', r.first_seq, r.codec, r.data).map((e) => e.data));
+      const json = r.codec === 0 || r.codec === 2 ? String(r.data) : JSON.stringify(decodeBatch('?', r.first_seq, r.codec, r.data).map((e) => e.data));
       for (const hash of blobHashesIn(json)) insert.run(key, hash);
     }
   }
@@ -369,7 +385,7 @@ function moveEventsIntoBatches(db: Database.Database): void {
       // Seqs are 1..last_seq without a gap; a row holds consecutive ones.
       let run: StoredEvent[] = [];
       const flush = () => {
-        if (run.length > 0) insertRow.run(idKey(sessionId), run[0]!.seq, run.at(-1)!.seq, SEALED_CODEC, seal([encodeOpen(run)]));
+        if (run.length > 0) insertRow.run(idKey(sessionId), run[0]!.seq, run.at(-1)!.seq, SEALED_CODEC, seal([encodeOpen0(run)]));
         run = [];
       };
       for (const r of rows) {

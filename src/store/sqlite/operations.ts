@@ -16,7 +16,7 @@ import {
 } from '../port.ts';
 import { blobHashesIn } from '../blob-refs.ts';
 import { erasedTotals, storedEvent } from '../records.ts';
-import { decodeBatch, encodeOpen, OPEN_CODEC, seal, SEALED_CODEC } from './event-batch-codec.ts';
+import { decodeBatch, encodeOpen, LEAN_SEALED_CODEC, OPEN_CODEC, sealLean } from './event-batch-codec.ts';
 import { idKey, idKeyOrNull, type IdKey } from './id-keys.ts';
 import { RUN_COLUMNS, toIdempotency, toInput, toKey, toRun, toSession, toUsageTotals, usageGroupSql, type RunRow, type SessionRow, type UsageRow } from '../rows.ts';
 import { USAGE_OWN_SQL, type Statements } from './statements.ts';
@@ -88,7 +88,7 @@ export function createOperations(db: Database.Database, st: Statements): SyncOps
   const sealOpenRows = (sessionKey: IdKey, sealedSeq: number, lastSeq: number): number => {
     const open = st.openRows.all(sessionKey, sealedSeq);
     if (open.length === 0) return sealedSeq;
-    st.insertBatch.run(sessionKey, open[0]!.first_seq, lastSeq, SEALED_CODEC, seal(open.map((r) => r.data)));
+    st.insertBatch.run(sessionKey, open[0]!.first_seq, lastSeq, LEAN_SEALED_CODEC, sealLean(open));
     st.deleteOpenRows.run(sessionKey, sealedSeq);
     return lastSeq;
   };

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { RunStatus } from '../port.ts';
 import type { IdKey } from './id-keys.ts';
+import { OPEN_CODECS_SQL } from './event-batch-codec.ts';
 import { TERMINAL_SQL, type BatchRow, type CheckpointRow, type IdempotencyRow, type InputRow, type KeyRow, type RunRow, type SessionRow, type SnapshotRow } from '../rows.ts';
 
 /** A prepared statement taking parameters P and returning rows R (the part of better-sqlite3's the operations use). */
@@ -93,9 +94,11 @@ export function prepareStatements(db: Database.Database) {
     tombstone: prepare<[number, string, string]>(
       "UPDATE sessions SET title = NULL, metadata = '{}', agent = NULL, leaf_id = NULL, origin_session_id = NULL, origin_entry_id = NULL, erased_at = ?, erased_totals = ? WHERE id = ?",
     ),
-    openRows: prepare<[IdKey, number], { first_seq: number; data: string }>('SELECT first_seq, data FROM event_batches WHERE session_id = ? AND first_seq > ? AND codec = 0 ORDER BY first_seq'),
+    openRows: prepare<[IdKey, number], { first_seq: number; codec: number; data: string }>(
+      `SELECT first_seq, codec, data FROM event_batches WHERE session_id = ? AND first_seq > ? AND codec IN ${OPEN_CODECS_SQL} ORDER BY first_seq`,
+    ),
     // Only once the sealed row holding them is in (the table's trigger checks).
-    deleteOpenRows: prepare<[IdKey, number]>('DELETE FROM event_batches WHERE session_id = ? AND first_seq > ? AND codec = 0'),
+    deleteOpenRows: prepare<[IdKey, number]>(`DELETE FROM event_batches WHERE session_id = ? AND first_seq > ? AND codec IN ${OPEN_CODECS_SQL}`),
     markSealed: prepare<[number, string]>('UPDATE sessions SET sealed_seq = ? WHERE id = ?'),
     // The batches holding seqs from..until: from the one that holds `from` on.
     readBatches: prepare<[{ session: IdKey; from: number; until: number }], BatchRow>(
