@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
@@ -44,6 +44,19 @@ const DICTIONARY_1_SHA256 = 'c08b55232ad9cecf330e375283cee03d6ad56e1ab7c88ec669c
 storeContract('sqlite (file)', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'keel-store-'));
   const store = new SqliteStore({ path: join(dir, 'keel.db') });
+  return {
+    store,
+    cleanup: async () => {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+// synchronous=NORMAL: the WAL is also synced in the background (WalFlusher, ADR-0020).
+storeContract('sqlite (file, synchronous=NORMAL)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'keel-store-'));
+  const store = new SqliteStore({ path: join(dir, 'keel.db'), synchronous: 'NORMAL' });
   return {
     store,
     cleanup: async () => {
@@ -110,6 +123,41 @@ describe('sqlite store', () => {
     const store = openStore({ synchronous: 'NORMAL', busyTimeoutMs: 1234 });
     expect(connection(store).pragma('synchronous', { simple: true })).toBe(1);
     expect(connection(store).pragma('busy_timeout', { simple: true })).toBe(1234);
+  });
+
+  it('with synchronous=NORMAL syncs the WAL in the background every 32 commits and checkpoints every 4,000 frames; with FULL leaves both to SQLite', async () => {
+    const walFds = () => readdirSync('/proc/self/fd').filter((fd) => {
+      try {
+        return readlinkSync(`/proc/self/fd/${fd}`) === `${path}-wal`;
+      } catch {
+        return false;
+      }
+    }).length;
+    const full = openStore();
+    await full.createSession({ id: 'f', createdAt: T0 });
+    for (let n = 1; n <= 70; n++) await full.append('f', [{ id: `f${n}`, type: 'test/note', v: 1, time: T0, entry: false, data: { n } }]);
+    expect(full.walFlushes).toBe(0);
+    expect(connection(full).pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
+    await full.close();
+
+    const normal = openStore({ synchronous: 'NORMAL' });
+    expect(connection(normal).pragma('wal_autocheckpoint', { simple: true })).toBe(4000);
+    await normal.createSession({ id: 's', createdAt: T0 });
+    // SQLite's own descriptor of the WAL.
+    const before = walFds();
+    expect(before).toBe(1);
+    // 1 commit for the session, 70 appends: syncs start at the 32nd and the 64th commit (unless the first still runs).
+    for (let n = 1; n <= 70; n++) await normal.append('s', [{ id: `e${n}`, type: 'test/note', v: 1, time: T0, entry: false, data: { n } }]);
+    expect(normal.walFlushes).toBeGreaterThanOrEqual(1);
+    expect(normal.walFlushes).toBeLessThanOrEqual(2);
+    expect(walFds()).toBe(before + 1);
+    await normal.close();
+    // Closed, neither SQLite nor the flusher keeps a descriptor of the WAL open.
+    expect(walFds()).toBe(0);
+    // Every commit is in the database, as with FULL.
+    const again = openStore({ synchronous: 'NORMAL' });
+    expect((await again.readEvents('s')).map((e) => e.id)).toEqual(Array.from({ length: 70 }, (_, k) => `e${k + 1}`));
+    expect(openStore({ path: ':memory:', synchronous: 'NORMAL' }).walFlushes).toBe(0);
   });
 
   it('refuses UPDATE and DELETE on events, even from another connection', async () => {

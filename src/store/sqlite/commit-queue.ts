@@ -26,13 +26,18 @@ export class CommitQueue {
   /** Told how long each write transaction took, in seconds, from its start to its commit (see Store.observeCommits). */
   onCommit: ((seconds: number) => void) | undefined;
 
+  private readonly afterCommit: (() => void) | undefined;
+
   private committed(startedAt: number): void {
     this.commits++;
+    this.afterCommit?.();
     this.onCommit?.((performance.now() - startedAt) / 1000);
   }
 
-  constructor(db: Database.Database) {
+  /** `afterCommit` is called after each commit of a write transaction (see `WalFlusher`). */
+  constructor(db: Database.Database, afterCommit?: () => void) {
     this.db = db;
+    this.afterCommit = afterCommit;
   }
 
   /** Write transactions committed through this queue (see `SqliteStore.commitCount`). */

@@ -8,6 +8,7 @@ import { createOperations, type SyncOps } from './operations.ts';
 import { prepareStatements } from './statements.ts';
 import { WEBHOOK_PLAN } from './webhooks.ts';
 import { WAIT_PLAN } from './waits.ts';
+import { WalFlusher } from './wal-flusher.ts';
 import { LIMIT_PLAN } from './limit-operations.ts';
 
 export interface SqliteStoreOptions {
@@ -18,6 +19,13 @@ export interface SqliteStoreOptions {
   /** How long a writer waits for another process's write lock. */
   busyTimeoutMs?: number;
 }
+
+/**
+ * SQLite checkpoints its WAL into the database file when a commit leaves this many frames (of a
+ * page each) in it, with synchronous=NORMAL; SQLite's default of 1,000 otherwise. The WAL file
+ * grows to about this many pages (16 MB at 4 KB pages) and stays that size.
+ */
+const FLUSHED_WAL_CHECKPOINT_FRAMES = 4000;
 
 export const defaultDbPath = (): string => process.env.KEEL_DB || resolve('.keel', 'keel.db');
 
@@ -126,6 +134,7 @@ export class SqliteStore extends WithStoreOps implements Store {
   readonly path: string;
   private readonly db: Database.Database;
   private readonly queue: CommitQueue;
+  private readonly flusher: WalFlusher | undefined;
   private readonly sync: SyncOps;
   private readonly ops: StoreOps;
 
@@ -144,7 +153,13 @@ export class SqliteStore extends WithStoreOps implements Store {
       this.db.close();
       throw e;
     }
-    this.queue = new CommitQueue(this.db);
+    // With synchronous=NORMAL a commit does not sync the WAL: the checkpoint does, and waits for
+    // every frame written since the last one. The flusher syncs it in the background meanwhile, and
+    // checkpoints come less often (ADR-0020).
+    const flusher = this.path !== ':memory:' && options.synchronous === 'NORMAL' ? new WalFlusher(`${resolve(this.path)}-wal`) : undefined;
+    if (flusher) this.db.pragma(`wal_autocheckpoint = ${FLUSHED_WAL_CHECKPOINT_FRAMES}`);
+    this.flusher = flusher;
+    this.queue = new CommitQueue(this.db, flusher ? () => flusher.committed() : undefined);
     this.sync = createOperations(this.db, prepareStatements(this.db));
     this.ops = inTransaction(this.db, this.sync);
   }
@@ -158,6 +173,11 @@ export class SqliteStore extends WithStoreOps implements Store {
    */
   get commitCount(): number {
     return this.queue.commitCount;
+  }
+
+  /** Background syncs of the WAL started so far (with synchronous=NORMAL; see WalFlusher). */
+  get walFlushes(): number {
+    return this.flusher?.flushes ?? 0;
   }
 
   private readonly commitObservers = new Set<(seconds: number) => void>();
@@ -211,11 +231,12 @@ export class SqliteStore extends WithStoreOps implements Store {
     return this.queue.write(() => fn(this.ops));
   }
 
-  close(): Promise<void> {
+  async close(): Promise<void> {
     clearInterval(this.changeTimer);
     this.changeTimer = undefined;
     this.changeListeners.clear();
-    return this.queue.close();
+    await this.queue.close();
+    await this.flusher?.close();
   }
 
   // Outside a transaction each operation is its own unit of work, run as PLAN says.
