@@ -410,40 +410,56 @@ export class RunsApi {
 
   /**
    * Resolves when the run is terminal (`until: 'terminal'`), or also when it waits or is paused
-   * (`'settled'`, the default). Works across processes (it polls) and wakes at once in-process.
+   * (`'settled'`, the default). Works across processes (it polls) and wakes at once in-process;
+   * when this process ran it there, also once its execution here has finished.
    */
   async wait(id: string, o: { until?: 'terminal' | 'settled'; timeoutMs?: number; signal?: AbortSignal; pollMs?: number } = {}): Promise<RunRecord> {
     const until = o.until ?? 'settled';
     const reached = (status: RunStatus) => (until === 'terminal' ? isTerminal(status) : SETTLED.includes(status));
-    let run = await this.get(id);
-    if (reached(run.status)) return run;
-    // The run's feed from now on: each of its status changes, here or on another node, is a reason to look.
-    const stop = new AbortController();
-    const timer = o.timeoutMs !== undefined ? setTimeout(() => stop.abort(), o.timeoutMs) : undefined;
-    const onAbort = () => stop.abort();
-    o.signal?.addEventListener('abort', onAbort, { once: true });
+    o.signal?.throwIfAborted();
+    // A reason to look again: the run's status committed here, another node's commit to its
+    // session, the timeout or the abort; and every pollMs in any case (a notice missed). Not a
+    // feed: a waiter wants no deltas and no replay, only the run's record once it gets there.
+    const wakeUp = new WakeUp();
+    let stopped = false;
+    let stop!: () => void;
+    const stopping = new Promise<void>((resolve) => (stop = resolve));
+    const end = () => {
+      stopped = true;
+      stop();
+      wakeUp.wake();
+    };
+    const timer = o.timeoutMs !== undefined ? setTimeout(end, o.timeoutMs) : undefined;
+    o.signal?.addEventListener('abort', end, { once: true });
+    let off: (() => void) | undefined;
     try {
-      for (;;) {
-        const from = (await this.rt.sessions.get(run.sessionId)).lastSeq;
-        const feed = follow(this.rt.sessions.log, run.sessionId, {
-          after: { seq: from, n: Number.MAX_SAFE_INTEGER },
-          runId: id,
-          endAt: (e) => e.type === 'run/status' && reached(e.data.to),
-          isDone: async () => reached((run = await this.get(id)).status),
-          pollMs: o.pollMs ?? 200,
-          signal: stop.signal,
-        });
-        for await (const _ of feed) {
-          // Only the end of the feed matters.
+      let run = await this.get(id);
+      while (!reached(run.status)) {
+        if (!off) {
+          // Listening before the run is read again: no change in between is missed.
+          off = this.rt.sessions.log.subscribe(run.sessionId, (item) => {
+            if (item.kind === 'changed' || (item.kind === 'event' && item.event.runId === id && item.event.type === 'run/status')) wakeUp.wake();
+          });
+        } else {
+          if (stopped) {
+            o.signal?.throwIfAborted();
+            throw new StoreError('timeout', `run ${id} is still ${run.status} after ${o.timeoutMs} ms`);
+          }
+          await wakeUp.nap(o.pollMs ?? 200);
         }
-        o.signal?.throwIfAborted();
-        if (stop.signal.aborted) throw new StoreError('timeout', `run ${id} is still ${run.status} after ${o.timeoutMs} ms`);
         run = await this.get(id);
-        if (reached(run.status)) return run;
       }
+      // The execution of this process that brought the run here (if any) finishes what follows
+      // its last commit first (its spans end, its lease is let go), within the timeout. A run that
+      // ended was fenced at its end (its token moved on); one that waits or is paused keeps the
+      // token of its claim, so that an execution of a later claim is not waited for.
+      const e = this.rt.executions.get(id);
+      if (e && (isTerminal(run.status) || e.run.fencingToken === run.fencingToken)) await Promise.race([e.done.catch(() => {}), stopping]);
+      return run;
     } finally {
+      off?.();
       clearTimeout(timer);
-      o.signal?.removeEventListener('abort', onAbort);
+      o.signal?.removeEventListener('abort', end);
     }
   }
 

@@ -204,6 +204,13 @@ export class SqliteStore extends WithStoreOps implements Store {
   changes(listener: () => void): () => void {
     this.changeListeners.add(listener);
     if (!this.changeTimer) {
+      // The version now: a commit of another connection right after this call is a change (the
+      // first tick would otherwise take it as where it started from).
+      try {
+        this.dataVersion = this.db.pragma('data_version', { simple: true }) as number;
+      } catch {
+        // The connection is busy (a statement is being iterated): the first tick starts from its version.
+      }
       this.changeTimer = setInterval(() => {
         void this.queue
           .serial(() => this.db.pragma('data_version', { simple: true }) as number)
