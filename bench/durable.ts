@@ -8,7 +8,9 @@
  *   durable   the public runtime API (createRuntime, a worker, sessions.send, runs.wait) on a
  *             SqliteStore file (WAL, synchronous=FULL): RUNS runs after WARMUP, each on a new
  *             session (creating the session and checking the run afterwards are not timed);
- *   normal    the same with synchronous=NORMAL (no fsync per commit: what is left is CPU);
+ *   normal    the same with synchronous=NORMAL (no fsync per commit: what is left is CPU), over
+ *             RUNS_NORMAL runs: its mean is the target, and without fsyncs a run is short, so more
+ *             runs take in the WAL checkpoints at their real rate and the machine's noise less;
  *   effectful the durable variant with the tool declared not idempotent (two commits per tool step);
  *   floor     better-sqlite3 alone on its own file (WAL, synchronous=FULL): one INSERT of one
  *             ~200-byte JSON row per step, each its own transaction (one commit, one fsync);
@@ -42,7 +44,7 @@
  *
  * Run with `npm run bench:durable`; `npm run -s bench:durable -- --json` prints one JSON object
  * and nothing else on stdout (-s keeps npm's own banner out).
- * Env: RUNS (30), TOOL_STEPS (20), GROWTH_RUNS (25), GROWTH_SESSIONS (3), WARMUP (5 durable
+ * Env: RUNS (30), RUNS_NORMAL (90), TOOL_STEPS (20), GROWTH_RUNS (25), GROWTH_SESSIONS (3), WARMUP (5 durable
  * runs), LOOP_RUNS (200, for loop and handLoop), LOOP_REPEAT (20).
  */
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -70,6 +72,7 @@ import { idKey, type IdKey } from '../src/store/sqlite/id-keys.ts';
 import type { BatchRow } from '../src/store/rows.ts';
 
 const RUNS = Number(process.env.RUNS ?? 30);
+const RUNS_NORMAL = Number(process.env.RUNS_NORMAL ?? 90);
 const TOOL_STEPS = Number(process.env.TOOL_STEPS ?? 20);
 const GROWTH_RUNS = Number(process.env.GROWTH_RUNS ?? 25);
 const GROWTH_SESSIONS = Number(process.env.GROWTH_SESSIONS ?? 3);
@@ -266,8 +269,8 @@ interface DurableResult {
   sessions: string[];
 }
 
-/** WARMUP runs, then RUNS measured runs, each on a new session. */
-async function durableVariant(path: string, synchronous: 'FULL' | 'NORMAL', o: { effectful?: boolean } = {}): Promise<DurableResult> {
+/** WARMUP runs, then `runs` measured runs, each on a new session. */
+async function durableVariant(path: string, synchronous: 'FULL' | 'NORMAL', o: { effectful?: boolean; runs?: number } = {}): Promise<DurableResult> {
   const d = openDurable(path, synchronous, o);
   const side = openSide(path);
   try {
@@ -278,7 +281,7 @@ async function durableVariant(path: string, synchronous: 'FULL' | 'NORMAL', o: {
     const samples: Sample[] = [];
     const lags: Lag[] = [];
     const sessions: string[] = [];
-    for (let i = 0; i < RUNS; i++) {
+    for (let i = 0; i < (o.runs ?? RUNS); i++) {
       const s = await d.rt.sessions.create();
       sessions.push(s.id);
       const r = await durableRun(d, s.id, i);
@@ -668,7 +671,7 @@ try {
   const psi0 = { cpu: pressure('cpu'), io: pressure('io') };
   const durable = await durableVariant(join(dir, 'durable.db'), 'FULL');
   const parts = breakdown(join(dir, 'durable.db'), durable.sessions, durable.sample.steps);
-  const normal = await durableVariant(join(dir, 'normal.db'), 'NORMAL');
+  const normal = await durableVariant(join(dir, 'normal.db'), 'NORMAL', { runs: RUNS_NORMAL });
   const effectful = await durableVariant(join(dir, 'effectful.db'), 'FULL', { effectful: true });
   const floor = await floorVariant(join(dir, 'floor.db'), durable.sample.steps);
   const paired = await pairedRatio(dir);
@@ -749,7 +752,7 @@ try {
     out('');
     out(`  variant      µs/step  CPU µs/step      user    system`);
     out(row('durable', durable.sample, `${RUNS} runs = ${durable.sample.steps} steps, a new session each, synchronous=FULL (runs min/median/max ${spread(durable.perRun)} µs/step)`));
-    out(row('normal', normal.sample, `the same with synchronous=NORMAL (runs min/median/max ${spread(normal.perRun)} µs/step)`));
+    out(row('normal', normal.sample, `the same with synchronous=NORMAL, ${RUNS_NORMAL} runs = ${normal.sample.steps} steps (runs min/median/max ${spread(normal.perRun)} µs/step)`));
     out(row('effectful', effectful.sample, `as durable, the tool declared not idempotent: its call is durable before it runs (runs min/median/max ${spread(effectful.perRun)} µs/step)`));
     out(row('floor', floor.sample, `better-sqlite3 alone: 1 INSERT of a ${floor.rowBytes}-byte row and 1 commit (fsync) per step, ${floor.sample.steps} steps`));
     out(row('loop', loop, `runTurn + MemorySink (no deltas), ${LOOP_RUNS} runs, empty history`));
