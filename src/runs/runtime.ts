@@ -32,6 +32,9 @@ import { FlowControl, type FlowControlOptions, type ModelLimits, type Priority }
 import { runScope } from './execution.ts';
 import { agentWithMcpTools, McpPool } from '../mcp/index.ts';
 
+/** How long `runs.wait` waits, once the run got where it waits for, for this process's execution of it to finish (see `wait`). */
+const EXECUTION_GRACE_MS = 1000;
+
 export interface RuntimeOptions {
   store: Store;
   /** Agent definitions by name; several versions of one name may be registered. */
@@ -450,11 +453,17 @@ export class RunsApi {
         run = await this.get(id);
       }
       // The execution of this process that brought the run here (if any) finishes what follows
-      // its last commit first (its spans end, its lease is let go), within the timeout. A run that
-      // ended was fenced at its end (its token moved on); one that waits or is paused keeps the
-      // token of its claim, so that an execution of a later claim is not waited for.
+      // its last commit first (its spans end, its lease is let go): within the timeout, and for
+      // EXECUTION_GRACE_MS at most (an execution fenced out while a tool ignores its abort may
+      // take longer, and the run is settled already). A run that ended was fenced at its end (its
+      // token moved on); one that waits or is paused keeps the token of its claim, so that an
+      // execution of a later claim is not waited for.
       const e = this.rt.executions.get(id);
-      if (e && (isTerminal(run.status) || e.run.fencingToken === run.fencingToken)) await Promise.race([e.done.catch(() => {}), stopping]);
+      if (e && (isTerminal(run.status) || e.run.fencingToken === run.fencingToken)) {
+        let grace: ReturnType<typeof setTimeout> | undefined;
+        await Promise.race([e.done.catch(() => {}), stopping, new Promise<void>((resolve) => (grace = setTimeout(resolve, EXECUTION_GRACE_MS)))]);
+        clearTimeout(grace);
+      }
       return run;
     } finally {
       off?.();

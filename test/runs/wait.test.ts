@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createRuntime, defineAgent, ScriptedModel, SqliteStore, tool, type Runtime } from '../../src/index.ts';
+import { deferred } from '../support/deferred.ts';
 
 /** runs.wait: the run's record once it gets there, woken by its commits (here or on another node), never by a poll alone. */
 describe('runs.wait', () => {
@@ -83,5 +84,34 @@ describe('runs.wait', () => {
     expect(await settled).toMatchObject({ status: 'waiting_approval' });
     // The other node's commits are noticed within ~50 ms (data_version), not at the 60 s poll.
     expect(performance.now() - t0).toBeLessThan(10_000);
+  });
+
+  it('returns at once for a run cancelled while its tool ignores the abort (the execution here is not waited for past a grace)', async () => {
+    const store = new SqliteStore({ path: ':memory:' });
+    cleanups.push(() => store.close());
+    let release!: () => void;
+    const stuck = new Promise<void>((resolve) => (release = resolve));
+    const started = deferred();
+    cleanups.push(() => release());
+    const rt = createRuntime({
+      store,
+      agents: [
+        defineAgent({
+          name: 'a',
+          model: new ScriptedModel([{ toolCalls: [{ name: 'hang', input: {} }] }, { text: 'done' }], { loop: true }),
+          tools: [tool({ name: 'hang', description: 'ignores its abort', input: z.object({}), idempotent: true, execute: async () => (started.resolve(), await stuck, 'late') })],
+        }),
+      ],
+    });
+    cleanups.push(() => rt.close({ graceMs: 0 }));
+    rt.startWorker({ id: 'w', pollMs: 50 });
+    const s = await rt.sessions.create();
+    const { run } = await rt.sessions.send(s.id, 'go');
+    await started.promise;
+    // The worker does not stop within the grace: the run is cancelled without it.
+    expect(await rt.runs.cancel(run.id, { graceMs: 100 })).toMatchObject({ status: 'cancelled' });
+    const t0 = performance.now();
+    expect(await rt.runs.wait(run.id, { until: 'terminal' })).toMatchObject({ status: 'cancelled' });
+    expect(performance.now() - t0).toBeLessThan(5_000);
   });
 });

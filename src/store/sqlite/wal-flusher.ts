@@ -35,7 +35,9 @@ export class WalFlusher {
     this.commits = 0;
     if (this.fd === undefined) {
       try {
-        // The WAL exists once the first commit wrote it, and stays while the store's connection is open.
+        // The WAL exists once the first commit wrote it, and stays while the store's connection is
+        // open. A descriptor of the WAL only: SQLite takes its POSIX locks on the database and -shm
+        // files, which closing another descriptor of them would release, never on the WAL.
         this.fd = openSync(this.path, 'r');
       } catch {
         return;
