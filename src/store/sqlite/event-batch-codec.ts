@@ -9,11 +9,12 @@
  * - codec 0, open (written until ADR-0020): a JSON array of compact events, each with all of its
  *   fields.
  * - codec 1, sealed: the JSON array of compact events of codec-0 rows, DEFLATE'd.
- * - codec 2, open (what an append writes): one lean row object, `{r?, u?, m, e}`: the run and turn
- *   its events share (when they all do) and the first event's time, said once; `e` the compact
- *   events, each with only what differs (see `LeanEvent`).
+ * - codec 2, open (what an append writes): one lean row object, `{r?, u?, s?, m, e}`: the first
+ *   event's run, turn, step and time, said once; `e` the compact events, each with only what
+ *   differs from the row (see `LeanEvent`).
  * - codec 3, sealed (what sealing writes): a JSON array of lean row objects, DEFLATE'd. A codec-0
- *   row joins as `{"e":[...]}` (a lean row without shared fields), so sealing parses no event.
+ *   row joins as `{"c":0,"e":[...]}` (a lean row whose events say everything themselves), so
+ *   sealing parses no event.
  *
  * A codec is a format forever: changing the dictionary or the layout is a new codec number, and
  * the old ones stay readable.
