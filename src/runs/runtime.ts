@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import { userMessage, type AgentDefinition, type DeltaEvent, type UserInput } from '../core/index.ts';
 import type { JsonValue, UserMessage } from '../model/index.ts';
 import { follow, Sessions, type CompactionSettings, type SessionEvent } from '../session/index.ts';
@@ -109,7 +110,6 @@ export class Runtime {
   private readonly options: Required<Pick<RuntimeOptions, 'leaseMs' | 'renewEveryMs' | 'controlPollMs' | 'maxAttempts' | 'maxDepth'>> & RuntimeOptions;
   private readonly agents = new Map<string, AgentDefinition[]>();
   private readonly wakeUp = new WakeUp();
-  /** A wake-up came that no nap has taken yet. */
   readonly executions = new Map<string, Execution>();
   private readonly workers = new Set<Worker>();
   private readonly observers = new RunObservers();
@@ -424,12 +424,10 @@ export class RunsApi {
     // session, the timeout or the abort; and every pollMs in any case (a notice missed). Not a
     // feed: a waiter wants no deltas and no replay, only the run's record once it gets there.
     const wakeUp = new WakeUp();
-    let stopped = false;
-    let stop!: () => void;
-    const stopping = new Promise<void>((resolve) => (stop = resolve));
+    // Aborted by the timeout or the caller's signal, and in any case once the wait is over.
+    const ended = new AbortController();
     const end = () => {
-      stopped = true;
-      stop();
+      ended.abort();
       wakeUp.wake();
     };
     const timer = o.timeoutMs !== undefined ? setTimeout(end, o.timeoutMs) : undefined;
@@ -437,19 +435,19 @@ export class RunsApi {
     let off: (() => void) | undefined;
     try {
       let run = await this.get(id);
+      if (!reached(run.status)) {
+        // Listening before the run is read again: no change in between is missed.
+        off = this.rt.sessions.log.subscribe(run.sessionId, (item) => {
+          if (item.kind === 'changed' || (item.kind === 'event' && item.event.runId === id && item.event.type === 'run/status')) wakeUp.wake();
+        });
+        run = await this.get(id);
+      }
       while (!reached(run.status)) {
-        if (!off) {
-          // Listening before the run is read again: no change in between is missed.
-          off = this.rt.sessions.log.subscribe(run.sessionId, (item) => {
-            if (item.kind === 'changed' || (item.kind === 'event' && item.event.runId === id && item.event.type === 'run/status')) wakeUp.wake();
-          });
-        } else {
-          if (stopped) {
-            o.signal?.throwIfAborted();
-            throw new StoreError('timeout', `run ${id} is still ${run.status} after ${o.timeoutMs} ms`);
-          }
-          await wakeUp.nap(o.pollMs ?? 200);
+        if (ended.signal.aborted) {
+          o.signal?.throwIfAborted();
+          throw new StoreError('timeout', `run ${id} is still ${run.status} after ${o.timeoutMs} ms`);
         }
+        await wakeUp.nap(o.pollMs ?? 200);
         run = await this.get(id);
       }
       // The execution of this process that brought the run here (if any) finishes what follows
@@ -460,12 +458,11 @@ export class RunsApi {
       // execution of a later claim is not waited for.
       const e = this.rt.executions.get(id);
       if (e && (isTerminal(run.status) || e.run.fencingToken === run.fencingToken)) {
-        let grace: ReturnType<typeof setTimeout> | undefined;
-        await Promise.race([e.done.catch(() => {}), stopping, new Promise<void>((resolve) => (grace = setTimeout(resolve, EXECUTION_GRACE_MS)))]);
-        clearTimeout(grace);
+        await Promise.race([e.done, delay(EXECUTION_GRACE_MS, undefined, { signal: ended.signal })]).catch(() => {});
       }
       return run;
     } finally {
+      ended.abort();
       off?.();
       clearTimeout(timer);
       o.signal?.removeEventListener('abort', end);

@@ -86,7 +86,7 @@ describe('runs.wait', () => {
     expect(performance.now() - t0).toBeLessThan(10_000);
   });
 
-  it('returns at once for a run cancelled while its tool ignores the abort (the execution here is not waited for past a grace)', async () => {
+  it('returns at once for a run cancelled while its tool ignores the abort', async () => {
     const store = new SqliteStore({ path: ':memory:' });
     cleanups.push(() => store.close());
     let release!: () => void;
