@@ -12,12 +12,14 @@ import {
   type RunGuard,
   type RunPatch,
   type RunRecord,
+  type Checkpoint,
   type RunStatus,
   type SessionRecord,
   type StoreOps,
 } from '../store/index.ts';
 import type { TraceCarrier } from '../telemetry/trace-context.ts';
 import type { Priority } from '../limits/flow-control.ts';
+import { lastBoundary } from './resume.ts';
 import { assertTransition, IllegalTransitionError, statusesLeadingTo } from './state.ts';
 import { systemClock, type Clock } from './clock.ts';
 import { applyDecisions, type WaitingCall } from './waits.ts';
@@ -167,6 +169,17 @@ export class RunBook {
   /** `trusted`: the events are built here from typed values (run status changes): no schema check on the hot path. */
   private append(tx: StoreOps, sessionId: string, events: readonly NewEvent[], fence?: { runId: string; token: number }, trusted = false) {
     return this.sessions.log.append(sessionId, events, { tx, trusted, ...(fence ? { fence } : {}) });
+  }
+
+  /**
+   * Where a run stands at its last step boundary: its stored checkpoint and the events logged for
+   * it after that (see `lastBoundary`). Reads the run's events after the checkpoint: for a
+   * recovery or a run's record, never on the hot path.
+   */
+  async boundary(run: Pick<RunRecord, 'id' | 'sessionId'>, ops: StoreOps = this.store): Promise<{ checkpoint: Checkpoint | undefined; tail: SessionEvent[]; at: { step: number; seq: number } | undefined }> {
+    const checkpoint = await ops.getCheckpoint(run.id);
+    const tail = await this.sessions.log.read(run.sessionId, { runId: run.id, afterSeq: checkpoint?.seq ?? 0 }, ops);
+    return { checkpoint, tail, at: lastBoundary(checkpoint, tail) };
   }
 
   async get(id: string): Promise<RunRecord> {

@@ -220,8 +220,7 @@ export class Execution {
     const base = { sink: this.sink, hooks, scope: run.id, now: () => book.clock.now(), ...(run.turn !== null ? { turn: run.turn } : {}) };
     // Where the run stands is in the log: its checkpoint (counters and a log position) and its
     // events after it. A run whose turn never reached the log starts fresh from the context.
-    const checkpoint = await book.store.getCheckpoint(run.id);
-    const tail = await book.sessions.log.read(run.sessionId, { runId: run.id, afterSeq: checkpoint?.seq ?? 0 });
+    const { checkpoint, tail } = await book.boundary(run);
     let start: () => TurnHandle;
     if (!checkpoint && !tail.some((e) => e.type === 'turn/start')) {
       // A fresh run: the session's model context (the trigger message is already in it).

@@ -40,6 +40,8 @@ export function resumePoint(checkpoint: Checkpoint | undefined, conversation: Me
   const approvals = new Map<string, ApprovalDecision>();
   // The step whose model decision is on record after the checkpoint: it is finished, not redone.
   let decidedStep: number | undefined;
+  // The last step that ended after the stored checkpoint: the run's boundary (see `lastBoundary`).
+  const boundary = lastBoundary(checkpoint, tail);
 
   for (const e of tail) {
     switch (e.type) {
@@ -124,7 +126,7 @@ export function resumePoint(checkpoint: Checkpoint | undefined, conversation: Me
   return {
     conversation,
     // A step interrupted before its model decision was recorded is redone from its start.
-    step: decidedStep ?? checkpoint?.step ?? 0,
+    step: decidedStep ?? boundary?.step ?? 0,
     stepOpen: decidedStep !== undefined,
     approvals: [...approvals.values()].filter((a) => openCalls.has(a.toolCallId)),
     started: [...started].filter((id) => openCalls.has(id)),
@@ -132,4 +134,19 @@ export function resumePoint(checkpoint: Checkpoint | undefined, conversation: Me
     usage,
     cost,
   };
+}
+
+/**
+ * Where a run stands at its last step boundary: its stored checkpoint, moved on to the last step
+ * that ended after it in the log. A step's end is itself a checkpoint (its `step/end` commits with
+ * the step's results), so the stored row is written only where the run's record changes too, at
+ * the turn's end (ADR-0021); `tail` is the run's events after the stored checkpoint. A step that
+ * ended `failed` is no boundary (its turn failed with it, in the same commit).
+ */
+export function lastBoundary(checkpoint: Pick<Checkpoint, 'step' | 'seq'> | undefined, tail: readonly SessionEvent[]): { step: number; seq: number } | undefined {
+  let boundary = checkpoint ? { step: checkpoint.step, seq: checkpoint.seq } : undefined;
+  for (const e of tail) {
+    if (e.type === 'step/end' && e.data.reason !== 'failed' && e.step !== undefined && e.seq > (boundary?.seq ?? 0)) boundary = { step: e.step, seq: e.seq };
+  }
+  return boundary;
 }

@@ -395,10 +395,11 @@ export class RunsApi {
     return this.rt.store.activeRun(sessionId);
   }
 
-  /** Where the run continues if it is interrupted: its last checkpoint, or null. */
+  /** Where the run continues if it is interrupted: its last step boundary (the last step that ended), or null. */
   async resumeCursor(id: string): Promise<{ step: number; seq: number } | null> {
-    const c = await this.rt.store.getCheckpoint(id);
-    return c ? { step: c.step, seq: c.seq } : null;
+    const run = await this.rt.store.getRun(id);
+    if (!run) return null;
+    return (await this.book.boundary(run)).at ?? null;
   }
 
   /** How many runs there are in each status. */

@@ -35,8 +35,9 @@ export type RunEnd =
 /**
  * The event sink of a run's loop. The events of each durable point commit together, fenced with
  * the worker's token (a worker that lost the run can write nothing more, so it can start no tool
- * that needs a durable point); the checkpoint (counters and a log position, never messages)
- * commits with them; steering taken into the turn leaves the inbox in the same commit; and the
+ * that needs a durable point); a step's `step/end` is its checkpoint, and the turn's end stores
+ * the run's checkpoint row (counters and a log position, never messages) with it (ADR-0021);
+ * steering taken into the turn leaves the inbox in the same commit; and the
  * turn's end commits the run's next status with it, so a crash can never leave a finished turn
  * in a run that looks unfinished.
  */
@@ -85,7 +86,8 @@ export class RunSink extends BufferedSink {
     // Steering that came through the store leaves it in the transaction that logs it: exactly once.
     const steered = events.flatMap((e) => (e.type === 'user/message' && e.data.via === 'steer' ? [e.data.message.id] : []));
     const drafts = events.map((e) => toNewEvent(e, this.run.id));
-    if (!held && !end && steered.length === 0) {
+    // A step's end needs no row of its own: its `step/end` is the checkpoint (ADR-0021).
+    if (!end && steered.length === 0) {
       const appended = await this.log.append(this.run.sessionId, drafts, { fence, trusted: true });
       this.hooks.spans?.committed(events, appended);
       return;
@@ -95,10 +97,11 @@ export class RunSink extends BufferedSink {
     await this.log.transaction(async (tx) => {
       appended = await this.log.append(this.run.sessionId, drafts, { fence, tx, trusted: true });
       for (const id of steered) await tx.removeInput(id);
-      // A failed turn's end is no step boundary: its working state may hold a step whose calls
-      // started but have no result. The retry resumes from the last boundary and the log after it,
-      // which tells which calls started (so none runs again unless it is idempotent).
-      if (held && end?.data.reason !== 'failed') {
+      // The stored checkpoint moves at the turn's end, with the run's record. A failed turn's end
+      // is no step boundary: its working state may hold a step whose calls started but have no
+      // result. The retry resumes from the last boundary and the log after it, which tells which
+      // calls started (so none runs again unless it is idempotent).
+      if (held && end && end.data.reason !== 'failed') {
         const state: RunCheckpointState = { v: 2, usage: held.checkpoint.usage, cost: held.checkpoint.cost };
         await tx.putCheckpoint({ runId: this.run.id, step: held.checkpoint.step, seq: appended[held.index]!.seq, state });
       }

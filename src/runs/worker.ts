@@ -91,7 +91,7 @@ export class Worker {
       const turn = run.turn !== null ? { turn: run.turn } : {};
       const event: NewEvent =
         previous === 'running'
-          ? { type: 'run/interrupted', runId: run.id, ...turn, data: { attempt: run.attempt, step: (await tx.getCheckpoint(run.id))?.step ?? 0, reason: 'lease_expired' } }
+          ? { type: 'run/interrupted', runId: run.id, ...turn, data: { attempt: run.attempt, step: (await book.boundary(run, tx)).at?.step ?? 0, reason: 'lease_expired' } }
           : { type: 'run/status', runId: run.id, ...turn, data: { from: previous, to: 'running', attempt: run.attempt, reason: `claimed by ${this.id}` } };
       return { run, previous, events: await book.sessions.log.append(run.sessionId, [event], { tx, fence, trusted: true }) };
     });

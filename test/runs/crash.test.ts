@@ -401,4 +401,76 @@ describe('recovery windows, deterministically', () => {
     expect(call.toolCallId).toBe('c2');
     expect(call.idempotencyKey).toBe(charged[0]);
   });
+
+  it('a step boundary is the step end in the log: a run that fails after two tool steps resumes at the third, without a checkpoint row written per step', async () => {
+    const store = new SqliteStore({ path: ':memory:' });
+    const executed: string[] = [];
+    // Three tool steps, then the answer; each decision follows from the results the model has seen.
+    const model = new ScriptedModel(
+      [
+        (call) => {
+          const seen = call.prompt.filter((m) => m.role === 'tool').length;
+          return seen < 3 ? { toolCalls: [{ id: `c${seen + 1}`, name: 'note', input: { n: seen + 1 } }] } : { text: 'noted thrice' };
+        },
+      ],
+      { loop: true },
+    );
+    const agent = defineAgent({
+      name: 'boundaries',
+      model,
+      tools: [
+        tool({
+          name: 'note',
+          description: 'safe to repeat',
+          input: z.object({ n: z.number() }),
+          idempotent: true,
+          execute: ({ n }) => {
+            executed.push(`note ${n}`);
+            return n;
+          },
+        }),
+      ],
+    });
+    const rt = createRuntime({ store, agents: [agent], leaseMs: 300, renewEveryMs: 50, maxAttempts: 5 });
+    // The third step's end cannot be written, once; and every checkpoint row stored is counted.
+    const injected = failOnce(store, (drafts) => drafts.some((d) => d.type === 'tool/result' && (d.data as { toolCallId: string }).toolCallId === 'c3'));
+    const stored: number[] = [];
+    const transaction = store.transaction.bind(store);
+    store.transaction = <T>(fn: (tx: StoreOps) => Promise<T>) =>
+      transaction((tx) =>
+        fn(
+          new Proxy(tx, {
+            get(target, key: keyof StoreOps) {
+              if (key !== 'putCheckpoint') return target[key];
+              return async (c: Parameters<StoreOps['putCheckpoint']>[0]) => {
+                stored.push(c.step);
+                return target.putCheckpoint(c);
+              };
+            },
+          }),
+        ),
+      );
+    try {
+      const session = await rt.sessions.create();
+      const { run } = await rt.sessions.send(session.id, 'note three times');
+      rt.startWorker({ id: 'W', pollMs: 20 });
+      const done = await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 20_000 });
+      expect(injected.failed()).toBe(true);
+      expect(done).toMatchObject({ status: 'completed', attempt: 2 });
+      const events = await store.readEvents(session.id);
+      // The failed turn stored no checkpoint, nor did any step before it: the retry knew from the
+      // log alone that two steps had ended. Only the completed turn's end stores one.
+      const turnEnds = events.filter((e) => e.type === 'turn/end').map((e) => (e.data as { reason: string; steps: number }).reason);
+      expect(turnEnds).toEqual(['failed', 'completed']);
+      expect(stored).toEqual([4]);
+      // Steps 1 and 2 were not redone; step 3 was (its end was lost), then the answer.
+      expect(executed).toEqual(['note 1', 'note 2', 'note 3', 'note 3']);
+      expect(assistantSteps(events)).toEqual([1, 2, 3, 4]);
+      expect(events.filter((e) => e.type === 'step/end').map((e) => e.step)).toEqual([1, 2, 3, 4]);
+      expect(await rt.runs.resumeCursor(run.id)).toEqual({ step: 4, seq: events.findLast((e) => e.type === 'turn/end')!.seq });
+    } finally {
+      await rt.close({ graceMs: 0 });
+      await store.close();
+    }
+  });
 });
