@@ -807,7 +807,7 @@ try {
     const types = [...new Set(growth.flatMap((g) => Object.keys(g.bytesPerEventType)))].sort((x, y) => (last.bytesPerEventType[y] ?? 0) - (last.bytesPerEventType[x] ?? 0));
     out(`  event data B/step at each point: ${growth.map((g) => `${fmt(g.priorMessages, 0)} prior`).join(' | ')}`);
     for (const t of types) out(`    ${t.padEnd(20)} ${growth.map((g) => fmt(g.bytesPerEventType[t] ?? 0, 0).padStart(9)).join('  ')}`);
-    out(`    ${'run checkpoint state'.padEnd(20)} ${growth.map((g) => (g.checkpointStateBytes === null ? 'n/a' : fmt(g.checkpointStateBytes, 0)).padStart(9)).join('  ')}   (bytes of one row, rewritten at each step)`);
+    out(`    ${'run checkpoint state'.padEnd(20)} ${growth.map((g) => (g.checkpointStateBytes === null ? 'n/a' : fmt(g.checkpointStateBytes, 0)).padStart(9)).join('  ')}   (bytes of one row, written at each turn's end)`);
   }
 } finally {
   rmSync(dir, { recursive: true, force: true });
