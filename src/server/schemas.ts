@@ -81,7 +81,7 @@ export const RunSchema = z
     resume_cursor: z
       .object({ step: z.number().int(), seq: z.number().int() })
       .nullable()
-      .describe('Where the run continues if it is interrupted: its last checkpoint (steps done, and the session seq it was taken at)'),
+      .describe('Where the run continues if it is interrupted: its last step boundary (steps done, and the session seq of the step end or turn end that recorded it)'),
   })
   .openapi('Run');
 
