@@ -1,4 +1,3 @@
-import { setTimeout as delay } from 'node:timers/promises';
 import { userMessage, type AgentDefinition, type DeltaEvent, type UserInput } from '../core/index.ts';
 import type { JsonValue, UserMessage } from '../model/index.ts';
 import { follow, Sessions, type CompactionSettings, type SessionEvent } from '../session/index.ts';
@@ -35,6 +34,8 @@ import { agentWithMcpTools, McpPool } from '../mcp/index.ts';
 
 /** How long `runs.wait` waits, once the run got where it waits for, for this process's execution of it to finish (see `wait`). */
 const EXECUTION_GRACE_MS = 1000;
+/** Why a wait's own controller aborts: a reason of its own, so that no exception is made for every wait. */
+const WAIT_OVER = Object.freeze({ waitOver: true });
 
 export interface RuntimeOptions {
   store: Store;
@@ -428,7 +429,7 @@ export class RunsApi {
     // Aborted by the timeout or the caller's signal, and in any case once the wait is over.
     const ended = new AbortController();
     const end = () => {
-      ended.abort();
+      ended.abort(WAIT_OVER);
       wakeUp.wake();
     };
     const timer = o.timeoutMs !== undefined ? setTimeout(end, o.timeoutMs) : undefined;
@@ -459,11 +460,18 @@ export class RunsApi {
       // execution of a later claim is not waited for.
       const e = this.rt.executions.get(id);
       if (e && (isTerminal(run.status) || e.run.fencingToken === run.fencingToken)) {
-        await Promise.race([e.done, delay(EXECUTION_GRACE_MS, undefined, { signal: ended.signal })]).catch(() => {});
+        let graceTimer: NodeJS.Timeout | undefined;
+        const grace = new Promise<void>((resolve) => {
+          if (ended.signal.aborted) return resolve();
+          graceTimer = setTimeout(resolve, EXECUTION_GRACE_MS);
+          ended.signal.addEventListener('abort', () => resolve(), { once: true });
+        });
+        await Promise.race([e.done, grace]).catch(() => {});
+        clearTimeout(graceTimer);
       }
       return run;
     } finally {
-      ended.abort();
+      ended.abort(WAIT_OVER);
       off?.();
       clearTimeout(timer);
       o.signal?.removeEventListener('abort', end);

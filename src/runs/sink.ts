@@ -127,6 +127,20 @@ export class RunSink extends BufferedSink {
   /** The run's status after its turn ended, in the turn end's transaction. */
   private async settle(tx: StoreOps, end: TurnEvent & { type: 'turn/end' }): Promise<SessionEvent[]> {
     const outcome = this.hooks.outcome(end);
+    if (outcome.status !== 'waiting' && outcome.status !== 'paused' && outcome.status !== 'queued') {
+      // A final status: `finishIn` reads the run and adds its children's usage itself.
+      const final = outcome as Extract<RunEnd, { status: FinalStatus }>;
+      const f = await this.book.finishIn(tx, this.run.id, final.status, {
+        ...(final.reason ? { reason: final.reason } : {}),
+        ...(final.error ? { error: final.error } : {}),
+        usage: end.data.usage,
+        cost: end.data.cost,
+        fencingToken: this.token,
+        resolveAgent: this.hooks.resolveAgent,
+      });
+      this.ended = f.run;
+      return f.events;
+    }
     const current = (await tx.getRun(this.run.id))!;
     const guard = { fencingToken: this.token };
     // The run's own usage and that of its children that ended (as a finish records it).
@@ -148,26 +162,13 @@ export class RunSink extends BufferedSink {
       this.ended = settled.run;
       return [...t.events, ...settled.events];
     }
-    if (outcome.status === 'paused' || outcome.status === 'queued') {
-      const t = await this.book.transition(tx, current, outcome.status, {
-        reason: outcome.reason,
-        patch: { lease: null, pauseRequested: false, usage, cost: total.cost, ...(outcome.status === 'queued' && outcome.interrupted ? { attempt: current.attempt + 1 } : {}) },
-        guard,
-      });
-      this.ended = t.run;
-      return t.events;
-    }
-    const final = outcome as Extract<RunEnd, { status: FinalStatus }>;
-    const f = await this.book.finishIn(tx, this.run.id, final.status, {
-      ...(final.reason ? { reason: final.reason } : {}),
-      ...(final.error ? { error: final.error } : {}),
-      usage: end.data.usage,
-      cost: end.data.cost,
-      fencingToken: this.token,
-      resolveAgent: this.hooks.resolveAgent,
+    const t = await this.book.transition(tx, current, outcome.status, {
+      reason: outcome.reason,
+      patch: { lease: null, pauseRequested: false, usage, cost: total.cost, ...(outcome.status === 'queued' && outcome.interrupted ? { attempt: current.attempt + 1 } : {}) },
+      guard,
     });
-    this.ended = f.run;
-    return f.events;
+    this.ended = t.run;
+    return t.events;
   }
 
   /** Deltas made while the lease had run out by this process's clock, until it is renewed. */
