@@ -98,6 +98,11 @@ const SYSTEM =
 const fmt = (n: number, digits = 1) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+/** The value below which a share `q` of `xs` lies (nearest rank). */
+function percentile(xs: readonly number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))]!;
+}
 function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const m = Math.floor(s.length / 2);
@@ -704,6 +709,7 @@ try {
     pairedFloorUsPerStep: median(paired.floorUs),
     ratioOfMeans: usPerStep(durable.sample) / usPerStep(floor.sample),
     normalUsPerStep: usPerStep(normal.sample),
+    normalRunUsPerStep: { median: median(normal.perRun), p90: percentile(normal.perRun, 0.9), max: Math.max(...normal.perRun) },
     effectfulUsPerStep: usPerStep(effectful.sample),
     effectfulCommitsPerStep: effectful.commitsPerStep,
     normalCpuUsPerStep: cpuPerStep(normal.sample),
@@ -737,7 +743,7 @@ try {
   if (JSON_OUT) {
     console.log(JSON.stringify(result));
   } else {
-    const spread = (xs: readonly number[]) => `${fmt(Math.min(...xs), 0)} / ${fmt(median(xs), 0)} / ${fmt(Math.max(...xs), 0)}`;
+    const spread = (xs: readonly number[]) => `${fmt(Math.min(...xs), 0)} / ${fmt(median(xs), 0)} / ${fmt(percentile(xs, 0.9), 0)} / ${fmt(Math.max(...xs), 0)}`;
     const row = (name: string, s: Sample, note: string) =>
       `  ${name.padEnd(9)} ${fmt(usPerStep(s)).padStart(9)} ${fmt(cpuPerStep(s)).padStart(11)} ${fmt(s.userUs / s.steps).padStart(9)} ${fmt(s.systemUs / s.steps).padStart(9)}   ${note}`;
     const commits = (c: number | null) => (c === null ? 'n/a' : fmt(c, 2));
@@ -751,9 +757,9 @@ try {
     out(`  workload: runs of ${TOOL_STEPS} tool steps + 1 final answer, zero-latency scripted model, one run at a time, system prompt ${SYSTEM.length} chars`);
     out('');
     out(`  variant      µs/step  CPU µs/step      user    system`);
-    out(row('durable', durable.sample, `${RUNS} runs = ${durable.sample.steps} steps, a new session each, synchronous=FULL (runs min/median/max ${spread(durable.perRun)} µs/step)`));
-    out(row('normal', normal.sample, `the same with synchronous=NORMAL, ${RUNS_NORMAL} runs = ${normal.sample.steps} steps (runs min/median/max ${spread(normal.perRun)} µs/step)`));
-    out(row('effectful', effectful.sample, `as durable, the tool declared not idempotent: its call is durable before it runs (runs min/median/max ${spread(effectful.perRun)} µs/step)`));
+    out(row('durable', durable.sample, `${RUNS} runs = ${durable.sample.steps} steps, a new session each, synchronous=FULL (runs min/median/p90/max ${spread(durable.perRun)} µs/step)`));
+    out(row('normal', normal.sample, `the same with synchronous=NORMAL, ${RUNS_NORMAL} runs = ${normal.sample.steps} steps (runs min/median/p90/max ${spread(normal.perRun)} µs/step)`));
+    out(row('effectful', effectful.sample, `as durable, the tool declared not idempotent: its call is durable before it runs (runs min/median/p90/max ${spread(effectful.perRun)} µs/step)`));
     out(row('floor', floor.sample, `better-sqlite3 alone: 1 INSERT of a ${floor.rowBytes}-byte row and 1 commit (fsync) per step, ${floor.sample.steps} steps`));
     out(row('loop', loop, `runTurn + MemorySink (no deltas), ${LOOP_RUNS} runs, empty history`));
     out(row('handLoop', hand, `by hand: doStream, read to the end, run the tool, push the messages; ${LOOP_RUNS} runs`));
