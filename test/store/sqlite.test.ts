@@ -327,6 +327,49 @@ describe('sqlite store', () => {
     expect(await b.getSession('s')).toMatchObject({ lastSeq: 3, leafId: 'e3' });
   });
 
+  it('two stores on one file in one process take turns to write: a transaction that awaits does not make the other give up (database is locked)', async () => {
+    // SQLite's lock waits by sleeping the thread: the other store's transaction, suspended at an
+    // await in this same thread, could never end, and the waiting write would fail after the busy timeout.
+    const a = openStore({ busyTimeoutMs: 300 });
+    const b = openStore({ busyTimeoutMs: 300 });
+    await a.createSession({ id: 's', createdAt: T0 });
+    const mk = (id: string) => ({ id, type: 't', v: 1, time: T0, entry: true, data: null });
+    const order: string[] = [];
+    const inA = a.transaction(async (tx) => {
+      await tx.append('s', [mk('a1')]);
+      order.push('a1');
+      await new Promise((r) => setTimeout(r, 100));
+      await tx.append('s', [mk('a2')]);
+      order.push('a2');
+    });
+    await new Promise((r) => setTimeout(r, 20)); // a holds the write lock now
+    const inB = b.append('s', [mk('b1')]).then(() => order.push('b1'));
+    await Promise.all([inA, inB]);
+    expect(order).toEqual(['a1', 'a2', 'b1']);
+    expect((await b.readEvents('s')).map((e) => e.id)).toEqual(['a1', 'a2', 'b1']);
+
+    // A store's single writes (autocommit) and immediate transactions take the same turns.
+    const slow = a.transaction(async (tx) => {
+      await new Promise((r) => setTimeout(r, 100));
+      await tx.append('s', [mk('a3')]);
+    });
+    await new Promise((r) => setTimeout(r, 20));
+    await b.createSession({ id: 't', createdAt: T0 });
+    await slow;
+    expect(await b.getSession('t')).toMatchObject({ id: 't' });
+
+    // A turn that does not come within the busy timeout fails as SQLite's own wait would, with
+    // nothing written; the holder is not disturbed.
+    const holder = a.transaction(async (tx) => {
+      await tx.append('s', [mk('a4')]);
+      await new Promise((r) => setTimeout(r, 500));
+    });
+    await new Promise((r) => setTimeout(r, 20));
+    await expect(b.append('s', [mk('b2')])).rejects.toMatchObject({ name: 'StoreError', code: 'busy' });
+    await holder;
+    expect((await b.readEvents('s')).map((e) => e.id)).toEqual(['a1', 'a2', 'b1', 'a3', 'a4']);
+  });
+
   it('defaultDbPath() honours KEEL_DB, else ./.keel/keel.db', async () => {
     const saved = process.env.KEEL_DB;
     try {

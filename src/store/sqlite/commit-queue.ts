@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { StoreError } from '../port.ts';
+import type { FileWriteLock } from './file-write-lock.ts';
 
 type WriteOp = { fn: () => unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void };
 
@@ -27,6 +28,8 @@ export class CommitQueue {
   onCommit: ((seconds: number) => void) | undefined;
 
   private readonly afterCommit: (() => void) | undefined;
+  /** The turns to write the file among this process's stores (none for `:memory:`), and how long a turn may be waited for. */
+  private readonly fileLock: { lock: FileWriteLock; timeoutMs: number } | undefined;
 
   private committed(startedAt: number): void {
     this.commits++;
@@ -35,9 +38,15 @@ export class CommitQueue {
   }
 
   /** `afterCommit` is called after each commit of a write transaction (see `WalFlusher`). */
-  constructor(db: Database.Database, afterCommit?: () => void) {
+  constructor(db: Database.Database, afterCommit?: () => void, fileLock?: { lock: FileWriteLock; timeoutMs: number }) {
     this.db = db;
     this.afterCommit = afterCommit;
+    this.fileLock = fileLock;
+  }
+
+  /** Runs a write transaction (BEGIN to COMMIT) in this file's turn among the process's stores (see FileWriteLock). */
+  private writing<T>(fn: () => T | Promise<T>): T | Promise<T> {
+    return this.fileLock ? this.fileLock.lock.run(fn, this.fileLock.timeoutMs) : fn();
   }
 
   /** Write transactions committed through this queue (see `SqliteStore.commitCount`). */
@@ -57,22 +66,26 @@ export class CommitQueue {
 
   /** Runs `fn` at its turn in its own `BEGIN IMMEDIATE` transaction: reads and writes under the write lock. */
   immediate<T>(fn: () => T): Promise<T> {
-    return this.serial(() => {
-      const t0 = performance.now();
-      const value = this.db.transaction(fn).immediate();
-      this.committed(t0);
-      return value;
-    });
+    return this.serial(() =>
+      this.writing(() => {
+        const t0 = performance.now();
+        const value = this.db.transaction(fn).immediate();
+        this.committed(t0);
+        return value;
+      }),
+    );
   }
 
   /** Runs `fn`, one write statement, at its turn in SQLite's implicit (autocommit) transaction. */
   autocommit<T>(fn: () => T): Promise<T> {
-    return this.serial(() => {
-      const t0 = performance.now();
-      const value = fn();
-      this.committed(t0);
-      return value;
-    });
+    return this.serial(() =>
+      this.writing(() => {
+        const t0 = performance.now();
+        const value = fn();
+        this.committed(t0);
+        return value;
+      }),
+    );
   }
 
   /**
@@ -90,7 +103,10 @@ export class CommitQueue {
         return;
       }
       const batch: WriteOp[] = [op];
-      void this.serial(() => this.flush(batch)).catch(() => {});
+      void this.serial(() => this.writing(() => this.flush(batch))).catch((e: unknown) => {
+        // The write lock's turn never came (see FileWriteLock): nothing of the batch ran.
+        for (const op of batch) op.reject(e);
+      });
       // After serial(), which closes any earlier batch: later writes may join this one.
       this.batch = batch;
     });

@@ -9,6 +9,7 @@ import { prepareStatements } from './statements.ts';
 import { WEBHOOK_PLAN } from './webhooks.ts';
 import { WAIT_PLAN } from './waits.ts';
 import { WalFlusher } from './wal-flusher.ts';
+import { FileWriteLock } from './file-write-lock.ts';
 import { LIMIT_PLAN } from './limit-operations.ts';
 
 export interface SqliteStoreOptions {
@@ -135,6 +136,8 @@ export class SqliteStore extends WithStoreOps implements Store {
   private readonly db: Database.Database;
   private readonly queue: CommitQueue;
   private readonly flusher: WalFlusher | undefined;
+  private readonly fileLock: FileWriteLock | undefined;
+  private lockReleased = false;
   private readonly sync: SyncOps;
   private readonly ops: StoreOps;
 
@@ -143,10 +146,11 @@ export class SqliteStore extends WithStoreOps implements Store {
     this.path = options.path ?? defaultDbPath();
     if (this.path !== ':memory:') mkdirSync(dirname(resolve(this.path)), { recursive: true });
     this.db = new Database(this.path);
+    const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
     try {
       this.db.pragma('journal_mode = WAL');
       this.db.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
-      this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
+      this.db.pragma(`busy_timeout = ${busyTimeoutMs}`);
       this.db.pragma('foreign_keys = ON');
       migrate(this.db);
     } catch (e) {
@@ -159,7 +163,8 @@ export class SqliteStore extends WithStoreOps implements Store {
     const flusher = this.path !== ':memory:' && options.synchronous === 'NORMAL' ? new WalFlusher(`${resolve(this.path)}-wal`) : undefined;
     if (flusher) this.db.pragma(`wal_autocheckpoint = ${FLUSHED_WAL_CHECKPOINT_FRAMES}`);
     this.flusher = flusher;
-    this.queue = new CommitQueue(this.db, flusher ? () => flusher.committed() : undefined);
+    this.fileLock = this.path !== ':memory:' ? FileWriteLock.open(this.path) : undefined;
+    this.queue = new CommitQueue(this.db, flusher ? () => flusher.committed() : undefined, this.fileLock ? { lock: this.fileLock, timeoutMs: busyTimeoutMs } : undefined);
     this.sync = createOperations(this.db, prepareStatements(this.db));
     this.ops = inTransaction(this.db, this.sync);
   }
@@ -244,6 +249,8 @@ export class SqliteStore extends WithStoreOps implements Store {
     this.changeListeners.clear();
     await this.queue.close();
     await this.flusher?.close();
+    if (!this.lockReleased) this.fileLock?.release();
+    this.lockReleased = true;
   }
 
   // Outside a transaction each operation is its own unit of work, run as PLAN says.
