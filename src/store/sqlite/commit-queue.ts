@@ -104,7 +104,9 @@ export class CommitQueue {
       }
       const batch: WriteOp[] = [op];
       void this.serial(() => this.writing(() => this.flush(batch))).catch((e: unknown) => {
-        // The write lock's turn never came (see FileWriteLock): nothing of the batch ran.
+        // The write lock's turn never came (see FileWriteLock): nothing of the batch ran, and no
+        // later write may join it.
+        if (this.batch === batch) this.batch = undefined;
         for (const op of batch) op.reject(e);
       });
       // After serial(), which closes any earlier batch: later writes may join this one.
