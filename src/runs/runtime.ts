@@ -86,6 +86,11 @@ export type SendResult = { outcome: 'created' | 'enqueued' | 'steered'; message:
 
 export type RunStreamItem = { kind: 'event'; event: SessionEvent } | { kind: 'delta'; delta: DeltaEvent; id: string };
 
+/**
+ * The statuses a run only reaches by a turn's end that stored its checkpoint (see `resumeCursor`).
+ * Not `paused`: a queued run may be paused too, after a turn that failed and stored none.
+ */
+const STORED_AT_TURN_END: readonly RunStatus[] = ['completed', 'waiting_approval', 'waiting_for_user', 'sleeping', 'waiting_for_signal'];
 const SETTLED: readonly RunStatus[] = ['waiting_approval', 'waiting_for_user', 'sleeping', 'waiting_for_signal', 'paused', 'completed', 'failed', 'cancelled', 'timed_out'];
 
 /**
@@ -400,6 +405,12 @@ export class RunsApi {
   async resumeCursor(id: string): Promise<{ step: number; seq: number } | null> {
     const run = await this.rt.store.getRun(id);
     if (!run) return null;
+    // Its turn ended completed or waiting: that end stored the checkpoint, the boundary (ADR-0021).
+    // Otherwise (running, or stopped without such an end) steps may have ended since.
+    if (STORED_AT_TURN_END.includes(run.status)) {
+      const c = await this.rt.store.getCheckpoint(id);
+      return c ? { step: c.step, seq: c.seq } : null;
+    }
     return (await this.book.boundary(run)).at ?? null;
   }
 

@@ -473,4 +473,58 @@ describe('recovery windows, deterministically', () => {
       await store.close();
     }
   });
+
+  it('resumeCursor of a running run names the last step that ended, from the log (no row is stored before the turn ends)', async () => {
+    const store = new SqliteStore({ path: ':memory:' });
+    let release!: () => void;
+    const third = new Promise<void>((r) => (release = r));
+    let reached!: () => void;
+    const atThird = new Promise<void>((r) => (reached = r));
+    const model = new ScriptedModel(
+      [(call) => {
+        const seen = call.prompt.filter((m) => m.role === 'tool').length;
+        return seen < 3 ? { toolCalls: [{ id: `c${seen + 1}`, name: 'note', input: { n: seen + 1 } }] } : { text: 'done' };
+      }],
+      { loop: true },
+    );
+    const agent = defineAgent({
+      name: 'cursor',
+      model,
+      tools: [
+        tool({
+          name: 'note',
+          description: 'safe to repeat',
+          input: z.object({ n: z.number() }),
+          idempotent: true,
+          execute: async ({ n }) => {
+            if (n === 3) {
+              reached();
+              await third;
+            }
+            return n;
+          },
+        }),
+      ],
+    });
+    const rt = createRuntime({ store, agents: [agent] });
+    try {
+      const session = await rt.sessions.create();
+      const { run } = await rt.sessions.send(session.id, 'note three times');
+      rt.startWorker({ id: 'W', pollMs: 20 });
+      await atThird;
+      const events = await store.readEvents(session.id);
+      const secondEnd = events.find((e) => e.type === 'step/end' && e.step === 2)!;
+      expect(await store.getCheckpoint(run.id)).toBeUndefined();
+      expect(await rt.runs.resumeCursor(run.id)).toEqual({ step: 2, seq: secondEnd.seq });
+      release();
+      const done = await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 20_000 });
+      expect(done.status).toBe('completed');
+      const turnEnd = (await store.readEvents(session.id)).findLast((e) => e.type === 'turn/end')!;
+      expect(await rt.runs.resumeCursor(run.id)).toEqual({ step: 4, seq: turnEnd.seq });
+    } finally {
+      release();
+      await rt.close({ graceMs: 0 });
+      await store.close();
+    }
+  });
 });
