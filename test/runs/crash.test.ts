@@ -35,6 +35,7 @@ import {
   type StoreOps,
 } from '../../src/index.ts';
 import type { CrashWorkerMessage, LedgerLine } from './fixtures/crash-worker.ts';
+import { deferred } from '../support/deferred.ts';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/crash-worker.ts', import.meta.url));
 const RUNS = 40;
@@ -345,6 +346,22 @@ describe('recovery windows, deterministically', () => {
   }
 
   const assistantSteps = (events: readonly StoredEvent[]) => events.filter((e) => e.type === 'assistant/message').map((e) => e.step);
+
+  /** An agent that calls its idempotent tool `note` three times (n = 1, 2, 3), then answers; each decision follows from the results it has seen. */
+  const threeNotes = (name: string, execute: (n: number) => number | Promise<number>) =>
+    defineAgent({
+      name,
+      model: new ScriptedModel(
+        [
+          (call) => {
+            const seen = call.prompt.filter((m) => m.role === 'tool').length;
+            return seen < 3 ? { toolCalls: [{ id: `c${seen + 1}`, name: 'note', input: { n: seen + 1 } }] } : { text: 'noted thrice' };
+          },
+        ],
+        { loop: true },
+      ),
+      tools: [tool({ name: 'note', description: 'safe to repeat', input: z.object({ n: z.number() }), idempotent: true, execute: ({ n }) => execute(n) })],
+    });
   const isStepOf = (type: string) => ['step/start', 'request/header', 'assistant/message', 'tool/call', 'tool/result', 'step/end'].includes(type);
 
   it('the final step and the turn end commit together: when that commit fails, the answer is asked for again and the run completes once', async () => {
@@ -405,31 +422,9 @@ describe('recovery windows, deterministically', () => {
   it('a step boundary is the step end in the log: a run that fails after two tool steps resumes at the third, without a checkpoint row written per step', async () => {
     const store = new SqliteStore({ path: ':memory:' });
     const executed: string[] = [];
-    // Three tool steps, then the answer; each decision follows from the results the model has seen.
-    const model = new ScriptedModel(
-      [
-        (call) => {
-          const seen = call.prompt.filter((m) => m.role === 'tool').length;
-          return seen < 3 ? { toolCalls: [{ id: `c${seen + 1}`, name: 'note', input: { n: seen + 1 } }] } : { text: 'noted thrice' };
-        },
-      ],
-      { loop: true },
-    );
-    const agent = defineAgent({
-      name: 'boundaries',
-      model,
-      tools: [
-        tool({
-          name: 'note',
-          description: 'safe to repeat',
-          input: z.object({ n: z.number() }),
-          idempotent: true,
-          execute: ({ n }) => {
-            executed.push(`note ${n}`);
-            return n;
-          },
-        }),
-      ],
+    const agent = threeNotes('boundaries', (n) => {
+      executed.push(`note ${n}`);
+      return n;
     });
     const rt = createRuntime({ store, agents: [agent], leaseMs: 300, renewEveryMs: 50, maxAttempts: 5 });
     // The third step's end cannot be written, once; and every checkpoint row stored is counted.
@@ -476,53 +471,32 @@ describe('recovery windows, deterministically', () => {
 
   it('resumeCursor of a running run names the last step that ended, from the log (no row is stored before the turn ends)', async () => {
     const store = new SqliteStore({ path: ':memory:' });
-    let release!: () => void;
-    const third = new Promise<void>((r) => (release = r));
-    let reached!: () => void;
-    const atThird = new Promise<void>((r) => (reached = r));
-    const model = new ScriptedModel(
-      [(call) => {
-        const seen = call.prompt.filter((m) => m.role === 'tool').length;
-        return seen < 3 ? { toolCalls: [{ id: `c${seen + 1}`, name: 'note', input: { n: seen + 1 } }] } : { text: 'done' };
-      }],
-      { loop: true },
-    );
-    const agent = defineAgent({
-      name: 'cursor',
-      model,
-      tools: [
-        tool({
-          name: 'note',
-          description: 'safe to repeat',
-          input: z.object({ n: z.number() }),
-          idempotent: true,
-          execute: async ({ n }) => {
-            if (n === 3) {
-              reached();
-              await third;
-            }
-            return n;
-          },
-        }),
-      ],
+    const third = deferred();
+    const atThird = deferred();
+    const agent = threeNotes('cursor', async (n) => {
+      if (n === 3) {
+        atThird.resolve();
+        await third.promise;
+      }
+      return n;
     });
     const rt = createRuntime({ store, agents: [agent] });
     try {
       const session = await rt.sessions.create();
       const { run } = await rt.sessions.send(session.id, 'note three times');
       rt.startWorker({ id: 'W', pollMs: 20 });
-      await atThird;
+      await atThird.promise;
       const events = await store.readEvents(session.id);
       const secondEnd = events.find((e) => e.type === 'step/end' && e.step === 2)!;
       expect(await store.getCheckpoint(run.id)).toBeUndefined();
       expect(await rt.runs.resumeCursor(run.id)).toEqual({ step: 2, seq: secondEnd.seq });
-      release();
+      third.resolve();
       const done = await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 20_000 });
       expect(done.status).toBe('completed');
       const turnEnd = (await store.readEvents(session.id)).findLast((e) => e.type === 'turn/end')!;
       expect(await rt.runs.resumeCursor(run.id)).toEqual({ step: 4, seq: turnEnd.seq });
     } finally {
-      release();
+      third.resolve();
       await rt.close({ graceMs: 0 });
       await store.close();
     }
