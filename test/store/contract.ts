@@ -536,6 +536,28 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         await store.eraseSession('gone', T0);
         expect((await store.getBlobs([h])).get(h)).toBe('"shared words"');
       });
+
+      it('keeps it also when the rolled-back reference shared its commit with writes that committed', async () => {
+        const h = `sha256:${'d'.repeat(64)}`;
+        await session('keep');
+        await session('gone');
+        await store.putBlobs([{ hash: h, data: '"shared words"' }]);
+        // Issued together: with group commit (SQLite) they share one transaction, each unit in its savepoint.
+        const [first, undone, other] = await Promise.allSettled([
+          store.append('gone', [entry()]),
+          store.transaction(async (tx) => {
+            await tx.append('keep', [entry({ data: { text: { $blob: h } } })]);
+            throw new Error('roll back');
+          }),
+          store.append('gone', [entry({ data: { text: { $blob: h } } })]),
+        ]);
+        expect([first.status, undone.status, other.status]).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+        await store.append('keep', [entry({ data: { text: { $blob: h } } })]);
+        await store.eraseSession('gone', T0);
+        expect((await store.getBlobs([h])).get(h)).toBe('"shared words"');
+        await store.eraseSession('keep', T0);
+        expect((await store.getBlobs([h])).has(h)).toBe(false);
+      });
     });
 
     describe('sealing', () => {

@@ -31,10 +31,34 @@ export class CommitQueue {
   /** The turns to write the file among this process's stores (none for `:memory:`), and how long a turn may be waited for. */
   private readonly fileLock: { lock: FileWriteLock; timeoutMs: number } | undefined;
 
+  // What the open write transaction's work asked to do once it commits (see `whenCommitted`).
+  private onThisCommit: Array<() => void> = [];
+
   private committed(startedAt: number): void {
     this.commits++;
+    const done = this.onThisCommit;
+    this.onThisCommit = [];
+    for (const fn of done) fn();
     this.afterCommit?.();
     this.onCommit?.((performance.now() - startedAt) / 1000);
+  }
+
+  /**
+   * Runs `fn` once the write transaction now open commits; never if the work that asked rolls back
+   * (see `undoTo`). For caches of what is stored: they must not learn a row that a rollback undid.
+   */
+  whenCommitted(fn: () => void): void {
+    this.onThisCommit.push(fn);
+  }
+
+  /** Where the work about to run starts in the list of `whenCommitted` callbacks, to undo it (see `undoTo`). */
+  mark(): number {
+    return this.onThisCommit.length;
+  }
+
+  /** Forgets the callbacks registered since `mark` (that work rolled back); `undoTo(0)` forgets the transaction's. */
+  undoTo(mark: number): void {
+    this.onThisCommit.length = Math.min(mark, this.onThisCommit.length);
   }
 
   /** `afterCommit` is called after each commit of a write transaction (see `WalFlusher`). */
@@ -69,7 +93,13 @@ export class CommitQueue {
     return this.serial(() =>
       this.writing(() => {
         const t0 = performance.now();
-        const value = this.db.transaction(fn).immediate();
+        let value: T;
+        try {
+          value = this.db.transaction(fn).immediate();
+        } catch (e) {
+          this.undoTo(0);
+          throw e;
+        }
         this.committed(t0);
         return value;
       }),
@@ -81,7 +111,13 @@ export class CommitQueue {
     return this.serial(() =>
       this.writing(() => {
         const t0 = performance.now();
-        const value = fn();
+        let value: T;
+        try {
+          value = fn();
+        } catch (e) {
+          this.undoTo(0);
+          throw e;
+        }
         this.committed(t0);
         return value;
       }),
@@ -135,6 +171,7 @@ export class CommitQueue {
     const results: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
     for (const op of batch) {
       this.db.exec('SAVEPOINT keel_write');
+      const mark = this.mark();
       try {
         // Single writes are synchronous: without an await, the whole flush holds the connection's
         // write lock within one turn of the event loop (another connection never waits on it).
@@ -144,6 +181,7 @@ export class CommitQueue {
         results.push({ ok: true, value });
       } catch (error) {
         // Undo this unit of work alone; the others commit.
+        this.undoTo(mark);
         this.db.exec('ROLLBACK TO keel_write');
         this.db.exec('RELEASE keel_write');
         results.push({ ok: false, error });
@@ -152,6 +190,7 @@ export class CommitQueue {
     try {
       this.db.exec('COMMIT');
     } catch (e) {
+      this.undoTo(0);
       if (this.db.inTransaction) this.db.exec('ROLLBACK');
       for (const op of batch) op.reject(e);
       return;
@@ -172,6 +211,7 @@ export class CommitQueue {
       if (value instanceof Promise) value = await value;
       this.db.exec('COMMIT');
     } catch (e) {
+      this.undoTo(0);
       if (this.db.inTransaction) this.db.exec('ROLLBACK');
       op.reject(e);
       return;

@@ -59,7 +59,38 @@ function limitOf(limit: number): number {
   return Math.floor(limit);
 }
 
-export function createOperations(db: Database.Database, st: Statements): SyncOps {
+/** What the operations need of the connection's turn-taking (see CommitQueue). */
+export interface OperationHooks {
+  /** Runs `fn` once the write transaction now open commits; never if the operation's work rolls back. */
+  whenCommitted(fn: () => void): void;
+}
+
+/**
+ * The (session, blob hash) pairs this connection knows `blob_refs` holds, learnt only from its own
+ * commits: a request header names the system prompt's and tools' hashes at every step, and the
+ * pair needs one row. Rows of a session go only with its erasure, after which it takes no append.
+ */
+class KnownBlobRefs {
+  private readonly sessions = new Map<string, Set<string>>();
+  has(sessionId: string, hash: string): boolean {
+    return this.sessions.get(sessionId)?.has(hash) ?? false;
+  }
+  add(sessionId: string, hash: string): void {
+    let hashes = this.sessions.get(sessionId);
+    if (!hashes) {
+      // Bounded: a busy server forgets and re-inserts (INSERT OR IGNORE) now and then.
+      if (this.sessions.size >= 4096) this.sessions.clear();
+      this.sessions.set(sessionId, (hashes = new Set()));
+    }
+    hashes.add(hash);
+  }
+  forget(sessionId: string): void {
+    this.sessions.delete(sessionId);
+  }
+}
+
+export function createOperations(db: Database.Database, st: Statements, hooks: OperationHooks): SyncOps {
+  const knownRefs = new KnownBlobRefs();
   // Queries built from their arguments (which filters, which columns) take few shapes: each shape
   // is prepared once, not at every call.
   const shapes = new Map<string, Database.Statement>();
@@ -96,11 +127,14 @@ export function createOperations(db: Database.Database, st: Statements): SyncOps
   /** The returned events' `data` is the draft's own object, not a copy: the caller owns the drafts. */
   const append = (sessionId: string, drafts: readonly EventDraft[], options: AppendOptions = {}): StoredEvent[] => {
     const { expectLastSeq, fence } = options;
+    // A fenced append reads its run's token with its session's head; the fence is checked first.
+    let s;
     if (fence) {
-      const row = st.fenceOf.get(fence.runId);
-      if (!row || row.fencing_token !== fence.token) throw new FencedError(fence.runId, fence.token, row?.fencing_token);
-    }
-    const s = st.sessionHead.get(sessionId);
+      const head = st.fencedSessionHead.get(fence.runId, sessionId);
+      const token = head ? head.fencing_token : (st.fenceOf.get(fence.runId)?.fencing_token ?? null);
+      if (token !== fence.token) throw new FencedError(fence.runId, fence.token, token ?? undefined);
+      s = head;
+    } else s = st.sessionHead.get(sessionId);
     if (!s) throw new NotFoundError('session', sessionId);
     if (s.erased_at !== null) throw new StoreError('session_erased', `session ${sessionId} was erased: its log takes nothing more`);
     if (expectLastSeq !== undefined && s.last_seq !== expectLastSeq) throw new SeqConflictError(sessionId, expectLastSeq, s.last_seq);
@@ -135,7 +169,11 @@ export function createOperations(db: Database.Database, st: Statements): SyncOps
     st.insertBatch.run(sessionKey, out[0]!.seq, seq, OPEN_CODEC, json);
     // Which blobs the session refers to, for erasure. Written in the append's own transaction (a
     // cache of pairs written would outlive a rollback, and erasure would then miss a reference).
-    for (const hash of blobHashesIn(json)) st.insertBlobRef.run(sessionKey, hash);
+    for (const hash of blobHashesIn(json)) {
+      if (knownRefs.has(sessionId, hash)) continue;
+      st.insertBlobRef.run(sessionKey, hash);
+      hooks.whenCommitted(() => knownRefs.add(sessionId, hash));
+    }
     const sealed = seq - s.sealed_seq >= SEAL_AT ? sealOpenRows(sessionKey, s.sealed_seq, seq) : s.sealed_seq;
     st.advance.run(seq, leaf, lastTurn, sealed, sessionId);
     return out;
@@ -247,6 +285,7 @@ export function createOperations(db: Database.Database, st: Statements): SyncOps
       return eventsAt(sessionId, seqs);
     },
     eraseSession: (sessionId, erasedAt) => {
+      knownRefs.forget(sessionId);
       const row = sessionRow(sessionId);
       if (row.erased_at !== null) return toSession(row);
       const live = st.liveRun.get(sessionId);

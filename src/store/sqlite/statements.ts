@@ -71,6 +71,10 @@ export function prepareStatements(db: Database.Database) {
     insertEntry: prepare<[IdKey, IdKey, number, IdKey | null]>('INSERT INTO entries (id, session_id, seq, parent_id) VALUES (?, ?, ?, ?)'),
     // What an append needs of its session: its position in the log and the tree, and where its open rows start.
     sessionHead: prepare<[string], { last_seq: number; leaf_id: string | null; sealed_seq: number; erased_at: number | null }>('SELECT last_seq, leaf_id, sealed_seq, erased_at FROM sessions WHERE id = ?'),
+    // The same for a fenced append, with the fencing token of its run (null for no such run): one statement, not two.
+    fencedSessionHead: prepare<[string, string], { last_seq: number; leaf_id: string | null; sealed_seq: number; erased_at: number | null; fencing_token: number | null }>(
+      'SELECT last_seq, leaf_id, sealed_seq, erased_at, (SELECT fencing_token FROM runs WHERE id = ?) AS fencing_token FROM sessions WHERE id = ?',
+    ),
     insertBlobRef: prepare<[IdKey, string]>('INSERT OR IGNORE INTO blob_refs (session_id, hash) VALUES (?, ?)'),
     // Erasure (see eraseSession): in this order, inside one transaction.
     liveRun: prepare<[string], { id: string }>(`SELECT id FROM runs WHERE session_id = ? AND status NOT IN (${TERMINAL_SQL}) LIMIT 1`),

@@ -103,11 +103,22 @@ const OP_NAMES = Object.keys(PLAN) as OpName[];
 type AnyOp = (...args: unknown[]) => unknown;
 
 /** The operations for `transaction`'s callback: the caller already holds the connection. */
-function inTransaction(db: Database.Database, sync: SyncOps): StoreOps {
+function inTransaction(db: Database.Database, sync: SyncOps, queue: CommitQueue): StoreOps {
   const ops: Partial<Record<OpName, (...args: unknown[]) => Promise<unknown>>> = {};
   for (const name of OP_NAMES) {
     const op = sync[name] as AnyOp;
-    ops[name] = PLAN[name].savepoint ? async (...args) => db.transaction(() => op(...args))() : async (...args) => op(...args);
+    const run = PLAN[name].savepoint ? (args: unknown[]) => db.transaction(() => op(...args))() : (args: unknown[]) => op(...args);
+    // An operation that fails is undone (its savepoint), even if the caller goes on: what it
+    // asked to do on commit is forgotten with it.
+    ops[name] = async (...args) => {
+      const mark = queue.mark();
+      try {
+        return run(args);
+      } catch (e) {
+        queue.undoTo(mark);
+        throw e;
+      }
+    };
   }
   // Each entry wraps the synchronous operation of the same name, whose type follows StoreOps.
   return ops as StoreOps;
@@ -165,8 +176,9 @@ export class SqliteStore extends WithStoreOps implements Store {
     this.flusher = flusher;
     this.fileLock = this.path !== ':memory:' ? FileWriteLock.open(this.path) : undefined;
     this.queue = new CommitQueue(this.db, flusher ? () => flusher.committed() : undefined, this.fileLock ? { lock: this.fileLock, timeoutMs: busyTimeoutMs } : undefined);
-    this.sync = createOperations(this.db, prepareStatements(this.db));
-    this.ops = inTransaction(this.db, this.sync);
+    const queue = this.queue;
+    this.sync = createOperations(this.db, prepareStatements(this.db), { whenCommitted: (fn) => queue.whenCommitted(fn) });
+    this.ops = inTransaction(this.db, this.sync, this.queue);
   }
 
   /**
