@@ -94,10 +94,14 @@ export class CommitQueue {
       this.writing(() => {
         const t0 = performance.now();
         let value: T;
+        // By hand, as `flush` does: `db.transaction(fn)` would build a transaction function per call.
+        this.db.exec('BEGIN IMMEDIATE');
         try {
-          value = this.db.transaction(fn).immediate();
+          value = fn();
+          this.db.exec('COMMIT');
         } catch (e) {
           this.undoTo(0);
+          if (this.db.inTransaction) this.db.exec('ROLLBACK');
           throw e;
         }
         this.committed(t0);

@@ -107,7 +107,8 @@ function inTransaction(db: Database.Database, sync: SyncOps, queue: CommitQueue)
   const ops: Partial<Record<OpName, (...args: unknown[]) => Promise<unknown>>> = {};
   for (const name of OP_NAMES) {
     const op = sync[name] as AnyOp;
-    const run = PLAN[name].savepoint ? (args: unknown[]) => db.transaction(() => op(...args))() : (args: unknown[]) => op(...args);
+    // Made once: better-sqlite3 builds a transaction function's four variants at each `db.transaction`.
+    const run = PLAN[name].savepoint ? db.transaction((args: unknown[]) => op(...args)) : (args: unknown[]) => op(...args);
     // An operation that fails is undone (its savepoint), even if the caller goes on: what it
     // asked to do on commit is forgotten with it.
     ops[name] = async (...args) => {
