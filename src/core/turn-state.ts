@@ -100,7 +100,9 @@ export class TurnState {
   /** Reports one event. Only a durable emit waits for storage; the others are held by the sink. */
   async emit<T extends TurnEventType>(type: T, data: EventDataMap[T], o: EmitOptions = {}): Promise<void> {
     const step = o.step === undefined ? this.stepNo || null : o.step;
-    const event = { type, turn: this.turnNo, ...(step !== null ? { step } : {}), time: Date.now(), data, ...(o.blobs?.length ? { blobs: o.blobs } : {}) } as TurnEvent;
+    // Built without spreads (several events per step); the keys in the same order either way.
+    const event = (step !== null ? { type, turn: this.turnNo, step, time: Date.now(), data } : { type, turn: this.turnNo, time: Date.now(), data }) as TurnEvent;
+    if (o.blobs?.length) (event as { blobs?: readonly ContentBlob[] }).blobs = o.blobs;
     try {
       await this.sink.append([event], o.durable || o.checkpoint ? { ...(o.durable ? { durable: true } : {}), ...(o.checkpoint ? { checkpoint: o.checkpoint } : {}) } : undefined);
     } catch (error) {
