@@ -27,7 +27,10 @@ export function extractBlobs(
 ): { data: Record<string, unknown>; blobs: Array<{ hash: string; data: string }> } {
   let out = data;
   const blobs: Array<{ hash: string; data: string }> = [];
-  for (const [f, value] of Object.entries(data)) {
+  // for…in, not Object.entries: no array per field (several events per step). Event data are
+  // plain objects (JSON), with no inherited enumerable keys.
+  for (const f in data) {
+    const value = data[f];
     if (value === undefined || value === null) continue;
     const lookalike = isBlobRef(value);
     if (!lookalike && !fields?.includes(f)) continue;
