@@ -281,6 +281,22 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         expect(next[0]!.parentId).toBe(existing[0]!.id);
       });
 
+      it('a step\'s two entries: an id that exists is a conflict and nothing is written; a parent earlier in the batch is found', async () => {
+        await session('s');
+        const [e1] = await store.append('s', [entry()]);
+        const before = (await store.getSession('s'))!;
+        const fresh = entry();
+        const failed = store.append('s', [fresh, entry({ id: e1!.id })]);
+        await expect(failed).rejects.toMatchObject({ code: 'conflict' });
+        expect(await store.getEntries('s', [fresh.id])).toEqual([]);
+        expect(await store.getSession('s')).toEqual(before);
+        const x = entry();
+        const [sx, sy] = await store.append('s', [x, entry({ parentId: x.id })]);
+        expect(sx!.parentId).toBe(e1!.id);
+        expect(sy!.parentId).toBe(x.id);
+        expect((await store.getEntries('s', [sy!.id]))[0]!.parentId).toBe(x.id);
+      });
+
       it('a batch with the same id twice fails as a whole', async () => {
         await session('s');
         const d = entry();

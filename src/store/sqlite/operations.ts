@@ -25,6 +25,13 @@ import { createWaitOperations } from './waits.ts';
 import { createLimitOperations } from './limit-operations.ts';
 import { scheduleOperations } from './schedule-operations.ts';
 
+/** An entry of an append: its id, its seq and its parent's id. */
+interface NewEntry {
+  id: string;
+  seq: number;
+  parent: string | null;
+}
+
 /** Every operation of the port, synchronous: what each returns, without the promise. */
 export type SyncOps = { [K in keyof StoreOps]: (...args: Parameters<StoreOps[K]>) => Awaited<ReturnType<StoreOps[K]>> };
 
@@ -124,6 +131,27 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     return lastSeq;
   };
 
+  /** One row per entry; a step's two (its assistant message and its tool results) in one statement. */
+  const insertEntries = (sessionKey: IdKey, entries: readonly NewEntry[]): void => {
+    if (entries.length === 2) {
+      const [a, b] = entries as [NewEntry, NewEntry];
+      try {
+        st.insertTwoEntries.run(idKey(a.id), sessionKey, a.seq, idKeyOrNull(a.parent), idKey(b.id), sessionKey, b.seq, idKeyOrNull(b.parent));
+        return;
+      } catch (e) {
+        // The statement inserted neither: one at a time, to name the id that exists.
+        if (uniqueViolation(e, '') === e) throw e;
+      }
+    }
+    for (const e of entries) {
+      try {
+        st.insertEntry.run(idKey(e.id), sessionKey, e.seq, idKeyOrNull(e.parent));
+      } catch (error) {
+        throw uniqueViolation(error, `event ${e.id} already exists`);
+      }
+    }
+  };
+
   /** The returned events' `data` is the draft's own object, not a copy: the caller owns the drafts. */
   const append = (sessionId: string, drafts: readonly EventDraft[], options: AppendOptions = {}): StoredEvent[] => {
     const { expectLastSeq, fence } = options;
@@ -143,6 +171,7 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     let leaf = s.leaf_id;
     let lastTurn = 0;
     const out: StoredEvent[] = [];
+    const entries: NewEntry[] = [];
     for (const d of drafts) {
       seq++;
       if (d.turn !== undefined && d.turn > lastTurn) lastTurn = d.turn;
@@ -150,14 +179,10 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       if (d.entry) {
         parent = d.parentId !== undefined ? d.parentId : leaf;
         // The tree never spans sessions (an explicit parent is checked; the leaf always belongs).
-        if (d.parentId && !st.getEntry.get(idKey(d.parentId), sessionKey)) {
+        if (d.parentId && !entries.some((e) => e.id === d.parentId) && !st.getEntry.get(idKey(d.parentId), sessionKey)) {
           throw new StoreError('invalid_parent', `event ${d.id}: parent ${d.parentId} is not an entry of session ${sessionId}`);
         }
-        try {
-          st.insertEntry.run(idKey(d.id), sessionKey, seq, idKeyOrNull(parent));
-        } catch (e) {
-          throw uniqueViolation(e, `event ${d.id} already exists`);
-        }
+        entries.push({ id: d.id, seq, parent });
         leaf = d.id;
       } else if (d.leaf !== undefined) {
         leaf = d.leaf;
@@ -165,10 +190,12 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       out.push(storedEvent(d, sessionId, seq, parent));
     }
     if (out.length === 0) return out;
+    insertEntries(sessionKey, entries);
     const json = encodeOpen(out);
     st.insertBatch.run(sessionKey, out[0]!.seq, seq, OPEN_CODEC, json);
-    // Which blobs the session refers to, for erasure. Written in the append's own transaction (a
-    // cache of pairs written would outlive a rollback, and erasure would then miss a reference).
+    // Which blobs the session refers to, for erasure: in the append's own transaction, once per
+    // session and blob (the pairs known are learnt when their commit is done: a rollback undoes
+    // them, and erasure would then miss a reference).
     for (const hash of blobHashesIn(json)) {
       if (knownRefs.has(sessionId, hash)) continue;
       st.insertBlobRef.run(sessionKey, hash);
