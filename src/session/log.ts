@@ -129,19 +129,13 @@ export class SessionLog {
   encode(e: NewEvent, trusted = false): { draft: EventDraft; blobs: Array<{ hash: string; data: string }>; data: unknown } {
     const { def, data } = trusted ? this.registry.trusted(e.type, e.data) : this.registry.validate(e.type, e.data);
     const { data: stored, blobs } = extractBlobs(data as Record<string, unknown>, def.blobFields);
-    const draft: EventDraft = {
-      id: e.id ?? newId(),
-      type: e.type,
-      v: def.v,
-      time: e.time ?? Date.now(),
-      entry: def.entry,
-      data: stored,
-      ...(e.runId !== undefined ? { runId: e.runId } : {}),
-      ...(e.turn !== undefined ? { turn: e.turn } : {}),
-      ...(e.step !== undefined ? { step: e.step } : {}),
-      ...(def.entry && e.parentId !== undefined ? { parentId: e.parentId } : {}),
-      ...(def.leafOf ? { leaf: (def.leafOf as (d: unknown) => string | null)(data) } : {}),
-    };
+    // Assigned in key order, without spreads of conditional objects (several events per step).
+    const draft: EventDraft = { id: e.id ?? newId(), type: e.type, v: def.v, time: e.time ?? Date.now(), entry: def.entry, data: stored };
+    if (e.runId !== undefined) draft.runId = e.runId;
+    if (e.turn !== undefined) draft.turn = e.turn;
+    if (e.step !== undefined) draft.step = e.step;
+    if (def.entry && e.parentId !== undefined) draft.parentId = e.parentId;
+    if (def.leafOf) draft.leaf = (def.leafOf as (d: unknown) => string | null)(data);
     return { draft, blobs, data };
   }
 
@@ -167,7 +161,7 @@ export class SessionLog {
     };
     const stored = tx ? await write(tx) : blobs.length > 0 ? await this.store.transaction(write) : await this.store.append(sessionId, drafts, appendOptions);
     // The data as appended (validated, or built by typed code when trusted), before blob extraction, is what a reader gets back: no need to read it.
-    const decoded = stored.map((s, i) => ({ ...this.envelope(s), data: datas[i] }) as SessionEvent);
+    const decoded = stored.map((s, i) => this.envelope(s, s.v, datas[i]));
     // Published when they are committed: now, or when the transaction they are part of commits.
     if (!tx) this.publish(sessionId, decoded);
     else {
@@ -419,20 +413,16 @@ export class SessionLog {
     return this.live.eventNames().some((n) => typeof n === 'string' && this.live.listenerCount(n) > 0);
   }
 
-  private envelope(s: StoredEvent): Omit<SessionEvent, 'data' | 'type'> & { type: string } {
-    return {
-      id: s.id,
-      sessionId: s.sessionId,
-      seq: s.seq,
-      type: s.type,
-      v: s.v,
-      time: s.time,
-      ...(s.runId !== undefined ? { runId: s.runId } : {}),
-      ...(s.turn !== undefined ? { turn: s.turn } : {}),
-      ...(s.step !== undefined ? { step: s.step } : {}),
-      entry: s.entry,
-      ...(s.parentId !== undefined ? { parentId: s.parentId } : {}),
-    };
+  /** A stored event as readers get it, with `v` and `data` given (assigned in key order, no spreads: several events per step). */
+  private envelope(s: StoredEvent, v: number, data: unknown): SessionEvent {
+    const e = { id: s.id, sessionId: s.sessionId, seq: s.seq, type: s.type, v, time: s.time } as SessionEvent & { runId?: string; turn?: number; step?: number; parentId?: string };
+    if (s.runId !== undefined) e.runId = s.runId;
+    if (s.turn !== undefined) e.turn = s.turn;
+    if (s.step !== undefined) e.step = s.step;
+    e.entry = s.entry;
+    if (s.parentId !== undefined) e.parentId = s.parentId;
+    (e as { data: unknown }).data = data;
+    return e;
   }
 
   /**
@@ -447,7 +437,7 @@ export class SessionLog {
     const out: SessionEvent[] = [];
     for (const s of stored) {
       const up = this.registry.upcast({ type: s.type, v: s.v, seq: s.seq, ignorable: s.ignorable, data: inflateBlobs(s.data, blobs) }, { validate: options.validate ?? false });
-      if (up) out.push({ ...this.envelope(s), v: up.v, data: up.data } as SessionEvent);
+      if (up) out.push(this.envelope(s, up.v, up.data));
     }
     return out;
   }

@@ -6,21 +6,16 @@ import type { EventDraft, SessionRecord, StoredEvent } from './port.ts';
 
 /** The event a draft becomes at `seq` under `parentId` (its `data` is the draft's own object). */
 export function storedEvent(d: EventDraft, sessionId: string, seq: number, parentId: string | null): StoredEvent {
-  return {
-    id: d.id,
-    sessionId,
-    seq,
-    type: d.type,
-    v: d.v,
-    time: d.time,
-    ...(d.runId !== undefined ? { runId: d.runId } : {}),
-    ...(d.turn !== undefined ? { turn: d.turn } : {}),
-    ...(d.step !== undefined ? { step: d.step } : {}),
-    entry: d.entry,
-    ...(parentId !== null ? { parentId } : {}),
-    ignorable: d.ignorable ?? false,
-    data: d.data,
-  };
+  // Assigned in key order, without spreads of conditional objects (several events per step).
+  const e = { id: d.id, sessionId, seq, type: d.type, v: d.v, time: d.time } as StoredEvent;
+  if (d.runId !== undefined) e.runId = d.runId;
+  if (d.turn !== undefined) e.turn = d.turn;
+  if (d.step !== undefined) e.step = d.step;
+  e.entry = d.entry;
+  if (parentId !== null) e.parentId = parentId;
+  e.ignorable = d.ignorable ?? false;
+  e.data = d.data;
+  return e;
 }
 
 /** What an erased session consumed, from its runs' rows (usage as JSON text): kept for billing. */
