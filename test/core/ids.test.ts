@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { v7 } from 'uuid';
 import { describe, expect, it } from 'vitest';
 import { newId } from '../../src/index.ts';
-import { uuidV7 } from '../../src/core/ids.ts';
+import { uuidV7 } from '../../src/core/uuid-v7.ts';
 
 describe('newId', () => {
   it('is a UUIDv7 that sorts in creation order, also within one millisecond', () => {
