@@ -50,10 +50,15 @@ function guard<T>(message: string, fn: () => T): T {
   }
 }
 
+/** Whether the driver refused a row for a primary key or unique index it would repeat. */
+function isUniqueViolation(e: unknown): boolean {
+  const code = (e as { code?: unknown }).code;
+  return code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === 'SQLITE_CONSTRAINT_UNIQUE';
+}
+
 /** A uniqueness violation as a conflict, not as a driver error; anything else as it is. */
 function uniqueViolation(e: unknown, message: string): unknown {
-  const code = (e as { code?: unknown }).code;
-  return code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === 'SQLITE_CONSTRAINT_UNIQUE' ? new StoreError('conflict', message, { cause: e }) : e;
+  return isUniqueViolation(e) ? new StoreError('conflict', message, { cause: e }) : e;
 }
 
 /**
@@ -140,7 +145,7 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
         return;
       } catch (e) {
         // The statement inserted neither: one at a time, to name the id that exists.
-        if (uniqueViolation(e, '') === e) throw e;
+        if (!isUniqueViolation(e)) throw e;
       }
     }
     for (const e of entries) {
