@@ -203,6 +203,35 @@ describe('postgres: two nodes on one database', () => {
     }
   });
 
+  it('a notification of broadcasts that fails is sent again: the other node hears every message, in order, before the commit that follows them', async () => {
+    const [a, b] = await twoNodes();
+    await a.createSession({ id: 's', createdAt: T0 });
+    const heard: Array<number | string> = [];
+    const off = b.changes((c) => {
+      if (c?.message) heard.push(c.message.n as number);
+      else if (c) heard.push(`commit ${c.lastSeq}`);
+    });
+    cleanups.push(async () => off());
+    await new Promise((r) => setTimeout(r, 200)); // node B listens
+    // Node A's next two notifications of broadcasts fail (a connection of its pool broken, say).
+    const pool = (a as unknown as { pool: { query: (...args: unknown[]) => Promise<unknown> } }).pool;
+    const query = pool.query.bind(pool);
+    let failures = 2;
+    pool.query = (...args: unknown[]) => {
+      if (failures > 0 && typeof args[1] === 'object' && JSON.stringify(args[1]).includes('\\"b\\":')) {
+        failures--;
+        return Promise.reject(new Error('Connection terminated unexpectedly'));
+      }
+      return query(...args);
+    };
+    for (let i = 0; i < 20; i++) a.broadcast('s', { n: i });
+    const [e] = await a.append('s', [note(1)]);
+    await b.noticesCaughtUp();
+    expect(failures).toBe(0);
+    expect(heard).toEqual([...Array.from({ length: 20 }, (_, i) => i), `commit ${e!.seq}`]);
+    expect(a.droppedBroadcasts).toBe(0);
+  });
+
   it('a message sent on node B while node A streams the answer (enqueued: its status commits mid-message): a reader of the session on node B gets every delta, ids only growing', async () => {
     const [a, b] = await twoNodes();
     const chunks = Array.from({ length: 40 }, (_, i) => `w${i} `);

@@ -26,6 +26,10 @@ const OP_NAMES = Object.keys(pgOperations) as OpName[];
 /** What one notification carries at most (PostgreSQL's limit is 8,000 bytes), with room to spare. */
 const MAX_NOTIFY_BYTES = 7_800;
 
+/** A notification of broadcasts that failed is sent again, this many times in all, after 25, 50, 100… ms. */
+const NOTIFY_ATTEMPTS = 5;
+const NOTIFY_RETRY_MS = 25;
+
 /** A single operation outside a transaction that lost a deadlock is tried again, this many times in all. */
 const ATTEMPTS = 4;
 
@@ -301,7 +305,10 @@ export class PostgresStore extends WithStoreOps implements Store {
   private broadcastCount = 0;
   private broadcastSent = 0;
   private readonly sentWaiters: Array<{ upTo: number; resolve: () => void }> = [];
-  /** Broadcast messages too big for one notification (PostgreSQL's limit is 8,000 bytes), not sent. */
+  /**
+   * Broadcast messages not sent: too big for one notification (PostgreSQL's limit is 8,000
+   * bytes), or whose notification failed every attempt (see notify).
+   */
   droppedBroadcasts = 0;
 
   /**
@@ -356,7 +363,7 @@ export class PostgresStore extends WithStoreOps implements Store {
         }
         if (batch.length > 0) {
           await this.ready;
-          await this.pool.query('SELECT pg_notify($1, $2)', [`keel_${this.schema}`, JSON.stringify({ o: this.instanceId, b: batch })]).catch(() => {});
+          await this.notify(JSON.stringify({ o: this.instanceId, b: batch }), batch.length);
         }
         this.markSent(last);
       }
@@ -364,6 +371,26 @@ export class PostgresStore extends WithStoreOps implements Store {
       this.sending = false;
       // Closed with broadcasts unsent: nobody waits for them.
       if (this.closed) this.markSent(this.broadcastCount);
+    }
+  }
+
+  /**
+   * Sends one notification of broadcasts. A failure (a connection of the pool broken, the server
+   * restarting) is tried again after a pause, NOTIFY_ATTEMPTS times in all, before the messages are
+   * given up (counted in droppedBroadcasts): the commits waiting for them wait that long at most.
+   */
+  private async notify(payload: string, messages: number): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.pool.query('SELECT pg_notify($1, $2)', [`keel_${this.schema}`, payload]);
+        return;
+      } catch {
+        if (attempt >= NOTIFY_ATTEMPTS || this.closed) {
+          this.droppedBroadcasts += messages;
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, NOTIFY_RETRY_MS * 2 ** (attempt - 1)));
+      }
     }
   }
 
