@@ -182,7 +182,7 @@ export async function runCluster(o: ClusterOptions): Promise<ClusterReport> {
       report.deltas += checked.deltas;
     } catch (e) {
       const traceOf = () =>
-        `\n  received: ${client.items.map((i) => (i.kind === 'end' ? 'end' : `${i.id}${i.kind === 'event' ? `:${i.event.type}` : `:${JSON.stringify(i.delta.delta)}`}@${i.conn}`)).join(' ')}\n  log: ${events.map((e) => `${e.seq}:${e.type}`).join(' ')}`;
+        `\n  received: ${client.items.map((i) => (i.kind === 'end' ? 'end' : `${i.id}${i.kind === 'event' ? `:${i.event.type}` : `:${JSON.stringify(i.delta.delta)}`}@${i.conn}`)).join(' ')}\n  log: ${events.map((e) => `${e.seq}:${e.type}`).join(' ')}\n  connections: ${client.connectionUrls.map((u, i) => `${i}: ${u}`).filter(Boolean).join(', ')}`;
       violations.push(`${name} (run ${runId}): ${(e as Error).message}${traceOf()}`);
     }
     const run = await call<{ status: string }>(pick(urls), `/v1/runs/${runId}`);

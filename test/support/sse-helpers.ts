@@ -266,6 +266,8 @@ export function compareIds(a: string, b: string): number {
 export class ResumingClient {
   readonly items: Received[] = [];
   connections = 0;
+  /** The URL of each connection (index: its number), for a trace that says which server sent what. */
+  readonly connectionUrls: string[] = [];
   private es: EventSource | undefined;
   private readonly waiters = new Set<() => void>();
   lastId: string | undefined;
@@ -284,6 +286,7 @@ export class ResumingClient {
     this.close();
     // A connection number for each connection, also those the EventSource reopens on its own.
     let conn = ++this.connections;
+    this.connectionUrls[conn] = this.streamUrl;
     let opened = 0;
     const url = via === 'query' && from !== undefined ? `${this.streamUrl}?after=${encodeURIComponent(from)}` : this.streamUrl;
     const es = new EventSource(url, {
@@ -291,7 +294,10 @@ export class ResumingClient {
     });
     this.es = es;
     es.addEventListener('open', () => {
-      if (opened++ > 0 && this.es === es) conn = ++this.connections;
+      if (opened++ > 0 && this.es === es) {
+        conn = ++this.connections;
+        this.connectionUrls[conn] = `${this.streamUrl} (reconnected by the EventSource)`;
+      }
     });
     es.addEventListener('message', (m) => this.take({ kind: 'event', id: m.lastEventId, conn, event: JSON.parse(m.data as string) as EventJson }, es));
     es.addEventListener('delta', (m) => this.take({ kind: 'delta', id: m.lastEventId, conn, delta: JSON.parse(m.data as string) as DeltaJson }, es));
