@@ -121,6 +121,14 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
   // reader's queue, and counts once the reader took the commit's notice from it (the node's own
   // count would run ahead of deltas still waiting in the queue).
   let heard = log.deltasHeardUpTo(sessionId);
+  // The deltas the node heard before the reader subscribed, taken now, with the subscription: the
+  // node's recent deltas move on while the log is read (a delta of the next message drops those of
+  // a message that became durable meanwhile), and what it hears from now on is in the queue. The
+  // replay yields them after the events they follow; what it has not yielded goes ahead of the
+  // queue. (Taken only after the reads, they once lost a message's first deltas whose later ones
+  // then came from the queue: test/session/feed-resumed-mid-message.test.ts.)
+  const recent = log.recentDeltas(sessionId).slice();
+  let recentAt = 0;
 
   let lastSeq = o.after?.seq ?? 0;
   let last = o.after ? { ...o.after } : { seq: 0, n: 0 };
@@ -278,7 +286,8 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
   };
   /** The recent deltas that come before durable event `beforeSeq`, once the event they follow was yielded. */
   function* recentBefore(beforeSeq: number): Generator<FeedItem> {
-    for (const d of log.recentDeltas(sessionId)) {
+    for (; recentAt < recent.length; recentAt++) {
+      const d = recent[recentAt]!;
       if (d.seq >= beforeSeq || d.seq > lastSeq) break;
       const item = deltaItem(d);
       if (item) yield item;
@@ -323,7 +332,7 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
       for (const e of await log.read(sessionId, { afterSeq: Math.max(0, o.after.seq - LOOKBACK), untilSeq: o.after.seq })) noteRunStatus(e);
     }
     // 1. What the log has after the cursor, with the deltas of the message streaming now.
-    for (const d of log.recentDeltas(sessionId)) if (d.seq > deltasAfter) deltasAfter = d.seq;
+    for (const d of recent) if (d.seq > deltasAfter) deltasAfter = d.seq;
     replay: for (;;) {
       const page = await read({ limit: PAGE });
       for (let i = 0; i < page.length; i++) {
@@ -342,6 +351,10 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
       yield* fromLog();
       if (heldBefore === undefined) return;
     }
+    // The deltas heard before subscribing that follow events not yielded yet (held back, or not in
+    // the page read): first in the queue, where a delta waits for the events it follows.
+    const unread: Delta[] = recent.slice(recentAt).map((d) => ({ kind: 'delta', delta: d.delta, id: d.id, ...(d.fromAnotherNode ? { fromAnotherNode: true as const } : {}) }));
+    queue.unshift(...unread);
     // 3. Live.
     while (!stopped()) {
       if (overflow) throw new FeedOverflowError();
