@@ -38,6 +38,18 @@ function runtimeOn(store: Store, agents: AgentDefinition[], o: { worker?: boolea
 
 const note = (n: number) => ({ id: randomUUID(), type: 'test/note', v: 1, time: T0, entry: false, data: { n } });
 
+/** What a node hears from now on: each broadcast's `n`, and `commit <seq>` for each commit notice. */
+async function hearing(node: PostgresStore): Promise<Array<number | string>> {
+  const heard: Array<number | string> = [];
+  const off = node.changes((c) => {
+    if (c?.message) heard.push(c.message.n as number);
+    else if (c) heard.push(`commit ${c.lastSeq}`);
+  });
+  cleanups.push(async () => off());
+  await new Promise((r) => setTimeout(r, 200)); // it listens
+  return heard;
+}
+
 describe('postgres: two nodes on one database', () => {
   it('appends racing from two nodes get every seq once, in one gap-free log; an expected seq lets one of them win', async () => {
     const [a, b] = await twoNodes();
@@ -186,13 +198,7 @@ describe('postgres: two nodes on one database', () => {
   it('noticesCaughtUp: once it resolves, a node has heard every broadcast and commit notice another node made before the call', async () => {
     const [a, b] = await twoNodes();
     await a.createSession({ id: 's', createdAt: T0 });
-    const heard: Array<number | string> = [];
-    const off = b.changes((c) => {
-      if (c?.message) heard.push(c.message.n as number);
-      else if (c) heard.push(`commit ${c.lastSeq}`);
-    });
-    cleanups.push(async () => off());
-    await new Promise((r) => setTimeout(r, 200)); // node B listens
+    const heard = await hearing(b);
     for (let round = 0; round < 5; round++) {
       for (let i = 0; i < 300; i++) a.broadcast('s', { n: round * 1000 + i, pad: 'x'.repeat(200) });
       const [e] = await a.append('s', [note(round)]);
@@ -206,13 +212,7 @@ describe('postgres: two nodes on one database', () => {
   it('a notification of broadcasts that fails is sent again: the other node hears every message, in order, before the commit that follows them', async () => {
     const [a, b] = await twoNodes();
     await a.createSession({ id: 's', createdAt: T0 });
-    const heard: Array<number | string> = [];
-    const off = b.changes((c) => {
-      if (c?.message) heard.push(c.message.n as number);
-      else if (c) heard.push(`commit ${c.lastSeq}`);
-    });
-    cleanups.push(async () => off());
-    await new Promise((r) => setTimeout(r, 200)); // node B listens
+    const heard = await hearing(b);
     // Node A's next two notifications of broadcasts fail (a connection of its pool broken, say).
     const pool = (a as unknown as { pool: { query: (...args: unknown[]) => Promise<unknown> } }).pool;
     const query = pool.query.bind(pool);

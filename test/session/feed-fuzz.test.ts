@@ -14,6 +14,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { follow, openSqliteStore, SessionLog, Sessions, type FeedItem, type SqliteStore, type Store, type StoreChange } from '../../src/index.ts';
+import { nodeOn } from '../support/feed-helpers.ts';
 
 type Notice = { from: NodeName; change: StoreChange };
 type NodeName = 'W' | 'R' | 'T';
@@ -57,38 +58,35 @@ function makeWorld(raw: SqliteStore, r: ReturnType<typeof rng>, o: { readDelay: 
   };
   const mk = (name: NodeName): NodeState => {
     const st: NodeState = { name, cursor: 0, listeners: new Set(), barriers: [], outbox: [], store: undefined as never, log: undefined as never };
-    st.store = new Proxy(raw as Store, {
-      get(target, key, receiver) {
-        if (key === 'broadcast') return (sessionId: string, message: Record<string, unknown>) => st.outbox.push({ from: name, change: { sessionId, message: message as never } });
-        if (key === 'noticesCaughtUp') return () => new Promise<void>((resolve) => st.barriers.push({ upTo: world.G.length, resolve }));
-        if (key === 'changes')
-          return (l: (c?: StoreChange) => void) => {
-            st.listeners.add(l);
-            return () => st.listeners.delete(l);
-          };
-        if (key === 'append')
-          return async (sessionId: string, ...rest: unknown[]) => {
-            // A commit's notice goes after the broadcasts sent before it.
-            flush(st);
-            const events = (await (raw.append as (...a: unknown[]) => Promise<Array<{ seq: number }>>).call(raw, sessionId, ...rest)) as Array<{ seq: number }>;
-            if (events.length > 0) world.G.push({ from: name, change: { sessionId, lastSeq: events.at(-1)!.seq } });
-            world.trace.push(`${name} commits ${events.map((e) => e.seq).join(',')}`);
-            // The gap between the commit and its local publication.
-            await delay(o.publishDelay);
-            return events;
-          };
-        if (key === 'readEvents' && name === 'R')
-          return async (...args: unknown[]) => {
-            await delay(o.readDelay);
-            const events = await (raw.readEvents as (...a: unknown[]) => Promise<unknown>).apply(raw, args);
-            await delay(o.readDelay);
-            return events;
-          };
-        if (key === 'transaction') throw new Error('no transactions in this model');
-        const v = Reflect.get(target, key, receiver) as unknown;
-        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(raw) : v;
+    const node = nodeOn(raw, {
+      broadcast: (sessionId: string, message: Record<string, unknown>) => st.outbox.push({ from: name, change: { sessionId, message: message as never } }),
+      noticesCaughtUp: () => new Promise<void>((resolve) => st.barriers.push({ upTo: world.G.length, resolve })),
+      append: async (sessionId: string, ...rest: unknown[]) => {
+        // A commit's notice goes after the broadcasts sent before it.
+        flush(st);
+        const events = (await (raw.append as (...a: unknown[]) => Promise<Array<{ seq: number }>>).call(raw, sessionId, ...rest)) as Array<{ seq: number }>;
+        if (events.length > 0) world.G.push({ from: name, change: { sessionId, lastSeq: events.at(-1)!.seq } });
+        world.trace.push(`${name} commits ${events.map((e) => e.seq).join(',')}`);
+        // The gap between the commit and its local publication.
+        await delay(o.publishDelay);
+        return events;
       },
+      transaction: () => {
+        throw new Error('no transactions in this model');
+      },
+      ...(name === 'R'
+        ? {
+            readEvents: async (...args: unknown[]) => {
+              await delay(o.readDelay);
+              const events = await (raw.readEvents as (...a: unknown[]) => Promise<unknown>).apply(raw, args);
+              await delay(o.readDelay);
+              return events;
+            },
+          }
+        : {}),
     });
+    st.store = node.store;
+    st.listeners = node.listeners;
     st.log = new SessionLog(st.store);
     return st;
   };

@@ -8,7 +8,8 @@
  * takes the recent deltas when it subscribes.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { follow, openSqliteStore, SessionLog, Sessions, type FeedItem, type SqliteStore, type Store, type StoreChange } from '../../src/index.ts';
+import { follow, openSqliteStore, SessionLog, Sessions, type FeedItem, type SqliteStore, type StoreChange } from '../../src/index.ts';
+import { nodeOn } from '../support/feed-helpers.ts';
 
 type NodeName = 'W' | 'R' | 'T';
 type Notice = { from: NodeName; change: StoreChange };
@@ -24,42 +25,33 @@ function cluster(raw: SqliteStore) {
   let gate: { snapshot: 'before' | 'after'; release: Promise<void>; open: () => void; reached: boolean } | undefined;
   const nodes = {} as Record<NodeName, { cursor: number; listeners: Set<(c?: StoreChange) => void>; log: SessionLog }>;
   const mk = (name: NodeName) => {
-    const st = { cursor: 0, listeners: new Set<(c?: StoreChange) => void>(), log: undefined as unknown as SessionLog };
-    const store = new Proxy(raw as Store, {
-      get(target, key, receiver) {
-        if (key === 'broadcast') return (sessionId: string, message: Record<string, unknown>) => G.push({ from: name, change: { sessionId, message: message as never } });
-        if (key === 'noticesCaughtUp') return () => new Promise<void>(() => {});
-        if (key === 'changes')
-          return (l: (c?: StoreChange) => void) => {
-            st.listeners.add(l);
-            return () => st.listeners.delete(l);
-          };
-        if (key === 'append')
-          return async (sessionId: string, ...rest: unknown[]) => {
-            const events = (await (raw.append as (...a: unknown[]) => Promise<Array<{ seq: number }>>).call(raw, sessionId, ...rest)) as Array<{ seq: number }>;
-            G.push({ from: name, change: { sessionId, lastSeq: events.at(-1)!.seq } });
-            return events;
-          };
-        if (key === 'readEvents' && name === 'R')
-          return async (sessionId: string, o: { limit?: number }) => {
-            const g = o.limit !== undefined ? gate : undefined;
-            if (!g) return raw.readEvents(sessionId, o as never);
-            gate = undefined;
-            g.reached = true;
-            if (g.snapshot === 'before') {
-              const events = await raw.readEvents(sessionId, o as never);
-              await g.release;
-              return events;
-            }
-            await g.release;
-            return raw.readEvents(sessionId, o as never);
-          };
-        const v = Reflect.get(target, key, receiver) as unknown;
-        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(raw) : v;
+    const node = nodeOn(raw, {
+      broadcast: (sessionId: string, message: Record<string, unknown>) => G.push({ from: name, change: { sessionId, message: message as never } }),
+      noticesCaughtUp: () => new Promise<void>(() => {}),
+      append: async (sessionId: string, ...rest: unknown[]) => {
+        const events = (await (raw.append as (...a: unknown[]) => Promise<Array<{ seq: number }>>).call(raw, sessionId, ...rest)) as Array<{ seq: number }>;
+        G.push({ from: name, change: { sessionId, lastSeq: events.at(-1)!.seq } });
+        return events;
       },
+      ...(name === 'R'
+        ? {
+            readEvents: async (sessionId: string, o: { limit?: number }) => {
+              const g = o.limit !== undefined ? gate : undefined;
+              if (!g) return raw.readEvents(sessionId, o as never);
+              gate = undefined;
+              g.reached = true;
+              if (g.snapshot === 'before') {
+                const events = await raw.readEvents(sessionId, o as never);
+                await g.release;
+                return events;
+              }
+              await g.release;
+              return raw.readEvents(sessionId, o as never);
+            },
+          }
+        : {}),
     });
-    st.log = new SessionLog(store);
-    nodes[name] = st;
+    nodes[name] = { cursor: 0, listeners: node.listeners, log: new SessionLog(node.store) };
   };
   mk('W');
   mk('R');

@@ -3,7 +3,7 @@
  * the feed's guarantees call for.
  */
 import { expect } from 'vitest';
-import { follow, type FeedItem, type FollowOptions, type SessionLog } from '../../src/index.ts';
+import { follow, type FeedItem, type FollowOptions, type SessionLog, type Store, type StoreChange } from '../../src/index.ts';
 
 /** Follows a session in the background until `stop()`. */
 export function followInBackground(log: SessionLog, sessionId: string, options: Omit<FollowOptions, 'signal'> = {}) {
@@ -39,4 +39,27 @@ export function expectIdsToGrow(items: readonly FeedItem[]): void {
     const [[s0, n0], [s1, n1]] = [ids[k - 1]!, ids[k]!];
     expect(s1 > s0 || (s1 === s0 && n1 > n0), `id ${s1}.${n1} after ${s0}.${n0}`).toBe(true);
   }
+}
+
+/**
+ * A node on a store shared with other nodes, as the cross-node feed tests model them: the shared
+ * store's operations (bound to it), with `overrides` in their place (a node's own append, reads,
+ * broadcast, barrier), and `changes` subscribing to the node's own `listeners`, which the test
+ * calls to deliver the notices the node hears.
+ */
+export function nodeOn(raw: Store, overrides: Partial<Record<keyof Store, unknown>>): { store: Store; listeners: Set<(c?: StoreChange) => void> } {
+  const listeners = new Set<(c?: StoreChange) => void>();
+  const changes = (l: (c?: StoreChange) => void) => {
+    listeners.add(l);
+    return () => listeners.delete(l);
+  };
+  const store = new Proxy(raw, {
+    get(target, key, receiver) {
+      if (key === 'changes') return changes;
+      if (typeof key === 'string' && key in overrides) return overrides[key as keyof Store];
+      const v = Reflect.get(target, key, receiver) as unknown;
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(raw) : v;
+    },
+  });
+  return { store, listeners };
 }
