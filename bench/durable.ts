@@ -24,6 +24,8 @@
  * a complete WAL checkpoint; also the growth of the pages in use, which ignores reused free
  * pages); bytes written per step (write(2) bytes of this process, /proc/self/io wchar: WAL frames
  * and checkpoints); and the stored bytes by event type, and in blobs, run_checkpoints, snapshots.
+ * For the NORMAL variant, the time inside write transactions (BEGIN to COMMIT, the runs' own
+ * commits included; Store.observeCommits) and outside them (`normalTxUsPerStep` in --json).
  *
  * Growth: GROWTH_SESSIONS sessions × GROWTH_RUNS consecutive durable runs (FULL). µs/step and
  * bytes/step are taken at the first, middle and last run of each session (0, 504 and 1,008 prior
@@ -32,7 +34,9 @@
  * measured run (not timed). Before a timed run that checkpoint is wal_checkpoint(RESTART): the
  * same database file as TRUNCATE, but the WAL file keeps its size, so the timed run does not pay
  * for growing it again; the final figures use TRUNCATE. The in-memory loop is measured at the same
- * points with the history carried from run to run (LOOP_REPEAT turns on the same history each).
+ * points with the history carried from run to run (LOOP_REPEAT turns on the same history each, the
+ * points timed in turn); its growth ratio is that of the medians of the turns (a turn that meets a
+ * collection of the heap weighs as one), the ratio of the means is printed too.
  *
  * Paired: PAIRED_ROUNDS rounds, each PAIRED_RUNS durable runs (FULL) then as many floor steps, on their
  * own files; `ratio` is the median of the rounds' ratios, so that drift of the shared machine between
@@ -271,6 +275,8 @@ interface DurableResult {
   bytesPerStep: number;
   usedBytesPerStep: number;
   writtenPerStep: number | null;
+  /** µs a step inside write transactions, BEGIN to COMMIT (the run's own commits too: send, claim, finish). */
+  txUsPerStep: number;
   sessions: string[];
 }
 
@@ -283,18 +289,27 @@ async function durableVariant(path: string, synchronous: 'FULL' | 'NORMAL', o: {
     const disk0 = await checkpointed(side, path, 'RESTART');
     const c0 = commitsOf(d.store);
     const w0 = written();
+    // Time inside write transactions (BEGIN to COMMIT) of the timed runs (Store.observeCommits):
+    // the untimed creation of each run's session is left out.
+    let txSeconds = 0;
+    let timing = false;
+    const unobserve = d.store.observeCommits((seconds) => {
+      if (timing) txSeconds += seconds;
+    });
     const samples: Sample[] = [];
     const lags: Lag[] = [];
     const sessions: string[] = [];
     for (let i = 0; i < (o.runs ?? RUNS); i++) {
       const s = await d.rt.sessions.create();
       sessions.push(s.id);
-      const r = await durableRun(d, s.id, i);
+      timing = true;
+      const r = await durableRun(d, s.id, i).finally(() => (timing = false));
       samples.push(r.sample);
       lags.push(r.lag);
     }
     const c1 = commitsOf(d.store);
     const w1 = written();
+    unobserve();
     const total = sum(samples);
     await closeDurable(d);
     const disk1 = await checkpointed(side, path, 'TRUNCATE');
@@ -306,6 +321,7 @@ async function durableVariant(path: string, synchronous: 'FULL' | 'NORMAL', o: {
       bytesPerStep: (disk1.file - disk0.file) / total.steps,
       usedBytesPerStep: (disk1.used - disk0.used) / total.steps,
       writtenPerStep: perStep(w0, w1, total.steps),
+      txUsPerStep: (txSeconds * 1e6) / total.steps,
       sessions,
     };
   } finally {
@@ -562,6 +578,8 @@ interface GrowthPoint {
   /** The size of the measured runs' checkpoint state (the run_checkpoints row, rewritten at every step). */
   checkpointStateBytes: number | null;
   loopUsPerStep: number;
+  /** The median of the point's turns: a turn that met a collection of the heap weighs as one. */
+  loopMedianUsPerStep: number;
   loopCpuUsPerStep: number;
 }
 
@@ -603,20 +621,28 @@ async function durableGrowth(path: string): Promise<Map<number, GrowthMeasure>> 
   }
 }
 
+/**
+ * The in-memory loop at each growth point: each session's histories are built first (the turns run
+ * one after another, as the durable growth's runs), then the points are timed in rounds, one turn
+ * at each point per round. Interleaved, the points share the machine's drift and the collector's
+ * state; one point after the other, a turn that meets a collection of an older heap, or a busy
+ * minute of the machine, counts against that point alone.
+ */
 async function loopGrowth(): Promise<Map<number, Sample[]>> {
   const agent = makeAgent();
   const at = new Map(GROWTH_AT.map((k) => [k, [] as Sample[]]));
   for (let i = 0; i < 20; i++) await loopRun(agent, [], 1);
   for (let s = 0; s < GROWTH_SESSIONS; s++) {
+    const histories = new Map<number, Message[]>();
     let history: Message[] = [];
     for (let k = 0; k < GROWTH_RUNS; k++) {
       if (history.length !== k * MESSAGES_PER_RUN) throw new Error(`loop growth: ${history.length} messages before run ${k}`);
-      const samples = at.get(k);
-      if (samples) {
-        // The same turn LOOP_REPEAT times on the same history (one turn alone is too short to time).
-        for (let r = 0; r < LOOP_REPEAT; r++) samples.push((await timed(STEPS, () => loopRun(agent, history, k + 1))).sample);
-      }
+      if (at.has(k)) histories.set(k, history);
       history = await loopRun(agent, history, k + 1);
+    }
+    // The same turn LOOP_REPEAT times on each point's history (one turn alone is too short to time).
+    for (let r = 0; r < LOOP_REPEAT; r++) {
+      for (const [k, samples] of at) samples.push((await timed(STEPS, () => loopRun(agent, histories.get(k)!, k + 1))).sample);
     }
   }
   return at;
@@ -650,6 +676,7 @@ function growthPoints(path: string, durable: Map<number, GrowthMeasure>, loop: M
         bytesPerEventType,
         checkpointStateBytes: cp.error || cp.rows === 0 ? null : cp.bytes / cp.rows,
         loopUsPerStep: usPerStep(l),
+        loopMedianUsPerStep: median(loop.get(k)!.map(usPerStep)),
         loopCpuUsPerStep: cpuPerStep(l),
       };
     });
@@ -709,6 +736,7 @@ try {
     pairedFloorUsPerStep: median(paired.floorUs),
     ratioOfMeans: usPerStep(durable.sample) / usPerStep(floor.sample),
     normalUsPerStep: usPerStep(normal.sample),
+    normalTxUsPerStep: normal.txUsPerStep,
     normalRunUsPerStep: { median: median(normal.perRun), p90: percentile(normal.perRun, 0.9), max: Math.max(...normal.perRun) },
     effectfulUsPerStep: usPerStep(effectful.sample),
     effectfulCommitsPerStep: effectful.commitsPerStep,
@@ -735,7 +763,7 @@ try {
     bytesPerEventType: parts.byType,
     tables: parts.tables,
     growth,
-    growthRatio: { durable: last.usPerStep / first.usPerStep, loop: last.loopUsPerStep / first.loopUsPerStep, bytes: last.bytesPerStep / first.bytesPerStep, usedBytes: last.usedBytesPerStep / first.usedBytesPerStep },
+    growthRatio: { durable: last.usPerStep / first.usPerStep, loop: last.loopMedianUsPerStep / first.loopMedianUsPerStep, loopOfMeans: last.loopUsPerStep / first.loopUsPerStep, bytes: last.bytesPerStep / first.bytesPerStep, usedBytes: last.usedBytesPerStep / first.usedBytesPerStep },
     seconds,
     contention,
   };
@@ -775,6 +803,7 @@ try {
     out(`  durable / floor      : ${fmt(result.ratio, 2)}× (median of ${PAIRED_ROUNDS} rounds measured alternately: ${paired.ratios.map((r) => fmt(r, 2)).join(', ')}; medians ${fmt(result.pairedUsPerStep)} / ${fmt(result.pairedFloorUsPerStep)} µs/step); ${fmt(result.ratioOfMeans, 2)}× from the variants above`);
     out(`  durable − normal     : ${fmt(result.usPerStep - result.normalUsPerStep)} µs/step (what the fsyncs cost)`);
     out(`  normal − loop        : ${fmt(result.normalUsPerStep - result.loopUsPerStep)} µs/step (the durable path without fsync, over the in-memory loop)`);
+    out(`  normal in SQLite     : ${fmt(normal.txUsPerStep)} µs/step inside write transactions, BEGIN to COMMIT (the runs' send, claim and finish included); ${fmt(result.normalUsPerStep - normal.txUsPerStep)} µs/step outside`);
     out(`  loop / handLoop      : ${fmt(result.loopRatio, 2)}×`);
     out('');
     out(`  commits / step       : ${commits(durable.commitsPerStep)} (normal ${commits(normal.commitsPerStep)}, effectful ${commits(effectful.commitsPerStep)}, floor 1)${durable.commitsPerStep === null ? ': the store has no commitCount' : ''}; per run also: send, claim`);
@@ -793,7 +822,7 @@ try {
     out('');
     out(`  growth: ${GROWTH_SESSIONS} sessions × ${GROWTH_RUNS} consecutive runs (durable, FULL), the run at each point averaged over the sessions (mean; wall time is`);
     out(`  sensitive to other load on the machine: see the median, the sessions and the CPU time);`);
-    out(`  loop: the history carried from run to run, ${LOOP_REPEAT} turns per point and session`);
+    out(`  loop: the history carried from run to run, then ${LOOP_REPEAT} turns per point and session, the points in turn (mean, and median of the turns)`);
     const slowGrowth = growth.flatMap((g) =>
       g.lags.flatMap((l) => [
         ...(isSlow(l.claim) ? [`claim ${fmt(l.claim, 0)} ms at ${fmt(g.priorMessages, 0)} prior`] : []),
@@ -801,14 +830,14 @@ try {
       ]),
     );
     if (slowGrowth.length > 0) out(`  missed wake-ups in the growth runs measured (part of their µs/step): ${slowGrowth.join(', ')}`);
-    out(`  prior messages  µs/step   median  (per session)              CPU µs/step  disk B/step  in use B/step  written B/step  loop µs/step  loop CPU µs/step`);
+    out(`  prior messages  µs/step   median  (per session)              CPU µs/step  disk B/step  in use B/step  written B/step  loop µs/step   median  loop CPU µs/step`);
     for (const g of growth) {
       out(
-        `  ${fmt(g.priorMessages, 0).padStart(14)} ${fmt(g.usPerStep).padStart(8)} ${fmt(g.medianUsPerStep).padStart(8)}  ${`(${g.perSession.map((x) => fmt(x, 0)).join(', ')})`.padEnd(26)} ${fmt(g.cpuUsPerStep).padStart(11)} ${fmt(g.bytesPerStep, 0).padStart(12)} ${fmt(g.usedBytesPerStep, 0).padStart(14)} ${(g.writtenBytesPerStep === null ? 'n/a' : fmt(g.writtenBytesPerStep, 0)).padStart(15)} ${fmt(g.loopUsPerStep).padStart(13)} ${fmt(g.loopCpuUsPerStep).padStart(17)}`,
+        `  ${fmt(g.priorMessages, 0).padStart(14)} ${fmt(g.usPerStep).padStart(8)} ${fmt(g.medianUsPerStep).padStart(8)}  ${`(${g.perSession.map((x) => fmt(x, 0)).join(', ')})`.padEnd(26)} ${fmt(g.cpuUsPerStep).padStart(11)} ${fmt(g.bytesPerStep, 0).padStart(12)} ${fmt(g.usedBytesPerStep, 0).padStart(14)} ${(g.writtenBytesPerStep === null ? 'n/a' : fmt(g.writtenBytesPerStep, 0)).padStart(15)} ${fmt(g.loopUsPerStep).padStart(13)} ${fmt(g.loopMedianUsPerStep).padStart(8)} ${fmt(g.loopCpuUsPerStep).padStart(17)}`,
       );
     }
     out(
-      `  growth ${fmt(last.priorMessages, 0)}/${fmt(first.priorMessages, 0)}: durable µs/step ${fmt(result.growthRatio.durable, 2)}×, loop µs/step ${fmt(result.growthRatio.loop, 2)}×, disk B/step ${fmt(result.growthRatio.bytes, 2)}× (in use ${fmt(result.growthRatio.usedBytes, 2)}×)`,
+      `  growth ${fmt(last.priorMessages, 0)}/${fmt(first.priorMessages, 0)}: durable µs/step ${fmt(result.growthRatio.durable, 2)}×, loop µs/step ${fmt(result.growthRatio.loop, 2)}× (medians; means ${fmt(result.growthRatio.loopOfMeans, 2)}×), disk B/step ${fmt(result.growthRatio.bytes, 2)}× (in use ${fmt(result.growthRatio.usedBytes, 2)}×)`,
     );
     const types = [...new Set(growth.flatMap((g) => Object.keys(g.bytesPerEventType)))].sort((x, y) => (last.bytesPerEventType[y] ?? 0) - (last.bytesPerEventType[x] ?? 0));
     out(`  event data B/step at each point: ${growth.map((g) => `${fmt(g.priorMessages, 0)} prior`).join(' | ')}`);
