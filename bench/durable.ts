@@ -24,8 +24,9 @@
  * a complete WAL checkpoint; also the growth of the pages in use, which ignores reused free
  * pages); bytes written per step (write(2) bytes of this process, /proc/self/io wchar: WAL frames
  * and checkpoints); and the stored bytes by event type, and in blobs, run_checkpoints, snapshots.
- * For the NORMAL variant, the time inside write transactions (BEGIN to COMMIT, the runs' own
- * commits included; Store.observeCommits) and outside them (`normalTxUsPerStep` in --json).
+ * For the NORMAL variant, the time inside write transactions (BEGIN to COMMIT; Store.observeCommits)
+ * while a run is measured: its send, claim, steps and finish, and the worker's look for more work
+ * right after it (`normalTxUsPerStep` in --json); the rest of µs/step is outside them.
  *
  * Growth: GROWTH_SESSIONS sessions × GROWTH_RUNS consecutive durable runs (FULL). µs/step and
  * bytes/step are taken at the first, middle and last run of each session (0, 504 and 1,008 prior
@@ -275,7 +276,7 @@ interface DurableResult {
   bytesPerStep: number;
   usedBytesPerStep: number;
   writtenPerStep: number | null;
-  /** µs a step inside write transactions, BEGIN to COMMIT (the run's own commits too: send, claim, finish). */
+  /** µs a step inside write transactions, BEGIN to COMMIT, while the runs are measured (see durableVariant). */
   txUsPerStep: number;
   sessions: string[];
 }
@@ -289,8 +290,9 @@ async function durableVariant(path: string, synchronous: 'FULL' | 'NORMAL', o: {
     const disk0 = await checkpointed(side, path, 'RESTART');
     const c0 = commitsOf(d.store);
     const w0 = written();
-    // Time inside write transactions (BEGIN to COMMIT) of the timed runs (Store.observeCommits):
-    // the untimed creation of each run's session is left out.
+    // Time inside write transactions (BEGIN to COMMIT, Store.observeCommits) while each run is
+    // measured: the untimed creation of its session is left out, the worker's look for more work
+    // right after the run (during durableRun's untimed check) is not.
     let txSeconds = 0;
     let timing = false;
     const unobserve = d.store.observeCommits((seconds) => {
@@ -803,7 +805,7 @@ try {
     out(`  durable / floor      : ${fmt(result.ratio, 2)}× (median of ${PAIRED_ROUNDS} rounds measured alternately: ${paired.ratios.map((r) => fmt(r, 2)).join(', ')}; medians ${fmt(result.pairedUsPerStep)} / ${fmt(result.pairedFloorUsPerStep)} µs/step); ${fmt(result.ratioOfMeans, 2)}× from the variants above`);
     out(`  durable − normal     : ${fmt(result.usPerStep - result.normalUsPerStep)} µs/step (what the fsyncs cost)`);
     out(`  normal − loop        : ${fmt(result.normalUsPerStep - result.loopUsPerStep)} µs/step (the durable path without fsync, over the in-memory loop)`);
-    out(`  normal in SQLite     : ${fmt(normal.txUsPerStep)} µs/step inside write transactions, BEGIN to COMMIT (the runs' send, claim and finish included); ${fmt(result.normalUsPerStep - normal.txUsPerStep)} µs/step outside`);
+    out(`  normal in SQLite     : ${fmt(normal.txUsPerStep)} µs/step inside write transactions, BEGIN to COMMIT (each run's send, claim, steps and finish, and the worker's next look for work); ${fmt(result.normalUsPerStep - normal.txUsPerStep)} µs/step outside`);
     out(`  loop / handLoop      : ${fmt(result.loopRatio, 2)}×`);
     out('');
     out(`  commits / step       : ${commits(durable.commitsPerStep)} (normal ${commits(normal.commitsPerStep)}, effectful ${commits(effectful.commitsPerStep)}, floor 1)${durable.commitsPerStep === null ? ': the store has no commitCount' : ''}; per run also: send, claim`);
