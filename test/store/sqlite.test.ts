@@ -183,6 +183,28 @@ describe('sqlite store', () => {
     expect(await store.readEvents('s')).toEqual([e]);
   });
 
+  it('lets an open row of the log be removed only once the sealed row that starts at or before it holds it', async () => {
+    const store = openStore();
+    await store.createSession({ id: 's', createdAt: T0 });
+    const note = (n: number) => ({ id: `e${n}`, type: 'test/note', v: 1, time: T0, entry: false, data: { n } });
+    for (let n = 1; n <= 3; n++) await store.append('s', [note(n)]);
+    await store.sealEvents('s');
+    await store.append('s', [note(4)]);
+    await store.append('s', [note(5)]);
+    const db = rawDb();
+    const [sealed] = db.prepare<[], { session_id: Buffer; data: Buffer }>('SELECT session_id, data FROM event_batches WHERE codec = 3').all();
+    const insert = db.prepare('INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) VALUES (?, ?, ?, 3, ?)');
+    const remove = db.prepare('DELETE FROM event_batches WHERE session_id = ? AND first_seq = ? AND codec = 2');
+    // Held by no sealed row: an earlier one ends before it, a later one starts after it.
+    insert.run(sealed!.session_id, 5, 5, sealed!.data);
+    expect(() => remove.run(sealed!.session_id, 4)).toThrow('events are immutable');
+    // Held by the sealed row that starts at it: it may go.
+    insert.run(sealed!.session_id, 4, 4, sealed!.data);
+    expect(remove.run(sealed!.session_id, 4).changes).toBe(1);
+    // A sealed row itself never goes.
+    expect(() => db.prepare('DELETE FROM event_batches WHERE codec = 3 AND first_seq = 4').run()).toThrow('events are immutable');
+  });
+
   it('keeps a session\'s log in open rows (one per append) until it is sealed, then in one compressed row; a long run of appends seals itself', async () => {
     const store = openStore();
     await store.createSession({ id: 's', createdAt: T0 });
