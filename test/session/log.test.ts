@@ -228,17 +228,26 @@ describe('session log', () => {
     it('refuses a raw UPDATE or DELETE of an event in the database itself', async () => {
       const s = await sessions.create();
       await sessions.append(s.id, [user('u1', 'keep me')]);
-      const before = await store.readEvents(s.id);
       const raw = new Database(path);
       try {
-        // Stored in batches with the tree in entries (ADR-0009).
+        // Stored in batches (ADR-0009).
         expect(() => raw.prepare("UPDATE event_batches SET data = x'00'").run()).toThrow(/events are immutable/);
         expect(() => raw.prepare('DELETE FROM event_batches').run()).toThrow(/events are immutable/);
-        expect(() => raw.prepare('UPDATE entries SET parent_id = NULL').run()).toThrow(/events are immutable/);
-        expect(() => raw.prepare('DELETE FROM entries').run()).toThrow(/events are immutable/);
         expect(raw.prepare('SELECT count(*) AS n, max(last_seq) AS last FROM event_batches').get()).toEqual({ n: 2, last: 2 });
       } finally {
         raw.close();
+      }
+      // Sealed, the tree is indexed in entries (ADR-0022), as immutable.
+      await store.sealEvents(s.id);
+      const before = await store.readEvents(s.id);
+      const sealed = new Database(path);
+      try {
+        expect(sealed.prepare('SELECT count(*) AS n FROM entries').get()).toEqual({ n: 1 });
+        expect(() => sealed.prepare('UPDATE entries SET parent_id = NULL').run()).toThrow(/events are immutable/);
+        expect(() => sealed.prepare('DELETE FROM entries').run()).toThrow(/events are immutable/);
+        expect(() => sealed.prepare('DELETE FROM event_batches').run()).toThrow(/events are immutable/);
+      } finally {
+        sealed.close();
       }
       expect(await store.readEvents(s.id)).toEqual(before);
     });

@@ -170,17 +170,57 @@ describe('sqlite store', () => {
     expect(() => db.prepare('UPDATE event_batches SET data = x\'00\'').run()).toThrow('events are immutable');
     expect(() => db.prepare('UPDATE event_batches SET first_seq = 2').run()).toThrow('events are immutable');
     expect(() => db.prepare('DELETE FROM event_batches').run()).toThrow('events are immutable');
-    expect(() => db.prepare("UPDATE entries SET parent_id = 'x'").run()).toThrow('events are immutable');
-    expect(() => db.prepare("DELETE FROM entries WHERE id = 'e1'").run()).toThrow('events are immutable');
     expect(() => connection(store).prepare('DELETE FROM event_batches').run()).toThrow('events are immutable');
-    expect(() => connection(store).prepare('DELETE FROM entries').run()).toThrow('events are immutable');
-    // Sealed, the events are in a compressed row that cannot be changed or removed either.
+    // Sealed, the events are in a compressed row that cannot be changed or removed either, and
+    // the tree is indexed in entries (ADR-0022), as immutable.
     await store.sealEvents('s');
     expect(db.prepare('SELECT codec, first_seq, last_seq FROM event_batches').all()).toEqual([{ codec: 3, first_seq: 1, last_seq: 1 }]);
+    expect(db.prepare('SELECT count(*) AS n FROM entries').get()).toEqual({ n: 1 });
+    expect(() => db.prepare("UPDATE entries SET parent_id = 'x'").run()).toThrow('events are immutable');
+    expect(() => db.prepare("DELETE FROM entries WHERE id = 'e1'").run()).toThrow('events are immutable');
+    expect(() => connection(store).prepare('DELETE FROM entries').run()).toThrow('events are immutable');
     expect(() => db.prepare('UPDATE event_batches SET data = x\'00\'').run()).toThrow('events are immutable');
     expect(() => db.prepare('DELETE FROM event_batches').run()).toThrow('events are immutable');
 
     expect(await store.readEvents('s')).toEqual([e]);
+  });
+
+  it('finds the entries of open rows written by another connection, refuses their ids again, and indexes them when sealed', async () => {
+    const a = openStore();
+    const b = openStore();
+    await a.createSession({ id: 's', createdAt: T0 });
+    const entry = (id: string, parentId?: string) => ({ id, type: 'test/entry', v: 1, time: T0, entry: true, data: { id }, ...(parentId ? { parentId } : {}) });
+    const ids = (events: Array<{ id: string }>) => events.map((e) => e.id);
+    const indexed = () => (rawDb({ readonly: true }).prepare('SELECT count(*) AS n FROM entries').get() as { n: number }).n;
+    await a.append('s', [entry('e1'), entry('e2')]);
+    // b has kept nothing of this session: it reads a's open rows.
+    await b.append('s', [entry('e3', 'e1')]);
+    expect(indexed()).toBe(0);
+    expect(ids(await b.ancestors('s', 'e3', 10))).toEqual(['e3', 'e1']);
+    // a kept its own append: the head moved since, so it reads the open rows again.
+    expect(ids(await a.ancestors('s', 'e3', 10))).toEqual(['e3', 'e1']);
+    expect(ids(await a.getEntries('s', ['e2', 'e3', 'nope']))).toEqual(['e2', 'e3']);
+    await expect(a.append('s', [entry('e2')])).rejects.toMatchObject({ code: 'conflict' });
+    await expect(b.append('s', [entry('e4'), entry('e4')])).rejects.toMatchObject({ code: 'conflict' });
+    await expect(b.append('s', [entry('e5', 'elsewhere')])).rejects.toMatchObject({ code: 'invalid_parent' });
+    // A rolled-back append leaves no entry behind, kept or stored.
+    await expect(
+      a.transaction(async (tx) => {
+        await tx.append('s', [entry('e6', 'e3')]);
+        throw new Error('changed my mind');
+      }),
+    ).rejects.toThrow('changed my mind');
+    expect(ids(await a.getEntries('s', ['e6']))).toEqual([]);
+    await a.append('s', [entry('e6', 'e3')]);
+    // Sealed, they are indexed; the walk goes on from the open rows into the index.
+    await b.sealEvents('s');
+    expect(indexed()).toBe(4);
+    await a.append('s', [entry('e7')]);
+    expect(ids(await a.ancestors('s', 'e7', 10))).toEqual(['e7', 'e6', 'e3', 'e1']);
+    expect(ids(await b.ancestors('s', 'e7', 2))).toEqual(['e7', 'e6']);
+    await expect(a.append('s', [entry('e3')])).rejects.toMatchObject({ code: 'conflict' });
+    await expect(b.append('s', [entry('e8'), entry('e1')])).rejects.toMatchObject({ code: 'conflict' });
+    expect(ids(await b.getEntries('s', ['e1', 'e7']))).toEqual(['e1', 'e7']);
   });
 
   it('lets an open row of the log be removed only once the sealed row that starts at or before it holds it', async () => {

@@ -18,19 +18,13 @@ import { blobHashesIn } from '../blob-refs.ts';
 import { erasedTotals, storedEvent } from '../records.ts';
 import { decodeBatch, encodeOpen, LEAN_SEALED_CODEC, OPEN_CODEC, sealLean } from './event-batch-codec.ts';
 import { idKey, idKeyOrNull, type IdKey } from './id-keys.ts';
+import { NO_ENTRIES, OpenEntries, type OpenHead, type TreeEntry } from './open-entries.ts';
 import { RUN_COLUMNS, toIdempotency, toInput, toKey, toRun, toSession, toUsageTotals, usageGroupSql, type RunRow, type SessionRow, type UsageRow } from '../rows.ts';
 import { USAGE_OWN_SQL, type Statements } from './statements.ts';
 import { createWebhookOperations } from './webhooks.ts';
 import { createWaitOperations } from './waits.ts';
 import { createLimitOperations } from './limit-operations.ts';
 import { scheduleOperations } from './schedule-operations.ts';
-
-/** An entry of an append: its id, its seq and its parent's id. */
-interface NewEntry {
-  id: string;
-  seq: number;
-  parent: string | null;
-}
 
 /** Every operation of the port, synchronous: what each returns, without the promise. */
 export type SyncOps = { [K in keyof StoreOps]: (...args: Parameters<StoreOps[K]>) => Awaited<ReturnType<StoreOps[K]>> };
@@ -103,6 +97,16 @@ class KnownBlobRefs {
 
 export function createOperations(db: Database.Database, st: Statements, hooks: OperationHooks): SyncOps {
   const knownRefs = new KnownBlobRefs();
+  const openEntries = new OpenEntries((sessionId, sealedSeq) => {
+    const out = new Map<string, TreeEntry>();
+    for (const row of st.openRows.all(idKey(sessionId), sealedSeq)) {
+      for (const e of decodeBatch(sessionId, row.first_seq, row.codec, row.data)) if (e.entry) out.set(e.id, { seq: e.seq, parent: e.parentId ?? null });
+    }
+    return out;
+  });
+  /** The entries of a session's open rows; none for an erased session (its rows are gone). */
+  const openEntriesOf = (sessionId: string, head: OpenHead & { erased_at: number | null }): ReadonlyMap<string, TreeEntry> =>
+    head.erased_at !== null ? NO_ENTRIES : openEntries.of(sessionId, head);
   // Queries built from their arguments (which filters, which columns) take few shapes: each shape
   // is prepared once, not at every call.
   const shapes = new Map<string, Database.Statement>();
@@ -126,35 +130,29 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
 
   /**
    * Replaces the session's open rows (after `sealedSeq`, up to `lastSeq`) with one sealed row
-   * holding the same events (ADR-0009); returns the new sealed seq.
+   * holding the same events (ADR-0009), and indexes their entries (ADR-0022); returns the new
+   * sealed seq. Once committed, the session has no open entries.
    */
-  const sealOpenRows = (sessionKey: IdKey, sealedSeq: number, lastSeq: number): number => {
+  const sealOpenRows = (sessionId: string, sessionKey: IdKey, sealedSeq: number, lastSeq: number, entries: ReadonlyMap<string, TreeEntry>): number => {
     const open = st.openRows.all(sessionKey, sealedSeq);
     if (open.length === 0) return sealedSeq;
     st.insertBatch.run(sessionKey, open[0]!.first_seq, lastSeq, LEAN_SEALED_CODEC, sealLean(open));
     st.deleteOpenRows.run(sessionKey, sealedSeq);
+    for (const [id, e] of entries) st.indexEntry.run(idKey(id), sessionKey, e.seq, idKeyOrNull(e.parent));
+    hooks.whenCommitted(() => openEntries.forget(sessionId));
     return lastSeq;
   };
 
-  /** One row per entry; a step's two (its assistant message and its tool results) in one statement. */
-  const insertEntries = (sessionKey: IdKey, entries: readonly NewEntry[]): void => {
-    if (entries.length === 2) {
-      const [a, b] = entries as [NewEntry, NewEntry];
-      try {
-        st.insertTwoEntries.run(idKey(a.id), sessionKey, a.seq, idKeyOrNull(a.parent), idKey(b.id), sessionKey, b.seq, idKeyOrNull(b.parent));
-        return;
-      } catch (e) {
-        // The statement inserted neither: one at a time, to name the id that exists.
-        if (!isUniqueViolation(e)) throw e;
-      }
+  /** Refuses entry ids the session has already (open or indexed), or that the append repeats. */
+  const checkNewEntries = (sessionKey: IdKey, open: ReadonlyMap<string, TreeEntry>, ids: readonly string[]): void => {
+    const exists = (id: string) => new StoreError('conflict', `event ${id} already exists`);
+    for (let k = 0; k < ids.length; k++) {
+      const id = ids[k]!;
+      if (open.has(id) || ids.indexOf(id) !== k) throw exists(id);
     }
-    for (const e of entries) {
-      try {
-        st.insertEntry.run(idKey(e.id), sessionKey, e.seq, idKeyOrNull(e.parent));
-      } catch (error) {
-        throw uniqueViolation(error, `event ${e.id} already exists`);
-      }
-    }
+    // A step's two (its assistant message and its tool results) in one statement.
+    if (ids.length === 2 && !st.hasEitherEntry.get(sessionKey, idKey(ids[0]!), idKey(ids[1]!))) return;
+    for (const id of ids) if (st.hasEntry.get(idKey(id), sessionKey)) throw exists(id);
   };
 
   /** The returned events' `data` is the draft's own object, not a copy: the caller owns the drafts. */
@@ -172,11 +170,13 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     if (s.erased_at !== null) throw new StoreError('session_erased', `session ${sessionId} was erased: its log takes nothing more`);
     if (expectLastSeq !== undefined && s.last_seq !== expectLastSeq) throw new SeqConflictError(sessionId, expectLastSeq, s.last_seq);
     const sessionKey = idKey(sessionId);
+    const open = openEntriesOf(sessionId, s);
     let seq = s.last_seq;
     let leaf = s.leaf_id;
     let lastTurn = 0;
     const out: StoredEvent[] = [];
-    const entries: NewEntry[] = [];
+    const ids: string[] = [];
+    const added = new Map<string, TreeEntry>();
     for (const d of drafts) {
       seq++;
       if (d.turn !== undefined && d.turn > lastTurn) lastTurn = d.turn;
@@ -184,10 +184,11 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       if (d.entry) {
         parent = d.parentId !== undefined ? d.parentId : leaf;
         // The tree never spans sessions (an explicit parent is checked; the leaf always belongs).
-        if (d.parentId && !entries.some((e) => e.id === d.parentId) && !st.getEntry.get(idKey(d.parentId), sessionKey)) {
+        if (d.parentId && !added.has(d.parentId) && !open.has(d.parentId) && !st.hasEntry.get(idKey(d.parentId), sessionKey)) {
           throw new StoreError('invalid_parent', `event ${d.id}: parent ${d.parentId} is not an entry of session ${sessionId}`);
         }
-        entries.push({ id: d.id, seq, parent });
+        ids.push(d.id);
+        added.set(d.id, { seq, parent });
         leaf = d.id;
       } else if (d.leaf !== undefined) {
         leaf = d.leaf;
@@ -195,7 +196,14 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       out.push(storedEvent(d, sessionId, seq, parent));
     }
     if (out.length === 0) return out;
-    insertEntries(sessionKey, entries);
+    if (ids.length > 0) checkNewEntries(sessionKey, open, ids);
+    // The session's open entries after this append (indexed in `entries` at the seal).
+    let entries = open;
+    if (added.size > 0) {
+      const next = new Map(open);
+      for (const [id, e] of added) next.set(id, e);
+      entries = next;
+    }
     const json = encodeOpen(out);
     st.insertBatch.run(sessionKey, out[0]!.seq, seq, OPEN_CODEC, json);
     // Which blobs the session refers to, for erasure: in the append's own transaction, once per
@@ -206,8 +214,9 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       st.insertBlobRef.run(sessionKey, hash);
       hooks.whenCommitted(() => knownRefs.add(sessionId, hash));
     }
-    const sealed = seq - s.sealed_seq >= SEAL_AT ? sealOpenRows(sessionKey, s.sealed_seq, seq) : s.sealed_seq;
+    const sealed = seq - s.sealed_seq >= SEAL_AT ? sealOpenRows(sessionId, sessionKey, s.sealed_seq, seq, entries) : s.sealed_seq;
     st.advance.run(seq, leaf, lastTurn, sealed, sessionId);
+    if (sealed !== seq) hooks.whenCommitted(() => openEntries.keep(sessionId, seq, sealed, entries));
     return out;
   };
 
@@ -308,16 +317,20 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       return out;
     },
     getEntries: (sessionId, ids) => {
+      const head = st.sessionHead.get(sessionId);
+      if (!head) return [];
       const sessionKey = idKey(sessionId);
+      const open = openEntriesOf(sessionId, head);
       const seqs: number[] = [];
       for (const id of ids) {
-        const row = st.getEntry.get(idKey(id), sessionKey);
-        if (row) seqs.push(row.seq);
+        const seq = open.get(id)?.seq ?? st.getEntry.get(idKey(id), sessionKey)?.seq;
+        if (seq !== undefined) seqs.push(seq);
       }
       return eventsAt(sessionId, seqs);
     },
     eraseSession: (sessionId, erasedAt) => {
       knownRefs.forget(sessionId);
+      openEntries.forget(sessionId);
       const row = sessionRow(sessionId);
       if (row.erased_at !== null) return toSession(row);
       const live = st.liveRun.get(sessionId);
@@ -341,14 +354,25 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     sealEvents: (sessionId) => {
       const s = st.sessionHead.get(sessionId);
       if (!s) throw new NotFoundError('session', sessionId);
-      const sealed = sealOpenRows(idKey(sessionId), s.sealed_seq, s.last_seq);
+      const sealed = sealOpenRows(sessionId, idKey(sessionId), s.sealed_seq, s.last_seq, openEntriesOf(sessionId, s));
       if (sealed !== s.sealed_seq) st.markSealed.run(sealed, sessionId);
     },
-    ancestors: (sessionId, fromId, limit) =>
-      eventsAt(
-        sessionId,
-        st.ancestors.all({ session: idKey(sessionId), from: idKey(fromId), limit }).map((r) => r.seq),
-      ),
+    ancestors: (sessionId, fromId, limit) => {
+      const head = st.sessionHead.get(sessionId);
+      if (!head) return [];
+      // Nearest first: through the open rows' entries, then (from the first indexed one) in `entries`.
+      const open = openEntriesOf(sessionId, head);
+      const seqs: number[] = [];
+      let id: string | null = fromId;
+      for (let e = open.get(id); e && seqs.length < limit; e = id === null ? undefined : open.get(id)) {
+        seqs.push(e.seq);
+        id = e.parent;
+      }
+      if (id !== null && seqs.length < limit) {
+        for (const r of st.ancestors.all({ session: idKey(sessionId), from: idKey(id), limit: limit - seqs.length })) seqs.push(r.seq);
+      }
+      return eventsAt(sessionId, seqs);
+    },
     putBlobs: (blobs) => {
       const now = Date.now();
       for (const b of blobs) st.putBlob.run(b.hash, b.data, Buffer.byteLength(b.data), now);
