@@ -34,6 +34,13 @@ export class CommitQueue {
   // What the open write transaction's work asked to do once it commits (see `whenCommitted`).
   private onThisCommit: Array<() => void> = [];
 
+  private transactions = 0;
+
+  /** Which write transaction is open (or was the last): a new number at each BEGIN, for state that lives as long as one. */
+  get transactionNumber(): number {
+    return this.transactions;
+  }
+
   private committed(startedAt: number): void {
     this.commits++;
     const done = this.onThisCommit;
@@ -95,6 +102,7 @@ export class CommitQueue {
         const t0 = performance.now();
         let value: T;
         // By hand, as `flush` does: `db.transaction(fn)` would build a transaction function per call.
+        this.transactions++;
         this.db.exec('BEGIN IMMEDIATE');
         try {
           value = fn();
@@ -116,6 +124,7 @@ export class CommitQueue {
       this.writing(() => {
         const t0 = performance.now();
         let value: T;
+        this.transactions++;
         try {
           value = fn();
         } catch (e) {
@@ -165,6 +174,7 @@ export class CommitQueue {
   private async flush(batch: WriteOp[]): Promise<void> {
     if (this.batch === batch) this.batch = undefined;
     const t0 = performance.now();
+    this.transactions++;
     try {
       this.db.exec('BEGIN IMMEDIATE');
     } catch (e) {

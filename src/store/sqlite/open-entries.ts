@@ -31,19 +31,37 @@ const KEPT_SESSIONS = 256;
  */
 export class OpenEntries {
   private readonly states = new Map<string, OpenState>();
+  /**
+   * What the appends of the write transaction now open wrote (the seal in the same commit as a
+   * turn's last step needs them), until it ends: its number tells. A write undone by a rollback
+   * to a savepoint leaves its head behind, so its state no longer matches the head.
+   */
+  private written: { transaction: number; states: Map<string, OpenState> } | undefined;
+  /** The number of the write transaction open on the connection; undefined outside one. */
+  private readonly transaction: () => number | undefined;
   /** Reads the entries of a session's open rows, those after `sealedSeq`. */
   private readonly read: (sessionId: string, sealedSeq: number) => Map<string, TreeEntry>;
 
-  constructor(read: (sessionId: string, sealedSeq: number) => Map<string, TreeEntry>) {
+  constructor(transaction: () => number | undefined, read: (sessionId: string, sealedSeq: number) => Map<string, TreeEntry>) {
+    this.transaction = transaction;
     this.read = read;
   }
 
   /** The entries of the open rows of a session whose head is `head` (read from them when not kept). */
   of(sessionId: string, head: OpenHead): ReadonlyMap<string, TreeEntry> {
     if (head.last_seq === head.sealed_seq) return NO_ENTRIES;
-    const kept = this.states.get(sessionId);
-    if (kept && kept.lastSeq === head.last_seq && kept.sealedSeq === head.sealed_seq) return kept.entries;
+    const transaction = this.transaction();
+    const state = (transaction !== undefined && this.written?.transaction === transaction ? this.written.states.get(sessionId) : undefined) ?? this.states.get(sessionId);
+    if (state && state.lastSeq === head.last_seq && state.sealedSeq === head.sealed_seq) return state.entries;
     return this.read(sessionId, head.sealed_seq);
+  }
+
+  /** What an append in the write transaction now open left the session with (kept once it commits, see `keep`). */
+  wrote(sessionId: string, lastSeq: number, sealedSeq: number, entries: ReadonlyMap<string, TreeEntry>): void {
+    const transaction = this.transaction();
+    if (transaction === undefined) return;
+    if (this.written?.transaction !== transaction) this.written = { transaction, states: new Map() };
+    this.written.states.set(sessionId, { lastSeq, sealedSeq, entries });
   }
 
   /** What a committed write left the session with. Called only once it committed (see OperationHooks.whenCommitted). */

@@ -69,6 +69,8 @@ function limitOf(limit: number): number {
 export interface OperationHooks {
   /** Runs `fn` once the write transaction now open commits; never if the operation's work rolls back. */
   whenCommitted(fn: () => void): void;
+  /** Which write transaction is open: a new number at each one's start. */
+  transactionNumber(): number;
 }
 
 /**
@@ -97,7 +99,7 @@ class KnownBlobRefs {
 
 export function createOperations(db: Database.Database, st: Statements, hooks: OperationHooks): SyncOps {
   const knownRefs = new KnownBlobRefs();
-  const openEntries = new OpenEntries((sessionId, sealedSeq) => {
+  const openEntries = new OpenEntries(() => (db.inTransaction ? hooks.transactionNumber() : undefined), (sessionId, sealedSeq) => {
     const out = new Map<string, TreeEntry>();
     for (const row of st.openRows.all(idKey(sessionId), sealedSeq)) {
       for (const e of decodeBatch(sessionId, row.first_seq, row.codec, row.data)) if (e.entry) out.set(e.id, { seq: e.seq, parent: e.parentId ?? null });
@@ -150,8 +152,7 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       const id = ids[k]!;
       if (open.has(id) || ids.indexOf(id) !== k) throw exists(id);
     }
-    // A step's two (its assistant message and its tool results) in one statement.
-    if (ids.length === 2 && !st.hasEitherEntry.get(sessionKey, idKey(ids[0]!), idKey(ids[1]!))) return;
+    // (One lookup per id: `id IN (?, ?)` costs more than two.)
     for (const id of ids) if (st.hasEntry.get(idKey(id), sessionKey)) throw exists(id);
   };
 
@@ -216,6 +217,7 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     }
     const sealed = seq - s.sealed_seq >= SEAL_AT ? sealOpenRows(sessionId, sessionKey, s.sealed_seq, seq, entries) : s.sealed_seq;
     st.advance.run(seq, leaf, lastTurn, sealed, sessionId);
+    openEntries.wrote(sessionId, seq, sealed, entries);
     if (sealed !== seq) hooks.whenCommitted(() => openEntries.keep(sessionId, seq, sealed, entries));
     return out;
   };

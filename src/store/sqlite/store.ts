@@ -178,7 +178,7 @@ export class SqliteStore extends WithStoreOps implements Store {
     this.fileLock = this.path !== ':memory:' ? FileWriteLock.open(this.path) : undefined;
     this.queue = new CommitQueue(this.db, flusher ? () => flusher.committed() : undefined, this.fileLock ? { lock: this.fileLock, timeoutMs: busyTimeoutMs } : undefined);
     const queue = this.queue;
-    this.sync = createOperations(this.db, prepareStatements(this.db), { whenCommitted: (fn) => queue.whenCommitted(fn) });
+    this.sync = createOperations(this.db, prepareStatements(this.db), { whenCommitted: (fn) => queue.whenCommitted(fn), transactionNumber: () => queue.transactionNumber });
     this.ops = inTransaction(this.db, this.sync, this.queue);
   }
 
