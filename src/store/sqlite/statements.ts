@@ -70,7 +70,6 @@ export function prepareStatements(db: Database.Database) {
     insertBatch: prepare<[IdKey, number, number, number, string | Buffer]>('INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) VALUES (?, ?, ?, ?, ?)'),
     // Entries are indexed when their turn is sealed (ADR-0022); rows of open rows written before are there already.
     indexEntry: prepare<[IdKey, IdKey, number, IdKey | null]>('INSERT OR IGNORE INTO entries (id, session_id, seq, parent_id) VALUES (?, ?, ?, ?)'),
-    hasEntry: prepare<[IdKey, IdKey], { one: 1 }>('SELECT 1 AS one FROM entries WHERE id = ? AND session_id = ?'),
     // What an append needs of its session: its position in the log and the tree, and where its open rows start.
     sessionHead: prepare<[string], { last_seq: number; leaf_id: string | null; sealed_seq: number; erased_at: number | null }>('SELECT last_seq, leaf_id, sealed_seq, erased_at FROM sessions WHERE id = ?'),
     // The same for a fenced append, with the fencing token of its run (null for no such run): one statement, not two.
