@@ -223,6 +223,35 @@ describe('sqlite store', () => {
     expect(ids(await b.getEntries('s', ['e1', 'e7']))).toEqual(['e1', 'e7']);
   });
 
+  it('keeps no entry of a rolled-back append among the open entries it extends in place, and takes the same seq for other entries after it', async () => {
+    const store = openStore();
+    await store.createSession({ id: 's', createdAt: T0 });
+    const entry = (id: string, parentId?: string) => ({ id, type: 'test/entry', v: 1, time: T0, entry: true, data: { id }, ...(parentId ? { parentId } : {}) });
+    const ids = (events: Array<{ id: string }>) => events.map((e) => e.id);
+    for (let n = 1; n <= 5; n++) await store.append('s', [entry(`e${n}`)]);
+    // Rolled back after the append (the whole transaction, then a savepoint of a group commit).
+    await expect(
+      store.transaction(async (tx) => {
+        await tx.append('s', [entry('x1', 'e5'), entry('x2')]);
+        throw new Error('changed my mind');
+      }),
+    ).rejects.toThrow('changed my mind');
+    const failing = store.append('s', [entry('x3', 'e5'), entry('e2')]);
+    await expect(failing).rejects.toMatchObject({ code: 'conflict' });
+    expect(ids(await store.getEntries('s', ['x1', 'x2', 'x3']))).toEqual([]);
+    await expect(store.append('s', [entry('y1', 'x1')])).rejects.toMatchObject({ code: 'invalid_parent' });
+    // The same seqs, other entries; the rolled-back ids are free again.
+    const [y1] = await store.append('s', [entry('y1', 'e3'), entry('x2')]);
+    expect(y1!.seq).toBe(6);
+    await store.append('s', [entry('x1', 'x2')]);
+    expect(ids(await store.ancestors('s', 'x1', 10))).toEqual(['x1', 'x2', 'y1', 'e3', 'e2', 'e1']);
+    await expect(store.append('s', [entry('e4')])).rejects.toMatchObject({ code: 'conflict' });
+    await expect(store.append('s', [entry('z', 'x3')])).rejects.toMatchObject({ code: 'invalid_parent' });
+    await store.sealEvents('s');
+    expect((rawDb({ readonly: true }).prepare('SELECT count(*) AS n FROM entries').get() as { n: number }).n).toBe(8);
+    expect(ids(await store.ancestors('s', 'x1', 10))).toEqual(['x1', 'x2', 'y1', 'e3', 'e2', 'e1']);
+  });
+
   it('lets an open row of the log be removed only once the sealed row that starts at or before it holds it', async () => {
     const store = openStore();
     await store.createSession({ id: 's', createdAt: T0 });

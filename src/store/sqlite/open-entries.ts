@@ -10,14 +10,70 @@ export interface OpenHead {
   sealed_seq: number;
 }
 
+/**
+ * A growing map of entries, shared by the views that extend one another (see OpenEntrySet.with):
+ * `tip` is the last seq the newest of them covers.
+ */
+interface Lineage {
+  readonly map: Map<string, TreeEntry>;
+  tip: number;
+}
+
+/**
+ * The entries of a session's open rows up to a seq. A step's append extends the set of the step
+ * before it: when that set is the newest of its lineage, the new one shares its map (the map gets
+ * the new entries, which the older sets do not see: their seq is past theirs), so an append costs
+ * what it adds, not what the turn holds so far. A set that is no longer the newest (a write
+ * extended it and rolled back) is copied before it is extended.
+ */
+export class OpenEntrySet {
+  private readonly lineage: Lineage;
+  /** The last seq whose entries this set holds. */
+  private readonly upTo: number;
+
+  constructor(lineage: Lineage, upTo: number) {
+    this.lineage = lineage;
+    this.upTo = upTo;
+  }
+
+  /** The entries of `map`, the open rows' up to `upTo`, as a new lineage. */
+  static of(map: Map<string, TreeEntry>, upTo: number): OpenEntrySet {
+    return new OpenEntrySet({ map, tip: upTo }, upTo);
+  }
+
+  get(id: string | null): TreeEntry | undefined {
+    if (id === null) return undefined;
+    const e = this.lineage.map.get(id);
+    return e !== undefined && e.seq <= this.upTo ? e : undefined;
+  }
+
+  has(id: string): boolean {
+    return this.get(id) !== undefined;
+  }
+
+  *[Symbol.iterator](): IterableIterator<[string, TreeEntry]> {
+    for (const [id, e] of this.lineage.map) if (e.seq <= this.upTo) yield [id, e];
+  }
+
+  /** This set and `added` (entries after its seq, up to `upTo`). */
+  with(added: ReadonlyMap<string, TreeEntry>, upTo: number): OpenEntrySet {
+    let lineage = this.lineage;
+    if (lineage.tip !== this.upTo) lineage = { map: new Map(this), tip: this.upTo };
+    for (const [id, e] of added) lineage.map.set(id, e);
+    lineage.tip = upTo;
+    return new OpenEntrySet(lineage, upTo);
+  }
+}
+
 /** The entries of one session's open rows, as they were when its head was (lastSeq, sealedSeq). */
 interface OpenState {
   readonly lastSeq: number;
   readonly sealedSeq: number;
-  readonly entries: ReadonlyMap<string, TreeEntry>;
+  readonly entries: OpenEntrySet;
 }
 
-export const NO_ENTRIES: ReadonlyMap<string, TreeEntry> = new Map();
+/** No entries; never the newest of its (empty) lineage, so extending it starts a new one. */
+export const NO_ENTRIES = new OpenEntrySet({ map: new Map(), tip: -1 }, -2);
 
 /** Sessions whose open entries are kept; the least recently used beyond it are read again when needed. */
 const KEPT_SESSIONS = 256;
@@ -48,16 +104,16 @@ export class OpenEntries {
   }
 
   /** The entries of the open rows of a session whose head is `head` (read from them when not kept). */
-  of(sessionId: string, head: OpenHead): ReadonlyMap<string, TreeEntry> {
+  of(sessionId: string, head: OpenHead): OpenEntrySet {
     if (head.last_seq === head.sealed_seq) return NO_ENTRIES;
     const transaction = this.transaction();
     const state = (transaction !== undefined && this.written?.transaction === transaction ? this.written.states.get(sessionId) : undefined) ?? this.states.get(sessionId);
     if (state && state.lastSeq === head.last_seq && state.sealedSeq === head.sealed_seq) return state.entries;
-    return this.read(sessionId, head.sealed_seq);
+    return OpenEntrySet.of(this.read(sessionId, head.sealed_seq), head.last_seq);
   }
 
   /** What an append in the write transaction now open left the session with (kept once it commits, see `keep`). */
-  wrote(sessionId: string, lastSeq: number, sealedSeq: number, entries: ReadonlyMap<string, TreeEntry>): void {
+  wrote(sessionId: string, lastSeq: number, sealedSeq: number, entries: OpenEntrySet): void {
     const transaction = this.transaction();
     if (transaction === undefined) return;
     if (this.written?.transaction !== transaction) this.written = { transaction, states: new Map() };
@@ -65,7 +121,7 @@ export class OpenEntries {
   }
 
   /** What a committed write left the session with. Called only once it committed (see OperationHooks.whenCommitted). */
-  keep(sessionId: string, lastSeq: number, sealedSeq: number, entries: ReadonlyMap<string, TreeEntry>): void {
+  keep(sessionId: string, lastSeq: number, sealedSeq: number, entries: OpenEntrySet): void {
     this.states.delete(sessionId);
     if (lastSeq === sealedSeq) return;
     this.states.set(sessionId, { lastSeq, sealedSeq, entries });

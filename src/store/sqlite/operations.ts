@@ -18,7 +18,7 @@ import { blobHashesIn } from '../blob-refs.ts';
 import { erasedTotals, storedEvent } from '../records.ts';
 import { decodeBatch, encodeOpen, LEAN_SEALED_CODEC, OPEN_CODEC, sealLean } from './event-batch-codec.ts';
 import { idKey, idKeyOrNull, type IdKey } from './id-keys.ts';
-import { NO_ENTRIES, OpenEntries, type OpenHead, type TreeEntry } from './open-entries.ts';
+import { NO_ENTRIES, OpenEntries, type OpenEntrySet, type OpenHead, type TreeEntry } from './open-entries.ts';
 import { RUN_COLUMNS, toIdempotency, toInput, toKey, toRun, toSession, toUsageTotals, usageGroupSql, type RunRow, type SessionRow, type UsageRow } from '../rows.ts';
 import { USAGE_OWN_SQL, type Statements } from './statements.ts';
 import { createWebhookOperations } from './webhooks.ts';
@@ -107,7 +107,7 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     return out;
   });
   /** The entries of a session's open rows; none for an erased session (its rows are gone). */
-  const openEntriesOf = (sessionId: string, head: OpenHead & { erased_at: number | null }): ReadonlyMap<string, TreeEntry> =>
+  const openEntriesOf = (sessionId: string, head: OpenHead & { erased_at: number | null }): OpenEntrySet =>
     head.erased_at !== null ? NO_ENTRIES : openEntries.of(sessionId, head);
   // Queries built from their arguments (which filters, which columns) take few shapes: each shape
   // is prepared once, not at every call.
@@ -135,7 +135,7 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
    * holding the same events (ADR-0009), and indexes their entries (ADR-0022); returns the new
    * sealed seq. Once committed, the session has no open entries.
    */
-  const sealOpenRows = (sessionId: string, sessionKey: IdKey, sealedSeq: number, lastSeq: number, entries: ReadonlyMap<string, TreeEntry>): number => {
+  const sealOpenRows = (sessionId: string, sessionKey: IdKey, sealedSeq: number, lastSeq: number, entries: OpenEntrySet): number => {
     const open = st.openRows.all(sessionKey, sealedSeq);
     if (open.length === 0) return sealedSeq;
     st.insertBatch.run(sessionKey, open[0]!.first_seq, lastSeq, LEAN_SEALED_CODEC, sealLean(open));
@@ -146,7 +146,7 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
   };
 
   /** Whether the session has this entry: among its open rows' or indexed. */
-  const hasEntry = (sessionKey: IdKey, open: ReadonlyMap<string, TreeEntry>, id: string): boolean =>
+  const hasEntry = (sessionKey: IdKey, open: OpenEntrySet, id: string): boolean =>
     open.has(id) || st.getEntry.get(idKey(id), sessionKey) !== undefined;
 
   /** The returned events' `data` is the draft's own object, not a copy: the caller owns the drafts. */
@@ -191,12 +191,7 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     }
     if (out.length === 0) return out;
     // The session's open entries after this append (indexed in `entries` at the seal).
-    let entries = open;
-    if (added.size > 0) {
-      const next = new Map(open);
-      for (const [id, e] of added) next.set(id, e);
-      entries = next;
-    }
+    const entries = added.size > 0 ? open.with(added, seq) : open;
     const json = encodeOpen(out);
     st.insertBatch.run(sessionKey, out[0]!.seq, seq, OPEN_CODEC, json);
     // Which blobs the session refers to, for erasure: in the append's own transaction, once per
