@@ -325,10 +325,10 @@ export class Runtime {
   }
 
   /**
-   * Waits for a wake-up or `ms`. A wake-up that came since the last nap (while the worker was
-   * claiming, say) ends it at once: work queued then is not left for the next poll.
+   * Waits for a wake-up (true) or `ms` (false). A wake-up that came since the last nap (while the
+   * worker was claiming, say) ends it at once: work queued then is not left for the next poll.
    */
-  nap(ms: number): Promise<void> {
+  nap(ms: number): Promise<boolean> {
     return this.wakeUp.nap(ms);
   }
 

@@ -15,24 +15,25 @@ export class WakeUp {
   }
 
   /**
-   * Waits for a wake-up or `ms`. `unref`: the wait keeps no process alive (a loop that is not the
-   * reason the process runs).
+   * Waits for a wake-up (true) or `ms` (false). `unref`: the wait keeps no process alive (a loop
+   * that is not the reason the process runs).
    */
-  nap(ms: number, o: { unref?: boolean } = {}): Promise<void> {
+  nap(ms: number, o: { unref?: boolean } = {}): Promise<boolean> {
     if (this.woken) {
       this.woken = false;
-      return Promise.resolve();
+      return Promise.resolve(true);
     }
     return new Promise((resolve) => {
-      const end = () => {
+      const end = (woken: boolean) => {
         clearTimeout(timer);
-        this.napping.delete(end);
+        this.napping.delete(wake);
         this.woken = false;
-        resolve();
+        resolve(woken);
       };
-      const timer = setTimeout(end, ms);
+      const wake = () => end(true);
+      const timer = setTimeout(() => end(false), ms);
       if (o.unref) timer.unref?.();
-      this.napping.add(end);
+      this.napping.add(wake);
     });
   }
 

@@ -20,8 +20,8 @@ export interface WorkerOptions {
 export interface WorkerHost {
   book: RunBook;
   env(owner: string): ExecutionEnv;
-  /** Resolves at the next local wake-up (a run was queued here), or after `ms`. */
-  nap(ms: number): Promise<void>;
+  /** Resolves at the next local wake-up (a run was queued here), true, or after `ms`, false. */
+  nap(ms: number): Promise<boolean>;
   wake(): void;
   track(e: Execution): void;
   untrack(e: Execution): void;
@@ -41,6 +41,8 @@ export class Worker {
   private stopping = false;
   private readonly loopDone: Promise<void>;
   private lastSweep = 0;
+  /** A slot was freed or taken since the worker last napped: it wakes itself, no work is announced. */
+  private slotChanged = false;
 
   constructor(host: WorkerHost, options: WorkerOptions = {}) {
     this.host = host;
@@ -59,11 +61,20 @@ export class Worker {
   }
 
   private async loop(): Promise<void> {
+    // Whether work was announced to this worker (a run queued or resumed here) since it last looked.
+    let announced = false;
     while (!this.stopping) {
       try {
+        // Unless work was announced, the counts by status are read before a claim's write
+        // transaction: a poll, or the end of a run, mostly finds nothing to claim.
+        let look = !announced;
         // An execution waiting for something outside its run (a child) holds no slot: a parent
         // waiting for its child must not keep the child from being claimed.
         while (!this.stopping && this.active < this.concurrency) {
+          if (look) {
+            if (!(await this.mayClaim())) break;
+            look = false;
+          }
           const run = await this.claim();
           if (!run) break;
           this.spawn(run);
@@ -73,7 +84,10 @@ export class Worker {
         // A storage hiccup must not kill the worker; the next round tries again.
         process.emitWarning(`keel worker ${this.id}: ${(e as Error).message}`);
       }
-      if (!this.stopping) await this.host.nap(this.pollMs);
+      if (this.stopping) break;
+      this.slotChanged = false;
+      const woken = await this.host.nap(this.pollMs);
+      announced = woken && !this.slotChanged;
     }
   }
 
@@ -99,10 +113,27 @@ export class Worker {
     return claimed?.run;
   }
 
+  /**
+   * Whether a claim could find a run: one is ready or one runs (its lease may have expired). A read
+   * of the counts by status, instead of a write transaction that finds nothing (after each run, say).
+   * A run queued right after it is no more missed than one queued right after a claim: the local
+   * wake-up or the next poll takes it.
+   */
+  private async mayClaim(): Promise<boolean> {
+    const counts = await this.host.book.store.countRunsByStatus();
+    return CLAIM_POLICY.ready.some((s) => counts[s] > 0) || CLAIM_POLICY.recoverable.some((s) => counts[s] > 0);
+  }
+
+  /** Looks for work again at once: a slot was freed (or taken back), which says nothing about whether there is any. */
+  private slotWake(): void {
+    this.slotChanged = true;
+    this.host.wake();
+  }
+
   private spawn(run: RunRecord): void {
     const execution = new Execution(this.host.env(this.id), run);
     // A slot freed (or taken again) by a run waiting outside: look for work at once.
-    execution.onSlotChange = () => this.host.wake();
+    execution.onSlotChange = () => this.slotWake();
     this.running.set(run.id, execution);
     this.host.track(execution);
     void execution.done
@@ -111,7 +142,7 @@ export class Worker {
         // The same run may have been claimed again meanwhile (its lease expired): keep the new one.
         if (this.running.get(run.id) === execution) this.running.delete(run.id);
         this.host.untrack(execution);
-        this.host.wake();
+        this.slotWake();
       });
   }
 

@@ -14,34 +14,81 @@ describe('worker wake-ups', () => {
     await store?.close();
   });
 
-  it('a message sent while the worker is in the middle of a claim is picked up at once, not at the next poll', async () => {
+  const agent = () => defineAgent({ name: 'a', model: new ScriptedModel([{ text: 'ok' }], { loop: true }) });
+
+  /** Sends a message while the worker's look for work is held (by `hold`), then lets it go: the run must start at once. */
+  async function sentWhileLooking(hold: (s: SqliteStore, held: { inLook: () => void; release: Promise<void> }) => void): Promise<void> {
     store = new SqliteStore({ path: ':memory:' });
-    rt = createRuntime({ store, agents: [defineAgent({ name: 'a', model: new ScriptedModel([{ text: 'ok' }], { loop: true }) })] });
+    rt = createRuntime({ store, agents: [agent()] });
     const session = await rt.sessions.create();
-    // The worker's next claim finds nothing; before it returns, a message is sent (and the worker
-    // woken). Its transaction has committed by then: only the worker's answer is held back.
-    const inClaim = deferred();
+    const inLook = deferred();
     const release = deferred();
-    const transaction = store.transaction.bind(store);
-    let held = false;
-    store.transaction = (async (fn: Parameters<SqliteStore['transaction']>[0]) => {
-      let claimed = false;
-      const result = await transaction((tx) => fn(new Proxy(tx, { get: (t, k: keyof typeof tx) => (k === 'claimRun' ? ((claimed = true), t[k]) : t[k]) })));
-      if (claimed && result === undefined && !held) {
-        held = true;
-        inClaim.resolve();
-        await release.promise;
-      }
-      return result;
-    }) as SqliteStore['transaction'];
+    hold(store, { inLook: () => inLook.resolve(), release: release.promise });
     rt.startWorker({ id: 'W', pollMs: 60_000 });
-    await inClaim.promise;
+    await inLook.promise;
     const { run } = await rt.sessions.send(session.id, 'hello');
     release.resolve();
     const started = performance.now();
     const done = await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 10_000 });
     expect(done.status).toBe('completed');
-    // Well under the 60 s poll: the wake-up during the claim was not lost.
+    // Well under the 60 s poll: the wake-up during the look was not lost.
     expect(performance.now() - started).toBeLessThan(5_000);
+  }
+
+  it('a message sent while the worker reads whether there is work (there is none) is picked up at once, not at the next poll', async () => {
+    await sentWhileLooking((s, held) => {
+      // The worker's first look reads the counts by status and finds nothing to claim; before
+      // it answers, a message is sent (and the worker woken).
+      const count = s.countRunsByStatus.bind(s);
+      let done = false;
+      s.countRunsByStatus = async () => {
+        const counts = await count();
+        if (!done && counts.queued === 0 && counts.running === 0) {
+          done = true;
+          held.inLook();
+          await held.release;
+        }
+        return counts;
+      };
+    });
+  });
+
+  it('a message sent while the worker is in the middle of a claim that finds nothing is picked up at once, not at the next poll', async () => {
+    await sentWhileLooking((s, held) => {
+      // The counts say there may be work (a run queued behind another would); the claim's
+      // transaction finds none, and has committed by the time the message is sent: only the
+      // worker's answer is held back.
+      const count = s.countRunsByStatus.bind(s);
+      s.countRunsByStatus = async () => ({ ...(await count()), queued: 1 });
+      const transaction = s.transaction.bind(s);
+      let done = false;
+      s.transaction = (async (fn: Parameters<SqliteStore['transaction']>[0]) => {
+        let claimed = false;
+        const result = await transaction((tx) => fn(new Proxy(tx, { get: (t, k: keyof typeof tx) => (k === 'claimRun' ? ((claimed = true), t[k]) : t[k]) })));
+        if (claimed && result === undefined && !done) {
+          done = true;
+          held.inLook();
+          await held.release;
+        }
+        return result;
+      }) as SqliteStore['transaction'];
+    });
+  });
+
+  it('an idle worker looks for work without write transactions: neither its polls nor the end of a run take the write lock when nothing is claimable', async () => {
+    store = new SqliteStore({ path: ':memory:' });
+    rt = createRuntime({ store, agents: [agent()] });
+    const session = await rt.sessions.create();
+    rt.startWorker({ id: 'W', pollMs: 10, sweepMs: 60_000 });
+    const { run } = await rt.sessions.send(session.id, 'hello');
+    expect((await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 10_000 })).status).toBe('completed');
+    await new Promise((r) => setTimeout(r, 30));
+    const commits = store.commitCount;
+    // About ten polls, and the look after the run's end.
+    await new Promise((r) => setTimeout(r, 120));
+    expect(store.commitCount).toBe(commits);
+    // Work that comes is still taken.
+    const next = await rt.sessions.send(session.id, 'again');
+    expect((await rt.runs.wait(next.run.id, { until: 'terminal', timeoutMs: 10_000 })).status).toBe('completed');
   });
 });
