@@ -433,9 +433,10 @@ export class RunsApi {
     const until = o.until ?? 'settled';
     const reached = (status: RunStatus) => (until === 'terminal' ? isTerminal(status) : SETTLED.includes(status));
     o.signal?.throwIfAborted();
-    // A reason to look again: the run reaching `until` (its status event, committed here), another node's commit to its
-    // session, the timeout or the abort; and every pollMs in any case (a notice missed). Not a
-    // feed: a waiter wants no deltas and no replay, only the run's record once it gets there.
+    // A reason to look again: the run's status event reaching `until`, committed here; another
+    // node's commit to its session; the timeout or the abort; and every pollMs in any case (a
+    // notice missed). Not a feed: a waiter wants no deltas and no replay, only the run's record
+    // once it gets there.
     const wakeUp = new WakeUp();
     // Aborted by the timeout or the caller's signal, and in any case once the wait is over.
     const ended = new AbortController();
@@ -451,7 +452,7 @@ export class RunsApi {
       if (!reached(run.status)) {
         // Listening before the run is read again: no change in between is missed.
         off = this.rt.sessions.log.subscribe(run.sessionId, (item) => {
-          // A move short of `until` (to running, say) is not worth a read; the poll covers a move no event told.
+          // A move short of `until` (to running, say) is not worth a read.
           if (item.kind === 'changed' || (item.kind === 'event' && item.event.runId === id && item.event.type === 'run/status' && reached(item.event.data.to))) wakeUp.wake();
         });
         run = await this.get(id);
