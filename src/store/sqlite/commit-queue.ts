@@ -36,7 +36,7 @@ export class CommitQueue {
 
   private transactions = 0;
 
-  /** Which write transaction is open (or was the last): a new number at each BEGIN, for state that lives as long as one. */
+  /** Which write transaction is open (or was the last): a new number as each starts (see `writing`), for state that lives as long as one. */
   get transactionNumber(): number {
     return this.transactions;
   }
@@ -77,7 +77,11 @@ export class CommitQueue {
 
   /** Runs a write transaction (BEGIN to COMMIT) in this file's turn among the process's stores (see FileWriteLock). */
   private writing<T>(fn: () => T | Promise<T>): T | Promise<T> {
-    return this.fileLock ? this.fileLock.lock.run(fn, this.fileLock.timeoutMs) : fn();
+    const transaction = () => {
+      this.transactions++;
+      return fn();
+    };
+    return this.fileLock ? this.fileLock.lock.run(transaction, this.fileLock.timeoutMs) : transaction();
   }
 
   /** Write transactions committed through this queue (see `SqliteStore.commitCount`). */
@@ -102,7 +106,6 @@ export class CommitQueue {
         const t0 = performance.now();
         let value: T;
         // By hand, as `flush` does: `db.transaction(fn)` would build a transaction function per call.
-        this.transactions++;
         this.db.exec('BEGIN IMMEDIATE');
         try {
           value = fn();
@@ -124,7 +127,6 @@ export class CommitQueue {
       this.writing(() => {
         const t0 = performance.now();
         let value: T;
-        this.transactions++;
         try {
           value = fn();
         } catch (e) {
@@ -174,7 +176,6 @@ export class CommitQueue {
   private async flush(batch: WriteOp[]): Promise<void> {
     if (this.batch === batch) this.batch = undefined;
     const t0 = performance.now();
-    this.transactions++;
     try {
       this.db.exec('BEGIN IMMEDIATE');
     } catch (e) {
