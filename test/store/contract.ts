@@ -616,6 +616,18 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         expect(await store.ancestors('s', more[0]!.id, 2)).toEqual([more[0], entries.at(-1)]);
       });
 
+      it('indexes every entry of a long turn when it seals it, and refuses their ids again', async () => {
+        await session('s');
+        // 129 entries: more than one statement's worth of rows where a store batches them, and one left over.
+        const appended = [...(await store.append('s', Array.from({ length: 100 }, () => entry()))), ...(await store.append('s', Array.from({ length: 29 }, () => entry())))];
+        await store.sealEvents('s');
+        expect((await store.getEntries('s', ids(appended))).sort(bySeq)).toEqual(appended);
+        expect(await store.ancestors('s', appended.at(-1)!.id, 500)).toEqual([...appended].reverse());
+        for (const e of [appended[0]!, appended[64]!, appended[128]!]) {
+          await expect(store.append('s', [entry({ id: e.id })])).rejects.toMatchObject({ code: 'conflict' });
+        }
+      });
+
       it('seals an empty session, and inside a transaction that rolls back leaves the rows as they were', async () => {
         await session('empty');
         await store.sealEvents('empty');

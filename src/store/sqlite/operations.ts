@@ -35,6 +35,9 @@ export type SyncOps = { [K in keyof StoreOps]: (...args: Parameters<StoreOps[K]>
  */
 const SEAL_AT = 1024;
 
+/** Rows of `entries` one statement inserts at a seal: a turn's in one or two (SQLite takes up to 32,766 parameters). */
+const ENTRIES_PER_INSERT = 64;
+
 /** Reports a uniqueness violation as a conflict, not as a driver error. */
 function guard<T>(message: string, fn: () => T): T {
   try {
@@ -131,6 +134,29 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
   };
 
   /**
+   * Indexes a session's entries in `entries`, ENTRIES_PER_INSERT rows a statement (a turn's ~40
+   * rows cost about half of what one statement each does). `INSERT OR IGNORE`: open rows written
+   * before ADR-0022 part 3 have theirs indexed already.
+   */
+  const indexEntries = (sessionKey: IdKey, entries: OpenEntrySet): void => {
+    const values: Array<IdKey | number | null> = [];
+    const flush = (rows: number) => {
+      if (rows === 1) st.indexEntry.run(...(values as [IdKey, IdKey, number, IdKey | null]));
+      else prepared(`INSERT OR IGNORE INTO entries (id, session_id, seq, parent_id) VALUES ${'(?, ?, ?, ?), '.repeat(rows - 1)}(?, ?, ?, ?)`).run(values);
+      values.length = 0;
+    };
+    let rows = 0;
+    for (const [id, e] of entries) {
+      values.push(idKey(id), sessionKey, e.seq, idKeyOrNull(e.parent));
+      if (++rows === ENTRIES_PER_INSERT) {
+        flush(rows);
+        rows = 0;
+      }
+    }
+    if (rows > 0) flush(rows);
+  };
+
+  /**
    * Replaces the session's open rows (after `sealedSeq`, up to `lastSeq`) with one sealed row
    * holding the same events (ADR-0009), and indexes their entries (ADR-0022); returns the new
    * sealed seq. Once committed, the session has no open entries.
@@ -140,7 +166,7 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     if (open.length === 0) return sealedSeq;
     st.insertBatch.run(sessionKey, open[0]!.first_seq, lastSeq, LEAN_SEALED_CODEC, sealLean(open));
     st.deleteOpenRows.run(sessionKey, sealedSeq);
-    for (const [id, e] of entries) st.indexEntry.run(idKey(id), sessionKey, e.seq, idKeyOrNull(e.parent));
+    indexEntries(sessionKey, entries);
     hooks.whenCommitted(() => openEntries.forget(sessionId));
     return lastSeq;
   };
