@@ -116,9 +116,13 @@ export class Execution {
     }
   }
 
-  constructor(env: ExecutionEnv, run: RunRecord) {
+  /** The run was never claimed before this execution's claim: nothing of its turn is stored yet. */
+  private readonly firstStart: boolean;
+
+  constructor(env: ExecutionEnv, run: RunRecord, o: { firstStart?: boolean } = {}) {
     this.env = env;
     this.run = run;
+    this.firstStart = o.firstStart ?? false;
     this.token = run.fencingToken;
     this.leaseHeldUntil = run.lease?.expiresAt ?? Date.now() + env.leaseMs;
     this.done = this.execute().finally(() => this.cleanup());
@@ -219,8 +223,9 @@ export class Execution {
 
     const base = { sink: this.sink, hooks, scope: run.id, now: () => book.clock.now(), ...(run.turn !== null ? { turn: run.turn } : {}) };
     // Where the run stands is in the log: its checkpoint (counters and a log position) and its
-    // events after it. A run whose turn never reached the log starts fresh from the context.
-    const { checkpoint, tail } = await book.boundary(run);
+    // events after it. A run whose turn never reached the log starts fresh from the context; one
+    // never claimed before has neither (only an execution of a claim writes them), and is not read.
+    const { checkpoint, tail } = this.firstStart ? { checkpoint: undefined, tail: [] } : await book.boundary(run);
     let start: () => TurnHandle;
     if (!checkpoint && !tail.some((e) => e.type === 'turn/start')) {
       // A fresh run: the session's model context (the trigger message is already in it).

@@ -75,9 +75,9 @@ export class Worker {
             if (!(await this.mayClaim())) break;
             look = false;
           }
-          const run = await this.claim();
-          if (!run) break;
-          this.spawn(run);
+          const claimed = await this.claim();
+          if (!claimed) break;
+          this.spawn(claimed.run, claimed.firstStart);
         }
         if (Date.now() - this.lastSweep >= this.sweepMs) await this.sweep();
       } catch (e) {
@@ -91,8 +91,11 @@ export class Worker {
     }
   }
 
-  /** Claims the oldest claimable run and records it: a start, or the recovery of an interrupted run. */
-  private async claim(): Promise<RunRecord | undefined> {
+  /**
+   * Claims the oldest claimable run and records it: a start, or the recovery of an interrupted run.
+   * `firstStart`: the run was never claimed before (see StoreOps.claimRun).
+   */
+  private async claim(): Promise<{ run: RunRecord; firstStart: boolean } | undefined> {
     const { book } = this.host;
     const env = this.host.env(this.id);
     let claimedAt = 0;
@@ -100,17 +103,17 @@ export class Worker {
     const claimed = await book.sessions.log.transaction(async (tx) => {
       const c = await tx.claimRun(this.id, env.leaseMs, (claimedAt = Date.now()), CLAIM_POLICY);
       if (!c) return undefined;
-      const { run, previous } = c;
+      const { run, previous, firstStart } = c;
       const fence = { runId: run.id, token: run.fencingToken };
       const turn = run.turn !== null ? { turn: run.turn } : {};
       const event: NewEvent =
         previous === 'running'
           ? { type: 'run/interrupted', runId: run.id, ...turn, data: { attempt: run.attempt, step: (await book.boundary(run, tx)).at?.step ?? 0, reason: 'lease_expired' } }
           : { type: 'run/status', runId: run.id, ...turn, data: { from: previous, to: 'running', attempt: run.attempt, reason: `claimed by ${this.id}` } };
-      return { run, previous, events: await book.sessions.log.append(run.sessionId, [event], { tx, fence, trusted: true }) };
+      return { run, previous, firstStart, events: await book.sessions.log.append(run.sessionId, [event], { tx, fence, trusted: true }) };
     });
     if (claimed) env.observers?.claimed(claimed.run, claimed.previous, claimedAt);
-    return claimed?.run;
+    return claimed;
   }
 
   /**
@@ -130,8 +133,8 @@ export class Worker {
     this.host.wake();
   }
 
-  private spawn(run: RunRecord): void {
-    const execution = new Execution(this.host.env(this.id), run);
+  private spawn(run: RunRecord, firstStart: boolean): void {
+    const execution = new Execution(this.host.env(this.id), run, { firstStart });
     // A slot freed (or taken again) by a run waiting outside: look for work at once.
     execution.onSlotChange = () => this.slotWake();
     this.running.set(run.id, execution);

@@ -376,8 +376,10 @@ export interface StoreOps extends WebhookStoreOps, WaitStoreOps, LimitStoreOps {
    * not queued behind), or one in a `recoverable` status whose lease expired. It moves to
    * `policy.to` with a lease until `now + leaseMs` and its fencing token increased; its attempt
    * increases for a first start or a recovery (not for a run resuming after a wait).
+   * `firstStart`: the run was never claimed before (its attempt was 0), so nothing of its turn
+   * and no checkpoint of it can be stored yet.
    */
-  claimRun(owner: string, leaseMs: number, now: number, policy: ClaimPolicy, options?: { runId?: string }): Promise<{ run: RunRecord; previous: RunStatus } | undefined>;
+  claimRun(owner: string, leaseMs: number, now: number, policy: ClaimPolicy, options?: { runId?: string }): Promise<{ run: RunRecord; previous: RunStatus; firstStart: boolean } | undefined>;
   /** Extends the lease; false when the run is no longer this owner's (token moved on). */
   renewLease(id: string, owner: string, fencingToken: number, expiresAt: number): Promise<boolean>;
 

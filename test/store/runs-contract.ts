@@ -456,6 +456,7 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
         const first = await store.claimRun('w1', LEASE, now, CLAIM_POLICY);
         expect(first).toEqual({
           previous: 'queued',
+          firstStart: true,
           run: { ...oldest, status: 'running', lease: { owner: 'w1', expiresAt: now + LEASE }, attempt: 1, fencingToken: 1, startedAt: now },
         });
         expect(await store.getRun(oldest.id)).toEqual(first!.run);
@@ -480,6 +481,7 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
 
         const again = await store.claimRun('w2', LEASE, expiresAt + 1, CLAIM_POLICY);
         expect(again!.previous).toBe('running');
+        expect(again!.firstStart).toBe(false);
         expect(again!.run).toMatchObject({
           id: r.id,
           status: 'running',
@@ -491,6 +493,20 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
         });
         // The first owner is fenced out.
         expect(await store.renewLease(r.id, 'w1', 1, expiresAt + 2 * LEASE)).toBe(false);
+      });
+
+      it('says a claim is a first start only for a run never claimed before (not for one handed back, resumed or retried)', async () => {
+        const r = await claimed('w1', T0);
+        // Handed back by its worker (a shutdown): queued again, the same attempt.
+        await store.updateRun(r.id, { status: 'queued', lease: null });
+        const back = await store.claimRun('w2', LEASE, T0 + 1, CLAIM_POLICY, { runId: r.id });
+        expect(back).toMatchObject({ previous: 'queued', firstStart: false, run: { attempt: 1 } });
+        // Resumed after a wait.
+        await store.updateRun(r.id, { status: 'waiting_approval', lease: null });
+        await store.updateRun(r.id, { status: 'queued' });
+        expect(await store.claimRun('w3', LEASE, T0 + 2, CLAIM_POLICY, { runId: r.id })).toMatchObject({ firstStart: false });
+        const fresh = await run();
+        expect(await store.claimRun('w1', LEASE, T0 + 3, CLAIM_POLICY, { runId: fresh.id })).toMatchObject({ firstStart: true, run: { attempt: 1 } });
       });
 
       it('a running run without a lease is not claimable', async () => {

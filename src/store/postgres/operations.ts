@@ -466,20 +466,20 @@ export const pgOperations: PgOps = {
     const ready = statusList(policy.ready);
     const recoverable = statusList(policy.recoverable);
     const to = statusList([policy.to]);
-    const row = await sql.one<RunRow & { previous_status: RunStatus }>(
+    const row = await sql.one<RunRow & { previous_status: RunStatus; previous_attempt: number }>(
       `UPDATE runs SET status = ${to}, lease_owner = $1, lease_expires_at = $2, fencing_token = runs.fencing_token + 1,
                        attempt = CASE WHEN runs.status IN (${recoverable}) OR runs.attempt = 0 THEN runs.attempt + 1 ELSE runs.attempt END,
                        started_at = COALESCE(runs.started_at, $3)
-       FROM (SELECT id, status FROM runs
+       FROM (SELECT id, status, attempt FROM runs
              WHERE ((status IN (${ready}) AND NOT queued_behind) OR (status IN (${recoverable}) AND lease_expires_at < $3)) AND ($4::text IS NULL OR id = $4)
              ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED) picked
        WHERE runs.id = picked.id
-       RETURNING runs.*, picked.status AS previous_status`,
+       RETURNING runs.*, picked.status AS previous_status, picked.attempt AS previous_attempt`,
       [owner, now + leaseMs, now, options?.runId ?? null],
     );
     if (!row) return undefined;
-    const { previous_status: previous, ...run } = row;
-    return { run: toRun(run), previous };
+    const { previous_status: previous, previous_attempt: attempt, ...run } = row;
+    return { run: toRun(run), previous, firstStart: Number(attempt) === 0 };
   },
 
   renewLease: async ({ sql }, id, owner, fencingToken, expiresAt) =>

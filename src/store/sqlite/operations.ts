@@ -247,7 +247,7 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     const recoverable = list(policy.recoverable);
     return {
       pick: prepared(
-        `SELECT id, status FROM runs
+        `SELECT id, status, attempt FROM runs
          WHERE ((status IN (${ready}) AND queued_behind = 0) OR (status IN (${recoverable}) AND lease_expires_at < ?)) AND (? IS NULL OR id = ?)
          ORDER BY created_at, id LIMIT 1`,
       ),
@@ -526,10 +526,10 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     claimRun: (owner, leaseMs, now, policy, options) => {
       const runId = options?.runId ?? null;
       const { pick, claim } = claimStatements(policy);
-      const picked = pick.get(now, runId, runId) as { id: string; status: RunStatus } | undefined;
+      const picked = pick.get(now, runId, runId) as { id: string; status: RunStatus; attempt: number } | undefined;
       if (!picked) return undefined;
       const row = claim.get(owner, now + leaseMs, now, picked.id) as RunRow;
-      return { run: toRun(row), previous: picked.status };
+      return { run: toRun(row), previous: picked.status, firstStart: picked.attempt === 0 };
     },
     renewLease: (id, owner, fencingToken, expiresAt) => st.renew.run(expiresAt, id, owner, fencingToken).changes === 1,
     putCheckpoint: (c) => {
