@@ -135,7 +135,7 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
 
   /**
    * Indexes a session's entries in `entries`, ENTRIES_PER_INSERT rows a statement (a turn's ~40
-   * rows cost about half of what one statement each does). `INSERT OR IGNORE`: open rows written
+   * rows cost about two thirds of what one statement each does). `INSERT OR IGNORE`: open rows written
    * before ADR-0022 part 3 have theirs indexed already.
    */
   const indexEntries = (sessionKey: IdKey, entries: OpenEntrySet): void => {
