@@ -88,6 +88,24 @@ export class MessageChain {
     this.lastSize = last?.role === 'tool' ? last.content.length : 0;
     return h;
   }
+
+  /** How many first messages of `messages` this chain has hashed: none unless it was last extended on that array. */
+  hashedOf(messages: readonly Message[]): number {
+    return messages === this.source ? this.hashes.length : 0;
+  }
+
+  /**
+   * Starts this chain on `messages` from what `from` hashed of its first `count` messages, the same
+   * message objects in the same order (see carried-conversation.ts): they are not hashed again.
+   */
+  adopt(from: MessageChain, messages: readonly Message[], count: number): void {
+    const n = Math.min(count, from.hashes.length, messages.length);
+    this.source = messages;
+    this.hashes.length = 0;
+    for (let i = 0; i < n; i++) this.hashes.push(from.hashes[i]!);
+    const last = n > 0 ? messages[n - 1]! : undefined;
+    this.lastSize = last?.role === 'tool' ? last.content.length : 0;
+  }
 }
 
 export interface PromptParts {

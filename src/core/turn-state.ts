@@ -1,6 +1,7 @@
 import type { LanguageModelV4 } from '@ai-sdk/provider';
-import { emptyUsage, portableMessages, ProviderPromptBuilder, type JsonValue, type Message, type Usage } from '../model/index.ts';
+import { emptyUsage, ProviderPromptBuilder, type JsonValue, type Message, type Usage } from '../model/index.ts';
 import type { AgentDefinition, CallSettings, SystemPrompt } from './agent.ts';
+import { carryConversation, startConversation } from './carried-conversation.ts';
 import type { ContentBlob, EventDataMap, TurnEvent, TurnEventType } from './events.ts';
 import type { BoundaryContext, ConfigChange, TurnHooks } from './hooks.ts';
 import { newId } from './ids.ts';
@@ -67,6 +68,8 @@ export class TurnState {
   /** The running hash of the conversation and its provider rendering, both extended per step. */
   readonly chain = new MessageChain();
   readonly prompt = new ProviderPromptBuilder();
+  /** How many first messages of the conversation were portable when the turn started (see carried-conversation.ts). */
+  private portable = 0;
   /** Content hashes whose blob this turn already attached to an event. */
   readonly attached = new Set<string>();
 
@@ -83,9 +86,13 @@ export class TurnState {
     this.tools = new Map(agent.tools.map((t) => [t.name, t]));
     this.settings = agent.settings;
     // Resuming appends results to the open step's tool message: copy it, so the caller's suspended state stays as it was.
-    this.conversation = options.resume
-      ? options.resume.conversation.map((m) => (m.role === 'tool' ? { ...m, content: [...m.content] } : m))
-      : portableMessages(options.history ?? []);
+    if (options.resume) this.conversation = options.resume.conversation.map((m) => (m.role === 'tool' ? { ...m, content: [...m.content] } : m));
+    else {
+      const start = startConversation(options.history ?? []);
+      this.conversation = start.conversation;
+      start.adopt?.(this.chain, this.prompt);
+      this.portable = this.conversation.length;
+    }
     if (options.resume) {
       this.usage = options.resume.usage ?? emptyUsage();
       this.cost = options.resume.cost ?? 0;
@@ -132,6 +139,11 @@ export class TurnState {
   push(m: Message): void {
     this.conversation.push(m);
     this.added.push(m);
+  }
+
+  /** The turn is over: its conversation may come back as the next turn's history. */
+  carry(): void {
+    carryConversation(this.conversation, this.portable, this.chain, this.prompt);
   }
 
   checkpoint(step: number): TurnCheckpoint {
@@ -190,6 +202,8 @@ export class TurnState {
     const replaced = results.filter((r): r is Message[] => Array.isArray(r)).at(-1);
     if (!replaced) return false;
     this.conversation = [...replaced];
+    // What the hooks kept may hold this turn's own messages, not portable: none is carried.
+    this.portable = 0;
     return true;
   }
 }

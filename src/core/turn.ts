@@ -196,6 +196,7 @@ class TurnRunner {
 
   private result(end: TurnEnd): TurnResult {
     const t = this.t;
+    t.carry();
     return {
       reason: end.reason,
       turn: t.turnNo,

@@ -215,36 +215,54 @@ export function toProviderPrompt(system: string | undefined, messages: readonly 
 export class ProviderPromptBuilder {
   private source: readonly Message[] | undefined;
   private readonly rendered: LanguageModelV4Message[] = [];
-  private consumed = 0;
+  /** For each message consumed, how many rendered messages there are up to it (a message may render as none). */
+  private readonly ends: number[] = [];
   private lastSize = 0;
-  private lastRendered = false;
 
   build(system: string | undefined, messages: readonly Message[]): LanguageModelV4Prompt {
-    if (messages !== this.source || this.consumed > messages.length) {
-      this.source = messages;
-      this.rendered.length = 0;
-      this.consumed = 0;
-    }
-    if (this.consumed > 0) {
-      const last = messages[this.consumed - 1]!;
+    if (messages !== this.source || this.ends.length > messages.length) this.restart(messages);
+    const consumed = this.ends.length;
+    if (consumed > 0) {
+      const last = messages[consumed - 1]!;
       if (last.role === 'tool' && last.content.length !== this.lastSize) {
-        this.consumed--;
-        if (this.lastRendered) this.rendered.pop();
+        this.ends.pop();
+        this.rendered.length = this.ends.at(-1) ?? 0;
       }
     }
-    for (let i = this.consumed; i < messages.length; i++) {
+    for (let i = this.ends.length; i < messages.length; i++) {
       const r = renderCached(messages[i]!);
-      this.lastRendered = r !== undefined;
       if (r) this.rendered.push(r);
+      this.ends.push(this.rendered.length);
     }
-    this.consumed = messages.length;
     const last = messages.at(-1);
     this.lastSize = last?.role === 'tool' ? last.content.length : 0;
-    if (!system) return this.rendered.slice();
-    // One copy of the array (the provider may keep what it was given): the system message first.
-    const prompt = new Array<LanguageModelV4Message>(this.rendered.length + 1);
-    prompt[0] = { role: 'system', content: system };
-    for (let i = 0; i < this.rendered.length; i++) prompt[i + 1] = this.rendered[i]!;
-    return prompt;
+    // A new array each time (the provider may keep what it was given): copied in one block.
+    return system ? [{ role: 'system', content: system } as LanguageModelV4Message].concat(this.rendered) : this.rendered.slice();
+  }
+
+  /** How many first messages of `messages` this builder has rendered: none unless it last built from that array. */
+  renderedOf(messages: readonly Message[]): number {
+    return messages === this.source ? this.ends.length : 0;
+  }
+
+  /**
+   * Starts this builder on `messages` from what `from` rendered of its first `count` messages, the
+   * same message objects in the same order (see carried-conversation.ts): they are not looked up again.
+   */
+  adopt(from: ProviderPromptBuilder, messages: readonly Message[], count: number): void {
+    const n = Math.min(count, from.ends.length, messages.length);
+    this.restart(messages);
+    for (let i = 0; i < n; i++) this.ends.push(from.ends[i]!);
+    const upTo = n > 0 ? from.ends[n - 1]! : 0;
+    for (let i = 0; i < upTo; i++) this.rendered.push(from.rendered[i]!);
+    const last = n > 0 ? messages[n - 1]! : undefined;
+    this.lastSize = last?.role === 'tool' ? last.content.length : 0;
+  }
+
+  private restart(messages: readonly Message[]): void {
+    this.source = messages;
+    this.rendered.length = 0;
+    this.ends.length = 0;
+    this.lastSize = 0;
   }
 }
