@@ -51,8 +51,7 @@ export function startConversation(history: readonly Message[]): { conversation: 
   const limit = Math.min(c.portable, c.messages.length, history.length);
   let same = 0;
   while (same < limit && history[same] === c.messages[same]) same++;
-  const conversation = c.messages.slice(0, same);
-  for (const m of portableMessages(history.slice(same))) conversation.push(m);
+  const conversation = c.messages.slice(0, same).concat(portableMessages(history.slice(same)));
   return {
     conversation,
     adopt: (chain, prompt) => {

@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { canonicalJson } from './canonical-json.ts';
-import type { JsonValue, Message } from '../model/index.ts';
+import { resultsIn, type JsonValue, type Message } from '../model/index.ts';
 import type { ToolSchema } from './events.ts';
 
 /**
@@ -27,7 +27,7 @@ export const contentHash = (json: string): string => `sha256:${sha256(json)}`;
 const cache = new WeakMap<Message, { size: number; hash: string }>();
 
 export function messageHash(m: Message): string {
-  const size = m.role === 'tool' ? m.content.length : 0;
+  const size = resultsIn(m);
   const hit = cache.get(m);
   if (hit && hit.size === size) return hit.hash;
   const h = sha256(canonicalJson(m));
@@ -56,7 +56,7 @@ const links = new WeakMap<Message, { prev: string; size: number; hash: string }>
  */
 export class MessageChain {
   private source: readonly Message[] | undefined;
-  private readonly hashes: string[] = [];
+  private hashes: string[] = [];
   private lastSize = 0;
 
   of(messages: readonly Message[]): string {
@@ -72,7 +72,7 @@ export class MessageChain {
     let h = this.hashes.at(-1) ?? CHAIN_START;
     for (let i = this.hashes.length; i < messages.length; i++) {
       const m = messages[i]!;
-      const size = m.role === 'tool' ? m.content.length : 0;
+      const size = resultsIn(m);
       // The same message after the same prefix (the next turn's history, carried or kept in
       // memory): the link is known, the next turn does not hash its history again.
       const link = links.get(m);
@@ -84,8 +84,7 @@ export class MessageChain {
       }
       this.hashes.push(h);
     }
-    const last = messages.at(-1);
-    this.lastSize = last?.role === 'tool' ? last.content.length : 0;
+    this.lastSize = resultsIn(messages.at(-1));
     return h;
   }
 
@@ -101,10 +100,8 @@ export class MessageChain {
   adopt(from: MessageChain, messages: readonly Message[], count: number): void {
     const n = Math.min(count, from.hashes.length, messages.length);
     this.source = messages;
-    this.hashes.length = 0;
-    for (let i = 0; i < n; i++) this.hashes.push(from.hashes[i]!);
-    const last = n > 0 ? messages[n - 1]! : undefined;
-    this.lastSize = last?.role === 'tool' ? last.content.length : 0;
+    this.hashes = from.hashes.slice(0, n);
+    this.lastSize = n > 0 ? resultsIn(messages[n - 1]) : 0;
   }
 }
 

@@ -185,12 +185,21 @@ function renderMessage(m: Message): LanguageModelV4Message | undefined {
   }
 }
 
+/**
+ * How many results a tool message holds, 0 for any other message: the one part of a message in a
+ * conversation that may still change (a tool message gains results during its step). The caches
+ * of renderings and hashes are keyed by it.
+ */
+export function resultsIn(m: Message | undefined): number {
+  return m?.role === 'tool' ? m.content.length : 0;
+}
+
 // Rendering is cached per message: the next turn sends the same history again.
 // A tool message gains results during its step, so its entry is keyed by its result count.
 const rendered = new WeakMap<Message, { size: number; message: LanguageModelV4Message | undefined }>();
 
 function renderCached(m: Message): LanguageModelV4Message | undefined {
-  const size = m.role === 'tool' ? m.content.length : 0;
+  const size = resultsIn(m);
   let hit = rendered.get(m);
   if (!hit || hit.size !== size) rendered.set(m, (hit = { size, message: renderMessage(m) }));
   return hit.message;
@@ -214,9 +223,9 @@ export function toProviderPrompt(system: string | undefined, messages: readonly 
  */
 export class ProviderPromptBuilder {
   private source: readonly Message[] | undefined;
-  private readonly rendered: LanguageModelV4Message[] = [];
+  private rendered: LanguageModelV4Message[] = [];
   /** For each message consumed, how many rendered messages there are up to it (a message may render as none). */
-  private readonly ends: number[] = [];
+  private ends: number[] = [];
   private lastSize = 0;
 
   build(system: string | undefined, messages: readonly Message[]): LanguageModelV4Prompt {
@@ -234,8 +243,7 @@ export class ProviderPromptBuilder {
       if (r) this.rendered.push(r);
       this.ends.push(this.rendered.length);
     }
-    const last = messages.at(-1);
-    this.lastSize = last?.role === 'tool' ? last.content.length : 0;
+    this.lastSize = resultsIn(messages.at(-1));
     // A new array each time (the provider may keep what it was given): copied in one block.
     return system ? [{ role: 'system', content: system } as LanguageModelV4Message].concat(this.rendered) : this.rendered.slice();
   }
@@ -251,12 +259,10 @@ export class ProviderPromptBuilder {
    */
   adopt(from: ProviderPromptBuilder, messages: readonly Message[], count: number): void {
     const n = Math.min(count, from.ends.length, messages.length);
-    this.restart(messages);
-    for (let i = 0; i < n; i++) this.ends.push(from.ends[i]!);
-    const upTo = n > 0 ? from.ends[n - 1]! : 0;
-    for (let i = 0; i < upTo; i++) this.rendered.push(from.rendered[i]!);
-    const last = n > 0 ? messages[n - 1]! : undefined;
-    this.lastSize = last?.role === 'tool' ? last.content.length : 0;
+    this.source = messages;
+    this.ends = from.ends.slice(0, n);
+    this.rendered = from.rendered.slice(0, n > 0 ? from.ends[n - 1]! : 0);
+    this.lastSize = n > 0 ? resultsIn(messages[n - 1]) : 0;
   }
 
   private restart(messages: readonly Message[]): void {

@@ -6,6 +6,7 @@ import {
   costOf,
   defaultRetryPolicy,
   portableMessages,
+  resultsIn,
   retryDelayMs,
   sleep,
   toProviderPrompt,
@@ -32,7 +33,7 @@ export function estimateTokens(messages: readonly Message[]): number {
 // count is keyed by how many it has.
 const charCounts = new WeakMap<Message, { size: number; chars: number }>();
 function charsOf(m: Message): number {
-  const size = m.role === 'tool' ? m.content.length : 0;
+  const size = resultsIn(m);
   let hit = charCounts.get(m);
   if (!hit || hit.size !== size) charCounts.set(m, (hit = { size, chars: JSON.stringify(m.role === 'summary' ? m.text : m.content).length }));
   return hit.chars;

@@ -78,6 +78,7 @@ describe('a conversation carried from turn to turn', () => {
   it('is invisible in the returned array', async () => {
     const { last } = await chat(2, (c) => c);
     expect(Object.keys(last)).toEqual(last.map((_, i) => String(i)));
+    expect(Object.getOwnPropertySymbols(last).filter((k) => Object.prototype.propertyIsEnumerable.call(last, k))).toEqual([]);
     expect(JSON.parse(JSON.stringify(last))).toEqual([...last]);
     expect(last).toStrictEqual([...last]);
   });
