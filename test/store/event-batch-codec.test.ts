@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { decodeBatch, encodeOpen, encodeOpen0, LEAN_SEALED_CODEC, OPEN_CODEC, OPEN_CODEC_0, sealLean } from '../../src/store/sqlite/event-batch-codec.ts';
+import { decodeBatch, encodeOpen, encodeOpen0, LEAN_SEALED_CODEC, OPEN_CODEC, OPEN_CODEC_0, sealLean, ZSTD_SEALED_CODEC } from '../../src/store/sqlite/event-batch-codec.ts';
 import { idKey } from '../../src/store/sqlite/id-keys.ts';
 import { SqliteStore } from '../../src/store/sqlite/store.ts';
 import type { StoredEvent } from '../../src/store/port.ts';
@@ -80,8 +80,39 @@ describe('the log rows of the SQLite store (ADR-0009, ADR-0020)', () => {
       { codec: OPEN_CODEC_0, data: encodeOpen0(list.slice(6)) },
     ];
     const sealed = sealLean(rows);
-    expect(decodeBatch('s', 1, LEAN_SEALED_CODEC, sealed)).toEqual(asRead(list));
+    expect(sealed.codec).toBe(LEAN_SEALED_CODEC);
+    expect(decodeBatch('s', 1, LEAN_SEALED_CODEC, sealed.data)).toEqual(asRead(list));
     expect(() => sealLean([{ codec: 1, data: 'x' }])).toThrow(/codec 1 cannot be sealed/);
+  });
+
+  it('seals 16 KB of lean rows or more into a codec-4 row (Zstandard, ADR-0024) that reads back the same; less stays codec 3', () => {
+    // Rows of one step each, as a turn's appends write them, with ~700 characters of data apiece.
+    const stepRows = (n: number) =>
+      Array.from({ length: n }, (_, k) => {
+        const list = events('s', 1 + k * 8).map((e) => ({ ...e, data: { k, text: `step ${k} `.repeat(70) } }));
+        return { list, row: { codec: OPEN_CODEC, data: encodeOpen(list) } };
+      });
+    const lengthOf = (rows: Array<{ row: { data: string } }>) => rows.reduce((a, r) => a + r.row.data.length + 1, 1);
+    let n = 1;
+    while (lengthOf(stepRows(n + 1)) < 16_384) n++;
+    // n rows stay below the threshold, n + 1 reach it.
+    const below = stepRows(n);
+    const from = stepRows(n + 1);
+    const small = sealLean(below.map((r) => r.row));
+    const large = sealLean(from.map((r) => r.row));
+    expect(small.codec).toBe(LEAN_SEALED_CODEC);
+    expect(large.codec).toBe(ZSTD_SEALED_CODEC);
+    expect(decodeBatch('s', 1, LEAN_SEALED_CODEC, small.data)).toEqual(asRead(below.flatMap((r) => r.list)));
+    expect(decodeBatch('s', 1, ZSTD_SEALED_CODEC, large.data)).toEqual(asRead(from.flatMap((r) => r.list)));
+    // Compressed, not stored: the repeated text shrinks to a small part of itself.
+    expect(large.data.length).toBeLessThan(lengthOf(from) / 4);
+    expect(() => decodeBatch('s', 1, ZSTD_SEALED_CODEC, Buffer.from('not zstd'))).toThrow(expect.objectContaining({ code: 'corrupt_log' }));
+  });
+
+  it('reads a codec-4 row written when the codec was made: Zstandard frames of the codec-3 layout, no dictionary', () => {
+    const row = Buffer.from(PINNED_CODEC_4, 'base64');
+    expect(decodeBatch('s', 4, ZSTD_SEALED_CODEC, row)).toEqual(decodeBatch('s', 4, LEAN_SEALED_CODEC, Buffer.from(PINNED_CODEC_3, 'base64')));
+    expect(decodeBatch('s', 4, ZSTD_SEALED_CODEC, row)[1]).toMatchObject({ id: 'e5', seq: 5, parentId: 'e4', data: { ok: true } });
   });
 
   it('reads a codec-3 row written when the codec was made: its layout and dictionary never change', () => {
@@ -148,4 +179,6 @@ describe('a SQLite log with open rows written before ADR-0020', () => {
   });
 });
 
+/** The same events as PINNED_CODEC_3, written by codec 4 when it was made (ADR-0024). */
+const PINNED_CODEC_4 = 'KLUv/SCwHQQAUkgbIqApjQH/c5VrBHfYrA+RNiCx28z2gCWpf4Hirf1PMoGsqp9Na1pLiS3OgNb3PpImUx4I2sK19gMyAUQki/F15D7hie9oPPqWU6FUcynbUKuOqhrfb0KOO08Mnl/AgDgs+PoEuH4DXPpm4+yJCQcAQxAAAxDMrZCFlpDvSrX3C5w=';
 const PINNED_CODEC_3 = 'i64GuwNUKpaCCxaIQ6CuNYABcPBCS+hUUL0P8iM8QpHKE0QsgJokkGiA5PKMwysVHs1oRkR4qinWKM9Fik2w/vxs6FhRbWxtLAA=';

@@ -288,12 +288,14 @@ describe('sqlite store', () => {
     expect(sealed[0]!.bytes).toBeLessThan(open.reduce((a, r) => a + r.bytes, 0) / 5);
     expect((await store.readEvents('s')).map((e) => e.data)).toEqual(Array.from({ length: 10 }, (_, i) => note(i + 1).data));
 
-    // 1,024 open events seal themselves, in the append that reaches them.
+    // 1,024 open events seal themselves, in the append that reaches them: ~200 KB of rows, sealed
+    // with Zstandard (codec 4, from 16 KB on; ADR-0024).
     for (let n = 11; n <= 1040; n += 10) await store.append('s', Array.from({ length: 10 }, (_, k) => note(n + k)));
     expect(rows().map((r) => [r.codec, r.first_seq, r.last_seq])).toEqual([
       [3, 1, 10],
-      [3, 11, 1040],
+      [4, 11, 1040],
     ]);
+    expect((await store.readEvents('s', { afterSeq: 10, limit: 5 })).map((e) => e.data)).toEqual(Array.from({ length: 5 }, (_, k) => note(11 + k).data));
     expect((await store.readEvents('s', { afterSeq: 1030 })).map((e) => e.id)).toEqual(Array.from({ length: 10 }, (_, k) => `e${1031 + k}`));
   });
 

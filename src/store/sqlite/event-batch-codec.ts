@@ -12,14 +12,16 @@
  * - codec 2, open (what an append writes): one lean row object, `{r?, u?, s?, m, e}`: the first
  *   event's run, turn, step and time, said once; `e` the compact events, each with only what
  *   differs from the row (see `LeanEvent`).
- * - codec 3, sealed (what sealing writes): a JSON array of lean row objects, DEFLATE'd. A codec-0
- *   row joins as `{"c":0,"e":[...]}` (a lean row whose events say everything themselves), so
- *   sealing parses no event.
+ * - codec 3, sealed (what sealing writes below ZSTD_FROM characters): a JSON array of lean row
+ *   objects, DEFLATE'd. A codec-0 row joins as `{"c":0,"e":[...]}` (a lean row whose events say
+ *   everything themselves), so sealing parses no event.
+ * - codec 4, sealed (what sealing writes from ZSTD_FROM characters on): the same JSON array as
+ *   codec 3, compressed with Zstandard (RFC 8878) at level 1, without a dictionary (ADR-0024).
  *
  * A codec is a format forever: changing the dictionary or the layout is a new codec number, and
  * the old ones stay readable.
  */
-import { deflateRawSync, inflateRawSync } from 'node:zlib';
+import { constants as zlibConstants, deflateRawSync, inflateRawSync, zstdCompressSync, zstdDecompressSync } from 'node:zlib';
 import { StoreError, type StoredEvent } from '../port.ts';
 import { EVENT_BATCH_DICTIONARY_1 } from './event-batch-dictionary.ts';
 
@@ -29,8 +31,10 @@ export const OPEN_CODEC_0 = 0;
 export const SEALED_CODEC = 1;
 /** What an append writes. */
 export const OPEN_CODEC = 2;
-/** What sealing writes. */
+/** What sealing writes below ZSTD_FROM characters. */
 export const LEAN_SEALED_CODEC = 3;
+/** What sealing writes from ZSTD_FROM characters on. */
+export const ZSTD_SEALED_CODEC = 4;
 /** The codecs of open rows, as an SQL list (`codec IN (...)`): the rows sealing replaces. */
 export const OPEN_CODECS_SQL = '(0, 2)';
 
@@ -148,15 +152,27 @@ export function seal(openRows: readonly string[]): Buffer {
  * A codec-3 row holding the events of these open rows (codec 0 or 2), in order. No event is
  * parsed: a codec-2 row is a lean row already, a codec-0 array becomes one without shared fields.
  */
-export function sealLean(openRows: ReadonlyArray<{ codec: number; data: string | Uint8Array }>): Buffer {
+export function sealLean(openRows: ReadonlyArray<{ codec: number; data: string | Uint8Array }>): { codec: typeof LEAN_SEALED_CODEC | typeof ZSTD_SEALED_CODEC; data: Buffer } {
   const items = openRows.map((r) => {
     const text = typeof r.data === 'string' ? r.data : Buffer.from(r.data).toString('utf8');
     if (r.codec === OPEN_CODEC) return text;
     if (r.codec === OPEN_CODEC_0) return `{"c":0,"e":${text}}`;
     throw new StoreError('corrupt_log', `an open row of codec ${r.codec} cannot be sealed`);
   });
-  return deflateRawSync(`[${items.join(',')}]`, { dictionary: DICTIONARY_1, level: SEAL_LEVEL });
+  const json = `[${items.join(',')}]`;
+  if (json.length >= ZSTD_FROM) return { codec: ZSTD_SEALED_CODEC, data: zstdCompressSync(json, ZSTD_OPTIONS) };
+  return { codec: LEAN_SEALED_CODEC, data: deflateRawSync(json, { dictionary: DICTIONARY_1, level: SEAL_LEVEL }) };
 }
+
+/**
+ * From this many characters of lean rows on, sealing compresses with Zstandard (codec 4) instead of
+ * DEFLATE with the dictionary (codec 3): at level 1 it takes less than half the time at every size
+ * (~100 against ~250 µs for a 21-step run's 41 KB), and its output is within 10 % of DEFLATE's at
+ * 16 KB and smaller from ~24 KB on. Below, the dictionary wins: a one-step turn's ~2 KB comes out
+ * ~40 % smaller with it (ADR-0024). No Zstandard dictionary: Node 22 ignores that option.
+ */
+const ZSTD_FROM = 16_384;
+const ZSTD_OPTIONS = { params: { [zlibConstants.ZSTD_c_compressionLevel]: 1 } };
 
 /** The events of lean rows, from `firstSeq` on. */
 function fromLeanRows(sessionId: string, firstSeq: number, rows: unknown): StoredEvent[] {
@@ -198,6 +214,7 @@ export function decodeBatch(sessionId: string, firstSeq: number, codec: number, 
   let compactEvents: unknown;
   try {
     if (codec === OPEN_CODEC) return fromLeanRows(sessionId, firstSeq, [JSON.parse(typeof data === 'string' ? data : Buffer.from(data).toString('utf8'))]);
+    if (codec === ZSTD_SEALED_CODEC) return fromLeanRows(sessionId, firstSeq, JSON.parse(zstdDecompressSync(data).toString('utf8')));
     if (codec === LEAN_SEALED_CODEC) return fromLeanRows(sessionId, firstSeq, JSON.parse(inflateRawSync(data, { dictionary: DICTIONARY_1 }).toString('utf8')));
     if (codec === OPEN_CODEC_0) compactEvents = JSON.parse(typeof data === 'string' ? data : Buffer.from(data).toString('utf8'));
     else if (codec === SEALED_CODEC) compactEvents = JSON.parse(inflateRawSync(data, { dictionary: DICTIONARY_1 }).toString('utf8'));

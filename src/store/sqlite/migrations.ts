@@ -350,6 +350,12 @@ export const migrations: ReadonlyArray<{ version: number; sql: string; run?: (db
         BEGIN SELECT RAISE(ABORT, 'events are immutable'); END;
     `,
   },
+  {
+    // Sealed rows of codec 4 (Zstandard, ADR-0024). No table changes: the number tells an older
+    // Keel, which cannot read those rows, to refuse the database instead of failing on them later.
+    version: 16,
+    sql: `SELECT 1;`,
+  },
 ];
 
 /** Schema v8: which sessions refer to which blobs, from every stored event. */

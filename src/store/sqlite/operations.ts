@@ -16,7 +16,7 @@ import {
 } from '../port.ts';
 import { blobHashesIn } from '../blob-refs.ts';
 import { erasedTotals, storedEvent } from '../records.ts';
-import { decodeBatch, encodeOpen, LEAN_SEALED_CODEC, OPEN_CODEC, sealLean } from './event-batch-codec.ts';
+import { decodeBatch, encodeOpen, OPEN_CODEC, sealLean } from './event-batch-codec.ts';
 import { idKey, idKeyOrNull, type IdKey } from './id-keys.ts';
 import { NO_ENTRIES, OpenEntries, type OpenEntrySet, type OpenHead, type TreeEntry } from './open-entries.ts';
 import { RUN_COLUMNS, toIdempotency, toInput, toKey, toRun, toSession, toUsageTotals, usageGroupSql, type RunRow, type SessionRow, type UsageRow } from '../rows.ts';
@@ -164,7 +164,8 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
   const sealOpenRows = (sessionId: string, sessionKey: IdKey, sealedSeq: number, lastSeq: number, entries: OpenEntrySet): number => {
     const open = st.openRows.all(sessionKey, sealedSeq);
     if (open.length === 0) return sealedSeq;
-    st.insertBatch.run(sessionKey, open[0]!.first_seq, lastSeq, LEAN_SEALED_CODEC, sealLean(open));
+    const sealed = sealLean(open);
+    st.insertBatch.run(sessionKey, open[0]!.first_seq, lastSeq, sealed.codec, sealed.data);
     st.deleteOpenRows.run(sessionKey, sealedSeq);
     indexEntries(sessionKey, entries);
     hooks.whenCommitted(() => openEntries.forget(sessionId));
