@@ -137,8 +137,9 @@ export function encodeOpen(events: readonly StoredEvent[]): string {
 }
 
 /**
- * The fastest DEFLATE level: sealing a 21-step run (~50 KB of JSON) costs ~230 µs in the worker
+ * The fastest DEFLATE level: sealing a 21-step run (~50 KB of JSON) cost ~230 µs in the worker
  * instead of ~400 µs at the default level 6, for ~60 bytes a step more (bench:durable, ADR-0009).
+ * Such a run is sealed with Zstandard since ADR-0024; DEFLATE seals what is below ZSTD_FROM.
  */
 const SEAL_LEVEL = 1;
 
@@ -149,8 +150,9 @@ export function seal(openRows: readonly string[]): Buffer {
 }
 
 /**
- * A codec-3 row holding the events of these open rows (codec 0 or 2), in order. No event is
- * parsed: a codec-2 row is a lean row already, a codec-0 array becomes one without shared fields.
+ * A sealed row holding the events of these open rows (codec 0 or 2), in order: codec 3, or codec 4
+ * from ZSTD_FROM characters on. No event is parsed: a codec-2 row is a lean row already, a codec-0
+ * array becomes one without shared fields.
  */
 export function sealLean(openRows: ReadonlyArray<{ codec: number; data: string | Uint8Array }>): { codec: typeof LEAN_SEALED_CODEC | typeof ZSTD_SEALED_CODEC; data: Buffer } {
   const items = openRows.map((r) => {
