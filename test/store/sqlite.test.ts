@@ -10,7 +10,8 @@ import { decodeBatch } from '../../src/store/sqlite/event-batch-codec.ts';
 import { EVENT_BATCH_DICTIONARY_1 } from '../../src/store/sqlite/event-batch-dictionary.ts';
 import { latestSchemaVersion } from '../../src/store/sqlite/migrations.ts';
 import { defaultDbPath, SqliteStore } from '../../src/store/sqlite/store.ts';
-import { SchemaVersionError, StoreError } from '../../src/store/port.ts';
+import { FencedError, SchemaVersionError, StoreError } from '../../src/store/port.ts';
+import { CLAIM_POLICY } from '../../src/runs/state.ts';
 import { storeContract } from './contract.ts';
 import { runsContract } from './runs-contract.ts';
 import { webhooksContract } from './webhooks-contract.ts';
@@ -418,6 +419,54 @@ describe('sqlite store', () => {
     expect(e2).toMatchObject({ seq: 2, parentId: 'e1' });
     expect(e3).toMatchObject({ seq: 3, parentId: 'e2' });
     expect(await b.getSession('s')).toMatchObject({ lastSeq: 3, leafId: 'e3' });
+  });
+
+  it('a fenced append takes the head its last append left only while nothing else can have moved it: another connection\'s commit, any other operation, a rollback', async () => {
+    // The head a run's append leaves is kept for its next append (SessionHeads): each way it can go stale.
+    const a = openStore();
+    const b = openStore();
+    await a.createSession({ id: 's', createdAt: T0 });
+    await a.createRun({ id: 'r', sessionId: 's', agent: { name: 'agent', version: '1' }, agentSpec: {}, createdAt: T0 });
+    const run = (await a.claimRun('w1', 30_000, T0, CLAIM_POLICY, { runId: 'r' }))!.run;
+    const fence = { runId: 'r', token: run.fencingToken };
+    const mk = (id: string) => ({ id, type: 't', v: 1, time: T0, runId: 'r', entry: true, data: null });
+    const seqOf = async (store: SqliteStore, id: string, options = {}) => (await store.append('s', [mk(id)], options))[0]!;
+
+    expect(await seqOf(a, 'a1', { fence })).toMatchObject({ seq: 1 });
+    expect(await seqOf(a, 'a2', { fence })).toMatchObject({ seq: 2, parentId: 'a1' });
+    // Another connection appends: the next fenced append of `a` comes after it, under it.
+    expect(await seqOf(b, 'b1')).toMatchObject({ seq: 3, parentId: 'a2' });
+    expect(await seqOf(a, 'a3', { fence })).toMatchObject({ seq: 4, parentId: 'b1' });
+    // Another connection moves the fencing token: `a` is fenced out at once.
+    await seqOf(a, 'a4', { fence });
+    await b.updateRun('r', { fence: true });
+    await expect(a.append('s', [mk('x1')], { fence })).rejects.toBeInstanceOf(FencedError);
+    const fence2 = { runId: 'r', token: run.fencingToken + 1 };
+    expect(await seqOf(a, 'a5', { fence: fence2 })).toMatchObject({ seq: 6, parentId: 'a4' });
+    // Its own connection moves it.
+    await a.updateRun('r', { fence: true });
+    await expect(a.append('s', [mk('x2')], { fence: fence2 })).rejects.toBeInstanceOf(FencedError);
+    const fence3 = { runId: 'r', token: run.fencingToken + 2 };
+    // An append that rolls back teaches nothing: the next one takes its seq.
+    await seqOf(a, 'a6', { fence: fence3 });
+    await expect(
+      a.transaction(async (tx) => {
+        await tx.append('s', [mk('x3')], { fence: fence3 });
+        throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
+    expect(await seqOf(a, 'a7', { fence: fence3 })).toMatchObject({ seq: 8, parentId: 'a6' });
+    // A seal after an append in one transaction: the next append knows the log is sealed.
+    await a.transaction(async (tx) => {
+      await tx.append('s', [mk('a8')], { fence: fence3 });
+      await tx.sealEvents('s');
+    });
+    expect(await seqOf(a, 'a9', { fence: fence3 })).toMatchObject({ seq: 10, parentId: 'a8' });
+    await a.sealEvents('s');
+    expect((await b.readEvents('s')).map((e) => [e.seq, e.id])).toEqual(
+      ['a1', 'a2', 'b1', 'a3', 'a4', 'a5', 'a6', 'a7', 'a8', 'a9'].map((id, i) => [i + 1, id]),
+    );
+    expect(await b.getSession('s')).toMatchObject({ lastSeq: 10, leafId: 'a9' });
   });
 
   it('two stores on one file in one process take turns to write: a transaction that awaits does not make the other give up (database is locked)', async () => {

@@ -18,6 +18,7 @@ import { blobHashesIn } from '../blob-refs.ts';
 import { erasedTotals, storedEvent } from '../records.ts';
 import { decodeBatch, encodeOpen, OPEN_CODEC, sealLean } from './event-batch-codec.ts';
 import { idKey, idKeyOrNull, type IdKey } from './id-keys.ts';
+import { SessionHeads } from './session-heads.ts';
 import { NO_ENTRIES, OpenEntries, type OpenEntrySet, type OpenHead, type TreeEntry } from './open-entries.ts';
 import { RUN_COLUMNS, toIdempotency, toInput, toKey, toRun, toSession, toUsageTotals, usageGroupSql, type RunRow, type SessionRow, type UsageRow } from '../rows.ts';
 import { USAGE_OWN_SQL, type Statements } from './statements.ts';
@@ -102,6 +103,7 @@ class KnownBlobRefs {
 
 export function createOperations(db: Database.Database, st: Statements, hooks: OperationHooks): SyncOps {
   const knownRefs = new KnownBlobRefs();
+  const heads = new SessionHeads(db);
   const openEntries = new OpenEntries(() => (db.inTransaction ? hooks.transactionNumber() : undefined), (sessionId, sealedSeq) => {
     const out = new Map<string, TreeEntry>();
     for (const row of st.openRows.all(idKey(sessionId), sealedSeq)) {
@@ -181,8 +183,11 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     const { expectLastSeq, fence } = options;
     // A fenced append reads its run's token with its session's head; the fence is checked first.
     let s;
+    let at: { writes: number; version: number } | undefined;
     if (fence) {
-      const head = st.fencedSessionHead.get(fence.runId, sessionId);
+      // The head this run's last append left, when nothing can have changed it since; else read.
+      at = heads.now();
+      const head = heads.lookup(sessionId, fence.runId, at) ?? st.fencedSessionHead.get(fence.runId, sessionId);
       const token = head ? head.fencing_token : (st.fenceOf.get(fence.runId)?.fencing_token ?? null);
       if (token !== fence.token) throw new FencedError(fence.runId, fence.token, token ?? undefined);
       s = head;
@@ -231,6 +236,10 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     }
     const sealed = seq - s.sealed_seq >= SEAL_AT ? sealOpenRows(sessionId, sessionKey, s.sealed_seq, seq, entries) : s.sealed_seq;
     st.advance.run(seq, leaf, lastTurn, sealed, sessionId);
+    if (fence && at) {
+      const known = heads.learn(sessionId, fence.runId, { last_seq: seq, leaf_id: leaf, sealed_seq: sealed, erased_at: null, fencing_token: fence.token }, at);
+      hooks.whenCommitted(() => heads.keep(known));
+    }
     openEntries.wrote(sessionId, seq, sealed, entries);
     if (sealed !== seq) hooks.whenCommitted(() => openEntries.keep(sessionId, seq, sealed, entries));
     return out;
@@ -579,5 +588,15 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     ...createLimitOperations(db),
     ...scheduleOperations(prepared),
   };
+  // Any operation but an append may change a session's head or a run's fencing token: the head
+  // the last append left is read again after it (see SessionHeads).
+  for (const name of Object.keys(ops) as Array<keyof SyncOps>) {
+    if (name === 'append') continue;
+    const op = ops[name] as (...args: unknown[]) => unknown;
+    (ops as Record<string, unknown>)[name] = (...args: unknown[]) => {
+      heads.changed();
+      return op(...args);
+    };
+  }
   return ops;
 }
