@@ -469,6 +469,66 @@ describe('sqlite store', () => {
     expect(await b.getSession('s')).toMatchObject({ lastSeq: 10, leafId: 'a9' });
   });
 
+  it('an append leaves the session head in its open row, not in the sessions row; readers, other connections, a reopened file, a seal and an erasure all see it', async () => {
+    const a = openStore();
+    await a.createSession({ id: 's', createdAt: T0 });
+    const mk = (id: string, turn?: number) => ({ id, type: 't', v: 1, time: T0, entry: true, data: null, ...(turn !== undefined ? { turn } : {}) });
+    await a.append('s', [mk('e1', 1), mk('e2', 1)]);
+    await a.append('s', [mk('e3', 2)]);
+    const raw = rawDb({ readonly: true });
+    const sessionsRow = () => raw.prepare('SELECT last_seq, leaf_id, last_turn, sealed_seq FROM sessions WHERE id = ?').get('s');
+    // The sessions row was not written; each open row says where the head was after it.
+    expect(sessionsRow()).toEqual({ last_seq: 0, leaf_id: null, last_turn: 0, sealed_seq: 0 });
+    expect(raw.prepare('SELECT first_seq, last_seq, leaf_id, turn FROM event_batches ORDER BY first_seq').all()).toEqual([
+      { first_seq: 1, last_seq: 2, leaf_id: 'e2', turn: 1 },
+      { first_seq: 3, last_seq: 3, leaf_id: 'e3', turn: 2 },
+    ]);
+    const head = { lastSeq: 3, leafId: 'e3', lastTurn: 2 };
+    expect(await a.getSession('s')).toMatchObject(head);
+    expect((await a.listSessions({ limit: 10 })).find((x) => x.id === 's')).toMatchObject(head);
+    // Another connection, and the file reopened (no seal, as after a crash), read the same head and append after it.
+    const b = openStore();
+    expect(await b.getSession('s')).toMatchObject(head);
+    expect((await b.append('s', [mk('e4')]))[0]).toMatchObject({ seq: 4, parentId: 'e3' });
+    await a.close();
+    const c = openStore();
+    expect(await c.getSession('s')).toMatchObject({ lastSeq: 4, leafId: 'e4', lastTurn: 2 });
+    expect((await c.ancestors('s', 'e4', 10)).map((e) => e.id)).toEqual(['e4', 'e3', 'e2', 'e1']);
+    // A run's events start after the head.
+    const run = await c.createRun({ id: 'r', sessionId: 's', agent: { name: 'agent', version: '1' }, agentSpec: {}, createdAt: T0 });
+    await c.append('s', [{ ...mk('e5'), runId: run.id }]);
+    expect((await c.readEvents('s', { runId: 'r' })).map((e) => e.seq)).toEqual([5]);
+    expect(raw.prepare('SELECT first_seq FROM runs WHERE id = ?').get('r')).toEqual({ first_seq: 5 });
+    // A seal puts the head into the sessions row: no open row is left to carry it.
+    await c.sealEvents('s');
+    expect(sessionsRow()).toEqual({ last_seq: 5, leaf_id: 'e5', last_turn: 2, sealed_seq: 5 });
+    expect(await b.getSession('s')).toMatchObject({ lastSeq: 5, leafId: 'e5', lastTurn: 2 });
+    // An erasure keeps the last seq of a log whose head was in open rows.
+    await c.append('s', [mk('e6', 3)]);
+    await c.updateRun('r', { status: 'completed', endedAt: T0 });
+    expect(await c.eraseSession('s', T0)).toMatchObject({ lastSeq: 6, leafId: null });
+    expect(await b.getSession('s')).toMatchObject({ lastSeq: 6, lastTurn: 3 });
+  });
+
+  it('opens a schema v16 database, whose sessions rows hold the head beside open rows, and appends after that head', async () => {
+    const a = openStore();
+    await a.createSession({ id: 's', createdAt: T0 });
+    const mk = (id: string) => ({ id, type: 't', v: 1, time: T0, turn: 1, entry: true, data: null });
+    await a.append('s', [mk('e1'), mk('e2')]);
+    await a.close();
+    // As schema v16 left it: the sessions row moved with each append, open rows without a head.
+    const db = rawDb();
+    db.exec(`UPDATE sessions SET last_seq = 2, leaf_id = 'e2', last_turn = 1 WHERE id = 's';
+             ALTER TABLE event_batches DROP COLUMN leaf_id; ALTER TABLE event_batches DROP COLUMN turn; PRAGMA user_version = 16;`);
+    db.close();
+    const b = openStore();
+    expect(await b.getSession('s')).toMatchObject({ lastSeq: 2, leafId: 'e2', lastTurn: 1 });
+    expect((await b.append('s', [mk('e3')]))[0]).toMatchObject({ seq: 3, parentId: 'e2' });
+    expect(await b.getSession('s')).toMatchObject({ lastSeq: 3, leafId: 'e3' });
+    await b.sealEvents('s');
+    expect((await b.readEvents('s')).map((e) => [e.seq, e.id])).toEqual([[1, 'e1'], [2, 'e2'], [3, 'e3']]);
+  });
+
   it('two stores on one file in one process take turns to write: a transaction that awaits does not make the other give up (database is locked)', async () => {
     // SQLite's lock waits by sleeping the thread: the other store's transaction, suspended at an
     // await in this same thread, could never end, and the waiting write would fail after the busy timeout.

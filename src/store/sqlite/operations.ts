@@ -21,7 +21,7 @@ import { idKey, idKeyOrNull, type IdKey } from './id-keys.ts';
 import { SessionHeads } from './session-heads.ts';
 import { NO_ENTRIES, OpenEntries, type OpenEntrySet, type OpenHead, type TreeEntry } from './open-entries.ts';
 import { RUN_COLUMNS, toIdempotency, toInput, toKey, toRun, toSession, toUsageTotals, usageGroupSql, type RunRow, type SessionRow, type UsageRow } from '../rows.ts';
-import { USAGE_OWN_SQL, type Statements } from './statements.ts';
+import { USAGE_OWN_SQL, type OpenHeadColumns, type Statements } from './statements.ts';
 import { createWebhookOperations } from './webhooks.ts';
 import { createWaitOperations } from './waits.ts';
 import { createLimitOperations } from './limit-operations.ts';
@@ -35,6 +35,9 @@ export type SyncOps = { [K in keyof StoreOps]: (...args: Parameters<StoreOps[K]>
  * events are open, so that a long turn's log does not stay uncompressed (ADR-0009).
  */
 const SEAL_AT = 1024;
+
+/** No open row after the sessions row's head (see OpenHeadColumns). */
+const NO_OPEN_HEAD: OpenHeadColumns = { open_last_seq: null, open_leaf_id: null, open_turn: null };
 
 /** Rows of `entries` one statement inserts at a seal: a turn's in one or two (SQLite takes up to 32,766 parameters). */
 const ENTRIES_PER_INSERT = 64;
@@ -129,10 +132,22 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
   const limited = <S extends { source: string }>(statement: S, limit: number | undefined): S =>
     limit === undefined || limit < 0 ? statement : (prepared(`${statement.source} LIMIT ${limitOf(limit)}`) as unknown as S);
 
+  /**
+   * A session's head: its sessions row's, moved by the last open row written after it (an append
+   * leaves the head in its open row, not in the sessions row; a seal puts it there; ADR-0026).
+   */
+  const current = <H extends { last_seq: number; leaf_id: string | null; last_turn: number } & OpenHeadColumns>(h: H): H =>
+    h.open_last_seq === null ? h : { ...h, last_seq: h.open_last_seq, leaf_id: h.open_leaf_id, last_turn: Math.max(h.last_turn, h.open_turn ?? 0) };
+  const headOf = (sessionId: string) => {
+    const h = st.sessionHead.get(idKey(sessionId), sessionId);
+    return h && current(h);
+  };
+
+  /** The session's row with its current head. */
   const sessionRow = (id: string): SessionRow => {
-    const row = st.getSession.get(id);
+    const row = st.getSession.get(idKey(id), id);
     if (!row) throw new NotFoundError('session', id);
-    return row;
+    return current(row);
   };
 
   /**
@@ -181,21 +196,25 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
   /** The returned events' `data` is the draft's own object, not a copy: the caller owns the drafts. */
   const append = (sessionId: string, drafts: readonly EventDraft[], options: AppendOptions = {}): StoredEvent[] => {
     const { expectLastSeq, fence } = options;
+    const sessionKey = idKey(sessionId);
     // A fenced append reads its run's token with its session's head; the fence is checked first.
     let s;
     let at: { writes: number; version: number } | undefined;
     if (fence) {
       // The head this run's last append left, when nothing can have changed it since; else read.
       at = heads.now();
-      const head = heads.lookup(sessionId, fence.runId, at) ?? st.fencedSessionHead.get(fence.runId, sessionId);
+      let head = heads.lookup(sessionId, fence.runId, at);
+      if (!head) {
+        const row = st.fencedSessionHead.get(fence.runId, sessionKey, sessionId);
+        head = row && current(row);
+      }
       const token = head ? head.fencing_token : (st.fenceOf.get(fence.runId)?.fencing_token ?? null);
       if (token !== fence.token) throw new FencedError(fence.runId, fence.token, token ?? undefined);
       s = head;
-    } else s = st.sessionHead.get(sessionId);
+    } else s = headOf(sessionId);
     if (!s) throw new NotFoundError('session', sessionId);
     if (s.erased_at !== null) throw new StoreError('session_erased', `session ${sessionId} was erased: its log takes nothing more`);
     if (expectLastSeq !== undefined && s.last_seq !== expectLastSeq) throw new SeqConflictError(sessionId, expectLastSeq, s.last_seq);
-    const sessionKey = idKey(sessionId);
     const open = openEntriesOf(sessionId, s);
     let seq = s.last_seq;
     let leaf = s.leaf_id;
@@ -225,7 +244,9 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     // The session's open entries after this append (indexed in `entries` at the seal).
     const entries = added.size > 0 ? open.with(added, seq) : open;
     const json = encodeOpen(out);
-    st.insertBatch.run(sessionKey, out[0]!.seq, seq, OPEN_CODEC, json);
+    // The row carries the session's head after it: the sessions row is not written (ADR-0026).
+    const turn = Math.max(s.last_turn, lastTurn);
+    st.insertOpenRow.run(sessionKey, out[0]!.seq, seq, OPEN_CODEC, json, leaf, turn);
     // Which blobs the session refers to, for erasure: in the append's own transaction, once per
     // session and blob (the pairs known are learnt when their commit is done: a rollback undoes
     // them, and erasure would then miss a reference).
@@ -235,9 +256,10 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       hooks.whenCommitted(() => knownRefs.add(sessionId, hash));
     }
     const sealed = seq - s.sealed_seq >= SEAL_AT ? sealOpenRows(sessionId, sessionKey, s.sealed_seq, seq, entries) : s.sealed_seq;
-    st.advance.run(seq, leaf, lastTurn, sealed, sessionId);
+    // Sealed: no open row is left to carry the head.
+    if (sealed !== s.sealed_seq) st.setHead.run(seq, leaf, turn, sealed, sessionId);
     if (fence && at) {
-      const known = heads.learn(sessionId, fence.runId, { last_seq: seq, leaf_id: leaf, sealed_seq: sealed, erased_at: null, fencing_token: fence.token }, at);
+      const known = heads.learn(sessionId, fence.runId, { last_seq: seq, leaf_id: leaf, last_turn: turn, sealed_seq: sealed, erased_at: null, fencing_token: fence.token }, at);
       hooks.whenCommitted(() => heads.keep(known));
     }
     openEntries.wrote(sessionId, seq, sealed, entries);
@@ -306,11 +328,11 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       return toSession(sessionRow(s.id));
     },
     getSession: (id) => {
-      const row = st.getSession.get(id);
-      return row ? toSession(row) : undefined;
+      const row = st.getSession.get(idKey(id), id);
+      return row ? toSession(current(row)) : undefined;
     },
     listSessions: (page) =>
-      st.listSessions.all(page.after ?? '', page.includeArchived ? 1 : 0, page.tenant ?? null, page.tenant ?? null, page.limit).map(toSession),
+      st.listSessions.all(page.after ?? '', page.includeArchived ? 1 : 0, page.tenant ?? null, page.tenant ?? null, page.limit).map((r) => toSession(current({ ...r, ...(st.openHead.get(idKey(r.id), r.last_seq) ?? NO_OPEN_HEAD) }))),
     updateSession: (id, patch) => {
       const row = sessionRow(id);
       st.updateSession.run(
@@ -342,7 +364,7 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       return out;
     },
     getEntries: (sessionId, ids) => {
-      const head = st.sessionHead.get(sessionId);
+      const head = headOf(sessionId);
       if (!head) return [];
       const sessionKey = idKey(sessionId);
       const open = openEntriesOf(sessionId, head);
@@ -363,6 +385,9 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       // What it consumed stays, for billing.
       const totals = erasedTotals(st.runsOfSession.all(sessionId));
       const key = idKey(sessionId);
+      // The head into the sessions row before the open rows that carry it go (its last seq stays).
+      const head = headOf(sessionId)!;
+      st.setHead.run(head.last_seq, head.leaf_id, head.last_turn, head.sealed_seq, sessionId);
       st.markErasing.run(key);
       st.eraseBatches.run(key);
       st.eraseEntries.run(key);
@@ -377,13 +402,14 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       return toSession(sessionRow(sessionId));
     },
     sealEvents: (sessionId) => {
-      const s = st.sessionHead.get(sessionId);
+      const s = headOf(sessionId);
       if (!s) throw new NotFoundError('session', sessionId);
       const sealed = sealOpenRows(sessionId, idKey(sessionId), s.sealed_seq, s.last_seq, openEntriesOf(sessionId, s));
-      if (sealed !== s.sealed_seq) st.markSealed.run(sealed, sessionId);
+      // The open rows that carried the head are gone: it goes into the sessions row (ADR-0026).
+      if (sealed !== s.sealed_seq) st.setHead.run(s.last_seq, s.leaf_id, s.last_turn, sealed, sessionId);
     },
     ancestors: (sessionId, fromId, limit) => {
-      const head = st.sessionHead.get(sessionId);
+      const head = headOf(sessionId);
       if (!head) return [];
       // Nearest first: through the open rows' entries, then (from the first indexed one) in `entries`.
       const open = openEntriesOf(sessionId, head);
@@ -426,6 +452,9 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       return row ? { sessionId, projection, version, asOfSeq: row.as_of_seq, leafId: row.leaf_id, state: JSON.parse(row.state) as unknown } : undefined;
     },
     createRun: (r) => {
+      // Its events come after the session's head (none for no such session: the insert then fails on the session).
+      const head = headOf(r.sessionId);
+      const firstSeq = head ? head.last_seq + 1 : null;
       try {
         st.insertRun.run({
           id: r.id,
@@ -442,6 +471,7 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
           options: JSON.stringify(r.options ?? {}),
           usage: JSON.stringify(r.usage ?? {}),
           queued_behind: r.queuedBehind ? 1 : 0,
+          first_seq: firstSeq,
         });
       } catch (e) {
         const code = (e as { code?: unknown }).code;

@@ -4,6 +4,7 @@ import type Database from 'better-sqlite3';
 export interface FencedHead {
   last_seq: number;
   leaf_id: string | null;
+  last_turn: number;
   sealed_seq: number;
   erased_at: number | null;
   fencing_token: number | null;

@@ -37,6 +37,19 @@ export const USAGE_OWN_SQL = `WITH own AS (
 )
 `;
 
+/** What the sessions row says of a session's head. */
+export type SessionHeadRow = { last_seq: number; leaf_id: string | null; last_turn: number; sealed_seq: number; erased_at: number | null };
+
+/**
+ * The last open row written after the sessions row's head (ADR-0026): an append leaves the head in
+ * its open row, so this row, if any, says where the head is now. All null when there is none.
+ */
+export type OpenHeadColumns = { open_last_seq: number | null; open_leaf_id: string | null; open_turn: number | null };
+/** Joined to `sessions s`, with the session's log key as a parameter (before those of the WHERE clause). */
+const OPEN_HEAD_JOIN = `LEFT JOIN event_batches o ON o.rowid = (
+  SELECT rowid FROM event_batches WHERE session_id = ? AND first_seq > s.last_seq AND codec IN ${OPEN_CODECS_SQL} ORDER BY first_seq DESC LIMIT 1)`;
+const OPEN_HEAD_COLUMNS = 'o.last_seq AS open_last_seq, o.leaf_id AS open_leaf_id, o.turn AS open_turn';
+
 /** The statements the operations run, prepared once per connection. */
 export type Statements = ReturnType<typeof prepareStatements>;
 
@@ -47,7 +60,7 @@ export function prepareStatements(db: Database.Database) {
       `INSERT INTO sessions (id, tenant, created_at, title, metadata, agent, origin_session_id, origin_entry_id)
        VALUES (@id, @tenant, @created_at, @title, @metadata, @agent, @origin_session_id, @origin_entry_id)`,
     ),
-    getSession: prepare<[string], SessionRow>('SELECT * FROM sessions WHERE id = ?'),
+    getSession: prepare<[IdKey, string], SessionRow & OpenHeadColumns>(`SELECT s.*, ${OPEN_HEAD_COLUMNS} FROM sessions s ${OPEN_HEAD_JOIN} WHERE s.id = ?`),
     listSessions: prepare<[string, number, string | null, string | null, number], SessionRow>(
       'SELECT * FROM sessions WHERE id > ? AND (archived_at IS NULL OR ?) AND (? IS NULL OR tenant = ?) ORDER BY id LIMIT ?',
     ),
@@ -64,17 +77,31 @@ export function prepareStatements(db: Database.Database) {
         'WHERE idempotency_keys.status = 0 AND excluded.status <> 0 AND idempotency_keys.fingerprint = excluded.fingerprint',
     ),
     pruneIdem: prepare('DELETE FROM idempotency_keys WHERE created_at < ?'),
-    advance: prepare<[number, string | null, number, number, string]>('UPDATE sessions SET last_seq = ?, leaf_id = ?, last_turn = max(last_turn, ?), sealed_seq = ? WHERE id = ?'),
+    // The head into the sessions row: at a seal, and before an erasure (ADR-0026); an append alone leaves it in its open row.
+    setHead: prepare<[number, string | null, number, number, string]>('UPDATE sessions SET last_seq = ?, leaf_id = ?, last_turn = max(last_turn, ?), sealed_seq = ? WHERE id = ?'),
     updateSession: prepare('UPDATE sessions SET title = ?, metadata = ?, archived_at = ? WHERE id = ?'),
     // The log (ADR-0009): rows of consecutive events, open (JSON) or sealed (compressed); entries by id.
     insertBatch: prepare<[IdKey, number, number, number, string | Buffer]>('INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) VALUES (?, ?, ?, ?, ?)'),
+    // An append's open row, with the session's head after it (leaf and last turn; ADR-0026).
+    insertOpenRow: prepare<[IdKey, number, number, number, string, string | null, number]>(
+      'INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data, leaf_id, turn) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    ),
+    // The last open row written after the sessions row's head, if any: where the head is now (ADR-0026).
+    openHead: prepare<[IdKey, number], { open_last_seq: number; open_leaf_id: string | null; open_turn: number | null }>(
+      `SELECT last_seq AS open_last_seq, leaf_id AS open_leaf_id, turn AS open_turn FROM event_batches
+       WHERE session_id = ? AND first_seq > ? AND codec IN ${OPEN_CODECS_SQL} ORDER BY first_seq DESC LIMIT 1`,
+    ),
     // Entries are indexed when their turn is sealed (ADR-0022); rows of open rows written before are there already.
     indexEntry: prepare<[IdKey, IdKey, number, IdKey | null]>('INSERT OR IGNORE INTO entries (id, session_id, seq, parent_id) VALUES (?, ?, ?, ?)'),
     // What an append needs of its session: its position in the log and the tree, and where its open rows start.
-    sessionHead: prepare<[string], { last_seq: number; leaf_id: string | null; sealed_seq: number; erased_at: number | null }>('SELECT last_seq, leaf_id, sealed_seq, erased_at FROM sessions WHERE id = ?'),
+    // With the last open row after the sessions row's head, which may have moved it (ADR-0026).
+    sessionHead: prepare<[IdKey, string], SessionHeadRow & OpenHeadColumns>(
+      `SELECT s.last_seq, s.leaf_id, s.last_turn, s.sealed_seq, s.erased_at, ${OPEN_HEAD_COLUMNS} FROM sessions s ${OPEN_HEAD_JOIN} WHERE s.id = ?`,
+    ),
     // The same for a fenced append, with the fencing token of its run (null for no such run): one statement, not two.
-    fencedSessionHead: prepare<[string, string], { last_seq: number; leaf_id: string | null; sealed_seq: number; erased_at: number | null; fencing_token: number | null }>(
-      'SELECT last_seq, leaf_id, sealed_seq, erased_at, (SELECT fencing_token FROM runs WHERE id = ?) AS fencing_token FROM sessions WHERE id = ?',
+    fencedSessionHead: prepare<[string, IdKey, string], SessionHeadRow & OpenHeadColumns & { fencing_token: number | null }>(
+      `SELECT s.last_seq, s.leaf_id, s.last_turn, s.sealed_seq, s.erased_at, (SELECT fencing_token FROM runs WHERE id = ?) AS fencing_token, ${OPEN_HEAD_COLUMNS}
+       FROM sessions s ${OPEN_HEAD_JOIN} WHERE s.id = ?`,
     ),
     insertBlobRef: prepare<[IdKey, string]>('INSERT OR IGNORE INTO blob_refs (session_id, hash) VALUES (?, ?)'),
     // Erasure (see eraseSession): in this order, inside one transaction.
@@ -104,7 +131,6 @@ export function prepareStatements(db: Database.Database) {
     ),
     // Only once the sealed row holding them is in (the table's trigger checks).
     deleteOpenRows: prepare<[IdKey, number]>(`DELETE FROM event_batches WHERE session_id = ? AND first_seq > ? AND codec IN ${OPEN_CODECS_SQL}`),
-    markSealed: prepare<[number, string]>('UPDATE sessions SET sealed_seq = ? WHERE id = ?'),
     // The batches holding seqs from..until: from the one that holds `from` on.
     readBatches: prepare<[{ session: IdKey; from: number; until: number }], BatchRow>(
       `SELECT first_seq, codec, data FROM event_batches
@@ -139,8 +165,7 @@ export function prepareStatements(db: Database.Database) {
       `INSERT INTO runs (id, session_id, parent_run_id, parent_tool_call_id, agent_name, agent_version, agent_spec, status,
                          trigger_message_id, turn, created_at, deadline_at, options, usage, queued_behind, first_seq)
        VALUES (@id, @session_id, @parent_run_id, @parent_tool_call_id, @agent_name, @agent_version, @agent_spec, 'queued',
-               @trigger_message_id, @turn, @created_at, @deadline_at, @options, @usage, @queued_behind,
-               (SELECT last_seq + 1 FROM sessions WHERE id = @session_id))`,
+               @trigger_message_id, @turn, @created_at, @deadline_at, @options, @usage, @queued_behind, @first_seq)`,
     ),
     getRun: prepare<[string], RunRow>('SELECT * FROM runs WHERE id = ?'),
     activeRun: prepare<[string], RunRow>(`SELECT * FROM runs WHERE session_id = ? AND status NOT IN (${TERMINAL_SQL}) AND queued_behind = 0`),
