@@ -437,12 +437,15 @@ describe('sqlite store', () => {
     // Another connection appends: the next fenced append of `a` comes after it, under it.
     expect(await seqOf(b, 'b1')).toMatchObject({ seq: 3, parentId: 'a2' });
     expect(await seqOf(a, 'a3', { fence })).toMatchObject({ seq: 4, parentId: 'b1' });
+    // So does an append of its own connection that is not this run's (a message sent meanwhile).
+    expect(await seqOf(a, 'u1')).toMatchObject({ seq: 5, parentId: 'a3' });
+    expect(await seqOf(a, 'a3b', { fence })).toMatchObject({ seq: 6, parentId: 'u1' });
     // Another connection moves the fencing token: `a` is fenced out at once.
     await seqOf(a, 'a4', { fence });
     await b.updateRun('r', { fence: true });
     await expect(a.append('s', [mk('x1')], { fence })).rejects.toBeInstanceOf(FencedError);
     const fence2 = { runId: 'r', token: run.fencingToken + 1 };
-    expect(await seqOf(a, 'a5', { fence: fence2 })).toMatchObject({ seq: 6, parentId: 'a4' });
+    expect(await seqOf(a, 'a5', { fence: fence2 })).toMatchObject({ seq: 8, parentId: 'a4' });
     // Its own connection moves it.
     await a.updateRun('r', { fence: true });
     await expect(a.append('s', [mk('x2')], { fence: fence2 })).rejects.toBeInstanceOf(FencedError);
@@ -455,18 +458,18 @@ describe('sqlite store', () => {
         throw new Error('boom');
       }),
     ).rejects.toThrow('boom');
-    expect(await seqOf(a, 'a7', { fence: fence3 })).toMatchObject({ seq: 8, parentId: 'a6' });
+    expect(await seqOf(a, 'a7', { fence: fence3 })).toMatchObject({ seq: 10, parentId: 'a6' });
     // A seal after an append in one transaction: the next append knows the log is sealed.
     await a.transaction(async (tx) => {
       await tx.append('s', [mk('a8')], { fence: fence3 });
       await tx.sealEvents('s');
     });
-    expect(await seqOf(a, 'a9', { fence: fence3 })).toMatchObject({ seq: 10, parentId: 'a8' });
+    expect(await seqOf(a, 'a9', { fence: fence3 })).toMatchObject({ seq: 12, parentId: 'a8' });
     await a.sealEvents('s');
     expect((await b.readEvents('s')).map((e) => [e.seq, e.id])).toEqual(
-      ['a1', 'a2', 'b1', 'a3', 'a4', 'a5', 'a6', 'a7', 'a8', 'a9'].map((id, i) => [i + 1, id]),
+      ['a1', 'a2', 'b1', 'a3', 'u1', 'a3b', 'a4', 'a5', 'a6', 'a7', 'a8', 'a9'].map((id, i) => [i + 1, id]),
     );
-    expect(await b.getSession('s')).toMatchObject({ lastSeq: 10, leafId: 'a9' });
+    expect(await b.getSession('s')).toMatchObject({ lastSeq: 12, leafId: 'a9' });
   });
 
   it('an append leaves the session head in its open row, not in the sessions row; readers, other connections, a reopened file, a seal and an erasure all see it', async () => {

@@ -18,7 +18,7 @@ import { blobHashesIn } from '../blob-refs.ts';
 import { erasedTotals, storedEvent } from '../records.ts';
 import { decodeBatch, encodeOpen, OPEN_CODEC, sealLean } from './event-batch-codec.ts';
 import { idKey, idKeyOrNull, type IdKey } from './id-keys.ts';
-import { SessionHeads } from './session-heads.ts';
+import { SessionHeads, type At } from './session-heads.ts';
 import { NO_ENTRIES, OpenEntries, type OpenEntrySet, type OpenHead, type TreeEntry } from './open-entries.ts';
 import { RUN_COLUMNS, toIdempotency, toInput, toKey, toRun, toSession, toUsageTotals, usageGroupSql, type RunRow, type SessionRow, type UsageRow } from '../rows.ts';
 import { USAGE_OWN_SQL, type OpenHeadColumns, type Statements } from './statements.ts';
@@ -199,7 +199,7 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     const sessionKey = idKey(sessionId);
     // A fenced append reads its run's token with its session's head; the fence is checked first.
     let s;
-    let at: { writes: number; version: number } | undefined;
+    let at: At | undefined;
     if (fence) {
       // The head this run's last append left, when nothing can have changed it since; else read.
       at = heads.now();
@@ -618,13 +618,13 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     ...createLimitOperations(db),
     ...scheduleOperations(prepared),
   };
-  // Any operation but an append may change a session's head or a run's fencing token: the head
-  // the last append left is read again after it (see SessionHeads).
+  // Any operation may change a session's head or a run's fencing token (another run's append, one
+  // without a fence, a claim, a seal): SessionHeads counts them all, and a run's append takes the
+  // head its last append left only if nothing ran in between.
   for (const name of Object.keys(ops) as Array<keyof SyncOps>) {
-    if (name === 'append') continue;
     const op = ops[name] as (...args: unknown[]) => unknown;
     (ops as Record<string, unknown>)[name] = (...args: unknown[]) => {
-      heads.changed();
+      heads.counted();
       return op(...args);
     };
   }

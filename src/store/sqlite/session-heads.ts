@@ -10,12 +10,18 @@ export interface FencedHead {
   fencing_token: number | null;
 }
 
+/** Where a connection stood when an append ran: operations counted so far (that append's too), and SQLite's `data_version`. */
+export interface At {
+  operations: number;
+  version: number;
+}
+
 interface Known {
   sessionId: string;
   runId: string;
   head: FencedHead;
-  /** This connection's count of other operations when the append that left this head ran. */
-  writes: number;
+  /** This connection's count of operations when the append that left this head ran (counting it). */
+  operations: number;
   /** SQLite's `data_version` then: it changes when another connection commits. */
   version: number;
 }
@@ -25,9 +31,9 @@ interface Known {
  * next step's) need not read it again (the read joins the session's row and the run's: ~12 µs of a
  * ~50 µs append). A remembered head is used only if nothing else can have changed it since:
  *
- * - this connection ran no other operation (any operation but an append forgets it: a claim moves
- *   the fencing token, a seal the sealed seq, an erasure ends the log; reads forget it too, which
- *   costs a read at most);
+ * - this connection ran no other operation in between: every operation is counted, the append of
+ *   another run or one without a fence (a message sent meanwhile) as well as a claim (it moves the
+ *   fencing token), a seal (the sealed seq) or an erasure; reads too, which costs a read at most;
  * - no other connection committed (SQLite's `data_version`, read in the append's own transaction,
  *   under the write lock: nothing commits between that read and the append);
  * - the append that left it committed (it is learnt on commit, through `whenCommitted`; a rollback
@@ -38,33 +44,33 @@ interface Known {
  */
 export class SessionHeads {
   private readonly dataVersion: Database.Statement<[], number>;
-  private writes = 0;
+  private operations = 0;
   private known: Known | undefined;
 
   constructor(db: Database.Database) {
     this.dataVersion = db.prepare<[], number>('PRAGMA data_version').pluck();
   }
 
-  /** Another operation ran on this connection: what is known may be stale. */
-  changed(): void {
-    this.writes++;
+  /** An operation starts on this connection (every one, appends included). */
+  counted(): void {
+    this.operations++;
   }
 
-  /** Where this connection stands now, for `lookup` and `learn`: read in the write transaction. */
-  now(): { writes: number; version: number } {
-    return { writes: this.writes, version: this.dataVersion.get()! };
+  /** Where this connection stands, for `lookup` and `learn`: read by an append, in its write transaction. */
+  now(): At {
+    return { operations: this.operations, version: this.dataVersion.get()! };
   }
 
-  /** The head `runId`'s last append left in `sessionId`, if it is surely still the head. */
-  lookup(sessionId: string, runId: string, at: { writes: number; version: number }): FencedHead | undefined {
+  /** The head `runId`'s last append left in `sessionId`, if it is surely still the head: the append before this one, nothing between. */
+  lookup(sessionId: string, runId: string, at: At): FencedHead | undefined {
     const k = this.known;
-    if (!k || k.sessionId !== sessionId || k.runId !== runId || k.writes !== at.writes || k.version !== at.version) return undefined;
+    if (!k || k.sessionId !== sessionId || k.runId !== runId || k.operations + 1 !== at.operations || k.version !== at.version) return undefined;
     return k.head;
   }
 
-  /** The head an append made, learnt once its transaction commits (`at`: as `now` said before the append). */
-  learn(sessionId: string, runId: string, head: FencedHead, at: { writes: number; version: number }): Known {
-    return { sessionId, runId, head, writes: at.writes, version: at.version };
+  /** The head an append made, to `keep` once its transaction commits (`at`: as `now` said in that append). */
+  learn(sessionId: string, runId: string, head: FencedHead, at: At): Known {
+    return { sessionId, runId, head, operations: at.operations, version: at.version };
   }
 
   /** Keeps what `learn` made: call it when the append's transaction commits (an operation after the append in it makes it stale, see `lookup`). */
