@@ -22,7 +22,9 @@
  * For the durable variant also: commits per step (the store's `commitCount`, n/a if it has none);
  * bytes on disk per step (database file growth over the measured runs, each end of it taken after
  * a complete WAL checkpoint; also the growth of the pages in use, which ignores reused free
- * pages); bytes written per step (write(2) bytes of this process, /proc/self/io wchar: WAL frames
+ * pages, and of the bytes stored in rows, the cells of every table and index by SQLite's `dbstat`,
+ * which ignores the pages' free space: a growth point measures one run a session, 63 steps, and
+ * its pages in use move by whole 4 KB pages, 65 B a step); bytes written per step (write(2) bytes of this process, /proc/self/io wchar: WAL frames
  * and checkpoints); and the stored bytes by event type, and in blobs, run_checkpoints, snapshots.
  * For the NORMAL variant, the time inside write transactions (BEGIN to COMMIT; Store.observeCommits)
  * while a run is measured: its send, claim, steps and finish, and the worker's look for more work
@@ -180,8 +182,12 @@ function pressure(kind: 'cpu' | 'io'): number | undefined {
 // ---------------------------------------------------------------------------------------------
 // SQLite helpers
 
-/** The database file's size, and the bytes of its pages in use (free pages left out). */
-type Disk = { file: number; used: number };
+/**
+ * The database file's size; the bytes of its pages in use (free pages left out); and the bytes
+ * stored in them, the cells' payload of every table and index (SQLite's `dbstat`: what the rows
+ * hold, without the pages' free space, so a short run's figure does not move by whole pages).
+ */
+type Disk = { file: number; used: number; stored: number };
 
 /** Checkpoints the whole WAL into the database file (through `db`), then measures the file. */
 async function checkpointed(db: Database.Database, path: string, mode: 'RESTART' | 'TRUNCATE'): Promise<Disk> {
@@ -194,7 +200,8 @@ async function checkpointed(db: Database.Database, path: string, mode: 'RESTART'
   const pageSize = db.pragma('page_size', { simple: true }) as number;
   const pages = db.pragma('page_count', { simple: true }) as number;
   const free = db.pragma('freelist_count', { simple: true }) as number;
-  return { file: statSync(path).size, used: (pages - free) * pageSize };
+  const stored = db.prepare<[], number>('SELECT sum(payload) FROM dbstat').pluck().get() ?? 0;
+  return { file: statSync(path).size, used: (pages - free) * pageSize, stored };
 }
 
 /** A second connection to a store's file, for checkpoints and raw SQL. */
@@ -275,6 +282,7 @@ interface DurableResult {
   commitsPerStep: number | null;
   bytesPerStep: number;
   usedBytesPerStep: number;
+  storedBytesPerStep: number;
   writtenPerStep: number | null;
   /** µs a step inside write transactions, BEGIN to COMMIT, while the runs are measured (see durableVariant). */
   txUsPerStep: number;
@@ -322,6 +330,7 @@ async function durableVariant(path: string, synchronous: 'FULL' | 'NORMAL', o: {
       commitsPerStep: c0 !== undefined && c1 !== undefined ? (c1 - c0) / total.steps : null,
       bytesPerStep: (disk1.file - disk0.file) / total.steps,
       usedBytesPerStep: (disk1.used - disk0.used) / total.steps,
+      storedBytesPerStep: (disk1.stored - disk0.stored) / total.steps,
       writtenPerStep: perStep(w0, w1, total.steps),
       txUsPerStep: (txSeconds * 1e6) / total.steps,
       sessions,
@@ -574,6 +583,8 @@ interface GrowthPoint {
   lags: Lag[];
   bytesPerStep: number;
   usedBytesPerStep: number;
+  /** The bytes the point's runs added to the rows of every table and index (see Disk), per step. */
+  storedBytesPerStep: number;
   writtenBytesPerStep: number | null;
   /** Event data bytes per step, by type. */
   bytesPerEventType: Record<string, number>;
@@ -605,7 +616,7 @@ async function durableGrowth(path: string): Promise<Map<number, GrowthMeasure>> 
         const w1 = written();
         const disk1 = await checkpointed(side, path, 'RESTART');
         point.samples.push(sample);
-        point.disk.push({ file: disk1.file - disk0.file, used: disk1.used - disk0.used });
+        point.disk.push({ file: disk1.file - disk0.file, used: disk1.used - disk0.used, stored: disk1.stored - disk0.stored });
         point.written.push(perStep(w0, w1, 1));
         point.runIds.push(runId);
         point.lags.push(lag);
@@ -674,6 +685,7 @@ function growthPoints(path: string, durable: Map<number, GrowthMeasure>, loop: M
         lags: d.lags,
         bytesPerStep: mean(d.disk.map((x) => x.file)) / STEPS,
         usedBytesPerStep: mean(d.disk.map((x) => x.used)) / STEPS,
+        storedBytesPerStep: mean(d.disk.map((x) => x.stored)) / STEPS,
         writtenBytesPerStep: d.written.some((w) => w === null) ? null : mean(d.written as number[]) / STEPS,
         bytesPerEventType,
         checkpointStateBytes: cp.error || cp.rows === 0 ? null : cp.bytes / cp.rows,
@@ -754,6 +766,7 @@ try {
     normalCommitsPerStep: normal.commitsPerStep,
     bytesPerStep: durable.bytesPerStep,
     usedBytesPerStep: durable.usedBytesPerStep,
+    storedBytesPerStep: durable.storedBytesPerStep,
     normalBytesPerStep: normal.bytesPerStep,
     floorBytesPerStep: floor.bytesPerStep,
     floorRowBytes: floor.rowBytes,
@@ -765,7 +778,7 @@ try {
     bytesPerEventType: parts.byType,
     tables: parts.tables,
     growth,
-    growthRatio: { durable: last.usPerStep / first.usPerStep, loop: last.loopMedianUsPerStep / first.loopMedianUsPerStep, loopOfMeans: last.loopUsPerStep / first.loopUsPerStep, bytes: last.bytesPerStep / first.bytesPerStep, usedBytes: last.usedBytesPerStep / first.usedBytesPerStep },
+    growthRatio: { durable: last.usPerStep / first.usPerStep, loop: last.loopMedianUsPerStep / first.loopMedianUsPerStep, loopOfMeans: last.loopUsPerStep / first.loopUsPerStep, bytes: last.bytesPerStep / first.bytesPerStep, usedBytes: last.usedBytesPerStep / first.usedBytesPerStep, storedBytes: last.storedBytesPerStep / first.storedBytesPerStep },
     seconds,
     contention,
   };
@@ -809,7 +822,7 @@ try {
     out(`  loop / handLoop      : ${fmt(result.loopRatio, 2)}×`);
     out('');
     out(`  commits / step       : ${commits(durable.commitsPerStep)} (normal ${commits(normal.commitsPerStep)}, effectful ${commits(effectful.commitsPerStep)}, floor 1)${durable.commitsPerStep === null ? ': the store has no commitCount' : ''}; per run also: send, claim`);
-    out(`  disk bytes / step    : ${b(durable.bytesPerStep)} file growth, ${b(durable.usedBytesPerStep)} in pages in use (normal ${b(normal.bytesPerStep)}, floor ${b(floor.bytesPerStep)}), after a complete WAL checkpoint`);
+    out(`  disk bytes / step    : ${b(durable.bytesPerStep)} file growth, ${b(durable.usedBytesPerStep)} in pages in use, ${b(durable.storedBytesPerStep)} stored in rows (normal ${b(normal.bytesPerStep)}, floor ${b(floor.bytesPerStep)}), after a complete WAL checkpoint`);
     out(`  written bytes / step : ${b(durable.writtenPerStep)} (normal ${b(normal.writtenPerStep)}, floor ${b(floor.writtenPerStep)}): write(2) bytes, /proc/self/io wchar (WAL frames + checkpoints)`);
     out(`  events / step        : ${fmt(parts.eventsPerStep, 2)}, with ${b(parts.eventBytesPerStep)} of event data`);
     out('');
@@ -832,14 +845,14 @@ try {
       ]),
     );
     if (slowGrowth.length > 0) out(`  missed wake-ups in the growth runs measured (part of their µs/step): ${slowGrowth.join(', ')}`);
-    out(`  prior messages  µs/step   median  (per session)              CPU µs/step  disk B/step  in use B/step  written B/step  loop µs/step   median  loop CPU µs/step`);
+    out(`  prior messages  µs/step   median  (per session)              CPU µs/step  disk B/step  in use B/step  stored B/step  written B/step  loop µs/step   median  loop CPU µs/step`);
     for (const g of growth) {
       out(
-        `  ${fmt(g.priorMessages, 0).padStart(14)} ${fmt(g.usPerStep).padStart(8)} ${fmt(g.medianUsPerStep).padStart(8)}  ${`(${g.perSession.map((x) => fmt(x, 0)).join(', ')})`.padEnd(26)} ${fmt(g.cpuUsPerStep).padStart(11)} ${fmt(g.bytesPerStep, 0).padStart(12)} ${fmt(g.usedBytesPerStep, 0).padStart(14)} ${(g.writtenBytesPerStep === null ? 'n/a' : fmt(g.writtenBytesPerStep, 0)).padStart(15)} ${fmt(g.loopUsPerStep).padStart(13)} ${fmt(g.loopMedianUsPerStep).padStart(8)} ${fmt(g.loopCpuUsPerStep).padStart(17)}`,
+        `  ${fmt(g.priorMessages, 0).padStart(14)} ${fmt(g.usPerStep).padStart(8)} ${fmt(g.medianUsPerStep).padStart(8)}  ${`(${g.perSession.map((x) => fmt(x, 0)).join(', ')})`.padEnd(26)} ${fmt(g.cpuUsPerStep).padStart(11)} ${fmt(g.bytesPerStep, 0).padStart(12)} ${fmt(g.usedBytesPerStep, 0).padStart(14)} ${fmt(g.storedBytesPerStep, 0).padStart(14)} ${(g.writtenBytesPerStep === null ? 'n/a' : fmt(g.writtenBytesPerStep, 0)).padStart(15)} ${fmt(g.loopUsPerStep).padStart(13)} ${fmt(g.loopMedianUsPerStep).padStart(8)} ${fmt(g.loopCpuUsPerStep).padStart(17)}`,
       );
     }
     out(
-      `  growth ${fmt(last.priorMessages, 0)}/${fmt(first.priorMessages, 0)}: durable µs/step ${fmt(result.growthRatio.durable, 2)}×, loop µs/step ${fmt(result.growthRatio.loop, 2)}× (medians; means ${fmt(result.growthRatio.loopOfMeans, 2)}×), disk B/step ${fmt(result.growthRatio.bytes, 2)}× (in use ${fmt(result.growthRatio.usedBytes, 2)}×)`,
+      `  growth ${fmt(last.priorMessages, 0)}/${fmt(first.priorMessages, 0)}: durable µs/step ${fmt(result.growthRatio.durable, 2)}×, loop µs/step ${fmt(result.growthRatio.loop, 2)}× (medians; means ${fmt(result.growthRatio.loopOfMeans, 2)}×), disk B/step ${fmt(result.growthRatio.bytes, 2)}× (in use ${fmt(result.growthRatio.usedBytes, 2)}×, stored in rows ${fmt(result.growthRatio.storedBytes, 2)}×)`,
     );
     const types = [...new Set(growth.flatMap((g) => Object.keys(g.bytesPerEventType)))].sort((x, y) => (last.bytesPerEventType[y] ?? 0) - (last.bytesPerEventType[x] ?? 0));
     out(`  event data B/step at each point: ${growth.map((g) => `${fmt(g.priorMessages, 0)} prior`).join(' | ')}`);
