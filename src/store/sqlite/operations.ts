@@ -136,18 +136,18 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
    * A session's head: its sessions row's, moved by the last open row written after it (an append
    * leaves the head in its open row, not in the sessions row; a seal puts it there; ADR-0026).
    */
-  const current = <H extends { last_seq: number; leaf_id: string | null; last_turn: number } & OpenHeadColumns>(h: H): H =>
+  const withOpenHead = <H extends { last_seq: number; leaf_id: string | null; last_turn: number } & OpenHeadColumns>(h: H): H =>
     h.open_last_seq === null ? h : { ...h, last_seq: h.open_last_seq, leaf_id: h.open_leaf_id, last_turn: Math.max(h.last_turn, h.open_turn ?? 0) };
   const headOf = (sessionId: string) => {
     const h = st.sessionHead.get(idKey(sessionId), sessionId);
-    return h && current(h);
+    return h && withOpenHead(h);
   };
 
   /** The session's row with its current head. */
   const sessionRow = (id: string): SessionRow => {
     const row = st.getSession.get(idKey(id), id);
     if (!row) throw new NotFoundError('session', id);
-    return current(row);
+    return withOpenHead(row);
   };
 
   /**
@@ -206,7 +206,7 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       let head = heads.lookup(sessionId, fence.runId, at);
       if (!head) {
         const row = st.fencedSessionHead.get(fence.runId, sessionKey, sessionId);
-        head = row && current(row);
+        head = row && withOpenHead(row);
       }
       const token = head ? head.fencing_token : (st.fenceOf.get(fence.runId)?.fencing_token ?? null);
       if (token !== fence.token) throw new FencedError(fence.runId, fence.token, token ?? undefined);
@@ -329,10 +329,10 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     },
     getSession: (id) => {
       const row = st.getSession.get(idKey(id), id);
-      return row ? toSession(current(row)) : undefined;
+      return row ? toSession(withOpenHead(row)) : undefined;
     },
     listSessions: (page) =>
-      st.listSessions.all(page.after ?? '', page.includeArchived ? 1 : 0, page.tenant ?? null, page.tenant ?? null, page.limit).map((r) => toSession(current({ ...r, ...(st.openHead.get(idKey(r.id), r.last_seq) ?? NO_OPEN_HEAD) }))),
+      st.listSessions.all(page.after ?? '', page.includeArchived ? 1 : 0, page.tenant ?? null, page.tenant ?? null, page.limit).map((r) => toSession(withOpenHead({ ...r, ...(st.openHead.get(idKey(r.id), r.last_seq) ?? NO_OPEN_HEAD) }))),
     updateSession: (id, patch) => {
       const row = sessionRow(id);
       st.updateSession.run(

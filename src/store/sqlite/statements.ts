@@ -45,9 +45,11 @@ export type SessionHeadRow = { last_seq: number; leaf_id: string | null; last_tu
  * its open row, so this row, if any, says where the head is now. All null when there is none.
  */
 export type OpenHeadColumns = { open_last_seq: number | null; open_leaf_id: string | null; open_turn: number | null };
+/** The last open row of the session whose log key is the parameter, among those that start after `afterSeq` (an SQL expression). */
+const lastOpenRowAfter = (columns: string, afterSeq: string) =>
+  `SELECT ${columns} FROM event_batches WHERE session_id = ? AND first_seq > ${afterSeq} AND codec IN ${OPEN_CODECS_SQL} ORDER BY first_seq DESC LIMIT 1`;
 /** Joined to `sessions s`, with the session's log key as a parameter (before those of the WHERE clause). */
-const OPEN_HEAD_JOIN = `LEFT JOIN event_batches o ON o.rowid = (
-  SELECT rowid FROM event_batches WHERE session_id = ? AND first_seq > s.last_seq AND codec IN ${OPEN_CODECS_SQL} ORDER BY first_seq DESC LIMIT 1)`;
+const OPEN_HEAD_JOIN = `LEFT JOIN event_batches o ON o.rowid = (${lastOpenRowAfter('rowid', 's.last_seq')})`;
 const OPEN_HEAD_COLUMNS = 'o.last_seq AS open_last_seq, o.leaf_id AS open_leaf_id, o.turn AS open_turn';
 
 /** The statements the operations run, prepared once per connection. */
@@ -88,8 +90,7 @@ export function prepareStatements(db: Database.Database) {
     ),
     // The last open row written after the sessions row's head, if any: where the head is now (ADR-0026).
     openHead: prepare<[IdKey, number], { open_last_seq: number; open_leaf_id: string | null; open_turn: number | null }>(
-      `SELECT last_seq AS open_last_seq, leaf_id AS open_leaf_id, turn AS open_turn FROM event_batches
-       WHERE session_id = ? AND first_seq > ? AND codec IN ${OPEN_CODECS_SQL} ORDER BY first_seq DESC LIMIT 1`,
+      lastOpenRowAfter('last_seq AS open_last_seq, leaf_id AS open_leaf_id, turn AS open_turn', '?'),
     ),
     // Entries are indexed when their turn is sealed (ADR-0022); rows of open rows written before are there already.
     indexEntry: prepare<[IdKey, IdKey, number, IdKey | null]>('INSERT OR IGNORE INTO entries (id, session_id, seq, parent_id) VALUES (?, ?, ?, ?)'),
