@@ -235,11 +235,12 @@ async function closeDurable(d: Durable): Promise<void> {
 
 /**
  * Idle waits inside a timed run, in ms, from the live `run/status` events: `claim`, from the
- * send's answer to the run's move to running (the worker's pick-up); `end`, from the move to
- * completed until `runs.wait` returned. Either is ~0 unless a wake-up is missed and a poll
- * (the worker's pollMs, or runs.wait's 200 ms) picks the change up instead.
+ * send's answer to the run's move to running (the worker's pick-up; 0 when the message's own
+ * transaction claimed the run for the idle worker, ADR-0027, counted in `claimedWithSend`); `end`,
+ * from the move to completed until `runs.wait` returned. Either is ~0 unless a wake-up is missed
+ * and a poll (the worker's pollMs, or runs.wait's 200 ms) picks the change up instead.
  */
-type Lag = { claim: number; end: number };
+type Lag = { claim: number; end: number; claimedWithSend: boolean };
 
 /** One run through the public API: send a message, wait for the run to end. Only this is timed. */
 async function durableRun(d: Durable, sessionId: string, i: number): Promise<{ sample: Sample; runId: string; lag: Lag }> {
@@ -271,7 +272,11 @@ async function durableRun(d: Durable, sessionId: string, i: number): Promise<{ s
   return {
     sample,
     runId: run.id,
-    lag: { claim: claimedAt > 0 ? claimedAt - sentAt : NaN, end: endedAt > 0 ? returnedAt - endedAt : NaN },
+    lag: {
+      claim: claimedAt > 0 ? Math.max(0, claimedAt - sentAt) : NaN,
+      end: endedAt > 0 ? returnedAt - endedAt : NaN,
+      claimedWithSend: claimedAt > 0 && claimedAt <= sentAt,
+    },
   };
 }
 
@@ -704,7 +709,7 @@ const SLOW_MS = 50;
 const isSlow = (x: number) => !(x <= SLOW_MS);
 function lagStats(lags: readonly Lag[]) {
   const one = (xs: number[]) => ({ median: median(xs), max: Math.max(...xs), slow: xs.filter(isSlow).length, slowMs: xs.filter(isSlow).reduce((a, b) => a + b, 0) });
-  return { runs: lags.length, claim: one(lags.map((l) => l.claim)), end: one(lags.map((l) => l.end)) };
+  return { runs: lags.length, claimedWithSend: lags.filter((l) => l.claimedWithSend).length, claim: one(lags.map((l) => l.claim)), end: one(lags.map((l) => l.end)) };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -809,7 +814,7 @@ try {
     out('');
     const lags = (name: string, l: ReturnType<typeof lagStats>) => {
       const one = (o: ReturnType<typeof lagStats>['claim']) => `median ${fmt(o.median, 2)} ms, max ${fmt(o.max, 2)} ms, ${o.slow} over ${SLOW_MS} ms`;
-      return `  ${name.padEnd(8)} send → running: ${one(l.claim)}; completed → wait returned: ${one(l.end)} (${l.runs} runs)`;
+      return `  ${name.padEnd(8)} send → running: ${one(l.claim)} (${l.claimedWithSend} of ${l.runs} claimed in the send's transaction); completed → wait returned: ${one(l.end)} (${l.runs} runs)`;
     };
     out(`  idle waits inside the timed runs (missed wake-ups show as waits over ${SLOW_MS} ms; they are part of µs/step):`);
     out(lags('durable', result.lags));
@@ -821,7 +826,7 @@ try {
     out(`  normal in SQLite     : ${fmt(normal.txUsPerStep)} µs/step inside write transactions, BEGIN to COMMIT (each run's send, claim, steps and finish, and the worker's next look for work); ${fmt(result.normalUsPerStep - normal.txUsPerStep)} µs/step outside`);
     out(`  loop / handLoop      : ${fmt(result.loopRatio, 2)}×`);
     out('');
-    out(`  commits / step       : ${commits(durable.commitsPerStep)} (normal ${commits(normal.commitsPerStep)}, effectful ${commits(effectful.commitsPerStep)}, floor 1)${durable.commitsPerStep === null ? ': the store has no commitCount' : ''}; per run also: send, claim`);
+    out(`  commits / step       : ${commits(durable.commitsPerStep)} (normal ${commits(normal.commitsPerStep)}, effectful ${commits(effectful.commitsPerStep)}, floor 1)${durable.commitsPerStep === null ? ': the store has no commitCount' : ''}; per run also: the send (which claims the run for the idle worker, ADR-0027)`);
     out(`  disk bytes / step    : ${b(durable.bytesPerStep)} file growth, ${b(durable.usedBytesPerStep)} in pages in use, ${b(durable.storedBytesPerStep)} stored in rows (normal ${b(normal.bytesPerStep)}, floor ${b(floor.bytesPerStep)}), after a complete WAL checkpoint`);
     out(`  written bytes / step : ${b(durable.writtenPerStep)} (normal ${b(normal.writtenPerStep)}, floor ${b(floor.writtenPerStep)}): write(2) bytes, /proc/self/io wchar (WAL frames + checkpoints)`);
     out(`  events / step        : ${fmt(parts.eventsPerStep, 2)}, with ${b(parts.eventBytesPerStep)} of event data`);

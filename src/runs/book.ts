@@ -26,7 +26,17 @@ import { applyDecisions, type WaitingCall } from './waits.ts';
 
 export type IfBusy = 'reject' | 'enqueue' | 'steer' | 'interrupt';
 /** A message taken by a session: the run it created, waits for, or steers, and the events to publish. */
-export type Accepted = { outcome: 'created' | 'enqueued' | 'steered'; message: UserMessage; run: RunRecord; events: SessionEvent[] };
+/** What the message did; `claimed`: a run claimed in the same transaction (see `send`'s `claim`). */
+export type Accepted = { outcome: 'created' | 'enqueued' | 'steered'; message: UserMessage; run: RunRecord; events: SessionEvent[]; claimed?: Claimed };
+
+/** A run claimed for a worker: a start, or the recovery of an interrupted run (`previous` running). */
+export interface Claimed {
+  run: RunRecord;
+  previous: RunStatus;
+  /** The run was never claimed before (see StoreOps.claimRun). */
+  firstStart: boolean;
+  claimedAt: number;
+}
 export type FinalStatus = 'completed' | 'failed' | 'cancelled' | 'timed_out';
 
 export interface FinishOptions {
@@ -231,7 +241,18 @@ export class RunBook {
     sessionId: string,
     input: UserInput,
     agent: AgentDefinition,
-    o: { ifBusy?: IfBusy; options?: RunOptions; parent?: { runId: string; toolCallId: string }; idempotency?: IdempotencyClaim } = {},
+    o: {
+      ifBusy?: IfBusy;
+      options?: RunOptions;
+      parent?: { runId: string; toolCallId: string };
+      idempotency?: IdempotencyClaim;
+      /**
+       * Claims a run for a worker of this process that has a free slot, when the message created
+       * one: in the same transaction, so that the run starts without a commit of its own (ADR-0027).
+       * It claims as the worker would, the oldest claimable run first, which may be another one.
+       */
+      claim?: (tx: StoreOps) => Promise<Claimed | undefined>;
+    } = {},
   ): Promise<Accepted> {
     const message = userMessage(input);
     const ifBusy = o.ifBusy ?? 'reject';
@@ -240,7 +261,11 @@ export class RunBook {
       if (o.idempotency) await refuseTakenKey(tx, o.idempotency);
       const accepted = await this.accept(tx, sessionId, message, agent, ifBusy, o);
       if (o.idempotency) await recordEffect(tx, o.idempotency, { outcome: accepted.outcome, message_id: accepted.message.id, run_id: accepted.run.id });
-      return accepted;
+      if (accepted.outcome !== 'created' || !o.claim) return accepted;
+      const claimed = await o.claim(tx);
+      if (!claimed) return accepted;
+      // The message's run as committed: running, if it was the one claimed.
+      return { ...accepted, claimed, ...(claimed.run.id === accepted.run.id ? { run: claimed.run } : {}) };
     });
   }
 

@@ -16,7 +16,7 @@ import {
   type UsageQuery,
   type UsageTotals,
 } from '../store/index.ts';
-import { RunBook, recordEffect, refuseTakenKey, type IdempotencyClaim, type IfBusy, type RunOptions, type Waiting } from './book.ts';
+import { RunBook, recordEffect, refuseTakenKey, type Accepted, type IdempotencyClaim, type IfBusy, type RunOptions, type Waiting } from './book.ts';
 import { SendSpan } from '../telemetry/send-span.ts';
 import { recordsContent, type TelemetryOptions } from '../telemetry/tracer.ts';
 import type { Execution, ExecutionEnv } from './execution.ts';
@@ -25,7 +25,7 @@ import { Waits } from './waits.ts';
 import { Webhooks, type WebhookOptions } from './webhooks/index.ts';
 import { RunObservers, type RunObserver } from './observer.ts';
 import { IllegalTransitionError } from './state.ts';
-import { Worker, type WorkerHost, type WorkerOptions } from './worker.ts';
+import { Worker, type OfferedSlot, type WorkerHost, type WorkerOptions } from './worker.ts';
 import { WakeUp } from './wake-up.ts';
 import { Schedules, type SchedulerOptions } from './schedules.ts';
 import { FlowControl, type FlowControlOptions, type ModelLimits, type Priority } from '../limits/flow-control.ts';
@@ -223,9 +223,20 @@ export class Runtime {
         const active = await this.store.activeRun(sessionId);
         if (active) await this.runs.cancel(active.id, { reason: 'interrupted by a new message' });
       }
-      const r = await this.book.send(sessionId, input, agent, { ifBusy: ifBusy === 'interrupt' ? 'reject' : ifBusy, options, ...(idempotency ? { idempotency } : {}) });
+      // A worker of this process with a free slot claims the run in the message's own transaction.
+      const slot = this.offerSlot();
+      let r: Accepted;
+      try {
+        r = await this.book.send(sessionId, input, agent, { ifBusy: ifBusy === 'interrupt' ? 'reject' : ifBusy, options, ...(idempotency ? { idempotency } : {}), ...(slot ? { claim: slot.claim } : {}) });
+      } catch (e) {
+        slot?.release();
+        throw e;
+      }
+      if (r.claimed) slot!.start(r.claimed);
+      else slot?.release();
       if (r.outcome === 'steered') this.executions.get(r.run.id)?.steeringArrived();
-      this.wake();
+      // The workers look for work unless the message's run was claimed with it.
+      if (r.claimed?.run.id !== r.run.id) this.wake();
       span.sent(r.outcome, r.run.id);
       return { outcome: r.outcome, message: r.message, run: r.run };
     } catch (e) {
@@ -273,6 +284,15 @@ export class Runtime {
       if (page.length < 100) return { erased };
       after = page.at(-1)!.id;
     }
+  }
+
+  /** A free slot of one of this process's workers, for a claim in a message's transaction (see Worker.offerSlot). */
+  private offerSlot(): OfferedSlot | undefined {
+    for (const w of this.workers) {
+      const slot = w.offerSlot();
+      if (slot) return slot;
+    }
+    return undefined;
   }
 
   /** Starts a worker in this process (API and worker can share one process, or not). */

@@ -1,7 +1,7 @@
 import { newId } from '../core/index.ts';
 import type { NewEvent } from '../session/index.ts';
-import type { RunRecord } from '../store/index.ts';
-import type { RunBook, Waiting } from './book.ts';
+import type { RunRecord, StoreOps } from '../store/index.ts';
+import type { Claimed, RunBook, Waiting } from './book.ts';
 import { Execution, type ExecutionEnv } from './execution.ts';
 import { CLAIM_POLICY } from './state.ts';
 import { isWaiting, WAITING_STATUSES } from './waits.ts';
@@ -15,6 +15,17 @@ export interface WorkerOptions {
   pollMs?: number;
   /** How often to time out runs whose wait or deadline has passed. */
   sweepMs?: number;
+}
+
+/**
+ * A free slot of a worker, taken for a claim made in another transaction (a message's, see
+ * `Worker.offerSlot`): `claim` inside that transaction, then, once it committed, `start` with
+ * what it claimed; or `release` when it did not commit or claimed nothing.
+ */
+export interface OfferedSlot {
+  claim(tx: StoreOps): Promise<Claimed | undefined>;
+  start(claimed: Claimed): void;
+  release(): void;
 }
 
 export interface WorkerHost {
@@ -43,6 +54,10 @@ export class Worker {
   private lastSweep = 0;
   /** A slot was freed or taken since the worker last napped: it wakes itself, no work is announced. */
   private slotChanged = false;
+  /** Slots offered for a claim in another transaction, not yet started or released (see `offerSlot`). */
+  private offered = 0;
+  /** The worker's own claim in flight (0 or 1): its slot is taken too. */
+  private claiming = 0;
 
   constructor(host: WorkerHost, options: WorkerOptions = {}) {
     this.host = host;
@@ -55,7 +70,7 @@ export class Worker {
 
   /** Runs this worker executes now and that hold a slot (not those only waiting for a child run). */
   get active(): number {
-    let n = 0;
+    let n = this.offered + this.claiming;
     for (const e of this.running.values()) if (e.holdsSlot) n++;
     return n;
   }
@@ -74,8 +89,17 @@ export class Worker {
           if (look) {
             if (!(await this.mayClaim())) break;
             look = false;
+            // A message may have taken the slot meanwhile (see offerSlot).
+            if (this.stopping || this.active >= this.concurrency) break;
           }
-          const claimed = await this.claim();
+          // The slot is taken while the claim is in flight: a message must not take it too.
+          this.claiming++;
+          let claimed: Claimed | undefined;
+          try {
+            claimed = await this.claim();
+          } finally {
+            this.claiming--;
+          }
           if (!claimed) break;
           this.spawn(claimed.run, claimed.firstStart);
         }
@@ -91,30 +115,61 @@ export class Worker {
     }
   }
 
-  /**
-   * Claims the oldest claimable run and records it: a start, or the recovery of an interrupted run.
-   * `firstStart`: the run was never claimed before (see StoreOps.claimRun).
-   */
-  private async claim(): Promise<{ run: RunRecord; firstStart: boolean } | undefined> {
-    const { book } = this.host;
-    const env = this.host.env(this.id);
-    let claimedAt = 0;
+  /** Claims the oldest claimable run in a transaction of its own, and tells the observers. */
+  private async claim(): Promise<Claimed | undefined> {
     // Committed, its event reaches live streams (the log publishes on commit).
-    const claimed = await book.sessions.log.transaction(async (tx) => {
-      const c = await tx.claimRun(this.id, env.leaseMs, (claimedAt = Date.now()), CLAIM_POLICY);
-      if (!c) return undefined;
-      const { run, previous, firstStart } = c;
-      const fence = { runId: run.id, token: run.fencingToken };
-      const turn = run.turn !== null ? { turn: run.turn } : {};
-      const event: NewEvent =
-        previous === 'running'
-          ? { type: 'run/interrupted', runId: run.id, ...turn, data: { attempt: run.attempt, step: (await book.boundary(run, tx)).at?.step ?? 0, reason: 'lease_expired' } }
-          : { type: 'run/status', runId: run.id, ...turn, data: { from: previous, to: 'running', attempt: run.attempt, reason: `claimed by ${this.id}` } };
-      return { run, previous, firstStart, events: await book.sessions.log.append(run.sessionId, [event], { tx, fence, trusted: true }) };
-    });
-    if (claimed) env.observers?.claimed(claimed.run, claimed.previous, claimedAt);
+    const claimed = await this.host.book.sessions.log.transaction((tx) => this.claimIn(tx));
+    if (claimed) this.host.env(this.id).observers?.claimed(claimed.run, claimed.previous, claimed.claimedAt);
     return claimed;
   }
+
+  /** Claims the oldest claimable run inside `tx` and records it: a start, or the recovery of an interrupted run. */
+  private async claimIn(tx: StoreOps): Promise<Claimed | undefined> {
+    const { book } = this.host;
+    const claimedAt = Date.now();
+    const c = await tx.claimRun(this.id, this.host.env(this.id).leaseMs, claimedAt, CLAIM_POLICY);
+    if (!c) return undefined;
+    const { run, previous, firstStart } = c;
+    const fence = { runId: run.id, token: run.fencingToken };
+    const turn = run.turn !== null ? { turn: run.turn } : {};
+    const event: NewEvent =
+      previous === 'running'
+        ? { type: 'run/interrupted', runId: run.id, ...turn, data: { attempt: run.attempt, step: (await book.boundary(run, tx)).at?.step ?? 0, reason: 'lease_expired' } }
+        : { type: 'run/status', runId: run.id, ...turn, data: { from: previous, to: 'running', attempt: run.attempt, reason: `claimed by ${this.id}` } };
+    await book.sessions.log.append(run.sessionId, [event], { tx, fence, trusted: true });
+    return { run, previous, firstStart, claimedAt };
+  }
+
+  /**
+   * A free slot for a claim inside another transaction: the one that queues a run (ADR-0027). The
+   * run starts here as soon as that commits, without a transaction, a wake-up and a look for work
+   * of its own. Undefined when the worker is full or stopping.
+   */
+  offerSlot(): OfferedSlot | undefined {
+    if (this.stopping || this.active >= this.concurrency) return undefined;
+    this.offered++;
+    let open = true;
+    const close = () => {
+      if (!open) return false;
+      open = false;
+      if (--this.offered === 0) this.offersSettled?.();
+      return true;
+    };
+    return {
+      claim: (tx) => this.claimIn(tx),
+      start: (claimed) => {
+        if (!close()) return;
+        this.host.env(this.id).observers?.claimed(claimed.run, claimed.previous, claimed.claimedAt);
+        this.spawn(claimed.run, claimed.firstStart);
+      },
+      release: () => {
+        if (close()) this.slotWake();
+      },
+    };
+  }
+
+  /** Called when an offered slot is started or released: `stop` waits for the last one. */
+  private offersSettled: (() => void) | undefined;
 
   /**
    * Whether a claim could find a run: one is ready or one runs (its lease may have expired). A read
@@ -185,6 +240,8 @@ export class Worker {
     this.stopping = true;
     this.host.wake();
     await this.loopDone;
+    // A run claimed for a slot offered before (its message's transaction still open) starts first.
+    if (this.offered > 0) await new Promise<void>((resolve) => (this.offersSettled = resolve));
     const executions = [...this.running.values()];
     for (const e of executions) e.release(false);
     const all = Promise.all(executions.map((e) => e.done.catch(() => {})));

@@ -169,7 +169,8 @@ describe('legal transitions through the public API', () => {
     rt.startWorker();
     const s = await rt.sessions.create();
     const { run } = await rt.sessions.send(s.id, 'hi');
-    expect(run.status).toBe('queued');
+    // Claimed in the message's transaction by this process's idle worker (ADR-0027).
+    expect(run.status).toBe('running');
     const done = await rt.runs.wait(run.id);
     expect(done.status).toBe('completed');
     expect(await chain(rt, run)).toEqual(['queued', 'running', 'completed']);
