@@ -25,8 +25,10 @@ import { systemClock, type Clock } from './clock.ts';
 import { applyDecisions, type WaitingCall } from './waits.ts';
 
 export type IfBusy = 'reject' | 'enqueue' | 'steer' | 'interrupt';
-/** A message taken by a session: the run it created, waits for, or steers, and the events to publish. */
-/** What the message did; `claimed`: a run claimed in the same transaction (see `send`'s `claim`). */
+/**
+ * A message taken by a session: the run it created, waits for, or steers, and the events to
+ * publish; `claimed`, a run claimed for a worker in the same transaction (see `send`'s `claim`).
+ */
 export type Accepted = { outcome: 'created' | 'enqueued' | 'steered'; message: UserMessage; run: RunRecord; events: SessionEvent[]; claimed?: Claimed };
 
 /** A run claimed for a worker: a start, or the recovery of an interrupted run (`previous` running). */
