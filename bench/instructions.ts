@@ -8,9 +8,10 @@
  * in `node --single-threaded` (V8 compiles and collects on the main thread: the count repeats)
  * with an old generation large enough that no major collection comes (one that falls inside the
  * counted runs of one version and not of the other weighs ±2 %, more than the changes measured;
- * the young generation's collections, every few runs, are counted). It runs twice, with WARM and
- * WARM + RUNS runs; the difference ÷ (RUNS × steps a run) is the instructions a step in steady
- * state, start-up and the first runs' compilation left out.
+ * the young generation's collections, every few runs, are counted), and fixed seeds (V8 looks for
+ * a prime from its random hash seed at start-up: ~10 M instructions more or less, ±15 K a step).
+ * It runs twice, with WARM and WARM + RUNS runs; the difference ÷ (RUNS × steps a run) is the
+ * instructions a step in steady state, start-up and the first runs' compilation left out.
  * With `--against <git ref>` the same is counted for that commit (a temporary worktree with this
  * checkout's node_modules) and the two are compared. `--top N` also prints the N native
  * functions (SQLite, zstd, V8's JSON, GC, hashing...) that take most instructions a step; code
@@ -105,7 +106,7 @@ function count(root: string, runs: number, dir: string): Promise<{ total: number
   return new Promise((ok, fail) => {
     const child = spawn(
       'valgrind',
-      ['--tool=callgrind', '--smc-check=all-non-file', `--callgrind-out-file=${file}`, process.execPath, '--single-threaded', '--initial-old-space-size=512', join(HERE, 'instructions.ts'), '--workload', String(runs)],
+      ['--tool=callgrind', '--smc-check=all-non-file', `--callgrind-out-file=${file}`, process.execPath, '--single-threaded', '--initial-old-space-size=512', '--hash-seed=1', '--random-seed=1', join(HERE, 'instructions.ts'), '--workload', String(runs)],
       { cwd: root, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TOOL_STEPS: String(TOOL_STEPS) } },
     );
     let stderr = '';
