@@ -73,8 +73,8 @@ describe('a message claims its run for a worker of this process', () => {
     const [queued, running] = await moves(rt, run);
     expect(queued).toMatchObject({ to: 'queued', seq: user.seq + 1 });
     expect(running).toMatchObject({ to: 'running', seq: user.seq + 2, reason: 'claimed by w1' });
-    // The worker napping for a minute did not have to wake up for it.
     expect((await rt.runs.wait(run.id, { timeoutMs: 5000 })).status).toBe('completed');
+    await flush();
     expect(worker.active).toBe(0);
   });
 
@@ -192,11 +192,14 @@ describe('a process killed right after its message claimed the run', () => {
     child.stderr!.setEncoding('utf8').on('data', (c: string) => (stderr += c));
     const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, signal) => resolve(signal)));
     let sent: Extract<ClaimAtSendMessage, { type: 'sent' }> | undefined;
+    let toolStarted = false;
+    // Killed once its send returned and its run's tool started (in either order).
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`the child never started its tool: ${stderr}`)), 20_000);
       child.on('message', (m: ClaimAtSendMessage) => {
         if (m.type === 'sent') sent = m;
-        if (m.type === 'tool-start') {
+        if (m.type === 'tool-start') toolStarted = true;
+        if (sent && toolStarted) {
           clearTimeout(timer);
           resolve();
         }
