@@ -59,7 +59,6 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LanguageModelV4FunctionTool, LanguageModelV4Prompt, LanguageModelV4ToolResultPart } from '@ai-sdk/provider';
 import Database from 'better-sqlite3';
-import { z } from 'zod';
 import {
   createRuntime,
   defineAgent,
@@ -71,12 +70,12 @@ import {
   type AgentDefinition,
   type Message,
   type Runtime,
-  type ScriptedResponse,
   type StoredEvent,
 } from '../src/index.ts';
 import { decodeBatch } from '../src/store/sqlite/event-batch-codec.ts';
 import { idKey, type IdKey } from '../src/store/sqlite/id-keys.ts';
 import type { BatchRow } from '../src/store/rows.ts';
+import { benchAgent, benchScript, SYSTEM } from './durable-workload.ts';
 
 const RUNS = Number(process.env.RUNS ?? 30);
 const RUNS_NORMAL = Number(process.env.RUNS_NORMAL ?? 90);
@@ -96,12 +95,6 @@ const MESSAGES_PER_RUN = 1 + STEPS + TOOL_STEPS;
 /** The growth runs measured: the first, the middle and the last of each session. */
 const GROWTH_AT = [...new Set([0, Math.floor((GROWTH_RUNS - 1) / 2), GROWTH_RUNS - 1])].filter((k) => k >= 0);
 
-const SYSTEM =
-  'You are Keel, a careful assistant working inside a durable agent runtime. Use the tools you are given ' +
-  'to make progress one step at a time; call `inc` whenever a counter has to move, and never guess its ' +
-  'value. Keep answers short and factual. When the work is done, say so plainly and summarize the result ' +
-  'in one sentence.';
-
 const fmt = (n: number, digits = 1) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
@@ -119,28 +112,7 @@ function median(xs: readonly number[]): number {
 // ---------------------------------------------------------------------------------------------
 // The workload, and measuring
 
-function script(): ScriptedResponse[] {
-  const s: ScriptedResponse[] = [];
-  for (let i = 0; i < TOOL_STEPS; i++) s.push({ text: 'working', toolCalls: [{ name: 'inc', input: { n: i } }] });
-  s.push({ text: 'done' });
-  return s;
-}
-
-/**
- * The bench agent. Its tool is a pure function, so it says it is idempotent (safe to run again
- * with the same idempotency key): its call needs no durable point before it runs, and a tool step
- * commits once (ADR-0008). `effectful: true` declares it not idempotent: two commits per tool step.
- */
-function makeAgent(o: { effectful?: boolean } = {}): AgentDefinition {
-  return defineAgent({
-    name: 'bench',
-    // Calls are not kept: a long benchmark would hold every prompt it sent.
-    model: new ScriptedModel(script(), { loop: true, recordCalls: false }),
-    system: SYSTEM,
-    tools: [tool({ name: 'inc', description: 'increments', input: z.object({ n: z.number() }), idempotent: !o.effectful, execute: ({ n }) => n + 1 })],
-    limits: { maxSteps: STEPS },
-  });
-}
+const makeAgent = (o: { effectful?: boolean } = {}): AgentDefinition => benchAgent({ defineAgent, ScriptedModel, tool }, { toolSteps: TOOL_STEPS, ...o });
 
 type Sample = { steps: number; ms: number; userUs: number; systemUs: number };
 const sum = (xs: readonly Sample[]): Sample =>
@@ -554,7 +526,7 @@ async function handRun(model: ScriptedModel): Promise<number> {
 }
 
 async function handLoopVariant(): Promise<Sample> {
-  const model = new ScriptedModel(script(), { loop: true, recordCalls: false });
+  const model = new ScriptedModel(benchScript(TOOL_STEPS), { loop: true, recordCalls: false });
   for (let i = 0; i < 20; i++) await handRun(model);
   const { sample } = await timed(LOOP_RUNS * STEPS, async () => {
     for (let i = 0; i < LOOP_RUNS; i++) {

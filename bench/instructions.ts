@@ -3,8 +3,8 @@
  * 2-core machine wall and CPU times of the same code move by ±15–30 % between runs, so a change
  * worth 2 % cannot be seen in them; an instruction count repeats within ~0.05 %.
  *
- * The workload is bench:durable's NORMAL variant (the public runtime API on a SQLite file with
- * synchronous=NORMAL, runs of TOOL_STEPS tool steps + 1 answer, one at a time, a new session each),
+ * The workload is bench:durable's NORMAL variant (bench/durable-workload.ts through the public
+ * runtime API on a SQLite file with synchronous=NORMAL, one run at a time, a new session each),
  * in `node --single-threaded` (V8 compiles and collects on the main thread: the count repeats)
  * with an old generation large enough that no major collection comes (one that falls inside the
  * counted runs of one version and not of the other weighs ±2 %, more than the changes measured;
@@ -32,6 +32,8 @@ import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type * as Keel from '../src/index.ts';
+import { benchAgent } from './durable-workload.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '..');
@@ -50,21 +52,9 @@ const option = (name: string): string | undefined => {
 // The workload (this file run with --workload <runs>, under Valgrind)
 
 async function workload(runs: number): Promise<void> {
-  const { z } = await import('zod');
-  const { createRuntime, defineAgent, ScriptedModel, SqliteStore, tool } = await import(join(process.cwd(), 'src/index.ts'));
-  const script = [];
-  for (let i = 0; i < TOOL_STEPS; i++) script.push({ text: 'working', toolCalls: [{ name: 'inc', input: { n: i } }] });
-  script.push({ text: 'done' });
-  const agent = defineAgent({
-    name: 'bench',
-    model: new ScriptedModel(script, { loop: true, recordCalls: false }),
-    system:
-      'You are Keel, a careful assistant working inside a durable agent runtime. Use the tools you are given to make progress one step ' +
-      'at a time; call `inc` whenever a counter has to move, and never guess its value. Keep answers short and factual. When the work is ' +
-      'done, say so plainly and summarize the result in one sentence.',
-    tools: [tool({ name: 'inc', description: 'increments', input: z.object({ n: z.number() }), idempotent: true, execute: ({ n }: { n: number }) => n + 1 })],
-    limits: { maxSteps: STEPS },
-  });
+  const keel = (await import(join(process.cwd(), 'src/index.ts'))) as typeof Keel;
+  const { createRuntime, SqliteStore } = keel;
+  const agent = benchAgent(keel, { toolSteps: TOOL_STEPS });
   const dir = mkdtempSync(join(tmpdir(), 'keel-bench-instructions-'));
   const store = new SqliteStore({ path: join(dir, 'keel.db'), synchronous: 'NORMAL' });
   const rt = createRuntime({ store, agents: [agent], leaseMs: 60_000 });

@@ -56,6 +56,8 @@ export class Worker {
   private slotChanged = false;
   /** Slots offered for a claim in another transaction, not yet started or released (see `offerSlot`). */
   private offered = 0;
+  /** Called when the last offered slot is started or released: `stop` waits for it. */
+  private offersSettled: (() => void) | undefined;
   /** The worker's own claim in flight (0 or 1): its slot is taken too. */
   private claiming = 0;
 
@@ -167,9 +169,6 @@ export class Worker {
       },
     };
   }
-
-  /** Called when an offered slot is started or released: `stop` waits for the last one. */
-  private offersSettled: (() => void) | undefined;
 
   /**
    * Whether a claim could find a run: one is ready or one runs (its lease may have expired). A read
