@@ -130,7 +130,10 @@ export class SessionLog {
     const { def, data } = trusted ? this.registry.trusted(e.type, e.data) : this.registry.validate(e.type, e.data);
     const { data: stored, blobs } = extractBlobs(data as Record<string, unknown>, def.blobFields);
     // Assigned in key order, without spreads of conditional objects (several events per step).
-    const draft: EventDraft = { id: e.id ?? newId(), type: e.type, v: def.v, time: e.time ?? Date.now(), entry: def.entry, data: stored };
+    // An id made here cannot be in the log: the store need not look it up (one lookup an entry).
+    // Every draft has the same keys: an append's loop sees one shape.
+    const minted = e.id === undefined;
+    const draft: EventDraft = { id: minted ? newId() : e.id!, type: e.type, v: def.v, time: e.time ?? Date.now(), entry: def.entry, minted, data: stored };
     if (e.runId !== undefined) draft.runId = e.runId;
     if (e.turn !== undefined) draft.turn = e.turn;
     if (e.step !== undefined) draft.step = e.step;

@@ -61,6 +61,12 @@ export interface EventDraft {
   leaf?: string | null;
   /** Readers that do not know this type may skip it. */
   ignorable?: boolean;
+  /**
+   * The id was generated for this draft (a fresh UUIDv7, see `newId`), not given by a caller: no
+   * stored event can have it, so a store may skip looking it up before it appends. A caller's id
+   * is always looked up (an append of an entry whose id the session has is refused).
+   */
+  minted?: boolean;
   data: unknown;
 }
 

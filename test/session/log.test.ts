@@ -46,6 +46,21 @@ describe('session log', () => {
   });
 
   describe('envelope', () => {
+    it('refuses an entry whose given id the session has, also one the log minted (its own appends skip that lookup)', async () => {
+      const s = await sessions.create({ title: 't' });
+      const [minted] = await sessions.append(s.id, [user('u1', 'hello')]);
+      expect(minted!.id).toMatch(UUID_V7);
+      // In an open row and, once sealed, in the entries index: refused either way.
+      await expect(sessions.append(s.id, [{ ...user('u2', 'again'), id: minted!.id }])).rejects.toMatchObject({ code: 'conflict' });
+      await store.sealEvents(s.id);
+      await expect(sessions.append(s.id, [{ ...user('u3', 'again'), id: minted!.id }])).rejects.toMatchObject({ code: 'conflict' });
+      // Minted ids never collide: many appends, every entry kept.
+      for (let i = 0; i < 50; i++) await sessions.append(s.id, [user(`m${i}`, 'x')]);
+      const entries = (await sessions.events(s.id)).filter((e) => e.entry);
+      expect(entries).toHaveLength(51);
+      expect(new Set(entries.map((e) => e.id)).size).toBe(51);
+    });
+
     it('gives every event an id, its session, a gapless seq, type, version and time, plus run/turn/step when given', async () => {
       const before = Date.now();
       const s = await sessions.create({ title: 't' });

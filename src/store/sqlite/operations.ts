@@ -231,8 +231,9 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
         if (d.parentId && !added.has(d.parentId) && !hasEntry(sessionKey, open, d.parentId)) {
           throw new StoreError('invalid_parent', `event ${d.id}: parent ${d.parentId} is not an entry of session ${sessionId}`);
         }
-        // Entry ids are unique in their session (one lookup per id: `id IN (?, ?)` measured dearer than two).
-        if (added.has(d.id) || hasEntry(sessionKey, open, d.id)) throw new StoreError('conflict', `event ${d.id} already exists`);
+        // Entry ids are unique in their session (one lookup per id: `id IN (?, ?)` measured dearer
+        // than two). An id minted for this draft cannot be taken: not looked up.
+        if (added.has(d.id) || (!d.minted && hasEntry(sessionKey, open, d.id))) throw new StoreError('conflict', `event ${d.id} already exists`);
         added.set(d.id, { seq, parent });
         leaf = d.id;
       } else if (d.leaf !== undefined) {
