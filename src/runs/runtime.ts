@@ -467,14 +467,19 @@ export class RunsApi {
     const timer = o.timeoutMs !== undefined ? setTimeout(end, o.timeoutMs) : undefined;
     o.signal?.addEventListener('abort', end, { once: true });
     let off: (() => void) | undefined;
+    // A move short of `until` (to running, say) is not worth a read.
+    const listen = (sessionId: string) =>
+      this.rt.sessions.log.subscribe(sessionId, (item) => {
+        if (item.kind === 'changed' || (item.kind === 'event' && item.event.runId === id && item.event.type === 'run/status' && reached(item.event.data.to))) wakeUp.wake();
+      });
     try {
+      // Listening before the run is read: no change in between is missed. A run executed here
+      // tells its session at once; another one is read first to learn it, then again.
+      const local = this.rt.executions.get(id);
+      if (local) off = listen(local.run.sessionId);
       let run = await this.get(id);
-      if (!reached(run.status)) {
-        // Listening before the run is read again: no change in between is missed.
-        off = this.rt.sessions.log.subscribe(run.sessionId, (item) => {
-          // A move short of `until` (to running, say) is not worth a read.
-          if (item.kind === 'changed' || (item.kind === 'event' && item.event.runId === id && item.event.type === 'run/status' && reached(item.event.data.to))) wakeUp.wake();
-        });
+      if (!off && !reached(run.status)) {
+        off = listen(run.sessionId);
         run = await this.get(id);
       }
       while (!reached(run.status)) {

@@ -456,8 +456,10 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       // Its events come after the session's head (none for no such session: the insert then fails on the session).
       const head = headOf(r.sessionId);
       const firstSeq = head ? head.last_seq + 1 : null;
+      let row: RunRow;
       try {
-        st.insertRun.run({
+        // The row as stored (its defaults filled in), from the insert itself: not read again.
+        row = st.insertRun.get({
           id: r.id,
           session_id: r.sessionId,
           parent_run_id: r.parentRunId ?? null,
@@ -473,7 +475,7 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
           usage: JSON.stringify(r.usage ?? {}),
           queued_behind: r.queuedBehind ? 1 : 0,
           first_seq: firstSeq,
-        });
+        }) as RunRow;
       } catch (e) {
         const code = (e as { code?: unknown }).code;
         if (code === 'SQLITE_CONSTRAINT_UNIQUE' && /runs\.session_id/.test((e as Error).message)) {
@@ -483,7 +485,7 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
         if (code === 'SQLITE_CONSTRAINT_FOREIGNKEY') throw new NotFoundError('session or parent run of run', r.id);
         throw e;
       }
-      return toRun(st.getRun.get(r.id)!);
+      return toRun(row);
     },
     getRun: (id) => {
       const row = st.getRun.get(id);

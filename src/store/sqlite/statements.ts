@@ -166,7 +166,8 @@ export function prepareStatements(db: Database.Database) {
       `INSERT INTO runs (id, session_id, parent_run_id, parent_tool_call_id, agent_name, agent_version, agent_spec, status,
                          trigger_message_id, turn, created_at, deadline_at, options, usage, queued_behind, first_seq)
        VALUES (@id, @session_id, @parent_run_id, @parent_tool_call_id, @agent_name, @agent_version, @agent_spec, 'queued',
-               @trigger_message_id, @turn, @created_at, @deadline_at, @options, @usage, @queued_behind, @first_seq)`,
+               @trigger_message_id, @turn, @created_at, @deadline_at, @options, @usage, @queued_behind, @first_seq)
+       RETURNING *`,
     ),
     getRun: prepare<[string], RunRow>('SELECT * FROM runs WHERE id = ?'),
     activeRun: prepare<[string], RunRow>(`SELECT * FROM runs WHERE session_id = ? AND status NOT IN (${TERMINAL_SQL}) AND queued_behind = 0`),
