@@ -51,7 +51,10 @@
  *
  * Run with `npm run bench:durable`; `npm run -s bench:durable -- --json` prints one JSON object
  * and nothing else on stdout (-s keeps npm's own banner out).
- * Env: RUNS (30), RUNS_NORMAL (90), TOOL_STEPS (20), GROWTH_RUNS (25), GROWTH_SESSIONS (3), WARMUP (5 durable
+ * Before the variants, PROCESS_WARMUP runs of the workload (NORMAL, on a scratch file) bring the
+ * process to its steady state: see processWarmup.
+ *
+ * Env: PROCESS_WARMUP (200), LOOP_WARMUP (200), RUNS (30), RUNS_NORMAL (90), TOOL_STEPS (20), GROWTH_RUNS (25), GROWTH_SESSIONS (3), WARMUP (5 durable
  * runs), LOOP_RUNS (200, for loop and handLoop), LOOP_REPEAT (20).
  */
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -83,6 +86,9 @@ const TOOL_STEPS = Number(process.env.TOOL_STEPS ?? 20);
 const GROWTH_RUNS = Number(process.env.GROWTH_RUNS ?? 25);
 const GROWTH_SESSIONS = Number(process.env.GROWTH_SESSIONS ?? 3);
 const WARMUP = Number(process.env.WARMUP ?? 5);
+const PROCESS_WARMUP = Number(process.env.PROCESS_WARMUP ?? 200);
+/** Runs of the in-memory loop and of the hand loop before theirs are timed. */
+const LOOP_WARMUP = Number(process.env.LOOP_WARMUP ?? 200);
 const LOOP_RUNS = Number(process.env.LOOP_RUNS ?? 200);
 const LOOP_REPEAT = Number(process.env.LOOP_REPEAT ?? 20);
 const JSON_OUT = process.argv.includes('--json');
@@ -264,6 +270,31 @@ interface DurableResult {
   /** µs a step inside write transactions, BEGIN to COMMIT, while the runs are measured (see durableVariant). */
   txUsPerStep: number;
   sessions: string[];
+}
+
+/**
+ * Before any variant is measured: PROCESS_WARMUP runs of the workload (synchronous=NORMAL, a scratch
+ * file), a fifth of them with the effectful tool. V8 compiles and re-optimizes the runtime's code
+ * and sizes its heap over the first hundreds of runs of a process: in a fresh process the first 100
+ * runs cost ~25–40 % more CPU a step than the runs after them, and with the instructions counted
+ * (bench:instructions), a step after 10 runs took ~1,150 K instructions of which ~200 K in V8's
+ * compilers, after 100 runs ~740 K of which ~15 K. A worker serves runs for hours: what is measured
+ * is that steady state, not a process's start (the figures before 2026-12-03, eighth session, were
+ * measured from the fifth run of a fresh process on).
+ */
+async function processWarmup(dir: string): Promise<{ runs: number; seconds: number }> {
+  const started = performance.now();
+  let runs = 0;
+  for (const effectful of [false, true]) {
+    const d = openDurable(join(dir, `warmup-${effectful ? 'effectful' : 'idempotent'}.db`), 'NORMAL', { effectful });
+    try {
+      const n = effectful ? Math.round(PROCESS_WARMUP / 5) : PROCESS_WARMUP;
+      for (let i = 0; i < n; i++, runs++) await durableRun(d, (await d.rt.sessions.create()).id, i);
+    } finally {
+      await closeDurable(d);
+    }
+  }
+  return { runs, seconds: (performance.now() - started) / 1000 };
 }
 
 /** WARMUP runs, then `runs` measured runs, each on a new session. */
@@ -482,7 +513,8 @@ async function loopRun(agent: AgentDefinition, history: readonly Message[], turn
 
 async function loopVariant(): Promise<Sample> {
   const agent = makeAgent();
-  for (let i = 0; i < 20; i++) await loopRun(agent, [], 1);
+  // Warmed up as the durable path is (see processWarmup): its own code (MemorySink) too.
+  for (let i = 0; i < LOOP_WARMUP; i++) await loopRun(agent, [], 1);
   const { sample } = await timed(LOOP_RUNS * STEPS, async () => {
     for (let i = 0; i < LOOP_RUNS; i++) await loopRun(agent, [], 1);
   });
@@ -527,7 +559,7 @@ async function handRun(model: ScriptedModel): Promise<number> {
 
 async function handLoopVariant(): Promise<Sample> {
   const model = new ScriptedModel(benchScript(TOOL_STEPS), { loop: true, recordCalls: false });
-  for (let i = 0; i < 20; i++) await handRun(model);
+  for (let i = 0; i < LOOP_WARMUP; i++) await handRun(model);
   const { sample } = await timed(LOOP_RUNS * STEPS, async () => {
     for (let i = 0; i < LOOP_RUNS; i++) {
       const steps = await handRun(model);
@@ -692,6 +724,7 @@ try {
   const started = performance.now();
   const load = loadavg();
   const psi0 = { cpu: pressure('cpu'), io: pressure('io') };
+  const warmup = await processWarmup(dir);
   const durable = await durableVariant(join(dir, 'durable.db'), 'FULL');
   const parts = breakdown(join(dir, 'durable.db'), durable.sessions, durable.sample.steps);
   const normal = await durableVariant(join(dir, 'normal.db'), 'NORMAL', { runs: RUNS_NORMAL });
@@ -714,6 +747,7 @@ try {
     toolSteps: TOOL_STEPS,
     steps: durable.sample.steps,
     loopRuns: LOOP_RUNS,
+    processWarmupRuns: warmup.runs,
     usPerStep: usPerStep(durable.sample),
     cpuUsPerStep: cpuPerStep(durable.sample),
     cpuUserUsPerStep: durable.sample.userUs / durable.sample.steps,
@@ -775,6 +809,7 @@ try {
       `  machine: load average ${load.map((x) => fmt(x, 2)).join(' ')} at the start; some task waited for CPU ${pct(contention.cpuPressurePct)}, for I/O ${pct(contention.ioPressurePct)} of the time (PSI)`,
     );
     out(`  workload: runs of ${TOOL_STEPS} tool steps + 1 final answer, zero-latency scripted model, one run at a time, system prompt ${SYSTEM.length} chars`);
+    out(`  measured in the process's steady state: after ${warmup.runs} runs of the same workload (${fmt(warmup.seconds)} s; PROCESS_WARMUP=${PROCESS_WARMUP})`);
     out('');
     out(`  variant      µs/step  CPU µs/step      user    system`);
     out(row('durable', durable.sample, `${RUNS} runs = ${durable.sample.steps} steps, a new session each, synchronous=FULL (runs min/median/p90/max ${spread(durable.perRun)} µs/step)`));
