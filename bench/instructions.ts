@@ -11,7 +11,11 @@
  * the young generation's collections, every few runs, are counted), and fixed seeds (V8 looks for
  * a prime from its random hash seed at start-up: ~10 M instructions more or less, ±15 K a step).
  * It runs twice, with WARM and WARM + RUNS runs; the difference ÷ (RUNS × steps a run) is the
- * instructions a step in steady state, start-up and the first runs' compilation left out.
+ * instructions a step in steady state, start-up and the first runs' compilation left out. WARM is
+ * 100: after 10 runs V8 was still tiering the code up (~200 K of ~1,150 K instructions a step in its
+ * compilers, and much of the rest in code not yet optimized), and an A/B of the same two commits
+ * said −0.6 % after 10 runs and −6.5 % after 100 (~15 K in the compilers, ~740 K a step).
+ * (A database that grows past 256 sessions moves it again: see docs/performance.md.)
  * With `--against <git ref>` the same is counted for that commit (a temporary worktree with this
  * checkout's node_modules) and the two are compared. `--top N` also prints the N native
  * functions (SQLite, zstd, V8's JSON, GC, hashing...) that take most instructions a step; code
@@ -25,9 +29,9 @@
  * printed apart, and the ratio without it is the one to read for a change of a few percent.
  *
  *   npm run bench:instructions [-- --against HEAD~1] [--top 30] [--json]
- *   env: RUNS (30), WARM (10), TOOL_STEPS (20)
+ *   env: RUNS (30), WARM (100), TOOL_STEPS (20)
  *
- * Needs `valgrind` (Debian: apt-get install valgrind). Each count takes ~1–3 minutes.
+ * Needs `valgrind` (Debian: apt-get install valgrind). Each count takes ~2–4 minutes.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
@@ -40,7 +44,7 @@ import { benchAgent } from './durable-workload.ts';
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '..');
 const RUNS = Number(process.env.RUNS ?? 30);
-const WARM = Number(process.env.WARM ?? 10);
+const WARM = Number(process.env.WARM ?? 100);
 const TOOL_STEPS = Number(process.env.TOOL_STEPS ?? 20);
 const STEPS = TOOL_STEPS + 1;
 
