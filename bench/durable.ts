@@ -275,12 +275,12 @@ interface DurableResult {
 /**
  * Before any variant is measured: PROCESS_WARMUP runs of the workload (synchronous=NORMAL, a scratch
  * file), a fifth of them with the effectful tool. V8 compiles and re-optimizes the runtime's code
- * and sizes its heap over the first hundreds of runs of a process: in a fresh process the first 100
- * runs cost ~25–40 % more CPU a step than the runs after them, and with the instructions counted
- * (bench:instructions), a step after 10 runs took ~1,150 K instructions of which ~200 K in V8's
- * compilers, after 100 runs ~740 K of which ~15 K. A worker serves runs for hours: what is measured
- * is that steady state, not a process's start (the figures before 2026-12-03, eighth session, were
- * measured from the fifth run of a fresh process on).
+ * and sizes its heap over the first hundreds of runs of a process: timed in one process by windows
+ * of 100 runs, the first took 493 µs of CPU a step, the later ones 239–440 µs (the machine's noise
+ * included); counted (bench:instructions), a step after 10 runs took ~1,150 K instructions of which
+ * ~200 K in V8's compilers, after 100 runs ~740 K of which ~15 K. A worker serves runs for hours:
+ * what is measured is that steady state, not a process's start (the figures before 2026-12-03,
+ * eighth session, were measured from the fifth run of a fresh process on).
  */
 async function processWarmup(dir: string): Promise<{ runs: number; seconds: number }> {
   const started = performance.now();
