@@ -130,7 +130,7 @@ interface PerStep {
  * when it compiles what: an A/B of a small change can differ by ±1–4 % in these alone. Counted by
  * the functions' own instructions (what they call, such as malloc, is not: an estimate from below).
  */
-const COMPILING = /^(v8::internal::(compiler|maglev|baseline|interpreter|wasm)::|v8::internal::(Parser|ParserBase|PreParser|Scanner|Zone|AstValueFactory|DeclarationScope|Scope)\b|(non-virtual thunk to )?v8::internal::compiler::)/;
+const COMPILING = /^(non-virtual thunk to )?v8::internal::((compiler|maglev|baseline|interpreter|wasm)::|(Parser|ParserBase|PreParser|Scanner|Zone|AstValueFactory|DeclarationScope|Scope)\b)/;
 
 /** Instructions a step in `root`: the two workloads counted at once (2 cores), their difference per step. */
 async function perStep(root: string, dir: string): Promise<PerStep> {
