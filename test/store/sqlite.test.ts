@@ -402,6 +402,8 @@ describe('sqlite store', () => {
   it('migrates a new database to the latest version once; reopening keeps the data', async () => {
     const first = openStore();
     expect(rawDb({ readonly: true }).pragma('user_version', { simple: true })).toBe(latestSchemaVersion);
+    // Temporary B-trees in memory (ADR-0029): 2 is MEMORY.
+    expect(connection(first).pragma('temp_store', { simple: true })).toBe(2);
     await first.createSession({ id: 's', createdAt: T0, title: 'persisted' });
     await first.append('s', [{ id: 'e1', type: 't', v: 1, time: T0, entry: true, data: null }]);
     await first.close();
