@@ -86,6 +86,21 @@ describe('the log rows of the SQLite store (ADR-0009, ADR-0020)', () => {
     expect(() => sealLean([{ codec: 1, data: 'x' }])).toThrow(/codec 1 cannot be sealed/);
   });
 
+  it('seals rows read as bytes (as the store reads them) exactly as the same rows read as text, outside ASCII too', () => {
+    const list = events('s', 1).map((e, k) => ({ ...e, data: { k, text: `héllo ✓ 😀 ${'ж'.repeat(k)}` } }));
+    const asText = [
+      { codec: OPEN_CODEC_0, data: encodeOpen0(list.slice(0, 3)) },
+      { codec: OPEN_CODEC, data: encodeOpen(list.slice(3)) },
+    ];
+    const asBytes = asText.map((r) => ({ codec: r.codec, data: new Uint8Array(Buffer.from(r.data, 'utf8')) }));
+    const fromText = sealLean(asText);
+    const fromBytes = sealLean(asBytes);
+    expect(fromBytes).toEqual(fromText);
+    expect(decodeBatch('s', 1, fromBytes.codec, fromBytes.data)).toEqual(asRead(list));
+    // An open row read as bytes decodes as its text does.
+    expect(decodeBatch('s', 4, OPEN_CODEC, asBytes[1]!.data)).toEqual(decodeBatch('s', 4, OPEN_CODEC, asText[1]!.data));
+  });
+
   it('seals 16 KB of lean rows or more into a codec-4 row (Zstandard, ADR-0024) that reads back the same; less stays codec 3', () => {
     // Rows of one step each, as a turn's appends write them, with ~700 characters of data apiece.
     const stepRows = (n: number) =>

@@ -136,8 +136,9 @@ export function prepareStatements(db: Database.Database) {
       "UPDATE sessions SET title = NULL, metadata = '{}', agent = NULL, leaf_id = NULL, origin_session_id = NULL, origin_entry_id = NULL, erased_at = ?, erased_totals = ? WHERE id = ?",
     ),
     // The open rows of a log number after a seq, in order.
-    openRows: prepare<[{ n: number; after: number }], { first_seq: number; codec: number; data: string }>(
-      `SELECT ${OPEN_ROW_COLUMNS} FROM open_rows WHERE ${openRowsAfter('pos', '@n', '@after')} ORDER BY pos`,
+    // As bytes (a BLOB): a seal joins them without decoding them (see sealLean).
+    openRows: prepare<[{ n: number; after: number }], { first_seq: number; codec: number; data: Buffer }>(
+      `SELECT ${openRowFirstSeq('pos')} AS first_seq, codec, CAST(data AS BLOB) AS data FROM open_rows WHERE ${openRowsAfter('pos', '@n', '@after')} ORDER BY pos`,
     ),
     // Only once the sealed row holding them is in (the table's trigger checks).
     deleteOpenRows: prepare<[{ n: number; after: number }]>(`DELETE FROM open_rows WHERE ${openRowsAfter('pos', '@n', '@after')}`),
