@@ -144,7 +144,7 @@ export function prepareStatements(db: Database.Database) {
     deleteOpenRows: prepare<[{ n: number; after: number }]>(`DELETE FROM open_rows WHERE ${openRowsAfter('pos', '@n', '@after')}`),
     // The rows holding seqs from..until, in order, sealed and open (every seq is in one row: the
     // sealed ones up to the session's sealed seq, the open ones after it): in each table, from the
-    // row that holds `from` (the last starting at or before it) on. One statement: one snapshot.
+    // row that holds \`from\` (the last starting at or before it) on. One statement: one snapshot.
     readBatches: prepare<[{ session: IdKey; id: string; from: number; until: number }], BatchRow>(
       `SELECT first_seq, codec, data FROM event_batches
        WHERE session_id = @session AND first_seq <= @until AND last_seq >= @from
