@@ -20,7 +20,6 @@ export function asSchemaV17(db: Database.Database): void {
       ), 0) = 0)
       BEGIN SELECT RAISE(ABORT, 'events are immutable'); END;
     DROP TABLE open_rows;
-    DROP TRIGGER sessions_log_no_required;
     DROP INDEX sessions_log_no;
     ALTER TABLE sessions DROP COLUMN log_no;
     PRAGMA user_version = 17;

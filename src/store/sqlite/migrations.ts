@@ -379,10 +379,6 @@ export const migrations: ReadonlyArray<{ version: number; sql: string; run?: (db
       ALTER TABLE sessions ADD COLUMN log_no INTEGER CHECK (log_no BETWEEN 1 AND ${MAX_LOG_NO});
       UPDATE sessions SET log_no = rowid;
       CREATE UNIQUE INDEX sessions_log_no ON sessions(log_no);
-      -- Every session has one (the column cannot say NOT NULL: ALTER TABLE adds it to rows that exist).
-      -- A process of an older version still on the file would create sessions without it.
-      CREATE TRIGGER sessions_log_no_required BEFORE INSERT ON sessions WHEN NEW.log_no IS NULL
-        BEGIN SELECT RAISE(ABORT, 'a session needs a log number (schema v18): is a process of an older Keel still using this file?'); END;
 
       CREATE TABLE open_rows (
         pos INTEGER PRIMARY KEY,

@@ -246,8 +246,6 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     }
     if (out.length === 0) return out;
     if (seq > MAX_OPEN_SEQ) throw new StoreError('log_full', `session ${sessionId}: a log holds up to ${MAX_OPEN_SEQ} events (ADR-0028)`);
-    // Without a log number the key would be null, and SQLite would choose one (see sessions_log_no_required).
-    if (typeof s.log_no !== 'number') throw new StoreError('corrupt_log', `session ${sessionId} has no log number (ADR-0028)`);
     // The session's open entries after this append (indexed in `entries` at the seal).
     const entries = added.size > 0 ? open.with(added, seq) : open;
     const json = encodeOpen(out);
