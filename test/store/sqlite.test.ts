@@ -540,48 +540,10 @@ describe('sqlite store', () => {
     db.close();
     const b = openStore();
     expect(await b.getSession('s')).toMatchObject({ lastSeq: 2, leafId: 'e2', lastTurn: 1 });
-    // Schema v18 moved the open row out of event_batches, keyed by the session's log number (ADR-0028).
-    const raw = rawDb({ readonly: true });
-    expect(raw.prepare('SELECT count(*) AS n FROM event_batches').get()).toEqual({ n: 0 });
-    expect(raw.prepare('SELECT pos >> 32 AS log_no, pos & 4294967295 AS first_seq, last_seq, codec FROM open_rows').all()).toEqual([
-      { log_no: (raw.prepare("SELECT log_no FROM sessions WHERE id = 's'").get() as { log_no: number }).log_no, first_seq: 1, last_seq: 2, codec: 2 },
-    ]);
     expect((await b.append('s', [mk('e3')]))[0]).toMatchObject({ seq: 3, parentId: 'e2' });
     expect(await b.getSession('s')).toMatchObject({ lastSeq: 3, leafId: 'e3' });
     await b.sealEvents('s');
     expect((await b.readEvents('s')).map((e) => [e.seq, e.id])).toEqual([[1, 'e1'], [2, 'e2'], [3, 'e3']]);
-  });
-
-  it('gives each session a log number of its own, keys its open rows by it, and refuses an append past the 32-bit seqs of an open row', async () => {
-    const store = openStore();
-    for (const id of ['a', 'b', 'c']) await store.createSession({ id, createdAt: T0 });
-    const note = (id: string) => ({ id, type: 'test/note', v: 1, time: T0, entry: false, data: null });
-    await store.append('a', [note('a1')]);
-    await store.append('b', [note('b1'), note('b2')]);
-    await store.append('a', [note('a2')]);
-    const raw = rawDb({ readonly: true });
-    const numbers = raw.prepare('SELECT id, log_no FROM sessions ORDER BY id').all() as Array<{ id: string; log_no: number }>;
-    expect(new Set(numbers.map((r) => r.log_no)).size).toBe(3);
-    const logNo = Object.fromEntries(numbers.map((r) => [r.id, r.log_no]));
-    expect(raw.prepare('SELECT pos >> 32 AS n, pos & 4294967295 AS first_seq, last_seq FROM open_rows ORDER BY pos').all()).toEqual(
-      [
-        { n: logNo.a, first_seq: 1, last_seq: 1 },
-        { n: logNo.a, first_seq: 2, last_seq: 2 },
-        { n: logNo.b, first_seq: 1, last_seq: 2 },
-      ].sort((x, y) => x.n! - y.n! || x.first_seq - y.first_seq),
-    );
-    expect((await store.readEvents('a')).map((e) => e.id)).toEqual(['a1', 'a2']);
-    expect((await store.readEvents('b', { afterSeq: 1 })).map((e) => e.id)).toEqual(['b2']);
-    expect((await store.getSession('c'))?.lastSeq).toBe(0);
-
-    // A log at the last seq an open row's key can hold takes no more events.
-    await store.sealEvents('c');
-    const db = rawDb();
-    db.prepare("UPDATE sessions SET last_seq = 4294967295, sealed_seq = 4294967295 WHERE id = 'c'").run();
-    db.close();
-    const reopened = openStore();
-    await expect(reopened.append('c', [note('c1')])).rejects.toMatchObject({ code: 'log_full' });
-    expect(await reopened.readEvents('c')).toEqual([]);
   });
 
   it('two stores on one file in one process take turns to write: a transaction that awaits does not make the other give up (database is locked)', async () => {
