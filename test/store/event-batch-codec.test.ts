@@ -5,7 +5,6 @@ import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { decodeBatch, encodeOpen, encodeOpen0, LEAN_SEALED_CODEC, OPEN_CODEC, OPEN_CODEC_0, sealLean, ZSTD_SEALED_CODEC } from '../../src/store/sqlite/event-batch-codec.ts';
 import { idKey } from '../../src/store/sqlite/id-keys.ts';
-import { asSchemaV17, LOG_ROWS_SQL } from './schema-v17.ts';
 import { SqliteStore } from '../../src/store/sqlite/store.ts';
 import type { StoredEvent } from '../../src/store/port.ts';
 
@@ -154,21 +153,17 @@ describe('a SQLite log with open rows written before ADR-0020', () => {
 
   it('reads them, appends after them in codec 2, and seals both into one codec-3 row; nothing else may remove them', async () => {
     const path = join(dir, 'keel.db');
-    const created = new SqliteStore({ path });
-    await created.createSession({ id: 's', createdAt: T0 });
-    await created.close();
-    // What the Keel before ADR-0020 left of a turn still running: codec-0 open rows, the tree, the
-    // head, in the log's table of schema v17 (open rows moved into their own table in v18, ADR-0028).
-    const old = events('s', 1).slice(0, 4);
-    const raw = new Database(path);
-    asSchemaV17(raw);
-    raw.prepare('INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) VALUES (?, ?, ?, 0, ?)').run(idKey('s'), 1, 2, encodeOpen0(old.slice(0, 2)));
-    raw.prepare('INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) VALUES (?, ?, ?, 0, ?)').run(idKey('s'), 3, 4, encodeOpen0(old.slice(2)));
-    raw.prepare('INSERT INTO entries (session_id, id, seq, parent_id) VALUES (?, ?, ?, ?)').run(idKey('s'), idKey('u1'), 1, null);
-    raw.prepare('INSERT INTO entries (session_id, id, seq, parent_id) VALUES (?, ?, ?, ?)').run(idKey('s'), idKey('a1'), 4, idKey('u1'));
-    raw.prepare("UPDATE sessions SET last_seq = 4, leaf_id = 'a1' WHERE id = 's'").run();
     const store = new SqliteStore({ path });
     try {
+      await store.createSession({ id: 's', createdAt: T0 });
+      // What the Keel before ADR-0020 left of a turn still running: codec-0 open rows, the tree, the head.
+      const old = events('s', 1).slice(0, 4);
+      const raw = new Database(path);
+      raw.prepare('INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) VALUES (?, ?, ?, 0, ?)').run(idKey('s'), 1, 2, encodeOpen0(old.slice(0, 2)));
+      raw.prepare('INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) VALUES (?, ?, ?, 0, ?)').run(idKey('s'), 3, 4, encodeOpen0(old.slice(2)));
+      raw.prepare('INSERT INTO entries (session_id, id, seq, parent_id) VALUES (?, ?, ?, ?)').run(idKey('s'), idKey('u1'), 1, null);
+      raw.prepare('INSERT INTO entries (session_id, id, seq, parent_id) VALUES (?, ?, ?, ?)').run(idKey('s'), idKey('a1'), 4, idKey('u1'));
+      raw.prepare("UPDATE sessions SET last_seq = 4, leaf_id = 'a1' WHERE id = 's'").run();
       expect(await store.readEvents('s')).toEqual(asRead(old));
 
       const added = await store.append('s', [
@@ -179,22 +174,21 @@ describe('a SQLite log with open rows written before ADR-0020', () => {
         [5, 'a1'],
         [6, undefined],
       ]);
-      const codecs = () => raw.prepare(`SELECT codec, first_seq, last_seq FROM (${LOG_ROWS_SQL})`).raw().all();
+      const codecs = () => raw.prepare('SELECT codec, first_seq, last_seq FROM event_batches ORDER BY first_seq, codec').raw().all();
       expect(codecs()).toEqual([
         [0, 1, 2],
         [0, 3, 4],
         [2, 5, 6],
       ]);
-      expect(() => raw.prepare('DELETE FROM open_rows WHERE codec = 2').run()).toThrow('events are immutable');
-      expect(() => raw.prepare('DELETE FROM open_rows WHERE codec = 0').run()).toThrow('events are immutable');
+      expect(() => raw.prepare('DELETE FROM event_batches WHERE codec = 2').run()).toThrow('events are immutable');
 
       await store.sealEvents('s');
       expect(codecs()).toEqual([[3, 1, 6]]);
       expect(await store.readEvents('s')).toEqual([...asRead(old), ...added]);
       expect(await store.getEntries('s', ['t1'])).toEqual([added[0]]);
       expect(() => raw.prepare('DELETE FROM event_batches').run()).toThrow('events are immutable');
-    } finally {
       raw.close();
+    } finally {
       await store.close();
     }
   });

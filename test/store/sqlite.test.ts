@@ -9,7 +9,6 @@ import { createRuntime, defineAgent, ScriptedModel, tool } from '../../src/index
 import { decodeBatch } from '../../src/store/sqlite/event-batch-codec.ts';
 import { EVENT_BATCH_DICTIONARY_1 } from '../../src/store/sqlite/event-batch-dictionary.ts';
 import { latestSchemaVersion } from '../../src/store/sqlite/migrations.ts';
-import { asSchemaV17, LOG_ROWS_SQL } from './schema-v17.ts';
 import { defaultDbPath, SqliteStore } from '../../src/store/sqlite/store.ts';
 import { FencedError, SchemaVersionError, StoreError } from '../../src/store/port.ts';
 import { CLAIM_POLICY } from '../../src/runs/state.ts';
@@ -167,27 +166,22 @@ describe('sqlite store', () => {
     await store.createSession({ id: 's', createdAt: T0 });
     const [e] = await store.append('s', [{ id: 'e1', type: 't', v: 1, time: T0, entry: true, data: { a: 1 } }]);
 
-    // The log is stored in rows, open then sealed, the tree in entries (ADR-0009, ADR-0028):
-    // none can be changed or shrunk.
+    // The log is stored in batches, the tree in entries (ADR-0009): neither can be changed or shrunk.
     const db = rawDb();
-    expect(db.prepare('SELECT count(*) AS n FROM open_rows').get()).toEqual({ n: 1 });
-    expect(() => db.prepare('UPDATE open_rows SET data = x\'00\'').run()).toThrow('events are immutable');
-    expect(() => db.prepare('UPDATE open_rows SET pos = pos + 1').run()).toThrow('events are immutable');
-    expect(() => db.prepare('DELETE FROM open_rows').run()).toThrow('events are immutable');
-    expect(() => connection(store).prepare('DELETE FROM open_rows').run()).toThrow('events are immutable');
+    expect(() => db.prepare('UPDATE event_batches SET data = x\'00\'').run()).toThrow('events are immutable');
+    expect(() => db.prepare('UPDATE event_batches SET first_seq = 2').run()).toThrow('events are immutable');
+    expect(() => db.prepare('DELETE FROM event_batches').run()).toThrow('events are immutable');
+    expect(() => connection(store).prepare('DELETE FROM event_batches').run()).toThrow('events are immutable');
     // Sealed, the events are in a compressed row that cannot be changed or removed either, and
     // the tree is indexed in entries (ADR-0022), as immutable.
     await store.sealEvents('s');
     expect(db.prepare('SELECT codec, first_seq, last_seq FROM event_batches').all()).toEqual([{ codec: 3, first_seq: 1, last_seq: 1 }]);
-    expect(db.prepare('SELECT count(*) AS n FROM open_rows').get()).toEqual({ n: 0 });
     expect(db.prepare('SELECT count(*) AS n FROM entries').get()).toEqual({ n: 1 });
     expect(() => db.prepare("UPDATE entries SET parent_id = 'x'").run()).toThrow('events are immutable');
     expect(() => db.prepare("DELETE FROM entries WHERE id = 'e1'").run()).toThrow('events are immutable');
     expect(() => connection(store).prepare('DELETE FROM entries').run()).toThrow('events are immutable');
     expect(() => db.prepare('UPDATE event_batches SET data = x\'00\'').run()).toThrow('events are immutable');
-    expect(() => db.prepare('UPDATE event_batches SET first_seq = 2').run()).toThrow('events are immutable');
     expect(() => db.prepare('DELETE FROM event_batches').run()).toThrow('events are immutable');
-    expect(() => connection(store).prepare('DELETE FROM event_batches').run()).toThrow('events are immutable');
 
     expect(await store.readEvents('s')).toEqual([e]);
   });
@@ -269,21 +263,16 @@ describe('sqlite store', () => {
     await store.append('s', [note(5)]);
     const db = rawDb();
     const [sealed] = db.prepare<[], { session_id: Buffer; data: Buffer }>('SELECT session_id, data FROM event_batches WHERE codec = 3').all();
-    const insert = db.prepare('INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) VALUES (?, ?, ?, ?, ?)');
-    const remove = db.prepare('DELETE FROM open_rows WHERE (pos & 4294967295) = ?');
-    expect(db.prepare('SELECT pos & 4294967295 AS first_seq, last_seq FROM open_rows ORDER BY pos').all()).toEqual([
-      { first_seq: 4, last_seq: 4 },
-      { first_seq: 5, last_seq: 5 },
-    ]);
+    const insert = db.prepare('INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) VALUES (?, ?, ?, 3, ?)');
+    const remove = db.prepare('DELETE FROM event_batches WHERE session_id = ? AND first_seq = ? AND codec = 2');
     // Held by no sealed row: an earlier one ends before it, a later one starts after it.
-    insert.run(sealed!.session_id, 5, 5, 3, sealed!.data);
-    expect(() => remove.run(4)).toThrow('events are immutable');
+    insert.run(sealed!.session_id, 5, 5, sealed!.data);
+    expect(() => remove.run(sealed!.session_id, 4)).toThrow('events are immutable');
     // Held by the sealed row that starts at it: it may go.
-    insert.run(sealed!.session_id, 4, 4, 3, sealed!.data);
-    expect(remove.run(4).changes).toBe(1);
-    // A sealed row itself never goes, and an open row never goes among the sealed ones.
+    insert.run(sealed!.session_id, 4, 4, sealed!.data);
+    expect(remove.run(sealed!.session_id, 4).changes).toBe(1);
+    // A sealed row itself never goes.
     expect(() => db.prepare('DELETE FROM event_batches WHERE codec = 3 AND first_seq = 4').run()).toThrow('events are immutable');
-    expect(() => insert.run(sealed!.session_id, 6, 6, 2, '{}')).toThrow('open rows go into open_rows');
   });
 
   it('keeps a session\'s log in open rows (one per append) until it is sealed, then in one compressed row; a long run of appends seals itself', async () => {
@@ -291,7 +280,7 @@ describe('sqlite store', () => {
     await store.createSession({ id: 's', createdAt: T0 });
     const note = (n: number) => ({ id: `e${n}`, type: 'test/note', v: 1, time: T0, entry: false, data: { n, text: 'the same words again and again '.repeat(4) } });
     for (let n = 1; n <= 10; n++) await store.append('s', [note(n)]);
-    const rows = () => rawDb({ readonly: true }).prepare<[], { codec: number; first_seq: number; last_seq: number; bytes: number }>(LOG_ROWS_SQL).all();
+    const rows = () => rawDb({ readonly: true }).prepare<[], { codec: number; first_seq: number; last_seq: number; bytes: number }>('SELECT codec, first_seq, last_seq, length(data) AS bytes FROM event_batches ORDER BY first_seq').all();
     const open = rows();
     expect(open.map((r) => [r.codec, r.first_seq, r.last_seq])).toEqual(Array.from({ length: 10 }, (_, i) => [2, i + 1, i + 1]));
     await store.sealEvents('s');
@@ -349,7 +338,7 @@ describe('sqlite store', () => {
       expect(await rt.runs.wait(sent.run.id, { until: 'terminal' })).toMatchObject({ status: 'completed' });
       const events = await store.readEvents(s.id);
       expect(events.at(-1)).toMatchObject({ type: 'run/status', data: { to: 'completed' } });
-      const rows = rawDb({ readonly: true }).prepare(`SELECT codec, first_seq, last_seq FROM (${LOG_ROWS_SQL})`).all();
+      const rows = rawDb({ readonly: true }).prepare('SELECT codec, first_seq, last_seq FROM event_batches ORDER BY first_seq').all();
       expect(rows).toEqual([{ codec: 3, first_seq: 1, last_seq: events.length }]);
       expect(await store.getSession(s.id)).toMatchObject({ lastSeq: events.length });
     } finally {
@@ -418,7 +407,7 @@ describe('sqlite store', () => {
       .prepare<[], { name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
       .all()
       .map((r) => r.name);
-    expect(tables).toEqual(['api_keys', 'blob_refs', 'blobs', 'entries', 'erased_logs', 'event_batches', 'idempotency_keys', 'model_limit_slots', 'model_limit_state', 'model_limit_usage', 'model_limit_waiters', 'open_rows', 'run_callbacks', 'run_checkpoints', 'run_inputs', 'run_signals', 'run_status_counts', 'runs', 'schedule_fires', 'schedules', 'sessions', 'snapshots', 'webhook_attempts', 'webhook_deliveries', 'webhooks']);
+    expect(tables).toEqual(['api_keys', 'blob_refs', 'blobs', 'entries', 'erased_logs', 'event_batches', 'idempotency_keys', 'model_limit_slots', 'model_limit_state', 'model_limit_usage', 'model_limit_waiters', 'run_callbacks', 'run_checkpoints', 'run_inputs', 'run_signals', 'run_status_counts', 'runs', 'schedule_fires', 'schedules', 'sessions', 'snapshots', 'webhook_attempts', 'webhook_deliveries', 'webhooks']);
   });
 
   it('two stores on one file see each other’s appends and keep one chain', async () => {
@@ -495,7 +484,7 @@ describe('sqlite store', () => {
     const sessionsRow = () => raw.prepare('SELECT last_seq, leaf_id, last_turn, sealed_seq FROM sessions WHERE id = ?').get('s');
     // The sessions row was not written; each open row says where the head was after it.
     expect(sessionsRow()).toEqual({ last_seq: 0, leaf_id: null, last_turn: 0, sealed_seq: 0 });
-    expect(raw.prepare('SELECT pos & 4294967295 AS first_seq, last_seq, leaf_id, turn FROM open_rows ORDER BY pos').all()).toEqual([
+    expect(raw.prepare('SELECT first_seq, last_seq, leaf_id, turn FROM event_batches ORDER BY first_seq').all()).toEqual([
       { first_seq: 1, last_seq: 2, leaf_id: 'e2', turn: 1 },
       { first_seq: 3, last_seq: 3, leaf_id: 'e3', turn: 2 },
     ]);
@@ -534,7 +523,6 @@ describe('sqlite store', () => {
     await a.close();
     // As schema v16 left it: the sessions row moved with each append, open rows without a head.
     const db = rawDb();
-    asSchemaV17(db);
     db.exec(`UPDATE sessions SET last_seq = 2, leaf_id = 'e2', last_turn = 1 WHERE id = 's';
              ALTER TABLE event_batches DROP COLUMN leaf_id; ALTER TABLE event_batches DROP COLUMN turn; PRAGMA user_version = 16;`);
     db.close();

@@ -5,9 +5,8 @@ import { schedulesDdl } from '../schedule-rows.ts';
 import { sqliteWaitsMigration } from '../wait-rows.ts';
 import { limitsDdl } from '../limit-rows.ts';
 import { decodeBatch, encodeOpen0, OPEN_CODECS_SQL, seal, SEALED_CODEC } from './event-batch-codec.ts';
-import { idKey, idKeyOrNull, idOf, type IdKey } from './id-keys.ts';
+import { idKey, idKeyOrNull } from './id-keys.ts';
 import { WEBHOOKS_MIGRATION_SQL } from './webhooks.ts';
-import { MAX_LOG_NO, openRowFirstSeq, openRowKey } from './open-row-key.ts';
 
 /**
  * Versioned schema migrations, applied in order at open. The database's `user_version` records the
@@ -369,72 +368,7 @@ export const migrations: ReadonlyArray<{ version: number; sql: string; run?: (db
       ALTER TABLE event_batches ADD COLUMN turn INTEGER;
     `,
   },
-  {
-    // Open rows in a table of their own, keyed by their position (ADR-0028): the session's log
-    // number in the key's high 32 bits, the row's first seq in its low 32 bits. One B-tree, no
-    // index beside it: a step's commit writes the row's page and no index page. event_batches
-    // keeps the sealed rows. The open rows of older versions move over (run: moveOpenRows).
-    version: 18,
-    sql: `
-      ALTER TABLE sessions ADD COLUMN log_no INTEGER CHECK (log_no BETWEEN 1 AND ${MAX_LOG_NO});
-      UPDATE sessions SET log_no = rowid;
-      CREATE UNIQUE INDEX sessions_log_no ON sessions(log_no);
-
-      CREATE TABLE open_rows (
-        pos INTEGER PRIMARY KEY,
-        session_id BLOB NOT NULL,
-        last_seq INTEGER NOT NULL,
-        codec INTEGER NOT NULL CHECK (codec IN ${OPEN_CODECS_SQL}),
-        data BLOB NOT NULL,
-        leaf_id TEXT,
-        turn INTEGER
-      );
-      CREATE TRIGGER open_rows_no_update BEFORE UPDATE ON open_rows
-        BEGIN SELECT RAISE(ABORT, 'events are immutable'); END;
-      -- An open row may be removed once the last sealed row starting at or before it holds its
-      -- last seq (sealed rows never overlap), or with its erased session.
-      CREATE TRIGGER open_rows_no_delete BEFORE DELETE ON open_rows
-        WHEN NOT EXISTS (SELECT 1 FROM erased_logs e WHERE e.session_id = OLD.session_id)
-         AND coalesce((
-          SELECT s.last_seq >= OLD.last_seq FROM event_batches s
-          WHERE s.session_id = OLD.session_id AND s.first_seq <= ${openRowFirstSeq('OLD.pos')}
-          ORDER BY s.first_seq DESC LIMIT 1
-        ), 0) = 0
-        BEGIN SELECT RAISE(ABORT, 'events are immutable'); END;
-    `,
-    run: moveOpenRows,
-  },
 ];
-
-/**
- * Schema v18: the open rows (codecs 0 and 2) of event_batches move into open_rows, keyed by their
- * session's log number and first seq; event_batches then holds sealed rows only, and its guards
- * say so: a row in it is removed only with its erased session, and no open row goes into it.
- */
-function moveOpenRows(db: Database.Database): void {
-  const logNo = db.prepare<[string], number>('SELECT log_no FROM sessions WHERE id = ?').pluck();
-  const move = db.prepare(
-    `INSERT INTO open_rows (pos, session_id, last_seq, codec, data, leaf_id, turn)
-     SELECT ${openRowKey('?', 'first_seq')}, session_id, last_seq, codec, data, leaf_id, turn FROM event_batches
-     WHERE session_id = ? AND codec IN ${OPEN_CODECS_SQL} ORDER BY first_seq`,
-  );
-  const sessions = db.prepare(`SELECT DISTINCT session_id FROM event_batches WHERE codec IN ${OPEN_CODECS_SQL}`).pluck().all() as IdKey[];
-  for (const key of sessions) {
-    const n = logNo.get(idOf(key));
-    if (n === undefined) throw new SchemaVersionError(`migrating to schema 18: open rows of a session that does not exist (${idOf(key)})`);
-    move.run(n, key);
-  }
-  db.exec(`
-    DROP TRIGGER event_batches_no_delete;
-    DELETE FROM event_batches WHERE codec IN ${OPEN_CODECS_SQL};
-    CREATE TRIGGER event_batches_no_delete BEFORE DELETE ON event_batches
-      WHEN NOT EXISTS (SELECT 1 FROM erased_logs e WHERE e.session_id = OLD.session_id)
-      BEGIN SELECT RAISE(ABORT, 'events are immutable'); END;
-    CREATE TRIGGER event_batches_sealed_only BEFORE INSERT ON event_batches
-      WHEN NEW.codec IN ${OPEN_CODECS_SQL}
-      BEGIN SELECT RAISE(ABORT, 'open rows go into open_rows'); END;
-  `);
-}
 
 /** Schema v8: which sessions refer to which blobs, from every stored event. */
 function indexBlobReferences(db: Database.Database): void {

@@ -8,8 +8,6 @@ export interface TreeEntry {
 export interface OpenHead {
   last_seq: number;
   sealed_seq: number;
-  /** The session's log number: the key of its open rows (ADR-0028). */
-  log_no: number;
 }
 
 /**
@@ -97,10 +95,10 @@ export class OpenEntries {
   private written: { transaction: number; states: Map<string, OpenState> } | undefined;
   /** The number of the write transaction open on the connection; undefined outside one. */
   private readonly transaction: () => number | undefined;
-  /** Reads the entries of a session's open rows, those after its head's sealed seq. */
-  private readonly read: (sessionId: string, head: OpenHead) => Map<string, TreeEntry>;
+  /** Reads the entries of a session's open rows, those after `sealedSeq`. */
+  private readonly read: (sessionId: string, sealedSeq: number) => Map<string, TreeEntry>;
 
-  constructor(transaction: () => number | undefined, read: (sessionId: string, head: OpenHead) => Map<string, TreeEntry>) {
+  constructor(transaction: () => number | undefined, read: (sessionId: string, sealedSeq: number) => Map<string, TreeEntry>) {
     this.transaction = transaction;
     this.read = read;
   }
@@ -111,7 +109,7 @@ export class OpenEntries {
     const transaction = this.transaction();
     const state = (transaction !== undefined && this.written?.transaction === transaction ? this.written.states.get(sessionId) : undefined) ?? this.states.get(sessionId);
     if (state && state.lastSeq === head.last_seq && state.sealedSeq === head.sealed_seq) return state.entries;
-    return OpenEntrySet.of(this.read(sessionId, head), head.last_seq);
+    return OpenEntrySet.of(this.read(sessionId, head.sealed_seq), head.last_seq);
   }
 
   /** What an append in the write transaction now open left the session with (kept once it commits, see `keep`). */

@@ -19,7 +19,6 @@ import { erasedTotals, storedEvent } from '../records.ts';
 import { decodeBatch, encodeOpen, OPEN_CODEC, sealLean } from './event-batch-codec.ts';
 import { idKey, idKeyOrNull, type IdKey } from './id-keys.ts';
 import { SessionHeads, type At } from './session-heads.ts';
-import { MAX_OPEN_SEQ } from './open-row-key.ts';
 import { NO_ENTRIES, OpenEntries, type OpenEntrySet, type OpenHead, type TreeEntry } from './open-entries.ts';
 import { RUN_COLUMNS, toIdempotency, toInput, toKey, toRun, toSession, toUsageTotals, usageGroupSql, type RunRow, type SessionRow, type UsageRow } from '../rows.ts';
 import { USAGE_OWN_SQL, type OpenHeadColumns, type Statements } from './statements.ts';
@@ -108,9 +107,9 @@ class KnownBlobRefs {
 export function createOperations(db: Database.Database, st: Statements, hooks: OperationHooks): SyncOps {
   const knownRefs = new KnownBlobRefs();
   const heads = new SessionHeads(db);
-  const openEntries = new OpenEntries(() => (db.inTransaction ? hooks.transactionNumber() : undefined), (sessionId, head) => {
+  const openEntries = new OpenEntries(() => (db.inTransaction ? hooks.transactionNumber() : undefined), (sessionId, sealedSeq) => {
     const out = new Map<string, TreeEntry>();
-    for (const row of st.openRows.all({ n: head.log_no, after: head.sealed_seq })) {
+    for (const row of st.openRows.all(idKey(sessionId), sealedSeq)) {
       for (const e of decodeBatch(sessionId, row.first_seq, row.codec, row.data)) if (e.entry) out.set(e.id, { seq: e.seq, parent: e.parentId ?? null });
     }
     return out;
@@ -140,13 +139,13 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
   const withOpenHead = <H extends { last_seq: number; leaf_id: string | null; last_turn: number } & OpenHeadColumns>(h: H): H =>
     h.open_last_seq === null ? h : { ...h, last_seq: h.open_last_seq, leaf_id: h.open_leaf_id, last_turn: Math.max(h.last_turn, h.open_turn ?? 0) };
   const headOf = (sessionId: string) => {
-    const h = st.sessionHead.get(sessionId);
+    const h = st.sessionHead.get(idKey(sessionId), sessionId);
     return h && withOpenHead(h);
   };
 
   /** The session's row with its current head. */
   const sessionRow = (id: string): SessionRow => {
-    const row = st.getSession.get(id);
+    const row = st.getSession.get(idKey(id), id);
     if (!row) throw new NotFoundError('session', id);
     return withOpenHead(row);
   };
@@ -179,14 +178,12 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
    * holding the same events (ADR-0009), and indexes their entries (ADR-0022); returns the new
    * sealed seq. Once committed, the session has no open entries.
    */
-  const sealOpenRows = (sessionId: string, sessionKey: IdKey, head: OpenHead, lastSeq: number, entries: OpenEntrySet): number => {
-    const sealedSeq = head.sealed_seq;
-    const range = { n: head.log_no, after: sealedSeq };
-    const open = st.openRows.all(range);
+  const sealOpenRows = (sessionId: string, sessionKey: IdKey, sealedSeq: number, lastSeq: number, entries: OpenEntrySet): number => {
+    const open = st.openRows.all(sessionKey, sealedSeq);
     if (open.length === 0) return sealedSeq;
     const sealed = sealLean(open);
     st.insertBatch.run(sessionKey, open[0]!.first_seq, lastSeq, sealed.codec, sealed.data);
-    st.deleteOpenRows.run(range);
+    st.deleteOpenRows.run(sessionKey, sealedSeq);
     indexEntries(sessionKey, entries);
     hooks.whenCommitted(() => openEntries.forget(sessionId));
     return lastSeq;
@@ -208,7 +205,7 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       at = heads.now();
       let head = heads.lookup(sessionId, fence.runId, at);
       if (!head) {
-        const row = st.fencedSessionHead.get(fence.runId, sessionId);
+        const row = st.fencedSessionHead.get(fence.runId, sessionKey, sessionId);
         head = row && withOpenHead(row);
       }
       const token = head ? head.fencing_token : (st.fenceOf.get(fence.runId)?.fencing_token ?? null);
@@ -245,13 +242,12 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       out.push(storedEvent(d, sessionId, seq, parent));
     }
     if (out.length === 0) return out;
-    if (seq > MAX_OPEN_SEQ) throw new StoreError('log_full', `session ${sessionId}: a log holds up to ${MAX_OPEN_SEQ} events (ADR-0028)`);
     // The session's open entries after this append (indexed in `entries` at the seal).
     const entries = added.size > 0 ? open.with(added, seq) : open;
     const json = encodeOpen(out);
     // The row carries the session's head after it: the sessions row is not written (ADR-0026).
     const turn = Math.max(s.last_turn, lastTurn);
-    st.insertOpenRow.run(s.log_no, out[0]!.seq, sessionKey, seq, OPEN_CODEC, json, leaf, turn);
+    st.insertOpenRow.run(sessionKey, out[0]!.seq, seq, OPEN_CODEC, json, leaf, turn);
     // Which blobs the session refers to, for erasure: in the append's own transaction, once per
     // session and blob (the pairs known are learnt when their commit is done: a rollback undoes
     // them, and erasure would then miss a reference).
@@ -260,11 +256,11 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       st.insertBlobRef.run(sessionKey, hash);
       hooks.whenCommitted(() => knownRefs.add(sessionId, hash));
     }
-    const sealed = seq - s.sealed_seq >= SEAL_AT ? sealOpenRows(sessionId, sessionKey, s, seq, entries) : s.sealed_seq;
+    const sealed = seq - s.sealed_seq >= SEAL_AT ? sealOpenRows(sessionId, sessionKey, s.sealed_seq, seq, entries) : s.sealed_seq;
     // Sealed: no open row is left to carry the head.
     if (sealed !== s.sealed_seq) st.setHead.run(seq, leaf, turn, sealed, sessionId);
     if (fence && at) {
-      const known = heads.learn(sessionId, fence.runId, { last_seq: seq, leaf_id: leaf, last_turn: turn, sealed_seq: sealed, erased_at: null, log_no: s.log_no, fencing_token: fence.token }, at);
+      const known = heads.learn(sessionId, fence.runId, { last_seq: seq, leaf_id: leaf, last_turn: turn, sealed_seq: sealed, erased_at: null, fencing_token: fence.token }, at);
       hooks.whenCommitted(() => heads.keep(known));
     }
     openEntries.wrote(sessionId, seq, sealed, entries);
@@ -304,7 +300,7 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     const out: StoredEvent[] = [];
     for (const seq of seqs) {
       if (!last || seq < last[0]!.seq || seq > last.at(-1)!.seq) {
-        const row = st.batchAt.get({ session: sessionKey, id: sessionId, seq });
+        const row = st.batchAt.get(sessionKey, seq);
         if (!row) throw new StoreError('corrupt_log', `session ${sessionId}: no stored batch holds seq ${seq}`);
         last = decoded.get(row.first_seq);
         if (!last) decoded.set(row.first_seq, (last = decodeBatch(sessionId, row.first_seq, row.codec, row.data)));
@@ -333,11 +329,11 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       return toSession(sessionRow(s.id));
     },
     getSession: (id) => {
-      const row = st.getSession.get(id);
+      const row = st.getSession.get(idKey(id), id);
       return row ? toSession(withOpenHead(row)) : undefined;
     },
     listSessions: (page) =>
-      st.listSessions.all(page.after ?? '', page.includeArchived ? 1 : 0, page.tenant ?? null, page.tenant ?? null, page.limit).map((r) => toSession(withOpenHead({ ...r, ...(st.openHead.get({ n: r.log_no, after: r.last_seq }) ?? NO_OPEN_HEAD) }))),
+      st.listSessions.all(page.after ?? '', page.includeArchived ? 1 : 0, page.tenant ?? null, page.tenant ?? null, page.limit).map((r) => toSession(withOpenHead({ ...r, ...(st.openHead.get(idKey(r.id), r.last_seq) ?? NO_OPEN_HEAD) }))),
     updateSession: (id, patch) => {
       const row = sessionRow(id);
       st.updateSession.run(
@@ -359,7 +355,7 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       }
       const out: StoredEvent[] = [];
       if (limit === 0 || after >= until) return out;
-      for (const b of st.readBatches.iterate({ session: idKey(sessionId), id: sessionId, from: after + 1, until })) {
+      for (const b of st.readBatches.iterate({ session: idKey(sessionId), from: after + 1, until })) {
         for (const e of decodeBatch(sessionId, b.first_seq, b.codec, b.data)) {
           if (e.seq <= after || e.seq > until || (o.runId !== undefined && e.runId !== o.runId)) continue;
           out.push(e);
@@ -395,7 +391,6 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       st.setHead.run(head.last_seq, head.leaf_id, head.last_turn, head.sealed_seq, sessionId);
       st.markErasing.run(key);
       st.eraseBatches.run(key);
-      st.eraseOpenRows.run({ n: head.log_no, after: 0 });
       st.eraseEntries.run(key);
       st.eraseSnapshots.run(sessionId);
       st.eraseCheckpoints.run(sessionId);
@@ -410,7 +405,7 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     sealEvents: (sessionId) => {
       const s = headOf(sessionId);
       if (!s) throw new NotFoundError('session', sessionId);
-      const sealed = sealOpenRows(sessionId, idKey(sessionId), s, s.last_seq, openEntriesOf(sessionId, s));
+      const sealed = sealOpenRows(sessionId, idKey(sessionId), s.sealed_seq, s.last_seq, openEntriesOf(sessionId, s));
       // The open rows that carried the head are gone: it goes into the sessions row (ADR-0026).
       if (sealed !== s.sealed_seq) st.setHead.run(s.last_seq, s.leaf_id, s.last_turn, sealed, sessionId);
     },

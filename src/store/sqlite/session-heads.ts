@@ -7,8 +7,6 @@ export interface FencedHead {
   last_turn: number;
   sealed_seq: number;
   erased_at: number | null;
-  /** The session's log number: the key of its open rows (ADR-0028). */
-  log_no: number;
   fencing_token: number | null;
 }
 
