@@ -166,9 +166,10 @@ export class SqliteStore extends WithStoreOps implements Store {
       this.db.pragma('foreign_keys = ON');
       migrate(this.db);
       // Temporary B-trees (a RETURNING clause's rows, a statement's journal inside a transaction, a
-      // sort) in memory, not in a temporary file created and removed each time: an UPDATE ...
-      // RETURNING of a run took 110–135 µs in a step's workload with files, 25 µs without (ADR-0029).
-      // After the migrations, whose index builds may sort a whole table.
+      // sort) in memory, not each in a pager of its own set up for a temporary file (none is even
+      // opened: the set-up is the cost): an UPDATE ... RETURNING of a run took 110–135 µs in a
+      // step's workload that way, 25 µs in memory (ADR-0029). After the migrations, whose index
+      // builds may sort a whole table.
       this.db.pragma('temp_store = MEMORY');
     } catch (e) {
       this.db.close();
