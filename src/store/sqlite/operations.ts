@@ -163,8 +163,14 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       values.length = 0;
     };
     let rows = 0;
+    // An entry's parent is most often the entry before it: its key is made once.
+    let lastId: string | undefined;
+    let lastKey: IdKey | undefined;
     for (const [id, e] of entries) {
-      values.push(idKey(id), sessionKey, e.seq, idKeyOrNull(e.parent));
+      const key = idKey(id);
+      values.push(key, sessionKey, e.seq, e.parent !== null && e.parent === lastId ? lastKey! : idKeyOrNull(e.parent));
+      lastId = id;
+      lastKey = key;
       if (++rows === ENTRIES_PER_INSERT) {
         flush(rows);
         rows = 0;
