@@ -1,6 +1,6 @@
 import { newId, userMessage, type AgentDefinition, type PendingCall, type UserInput } from '../core/index.ts';
 import { addUsage, emptyUsage, type JsonValue, type ToolOutput, type Usage, type UserMessage } from '../model/index.ts';
-import type { NewEvent, SessionEvent, Sessions } from '../session/index.ts';
+import type { NewEvent, SessionEvent, SessionEventDataMap, Sessions } from '../session/index.ts';
 import {
   isTerminal,
   NotFoundError,
@@ -335,17 +335,26 @@ export class RunBook {
   ): Promise<{ run: RunRecord; events: SessionEvent[] }> {
     const sessionId = session.id;
     const turn = session.lastTurn + 1;
+    // The caller's message is checked against its event's schema; the status event is built here
+    // from typed values and needs no check (as every run/status this book appends).
+    const { data: messageData } = this.sessions.log.registry.validate('user/message', { message, via: 'input' });
     const run = await tx.createRun(newRunOf(sessionId, message, agent, options, { turn, ...(parent ? { parentRunId: parent.runId, parentToolCallId: parent.toolCallId } : {}) }));
     const id = run.id;
-    const events = await this.append(tx, sessionId, [
-      { type: 'user/message', runId: id, turn, data: { message, via: 'input' } },
-      {
-        type: 'run/status',
-        runId: id,
-        turn,
-        data: { ...queuedStatus(agent), ...(parent ? { parentRunId: parent.runId } : {}) },
-      },
-    ]);
+    const events = await this.append(
+      tx,
+      sessionId,
+      [
+        { type: 'user/message', runId: id, turn, data: messageData as SessionEventDataMap['user/message'] },
+        {
+          type: 'run/status',
+          runId: id,
+          turn,
+          data: { ...queuedStatus(agent), ...(parent ? { parentRunId: parent.runId } : {}) },
+        },
+      ],
+      undefined,
+      true,
+    );
     return { run, events };
   }
 

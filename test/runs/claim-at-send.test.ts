@@ -118,6 +118,24 @@ describe('a message claims its run for a worker of this process', () => {
     for (const id of [active.run.id, enqueued.run.id, other.run.id]) expect((await rt.runs.wait(id, { timeoutMs: 5000 })).status).toBe('completed');
   });
 
+  it('a message that is not a valid user message is refused: no run, no event, no slot taken', async () => {
+    const { rt, store } = setup([agent([{ text: 'done' }])]);
+    const worker = rt.startWorker({ concurrency: 1, pollMs: 60_000 });
+    const s = await rt.sessions.create();
+    const before = await allEvents(rt.sessions, s.id);
+    const bad = { id: 'm-bad', role: 'user', content: [{ type: 'image', url: 'x' }] } as unknown as Parameters<Runtime['sessions']['send']>[1];
+    await expect(rt.sessions.send(s.id, bad)).rejects.toMatchObject({ name: 'InvalidEventError', code: 'invalid_event' });
+    await expect(rt.sessions.send(s.id, [{ type: 'text', text: 1 }] as unknown as Parameters<Runtime['sessions']['send']>[1])).rejects.toMatchObject({ code: 'invalid_event' });
+    expect(await allEvents(rt.sessions, s.id)).toEqual(before);
+    expect(await store.listRuns({ sessionId: s.id })).toEqual([]);
+    await flush();
+    expect(worker.active).toBe(0);
+    // The session and the worker take the next valid message.
+    const ok = await rt.sessions.send(s.id, 'fine');
+    expect(ok.run.status).toBe('running');
+    expect((await rt.runs.wait(ok.run.id, { timeoutMs: 5000 })).status).toBe('completed');
+  });
+
   it('the oldest claimable run goes first: a message claims what the worker would have', async () => {
     const store = openSqliteStore({ path: ':memory:' });
     const slow = gated('slow');
