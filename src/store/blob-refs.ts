@@ -15,13 +15,33 @@ export function blobHashesIn(json: string): string[] {
     let end = start;
     while (end < json.length && end - start < HEX_DIGITS && isHex(json.charCodeAt(end))) end++;
     if (end - start === HEX_DIGITS) {
-      const hash = json.slice(at, end);
+      const hash = own(json.slice(at, end));
       if (!out.includes(hash)) out.push(hash);
       at = json.indexOf(PREFIX, end);
     } else at = json.indexOf(PREFIX, at + 1);
   }
   return out;
 }
+
+/**
+ * A hash as a string of its own. A slice of the text is a view of it to V8 (a sliced string) and
+ * keeps the whole text alive: the SQLite store keeps the hashes each session refers to, and each
+ * kept a 2 KB event row with it. The same few hashes (an agent's system prompt and tools) come
+ * back at every step: the copy made for the first is handed out again.
+ */
+function own(slice: string): string {
+  let hash = OWN.get(slice);
+  if (hash === undefined) {
+    // Decoded from bytes: a new flat string, not a view of the text.
+    hash = Buffer.from(slice, 'latin1').toString('latin1');
+    if (OWN.size >= MAX_OWN) OWN.clear();
+    OWN.set(hash, hash);
+  }
+  return hash;
+}
+
+const OWN = new Map<string, string>();
+const MAX_OWN = 1024;
 
 const PREFIX = 'sha256:';
 const HEX_DIGITS = 64;

@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { blobHashesIn } from '../../src/store/blob-refs.ts';
 
@@ -11,6 +13,26 @@ const hex = (n: number, seed: number): string => {
 };
 
 describe('blobHashesIn', () => {
+  it('returns hashes that do not keep the text they were found in alive', () => {
+    // The SQLite store keeps the hashes of the sessions it wrote (up to 4,096): a hash that is a
+    // slice of its event row's JSON kept the whole row in memory with it.
+    setFlagsFromString('--expose_gc');
+    const gc = runInNewContext('gc') as () => void;
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    const kept: string[] = [];
+    for (let i = 0; i < 200; i++) {
+      const text = JSON.stringify({ system: `sha256:${hex(64, i)}`, pad: 'x'.repeat(100_000) + String(i) });
+      kept.push(...blobHashesIn(text));
+    }
+    gc();
+    const grown = process.memoryUsage().heapUsed - before;
+    expect(kept).toHaveLength(200);
+    expect(kept[7]).toBe(`sha256:${hex(64, 7)}`);
+    // The 200 texts are 20 MB; the 200 hashes some 20 KB.
+    expect(grown).toBeLessThan(4_000_000);
+  });
+
   it('finds each hash once, in the order first seen', () => {
     const a = `sha256:${hex(64, 1)}`;
     const b = `sha256:${hex(64, 2)}`;
