@@ -28,7 +28,11 @@
  * and checkpoints); and the stored bytes by event type, and in blobs, run_checkpoints, snapshots.
  * For the NORMAL variant, the time inside write transactions (BEGIN to COMMIT; Store.observeCommits)
  * while a run is measured: its send, claim, steps and finish, and the worker's look for more work
- * right after it (`normalTxUsPerStep` in --json); the rest of µs/step is outside them.
+ * right after it (`normalTxUsPerStep` in --json); the rest of µs/step is outside them. And where a
+ * run's time goes, from the times of its commits (`normalSegments`, `segments` for FULL; see
+ * RunSegments): the send, the start to the first step's commit, a tool step commit to commit, the
+ * last step with the run's end, and runs.wait's answer after it; what a run costs beyond its steps
+ * at the tool step's time is the per-run part of µs/step.
  *
  * Growth: GROWTH_SESSIONS sessions × GROWTH_RUNS consecutive durable runs (FULL). µs/step and
  * bytes/step are taken at the first, middle and last run of each session (0, 504 and 1,008 prior
@@ -221,7 +225,7 @@ async function closeDurable(d: Durable): Promise<void> {
 type Lag = { claim: number; end: number; claimedWithSend: boolean };
 
 /** One run through the public API: send a message, wait for the run to end. Only this is timed. */
-async function durableRun(d: Durable, sessionId: string, i: number): Promise<{ sample: Sample; runId: string; lag: Lag }> {
+async function durableRun(d: Durable, sessionId: string, i: number): Promise<{ sample: Sample; runId: string; lag: Lag; marks: RunMarks }> {
   let sentAt = 0;
   let claimedAt = 0;
   let endedAt = 0;
@@ -232,7 +236,9 @@ async function durableRun(d: Durable, sessionId: string, i: number): Promise<{ s
     if (to === 'running' && claimedAt === 0) claimedAt = performance.now();
     if (to === 'completed' && endedAt === 0) endedAt = performance.now();
   });
+  let startedAt = 0;
   const { sample, value: run } = await timed(STEPS, async () => {
+    startedAt = performance.now();
     const sent = await d.rt.sessions.send(sessionId, `Task ${i}: count up, one step at a time.`);
     sentAt = performance.now();
     const r = await d.rt.runs.wait(sent.run.id, { until: 'terminal' });
@@ -250,12 +256,55 @@ async function durableRun(d: Durable, sessionId: string, i: number): Promise<{ s
   return {
     sample,
     runId: run.id,
+    marks: { started: startedAt, sent: sentAt, returned: returnedAt },
     lag: {
       claim: claimedAt > 0 ? Math.max(0, claimedAt - sentAt) : NaN,
       end: endedAt > 0 ? returnedAt - endedAt : NaN,
       claimedWithSend: claimedAt > 0 && claimedAt <= sentAt,
     },
   };
+}
+
+/** When a timed run's send started and answered, and when its runs.wait returned (performance.now() ms). */
+type RunMarks = { started: number; sent: number; returned: number };
+
+/**
+ * Where a run's time goes, from its commits' times (µs): `send` the send call (its transaction
+ * claims the run, ADR-0027); `start` from the send's answer to the first step's commit (the run's
+ * start and its first step); `step` a tool step, commit to commit (the median of the run's tool
+ * steps after the first); `finish` the last step with the run's end (its commit seals the turn);
+ * `after` from that commit until runs.wait returned. `overheadUs` is what the run costs beyond
+ * STEPS steps at `step` each: the per-run part of µs/step. Undefined for a run whose commits are
+ * not the send's, one per tool step and the last (an effectful tool commits twice a step).
+ */
+type RunSegments = { send: number; start: number; step: number; finish: number; after: number; overheadUs: number };
+
+function segmentsOf(marks: RunMarks, all: readonly number[]): RunSegments | undefined {
+  const commits = all.filter((t) => t >= marks.started && t <= marks.returned);
+  if (commits.length !== TOOL_STEPS + 2) return undefined;
+  const k = commits.length;
+  const steps: number[] = [];
+  for (let j = 2; j < k - 1; j++) steps.push(commits[j]! - commits[j - 1]!);
+  const us = (ms: number) => ms * 1000;
+  const step = us(median(steps));
+  const total = us(marks.returned - marks.started);
+  return {
+    send: us(marks.sent - marks.started),
+    start: us(commits[1]! - marks.sent),
+    step,
+    finish: us(commits[k - 1]! - commits[k - 2]!),
+    after: us(marks.returned - commits[k - 1]!),
+    overheadUs: total - STEPS * step,
+  };
+}
+
+/** The median of each segment over the runs that have them. */
+function segmentMedians(runs: ReadonlyArray<RunSegments | undefined>): (RunSegments & { runs: number; overheadUsPerStep: number }) | null {
+  const ok = runs.filter((r): r is RunSegments => r !== undefined);
+  if (ok.length === 0) return null;
+  const m = (f: (r: RunSegments) => number) => median(ok.map(f));
+  const overheadUs = m((r) => r.overheadUs);
+  return { runs: ok.length, send: m((r) => r.send), start: m((r) => r.start), step: m((r) => r.step), finish: m((r) => r.finish), after: m((r) => r.after), overheadUs, overheadUsPerStep: overheadUs / STEPS };
 }
 
 interface DurableResult {
@@ -269,6 +318,8 @@ interface DurableResult {
   writtenPerStep: number | null;
   /** µs a step inside write transactions, BEGIN to COMMIT, while the runs are measured (see durableVariant). */
   txUsPerStep: number;
+  /** Where a run's time goes (medians over the runs, see RunSegments); null when no run's commits fit. */
+  segments: ReturnType<typeof segmentMedians>;
   sessions: string[];
 }
 
@@ -311,9 +362,14 @@ async function durableVariant(path: string, synchronous: 'FULL' | 'NORMAL', o: {
     // right after the run (during durableRun's untimed check) is not.
     let txSeconds = 0;
     let timing = false;
+    // When each commit of the run being measured was done (for its segments, see RunSegments).
+    let commitTimes: number[] = [];
     const unobserve = d.store.observeCommits((seconds) => {
-      if (timing) txSeconds += seconds;
+      if (!timing) return;
+      txSeconds += seconds;
+      commitTimes.push(performance.now());
     });
+    const segments: Array<RunSegments | undefined> = [];
     const samples: Sample[] = [];
     const lags: Lag[] = [];
     const sessions: string[] = [];
@@ -321,7 +377,9 @@ async function durableVariant(path: string, synchronous: 'FULL' | 'NORMAL', o: {
       const s = await d.rt.sessions.create();
       sessions.push(s.id);
       timing = true;
+      commitTimes = [];
       const r = await durableRun(d, s.id, i).finally(() => (timing = false));
+      segments.push(segmentsOf(r.marks, commitTimes));
       samples.push(r.sample);
       lags.push(r.lag);
     }
@@ -341,6 +399,7 @@ async function durableVariant(path: string, synchronous: 'FULL' | 'NORMAL', o: {
       storedBytesPerStep: (disk1.stored - disk0.stored) / total.steps,
       writtenPerStep: perStep(w0, w1, total.steps),
       txUsPerStep: (txSeconds * 1e6) / total.steps,
+      segments: segmentMedians(segments),
       sessions,
     };
   } finally {
@@ -762,6 +821,8 @@ try {
     ratioOfMeans: usPerStep(durable.sample) / usPerStep(floor.sample),
     normalUsPerStep: usPerStep(normal.sample),
     normalTxUsPerStep: normal.txUsPerStep,
+    normalSegments: normal.segments,
+    segments: durable.segments,
     normalRunUsPerStep: { median: median(normal.perRun), p90: percentile(normal.perRun, 0.9), max: Math.max(...normal.perRun) },
     effectfulUsPerStep: usPerStep(effectful.sample),
     effectfulCommitsPerStep: effectful.commitsPerStep,
@@ -831,6 +892,14 @@ try {
     out(`  durable − normal     : ${fmt(result.usPerStep - result.normalUsPerStep)} µs/step (what the fsyncs cost)`);
     out(`  normal − loop        : ${fmt(result.normalUsPerStep - result.loopUsPerStep)} µs/step (the durable path without fsync, over the in-memory loop)`);
     out(`  normal in SQLite     : ${fmt(normal.txUsPerStep)} µs/step inside write transactions, BEGIN to COMMIT (each run's send, claim, steps and finish, and the worker's next look for work); ${fmt(result.normalUsPerStep - normal.txUsPerStep)} µs/step outside`);
+    const seg = normal.segments;
+    if (seg) {
+      out(
+        `  normal, a run        : send ${fmt(seg.send, 0)} µs, start to the first step's commit ${fmt(seg.start, 0)}, a tool step ${fmt(seg.step, 0)} (commit to commit), ` +
+          `the last step and the run's end ${fmt(seg.finish, 0)}, then to runs.wait's answer ${fmt(seg.after, 0)} (medians of ${seg.runs} runs);`,
+      );
+      out(`                         beyond ${STEPS} steps at ${fmt(seg.step, 0)} µs, a run costs ${fmt(seg.overheadUs, 0)} µs: ${fmt(seg.overheadUsPerStep)} µs/step`);
+    }
     out(`  loop / handLoop      : ${fmt(result.loopRatio, 2)}×`);
     out('');
     out(`  commits / step       : ${commits(durable.commitsPerStep)} (normal ${commits(normal.commitsPerStep)}, effectful ${commits(effectful.commitsPerStep)}, floor 1)${durable.commitsPerStep === null ? ': the store has no commitCount' : ''}; per run also: the send (which claims the run for the idle worker, ADR-0027)`);
