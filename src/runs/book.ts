@@ -284,25 +284,33 @@ export class RunBook {
     if (!session) throw new NotFoundError('session', sessionId);
     if (session.erasedAt !== null) throw new StoreError('session_erased', `session ${sessionId} was erased`);
     if (session.archivedAt !== null) throw new StoreError('session_archived', `session ${sessionId} is archived: it takes no new messages`);
+    // The caller's message is checked before anything keeps it, whatever it does: a steer is logged
+    // by the run's own (unchecked) commits, and an enqueued one enters the log with another run's end.
+    const checked = this.checkedMessage(message);
     const active = await tx.activeRun(sessionId);
     if (active) {
       switch (ifBusy) {
         case 'reject':
           throw new RunBusyError(sessionId, active.id);
         case 'enqueue': {
-          const queued = await this.enqueueRun(tx, sessionId, active, message, agent, o.options ?? {});
-          return { outcome: 'enqueued' as const, message, ...queued };
+          const queued = await this.enqueueRun(tx, sessionId, active, checked, agent, o.options ?? {});
+          return { outcome: 'enqueued' as const, message: checked, ...queued };
         }
         case 'steer':
-          await tx.addInput({ id: message.id, sessionId, kind: 'steer', runId: active.id, payload: { message }, createdAt: Date.now() });
-          return { outcome: 'steered' as const, message, run: active, events: [] };
+          await tx.addInput({ id: checked.id, sessionId, kind: 'steer', runId: active.id, payload: { message: checked }, createdAt: Date.now() });
+          return { outcome: 'steered' as const, message: checked, run: active, events: [] };
         case 'interrupt':
           // The caller cancels the active run first (gracefully if it can); here it must be gone.
           throw new RunBusyError(sessionId, active.id);
       }
     }
-    const created = await this.createRun(tx, session, message, agent, o.options ?? {}, o.parent);
-    return { outcome: 'created' as const, message, ...created };
+    const created = await this.createRun(tx, session, checked, agent, o.options ?? {}, o.parent, true);
+    return { outcome: 'created' as const, message: checked, ...created };
+  }
+
+  /** The message as its event's schema parses it; InvalidEventError when it is not a user message. */
+  checkedMessage(message: UserMessage): UserMessage {
+    return (this.sessions.log.registry.validate('user/message', { message, via: 'input' }).data as SessionEventDataMap['user/message']).message;
   }
 
   /**
@@ -324,7 +332,12 @@ export class RunBook {
     return { run, events };
   }
 
-  /** Appends the trigger message and creates the run (queued) with its status event. */
+  /**
+   * Appends the trigger message and creates the run (queued) with its status event. The message is
+   * checked against its event's schema unless `checked` says it was (see checkedMessage); the
+   * status event is built here from typed values and needs no check (as every run/status this
+   * book appends).
+   */
   async createRun(
     tx: StoreOps,
     session: SessionRecord,
@@ -332,19 +345,18 @@ export class RunBook {
     agent: AgentDefinition,
     options: RunOptions,
     parent?: { runId: string; toolCallId: string },
+    checked = false,
   ): Promise<{ run: RunRecord; events: SessionEvent[] }> {
     const sessionId = session.id;
     const turn = session.lastTurn + 1;
-    // The caller's message is checked against its event's schema; the status event is built here
-    // from typed values and needs no check (as every run/status this book appends).
-    const { data: messageData } = this.sessions.log.registry.validate('user/message', { message, via: 'input' });
-    const run = await tx.createRun(newRunOf(sessionId, message, agent, options, { turn, ...(parent ? { parentRunId: parent.runId, parentToolCallId: parent.toolCallId } : {}) }));
+    const trigger = checked ? message : this.checkedMessage(message);
+    const run = await tx.createRun(newRunOf(sessionId, trigger, agent, options, { turn, ...(parent ? { parentRunId: parent.runId, parentToolCallId: parent.toolCallId } : {}) }));
     const id = run.id;
     const events = await this.append(
       tx,
       sessionId,
       [
-        { type: 'user/message', runId: id, turn, data: messageData as SessionEventDataMap['user/message'] },
+        { type: 'user/message', runId: id, turn, data: { message: trigger, via: 'input' } },
         {
           type: 'run/status',
           runId: id,

@@ -609,7 +609,8 @@ export class RunsApi {
 
   /** Sends input into the run's next step (delivered when it runs again if it waits now). */
   async steer(id: string, input: UserInput, o: { idempotency?: IdempotencyClaim } = {}): Promise<{ message: UserMessage; run: RunRecord }> {
-    const message = userMessage(input);
+    // Checked here: the run's own commits log it without a check.
+    const message = this.book.checkedMessage(userMessage(input));
     // Checked and stored in one transaction: a turn's end either sees this steering (and goes on
     // to take it) or has committed first (and the run refuses it here).
     const run = await this.rt.store.transaction(async (tx) => {
