@@ -203,6 +203,12 @@ export class Schedules {
     const message = i.message;
     const okMessage = (typeof message === 'string' && message.length > 0) || (Array.isArray(message) && message.length > 0);
     if (!okMessage) throw new ScheduleValidationError('message', 'a non-empty string or a non-empty array of content parts is required');
+    try {
+      // What each fire would send, checked once here: a part no user message may hold would fail every fire.
+      this.host.book.checkedMessage(userMessage(message as UserInput));
+    } catch (e) {
+      throw new ScheduleValidationError('message', (e as Error).message);
+    }
     const overlap = i.overlap ?? 'skip';
     if (!['skip', 'enqueue', 'interrupt'].includes(overlap)) throw new ScheduleValidationError('overlap', 'one of skip, enqueue, interrupt');
     const catchUp = i.catchUp ?? 'once';

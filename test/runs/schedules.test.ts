@@ -303,6 +303,10 @@ describe('schedules: bad input', () => {
     expect((await bad({ interval: { seconds: 10 }, overlap: 'sometimes' })).field).toBe('overlap');
     expect((await bad({ interval: { seconds: 10 }, catchUp: 'all' })).field).toBe('catch_up');
     expect((await bad({ interval: { seconds: 10 }, message: '' })).field).toBe('message');
+    // Content parts that no user message may hold: refused now, not at every fire.
+    const parts = await bad({ interval: { seconds: 10 }, message: [{ type: 'text', text: 1 }] });
+    expect([parts.field, parts.code]).toEqual(['message', 'validation']);
+    expect(parts.message).toMatch(/^message: /);
     // Another tenant's session is no session.
     expect((await bad({ tenant: 'other', interval: { seconds: 10 } })).field).toBe('target.session_id');
   });
