@@ -136,26 +136,6 @@ describe('a message claims its run for a worker of this process', () => {
     expect((await rt.runs.wait(ok.run.id, { timeoutMs: 5000 })).status).toBe('completed');
   });
 
-  it('a message for a busy session is checked when it is taken, to steer (by the session or the run) or to wait its turn: the active run is not hurt', async () => {
-    const slow = gated('slow');
-    const { rt, store } = setup([agent([(call) => (call.prompt.some((m) => m.role === 'tool') ? { text: 'done' } : { toolCalls: [{ name: 'slow', input: {} }] })], [slow.tool])]);
-    rt.startWorker({ concurrency: 2, pollMs: 60_000 });
-    const s = await rt.sessions.create();
-    const active = await rt.sessions.send(s.id, 'one');
-    await slow.started.promise;
-    const bad = [{ type: 'text', text: 1 }] as unknown as Parameters<Runtime['sessions']['send']>[1];
-    await expect(rt.sessions.send(s.id, bad, { ifBusy: 'steer' })).rejects.toMatchObject({ code: 'invalid_event' });
-    await expect(rt.sessions.send(s.id, bad, { ifBusy: 'enqueue' })).rejects.toMatchObject({ code: 'invalid_event' });
-    await expect(rt.runs.steer(active.run.id, bad)).rejects.toMatchObject({ code: 'invalid_event' });
-    // Nothing of them was kept: no input waits, no run is queued behind the active one.
-    expect(await store.listInputs(s.id, 'steer')).toEqual([]);
-    expect(await store.listInputs(s.id, 'message')).toEqual([]);
-    expect((await store.listRuns({ sessionId: s.id, limit: 10 })).map((r) => r.id)).toEqual([active.run.id]);
-    slow.gate.resolve('ok');
-    const done = await rt.runs.wait(active.run.id, { timeoutMs: 5000 });
-    expect(done.status).toBe('completed');
-  });
-
   it('the oldest claimable run goes first: a message claims what the worker would have', async () => {
     const store = openSqliteStore({ path: ':memory:' });
     const slow = gated('slow');

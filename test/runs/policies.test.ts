@@ -50,6 +50,27 @@ function dangling(events: readonly SessionEvent[], runId?: string): string[] {
 
 const userTexts = (events: readonly SessionEvent[]) => ofType(events, 'user/message').map((e) => e.data.message.content.map((p) => (p.type === 'text' ? p.text : '')).join(''));
 
+describe('a message for a busy session is checked when it is taken', () => {
+  it('to steer (by the session or the run) or to wait its turn: refused, nothing kept, the active run not hurt', async () => {
+    const g = gated();
+    const { rt, store } = setup([work, { text: 'done' }], [g.tool]);
+    const s = await rt.sessions.create();
+    const active = await rt.sessions.send(s.id, 'one');
+    await g.started.promise;
+    const bad = [{ type: 'text', text: 1 }] as unknown as Parameters<Runtime['sessions']['send']>[1];
+    await expect(rt.sessions.send(s.id, bad, { ifBusy: 'steer' })).rejects.toMatchObject({ code: 'invalid_event' });
+    await expect(rt.sessions.send(s.id, bad, { ifBusy: 'enqueue' })).rejects.toMatchObject({ code: 'invalid_event' });
+    await expect(rt.runs.steer(active.run.id, bad)).rejects.toMatchObject({ code: 'invalid_event' });
+    // Nothing of them was kept: no input waits, no run is queued behind the active one. (An
+    // enqueued message enters the log with the active run's end: an invalid one failed that end.)
+    expect(await store.listInputs(s.id, 'steer')).toEqual([]);
+    expect(await store.listInputs(s.id, 'message')).toEqual([]);
+    expect((await store.listRuns({ sessionId: s.id, limit: 10 })).map((r) => r.id)).toEqual([active.run.id]);
+    g.gate.resolve('ok');
+    expect((await rt.runs.wait(active.run.id, { timeoutMs: 5000 })).status).toBe('completed');
+  });
+});
+
 describe('ifBusy: reject (the default)', () => {
   it('refuses with RunBusyError naming the active run, and appends nothing', async () => {
     const g = gated();
