@@ -11,3 +11,4 @@ export * from './clock.ts';
 export * from './waits.ts';
 export * from './webhooks/index.ts';
 export * from './schedules.ts';
+export { InvalidSendOptionError } from './send-options.ts';

@@ -18,6 +18,7 @@ import {
 } from '../store/index.ts';
 import { RunBook, recordEffect, refuseTakenKey, type Accepted, type IdempotencyClaim, type IfBusy, type RunOptions, type Waiting } from './book.ts';
 import { SendSpan } from '../telemetry/send-span.ts';
+import { checkSendOptions } from './send-options.ts';
 import { recordsContent, type TelemetryOptions } from '../telemetry/tracer.ts';
 import type { Execution, ExecutionEnv } from './execution.ts';
 import { systemClock, type Clock } from './clock.ts';
@@ -211,6 +212,7 @@ export class Runtime {
   }
 
   private async send(sessionId: string, input: UserInput, o: SendOptions = {}): Promise<SendResult> {
+    checkSendOptions(o);
     const agent = this.agentFor(o.agent);
     const { ifBusy = 'reject', agent: _a, idempotency, trace, ...runOptions } = o;
     // The run stores the trace context of this send (a child of the caller's): its executions continue it.

@@ -352,3 +352,37 @@ describe('idempotency: a key recorded with the effect', () => {
     expect(userTexts(await allEvents(rt.sessions, s.id))).toEqual(['first', 'also']);
   });
 });
+
+describe('send: bad options', () => {
+  it('refuses each with a validation error naming the option, and keeps nothing', async () => {
+    const { rt, store } = setup([{ text: 'done' }], []);
+    const s = await rt.sessions.create();
+    const before = await allEvents(rt.sessions, s.id);
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ timeoutMs: -5 }, 'timeoutMs'],
+      [{ timeoutMs: 'x' }, 'timeoutMs'],
+      [{ timeoutMs: Number.NaN }, 'timeoutMs'],
+      [{ waitTimeoutMs: 0 }, 'waitTimeoutMs'],
+      [{ maxAttempts: 0 }, 'maxAttempts'],
+      [{ maxAttempts: 1.5 }, 'maxAttempts'],
+      [{ priority: 'weird' }, 'priority'],
+      [{ ifBusy: 'sometimes' }, 'ifBusy'],
+      [{ agent: 5 }, 'agent'],
+      [{ timeout: 1000 }, 'timeout'],
+    ];
+    for (const [options, field] of cases) {
+      const e = await rt.sessions.send(s.id, 'go', options as never).then(
+        () => undefined,
+        (err: unknown) => err as Error & { code?: string; field?: string },
+      );
+      expect(e, JSON.stringify(options)).toBeDefined();
+      expect([e!.code, e!.field], JSON.stringify(options)).toEqual(['validation', field]);
+      expect(e!.message.startsWith(`${field}: `), e!.message).toBe(true);
+    }
+    expect(await allEvents(rt.sessions, s.id)).toEqual(before);
+    expect(await store.listRuns({ sessionId: s.id, limit: 10 })).toEqual([]);
+    // What is valid still goes through.
+    const ok = await rt.sessions.send(s.id, 'go', { timeoutMs: 60_000, waitTimeoutMs: 1000, maxAttempts: 2, priority: 'batch', ifBusy: 'reject' });
+    expect((await rt.runs.wait(ok.run.id, { timeoutMs: 5000 })).status).toBe('completed');
+  });
+});

@@ -1,0 +1,38 @@
+import { z } from 'zod';
+import { StoreError } from '../store/index.ts';
+
+/** An option of `sessions.send` that is not valid: a `validation` error naming it. */
+export class InvalidSendOptionError extends StoreError {
+  readonly field: string;
+  constructor(field: string, message: string) {
+    super('validation', `${field}: ${message}`);
+    this.name = 'InvalidSendOptionError';
+    this.field = field;
+  }
+}
+
+const positiveMs = z.number().int().positive().finite();
+
+/**
+ * What `sessions.send` takes besides the message (see SendOptions), as the HTTP API checks its
+ * own: an option it does not know is refused rather than stored with the run and ignored.
+ */
+const SendOptionsSchema = z.strictObject({
+  ifBusy: z.enum(['reject', 'enqueue', 'steer', 'interrupt']).optional(),
+  agent: z.string().min(1).optional(),
+  idempotency: z.strictObject({ tenant: z.string(), key: z.string(), fingerprint: z.string() }).optional(),
+  timeoutMs: positiveMs.optional(),
+  waitTimeoutMs: positiveMs.optional(),
+  maxAttempts: z.number().int().min(1).optional(),
+  trace: z.strictObject({ traceparent: z.string(), tracestate: z.string().optional() }).optional(),
+  priority: z.union([z.enum(['interactive', 'batch']), z.number().finite()]).optional(),
+});
+
+/** Throws InvalidSendOptionError, naming the first option at fault, unless `o` is valid send options. */
+export function checkSendOptions(o: unknown): void {
+  const parsed = SendOptionsSchema.safeParse(o ?? {});
+  if (parsed.success) return;
+  const issue = parsed.error.issues[0]!;
+  const field = issue.code === 'unrecognized_keys' ? issue.keys.join(', ') : issue.path.join('.') || 'options';
+  throw new InvalidSendOptionError(field, issue.code === 'unrecognized_keys' ? 'not an option of send' : issue.message);
+}
