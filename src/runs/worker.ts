@@ -1,6 +1,6 @@
 import { newId } from '../core/index.ts';
 import type { NewEvent } from '../session/index.ts';
-import type { RunRecord, StoreOps } from '../store/index.ts';
+import { StoreError, type RunRecord, type StoreOps } from '../store/index.ts';
 import type { Claimed, RunBook, Waiting } from './book.ts';
 import { Execution, type ExecutionEnv } from './execution.ts';
 import { CLAIM_POLICY } from './state.ts';
@@ -15,6 +15,17 @@ export interface WorkerOptions {
   pollMs?: number;
   /** How often to time out runs whose wait or deadline has passed. */
   sweepMs?: number;
+}
+
+/** A `validation` StoreError naming the first option of a worker that is not valid (none is clamped or ignored). */
+function checkWorkerOptions(o: WorkerOptions): void {
+  const bad = (field: string, what: string) => new StoreError('validation', `${field}: ${what}, not ${String(o[field as keyof WorkerOptions])}`);
+  if (o.id !== undefined && (typeof o.id !== 'string' || o.id.length === 0)) throw bad('id', 'a non-empty string is required');
+  if (o.concurrency !== undefined && !(Number.isInteger(o.concurrency) && o.concurrency >= 1)) throw bad('concurrency', 'a whole number of runs, at least 1, is required');
+  for (const field of ['pollMs', 'sweepMs'] as const) {
+    const v = o[field];
+    if (v !== undefined && !(typeof v === 'number' && Number.isFinite(v) && v > 0)) throw bad(field, 'a finite number of milliseconds above 0 is required');
+  }
 }
 
 /**
@@ -62,9 +73,10 @@ export class Worker {
   private claiming = 0;
 
   constructor(host: WorkerHost, options: WorkerOptions = {}) {
+    checkWorkerOptions(options);
     this.host = host;
     this.id = options.id ?? `worker-${newId()}`;
-    this.concurrency = Math.max(1, options.concurrency ?? 8);
+    this.concurrency = options.concurrency ?? 8;
     this.pollMs = options.pollMs ?? 250;
     this.sweepMs = options.sweepMs ?? 1000;
     this.loopDone = this.loop();

@@ -272,3 +272,30 @@ describe('one worker, many runs at once', () => {
     expect(renewals).toBeGreaterThan(0);
   });
 });
+
+describe('a worker with bad options', () => {
+  it('is refused with a validation error naming the option, and no worker starts', async () => {
+    const { rt } = runtime([{ text: 'done' }], []);
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ concurrency: 0 }, 'concurrency'],
+      [{ concurrency: 1.5 }, 'concurrency'],
+      [{ pollMs: 0 }, 'pollMs'],
+      [{ pollMs: Number.POSITIVE_INFINITY }, 'pollMs'],
+      [{ sweepMs: -1 }, 'sweepMs'],
+      [{ id: '' }, 'id'],
+    ];
+    for (const [options, field] of cases) {
+      let error: (Error & { code?: string }) | undefined;
+      try {
+        rt.startWorker(options as never);
+      } catch (e) {
+        error = e as Error & { code?: string };
+      }
+      expect([error?.code, error?.message.split(':')[0]], JSON.stringify(options)).toEqual(['validation', field]);
+    }
+    // None of them took the run: the one valid worker does.
+    const { runId } = await start(rt);
+    rt.startWorker({ concurrency: 1, pollMs: 50 });
+    expect((await rt.runs.wait(runId, { timeoutMs: 5000 })).status).toBe('completed');
+  });
+});
