@@ -66,6 +66,7 @@ export interface Waiting {
   expiresAt: number | null;
 }
 
+/** What a run is sent with (see also SendOptions); `sessions.send` checks them (send-options.ts: keep it in step). */
 export interface RunOptions {
   /** Wall-clock limit of the whole run, from its creation. */
   timeoutMs?: number;

@@ -14,8 +14,9 @@ export class InvalidSendOptionError extends StoreError {
 const positiveMs = z.number().int().positive().finite();
 
 /**
- * What `sessions.send` takes besides the message (see SendOptions), as the HTTP API checks its
- * own: an option it does not know is refused rather than stored with the run and ignored.
+ * What `sessions.send` takes besides the message (SendOptions and the RunOptions it extends: a new
+ * option goes in both), as the HTTP API checks its own: an option it does not know is refused
+ * rather than stored with the run and ignored.
  */
 const SendOptionsSchema = z.strictObject({
   ifBusy: z.enum(['reject', 'enqueue', 'steer', 'interrupt']).optional(),
@@ -30,7 +31,9 @@ const SendOptionsSchema = z.strictObject({
 
 /** Throws InvalidSendOptionError, naming the first option at fault, unless `o` is valid send options. */
 export function checkSendOptions(o: unknown): void {
-  const parsed = SendOptionsSchema.safeParse(o ?? {});
+  // No options (the common case): nothing to check, and no schema walk on a run's way in.
+  if (o === undefined || (typeof o === 'object' && o !== null && Object.keys(o).length === 0)) return;
+  const parsed = SendOptionsSchema.safeParse(o);
   if (parsed.success) return;
   const issue = parsed.error.issues[0]!;
   const field = issue.code === 'unrecognized_keys' ? issue.keys.join(', ') : issue.path.join('.') || 'options';
