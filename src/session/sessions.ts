@@ -56,6 +56,9 @@ export class InvalidEntryError extends StoreError {
  * The session layer's library API. A session owns an append-only event log; its transcript, model
  * context, developer view and statistics are projections of that log.
  */
+/** The longest id a session may be given (as the HTTP API's ids): it names it in every path. */
+const MAX_SESSION_ID = 200;
+
 export class Sessions {
   readonly log: SessionLog;
   readonly snapshotEvery: number;
@@ -84,6 +87,9 @@ export class Sessions {
       within?: (tx: StoreOps, session: SessionRecord) => Promise<void>;
     } = {},
   ): Promise<SessionRecord> {
+    if (options.id !== undefined && !(typeof options.id === 'string' && options.id.length >= 1 && options.id.length <= MAX_SESSION_ID)) {
+      throw new StoreError('validation', `id: a string of 1 to ${MAX_SESSION_ID} characters is required, not ${JSON.stringify(options.id)?.slice(0, 40)}`);
+    }
     const id = options.id ?? newId();
     const createdAt = Date.now();
     const created = await this.log.transaction(async (tx) => {

@@ -45,6 +45,16 @@ describe('session log', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  describe('a new session', () => {
+    it('refuses an id it could not be named by: empty, too long, or not a string', async () => {
+      for (const id of ['', 'x'.repeat(201), 5]) {
+        await expect(sessions.create({ id: id as never }), JSON.stringify(id)).rejects.toMatchObject({ code: 'validation', message: expect.stringMatching(/^id: /) });
+      }
+      expect(await store.listSessions({ limit: 10 })).toEqual([]);
+      expect((await sessions.create({ id: 'x'.repeat(200) })).id).toHaveLength(200);
+    });
+  });
+
   describe('envelope', () => {
     it('refuses an entry whose given id the session has, also one the log minted (its own appends skip that lookup)', async () => {
       const s = await sessions.create({ title: 't' });
