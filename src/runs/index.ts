@@ -12,3 +12,4 @@ export * from './waits.ts';
 export * from './webhooks/index.ts';
 export * from './schedules.ts';
 export { InvalidSendOptionError } from './send-options.ts';
+export { FieldValidationError } from './field-validation-error.ts';

@@ -25,6 +25,7 @@ import type { IfBusy, RunBook, RunOptions } from './book.ts';
 import { isClosedStore } from '../store/index.ts';
 import type { Clock } from './clock.ts';
 import { WakeUp } from './wake-up.ts';
+import { FieldValidationError } from './field-validation-error.ts';
 
 /** The shortest interval (seconds): the scheduler looks for due schedules about once a second. */
 export const MIN_INTERVAL_SECONDS = 1;
@@ -64,14 +65,7 @@ export interface CreateScheduleInput {
 }
 
 /** Bad input to a schedule: what is wrong, and with which field. */
-export class ScheduleValidationError extends StoreError {
-  readonly field: string;
-  constructor(field: string, message: string) {
-    super('validation', `${field}: ${message}`);
-    this.name = 'ScheduleValidationError';
-    this.field = field;
-  }
-}
+export class ScheduleValidationError extends FieldValidationError {}
 
 /** What the schedules need of the runtime. */
 export interface SchedulesHost {

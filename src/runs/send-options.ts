@@ -1,15 +1,8 @@
 import { z } from 'zod';
-import { StoreError } from '../store/index.ts';
+import { FieldValidationError } from './field-validation-error.ts';
 
 /** An option of `sessions.send` that is not valid: a `validation` error naming it. */
-export class InvalidSendOptionError extends StoreError {
-  readonly field: string;
-  constructor(field: string, message: string) {
-    super('validation', `${field}: ${message}`);
-    this.name = 'InvalidSendOptionError';
-    this.field = field;
-  }
-}
+export class InvalidSendOptionError extends FieldValidationError {}
 
 const positiveMs = z.number().int().positive().finite();
 

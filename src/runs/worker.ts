@@ -1,6 +1,7 @@
 import { newId } from '../core/index.ts';
 import type { NewEvent } from '../session/index.ts';
-import { StoreError, type RunRecord, type StoreOps } from '../store/index.ts';
+import type { RunRecord, StoreOps } from '../store/index.ts';
+import { FieldValidationError } from './field-validation-error.ts';
 import type { Claimed, RunBook, Waiting } from './book.ts';
 import { Execution, type ExecutionEnv } from './execution.ts';
 import { CLAIM_POLICY } from './state.ts';
@@ -17,9 +18,9 @@ export interface WorkerOptions {
   sweepMs?: number;
 }
 
-/** A `validation` StoreError naming the first option of a worker that is not valid (none is clamped or ignored). */
+/** A FieldValidationError naming the first option of a worker that is not valid (none is clamped or ignored). */
 function checkWorkerOptions(o: WorkerOptions): void {
-  const bad = (field: string, what: string) => new StoreError('validation', `${field}: ${what}, not ${String(o[field as keyof WorkerOptions])}`);
+  const bad = (field: string, what: string) => new FieldValidationError(field, `${what}, not ${String(o[field as keyof WorkerOptions])}`);
   if (o.id !== undefined && (typeof o.id !== 'string' || o.id.length === 0)) throw bad('id', 'a non-empty string is required');
   if (o.concurrency !== undefined && !(Number.isInteger(o.concurrency) && o.concurrency >= 1)) throw bad('concurrency', 'a whole number of runs, at least 1, is required');
   for (const field of ['pollMs', 'sweepMs'] as const) {
