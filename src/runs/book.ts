@@ -242,7 +242,7 @@ export class RunBook {
    */
   async send(
     sessionId: string,
-    input: UserInput,
+    input: UserInput | UserMessage,
     agent: AgentDefinition,
     o: {
       ifBusy?: IfBusy;

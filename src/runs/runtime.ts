@@ -218,8 +218,11 @@ export class Runtime {
     // The run stores the trace context of this send (a child of the caller's): its executions continue it.
     const span = new SendSpan(agent.name, sessionId, trace);
     const options: RunOptions = { ...this.options.runDefaults, ...runOptions, ...(span.carrier ? { trace: span.carrier } : {}) };
+    let message: UserInput | UserMessage = input;
     try {
       if (ifBusy === 'interrupt') {
+        // Checked before the active run is cancelled: a message that cannot be taken interrupts nothing.
+        message = this.book.checkedMessage(userMessage(input));
         // A request that lost its key to another must not cancel the run that one created.
         if (idempotency) await refuseTakenKey(this.store, idempotency);
         const active = await this.store.activeRun(sessionId);
@@ -229,7 +232,7 @@ export class Runtime {
       const slot = this.offerSlot();
       let r: Accepted;
       try {
-        r = await this.book.send(sessionId, input, agent, { ifBusy: ifBusy === 'interrupt' ? 'reject' : ifBusy, options, ...(idempotency ? { idempotency } : {}), ...(slot ? { claim: slot.claim } : {}) });
+        r = await this.book.send(sessionId, message, agent, { ifBusy: ifBusy === 'interrupt' ? 'reject' : ifBusy, options, ...(idempotency ? { idempotency } : {}), ...(slot ? { claim: slot.claim } : {}) });
       } catch (e) {
         slot?.release();
         throw e;

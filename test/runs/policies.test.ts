@@ -61,6 +61,9 @@ describe('a message for a busy session is checked when it is taken', () => {
     await expect(rt.sessions.send(s.id, bad, { ifBusy: 'steer' })).rejects.toMatchObject({ code: 'invalid_event' });
     await expect(rt.sessions.send(s.id, bad, { ifBusy: 'enqueue' })).rejects.toMatchObject({ code: 'invalid_event' });
     await expect(rt.runs.steer(active.run.id, bad)).rejects.toMatchObject({ code: 'invalid_event' });
+    // Nor does one that would interrupt the active run: it is checked before the cancel.
+    await expect(rt.sessions.send(s.id, bad, { ifBusy: 'interrupt' })).rejects.toMatchObject({ code: 'invalid_event' });
+    expect((await rt.runs.get(active.run.id)).cancelRequested).toBe(false);
     // Nothing of them was kept: no input waits, no run is queued behind the active one. (An
     // enqueued message enters the log with the active run's end: an invalid one failed that end.)
     expect(await store.listInputs(s.id, 'steer')).toEqual([]);
