@@ -100,9 +100,19 @@ export class TurnState {
     if (options.signal) {
       const external = options.signal;
       if (external.aborted) this.turnCtl.abort(external.reason);
-      else external.addEventListener('abort', () => this.turnCtl.abort(external.reason), { once: true });
+      else {
+        const onAbort = () => this.turnCtl.abort(external.reason);
+        external.addEventListener('abort', onAbort, { once: true });
+        this.stopListening = () => external.removeEventListener('abort', onAbort);
+      }
     }
   }
+
+  /**
+   * The turn is over: it stops listening to the caller's signal. That signal may outlive many
+   * turns (a server's shutdown signal, say): its listener would hold each ended turn.
+   */
+  stopListening(): void {}
 
   /** Reports one event. Only a durable emit waits for storage; the others are held by the sink. */
   async emit<T extends TurnEventType>(type: T, data: EventDataMap[T], o: EmitOptions = {}): Promise<void> {

@@ -122,6 +122,14 @@ class TurnRunner {
   }
 
   async run(): Promise<TurnResult> {
+    try {
+      return await this.runToEnd();
+    } finally {
+      this.t.stopListening();
+    }
+  }
+
+  private async runToEnd(): Promise<TurnResult> {
     const t = this.t;
     let end: TurnEnd;
     let outcome: StepOutcome | undefined;

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { getEventListeners } from 'node:events';
 import { z } from 'zod';
 import { defineAgent, MemorySink, runTurn, ScriptedModel, startTurn, tool, type TurnHandle } from '../../src/index.ts';
 import { aborted, deferred } from '../support/deferred.ts';
@@ -238,6 +239,19 @@ describe('cancelling the turn while tools run', () => {
     await Promise.all([s.started.listen.promise, s.started.deaf.promise]);
     ctl.abort();
     await check(await result, sink, s);
+  });
+
+  it('a signal shared by many turns (a server shutdown signal, say) holds none of them once they end', async () => {
+    const ctl = new AbortController();
+    const model = new ScriptedModel([{ text: 'hi' }], { loop: true });
+    const agent = defineAgent({ name: 't', model });
+    for (let i = 0; i < 5; i++) {
+      const result = await runTurn(agent, { sink: new MemorySink(), input: `turn ${i}`, signal: ctl.signal });
+      expect(result.reason).toBe('completed');
+    }
+    // Each turn listened for the abort while it ran; an ended turn's listener (and the turn it holds) is gone.
+    expect(getEventListeners(ctl.signal, 'abort')).toHaveLength(0);
+    ctl.abort();
   });
 
   it('a signal aborted before the turn starts means no model call at all', async () => {
