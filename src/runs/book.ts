@@ -1,6 +1,6 @@
 import { newId, userMessage, type AgentDefinition, type PendingCall, type UserInput } from '../core/index.ts';
 import { addUsage, emptyUsage, type JsonValue, type ToolOutput, type Usage, type UserMessage } from '../model/index.ts';
-import type { NewEvent, SessionEvent, SessionEventDataMap, Sessions } from '../session/index.ts';
+import { assertMessageSaysSomething, type NewEvent, type SessionEvent, type SessionEventDataMap, type Sessions } from '../session/index.ts';
 import {
   isTerminal,
   NotFoundError,
@@ -309,9 +309,11 @@ export class RunBook {
     return { outcome: 'created' as const, message: checked, ...created };
   }
 
-  /** The message as its event's schema parses it; InvalidEventError when it is not a user message. */
+  /** The message as its event's schema parses it; InvalidEventError when it is not a user message, or says nothing. */
   checkedMessage(message: UserMessage): UserMessage {
-    return (this.sessions.log.registry.validate('user/message', { message, via: 'input' }).data as SessionEventDataMap['user/message']).message;
+    const checked = (this.sessions.log.registry.validate('user/message', { message, via: 'input' }).data as SessionEventDataMap['user/message']).message;
+    assertMessageSaysSomething(checked);
+    return checked;
   }
 
   /**

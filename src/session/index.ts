@@ -11,3 +11,4 @@ export * from './compaction.ts';
 export * from './transfer.ts';
 export * from './replay.ts';
 export * from './sessions.ts';
+export * from './user-message-content.ts';

@@ -19,6 +19,7 @@ import {
 import { pathEntries, readProjection } from './reader.ts';
 import { verifyReplay, type ReplayReport } from './replay.ts';
 import { SessionSink } from './sink.ts';
+import { assertMessageSaysSomething } from './user-message-content.ts';
 import { exportSession, importSession, type ImportOptions } from './transfer.ts';
 
 export interface SessionsOptions {
@@ -153,7 +154,9 @@ export class Sessions {
 
   /** Appends user input outside a turn; the next turn's context includes it. */
   async appendUserMessage(sessionId: string, input: UserInput): Promise<SessionEvent<'user/message'>> {
-    const [e] = await this.log.append(sessionId, [{ type: 'user/message', data: { message: userMessage(input), via: 'input' } }]);
+    const message = userMessage(input);
+    assertMessageSaysSomething(message);
+    const [e] = await this.log.append(sessionId, [{ type: 'user/message', data: { message, via: 'input' } }]);
     return e as SessionEvent<'user/message'>;
   }
 
@@ -349,6 +352,7 @@ export class Sessions {
    * close to the window, or after the provider reports an overflow.
    */
   async startTurn(sessionId: string, agent: AgentDefinition, options: SessionTurnOptions = {}): Promise<TurnHandle> {
+    if (options.input !== undefined) assertMessageSaysSomething(userMessage(options.input));
     const [ctx, session] = await Promise.all([this.context(sessionId), this.get(sessionId)]);
     const { compaction, runId, hooks, ...rest } = options;
     const allHooks: TurnHooks[] = hooks === undefined ? [] : Array.isArray(hooks) ? [...hooks] : [hooks as TurnHooks];

@@ -389,3 +389,41 @@ describe('send: bad options', () => {
     expect((await rt.runs.wait(ok.run.id, { timeoutMs: 5000 })).status).toBe('completed');
   });
 });
+
+describe('send: a message that says nothing', () => {
+  it('is refused (no part, or only empty or blank texts), on an idle and on a busy session, and nothing is kept', async () => {
+    const g = gated();
+    const { rt, store } = setup([work, { text: 'done' }, { text: 'and done' }], [g.tool]);
+    const s = await rt.sessions.create();
+    const before = await allEvents(rt.sessions, s.id);
+    const empty = ['', '  \n\t', [], [{ type: 'text', text: '' }], [{ type: 'text', text: ' ' }, { type: 'text', text: '' }]] as Array<Parameters<Runtime['sessions']['send']>[1]>;
+    for (const input of empty) {
+      const e = await rt.sessions.send(s.id, input).then(
+        () => undefined,
+        (err: unknown) => err as Error & { code?: string },
+      );
+      expect(e?.code, JSON.stringify(input)).toBe('invalid_event');
+      expect(e!.message, JSON.stringify(input)).toMatch(/says nothing/);
+      await expect(rt.sessions.appendUserMessage(s.id, input), JSON.stringify(input)).rejects.toMatchObject({ code: 'invalid_event' });
+    }
+    expect(await allEvents(rt.sessions, s.id)).toEqual(before);
+    expect(await store.listRuns({ sessionId: s.id, limit: 10 })).toEqual([]);
+
+    // Busy: neither steering nor a queued message nor an interrupt takes it.
+    const active = await rt.sessions.send(s.id, 'one');
+    await g.started.promise;
+    for (const ifBusy of ['steer', 'enqueue', 'interrupt'] as const) {
+      await expect(rt.sessions.send(s.id, '', { ifBusy }), ifBusy).rejects.toMatchObject({ code: 'invalid_event' });
+    }
+    await expect(rt.runs.steer(active.run.id, [])).rejects.toMatchObject({ code: 'invalid_event' });
+    expect((await rt.runs.get(active.run.id)).cancelRequested).toBe(false);
+    expect(await store.listInputs(s.id, 'steer')).toEqual([]);
+    expect(await store.listInputs(s.id, 'message')).toEqual([]);
+    g.gate.resolve('ok');
+    expect((await rt.runs.wait(active.run.id, { timeoutMs: 5000 })).status).toBe('completed');
+
+    // A file alone, or a text beside an empty one, says something.
+    const file = await rt.sessions.send(s.id, [{ type: 'text', text: '' }, { type: 'file', mediaType: 'text/plain', data: 'aGk=' }]);
+    expect((await rt.runs.wait(file.run.id, { timeoutMs: 5000 })).status).toBe('completed');
+  });
+});

@@ -151,6 +151,13 @@ describe('messages', () => {
     // An empty string or no parts is no content.
     expectProblem(await api.post(`/v1/sessions/${s.id}/messages`, { content: '' }), 'validation', 400);
     expectProblem(await api.post(`/v1/sessions/${s.id}/messages`, { content: [] }), 'validation', 400);
+    // Nor are blank texts: the runtime refuses a message that says nothing.
+    for (const content of ['  ', [{ type: 'text', text: '' }]]) {
+      const p = expectProblem(await api.post(`/v1/sessions/${s.id}/messages`, { content }), 'validation', 400);
+      expect(p.detail).toContain('says nothing');
+    }
+    const runs = await api.get(`/v1/sessions/${s.id}/runs`);
+    expect([runs.status, runs.body.data]).toEqual([200, []]);
     const r = await api.post(`/v1/sessions/${s.id}/messages`, { content: [{ type: 'text', text: 'from ' }, { type: 'text', text: 'parts' }] });
     expect(r.status).toBe(202);
     await api.waitForRun(r.body.run.id, 'completed');

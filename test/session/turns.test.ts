@@ -179,6 +179,19 @@ describe('Sessions.startTurn', () => {
     expect(answer.parentId).toBe(appended.id);
   });
 
+  it('refuses a message that says nothing, appended or as a turn\'s input, and logs nothing', async () => {
+    const { sessions } = open();
+    const s = await sessions.create();
+    const model = new ScriptedModel([{ text: 'never' }]);
+    const before = await allEvents(sessions, s.id);
+    for (const input of ['', ' ', [], [{ type: 'text' as const, text: '' }]]) {
+      await expect(sessions.appendUserMessage(s.id, input), JSON.stringify(input)).rejects.toMatchObject({ code: 'invalid_event' });
+      await expect(sessions.startTurn(s.id, agentWith(model), { input }), JSON.stringify(input)).rejects.toMatchObject({ code: 'invalid_event' });
+    }
+    expect(await allEvents(sessions, s.id)).toEqual(before);
+    expect(model.calls).toHaveLength(0);
+  });
+
   it('delivers deltas to subscribers while durable events arrive in seq order', async () => {
     const { sessions } = open();
     const s = await sessions.create();
