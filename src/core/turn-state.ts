@@ -103,16 +103,20 @@ export class TurnState {
       else {
         const onAbort = () => this.turnCtl.abort(external.reason);
         external.addEventListener('abort', onAbort, { once: true });
-        this.stopListening = () => external.removeEventListener('abort', onAbort);
+        this.unlisten = () => external.removeEventListener('abort', onAbort);
       }
     }
   }
+
+  private readonly unlisten: (() => void) | undefined;
 
   /**
    * The turn is over: it stops listening to the caller's signal. That signal may outlive many
    * turns (a server's shutdown signal, say): its listener would hold each ended turn.
    */
-  stopListening(): void {}
+  stopListening(): void {
+    this.unlisten?.();
+  }
 
   /** Reports one event. Only a durable emit waits for storage; the others are held by the sink. */
   async emit<T extends TurnEventType>(type: T, data: EventDataMap[T], o: EmitOptions = {}): Promise<void> {

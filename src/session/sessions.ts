@@ -1,9 +1,9 @@
 import type { LanguageModelV4 } from '@ai-sdk/provider';
 import { newId, startTurn, userMessage, type AgentDefinition, type TurnHandle, type TurnHooks, type TurnOptions, type UserInput } from '../core/index.ts';
-import type { Message, Pricing } from '../model/index.ts';
+import type { Message, Pricing, UserMessage } from '../model/index.ts';
 import { RunBusyError, StoreError, type JsonObject, type SessionPage, type SessionRecord, type Store, type StoreOps } from '../store/index.ts';
 import { compactSession, compactionHook, estimateTokens, summarize, type CompactionSettings, type CompactOptions, type CompactResult } from './compaction.ts';
-import type { EventRegistry, SessionEvent } from './event-types.ts';
+import type { EventRegistry, SessionEvent, SessionEventDataMap } from './event-types.ts';
 import { SessionLog, type LiveListener, type NewEvent } from './log.ts';
 import {
   contextMessages,
@@ -154,10 +154,17 @@ export class Sessions {
 
   /** Appends user input outside a turn; the next turn's context includes it. */
   async appendUserMessage(sessionId: string, input: UserInput): Promise<SessionEvent<'user/message'>> {
-    const message = userMessage(input);
-    assertMessageSaysSomething(message);
+    const message = this.checkedInput(input);
     const [e] = await this.log.append(sessionId, [{ type: 'user/message', data: { message, via: 'input' } }]);
     return e as SessionEvent<'user/message'>;
+  }
+
+  /** The caller's input as a user message: InvalidEventError when its parts are not a user message's, or it says nothing. */
+  private checkedInput(input: UserInput): UserMessage {
+    const { data } = this.log.registry.validate('user/message', { message: userMessage(input), via: 'input' });
+    const message = (data as SessionEventDataMap['user/message']).message;
+    assertMessageSaysSomething(message);
+    return message;
   }
 
   /** Events after `after` (a seq), at most `limit`, in seq order. */
@@ -352,7 +359,7 @@ export class Sessions {
    * close to the window, or after the provider reports an overflow.
    */
   async startTurn(sessionId: string, agent: AgentDefinition, options: SessionTurnOptions = {}): Promise<TurnHandle> {
-    if (options.input !== undefined) assertMessageSaysSomething(userMessage(options.input));
+    if (options.input !== undefined) this.checkedInput(options.input);
     const [ctx, session] = await Promise.all([this.context(sessionId), this.get(sessionId)]);
     const { compaction, runId, hooks, ...rest } = options;
     const allHooks: TurnHooks[] = hooks === undefined ? [] : Array.isArray(hooks) ? [...hooks] : [hooks as TurnHooks];

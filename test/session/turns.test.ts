@@ -188,6 +188,10 @@ describe('Sessions.startTurn', () => {
       await expect(sessions.appendUserMessage(s.id, input), JSON.stringify(input)).rejects.toMatchObject({ code: 'invalid_event' });
       await expect(sessions.startTurn(s.id, agentWith(model), { input }), JSON.stringify(input)).rejects.toMatchObject({ code: 'invalid_event' });
     }
+    // Parts that are no user message's are refused as such (not a TypeError from the check).
+    const malformed = [{ type: 'text', text: 5 }] as unknown as Parameters<Sessions['appendUserMessage']>[1];
+    await expect(sessions.appendUserMessage(s.id, malformed)).rejects.toMatchObject({ code: 'invalid_event' });
+    await expect(sessions.startTurn(s.id, agentWith(model), { input: malformed })).rejects.toMatchObject({ code: 'invalid_event' });
     expect(await allEvents(sessions, s.id)).toEqual(before);
     expect(model.calls).toHaveLength(0);
   });
