@@ -154,13 +154,13 @@ export class Sessions {
 
   /** Appends user input outside a turn; the next turn's context includes it. */
   async appendUserMessage(sessionId: string, input: UserInput): Promise<SessionEvent<'user/message'>> {
-    const message = this.checkedInput(input);
+    const message = this.userMessageOf(input);
     const [e] = await this.log.append(sessionId, [{ type: 'user/message', data: { message, via: 'input' } }]);
     return e as SessionEvent<'user/message'>;
   }
 
   /** The caller's input as a user message: InvalidEventError when its parts are not a user message's, or it says nothing. */
-  private checkedInput(input: UserInput): UserMessage {
+  private userMessageOf(input: UserInput): UserMessage {
     const { data } = this.log.registry.validate('user/message', { message: userMessage(input), via: 'input' });
     const message = (data as SessionEventDataMap['user/message']).message;
     assertMessageSaysSomething(message);
@@ -359,7 +359,7 @@ export class Sessions {
    * close to the window, or after the provider reports an overflow.
    */
   async startTurn(sessionId: string, agent: AgentDefinition, options: SessionTurnOptions = {}): Promise<TurnHandle> {
-    if (options.input !== undefined) this.checkedInput(options.input);
+    if (options.input !== undefined) this.userMessageOf(options.input);
     const [ctx, session] = await Promise.all([this.context(sessionId), this.get(sessionId)]);
     const { compaction, runId, hooks, ...rest } = options;
     const allHooks: TurnHooks[] = hooks === undefined ? [] : Array.isArray(hooks) ? [...hooks] : [hooks as TurnHooks];
