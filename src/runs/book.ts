@@ -1,6 +1,6 @@
 import { newId, userMessage, type AgentDefinition, type PendingCall, type UserInput } from '../core/index.ts';
 import { addUsage, emptyUsage, type JsonValue, type ToolOutput, type Usage, type UserMessage } from '../model/index.ts';
-import { assertMessageSaysSomething, type NewEvent, type SessionEvent, type SessionEventDataMap, type Sessions } from '../session/index.ts';
+import { checkedUserMessage, type NewEvent, type SessionEvent, type Sessions } from '../session/index.ts';
 import {
   isTerminal,
   NotFoundError,
@@ -311,9 +311,7 @@ export class RunBook {
 
   /** The message as its event's schema parses it; InvalidEventError when it is not a user message, or says nothing. */
   checkedMessage(message: UserMessage): UserMessage {
-    const checked = (this.sessions.log.registry.validate('user/message', { message, via: 'input' }).data as SessionEventDataMap['user/message']).message;
-    assertMessageSaysSomething(checked);
-    return checked;
+    return checkedUserMessage(this.sessions.log.registry, message);
   }
 
   /**

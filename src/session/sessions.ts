@@ -1,9 +1,9 @@
 import type { LanguageModelV4 } from '@ai-sdk/provider';
 import { newId, startTurn, userMessage, type AgentDefinition, type TurnHandle, type TurnHooks, type TurnOptions, type UserInput } from '../core/index.ts';
-import type { Message, Pricing, UserMessage } from '../model/index.ts';
+import type { Message, Pricing } from '../model/index.ts';
 import { RunBusyError, StoreError, type JsonObject, type SessionPage, type SessionRecord, type Store, type StoreOps } from '../store/index.ts';
 import { compactSession, compactionHook, estimateTokens, summarize, type CompactionSettings, type CompactOptions, type CompactResult } from './compaction.ts';
-import type { EventRegistry, SessionEvent, SessionEventDataMap } from './event-types.ts';
+import type { EventRegistry, SessionEvent } from './event-types.ts';
 import { SessionLog, type LiveListener, type NewEvent } from './log.ts';
 import {
   contextMessages,
@@ -19,7 +19,7 @@ import {
 import { pathEntries, readProjection } from './reader.ts';
 import { verifyReplay, type ReplayReport } from './replay.ts';
 import { SessionSink } from './sink.ts';
-import { assertMessageSaysSomething } from './user-message-content.ts';
+import { checkedUserMessage } from './user-message-content.ts';
 import { exportSession, importSession, type ImportOptions } from './transfer.ts';
 
 export interface SessionsOptions {
@@ -53,13 +53,13 @@ export class InvalidEntryError extends StoreError {
   }
 }
 
+/** The longest id a session may be given (as the HTTP API's ids): it names it in every path. */
+const MAX_SESSION_ID = 200;
+
 /**
  * The session layer's library API. A session owns an append-only event log; its transcript, model
  * context, developer view and statistics are projections of that log.
  */
-/** The longest id a session may be given (as the HTTP API's ids): it names it in every path. */
-const MAX_SESSION_ID = 200;
-
 export class Sessions {
   readonly log: SessionLog;
   readonly snapshotEvery: number;
@@ -154,17 +154,9 @@ export class Sessions {
 
   /** Appends user input outside a turn; the next turn's context includes it. */
   async appendUserMessage(sessionId: string, input: UserInput): Promise<SessionEvent<'user/message'>> {
-    const message = this.userMessageOf(input);
+    const message = checkedUserMessage(this.log.registry, userMessage(input));
     const [e] = await this.log.append(sessionId, [{ type: 'user/message', data: { message, via: 'input' } }]);
     return e as SessionEvent<'user/message'>;
-  }
-
-  /** The caller's input as a user message: InvalidEventError when its parts are not a user message's, or it says nothing. */
-  private userMessageOf(input: UserInput): UserMessage {
-    const { data } = this.log.registry.validate('user/message', { message: userMessage(input), via: 'input' });
-    const message = (data as SessionEventDataMap['user/message']).message;
-    assertMessageSaysSomething(message);
-    return message;
   }
 
   /** Events after `after` (a seq), at most `limit`, in seq order. */
@@ -359,13 +351,15 @@ export class Sessions {
    * close to the window, or after the provider reports an overflow.
    */
   async startTurn(sessionId: string, agent: AgentDefinition, options: SessionTurnOptions = {}): Promise<TurnHandle> {
-    if (options.input !== undefined) this.userMessageOf(options.input);
+    // The input is checked as a message before the turn starts: the turn logs the checked parts.
+    const input = options.input !== undefined ? checkedUserMessage(this.log.registry, userMessage(options.input)).content : undefined;
     const [ctx, session] = await Promise.all([this.context(sessionId), this.get(sessionId)]);
     const { compaction, runId, hooks, ...rest } = options;
     const allHooks: TurnHooks[] = hooks === undefined ? [] : Array.isArray(hooks) ? [...hooks] : [hooks as TurnHooks];
     if (compaction) allHooks.push(compactionHook(this.log, sessionId, agent.model, compaction, this.snapshotEvery));
     return startTurn(agent, {
       ...rest,
+      ...(input !== undefined ? { input } : {}),
       sink: new SessionSink(this.log, sessionId, runId !== undefined ? { runId } : {}),
       history: ctx.messages,
       turn: session.lastTurn + 1,
