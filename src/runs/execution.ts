@@ -133,6 +133,14 @@ export class Execution {
     return this.spans?.carrier ?? (this.run.options as RunOptions).trace;
   }
 
+  /**
+   * The run as this execution's turn end left it, when `statusEventId` is the \`run/status\` event
+   * that end committed: a waiter that heard that event needs no read of the run.
+   */
+  endedWith(statusEventId: string): RunRecord | undefined {
+    return this.sink?.endedWith === statusEventId ? this.sink.ended : undefined;
+  }
+
   /** Cancel from this process: the loop aborts its model call and tools and closes open calls. */
   cancel(): void {
     this.stopReason ??= 'cancel';

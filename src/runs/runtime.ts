@@ -472,10 +472,17 @@ export class RunsApi {
     const timer = o.timeoutMs !== undefined ? setTimeout(end, o.timeoutMs) : undefined;
     o.signal?.addEventListener('abort', end, { once: true });
     let off: (() => void) | undefined;
+    // The run as this process's execution of it committed its end, with the status event heard:
+    // the record that commit wrote, so it is not read again.
+    let heard: RunRecord | undefined;
     // A move short of `until` (to running, say) is not worth a read.
     const listen = (sessionId: string) =>
       this.rt.sessions.log.subscribe(sessionId, (item) => {
-        if (item.kind === 'changed' || (item.kind === 'event' && item.event.runId === id && item.event.type === 'run/status' && reached(item.event.data.to))) wakeUp.wake();
+        if (item.kind === 'changed') return wakeUp.wake();
+        if (item.kind === 'event' && item.event.runId === id && item.event.type === 'run/status' && reached(item.event.data.to)) {
+          heard = this.rt.executions.get(id)?.endedWith(item.event.id);
+          wakeUp.wake();
+        }
       });
     try {
       // Listening before the run is read: no change in between is missed. A run executed here
@@ -493,7 +500,8 @@ export class RunsApi {
           throw new StoreError('timeout', `run ${id} is still ${run.status} after ${o.timeoutMs} ms`);
         }
         await wakeUp.nap(o.pollMs ?? 200);
-        run = await this.get(id);
+        run = heard ?? (await this.get(id));
+        heard = undefined;
       }
       // The execution of this process that brought the run here (if any) finishes what follows
       // its last commit first (its spans end, its lease is let go): within the timeout, and for

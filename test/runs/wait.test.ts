@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { createRuntime, defineAgent, ScriptedModel, SqliteStore, tool, type Runtime } from '../../src/index.ts';
 import { deferred } from '../support/deferred.ts';
@@ -113,5 +113,50 @@ describe('runs.wait', () => {
     const t0 = performance.now();
     expect(await rt.runs.wait(run.id, { until: 'terminal' })).toMatchObject({ status: 'cancelled' });
     expect(performance.now() - t0).toBeLessThan(5_000);
+  });
+
+  it('answers with the record its own execution committed with the status it heard: the run as stored, read once', async () => {
+    const store = new SqliteStore({ path: ':memory:' });
+    cleanups.push(() => store.close());
+    const started = deferred<void>();
+    const release = deferred<void>();
+    const slow = defineAgent({
+      name: 'a',
+      model: new ScriptedModel([{ toolCalls: [{ name: 'hold', input: {} }] }, { text: 'done' }], { loop: true }),
+      tools: [
+        tool({
+          name: 'hold',
+          description: 'holds the run until released',
+          input: z.object({}),
+          execute: async () => {
+            started.resolve();
+            await release.promise;
+            return 'ok';
+          },
+        }),
+      ],
+    });
+    const rt = createRuntime({ store, agents: [slow] });
+    cleanups.push(() => rt.close({ graceMs: 0 }));
+    rt.startWorker({ id: 'w', pollMs: 60_000 });
+    const s = await rt.sessions.create();
+    const { run } = await rt.sessions.send(s.id, 'go');
+    await started.promise;
+    const getRun = store.getRun.bind(store);
+    let reads = 0;
+    store.getRun = (id) => {
+      reads++;
+      return getRun(id);
+    };
+    const waiting = rt.runs.wait(run.id, { until: 'terminal', pollMs: 60_000, timeoutMs: 20_000 });
+    // The wait has read the run (running) before the run goes on.
+    await vi.waitFor(() => expect(reads).toBe(1));
+    release.resolve();
+    const ended = await waiting;
+    expect(ended).toMatchObject({ id: run.id, status: 'completed' });
+    // The end came with the status event it heard: not read again.
+    expect(reads).toBe(1);
+    store.getRun = getRun;
+    expect(ended).toEqual(await rt.runs.get(run.id));
   });
 });
