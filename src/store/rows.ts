@@ -82,13 +82,23 @@ const flag = (v: Flag): boolean => v === true || v === 1;
 const json = <T>(s: string | null): T | null => (s === null ? null : (JSON.parse(s) as T));
 
 export function toRun(r: RunRow): RunRecord {
+  const spec = r.agent_spec;
   return {
     id: r.id,
     sessionId: r.session_id,
     parentRunId: r.parent_run_id,
     parentToolCallId: r.parent_tool_call_id,
     agent: { name: r.agent_name, version: r.agent_version },
-    agentSpec: JSON.parse(r.agent_spec) as JsonObject,
+    // Parsed when first read: a run is read several times a run (its ~1 KB spec each time) and
+    // its spec is seldom looked at (telemetry, the API's run body). Then a plain property.
+    get agentSpec(): JsonObject {
+      const value = JSON.parse(spec) as JsonObject;
+      Object.defineProperty(this, 'agentSpec', { value, writable: true, enumerable: true, configurable: true });
+      return value;
+    },
+    set agentSpec(value: JsonObject) {
+      Object.defineProperty(this, 'agentSpec', { value, writable: true, enumerable: true, configurable: true });
+    },
     status: r.status,
     queuedBehind: flag(r.queued_behind),
     triggerMessageId: r.trigger_message_id,
