@@ -419,7 +419,7 @@ interface Breakdown {
   byType: Record<string, { n: number; avgBytes: number; bytesPerStep: number }>;
   eventsPerStep: number;
   eventBytesPerStep: number;
-  tables: Record<'event_batches' | 'open_rows' | 'entries' | 'blobs' | 'run_checkpoints' | 'snapshots', TableBytes>;
+  tables: Record<'event_batches' | 'entries' | 'blobs' | 'run_checkpoints' | 'snapshots', TableBytes>;
 }
 
 const IN_JSON = 'IN (SELECT value FROM json_each(?))';
@@ -428,9 +428,8 @@ const KEY_SQL = "CASE WHEN length(value) = 36 THEN unhex(replace(value, '-', '')
 
 /** Sessions' events as stored (raw SQL on the closed file, each batch decoded by the store's codec). */
 function storedEvents(db: Database.Database, sessions: Iterable<string>): StoredEvent[] {
-  // Sealed rows, then the open ones (ADR-0031): a run's turn end seals, so these are none once it is over.
-  const q = db.prepare<[IdKey, IdKey], BatchRow>('SELECT first_seq, codec, data FROM event_batches WHERE session_id = ? UNION ALL SELECT first_seq, codec, data FROM open_rows WHERE session_id = ? ORDER BY first_seq');
-  return [...sessions].flatMap((s) => q.all(idKey(s), idKey(s)).flatMap((r) => decodeBatch(s, r.first_seq, r.codec, r.data)));
+  const q = db.prepare<[IdKey], BatchRow>('SELECT first_seq, codec, data FROM event_batches WHERE session_id = ? ORDER BY first_seq');
+  return [...sessions].flatMap((s) => q.all(idKey(s)).flatMap((r) => decodeBatch(s, r.first_seq, r.codec, r.data)));
 }
 
 /** Event data bytes by type (its JSON, uncompressed), most first. */
@@ -475,7 +474,6 @@ function breakdown(path: string, sessions: readonly string[], steps: number): Br
       tables: {
         // The log itself (ADR-0009): the compressed batches, and the tree's index of entries.
         event_batches: tableBytes(db, 'measured sessions', `SELECT count(*) AS rows, sum(length(data)) AS bytes FROM event_batches WHERE session_id IN (SELECT ${KEY_SQL} FROM json_each(?))`, ids),
-        open_rows: tableBytes(db, 'measured sessions', `SELECT count(*) AS rows, sum(length(data)) AS bytes FROM open_rows WHERE session_id IN (SELECT ${KEY_SQL} FROM json_each(?))`, ids),
         entries: tableBytes(db, 'measured sessions, rows only', `SELECT count(*) AS rows, 0 AS bytes FROM entries WHERE session_id IN (SELECT ${KEY_SQL} FROM json_each(?))`, ids),
         // Content-addressed and shared by every session: the whole table, warm-up runs included.
         blobs: tableBytes(db, 'whole file', 'SELECT count(*) AS rows, sum(length(CAST(data AS BLOB))) AS bytes FROM blobs'),

@@ -156,13 +156,11 @@ describe('a SQLite log with open rows written before ADR-0020', () => {
     const store = new SqliteStore({ path });
     try {
       await store.createSession({ id: 's', createdAt: T0 });
-      // What the Keel before ADR-0020 left of a turn still running: codec-0 open rows (moved to
-      // open_rows by schema v18, ADR-0031), the tree, the head.
+      // What the Keel before ADR-0020 left of a turn still running: codec-0 open rows, the tree, the head.
       const old = events('s', 1).slice(0, 4);
       const raw = new Database(path);
-      const openRow = raw.prepare("INSERT INTO open_rows (pos, session_id, first_seq, last_seq, codec, data) VALUES (((SELECT num FROM sessions WHERE id = 's') << 32) + ?, ?, ?, ?, 0, ?)");
-      openRow.run(1, idKey('s'), 1, 2, encodeOpen0(old.slice(0, 2)));
-      openRow.run(3, idKey('s'), 3, 4, encodeOpen0(old.slice(2)));
+      raw.prepare('INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) VALUES (?, ?, ?, 0, ?)').run(idKey('s'), 1, 2, encodeOpen0(old.slice(0, 2)));
+      raw.prepare('INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) VALUES (?, ?, ?, 0, ?)').run(idKey('s'), 3, 4, encodeOpen0(old.slice(2)));
       raw.prepare('INSERT INTO entries (session_id, id, seq, parent_id) VALUES (?, ?, ?, ?)').run(idKey('s'), idKey('u1'), 1, null);
       raw.prepare('INSERT INTO entries (session_id, id, seq, parent_id) VALUES (?, ?, ?, ?)').run(idKey('s'), idKey('a1'), 4, idKey('u1'));
       raw.prepare("UPDATE sessions SET last_seq = 4, leaf_id = 'a1' WHERE id = 's'").run();
@@ -176,21 +174,19 @@ describe('a SQLite log with open rows written before ADR-0020', () => {
         [5, 'a1'],
         [6, undefined],
       ]);
-      const codecs = () =>
-        raw.prepare('SELECT codec, first_seq, last_seq FROM event_batches UNION ALL SELECT codec, first_seq, last_seq FROM open_rows ORDER BY first_seq, codec').raw().all();
+      const codecs = () => raw.prepare('SELECT codec, first_seq, last_seq FROM event_batches ORDER BY first_seq, codec').raw().all();
       expect(codecs()).toEqual([
         [0, 1, 2],
         [0, 3, 4],
         [2, 5, 6],
       ]);
-      expect(() => raw.prepare('DELETE FROM open_rows WHERE codec = 2').run()).toThrow('events are immutable');
+      expect(() => raw.prepare('DELETE FROM event_batches WHERE codec = 2').run()).toThrow('events are immutable');
 
       await store.sealEvents('s');
       expect(codecs()).toEqual([[3, 1, 6]]);
       expect(await store.readEvents('s')).toEqual([...asRead(old), ...added]);
       expect(await store.getEntries('s', ['t1'])).toEqual([added[0]]);
       expect(() => raw.prepare('DELETE FROM event_batches').run()).toThrow('events are immutable');
-      expect(raw.prepare('SELECT count(*) AS n FROM open_rows').get()).toEqual({ n: 0 });
       raw.close();
     } finally {
       await store.close();

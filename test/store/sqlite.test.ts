@@ -166,18 +166,16 @@ describe('sqlite store', () => {
     await store.createSession({ id: 's', createdAt: T0 });
     const [e] = await store.append('s', [{ id: 'e1', type: 't', v: 1, time: T0, entry: true, data: { a: 1 } }]);
 
-    // The log is stored in rows, the tree in entries (ADR-0009): neither can be changed or shrunk.
-    // Open rows are in a table of their own until sealed (ADR-0031).
+    // The log is stored in batches, the tree in entries (ADR-0009): neither can be changed or shrunk.
     const db = rawDb();
-    expect(() => db.prepare('UPDATE open_rows SET data = x\'00\'').run()).toThrow('events are immutable');
-    expect(() => db.prepare('UPDATE open_rows SET first_seq = 2').run()).toThrow('events are immutable');
-    expect(() => db.prepare('DELETE FROM open_rows').run()).toThrow('events are immutable');
-    expect(() => connection(store).prepare('DELETE FROM open_rows').run()).toThrow('events are immutable');
+    expect(() => db.prepare('UPDATE event_batches SET data = x\'00\'').run()).toThrow('events are immutable');
+    expect(() => db.prepare('UPDATE event_batches SET first_seq = 2').run()).toThrow('events are immutable');
+    expect(() => db.prepare('DELETE FROM event_batches').run()).toThrow('events are immutable');
+    expect(() => connection(store).prepare('DELETE FROM event_batches').run()).toThrow('events are immutable');
     // Sealed, the events are in a compressed row that cannot be changed or removed either, and
     // the tree is indexed in entries (ADR-0022), as immutable.
     await store.sealEvents('s');
     expect(db.prepare('SELECT codec, first_seq, last_seq FROM event_batches').all()).toEqual([{ codec: 3, first_seq: 1, last_seq: 1 }]);
-    expect(db.prepare('SELECT count(*) AS n FROM open_rows').get()).toEqual({ n: 0 });
     expect(db.prepare('SELECT count(*) AS n FROM entries').get()).toEqual({ n: 1 });
     expect(() => db.prepare("UPDATE entries SET parent_id = 'x'").run()).toThrow('events are immutable');
     expect(() => db.prepare("DELETE FROM entries WHERE id = 'e1'").run()).toThrow('events are immutable');
@@ -266,8 +264,7 @@ describe('sqlite store', () => {
     const db = rawDb();
     const [sealed] = db.prepare<[], { session_id: Buffer; data: Buffer }>('SELECT session_id, data FROM event_batches WHERE codec = 3').all();
     const insert = db.prepare('INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) VALUES (?, ?, ?, 3, ?)');
-    // Open rows are in a table of their own (ADR-0031).
-    const remove = db.prepare('DELETE FROM open_rows WHERE session_id = ? AND first_seq = ?');
+    const remove = db.prepare('DELETE FROM event_batches WHERE session_id = ? AND first_seq = ? AND codec = 2');
     // Held by no sealed row: an earlier one ends before it, a later one starts after it.
     insert.run(sealed!.session_id, 5, 5, sealed!.data);
     expect(() => remove.run(sealed!.session_id, 4)).toThrow('events are immutable');
@@ -283,13 +280,7 @@ describe('sqlite store', () => {
     await store.createSession({ id: 's', createdAt: T0 });
     const note = (n: number) => ({ id: `e${n}`, type: 'test/note', v: 1, time: T0, entry: false, data: { n, text: 'the same words again and again '.repeat(4) } });
     for (let n = 1; n <= 10; n++) await store.append('s', [note(n)]);
-    // Sealed rows in event_batches, open ones in open_rows (ADR-0031).
-    const rows = () =>
-      rawDb({ readonly: true })
-        .prepare<[], { codec: number; first_seq: number; last_seq: number; bytes: number }>(
-          'SELECT codec, first_seq, last_seq, length(data) AS bytes FROM event_batches UNION ALL SELECT codec, first_seq, last_seq, length(data) FROM open_rows ORDER BY first_seq',
-        )
-        .all();
+    const rows = () => rawDb({ readonly: true }).prepare<[], { codec: number; first_seq: number; last_seq: number; bytes: number }>('SELECT codec, first_seq, last_seq, length(data) AS bytes FROM event_batches ORDER BY first_seq').all();
     const open = rows();
     expect(open.map((r) => [r.codec, r.first_seq, r.last_seq])).toEqual(Array.from({ length: 10 }, (_, i) => [2, i + 1, i + 1]));
     await store.sealEvents('s');
@@ -416,7 +407,7 @@ describe('sqlite store', () => {
       .prepare<[], { name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
       .all()
       .map((r) => r.name);
-    expect(tables).toEqual(['api_keys', 'blob_refs', 'blobs', 'entries', 'erased_logs', 'event_batches', 'idempotency_keys', 'model_limit_slots', 'model_limit_state', 'model_limit_usage', 'model_limit_waiters', 'open_rows', 'run_callbacks', 'run_checkpoints', 'run_inputs', 'run_signals', 'run_status_counts', 'runs', 'schedule_fires', 'schedules', 'sessions', 'snapshots', 'webhook_attempts', 'webhook_deliveries', 'webhooks']);
+    expect(tables).toEqual(['api_keys', 'blob_refs', 'blobs', 'entries', 'erased_logs', 'event_batches', 'idempotency_keys', 'model_limit_slots', 'model_limit_state', 'model_limit_usage', 'model_limit_waiters', 'run_callbacks', 'run_checkpoints', 'run_inputs', 'run_signals', 'run_status_counts', 'runs', 'schedule_fires', 'schedules', 'sessions', 'snapshots', 'webhook_attempts', 'webhook_deliveries', 'webhooks']);
   });
 
   it('two stores on one file see each other’s appends and keep one chain', async () => {
@@ -493,7 +484,7 @@ describe('sqlite store', () => {
     const sessionsRow = () => raw.prepare('SELECT last_seq, leaf_id, last_turn, sealed_seq FROM sessions WHERE id = ?').get('s');
     // The sessions row was not written; each open row says where the head was after it.
     expect(sessionsRow()).toEqual({ last_seq: 0, leaf_id: null, last_turn: 0, sealed_seq: 0 });
-    expect(raw.prepare('SELECT first_seq, last_seq, leaf_id, turn FROM open_rows ORDER BY first_seq').all()).toEqual([
+    expect(raw.prepare('SELECT first_seq, last_seq, leaf_id, turn FROM event_batches ORDER BY first_seq').all()).toEqual([
       { first_seq: 1, last_seq: 2, leaf_id: 'e2', turn: 1 },
       { first_seq: 3, last_seq: 3, leaf_id: 'e3', turn: 2 },
     ]);
@@ -524,87 +515,23 @@ describe('sqlite store', () => {
     expect(await b.getSession('s')).toMatchObject({ lastSeq: 6, lastTurn: 3 });
   });
 
-  it("keys each session's open rows by its number and seq (ADR-0031): sessions side by side keep their own, through appends, seals and an erasure", async () => {
-    const store = openStore();
-    const mk = (id: string) => ({ id, type: 't', v: 1, time: T0, entry: true, data: { id } });
-    for (const id of ['a', 'b', 'c']) await store.createSession({ id, createdAt: T0 });
-    const raw = rawDb({ readonly: true });
-    const nums = raw.prepare<[], { id: string; num: number }>('SELECT id, num FROM sessions ORDER BY num').all();
-    expect(nums.map((r) => r.id)).toEqual(['a', 'b', 'c']);
-    expect(new Set(nums.map((r) => r.num)).size).toBe(3);
-    // Interleaved appends: each session's rows stay in its own key range, in order.
-    for (let k = 1; k <= 3; k++) for (const id of ['a', 'b', 'c']) await store.append(id, [mk(`${id}${k}`)]);
-    const rows = raw.prepare<[], { pos: number | bigint; first_seq: number }>('SELECT pos, first_seq FROM open_rows ORDER BY pos').safeIntegers().all();
-    const num = (id: string) => BigInt(nums.find((r) => r.id === id)!.num);
-    expect(rows.map((r) => r.pos)).toEqual(['a', 'b', 'c'].flatMap((id) => [1n, 2n, 3n].map((seq) => (num(id) << 32n) + seq)));
-    // b sealed: a's and c's open rows stay; b's next append opens a row after its sealed one.
-    await store.sealEvents('b');
-    await store.append('b', [mk('b4')]);
-    expect((await store.readEvents('b')).map((e) => e.id)).toEqual(['b1', 'b2', 'b3', 'b4']);
-    expect((await store.readEvents('b', { afterSeq: 2, limit: 1 })).map((e) => e.id)).toEqual(['b3']);
-    expect((await store.getSession('b'))!).toMatchObject({ lastSeq: 4, leafId: 'b4' });
-    // b erased: only its rows go, its neighbours' are untouched.
-    await store.eraseSession('b', T0);
-    expect(raw.prepare<[], { n: number }>("SELECT count(*) AS n FROM open_rows").get()!.n).toBe(6);
-    for (const id of ['a', 'c']) {
-      expect((await store.readEvents(id)).map((e) => e.id)).toEqual([1, 2, 3].map((k) => `${id}${k}`));
-      expect((await store.ancestors(id, `${id}3`, 10)).map((e) => e.id)).toEqual([3, 2, 1].map((k) => `${id}${k}`));
-      expect(await store.getSession(id)).toMatchObject({ lastSeq: 3, leafId: `${id}3` });
-    }
-    expect((await store.listSessions({ limit: 10 })).map((x) => [x.id, x.lastSeq])).toEqual([
-      ['a', 3],
-      ['b', 4],
-      ['c', 3],
-    ]);
-    // A new session takes the next number, never one given before.
-    await store.createSession({ id: 'd', createdAt: T0 });
-    expect(raw.prepare<[string], number>('SELECT num FROM sessions WHERE id = ?').pluck().get('d')).toBe(nums.at(-1)!.num + 1);
-  });
-
-  it('refuses an append past the last seq a log can hold (2^32 - 1) with a log_full StoreError, and writes nothing', async () => {
-    const store = openStore();
-    await store.createSession({ id: 's', createdAt: T0 });
-    const mk = (id: string) => ({ id, type: 't', v: 1, time: T0, entry: false, data: null });
-    await store.close();
-    const db = rawDb();
-    db.prepare("UPDATE sessions SET last_seq = 4294967294, sealed_seq = 4294967294 WHERE id = 's'").run();
-    db.close();
-    const again = openStore();
-    expect((await again.append('s', [mk('last')]))[0]!.seq).toBe(4294967295);
-    await expect(again.append('s', [mk('one-too-many')])).rejects.toMatchObject({ code: 'log_full' });
-    expect((await again.readEvents('s', { afterSeq: 4294967290 })).map((e) => e.id)).toEqual(['last']);
-  });
-
   it('opens a schema v16 database, whose sessions rows hold the head beside open rows, and appends after that head', async () => {
     const a = openStore();
     await a.createSession({ id: 's', createdAt: T0 });
     const mk = (id: string) => ({ id, type: 't', v: 1, time: T0, turn: 1, entry: true, data: null });
     await a.append('s', [mk('e1'), mk('e2')]);
     await a.close();
-    // As schema v16 left it: the sessions row moved with each append, open rows without a head,
-    // beside the sealed ones in event_batches (v18 gives them a table of their own, ADR-0031).
+    // As schema v16 left it: the sessions row moved with each append, open rows without a head.
     const db = rawDb();
     db.exec(`UPDATE sessions SET last_seq = 2, leaf_id = 'e2', last_turn = 1 WHERE id = 's';
-             INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) SELECT session_id, first_seq, last_seq, codec, data FROM open_rows;
-             DROP TABLE open_rows; DROP INDEX sessions_num; ALTER TABLE sessions DROP COLUMN num;
              ALTER TABLE event_batches DROP COLUMN leaf_id; ALTER TABLE event_batches DROP COLUMN turn; PRAGMA user_version = 16;`);
-    expect(db.prepare('SELECT codec, first_seq, last_seq FROM event_batches').all()).toEqual([{ codec: 2, first_seq: 1, last_seq: 2 }]);
     db.close();
     const b = openStore();
     expect(await b.getSession('s')).toMatchObject({ lastSeq: 2, leafId: 'e2', lastTurn: 1 });
     expect((await b.append('s', [mk('e3')]))[0]).toMatchObject({ seq: 3, parentId: 'e2' });
     expect(await b.getSession('s')).toMatchObject({ lastSeq: 3, leafId: 'e3' });
-    // The open rows it found were moved to open_rows, beside the one appended after them.
-    const moved = rawDb({ readonly: true });
-    expect(moved.prepare('SELECT first_seq, last_seq, codec FROM open_rows ORDER BY pos').all()).toEqual([
-      { first_seq: 1, last_seq: 2, codec: 2 },
-      { first_seq: 3, last_seq: 3, codec: 2 },
-    ]);
-    expect(moved.prepare('SELECT count(*) AS n FROM event_batches').get()).toEqual({ n: 0 });
     await b.sealEvents('s');
     expect((await b.readEvents('s')).map((e) => [e.seq, e.id])).toEqual([[1, 'e1'], [2, 'e2'], [3, 'e3']]);
-    expect(moved.prepare('SELECT codec, first_seq, last_seq FROM event_batches').all()).toEqual([{ codec: 3, first_seq: 1, last_seq: 3 }]);
-    expect(moved.prepare('SELECT count(*) AS n FROM open_rows').get()).toEqual({ n: 0 });
   });
 
   it('two stores on one file in one process take turns to write: a transaction that awaits does not make the other give up (database is locked)', async () => {

@@ -5,16 +5,13 @@ import { schedulesDdl } from '../schedule-rows.ts';
 import { sqliteWaitsMigration } from '../wait-rows.ts';
 import { limitsDdl } from '../limit-rows.ts';
 import { decodeBatch, encodeOpen0, OPEN_CODECS_SQL, seal, SEALED_CODEC } from './event-batch-codec.ts';
-import { idKey, idKeyOrNull, idOf } from './id-keys.ts';
+import { idKey, idKeyOrNull } from './id-keys.ts';
 import { WEBHOOKS_MIGRATION_SQL } from './webhooks.ts';
 
 /**
  * Versioned schema migrations, applied in order at open. The database's `user_version` records the
  * last one applied; a database written by a newer Keel (a higher version) is refused.
  */
-/** The largest session number: a session's open rows take the 2^32 keys from (num << 32) on. */
-export const MAX_SESSION_NUM = 2 ** 31 - 1;
-
 export const migrations: ReadonlyArray<{ version: number; sql: string; run?: (db: Database.Database) => void }> = [
   {
     version: 1,
@@ -371,76 +368,7 @@ export const migrations: ReadonlyArray<{ version: number; sql: string; run?: (db
       ALTER TABLE event_batches ADD COLUMN turn INTEGER;
     `,
   },
-  {
-    // Open rows in a table of their own, keyed by position (ADR-0031): an open row's key is its
-    // session's number and its first seq, so a session's open rows lie side by side in the
-    // table's own b-tree and a step's commit changes no index (event_batches' position index took
-    // a page of the write-ahead log at every commit). event_batches keeps the sealed rows.
-    version: 18,
-    sql: `
-      -- A session's number: its open rows' key range (open_rows.pos). Given once, never reused.
-      ALTER TABLE sessions ADD COLUMN num INTEGER CHECK (num < ${MAX_SESSION_NUM + 1});
-      UPDATE sessions SET num = rowid;
-      CREATE UNIQUE INDEX sessions_num ON sessions(num);
-      CREATE TABLE open_rows (
-        -- (the session's num << 32) + first_seq
-        pos INTEGER PRIMARY KEY,
-        session_id BLOB NOT NULL,
-        first_seq INTEGER NOT NULL,
-        last_seq INTEGER NOT NULL,
-        codec INTEGER NOT NULL,
-        data BLOB NOT NULL,
-        leaf_id TEXT,
-        turn INTEGER
-      );
-      -- As event_batches: a row is never changed, and removed only once a sealed row holds its
-      -- events (or its session is being erased).
-      CREATE TRIGGER open_rows_no_update BEFORE UPDATE ON open_rows
-        BEGIN SELECT RAISE(ABORT, 'events are immutable'); END;
-      CREATE TRIGGER open_rows_no_delete BEFORE DELETE ON open_rows
-        WHEN NOT EXISTS (SELECT 1 FROM erased_logs e WHERE e.session_id = OLD.session_id)
-         AND coalesce((
-          SELECT s.last_seq >= OLD.last_seq FROM event_batches s
-          WHERE s.session_id = OLD.session_id AND s.first_seq <= OLD.first_seq AND s.codec NOT IN ${OPEN_CODECS_SQL}
-          ORDER BY s.first_seq DESC LIMIT 1
-        ), 0) = 0
-        BEGIN SELECT RAISE(ABORT, 'events are immutable'); END;
-    `,
-    run: moveOpenRows,
-  },
 ];
-
-/**
- * Schema v18: the open rows of event_batches (a turn per session at most, the one that was running)
- * move to open_rows; event_batches keeps only sealed rows, which are never removed but by erasure.
- */
-function moveOpenRows(db: Database.Database): void {
-  const open = db.prepare(`SELECT rowid, session_id, first_seq, last_seq, codec, data, leaf_id, turn FROM event_batches WHERE codec IN ${OPEN_CODECS_SQL}`).all() as Array<{
-    rowid: number;
-    session_id: Buffer | string;
-    first_seq: number;
-    last_seq: number;
-    codec: number;
-    data: Buffer | string;
-    leaf_id: string | null;
-    turn: number | null;
-  }>;
-  const numOf = db.prepare<[string], number>('SELECT num FROM sessions WHERE id = ?').pluck();
-  const insert = db.prepare('INSERT INTO open_rows (pos, session_id, first_seq, last_seq, codec, data, leaf_id, turn) VALUES ((? << 32) + ?, ?, ?, ?, ?, ?, ?, ?)');
-  for (const r of open) {
-    const num = numOf.get(idOf(r.session_id));
-    if (num === undefined) throw new Error(`schema v18: an open row of the log (seq ${r.first_seq}) belongs to no session`);
-    insert.run(num, r.first_seq, r.session_id, r.first_seq, r.last_seq, r.codec, r.data, r.leaf_id, r.turn);
-  }
-  db.exec(`
-    DROP TRIGGER event_batches_no_delete;
-    DELETE FROM event_batches WHERE codec IN ${OPEN_CODECS_SQL};
-    -- Only sealed rows from now on: removed only by an erasure.
-    CREATE TRIGGER event_batches_no_delete BEFORE DELETE ON event_batches
-      WHEN NOT EXISTS (SELECT 1 FROM erased_logs e WHERE e.session_id = OLD.session_id)
-      BEGIN SELECT RAISE(ABORT, 'events are immutable'); END;
-  `);
-}
 
 /** Schema v8: which sessions refer to which blobs, from every stored event. */
 function indexBlobReferences(db: Database.Database): void {

@@ -37,9 +37,6 @@ export type SyncOps = { [K in keyof StoreOps]: (...args: Parameters<StoreOps[K]>
 const SEAL_AT = 1024;
 
 /** No open row after the sessions row's head (see OpenHeadColumns). */
-/** The last seq a session's log can hold: an open row's key is (the session's num << 32) + its first seq (ADR-0031). */
-const MAX_SEQ = 2 ** 32 - 1;
-
 const NO_OPEN_HEAD: OpenHeadColumns = { open_last_seq: null, open_leaf_id: null, open_turn: null };
 
 /** Rows of `entries` one statement inserts at a seal: a turn's in one or two (SQLite takes up to 32,766 parameters). */
@@ -112,7 +109,7 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
   const heads = new SessionHeads(db);
   const openEntries = new OpenEntries(() => (db.inTransaction ? hooks.transactionNumber() : undefined), (sessionId, sealedSeq) => {
     const out = new Map<string, TreeEntry>();
-    for (const row of st.openRows.all({ id: sessionId, after: sealedSeq })) {
+    for (const row of st.openRows.all(idKey(sessionId), sealedSeq)) {
       for (const e of decodeBatch(sessionId, row.first_seq, row.codec, row.data)) if (e.entry) out.set(e.id, { seq: e.seq, parent: e.parentId ?? null });
     }
     return out;
@@ -142,13 +139,13 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
   const withOpenHead = <H extends { last_seq: number; leaf_id: string | null; last_turn: number } & OpenHeadColumns>(h: H): H =>
     h.open_last_seq === null ? h : { ...h, last_seq: h.open_last_seq, leaf_id: h.open_leaf_id, last_turn: Math.max(h.last_turn, h.open_turn ?? 0) };
   const headOf = (sessionId: string) => {
-    const h = st.sessionHead.get(sessionId);
+    const h = st.sessionHead.get(idKey(sessionId), sessionId);
     return h && withOpenHead(h);
   };
 
   /** The session's row with its current head. */
   const sessionRow = (id: string): SessionRow => {
-    const row = st.getSession.get(id);
+    const row = st.getSession.get(idKey(id), id);
     if (!row) throw new NotFoundError('session', id);
     return withOpenHead(row);
   };
@@ -188,11 +185,11 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
    * sealed seq. Once committed, the session has no open entries.
    */
   const sealOpenRows = (sessionId: string, sessionKey: IdKey, sealedSeq: number, lastSeq: number, entries: OpenEntrySet): number => {
-    const open = st.openRows.all({ id: sessionId, after: sealedSeq });
+    const open = st.openRows.all(sessionKey, sealedSeq);
     if (open.length === 0) return sealedSeq;
     const sealed = sealLean(open);
     st.insertBatch.run(sessionKey, open[0]!.first_seq, lastSeq, sealed.codec, sealed.data);
-    st.deleteOpenRows.run({ id: sessionId, after: sealedSeq });
+    st.deleteOpenRows.run(sessionKey, sealedSeq);
     indexEntries(sessionKey, entries);
     hooks.whenCommitted(() => openEntries.forget(sessionId));
     return lastSeq;
@@ -214,7 +211,7 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       at = heads.now();
       let head = heads.lookup(sessionId, fence.runId, at);
       if (!head) {
-        const row = st.fencedSessionHead.get(fence.runId, sessionId);
+        const row = st.fencedSessionHead.get(fence.runId, sessionKey, sessionId);
         head = row && withOpenHead(row);
       }
       const token = head ? head.fencing_token : (st.fenceOf.get(fence.runId)?.fencing_token ?? null);
@@ -256,8 +253,7 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     const json = encodeOpen(out);
     // The row carries the session's head after it: the sessions row is not written (ADR-0026).
     const turn = Math.max(s.last_turn, lastTurn);
-    if (seq > MAX_SEQ) throw new StoreError('log_full', `session ${sessionId} holds ${MAX_SEQ} events, as many as its log can hold`);
-    st.insertOpenRow.run(s.num, out[0]!.seq, sessionKey, out[0]!.seq, seq, OPEN_CODEC, json, leaf, turn);
+    st.insertOpenRow.run(sessionKey, out[0]!.seq, seq, OPEN_CODEC, json, leaf, turn);
     // Which blobs the session refers to, for erasure: in the append's own transaction, once per
     // session and blob (the pairs known are learnt when their commit is done: a rollback undoes
     // them, and erasure would then miss a reference).
@@ -270,7 +266,7 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     // Sealed: no open row is left to carry the head.
     if (sealed !== s.sealed_seq) st.setHead.run(seq, leaf, turn, sealed, sessionId);
     if (fence && at) {
-      const known = heads.learn(sessionId, fence.runId, { num: s.num, last_seq: seq, leaf_id: leaf, last_turn: turn, sealed_seq: sealed, erased_at: null, fencing_token: fence.token }, at);
+      const known = heads.learn(sessionId, fence.runId, { last_seq: seq, leaf_id: leaf, last_turn: turn, sealed_seq: sealed, erased_at: null, fencing_token: fence.token }, at);
       hooks.whenCommitted(() => heads.keep(known));
     }
     openEntries.wrote(sessionId, seq, sealed, entries);
@@ -310,7 +306,7 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     const out: StoredEvent[] = [];
     for (const seq of seqs) {
       if (!last || seq < last[0]!.seq || seq > last.at(-1)!.seq) {
-        const row = st.openBatchAt.get({ id: sessionId, seq }) ?? st.batchAt.get(sessionKey, seq);
+        const row = st.batchAt.get(sessionKey, seq);
         if (!row) throw new StoreError('corrupt_log', `session ${sessionId}: no stored batch holds seq ${seq}`);
         last = decoded.get(row.first_seq);
         if (!last) decoded.set(row.first_seq, (last = decodeBatch(sessionId, row.first_seq, row.codec, row.data)));
@@ -339,11 +335,11 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       return toSession(sessionRow(s.id));
     },
     getSession: (id) => {
-      const row = st.getSession.get(id);
+      const row = st.getSession.get(idKey(id), id);
       return row ? toSession(withOpenHead(row)) : undefined;
     },
     listSessions: (page) =>
-      st.listSessions.all(page.after ?? '', page.includeArchived ? 1 : 0, page.tenant ?? null, page.tenant ?? null, page.limit).map((r) => toSession(withOpenHead({ ...r, ...(st.openHead.get({ num: (r as SessionRow & { num: number }).num, after: r.last_seq }) ?? NO_OPEN_HEAD) }))),
+      st.listSessions.all(page.after ?? '', page.includeArchived ? 1 : 0, page.tenant ?? null, page.tenant ?? null, page.limit).map((r) => toSession(withOpenHead({ ...r, ...(st.openHead.get(idKey(r.id), r.last_seq) ?? NO_OPEN_HEAD) }))),
     updateSession: (id, patch) => {
       const row = sessionRow(id);
       st.updateSession.run(
@@ -365,16 +361,11 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       }
       const out: StoredEvent[] = [];
       if (limit === 0 || after >= until) return out;
-      // The sealed rows, then the open ones (all after them). Each statement is iterated only once
-      // the one before is done: an iteration ended early (the limit) leaves no statement busy.
-      const sources = [() => st.readSealed.iterate({ session: idKey(sessionId), from: after + 1, until }), () => st.readOpen.iterate({ id: sessionId, from: after + 1, until })];
-      for (const rows of sources) {
-        for (const b of rows()) {
-          for (const e of decodeBatch(sessionId, b.first_seq, b.codec, b.data)) {
-            if (e.seq <= after || e.seq > until || (o.runId !== undefined && e.runId !== o.runId)) continue;
-            out.push(e);
-            if (out.length >= limit) return out;
-          }
+      for (const b of st.readBatches.iterate({ session: idKey(sessionId), from: after + 1, until })) {
+        for (const e of decodeBatch(sessionId, b.first_seq, b.codec, b.data)) {
+          if (e.seq <= after || e.seq > until || (o.runId !== undefined && e.runId !== o.runId)) continue;
+          out.push(e);
+          if (out.length >= limit) return out;
         }
       }
       return out;
@@ -406,7 +397,6 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       st.setHead.run(head.last_seq, head.leaf_id, head.last_turn, head.sealed_seq, sessionId);
       st.markErasing.run(key);
       st.eraseBatches.run(key);
-      st.eraseOpenRows.run({ id: sessionId, after: 0 });
       st.eraseEntries.run(key);
       st.eraseSnapshots.run(sessionId);
       st.eraseCheckpoints.run(sessionId);

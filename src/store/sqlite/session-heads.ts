@@ -2,8 +2,6 @@ import type Database from 'better-sqlite3';
 
 /** A session's head as an append reads it, with the fencing token of the run that appends (null: none, or no such run). */
 export interface FencedHead {
-  /** The session's number (its open rows' key range, ADR-0031). */
-  num: number;
   last_seq: number;
   leaf_id: string | null;
   last_turn: number;

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { RunStatus } from '../port.ts';
 import type { IdKey } from './id-keys.ts';
+import { OPEN_CODECS_SQL } from './event-batch-codec.ts';
 import { TERMINAL_SQL, type BatchRow, type CheckpointRow, type IdempotencyRow, type InputRow, type KeyRow, type RunRow, type SessionRow, type SnapshotRow } from '../rows.ts';
 
 /** A prepared statement taking parameters P and returning rows R (the part of better-sqlite3's the operations use). */
@@ -37,23 +38,18 @@ export const USAGE_OWN_SQL = `WITH own AS (
 `;
 
 /** What the sessions row says of a session's head. */
-export type SessionHeadRow = { num: number; last_seq: number; leaf_id: string | null; last_turn: number; sealed_seq: number; erased_at: number | null };
+export type SessionHeadRow = { last_seq: number; leaf_id: string | null; last_turn: number; sealed_seq: number; erased_at: number | null };
 
 /**
  * The last open row written after the sessions row's head (ADR-0026): an append leaves the head in
  * its open row, so this row, if any, says where the head is now. All null when there is none.
  */
 export type OpenHeadColumns = { open_last_seq: number | null; open_leaf_id: string | null; open_turn: number | null };
-/**
- * Open rows are keyed by position (ADR-0031): `pos` is (the session's num << 32) + the row's first
- * seq, so a session's open rows are the keys of its range, in order. The key of the last open row
- * of the session numbered `num` among those that start after `afterSeq` (SQL expressions).
- */
-const lastOpenRowAfter = (num: string, afterSeq: string) => `SELECT max(pos) FROM open_rows WHERE pos > (${num} << 32) + ${afterSeq} AND pos < ((${num} + 1) << 32)`;
-/** Joined to `sessions s`. */
-const OPEN_HEAD_JOIN = `LEFT JOIN open_rows o ON o.pos = (${lastOpenRowAfter('s.num', 's.last_seq')})`;
-/** The `pos` range of the open rows of the session whose id is @id, after seq @after: a condition on `pos`. */
-const OPEN_ROWS_AFTER = 'pos > (SELECT (num << 32) + @after FROM sessions WHERE id = @id) AND pos < (SELECT (num + 1) << 32 FROM sessions WHERE id = @id)';
+/** The last open row of the session whose log key is the parameter, among those that start after `afterSeq` (an SQL expression). */
+const lastOpenRowAfter = (columns: string, afterSeq: string) =>
+  `SELECT ${columns} FROM event_batches WHERE session_id = ? AND first_seq > ${afterSeq} AND codec IN ${OPEN_CODECS_SQL} ORDER BY first_seq DESC LIMIT 1`;
+/** Joined to `sessions s`, with the session's log key as a parameter (before those of the WHERE clause). */
+const OPEN_HEAD_JOIN = `LEFT JOIN event_batches o ON o.rowid = (${lastOpenRowAfter('rowid', 's.last_seq')})`;
 const OPEN_HEAD_COLUMNS = 'o.last_seq AS open_last_seq, o.leaf_id AS open_leaf_id, o.turn AS open_turn';
 
 /** The statements the operations run, prepared once per connection. */
@@ -63,10 +59,10 @@ export function prepareStatements(db: Database.Database) {
   const prepare = <P extends unknown[] = unknown[], R = unknown>(sql: string): Statement<P, R> => db.prepare<P, R>(sql);
   return {
     insertSession: prepare(
-      `INSERT INTO sessions (id, tenant, created_at, title, metadata, agent, origin_session_id, origin_entry_id, num)
-       VALUES (@id, @tenant, @created_at, @title, @metadata, @agent, @origin_session_id, @origin_entry_id, (SELECT coalesce(max(num), 0) + 1 FROM sessions))`,
+      `INSERT INTO sessions (id, tenant, created_at, title, metadata, agent, origin_session_id, origin_entry_id)
+       VALUES (@id, @tenant, @created_at, @title, @metadata, @agent, @origin_session_id, @origin_entry_id)`,
     ),
-    getSession: prepare<[string], SessionRow & OpenHeadColumns>(`SELECT s.*, ${OPEN_HEAD_COLUMNS} FROM sessions s ${OPEN_HEAD_JOIN} WHERE s.id = ?`),
+    getSession: prepare<[IdKey, string], SessionRow & OpenHeadColumns>(`SELECT s.*, ${OPEN_HEAD_COLUMNS} FROM sessions s ${OPEN_HEAD_JOIN} WHERE s.id = ?`),
     listSessions: prepare<[string, number, string | null, string | null, number], SessionRow>(
       'SELECT * FROM sessions WHERE id > ? AND (archived_at IS NULL OR ?) AND (? IS NULL OR tenant = ?) ORDER BY id LIMIT ?',
     ),
@@ -88,24 +84,24 @@ export function prepareStatements(db: Database.Database) {
     updateSession: prepare('UPDATE sessions SET title = ?, metadata = ?, archived_at = ? WHERE id = ?'),
     // The log (ADR-0009): rows of consecutive events, open (JSON) or sealed (compressed); entries by id.
     insertBatch: prepare<[IdKey, number, number, number, string | Buffer]>('INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) VALUES (?, ?, ?, ?, ?)'),
-    // An append's open row, with the session's head after it (leaf and last turn; ADR-0026), at its position (ADR-0031).
-    insertOpenRow: prepare<[number, number, IdKey, number, number, number, string, string | null, number]>(
-      'INSERT INTO open_rows (pos, session_id, first_seq, last_seq, codec, data, leaf_id, turn) VALUES ((? << 32) + ?, ?, ?, ?, ?, ?, ?, ?)',
+    // An append's open row, with the session's head after it (leaf and last turn; ADR-0026).
+    insertOpenRow: prepare<[IdKey, number, number, number, string, string | null, number]>(
+      'INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data, leaf_id, turn) VALUES (?, ?, ?, ?, ?, ?, ?)',
     ),
     // The last open row written after the sessions row's head, if any: where the head is now (ADR-0026).
-    openHead: prepare<[{ num: number; after: number }], { open_last_seq: number; open_leaf_id: string | null; open_turn: number | null }>(
-      `SELECT last_seq AS open_last_seq, leaf_id AS open_leaf_id, turn AS open_turn FROM open_rows WHERE pos = (${lastOpenRowAfter('@num', '@after')})`,
+    openHead: prepare<[IdKey, number], { open_last_seq: number; open_leaf_id: string | null; open_turn: number | null }>(
+      lastOpenRowAfter('last_seq AS open_last_seq, leaf_id AS open_leaf_id, turn AS open_turn', '?'),
     ),
     // Entries are indexed when their turn is sealed (ADR-0022); rows of open rows written before are there already.
     indexEntry: prepare<[IdKey, IdKey, number, IdKey | null]>('INSERT OR IGNORE INTO entries (id, session_id, seq, parent_id) VALUES (?, ?, ?, ?)'),
     // What an append needs of its session: its position in the log and the tree, and where its open rows start.
     // With the last open row after the sessions row's head, which may have moved it (ADR-0026).
-    sessionHead: prepare<[string], SessionHeadRow & OpenHeadColumns>(
-      `SELECT s.num, s.last_seq, s.leaf_id, s.last_turn, s.sealed_seq, s.erased_at, ${OPEN_HEAD_COLUMNS} FROM sessions s ${OPEN_HEAD_JOIN} WHERE s.id = ?`,
+    sessionHead: prepare<[IdKey, string], SessionHeadRow & OpenHeadColumns>(
+      `SELECT s.last_seq, s.leaf_id, s.last_turn, s.sealed_seq, s.erased_at, ${OPEN_HEAD_COLUMNS} FROM sessions s ${OPEN_HEAD_JOIN} WHERE s.id = ?`,
     ),
     // The same for a fenced append, with the fencing token of its run (null for no such run): one statement, not two.
-    fencedSessionHead: prepare<[string, string], SessionHeadRow & OpenHeadColumns & { fencing_token: number | null }>(
-      `SELECT s.num, s.last_seq, s.leaf_id, s.last_turn, s.sealed_seq, s.erased_at, (SELECT fencing_token FROM runs WHERE id = ?) AS fencing_token, ${OPEN_HEAD_COLUMNS}
+    fencedSessionHead: prepare<[string, IdKey, string], SessionHeadRow & OpenHeadColumns & { fencing_token: number | null }>(
+      `SELECT s.last_seq, s.leaf_id, s.last_turn, s.sealed_seq, s.erased_at, (SELECT fencing_token FROM runs WHERE id = ?) AS fencing_token, ${OPEN_HEAD_COLUMNS}
        FROM sessions s ${OPEN_HEAD_JOIN} WHERE s.id = ?`,
     ),
     insertBlobRef: prepare<[IdKey, string]>('INSERT OR IGNORE INTO blob_refs (session_id, hash) VALUES (?, ?)'),
@@ -114,7 +110,6 @@ export function prepareStatements(db: Database.Database) {
     runsOfSession: prepare<[string], { usage: string; cost: number }>('SELECT usage, cost FROM runs WHERE session_id = ?'),
     markErasing: prepare<[IdKey]>('INSERT OR IGNORE INTO erased_logs (session_id) VALUES (?)'),
     eraseBatches: prepare<[IdKey]>('DELETE FROM event_batches WHERE session_id = ?'),
-    eraseOpenRows: prepare<[{ id: string; after: 0 }]>(`DELETE FROM open_rows WHERE ${OPEN_ROWS_AFTER}`),
     eraseEntries: prepare<[IdKey]>('DELETE FROM entries WHERE session_id = ?'),
     eraseSnapshots: prepare<[string]>('DELETE FROM snapshots WHERE session_id = ?'),
     eraseCheckpoints: prepare<[string]>('DELETE FROM run_checkpoints WHERE run_id IN (SELECT id FROM runs WHERE session_id = ?)'),
@@ -133,32 +128,20 @@ export function prepareStatements(db: Database.Database) {
       "UPDATE sessions SET title = NULL, metadata = '{}', agent = NULL, leaf_id = NULL, origin_session_id = NULL, origin_entry_id = NULL, erased_at = ?, erased_totals = ? WHERE id = ?",
     ),
     // As bytes (a BLOB): a seal joins them without decoding them (see sealLean).
-    openRows: prepare<[{ id: string; after: number }], { first_seq: number; codec: number; data: Buffer }>(
-      `SELECT first_seq, codec, CAST(data AS BLOB) AS data FROM open_rows WHERE ${OPEN_ROWS_AFTER} ORDER BY pos`,
+    openRows: prepare<[IdKey, number], { first_seq: number; codec: number; data: Buffer }>(
+      `SELECT first_seq, codec, CAST(data AS BLOB) AS data FROM event_batches WHERE session_id = ? AND first_seq > ? AND codec IN ${OPEN_CODECS_SQL} ORDER BY first_seq`,
     ),
     // Only once the sealed row holding them is in (the table's trigger checks).
-    deleteOpenRows: prepare<[{ id: string; after: number }]>(`DELETE FROM open_rows WHERE ${OPEN_ROWS_AFTER}`),
-    // The sealed rows holding seqs from..until: from the one that holds `from` on (none when `from` is past them).
-    readSealed: prepare<[{ session: IdKey; from: number; until: number }], BatchRow>(
+    deleteOpenRows: prepare<[IdKey, number]>(`DELETE FROM event_batches WHERE session_id = ? AND first_seq > ? AND codec IN ${OPEN_CODECS_SQL}`),
+    // The batches holding seqs from..until: from the one that holds `from` on.
+    readBatches: prepare<[{ session: IdKey; from: number; until: number }], BatchRow>(
       `SELECT first_seq, codec, data FROM event_batches
-       WHERE session_id = @session AND first_seq <= @until AND last_seq >= @from
+       WHERE session_id = @session AND first_seq <= @until
          AND first_seq >= coalesce((SELECT first_seq FROM event_batches WHERE session_id = @session AND first_seq <= @from ORDER BY first_seq DESC LIMIT 1), 0)
        ORDER BY first_seq`,
     ),
-    // The open rows holding seqs from..until: from the one that holds `from` on.
-    readOpen: prepare<[{ id: string; from: number; until: number }], BatchRow>(
-      `WITH k(base) AS (SELECT num << 32 FROM sessions WHERE id = @id)
-       SELECT first_seq, codec, data FROM open_rows, k
-       WHERE pos >= coalesce((SELECT max(pos) FROM open_rows WHERE pos > k.base AND pos <= k.base + min(@from, 4294967295)), k.base + 1)
-         AND pos <= k.base + min(@until, 4294967295)
-       ORDER BY pos`,
-    ),
-    // The batch holding one seq: a sealed row, or an open row (after the sealed ones).
+    // The batch holding one seq.
     batchAt: prepare<[IdKey, number], BatchRow>('SELECT first_seq, codec, data FROM event_batches WHERE session_id = ? AND first_seq <= ? ORDER BY first_seq DESC LIMIT 1'),
-    openBatchAt: prepare<[{ id: string; seq: number }], BatchRow>(
-      `WITH k(base) AS (SELECT num << 32 FROM sessions WHERE id = @id)
-       SELECT first_seq, codec, data FROM open_rows, k WHERE pos = (SELECT max(pos) FROM open_rows WHERE pos > k.base AND pos <= k.base + min(@seq, 4294967295))`,
-    ),
     runFirstSeq: prepare<[string], { first_seq: number | null }>('SELECT first_seq FROM runs WHERE id = ?'),
     getEntry: prepare<[IdKey, IdKey], { seq: number }>('SELECT seq FROM entries WHERE id = ? AND session_id = ?'),
     // Every step of the walk stays inside the session, even if a parent id points elsewhere.
