@@ -134,11 +134,11 @@ export class Execution {
   }
 
   /**
-   * The run as this execution's turn end left it, when `statusEventId` is the \`run/status\` event
+   * The run as this execution's turn end left it, when `statusEventId` is the `run/status` event
    * that end committed: a waiter that heard that event needs no read of the run.
    */
   endedWith(statusEventId: string): RunRecord | undefined {
-    return this.sink?.endedWith === statusEventId ? this.sink.ended : undefined;
+    return this.sink?.endEventId === statusEventId ? this.sink.ended : undefined;
   }
 
   /** Cancel from this process: the loop aborts its model call and tools and closes open calls. */

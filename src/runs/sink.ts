@@ -51,7 +51,7 @@ export class RunSink extends BufferedSink {
   /** The run as the turn's end left it. */
   ended: RunRecord | undefined;
   /** The id of the `run/status` event that moved the run to `ended`'s status, in the same commit. */
-  endedWith: string | undefined;
+  endEventId: string | undefined;
 
   constructor(book: RunBook, run: RunRecord, token: number, hooks: RunSinkHooks) {
     super();
@@ -119,7 +119,7 @@ export class RunSink extends BufferedSink {
       }
       if (end) {
         const settled = await this.settle(tx, end);
-        this.endedWith = settled.findLast((e) => e.type === 'run/status' && e.runId === this.run.id && e.data.to === this.ended?.status)?.id;
+        this.endEventId = settled.findLast((e) => e.type === 'run/status' && e.runId === this.run.id && e.data.to === this.ended?.status)?.id;
         // The turn is over: its events are stored compactly from now on (ADR-0009).
         await tx.sealEvents(this.run.sessionId);
       }

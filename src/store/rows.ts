@@ -89,8 +89,8 @@ export function toRun(r: RunRow): RunRecord {
     parentRunId: r.parent_run_id,
     parentToolCallId: r.parent_tool_call_id,
     agent: { name: r.agent_name, version: r.agent_version },
-    // Parsed when first read: a run is read several times a run (its ~1 KB spec each time) and
-    // its spec is seldom looked at (telemetry, the API's run body). Then a plain property.
+    // Parsed when first read: a run's record is read several times while it runs (its ~1 KB spec
+    // each time) and its spec is seldom looked at (telemetry, the API's run body). Then a plain property.
     get agentSpec(): JsonObject {
       const value = JSON.parse(spec) as JsonObject;
       Object.defineProperty(this, 'agentSpec', { value, writable: true, enumerable: true, configurable: true });

@@ -105,6 +105,14 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
         } satisfies RunRecord);
         expect(await store.getRun('r1')).toEqual(created);
         expect(await store.activeRun(s)).toEqual(created);
+        // A record read back is a plain value whatever the store parses when: copied, serialized,
+        // changed like any object.
+        const read = (await store.getRun('r1'))!;
+        expect(JSON.parse(JSON.stringify(read))).toEqual(created);
+        expect({ ...read }).toEqual(created);
+        read.agentSpec = { tools: ['y'] };
+        expect(read.agentSpec).toEqual({ tools: ['y'] });
+        expect((await store.getRun('r1'))!.agentSpec).toEqual({ tools: ['x'] });
       });
 
       it('stores every given field, including the parent run and its tool call', async () => {
