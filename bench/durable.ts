@@ -64,6 +64,7 @@
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { getHeapSpaceStatistics } from 'node:v8';
 import type { LanguageModelV4FunctionTool, LanguageModelV4Prompt, LanguageModelV4ToolResultPart } from '@ai-sdk/provider';
 import Database from 'better-sqlite3';
 import {
@@ -197,6 +198,9 @@ const commitsOf = (store: SqliteStore): number | undefined => (store as { commit
 
 // ---------------------------------------------------------------------------------------------
 // durable / normal: the public runtime API on a SqliteStore
+
+/** The young generation's size now (both semi-spaces), in MB: it grows to its maximum under this load. */
+const youngGenerationMb = (): number => (getHeapSpaceStatistics().find((x) => x.space_name === 'new_space')?.space_size ?? 0) / 1048576;
 
 interface Durable {
   store: SqliteStore;
@@ -802,6 +806,7 @@ try {
   const result = {
     node: process.version,
     cpus: cpus().length,
+    youngGenerationMb: youngGenerationMb(),
     runs: RUNS,
     toolSteps: TOOL_STEPS,
     steps: durable.sample.steps,
@@ -868,6 +873,9 @@ try {
     const pct = (x: number | null) => (x === null ? 'n/a' : `${fmt(x, 0)}%`);
     out(
       `  machine: load average ${load.map((x) => fmt(x, 2)).join(' ')} at the start; some task waited for CPU ${pct(contention.cpuPressurePct)}, for I/O ${pct(contention.ioPressurePct)} of the time (PSI)`,
+    );
+    out(
+      `  V8's young generation: ${fmt(youngGenerationMb(), 0)} MB (two semi-spaces; Node's default is 2 × 32 MB, Keel's deployment setting 2 × 16 MB: NODE_OPTIONS=--max-semi-space-size=16, ADR-0031)`,
     );
     out(`  workload: runs of ${TOOL_STEPS} tool steps + 1 final answer, zero-latency scripted model, one run at a time, system prompt ${SYSTEM.length} chars`);
     out(`  measured in the process's steady state: after ${warmup.runs} runs of the same workload (${fmt(warmup.seconds)} s; PROCESS_WARMUP=${PROCESS_WARMUP})`);
