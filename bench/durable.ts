@@ -875,7 +875,7 @@ try {
       `  machine: load average ${load.map((x) => fmt(x, 2)).join(' ')} at the start; some task waited for CPU ${pct(contention.cpuPressurePct)}, for I/O ${pct(contention.ioPressurePct)} of the time (PSI)`,
     );
     out(
-      `  V8's young generation: ${fmt(youngGenerationMb(), 0)} MB (two semi-spaces; Node's default is 2 × 32 MB, Keel's deployment setting 2 × 16 MB: NODE_OPTIONS=--max-semi-space-size=16, ADR-0031)`,
+      `  V8's young generation: ${fmt(youngGenerationMb(), 0)} MB (both semi-spaces, as grown by now; Node 24 lets them grow to 2 × 64 MB, Keel's deployment setting caps them at 2 × 16 MB: NODE_OPTIONS=--max-semi-space-size=16, ADR-0031)`,
     );
     out(`  workload: runs of ${TOOL_STEPS} tool steps + 1 final answer, zero-latency scripted model, one run at a time, system prompt ${SYSTEM.length} chars`);
     out(`  measured in the process's steady state: after ${warmup.runs} runs of the same workload (${fmt(warmup.seconds)} s; PROCESS_WARMUP=${PROCESS_WARMUP})`);
