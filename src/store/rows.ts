@@ -81,6 +81,12 @@ const flag = (v: Flag): boolean => v === true || v === 1;
 
 const json = <T>(s: string | null): T | null => (s === null ? null : (JSON.parse(s) as T));
 
+/** A run record's agent spec as a plain property from now on (see toRun). */
+const settle = (run: object, value: JsonObject): JsonObject => {
+  Object.defineProperty(run, 'agentSpec', { value, writable: true, enumerable: true, configurable: true });
+  return value;
+};
+
 export function toRun(r: RunRow): RunRecord {
   const spec = r.agent_spec;
   return {
@@ -92,12 +98,10 @@ export function toRun(r: RunRow): RunRecord {
     // Parsed when first read: a run's record is read several times while it runs (its ~1 KB spec
     // each time) and its spec is seldom looked at (telemetry, the API's run body). Then a plain property.
     get agentSpec(): JsonObject {
-      const value = JSON.parse(spec) as JsonObject;
-      Object.defineProperty(this, 'agentSpec', { value, writable: true, enumerable: true, configurable: true });
-      return value;
+      return settle(this, JSON.parse(spec) as JsonObject);
     },
     set agentSpec(value: JsonObject) {
-      Object.defineProperty(this, 'agentSpec', { value, writable: true, enumerable: true, configurable: true });
+      settle(this, value);
     },
     status: r.status,
     queuedBehind: flag(r.queued_behind),
