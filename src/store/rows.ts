@@ -81,28 +81,14 @@ const flag = (v: Flag): boolean => v === true || v === 1;
 
 const json = <T>(s: string | null): T | null => (s === null ? null : (JSON.parse(s) as T));
 
-/** A run record's agent spec as a plain property from now on (see toRun). */
-const settle = (run: object, value: JsonObject): JsonObject => {
-  Object.defineProperty(run, 'agentSpec', { value, writable: true, enumerable: true, configurable: true });
-  return value;
-};
-
 export function toRun(r: RunRow): RunRecord {
-  const spec = r.agent_spec;
   return {
     id: r.id,
     sessionId: r.session_id,
     parentRunId: r.parent_run_id,
     parentToolCallId: r.parent_tool_call_id,
     agent: { name: r.agent_name, version: r.agent_version },
-    // Parsed when first read: a run's record is read several times while it runs (its ~1 KB spec
-    // each time) and its spec is seldom looked at (telemetry, the API's run body). Then a plain property.
-    get agentSpec(): JsonObject {
-      return settle(this, JSON.parse(spec) as JsonObject);
-    },
-    set agentSpec(value: JsonObject) {
-      settle(this, value);
-    },
+    agentSpec: JSON.parse(r.agent_spec) as JsonObject,
     status: r.status,
     queuedBehind: flag(r.queued_behind),
     triggerMessageId: r.trigger_message_id,

@@ -105,8 +105,8 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
         } satisfies RunRecord);
         expect(await store.getRun('r1')).toEqual(created);
         expect(await store.activeRun(s)).toEqual(created);
-        // A record read back is a plain value whatever the store parses when: copied, serialized,
-        // changed like any object.
+        // A record read back is a plain value: copied, serialized, changed like any object, and a
+        // change to it is not the store's.
         const read = (await store.getRun('r1'))!;
         expect(JSON.parse(JSON.stringify(read))).toEqual(created);
         expect({ ...read }).toEqual(created);
