@@ -2,6 +2,7 @@ import { hash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { canonicalJson } from './canonical-json.ts';
 import { resultsIn, type JsonValue, type Message } from '../model/index.ts';
+import { memoOf } from '../model/message-memo.ts';
 import type { ToolSchema } from './events.ts';
 
 /**
@@ -22,16 +23,14 @@ const sha256 = (s: string): string => hash('sha256', s, 'hex');
 /** The content address of a JSON text, as the blob table keys it. */
 export const contentHash = (json: string): string => `sha256:${sha256(json)}`;
 
-// Messages are immutable once in the conversation, except a tool message that gains results
-// during its step: its cache entry is keyed by how many results it had.
-const cache = new WeakMap<Message, { size: number; hash: string }>();
-
+/** A message's hash, computed once (again only when a tool message gained results since: see MessageMemo). */
 export function messageHash(m: Message): string {
   const size = resultsIn(m);
-  const hit = cache.get(m);
-  if (hit && hit.size === size) return hit.hash;
+  const memo = memoOf(m);
+  if (memo.hashSize === size) return memo.hash;
   const h = sha256(canonicalJson(m));
-  cache.set(m, { size, hash: h });
+  memo.hash = h;
+  memo.hashSize = size;
   return h;
 }
 
@@ -45,9 +44,6 @@ export function settingsHash(settings: Record<string, JsonValue>): string {
 }
 
 const CHAIN_START = sha256('keel/prompt/v2');
-
-/** The last chain link computed for each message: the hash before it, and after it. */
-const links = new WeakMap<Message, { prev: string; size: number; hash: string }>();
 
 /**
  * The running hash of a conversation, extended by the messages added since the last call on the
@@ -75,11 +71,13 @@ export class MessageChain {
       const size = resultsIn(m);
       // The same message after the same prefix (the next turn's history, carried or kept in
       // memory): the link is known, the next turn does not hash its history again.
-      const link = links.get(m);
-      if (link && link.prev === h && link.size === size) h = link.hash;
+      const memo = memoOf(m);
+      if (memo.linkSize === size && memo.linkPrev === h) h = memo.linkHash;
       else {
         const next = sha256(h + messageHash(m));
-        links.set(m, { prev: h, size, hash: next });
+        memo.linkPrev = h;
+        memo.linkSize = size;
+        memo.linkHash = next;
         h = next;
       }
       this.hashes.push(h);

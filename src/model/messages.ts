@@ -1,3 +1,4 @@
+import { memoOf } from './message-memo.ts';
 import type {
   LanguageModelV4Message,
   LanguageModelV4Prompt,
@@ -194,15 +195,16 @@ export function resultsIn(m: Message | undefined): number {
   return m?.role === 'tool' ? m.content.length : 0;
 }
 
-// Rendering is cached per message: the next turn sends the same history again.
-// A tool message gains results during its step, so its entry is keyed by its result count.
-const rendered = new WeakMap<Message, { size: number; message: LanguageModelV4Message | undefined }>();
-
+// Rendered once per message (again only when a tool message gained results since): the next step
+// and the next turn send the same history again.
 function renderCached(m: Message): LanguageModelV4Message | undefined {
   const size = resultsIn(m);
-  let hit = rendered.get(m);
-  if (!hit || hit.size !== size) rendered.set(m, (hit = { size, message: renderMessage(m) }));
-  return hit.message;
+  const memo = memoOf(m);
+  if (memo.renderSize !== size) {
+    memo.rendered = renderMessage(m);
+    memo.renderSize = size;
+  }
+  return memo.rendered;
 }
 
 /** Renders Keel messages as the AI SDK provider prompt. */

@@ -15,6 +15,7 @@ import {
   type Pricing,
   type RetryPolicy,
 } from '../model/index.ts';
+import { memoOf } from '../model/message-memo.ts';
 import { newId } from '../core/index.ts';
 import type { StoreOps } from '../store/index.ts';
 import type { SessionEvent } from './event-types.ts';
@@ -29,14 +30,15 @@ export function estimateTokens(messages: readonly Message[]): number {
   return Math.ceil(chars / 4);
 }
 
-// Messages do not change once in a conversation, but for a tool message gaining results: its
-// count is keyed by how many it has.
-const charCounts = new WeakMap<Message, { size: number; chars: number }>();
+// Counted once per message (again only when a tool message gained results since).
 function charsOf(m: Message): number {
   const size = resultsIn(m);
-  let hit = charCounts.get(m);
-  if (!hit || hit.size !== size) charCounts.set(m, (hit = { size, chars: JSON.stringify(m.role === 'summary' ? m.text : m.content).length }));
-  return hit.chars;
+  const memo = memoOf(m);
+  if (memo.charsSize !== size) {
+    memo.chars = JSON.stringify(m.role === 'summary' ? m.text : m.content).length;
+    memo.charsSize = size;
+  }
+  return memo.chars;
 }
 
 /**
