@@ -170,6 +170,9 @@ export async function callModel(
       // Stop the provider request too: nothing after an error or an abort is wanted.
       await reader.cancel().catch(() => {});
       throw error;
+    } finally {
+      // Let go of the stream, read to its end or not: nothing here reads it again.
+      reader.releaseLock();
     }
     // Providers synthesize a finish with reason 'interrupted' when the stream ends without their
     // completion signal (no [DONE] / finish_reason, response.completed or message_stop): the
