@@ -32,7 +32,7 @@ describe('callModel and the provider stream', () => {
   });
 
   it('releases the stream after an error part, and after an abort', async () => {
-    const failing = watched([{ text: 'a b c', error: { kind: 'transient', message: 'boom', afterChunks: 1 } }]);
+    const failing = watched([{ text: 'a b c', error: { kind: 'server', message: 'boom', afterChunks: 1 } }]);
     await expect(callModel(failing.model, { prompt }, new AbortController().signal)).rejects.toThrow();
     expect(failing.streams[0]!.locked).toBe(false);
 
