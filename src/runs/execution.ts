@@ -80,8 +80,6 @@ export class Execution {
   private readonly token: number;
   private handle: TurnHandle | undefined;
   private sink: RunSink | undefined;
-  /** The run as its turn's end left it, with that end's status event: kept once the sink is let go (see `cleanup`). */
-  private ended: { statusEventId: string; run: RunRecord } | undefined;
   /** The execution's spans: only while a tracer records (see RunSpans). */
   private spans: RunSpans | undefined;
   private renewTimer: ReturnType<typeof setInterval> | undefined;
@@ -140,9 +138,7 @@ export class Execution {
    * that end committed: a waiter that heard that event needs no read of the run.
    */
   endedWith(statusEventId: string): RunRecord | undefined {
-    const sink = this.sink;
-    if (sink) return sink.endEventId === statusEventId ? sink.ended : undefined;
-    return this.ended?.statusEventId === statusEventId ? this.ended.run : undefined;
+    return this.sink?.endEventId === statusEventId ? this.sink.ended : undefined;
   }
 
   /** Cancel from this process: the loop aborts its model call and tools and closes open calls. */
@@ -183,14 +179,13 @@ export class Execution {
    * keeps an ended execution alive through V8's young-generation collections (not found; a heap
    * snapshot does not hold it, a full collection frees it), and the whole turn was kept with it:
    * its messages, renderings and streams promoted to the old generation at every run
-   * (docs/performance.md, 2026-12-04, thirteenth session). What a waiter may still ask is kept.
+   * (docs/performance.md, 2026-12-04, thirteenth session). A waiter hears the run's end before
+   * this (the end's commit publishes it), so `endedWith` has answered by then; later it reads.
    */
   private cleanup(): void {
     clearInterval(this.renewTimer);
     clearInterval(this.controlTimer);
     clearTimeout(this.deadlineTimer);
-    const sink = this.sink;
-    if (sink?.endEventId !== undefined && sink.ended) this.ended = { statusEventId: sink.endEventId, run: sink.ended };
     this.sink = undefined;
     this.handle = undefined;
   }
