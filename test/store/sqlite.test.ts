@@ -126,7 +126,7 @@ describe('sqlite store', () => {
     expect(connection(store).pragma('busy_timeout', { simple: true })).toBe(1234);
   });
 
-  it('with synchronous=NORMAL syncs the WAL in the background every 32 commits and checkpoints every 4,000 frames; with FULL leaves both to SQLite', async () => {
+  it('with synchronous=NORMAL syncs the WAL in the background every 32 commits and checkpoints every 16,000 frames; with FULL leaves both to SQLite', async () => {
     const walFds = () => readdirSync('/proc/self/fd').filter((fd) => {
       try {
         return readlinkSync(`/proc/self/fd/${fd}`) === `${path}-wal`;
@@ -142,7 +142,7 @@ describe('sqlite store', () => {
     await full.close();
 
     const normal = openStore({ synchronous: 'NORMAL' });
-    expect(connection(normal).pragma('wal_autocheckpoint', { simple: true })).toBe(4000);
+    expect(connection(normal).pragma('wal_autocheckpoint', { simple: true })).toBe(16_000);
     await normal.createSession({ id: 's', createdAt: T0 });
     // SQLite's own descriptor of the WAL.
     const before = walFds();
