@@ -26,6 +26,13 @@ export interface SinkAppendOptions {
 }
 
 /**
+ * What a sink may return from an append that it held without waiting for anything (no durable
+ * point): an already settled promise, the same one every time. The loop recognizes it and goes on
+ * without building a promise of its own per event (several events a step).
+ */
+export const HELD: Promise<void> = Promise.resolve();
+
+/**
  * Where the loop reports. `append` is write-ahead at durable points: the loop awaits a durable
  * append before it acts on the world, and a rejection stops the action. An append with no events
  * and `durable` makes what is held durable (a flush). `delta` is fire-and-forget and must not throw.
@@ -65,9 +72,10 @@ export class MemorySink implements EventSink {
     this.keepDeltas = options.keepDeltas ?? true;
   }
 
-  async append(events: readonly TurnEvent[], options?: SinkAppendOptions): Promise<void> {
+  append(events: readonly TurnEvent[], options?: SinkAppendOptions): Promise<void> {
     for (const e of events) this.events.push(e);
     if (options?.durable) this.durablePoints++;
+    return HELD;
   }
 
   delta(event: DeltaEvent): void {

@@ -267,6 +267,8 @@ export async function executeTool(t: Tool, input: unknown, ctx: Omit<ToolContext
  * running ones to finish and runs alone. Returns one promise per task, in task order.
  */
 export function runPool<T>(tasks: ReadonlyArray<{ sequential: boolean; run: () => Promise<T> }>, limit: number): Promise<T>[] {
+  // One task (the common step) starts at once, as the pool would start it: nothing to schedule.
+  if (tasks.length <= 1) return tasks.map((task) => task.run());
   const settled: Promise<T>[] = [];
   const resolvers: Array<(v: Promise<T>) => void> = [];
   for (let i = 0; i < tasks.length; i++) settled.push(new Promise<T>((resolve) => resolvers.push(resolve)));

@@ -7,7 +7,7 @@ import type { BoundaryContext, ConfigChange, TurnHooks } from './hooks.ts';
 import { newId } from './ids.ts';
 import { Inbox } from './inbox.ts';
 import { MessageChain } from './prompt-hash.ts';
-import type { EventSink, TurnCheckpoint } from './sink.ts';
+import { HELD, type EventSink, type SinkAppendOptions, type TurnCheckpoint } from './sink.ts';
 import type { Tool } from './tools.ts';
 import type { TurnOptions } from './turn.ts';
 
@@ -24,6 +24,12 @@ export class HookFailure extends Error {
     this.name = 'HookFailure';
   }
 }
+
+const NO_EMIT_OPTIONS: EmitOptions = {};
+
+const asSinkFailure = (error: unknown): never => {
+  throw new SinkFailure(error);
+};
 
 export interface EmitOptions {
   /** The step the event belongs to; null for turn-level events. Default: the current step, if any. */
@@ -118,17 +124,29 @@ export class TurnState {
     this.unlisten?.();
   }
 
-  /** Reports one event. Only a durable emit waits for storage; the others are held by the sink. */
-  async emit<T extends TurnEventType>(type: T, data: EventDataMap[T], o: EmitOptions = {}): Promise<void> {
+  /**
+   * Reports one event. Only a durable emit waits for storage; the others are held by the sink. A
+   * sink failure rejects with SinkFailure. Not an async function: an event the sink only held
+   * (it answers HELD) costs no promise of its own (several events a step).
+   */
+  emit<T extends TurnEventType>(type: T, data: EventDataMap[T], o: EmitOptions = NO_EMIT_OPTIONS): Promise<void> {
     const step = o.step === undefined ? this.stepNo || null : o.step;
     // Built without spreads (several events per step); the keys in the same order either way.
     const event = (step !== null ? { type, turn: this.turnNo, step, time: Date.now(), data } : { type, turn: this.turnNo, time: Date.now(), data }) as TurnEvent;
     if (o.blobs?.length) (event as { blobs?: readonly ContentBlob[] }).blobs = o.blobs;
-    try {
-      await this.sink.append([event], o.durable || o.checkpoint ? { ...(o.durable ? { durable: true } : {}), ...(o.checkpoint ? { checkpoint: o.checkpoint } : {}) } : undefined);
-    } catch (error) {
-      throw new SinkFailure(error);
+    let options: SinkAppendOptions | undefined;
+    if (o.durable || o.checkpoint) {
+      options = {};
+      if (o.durable) options.durable = true;
+      if (o.checkpoint) options.checkpoint = o.checkpoint;
     }
+    let appended: Promise<void>;
+    try {
+      appended = this.sink.append([event], options);
+    } catch (error) {
+      return Promise.reject(new SinkFailure(error));
+    }
+    return appended === HELD ? HELD : appended.catch(asSinkFailure);
   }
 
   /** Makes everything reported so far durable. */
@@ -179,6 +197,12 @@ export class TurnState {
     };
   }
 
+  /** Whether a hook of the turn has `name`: the loop calls none (and makes no promise) when none has. */
+  hasHook(name: keyof TurnHooks): boolean {
+    for (const h of this.hooks) if (h[name]) return true;
+    return false;
+  }
+
   async runHook<K extends keyof TurnHooks>(name: K, call: (h: TurnHooks) => unknown): Promise<unknown[]> {
     const out: unknown[] = [];
     for (const h of this.hooks) {
@@ -194,7 +218,7 @@ export class TurnState {
 
   /** Lets the compact hooks replace the working conversation; true when one did. */
   async compact(reason: 'threshold' | 'overflow'): Promise<boolean> {
-    if (!this.hooks.some((h) => h.compact)) return false;
+    if (!this.hasHook('compact')) return false;
     let results: unknown[];
     // A commit that fails in a hook's flush is the turn's failure, not the hook's.
     let flushFailure: { error: unknown } | undefined;

@@ -168,7 +168,8 @@ class TurnRunner {
     const t = this.t;
     try {
       for (;;) {
-        if (outcome) {
+        // After a step that ran tools, the turn goes on: nothing to decide (and no promise to make).
+        if (outcome && outcome.kind !== 'tool-calls') {
           const end = await this.afterStep(outcome);
           if (end) return end;
         }
@@ -251,12 +252,13 @@ class TurnRunner {
   private async boundary(): Promise<TurnEndReason | undefined> {
     const t = this.t;
     if (t.turnCtl.signal.aborted) return 'cancelled';
-    for (const m of t.inbox.takeSteering()) await this.addUser(m, 'steer');
-    await this.applyConfig();
-    await t.runHook('beforeStep', (h) => h.beforeStep!(t.boundaryContext()));
+    // Each part only when it has something to do: a boundary runs at every step.
+    if (t.inbox.hasSteering) for (const m of t.inbox.takeSteering()) await this.addUser(m, 'steer');
+    if (t.pendingConfig.length > 0) await this.applyConfig();
+    if (t.hasHook('beforeStep')) await t.runHook('beforeStep', (h) => h.beforeStep!(t.boundaryContext()));
     // A hook may have steered or reconfigured: those belong to this boundary too.
-    for (const m of t.inbox.takeSteering()) await this.addUser(m, 'steer');
-    await this.applyConfig();
+    if (t.inbox.hasSteering) for (const m of t.inbox.takeSteering()) await this.addUser(m, 'steer');
+    if (t.pendingConfig.length > 0) await this.applyConfig();
     if (t.turnCtl.signal.aborted) return 'cancelled';
     if (t.pauseRequested) return 'paused';
 
@@ -265,7 +267,7 @@ class TurnRunner {
     if (limits.maxTokens !== undefined && totalTokens(t.usage) >= limits.maxTokens) return 'budget_exceeded';
     if (limits.maxCostUsd !== undefined && t.cost >= limits.maxCostUsd) return 'budget_exceeded';
 
-    await t.compact('threshold');
+    if (t.hasHook('compact')) await t.compact('threshold');
     return undefined;
   }
 

@@ -1,4 +1,4 @@
-import { TurnNotOverError, type DeltaEvent, type EventSink, type SinkAppendOptions, type TurnCheckpoint, type TurnEvent } from '../core/index.ts';
+import { HELD, TurnNotOverError, type DeltaEvent, type EventSink, type SinkAppendOptions, type TurnCheckpoint, type TurnEvent } from '../core/index.ts';
 
 /** A checkpoint held with the events before it: `index` is the event it was taken after. */
 export interface HeldCheckpoint {
@@ -17,11 +17,21 @@ export abstract class BufferedSink implements EventSink {
   /** The checkpoint each event was reported with, if any. */
   private readonly checkpoints = new WeakMap<TurnEvent, TurnCheckpoint>();
 
-  async append(events: readonly TurnEvent[], options: SinkAppendOptions = {}): Promise<void> {
-    this.check();
+  /** Holds the events; at a durable point, commits everything held. An append that only held answers HELD. */
+  append(events: readonly TurnEvent[], options?: SinkAppendOptions): Promise<void> {
+    try {
+      this.check();
+    } catch (error) {
+      return Promise.reject(error);
+    }
     for (const e of events) this.held.push(e);
-    if (options.checkpoint && events.length > 0) this.checkpoints.set(events.at(-1)!, options.checkpoint);
-    if (!options.durable || this.held.length === 0) return;
+    if (options?.checkpoint && events.length > 0) this.checkpoints.set(events.at(-1)!, options.checkpoint);
+    if (!options?.durable || this.held.length === 0) return HELD;
+    return this.commitHeld();
+  }
+
+  /** Commits what is held: one durable point. */
+  private async commitHeld(): Promise<void> {
     const batch = this.held;
     this.held = [];
     try {

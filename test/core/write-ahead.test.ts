@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { contentHash, defineAgent, runTurn, ScriptedModel, tool, TurnNotOverError, type Message, type SinkAppendOptions, type TurnEvent } from '../../src/index.ts';
+import { contentHash, defineAgent, HELD, runTurn, ScriptedModel, tool, TurnNotOverError, type EventSink, type Message, type SinkAppendOptions, type TurnEvent } from '../../src/index.ts';
 import { contentOf, ProbeSink, systemOf, userTexts } from '../support/turn-helpers.ts';
 
 function weatherTool(executed: string[]) {
@@ -219,5 +219,49 @@ describe('write-ahead', () => {
     expect(userTexts(model.calls[1])).toEqual(['hi', 'a late one']);
     expect(sink.ofType('turn/end')).toHaveLength(1);
     expect(sink.ofType('user/message').map((e) => e.data.via)).toEqual(['input', 'steer']);
+  });
+
+  it('fails the turn, as a rejection does, when its sink throws instead of rejecting: the provider is never called', async () => {
+    const model = new ScriptedModel([{ text: 'never' }]);
+    const seen: string[] = [];
+    const sink: EventSink = {
+      append(events) {
+        for (const e of events) {
+          if (e.type === 'request/header') throw new Error('disk full at request/header');
+          seen.push(e.type);
+        }
+        return HELD;
+      },
+    };
+    const result = await runTurn(defineAgent({ name: 't', model }), { sink, input: 'hi' });
+
+    expect(model.calls).toHaveLength(0);
+    expect(result.reason).toBe('failed');
+    expect(result.error).toMatchObject({ kind: 'sink', message: expect.stringContaining('disk full at request/header') });
+    expect(seen).toEqual(['turn/start', 'user/message', 'step/start', 'turn/end']);
+  });
+
+  it('waits for a durable append of a sink that answers HELD to the others: a tool that is not idempotent starts only once its call is durable', async () => {
+    const order: string[] = [];
+    const model = new ScriptedModel([{ toolCalls: [{ id: 'p1', name: 'pay', input: { cents: 5 } }] }, { text: 'paid' }]);
+    const pay = tool({ name: 'pay', description: 'pays', input: z.object({ cents: z.number() }), idempotent: false, execute: ({ cents }) => (order.push(`paid ${cents}`), 'ok') });
+    const sink: EventSink = {
+      append(events, options) {
+        for (const e of events) order.push(e.type);
+        if (!options?.durable) return HELD;
+        order.push('durable: asked');
+        return new Promise<void>((resolve) =>
+          setTimeout(() => {
+            order.push('durable: done');
+            resolve();
+          }, 5),
+        );
+      },
+    };
+    const result = await runTurn(defineAgent({ name: 't', model, tools: [pay] }), { sink, input: 'pay 5' });
+
+    expect(result.reason).toBe('completed');
+    const call = order.indexOf('tool/call');
+    expect(order.slice(call, call + 4)).toEqual(['tool/call', 'durable: asked', 'durable: done', 'paid 5']);
   });
 });
