@@ -146,7 +146,9 @@ export class TurnState {
     } catch (error) {
       return Promise.reject(new SinkFailure(error));
     }
-    return appended === HELD ? HELD : appended.catch(asSinkFailure);
+    if (appended === HELD) return HELD;
+    // A sink written in plain JavaScript may answer nothing, or a thenable of its own: as before.
+    return Promise.resolve(appended).catch(asSinkFailure);
   }
 
   /** Makes everything reported so far durable. */

@@ -264,4 +264,23 @@ describe('write-ahead', () => {
     const call = order.indexOf('tool/call');
     expect(order.slice(call, call + 4)).toEqual(['tool/call', 'durable: asked', 'durable: done', 'paid 5']);
   });
+
+  it('takes a sink written in plain JavaScript whose append returns nothing, or a foreign thenable, as one that answered at once', async () => {
+    const kept: string[] = [];
+    const answers = [undefined, { then: (resolve: () => void) => resolve() }];
+    let n = 0;
+    const sink = {
+      append(events: readonly TurnEvent[]) {
+        for (const e of events) kept.push(e.type);
+        return answers[n++ % 2];
+      },
+    } as unknown as EventSink;
+    const model = new ScriptedModel([{ toolCalls: [{ id: 'w1', name: 'weather', input: { city: 'Oslo' } }] }, { text: 'sunny' }]);
+    const result = await runTurn(defineAgent({ name: 't', model, tools: [weatherTool([])] }), { sink, input: 'weather?' });
+
+    expect(result.reason).toBe('completed');
+    expect(kept.at(-1)).toBe('turn/end');
+    expect(kept.filter((t) => t === 'tool/result')).toHaveLength(1);
+  });
 });
+
