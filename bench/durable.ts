@@ -47,7 +47,9 @@
  *
  * Paired: PAIRED_ROUNDS rounds, each PAIRED_RUNS durable runs (FULL) then as many floor steps, on their
  * own files; `ratio` is the median of the rounds' ratios, so that drift of the shared machine between
- * variants does not decide it (`ratioOfMeans` is durable / floor from the variants above).
+ * variants does not decide it (`ratioOfMeans` is durable / floor from the variants above). The loop
+ * and the hand loop are paired the same way: PAIRED_ROUNDS rounds of LOOP_PAIRED_RUNS runs of each,
+ * `loopRatio` the median of the rounds' ratios (`loopRatioOfMeans` from the variants above).
  *
  * Also reported: idle waits inside the timed runs (send → claimed, completed → runs.wait returned),
  * where a missed wake-up would show; and how much the machine was busy otherwise (load average,
@@ -59,12 +61,14 @@
  * process to its steady state: see processWarmup.
  *
  * Env: PROCESS_WARMUP (200), LOOP_WARMUP (200), RUNS (30), RUNS_NORMAL (90), TOOL_STEPS (20), GROWTH_RUNS (25), GROWTH_SESSIONS (3), WARMUP (5 durable
- * runs), LOOP_RUNS (200, for loop and handLoop), LOOP_REPEAT (20).
+ * runs), LOOP_RUNS (200, for loop and handLoop), LOOP_REPEAT (20), PAIRED_ROUNDS (9), PAIRED_RUNS (4),
+ * LOOP_PAIRED_RUNS (40).
  */
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { getHeapSpaceStatistics } from 'node:v8';
+import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import type { LanguageModelV4FunctionTool, LanguageModelV4Prompt, LanguageModelV4ToolResultPart } from '@ai-sdk/provider';
 import Database from 'better-sqlite3';
 import {
@@ -99,6 +103,8 @@ const LOOP_REPEAT = Number(process.env.LOOP_REPEAT ?? 20);
 const JSON_OUT = process.argv.includes('--json');
 const PAIRED_ROUNDS = Number(process.env.PAIRED_ROUNDS ?? 9);
 const PAIRED_RUNS = Number(process.env.PAIRED_RUNS ?? 4);
+/** Runs of the loop, then of the hand loop, in each round of their paired ratio. */
+const LOOP_PAIRED_RUNS = Number(process.env.LOOP_PAIRED_RUNS ?? 40);
 
 const STEPS = TOOL_STEPS + 1;
 /** What one run adds to its session's conversation: the user message, STEPS assistant messages, TOOL_STEPS tool messages. */
@@ -632,6 +638,50 @@ async function handLoopVariant(): Promise<Sample> {
   return sample;
 }
 
+/**
+ * A full collection of the heap, on demand: V8's `gc`, exposed for a context made after the flag
+ * is set (the benchmark runs without --expose-gc). Outside the timed samples only.
+ */
+function fullCollection(): () => void {
+  const exposed = (globalThis as { gc?: () => void }).gc;
+  if (exposed) return exposed;
+  setFlagsFromString('--expose-gc');
+  return runInNewContext('gc') as () => void;
+}
+
+/**
+ * The loop and the hand loop measured alternately, round after round, as the durable path and its
+ * floor are (see pairedRatio): the hand loop's sample is short (a few ms), and one collection of
+ * the heap the variants before it left behind, landing in it or not, moved the ratio of the two
+ * variants above from 1.4× to 13× between runs of the same code. The ratio is the median of the
+ * rounds'. Each round starts on a collected heap. Both loops are warm (their variants ran just
+ * before).
+ */
+async function pairedLoopRatio(): Promise<{ ratios: number[]; median: number; loopUs: number[]; handUs: number[] }> {
+  const collect = fullCollection();
+  const agent = makeAgent();
+  const model = new ScriptedModel(benchScript(TOOL_STEPS), { loop: true, recordCalls: false });
+  const ratios: number[] = [];
+  const loopUs: number[] = [];
+  const handUs: number[] = [];
+  for (let round = 0; round < PAIRED_ROUNDS; round++) {
+    // Each round starts on a collected heap: it pays for the collections of what it allocates, not
+    // for those of what came before it.
+    collect();
+    const { sample: l } = await timed(LOOP_PAIRED_RUNS * STEPS, async () => {
+      for (let i = 0; i < LOOP_PAIRED_RUNS; i++) await loopRun(agent, [], 1);
+    });
+    collect();
+    const { sample: h } = await timed(LOOP_PAIRED_RUNS * STEPS, async () => {
+      for (let i = 0; i < LOOP_PAIRED_RUNS; i++) await handRun(model);
+    });
+    loopUs.push(usPerStep(l));
+    handUs.push(usPerStep(h));
+    ratios.push(usPerStep(l) / usPerStep(h));
+  }
+  return { ratios, median: median(ratios), loopUs, handUs };
+}
+
 // ---------------------------------------------------------------------------------------------
 // growth: consecutive runs in one session
 
@@ -796,6 +846,7 @@ try {
   const paired = await pairedRatio(dir);
   const loop = await loopVariant();
   const hand = await handLoopVariant();
+  const pairedLoop = await pairedLoopRatio();
   const growth = growthPoints(join(dir, 'growth.db'), await durableGrowth(join(dir, 'growth.db')), await loopGrowth());
   const seconds = (performance.now() - started) / 1000;
   const stalled = (a: number | undefined, b: number | undefined) => (a !== undefined && b !== undefined ? (b - a) / (seconds * 1e4) : null);
@@ -836,7 +887,12 @@ try {
     loopCpuUsPerStep: cpuPerStep(loop),
     handLoopUsPerStep: usPerStep(hand),
     handLoopCpuUsPerStep: cpuPerStep(hand),
-    loopRatio: usPerStep(loop) / usPerStep(hand),
+    // The median of the paired rounds' ratios (the loop and the hand loop measured alternately).
+    loopRatio: pairedLoop.median,
+    loopPairedRatios: pairedLoop.ratios,
+    loopPairedUsPerStep: median(pairedLoop.loopUs),
+    handLoopPairedUsPerStep: median(pairedLoop.handUs),
+    loopRatioOfMeans: usPerStep(loop) / usPerStep(hand),
     lags: lagStats(durable.lags),
     normalLags: lagStats(normal.lags),
     commitsPerStep: durable.commitsPerStep,
@@ -908,7 +964,10 @@ try {
       );
       out(`                         beyond ${STEPS} steps at ${fmt(seg.step, 0)} µs, a run costs ${fmt(seg.overheadUs, 0)} µs: ${fmt(seg.overheadUsPerStep)} µs/step`);
     }
-    out(`  loop / handLoop      : ${fmt(result.loopRatio, 2)}×`);
+    out(
+      `  loop / handLoop      : ${fmt(result.loopRatio, 2)}× (median of ${PAIRED_ROUNDS} rounds measured alternately: ${pairedLoop.ratios.map((r) => fmt(r, 2)).join(', ')}; ` +
+        `medians ${fmt(result.loopPairedUsPerStep)} / ${fmt(result.handLoopPairedUsPerStep)} µs/step); ${fmt(result.loopRatioOfMeans, 2)}× from the variants above`,
+    );
     out('');
     out(`  commits / step       : ${commits(durable.commitsPerStep)} (normal ${commits(normal.commitsPerStep)}, effectful ${commits(effectful.commitsPerStep)}, floor 1)${durable.commitsPerStep === null ? ': the store has no commitCount' : ''}; per run also: the send (which claims the run for the idle worker, ADR-0027)`);
     out(`  disk bytes / step    : ${b(durable.bytesPerStep)} file growth, ${b(durable.usedBytesPerStep)} in pages in use, ${b(durable.storedBytesPerStep)} stored in rows (normal ${b(normal.bytesPerStep)}, floor ${b(floor.bytesPerStep)}), after a complete WAL checkpoint`);
