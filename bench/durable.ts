@@ -654,8 +654,8 @@ function fullCollection(): () => void {
  * floor are (see pairedRatio): the hand loop's sample is short (a few ms), and one collection of
  * the heap the variants before it left behind, landing in it or not, moved the ratio of the two
  * variants above from 1.4× to 13× between runs of the same code. The ratio is the median of the
- * rounds'. Each round starts on a collected heap. Both loops are warm (their variants ran just
- * before).
+ * rounds'. Each round starts on a collected heap. Both loops are warm (their variants and the
+ * growth run before); it comes last, so that its collections change nothing measured after it.
  */
 async function pairedLoopRatio(): Promise<{ ratios: number[]; median: number; loopUs: number[]; handUs: number[] }> {
   const collect = fullCollection();
@@ -846,8 +846,9 @@ try {
   const paired = await pairedRatio(dir);
   const loop = await loopVariant();
   const hand = await handLoopVariant();
-  const pairedLoop = await pairedLoopRatio();
   const growth = growthPoints(join(dir, 'growth.db'), await durableGrowth(join(dir, 'growth.db')), await loopGrowth());
+  // Last: its rounds collect the heap, which must not change what is measured after it.
+  const pairedLoop = await pairedLoopRatio();
   const seconds = (performance.now() - started) / 1000;
   const stalled = (a: number | undefined, b: number | undefined) => (a !== undefined && b !== undefined ? (b - a) / (seconds * 1e4) : null);
   const contention = { loadavg: load, cpuPressurePct: stalled(psi0.cpu, pressure('cpu')), ioPressurePct: stalled(psi0.io, pressure('io')) };
