@@ -653,7 +653,7 @@ function fullCollection(): () => void {
  * The loop and the hand loop measured alternately, round after round, as the durable path and its
  * floor are (see pairedRatio): the hand loop's sample is short (a few ms), and one collection of
  * the heap the variants before it left behind, landing in it or not, moved the ratio of the two
- * variants above from 1.4× to 13× between runs of the same code. The ratio is the median of the
+ * variants above from 0.9× to 14× between runs of the same code. The ratio is the median of the
  * rounds'. Each round starts on a collected heap. Both loops are warm (their variants and the
  * growth run before); it comes last, so that its collections change nothing measured after it.
  */
