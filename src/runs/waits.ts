@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import type { AgentDefinition, OnDeadline, PendingCall, WaitSpec } from '../core/index.ts';
+import { SIGNAL_NAME, type AgentDefinition, type OnDeadline, type PendingCall, type WaitSpec } from '../core/index.ts';
 import type { JsonValue, ToolOutput } from '../model/index.ts';
 import type { NewEvent, SessionEvent } from '../session/index.ts';
 import { isTerminal, NotFoundError, StoreError, type JsonObject, type RunRecord, type RunStatus, type StoreOps } from '../store/index.ts';
@@ -27,6 +27,11 @@ export type DeadlineAction = OnDeadline | 'wake';
 export type WaitingCall = PendingCall & { deadline?: { at: number; on: DeadlineAction } };
 
 export type Decision = Waiting['decisions'][string];
+
+/** The largest signal payload a run takes, as JSON (UTF-8 bytes): a signal is a message, not a file. */
+export const MAX_SIGNAL_PAYLOAD_BYTES = 256 * 1024;
+/** The most signals one run keeps (delivered and taken, or kept for a wait). */
+export const MAX_SIGNALS_PER_RUN = 100;
 
 const KIND_STATUS: Record<PendingCall['kind'], RunStatus> = { approval: 'waiting_approval', input: 'waiting_for_user', signal: 'waiting_for_signal', sleep: 'sleeping' };
 const PRIORITY: readonly PendingCall['kind'][] = ['approval', 'input', 'signal', 'sleep'];
@@ -67,8 +72,11 @@ export function newWaiting(pending: readonly PendingCall[], agent: AgentDefiniti
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+/** How a call's wait ended: by its deadline's policy, or with an output (the clock, a steer, a signal, a callback, a refusal). */
+type Ending = { by: 'deadline'; on: Exclude<DeadlineAction, 'timed_out'> } | { by: 'clock' | 'steer' | 'signal' | 'callback'; output: ToolOutput };
+
 /** The event that records how a call's wait ended, and its decision in the row. */
-function resolution(run: RunRecord, call: WaitingCall, how: { by: 'deadline'; on: Exclude<DeadlineAction, 'timed_out'> } | { by: 'clock' | 'steer' | 'signal' | 'callback'; output: ToolOutput }, now: number): { event: NewEvent; decision: Decision } {
+function resolution(run: RunRecord, call: WaitingCall, how: Ending, now: number): { event: NewEvent; decision: Decision } {
   const at = run.turn !== null ? { turn: run.turn } : {};
   const base = { type: 'wait/resolved' as const, runId: run.id, ...at };
   if (how.by !== 'deadline') {
@@ -86,8 +94,13 @@ function resolution(run: RunRecord, call: WaitingCall, how: { by: 'deadline'; on
     const output: ToolOutput = 'answer' in on ? { type: 'json', value: on.answer } : { type: 'error', code: 'timeout', message: on.deny };
     return { event: { ...base, data: { toolCallId: call.toolCallId, kind: 'signal', by: 'deadline', name, output } }, decision: { output, by: 'deadline', at: now } };
   }
-  if (call.kind === 'input' && 'answer' in on) {
-    return { event: { type: 'user/answer', runId: run.id, ...at, data: { toolCallId: call.toolCallId, answer: on.answer, by: 'deadline' } }, decision: { answer: on.answer, by: 'deadline', at: now } };
+  if (call.kind === 'input') {
+    if ('answer' in on) {
+      return { event: { type: 'user/answer', runId: run.id, ...at, data: { toolCallId: call.toolCallId, answer: on.answer, by: 'deadline' } }, decision: { answer: on.answer, by: 'deadline', at: now } };
+    }
+    // A question nobody answered in time: its result is the `timeout` error, with the policy's reason.
+    const output: ToolOutput = { type: 'error', code: 'timeout', message: on.deny };
+    return { event: { ...base, data: { toolCallId: call.toolCallId, kind: 'input', by: 'deadline', output } }, decision: { output, by: 'deadline', at: now } };
   }
   const reason = 'deny' in on ? on.deny : `no decision before ${iso(call.deadline?.at ?? now)}`;
   return {
@@ -96,23 +109,69 @@ function resolution(run: RunRecord, call: WaitingCall, how: { by: 'deadline'; on
   };
 }
 
+/** The output of a signal wait: the payload, or an error when it breaks the wait's schema. */
+function signalOutput(call: WaitingCall, payload: unknown): ToolOutput {
+  const issues = call.wait?.kind === 'signal' ? payloadIssues(call.wait.schema, payload) : undefined;
+  return issues ? { type: 'error', code: 'invalid_input', message: `the signal's payload does not match its schema: ${issues}` } : { type: 'json', value: (payload ?? null) as JsonValue };
+}
+
 /**
- * Records decisions on a waiting run's calls (their events first) and moves it: queued when
- * nothing is left to wait for, else to the status of what is left. Guarded by the status and the
- * fencing token the run was read with: of two that try, one wins and the other's transaction
- * rolls back.
+ * What already came for the calls still waiting, ended in the caller's transaction: a signal kept
+ * before its wait is taken (whatever the run waited for when it came), a sleep whose time passed
+ * wakes. A run takes each signal name once: a wait for a name an earlier wait of the run took, or
+ * that another call of the same wait already waits for, is refused at once (an error result), so
+ * that it never waits for a delivery that cannot come.
+ */
+async function takeWhatCame(tx: StoreOps, run: RunRecord, waiting: Waiting, now: number): Promise<{ added: Record<string, Decision>; events: NewEvent[] }> {
+  const added: Record<string, Decision> = {};
+  const events: NewEvent[] = [];
+  const end = (call: WaitingCall, how: Ending) => {
+    const r = resolution(run, call, how, now);
+    added[call.toolCallId] = r.decision;
+    events.push(r.event);
+  };
+  const awaited = new Set<string>();
+  for (const call of undecided(waiting)) {
+    if (call.wait?.kind === 'sleep' && call.wait.until <= now) end(call, { by: 'deadline', on: 'wake' });
+    if (call.wait?.kind !== 'signal') continue;
+    const name = call.wait.name;
+    const kept = await tx.getSignal(run.id, name);
+    if (awaited.has(name) || kept?.consumedAt != null) {
+      const why = awaited.has(name) ? 'another call of this step waits for it already' : 'an earlier wait of this run took it';
+      end(call, { by: 'signal', output: { type: 'error', code: 'execution_error', message: `signal ${name} is already taken: ${why}; a run waits for each signal name once (wait for a new name, such as ${name}-2)` } });
+      continue;
+    }
+    awaited.add(name);
+    if (!kept) continue;
+    await tx.consumeSignal(run.id, name, now);
+    end(call, { by: kept.source === 'callback' ? 'callback' : 'signal', output: signalOutput(call, kept.payload) });
+  }
+  return { added, events };
+}
+
+/**
+ * Records decisions on a waiting run's calls (their events first), takes what already came for the
+ * calls left (see takeWhatCame), and moves the run: queued when nothing is left to wait for, else
+ * to the status of what is left. Every path that ends a wait comes here (a decision, an answer, a
+ * deadline, a wake-up, a steer, a signal, a turn's end), so none can leave a run waiting for
+ * something it already has. Guarded by the status and the fencing token the run was read with: of
+ * two that try, one wins and the other's transaction rolls back.
  */
 export async function applyDecisions(
   book: RunBook,
   tx: StoreOps,
   run: RunRecord,
   waiting: Waiting,
-  added: Record<string, Decision>,
-  events: readonly NewEvent[],
+  decided: Record<string, Decision>,
+  decidedEvents: readonly NewEvent[],
   reason: string,
 ): Promise<{ run: RunRecord; events: SessionEvent[] }> {
-  const appended = events.length ? await book.sessions.log.append(run.sessionId, events, { tx }) : [];
-  const next: Waiting = { ...waiting, decisions: { ...waiting.decisions, ...added } };
+  const next: Waiting = { ...waiting, decisions: { ...waiting.decisions, ...decided } };
+  const came = await takeWhatCame(tx, run, next, book.clock.now());
+  const events = [...decidedEvents, ...came.events];
+  if (events.length === 0) return { run, events: [] };
+  next.decisions = { ...next.decisions, ...came.added };
+  const appended = await book.sessions.log.append(run.sessionId, events, { tx });
   const left = undecided(next);
   const guard = { statuses: [run.status], fencingToken: run.fencingToken };
   if (left.length === 0) {
@@ -129,6 +188,14 @@ export async function applyDecisions(
   }
   const updated = await tx.updateRun(run.id, { waiting: next as unknown as JsonObject }, guard);
   return { run: updated, events: appended };
+}
+
+/** Refuses a signal the API, a callback or the library may not deliver, before anything is stored (see `Waits.deliver`). */
+export function checkSignal(name: string, payload: unknown): void {
+  if (typeof name !== 'string' || !SIGNAL_NAME.test(name)) throw new StoreError('validation', `signal name ${JSON.stringify(name)} must match ${SIGNAL_NAME}`);
+  const json = JSON.stringify(payload ?? null);
+  const bytes = json === undefined ? 0 : Buffer.byteLength(json);
+  if (bytes > MAX_SIGNAL_PAYLOAD_BYTES) throw new StoreError('payload_too_large', `the payload of signal ${name} is ${bytes} bytes of JSON: at most ${MAX_SIGNAL_PAYLOAD_BYTES} are taken`);
 }
 
 /** A payload checked against a signal's JSON Schema: the issues, or undefined when it conforms. */
@@ -161,27 +228,7 @@ export class Waits {
   async settleIn(tx: StoreOps, run: RunRecord): Promise<{ run: RunRecord; events: SessionEvent[] }> {
     const waiting = run.waiting as unknown as Waiting | null;
     if (!waiting || !isWaiting(run.status)) return { run, events: [] };
-    const now = this.now;
-    const added: Record<string, Decision> = {};
-    const events: NewEvent[] = [];
-    for (const call of undecided(waiting)) {
-      if (call.wait?.kind === 'signal') {
-        const s = await tx.getSignal(run.id, call.wait.name);
-        if (!s || s.consumedAt !== null) continue;
-        await tx.consumeSignal(run.id, call.wait.name, now);
-        const issues = payloadIssues(call.wait.schema, s.payload);
-        const output: ToolOutput = issues ? { type: 'error', code: 'invalid_input', message: `the signal's payload does not match its schema: ${issues}` } : { type: 'json', value: s.payload as JsonValue };
-        const r = resolution(run, call, { by: s.source === 'callback' ? 'callback' : 'signal', output }, now);
-        added[call.toolCallId] = r.decision;
-        events.push(r.event);
-      } else if (call.wait?.kind === 'sleep' && call.wait.until <= now) {
-        const r = resolution(run, call, { by: 'deadline', on: 'wake' }, now);
-        added[call.toolCallId] = r.decision;
-        events.push(r.event);
-      }
-    }
-    if (events.length === 0) return { run, events: [] };
-    return applyDecisions(this.book, tx, run, waiting, added, events, 'what it waited for had already come');
+    return applyDecisions(this.book, tx, run, waiting, {}, [], 'what it waited for had already come');
   }
 
   /**
@@ -219,14 +266,14 @@ export class Waits {
     }
   }
 
-  /** A steering message came for a sleeping run: one whose sleep wakes on steering wakes now. */
+  /** A steering message came for a waiting run: a sleep of it that wakes on steering wakes now. */
   async steered(runId: string): Promise<RunRecord | undefined> {
     const now = this.now;
     try {
       return await this.book.sessions.log.transaction(async (tx) => {
         const run = await tx.getRun(runId);
         const waiting = run?.waiting as unknown as Waiting | null;
-        if (!run || !waiting || run.status !== 'sleeping') return undefined;
+        if (!run || !waiting || !isWaiting(run.status)) return undefined;
         const woken = undecided(waiting).filter((c) => c.wait?.kind === 'sleep' && c.wait.wakeOnSteer === true);
         if (woken.length === 0) return undefined;
         const added: Record<string, Decision> = {};
@@ -246,11 +293,15 @@ export class Waits {
 
   /**
    * Delivers the signal `name` to a run, exactly once: stored (a second delivery is refused,
-   * `already_delivered`); if the run waits for it, its wait ends in the same transaction; if the
-   * run has not started waiting yet, it is kept and taken when the wait starts. A payload that
-   * does not match the waiting call's schema is refused (`validation`) and not stored.
+   * `already_delivered`); if the run waits for it (whatever else it waits for too), its wait ends
+   * in the same transaction; if it has not started waiting for it yet, it is kept and taken when
+   * the wait starts. Refused before anything is stored: a name that breaks SIGNAL_NAME
+   * (`validation`), a payload over MAX_SIGNAL_PAYLOAD_BYTES as JSON (`payload_too_large`), a
+   * payload that does not match the waiting call's schema (`validation`), a run that has
+   * MAX_SIGNALS_PER_RUN signals already (`signal_limit`).
    */
   async deliver(runId: string, name: string, payload: unknown, source: 'api' | 'callback' | 'library'): Promise<{ run: RunRecord; consumed: boolean }> {
+    checkSignal(name, payload);
     const now = this.now;
     return this.book.sessions.log.transaction(async (tx) => {
       const run = await tx.getRun(runId);
@@ -258,17 +309,20 @@ export class Waits {
       // A repeat is told so, also after the run it resumed has ended.
       if (await tx.getSignal(runId, name)) throw new StoreError('already_delivered', `signal ${name} was already delivered to run ${runId}`);
       if (isTerminal(run.status)) throw new IllegalTransitionError(runId, run.status, 'queued', 'a finished run waits for no signal');
-      const waiting = run.waiting as unknown as Waiting | null;
-      const call = waiting && run.status === 'waiting_for_signal' ? undecided(waiting).find((c) => c.wait?.kind === 'signal' && c.wait.name === name) : undefined;
+      if ((await tx.countSignals(runId)) >= MAX_SIGNALS_PER_RUN) {
+        throw new StoreError('signal_limit', `run ${runId} has ${MAX_SIGNALS_PER_RUN} signals already, the most a run keeps`);
+      }
+      const waiting = isWaiting(run.status) ? (run.waiting as unknown as Waiting | null) : null;
+      const call = waiting ? undecided(waiting).find((c) => c.wait?.kind === 'signal' && c.wait.name === name) : undefined;
       if (call && call.wait?.kind === 'signal') {
         const issues = payloadIssues(call.wait.schema, payload);
         if (issues) throw new StoreError('validation', `the payload of signal ${name} does not match its schema: ${issues}`);
       }
-      const stored = await tx.putSignal({ runId, name, payload: payload ?? null, source, receivedAt: now, consumedAt: call ? now : null });
+      const stored = await tx.putSignal({ runId, name, payload: payload ?? null, source, receivedAt: now, consumedAt: null });
       if (!stored) throw new StoreError('already_delivered', `signal ${name} was already delivered to run ${runId}`);
       if (!call) return { run, consumed: false };
-      const r = resolution(run, call, { by: source === 'callback' ? 'callback' : 'signal', output: { type: 'json', value: (payload ?? null) as JsonValue } }, now);
-      const after = await applyDecisions(this.book, tx, run, waiting!, { [call.toolCallId]: r.decision }, [r.event], `signal ${name} arrived`);
+      // Its wait takes it (with whatever else already came), as every wait's end does.
+      const after = await applyDecisions(this.book, tx, run, waiting!, {}, [], `signal ${name} arrived`);
       return { run: after.run, consumed: true };
     });
   }
@@ -278,6 +332,7 @@ export class Waits {
    * sha256. Whoever holds it may deliver that signal, once, with `POST /v1/callbacks/{token}`.
    */
   async issueCallback(runId: string, name: string): Promise<{ token: string; path: string }> {
+    checkSignal(name, null);
     const token = randomBytes(32).toString('base64url');
     await this.book.store.putCallback({ tokenHash: tokenHash(token), runId, name, createdAt: this.now });
     return { token, path: `/v1/callbacks/${token}` };

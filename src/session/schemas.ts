@@ -178,7 +178,8 @@ export const runEventSchemas = {
    */
   'wait/resolved': z.strictObject({
     toolCallId: z.string(),
-    kind: z.enum(['sleep', 'signal']),
+    // `input`: a question nobody answered before its deadline, with a `deny` policy (its result is the `timeout` error).
+    kind: z.enum(['sleep', 'signal', 'input']),
     by: z.enum(['clock', 'steer', 'signal', 'callback', 'deadline']),
     name: z.string().optional(),
     output: toolOutput,

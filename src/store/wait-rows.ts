@@ -151,6 +151,8 @@ export interface WaitStoreOps {
   getSignal(runId: string, name: string): Promise<SignalRecord | undefined>;
   /** Marks the signal taken by its wait; false when it is missing or was taken already. */
   consumeSignal(runId: string, name: string, at: number): Promise<boolean>;
+  /** How many signals the run has (taken or kept). */
+  countSignals(runId: string): Promise<number>;
   /** Stores a callback token (by its hash); `conflict` when the hash exists. */
   putCallback(c: CallbackRecord): Promise<void>;
   findCallback(tokenHash: string): Promise<CallbackRecord | undefined>;

@@ -21,6 +21,8 @@ export const pgWaitOperations: PgWaitOps = {
   consumeSignal: async ({ sql }, runId, name, at) =>
     (await sql.run('UPDATE run_signals SET consumed_at = $1 WHERE run_id = $2 AND name = $3 AND consumed_at IS NULL', [at, runId, name])) === 1,
 
+  countSignals: async ({ sql }, runId) => Number((await sql.one<{ n: string }>('SELECT count(*) AS n FROM run_signals WHERE run_id = $1', [runId]))!.n),
+
   putCallback: async ({ guarded }, c) => {
     try {
       await guarded((q) => q.run('INSERT INTO run_callbacks (token_hash, run_id, name, created_at) VALUES ($1, $2, $3, $4)', [c.tokenHash, c.runId, c.name, c.createdAt]));

@@ -10,6 +10,7 @@ export const WAIT_PLAN: { readonly [K in WaitOpName]: { outside: 'serial' | 'wri
   putSignal: { outside: 'write' },
   getSignal: { outside: 'serial' },
   consumeSignal: { outside: 'write' },
+  countSignals: { outside: 'serial' },
   putCallback: { outside: 'write' },
   findCallback: { outside: 'serial' },
 };
@@ -19,6 +20,7 @@ export function createWaitOperations(db: Database.Database): SyncWaitOps {
   const putSignal = db.prepare('INSERT INTO run_signals (run_id, name, payload, source, received_at, consumed_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, name) DO NOTHING');
   const getSignal = db.prepare<[string, string], SignalRow>('SELECT * FROM run_signals WHERE run_id = ? AND name = ?');
   const consume = db.prepare('UPDATE run_signals SET consumed_at = ? WHERE run_id = ? AND name = ? AND consumed_at IS NULL');
+  const countSignals = db.prepare<[string], number>('SELECT count(*) FROM run_signals WHERE run_id = ?').pluck();
   const putCallback = db.prepare('INSERT INTO run_callbacks (token_hash, run_id, name, created_at) VALUES (?, ?, ?, ?)');
   const findCallback = db.prepare<[string], CallbackRow>('SELECT * FROM run_callbacks WHERE token_hash = ?');
   return {
@@ -28,6 +30,7 @@ export function createWaitOperations(db: Database.Database): SyncWaitOps {
       return row ? toSignal(row) : undefined;
     },
     consumeSignal: (runId, name, at) => consume.run(at, runId, name).changes === 1,
+    countSignals: (runId) => countSignals.get(runId)!,
     putCallback: (c) => {
       try {
         putCallback.run(c.tokenHash, c.runId, c.name, c.createdAt);
