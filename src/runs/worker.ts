@@ -1,11 +1,11 @@
 import { newId } from '../core/index.ts';
 import type { NewEvent } from '../session/index.ts';
-import type { RunRecord, StoreOps } from '../store/index.ts';
+import type { DueCursor, RunRecord, StoreOps } from '../store/index.ts';
 import { FieldValidationError } from './field-validation-error.ts';
 import type { Claimed, RunBook, Waiting } from './book.ts';
 import { Execution, type ExecutionEnv } from './execution.ts';
 import { CLAIM_POLICY } from './state.ts';
-import { isWaiting, WAITING_STATUSES } from './waits.ts';
+import { isWaiting } from './waits.ts';
 
 export interface WorkerOptions {
   /** The lease owner's name; unique per worker. */
@@ -17,6 +17,11 @@ export interface WorkerOptions {
   /** How often to time out runs whose wait or deadline has passed. */
   sweepMs?: number;
 }
+
+/** Due runs a sweep reads at a time (see `Worker.sweep`). */
+const SWEEP_PAGE = 200;
+/** Pages a sweep takes before it lets the worker claim again (the rest is swept in the next round). */
+const SWEEP_PAGES = 5;
 
 /** A FieldValidationError naming the first option of a worker that is not valid (none is clamped or ignored). */
 function checkWorkerOptions(o: WorkerOptions): void {
@@ -219,26 +224,37 @@ export class Worker {
   /**
    * Times out runs whose deadline has passed while no worker held them, and ends the waits whose
    * time came (ADR-0015): a sleep wakes, a deadline applies its policy. Times are the runtime's clock.
+   * What is due comes from the index on the due time (ADR-0034), a page at a time: the cost follows
+   * what is due, not how many runs wait. A sweep takes at most SWEEP_PAGES pages; when more is
+   * due, the next round sweeps again at once.
    */
   private async sweep(): Promise<void> {
     this.lastSweep = Date.now();
     const { book } = this.host;
     const env = this.host.env(this.id);
     const now = book.clock.now();
-    const idle = await book.store.listRuns({ statuses: ['queued', 'paused', ...WAITING_STATUSES], limit: 10_000 });
-    for (const r of idle) {
-      // Only a run that still waits can have its wait expire.
-      const waitExpired = isWaiting(r.status) && ((r.waiting as unknown as Waiting | null)?.expiresAt ?? Infinity) <= now;
-      const deadlinePassed = r.deadlineAt !== null && r.deadlineAt <= now;
-      if (!waitExpired && !deadlinePassed) continue;
-      if (!deadlinePassed && env.waits) {
-        // A guarded transition: of two workers sweeping at once, one ends the wait.
-        if ((await env.waits.expire(r.id))?.status === 'queued') this.host.wake();
-        continue;
+    let after: DueCursor | undefined;
+    for (let pages = 0; ; pages++) {
+      if (pages === SWEEP_PAGES || this.stopping) {
+        this.lastSweep = 0;
+        return;
       }
-      await book
-        .finish(r, 'timed_out', { reason: waitExpired ? 'the wait for a decision expired' : 'run timeout', closeOpenCalls: true, resolveAgent: env.resolveAgent })
-        .catch(() => {}); // it moved meanwhile (someone decided, or a worker took it)
+      const due = await book.store.dueRuns(now, { limit: SWEEP_PAGE, ...(after ? { after } : {}) });
+      for (const { run: r } of due) {
+        const deadlinePassed = r.deadlineAt !== null && r.deadlineAt <= now;
+        if (!deadlinePassed && env.waits) {
+          // A guarded transition: of two workers sweeping at once, one ends the wait.
+          if ((await env.waits.expire(r.id))?.status === 'queued') this.host.wake();
+          continue;
+        }
+        const waitExpired = isWaiting(r.status) && ((r.waiting as unknown as Waiting | null)?.expiresAt ?? Infinity) <= now;
+        await book
+          .finish(r, 'timed_out', { reason: waitExpired && !deadlinePassed ? 'the wait for a decision expired' : 'run timeout', closeOpenCalls: true, resolveAgent: env.resolveAgent })
+          .catch(() => {}); // it moved meanwhile (someone decided, or a worker took it)
+      }
+      if (due.length < SWEEP_PAGE) return;
+      const last = due.at(-1)!;
+      after = { dueAt: last.dueAt, id: last.run.id };
     }
   }
 

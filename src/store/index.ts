@@ -6,3 +6,4 @@ export * from './port.ts';
 export * from './webhooks.ts';
 export type { CallbackRecord, SignalRecord, WaitStoreOps } from './wait-rows.ts';
 export type { LimitAcquire, LimitGrant, LimitStoreOps } from './limit-rows.ts';
+export type { DueCursor, DueRun, DueRunStoreOps } from './due-runs.ts';

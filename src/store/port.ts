@@ -8,6 +8,7 @@
 import type { WebhookStoreOps } from './webhooks.ts';
 import type { WaitStoreOps } from './wait-rows.ts';
 import type { LimitStoreOps } from './limit-rows.ts';
+import type { DueRunStoreOps } from './due-runs.ts';
 
 export type JsonObject = { [key: string]: unknown };
 
@@ -311,7 +312,7 @@ export interface UsageTotals {
 }
 
 /** Every data operation. Inside `transaction` they all commit or roll back together. */
-export interface StoreOps extends WebhookStoreOps, WaitStoreOps, LimitStoreOps {
+export interface StoreOps extends WebhookStoreOps, WaitStoreOps, LimitStoreOps, DueRunStoreOps {
   createSession(s: NewSession): Promise<SessionRecord>;
   getSession(id: string): Promise<SessionRecord | undefined>;
   listSessions(page: SessionPage): Promise<SessionRecord[]>;

@@ -369,6 +369,56 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
       });
     });
 
+    describe('dueRuns', () => {
+      const waiting = (expiresAt: number | null) => ({ kind: 'sleep', calls: [], decisions: {}, expiresAt });
+
+      it('finds runs no worker holds by the first of their wait’s deadline and their own, in order, a page at a time', async () => {
+        const sleeping = await run(undefined, { deadlineAt: T0 + 500 });
+        await store.updateRun(sleeping.id, { status: 'sleeping', waiting: waiting(T0 + 300) });
+        const approval = await run();
+        await store.updateRun(approval.id, { status: 'waiting_approval', waiting: waiting(T0 + 100) });
+        const queuedWithDeadline = await run(undefined, { deadlineAt: T0 + 200 });
+        const paused = await run(undefined, { deadlineAt: T0 + 400 });
+        await store.updateRun(paused.id, { status: 'paused' });
+        // Not due: a later deadline, a wait without one, a running run (its worker keeps its deadline), an ended run.
+        const later = await run(undefined, { deadlineAt: T0 + 10_000 });
+        await store.updateRun(later.id, { status: 'waiting_for_signal', waiting: waiting(null) });
+        const forever = await run();
+        await store.updateRun(forever.id, { status: 'waiting_for_user', waiting: waiting(null) });
+        const running = await run(undefined, { deadlineAt: T0 });
+        await store.updateRun(running.id, { status: 'running', waiting: waiting(T0) });
+        const ended = await run(undefined, { deadlineAt: T0 });
+        await store.updateRun(ended.id, { status: 'completed' });
+
+        const all = await store.dueRuns(T0 + 1000, { limit: 10 });
+        expect(all.map((d) => [d.run.id, d.dueAt])).toEqual([
+          [approval.id, T0 + 100],
+          [queuedWithDeadline.id, T0 + 200],
+          [sleeping.id, T0 + 300],
+          [paused.id, T0 + 400],
+        ]);
+        expect(all[0]!.run).toMatchObject({ id: approval.id, status: 'waiting_approval', waiting: waiting(T0 + 100) });
+        expect((await store.dueRuns(T0 + 250, { limit: 10 })).map((d) => d.run.id)).toEqual([approval.id, queuedWithDeadline.id]);
+        const first = await store.dueRuns(T0 + 1000, { limit: 2 });
+        const second = await store.dueRuns(T0 + 1000, { limit: 2, after: { dueAt: first[1]!.dueAt, id: first[1]!.run.id } });
+        expect([...first, ...second].map((d) => d.run.id)).toEqual(all.map((d) => d.run.id));
+        expect(await store.dueRuns(T0 + 1000, { limit: 2, after: { dueAt: all[3]!.dueAt, id: all[3]!.run.id } })).toEqual([]);
+        expect(await store.dueRuns(T0 + 99, { limit: 10 })).toEqual([]);
+      });
+
+      it('follows every change of the row: a wait that ends, a claim, a new deadline', async () => {
+        const r = await run();
+        await store.updateRun(r.id, { status: 'sleeping', waiting: waiting(T0 + 100) });
+        expect((await store.dueRuns(T0 + 100, { limit: 10 })).map((d) => d.run.id)).toEqual([r.id]);
+        await store.updateRun(r.id, { status: 'queued', waiting: null });
+        expect(await store.dueRuns(T0 + 100, { limit: 10 })).toEqual([]);
+        await store.updateRun(r.id, { deadlineAt: T0 + 50 });
+        expect((await store.dueRuns(T0 + 100, { limit: 10 })).map((d) => d.dueAt)).toEqual([T0 + 50]);
+        await store.claimRun('w1', LEASE, T0, CLAIM_POLICY, { runId: r.id });
+        expect(await store.dueRuns(T0 + 100, { limit: 10 })).toEqual([]);
+      });
+    });
+
     describe('updateRun', () => {
       it('applies a patch of every field and returns the updated run', async () => {
         const r = await run();

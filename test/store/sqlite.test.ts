@@ -524,7 +524,8 @@ describe('sqlite store', () => {
     // As schema v16 left it: the sessions row moved with each append, open rows without a head.
     const db = rawDb();
     db.exec(`UPDATE sessions SET last_seq = 2, leaf_id = 'e2', last_turn = 1 WHERE id = 's';
-             ALTER TABLE event_batches DROP COLUMN leaf_id; ALTER TABLE event_batches DROP COLUMN turn; PRAGMA user_version = 16;`);
+             ALTER TABLE event_batches DROP COLUMN leaf_id; ALTER TABLE event_batches DROP COLUMN turn;
+             DROP INDEX runs_due; ALTER TABLE runs DROP COLUMN due_at; PRAGMA user_version = 16;`);
     db.close();
     const b = openStore();
     expect(await b.getSession('s')).toMatchObject({ lastSeq: 2, leafId: 'e2', lastTurn: 1 });

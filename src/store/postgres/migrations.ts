@@ -3,6 +3,7 @@ import { SchemaVersionError } from '../port.ts';
 import { WEBHOOKS_MIGRATION_SQL } from './webhooks.ts';
 import { schedulesDdl } from '../schedule-rows.ts';
 import { postgresWaitsMigration } from '../wait-rows.ts';
+import { POSTGRES_DUE_RUNS_MIGRATION } from '../due-runs.ts';
 import { limitsDdl } from '../limit-rows.ts';
 
 /**
@@ -376,6 +377,12 @@ export const migrations: ReadonlyArray<{ version: number; sql: string }> = [
     // Provider flow control (docs/flow-control.md): limit slots, windows, pauses and waiters.
     version: 8,
     sql: limitsDdl('BIGINT'),
+  },
+  {
+    // When an idle run is next due (ADR-0034): a generated column and its partial index, so that a
+    // sweep reads what is due from the index instead of listing the idle runs.
+    version: 9,
+    sql: POSTGRES_DUE_RUNS_MIGRATION,
   },
 ];
 

@@ -1,3 +1,4 @@
+import { dueRunsSql } from '../due-runs.ts';
 import {
   FencedError,
   NotFoundError,
@@ -402,6 +403,12 @@ export const pgOperations: PgOps = {
     if (q.after !== undefined) where.push(`id > $${args.push(q.after)}`);
     const text = `SELECT * FROM runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT $${args.push(limitOf(q.limit))}`;
     return (await sql.rows<RunRow>(text, args)).map(toRun);
+  },
+
+  dueRuns: async ({ sql }, now, page) => {
+    const text = dueRunsSql(page.after !== undefined, (n) => `$${n}`);
+    const args = page.after ? [now, page.after.dueAt, page.after.id, limitOf(page.limit)] : [now, limitOf(page.limit)];
+    return (await sql.rows<RunRow & { due_at: string | number }>(text, args)).map((r) => ({ run: toRun(r), dueAt: Number(r.due_at) }));
   },
 
   activeRun: async ({ sql }, sessionId) => {

@@ -3,6 +3,7 @@ import { SchemaVersionError, type StoredEvent } from '../port.ts';
 import { blobHashesIn } from '../blob-refs.ts';
 import { schedulesDdl } from '../schedule-rows.ts';
 import { sqliteWaitsMigration } from '../wait-rows.ts';
+import { SQLITE_DUE_RUNS_MIGRATION } from '../due-runs.ts';
 import { limitsDdl } from '../limit-rows.ts';
 import { decodeBatch, encodeOpen0, OPEN_CODECS_SQL, seal, SEALED_CODEC } from './event-batch-codec.ts';
 import { idKey, idKeyOrNull } from './id-keys.ts';
@@ -367,6 +368,12 @@ export const migrations: ReadonlyArray<{ version: number; sql: string; run?: (db
       ALTER TABLE event_batches ADD COLUMN leaf_id TEXT;
       ALTER TABLE event_batches ADD COLUMN turn INTEGER;
     `,
+  },
+  {
+    // When an idle run is next due (ADR-0034): a generated column and its partial index, so that a
+    // sweep reads what is due from the index instead of listing the idle runs.
+    version: 18,
+    sql: SQLITE_DUE_RUNS_MIGRATION,
   },
 ];
 

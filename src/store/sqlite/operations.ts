@@ -20,6 +20,7 @@ import { decodeBatch, encodeOpen, OPEN_CODEC, sealLean } from './event-batch-cod
 import { idKey, idKeyOrNull, type IdKey } from './id-keys.ts';
 import { SessionHeads, type At } from './session-heads.ts';
 import { NO_ENTRIES, OpenEntries, type OpenEntrySet, type OpenHead, type TreeEntry } from './open-entries.ts';
+import { dueRunsSql } from '../due-runs.ts';
 import { RUN_COLUMNS, toIdempotency, toInput, toKey, toRun, toSession, toUsageTotals, usageGroupSql, type RunRow, type SessionRow, type UsageRow } from '../rows.ts';
 import { USAGE_OWN_SQL, type OpenHeadColumns, type Statements } from './statements.ts';
 import { createWebhookOperations } from './webhooks.ts';
@@ -515,6 +516,11 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       }
       const sql = `SELECT * FROM runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id`;
       return (prepared(`${sql} LIMIT ${limitOf(q.limit)}`).all(...args) as RunRow[]).map(toRun);
+    },
+    dueRuns: (now, page) => {
+      const sql = dueRunsSql(page.after !== undefined, () => '?');
+      const args = page.after ? [now, page.after.dueAt, page.after.id, limitOf(page.limit)] : [now, limitOf(page.limit)];
+      return (prepared(sql).all(...args) as Array<RunRow & { due_at: number }>).map((r) => ({ run: toRun(r), dueAt: r.due_at }));
     },
     countRunsByStatus: () => {
       const counts = Object.fromEntries(RUN_STATUSES.map((s) => [s, 0])) as Record<RunStatus, number>;

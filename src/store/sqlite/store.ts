@@ -68,6 +68,7 @@ const PLAN: { readonly [K in OpName]: { outside: 'serial' | 'write' | 'immediate
   createRun: { outside: 'write', savepoint: true },
   getRun: { outside: 'serial' },
   listRuns: { outside: 'serial' },
+  dueRuns: { outside: 'serial' },
   activeRun: { outside: 'serial' },
   countRunsByStatus: { outside: 'serial' },
   usageTotals: { outside: 'serial' },

@@ -1,0 +1,62 @@
+/**
+ * When a run no worker holds is next due (ADR-0034): the first of its wait's deadline (a sleep's
+ * wake-up included) and its own deadline. Both backends keep it as a generated column, `due_at`,
+ * computed by the database from the row itself (nobody writes it, so no path can forget to), with
+ * a partial index on (due_at, id): a sweep reads what is due from the index, a bounded page at a
+ * time, and its cost follows what is due, not how many runs wait.
+ */
+import type { RunRecord } from './port.ts';
+
+/** A run that is due, with the due time it was found by (the cursor of the next page). */
+export interface DueRun {
+  run: RunRecord;
+  dueAt: number;
+}
+
+/** Where the next page of due runs starts: after this (due time, id). */
+export interface DueCursor {
+  dueAt: number;
+  id: string;
+}
+
+/** The operation of the storage port (part of StoreOps). */
+export interface DueRunStoreOps {
+  /**
+   * Runs that no worker holds and that are due at `now` (their `due_at` <= now), by due time then
+   * id, after `after`, at most `limit`: from the index, never a scan of the idle runs.
+   */
+  dueRuns(now: number, page: { after?: DueCursor; limit: number }): Promise<DueRun[]>;
+}
+
+/** Statuses in which no worker holds a run: its deadline is the sweep's to enforce. */
+const IDLE = `'queued','paused','waiting_approval','waiting_for_user','sleeping','waiting_for_signal'`;
+/** Statuses in which a run waits (its `waiting.expiresAt` is a deadline). */
+const WAITING = `'waiting_approval','waiting_for_user','sleeping','waiting_for_signal'`;
+
+/** SQLite migration 18: `due_at` (a virtual generated column) and its partial index. */
+export const SQLITE_DUE_RUNS_MIGRATION = `
+  ALTER TABLE runs ADD COLUMN due_at INTEGER GENERATED ALWAYS AS (
+    CASE WHEN status IN (${IDLE}) THEN
+      coalesce(
+        min(CASE WHEN status IN (${WAITING}) THEN json_extract(waiting, '$.expiresAt') END, deadline_at),
+        CASE WHEN status IN (${WAITING}) THEN json_extract(waiting, '$.expiresAt') END,
+        deadline_at
+      )
+    END
+  ) VIRTUAL;
+  CREATE INDEX runs_due ON runs (due_at, id) WHERE due_at IS NOT NULL;
+`;
+
+/** PostgreSQL migration 9: `due_at` (a stored generated column) and its partial index. */
+export const POSTGRES_DUE_RUNS_MIGRATION = `
+  ALTER TABLE runs ADD COLUMN due_at bigint GENERATED ALWAYS AS (
+    CASE WHEN status IN (${IDLE}) THEN
+      LEAST(deadline_at, CASE WHEN status IN (${WAITING}) THEN ((waiting::jsonb) ->> 'expiresAt')::numeric::bigint END)
+    END
+  ) STORED;
+  CREATE INDEX runs_due ON runs (due_at, id) WHERE due_at IS NOT NULL;
+`;
+
+/** The query of a page (both dialects: `?` placeholders become `$n` in PostgreSQL's). */
+export const dueRunsSql = (after: boolean, param: (n: number) => string): string =>
+  `SELECT * FROM runs WHERE due_at IS NOT NULL AND due_at <= ${param(1)}${after ? ` AND (due_at, id) > (${param(2)}, ${param(3)})` : ''} ORDER BY due_at, id LIMIT ${param(after ? 4 : 2)}`;
