@@ -28,7 +28,7 @@ import { RunObservers, type RunObserver } from './observer.ts';
 import { IllegalTransitionError } from './state.ts';
 import { Worker, type OfferedSlot, type WorkerHost, type WorkerOptions } from './worker.ts';
 import { WakeUp } from './wake-up.ts';
-import { Schedules, type SchedulerOptions } from './schedules.ts';
+import { PAUSED_FOR_ERASED_TENANT, Schedules, type SchedulerOptions } from './schedules.ts';
 import { FlowControl, type FlowControlOptions, type ModelLimits, type Priority } from '../limits/flow-control.ts';
 import { runScope } from './execution.ts';
 import { agentWithMcpTools, McpPool } from '../mcp/index.ts';
@@ -278,6 +278,14 @@ export class Runtime {
   }
 
   private async eraseTenant(tenant: string): Promise<{ erased: number }> {
+    // Its schedules stop first: none makes a new session of the tenant while its sessions go.
+    for (let after: string | undefined; ; ) {
+      const page = await this.store.listSchedules({ tenant, limit: 100, ...(after ? { after } : {}) });
+      const now = this.clock.now();
+      for (const s of page) if (s.pausedAt === null || s.pausedReason === null) await this.store.updateSchedule(s.id, { pausedAt: s.pausedAt ?? now, pausedReason: PAUSED_FOR_ERASED_TENANT, nextFireAt: null, updatedAt: now });
+      if (page.length < 100) break;
+      after = page.at(-1)!.id;
+    }
     let erased = 0;
     for (let after: string | undefined; ; ) {
       const page = await this.store.listSessions({ tenant, limit: 100, includeArchived: true, ...(after ? { after } : {}) });

@@ -88,6 +88,18 @@ type Attempt =
 /** Thrown inside a fire's transaction when another worker recorded the tick first: everything rolls back. */
 class TickTaken extends Error {}
 
+/** Why a fire's error means its target session takes no message any more (the schedule pauses), or undefined. */
+function targetGone(e: unknown): string | undefined {
+  if (!(e instanceof StoreError)) return undefined;
+  if (e.code === 'session_archived') return 'its target session is archived';
+  if (e.code === 'session_erased') return 'its target session was erased';
+  if (e instanceof NotFoundError && /^session /.test(e.message)) return 'its target session does not exist';
+  return undefined;
+}
+
+/** The pause reason of the schedules of a tenant whose sessions were erased. */
+export const PAUSED_FOR_ERASED_TENANT = "its tenant's sessions were erased";
+
 function validTimeZone(tz: string): boolean {
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: tz });
@@ -239,6 +251,7 @@ export class Schedules {
       overlap,
       catchUp,
       pausedAt: null,
+      pausedReason: null,
       nextFireAt: null,
       lastTick: null,
       lastRunId: null,
@@ -271,7 +284,7 @@ export class Schedules {
     const s = await this.get(id);
     if (s.pausedAt !== null) return s;
     const now = this.now();
-    return this.store.updateSchedule(id, { pausedAt: now, nextFireAt: null, updatedAt: now });
+    return this.store.updateSchedule(id, { pausedAt: now, pausedReason: null, nextFireAt: null, updatedAt: now });
   }
 
   /** Resumes from now: the next tick is the first after now. Resuming a running schedule changes nothing. */
@@ -279,7 +292,7 @@ export class Schedules {
     const s = await this.get(id);
     if (s.pausedAt === null) return s;
     const now = this.now();
-    const updated = await this.store.updateSchedule(id, { pausedAt: null, nextFireAt: nextTickAfter(s, now), updatedAt: now });
+    const updated = await this.store.updateSchedule(id, { pausedAt: null, pausedReason: null, nextFireAt: nextTickAfter(s, now), updatedAt: now });
     this.wake();
     return updated;
   }
@@ -407,7 +420,11 @@ export class Schedules {
     await this.host.runs.cancel(active.id, { reason: `interrupted by schedule ${scheduleId}` }).catch((e: unknown) => process.emitWarning(`keel scheduler: cancel ${active.id}: ${(e as Error).message}`));
   }
 
-  /** A tick that could not fire (the session is gone, the agent is not registered): recorded `failed`, and the schedule goes on. */
+  /**
+   * A tick that could not fire: recorded `failed`. When its target session can take no message any
+   * more (archived, erased, gone) the schedule pauses itself, saying why: one failed fire, not one
+   * a tick. Otherwise (the agent is not registered, say) it goes on.
+   */
   private async recordFailure(scheduleId: string, tick: number, now: number, error: unknown): Promise<ScheduleFireRecord | undefined> {
     try {
       return await this.store.transaction(async (tx) => {
@@ -416,7 +433,8 @@ export class Schedules {
         const fire: ScheduleFireRecord = { scheduleId, tick, firedAt: now, outcome: 'failed', reason: (error as Error).message ?? String(error), runId: null, sessionId: 'sessionId' in s.target ? s.target.sessionId : null };
         // Another worker fired it (TickTaken): only move on.
         const recorded = error instanceof TickTaken ? false : await tx.addScheduleFire(fire);
-        await tx.updateSchedule(scheduleId, { nextFireAt: nextTickAfter(s, now), lastTick: tick, updatedAt: now });
+        const gone = targetGone(error);
+        await tx.updateSchedule(scheduleId, gone ? { pausedAt: now, pausedReason: `${gone}: ${fire.reason}`, nextFireAt: null, lastTick: tick, updatedAt: now } : { nextFireAt: nextTickAfter(s, now), lastTick: tick, updatedAt: now });
         return recorded ? fire : undefined;
       });
     } catch (e) {

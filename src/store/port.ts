@@ -459,6 +459,8 @@ export interface ScheduleRecord {
   overlap: ScheduleOverlap;
   catchUp: ScheduleCatchUp;
   pausedAt: number | null;
+  /** Why Keel paused it by itself (its target session was archived or erased, its tenant's sessions were erased); null when a person paused it, or it runs. */
+  pausedReason: string | null;
   /** The next tick (ms); null when paused or when the cron has no next time. */
   nextFireAt: number | null;
   /** The tick of the last fire (any outcome), and the run it created. */
@@ -468,7 +470,7 @@ export interface ScheduleRecord {
   updatedAt: number;
 }
 
-export type SchedulePatch = Partial<Pick<ScheduleRecord, 'pausedAt' | 'nextFireAt' | 'lastTick' | 'lastRunId' | 'updatedAt'>>;
+export type SchedulePatch = Partial<Pick<ScheduleRecord, 'pausedAt' | 'pausedReason' | 'nextFireAt' | 'lastTick' | 'lastRunId' | 'updatedAt'>>;
 
 export interface ScheduleQuery {
   tenant?: string;

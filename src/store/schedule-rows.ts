@@ -17,6 +17,7 @@ export type ScheduleRow = {
   overlap: ScheduleRecord['overlap'];
   catch_up: ScheduleRecord['catchUp'];
   paused_at: number | null;
+  paused_reason: string | null;
   next_fire_at: number | null;
   last_tick: number | null;
   last_run_id: string | null;
@@ -47,6 +48,7 @@ export const SCHEDULE_COLUMNS = [
   'overlap',
   'catch_up',
   'paused_at',
+  'paused_reason',
   'next_fire_at',
   'last_tick',
   'last_run_id',
@@ -66,6 +68,7 @@ export const toSchedule = (r: ScheduleRow): ScheduleRecord => ({
   overlap: r.overlap,
   catchUp: r.catch_up,
   pausedAt: r.paused_at === null ? null : Number(r.paused_at),
+  pausedReason: r.paused_reason ?? null,
   nextFireAt: r.next_fire_at === null ? null : Number(r.next_fire_at),
   lastTick: r.last_tick === null ? null : Number(r.last_tick),
   lastRunId: r.last_run_id,
@@ -87,6 +90,7 @@ export const scheduleValues = (s: ScheduleRecord): unknown[] => [
   s.overlap,
   s.catchUp,
   s.pausedAt,
+  s.pausedReason,
   s.nextFireAt,
   s.lastTick,
   s.lastRunId,
@@ -104,8 +108,11 @@ export const toScheduleFire = (r: ScheduleFireRow): ScheduleFireRecord => ({
   sessionId: r.session_id,
 });
 
+/** Why the schedules that target a session are paused when the session is erased (in the erasure's transaction). */
+export const PAUSED_FOR_ERASED_SESSION = 'its target session was erased';
+
 /** The columns a SchedulePatch sets, by field. */
-export const SCHEDULE_PATCH_COLUMNS = { pausedAt: 'paused_at', nextFireAt: 'next_fire_at', lastTick: 'last_tick', lastRunId: 'last_run_id', updatedAt: 'updated_at' } as const;
+export const SCHEDULE_PATCH_COLUMNS = { pausedAt: 'paused_at', pausedReason: 'paused_reason', nextFireAt: 'next_fire_at', lastTick: 'last_tick', lastRunId: 'last_run_id', updatedAt: 'updated_at' } as const;
 
 /** The DDL of both backends; `int` is the 64-bit integer type (INTEGER in SQLite, BIGINT in PostgreSQL). */
 export const schedulesDdl = (int: string): string => `

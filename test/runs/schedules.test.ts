@@ -194,7 +194,7 @@ describe('schedules: a fire', () => {
     expect((await rt.runs.wait(second!.runId!, { until: 'terminal', timeoutMs: 5_000 })).status).toBe('completed');
   });
 
-  it('a tick whose target session was archived is recorded as failed, and the schedule goes on', async () => {
+  it('a tick whose target session was archived is recorded as failed once, and the schedule pauses itself, saying why', async () => {
     const { rt, clock } = setup();
     const session = await rt.sessions.create();
     const s = await rt.schedules.create({ interval: { seconds: 60 }, message: 'go', target: { sessionId: session.id } });
@@ -203,8 +203,43 @@ describe('schedules: a fire', () => {
     const [fire] = await rt.schedules.check();
     expect(fire).toMatchObject({ outcome: 'failed', runId: null });
     expect(fire!.reason).toMatch(/archived/);
-    expect((await rt.schedules.get(s.id)).nextFireAt).toBe(clock.now() + 60_000);
+    const paused = await rt.schedules.get(s.id);
+    expect(paused).toMatchObject({ pausedAt: clock.now(), nextFireAt: null, pausedReason: expect.stringMatching(/archived/) });
+    // Not one failed fire per tick: nothing more fires.
+    for (let i = 0; i < 5; i++) {
+      clock.advance(60_000);
+      expect(await rt.schedules.check()).toEqual([]);
+    }
+    expect(await rt.schedules.fires(s.id)).toHaveLength(1);
+    // Resumed by a person (after the session is unarchived, say), it runs again and the reason goes.
+    expect(await rt.schedules.resume(s.id)).toMatchObject({ pausedAt: null, pausedReason: null });
+  });
+
+  it('erasing its target session pauses the schedule at once, saying why; a paused schedule fires nothing', async () => {
+    const { rt, clock } = setup();
+    const session = await rt.sessions.create();
+    const s = await rt.schedules.create({ interval: { seconds: 60 }, message: 'go', target: { sessionId: session.id } });
+    await rt.sessions.erase(session.id);
+    expect(await rt.schedules.get(s.id)).toMatchObject({ pausedAt: expect.any(Number), nextFireAt: null, pausedReason: expect.stringMatching(/erased/) });
+    clock.advance(120_000);
     expect(await rt.schedules.check()).toEqual([]);
+    expect(await rt.schedules.fires(s.id)).toEqual([]);
+  });
+
+  it("erasing a tenant's sessions stops its schedules (those that make new sessions too), not another tenant's", async () => {
+    const { rt, clock } = setup();
+    const mine = await rt.schedules.create({ tenant: 't1', interval: { seconds: 60 }, message: 'go', target: { newSession: { title: 'daily' } } });
+    const other = await rt.schedules.create({ tenant: 't2', interval: { seconds: 60 }, message: 'go', target: { newSession: {} } });
+    clock.advance(60_000);
+    expect((await rt.schedules.check()).map((f) => f.scheduleId).sort()).toEqual([mine.id, other.id].sort());
+    await rt.sessions.eraseTenant('t1');
+    expect(await rt.schedules.get(mine.id)).toMatchObject({ nextFireAt: null, pausedReason: expect.stringMatching(/tenant/) });
+    expect((await rt.schedules.get(other.id)).pausedAt).toBeNull();
+    clock.advance(60_000);
+    expect((await rt.schedules.check()).map((f) => f.scheduleId)).toEqual([other.id]);
+    // The session its fire made before is erased with the tenant's others.
+    const t1 = await rt.sessions.list({ tenant: 't1', limit: 100, includeArchived: true });
+    expect(t1.length > 0 && t1.every((x) => x.erasedAt !== null)).toBe(true);
   });
 });
 

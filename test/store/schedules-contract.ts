@@ -36,6 +36,7 @@ export function schedulesContract(name: string, open: () => Promise<OpenedStore>
       overlap: 'enqueue',
       catchUp: 'once',
       pausedAt: null,
+      pausedReason: null,
       nextFireAt: T0 + 1000,
       lastTick: null,
       lastRunId: null,
@@ -76,8 +77,8 @@ export function schedulesContract(name: string, open: () => Promise<OpenedStore>
 
     it('patches, and says when there is no such schedule', async () => {
       const s = await store.createSchedule(schedule());
-      const p = await store.updateSchedule(s.id, { pausedAt: T0 + 5, nextFireAt: null, lastTick: T0, lastRunId: 'r1', updatedAt: T0 + 5 });
-      expect(p).toMatchObject({ pausedAt: T0 + 5, nextFireAt: null, lastTick: T0, lastRunId: 'r1', updatedAt: T0 + 5, name: 'daily' });
+      const p = await store.updateSchedule(s.id, { pausedAt: T0 + 5, pausedReason: 'why', nextFireAt: null, lastTick: T0, lastRunId: 'r1', updatedAt: T0 + 5 });
+      expect(p).toMatchObject({ pausedAt: T0 + 5, pausedReason: 'why', nextFireAt: null, lastTick: T0, lastRunId: 'r1', updatedAt: T0 + 5, name: 'daily' });
       await expect(store.updateSchedule('nope', { updatedAt: 1 })).rejects.toMatchObject({ code: 'not_found' });
     });
 

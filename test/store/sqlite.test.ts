@@ -525,7 +525,7 @@ describe('sqlite store', () => {
     const db = rawDb();
     db.exec(`UPDATE sessions SET last_seq = 2, leaf_id = 'e2', last_turn = 1 WHERE id = 's';
              ALTER TABLE event_batches DROP COLUMN leaf_id; ALTER TABLE event_batches DROP COLUMN turn;
-             DROP INDEX runs_due; ALTER TABLE runs DROP COLUMN due_at; PRAGMA user_version = 16;`);
+             DROP INDEX runs_due; ALTER TABLE runs DROP COLUMN due_at; ALTER TABLE schedules DROP COLUMN paused_reason; PRAGMA user_version = 16;`);
     db.close();
     const b = openStore();
     expect(await b.getSession('s')).toMatchObject({ lastSeq: 2, leafId: 'e2', lastTurn: 1 });

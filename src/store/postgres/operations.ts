@@ -1,3 +1,4 @@
+import { PAUSED_FOR_ERASED_SESSION } from '../schedule-rows.ts';
 import { dueRunsSql } from '../due-runs.ts';
 import {
   FencedError,
@@ -293,6 +294,14 @@ export const pgOperations: PgOps = {
       await q.run('DELETE FROM snapshots WHERE session_id = $1', [sessionId]);
       await q.run('DELETE FROM run_checkpoints WHERE run_id IN (SELECT id FROM runs WHERE session_id = $1)', [sessionId]);
       await q.run('DELETE FROM run_inputs WHERE session_id = $1', [sessionId]);
+      await q.run('DELETE FROM run_signals WHERE run_id IN (SELECT id FROM runs WHERE session_id = $1)', [sessionId]);
+      await q.run('DELETE FROM run_callbacks WHERE run_id IN (SELECT id FROM runs WHERE session_id = $1)', [sessionId]);
+      await q.run('DELETE FROM schedule_fires WHERE session_id = $1 OR run_id IN (SELECT id FROM runs WHERE session_id = $1)', [sessionId]);
+      // The schedules that target it take no message from now on: paused, saying why (they keep its id, as its tombstone does).
+      await q.run(
+        "UPDATE schedules SET paused_at = coalesce(paused_at, $2), paused_reason = $3, next_fire_at = NULL, updated_at = $2 WHERE (target::jsonb ->> 'sessionId') = $1",
+        [sessionId, erasedAt, PAUSED_FOR_ERASED_SESSION],
+      );
       // The model stays, for billing (usageTotals groups by it).
       await q.run(
         `UPDATE runs SET agent_spec = CASE WHEN agent_spec::jsonb ? 'model' THEN jsonb_build_object('model', agent_spec::jsonb -> 'model')::text ELSE '{}' END,

@@ -1,3 +1,4 @@
+import { PAUSED_FOR_ERASED_SESSION } from '../schedule-rows.ts';
 import type Database from 'better-sqlite3';
 import {
   FencedError,
@@ -402,6 +403,10 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       st.eraseSnapshots.run(sessionId);
       st.eraseCheckpoints.run(sessionId);
       st.eraseInputs.run(sessionId);
+      st.eraseSignals.run(sessionId);
+      st.eraseCallbacks.run(sessionId);
+      st.eraseScheduleFires.run(sessionId, sessionId);
+      st.pauseTargetSchedules.run(erasedAt, PAUSED_FOR_ERASED_SESSION, erasedAt, sessionId);
       st.scrubRuns.run(sessionId);
       st.eraseOwnBlobs.run(key, key);
       st.eraseBlobRefs.run(key);

@@ -114,6 +114,13 @@ export function prepareStatements(db: Database.Database) {
     eraseSnapshots: prepare<[string]>('DELETE FROM snapshots WHERE session_id = ?'),
     eraseCheckpoints: prepare<[string]>('DELETE FROM run_checkpoints WHERE run_id IN (SELECT id FROM runs WHERE session_id = ?)'),
     eraseInputs: prepare<[string]>('DELETE FROM run_inputs WHERE session_id = ?'),
+    eraseSignals: prepare<[string]>('DELETE FROM run_signals WHERE run_id IN (SELECT id FROM runs WHERE session_id = ?)'),
+    eraseCallbacks: prepare<[string]>('DELETE FROM run_callbacks WHERE run_id IN (SELECT id FROM runs WHERE session_id = ?)'),
+    eraseScheduleFires: prepare<[string, string]>('DELETE FROM schedule_fires WHERE session_id = ? OR run_id IN (SELECT id FROM runs WHERE session_id = ?)'),
+    // The schedules that target it take no message from now on: paused, saying why (they keep its id, as its tombstone does).
+    pauseTargetSchedules: prepare<[number, string, number, string]>(
+      "UPDATE schedules SET paused_at = coalesce(paused_at, ?), paused_reason = ?, next_fire_at = NULL, updated_at = ? WHERE json_extract(target, '$.sessionId') = ?",
+    ),
     scrubRuns: prepare<[string]>(
       // The model stays, for billing (usageTotals groups by it).
       `UPDATE runs SET agent_spec = CASE WHEN json_type(agent_spec, '$.model') IS NULL THEN '{}' ELSE json_object('model', json(agent_spec -> '$.model')) END,
