@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createRuntime, defineAgent, ScriptedModel, SqliteStore, tool, type Runtime } from '../../src/index.ts';
 import { deferred } from '../support/deferred.ts';
+import { tempDbPath } from '../support/session-helpers.ts';
 
 /**
  * Steering accepted for a run is answered by that run: the turn may only end when no steering is
@@ -20,8 +21,8 @@ describe('steering is never lost', () => {
     return (last?.content as Array<{ type: string; text?: string }> | undefined)?.map((p) => p.text ?? '').join('') ?? '';
   };
 
-  function setup(onFinal?: () => void) {
-    store = new SqliteStore({ path: ':memory:' });
+  function setup(onFinal?: () => void, path = ':memory:') {
+    store = new SqliteStore({ path });
     const model = new ScriptedModel(
       [
         (call) => {
@@ -60,17 +61,20 @@ describe('steering is never lost', () => {
   });
 
   it('steering stored by another process at the very moment the final answer is complete is taken: the turn goes on', async () => {
-    const { rt: runtime, store: s, model } = setup();
+    const db = tempDbPath();
+    const { rt: runtime, store: s, model } = setup(undefined, db.path);
+    // Another process: a connection of its own to the same file (no notice to this one).
+    const other = new SqliteStore({ path: db.path });
     const session = await runtime.sessions.create();
     const { run } = await runtime.sessions.send(session.id, 'tell me');
     // When the final answer's last chunk has streamed, before the turn's end commits, another
-    // process (a direct write: no notice to this one) stores steering for the run.
+    // process stores steering for the run.
     let chunks = 0;
     let stored: Promise<void> | undefined;
     const off = runtime.sessions.subscribe(session.id, (item) => {
       if (item.kind !== 'delta' || item.delta.type !== 'text/delta' || ++chunks !== 20) return;
       const message = { id: 'late-steer', role: 'user' as const, content: [{ type: 'text' as const, text: 'also the late one' }] };
-      stored = s.addInput({ id: message.id, sessionId: session.id, kind: 'steer', runId: run.id, payload: { message }, createdAt: Date.now() });
+      stored = other.addInput({ id: message.id, sessionId: session.id, kind: 'steer', runId: run.id, payload: { message }, createdAt: Date.now() });
     });
     runtime.startWorker({ id: 'W', pollMs: 20 });
     const done = await runtime.runs.wait(run.id, { until: 'terminal', timeoutMs: 10_000 });
@@ -87,6 +91,12 @@ describe('steering is never lost', () => {
     expect(events.filter((e) => e.type === 'turn/start')).toHaveLength(1);
     expect(events.filter((e) => e.type === 'turn/end')).toHaveLength(1);
     expect(events.filter((e) => e.type === 'step/end').map((e) => e.step)).toEqual([1, 2]);
+    await other.close();
+    await runtime.close({ graceMs: 0 });
+    await s.close();
+    rt = undefined;
+    store = undefined;
+    db.cleanup();
   });
 
   it('steering a run that is cancelled before it takes it stays in the conversation: logged with the run\'s end, not left in the inbox', async () => {

@@ -221,17 +221,17 @@ describe('durable sleep', () => {
   for (const backend of ['sqlite', 'postgres'] as const) {
     it(`two workers racing to wake the same run: one wake, one resumption (${backend})`, async () => {
       const clock = manualClock();
-      // Two runtimes, as two processes: on PostgreSQL two stores (two nodes) on one schema; on
-      // SQLite one store (a second connection in this process would block it: see two-writers.test.ts).
+      // Two runtimes, as two processes: two stores (two connections, two nodes) on one database.
       let stores: [Store, Store];
       if (backend === 'postgres') {
         const pgs = await openTestPostgres();
         cleanups.push(() => pgs.cleanup());
         stores = [pgs.store, await pgs.another()];
       } else {
-        const one = openSqliteStore({ path: ':memory:' });
-        cleanups.push(() => one.close());
-        stores = [one, one];
+        const db = tempDbPath();
+        cleanups.push(() => db.cleanup());
+        stores = [openSqliteStore({ path: db.path }), openSqliteStore({ path: db.path })];
+        for (const one of stores) cleanups.push(() => one.close());
       }
       const runtimes = stores.map((store, i) => {
         const rt = createRuntime({ store, agents: [agentOf(i === 0 ? sleepScript() : [{ text: 'awake' }], [sleepTool()]).agent], clock });
