@@ -1,5 +1,6 @@
 import type { JsonValue } from '../model/index.ts';
 import type { SessionLog } from '../session/index.ts';
+import type { StoreOps } from '../store/index.ts';
 import { approvalOf, DEFAULT_TIMEOUT_MS, prefixOf, type McpServerConfig } from './config.ts';
 import { McpUnavailableError, type McpPool } from './pool.ts';
 import { listServerTools, McpToolListTooLongError } from './tool-list.ts';
@@ -54,9 +55,15 @@ export async function readMcpRecord(log: SessionLog, sessionId: string, runId: s
   }
 }
 
-/** Appends the record, fenced: only while this execution still holds the run. */
-export async function writeMcpRecord(log: SessionLog, sessionId: string, runId: string, token: number, record: McpToolsRecord): Promise<void> {
-  await log.append(sessionId, [{ type: MCP_TOOLS_EVENT, runId, data: record as never }], { fence: { runId, token } });
+/**
+ * Appends the record, fenced: only while this execution still holds the run; `within` runs in the
+ * same transaction (the run's agent spec is updated there).
+ */
+export async function writeMcpRecord(log: SessionLog, sessionId: string, runId: string, token: number, record: McpToolsRecord, within?: (tx: StoreOps) => Promise<void>): Promise<void> {
+  await log.transaction(async (tx) => {
+    await log.append(sessionId, [{ type: MCP_TOOLS_EVENT, runId, data: record as never }], { fence: { runId, token }, tx });
+    await within?.(tx);
+  });
 }
 
 /**

@@ -1,4 +1,4 @@
-import { newId, userMessage, type AgentDefinition, type PendingCall, type UserInput } from '../core/index.ts';
+import { newId, userMessage, type AgentDefinition, type PendingCall, type Tool, type UserInput } from '../core/index.ts';
 import { addUsage, emptyUsage, type JsonValue, type ToolOutput, type Usage, type UserMessage } from '../model/index.ts';
 import { checkedUserMessage, type NewEvent, type SessionEvent, type Sessions } from '../session/index.ts';
 import {
@@ -19,6 +19,7 @@ import {
 } from '../store/index.ts';
 import type { TraceCarrier } from '../telemetry/trace-context.ts';
 import type { Priority } from '../limits/flow-control.ts';
+import type { McpToolsGot } from '../mcp/index.ts';
 import { lastBoundary } from './resume.ts';
 import { assertTransition, IllegalTransitionError, statusesLeadingTo } from './state.ts';
 import { systemClock, type Clock } from './clock.ts';
@@ -127,17 +128,37 @@ export function agentSpec(agent: AgentDefinition): JsonObject {
     version: agent.version,
     model: { provider: agent.model.provider, modelId: agent.model.modelId },
     system: typeof agent.system === 'function' ? { rendered: 'per request (function); see request headers' } : (agent.system ?? null),
-    tools: agent.tools.map((t) => ({
-      ...t.schema,
-      approval: typeof t.approval === 'function' ? 'predicate' : t.approval,
-      idempotent: t.idempotent,
-      interactive: t.interactive,
-      sequential: t.sequential,
-      ...(t.timeoutMs !== undefined ? { timeoutMs: t.timeoutMs } : {}),
-    })),
+    tools: agent.tools.map(toolSpec),
     settings: JSON.parse(JSON.stringify(agent.settings)) as JsonObject,
     limits: { ...agent.limits },
     retry: { ...agent.retry },
+  };
+}
+
+/** One tool in a run's agent spec. */
+function toolSpec(t: Tool): JsonObject {
+  return {
+    ...t.schema,
+    approval: typeof t.approval === 'function' ? 'predicate' : t.approval,
+    idempotent: t.idempotent,
+    interactive: t.interactive,
+    sequential: t.sequential,
+    ...(t.timeoutMs !== undefined ? { timeoutMs: t.timeoutMs } : {}),
+  } as JsonObject;
+}
+
+/**
+ * The agent spec of a run once it got its MCP servers' tools (at its first start): its tools
+ * followed by theirs, each naming its server and the server's own name for it (`mcp`), and which
+ * servers it got them from or skipped (`mcp`: the `mcp/tools` record without the tools).
+ */
+export function specWithMcpTools(spec: JsonObject, got: McpToolsGot): JsonObject {
+  const own = Array.isArray(spec.tools) ? spec.tools : [];
+  const servers = got.record.servers.map(({ tools: _tools, ...server }) => server);
+  return {
+    ...spec,
+    tools: [...own, ...got.tools.map(({ tool: t, server, remoteName }) => ({ ...toolSpec(t), mcp: { server, remoteName } }))],
+    mcp: { servers, skipped: got.record.skipped } as unknown as JsonObject,
   };
 }
 

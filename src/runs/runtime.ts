@@ -14,10 +14,11 @@ import {
   type RunStatus,
   type SessionRecord,
   type Store,
+  type StoreOps,
   type UsageQuery,
   type UsageTotals,
 } from '../store/index.ts';
-import { RunBook, recordEffect, refuseTakenKey, type Accepted, type IdempotencyClaim, type IfBusy, type RunOptions, type Waiting } from './book.ts';
+import { RunBook, recordEffect, refuseTakenKey, specWithMcpTools, type Accepted, type IdempotencyClaim, type IfBusy, type RunOptions, type Waiting } from './book.ts';
 import { SendSpan } from '../telemetry/send-span.ts';
 import { checkSendOptions } from './send-options.ts';
 import { recordsContent, type TelemetryOptions } from '../telemetry/tracer.ts';
@@ -32,7 +33,7 @@ import { WakeUp } from './wake-up.ts';
 import { Schedules, type SchedulerOptions } from './schedules.ts';
 import { FlowControl, type FlowControlOptions, type ModelLimits, type Priority } from '../limits/flow-control.ts';
 import { runScope } from './execution.ts';
-import { agentWithMcpTools, McpPool } from '../mcp/index.ts';
+import { agentWithMcpTools, McpPool, type McpToolsGot } from '../mcp/index.ts';
 
 /** Whether compaction settings are one for every agent (else they are by agent name). */
 const isOneSetting = (c: CompactionSettings | Record<string, CompactionSettings>): c is CompactionSettings => 'contextWindow' in c && typeof c.contextWindow === 'number';
@@ -370,7 +371,11 @@ export class Runtime {
       observers: this.observers,
       recordContent: this.recordContent,
       waits: this.waits,
-      prepareAgent: async (agent, run) => (await agentWithMcpTools(this.mcp, this.book.sessions.log, agent, run)).agent,
+      prepareAgent: async (agent, run) => {
+        // The tools the run got at its first start go into its agent spec, with their record.
+        const recorded = (tx: StoreOps, got: McpToolsGot) => tx.updateRun(run.id, { agentSpec: specWithMcpTools(run.agentSpec, got) }, { fencingToken: run.fencingToken }).then(() => {});
+        return (await agentWithMcpTools(this.mcp, this.book.sessions.log, agent, run, { recorded })).agent;
+      },
     };
   }
 
