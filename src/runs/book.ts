@@ -24,6 +24,7 @@ import { lastBoundary } from './resume.ts';
 import { assertTransition, IllegalTransitionError, statusesLeadingTo } from './state.ts';
 import { systemClock, type Clock } from './clock.ts';
 import { applyDecisions, type WaitingCall } from './waits.ts';
+import { ArgumentsNotEditableError } from './arguments-not-editable-error.ts';
 
 export type IfBusy = 'reject' | 'enqueue' | 'steer' | 'interrupt';
 /**
@@ -598,6 +599,7 @@ export class RunBook {
         throw new StoreError('already_decided', `${wantKind === 'input' ? 'question' : 'approval'} ${toolCallId} of run ${runId} was already answered`);
       }
       if (run.status !== wantStatus) throw new IllegalTransitionError(runId, run.status, 'queued', `it is ${run.status}, not ${wantStatus}`);
+      if (call.unknownOutcome && d.input !== undefined) throw new ArgumentsNotEditableError(runId, toolCallId);
       const decision = { ...d, at: this.clock.now() };
       const event: NewEvent =
         wantKind === 'input'
