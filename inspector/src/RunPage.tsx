@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { post } from './api.ts';
 import { ErrorNote } from './ErrorNote.tsx';
 import { money, shortId, time, tokens } from './format.ts';
+import { McpTools } from './McpTools.tsx';
 import { Link } from './router.tsx';
 import { RunTimeline } from './RunTimeline.tsx';
 import { StatusBadge } from './StatusBadge.tsx';
@@ -83,6 +84,7 @@ function RunView(props: { run: Run; reloadRun: () => void; nested: boolean }) {
       </header>
       {!props.nested && <RunActions run={r} onDone={reload} />}
       {r.waiting && <WaitingRequests run={r} onDecided={reload} />}
+      <McpTools run={r} />
       {streaming.map((m, i) => (
         <blockquote class="assistant-text streaming" data-testid="streaming" key={i}>
           {m.reasoning && <div class="muted">{m.reasoning}</div>}

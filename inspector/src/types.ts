@@ -30,12 +30,31 @@ export interface WaitingRequest {
   decided: boolean;
 }
 
+/** A tool as a run's agent spec records it; an MCP server's tool names its server (`mcp`). */
+export interface SpecTool {
+  name: string;
+  description?: string;
+  approval: string;
+  mcp?: { server: string; remoteName: string };
+}
+
+/** What a run executes with (recorded when it was created; its MCP tools added at its first start). */
+export interface AgentSpec {
+  tools?: SpecTool[];
+  /** Only for an agent with MCP servers, once the run started: the servers it got tools from, and those it skipped. */
+  mcp?: {
+    servers: Array<{ name: string; transport: 'stdio' | 'http'; serverInfo?: { name: string; version: string }; dropped?: Array<{ tool: string; reason: string }> }>;
+    skipped: Array<{ server: string; reason: string }>;
+  };
+}
+
 export interface Run {
   id: string;
   session_id: string;
   parent_run_id: string | null;
   child_run_ids: string[];
   agent: { name: string; version: string };
+  agent_spec: AgentSpec;
   status: RunStatus;
   turn: number | null;
   created_at: string;

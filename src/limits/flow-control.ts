@@ -218,6 +218,8 @@ export class FlowControl {
   readonly defaultPauseMs: number;
   private readonly gates = new Map<string, Gate>();
   private readonly observers = new Set<FlowControlObserver>();
+  /** The models `wrap` made: wrapped again, a call would wait for its limits twice. */
+  private readonly wrapped = new WeakSet<LanguageModelV4>();
 
   readonly store: LimitStoreOps;
   readonly limits: ModelLimits;
@@ -308,11 +310,12 @@ export class FlowControl {
 
   /**
    * The model, limited: each stream waits for its key's limits (when a limit applies), reports 429s,
-   * settles its tokens and frees its slot when it ends. A model no limit applies to is returned as is.
+   * settles its tokens and frees its slot when it ends. A model no limit applies to, or one this
+   * flow control limited already, is returned as is.
    */
   wrap(model: LanguageModelV4, context: () => CallContext | undefined): LanguageModelV4 {
     const key = this.keyFor(model);
-    if (key === undefined) return model;
+    if (key === undefined || this.wrapped.has(model)) return model;
     const rateLimitedError = async (e: unknown) => {
       const err = classifyModelError(e, false);
       if (err.status === 429 || err.code === 'rate_limit_exceeded' || err.code === 'rate_limit_error') await this.rateLimited(key, err.retryAfterMs);
@@ -365,6 +368,7 @@ export class FlowControl {
         return { ...result, stream };
       },
     });
+    this.wrapped.add(limited);
     return limited;
   }
 }

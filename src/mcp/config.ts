@@ -32,6 +32,10 @@ export const mcpServerSchema = z
         allow: z.array(z.string().min(1)).min(1).optional(),
         /** Put before each tool's name; default `<name>__`; '' for none. */
         prefix: z.string().regex(/^[A-Za-z0-9_-]*$/, 'letters, digits, dashes, underscores').optional(),
+        /** Pages of tools/list read at most (a server whose cursor never ends); default 100. */
+        maxPages: z.number().int().positive().max(10_000).optional(),
+        /** Tools the server may offer at most (all pages, before `allow`); default 1,000. */
+        maxTools: z.number().int().positive().max(100_000).optional(),
       })
       .optional(),
     /** A policy for every tool, or `{ default, tools: { <server's tool name>: policy } }`. Default `auto`. */
@@ -79,6 +83,8 @@ export function parseMcpServers(list: readonly unknown[], agent: string): McpSer
 
 export const DEFAULT_TIMEOUT_MS = 60_000;
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+export const DEFAULT_MAX_PAGES = 100;
+export const DEFAULT_MAX_TOOLS = 1000;
 
 /** The name a server's tool gets in Keel (and at the provider). */
 export const prefixOf = (s: McpServerConfig): string => s.tools?.prefix ?? `${s.name}__`;

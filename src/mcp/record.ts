@@ -1,7 +1,9 @@
 import type { JsonValue } from '../model/index.ts';
 import type { SessionLog } from '../session/index.ts';
-import { approvalOf, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_TIMEOUT_MS, prefixOf, type McpServerConfig } from './config.ts';
+import type { StoreOps } from '../store/index.ts';
+import { approvalOf, DEFAULT_TIMEOUT_MS, prefixOf, type McpServerConfig } from './config.ts';
 import { McpUnavailableError, type McpPool } from './pool.ts';
+import { listServerTools, McpToolListTooLongError } from './tool-list.ts';
 
 /**
  * What a run got from its MCP servers when it started (the `mcp/tools` event, ADR-0019): every
@@ -53,14 +55,21 @@ export async function readMcpRecord(log: SessionLog, sessionId: string, runId: s
   }
 }
 
-/** Appends the record, fenced: only while this execution still holds the run. */
-export async function writeMcpRecord(log: SessionLog, sessionId: string, runId: string, token: number, record: McpToolsRecord): Promise<void> {
-  await log.append(sessionId, [{ type: MCP_TOOLS_EVENT, runId, data: record as never }], { fence: { runId, token } });
+/**
+ * Appends the record, fenced: only while this execution still holds the run; `within` runs in the
+ * same transaction (the run's agent spec is updated there).
+ */
+export async function writeMcpRecord(log: SessionLog, sessionId: string, runId: string, token: number, record: McpToolsRecord, within?: (tx: StoreOps) => Promise<void>): Promise<void> {
+  await log.transaction(async (tx) => {
+    await log.append(sessionId, [{ type: MCP_TOOLS_EVENT, runId, data: record as never }], { fence: { runId, token }, tx });
+    await within?.(tx);
+  });
 }
 
 /**
  * Connects to each server (or reuses its client) and lists its tools. A server that is down
- * throws McpUnavailableError, or is listed in `skipped` when configured with `onUnavailable: 'skip'`.
+ * throws McpUnavailableError, one whose list goes past its bounds McpToolListTooLongError; either
+ * is listed in `skipped` instead when the server is configured with `onUnavailable: 'skip'`.
  */
 export async function discoverMcpTools(pool: McpPool, servers: readonly McpServerConfig[], taken: ReadonlySet<string>): Promise<McpToolsRecord> {
   const record: McpToolsRecord = { servers: [], skipped: [] };
@@ -68,9 +77,9 @@ export async function discoverMcpTools(pool: McpPool, servers: readonly McpServe
   const listed = await Promise.all(
     servers.map(async (s) => {
       try {
-        return { s, listed: await listServer(pool, s) };
+        return { s, listed: await listServerTools(pool, s) };
       } catch (e) {
-        const error = e instanceof McpUnavailableError ? e : new McpUnavailableError(s.name, e instanceof Error ? e.message : String(e));
+        const error = e instanceof McpUnavailableError || e instanceof McpToolListTooLongError ? e : new McpUnavailableError(s.name, e instanceof Error ? e.message : String(e));
         if (s.onUnavailable === 'skip') return { s, skipped: error.message };
         throw error;
       }
@@ -118,30 +127,6 @@ export async function discoverMcpTools(pool: McpPool, servers: readonly McpServe
     record.servers.push(server);
   }
   return record;
-}
-
-type Listed = {
-  serverInfo?: { name: string; version: string };
-  tools: Array<{ name: string; title?: string; description?: string; inputSchema: unknown; annotations?: Record<string, unknown> }>;
-};
-
-async function listServer(pool: McpPool, s: McpServerConfig): Promise<Listed> {
-  const client = await pool.client(s);
-  const timeout = s.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
-  const tools: Listed['tools'] = [];
-  try {
-    let cursor: string | undefined;
-    do {
-      const page = await client.listTools(cursor ? { cursor } : undefined, { timeout });
-      tools.push(...(page.tools as Listed['tools']));
-      cursor = page.nextCursor;
-    } while (cursor);
-  } catch (e) {
-    await pool.discard(s, client);
-    throw new McpUnavailableError(s.name, `listing its tools failed: ${e instanceof Error ? e.message : String(e)}`);
-  }
-  const info = client.getServerVersion();
-  return { ...(info ? { serverInfo: { name: info.name, version: info.version } } : {}), tools };
 }
 
 function pickHints(a: Record<string, unknown>): NonNullable<RecordedTool['annotations']> {

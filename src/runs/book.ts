@@ -1,4 +1,4 @@
-import { newId, userMessage, type AgentDefinition, type PendingCall, type UserInput } from '../core/index.ts';
+import { newId, userMessage, type AgentDefinition, type PendingCall, type Tool, type UserInput } from '../core/index.ts';
 import { addUsage, emptyUsage, type JsonValue, type ToolOutput, type Usage, type UserMessage } from '../model/index.ts';
 import { checkedUserMessage, type NewEvent, type SessionEvent, type Sessions } from '../session/index.ts';
 import {
@@ -19,10 +19,12 @@ import {
 } from '../store/index.ts';
 import type { TraceCarrier } from '../telemetry/trace-context.ts';
 import type { Priority } from '../limits/flow-control.ts';
+import type { McpToolsGot } from '../mcp/index.ts';
 import { lastBoundary } from './resume.ts';
 import { assertTransition, IllegalTransitionError, statusesLeadingTo } from './state.ts';
 import { systemClock, type Clock } from './clock.ts';
 import { applyDecisions, type WaitingCall } from './waits.ts';
+import { ArgumentsNotEditableError } from './arguments-not-editable-error.ts';
 
 export type IfBusy = 'reject' | 'enqueue' | 'steer' | 'interrupt';
 /**
@@ -127,17 +129,37 @@ export function agentSpec(agent: AgentDefinition): JsonObject {
     version: agent.version,
     model: { provider: agent.model.provider, modelId: agent.model.modelId },
     system: typeof agent.system === 'function' ? { rendered: 'per request (function); see request headers' } : (agent.system ?? null),
-    tools: agent.tools.map((t) => ({
-      ...t.schema,
-      approval: typeof t.approval === 'function' ? 'predicate' : t.approval,
-      idempotent: t.idempotent,
-      interactive: t.interactive,
-      sequential: t.sequential,
-      ...(t.timeoutMs !== undefined ? { timeoutMs: t.timeoutMs } : {}),
-    })),
+    tools: agent.tools.map(toolSpec),
     settings: JSON.parse(JSON.stringify(agent.settings)) as JsonObject,
     limits: { ...agent.limits },
     retry: { ...agent.retry },
+  };
+}
+
+/** One tool in a run's agent spec. */
+function toolSpec(t: Tool): JsonObject {
+  return {
+    ...t.schema,
+    approval: typeof t.approval === 'function' ? 'predicate' : t.approval,
+    idempotent: t.idempotent,
+    interactive: t.interactive,
+    sequential: t.sequential,
+    ...(t.timeoutMs !== undefined ? { timeoutMs: t.timeoutMs } : {}),
+  } as JsonObject;
+}
+
+/**
+ * The agent spec of a run once it got its MCP servers' tools (at its first start): its tools
+ * followed by theirs, each naming its server and the server's own name for it (`mcp`), and which
+ * servers it got them from or skipped (`mcp`: the `mcp/tools` record without the tools).
+ */
+export function specWithMcpTools(spec: JsonObject, got: McpToolsGot): JsonObject {
+  const own = Array.isArray(spec.tools) ? spec.tools : [];
+  const servers = got.record.servers.map(({ tools: _tools, ...server }) => server);
+  return {
+    ...spec,
+    tools: [...own, ...got.tools.map(({ tool: t, server, remoteName }) => ({ ...toolSpec(t), mcp: { server, remoteName } }))],
+    mcp: { servers, skipped: got.record.skipped } as unknown as JsonObject,
   };
 }
 
@@ -577,6 +599,7 @@ export class RunBook {
         throw new StoreError('already_decided', `${wantKind === 'input' ? 'question' : 'approval'} ${toolCallId} of run ${runId} was already answered`);
       }
       if (run.status !== wantStatus) throw new IllegalTransitionError(runId, run.status, 'queued', `it is ${run.status}, not ${wantStatus}`);
+      if (call.unknownOutcome && d.input !== undefined) throw new ArgumentsNotEditableError(runId, toolCallId);
       const decision = { ...d, at: this.clock.now() };
       const event: NewEvent =
         wantKind === 'input'

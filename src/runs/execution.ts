@@ -210,8 +210,14 @@ export class Execution {
     const { book } = this.env;
     const run = this.run;
     const agent = this.env.resolveAgent(run.agent.name, run.agent.version);
-    const finish = async (to: 'failed' | 'cancelled' | 'timed_out', reason: string, error?: JsonObject) =>
-      (await book.finish(run, to, { reason, ...(error ? { error } : {}), fencingToken: this.token, closeOpenCalls: true, resolveAgent: this.env.resolveAgent })).run;
+    // Where the run stands in the log: its checkpoint and its events after it (read at most once; never for a first claim).
+    let read: ReturnType<typeof book.boundary> | undefined;
+    const boundary = () => (read ??= book.boundary(run));
+    const finish = async (to: 'failed' | 'cancelled' | 'timed_out', reason: string, error?: JsonObject) => {
+      // A recovered run that ends at once still gets, in its trace, the spans its interrupted execution had open.
+      if (this.spans && !this.firstStart) this.spans.recovered((await boundary()).tail);
+      return (await book.finish(run, to, { reason, ...(error ? { error } : {}), fencingToken: this.token, closeOpenCalls: true, resolveAgent: this.env.resolveAgent })).run;
+    };
 
     if (!agent) {
       return finish('failed', 'agent unavailable', { kind: 'agent_unavailable', message: `no agent ${run.agent.name} version ${run.agent.version} is registered on this worker` });
@@ -244,7 +250,9 @@ export class Execution {
     // Where the run stands is in the log: its checkpoint (counters and a log position) and its
     // events after it. A run whose turn never reached the log starts fresh from the context; one
     // never claimed before has neither (only an execution of a claim writes them), and is not read.
-    const { checkpoint, tail } = this.firstStart ? { checkpoint: undefined, tail: [] } : await book.boundary(run);
+    const { checkpoint, tail } = this.firstStart ? { checkpoint: undefined, tail: [] } : await boundary();
+    // Recovered from an execution that could not end its spans: they are made from its events (RunSpans.recovered).
+    this.spans?.recovered(tail);
     let start: () => TurnHandle;
     if (!checkpoint && !tail.some((e) => e.type === 'turn/start')) {
       // A fresh run: the session's model context (the trigger message is already in it).

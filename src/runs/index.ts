@@ -13,3 +13,4 @@ export * from './webhooks/index.ts';
 export * from './schedules.ts';
 export { InvalidSendOptionError } from './send-options.ts';
 export { FieldValidationError } from './field-validation-error.ts';
+export { ArgumentsNotEditableError } from './arguments-not-editable-error.ts';

@@ -1,6 +1,7 @@
 import { userMessage, type AgentDefinition, type DeltaEvent, type UserInput } from '../core/index.ts';
 import type { JsonValue, UserMessage } from '../model/index.ts';
-import { follow, Sessions, type CompactionSettings, type SessionEvent } from '../session/index.ts';
+import type { LanguageModelV4 } from '@ai-sdk/provider';
+import { follow, Sessions, type CompactionSettings, type CompactOptions, type SessionEvent } from '../session/index.ts';
 import {
   isTerminal,
   NotFoundError,
@@ -13,10 +14,11 @@ import {
   type RunStatus,
   type SessionRecord,
   type Store,
+  type StoreOps,
   type UsageQuery,
   type UsageTotals,
 } from '../store/index.ts';
-import { RunBook, recordEffect, refuseTakenKey, type Accepted, type IdempotencyClaim, type IfBusy, type RunOptions, type Waiting } from './book.ts';
+import { RunBook, recordEffect, refuseTakenKey, specWithMcpTools, type Accepted, type IdempotencyClaim, type IfBusy, type RunOptions, type Waiting } from './book.ts';
 import { SendSpan } from '../telemetry/send-span.ts';
 import { checkSendOptions } from './send-options.ts';
 import { recordsContent, type TelemetryOptions } from '../telemetry/tracer.ts';
@@ -31,7 +33,10 @@ import { WakeUp } from './wake-up.ts';
 import { PAUSED_FOR_ERASED_TENANT, Schedules, type SchedulerOptions } from './schedules.ts';
 import { FlowControl, type FlowControlOptions, type ModelLimits, type Priority } from '../limits/flow-control.ts';
 import { runScope } from './execution.ts';
-import { agentWithMcpTools, McpPool } from '../mcp/index.ts';
+import { agentWithMcpTools, McpPool, type McpToolsGot } from '../mcp/index.ts';
+
+/** Whether compaction settings are one for every agent (else they are by agent name). */
+const isOneSetting = (c: CompactionSettings | Record<string, CompactionSettings>): c is CompactionSettings => 'contextWindow' in c && typeof c.contextWindow === 'number';
 
 /** How long `runs.wait` waits, once the run got where it waits for, for this process's execution of it to finish (see `wait`). */
 const EXECUTION_GRACE_MS = 1000;
@@ -124,6 +129,8 @@ export class Runtime {
   private readonly recordContent: boolean;
   /** Provider flow control (only when `limits` are configured). */
   readonly flowControl: FlowControl | undefined;
+  /** The compaction settings runs use (a compaction model a limit applies to is limited). */
+  private readonly compaction: RuntimeOptions['compaction'];
   /** The MCP clients of this runtime's runs: one per server, closed with the runtime (src/mcp). */
   readonly mcp = new McpPool();
 
@@ -133,6 +140,7 @@ export class Runtime {
     this.options = { maxAttempts: 3, maxDepth: 5, renewEveryMs: Math.max(50, Math.floor(leaseMs / 3)), controlPollMs: 500, ...options, leaseMs };
     this.recordContent = recordsContent(options.telemetry);
     if (options.limits && Object.keys(options.limits).length > 0) this.flowControl = new FlowControl(options.store, options.limits, options.clock ?? systemClock, options.flowControl);
+    this.compaction = this.limitedCompaction(options.compaction);
     for (const a of options.agents.map((x) => this.limited(x))) {
       const list = this.agents.get(a.name) ?? [];
       if (list.some((x) => x.version === a.version)) throw new TypeError(`agent ${a.name} version ${a.version} is registered twice`);
@@ -145,7 +153,10 @@ export class Runtime {
     this.waits = new Waits(this.book, this.resolveAgent);
     this.webhooks = new Webhooks(options.store, sessions.log, this.clock, options.webhooks);
     const eraseOne = sessions.erase.bind(sessions);
+    const compactOne = sessions.compact.bind(sessions);
     this.sessions = Object.assign(sessions, {
+      // A manual compaction's model call is limited like a run's.
+      compact: (sessionId: string, o: CompactOptions) => compactOne(sessionId, { ...o, model: this.limitedModel(o.model) }),
       send: (sessionId: string, input: UserInput, o?: SendOptions) => this.send(sessionId, input, o),
       erase: (sessionId: string) => this.erase(sessionId, eraseOne),
       eraseTenant: (tenant: string) => this.eraseTenant(tenant),
@@ -156,12 +167,32 @@ export class Runtime {
 
   /** The agent with its model limited, when a limit applies to the model (else the agent itself). */
   private limited(a: AgentDefinition): AgentDefinition {
-    const model = this.flowControl?.wrap(a.model, () => {
+    const model = this.limitedModel(a.model, a.name);
+    return model !== a.model ? { ...a, model } : a;
+  }
+
+  /**
+   * The model limited, when a limit applies to it (else the model itself): an agent's, or a
+   * compaction's own. Its calls wait with the priority of the run making them (else of `agentName`,
+   * else of the run's agent) and, inside a run, without holding the worker slot when they wait long.
+   */
+  private limitedModel(model: LanguageModelV4, agentName?: string): LanguageModelV4 {
+    if (!this.flowControl) return model;
+    return this.flowControl.wrap(model, () => {
       const scope = runScope.getStore();
-      const priority = (scope ? (this.executions.get(scope.runId)?.run.options as RunOptions | undefined)?.priority : undefined) ?? this.options.priorities?.[a.name];
+      const run = scope ? this.executions.get(scope.runId)?.run : undefined;
+      const name = agentName ?? run?.agent.name;
+      const priority = (run?.options as RunOptions | undefined)?.priority ?? (name !== undefined ? this.options.priorities?.[name] : undefined);
       return { ...(priority !== undefined ? { priority } : {}), ...(scope ? { waitOutside: scope.waitOutside } : {}) };
     });
-    return model && model !== a.model ? { ...a, model } : a;
+  }
+
+  /** Compaction settings with their own model limited like an agent's (see `limitedModel`). */
+  private limitedCompaction(compaction: RuntimeOptions['compaction']): RuntimeOptions['compaction'] {
+    if (!compaction || !this.flowControl) return compaction;
+    const one = (c: CompactionSettings, agentName?: string): CompactionSettings => (c.model ? { ...c, model: this.limitedModel(c.model, agentName) } : c);
+    if (isOneSetting(compaction)) return one(compaction);
+    return Object.fromEntries(Object.entries(compaction).map(([name, c]) => [name, one(c, name)]));
   }
 
   /** API keys, by the hash of their secret (see server/auth.ts), and all of them. */
@@ -330,7 +361,8 @@ export class Runtime {
   }
 
   env(owner: string): ExecutionEnv {
-    const { leaseMs, renewEveryMs, controlPollMs, maxAttempts, compaction } = this.options;
+    const { leaseMs, renewEveryMs, controlPollMs, maxAttempts } = this.options;
+    const { compaction } = this;
     return {
       book: this.book,
       owner,
@@ -341,14 +373,17 @@ export class Runtime {
       resolveAgent: this.resolveAgent,
       compactionFor: (agent) => {
         if (!compaction) return undefined;
-        if ('contextWindow' in compaction && typeof compaction.contextWindow === 'number') return compaction as CompactionSettings;
-        return (compaction as Record<string, CompactionSettings>)[agent.name];
+        return isOneSetting(compaction) ? compaction : compaction[agent.name];
       },
       host: this,
       observers: this.observers,
       recordContent: this.recordContent,
       waits: this.waits,
-      prepareAgent: async (agent, run) => (await agentWithMcpTools(this.mcp, this.book.sessions.log, agent, run)).agent,
+      prepareAgent: async (agent, run) => {
+        // The tools the run got at its first start go into its agent spec, with their record.
+        const recorded = (tx: StoreOps, got: McpToolsGot) => tx.updateRun(run.id, { agentSpec: specWithMcpTools(run.agentSpec, got) }, { fencingToken: run.fencingToken }).then(() => {});
+        return (await agentWithMcpTools(this.mcp, this.book.sessions.log, agent, run, { recorded })).agent;
+      },
     };
   }
 

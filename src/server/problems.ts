@@ -2,7 +2,7 @@ import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { ImportError, InvalidEntryError, InvalidEventError, UnknownEventError } from '../session/index.ts';
-import { IllegalTransitionError } from '../runs/index.ts';
+import { ArgumentsNotEditableError, IllegalTransitionError } from '../runs/index.ts';
 import { FencedError, NotFoundError, RunBusyError, RunConflictError, SeqConflictError, StoreError } from '../store/index.ts';
 
 /**
@@ -14,6 +14,7 @@ export const PROBLEM_BASE = 'https://keel.dev/problems/';
 export const PROBLEMS = {
   validation: { status: 400, title: 'The request is not valid' },
   bad_json: { status: 400, title: 'The body is not valid JSON' },
+  arguments_not_editable: { status: 400, title: "This call's arguments cannot be edited" },
   unauthorized: { status: 401, title: 'A valid API key is required' },
   forbidden: { status: 403, title: 'This API key may not do that' },
   not_found: { status: 404, title: 'No such resource' },
@@ -80,6 +81,7 @@ export function toProblem(e: unknown): { type: ProblemType; detail: string; exte
     if (e.status === 415) return { type: 'unsupported_media_type', detail: 'send JSON with content-type application/json', extensions: {} };
   }
   if (e instanceof RunBusyError) return { type: 'run_busy', detail: e.message, extensions: { active_run_id: e.activeRunId } };
+  if (e instanceof ArgumentsNotEditableError) return { type: 'arguments_not_editable', detail: e.message, extensions: { run_id: e.runId, approval_id: e.toolCallId } };
   if (e instanceof IllegalTransitionError) return { type: 'illegal_transition', detail: e.message, extensions: { run_id: e.runId, from: e.from, to: e.to } };
   if (e instanceof ImportError) return { type: 'invalid_import', detail: e.message, extensions: { problems: e.problems } };
   if (e instanceof InvalidEntryError) return { type: 'validation', detail: e.message, extensions: {} };

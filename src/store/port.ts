@@ -192,7 +192,7 @@ export interface NewRun {
   queuedBehind?: boolean;
 }
 
-export type RunPatch = Partial<Pick<RunRecord, 'status' | 'startedAt' | 'endedAt' | 'usage' | 'cost' | 'error' | 'waiting' | 'cancelRequested' | 'pauseRequested' | 'deadlineAt' | 'turn' | 'attempt'>> & {
+export type RunPatch = Partial<Pick<RunRecord, 'status' | 'startedAt' | 'endedAt' | 'usage' | 'cost' | 'error' | 'waiting' | 'cancelRequested' | 'pauseRequested' | 'deadlineAt' | 'turn' | 'attempt' | 'agentSpec'>> & {
   /** Only `false`: the run comes up as the session's current run. */
   queuedBehind?: false;
   lease?: null;

@@ -128,6 +128,7 @@ export const RUN_COLUMNS: Record<string, [string, (v: unknown) => unknown]> = {
   turn: ['turn', (v) => v],
   attempt: ['attempt', (v) => v],
   queuedBehind: ['queued_behind', (v) => (v ? 1 : 0)],
+  agentSpec: ['agent_spec', (v) => JSON.stringify(v)],
 };
 
 export const toKey = (r: KeyRow): ApiKeyRecord => ({

@@ -64,4 +64,8 @@ export const Keel = {
   /** How a message was taken by its session (created, enqueued, steered). */
   sendOutcome: 'keel.send.outcome',
   worker: 'keel.worker.id',
+  /** On the spans a recovering worker made for an interrupted execution: why it was interrupted (`lease_expired`). */
+  interruption: 'keel.interruption',
+  /** On the spans a recovering worker made for an interrupted execution: that worker. */
+  recoveredBy: 'keel.recovered_by',
 } as const;

@@ -68,10 +68,14 @@ export class RunSpans {
   private cost = 0;
   private steps: number | undefined;
   private inputMessages: JsonValue[] | undefined;
+  /** The run's stored trace context: the parent of every execution's span. */
+  private readonly parent: Context;
+  private recoveryTraced = false;
 
-  private constructor(root: Span, ctx: Context, run: RunRecord, o: RunSpansOptions) {
+  private constructor(root: Span, ctx: Context, parent: Context, run: RunRecord, o: RunSpansOptions) {
     this.root = root;
     this.ctx = ctx;
+    this.parent = parent;
     this.run = run;
     this.o = o;
   }
@@ -85,23 +89,58 @@ export class RunSpans {
     const parent = contextOf((run.options as { trace?: unknown }).trace, ROOT_CONTEXT) ?? ROOT_CONTEXT;
     const span = keelTracer().startSpan(`invoke_agent ${run.agent.name}`, { kind: SpanKind.INTERNAL, startTime }, parent);
     if (!span.isRecording()) return undefined;
-    const model = (run.agentSpec as { model?: { provider?: unknown; modelId?: unknown } }).model;
-    const attrs: Attributes = {
-      [GenAI.operationName]: 'invoke_agent',
-      [GenAI.agentName]: run.agent.name,
-      [GenAI.agentVersion]: run.agent.version,
-      [GenAI.conversationId]: run.sessionId,
-      [Keel.sessionId]: run.sessionId,
-      [Keel.runId]: run.id,
-      [Keel.attempt]: run.attempt,
-    };
-    if (typeof model?.provider === 'string') attrs[GenAI.providerName] = model.provider;
-    if (typeof model?.modelId === 'string') attrs[GenAI.requestModel] = model.modelId;
-    if (run.turn !== null) attrs[Keel.turn] = run.turn;
-    if (run.parentRunId) attrs[Keel.parentRunId] = run.parentRunId;
+    const attrs = invokeAttributes(run, run.attempt);
     if (o.worker) attrs[Keel.worker] = o.worker;
     span.setAttributes(attrs);
-    return new RunSpans(span, trace.setSpan(parent, span), run, o);
+    return new RunSpans(span, trace.setSpan(parent, span), parent, run, o);
+  }
+
+  /**
+   * This execution recovered the run (its claim was a `run/interrupted`): the execution before it
+   * could not end its spans (its process was killed, or it lost the store). From the events that
+   * execution committed (in `tail`, the run's events after its checkpoint, this claim's included),
+   * the spans it had open are made here, ended at the interruption with `error.type`
+   * `interrupted`: its `invoke_agent` (from its claim, under the run's stored context like every
+   * execution) and, under it, each tool call it started without a result. The spans of what it had
+   * ended were its own to export and are not made again. At most once per execution.
+   */
+  recovered(tail: readonly SessionEvent[]): void {
+    if (this.recoveryTraced) return;
+    this.recoveryTraced = true;
+    const at = tail.findLastIndex((e) => e.type === 'run/interrupted' && e.data.attempt === this.run.attempt);
+    if (at < 0) return;
+    const interruption = tail[at] as SessionEvent<'run/interrupted'>;
+    const attempt = this.run.attempt - 1;
+    // Its events: from its claim (a start, a resume after a wait, or a recovery) to the interruption.
+    const claimedAt = tail.findLastIndex((e, i) => i < at && isClaimOf(e, attempt));
+    const events = tail.slice(Math.max(0, claimedAt), at);
+    const open = new Map<string, OpenToolCall>();
+    for (const e of events) {
+      if (e.type === 'tool/call') open.set(e.data.toolCallId, { name: e.data.toolName, start: e.time, seq: e.seq, step: e.step, input: e.data.input });
+      // A call whose outcome was unknown that it ran again.
+      else if (e.type === 'tool/unknown-outcome' && (e.data.resolution === 'retried' || e.data.resolution === 'checked_not_done')) open.set(e.data.toolCallId, { name: e.data.toolName, start: e.time, seq: e.seq, step: e.step, input: null });
+      else if (e.type === 'tool/result') open.delete(e.data.toolCallId);
+    }
+    const end = interruption.time;
+    const start = Math.min(events[0]?.time ?? end, end);
+    const marks: Attributes = { [GenAI.errorType]: 'interrupted', [Keel.interruption]: interruption.data.reason, ...(this.o.worker ? { [Keel.recoveredBy]: this.o.worker } : {}) };
+    const attrs: Attributes = { ...invokeAttributes(this.run, attempt), [Keel.runStatus]: 'running', ...marks };
+    if (events.length > 0) {
+      attrs[Keel.seqFirst] = events[0]!.seq;
+      attrs[Keel.seqLast] = events.at(-1)!.seq;
+    }
+    const span = keelTracer().startSpan(`invoke_agent ${this.run.agent.name}`, { kind: SpanKind.INTERNAL, startTime: start, attributes: attrs }, this.parent);
+    const by = this.o.worker ? `worker ${this.o.worker}` : 'another worker';
+    span.setStatus({ code: SpanStatusCode.ERROR, message: `attempt ${attempt} of the run was interrupted (${interruption.data.reason}): its worker stopped before it ended; ${by} recovered the run as attempt ${this.run.attempt}` });
+    const ctx = trace.setSpan(this.parent, span);
+    for (const [id, call] of open) {
+      const toolAttrs = { ...this.toolAttributes(call.name, id, call.step, call.seq, call.seq, attempt), ...marks };
+      if (this.o.recordContent && call.input !== null) toolAttrs[GenAI.toolCallArguments] = json(call.input);
+      const s = keelTracer().startSpan(`execute_tool ${call.name}`, { kind: SpanKind.INTERNAL, startTime: call.start, attributes: toolAttrs }, ctx);
+      s.setStatus({ code: SpanStatusCode.ERROR, message: 'the call was running when its execution was interrupted; its result was never recorded' });
+      s.end(Math.max(call.start, end));
+    }
+    span.end(Math.max(start, end));
   }
 
   /** The execution's span as W3C trace context (for the runs it starts: subagents). */
@@ -241,7 +280,7 @@ export class RunSpans {
     span.end(Math.max(start, e.time));
   }
 
-  private toolAttributes(name: string, callId: string, step: number | undefined, first: number | undefined, last: number | undefined): Attributes {
+  private toolAttributes(name: string, callId: string, step: number | undefined, first: number | undefined, last: number | undefined, attempt = this.run.attempt): Attributes {
     const attrs: Attributes = {
       [GenAI.operationName]: 'execute_tool',
       [GenAI.toolName]: name,
@@ -250,7 +289,7 @@ export class RunSpans {
       [GenAI.conversationId]: this.run.sessionId,
       [Keel.sessionId]: this.run.sessionId,
       [Keel.runId]: this.run.id,
-      [Keel.attempt]: this.run.attempt,
+      [Keel.attempt]: attempt,
     };
     const description = this.describe(name);
     if (description) attrs[GenAI.toolDescription] = description;
@@ -319,6 +358,31 @@ export class RunSpans {
     this.root.setAttributes(attrs);
     this.root.end(endTime);
   }
+}
+
+/** The attributes of an execution's `invoke_agent` span (of the run's `attempt`). */
+function invokeAttributes(run: RunRecord, attempt: number): Attributes {
+  const model = (run.agentSpec as { model?: { provider?: unknown; modelId?: unknown } }).model;
+  const attrs: Attributes = {
+    [GenAI.operationName]: 'invoke_agent',
+    [GenAI.agentName]: run.agent.name,
+    [GenAI.agentVersion]: run.agent.version,
+    [GenAI.conversationId]: run.sessionId,
+    [Keel.sessionId]: run.sessionId,
+    [Keel.runId]: run.id,
+    [Keel.attempt]: attempt,
+  };
+  if (typeof model?.provider === 'string') attrs[GenAI.providerName] = model.provider;
+  if (typeof model?.modelId === 'string') attrs[GenAI.requestModel] = model.modelId;
+  if (run.turn !== null) attrs[Keel.turn] = run.turn;
+  if (run.parentRunId) attrs[Keel.parentRunId] = run.parentRunId;
+  return attrs;
+}
+
+/** Whether `e` is the claim that started an execution of `attempt`: a start or resume (`run/status` to running), or a recovery. */
+function isClaimOf(e: SessionEvent, attempt: number): boolean {
+  if (e.type === 'run/status') return e.data.to === 'running' && e.data.attempt === attempt;
+  return e.type === 'run/interrupted' && e.data.attempt === attempt;
 }
 
 /** A Keel user message in the GenAI input message format (file data is left out). */

@@ -2,7 +2,8 @@
  * The inspector in a real browser (Debian's chromium, driven by playwright-core): a Keel server
  * with the demo agent and an API key, the inspector at /inspect. The test enters the key, starts a
  * session from the UI, watches its run arrive live, approves send_report and answers the question
- * in the Inbox, and reads the finished run's timeline. Screenshots go to test-results/inspector/;
+ * in the Inbox, and reads the finished run's timeline; and a run's MCP tools (an agent with a real
+ * MCP server, test/mcp/fixtures/, and one that is down). Screenshots go to test-results/inspector/;
  * with KEEL_UPDATE_SCREENSHOT=1 the run timeline also goes to docs/inspector.png (the README's picture).
  */
 import { execFileSync } from 'node:child_process';
@@ -12,9 +13,11 @@ import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoAgent } from '../../src/config/index.ts';
+import { defineAgent, ScriptedModel } from '../../src/index.ts';
 import { createApiKey } from '../../src/server/auth.ts';
 import { startServer, type RunningServer } from '../../src/server/serve.ts';
 import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/index.ts';
+import { fixtureLog, stdioServer } from '../mcp/helpers.ts';
 
 const ROOT = join(import.meta.dirname, '../..');
 const SHOTS = join(ROOT, 'test-results/inspector');
@@ -27,6 +30,7 @@ let store: SqliteStore;
 let server: RunningServer;
 let secret: string;
 let browser: Browser;
+let mcpLog: ReturnType<typeof fixtureLog>;
 
 beforeAll(async () => {
   // `npm ci` builds the inspector (prepare → build); a checkout that was never built builds it here.
@@ -38,7 +42,14 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'keel-inspector-'));
   store = openSqliteStore({ path: join(dir, 'keel.db') });
   ({ secret } = await createApiKey(store, { tenant: 'acme' }));
-  server = await startServer({ store, config: { source: null, agents: [demoAgent()], compaction: {}, demo: true }, port: 0, host: '127.0.0.1', workers: 2, version: '0.0.0-test' });
+  mcpLog = fixtureLog();
+  // An agent with an MCP server (the stdio fixture) and one that is down (skipped); not the default agent.
+  const mcpAgent = defineAgent({
+    name: 'mcp-agent',
+    model: new ScriptedModel([{ text: 'Nothing to do.' }], { loop: true }),
+    mcpServers: [stdioServer('fx', mcpLog.path), { name: 'docs', stdio: { command: '/nonexistent/mcp-server' }, onUnavailable: 'skip' }],
+  });
+  server = await startServer({ store, config: { source: null, agents: [demoAgent(), mcpAgent], compaction: {}, demo: true }, port: 0, host: '127.0.0.1', workers: 2, version: '0.0.0-test' });
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
@@ -51,6 +62,7 @@ afterAll(async () => {
   await server?.close({ graceMs: 200 });
   await store?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
+  mcpLog?.cleanup();
 });
 
 const shot = (page: Page, name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
@@ -191,4 +203,42 @@ describe('the inspector', () => {
       await context.close();
     }
   }, 90_000);
+  it('shows the MCP tools a run got, each with its server, and the server it skipped', async () => {
+    const headers = { authorization: `Bearer ${secret}`, 'content-type': 'application/json' };
+    const session = (await (await fetch(`${server.url}/v1/sessions`, { method: 'POST', headers, body: JSON.stringify({ title: 'MCP tools' }) })).json()) as { id: string };
+    const sent = await fetch(`${server.url}/v1/sessions/${session.id}/messages`, { method: 'POST', headers, body: JSON.stringify({ content: 'Hello', agent: 'mcp-agent' }) });
+    expect(sent.status).toBe(202);
+    const runId = ((await sent.json()) as { run: { id: string } }).run.id;
+    const status = async () => ((await (await fetch(`${server.url}/v1/runs/${runId}`, { headers })).json()) as { status: string }).status;
+    await expect.poll(status, { timeout: WAIT }).toBe('completed');
+
+    const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+    const page = await context.newPage();
+    page.setDefaultTimeout(WAIT);
+    const failures: string[] = [];
+    page.on('pageerror', (e) => failures.push(e.message));
+    try {
+      await page.goto(`${server.url}/inspect/runs/${runId}`);
+      await page.getByLabel('API key').fill(secret);
+      await page.getByRole('button', { name: 'Use this key' }).click();
+      const section = page.getByTestId('mcp-tools');
+      await section.getByRole('heading', { name: 'MCP tools' }).waitFor();
+      const rows = section.getByTestId('mcp-tool');
+      await expect.poll(() => rows.count(), { timeout: WAIT }).toBe(5);
+      const cells = await Promise.all((await rows.all()).map(async (row) => (await row.locator('td').allTextContents()).join(' | ')));
+      expect(cells).toEqual([
+        'fx__add | fx | add | always',
+        'fx__slow | fx | slow | always',
+        'fx__read_only_echo | fx | read_only_echo | never',
+        'fx__fails | fx | fails | always',
+        'fx__die | fx | die | always',
+      ]);
+      expect(await section.textContent()).toContain('From fx (stdio, keel-fixture 1.0.0)');
+      expect(await section.getByTestId('mcp-skipped').textContent()).toMatch(/^Server docs skipped: MCP server docs is unavailable: /);
+      await shot(page, '09-mcp-tools');
+      expect(failures).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  }, 60_000);
 });

@@ -14,6 +14,7 @@ import type { ModelLimits, FlowControlOptions } from '../../src/limits/flow-cont
 import { instrumentRuntime } from '../../src/monitoring/instrument-runtime.ts';
 import { FakeProvider } from '../../bench/fake-provider.ts';
 import { openTestPostgres } from '../support/postgres.ts';
+import { agentWith, summarizerModel } from '../support/session-helpers.ts';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -185,6 +186,73 @@ describe('provider flow control', () => {
     clock.advance(30_000);
     expect((await rt.runs.wait(run!.id, { until: 'terminal', timeoutMs: 5000 })).status).toBe('completed');
     expect(provider.calls).toBe(1);
+  }, 20_000);
+
+  it("a compaction's own model waits for its limits like an agent's model", async () => {
+    const clock = manualClock();
+    const store = openSqliteStore({ path: tempPath() });
+    // The agent's model has no limit; the compaction's model (scripted:summarizer-1) has one slot,
+    // which another process took before it died: nothing releases it until its lease is over.
+    const model = new ScriptedModel([
+      { text: 'step 1', toolCalls: [{ id: 't1', name: 'lookup', input: { q: 'a' } }], usage: { input: 900 } },
+      { text: 'done', usage: { input: 100 } },
+    ]);
+    const summarizer = summarizerModel('LIMITED SUMMARY');
+    const rt = createRuntime({
+      store,
+      agents: [agentWith(model)],
+      compaction: { contextWindow: 1000, reserveTokens: 200, keepRecentTokens: 1, model: summarizer },
+      limits: { 'scripted:summarizer-1': { concurrency: 1 } },
+      flowControl: { pollMs: 20, slotLeaseMs: 30_000 },
+      clock,
+    });
+    rt.startWorker({ pollMs: 10, sweepMs: 1000 });
+    cleanups.push(async () => {
+      await rt.close({ graceMs: 100 });
+      await store.close();
+    });
+    expect(rt.flowControl?.keyFor(summarizer)).toBe('scripted:summarizer-1');
+    await store.acquireLimit({ key: 'scripted:summarizer-1', id: 'dead', waiter: 'dead', rank: 0, since: clock.now(), now: clock.now(), concurrency: 1, tokens: 0, windowMs: 60_000, slotLeaseMs: 30_000, waiterLeaseMs: 0 });
+    const s = await rt.sessions.create();
+    const { run } = await rt.sessions.send(s.id, 'process it');
+    // The step after the first is over the threshold: the compaction's call queues for the slot.
+    await eventually(async () => (await store.limitState('scripted:summarizer-1', clock.now())).waiters === 1);
+    expect(await store.limitState('scripted:summarizer-1', clock.now())).toMatchObject({ slots: 1, waiters: 1 });
+    expect(summarizer.calls).toHaveLength(0);
+    expect((await rt.runs.get(run.id))?.status).toBe('running');
+    // The dead holder's lease ends: the compaction gets the slot, summarizes, and the run goes on.
+    clock.advance(30_000);
+    expect((await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 10_000 })).status).toBe('completed');
+    expect(summarizer.calls).toHaveLength(1);
+    const events = await rt.sessions.events(s.id, { limit: 1000 });
+    expect(events.filter((e) => e.type === 'compaction').map((e) => (e.data as { summary: string }).summary)).toEqual(['LIMITED SUMMARY 1']);
+    // It gave its slot back, and nobody waits any more.
+    await eventually(async () => (await store.limitState('scripted:summarizer-1', clock.now())).slots === 0);
+    expect(await store.limitState('scripted:summarizer-1', clock.now())).toMatchObject({ slots: 0, waiters: 0 });
+  }, 20_000);
+
+  it("a manual compaction's model is limited too, and an agent's limited model counts once", async () => {
+    const store = openSqliteStore({ path: tempPath() });
+    const model = new ScriptedModel([{ text: 'answer 1' }, { text: 'answer 2' }, { text: 'SUMMARY BY THE AGENT MODEL' }]);
+    const summarizer = summarizerModel('MANUAL SUMMARY');
+    const { rt } = node(store, [agentWith(model)], { limits: { 'scripted:*': { requestsPerMinute: 100 } } });
+    const requests = async () => (await store.limitState('scripted:*', Date.now())).requests;
+    const s = await rt.sessions.create();
+    const ask = async (text: string) => (await rt.runs.wait((await rt.sessions.send(s.id, text)).run.id, { until: 'terminal' })).status;
+    expect(await ask('question 1')).toBe('completed');
+    expect(await requests()).toBe(1);
+    // A model of the caller's: its request is counted in the key's window.
+    expect(await rt.sessions.compact(s.id, { model: summarizer, keepRecentTokens: 1 })).toMatchObject({ compacted: true });
+    expect(summarizer.calls).toHaveLength(1);
+    expect(await requests()).toBe(2);
+    expect(await ask('question 2')).toBe('completed');
+    expect(await requests()).toBe(3);
+    // The agent's model, limited already (the HTTP route passes it): its request is counted once.
+    const limited = rt.resolveAgent('test-agent')!.model;
+    expect(limited).not.toBe(model);
+    expect(await rt.sessions.compact(s.id, { model: limited, keepRecentTokens: 1 })).toMatchObject({ compacted: true });
+    expect(model.calls).toHaveLength(3);
+    expect(await requests()).toBe(4);
   }, 20_000);
 
   it('a long wait does not hold a worker slot: another run goes meanwhile', async () => {

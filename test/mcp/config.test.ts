@@ -35,10 +35,14 @@ describe('MCP server configuration', () => {
     expect(bad([{ name: 'x', stdio: { command: 'a' }, onUnavailable: 'retry' }])).toThrow(ConfigError);
     expect(bad([{ name: 'x', stdio: { command: 'a' } }, { name: 'x', stdio: { command: 'b' } }])).toThrow(/two MCP servers are named x/);
     expect(bad([{ name: 'x', stdio: { command: 'a' }, extra: true }])).toThrow(ConfigError);
+    expect(bad([{ name: 'x', stdio: { command: 'a' }, tools: { maxPages: 0 } }])).toThrow(/maxPages/);
+    expect(bad([{ name: 'x', stdio: { command: 'a' }, tools: { maxTools: 1.5 } }])).toThrow(/maxTools/);
+    expect(bad([{ name: 'x', stdio: { command: 'a' }, tools: { maxPages: 10_001 } }])).toThrow(/maxPages/);
   });
 
   it('mcpServer() and parseMcpServers() validate for the library', () => {
     expect(mcpServer({ name: 'x', stdio: { command: 'node' } })).toEqual({ name: 'x', stdio: { command: 'node' } });
+    expect(mcpServer({ name: 'x', stdio: { command: 'node' }, tools: { maxPages: 5, maxTools: 50 } }).tools).toEqual({ maxPages: 5, maxTools: 50 });
     expect(() => mcpServer({ name: 'x' } as never)).toThrow(McpConfigError);
     expect(() => parseMcpServers([{ name: 'x', http: { url: 'not a url' } }], 'a')).toThrow(/agent a: mcpServers/);
   });

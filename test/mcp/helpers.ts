@@ -22,6 +22,12 @@ export function stdioServer(name: string, log: string, more: Partial<McpServerCo
   return { name, stdio: { command: process.execPath, args: [fixture('stdio-server.mjs')], env: { MCP_FIXTURE_LOG: log, MCP_FIXTURE_VARIANT: variant } }, ...more };
 }
 
+/** The paging fixture: `perPage` tools a page, `pages` pages (0: a next cursor on every page, for ever). */
+export function pagingServer(name: string, log: string, o: { perPage?: number; pages?: number }, more: Partial<McpServerConfig> = {}): McpServerConfig {
+  const env = { MCP_FIXTURE_LOG: log, PAGING_TOOLS_PER_PAGE: String(o.perPage ?? 1), PAGING_PAGES: String(o.pages ?? 0) };
+  return { name, stdio: { command: process.execPath, args: [fixture('paging-server.mjs')], env }, ...more };
+}
+
 export function httpServer(name: string, url: string, more: Partial<McpServerConfig> = {}): McpServerConfig {
   return { name, http: { url, headers: { 'x-fixture-token': 'secret' } }, ...more };
 }

@@ -59,6 +59,36 @@ describe('API: outcome unknown', () => {
     expect(await c.charge()).toMatchObject({ approval: 'approved', outcomeUnknown: { resolution: 'retried' }, output: { type: 'json', value: { charged: true, key } } });
   });
 
+  it('edited arguments on an unknown-outcome approval are refused with a 400 naming why; nothing is decided, and the run can still be approved', async () => {
+    const c = await recoveredApi({ onUnknownOutcome: 'ask_human' });
+    expect((await c.rt.runs.wait(c.runId, { until: 'settled', timeoutMs: 20_000 })).status).toBe('waiting_approval');
+    const key = readLedger(c.ledger).find((l) => l.tool === 'charge')!.key;
+
+    const refused = await c.post(`/v1/runs/${c.runId}/approvals/call-charge`, { decision: 'approve', arguments: { amount: 1 } });
+    expect(refused.status).toBe(400);
+    expect(refused.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    const problem = (await refused.json()) as Record<string, unknown>;
+    expect(problem).toMatchObject({
+      type: 'https://keel.dev/problems/arguments_not_editable',
+      title: "This call's arguments cannot be edited",
+      status: 400,
+      instance: `/v1/runs/${c.runId}/approvals/call-charge`,
+      run_id: c.runId,
+      approval_id: 'call-charge',
+    });
+    expect(problem.detail).toMatch(/outcome is unknown: approving it runs the call again with its recorded arguments and idempotency key, so they cannot be edited/);
+    // Nothing was decided: the run still waits, and the library refuses the same way.
+    const run = (await c.get(`/v1/runs/${c.runId}`)) as { status: string; waiting: { requests: Array<{ decided: boolean }> } };
+    expect(run.status).toBe('waiting_approval');
+    expect(run.waiting.requests[0]!.decided).toBe(false);
+    await expect(c.rt.runs.approve(c.runId, 'call-charge', { input: { amount: 1 } })).rejects.toMatchObject({ code: 'arguments_not_editable' });
+
+    // Approved without arguments: the call runs again as it ran, with its input and key.
+    expect((await c.post(`/v1/runs/${c.runId}/approvals/call-charge`, { decision: 'approve' })).status).toBe(200);
+    expect((await c.rt.runs.wait(c.runId, { until: 'terminal', timeoutMs: 20_000 })).status).toBe('completed');
+    expect(await c.charge()).toMatchObject({ input: { amount: 42 }, approval: 'approved', output: { type: 'json', value: { charged: true, key } } });
+  });
+
   it('the default policy: the steps show the call as outcome unknown, told to the model', async () => {
     const c = await recoveredApi({});
     expect((await c.rt.runs.wait(c.runId, { until: 'terminal', timeoutMs: 20_000 })).status).toBe('completed');

@@ -433,6 +433,7 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
           pauseRequested: true,
           deadlineAt: T0 + 99,
           turn: 4,
+          agentSpec: { name: 'a', tools: [{ name: 'fx__add', mcp: { server: 'fx' } }] },
         });
         expect(updated).toEqual({
           ...r,
@@ -446,6 +447,7 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
           pauseRequested: true,
           deadlineAt: T0 + 99,
           turn: 4,
+          agentSpec: { name: 'a', tools: [{ name: 'fx__add', mcp: { server: 'fx' } }] },
         });
         expect(await store.getRun(r.id)).toEqual(updated);
         const cleared = await store.updateRun(r.id, { error: null, waiting: null, cancelRequested: false, pauseRequested: false, deadlineAt: null });

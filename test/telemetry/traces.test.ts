@@ -7,6 +7,7 @@
  */
 import { trace, type Attributes } from '@opentelemetry/api';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { rmSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
@@ -25,8 +26,9 @@ import { RunSpans } from '../../src/telemetry/run-spans.ts';
 import { formatTraceparent, parseTraceparent, traceOfRequest } from '../../src/telemetry/trace-context.ts';
 import { recordsContent } from '../../src/telemetry/tracer.ts';
 import { deferred } from '../support/deferred.ts';
+import { crashMidCall, effectsAgent, runtimeFor } from '../support/effects.ts';
 import { startTestServer, type TestServer } from '../support/server-helpers.ts';
-import { tempDbPath } from '../support/session-helpers.ts';
+import { allEvents, tempDbPath } from '../support/session-helpers.ts';
 
 let exporter: InMemorySpanExporter;
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -295,7 +297,14 @@ describe('the span tree of a run', () => {
     await executionA.done.catch(() => {});
 
     const send = named('keel.send')[0]!;
-    const invokes = named('invoke_agent').sort((x, y) => (attr(x, 'keel.attempt') as number) - (attr(y, 'keel.attempt') as number));
+    // B cannot tell a frozen worker from a dead one: it makes the spans A had open (as for a killed
+    // process, below) beside A's own, which A ends when it finds it lost the run.
+    const rebuilt = named('invoke_agent').filter((s) => attr(s, 'keel.recovered_by') !== undefined);
+    expect(rebuilt.map((s) => [attr(s, 'keel.attempt'), attr(s, 'keel.recovered_by'), attr(s, 'error.type')])).toEqual([[1, 'B', 'interrupted']]);
+    expect(parentOf(rebuilt[0]!)).toBe(send.spanContext().spanId);
+    const invokes = named('invoke_agent')
+      .filter((s) => !rebuilt.includes(s))
+      .sort((x, y) => (attr(x, 'keel.attempt') as number) - (attr(y, 'keel.attempt') as number));
     expect(invokes.map((s) => attr(s, 'keel.attempt'))).toEqual([1, 2]);
     const [byA, byB] = invokes as [ReadableSpan, ReadableSpan];
     for (const s of spans()) expect(s.spanContext().traceId).toBe(send.spanContext().traceId);
@@ -316,9 +325,109 @@ describe('the span tree of a run', () => {
     const ofB = tools.filter((t) => parentOf(t) === byB.spanContext().spanId);
     expect(ofB).toHaveLength(1);
     expect(ofB[0]!.attributes).toMatchObject({ 'error.type': 'outcome_unknown', 'gen_ai.tool.call.id': 'call-c', 'keel.attempt': 2 });
-    // A's own view of the call: started, no result recorded by A.
+    // A's own view of the call: started, no result recorded by A; and B's view of what A had open.
     const ofA = tools.filter((t) => parentOf(t) === byA.spanContext().spanId);
     expect(ofA.map((t) => attr(t, 'error.type'))).toEqual(['interrupted']);
+    const ofRebuilt = tools.filter((t) => parentOf(t) === rebuilt[0]!.spanContext().spanId);
+    expect(ofRebuilt.map((t) => [attr(t, 'error.type'), attr(t, 'gen_ai.tool.call.id'), attr(t, 'keel.attempt')])).toEqual([['interrupted', 'call-c', 1]]);
+  });
+
+  it("a worker process killed mid-run: the recovering worker ends the spans it had open (error.type interrupted), and the next attempt continues the same trace", async () => {
+    // The run is created here (its keel.send span recorded, its context stored with it); a worker
+    // process with no SDK starts its tool step and is killed (SIGKILL) while both calls run.
+    const crash = await crashMidCall();
+    cleanups.push(() => rmSync(crash.dir, { recursive: true, force: true }));
+    const { rt, store } = runtimeFor(crash.db, effectsAgent({ ledger: crash.ledger }));
+    cleanups.push(async () => {
+      await rt.close({ graceMs: 100 });
+      await store.close();
+    });
+    rt.startWorker({ id: 'recoverer', concurrency: 1, pollMs: 20 });
+    expect(await rt.runs.wait(crash.runId, { until: 'terminal', timeoutMs: 20_000 })).toMatchObject({ status: 'completed', attempt: 2 });
+    // The execution's span ends just after the run's end is committed.
+    await expect.poll(() => named('invoke_agent').filter((s) => attr(s, 'keel.attempt') === 2).length, { timeout: 10_000 }).toBe(1);
+
+    const send = named('keel.send')[0]!;
+    for (const s of spans()) expect(s.spanContext().traceId).toBe(send.spanContext().traceId);
+    const invokes = named('invoke_agent');
+    expect(invokes.map((s) => attr(s, 'keel.attempt')).sort()).toEqual([1, 2]);
+    const dead = invokes.find((s) => attr(s, 'keel.attempt') === 1)!;
+    const next = invokes.find((s) => attr(s, 'keel.attempt') === 2)!;
+    // Both attempts are siblings under the run's stored context.
+    expect(parentOf(dead)).toBe(send.spanContext().spanId);
+    expect(parentOf(next)).toBe(send.spanContext().spanId);
+
+    // The interrupted attempt: from its claim to the recovery's run/interrupted, as the log has them.
+    const events = (await allEvents(rt.sessions, crash.sessionId)).filter((e) => e.runId === crash.runId);
+    const claim = events.find((e) => e.type === 'run/status' && e.data.to === 'running' && e.data.attempt === 1)!;
+    const interrupted = events.find((e) => e.type === 'run/interrupted')!;
+    expect(interrupted.data).toMatchObject({ attempt: 2, reason: 'lease_expired' });
+    const lastOfDead = events.filter((e) => e.seq < interrupted.seq).at(-1)!;
+    expect(dead.name).toBe('invoke_agent payments');
+    expect(dead.status).toMatchObject({ code: 2, message: expect.stringMatching(/^attempt 1 of the run was interrupted \(lease_expired\)/) });
+    expect(dead.attributes).toMatchObject({
+      'error.type': 'interrupted',
+      'gen_ai.operation.name': 'invoke_agent',
+      'gen_ai.agent.name': 'payments',
+      'keel.run.id': crash.runId,
+      'keel.session.id': crash.sessionId,
+      'keel.attempt': 1,
+      'keel.run.status': 'running',
+      'keel.interruption': 'lease_expired',
+      'keel.recovered_by': 'recoverer',
+      'keel.seq.first': claim.seq,
+      'keel.seq.last': lastOfDead.seq,
+    });
+    expect(ms(dead.startTime)).toBe(claim.time);
+    expect(ms(dead.endTime)).toBe(interrupted.time);
+
+    // Under it, the two calls it started and never saw end, ended at the interruption.
+    const underDead = spans().filter((s) => parentOf(s) === dead.spanContext().spanId);
+    expect(underDead.map((s) => s.name).sort()).toEqual(['execute_tool charge', 'execute_tool reserve']);
+    for (const s of underDead) {
+      const call = events.find((e) => e.type === 'tool/call' && e.data.toolCallId === attr(s, 'gen_ai.tool.call.id'))!;
+      expect(s.attributes).toMatchObject({ 'error.type': 'interrupted', 'keel.attempt': 1, 'keel.step': 1, 'keel.seq.first': call.seq, 'gen_ai.tool.description': expect.any(String) });
+      expect(s.status.code).toBe(2);
+      expect(ms(s.startTime)).toBe(call.time);
+      expect(ms(s.endTime)).toBe(interrupted.time);
+    }
+    // Its model call had ended (committed with the calls): that span was the dead process's to export, and is not made again.
+    expect(named('chat').map((s) => attr(s, 'keel.attempt'))).toEqual([2]);
+
+    // The next attempt: the calls' results (the idempotent one ran again, the other's outcome is unknown) and the final answer.
+    expect(next.attributes).toMatchObject({ 'keel.worker.id': 'recoverer', 'keel.run.status': 'completed', 'keel.resumed': true });
+    expect(next.attributes['keel.recovered_by']).toBeUndefined();
+    const underNext = spans().filter((s) => parentOf(s) === next.spanContext().spanId);
+    expect(underNext.map((s) => [s.name, attr(s, 'error.type')]).sort()).toEqual([
+      ['chat scripted-1', undefined],
+      ['execute_tool charge', 'outcome_unknown'],
+      ['execute_tool reserve', undefined],
+    ]);
+  });
+
+  it('a killed worker whose run then fails at once (attempts exhausted): the trace still ends the spans it had open', async () => {
+    const crash = await crashMidCall();
+    cleanups.push(() => rmSync(crash.dir, { recursive: true, force: true }));
+    const store = new SqliteStore({ path: crash.db, busyTimeoutMs: 30_000 });
+    const rt = createRuntime({ store, agents: [effectsAgent({ ledger: crash.ledger })], leaseMs: 300, maxAttempts: 1 });
+    cleanups.push(async () => {
+      await rt.close({ graceMs: 100 });
+      await store.close();
+    });
+    rt.startWorker({ id: 'recoverer', concurrency: 1, pollMs: 20 });
+    expect(await rt.runs.wait(crash.runId, { until: 'terminal', timeoutMs: 20_000 })).toMatchObject({ status: 'failed', error: { kind: 'attempts_exhausted' } });
+    await expect.poll(() => named('invoke_agent').length, { timeout: 10_000 }).toBe(2);
+
+    const send = named('keel.send')[0]!;
+    const [dead, last] = named('invoke_agent').sort((x, y) => (attr(x, 'keel.attempt') as number) - (attr(y, 'keel.attempt') as number)) as [ReadableSpan, ReadableSpan];
+    expect(dead.attributes).toMatchObject({ 'keel.attempt': 1, 'error.type': 'interrupted', 'keel.recovered_by': 'recoverer' });
+    expect(last.attributes).toMatchObject({ 'keel.attempt': 2, 'error.type': 'attempts_exhausted', 'keel.run.status': 'failed' });
+    for (const s of [dead, last]) expect(parentOf(s)).toBe(send.spanContext().spanId);
+    const underDead = spans().filter((s) => parentOf(s) === dead.spanContext().spanId);
+    expect(underDead.map((s) => [s.name, attr(s, 'error.type')]).sort()).toEqual([
+      ['execute_tool charge', 'interrupted'],
+      ['execute_tool reserve', 'interrupted'],
+    ]);
   });
 
   it("a subagent's run traces under its parent's execution (its invoke_agent span), in the same trace", async () => {
