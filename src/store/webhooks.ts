@@ -4,8 +4,24 @@
  * deliver them. Both backends implement these operations (sqlite/webhooks.ts, postgres/webhooks.ts).
  */
 
-/** The event types a subscription can ask for. */
-export const WEBHOOK_EVENT_TYPES = ['run.waiting_approval', 'run.waiting_for_user', 'run.completed', 'run.failed', 'run.cancelled', 'run.timed_out', 'schedule.fired'] as const;
+/**
+ * The event types a subscription can ask for: `run.<status>` for every run status (RUN_STATUSES in
+ * port.ts, in its order; the outbox checks at compile time that the two agree), and `schedule.fired`.
+ */
+export const WEBHOOK_EVENT_TYPES = [
+  'run.queued',
+  'run.running',
+  'run.waiting_approval',
+  'run.waiting_for_user',
+  'run.paused',
+  'run.completed',
+  'run.failed',
+  'run.cancelled',
+  'run.timed_out',
+  'run.sleeping',
+  'run.waiting_for_signal',
+  'schedule.fired',
+] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 export interface WebhookRecord {

@@ -128,6 +128,17 @@ describe('/v1/webhooks', () => {
     expect(patch.body.type).toMatch(/validation$/);
   });
 
+  it('subscribes to every run status (run.<status>) and lists them in /openapi.json', async () => {
+    const events = ['run.queued', 'run.running', 'run.waiting_approval', 'run.waiting_for_user', 'run.paused', 'run.completed', 'run.failed', 'run.cancelled', 'run.timed_out', 'run.sleeping', 'run.waiting_for_signal', 'schedule.fired'];
+    const created = await acme.post('/v1/webhooks', { url: hook.url, events });
+    expect(created.status).toBe(201);
+    expect(created.body.events).toEqual(events);
+    const spec = (await acme.get('/openapi.json')).body;
+    const schema = JSON.stringify(spec.components.schemas.Webhook);
+    for (const e of events) expect(schema).toContain(`"${e}"`);
+    await acme.delete(`/v1/webhooks/${created.body.id}`);
+  });
+
   it('is described in /openapi.json', async () => {
     const spec = (await acme.get('/openapi.json')).body;
     expect(Object.keys(spec.paths)).toEqual(

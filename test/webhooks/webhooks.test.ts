@@ -104,6 +104,31 @@ describe('webhooks', () => {
     ]);
   });
 
+  it('every run status is an event type (run.<status>), and the outbox writes it when a run moves to that status', async () => {
+    const { RUN_STATUSES, WEBHOOK_EVENT_TYPES } = await import('../../src/index.ts');
+    expect([...WEBHOOK_EVENT_TYPES].sort()).toEqual([...RUN_STATUSES.map((s) => `run.${s}`), 'schedule.fired'].sort());
+    const hook = await receiver();
+    const store = memoryStore();
+    const { rt } = runtime(store, { script: [{ toolCalls: [{ id: 'd1', name: 'danger', input: { target: 'x' } }] }, { text: 'done' }] });
+    const w = await rt.webhooks.create('default', { url: hook.url, events: [...WEBHOOK_EVENT_TYPES] });
+    rt.startWorker();
+    // A real run: queued, running, waiting_approval, queued again once approved, running, completed.
+    const s = await rt.sessions.create();
+    const { run } = await rt.sessions.send(s.id, 'go');
+    expect((await rt.runs.wait(run.id)).status).toBe('waiting_approval');
+    await rt.runs.approve(run.id, 'd1');
+    expect((await rt.runs.wait(run.id)).status).toBe('completed');
+    const types = async () => (await rt.webhooks.deliveries('default', w.id, { limit: 100 })).map((d) => d.delivery.eventType).reverse();
+    expect(await types()).toEqual(['run.queued', 'run.running', 'run.waiting_approval', 'run.queued', 'run.running', 'run.completed']);
+    // Every other status, as the runs layer records it (run/status in the session log).
+    const other = await rt.sessions.create();
+    for (const to of RUN_STATUSES) await rt.sessions.log.append(other.id, [{ type: 'run/status', runId: 'r1', data: { from: 'running', to, attempt: 1 } }]);
+    const listed = await rt.webhooks.deliveries('default', w.id, { limit: 100 });
+    const ofOther = listed.filter((d) => JSON.parse(d.delivery.body).data.run.session_id === other.id);
+    expect(ofOther.map((d) => d.delivery.eventType).reverse()).toEqual(RUN_STATUSES.map((to) => `run.${to}`));
+    expect(JSON.parse(ofOther[0]!.delivery.body)).toMatchObject({ type: `run.${RUN_STATUSES.at(-1)}`, data: { run: { status: RUN_STATUSES.at(-1), previous_status: 'running' } } });
+  });
+
   it('a delivery commits with its event: a transaction that rolls back leaves none', async () => {
     const hook = await receiver();
     const store = memoryStore();
