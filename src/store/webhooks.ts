@@ -58,9 +58,14 @@ export interface WebhookDelivery {
   /** No attempt starts after this: the delivery is `failed` then. */
   retryUntil: number;
   deliveredAt: number | null;
+  /** When it ended `delivered` or `failed` (null while pending): retention counts from it. */
+  endedAt: number | null;
   lastError: string | null;
   lastStatusCode: number | null;
 }
+
+/** The `lastError` of the deliveries a disabled subscription ended. */
+export const DISABLED_SUBSCRIPTION_ERROR = 'subscription disabled';
 
 /** A delivery as the outbox writes it: pending, due at `nextAttemptAt`. */
 export type NewWebhookDelivery = Pick<WebhookDelivery, 'id' | 'webhookId' | 'tenant' | 'eventType' | 'eventId' | 'body' | 'createdAt' | 'retryUntil'> & { nextAttemptAt: number };
@@ -105,7 +110,11 @@ export interface WebhookStoreOps {
   getWebhook(id: string): Promise<WebhookRecord | undefined>;
   /** A tenant's subscriptions, oldest first. */
   listWebhooks(tenant: string, page: WebhookPage): Promise<WebhookRecord[]>;
-  /** Undefined when there is no such subscription. */
+  /**
+   * Undefined when there is no such subscription. Disabling one (`active: false`) ends its pending
+   * deliveries `failed` (`lastError` DISABLED_SUBSCRIPTION_ERROR, ended at `updatedAt`), those in
+   * flight too (their attempts record nothing): a disabled subscription leaves nothing due.
+   */
   updateWebhook(id: string, patch: WebhookPatch): Promise<WebhookRecord | undefined>;
   /** Removes a subscription with its deliveries and their attempts; false when there was none. */
   deleteWebhook(id: string): Promise<boolean>;
@@ -124,7 +133,8 @@ export interface WebhookStoreOps {
    * Takes up to `limit` pending deliveries due at `now` (oldest due first) of active subscriptions,
    * for one attempt each: their claim increases and their next attempt moves to `now + leaseMs`,
    * so no other dispatcher takes them meanwhile (PostgreSQL: FOR UPDATE SKIP LOCKED; SQLite: under
-   * the write lock).
+   * the write lock). Due deliveries of a disabled subscription (one written in a race with its
+   * disabling) are ended `failed` instead, as `updateWebhook` does.
    */
   claimWebhookDeliveries(now: number, leaseMs: number, limit: number): Promise<ClaimedWebhookDelivery[]>;
   /**
@@ -134,7 +144,8 @@ export interface WebhookStoreOps {
   recordWebhookAttempt(o: WebhookAttemptOutcome): Promise<boolean>;
   /**
    * Makes a delivery pending again, due at `now`, to be tried until `retryUntil`. Refused
-   * (StoreError `conflict`) while an attempt of it is in flight; undefined for an unknown id.
+   * (StoreError `conflict`) while an attempt of it is in flight or while its subscription is
+   * disabled; undefined for an unknown id.
    */
   redeliverWebhook(id: string, now: number, retryUntil: number): Promise<WebhookDelivery | undefined>;
 }
@@ -165,6 +176,7 @@ export interface WebhookDeliveryRow {
   next_attempt_at: number | null;
   retry_until: number;
   delivered_at: number | null;
+  ended_at: number | null;
   last_error: string | null;
   last_status_code: number | null;
   leased_until: number | null;
@@ -205,6 +217,7 @@ export const toWebhookDelivery = (r: WebhookDeliveryRow): WebhookDelivery => ({
   nextAttemptAt: num(r.next_attempt_at),
   retryUntil: Number(r.retry_until),
   deliveredAt: num(r.delivered_at),
+  endedAt: num(r.ended_at),
   lastError: r.last_error,
   lastStatusCode: num(r.last_status_code),
 });

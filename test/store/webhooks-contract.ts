@@ -88,7 +88,7 @@ export function webhooksContract(name: string, open: () => Promise<OpenedStore>)
       await store.transaction((tx) => tx.addWebhookDeliveries([kept]));
       const list = await store.listWebhookDeliveries(w.id, { limit: 10 });
       expect(list).toEqual([
-        { ...kept, status: 'pending', attempts: 0, deliveredAt: null, lastError: null, lastStatusCode: null },
+        { ...kept, status: 'pending', attempts: 0, deliveredAt: null, endedAt: null, lastError: null, lastStatusCode: null },
       ]);
       expect(await store.getWebhookDelivery(kept.id)).toEqual(list[0]);
     });
@@ -129,7 +129,9 @@ export function webhooksContract(name: string, open: () => Promise<OpenedStore>)
       expect(await store.getWebhookDelivery('d1')).toMatchObject({ status: 'delivered', attempts: 2, nextAttemptAt: null, deliveredAt: T0 + 10_005 });
       expect(await store.getWebhookDelivery('d2')).toMatchObject({ status: 'failed', attempts: 1, nextAttemptAt: null, lastError: 'ECONNREFUSED', lastStatusCode: null });
       expect(await store.listWebhookAttempts(['d1', 'd2'])).toEqual([attempt, ok, gone]);
-      expect(await store.hasDueWebhookDeliveries(T0 + 10 * LEASE)).toBe(true); // d3 (its subscription is off) stays pending
+      // d3 (its subscription is off) was not claimed: the claims ended it failed.
+      expect(await store.getWebhookDelivery('d3')).toMatchObject({ status: 'failed', lastError: 'subscription disabled', nextAttemptAt: null });
+      expect(await store.hasDueWebhookDeliveries(T0 + 10 * LEASE)).toBe(false);
 
       // Redelivery: pending again, due now, a new claim; the old claim records nothing.
       expect(await store.redeliverWebhook('d1', T0 + 20_000, T0 + 30_000)).toMatchObject({ status: 'pending', nextAttemptAt: T0 + 20_000, retryUntil: T0 + 30_000, attempts: 2 });
@@ -142,6 +144,40 @@ export function webhooksContract(name: string, open: () => Promise<OpenedStore>)
       await store.deleteWebhook(w.id);
       expect(await store.getWebhookDelivery('d1')).toBeUndefined();
       expect(await store.listWebhookAttempts(['d1'])).toEqual([]);
+    });
+
+    it('disabling a subscription ends its pending deliveries failed (in flight too); nothing stays due', async () => {
+      const w = hook('a');
+      const other = hook('b');
+      await store.createWebhook(w);
+      await store.createWebhook(other);
+      await store.addWebhookDeliveries([delivery(w, { id: 'p1' }), delivery(w, { id: 'p2', nextAttemptAt: T0 + 60_000 }), delivery(other, { id: 'q1' })]);
+      const [inFlight] = await store.claimWebhookDeliveries(T0, LEASE, 1);
+      expect(inFlight!.id).toBe('p1');
+      expect(await store.updateWebhook(w.id, { active: false, updatedAt: T0 + 1000 })).toMatchObject({ active: false });
+      for (const id of ['p1', 'p2']) {
+        expect(await store.getWebhookDelivery(id)).toMatchObject({ status: 'failed', nextAttemptAt: null, lastError: 'subscription disabled', endedAt: T0 + 1000 });
+      }
+      // The attempt that was in flight records nothing; the other tenant's delivery is untouched.
+      expect(await store.recordWebhookAttempt({ deliveryId: 'p1', claim: inFlight!.claim, attempt: { deliveryId: 'p1', n: 1, startedAt: T0, durationMs: 1, statusCode: 200, error: null }, status: 'delivered', nextAttemptAt: null })).toBe(false);
+      expect(await store.getWebhookDelivery('q1')).toMatchObject({ status: 'pending', endedAt: null });
+      await store.updateWebhook(other.id, { active: false, updatedAt: T0 + 2000 });
+      expect(await store.hasDueWebhookDeliveries(T0 + 10 * LEASE)).toBe(false);
+      // Disabled, no redelivery either; active again, nothing comes back by itself (a redelivery on request does).
+      await expect(store.redeliverWebhook('p2', T0 + 2500, T0 + 5000)).rejects.toMatchObject({ code: 'conflict' });
+      await store.updateWebhook(w.id, { active: true, updatedAt: T0 + 3000 });
+      expect(await store.hasDueWebhookDeliveries(T0 + 10 * LEASE)).toBe(false);
+      expect(await store.redeliverWebhook('p2', T0 + 4000, T0 + 5000)).toMatchObject({ status: 'pending', endedAt: null, nextAttemptAt: T0 + 4000 });
+    });
+
+    it('a pending delivery of a disabled subscription (written in a race with the disabling) is ended failed by the next claim, not claimed', async () => {
+      const w = hook('a', { active: false });
+      await store.createWebhook(w);
+      await store.addWebhookDeliveries([delivery(w, { id: 'late' })]);
+      expect(await store.hasDueWebhookDeliveries(T0)).toBe(true);
+      expect(await store.claimWebhookDeliveries(T0 + 500, LEASE, 10)).toEqual([]);
+      expect(await store.getWebhookDelivery('late')).toMatchObject({ status: 'failed', lastError: 'subscription disabled', endedAt: T0 + 500 });
+      expect(await store.hasDueWebhookDeliveries(T0 + 10 * LEASE)).toBe(false);
     });
 
     it('pages deliveries newest first', async () => {

@@ -243,6 +243,39 @@ describe('webhooks', () => {
     await expect(rt.webhooks.redeliver('other', w.id, delivery.id)).rejects.toMatchObject({ code: 'not_found' });
   });
 
+  it('disabling a subscription ends its pending deliveries failed, and a poll with only those makes no write transaction', async () => {
+    const hook = await receiver();
+    hook.status = 503;
+    const store = memoryStore();
+    const { rt, clock } = runtime(store);
+    const w = await rt.webhooks.create('default', { url: hook.url, events: ['run.cancelled'] });
+    await cancelledRun(rt);
+    await cancelledRun(rt);
+    // One has been attempted (and waits for its retry), one not yet.
+    expect(await rt.webhooks.dispatcher.tick()).toBe(2);
+    await cancelledRun(rt);
+    await rt.webhooks.update('default', w.id, { active: false });
+    const listed = await rt.webhooks.deliveries('default', w.id, { limit: 10 });
+    expect(listed.map((d) => [d.delivery.status, d.delivery.lastError])).toEqual([
+      ['failed', 'subscription disabled'],
+      ['failed', 'subscription disabled'],
+      ['failed', 'subscription disabled'],
+    ]);
+    clock.advance(DAY);
+    expect(await store.hasDueWebhookDeliveries(clock.now())).toBe(false);
+    const commits = store.commitCount;
+    expect(await rt.webhooks.dispatcher.tick()).toBe(0);
+    expect(store.commitCount).toBe(commits);
+    // Disabled, a delivery is not attempted again on request either (409); active again, it is.
+    const one = listed[0]!.delivery.id;
+    await expect(rt.webhooks.redeliver('default', w.id, one)).rejects.toMatchObject({ code: 'conflict' });
+    await rt.webhooks.update('default', w.id, { active: true });
+    hook.status = 200;
+    await rt.webhooks.redeliver('default', w.id, one);
+    expect(await rt.webhooks.dispatcher.tick()).toBe(1);
+    expect(await store.getWebhookDelivery(one)).toMatchObject({ status: 'delivered' });
+  });
+
   it('jittered backoff stays within half to all of the exponential delay', async () => {
     const { webhookBackoff } = await import('../../src/index.ts');
     const o = { baseDelayMs: 10 * SEC, maxDelayMs: 3600 * SEC };

@@ -141,7 +141,7 @@ export function webhookRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       method: 'patch',
       path: '/v1/webhooks/{id}',
       tags: ['webhooks'],
-      summary: 'Change a subscription’s URL, events, or whether it is active (a disabled one gets no new deliveries, and its pending ones wait)',
+      summary: 'Change a subscription’s URL, events, or whether it is active (a disabled one gets no new deliveries, and its pending ones end failed)',
       request: { params: IdParam, ...body(PatchBody) },
       responses: { 200: json(WebhookSchema, 'The subscription as changed'), ...problems },
     }),
@@ -196,7 +196,7 @@ export function webhookRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       tags: ['webhooks'],
       summary: 'Attempt a delivery again now (retried again for a day if it fails), whatever its status; the same delivery id',
       request: { params: DeliveryParams },
-      responses: { 202: json(DeliverySchema, 'The delivery, pending again'), 409: problem('An attempt of it is in flight'), ...problems },
+      responses: { 202: json(DeliverySchema, 'The delivery, pending again'), 409: problem('An attempt of it is in flight, or the subscription is disabled (problem type `conflict`)'), ...problems },
     }),
     async (c) => {
       const { id, delivery_id } = c.req.valid('param');

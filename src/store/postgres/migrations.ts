@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { SchemaVersionError } from '../port.ts';
-import { WEBHOOKS_MIGRATION_SQL } from './webhooks.ts';
+import { WEBHOOKS_MIGRATION_2_SQL, WEBHOOKS_MIGRATION_SQL } from './webhooks.ts';
 import { schedulesDdl } from '../schedule-rows.ts';
 import { postgresWaitsMigration } from '../wait-rows.ts';
 import { limitsDdl } from '../limit-rows.ts';
@@ -376,6 +376,12 @@ export const migrations: ReadonlyArray<{ version: number; sql: string }> = [
     // Provider flow control (docs/flow-control.md): limit slots, windows, pauses and waiters.
     version: 8,
     sql: limitsDdl('BIGINT'),
+  },
+  // Version 9 is being added on another branch; the gap closes when both are merged.
+  {
+    // Webhooks, issue 38: delivery end times for retention, ... (see WEBHOOKS_MIGRATION_2_SQL).
+    version: 10,
+    sql: WEBHOOKS_MIGRATION_2_SQL,
   },
 ];
 

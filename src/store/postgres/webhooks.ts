@@ -1,5 +1,6 @@
 import { StoreError } from '../port.ts';
 import {
+  DISABLED_SUBSCRIPTION_ERROR,
   toWebhook,
   toWebhookAttempt,
   toWebhookDelivery,
@@ -57,6 +58,22 @@ export const WEBHOOKS_MIGRATION_SQL = `
   );
 `;
 
+/**
+ * Schema v10 (issue 38): when a delivery ended (`ended_at`, indexed for retention); pending
+ * deliveries of disabled subscriptions end failed, as disabling now does.
+ */
+export const WEBHOOKS_MIGRATION_2_SQL = `
+  ALTER TABLE webhook_deliveries ADD COLUMN ended_at bigint;
+  UPDATE webhook_deliveries d SET ended_at = coalesce(d.delivered_at,
+      (SELECT max(a.started_at + a.duration_ms) FROM webhook_attempts a WHERE a.delivery_id = d.id), d.created_at)
+    WHERE d.status <> 'pending';
+  UPDATE webhook_deliveries d SET status = 'failed', next_attempt_at = NULL, leased_until = NULL, last_error = '${DISABLED_SUBSCRIPTION_ERROR}', ended_at = w.updated_at
+    FROM webhooks w WHERE w.id = d.webhook_id AND NOT w.active AND d.status = 'pending';
+  CREATE INDEX webhook_deliveries_ended ON webhook_deliveries (status, ended_at) WHERE ended_at IS NOT NULL;
+`;
+
+const FAIL_DISABLED = `status = 'failed', next_attempt_at = NULL, leased_until = NULL, last_error = '${DISABLED_SUBSCRIPTION_ERROR}'`;
+
 type PgWebhookOps = { [K in keyof WebhookStoreOps]: (ctx: OpContext, ...args: Parameters<WebhookStoreOps[K]>) => ReturnType<WebhookStoreOps[K]> };
 
 const limitOf = (n: number) => Math.max(0, Math.min(Math.floor(n), 1000));
@@ -90,13 +107,15 @@ export const pgWebhookOperations: PgWebhookOps = {
   listWebhooks: async ({ sql }, tenant, page) =>
     (await sql.rows<WebhookRow>('SELECT * FROM webhooks WHERE tenant = $1 AND id > $2 ORDER BY id LIMIT $3', [tenant, page.after ?? '', limitOf(page.limit)])).map(toWebhook),
 
-  updateWebhook: async ({ sql }, id, patch) => {
-    const r = await sql.one<WebhookRow>(
-      `UPDATE webhooks SET url = COALESCE($2, url), events = COALESCE($3, events), active = COALESCE($4, active), updated_at = $5 WHERE id = $1 RETURNING *`,
-      [id, patch.url ?? null, patch.events ? JSON.stringify(patch.events) : null, patch.active ?? null, patch.updatedAt],
-    );
-    return r ? toWebhook(r) : undefined;
-  },
+  updateWebhook: ({ atomic }, id, patch) =>
+    atomic(async (q) => {
+      const r = await q.one<WebhookRow>(
+        `UPDATE webhooks SET url = COALESCE($2, url), events = COALESCE($3, events), active = COALESCE($4, active), updated_at = $5 WHERE id = $1 RETURNING *`,
+        [id, patch.url ?? null, patch.events ? JSON.stringify(patch.events) : null, patch.active ?? null, patch.updatedAt],
+      );
+      if (r && !r.active) await q.run(`UPDATE webhook_deliveries SET ${FAIL_DISABLED}, ended_at = $2 WHERE webhook_id = $1 AND status = 'pending'`, [id, patch.updatedAt]);
+      return r ? toWebhook(r) : undefined;
+    }),
 
   deleteWebhook: async ({ sql }, id) => (await sql.run('DELETE FROM webhooks WHERE id = $1', [id])) === 1,
 
@@ -138,6 +157,11 @@ export const pgWebhookOperations: PgWebhookOps = {
 
   /** One statement: due deliveries locked and skipped by concurrent claims (FOR UPDATE SKIP LOCKED), leased for one attempt. */
   claimWebhookDeliveries: async ({ sql }, now, leaseMs, limit) => {
+    await sql.run(
+      `UPDATE webhook_deliveries d SET ${FAIL_DISABLED}, ended_at = $1
+       WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND EXISTS (SELECT 1 FROM webhooks w WHERE w.id = d.webhook_id AND NOT w.active)`,
+      [now],
+    );
     const rows = await sql.rows<WebhookDeliveryRow & { url: string; secret: string }>(
       `UPDATE webhook_deliveries d SET claim = d.claim + 1, next_attempt_at = $2, leased_until = $2
        FROM (SELECT d2.id FROM webhook_deliveries d2 JOIN webhooks w2 ON w2.id = d2.webhook_id
@@ -157,7 +181,8 @@ export const pgWebhookOperations: PgWebhookOps = {
       const a = o.attempt;
       const changed = await q.run(
         `UPDATE webhook_deliveries SET status = $3, attempts = attempts + 1, next_attempt_at = $4, leased_until = NULL,
-           delivered_at = CASE WHEN $3 = 'delivered' THEN $5 ELSE delivered_at END, last_error = $6, last_status_code = $7
+           delivered_at = CASE WHEN $3 = 'delivered' THEN $5 ELSE delivered_at END, ended_at = CASE WHEN $3 = 'pending' THEN NULL ELSE $5 END,
+           last_error = $6, last_status_code = $7
          WHERE id = $1 AND claim = $2 AND status = 'pending' AND leased_until IS NOT NULL`,
         [o.deliveryId, o.claim, o.status, o.status === 'pending' ? o.nextAttemptAt : null, a.startedAt + a.durationMs, a.error, a.statusCode],
       );
@@ -178,8 +203,10 @@ export const pgWebhookOperations: PgWebhookOps = {
       const r = await q.one<WebhookDeliveryRow>('SELECT * FROM webhook_deliveries WHERE id = $1 FOR UPDATE', [id]);
       if (!r) return undefined;
       if (r.status === 'pending' && r.leased_until !== null && Number(r.leased_until) > now) throw new StoreError('conflict', `delivery ${id} is being attempted now`);
+      const w = await q.one<{ active: boolean }>('SELECT active FROM webhooks WHERE id = $1', [r.webhook_id]);
+      if (w && !w.active) throw new StoreError('conflict', `the subscription of delivery ${id} is disabled: enable it first`);
       const u = await q.one<WebhookDeliveryRow>(
-        "UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $2, retry_until = $3, claim = claim + 1, leased_until = NULL WHERE id = $1 RETURNING *",
+        "UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $2, retry_until = $3, claim = claim + 1, leased_until = NULL, ended_at = NULL WHERE id = $1 RETURNING *",
         [id, now, retryUntil],
       );
       return toWebhookDelivery(u!);

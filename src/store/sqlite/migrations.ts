@@ -6,7 +6,7 @@ import { sqliteWaitsMigration } from '../wait-rows.ts';
 import { limitsDdl } from '../limit-rows.ts';
 import { decodeBatch, encodeOpen0, OPEN_CODECS_SQL, seal, SEALED_CODEC } from './event-batch-codec.ts';
 import { idKey, idKeyOrNull } from './id-keys.ts';
-import { WEBHOOKS_MIGRATION_SQL } from './webhooks.ts';
+import { WEBHOOKS_MIGRATION_2_SQL, WEBHOOKS_MIGRATION_SQL } from './webhooks.ts';
 
 /**
  * Versioned schema migrations, applied in order at open. The database's `user_version` records the
@@ -367,6 +367,12 @@ export const migrations: ReadonlyArray<{ version: number; sql: string; run?: (db
       ALTER TABLE event_batches ADD COLUMN leaf_id TEXT;
       ALTER TABLE event_batches ADD COLUMN turn INTEGER;
     `,
+  },
+  // Version 18 is being added on another branch; the gap closes when both are merged.
+  {
+    // Webhooks, issue 38: delivery end times for retention, ... (see WEBHOOKS_MIGRATION_2_SQL).
+    version: 19,
+    sql: WEBHOOKS_MIGRATION_2_SQL,
   },
 ];
 

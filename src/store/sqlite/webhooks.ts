@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { StoreError } from '../port.ts';
 import {
+  DISABLED_SUBSCRIPTION_ERROR,
   toWebhook,
   toWebhookAttempt,
   toWebhookDelivery,
@@ -57,6 +58,21 @@ export const WEBHOOKS_MIGRATION_SQL = `
   ) WITHOUT ROWID;
 `;
 
+/**
+ * Schema v19 (issue 38): when a delivery ended (`ended_at`, indexed for retention); pending
+ * deliveries of disabled subscriptions end failed, as disabling now does.
+ */
+export const WEBHOOKS_MIGRATION_2_SQL = `
+  ALTER TABLE webhook_deliveries ADD COLUMN ended_at INTEGER;
+  UPDATE webhook_deliveries SET ended_at = coalesce(delivered_at,
+      (SELECT max(a.started_at + a.duration_ms) FROM webhook_attempts a WHERE a.delivery_id = webhook_deliveries.id), created_at)
+    WHERE status <> 'pending';
+  UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, leased_until = NULL, last_error = '${DISABLED_SUBSCRIPTION_ERROR}',
+      ended_at = coalesce((SELECT w.updated_at FROM webhooks w WHERE w.id = webhook_id), created_at)
+    WHERE status = 'pending' AND webhook_id IN (SELECT id FROM webhooks WHERE active = 0);
+  CREATE INDEX webhook_deliveries_ended ON webhook_deliveries(status, ended_at) WHERE ended_at IS NOT NULL;
+`;
+
 type WebhookOpName = keyof WebhookStoreOps;
 
 /** How each webhook operation runs (see PLAN in store.ts). */
@@ -105,13 +121,23 @@ export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
        WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND w.active = 1 ORDER BY d.next_attempt_at LIMIT ?`,
     ),
     take: db.prepare('UPDATE webhook_deliveries SET claim = claim + 1, next_attempt_at = ?, leased_until = ? WHERE id = ?'),
+    // A disabled subscription's pending deliveries: failed (none stays due).
+    failDisabled: db.prepare<[number, string]>(
+      `UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, leased_until = NULL, ended_at = ?, last_error = '${DISABLED_SUBSCRIPTION_ERROR}'
+       WHERE webhook_id = ? AND status = 'pending'`,
+    ),
+    failDueOfDisabled: db.prepare<[{ now: number }]>(
+      `UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, leased_until = NULL, ended_at = @now, last_error = '${DISABLED_SUBSCRIPTION_ERROR}'
+       WHERE status = 'pending' AND next_attempt_at <= @now AND EXISTS (SELECT 1 FROM webhooks w WHERE w.id = webhook_id AND w.active = 0)`,
+    ),
     settle: db.prepare(
       `UPDATE webhook_deliveries SET status = @status, attempts = attempts + 1, next_attempt_at = @nextAttemptAt, leased_until = NULL,
-         delivered_at = CASE WHEN @status = 'delivered' THEN @at ELSE delivered_at END, last_error = @error, last_status_code = @statusCode
+         delivered_at = CASE WHEN @status = 'delivered' THEN @at ELSE delivered_at END, ended_at = CASE WHEN @status = 'pending' THEN NULL ELSE @at END,
+         last_error = @error, last_status_code = @statusCode
        WHERE id = @id AND claim = @claim AND status = 'pending' AND leased_until IS NOT NULL`,
     ),
     addAttempt: db.prepare('INSERT INTO webhook_attempts (delivery_id, n, started_at, duration_ms, status_code, error) VALUES (?, ?, ?, ?, ?, ?)'),
-    redeliver: db.prepare("UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ?, retry_until = ?, claim = claim + 1, leased_until = NULL WHERE id = ?"),
+    redeliver: db.prepare("UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ?, retry_until = ?, claim = claim + 1, leased_until = NULL, ended_at = NULL WHERE id = ?"),
   };
   const ops: SyncWebhookOps = {
     createWebhook: (w) => {
@@ -132,6 +158,7 @@ export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
       if (!before) return undefined;
       const w = { ...before, ...patch };
       st.update.run(w.url, JSON.stringify(w.events), w.active ? 1 : 0, w.updatedAt, id);
+      if (!w.active) st.failDisabled.run(w.updatedAt, id);
       return w;
     },
     deleteWebhook: (id) => st.delete.run(id).changes === 1,
@@ -147,6 +174,7 @@ export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
     listWebhookAttempts: (ids) => ids.flatMap((id) => st.attemptsOf.all(id).map(toWebhookAttempt)),
     hasDueWebhookDeliveries: (now) => st.due.get(now) !== undefined,
     claimWebhookDeliveries: (now, leaseMs, limit) => {
+      st.failDueOfDisabled.run({ now });
       const out: ClaimedWebhookDelivery[] = [];
       for (const r of st.dueRows.all(now, limitOf(limit))) {
         st.take.run(now + leaseMs, now + leaseMs, r.id);
@@ -165,6 +193,7 @@ export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
       const r = st.getDelivery.get(id);
       if (!r) return undefined;
       if (r.status === 'pending' && r.leased_until !== null && r.leased_until > now) throw new StoreError('conflict', `delivery ${id} is being attempted now`);
+      if (st.get.get(r.webhook_id)?.active === 0) throw new StoreError('conflict', `the subscription of delivery ${id} is disabled: enable it first`);
       st.redeliver.run(now, retryUntil, id);
       return toWebhookDelivery(st.getDelivery.get(id)!);
     },
