@@ -47,6 +47,8 @@ export interface WebhookDelivery {
   eventType: WebhookEventType;
   /** The session event that caused it. */
   eventId: string;
+  /** That event's session (erasing the session removes the delivery); null for rows written before it was kept. */
+  sessionId: string | null;
   /** The JSON body sent, exactly (what the signature covers, with the timestamp). */
   body: string;
   status: WebhookDeliveryStatus;
@@ -68,7 +70,7 @@ export interface WebhookDelivery {
 export const DISABLED_SUBSCRIPTION_ERROR = 'subscription disabled';
 
 /** A delivery as the outbox writes it: pending, due at `nextAttemptAt`. */
-export type NewWebhookDelivery = Pick<WebhookDelivery, 'id' | 'webhookId' | 'tenant' | 'eventType' | 'eventId' | 'body' | 'createdAt' | 'retryUntil'> & { nextAttemptAt: number };
+export type NewWebhookDelivery = Pick<WebhookDelivery, 'id' | 'webhookId' | 'tenant' | 'eventType' | 'eventId' | 'sessionId' | 'body' | 'createdAt' | 'retryUntil'> & { nextAttemptAt: number };
 
 export interface WebhookAttempt {
   deliveryId: string;
@@ -168,6 +170,7 @@ export interface WebhookDeliveryRow {
   tenant: string;
   event_type: string;
   event_id: string;
+  session_id: string | null;
   body: string;
   status: string;
   attempts: number;
@@ -210,6 +213,7 @@ export const toWebhookDelivery = (r: WebhookDeliveryRow): WebhookDelivery => ({
   tenant: r.tenant,
   eventType: r.event_type as WebhookEventType,
   eventId: r.event_id,
+  sessionId: r.session_id,
   body: r.body,
   status: r.status as WebhookDeliveryStatus,
   attempts: Number(r.attempts),

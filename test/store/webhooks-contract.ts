@@ -29,6 +29,7 @@ const delivery = (w: WebhookRecord, o: Partial<NewWebhookDelivery> = {}): NewWeb
   tenant: w.tenant,
   eventType: 'run.completed',
   eventId: randomUUID(),
+  sessionId: null,
   body: '{"a":1}',
   createdAt: T0,
   nextAttemptAt: T0,
@@ -178,6 +179,27 @@ export function webhooksContract(name: string, open: () => Promise<OpenedStore>)
       expect(await store.claimWebhookDeliveries(T0 + 500, LEASE, 10)).toEqual([]);
       expect(await store.getWebhookDelivery('late')).toMatchObject({ status: 'failed', lastError: 'subscription disabled', endedAt: T0 + 500 });
       expect(await store.hasDueWebhookDeliveries(T0 + 10 * LEASE)).toBe(false);
+    });
+
+    it("erasing a session removes its deliveries (bodies) and their attempts, nobody else's", async () => {
+      await store.createSession({ id: 's1', tenant: 'a', createdAt: T0 });
+      await store.createSession({ id: 's2', tenant: 'a', createdAt: T0 });
+      const w = hook('a');
+      await store.createWebhook(w);
+      await store.addWebhookDeliveries([delivery(w, { id: 'e1', sessionId: 's1' }), delivery(w, { id: 'e2', sessionId: 's1', nextAttemptAt: T0 + 1 }), delivery(w, { id: 'k1', sessionId: 's2' }), delivery(w, { id: 'k2' })]);
+      expect(await store.getWebhookDelivery('e1')).toMatchObject({ sessionId: 's1' });
+      expect(await store.getWebhookDelivery('k2')).toMatchObject({ sessionId: null });
+      const claimed = await store.claimWebhookDeliveries(T0 + 1, LEASE, 10);
+      for (const c of claimed) {
+        const attempt = { deliveryId: c.id, n: 1, startedAt: T0 + 1, durationMs: 1, statusCode: 200, error: null };
+        expect(await store.recordWebhookAttempt({ deliveryId: c.id, claim: c.claim, attempt, status: 'delivered', nextAttemptAt: null })).toBe(true);
+      }
+      expect(await store.listWebhookAttempts(['e1', 'e2', 'k1', 'k2'])).toHaveLength(4);
+      await store.eraseSession('s1', T0 + 2);
+      expect(await store.getWebhookDelivery('e1')).toBeUndefined();
+      expect(await store.getWebhookDelivery('e2')).toBeUndefined();
+      expect((await store.listWebhookDeliveries(w.id, { limit: 10 })).map((d) => d.id).sort()).toEqual(['k1', 'k2']);
+      expect((await store.listWebhookAttempts(['e1', 'e2', 'k1', 'k2'])).map((a) => a.deliveryId).sort()).toEqual(['k1', 'k2']);
     });
 
     it('pages deliveries newest first', async () => {

@@ -276,6 +276,24 @@ describe('webhooks', () => {
     expect(await store.getWebhookDelivery(one)).toMatchObject({ status: 'delivered' });
   });
 
+  it("erasing a session removes its webhook deliveries (their bodies) and attempts", async () => {
+    const hook = await receiver();
+    const store = memoryStore();
+    const { rt } = runtime(store);
+    const w = await rt.webhooks.create('default', { url: hook.url, events: ['run.cancelled'] });
+    const erased = await cancelledRun(rt);
+    const kept = await cancelledRun(rt);
+    expect(await rt.webhooks.dispatcher.drain()).toBe(2);
+    const before = await rt.webhooks.deliveries('default', w.id, { limit: 10 });
+    expect(before.map((d) => d.delivery.sessionId).sort()).toEqual([erased.sessionId, kept.sessionId].sort());
+    await rt.sessions.erase(erased.sessionId);
+    const after = await rt.webhooks.deliveries('default', w.id, { limit: 10 });
+    expect(after.map((d) => d.delivery.sessionId)).toEqual([kept.sessionId]);
+    const gone = before.find((d) => d.delivery.sessionId === erased.sessionId)!.delivery.id;
+    expect(await store.getWebhookDelivery(gone)).toBeUndefined();
+    expect(await store.listWebhookAttempts([gone])).toEqual([]);
+  });
+
   it('jittered backoff stays within half to all of the exponential delay', async () => {
     const { webhookBackoff } = await import('../../src/index.ts');
     const o = { baseDelayMs: 10 * SEC, maxDelayMs: 3600 * SEC };

@@ -74,7 +74,7 @@ export function webhookOutbox(o: OutboxOptions): AppendHook {
           if (!w.events.includes(type)) continue;
           const id = newId();
           const body = JSON.stringify({ id, type, created_at: new Date(e.time).toISOString(), data: webhookData(type, e, w.tenant) });
-          deliveries.push({ id, webhookId: w.id, tenant: w.tenant, eventType: type, eventId: e.id, body, createdAt: now, nextAttemptAt: now, retryUntil: now + o.retryForMs });
+          deliveries.push({ id, webhookId: w.id, tenant: w.tenant, eventType: type, eventId: e.id, sessionId: e.sessionId, body, createdAt: now, nextAttemptAt: now, retryUntil: now + o.retryForMs });
         }
       }
       if (deliveries.length === 0) return;

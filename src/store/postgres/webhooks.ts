@@ -60,10 +60,13 @@ export const WEBHOOKS_MIGRATION_SQL = `
 
 /**
  * Schema v10 (issue 38): when a delivery ended (`ended_at`, indexed for retention); pending
- * deliveries of disabled subscriptions end failed, as disabling now does.
+ * deliveries of disabled subscriptions end failed, as disabling now does; the session of a
+ * delivery's event (`session_id`, indexed: erasing the session removes them).
  */
 export const WEBHOOKS_MIGRATION_2_SQL = `
   ALTER TABLE webhook_deliveries ADD COLUMN ended_at bigint;
+  ALTER TABLE webhook_deliveries ADD COLUMN session_id text;
+  CREATE INDEX webhook_deliveries_session ON webhook_deliveries (session_id) WHERE session_id IS NOT NULL;
   UPDATE webhook_deliveries d SET ended_at = coalesce(d.delivered_at,
       (SELECT max(a.started_at + a.duration_ms) FROM webhook_attempts a WHERE a.delivery_id = d.id), d.created_at)
     WHERE d.status <> 'pending';
@@ -124,14 +127,14 @@ export const pgWebhookOperations: PgWebhookOps = {
 
   addWebhookDeliveries: async ({ sql }, deliveries) => {
     if (deliveries.length === 0) return;
-    const cols: unknown[][] = Array.from({ length: 9 }, () => []);
+    const cols: unknown[][] = Array.from({ length: 10 }, () => []);
     for (const d of deliveries) {
-      const values = [d.id, d.webhookId, d.tenant, d.eventType, d.eventId, d.body, d.createdAt, d.nextAttemptAt, d.retryUntil];
+      const values = [d.id, d.webhookId, d.tenant, d.eventType, d.eventId, d.sessionId, d.body, d.createdAt, d.nextAttemptAt, d.retryUntil];
       for (let i = 0; i < values.length; i++) cols[i]!.push(values[i]);
     }
     await sql.run(
-      `INSERT INTO webhook_deliveries (id, webhook_id, tenant, event_type, event_id, body, created_at, next_attempt_at, retry_until)
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[], $9::bigint[])`,
+      `INSERT INTO webhook_deliveries (id, webhook_id, tenant, event_type, event_id, session_id, body, created_at, next_attempt_at, retry_until)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::bigint[], $10::bigint[])`,
       cols,
     );
   },

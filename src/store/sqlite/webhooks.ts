@@ -60,10 +60,13 @@ export const WEBHOOKS_MIGRATION_SQL = `
 
 /**
  * Schema v19 (issue 38): when a delivery ended (`ended_at`, indexed for retention); pending
- * deliveries of disabled subscriptions end failed, as disabling now does.
+ * deliveries of disabled subscriptions end failed, as disabling now does; the session of a
+ * delivery's event (`session_id`, indexed: erasing the session removes them).
  */
 export const WEBHOOKS_MIGRATION_2_SQL = `
   ALTER TABLE webhook_deliveries ADD COLUMN ended_at INTEGER;
+  ALTER TABLE webhook_deliveries ADD COLUMN session_id TEXT;
+  CREATE INDEX webhook_deliveries_session ON webhook_deliveries(session_id) WHERE session_id IS NOT NULL;
   UPDATE webhook_deliveries SET ended_at = coalesce(delivered_at,
       (SELECT max(a.started_at + a.duration_ms) FROM webhook_attempts a WHERE a.delivery_id = webhook_deliveries.id), created_at)
     WHERE status <> 'pending';
@@ -107,8 +110,8 @@ export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
     delete: db.prepare('DELETE FROM webhooks WHERE id = ?'),
     forSession: db.prepare<[string], WebhookRow>('SELECT w.* FROM sessions s JOIN webhooks w ON w.tenant = s.tenant AND w.active = 1 WHERE s.id = ?'),
     addDelivery: db.prepare(
-      `INSERT INTO webhook_deliveries (id, webhook_id, tenant, event_type, event_id, body, created_at, next_attempt_at, retry_until)
-       VALUES (@id, @webhookId, @tenant, @eventType, @eventId, @body, @createdAt, @nextAttemptAt, @retryUntil)`,
+      `INSERT INTO webhook_deliveries (id, webhook_id, tenant, event_type, event_id, session_id, body, created_at, next_attempt_at, retry_until)
+       VALUES (@id, @webhookId, @tenant, @eventType, @eventId, @sessionId, @body, @createdAt, @nextAttemptAt, @retryUntil)`,
     ),
     getDelivery: db.prepare<[string], WebhookDeliveryRow>('SELECT * FROM webhook_deliveries WHERE id = ?'),
     listDeliveries: db.prepare<[string, string | null, string | null, number], WebhookDeliveryRow>(
