@@ -101,6 +101,12 @@ export interface WebhookAttemptOutcome {
   nextAttemptAt: number | null;
 }
 
+/** Which ended deliveries retention removes: those that ended before these times. */
+export interface WebhookRetentionBounds {
+  deliveredBefore: number;
+  failedBefore: number;
+}
+
 export interface WebhookPage {
   /** The id of the last item of the previous page. */
   after?: string;
@@ -144,6 +150,13 @@ export interface WebhookStoreOps {
    * another claim or a redelivery came meanwhile, and nothing is written).
    */
   recordWebhookAttempt(o: WebhookAttemptOutcome): Promise<boolean>;
+  /** Whether a delivery ended before its status's bound (`delivered` or `failed`): a cheap read from the end-time index before a prune. */
+  hasExpiredWebhookDeliveries(o: WebhookRetentionBounds): Promise<boolean>;
+  /**
+   * Deletes up to `limit` deliveries that ended before their status's bound, with their attempts,
+   * those that ended first first (from the end-time index, not a scan); returns how many.
+   */
+  pruneWebhookDeliveries(o: WebhookRetentionBounds & { limit: number }): Promise<number>;
   /**
    * Makes a delivery pending again, due at `now`, to be tried until `retryUntil`. Refused
    * (StoreError `conflict`) while an attempt of it is in flight or while its subscription is

@@ -202,6 +202,43 @@ export function webhooksContract(name: string, open: () => Promise<OpenedStore>)
       expect((await store.listWebhookAttempts(['e1', 'e2', 'k1', 'k2'])).map((a) => a.deliveryId).sort()).toEqual(['k1', 'k2']);
     });
 
+    it('prunes delivered and failed deliveries that ended before their bounds (oldest first, up to a limit) with their attempts; pending ones stay', async () => {
+      const w = hook('a');
+      await store.createWebhook(w);
+      const DAY = 86_400_000;
+      const ids = ['dOld', 'dNew', 'fOld', 'fNew', 'fOlder', 'pending'];
+      await store.addWebhookDeliveries(ids.map((id) => delivery(w, { id, retryUntil: T0 + 100 * DAY })));
+      const claimed = await store.claimWebhookDeliveries(T0, LEASE, 10);
+      const end: Record<string, [status: 'delivered' | 'failed' | 'pending', at: number]> = {
+        dOld: ['delivered', T0 + DAY],
+        dNew: ['delivered', T0 + 9 * DAY],
+        fOld: ['failed', T0 + 2 * DAY],
+        fNew: ['failed', T0 + 9 * DAY],
+        fOlder: ['failed', T0 + DAY],
+        pending: ['pending', T0],
+      };
+      for (const c of claimed) {
+        const [status, at] = end[c.id]!;
+        const attempt = { deliveryId: c.id, n: 1, startedAt: at, durationMs: 0, statusCode: status === 'delivered' ? 200 : 500, error: status === 'delivered' ? null : 'HTTP 500' };
+        expect(await store.recordWebhookAttempt({ deliveryId: c.id, claim: c.claim, attempt, status, nextAttemptAt: status === 'pending' ? T0 + 100 * DAY : null })).toBe(true);
+      }
+      expect(await store.getWebhookDelivery('dOld')).toMatchObject({ endedAt: T0 + DAY });
+      const bounds = { deliveredBefore: T0 + 5 * DAY, failedBefore: T0 + 5 * DAY };
+      expect(await store.hasExpiredWebhookDeliveries({ deliveredBefore: T0 + DAY, failedBefore: T0 + DAY })).toBe(false);
+      expect(await store.hasExpiredWebhookDeliveries(bounds)).toBe(true);
+      // Up to the limit, the longest ended first (of each status).
+      expect(await store.pruneWebhookDeliveries({ ...bounds, limit: 2 })).toBe(2);
+      expect(await store.getWebhookDelivery('fOlder')).toBeUndefined();
+      expect(await store.pruneWebhookDeliveries({ ...bounds, limit: 10 })).toBe(1);
+      expect(await store.pruneWebhookDeliveries({ ...bounds, limit: 10 })).toBe(0);
+      expect(await store.hasExpiredWebhookDeliveries(bounds)).toBe(false);
+      expect((await store.listWebhookDeliveries(w.id, { limit: 10 })).map((d) => d.id).sort()).toEqual(['dNew', 'fNew', 'pending']);
+      expect((await store.listWebhookAttempts(ids)).map((a) => a.deliveryId).sort()).toEqual(['dNew', 'fNew', 'pending']);
+      // Each status has its own bound.
+      expect(await store.pruneWebhookDeliveries({ deliveredBefore: T0 + 10 * DAY, failedBefore: T0, limit: 10 })).toBe(1);
+      expect((await store.listWebhookDeliveries(w.id, { limit: 10 })).map((d) => d.id).sort()).toEqual(['fNew', 'pending']);
+    });
+
     it('pages deliveries newest first', async () => {
       const w = hook('a');
       await store.createWebhook(w);

@@ -294,6 +294,45 @@ describe('webhooks', () => {
     expect(await store.listWebhookAttempts([gone])).toEqual([]);
   });
 
+  it('prunes delivered deliveries 7 days after they ended and failed ones after 30 (by default), with their attempts; pending and younger ones stay', async () => {
+    const good = await receiver();
+    const bad = await receiver();
+    bad.status = 503;
+    const store = memoryStore();
+    const { rt, clock } = runtime(store);
+    const ok = await rt.webhooks.create('default', { url: good.url, events: ['run.cancelled'] });
+    const failing = await rt.webhooks.create('default', { url: bad.url, events: ['run.cancelled'] });
+    const d = rt.webhooks.dispatcher;
+    const t0 = clock.now();
+    /** A delivery to each subscription, attempted until the failing one fails (a day of retries). */
+    const round = async () => {
+      const run = await cancelledRun(rt);
+      for (let i = 0; i < 100 && (await d.tick()) > 0; i++) {
+        const next = (await rt.webhooks.deliveries('default', failing.id, { limit: 1 }))[0]!.delivery;
+        if (next.status !== 'pending') break;
+        clock.set(next.nextAttemptAt!);
+      }
+      return run.sessionId;
+    };
+    const sessions = async (w: string) => (await rt.webhooks.deliveries('default', w, { limit: 100 })).map((x) => [x.delivery.sessionId, x.delivery.status]);
+    const first = await round(); // delivered at t0, failed at about t0 + 1 day
+    clock.set(t0 + 23 * DAY);
+    const second = await round(); // delivered at t0 + 23 days, failed at about t0 + 24 days
+    clock.set(t0 + 31 * DAY + 3600 * SEC);
+    const third = await cancelledRun(rt); // pending: its first attempt fails, it is retried later
+    const firstIds = (await rt.webhooks.deliveries('default', failing.id, { limit: 100 })).filter((x) => x.delivery.sessionId === first).map((x) => x.delivery.id);
+    expect(await store.listWebhookAttempts(firstIds)).not.toEqual([]);
+    expect(await d.tick()).toBe(2);
+    // The tick pruned: the first round's delivered one (31 days) and failed one (30 days); the
+    // second round's delivered one (8 days); not its failed one (7 days), nor the third round's.
+    expect(await sessions(ok.id)).toEqual([[third.sessionId, 'delivered']]);
+    expect(await sessions(failing.id)).toEqual([
+      [third.sessionId, 'pending'],
+      [second, 'failed'],
+    ]);
+    expect(await store.listWebhookAttempts(firstIds)).toEqual([]);
+  });
+
   it('jittered backoff stays within half to all of the exponential delay', async () => {
     const { webhookBackoff } = await import('../../src/index.ts');
     const o = { baseDelayMs: 10 * SEC, maxDelayMs: 3600 * SEC };

@@ -1,6 +1,8 @@
 import { isClosedStore, type ClaimedWebhookDelivery, type Store, type WebhookDeliveryStatus } from '../../store/index.ts';
 import type { Clock } from '../clock.ts';
 import { WakeUp } from '../wake-up.ts';
+
+export const DAY_MS = 24 * 3600_000;
 import { privateDestinationReason } from './destination.ts';
 import { signWebhook } from './signature.ts';
 
@@ -14,6 +16,12 @@ export interface DispatcherOptions {
   /** The first retry's delay (default 10 s); each next one doubles, up to `maxDelayMs` (default 1 h), with jitter. */
   baseDelayMs?: number;
   maxDelayMs?: number;
+  /** How long ended deliveries (and their attempts) are kept: delivered ones 7 days, failed ones 30 days by default. */
+  retention?: { deliveredMs?: number; failedMs?: number };
+  /** How often the dispatcher looks for deliveries past their retention (default every minute of the clock). */
+  pruneEveryMs?: number;
+  /** At most this many deliveries deleted by one prune (default 500); a full one looks again at the next pass. */
+  pruneBatch?: number;
   /** The randomness of the jitter (tests pin it). */
   random?: () => number;
   /**
@@ -51,6 +59,10 @@ export class WebhookDispatcher {
   private readonly batch: number;
   private readonly backoff: { baseDelayMs: number; maxDelayMs: number; random: () => number };
   private readonly allowPrivateNetworks: boolean;
+  readonly retention: { deliveredMs: number; failedMs: number };
+  private readonly pruneEveryMs: number;
+  private readonly pruneBatch: number;
+  private nextPruneAt = Number.NEGATIVE_INFINITY;
   private running: Promise<void> | undefined;
   private stopped = false;
   private aborts = new AbortController();
@@ -64,6 +76,9 @@ export class WebhookDispatcher {
     this.batch = o.batch ?? 16;
     this.backoff = { baseDelayMs: o.baseDelayMs ?? 10_000, maxDelayMs: o.maxDelayMs ?? 3_600_000, random: o.random ?? Math.random };
     this.allowPrivateNetworks = o.allowPrivateNetworks ?? false;
+    this.retention = { deliveredMs: o.retention?.deliveredMs ?? 7 * DAY_MS, failedMs: o.retention?.failedMs ?? 30 * DAY_MS };
+    this.pruneEveryMs = o.pruneEveryMs ?? 60_000;
+    this.pruneBatch = o.pruneBatch ?? 500;
   }
 
   /** While an attempt is in flight its delivery is leased: longer than the attempt may take. */
@@ -112,10 +127,24 @@ export class WebhookDispatcher {
   /** One pass: claims what is due and attempts it; returns how many deliveries were attempted. */
   async tick(): Promise<number> {
     const now = this.clock.now();
+    await this.prune(now);
     if (!(await this.store.hasDueWebhookDeliveries(now))) return 0;
     const claimed = await this.store.claimWebhookDeliveries(now, this.leaseMs, this.batch);
     await Promise.all(claimed.map((d) => this.attempt(d)));
     return claimed.length;
+  }
+
+  /**
+   * Deletes deliveries past their retention, at most one batch, when it is time to look (a cheap
+   * read first: no write when nothing expired). A full batch looks again at the next pass.
+   */
+  private async prune(now: number): Promise<void> {
+    if (now < this.nextPruneAt) return;
+    this.nextPruneAt = now + this.pruneEveryMs;
+    const bounds = { deliveredBefore: now - this.retention.deliveredMs, failedBefore: now - this.retention.failedMs };
+    if (!(await this.store.hasExpiredWebhookDeliveries(bounds))) return;
+    const n = await this.store.pruneWebhookDeliveries({ ...bounds, limit: this.pruneBatch });
+    if (n >= this.pruneBatch) this.nextPruneAt = now;
   }
 
   /** Runs passes until nothing is due (tests). */

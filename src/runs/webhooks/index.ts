@@ -3,16 +3,14 @@ import { newId } from '../../core/index.ts';
 import type { SessionLog } from '../../session/index.ts';
 import { NotFoundError, WEBHOOK_EVENT_TYPES, type Store, type WebhookAttempt, type WebhookDelivery, type WebhookEventType, type WebhookRecord } from '../../store/index.ts';
 import type { Clock } from '../clock.ts';
-import { WebhookDispatcher, type DispatcherOptions } from './dispatcher.ts';
+import { DAY_MS, WebhookDispatcher, type DispatcherOptions } from './dispatcher.ts';
 import { privateUrlReason } from './destination.ts';
 import { webhookOutbox } from './outbox.ts';
 
-export { WebhookDispatcher, webhookBackoff, type DispatcherOptions } from './dispatcher.ts';
+export { DAY_MS, WebhookDispatcher, webhookBackoff, type DispatcherOptions } from './dispatcher.ts';
 export { webhookOutbox, webhookTypeOf } from './outbox.ts';
 export { signWebhook, verifyWebhookSignature } from './signature.ts';
 export { isPrivateAddress, privateDestinationReason, privateUrlReason } from './destination.ts';
-
-export const DAY_MS = 24 * 3600_000;
 
 export interface WebhookOptions extends DispatcherOptions {
   /** How long a delivery is retried before it is `failed` (default one day). */

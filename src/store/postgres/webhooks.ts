@@ -201,6 +201,27 @@ export const pgWebhookOperations: PgWebhookOps = {
       return true;
     }),
 
+  hasExpiredWebhookDeliveries: async ({ sql }, o) =>
+    (await sql.one(
+      `SELECT 1 AS one WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE status = 'delivered' AND ended_at IS NOT NULL AND ended_at < $1)
+          OR EXISTS (SELECT 1 FROM webhook_deliveries WHERE status = 'failed' AND ended_at IS NOT NULL AND ended_at < $2)`,
+      [o.deliveredBefore, o.failedBefore],
+    )) !== undefined,
+
+  /** From the (status, ended_at) index, the longest ended first (rows another prune holds are skipped). */
+  pruneWebhookDeliveries: ({ atomic }, o) =>
+    atomic(async (q) => {
+      const limit = limitOf(o.limit);
+      const pick = (status: string) =>
+        `SELECT id FROM webhook_deliveries WHERE status = '${status}' AND ended_at IS NOT NULL AND ended_at < $1 ORDER BY ended_at LIMIT $2 FOR UPDATE SKIP LOCKED`;
+      const delivered = await q.rows<{ id: string }>(pick('delivered'), [o.deliveredBefore, limit]);
+      const failed = await q.rows<{ id: string }>(pick('failed'), [o.failedBefore, limit - delivered.length]);
+      const ids = [...delivered, ...failed].map((r) => r.id);
+      if (ids.length === 0) return 0;
+      await q.run('DELETE FROM webhook_attempts WHERE delivery_id = ANY($1::text[])', [ids]);
+      return q.run('DELETE FROM webhook_deliveries WHERE id = ANY($1::text[])', [ids]);
+    }),
+
   redeliverWebhook: ({ atomic }, id, now, retryUntil) =>
     atomic(async (q) => {
       const r = await q.one<WebhookDeliveryRow>('SELECT * FROM webhook_deliveries WHERE id = $1 FOR UPDATE', [id]);

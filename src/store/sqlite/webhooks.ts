@@ -95,6 +95,8 @@ export const WEBHOOK_PLAN: { readonly [K in WebhookOpName]: { outside: 'serial' 
   claimWebhookDeliveries: { outside: 'immediate', savepoint: true },
   recordWebhookAttempt: { outside: 'write', savepoint: true },
   redeliverWebhook: { outside: 'immediate', savepoint: true },
+  hasExpiredWebhookDeliveries: { outside: 'serial' },
+  pruneWebhookDeliveries: { outside: 'write', savepoint: true },
 };
 
 type SyncWebhookOps = { [K in WebhookOpName]: (...args: Parameters<WebhookStoreOps[K]>) => Awaited<ReturnType<WebhookStoreOps[K]>> };
@@ -140,6 +142,13 @@ export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
        WHERE id = @id AND claim = @claim AND status = 'pending' AND leased_until IS NOT NULL`,
     ),
     addAttempt: db.prepare('INSERT INTO webhook_attempts (delivery_id, n, started_at, duration_ms, status_code, error) VALUES (?, ?, ?, ?, ?, ?)'),
+    // Retention: from the (status, ended_at) index, the longest ended first.
+    expired: db.prepare<[string, number], { id: string }>('SELECT id FROM webhook_deliveries WHERE status = ? AND ended_at IS NOT NULL AND ended_at < ? ORDER BY ended_at LIMIT 1'),
+    expiredIds: db.prepare<[string, number, number], { id: string }>(
+      'SELECT id FROM webhook_deliveries WHERE status = ? AND ended_at IS NOT NULL AND ended_at < ? ORDER BY ended_at LIMIT ?',
+    ),
+    deleteAttempts: db.prepare<[string]>('DELETE FROM webhook_attempts WHERE delivery_id = ?'),
+    deleteDelivery: db.prepare<[string]>('DELETE FROM webhook_deliveries WHERE id = ?'),
     redeliver: db.prepare("UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ?, retry_until = ?, claim = claim + 1, leased_until = NULL, ended_at = NULL WHERE id = ?"),
   };
   const ops: SyncWebhookOps = {
@@ -191,6 +200,17 @@ export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
       if (changed !== 1) return false;
       st.addAttempt.run(o.deliveryId, a.n, a.startedAt, a.durationMs, a.statusCode, a.error);
       return true;
+    },
+    hasExpiredWebhookDeliveries: (o) => st.expired.get('delivered', o.deliveredBefore) !== undefined || st.expired.get('failed', o.failedBefore) !== undefined,
+    pruneWebhookDeliveries: (o) => {
+      const limit = limitOf(o.limit);
+      const ids = st.expiredIds.all('delivered', o.deliveredBefore, limit);
+      ids.push(...st.expiredIds.all('failed', o.failedBefore, limit - ids.length));
+      for (const { id } of ids) {
+        st.deleteAttempts.run(id);
+        st.deleteDelivery.run(id);
+      }
+      return ids.length;
     },
     redeliverWebhook: (id, now, retryUntil) => {
       const r = st.getDelivery.get(id);
