@@ -31,6 +31,9 @@ export interface WebhookRecord {
   events: WebhookEventType[];
   /** The signing secret (HMAC-SHA256 key): shown once at creation, stored so that deliveries can be signed. */
   secret: string;
+  /** The secret a rotation replaced: deliveries are signed with it too until `previousSecretExpiresAt`. */
+  previousSecret: string | null;
+  previousSecretExpiresAt: number | null;
   active: boolean;
   createdAt: number;
   updatedAt: number;
@@ -88,6 +91,16 @@ export interface ClaimedWebhookDelivery extends WebhookDelivery {
   claim: number;
   url: string;
   secret: string;
+  /** The subscription's previous secret, while a rotation's overlap lasts (signs too until then). */
+  previousSecret: string | null;
+  previousSecretExpiresAt: number | null;
+}
+
+/** A rotation: the new secret, and until when the one it replaces still signs (at or before `updatedAt`: it does not). */
+export interface WebhookSecretRotation {
+  secret: string;
+  previousSecretExpiresAt: number;
+  updatedAt: number;
 }
 
 /** What an attempt's outcome does to its delivery (recorded with the attempt, see `recordWebhookAttempt`). */
@@ -124,6 +137,11 @@ export interface WebhookStoreOps {
    * flight too (their attempts record nothing): a disabled subscription leaves nothing due.
    */
   updateWebhook(id: string, patch: WebhookPatch): Promise<WebhookRecord | undefined>;
+  /**
+   * Replaces the secret: the current one becomes the previous one until `previousSecretExpiresAt`
+   * (one that was still previous is dropped); undefined when there is no such subscription.
+   */
+  rotateWebhookSecret(id: string, r: WebhookSecretRotation): Promise<WebhookRecord | undefined>;
   /** Removes a subscription with its deliveries and their attempts; false when there was none. */
   deleteWebhook(id: string): Promise<boolean>;
   /** The active subscriptions of the session's tenant, in one indexed query (the outbox's only read). */
@@ -172,6 +190,8 @@ export interface WebhookRow {
   url: string;
   events: string;
   secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: number | null;
   active: number | boolean;
   created_at: number;
   updated_at: number;
@@ -213,6 +233,8 @@ export const toWebhook = (r: WebhookRow): WebhookRecord => ({
   url: r.url,
   events: JSON.parse(r.events) as WebhookEventType[],
   secret: r.secret,
+  previousSecret: r.previous_secret,
+  previousSecretExpiresAt: r.previous_secret_expires_at === null ? null : Number(r.previous_secret_expires_at),
   active: r.active === true || r.active === 1,
   createdAt: Number(r.created_at),
   updatedAt: Number(r.updated_at),
@@ -246,4 +268,16 @@ export const toWebhookAttempt = (r: WebhookAttemptRow): WebhookAttempt => ({
   durationMs: Number(r.duration_ms),
   statusCode: num(r.status_code),
   error: r.error,
+});
+
+/** A claimed delivery's row: the delivery's columns with its subscription's URL and secrets. */
+export type ClaimedRow = WebhookDeliveryRow & Pick<WebhookRow, 'url' | 'secret' | 'previous_secret' | 'previous_secret_expires_at'>;
+
+export const toClaimed = (r: ClaimedRow): ClaimedWebhookDelivery => ({
+  ...toWebhookDelivery(r),
+  claim: Number(r.claim),
+  url: r.url,
+  secret: r.secret,
+  previousSecret: r.previous_secret,
+  previousSecretExpiresAt: num(r.previous_secret_expires_at),
 });

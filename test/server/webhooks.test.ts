@@ -139,6 +139,35 @@ describe('/v1/webhooks', () => {
     await acme.delete(`/v1/webhooks/${created.body.id}`);
   });
 
+  it('rotates a secret: the new one is shown once, the old one signs too until the overlap ends', async () => {
+    const { body: w } = await acme.post('/v1/webhooks', { url: hook.url, events: ['run.failed'] });
+    const before = Date.now();
+    const rotated = await acme.post(`/v1/webhooks/${w.id}/rotate-secret`, { overlap_seconds: 600 });
+    expect(rotated.status).toBe(200);
+    expect(rotated.body).toMatchObject({ id: w.id, url: hook.url });
+    expect(rotated.body.secret).toMatch(/^whsec_/);
+    expect(rotated.body.secret).not.toBe(w.secret);
+    const expires = Date.parse(rotated.body.previous_secret_expires_at);
+    expect(expires).toBeGreaterThanOrEqual(before + 600_000);
+    expect(expires).toBeLessThanOrEqual(Date.now() + 600_000);
+    const got = await acme.get(`/v1/webhooks/${w.id}`);
+    expect(got.body.secret).toBeUndefined();
+    expect(got.body.previous_secret_expires_at).toBe(rotated.body.previous_secret_expires_at);
+    // No body: the default overlap, a day.
+    const byDefault = await acme.request('POST', `/v1/webhooks/${w.id}/rotate-secret`);
+    expect(byDefault.status).toBe(200);
+    expect(Date.parse(byDefault.body.previous_secret_expires_at) - Date.now()).toBeGreaterThan(86_400_000 - 60_000);
+    for (const bad of [{ overlap_seconds: -1 }, { overlap_seconds: 7 * 86_400 + 1 }, { overlap_seconds: 1.5 }, { overlap_seconds: '60' }, { overlap: 60 }]) {
+      const res = await acme.post(`/v1/webhooks/${w.id}/rotate-secret`, bad);
+      expect(res.status, JSON.stringify(bad)).toBe(400);
+      expect(res.headers.get('content-type')).toMatch(/application\/problem\+json/);
+      expect(res.body.type).toMatch(/validation$/);
+    }
+    const other = await globex.post(`/v1/webhooks/${w.id}/rotate-secret`, {});
+    expect(other.status).toBe(404);
+    expect(other.body.type).toMatch(/not_found$/);
+  });
+
   it('is described in /openapi.json', async () => {
     const spec = (await acme.get('/openapi.json')).body;
     expect(Object.keys(spec.paths)).toEqual(

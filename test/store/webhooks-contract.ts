@@ -17,6 +17,8 @@ const hook = (tenant: string, o: Partial<WebhookRecord> = {}): WebhookRecord => 
   url: 'https://example.test/hook',
   events: ['run.completed'],
   secret: 'whsec_x',
+  previousSecret: null,
+  previousSecretExpiresAt: null,
   active: true,
   createdAt: T0,
   updatedAt: T0,
@@ -237,6 +239,20 @@ export function webhooksContract(name: string, open: () => Promise<OpenedStore>)
       // Each status has its own bound.
       expect(await store.pruneWebhookDeliveries({ deliveredBefore: T0 + 10 * DAY, failedBefore: T0, limit: 10 })).toBe(1);
       expect((await store.listWebhookDeliveries(w.id, { limit: 10 })).map((d) => d.id).sort()).toEqual(['fNew', 'pending']);
+    });
+
+    it('rotates a secret: the old one is kept until its expiry and claimed with the deliveries', async () => {
+      const w = hook('a', { secret: 'whsec_one' });
+      await store.createWebhook(w);
+      expect(await store.rotateWebhookSecret('nope', { secret: 'x', previousSecretExpiresAt: T0, updatedAt: T0 })).toBeUndefined();
+      const r = await store.rotateWebhookSecret(w.id, { secret: 'whsec_two', previousSecretExpiresAt: T0 + 60_000, updatedAt: T0 + 1 });
+      expect(r).toEqual({ ...w, secret: 'whsec_two', previousSecret: 'whsec_one', previousSecretExpiresAt: T0 + 60_000, updatedAt: T0 + 1 });
+      expect(await store.getWebhook(w.id)).toEqual(r);
+      await store.addWebhookDeliveries([delivery(w, { id: 'r1' })]);
+      expect((await store.claimWebhookDeliveries(T0, LEASE, 10))[0]).toMatchObject({ secret: 'whsec_two', previousSecret: 'whsec_one', previousSecretExpiresAt: T0 + 60_000 });
+      // Again: the secret being replaced is the previous one now; no overlap leaves none.
+      expect(await store.rotateWebhookSecret(w.id, { secret: 'whsec_three', previousSecretExpiresAt: T0 + 2, updatedAt: T0 + 2 })).toMatchObject({ secret: 'whsec_three', previousSecret: null, previousSecretExpiresAt: null });
+      expect(await store.rotateWebhookSecret(w.id, { secret: 'whsec_four', previousSecretExpiresAt: T0 + 9, updatedAt: T0 + 3 })).toMatchObject({ secret: 'whsec_four', previousSecret: 'whsec_three', previousSecretExpiresAt: T0 + 9 });
     });
 
     it('pages deliveries newest first', async () => {

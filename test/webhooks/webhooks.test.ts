@@ -333,6 +333,45 @@ describe('webhooks', () => {
     expect(await store.listWebhookAttempts(firstIds)).toEqual([]);
   });
 
+  it('rotating the secret: during the overlap deliveries carry a signature with each secret, after it only the new one', async () => {
+    const hook = await receiver();
+    const store = memoryStore();
+    const { rt, clock } = runtime(store);
+    const w = await rt.webhooks.create('default', { url: hook.url, events: ['run.cancelled'] });
+    const rotated = await rt.webhooks.rotateSecret('default', w.id, { overlapMs: 3600 * SEC });
+    expect(rotated.secret).toMatch(/^whsec_/);
+    expect(rotated.secret).not.toBe(w.secret);
+    expect(rotated).toMatchObject({ previousSecretExpiresAt: clock.now() + 3600 * SEC });
+    const last = () => hook.received.at(-1)!;
+    const verifies = (secret: string) => verifyWebhookSignature(secret, last().headers['keel-signature'] as string, last().body, 300, clock.now());
+
+    // During the overlap: a receiver that still has the old secret accepts the delivery, and so does one with the new.
+    clock.advance(3599 * SEC);
+    await cancelledRun(rt);
+    expect(await rt.webhooks.dispatcher.drain()).toBe(1);
+    expect(last().headers['keel-signature']).toMatch(/^t=\d+,v1=[0-9a-f]{64},v1=[0-9a-f]{64}$/);
+    expect(verifies(w.secret)).toBe(true);
+    expect(verifies(rotated.secret)).toBe(true);
+
+    // After it: only the new secret signs.
+    clock.advance(1 * SEC);
+    await cancelledRun(rt);
+    expect(await rt.webhooks.dispatcher.drain()).toBe(1);
+    expect(last().headers['keel-signature']).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+    expect(verifies(w.secret)).toBe(false);
+    expect(verifies(rotated.secret)).toBe(true);
+    expect(await rt.webhooks.get('default', w.id)).toMatchObject({ secret: rotated.secret });
+
+    // Rotating again during an overlap: the secret being replaced overlaps, the older one is dropped; 0 means no overlap.
+    const again = await rt.webhooks.rotateSecret('default', w.id, { overlapMs: 0 });
+    expect(again.previousSecretExpiresAt).toBeNull();
+    await cancelledRun(rt);
+    expect(await rt.webhooks.dispatcher.drain()).toBe(1);
+    expect(verifies(rotated.secret)).toBe(false);
+    expect(verifies(again.secret)).toBe(true);
+    await expect(rt.webhooks.rotateSecret('other', w.id)).rejects.toMatchObject({ code: 'not_found' });
+  });
+
   it('jittered backoff stays within half to all of the exponential delay', async () => {
     const { webhookBackoff } = await import('../../src/index.ts');
     const o = { baseDelayMs: 10 * SEC, maxDelayMs: 3600 * SEC };

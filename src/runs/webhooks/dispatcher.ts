@@ -38,6 +38,10 @@ export function webhookBackoff(n: number, o: { baseDelayMs: number; maxDelayMs: 
   return Math.round(full / 2 + o.random() * (full / 2));
 }
 
+/** The secrets that sign an attempt at `at`: the subscription's, and the one a rotation replaced while its overlap lasts. */
+const secretsAt = (d: ClaimedWebhookDelivery, at: number): string[] =>
+  d.previousSecret !== null && d.previousSecretExpiresAt !== null && at < d.previousSecretExpiresAt ? [d.secret, d.previousSecret] : [d.secret];
+
 const describe = (e: unknown): string => {
   const cause = (e as { cause?: { code?: unknown; message?: unknown } }).cause;
   if (cause && typeof cause.code === 'string') return cause.code;
@@ -170,7 +174,7 @@ export class WebhookDispatcher {
           'user-agent': 'Keel-Webhooks/1',
           'keel-delivery': d.id,
           'keel-event': d.eventType,
-          'keel-signature': signWebhook(d.secret, d.body, Math.floor(startedAt / 1000)),
+          'keel-signature': signWebhook(secretsAt(d, startedAt), d.body, Math.floor(startedAt / 1000)),
         },
         body: d.body,
         redirect: 'manual',

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { newId } from '../../core/index.ts';
 import type { SessionLog } from '../../session/index.ts';
-import { NotFoundError, WEBHOOK_EVENT_TYPES, type Store, type WebhookAttempt, type WebhookDelivery, type WebhookEventType, type WebhookRecord } from '../../store/index.ts';
+import { NotFoundError, StoreError, WEBHOOK_EVENT_TYPES, type Store, type WebhookAttempt, type WebhookDelivery, type WebhookEventType, type WebhookRecord } from '../../store/index.ts';
 import type { Clock } from '../clock.ts';
 import { DAY_MS, WebhookDispatcher, type DispatcherOptions } from './dispatcher.ts';
 import { privateUrlReason } from './destination.ts';
@@ -16,6 +16,12 @@ export interface WebhookOptions extends DispatcherOptions {
   /** How long a delivery is retried before it is `failed` (default one day). */
   retryForMs?: number;
 }
+
+/** How long a rotated secret still signs by default (a day), and at most (a week). */
+export const DEFAULT_SECRET_OVERLAP_MS = DAY_MS;
+export const MAX_SECRET_OVERLAP_MS = 7 * DAY_MS;
+
+const newSecret = (): string => `whsec_${randomBytes(24).toString('base64url')}`;
 
 /** Refuses a subscription URL on this machine or a private network, unless they are allowed. */
 function checkDestination(url: string, allowPrivateNetworks: boolean): void {
@@ -75,7 +81,9 @@ export class Webhooks {
       tenant,
       url: o.url,
       events: [...new Set(o.events)],
-      secret: o.secret ?? `whsec_${randomBytes(24).toString('base64url')}`,
+      secret: o.secret ?? newSecret(),
+      previousSecret: null,
+      previousSecretExpiresAt: null,
       active: o.active ?? true,
       createdAt: now,
       updatedAt: now,
@@ -104,6 +112,23 @@ export class Webhooks {
       ...(patch.active !== undefined ? { active: patch.active } : {}),
       updatedAt: this.clock.now(),
     });
+    if (!w) throw new NotFoundError('webhook', id);
+    return w;
+  }
+
+  /**
+   * A new secret (returned here, and only here, to show); the one it replaces still signs
+   * deliveries for `overlapMs` (default a day, at most a week; 0: not at all), so that receivers
+   * can switch without refusing a delivery. Rotating again during an overlap drops the oldest.
+   */
+  async rotateSecret(tenant: string, id: string, o: { overlapMs?: number } = {}): Promise<WebhookRecord> {
+    const overlapMs = o.overlapMs ?? DEFAULT_SECRET_OVERLAP_MS;
+    if (!Number.isInteger(overlapMs) || overlapMs < 0 || overlapMs > MAX_SECRET_OVERLAP_MS) {
+      throw new StoreError('validation', `the overlap is a whole number of milliseconds from 0 to ${MAX_SECRET_OVERLAP_MS}, not ${overlapMs}`);
+    }
+    await this.get(tenant, id);
+    const now = this.clock.now();
+    const w = await this.store.rotateWebhookSecret(id, { secret: newSecret(), previousSecretExpiresAt: now + overlapMs, updatedAt: now });
     if (!w) throw new NotFoundError('webhook', id);
     return w;
   }

@@ -1,5 +1,5 @@
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
-import { isWebhookUrl } from '../../runs/index.ts';
+import { DEFAULT_SECRET_OVERLAP_MS, isWebhookUrl, MAX_SECRET_OVERLAP_MS } from '../../runs/index.ts';
 import { WEBHOOK_EVENT_TYPES, type WebhookAttempt, type WebhookDelivery, type WebhookRecord } from '../../store/index.ts';
 import type { AppContext, AppEnv } from '../app.ts';
 import { Cursor, cursorOf, ProblemSchema } from '../schemas.ts';
@@ -29,6 +29,7 @@ const WebhookSchema = z
     url: z.string(),
     events: z.array(z.enum(WEBHOOK_EVENT_TYPES)),
     active: z.boolean(),
+    previous_secret_expires_at: z.string().nullable().describe('While a rotation’s overlap lasts: until when the replaced secret also signs deliveries'),
     created_at: z.string(),
     updated_at: z.string(),
   })
@@ -74,7 +75,25 @@ const CreateBody = z.strictObject({
 
 const PatchBody = z.strictObject({ url: Url.optional(), events: Events.optional(), active: z.boolean().optional() });
 
-const webhookJson = (w: WebhookRecord) => ({ id: w.id, url: w.url, events: w.events, active: w.active, created_at: iso(w.createdAt)!, updated_at: iso(w.updatedAt)! });
+const RotateBody = z.strictObject({
+  overlap_seconds: z
+    .number()
+    .int()
+    .min(0)
+    .max(MAX_SECRET_OVERLAP_MS / 1000)
+    .optional()
+    .describe(`How long the replaced secret still signs deliveries (default ${DEFAULT_SECRET_OVERLAP_MS / 1000} s, a day; at most a week; 0: not at all)`),
+});
+
+const webhookJson = (w: WebhookRecord) => ({
+  id: w.id,
+  url: w.url,
+  events: w.events,
+  active: w.active,
+  previous_secret_expires_at: iso(w.previousSecretExpiresAt),
+  created_at: iso(w.createdAt)!,
+  updated_at: iso(w.updatedAt)!,
+});
 
 const attemptJson = (a: WebhookAttempt) => ({ n: a.n, started_at: iso(a.startedAt)!, duration_ms: a.durationMs, status_code: a.statusCode, error: a.error });
 
@@ -170,6 +189,22 @@ export function webhookRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
     async (c) => {
       await hooks.delete(c.get('tenant'), c.req.valid('param').id);
       return c.body(null, 204);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/webhooks/{id}/rotate-secret',
+      tags: ['webhooks'],
+      summary: 'A new signing secret, shown once; the replaced one still signs deliveries (a second v1= in Keel-Signature) until the overlap ends',
+      request: { params: IdParam, body: { content: { 'application/json': { schema: RotateBody } }, required: false } },
+      responses: { 200: json(CreatedWebhookSchema, 'The subscription with its new secret'), ...problems },
+    }),
+    async (c) => {
+      const b = (c.req.valid('json') as z.infer<typeof RotateBody> | undefined) ?? {};
+      const w = await hooks.rotateSecret(c.get('tenant'), c.req.valid('param').id, b.overlap_seconds !== undefined ? { overlapMs: b.overlap_seconds * 1000 } : {});
+      return c.json({ ...webhookJson(w), secret: w.secret }, 200);
     },
   );
 

@@ -1,9 +1,11 @@
 import { StoreError } from '../port.ts';
 import {
   DISABLED_SUBSCRIPTION_ERROR,
+  toClaimed,
   toWebhook,
   toWebhookAttempt,
   toWebhookDelivery,
+  type ClaimedRow,
   type WebhookAttemptRow,
   type WebhookDeliveryRow,
   type WebhookRow,
@@ -61,7 +63,8 @@ export const WEBHOOKS_MIGRATION_SQL = `
 /**
  * Schema v10 (issue 38): when a delivery ended (`ended_at`, indexed for retention); pending
  * deliveries of disabled subscriptions end failed, as disabling now does; the session of a
- * delivery's event (`session_id`, indexed: erasing the session removes them).
+ * delivery's event (`session_id`, indexed: erasing the session removes them); a rotated secret's
+ * predecessor and its expiry.
  */
 export const WEBHOOKS_MIGRATION_2_SQL = `
   ALTER TABLE webhook_deliveries ADD COLUMN ended_at bigint;
@@ -73,6 +76,8 @@ export const WEBHOOKS_MIGRATION_2_SQL = `
   UPDATE webhook_deliveries d SET status = 'failed', next_attempt_at = NULL, leased_until = NULL, last_error = '${DISABLED_SUBSCRIPTION_ERROR}', ended_at = w.updated_at
     FROM webhooks w WHERE w.id = d.webhook_id AND NOT w.active AND d.status = 'pending';
   CREATE INDEX webhook_deliveries_ended ON webhook_deliveries (status, ended_at) WHERE ended_at IS NOT NULL;
+  ALTER TABLE webhooks ADD COLUMN previous_secret text;
+  ALTER TABLE webhooks ADD COLUMN previous_secret_expires_at bigint;
 `;
 
 const FAIL_DISABLED = `status = 'failed', next_attempt_at = NULL, leased_until = NULL, last_error = '${DISABLED_SUBSCRIPTION_ERROR}'`;
@@ -85,12 +90,14 @@ export const pgWebhookOperations: PgWebhookOps = {
   createWebhook: async ({ guarded }, w) => {
     try {
       await guarded((q) =>
-        q.run('INSERT INTO webhooks (id, tenant, url, events, secret, active, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [
+        q.run('INSERT INTO webhooks (id, tenant, url, events, secret, previous_secret, previous_secret_expires_at, active, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)', [
           w.id,
           w.tenant,
           w.url,
           JSON.stringify(w.events),
           w.secret,
+          w.previousSecret,
+          w.previousSecretExpiresAt,
           w.active,
           w.createdAt,
           w.updatedAt,
@@ -119,6 +126,15 @@ export const pgWebhookOperations: PgWebhookOps = {
       if (r && !r.active) await q.run(`UPDATE webhook_deliveries SET ${FAIL_DISABLED}, ended_at = $2 WHERE webhook_id = $1 AND status = 'pending'`, [id, patch.updatedAt]);
       return r ? toWebhook(r) : undefined;
     }),
+
+  rotateWebhookSecret: async ({ sql }, id, r) => {
+    const overlaps = r.previousSecretExpiresAt > r.updatedAt;
+    const row = await sql.one<WebhookRow>(
+      `UPDATE webhooks SET previous_secret = CASE WHEN $3 THEN secret ELSE NULL END, previous_secret_expires_at = $4, secret = $2, updated_at = $5 WHERE id = $1 RETURNING *`,
+      [id, r.secret, overlaps, overlaps ? r.previousSecretExpiresAt : null, r.updatedAt],
+    );
+    return row ? toWebhook(row) : undefined;
+  },
 
   deleteWebhook: async ({ sql }, id) => (await sql.run('DELETE FROM webhooks WHERE id = $1', [id])) === 1,
 
@@ -165,17 +181,17 @@ export const pgWebhookOperations: PgWebhookOps = {
        WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND EXISTS (SELECT 1 FROM webhooks w WHERE w.id = d.webhook_id AND NOT w.active)`,
       [now],
     );
-    const rows = await sql.rows<WebhookDeliveryRow & { url: string; secret: string }>(
+    const rows = await sql.rows<ClaimedRow>(
       `UPDATE webhook_deliveries d SET claim = d.claim + 1, next_attempt_at = $2, leased_until = $2
        FROM (SELECT d2.id FROM webhook_deliveries d2 JOIN webhooks w2 ON w2.id = d2.webhook_id
              WHERE d2.status = 'pending' AND d2.next_attempt_at <= $1 AND w2.active
              ORDER BY d2.next_attempt_at LIMIT $3 FOR UPDATE OF d2 SKIP LOCKED) picked, webhooks w
        WHERE d.id = picked.id AND w.id = d.webhook_id
-       RETURNING d.*, w.url AS url, w.secret AS secret`,
+       RETURNING d.*, w.url AS url, w.secret AS secret, w.previous_secret AS previous_secret, w.previous_secret_expires_at AS previous_secret_expires_at`,
       [now, now + leaseMs, limitOf(limit)],
     );
     return rows
-      .map((r) => ({ ...toWebhookDelivery(r), claim: Number(r.claim), url: r.url, secret: r.secret }))
+      .map(toClaimed)
       .sort((a, b) => a.nextAttemptAt! - b.nextAttemptAt! || a.createdAt - b.createdAt);
   },
 

@@ -2,9 +2,11 @@ import type Database from 'better-sqlite3';
 import { StoreError } from '../port.ts';
 import {
   DISABLED_SUBSCRIPTION_ERROR,
+  toClaimed,
   toWebhook,
   toWebhookAttempt,
   toWebhookDelivery,
+  type ClaimedRow,
   type ClaimedWebhookDelivery,
   type WebhookAttemptRow,
   type WebhookDeliveryRow,
@@ -61,7 +63,8 @@ export const WEBHOOKS_MIGRATION_SQL = `
 /**
  * Schema v19 (issue 38): when a delivery ended (`ended_at`, indexed for retention); pending
  * deliveries of disabled subscriptions end failed, as disabling now does; the session of a
- * delivery's event (`session_id`, indexed: erasing the session removes them).
+ * delivery's event (`session_id`, indexed: erasing the session removes them); a rotated secret's
+ * predecessor and its expiry.
  */
 export const WEBHOOKS_MIGRATION_2_SQL = `
   ALTER TABLE webhook_deliveries ADD COLUMN ended_at INTEGER;
@@ -74,6 +77,8 @@ export const WEBHOOKS_MIGRATION_2_SQL = `
       ended_at = coalesce((SELECT w.updated_at FROM webhooks w WHERE w.id = webhook_id), created_at)
     WHERE status = 'pending' AND webhook_id IN (SELECT id FROM webhooks WHERE active = 0);
   CREATE INDEX webhook_deliveries_ended ON webhook_deliveries(status, ended_at) WHERE ended_at IS NOT NULL;
+  ALTER TABLE webhooks ADD COLUMN previous_secret TEXT;
+  ALTER TABLE webhooks ADD COLUMN previous_secret_expires_at INTEGER;
 `;
 
 type WebhookOpName = keyof WebhookStoreOps;
@@ -84,6 +89,7 @@ export const WEBHOOK_PLAN: { readonly [K in WebhookOpName]: { outside: 'serial' 
   getWebhook: { outside: 'serial' },
   listWebhooks: { outside: 'serial' },
   updateWebhook: { outside: 'immediate', savepoint: true },
+  rotateWebhookSecret: { outside: 'immediate', savepoint: true },
   deleteWebhook: { outside: 'immediate', savepoint: true },
   webhooksForSession: { outside: 'serial' },
   addWebhookDeliveries: { outside: 'write', savepoint: true },
@@ -105,11 +111,14 @@ const limitOf = (n: number) => Math.max(0, Math.min(Math.floor(n), 1000));
 
 export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
   const st = {
-    insert: db.prepare('INSERT INTO webhooks (id, tenant, url, events, secret, active, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
+    insert: db.prepare(
+      'INSERT INTO webhooks (id, tenant, url, events, secret, previous_secret, previous_secret_expires_at, active, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    ),
     get: db.prepare<[string], WebhookRow>('SELECT * FROM webhooks WHERE id = ?'),
     list: db.prepare<[string, string, number], WebhookRow>('SELECT * FROM webhooks WHERE tenant = ? AND id > ? ORDER BY id LIMIT ?'),
     update: db.prepare('UPDATE webhooks SET url = ?, events = ?, active = ?, updated_at = ? WHERE id = ?'),
     delete: db.prepare('DELETE FROM webhooks WHERE id = ?'),
+    rotate: db.prepare<[string, string | null, number | null, number, string]>('UPDATE webhooks SET secret = ?, previous_secret = ?, previous_secret_expires_at = ?, updated_at = ? WHERE id = ?'),
     forSession: db.prepare<[string], WebhookRow>('SELECT w.* FROM sessions s JOIN webhooks w ON w.tenant = s.tenant AND w.active = 1 WHERE s.id = ?'),
     addDelivery: db.prepare(
       `INSERT INTO webhook_deliveries (id, webhook_id, tenant, event_type, event_id, session_id, body, created_at, next_attempt_at, retry_until)
@@ -121,8 +130,9 @@ export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
     ),
     attemptsOf: db.prepare<[string], WebhookAttemptRow>('SELECT * FROM webhook_attempts WHERE delivery_id = ? ORDER BY n'),
     due: db.prepare<[number], { one: number }>("SELECT 1 AS one FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? LIMIT 1"),
-    dueRows: db.prepare<[number, number], WebhookDeliveryRow & { url: string; secret: string }>(
-      `SELECT d.*, w.url AS url, w.secret AS secret FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+    dueRows: db.prepare<[number, number], ClaimedRow>(
+      `SELECT d.*, w.url AS url, w.secret AS secret, w.previous_secret AS previous_secret, w.previous_secret_expires_at AS previous_secret_expires_at
+       FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
        WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND w.active = 1 ORDER BY d.next_attempt_at LIMIT ?`,
     ),
     take: db.prepare('UPDATE webhook_deliveries SET claim = claim + 1, next_attempt_at = ?, leased_until = ? WHERE id = ?'),
@@ -154,7 +164,7 @@ export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
   const ops: SyncWebhookOps = {
     createWebhook: (w) => {
       try {
-        st.insert.run(w.id, w.tenant, w.url, JSON.stringify(w.events), w.secret, w.active ? 1 : 0, w.createdAt, w.updatedAt);
+        st.insert.run(w.id, w.tenant, w.url, JSON.stringify(w.events), w.secret, w.previousSecret, w.previousSecretExpiresAt, w.active ? 1 : 0, w.createdAt, w.updatedAt);
       } catch (e) {
         if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw new StoreError('conflict', `webhook ${w.id} already exists`, { cause: e });
         throw e;
@@ -171,6 +181,14 @@ export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
       const w = { ...before, ...patch };
       st.update.run(w.url, JSON.stringify(w.events), w.active ? 1 : 0, w.updatedAt, id);
       if (!w.active) st.failDisabled.run(w.updatedAt, id);
+      return w;
+    },
+    rotateWebhookSecret: (id, r) => {
+      const before = ops.getWebhook(id);
+      if (!before) return undefined;
+      const overlaps = r.previousSecretExpiresAt > r.updatedAt;
+      const w = { ...before, secret: r.secret, previousSecret: overlaps ? before.secret : null, previousSecretExpiresAt: overlaps ? r.previousSecretExpiresAt : null, updatedAt: r.updatedAt };
+      st.rotate.run(w.secret, w.previousSecret, w.previousSecretExpiresAt, w.updatedAt, id);
       return w;
     },
     deleteWebhook: (id) => st.delete.run(id).changes === 1,
@@ -190,7 +208,7 @@ export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
       const out: ClaimedWebhookDelivery[] = [];
       for (const r of st.dueRows.all(now, limitOf(limit))) {
         st.take.run(now + leaseMs, now + leaseMs, r.id);
-        out.push({ ...toWebhookDelivery({ ...r, next_attempt_at: now + leaseMs }), claim: r.claim + 1, url: r.url, secret: r.secret });
+        out.push(toClaimed({ ...r, claim: r.claim + 1, next_attempt_at: now + leaseMs }));
       }
       return out;
     },
