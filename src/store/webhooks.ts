@@ -103,6 +103,16 @@ export interface WebhookSecretRotation {
   updatedAt: number;
 }
 
+/** How many attempts a dispatcher makes at once to one destination (a subscription URL), and how many it has in flight now. */
+export interface WebhookClaimDestinations {
+  perDestination: number;
+  /** Attempts in flight per URL. */
+  busy: Readonly<Record<string, number>>;
+}
+
+/** How many due deliveries of not-busy URLs a capped claim looks at, per delivery it may take. */
+export const CLAIM_WINDOW_FACTOR = 4;
+
 /** What an attempt's outcome does to its delivery (recorded with the attempt, see `recordWebhookAttempt`). */
 export interface WebhookAttemptOutcome {
   deliveryId: string;
@@ -160,9 +170,11 @@ export interface WebhookStoreOps {
    * for one attempt each: their claim increases and their next attempt moves to `now + leaseMs`,
    * so no other dispatcher takes them meanwhile (PostgreSQL: FOR UPDATE SKIP LOCKED; SQLite: under
    * the write lock). Due deliveries of a disabled subscription (one written in a race with its
-   * disabling) are ended `failed` instead, as `updateWebhook` does.
+   * disabling) are ended `failed` instead, as `updateWebhook` does. With `destinations`, at most
+   * `perDestination` deliveries to one URL counting those the claimer has in flight (`busy`):
+   * deliveries to a busy URL are passed over for others, however long they have been due.
    */
-  claimWebhookDeliveries(now: number, leaseMs: number, limit: number): Promise<ClaimedWebhookDelivery[]>;
+  claimWebhookDeliveries(now: number, leaseMs: number, limit: number, destinations?: WebhookClaimDestinations): Promise<ClaimedWebhookDelivery[]>;
   /**
    * Records an attempt and its outcome, if the delivery is still under `claim` (false otherwise:
    * another claim or a redelivery came meanwhile, and nothing is written).

@@ -255,6 +255,25 @@ export function webhooksContract(name: string, open: () => Promise<OpenedStore>)
       expect(await store.rotateWebhookSecret(w.id, { secret: 'whsec_four', previousSecretExpiresAt: T0 + 9, updatedAt: T0 + 3 })).toMatchObject({ secret: 'whsec_four', previousSecret: 'whsec_three', previousSecretExpiresAt: T0 + 9 });
     });
 
+    it('claims at most perDestination deliveries of a URL, counting those the claimer has in flight, and passes over busy URLs to others', async () => {
+      const a = hook('a', { url: 'https://a.example.test/hook' });
+      const b = hook('b', { url: 'https://b.example.test/hook' });
+      await store.createWebhook(a);
+      await store.createWebhook(b);
+      await store.addWebhookDeliveries([
+        ...[1, 2, 3, 4, 5].map((i) => delivery(a, { id: `a${i}`, nextAttemptAt: T0 + i })),
+        ...[1, 2].map((i) => delivery(b, { id: `b${i}`, nextAttemptAt: T0 + 10 + i })),
+      ]);
+      const ids = (ds: Array<{ id: string }>) => ds.map((d) => d.id);
+      // a's URL has two in flight here: none of its deliveries, b's are taken although due later.
+      expect(ids(await store.claimWebhookDeliveries(T0 + 100, LEASE, 10, { perDestination: 2, busy: { [a.url]: 2 } }))).toEqual(['b1', 'b2']);
+      // One in flight: one more; none: two (the oldest due first).
+      expect(ids(await store.claimWebhookDeliveries(T0 + 100, LEASE, 10, { perDestination: 2, busy: { [a.url]: 1, [b.url]: 2 } }))).toEqual(['a1']);
+      expect(ids(await store.claimWebhookDeliveries(T0 + 100, LEASE, 10, { perDestination: 2, busy: {} }))).toEqual(['a2', 'a3']);
+      // Without a cap, as many as the limit.
+      expect(ids(await store.claimWebhookDeliveries(T0 + 100, LEASE, 10))).toEqual(['a4', 'a5']);
+    });
+
     it('pages deliveries newest first', async () => {
       const w = hook('a');
       await store.createWebhook(w);

@@ -41,6 +41,15 @@ const agentOf = (script: ScriptEntry[] = []) => defineAgent({ name: 'a', model: 
 const SEC = 1000;
 const DAY = 24 * 3600 * SEC;
 
+/** Polls until `check` holds (a generous deadline only to fail clearly: no timing is asserted). */
+async function until(check: () => boolean | Promise<boolean>, what: string, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 /** The receivers listen on 127.0.0.1: these runtimes allow private networks, unless told not to. */
 function runtime(store: Store, o: { script?: ScriptEntry[]; clock?: ReturnType<typeof manualClock>; allowPrivateNetworks?: boolean } = {}) {
   const clock = o.clock ?? manualClock();
@@ -370,6 +379,41 @@ describe('webhooks', () => {
     expect(verifies(rotated.secret)).toBe(false);
     expect(verifies(again.secret)).toBe(true);
     await expect(rt.webhooks.rotateSecret('other', w.id)).rejects.toMatchObject({ code: 'not_found' });
+  });
+
+  it("a receiver that never answers holds up neither another tenant's deliveries nor more than 2 attempts; its own are retried after the timeout", async () => {
+    const stuck = await receiver();
+    stuck.hold = true;
+    const ok = await receiver();
+    const store = memoryStore();
+    const clock = manualClock();
+    const rt = createRuntime({ store, agents: [agentOf()], clock, webhooks: { pollMs: 20, timeoutMs: 3000, random: () => 1, allowPrivateNetworks: true } });
+    cleanups.push(() => rt.close({ graceMs: 50 }));
+    const a = await rt.webhooks.create('a', { url: stuck.url, events: ['run.cancelled'] });
+    const b = await rt.webhooks.create('b', { url: ok.url, events: ['run.cancelled'] });
+    rt.webhooks.startDispatcher();
+    for (let i = 0; i < 5; i++) await cancelledRun(rt, 'a');
+    await until(() => stuck.holding >= 2, 'attempts held by the receiver that never answers');
+    for (let i = 0; i < 3; i++) await cancelledRun(rt, 'b');
+    await ok.until(3);
+    // B's three arrived while A's attempts still hang: none of them has ended yet.
+    const aAttempts = async () => (await rt.webhooks.deliveries('a', a.id, { limit: 10 })).flatMap((d) => d.attempts);
+    expect(await aAttempts()).toEqual([]);
+    expect(stuck.holding).toBe(2);
+    await until(async () => (await rt.webhooks.deliveries('b', b.id, { limit: 10 })).every((d) => d.delivery.status === 'delivered'), "b's deliveries recorded");
+
+    // The two held attempts time out; the receiver answers from now on: A's other three are delivered,
+    // the two that timed out are retried 10 s (the clock's) later, as documented.
+    stuck.hold = false;
+    await until(async () => (await aAttempts()).filter((x) => x.error === 'timeout').length === 2, "a's attempts timing out", 20_000);
+    await until(async () => (await rt.webhooks.deliveries('a', a.id, { limit: 10 })).filter((d) => d.delivery.status === 'delivered').length === 3, "a's other three delivered");
+    const waiting = (await rt.webhooks.deliveries('a', a.id, { limit: 10 })).filter((d) => d.delivery.status === 'pending');
+    expect(waiting.map((d) => d.delivery.nextAttemptAt)).toEqual([clock.now() + 10 * SEC, clock.now() + 10 * SEC]);
+    clock.advance(10 * SEC);
+    rt.webhooks.dispatcher.wake();
+    await until(async () => (await rt.webhooks.deliveries('a', a.id, { limit: 10 })).every((d) => d.delivery.status === 'delivered'), "a's retries delivered");
+    for (const d of waiting) expect((await rt.webhooks.delivery('a', a.id, d.delivery.id)).attempts.map((x) => [x.n, x.error])).toEqual([[1, 'timeout'], [2, null]]);
+    expect(stuck.maxHolding).toBe(2);
   });
 
   it('jittered backoff stays within half to all of the exponential delay', async () => {

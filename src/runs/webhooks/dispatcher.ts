@@ -11,8 +11,15 @@ export interface DispatcherOptions {
   timeoutMs?: number;
   /** How often the outbox is looked at when nothing wakes the dispatcher (default 1 s). */
   pollMs?: number;
-  /** Deliveries attempted at once (default 16). */
+  /** Attempts in flight at once, in all (default 16). */
+  concurrency?: number;
+  /** @deprecated the former name of `concurrency`. */
   batch?: number;
+  /**
+   * Attempts in flight at once to one destination (a subscription URL), default 2: a receiver
+   * that is slow or never answers holds at most that many of this process's slots.
+   */
+  perDestination?: number;
   /** The first retry's delay (default 10 s); each next one doubles, up to `maxDelayMs` (default 1 h), with jitter. */
   baseDelayMs?: number;
   maxDelayMs?: number;
@@ -60,7 +67,11 @@ export class WebhookDispatcher {
   private readonly clock: Clock;
   readonly timeoutMs: number;
   private readonly pollMs: number;
-  private readonly batch: number;
+  private readonly concurrency: number;
+  private readonly perDestination: number;
+  /** Attempts in flight, and how many of them to each URL. */
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly busy = new Map<string, number>();
   private readonly backoff: { baseDelayMs: number; maxDelayMs: number; random: () => number };
   private readonly allowPrivateNetworks: boolean;
   readonly retention: { deliveredMs: number; failedMs: number };
@@ -77,7 +88,8 @@ export class WebhookDispatcher {
     this.clock = clock;
     this.timeoutMs = o.timeoutMs ?? 10_000;
     this.pollMs = o.pollMs ?? 1000;
-    this.batch = o.batch ?? 16;
+    this.concurrency = Math.max(1, o.concurrency ?? o.batch ?? 16);
+    this.perDestination = Math.max(1, o.perDestination ?? 2);
     this.backoff = { baseDelayMs: o.baseDelayMs ?? 10_000, maxDelayMs: o.maxDelayMs ?? 3_600_000, random: o.random ?? Math.random };
     this.allowPrivateNetworks = o.allowPrivateNetworks ?? false;
     this.retention = { deliveredMs: o.retention?.deliveredMs ?? 7 * DAY_MS, failedMs: o.retention?.failedMs ?? 30 * DAY_MS };
@@ -102,6 +114,7 @@ export class WebhookDispatcher {
     this.aborts.abort();
     this.wake();
     await this.running;
+    await Promise.allSettled([...this.inFlight]);
     // It may be started again.
     this.running = undefined;
     this.stopped = false;
@@ -114,28 +127,60 @@ export class WebhookDispatcher {
     this.wakeUp.wake();
   }
 
+  /**
+   * Fills the free slots and, when nothing more can be started, naps until a wake-up (a delivery
+   * written here, an attempt that ended) or the next poll. Attempts do not wait for each other:
+   * one that hangs holds its slot until its timeout, and the others go on around it.
+   */
   private async loop(): Promise<void> {
     while (!this.stopped) {
-      let n = 0;
+      let started = 0;
       try {
-        n = await this.tick();
+        const attempts = await this.fill();
+        // An attempt's own failure to record is looked at again when its lease ends.
+        for (const a of attempts) a.catch(() => {});
+        started = attempts.length;
       } catch (e) {
         // A closed store stays closed: nothing more to deliver from it.
         if (isClosedStore(e)) break;
         // The store failed: look again at the next poll.
       }
-      if (n === 0 && !this.stopped) await this.wakeUp.nap(this.pollMs, { unref: true });
+      if (started === 0 && !this.stopped) await this.wakeUp.nap(this.pollMs, { unref: true });
     }
   }
 
-  /** One pass: claims what is due and attempts it; returns how many deliveries were attempted. */
+  /** One pass: claims what is due (as the free slots allow) and attempts it; returns how many deliveries were attempted, once they were. */
   async tick(): Promise<number> {
+    const attempts = await this.fill();
+    await Promise.all(attempts);
+    return attempts.length;
+  }
+
+  /**
+   * Claims due deliveries for the free slots, at most `perDestination` to a URL counting those in
+   * flight, and starts their attempts (not awaited).
+   */
+  private async fill(): Promise<Array<Promise<void>>> {
     const now = this.clock.now();
     await this.prune(now);
-    if (!(await this.store.hasDueWebhookDeliveries(now))) return 0;
-    const claimed = await this.store.claimWebhookDeliveries(now, this.leaseMs, this.batch);
-    await Promise.all(claimed.map((d) => this.attempt(d)));
-    return claimed.length;
+    const free = this.concurrency - this.inFlight.size;
+    if (free <= 0 || !(await this.store.hasDueWebhookDeliveries(now))) return [];
+    const claimed = await this.store.claimWebhookDeliveries(now, this.leaseMs, free, { perDestination: this.perDestination, busy: Object.fromEntries(this.busy) });
+    return claimed.map((d) => this.inSlot(d));
+  }
+
+  /** Attempts a claimed delivery in one of the slots; its end frees the slot and wakes the loop. */
+  private inSlot(d: ClaimedWebhookDelivery): Promise<void> {
+    this.busy.set(d.url, (this.busy.get(d.url) ?? 0) + 1);
+    const attempt = this.attempt(d).finally(() => {
+      this.inFlight.delete(attempt);
+      const n = (this.busy.get(d.url) ?? 1) - 1;
+      if (n > 0) this.busy.set(d.url, n);
+      else this.busy.delete(d.url);
+      this.wake();
+    });
+    this.inFlight.add(attempt);
+    return attempt;
   }
 
   /**

@@ -1,5 +1,6 @@
 import { StoreError } from '../port.ts';
 import {
+  CLAIM_WINDOW_FACTOR,
   DISABLED_SUBSCRIPTION_ERROR,
   toClaimed,
   toWebhook,
@@ -174,25 +175,40 @@ export const pgWebhookOperations: PgWebhookOps = {
 
   hasDueWebhookDeliveries: async ({ sql }, now) => (await sql.one("SELECT 1 AS one FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= $1 LIMIT 1", [now])) !== undefined,
 
-  /** One statement: due deliveries locked and skipped by concurrent claims (FOR UPDATE SKIP LOCKED), leased for one attempt. */
-  claimWebhookDeliveries: async ({ sql }, now, leaseMs, limit) => {
+  /**
+   * One statement (after ending those of disabled subscriptions): due deliveries locked and skipped
+   * by concurrent claims (FOR UPDATE SKIP LOCKED), leased for one attempt. With destinations: a
+   * window of CLAIM_WINDOW_FACTOR × limit due deliveries of URLs that are not busy, of which at most
+   * perDestination a URL counting those in flight.
+   */
+  claimWebhookDeliveries: async ({ sql }, now, leaseMs, limit, destinations) => {
     await sql.run(
       `UPDATE webhook_deliveries d SET ${FAIL_DISABLED}, ended_at = $1
        WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND EXISTS (SELECT 1 FROM webhooks w WHERE w.id = d.webhook_id AND NOT w.active)`,
       [now],
     );
+    const n = limitOf(limit);
+    const busy = Object.entries(destinations?.busy ?? {});
+    const cap = destinations?.perDestination ?? n;
+    const full = busy.filter(([, k]) => k >= cap).map(([url]) => url);
     const rows = await sql.rows<ClaimedRow>(
-      `UPDATE webhook_deliveries d SET claim = d.claim + 1, next_attempt_at = $2, leased_until = $2
-       FROM (SELECT d2.id FROM webhook_deliveries d2 JOIN webhooks w2 ON w2.id = d2.webhook_id
-             WHERE d2.status = 'pending' AND d2.next_attempt_at <= $1 AND w2.active
-             ORDER BY d2.next_attempt_at LIMIT $3 FOR UPDATE OF d2 SKIP LOCKED) picked, webhooks w
+      `WITH cand AS (
+         SELECT d2.id, d2.next_attempt_at, w2.url FROM webhook_deliveries d2 JOIN webhooks w2 ON w2.id = d2.webhook_id
+         WHERE d2.status = 'pending' AND d2.next_attempt_at <= $1 AND w2.active AND NOT (w2.url = ANY($4::text[]))
+         ORDER BY d2.next_attempt_at LIMIT $5 FOR UPDATE OF d2 SKIP LOCKED
+       ), ranked AS (
+         SELECT cand.id, cand.next_attempt_at, row_number() OVER (PARTITION BY cand.url ORDER BY cand.next_attempt_at, cand.id) + coalesce(b.n, 0) AS pos
+         FROM cand LEFT JOIN unnest($6::text[], $7::int[]) AS b(url, n) ON b.url = cand.url
+       ), picked AS (
+         SELECT id FROM ranked WHERE pos <= $8 ORDER BY next_attempt_at LIMIT $3
+       )
+       UPDATE webhook_deliveries d SET claim = d.claim + 1, next_attempt_at = $2, leased_until = $2
+       FROM picked, webhooks w
        WHERE d.id = picked.id AND w.id = d.webhook_id
        RETURNING d.*, w.url AS url, w.secret AS secret, w.previous_secret AS previous_secret, w.previous_secret_expires_at AS previous_secret_expires_at`,
-      [now, now + leaseMs, limitOf(limit)],
+      [now, now + leaseMs, n, full, destinations ? CLAIM_WINDOW_FACTOR * n : n, busy.map(([url]) => url), busy.map(([, k]) => k), cap],
     );
-    return rows
-      .map(toClaimed)
-      .sort((a, b) => a.nextAttemptAt! - b.nextAttemptAt! || a.createdAt - b.createdAt);
+    return rows.map(toClaimed).sort((a, b) => a.nextAttemptAt! - b.nextAttemptAt! || a.createdAt - b.createdAt);
   },
 
   recordWebhookAttempt: ({ atomic }, o) =>

@@ -1,14 +1,15 @@
 import type Database from 'better-sqlite3';
 import { StoreError } from '../port.ts';
 import {
+  CLAIM_WINDOW_FACTOR,
   DISABLED_SUBSCRIPTION_ERROR,
   toClaimed,
   toWebhook,
   toWebhookAttempt,
   toWebhookDelivery,
   type ClaimedRow,
-  type ClaimedWebhookDelivery,
   type WebhookAttemptRow,
+  type WebhookClaimDestinations,
   type WebhookDeliveryRow,
   type WebhookRow,
   type WebhookStoreOps,
@@ -109,6 +110,29 @@ type SyncWebhookOps = { [K in WebhookOpName]: (...args: Parameters<WebhookStoreO
 
 const limitOf = (n: number) => Math.max(0, Math.min(Math.floor(n), 1000));
 
+/**
+ * The due rows a claim takes, oldest due first: up to `limit`, and with `destinations` at most
+ * `perDestination` a URL counting those in flight, looking at no more than CLAIM_WINDOW_FACTOR ×
+ * `limit` rows of URLs that are not busy (the PostgreSQL claim's window).
+ */
+function pickDue(rows: Iterable<ClaimedRow>, limit: number, destinations: WebhookClaimDestinations | undefined): ClaimedRow[] {
+  const picked: ClaimedRow[] = [];
+  if (limit === 0) return picked;
+  const taken = new Map<string, number>(Object.entries(destinations?.busy ?? {}));
+  const cap = destinations?.perDestination ?? Number.POSITIVE_INFINITY;
+  let window = destinations ? CLAIM_WINDOW_FACTOR * limit : limit;
+  for (const r of rows) {
+    const n = taken.get(r.url) ?? 0;
+    if (n >= cap && (destinations?.busy[r.url] ?? 0) >= cap) continue;
+    if (n < cap) {
+      picked.push(r);
+      taken.set(r.url, n + 1);
+    }
+    if (picked.length >= limit || --window <= 0) break;
+  }
+  return picked;
+}
+
 export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
   const st = {
     insert: db.prepare(
@@ -130,10 +154,11 @@ export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
     ),
     attemptsOf: db.prepare<[string], WebhookAttemptRow>('SELECT * FROM webhook_attempts WHERE delivery_id = ? ORDER BY n'),
     due: db.prepare<[number], { one: number }>("SELECT 1 AS one FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? LIMIT 1"),
-    dueRows: db.prepare<[number, number], ClaimedRow>(
+    // Due deliveries of active subscriptions, oldest due first (the claim reads as many as it needs).
+    dueRows: db.prepare<[number], ClaimedRow>(
       `SELECT d.*, w.url AS url, w.secret AS secret, w.previous_secret AS previous_secret, w.previous_secret_expires_at AS previous_secret_expires_at
        FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-       WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND w.active = 1 ORDER BY d.next_attempt_at LIMIT ?`,
+       WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND w.active = 1 ORDER BY d.next_attempt_at`,
     ),
     take: db.prepare('UPDATE webhook_deliveries SET claim = claim + 1, next_attempt_at = ?, leased_until = ? WHERE id = ?'),
     // A disabled subscription's pending deliveries: failed (none stays due).
@@ -203,14 +228,14 @@ export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
     listWebhookDeliveries: (webhookId, page) => st.listDeliveries.all(webhookId, page.after ?? null, page.after ?? null, limitOf(page.limit)).map(toWebhookDelivery),
     listWebhookAttempts: (ids) => ids.flatMap((id) => st.attemptsOf.all(id).map(toWebhookAttempt)),
     hasDueWebhookDeliveries: (now) => st.due.get(now) !== undefined,
-    claimWebhookDeliveries: (now, leaseMs, limit) => {
+    claimWebhookDeliveries: (now, leaseMs, limit, destinations) => {
       st.failDueOfDisabled.run({ now });
-      const out: ClaimedWebhookDelivery[] = [];
-      for (const r of st.dueRows.all(now, limitOf(limit))) {
+      const picked = pickDue(st.dueRows.iterate(now), limitOf(limit), destinations);
+      // Written once the read is done (a connection does not write while it iterates).
+      return picked.map((r) => {
         st.take.run(now + leaseMs, now + leaseMs, r.id);
-        out.push(toClaimed({ ...r, claim: r.claim + 1, next_attempt_at: now + leaseMs }));
-      }
-      return out;
+        return toClaimed({ ...r, claim: r.claim + 1, next_attempt_at: now + leaseMs });
+      });
     },
     recordWebhookAttempt: (o) => {
       const a = o.attempt;
