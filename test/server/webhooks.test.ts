@@ -168,6 +168,26 @@ describe('/v1/webhooks', () => {
     expect(other.body.type).toMatch(/not_found$/);
   });
 
+  it('refuses a private destination with problem+json validation where private networks are not allowed', async () => {
+    const strict = await startTestServer({ keys: [{ tenant: 'acme' }], webhooks: { allowPrivateNetworks: false } });
+    try {
+      const api = strict.api(strict.secrets[0]);
+      for (const url of ['http://10.1.2.3/hook', 'http://[64:ff9b::7f00:1]/hook', 'http://[2002:7f00:1::1]/hook', 'http://localhost./hook']) {
+        const res = await api.post('/v1/webhooks', { url, events: ['run.failed'] });
+        expect(res.status, url).toBe(400);
+        expect(res.headers.get('content-type')).toMatch(/application\/problem\+json/);
+        expect(res.body.type).toMatch(/validation$/);
+        expect(res.body.detail).toMatch(/private|this machine/);
+      }
+      const { body: w } = await api.post('/v1/webhooks', { url: 'https://93.184.215.14/hook', events: ['run.failed'] });
+      const patch = await api.request('PATCH', `/v1/webhooks/${w.id}`, { json: { url: 'http://[::ffff:192.168.1.1]/hook' } });
+      expect(patch.status).toBe(400);
+      expect(patch.body.type).toMatch(/validation$/);
+    } finally {
+      await strict.close();
+    }
+  });
+
   it('is described in /openapi.json', async () => {
     const spec = (await acme.get('/openapi.json')).body;
     expect(Object.keys(spec.paths)).toEqual(

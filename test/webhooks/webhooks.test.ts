@@ -486,6 +486,96 @@ describe('webhooks', () => {
     expect(delivery!.attempts[0]!.error).toMatch(/refused: 127\.0\.0\.1 is a private or local address/);
   });
 
+  it('refuses IPv6 forms that embed a private IPv4 address (NAT64, 6to4, Teredo, IPv4-compatible and -mapped), and localhost with a trailing dot', async () => {
+    const { isPrivateAddress } = await import('../../src/index.ts');
+    const store = memoryStore();
+    const { rt } = runtime(store, { allowPrivateNetworks: false });
+    const refused = [
+      'http://[64:ff9b::7f00:1]/hook', // NAT64 of 127.0.0.1
+      'http://[64:ff9b::10.1.2.3]/hook', // NAT64 of 10.1.2.3
+      'http://[64:ff9b:1::5db8:d70e]/hook', // local-use NAT64: refused whatever it embeds
+      'http://[2002:c0a8:1::1]/hook', // 6to4 of 192.168.0.1
+      'http://[2002:a9fe:a9fe::]/hook', // 6to4 of 169.254.169.254
+      'http://[::127.0.0.1]/hook', // IPv4-compatible
+      'http://[::ffff:10.0.0.1]/hook', // IPv4-mapped
+      'http://[::ffff:0:a00:1]/hook', // IPv4-translated (RFC 2765) of 10.0.0.1
+      'http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/hook', // Teredo, client 127.0.0.1
+      'http://[2001:0:a00:1::1]/hook', // Teredo, server 10.0.0.1
+      'http://localhost./hook',
+      'http://LOCALHOST/hook',
+    ];
+    for (const url of refused) {
+      await expect(rt.webhooks.create('default', { url, events: ['run.cancelled'] }), url).rejects.toMatchObject({ code: 'validation', message: expect.stringMatching(/private|this machine/) });
+    }
+    // The same forms embedding a public address are public.
+    for (const url of ['http://[64:ff9b::5db8:d70e]/hook', 'http://[2002:5db8:d70e::1]/hook', 'http://[2606:2800:220:1::1]/hook']) {
+      expect((await rt.webhooks.create('default', { url, events: ['run.cancelled'] })).url).toBe(url);
+    }
+    expect(isPrivateAddress('64:ff9b::7f00:1')).toBe(true);
+    expect(isPrivateAddress('64:ff9b::5db8:d70e')).toBe(false);
+    expect(isPrivateAddress('fe80::1%eth0')).toBe(true);
+    expect(isPrivateAddress('not an address')).toBe(true);
+  });
+
+  it('resolves the host once per attempt, checks every answer, and connects to exactly the address it checked (DNS rebinding)', async () => {
+    const hook = await receiver();
+    const store = memoryStore();
+    const clock = manualClock();
+    let calls = 0;
+    // A name that answers a public address first and a loopback address second: refused, never reached.
+    const refusing = createRuntime({
+      store,
+      agents: [agentOf()],
+      clock,
+      webhooks: {
+        allowPrivateNetworks: false,
+        resolve: async (host) => {
+          calls++;
+          expect(host).toBe('hooks.example.test');
+          return [
+            { address: '93.184.215.14', family: 4 },
+            { address: '127.0.0.1', family: 4 },
+          ];
+        },
+      },
+    });
+    cleanups.push(() => refusing.close({ graceMs: 50 }));
+    const w = await refusing.webhooks.create('default', { url: `http://hooks.example.test:${hook.port}/hook`, events: ['run.cancelled'] });
+    await cancelledRun(refusing);
+    expect(await refusing.webhooks.dispatcher.tick()).toBe(1);
+    expect(calls).toBe(1);
+    expect(hook.received).toEqual([]);
+    const [d] = await refusing.webhooks.deliveries('default', w.id, { limit: 1 });
+    expect(d!.attempts.map((a) => a.error)).toEqual(['refused: hooks.example.test resolves to 127.0.0.1, a private or local address']);
+    // An answer in an embedded form is refused too.
+    const nat64 = createRuntime({ store: memoryStore(), agents: [agentOf()], clock, webhooks: { resolve: async () => [{ address: '64:ff9b::7f00:1', family: 6 }] } });
+    cleanups.push(() => nat64.close({ graceMs: 50 }));
+    const w64 = await nat64.webhooks.create('default', { url: `http://hooks.example.test:${hook.port}/hook`, events: ['run.cancelled'] });
+    await cancelledRun(nat64);
+    expect(await nat64.webhooks.dispatcher.tick()).toBe(1);
+    expect((await nat64.webhooks.deliveries('default', w64.id, { limit: 1 }))[0]!.attempts[0]!.error).toMatch(/^refused: hooks\.example\.test resolves to 64:ff9b::7f00:1/);
+    expect(hook.received).toEqual([]);
+
+    // Where private networks are allowed, the connection goes to the address resolved for the
+    // attempt (the second answer of this name would be another address, where nobody listens),
+    // with the URL's host in the Host header.
+    const answers = ['127.0.0.1', '127.0.0.2'];
+    let asked = 0;
+    const pinned = createRuntime({
+      store: memoryStore(),
+      agents: [agentOf()],
+      clock,
+      webhooks: { allowPrivateNetworks: true, resolve: async () => [{ address: answers[Math.min(asked++, 1)]!, family: 4 }] },
+    });
+    cleanups.push(() => pinned.close({ graceMs: 50 }));
+    const wp = await pinned.webhooks.create('default', { url: `http://hooks.example.test:${hook.port}/hook`, events: ['run.cancelled'] });
+    await cancelledRun(pinned);
+    expect(await pinned.webhooks.dispatcher.tick()).toBe(1);
+    expect(asked).toBe(1);
+    expect(hook.received.map((r) => r.headers.host)).toEqual([`hooks.example.test:${hook.port}`]);
+    expect((await pinned.webhooks.deliveries('default', wp.id, { limit: 1 }))[0]!.delivery.status).toBe('delivered');
+  });
+
   it('the dispatcher started with the workers delivers without being told, and stops with the runtime', async () => {
     const hook = await receiver();
     const store = memoryStore();

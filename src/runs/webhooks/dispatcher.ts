@@ -3,7 +3,8 @@ import type { Clock } from '../clock.ts';
 import { WakeUp } from '../wake-up.ts';
 
 export const DAY_MS = 24 * 3600_000;
-import { privateDestinationReason } from './destination.ts';
+import { resolveDestination, systemResolve, type Resolve } from './destination.ts';
+import { postWebhook } from './post.ts';
 import { signWebhook } from './signature.ts';
 
 export interface DispatcherOptions {
@@ -31,6 +32,8 @@ export interface DispatcherOptions {
   pruneBatch?: number;
   /** The randomness of the jitter (tests pin it). */
   random?: () => number;
+  /** Resolves a host name to its addresses for an attempt (the system resolver by default; tests inject one). */
+  resolve?: Resolve;
   /**
    * Deliver to this machine and private networks (loopback, 10/8, 192.168/16, link-local…): off by
    * default, so a tenant cannot make the server reach what only it can reach. A development
@@ -49,7 +52,20 @@ export function webhookBackoff(n: number, o: { baseDelayMs: number; maxDelayMs: 
 const secretsAt = (d: ClaimedWebhookDelivery, at: number): string[] =>
   d.previousSecret !== null && d.previousSecretExpiresAt !== null && at < d.previousSecretExpiresAt ? [d.secret, d.previousSecret] : [d.secret];
 
+/** `promise`, or a rejection as soon as `signal` aborts (a host name's resolution cannot be aborted itself). */
+function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+/** An attempt's error as recorded: a system error's code (ECONNREFUSED, ENOTFOUND…), else its message. */
 const describe = (e: unknown): string => {
+  const code = (e as { code?: unknown }).code;
+  if (typeof code === 'string' && /^E[A-Z_]+$/.test(code)) return code;
   const cause = (e as { cause?: { code?: unknown; message?: unknown } }).cause;
   if (cause && typeof cause.code === 'string') return cause.code;
   if ((e as { name?: unknown }).name === 'TimeoutError') return 'timeout';
@@ -74,6 +90,7 @@ export class WebhookDispatcher {
   private readonly busy = new Map<string, number>();
   private readonly backoff: { baseDelayMs: number; maxDelayMs: number; random: () => number };
   private readonly allowPrivateNetworks: boolean;
+  private readonly resolve: Resolve;
   readonly retention: { deliveredMs: number; failedMs: number };
   private readonly pruneEveryMs: number;
   private readonly pruneBatch: number;
@@ -92,6 +109,7 @@ export class WebhookDispatcher {
     this.perDestination = Math.max(1, o.perDestination ?? 2);
     this.backoff = { baseDelayMs: o.baseDelayMs ?? 10_000, maxDelayMs: o.maxDelayMs ?? 3_600_000, random: o.random ?? Math.random };
     this.allowPrivateNetworks = o.allowPrivateNetworks ?? false;
+    this.resolve = o.resolve ?? systemResolve;
     this.retention = { deliveredMs: o.retention?.deliveredMs ?? 7 * DAY_MS, failedMs: o.retention?.failedMs ?? 30 * DAY_MS };
     this.pruneEveryMs = o.pruneEveryMs ?? 60_000;
     this.pruneBatch = o.pruneBatch ?? 500;
@@ -208,12 +226,14 @@ export class WebhookDispatcher {
     const t0 = performance.now();
     let statusCode: number | null = null;
     let error: string | null = null;
+    // The timeout covers it all: resolving the host, connecting, the answer.
+    const timeout = AbortSignal.timeout(this.timeoutMs);
+    const signal = AbortSignal.any([timeout, this.aborts.signal]);
     try {
-      // What the host resolves to now (it may have changed since the subscription was made).
-      const refused = this.allowPrivateNetworks ? undefined : await privateDestinationReason(d.url);
-      if (refused) throw new Error(`refused: ${refused}`);
-      const res = await fetch(d.url, {
-        method: 'POST',
+      // What the host resolves to now (it may have changed since the subscription was made),
+      // resolved once: the connection goes to the address checked.
+      const to = await abortable(resolveDestination(d.url, { allowPrivateNetworks: this.allowPrivateNetworks, resolve: this.resolve }), signal);
+      statusCode = await postWebhook(d.url, to, {
         headers: {
           'content-type': 'application/json',
           'user-agent': 'Keel-Webhooks/1',
@@ -222,15 +242,12 @@ export class WebhookDispatcher {
           'keel-signature': signWebhook(secretsAt(d, startedAt), d.body, Math.floor(startedAt / 1000)),
         },
         body: d.body,
-        redirect: 'manual',
-        signal: AbortSignal.any([AbortSignal.timeout(this.timeoutMs), this.aborts.signal]),
+        signal,
       });
-      statusCode = res.status;
-      await res.body?.cancel().catch(() => {});
-      if (res.status < 200 || res.status > 299) error = `HTTP ${res.status}`;
+      if (statusCode < 200 || statusCode > 299) error = `HTTP ${statusCode}`;
     } catch (e) {
       if (this.aborts.signal.aborted) return;
-      error = describe(e);
+      error = timeout.aborted ? 'timeout' : describe(e);
     }
     const durationMs = Math.round(performance.now() - t0);
     const n = d.attempts + 1;

@@ -10,7 +10,7 @@ import { webhookOutbox } from './outbox.ts';
 export { DAY_MS, WebhookDispatcher, webhookBackoff, type DispatcherOptions } from './dispatcher.ts';
 export { webhookOutbox, webhookTypeOf } from './outbox.ts';
 export { signWebhook, verifyWebhookSignature } from './signature.ts';
-export { isPrivateAddress, privateDestinationReason, privateUrlReason } from './destination.ts';
+export { isPrivateAddress, privateUrlReason, RefusedDestinationError, resolveDestination, systemResolve, type Resolve, type ResolvedAddress } from './destination.ts';
 
 export interface WebhookOptions extends DispatcherOptions {
   /** How long a delivery is retried before it is `failed` (default one day). */
@@ -23,11 +23,11 @@ export const MAX_SECRET_OVERLAP_MS = 7 * DAY_MS;
 
 const newSecret = (): string => `whsec_${randomBytes(24).toString('base64url')}`;
 
-/** Refuses a subscription URL on this machine or a private network, unless they are allowed. */
+/** Refuses a subscription URL on this machine or a private network, unless they are allowed (StoreError `validation`: a 400 over HTTP). */
 function checkDestination(url: string, allowPrivateNetworks: boolean): void {
-  if (!isWebhookUrl(url)) throw new TypeError(`not an http(s) URL: ${url}`);
+  if (!isWebhookUrl(url)) throw new StoreError('validation', `not an http(s) URL: ${url}`);
   const reason = allowPrivateNetworks ? undefined : privateUrlReason(url);
-  if (reason) throw new TypeError(`webhooks may not be sent to ${url}: ${reason} (allow private networks with webhooks.allowPrivateNetworks, or KEEL_WEBHOOKS_ALLOW_PRIVATE=1 for keel serve)`);
+  if (reason) throw new StoreError('validation', `webhooks may not be sent to ${url}: ${reason} (allow private networks with webhooks.allowPrivateNetworks, or KEEL_WEBHOOKS_ALLOW_PRIVATE=1 for keel serve)`);
 }
 
 /** Whether a string is an http(s) URL a webhook may be sent to. */
