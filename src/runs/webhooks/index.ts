@@ -154,6 +154,13 @@ export class Webhooks {
     return { delivery: d, attempts: await this.store.listWebhookAttempts([d.id]) };
   }
 
+  /** A delivery of one of the tenant's subscriptions, found by its id alone, with its attempts. */
+  async deliveryById(tenant: string, deliveryId: string): Promise<{ delivery: WebhookDelivery; attempts: WebhookAttempt[] }> {
+    const d = await this.store.getWebhookDelivery(deliveryId);
+    if (!d || d.tenant !== tenant) throw new NotFoundError('delivery', deliveryId);
+    return { delivery: d, attempts: await this.store.listWebhookAttempts([d.id]) };
+  }
+
   /** Attempts a delivery again now (and for another `retryForMs`), whatever its status; refused (conflict) while an attempt is in flight. */
   async redeliver(tenant: string, webhookId: string, deliveryId: string): Promise<WebhookDelivery> {
     await this.delivery(tenant, webhookId, deliveryId);

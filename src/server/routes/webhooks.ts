@@ -23,7 +23,7 @@ const Events = z.array(z.enum(WEBHOOK_EVENT_TYPES)).min(1).describe('The event t
 const IdParam = z.object({ id: z.string().min(1).openapi({ param: { name: 'id', in: 'path' } }) });
 const DeliveryParams = IdParam.extend({ delivery_id: z.string().min(1).openapi({ param: { name: 'delivery_id', in: 'path' } }) });
 
-const WebhookSchema = z
+export const WebhookSchema = z
   .object({
     id: z.string(),
     url: z.string(),
@@ -47,7 +47,7 @@ const AttemptSchema = z
   })
   .openapi('WebhookAttempt');
 
-const DeliverySchema = z
+export const DeliverySchema = z
   .object({
     id: z.string().describe('The delivery id (the Keel-Delivery header and the body’s id): receivers dedupe by it'),
     webhook_id: z.string(),
@@ -223,6 +223,21 @@ export function webhookRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       const page = await hooks.deliveries(c.get('tenant'), c.req.valid('param').id, { limit: q.limit + 1, ...(after ? { after } : {}) });
       const data = page.slice(0, q.limit);
       return c.json({ data: data.map((d) => deliveryJson(d.delivery, d.attempts)), next_cursor: page.length > q.limit ? data.at(-1)!.delivery.id : null }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/webhook-deliveries/{id}',
+      tags: ['webhooks'],
+      summary: 'A delivery of one of your subscriptions, by its id alone (the Keel-Delivery header), with its attempts',
+      request: { params: IdParam },
+      responses: { 200: json(DeliverySchema, 'The delivery'), ...problems },
+    }),
+    async (c) => {
+      const d = await hooks.deliveryById(c.get('tenant'), c.req.valid('param').id);
+      return c.json(deliveryJson(d.delivery, d.attempts), 200);
     },
   );
 
