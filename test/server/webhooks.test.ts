@@ -64,6 +64,13 @@ describe('/v1/webhooks', () => {
     const d = list.body.data[0];
     expect(d).toMatchObject({ id: r.headers['keel-delivery'], webhook_id: id, event_type: 'run.waiting_approval', status: 'delivered', last_status_code: 200, attempts: [{ n: 1, status_code: 200, error: null }] });
     expect(d.payload).toEqual(JSON.parse(r.body));
+    // By its id alone (the Keel-Delivery header), for its tenant only.
+    const byId = await acme.get(`/v1/webhook-deliveries/${d.id}`);
+    expect(byId.status).toBe(200);
+    expect(byId.body).toMatchObject({ id: d.id, webhook_id: id, status: 'delivered', session_id: s.id });
+    const notTheirs = await globex.get(`/v1/webhook-deliveries/${d.id}`);
+    expect(notTheirs.status).toBe(404);
+    expect(notTheirs.body.type).toMatch(/not_found$/);
 
     const again = await acme.post(`/v1/webhooks/${id}/deliveries/${d.id}/redeliver`);
     expect(again.status).toBe(202);
@@ -191,7 +198,14 @@ describe('/v1/webhooks', () => {
   it('is described in /openapi.json', async () => {
     const spec = (await acme.get('/openapi.json')).body;
     expect(Object.keys(spec.paths)).toEqual(
-      expect.arrayContaining(['/v1/webhooks', '/v1/webhooks/{id}', '/v1/webhooks/{id}/deliveries', '/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver']),
+      expect.arrayContaining([
+        '/v1/webhooks',
+        '/v1/webhooks/{id}',
+        '/v1/webhooks/{id}/deliveries',
+        '/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver',
+        '/v1/webhooks/{id}/rotate-secret',
+        '/v1/webhook-deliveries/{id}',
+      ]),
     );
     expect(Object.keys(spec.paths['/v1/webhooks/{id}'])).toEqual(expect.arrayContaining(['get', 'patch', 'delete']));
   });
