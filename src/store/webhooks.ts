@@ -163,8 +163,11 @@ export interface WebhookStoreOps {
   listWebhookDeliveries(webhookId: string, page: WebhookPage): Promise<WebhookDelivery[]>;
   /** The attempts of these deliveries, in order. */
   listWebhookAttempts(deliveryIds: readonly string[]): Promise<WebhookAttempt[]>;
-  /** Whether a pending delivery is due at `now` (a cheap read before a claim). */
-  hasDueWebhookDeliveries(now: number): Promise<boolean>;
+  /**
+   * Whether a pending delivery is due at `now` (a cheap read before a claim); with `except`, one
+   * to another URL than those (the claimer's busy destinations: no claim is made for nothing).
+   */
+  hasDueWebhookDeliveries(now: number, o?: { except?: readonly string[] }): Promise<boolean>;
   /**
    * Takes up to `limit` pending deliveries due at `now` (oldest due first) of active subscriptions,
    * for one attempt each: their claim increases and their next attempt moves to `now + leaseMs`,

@@ -394,6 +394,17 @@ describe('webhooks', () => {
     rt.webhooks.startDispatcher();
     for (let i = 0; i < 5; i++) await cancelledRun(rt, 'a');
     await until(() => stuck.holding >= 2, 'attempts held by the receiver that never answers');
+    // While A's two slots hang and its three others are due, the polls only read: no write lock each time.
+    const commits = store.commitCount;
+    const hasDue = store.hasDueWebhookDeliveries.bind(store);
+    let polls = 0;
+    store.hasDueWebhookDeliveries = (...a) => {
+      polls++;
+      return hasDue(...a);
+    };
+    await until(() => polls >= 5, 'five polls');
+    expect(store.commitCount).toBe(commits);
+    store.hasDueWebhookDeliveries = hasDue;
     for (let i = 0; i < 3; i++) await cancelledRun(rt, 'b');
     await ok.until(3);
     // B's three arrived while A's attempts still hang: none of them has ended yet.

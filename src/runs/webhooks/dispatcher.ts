@@ -182,7 +182,10 @@ export class WebhookDispatcher {
     const now = this.clock.now();
     await this.prune(now);
     const free = this.concurrency - this.inFlight.size;
-    if (free <= 0 || !(await this.store.hasDueWebhookDeliveries(now))) return [];
+    if (free <= 0) return [];
+    // Only deliveries this process could start now are worth a claim (a write).
+    const full = [...this.busy].filter(([, n]) => n >= this.perDestination).map(([url]) => url);
+    if (!(await this.store.hasDueWebhookDeliveries(now, { except: full }))) return [];
     const claimed = await this.store.claimWebhookDeliveries(now, this.leaseMs, free, { perDestination: this.perDestination, busy: Object.fromEntries(this.busy) });
     return claimed.map((d) => this.inSlot(d));
   }

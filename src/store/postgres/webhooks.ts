@@ -173,7 +173,14 @@ export const pgWebhookOperations: PgWebhookOps = {
   listWebhookAttempts: async ({ sql }, ids) =>
     ids.length === 0 ? [] : (await sql.rows<WebhookAttemptRow>('SELECT * FROM webhook_attempts WHERE delivery_id = ANY($1::text[]) ORDER BY delivery_id, n', [ids])).map(toWebhookAttempt),
 
-  hasDueWebhookDeliveries: async ({ sql }, now) => (await sql.one("SELECT 1 AS one FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= $1 LIMIT 1", [now])) !== undefined,
+  hasDueWebhookDeliveries: async ({ sql }, now, o) =>
+    (o?.except?.length
+      ? await sql.one(
+          `SELECT 1 AS one FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+           WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND NOT (w.url = ANY($2::text[])) LIMIT 1`,
+          [now, o.except],
+        )
+      : await sql.one("SELECT 1 AS one FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= $1 LIMIT 1", [now])) !== undefined,
 
   /**
    * One statement (after ending those of disabled subscriptions): due deliveries locked and skipped

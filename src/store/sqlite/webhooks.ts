@@ -154,6 +154,10 @@ export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
     ),
     attemptsOf: db.prepare<[string], WebhookAttemptRow>('SELECT * FROM webhook_attempts WHERE delivery_id = ? ORDER BY n'),
     due: db.prepare<[number], { one: number }>("SELECT 1 AS one FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? LIMIT 1"),
+    dueExcept: db.prepare<[number, string], { one: number }>(
+      `SELECT 1 AS one FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+       WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND w.url NOT IN (SELECT value FROM json_each(?)) LIMIT 1`,
+    ),
     // Due deliveries of active subscriptions, oldest due first (the claim reads as many as it needs).
     dueRows: db.prepare<[number], ClaimedRow>(
       `SELECT d.*, w.url AS url, w.secret AS secret, w.previous_secret AS previous_secret, w.previous_secret_expires_at AS previous_secret_expires_at
@@ -227,7 +231,7 @@ export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
     },
     listWebhookDeliveries: (webhookId, page) => st.listDeliveries.all(webhookId, page.after ?? null, page.after ?? null, limitOf(page.limit)).map(toWebhookDelivery),
     listWebhookAttempts: (ids) => ids.flatMap((id) => st.attemptsOf.all(id).map(toWebhookAttempt)),
-    hasDueWebhookDeliveries: (now) => st.due.get(now) !== undefined,
+    hasDueWebhookDeliveries: (now, o) => (o?.except?.length ? st.dueExcept.get(now, JSON.stringify(o.except)) : st.due.get(now)) !== undefined,
     claimWebhookDeliveries: (now, leaseMs, limit, destinations) => {
       st.failDueOfDisabled.run({ now });
       const picked = pickDue(st.dueRows.iterate(now), limitOf(limit), destinations);
