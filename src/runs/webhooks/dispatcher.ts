@@ -1,11 +1,11 @@
 import { isClosedStore, type ClaimedWebhookDelivery, type Store, type WebhookDeliveryStatus } from '../../store/index.ts';
 import type { Clock } from '../clock.ts';
 import { WakeUp } from '../wake-up.ts';
-
-export const DAY_MS = 24 * 3600_000;
 import { resolveDestination, systemResolve, type Resolve } from './destination.ts';
 import { postWebhook } from './post.ts';
 import { signWebhook } from './signature.ts';
+
+export const DAY_MS = 24 * 3600_000;
 
 export interface DispatcherOptions {
   /** How long one attempt may take (default 10 s). */
@@ -73,10 +73,12 @@ const describe = (e: unknown): string => {
 };
 
 /**
- * Delivers the outbox (ADR-0017), one loop per process: claims due deliveries (each for one
- * attempt, under a lease no other dispatcher takes it through), POSTs each signed, records the
- * attempt, and settles the delivery: `delivered` on a 2xx, else retried later with backoff until
- * its `retryUntil`, then `failed`. Every time decision reads the clock.
+ * Delivers the outbox (ADR-0017), one loop per process: claims due deliveries for its free slots
+ * (each for one attempt, under a lease no other dispatcher takes it through; at most
+ * `perDestination` in flight to one URL), POSTs each signed to the address its destination check
+ * resolved, records the attempt, and settles the delivery: `delivered` on a 2xx, else retried
+ * later with backoff until its `retryUntil`, then `failed`. Attempts do not wait for each other.
+ * It also prunes ended deliveries past their retention. Every time decision reads the clock.
  */
 export class WebhookDispatcher {
   private readonly store: Store;
