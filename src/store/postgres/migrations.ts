@@ -379,7 +379,7 @@ export const migrations: ReadonlyArray<{ version: number; sql: string }> = [
   },
   // Version 9 is being added on another branch; the gap closes when both are merged.
   {
-    // Webhooks, issue 38: delivery end times for retention, ... (see WEBHOOKS_MIGRATION_2_SQL).
+    // Webhooks, issue 38: delivery end times (retention) and sessions (erasure), rotated secrets (see WEBHOOKS_MIGRATION_2_SQL).
     version: 10,
     sql: WEBHOOKS_MIGRATION_2_SQL,
   },

@@ -6,7 +6,7 @@ import { sqliteWaitsMigration } from '../wait-rows.ts';
 import { limitsDdl } from '../limit-rows.ts';
 import { decodeBatch, encodeOpen0, OPEN_CODECS_SQL, seal, SEALED_CODEC } from './event-batch-codec.ts';
 import { idKey, idKeyOrNull } from './id-keys.ts';
-import { WEBHOOKS_MIGRATION_2_SQL, WEBHOOKS_MIGRATION_SQL } from './webhooks.ts';
+import { addWebhookColumns, WEBHOOKS_MIGRATION_SQL } from './webhooks.ts';
 
 /**
  * Versioned schema migrations, applied in order at open. The database's `user_version` records the
@@ -370,9 +370,10 @@ export const migrations: ReadonlyArray<{ version: number; sql: string; run?: (db
   },
   // Version 18 is being added on another branch; the gap closes when both are merged.
   {
-    // Webhooks, issue 38: delivery end times for retention, ... (see WEBHOOKS_MIGRATION_2_SQL).
+    // Webhooks, issue 38: delivery end times (retention) and sessions (erasure), rotated secrets (see addWebhookColumns).
     version: 19,
-    sql: WEBHOOKS_MIGRATION_2_SQL,
+    sql: `SELECT 1;`,
+    run: addWebhookColumns,
   },
 ];
 
