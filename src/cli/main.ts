@@ -9,6 +9,7 @@ import { schedulesCommand, schedulesHelp } from './commands/schedules.ts';
 import { serveCommand, serveHelp } from './commands/serve.ts';
 import { sessionsCommand, sessionsHelp } from './commands/sessions.ts';
 import { usageCommand, usageHelp } from './commands/usage.ts';
+import { webhooksCommand, webhooksHelp } from './commands/webhooks.ts';
 import { workerCommand, workerHelp } from './commands/worker.ts';
 import { runDemo } from './demo.ts';
 import { version } from './version.ts';
@@ -22,6 +23,7 @@ export const commands: Record<string, Command> = {
   sessions: { run: sessionsCommand, help: sessionsHelp },
   runs: { run: runsCommand, help: runsHelp },
   schedules: { run: schedulesCommand, help: schedulesHelp },
+  webhooks: { run: webhooksCommand, help: webhooksHelp },
   events: { run: eventsCommand, help: eventsHelp },
   replay: { run: replayCommand, help: replayHelp },
   keys: { run: keysCommand, help: keysHelp },

@@ -4,8 +4,24 @@
  * deliver them. Both backends implement these operations (sqlite/webhooks.ts, postgres/webhooks.ts).
  */
 
-/** The event types a subscription can ask for. */
-export const WEBHOOK_EVENT_TYPES = ['run.waiting_approval', 'run.waiting_for_user', 'run.completed', 'run.failed', 'run.cancelled', 'run.timed_out', 'schedule.fired'] as const;
+/**
+ * The event types a subscription can ask for: `run.<status>` for every run status (RUN_STATUSES in
+ * port.ts, in its order; the outbox checks at compile time that the two agree), and `schedule.fired`.
+ */
+export const WEBHOOK_EVENT_TYPES = [
+  'run.queued',
+  'run.running',
+  'run.waiting_approval',
+  'run.waiting_for_user',
+  'run.paused',
+  'run.completed',
+  'run.failed',
+  'run.cancelled',
+  'run.timed_out',
+  'run.sleeping',
+  'run.waiting_for_signal',
+  'schedule.fired',
+] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 export interface WebhookRecord {
@@ -15,6 +31,9 @@ export interface WebhookRecord {
   events: WebhookEventType[];
   /** The signing secret (HMAC-SHA256 key): shown once at creation, stored so that deliveries can be signed. */
   secret: string;
+  /** The secret a rotation replaced: deliveries are signed with it too until `previousSecretExpiresAt`. */
+  previousSecret: string | null;
+  previousSecretExpiresAt: number | null;
   active: boolean;
   createdAt: number;
   updatedAt: number;
@@ -31,6 +50,8 @@ export interface WebhookDelivery {
   eventType: WebhookEventType;
   /** The session event that caused it. */
   eventId: string;
+  /** That event's session (erasing the session removes the delivery); null for rows written before it was kept. */
+  sessionId: string | null;
   /** The JSON body sent, exactly (what the signature covers, with the timestamp). */
   body: string;
   status: WebhookDeliveryStatus;
@@ -42,12 +63,17 @@ export interface WebhookDelivery {
   /** No attempt starts after this: the delivery is `failed` then. */
   retryUntil: number;
   deliveredAt: number | null;
+  /** When it ended `delivered` or `failed` (null while pending): retention counts from it. */
+  endedAt: number | null;
   lastError: string | null;
   lastStatusCode: number | null;
 }
 
+/** The `lastError` of the deliveries a disabled subscription ended. */
+export const DISABLED_SUBSCRIPTION_ERROR = 'subscription disabled';
+
 /** A delivery as the outbox writes it: pending, due at `nextAttemptAt`. */
-export type NewWebhookDelivery = Pick<WebhookDelivery, 'id' | 'webhookId' | 'tenant' | 'eventType' | 'eventId' | 'body' | 'createdAt' | 'retryUntil'> & { nextAttemptAt: number };
+export type NewWebhookDelivery = Pick<WebhookDelivery, 'id' | 'webhookId' | 'tenant' | 'eventType' | 'eventId' | 'sessionId' | 'body' | 'createdAt' | 'retryUntil'> & { nextAttemptAt: number };
 
 export interface WebhookAttempt {
   deliveryId: string;
@@ -65,7 +91,27 @@ export interface ClaimedWebhookDelivery extends WebhookDelivery {
   claim: number;
   url: string;
   secret: string;
+  /** The subscription's previous secret, while a rotation's overlap lasts (signs too until then). */
+  previousSecret: string | null;
+  previousSecretExpiresAt: number | null;
 }
+
+/** A rotation: the new secret, and until when the one it replaces still signs (at or before `updatedAt`: it does not). */
+export interface WebhookSecretRotation {
+  secret: string;
+  previousSecretExpiresAt: number;
+  updatedAt: number;
+}
+
+/** How many attempts a dispatcher makes at once to one destination (a subscription URL), and how many it has in flight now. */
+export interface WebhookClaimDestinations {
+  perDestination: number;
+  /** Attempts in flight per URL. */
+  busy: Readonly<Record<string, number>>;
+}
+
+/** How many due deliveries of not-busy URLs a capped claim looks at, per delivery it may take. */
+export const CLAIM_WINDOW_FACTOR = 4;
 
 /** What an attempt's outcome does to its delivery (recorded with the attempt, see `recordWebhookAttempt`). */
 export interface WebhookAttemptOutcome {
@@ -76,6 +122,12 @@ export interface WebhookAttemptOutcome {
   status: WebhookDeliveryStatus;
   /** When `pending`: the next attempt's time. */
   nextAttemptAt: number | null;
+}
+
+/** Which ended deliveries retention removes: those that ended before these times. */
+export interface WebhookRetentionBounds {
+  deliveredBefore: number;
+  failedBefore: number;
 }
 
 export interface WebhookPage {
@@ -89,8 +141,17 @@ export interface WebhookStoreOps {
   getWebhook(id: string): Promise<WebhookRecord | undefined>;
   /** A tenant's subscriptions, oldest first. */
   listWebhooks(tenant: string, page: WebhookPage): Promise<WebhookRecord[]>;
-  /** Undefined when there is no such subscription. */
+  /**
+   * Undefined when there is no such subscription. Disabling one (`active: false`) ends its pending
+   * deliveries `failed` (`lastError` DISABLED_SUBSCRIPTION_ERROR, ended at `updatedAt`), those in
+   * flight too (their attempts record nothing): a disabled subscription leaves nothing due.
+   */
   updateWebhook(id: string, patch: WebhookPatch): Promise<WebhookRecord | undefined>;
+  /**
+   * Replaces the secret: the current one becomes the previous one until `previousSecretExpiresAt`
+   * (one that was still previous is dropped); undefined when there is no such subscription.
+   */
+  rotateWebhookSecret(id: string, r: WebhookSecretRotation): Promise<WebhookRecord | undefined>;
   /** Removes a subscription with its deliveries and their attempts; false when there was none. */
   deleteWebhook(id: string): Promise<boolean>;
   /** The active subscriptions of the session's tenant, in one indexed query (the outbox's only read). */
@@ -102,23 +163,37 @@ export interface WebhookStoreOps {
   listWebhookDeliveries(webhookId: string, page: WebhookPage): Promise<WebhookDelivery[]>;
   /** The attempts of these deliveries, in order. */
   listWebhookAttempts(deliveryIds: readonly string[]): Promise<WebhookAttempt[]>;
-  /** Whether a pending delivery is due at `now` (a cheap read before a claim). */
-  hasDueWebhookDeliveries(now: number): Promise<boolean>;
+  /**
+   * Whether a pending delivery is due at `now` (a cheap read before a claim); with `except`, one
+   * to another URL than those (the claimer's busy destinations: no claim is made for nothing).
+   */
+  hasDueWebhookDeliveries(now: number, o?: { except?: readonly string[] }): Promise<boolean>;
   /**
    * Takes up to `limit` pending deliveries due at `now` (oldest due first) of active subscriptions,
    * for one attempt each: their claim increases and their next attempt moves to `now + leaseMs`,
    * so no other dispatcher takes them meanwhile (PostgreSQL: FOR UPDATE SKIP LOCKED; SQLite: under
-   * the write lock).
+   * the write lock). Due deliveries of a disabled subscription (one written in a race with its
+   * disabling) are ended `failed` instead, as `updateWebhook` does. With `destinations`, at most
+   * `perDestination` deliveries to one URL counting those the claimer has in flight (`busy`):
+   * deliveries to a busy URL are passed over for others, however long they have been due.
    */
-  claimWebhookDeliveries(now: number, leaseMs: number, limit: number): Promise<ClaimedWebhookDelivery[]>;
+  claimWebhookDeliveries(now: number, leaseMs: number, limit: number, destinations?: WebhookClaimDestinations): Promise<ClaimedWebhookDelivery[]>;
   /**
    * Records an attempt and its outcome, if the delivery is still under `claim` (false otherwise:
    * another claim or a redelivery came meanwhile, and nothing is written).
    */
   recordWebhookAttempt(o: WebhookAttemptOutcome): Promise<boolean>;
+  /** Whether a delivery ended before its status's bound (`delivered` or `failed`): a cheap read from the end-time index before a prune. */
+  hasExpiredWebhookDeliveries(o: WebhookRetentionBounds): Promise<boolean>;
+  /**
+   * Deletes up to `limit` deliveries that ended before their status's bound, with their attempts,
+   * those that ended first first (from the end-time index, not a scan); returns how many.
+   */
+  pruneWebhookDeliveries(o: WebhookRetentionBounds & { limit: number }): Promise<number>;
   /**
    * Makes a delivery pending again, due at `now`, to be tried until `retryUntil`. Refused
-   * (StoreError `conflict`) while an attempt of it is in flight; undefined for an unknown id.
+   * (StoreError `conflict`) while an attempt of it is in flight or while its subscription is
+   * disabled; undefined for an unknown id.
    */
   redeliverWebhook(id: string, now: number, retryUntil: number): Promise<WebhookDelivery | undefined>;
 }
@@ -130,6 +205,8 @@ export interface WebhookRow {
   url: string;
   events: string;
   secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: number | null;
   active: number | boolean;
   created_at: number;
   updated_at: number;
@@ -141,6 +218,7 @@ export interface WebhookDeliveryRow {
   tenant: string;
   event_type: string;
   event_id: string;
+  session_id: string | null;
   body: string;
   status: string;
   attempts: number;
@@ -149,6 +227,7 @@ export interface WebhookDeliveryRow {
   next_attempt_at: number | null;
   retry_until: number;
   delivered_at: number | null;
+  ended_at: number | null;
   last_error: string | null;
   last_status_code: number | null;
   leased_until: number | null;
@@ -169,6 +248,8 @@ export const toWebhook = (r: WebhookRow): WebhookRecord => ({
   url: r.url,
   events: JSON.parse(r.events) as WebhookEventType[],
   secret: r.secret,
+  previousSecret: r.previous_secret,
+  previousSecretExpiresAt: r.previous_secret_expires_at === null ? null : Number(r.previous_secret_expires_at),
   active: r.active === true || r.active === 1,
   createdAt: Number(r.created_at),
   updatedAt: Number(r.updated_at),
@@ -182,6 +263,7 @@ export const toWebhookDelivery = (r: WebhookDeliveryRow): WebhookDelivery => ({
   tenant: r.tenant,
   eventType: r.event_type as WebhookEventType,
   eventId: r.event_id,
+  sessionId: r.session_id,
   body: r.body,
   status: r.status as WebhookDeliveryStatus,
   attempts: Number(r.attempts),
@@ -189,6 +271,7 @@ export const toWebhookDelivery = (r: WebhookDeliveryRow): WebhookDelivery => ({
   nextAttemptAt: num(r.next_attempt_at),
   retryUntil: Number(r.retry_until),
   deliveredAt: num(r.delivered_at),
+  endedAt: num(r.ended_at),
   lastError: r.last_error,
   lastStatusCode: num(r.last_status_code),
 });
@@ -200,4 +283,16 @@ export const toWebhookAttempt = (r: WebhookAttemptRow): WebhookAttempt => ({
   durationMs: Number(r.duration_ms),
   statusCode: num(r.status_code),
   error: r.error,
+});
+
+/** A claimed delivery's row: the delivery's columns with its subscription's URL and secrets. */
+export type ClaimedRow = WebhookDeliveryRow & Pick<WebhookRow, 'url' | 'secret' | 'previous_secret' | 'previous_secret_expires_at'>;
+
+export const toClaimed = (r: ClaimedRow): ClaimedWebhookDelivery => ({
+  ...toWebhookDelivery(r),
+  claim: Number(r.claim),
+  url: r.url,
+  secret: r.secret,
+  previousSecret: r.previous_secret,
+  previousSecretExpiresAt: num(r.previous_secret_expires_at),
 });

@@ -2,6 +2,7 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { SchemaVersionError } from '../../src/store/port.ts';
 import { latestPostgresSchemaVersion, openPostgresStore, PostgresStore } from '../../src/store/postgres/index.ts';
+import { migrations } from '../../src/store/postgres/migrations.ts';
 import { dropSchema, freshSchema, openTestPostgres, postgresUrl } from '../support/postgres.ts';
 import { storeContract } from './contract.ts';
 import { runsContract } from './runs-contract.ts';
@@ -51,7 +52,9 @@ describe('postgres schema migrations', () => {
       await c.connect();
       try {
         const { rows } = await c.query<{ version: number }>(`SELECT version FROM "${schema}".keel_schema ORDER BY version`);
-        expect(rows.map((r) => r.version)).toEqual(Array.from({ length: latestPostgresSchemaVersion }, (_, i) => i + 1));
+        // Each migration once, in order (the versions of the list: a version taken on another branch may be missing until it merges).
+        expect(rows.map((r) => r.version)).toEqual(migrations.map((m) => m.version));
+        expect(rows.at(-1)!.version).toBe(latestPostgresSchemaVersion);
         await stores[0]!.createSession({ id: 's', createdAt: 1 });
         const again = await openPostgresStore({ url, schema });
         expect((await again.getSession('s'))?.id).toBe('s');
@@ -64,6 +67,45 @@ describe('postgres schema migrations', () => {
     } finally {
       for (const s of stores) await s.close();
       await dropSchema(url, schema);
+    }
+  });
+
+  it('opens a schema from before v10: ended deliveries get their end time, pending ones of a disabled subscription end failed', async () => {
+    const T0 = 1_700_000_000_000;
+    const { store: a, url, schema, another, cleanup } = await openTestPostgres();
+    try {
+      const hook = (id: string) => ({ id, tenant: 't', url: 'https://example.test/', events: ['run.completed' as const], secret: 's', previousSecret: null, previousSecretExpiresAt: null, active: true, createdAt: T0, updatedAt: T0 + 5 });
+      await a.createWebhook(hook('on'));
+      await a.createWebhook(hook('off'));
+      const d = (id: string, webhookId: string) => ({ id, webhookId, tenant: 't', eventType: 'run.completed' as const, eventId: id, sessionId: null, body: '{}', createdAt: T0, nextAttemptAt: T0, retryUntil: T0 + 1000 });
+      await a.addWebhookDeliveries([d('ok', 'on'), d('bad', 'on'), d('waiting', 'off')]);
+      for (const c of await a.claimWebhookDeliveries(T0, 1000, 3)) {
+        if (c.id === 'waiting') continue;
+        const failed = c.id === 'bad';
+        const attempt = { deliveryId: c.id, n: 1, startedAt: T0 + 10, durationMs: 7, statusCode: failed ? 500 : 200, error: failed ? 'HTTP 500' : null };
+        await a.recordWebhookAttempt({ deliveryId: c.id, claim: c.claim, attempt, status: failed ? 'failed' : 'delivered', nextAttemptAt: null });
+      }
+      // As schema 8/9 left it: no end times, and a disabled subscription's delivery left pending.
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      try {
+        await c.query(`SET search_path TO "${schema}";
+          UPDATE webhooks SET active = false WHERE id = 'off';
+          UPDATE webhook_deliveries SET status = 'pending', leased_until = NULL, next_attempt_at = ${T0} WHERE id = 'waiting';
+          ALTER TABLE webhook_deliveries DROP COLUMN ended_at; ALTER TABLE webhook_deliveries DROP COLUMN session_id;
+          ALTER TABLE webhooks DROP COLUMN previous_secret; ALTER TABLE webhooks DROP COLUMN previous_secret_expires_at;
+          DELETE FROM keel_schema WHERE version = 10;`);
+      } finally {
+        await c.end();
+      }
+      const b = await another();
+      expect(await b.getWebhookDelivery('ok')).toMatchObject({ status: 'delivered', endedAt: T0 + 17, sessionId: null });
+      expect(await b.getWebhookDelivery('bad')).toMatchObject({ status: 'failed', endedAt: T0 + 17 });
+      expect(await b.getWebhookDelivery('waiting')).toMatchObject({ status: 'failed', endedAt: T0 + 5, lastError: 'subscription disabled' });
+      expect(await b.hasDueWebhookDeliveries(T0 + 10_000)).toBe(false);
+      expect(await b.getWebhook('on')).toMatchObject({ previousSecret: null, previousSecretExpiresAt: null });
+    } finally {
+      await cleanup();
     }
   });
 

@@ -535,6 +535,36 @@ describe('sqlite store', () => {
     expect((await b.readEvents('s')).map((e) => [e.seq, e.id])).toEqual([[1, 'e1'], [2, 'e2'], [3, 'e3']]);
   });
 
+  it('opens a database from before schema v19: ended deliveries get their end time, pending ones of a disabled subscription end failed', async () => {
+    const a = openStore();
+    const hook = (id: string, active: boolean) => ({ id, tenant: 't', url: 'https://example.test/', events: ['run.completed' as const], secret: 's', previousSecret: null, previousSecretExpiresAt: null, active, createdAt: T0, updatedAt: T0 + 5 });
+    await a.createWebhook(hook('on', true));
+    await a.createWebhook(hook('off', true));
+    const d = (id: string, webhookId: string) => ({ id, webhookId, tenant: 't', eventType: 'run.completed' as const, eventId: id, sessionId: null, body: '{}', createdAt: T0, nextAttemptAt: T0, retryUntil: T0 + 1000 });
+    await a.addWebhookDeliveries([d('ok', 'on'), d('bad', 'on'), d('waiting', 'off')]);
+    for (const c of await a.claimWebhookDeliveries(T0, 1000, 2)) {
+      const failed = c.id === 'bad';
+      const attempt = { deliveryId: c.id, n: 1, startedAt: T0 + 10, durationMs: 7, statusCode: failed ? 500 : 200, error: failed ? 'HTTP 500' : null };
+      await a.recordWebhookAttempt({ deliveryId: c.id, claim: c.claim, attempt, status: failed ? 'failed' : 'delivered', nextAttemptAt: null });
+    }
+    await a.close();
+    // As schema 17/18 left it: no end times, and a disabled subscription's delivery left pending.
+    const db = rawDb();
+    db.exec(`UPDATE webhooks SET active = 0 WHERE id = 'off';
+             UPDATE webhook_deliveries SET status = 'pending', leased_until = NULL, next_attempt_at = ${T0} WHERE id = 'waiting';
+             DROP INDEX webhook_deliveries_ended; DROP INDEX webhook_deliveries_session;
+             ALTER TABLE webhook_deliveries DROP COLUMN ended_at; ALTER TABLE webhook_deliveries DROP COLUMN session_id;
+             ALTER TABLE webhooks DROP COLUMN previous_secret; ALTER TABLE webhooks DROP COLUMN previous_secret_expires_at;
+             PRAGMA user_version = 18;`);
+    db.close();
+    const b = openStore();
+    expect(await b.getWebhookDelivery('ok')).toMatchObject({ status: 'delivered', endedAt: T0 + 17, sessionId: null });
+    expect(await b.getWebhookDelivery('bad')).toMatchObject({ status: 'failed', endedAt: T0 + 17 });
+    expect(await b.getWebhookDelivery('waiting')).toMatchObject({ status: 'failed', endedAt: T0 + 5, lastError: 'subscription disabled' });
+    expect(await b.hasDueWebhookDeliveries(T0 + 10_000)).toBe(false);
+    expect(await b.getWebhook('on')).toMatchObject({ previousSecret: null, previousSecretExpiresAt: null });
+  });
+
   it('two stores on one file in one process take turns to write: a transaction that awaits does not make the other give up (database is locked)', async () => {
     // SQLite's lock waits by sleeping the thread: the other store's transaction, suspended at an
     // await in this same thread, could never end, and the waiting write would fail after the busy timeout.

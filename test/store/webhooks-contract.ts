@@ -17,6 +17,8 @@ const hook = (tenant: string, o: Partial<WebhookRecord> = {}): WebhookRecord => 
   url: 'https://example.test/hook',
   events: ['run.completed'],
   secret: 'whsec_x',
+  previousSecret: null,
+  previousSecretExpiresAt: null,
   active: true,
   createdAt: T0,
   updatedAt: T0,
@@ -29,6 +31,7 @@ const delivery = (w: WebhookRecord, o: Partial<NewWebhookDelivery> = {}): NewWeb
   tenant: w.tenant,
   eventType: 'run.completed',
   eventId: randomUUID(),
+  sessionId: null,
   body: '{"a":1}',
   createdAt: T0,
   nextAttemptAt: T0,
@@ -88,7 +91,7 @@ export function webhooksContract(name: string, open: () => Promise<OpenedStore>)
       await store.transaction((tx) => tx.addWebhookDeliveries([kept]));
       const list = await store.listWebhookDeliveries(w.id, { limit: 10 });
       expect(list).toEqual([
-        { ...kept, status: 'pending', attempts: 0, deliveredAt: null, lastError: null, lastStatusCode: null },
+        { ...kept, status: 'pending', attempts: 0, deliveredAt: null, endedAt: null, lastError: null, lastStatusCode: null },
       ]);
       expect(await store.getWebhookDelivery(kept.id)).toEqual(list[0]);
     });
@@ -129,7 +132,9 @@ export function webhooksContract(name: string, open: () => Promise<OpenedStore>)
       expect(await store.getWebhookDelivery('d1')).toMatchObject({ status: 'delivered', attempts: 2, nextAttemptAt: null, deliveredAt: T0 + 10_005 });
       expect(await store.getWebhookDelivery('d2')).toMatchObject({ status: 'failed', attempts: 1, nextAttemptAt: null, lastError: 'ECONNREFUSED', lastStatusCode: null });
       expect(await store.listWebhookAttempts(['d1', 'd2'])).toEqual([attempt, ok, gone]);
-      expect(await store.hasDueWebhookDeliveries(T0 + 10 * LEASE)).toBe(true); // d3 (its subscription is off) stays pending
+      // d3 (its subscription is off) was not claimed: the claims ended it failed.
+      expect(await store.getWebhookDelivery('d3')).toMatchObject({ status: 'failed', lastError: 'subscription disabled', nextAttemptAt: null });
+      expect(await store.hasDueWebhookDeliveries(T0 + 10 * LEASE)).toBe(false);
 
       // Redelivery: pending again, due now, a new claim; the old claim records nothing.
       expect(await store.redeliverWebhook('d1', T0 + 20_000, T0 + 30_000)).toMatchObject({ status: 'pending', nextAttemptAt: T0 + 20_000, retryUntil: T0 + 30_000, attempts: 2 });
@@ -142,6 +147,135 @@ export function webhooksContract(name: string, open: () => Promise<OpenedStore>)
       await store.deleteWebhook(w.id);
       expect(await store.getWebhookDelivery('d1')).toBeUndefined();
       expect(await store.listWebhookAttempts(['d1'])).toEqual([]);
+    });
+
+    it('disabling a subscription ends its pending deliveries failed (in flight too); nothing stays due', async () => {
+      const w = hook('a');
+      const other = hook('b');
+      await store.createWebhook(w);
+      await store.createWebhook(other);
+      await store.addWebhookDeliveries([delivery(w, { id: 'p1' }), delivery(w, { id: 'p2', nextAttemptAt: T0 + 60_000 }), delivery(other, { id: 'q1' })]);
+      const [inFlight] = await store.claimWebhookDeliveries(T0, LEASE, 1);
+      expect(inFlight!.id).toBe('p1');
+      expect(await store.updateWebhook(w.id, { active: false, updatedAt: T0 + 1000 })).toMatchObject({ active: false });
+      for (const id of ['p1', 'p2']) {
+        expect(await store.getWebhookDelivery(id)).toMatchObject({ status: 'failed', nextAttemptAt: null, lastError: 'subscription disabled', endedAt: T0 + 1000 });
+      }
+      // The attempt that was in flight records nothing; the other tenant's delivery is untouched.
+      expect(await store.recordWebhookAttempt({ deliveryId: 'p1', claim: inFlight!.claim, attempt: { deliveryId: 'p1', n: 1, startedAt: T0, durationMs: 1, statusCode: 200, error: null }, status: 'delivered', nextAttemptAt: null })).toBe(false);
+      expect(await store.getWebhookDelivery('q1')).toMatchObject({ status: 'pending', endedAt: null });
+      await store.updateWebhook(other.id, { active: false, updatedAt: T0 + 2000 });
+      expect(await store.hasDueWebhookDeliveries(T0 + 10 * LEASE)).toBe(false);
+      // Disabled, no redelivery either; active again, nothing comes back by itself (a redelivery on request does).
+      await expect(store.redeliverWebhook('p2', T0 + 2500, T0 + 5000)).rejects.toMatchObject({ code: 'conflict' });
+      await store.updateWebhook(w.id, { active: true, updatedAt: T0 + 3000 });
+      expect(await store.hasDueWebhookDeliveries(T0 + 10 * LEASE)).toBe(false);
+      expect(await store.redeliverWebhook('p2', T0 + 4000, T0 + 5000)).toMatchObject({ status: 'pending', endedAt: null, nextAttemptAt: T0 + 4000 });
+    });
+
+    it('a pending delivery of a disabled subscription (written in a race with the disabling) is ended failed by the next claim, not claimed', async () => {
+      const w = hook('a', { active: false });
+      await store.createWebhook(w);
+      await store.addWebhookDeliveries([delivery(w, { id: 'late' })]);
+      expect(await store.hasDueWebhookDeliveries(T0)).toBe(true);
+      expect(await store.claimWebhookDeliveries(T0 + 500, LEASE, 10)).toEqual([]);
+      expect(await store.getWebhookDelivery('late')).toMatchObject({ status: 'failed', lastError: 'subscription disabled', endedAt: T0 + 500 });
+      expect(await store.hasDueWebhookDeliveries(T0 + 10 * LEASE)).toBe(false);
+    });
+
+    it("erasing a session removes its deliveries (bodies) and their attempts, nobody else's", async () => {
+      await store.createSession({ id: 's1', tenant: 'a', createdAt: T0 });
+      await store.createSession({ id: 's2', tenant: 'a', createdAt: T0 });
+      const w = hook('a');
+      await store.createWebhook(w);
+      await store.addWebhookDeliveries([delivery(w, { id: 'e1', sessionId: 's1' }), delivery(w, { id: 'e2', sessionId: 's1', nextAttemptAt: T0 + 1 }), delivery(w, { id: 'k1', sessionId: 's2' }), delivery(w, { id: 'k2' })]);
+      expect(await store.getWebhookDelivery('e1')).toMatchObject({ sessionId: 's1' });
+      expect(await store.getWebhookDelivery('k2')).toMatchObject({ sessionId: null });
+      const claimed = await store.claimWebhookDeliveries(T0 + 1, LEASE, 10);
+      for (const c of claimed) {
+        const attempt = { deliveryId: c.id, n: 1, startedAt: T0 + 1, durationMs: 1, statusCode: 200, error: null };
+        expect(await store.recordWebhookAttempt({ deliveryId: c.id, claim: c.claim, attempt, status: 'delivered', nextAttemptAt: null })).toBe(true);
+      }
+      expect(await store.listWebhookAttempts(['e1', 'e2', 'k1', 'k2'])).toHaveLength(4);
+      await store.eraseSession('s1', T0 + 2);
+      expect(await store.getWebhookDelivery('e1')).toBeUndefined();
+      expect(await store.getWebhookDelivery('e2')).toBeUndefined();
+      expect((await store.listWebhookDeliveries(w.id, { limit: 10 })).map((d) => d.id).sort()).toEqual(['k1', 'k2']);
+      expect((await store.listWebhookAttempts(['e1', 'e2', 'k1', 'k2'])).map((a) => a.deliveryId).sort()).toEqual(['k1', 'k2']);
+    });
+
+    it('prunes delivered and failed deliveries that ended before their bounds (oldest first, up to a limit) with their attempts; pending ones stay', async () => {
+      const w = hook('a');
+      await store.createWebhook(w);
+      const DAY = 86_400_000;
+      const ids = ['dOld', 'dNew', 'fOld', 'fNew', 'fOlder', 'pending'];
+      await store.addWebhookDeliveries(ids.map((id) => delivery(w, { id, retryUntil: T0 + 100 * DAY })));
+      const claimed = await store.claimWebhookDeliveries(T0, LEASE, 10);
+      const end: Record<string, [status: 'delivered' | 'failed' | 'pending', at: number]> = {
+        dOld: ['delivered', T0 + DAY],
+        dNew: ['delivered', T0 + 9 * DAY],
+        fOld: ['failed', T0 + 2 * DAY],
+        fNew: ['failed', T0 + 9 * DAY],
+        fOlder: ['failed', T0 + DAY],
+        pending: ['pending', T0],
+      };
+      for (const c of claimed) {
+        const [status, at] = end[c.id]!;
+        const attempt = { deliveryId: c.id, n: 1, startedAt: at, durationMs: 0, statusCode: status === 'delivered' ? 200 : 500, error: status === 'delivered' ? null : 'HTTP 500' };
+        expect(await store.recordWebhookAttempt({ deliveryId: c.id, claim: c.claim, attempt, status, nextAttemptAt: status === 'pending' ? T0 + 100 * DAY : null })).toBe(true);
+      }
+      expect(await store.getWebhookDelivery('dOld')).toMatchObject({ endedAt: T0 + DAY });
+      const bounds = { deliveredBefore: T0 + 5 * DAY, failedBefore: T0 + 5 * DAY };
+      expect(await store.hasExpiredWebhookDeliveries({ deliveredBefore: T0 + DAY, failedBefore: T0 + DAY })).toBe(false);
+      expect(await store.hasExpiredWebhookDeliveries(bounds)).toBe(true);
+      // Up to the limit, the longest ended first (of each status).
+      expect(await store.pruneWebhookDeliveries({ ...bounds, limit: 2 })).toBe(2);
+      expect(await store.getWebhookDelivery('fOlder')).toBeUndefined();
+      expect(await store.pruneWebhookDeliveries({ ...bounds, limit: 10 })).toBe(1);
+      expect(await store.pruneWebhookDeliveries({ ...bounds, limit: 10 })).toBe(0);
+      expect(await store.hasExpiredWebhookDeliveries(bounds)).toBe(false);
+      expect((await store.listWebhookDeliveries(w.id, { limit: 10 })).map((d) => d.id).sort()).toEqual(['dNew', 'fNew', 'pending']);
+      expect((await store.listWebhookAttempts(ids)).map((a) => a.deliveryId).sort()).toEqual(['dNew', 'fNew', 'pending']);
+      // Each status has its own bound.
+      expect(await store.pruneWebhookDeliveries({ deliveredBefore: T0 + 10 * DAY, failedBefore: T0, limit: 10 })).toBe(1);
+      expect((await store.listWebhookDeliveries(w.id, { limit: 10 })).map((d) => d.id).sort()).toEqual(['fNew', 'pending']);
+    });
+
+    it('rotates a secret: the old one is kept until its expiry and claimed with the deliveries', async () => {
+      const w = hook('a', { secret: 'whsec_one' });
+      await store.createWebhook(w);
+      expect(await store.rotateWebhookSecret('nope', { secret: 'x', previousSecretExpiresAt: T0, updatedAt: T0 })).toBeUndefined();
+      const r = await store.rotateWebhookSecret(w.id, { secret: 'whsec_two', previousSecretExpiresAt: T0 + 60_000, updatedAt: T0 + 1 });
+      expect(r).toEqual({ ...w, secret: 'whsec_two', previousSecret: 'whsec_one', previousSecretExpiresAt: T0 + 60_000, updatedAt: T0 + 1 });
+      expect(await store.getWebhook(w.id)).toEqual(r);
+      await store.addWebhookDeliveries([delivery(w, { id: 'r1' })]);
+      expect((await store.claimWebhookDeliveries(T0, LEASE, 10))[0]).toMatchObject({ secret: 'whsec_two', previousSecret: 'whsec_one', previousSecretExpiresAt: T0 + 60_000 });
+      // Again: the secret being replaced is the previous one now; no overlap leaves none.
+      expect(await store.rotateWebhookSecret(w.id, { secret: 'whsec_three', previousSecretExpiresAt: T0 + 2, updatedAt: T0 + 2 })).toMatchObject({ secret: 'whsec_three', previousSecret: null, previousSecretExpiresAt: null });
+      expect(await store.rotateWebhookSecret(w.id, { secret: 'whsec_four', previousSecretExpiresAt: T0 + 9, updatedAt: T0 + 3 })).toMatchObject({ secret: 'whsec_four', previousSecret: 'whsec_three', previousSecretExpiresAt: T0 + 9 });
+    });
+
+    it('claims at most perDestination deliveries of a URL, counting those the claimer has in flight, and passes over busy URLs to others', async () => {
+      const a = hook('a', { url: 'https://a.example.test/hook' });
+      const b = hook('b', { url: 'https://b.example.test/hook' });
+      await store.createWebhook(a);
+      await store.createWebhook(b);
+      await store.addWebhookDeliveries([
+        ...[1, 2, 3, 4, 5].map((i) => delivery(a, { id: `a${i}`, nextAttemptAt: T0 + i })),
+        ...[1, 2].map((i) => delivery(b, { id: `b${i}`, nextAttemptAt: T0 + 10 + i })),
+      ]);
+      const ids = (ds: Array<{ id: string }>) => ds.map((d) => d.id);
+      // The cheap read passes over busy URLs too.
+      expect(await store.hasDueWebhookDeliveries(T0 + 100, { except: [a.url, b.url] })).toBe(false);
+      expect(await store.hasDueWebhookDeliveries(T0 + 100, { except: [a.url] })).toBe(true);
+      expect(await store.hasDueWebhookDeliveries(T0 + 100, { except: [] })).toBe(true);
+      // a's URL has two in flight here: none of its deliveries, b's are taken although due later.
+      expect(ids(await store.claimWebhookDeliveries(T0 + 100, LEASE, 10, { perDestination: 2, busy: { [a.url]: 2 } }))).toEqual(['b1', 'b2']);
+      // One in flight: one more; none: two (the oldest due first).
+      expect(ids(await store.claimWebhookDeliveries(T0 + 100, LEASE, 10, { perDestination: 2, busy: { [a.url]: 1, [b.url]: 2 } }))).toEqual(['a1']);
+      expect(ids(await store.claimWebhookDeliveries(T0 + 100, LEASE, 10, { perDestination: 2, busy: {} }))).toEqual(['a2', 'a3']);
+      // Without a cap, as many as the limit.
+      expect(ids(await store.claimWebhookDeliveries(T0 + 100, LEASE, 10))).toEqual(['a4', 'a5']);
     });
 
     it('pages deliveries newest first', async () => {

@@ -14,6 +14,11 @@ export class Receiver {
   status = 200;
   readonly queue: number[] = [];
   delayMs = 0;
+  /** Never answer: requests are held open (until the client gives up or `stop`). */
+  hold = false;
+  /** Requests being held now, and the most held at once. */
+  holding = 0;
+  maxHolding = 0;
   private server: Server | undefined;
   port = 0;
 
@@ -26,6 +31,12 @@ export class Receiver {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
+        if (this.hold) {
+          this.holding++;
+          this.maxHolding = Math.max(this.maxHolding, this.holding);
+          res.on('close', () => this.holding--);
+          return;
+        }
         const status = this.queue.shift() ?? this.status;
         const answer = () => {
           this.received.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), status });

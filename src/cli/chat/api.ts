@@ -62,7 +62,7 @@ export interface ApiOptions {
   fetch?: typeof fetch;
 }
 
-/** The few API calls the chat client makes. */
+/** The few API calls the chat client makes; `request` for the other commands that talk to a server (keel webhooks). */
 export class Api {
   readonly url: string;
   private readonly key: string | undefined;
@@ -78,7 +78,7 @@ export class Api {
     return { ...extra, ...(this.key ? { authorization: `Bearer ${this.key}` } : {}) };
   }
 
-  async request<T>(method: 'GET' | 'POST', path: string, body?: unknown, o: { idempotencyKey?: string } = {}): Promise<T> {
+  async request<T>(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown, o: { idempotencyKey?: string } = {}): Promise<T> {
     let res: Response;
     try {
       res = await this.fetchFn(`${this.url}${path}`, {

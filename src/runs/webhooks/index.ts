@@ -1,29 +1,33 @@
 import { randomBytes } from 'node:crypto';
 import { newId } from '../../core/index.ts';
 import type { SessionLog } from '../../session/index.ts';
-import { NotFoundError, WEBHOOK_EVENT_TYPES, type Store, type WebhookAttempt, type WebhookDelivery, type WebhookEventType, type WebhookRecord } from '../../store/index.ts';
+import { NotFoundError, StoreError, WEBHOOK_EVENT_TYPES, type Store, type WebhookAttempt, type WebhookDelivery, type WebhookEventType, type WebhookRecord } from '../../store/index.ts';
 import type { Clock } from '../clock.ts';
-import { WebhookDispatcher, type DispatcherOptions } from './dispatcher.ts';
+import { DAY_MS, WebhookDispatcher, type DispatcherOptions } from './dispatcher.ts';
 import { privateUrlReason } from './destination.ts';
 import { webhookOutbox } from './outbox.ts';
 
-export { WebhookDispatcher, webhookBackoff, type DispatcherOptions } from './dispatcher.ts';
+export { DAY_MS, WebhookDispatcher, webhookBackoff, type DispatcherOptions } from './dispatcher.ts';
 export { webhookOutbox, webhookTypeOf } from './outbox.ts';
 export { signWebhook, verifyWebhookSignature } from './signature.ts';
-export { isPrivateAddress, privateDestinationReason, privateUrlReason } from './destination.ts';
-
-export const DAY_MS = 24 * 3600_000;
+export { isPrivateAddress, privateUrlReason, RefusedDestinationError, resolveDestination, systemResolve, type Resolve, type ResolvedAddress } from './destination.ts';
 
 export interface WebhookOptions extends DispatcherOptions {
   /** How long a delivery is retried before it is `failed` (default one day). */
   retryForMs?: number;
 }
 
-/** Refuses a subscription URL on this machine or a private network, unless they are allowed. */
+/** How long a rotated secret still signs by default (a day), and at most (a week). */
+export const DEFAULT_SECRET_OVERLAP_MS = DAY_MS;
+export const MAX_SECRET_OVERLAP_MS = 7 * DAY_MS;
+
+const newSecret = (): string => `whsec_${randomBytes(24).toString('base64url')}`;
+
+/** Refuses a subscription URL on this machine or a private network, unless they are allowed (StoreError `validation`: a 400 over HTTP). */
 function checkDestination(url: string, allowPrivateNetworks: boolean): void {
-  if (!isWebhookUrl(url)) throw new TypeError(`not an http(s) URL: ${url}`);
+  if (!isWebhookUrl(url)) throw new StoreError('validation', `not an http(s) URL: ${url}`);
   const reason = allowPrivateNetworks ? undefined : privateUrlReason(url);
-  if (reason) throw new TypeError(`webhooks may not be sent to ${url}: ${reason} (allow private networks with webhooks.allowPrivateNetworks, or KEEL_WEBHOOKS_ALLOW_PRIVATE=1 for keel serve)`);
+  if (reason) throw new StoreError('validation', `webhooks may not be sent to ${url}: ${reason} (allow private networks with webhooks.allowPrivateNetworks, or KEEL_WEBHOOKS_ALLOW_PRIVATE=1 for keel serve)`);
 }
 
 /** Whether a string is an http(s) URL a webhook may be sent to. */
@@ -77,7 +81,9 @@ export class Webhooks {
       tenant,
       url: o.url,
       events: [...new Set(o.events)],
-      secret: o.secret ?? `whsec_${randomBytes(24).toString('base64url')}`,
+      secret: o.secret ?? newSecret(),
+      previousSecret: null,
+      previousSecretExpiresAt: null,
       active: o.active ?? true,
       createdAt: now,
       updatedAt: now,
@@ -110,6 +116,23 @@ export class Webhooks {
     return w;
   }
 
+  /**
+   * A new secret (returned here, and only here, to show); the one it replaces still signs
+   * deliveries for `overlapMs` (default a day, at most a week; 0: not at all), so that receivers
+   * can switch without refusing a delivery. Rotating again during an overlap drops the oldest.
+   */
+  async rotateSecret(tenant: string, id: string, o: { overlapMs?: number } = {}): Promise<WebhookRecord> {
+    const overlapMs = o.overlapMs ?? DEFAULT_SECRET_OVERLAP_MS;
+    if (!Number.isInteger(overlapMs) || overlapMs < 0 || overlapMs > MAX_SECRET_OVERLAP_MS) {
+      throw new StoreError('validation', `the overlap is a whole number of milliseconds from 0 to ${MAX_SECRET_OVERLAP_MS}, not ${overlapMs}`);
+    }
+    await this.get(tenant, id);
+    const now = this.clock.now();
+    const w = await this.store.rotateWebhookSecret(id, { secret: newSecret(), previousSecretExpiresAt: now + overlapMs, updatedAt: now });
+    if (!w) throw new NotFoundError('webhook', id);
+    return w;
+  }
+
   async delete(tenant: string, id: string): Promise<void> {
     await this.get(tenant, id);
     await this.store.deleteWebhook(id);
@@ -128,6 +151,13 @@ export class Webhooks {
     await this.get(tenant, webhookId);
     const d = await this.store.getWebhookDelivery(deliveryId);
     if (!d || d.webhookId !== webhookId) throw new NotFoundError('delivery', deliveryId);
+    return { delivery: d, attempts: await this.store.listWebhookAttempts([d.id]) };
+  }
+
+  /** A delivery of one of the tenant's subscriptions, found by its id alone, with its attempts. */
+  async deliveryById(tenant: string, deliveryId: string): Promise<{ delivery: WebhookDelivery; attempts: WebhookAttempt[] }> {
+    const d = await this.store.getWebhookDelivery(deliveryId);
+    if (!d || d.tenant !== tenant) throw new NotFoundError('delivery', deliveryId);
     return { delivery: d, attempts: await this.store.listWebhookAttempts([d.id]) };
   }
 

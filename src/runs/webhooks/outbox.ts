@@ -1,10 +1,15 @@
 import { newId } from '../../core/index.ts';
 import type { AppendHook, SessionEvent } from '../../session/index.ts';
-import type { NewWebhookDelivery, StoreOps, WebhookEventType } from '../../store/index.ts';
+import { RUN_STATUSES, type NewWebhookDelivery, type RunStatus, type StoreOps, type WebhookEventType } from '../../store/index.ts';
 import type { Clock } from '../clock.ts';
 
-/** The run statuses a subscription can hear of (`run.<status>`). */
-const RUN_STATUSES_HEARD = new Set(['waiting_approval', 'waiting_for_user', 'completed', 'failed', 'cancelled', 'timed_out']);
+/** Every run status a subscription can hear of (`run.<status>`): all of them. */
+const RUN_STATUSES_HEARD: ReadonlySet<string> = new Set(RUN_STATUSES);
+
+// Every run status has its event type and every run.* type is a status: a compile error otherwise.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const everyRunStatusIsAnEventType: Same<`run.${RunStatus}`, Extract<WebhookEventType, `run.${string}`>> = true;
+void everyRunStatusIsAnEventType;
 
 /** The webhook event type of a session event, if it is one a subscription can ask for. */
 export function webhookTypeOf(e: { type: string; data: unknown }): WebhookEventType | undefined {
@@ -48,8 +53,8 @@ export interface OutboxOptions {
  * The outbox (ADR-0017): for each appended event a subscription can hear of, one delivery per
  * active subscription of the session's tenant that asks for its type, written in the transaction
  * that appends the event. Ordinary step commits are never looked at by the store: the hook wants
- * only `run/status` changes to the statuses above and `schedule/fired`, and then costs one indexed
- * query (the tenant's active subscriptions).
+ * only `run/status` changes and `schedule/fired`, and then costs one indexed query (the tenant's
+ * active subscriptions).
  */
 export function webhookOutbox(o: OutboxOptions): AppendHook {
   return {
@@ -69,7 +74,7 @@ export function webhookOutbox(o: OutboxOptions): AppendHook {
           if (!w.events.includes(type)) continue;
           const id = newId();
           const body = JSON.stringify({ id, type, created_at: new Date(e.time).toISOString(), data: webhookData(type, e, w.tenant) });
-          deliveries.push({ id, webhookId: w.id, tenant: w.tenant, eventType: type, eventId: e.id, body, createdAt: now, nextAttemptAt: now, retryUntil: now + o.retryForMs });
+          deliveries.push({ id, webhookId: w.id, tenant: w.tenant, eventType: type, eventId: e.id, sessionId: e.sessionId, body, createdAt: now, nextAttemptAt: now, retryUntil: now + o.retryForMs });
         }
       }
       if (deliveries.length === 0) return;

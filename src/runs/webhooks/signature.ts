@@ -2,10 +2,12 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 
 /**
  * The `Keel-Signature` header of a delivery: `t=<unix seconds>,v1=<hex HMAC-SHA256>` of
- * `"<t>.<body>"` with the subscription's secret (docs/webhooks.md).
+ * `"<t>.<body>"` with the subscription's secret (docs/webhooks.md). Given several secrets (the
+ * new one first, then the one a rotation replaced, during its overlap), one `v1=` for each.
  */
-export function signWebhook(secret: string, body: string, timestampSec: number): string {
-  return `t=${timestampSec},v1=${hmac(secret, `${timestampSec}.${body}`)}`;
+export function signWebhook(secret: string | readonly string[], body: string, timestampSec: number): string {
+  const payload = `${timestampSec}.${body}`;
+  return [`t=${timestampSec}`, ...(typeof secret === 'string' ? [secret] : secret).map((s) => `v1=${hmac(s, payload)}`)].join(',');
 }
 
 const hmac = (secret: string, payload: string): string => createHmac('sha256', secret).update(payload, 'utf8').digest('hex');

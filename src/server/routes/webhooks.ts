@@ -1,5 +1,5 @@
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
-import { isWebhookUrl } from '../../runs/index.ts';
+import { DEFAULT_SECRET_OVERLAP_MS, isWebhookUrl, MAX_SECRET_OVERLAP_MS } from '../../runs/index.ts';
 import { WEBHOOK_EVENT_TYPES, type WebhookAttempt, type WebhookDelivery, type WebhookRecord } from '../../store/index.ts';
 import type { AppContext, AppEnv } from '../app.ts';
 import { Cursor, cursorOf, ProblemSchema } from '../schemas.ts';
@@ -23,12 +23,13 @@ const Events = z.array(z.enum(WEBHOOK_EVENT_TYPES)).min(1).describe('The event t
 const IdParam = z.object({ id: z.string().min(1).openapi({ param: { name: 'id', in: 'path' } }) });
 const DeliveryParams = IdParam.extend({ delivery_id: z.string().min(1).openapi({ param: { name: 'delivery_id', in: 'path' } }) });
 
-const WebhookSchema = z
+export const WebhookSchema = z
   .object({
     id: z.string(),
     url: z.string(),
     events: z.array(z.enum(WEBHOOK_EVENT_TYPES)),
     active: z.boolean(),
+    previous_secret_expires_at: z.string().nullable().describe('While a rotation’s overlap lasts: until when the replaced secret also signs deliveries'),
     created_at: z.string(),
     updated_at: z.string(),
   })
@@ -46,12 +47,13 @@ const AttemptSchema = z
   })
   .openapi('WebhookAttempt');
 
-const DeliverySchema = z
+export const DeliverySchema = z
   .object({
     id: z.string().describe('The delivery id (the Keel-Delivery header and the body’s id): receivers dedupe by it'),
     webhook_id: z.string(),
     event_type: z.enum(WEBHOOK_EVENT_TYPES),
     event_id: z.string().describe('The session event that caused it'),
+    session_id: z.string().nullable().describe('That event’s session (erasing the session removes its deliveries)'),
     status: z.enum(['pending', 'delivered', 'failed']),
     attempts: z.array(AttemptSchema),
     created_at: z.string(),
@@ -73,7 +75,25 @@ const CreateBody = z.strictObject({
 
 const PatchBody = z.strictObject({ url: Url.optional(), events: Events.optional(), active: z.boolean().optional() });
 
-const webhookJson = (w: WebhookRecord) => ({ id: w.id, url: w.url, events: w.events, active: w.active, created_at: iso(w.createdAt)!, updated_at: iso(w.updatedAt)! });
+const RotateBody = z.strictObject({
+  overlap_seconds: z
+    .number()
+    .int()
+    .min(0)
+    .max(MAX_SECRET_OVERLAP_MS / 1000)
+    .optional()
+    .describe(`How long the replaced secret still signs deliveries (default ${DEFAULT_SECRET_OVERLAP_MS / 1000} s, a day; at most a week; 0: not at all)`),
+});
+
+const webhookJson = (w: WebhookRecord) => ({
+  id: w.id,
+  url: w.url,
+  events: w.events,
+  active: w.active,
+  previous_secret_expires_at: iso(w.previousSecretExpiresAt),
+  created_at: iso(w.createdAt)!,
+  updated_at: iso(w.updatedAt)!,
+});
 
 const attemptJson = (a: WebhookAttempt) => ({ n: a.n, started_at: iso(a.startedAt)!, duration_ms: a.durationMs, status_code: a.statusCode, error: a.error });
 
@@ -82,6 +102,7 @@ const deliveryJson = (d: WebhookDelivery, attempts: WebhookAttempt[]) => ({
   webhook_id: d.webhookId,
   event_type: d.eventType,
   event_id: d.eventId,
+  session_id: d.sessionId,
   status: d.status,
   attempts: attempts.map(attemptJson),
   created_at: iso(d.createdAt)!,
@@ -141,7 +162,7 @@ export function webhookRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       method: 'patch',
       path: '/v1/webhooks/{id}',
       tags: ['webhooks'],
-      summary: 'Change a subscription’s URL, events, or whether it is active (a disabled one gets no new deliveries, and its pending ones wait)',
+      summary: 'Change a subscription’s URL, events, or whether it is active (a disabled one gets no new deliveries, and its pending ones end failed)',
       request: { params: IdParam, ...body(PatchBody) },
       responses: { 200: json(WebhookSchema, 'The subscription as changed'), ...problems },
     }),
@@ -173,6 +194,22 @@ export function webhookRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
 
   app.openapi(
     createRoute({
+      method: 'post',
+      path: '/v1/webhooks/{id}/rotate-secret',
+      tags: ['webhooks'],
+      summary: 'A new signing secret, shown once; the replaced one still signs deliveries (a second v1= in Keel-Signature) until the overlap ends',
+      request: { params: IdParam, body: { content: { 'application/json': { schema: RotateBody } }, required: false } },
+      responses: { 200: json(CreatedWebhookSchema, 'The subscription with its new secret'), ...problems },
+    }),
+    async (c) => {
+      const b = (c.req.valid('json') as z.infer<typeof RotateBody> | undefined) ?? {};
+      const w = await hooks.rotateSecret(c.get('tenant'), c.req.valid('param').id, b.overlap_seconds !== undefined ? { overlapMs: b.overlap_seconds * 1000 } : {});
+      return c.json({ ...webhookJson(w), secret: w.secret }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
       method: 'get',
       path: '/v1/webhooks/{id}/deliveries',
       tags: ['webhooks'],
@@ -191,12 +228,27 @@ export function webhookRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
 
   app.openapi(
     createRoute({
+      method: 'get',
+      path: '/v1/webhook-deliveries/{id}',
+      tags: ['webhooks'],
+      summary: 'A delivery of one of your subscriptions, by its id alone (the Keel-Delivery header), with its attempts',
+      request: { params: IdParam },
+      responses: { 200: json(DeliverySchema, 'The delivery'), ...problems },
+    }),
+    async (c) => {
+      const d = await hooks.deliveryById(c.get('tenant'), c.req.valid('param').id);
+      return c.json(deliveryJson(d.delivery, d.attempts), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
       method: 'post',
       path: '/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver',
       tags: ['webhooks'],
       summary: 'Attempt a delivery again now (retried again for a day if it fails), whatever its status; the same delivery id',
       request: { params: DeliveryParams },
-      responses: { 202: json(DeliverySchema, 'The delivery, pending again'), 409: problem('An attempt of it is in flight'), ...problems },
+      responses: { 202: json(DeliverySchema, 'The delivery, pending again'), 409: problem('An attempt of it is in flight, or the subscription is disabled (problem type `conflict`)'), ...problems },
     }),
     async (c) => {
       const { id, delivery_id } = c.req.valid('param');

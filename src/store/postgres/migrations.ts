@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { SchemaVersionError } from '../port.ts';
-import { WEBHOOKS_MIGRATION_SQL } from './webhooks.ts';
+import { WEBHOOKS_MIGRATION_2_SQL, WEBHOOKS_MIGRATION_SQL } from './webhooks.ts';
 import { schedulesDdl } from '../schedule-rows.ts';
 import { postgresWaitsMigration } from '../wait-rows.ts';
 import { POSTGRES_DUE_RUNS_MIGRATION } from '../due-runs.ts';
@@ -385,6 +385,11 @@ export const migrations: ReadonlyArray<{ version: number; sql: string }> = [
     version: 9,
     sql: `${POSTGRES_DUE_RUNS_MIGRATION}
       ALTER TABLE schedules ADD COLUMN paused_reason text;`,
+  },
+  {
+    // Webhooks, issue 38: delivery end times (retention) and sessions (erasure), rotated secrets (see WEBHOOKS_MIGRATION_2_SQL).
+    version: 10,
+    sql: WEBHOOKS_MIGRATION_2_SQL,
   },
 ];
 

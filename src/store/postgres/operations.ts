@@ -314,6 +314,9 @@ export const pgOperations: PgOps = {
       );
       await q.run('DELETE FROM blob_refs WHERE session_id = $1', [sessionId]);
       await q.run('DELETE FROM idempotency_keys WHERE strpos(body, $1) > 0', [sessionId]);
+      // The session's webhook deliveries (their bodies describe its runs), their attempts first.
+      await q.run('DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM webhook_deliveries WHERE session_id = $1)', [sessionId]);
+      await q.run('DELETE FROM webhook_deliveries WHERE session_id = $1', [sessionId]);
       const tomb = await q.one<SessionRow>(
         "UPDATE sessions SET title = NULL, metadata = '{}', agent = NULL, leaf_id = NULL, origin_session_id = NULL, origin_entry_id = NULL, erased_at = $2, erased_totals = $3 WHERE id = $1 RETURNING *",
         [sessionId, erasedAt, JSON.stringify(totals)],

@@ -1,8 +1,12 @@
 import { StoreError } from '../port.ts';
 import {
+  CLAIM_WINDOW_FACTOR,
+  DISABLED_SUBSCRIPTION_ERROR,
+  toClaimed,
   toWebhook,
   toWebhookAttempt,
   toWebhookDelivery,
+  type ClaimedRow,
   type WebhookAttemptRow,
   type WebhookDeliveryRow,
   type WebhookRow,
@@ -57,6 +61,28 @@ export const WEBHOOKS_MIGRATION_SQL = `
   );
 `;
 
+/**
+ * Schema v10 (issue 38): when a delivery ended (`ended_at`, indexed for retention); pending
+ * deliveries of disabled subscriptions end failed, as disabling now does; the session of a
+ * delivery's event (`session_id`, indexed: erasing the session removes them); a rotated secret's
+ * predecessor and its expiry. Written to run again harmlessly (IF NOT EXISTS).
+ */
+export const WEBHOOKS_MIGRATION_2_SQL = `
+  ALTER TABLE webhook_deliveries ADD COLUMN IF NOT EXISTS ended_at bigint;
+  ALTER TABLE webhook_deliveries ADD COLUMN IF NOT EXISTS session_id text;
+  CREATE INDEX IF NOT EXISTS webhook_deliveries_session ON webhook_deliveries (session_id) WHERE session_id IS NOT NULL;
+  UPDATE webhook_deliveries d SET ended_at = coalesce(d.delivered_at,
+      (SELECT max(a.started_at + a.duration_ms) FROM webhook_attempts a WHERE a.delivery_id = d.id), d.created_at)
+    WHERE d.status <> 'pending' AND d.ended_at IS NULL;
+  UPDATE webhook_deliveries d SET status = 'failed', next_attempt_at = NULL, leased_until = NULL, last_error = '${DISABLED_SUBSCRIPTION_ERROR}', ended_at = w.updated_at
+    FROM webhooks w WHERE w.id = d.webhook_id AND NOT w.active AND d.status = 'pending';
+  CREATE INDEX IF NOT EXISTS webhook_deliveries_ended ON webhook_deliveries (status, ended_at) WHERE ended_at IS NOT NULL;
+  ALTER TABLE webhooks ADD COLUMN IF NOT EXISTS previous_secret text;
+  ALTER TABLE webhooks ADD COLUMN IF NOT EXISTS previous_secret_expires_at bigint;
+`;
+
+const FAIL_DISABLED = `status = 'failed', next_attempt_at = NULL, leased_until = NULL, last_error = '${DISABLED_SUBSCRIPTION_ERROR}'`;
+
 type PgWebhookOps = { [K in keyof WebhookStoreOps]: (ctx: OpContext, ...args: Parameters<WebhookStoreOps[K]>) => ReturnType<WebhookStoreOps[K]> };
 
 const limitOf = (n: number) => Math.max(0, Math.min(Math.floor(n), 1000));
@@ -65,12 +91,14 @@ export const pgWebhookOperations: PgWebhookOps = {
   createWebhook: async ({ guarded }, w) => {
     try {
       await guarded((q) =>
-        q.run('INSERT INTO webhooks (id, tenant, url, events, secret, active, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [
+        q.run('INSERT INTO webhooks (id, tenant, url, events, secret, previous_secret, previous_secret_expires_at, active, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)', [
           w.id,
           w.tenant,
           w.url,
           JSON.stringify(w.events),
           w.secret,
+          w.previousSecret,
+          w.previousSecretExpiresAt,
           w.active,
           w.createdAt,
           w.updatedAt,
@@ -90,12 +118,23 @@ export const pgWebhookOperations: PgWebhookOps = {
   listWebhooks: async ({ sql }, tenant, page) =>
     (await sql.rows<WebhookRow>('SELECT * FROM webhooks WHERE tenant = $1 AND id > $2 ORDER BY id LIMIT $3', [tenant, page.after ?? '', limitOf(page.limit)])).map(toWebhook),
 
-  updateWebhook: async ({ sql }, id, patch) => {
-    const r = await sql.one<WebhookRow>(
-      `UPDATE webhooks SET url = COALESCE($2, url), events = COALESCE($3, events), active = COALESCE($4, active), updated_at = $5 WHERE id = $1 RETURNING *`,
-      [id, patch.url ?? null, patch.events ? JSON.stringify(patch.events) : null, patch.active ?? null, patch.updatedAt],
+  updateWebhook: ({ atomic }, id, patch) =>
+    atomic(async (q) => {
+      const r = await q.one<WebhookRow>(
+        `UPDATE webhooks SET url = COALESCE($2, url), events = COALESCE($3, events), active = COALESCE($4, active), updated_at = $5 WHERE id = $1 RETURNING *`,
+        [id, patch.url ?? null, patch.events ? JSON.stringify(patch.events) : null, patch.active ?? null, patch.updatedAt],
+      );
+      if (r && !r.active) await q.run(`UPDATE webhook_deliveries SET ${FAIL_DISABLED}, ended_at = $2 WHERE webhook_id = $1 AND status = 'pending'`, [id, patch.updatedAt]);
+      return r ? toWebhook(r) : undefined;
+    }),
+
+  rotateWebhookSecret: async ({ sql }, id, r) => {
+    const overlaps = r.previousSecretExpiresAt > r.updatedAt;
+    const row = await sql.one<WebhookRow>(
+      `UPDATE webhooks SET previous_secret = CASE WHEN $3 THEN secret ELSE NULL END, previous_secret_expires_at = $4, secret = $2, updated_at = $5 WHERE id = $1 RETURNING *`,
+      [id, r.secret, overlaps, overlaps ? r.previousSecretExpiresAt : null, r.updatedAt],
     );
-    return r ? toWebhook(r) : undefined;
+    return row ? toWebhook(row) : undefined;
   },
 
   deleteWebhook: async ({ sql }, id) => (await sql.run('DELETE FROM webhooks WHERE id = $1', [id])) === 1,
@@ -105,14 +144,14 @@ export const pgWebhookOperations: PgWebhookOps = {
 
   addWebhookDeliveries: async ({ sql }, deliveries) => {
     if (deliveries.length === 0) return;
-    const cols: unknown[][] = Array.from({ length: 9 }, () => []);
+    const cols: unknown[][] = Array.from({ length: 10 }, () => []);
     for (const d of deliveries) {
-      const values = [d.id, d.webhookId, d.tenant, d.eventType, d.eventId, d.body, d.createdAt, d.nextAttemptAt, d.retryUntil];
+      const values = [d.id, d.webhookId, d.tenant, d.eventType, d.eventId, d.sessionId, d.body, d.createdAt, d.nextAttemptAt, d.retryUntil];
       for (let i = 0; i < values.length; i++) cols[i]!.push(values[i]);
     }
     await sql.run(
-      `INSERT INTO webhook_deliveries (id, webhook_id, tenant, event_type, event_id, body, created_at, next_attempt_at, retry_until)
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[], $9::bigint[])`,
+      `INSERT INTO webhook_deliveries (id, webhook_id, tenant, event_type, event_id, session_id, body, created_at, next_attempt_at, retry_until)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::bigint[], $10::bigint[])`,
       cols,
     );
   },
@@ -134,22 +173,49 @@ export const pgWebhookOperations: PgWebhookOps = {
   listWebhookAttempts: async ({ sql }, ids) =>
     ids.length === 0 ? [] : (await sql.rows<WebhookAttemptRow>('SELECT * FROM webhook_attempts WHERE delivery_id = ANY($1::text[]) ORDER BY delivery_id, n', [ids])).map(toWebhookAttempt),
 
-  hasDueWebhookDeliveries: async ({ sql }, now) => (await sql.one("SELECT 1 AS one FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= $1 LIMIT 1", [now])) !== undefined,
+  hasDueWebhookDeliveries: async ({ sql }, now, o) =>
+    (o?.except?.length
+      ? await sql.one(
+          `SELECT 1 AS one FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+           WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND NOT (w.url = ANY($2::text[])) LIMIT 1`,
+          [now, o.except],
+        )
+      : await sql.one("SELECT 1 AS one FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= $1 LIMIT 1", [now])) !== undefined,
 
-  /** One statement: due deliveries locked and skipped by concurrent claims (FOR UPDATE SKIP LOCKED), leased for one attempt. */
-  claimWebhookDeliveries: async ({ sql }, now, leaseMs, limit) => {
-    const rows = await sql.rows<WebhookDeliveryRow & { url: string; secret: string }>(
-      `UPDATE webhook_deliveries d SET claim = d.claim + 1, next_attempt_at = $2, leased_until = $2
-       FROM (SELECT d2.id FROM webhook_deliveries d2 JOIN webhooks w2 ON w2.id = d2.webhook_id
-             WHERE d2.status = 'pending' AND d2.next_attempt_at <= $1 AND w2.active
-             ORDER BY d2.next_attempt_at LIMIT $3 FOR UPDATE OF d2 SKIP LOCKED) picked, webhooks w
-       WHERE d.id = picked.id AND w.id = d.webhook_id
-       RETURNING d.*, w.url AS url, w.secret AS secret`,
-      [now, now + leaseMs, limitOf(limit)],
+  /**
+   * One statement (after ending those of disabled subscriptions): due deliveries locked and skipped
+   * by concurrent claims (FOR UPDATE SKIP LOCKED), leased for one attempt. With destinations: a
+   * window of CLAIM_WINDOW_FACTOR × limit due deliveries of URLs that are not busy, of which at most
+   * perDestination a URL counting those in flight.
+   */
+  claimWebhookDeliveries: async ({ sql }, now, leaseMs, limit, destinations) => {
+    await sql.run(
+      `UPDATE webhook_deliveries d SET ${FAIL_DISABLED}, ended_at = $1
+       WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND EXISTS (SELECT 1 FROM webhooks w WHERE w.id = d.webhook_id AND NOT w.active)`,
+      [now],
     );
-    return rows
-      .map((r) => ({ ...toWebhookDelivery(r), claim: Number(r.claim), url: r.url, secret: r.secret }))
-      .sort((a, b) => a.nextAttemptAt! - b.nextAttemptAt! || a.createdAt - b.createdAt);
+    const n = limitOf(limit);
+    const busy = Object.entries(destinations?.busy ?? {});
+    const cap = destinations?.perDestination ?? n;
+    const full = busy.filter(([, k]) => k >= cap).map(([url]) => url);
+    const rows = await sql.rows<ClaimedRow>(
+      `WITH cand AS (
+         SELECT d2.id, d2.next_attempt_at, w2.url FROM webhook_deliveries d2 JOIN webhooks w2 ON w2.id = d2.webhook_id
+         WHERE d2.status = 'pending' AND d2.next_attempt_at <= $1 AND w2.active AND NOT (w2.url = ANY($4::text[]))
+         ORDER BY d2.next_attempt_at LIMIT $5 FOR UPDATE OF d2 SKIP LOCKED
+       ), ranked AS (
+         SELECT cand.id, cand.next_attempt_at, row_number() OVER (PARTITION BY cand.url ORDER BY cand.next_attempt_at, cand.id) + coalesce(b.n, 0) AS pos
+         FROM cand LEFT JOIN unnest($6::text[], $7::int[]) AS b(url, n) ON b.url = cand.url
+       ), picked AS (
+         SELECT id FROM ranked WHERE pos <= $8 ORDER BY next_attempt_at LIMIT $3
+       )
+       UPDATE webhook_deliveries d SET claim = d.claim + 1, next_attempt_at = $2, leased_until = $2
+       FROM picked, webhooks w
+       WHERE d.id = picked.id AND w.id = d.webhook_id
+       RETURNING d.*, w.url AS url, w.secret AS secret, w.previous_secret AS previous_secret, w.previous_secret_expires_at AS previous_secret_expires_at`,
+      [now, now + leaseMs, n, full, destinations ? CLAIM_WINDOW_FACTOR * n : n, busy.map(([url]) => url), busy.map(([, k]) => k), cap],
+    );
+    return rows.map(toClaimed).sort((a, b) => a.nextAttemptAt! - b.nextAttemptAt! || a.createdAt - b.createdAt);
   },
 
   recordWebhookAttempt: ({ atomic }, o) =>
@@ -157,7 +223,8 @@ export const pgWebhookOperations: PgWebhookOps = {
       const a = o.attempt;
       const changed = await q.run(
         `UPDATE webhook_deliveries SET status = $3, attempts = attempts + 1, next_attempt_at = $4, leased_until = NULL,
-           delivered_at = CASE WHEN $3 = 'delivered' THEN $5 ELSE delivered_at END, last_error = $6, last_status_code = $7
+           delivered_at = CASE WHEN $3 = 'delivered' THEN $5 ELSE delivered_at END, ended_at = CASE WHEN $3 = 'pending' THEN NULL ELSE $5 END,
+           last_error = $6, last_status_code = $7
          WHERE id = $1 AND claim = $2 AND status = 'pending' AND leased_until IS NOT NULL`,
         [o.deliveryId, o.claim, o.status, o.status === 'pending' ? o.nextAttemptAt : null, a.startedAt + a.durationMs, a.error, a.statusCode],
       );
@@ -173,13 +240,36 @@ export const pgWebhookOperations: PgWebhookOps = {
       return true;
     }),
 
+  hasExpiredWebhookDeliveries: async ({ sql }, o) =>
+    (await sql.one(
+      `SELECT 1 AS one WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE status = 'delivered' AND ended_at IS NOT NULL AND ended_at < $1)
+          OR EXISTS (SELECT 1 FROM webhook_deliveries WHERE status = 'failed' AND ended_at IS NOT NULL AND ended_at < $2)`,
+      [o.deliveredBefore, o.failedBefore],
+    )) !== undefined,
+
+  /** From the (status, ended_at) index, the longest ended first (rows another prune holds are skipped). */
+  pruneWebhookDeliveries: ({ atomic }, o) =>
+    atomic(async (q) => {
+      const limit = limitOf(o.limit);
+      const pick = (status: string) =>
+        `SELECT id FROM webhook_deliveries WHERE status = '${status}' AND ended_at IS NOT NULL AND ended_at < $1 ORDER BY ended_at LIMIT $2 FOR UPDATE SKIP LOCKED`;
+      const delivered = await q.rows<{ id: string }>(pick('delivered'), [o.deliveredBefore, limit]);
+      const failed = await q.rows<{ id: string }>(pick('failed'), [o.failedBefore, limit - delivered.length]);
+      const ids = [...delivered, ...failed].map((r) => r.id);
+      if (ids.length === 0) return 0;
+      await q.run('DELETE FROM webhook_attempts WHERE delivery_id = ANY($1::text[])', [ids]);
+      return q.run('DELETE FROM webhook_deliveries WHERE id = ANY($1::text[])', [ids]);
+    }),
+
   redeliverWebhook: ({ atomic }, id, now, retryUntil) =>
     atomic(async (q) => {
       const r = await q.one<WebhookDeliveryRow>('SELECT * FROM webhook_deliveries WHERE id = $1 FOR UPDATE', [id]);
       if (!r) return undefined;
       if (r.status === 'pending' && r.leased_until !== null && Number(r.leased_until) > now) throw new StoreError('conflict', `delivery ${id} is being attempted now`);
+      const w = await q.one<{ active: boolean }>('SELECT active FROM webhooks WHERE id = $1', [r.webhook_id]);
+      if (w && !w.active) throw new StoreError('conflict', `the subscription of delivery ${id} is disabled: enable it first`);
       const u = await q.one<WebhookDeliveryRow>(
-        "UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $2, retry_until = $3, claim = claim + 1, leased_until = NULL WHERE id = $1 RETURNING *",
+        "UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $2, retry_until = $3, claim = claim + 1, leased_until = NULL, ended_at = NULL WHERE id = $1 RETURNING *",
         [id, now, retryUntil],
       );
       return toWebhookDelivery(u!);

@@ -7,7 +7,7 @@ import { SQLITE_DUE_RUNS_MIGRATION } from '../due-runs.ts';
 import { limitsDdl } from '../limit-rows.ts';
 import { decodeBatch, encodeOpen0, OPEN_CODECS_SQL, seal, SEALED_CODEC } from './event-batch-codec.ts';
 import { idKey, idKeyOrNull } from './id-keys.ts';
-import { WEBHOOKS_MIGRATION_SQL } from './webhooks.ts';
+import { addWebhookColumns, WEBHOOKS_MIGRATION_SQL } from './webhooks.ts';
 
 /**
  * Versioned schema migrations, applied in order at open. The database's `user_version` records the
@@ -376,6 +376,12 @@ export const migrations: ReadonlyArray<{ version: number; sql: string; run?: (db
     version: 18,
     sql: `${SQLITE_DUE_RUNS_MIGRATION}
       ALTER TABLE schedules ADD COLUMN paused_reason TEXT;`,
+  },
+  {
+    // Webhooks, issue 38: delivery end times (retention) and sessions (erasure), rotated secrets (see addWebhookColumns).
+    version: 19,
+    sql: `SELECT 1;`,
+    run: addWebhookColumns,
   },
 ];
 

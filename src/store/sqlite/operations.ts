@@ -411,6 +411,8 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       st.eraseOwnBlobs.run(key, key);
       st.eraseBlobRefs.run(key);
       st.eraseIdempotency.run(sessionId);
+      st.eraseWebhookAttempts.run(sessionId);
+      st.eraseWebhookDeliveries.run(sessionId);
       st.tombstone.run(erasedAt, JSON.stringify(totals), sessionId);
       return toSession(sessionRow(sessionId));
     },

@@ -131,6 +131,9 @@ export function prepareStatements(db: Database.Database) {
     ),
     eraseBlobRefs: prepare<[IdKey]>('DELETE FROM blob_refs WHERE session_id = ?'),
     eraseIdempotency: prepare<[string]>("DELETE FROM idempotency_keys WHERE instr(body, ?) > 0"),
+    // The session's webhook deliveries (their bodies describe its runs), their attempts first.
+    eraseWebhookAttempts: prepare<[string]>('DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM webhook_deliveries WHERE session_id = ?)'),
+    eraseWebhookDeliveries: prepare<[string]>('DELETE FROM webhook_deliveries WHERE session_id = ?'),
     tombstone: prepare<[number, string, string]>(
       "UPDATE sessions SET title = NULL, metadata = '{}', agent = NULL, leaf_id = NULL, origin_session_id = NULL, origin_entry_id = NULL, erased_at = ?, erased_totals = ? WHERE id = ?",
     ),

@@ -1,11 +1,15 @@
 import type Database from 'better-sqlite3';
 import { StoreError } from '../port.ts';
 import {
+  CLAIM_WINDOW_FACTOR,
+  DISABLED_SUBSCRIPTION_ERROR,
+  toClaimed,
   toWebhook,
   toWebhookAttempt,
   toWebhookDelivery,
-  type ClaimedWebhookDelivery,
+  type ClaimedRow,
   type WebhookAttemptRow,
+  type WebhookClaimDestinations,
   type WebhookDeliveryRow,
   type WebhookRow,
   type WebhookStoreOps,
@@ -57,6 +61,35 @@ export const WEBHOOKS_MIGRATION_SQL = `
   ) WITHOUT ROWID;
 `;
 
+/**
+ * Schema v19 (issue 38): when a delivery ended (`ended_at`, indexed for retention); pending
+ * deliveries of disabled subscriptions end failed, as disabling now does; the session of a
+ * delivery's event (`session_id`, indexed: erasing the session removes them); a rotated secret's
+ * predecessor and its expiry. Columns are added where they are missing (`addWebhookColumns`), so
+ * that a database rewound to an older version number (as tests make one) migrates too.
+ */
+export function addWebhookColumns(db: Database.Database): void {
+  const has = (table: string, column: string) => (db.pragma(`table_info(${table})`) as Array<{ name: string }>).some((c) => c.name === column);
+  for (const [table, column, type] of [
+    ['webhook_deliveries', 'ended_at', 'INTEGER'],
+    ['webhook_deliveries', 'session_id', 'TEXT'],
+    ['webhooks', 'previous_secret', 'TEXT'],
+    ['webhooks', 'previous_secret_expires_at', 'INTEGER'],
+  ] as const) {
+    if (!has(table, column)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${type}`);
+  }
+  db.exec(`
+    CREATE INDEX IF NOT EXISTS webhook_deliveries_session ON webhook_deliveries(session_id) WHERE session_id IS NOT NULL;
+    UPDATE webhook_deliveries SET ended_at = coalesce(delivered_at,
+        (SELECT max(a.started_at + a.duration_ms) FROM webhook_attempts a WHERE a.delivery_id = webhook_deliveries.id), created_at)
+      WHERE status <> 'pending' AND ended_at IS NULL;
+    UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, leased_until = NULL, last_error = '${DISABLED_SUBSCRIPTION_ERROR}',
+        ended_at = coalesce((SELECT w.updated_at FROM webhooks w WHERE w.id = webhook_id), created_at)
+      WHERE status = 'pending' AND webhook_id IN (SELECT id FROM webhooks WHERE active = 0);
+    CREATE INDEX IF NOT EXISTS webhook_deliveries_ended ON webhook_deliveries(status, ended_at) WHERE ended_at IS NOT NULL;
+  `);
+}
+
 type WebhookOpName = keyof WebhookStoreOps;
 
 /** How each webhook operation runs (see PLAN in store.ts). */
@@ -65,6 +98,7 @@ export const WEBHOOK_PLAN: { readonly [K in WebhookOpName]: { outside: 'serial' 
   getWebhook: { outside: 'serial' },
   listWebhooks: { outside: 'serial' },
   updateWebhook: { outside: 'immediate', savepoint: true },
+  rotateWebhookSecret: { outside: 'immediate', savepoint: true },
   deleteWebhook: { outside: 'immediate', savepoint: true },
   webhooksForSession: { outside: 'serial' },
   addWebhookDeliveries: { outside: 'write', savepoint: true },
@@ -76,23 +110,51 @@ export const WEBHOOK_PLAN: { readonly [K in WebhookOpName]: { outside: 'serial' 
   claimWebhookDeliveries: { outside: 'immediate', savepoint: true },
   recordWebhookAttempt: { outside: 'write', savepoint: true },
   redeliverWebhook: { outside: 'immediate', savepoint: true },
+  hasExpiredWebhookDeliveries: { outside: 'serial' },
+  pruneWebhookDeliveries: { outside: 'write', savepoint: true },
 };
 
 type SyncWebhookOps = { [K in WebhookOpName]: (...args: Parameters<WebhookStoreOps[K]>) => Awaited<ReturnType<WebhookStoreOps[K]>> };
 
 const limitOf = (n: number) => Math.max(0, Math.min(Math.floor(n), 1000));
 
+/**
+ * The due rows a claim takes, oldest due first: up to `limit`, and with `destinations` at most
+ * `perDestination` a URL counting those in flight, looking at no more than CLAIM_WINDOW_FACTOR ×
+ * `limit` rows of URLs that are not busy (the PostgreSQL claim's window).
+ */
+function pickDue(rows: Iterable<ClaimedRow>, limit: number, destinations: WebhookClaimDestinations | undefined): ClaimedRow[] {
+  const picked: ClaimedRow[] = [];
+  if (limit === 0) return picked;
+  const taken = new Map<string, number>(Object.entries(destinations?.busy ?? {}));
+  const cap = destinations?.perDestination ?? Number.POSITIVE_INFINITY;
+  let window = destinations ? CLAIM_WINDOW_FACTOR * limit : limit;
+  for (const r of rows) {
+    const n = taken.get(r.url) ?? 0;
+    if (n >= cap && (destinations?.busy[r.url] ?? 0) >= cap) continue;
+    if (n < cap) {
+      picked.push(r);
+      taken.set(r.url, n + 1);
+    }
+    if (picked.length >= limit || --window <= 0) break;
+  }
+  return picked;
+}
+
 export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
   const st = {
-    insert: db.prepare('INSERT INTO webhooks (id, tenant, url, events, secret, active, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
+    insert: db.prepare(
+      'INSERT INTO webhooks (id, tenant, url, events, secret, previous_secret, previous_secret_expires_at, active, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    ),
     get: db.prepare<[string], WebhookRow>('SELECT * FROM webhooks WHERE id = ?'),
     list: db.prepare<[string, string, number], WebhookRow>('SELECT * FROM webhooks WHERE tenant = ? AND id > ? ORDER BY id LIMIT ?'),
     update: db.prepare('UPDATE webhooks SET url = ?, events = ?, active = ?, updated_at = ? WHERE id = ?'),
     delete: db.prepare('DELETE FROM webhooks WHERE id = ?'),
+    rotate: db.prepare<[string, string | null, number | null, number, string]>('UPDATE webhooks SET secret = ?, previous_secret = ?, previous_secret_expires_at = ?, updated_at = ? WHERE id = ?'),
     forSession: db.prepare<[string], WebhookRow>('SELECT w.* FROM sessions s JOIN webhooks w ON w.tenant = s.tenant AND w.active = 1 WHERE s.id = ?'),
     addDelivery: db.prepare(
-      `INSERT INTO webhook_deliveries (id, webhook_id, tenant, event_type, event_id, body, created_at, next_attempt_at, retry_until)
-       VALUES (@id, @webhookId, @tenant, @eventType, @eventId, @body, @createdAt, @nextAttemptAt, @retryUntil)`,
+      `INSERT INTO webhook_deliveries (id, webhook_id, tenant, event_type, event_id, session_id, body, created_at, next_attempt_at, retry_until)
+       VALUES (@id, @webhookId, @tenant, @eventType, @eventId, @sessionId, @body, @createdAt, @nextAttemptAt, @retryUntil)`,
     ),
     getDelivery: db.prepare<[string], WebhookDeliveryRow>('SELECT * FROM webhook_deliveries WHERE id = ?'),
     listDeliveries: db.prepare<[string, string | null, string | null, number], WebhookDeliveryRow>(
@@ -100,23 +162,46 @@ export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
     ),
     attemptsOf: db.prepare<[string], WebhookAttemptRow>('SELECT * FROM webhook_attempts WHERE delivery_id = ? ORDER BY n'),
     due: db.prepare<[number], { one: number }>("SELECT 1 AS one FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? LIMIT 1"),
-    dueRows: db.prepare<[number, number], WebhookDeliveryRow & { url: string; secret: string }>(
-      `SELECT d.*, w.url AS url, w.secret AS secret FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-       WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND w.active = 1 ORDER BY d.next_attempt_at LIMIT ?`,
+    dueExcept: db.prepare<[number, string], { one: number }>(
+      `SELECT 1 AS one FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+       WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND w.url NOT IN (SELECT value FROM json_each(?)) LIMIT 1`,
+    ),
+    // Due deliveries of active subscriptions, oldest due first (the claim reads as many as it needs).
+    dueRows: db.prepare<[number], ClaimedRow>(
+      `SELECT d.*, w.url AS url, w.secret AS secret, w.previous_secret AS previous_secret, w.previous_secret_expires_at AS previous_secret_expires_at
+       FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+       WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND w.active = 1 ORDER BY d.next_attempt_at`,
     ),
     take: db.prepare('UPDATE webhook_deliveries SET claim = claim + 1, next_attempt_at = ?, leased_until = ? WHERE id = ?'),
+    // A disabled subscription's pending deliveries: failed (none stays due).
+    failDisabled: db.prepare<[number, string]>(
+      `UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, leased_until = NULL, ended_at = ?, last_error = '${DISABLED_SUBSCRIPTION_ERROR}'
+       WHERE webhook_id = ? AND status = 'pending'`,
+    ),
+    failDueOfDisabled: db.prepare<[{ now: number }]>(
+      `UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, leased_until = NULL, ended_at = @now, last_error = '${DISABLED_SUBSCRIPTION_ERROR}'
+       WHERE status = 'pending' AND next_attempt_at <= @now AND EXISTS (SELECT 1 FROM webhooks w WHERE w.id = webhook_id AND w.active = 0)`,
+    ),
     settle: db.prepare(
       `UPDATE webhook_deliveries SET status = @status, attempts = attempts + 1, next_attempt_at = @nextAttemptAt, leased_until = NULL,
-         delivered_at = CASE WHEN @status = 'delivered' THEN @at ELSE delivered_at END, last_error = @error, last_status_code = @statusCode
+         delivered_at = CASE WHEN @status = 'delivered' THEN @at ELSE delivered_at END, ended_at = CASE WHEN @status = 'pending' THEN NULL ELSE @at END,
+         last_error = @error, last_status_code = @statusCode
        WHERE id = @id AND claim = @claim AND status = 'pending' AND leased_until IS NOT NULL`,
     ),
     addAttempt: db.prepare('INSERT INTO webhook_attempts (delivery_id, n, started_at, duration_ms, status_code, error) VALUES (?, ?, ?, ?, ?, ?)'),
-    redeliver: db.prepare("UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ?, retry_until = ?, claim = claim + 1, leased_until = NULL WHERE id = ?"),
+    // Retention: from the (status, ended_at) index, the longest ended first.
+    expired: db.prepare<[string, number], { id: string }>('SELECT id FROM webhook_deliveries WHERE status = ? AND ended_at IS NOT NULL AND ended_at < ? ORDER BY ended_at LIMIT 1'),
+    expiredIds: db.prepare<[string, number, number], { id: string }>(
+      'SELECT id FROM webhook_deliveries WHERE status = ? AND ended_at IS NOT NULL AND ended_at < ? ORDER BY ended_at LIMIT ?',
+    ),
+    deleteAttempts: db.prepare<[string]>('DELETE FROM webhook_attempts WHERE delivery_id = ?'),
+    deleteDelivery: db.prepare<[string]>('DELETE FROM webhook_deliveries WHERE id = ?'),
+    redeliver: db.prepare("UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ?, retry_until = ?, claim = claim + 1, leased_until = NULL, ended_at = NULL WHERE id = ?"),
   };
   const ops: SyncWebhookOps = {
     createWebhook: (w) => {
       try {
-        st.insert.run(w.id, w.tenant, w.url, JSON.stringify(w.events), w.secret, w.active ? 1 : 0, w.createdAt, w.updatedAt);
+        st.insert.run(w.id, w.tenant, w.url, JSON.stringify(w.events), w.secret, w.previousSecret, w.previousSecretExpiresAt, w.active ? 1 : 0, w.createdAt, w.updatedAt);
       } catch (e) {
         if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw new StoreError('conflict', `webhook ${w.id} already exists`, { cause: e });
         throw e;
@@ -132,6 +217,15 @@ export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
       if (!before) return undefined;
       const w = { ...before, ...patch };
       st.update.run(w.url, JSON.stringify(w.events), w.active ? 1 : 0, w.updatedAt, id);
+      if (!w.active) st.failDisabled.run(w.updatedAt, id);
+      return w;
+    },
+    rotateWebhookSecret: (id, r) => {
+      const before = ops.getWebhook(id);
+      if (!before) return undefined;
+      const overlaps = r.previousSecretExpiresAt > r.updatedAt;
+      const w = { ...before, secret: r.secret, previousSecret: overlaps ? before.secret : null, previousSecretExpiresAt: overlaps ? r.previousSecretExpiresAt : null, updatedAt: r.updatedAt };
+      st.rotate.run(w.secret, w.previousSecret, w.previousSecretExpiresAt, w.updatedAt, id);
       return w;
     },
     deleteWebhook: (id) => st.delete.run(id).changes === 1,
@@ -145,14 +239,15 @@ export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
     },
     listWebhookDeliveries: (webhookId, page) => st.listDeliveries.all(webhookId, page.after ?? null, page.after ?? null, limitOf(page.limit)).map(toWebhookDelivery),
     listWebhookAttempts: (ids) => ids.flatMap((id) => st.attemptsOf.all(id).map(toWebhookAttempt)),
-    hasDueWebhookDeliveries: (now) => st.due.get(now) !== undefined,
-    claimWebhookDeliveries: (now, leaseMs, limit) => {
-      const out: ClaimedWebhookDelivery[] = [];
-      for (const r of st.dueRows.all(now, limitOf(limit))) {
+    hasDueWebhookDeliveries: (now, o) => (o?.except?.length ? st.dueExcept.get(now, JSON.stringify(o.except)) : st.due.get(now)) !== undefined,
+    claimWebhookDeliveries: (now, leaseMs, limit, destinations) => {
+      st.failDueOfDisabled.run({ now });
+      const picked = pickDue(st.dueRows.iterate(now), limitOf(limit), destinations);
+      // Written once the read is done (a connection does not write while it iterates).
+      return picked.map((r) => {
         st.take.run(now + leaseMs, now + leaseMs, r.id);
-        out.push({ ...toWebhookDelivery({ ...r, next_attempt_at: now + leaseMs }), claim: r.claim + 1, url: r.url, secret: r.secret });
-      }
-      return out;
+        return toClaimed({ ...r, claim: r.claim + 1, next_attempt_at: now + leaseMs });
+      });
     },
     recordWebhookAttempt: (o) => {
       const a = o.attempt;
@@ -161,10 +256,22 @@ export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
       st.addAttempt.run(o.deliveryId, a.n, a.startedAt, a.durationMs, a.statusCode, a.error);
       return true;
     },
+    hasExpiredWebhookDeliveries: (o) => st.expired.get('delivered', o.deliveredBefore) !== undefined || st.expired.get('failed', o.failedBefore) !== undefined,
+    pruneWebhookDeliveries: (o) => {
+      const limit = limitOf(o.limit);
+      const ids = st.expiredIds.all('delivered', o.deliveredBefore, limit);
+      ids.push(...st.expiredIds.all('failed', o.failedBefore, limit - ids.length));
+      for (const { id } of ids) {
+        st.deleteAttempts.run(id);
+        st.deleteDelivery.run(id);
+      }
+      return ids.length;
+    },
     redeliverWebhook: (id, now, retryUntil) => {
       const r = st.getDelivery.get(id);
       if (!r) return undefined;
       if (r.status === 'pending' && r.leased_until !== null && r.leased_until > now) throw new StoreError('conflict', `delivery ${id} is being attempted now`);
+      if (st.get.get(r.webhook_id)?.active === 0) throw new StoreError('conflict', `the subscription of delivery ${id} is disabled: enable it first`);
       st.redeliver.run(now, retryUntil, id);
       return toWebhookDelivery(st.getDelivery.get(id)!);
     },
