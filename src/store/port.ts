@@ -334,10 +334,12 @@ export interface StoreOps extends WebhookStoreOps, WaitStoreOps, LimitStoreOps, 
   ancestors(sessionId: string, fromId: string, limit: number): Promise<StoredEvent[]>;
   /**
    * Erases a session: its events, blobs no other session refers to, snapshots, checkpoints, queued
-   * inputs, the payloads of its runs (agent specs but their model, options, errors, waits) and the
-   * idempotency records that name it, in one transaction. What remains is a tombstone: the session
-   * row (id, tenant, `erasedAt`, `erasedTotals`) and its runs' ids, statuses, times, agents, models
-   * (`agentSpec` keeps only `model`), usage and cost, for billing (`usageTotals`). Refused
+   * inputs, the payloads of its runs (agent specs but their model, options, errors, waits), their
+   * signals and callback tokens, its schedule fires, its webhook deliveries and their attempts, and
+   * the idempotency records that name it, in one transaction; the schedules that target it are
+   * paused (PAUSED_FOR_ERASED_SESSION). What remains is a tombstone: the session row (id, tenant,
+   * `erasedAt`, `erasedTotals`), its runs' ids, statuses, times, agents, models (`agentSpec` keeps
+   * only `model`), usage and cost, for billing (`usageTotals`), and the paused schedules' targets. Refused
    * (RunBusyError) while a run of the session is not terminal; erasing an erased session returns
    * its tombstone. Appends to an erased session are refused (`session_erased`).
    */
