@@ -2,6 +2,7 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { SchemaVersionError } from '../../src/store/port.ts';
 import { latestPostgresSchemaVersion, openPostgresStore, PostgresStore } from '../../src/store/postgres/index.ts';
+import { migrations } from '../../src/store/postgres/migrations.ts';
 import { dropSchema, freshSchema, openTestPostgres, postgresUrl } from '../support/postgres.ts';
 import { storeContract } from './contract.ts';
 import { runsContract } from './runs-contract.ts';
@@ -51,7 +52,7 @@ describe('postgres schema migrations', () => {
       await c.connect();
       try {
         const { rows } = await c.query<{ version: number }>(`SELECT version FROM "${schema}".keel_schema ORDER BY version`);
-        expect(rows.map((r) => r.version)).toEqual(Array.from({ length: latestPostgresSchemaVersion }, (_, i) => i + 1));
+        expect(rows.map((r) => r.version)).toEqual(migrations.map((m) => m.version));
         await stores[0]!.createSession({ id: 's', createdAt: 1 });
         const again = await openPostgresStore({ url, schema });
         expect((await again.getSession('s'))?.id).toBe('s');
@@ -64,6 +65,34 @@ describe('postgres schema migrations', () => {
     } finally {
       for (const s of stores) await s.close();
       await dropSchema(url, schema);
+    }
+  });
+
+  it("migrating a schema from before runs had their tenant (v11) fills in each run's tenant, its session's", async () => {
+    const { store, url, schema, cleanup } = await openTestPostgres();
+    try {
+      for (const [session, tenant] of [['s1', 'acme'], ['s2', 'globex']] as const) {
+        await store.createSession({ id: session, tenant, createdAt: 1 });
+        await store.createRun({ id: `run-${session}`, sessionId: session, agent: { name: 'a', version: '1' }, agentSpec: {}, createdAt: 1 });
+      }
+      await store.close();
+      // As the schema was before v11.
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      try {
+        await c.query(`SET search_path TO "${schema}"; DROP INDEX runs_tenant_waiting; ALTER TABLE runs DROP COLUMN tenant; DELETE FROM keel_schema WHERE version = 11`);
+      } finally {
+        await c.end();
+      }
+      const again = await openPostgresStore({ url, schema });
+      try {
+        expect((await again.listRuns({ tenant: 'acme', limit: 10 })).map((r) => r.id)).toEqual(['run-s1']);
+        expect((await again.listRuns({ tenant: 'globex', limit: 10 })).map((r) => r.id)).toEqual(['run-s2']);
+      } finally {
+        await again.close();
+      }
+    } finally {
+      await cleanup();
     }
   });
 

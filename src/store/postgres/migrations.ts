@@ -4,6 +4,7 @@ import { WEBHOOKS_MIGRATION_SQL } from './webhooks.ts';
 import { schedulesDdl } from '../schedule-rows.ts';
 import { postgresWaitsMigration } from '../wait-rows.ts';
 import { limitsDdl } from '../limit-rows.ts';
+import { RUN_TENANTS_MIGRATION_SQL } from '../run-tenants.ts';
 
 /**
  * Versioned schema migrations for PostgreSQL, applied in order at open, each in its own
@@ -376,6 +377,13 @@ export const migrations: ReadonlyArray<{ version: number; sql: string }> = [
     // Provider flow control (docs/flow-control.md): limit slots, windows, pauses and waiters.
     version: 8,
     sql: limitsDdl('BIGINT'),
+  },
+  {
+    // Each run's tenant on its row, and the runs waiting for a person indexed by tenant (the inbox
+    // filters by tenant in its query: run-tenants.ts). The update rewrites every run row once.
+    // Versions 9 and 10 are another change's; the numbers are closed up when both are merged.
+    version: 11,
+    sql: RUN_TENANTS_MIGRATION_SQL,
   },
 ];
 

@@ -175,14 +175,17 @@ export const pgOperations: PgOps = {
     return row ? toSession(row) : undefined;
   },
 
+  // A tenant's sessions from the index of them (a cached plan of `$3 IS NULL OR tenant = $3` would
+  // read every tenant's sessions in id order).
   listSessions: async ({ sql }, page) =>
-    (
-      await sql.rows<SessionRow>('SELECT * FROM sessions WHERE id > $1 AND (archived_at IS NULL OR $2) AND ($3::text IS NULL OR tenant = $3) ORDER BY id LIMIT $4', [
-        page.after ?? '',
-        page.includeArchived === true,
-        page.tenant ?? null,
-        limitOf(page.limit),
-      ])
+    (page.tenant !== undefined
+      ? await sql.rows<SessionRow>('SELECT * FROM sessions WHERE tenant = $1 AND id > $2 AND (archived_at IS NULL OR $3) ORDER BY id LIMIT $4', [
+          page.tenant,
+          page.after ?? '',
+          page.includeArchived === true,
+          limitOf(page.limit),
+        ])
+      : await sql.rows<SessionRow>('SELECT * FROM sessions WHERE id > $1 AND (archived_at IS NULL OR $2) ORDER BY id LIMIT $3', [page.after ?? '', page.includeArchived === true, limitOf(page.limit)])
     ).map(toSession),
 
   updateSession: async ({ sql }, id, patch) => {
@@ -353,8 +356,9 @@ export const pgOperations: PgOps = {
       const row = await guarded((q) =>
         q.one<RunRow>(
           `INSERT INTO runs (id, session_id, parent_run_id, parent_tool_call_id, agent_name, agent_version, agent_spec, status,
-                             trigger_message_id, turn, created_at, deadline_at, options, usage, queued_behind, first_seq)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, 'queued', $8, $9, $10, $11, $12, $13, $14, (SELECT last_seq + 1 FROM sessions WHERE id = $2))
+                             trigger_message_id, turn, created_at, deadline_at, options, usage, queued_behind, first_seq, tenant)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, 'queued', $8, $9, $10, $11, $12, $13, $14,
+                   (SELECT last_seq + 1 FROM sessions WHERE id = $2), (SELECT tenant FROM sessions WHERE id = $2))
            RETURNING *`,
           [
             r.id,
@@ -397,11 +401,13 @@ export const pgOperations: PgOps = {
     const where: string[] = [];
     const args: unknown[] = [];
     if (q.sessionId !== undefined) where.push(`session_id = $${args.push(q.sessionId)}`);
+    if (q.tenant !== undefined) where.push(`tenant = $${args.push(q.tenant)}`);
     if (q.parentRunId !== undefined) where.push(`parent_run_id = $${args.push(q.parentRunId)}`);
     if (q.statuses) where.push(`status IN (${statusList(q.statuses)})`);
     if (q.after !== undefined) where.push(`id > $${args.push(q.after)}`);
     const text = `SELECT * FROM runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT $${args.push(limitOf(q.limit))}`;
-    return (await sql.rows<RunRow>(text, args)).map(toRun);
+    // A tenant's runs: planned for this tenant (its index of waiting runs, or the runs in id order).
+    return (q.tenant !== undefined ? await sql.rowsPlannedForValues<RunRow>(text, args) : await sql.rows<RunRow>(text, args)).map(toRun);
   },
 
   activeRun: async ({ sql }, sessionId) => {

@@ -39,6 +39,16 @@ export class Sql {
     return (await this.rows<R>(text, values))[0];
   }
 
+  /**
+   * Rows of a statement planned for its values each time (unnamed, not kept): for a query whose
+   * best plan depends on them, as a tenant's share of the rows decides whether its index is the
+   * way in. A cached generic plan would be planned for an average tenant.
+   */
+  async rowsPlannedForValues<R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<R[]> {
+    await this.before();
+    return (await this.target.query<R>({ text, values })).rows;
+  }
+
   /** Rows changed. */
   async run(text: string, values: unknown[] = []): Promise<number> {
     await this.before();
