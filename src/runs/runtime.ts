@@ -607,12 +607,11 @@ export class RunsApi {
     let toolCallId = o.toolCallId;
     if (toolCallId === undefined) {
       const run = await this.get(id);
-      if (isTerminal(run.status)) throw new IllegalTransitionError(id, run.status, 'queued');
       const waiting = run.waiting as unknown as Waiting | null;
       const open = (waiting?.calls ?? []).filter((c) => c.kind === 'input' && !waiting?.decisions[c.toolCallId]);
-      if (open.length !== 1) {
-        throw new StoreError(open.length === 0 ? 'not_found' : 'ambiguous', `run ${id} has ${open.length} open questions: name the tool call to answer`);
-      }
+      // The run exists; what it is doing refuses an answer (409, with its status).
+      if (open.length === 0) throw new IllegalTransitionError(id, run.status, 'queued', `it is ${run.status} and waits for no answer`);
+      if (open.length > 1) throw new StoreError('ambiguous', `run ${id} has ${open.length} open questions: name the tool call to answer`);
       toolCallId = open[0]!.toolCallId;
     }
     const run = await this.book.decide(id, toolCallId, { answer });
