@@ -5,6 +5,7 @@ import {
   isTerminal,
   NotFoundError,
   RunBusyError,
+  refuseNul,
   StoreError,
   type ApiKeyRecord,
   type IdempotencyRecord,
@@ -647,6 +648,8 @@ export class RunsApi {
    * the payload does not match the waiting call's schema.
    */
   async signal(id: string, name: string, payload: unknown, o: { source?: 'api' | 'library' } = {}): Promise<{ run: RunRecord; consumed: boolean }> {
+    // Its payload is JSON (anything goes); its name is kept as text.
+    refuseNul('name', name);
     const r = await this.rt.waits.deliver(id, name, payload, o.source ?? 'library');
     if (r.consumed) this.rt.wake();
     return r;

@@ -11,6 +11,7 @@ import { rateLimitMiddleware } from './rate-limit.ts';
 import { instrumentRuntime, type KeelMetrics, type Logger } from '../monitoring/index.ts';
 import { HttpProblem, problemResponse, toProblem } from './problems.ts';
 import { knownQueryParams } from './query-params.ts';
+import { refuseNulParams } from './nul-guard.ts';
 import { chatRoutes } from './routes/chat.ts';
 import { inspectorRoutes } from './routes/inspector.ts';
 import { opsRoutes } from './routes/ops.ts';
@@ -216,6 +217,7 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   // Per API key; per client address for requests without one (callback URLs, auth off).
   app.use('/v1/*', rateLimitMiddleware(ctx.options.rateLimitPerMinute, ctx.clientAddress));
   app.use('/v1/*', knownQueryParams(app));
+  app.use('/v1/*', refuseNulParams());
   app.use('/v1/*', async (c, next) => {
     if (c.req.method === 'POST') {
       const type = c.req.header('content-type') ?? '';

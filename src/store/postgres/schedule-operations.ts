@@ -2,6 +2,7 @@ import { NotFoundError, StoreError } from '../port.ts';
 import { SCHEDULE_COLUMNS, SCHEDULE_PATCH_COLUMNS, scheduleValues, toSchedule, toScheduleFire, type ScheduleFireRow, type ScheduleRow } from '../schedule-rows.ts';
 import type { PgOps } from './operations.ts';
 import { sqlState, UNIQUE_VIOLATION } from './sql.ts';
+import { hasNul } from '../plain-text.ts';
 
 type ScheduleOps = Pick<PgOps, 'createSchedule' | 'getSchedule' | 'listSchedules' | 'updateSchedule' | 'deleteSchedule' | 'dueSchedules' | 'addScheduleFire' | 'listScheduleFires'>;
 
@@ -24,6 +25,8 @@ export const scheduleOperations: ScheduleOps = {
   },
 
   getSchedule: async ({ sql, inTransaction }, id) => {
+    // An id with NUL cannot be stored (plain-text.ts): not found, as on SQLite.
+    if (hasNul(id)) return undefined;
     const row = await sql.one<ScheduleRow>(`SELECT * FROM schedules WHERE id = $1${inTransaction ? ' FOR UPDATE' : ''}`, [id]);
     return row ? toSchedule(row) : undefined;
   },
