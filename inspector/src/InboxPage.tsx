@@ -11,16 +11,20 @@ interface InboxItem {
   run: Run;
 }
 
+/** Waiting runs the inbox shows at once (the API's largest page). */
+const PAGE = 1000;
+
 /** Every run, across sessions, that waits for a person: decide it right here. */
 export function InboxPage() {
-  // No stream spans sessions: the inbox asks again every 2 s (GET /v1/inbox).
-  const inbox = useResource<{ data: InboxItem[] }>('/v1/inbox', { pollMs: 2000 });
+  // No stream spans sessions: the inbox asks again every 2 s (GET /v1/inbox, its first page: the oldest).
+  const inbox = useResource<{ data: InboxItem[]; next_cursor: string | null }>(`/v1/inbox?limit=${PAGE}`, { pollMs: 2000 });
   return (
     <section>
       <h1>Inbox</h1>
       <p class="muted">Runs waiting for an approval or an answer, across all sessions, oldest first.</p>
       <ErrorNote error={inbox.error} />
       {inbox.data?.data.length === 0 && <p class="empty">Nothing is waiting for you.</p>}
+      {inbox.data?.next_cursor && <p class="muted">The {PAGE} oldest are shown; more are waiting after them.</p>}
       {inbox.data?.data.map((item) => (
         <article class="card inbox-item" key={item.run.id} data-testid="inbox-item">
           <header class="row">

@@ -576,22 +576,25 @@ export class RunBook {
     const out = await this.sessions.log.transaction(async (tx) => {
       const run = await tx.getRun(runId);
       if (!run) throw new NotFoundError('run', runId);
-      // A run that ended waits for nothing: say so, rather than that the request is unknown.
-      if (isTerminal(run.status)) throw new IllegalTransitionError(runId, run.status, 'queued');
       const waiting = run.waiting as unknown as Waiting | null;
       const call = waiting?.calls.find((c) => c.toolCallId === toolCallId);
       const wantKind = d.answer !== undefined ? 'input' : 'approval';
       const wantStatus: RunStatus = wantKind === 'input' ? 'waiting_for_user' : 'waiting_approval';
       const what = (kind: string) => (kind === 'input' ? 'a question' : kind === 'approval' ? 'an approval' : `a ${kind} wait`);
-      // A run that waits for nothing, or a call of another kind: the run's state refuses it (409).
+      if (!waiting || !call) {
+        // Not waited for now. An id the run never asked about is no such thing (404), whatever
+        // the run's state; one it asked about before is refused by the state it is in now (409).
+        const asked = await this.askedBefore(tx, run, toolCallId);
+        if (!asked) throw new StoreError('not_found', `run ${runId} has no ${wantKind === 'input' ? 'question' : 'approval'} ${toolCallId}`);
+        throw new IllegalTransitionError(runId, run.status, 'queued', `it is ${run.status}: ${what(asked)} ${toolCallId} is not waiting for ${wantKind === 'input' ? 'an answer' : 'a decision'}`);
+      }
+      // A run that waits for no decision, or a call of another kind: the run's state refuses it (409).
       if (run.status !== 'waiting_approval' && run.status !== 'waiting_for_user') {
         throw new IllegalTransitionError(runId, run.status, 'queued', `it is ${run.status} and waits for no decision`);
       }
-      if (call && call.kind !== wantKind) {
+      if (call.kind !== wantKind) {
         throw new IllegalTransitionError(runId, run.status, 'queued', `${toolCallId} is ${what(call.kind)}, not ${what(wantKind)}`);
       }
-      // An id the run never asked about: no such thing (404).
-      if (!waiting || !call) throw new StoreError('not_found', `run ${runId} has no pending ${wantKind === 'input' ? 'question' : 'approval'} ${toolCallId}`);
       const previous = waiting.decisions[toolCallId];
       if (previous) {
         const same = JSON.stringify({ ...previous, at: 0 }) === JSON.stringify({ ...d, at: 0 });
@@ -622,6 +625,15 @@ export class RunBook {
       return applyDecisions(this, tx, run, waiting, { [toolCallId]: decision }, [event], left.length === 0 ? (wantKind === 'input' ? 'answered' : 'decided') : 'partly decided');
     });
     return out.run;
+  }
+
+  /** Whether the run ever asked for an approval or an answer on this call (its log says), and which. */
+  private async askedBefore(tx: StoreOps, run: RunRecord, toolCallId: string): Promise<'approval' | 'input' | undefined> {
+    for (const e of await this.sessions.log.read(run.sessionId, { runId: run.id }, tx)) {
+      if (e.type === 'tool/approval' && e.data.toolCallId === toolCallId) return 'approval';
+      if (e.type === 'user/question' && e.data.toolCallId === toolCallId) return 'input';
+    }
+    return undefined;
   }
 
   /** A simple status change (pause, resume, park) with its event, in one transaction. */

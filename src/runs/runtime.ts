@@ -6,6 +6,7 @@ import {
   isTerminal,
   NotFoundError,
   RunBusyError,
+  refuseNul,
   StoreError,
   type ApiKeyRecord,
   type IdempotencyRecord,
@@ -650,12 +651,11 @@ export class RunsApi {
     let toolCallId = o.toolCallId;
     if (toolCallId === undefined) {
       const run = await this.get(id);
-      if (isTerminal(run.status)) throw new IllegalTransitionError(id, run.status, 'queued');
       const waiting = run.waiting as unknown as Waiting | null;
       const open = (waiting?.calls ?? []).filter((c) => c.kind === 'input' && !waiting?.decisions[c.toolCallId]);
-      if (open.length !== 1) {
-        throw new StoreError(open.length === 0 ? 'not_found' : 'ambiguous', `run ${id} has ${open.length} open questions: name the tool call to answer`);
-      }
+      // The run exists; what it is doing refuses an answer (409, with its status).
+      if (open.length === 0) throw new IllegalTransitionError(id, run.status, 'queued', `it is ${run.status} and waits for no answer`);
+      if (open.length > 1) throw new StoreError('ambiguous', `run ${id} has ${open.length} open questions: name the tool call to answer`);
       toolCallId = open[0]!.toolCallId;
     }
     const run = await this.book.decide(id, toolCallId, { answer });
@@ -691,6 +691,8 @@ export class RunsApi {
    * the payload does not match the waiting call's schema.
    */
   async signal(id: string, name: string, payload: unknown, o: { source?: 'api' | 'library' } = {}): Promise<{ run: RunRecord; consumed: boolean }> {
+    // Its payload is JSON (anything goes); its name is kept as text.
+    refuseNul('name', name);
     const r = await this.rt.waits.deliver(id, name, payload, o.source ?? 'library');
     if (r.consumed) this.rt.wake();
     return r;

@@ -22,7 +22,7 @@ import {
   type StoreOps,
 } from '../store/index.ts';
 import type { IfBusy, RunBook, RunOptions } from './book.ts';
-import { isClosedStore } from '../store/index.ts';
+import { hasNul, isClosedStore, NUL_REFUSAL } from '../store/index.ts';
 import type { Clock } from './clock.ts';
 import { WakeUp } from './wake-up.ts';
 import { FieldValidationError } from './field-validation-error.ts';
@@ -182,6 +182,18 @@ export class Schedules {
     const tenant = i.tenant ?? 'default';
     if (typeof tenant !== 'string' || tenant.length === 0) throw new ScheduleValidationError('tenant', 'a non-empty string is required');
     if (i.name !== undefined && (typeof i.name !== 'string' || i.name.length > 200)) throw new ScheduleValidationError('name', 'a string of at most 200 characters is required');
+    // Text the store keeps as text never holds NUL (see store/plain-text.ts).
+    const plain = (field: string, v: unknown) => {
+      if (typeof v === 'string' && hasNul(v)) throw new ScheduleValidationError(field, NUL_REFUSAL);
+    };
+    plain('tenant', tenant);
+    plain('name', i.name);
+    plain('agent', i.agent);
+    plain('cron.expression', (i.cron as { expression?: unknown } | undefined)?.expression);
+    plain('cron.timezone', (i.cron as { timezone?: unknown } | undefined)?.timezone);
+    const t = i.target as { sessionId?: unknown; newSession?: { title?: unknown } } | undefined;
+    plain('target.session_id', t?.sessionId);
+    plain('target.new_session.title', t?.newSession?.title);
     if ((i.cron === undefined) === (i.interval === undefined)) throw new ScheduleValidationError('cron', 'give exactly one of cron and interval');
     let cron: ScheduleRecord['cron'] = null;
     let intervalSeconds: number | null = null;

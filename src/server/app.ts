@@ -5,10 +5,13 @@ import { bodyLimit } from 'hono/body-limit';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { IdempotencyClaim, Runtime } from '../runs/index.ts';
 import { exceptCallbacks, waitRoutes } from './routes/waits.ts';
-import { ApiKeyCache, authMiddleware, FailedAuthLimiter, rateLimitMiddleware, type AuthEnv } from './auth.ts';
+import { ApiKeyCache, authMiddleware, FailedAuthLimiter, type AuthEnv } from './auth.ts';
+import { clientAddressOf, type ClientAddress } from './client-address.ts';
+import { rateLimitMiddleware } from './rate-limit.ts';
 import { instrumentRuntime, type KeelMetrics, type Logger } from '../monitoring/index.ts';
 import { HttpProblem, problemResponse, toProblem } from './problems.ts';
 import { knownQueryParams } from './query-params.ts';
+import { refuseNulParams } from './nul-guard.ts';
 import { chatRoutes } from './routes/chat.ts';
 import { inspectorRoutes } from './routes/inspector.ts';
 import { opsRoutes } from './routes/ops.ts';
@@ -42,6 +45,12 @@ export interface ServerOptions {
   idempotencyTtlMs?: number;
   /** Failed authentications a client address may make in a minute before it is refused (429). Default 30. */
   authFailuresPerMinute?: number;
+  /**
+   * Addresses of the reverse proxies in front of the server (exact addresses, e.g. `10.0.0.5`).
+   * From one of them, the client is the last address in X-Forwarded-For that is not a trusted
+   * proxy; from anyone else, X-Forwarded-For is ignored. Default: none (the socket's peer).
+   */
+  trustedProxies?: readonly string[];
   /** Structured logs (pino): requests, runs, failures. Default: none. */
   logger?: Logger;
 }
@@ -76,6 +85,8 @@ export interface AppContext {
   /** API keys looked up recently, and failed authentications by client address. */
   keys: ApiKeyCache;
   authFailures: FailedAuthLimiter;
+  /** Who a request comes from, for the limits per address (see client-address.ts). */
+  clientAddress: ClientAddress;
   options: Required<Omit<ServerOptions, 'runtime' | 'metricsToken' | 'logger'>> & Pick<ServerOptions, 'runtime' | 'metricsToken' | 'logger'>;
 }
 
@@ -138,6 +149,7 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
     logger: telemetry.logger,
     keys: new ApiKeyCache({ findApiKey: rt.apiKeys.find }),
     authFailures: new FailedAuthLimiter({ perMinute: options.authFailuresPerMinute ?? 30 }),
+    clientAddress: clientAddressOf(options.trustedProxies),
     options: {
       bodyLimitBytes: 1 << 20,
       importLimitBytes: 64 << 20,
@@ -147,6 +159,7 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
       cancelGraceMs: 5000,
       idempotencyTtlMs: 24 * 3600_000,
       authFailuresPerMinute: 30,
+      trustedProxies: [],
       ...options,
     },
   };
@@ -200,9 +213,11 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   opsRoutes(app, ctx);
 
   // Callback URLs (ADR-0015) carry their own credential, the token: no API key.
-  app.use('/v1/*', exceptCallbacks(authMiddleware(ctx.keys, ctx.authFailures, options.auth)));
-  app.use('/v1/*', rateLimitMiddleware(ctx.options.rateLimitPerMinute));
+  app.use('/v1/*', exceptCallbacks(authMiddleware(ctx.keys, ctx.authFailures, options.auth, ctx.clientAddress)));
+  // Per API key; per client address for requests without one (callback URLs, auth off).
+  app.use('/v1/*', rateLimitMiddleware(ctx.options.rateLimitPerMinute, ctx.clientAddress));
   app.use('/v1/*', knownQueryParams(app));
+  app.use('/v1/*', refuseNulParams());
   app.use('/v1/*', async (c, next) => {
     if (c.req.method === 'POST') {
       const type = c.req.header('content-type') ?? '';

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import { newId } from '../core/index.ts';
 import type { ApiKeyRecord, Store } from '../store/index.ts';
+import type { ClientAddress } from './client-address.ts';
 import { HttpProblem } from './problems.ts';
 
 export type AuthEnv = { Variables: { tenant: string; keyId: string | null; rateLimit: number | null } };
@@ -103,13 +104,13 @@ export class FailedAuthLimiter {
   }
 }
 
-/** The client's address, as the socket says (no proxy header is trusted). */
-export function clientAddress(c: { env: unknown }): string {
-  return (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming?.socket?.remoteAddress ?? 'unknown';
-}
-
 /** The key a request presents, checked: its record, or an `unauthorized` problem (counted as a failure of its address). */
-export async function authenticate(c: { env: unknown; req: { header(name: string): string | undefined } }, keys: ApiKeyCache, failures: FailedAuthLimiter): Promise<ApiKeyRecord> {
+export async function authenticate(
+  c: { env: unknown; req: { header(name: string): string | undefined } },
+  keys: ApiKeyCache,
+  failures: FailedAuthLimiter,
+  clientAddress: ClientAddress,
+): Promise<ApiKeyRecord> {
   const address = clientAddress(c);
   failures.check(address);
   const secret = secretOf(c.req.header('authorization'), c.req.header('x-api-key'));
@@ -127,7 +128,7 @@ export async function authenticate(c: { env: unknown; req: { header(name: string
  * unrevoked key, and acts for that key's tenant. With `off` (loopback without keys, or
  * `--insecure`), everything is the `default` tenant.
  */
-export function authMiddleware(keys: ApiKeyCache, failures: FailedAuthLimiter, mode: 'required' | 'off'): MiddlewareHandler<AuthEnv> {
+export function authMiddleware(keys: ApiKeyCache, failures: FailedAuthLimiter, mode: 'required' | 'off', clientAddress: ClientAddress): MiddlewareHandler<AuthEnv> {
   return async (c, next) => {
     if (mode === 'off') {
       c.set('tenant', 'default');
@@ -135,33 +136,10 @@ export function authMiddleware(keys: ApiKeyCache, failures: FailedAuthLimiter, m
       c.set('rateLimit', null);
       return next();
     }
-    const key = await authenticate(c, keys, failures);
+    const key = await authenticate(c, keys, failures, clientAddress);
     c.set('tenant', key.tenant);
     c.set('keyId', key.id);
     c.set('rateLimit', key.ratePerMinute);
-    return next();
-  };
-}
-
-/** A token bucket per API key (or per client address when auth is off). */
-export function rateLimitMiddleware(defaultPerMinute: number): MiddlewareHandler<AuthEnv> {
-  const buckets = new Map<string, { tokens: number; at: number }>();
-  return async (c, next) => {
-    const perMinute = c.get('rateLimit') ?? defaultPerMinute;
-    if (perMinute <= 0) return next();
-    const id = c.get('keyId') ?? 'anonymous';
-    const now = Date.now();
-    const b = buckets.get(id) ?? { tokens: perMinute, at: now };
-    b.tokens = Math.min(perMinute, b.tokens + ((now - b.at) / 60_000) * perMinute);
-    b.at = now;
-    if (b.tokens < 1) {
-      const retryAfter = Math.ceil(((1 - b.tokens) / perMinute) * 60);
-      buckets.set(id, b);
-      throw new HttpProblem('rate_limited', `more than ${perMinute} requests a minute`, { retry_after: retryAfter });
-    }
-    b.tokens -= 1;
-    buckets.set(id, b);
-    if (buckets.size > 10_000) for (const [k, v] of buckets) if (now - v.at > 120_000) buckets.delete(k);
     return next();
   };
 }

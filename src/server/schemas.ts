@@ -1,5 +1,6 @@
 import { HttpProblem } from './problems.ts';
 import { z } from '@hono/zod-openapi';
+import { hasNul, NUL_REFUSAL } from '../store/index.ts';
 import type { SessionEvent } from '../session/index.ts';
 import type { RunRecord, SessionRecord } from '../store/index.ts';
 import type { Waiting } from '../runs/book.ts';
@@ -122,7 +123,10 @@ export const LIMITS = {
   summary: 100_000,
 } as const;
 
-const Id = z.string().min(1).max(LIMITS.id);
+/** Text a store keeps as text (ids, names, titles, URLs): never the NUL character (store/plain-text.ts). */
+export const plainText = (max: number, min = 0) => z.string().min(min).max(max).refine((v) => !hasNul(v), NUL_REFUSAL);
+export const Id = plainText(LIMITS.id, 1);
+const Title = plainText(LIMITS.title);
 const Metadata = JsonObjectSchema.refine((m) => Object.keys(m).length <= LIMITS.metadataKeys, `at most ${LIMITS.metadataKeys} keys`)
   .refine((m) => Object.keys(m).every((k) => k.length <= LIMITS.metadataKey), `keys of at most ${LIMITS.metadataKey} characters`)
   .refine((m) => Buffer.byteLength(JSON.stringify(m)) <= LIMITS.metadataBytes, `at most ${LIMITS.metadataBytes} bytes as JSON`);
@@ -133,7 +137,7 @@ export const ContentSchema = z.union([z.string().min(1), z.array(z.union([TextPa
 
 export const CreateSessionBody = z.strictObject({
   agent: Id.optional(),
-  title: z.string().max(LIMITS.title).optional(),
+  title: Title.optional(),
   metadata: Metadata.optional(),
 });
 
@@ -149,7 +153,7 @@ export const ForkBody = z.strictObject({
   entry_id: Id,
   into: z.enum(['branch', 'session']),
   summary: z.string().max(LIMITS.summary).optional().describe('A summary of the abandoned path (branch only)'),
-  title: z.string().max(LIMITS.title).optional(),
+  title: Title.optional(),
 });
 
 export const LeafBody = z.strictObject({ entry_id: Id.nullable() });

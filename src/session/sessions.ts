@@ -1,7 +1,7 @@
 import type { LanguageModelV4 } from '@ai-sdk/provider';
 import { newId, startTurn, userMessage, type AgentDefinition, type TurnHandle, type TurnHooks, type TurnOptions, type UserInput } from '../core/index.ts';
 import type { Message, Pricing } from '../model/index.ts';
-import { RunBusyError, StoreError, type JsonObject, type SessionPage, type SessionRecord, type Store, type StoreOps } from '../store/index.ts';
+import { refuseNul, RunBusyError, StoreError, type JsonObject, type SessionPage, type SessionRecord, type Store, type StoreOps } from '../store/index.ts';
 import { compactSession, compactionHook, estimateTokens, summarize, type CompactionSettings, type CompactOptions, type CompactResult } from './compaction.ts';
 import type { EventRegistry, SessionEvent } from './event-types.ts';
 import { SessionLog, type LiveListener, type NewEvent } from './log.ts';
@@ -91,6 +91,11 @@ export class Sessions {
     if (options.id !== undefined && !(typeof options.id === 'string' && options.id.length >= 1 && options.id.length <= MAX_SESSION_ID)) {
       throw new StoreError('validation', `id: a string of 1 to ${MAX_SESSION_ID} characters is required, not ${JSON.stringify(options.id)?.slice(0, 40)}`);
     }
+    // Text the store keeps as text (its content, metadata, is JSON and may hold anything).
+    refuseNul('id', options.id);
+    refuseNul('tenant', options.tenant);
+    refuseNul('title', options.title);
+    refuseNul('agent', options.agent);
     const id = options.id ?? newId();
     const createdAt = Date.now();
     const created = await this.log.transaction(async (tx) => {
@@ -121,6 +126,7 @@ export class Sessions {
   }
 
   async update(id: string, patch: { title?: string | null; metadata?: JsonObject }): Promise<SessionRecord> {
+    refuseNul('title', patch.title);
     await this.log.transaction(async (tx) => {
       await tx.updateSession(id, patch);
       return this.log.append(id, [{ type: 'session/updated', data: patch as { title?: string | null; metadata?: Record<string, never> } }], { tx });
@@ -259,6 +265,7 @@ export class Sessions {
       within?: (tx: StoreOps, sessionId: string) => Promise<void>;
     },
   ): Promise<{ sessionId: string; leafId: string }> {
+    refuseNul('title', options.title);
     const at = await this.entry(sessionId, entryId);
     if (options.into === 'session') return this.forkToSession(sessionId, at, options.title, options.within);
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { newId } from '../core/index.ts';
-import { StoreError, type EventDraft, type SessionRecord, type StoreOps } from '../store/index.ts';
+import { hasNul, NUL_REFUSAL, StoreError, type EventDraft, type SessionRecord, type StoreOps } from '../store/index.ts';
 import { blobHash, contentRefsOf, inflateBlobs } from './blobs.ts';
 import type { SessionLog } from './log.ts';
 
@@ -15,19 +15,22 @@ import type { SessionLog } from './log.ts';
 export const EXPORT_FORMAT = 'keel.session';
 export const EXPORT_VERSION = 1;
 
+/** Text the store keeps as text: never the NUL character (see store/plain-text.ts). */
+const plainText = () => z.string().refine((v) => !hasNul(v), NUL_REFUSAL);
+
 const headerLine = z.strictObject({
   kind: z.literal(EXPORT_FORMAT),
   version: z.number().int(),
   session: z.strictObject({
-    id: z.string().min(1),
+    id: plainText().min(1),
     createdAt: z.number(),
-    title: z.string().nullable(),
+    title: plainText().nullable(),
     metadata: z.record(z.string(), z.unknown()),
-    agent: z.string().nullable(),
-    origin: z.strictObject({ sessionId: z.string(), entryId: z.string() }).nullable(),
+    agent: plainText().nullable(),
+    origin: z.strictObject({ sessionId: plainText(), entryId: plainText() }).nullable(),
     archivedAt: z.number().nullable(),
     lastSeq: z.number().int().nonnegative(),
-    leafId: z.string().nullable(),
+    leafId: plainText().nullable(),
   }),
 });
 
@@ -35,16 +38,16 @@ const blobLine = z.strictObject({ kind: z.literal('blob'), hash: z.string(), dat
 
 const eventLine = z.strictObject({
   kind: z.literal('event'),
-  id: z.string().min(1),
+  id: plainText().min(1),
   seq: z.number().int().positive(),
-  type: z.string().min(1),
+  type: plainText().min(1),
   v: z.number().int().positive(),
   time: z.number(),
-  runId: z.string().optional(),
+  runId: plainText().optional(),
   turn: z.number().int().optional(),
   step: z.number().int().optional(),
   entry: z.boolean(),
-  parentId: z.string().optional(),
+  parentId: plainText().optional(),
   ignorable: z.boolean(),
   data: z.unknown(),
 });

@@ -133,6 +133,11 @@ export type RunStatus =
 export const RUN_STATUSES: readonly RunStatus[] = ['queued', 'running', 'waiting_approval', 'waiting_for_user', 'paused', 'completed', 'failed', 'cancelled', 'timed_out', 'sleeping', 'waiting_for_signal'];
 export const TERMINAL_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'cancelled', 'timed_out'];
 export const isTerminal = (s: RunStatus): boolean => TERMINAL_STATUSES.includes(s);
+/**
+ * The statuses of a run that waits for a person (an approval or an answer): a tenant's inbox. The
+ * stores index the runs in these statuses by tenant (see run-tenants.ts).
+ */
+export const WAITING_FOR_PEOPLE: readonly RunStatus[] = ['waiting_approval', 'waiting_for_user'];
 
 export interface RunRecord {
   id: string;
@@ -218,6 +223,12 @@ export interface RunGuard {
 
 export interface RunQuery {
   sessionId?: string;
+  /**
+   * Only the runs of this tenant's sessions, filtered by the query itself (never a window of every
+   * tenant's runs filtered afterwards). Cheap with `statuses` = WAITING_FOR_PEOPLE (an index of
+   * those runs by tenant); otherwise it reads the runs in id order.
+   */
+  tenant?: string;
   parentRunId?: string;
   statuses?: readonly RunStatus[];
   /** Runs created after this run id (cursor). */

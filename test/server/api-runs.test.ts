@@ -246,9 +246,9 @@ describe('POST /v1/runs/{id}/input (ask_user)', () => {
     await api.waitForRun(runId, 'completed');
   });
 
-  it('a run that waits for no answer refuses one', async () => {
+  it('a run that waits for no answer refuses one: 409 with its status', async () => {
     const { runId } = await running('input-1');
-    expectProblem(await api.post(`/v1/runs/${runId}/input`, { answers: 'x' }), 'not_found', 404);
+    expect(expectProblem(await api.post(`/v1/runs/${runId}/input`, { answers: 'x' }), 'illegal_transition', 409).from).toBe('running');
     srv.gates.open('input-1');
     await api.waitForRun(runId, 'completed');
   });

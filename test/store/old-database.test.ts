@@ -46,6 +46,9 @@ describe('a database written before ADR-0008', () => {
       expect(await store.getSession(SESSION)).toMatchObject({ lastTurn: 2, lastSeq: 31 });
       const runs = await store.listRuns({ sessionId: SESSION, limit: 10 });
       expect(runs.map((r) => r.status)).toEqual(['completed', 'running']);
+      // v20: each run's tenant, its session's, filled in.
+      expect(await store.listRuns({ tenant: (await store.getSession(SESSION))!.tenant, limit: 10 })).toEqual(runs);
+      expect(await store.listRuns({ tenant: 'another', limit: 10 })).toEqual([]);
       // A run's events are read from its first one on.
       for (const r of runs) {
         const mine = await store.readEvents(SESSION, { runId: r.id });

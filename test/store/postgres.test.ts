@@ -94,7 +94,7 @@ describe('postgres schema migrations', () => {
           UPDATE webhook_deliveries SET status = 'pending', leased_until = NULL, next_attempt_at = ${T0} WHERE id = 'waiting';
           ALTER TABLE webhook_deliveries DROP COLUMN ended_at; ALTER TABLE webhook_deliveries DROP COLUMN session_id;
           ALTER TABLE webhooks DROP COLUMN previous_secret; ALTER TABLE webhooks DROP COLUMN previous_secret_expires_at;
-          DELETE FROM keel_schema WHERE version = 10;`);
+          DROP INDEX runs_tenant_waiting; ALTER TABLE runs DROP COLUMN tenant; DELETE FROM keel_schema WHERE version >= 10;`);
       } finally {
         await c.end();
       }
@@ -104,6 +104,34 @@ describe('postgres schema migrations', () => {
       expect(await b.getWebhookDelivery('waiting')).toMatchObject({ status: 'failed', endedAt: T0 + 5, lastError: 'subscription disabled' });
       expect(await b.hasDueWebhookDeliveries(T0 + 10_000)).toBe(false);
       expect(await b.getWebhook('on')).toMatchObject({ previousSecret: null, previousSecretExpiresAt: null });
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it("migrating a schema from before runs had their tenant (v11) fills in each run's tenant, its session's", async () => {
+    const { store, url, schema, cleanup } = await openTestPostgres();
+    try {
+      for (const [session, tenant] of [['s1', 'acme'], ['s2', 'globex']] as const) {
+        await store.createSession({ id: session, tenant, createdAt: 1 });
+        await store.createRun({ id: `run-${session}`, sessionId: session, agent: { name: 'a', version: '1' }, agentSpec: {}, createdAt: 1 });
+      }
+      await store.close();
+      // As the schema was before v11.
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      try {
+        await c.query(`SET search_path TO "${schema}"; DROP INDEX runs_tenant_waiting; ALTER TABLE runs DROP COLUMN tenant; DELETE FROM keel_schema WHERE version = 11`);
+      } finally {
+        await c.end();
+      }
+      const again = await openPostgresStore({ url, schema });
+      try {
+        expect((await again.listRuns({ tenant: 'acme', limit: 10 })).map((r) => r.id)).toEqual(['run-s1']);
+        expect((await again.listRuns({ tenant: 'globex', limit: 10 })).map((r) => r.id)).toEqual(['run-s2']);
+      } finally {
+        await again.close();
+      }
     } finally {
       await cleanup();
     }

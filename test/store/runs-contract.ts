@@ -159,6 +159,29 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
       });
     });
 
+    describe('listRuns by tenant', () => {
+      it("a tenant's runs only (its sessions' tenant), in id order after the cursor, with other filters", async () => {
+        const ids = (rs: RunRecord[]) => rs.map((r) => r.id);
+        const of = async (tenant: string) => (await store.createSession({ id: randomUUID(), tenant, createdAt: T0 })).id;
+        // Ids in creation order, the tenants interleaved; one waiting and one completed run each.
+        const made: Array<{ tenant: string; run: RunRecord }> = [];
+        for (let i = 0; i < 6; i++) {
+          const tenant = i % 2 === 0 ? 'acme' : 'globex';
+          const r = await store.createRun(newRun(await of(tenant), { id: `run-${i}` }));
+          made.push({ tenant, run: r });
+          if (i % 3 === 0) await store.updateRun(r.id, { status: 'waiting_approval' });
+          if (i % 3 === 1) await store.updateRun(r.id, { status: 'waiting_for_user' });
+        }
+        const acme = made.filter((m) => m.tenant === 'acme').map((m) => m.run.id);
+        expect(ids(await store.listRuns({ tenant: 'acme', limit: 100 }))).toEqual(acme);
+        expect(ids(await store.listRuns({ tenant: 'acme', statuses: ['waiting_approval', 'waiting_for_user'], limit: 100 }))).toEqual(['run-0', 'run-4']);
+        expect(ids(await store.listRuns({ tenant: 'globex', statuses: ['waiting_approval', 'waiting_for_user'], limit: 100 }))).toEqual(['run-1', 'run-3']);
+        expect(ids(await store.listRuns({ tenant: 'globex', statuses: ['waiting_approval', 'waiting_for_user'], after: 'run-1', limit: 100 }))).toEqual(['run-3']);
+        expect(ids(await store.listRuns({ tenant: 'acme', limit: 1, after: 'run-0' }))).toEqual(['run-2']);
+        expect(await store.listRuns({ tenant: 'nobody', limit: 100 })).toEqual([]);
+      });
+    });
+
     describe('one active run per session', () => {
       it('refuses a second active run with RunBusyError naming the active run', async () => {
         const s = await session();

@@ -521,11 +521,13 @@ describe('sqlite store', () => {
     const mk = (id: string) => ({ id, type: 't', v: 1, time: T0, turn: 1, entry: true, data: null });
     await a.append('s', [mk('e1'), mk('e2')]);
     await a.close();
-    // As schema v16 left it: the sessions row moved with each append, open rows without a head.
+    // As schema v16 left it: the sessions row moved with each append, open rows without a head
+    // (and without what later versions added: runs' tenants, v20).
     const db = rawDb();
     db.exec(`UPDATE sessions SET last_seq = 2, leaf_id = 'e2', last_turn = 1 WHERE id = 's';
              ALTER TABLE event_batches DROP COLUMN leaf_id; ALTER TABLE event_batches DROP COLUMN turn;
-             DROP INDEX runs_due; ALTER TABLE runs DROP COLUMN due_at; ALTER TABLE schedules DROP COLUMN paused_reason; PRAGMA user_version = 16;`);
+             DROP INDEX runs_due; ALTER TABLE runs DROP COLUMN due_at; ALTER TABLE schedules DROP COLUMN paused_reason;
+             DROP INDEX runs_tenant_waiting; ALTER TABLE runs DROP COLUMN tenant; PRAGMA user_version = 16;`);
     db.close();
     const b = openStore();
     expect(await b.getSession('s')).toMatchObject({ lastSeq: 2, leafId: 'e2', lastTurn: 1 });

@@ -1,6 +1,7 @@
 /**
  * A real Keel HTTP server for API tests: `startServer` on 127.0.0.1:0 with a SQLite store in a
- * temp file and deterministic scripted agents, plus small fetch helpers for JSON requests.
+ * temp file (or, with `backend: 'postgres'`, a PostgreSQL store in a schema of its own) and
+ * deterministic scripted agents, plus small fetch helpers for JSON requests.
  *
  * The default agent `helper` reads the last user message as a command:
  *   `ask`              → calls ask_user (one question, id `color`); the run waits for the user
@@ -21,7 +22,9 @@ import { ScriptedModel, type ScriptedResponse } from '../../src/model/index.ts';
 import type { Runtime } from '../../src/runs/index.ts';
 import { createApiKey } from '../../src/server/auth.ts';
 import { startServer, type RunningServer, type StartOptions } from '../../src/server/serve.ts';
-import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/index.ts';
+import type { Store } from '../../src/store/index.ts';
+import { openSqliteStore } from '../../src/store/sqlite/index.ts';
+import { openTestPostgres } from './postgres.ts';
 
 /** Response bodies are whatever JSON the server sent: tests assert on their shape. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -105,16 +108,25 @@ export function helperScript(call: LanguageModelV4CallOptions): ScriptedResponse
   }
 }
 
+/** The stores a test server can run on: SQLite in a temp file, or PostgreSQL in a schema of its own. */
+export type Backend = 'sqlite' | 'postgres';
+export const BACKENDS: readonly Backend[] = ['sqlite', 'postgres'];
+
 export interface TestServerOptions extends Partial<Omit<StartOptions, 'store' | 'config'>> {
   /** API keys created before the server starts (with any key, auth is required). */
   keys?: Array<{ tenant: string; ratePerMinute?: number; revoked?: boolean }>;
+  /** Default `sqlite`. */
+  backend?: Backend;
 }
 
 export interface TestServer {
   url: string;
   server: RunningServer;
   runtime: Runtime;
-  store: SqliteStore;
+  store: Store;
+  backend: Backend;
+  /** With `backend: 'postgres'`: where the store is, for tests that write rows in bulk. */
+  postgres: { url: string; schema: string } | undefined;
   gates: Gates;
   /** Inputs the `danger` tool executed with, in order. */
   dangerRuns: Array<{ target: string }>;
@@ -165,10 +177,27 @@ export function scriptedConfig(gates: Gates, dangerRuns: Array<{ target: string 
   return { source: null, agents, compaction, demo: false };
 }
 
-/** A server on 127.0.0.1:0 with a temp-file SQLite store; `close()` removes everything. */
-export async function startTestServer(o: TestServerOptions = {}): Promise<TestServer> {
+/** A fresh store of the backend, and how to remove it. */
+async function openBackend(backend: Backend): Promise<{ store: Store; postgres?: { url: string; schema: string }; remove(): Promise<void> }> {
+  if (backend === 'postgres') {
+    const pg = await openTestPostgres();
+    return { store: pg.store, postgres: { url: pg.url, schema: pg.schema }, remove: () => pg.cleanup() };
+  }
   const dir = mkdtempSync(join(tmpdir(), 'keel-api-'));
   const store = openSqliteStore({ path: join(dir, 'keel.db') });
+  return {
+    store,
+    async remove() {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A server on 127.0.0.1:0 with a fresh store (a temp-file SQLite one by default); `close()` removes everything. */
+export async function startTestServer(o: TestServerOptions = {}): Promise<TestServer> {
+  const backend = o.backend ?? 'sqlite';
+  const { store, postgres, remove } = await openBackend(backend);
   const secrets: string[] = [];
   const keyIds: string[] = [];
   for (const k of o.keys ?? []) {
@@ -179,13 +208,12 @@ export async function startTestServer(o: TestServerOptions = {}): Promise<TestSe
   }
   const gates = new Gates();
   const dangerRuns: Array<{ target: string }> = [];
-  const { keys: _keys, ...rest } = o;
+  const { keys: _keys, backend: _backend, ...rest } = o;
   let server: RunningServer;
   try {
     server = await startServer({ store, config: scriptedConfig(gates, dangerRuns), port: 0, host: '127.0.0.1', workers: 2, version: '0.0.0-test', leaseMs: 10_000, ...rest });
   } catch (e) {
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
+    await remove();
     throw e;
   }
   let closed = false;
@@ -194,6 +222,8 @@ export async function startTestServer(o: TestServerOptions = {}): Promise<TestSe
     server,
     runtime: server.runtime,
     store,
+    backend,
+    postgres,
     gates,
     dangerRuns,
     secrets,
@@ -204,8 +234,7 @@ export async function startTestServer(o: TestServerOptions = {}): Promise<TestSe
       closed = true;
       gates.openAll();
       await server.close({ graceMs: 200 });
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
+      await remove();
     },
   };
 }

@@ -4,7 +4,7 @@ import { args, line, type Io } from '../args.ts';
 import { commandLogger, openDb } from '../common.ts';
 import { version } from '../version.ts';
 
-export const serveHelp = `keel serve [--port 8787] [--host 127.0.0.1] [--db PATH|URL] [--config FILE] [--workers N] [--insecure] [--log-level info]
+export const serveHelp = `keel serve [--port 8787] [--host 127.0.0.1] [--db PATH|URL] [--config FILE] [--workers N] [--insecure] [--log-level info] [--trusted-proxies ADDR,...]
   The HTTP API and a worker in one process, on embedded SQLite (./.keel/keel.db, or $KEEL_DB), or on
   PostgreSQL with --db postgres://user@host/db (or KEEL_DB=postgres://…; schema $KEEL_DB_SCHEMA, default keel).
   --workers 0 serves the API only (run "keel worker" elsewhere). /metrics asks for the bearer token
@@ -12,7 +12,10 @@ export const serveHelp = `keel serve [--port 8787] [--host 127.0.0.1] [--db PATH
   failures) go to stderr as JSON lines, readable on a terminal; --log-level (or $KEEL_LOG_LEVEL):
   fatal, error, warn, info (default), debug, trace, silent. Webhooks may go to private networks
   (loopback, 10/8, 192.168/16…) only from a server on a loopback address, or with
-  KEEL_WEBHOOKS_ALLOW_PRIVATE=1.`;
+  KEEL_WEBHOOKS_ALLOW_PRIVATE=1. Limits kept per client address (failed authentications, callback
+  URLs) use the socket's peer; behind reverse proxies, --trusted-proxies (or $KEEL_TRUSTED_PROXIES)
+  lists their addresses, comma-separated: from them, the client is the last address in
+  X-Forwarded-For that is not a trusted proxy. X-Forwarded-For from anyone else is ignored.`;
 
 export async function serveCommand(argv: string[], io: Io): Promise<number> {
   const { values } = args('serve', argv, {
@@ -23,6 +26,7 @@ export async function serveCommand(argv: string[], io: Io): Promise<number> {
     workers: { type: 'string' },
     insecure: { type: 'boolean' },
     'log-level': { type: 'string' },
+    'trusted-proxies': { type: 'string' },
   });
   const logger = commandLogger(io, values['log-level']);
   const rawPort = values.port ?? io.env.PORT ?? '8787';
@@ -31,6 +35,9 @@ export async function serveCommand(argv: string[], io: Io): Promise<number> {
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be 0-65535, not ${JSON.stringify(rawPort)}${values.port === undefined ? ' (from $PORT)' : ''}`);
   const workers = values.workers !== undefined ? Number(values.workers) : 8;
   if (!Number.isInteger(workers) || workers < 0) throw new Error(`--workers must be a whole number >= 0, not ${values.workers}`);
+  const proxies = values['trusted-proxies'] ?? io.env.KEEL_TRUSTED_PROXIES;
+  const trustedProxies = proxies === undefined ? [] : proxies.split(',').map((a) => a.trim());
+  if (trustedProxies.some((a) => a === '')) throw new Error(`--trusted-proxies must be addresses separated by commas, not ${JSON.stringify(proxies)}${values['trusted-proxies'] === undefined ? ' (from $KEEL_TRUSTED_PROXIES)' : ''}`);
   const config = await loadConfig(values.config);
   const { store, where } = await openDb(io, values.db, { create: true });
   let server: Awaited<ReturnType<typeof startServer>>;
@@ -44,6 +51,7 @@ export async function serveCommand(argv: string[], io: Io): Promise<number> {
       insecure: values.insecure ?? false,
       version,
       logger,
+      trustedProxies,
       ...(io.env.KEEL_WEBHOOKS_ALLOW_PRIVATE === '1' ? { webhooks: { allowPrivateNetworks: true } } : {}),
       ...(io.env.KEEL_METRICS_TOKEN ? { metricsToken: io.env.KEEL_METRICS_TOKEN } : {}),
     });

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { newId } from '../../core/index.ts';
 import type { SessionLog } from '../../session/index.ts';
-import { NotFoundError, StoreError, WEBHOOK_EVENT_TYPES, type Store, type WebhookAttempt, type WebhookDelivery, type WebhookEventType, type WebhookRecord } from '../../store/index.ts';
+import { NotFoundError, refuseNul, StoreError, WEBHOOK_EVENT_TYPES, type Store, type WebhookAttempt, type WebhookDelivery, type WebhookEventType, type WebhookRecord } from '../../store/index.ts';
 import type { Clock } from '../clock.ts';
 import { DAY_MS, WebhookDispatcher, type DispatcherOptions } from './dispatcher.ts';
 import { privateUrlReason } from './destination.ts';
@@ -34,7 +34,8 @@ function checkDestination(url: string, allowPrivateNetworks: boolean): void {
 export function isWebhookUrl(url: string): boolean {
   try {
     const u = new URL(url);
-    return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname.length > 0 && url.length <= 2048;
+    // No control characters (NUL among them): what is sent is what was given.
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname.length > 0 && url.length <= 2048 && ![...url].some((ch) => ch.charCodeAt(0) < 0x20 || ch.charCodeAt(0) === 0x7f);
   } catch {
     return false;
   }
@@ -74,6 +75,7 @@ export class Webhooks {
 
   /** A new subscription; its secret is generated unless given (returned here, and only here, to show). */
   async create(tenant: string, o: { url: string; events: readonly WebhookEventType[]; secret?: string; active?: boolean }): Promise<WebhookRecord> {
+    refuseNul('secret', o.secret);
     checkDestination(o.url, this.allowPrivateNetworks);
     const now = this.clock.now();
     const w: WebhookRecord = {

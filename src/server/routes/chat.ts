@@ -10,7 +10,7 @@ import type { RunRecord, RunStatus } from '../../store/index.ts';
 import { traceOfRequest } from '../../telemetry/trace-context.ts';
 import type { AppContext, AppEnv } from '../app.ts';
 import { HttpProblem, toProblem } from '../problems.ts';
-import { ProblemSchema } from '../schemas.ts';
+import { LIMITS, plainText, ProblemSchema } from '../schemas.ts';
 import { sessionFor } from './sessions.ts';
 
 /**
@@ -354,7 +354,8 @@ function streamResponse(ctx: AppContext, c: Context<AppEnv>, o: RunStreamOptions
 // What the chat client sends: AI SDK UI messages. Only the last message is read, so a client may
 // send just that one (see prepareSendMessagesRequest); other fields are ignored.
 const UIPart = z.looseObject({ type: z.string() });
-const UIMessageSchema = z.looseObject({ id: z.string(), role: z.enum(['system', 'user', 'assistant']), parts: z.array(UIPart) });
+// A user message's id is kept as text (its idempotency key): never NUL.
+const UIMessageSchema = z.looseObject({ id: plainText(LIMITS.id), role: z.enum(['system', 'user', 'assistant']), parts: z.array(UIPart) });
 const ChatRequest = z
   .looseObject({
     id: z.string().optional().describe('The chat id (ignored: the session is the chat)'),

@@ -2,7 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { AppContext, AppEnv } from '../app.ts';
-import { authenticate, clientAddress } from '../auth.ts';
+import { authenticate } from '../auth.ts';
 import { HttpProblem, problemResponse } from '../problems.ts';
 
 /**
@@ -33,15 +33,15 @@ export function opsRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
 async function allowedToScrape(c: Context<AppEnv>, ctx: AppContext): Promise<void> {
   const token = ctx.options.metricsToken;
   if (token !== undefined && token !== '') {
-    ctx.authFailures.check(clientAddress(c));
+    ctx.authFailures.check(ctx.clientAddress(c));
     const sent = /^Bearer\s+(\S+)$/i.exec(c.req.header('authorization') ?? '')?.[1] ?? '';
     const a = Buffer.from(sent);
     const b = Buffer.from(token);
     if (a.length !== b.length || !timingSafeEqual(a, b)) {
-      ctx.authFailures.failed(clientAddress(c));
+      ctx.authFailures.failed(ctx.clientAddress(c));
       throw new HttpProblem('unauthorized', 'send the metrics token as "Authorization: Bearer <token>"');
     }
     return;
   }
-  if (ctx.options.auth === 'required') await authenticate(c, ctx.keys, ctx.authFailures);
+  if (ctx.options.auth === 'required') await authenticate(c, ctx.keys, ctx.authFailures, ctx.clientAddress);
 }

@@ -1,7 +1,7 @@
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
-import type { RunRecord, SessionRecord } from '../../store/index.ts';
+import { WAITING_FOR_PEOPLE, type RunRecord, type SessionRecord } from '../../store/index.ts';
 import type { AppContext, AppEnv } from '../app.ts';
-import { cursorOf, ProblemSchema, RunSchema, SessionSchema, sessionJson } from '../schemas.ts';
+import { Cursor, cursorOf, ProblemSchema, RunSchema, SessionSchema, sessionJson } from '../schemas.ts';
 import { runJsonFor, sessionFor } from './sessions.ts';
 
 /**
@@ -19,8 +19,6 @@ const IdParam = z.object({ id: z.string().min(1).openapi({ param: { name: 'id', 
 
 /** Sessions a summaries request looks at before it answers with what it found so far (and a cursor). */
 const SCAN_LIMIT = 2000;
-/** Waiting runs an inbox request reads, at most (the inbox is for people: more would not be read). */
-const INBOX_SCAN = 5000;
 
 const SessionSummarySchema = z
   .object({
@@ -116,28 +114,27 @@ export function overviewRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void 
       method: 'get',
       path: '/v1/inbox',
       tags: ['runs'],
-      summary: "Every run of the caller's tenant that waits for a person: an approval or an answer, oldest first",
-      responses: { 200: json(z.object({ data: z.array(InboxItemSchema) }), 'The waiting runs'), ...problems },
+      summary: "Every run of the caller's tenant that waits for a person: an approval or an answer, oldest first (cursor pagination)",
+      request: { query: Cursor },
+      responses: { 200: json(z.object({ data: z.array(InboxItemSchema), next_cursor: z.string().nullable() }), 'A page of waiting runs'), ...problems },
     }),
     async (c) => {
-      const tenant = c.get('tenant');
-      const waiting: RunRecord[] = [];
-      for (let after: string | undefined; waiting.length < INBOX_SCAN; ) {
-        const page = await rt.runs.list({ statuses: ['waiting_approval', 'waiting_for_user'], limit: 1000, ...(after ? { after } : {}) });
-        waiting.push(...page);
-        if (page.length < 1000) break;
-        after = page.at(-1)!.id;
-      }
+      const q = c.req.valid('query');
+      const after = cursorOf(q);
+      // The tenant's waiting runs, from the store's index of them by tenant: another tenant's
+      // waiting runs are never read, however many there are.
+      const page = await rt.runs.list({ tenant: c.get('tenant'), statuses: WAITING_FOR_PEOPLE, limit: q.limit + 1, ...(after ? { after } : {}) });
+      const runs = page.slice(0, q.limit);
       const sessions = new Map<string, SessionRecord | undefined>();
       const data = [];
-      for (const run of waiting) {
+      for (const run of runs) {
         if (!sessions.has(run.sessionId)) sessions.set(run.sessionId, await rt.sessions.find(run.sessionId));
         const s = sessions.get(run.sessionId);
-        // Only the caller's tenant, and never an erased session's runs.
-        if (!s || s.tenant !== tenant || s.erasedAt !== null) continue;
+        // Never an erased session's runs (erasure ends them first: none should be waiting).
+        if (!s || s.erasedAt !== null) continue;
         data.push({ session: { id: s.id, title: s.title }, run: await runJsonFor(ctx, run) });
       }
-      return c.json({ data }, 200);
+      return c.json({ data, next_cursor: page.length > q.limit ? runs.at(-1)!.id : null }, 200);
     },
   );
 

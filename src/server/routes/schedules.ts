@@ -4,7 +4,7 @@ import { ScheduleValidationError, type CreateScheduleInput } from '../../runs/in
 import { NotFoundError, type ScheduleFireRecord, type ScheduleRecord } from '../../store/index.ts';
 import type { AppContext, AppEnv } from '../app.ts';
 import { HttpProblem } from '../problems.ts';
-import { ContentSchema, Cursor, JsonObjectSchema, ProblemSchema, cursorOf, toUserInput } from '../schemas.ts';
+import { ContentSchema, Cursor, JsonObjectSchema, plainText, ProblemSchema, cursorOf, toUserInput } from '../schemas.ts';
 
 /**
  * Schedules (ADR-0016): a message sent at each tick of a cron expression (in a time zone) or of an
@@ -23,20 +23,20 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
 
 export const CreateScheduleBody = z
   .strictObject({
-    name: z.string().max(200).optional(),
+    name: plainText(200).optional(),
     cron: z
       .strictObject({
-        expression: z.string().min(1).max(200).describe('5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first'),
-        timezone: z.string().min(1).max(100).default('UTC').describe('An IANA time zone, e.g. Europe/Paris'),
+        expression: plainText(200, 1).describe('5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first'),
+        timezone: plainText(100, 1).default('UTC').describe('An IANA time zone, e.g. Europe/Paris'),
       })
       .optional(),
     interval: z.strictObject({ seconds: z.number().describe('Whole seconds, at least 1') }).optional(),
     message: ContentSchema,
     target: z.union([
-      z.strictObject({ session_id: z.string().min(1).max(200) }),
-      z.strictObject({ new_session: z.strictObject({ title: z.string().max(500).optional(), metadata: JsonObjectSchema.optional() }) }),
+      z.strictObject({ session_id: plainText(200, 1) }),
+      z.strictObject({ new_session: z.strictObject({ title: plainText(500).optional(), metadata: JsonObjectSchema.optional() }) }),
     ]),
-    agent: z.string().min(1).max(200).optional(),
+    agent: plainText(200, 1).optional(),
     overlap: z.enum(['skip', 'enqueue', 'interrupt']).default('skip').describe("When the target session's previous run is still active at a tick (one-session targets only)"),
     catch_up: z.enum(['once', 'skip']).default('once').describe('After downtime: the latest missed tick fires once, or none does'),
   })

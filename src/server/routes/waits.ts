@@ -2,6 +2,7 @@ import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { AppContext, AppEnv } from '../app.ts';
 import type { AuthEnv } from '../auth.ts';
+import { StoreError } from '../../store/index.ts';
 import { HttpProblem } from '../problems.ts';
 import { ProblemSchema, RunSchema } from '../schemas.ts';
 import { runFor } from './runs.ts';
@@ -84,10 +85,18 @@ export function waitRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
         400: problem('The payload does not match the waiting call’s schema, or is not JSON'),
         404: problem('No such callback'),
         409: problem('Already delivered, or the run has ended'),
+        429: problem('Too many requests from this address, or too many unknown tokens'),
       },
     }),
     async (c) => {
-      const r = await rt.runs.callback(c.req.valid('param').token, await payloadOf(c));
+      // The token is the credential: an unknown one counts as a failed authentication of the
+      // address (refused for the rest of the minute past the limit), as a bad API key would.
+      const address = ctx.clientAddress(c);
+      ctx.authFailures.check(address);
+      const r = await rt.runs.callback(c.req.valid('param').token, await payloadOf(c)).catch((e: unknown) => {
+        if (e instanceof StoreError && e.code === 'not_found') ctx.authFailures.failed(address);
+        throw e;
+      });
       return c.json({ signal: r.name, consumed: r.consumed }, 200);
     },
   );

@@ -2,7 +2,7 @@ import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 import { DEFAULT_SECRET_OVERLAP_MS, isWebhookUrl, MAX_SECRET_OVERLAP_MS } from '../../runs/index.ts';
 import { WEBHOOK_EVENT_TYPES, type WebhookAttempt, type WebhookDelivery, type WebhookRecord } from '../../store/index.ts';
 import type { AppContext, AppEnv } from '../app.ts';
-import { Cursor, cursorOf, ProblemSchema } from '../schemas.ts';
+import { Cursor, cursorOf, plainText, ProblemSchema } from '../schemas.ts';
 
 const problem = (description: string) => ({ description, content: { 'application/problem+json': { schema: ProblemSchema } } });
 const problems = {
@@ -14,9 +14,7 @@ const json = <T extends z.ZodType>(schema: T, description: string) => ({ descrip
 const body = <T extends z.ZodType>(schema: T) => ({ body: { content: { 'application/json': { schema } }, required: true } });
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-const Url = z
-  .string()
-  .max(2048)
+const Url = plainText(2048)
   .refine(isWebhookUrl, 'an absolute http:// or https:// URL')
   .describe('Where deliveries are POSTed (http or https)');
 const Events = z.array(z.enum(WEBHOOK_EVENT_TYPES)).min(1).describe('The event types to deliver');
@@ -69,7 +67,7 @@ export const DeliverySchema = z
 const CreateBody = z.strictObject({
   url: Url,
   events: Events,
-  secret: z.string().min(16).max(256).optional().describe('The signing secret (default: one is generated, `whsec_…`)'),
+  secret: plainText(256, 16).optional().describe('The signing secret (default: one is generated, `whsec_…`)'),
   active: z.boolean().optional().describe('Default true'),
 });
 

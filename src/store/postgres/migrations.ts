@@ -5,6 +5,7 @@ import { schedulesDdl } from '../schedule-rows.ts';
 import { postgresWaitsMigration } from '../wait-rows.ts';
 import { POSTGRES_DUE_RUNS_MIGRATION } from '../due-runs.ts';
 import { limitsDdl } from '../limit-rows.ts';
+import { RUN_TENANTS_MIGRATION_SQL } from '../run-tenants.ts';
 
 /**
  * Versioned schema migrations for PostgreSQL, applied in order at open, each in its own
@@ -390,6 +391,12 @@ export const migrations: ReadonlyArray<{ version: number; sql: string }> = [
     // Webhooks, issue 38: delivery end times (retention) and sessions (erasure), rotated secrets (see WEBHOOKS_MIGRATION_2_SQL).
     version: 10,
     sql: WEBHOOKS_MIGRATION_2_SQL,
+  },
+  {
+    // Each run's tenant on its row, and the runs waiting for a person indexed by tenant (the inbox
+    // filters by tenant in its query: run-tenants.ts). The update rewrites every run row once.
+    version: 11,
+    sql: RUN_TENANTS_MIGRATION_SQL,
   },
 ];
 

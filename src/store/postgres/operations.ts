@@ -15,6 +15,7 @@ import {
   type StoredEvent,
 } from '../port.ts';
 import { blobHashesIn } from '../blob-refs.ts';
+import { hasNul } from '../plain-text.ts';
 import { erasedTotals, storedEvent } from '../records.ts';
 import {
   RUN_COLUMNS,
@@ -87,7 +88,13 @@ function toEvent(r: EventRow): StoredEvent {
 const TERMINAL = TERMINAL_STATUSES.map((s) => `'${s}'`).join(', ');
 
 /** A run's model as `provider:modelId` from its agent spec (null when it names none). */
-const MODEL_SQL = "(r.agent_spec::jsonb #>> '{model,provider}') || ':' || (r.agent_spec::jsonb #>> '{model,modelId}')";
+/**
+ * An agent spec as JSON the server can read: its text may hold the escape \u0000 (a prompt's NUL,
+ * kept as JSON says it), which PostgreSQL's JSON functions refuse; read as \ufffd instead (the
+ * model's fields, all that is read, hold none). The swap keeps the text valid JSON wherever it is.
+ */
+const specJson = (column: string) => `replace(${column}, '\\u0000', '\\ufffd')::jsonb`;
+const MODEL_SQL = `(${specJson('r.agent_spec')} #>> '{model,provider}') || ':' || (${specJson('r.agent_spec')} #>> '{model,modelId}')`;
 const tokens = (usage: string, field: string) => `coalesce((${usage}::jsonb ->> '${field}')::numeric, 0)`;
 
 /**
@@ -172,19 +179,24 @@ export const pgOperations: PgOps = {
   },
 
   /** Inside a transaction the session is read FOR UPDATE, as a run is (see getRun): decisions made on it (is a run active?) hold until commit. */
+  // An id with NUL cannot be stored (plain-text.ts), so nothing has one: not found, as on SQLite.
   getSession: async ({ sql, inTransaction }, id) => {
+    if (hasNul(id)) return undefined;
     const row = await sql.one<SessionRow>(`SELECT * FROM sessions WHERE id = $1${inTransaction ? ' FOR UPDATE' : ''}`, [id]);
     return row ? toSession(row) : undefined;
   },
 
+  // A tenant's sessions from the index of them (a cached plan of `$3 IS NULL OR tenant = $3` would
+  // read every tenant's sessions in id order).
   listSessions: async ({ sql }, page) =>
-    (
-      await sql.rows<SessionRow>('SELECT * FROM sessions WHERE id > $1 AND (archived_at IS NULL OR $2) AND ($3::text IS NULL OR tenant = $3) ORDER BY id LIMIT $4', [
-        page.after ?? '',
-        page.includeArchived === true,
-        page.tenant ?? null,
-        limitOf(page.limit),
-      ])
+    (page.tenant !== undefined
+      ? await sql.rows<SessionRow>('SELECT * FROM sessions WHERE tenant = $1 AND id > $2 AND (archived_at IS NULL OR $3) ORDER BY id LIMIT $4', [
+          page.tenant,
+          page.after ?? '',
+          page.includeArchived === true,
+          limitOf(page.limit),
+        ])
+      : await sql.rows<SessionRow>('SELECT * FROM sessions WHERE id > $1 AND (archived_at IS NULL OR $2) ORDER BY id LIMIT $3', [page.after ?? '', page.includeArchived === true, limitOf(page.limit)])
     ).map(toSession),
 
   updateSession: async ({ sql }, id, patch) => {
@@ -255,8 +267,9 @@ export const pgOperations: PgOps = {
     return rows.map(toEvent);
   },
 
-  getEntries: async ({ sql }, sessionId, ids) => {
-    if (ids.length === 0) return [];
+  getEntries: async ({ sql }, sessionId, given) => {
+    const ids = given.filter((id) => !hasNul(id));
+    if (ids.length === 0 || hasNul(sessionId)) return [];
     const rows = await sql.rows<EventRow>('SELECT * FROM events WHERE session_id = $1 AND entry AND id = ANY($2::text[])', [sessionId, [...ids]]);
     const byId = new Map(rows.map((r) => [r.id, r]));
     const out: StoredEvent[] = [];
@@ -268,19 +281,20 @@ export const pgOperations: PgOps = {
   },
 
   // Every step of the walk stays inside the session, even if a parent id points elsewhere.
-  ancestors: async ({ sql }, sessionId, fromId, limit) =>
-    (
-      await sql.rows<EventRow>(
-        `WITH RECURSIVE path(id, parent_id, seq, depth) AS (
-           SELECT id, parent_id, seq, 0 FROM events WHERE session_id = $1 AND id = $2 AND entry AND $3 > 0
-           UNION ALL
-           SELECT e.id, e.parent_id, e.seq, p.depth + 1 FROM path p JOIN events e ON e.session_id = $1 AND e.entry AND e.id = p.parent_id
-           WHERE p.depth + 1 < $3
-         )
-         SELECT e.* FROM path JOIN events e ON e.session_id = $1 AND e.seq = path.seq ORDER BY path.depth`,
-        [sessionId, fromId, Math.max(0, Math.floor(limit))],
-      )
-    ).map(toEvent),
+  ancestors: async ({ sql }, sessionId, fromId, limit) => {
+    if (hasNul(fromId) || hasNul(sessionId)) return [];
+    const rows = await sql.rows<EventRow>(
+      `WITH RECURSIVE path(id, parent_id, seq, depth) AS (
+         SELECT id, parent_id, seq, 0 FROM events WHERE session_id = $1 AND id = $2 AND entry AND $3 > 0
+         UNION ALL
+         SELECT e.id, e.parent_id, e.seq, p.depth + 1 FROM path p JOIN events e ON e.session_id = $1 AND e.entry AND e.id = p.parent_id
+         WHERE p.depth + 1 < $3
+       )
+       SELECT e.* FROM path JOIN events e ON e.session_id = $1 AND e.seq = path.seq ORDER BY path.depth`,
+      [sessionId, fromId, Math.max(0, Math.floor(limit))],
+    );
+    return rows.map(toEvent);
+  },
 
   eraseSession: ({ atomic }, sessionId, erasedAt) =>
     atomic(async (q) => {
@@ -304,7 +318,7 @@ export const pgOperations: PgOps = {
       );
       // The model stays, for billing (usageTotals groups by it).
       await q.run(
-        `UPDATE runs SET agent_spec = CASE WHEN agent_spec::jsonb ? 'model' THEN jsonb_build_object('model', agent_spec::jsonb -> 'model')::text ELSE '{}' END,
+        `UPDATE runs SET agent_spec = CASE WHEN ${specJson('agent_spec')} ? 'model' THEN jsonb_build_object('model', ${specJson('agent_spec')} -> 'model')::text ELSE '{}' END,
                          options = '{}', error = NULL, waiting = NULL, trigger_message_id = NULL, parent_tool_call_id = NULL WHERE session_id = $1`,
         [sessionId],
       );
@@ -366,8 +380,9 @@ export const pgOperations: PgOps = {
       const row = await guarded((q) =>
         q.one<RunRow>(
           `INSERT INTO runs (id, session_id, parent_run_id, parent_tool_call_id, agent_name, agent_version, agent_spec, status,
-                             trigger_message_id, turn, created_at, deadline_at, options, usage, queued_behind, first_seq)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, 'queued', $8, $9, $10, $11, $12, $13, $14, (SELECT last_seq + 1 FROM sessions WHERE id = $2))
+                             trigger_message_id, turn, created_at, deadline_at, options, usage, queued_behind, first_seq, tenant)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, 'queued', $8, $9, $10, $11, $12, $13, $14,
+                   (SELECT last_seq + 1 FROM sessions WHERE id = $2), (SELECT tenant FROM sessions WHERE id = $2))
            RETURNING *`,
           [
             r.id,
@@ -402,6 +417,7 @@ export const pgOperations: PgOps = {
    * writer at a time, PostgreSQL gives here per run (ADR-0011).
    */
   getRun: async ({ sql, inTransaction }, id) => {
+    if (hasNul(id)) return undefined;
     const row = await sql.one<RunRow>(`SELECT * FROM runs WHERE id = $1${inTransaction ? ' FOR UPDATE' : ''}`, [id]);
     return row ? toRun(row) : undefined;
   },
@@ -410,11 +426,13 @@ export const pgOperations: PgOps = {
     const where: string[] = [];
     const args: unknown[] = [];
     if (q.sessionId !== undefined) where.push(`session_id = $${args.push(q.sessionId)}`);
+    if (q.tenant !== undefined) where.push(`tenant = $${args.push(q.tenant)}`);
     if (q.parentRunId !== undefined) where.push(`parent_run_id = $${args.push(q.parentRunId)}`);
     if (q.statuses) where.push(`status IN (${statusList(q.statuses)})`);
     if (q.after !== undefined) where.push(`id > $${args.push(q.after)}`);
     const text = `SELECT * FROM runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT $${args.push(limitOf(q.limit))}`;
-    return (await sql.rows<RunRow>(text, args)).map(toRun);
+    // A tenant's runs: planned for this tenant (its index of waiting runs, or the runs in id order).
+    return (q.tenant !== undefined ? await sql.rowsPlannedForValues<RunRow>(text, args) : await sql.rows<RunRow>(text, args)).map(toRun);
   },
 
   dueRuns: async ({ sql }, now, page) => {

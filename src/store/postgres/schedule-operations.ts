@@ -2,6 +2,7 @@ import { NotFoundError, StoreError } from '../port.ts';
 import { SCHEDULE_COLUMNS, SCHEDULE_PATCH_COLUMNS, scheduleValues, toSchedule, toScheduleFire, type ScheduleFireRow, type ScheduleRow } from '../schedule-rows.ts';
 import type { PgOps } from './operations.ts';
 import { sqlState, UNIQUE_VIOLATION } from './sql.ts';
+import { hasNul } from '../plain-text.ts';
 
 type ScheduleOps = Pick<PgOps, 'createSchedule' | 'getSchedule' | 'listSchedules' | 'updateSchedule' | 'deleteSchedule' | 'dueSchedules' | 'addScheduleFire' | 'listScheduleFires'>;
 
@@ -24,18 +25,19 @@ export const scheduleOperations: ScheduleOps = {
   },
 
   getSchedule: async ({ sql, inTransaction }, id) => {
+    // An id with NUL cannot be stored (plain-text.ts): not found, as on SQLite.
+    if (hasNul(id)) return undefined;
     const row = await sql.one<ScheduleRow>(`SELECT * FROM schedules WHERE id = $1${inTransaction ? ' FOR UPDATE' : ''}`, [id]);
     return row ? toSchedule(row) : undefined;
   },
 
-  listSchedules: async ({ sql }, q) =>
-    (
-      await sql.rows<ScheduleRow>('SELECT * FROM schedules WHERE ($1::text IS NULL OR tenant = $1) AND ($2::text IS NULL OR id > $2) ORDER BY id LIMIT $3', [
-        q.tenant ?? null,
-        q.after ?? null,
-        Math.max(0, Math.floor(q.limit)),
-      ])
-    ).map(toSchedule),
+  // A tenant's from the index of them: a cached plan of `$1 IS NULL OR tenant = $1` would read every tenant's.
+  listSchedules: async ({ sql }, q) => {
+    const args: unknown[] = [];
+    const where = [...(q.tenant !== undefined ? [`tenant = $${args.push(q.tenant)}`] : []), ...(q.after !== undefined ? [`id > $${args.push(q.after)}`] : [])];
+    const text = `SELECT * FROM schedules ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT $${args.push(Math.max(0, Math.floor(q.limit)))}`;
+    return (await sql.rows<ScheduleRow>(text, args)).map(toSchedule);
+  },
 
   updateSchedule: async ({ sql }, id, patch) => {
     const sets: string[] = [];

@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
+import { StoreError } from '../port.ts';
+import { NUL_REFUSAL } from '../plain-text.ts';
 
 /** Where queries go: the pool (each statement its own transaction) or one client inside a transaction. */
 export type Queryable = Pick<pg.Pool, 'query'> | Pick<pg.PoolClient, 'query'>;
@@ -32,17 +34,45 @@ export class Sql {
 
   async rows<R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<R[]> {
     await this.before();
-    return (await this.target.query<R>({ name: nameOf(text), text, values })).rows;
+    return (await this.query<R>({ name: nameOf(text), text, values })).rows;
   }
 
   async one<R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<R | undefined> {
     return (await this.rows<R>(text, values))[0];
   }
 
+  /**
+   * Rows of a statement planned for its values each time (unnamed, not kept): for a query whose
+   * best plan depends on them, as a tenant's share of the rows decides whether its index is the
+   * way in. A cached generic plan would be planned for an average tenant.
+   */
+  async rowsPlannedForValues<R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<R[]> {
+    await this.before();
+    return (await this.query<R>({ text, values })).rows;
+  }
+
   /** Rows changed. */
   async run(text: string, values: unknown[] = []): Promise<number> {
     await this.before();
-    return (await this.target.query({ name: nameOf(text), text, values })).rowCount ?? 0;
+    return (await this.query({ name: nameOf(text), text, values })).rowCount ?? 0;
+  }
+
+  /**
+   * A statement, its refusal of the NUL character (U+0000, which text and jsonb cannot hold) told
+   * as what it is: a value the store cannot keep (`validation`), not a failure of the store. The
+   * layers above refuse NUL where they keep text (plain-text.ts); this is what is left when one
+   * reaches the database all the same.
+   */
+  private async query<R extends pg.QueryResultRow>(q: { name?: string; text: string; values: unknown[] }): Promise<pg.QueryResult<R>> {
+    try {
+      return await this.target.query<R>(q);
+    } catch (e) {
+      const state = sqlState(e);
+      if (state === CHARACTER_NOT_IN_REPERTOIRE || state === UNTRANSLATABLE_CHARACTER) {
+        throw new StoreError('validation', `a value holds a character PostgreSQL cannot store (${NUL_REFUSAL})`, { cause: e });
+      }
+      throw e;
+    }
   }
 
   /** A statement run as text, not prepared (transaction control, savepoints). */
@@ -102,6 +132,9 @@ export const constraintOf = (e: unknown): string | undefined => {
 };
 
 export const UNIQUE_VIOLATION = '23505';
+/** A text value with NUL (0x00), and a JSON \u0000 cast to jsonb. */
+export const CHARACTER_NOT_IN_REPERTOIRE = '22021';
+export const UNTRANSLATABLE_CHARACTER = '22P05';
 export const FOREIGN_KEY_VIOLATION = '23503';
 export const DEADLOCK_DETECTED = '40P01';
 export const SERIALIZATION_FAILURE = '40001';

@@ -2,6 +2,7 @@ import { StoreError } from '../port.ts';
 import { toCallback, toSignal, type CallbackRow, type SignalRow, type WaitStoreOps } from '../wait-rows.ts';
 import type { OpContext } from './operations.ts';
 import { sqlState, UNIQUE_VIOLATION } from './sql.ts';
+import { hasNul } from '../plain-text.ts';
 
 type PgWaitOps = { [K in keyof WaitStoreOps]: (ctx: OpContext, ...args: Parameters<WaitStoreOps[K]>) => ReturnType<WaitStoreOps[K]> };
 
@@ -14,6 +15,8 @@ export const pgWaitOperations: PgWaitOps = {
     )) === 1,
 
   getSignal: async ({ sql }, runId, name) => {
+    // A name with NUL cannot be stored (plain-text.ts): none was delivered, as on SQLite.
+    if (hasNul(runId) || hasNul(name)) return undefined;
     const row = await sql.one<SignalRow>('SELECT * FROM run_signals WHERE run_id = $1 AND name = $2', [runId, name]);
     return row ? toSignal(row) : undefined;
   },

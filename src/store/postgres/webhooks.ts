@@ -14,6 +14,7 @@ import {
 } from '../webhooks.ts';
 import type { OpContext } from './operations.ts';
 import { sqlState, UNIQUE_VIOLATION } from './sql.ts';
+import { hasNul } from '../plain-text.ts';
 
 /** Schema v7: webhook subscriptions, the outbox of deliveries, their attempts (ADR-0017). */
 export const WEBHOOKS_MIGRATION_SQL = `
@@ -110,7 +111,9 @@ export const pgWebhookOperations: PgWebhookOps = {
     }
   },
 
+  // An id with NUL cannot be stored (plain-text.ts): not found, as on SQLite.
   getWebhook: async ({ sql }, id) => {
+    if (hasNul(id)) return undefined;
     const r = await sql.one<WebhookRow>('SELECT * FROM webhooks WHERE id = $1', [id]);
     return r ? toWebhook(r) : undefined;
   },
@@ -157,6 +160,7 @@ export const pgWebhookOperations: PgWebhookOps = {
   },
 
   getWebhookDelivery: async ({ sql }, id) => {
+    if (hasNul(id)) return undefined;
     const r = await sql.one<WebhookDeliveryRow>('SELECT * FROM webhook_deliveries WHERE id = $1', [id]);
     return r ? toWebhookDelivery(r) : undefined;
   },

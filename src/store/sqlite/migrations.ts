@@ -8,6 +8,7 @@ import { limitsDdl } from '../limit-rows.ts';
 import { decodeBatch, encodeOpen0, OPEN_CODECS_SQL, seal, SEALED_CODEC } from './event-batch-codec.ts';
 import { idKey, idKeyOrNull } from './id-keys.ts';
 import { addWebhookColumns, WEBHOOKS_MIGRATION_SQL } from './webhooks.ts';
+import { RUN_TENANTS_MIGRATION_SQL } from '../run-tenants.ts';
 
 /**
  * Versioned schema migrations, applied in order at open. The database's `user_version` records the
@@ -382,6 +383,12 @@ export const migrations: ReadonlyArray<{ version: number; sql: string; run?: (db
     version: 19,
     sql: `SELECT 1;`,
     run: addWebhookColumns,
+  },
+  {
+    // Each run's tenant on its row, and the runs waiting for a person indexed by tenant (the inbox
+    // filters by tenant in its query: run-tenants.ts).
+    version: 20,
+    sql: RUN_TENANTS_MIGRATION_SQL,
   },
 ];
 

@@ -341,7 +341,10 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       return row ? toSession(withOpenHead(row)) : undefined;
     },
     listSessions: (page) =>
-      st.listSessions.all(page.after ?? '', page.includeArchived ? 1 : 0, page.tenant ?? null, page.tenant ?? null, page.limit).map((r) => toSession(withOpenHead({ ...r, ...(st.openHead.get(idKey(r.id), r.last_seq) ?? NO_OPEN_HEAD) }))),
+      (page.tenant !== undefined
+        ? st.listTenantSessions.all(page.tenant, page.after ?? '', page.includeArchived ? 1 : 0, page.limit)
+        : st.listSessions.all(page.after ?? '', page.includeArchived ? 1 : 0, page.limit)
+      ).map((r) => toSession(withOpenHead({ ...r, ...(st.openHead.get(idKey(r.id), r.last_seq) ?? NO_OPEN_HEAD) }))),
     updateSession: (id, patch) => {
       const row = sessionRow(id);
       st.updateSession.run(
@@ -515,6 +518,10 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       if (q.parentRunId !== undefined) {
         where.push('parent_run_id = ?');
         args.push(q.parentRunId);
+      }
+      if (q.tenant !== undefined) {
+        where.push('tenant = ?');
+        args.push(q.tenant);
       }
       if (q.statuses) where.push(`status IN (${q.statuses.map((x) => `'${x.replace(/'/g, '')}'`).join(', ') || 'NULL'})`);
       if (q.after !== undefined) {

@@ -26,16 +26,12 @@ export function scheduleOperations(prepared: (sql: string) => Database.Statement
       const row = prepared('SELECT * FROM schedules WHERE id = ?').get(id) as ScheduleRow | undefined;
       return row ? toSchedule(row) : undefined;
     },
-    listSchedules: (q) =>
-      (
-        prepared('SELECT * FROM schedules WHERE (? IS NULL OR tenant = ?) AND (? IS NULL OR id > ?) ORDER BY id LIMIT ?').all(
-          q.tenant ?? null,
-          q.tenant ?? null,
-          q.after ?? null,
-          q.after ?? null,
-          Math.max(0, Math.floor(q.limit)),
-        ) as ScheduleRow[]
-      ).map(toSchedule),
+    // A tenant's from the index of them: `? IS NULL OR tenant = ?` would read every tenant's.
+    listSchedules: (q) => {
+      const where = [...(q.tenant !== undefined ? ['tenant = ?'] : []), ...(q.after !== undefined ? ['id > ?'] : [])];
+      const args = [...(q.tenant !== undefined ? [q.tenant] : []), ...(q.after !== undefined ? [q.after] : [])];
+      return (prepared(`SELECT * FROM schedules ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT ?`).all(...args, Math.max(0, Math.floor(q.limit))) as ScheduleRow[]).map(toSchedule);
+    },
     updateSchedule: (id, patch) => {
       const sets: string[] = [];
       const args: unknown[] = [];

@@ -63,9 +63,9 @@ export function prepareStatements(db: Database.Database) {
        VALUES (@id, @tenant, @created_at, @title, @metadata, @agent, @origin_session_id, @origin_entry_id)`,
     ),
     getSession: prepare<[IdKey, string], SessionRow & OpenHeadColumns>(`SELECT s.*, ${OPEN_HEAD_COLUMNS} FROM sessions s ${OPEN_HEAD_JOIN} WHERE s.id = ?`),
-    listSessions: prepare<[string, number, string | null, string | null, number], SessionRow>(
-      'SELECT * FROM sessions WHERE id > ? AND (archived_at IS NULL OR ?) AND (? IS NULL OR tenant = ?) ORDER BY id LIMIT ?',
-    ),
+    listSessions: prepare<[string, number, number], SessionRow>('SELECT * FROM sessions WHERE id > ? AND (archived_at IS NULL OR ?) ORDER BY id LIMIT ?'),
+    // From the index of the tenant's sessions (one statement for both, `? IS NULL OR tenant = ?`, reads every tenant's in id order).
+    listTenantSessions: prepare<[string, string, number, number], SessionRow>('SELECT * FROM sessions WHERE tenant = ? AND id > ? AND (archived_at IS NULL OR ?) ORDER BY id LIMIT ?'),
     insertKey: prepare(
       'INSERT INTO api_keys (id, tenant, name, hash, prefix, rate_per_minute, created_at, revoked_at) VALUES (@id, @tenant, @name, @hash, @prefix, @rate_per_minute, @created_at, @revoked_at)',
     ),
@@ -175,9 +175,10 @@ export function prepareStatements(db: Database.Database) {
     ),
     insertRun: prepare(
       `INSERT INTO runs (id, session_id, parent_run_id, parent_tool_call_id, agent_name, agent_version, agent_spec, status,
-                         trigger_message_id, turn, created_at, deadline_at, options, usage, queued_behind, first_seq)
+                         trigger_message_id, turn, created_at, deadline_at, options, usage, queued_behind, first_seq, tenant)
        VALUES (@id, @session_id, @parent_run_id, @parent_tool_call_id, @agent_name, @agent_version, @agent_spec, 'queued',
-               @trigger_message_id, @turn, @created_at, @deadline_at, @options, @usage, @queued_behind, @first_seq)
+               @trigger_message_id, @turn, @created_at, @deadline_at, @options, @usage, @queued_behind, @first_seq,
+               (SELECT tenant FROM sessions WHERE id = @session_id))
        RETURNING *`,
     ),
     getRun: prepare<[string], RunRow>('SELECT * FROM runs WHERE id = ?'),
