@@ -47,15 +47,30 @@ export const SQLITE_DUE_RUNS_MIGRATION = `
   CREATE INDEX runs_due ON runs (due_at, id) WHERE due_at IS NOT NULL;
 `;
 
-/** PostgreSQL migration 9: `due_at` (a stored generated column) and its partial index. */
+/**
+ * PostgreSQL migration 9: `due_at` (a stored generated column) and its partial index. PostgreSQL
+ * cannot read a field of JSON text that holds a `\u0000` escape anywhere (json and jsonb both
+ * refuse it), and a waiting call's arguments may hold one (docs/api.md, NUL): the wait's first
+ * deadline is kept in a column of its own, `wait_expires_at`, which the store writes with every
+ * `waiting` it writes (see `waitExpiresAt`); older rows get it from the end of their JSON, where
+ * `expiresAt` is.
+ */
 export const POSTGRES_DUE_RUNS_MIGRATION = `
+  ALTER TABLE runs ADD COLUMN wait_expires_at bigint;
+  UPDATE runs SET wait_expires_at = (regexp_match(waiting, '"expiresAt":(-?[0-9]+)}$'))[1]::bigint WHERE waiting IS NOT NULL;
   ALTER TABLE runs ADD COLUMN due_at bigint GENERATED ALWAYS AS (
     CASE WHEN status IN (${IDLE}) THEN
-      LEAST(deadline_at, CASE WHEN status IN (${WAITING}) THEN ((waiting::jsonb) ->> 'expiresAt')::numeric::bigint END)
+      LEAST(deadline_at, CASE WHEN status IN (${WAITING}) THEN wait_expires_at END)
     END
   ) STORED;
   CREATE INDEX runs_due ON runs (due_at, id) WHERE due_at IS NOT NULL;
 `;
+
+/** The first deadline of a wait as the PostgreSQL store writes it beside the wait (`wait_expires_at`). */
+export const waitExpiresAt = (waiting: unknown): number | null => {
+  const at = (waiting as { expiresAt?: unknown } | null)?.expiresAt;
+  return typeof at === 'number' && Number.isFinite(at) ? Math.floor(at) : null;
+};
 
 /** The query of a page (both dialects: `?` placeholders become `$n` in PostgreSQL's). */
 export const dueRunsSql = (after: boolean, param: (n: number) => string): string =>

@@ -111,6 +111,7 @@ describe.each(BACKENDS)('tenant isolation on every route of the OpenAPI document
       if (op.path.startsWith('/v1/runs/')) return op.path.endsWith('/input') ? a.questionRun : a.approvalRun;
       if (op.path.startsWith('/v1/schedules/')) return a.schedule;
       if (op.path.startsWith('/v1/webhooks/')) return a.webhook;
+      if (op.path.startsWith('/v1/webhook-deliveries/')) return a.delivery;
       throw new Error(`{id} of ${op.path}: which resource is it? Add it here`);
     },
     approval_id: () => a.approval,

@@ -557,6 +557,7 @@ describe('sqlite store', () => {
              DROP INDEX webhook_deliveries_ended; DROP INDEX webhook_deliveries_session;
              ALTER TABLE webhook_deliveries DROP COLUMN ended_at; ALTER TABLE webhook_deliveries DROP COLUMN session_id;
              ALTER TABLE webhooks DROP COLUMN previous_secret; ALTER TABLE webhooks DROP COLUMN previous_secret_expires_at;
+             DROP INDEX runs_tenant_waiting; ALTER TABLE runs DROP COLUMN tenant;
              PRAGMA user_version = 18;`);
     db.close();
     const b = openStore();

@@ -1,5 +1,5 @@
 import { PAUSED_FOR_ERASED_SESSION } from '../schedule-rows.ts';
-import { dueRunsSql } from '../due-runs.ts';
+import { dueRunsSql, waitExpiresAt } from '../due-runs.ts';
 import {
   FencedError,
   NotFoundError,
@@ -470,6 +470,8 @@ export const pgOperations: PgOps = {
         const col = RUN_COLUMNS[k];
         if (!col) throw new StoreError('invalid_patch', `runs have no field ${k} to update`);
         sets.push(`${col[0]} = $${args.push(col[1](v))}`);
+        // The wait's first deadline beside it: the due time is computed from it (ADR-0034).
+        if (k === 'waiting') sets.push(`wait_expires_at = $${args.push(waitExpiresAt(v))}`);
       }
     }
     const where = ['id = $1'];
