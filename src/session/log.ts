@@ -315,8 +315,8 @@ export class SessionLog {
 
   /** Notes that the session's log reached `seq`; false when that was known already. */
   private heard(sessionId: string, seq: number): boolean {
-    const before = this.heardSeqs.get(sessionId);
-    if (before !== undefined && seq <= before) return false;
+    // A log at 0 has nothing to tell (a catch-up notice read before the session's first commit).
+    if (seq <= (this.heardSeqs.get(sessionId) ?? 0)) return false;
     this.heardSeqs.delete(sessionId);
     this.heardSeqs.set(sessionId, seq);
     if (this.heardSeqs.size > MAX_POSITIONS) this.heardSeqs.delete(this.heardSeqs.keys().next().value!);
