@@ -29,6 +29,13 @@ const ALL = Symbol('all sessions');
 const MAX_POSITIONS = 10_000;
 
 /**
+ * The longest a check of the followed sessions (after a change the store could not detail) waits
+ * for the store to confirm that its notices caught up, when it does not (its connection for
+ * notices is down): as long as a feed waits for deltas (NOTICE_WAIT_MS in feed.ts).
+ */
+const NOTICES_WAIT_MS = 10_000;
+
+/**
  * What a follower of a session hears: an event this process committed, a delta, or `changed`:
  * another process committed to the session; read the log after what you have.
  */
@@ -346,6 +353,8 @@ export class SessionLog {
   }
   private stopFollowing: (() => void) | undefined;
   private checking = false;
+  /** A change without details came while the followed sessions were being checked: check again after. */
+  private checkAgain = false;
 
   /**
    * While sessions are followed here, commits of other processes (the store tells when there are
@@ -357,10 +366,20 @@ export class SessionLog {
     this.stopFollowing = this.store.changes((change) => {
       if (change?.message) return this.received(change.sessionId, change.message);
       if (change) return this.changedTo(change.sessionId, change.lastSeq);
-      if (this.checking) return;
+      if (this.checking) {
+        this.checkAgain = true;
+        return;
+      }
       this.checking = true;
-      void this.tellFollowers().finally(() => (this.checking = false));
+      void this.checkFollowed().finally(() => (this.checking = false));
     });
+  }
+
+  private async checkFollowed(): Promise<void> {
+    do {
+      this.checkAgain = false;
+      await this.tellFollowers();
+    } while (this.checkAgain && this.stopFollowing);
   }
 
   private unfollowOthers(): void {
@@ -384,13 +403,27 @@ export class SessionLog {
     this.live.emit(sessionId, { kind: 'changed', sessionId, upTo: lastSeq });
   }
 
+  /**
+   * Something changed, the store cannot tell what (a commit of a process that does not notify its
+   * commits, or a reconnection): the followed sessions are read. On a store that relays other
+   * nodes' deltas, what a read finds may have been committed after deltas still on their way to
+   * this process, so the notices of what was committed before the read come first (see
+   * `noticesCaughtUp`), for at most NOTICES_WAIT_MS.
+   */
   private async tellFollowers(): Promise<void> {
     const followed = this.live.eventNames().filter((n): n is string => typeof n === 'string' && this.live.listenerCount(n) > 0);
     if (!this.followed()) return this.unfollowOthers();
+    const read: Array<[string, number]> = [];
     for (const sessionId of followed) {
       const s = await this.store.getSession(sessionId).catch(() => undefined);
-      if (s) this.changedTo(sessionId, s.lastSeq);
+      if (s) read.push([sessionId, s.lastSeq]);
     }
+    if (this.store.broadcast && read.some(([sessionId, seq]) => seq > (this.heardSeqs.get(sessionId) ?? 0))) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([this.noticesCaughtUp(), new Promise<void>((resolve) => (timer = setTimeout(resolve, NOTICES_WAIT_MS)))]);
+      clearTimeout(timer);
+    }
+    for (const [sessionId, seq] of read) this.changedTo(sessionId, seq);
   }
 
   /**
