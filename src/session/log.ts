@@ -234,6 +234,34 @@ export class SessionLog {
     return p;
   }
 
+  /** Runs this process executes (its worker claimed them: their model calls are made here), with the count of their executions. */
+  private readonly runsHere = new Map<string, number>();
+
+  /**
+   * This process executes the run (a worker here claimed it) until the returned function is
+   * called: its deltas are numbered here (see `numbersAfter`).
+   */
+  executes(runId: string): () => void {
+    this.runsHere.set(runId, (this.runsHere.get(runId) ?? 0) + 1);
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      const n = this.runsHere.get(runId)! - 1;
+      if (n === 0) this.runsHere.delete(runId);
+      else this.runsHere.set(runId, n);
+    };
+  }
+
+  /**
+   * Whether the run's deltas are numbered after the session's durable event `seq` from now on:
+   * the run executes in this process, which committed that event or heard of it. No delta of the
+   * run numbered before that event can come any more (a feed need not wait for one: see `follow`).
+   */
+  numbersAfter(sessionId: string, runId: string, seq: number): boolean {
+    return this.runsHere.has(runId) && (this.positions.get(sessionId)?.seq ?? 0) >= seq;
+  }
+
   private recent: RecentDeltas | undefined;
   private recentKeepers = 0;
 
