@@ -66,9 +66,10 @@ export type LiveItem =
   | { kind: 'delta'; delta: DeltaEvent; id: string; fromAnotherNode?: true };
 /**
  * `changed`: another process committed to the session, up to seq `upTo`. A reader reads the log up
- * to there, not further: what was committed after may follow deltas still on their way.
+ * to there, not further: what was committed after may follow deltas still on their way. `own`:
+ * the store's notice of commits that were all this process's, published already (a reader has them).
  */
-export type LiveListener = (e: LiveItem | { kind: 'changed'; sessionId: string; upTo: number }) => void;
+export type LiveListener = (e: LiveItem | { kind: 'changed'; sessionId: string; upTo: number; own?: true }) => void;
 
 /**
  * The session's append-only event log: validation, blob extraction and seq allocation on the way
@@ -393,7 +394,7 @@ export class SessionLog {
     if (this.stopFollowing || !this.store.changes) return;
     this.stopFollowing = this.store.changes((change) => {
       if (change?.message) return this.received(change.sessionId, change.message);
-      if (change) return this.changedTo(change.sessionId, change.lastSeq);
+      if (change) return this.changedTo(change.sessionId, change.lastSeq, change.own);
       if (this.checking) {
         this.checkAgain = true;
         return;
@@ -421,14 +422,14 @@ export class SessionLog {
    * A session's log moved to `lastSeq` (the store said so): its followers read what they miss, and
    * the deltas this process makes for it from now on are numbered after it.
    */
-  private changedTo(sessionId: string, lastSeq: number): void {
+  private changedTo(sessionId: string, lastSeq: number, own?: true): void {
     const p = this.positions.get(sessionId);
     if (p && lastSeq > p.seq) {
       p.seq = lastSeq;
       p.n = 0;
     }
     if (!this.heard(sessionId, lastSeq) || this.live.listenerCount(sessionId) === 0) return;
-    this.live.emit(sessionId, { kind: 'changed', sessionId, upTo: lastSeq });
+    this.live.emit(sessionId, own ? { kind: 'changed', sessionId, upTo: lastSeq, own } : { kind: 'changed', sessionId, upTo: lastSeq });
   }
 
   /**

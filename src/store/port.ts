@@ -497,10 +497,12 @@ export interface AppendOptions {
 }
 
 /**
- * What a change notice may say: a commit appended to this session, up to this seq; or a message
- * another node broadcast about the session (see `Store.broadcast`).
+ * What a change notice may say: a commit appended to this session, up to this seq (`own`: every
+ * commit to the session since its previous notice was this store instance's, which its caller
+ * knows of already; a backend that cannot tell leaves it out); or a message another node broadcast
+ * about the session (see `Store.broadcast`).
  */
-export type StoreChange = { sessionId: string; lastSeq: number; message?: undefined } | { sessionId: string; message: JsonObject; lastSeq?: undefined };
+export type StoreChange = { sessionId: string; lastSeq: number; own?: true; message?: undefined } | { sessionId: string; message: JsonObject; lastSeq?: undefined; own?: undefined };
 
 export interface Store extends StoreOps {
   readonly kind: string;

@@ -104,10 +104,11 @@ describe('SqliteStore: the live feed across the processes of a file (local bus)'
       { sessionId: 's', message: { kind: 'delta', id: '0.2' } },
       { sessionId: 's', lastSeq: 2 },
       { sessionId: 's', message: { kind: 'delta', id: '2.1' } },
-      { sessionId: 's', lastSeq: 3 },
+      { sessionId: 's', lastSeq: 3, own: true },
     ]);
+    // A notice of the store's own commits says so (its session log published those events already).
     expect(a.notices()).toEqual([
-      { sessionId: 's', lastSeq: 2 },
+      { sessionId: 's', lastSeq: 2, own: true },
       { sessionId: 's', lastSeq: 3 },
     ]);
   });

@@ -1,11 +1,11 @@
 /** Sessions whose noticed seqs are kept (the least recently noticed go first). */
 const MAX_SESSIONS = 10_000;
 
-/** What is known of a session's commits: every seq up to `upTo` was noticed; `ahead`, ranges noticed past a gap. */
+/** What is known of a session's commits: every seq up to `upTo` was noticed; `ahead`, ranges noticed past a gap (and whether this instance committed them). */
 interface Noticed {
   /** Unknown until a notice starts from seq 1 or a barrier fills what came before. */
   upTo: number | undefined;
-  ahead: Array<[first: number, last: number]>;
+  ahead: Array<[first: number, last: number, own: boolean]>;
 }
 
 /**
@@ -27,34 +27,40 @@ interface Noticed {
  * PostgreSQL, whose notices come back after the commit's answer).
  */
 export class CommitNotices {
-  private readonly deliver: (sessionId: string, lastSeq: number) => void;
+  private readonly deliver: (sessionId: string, lastSeq: number, own: boolean) => void;
   private readonly barrier: () => Promise<void>;
   private readonly sessions = new Map<string, Noticed>();
   /** Sessions with notices past a gap. */
   private readonly gapped = new Set<string>();
   private filling = false;
   private fillAgain = false;
-  /** Own commits not told yet, by session: the seq reached. */
-  private own = new Map<string, number>();
+  /** Own commits not told yet, by session: the seq reached, and whether every commit up to it since the last notice was this instance's. */
+  private own = new Map<string, { seq: number; own: boolean }>();
   private ownScheduled = false;
   private closed = false;
 
-  constructor(deliver: (sessionId: string, lastSeq: number) => void, barrier: () => Promise<void>) {
+  /**
+   * `deliver` tells the listeners that the session's notices reached `lastSeq`; `own` when every
+   * commit since its previous notice was this instance's (whose session log published them).
+   */
+  constructor(deliver: (sessionId: string, lastSeq: number, own: boolean) => void, barrier: () => Promise<void>) {
     this.deliver = deliver;
     this.barrier = barrier;
   }
 
   /** Another member committed seqs `first`..`last` to the session. */
   heard(sessionId: string, first: number, last: number): void {
-    const upTo = this.note(sessionId, first, last);
-    if (upTo !== undefined) this.deliver(sessionId, upTo);
+    const noticed = this.note(sessionId, first, last, false);
+    if (noticed) this.deliver(sessionId, noticed.upTo, false);
   }
 
   /** This instance committed seqs `first`..`last` to the session. */
   committed(sessionId: string, first: number, last: number): void {
-    const upTo = this.note(sessionId, first, last);
-    if (upTo === undefined) return;
-    this.own.set(sessionId, upTo);
+    const noticed = this.note(sessionId, first, last, true);
+    if (!noticed) return;
+    // Told after other notices of the session meanwhile: its own commits since the previous one, if any.
+    const before = this.own.get(sessionId);
+    this.own.set(sessionId, { seq: noticed.upTo, own: noticed.own && (before?.own ?? true) });
     if (this.ownScheduled) return;
     this.ownScheduled = true;
     setImmediate(() => this.tellOwn());
@@ -85,8 +91,11 @@ export class CommitNotices {
     this.own.clear();
   }
 
-  /** Notes the range; returns the seq up to which the session's notices now have no gap, if that moved. */
-  private note(sessionId: string, first: number, last: number): number | undefined {
+  /**
+   * Notes the range; returns the seq up to which the session's notices now have no gap, if that
+   * moved, and whether this instance committed every seq it moved over.
+   */
+  private note(sessionId: string, first: number, last: number, own: boolean): { upTo: number; own: boolean } | undefined {
     if (this.closed) return undefined;
     let s = this.sessions.get(sessionId);
     if (s) this.sessions.delete(sessionId);
@@ -100,21 +109,26 @@ export class CommitNotices {
     if (s.upTo !== undefined && first <= s.upTo + 1) {
       if (last <= s.upTo) return undefined;
       s.upTo = last;
-      this.absorb(sessionId, s);
-      return s.upTo;
+      return { upTo: s.upTo, own: this.absorb(sessionId, s) && own };
     }
-    s.ahead.push([first, last]);
+    s.ahead.push([first, last, own]);
     this.gapped.add(sessionId);
     this.fillSoon();
     return undefined;
   }
 
-  /** Moves `upTo` over the ranges noticed ahead that now follow it without a gap. */
-  private absorb(sessionId: string, s: Noticed): void {
-    if (s.ahead.length === 0) return;
+  /** Moves `upTo` over the ranges noticed ahead that now follow it without a gap; whether this instance committed all of them. */
+  private absorb(sessionId: string, s: Noticed): boolean {
+    if (s.ahead.length === 0) return true;
+    let own = true;
     s.ahead.sort((a, b) => a[0] - b[0]);
-    while (s.ahead.length > 0 && s.upTo !== undefined && s.ahead[0]![0] <= s.upTo + 1) s.upTo = Math.max(s.upTo, s.ahead.shift()![1]);
+    while (s.ahead.length > 0 && s.upTo !== undefined && s.ahead[0]![0] <= s.upTo + 1) {
+      const [, last, ownRange] = s.ahead.shift()!;
+      s.upTo = Math.max(s.upTo, last);
+      own &&= ownRange;
+    }
     if (s.ahead.length === 0) this.gapped.delete(sessionId);
+    return own;
   }
 
   /** The sessions with a gap, and the highest seq noticed past it. */
@@ -157,7 +171,8 @@ export class CommitNotices {
       s.ahead = s.ahead.filter((r) => r[1] > seq);
       this.absorb(sessionId, s);
       if (s.ahead.length === 0) this.gapped.delete(sessionId);
-      this.deliver(sessionId, s.upTo);
+      // Over seqs committed off the bus.
+      this.deliver(sessionId, s.upTo, false);
     }
   }
 
@@ -166,6 +181,6 @@ export class CommitNotices {
     if (this.own.size === 0 || this.closed) return;
     const own = this.own;
     this.own = new Map();
-    for (const [sessionId, seq] of own) this.deliver(sessionId, seq);
+    for (const [sessionId, { seq, own: mine }] of own) this.deliver(sessionId, seq, mine);
   }
 }

@@ -22,7 +22,7 @@ export class LiveRelay {
     this.tell = tell;
     this.bus = new LocalBus(LocalBus.directoryFor(file), (m) => this.received(m));
     this.notices = new CommitNotices(
-      (sessionId, lastSeq) => this.tell({ sessionId, lastSeq }),
+      (sessionId, lastSeq, own) => this.tell(own ? { sessionId, lastSeq, own } : { sessionId, lastSeq }),
       () => this.bus.barrier(),
     );
   }
