@@ -47,16 +47,32 @@ function member(path: string) {
  */
 const allJoined = (...stores: SqliteStore[]) => Promise.all(stores.map((s) => s.noticesCaughtUp!()));
 
+/** What a member process heard (see fixtures/live-bus-member.ts). */
+function heardBy(child: ChildProcess): Promise<{ messages: number[]; notices: StoreChange[] }> {
+  return new Promise((resolve) => {
+    const take = (m: { messages?: number[]; notices: StoreChange[] }) => {
+      if (!m.messages) return;
+      child.off('message', take);
+      resolve(m as { messages: number[]; notices: StoreChange[] });
+    };
+    child.on('message', take);
+    child.send('heard');
+  });
+}
+
 function spawnMember(path: string): { child: ChildProcess; socket: Promise<string>; exited: Promise<void> } {
   const child = spawn(process.execPath, [MEMBER, path], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  cleanups.push(async () => {
-    child.kill('SIGKILL');
-    await exited;
-  });
   const socket = new Promise<string>((resolve, reject) => {
     child.once('message', (m: { socket: string }) => resolve(m.socket));
     void exited.then(() => reject(new Error('the member process exited before it joined')));
+  });
+  socket.catch(() => {});
+  cleanups.push(async () => {
+    child.kill('SIGKILL');
+    await exited;
+    // Killed, it leaves its socket, which the next member to meet it would remove: none will.
+    rmSync(await socket.catch(() => ''), { force: true });
   });
   return { child, socket, exited };
 }
@@ -151,6 +167,27 @@ describe('SqliteStore: the live feed across the processes of a file (local bus)'
     expect(memory.noticesCaughtUp).toBeUndefined();
     memory.changes(() => {});
     expect(memory.liveSocket).toBeUndefined();
+  });
+
+  it('a member that does not read (stopped) misses the deltas past 1 MB waiting for it, instead of growing the sender; the commit notices still reach it', async () => {
+    const path = dbFile();
+    const a = member(path);
+    await allJoined(a.store);
+    const stopped = spawnMember(path);
+    await stopped.socket;
+    await a.store.noticesCaughtUp!();
+    stopped.child.kill('SIGSTOP');
+    await a.store.createSession({ id: 's', createdAt: T0 });
+    // 4 MB of deltas at once: what the socket does not take waits in the sender, up to 1 MB.
+    for (let i = 0; i < 4000; i++) a.store.broadcast!('s', { kind: 'delta', i, text: 'x'.repeat(1000) });
+    expect(a.store.droppedBroadcasts).toBeGreaterThan(1000);
+    await a.store.append('s', [note(1)]);
+    stopped.child.kill('SIGCONT');
+    const heard = await heardBy(stopped.child);
+    // The first deltas, in order, then none: the rest was dropped; the commit's notice came after them.
+    expect(heard.messages.length).toBe(4000 - a.store.droppedBroadcasts);
+    expect(heard.messages).toEqual(Array.from({ length: heard.messages.length }, (_, i) => i));
+    expect(heard.notices).toEqual([{ sessionId: 's', lastSeq: 1 }]);
   });
 
   it('a member killed with SIGKILL leaves its socket: the members connected to it remove it and go on', async () => {

@@ -2,17 +2,22 @@ import { createHash, randomBytes } from 'node:crypto';
 import { lstatSync, mkdirSync, readdirSync, realpathSync, renameSync, rmdirSync, unlinkSync } from 'node:fs';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { JsonObject } from '../port.ts';
 
 /**
  * What a peer may have waiting to be written to it before a message that can be dropped (a token
  * delta) is dropped for it: a peer that does not read (its event loop is stuck, it is stopped)
- * costs the sender this much memory at most. Messages that cannot be dropped (commit notices, the
- * answers to barriers) are a few dozen bytes each, and come only with the sender's own commits and
- * the peer's own barriers.
+ * costs the sender this much memory for deltas at most.
  */
 const MAX_BUFFERED_BYTES = 1 << 20;
+
+/**
+ * Messages that cannot be dropped (commit notices, the answers to barriers: a few dozen bytes
+ * each) wait for a peer until this much is waiting; then the connection to it is cut, and opened
+ * again (the peer finds a gap in the notices, which its barrier fills).
+ */
+const MAX_PENDING_BYTES = 8 << 20;
 
 /** The longest line a member reads (a larger one ends the connection) or sends (a larger message is dropped). */
 const MAX_LINE_BYTES = 1 << 20;
@@ -66,7 +71,13 @@ interface Peer {
 export class LocalBus {
   /** The directory of the members of a database file: in the temporary directory, named by a hash of the file's real path. */
   static directoryFor(file: string): string {
-    const hash = createHash('sha256').update(realpathSync(file)).digest('hex').slice(0, 16);
+    let real: string;
+    try {
+      real = realpathSync(file);
+    } catch {
+      real = resolve(file);
+    }
+    const hash = createHash('sha256').update(real).digest('hex').slice(0, 16);
     const name = `keel-live-${hash}`;
     const dir = join(tmpdir(), name);
     // Room for a socket's name (at most 24 bytes) and a separator.
@@ -311,6 +322,11 @@ export class LocalBus {
 
   private write(peer: Peer, line: string): void {
     if (peer.socket.destroyed) return;
+    if (peer.socket.writableLength > MAX_PENDING_BYTES) {
+      this.dropped++;
+      peer.socket.destroy();
+      return;
+    }
     peer.socket.write(line);
   }
 
