@@ -22,7 +22,7 @@ interface Noticed {
  * still left was made off the bus. The notices that came before the barrier started are then
  * passed on, up to their last seq.
  *
- * This instance's own commits are told to its listeners after the current turn of the event loop
+ * This instance's own commits are told to its listeners once the microtasks queued meanwhile ran
  * (after the session log published them itself: a follower takes them from there, as on
  * PostgreSQL, whose notices come back after the commit's answer).
  */
@@ -63,7 +63,9 @@ export class CommitNotices {
     this.own.set(sessionId, { seq: noticed.upTo, own: noticed.own && (before?.own ?? true) });
     if (this.ownScheduled) return;
     this.ownScheduled = true;
-    setImmediate(() => this.tellOwn());
+    // After the microtasks now queued: a commit runs in one, and the session log publishes its
+    // events in the ones that follow (an append's or a transaction's continuation).
+    process.nextTick(() => this.tellOwn());
   }
 
   /**
