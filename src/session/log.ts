@@ -211,7 +211,7 @@ export class SessionLog {
   private numbers = false;
 
   /**
-   * This process makes model calls whose deltas other nodes relay (a worker on PostgreSQL): it
+   * This process makes model calls whose deltas other nodes relay (a worker on PostgreSQL, or on a SQLite file): it
    * listens to the other nodes' commits from now on, so that the deltas of a message that streams
    * while another node commits to its session (a message enqueued behind the run, say) are
    * numbered after that commit. A runtime calls it when it starts a worker: listening takes a
