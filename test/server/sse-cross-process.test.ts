@@ -161,4 +161,28 @@ describe('token deltas across processes on one SQLite file', () => {
     expect(session.deltas.filter((d) => d.delta.type === 'text/delta').map((d) => d.delta.delta).join('')).toBe(texts.join(''));
     expect(chatText()).toBe(texts.join(''));
   }, 60_000);
+
+  it('a message sent to the API process while the worker process streams (enqueued mid-message): its session stream still gets every delta, before each message, ids only growing', async () => {
+    const script: LongScript = { toolSteps: 1, chunks: 16, chunkDelayMs: 3 };
+    const { srv, held, release } = await apiAndWorker(script, { step: 2, chunk: 8 });
+    const { sessionId, runId } = await startRun(srv.url);
+    const session = new ResumingClient(`${srv.url}/v1/sessions/${sessionId}/stream`).open();
+    await held;
+    await vi.waitFor(() => expect(session.deltas.filter((d) => d.delta.step === 2)).toHaveLength(8), { timeout: 20_000, interval: 10 });
+    // The API process commits to the session while the worker's message streams: the worker
+    // numbers its next deltas after that commit once it hears of it.
+    const queued = await api<{ run: RunJson }>(srv.url, `/v1/sessions/${sessionId}/messages`, { body: { content: 'and then', if_busy: 'enqueue' } });
+    expect(queued.run.status).toBe('queued');
+    release();
+    await waitForRun(srv.url, runId);
+    await waitForRun(srv.url, queued.run.id);
+    const log = await logOf(srv.url, sessionId);
+    await session.waitFor(() => session.events.at(-1)?.seq === log.at(-1)!.seq);
+    session.close();
+    // The first run's two messages, then the second run's answer (the script goes on from the
+    // conversation's tool results: one already), every one streamed whole before its durable version.
+    expect(checkAgainstLog(session.items, log).messages).toBe(3);
+    const texts = expectedTexts(script);
+    expect(session.deltas.filter((d) => d.delta.type === 'text/delta').map((d) => d.delta.delta).join('')).toBe([...texts, texts[1]].join(''));
+  }, 60_000);
 });
