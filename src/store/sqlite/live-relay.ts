@@ -32,6 +32,11 @@ export class LiveRelay {
     return this.bus.dropped;
   }
 
+  /** The other members this relay sends to now. */
+  get peers(): number {
+    return this.bus.peerCount;
+  }
+
   /** The socket this relay listens on, once it does. */
   get socket(): string | undefined {
     return this.bus.socket;

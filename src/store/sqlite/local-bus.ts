@@ -44,9 +44,14 @@ interface Peer {
   readonly name: string;
   readonly socket: Socket;
   connected: boolean;
+  /** Lines for it not written yet: they are, together, once the current microtasks ran (see `write`). */
+  unwritten: string;
   /** Barriers waiting for the peer's answer to ping `n`. */
   readonly waiting: Array<{ n: number; answered: () => void }>;
 }
+
+/** What waits to be sent to a peer: in the socket's buffer, and queued for the next write (a UTF-16 unit counted as a byte). */
+const waiting = (peer: Peer): number => peer.socket.writableLength + peer.unwritten.length;
 
 /**
  * A relay between the members that share one SQLite database file (SQLite's processes are on one
@@ -130,7 +135,7 @@ export class LocalBus {
       return;
     }
     for (const peer of this.peers.values()) {
-      if (droppable && peer.socket.writableLength > MAX_BUFFERED_BYTES) this.dropped++;
+      if (droppable && waiting(peer) > MAX_BUFFERED_BYTES) this.dropped++;
       else this.write(peer, line);
     }
   }
@@ -287,7 +292,7 @@ export class LocalBus {
     if (this.closed || !this.listening || name === this.name || this.peers.has(name)) return;
     const socket = createConnection(join(this.dir, name));
     socket.unref();
-    const peer: Peer = { name, socket, connected: false, waiting: [] };
+    const peer: Peer = { name, socket, connected: false, unwritten: '', waiting: [] };
     this.peers.set(name, peer);
     socket.on('connect', () => (peer.connected = true));
     socket.on('error', (e: NodeJS.ErrnoException) => {
@@ -320,14 +325,35 @@ export class LocalBus {
     for (const w of peer.waiting.splice(0)) w.answered();
   }
 
+  private writeScheduled = false;
+
+  /**
+   * Queues a line for a peer. The lines of a burst of work (a worker's steps run in one stretch of
+   * microtasks) go out in one write per peer once it ends, in the order queued: a write to a
+   * socket costs ~10 µs of CPU with the peer's wake-up, more than the rest of a line's way.
+   */
   private write(peer: Peer, line: string): void {
     if (peer.socket.destroyed) return;
-    if (peer.socket.writableLength > MAX_PENDING_BYTES) {
+    if (waiting(peer) > MAX_PENDING_BYTES) {
       this.dropped++;
+      peer.unwritten = '';
       peer.socket.destroy();
       return;
     }
-    peer.socket.write(line);
+    peer.unwritten += line;
+    if (this.writeScheduled) return;
+    this.writeScheduled = true;
+    process.nextTick(() => this.writeAll());
+  }
+
+  private writeAll(): void {
+    this.writeScheduled = false;
+    for (const peer of this.peers.values()) {
+      if (peer.unwritten === '') continue;
+      const data = peer.unwritten;
+      peer.unwritten = '';
+      if (!peer.socket.destroyed) peer.socket.write(data);
+    }
   }
 
   /** A connection a peer opened: it says who it is, then sends its messages. */

@@ -32,6 +32,14 @@ export interface SqliteStoreOptions {
  */
 const FLUSHED_WAL_CHECKPOINT_FRAMES = 16_000;
 
+/**
+ * While other processes on the file are on its local bus (ADR-0035), they tell of their commits
+ * themselves, with the session and seq: SQLite's data_version, which changes with each of them
+ * as well, tells of commits off the bus (a `keel` command, an older Keel) at most this often,
+ * instead of at every 50 ms poll (each time the session log reads every followed session).
+ */
+const OFF_BUS_CHANGES_MS = 1_000;
+
 export const defaultDbPath = (): string => process.env.KEEL_DB || resolve('.keel', 'keel.db');
 
 type OpName = keyof StoreOps;
@@ -272,6 +280,9 @@ export class SqliteStore extends WithStoreOps implements Store {
 
   private readonly changeListeners = new Set<(change?: StoreChange) => void>();
   private changeTimer: ReturnType<typeof setInterval> | undefined;
+  /** data_version changed since its listeners were last told (see OFF_BUS_CHANGES_MS), and when they were. */
+  private untoldChange = false;
+  private changeToldAt = 0;
   private dataVersion: number | undefined;
   private dataVersionStatement: Database.Statement<[], number> | undefined;
 
@@ -286,7 +297,8 @@ export class SqliteStore extends WithStoreOps implements Store {
    * every member's commits, this store's own included, with their session and seq, and the
    * members' broadcasts. And commits of connections that are not on the bus (a command-line tool,
    * an older Keel), without details, noticed by SQLite's `data_version` (it changes when another
-   * connection commits), read every 50 ms while someone listens: a cheap read, no scan.
+   * connection commits), read every 50 ms while someone listens: a cheap read, no scan (told at
+   * most every OFF_BUS_CHANGES_MS while other processes are on the bus).
    */
   changes(listener: (change?: StoreChange) => void): () => void {
     this.changeListeners.add(listener);
@@ -303,9 +315,16 @@ export class SqliteStore extends WithStoreOps implements Store {
         void this.queue
           .serial(() => this.readDataVersion())
           .then((v) => {
-            const changed = this.dataVersion !== undefined && v !== this.dataVersion;
+            if (this.dataVersion !== undefined && v !== this.dataVersion) this.untoldChange = true;
             this.dataVersion = v;
-            if (changed) for (const l of [...this.changeListeners]) l();
+            if (!this.untoldChange) return;
+            // Other processes on the bus tell of their commits themselves; data_version changes with
+            // each of them too, and is told at most every OFF_BUS_CHANGES_MS then.
+            const now = Date.now();
+            if ((this.relay?.peers ?? 0) > 0 && now - this.changeToldAt < OFF_BUS_CHANGES_MS) return;
+            this.untoldChange = false;
+            this.changeToldAt = now;
+            for (const l of [...this.changeListeners]) l();
           })
           .catch(() => {});
       }, 50);
@@ -317,6 +336,7 @@ export class SqliteStore extends WithStoreOps implements Store {
         clearInterval(this.changeTimer);
         this.changeTimer = undefined;
         this.dataVersion = undefined;
+        this.untoldChange = false;
       }
     };
   }
