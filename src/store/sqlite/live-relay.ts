@@ -20,7 +20,7 @@ export class LiveRelay {
   /** Joins the bus of the database `file`; `tell` hears the other members' broadcasts and every commit's notice. */
   constructor(file: string, tell: (change: StoreChange) => void) {
     this.tell = tell;
-    this.bus = new LocalBus(LocalBus.directoryFor(file), (m) => this.received(m));
+    this.bus = new LocalBus(LocalBus.directoriesFor(file), (m) => this.received(m));
     this.notices = new CommitNotices(
       (sessionId, lastSeq, own) => this.tell(own ? { sessionId, lastSeq, own } : { sessionId, lastSeq }),
       () => this.bus.barrier(),

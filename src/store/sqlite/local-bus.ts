@@ -32,6 +32,9 @@ const BARRIER_MS = 10_000;
 /** Unix domain socket paths are limited to 108 bytes (104 on macOS), the final NUL included. */
 const MAX_SOCKET_PATH_BYTES = 103;
 
+/** Why a directory cannot hold this bus's sockets (a file system without them, read-only, not allowed). */
+const UNUSABLE = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOTSUP', 'EOPNOTSUPP', 'EINVAL']);
+
 /** A member's socket file: `<pid, base 36>-<8 random hex digits>.sock`. */
 const SOCKET_NAME = /^[0-9a-z]+-[0-9a-f]{8}\.sock$/;
 
@@ -74,22 +77,35 @@ const waiting = (peer: Peer): number => peer.socket.writableLength + peer.unwrit
  * peers.
  */
 export class LocalBus {
-  /** The directory of the members of a database file: in the temporary directory, named by a hash of the file's real path. */
-  static directoryFor(file: string): string {
+  /**
+   * Where the members of a database file meet, in order of preference: beside the file
+   * (`<file>-live/`: every process on the file can reach it, and it goes with the file's
+   * directory), unless a socket's path there would be too long; then in the temporary directory,
+   * named by a hash of the file's real path (also where a member goes when the file's directory
+   * cannot hold sockets). Every process on the file finds the same.
+   */
+  static directoriesFor(file: string): string[] {
     let real: string;
     try {
       real = realpathSync(file);
     } catch {
       real = resolve(file);
     }
-    const hash = createHash('sha256').update(real).digest('hex').slice(0, 16);
-    const name = `keel-live-${hash}`;
-    const dir = join(tmpdir(), name);
     // Room for a socket's name (at most 24 bytes) and a separator.
-    return Buffer.byteLength(dir) + 25 <= MAX_SOCKET_PATH_BYTES || process.platform === 'win32' ? dir : join('/tmp', name);
+    const fits = (dir: string) => Buffer.byteLength(dir) + 25 <= MAX_SOCKET_PATH_BYTES;
+    const name = `keel-live-${createHash('sha256').update(real).digest('hex').slice(0, 16)}`;
+    const temporary = fits(join(tmpdir(), name)) ? join(tmpdir(), name) : join('/tmp', name);
+    const beside = `${real}-live`;
+    return fits(beside) ? [beside, temporary] : [temporary];
   }
 
-  readonly dir: string;
+  /** The directory this member is in (the first of its candidates it could listen in). */
+  get dir(): string {
+    return this.directories[this.at]!;
+  }
+
+  private readonly directories: readonly string[];
+  private at = 0;
   /** This member's socket file's name in `dir`. */
   readonly name: string;
   /** Messages dropped for a slow peer, or too large to send. */
@@ -104,9 +120,12 @@ export class LocalBus {
   /** Resolves once the member listens and has said hello to the peers it found (or could not join). */
   readonly joined: Promise<void>;
 
-  /** Joins the members of `dir`; `receive` gets every message a peer sends (the bus's own aside). */
-  constructor(dir: string, receive: (message: JsonObject) => void) {
-    this.dir = dir;
+  /**
+   * Joins the members of the first of `directories` where it can listen (see `directoriesFor`);
+   * `receive` gets every message a peer sends (the bus's own aside).
+   */
+  constructor(directories: readonly string[], receive: (message: JsonObject) => void) {
+    this.directories = directories;
     this.receive = receive;
     this.name = `${process.pid.toString(36)}-${randomBytes(4).toString('hex')}.sock`;
     this.joined = this.join();
@@ -219,8 +238,15 @@ export class LocalBus {
 
   private async join(): Promise<void> {
     if (process.platform === 'win32') return;
-    const server = await this.listen();
-    if (!server) return;
+    let server: Server | 'unusable' | undefined = 'unusable';
+    for (let i = 0; i < this.directories.length && server === 'unusable'; i++) {
+      this.at = i;
+      server = await this.listen();
+    }
+    if (server === undefined || server === 'unusable') {
+      this.at = 0;
+      return;
+    }
     this.server = server;
     this.listening = true;
     open.add(this);
@@ -242,13 +268,14 @@ export class LocalBus {
   /**
    * Listens on this member's socket in the directory, made if needed. Bound under a name no member
    * looks for, then renamed: a socket file a member finds always listens already, so one that
-   * refuses connections is a dead member's.
+   * refuses connections is a dead member's. `unusable`: the directory cannot be this bus's (not
+   * this user's alone, or on a file system that holds no sockets): the next candidate is tried.
    */
-  private async listen(): Promise<Server | undefined> {
+  private async listen(): Promise<Server | 'unusable' | undefined> {
     const bound = `${this.path}.new`;
     // A member leaving removes the directory when it is empty: one joining at that moment makes it again.
     for (let attempt = 1; attempt <= 3 && !this.closed; attempt++) {
-      if (!this.usableDirectory()) return undefined;
+      if (!this.usableDirectory()) return 'unusable';
       const server = createServer((socket) => this.accept(socket));
       // The bus does not keep a process alive (nor do its connections): the store's other
       // background work does not either.
@@ -261,7 +288,8 @@ export class LocalBus {
       if (error) {
         server.close();
         if (error.code === 'ENOENT') continue;
-        return undefined;
+        this.removeDirectory();
+        return UNUSABLE.has(error.code ?? '') ? 'unusable' : undefined;
       }
       try {
         if (this.closed) throw new Error('closed');
