@@ -59,7 +59,7 @@ const waiting = (peer: Peer): number => peer.socket.writableLength + peer.unwrit
 /**
  * A relay between the members that share one SQLite database file (SQLite's processes are on one
  * machine): each member listens on a Unix domain socket in a directory tied to the file (see
- * `directoryFor`), finds the others there when it joins and says hello to each (so they know it
+ * `directoriesFor`), finds the others there when it joins and says hello to each (so they know it
  * too), and sends them newline-delimited JSON messages, each peer on its own connection, in the
  * order sent.
  *
