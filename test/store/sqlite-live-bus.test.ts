@@ -146,6 +146,17 @@ describe('SqliteStore: the live feed across the processes of a file (local bus)'
     expect(offBus.liveSocket).toBeUndefined();
   });
 
+  it('a store that closes right after a commit still tells the others of it', async () => {
+    const path = dbFile();
+    const [a, b] = [member(path), member(path)];
+    await allJoined(a.store, b.store);
+    await a.store.createSession({ id: 's', createdAt: T0 });
+    await a.store.append('s', [note(1)]);
+    await a.store.close();
+    await until(() => b.notices().length > 0);
+    expect(b.notices()).toEqual([{ sessionId: 's', lastSeq: 1 }]);
+  });
+
   it('close removes the socket and, with the last member, the directory; a :memory: store is on no bus', async () => {
     const path = dbFile();
     const [a, b] = [member(path), member(path)];

@@ -205,7 +205,10 @@ export class LocalBus {
     for (const socket of this.incoming) socket.destroy();
     this.incoming.clear();
     for (const peer of [...this.peers.values()]) {
-      peer.socket.end();
+      // What was queued for it goes first (the notice of a commit made just before, say).
+      if (peer.unwritten !== '' && !peer.socket.destroyed) peer.socket.end(peer.unwritten);
+      else peer.socket.end();
+      peer.unwritten = '';
       this.lost(peer);
     }
     this.removeDirectory();
