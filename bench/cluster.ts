@@ -7,7 +7,8 @@
  *     follows SSE_CLIENTS of the runs with SSE clients: steps/s, and the delivery latency of
  *     durable events (from the event's time, set in the worker before its commit, to its arrival
  *     at the client: commit, notification, read, HTTP). On PostgreSQL the notice crosses processes
- *     by LISTEN/NOTIFY; on SQLite by the file (PRAGMA data_version, polled every 50 ms).
+ *     by LISTEN/NOTIFY; on SQLite by the file's local bus (ADR-0035; PRAGMA data_version, polled
+ *     every 50 ms, before it).
  * (b) recovery: a worker process holds RECOVER_RUNS runs in flight (each blocked in an idempotent
  *     tool) and is SIGKILLed; a new worker process (lease LEASE_MS, concurrency RECOVER_CONCURRENCY)
  *     recovers them all. Reported: from the kill until every run is terminal, and the part of it

@@ -118,6 +118,8 @@ export class Execution {
 
   /** The run was never claimed before this execution's claim: nothing of its turn is stored yet. */
   private readonly firstStart: boolean;
+  /** Ends the session log's knowledge that this process executes the run (its deltas are numbered here). */
+  private readonly executesHere: () => void;
 
   constructor(env: ExecutionEnv, run: RunRecord, o: { firstStart?: boolean } = {}) {
     this.env = env;
@@ -125,6 +127,7 @@ export class Execution {
     this.firstStart = o.firstStart ?? false;
     this.token = run.fencingToken;
     this.leaseHeldUntil = run.lease?.expiresAt ?? Date.now() + env.leaseMs;
+    this.executesHere = env.book.sessions.log.executes(run.id);
     this.done = this.execute().finally(() => this.cleanup());
   }
 
@@ -187,6 +190,7 @@ export class Execution {
     clearInterval(this.renewTimer);
     clearInterval(this.controlTimer);
     clearTimeout(this.deadlineTimer);
+    this.executesHere();
     this.sink = undefined;
     this.handle = undefined;
   }

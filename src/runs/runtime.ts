@@ -522,7 +522,8 @@ export class RunsApi {
     // A move short of `until` (to running, say) is not worth a read.
     const listen = (sessionId: string) =>
       this.rt.sessions.log.subscribe(sessionId, (item) => {
-        if (item.kind === 'changed') return wakeUp.wake();
+        // A notice of this process's own commits only: their events came here already.
+        if (item.kind === 'changed') return item.own ? undefined : wakeUp.wake();
         if (item.kind === 'event' && item.event.runId === id && item.event.type === 'run/status' && reached(item.event.data.to)) {
           heard = this.rt.executions.get(id)?.endedWith(item.event.id);
           wakeUp.wake();

@@ -239,7 +239,8 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
     }
     waitingSince = undefined;
     const forMessage = streams && !endHeard(events, i);
-    const forRun = running !== undefined && running !== gaveUpOnRun && e.runId !== running && !runCommitHeard(events, i);
+    // A run this process executes numbers its deltas after every event this process committed or heard of, at once.
+    const forRun = running !== undefined && running !== gaveUpOnRun && e.runId !== running && !runCommitHeard(events, i) && !log.numbersAfter(sessionId, running, seq);
     if (!crossNode || seq <= deltasAfter || (!forMessage && !forRun)) {
       writerSince = undefined;
       return false;

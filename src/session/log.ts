@@ -29,6 +29,13 @@ const ALL = Symbol('all sessions');
 const MAX_POSITIONS = 10_000;
 
 /**
+ * The longest a check of the followed sessions (after a change the store could not detail) waits
+ * for the store to confirm that its notices caught up, when it does not (its connection for
+ * notices is down): as long as a feed waits for deltas (NOTICE_WAIT_MS in feed.ts).
+ */
+const NOTICES_WAIT_MS = 10_000;
+
+/**
  * What a follower of a session hears: an event this process committed, a delta, or `changed`:
  * another process committed to the session; read the log after what you have.
  */
@@ -59,9 +66,10 @@ export type LiveItem =
   | { kind: 'delta'; delta: DeltaEvent; id: string; fromAnotherNode?: true };
 /**
  * `changed`: another process committed to the session, up to seq `upTo`. A reader reads the log up
- * to there, not further: what was committed after may follow deltas still on their way.
+ * to there, not further: what was committed after may follow deltas still on their way. `own`:
+ * the store's notice of commits that were all this process's, published already (a reader has them).
  */
-export type LiveListener = (e: LiveItem | { kind: 'changed'; sessionId: string; upTo: number }) => void;
+export type LiveListener = (e: LiveItem | { kind: 'changed'; sessionId: string; upTo: number; own?: true }) => void;
 
 /**
  * The session's append-only event log: validation, blob extraction and seq allocation on the way
@@ -203,7 +211,7 @@ export class SessionLog {
   private numbers = false;
 
   /**
-   * This process makes model calls whose deltas other nodes relay (a worker on PostgreSQL): it
+   * This process makes model calls whose deltas other nodes relay (a worker on PostgreSQL, or on a SQLite file): it
    * listens to the other nodes' commits from now on, so that the deltas of a message that streams
    * while another node commits to its session (a message enqueued behind the run, say) are
    * numbered after that commit. A runtime calls it when it starts a worker: listening takes a
@@ -225,6 +233,34 @@ export class SessionLog {
     this.positions.set(sessionId, p);
     if (this.positions.size > MAX_POSITIONS) this.positions.delete(this.positions.keys().next().value!);
     return p;
+  }
+
+  /** Runs this process executes (its worker claimed them: their model calls are made here), with the count of their executions. */
+  private readonly runsHere = new Map<string, number>();
+
+  /**
+   * This process executes the run (a worker here claimed it) until the returned function is
+   * called: its deltas are numbered here (see `numbersAfter`).
+   */
+  executes(runId: string): () => void {
+    this.runsHere.set(runId, (this.runsHere.get(runId) ?? 0) + 1);
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      const n = this.runsHere.get(runId)! - 1;
+      if (n === 0) this.runsHere.delete(runId);
+      else this.runsHere.set(runId, n);
+    };
+  }
+
+  /**
+   * Whether the run's deltas are numbered after the session's durable event `seq` from now on:
+   * the run executes in this process, which committed that event or heard of it. No delta of the
+   * run numbered before that event can come any more (a feed need not wait for one: see `follow`).
+   */
+  numbersAfter(sessionId: string, runId: string, seq: number): boolean {
+    return this.runsHere.has(runId) && (this.positions.get(sessionId)?.seq ?? 0) >= seq;
   }
 
   private recent: RecentDeltas | undefined;
@@ -346,6 +382,8 @@ export class SessionLog {
   }
   private stopFollowing: (() => void) | undefined;
   private checking = false;
+  /** A change without details came while the followed sessions were being checked: check again after. */
+  private checkAgain = false;
 
   /**
    * While sessions are followed here, commits of other processes (the store tells when there are
@@ -356,11 +394,21 @@ export class SessionLog {
     if (this.stopFollowing || !this.store.changes) return;
     this.stopFollowing = this.store.changes((change) => {
       if (change?.message) return this.received(change.sessionId, change.message);
-      if (change) return this.changedTo(change.sessionId, change.lastSeq);
-      if (this.checking) return;
+      if (change) return this.changedTo(change.sessionId, change.lastSeq, change.own);
+      if (this.checking) {
+        this.checkAgain = true;
+        return;
+      }
       this.checking = true;
-      void this.tellFollowers().finally(() => (this.checking = false));
+      void this.checkFollowed().finally(() => (this.checking = false));
     });
+  }
+
+  private async checkFollowed(): Promise<void> {
+    do {
+      this.checkAgain = false;
+      await this.tellFollowers();
+    } while (this.checkAgain && this.stopFollowing);
   }
 
   private unfollowOthers(): void {
@@ -374,23 +422,37 @@ export class SessionLog {
    * A session's log moved to `lastSeq` (the store said so): its followers read what they miss, and
    * the deltas this process makes for it from now on are numbered after it.
    */
-  private changedTo(sessionId: string, lastSeq: number): void {
+  private changedTo(sessionId: string, lastSeq: number, own?: true): void {
     const p = this.positions.get(sessionId);
     if (p && lastSeq > p.seq) {
       p.seq = lastSeq;
       p.n = 0;
     }
     if (!this.heard(sessionId, lastSeq) || this.live.listenerCount(sessionId) === 0) return;
-    this.live.emit(sessionId, { kind: 'changed', sessionId, upTo: lastSeq });
+    this.live.emit(sessionId, own ? { kind: 'changed', sessionId, upTo: lastSeq, own } : { kind: 'changed', sessionId, upTo: lastSeq });
   }
 
+  /**
+   * Something changed, the store cannot tell what (a commit of a process that does not notify its
+   * commits, or a reconnection): the followed sessions are read. On a store that relays other
+   * nodes' deltas, what a read finds may have been committed after deltas still on their way to
+   * this process, so the notices of what was committed before the read come first (see
+   * `noticesCaughtUp`), for at most NOTICES_WAIT_MS.
+   */
   private async tellFollowers(): Promise<void> {
     const followed = this.live.eventNames().filter((n): n is string => typeof n === 'string' && this.live.listenerCount(n) > 0);
     if (!this.followed()) return this.unfollowOthers();
+    const read: Array<[string, number]> = [];
     for (const sessionId of followed) {
       const s = await this.store.getSession(sessionId).catch(() => undefined);
-      if (s) this.changedTo(sessionId, s.lastSeq);
+      if (s) read.push([sessionId, s.lastSeq]);
     }
+    if (this.store.broadcast && read.some(([sessionId, seq]) => seq > (this.heardSeqs.get(sessionId) ?? 0))) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([this.noticesCaughtUp(), new Promise<void>((resolve) => (timer = setTimeout(resolve, NOTICES_WAIT_MS)))]);
+      clearTimeout(timer);
+    }
+    for (const [sessionId, seq] of read) this.changedTo(sessionId, seq);
   }
 
   /**

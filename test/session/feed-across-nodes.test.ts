@@ -1,5 +1,10 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { defineAgent, follow, openSqliteStore, ScriptedModel, Sessions, type FeedItem, type ScriptedResponse, type SqliteStore, type Store, type StoreChange } from '../../src/index.ts';
+import { z } from 'zod';
+import { createRuntime, defineAgent, follow, openSqliteStore, ScriptedModel, Sessions, tool, type FeedItem, type ScriptedResponse, type SqliteStore, type Store, type StoreChange } from '../../src/index.ts';
+import { deferred } from '../support/deferred.ts';
 import { expectIdsToGrow, followInBackground, textOf, waitFor } from '../support/feed-helpers.ts';
 
 /**
@@ -323,5 +328,54 @@ describe('the live feed across nodes', () => {
     expect(textOf(reader.items)).toBe('one two three ');
     expect(reader.items.at(-1)!.kind).toBe('event');
     release();
+  });
+});
+
+describe('the live feed on a store that relays, with the run executed on this node', () => {
+  it("an event this node commits while its own run runs without streaming (a tool) is yielded at once, not after the run's next commit", async () => {
+    // A SQLite file relays across its processes (ADR-0035): its feeds wait for other nodes' writers.
+    // This node's own worker numbers its deltas after this node's commits at once: nothing to wait for.
+    const dir = mkdtempSync(join(tmpdir(), 'keel-feed-'));
+    const store = openSqliteStore({ path: join(dir, 'keel.db') });
+    const toolGate = deferred();
+    const toolStarted = deferred();
+    const slow = tool({
+      name: 'slow',
+      description: 'Waits for the test',
+      input: z.object({}),
+      execute: async () => {
+        toolStarted.resolve();
+        await toolGate.promise;
+        return 'done';
+      },
+    });
+    const agent = defineAgent({ name: 'a', model: new ScriptedModel([{ chunks: ['calling '], toolCalls: [{ name: 'slow', input: {} }] }, { chunks: ['done'] }], { loop: true }), tools: [slow] });
+    const rt = createRuntime({ store, agents: [agent] });
+    rt.startWorker({ pollMs: 20 });
+    try {
+      expect(store.broadcast).toBeDefined();
+      const s = await rt.sessions.create({ agent: 'a' });
+      // No writer wait would end on its own within the test.
+      const feed = followInBackground(rt.sessions.log, s.id, { writerWaitMs: 600_000 });
+      const { run } = await rt.sessions.send(s.id, 'go');
+      await toolStarted.promise;
+      const queued = await rt.sessions.send(s.id, 'and then', { ifBusy: 'enqueue' });
+      expect(queued.run.status).toBe('queued');
+      const lastSeq = (await rt.sessions.get(s.id)).lastSeq;
+      // The tool still runs: the run has not committed since.
+      await feed.untilSeq(lastSeq);
+      expect((await rt.runs.get(run.id)).status).toBe('running');
+      toolGate.resolve();
+      await rt.runs.wait(queued.run.id, { until: 'terminal' });
+      await feed.untilSeq((await rt.sessions.get(s.id)).lastSeq);
+      await feed.stop();
+      expectIdsToGrow(feed.items);
+      expect(textOf(feed.items)).toBe('calling donecalling done');
+    } finally {
+      toolGate.resolve();
+      await rt.close();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

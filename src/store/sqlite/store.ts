@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
-import type { Store, StoreOps } from '../port.ts';
+import type { JsonObject, Store, StoreChange, StoreOps } from '../port.ts';
 import { CommitQueue } from './commit-queue.ts';
 import { migrate } from './migrations.ts';
 import { createOperations, type SyncOps } from './operations.ts';
@@ -11,6 +11,7 @@ import { WAIT_PLAN } from './waits.ts';
 import { WalFlusher } from './wal-flusher.ts';
 import { FileWriteLock } from './file-write-lock.ts';
 import { LIMIT_PLAN } from './limit-operations.ts';
+import { LiveRelay } from './live-relay.ts';
 
 export interface SqliteStoreOptions {
   /** Database file; `:memory:` for a private in-memory database. Default: $KEEL_DB or ./.keel/keel.db */
@@ -30,6 +31,14 @@ export interface SqliteStoreOptions {
  * for the same commits (ADR-0033); 40,000 frames made each one a 12–18 ms pause.
  */
 const FLUSHED_WAL_CHECKPOINT_FRAMES = 16_000;
+
+/**
+ * While other processes on the file are on its local bus (ADR-0035), they tell of their commits
+ * themselves, with the session and seq: SQLite's data_version, which changes with each of them
+ * as well, tells of commits off the bus (a `keel` command, an older Keel) at most this often,
+ * instead of at every 50 ms poll (each time the session log reads every followed session).
+ */
+const OFF_BUS_CHANGES_MS = 1_000;
 
 export const defaultDbPath = (): string => process.env.KEEL_DB || resolve('.keel', 'keel.db');
 
@@ -156,6 +165,17 @@ export class SqliteStore extends WithStoreOps implements Store {
   private lockReleased = false;
   private readonly sync: SyncOps;
   private readonly ops: StoreOps;
+  private closing = false;
+
+  /**
+   * To the other processes (and store instances) on the same file, through the file's local bus
+   * (ADR-0035): absent for `:memory:`, which has no other. See `Store.broadcast`.
+   */
+  readonly broadcast?: (sessionId: string, message: JsonObject) => void;
+  /** See `Store.noticesCaughtUp`: a barrier on the local bus. Absent for `:memory:`. */
+  readonly noticesCaughtUp?: () => Promise<void>;
+  /** The live feed's relay on the file's local bus: joined by the first `changes` or `broadcast`, left on close. */
+  private relay: LiveRelay | undefined;
 
   constructor(options: SqliteStoreOptions = {}) {
     super();
@@ -188,8 +208,45 @@ export class SqliteStore extends WithStoreOps implements Store {
     this.fileLock = this.path !== ':memory:' ? FileWriteLock.open(this.path) : undefined;
     this.queue = new CommitQueue(this.db, flusher ? () => flusher.committed() : undefined, this.fileLock ? { lock: this.fileLock, timeoutMs: busyTimeoutMs } : undefined);
     const queue = this.queue;
-    this.sync = createOperations(this.db, prepareStatements(this.db), { whenCommitted: (fn) => queue.whenCommitted(fn), transactionNumber: () => queue.transactionNumber });
+    const sync = createOperations(this.db, prepareStatements(this.db), { whenCommitted: (fn) => queue.whenCommitted(fn), transactionNumber: () => queue.transactionNumber });
+    // An append's commit is noticed on the local bus, at once on commit (before anything else runs:
+    // a barrier's answer written later comes after it), while the store is a member.
+    const append = sync.append;
+    sync.append = (sessionId, drafts, options) => {
+      const stored = append(sessionId, drafts, options);
+      const relay = this.relay;
+      if (relay !== undefined && stored.length > 0) {
+        const first = stored[0]!.seq;
+        const last = stored[stored.length - 1]!.seq;
+        queue.whenCommitted(() => relay.committed(sessionId, first, last));
+      }
+      return stored;
+    };
+    this.sync = sync;
     this.ops = inTransaction(this.db, this.sync, this.queue);
+    if (this.path !== ':memory:' && this.path !== '') {
+      this.broadcast = (sessionId, message) => this.joinRelay()?.broadcast(sessionId, message);
+      this.noticesCaughtUp = () => this.relay?.caughtUp() ?? Promise.resolve();
+    }
+  }
+
+  /** Joins the file's local bus, once (not for `:memory:`, nor once closed). */
+  private joinRelay(): LiveRelay | undefined {
+    if (this.relay || this.closing || !this.broadcast) return this.relay;
+    this.relay = new LiveRelay(this.path, (change) => {
+      for (const l of [...this.changeListeners]) l(change);
+    });
+    return this.relay;
+  }
+
+  /** Where this store listens on its file's local bus (a Unix socket), once it joined; undefined before, and for `:memory:`. */
+  get liveSocket(): string | undefined {
+    return this.relay?.socket;
+  }
+
+  /** Broadcast messages not delivered to another process: dropped for a slow one, or too large (1 MB). */
+  get droppedBroadcasts(): number {
+    return this.relay?.dropped ?? 0;
   }
 
   /**
@@ -221,8 +278,11 @@ export class SqliteStore extends WithStoreOps implements Store {
     };
   }
 
-  private readonly changeListeners = new Set<() => void>();
+  private readonly changeListeners = new Set<(change?: StoreChange) => void>();
   private changeTimer: ReturnType<typeof setInterval> | undefined;
+  /** data_version changed since its listeners were last told (see OFF_BUS_CHANGES_MS), and when they were. */
+  private untoldChange = false;
+  private changeToldAt = 0;
   private dataVersion: number | undefined;
   private dataVersionStatement: Database.Statement<[], number> | undefined;
 
@@ -233,11 +293,16 @@ export class SqliteStore extends WithStoreOps implements Store {
   }
 
   /**
-   * Other connections' commits, noticed by SQLite's `data_version` (it changes when another
-   * connection commits), read every 50 ms while someone listens: a cheap read, no scan.
+   * Commits and broadcasts of the other processes on the file, through its local bus (ADR-0035):
+   * every member's commits, this store's own included, with their session and seq, and the
+   * members' broadcasts. And commits of connections that are not on the bus (a command-line tool,
+   * an older Keel), without details, noticed by SQLite's `data_version` (it changes when another
+   * connection commits), read every 50 ms while someone listens: a cheap read, no scan (told at
+   * most every OFF_BUS_CHANGES_MS while other processes are on the bus).
    */
-  changes(listener: () => void): () => void {
+  changes(listener: (change?: StoreChange) => void): () => void {
     this.changeListeners.add(listener);
+    this.joinRelay();
     if (!this.changeTimer) {
       // The version now: a commit of another connection right after this call is a change (the
       // first tick would otherwise take it as where it started from).
@@ -250,9 +315,16 @@ export class SqliteStore extends WithStoreOps implements Store {
         void this.queue
           .serial(() => this.readDataVersion())
           .then((v) => {
-            const changed = this.dataVersion !== undefined && v !== this.dataVersion;
+            if (this.dataVersion !== undefined && v !== this.dataVersion) this.untoldChange = true;
             this.dataVersion = v;
-            if (changed) for (const l of [...this.changeListeners]) l();
+            if (!this.untoldChange) return;
+            // Other processes on the bus tell of their commits themselves; data_version changes with
+            // each of them too, and is told at most every OFF_BUS_CHANGES_MS then.
+            const now = Date.now();
+            if ((this.relay?.peers ?? 0) > 0 && now - this.changeToldAt < OFF_BUS_CHANGES_MS) return;
+            this.untoldChange = false;
+            this.changeToldAt = now;
+            for (const l of [...this.changeListeners]) l();
           })
           .catch(() => {});
       }, 50);
@@ -264,6 +336,7 @@ export class SqliteStore extends WithStoreOps implements Store {
         clearInterval(this.changeTimer);
         this.changeTimer = undefined;
         this.dataVersion = undefined;
+        this.untoldChange = false;
       }
     };
   }
@@ -274,6 +347,8 @@ export class SqliteStore extends WithStoreOps implements Store {
   }
 
   async close(): Promise<void> {
+    this.closing = true;
+    this.relay?.close();
     clearInterval(this.changeTimer);
     this.changeTimer = undefined;
     this.changeListeners.clear();
