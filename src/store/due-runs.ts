@@ -1,32 +1,11 @@
 /**
  * When a run no worker holds is next due (ADR-0034): the first of its wait's deadline (a sleep's
  * wake-up included) and its own deadline. Both backends keep it as a generated column, `due_at`,
- * computed by the database from the row itself (nobody writes it, so no path can forget to), with
- * a partial index on (due_at, id): a sweep reads what is due from the index, a bounded page at a
- * time, and its cost follows what is due, not how many runs wait.
+ * computed by the database from the row (the runs layer never writes it, so no path can forget
+ * to), with a partial index on (due_at, id): a sweep reads what is due from the index
+ * (`StoreOps.dueRuns`), a bounded page at a time, and its cost follows what is due, not how many
+ * runs wait.
  */
-import type { RunRecord } from './port.ts';
-
-/** A run that is due, with the due time it was found by (the cursor of the next page). */
-export interface DueRun {
-  run: RunRecord;
-  dueAt: number;
-}
-
-/** Where the next page of due runs starts: after this (due time, id). */
-export interface DueCursor {
-  dueAt: number;
-  id: string;
-}
-
-/** The operation of the storage port (part of StoreOps). */
-export interface DueRunStoreOps {
-  /**
-   * Runs that no worker holds and that are due at `now` (their `due_at` <= now), by due time then
-   * id, after `after`, at most `limit`: from the index, never a scan of the idle runs.
-   */
-  dueRuns(now: number, page: { after?: DueCursor; limit: number }): Promise<DueRun[]>;
-}
 
 /** Statuses in which no worker holds a run: its deadline is the sweep's to enforce. */
 const IDLE = `'queued','paused','waiting_approval','waiting_for_user','sleeping','waiting_for_signal'`;

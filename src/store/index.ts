@@ -7,4 +7,3 @@ export * from './webhooks.ts';
 export { hasNul, NUL_REFUSAL, refuseNul } from './plain-text.ts';
 export type { CallbackRecord, SignalRecord, WaitStoreOps } from './wait-rows.ts';
 export type { LimitAcquire, LimitGrant, LimitStoreOps } from './limit-rows.ts';
-export type { DueCursor, DueRun, DueRunStoreOps } from './due-runs.ts';

@@ -8,7 +8,6 @@
 import type { WebhookStoreOps } from './webhooks.ts';
 import type { WaitStoreOps } from './wait-rows.ts';
 import type { LimitStoreOps } from './limit-rows.ts';
-import type { DueRunStoreOps } from './due-runs.ts';
 
 export type JsonObject = { [key: string]: unknown };
 
@@ -322,8 +321,27 @@ export interface UsageTotals {
   cost: number;
 }
 
+/** A run that is due (see `StoreOps.dueRuns`), with the due time it was found by (the cursor of the next page). */
+export interface DueRun {
+  run: RunRecord;
+  dueAt: number;
+}
+
+/** Where the next page of due runs starts: after this (due time, id). */
+export interface DueCursor {
+  dueAt: number;
+  id: string;
+}
+
 /** Every data operation. Inside `transaction` they all commit or roll back together. */
-export interface StoreOps extends WebhookStoreOps, WaitStoreOps, LimitStoreOps, DueRunStoreOps {
+export interface StoreOps extends WebhookStoreOps, WaitStoreOps, LimitStoreOps {
+  /**
+   * Runs that no worker holds and that are due at `now` (the first of their wait's deadline and
+   * their own deadline is at or before it), by due time then id, after `after`, at most `limit`:
+   * from the index on the due time (ADR-0034, store/due-runs.ts), never a scan of the idle runs.
+   */
+  dueRuns(now: number, page: { after?: DueCursor; limit: number }): Promise<DueRun[]>;
+
   createSession(s: NewSession): Promise<SessionRecord>;
   getSession(id: string): Promise<SessionRecord | undefined>;
   listSessions(page: SessionPage): Promise<SessionRecord[]>;
