@@ -218,6 +218,20 @@ describe('durable sleep', () => {
     expect(ofType(events, 'wait/resolved').map((e) => e.data.by)).toEqual(['steer']);
   });
 
+  it('a message sent to its session to steer (ifBusy: steer) wakes it as runs.steer does (wakeOnSteer)', async () => {
+    const clock = manualClock();
+    const { agent, model } = agentOf(sleepScript(), [sleepTool({ wakeOnSteer: true })]);
+    const { rt } = start([agent], clock);
+    const s = await rt.sessions.create();
+    const { run } = await rt.sessions.send(s.id, 'go');
+    expect((await rt.runs.wait(run.id)).status).toBe('sleeping');
+    expect((await rt.sessions.send(s.id, 'wake up, it is ready', { ifBusy: 'steer' })).outcome).toBe('steered');
+    // No time passes: the message wakes it.
+    expect((await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 5000 })).status).toBe('completed');
+    expect(lastToolResults(model)).toEqual([{ type: 'text', value: expect.stringMatching(/^woke at .*a message arrived$/) }]);
+    expect(JSON.stringify(model.calls.at(-1)!.prompt)).toContain('wake up, it is ready');
+  });
+
   for (const backend of ['sqlite', 'postgres'] as const) {
     it(`two workers racing to wake the same run: one wake, one resumption (${backend})`, async () => {
       const clock = manualClock();
