@@ -130,6 +130,8 @@ export async function checkChaos(input: CheckInput): Promise<CheckResult> {
   const logOfRun = new Map<string, SessionEvent[]>();
   const scheduleMessages = new Set(book.schedules.map((s) => s.message));
   const scheduledRuns: string[] = [];
+  /** The first message of each run of the sessions that stay (what it was asked). */
+  const asked = new Map<string, string>();
   let events = 0;
   for (const { id: sessionId } of all) {
     if (erased.has(sessionId)) continue;
@@ -161,6 +163,7 @@ export async function checkChaos(input: CheckInput): Promise<CheckResult> {
       checkWaits(run, mine, executions, book, v, saw);
       const first = mine.find((e) => e.type === 'user/message');
       const text = first ? textOfMessage(first) : undefined;
+      if (text !== undefined) asked.set(run.id, text);
       if (text !== undefined && scheduleMessages.has(text)) scheduledRuns.push(run.id);
       if (run.status === 'completed') {
         // It answered its task and saw everything steered into it.
@@ -188,7 +191,7 @@ export async function checkChaos(input: CheckInput): Promise<CheckResult> {
   }
 
   await checkSignals(db, book, logOfRun, erasedRuns, v);
-  await checkSchedules(db, book, fired, scheduledRuns, runById, erased, v, saw);
+  await checkSchedules(db, book, fired, scheduledRuns, asked, runById, erased, v, saw);
   await checkWebhooks(db, book, input.received, heard, erased, v, saw);
   await checkErased(db, erased, runsOf, v);
 
@@ -218,6 +221,7 @@ export async function checkChaos(input: CheckInput): Promise<CheckResult> {
     'questions answered by default at their deadline',
     'questions timed out at their deadline',
     'sleeps woken by the clock',
+    'sleeps woken by a message',
     'signals kept before their wait, then taken',
     'signals taken during their wait',
     'signals taken while the run waited for something else',
@@ -355,6 +359,14 @@ function checkWaits(run: RunRecord, events: SessionEvent[], executions: Map<stri
     if (mustHaveEnded && rs.length === 0) v(`${at(c)}: has a result but its wait never ended`);
     const r = rs[0]?.data as { by: string; name?: string; output: Output } | undefined;
     if (r) sameResult(r.output);
+    // The clock never ends a wait before its time: a sleep's wake-up, a signal's deadline, as the
+    // turn that suspended on it recorded them (one clock: this machine's).
+    if (r && (r.by === 'clock' || r.by === 'deadline')) {
+      const spec = pendingWait(events, c.toolCallId, rs[0]!.seq);
+      const due = spec?.kind === 'sleep' ? spec.until : spec?.deadline;
+      if (due === undefined) v(`${at(c)}: its wait ended by ${r.by}, but no suspended turn recorded a time for it`);
+      else if (rs[0]!.time < due) v(`${at(c)}: its wait ended by ${r.by} ${due - rs[0]!.time} ms before its time`);
+    }
 
     if (kind === 'sleep') {
       if (r) saw(r.by === 'steer' ? 'sleeps woken by a message' : 'sleeps woken by the clock');
@@ -386,6 +398,16 @@ function checkWaits(run: RunRecord, events: SessionEvent[], executions: Map<stri
   }
 }
 
+/** The wait a call asked for, as the last turn that suspended on it before `beforeSeq` recorded it. */
+function pendingWait(events: readonly SessionEvent[], toolCallId: string, beforeSeq: number): { kind: string; until?: number; deadline?: number } | undefined {
+  for (const e of [...events].reverse()) {
+    if (e.seq >= beforeSeq || e.type !== 'turn/end') continue;
+    const p = ((e.data as { pending?: Array<{ toolCallId: string; wait?: { kind: string; until?: number; deadline?: number } }> }).pending ?? []).find((x) => x.toolCallId === toolCallId);
+    if (p) return p.wait;
+  }
+  return undefined;
+}
+
 /** The signals as stored: one row per delivery the driver was told was taken, consumed exactly when a wait took it. */
 async function checkSignals(db: ChaosDb, book: ChaosBook, logOfRun: Map<string, SessionEvent[]>, erasedRuns: Set<string>, v: (s: string) => void): Promise<void> {
   const rows = await db.all<{ run_id: string; name: string; payload: string; source: string; consumed_at: number | string | null }>('SELECT run_id, name, payload, source, consumed_at FROM run_signals');
@@ -413,6 +435,7 @@ async function checkSchedules(
   book: ChaosBook,
   fired: ReadonlyArray<{ sessionId: string; scheduleId: string; tick: number; runId: string }>,
   scheduledRuns: readonly string[],
+  asked: Map<string, string>,
   runById: Map<string, RunRecord>,
   erased: Set<string>,
   v: (s: string) => void,
@@ -445,6 +468,7 @@ async function checkSchedules(
     if (!run) v(`schedule ${s.id}: tick ${f.tick} fired run ${f.run_id}, which does not exist`);
     else if (run.sessionId !== f.session_id) v(`schedule ${s.id}: tick ${f.tick} names session ${f.session_id}, its run is in ${run.sessionId}`);
     if (f.session_id && erased.has(f.session_id)) v(`schedule ${s.id}: tick ${f.tick}'s fire is left of erased session ${f.session_id}`);
+    else if (asked.get(f.run_id) !== s.message) v(`schedule ${s.id}: tick ${f.tick} fired run ${f.run_id}, which was asked ${JSON.stringify(asked.get(f.run_id))}, not the schedule's message`);
     const events = fired.filter((e) => e.scheduleId === s.id && e.tick === f.tick);
     if (f.session_id && !erased.has(f.session_id) && (events.length !== 1 || events[0]!.runId !== f.run_id || events[0]!.sessionId !== f.session_id)) {
       v(`schedule ${s.id}: tick ${f.tick} (run ${f.run_id}) has ${events.length} schedule/fired events: ${short(events)}`);

@@ -247,6 +247,34 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       book.accepted.set(r.messageId, { sessionId, runId: r.runId, kind: r.outcome as 'created' | 'enqueued' | 'steered', text });
       return r;
     };
+    /** Steers a message into one run (POST /v1/runs/{id}/steer or runs.steer). */
+    const steerRun = async (run: RunRecord, text: string): Promise<string | undefined> => {
+      let messageId: string | undefined;
+      if (chance(0.5)) messageId = ((await ok(`steer ${run.id}`, api('POST', `/v1/runs/${run.id}/steer`, { content: text })))?.message as { id: string } | undefined)?.id;
+      else {
+        try {
+          messageId = (await rt.runs.steer(run.id, text)).message.id;
+        } catch (e) {
+          unexpected(`steer ${run.id}`, e);
+        }
+      }
+      if (messageId) book.accepted.set(messageId, { sessionId: run.sessionId, runId: run.id, kind: 'steered', text });
+      return messageId;
+    };
+    /**
+     * Steers a message into a sleeping run, through its session or to the run, and checks that once
+     * that is accepted, the sleep (which wakes on steering) no longer waits: the call it slept in
+     * was decided (by the message, or by the clock just before it).
+     */
+    const wakeUp = async (run: RunRecord, toolCallId: string) => {
+      const text = `wake w${++n}`;
+      const how = chance(0.5) ? 'runs.steer' : 'a message to its session';
+      const accepted = how === 'runs.steer' ? await steerRun(run, text) : await send(run.sessionId, text, 'steer');
+      if (!accepted) return;
+      const after = await st.getRun(run.id);
+      const w = after?.waiting as unknown as Waiting | null | undefined;
+      if (w?.calls.some((x) => x.toolCallId === toolCallId) && !w.decisions[toolCallId]) v(`run ${run.id}: steered by ${how} while it slept in ${toolCallId}, it sleeps on`);
+    };
     /** A task with random waits; some of its signals are delivered at once, before its wait can start. */
     const sendTask = async (sessionId: string, name: string, steps: number, ifBusy: 'reject' | 'enqueue', must: readonly WaitFlag[] = []) => {
       const flags = flagsOf(must);
@@ -359,9 +387,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
      * When the driver acts on each pending call: decided at first sight, at a random moment. What
      * it does comes in turns per kind (so that even a short run approves, denies, answers, and
      * leaves some waits to their deadline): `danger` deny, approve, approve; `risky`, questions and
-     * `sigdl` signals left to their deadline or decided (answered, delivered) in turn.
+     * `sigdl` signals left to their deadline or decided (answered, delivered) in turn; every third
+     * sleep is steered.
      */
-    const plans = new Map<string, { at: number; act: 'approve' | 'deny' | 'answer' | 'signal' | 'leave'; done?: boolean }>();
+    const plans = new Map<string, { at: number; act: 'approve' | 'deny' | 'answer' | 'signal' | 'steer' | 'leave'; done?: boolean }>();
     const planFor = (c: Waiting['calls'][number]) => {
       const soon = (ms: number) => Date.now() + Math.random() * ms;
       if (c.kind === 'approval') {
@@ -375,6 +404,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         if (c.wait?.name?.startsWith('sigdl-') && inTurn('sigdl', 2) === 0) return { at: Infinity, act: 'leave' as const };
         return { at: soon(1500), act: 'signal' as const };
       }
+      // Every third sleep gets a message soon (it wakes, unless its time comes first).
+      if (c.kind === 'sleep' && inTurn('sleep', 3) === 0) return { at: soon(500), act: 'steer' as const };
       return { at: Infinity, act: 'leave' as const };
     };
     const waitsPass = async () => {
@@ -394,6 +425,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
           plan.done = true;
           if (c.kind === 'approval') void track(decide(run.id, c.toolCallId, plan.act !== 'deny'));
           else if (c.kind === 'input') void track(answer(run.id, c.toolCallId, c.toolName));
+          else if (plan.act === 'steer') void track(wakeUp(run, c.toolCallId));
           else if (c.kind === 'signal' && c.wait?.name) {
             const name = c.wait.name;
             // A callback's token is in the ledger once its tool ran (it did: the run waits).
@@ -472,9 +504,13 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         try {
           if (roll < 0.3) await sendTask(sessionId, `t${n}`, 2 + (n % 4), 'enqueue');
           else if (roll < 0.5) {
-            // Steering goes to a session whose run is active, waiting ones too (a sleep wakes).
+            // Steering goes to an active run, waiting ones too (every other time a sleeping one, which
+            // wakes), through its session (if_busy: steer) or to the run itself (runs.steer).
             const active = (await st.listRuns({ statuses: ['running', 'queued', ...WAITING], limit: 1000 })).filter((r) => !r.queuedBehind && pool.includes(r.sessionId));
-            await send(active.length > 0 ? pick(active).sessionId : sessionId, `steer s${n}`, 'steer');
+            const sleeping = active.filter((r) => r.status === 'sleeping');
+            const target = sleeping.length > 0 && inTurn('steer a sleep', 2) === 0 ? pick(sleeping) : active.length > 0 ? pick(active) : undefined;
+            if (target && chance(0.5)) await steerRun(target, `steer s${n}`);
+            else await send(target?.sessionId ?? sessionId, `steer s${n}`, 'steer');
           } else if (roll < 0.58) {
             const live = (await st.listRuns({ sessionId, limit: 100 })).filter((r) => !isTerminal(r.status));
             if (live.length > 0) {
@@ -685,9 +721,9 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     const report = await runChaos({
       backend,
       ...(postgresUrl ? { postgresUrl } : {}),
-      sessions: arg('sessions', 24),
+      sessions: arg('sessions', 30),
       actionsPerSession: arg('actions', 6),
-      kills: arg('kills', 40),
+      kills: arg('kills', 60),
       workers: arg('workers', 2),
       keep: process.argv.includes('--keep'),
       log: (l) => console.log(l),
