@@ -306,44 +306,55 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       return p;
     };
     let finishing = false;
+    /**
+     * Decides an approval (now and then two opposite decisions at once, one by HTTP and one by the
+     * library: exactly one may be accepted).
+     */
     const decide = async (runId: string, callId: string, approved: boolean) => {
       const key = `${runId}/${callId}`;
-      let accepted = false;
-      if (viaOf() === 'api') {
-        accepted = (await ok(`decide ${key}`, api('POST', `/v1/runs/${runId}/approvals/${callId}`, approved ? { decision: 'approve' } : { decision: 'deny', reason: 'chaos says no' }))) !== undefined;
-      } else {
-        try {
-          await (approved ? rt.runs.approve(runId, callId) : rt.runs.deny(runId, callId, { reason: 'chaos says no' }));
-          accepted = true;
-        } catch (e) {
-          unexpected(`decide ${key}`, e);
+      const once = async (yes: boolean, via: 'api' | 'library') => {
+        let accepted = false;
+        if (via === 'api') {
+          accepted = (await ok(`decide ${key}`, api('POST', `/v1/runs/${runId}/approvals/${callId}`, yes ? { decision: 'approve' } : { decision: 'deny', reason: 'chaos says no' }))) !== undefined;
+        } else {
+          try {
+            await (yes ? rt.runs.approve(runId, callId) : rt.runs.deny(runId, callId, { reason: 'chaos says no' }));
+            accepted = true;
+          } catch (e) {
+            unexpected(`decide ${key}`, e);
+          }
         }
-      }
-      if (!accepted) return;
-      const before = book.decisions.get(key);
-      if (before && before.approved !== approved) v(`${key}: a ${approved ? 'approval' : 'denial'} was accepted after a ${before.approved ? 'approval' : 'denial'}`);
-      book.decisions.set(key, { approved });
-      decisions++;
-      acted.emit('acted');
+        if (!accepted) return;
+        const before = book.decisions.get(key);
+        if (before && before.approved !== yes) v(`${key}: a ${yes ? 'approval' : 'denial'} was accepted after a ${before.approved ? 'approval' : 'denial'}`);
+        book.decisions.set(key, { approved: yes });
+        decisions++;
+        acted.emit('acted');
+      };
+      await (inTurn('two decisions', 8) === 0 ? Promise.all([once(approved, 'api'), once(!approved, 'library')]) : once(approved, viaOf()));
     };
+    /** Answers a question (now and then two different answers at once: exactly one may be accepted). */
     const answer = async (runId: string, callId: string, toolName: string) => {
       const key = `${runId}/${callId}`;
-      const nonce = randomUUID();
-      const a: JsonValue = toolName === 'confirm' ? { ok: 'yes', nonce } : { pick: pick(['a', 'b', 'c']), nonce };
-      let accepted = false;
-      if (viaOf() === 'api') accepted = (await ok(`answer ${key}`, api('POST', `/v1/runs/${runId}/input`, { answers: a, tool_call_id: callId }))) !== undefined;
-      else {
-        try {
-          await rt.runs.input(runId, a, { toolCallId: callId });
-          accepted = true;
-        } catch (e) {
-          unexpected(`answer ${key}`, e);
+      const once = async (via: 'api' | 'library') => {
+        const nonce = randomUUID();
+        const a: JsonValue = toolName === 'confirm' ? { ok: 'yes', nonce } : { pick: pick(['a', 'b', 'c']), nonce };
+        let accepted = false;
+        if (via === 'api') accepted = (await ok(`answer ${key}`, api('POST', `/v1/runs/${runId}/input`, { answers: a, tool_call_id: callId }))) !== undefined;
+        else {
+          try {
+            await rt.runs.input(runId, a, { toolCallId: callId });
+            accepted = true;
+          } catch (e) {
+            unexpected(`answer ${key}`, e);
+          }
         }
-      }
-      if (!accepted) return;
-      if (book.answers.has(key)) v(`${key}: a second answer was accepted`);
-      book.answers.set(key, { answer: a });
-      acted.emit('acted');
+        if (!accepted) return;
+        if (book.answers.has(key)) v(`${key}: a second answer was accepted`);
+        book.answers.set(key, { answer: a });
+        acted.emit('acted');
+      };
+      await (inTurn('two answers', 6) === 0 ? Promise.all([once('api'), once('library')]) : once(viaOf()));
     };
     /** Callback tokens the tools handed out (read from the ledger), by `${runId}/${signal}`. */
     const tokens = new Map<string, string[]>();
@@ -384,29 +395,38 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     };
 
     /**
-     * When the driver acts on each pending call: decided at first sight, at a random moment. What
-     * it does comes in turns per kind (so that even a short run approves, denies, answers, and
-     * leaves some waits to their deadline): `danger` deny, approve, approve; `risky`, questions and
-     * `sigdl` signals left to their deadline or decided (answered, delivered) in turn; every third
-     * sleep is steered.
+     * When and how the driver acts on each pending call: decided at first sight, at a random
+     * moment. What it does is chosen so that even a short run makes every outcome: the first
+     * outcome of `outcomes` that no call of the kind has in a run not cancelled since, else the
+     * next of `rotation` (`danger` approved twice for each denial; `risky` left to its deadline
+     * every other time; questions and `sigdl` signals left or answered (delivered) in turn; every
+     * third sleep steered).
      */
-    const plans = new Map<string, { at: number; act: 'approve' | 'deny' | 'answer' | 'signal' | 'steer' | 'leave'; done?: boolean }>();
-    const planFor = (c: Waiting['calls'][number]) => {
+    type Act = 'approve' | 'deny' | 'answer' | 'signal' | 'steer' | 'leave';
+    const chosen = new Map<string, Array<{ act: Act; runId: string }>>();
+    const choose = (kind: string, runId: string, outcomes: readonly Act[], rotation: readonly Act[]): Act => {
+      const mine = chosen.get(kind) ?? [];
+      const live = (a: Act) => mine.some((x) => x.act === a && !book.cancelRequested.has(x.runId));
+      const act = outcomes.find((a) => !live(a)) ?? rotation[inTurn(kind, rotation.length)]!;
+      chosen.set(kind, [...mine, { act, runId }]);
+      return act;
+    };
+    const plans = new Map<string, { at: number; act: Act; done?: boolean }>();
+    const planFor = (run: RunRecord, c: Waiting['calls'][number]): { at: number; act: Act } => {
       const soon = (ms: number) => Date.now() + Math.random() * ms;
-      if (c.kind === 'approval') {
+      const plan = (act: Act, ms: number) => ({ act, at: act === 'leave' ? Infinity : soon(ms) });
+      if (c.kind === 'approval' && c.toolName === 'danger') {
         // A mixed step's approval comes later: its signal mostly comes while it waits.
-        if (c.toolName === 'danger') return { at: c.toolCallId.endsWith('-mixdanger') ? soon(2000) + 800 : soon(2000), act: inTurn('danger', 3) === 0 ? ('deny' as const) : ('approve' as const) };
-        const i = inTurn('risky', 4);
-        return i === 0 || i === 2 ? { at: Infinity, act: 'leave' as const } : { at: soon(2000), act: i === 1 ? ('approve' as const) : ('deny' as const) };
+        const act = choose('danger', run.id, ['deny', 'approve'], ['approve', 'approve', 'deny']);
+        return { act, at: soon(2000) + (c.toolCallId.endsWith('-mixdanger') ? 800 : 0) };
       }
-      if (c.kind === 'input') return inTurn(c.toolName, 2) === 1 ? { at: soon(2000), act: 'answer' as const } : { at: Infinity, act: 'leave' as const };
-      if (c.kind === 'signal') {
-        if (c.wait?.name?.startsWith('sigdl-') && inTurn('sigdl', 2) === 0) return { at: Infinity, act: 'leave' as const };
-        return { at: soon(1500), act: 'signal' as const };
-      }
-      // Every third sleep gets a message soon (it wakes, unless its time comes first).
-      if (c.kind === 'sleep' && inTurn('sleep', 3) === 0) return { at: soon(500), act: 'steer' as const };
-      return { at: Infinity, act: 'leave' as const };
+      if (c.kind === 'approval') return plan(choose('risky', run.id, ['leave', 'approve', 'deny'], ['leave', 'approve', 'leave', 'deny']), 2000);
+      if (c.kind === 'input') return plan(choose(c.toolName, run.id, ['leave', 'answer'], ['answer', 'leave']), 2000);
+      if (c.kind === 'signal' && c.wait?.name?.startsWith('sigdl-')) return plan(choose('sigdl', run.id, ['leave', 'signal'], ['signal', 'leave']), 1500);
+      if (c.kind === 'signal') return plan('signal', 1500);
+      // A sleep steered soon wakes (unless its time comes first).
+      if (c.kind === 'sleep') return plan(choose('sleep', run.id, ['steer'], ['steer', 'leave', 'leave']), 500);
+      return plan('leave', 0);
     };
     const waitsPass = async () => {
       const waiting = await st.listRuns({ statuses: WAITING, limit: 1000 });
@@ -417,7 +437,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
           if (w!.decisions[c.toolCallId]) continue;
           const key = `${run.id}/${c.toolCallId}`;
           let plan = plans.get(key);
-          if (!plan) plans.set(key, (plan = planFor(c)));
+          if (!plan) plans.set(key, (plan = planFor(run, c)));
           // At the end, what has no deadline is done at once; the rest is left to its deadline.
           const due = plan.at <= now || (finishing && plan.act !== 'leave' && (c.kind === 'signal' ? !c.wait?.name?.startsWith('sigdl-') : c.toolName === 'danger'));
           if (plan.done || !due) continue;
@@ -488,19 +508,24 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       }
     })();
 
-    // The first tasks have every kind of wait between them, whatever the coins say later.
-    for (const [i, sessionId] of pool.entries()) await sendTask(sessionId, `t${i}a`, 2 + (i % 4), 'reject', [WAIT_FLAGS[i % WAIT_FLAGS.length]!, WAIT_FLAGS[(i + 4) % WAIT_FLAGS.length]!]);
+    // The first tasks have every kind of wait between them, each kind two or three times, whatever the coins say later.
+    const flagAt = (k: number) => WAIT_FLAGS[k % WAIT_FLAGS.length]!;
+    for (const [i, sessionId] of pool.entries()) await sendTask(sessionId, `t${i}a`, 2 + (i % 4), 'reject', [flagAt(i), flagAt(i + 3), flagAt(i + 6)]);
 
     // ---- The driver: actions on random sessions, while workers are killed.
     let actionsLeft = o.sessions * o.actionsPerSession;
+    let actions = 0;
+    let eraseDue = 0;
     let killsDone = false;
     const driver = (async () => {
       while (actionsLeft-- > 0 && !killsDone) {
         await sleep(100 + Math.random() * 300);
         if (killsDone || pool.length === 0) break;
         const sessionId = pick(pool);
-        // Every eighth action tries to erase a session; the others are drawn.
-        const roll = ++n % 8 === 0 ? 0.6 : Math.random() * 0.58;
+        // Every eighth action erases a session (or one of the next three, if none was over); the others are drawn.
+        n++;
+        if (++actions % 8 === 0) eraseDue = 4;
+        const roll = eraseDue > 0 ? 0.6 : Math.random() * 0.58;
         try {
           if (roll < 0.3) await sendTask(sessionId, `t${n}`, 2 + (n % 4), 'enqueue');
           else if (roll < 0.5) {
@@ -521,9 +546,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
             }
           } else if (roll < 0.7) {
             // Erase a session whose runs are all over: one a schedule made (their one-step runs end soon), or one of the pool.
-            const shuffled = (ids: string[]) => ids.filter((id) => !book.erased.has(id)).sort(() => Math.random() - 0.5);
-            const fired = (await st.listSessions({ limit: 1000 })).filter((s) => s.title === 'fired').map((s) => s.id);
-            const candidates = [...shuffled(fired).slice(0, 3), ...shuffled(pool).slice(0, 3)];
+            const fired = (await st.listSessions({ limit: 1000 })).filter((s) => s.title === 'fired' && !book.erased.has(s.id)).map((s) => s.id);
+            // The oldest sessions a schedule made (most likely over), and a few of the pool.
+            const candidates = [...fired.slice(0, 6), ...pool.toSorted(() => Math.random() - 0.5).slice(0, 3)];
             let victim: string | undefined;
             let runs: RunRecord[] = [];
             for (const c of candidates) {
@@ -548,6 +573,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
               }
               if (erased) book.erased.add(victim);
             }
+            // Up to four tries (the next actions) until one session was over.
+            eraseDue = victim ? 0 : eraseDue - 1;
           }
         } catch (e) {
           unexpected(`action ${n}`, e);
@@ -575,8 +602,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         let before: Partial<Record<RunStatus, number>> = {};
         let limitWaiters = 0;
         // Kills come in turns: right after the driver acted, while a run waits for a provider
-        // slot, while a run is in the kind of wait the fewest kills saw so far, at random.
-        const trigger = started++ % 4;
+        // slot, twice while a run is in the kind of wait the fewest kills saw so far, at random.
+        const trigger = started++ % 5;
         if (busy && trigger === 0) {
           // The run the driver moved is claimed, resumed, or swept now.
           afterDecision = await new Promise<boolean>((resolve) => {
@@ -593,7 +620,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
           await sleep(Math.random() * 40);
         } else if (busy && trigger === 1) {
           await until(async () => (limitWaiters = await waitersNow()) > 0);
-        } else if (busy && trigger === 2) {
+        } else if (busy && (trigger === 2 || trigger === 3)) {
           const rarest = [...WAITING].sort((a, b) => book.kills.filter((k) => (k.statuses[a] ?? 0) > 0).length - book.kills.filter((k) => (k.statuses[b] ?? 0) > 0).length)[0]!;
           await until(async () => ((before = await st.countRunsByStatus())[rarest] ?? 0) > 0);
         } else if (busy) await sleep(200 + Math.random() * 2300);
@@ -685,6 +712,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       `chaos ${o.backend}: ${report.kills} kills, ${report.sessions} sessions, ${report.runs} runs (${report.cancelled} cancelled), ${report.events} events, ${report.accepted} messages accepted (${report.steered} steered), ${report.decisions} decisions, ${report.signals} signals sent, ${ledger.length} tool executions, ${receiver.received.length} webhook requests: ${report.violations.length} violations (${report.seconds.toFixed(0)} s)`,
     );
     log(`chaos ${o.backend}: seen: ${Object.entries(report.seen).map(([k, n]) => `${k} ${n}`).join('; ')}`);
+    for (const x of report.violations.slice(0, 50)) log(`  violation (${o.backend}): ${x}`);
+    if (report.violations.length > 50) log(`  … and ${report.violations.length - 50} more`);
     return report;
   } finally {
     for (const c of children) if (c.process.exitCode === null && c.process.signalCode === null) c.process.kill('SIGKILL');
@@ -728,8 +757,6 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
       keep: process.argv.includes('--keep'),
       log: (l) => console.log(l),
     });
-    for (const x of report.violations.slice(0, 50)) console.log(`  violation: ${x}`);
-    if (report.violations.length > 50) console.log(`  … and ${report.violations.length - 50} more`);
     failed ||= report.violations.length > 0;
   }
   await stopPostgres();
