@@ -24,6 +24,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { isTerminal, WEBHOOK_EVENT_TYPES, type JsonValue, type RunRecord, type RunStatus, type Runtime, type Store } from '../../src/index.ts';
+import { PROBLEMS, toProblem } from '../../src/server/problems.ts';
 import { startServer, type RunningServer } from '../../src/server/serve.ts';
 import {
   CHAOS_LIMIT_KEY,
@@ -104,17 +105,13 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(Math.random() * xs.length)]!;
 const chance = (p: number) => Math.random() < p;
 
-/** A refusal the library may rightly give (the run or session moved on meanwhile), as opposed to a failure. */
-function isRefusal(e: unknown): boolean {
-  const code = (e as { code?: unknown }).code;
-  return (
-    typeof code === 'string' &&
-    ['illegal_transition', 'run_busy', 'not_found', 'already_decided', 'already_delivered', 'turn_not_over', 'conflict', 'session_archived', 'session_erased', 'gone'].includes(code)
-  );
-}
-
-/** The same for HTTP: 404, 409 and 410 say the run or session moved on. */
+/**
+ * A refusal the API may rightly give (the run or session moved on meanwhile: 404, 409, 410), as
+ * opposed to a failure. The library's errors are judged as the HTTP API answers them.
+ */
 const refusedStatus = (status: number) => status === 404 || status === 409 || status === 410;
+const isRefusal = (e: unknown): boolean => refusedStatus(PROBLEMS[toProblem(e).type].status);
+
 
 type Waiting = { calls: Array<{ toolCallId: string; toolName: string; kind: string; input: Record<string, unknown>; wait?: { kind: string; name?: string } }>; decisions: Record<string, unknown>; expiresAt: number | null };
 
@@ -288,14 +285,17 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       if (!s) throw new Error('could not create a session');
       pool.push(s.id as string);
     }
-    const scheduled = await ok('create a session', api('POST', '/v1/sessions', { title: 'scheduled', agent: 'chaos' }));
+    const target = await ok('create a session', api('POST', '/v1/sessions', { title: 'scheduled', agent: 'chaos' }));
+    if (!target) throw new Error('could not create a session');
+    /** The session a schedule fires into, until it is erased. */
+    let scheduled: string | undefined = target.id as string;
     for (const [message, target, overlap] of [
       ['task sA steps=1', { new_session: { title: 'fired' } }, 'skip'],
-      ['task sB steps=2 sleep', { session_id: scheduled!.id }, 'skip'],
+      ['task sB steps=2 sleep', { session_id: scheduled }, 'skip'],
     ] as const) {
       const s = await ok('create a schedule', api('POST', '/v1/schedules', { interval: { seconds: 1 }, message, target, overlap, agent: 'chaos' }));
       if (!s) throw new Error('could not create a schedule');
-      book.schedules.push({ id: s.id as string, message, intervalMs: 1000, createdAt: Date.parse(s.created_at as string) });
+      book.schedules.push({ id: s.id as string, message, intervalMs: 1000, createdAt: Date.parse(s.created_at as string), target: 'session_id' in target ? target.session_id : null });
     }
 
     // ---- What the driver does to waiting runs, each at its own random moment.
@@ -513,6 +513,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     for (const [i, sessionId] of pool.entries()) await sendTask(sessionId, `t${i}a`, 2 + (i % 4), 'reject', [flagAt(i), flagAt(i + 3), flagAt(i + 6)]);
 
     // ---- The driver: actions on random sessions, while workers are killed.
+    let kills = 0;
     let actionsLeft = o.sessions * o.actionsPerSession;
     let actions = 0;
     let eraseDue = 0;
@@ -525,7 +526,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         // Every eighth action erases a session (or one of the next three, if none was over); the others are drawn.
         n++;
         if (++actions % 8 === 0) eraseDue = 4;
-        const roll = eraseDue > 0 ? 0.6 : Math.random() * 0.58;
+        // Once most kills are done, the session a schedule fires into is erased.
+        const roll = scheduled && kills >= o.kills * 0.7 ? 0.62 : eraseDue > 0 ? 0.68 : Math.random() * 0.58;
         try {
           if (roll < 0.3) await sendTask(sessionId, `t${n}`, 2 + (n % 4), 'enqueue');
           else if (roll < 0.5) {
@@ -544,6 +546,22 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
               if (chance(0.5)) await rt.runs.cancel(victim.id, { graceMs: 300 });
               else await ok(`cancel ${victim.id}`, api('POST', `/v1/runs/${victim.id}/cancel`));
             }
+          } else if (roll < 0.65 && scheduled) {
+            // The session a schedule fires into goes too (its run is cancelled, the schedule pauses itself).
+            const victim = scheduled;
+            scheduled = undefined;
+            for (const r of await st.listRuns({ sessionId: victim, limit: 10_000 })) book.cancelRequested.add(r.id);
+            let erased = false;
+            if (chance(0.5)) erased = (await ok(`erase ${victim}`, api('POST', `/v1/sessions/${victim}/erase`))) !== undefined;
+            else {
+              try {
+                await rt.sessions.erase(victim);
+                erased = true;
+              } catch (e) {
+                unexpected(`erase ${victim}`, e);
+              }
+            }
+            if (erased) book.erased.add(victim);
           } else if (roll < 0.7) {
             // Erase a session whose runs are all over: one a schedule made (their one-step runs end soon), or one of the pool.
             const fired = (await st.listSessions({ limit: 1000 })).filter((s) => s.title === 'fired' && !book.erased.has(s.id)).map((s) => s.id);
@@ -584,7 +602,6 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
 
     // ---- The chaos: workers run until each is killed at a random moment; then another.
     let gen = 0;
-    let kills = 0;
     let killing = 0;
     let started = 0;
     const waitersNow = () => count(sql, 'SELECT count(*) AS n FROM model_limit_waiters WHERE expires_at > ?', [Date.now()]);
