@@ -438,10 +438,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
           const key = `${run.id}/${c.toolCallId}`;
           let plan = plans.get(key);
           if (!plan) plans.set(key, (plan = planFor(run, c)));
-          // At the end, what has no deadline is done at once; the rest is left to its deadline.
-          const due = plan.at <= now || (finishing && plan.act !== 'leave' && (c.kind === 'signal' ? !c.wait?.name?.startsWith('sigdl-') : c.toolName === 'danger'));
-          if (plan.done || !due) continue;
-          if (plan.act === 'leave' && !(finishing && c.toolName === 'danger')) continue;
+          // At the end, what has no deadline is done at once; the rest keeps its plan, or its deadline decides.
+          const noDeadline = c.toolName === 'danger' || (c.kind === 'signal' && !c.wait?.name?.startsWith('sigdl-'));
+          if (plan.done || plan.act === 'leave' || !(plan.at <= now || (finishing && noDeadline))) continue;
           plan.done = true;
           if (c.kind === 'approval') void track(decide(run.id, c.toolCallId, plan.act !== 'deny'));
           else if (c.kind === 'input') void track(answer(run.id, c.toolCallId, c.toolName));
