@@ -511,6 +511,25 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     const flagAt = (k: number) => WAIT_FLAGS[k % WAIT_FLAGS.length]!;
     for (const [i, sessionId] of pool.entries()) await sendTask(sessionId, `t${i}a`, 2 + (i % 4), 'reject', [flagAt(i), flagAt(i + 3), flagAt(i + 6)]);
 
+    /** The session a schedule fires into is erased too, once most kills are done: its run is cancelled, the schedule pauses itself. */
+    const eraseScheduled = async () => {
+      const victim = scheduled;
+      if (!victim) return;
+      scheduled = undefined;
+      for (const r of await st.listRuns({ sessionId: victim, limit: 10_000 })) book.cancelRequested.add(r.id);
+      let erased = false;
+      if (chance(0.5)) erased = (await ok(`erase ${victim}`, api('POST', `/v1/sessions/${victim}/erase`))) !== undefined;
+      else {
+        try {
+          await rt.sessions.erase(victim);
+          erased = true;
+        } catch (e) {
+          unexpected(`erase ${victim}`, e);
+        }
+      }
+      if (erased) book.erased.add(victim);
+    };
+
     // ---- The driver: actions on random sessions, while workers are killed.
     let kills = 0;
     let actionsLeft = o.sessions * o.actionsPerSession;
@@ -525,8 +544,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         // Every eighth action erases a session (or one of the next three, if none was over); the others are drawn.
         n++;
         if (++actions % 8 === 0) eraseDue = 4;
-        // Once most kills are done, the session a schedule fires into is erased.
-        const roll = scheduled && kills >= o.kills * 0.7 ? 0.62 : eraseDue > 0 ? 0.68 : Math.random() * 0.58;
+        const roll = eraseDue > 0 ? 0.68 : Math.random() * 0.58;
         try {
           if (roll < 0.3) await sendTask(sessionId, `t${n}`, 2 + (n % 4), 'enqueue');
           else if (roll < 0.5) {
@@ -545,22 +563,6 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
               if (chance(0.5)) await rt.runs.cancel(victim.id, { graceMs: 300 });
               else await ok(`cancel ${victim.id}`, api('POST', `/v1/runs/${victim.id}/cancel`));
             }
-          } else if (roll < 0.65 && scheduled) {
-            // The session a schedule fires into goes too (its run is cancelled, the schedule pauses itself).
-            const victim = scheduled;
-            scheduled = undefined;
-            for (const r of await st.listRuns({ sessionId: victim, limit: 10_000 })) book.cancelRequested.add(r.id);
-            let erased = false;
-            if (chance(0.5)) erased = (await ok(`erase ${victim}`, api('POST', `/v1/sessions/${victim}/erase`))) !== undefined;
-            else {
-              try {
-                await rt.sessions.erase(victim);
-                erased = true;
-              } catch (e) {
-                unexpected(`erase ${victim}`, e);
-              }
-            }
-            if (erased) book.erased.add(victim);
           } else if (roll < 0.7) {
             // Erase a session whose runs are all over: one a schedule made (their one-step runs end soon), or one of the pool.
             const fired = (await st.listSessions({ limit: 1000 })).filter((s) => s.title === 'fired' && !book.erased.has(s.id)).map((s) => s.id);
@@ -644,6 +646,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         await c.exited;
         killing--;
         kills++;
+        if (kills >= o.kills * 0.7 && scheduled) void track(eraseScheduled());
         try {
           const after = await st.countRunsByStatus();
           const statuses = Object.fromEntries(WAITING.map((k) => [k, Math.max(before[k] ?? 0, after[k] ?? 0)]));
