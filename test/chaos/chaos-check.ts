@@ -540,7 +540,25 @@ async function checkWebhooks(
     } else if (row.body !== g.body) v(`webhooks: delivery ${g.deliveryId} was received with another body than the one written`);
   }
   saw('webhook requests answered 500', received.filter((g) => g.status >= 500).length);
-  saw('webhook deliveries of erased sessions left', rows.filter((r) => erased.has(sessionOf(r.body) ?? '')).length);
+  // Deliveries of an erased session go with it once they carry their session (a `session_id`
+  // column: the webhooks branch, merged into main after this test was written). Before that they
+  // stayed, a known gap: then they are only counted.
+  const leftOf = new Map<string, number>();
+  for (const r of rows) {
+    const session = sessionOf(r.body);
+    if (session && erased.has(session)) leftOf.set(session, (leftOf.get(session) ?? 0) + 1);
+  }
+  const erasesDeliveries =
+    (await count(
+      db,
+      db.kind === 'sqlite'
+        ? "SELECT count(*) AS n FROM pragma_table_info('webhook_deliveries') WHERE name = 'session_id'"
+        : "SELECT count(*) AS n FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'webhook_deliveries' AND column_name = 'session_id'",
+    )) > 0;
+  if (erasesDeliveries) for (const [session, n] of leftOf) v(`erased session ${session}: ${n} webhook deliveries left`);
+  else saw('webhook deliveries of erased sessions left (known gap: no session_id on deliveries yet)', [...leftOf.values()].reduce((a, b) => a + b, 0));
+  const orphans = await count(db, 'SELECT count(*) AS n FROM webhook_attempts WHERE delivery_id NOT IN (SELECT id FROM webhook_deliveries)');
+  if (orphans > 0) v(`webhooks: ${orphans} attempts of deliveries that are gone`);
   void ids;
 }
 
