@@ -117,9 +117,13 @@ export function resumePoint(checkpoint: Checkpoint | undefined, conversation: Me
       ...(d.input !== undefined ? { input: d.input } : {}),
     });
   }
-  // Only decisions for calls still open in the last model decision apply.
-  const lastAssistant = conversation.findLast((m) => m.role === 'assistant');
-  const answered = new Set(conversation.flatMap((m) => (m.role === 'tool' ? m.content.map((r) => r.toolCallId) : [])));
+  // Only decisions for calls still open in the last model decision apply: those its own tool
+  // message (the one after it) has not answered. An earlier turn's results say nothing of them,
+  // even under the same call ids (a model may number its calls the same way in every turn).
+  const lastAt = conversation.findLastIndex((m) => m.role === 'assistant');
+  const lastAssistant = conversation[lastAt];
+  const next = conversation[lastAt + 1];
+  const answered = new Set(next?.role === 'tool' ? next.content.map((r) => r.toolCallId) : []);
   const openCalls = new Set(
     lastAssistant?.role === 'assistant' ? lastAssistant.content.flatMap((p) => (p.type === 'tool-call' && !answered.has(p.toolCallId) ? [p.toolCallId] : [])) : [],
   );

@@ -271,7 +271,12 @@ export class Runtime {
       }
       if (r.claimed) slot!.start(r.claimed);
       else slot?.release();
-      if (r.outcome === 'steered') this.executions.get(r.run.id)?.steeringArrived();
+      if (r.outcome === 'steered') {
+        this.executions.get(r.run.id)?.steeringArrived();
+        // As with runs.steer: a sleeping run whose sleep wakes on steering wakes now. The message
+        // is accepted already: a failure here leaves it for when the sleep ends, it fails no send.
+        if (await this.waits.steered(r.run.id).catch(() => undefined)) this.wake();
+      }
       // The workers look for work unless the message's run was claimed with it.
       if (r.claimed?.run.id !== r.run.id) this.wake();
       span.sent(r.outcome, r.run.id);

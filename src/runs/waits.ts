@@ -109,6 +109,9 @@ function resolution(run: RunRecord, call: WaitingCall, how: Ending, now: number)
   };
 }
 
+/** The result of a sleep a message woke early. */
+const wokenBySteer = (c: WaitingCall, now: number): ToolOutput => ({ type: 'text', value: `woke at ${iso(now)}, before ${iso((c.wait as { until: number }).until)}: a message arrived` });
+
 /** The output of a signal wait: the payload, or an error when it breaks the wait's schema. */
 function signalOutput(call: WaitingCall, payload: unknown): ToolOutput {
   const issues = call.wait?.kind === 'signal' ? payloadIssues(call.wait.schema, payload) : undefined;
@@ -118,7 +121,7 @@ function signalOutput(call: WaitingCall, payload: unknown): ToolOutput {
 /**
  * What already came for the calls still waiting, ended in the caller's transaction: a signal kept
  * before its wait is taken (whatever the run waited for when it came), a sleep whose time passed
- * wakes. A run takes each signal name once: a wait for a name an earlier wait of the run took, or
+ * wakes, a sleep that wakes on steering wakes when a message steered into the run waits for it. A run takes each signal name once: a wait for a name an earlier wait of the run took, or
  * that another call of the same wait already waits for, is refused at once (an error result), so
  * that it never waits for a delivery that cannot come.
  */
@@ -131,8 +134,12 @@ async function takeWhatCame(tx: StoreOps, run: RunRecord, waiting: Waiting, now:
     events.push(r.event);
   };
   const awaited = new Set<string>();
+  // A message steered into the run before its sleep started (while the step ran) wakes a sleep that wakes on steering.
+  const wakers = undecided(waiting).filter((c) => c.wait?.kind === 'sleep' && c.wait.wakeOnSteer === true && c.wait.until > now);
+  const steered = wakers.length > 0 && (await tx.listInputs(run.sessionId, 'steer', run.id, 1)).length > 0;
   for (const call of undecided(waiting)) {
     if (call.wait?.kind === 'sleep' && call.wait.until <= now) end(call, { by: 'deadline', on: 'wake' });
+    else if (steered && wakers.includes(call)) end(call, { by: 'steer', output: wokenBySteer(call, now) });
     if (call.wait?.kind !== 'signal') continue;
     const name = call.wait.name;
     const kept = await tx.getSignal(run.id, name);
@@ -279,7 +286,7 @@ export class Waits {
         const added: Record<string, Decision> = {};
         const events: NewEvent[] = [];
         for (const c of woken) {
-          const r = resolution(run, c, { by: 'steer', output: { type: 'text', value: `woke at ${iso(now)}, before ${iso((c.wait as { until: number }).until)}: a message arrived` } }, now);
+          const r = resolution(run, c, { by: 'steer', output: wokenBySteer(c, now) }, now);
           added[c.toolCallId] = r.decision;
           events.push(r.event);
         }

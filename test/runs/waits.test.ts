@@ -218,6 +218,52 @@ describe('durable sleep', () => {
     expect(ofType(events, 'wait/resolved').map((e) => e.data.by)).toEqual(['steer']);
   });
 
+  it('a message steered in while the step that sleeps still runs wakes the sleep as it starts (wakeOnSteer)', async () => {
+    const clock = manualClock();
+    const gate = deferred();
+    const started = deferred();
+    const slow = tool({
+      name: 'slow',
+      description: 'Takes a while',
+      input: z.object({}),
+      idempotent: true,
+      execute: async () => {
+        started.resolve();
+        await gate.promise;
+        return 'done';
+      },
+    });
+    const { agent, model } = agentOf(
+      [{ toolCalls: [{ id: 'z1', name: 'sleep', input: { seconds: 3600 } }, { id: 's1', name: 'slow', input: {} }] }, { text: 'awake' }],
+      [sleepTool({ wakeOnSteer: true }), slow],
+    );
+    const { rt } = start([agent], clock);
+    const s = await rt.sessions.create();
+    const { run } = await rt.sessions.send(s.id, 'go');
+    await started.promise;
+    // The run still runs the step whose sleep it is about to start: the message waits for it.
+    await rt.runs.steer(run.id, 'wake up, it is ready');
+    gate.resolve();
+    // No time passes: the message that came before the sleep started wakes it.
+    expect((await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 5000 })).status).toBe('completed');
+    expect(lastToolResults(model)[0]).toEqual({ type: 'text', value: expect.stringMatching(/a message arrived$/) });
+    expect(JSON.stringify(model.calls.at(-1)!.prompt)).toContain('wake up, it is ready');
+  });
+
+  it('a message sent to its session to steer (ifBusy: steer) wakes it as runs.steer does (wakeOnSteer)', async () => {
+    const clock = manualClock();
+    const { agent, model } = agentOf(sleepScript(), [sleepTool({ wakeOnSteer: true })]);
+    const { rt } = start([agent], clock);
+    const s = await rt.sessions.create();
+    const { run } = await rt.sessions.send(s.id, 'go');
+    expect((await rt.runs.wait(run.id)).status).toBe('sleeping');
+    expect((await rt.sessions.send(s.id, 'wake up, it is ready', { ifBusy: 'steer' })).outcome).toBe('steered');
+    // No time passes: the message wakes it.
+    expect((await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 5000 })).status).toBe('completed');
+    expect(lastToolResults(model)).toEqual([{ type: 'text', value: expect.stringMatching(/^woke at .*a message arrived$/) }]);
+    expect(JSON.stringify(model.calls.at(-1)!.prompt)).toContain('wake up, it is ready');
+  });
+
   for (const backend of ['sqlite', 'postgres'] as const) {
     it(`two workers racing to wake the same run: one wake, one resumption (${backend})`, async () => {
       const clock = manualClock();
