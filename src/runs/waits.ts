@@ -121,7 +121,8 @@ function signalOutput(call: WaitingCall, payload: unknown): ToolOutput {
 /**
  * What already came for the calls still waiting, ended in the caller's transaction: a signal kept
  * before its wait is taken (whatever the run waited for when it came), a sleep whose time passed
- * wakes, a sleep that wakes on steering wakes when a message steered into the run waits for it. A run takes each signal name once: a wait for a name an earlier wait of the run took, or
+ * wakes, and a sleep that wakes on steering wakes when a message steered into the run waits for
+ * it. A run takes each signal name once: a wait for a name an earlier wait of the run took, or
  * that another call of the same wait already waits for, is refused at once (an error result), so
  * that it never waits for a delivery that cannot come.
  */
