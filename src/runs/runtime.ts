@@ -25,7 +25,7 @@ import { checkSendOptions } from './send-options.ts';
 import { recordsContent, type TelemetryOptions } from '../telemetry/tracer.ts';
 import type { Execution, ExecutionEnv } from './execution.ts';
 import { systemClock, type Clock } from './clock.ts';
-import { Waits } from './waits.ts';
+import { isWaiting, Waits } from './waits.ts';
 import { Webhooks, type WebhookOptions } from './webhooks/index.ts';
 import { RunObservers, type RunObserver } from './observer.ts';
 import { IllegalTransitionError } from './state.ts';
@@ -275,7 +275,8 @@ export class Runtime {
         this.executions.get(r.run.id)?.steeringArrived();
         // As with runs.steer: a sleeping run whose sleep wakes on steering wakes now. The message
         // is accepted already: a failure here leaves it for when the sleep ends, it fails no send.
-        if (await this.waits.steered(r.run.id).catch(() => undefined)) this.wake();
+        // A run that was not waiting when the message was taken is woken by its turn's end instead (see waits.ts, takeWhatCame).
+        if (isWaiting(r.run.status) && (await this.waits.steered(r.run.id).catch(() => undefined))) this.wake();
       }
       // The workers look for work unless the message's run was claimed with it.
       if (r.claimed?.run.id !== r.run.id) this.wake();
@@ -686,7 +687,7 @@ export class RunsApi {
     });
     this.rt.executions.get(id)?.steeringArrived();
     // A sleeping run whose sleep wakes on steering wakes now; any other takes it when it runs again.
-    const woken = await this.rt.waits.steered(id);
+    const woken = isWaiting(run.status) ? await this.rt.waits.steered(id) : undefined;
     if (woken) this.rt.wake();
     return { message, run: woken ?? run };
   }

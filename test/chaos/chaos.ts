@@ -511,12 +511,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     const flagAt = (k: number) => WAIT_FLAGS[k % WAIT_FLAGS.length]!;
     for (const [i, sessionId] of pool.entries()) await sendTask(sessionId, `t${i}a`, 2 + (i % 4), 'reject', [flagAt(i), flagAt(i + 3), flagAt(i + 6)]);
 
-    /** The session a schedule fires into is erased too, once most kills are done: its run is cancelled, the schedule pauses itself. */
-    const eraseScheduled = async () => {
-      const victim = scheduled;
-      if (!victim) return;
-      scheduled = undefined;
-      for (const r of await st.listRuns({ sessionId: victim, limit: 10_000 })) book.cancelRequested.add(r.id);
+    /** Erases a session, by HTTP or the library at random: its runs (these) may be cancelled by it. */
+    const erase = async (victim: string, runs: readonly RunRecord[]) => {
+      for (const r of runs) book.cancelRequested.add(r.id);
       let erased = false;
       if (chance(0.5)) erased = (await ok(`erase ${victim}`, api('POST', `/v1/sessions/${victim}/erase`))) !== undefined;
       else {
@@ -528,6 +525,14 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         }
       }
       if (erased) book.erased.add(victim);
+    };
+
+    /** The session a schedule fires into is erased too, once most kills are done: its run is cancelled, the schedule pauses itself. */
+    const eraseScheduled = async () => {
+      const victim = scheduled;
+      if (!victim) return;
+      scheduled = undefined;
+      await erase(victim, await st.listRuns({ sessionId: victim, limit: 10_000 }));
     };
 
     // ---- The driver: actions on random sessions, while workers are killed.
@@ -579,18 +584,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
             }
             if (victim) {
               if (pool.includes(victim)) pool.splice(pool.indexOf(victim), 1);
-              for (const r of runs) book.cancelRequested.add(r.id);
-              let erased = false;
-              if (chance(0.5)) erased = (await ok(`erase ${victim}`, api('POST', `/v1/sessions/${victim}/erase`))) !== undefined;
-              else {
-                try {
-                  await rt.sessions.erase(victim);
-                  erased = true;
-                } catch (e) {
-                  unexpected(`erase ${victim}`, e);
-                }
-              }
-              if (erased) book.erased.add(victim);
+              await erase(victim, runs);
             }
             // Up to four tries (the next actions) until one session was over.
             eraseDue = victim ? 0 : eraseDue - 1;
