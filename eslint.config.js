@@ -20,19 +20,38 @@ export default tseslint.config(
     ignores: ['inspector/vite.config.ts'],
     languageOptions: { globals: { ...globals.browser } },
     rules: {
-      'no-restricted-imports': ['error', { patterns: [{ group: ['**/src/**', 'node:*'], message: 'the inspector uses the public HTTP API only, never the server\'s code' }] }],
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['**/src/**', 'node:*'],
+              message: "the inspector uses the public HTTP API only, never the server's code",
+            },
+          ],
+        },
+      ],
     },
   },
   {
     // The core loop must not know about storage, HTTP or the CLI (docs/architecture.md).
     files: ['src/core/**/*.ts', 'src/model/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', {
-        patterns: [
-          { group: ['**/store/**', '**/server/**', '**/cli/**', '**/session/**', '**/runs/**'], message: 'core and model must not depend on outer layers' },
-          { group: ['better-sqlite3', 'pg', 'node:http', 'hono', 'fastify'], message: 'core and model must not depend on I/O adapters' },
-        ],
-      }],
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['**/store/**', '**/server/**', '**/cli/**', '**/session/**', '**/runs/**'],
+              message: 'core and model must not depend on outer layers',
+            },
+            {
+              group: ['better-sqlite3', 'pg', 'node:http', 'hono', 'fastify'],
+              message: 'core and model must not depend on I/O adapters',
+            },
+          ],
+        },
+      ],
     },
   },
   {
@@ -40,13 +59,19 @@ export default tseslint.config(
     // (cli/, the public entry point src/index.ts, tests), never by the layers that use storage.
     files: ['src/session/**/*.ts', 'src/runs/**/*.ts', 'src/server/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', {
-        patterns: [
-          { group: ['**/store/sqlite/**', '**/store/pg/**', '**/store/postgres/**'], message: 'import the storage port (store/index.ts); backends are chosen in cli/, src/index.ts and tests' },
-          { group: ['better-sqlite3', 'pg'], message: 'storage drivers belong to the backends under store/' },
-          { group: ['**/cli/**'], message: 'the CLI is the outermost layer' },
-        ],
-      }],
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['**/store/sqlite/**', '**/store/pg/**', '**/store/postgres/**'],
+              message: 'import the storage port (store/index.ts); backends are chosen in cli/, src/index.ts and tests',
+            },
+            { group: ['better-sqlite3', 'pg'], message: 'storage drivers belong to the backends under store/' },
+            { group: ['**/cli/**'], message: 'the CLI is the outermost layer' },
+          ],
+        },
+      ],
     },
   },
   {
@@ -54,7 +79,14 @@ export default tseslint.config(
     files: ['src/server/**/*.ts'],
     ignores: ['src/server/serve.ts'],
     rules: {
-      'no-restricted-syntax': ['error', { selector: "MemberExpression[property.name='store']", message: 'the server talks to the runtime (rt.sessions, rt.runs, rt.idempotency, rt.apiKeys), not to the store' }],
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "MemberExpression[property.name='store']",
+          message:
+            'the server talks to the runtime (rt.sessions, rt.runs, rt.idempotency, rt.apiKeys), not to the store',
+        },
+      ],
     },
   },
 );

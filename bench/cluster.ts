@@ -52,7 +52,8 @@ const BACKENDS = (process.env.BACKENDS ?? 'postgres,sqlite').split(',') as Array
 const PG_URL = process.env.KEEL_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 const SELF = fileURLToPath(import.meta.url);
-const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Where a variant's data lives: a SQLite file, or a PostgreSQL schema. */
@@ -93,7 +94,12 @@ function agent(mode: 'throughput' | 'hold' | 'release', onStart?: () => void): A
 // Worker processes
 
 /** `node cluster.ts worker <place JSON> <mode> <concurrency> <id>`: 'ready', then works on 'start'. */
-async function workerProcess(place: Place, mode: 'throughput' | 'hold' | 'release', concurrency: number, id: string): Promise<void> {
+async function workerProcess(
+  place: Place,
+  mode: 'throughput' | 'hold' | 'release',
+  concurrency: number,
+  id: string,
+): Promise<void> {
   const store = await open(place);
   let inFlight = 0;
   const rt = createRuntime({
@@ -107,8 +113,15 @@ async function workerProcess(place: Place, mode: 'throughput' | 'hold' | 'releas
   process.send!('ready');
 }
 
-function spawnWorker(place: Place, mode: 'throughput' | 'hold' | 'release', concurrency: number, id: string): { child: ChildProcess; ready: Promise<void>; exited: Promise<void>; message(m: string): Promise<void> } {
-  const child = spawn(process.execPath, [SELF, 'worker', JSON.stringify(place), mode, String(concurrency), id], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+function spawnWorker(
+  place: Place,
+  mode: 'throughput' | 'hold' | 'release',
+  concurrency: number,
+  id: string,
+): { child: ChildProcess; ready: Promise<void>; exited: Promise<void>; message(m: string): Promise<void> } {
+  const child = spawn(process.execPath, [SELF, 'worker', JSON.stringify(place), mode, String(concurrency), id], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const message = (want: string) =>
     new Promise<void>((resolve, reject) => {
@@ -161,7 +174,13 @@ interface ThroughputResult {
 async function throughput(place: Place, workers: number): Promise<ThroughputResult> {
   const store = await open(place);
   const ids = await createRuns(store, RUNS);
-  const server = await startServer({ store, config: { source: null, agents: [agent('throughput')], compaction: {}, demo: false }, port: 0, workers: 0, version: 'bench' });
+  const server = await startServer({
+    store,
+    config: { source: null, agents: [agent('throughput')], compaction: {}, demo: false },
+    port: 0,
+    workers: 0,
+    version: 'bench',
+  });
   const latencies: number[] = [];
   const sources: EventSource[] = [];
   const ended = new Set<string>();
@@ -195,7 +214,15 @@ async function throughput(place: Place, workers: number): Promise<ThroughputResu
   if (counts.completed !== RUNS) throw new Error(`only ${counts.completed} of ${RUNS} runs completed`);
   await store.close();
   const steps = RUNS * (TOOL_STEPS + 1);
-  return { backend: place.kind, workers, stepsPerSec: steps / (ms / 1000), ms, sseEvents: latencies.length, sseP50: quantile(latencies, 0.5), sseP99: quantile(latencies, 0.99) };
+  return {
+    backend: place.kind,
+    workers,
+    stepsPerSec: steps / (ms / 1000),
+    ms,
+    sseEvents: latencies.length,
+    sseP50: quantile(latencies, 0.5),
+    sseP99: quantile(latencies, 0.99),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -235,9 +262,16 @@ async function recovery(place: Place): Promise<RecoveryResult> {
   rescuer.child.kill('SIGKILL');
   await rescuer.exited;
   const counts = await store.countRunsByStatus();
-  if (counts.completed !== RECOVER_RUNS) throw new Error(`only ${counts.completed} of ${RECOVER_RUNS} runs completed after recovery`);
+  if (counts.completed !== RECOVER_RUNS)
+    throw new Error(`only ${counts.completed} of ${RECOVER_RUNS} runs completed after recovery`);
   await store.close();
-  return { backend: place.kind, runs: RECOVER_RUNS, toAllRunningMs, leaseWaitMs: Math.max(0, lastExpiry - killedAt), recoveredMs };
+  return {
+    backend: place.kind,
+    runs: RECOVER_RUNS,
+    toAllRunningMs,
+    leaseWaitMs: Math.max(0, lastExpiry - killedAt),
+    recoveredMs,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -310,10 +344,19 @@ async function withPlace<T>(kind: 'postgres' | 'sqlite', fn: (place: Place) => P
 }
 
 if (process.argv[2] === 'worker') {
-  await workerProcess(JSON.parse(process.argv[3]!) as Place, process.argv[4] as 'throughput' | 'hold' | 'release', Number(process.argv[5]), process.argv[6]!);
+  await workerProcess(
+    JSON.parse(process.argv[3]!) as Place,
+    process.argv[4] as 'throughput' | 'hold' | 'release',
+    Number(process.argv[5]),
+    process.argv[6]!,
+  );
 } else {
-  console.log(`keel cluster benchmark — node ${process.version}, ${cpus().length} CPUs; PostgreSQL ${PG_URL.replace(/:[^:@/]*@/, ':***@')}`);
-  console.log(`(a) ${fmt(RUNS)} runs × ${TOOL_STEPS} tool steps (+1) = ${fmt(RUNS * (TOOL_STEPS + 1))} steps; worker processes × concurrency ${CONCURRENCY}; ${SSE_CLIENTS} SSE clients on this process's API`);
+  console.log(
+    `keel cluster benchmark — node ${process.version}, ${cpus().length} CPUs; PostgreSQL ${PG_URL.replace(/:[^:@/]*@/, ':***@')}`,
+  );
+  console.log(
+    `(a) ${fmt(RUNS)} runs × ${TOOL_STEPS} tool steps (+1) = ${fmt(RUNS * (TOOL_STEPS + 1))} steps; worker processes × concurrency ${CONCURRENCY}; ${SSE_CLIENTS} SSE clients on this process's API`,
+  );
   const rows: ThroughputResult[] = [];
   for (const workers of WORKERS) {
     for (const backend of BACKENDS) {
@@ -324,7 +367,9 @@ if (process.argv[2] === 'worker') {
       );
     }
   }
-  console.log(`(b) recovery: ${fmt(RECOVER_RUNS)} runs in flight, their worker process SIGKILLed; a new worker process (lease ${fmt(LEASE_MS)} ms, concurrency ${RECOVER_CONCURRENCY})`);
+  console.log(
+    `(b) recovery: ${fmt(RECOVER_RUNS)} runs in flight, their worker process SIGKILLed; a new worker process (lease ${fmt(LEASE_MS)} ms, concurrency ${RECOVER_CONCURRENCY})`,
+  );
   for (const backend of BACKENDS) {
     const r = await withPlace(backend, recovery);
     console.log(
@@ -333,8 +378,12 @@ if (process.argv[2] === 'worker') {
   }
   if (BACKENDS.includes('postgres')) {
     const f = await withPlace('postgres', (place) => postgresFloor(place as Extract<Place, { kind: 'postgres' }>));
-    console.log(`(c) one run at a time on PostgreSQL, in this process (${FLOOR_RUNS} runs × ${TOOL_STEPS + 1} steps, concurrency 1):`);
-    console.log(`    durable step ${fmt(f.stepUs)} µs; floor (BEGIN, one 600-byte INSERT, COMMIT) ${fmt(f.floorUs)} µs: ${fmt(f.stepUs / f.floorUs, 1)}× the floor; a round trip (SELECT 1) ${fmt(f.roundTripUs)} µs`);
+    console.log(
+      `(c) one run at a time on PostgreSQL, in this process (${FLOOR_RUNS} runs × ${TOOL_STEPS + 1} steps, concurrency 1):`,
+    );
+    console.log(
+      `    durable step ${fmt(f.stepUs)} µs; floor (BEGIN, one 600-byte INSERT, COMMIT) ${fmt(f.floorUs)} µs: ${fmt(f.stepUs / f.floorUs, 1)}× the floor; a round trip (SELECT 1) ${fmt(f.roundTripUs)} µs`,
+    );
   }
   if (process.argv.includes('--json')) console.log(JSON.stringify(rows));
 }

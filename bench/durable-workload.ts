@@ -25,13 +25,24 @@ export function benchScript(toolSteps: number): Keel.ScriptedResponse[] {
  * with the same idempotency key): its call needs no durable point before it runs, and a tool step
  * commits once (ADR-0008). `effectful: true` declares it not idempotent: two commits per tool step.
  */
-export function benchAgent(keel: Pick<typeof Keel, 'defineAgent' | 'ScriptedModel' | 'tool'>, o: { toolSteps: number; effectful?: boolean }): Keel.AgentDefinition {
+export function benchAgent(
+  keel: Pick<typeof Keel, 'defineAgent' | 'ScriptedModel' | 'tool'>,
+  o: { toolSteps: number; effectful?: boolean },
+): Keel.AgentDefinition {
   return keel.defineAgent({
     name: 'bench',
     // Calls are not kept: a long benchmark would hold every prompt it sent.
     model: new keel.ScriptedModel(benchScript(o.toolSteps), { loop: true, recordCalls: false }),
     system: SYSTEM,
-    tools: [keel.tool({ name: 'inc', description: 'increments', input: z.object({ n: z.number() }), idempotent: !o.effectful, execute: ({ n }) => n + 1 })],
+    tools: [
+      keel.tool({
+        name: 'inc',
+        description: 'increments',
+        input: z.object({ n: z.number() }),
+        idempotent: !o.effectful,
+        execute: ({ n }) => n + 1,
+      }),
+    ],
     limits: { maxSteps: o.toolSteps + 1 },
   });
 }

@@ -69,7 +69,11 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import type { LanguageModelV4FunctionTool, LanguageModelV4Prompt, LanguageModelV4ToolResultPart } from '@ai-sdk/provider';
+import type {
+  LanguageModelV4FunctionTool,
+  LanguageModelV4Prompt,
+  LanguageModelV4ToolResultPart,
+} from '@ai-sdk/provider';
 import Database from 'better-sqlite3';
 import {
   createRuntime,
@@ -112,7 +116,8 @@ const MESSAGES_PER_RUN = 1 + STEPS + TOOL_STEPS;
 /** The growth runs measured: the first, the middle and the last of each session. */
 const GROWTH_AT = [...new Set([0, Math.floor((GROWTH_RUNS - 1) / 2), GROWTH_RUNS - 1])].filter((k) => k >= 0);
 
-const fmt = (n: number, digits = 1) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const fmt = (n: number, digits = 1) =>
+  n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 /** The value below which a share `q` of `xs` lies (nearest rank). */
@@ -129,11 +134,20 @@ function median(xs: readonly number[]): number {
 // ---------------------------------------------------------------------------------------------
 // The workload, and measuring
 
-const makeAgent = (o: { effectful?: boolean } = {}): AgentDefinition => benchAgent({ defineAgent, ScriptedModel, tool }, { toolSteps: TOOL_STEPS, ...o });
+const makeAgent = (o: { effectful?: boolean } = {}): AgentDefinition =>
+  benchAgent({ defineAgent, ScriptedModel, tool }, { toolSteps: TOOL_STEPS, ...o });
 
 type Sample = { steps: number; ms: number; userUs: number; systemUs: number };
 const sum = (xs: readonly Sample[]): Sample =>
-  xs.reduce((a, b) => ({ steps: a.steps + b.steps, ms: a.ms + b.ms, userUs: a.userUs + b.userUs, systemUs: a.systemUs + b.systemUs }), { steps: 0, ms: 0, userUs: 0, systemUs: 0 });
+  xs.reduce(
+    (a, b) => ({
+      steps: a.steps + b.steps,
+      ms: a.ms + b.ms,
+      userUs: a.userUs + b.userUs,
+      systemUs: a.systemUs + b.systemUs,
+    }),
+    { steps: 0, ms: 0, userUs: 0, systemUs: 0 },
+  );
 const usPerStep = (s: Sample) => (s.ms * 1000) / s.steps;
 const cpuPerStep = (s: Sample) => (s.userUs + s.systemUs) / s.steps;
 
@@ -156,7 +170,8 @@ function written(): number | undefined {
     return undefined;
   }
 }
-const perStep = (a: number | undefined, b: number | undefined, steps: number) => (a !== undefined && b !== undefined ? (b - a) / steps : null);
+const perStep = (a: number | undefined, b: number | undefined, steps: number) =>
+  a !== undefined && b !== undefined ? (b - a) / steps : null;
 
 /** Total µs some task waited for `kind` (Linux PSI, /proc/pressure): other load on the machine shows here. */
 function pressure(kind: 'cpu' | 'io'): number | undefined {
@@ -206,7 +221,8 @@ const commitsOf = (store: SqliteStore): number | undefined => (store as { commit
 // durable / normal: the public runtime API on a SqliteStore
 
 /** The young generation's size now (both semi-spaces), in MB: it grows to its maximum under this load. */
-const youngGenerationMb = (): number => (getHeapSpaceStatistics().find((x) => x.space_name === 'new_space')?.space_size ?? 0) / 1048576;
+const youngGenerationMb = (): number =>
+  (getHeapSpaceStatistics().find((x) => x.space_name === 'new_space')?.space_size ?? 0) / 1048576;
 
 interface Durable {
   store: SqliteStore;
@@ -235,7 +251,11 @@ async function closeDurable(d: Durable): Promise<void> {
 type Lag = { claim: number; end: number; claimedWithSend: boolean };
 
 /** One run through the public API: send a message, wait for the run to end. Only this is timed. */
-async function durableRun(d: Durable, sessionId: string, i: number): Promise<{ sample: Sample; runId: string; lag: Lag; marks: RunMarks }> {
+async function durableRun(
+  d: Durable,
+  sessionId: string,
+  i: number,
+): Promise<{ sample: Sample; runId: string; lag: Lag; marks: RunMarks }> {
   let sentAt = 0;
   let claimedAt = 0;
   let endedAt = 0;
@@ -261,7 +281,9 @@ async function durableRun(d: Durable, sessionId: string, i: number): Promise<{ s
   const end = events.find((e) => e.type === 'turn/end');
   const data = end ? (end.data as { steps?: unknown; reason?: unknown }) : undefined;
   if (!data || data.steps !== STEPS || data.reason !== 'completed') {
-    throw new Error(`run ${run.id}: expected a completed turn of ${STEPS} steps, its turn/end says ${JSON.stringify(data ?? null)}`);
+    throw new Error(
+      `run ${run.id}: expected a completed turn of ${STEPS} steps, its turn/end says ${JSON.stringify(data ?? null)}`,
+    );
   }
   return {
     sample,
@@ -309,12 +331,23 @@ function segmentsOf(marks: RunMarks, all: readonly number[]): RunSegments | unde
 }
 
 /** The median of each segment over the runs that have them. */
-function segmentMedians(runs: ReadonlyArray<RunSegments | undefined>): (RunSegments & { runs: number; overheadUsPerStep: number }) | null {
+function segmentMedians(
+  runs: ReadonlyArray<RunSegments | undefined>,
+): (RunSegments & { runs: number; overheadUsPerStep: number }) | null {
   const ok = runs.filter((r): r is RunSegments => r !== undefined);
   if (ok.length === 0) return null;
   const m = (f: (r: RunSegments) => number) => median(ok.map(f));
   const overheadUs = m((r) => r.overheadUs);
-  return { runs: ok.length, send: m((r) => r.send), start: m((r) => r.start), step: m((r) => r.step), finish: m((r) => r.finish), after: m((r) => r.after), overheadUs, overheadUsPerStep: overheadUs / STEPS };
+  return {
+    runs: ok.length,
+    send: m((r) => r.send),
+    start: m((r) => r.start),
+    step: m((r) => r.step),
+    finish: m((r) => r.finish),
+    after: m((r) => r.after),
+    overheadUs,
+    overheadUsPerStep: overheadUs / STEPS,
+  };
 }
 
 interface DurableResult {
@@ -359,7 +392,11 @@ async function processWarmup(dir: string): Promise<{ runs: number; seconds: numb
 }
 
 /** WARMUP runs, then `runs` measured runs, each on a new session. */
-async function durableVariant(path: string, synchronous: 'FULL' | 'NORMAL', o: { effectful?: boolean; runs?: number } = {}): Promise<DurableResult> {
+async function durableVariant(
+  path: string,
+  synchronous: 'FULL' | 'NORMAL',
+  o: { effectful?: boolean; runs?: number } = {},
+): Promise<DurableResult> {
   const d = openDurable(path, synchronous, o);
   const side = openSide(path);
   try {
@@ -438,7 +475,9 @@ const KEY_SQL = "CASE WHEN length(value) = 36 THEN unhex(replace(value, '-', '')
 
 /** Sessions' events as stored (raw SQL on the closed file, each batch decoded by the store's codec). */
 function storedEvents(db: Database.Database, sessions: Iterable<string>): StoredEvent[] {
-  const q = db.prepare<[IdKey], BatchRow>('SELECT first_seq, codec, data FROM event_batches WHERE session_id = ? ORDER BY first_seq');
+  const q = db.prepare<[IdKey], BatchRow>(
+    'SELECT first_seq, codec, data FROM event_batches WHERE session_id = ? ORDER BY first_seq',
+  );
   return [...sessions].flatMap((s) => q.all(idKey(s)).flatMap((r) => decodeBatch(s, r.first_seq, r.codec, r.data)));
 }
 
@@ -483,17 +522,36 @@ function breakdown(path: string, sessions: readonly string[], steps: number): Br
       eventBytesPerStep: bytes / steps,
       tables: {
         // The log itself (ADR-0009): the compressed batches, and the tree's index of entries.
-        event_batches: tableBytes(db, 'measured sessions', `SELECT count(*) AS rows, sum(length(data)) AS bytes FROM event_batches WHERE session_id IN (SELECT ${KEY_SQL} FROM json_each(?))`, ids),
-        entries: tableBytes(db, 'measured sessions, rows only', `SELECT count(*) AS rows, 0 AS bytes FROM entries WHERE session_id IN (SELECT ${KEY_SQL} FROM json_each(?))`, ids),
+        event_batches: tableBytes(
+          db,
+          'measured sessions',
+          `SELECT count(*) AS rows, sum(length(data)) AS bytes FROM event_batches WHERE session_id IN (SELECT ${KEY_SQL} FROM json_each(?))`,
+          ids,
+        ),
+        entries: tableBytes(
+          db,
+          'measured sessions, rows only',
+          `SELECT count(*) AS rows, 0 AS bytes FROM entries WHERE session_id IN (SELECT ${KEY_SQL} FROM json_each(?))`,
+          ids,
+        ),
         // Content-addressed and shared by every session: the whole table, warm-up runs included.
-        blobs: tableBytes(db, 'whole file', 'SELECT count(*) AS rows, sum(length(CAST(data AS BLOB))) AS bytes FROM blobs'),
+        blobs: tableBytes(
+          db,
+          'whole file',
+          'SELECT count(*) AS rows, sum(length(CAST(data AS BLOB))) AS bytes FROM blobs',
+        ),
         run_checkpoints: tableBytes(
           db,
           'measured runs',
           `SELECT count(*) AS rows, sum(length(CAST(state AS BLOB))) AS bytes FROM run_checkpoints WHERE run_id IN (SELECT id FROM runs WHERE session_id ${IN_JSON})`,
           ids,
         ),
-        snapshots: tableBytes(db, 'measured sessions', `SELECT count(*) AS rows, sum(length(CAST(state AS BLOB))) AS bytes FROM snapshots WHERE session_id ${IN_JSON}`, ids),
+        snapshots: tableBytes(
+          db,
+          'measured sessions',
+          `SELECT count(*) AS rows, sum(length(CAST(state AS BLOB))) AS bytes FROM snapshots WHERE session_id ${IN_JSON}`,
+          ids,
+        ),
       },
     };
   } finally {
@@ -506,7 +564,18 @@ function breakdown(path: string, sessions: readonly string[], steps: number): Br
 
 function floorPayload(i: number): string {
   // ~200 bytes of JSON, about what one small event of a tool step holds.
-  const row = { type: 'tool/result', step: i % STEPS, data: { toolCallId: `call_${i}_0`, toolName: 'inc', output: { type: 'json', value: i + 1 }, toolMessageId: `msg_${(1e12 + i).toString(36)}`, durationMs: 0 }, pad: '' };
+  const row = {
+    type: 'tool/result',
+    step: i % STEPS,
+    data: {
+      toolCallId: `call_${i}_0`,
+      toolName: 'inc',
+      output: { type: 'json', value: i + 1 },
+      toolMessageId: `msg_${(1e12 + i).toString(36)}`,
+      durationMs: 0,
+    },
+    pad: '',
+  };
   row.pad = 'x'.repeat(Math.max(0, 200 - JSON.stringify(row).length));
   return JSON.stringify(row);
 }
@@ -522,7 +591,10 @@ function openFloor(path: string): { db: Database.Database; insert: Database.Stat
   return { db, insert };
 }
 
-async function floorVariant(path: string, steps: number): Promise<{ sample: Sample; bytesPerStep: number; writtenPerStep: number | null; rowBytes: number }> {
+async function floorVariant(
+  path: string,
+  steps: number,
+): Promise<{ sample: Sample; bytesPerStep: number; writtenPerStep: number | null; rowBytes: number }> {
   const { db, insert } = openFloor(path);
   try {
     const payloads = Array.from({ length: steps }, (_, i) => floorPayload(i));
@@ -533,7 +605,12 @@ async function floorVariant(path: string, steps: number): Promise<{ sample: Samp
     });
     const w1 = written();
     const disk1 = await checkpointed(db, path, 'TRUNCATE');
-    return { sample, bytesPerStep: (disk1.file - disk0.file) / steps, writtenPerStep: perStep(w0, w1, steps), rowBytes: payloads[0]!.length };
+    return {
+      sample,
+      bytesPerStep: (disk1.file - disk0.file) / steps,
+      writtenPerStep: perStep(w0, w1, steps),
+      rowBytes: payloads[0]!.length,
+    };
   } finally {
     db.close();
   }
@@ -543,7 +620,9 @@ async function floorVariant(path: string, steps: number): Promise<{ sample: Samp
 // paired: durable and floor measured alternately, round after round, so that the machine's drift
 // (other load on a shared 2-core box) hits both alike; the ratio is the median of the rounds'.
 
-async function pairedRatio(dir: string): Promise<{ ratios: number[]; median: number; durableUs: number[]; floorUs: number[] }> {
+async function pairedRatio(
+  dir: string,
+): Promise<{ ratios: number[]; median: number; durableUs: number[]; floorUs: number[] }> {
   const path = join(dir, 'paired.db');
   const d = openDurable(path, 'FULL');
   const { db, insert } = openFloor(join(dir, 'paired-floor.db'));
@@ -554,7 +633,8 @@ async function pairedRatio(dir: string): Promise<{ ratios: number[]; median: num
     const floorUs: number[] = [];
     for (let round = 0; round < PAIRED_ROUNDS; round++) {
       const samples: Sample[] = [];
-      for (let i = 0; i < PAIRED_RUNS; i++) samples.push((await durableRun(d, (await d.rt.sessions.create()).id, i)).sample);
+      for (let i = 0; i < PAIRED_RUNS; i++)
+        samples.push((await durableRun(d, (await d.rt.sessions.create()).id, i)).sample);
       const steps = PAIRED_RUNS * STEPS;
       const payloads = Array.from({ length: steps }, (_, i) => floorPayload(round * steps + i));
       const { sample: floor } = await timed(steps, async () => {
@@ -576,7 +656,8 @@ async function pairedRatio(dir: string): Promise<{ ratios: number[]; median: num
 
 async function loopRun(agent: AgentDefinition, history: readonly Message[], turn: number): Promise<Message[]> {
   const r = await runTurn(agent, { sink: new MemorySink({ keepDeltas: false }), input: 'go', history, turn });
-  if (r.reason !== 'completed' || r.steps !== STEPS) throw new Error(`loop: unexpected end: ${r.reason} after ${r.steps} steps`);
+  if (r.reason !== 'completed' || r.steps !== STEPS)
+    throw new Error(`loop: unexpected end: ${r.reason} after ${r.steps} steps`);
   return r.conversation;
 }
 
@@ -594,7 +675,17 @@ async function loopVariant(): Promise<Sample> {
 // handLoop: the minimum an agent loop does per step, on the same model interface
 
 const TOOL_DEFS: LanguageModelV4FunctionTool[] = [
-  { type: 'function', name: 'inc', description: 'increments', inputSchema: { type: 'object', properties: { n: { type: 'number' } }, required: ['n'], additionalProperties: false } },
+  {
+    type: 'function',
+    name: 'inc',
+    description: 'increments',
+    inputSchema: {
+      type: 'object',
+      properties: { n: { type: 'number' } },
+      required: ['n'],
+      additionalProperties: false,
+    },
+  },
 ];
 
 async function handRun(model: ScriptedModel): Promise<number> {
@@ -617,10 +708,23 @@ async function handRun(model: ScriptedModel): Promise<number> {
     const inputs = calls.map((c) => JSON.parse(c.input) as { n: number });
     prompt.push({
       role: 'assistant',
-      content: [{ type: 'text', text }, ...calls.map((c, i) => ({ type: 'tool-call' as const, toolCallId: c.toolCallId, toolName: c.toolName, input: inputs[i] }))],
+      content: [
+        { type: 'text', text },
+        ...calls.map((c, i) => ({
+          type: 'tool-call' as const,
+          toolCallId: c.toolCallId,
+          toolName: c.toolName,
+          input: inputs[i],
+        })),
+      ],
     });
     if (calls.length === 0) return step;
-    const results: LanguageModelV4ToolResultPart[] = calls.map((c, i) => ({ type: 'tool-result', toolCallId: c.toolCallId, toolName: c.toolName, output: { type: 'json', value: inputs[i]!.n + 1 } }));
+    const results: LanguageModelV4ToolResultPart[] = calls.map((c, i) => ({
+      type: 'tool-result',
+      toolCallId: c.toolCallId,
+      toolName: c.toolName,
+      output: { type: 'json', value: inputs[i]!.n + 1 },
+    }));
     prompt.push({ role: 'tool', content: results });
   }
   throw new Error(`handLoop: no final answer after ${STEPS} steps`);
@@ -721,7 +825,9 @@ interface GrowthPoint {
 async function durableGrowth(path: string): Promise<Map<number, GrowthMeasure>> {
   const d = openDurable(path, 'FULL');
   const side = openSide(path);
-  const at = new Map<number, GrowthMeasure>(GROWTH_AT.map((k) => [k, { samples: [], disk: [], written: [], runIds: [], lags: [] }]));
+  const at = new Map<number, GrowthMeasure>(
+    GROWTH_AT.map((k) => [k, { samples: [], disk: [], written: [], runIds: [], lags: [] }]),
+  );
   try {
     for (let i = 0; i < WARMUP; i++) await durableRun(d, (await d.rt.sessions.create()).id, i);
     for (let s = 0; s < GROWTH_SESSIONS; s++) {
@@ -738,7 +844,11 @@ async function durableGrowth(path: string): Promise<Map<number, GrowthMeasure>> 
         const w1 = written();
         const disk1 = await checkpointed(side, path, 'RESTART');
         point.samples.push(sample);
-        point.disk.push({ file: disk1.file - disk0.file, used: disk1.used - disk0.used, stored: disk1.stored - disk0.stored });
+        point.disk.push({
+          file: disk1.file - disk0.file,
+          used: disk1.used - disk0.used,
+          stored: disk1.stored - disk0.stored,
+        });
         point.written.push(perStep(w0, w1, 1));
         point.runIds.push(runId);
         point.lags.push(lag);
@@ -746,7 +856,9 @@ async function durableGrowth(path: string): Promise<Map<number, GrowthMeasure>> 
       // The session's context holds what its runs added (read after them: nothing timed follows in it).
       const context = await d.rt.sessions.context(session.id);
       if (context.messages.length !== GROWTH_RUNS * MESSAGES_PER_RUN) {
-        throw new Error(`growth: the session holds ${context.messages.length} messages, expected ${GROWTH_RUNS * MESSAGES_PER_RUN}`);
+        throw new Error(
+          `growth: the session holds ${context.messages.length} messages, expected ${GROWTH_RUNS * MESSAGES_PER_RUN}`,
+        );
       }
     }
     return at;
@@ -771,13 +883,15 @@ async function loopGrowth(): Promise<Map<number, Sample[]>> {
     const histories = new Map<number, Message[]>();
     let history: Message[] = [];
     for (let k = 0; k < GROWTH_RUNS; k++) {
-      if (history.length !== k * MESSAGES_PER_RUN) throw new Error(`loop growth: ${history.length} messages before run ${k}`);
+      if (history.length !== k * MESSAGES_PER_RUN)
+        throw new Error(`loop growth: ${history.length} messages before run ${k}`);
       if (at.has(k)) histories.set(k, history);
       history = await loopRun(agent, history, k + 1);
     }
     // The same turn LOOP_REPEAT times on each point's history (one turn alone is too short to time).
     for (let r = 0; r < LOOP_REPEAT; r++) {
-      for (const [k, samples] of at) samples.push((await timed(STEPS, () => loopRun(agent, histories.get(k)!, k + 1))).sample);
+      for (const [k, samples] of at)
+        samples.push((await timed(STEPS, () => loopRun(agent, histories.get(k)!, k + 1))).sample);
     }
   }
   return at;
@@ -793,10 +907,20 @@ function growthPoints(path: string, durable: Map<number, GrowthMeasure>, loop: M
       const steps = d.runIds.length * STEPS;
       const bytesPerEventType: Record<string, number> = {};
       const runs = new Set(d.runIds);
-      const sessions = db.prepare<[string], { session_id: string }>(`SELECT DISTINCT session_id FROM runs WHERE id ${IN_JSON}`).all(JSON.stringify(d.runIds));
-      const mine = storedEvents(db, sessions.map((r) => r.session_id)).filter((e) => e.runId !== undefined && runs.has(e.runId));
+      const sessions = db
+        .prepare<[string], { session_id: string }>(`SELECT DISTINCT session_id FROM runs WHERE id ${IN_JSON}`)
+        .all(JSON.stringify(d.runIds));
+      const mine = storedEvents(
+        db,
+        sessions.map((r) => r.session_id),
+      ).filter((e) => e.runId !== undefined && runs.has(e.runId));
       for (const r of eventBytes(mine)) bytesPerEventType[r.type] = r.bytes / steps;
-      const cp = tableBytes(db, '', `SELECT count(*) AS rows, sum(length(CAST(state AS BLOB))) AS bytes FROM run_checkpoints WHERE run_id ${IN_JSON}`, JSON.stringify(d.runIds));
+      const cp = tableBytes(
+        db,
+        '',
+        `SELECT count(*) AS rows, sum(length(CAST(state AS BLOB))) AS bytes FROM run_checkpoints WHERE run_id ${IN_JSON}`,
+        JSON.stringify(d.runIds),
+      );
       return {
         run: k,
         priorMessages: k * MESSAGES_PER_RUN,
@@ -825,8 +949,18 @@ function growthPoints(path: string, durable: Map<number, GrowthMeasure>, loop: M
 const SLOW_MS = 50;
 const isSlow = (x: number) => !(x <= SLOW_MS);
 function lagStats(lags: readonly Lag[]) {
-  const one = (xs: number[]) => ({ median: median(xs), max: Math.max(...xs), slow: xs.filter(isSlow).length, slowMs: xs.filter(isSlow).reduce((a, b) => a + b, 0) });
-  return { runs: lags.length, claimedWithSend: lags.filter((l) => l.claimedWithSend).length, claim: one(lags.map((l) => l.claim)), end: one(lags.map((l) => l.end)) };
+  const one = (xs: number[]) => ({
+    median: median(xs),
+    max: Math.max(...xs),
+    slow: xs.filter(isSlow).length,
+    slowMs: xs.filter(isSlow).reduce((a, b) => a + b, 0),
+  });
+  return {
+    runs: lags.length,
+    claimedWithSend: lags.filter((l) => l.claimedWithSend).length,
+    claim: one(lags.map((l) => l.claim)),
+    end: one(lags.map((l) => l.end)),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -850,8 +984,13 @@ try {
   // Last: its rounds collect the heap, which must not change what is measured after it.
   const pairedLoop = await pairedLoopRatio();
   const seconds = (performance.now() - started) / 1000;
-  const stalled = (a: number | undefined, b: number | undefined) => (a !== undefined && b !== undefined ? (b - a) / (seconds * 1e4) : null);
-  const contention = { loadavg: load, cpuPressurePct: stalled(psi0.cpu, pressure('cpu')), ioPressurePct: stalled(psi0.io, pressure('io')) };
+  const stalled = (a: number | undefined, b: number | undefined) =>
+    a !== undefined && b !== undefined ? (b - a) / (seconds * 1e4) : null;
+  const contention = {
+    loadavg: load,
+    cpuPressurePct: stalled(psi0.cpu, pressure('cpu')),
+    ioPressurePct: stalled(psi0.io, pressure('io')),
+  };
   const first = growth[0]!;
   const last = growth.at(-1)!;
 
@@ -880,7 +1019,11 @@ try {
     normalTxUsPerStep: normal.txUsPerStep,
     normalSegments: normal.segments,
     segments: durable.segments,
-    normalRunUsPerStep: { median: median(normal.perRun), p90: percentile(normal.perRun, 0.9), max: Math.max(...normal.perRun) },
+    normalRunUsPerStep: {
+      median: median(normal.perRun),
+      p90: percentile(normal.perRun, 0.9),
+      max: Math.max(...normal.perRun),
+    },
     effectfulUsPerStep: usPerStep(effectful.sample),
     effectfulCommitsPerStep: effectful.commitsPerStep,
     normalCpuUsPerStep: cpuPerStep(normal.sample),
@@ -912,7 +1055,14 @@ try {
     bytesPerEventType: parts.byType,
     tables: parts.tables,
     growth,
-    growthRatio: { durable: last.usPerStep / first.usPerStep, loop: last.loopMedianUsPerStep / first.loopMedianUsPerStep, loopOfMeans: last.loopUsPerStep / first.loopUsPerStep, bytes: last.bytesPerStep / first.bytesPerStep, usedBytes: last.usedBytesPerStep / first.usedBytesPerStep, storedBytes: last.storedBytesPerStep / first.storedBytesPerStep },
+    growthRatio: {
+      durable: last.usPerStep / first.usPerStep,
+      loop: last.loopMedianUsPerStep / first.loopMedianUsPerStep,
+      loopOfMeans: last.loopUsPerStep / first.loopUsPerStep,
+      bytes: last.bytesPerStep / first.bytesPerStep,
+      usedBytes: last.usedBytesPerStep / first.usedBytesPerStep,
+      storedBytes: last.storedBytesPerStep / first.storedBytesPerStep,
+    },
     seconds,
     contention,
   };
@@ -920,13 +1070,16 @@ try {
   if (JSON_OUT) {
     console.log(JSON.stringify(result));
   } else {
-    const spread = (xs: readonly number[]) => `${fmt(Math.min(...xs), 0)} / ${fmt(median(xs), 0)} / ${fmt(percentile(xs, 0.9), 0)} / ${fmt(Math.max(...xs), 0)}`;
+    const spread = (xs: readonly number[]) =>
+      `${fmt(Math.min(...xs), 0)} / ${fmt(median(xs), 0)} / ${fmt(percentile(xs, 0.9), 0)} / ${fmt(Math.max(...xs), 0)}`;
     const row = (name: string, s: Sample, note: string) =>
       `  ${name.padEnd(9)} ${fmt(usPerStep(s)).padStart(9)} ${fmt(cpuPerStep(s)).padStart(11)} ${fmt(s.userUs / s.steps).padStart(9)} ${fmt(s.systemUs / s.steps).padStart(9)}   ${note}`;
     const commits = (c: number | null) => (c === null ? 'n/a' : fmt(c, 2));
     const b = (n: number | null) => (n === null ? 'n/a' : `${fmt(n, 0)} B`);
     const out = console.log;
-    out(`keel durable hot path — node ${process.version}, ${cpus().length} CPUs, SQLite files in ${tmpdir()} (${fmt(seconds)} s)`);
+    out(
+      `keel durable hot path — node ${process.version}, ${cpus().length} CPUs, SQLite files in ${tmpdir()} (${fmt(seconds)} s)`,
+    );
     const pct = (x: number | null) => (x === null ? 'n/a' : `${fmt(x, 0)}%`);
     out(
       `  machine: load average ${load.map((x) => fmt(x, 2)).join(' ')} at the start; some task waited for CPU ${pct(contention.cpuPressurePct)}, for I/O ${pct(contention.ioPressurePct)} of the time (PSI)`,
@@ -934,67 +1087,125 @@ try {
     out(
       `  V8's young generation: ${fmt(youngGenerationMb(), 0)} MB (both semi-spaces, as grown by now; Node 24 lets them grow to 2 × 64 MB, Keel's deployment setting caps them at 2 × 16 MB: NODE_OPTIONS=--max-semi-space-size=16, ADR-0031)`,
     );
-    out(`  workload: runs of ${TOOL_STEPS} tool steps + 1 final answer, zero-latency scripted model, one run at a time, system prompt ${SYSTEM.length} chars`);
-    out(`  measured in the process's steady state: after ${warmup.runs} runs of the same workload (${fmt(warmup.seconds)} s; PROCESS_WARMUP=${PROCESS_WARMUP})`);
+    out(
+      `  workload: runs of ${TOOL_STEPS} tool steps + 1 final answer, zero-latency scripted model, one run at a time, system prompt ${SYSTEM.length} chars`,
+    );
+    out(
+      `  measured in the process's steady state: after ${warmup.runs} runs of the same workload (${fmt(warmup.seconds)} s; PROCESS_WARMUP=${PROCESS_WARMUP})`,
+    );
     out('');
     out(`  variant      µs/step  CPU µs/step      user    system`);
-    out(row('durable', durable.sample, `${RUNS} runs = ${durable.sample.steps} steps, a new session each, synchronous=FULL (runs min/median/p90/max ${spread(durable.perRun)} µs/step)`));
-    out(row('normal', normal.sample, `the same with synchronous=NORMAL, ${RUNS_NORMAL} runs = ${normal.sample.steps} steps (runs min/median/p90/max ${spread(normal.perRun)} µs/step)`));
-    out(row('effectful', effectful.sample, `as durable, the tool declared not idempotent: its call is durable before it runs (runs min/median/p90/max ${spread(effectful.perRun)} µs/step)`));
-    out(row('floor', floor.sample, `better-sqlite3 alone: 1 INSERT of a ${floor.rowBytes}-byte row and 1 commit (fsync) per step, ${floor.sample.steps} steps`));
+    out(
+      row(
+        'durable',
+        durable.sample,
+        `${RUNS} runs = ${durable.sample.steps} steps, a new session each, synchronous=FULL (runs min/median/p90/max ${spread(durable.perRun)} µs/step)`,
+      ),
+    );
+    out(
+      row(
+        'normal',
+        normal.sample,
+        `the same with synchronous=NORMAL, ${RUNS_NORMAL} runs = ${normal.sample.steps} steps (runs min/median/p90/max ${spread(normal.perRun)} µs/step)`,
+      ),
+    );
+    out(
+      row(
+        'effectful',
+        effectful.sample,
+        `as durable, the tool declared not idempotent: its call is durable before it runs (runs min/median/p90/max ${spread(effectful.perRun)} µs/step)`,
+      ),
+    );
+    out(
+      row(
+        'floor',
+        floor.sample,
+        `better-sqlite3 alone: 1 INSERT of a ${floor.rowBytes}-byte row and 1 commit (fsync) per step, ${floor.sample.steps} steps`,
+      ),
+    );
     out(row('loop', loop, `runTurn + MemorySink (no deltas), ${LOOP_RUNS} runs, empty history`));
-    out(row('handLoop', hand, `by hand: doStream, read to the end, run the tool, push the messages; ${LOOP_RUNS} runs`));
+    out(
+      row('handLoop', hand, `by hand: doStream, read to the end, run the tool, push the messages; ${LOOP_RUNS} runs`),
+    );
     out('');
     const lags = (name: string, l: ReturnType<typeof lagStats>) => {
-      const one = (o: ReturnType<typeof lagStats>['claim']) => `median ${fmt(o.median, 2)} ms, max ${fmt(o.max, 2)} ms, ${o.slow} over ${SLOW_MS} ms`;
+      const one = (o: ReturnType<typeof lagStats>['claim']) =>
+        `median ${fmt(o.median, 2)} ms, max ${fmt(o.max, 2)} ms, ${o.slow} over ${SLOW_MS} ms`;
       return `  ${name.padEnd(8)} send → running: ${one(l.claim)} (${l.claimedWithSend} of ${l.runs} claimed in the send's transaction); completed → wait returned: ${one(l.end)} (${l.runs} runs)`;
     };
-    out(`  idle waits inside the timed runs (missed wake-ups show as waits over ${SLOW_MS} ms; they are part of µs/step):`);
+    out(
+      `  idle waits inside the timed runs (missed wake-ups show as waits over ${SLOW_MS} ms; they are part of µs/step):`,
+    );
     out(lags('durable', result.lags));
     out(lags('normal', result.normalLags));
     out('');
-    out(`  durable / floor      : ${fmt(result.ratio, 2)}× (median of ${PAIRED_ROUNDS} rounds measured alternately: ${paired.ratios.map((r) => fmt(r, 2)).join(', ')}; medians ${fmt(result.pairedUsPerStep)} / ${fmt(result.pairedFloorUsPerStep)} µs/step); ${fmt(result.ratioOfMeans, 2)}× from the variants above`);
+    out(
+      `  durable / floor      : ${fmt(result.ratio, 2)}× (median of ${PAIRED_ROUNDS} rounds measured alternately: ${paired.ratios.map((r) => fmt(r, 2)).join(', ')}; medians ${fmt(result.pairedUsPerStep)} / ${fmt(result.pairedFloorUsPerStep)} µs/step); ${fmt(result.ratioOfMeans, 2)}× from the variants above`,
+    );
     out(`  durable − normal     : ${fmt(result.usPerStep - result.normalUsPerStep)} µs/step (what the fsyncs cost)`);
-    out(`  normal − loop        : ${fmt(result.normalUsPerStep - result.loopUsPerStep)} µs/step (the durable path without fsync, over the in-memory loop)`);
-    out(`  normal in SQLite     : ${fmt(normal.txUsPerStep)} µs/step inside write transactions, BEGIN to COMMIT (each run's send, claim, steps and finish, and the worker's next look for work); ${fmt(result.normalUsPerStep - normal.txUsPerStep)} µs/step outside`);
+    out(
+      `  normal − loop        : ${fmt(result.normalUsPerStep - result.loopUsPerStep)} µs/step (the durable path without fsync, over the in-memory loop)`,
+    );
+    out(
+      `  normal in SQLite     : ${fmt(normal.txUsPerStep)} µs/step inside write transactions, BEGIN to COMMIT (each run's send, claim, steps and finish, and the worker's next look for work); ${fmt(result.normalUsPerStep - normal.txUsPerStep)} µs/step outside`,
+    );
     const seg = normal.segments;
     if (seg) {
       out(
         `  normal, a run        : send ${fmt(seg.send, 0)} µs, start to the first step's commit ${fmt(seg.start, 0)}, a tool step ${fmt(seg.step, 0)} (commit to commit), ` +
           `the last step and the run's end ${fmt(seg.finish, 0)}, then to runs.wait's answer ${fmt(seg.after, 0)} (medians of ${seg.runs} runs);`,
       );
-      out(`                         beyond ${STEPS} steps at ${fmt(seg.step, 0)} µs, a run costs ${fmt(seg.overheadUs, 0)} µs: ${fmt(seg.overheadUsPerStep)} µs/step`);
+      out(
+        `                         beyond ${STEPS} steps at ${fmt(seg.step, 0)} µs, a run costs ${fmt(seg.overheadUs, 0)} µs: ${fmt(seg.overheadUsPerStep)} µs/step`,
+      );
     }
     out(
       `  loop / handLoop      : ${fmt(result.loopRatio, 2)}× (median of ${PAIRED_ROUNDS} rounds measured alternately: ${pairedLoop.ratios.map((r) => fmt(r, 2)).join(', ')}; ` +
         `medians ${fmt(result.loopPairedUsPerStep)} / ${fmt(result.handLoopPairedUsPerStep)} µs/step); ${fmt(result.loopRatioOfMeans, 2)}× from the variants above`,
     );
     out('');
-    out(`  commits / step       : ${commits(durable.commitsPerStep)} (normal ${commits(normal.commitsPerStep)}, effectful ${commits(effectful.commitsPerStep)}, floor 1)${durable.commitsPerStep === null ? ': the store has no commitCount' : ''}; per run also: the send (which claims the run for the idle worker, ADR-0027)`);
-    out(`  disk bytes / step    : ${b(durable.bytesPerStep)} file growth, ${b(durable.usedBytesPerStep)} in pages in use, ${b(durable.storedBytesPerStep)} stored in rows (normal ${b(normal.bytesPerStep)}, floor ${b(floor.bytesPerStep)}), after a complete WAL checkpoint`);
-    out(`  written bytes / step : ${b(durable.writtenPerStep)} (normal ${b(normal.writtenPerStep)}, floor ${b(floor.writtenPerStep)}): write(2) bytes, /proc/self/io wchar (WAL frames + checkpoints)`);
+    out(
+      `  commits / step       : ${commits(durable.commitsPerStep)} (normal ${commits(normal.commitsPerStep)}, effectful ${commits(effectful.commitsPerStep)}, floor 1)${durable.commitsPerStep === null ? ': the store has no commitCount' : ''}; per run also: the send (which claims the run for the idle worker, ADR-0027)`,
+    );
+    out(
+      `  disk bytes / step    : ${b(durable.bytesPerStep)} file growth, ${b(durable.usedBytesPerStep)} in pages in use, ${b(durable.storedBytesPerStep)} stored in rows (normal ${b(normal.bytesPerStep)}, floor ${b(floor.bytesPerStep)}), after a complete WAL checkpoint`,
+    );
+    out(
+      `  written bytes / step : ${b(durable.writtenPerStep)} (normal ${b(normal.writtenPerStep)}, floor ${b(floor.writtenPerStep)}): write(2) bytes, /proc/self/io wchar (WAL frames + checkpoints)`,
+    );
     out(`  events / step        : ${fmt(parts.eventsPerStep, 2)}, with ${b(parts.eventBytesPerStep)} of event data`);
     out('');
     out(`  event type                n  avg data B  data B/step`);
     for (const [type, t] of Object.entries(parts.byType)) {
-      out(`  ${type.padEnd(20)} ${String(t.n).padStart(6)} ${fmt(t.avgBytes, 0).padStart(11)} ${fmt(t.bytesPerStep, 0).padStart(12)}`);
+      out(
+        `  ${type.padEnd(20)} ${String(t.n).padStart(6)} ${fmt(t.avgBytes, 0).padStart(11)} ${fmt(t.bytesPerStep, 0).padStart(12)}`,
+      );
     }
     for (const [name, t] of Object.entries(parts.tables)) {
-      const body = t.error ? `n/a (${t.error})` : `${t.rows} rows, ${b(t.bytes)} = ${b(t.bytes / durable.sample.steps)} per measured step`;
+      const body = t.error
+        ? `n/a (${t.error})`
+        : `${t.rows} rows, ${b(t.bytes)} = ${b(t.bytes / durable.sample.steps)} per measured step`;
       out(`  table ${name.padEnd(16)} ${body} [${t.scope}]`);
     }
     out('');
-    out(`  growth: ${GROWTH_SESSIONS} sessions × ${GROWTH_RUNS} consecutive runs (durable, FULL), the run at each point averaged over the sessions (mean; wall time is`);
+    out(
+      `  growth: ${GROWTH_SESSIONS} sessions × ${GROWTH_RUNS} consecutive runs (durable, FULL), the run at each point averaged over the sessions (mean; wall time is`,
+    );
     out(`  sensitive to other load on the machine: see the median, the sessions and the CPU time);`);
-    out(`  loop: the history carried from run to run, then ${LOOP_REPEAT} turns per point and session, the points in turn (mean, and median of the turns)`);
+    out(
+      `  loop: the history carried from run to run, then ${LOOP_REPEAT} turns per point and session, the points in turn (mean, and median of the turns)`,
+    );
     const slowGrowth = growth.flatMap((g) =>
       g.lags.flatMap((l) => [
         ...(isSlow(l.claim) ? [`claim ${fmt(l.claim, 0)} ms at ${fmt(g.priorMessages, 0)} prior`] : []),
         ...(isSlow(l.end) ? [`end ${fmt(l.end, 0)} ms at ${fmt(g.priorMessages, 0)} prior`] : []),
       ]),
     );
-    if (slowGrowth.length > 0) out(`  missed wake-ups in the growth runs measured (part of their µs/step): ${slowGrowth.join(', ')}`);
-    out(`  prior messages  µs/step   median  (per session)              CPU µs/step  disk B/step  in use B/step  stored B/step  written B/step  loop µs/step   median  loop CPU µs/step`);
+    if (slowGrowth.length > 0)
+      out(`  missed wake-ups in the growth runs measured (part of their µs/step): ${slowGrowth.join(', ')}`);
+    out(
+      `  prior messages  µs/step   median  (per session)              CPU µs/step  disk B/step  in use B/step  stored B/step  written B/step  loop µs/step   median  loop CPU µs/step`,
+    );
     for (const g of growth) {
       out(
         `  ${fmt(g.priorMessages, 0).padStart(14)} ${fmt(g.usPerStep).padStart(8)} ${fmt(g.medianUsPerStep).padStart(8)}  ${`(${g.perSession.map((x) => fmt(x, 0)).join(', ')})`.padEnd(26)} ${fmt(g.cpuUsPerStep).padStart(11)} ${fmt(g.bytesPerStep, 0).padStart(12)} ${fmt(g.usedBytesPerStep, 0).padStart(14)} ${fmt(g.storedBytesPerStep, 0).padStart(14)} ${(g.writtenBytesPerStep === null ? 'n/a' : fmt(g.writtenBytesPerStep, 0)).padStart(15)} ${fmt(g.loopUsPerStep).padStart(13)} ${fmt(g.loopMedianUsPerStep).padStart(8)} ${fmt(g.loopCpuUsPerStep).padStart(17)}`,
@@ -1003,10 +1214,15 @@ try {
     out(
       `  growth ${fmt(last.priorMessages, 0)}/${fmt(first.priorMessages, 0)}: durable µs/step ${fmt(result.growthRatio.durable, 2)}×, loop µs/step ${fmt(result.growthRatio.loop, 2)}× (medians; means ${fmt(result.growthRatio.loopOfMeans, 2)}×), disk B/step ${fmt(result.growthRatio.bytes, 2)}× (in use ${fmt(result.growthRatio.usedBytes, 2)}×, stored in rows ${fmt(result.growthRatio.storedBytes, 2)}×)`,
     );
-    const types = [...new Set(growth.flatMap((g) => Object.keys(g.bytesPerEventType)))].sort((x, y) => (last.bytesPerEventType[y] ?? 0) - (last.bytesPerEventType[x] ?? 0));
+    const types = [...new Set(growth.flatMap((g) => Object.keys(g.bytesPerEventType)))].sort(
+      (x, y) => (last.bytesPerEventType[y] ?? 0) - (last.bytesPerEventType[x] ?? 0),
+    );
     out(`  event data B/step at each point: ${growth.map((g) => `${fmt(g.priorMessages, 0)} prior`).join(' | ')}`);
-    for (const t of types) out(`    ${t.padEnd(20)} ${growth.map((g) => fmt(g.bytesPerEventType[t] ?? 0, 0).padStart(9)).join('  ')}`);
-    out(`    ${'run checkpoint state'.padEnd(20)} ${growth.map((g) => (g.checkpointStateBytes === null ? 'n/a' : fmt(g.checkpointStateBytes, 0)).padStart(9)).join('  ')}   (bytes of one row, written at each turn's end)`);
+    for (const t of types)
+      out(`    ${t.padEnd(20)} ${growth.map((g) => fmt(g.bytesPerEventType[t] ?? 0, 0).padStart(9)).join('  ')}`);
+    out(
+      `    ${'run checkpoint state'.padEnd(20)} ${growth.map((g) => (g.checkpointStateBytes === null ? 'n/a' : fmt(g.checkpointStateBytes, 0)).padStart(9)).join('  ')}   (bytes of one row, written at each turn's end)`,
+    );
   }
 } finally {
   rmSync(dir, { recursive: true, force: true });

@@ -5,7 +5,13 @@
  * APICallError, as a provider's HTTP 429 is). Counts what it saw: calls, 429s, the peak of
  * requests in flight. Used by bench/flow-control.ts and test/limits.
  */
-import { APICallError, type LanguageModelV4, type LanguageModelV4CallOptions, type LanguageModelV4StreamPart, type LanguageModelV4StreamResult } from '@ai-sdk/provider';
+import {
+  APICallError,
+  type LanguageModelV4,
+  type LanguageModelV4CallOptions,
+  type LanguageModelV4StreamPart,
+  type LanguageModelV4StreamResult,
+} from '@ai-sdk/provider';
 
 export interface FakeProviderOptions {
   provider?: string;
@@ -69,7 +75,8 @@ export class FakeProvider implements LanguageModelV4 {
     const now = performance.now();
     const windowMs = this.o.windowMs ?? 60_000;
     while (this.starts.length > 0 && this.starts[0]! <= now - windowMs) this.starts.shift();
-    if (this.o.requests !== undefined && this.starts.length >= this.o.requests) this.refuse(this.starts[0]! + windowMs - now, 'requests');
+    if (this.o.requests !== undefined && this.starts.length >= this.o.requests)
+      this.refuse(this.starts[0]! + windowMs - now, 'requests');
     if (this.o.concurrency !== undefined && this.inFlight >= this.o.concurrency) this.refuse(100, 'concurrency');
     if (this.fail429 && this.fail429.n > 0) {
       this.fail429.n--;
@@ -77,7 +84,9 @@ export class FakeProvider implements LanguageModelV4 {
     }
     this.starts.push(now);
     const last = [...options.prompt].reverse().find((m) => m.role === 'user');
-    this.prompts.push(last && Array.isArray(last.content) ? last.content.map((p) => ('text' in p ? p.text : '')).join('') : '');
+    this.prompts.push(
+      last && Array.isArray(last.content) ? last.content.map((p) => ('text' in p ? p.text : '')).join('') : '',
+    );
     this.servedAt.push(Date.now());
     this.served++;
     this.inFlight++;
@@ -99,7 +108,12 @@ export class FakeProvider implements LanguageModelV4 {
       {
         type: 'finish',
         usage: {
-          inputTokens: { total: this.o.inputTokens ?? 10, noCache: undefined, cacheRead: undefined, cacheWrite: undefined },
+          inputTokens: {
+            total: this.o.inputTokens ?? 10,
+            noCache: undefined,
+            cacheRead: undefined,
+            cacheWrite: undefined,
+          },
           outputTokens: { total: this.o.outputTokens ?? 5, text: undefined, reasoning: undefined },
         },
         finishReason: { unified: 'stop', raw: 'stop' },
@@ -111,10 +125,14 @@ export class FakeProvider implements LanguageModelV4 {
         if (i === 0 && latency > 0) {
           await new Promise<void>((resolve, reject) => {
             const t = setTimeout(resolve, latency);
-            signal?.addEventListener('abort', () => {
-              clearTimeout(t);
-              reject(signal.reason);
-            }, { once: true });
+            signal?.addEventListener(
+              'abort',
+              () => {
+                clearTimeout(t);
+                reject(signal.reason);
+              },
+              { once: true },
+            );
           }).catch((e: unknown) => {
             finish();
             throw e;

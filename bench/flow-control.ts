@@ -41,14 +41,17 @@ async function variant(name: 'limited' | 'unlimited') {
   const counted = new Proxy(store, {
     get(target, prop, receiver) {
       const v = Reflect.get(target, prop, receiver) as unknown;
-      if (prop === 'acquireLimit') return (...a: unknown[]) => (acquisitions++, (v as (...x: unknown[]) => unknown).apply(target, a));
+      if (prop === 'acquireLimit')
+        return (...a: unknown[]) => (acquisitions++, (v as (...x: unknown[]) => unknown).apply(target, a));
       return typeof v === 'function' ? (v as (...x: unknown[]) => unknown).bind(target) : v;
     },
   });
   const rt = createRuntime({
     store: counted,
     agents: [defineAgent({ name: 'a', model: provider })],
-    ...(name === 'limited' ? { limits: { 'fake:limited-1': { concurrency: CONCURRENT, requestsPerMinute: RPS, windowMs: 1000 } } } : {}),
+    ...(name === 'limited'
+      ? { limits: { 'fake:limited-1': { concurrency: CONCURRENT, requestsPerMinute: RPS, windowMs: 1000 } } }
+      : {}),
   });
   const waits: number[] = [];
   rt.flowControl?.observe({ waited: (_k, s) => waits.push(s * 1000) });
@@ -65,7 +68,13 @@ async function variant(name: 'limited' | 'unlimited') {
   await store.close();
   rmSync(dir, { recursive: true, force: true });
   const failed = ended.filter((r) => r.status !== 'completed');
-  const failedBy429 = failed.filter((r) => JSON.stringify(r.error ?? {}).includes('429') || JSON.stringify(r.error ?? {}).toLowerCase().includes('rate limit'));
+  const failedBy429 = failed.filter(
+    (r) =>
+      JSON.stringify(r.error ?? {}).includes('429') ||
+      JSON.stringify(r.error ?? {})
+        .toLowerCase()
+        .includes('rate limit'),
+  );
   return {
     name,
     runs: RUNS,
@@ -81,13 +90,20 @@ async function variant(name: 'limited' | 'unlimited') {
     achievedOverAllowed: Number(((ended.length - failed.length) / wallS / RPS).toFixed(3)),
     ...(name === 'limited'
       ? {
-          waitMs: { mean: Math.round(waits.reduce((a, b) => a + b, 0) / Math.max(1, waits.length)), p50: Math.round(pct(waits, 50)), p95: Math.round(pct(waits, 95)), max: Math.round(Math.max(0, ...waits)) },
+          waitMs: {
+            mean: Math.round(waits.reduce((a, b) => a + b, 0) / Math.max(1, waits.length)),
+            p50: Math.round(pct(waits, 50)),
+            p95: Math.round(pct(waits, 95)),
+            max: Math.round(Math.max(0, ...waits)),
+          },
           acquisitionsPerCall: Number((acquisitions / Math.max(1, provider.served)).toFixed(2)),
         }
       : {}),
   };
 }
 
-console.log(`flow control: ${RUNS} runs, provider ${RPS} req/s (sliding 1 s), ${CONCURRENT} concurrent, ${LATENCY_MS} ms per answer; ${WORKERS} workers × ${SLOTS} slots, SQLite file`);
+console.log(
+  `flow control: ${RUNS} runs, provider ${RPS} req/s (sliding 1 s), ${CONCURRENT} concurrent, ${LATENCY_MS} ms per answer; ${WORKERS} workers × ${SLOTS} slots, SQLite file`,
+);
 console.log(JSON.stringify(await variant('limited'), null, 2));
 if (process.env.UNLIMITED !== '0') console.log(JSON.stringify(await variant('unlimited'), null, 2));

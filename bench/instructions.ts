@@ -84,7 +84,10 @@ async function workload(runs: number): Promise<void> {
 
 /** Instructions by function, from a callgrind output file (callgrind_annotate, every function). */
 function byFunction(file: string): Map<string, number> {
-  const out = execFileSync('callgrind_annotate', ['--threshold=100', file], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+  const out = execFileSync('callgrind_annotate', ['--threshold=100', file], {
+    encoding: 'utf8',
+    maxBuffer: 256 * 1024 * 1024,
+  });
   const m = new Map<string, number>();
   for (const line of out.split('\n')) {
     const r = /^\s*([\d,]+) \([^)]*\)\s+(.*)$/.exec(line);
@@ -102,12 +105,26 @@ function count(root: string, runs: number, dir: string): Promise<{ total: number
   return new Promise((ok, fail) => {
     const child = spawn(
       'valgrind',
-      ['--tool=callgrind', '--smc-check=all-non-file', `--callgrind-out-file=${file}`, process.execPath, '--single-threaded', '--initial-old-space-size=512', '--hash-seed=1', '--random-seed=1', join(HERE, 'instructions.ts'), '--workload', String(runs)],
+      [
+        '--tool=callgrind',
+        '--smc-check=all-non-file',
+        `--callgrind-out-file=${file}`,
+        process.execPath,
+        '--single-threaded',
+        '--initial-old-space-size=512',
+        '--hash-seed=1',
+        '--random-seed=1',
+        join(HERE, 'instructions.ts'),
+        '--workload',
+        String(runs),
+      ],
       { cwd: root, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TOOL_STEPS: String(TOOL_STEPS) } },
     );
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
-    child.once('error', (e) => fail(new Error(`valgrind could not be started (${e.message}): install it (Debian: apt-get install valgrind)`)));
+    child.once('error', (e) =>
+      fail(new Error(`valgrind could not be started (${e.message}): install it (Debian: apt-get install valgrind)`)),
+    );
     child.once('exit', (code) => {
       const total = /Collected : (\d+)/.exec(stderr);
       if (code !== 0 || !total) return fail(new Error(`valgrind exited ${code}:\n${stderr.slice(-2000)}`));
@@ -130,13 +147,16 @@ interface PerStep {
  * when it compiles what: an A/B of a small change can differ by ±1–4 % in these alone. Counted by
  * the functions' own instructions (what they call, such as malloc, is not: an estimate from below).
  */
-const COMPILING = /^(non-virtual thunk to )?v8::internal::((compiler|maglev|baseline|interpreter|wasm)::|(Parser|ParserBase|PreParser|Scanner|Zone|AstValueFactory|DeclarationScope|Scope)\b)/;
+const COMPILING =
+  /^(non-virtual thunk to )?v8::internal::((compiler|maglev|baseline|interpreter|wasm)::|(Parser|ParserBase|PreParser|Scanner|Zone|AstValueFactory|DeclarationScope|Scope)\b)/;
 
 /** Instructions a step in `root`: the two workloads counted at once (2 cores), their difference per step. */
 async function perStep(root: string, dir: string): Promise<PerStep> {
   const [a, b] = await Promise.all([count(root, WARM, dir), count(root, WARM + RUNS, dir)]);
   const steps = RUNS * STEPS;
-  const fns = [...b.fns].map(([name, n]) => ({ name, perStep: (n - (a.fns.get(name) ?? 0)) / steps })).sort((x, y) => y.perStep - x.perStep);
+  const fns = [...b.fns]
+    .map(([name, n]) => ({ name, perStep: (n - (a.fns.get(name) ?? 0)) / steps }))
+    .sort((x, y) => y.perStep - x.perStep);
   const compilingPerStep = fns.reduce((sum, f) => (COMPILING.test(f.name) ? sum + f.perStep : sum), 0);
   return { root, instructionsPerStep: (b.total - a.total) / steps, compilingPerStep, fns };
 }
@@ -158,8 +178,11 @@ async function main(): Promise<void> {
     if (against) other = worktree(against, dir);
     const here = await perStep(ROOT, dir);
     const there = other ? await perStep(other, dir) : undefined;
-    const commit = (root: string) => execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: ROOT, encoding: 'utf8' }).trim() !== '';
+    const commit = (root: string) =>
+      execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
+    const dirty =
+      execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: ROOT, encoding: 'utf8' }).trim() !==
+      '';
     const result = {
       workload: `NORMAL, ${RUNS} runs of ${STEPS} steps after ${WARM} (node --single-threaded under callgrind)`,
       instructionsPerStep: Math.round(here.instructionsPerStep),
@@ -167,9 +190,15 @@ async function main(): Promise<void> {
       commit: `${commit(ROOT)}${dirty ? ' + changes' : ''}`,
       ...(there && against
         ? {
-            against: { ref: against, commit: commit(there.root), instructionsPerStep: Math.round(there.instructionsPerStep), compilingPerStep: Math.round(there.compilingPerStep) },
+            against: {
+              ref: against,
+              commit: commit(there.root),
+              instructionsPerStep: Math.round(there.instructionsPerStep),
+              compilingPerStep: Math.round(there.compilingPerStep),
+            },
             ratio: here.instructionsPerStep / there.instructionsPerStep,
-            ratioWithoutCompiling: (here.instructionsPerStep - here.compilingPerStep) / (there.instructionsPerStep - there.compilingPerStep),
+            ratioWithoutCompiling:
+              (here.instructionsPerStep - here.compilingPerStep) / (there.instructionsPerStep - there.compilingPerStep),
           }
         : {}),
       top: here.fns.slice(0, top).map((f) => ({ name: f.name, perStep: Math.round(f.perStep) })),
@@ -178,15 +207,20 @@ async function main(): Promise<void> {
       console.log(JSON.stringify(result));
       return;
     }
-    const k = (n: number) => `${(n / 1000).toLocaleString('en-US', { maximumFractionDigits: 1, minimumFractionDigits: 1 })} K`;
+    const k = (n: number) =>
+      `${(n / 1000).toLocaleString('en-US', { maximumFractionDigits: 1, minimumFractionDigits: 1 })} K`;
     const pct = (r: number) => `${r.toFixed(3)} (${(100 * (r - 1)).toFixed(1)} %)`;
     const line = (label: string, p: PerStep) =>
-      console.log(`  ${label.padEnd(22)} ${k(p.instructionsPerStep).padStart(10)}   of which V8's compilers ${k(p.compilingPerStep).padStart(8)}, without them ${k(p.instructionsPerStep - p.compilingPerStep).padStart(10)}`);
+      console.log(
+        `  ${label.padEnd(22)} ${k(p.instructionsPerStep).padStart(10)}   of which V8's compilers ${k(p.compilingPerStep).padStart(8)}, without them ${k(p.instructionsPerStep - p.compilingPerStep).padStart(10)}`,
+      );
     console.log(`keel instructions per durable step: ${result.workload}`);
     line(result.commit, here);
     if (there && against) {
       line(`${against} (${commit(there.root)})`, there);
-      console.log(`  ratio                  ${pct(result.ratio!)}; without V8's compilers ${pct(result.ratioWithoutCompiling!)}`);
+      console.log(
+        `  ratio                  ${pct(result.ratio!)}; without V8's compilers ${pct(result.ratioWithoutCompiling!)}`,
+      );
     }
     if (top > 0) {
       console.log(`  the ${top} functions with most instructions a step:`);
@@ -195,9 +229,12 @@ async function main(): Promise<void> {
         const before = new Map(there.fns.map((f) => [f.name, f.perStep]));
         const names = new Set([...before.keys(), ...here.fns.map((f) => f.name)]);
         const after = new Map(here.fns.map((f) => [f.name, f.perStep]));
-        const changes = [...names].map((name) => ({ name, delta: (after.get(name) ?? 0) - (before.get(name) ?? 0) })).sort((a, b) => Math.abs(b.delta) - Math.abs(a.delta));
+        const changes = [...names]
+          .map((name) => ({ name, delta: (after.get(name) ?? 0) - (before.get(name) ?? 0) }))
+          .sort((a, b) => Math.abs(b.delta) - Math.abs(a.delta));
         console.log(`  the ${top} largest changes a step against ${against}:`);
-        for (const c of changes.slice(0, top)) console.log(`  ${`${c.delta > 0 ? '+' : '−'}${k(Math.abs(c.delta))}`.padStart(10)}  ${c.name.slice(0, 140)}`);
+        for (const c of changes.slice(0, top))
+          console.log(`  ${`${c.delta > 0 ? '+' : '−'}${k(Math.abs(c.delta))}`.padStart(10)}  ${c.name.slice(0, 140)}`);
       }
     }
   } finally {

@@ -19,7 +19,9 @@ function makeAgent() {
     name: 'bench',
     model: new ScriptedModel(script, { loop: true }),
     system: 'bench',
-    tools: [tool({ name: 'inc', description: 'increments', input: z.object({ n: z.number() }), execute: ({ n }) => n + 1 })],
+    tools: [
+      tool({ name: 'inc', description: 'increments', input: z.object({ n: z.number() }), execute: ({ n }) => n + 1 }),
+    ],
     limits: { maxSteps: TOOL_STEPS + 1 },
   });
 }
@@ -27,7 +29,8 @@ function makeAgent() {
 async function once(agent: ReturnType<typeof makeAgent>): Promise<number> {
   const sink = new MemorySink({ keepDeltas: false });
   const r = await runTurn(agent, { sink, input: 'go' });
-  if (r.reason !== 'completed' || r.steps !== TOOL_STEPS + 1) throw new Error(`unexpected end: ${r.reason} after ${r.steps} steps`);
+  if (r.reason !== 'completed' || r.steps !== TOOL_STEPS + 1)
+    throw new Error(`unexpected end: ${r.reason} after ${r.steps} steps`);
   return r.steps;
 }
 
@@ -53,6 +56,8 @@ const seq = await sequential();
 const con = await concurrent();
 const fmt = (r: { steps: number; ms: number }) =>
   `${((r.ms * 1000) / r.steps).toFixed(1)} µs/step, ${Math.round(r.steps / (r.ms / 1000)).toLocaleString('en-US')} steps/s (${r.steps} steps in ${r.ms.toFixed(0)} ms)`;
-console.log(`keel loop overhead: ${RUNS} runs × ${TOOL_STEPS} tool steps (+1 final step each), zero-latency scripted model, in-memory sink, node ${process.version}`);
+console.log(
+  `keel loop overhead: ${RUNS} runs × ${TOOL_STEPS} tool steps (+1 final step each), zero-latency scripted model, in-memory sink, node ${process.version}`,
+);
 console.log(`  one run at a time : ${fmt(seq)}`);
 console.log(`  all runs at once  : ${fmt(con)}`);

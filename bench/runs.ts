@@ -18,7 +18,15 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { createRuntime, defineAgent, isTerminal, SqliteStore, tool, type AgentDefinition, type Runtime } from '../src/index.ts';
+import {
+  createRuntime,
+  defineAgent,
+  isTerminal,
+  SqliteStore,
+  tool,
+  type AgentDefinition,
+  type Runtime,
+} from '../src/index.ts';
 import { stepsModel } from './steps-model.ts';
 
 const RUNS = Number(process.env.RUNS ?? 1000);
@@ -29,14 +37,17 @@ const LEASE_MS = Number(process.env.LEASE_MS ?? 2000);
 const RECOVER_CONCURRENCY = Number(process.env.RECOVER_CONCURRENCY ?? 100);
 
 const SELF = fileURLToPath(import.meta.url);
-const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
 function throughputAgent(): AgentDefinition {
   return defineAgent({
     name: 'bench',
     model: stepsModel(TOOL_STEPS),
     system: 'bench',
-    tools: [tool({ name: 'inc', description: 'increments', input: z.object({ n: z.number() }), execute: ({ n }) => n + 1 })],
+    tools: [
+      tool({ name: 'inc', description: 'increments', input: z.object({ n: z.number() }), execute: ({ n }) => n + 1 }),
+    ],
     limits: { maxSteps: TOOL_STEPS + 1 },
   });
 }
@@ -98,14 +109,20 @@ async function throughput(dir: string): Promise<void> {
   const completed = runs.filter((r) => r.status === 'completed').length;
   if (completed !== RUNS) throw new Error(`only ${completed} of ${RUNS} runs completed`);
   const steps = RUNS * (TOOL_STEPS + 1);
-  console.log(`(a) throughput: ${fmt(RUNS)} runs × ${TOOL_STEPS} tool steps (+1 final step each) = ${fmt(steps)} steps on ONE worker, concurrency ${CONCURRENCY}`);
+  console.log(
+    `(a) throughput: ${fmt(RUNS)} runs × ${TOOL_STEPS} tool steps (+1 final step each) = ${fmt(steps)} steps on ONE worker, concurrency ${CONCURRENCY}`,
+  );
   console.log(`    zero-latency scripted model, SQLite file (WAL, synchronous=FULL) in ${tmpdir()}`);
   console.log(`    creating the ${fmt(RUNS)} runs (not counted): ${fmt(createMs)} ms`);
   console.log(`    wall time        : ${fmt(ms)} ms`);
   console.log(`    runs/s           : ${fmt(RUNS / (ms / 1000), 1)}`);
   console.log(`    steps/s          : ${fmt(steps / (ms / 1000))}`);
-  console.log(`    per-step overhead: ${fmt((ms * 1000) / steps, 1)} µs (wall time / total steps; a tool step is 6 events in 1 or 2 commits (ADR-0008), group-committed across runs)`);
-  console.log(`    CPU per step     : ${fmt(cpu.user / steps, 1)} µs user + ${fmt(cpu.system / steps, 1)} µs system (this process)`);
+  console.log(
+    `    per-step overhead: ${fmt((ms * 1000) / steps, 1)} µs (wall time / total steps; a tool step is 6 events in 1 or 2 commits (ADR-0008), group-committed across runs)`,
+  );
+  console.log(
+    `    CPU per step     : ${fmt(cpu.user / steps, 1)} µs user + ${fmt(cpu.system / steps, 1)} µs system (this process)`,
+  );
   await store.close();
 }
 
@@ -115,9 +132,11 @@ async function recoveryChild(db: string): Promise<void> {
   let inFlight = 0;
   const rt = createRuntime({
     store,
-    agents: [recoveryAgent(true, () => {
-      if (++inFlight === RECOVER_RUNS) process.send!({ type: 'all-running' });
-    })],
+    agents: [
+      recoveryAgent(true, () => {
+        if (++inFlight === RECOVER_RUNS) process.send!({ type: 'all-running' });
+      }),
+    ],
     leaseMs: LEASE_MS,
   });
   await createRuns(rt, RECOVER_RUNS);
@@ -127,8 +146,13 @@ async function recoveryChild(db: string): Promise<void> {
 
 async function recovery(dir: string): Promise<void> {
   const db = join(dir, 'recovery.db');
-  const child = spawn(process.execPath, [SELF, 'recovery-child', db], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: process.env });
-  const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, signal) => resolve(signal)));
+  const child = spawn(process.execPath, [SELF, 'recovery-child', db], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    env: process.env,
+  });
+  const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+    child.once('exit', (_code, signal) => resolve(signal)),
+  );
   let createdAt = 0;
   const s0 = performance.now();
   await new Promise<void>((resolve, reject) => {
@@ -146,7 +170,8 @@ async function recovery(dir: string): Promise<void> {
   const store = new SqliteStore({ path: db, synchronous: 'FULL' });
   const before = await store.listRuns({ limit: RECOVER_RUNS + 1 });
   const running = before.filter((r) => r.status === 'running');
-  if (running.length !== RECOVER_RUNS) throw new Error(`${running.length} of ${RECOVER_RUNS} runs were running at the kill`);
+  if (running.length !== RECOVER_RUNS)
+    throw new Error(`${running.length} of ${RECOVER_RUNS} runs were running at the kill`);
   const expiries = running.map((r) => r.lease!.expiresAt);
 
   const rt = createRuntime({ store, agents: [recoveryAgent(false)], leaseMs: LEASE_MS });
@@ -159,15 +184,26 @@ async function recovery(dir: string): Promise<void> {
 
   const after = await store.listRuns({ limit: RECOVER_RUNS + 1 });
   const completed = after.filter((r) => r.status === 'completed').length;
-  if (completed !== RECOVER_RUNS || after.some((r) => !isTerminal(r.status))) throw new Error(`only ${completed} of ${RECOVER_RUNS} runs completed after recovery`);
+  if (completed !== RECOVER_RUNS || after.some((r) => !isTerminal(r.status)))
+    throw new Error(`only ${completed} of ${RECOVER_RUNS} runs completed after recovery`);
   const firstExpiry = Math.max(0, Math.min(...expiries) - startedAt);
   const lastExpiry = Math.max(0, Math.max(...expiries) - startedAt);
-  console.log(`(b) recovery: ${fmt(RECOVER_RUNS)} runs in flight (each blocked in an idempotent tool) when their worker process was SIGKILLed`);
-  console.log(`    child: ${fmt(createdAt - s0)} ms to start and create the runs, then ${fmt(startMs)} ms until all ${fmt(RECOVER_RUNS)} were running (concurrency ${RECOVER_RUNS})`);
-  console.log(`    new worker: leaseMs ${fmt(LEASE_MS)}, concurrency ${RECOVER_CONCURRENCY}, started ${fmt(startedAt - killedAt)} ms after the kill`);
-  console.log(`    lease-expiry wait: first lease expired ${fmt(firstExpiry)} ms, last ${fmt(lastExpiry)} ms after the new worker started`);
+  console.log(
+    `(b) recovery: ${fmt(RECOVER_RUNS)} runs in flight (each blocked in an idempotent tool) when their worker process was SIGKILLed`,
+  );
+  console.log(
+    `    child: ${fmt(createdAt - s0)} ms to start and create the runs, then ${fmt(startMs)} ms until all ${fmt(RECOVER_RUNS)} were running (concurrency ${RECOVER_RUNS})`,
+  );
+  console.log(
+    `    new worker: leaseMs ${fmt(LEASE_MS)}, concurrency ${RECOVER_CONCURRENCY}, started ${fmt(startedAt - killedAt)} ms after the kill`,
+  );
+  console.log(
+    `    lease-expiry wait: first lease expired ${fmt(firstExpiry)} ms, last ${fmt(lastExpiry)} ms after the new worker started`,
+  );
   console.log(`    all ${fmt(RECOVER_RUNS)} terminal (completed) ${fmt(ms)} ms after the new worker started`);
-  console.log(`    = ${fmt(ms - lastExpiry)} ms after the last lease expired (${fmt((ms - firstExpiry) / RECOVER_RUNS, 2)} ms per run from the first expiry)`);
+  console.log(
+    `    = ${fmt(ms - lastExpiry)} ms after the last lease expired (${fmt((ms - firstExpiry) / RECOVER_RUNS, 2)} ms per run from the first expiry)`,
+  );
   await store.close();
 }
 

@@ -46,7 +46,9 @@ class TimestampModel implements LanguageModelV4 {
       (call) => {
         const step = call.prompt.filter((m) => m.role === 'tool').length + 1;
         const chunks = Array.from({ length: CHUNKS }, () => 'x');
-        return step < STEPS ? { chunks, chunkDelayMs: CHUNK_DELAY_MS, toolCalls: [{ id: `call-${step}`, name: 'next', input: { step } }] } : { chunks, chunkDelayMs: CHUNK_DELAY_MS };
+        return step < STEPS
+          ? { chunks, chunkDelayMs: CHUNK_DELAY_MS, toolCalls: [{ id: `call-${step}`, name: 'next', input: { step } }] }
+          : { chunks, chunkDelayMs: CHUNK_DELAY_MS };
       },
     ],
     { loop: true },
@@ -71,11 +73,24 @@ async function serveChild(): Promise<void> {
   const agent = defineAgent({
     name: 'bench-sse',
     model: new TimestampModel(),
-    tools: [tool({ name: 'next', description: 'Goes on', input: z.object({ step: z.number() }), execute: ({ step }) => `step ${step} done` })],
+    tools: [
+      tool({
+        name: 'next',
+        description: 'Goes on',
+        input: z.object({ step: z.number() }),
+        execute: ({ step }) => `step ${step} done`,
+      }),
+    ],
     limits: { maxSteps: STEPS + 1 },
   });
   const store = openSqliteStore({ path: ':memory:' });
-  const server = await startServer({ store, config: { source: null, agents: [agent], compaction: {}, demo: false }, port: 0, workers: 1, version: 'bench' });
+  const server = await startServer({
+    store,
+    config: { source: null, agents: [agent], compaction: {}, demo: false },
+    port: 0,
+    workers: 1,
+    version: 'bench',
+  });
   process.on('message', (m: ToChild) => {
     if (m.cmd === 'exit') void server.close({ graceMs: 0 }).then(() => process.exit(0));
     else {
@@ -98,7 +113,11 @@ interface Child {
 }
 
 function startChild(): Child {
-  const proc = fork(fileURLToPath(import.meta.url), ['--server'], { execArgv: ['--expose-gc'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env } });
+  const proc = fork(fileURLToPath(import.meta.url), ['--server'], {
+    execArgv: ['--expose-gc'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    env: { ...process.env },
+  });
   const inbox: FromChild[] = [];
   const waiting: Array<(m: FromChild) => void> = [];
   proc.on('message', (m: FromChild) => {
@@ -109,7 +128,8 @@ function startChild(): Child {
   proc.once('exit', (code) => {
     if (code !== 0 && code !== null) console.error(`server process exited with ${code}`);
   });
-  const next = () => (inbox.length > 0 ? Promise.resolve(inbox.shift()!) : new Promise<FromChild>((resolve) => waiting.push(resolve)));
+  const next = () =>
+    inbox.length > 0 ? Promise.resolve(inbox.shift()!) : new Promise<FromChild>((resolve) => waiting.push(resolve));
   return {
     proc,
     next,
@@ -123,7 +143,10 @@ function startChild(): Child {
 }
 
 async function api<T>(url: string, path: string, body?: unknown): Promise<T> {
-  const res = await fetch(`${url}${path}`, { method: body !== undefined ? 'POST' : 'GET', ...(body !== undefined ? { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } } : {}) });
+  const res = await fetch(`${url}${path}`, {
+    method: body !== undefined ? 'POST' : 'GET',
+    ...(body !== undefined ? { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } } : {}),
+  });
   if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
   return (await res.json()) as T;
 }
@@ -176,9 +199,11 @@ function subscribe(url: string, agent: Agent): Subscriber {
           else {
             eventLatency.push(t - Date.parse(e.time));
             // Emitted at a durable point: its time is (about) when its commit happened.
-            if (e.type === 'step/end' || e.type === 'turn/end' || e.type === 'run/status') commitLatency.push(t - Date.parse(e.time));
+            if (e.type === 'step/end' || e.type === 'turn/end' || e.type === 'run/status')
+              commitLatency.push(t - Date.parse(e.time));
           }
-          if (e.type === 'run/status' && ['completed', 'failed', 'cancelled', 'timed_out'].includes(e.data.to ?? '')) resolveDone({ ended: true });
+          if (e.type === 'run/status' && ['completed', 'failed', 'cancelled', 'timed_out'].includes(e.data.to ?? ''))
+            resolveDone({ ended: true });
         }
       }
     });
@@ -204,7 +229,9 @@ const mb = (b: number) => `${(b / 1024 / 1024).toFixed(1)} MB`;
 
 async function main(): Promise<void> {
   const t0 = performance.now();
-  console.log(`SSE fan-out: ${SUBSCRIBERS} subscribers, one run of ${STEPS} model calls × ${CHUNKS} chunks every ${CHUNK_DELAY_MS} ms (server in a child process, in-memory store)\n`);
+  console.log(
+    `SSE fan-out: ${SUBSCRIBERS} subscribers, one run of ${STEPS} model calls × ${CHUNKS} chunks every ${CHUNK_DELAY_MS} ms (server in a child process, in-memory store)\n`,
+  );
   const child = startChild();
   const ready = await child.next();
   if (ready.type !== 'ready') throw new Error('the server did not start');
@@ -248,8 +275,12 @@ async function main(): Promise<void> {
   const incomplete = results.filter((r) => !r.ended).length;
   const expectedDeltas = SUBSCRIBERS * STEPS * CHUNKS;
   console.log(`connect          ${SUBSCRIBERS} subscribers live in ${connectMs.toFixed(0)} ms`);
-  console.log(`run              ${runMs.toFixed(0)} ms to the last subscriber's end (streaming alone: ≥ ${(STEPS * CHUNKS * CHUNK_DELAY_MS).toFixed(0)} ms)`);
-  console.log(`delivered        ${totalEvents} durable events, ${totalDeltas} deltas (text deltas expected: ${expectedDeltas}); ${((totalEvents + totalDeltas) / (runMs / 1000)).toFixed(0)} messages/s; ${incomplete} subscribers cut off`);
+  console.log(
+    `run              ${runMs.toFixed(0)} ms to the last subscriber's end (streaming alone: ≥ ${(STEPS * CHUNKS * CHUNK_DELAY_MS).toFixed(0)} ms)`,
+  );
+  console.log(
+    `delivered        ${totalEvents} durable events, ${totalDeltas} deltas (text deltas expected: ${expectedDeltas}); ${((totalEvents + totalDeltas) / (runMs / 1000)).toFixed(0)} messages/s; ${incomplete} subscribers cut off`,
+  );
   console.log('\nlatency, append → client (same clock):');
   console.log(summary('durable events', eventLatency));
   console.log(summary('  of which at a commit', commitLatency));

@@ -10,7 +10,9 @@ export function stepsModel(toolSteps: number): ScriptedModel {
     [
       (call): ScriptedResponse => {
         const done = call.prompt.filter((m) => m.role === 'tool').length;
-        return done >= toolSteps ? { text: 'done' } : { text: 'working', toolCalls: [{ id: `c${done + 1}`, name: 'inc', input: { n: done } }] };
+        return done >= toolSteps
+          ? { text: 'done' }
+          : { text: 'working', toolCalls: [{ id: `c${done + 1}`, name: 'inc', input: { n: done } }] };
       },
     ],
     { loop: true },

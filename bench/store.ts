@@ -18,7 +18,13 @@ const dir = child ? '' : mkdtempSync(join(tmpdir(), 'keel-bench-store-'));
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => {});
 const usage = { inputTokens: 1200, outputTokens: 80, cachedInputTokens: 0, reasoningTokens: 0 };
 const SYSTEM = 'You are a careful assistant. '.repeat(40);
-const TOOLS = [{ name: 'lookup', description: 'Looks something up', inputSchema: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] } }];
+const TOOLS = [
+  {
+    name: 'lookup',
+    description: 'Looks something up',
+    inputSchema: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] },
+  },
+];
 
 const SYSTEM_HASH = contentHash(JSON.stringify(SYSTEM));
 const TOOLS_HASH = contentHash(JSON.stringify(TOOLS));
@@ -39,21 +45,101 @@ function turnEvents(turn: number): NewEvent[] {
       type: 'request/header',
       turn,
       step,
-      data: { provider: 'bench', modelId: 'bench-1', attempt: 1, messageId, settings: {}, system: SYSTEM_HASH, tools: TOOLS_HASH, context: { messages: 0, first: null, last: null }, promptHash: 'x' },
+      data: {
+        provider: 'bench',
+        modelId: 'bench-1',
+        attempt: 1,
+        messageId,
+        settings: {},
+        system: SYSTEM_HASH,
+        tools: TOOLS_HASH,
+        context: { messages: 0, first: null, last: null },
+        promptHash: 'x',
+      },
       blobs: CONTENT,
     }) as NewEvent;
   return [
-    { type: 'turn/start', turn, data: { agent: { name: 'bench', version: '1' }, model: { provider: 'bench', modelId: 'bench-1' }, resumed: false } },
-    { type: 'user/message', turn, data: { message: { id: user, role: 'user', content: [{ type: 'text', text: `Question number ${turn}: what is the status of item ${turn}?` }] }, via: 'input' } },
+    {
+      type: 'turn/start',
+      turn,
+      data: {
+        agent: { name: 'bench', version: '1' },
+        model: { provider: 'bench', modelId: 'bench-1' },
+        resumed: false,
+      },
+    },
+    {
+      type: 'user/message',
+      turn,
+      data: {
+        message: {
+          id: user,
+          role: 'user',
+          content: [{ type: 'text', text: `Question number ${turn}: what is the status of item ${turn}?` }],
+        },
+        via: 'input',
+      },
+    },
     { type: 'step/start', turn, step: 1, data: {} },
     header(1, a1),
-    { type: 'assistant/message', turn, step: 1, data: { message: { id: a1, role: 'assistant', content: [{ type: 'text', text: 'Let me look.' }, { type: 'tool-call', toolCallId: call, toolName: 'lookup', input: { q: `item ${turn}` } }] }, finishReason: 'tool-calls', usage, cost: 0, timing: { startedAt: 0, durationMs: 1 } } },
-    { type: 'tool/call', turn, step: 1, data: { toolCallId: call, toolName: 'lookup', input: { q: `item ${turn}` }, idempotencyKey: call, assistantMessageId: a1 } },
-    { type: 'tool/result', turn, step: 1, data: { toolCallId: call, toolName: 'lookup', output: { type: 'json', value: { item: turn, status: 'ok', notes: 'all good' } }, toolMessageId: toolMsg, durationMs: 1 } },
+    {
+      type: 'assistant/message',
+      turn,
+      step: 1,
+      data: {
+        message: {
+          id: a1,
+          role: 'assistant',
+          content: [
+            { type: 'text', text: 'Let me look.' },
+            { type: 'tool-call', toolCallId: call, toolName: 'lookup', input: { q: `item ${turn}` } },
+          ],
+        },
+        finishReason: 'tool-calls',
+        usage,
+        cost: 0,
+        timing: { startedAt: 0, durationMs: 1 },
+      },
+    },
+    {
+      type: 'tool/call',
+      turn,
+      step: 1,
+      data: {
+        toolCallId: call,
+        toolName: 'lookup',
+        input: { q: `item ${turn}` },
+        idempotencyKey: call,
+        assistantMessageId: a1,
+      },
+    },
+    {
+      type: 'tool/result',
+      turn,
+      step: 1,
+      data: {
+        toolCallId: call,
+        toolName: 'lookup',
+        output: { type: 'json', value: { item: turn, status: 'ok', notes: 'all good' } },
+        toolMessageId: toolMsg,
+        durationMs: 1,
+      },
+    },
     { type: 'step/end', turn, step: 1, data: { reason: 'tool-calls', usage } },
     { type: 'step/start', turn, step: 2, data: {} },
     header(2, a2),
-    { type: 'assistant/message', turn, step: 2, data: { message: { id: a2, role: 'assistant', content: [{ type: 'text', text: `Item ${turn} is fine.` }] }, finishReason: 'stop', usage, cost: 0, timing: { startedAt: 0, durationMs: 1 } } },
+    {
+      type: 'assistant/message',
+      turn,
+      step: 2,
+      data: {
+        message: { id: a2, role: 'assistant', content: [{ type: 'text', text: `Item ${turn} is fine.` }] },
+        finishReason: 'stop',
+        usage,
+        cost: 0,
+        timing: { startedAt: 0, durationMs: 1 },
+      },
+    },
     { type: 'step/end', turn, step: 2, data: { reason: 'final', usage } },
     { type: 'turn/end', turn, data: { reason: 'completed', steps: 2, usage, cost: 0 } },
   ];
@@ -92,7 +178,11 @@ async function appendThroughput(): Promise<void> {
   console.log(`  one session, a turn (13 events) per call: ${fmt(batched)} events/s`);
 }
 
-async function buildSession(sessions: Sessions, events: number, compactEveryTurns: number | undefined): Promise<string> {
+async function buildSession(
+  sessions: Sessions,
+  events: number,
+  compactEveryTurns: number | undefined,
+): Promise<string> {
   const s = await sessions.create();
   const turns = Math.ceil(events / 13);
   let batch: NewEvent[] = [];
@@ -105,7 +195,20 @@ async function buildSession(sessions: Sessions, events: number, compactEveryTurn
       batch = [];
       const firstKept = kept.find((e) => e.type === 'user/message' && e.turn === keep.turn)!;
       await sessions.append(s.id, [
-        { type: 'compaction', data: { summary: `Summary up to turn ${t}: every item so far is fine.`, firstKeptEntryId: firstKept.id, tokensBefore: 100_000, tokensAfter: 2000, estimated: false, model: { provider: 'bench', modelId: 'bench-1' }, usage, cost: 0, reason: 'threshold' } },
+        {
+          type: 'compaction',
+          data: {
+            summary: `Summary up to turn ${t}: every item so far is fine.`,
+            firstKeptEntryId: firstKept.id,
+            tokensBefore: 100_000,
+            tokensAfter: 2000,
+            estimated: false,
+            model: { provider: 'bench', modelId: 'bench-1' },
+            usage,
+            cost: 0,
+            reason: 'threshold',
+          },
+        },
       ]);
     }
     if (batch.length >= 1300) {
@@ -124,7 +227,9 @@ async function timed<T>(fn: () => Promise<T>): Promise<{ ms: number; value: T }>
 }
 
 async function contextReads(): Promise<void> {
-  console.log('model-context read (ms; cold = no snapshot; snapshot = a process that kept nothing: the stored snapshot + a 13-event tail;');
+  console.log(
+    'model-context read (ms; cold = no snapshot; snapshot = a process that kept nothing: the stored snapshot + a 13-event tail;',
+  );
   console.log('                    warm = the state this process kept in memory + the same tail):');
   for (const compactEvery of [200, undefined]) {
     const label = compactEvery ? `compaction every ${compactEvery} turns` : 'never compacted';
@@ -137,7 +242,10 @@ async function contextReads(): Promise<void> {
       const store = openSqliteStore({ path });
       const sessions = new Sessions({ store });
       const cold = await timed(() => sessions.context(id));
-      await sessions.append(id, turnEvents(999_999).map((e) => ({ ...e, turn: 999_999 }) as NewEvent));
+      await sessions.append(
+        id,
+        turnEvents(999_999).map((e) => ({ ...e, turn: 999_999 }) as NewEvent),
+      );
       const fromSnapshot = await timed(() => new Sessions({ store }).context(id));
       const warm = await timed(() => sessions.context(id));
       const stats = await sessions.get(id);
@@ -153,7 +261,9 @@ async function contextReads(): Promise<void> {
 async function openMemory(): Promise<void> {
   const path = join(dir, 'ctx-100000-200.db');
   const { execFileSync } = await import('node:child_process');
-  const out = execFileSync(process.execPath, ['--expose-gc', fileURLToPath(import.meta.url), '--open', path], { encoding: 'utf8' });
+  const out = execFileSync(process.execPath, ['--expose-gc', fileURLToPath(import.meta.url), '--open', path], {
+    encoding: 'utf8',
+  });
   console.log(out.trim());
 }
 

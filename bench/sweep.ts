@@ -22,7 +22,15 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { createRuntime, defineAgent, manualClock, openSqliteStore, ScriptedModel, sleepTool, type Store } from '../src/index.ts';
+import {
+  createRuntime,
+  defineAgent,
+  manualClock,
+  openSqliteStore,
+  ScriptedModel,
+  sleepTool,
+  type Store,
+} from '../src/index.ts';
 import { PostgresStore } from '../src/store/postgres/index.ts';
 
 const IDLE = (process.env.IDLE ?? '1000,10000,100000').split(',').map(Number);
@@ -54,12 +62,21 @@ async function addIdleRuns(place: Place, n: number, now: number): Promise<void> 
     db.pragma('busy_timeout = 10000');
     db.transaction(() => {
       const session = db.prepare("INSERT INTO sessions (id, tenant, created_at) VALUES (?, 'default', ?)");
-      const run = db.prepare("INSERT INTO runs (id, session_id, agent_name, agent_version, agent_spec, status, created_at, deadline_at, waiting) VALUES (?, ?, 'a', '1', '{}', ?, ?, ?, ?)");
+      const run = db.prepare(
+        "INSERT INTO runs (id, session_id, agent_name, agent_version, agent_spec, status, created_at, deadline_at, waiting) VALUES (?, ?, 'a', '1', '{}', ?, ?, ?, ?)",
+      );
       for (let i = 0; i < n; i++) {
         const id = `00000000-idle-${String(i).padStart(8, '0')}`;
         session.run(id, now);
         const status = IDLE_STATUSES[i % IDLE_STATUSES.length]!;
-        run.run(id, id, status, now, far + i, status === 'paused' ? null : JSON.stringify({ kind: 'sleep', calls: [], decisions: {}, expiresAt: far - i }));
+        run.run(
+          id,
+          id,
+          status,
+          now,
+          far + i,
+          status === 'paused' ? null : JSON.stringify({ kind: 'sleep', calls: [], decisions: {}, expiresAt: far - i }),
+        );
       }
     })();
     db.close();
@@ -68,7 +85,10 @@ async function addIdleRuns(place: Place, n: number, now: number): Promise<void> 
   const c = new pg.Client({ connectionString: PG_URL });
   await c.connect();
   await c.query(`SET search_path TO "${place.schema}"`);
-  await c.query(`INSERT INTO sessions (id, tenant, created_at) SELECT '00000000-idle-' || lpad(i::text, 8, '0'), 'default', $1 FROM generate_series(1, $2) AS i`, [now, n]);
+  await c.query(
+    `INSERT INTO sessions (id, tenant, created_at) SELECT '00000000-idle-' || lpad(i::text, 8, '0'), 'default', $1 FROM generate_series(1, $2) AS i`,
+    [now, n],
+  );
   await c.query(
     `INSERT INTO runs (id, session_id, agent_name, agent_version, agent_spec, status, created_at, deadline_at, waiting)
      SELECT '00000000-idle-' || lpad(i::text, 8, '0'), '00000000-idle-' || lpad(i::text, 8, '0'), 'a', '1', '{}', (ARRAY${statuses.replace('(', '[').replace(')', ']')})[1 + i % ${IDLE_STATUSES.length}], $1, $2::bigint + i,
@@ -94,8 +114,15 @@ async function timeUs(reps: number, fn: () => Promise<unknown>): Promise<number>
 async function wakeUps(place: Place): Promise<number> {
   const store = await open(place);
   const clock = manualClock();
-  const script = Array.from({ length: WAKES }, () => [{ toolCalls: [{ id: 'z', name: 'sleep', input: { seconds: 3600 } }] }, { text: 'awake' }]).flat();
-  const rt = createRuntime({ store, agents: [defineAgent({ name: 'a', model: new ScriptedModel(script), tools: [sleepTool()] })], clock });
+  const script = Array.from({ length: WAKES }, () => [
+    { toolCalls: [{ id: 'z', name: 'sleep', input: { seconds: 3600 } }] },
+    { text: 'awake' },
+  ]).flat();
+  const rt = createRuntime({
+    store,
+    agents: [defineAgent({ name: 'a', model: new ScriptedModel(script), tools: [sleepTool()] })],
+    clock,
+  });
   rt.startWorker({ pollMs: 10, sweepMs: SWEEP_MS });
   const ms: number[] = [];
   for (let i = 0; i < WAKES; i++) {
@@ -132,7 +159,9 @@ async function withPlace<T>(kind: 'sqlite' | 'postgres', fn: (place: Place) => P
   }
 }
 
-console.log(`keel sweep benchmark — node ${process.version}, ${cpus().length} CPUs; medians of ${REPS} reads, ${WAKES} wake-ups (worker sweeping every ${SWEEP_MS} ms)`);
+console.log(
+  `keel sweep benchmark — node ${process.version}, ${cpus().length} CPUs; medians of ${REPS} reads, ${WAKES} wake-ups (worker sweeping every ${SWEEP_MS} ms)`,
+);
 for (const backend of BACKENDS) {
   const floor = await withPlace(backend, async (place) => {
     (await open(place)).close();
@@ -146,7 +175,9 @@ for (const backend of BACKENDS) {
       await addIdleRuns(place, idle, now);
       const store = await open(place);
       const nothing = await timeUs(REPS, () => store.dueRuns(now, { limit: 200 }));
-      const before = await timeUs(Math.max(3, Math.floor(REPS / 20)), () => store.listRuns({ statuses: ['queued', 'paused', ...IDLE_STATUSES], limit: 10_000 }));
+      const before = await timeUs(Math.max(3, Math.floor(REPS / 20)), () =>
+        store.listRuns({ statuses: ['queued', 'paused', ...IDLE_STATUSES], limit: 10_000 }),
+      );
       // One run due among them: the one with the earliest wake-up, moved to now.
       const [first] = await store.listRuns({ statuses: ['sleeping'], limit: 1 });
       await store.updateRun(first!.id, { waiting: { kind: 'sleep', calls: [], decisions: {}, expiresAt: now - 1 } });

@@ -13,4 +13,12 @@ export * from './runs/index.ts';
 export * from './mcp/index.ts';
 export * from './config/index.ts';
 export * from './monitoring/index.ts';
-export { FlowControl, limitKeyFor, type FlowControlObserver, type FlowControlOptions, type ModelLimit, type ModelLimits, type Priority } from './limits/flow-control.ts';
+export {
+  FlowControl,
+  limitKeyFor,
+  type FlowControlObserver,
+  type FlowControlOptions,
+  type ModelLimit,
+  type ModelLimits,
+  type Priority,
+} from './limits/flow-control.ts';

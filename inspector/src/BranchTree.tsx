@@ -12,7 +12,12 @@ interface Node {
  * than one child; the leaf (where the next message goes) is marked; compactions and branch
  * summaries stand out. Each entry offers: make it the leaf, fork from it.
  */
-export function BranchTree(props: { entries: SessionEvent[]; leafId: string | null; onLeaf: (id: string) => void; onFork: (id: string, into: 'branch' | 'session') => void }) {
+export function BranchTree(props: {
+  entries: SessionEvent[];
+  leafId: string | null;
+  onLeaf: (id: string) => void;
+  onFork: (id: string, into: 'branch' | 'session') => void;
+}) {
   const byId = new Map<string, Node>();
   for (const e of props.entries) byId.set(e.id, { entry: e, children: [] });
   const roots: Node[] = [];
@@ -34,7 +39,13 @@ export function BranchTree(props: { entries: SessionEvent[]; leafId: string | nu
   );
 }
 
-function TreeNode(props: { node: Node; leafId: string | null; onPath: Set<string>; onLeaf: (id: string) => void; onFork: (id: string, into: 'branch' | 'session') => void }) {
+function TreeNode(props: {
+  node: Node;
+  leafId: string | null;
+  onPath: Set<string>;
+  onLeaf: (id: string) => void;
+  onFork: (id: string, into: 'branch' | 'session') => void;
+}) {
   // A chain of single children is drawn flat; a fork indents its branches.
   const chain: Node[] = [props.node];
   while (chain.at(-1)!.children.length === 1) chain.push(chain.at(-1)!.children[0]!);
@@ -45,8 +56,12 @@ function TreeNode(props: { node: Node; leafId: string | null; onPath: Set<string
         const e = n.entry;
         const isLeaf = e.id === props.leafId;
         return (
-          <div key={e.id} class={`entry type-${e.type.replace('/', '-')} ${props.onPath.has(e.id) ? 'on-path' : 'off-path'} ${isLeaf ? 'leaf' : ''}`}>
-            <span class="seq">#{e.seq}</span> <span class="kind">{e.type}</span> {oneLine(eventText(e.type, e.data), 80)}
+          <div
+            key={e.id}
+            class={`entry type-${e.type.replace('/', '-')} ${props.onPath.has(e.id) ? 'on-path' : 'off-path'} ${isLeaf ? 'leaf' : ''}`}
+          >
+            <span class="seq">#{e.seq}</span> <span class="kind">{e.type}</span>{' '}
+            {oneLine(eventText(e.type, e.data), 80)}
             {n.children.length > 1 && <span class="badge">fork · {n.children.length} branches</span>}
             {isLeaf && <span class="badge leaf-badge">leaf</span>}
             <span class="entry-actions">

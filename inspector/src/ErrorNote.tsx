@@ -4,7 +4,8 @@ import { ApiError } from './api.ts';
 export function ErrorNote(props: { error: unknown }) {
   if (!props.error) return null;
   const e = props.error as Error;
-  const type = e instanceof ApiError && typeof e.problem?.type === 'string' ? e.problem.type.replace(/^.*\//, '') : undefined;
+  const type =
+    e instanceof ApiError && typeof e.problem?.type === 'string' ? e.problem.type.replace(/^.*\//, '') : undefined;
   return (
     <p class="error" role="alert">
       {type ? `${type}: ` : ''}

@@ -17,7 +17,9 @@ const PAGE = 1000;
 /** Every run, across sessions, that waits for a person: decide it right here. */
 export function InboxPage() {
   // No stream spans sessions: the inbox asks again every 2 s (GET /v1/inbox, its first page: the oldest).
-  const inbox = useResource<{ data: InboxItem[]; next_cursor: string | null }>(`/v1/inbox?limit=${PAGE}`, { pollMs: 2000 });
+  const inbox = useResource<{ data: InboxItem[]; next_cursor: string | null }>(`/v1/inbox?limit=${PAGE}`, {
+    pollMs: 2000,
+  });
   return (
     <section>
       <h1>Inbox</h1>

@@ -13,9 +13,19 @@ export function KeyPrompt(props: { wrong: boolean }) {
       }}
     >
       <h2>API key</h2>
-      <p>This server requires an API key (create one with <code>keel keys create &lt;tenant&gt;</code>). It is kept in this browser tab only.</p>
+      <p>
+        This server requires an API key (create one with <code>keel keys create &lt;tenant&gt;</code>). It is kept in
+        this browser tab only.
+      </p>
       {props.wrong && <p class="error">The server refused the key: enter another one.</p>}
-      <input aria-label="API key" type="password" placeholder="keel_…" value={key} onInput={(e) => setKey(e.currentTarget.value)} autoFocus />
+      <input
+        aria-label="API key"
+        type="password"
+        placeholder="keel_…"
+        value={key}
+        onInput={(e) => setKey(e.currentTarget.value)}
+        autoFocus
+      />
       <button type="submit">Use this key</button>
     </form>
   );

@@ -36,7 +36,9 @@ function RunView(props: { run: Run; reloadRun: () => void; nested: boolean }) {
   }, 200);
   // Follows the run from the start (the stream sends what happened so far, then what happens).
   const live = useStream(props.nested || TERMINAL.has(r.status) ? null : `/v1/runs/${r.id}/stream`, 0, reload);
-  const lifecycle = (events.data?.data ?? []).filter((e) => e.run_id === r.id && (e.type === 'run/status' || e.type === 'run/interrupted'));
+  const lifecycle = (events.data?.data ?? []).filter(
+    (e) => e.run_id === r.id && (e.type === 'run/status' || e.type === 'run/interrupted'),
+  );
   const streaming = [...live.streaming.values()].filter((m) => m.text !== '' || m.reasoning !== '');
   return (
     <div class={props.nested ? 'run nested' : 'run'}>
@@ -137,7 +139,13 @@ function RunActions(props: { run: Run; onDone: () => void }) {
             });
           }}
         >
-          <input aria-label="Steer the run" placeholder="Steer: input for the next step" value={steer} disabled={ended} onInput={(e) => setSteer(e.currentTarget.value)} />
+          <input
+            aria-label="Steer the run"
+            placeholder="Steer: input for the next step"
+            value={steer}
+            disabled={ended}
+            onInput={(e) => setSteer(e.currentTarget.value)}
+          />
           <button type="submit" class="secondary" disabled={ended || act.busy}>
             Steer
           </button>

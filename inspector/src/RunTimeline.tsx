@@ -8,7 +8,8 @@ import type { SessionEvent, Step } from './types.ts';
  */
 export function RunTimeline(props: { steps: Step[]; lifecycle: SessionEvent[] }) {
   const items: Array<{ at: number; node: preact.JSX.Element }> = [];
-  for (const e of props.lifecycle) items.push({ at: Date.parse(e.time), node: <LifecycleItem key={`e${e.seq}`} event={e} /> });
+  for (const e of props.lifecycle)
+    items.push({ at: Date.parse(e.time), node: <LifecycleItem key={`e${e.seq}`} event={e} /> });
   for (const s of props.steps) items.push({ at: s.startedAt, node: <StepItem key={`s${s.step}`} step={s} /> });
   items.sort((a, b) => a.at - b.at);
   if (items.length === 0) return <p class="empty">No steps yet.</p>;
@@ -16,14 +17,22 @@ export function RunTimeline(props: { steps: Step[]; lifecycle: SessionEvent[] })
 }
 
 function LifecycleItem(props: { event: SessionEvent }) {
-  const d = props.event.data as { from?: string | null; to?: string; attempt?: number; reason?: string; step?: number; error?: unknown };
+  const d = props.event.data as {
+    from?: string | null;
+    to?: string;
+    attempt?: number;
+    reason?: string;
+    step?: number;
+    error?: unknown;
+  };
   const text =
     props.event.type === 'run/interrupted'
       ? `interrupted (${d.reason ?? '?'}) at attempt ${d.attempt ?? '?'}, after step ${d.step ?? '?'}: another worker recovers it`
       : `${d.from ?? 'new'} → ${d.to ?? '?'}${d.attempt !== undefined ? ` · attempt ${d.attempt}` : ''}${d.reason ? ` · ${d.reason}` : ''}`;
   return (
     <li class={`lifecycle ${props.event.type === 'run/interrupted' ? 'recovery' : ''}`} data-testid="lifecycle">
-      <span class="seq">#{props.event.seq}</span> <span class="kind">{props.event.type === 'run/interrupted' ? 'recovery' : 'status'}</span> {text}
+      <span class="seq">#{props.event.seq}</span>{' '}
+      <span class="kind">{props.event.type === 'run/interrupted' ? 'recovery' : 'status'}</span> {text}
       {d.error !== undefined && <pre class="args">{json(d.error)}</pre>}
     </li>
   );
@@ -47,11 +56,17 @@ function StepItem(props: { step: Step }) {
         return (
           <div class="model-call" data-testid="model-call" key={r.seq}>
             <div>
-              <span class="kind">model call</span> <strong>{r.modelId}</strong> <span class="muted">({r.provider})</span> · attempt {r.attempt}
+              <span class="kind">model call</span> <strong>{r.modelId}</strong>{' '}
+              <span class="muted">({r.provider})</span> · attempt {r.attempt}
               {a && a.messageId === r.messageId && (
                 <>
                   {' '}
-                  · {ms(a.timing.durationMs)} {a.timing.firstChunkMs !== undefined && <span class="muted">(first chunk {ms(a.timing.firstChunkMs)})</span>} · {tokens(usage?.inputTokens)} in / {tokens(usage?.outputTokens)} out · {money(a.cost)} · {a.finishReason}
+                  · {ms(a.timing.durationMs)}{' '}
+                  {a.timing.firstChunkMs !== undefined && (
+                    <span class="muted">(first chunk {ms(a.timing.firstChunkMs)})</span>
+                  )}{' '}
+                  · {tokens(usage?.inputTokens)} in / {tokens(usage?.outputTokens)} out · {money(a.cost)} ·{' '}
+                  {a.finishReason}
                   {a.interrupted && <span class="error"> · interrupted</span>}
                 </>
               )}
@@ -80,7 +95,11 @@ function StepItem(props: { step: Step }) {
             <span class="kind">tool call</span> <strong>{t.toolName}</strong>
             {t.approval && <span class={`approval approval-${t.approval}`}> · {t.approval}</span>}
             {t.outcomeUnknown && (
-              <span class="error outcome-unknown" data-testid="outcome-unknown" title="the run was interrupted while this call ran: it may or may not have taken effect">
+              <span
+                class="error outcome-unknown"
+                data-testid="outcome-unknown"
+                title="the run was interrupted while this call ran: it may or may not have taken effect"
+              >
                 {' '}
                 · outcome unknown ({t.outcomeUnknown.resolution.replaceAll('_', ' ')})
               </span>
@@ -88,7 +107,9 @@ function StepItem(props: { step: Step }) {
             {t.durationMs !== undefined && <span class="muted"> · {ms(t.durationMs)}</span>}
           </div>
           <div class="mono">args: {oneLine(t.input, 200)}</div>
-          {t.output !== undefined && <div class="mono">result: {oneLine(t.output.value ?? t.output.reason ?? t.output, 300)}</div>}
+          {t.output !== undefined && (
+            <div class="mono">result: {oneLine(t.output.value ?? t.output.reason ?? t.output, 300)}</div>
+          )}
         </div>
       ))}
     </li>

@@ -62,7 +62,10 @@ export function SessionPage(props: { id: string }) {
       <ul class="runs">
         {(runs.data?.data ?? []).map((r) => (
           <li key={r.id} data-testid="run-row">
-            <Link to={`/runs/${r.id}`}>run {shortId(r.id)}</Link> <StatusBadge status={r.status} /> <span class="muted">turn {r.turn ?? '–'} · {time(r.created_at)} · {money(r.cost)}</span>
+            <Link to={`/runs/${r.id}`}>run {shortId(r.id)}</Link> <StatusBadge status={r.status} />{' '}
+            <span class="muted">
+              turn {r.turn ?? '–'} · {time(r.created_at)} · {money(r.cost)}
+            </span>
           </li>
         ))}
         {runs.data?.data.length === 0 && <li class="empty">No runs yet: send a message.</li>}
@@ -95,7 +98,8 @@ export function SessionPage(props: { id: string }) {
           <h2>Model context</h2>
           {context.data && (
             <p class="muted">
-              {context.data.messages.length} messages · ~{context.data.tokens} tokens{context.data.omitted ? ` · ${context.data.omitted} omitted` : ''}
+              {context.data.messages.length} messages · ~{context.data.tokens} tokens
+              {context.data.omitted ? ` · ${context.data.omitted} omitted` : ''}
             </p>
           )}
           <ol class="context" data-testid="context">
@@ -183,7 +187,13 @@ function SessionActions(props: { session: Session; onDone: () => void }) {
           });
         }}
       >
-        <input class="grow" aria-label="Message" placeholder="Send a message…" value={message} onInput={(e) => setMessage(e.currentTarget.value)} />
+        <input
+          class="grow"
+          aria-label="Message"
+          placeholder="Send a message…"
+          value={message}
+          onInput={(e) => setMessage(e.currentTarget.value)}
+        />
         <select aria-label="If a run is active" value={ifBusy} onChange={(e) => setIfBusy(e.currentTarget.value)}>
           <option value="enqueue">if busy: enqueue</option>
           <option value="steer">if busy: steer</option>
@@ -195,7 +205,13 @@ function SessionActions(props: { session: Session; onDone: () => void }) {
         </button>
       </form>
       <div class="row">
-        <button class="secondary" disabled={act.busy} onClick={() => void act.run(async () => setVerdict(describeCompaction(await post(`/v1/sessions/${id}/compact`))))}>
+        <button
+          class="secondary"
+          disabled={act.busy}
+          onClick={() =>
+            void act.run(async () => setVerdict(describeCompaction(await post(`/v1/sessions/${id}/compact`))))
+          }
+        >
           Compact
         </button>
         <button class="secondary" disabled={act.busy} onClick={() => void act.run(exportJsonl)}>
@@ -206,7 +222,12 @@ function SessionActions(props: { session: Session; onDone: () => void }) {
           disabled={act.busy}
           onClick={() =>
             void act.run(async () => {
-              const v = await get<{ ok: boolean; events: number; requests: number; mismatches: Array<{ seq: number; kind: string; detail: string }> }>(`/v1/sessions/${id}/replay-check`);
+              const v = await get<{
+                ok: boolean;
+                events: number;
+                requests: number;
+                mismatches: Array<{ seq: number; kind: string; detail: string }>;
+              }>(`/v1/sessions/${id}/replay-check`);
               setVerdict(
                 v.ok
                   ? `Replay check passed: the log explains all ${v.requests} model requests (${v.events} events).`
@@ -230,5 +251,7 @@ function SessionActions(props: { session: Session; onDone: () => void }) {
 
 function describeCompaction(r: unknown): string {
   const c = r as { compacted: boolean; reason?: string; tokens_before?: number; tokens_after?: number };
-  return c.compacted ? `Compacted: ${c.tokens_before} → ${c.tokens_after} tokens.` : `Not compacted: ${c.reason ?? 'nothing to do'}.`;
+  return c.compacted
+    ? `Compacted: ${c.tokens_before} → ${c.tokens_after} tokens.`
+    : `Not compacted: ${c.reason ?? 'nothing to do'}.`;
 }

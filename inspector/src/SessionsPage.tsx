@@ -23,7 +23,8 @@ export function SessionsPage() {
   const [loaded, setLoaded] = useState(false);
   // How many rows the user has paged to: the refresh reads that many again.
   const shown = useRef(PAGE);
-  const query = (cursor: string | null, limit = PAGE) => `/v1/session-summaries?limit=${limit}${q.trim() ? `&q=${encodeURIComponent(q.trim())}` : ''}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+  const query = (cursor: string | null, limit = PAGE) =>
+    `/v1/session-summaries?limit=${limit}${q.trim() ? `&q=${encodeURIComponent(q.trim())}` : ''}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
 
   // The pages shown so far, read again every 3 s (no stream spans sessions): statuses and costs stay current.
   useEffect(() => {
@@ -67,7 +68,14 @@ export function SessionsPage() {
         <h1>Sessions</h1>
         <NewSession />
       </div>
-      <input class="search" type="search" aria-label="Search sessions" placeholder="Search title, id or metadata…" value={q} onInput={(e) => setQ(e.currentTarget.value)} />
+      <input
+        class="search"
+        type="search"
+        aria-label="Search sessions"
+        placeholder="Search title, id or metadata…"
+        value={q}
+        onInput={(e) => setQ(e.currentTarget.value)}
+      />
       <ErrorNote error={error} />
       <table class="list">
         <thead>
@@ -86,9 +94,19 @@ export function SessionsPage() {
               <td>
                 <Link to={`/sessions/${r.session.id}`}>{r.session.title ?? <em>untitled</em>}</Link>
                 <div class="muted mono">{shortId(r.session.id)}</div>
-                {Object.keys(r.session.metadata).length > 0 && <div class="muted mono">{JSON.stringify(r.session.metadata)}</div>}
+                {Object.keys(r.session.metadata).length > 0 && (
+                  <div class="muted mono">{JSON.stringify(r.session.metadata)}</div>
+                )}
               </td>
-              <td>{r.latest_run ? <Link to={`/runs/${r.latest_run.id}`}><StatusBadge status={r.latest_run.status} /></Link> : <StatusBadge status={undefined} />}</td>
+              <td>
+                {r.latest_run ? (
+                  <Link to={`/runs/${r.latest_run.id}`}>
+                    <StatusBadge status={r.latest_run.status} />
+                  </Link>
+                ) : (
+                  <StatusBadge status={undefined} />
+                )}
+              </td>
               <td>{r.runs}</td>
               <td>
                 {tokens(r.usage.input_tokens)} / {tokens(r.usage.output_tokens)}
@@ -99,7 +117,9 @@ export function SessionsPage() {
           ))}
         </tbody>
       </table>
-      {loaded && rows.length === 0 && <p class="empty">{q ? 'No session matches.' : 'No sessions yet: start one above.'}</p>}
+      {loaded && rows.length === 0 && (
+        <p class="empty">{q ? 'No session matches.' : 'No sessions yet: start one above.'}</p>
+      )}
       {next && (
         <button class="secondary" onClick={() => void more()}>
           Load more
@@ -126,8 +146,18 @@ function NewSession() {
         });
       }}
     >
-      <input aria-label="New session title" placeholder="Title" value={title} onInput={(e) => setTitle(e.currentTarget.value)} />
-      <input aria-label="First message" placeholder="First message (optional)" value={message} onInput={(e) => setMessage(e.currentTarget.value)} />
+      <input
+        aria-label="New session title"
+        placeholder="Title"
+        value={title}
+        onInput={(e) => setTitle(e.currentTarget.value)}
+      />
+      <input
+        aria-label="First message"
+        placeholder="First message (optional)"
+        value={message}
+        onInput={(e) => setMessage(e.currentTarget.value)}
+      />
       <button type="submit" disabled={act.busy}>
         New session
       </button>

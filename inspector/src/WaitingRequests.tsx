@@ -17,7 +17,13 @@ export function WaitingRequests(props: { run: Run; onDecided: () => void }) {
   if (!w) return null;
   return (
     <div class="waiting">
-      {w.requests.map((r) => (r.kind === 'approval' ? <Approval key={r.approval_id} run={props.run} request={r} onDecided={props.onDecided} /> : <Answer key={r.tool_call_id} run={props.run} request={r} onDecided={props.onDecided} />))}
+      {w.requests.map((r) =>
+        r.kind === 'approval' ? (
+          <Approval key={r.approval_id} run={props.run} request={r} onDecided={props.onDecided} />
+        ) : (
+          <Answer key={r.tool_call_id} run={props.run} request={r} onDecided={props.onDecided} />
+        ),
+      )}
       {w.expires_at && <p class="muted">Expires {new Date(w.expires_at).toLocaleString()}</p>}
     </div>
   );
@@ -28,7 +34,12 @@ function Approval(props: { run: Run; request: WaitingRequest; onDecided: () => v
   const act = useAction(props.onDecided);
   const r = props.request;
   const decide = (decision: 'approve' | 'deny') =>
-    act.run(() => post(`/v1/runs/${props.run.id}/approvals/${encodeURIComponent(r.approval_id)}`, decision === 'deny' && reason.trim() !== '' ? { decision, reason: reason.trim() } : { decision }));
+    act.run(() =>
+      post(
+        `/v1/runs/${props.run.id}/approvals/${encodeURIComponent(r.approval_id)}`,
+        decision === 'deny' && reason.trim() !== '' ? { decision, reason: reason.trim() } : { decision },
+      ),
+    );
   return (
     <div class="request card" data-testid="approval">
       <div>
@@ -40,7 +51,12 @@ function Approval(props: { run: Run; request: WaitingRequest; onDecided: () => v
           <button disabled={act.busy} onClick={() => decide('approve')}>
             Approve
           </button>
-          <input aria-label="Reason for denying" placeholder="reason (optional)" value={reason} onInput={(e) => setReason(e.currentTarget.value)} />
+          <input
+            aria-label="Reason for denying"
+            placeholder="reason (optional)"
+            value={reason}
+            onInput={(e) => setReason(e.currentTarget.value)}
+          />
           <button class="danger" disabled={act.busy} onClick={() => decide('deny')}>
             Deny
           </button>
@@ -53,10 +69,20 @@ function Approval(props: { run: Run; request: WaitingRequest; onDecided: () => v
 
 function Answer(props: { run: Run; request: WaitingRequest; onDecided: () => void }) {
   const r = props.request;
-  const questions = ((r.arguments as { questions?: Question[] } | null)?.questions ?? []).filter((q) => typeof q?.id === 'string');
-  const [answers, setAnswers] = useState<Record<string, string>>(() => Object.fromEntries(questions.map((q) => [q.id, q.choices?.[0] ?? ''])));
+  const questions = ((r.arguments as { questions?: Question[] } | null)?.questions ?? []).filter(
+    (q) => typeof q?.id === 'string',
+  );
+  const [answers, setAnswers] = useState<Record<string, string>>(() =>
+    Object.fromEntries(questions.map((q) => [q.id, q.choices?.[0] ?? ''])),
+  );
   const act = useAction(props.onDecided);
-  const send = () => act.run(() => post(`/v1/runs/${props.run.id}/input`, { answers: questions.length > 0 ? answers : (answers.answer ?? ''), tool_call_id: r.tool_call_id }));
+  const send = () =>
+    act.run(() =>
+      post(`/v1/runs/${props.run.id}/input`, {
+        answers: questions.length > 0 ? answers : (answers.answer ?? ''),
+        tool_call_id: r.tool_call_id,
+      }),
+    );
   return (
     <div class="request card" data-testid="question">
       <div>
@@ -74,7 +100,11 @@ function Answer(props: { run: Run; request: WaitingRequest; onDecided: () => voi
             <label class="question" key={q.id}>
               <span>{q.question}</span>
               {q.choices && q.choices.length > 0 ? (
-                <select aria-label={q.question} value={answers[q.id]} onChange={(e) => setAnswers({ ...answers, [q.id]: e.currentTarget.value })}>
+                <select
+                  aria-label={q.question}
+                  value={answers[q.id]}
+                  onChange={(e) => setAnswers({ ...answers, [q.id]: e.currentTarget.value })}
+                >
                   {q.choices.map((c) => (
                     <option key={c} value={c}>
                       {c}
@@ -82,7 +112,11 @@ function Answer(props: { run: Run; request: WaitingRequest; onDecided: () => voi
                   ))}
                 </select>
               ) : (
-                <input aria-label={q.question} value={answers[q.id] ?? ''} onInput={(e) => setAnswers({ ...answers, [q.id]: e.currentTarget.value })} />
+                <input
+                  aria-label={q.question}
+                  value={answers[q.id] ?? ''}
+                  onInput={(e) => setAnswers({ ...answers, [q.id]: e.currentTarget.value })}
+                />
               )}
             </label>
           ))}

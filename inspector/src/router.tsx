@@ -2,7 +2,8 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 
 /** The inspector's pages, as paths under /inspect (the server answers index.html for each). */
-export type Route = { page: 'sessions' } | { page: 'inbox' } | { page: 'session'; id: string } | { page: 'run'; id: string };
+export type Route =
+  { page: 'sessions' } | { page: 'inbox' } | { page: 'session'; id: string } | { page: 'run'; id: string };
 
 export const BASE = '/inspect';
 

@@ -13,12 +13,20 @@ export interface StreamItem {
  * connection drops it reconnects with `Last-Event-ID`: the server resumes exactly after the last
  * item seen. Stops when `signal` aborts, or after an `end` event (a run stream's last).
  */
-export async function follow(path: string, onItem: (item: StreamItem) => void, signal: AbortSignal, after?: string): Promise<void> {
+export async function follow(
+  path: string,
+  onItem: (item: StreamItem) => void,
+  signal: AbortSignal,
+  after?: string,
+): Promise<void> {
   let lastId = after;
   let failures = 0;
   while (!signal.aborted) {
     try {
-      const res = await fetch(path, { headers: { ...authHeaders(), accept: 'text/event-stream', ...(lastId ? { 'last-event-id': lastId } : {}) }, signal });
+      const res = await fetch(path, {
+        headers: { ...authHeaders(), accept: 'text/event-stream', ...(lastId ? { 'last-event-id': lastId } : {}) },
+        signal,
+      });
       if (!res.ok || !res.body) throw new Error(`stream ${path}: ${res.status}`);
       failures = 0;
       let ended = false;

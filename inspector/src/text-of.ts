@@ -5,7 +5,8 @@ export function textOfContent(content: unknown): string {
   return content
     .map((p: { type?: string; text?: string; toolName?: string; input?: unknown; output?: { value?: unknown } }) => {
       if (p.type === 'text') return p.text ?? '';
-      if (p.type === 'tool-result') return `${p.toolName ?? 'tool'} → ${JSON.stringify(p.output?.value ?? p.output ?? null)}`;
+      if (p.type === 'tool-result')
+        return `${p.toolName ?? 'tool'} → ${JSON.stringify(p.output?.value ?? p.output ?? null)}`;
       if (p.type === 'tool-call') return `[${p.toolName ?? 'tool'}(${JSON.stringify(p.input)})]`;
       if (p.type === 'reasoning') return '';
       if (p.type === 'file') return '[file]';

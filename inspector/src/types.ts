@@ -1,5 +1,16 @@
 /** The shapes the public API answers with (see /openapi.json), as far as the inspector reads them. */
-export type RunStatus = 'queued' | 'running' | 'waiting_approval' | 'waiting_for_user' | 'sleeping' | 'waiting_for_signal' | 'paused' | 'completed' | 'failed' | 'cancelled' | 'timed_out';
+export type RunStatus =
+  | 'queued'
+  | 'running'
+  | 'waiting_approval'
+  | 'waiting_for_user'
+  | 'sleeping'
+  | 'waiting_for_signal'
+  | 'paused'
+  | 'completed'
+  | 'failed'
+  | 'cancelled'
+  | 'timed_out';
 
 export interface Session {
   id: string;
@@ -43,7 +54,12 @@ export interface AgentSpec {
   tools?: SpecTool[];
   /** Only for an agent with MCP servers, once the run started: the servers it got tools from, and those it skipped. */
   mcp?: {
-    servers: Array<{ name: string; transport: 'stdio' | 'http'; serverInfo?: { name: string; version: string }; dropped?: Array<{ tool: string; reason: string }> }>;
+    servers: Array<{
+      name: string;
+      transport: 'stdio' | 'http';
+      serverInfo?: { name: string; version: string };
+      dropped?: Array<{ tool: string; reason: string }>;
+    }>;
     skipped: Array<{ server: string; reason: string }>;
   };
 }
@@ -104,11 +120,39 @@ export interface Step {
   endedAt?: number;
   endReason?: string;
   usage?: Usage;
-  requests: Array<{ seq: number; time: number; provider: string; modelId: string; attempt: number; messageId: string; promptHash: string; context: unknown; settings: unknown; system: string | null; tools: unknown }>;
+  requests: Array<{
+    seq: number;
+    time: number;
+    provider: string;
+    modelId: string;
+    attempt: number;
+    messageId: string;
+    promptHash: string;
+    context: unknown;
+    settings: unknown;
+    system: string | null;
+    tools: unknown;
+  }>;
   retries: Array<{ seq: number; attempt: number; delayMs: number; error: { kind: string; message: string } }>;
   errors: Array<{ seq: number; attempt: number; error: { kind: string; message: string } }>;
-  assistant?: { messageId: string; text: string; finishReason: string; usage: Usage; cost: number; interrupted: boolean; timing: { startedAt: number; firstChunkMs?: number; durationMs: number } };
-  tools: Array<{ toolCallId: string; toolName: string; input: unknown; approval?: 'pending' | 'approved' | 'denied'; output?: { type: string; value?: unknown; reason?: string }; durationMs?: number; outcomeUnknown?: { resolution: string; startedAt?: number; reason?: string } }>;
+  assistant?: {
+    messageId: string;
+    text: string;
+    finishReason: string;
+    usage: Usage;
+    cost: number;
+    interrupted: boolean;
+    timing: { startedAt: number; firstChunkMs?: number; durationMs: number };
+  };
+  tools: Array<{
+    toolCallId: string;
+    toolName: string;
+    input: unknown;
+    approval?: 'pending' | 'approved' | 'denied';
+    output?: { type: string; value?: unknown; reason?: string };
+    durationMs?: number;
+    outcomeUnknown?: { resolution: string; startedAt?: number; reason?: string };
+  }>;
 }
 
 export interface TranscriptItem {

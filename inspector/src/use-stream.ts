@@ -15,7 +15,11 @@ export interface LiveState {
  * Follows a session's or a run's SSE stream from `after` (the seq the page already read) and
  * calls `onEvent` for each durable event: the page reloads what it shows from the API.
  */
-export function useStream(path: string | null, after: number | undefined, onEvent: (e: SessionEvent) => void): LiveState {
+export function useStream(
+  path: string | null,
+  after: number | undefined,
+  onEvent: (e: SessionEvent) => void,
+): LiveState {
   const [state, setState] = useState<LiveState>({ events: [], streaming: new Map(), ended: false });
   // Read at each event: a new function at each render must not reconnect the stream.
   const handler = useRef(onEvent);
@@ -34,14 +38,18 @@ export function useStream(path: string | null, after: number | undefined, onEven
           return setState((s) => {
             const streaming = new Map(s.streaming);
             const m = streaming.get(d.message_id) ?? { text: '', reasoning: '' };
-            streaming.set(d.message_id, d.type === 'text/delta' ? { ...m, text: m.text + d.delta } : { ...m, reasoning: m.reasoning + d.delta });
+            streaming.set(
+              d.message_id,
+              d.type === 'text/delta' ? { ...m, text: m.text + d.delta } : { ...m, reasoning: m.reasoning + d.delta },
+            );
             return { ...s, streaming };
           });
         }
         const e = JSON.parse(item.data) as SessionEvent;
         setState((s) => {
           const streaming = new Map(s.streaming);
-          if (e.type === 'assistant/message') streaming.delete((e.data as { message?: { id?: string } }).message?.id ?? '');
+          if (e.type === 'assistant/message')
+            streaming.delete((e.data as { message?: { id?: string } }).message?.id ?? '');
           return { ...s, events: [...s.events, e].slice(-500), streaming };
         });
         handler.current(e);

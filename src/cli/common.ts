@@ -36,7 +36,10 @@ export type OpenedDb = { store: Store; where: string };
 export async function openDb(io: Io, db: string | undefined, o: { create?: boolean } = {}): Promise<OpenedDb> {
   const location = dbPath(io, db);
   if (isPostgresUrl(location)) {
-    const store = await openPostgresStore({ url: location, ...(io.env.KEEL_DB_SCHEMA ? { schema: io.env.KEEL_DB_SCHEMA } : {}) });
+    const store = await openPostgresStore({
+      url: location,
+      ...(io.env.KEEL_DB_SCHEMA ? { schema: io.env.KEEL_DB_SCHEMA } : {}),
+    });
     return { store, where: `${redactUrl(location)} (schema ${store.schema})` };
   }
   if (!o.create && location !== ':memory:' && !existsSync(location)) {
@@ -46,10 +49,16 @@ export async function openDb(io: Io, db: string | undefined, o: { create?: boole
 }
 
 /** A whole number option within bounds (a usage error otherwise). */
-export function intOption(command: string, name: string, value: string | undefined, o: { min?: number; default: number }): number {
+export function intOption(
+  command: string,
+  name: string,
+  value: string | undefined,
+  o: { min?: number; default: number },
+): number {
   if (value === undefined) return o.default;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < (o.min ?? 0)) throw new UsageError(`${command}: --${name} must be a whole number >= ${o.min ?? 0}, not ${JSON.stringify(value)}`);
+  if (!Number.isInteger(n) || n < (o.min ?? 0))
+    throw new UsageError(`${command}: --${name} must be a whole number >= ${o.min ?? 0}, not ${JSON.stringify(value)}`);
   return n;
 }
 
@@ -57,7 +66,8 @@ export function intOption(command: string, name: string, value: string | undefin
 export function positional(command: string, positionals: string[], what: string, max = 1): string {
   const v = positionals[0];
   if (v === undefined || v === '') throw new UsageError(`${command}: give the ${what}`);
-  if (positionals.length > max) throw new UsageError(`${command}: unexpected argument ${JSON.stringify(positionals[max])}`);
+  if (positionals.length > max)
+    throw new UsageError(`${command}: unexpected argument ${JSON.stringify(positionals[max])}`);
   return v;
 }
 
@@ -66,7 +76,8 @@ export function noPositionals(command: string, positionals: string[]): void {
 }
 
 /** `2025-01-02 10:11:12` (UTC), or `-`. */
-export const time = (ms: number | null | undefined): string => (ms === null || ms === undefined ? '-' : new Date(ms).toISOString().replace('T', ' ').slice(0, 19));
+export const time = (ms: number | null | undefined): string =>
+  ms === null || ms === undefined ? '-' : new Date(ms).toISOString().replace('T', ' ').slice(0, 19);
 
 /** A duration for people: 850ms, 12.3s, 4m05s, 2h03m. */
 export function duration(ms: number): string {
@@ -126,6 +137,11 @@ export const jsonl = (io: Io, v: unknown) => io.out.write(`${JSON.stringify(v)}\
  * $KEEL_LOG_LEVEL, else info.
  */
 export function commandLogger(io: Io, level: string | undefined): Logger {
-  const chosen = level !== undefined ? parseLogLevel(level, '--log-level') : io.env.KEEL_LOG_LEVEL ? parseLogLevel(io.env.KEEL_LOG_LEVEL, '$KEEL_LOG_LEVEL') : 'info';
+  const chosen =
+    level !== undefined
+      ? parseLogLevel(level, '--log-level')
+      : io.env.KEEL_LOG_LEVEL
+        ? parseLogLevel(io.env.KEEL_LOG_LEVEL, '$KEEL_LOG_LEVEL')
+        : 'info';
   return createLogger({ level: chosen, destination: io.err });
 }

@@ -76,7 +76,9 @@ class TerminalSink extends MemorySink {
           break;
         case 'user/message':
           this.endLine();
-          this.out.write(`${bold(e.data.via === 'steer' ? 'user (steering)> ' : 'user> ')}${e.data.message.content.map((p) => (p.type === 'text' ? p.text : '[file]')).join('')}\n`);
+          this.out.write(
+            `${bold(e.data.via === 'steer' ? 'user (steering)> ' : 'user> ')}${e.data.message.content.map((p) => (p.type === 'text' ? p.text : '[file]')).join('')}\n`,
+          );
           break;
         case 'assistant/message':
           this.endLine();
@@ -86,14 +88,20 @@ class TerminalSink extends MemorySink {
           this.onToolCall();
           break;
         case 'tool/result':
-          this.out.write(`  ${dim('←')} ${e.data.toolName}: ${e.data.output.type === 'error' ? `error ${e.data.output.code}: ${e.data.output.message}` : JSON.stringify(e.data.output.value)} ${dim(`${e.data.durationMs} ms`)}\n`);
+          this.out.write(
+            `  ${dim('←')} ${e.data.toolName}: ${e.data.output.type === 'error' ? `error ${e.data.output.code}: ${e.data.output.message}` : JSON.stringify(e.data.output.value)} ${dim(`${e.data.durationMs} ms`)}\n`,
+          );
           break;
         case 'step/end':
-          this.out.write(`${dim(`   step ${e.step} ended: ${e.data.reason}, ${e.data.usage.inputTokens} in / ${e.data.usage.outputTokens} out tokens`)}\n`);
+          this.out.write(
+            `${dim(`   step ${e.step} ended: ${e.data.reason}, ${e.data.usage.inputTokens} in / ${e.data.usage.outputTokens} out tokens`)}\n`,
+          );
           break;
         case 'turn/end':
           this.endLine();
-          this.out.write(`${bold(`turn ended: ${e.data.reason} after ${e.data.steps} steps (${e.data.usage.inputTokens + e.data.usage.outputTokens} tokens)`)}\n`);
+          this.out.write(
+            `${bold(`turn ended: ${e.data.reason} after ${e.data.steps} steps (${e.data.usage.inputTokens + e.data.usage.outputTokens} tokens)`)}\n`,
+          );
           break;
         default:
           break;

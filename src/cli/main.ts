@@ -28,7 +28,10 @@ export const commands: Record<string, Command> = {
   replay: { run: replayCommand, help: replayHelp },
   keys: { run: keysCommand, help: keysHelp },
   usage: { run: usageCommand, help: usageHelp },
-  demo: { run: async (_argv, io) => runDemo(io.out), help: 'keel demo\n  One turn of the step/turn loop in the terminal, on a scripted model.' },
+  demo: {
+    run: async (_argv, io) => runDemo(io.out),
+    help: 'keel demo\n  One turn of the step/turn loop in the terminal, on a scripted model.',
+  },
 };
 
 const HELP = () => `keel ${version} - a durable agent runtime
@@ -75,7 +78,13 @@ export async function cli(): Promise<void> {
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
-  process.exitCode = await main(process.argv.slice(2), { out: process.stdout, err: process.stderr, in: process.stdin, env: process.env, signal: stop.signal });
+  process.exitCode = await main(process.argv.slice(2), {
+    out: process.stdout,
+    err: process.stderr,
+    in: process.stdin,
+    env: process.env,
+    signal: stop.signal,
+  });
   process.off('SIGINT', onSignal);
   process.off('SIGTERM', onSignal);
 }

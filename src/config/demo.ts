@@ -18,23 +18,52 @@ function lastUserText(call: LanguageModelV4CallOptions): string {
  * send a report (which needs approval), ask the user a question, then answer.
  */
 function nextResponse(call: LanguageModelV4CallOptions): ScriptedResponse {
-  const sinceUser = call.prompt.slice(call.prompt.findLastIndex((m) => m.role === 'user' && m.content.some((p) => p.type === 'text' && !p.text.startsWith('<summary'))) + 1);
-  const results = sinceUser.flatMap((m) => (m.role === 'tool' ? m.content.filter((p) => p.type === 'tool-result') : []));
+  const sinceUser = call.prompt.slice(
+    call.prompt.findLastIndex(
+      (m) => m.role === 'user' && m.content.some((p) => p.type === 'text' && !p.text.startsWith('<summary')),
+    ) + 1,
+  );
+  const results = sinceUser.flatMap((m) =>
+    m.role === 'tool' ? m.content.filter((p) => p.type === 'tool-result') : [],
+  );
   const has = (name: string) => results.find((r) => r.toolName === name);
   const text = lastUserText(call);
   const city = Object.keys(WEATHER).find((c) => text.toLowerCase().includes(c)) ?? 'paris';
   const pace = { chunkDelayMs: 30, usage: { input: 200 + call.prompt.length * 40, output: 40 } };
   if (!has('get_weather')) {
-    return { ...pace, reasoning: `The user asked about ${city}. I will look it up.`, text: `Let me check the weather in ${city[0]!.toUpperCase()}${city.slice(1)}.`, toolCalls: [{ id: `call_${newId()}`, name: 'get_weather', input: { city } }] };
+    return {
+      ...pace,
+      reasoning: `The user asked about ${city}. I will look it up.`,
+      text: `Let me check the weather in ${city[0]!.toUpperCase()}${city.slice(1)}.`,
+      toolCalls: [{ id: `call_${newId()}`, name: 'get_weather', input: { city } }],
+    };
   }
   if (!has('send_report')) {
-    return { ...pace, text: 'I will send a short report to the team; that needs your approval.', toolCalls: [{ id: `call_${newId()}`, name: 'send_report', input: { to: 'team@example.com', body: `Weather in ${city}: see the log.` } }] };
+    return {
+      ...pace,
+      text: 'I will send a short report to the team; that needs your approval.',
+      toolCalls: [
+        {
+          id: `call_${newId()}`,
+          name: 'send_report',
+          input: { to: 'team@example.com', body: `Weather in ${city}: see the log.` },
+        },
+      ],
+    };
   }
   if (!has('ask_user')) {
     return {
       ...pace,
       text: 'One question before I finish.',
-      toolCalls: [{ id: `call_${newId()}`, name: 'ask_user', input: { questions: [{ id: 'units', question: 'Celsius or Fahrenheit?', choices: ['celsius', 'fahrenheit'] }] } }],
+      toolCalls: [
+        {
+          id: `call_${newId()}`,
+          name: 'ask_user',
+          input: {
+            questions: [{ id: 'units', question: 'Celsius or Fahrenheit?', choices: ['celsius', 'fahrenheit'] }],
+          },
+        },
+      ],
     };
   }
   const weather = has('get_weather')!;
@@ -42,7 +71,12 @@ function nextResponse(call: LanguageModelV4CallOptions): ScriptedResponse {
   const report = has('send_report')!;
   const sent = report.output.type !== 'execution-denied' && report.output.type !== 'error-text';
   const celsius = weather.output.type === 'json' ? (weather.output.value as { celsius: number }).celsius : undefined;
-  const temp = celsius === undefined ? 'unknown' : /fahrenheit/.test(answer) ? `${Math.round((celsius * 9) / 5 + 32)}°F` : `${celsius}°C`;
+  const temp =
+    celsius === undefined
+      ? 'unknown'
+      : /fahrenheit/.test(answer)
+        ? `${Math.round((celsius * 9) / 5 + 32)}°F`
+        : `${celsius}°C`;
   return { ...pace, text: `It is ${temp} in ${city}. The report was ${sent ? 'sent' : 'not sent'}. Anything else?` };
 }
 

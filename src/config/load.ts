@@ -22,7 +22,12 @@ export interface AgentConfig {
   settings?: { maxOutputTokens?: number; temperature?: number; topP?: number; topK?: number; seed?: number };
   /** Overrides a tool's approval policy by tool name. */
   approvals?: Record<string, 'always' | 'never'>;
-  compaction?: { contextWindow: number; reserveTokens?: number; keepRecentTokens?: number; model?: string | LanguageModelV4 };
+  compaction?: {
+    contextWindow: number;
+    reserveTokens?: number;
+    keepRecentTokens?: number;
+    model?: string | LanguageModelV4;
+  };
   pricing?: { inputPerMTok: number; outputPerMTok: number; cachedInputPerMTok?: number };
   toolConcurrency?: number;
   /** MCP servers whose tools the agent gets (docs/mcp.md). */
@@ -63,8 +68,13 @@ export class ConfigError extends Error {
 
 export const CONFIG_FILES = ['keel.config.ts', 'keel.config.mjs', 'keel.config.js', 'keel.config.json'];
 
-const isModel = (v: unknown): v is LanguageModelV4 => typeof v === 'object' && v !== null && (v as { specificationVersion?: unknown }).specificationVersion === 'v4';
-const isTool = (v: unknown): v is Tool => typeof v === 'object' && v !== null && typeof (v as Tool).execute === 'function' && typeof (v as Tool).name === 'string';
+const isModel = (v: unknown): v is LanguageModelV4 =>
+  typeof v === 'object' && v !== null && (v as { specificationVersion?: unknown }).specificationVersion === 'v4';
+const isTool = (v: unknown): v is Tool =>
+  typeof v === 'object' &&
+  v !== null &&
+  typeof (v as Tool).execute === 'function' &&
+  typeof (v as Tool).name === 'string';
 
 const agentSchema = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, dots, dashes, underscores'),
@@ -72,9 +82,21 @@ const agentSchema = z.strictObject({
   model: z.union([z.string().min(3), z.custom<LanguageModelV4>(isModel, 'an AI SDK language model (v4)')]),
   system: z.string().optional(),
   tools: z.array(z.union([z.literal('ask_user'), z.custom<Tool>(isTool, 'a tool made with tool()')])).optional(),
-  limits: z.strictObject({ maxSteps: z.number().int().positive().optional(), maxTokens: z.number().int().positive().optional(), maxCostUsd: z.number().positive().optional() }).optional(),
+  limits: z
+    .strictObject({
+      maxSteps: z.number().int().positive().optional(),
+      maxTokens: z.number().int().positive().optional(),
+      maxCostUsd: z.number().positive().optional(),
+    })
+    .optional(),
   settings: z
-    .strictObject({ maxOutputTokens: z.number().int().positive().optional(), temperature: z.number().optional(), topP: z.number().optional(), topK: z.number().optional(), seed: z.number().int().optional() })
+    .strictObject({
+      maxOutputTokens: z.number().int().positive().optional(),
+      temperature: z.number().optional(),
+      topP: z.number().optional(),
+      topK: z.number().optional(),
+      seed: z.number().int().optional(),
+    })
     .optional(),
   approvals: z.record(z.string(), z.enum(['always', 'never'])).optional(),
   compaction: z
@@ -85,7 +107,13 @@ const agentSchema = z.strictObject({
       model: z.union([z.string(), z.custom<LanguageModelV4>(isModel)]).optional(),
     })
     .optional(),
-  pricing: z.strictObject({ inputPerMTok: z.number().nonnegative(), outputPerMTok: z.number().nonnegative(), cachedInputPerMTok: z.number().nonnegative().optional() }).optional(),
+  pricing: z
+    .strictObject({
+      inputPerMTok: z.number().nonnegative(),
+      outputPerMTok: z.number().nonnegative(),
+      cachedInputPerMTok: z.number().nonnegative().optional(),
+    })
+    .optional(),
   toolConcurrency: z.number().int().positive().optional(),
   mcpServers: mcpServersSchema.optional(),
   priority: z.union([z.enum(['interactive', 'batch']), z.number().int()]).optional(),
@@ -93,9 +121,17 @@ const agentSchema = z.strictObject({
 const positive = z.number().int().positive();
 const providerLimitsSchema = z.record(
   z.string().regex(/^(\*|[A-Za-z0-9._-]+:(\*|.+))$/, 'a key is provider:modelId, provider:* or *'),
-  z.strictObject({ concurrency: positive.optional(), requestsPerMinute: positive.optional(), tokensPerMinute: positive.optional(), windowMs: positive.optional() }),
+  z.strictObject({
+    concurrency: positive.optional(),
+    requestsPerMinute: positive.optional(),
+    tokensPerMinute: positive.optional(),
+    windowMs: positive.optional(),
+  }),
 );
-const configSchema = z.strictObject({ agents: z.array(agentSchema).min(1), providerLimits: providerLimitsSchema.optional() });
+const configSchema = z.strictObject({
+  agents: z.array(agentSchema).min(1),
+  providerLimits: providerLimitsSchema.optional(),
+});
 
 function withApproval(t: Tool, approval: 'always' | 'never'): Tool {
   return { ...t, approval };
@@ -106,7 +142,12 @@ export function agentsFromConfig(
   config: KeelConfig,
   source: string,
   baseDir: string,
-): { agents: AgentDefinition[]; compaction: Record<string, CompactionSettings>; providerLimits?: ModelLimits; priorities?: Record<string, Priority> } {
+): {
+  agents: AgentDefinition[];
+  compaction: Record<string, CompactionSettings>;
+  providerLimits?: ModelLimits;
+  priorities?: Record<string, Priority>;
+} {
   const parsed = configSchema.safeParse(config);
   if (!parsed.success) throw new ConfigError(source, z.prettifyError(parsed.error));
   const compaction: Record<string, CompactionSettings> = {};
@@ -149,7 +190,9 @@ export function agentsFromConfig(
     if (names.has(key)) throw new ConfigError(source, `agent ${key} is defined twice`);
     names.add(key);
   }
-  const priorities = Object.fromEntries(parsed.data.agents.flatMap((a) => (a.priority !== undefined ? [[a.name, a.priority]] : [])));
+  const priorities = Object.fromEntries(
+    parsed.data.agents.flatMap((a) => (a.priority !== undefined ? [[a.name, a.priority]] : [])),
+  );
   return {
     agents,
     compaction,

@@ -39,13 +39,17 @@ export function modelFromId(id: string, options: { baseDir?: string } = {}): Lan
       return createGoogleGenerativeAI()(rest);
     case 'openai-compatible': {
       const hash = rest.lastIndexOf('#');
-      if (hash <= 0 || hash === rest.length - 1) throw new ModelIdError(id, 'expected openai-compatible:<baseURL>#<model>');
+      if (hash <= 0 || hash === rest.length - 1)
+        throw new ModelIdError(id, 'expected openai-compatible:<baseURL>#<model>');
       const baseURL = rest.slice(0, hash);
       // "localhost:11434/v1" parses too (as a URL with the scheme "localhost:"): require http(s).
       const protocol = URL.canParse(baseURL) ? new URL(baseURL).protocol : undefined;
-      if (protocol !== 'http:' && protocol !== 'https:') throw new ModelIdError(id, `${baseURL} is not a URL (expected http:// or https://)`);
+      if (protocol !== 'http:' && protocol !== 'https:')
+        throw new ModelIdError(id, `${baseURL} is not a URL (expected http:// or https://)`);
       const apiKey = process.env.OPENAI_COMPATIBLE_API_KEY;
-      return createOpenAICompatible({ name: 'openai-compatible', baseURL, ...(apiKey ? { apiKey } : {}) })(rest.slice(hash + 1));
+      return createOpenAICompatible({ name: 'openai-compatible', baseURL, ...(apiKey ? { apiKey } : {}) })(
+        rest.slice(hash + 1),
+      );
     }
     case 'scripted': {
       const path = resolve(options.baseDir ?? process.cwd(), rest);
@@ -61,6 +65,9 @@ export function modelFromId(id: string, options: { baseDir?: string } = {}): Lan
       return new ScriptedModel(file.responses, { modelId: rest, loop: file.loop ?? false });
     }
     default:
-      throw new ModelIdError(id, `unknown provider "${provider}" (known: openai, anthropic, google, openai-compatible, scripted)`);
+      throw new ModelIdError(
+        id,
+        `unknown provider "${provider}" (known: openai, anthropic, google, openai-compatible, scripted)`,
+      );
   }
 }

@@ -34,8 +34,20 @@ const CARRIED = Symbol('keel.carried');
 type CarryingArray = readonly Message[] & { [CARRIED]?: Carried };
 
 /** Called when a turn ends: its conversation may come back as a history. */
-export function carryConversation(conversation: readonly Message[], portable: number, chain: MessageChain, prompt: ProviderPromptBuilder): void {
-  const value: Carried = { messages: conversation.slice(), portable, chain, hashed: chain.hashedOf(conversation), prompt, rendered: prompt.renderedOf(conversation) };
+export function carryConversation(
+  conversation: readonly Message[],
+  portable: number,
+  chain: MessageChain,
+  prompt: ProviderPromptBuilder,
+): void {
+  const value: Carried = {
+    messages: conversation.slice(),
+    portable,
+    chain,
+    hashed: chain.hashedOf(conversation),
+    prompt,
+    rendered: prompt.renderedOf(conversation),
+  };
   // Not enumerable: copies, JSON and equality checks of the array do not see it.
   Object.defineProperty(conversation, CARRIED, { value, configurable: true, writable: true, enumerable: false });
 }
@@ -45,7 +57,10 @@ export function carryConversation(conversation: readonly Message[], portable: nu
  * conversation a turn returned, how many of its first messages are the same as that turn's (then
  * `adopt` starts the chain and the prompt from them).
  */
-export function startConversation(history: readonly Message[]): { conversation: Message[]; adopt?: (chain: MessageChain, prompt: ProviderPromptBuilder) => void } {
+export function startConversation(history: readonly Message[]): {
+  conversation: Message[];
+  adopt?: (chain: MessageChain, prompt: ProviderPromptBuilder) => void;
+} {
   const c = Object.hasOwn(history, CARRIED) ? (history as CarryingArray)[CARRIED] : undefined;
   if (!c) return { conversation: portableMessages(history) };
   const limit = Math.min(c.portable, c.messages.length, history.length);

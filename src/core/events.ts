@@ -51,7 +51,8 @@ export interface ContentBlob {
   data: string;
 }
 
-export type TurnEndReason = 'completed' | 'cancelled' | 'failed' | 'max_steps' | 'budget_exceeded' | 'suspended' | 'paused';
+export type TurnEndReason =
+  'completed' | 'cancelled' | 'failed' | 'max_steps' | 'budget_exceeded' | 'suspended' | 'paused';
 export type StepEndReason = 'tool-calls' | 'final' | 'interrupted' | 'cancelled' | 'failed';
 
 export interface TurnError {
@@ -87,14 +88,24 @@ export interface UnknownOutcomeInfo {
  * or not done (run again with the same key); a person was asked, then approved (run again) or
  * denied (not run again); the model was told; the run failed.
  */
-export type UnknownOutcomeResolution = 'checked_done' | 'checked_not_done' | 'asked_human' | 'retried' | 'not_retried' | 'told_model' | 'failed';
+export type UnknownOutcomeResolution =
+  'checked_done' | 'checked_not_done' | 'asked_human' | 'retried' | 'not_retried' | 'told_model' | 'failed';
 /** @deprecated use PendingCall */
 export type PendingApproval = PendingCall;
 
 export interface EventDataMap {
-  'turn/start': { agent: { name: string; version: string }; model: { provider: string; modelId: string }; resumed: boolean };
+  'turn/start': {
+    agent: { name: string; version: string };
+    model: { provider: string; modelId: string };
+    resumed: boolean;
+  };
   'user/message': { message: UserMessage; via: 'input' | 'steer' };
-  'config/change': { model?: { provider: string; modelId: string }; system?: true; tools?: string[]; settings?: Record<string, JsonValue> };
+  'config/change': {
+    model?: { provider: string; modelId: string };
+    system?: true;
+    tools?: string[];
+    settings?: Record<string, JsonValue>;
+  };
   'step/start': Record<string, never>;
   'request/header': RequestHeader;
   'model/retry': { attempt: number; delayMs: number; error: ModelErrorInfo; abandonedMessageId: string };
@@ -110,17 +121,56 @@ export interface EventDataMap {
     responseModelId?: string;
     timing: { startedAt: number; firstChunkMs?: number; durationMs: number };
   };
-  'tool/call': { toolCallId: string; toolName: string; input: JsonValue; idempotencyKey: string; assistantMessageId: string };
-  'tool/approval': { toolCallId: string; toolName: string; input: JsonValue; assistantMessageId: string; unknownOutcome?: UnknownOutcomeInfo };
+  'tool/call': {
+    toolCallId: string;
+    toolName: string;
+    input: JsonValue;
+    idempotencyKey: string;
+    assistantMessageId: string;
+  };
+  'tool/approval': {
+    toolCallId: string;
+    toolName: string;
+    input: JsonValue;
+    assistantMessageId: string;
+    unknownOutcome?: UnknownOutcomeInfo;
+  };
   /** An effectful call's outcome was unknown after a crash, and this is what Keel did (ADR-0018). */
-  'tool/unknown-outcome': { toolCallId: string; toolName: string; idempotencyKey: string; startedAt?: number; resolution: UnknownOutcomeResolution; reason?: string };
+  'tool/unknown-outcome': {
+    toolCallId: string;
+    toolName: string;
+    idempotencyKey: string;
+    startedAt?: number;
+    resolution: UnknownOutcomeResolution;
+    reason?: string;
+  };
   /** `unknownOutcome`: on a call whose outcome a crash left unknown (ADR-0018); `editedInput` is then the input it ran with. */
-  'tool/decision': { toolCallId: string; approved: boolean; reason?: string; editedInput?: JsonValue; by?: 'deadline'; unknownOutcome?: true };
+  'tool/decision': {
+    toolCallId: string;
+    approved: boolean;
+    reason?: string;
+    editedInput?: JsonValue;
+    by?: 'deadline';
+    unknownOutcome?: true;
+  };
   'user/question': { toolCallId: string; toolName: string; input: JsonValue; assistantMessageId: string };
   'user/answer': { toolCallId: string; answer: JsonValue; by?: 'deadline' };
-  'tool/result': { toolCallId: string; toolName: string; output: ToolOutput; toolMessageId: string; durationMs: number };
+  'tool/result': {
+    toolCallId: string;
+    toolName: string;
+    output: ToolOutput;
+    toolMessageId: string;
+    durationMs: number;
+  };
   'step/end': { reason: StepEndReason; usage: Usage };
-  'turn/end': { reason: TurnEndReason; steps: number; usage: Usage; cost: number; error?: TurnError; pending?: PendingCall[] };
+  'turn/end': {
+    reason: TurnEndReason;
+    steps: number;
+    usage: Usage;
+    cost: number;
+    error?: TurnError;
+    pending?: PendingCall[];
+  };
 }
 
 export type TurnEventType = keyof EventDataMap;
@@ -142,4 +192,12 @@ export type EventOf<T extends TurnEventType> = Extract<TurnEvent, { type: T }>;
 export type DeltaEvent =
   | { type: 'text/delta'; turn: number; step: number; messageId: string; delta: string }
   | { type: 'reasoning/delta'; turn: number; step: number; messageId: string; delta: string }
-  | { type: 'tool-input/delta'; turn: number; step: number; messageId: string; toolCallId: string; toolName: string; delta: string };
+  | {
+      type: 'tool-input/delta';
+      turn: number;
+      step: number;
+      messageId: string;
+      toolCallId: string;
+      toolName: string;
+      delta: string;
+    };

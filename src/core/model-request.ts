@@ -1,11 +1,20 @@
-import { callModel, classifyModelError, ModelCallError, retryDelayMs, sleep, type ModelCallResult, type ModelDelta } from '../model/index.ts';
+import {
+  callModel,
+  classifyModelError,
+  ModelCallError,
+  retryDelayMs,
+  sleep,
+  type ModelCallResult,
+  type ModelDelta,
+} from '../model/index.ts';
 import type { ContentBlob, RequestHeader, ToolSchema } from './events.ts';
 import { newId } from './ids.ts';
 import { contentHash, promptFingerprint } from './prompt-hash.ts';
 import type { Tool } from './tools.ts';
 import { settingsRecord, type TurnState } from './turn-state.ts';
 
-export type ModelRequestResult = { ok: true; result: ModelCallResult; messageId: string } | { ok: false; error: ModelCallError; messageId: string };
+export type ModelRequestResult =
+  { ok: true; result: ModelCallResult; messageId: string } | { ok: false; error: ModelCallError; messageId: string };
 
 interface Content {
   hash: string;
@@ -41,7 +50,11 @@ function systemContent(text: string): Content {
  * tool schemas go by content hash, their text attached once per turn so the log stores it once;
  * the context goes by reference; the fingerprint extends the previous step's running hash.
  */
-function requestHeader(t: TurnState, attempt: number, messageId: string): { header: RequestHeader; system: string | undefined; schemas: ToolSchema[]; blobs: ContentBlob[] } {
+function requestHeader(
+  t: TurnState,
+  attempt: number,
+  messageId: string,
+): { header: RequestHeader; system: string | undefined; schemas: ToolSchema[]; blobs: ContentBlob[] } {
   const system = typeof t.system === 'function' ? t.system({ turn: t.turnNo, step: t.stepNo }) : t.system;
   const settings = settingsRecord(t.settings);
   const tools = toolsOf(t.tools);
@@ -68,7 +81,11 @@ function requestHeader(t: TurnState, attempt: number, messageId: string): { head
       settings,
       system: parts.system,
       tools: parts.tools,
-      context: { messages: conversation.length, first: conversation[0]?.id ?? null, last: conversation.at(-1)?.id ?? null },
+      context: {
+        messages: conversation.length,
+        first: conversation[0]?.id ?? null,
+        last: conversation.at(-1)?.id ?? null,
+      },
       promptHash: promptFingerprint(parts, t.chain.of(conversation)),
     },
   };
@@ -106,7 +123,16 @@ export async function requestModel(t: TurnState): Promise<ModelRequestResult> {
         t.model,
         {
           prompt: t.prompt.build(system, t.conversation),
-          ...(t.tools.size > 0 ? { tools: schemas.map((s) => ({ type: 'function' as const, name: s.name, description: s.description, inputSchema: s.inputSchema as object })) } : {}),
+          ...(t.tools.size > 0
+            ? {
+                tools: schemas.map((s) => ({
+                  type: 'function' as const,
+                  name: s.name,
+                  description: s.description,
+                  inputSchema: s.inputSchema as object,
+                })),
+              }
+            : {}),
           ...t.settings,
         },
         ctl.signal,
@@ -123,7 +149,14 @@ export async function requestModel(t: TurnState): Promise<ModelRequestResult> {
           // The attempt's own signal: both cancel() and cancelModelCall() end the wait.
           await sleep(delayMs, ctl.signal);
         } catch {
-          return { ok: false, error: new ModelCallError({ kind: 'aborted', message: 'model call aborted during retry backoff' }, { cause: error }), messageId };
+          return {
+            ok: false,
+            error: new ModelCallError(
+              { kind: 'aborted', message: 'model call aborted during retry backoff' },
+              { cause: error },
+            ),
+            messageId,
+          };
         }
         continue;
       }

@@ -35,8 +35,19 @@ export async function runStep(t: TurnState): Promise<StepOutcome> {
     // Keep what arrived before the cut; calls it made get results so history has no dangling call.
     const turnCancelled = t.turnCtl.signal.aborted;
     if (call.error.partial.length > 0) {
-      const message: AssistantMessage = { id: call.messageId, role: 'assistant', content: call.error.partial, interrupted: true };
-      await t.emit('assistant/message', { message, finishReason: 'interrupted', usage: emptyUsage(), cost: 0, timing: { startedAt: Date.now(), durationMs: 0 } });
+      const message: AssistantMessage = {
+        id: call.messageId,
+        role: 'assistant',
+        content: call.error.partial,
+        interrupted: true,
+      };
+      await t.emit('assistant/message', {
+        message,
+        finishReason: 'interrupted',
+        usage: emptyUsage(),
+        cost: 0,
+        timing: { startedAt: Date.now(), durationMs: 0 },
+      });
       t.push(message);
       await closeCalls(t, message, toolCallsOf(message), 'the model call was cancelled before this call ran');
     }
@@ -82,5 +93,9 @@ export async function endStep(t: TurnState, reason: StepEndReason, usageBefore: 
     cachedInputTokens: u.cachedInputTokens - usageBefore.cachedInputTokens,
     reasoningTokens: u.reasoningTokens - usageBefore.reasoningTokens,
   };
-  await t.emit('step/end', { reason, usage: stepUsage }, { checkpoint: t.checkpoint(t.stepNo), durable: reason === 'tool-calls' });
+  await t.emit(
+    'step/end',
+    { reason, usage: stepUsage },
+    { checkpoint: t.checkpoint(t.stepNo), durable: reason === 'tool-calls' },
+  );
 }

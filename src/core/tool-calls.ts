@@ -2,7 +2,17 @@ import { newId } from './ids.ts';
 import type { AssistantMessage, ToolCallPart, ToolMessage, ToolOutput, ToolResultPart, Usage } from '../model/index.ts';
 import type { PendingCall, UnknownOutcomeInfo, UnknownOutcomeResolution } from './events.ts';
 import { endStep, toolCallsOf, type StepOutcome } from './step.ts';
-import { executeTool, idempotencyKey, needsApproval, runPool, toOutput, toolError, validateCall, type CheckResult, type Tool } from './tools.ts';
+import {
+  executeTool,
+  idempotencyKey,
+  needsApproval,
+  runPool,
+  toOutput,
+  toolError,
+  validateCall,
+  type CheckResult,
+  type Tool,
+} from './tools.ts';
 import { isWaitRequest, type WaitSpec } from './waits.ts';
 import type { ApprovalDecision, ResumePoint } from './turn.ts';
 import type { TurnState } from './turn-state.ts';
@@ -21,9 +31,21 @@ function toolMessageFor(t: TurnState, assistant: AssistantMessage): ToolMessage 
   return m;
 }
 
-async function recordResult(t: TurnState, assistant: AssistantMessage, call: ToolCallPart, output: ToolOutput, durationMs: number): Promise<void> {
+async function recordResult(
+  t: TurnState,
+  assistant: AssistantMessage,
+  call: ToolCallPart,
+  output: ToolOutput,
+  durationMs: number,
+): Promise<void> {
   const toolMessage = toolMessageFor(t, assistant);
-  await t.emit('tool/result', { toolCallId: call.toolCallId, toolName: call.toolName, output, toolMessageId: toolMessage.id, durationMs });
+  await t.emit('tool/result', {
+    toolCallId: call.toolCallId,
+    toolName: call.toolName,
+    output,
+    toolMessageId: toolMessage.id,
+    durationMs,
+  });
   const part: ToolResultPart = { type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, output };
   // Results stay in the model's call order whatever order they were recorded in.
   toolMessage.content.push(part);
@@ -33,7 +55,12 @@ async function recordResult(t: TurnState, assistant: AssistantMessage, call: Too
   }
 }
 
-export async function closeCalls(t: TurnState, assistant: AssistantMessage, calls: readonly ToolCallPart[], why: string): Promise<void> {
+export async function closeCalls(
+  t: TurnState,
+  assistant: AssistantMessage,
+  calls: readonly ToolCallPart[],
+  why: string,
+): Promise<void> {
   for (const c of calls) await recordResult(t, assistant, c, toolError('cancelled', why), 0);
 }
 
@@ -58,7 +85,13 @@ type Plan = {
 };
 
 /** Asks the tool's `check` (bounded by its timeout, else 30 s); undefined when it cannot tell. */
-async function runCheck(t: TurnState, tool: Tool, input: unknown, call: ToolCallPart, key: string): Promise<CheckResult | undefined> {
+async function runCheck(
+  t: TurnState,
+  tool: Tool,
+  input: unknown,
+  call: ToolCallPart,
+  key: string,
+): Promise<CheckResult | undefined> {
   if (!tool.check) return undefined;
   const ctl = new AbortController();
   const onAbort = () => ctl.abort(t.turnCtl.signal.reason);
@@ -71,7 +104,14 @@ async function runCheck(t: TurnState, tool: Tool, input: unknown, call: ToolCall
     }, tool.timeoutMs ?? 30_000);
   });
   try {
-    const ctx = { signal: ctl.signal, toolCallId: call.toolCallId, idempotencyKey: key, turn: t.turnNo, step: t.stepNo, now: t.options.now ?? Date.now };
+    const ctx = {
+      signal: ctl.signal,
+      toolCallId: call.toolCallId,
+      idempotencyKey: key,
+      turn: t.turnNo,
+      step: t.stepNo,
+      now: t.options.now ?? Date.now,
+    };
     const r = await Promise.race([Promise.resolve(tool.check(input, ctx)), timeout]);
     return r && typeof r === 'object' && typeof r.done === 'boolean' ? r : undefined;
   } catch {
@@ -113,7 +153,15 @@ async function resolveUnknownOutcome(
     }
     await note('not_retried', asked.reason);
     const why = asked.reason ? `: ${asked.reason}` : '';
-    return { call, key, recorded: true, output: toolError('denied', `the run was interrupted while this call ran and a person chose not to run it again${why}; it may not have taken effect`) };
+    return {
+      call,
+      key,
+      recorded: true,
+      output: toolError(
+        'denied',
+        `the run was interrupted while this call ran and a person chose not to run it again${why}; it may not have taken effect`,
+      ),
+    };
   }
   const checked = await runCheck(t, tool, input, call, key);
   if (checked?.done === true) {
@@ -127,7 +175,13 @@ async function resolveUnknownOutcome(
   const policy = tool.onUnknownOutcome ?? t.agent.onUnknownOutcome ?? 'tell_model';
   if (policy === 'ask_human') {
     await note('asked_human');
-    return { call, key, recorded: true, pending: 'approval', unknownOutcome: { idempotencyKey: key, ...(startedAt !== undefined ? { startedAt } : {}) } };
+    return {
+      call,
+      key,
+      recorded: true,
+      pending: 'approval',
+      unknownOutcome: { idempotencyKey: key, ...(startedAt !== undefined ? { startedAt } : {}) },
+    };
   }
   if (policy === 'fail_run') {
     await note('failed');
@@ -141,7 +195,10 @@ async function resolveUnknownOutcome(
     call,
     key,
     recorded: true,
-    output: toolError('outcome_unknown', 'the run was interrupted while this call ran and the tool is not idempotent: it may or may not have taken effect'),
+    output: toolError(
+      'outcome_unknown',
+      'the run was interrupted while this call ran and the tool is not idempotent: it may or may not have taken effect',
+    ),
   };
 }
 
@@ -186,7 +243,8 @@ export async function runToolCalls(
     else if (v.tool.interactive) plans.push({ call: effective, key, pending: 'input' });
     else if (started.has(call.toolCallId) && v.tool.effect === 'effectful') {
       plans.push(await resolveUnknownOutcome(t, effective, key, v.tool, v.input, decision, startedAt[call.toolCallId]));
-    } else if (started.has(call.toolCallId)) plans.push({ call: effective, key, tool: v.tool, input: v.input, recorded: true });
+    } else if (started.has(call.toolCallId))
+      plans.push({ call: effective, key, tool: v.tool, input: v.input, recorded: true });
     else if (!decision && needsApproval(v.tool, v.input)) plans.push({ call: effective, key, pending: 'approval' });
     else plans.push({ call: effective, key, tool: v.tool, input: v.input });
   }
@@ -194,8 +252,15 @@ export async function runToolCalls(
   let mustRecordFirst = false;
   for (const p of plans) {
     if (p.pending) {
-      const data = { toolCallId: p.call.toolCallId, toolName: p.call.toolName, input: p.call.input, assistantMessageId: assistant.id };
-      await (p.pending === 'approval' ? t.emit('tool/approval', { ...data, ...(p.unknownOutcome ? { unknownOutcome: p.unknownOutcome } : {}) }) : t.emit('user/question', data));
+      const data = {
+        toolCallId: p.call.toolCallId,
+        toolName: p.call.toolName,
+        input: p.call.input,
+        assistantMessageId: assistant.id,
+      };
+      await (p.pending === 'approval'
+        ? t.emit('tool/approval', { ...data, ...(p.unknownOutcome ? { unknownOutcome: p.unknownOutcome } : {}) })
+        : t.emit('user/question', data));
     } else if (p.recorded) {
       // Its tool/call is already in the log, with the same idempotency key. An effectful call run
       // again after its outcome was unknown: its decision to run again is durable first.
@@ -226,7 +291,13 @@ export async function runToolCalls(
         const output = await executeTool(
           p.tool!,
           p.input,
-          { toolCallId: p.call.toolCallId, idempotencyKey: p.key, turn: t.turnNo, step: t.stepNo, now: t.options.now ?? Date.now },
+          {
+            toolCallId: p.call.toolCallId,
+            idempotencyKey: p.key,
+            turn: t.turnNo,
+            step: t.stepNo,
+            now: t.options.now ?? Date.now,
+          },
           t.turnCtl.signal,
         );
         return { output, durationMs: Math.round(performance.now() - t0) };
@@ -251,7 +322,8 @@ export async function runToolCalls(
 
   const pending: PendingCall[] = plans.flatMap((p): PendingCall[] => {
     const base = { toolCallId: p.call.toolCallId, toolName: p.call.toolName, input: p.call.input };
-    if (p.pending) return [{ ...base, kind: p.pending, ...(p.unknownOutcome ? { unknownOutcome: p.unknownOutcome } : {}) }];
+    if (p.pending)
+      return [{ ...base, kind: p.pending, ...(p.unknownOutcome ? { unknownOutcome: p.unknownOutcome } : {}) }];
     const wait = waits.get(p.call.toolCallId);
     return wait ? [{ ...base, kind: wait.kind, wait }] : [];
   });
@@ -280,19 +352,26 @@ export async function finishOpenStep(t: TurnState, resume: ResumePoint): Promise
   const answered = new Set<string>();
   const next = t.conversation[assistantIndex + 1];
   if (next?.role === 'tool') for (const r of next.content) answered.add(r.toolCallId);
-  const open = assistant && !assistant.interrupted ? toolCallsOf(assistant).filter((c) => !answered.has(c.toolCallId)) : [];
+  const open =
+    assistant && !assistant.interrupted ? toolCallsOf(assistant).filter((c) => !answered.has(c.toolCallId)) : [];
   const approvals = resume.approvals ?? [];
   if (open.length === 0) {
     if (approvals.length > 0) throw new Error(`cannot resume: no open tool call ${approvals[0]!.toolCallId}`);
     // The turn stopped after the model's final answer was recorded (before the step's end, or
     // before the turn's): the answer stands; asking the model again would answer twice.
-    const final = assistant !== undefined && !assistant.interrupted && assistantIndex === t.conversation.length - 1 && toolCallsOf(assistant).length === 0;
-    if (resume.stepOpen && assistant && !assistant.interrupted) await endStep(t, final ? 'final' : 'tool-calls', t.usage);
+    const final =
+      assistant !== undefined &&
+      !assistant.interrupted &&
+      assistantIndex === t.conversation.length - 1 &&
+      toolCallsOf(assistant).length === 0;
+    if (resume.stepOpen && assistant && !assistant.interrupted)
+      await endStep(t, final ? 'final' : 'tool-calls', t.usage);
     return final ? { kind: 'final' } : undefined;
   }
   const decided = new Map<string, ApprovalDecision>();
   for (const d of approvals) {
-    if (!open.some((c) => c.toolCallId === d.toolCallId)) throw new Error(`cannot resume: no open tool call ${d.toolCallId}`);
+    if (!open.some((c) => c.toolCallId === d.toolCallId))
+      throw new Error(`cannot resume: no open tool call ${d.toolCallId}`);
     decided.set(d.toolCallId, d);
     if (d.recorded) continue;
     if (d.answer !== undefined) await t.emit('user/answer', { toolCallId: d.toolCallId, answer: d.answer });

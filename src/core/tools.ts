@@ -43,7 +43,10 @@ export type UnknownOutcomePolicy = 'tell_model' | 'ask_human' | 'fail_run';
  * `{ done: true, output }` records `output` as its result; `{ done: false }` runs it again with the
  * same key; undefined (or a throw) leaves the decision to the unknown-outcome policy.
  */
-export type OutcomeCheck<I> = (input: I, ctx: ToolContext) => CheckResult | undefined | Promise<CheckResult | undefined>;
+export type OutcomeCheck<I> = (
+  input: I,
+  ctx: ToolContext,
+) => CheckResult | undefined | Promise<CheckResult | undefined>;
 export type CheckResult = { done: true; output: unknown } | { done: false };
 
 export interface ToolOptions<S extends z.ZodType, R> {
@@ -110,11 +113,20 @@ export function tool<S extends z.ZodType, R>(options: ToolOptions<S, R>): Tool {
   if (options.timeoutMs !== undefined && !(options.timeoutMs > 0)) {
     throw new TypeError(`tool ${options.name}: timeoutMs must be a positive number`);
   }
-  if (options.effect !== undefined && options.idempotent !== undefined && (options.effect !== 'effectful') !== options.idempotent) {
-    throw new TypeError(`tool ${options.name}: effect '${options.effect}' contradicts idempotent: ${options.idempotent} (idempotent is deprecated: use effect alone)`);
+  if (
+    options.effect !== undefined &&
+    options.idempotent !== undefined &&
+    (options.effect !== 'effectful') !== options.idempotent
+  ) {
+    throw new TypeError(
+      `tool ${options.name}: effect '${options.effect}' contradicts idempotent: ${options.idempotent} (idempotent is deprecated: use effect alone)`,
+    );
   }
   const effect: ToolEffect = options.effect ?? (options.idempotent === true ? 'idempotent' : 'effectful');
-  const { $schema: _ignored, ...inputSchema } = z.toJSONSchema(options.input, { target: 'draft-7', io: 'input' }) as Record<string, JsonValue>;
+  const { $schema: _ignored, ...inputSchema } = z.toJSONSchema(options.input, {
+    target: 'draft-7',
+    io: 'input',
+  }) as Record<string, JsonValue>;
   return {
     name: options.name,
     description: options.description,
@@ -170,8 +182,17 @@ export function askUser(): Tool {
  * model is asked for again after a crash gets new call ids; when it makes the same call, the tool
  * gets the same key and can tell the repeat. A different call gets a different key.
  */
-export function idempotencyKey(scope: string, at: { turn: number; step: number; index: number }, toolName: string, input: unknown): string {
-  return hash('sha256', `${scope}\u0000${at.turn}\u0000${at.step}\u0000${at.index}\u0000${toolName}\u0000${canonicalJson(input)}`, 'hex').slice(0, 32);
+export function idempotencyKey(
+  scope: string,
+  at: { turn: number; step: number; index: number },
+  toolName: string,
+  input: unknown,
+): string {
+  return hash(
+    'sha256',
+    `${scope}\u0000${at.turn}\u0000${at.step}\u0000${at.index}\u0000${toolName}\u0000${canonicalJson(input)}`,
+    'hex',
+  ).slice(0, 32);
 }
 
 export const toolError = (code: ToolErrorCode, message: string): ToolOutput => ({ type: 'error', code, message });
@@ -188,7 +209,10 @@ export function validateCall(
   }
   if (typeof call.input !== 'object' || call.input === null || Array.isArray(call.input)) {
     const shown = typeof call.input === 'string' ? call.input : JSON.stringify(call.input);
-    return { ok: false, output: toolError('invalid_input', `arguments must be a JSON object, got: ${shown.slice(0, 200)}`) };
+    return {
+      ok: false,
+      output: toolError('invalid_input', `arguments must be a JSON object, got: ${shown.slice(0, 200)}`),
+    };
   }
   const parsed = t.input.safeParse(call.input);
   if (!parsed.success) {
@@ -220,7 +244,12 @@ class ToolTimeoutError extends Error {
  * It does not wait for a tool that ignores its abort signal: the result is settled at the abort.
  * A tool that returns a wait (sleepUntil, waitForSignal) gets it back as is: the call suspends.
  */
-export async function executeTool(t: Tool, input: unknown, ctx: Omit<ToolContext, 'signal'>, turnSignal: AbortSignal): Promise<ToolOutput | WaitRequest> {
+export async function executeTool(
+  t: Tool,
+  input: unknown,
+  ctx: Omit<ToolContext, 'signal'>,
+  turnSignal: AbortSignal,
+): Promise<ToolOutput | WaitRequest> {
   if (turnSignal.aborted) return toolError('cancelled', 'the turn was cancelled before the tool ran');
   const ctl = new AbortController();
   const onTurnAbort = () => ctl.abort(turnSignal.reason);
@@ -266,7 +295,10 @@ export async function executeTool(t: Tool, input: unknown, ctx: Omit<ToolContext
  * Starts tasks in order with at most `limit` running at once; a sequential task waits for the
  * running ones to finish and runs alone. Returns one promise per task, in task order.
  */
-export function runPool<T>(tasks: ReadonlyArray<{ sequential: boolean; run: () => Promise<T> }>, limit: number): Promise<T>[] {
+export function runPool<T>(
+  tasks: ReadonlyArray<{ sequential: boolean; run: () => Promise<T> }>,
+  limit: number,
+): Promise<T>[] {
   // One task (the common step) starts at once, as the pool would start it: nothing to schedule.
   if (tasks.length <= 1) return tasks.map((task) => task.run());
   const settled: Promise<T>[] = [];

@@ -84,7 +84,8 @@ export class TurnState {
     this.options = options;
     this.sink = options.sink;
     this.inbox = options.inbox ?? new Inbox();
-    this.hooks = options.hooks === undefined ? [] : Array.isArray(options.hooks) ? options.hooks : [options.hooks as TurnHooks];
+    this.hooks =
+      options.hooks === undefined ? [] : Array.isArray(options.hooks) ? options.hooks : [options.hooks as TurnHooks];
     this.turnNo = options.turn ?? 1;
     this.scope = options.scope ?? newId();
     this.model = agent.model;
@@ -92,7 +93,10 @@ export class TurnState {
     this.tools = new Map(agent.tools.map((t) => [t.name, t]));
     this.settings = agent.settings;
     // Resuming appends results to the open step's tool message: copy it, so the caller's suspended state stays as it was.
-    if (options.resume) this.conversation = options.resume.conversation.map((m) => (m.role === 'tool' ? { ...m, content: [...m.content] } : m));
+    if (options.resume)
+      this.conversation = options.resume.conversation.map((m) =>
+        m.role === 'tool' ? { ...m, content: [...m.content] } : m,
+      );
     else {
       const start = startConversation(options.history ?? []);
       this.conversation = start.conversation;
@@ -132,7 +136,11 @@ export class TurnState {
   emit<T extends TurnEventType>(type: T, data: EventDataMap[T], o: EmitOptions = NO_EMIT_OPTIONS): Promise<void> {
     const step = o.step === undefined ? this.stepNo || null : o.step;
     // Built without spreads (several events per step); the keys in the same order either way.
-    const event = (step !== null ? { type, turn: this.turnNo, step, time: Date.now(), data } : { type, turn: this.turnNo, time: Date.now(), data }) as TurnEvent;
+    const event = (
+      step !== null
+        ? { type, turn: this.turnNo, step, time: Date.now(), data }
+        : { type, turn: this.turnNo, time: Date.now(), data }
+    ) as TurnEvent;
     if (o.blobs?.length) (event as { blobs?: readonly ContentBlob[] }).blobs = o.blobs;
     let options: SinkAppendOptions | undefined;
     if (o.durable || o.checkpoint) {
@@ -230,7 +238,9 @@ export class TurnState {
         throw error;
       });
     try {
-      results = await this.runHook('compact', (h) => h.compact!({ ...this.boundaryContext(), reason, lastInputTokens: this.lastInputTokens, flush }));
+      results = await this.runHook('compact', (h) =>
+        h.compact!({ ...this.boundaryContext(), reason, lastInputTokens: this.lastInputTokens, flush }),
+      );
     } catch (e) {
       if (flushFailure) throw flushFailure.error;
       // At a step boundary the turn can go on uncompacted (a later boundary tries again); after an

@@ -1,4 +1,11 @@
-import { totalTokens, type JsonValue, type Message, type ToolOutput, type Usage, type UserMessage } from '../model/index.ts';
+import {
+  totalTokens,
+  type JsonValue,
+  type Message,
+  type ToolOutput,
+  type Usage,
+  type UserMessage,
+} from '../model/index.ts';
 import type { AgentDefinition } from './agent.ts';
 import type { ConfigChange, TurnHooks } from './hooks.ts';
 import type { EventDataMap, PendingCall, TurnEndReason, TurnError } from './events.ts';

@@ -47,7 +47,8 @@ export class WaitRequest {
   }
 }
 
-export const isWaitRequest = (v: unknown): v is WaitRequest => typeof v === 'object' && v !== null && (v as { [WAIT]?: unknown })[WAIT] === true;
+export const isWaitRequest = (v: unknown): v is WaitRequest =>
+  typeof v === 'object' && v !== null && (v as { [WAIT]?: unknown })[WAIT] === true;
 
 const epoch = (t: Date | number): number => {
   const ms = typeof t === 'number' ? t : t.getTime();
@@ -61,7 +62,12 @@ const epoch = (t: Date | number): number => {
  * the inbox until the run wakes). Use `ctx.now()` (the run's clock) for times relative to now.
  */
 export function sleepUntil(when: Date | number, o: { wakeOnSteer?: boolean; reason?: string } = {}): WaitRequest {
-  return new WaitRequest({ kind: 'sleep', until: epoch(when), ...(o.wakeOnSteer ? { wakeOnSteer: true } : {}), ...(o.reason ? { reason: o.reason } : {}) });
+  return new WaitRequest({
+    kind: 'sleep',
+    until: epoch(when),
+    ...(o.wakeOnSteer ? { wakeOnSteer: true } : {}),
+    ...(o.reason ? { reason: o.reason } : {}),
+  });
 }
 
 /**
@@ -70,11 +76,17 @@ export function sleepUntil(when: Date | number, o: { wakeOnSteer?: boolean; reas
  * against `schema`, becomes the call's result. A signal delivered before the wait starts is kept
  * and taken at once. `deadline`: what `onTimeout` says happens then (default: the run times out).
  */
-export function waitForSignal(name: string, o: { deadline?: Date | number; onTimeout?: OnDeadline; schema?: z.ZodType } = {}): WaitRequest {
+export function waitForSignal(
+  name: string,
+  o: { deadline?: Date | number; onTimeout?: OnDeadline; schema?: z.ZodType } = {},
+): WaitRequest {
   if (!SIGNAL_NAME.test(name)) throw new TypeError(`signal name ${JSON.stringify(name)} must match ${SIGNAL_NAME}`);
   let schema: JsonValue | undefined;
   if (o.schema) {
-    const { $schema: _ignored, ...s } = z.toJSONSchema(o.schema, { target: 'draft-2020-12', io: 'input' }) as Record<string, JsonValue>;
+    const { $schema: _ignored, ...s } = z.toJSONSchema(o.schema, { target: 'draft-2020-12', io: 'input' }) as Record<
+      string,
+      JsonValue
+    >;
     schema = s;
   }
   return new WaitRequest({
@@ -94,11 +106,21 @@ export const MAX_SLEEP_SECONDS = 30 * 24 * 3600;
 export const sleepInput = (maxSeconds: number) =>
   z
     .strictObject({
-      until: z.iso.datetime({ offset: true }).optional().describe('Wake at this time (ISO 8601, with a time zone offset or Z)'),
-      seconds: z.number().positive().max(maxSeconds).optional().describe(`Sleep this many seconds (at most ${maxSeconds})`),
+      until: z.iso
+        .datetime({ offset: true })
+        .optional()
+        .describe('Wake at this time (ISO 8601, with a time zone offset or Z)'),
+      seconds: z
+        .number()
+        .positive()
+        .max(maxSeconds)
+        .optional()
+        .describe(`Sleep this many seconds (at most ${maxSeconds})`),
       reason: z.string().max(500).optional().describe('Why: shown to whoever looks at the waiting run'),
     })
-    .refine((i) => (i.until === undefined) !== (i.seconds === undefined), { message: 'give exactly one of until and seconds' });
+    .refine((i) => (i.until === undefined) !== (i.seconds === undefined), {
+      message: 'give exactly one of until and seconds',
+    });
 
 /**
  * The built-in `sleep` control tool: the run sleeps, durably and without a worker, until a time
@@ -117,9 +139,15 @@ export function sleepTool(o: { maxSeconds?: number; wakeOnSteer?: boolean } = {}
     execute: (input, ctx: ToolContext) => {
       const now = ctx.now?.() ?? Date.now();
       const until = input.until !== undefined ? Date.parse(input.until) : now + input.seconds! * 1000;
-      if (until - now > maxSeconds * 1000) throw new Error(`cannot sleep past ${new Date(now + maxSeconds * 1000).toISOString()} (at most ${maxSeconds} seconds)`);
+      if (until - now > maxSeconds * 1000)
+        throw new Error(
+          `cannot sleep past ${new Date(now + maxSeconds * 1000).toISOString()} (at most ${maxSeconds} seconds)`,
+        );
       if (until <= now) return `no need to sleep: ${new Date(until).toISOString()} has passed`;
-      return sleepUntil(until, { ...(o.wakeOnSteer ? { wakeOnSteer: true } : {}), ...(input.reason ? { reason: input.reason } : {}) });
+      return sleepUntil(until, {
+        ...(o.wakeOnSteer ? { wakeOnSteer: true } : {}),
+        ...(input.reason ? { reason: input.reason } : {}),
+      });
     },
   });
 }

@@ -22,7 +22,8 @@ export type ModelLimits = Record<string, ModelLimit>;
 /** Who goes first when several wait: `interactive` (0) before `batch` (100); a number: lower first. */
 export type Priority = 'interactive' | 'batch' | number;
 
-export const rankOf = (p: Priority | undefined): number => (p === undefined || p === 'interactive' ? 0 : p === 'batch' ? 100 : p);
+export const rankOf = (p: Priority | undefined): number =>
+  p === undefined || p === 'interactive' ? 0 : p === 'batch' ? 100 : p;
 
 export interface FlowControlOptions {
   /** A wait longer than this lets go of the worker slot (the run waits outside, keeping its lease). Default 1000 ms. */
@@ -52,7 +53,8 @@ export interface CallContext {
 /** The limit key that applies to a model, or undefined: the most specific configured key wins. */
 export function limitKeyFor(limits: ModelLimits, provider: string, modelId: string): string | undefined {
   const base = provider.split('.')[0]!;
-  for (const k of [`${provider}:${modelId}`, `${base}:${modelId}`, `${provider}:*`, `${base}:*`, '*']) if (limits[k]) return k;
+  for (const k of [`${provider}:${modelId}`, `${base}:${modelId}`, `${provider}:*`, `${base}:*`, '*'])
+    if (limits[k]) return k;
   return undefined;
 }
 
@@ -61,7 +63,9 @@ export function estimateTokens(options: LanguageModelV4CallOptions, defaultMaxOu
   let chars = 0;
   for (const m of options.prompt) {
     if (typeof m.content === 'string') chars += m.content.length;
-    else for (const p of m.content as unknown as Array<Record<string, unknown>>) chars += JSON.stringify(p.text ?? p.input ?? p.output ?? '').length;
+    else
+      for (const p of m.content as unknown as Array<Record<string, unknown>>)
+        chars += JSON.stringify(p.text ?? p.input ?? p.output ?? '').length;
   }
   for (const t of options.tools ?? []) chars += JSON.stringify(t).length;
   return Math.ceil(chars / 4) + (options.maxOutputTokens ?? defaultMaxOutput);
@@ -72,7 +76,8 @@ export function estimateTokens(options: LanguageModelV4CallOptions, defaultMaxOu
  * time between a grant and the provider's receipt of the request, so that a provider counting by
  * arrival never sees one request too many in its window.
  */
-export const windowWithMargin = (windowMs: number): number => windowMs + Math.min(1000, Math.max(20, Math.round(windowMs * 0.02)));
+export const windowWithMargin = (windowMs: number): number =>
+  windowMs + Math.min(1000, Math.max(20, Math.round(windowMs * 0.02)));
 
 interface Waiter {
   rank: number;
@@ -251,14 +256,20 @@ export class FlowControl {
   }
 
   /** Waits for the key's limits to let one request of `tokens` through. */
-  async acquire(key: string, o: { priority?: Priority; tokens: number; signal: AbortSignal; waitOutside?: CallContext['waitOutside'] }): Promise<Grant> {
+  async acquire(
+    key: string,
+    o: { priority?: Priority; tokens: number; signal: AbortSignal; waitOutside?: CallContext['waitOutside'] },
+  ): Promise<Grant> {
     const t0 = performance.now();
     const p = this.gate(key).enqueue(rankOf(o.priority), o.tokens, o.signal);
     let grant: Grant;
     if (o.waitOutside) {
       // A short wait keeps the worker slot; a long one lets another run use it meanwhile.
       let timer: ReturnType<typeof setTimeout> | undefined;
-      const quick = await Promise.race([p, new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), this.holdSlotMs)))]).finally(() => clearTimeout(timer));
+      const quick = await Promise.race([
+        p,
+        new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), this.holdSlotMs))),
+      ]).finally(() => clearTimeout(timer));
       grant = quick ?? (await o.waitOutside(p));
     } else {
       grant = await p;
@@ -273,14 +284,18 @@ export class FlowControl {
     let released = false;
     const renew =
       limit.concurrency !== undefined
-        ? setInterval(() => void this.store.renewLimit(key, id, this.clock.now() + this.slotLeaseMs).catch(() => {}), Math.max(50, this.slotLeaseMs / 3))
+        ? setInterval(
+            () => void this.store.renewLimit(key, id, this.clock.now() + this.slotLeaseMs).catch(() => {}),
+            Math.max(50, this.slotLeaseMs / 3),
+          )
         : undefined;
     renew?.unref?.();
     return {
       key,
       id,
       settle: (tokens) => {
-        if (limit.tokensPerMinute !== undefined && tokens !== w.tokens) void this.store.settleLimit(key, id, tokens).catch(() => {});
+        if (limit.tokensPerMinute !== undefined && tokens !== w.tokens)
+          void this.store.settleLimit(key, id, tokens).catch(() => {});
       },
       release: () => {
         if (released) return;
@@ -318,7 +333,8 @@ export class FlowControl {
     if (key === undefined || this.wrapped.has(model)) return model;
     const rateLimitedError = async (e: unknown) => {
       const err = classifyModelError(e, false);
-      if (err.status === 429 || err.code === 'rate_limit_exceeded' || err.code === 'rate_limit_error') await this.rateLimited(key, err.retryAfterMs);
+      if (err.status === 429 || err.code === 'rate_limit_exceeded' || err.code === 'rate_limit_error')
+        await this.rateLimited(key, err.retryAfterMs);
     };
     const limited: LanguageModelV4 = Object.create(model) as LanguageModelV4;
     Object.defineProperty(limited, 'doStream', {
@@ -326,7 +342,12 @@ export class FlowControl {
         const ctx = context();
         const signal = options.abortSignal ?? new AbortController().signal;
         const tokens = estimateTokens(options);
-        const grant = await this.acquire(key, { tokens, signal, ...(ctx?.priority !== undefined ? { priority: ctx.priority } : {}), ...(ctx?.waitOutside ? { waitOutside: ctx.waitOutside.bind(ctx) } : {}) });
+        const grant = await this.acquire(key, {
+          tokens,
+          signal,
+          ...(ctx?.priority !== undefined ? { priority: ctx.priority } : {}),
+          ...(ctx?.waitOutside ? { waitOutside: ctx.waitOutside.bind(ctx) } : {}),
+        });
         let result;
         try {
           result = await model.doStream(options);

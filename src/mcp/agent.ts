@@ -47,6 +47,14 @@ export async function agentWithMcpTools(
       return r.tools.map((t) => ({ server: r.name, remoteName: t.remoteName, tool: mcpTool(pool, config, r.name, t) }));
     }),
   };
-  if (!known) await writeMcpRecord(log, run.sessionId, run.id, run.fencingToken, record, options.recorded && ((tx) => options.recorded!(tx, got)));
+  if (!known)
+    await writeMcpRecord(
+      log,
+      run.sessionId,
+      run.id,
+      run.fencingToken,
+      record,
+      options.recorded && ((tx) => options.recorded!(tx, got)),
+    );
   return { agent: { ...agent, tools: [...agent.tools, ...got.tools.map((t) => t.tool)] }, record };
 }

@@ -31,7 +31,10 @@ export const mcpServerSchema = z
         /** Only these tools (the server's names); default all. */
         allow: z.array(z.string().min(1)).min(1).optional(),
         /** Put before each tool's name; default `<name>__`; '' for none. */
-        prefix: z.string().regex(/^[A-Za-z0-9_-]*$/, 'letters, digits, dashes, underscores').optional(),
+        prefix: z
+          .string()
+          .regex(/^[A-Za-z0-9_-]*$/, 'letters, digits, dashes, underscores')
+          .optional(),
         /** Pages of tools/list read at most (a server whose cursor never ends); default 100. */
         maxPages: z.number().int().positive().max(10_000).optional(),
         /** Tools the server may offer at most (all pages, before `allow`); default 1,000. */
@@ -39,7 +42,12 @@ export const mcpServerSchema = z
       })
       .optional(),
     /** A policy for every tool, or `{ default, tools: { <server's tool name>: policy } }`. Default `auto`. */
-    approval: z.union([approvalDefault, z.strictObject({ default: approvalDefault.optional(), tools: z.record(z.string(), approvalValue).optional() })]).optional(),
+    approval: z
+      .union([
+        approvalDefault,
+        z.strictObject({ default: approvalDefault.optional(), tools: z.record(z.string(), approvalValue).optional() }),
+      ])
+      .optional(),
     /** Per call (Keel's tool timeout: the call is aborted and the model sees a timeout). Default 60 s. */
     timeoutMs: z.number().int().positive().optional(),
     /** Connecting and listing the tools at a run's start. Default 10 s. */
@@ -47,14 +55,17 @@ export const mcpServerSchema = z
     /** A server down at a run's start: fail the run (`mcp_unavailable`), or run without its tools (recorded). */
     onUnavailable: z.enum(['fail', 'skip']).optional(),
   })
-  .refine((s) => (s.stdio === undefined) !== (s.http === undefined), { message: 'an MCP server needs exactly one of stdio or http' });
+  .refine((s) => (s.stdio === undefined) !== (s.http === undefined), {
+    message: 'an MCP server needs exactly one of stdio or http',
+  });
 
 export type McpServerConfig = z.infer<typeof mcpServerSchema>;
 
 export const mcpServersSchema = z.array(mcpServerSchema).superRefine((list, ctx) => {
   const seen = new Set<string>();
   for (const [i, s] of list.entries()) {
-    if (seen.has(s.name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `two MCP servers are named ${s.name}` });
+    if (seen.has(s.name))
+      ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `two MCP servers are named ${s.name}` });
     seen.add(s.name);
   }
 });
@@ -70,7 +81,10 @@ export class McpConfigError extends Error {
 /** Validates one server's configuration (for `defineAgent({ mcpServers: [mcpServer({...})] })`). */
 export function mcpServer(config: McpServerConfig): McpServerConfig {
   const parsed = mcpServerSchema.safeParse(config);
-  if (!parsed.success) throw new McpConfigError(`MCP server ${String((config as { name?: unknown }).name)}: ${z.prettifyError(parsed.error)}`);
+  if (!parsed.success)
+    throw new McpConfigError(
+      `MCP server ${String((config as { name?: unknown }).name)}: ${z.prettifyError(parsed.error)}`,
+    );
   return parsed.data;
 }
 

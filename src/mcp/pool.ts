@@ -91,13 +91,23 @@ export class McpPool {
 function transportOf(server: McpServerConfig): Transport {
   if (server.stdio) {
     const { command, args, env, cwd } = server.stdio;
-    return new StdioClientTransport({ command, ...(args ? { args } : {}), ...(env ? { env } : {}), ...(cwd ? { cwd } : {}), stderr: 'inherit' });
+    return new StdioClientTransport({
+      command,
+      ...(args ? { args } : {}),
+      ...(env ? { env } : {}),
+      ...(cwd ? { cwd } : {}),
+      stderr: 'inherit',
+    });
   }
   const http = server.http!;
   return new StreamableHTTPClientTransport(new URL(http.url), {
     ...(http.headers ? { requestInit: { headers: http.headers } } : {}),
     // A broken stream fails the call at once; the next call connects again (no silent retries).
-    reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 100, maxReconnectionDelay: 100, reconnectionDelayGrowFactor: 1 },
+    reconnectionOptions: {
+      maxRetries: 0,
+      initialReconnectionDelay: 100,
+      maxReconnectionDelay: 100,
+      reconnectionDelayGrowFactor: 1,
+    },
   });
 }
-

@@ -34,7 +34,12 @@ export interface RecordedTool {
   remoteName: string;
   description: string;
   inputSchema: JsonValue;
-  annotations?: { readOnlyHint?: boolean; idempotentHint?: boolean; destructiveHint?: boolean; openWorldHint?: boolean };
+  annotations?: {
+    readOnlyHint?: boolean;
+    idempotentHint?: boolean;
+    destructiveHint?: boolean;
+    openWorldHint?: boolean;
+  };
   approval: 'always' | 'never';
   idempotent: boolean;
   timeoutMs: number;
@@ -44,8 +49,12 @@ export const MCP_TOOLS_EVENT = 'mcp/tools';
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
 /** The record written at the run's first start, if any (it is among the run's first events). */
-export async function readMcpRecord(log: SessionLog, sessionId: string, runId: string): Promise<McpToolsRecord | undefined> {
-  for (let after = 0; ; ) {
+export async function readMcpRecord(
+  log: SessionLog,
+  sessionId: string,
+  runId: string,
+): Promise<McpToolsRecord | undefined> {
+  for (let after = 0; ;) {
     const page = await log.read(sessionId, { runId, afterSeq: after, limit: 200 });
     const found = page.find((e) => e.type === MCP_TOOLS_EVENT);
     if (found) return found.data as unknown as McpToolsRecord;
@@ -59,9 +68,19 @@ export async function readMcpRecord(log: SessionLog, sessionId: string, runId: s
  * Appends the record, fenced: only while this execution still holds the run; `within` runs in the
  * same transaction (the run's agent spec is updated there).
  */
-export async function writeMcpRecord(log: SessionLog, sessionId: string, runId: string, token: number, record: McpToolsRecord, within?: (tx: StoreOps) => Promise<void>): Promise<void> {
+export async function writeMcpRecord(
+  log: SessionLog,
+  sessionId: string,
+  runId: string,
+  token: number,
+  record: McpToolsRecord,
+  within?: (tx: StoreOps) => Promise<void>,
+): Promise<void> {
   await log.transaction(async (tx) => {
-    await log.append(sessionId, [{ type: MCP_TOOLS_EVENT, runId, data: record as never }], { fence: { runId, token }, tx });
+    await log.append(sessionId, [{ type: MCP_TOOLS_EVENT, runId, data: record as never }], {
+      fence: { runId, token },
+      tx,
+    });
     await within?.(tx);
   });
 }
@@ -71,7 +90,11 @@ export async function writeMcpRecord(log: SessionLog, sessionId: string, runId: 
  * throws McpUnavailableError, one whose list goes past its bounds McpToolListTooLongError; either
  * is listed in `skipped` instead when the server is configured with `onUnavailable: 'skip'`.
  */
-export async function discoverMcpTools(pool: McpPool, servers: readonly McpServerConfig[], taken: ReadonlySet<string>): Promise<McpToolsRecord> {
+export async function discoverMcpTools(
+  pool: McpPool,
+  servers: readonly McpServerConfig[],
+  taken: ReadonlySet<string>,
+): Promise<McpToolsRecord> {
   const record: McpToolsRecord = { servers: [], skipped: [] };
   const names = new Set(taken);
   const listed = await Promise.all(
@@ -79,7 +102,10 @@ export async function discoverMcpTools(pool: McpPool, servers: readonly McpServe
       try {
         return { s, listed: await listServerTools(pool, s) };
       } catch (e) {
-        const error = e instanceof McpUnavailableError || e instanceof McpToolListTooLongError ? e : new McpUnavailableError(s.name, e instanceof Error ? e.message : String(e));
+        const error =
+          e instanceof McpUnavailableError || e instanceof McpToolListTooLongError
+            ? e
+            : new McpUnavailableError(s.name, e instanceof Error ? e.message : String(e));
         if (s.onUnavailable === 'skip') return { s, skipped: error.message };
         throw error;
       }
@@ -91,13 +117,21 @@ export async function discoverMcpTools(pool: McpPool, servers: readonly McpServe
       continue;
     }
     const { s, listed: l } = r;
-    const server: RecordedServer = { name: s.name, transport: s.stdio ? 'stdio' : 'http', ...(l.serverInfo ? { serverInfo: l.serverInfo } : {}), tools: [] };
+    const server: RecordedServer = {
+      name: s.name,
+      transport: s.stdio ? 'stdio' : 'http',
+      ...(l.serverInfo ? { serverInfo: l.serverInfo } : {}),
+      tools: [],
+    };
     const dropped: Array<{ tool: string; reason: string }> = [];
     for (const t of l.tools) {
       if (s.tools?.allow && !s.tools.allow.includes(t.name)) continue;
       const name = `${prefixOf(s)}${t.name}`;
       if (!TOOL_NAME.test(name)) {
-        dropped.push({ tool: t.name, reason: `the name ${JSON.stringify(name)} does not match ${TOOL_NAME} (what providers accept)` });
+        dropped.push({
+          tool: t.name,
+          reason: `the name ${JSON.stringify(name)} does not match ${TOOL_NAME} (what providers accept)`,
+        });
         continue;
       }
       if (names.has(name)) {
@@ -121,7 +155,9 @@ export async function discoverMcpTools(pool: McpPool, servers: readonly McpServe
       });
     }
     if (s.tools?.allow) {
-      for (const wanted of s.tools.allow) if (!l.tools.some((t) => t.name === wanted)) dropped.push({ tool: wanted, reason: 'allowed, but the server does not offer it' });
+      for (const wanted of s.tools.allow)
+        if (!l.tools.some((t) => t.name === wanted))
+          dropped.push({ tool: wanted, reason: 'allowed, but the server does not offer it' });
     }
     if (dropped.length > 0) server.dropped = dropped;
     record.servers.push(server);
@@ -131,6 +167,7 @@ export async function discoverMcpTools(pool: McpPool, servers: readonly McpServe
 
 function pickHints(a: Record<string, unknown>): NonNullable<RecordedTool['annotations']> {
   const out: NonNullable<RecordedTool['annotations']> = {};
-  for (const k of ['readOnlyHint', 'idempotentHint', 'destructiveHint', 'openWorldHint'] as const) if (typeof a[k] === 'boolean') out[k] = a[k];
+  for (const k of ['readOnlyHint', 'idempotentHint', 'destructiveHint', 'openWorldHint'] as const)
+    if (typeof a[k] === 'boolean') out[k] = a[k];
   return out;
 }

@@ -9,7 +9,9 @@ export class McpToolListTooLongError extends Error {
   readonly bound: 'maxPages' | 'maxTools';
   readonly max: number;
   constructor(server: string, bound: 'maxPages' | 'maxTools', max: number) {
-    super(`MCP server ${server}: its tools/list has more than ${max} ${bound === 'maxPages' ? 'pages' : 'tools'} (tools.${bound}: ${max})`);
+    super(
+      `MCP server ${server}: its tools/list has more than ${max} ${bound === 'maxPages' ? 'pages' : 'tools'} (tools.${bound}: ${max})`,
+    );
     this.name = 'McpToolListTooLongError';
     this.server = server;
     this.bound = bound;
@@ -19,7 +21,13 @@ export class McpToolListTooLongError extends Error {
 
 export type ListedTools = {
   serverInfo?: { name: string; version: string };
-  tools: Array<{ name: string; title?: string; description?: string; inputSchema: unknown; annotations?: Record<string, unknown> }>;
+  tools: Array<{
+    name: string;
+    title?: string;
+    description?: string;
+    inputSchema: unknown;
+    annotations?: Record<string, unknown>;
+  }>;
 };
 
 /**
@@ -36,7 +44,7 @@ export async function listServerTools(pool: McpPool, s: McpServerConfig): Promis
   const maxTools = s.tools?.maxTools ?? DEFAULT_MAX_TOOLS;
   const tools: ListedTools['tools'] = [];
   let cursor: string | undefined;
-  for (let pages = 0; ; ) {
+  for (let pages = 0; ;) {
     let page;
     try {
       page = await client.listTools(cursor ? { cursor } : undefined, { timeout });

@@ -29,7 +29,11 @@ export function mcpTool(pool: McpPool, server: McpServerConfig | undefined, serv
       let result: CallToolResult;
       try {
         // Keel's own timeout (timeoutMs) aborts the call first; the SDK's is a backstop.
-        result = (await client.callTool({ name: t.remoteName, arguments: input as Record<string, unknown> }, undefined, { signal: ctx.signal, timeout: t.timeoutMs + 5_000 })) as CallToolResult;
+        result = (await client.callTool(
+          { name: t.remoteName, arguments: input as Record<string, unknown> },
+          undefined,
+          { signal: ctx.signal, timeout: t.timeoutMs + 5_000 },
+        )) as CallToolResult;
       } catch (e) {
         if (ctx.signal.aborted) throw e;
         const message = e instanceof Error ? e.message : String(e);

@@ -1,6 +1,13 @@
 import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4StreamPart } from '@ai-sdk/provider';
 import { classifyModelError, ModelCallError } from './errors.ts';
-import type { AssistantMessage, JsonValue, ProviderMetadata, ReasoningPart, TextPart, ToolCallPart } from './messages.ts';
+import type {
+  AssistantMessage,
+  JsonValue,
+  ProviderMetadata,
+  ReasoningPart,
+  TextPart,
+  ToolCallPart,
+} from './messages.ts';
 import { normalizeUsage, type Usage } from './usage.ts';
 
 /** Ephemeral output of a model call as it streams. Never persisted: the final result is. */
@@ -100,12 +107,22 @@ class ContentAssembler {
         this.toolNames.set(part.id, part.toolName);
         break;
       case 'tool-input-delta':
-        this.onDelta?.({ kind: 'tool-input', toolCallId: part.id, toolName: this.toolNames.get(part.id) ?? '', delta: part.delta });
+        this.onDelta?.({
+          kind: 'tool-input',
+          toolCallId: part.id,
+          toolName: this.toolNames.get(part.id) ?? '',
+          delta: part.delta,
+        });
         break;
       case 'tool-call':
         // Tools the provider executed itself are not Keel's to run or replay.
         if (!part.providerExecuted) {
-          const call: ToolCallPart = { type: 'tool-call', toolCallId: part.toolCallId, toolName: part.toolName, input: parseToolInput(part.input) };
+          const call: ToolCallPart = {
+            type: 'tool-call',
+            toolCallId: part.toolCallId,
+            toolName: part.toolName,
+            input: parseToolInput(part.input),
+          };
           this.content.push(call);
         }
         break;
@@ -116,7 +133,13 @@ class ContentAssembler {
 
   /** Drops empty text/reasoning parts that only opened. Reasoning with a signature is kept even when empty. */
   finalContent(): AssistantMessage['content'] {
-    return this.content.filter((p) => (p.type === 'text' ? p.text.length > 0 : p.type === 'reasoning' ? p.text.length > 0 || p.providerMetadata !== undefined : true));
+    return this.content.filter((p) =>
+      p.type === 'text'
+        ? p.text.length > 0
+        : p.type === 'reasoning'
+          ? p.text.length > 0 || p.providerMetadata !== undefined
+          : true,
+    );
   }
 }
 
@@ -178,7 +201,10 @@ export async function callModel(
     // completion signal (no [DONE] / finish_reason, response.completed or message_stop): the
     // output is truncated exactly as when no finish part arrives at all.
     if (!finish || finish.finishReason.unified === 'interrupted') {
-      throw new ModelCallError({ kind: signal.aborted ? 'aborted' : 'transient', message: 'model stream ended without a finish part' });
+      throw new ModelCallError({
+        kind: signal.aborted ? 'aborted' : 'transient',
+        message: 'model stream ended without a finish part',
+      });
     }
   } catch (error) {
     const e = classifyModelError(error, signal.aborted);
@@ -194,6 +220,10 @@ export async function callModel(
     ...(responseId !== undefined ? { responseId } : {}),
     ...(responseModelId !== undefined ? { responseModelId } : {}),
     warnings,
-    timing: { startedAt, ...(firstChunkMs !== undefined ? { firstChunkMs: Math.round(firstChunkMs) } : {}), durationMs: Math.round(performance.now() - t0) },
+    timing: {
+      startedAt,
+      ...(firstChunkMs !== undefined ? { firstChunkMs: Math.round(firstChunkMs) } : {}),
+      durationMs: Math.round(performance.now() - t0),
+    },
   };
 }

@@ -48,11 +48,32 @@ export class ModelCallError extends Error {
 
 const OVERFLOW =
   /context[_ ]length|context window|prompt is too long|maximum context|too many (input )?tokens|input is too long|exceeds the (maximum|context)|exceed context limit|request_too_large|reduce the length/i;
-const TRANSIENT_TYPES = new Set(['overloaded_error', 'api_error', 'rate_limit_error', 'server_error', 'rate_limit_exceeded', 'timeout']);
-const NETWORK_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'ENOTFOUND', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+const TRANSIENT_TYPES = new Set([
+  'overloaded_error',
+  'api_error',
+  'rate_limit_error',
+  'server_error',
+  'rate_limit_exceeded',
+  'timeout',
+]);
+const NETWORK_CODES = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+]);
 
 /** Parses `retry-after-ms`, then `retry-after` (seconds or an HTTP date). */
-export function retryAfterMs(headers: Record<string, string | undefined> | undefined, now = Date.now()): number | undefined {
+export function retryAfterMs(
+  headers: Record<string, string | undefined> | undefined,
+  now = Date.now(),
+): number | undefined {
   if (!headers) return undefined;
   const get = (name: string) => {
     for (const [k, v] of Object.entries(headers)) if (k.toLowerCase() === name) return v;
@@ -78,7 +99,9 @@ function errorCode(e: unknown): string | undefined {
 }
 
 function isTransientStatus(status: number | undefined): boolean {
-  return status !== undefined && (status === 408 || status === 409 || status === 425 || status === 429 || status >= 500);
+  return (
+    status !== undefined && (status === 408 || status === 409 || status === 425 || status === 429 || status >= 500)
+  );
 }
 
 /** Maps anything a provider throws (or streams as an error part) to a ModelCallError. */
@@ -89,11 +112,12 @@ export function classifyModelError(error: unknown, aborted: boolean): ModelCallE
   if (APICallError.isInstance(error)) {
     const text = `${error.message} ${error.responseBody ?? ''}`;
     const status = error.statusCode;
-    const kind: ModelErrorKind = OVERFLOW.test(text) && (status === undefined || status < 500)
-      ? 'context_overflow'
-      : error.isRetryable || isTransientStatus(status)
-        ? 'transient'
-        : 'fatal';
+    const kind: ModelErrorKind =
+      OVERFLOW.test(text) && (status === undefined || status < 500)
+        ? 'context_overflow'
+        : error.isRetryable || isTransientStatus(status)
+          ? 'transient'
+          : 'fatal';
     return new ModelCallError(
       { kind, message: error.message, status, retryAfterMs: retryAfterMs(error.responseHeaders) },
       { cause: error },
@@ -102,7 +126,14 @@ export function classifyModelError(error: unknown, aborted: boolean): ModelCallE
 
   if (error && typeof error === 'object' && !(error instanceof Error)) {
     // Provider stream errors arrive as plain objects: { message, type, code, statusCode, isRetryable }.
-    const o = error as { message?: unknown; type?: unknown; code?: unknown; statusCode?: unknown; isRetryable?: unknown; error?: unknown };
+    const o = error as {
+      message?: unknown;
+      type?: unknown;
+      code?: unknown;
+      statusCode?: unknown;
+      isRetryable?: unknown;
+      error?: unknown;
+    };
     const inner = o.error && typeof o.error === 'object' ? (o.error as typeof o) : o;
     const message = typeof inner.message === 'string' ? inner.message : JSON.stringify(error);
     const type = typeof inner.type === 'string' ? inner.type : undefined;
@@ -110,15 +141,21 @@ export function classifyModelError(error: unknown, aborted: boolean): ModelCallE
     const status = typeof inner.statusCode === 'number' ? inner.statusCode : undefined;
     const kind: ModelErrorKind = OVERFLOW.test(`${message} ${code ?? ''}`)
       ? 'context_overflow'
-      : inner.isRetryable === true || (type !== undefined && TRANSIENT_TYPES.has(type)) || (code !== undefined && TRANSIENT_TYPES.has(code)) || isTransientStatus(status)
+      : inner.isRetryable === true ||
+          (type !== undefined && TRANSIENT_TYPES.has(type)) ||
+          (code !== undefined && TRANSIENT_TYPES.has(code)) ||
+          isTransientStatus(status)
         ? 'transient'
         : 'fatal';
     return new ModelCallError({ kind, message, status, code }, { cause: error });
   }
 
   const err = error instanceof Error ? error : new Error(String(error));
-  if (err.name === 'AbortError') return new ModelCallError({ kind: 'aborted', message: 'model call aborted' }, { cause: err });
+  if (err.name === 'AbortError')
+    return new ModelCallError({ kind: 'aborted', message: 'model call aborted' }, { cause: err });
   const code = errorCode(err);
-  const network = (code !== undefined && NETWORK_CODES.has(code)) || (err instanceof TypeError && /fetch failed|network|terminated/i.test(err.message));
+  const network =
+    (code !== undefined && NETWORK_CODES.has(code)) ||
+    (err instanceof TypeError && /fetch failed|network|terminated/i.test(err.message));
   return new ModelCallError({ kind: network ? 'transient' : 'fatal', message: err.message, code }, { cause: err });
 }

@@ -49,4 +49,14 @@ export function memoOf(m: Message): MessageMemo {
 }
 
 // Every memo with the same fields in the same order: one shape for V8.
-const emptyMemo = (): MessageMemo => ({ hashSize: -1, hash: '', linkSize: -1, linkPrev: '', linkHash: '', renderSize: -1, rendered: undefined, charsSize: -1, chars: 0 });
+const emptyMemo = (): MessageMemo => ({
+  hashSize: -1,
+  hash: '',
+  linkSize: -1,
+  linkPrev: '',
+  linkHash: '',
+  renderSize: -1,
+  rendered: undefined,
+  charsSize: -1,
+  chars: 0,
+});

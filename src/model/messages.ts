@@ -46,13 +46,7 @@ export interface ToolCallPart {
 }
 
 export type ToolErrorCode =
-  | 'unknown_tool'
-  | 'invalid_input'
-  | 'execution_error'
-  | 'timeout'
-  | 'cancelled'
-  | 'denied'
-  | 'outcome_unknown';
+  'unknown_tool' | 'invalid_input' | 'execution_error' | 'timeout' | 'cancelled' | 'denied' | 'outcome_unknown';
 
 export type ToolOutput =
   | { type: 'text'; value: string }
@@ -96,7 +90,9 @@ export interface SummaryMessage {
 export type Message = UserMessage | AssistantMessage | ToolMessage | SummaryMessage;
 
 export function isOpaqueReasoning(part: TextPart | ReasoningPart | ToolCallPart): boolean {
-  return part.type === 'reasoning' && part.providerMetadata !== undefined && Object.keys(part.providerMetadata).length > 0;
+  return (
+    part.type === 'reasoning' && part.providerMetadata !== undefined && Object.keys(part.providerMetadata).length > 0
+  );
 }
 
 /**
@@ -141,7 +137,6 @@ function fileData(data: string): SharedV4FileData {
   return /^https?:\/\//.test(data) ? { type: 'url', url: new URL(data) } : { type: 'data', data };
 }
 
-
 function renderMessage(m: Message): LanguageModelV4Message | undefined {
   switch (m.role) {
     case 'user':
@@ -150,7 +145,12 @@ function renderMessage(m: Message): LanguageModelV4Message | undefined {
         content: m.content.map((p) =>
           p.type === 'text'
             ? { type: 'text', text: p.text }
-            : { type: 'file', mediaType: p.mediaType, data: fileData(p.data), ...(p.filename ? { filename: p.filename } : {}) },
+            : {
+                type: 'file',
+                mediaType: p.mediaType,
+                data: fileData(p.data),
+                ...(p.filename ? { filename: p.filename } : {}),
+              },
         ),
       };
     case 'assistant': {
@@ -182,7 +182,10 @@ function renderMessage(m: Message): LanguageModelV4Message | undefined {
       };
     case 'summary':
       // Providers have no summary role; a user-side note keeps the alternation valid everywhere.
-      return { role: 'user', content: [{ type: 'text', text: `<summary of earlier conversation>\n${m.text}\n</summary>` }] };
+      return {
+        role: 'user',
+        content: [{ type: 'text', text: `<summary of earlier conversation>\n${m.text}\n</summary>` }],
+      };
   }
 }
 
@@ -247,7 +250,9 @@ export class ProviderPromptBuilder {
     }
     this.lastSize = resultsIn(messages.at(-1));
     // A new array each time (the provider may keep what it was given): copied in one block.
-    return system ? [{ role: 'system', content: system } as LanguageModelV4Message].concat(this.rendered) : this.rendered.slice();
+    return system
+      ? [{ role: 'system', content: system } as LanguageModelV4Message].concat(this.rendered)
+      : this.rendered.slice();
   }
 
   /** How many first messages of `messages` this builder has rendered: none unless it last built from that array. */

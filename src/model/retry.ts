@@ -23,7 +23,12 @@ export const defaultRetryPolicy: RetryPolicy = {
  * not be retried. A provider's retry-after wins over the backoff; otherwise exponential backoff
  * with jitter (half fixed, half random), so many clients hitting one rate limit spread out instead of stampeding.
  */
-export function retryDelayMs(policy: RetryPolicy, attempt: number, error: ModelCallError, random: () => number = Math.random): number | undefined {
+export function retryDelayMs(
+  policy: RetryPolicy,
+  attempt: number,
+  error: ModelCallError,
+  random: () => number = Math.random,
+): number | undefined {
   if (error.kind !== 'transient' || attempt >= policy.maxAttempts) return undefined;
   if (error.retryAfterMs !== undefined) {
     return error.retryAfterMs <= policy.maxRetryAfterMs ? error.retryAfterMs : undefined;

@@ -62,17 +62,26 @@ export const scriptSchema = z.array(
     reasoning: z.string().optional(),
     reasoningSignature: z.string().optional(),
     toolCalls: z.array(z.strictObject({ id: z.string().optional(), name: z.string().min(1), input: json })).optional(),
-    usage: z.strictObject({ input: z.number().int().nonnegative().optional(), output: z.number().int().nonnegative().optional(), cached: z.number().int().nonnegative().optional(), reasoning: z.number().int().nonnegative().optional() }).optional(),
+    usage: z
+      .strictObject({
+        input: z.number().int().nonnegative().optional(),
+        output: z.number().int().nonnegative().optional(),
+        cached: z.number().int().nonnegative().optional(),
+        reasoning: z.number().int().nonnegative().optional(),
+      })
+      .optional(),
     finishReason: z.enum(['stop', 'length', 'content-filter', 'tool-calls', 'error', 'other']).optional(),
     delayMs: z.number().nonnegative().optional(),
     chunkDelayMs: z.number().nonnegative().optional(),
     responseId: z.string().optional(),
-    error: z.strictObject({
-      kind: z.enum(['rate_limit', 'overloaded', 'server', 'context_overflow', 'bad_request', 'network']),
-      message: z.string().optional(),
-      retryAfterMs: z.number().nonnegative().optional(),
-      afterChunks: z.number().int().nonnegative().optional(),
-    }).optional(),
+    error: z
+      .strictObject({
+        kind: z.enum(['rate_limit', 'overloaded', 'server', 'context_overflow', 'bad_request', 'network']),
+        message: z.string().optional(),
+        retryAfterMs: z.number().nonnegative().optional(),
+        afterChunks: z.number().int().nonnegative().optional(),
+      })
+      .optional(),
   }),
 );
 
@@ -131,7 +140,12 @@ function makeError(e: ScriptedError, modelId: string): Error {
 function streamError(e: ScriptedError): unknown {
   const message = e.message ?? DEFAULT_MESSAGE[e.kind];
   const status = STATUS[e.kind];
-  return { message, type: e.kind === 'overloaded' ? 'overloaded_error' : e.kind, statusCode: status || undefined, isRetryable: status === 429 || status >= 500 || e.kind === 'network' };
+  return {
+    message,
+    type: e.kind === 'overloaded' ? 'overloaded_error' : e.kind,
+    statusCode: status || undefined,
+    isRetryable: status === 429 || status >= 500 || e.kind === 'network',
+  };
 }
 
 function usageOf(r: ScriptedResponse): LanguageModelV4Usage {
@@ -218,12 +232,21 @@ export class ScriptedModel implements LanguageModelV4 {
     if (r.error) throw makeError(r.error, this.modelId);
     const content: LanguageModelV4Content[] = [];
     if (r.reasoning !== undefined) {
-      content.push({ type: 'reasoning', text: r.reasoning, ...(r.reasoningSignature ? { providerMetadata: { scripted: { signature: r.reasoningSignature } } } : {}) });
+      content.push({
+        type: 'reasoning',
+        text: r.reasoning,
+        ...(r.reasoningSignature ? { providerMetadata: { scripted: { signature: r.reasoningSignature } } } : {}),
+      });
     }
     const text = textChunks(r).join('');
     if (text) content.push({ type: 'text', text });
     (r.toolCalls ?? []).forEach((c, i) =>
-      content.push({ type: 'tool-call', toolCallId: this.toolCallId(r, i), toolName: c.name, input: typeof c.input === 'string' ? c.input : JSON.stringify(c.input) }),
+      content.push({
+        type: 'tool-call',
+        toolCallId: this.toolCallId(r, i),
+        toolName: c.name,
+        input: typeof c.input === 'string' ? c.input : JSON.stringify(c.input),
+      }),
     );
     return {
       content,
@@ -269,7 +292,11 @@ export class ScriptedModel implements LanguageModelV4 {
       parts.push({ type: 'tool-input-end', id });
       parts.push({ type: 'tool-call', toolCallId: id, toolName: c.name, input });
     });
-    parts.push({ type: 'finish', usage: usageOf(r), finishReason: { unified: r.finishReason ?? (r.toolCalls?.length ? 'tool-calls' : 'stop'), raw: undefined } });
+    parts.push({
+      type: 'finish',
+      usage: usageOf(r),
+      finishReason: { unified: r.finishReason ?? (r.toolCalls?.length ? 'tool-calls' : 'stop'), raw: undefined },
+    });
 
     const chunkDelay = r.chunkDelayMs ?? 0;
     let i = 0;

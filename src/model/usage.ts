@@ -44,7 +44,9 @@ export function costOf(u: Usage, p: Pricing | undefined): number {
   if (!p) return 0;
   const uncached = u.inputTokens - u.cachedInputTokens;
   return (
-    (uncached * p.inputPerMTok + u.cachedInputTokens * (p.cachedInputPerMTok ?? p.inputPerMTok) + u.outputTokens * p.outputPerMTok) /
+    (uncached * p.inputPerMTok +
+      u.cachedInputTokens * (p.cachedInputPerMTok ?? p.inputPerMTok) +
+      u.outputTokens * p.outputPerMTok) /
     1_000_000
   );
 }

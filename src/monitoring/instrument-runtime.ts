@@ -14,7 +14,10 @@ export interface RuntimeTelemetry {
 /** The W3C trace id a run carries (its creating request's `traceparent`, see the run's options), if any. */
 export function traceIdOf(run: Pick<RunRecord, 'options'> | undefined): string | undefined {
   const trace = (run?.options as { trace?: { traceparent?: unknown } } | undefined)?.trace;
-  const m = typeof trace?.traceparent === 'string' ? /^[\da-f]{2}-([\da-f]{32})-[\da-f]{16}-[\da-f]{2}$/.exec(trace.traceparent) : null;
+  const m =
+    typeof trace?.traceparent === 'string'
+      ? /^[\da-f]{2}-([\da-f]{32})-[\da-f]{16}-[\da-f]{2}$/.exec(trace.traceparent)
+      : null;
   return m?.[1];
 }
 
@@ -26,7 +29,10 @@ export function traceIdOf(run: Pick<RunRecord, 'options'> | undefined): string |
  */
 export function instrumentRuntime(rt: Runtime, o: { logger?: Logger } = {}): RuntimeTelemetry {
   const logger = o.logger ?? silentLogger();
-  const metrics = new KeelMetrics({ countByStatus: () => rt.runs.countByStatus(), executing: () => rt.executions.size });
+  const metrics = new KeelMetrics({
+    countByStatus: () => rt.runs.countByStatus(),
+    executing: () => rt.executions.size,
+  });
   const ids = (sessionId: string, runId: string | null | undefined) => {
     const run = runId ? rt.executions.get(runId)?.run : undefined;
     const traceId = traceIdOf(run);
@@ -40,17 +46,29 @@ export function instrumentRuntime(rt: Runtime, o: { logger?: Logger } = {}): Run
   const offRuns = rt.observe({
     claimed(run, previous, now) {
       metrics.claimed(run, previous, now);
-      const line = { session_id: run.sessionId, run_id: run.id, ...(traceIdOf(run) ? { trace_id: traceIdOf(run) } : {}), agent: run.agent.name, attempt: run.attempt };
+      const line = {
+        session_id: run.sessionId,
+        run_id: run.id,
+        ...(traceIdOf(run) ? { trace_id: traceIdOf(run) } : {}),
+        agent: run.agent.name,
+        attempt: run.attempt,
+      };
       if (previous === 'running') logger.warn(line, 'run recovered: its previous worker lost the lease');
       else logger.info(line, run.startedAt === now ? 'run started' : 'run resumed');
     },
     leaseLost(run) {
       metrics.leasesLost.inc();
-      logger.warn({ session_id: run.sessionId, run_id: run.id, ...(traceIdOf(run) ? { trace_id: traceIdOf(run) } : {}) }, 'lease lost: this worker stops the run (another worker recovers it)');
+      logger.warn(
+        { session_id: run.sessionId, run_id: run.id, ...(traceIdOf(run) ? { trace_id: traceIdOf(run) } : {}) },
+        'lease lost: this worker stops the run (another worker recovers it)',
+      );
     },
   });
   const offCommits = rt.store.observeCommits?.((seconds) => metrics.storeCommit.observe(seconds));
-  const offLimits = rt.flowControl?.observe({ waited: (model, s) => metrics.limitWait.observe({ model }, s), rateLimited: (model) => metrics.rateLimited.inc({ model }) });
+  const offLimits = rt.flowControl?.observe({
+    waited: (model, s) => metrics.limitWait.observe({ model }, s),
+    rateLimited: (model) => metrics.rateLimited.inc({ model }),
+  });
   return {
     metrics,
     logger,
@@ -69,28 +87,63 @@ function logEvent(logger: Logger, e: SessionEvent, ids: Record<string, string>):
     case 'run/status': {
       const d = e.data;
       if (d.to === 'completed') logger.info({ ...ids, attempt: d.attempt }, 'run completed');
-      else if (d.to === 'failed') logger.error({ ...ids, attempt: d.attempt, ...(d.error ? { error: d.error } : {}), ...(d.reason ? { reason: d.reason } : {}) }, 'run failed');
-      else if (d.to === 'cancelled' || d.to === 'timed_out') logger.warn({ ...ids, ...(d.reason ? { reason: d.reason } : {}) }, `run ${d.to === 'cancelled' ? 'cancelled' : 'timed out'}`);
-      else if (d.to === 'waiting_approval' || d.to === 'waiting_for_user') logger.info(ids, d.to === 'waiting_approval' ? 'run waits for an approval' : 'run waits for an answer');
-      else if (d.to === 'sleeping' || d.to === 'waiting_for_signal') logger.info(ids, d.to === 'sleeping' ? 'run sleeps' : 'run waits for a signal');
+      else if (d.to === 'failed')
+        logger.error(
+          {
+            ...ids,
+            attempt: d.attempt,
+            ...(d.error ? { error: d.error } : {}),
+            ...(d.reason ? { reason: d.reason } : {}),
+          },
+          'run failed',
+        );
+      else if (d.to === 'cancelled' || d.to === 'timed_out')
+        logger.warn(
+          { ...ids, ...(d.reason ? { reason: d.reason } : {}) },
+          `run ${d.to === 'cancelled' ? 'cancelled' : 'timed out'}`,
+        );
+      else if (d.to === 'waiting_approval' || d.to === 'waiting_for_user')
+        logger.info(ids, d.to === 'waiting_approval' ? 'run waits for an approval' : 'run waits for an answer');
+      else if (d.to === 'sleeping' || d.to === 'waiting_for_signal')
+        logger.info(ids, d.to === 'sleeping' ? 'run sleeps' : 'run waits for a signal');
       else if (d.to === 'paused') logger.info(ids, 'run paused');
-      else if (d.to === 'queued' && d.from === null) logger.debug({ ...ids, ...(d.agent ? { agent: d.agent.name } : {}) }, 'run queued');
+      else if (d.to === 'queued' && d.from === null)
+        logger.debug({ ...ids, ...(d.agent ? { agent: d.agent.name } : {}) }, 'run queued');
       break;
     }
     case 'turn/end':
-      logger.info({ ...ids, reason: e.data.reason, steps: e.data.steps, usage: e.data.usage, cost: e.data.cost }, 'turn ended');
+      logger.info(
+        { ...ids, reason: e.data.reason, steps: e.data.steps, usage: e.data.usage, cost: e.data.cost },
+        'turn ended',
+      );
       break;
     case 'model/retry':
-      logger.warn({ ...ids, attempt: e.data.attempt, delay_ms: e.data.delayMs, error: e.data.error }, 'model call failed; retrying');
+      logger.warn(
+        { ...ids, attempt: e.data.attempt, delay_ms: e.data.delayMs, error: e.data.error },
+        'model call failed; retrying',
+      );
       break;
     case 'model/error':
       logger.error({ ...ids, attempt: e.data.attempt, error: e.data.error }, 'model call failed');
       break;
     case 'tool/result':
-      if (e.data.output.type === 'error') logger.warn({ ...ids, tool: e.data.toolName, tool_call_id: e.data.toolCallId, code: e.data.output.code, error: e.data.output.message }, 'tool call failed');
+      if (e.data.output.type === 'error')
+        logger.warn(
+          {
+            ...ids,
+            tool: e.data.toolName,
+            tool_call_id: e.data.toolCallId,
+            code: e.data.output.code,
+            error: e.data.output.message,
+          },
+          'tool call failed',
+        );
       break;
     case 'compaction':
-      logger.info({ ...ids, reason: e.data.reason, tokens_before: e.data.tokensBefore, tokens_after: e.data.tokensAfter }, 'session compacted');
+      logger.info(
+        { ...ids, reason: e.data.reason, tokens_before: e.data.tokensBefore, tokens_after: e.data.tokensAfter },
+        'session compacted',
+      );
       break;
     case 'compaction/failed':
       logger.warn({ ...ids, error: e.data.error }, 'compaction failed; the turn goes on uncompacted');

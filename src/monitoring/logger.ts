@@ -21,7 +21,8 @@ export interface LoggerOptions {
 /** Checks a level named by a flag or an environment variable; a clear error for anything else. */
 export function parseLogLevel(value: string, from: string): LogLevel {
   const level = value.trim().toLowerCase();
-  if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new Error(`${from} must be one of ${LOG_LEVELS.join(', ')}, not ${JSON.stringify(value)}`);
+  if (!(LOG_LEVELS as readonly string[]).includes(level))
+    throw new Error(`${from} must be one of ${LOG_LEVELS.join(', ')}, not ${JSON.stringify(value)}`);
   return level as LogLevel;
 }
 
@@ -34,7 +35,13 @@ export function createLogger(o: LoggerOptions = {}): Logger {
   const destination = o.destination ?? process.stdout;
   const pretty = o.pretty ?? destination.isTTY === true;
   const stream: DestinationStream = pretty
-    ? pinoPretty({ destination: destination as unknown as number, sync: true, colorize: destination.isTTY === true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' })
+    ? pinoPretty({
+        destination: destination as unknown as number,
+        sync: true,
+        colorize: destination.isTTY === true,
+        translateTime: 'SYS:HH:MM:ss.l',
+        ignore: 'pid,hostname',
+      })
     : (destination as unknown as DestinationStream);
   return pino({ level: o.level ?? 'info', base: undefined, messageKey: 'msg' }, stream);
 }

@@ -7,7 +7,10 @@ import type { KeelMetrics } from './metrics.ts';
  * `/metrics` on a port of its own, for a process without the HTTP API (`keel worker`): the
  * Prometheus text, behind a bearer token when one is given; 404 for any other path.
  */
-export async function serveMetrics(metrics: KeelMetrics, o: { port: number; host?: string; token?: string }): Promise<{ url: string; close(): Promise<void> }> {
+export async function serveMetrics(
+  metrics: KeelMetrics,
+  o: { port: number; host?: string; token?: string },
+): Promise<{ url: string; close(): Promise<void> }> {
   const server: Server = createServer((req, res) => {
     void (async () => {
       if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/metrics') {
@@ -18,7 +21,9 @@ export async function serveMetrics(metrics: KeelMetrics, o: { port: number; host
         const sent = Buffer.from(/^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '')?.[1] ?? '');
         const want = Buffer.from(o.token);
         if (sent.length !== want.length || !timingSafeEqual(sent, want)) {
-          res.writeHead(401, { 'content-type': 'text/plain', 'www-authenticate': 'Bearer' }).end('send the metrics token as "Authorization: Bearer <token>"\n');
+          res
+            .writeHead(401, { 'content-type': 'text/plain', 'www-authenticate': 'Bearer' })
+            .end('send the metrics token as "Authorization: Bearer <token>"\n');
           return;
         }
       }

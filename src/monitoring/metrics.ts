@@ -29,35 +29,167 @@ export class KeelMetrics {
   private readonly runStarted = new Map<string, number>();
   private readonly stepStarted = new Map<string, number>();
 
-  readonly httpRequests = new Counter({ name: 'keel_http_requests_total', help: 'HTTP requests by method, route and status.', labelNames: ['method', 'route', 'status'], registers: [this.registry] });
-  readonly httpDuration = new Histogram({ name: 'keel_http_request_duration_seconds', help: 'Time to the response headers, by method and route.', labelNames: ['method', 'route'], buckets: SECONDS, registers: [this.registry] });
-  readonly sseConnections = new Gauge({ name: 'keel_sse_connections', help: 'Open SSE connections.', registers: [this.registry] });
-  readonly sseConnectionsTotal = new Counter({ name: 'keel_sse_connections_total', help: 'SSE connections opened.', registers: [this.registry] });
-  readonly sseDropped = new Counter({ name: 'keel_sse_slow_clients_dropped_total', help: 'SSE connections dropped because the client read too slowly (it resumes from the log).', registers: [this.registry] });
-  readonly eventsCommitted = new Counter({ name: 'keel_events_committed_total', help: 'Durable events committed by this process.', registers: [this.registry] });
-  readonly runDuration = new Histogram({ name: 'keel_run_duration_seconds', help: 'From the first claim of a run to its end, by agent and final status (runs started in this process).', labelNames: ['agent', 'status'], buckets: SECONDS, registers: [this.registry] });
-  readonly stepDuration = new Histogram({ name: 'keel_step_duration_seconds', help: 'Steps: a model decision and the tools it called, by agent.', labelNames: ['agent'], buckets: SECONDS, registers: [this.registry] });
-  readonly modelCallDuration = new Histogram({ name: 'keel_model_call_duration_seconds', help: 'Model calls, request to complete response, by model.', labelNames: ['model'], buckets: SECONDS, registers: [this.registry] });
-  readonly timeToFirstToken = new Histogram({ name: 'keel_model_time_to_first_token_seconds', help: 'Model calls, request to first chunk, by model.', labelNames: ['model'], buckets: SECONDS, registers: [this.registry] });
-  readonly modelErrors = new Counter({ name: 'keel_model_errors_total', help: 'Model calls that failed (retried: kind="retry"; for good: kind="error"), by model.', labelNames: ['model', 'kind'], registers: [this.registry] });
-  readonly tokens = new Counter({ name: 'keel_tokens_total', help: 'Tokens of model calls, by agent, model and type (input, output, cached_input, reasoning).', labelNames: ['agent', 'model', 'type'], registers: [this.registry] });
-  readonly cost = new Counter({ name: 'keel_cost_total', help: 'Cost of model calls (in the unit of the configured prices), by agent and model.', labelNames: ['agent', 'model'], registers: [this.registry] });
-  readonly toolDuration = new Histogram({ name: 'keel_tool_call_duration_seconds', help: 'Tool executions, by tool.', labelNames: ['tool'], buckets: SECONDS, registers: [this.registry] });
-  readonly claimLatency = new Histogram({ name: 'keel_run_claim_latency_seconds', help: 'From the creation of a run to its first claim by a worker.', buckets: SECONDS, registers: [this.registry] });
-  readonly claims = new Counter({ name: 'keel_run_claims_total', help: 'Claims of runs by this process, by kind: start (first claim), resume (after a wait or pause), recovery (after a lost lease or a release).', labelNames: ['kind'], registers: [this.registry] });
-  readonly leaseExpiries = new Counter({ name: 'keel_lease_expiries_total', help: 'Runs recovered here whose previous worker lost its lease (crashed, stalled, cut off).', registers: [this.registry] });
-  readonly leasesLost = new Counter({ name: 'keel_leases_lost_total', help: 'Runs this process was executing when their lease was lost (another worker may have claimed them).', registers: [this.registry] });
-  readonly storeCommit = new Histogram({ name: 'keel_store_commit_seconds', help: 'Store write transactions, from their start to their commit.', buckets: COMMIT_SECONDS, registers: [this.registry] });
-  readonly limitWait = new Histogram({ name: 'keel_model_limit_wait_seconds', help: 'Time model calls waited for provider limits (concurrency, requests, tokens, a 429 pause), by limit key.', labelNames: ['model'], buckets: SECONDS, registers: [this.registry] });
-  readonly rateLimited = new Counter({ name: 'keel_model_rate_limited_total', help: 'Provider answers 429 (rate limited) seen by this process, by limit key.', labelNames: ['model'], registers: [this.registry] });
-  readonly executing = new Gauge({ name: 'keel_runs_executing', help: 'Runs this process is executing now.', registers: [this.registry] });
-  private readonly runsByStatus = new Gauge({ name: 'keel_runs', help: 'Runs by status (terminal statuses count every run that ended so).', labelNames: ['status'], registers: [this.registry] });
-  private readonly queueDepth = new Gauge({ name: 'keel_queue_depth', help: 'Runs waiting for a worker (queued).', registers: [this.registry] });
+  readonly httpRequests = new Counter({
+    name: 'keel_http_requests_total',
+    help: 'HTTP requests by method, route and status.',
+    labelNames: ['method', 'route', 'status'],
+    registers: [this.registry],
+  });
+  readonly httpDuration = new Histogram({
+    name: 'keel_http_request_duration_seconds',
+    help: 'Time to the response headers, by method and route.',
+    labelNames: ['method', 'route'],
+    buckets: SECONDS,
+    registers: [this.registry],
+  });
+  readonly sseConnections = new Gauge({
+    name: 'keel_sse_connections',
+    help: 'Open SSE connections.',
+    registers: [this.registry],
+  });
+  readonly sseConnectionsTotal = new Counter({
+    name: 'keel_sse_connections_total',
+    help: 'SSE connections opened.',
+    registers: [this.registry],
+  });
+  readonly sseDropped = new Counter({
+    name: 'keel_sse_slow_clients_dropped_total',
+    help: 'SSE connections dropped because the client read too slowly (it resumes from the log).',
+    registers: [this.registry],
+  });
+  readonly eventsCommitted = new Counter({
+    name: 'keel_events_committed_total',
+    help: 'Durable events committed by this process.',
+    registers: [this.registry],
+  });
+  readonly runDuration = new Histogram({
+    name: 'keel_run_duration_seconds',
+    help: 'From the first claim of a run to its end, by agent and final status (runs started in this process).',
+    labelNames: ['agent', 'status'],
+    buckets: SECONDS,
+    registers: [this.registry],
+  });
+  readonly stepDuration = new Histogram({
+    name: 'keel_step_duration_seconds',
+    help: 'Steps: a model decision and the tools it called, by agent.',
+    labelNames: ['agent'],
+    buckets: SECONDS,
+    registers: [this.registry],
+  });
+  readonly modelCallDuration = new Histogram({
+    name: 'keel_model_call_duration_seconds',
+    help: 'Model calls, request to complete response, by model.',
+    labelNames: ['model'],
+    buckets: SECONDS,
+    registers: [this.registry],
+  });
+  readonly timeToFirstToken = new Histogram({
+    name: 'keel_model_time_to_first_token_seconds',
+    help: 'Model calls, request to first chunk, by model.',
+    labelNames: ['model'],
+    buckets: SECONDS,
+    registers: [this.registry],
+  });
+  readonly modelErrors = new Counter({
+    name: 'keel_model_errors_total',
+    help: 'Model calls that failed (retried: kind="retry"; for good: kind="error"), by model.',
+    labelNames: ['model', 'kind'],
+    registers: [this.registry],
+  });
+  readonly tokens = new Counter({
+    name: 'keel_tokens_total',
+    help: 'Tokens of model calls, by agent, model and type (input, output, cached_input, reasoning).',
+    labelNames: ['agent', 'model', 'type'],
+    registers: [this.registry],
+  });
+  readonly cost = new Counter({
+    name: 'keel_cost_total',
+    help: 'Cost of model calls (in the unit of the configured prices), by agent and model.',
+    labelNames: ['agent', 'model'],
+    registers: [this.registry],
+  });
+  readonly toolDuration = new Histogram({
+    name: 'keel_tool_call_duration_seconds',
+    help: 'Tool executions, by tool.',
+    labelNames: ['tool'],
+    buckets: SECONDS,
+    registers: [this.registry],
+  });
+  readonly claimLatency = new Histogram({
+    name: 'keel_run_claim_latency_seconds',
+    help: 'From the creation of a run to its first claim by a worker.',
+    buckets: SECONDS,
+    registers: [this.registry],
+  });
+  readonly claims = new Counter({
+    name: 'keel_run_claims_total',
+    help: 'Claims of runs by this process, by kind: start (first claim), resume (after a wait or pause), recovery (after a lost lease or a release).',
+    labelNames: ['kind'],
+    registers: [this.registry],
+  });
+  readonly leaseExpiries = new Counter({
+    name: 'keel_lease_expiries_total',
+    help: 'Runs recovered here whose previous worker lost its lease (crashed, stalled, cut off).',
+    registers: [this.registry],
+  });
+  readonly leasesLost = new Counter({
+    name: 'keel_leases_lost_total',
+    help: 'Runs this process was executing when their lease was lost (another worker may have claimed them).',
+    registers: [this.registry],
+  });
+  readonly storeCommit = new Histogram({
+    name: 'keel_store_commit_seconds',
+    help: 'Store write transactions, from their start to their commit.',
+    buckets: COMMIT_SECONDS,
+    registers: [this.registry],
+  });
+  readonly limitWait = new Histogram({
+    name: 'keel_model_limit_wait_seconds',
+    help: 'Time model calls waited for provider limits (concurrency, requests, tokens, a 429 pause), by limit key.',
+    labelNames: ['model'],
+    buckets: SECONDS,
+    registers: [this.registry],
+  });
+  readonly rateLimited = new Counter({
+    name: 'keel_model_rate_limited_total',
+    help: 'Provider answers 429 (rate limited) seen by this process, by limit key.',
+    labelNames: ['model'],
+    registers: [this.registry],
+  });
+  readonly executing = new Gauge({
+    name: 'keel_runs_executing',
+    help: 'Runs this process is executing now.',
+    registers: [this.registry],
+  });
+  private readonly runsByStatus = new Gauge({
+    name: 'keel_runs',
+    help: 'Runs by status (terminal statuses count every run that ended so).',
+    labelNames: ['status'],
+    registers: [this.registry],
+  });
+  private readonly queueDepth = new Gauge({
+    name: 'keel_queue_depth',
+    help: 'Runs waiting for a worker (queued).',
+    registers: [this.registry],
+  });
   // The process's own, read at each scrape (prom-client's default collectors would start timers
   // and observers per registry, for the life of the process).
-  private readonly rss = new Gauge({ name: 'process_resident_memory_bytes', help: 'Resident memory of this process.', registers: [this.registry] });
-  private readonly heapUsed = new Gauge({ name: 'nodejs_heap_used_bytes', help: 'V8 heap in use.', registers: [this.registry] });
-  private readonly cpu = new Gauge({ name: 'process_cpu_seconds', help: 'CPU time of this process, by mode (user, system).', labelNames: ['mode'], registers: [this.registry] });
+  private readonly rss = new Gauge({
+    name: 'process_resident_memory_bytes',
+    help: 'Resident memory of this process.',
+    registers: [this.registry],
+  });
+  private readonly heapUsed = new Gauge({
+    name: 'nodejs_heap_used_bytes',
+    help: 'V8 heap in use.',
+    registers: [this.registry],
+  });
+  private readonly cpu = new Gauge({
+    name: 'process_cpu_seconds',
+    help: 'CPU time of this process, by mode (user, system).',
+    labelNames: ['mode'],
+    registers: [this.registry],
+  });
 
   private readonly gauges: { countByStatus(): Promise<Record<RunStatus, number>>; executing(): number };
 
@@ -100,7 +232,11 @@ export class KeelMetrics {
     switch (e.type) {
       case 'turn/start': {
         const d = e.data as { agent?: { name?: string }; model?: { modelId?: string } };
-        if (runId !== undefined) this.remember(runId, { agent: d.agent?.name ?? agent, model: d.model?.modelId ?? labels?.model ?? 'unknown' });
+        if (runId !== undefined)
+          this.remember(runId, {
+            agent: d.agent?.name ?? agent,
+            model: d.model?.modelId ?? labels?.model ?? 'unknown',
+          });
         break;
       }
       case 'step/start':
@@ -123,7 +259,8 @@ export class KeelMetrics {
         const d = e.data;
         const model = labels?.model ?? d.responseModelId ?? 'unknown';
         if (d.timing?.durationMs !== undefined) this.modelCallDuration.observe({ model }, d.timing.durationMs / 1000);
-        if (d.timing?.firstChunkMs !== undefined) this.timeToFirstToken.observe({ model }, d.timing.firstChunkMs / 1000);
+        if (d.timing?.firstChunkMs !== undefined)
+          this.timeToFirstToken.observe({ model }, d.timing.firstChunkMs / 1000);
         for (const [type, key] of TOKEN_TYPES) {
           const n = d.usage?.[key];
           if (typeof n === 'number' && n > 0) this.tokens.inc({ agent, model, type }, n);
@@ -139,14 +276,17 @@ export class KeelMetrics {
         break;
       case 'tool/result': {
         const d = e.data as { toolName?: string; durationMs?: number };
-        if (d.durationMs !== undefined) this.toolDuration.observe({ tool: d.toolName ?? 'unknown' }, d.durationMs / 1000);
+        if (d.durationMs !== undefined)
+          this.toolDuration.observe({ tool: d.toolName ?? 'unknown' }, d.durationMs / 1000);
         break;
       }
       case 'run/status': {
         const to = (e.data as { to?: RunStatus }).to;
-        if (runId === undefined || (to !== 'completed' && to !== 'failed' && to !== 'cancelled' && to !== 'timed_out')) break;
+        if (runId === undefined || (to !== 'completed' && to !== 'failed' && to !== 'cancelled' && to !== 'timed_out'))
+          break;
         const started = this.runStarted.get(runId);
-        if (started !== undefined) this.runDuration.observe({ agent, status: to }, Math.max(0, e.time - started) / 1000);
+        if (started !== undefined)
+          this.runDuration.observe({ agent, status: to }, Math.max(0, e.time - started) / 1000);
         this.runStarted.delete(runId);
         this.runs.delete(runId);
         this.stepStarted.delete(runId);
@@ -179,6 +319,7 @@ const TOKEN_TYPES: ReadonlyArray<[string, keyof Usage]> = [
 function modelOf(run: RunRecord): string {
   const m = (run.agentSpec as { model?: unknown }).model;
   if (typeof m === 'string') return m;
-  if (m && typeof m === 'object' && typeof (m as { modelId?: unknown }).modelId === 'string') return (m as { modelId: string }).modelId;
+  if (m && typeof m === 'object' && typeof (m as { modelId?: unknown }).modelId === 'string')
+    return (m as { modelId: string }).modelId;
   return 'unknown';
 }

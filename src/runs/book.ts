@@ -1,4 +1,11 @@
-import { newId, userMessage, type AgentDefinition, type PendingCall, type Tool, type UserInput } from '../core/index.ts';
+import {
+  newId,
+  userMessage,
+  type AgentDefinition,
+  type PendingCall,
+  type Tool,
+  type UserInput,
+} from '../core/index.ts';
 import { addUsage, emptyUsage, type JsonValue, type ToolOutput, type Usage, type UserMessage } from '../model/index.ts';
 import { checkedUserMessage, type NewEvent, type SessionEvent, type Sessions } from '../session/index.ts';
 import {
@@ -31,7 +38,13 @@ export type IfBusy = 'reject' | 'enqueue' | 'steer' | 'interrupt';
  * A message taken by a session: the run it created, waits for, or steers, and the events to
  * publish; `claimed`, a run claimed for a worker in the same transaction (see `send`'s `claim`).
  */
-export type Accepted = { outcome: 'created' | 'enqueued' | 'steered'; message: UserMessage; run: RunRecord; events: SessionEvent[]; claimed?: Claimed };
+export type Accepted = {
+  outcome: 'created' | 'enqueued' | 'steered';
+  message: UserMessage;
+  run: RunRecord;
+  events: SessionEvent[];
+  claimed?: Claimed;
+};
 
 /** A run claimed for a worker: a start, or the recovery of an interrupted run (`previous` running). */
 export interface Claimed {
@@ -63,7 +76,18 @@ export interface Waiting {
   /** The pending calls, each with its deadline if it has one (see WaitingCall). */
   calls: WaitingCall[];
   /** Decisions, answers and ended waits recorded so far, by tool call id. */
-  decisions: Record<string, { approved?: boolean; input?: JsonValue; reason?: string; answer?: JsonValue; output?: ToolOutput; by?: string; at: number }>;
+  decisions: Record<
+    string,
+    {
+      approved?: boolean;
+      input?: JsonValue;
+      reason?: string;
+      answer?: JsonValue;
+      output?: ToolOutput;
+      by?: string;
+      at: number;
+    }
+  >;
   /** The first deadline of the calls still waiting (a sleep's wake-up included). */
   expiresAt: number | null;
 }
@@ -106,7 +130,10 @@ export interface RecordedSend {
 /** Throws when a request already took the key (its effect, or its answer, is recorded). */
 export async function refuseTakenKey(store: Pick<StoreOps, 'getIdempotency'>, claim: IdempotencyClaim): Promise<void> {
   if (await store.getIdempotency(claim.tenant, claim.key)) {
-    throw new StoreError('idempotency_in_progress', `a request with Idempotency-Key ${JSON.stringify(claim.key)} was already accepted`);
+    throw new StoreError(
+      'idempotency_in_progress',
+      `a request with Idempotency-Key ${JSON.stringify(claim.key)} was already accepted`,
+    );
   }
 }
 
@@ -114,11 +141,18 @@ export async function refuseTakenKey(store: Pick<StoreOps, 'getIdempotency'>, cl
  * Writes a message's effect (a send or a steer) under its key. Another request that recorded an effect under the same
  * key first (in another process) wins: this transaction rolls back, so nothing is sent twice.
  */
-export async function recordEffect(tx: StoreOps, claim: IdempotencyClaim, effect: RecordedSend | JsonObject): Promise<void> {
+export async function recordEffect(
+  tx: StoreOps,
+  claim: IdempotencyClaim,
+  effect: RecordedSend | JsonObject,
+): Promise<void> {
   const body = JSON.stringify(effect);
   const stored = await tx.putIdempotency({ ...claim, status: 0, body, createdAt: Date.now() });
   if (stored.status !== 0 || stored.body !== body) {
-    throw new StoreError('idempotency_in_progress', `a request with Idempotency-Key ${JSON.stringify(claim.key)} was already accepted`);
+    throw new StoreError(
+      'idempotency_in_progress',
+      `a request with Idempotency-Key ${JSON.stringify(claim.key)} was already accepted`,
+    );
   }
 }
 
@@ -128,7 +162,10 @@ export function agentSpec(agent: AgentDefinition): JsonObject {
     name: agent.name,
     version: agent.version,
     model: { provider: agent.model.provider, modelId: agent.model.modelId },
-    system: typeof agent.system === 'function' ? { rendered: 'per request (function); see request headers' } : (agent.system ?? null),
+    system:
+      typeof agent.system === 'function'
+        ? { rendered: 'per request (function); see request headers' }
+        : (agent.system ?? null),
     tools: agent.tools.map(toolSpec),
     settings: JSON.parse(JSON.stringify(agent.settings)) as JsonObject,
     limits: { ...agent.limits },
@@ -158,7 +195,10 @@ export function specWithMcpTools(spec: JsonObject, got: McpToolsGot): JsonObject
   const servers = got.record.servers.map(({ tools: _tools, ...server }) => server);
   return {
     ...spec,
-    tools: [...own, ...got.tools.map(({ tool: t, server, remoteName }) => ({ ...toolSpec(t), mcp: { server, remoteName } }))],
+    tools: [
+      ...own,
+      ...got.tools.map(({ tool: t, server, remoteName }) => ({ ...toolSpec(t), mcp: { server, remoteName } })),
+    ],
     mcp: { servers, skipped: got.record.skipped } as unknown as JsonObject,
   };
 }
@@ -166,7 +206,13 @@ export function specWithMcpTools(spec: JsonObject, got: McpToolsGot): JsonObject
 export const usageOf = (u: JsonObject): Usage => ({ ...emptyUsage(), ...(u as Partial<Usage>) });
 
 /** The row of a new run for a message: the agent it runs with, its deadline and options. */
-function newRunOf(sessionId: string, message: UserMessage, agent: AgentDefinition, options: RunOptions, more: Partial<NewRun> = {}): NewRun {
+function newRunOf(
+  sessionId: string,
+  message: UserMessage,
+  agent: AgentDefinition,
+  options: RunOptions,
+  more: Partial<NewRun> = {},
+): NewRun {
   const now = Date.now();
   return {
     id: newId(),
@@ -182,7 +228,12 @@ function newRunOf(sessionId: string, message: UserMessage, agent: AgentDefinitio
 }
 
 /** The data of a new run's first `run/status` event. */
-const queuedStatus = (agent: { name: string; version: string }) => ({ from: null, to: 'queued' as const, attempt: 0, agent: { name: agent.name, version: agent.version } });
+const queuedStatus = (agent: { name: string; version: string }) => ({
+  from: null,
+  to: 'queued' as const,
+  attempt: 0,
+  agent: { name: agent.name, version: agent.version },
+});
 
 /**
  * Every durable change to runs: each one a single transaction that updates the run row and
@@ -202,7 +253,13 @@ export class RunBook {
   }
 
   /** `trusted`: the events are built here from typed values (run status changes): no schema check on the hot path. */
-  private append(tx: StoreOps, sessionId: string, events: readonly NewEvent[], fence?: { runId: string; token: number }, trusted = false) {
+  private append(
+    tx: StoreOps,
+    sessionId: string,
+    events: readonly NewEvent[],
+    fence?: { runId: string; token: number },
+    trusted = false,
+  ) {
     return this.sessions.log.append(sessionId, events, { tx, trusted, ...(fence ? { fence } : {}) });
   }
 
@@ -211,7 +268,14 @@ export class RunBook {
    * it after that (see `lastBoundary`). Reads the run's events after the checkpoint: for a
    * recovery or a run's record, never on the hot path.
    */
-  async boundary(run: Pick<RunRecord, 'id' | 'sessionId'>, ops: StoreOps = this.store): Promise<{ checkpoint: Checkpoint | undefined; tail: SessionEvent[]; at: { step: number; seq: number } | undefined }> {
+  async boundary(
+    run: Pick<RunRecord, 'id' | 'sessionId'>,
+    ops: StoreOps = this.store,
+  ): Promise<{
+    checkpoint: Checkpoint | undefined;
+    tail: SessionEvent[];
+    at: { step: number; seq: number } | undefined;
+  }> {
     const checkpoint = await ops.getCheckpoint(run.id);
     const tail = await this.sessions.log.read(run.sessionId, { runId: run.id, afterSeq: checkpoint?.seq ?? 0 }, ops);
     return { checkpoint, tail, at: lastBoundary(checkpoint, tail) };
@@ -245,14 +309,26 @@ export class RunBook {
     if (o.error) patch.error = o.error;
     if (o.fence) patch.fence = true;
     const guard: RunGuard = { statuses: [run.status], ...o.guard };
-    const events = await this.append(tx, run.sessionId, [
-      {
-        type: 'run/status',
-        runId: run.id,
-        ...(run.turn !== null ? { turn: run.turn } : {}),
-        data: { from: run.status, to, attempt: run.attempt, ...(o.reason ? { reason: o.reason } : {}), ...(o.error ? { error: o.error as Record<string, never> } : {}) },
-      },
-    ], o.guard?.fencingToken !== undefined ? { runId: run.id, token: o.guard.fencingToken } : undefined, true);
+    const events = await this.append(
+      tx,
+      run.sessionId,
+      [
+        {
+          type: 'run/status',
+          runId: run.id,
+          ...(run.turn !== null ? { turn: run.turn } : {}),
+          data: {
+            from: run.status,
+            to,
+            attempt: run.attempt,
+            ...(o.reason ? { reason: o.reason } : {}),
+            ...(o.error ? { error: o.error as Record<string, never> } : {}),
+          },
+        },
+      ],
+      o.guard?.fencingToken !== undefined ? { runId: run.id, token: o.guard.fencingToken } : undefined,
+      true,
+    );
     const updated = await tx.updateRun(run.id, patch, guard);
     return { run: updated, events };
   }
@@ -285,7 +361,12 @@ export class RunBook {
       // Checked first, under the write lock: a request that lost the key to another changes nothing.
       if (o.idempotency) await refuseTakenKey(tx, o.idempotency);
       const accepted = await this.accept(tx, sessionId, message, agent, ifBusy, o);
-      if (o.idempotency) await recordEffect(tx, o.idempotency, { outcome: accepted.outcome, message_id: accepted.message.id, run_id: accepted.run.id });
+      if (o.idempotency)
+        await recordEffect(tx, o.idempotency, {
+          outcome: accepted.outcome,
+          message_id: accepted.message.id,
+          run_id: accepted.run.id,
+        });
       if (accepted.outcome !== 'created' || !o.claim) return accepted;
       const claimed = await o.claim(tx);
       if (!claimed) return accepted;
@@ -306,7 +387,8 @@ export class RunBook {
     const session = await tx.getSession(sessionId);
     if (!session) throw new NotFoundError('session', sessionId);
     if (session.erasedAt !== null) throw new StoreError('session_erased', `session ${sessionId} was erased`);
-    if (session.archivedAt !== null) throw new StoreError('session_archived', `session ${sessionId} is archived: it takes no new messages`);
+    if (session.archivedAt !== null)
+      throw new StoreError('session_archived', `session ${sessionId} is archived: it takes no new messages`);
     // The caller's message is checked before anything keeps it, whatever it does: a steer is logged
     // by the run's own (unchecked) commits, and an enqueued one enters the log with another run's end.
     const checked = this.checkedMessage(message);
@@ -320,7 +402,14 @@ export class RunBook {
           return { outcome: 'enqueued' as const, message: checked, ...queued };
         }
         case 'steer':
-          await tx.addInput({ id: checked.id, sessionId, kind: 'steer', runId: active.id, payload: { message: checked }, createdAt: Date.now() });
+          await tx.addInput({
+            id: checked.id,
+            sessionId,
+            kind: 'steer',
+            runId: active.id,
+            payload: { message: checked },
+            createdAt: Date.now(),
+          });
           return { outcome: 'steered' as const, message: checked, run: active, events: [] };
         case 'interrupt':
           // The caller cancels the active run first (gracefully if it can); here it must be gone.
@@ -350,8 +439,17 @@ export class RunBook {
     options: RunOptions,
   ): Promise<{ run: RunRecord; events: SessionEvent[] }> {
     const run = await tx.createRun(newRunOf(sessionId, message, agent, options, { queuedBehind: true }));
-    await tx.addInput({ id: message.id, sessionId, kind: 'message', runId: run.id, payload: { message }, createdAt: run.createdAt });
-    const events = await this.append(tx, sessionId, [{ type: 'run/status', runId: run.id, data: { ...queuedStatus(agent), reason: `queued behind run ${active.id}` } }]);
+    await tx.addInput({
+      id: message.id,
+      sessionId,
+      kind: 'message',
+      runId: run.id,
+      payload: { message },
+      createdAt: run.createdAt,
+    });
+    const events = await this.append(tx, sessionId, [
+      { type: 'run/status', runId: run.id, data: { ...queuedStatus(agent), reason: `queued behind run ${active.id}` } },
+    ]);
     return { run, events };
   }
 
@@ -373,7 +471,12 @@ export class RunBook {
     const sessionId = session.id;
     const turn = session.lastTurn + 1;
     const trigger = checked ? message : this.checkedMessage(message);
-    const run = await tx.createRun(newRunOf(sessionId, trigger, agent, options, { turn, ...(parent ? { parentRunId: parent.runId, parentToolCallId: parent.toolCallId } : {}) }));
+    const run = await tx.createRun(
+      newRunOf(sessionId, trigger, agent, options, {
+        turn,
+        ...(parent ? { parentRunId: parent.runId, parentToolCallId: parent.toolCallId } : {}),
+      }),
+    );
     const id = run.id;
     const events = await this.append(
       tx,
@@ -399,12 +502,21 @@ export class RunBook {
    * the usage of children is rolled up, the parent learns its child's cost, and the session's
    * next enqueued message becomes the next run.
    */
-  async finish(run: RunRecord, to: FinalStatus, o: FinishOptions): Promise<{ run: RunRecord; next?: RunRecord; events: SessionEvent[] }> {
+  async finish(
+    run: RunRecord,
+    to: FinalStatus,
+    o: FinishOptions,
+  ): Promise<{ run: RunRecord; next?: RunRecord; events: SessionEvent[] }> {
     return this.sessions.log.transaction((tx) => this.finishIn(tx, run.id, to, o));
   }
 
   /** `finish` inside the caller's transaction (a log transaction: its events are published when it commits). */
-  async finishIn(tx: StoreOps, runId: string, to: FinalStatus, o: FinishOptions): Promise<{ run: RunRecord; next?: RunRecord; events: SessionEvent[] }> {
+  async finishIn(
+    tx: StoreOps,
+    runId: string,
+    to: FinalStatus,
+    o: FinishOptions,
+  ): Promise<{ run: RunRecord; next?: RunRecord; events: SessionEvent[] }> {
     const current = await tx.getRun(runId);
     if (!current) throw new NotFoundError('run', runId);
     if (isTerminal(current.status)) return { run: current, events: [] };
@@ -421,13 +533,21 @@ export class RunBook {
         ...(await this.append(
           tx,
           current.sessionId,
-          untaken.map((i) => ({ type: 'user/message' as const, runId: current.id, ...(current.turn !== null ? { turn: current.turn } : {}), data: { message: (i.payload as { message: UserMessage }).message, via: 'steer' as const } })),
+          untaken.map((i) => ({
+            type: 'user/message' as const,
+            runId: current.id,
+            ...(current.turn !== null ? { turn: current.turn } : {}),
+            data: { message: (i.payload as { message: UserMessage }).message, via: 'steer' as const },
+          })),
         )),
       );
     }
 
     // The worker reports its own usage; children's comes on top.
-    const { usage, cost } = o.usage !== undefined ? await this.withChildren(tx, runId, o.usage, o.cost ?? current.cost) : { usage: usageOf(current.usage), cost: current.cost };
+    const { usage, cost } =
+      o.usage !== undefined
+        ? await this.withChildren(tx, runId, o.usage, o.cost ?? current.cost)
+        : { usage: usageOf(current.usage), cost: current.cost };
     const t = await this.transition(tx, current, to, {
       ...(o.reason ? { reason: o.reason } : {}),
       ...(o.error ? { error: o.error } : {}),
@@ -441,7 +561,11 @@ export class RunBook {
       // Once, when the child ends: also when its parent ended first (cancelled while the child ran),
       // since the parent's own total only counted the children that had ended (see withChildren).
       const parent = await tx.getRun(current.parentRunId);
-      if (parent) await tx.updateRun(parent.id, { usage: addUsage(usageOf(parent.usage), usage) as unknown as JsonObject, cost: parent.cost + cost });
+      if (parent)
+        await tx.updateRun(parent.id, {
+          usage: addUsage(usageOf(parent.usage), usage) as unknown as JsonObject,
+          cost: parent.cost + cost,
+        });
     }
     // Only the session's active run makes way for the next; one that ends while queued behind does not.
     const next = current.queuedBehind ? undefined : await this.promote(tx, current.sessionId, o.resolveAgent);
@@ -453,7 +577,12 @@ export class RunBook {
    * A run's total: its own usage and cost plus those of its children that have ended. A child
    * that has not ended adds its total to its parent's row when it ends, so each child counts once.
    */
-  async withChildren(tx: StoreOps, runId: string, own: Usage, ownCost: number): Promise<{ usage: Usage; cost: number }> {
+  async withChildren(
+    tx: StoreOps,
+    runId: string,
+    own: Usage,
+    ownCost: number,
+  ): Promise<{ usage: Usage; cost: number }> {
     let usage = own;
     let cost = ownCost;
     for (const c of await tx.listRuns({ parentRunId: runId, statuses: TERMINAL_STATUSES, limit: 10_000 })) {
@@ -469,15 +598,26 @@ export class RunBook {
    * whose agent is no longer registered ends `failed`, saying so, and the next one comes up.
    * Messages enqueued by a Keel before queued runs (inputs without a run) become runs here.
    */
-  private async promote(tx: StoreOps, sessionId: string, resolveAgent: (name: string, version?: string) => AgentDefinition | undefined): Promise<{ run?: RunRecord; events: SessionEvent[] }> {
+  private async promote(
+    tx: StoreOps,
+    sessionId: string,
+    resolveAgent: (name: string, version?: string) => AgentDefinition | undefined,
+  ): Promise<{ run?: RunRecord; events: SessionEvent[] }> {
     const events: SessionEvent[] = [];
     for (;;) {
-      const [behind] = (await tx.listRuns({ sessionId, statuses: ['queued'], limit: 10_000 })).filter((r) => r.queuedBehind).sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
+      const [behind] = (await tx.listRuns({ sessionId, statuses: ['queued'], limit: 10_000 }))
+        .filter((r) => r.queuedBehind)
+        .sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
       const [legacy] = behind ? [] : await tx.listInputs(sessionId, 'message', null, 1);
       if (!behind && !legacy) return { events };
       if (legacy) {
         await tx.removeInput(legacy.id);
-        const p = legacy.payload as { message: UserMessage; agent: string; agentVersion?: string; options?: RunOptions };
+        const p = legacy.payload as {
+          message: UserMessage;
+          agent: string;
+          agentVersion?: string;
+          options?: RunOptions;
+        };
         const agent = resolveAgent(p.agent, p.agentVersion) ?? resolveAgent(p.agent);
         if (agent) {
           const session = (await tx.getSession(sessionId))!;
@@ -485,21 +625,37 @@ export class RunBook {
           return { run: created.run, events: [...events, ...created.events] };
         }
         // Recorded as a run that failed, so that the message is not dropped without a trace.
-        const run = await tx.createRun({ id: newId(), sessionId, agent: { name: p.agent, version: p.agentVersion ?? 'unknown' }, agentSpec: { name: p.agent }, triggerMessageId: p.message.id, queuedBehind: true, createdAt: Date.now() });
-        events.push(...(await this.append(tx, sessionId, [{ type: 'run/status', runId: run.id, data: queuedStatus(run.agent) }])));
+        const run = await tx.createRun({
+          id: newId(),
+          sessionId,
+          agent: { name: p.agent, version: p.agentVersion ?? 'unknown' },
+          agentSpec: { name: p.agent },
+          triggerMessageId: p.message.id,
+          queuedBehind: true,
+          createdAt: Date.now(),
+        });
+        events.push(
+          ...(await this.append(tx, sessionId, [{ type: 'run/status', runId: run.id, data: queuedStatus(run.agent) }])),
+        );
         events.push(...(await this.agentGone(tx, run)));
         continue;
       }
       const [input] = await tx.takeInputs(sessionId, 'message', behind!.id, 1);
       const agent = resolveAgent(behind!.agent.name, behind!.agent.version);
       if (!agent || !input) {
-        events.push(...(await this.agentGone(tx, behind!, input ? undefined : 'its message is missing from the inbox')));
+        events.push(
+          ...(await this.agentGone(tx, behind!, input ? undefined : 'its message is missing from the inbox')),
+        );
         continue;
       }
       const message = (input.payload as { message: UserMessage }).message;
       const session = (await tx.getSession(sessionId))!;
       const turn = session.lastTurn + 1;
-      events.push(...(await this.append(tx, sessionId, [{ type: 'user/message', runId: behind!.id, turn, data: { message, via: 'input' } }])));
+      events.push(
+        ...(await this.append(tx, sessionId, [
+          { type: 'user/message', runId: behind!.id, turn, data: { message, via: 'input' } },
+        ])),
+      );
       const run = await tx.updateRun(behind!.id, { queuedBehind: false, turn }, { statuses: ['queued'] });
       return { run, events };
     }
@@ -535,25 +691,36 @@ export class RunBook {
         toolMessageOf.set(e.data.toolCallId, e.data.toolMessageId);
       } else if (e.type === 'assistant/message') {
         for (const p of e.data.message.content) {
-          if (p.type === 'tool-call') open.push({ toolCallId: p.toolCallId, toolName: p.toolName, assistantId: e.data.message.id, step: e.step });
+          if (p.type === 'tool-call')
+            open.push({ toolCallId: p.toolCallId, toolName: p.toolName, assistantId: e.data.message.id, step: e.step });
         }
       }
     }
     const unanswered = open.filter((c) => !results.has(c.toolCallId));
-    const why = to === 'timed_out' ? 'the run timed out before this call had a result' : 'the run was cancelled before this call had a result';
+    const why =
+      to === 'timed_out'
+        ? 'the run timed out before this call had a result'
+        : 'the run was cancelled before this call had a result';
     const events: NewEvent[] = [];
     const messageFor = new Map<string, string>();
     for (const c of unanswered) {
       // Results of one model decision share a tool message.
       const sibling = open.find((o) => o.assistantId === c.assistantId && toolMessageOf.has(o.toolCallId));
-      const toolMessageId = messageFor.get(c.assistantId) ?? (sibling ? toolMessageOf.get(sibling.toolCallId)! : newId());
+      const toolMessageId =
+        messageFor.get(c.assistantId) ?? (sibling ? toolMessageOf.get(sibling.toolCallId)! : newId());
       messageFor.set(c.assistantId, toolMessageId);
       events.push({
         type: 'tool/result',
         runId: run.id,
         ...(run.turn !== null ? { turn: run.turn } : {}),
         ...(c.step !== undefined ? { step: c.step } : {}),
-        data: { toolCallId: c.toolCallId, toolName: c.toolName, output: { type: 'error', code: 'cancelled', message: why }, toolMessageId, durationMs: 0 },
+        data: {
+          toolCallId: c.toolCallId,
+          toolName: c.toolName,
+          output: { type: 'error', code: 'cancelled', message: why },
+          toolMessageId,
+          durationMs: 0,
+        },
       });
     }
     if (turnOpen) {
@@ -580,33 +747,57 @@ export class RunBook {
       const call = waiting?.calls.find((c) => c.toolCallId === toolCallId);
       const wantKind = d.answer !== undefined ? 'input' : 'approval';
       const wantStatus: RunStatus = wantKind === 'input' ? 'waiting_for_user' : 'waiting_approval';
-      const what = (kind: string) => (kind === 'input' ? 'a question' : kind === 'approval' ? 'an approval' : `a ${kind} wait`);
+      const what = (kind: string) =>
+        kind === 'input' ? 'a question' : kind === 'approval' ? 'an approval' : `a ${kind} wait`;
       if (!waiting || !call) {
         // Not waited for now. An id the run never asked about is no such thing (404), whatever
         // the run's state; one it asked about before is refused by the state it is in now (409).
         const asked = await this.askedBefore(tx, run, toolCallId);
-        if (!asked) throw new StoreError('not_found', `run ${runId} has no ${wantKind === 'input' ? 'question' : 'approval'} ${toolCallId}`);
-        throw new IllegalTransitionError(runId, run.status, 'queued', `it is ${run.status}: ${what(asked)} ${toolCallId} is not waiting for ${wantKind === 'input' ? 'an answer' : 'a decision'}`);
+        if (!asked)
+          throw new StoreError(
+            'not_found',
+            `run ${runId} has no ${wantKind === 'input' ? 'question' : 'approval'} ${toolCallId}`,
+          );
+        throw new IllegalTransitionError(
+          runId,
+          run.status,
+          'queued',
+          `it is ${run.status}: ${what(asked)} ${toolCallId} is not waiting for ${wantKind === 'input' ? 'an answer' : 'a decision'}`,
+        );
       }
       // A run that waits for no decision, or a call of another kind: the run's state refuses it (409).
       if (run.status !== 'waiting_approval' && run.status !== 'waiting_for_user') {
         throw new IllegalTransitionError(runId, run.status, 'queued', `it is ${run.status} and waits for no decision`);
       }
       if (call.kind !== wantKind) {
-        throw new IllegalTransitionError(runId, run.status, 'queued', `${toolCallId} is ${what(call.kind)}, not ${what(wantKind)}`);
+        throw new IllegalTransitionError(
+          runId,
+          run.status,
+          'queued',
+          `${toolCallId} is ${what(call.kind)}, not ${what(wantKind)}`,
+        );
       }
       const previous = waiting.decisions[toolCallId];
       if (previous) {
         const same = JSON.stringify({ ...previous, at: 0 }) === JSON.stringify({ ...d, at: 0 });
         if (same) return { run, events: [] as SessionEvent[] };
-        throw new StoreError('already_decided', `${wantKind === 'input' ? 'question' : 'approval'} ${toolCallId} of run ${runId} was already answered`);
+        throw new StoreError(
+          'already_decided',
+          `${wantKind === 'input' ? 'question' : 'approval'} ${toolCallId} of run ${runId} was already answered`,
+        );
       }
-      if (run.status !== wantStatus) throw new IllegalTransitionError(runId, run.status, 'queued', `it is ${run.status}, not ${wantStatus}`);
+      if (run.status !== wantStatus)
+        throw new IllegalTransitionError(runId, run.status, 'queued', `it is ${run.status}, not ${wantStatus}`);
       if (call.unknownOutcome && d.input !== undefined) throw new ArgumentsNotEditableError(runId, toolCallId);
       const decision = { ...d, at: this.clock.now() };
       const event: NewEvent =
         wantKind === 'input'
-          ? { type: 'user/answer', runId, ...(run.turn !== null ? { turn: run.turn } : {}), data: { toolCallId, answer: d.answer! } }
+          ? {
+              type: 'user/answer',
+              runId,
+              ...(run.turn !== null ? { turn: run.turn } : {}),
+              data: { toolCallId, answer: d.answer! },
+            }
           : {
               type: 'tool/decision',
               runId,
@@ -616,19 +807,35 @@ export class RunBook {
                 approved: d.approved === true,
                 ...(d.reason !== undefined ? { reason: d.reason } : {}),
                 // On an unknown outcome (ADR-0018) the call runs again as it ran: with its input and key.
-                ...(call.unknownOutcome ? { unknownOutcome: true as const, editedInput: call.input } : d.input !== undefined ? { editedInput: d.input } : {}),
+                ...(call.unknownOutcome
+                  ? { unknownOutcome: true as const, editedInput: call.input }
+                  : d.input !== undefined
+                    ? { editedInput: d.input }
+                    : {}),
               },
             };
       // Queued when nothing is left to wait for (the decisions are in the log, where the resumed turn
       // reads them), else what is still awaited (approvals, questions, signals, time) says the status.
       const left = waiting.calls.filter((c) => c.toolCallId !== toolCallId && !waiting.decisions[c.toolCallId]);
-      return applyDecisions(this, tx, run, waiting, { [toolCallId]: decision }, [event], left.length === 0 ? (wantKind === 'input' ? 'answered' : 'decided') : 'partly decided');
+      return applyDecisions(
+        this,
+        tx,
+        run,
+        waiting,
+        { [toolCallId]: decision },
+        [event],
+        left.length === 0 ? (wantKind === 'input' ? 'answered' : 'decided') : 'partly decided',
+      );
     });
     return out.run;
   }
 
   /** Whether the run ever asked for an approval or an answer on this call (its log says), and which. */
-  private async askedBefore(tx: StoreOps, run: RunRecord, toolCallId: string): Promise<'approval' | 'input' | undefined> {
+  private async askedBefore(
+    tx: StoreOps,
+    run: RunRecord,
+    toolCallId: string,
+  ): Promise<'approval' | 'input' | undefined> {
     for (const e of await this.sessions.log.read(run.sessionId, { runId: run.id }, tx)) {
       if (e.type === 'tool/approval' && e.data.toolCallId === toolCallId) return 'approval';
       if (e.type === 'user/question' && e.data.toolCallId === toolCallId) return 'input';
@@ -637,7 +844,11 @@ export class RunBook {
   }
 
   /** A simple status change (pause, resume, park) with its event, in one transaction. */
-  async move(runId: string, to: RunStatus, o: { reason?: string; patch?: RunPatch; guard?: RunGuard } = {}): Promise<RunRecord> {
+  async move(
+    runId: string,
+    to: RunStatus,
+    o: { reason?: string; patch?: RunPatch; guard?: RunGuard } = {},
+  ): Promise<RunRecord> {
     const out = await this.sessions.log.transaction(async (tx) => {
       const run = await tx.getRun(runId);
       if (!run) throw new NotFoundError('run', runId);

@@ -1,5 +1,12 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { startTurn, type AgentDefinition, type TurnEvent, type TurnHandle, type TurnHooks, type TurnResult } from '../core/index.ts';
+import {
+  startTurn,
+  type AgentDefinition,
+  type TurnEvent,
+  type TurnHandle,
+  type TurnHooks,
+  type TurnResult,
+} from '../core/index.ts';
 import type { UserMessage } from '../model/index.ts';
 import { compactionHook, type CompactionSettings, type TranscriptItem } from '../session/index.ts';
 import type { JsonObject, RunRecord } from '../store/index.ts';
@@ -220,16 +227,30 @@ export class Execution {
     const finish = async (to: 'failed' | 'cancelled' | 'timed_out', reason: string, error?: JsonObject) => {
       // A recovered run that ends at once still gets, in its trace, the spans its interrupted execution had open.
       if (this.spans && !this.firstStart) this.spans.recovered((await boundary()).tail);
-      return (await book.finish(run, to, { reason, ...(error ? { error } : {}), fencingToken: this.token, closeOpenCalls: true, resolveAgent: this.env.resolveAgent })).run;
+      return (
+        await book.finish(run, to, {
+          reason,
+          ...(error ? { error } : {}),
+          fencingToken: this.token,
+          closeOpenCalls: true,
+          resolveAgent: this.env.resolveAgent,
+        })
+      ).run;
     };
 
     if (!agent) {
-      return finish('failed', 'agent unavailable', { kind: 'agent_unavailable', message: `no agent ${run.agent.name} version ${run.agent.version} is registered on this worker` });
+      return finish('failed', 'agent unavailable', {
+        kind: 'agent_unavailable',
+        message: `no agent ${run.agent.name} version ${run.agent.version} is registered on this worker`,
+      });
     }
     if (run.cancelRequested) return finish('cancelled', 'cancel requested');
     if (run.deadlineAt !== null && Date.now() >= run.deadlineAt) return finish('timed_out', 'run timeout');
     if (run.attempt > this.env.maxAttempts) {
-      return finish('failed', 'attempts exhausted', { kind: 'attempts_exhausted', message: `the run was interrupted ${run.attempt - 1} times (limit ${this.env.maxAttempts - 1})` });
+      return finish('failed', 'attempts exhausted', {
+        kind: 'attempts_exhausted',
+        message: `the run was interrupted ${run.attempt - 1} times (limit ${this.env.maxAttempts - 1})`,
+      });
     }
 
     /** The agent as this execution runs it (see ExecutionEnv.prepareAgent). */
@@ -248,9 +269,18 @@ export class Execution {
     });
     const hooks: TurnHooks[] = [this.boundaryHook()];
     const compaction = this.env.compactionFor(agent);
-    if (compaction) hooks.push(compactionHook(book.sessions.log, run.sessionId, agent.model, compaction, book.sessions.snapshotEvery, run.id));
+    if (compaction)
+      hooks.push(
+        compactionHook(book.sessions.log, run.sessionId, agent.model, compaction, book.sessions.snapshotEvery, run.id),
+      );
 
-    const base = { sink: this.sink, hooks, scope: run.id, now: () => book.clock.now(), ...(run.turn !== null ? { turn: run.turn } : {}) };
+    const base = {
+      sink: this.sink,
+      hooks,
+      scope: run.id,
+      now: () => book.clock.now(),
+      ...(run.turn !== null ? { turn: run.turn } : {}),
+    };
     // Where the run stands is in the log: its checkpoint (counters and a log position) and its
     // events after it. A run whose turn never reached the log starts fresh from the context; one
     // never claimed before has neither (only an execution of a claim writes them), and is not read.
@@ -283,7 +313,8 @@ export class Execution {
       }
     }
     let depth = 0;
-    for (let parent = run.parentRunId; parent && depth < 100; depth++) parent = (await book.store.getRun(parent))?.parentRunId ?? null;
+    for (let parent = run.parentRunId; parent && depth < 100; depth++)
+      parent = (await book.store.getRun(parent))?.parentRunId ?? null;
     const scope: RunScope = {
       runId: run.id,
       sessionId: run.sessionId,
@@ -306,7 +337,11 @@ export class Execution {
     if (this.stopReason === 'release' && this.sink.closed && !this.sink.ended) {
       // Let go at once (shutdown past its grace period): hand the run back without waiting for the lease.
       await book
-        .move(run.id, 'queued', { reason: `released by ${this.env.owner} (${result.reason})`, patch: { lease: null }, guard: { fencingToken: this.token } })
+        .move(run.id, 'queued', {
+          reason: `released by ${this.env.owner} (${result.reason})`,
+          patch: { lease: null },
+          guard: { fencingToken: this.token },
+        })
         .catch(() => {});
     }
     return this.sink.ended;
@@ -355,10 +390,13 @@ export class Execution {
     }, this.env.controlPollMs);
     this.controlTimer.unref?.();
     if (run.deadlineAt !== null) {
-      this.deadlineTimer = setTimeout(() => {
-        this.stopReason ??= 'timeout';
-        this.handle?.cancel('run timeout');
-      }, Math.max(0, run.deadlineAt - Date.now()));
+      this.deadlineTimer = setTimeout(
+        () => {
+          this.stopReason ??= 'timeout';
+          this.handle?.cancel('run timeout');
+        },
+        Math.max(0, run.deadlineAt - Date.now()),
+      );
       this.deadlineTimer.unref?.();
     }
   }
@@ -393,19 +431,38 @@ export class Execution {
       case 'suspended':
         return { status: 'waiting' };
       case 'paused':
-        return this.stopReason === 'release' ? { status: 'queued', reason: 'released by its worker' } : { status: 'paused', reason: 'pause requested' };
+        return this.stopReason === 'release'
+          ? { status: 'queued', reason: 'released by its worker' }
+          : { status: 'paused', reason: 'pause requested' };
       case 'cancelled':
         if (this.stopReason === 'timeout') return { status: 'timed_out', reason: 'run timeout' };
         return { status: 'cancelled', reason: 'cancel requested' };
       case 'max_steps':
       case 'budget_exceeded':
-        return { status: 'failed', reason: d.reason, error: { kind: 'limit', limit: d.reason, message: d.reason === 'max_steps' ? 'the run reached its step limit' : 'the run reached its token or cost budget' } };
+        return {
+          status: 'failed',
+          reason: d.reason,
+          error: {
+            kind: 'limit',
+            limit: d.reason,
+            message:
+              d.reason === 'max_steps' ? 'the run reached its step limit' : 'the run reached its token or cost budget',
+          },
+        };
       case 'failed':
         if (d.error?.kind === 'sink' && this.run.attempt < this.env.maxAttempts) {
           // An infrastructure failure: the interrupted step is retried from the checkpoint.
-          return { status: 'queued', reason: `retrying after a storage failure: ${d.error.message}`, interrupted: true };
+          return {
+            status: 'queued',
+            reason: `retrying after a storage failure: ${d.error.message}`,
+            interrupted: true,
+          };
         }
-        return { status: 'failed', reason: d.error?.message ?? 'failed', error: (d.error ?? { kind: 'internal', message: 'failed' }) as unknown as JsonObject };
+        return {
+          status: 'failed',
+          reason: d.error?.message ?? 'failed',
+          error: (d.error ?? { kind: 'internal', message: 'failed' }) as unknown as JsonObject,
+        };
     }
   }
 }

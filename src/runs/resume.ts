@@ -31,7 +31,12 @@ export function checkpointState(state: unknown): RunCheckpointState {
  * finished, and the decisions recorded while it waited. The result tells the loop which calls ran
  * without a recorded result, so none is silently executed twice.
  */
-export function resumePoint(checkpoint: Checkpoint | undefined, conversation: Message[], tail: readonly SessionEvent[], waiting: Waiting | null): ResumePoint {
+export function resumePoint(
+  checkpoint: Checkpoint | undefined,
+  conversation: Message[],
+  tail: readonly SessionEvent[],
+  waiting: Waiting | null,
+): ResumePoint {
   const state = checkpointState(checkpoint?.state);
   let usage = state.usage;
   let cost = state.cost;
@@ -83,7 +88,10 @@ export function resumePoint(checkpoint: Checkpoint | undefined, conversation: Me
           approvals.set(e.data.toolCallId, {
             ...(before ?? { toolCallId: e.data.toolCallId, recorded: true }),
             ...(e.data.editedInput !== undefined ? { input: e.data.editedInput } : {}),
-            unknownOutcome: { approved: e.data.approved, ...(e.data.reason !== undefined ? { reason: e.data.reason } : {}) },
+            unknownOutcome: {
+              approved: e.data.approved,
+              ...(e.data.reason !== undefined ? { reason: e.data.reason } : {}),
+            },
           });
           break;
         }
@@ -112,7 +120,11 @@ export function resumePoint(checkpoint: Checkpoint | undefined, conversation: Me
     approvals.set(toolCallId, {
       toolCallId,
       recorded: true,
-      ...(d.output !== undefined ? { output: d.output } : d.answer !== undefined ? { answer: d.answer } : { approved: d.approved === true }),
+      ...(d.output !== undefined
+        ? { output: d.output }
+        : d.answer !== undefined
+          ? { answer: d.answer }
+          : { approved: d.approved === true }),
       ...(d.reason !== undefined ? { reason: d.reason } : {}),
       ...(d.input !== undefined ? { input: d.input } : {}),
     });
@@ -125,7 +137,11 @@ export function resumePoint(checkpoint: Checkpoint | undefined, conversation: Me
   const next = conversation[lastAt + 1];
   const answered = new Set(next?.role === 'tool' ? next.content.map((r) => r.toolCallId) : []);
   const openCalls = new Set(
-    lastAssistant?.role === 'assistant' ? lastAssistant.content.flatMap((p) => (p.type === 'tool-call' && !answered.has(p.toolCallId) ? [p.toolCallId] : [])) : [],
+    lastAssistant?.role === 'assistant'
+      ? lastAssistant.content.flatMap((p) =>
+          p.type === 'tool-call' && !answered.has(p.toolCallId) ? [p.toolCallId] : [],
+        )
+      : [],
   );
   return {
     conversation,
@@ -147,10 +163,14 @@ export function resumePoint(checkpoint: Checkpoint | undefined, conversation: Me
  * the turn's end (ADR-0021); `tail` is the run's events after the stored checkpoint. A step that
  * ended `failed` is no boundary (its turn failed with it, in the same commit).
  */
-export function lastBoundary(checkpoint: Pick<Checkpoint, 'step' | 'seq'> | undefined, tail: readonly SessionEvent[]): { step: number; seq: number } | undefined {
+export function lastBoundary(
+  checkpoint: Pick<Checkpoint, 'step' | 'seq'> | undefined,
+  tail: readonly SessionEvent[],
+): { step: number; seq: number } | undefined {
   let boundary = checkpoint ? { step: checkpoint.step, seq: checkpoint.seq } : undefined;
   for (const e of tail) {
-    if (e.type === 'step/end' && e.data.reason !== 'failed' && e.step !== undefined && e.seq > (boundary?.seq ?? 0)) boundary = { step: e.step, seq: e.seq };
+    if (e.type === 'step/end' && e.data.reason !== 'failed' && e.step !== undefined && e.seq > (boundary?.seq ?? 0))
+      boundary = { step: e.step, seq: e.seq };
   }
   return boundary;
 }

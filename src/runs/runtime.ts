@@ -19,7 +19,17 @@ import {
   type UsageQuery,
   type UsageTotals,
 } from '../store/index.ts';
-import { RunBook, recordEffect, refuseTakenKey, specWithMcpTools, type Accepted, type IdempotencyClaim, type IfBusy, type RunOptions, type Waiting } from './book.ts';
+import {
+  RunBook,
+  recordEffect,
+  refuseTakenKey,
+  specWithMcpTools,
+  type Accepted,
+  type IdempotencyClaim,
+  type IfBusy,
+  type RunOptions,
+  type Waiting,
+} from './book.ts';
 import { SendSpan } from '../telemetry/send-span.ts';
 import { checkSendOptions } from './send-options.ts';
 import { recordsContent, type TelemetryOptions } from '../telemetry/tracer.ts';
@@ -37,7 +47,8 @@ import { runScope } from './execution.ts';
 import { agentWithMcpTools, McpPool, type McpToolsGot } from '../mcp/index.ts';
 
 /** Whether compaction settings are one for every agent (else they are by agent name). */
-const isOneSetting = (c: CompactionSettings | Record<string, CompactionSettings>): c is CompactionSettings => 'contextWindow' in c && typeof c.contextWindow === 'number';
+const isOneSetting = (c: CompactionSettings | Record<string, CompactionSettings>): c is CompactionSettings =>
+  'contextWindow' in c && typeof c.contextWindow === 'number';
 
 /** How long `runs.wait` waits, once the run got where it waits for, for this process's execution of it to finish (see `wait`). */
 const EXECUTION_GRACE_MS = 1000;
@@ -97,8 +108,24 @@ export type RunStreamItem = { kind: 'event'; event: SessionEvent } | { kind: 'de
  * The statuses a run only reaches by a turn's end that stored its checkpoint (see `resumeCursor`).
  * Not `paused`: a queued run may be paused too, after a turn that failed and stored none.
  */
-const STORED_AT_TURN_END: readonly RunStatus[] = ['completed', 'waiting_approval', 'waiting_for_user', 'sleeping', 'waiting_for_signal'];
-const SETTLED: readonly RunStatus[] = ['waiting_approval', 'waiting_for_user', 'sleeping', 'waiting_for_signal', 'paused', 'completed', 'failed', 'cancelled', 'timed_out'];
+const STORED_AT_TURN_END: readonly RunStatus[] = [
+  'completed',
+  'waiting_approval',
+  'waiting_for_user',
+  'sleeping',
+  'waiting_for_signal',
+];
+const SETTLED: readonly RunStatus[] = [
+  'waiting_approval',
+  'waiting_for_user',
+  'sleeping',
+  'waiting_for_signal',
+  'paused',
+  'completed',
+  'failed',
+  'cancelled',
+  'timed_out',
+];
 
 /**
  * The runs layer's library API: sessions that take messages, durable runs, and workers.
@@ -120,7 +147,10 @@ export class Runtime {
   readonly webhooks: Webhooks;
   /** Schedules (cron or interval): fired by the scheduler of every runtime that has a worker. */
   readonly schedules: Schedules;
-  private readonly options: Required<Pick<RuntimeOptions, 'leaseMs' | 'renewEveryMs' | 'controlPollMs' | 'maxAttempts' | 'maxDepth'>> & RuntimeOptions;
+  private readonly options: Required<
+    Pick<RuntimeOptions, 'leaseMs' | 'renewEveryMs' | 'controlPollMs' | 'maxAttempts' | 'maxDepth'>
+  > &
+    RuntimeOptions;
   private readonly agents = new Map<string, AgentDefinition[]>();
   private readonly wakeUp = new WakeUp();
   readonly executions = new Map<string, Execution>();
@@ -138,17 +168,34 @@ export class Runtime {
   constructor(options: RuntimeOptions) {
     if (options.agents.length === 0) throw new TypeError('createRuntime needs at least one agent');
     const leaseMs = options.leaseMs ?? 30_000;
-    this.options = { maxAttempts: 3, maxDepth: 5, renewEveryMs: Math.max(50, Math.floor(leaseMs / 3)), controlPollMs: 500, ...options, leaseMs };
+    this.options = {
+      maxAttempts: 3,
+      maxDepth: 5,
+      renewEveryMs: Math.max(50, Math.floor(leaseMs / 3)),
+      controlPollMs: 500,
+      ...options,
+      leaseMs,
+    };
     this.recordContent = recordsContent(options.telemetry);
-    if (options.limits && Object.keys(options.limits).length > 0) this.flowControl = new FlowControl(options.store, options.limits, options.clock ?? systemClock, options.flowControl);
+    if (options.limits && Object.keys(options.limits).length > 0)
+      this.flowControl = new FlowControl(
+        options.store,
+        options.limits,
+        options.clock ?? systemClock,
+        options.flowControl,
+      );
     this.compaction = this.limitedCompaction(options.compaction);
     for (const a of options.agents.map((x) => this.limited(x))) {
       const list = this.agents.get(a.name) ?? [];
-      if (list.some((x) => x.version === a.version)) throw new TypeError(`agent ${a.name} version ${a.version} is registered twice`);
+      if (list.some((x) => x.version === a.version))
+        throw new TypeError(`agent ${a.name} version ${a.version} is registered twice`);
       list.push(a);
       this.agents.set(a.name, list);
     }
-    const sessions = new Sessions({ store: options.store, ...(options.snapshotEvery !== undefined ? { snapshotEvery: options.snapshotEvery } : {}) });
+    const sessions = new Sessions({
+      store: options.store,
+      ...(options.snapshotEvery !== undefined ? { snapshotEvery: options.snapshotEvery } : {}),
+    });
     this.book = new RunBook(sessions);
     this.book.clock = options.clock ?? systemClock;
     this.waits = new Waits(this.book, this.resolveAgent);
@@ -157,13 +204,17 @@ export class Runtime {
     const compactOne = sessions.compact.bind(sessions);
     this.sessions = Object.assign(sessions, {
       // A manual compaction's model call is limited like a run's.
-      compact: (sessionId: string, o: CompactOptions) => compactOne(sessionId, { ...o, model: this.limitedModel(o.model) }),
+      compact: (sessionId: string, o: CompactOptions) =>
+        compactOne(sessionId, { ...o, model: this.limitedModel(o.model) }),
       send: (sessionId: string, input: UserInput, o?: SendOptions) => this.send(sessionId, input, o),
       erase: (sessionId: string) => this.erase(sessionId, eraseOne),
       eraseTenant: (tenant: string) => this.eraseTenant(tenant),
     });
     this.runs = new RunsApi(this);
-    this.schedules = new Schedules(this, { ...options.schedules, ...(options.runDefaults ? { runDefaults: options.runDefaults } : {}) });
+    this.schedules = new Schedules(this, {
+      ...options.schedules,
+      ...(options.runDefaults ? { runDefaults: options.runDefaults } : {}),
+    });
   }
 
   /** The agent with its model limited, when a limit applies to the model (else the agent itself). */
@@ -183,7 +234,9 @@ export class Runtime {
       const scope = runScope.getStore();
       const run = scope ? this.executions.get(scope.runId)?.run : undefined;
       const name = agentName ?? run?.agent.name;
-      const priority = (run?.options as RunOptions | undefined)?.priority ?? (name !== undefined ? this.options.priorities?.[name] : undefined);
+      const priority =
+        (run?.options as RunOptions | undefined)?.priority ??
+        (name !== undefined ? this.options.priorities?.[name] : undefined);
       return { ...(priority !== undefined ? { priority } : {}), ...(scope ? { waitOutside: scope.waitOutside } : {}) };
     });
   }
@@ -191,7 +244,8 @@ export class Runtime {
   /** Compaction settings with their own model limited like an agent's (see `limitedModel`). */
   private limitedCompaction(compaction: RuntimeOptions['compaction']): RuntimeOptions['compaction'] {
     if (!compaction || !this.flowControl) return compaction;
-    const one = (c: CompactionSettings, agentName?: string): CompactionSettings => (c.model ? { ...c, model: this.limitedModel(c.model, agentName) } : c);
+    const one = (c: CompactionSettings, agentName?: string): CompactionSettings =>
+      c.model ? { ...c, model: this.limitedModel(c.model, agentName) } : c;
     if (isOneSetting(compaction)) return one(compaction);
     return Object.fromEntries(Object.entries(compaction).map(([name, c]) => [name, one(c, name)]));
   }
@@ -204,7 +258,8 @@ export class Runtime {
 
   /** Idempotency records: what a request with a key did (see server/app.ts). */
   readonly idempotency = {
-    get: (tenant: string, key: string): Promise<IdempotencyRecord | undefined> => this.store.getIdempotency(tenant, key),
+    get: (tenant: string, key: string): Promise<IdempotencyRecord | undefined> =>
+      this.store.getIdempotency(tenant, key),
     put: (r: IdempotencyRecord): Promise<IdempotencyRecord> => this.store.putIdempotency(r),
     prune: (before: number): Promise<number> => this.store.pruneIdempotency(before),
   };
@@ -239,7 +294,11 @@ export class Runtime {
     if (spec === undefined) return this.options.agents[0]!;
     const [name, version] = spec.split('@') as [string, string | undefined];
     const agent = this.resolveAgent(name, version);
-    if (!agent) throw new StoreError('unknown_agent', `no agent ${spec} is registered (known: ${[...this.agents.keys()].join(', ')})`);
+    if (!agent)
+      throw new StoreError(
+        'unknown_agent',
+        `no agent ${spec} is registered (known: ${[...this.agents.keys()].join(', ')})`,
+      );
     return agent;
   }
 
@@ -249,7 +308,11 @@ export class Runtime {
     const { ifBusy = 'reject', agent: _a, idempotency, trace, ...runOptions } = o;
     // The run stores the trace context of this send (a child of the caller's): its executions continue it.
     const span = new SendSpan(agent.name, sessionId, trace);
-    const options: RunOptions = { ...this.options.runDefaults, ...runOptions, ...(span.carrier ? { trace: span.carrier } : {}) };
+    const options: RunOptions = {
+      ...this.options.runDefaults,
+      ...runOptions,
+      ...(span.carrier ? { trace: span.carrier } : {}),
+    };
     let message: UserInput | UserMessage = input;
     try {
       if (ifBusy === 'interrupt') {
@@ -264,7 +327,12 @@ export class Runtime {
       const slot = this.offerSlot();
       let r: Accepted;
       try {
-        r = await this.book.send(sessionId, message, agent, { ifBusy: ifBusy === 'interrupt' ? 'reject' : ifBusy, options, ...(idempotency ? { idempotency } : {}), ...(slot ? { claim: slot.claim } : {}) });
+        r = await this.book.send(sessionId, message, agent, {
+          ifBusy: ifBusy === 'interrupt' ? 'reject' : ifBusy,
+          options,
+          ...(idempotency ? { idempotency } : {}),
+          ...(slot ? { claim: slot.claim } : {}),
+        });
       } catch (e) {
         slot?.release();
         throw e;
@@ -302,7 +370,8 @@ export class Runtime {
         // What the session's runs delegated to subagents lives in their child sessions: erased too.
         const children = new Set<string>();
         for (const run of await this.store.listRuns({ sessionId, limit: 10_000 })) {
-          for (const child of await this.store.listRuns({ parentRunId: run.id, limit: 10_000 })) if (child.sessionId !== sessionId) children.add(child.sessionId);
+          for (const child of await this.store.listRuns({ parentRunId: run.id, limit: 10_000 }))
+            if (child.sessionId !== sessionId) children.add(child.sessionId);
         }
         for (const child of children) await this.erase(child, eraseOne);
         const tomb = await eraseOne(sessionId);
@@ -317,16 +386,28 @@ export class Runtime {
 
   private async eraseTenant(tenant: string): Promise<{ erased: number }> {
     // Its schedules stop first: none makes a new session of the tenant while its sessions go.
-    for (let after: string | undefined; ; ) {
+    for (let after: string | undefined; ;) {
       const page = await this.store.listSchedules({ tenant, limit: 100, ...(after ? { after } : {}) });
       const now = this.clock.now();
-      for (const s of page) if (s.pausedAt === null || s.pausedReason === null) await this.store.updateSchedule(s.id, { pausedAt: s.pausedAt ?? now, pausedReason: PAUSED_FOR_ERASED_TENANT, nextFireAt: null, updatedAt: now });
+      for (const s of page)
+        if (s.pausedAt === null || s.pausedReason === null)
+          await this.store.updateSchedule(s.id, {
+            pausedAt: s.pausedAt ?? now,
+            pausedReason: PAUSED_FOR_ERASED_TENANT,
+            nextFireAt: null,
+            updatedAt: now,
+          });
       if (page.length < 100) break;
       after = page.at(-1)!.id;
     }
     let erased = 0;
-    for (let after: string | undefined; ; ) {
-      const page = await this.store.listSessions({ tenant, limit: 100, includeArchived: true, ...(after ? { after } : {}) });
+    for (let after: string | undefined; ;) {
+      const page = await this.store.listSessions({
+        tenant,
+        limit: 100,
+        includeArchived: true,
+        ...(after ? { after } : {}),
+      });
       for (const s of page) {
         if (s.erasedAt !== null) continue;
         await this.sessions.erase(s.id);
@@ -388,7 +469,10 @@ export class Runtime {
       waits: this.waits,
       prepareAgent: async (agent, run) => {
         // The tools the run got at its first start go into its agent spec, with their record.
-        const recorded = (tx: StoreOps, got: McpToolsGot) => tx.updateRun(run.id, { agentSpec: specWithMcpTools(run.agentSpec, got) }, { fencingToken: run.fencingToken }).then(() => {});
+        const recorded = (tx: StoreOps, got: McpToolsGot) =>
+          tx
+            .updateRun(run.id, { agentSpec: specWithMcpTools(run.agentSpec, got) }, { fencingToken: run.fencingToken })
+            .then(() => {});
         return (await agentWithMcpTools(this.mcp, this.book.sessions.log, agent, run, { recorded })).agent;
       },
     };
@@ -425,8 +509,16 @@ export class Runtime {
   }
 
   /** A child run for a subagent call: found again (same parent call) after a crash, never created twice. */
-  async childRun(parentRunId: string, toolCallId: string, agentName: string, task: string, step: number): Promise<RunRecord> {
-    const existing = (await this.store.listRuns({ parentRunId, limit: 10_000 })).find((r) => r.parentToolCallId === toolCallId);
+  async childRun(
+    parentRunId: string,
+    toolCallId: string,
+    agentName: string,
+    task: string,
+    step: number,
+  ): Promise<RunRecord> {
+    const existing = (await this.store.listRuns({ parentRunId, limit: 10_000 })).find(
+      (r) => r.parentToolCallId === toolCallId,
+    );
     if (existing) return existing;
     const parent = await this.runs.get(parentRunId);
     const agent = this.agentFor(agentName);
@@ -440,7 +532,10 @@ export class Runtime {
     });
     // The child traces under its parent's execution (or, from elsewhere, the parent run's trace).
     const trace = this.executions.get(parentRunId)?.traceCarrier ?? (parent.options as RunOptions).trace;
-    const r = await this.book.send(session.id, task, agent, { options: { ...this.options.runDefaults, ...(trace ? { trace } : {}) }, parent: { runId: parentRunId, toolCallId } });
+    const r = await this.book.send(session.id, task, agent, {
+      options: { ...this.options.runDefaults, ...(trace ? { trace } : {}) },
+      parent: { runId: parentRunId, toolCallId },
+    });
     this.wake();
     return r.run;
   }
@@ -504,7 +599,10 @@ export class RunsApi {
    * (`'settled'`, the default). Works across processes (it polls) and wakes at once in-process;
    * when this process ran it there, also once its execution here has finished.
    */
-  async wait(id: string, o: { until?: 'terminal' | 'settled'; timeoutMs?: number; signal?: AbortSignal; pollMs?: number } = {}): Promise<RunRecord> {
+  async wait(
+    id: string,
+    o: { until?: 'terminal' | 'settled'; timeoutMs?: number; signal?: AbortSignal; pollMs?: number } = {},
+  ): Promise<RunRecord> {
     const until = o.until ?? 'settled';
     const reached = (status: RunStatus) => (until === 'terminal' ? isTerminal(status) : SETTLED.includes(status));
     o.signal?.throwIfAborted();
@@ -530,7 +628,12 @@ export class RunsApi {
       this.rt.sessions.log.subscribe(sessionId, (item) => {
         // A notice of this process's own commits only: their events came here already.
         if (item.kind === 'changed') return item.own ? undefined : wakeUp.wake();
-        if (item.kind === 'event' && item.event.runId === id && item.event.type === 'run/status' && reached(item.event.data.to)) {
+        if (
+          item.kind === 'event' &&
+          item.event.runId === id &&
+          item.event.type === 'run/status' &&
+          reached(item.event.data.to)
+        ) {
           heard = this.rt.executions.get(id)?.endedWith(item.event.id);
           wakeUp.wake();
         }
@@ -595,7 +698,13 @@ export class RunsApi {
     }
     if (!isTerminal(run.status)) {
       try {
-        run = (await this.book.finish(run, 'cancelled', { reason: o.reason ?? 'cancel requested', closeOpenCalls: true, resolveAgent: this.rt.resolveAgent })).run;
+        run = (
+          await this.book.finish(run, 'cancelled', {
+            reason: o.reason ?? 'cancel requested',
+            closeOpenCalls: true,
+            resolveAgent: this.rt.resolveAgent,
+          })
+        ).run;
       } catch (e) {
         // It moved meanwhile (a worker claimed or finished it): try once more from where it is now.
         if (!(e instanceof StoreError)) throw e;
@@ -632,20 +741,36 @@ export class RunsApi {
     }
     // Only from paused: running → queued (and waiting → queued) are legal for other reasons, but
     // resuming a running run would hand it to a second worker while the first still holds it.
-    if (current.status !== 'paused') throw new IllegalTransitionError(id, current.status, 'queued', `only a paused run can be resumed; it is ${current.status}`);
-    const run = await this.book.move(id, 'queued', { reason: 'resumed', patch: { pauseRequested: false }, guard: { statuses: ['paused'] } });
+    if (current.status !== 'paused')
+      throw new IllegalTransitionError(
+        id,
+        current.status,
+        'queued',
+        `only a paused run can be resumed; it is ${current.status}`,
+      );
+    const run = await this.book.move(id, 'queued', {
+      reason: 'resumed',
+      patch: { pauseRequested: false },
+      guard: { statuses: ['paused'] },
+    });
     this.rt.wake();
     return run;
   }
 
   async approve(id: string, toolCallId: string, o: { input?: JsonValue } = {}): Promise<RunRecord> {
-    const run = await this.book.decide(id, toolCallId, { approved: true, ...(o.input !== undefined ? { input: o.input } : {}) });
+    const run = await this.book.decide(id, toolCallId, {
+      approved: true,
+      ...(o.input !== undefined ? { input: o.input } : {}),
+    });
     this.rt.wake();
     return run;
   }
 
   async deny(id: string, toolCallId: string, o: { reason?: string } = {}): Promise<RunRecord> {
-    const run = await this.book.decide(id, toolCallId, { approved: false, ...(o.reason !== undefined ? { reason: o.reason } : {}) });
+    const run = await this.book.decide(id, toolCallId, {
+      approved: false,
+      ...(o.reason !== undefined ? { reason: o.reason } : {}),
+    });
     this.rt.wake();
     return run;
   }
@@ -661,8 +786,10 @@ export class RunsApi {
       const waiting = run.waiting as unknown as Waiting | null;
       const open = (waiting?.calls ?? []).filter((c) => c.kind === 'input' && !waiting?.decisions[c.toolCallId]);
       // The run exists; what it is doing refuses an answer (409, with its status).
-      if (open.length === 0) throw new IllegalTransitionError(id, run.status, 'queued', `it is ${run.status} and waits for no answer`);
-      if (open.length > 1) throw new StoreError('ambiguous', `run ${id} has ${open.length} open questions: name the tool call to answer`);
+      if (open.length === 0)
+        throw new IllegalTransitionError(id, run.status, 'queued', `it is ${run.status} and waits for no answer`);
+      if (open.length > 1)
+        throw new StoreError('ambiguous', `run ${id} has ${open.length} open questions: name the tool call to answer`);
       toolCallId = open[0]!.toolCallId;
     }
     const run = await this.book.decide(id, toolCallId, { answer });
@@ -671,7 +798,11 @@ export class RunsApi {
   }
 
   /** Sends input into the run's next step (delivered when it runs again if it waits now). */
-  async steer(id: string, input: UserInput, o: { idempotency?: IdempotencyClaim } = {}): Promise<{ message: UserMessage; run: RunRecord }> {
+  async steer(
+    id: string,
+    input: UserInput,
+    o: { idempotency?: IdempotencyClaim } = {},
+  ): Promise<{ message: UserMessage; run: RunRecord }> {
     // Checked here: the run's own commits log it without a check.
     const message = this.book.checkedMessage(userMessage(input));
     // Checked and stored in one transaction: a turn's end either sees this steering (and goes on
@@ -680,9 +811,18 @@ export class RunsApi {
       if (o.idempotency) await refuseTakenKey(tx, o.idempotency);
       const r = await tx.getRun(id);
       if (!r) throw new NotFoundError('run', id);
-      if (isTerminal(r.status)) throw new IllegalTransitionError(id, r.status, r.status, 'a finished run takes no more input');
-      await tx.addInput({ id: message.id, sessionId: r.sessionId, kind: 'steer', runId: id, payload: { message }, createdAt: Date.now() });
-      if (o.idempotency) await recordEffect(tx, o.idempotency, { outcome: 'steered', message_id: message.id, run_id: id });
+      if (isTerminal(r.status))
+        throw new IllegalTransitionError(id, r.status, r.status, 'a finished run takes no more input');
+      await tx.addInput({
+        id: message.id,
+        sessionId: r.sessionId,
+        kind: 'steer',
+        runId: id,
+        payload: { message },
+        createdAt: Date.now(),
+      });
+      if (o.idempotency)
+        await recordEffect(tx, o.idempotency, { outcome: 'steered', message_id: message.id, run_id: id });
       return r;
     });
     this.rt.executions.get(id)?.steeringArrived();
@@ -697,7 +837,12 @@ export class RunsApi {
    * or is kept until the wait starts. `already_delivered` for a second delivery; `validation` when
    * the payload does not match the waiting call's schema.
    */
-  async signal(id: string, name: string, payload: unknown, o: { source?: 'api' | 'library' } = {}): Promise<{ run: RunRecord; consumed: boolean }> {
+  async signal(
+    id: string,
+    name: string,
+    payload: unknown,
+    o: { source?: 'api' | 'library' } = {},
+  ): Promise<{ run: RunRecord; consumed: boolean }> {
     // Its payload is JSON (anything goes); its name is kept as text.
     refuseNul('name', name);
     const r = await this.rt.waits.deliver(id, name, payload, o.source ?? 'library');
@@ -739,4 +884,3 @@ export class RunsApi {
 export function createRuntime(options: RuntimeOptions): Runtime {
   return new Runtime(options);
 }
-

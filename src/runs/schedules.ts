@@ -109,10 +109,14 @@ function validTimeZone(tz: string): boolean {
   }
 }
 
-const cronOf = (c: { expression: string; timezone: string }): Cron => new Cron(c.expression, { timezone: c.timezone, paused: true });
+const cronOf = (c: { expression: string; timezone: string }): Cron =>
+  new Cron(c.expression, { timezone: c.timezone, paused: true });
 
 /** The first tick strictly after `t`, or null when there is none (a cron that never fires again). */
-export function nextTickAfter(s: Pick<ScheduleRecord, 'cron' | 'intervalSeconds' | 'createdAt'>, t: number): number | null {
+export function nextTickAfter(
+  s: Pick<ScheduleRecord, 'cron' | 'intervalSeconds' | 'createdAt'>,
+  t: number,
+): number | null {
   if (s.intervalSeconds !== null) {
     const p = s.intervalSeconds * 1000;
     return s.createdAt + (Math.floor((t - s.createdAt) / p) + 1) * p;
@@ -180,8 +184,10 @@ export class Schedules {
     const i = input as Partial<CreateScheduleInput> & Record<string, unknown>;
     if (typeof i !== 'object' || i === null) throw new ScheduleValidationError('schedule', 'an object is required');
     const tenant = i.tenant ?? 'default';
-    if (typeof tenant !== 'string' || tenant.length === 0) throw new ScheduleValidationError('tenant', 'a non-empty string is required');
-    if (i.name !== undefined && (typeof i.name !== 'string' || i.name.length > 200)) throw new ScheduleValidationError('name', 'a string of at most 200 characters is required');
+    if (typeof tenant !== 'string' || tenant.length === 0)
+      throw new ScheduleValidationError('tenant', 'a non-empty string is required');
+    if (i.name !== undefined && (typeof i.name !== 'string' || i.name.length > 200))
+      throw new ScheduleValidationError('name', 'a string of at most 200 characters is required');
     // Text the store keeps as text never holds NUL (see store/plain-text.ts).
     const plain = (field: string, v: unknown) => {
       if (typeof v === 'string' && hasNul(v)) throw new ScheduleValidationError(field, NUL_REFUSAL);
@@ -194,33 +200,56 @@ export class Schedules {
     const t = i.target as { sessionId?: unknown; newSession?: { title?: unknown } } | undefined;
     plain('target.session_id', t?.sessionId);
     plain('target.new_session.title', t?.newSession?.title);
-    if ((i.cron === undefined) === (i.interval === undefined)) throw new ScheduleValidationError('cron', 'give exactly one of cron and interval');
+    if ((i.cron === undefined) === (i.interval === undefined))
+      throw new ScheduleValidationError('cron', 'give exactly one of cron and interval');
     let cron: ScheduleRecord['cron'] = null;
     let intervalSeconds: number | null = null;
     if (i.cron !== undefined) {
       const { expression, timezone = 'UTC' } = i.cron ?? ({} as { expression?: unknown; timezone?: unknown });
-      if (typeof expression !== 'string' || expression.trim() === '') throw new ScheduleValidationError('cron.expression', 'a cron expression is required');
-      if (typeof timezone !== 'string' || !validTimeZone(timezone)) throw new ScheduleValidationError('cron.timezone', `unknown time zone ${JSON.stringify(timezone)} (an IANA name, e.g. Europe/Paris)`);
+      if (typeof expression !== 'string' || expression.trim() === '')
+        throw new ScheduleValidationError('cron.expression', 'a cron expression is required');
+      if (typeof timezone !== 'string' || !validTimeZone(timezone))
+        throw new ScheduleValidationError(
+          'cron.timezone',
+          `unknown time zone ${JSON.stringify(timezone)} (an IANA name, e.g. Europe/Paris)`,
+        );
       let c: Cron;
       try {
         c = cronOf({ expression, timezone });
       } catch (e) {
-        throw new ScheduleValidationError('cron.expression', `${JSON.stringify(expression)} is not a valid cron expression: ${(e as Error).message}`);
+        throw new ScheduleValidationError(
+          'cron.expression',
+          `${JSON.stringify(expression)} is not a valid cron expression: ${(e as Error).message}`,
+        );
       }
       const [a, b] = c.nextRuns(2, new Date(this.now()));
       if (!a) throw new ScheduleValidationError('cron.expression', `${JSON.stringify(expression)} never fires`);
-      if (b && b.getTime() - a.getTime() < MIN_INTERVAL_SECONDS * 1000) throw new ScheduleValidationError('cron.expression', `fires more often than every ${MIN_INTERVAL_SECONDS} s`);
+      if (b && b.getTime() - a.getTime() < MIN_INTERVAL_SECONDS * 1000)
+        throw new ScheduleValidationError('cron.expression', `fires more often than every ${MIN_INTERVAL_SECONDS} s`);
       cron = { expression, timezone };
     } else {
       const seconds = (i.interval as { seconds?: unknown } | null)?.seconds;
-      if (typeof seconds !== 'number' || !Number.isInteger(seconds) || seconds < MIN_INTERVAL_SECONDS || seconds > MAX_INTERVAL_SECONDS) {
-        throw new ScheduleValidationError('interval.seconds', `a whole number of seconds from ${MIN_INTERVAL_SECONDS} to ${MAX_INTERVAL_SECONDS} is required`);
+      if (
+        typeof seconds !== 'number' ||
+        !Number.isInteger(seconds) ||
+        seconds < MIN_INTERVAL_SECONDS ||
+        seconds > MAX_INTERVAL_SECONDS
+      ) {
+        throw new ScheduleValidationError(
+          'interval.seconds',
+          `a whole number of seconds from ${MIN_INTERVAL_SECONDS} to ${MAX_INTERVAL_SECONDS} is required`,
+        );
       }
       intervalSeconds = seconds;
     }
     const message = i.message;
-    const okMessage = (typeof message === 'string' && message.length > 0) || (Array.isArray(message) && message.length > 0);
-    if (!okMessage) throw new ScheduleValidationError('message', 'a non-empty string or a non-empty array of content parts is required');
+    const okMessage =
+      (typeof message === 'string' && message.length > 0) || (Array.isArray(message) && message.length > 0);
+    if (!okMessage)
+      throw new ScheduleValidationError(
+        'message',
+        'a non-empty string or a non-empty array of content parts is required',
+      );
     try {
       // What each fire would send, checked once here: a part no user message may hold would fail every fire.
       this.host.book.checkedMessage(userMessage(message as UserInput));
@@ -228,25 +257,40 @@ export class Schedules {
       throw new ScheduleValidationError('message', (e as Error).message);
     }
     const overlap = i.overlap ?? 'skip';
-    if (!['skip', 'enqueue', 'interrupt'].includes(overlap)) throw new ScheduleValidationError('overlap', 'one of skip, enqueue, interrupt');
+    if (!['skip', 'enqueue', 'interrupt'].includes(overlap))
+      throw new ScheduleValidationError('overlap', 'one of skip, enqueue, interrupt');
     const catchUp = i.catchUp ?? 'once';
     if (!['once', 'skip'].includes(catchUp)) throw new ScheduleValidationError('catch_up', 'one of once, skip');
     const agent = i.agent ?? null;
-    if (agent !== null && typeof agent !== 'string') throw new ScheduleValidationError('agent', 'an agent name is required');
+    if (agent !== null && typeof agent !== 'string')
+      throw new ScheduleValidationError('agent', 'an agent name is required');
     this.agentFor(agent);
     const target = i.target as ScheduleTarget | undefined;
-    if (!target || typeof target !== 'object' || ('sessionId' in target) === ('newSession' in target)) {
-      throw new ScheduleValidationError('target', 'give exactly one of {sessionId} and {newSession: {title?, metadata?}}');
+    if (!target || typeof target !== 'object' || 'sessionId' in target === 'newSession' in target) {
+      throw new ScheduleValidationError(
+        'target',
+        'give exactly one of {sessionId} and {newSession: {title?, metadata?}}',
+      );
     }
     if ('sessionId' in target) {
       const s = typeof target.sessionId === 'string' ? await this.store.getSession(target.sessionId) : undefined;
-      if (!s || s.tenant !== tenant) throw new ScheduleValidationError('target.session_id', `session ${String(target.sessionId)} does not exist`);
-      if (s.erasedAt !== null || s.archivedAt !== null) throw new ScheduleValidationError('target.session_id', `session ${s.id} is ${s.erasedAt !== null ? 'erased' : 'archived'}: it takes no messages`);
+      if (!s || s.tenant !== tenant)
+        throw new ScheduleValidationError('target.session_id', `session ${String(target.sessionId)} does not exist`);
+      if (s.erasedAt !== null || s.archivedAt !== null)
+        throw new ScheduleValidationError(
+          'target.session_id',
+          `session ${s.id} is ${s.erasedAt !== null ? 'erased' : 'archived'}: it takes no messages`,
+        );
     } else {
       const ns = target.newSession as { title?: unknown; metadata?: unknown } | null;
-      if (typeof ns !== 'object' || ns === null) throw new ScheduleValidationError('target.new_session', 'an object is required');
-      if (ns.title !== undefined && typeof ns.title !== 'string') throw new ScheduleValidationError('target.new_session.title', 'a string is required');
-      if (ns.metadata !== undefined && (typeof ns.metadata !== 'object' || ns.metadata === null || Array.isArray(ns.metadata))) {
+      if (typeof ns !== 'object' || ns === null)
+        throw new ScheduleValidationError('target.new_session', 'an object is required');
+      if (ns.title !== undefined && typeof ns.title !== 'string')
+        throw new ScheduleValidationError('target.new_session.title', 'a string is required');
+      if (
+        ns.metadata !== undefined &&
+        (typeof ns.metadata !== 'object' || ns.metadata === null || Array.isArray(ns.metadata))
+      ) {
         throw new ScheduleValidationError('target.new_session.metadata', 'an object is required');
       }
     }
@@ -258,7 +302,15 @@ export class Schedules {
       cron,
       intervalSeconds,
       message: message as unknown,
-      target: 'sessionId' in target ? { sessionId: target.sessionId } : { newSession: { ...(target.newSession.title !== undefined ? { title: target.newSession.title } : {}), ...(target.newSession.metadata ? { metadata: target.newSession.metadata } : {}) } },
+      target:
+        'sessionId' in target
+          ? { sessionId: target.sessionId }
+          : {
+              newSession: {
+                ...(target.newSession.title !== undefined ? { title: target.newSession.title } : {}),
+                ...(target.newSession.metadata ? { metadata: target.newSession.metadata } : {}),
+              },
+            },
       agent,
       overlap,
       catchUp,
@@ -304,7 +356,12 @@ export class Schedules {
     const s = await this.get(id);
     if (s.pausedAt === null) return s;
     const now = this.now();
-    const updated = await this.store.updateSchedule(id, { pausedAt: null, pausedReason: null, nextFireAt: nextTickAfter(s, now), updatedAt: now });
+    const updated = await this.store.updateSchedule(id, {
+      pausedAt: null,
+      pausedReason: null,
+      nextFireAt: nextTickAfter(s, now),
+      updatedAt: now,
+    });
     this.wake();
     return updated;
   }
@@ -371,7 +428,13 @@ export class Schedules {
   }
 
   /** One tick of one schedule, inside the fire's transaction. */
-  private async fireIn(tx: StoreOps, s: ScheduleRecord, tick: number, now: number, interrupted: ReadonlySet<string>): Promise<Attempt> {
+  private async fireIn(
+    tx: StoreOps,
+    s: ScheduleRecord,
+    tick: number,
+    now: number,
+    interrupted: ReadonlySet<string>,
+  ): Promise<Attempt> {
     const next = nextTickAfter(s, now);
     const missed = now - tick > this.options.missedAfterMs;
     if (missed && s.catchUp === 'skip') {
@@ -379,10 +442,19 @@ export class Schedules {
       await tx.updateSchedule(s.id, { nextFireAt: next, updatedAt: now });
       return { kind: 'done' };
     }
-    const record = async (f: Omit<ScheduleFireRecord, 'scheduleId' | 'tick' | 'firedAt'>, lastRunId?: string): Promise<Attempt> => {
+    const record = async (
+      f: Omit<ScheduleFireRecord, 'scheduleId' | 'tick' | 'firedAt'>,
+      lastRunId?: string,
+    ): Promise<Attempt> => {
       const fire: ScheduleFireRecord = { scheduleId: s.id, tick, firedAt: now, ...f };
-      if (!(await tx.addScheduleFire(fire))) throw new TickTaken(`tick ${new Date(tick).toISOString()} of schedule ${s.id} has fired already`);
-      await tx.updateSchedule(s.id, { nextFireAt: next, lastTick: tick, updatedAt: now, ...(lastRunId ? { lastRunId } : {}) });
+      if (!(await tx.addScheduleFire(fire)))
+        throw new TickTaken(`tick ${new Date(tick).toISOString()} of schedule ${s.id} has fired already`);
+      await tx.updateSchedule(s.id, {
+        nextFireAt: next,
+        lastTick: tick,
+        updatedAt: now,
+        ...(lastRunId ? { lastRunId } : {}),
+      });
       return { kind: 'done', fire };
     };
     const agent = this.agentFor(s.agent);
@@ -396,8 +468,15 @@ export class Schedules {
       sessionId = s.target.sessionId;
       const active = await tx.activeRun(sessionId);
       if (active) {
-        if (s.overlap === 'skip') return record({ outcome: 'skipped', reason: `run ${active.id} of the session is still active`, runId: null, sessionId });
-        if (s.overlap === 'interrupt' && !interrupted.has(`${s.id}:${tick}`)) return { kind: 'interrupt', scheduleId: s.id, tick, sessionId };
+        if (s.overlap === 'skip')
+          return record({
+            outcome: 'skipped',
+            reason: `run ${active.id} of the session is still active`,
+            runId: null,
+            sessionId,
+          });
+        if (s.overlap === 'interrupt' && !interrupted.has(`${s.id}:${tick}`))
+          return { kind: 'interrupt', scheduleId: s.id, tick, sessionId };
         // enqueue, or interrupt when a run is active again after the cancel: the message queues behind it.
         ifBusy = 'enqueue';
         reason = `queued behind run ${active.id}`;
@@ -411,12 +490,42 @@ export class Schedules {
       const title = ns.title ?? `${s.name ?? `schedule ${s.id}`} @ ${new Date(tick).toISOString()}`;
       const metadata = { ...ns.metadata, scheduleId: s.id, scheduleTick: tick };
       const createdAt = Date.now();
-      await tx.createSession({ id: sessionId, tenant: s.tenant, createdAt, title, metadata, agent: agent.name, origin: null });
-      await this.host.book.sessions.log.append(sessionId, [{ type: 'session/created', time: createdAt, data: { title, metadata: metadata as unknown as Record<string, never>, agent: agent.name, origin: null } }], { tx });
+      await tx.createSession({
+        id: sessionId,
+        tenant: s.tenant,
+        createdAt,
+        title,
+        metadata,
+        agent: agent.name,
+        origin: null,
+      });
+      await this.host.book.sessions.log.append(
+        sessionId,
+        [
+          {
+            type: 'session/created',
+            time: createdAt,
+            data: { title, metadata: metadata as unknown as Record<string, never>, agent: agent.name, origin: null },
+          },
+        ],
+        { tx },
+      );
     }
     const accepted = await this.host.book.accept(tx, sessionId, message, agent, ifBusy, { options });
-    await this.host.book.sessions.log.append(sessionId, [{ type: 'schedule/fired', data: { scheduleId: s.id, tick, runId: accepted.run.id } }], { tx });
-    return record({ outcome: 'fired', reason: reason || lateBy ? `${reason ?? ''}${lateBy}`.trim() : null, runId: accepted.run.id, sessionId }, accepted.run.id);
+    await this.host.book.sessions.log.append(
+      sessionId,
+      [{ type: 'schedule/fired', data: { scheduleId: s.id, tick, runId: accepted.run.id } }],
+      { tx },
+    );
+    return record(
+      {
+        outcome: 'fired',
+        reason: reason || lateBy ? `${reason ?? ''}${lateBy}`.trim() : null,
+        runId: accepted.run.id,
+        sessionId,
+      },
+      accepted.run.id,
+    );
   }
 
   /**
@@ -429,7 +538,9 @@ export class Schedules {
     const active = await this.store.activeRun(sessionId);
     const [last] = await this.store.listScheduleFires(scheduleId, { before: tick + 1, limit: 1 });
     if (last?.tick === tick || !active) return;
-    await this.host.runs.cancel(active.id, { reason: `interrupted by schedule ${scheduleId}` }).catch((e: unknown) => process.emitWarning(`keel scheduler: cancel ${active.id}: ${(e as Error).message}`));
+    await this.host.runs
+      .cancel(active.id, { reason: `interrupted by schedule ${scheduleId}` })
+      .catch((e: unknown) => process.emitWarning(`keel scheduler: cancel ${active.id}: ${(e as Error).message}`));
   }
 
   /**
@@ -437,16 +548,40 @@ export class Schedules {
    * more (archived, erased, gone) the schedule pauses itself, saying why: one failed fire, not one
    * a tick. Otherwise (the agent is not registered, say) it goes on.
    */
-  private async recordFailure(scheduleId: string, tick: number, now: number, error: unknown): Promise<ScheduleFireRecord | undefined> {
+  private async recordFailure(
+    scheduleId: string,
+    tick: number,
+    now: number,
+    error: unknown,
+  ): Promise<ScheduleFireRecord | undefined> {
     try {
       return await this.store.transaction(async (tx) => {
         const s = await tx.getSchedule(scheduleId);
         if (!s || s.pausedAt !== null || s.nextFireAt === null || s.nextFireAt > now) return undefined;
-        const fire: ScheduleFireRecord = { scheduleId, tick, firedAt: now, outcome: 'failed', reason: (error as Error).message ?? String(error), runId: null, sessionId: 'sessionId' in s.target ? s.target.sessionId : null };
+        const fire: ScheduleFireRecord = {
+          scheduleId,
+          tick,
+          firedAt: now,
+          outcome: 'failed',
+          reason: (error as Error).message ?? String(error),
+          runId: null,
+          sessionId: 'sessionId' in s.target ? s.target.sessionId : null,
+        };
         // Another worker fired it (TickTaken): only move on.
         const recorded = error instanceof TickTaken ? false : await tx.addScheduleFire(fire);
         const gone = targetGone(error);
-        await tx.updateSchedule(scheduleId, gone ? { pausedAt: now, pausedReason: `${gone}: ${fire.reason}`, nextFireAt: null, lastTick: tick, updatedAt: now } : { nextFireAt: nextTickAfter(s, now), lastTick: tick, updatedAt: now });
+        await tx.updateSchedule(
+          scheduleId,
+          gone
+            ? {
+                pausedAt: now,
+                pausedReason: `${gone}: ${fire.reason}`,
+                nextFireAt: null,
+                lastTick: tick,
+                updatedAt: now,
+              }
+            : { nextFireAt: nextTickAfter(s, now), lastTick: tick, updatedAt: now },
+        );
         return recorded ? fire : undefined;
       });
     } catch (e) {

@@ -25,12 +25,21 @@ export interface RunSinkHooks {
   waits?: Waits;
 }
 
-const WAIT_REASONS: Record<Waiting['kind'], string> = { approval: 'approval needed', input: 'question for the user', sleep: 'sleeping', signal: 'waiting for a signal' };
+const WAIT_REASONS: Record<Waiting['kind'], string> = {
+  approval: 'approval needed',
+  input: 'question for the user',
+  sleep: 'sleeping',
+  signal: 'waiting for a signal',
+};
 
 export type RunEnd =
   | { status: FinalStatus; reason?: string; error?: JsonObject }
   | { status: 'waiting' }
-  | { status: 'paused' | 'queued'; reason: string; /** Counts as an interrupted attempt (a retry). */ interrupted?: boolean };
+  | {
+      status: 'paused' | 'queued';
+      reason: string;
+      /** Counts as an interrupted attempt (a retry). */ interrupted?: boolean;
+    };
 
 /**
  * The event sink of a run's loop. The events of each durable point commit together, fenced with
@@ -86,7 +95,9 @@ export class RunSink extends BufferedSink {
     const fence = { runId: this.run.id, token: this.token };
     const end = events.find((e): e is TurnEvent & { type: 'turn/end' } => e.type === 'turn/end');
     // Steering that came through the store leaves it in the transaction that logs it: exactly once.
-    const steered = events.flatMap((e) => (e.type === 'user/message' && e.data.via === 'steer' ? [e.data.message.id] : []));
+    const steered = events.flatMap((e) =>
+      e.type === 'user/message' && e.data.via === 'steer' ? [e.data.message.id] : [],
+    );
     const drafts = events.map((e) => toNewEvent(e, this.run.id));
     // A step's end needs no row of its own: its `step/end` is the checkpoint (ADR-0021).
     if (!end && steered.length === 0) {
@@ -105,7 +116,12 @@ export class RunSink extends BufferedSink {
       // calls started (so none runs again unless it is idempotent).
       if (held && end && end.data.reason !== 'failed') {
         const state: RunCheckpointState = { v: 2, usage: held.checkpoint.usage, cost: held.checkpoint.cost };
-        await tx.putCheckpoint({ runId: this.run.id, step: held.checkpoint.step, seq: appended[held.index]!.seq, state });
+        await tx.putCheckpoint({
+          runId: this.run.id,
+          step: held.checkpoint.step,
+          seq: appended[held.index]!.seq,
+          state,
+        });
       }
       if (end?.data.reason === 'completed') {
         // The turn may only end when no steering is waiting for it (stored meanwhile, here or by
@@ -119,7 +135,9 @@ export class RunSink extends BufferedSink {
       }
       if (end) {
         const settled = await this.settle(tx, end);
-        this.endEventId = settled.findLast((e) => e.type === 'run/status' && e.runId === this.run.id && e.data.to === this.ended?.status)?.id;
+        this.endEventId = settled.findLast(
+          (e) => e.type === 'run/status' && e.runId === this.run.id && e.data.to === this.ended?.status,
+        )?.id;
         // The turn is over: its events are stored compactly from now on (ADR-0009).
         await tx.sealEvents(this.run.sessionId);
       }
@@ -167,7 +185,13 @@ export class RunSink extends BufferedSink {
     }
     const t = await this.book.transition(tx, current, outcome.status, {
       reason: outcome.reason,
-      patch: { lease: null, pauseRequested: false, usage, cost: total.cost, ...(outcome.status === 'queued' && outcome.interrupted ? { attempt: current.attempt + 1 } : {}) },
+      patch: {
+        lease: null,
+        pauseRequested: false,
+        usage,
+        cost: total.cost,
+        ...(outcome.status === 'queued' && outcome.interrupted ? { attempt: current.attempt + 1 } : {}),
+      },
       guard,
     });
     this.ended = t.run;

@@ -8,7 +8,18 @@ const TRANSITIONS: Record<RunStatus, readonly RunStatus[]> = {
   // queued → failed: a run queued behind another whose agent is gone when it comes up.
   queued: ['running', 'paused', 'failed', 'cancelled', 'timed_out'],
   // running → queued: the worker let go (shutdown, or an infrastructure retry) and another takes over.
-  running: ['waiting_approval', 'waiting_for_user', 'sleeping', 'waiting_for_signal', 'paused', 'completed', 'failed', 'cancelled', 'timed_out', 'queued'],
+  running: [
+    'waiting_approval',
+    'waiting_for_user',
+    'sleeping',
+    'waiting_for_signal',
+    'paused',
+    'completed',
+    'failed',
+    'cancelled',
+    'timed_out',
+    'queued',
+  ],
   // A wait moves to another when what it waits for changes (one step may wait for several things).
   waiting_approval: ['queued', 'waiting_for_user', 'sleeping', 'waiting_for_signal', 'cancelled', 'timed_out'],
   waiting_for_user: ['queued', 'waiting_approval', 'sleeping', 'waiting_for_signal', 'cancelled', 'timed_out'],

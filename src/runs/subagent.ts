@@ -13,7 +13,9 @@ export function subagent(options: { name: string; description: string; agent: st
   return tool({
     name: options.name,
     description: options.description,
-    input: z.object({ task: z.string().min(1).describe('What the subagent should do, with everything it needs to know') }),
+    input: z.object({
+      task: z.string().min(1).describe('What the subagent should do, with everything it needs to know'),
+    }),
     // Re-running after a crash finds the same child run instead of starting another.
     idempotent: true,
     // ...which needs the call on record before the child starts: a step redone after a crash
@@ -22,7 +24,8 @@ export function subagent(options: { name: string; description: string; agent: st
     execute: async ({ task }, ctx) => {
       const scope = runScope.getStore();
       if (!scope) throw new Error(`${options.name} starts a subagent run, which needs a Keel runtime worker`);
-      if (scope.depth + 1 > scope.host.maxDepth) throw new Error(`subagents may nest at most ${scope.host.maxDepth} deep`);
+      if (scope.depth + 1 > scope.host.maxDepth)
+        throw new Error(`subagents may nest at most ${scope.host.maxDepth} deep`);
       const child = await scope.host.childRun(scope.runId, ctx.toolCallId, options.agent, task, ctx.step);
       // Only a parent that is ended ends its child: one that is handed back to another worker finds
       // the same child again (by this call's id) and goes on waiting for it.

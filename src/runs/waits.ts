@@ -3,7 +3,15 @@ import { z } from 'zod';
 import { SIGNAL_NAME, type AgentDefinition, type OnDeadline, type PendingCall, type WaitSpec } from '../core/index.ts';
 import type { JsonValue, ToolOutput } from '../model/index.ts';
 import type { NewEvent, SessionEvent } from '../session/index.ts';
-import { isTerminal, NotFoundError, StoreError, type JsonObject, type RunRecord, type RunStatus, type StoreOps } from '../store/index.ts';
+import {
+  isTerminal,
+  NotFoundError,
+  StoreError,
+  type JsonObject,
+  type RunRecord,
+  type RunStatus,
+  type StoreOps,
+} from '../store/index.ts';
 import type { FinishOptions, RunBook, Waiting } from './book.ts';
 import { runScope } from './execution.ts';
 import { IllegalTransitionError } from './state.ts';
@@ -17,7 +25,12 @@ import { IllegalTransitionError } from './state.ts';
  */
 
 /** The statuses of a run that waits (no worker holds it). */
-export const WAITING_STATUSES: readonly RunStatus[] = ['waiting_approval', 'waiting_for_user', 'sleeping', 'waiting_for_signal'];
+export const WAITING_STATUSES: readonly RunStatus[] = [
+  'waiting_approval',
+  'waiting_for_user',
+  'sleeping',
+  'waiting_for_signal',
+];
 export const isWaiting = (s: RunStatus): boolean => WAITING_STATUSES.includes(s);
 
 /** What ends a call's wait when nothing else did before: a policy, or (a sleep) the wake-up. */
@@ -33,7 +46,12 @@ export const MAX_SIGNAL_PAYLOAD_BYTES = 256 * 1024;
 /** The most signals one run keeps (delivered and taken, or kept for a wait). */
 export const MAX_SIGNALS_PER_RUN = 100;
 
-const KIND_STATUS: Record<PendingCall['kind'], RunStatus> = { approval: 'waiting_approval', input: 'waiting_for_user', signal: 'waiting_for_signal', sleep: 'sleeping' };
+const KIND_STATUS: Record<PendingCall['kind'], RunStatus> = {
+  approval: 'waiting_approval',
+  input: 'waiting_for_user',
+  signal: 'waiting_for_signal',
+  sleep: 'sleeping',
+};
 const PRIORITY: readonly PendingCall['kind'][] = ['approval', 'input', 'signal', 'sleep'];
 
 /** What the run waits for first: approvals, then questions, then signals, then time. */
@@ -56,10 +74,18 @@ export function expiresAtOf(w: Waiting): number | null {
  * long as its tool says, else its agent, else the run's `waitTimeoutMs`; a sleep until its time;
  * a signal until its deadline, if it has one.
  */
-export function newWaiting(pending: readonly PendingCall[], agent: AgentDefinition | undefined, waitTimeoutMs: number | undefined, now: number): Waiting {
+export function newWaiting(
+  pending: readonly PendingCall[],
+  agent: AgentDefinition | undefined,
+  waitTimeoutMs: number | undefined,
+  now: number,
+): Waiting {
   const calls: WaitingCall[] = pending.map((p) => {
     if (p.wait?.kind === 'sleep') return { ...p, deadline: { at: p.wait.until, on: 'wake' } };
-    if (p.wait?.kind === 'signal') return p.wait.deadline !== undefined ? { ...p, deadline: { at: p.wait.deadline, on: p.wait.onTimeout ?? 'timed_out' } } : p;
+    if (p.wait?.kind === 'signal')
+      return p.wait.deadline !== undefined
+        ? { ...p, deadline: { at: p.wait.deadline, on: p.wait.onTimeout ?? 'timed_out' } }
+        : p;
     const own = agent?.tools.find((t) => t.name === p.toolName)?.wait;
     const timeoutMs = own?.timeoutMs ?? agent?.waits?.timeoutMs ?? waitTimeoutMs;
     const on = own?.onTimeout ?? agent?.waits?.onTimeout ?? 'timed_out';
@@ -73,49 +99,96 @@ export function newWaiting(pending: readonly PendingCall[], agent: AgentDefiniti
 const iso = (ms: number) => new Date(ms).toISOString();
 
 /** How a call's wait ended: by its deadline's policy, or with an output (the clock, a steer, a signal, a callback, a refusal). */
-type Ending = { by: 'deadline'; on: Exclude<DeadlineAction, 'timed_out'> } | { by: 'clock' | 'steer' | 'signal' | 'callback'; output: ToolOutput };
+type Ending =
+  | { by: 'deadline'; on: Exclude<DeadlineAction, 'timed_out'> }
+  | { by: 'clock' | 'steer' | 'signal' | 'callback'; output: ToolOutput };
 
 /** The event that records how a call's wait ended, and its decision in the row. */
-function resolution(run: RunRecord, call: WaitingCall, how: Ending, now: number): { event: NewEvent; decision: Decision } {
+function resolution(
+  run: RunRecord,
+  call: WaitingCall,
+  how: Ending,
+  now: number,
+): { event: NewEvent; decision: Decision } {
   const at = run.turn !== null ? { turn: run.turn } : {};
   const base = { type: 'wait/resolved' as const, runId: run.id, ...at };
   if (how.by !== 'deadline') {
     const kind = call.kind === 'signal' ? 'signal' : 'sleep';
     const name = call.wait?.kind === 'signal' ? { name: call.wait.name } : {};
-    return { event: { ...base, data: { toolCallId: call.toolCallId, kind, by: how.by, ...name, output: how.output } }, decision: { output: how.output, by: how.by, at: now } };
+    return {
+      event: { ...base, data: { toolCallId: call.toolCallId, kind, by: how.by, ...name, output: how.output } },
+      decision: { output: how.output, by: how.by, at: now },
+    };
   }
   const on = how.on;
   if (call.kind === 'sleep' || on === 'wake') {
-    const output: ToolOutput = { type: 'text', value: `slept until ${iso(call.wait?.kind === 'sleep' ? call.wait.until : now)}` };
-    return { event: { ...base, data: { toolCallId: call.toolCallId, kind: 'sleep', by: 'clock', output } }, decision: { output, by: 'clock', at: now } };
+    const output: ToolOutput = {
+      type: 'text',
+      value: `slept until ${iso(call.wait?.kind === 'sleep' ? call.wait.until : now)}`,
+    };
+    return {
+      event: { ...base, data: { toolCallId: call.toolCallId, kind: 'sleep', by: 'clock', output } },
+      decision: { output, by: 'clock', at: now },
+    };
   }
   if (call.kind === 'signal') {
     const name = call.wait?.kind === 'signal' ? call.wait.name : '';
-    const output: ToolOutput = 'answer' in on ? { type: 'json', value: on.answer } : { type: 'error', code: 'timeout', message: on.deny };
-    return { event: { ...base, data: { toolCallId: call.toolCallId, kind: 'signal', by: 'deadline', name, output } }, decision: { output, by: 'deadline', at: now } };
+    const output: ToolOutput =
+      'answer' in on ? { type: 'json', value: on.answer } : { type: 'error', code: 'timeout', message: on.deny };
+    return {
+      event: { ...base, data: { toolCallId: call.toolCallId, kind: 'signal', by: 'deadline', name, output } },
+      decision: { output, by: 'deadline', at: now },
+    };
   }
   if (call.kind === 'input') {
     if ('answer' in on) {
-      return { event: { type: 'user/answer', runId: run.id, ...at, data: { toolCallId: call.toolCallId, answer: on.answer, by: 'deadline' } }, decision: { answer: on.answer, by: 'deadline', at: now } };
+      return {
+        event: {
+          type: 'user/answer',
+          runId: run.id,
+          ...at,
+          data: { toolCallId: call.toolCallId, answer: on.answer, by: 'deadline' },
+        },
+        decision: { answer: on.answer, by: 'deadline', at: now },
+      };
     }
     // A question nobody answered in time: its result is the `timeout` error, with the policy's reason.
     const output: ToolOutput = { type: 'error', code: 'timeout', message: on.deny };
-    return { event: { ...base, data: { toolCallId: call.toolCallId, kind: 'input', by: 'deadline', output } }, decision: { output, by: 'deadline', at: now } };
+    return {
+      event: { ...base, data: { toolCallId: call.toolCallId, kind: 'input', by: 'deadline', output } },
+      decision: { output, by: 'deadline', at: now },
+    };
   }
   const reason = 'deny' in on ? on.deny : `no decision before ${iso(call.deadline?.at ?? now)}`;
   return {
-    event: { type: 'tool/decision', runId: run.id, ...at, data: { toolCallId: call.toolCallId, approved: false, reason, by: 'deadline', ...(call.unknownOutcome ? { unknownOutcome: true as const } : {}) } },
+    event: {
+      type: 'tool/decision',
+      runId: run.id,
+      ...at,
+      data: {
+        toolCallId: call.toolCallId,
+        approved: false,
+        reason,
+        by: 'deadline',
+        ...(call.unknownOutcome ? { unknownOutcome: true as const } : {}),
+      },
+    },
     decision: { approved: false, reason, by: 'deadline', at: now },
   };
 }
 
 /** The result of a sleep a message woke early. */
-const wokenBySteer = (c: WaitingCall, now: number): ToolOutput => ({ type: 'text', value: `woke at ${iso(now)}, before ${iso((c.wait as { until: number }).until)}: a message arrived` });
+const wokenBySteer = (c: WaitingCall, now: number): ToolOutput => ({
+  type: 'text',
+  value: `woke at ${iso(now)}, before ${iso((c.wait as { until: number }).until)}: a message arrived`,
+});
 
 /** The output of a signal wait: the payload, or an error when it breaks the wait's schema. */
 function signalOutput(call: WaitingCall, payload: unknown): ToolOutput {
   const issues = call.wait?.kind === 'signal' ? payloadIssues(call.wait.schema, payload) : undefined;
-  return issues ? { type: 'error', code: 'invalid_input', message: `the signal's payload does not match its schema: ${issues}` } : { type: 'json', value: (payload ?? null) as JsonValue };
+  return issues
+    ? { type: 'error', code: 'invalid_input', message: `the signal's payload does not match its schema: ${issues}` }
+    : { type: 'json', value: (payload ?? null) as JsonValue };
 }
 
 /**
@@ -126,7 +199,12 @@ function signalOutput(call: WaitingCall, payload: unknown): ToolOutput {
  * that another call of the same wait already waits for, is refused at once (an error result), so
  * that it never waits for a delivery that cannot come.
  */
-async function takeWhatCame(tx: StoreOps, run: RunRecord, waiting: Waiting, now: number): Promise<{ added: Record<string, Decision>; events: NewEvent[] }> {
+async function takeWhatCame(
+  tx: StoreOps,
+  run: RunRecord,
+  waiting: Waiting,
+  now: number,
+): Promise<{ added: Record<string, Decision>; events: NewEvent[] }> {
   const added: Record<string, Decision> = {};
   const events: NewEvent[] = [];
   const end = (call: WaitingCall, how: Ending) => {
@@ -136,7 +214,9 @@ async function takeWhatCame(tx: StoreOps, run: RunRecord, waiting: Waiting, now:
   };
   const awaited = new Set<string>();
   // A message steered into the run before its sleep started (while the step ran) wakes a sleep that wakes on steering.
-  const wakers = undecided(waiting).filter((c) => c.wait?.kind === 'sleep' && c.wait.wakeOnSteer === true && c.wait.until > now);
+  const wakers = undecided(waiting).filter(
+    (c) => c.wait?.kind === 'sleep' && c.wait.wakeOnSteer === true && c.wait.until > now,
+  );
   const steered = wakers.length > 0 && (await tx.listInputs(run.sessionId, 'steer', run.id, 1)).length > 0;
   for (const call of undecided(waiting)) {
     if (call.wait?.kind === 'sleep' && call.wait.until <= now) end(call, { by: 'deadline', on: 'wake' });
@@ -145,8 +225,17 @@ async function takeWhatCame(tx: StoreOps, run: RunRecord, waiting: Waiting, now:
     const name = call.wait.name;
     const kept = await tx.getSignal(run.id, name);
     if (awaited.has(name) || kept?.consumedAt != null) {
-      const why = awaited.has(name) ? 'another call of this step waits for it already' : 'an earlier wait of this run took it';
-      end(call, { by: 'signal', output: { type: 'error', code: 'execution_error', message: `signal ${name} is already taken: ${why}; a run waits for each signal name once (wait for a new name, such as ${name}-2)` } });
+      const why = awaited.has(name)
+        ? 'another call of this step waits for it already'
+        : 'an earlier wait of this run took it';
+      end(call, {
+        by: 'signal',
+        output: {
+          type: 'error',
+          code: 'execution_error',
+          message: `signal ${name} is already taken: ${why}; a run waits for each signal name once (wait for a new name, such as ${name}-2)`,
+        },
+      });
       continue;
     }
     awaited.add(name);
@@ -191,7 +280,11 @@ export async function applyDecisions(
   next.expiresAt = expiresAtOf(next);
   const status = statusOf(left);
   if (status !== run.status) {
-    const t = await book.transition(tx, run, status, { reason, patch: { waiting: next as unknown as JsonObject }, guard });
+    const t = await book.transition(tx, run, status, {
+      reason,
+      patch: { waiting: next as unknown as JsonObject },
+      guard,
+    });
     return { run: t.run, events: [...appended, ...t.events] };
   }
   const updated = await tx.updateRun(run.id, { waiting: next as unknown as JsonObject }, guard);
@@ -200,10 +293,15 @@ export async function applyDecisions(
 
 /** Refuses a signal the API, a callback or the library may not deliver, before anything is stored (see `Waits.deliver`). */
 export function checkSignal(name: string, payload: unknown): void {
-  if (typeof name !== 'string' || !SIGNAL_NAME.test(name)) throw new StoreError('validation', `signal name ${JSON.stringify(name)} must match ${SIGNAL_NAME}`);
+  if (typeof name !== 'string' || !SIGNAL_NAME.test(name))
+    throw new StoreError('validation', `signal name ${JSON.stringify(name)} must match ${SIGNAL_NAME}`);
   const json = JSON.stringify(payload ?? null);
   const bytes = json === undefined ? 0 : Buffer.byteLength(json);
-  if (bytes > MAX_SIGNAL_PAYLOAD_BYTES) throw new StoreError('payload_too_large', `the payload of signal ${name} is ${bytes} bytes of JSON: at most ${MAX_SIGNAL_PAYLOAD_BYTES} are taken`);
+  if (bytes > MAX_SIGNAL_PAYLOAD_BYTES)
+    throw new StoreError(
+      'payload_too_large',
+      `the payload of signal ${name} is ${bytes} bytes of JSON: at most ${MAX_SIGNAL_PAYLOAD_BYTES} are taken`,
+    );
 }
 
 /** A payload checked against a signal's JSON Schema: the issues, or undefined when it conforms. */
@@ -255,17 +353,38 @@ export class Waits {
         if (due.length === 0) return undefined;
         if (due.some((c) => c.deadline!.on === 'timed_out')) {
           const what = due.find((c) => c.deadline!.on === 'timed_out')!;
-          return (await this.book.finishIn(tx, run.id, 'timed_out', { reason: `the wait for ${what.kind === 'signal' ? 'a signal' : 'a decision'} expired`, closeOpenCalls: true, resolveAgent: this.resolveAgent })).run;
+          return (
+            await this.book.finishIn(tx, run.id, 'timed_out', {
+              reason: `the wait for ${what.kind === 'signal' ? 'a signal' : 'a decision'} expired`,
+              closeOpenCalls: true,
+              resolveAgent: this.resolveAgent,
+            })
+          ).run;
         }
         const added: Record<string, Decision> = {};
         const events: NewEvent[] = [];
         for (const c of due) {
-          const r = resolution(run, c, { by: 'deadline', on: c.deadline!.on as Exclude<DeadlineAction, 'timed_out'> }, now);
+          const r = resolution(
+            run,
+            c,
+            { by: 'deadline', on: c.deadline!.on as Exclude<DeadlineAction, 'timed_out'> },
+            now,
+          );
           added[c.toolCallId] = r.decision;
           events.push(r.event);
         }
         const woke = due.every((c) => c.kind === 'sleep');
-        return (await applyDecisions(this.book, tx, run, waiting, added, events, woke ? 'woke up' : 'the wait passed its deadline')).run;
+        return (
+          await applyDecisions(
+            this.book,
+            tx,
+            run,
+            waiting,
+            added,
+            events,
+            woke ? 'woke up' : 'the wait passed its deadline',
+          )
+        ).run;
       });
     } catch (e) {
       // It moved meanwhile (decided, cancelled, or woken by another worker): nothing to do here.
@@ -308,25 +427,45 @@ export class Waits {
    * payload that does not match the waiting call's schema (`validation`), a run that has
    * MAX_SIGNALS_PER_RUN signals already (`signal_limit`).
    */
-  async deliver(runId: string, name: string, payload: unknown, source: 'api' | 'callback' | 'library'): Promise<{ run: RunRecord; consumed: boolean }> {
+  async deliver(
+    runId: string,
+    name: string,
+    payload: unknown,
+    source: 'api' | 'callback' | 'library',
+  ): Promise<{ run: RunRecord; consumed: boolean }> {
     checkSignal(name, payload);
     const now = this.now;
     return this.book.sessions.log.transaction(async (tx) => {
       const run = await tx.getRun(runId);
       if (!run) throw new NotFoundError('run', runId);
       // A repeat is told so, also after the run it resumed has ended.
-      if (await tx.getSignal(runId, name)) throw new StoreError('already_delivered', `signal ${name} was already delivered to run ${runId}`);
-      if (isTerminal(run.status)) throw new IllegalTransitionError(runId, run.status, 'queued', 'a finished run waits for no signal');
+      if (await tx.getSignal(runId, name))
+        throw new StoreError('already_delivered', `signal ${name} was already delivered to run ${runId}`);
+      if (isTerminal(run.status))
+        throw new IllegalTransitionError(runId, run.status, 'queued', 'a finished run waits for no signal');
       if ((await tx.countSignals(runId)) >= MAX_SIGNALS_PER_RUN) {
-        throw new StoreError('signal_limit', `run ${runId} has ${MAX_SIGNALS_PER_RUN} signals already, the most a run keeps`);
+        throw new StoreError(
+          'signal_limit',
+          `run ${runId} has ${MAX_SIGNALS_PER_RUN} signals already, the most a run keeps`,
+        );
       }
       const waiting = isWaiting(run.status) ? (run.waiting as unknown as Waiting | null) : null;
-      const call = waiting ? undecided(waiting).find((c) => c.wait?.kind === 'signal' && c.wait.name === name) : undefined;
+      const call = waiting
+        ? undecided(waiting).find((c) => c.wait?.kind === 'signal' && c.wait.name === name)
+        : undefined;
       if (call && call.wait?.kind === 'signal') {
         const issues = payloadIssues(call.wait.schema, payload);
-        if (issues) throw new StoreError('validation', `the payload of signal ${name} does not match its schema: ${issues}`);
+        if (issues)
+          throw new StoreError('validation', `the payload of signal ${name} does not match its schema: ${issues}`);
       }
-      const stored = await tx.putSignal({ runId, name, payload: payload ?? null, source, receivedAt: now, consumedAt: null });
+      const stored = await tx.putSignal({
+        runId,
+        name,
+        payload: payload ?? null,
+        source,
+        receivedAt: now,
+        consumedAt: null,
+      });
       if (!stored) throw new StoreError('already_delivered', `signal ${name} was already delivered to run ${runId}`);
       if (!call) return { run, consumed: false };
       // Its wait takes it (with whatever else already came), as every wait's end does.
@@ -370,7 +509,9 @@ export function callbackFor(name: string): Promise<{ token: string; path: string
 export function waitDetails(c: WaitingCall): Record<string, unknown> {
   const w: WaitSpec | undefined = c.wait;
   return {
-    ...(w?.kind === 'sleep' ? { until: iso(w.until), wake_on_steer: w.wakeOnSteer === true, ...(w.reason ? { reason: w.reason } : {}) } : {}),
+    ...(w?.kind === 'sleep'
+      ? { until: iso(w.until), wake_on_steer: w.wakeOnSteer === true, ...(w.reason ? { reason: w.reason } : {}) }
+      : {}),
     ...(w?.kind === 'signal' ? { signal: w.name, ...(w.schema !== undefined ? { schema: w.schema } : {}) } : {}),
     ...(c.deadline ? { deadline: iso(c.deadline.at), on_deadline: c.deadline.on } : {}),
   };

@@ -25,12 +25,16 @@ const SWEEP_PAGES = 5;
 
 /** A FieldValidationError naming the first option of a worker that is not valid (none is clamped or ignored). */
 function checkWorkerOptions(o: WorkerOptions): void {
-  const bad = (field: string, what: string) => new FieldValidationError(field, `${what}, not ${String(o[field as keyof WorkerOptions])}`);
-  if (o.id !== undefined && (typeof o.id !== 'string' || o.id.length === 0)) throw bad('id', 'a non-empty string is required');
-  if (o.concurrency !== undefined && !(Number.isInteger(o.concurrency) && o.concurrency >= 1)) throw bad('concurrency', 'a whole number of runs, at least 1, is required');
+  const bad = (field: string, what: string) =>
+    new FieldValidationError(field, `${what}, not ${String(o[field as keyof WorkerOptions])}`);
+  if (o.id !== undefined && (typeof o.id !== 'string' || o.id.length === 0))
+    throw bad('id', 'a non-empty string is required');
+  if (o.concurrency !== undefined && !(Number.isInteger(o.concurrency) && o.concurrency >= 1))
+    throw bad('concurrency', 'a whole number of runs, at least 1, is required');
   for (const field of ['pollMs', 'sweepMs'] as const) {
     const v = o[field];
-    if (v !== undefined && !(typeof v === 'number' && Number.isFinite(v) && v > 0)) throw bad(field, 'a finite number of milliseconds above 0 is required');
+    if (v !== undefined && !(typeof v === 'number' && Number.isFinite(v) && v > 0))
+      throw bad(field, 'a finite number of milliseconds above 0 is required');
   }
 }
 
@@ -154,8 +158,18 @@ export class Worker {
     const turn = run.turn !== null ? { turn: run.turn } : {};
     const event: NewEvent =
       previous === 'running'
-        ? { type: 'run/interrupted', runId: run.id, ...turn, data: { attempt: run.attempt, step: (await book.boundary(run, tx)).at?.step ?? 0, reason: 'lease_expired' } }
-        : { type: 'run/status', runId: run.id, ...turn, data: { from: previous, to: 'running', attempt: run.attempt, reason: `claimed by ${this.id}` } };
+        ? {
+            type: 'run/interrupted',
+            runId: run.id,
+            ...turn,
+            data: { attempt: run.attempt, step: (await book.boundary(run, tx)).at?.step ?? 0, reason: 'lease_expired' },
+          }
+        : {
+            type: 'run/status',
+            runId: run.id,
+            ...turn,
+            data: { from: previous, to: 'running', attempt: run.attempt, reason: `claimed by ${this.id}` },
+          };
     await book.sessions.log.append(run.sessionId, [event], { tx, fence, trusted: true });
     return { run, previous, firstStart, claimedAt };
   }
@@ -247,9 +261,14 @@ export class Worker {
           if ((await env.waits.expire(r.id))?.status === 'queued') this.host.wake();
           continue;
         }
-        const waitExpired = isWaiting(r.status) && ((r.waiting as unknown as Waiting | null)?.expiresAt ?? Infinity) <= now;
+        const waitExpired =
+          isWaiting(r.status) && ((r.waiting as unknown as Waiting | null)?.expiresAt ?? Infinity) <= now;
         await book
-          .finish(r, 'timed_out', { reason: waitExpired && !deadlinePassed ? 'the wait for a decision expired' : 'run timeout', closeOpenCalls: true, resolveAgent: env.resolveAgent })
+          .finish(r, 'timed_out', {
+            reason: waitExpired && !deadlinePassed ? 'the wait for a decision expired' : 'run timeout',
+            closeOpenCalls: true,
+            resolveAgent: env.resolveAgent,
+          })
           .catch(() => {}); // it moved meanwhile (someone decided, or a worker took it)
       }
       if (due.length < SWEEP_PAGE) return;

@@ -68,7 +68,12 @@ const patterns = new Map<string, RegExp>();
 function routePattern(path: string): RegExp {
   let re = patterns.get(path);
   if (!re) {
-    re = new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/\\\*$/, '.*').replace(/:[A-Za-z_]+/g, '[^/]+')}$`);
+    re = new RegExp(
+      `^${path
+        .replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+        .replace(/\\\*$/, '.*')
+        .replace(/:[A-Za-z_]+/g, '[^/]+')}$`,
+    );
     patterns.set(path, re);
   }
   return re;
@@ -87,7 +92,8 @@ export interface AppContext {
   authFailures: FailedAuthLimiter;
   /** Who a request comes from, for the limits per address (see client-address.ts). */
   clientAddress: ClientAddress;
-  options: Required<Omit<ServerOptions, 'runtime' | 'metricsToken' | 'logger'>> & Pick<ServerOptions, 'runtime' | 'metricsToken' | 'logger'>;
+  options: Required<Omit<ServerOptions, 'runtime' | 'metricsToken' | 'logger'>> &
+    Pick<ServerOptions, 'runtime' | 'metricsToken' | 'logger'>;
 }
 
 /** Replays the first response to a POST with the same Idempotency-Key and body; refuses another body. */
@@ -97,10 +103,13 @@ function idempotency(store: Runtime['idempotency'], ttlMs: number): MiddlewareHa
   return async (c, next) => {
     const key = c.req.header('idempotency-key');
     if (c.req.method !== 'POST' || key === undefined) return next();
-    if (key.length === 0 || key.length > 255) throw new HttpProblem('validation', 'Idempotency-Key must be 1-255 characters');
+    if (key.length === 0 || key.length > 255)
+      throw new HttpProblem('validation', 'Idempotency-Key must be 1-255 characters');
     const tenant = c.get('tenant');
     const body = await c.req.text();
-    const fingerprint = createHash('sha256').update(`${c.req.method} ${new URL(c.req.url).pathname}\n${body}`).digest('hex');
+    const fingerprint = createHash('sha256')
+      .update(`${c.req.method} ${new URL(c.req.url).pathname}\n${body}`)
+      .digest('hex');
     // Records older than the TTL are forgotten: pruned (at most once a minute, and whenever one is met).
     const now = Date.now();
     let seen = await store.get(tenant, key);
@@ -111,15 +120,25 @@ function idempotency(store: Runtime['idempotency'], ttlMs: number): MiddlewareHa
     }
     if (seen) {
       if (seen.fingerprint !== fingerprint) {
-        throw new HttpProblem('idempotency_mismatch', `Idempotency-Key ${JSON.stringify(key)} was first used for a different request`);
+        throw new HttpProblem(
+          'idempotency_mismatch',
+          `Idempotency-Key ${JSON.stringify(key)} was first used for a different request`,
+        );
       }
       if (seen.status !== 0) {
         const type = seen.status >= 400 ? 'application/problem+json' : 'application/json';
-        return c.body(seen.body, seen.status as ContentfulStatusCode, { 'content-type': type, 'idempotent-replayed': 'true' });
+        return c.body(seen.body, seen.status as ContentfulStatusCode, {
+          'content-type': type,
+          'idempotent-replayed': 'true',
+        });
       }
     }
     const slot = `${tenant}\u0000${key}`;
-    if (inFlight.has(slot)) throw new HttpProblem('idempotency_in_progress', `a request with Idempotency-Key ${JSON.stringify(key)} is still being processed`);
+    if (inFlight.has(slot))
+      throw new HttpProblem(
+        'idempotency_in_progress',
+        `a request with Idempotency-Key ${JSON.stringify(key)} is still being processed`,
+      );
     inFlight.add(slot);
     // The effect committed but its response was never recorded (the server failed in between):
     // the route answers from the recorded effect instead of doing it again.
@@ -131,7 +150,14 @@ function idempotency(store: Runtime['idempotency'], ttlMs: number): MiddlewareHa
       // Only definite JSON answers are remembered: a server error may succeed when retried.
       // Nor is a refusal because another request holds the key (onError clears the claim).
       if (c.res.status < 500 && /json/.test(type) && c.get('idempotency') !== undefined) {
-        await store.put({ tenant, key, fingerprint, status: c.res.status, body: await c.res.clone().text(), createdAt: Date.now() });
+        await store.put({
+          tenant,
+          key,
+          fingerprint,
+          status: c.res.status,
+          body: await c.res.clone().text(),
+          createdAt: Date.now(),
+        });
       }
     } finally {
       inFlight.delete(slot);
@@ -168,7 +194,9 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
     defaultHook: (result, c) => {
       if (!result.success) {
         const issues = result.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
-        return problemResponse(c, 'validation', issues.map((i) => `${i.path || '(body)'}: ${i.message}`).join('; '), { errors: issues });
+        return problemResponse(c, 'validation', issues.map((i) => `${i.path || '(body)'}: ${i.message}`).join('; '), {
+          errors: issues,
+        });
       }
       return undefined;
     },
@@ -178,7 +206,8 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
     const p = toProblem(err);
     if (p.type === 'internal') {
       // Logged (with its stack) where operators look; a library user without a logger still hears of it.
-      if (ctx.logger.isLevelEnabled('error')) ctx.logger.error({ method: c.req.method, path: c.req.path, err }, 'internal error');
+      if (ctx.logger.isLevelEnabled('error'))
+        ctx.logger.error({ method: c.req.method, path: c.req.path, err }, 'internal error');
       else process.emitWarning(`keel server: ${c.req.method} ${c.req.path}: ${err.stack ?? err.message}`);
     }
     if (p.type === 'rate_limited') c.header('retry-after', String(p.extensions.retry_after ?? 1));
@@ -188,10 +217,19 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   });
   app.notFound((c) => {
     // A known path with another method: 405 and the methods it takes.
-    const allowed = [...new Set(app.routes.filter((r) => r.method !== 'ALL' && routePattern(r.path).test(c.req.path)).map((r) => r.method))];
+    const allowed = [
+      ...new Set(
+        app.routes.filter((r) => r.method !== 'ALL' && routePattern(r.path).test(c.req.path)).map((r) => r.method),
+      ),
+    ];
     if (allowed.length > 0) {
       c.header('allow', allowed.join(', '));
-      return problemResponse(c, 'method_not_allowed', `${c.req.path} takes ${allowed.join(', ')}, not ${c.req.method}`, { allow: allowed });
+      return problemResponse(
+        c,
+        'method_not_allowed',
+        `${c.req.path} takes ${allowed.join(', ')}, not ${c.req.method}`,
+        { allow: allowed },
+      );
     }
     return problemResponse(c, 'not_found', `no route for ${c.req.method} ${c.req.path}`);
   });
@@ -205,7 +243,13 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
     ctx.metrics.httpDuration.observe({ method: c.req.method, route }, seconds);
     if (ctx.logger.isLevelEnabled('info')) {
       const traceId = /^[\da-f]{2}-([\da-f]{32})-/.exec(c.req.header('traceparent') ?? '')?.[1];
-      const line = { method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(seconds * 10_000) / 10, ...(traceId ? { trace_id: traceId } : {}) };
+      const line = {
+        method: c.req.method,
+        path: c.req.path,
+        status: c.res.status,
+        ms: Math.round(seconds * 10_000) / 10,
+        ...(traceId ? { trace_id: traceId } : {}),
+      };
       if (c.res.status >= 500) ctx.logger.error(line, 'request failed');
       else ctx.logger.info(line, 'request');
     }
@@ -225,7 +269,11 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
       const length = Number(c.req.header('content-length') ?? '0');
       // A chunked body has no content-length: it is a body all the same.
       const hasBody = length > 0 || c.req.header('transfer-encoding') !== undefined;
-      if (hasBody && !isImport && !/^application\/json\b/i.test(type)) throw new HttpProblem('unsupported_media_type', `send JSON with content-type application/json, not ${type || 'nothing'}`);
+      if (hasBody && !isImport && !/^application\/json\b/i.test(type))
+        throw new HttpProblem(
+          'unsupported_media_type',
+          `send JSON with content-type application/json, not ${type || 'nothing'}`,
+        );
     }
     return next();
   });
@@ -235,7 +283,9 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
       maxSize: limit,
       onError: (c2) => {
         // The rest of the body is not read: the connection cannot carry another request after it.
-        const r = problemResponse(c2, 'payload_too_large', `the body is larger than ${limit} bytes`, { limit_bytes: limit });
+        const r = problemResponse(c2, 'payload_too_large', `the body is larger than ${limit} bytes`, {
+          limit_bytes: limit,
+        });
         r.headers.set('connection', 'close');
         return r;
       },
@@ -243,9 +293,18 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   });
   app.use('/v1/*', async (c, next) => {
     // A JSON body nested deeper than any request needs is refused before anything recurses into it.
-    if (c.req.method === 'POST' && c.req.path !== '/v1/sessions/import' && /^application\/json\b/i.test(c.req.header('content-type') ?? '')) {
+    if (
+      c.req.method === 'POST' &&
+      c.req.path !== '/v1/sessions/import' &&
+      /^application\/json\b/i.test(c.req.header('content-type') ?? '')
+    ) {
       const depth = jsonDepth(await c.req.text());
-      if (depth > MAX_JSON_DEPTH) throw new HttpProblem('validation', `the body is nested ${depth} levels deep; at most ${MAX_JSON_DEPTH} are allowed`, { max_depth: MAX_JSON_DEPTH });
+      if (depth > MAX_JSON_DEPTH)
+        throw new HttpProblem(
+          'validation',
+          `the body is nested ${depth} levels deep; at most ${MAX_JSON_DEPTH} are allowed`,
+          { max_depth: MAX_JSON_DEPTH },
+        );
     }
     return next();
   });
@@ -267,11 +326,16 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
     info: {
       title: 'Keel API',
       version: options.version,
-      description: 'Durable agent runtime: sessions, runs, resumable streams. Errors are RFC 9457 problem+json with a stable `type`.',
+      description:
+        'Durable agent runtime: sessions, runs, resumable streams. Errors are RFC 9457 problem+json with a stable `type`.',
     },
     security: options.auth === 'required' ? [{ bearer: [] }] : [],
   });
-  app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer', description: 'An API key from `keel keys create`' });
+  app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'An API key from `keel keys create`',
+  });
 
   return {
     app,

@@ -10,8 +10,12 @@ export type AuthEnv = { Variables: { tenant: string; keyId: string | null; rateL
 export const hashKey = (secret: string): string => createHash('sha256').update(secret).digest('hex');
 
 /** Creates an API key for a tenant. The secret is returned once; only its hash is stored. */
-export async function createApiKey(store: Store, o: { tenant: string; name?: string; ratePerMinute?: number }): Promise<{ secret: string; key: ApiKeyRecord }> {
-  if (!/^[A-Za-z0-9._-]{1,64}$/.test(o.tenant)) throw new TypeError('a tenant name is 1-64 letters, digits, dots, dashes or underscores');
+export async function createApiKey(
+  store: Store,
+  o: { tenant: string; name?: string; ratePerMinute?: number },
+): Promise<{ secret: string; key: ApiKeyRecord }> {
+  if (!/^[A-Za-z0-9._-]{1,64}$/.test(o.tenant))
+    throw new TypeError('a tenant name is 1-64 letters, digits, dots, dashes or underscores');
   const secret = `keel_${randomBytes(24).toString('base64url')}`;
   const key: ApiKeyRecord = {
     id: newId(),
@@ -88,7 +92,11 @@ export class FailedAuthLimiter {
     const left = 60_000 - (Date.now() - f.since);
     if (left <= 0) this.failures.delete(address);
     else if (f.n >= this.perMinute) {
-      throw new HttpProblem('rate_limited', `too many failed authentications from ${address}: try again in ${Math.ceil(left / 1000)} s`, { retry_after: Math.ceil(left / 1000) });
+      throw new HttpProblem(
+        'rate_limited',
+        `too many failed authentications from ${address}: try again in ${Math.ceil(left / 1000)} s`,
+        { retry_after: Math.ceil(left / 1000) },
+      );
     }
   }
 
@@ -128,7 +136,12 @@ export async function authenticate(
  * unrevoked key, and acts for that key's tenant. With `off` (loopback without keys, or
  * `--insecure`), everything is the `default` tenant.
  */
-export function authMiddleware(keys: ApiKeyCache, failures: FailedAuthLimiter, mode: 'required' | 'off', clientAddress: ClientAddress): MiddlewareHandler<AuthEnv> {
+export function authMiddleware(
+  keys: ApiKeyCache,
+  failures: FailedAuthLimiter,
+  mode: 'required' | 'off',
+  clientAddress: ClientAddress,
+): MiddlewareHandler<AuthEnv> {
   return async (c, next) => {
     if (mode === 'off') {
       c.set('tenant', 'default');

@@ -16,10 +16,14 @@ const plain = (address: string): string => {
 export function clientAddressOf(trustedProxies: readonly string[] = []): ClientAddress {
   const trusted = new Set(trustedProxies.map(plain));
   return (c) => {
-    const peer = (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming?.socket?.remoteAddress;
+    const peer = (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming?.socket
+      ?.remoteAddress;
     const socket = peer === undefined ? 'unknown' : plain(peer);
     if (!trusted.has(socket)) return socket;
-    const hops = (c.req.header('x-forwarded-for') ?? '').split(',').map(plain).filter((a) => a !== '');
+    const hops = (c.req.header('x-forwarded-for') ?? '')
+      .split(',')
+      .map(plain)
+      .filter((a) => a !== '');
     for (let i = hops.length - 1; i >= 0; i--) if (!trusted.has(hops[i]!)) return hops[i]!;
     return socket;
   };

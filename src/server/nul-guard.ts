@@ -29,9 +29,13 @@ export function refuseNulParams(): MiddlewareHandler {
   return async (c, next) => {
     const errors: Array<{ path: string; message: string }> = [];
     const route = matchedRoutes(c).findLast((r) => r.method !== 'ALL');
-    if (route) for (const [name, value] of pathParams(route.path, c.req.path)) if (hasNul(value)) errors.push({ path: name, message: NUL_REFUSAL });
-    for (const [name, values] of Object.entries(c.req.queries())) if (values.some(hasNul)) errors.push({ path: name, message: NUL_REFUSAL });
-    if (errors.length > 0) throw new HttpProblem('validation', errors.map((e) => `${e.path}: ${e.message}`).join('; '), { errors });
+    if (route)
+      for (const [name, value] of pathParams(route.path, c.req.path))
+        if (hasNul(value)) errors.push({ path: name, message: NUL_REFUSAL });
+    for (const [name, values] of Object.entries(c.req.queries()))
+      if (values.some(hasNul)) errors.push({ path: name, message: NUL_REFUSAL });
+    if (errors.length > 0)
+      throw new HttpProblem('validation', errors.map((e) => `${e.path}: ${e.message}`).join('; '), { errors });
     return next();
   };
 }

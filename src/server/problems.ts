@@ -3,7 +3,14 @@ import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { ImportError, InvalidEntryError, InvalidEventError, UnknownEventError } from '../session/index.ts';
 import { ArgumentsNotEditableError, IllegalTransitionError } from '../runs/index.ts';
-import { FencedError, NotFoundError, RunBusyError, RunConflictError, SeqConflictError, StoreError } from '../store/index.ts';
+import {
+  FencedError,
+  NotFoundError,
+  RunBusyError,
+  RunConflictError,
+  SeqConflictError,
+  StoreError,
+} from '../store/index.ts';
 
 /**
  * RFC 9457 problem details. Every error the API returns has a stable `type` URI, one per kind of
@@ -61,14 +68,33 @@ export class HttpProblem extends Error {
   }
 }
 
-export function problemBody(type: ProblemType, detail: string, extensions: Record<string, unknown> = {}, instance?: string): Problem {
+export function problemBody(
+  type: ProblemType,
+  detail: string,
+  extensions: Record<string, unknown> = {},
+  instance?: string,
+): Problem {
   const p = PROBLEMS[type];
-  return { type: `${PROBLEM_BASE}${type}`, title: p.title, status: p.status, detail, ...(instance ? { instance } : {}), ...extensions };
+  return {
+    type: `${PROBLEM_BASE}${type}`,
+    title: p.title,
+    status: p.status,
+    detail,
+    ...(instance ? { instance } : {}),
+    ...extensions,
+  };
 }
 
-export function problemResponse(c: Context, type: ProblemType, detail: string, extensions: Record<string, unknown> = {}): Response {
+export function problemResponse(
+  c: Context,
+  type: ProblemType,
+  detail: string,
+  extensions: Record<string, unknown> = {},
+): Response {
   const body = problemBody(type, detail, extensions, new URL(c.req.url).pathname);
-  return c.body(JSON.stringify(body), body.status as ContentfulStatusCode, { 'content-type': 'application/problem+json' });
+  return c.body(JSON.stringify(body), body.status as ContentfulStatusCode, {
+    'content-type': 'application/problem+json',
+  });
 }
 
 /** Maps anything thrown by the layers below to a problem; unknown errors are internal (and logged). */
@@ -76,19 +102,32 @@ export function toProblem(e: unknown): { type: ProblemType; detail: string; exte
   if (e instanceof HttpProblem) return { type: e.problem, detail: e.message, extensions: e.extensions };
   // Hono's validators throw HTTPExceptions: 400 for a body that does not parse, 415 for another media type.
   if (e instanceof HTTPException) {
-    if (e.status === 400) return /json/i.test(e.message) ? { type: 'bad_json', detail: `the body is not valid JSON: ${e.message}`, extensions: {} } : { type: 'validation', detail: e.message, extensions: {} };
+    if (e.status === 400)
+      return /json/i.test(e.message)
+        ? { type: 'bad_json', detail: `the body is not valid JSON: ${e.message}`, extensions: {} }
+        : { type: 'validation', detail: e.message, extensions: {} };
     if (e.status === 413) return { type: 'payload_too_large', detail: e.message, extensions: {} };
-    if (e.status === 415) return { type: 'unsupported_media_type', detail: 'send JSON with content-type application/json', extensions: {} };
+    if (e.status === 415)
+      return { type: 'unsupported_media_type', detail: 'send JSON with content-type application/json', extensions: {} };
   }
-  if (e instanceof RunBusyError) return { type: 'run_busy', detail: e.message, extensions: { active_run_id: e.activeRunId } };
-  if (e instanceof ArgumentsNotEditableError) return { type: 'arguments_not_editable', detail: e.message, extensions: { run_id: e.runId, approval_id: e.toolCallId } };
-  if (e instanceof IllegalTransitionError) return { type: 'illegal_transition', detail: e.message, extensions: { run_id: e.runId, from: e.from, to: e.to } };
-  if (e instanceof ImportError) return { type: 'invalid_import', detail: e.message, extensions: { problems: e.problems } };
+  if (e instanceof RunBusyError)
+    return { type: 'run_busy', detail: e.message, extensions: { active_run_id: e.activeRunId } };
+  if (e instanceof ArgumentsNotEditableError)
+    return {
+      type: 'arguments_not_editable',
+      detail: e.message,
+      extensions: { run_id: e.runId, approval_id: e.toolCallId },
+    };
+  if (e instanceof IllegalTransitionError)
+    return { type: 'illegal_transition', detail: e.message, extensions: { run_id: e.runId, from: e.from, to: e.to } };
+  if (e instanceof ImportError)
+    return { type: 'invalid_import', detail: e.message, extensions: { problems: e.problems } };
   if (e instanceof InvalidEntryError) return { type: 'validation', detail: e.message, extensions: {} };
   if (e instanceof InvalidEventError) return { type: 'validation', detail: e.message, extensions: {} };
   if (e instanceof UnknownEventError) return { type: 'unreadable_session', detail: e.message, extensions: {} };
   if (e instanceof NotFoundError) return { type: 'not_found', detail: e.message, extensions: {} };
-  if (e instanceof RunConflictError || e instanceof SeqConflictError || e instanceof FencedError) return { type: 'conflict', detail: e.message, extensions: {} };
+  if (e instanceof RunConflictError || e instanceof SeqConflictError || e instanceof FencedError)
+    return { type: 'conflict', detail: e.message, extensions: {} };
   if (e instanceof StoreError) {
     const map: Record<string, ProblemType> = {
       not_found: 'not_found',

@@ -17,7 +17,10 @@ const PLAIN_ROUTES: Record<string, readonly string[]> = {
   'GET /v1/sessions/:id/chat/:chatId/stream': [],
 };
 
-type RouteDefinition = { type: string; route?: { method: string; path: string; request?: { query?: { shape?: Record<string, unknown> } } } };
+type RouteDefinition = {
+  type: string;
+  route?: { method: string; path: string; request?: { query?: { shape?: Record<string, unknown> } } };
+};
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any OpenAPIHono app, whatever its env
 export function knownQueryParams(app: OpenAPIHono<any>): MiddlewareHandler {
@@ -42,10 +45,14 @@ export function knownQueryParams(app: OpenAPIHono<any>): MiddlewareHandler {
       const unknown = [...new Set(Object.keys(c.req.queries()))].filter((name) => !allowed.has(name));
       if (unknown.length > 0) {
         const takes = allowed.size > 0 ? `it takes ${[...allowed].join(', ')}` : 'it takes none';
-        throw new HttpProblem('validation', `unknown query parameter${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} for ${method} ${route.path}: ${takes}`, {
-          unknown_parameters: unknown,
-          allowed_parameters: [...allowed],
-        });
+        throw new HttpProblem(
+          'validation',
+          `unknown query parameter${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} for ${method} ${route.path}: ${takes}`,
+          {
+            unknown_parameters: unknown,
+            allowed_parameters: [...allowed],
+          },
+        );
       }
     }
     return next();

@@ -39,13 +39,18 @@ export class TokenBuckets {
  * Requests a minute: per API key (its own rate, else `defaultPerMinute`), and, for requests
  * without one (auth off, callback URLs), per client address. 0: no limit.
  */
-export function rateLimitMiddleware(defaultPerMinute: number, address: ClientAddress, buckets = new TokenBuckets()): MiddlewareHandler<AuthEnv> {
+export function rateLimitMiddleware(
+  defaultPerMinute: number,
+  address: ClientAddress,
+  buckets = new TokenBuckets(),
+): MiddlewareHandler<AuthEnv> {
   return async (c, next) => {
     const perMinute = c.get('rateLimit') ?? defaultPerMinute;
     if (perMinute <= 0) return next();
     const key = c.get('keyId');
     const retryAfter = buckets.take(key !== null ? `key ${key}` : `address ${address(c)}`, perMinute);
-    if (retryAfter !== undefined) throw new HttpProblem('rate_limited', `more than ${perMinute} requests a minute`, { retry_after: retryAfter });
+    if (retryAfter !== undefined)
+      throw new HttpProblem('rate_limited', `more than ${perMinute} requests a minute`, { retry_after: retryAfter });
     return next();
   };
 }

@@ -8,7 +8,13 @@ import { waitDetails } from '../runs/waits.ts';
 
 /** API payloads. Bodies are strict: unknown fields are refused, not ignored. */
 export const ProblemSchema = z
-  .object({ type: z.string(), title: z.string(), status: z.number().int(), detail: z.string(), instance: z.string().optional() })
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    instance: z.string().optional(),
+  })
   .catchall(z.unknown())
   .openapi('Problem');
 
@@ -25,7 +31,10 @@ export const SessionSchema = z
     leaf_id: z.string().nullable(),
     origin: z.object({ session_id: z.string(), entry_id: z.string() }).nullable(),
     archived_at: z.string().nullable(),
-    erased_at: z.string().nullable().describe('When the session was erased: a tombstone (only listed with include_archived)'),
+    erased_at: z
+      .string()
+      .nullable()
+      .describe('When the session was erased: a tombstone (only listed with include_archived)'),
   })
   .openapi('Session');
 
@@ -37,10 +46,24 @@ export const RunSchema = z
     child_run_ids: z.array(z.string()),
     agent: z.object({ name: z.string(), version: z.string() }),
     agent_spec: JsonObjectSchema,
-    status: z.enum(['queued', 'running', 'waiting_approval', 'waiting_for_user', 'sleeping', 'waiting_for_signal', 'paused', 'completed', 'failed', 'cancelled', 'timed_out']),
+    status: z.enum([
+      'queued',
+      'running',
+      'waiting_approval',
+      'waiting_for_user',
+      'sleeping',
+      'waiting_for_signal',
+      'paused',
+      'completed',
+      'failed',
+      'cancelled',
+      'timed_out',
+    ]),
     queued_behind: z
       .boolean()
-      .describe("Queued behind the session's active run (an enqueued message): it starts when that run and the runs queued before it have ended; its turn is numbered then"),
+      .describe(
+        "Queued behind the session's active run (an enqueued message): it starts when that run and the runs queued before it have ended; its turn is numbered then",
+      ),
     trigger_message_id: z.string().nullable(),
     turn: z.number().int().nullable(),
     created_at: z.string(),
@@ -63,17 +86,28 @@ export const RunSchema = z
             decided: z.boolean(),
             until: z.string().optional().describe('A sleep: when it wakes'),
             wake_on_steer: z.boolean().optional().describe('A sleep: a steering message wakes it early'),
-            signal: z.string().optional().describe('A signal wait: the name to deliver (POST /v1/runs/{id}/signals/{name})'),
-            schema: z.unknown().optional().describe("A signal wait: the JSON Schema of the payload"),
+            signal: z
+              .string()
+              .optional()
+              .describe('A signal wait: the name to deliver (POST /v1/runs/{id}/signals/{name})'),
+            schema: z.unknown().optional().describe('A signal wait: the JSON Schema of the payload'),
             deadline: z.string().optional().describe('When this wait ends by itself'),
-            on_deadline: z.unknown().optional().describe("What happens then: 'timed_out', 'wake', { deny } or { answer }"),
+            on_deadline: z
+              .unknown()
+              .optional()
+              .describe("What happens then: 'timed_out', 'wake', { deny } or { answer }"),
             outcome_unknown: z
               .object({ idempotency_key: z.string(), started_at: z.string().nullable() })
               .optional()
-              .describe('An approval asked because the call started before a crash and its outcome is unknown: approve runs it again with this idempotency key, deny tells the model it was not run again'),
+              .describe(
+                'An approval asked because the call started before a crash and its outcome is unknown: approve runs it again with this idempotency key, deny tells the model it was not run again',
+              ),
           }),
         ),
-        expires_at: z.string().nullable().describe('The first deadline of what the run still waits for (a sleep: its wake-up)'),
+        expires_at: z
+          .string()
+          .nullable()
+          .describe('The first deadline of what the run still waits for (a sleep: its wake-up)'),
       })
       .nullable(),
     lease: z.object({ owner: z.string(), expires_at: z.string() }).nullable(),
@@ -82,7 +116,9 @@ export const RunSchema = z
     resume_cursor: z
       .object({ step: z.number().int(), seq: z.number().int() })
       .nullable()
-      .describe('Where the run continues if it is interrupted: its last step boundary (steps done, and the session seq of the step end or turn end that recorded it)'),
+      .describe(
+        'Where the run continues if it is interrupted: its last step boundary (steps done, and the session seq of the step end or turn end that recorded it)',
+      ),
   })
   .openapi('Run');
 
@@ -124,16 +160,43 @@ export const LIMITS = {
 } as const;
 
 /** Text a store keeps as text (ids, names, titles, URLs): never the NUL character (store/plain-text.ts). */
-export const plainText = (max: number, min = 0) => z.string().min(min).max(max).refine((v) => !hasNul(v), NUL_REFUSAL);
+export const plainText = (max: number, min = 0) =>
+  z
+    .string()
+    .min(min)
+    .max(max)
+    .refine((v) => !hasNul(v), NUL_REFUSAL);
 export const Id = plainText(LIMITS.id, 1);
 const Title = plainText(LIMITS.title);
-const Metadata = JsonObjectSchema.refine((m) => Object.keys(m).length <= LIMITS.metadataKeys, `at most ${LIMITS.metadataKeys} keys`)
-  .refine((m) => Object.keys(m).every((k) => k.length <= LIMITS.metadataKey), `keys of at most ${LIMITS.metadataKey} characters`)
-  .refine((m) => Buffer.byteLength(JSON.stringify(m)) <= LIMITS.metadataBytes, `at most ${LIMITS.metadataBytes} bytes as JSON`);
+const Metadata = JsonObjectSchema.refine(
+  (m) => Object.keys(m).length <= LIMITS.metadataKeys,
+  `at most ${LIMITS.metadataKeys} keys`,
+)
+  .refine(
+    (m) => Object.keys(m).every((k) => k.length <= LIMITS.metadataKey),
+    `keys of at most ${LIMITS.metadataKey} characters`,
+  )
+  .refine(
+    (m) => Buffer.byteLength(JSON.stringify(m)) <= LIMITS.metadataBytes,
+    `at most ${LIMITS.metadataBytes} bytes as JSON`,
+  );
 
 const TextPart = z.strictObject({ type: z.literal('text'), text: z.string() });
-const FilePart = z.strictObject({ type: z.literal('file'), media_type: z.string().max(LIMITS.id), data: z.string().describe('base64, or an http(s) URL'), filename: z.string().max(LIMITS.title).optional() });
-export const ContentSchema = z.union([z.string().min(1), z.array(z.union([TextPart, FilePart])).min(1).max(LIMITS.parts)]).openapi('Content');
+const FilePart = z.strictObject({
+  type: z.literal('file'),
+  media_type: z.string().max(LIMITS.id),
+  data: z.string().describe('base64, or an http(s) URL'),
+  filename: z.string().max(LIMITS.title).optional(),
+});
+export const ContentSchema = z
+  .union([
+    z.string().min(1),
+    z
+      .array(z.union([TextPart, FilePart]))
+      .min(1)
+      .max(LIMITS.parts),
+  ])
+  .openapi('Content');
 
 export const CreateSessionBody = z.strictObject({
   agent: Id.optional(),
@@ -159,7 +222,10 @@ export const ForkBody = z.strictObject({
 export const LeafBody = z.strictObject({ entry_id: Id.nullable() });
 export const CompactBody = z.strictObject({ keep_recent_tokens: z.number().int().positive().optional() });
 export const SteerBody = z.strictObject({ content: ContentSchema });
-export const InputBody = z.strictObject({ answers: z.unknown().refine((v) => v !== undefined, 'answers is required'), tool_call_id: Id.optional() });
+export const InputBody = z.strictObject({
+  answers: z.unknown().refine((v) => v !== undefined, 'answers is required'),
+  tool_call_id: Id.optional(),
+});
 export const ApprovalBody = z.strictObject({
   decision: z.enum(['approve', 'deny']),
   arguments: z.unknown().optional(),
@@ -179,7 +245,10 @@ export const Cursor = z.object({
 /** The cursor a list request sent, under either name (refused when they disagree). */
 export function cursorOf(q: { cursor?: string | undefined; after?: string | undefined }): string | undefined {
   if (q.cursor !== undefined && q.after !== undefined && q.cursor !== q.after) {
-    throw new HttpProblem('validation', 'send the cursor once: `cursor` (or its older name `after`), not both with different values');
+    throw new HttpProblem(
+      'validation',
+      'send the cursor once: `cursor` (or its older name `after`), not both with different values',
+    );
   }
   return q.cursor ?? q.after;
 }
@@ -201,7 +270,11 @@ export function sessionJson(s: SessionRecord) {
   };
 }
 
-export function runJson(r: RunRecord, children: readonly string[], resume: { step: number; seq: number } | null = null) {
+export function runJson(
+  r: RunRecord,
+  children: readonly string[],
+  resume: { step: number; seq: number } | null = null,
+) {
   const w = r.waiting as unknown as Waiting | null;
   return {
     id: r.id,
@@ -233,7 +306,14 @@ export function runJson(r: RunRecord, children: readonly string[], resume: { ste
             kind: c.kind,
             decided: w.decisions[c.toolCallId] !== undefined,
             ...waitDetails(c),
-            ...(c.unknownOutcome ? { outcome_unknown: { idempotency_key: c.unknownOutcome.idempotencyKey, started_at: iso(c.unknownOutcome.startedAt ?? null) } } : {}),
+            ...(c.unknownOutcome
+              ? {
+                  outcome_unknown: {
+                    idempotency_key: c.unknownOutcome.idempotencyKey,
+                    started_at: iso(c.unknownOutcome.startedAt ?? null),
+                  },
+                }
+              : {}),
           })),
           expires_at: iso(w.expiresAt),
         }
@@ -265,5 +345,14 @@ export function eventJson(e: SessionEvent) {
 /** API content (snake_case file parts) to Keel user input. */
 export function toUserInput(content: z.infer<typeof ContentSchema>) {
   if (typeof content === 'string') return content;
-  return content.map((p) => (p.type === 'text' ? p : { type: 'file' as const, mediaType: p.media_type, data: p.data, ...(p.filename ? { filename: p.filename } : {}) }));
+  return content.map((p) =>
+    p.type === 'text'
+      ? p
+      : {
+          type: 'file' as const,
+          mediaType: p.media_type,
+          data: p.data,
+          ...(p.filename ? { filename: p.filename } : {}),
+        },
+  );
 }

@@ -32,7 +32,9 @@ export const isLoopback = (host: string): boolean => host === 'localhost' || hos
 
 export class InsecureBindError extends Error {
   constructor(host: string) {
-    super(`refusing to listen on ${host} without API keys: create one with "keel keys create <tenant>", or pass --insecure to serve everyone as one tenant`);
+    super(
+      `refusing to listen on ${host} without API keys: create one with "keel keys create <tenant>", or pass --insecure to serve everyone as one tenant`,
+    );
     this.name = 'InsecureBindError';
   }
 }

@@ -78,7 +78,8 @@ export function sseStream(c: Context, cursor: { seq: number; n: number } | undef
       if (writing === 0 && !closed.signal.aborted) void write(() => stream.write(': keep-alive\n\n')).catch(() => {});
     }, o.heartbeatMs);
     const runId = o.run?.id;
-    const ends = (e: SessionEvent) => runId !== undefined && e.runId === runId && e.type === 'run/status' && isTerminal(e.data.to);
+    const ends = (e: SessionEvent) =>
+      runId !== undefined && e.runId === runId && e.type === 'run/status' && isTerminal(e.data.to);
     let ended = false;
     let lastSeq = cursor?.seq ?? 0;
     try {
@@ -95,12 +96,16 @@ export function sseStream(c: Context, cursor: { seq: number; n: number } | undef
           lastSeq = item.event.seq;
           if (ends(item.event)) ended = true;
           await write(() => stream.writeSSE({ id: String(item.event.seq), data: serialized(item.event, eventJson) }));
-        } else await write(() => stream.writeSSE({ id: item.id, event: 'delta', data: serialized(item.delta, deltaJson) }));
+        } else
+          await write(() => stream.writeSSE({ id: item.id, event: 'delta', data: serialized(item.delta, deltaJson) }));
       }
       // A run stream's feed ends with the run (its terminal status was sent, or the run had ended).
       if (runId !== undefined && !closed.signal.aborted) {
         ended ||= isTerminal(await o.run!.status());
-        if (ended) await write(() => stream.writeSSE({ event: 'end', data: JSON.stringify({ run_id: runId, last_seq: lastSeq }) }));
+        if (ended)
+          await write(() =>
+            stream.writeSSE({ event: 'end', data: JSON.stringify({ run_id: runId, last_seq: lastSeq }) }),
+          );
       }
     } catch (e) {
       // An overflowing client was dropped already; it resumes from the log.

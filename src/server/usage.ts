@@ -66,7 +66,8 @@ function parseTime(value: string, end: boolean): number | string {
 }
 
 /** 1 to 200 characters, none of them a control character. */
-const validName = (v: string): boolean => v.length >= 1 && v.length <= 200 && ![...v].some((ch) => ch.charCodeAt(0) < 0x20 || ch.charCodeAt(0) === 0x7f);
+const validName = (v: string): boolean =>
+  v.length >= 1 && v.length <= 200 && ![...v].some((ch) => ch.charCodeAt(0) < 0x20 || ch.charCodeAt(0) === 0x7f);
 
 /**
  * The store's query for these parameters, or UsageParamsError saying what is wrong with each.
@@ -94,23 +95,37 @@ export function parseUsageParams(p: UsageParams, now = Date.now()): UsageQuery {
       .map((s) => s.trim())
       .filter((s) => s !== '');
     const unknown = names.filter((n) => !USAGE_DIMENSIONS.includes(n as UsageDimension));
-    if (unknown.length > 0) errors.push({ path: 'group_by', message: `unknown ${unknown.map((u) => JSON.stringify(u)).join(', ')}: group by any of ${USAGE_DIMENSIONS.join(', ')}` });
-    else if (new Set(names).size !== names.length) errors.push({ path: 'group_by', message: 'a dimension is named twice' });
-    else if (names.includes('day') && names.includes('hour')) errors.push({ path: 'group_by', message: 'day and hour exclude each other: group by one of them' });
+    if (unknown.length > 0)
+      errors.push({
+        path: 'group_by',
+        message: `unknown ${unknown.map((u) => JSON.stringify(u)).join(', ')}: group by any of ${USAGE_DIMENSIONS.join(', ')}`,
+      });
+    else if (new Set(names).size !== names.length)
+      errors.push({ path: 'group_by', message: 'a dimension is named twice' });
+    else if (names.includes('day') && names.includes('hour'))
+      errors.push({ path: 'group_by', message: 'day and hour exclude each other: group by one of them' });
     groupBy = names as UsageDimension[];
   }
 
   for (const name of ['tenant', 'agent', 'model'] as const) {
     const v = p[name];
-    if (v !== undefined && !validName(v)) errors.push({ path: name, message: 'must be 1 to 200 characters, without control characters' });
+    if (v !== undefined && !validName(v))
+      errors.push({ path: name, message: 'must be 1 to 200 characters, without control characters' });
   }
 
   if (errors.every((e) => e.path !== 'from' && e.path !== 'to')) {
     const hourly = groupBy.includes('hour');
     const maxDays = hourly ? USAGE_MAX_HOURLY_DAYS : USAGE_MAX_DAYS;
-    if (from >= to) errors.push({ path: fromGiven !== undefined ? 'from' : 'to', message: `from (${new Date(from).toISOString()}) must be before to (${new Date(to).toISOString()})` });
+    if (from >= to)
+      errors.push({
+        path: fromGiven !== undefined ? 'from' : 'to',
+        message: `from (${new Date(from).toISOString()}) must be before to (${new Date(to).toISOString()})`,
+      });
     else if (to - from > maxDays * DAY_MS) {
-      errors.push({ path: 'to', message: `the range is ${((to - from) / DAY_MS).toFixed(1)} days; at most ${maxDays} days${hourly ? ' grouped by hour' : ''}` });
+      errors.push({
+        path: 'to',
+        message: `the range is ${((to - from) / DAY_MS).toFixed(1)} days; at most ${maxDays} days${hourly ? ' grouped by hour' : ''}`,
+      });
     }
   }
   if (errors.length > 0) throw new UsageParamsError(errors);
@@ -152,7 +167,9 @@ export interface UsageReport {
 /** Dollars to the nano-dollar: sums of floating-point costs lose their noise (0.30000000000000004). */
 const money = (x: number): number => Math.round(x * 1e9) / 1e9;
 
-const numbers = (t: Pick<UsageTotals, 'runs' | 'inputTokens' | 'outputTokens' | 'cachedInputTokens' | 'reasoningTokens' | 'cost'>) => ({
+const numbers = (
+  t: Pick<UsageTotals, 'runs' | 'inputTokens' | 'outputTokens' | 'cachedInputTokens' | 'reasoningTokens' | 'cost'>,
+) => ({
   runs: t.runs,
   input_tokens: t.inputTokens,
   output_tokens: t.outputTokens,
@@ -197,13 +214,29 @@ export function usageReport(q: UsageQuery, groups: readonly UsageTotals[]): Usag
     }),
     { runs: 0, inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0, cost: 0 },
   );
-  return { from: new Date(q.from).toISOString(), to: new Date(q.to).toISOString(), group_by: [...q.groupBy], data, totals: numbers(sum) };
+  return {
+    from: new Date(q.from).toISOString(),
+    to: new Date(q.to).toISOString(),
+    group_by: [...q.groupBy],
+    data,
+    totals: numbers(sum),
+  };
 }
 
-export const USAGE_NUMBER_COLUMNS = ['runs', 'input_tokens', 'output_tokens', 'cached_input_tokens', 'reasoning_tokens', 'cost'] as const;
+export const USAGE_NUMBER_COLUMNS = [
+  'runs',
+  'input_tokens',
+  'output_tokens',
+  'cached_input_tokens',
+  'reasoning_tokens',
+  'cost',
+] as const;
 
 /** The columns of a report's rows: the keys grouped by, then the numbers. */
-export const usageColumns = (report: Pick<UsageReport, 'group_by'>): string[] => [...report.group_by, ...USAGE_NUMBER_COLUMNS];
+export const usageColumns = (report: Pick<UsageReport, 'group_by'>): string[] => [
+  ...report.group_by,
+  ...USAGE_NUMBER_COLUMNS,
+];
 
 /** A CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break. */
 function csvField(v: unknown): string {
@@ -214,5 +247,7 @@ function csvField(v: unknown): string {
 /** The report's rows as CSV (RFC 4180, CRLF line ends): a header, then one line per row; no totals line. */
 export function usageCsv(report: UsageReport): string {
   const columns = usageColumns(report);
-  return [columns, ...report.data.map((r) => columns.map((c) => (r as Record<string, unknown>)[c]))].map((r) => `${r.map(csvField).join(',')}\r\n`).join('');
+  return [columns, ...report.data.map((r) => columns.map((c) => (r as Record<string, unknown>)[c]))]
+    .map((r) => `${r.map(csvField).join(',')}\r\n`)
+    .join('');
 }

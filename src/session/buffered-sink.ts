@@ -1,4 +1,12 @@
-import { HELD, TurnNotOverError, type DeltaEvent, type EventSink, type SinkAppendOptions, type TurnCheckpoint, type TurnEvent } from '../core/index.ts';
+import {
+  HELD,
+  TurnNotOverError,
+  type DeltaEvent,
+  type EventSink,
+  type SinkAppendOptions,
+  type TurnCheckpoint,
+  type TurnEvent,
+} from '../core/index.ts';
 
 /** A checkpoint held with the events before it: `index` is the event it was taken after. */
 export interface HeldCheckpoint {

@@ -74,12 +74,18 @@ function render(messages: readonly Message[]): string {
       case 'assistant':
         for (const p of m.content) {
           if (p.type === 'text') lines.push(`Assistant: ${p.text}`);
-          else if (p.type === 'tool-call') lines.push(`Assistant called ${p.toolName}(${clip(JSON.stringify(p.input))})`);
+          else if (p.type === 'tool-call')
+            lines.push(`Assistant called ${p.toolName}(${clip(JSON.stringify(p.input))})`);
         }
         break;
       case 'tool':
         for (const r of m.content) {
-          const out = r.output.type === 'error' ? `error ${r.output.code}: ${r.output.message}` : r.output.type === 'text' ? r.output.value : JSON.stringify(r.output.value);
+          const out =
+            r.output.type === 'error'
+              ? `error ${r.output.code}: ${r.output.message}`
+              : r.output.type === 'text'
+                ? r.output.value
+                : JSON.stringify(r.output.value);
           lines.push(`Tool ${r.toolName} returned: ${clip(out)}`);
         }
         break;
@@ -99,14 +105,23 @@ export interface SummarizeOptions {
 }
 
 /** One summarizing model call (with the same retry policy as the loop). */
-export async function summarize(previous: string | null, messages: readonly Message[], o: SummarizeOptions): Promise<{ text: string; result: ModelCallResult; cost: number }> {
+export async function summarize(
+  previous: string | null,
+  messages: readonly Message[],
+  o: SummarizeOptions,
+): Promise<{ text: string; result: ModelCallResult; cost: number }> {
   const input = `${previous ? `<previous-summary>\n${previous}\n</previous-summary>\n\n` : ''}<conversation>\n${render(messages)}\n</conversation>`;
-  const prompt = toProviderPrompt(SUMMARY_SYSTEM, [{ id: newId(), role: 'user', content: [{ type: 'text', text: input }] }]);
+  const prompt = toProviderPrompt(SUMMARY_SYSTEM, [
+    { id: newId(), role: 'user', content: [{ type: 'text', text: input }] },
+  ]);
   const signal = o.signal ?? new AbortController().signal;
   for (let attempt = 1; ; attempt++) {
     try {
       const result = await callModel(o.model, { prompt }, signal);
-      const text = result.content.map((p) => (p.type === 'text' ? p.text : '')).join('').trim();
+      const text = result.content
+        .map((p) => (p.type === 'text' ? p.text : ''))
+        .join('')
+        .trim();
       if (!text) throw new Error('the summarizer returned no text');
       return { text, result, cost: costOf(result.usage, o.pricing) };
     } catch (e) {
@@ -132,15 +147,19 @@ export interface CompactOptions extends SummarizeOptions {
 }
 
 export type CompactResult =
-  | { compacted: false; reason: string }
-  | { compacted: true; event: SessionEvent<'compaction'>; context: Message[] };
+  { compacted: false; reason: string } | { compacted: true; event: SessionEvent<'compaction'>; context: Message[] };
 
 /**
  * Summarizes the older part of the session's current context into a compaction entry. Nothing is
  * deleted: the entry tells the context projection where the kept part begins. The new summary is
  * built on the previous one, so repeated compactions lose nothing.
  */
-export async function compactSession(log: SessionLog, sessionId: string, o: CompactOptions, snapshotEvery: number): Promise<CompactResult> {
+export async function compactSession(
+  log: SessionLog,
+  sessionId: string,
+  o: CompactOptions,
+  snapshotEvery: number,
+): Promise<CompactResult> {
   const read = await readProjection(log, sessionId, contextProjection, snapshotEvery);
   const state: ContextState = read.state;
   const cut = chooseCut(state.messages, o.keepRecentTokens ?? 8000);
@@ -198,7 +217,14 @@ export interface CompactionSettings {
  * The loop's compaction hook for a session: checked at every step boundary (so also in the middle
  * of a long tool loop), and on a context overflow from the provider.
  */
-export function compactionHook(log: SessionLog, sessionId: string, agentModel: LanguageModelV4, settings: CompactionSettings, snapshotEvery: number, runId?: string): TurnHooks {
+export function compactionHook(
+  log: SessionLog,
+  sessionId: string,
+  agentModel: LanguageModelV4,
+  settings: CompactionSettings,
+  snapshotEvery: number,
+  runId?: string,
+): TurnHooks {
   return {
     async compact(ctx) {
       if (ctx.reason === 'threshold') {

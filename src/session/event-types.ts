@@ -42,7 +42,9 @@ export interface EventTypeDef {
 export class UnknownEventError extends Error {
   readonly code = 'unknown_event';
   constructor(type: string, v: number, seq: number) {
-    super(`event #${seq} has type ${type} v${v}, which this Keel does not know and which is not marked ignorable: upgrade Keel to read this session`);
+    super(
+      `event #${seq} has type ${type} v${v}, which this Keel does not know and which is not marked ignorable: upgrade Keel to read this session`,
+    );
     this.name = 'UnknownEventError';
   }
 }
@@ -102,7 +104,10 @@ export class EventRegistry {
    * Brings stored data to the current version and validates it. Returns undefined for an event
    * this reader may skip (unknown or newer, but marked ignorable); throws for one it must not skip.
    */
-  upcast(e: { type: string; v: number; seq: number; ignorable: boolean; data: unknown }, options: { validate?: boolean } = {}): { v: number; data: unknown } | undefined {
+  upcast(
+    e: { type: string; v: number; seq: number; ignorable: boolean; data: unknown },
+    options: { validate?: boolean } = {},
+  ): { v: number; data: unknown } | undefined {
     const def = this.defs.get(e.type);
     if (!def || e.v > def.v) {
       if (e.ignorable) return undefined;

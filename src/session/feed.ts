@@ -48,7 +48,8 @@ export class FeedOverflowError extends Error {
 }
 
 /** `12` < `12.1` < `12.2` < `13`: positions in a session's feed. */
-const isAfter = (seq: number, n: number, last: { seq: number; n: number }): boolean => seq > last.seq || (seq === last.seq && n > last.n);
+const isAfter = (seq: number, n: number, last: { seq: number; n: number }): boolean =>
+  seq > last.seq || (seq === last.seq && n > last.n);
 
 const PAGE = 500;
 
@@ -92,7 +93,11 @@ export const WRITER_WAIT_MS = 3_000;
  * Only when no confirmation comes (the store's connection for notices is down) does it stop
  * waiting after `noticeWaitMs`.
  */
-export async function* follow(log: SessionLog, sessionId: string, o: FollowOptions = {}): AsyncGenerator<FeedItem, void, undefined> {
+export async function* follow(
+  log: SessionLog,
+  sessionId: string,
+  o: FollowOptions = {},
+): AsyncGenerator<FeedItem, void, undefined> {
   type Delta = LiveItem & { kind: 'delta' };
   type Queued = { kind: 'event'; event: SessionEvent } | Delta | { kind: 'changed'; upTo: number };
   const queue: Queued[] = [];
@@ -194,13 +199,19 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
   const endHeard = (events: readonly SessionEvent[], i: number): boolean => {
     for (let k = i; k < events.length && events[k]!.seq <= heard; k++) {
       const e = events[k]!;
-      if (e.type === 'turn/end' || (e.type === 'assistant/message' && e.data.message.id === streaming) || (e.type === 'model/retry' && e.data.abandonedMessageId === streaming)) return true;
+      if (
+        e.type === 'turn/end' ||
+        (e.type === 'assistant/message' && e.data.message.id === streaming) ||
+        (e.type === 'model/retry' && e.data.abandonedMessageId === streaming)
+      )
+        return true;
     }
     return false;
   };
   /** Whether the running run commits after `events[i]`, at a commit this reader heard of (its deltas before that commit reached this node). */
   const runCommitHeard = (events: readonly SessionEvent[], i: number): boolean => {
-    for (let k = i + 1; k < events.length && events[k]!.seq <= heard; k++) if (events[k]!.runId === running) return true;
+    for (let k = i + 1; k < events.length && events[k]!.seq <= heard; k++)
+      if (events[k]!.runId === running) return true;
     return false;
   };
   /**
@@ -240,7 +251,12 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
     waitingSince = undefined;
     const forMessage = streams && !endHeard(events, i);
     // A run this process executes numbers its deltas after every event this process committed or heard of, at once.
-    const forRun = running !== undefined && running !== gaveUpOnRun && e.runId !== running && !runCommitHeard(events, i) && !log.numbersAfter(sessionId, running, seq);
+    const forRun =
+      running !== undefined &&
+      running !== gaveUpOnRun &&
+      e.runId !== running &&
+      !runCommitHeard(events, i) &&
+      !log.numbersAfter(sessionId, running, seq);
     if (!crossNode || seq <= deltasAfter || (!forMessage && !forRun)) {
       writerSince = undefined;
       return false;
@@ -258,7 +274,11 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
     return true;
   };
   const read = async (o2: { untilSeq?: number; limit?: number } = {}) => {
-    const events = await log.read(sessionId, { afterSeq: lastSeq, ...o2, ...(o.runId !== undefined ? { runId: o.runId } : {}) });
+    const events = await log.read(sessionId, {
+      afterSeq: lastSeq,
+      ...o2,
+      ...(o.runId !== undefined ? { runId: o.runId } : {}),
+    });
     if (events.length > 0) readMax = Math.max(readMax, events.at(-1)!.seq);
     return events;
   };
@@ -330,7 +350,11 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
     // 0. Resuming a session's feed across nodes: whether a run runs at the cursor (see holdBefore),
     // from the events just before it.
     if (crossNode && o.after && o.runId === undefined) {
-      for (const e of await log.read(sessionId, { afterSeq: Math.max(0, o.after.seq - LOOKBACK), untilSeq: o.after.seq })) noteRunStatus(e);
+      for (const e of await log.read(sessionId, {
+        afterSeq: Math.max(0, o.after.seq - LOOKBACK),
+        untilSeq: o.after.seq,
+      }))
+        noteRunStatus(e);
     }
     // 1. What the log has after the cursor, with the deltas of the message streaming now.
     for (const d of recent) if (d.seq > deltasAfter) deltasAfter = d.seq;
@@ -354,7 +378,14 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
     }
     // The deltas heard before subscribing that follow events not yielded yet (held back, or not in
     // the page read): first in the queue, where a delta waits for the events it follows.
-    const unread: Delta[] = recent.slice(recentAt).map((d) => ({ kind: 'delta', delta: d.delta, id: d.id, ...(d.fromAnotherNode ? { fromAnotherNode: true as const } : {}) }));
+    const unread: Delta[] = recent
+      .slice(recentAt)
+      .map((d) => ({
+        kind: 'delta',
+        delta: d.delta,
+        id: d.id,
+        ...(d.fromAnotherNode ? { fromAnotherNode: true as const } : {}),
+      }));
     queue.unshift(...unread);
     // 3. Live.
     while (!stopped()) {
@@ -369,7 +400,10 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
         }
         // Waiting for deltas: read the log anyway once noticeWaitMs (or writerWaitMs) is over.
         const since = heldBy === 'writer' ? writerSince : waitingSince;
-        const waitMs = heldBefore !== undefined && since !== undefined ? Math.max(0, since + (heldBy === 'writer' ? writerWaitMs : noticeWaitMs) - Date.now()) : undefined;
+        const waitMs =
+          heldBefore !== undefined && since !== undefined
+            ? Math.max(0, since + (heldBy === 'writer' ? writerWaitMs : noticeWaitMs) - Date.now())
+            : undefined;
         const timeoutMs = waitMs !== undefined && (o.pollMs === undefined || waitMs < o.pollMs) ? waitMs : o.pollMs;
         const woke = await new Promise<boolean>((resolve) => {
           const timer = timeoutMs !== undefined ? setTimeout(() => resolve(false), timeoutMs) : undefined;
@@ -398,7 +432,10 @@ export async function* follow(log: SessionLog, sessionId: string, o: FollowOptio
         // While another node's message streams (or a run runs, for an event not of that run), this
         // node's own commits come from the log like any other, where they wait for the deltas
         // numbered before them (see holdBefore).
-        if ((streaming !== undefined || (crossNode && running !== undefined && next.event.runId !== running)) && next.event.seq > lastSeq) {
+        if (
+          (streaming !== undefined || (crossNode && running !== undefined && next.event.runId !== running)) &&
+          next.event.seq > lastSeq
+        ) {
           yield* fromLog(next.event.seq);
           if (ended) return;
           continue;

@@ -1,8 +1,24 @@
 import { EventEmitter } from 'node:events';
 import { newId, type ContentBlob, type DeltaEvent } from '../core/index.ts';
-import { NotFoundError, StoreError, type AppendOptions, type JsonObject, type EventDraft, type ReadEventsOptions, type Store, type StoreOps, type StoredEvent } from '../store/index.ts';
+import {
+  NotFoundError,
+  StoreError,
+  type AppendOptions,
+  type JsonObject,
+  type EventDraft,
+  type ReadEventsOptions,
+  type Store,
+  type StoreOps,
+  type StoredEvent,
+} from '../store/index.ts';
 import { blobRefsOf, extractBlobs, inflateBlobs } from './blobs.ts';
-import { defaultRegistry, type EventRegistry, type SessionEvent, type SessionEventDataMap, type SessionEventType } from './event-types.ts';
+import {
+  defaultRegistry,
+  type EventRegistry,
+  type SessionEvent,
+  type SessionEventDataMap,
+  type SessionEventType,
+} from './event-types.ts';
 import type { KeptState } from './reader.ts';
 import { RecentDeltas, type RecentDelta } from './recent-deltas.ts';
 
@@ -52,7 +68,12 @@ const AFTER_COMMIT: unique symbol = Symbol('keel.afterCommit');
  */
 export interface AppendHook {
   wants(e: { type: string; data: unknown }): boolean;
-  handler(tx: StoreOps, sessionId: string, events: readonly SessionEvent[], afterCommit: (fn: () => void) => void): Promise<void> | void;
+  handler(
+    tx: StoreOps,
+    sessionId: string,
+    events: readonly SessionEvent[],
+    afterCommit: (fn: () => void) => void,
+  ): Promise<void> | void;
 }
 
 /**
@@ -105,7 +126,11 @@ export class SessionLog {
    * `keptStates` and `keptSize` bound the projection states kept in memory: how many, and how
    * big together (in the projections' own measure: messages, for the model context).
    */
-  constructor(store: Store, registry: EventRegistry = defaultRegistry(), options: { keptStates?: number; keptSize?: number } = {}) {
+  constructor(
+    store: Store,
+    registry: EventRegistry = defaultRegistry(),
+    options: { keptStates?: number; keptSize?: number } = {},
+  ) {
     this.store = store;
     this.registry = registry;
     this.keptLimit = options.keptStates ?? 256;
@@ -134,14 +159,25 @@ export class SessionLog {
    * events were built by Keel's own typed code (the loop's events): their schema check is skipped
    * on the hot path; everything that comes from outside (API, import, hooks) is validated.
    */
-  encode(e: NewEvent, trusted = false): { draft: EventDraft; blobs: Array<{ hash: string; data: string }>; data: unknown } {
+  encode(
+    e: NewEvent,
+    trusted = false,
+  ): { draft: EventDraft; blobs: Array<{ hash: string; data: string }>; data: unknown } {
     const { def, data } = trusted ? this.registry.trusted(e.type, e.data) : this.registry.validate(e.type, e.data);
     const { data: stored, blobs } = extractBlobs(data as Record<string, unknown>, def.blobFields);
     // Assigned in key order, without spreads of conditional objects (several events per step).
     // An id made here cannot be in the log: the store need not look it up (one lookup an entry).
     // Every draft has the same keys: an append's loop sees one shape.
     const minted = e.id === undefined;
-    const draft: EventDraft = { id: minted ? newId() : e.id!, type: e.type, v: def.v, time: e.time ?? Date.now(), entry: def.entry, minted, data: stored };
+    const draft: EventDraft = {
+      id: minted ? newId() : e.id!,
+      type: e.type,
+      v: def.v,
+      time: e.time ?? Date.now(),
+      entry: def.entry,
+      minted,
+      data: stored,
+    };
     if (e.runId !== undefined) draft.runId = e.runId;
     if (e.turn !== undefined) draft.turn = e.turn;
     if (e.step !== undefined) draft.step = e.step;
@@ -151,7 +187,11 @@ export class SessionLog {
   }
 
   /** Appends atomically (blobs and events in one transaction) and tells live subscribers. */
-  async append(sessionId: string, events: readonly NewEvent[], options: AppendOptions & { tx?: StoreOps; trusted?: boolean } = {}): Promise<SessionEvent[]> {
+  async append(
+    sessionId: string,
+    events: readonly NewEvent[],
+    options: AppendOptions & { tx?: StoreOps; trusted?: boolean } = {},
+  ): Promise<SessionEvent[]> {
     const drafts: EventDraft[] = [];
     const blobs: Array<{ hash: string; data: string }> = [];
     const datas: unknown[] = [];
@@ -170,14 +210,21 @@ export class SessionLog {
       if (blobs.length > 0) await ops.putBlobs(blobs);
       return ops.append(sessionId, drafts, appendOptions);
     };
-    const stored = tx ? await write(tx) : blobs.length > 0 ? await this.store.transaction(write) : await this.store.append(sessionId, drafts, appendOptions);
+    const stored = tx
+      ? await write(tx)
+      : blobs.length > 0
+        ? await this.store.transaction(write)
+        : await this.store.append(sessionId, drafts, appendOptions);
     // The data as appended (validated, or built by typed code when trusted), before blob extraction, is what a reader gets back: no need to read it.
     const decoded = stored.map((s, i) => this.envelope(s, s.v, datas[i]));
     // Published when they are committed: now, or when the transaction they are part of commits.
     if (!tx) this.publish(sessionId, decoded);
     else {
       const committed = (tx as Partial<Record<typeof ON_COMMIT, Array<[string, SessionEvent[]]>>>)[ON_COMMIT];
-      if (!committed) throw new Error('SessionLog.append: a transaction of the log is needed (log.transaction), so that its events are published when it commits');
+      if (!committed)
+        throw new Error(
+          'SessionLog.append: a transaction of the log is needed (log.transaction), so that its events are published when it commits',
+        );
       committed.push([sessionId, decoded]);
       if (hooks) {
         const after = (tx as Partial<Record<typeof AFTER_COMMIT, Array<() => void>>>)[AFTER_COMMIT]!;
@@ -197,7 +244,9 @@ export class SessionLog {
     const after: Array<() => void> = [];
     const result = await this.store.transaction((tx) => {
       // The same operations, carrying where this transaction's appended events go.
-      const scoped = Object.create(tx) as StoreOps & Record<typeof ON_COMMIT, Array<[string, SessionEvent[]]>> & Record<typeof AFTER_COMMIT, Array<() => void>>;
+      const scoped = Object.create(tx) as StoreOps &
+        Record<typeof ON_COMMIT, Array<[string, SessionEvent[]]>> &
+        Record<typeof AFTER_COMMIT, Array<() => void>>;
       scoped[ON_COMMIT] = committed;
       scoped[AFTER_COMMIT] = after;
       return fn(scoped);
@@ -331,7 +380,13 @@ export class SessionLog {
 
   /** A message another node broadcast about a session: its deltas reach this node's followers. */
   private received(sessionId: string, message: JsonObject): void {
-    if (message.kind !== 'delta' || typeof message.id !== 'string' || typeof message.delta !== 'object' || message.delta === null) return;
+    if (
+      message.kind !== 'delta' ||
+      typeof message.id !== 'string' ||
+      typeof message.delta !== 'object' ||
+      message.delta === null
+    )
+      return;
     this.relay(sessionId, { kind: 'delta', id: message.id, delta: message.delta as DeltaEvent, fromAnotherNode: true });
   }
 
@@ -429,7 +484,10 @@ export class SessionLog {
       p.n = 0;
     }
     if (!this.heard(sessionId, lastSeq) || this.live.listenerCount(sessionId) === 0) return;
-    this.live.emit(sessionId, own ? { kind: 'changed', sessionId, upTo: lastSeq, own } : { kind: 'changed', sessionId, upTo: lastSeq });
+    this.live.emit(
+      sessionId,
+      own ? { kind: 'changed', sessionId, upTo: lastSeq, own } : { kind: 'changed', sessionId, upTo: lastSeq },
+    );
   }
 
   /**
@@ -440,7 +498,9 @@ export class SessionLog {
    * `noticesCaughtUp`), for at most NOTICES_WAIT_MS.
    */
   private async tellFollowers(): Promise<void> {
-    const followed = this.live.eventNames().filter((n): n is string => typeof n === 'string' && this.live.listenerCount(n) > 0);
+    const followed = this.live
+      .eventNames()
+      .filter((n): n is string => typeof n === 'string' && this.live.listenerCount(n) > 0);
     if (!this.followed()) return this.unfollowOthers();
     const read: Array<[string, number]> = [];
     for (const sessionId of followed) {
@@ -449,7 +509,10 @@ export class SessionLog {
     }
     if (this.store.broadcast && read.some(([sessionId, seq]) => seq > (this.heardSeqs.get(sessionId) ?? 0))) {
       let timer: ReturnType<typeof setTimeout> | undefined;
-      await Promise.race([this.noticesCaughtUp(), new Promise<void>((resolve) => (timer = setTimeout(resolve, NOTICES_WAIT_MS)))]);
+      await Promise.race([
+        this.noticesCaughtUp(),
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, NOTICES_WAIT_MS))),
+      ]);
       clearTimeout(timer);
     }
     for (const [sessionId, seq] of read) this.changedTo(sessionId, seq);
@@ -474,13 +537,19 @@ export class SessionLog {
    * or all of them are and the store relays other nodes' deltas.
    */
   private followed(): boolean {
-    if (this.store.broadcast && (this.numbers || this.live.listenerCount(ALL) > 0 || this.recentKeepers > 0)) return true;
+    if (this.store.broadcast && (this.numbers || this.live.listenerCount(ALL) > 0 || this.recentKeepers > 0))
+      return true;
     return this.live.eventNames().some((n) => typeof n === 'string' && this.live.listenerCount(n) > 0);
   }
 
   /** A stored event as readers get it, with `v` and `data` given (assigned in key order, no spreads: several events per step). */
   private envelope(s: StoredEvent, v: number, data: unknown): SessionEvent {
-    const e = { id: s.id, sessionId: s.sessionId, seq: s.seq, type: s.type, v, time: s.time } as SessionEvent & { runId?: string; turn?: number; step?: number; parentId?: string };
+    const e = { id: s.id, sessionId: s.sessionId, seq: s.seq, type: s.type, v, time: s.time } as SessionEvent & {
+      runId?: string;
+      turn?: number;
+      step?: number;
+      parentId?: string;
+    };
     if (s.runId !== undefined) e.runId = s.runId;
     if (s.turn !== undefined) e.turn = s.turn;
     if (s.step !== undefined) e.step = s.step;
@@ -495,19 +564,30 @@ export class SessionLog {
    * ignorable unknowns skipped. Data at the current version was validated when it was written;
    * `validate` checks it again (the replay check does).
    */
-  async decode(stored: readonly StoredEvent[], ops: StoreOps = this.store, options: { validate?: boolean } = {}): Promise<SessionEvent[]> {
+  async decode(
+    stored: readonly StoredEvent[],
+    ops: StoreOps = this.store,
+    options: { validate?: boolean } = {},
+  ): Promise<SessionEvent[]> {
     const hashes = new Set<string>();
     for (const s of stored) for (const h of blobRefsOf(s.data)) hashes.add(h);
     const blobs = hashes.size > 0 ? await ops.getBlobs([...hashes]) : new Map<string, string>();
     const out: SessionEvent[] = [];
     for (const s of stored) {
-      const up = this.registry.upcast({ type: s.type, v: s.v, seq: s.seq, ignorable: s.ignorable, data: inflateBlobs(s.data, blobs) }, { validate: options.validate ?? false });
+      const up = this.registry.upcast(
+        { type: s.type, v: s.v, seq: s.seq, ignorable: s.ignorable, data: inflateBlobs(s.data, blobs) },
+        { validate: options.validate ?? false },
+      );
       if (up) out.push(this.envelope(s, up.v, up.data));
     }
     return out;
   }
 
-  async read(sessionId: string, options: ReadEventsOptions & { validate?: boolean } = {}, ops: StoreOps = this.store): Promise<SessionEvent[]> {
+  async read(
+    sessionId: string,
+    options: ReadEventsOptions & { validate?: boolean } = {},
+    ops: StoreOps = this.store,
+  ): Promise<SessionEvent[]> {
     const { validate, ...read } = options;
     return this.decode(await ops.readEvents(sessionId, read), ops, validate !== undefined ? { validate } : {});
   }

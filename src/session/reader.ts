@@ -23,7 +23,13 @@ export interface ProjectionRead<S> {
  * that entry is a tool result): everything before it is summarized, so the model context never
  * costs more than the path since that compaction.
  */
-export async function pathEntries(log: SessionLog, sessionId: string, leafId: string | null, fromLatestCompaction: boolean, ops: StoreOps = log.store): Promise<SessionEvent[]> {
+export async function pathEntries(
+  log: SessionLog,
+  sessionId: string,
+  leafId: string | null,
+  fromLatestCompaction: boolean,
+  ops: StoreOps = log.store,
+): Promise<SessionEvent[]> {
   const nearestFirst: SessionEvent[] = [];
   let cursor = leafId;
   let stopAt: string | null | undefined;
@@ -61,7 +67,13 @@ export async function pathEntries(log: SessionLog, sessionId: string, leafId: st
  * whichever is more: so writing snapshots costs a constant amount per event however long the
  * history grows, and a cold read folds at most about as many events as the snapshot holds.
  */
-export async function readProjection<S>(log: SessionLog, sessionId: string, p: Projection<S>, snapshotEvery: number, ops: StoreOps = log.store): Promise<ProjectionRead<S>> {
+export async function readProjection<S>(
+  log: SessionLog,
+  sessionId: string,
+  p: Projection<S>,
+  snapshotEvery: number,
+  ops: StoreOps = log.store,
+): Promise<ProjectionRead<S>> {
   const session = await log.session(sessionId, ops);
   const lastSeq = session.lastSeq;
   const key = `${sessionId}\u0000${p.name}\u0000${p.version}`;
@@ -84,7 +96,7 @@ export async function readProjection<S>(log: SessionLog, sessionId: string, p: P
   let mustSnapshot = false;
 
   if (p.scope === 'log') {
-    for (let after = from?.asOfSeq ?? 0; after < lastSeq; ) {
+    for (let after = from?.asOfSeq ?? 0; after < lastSeq;) {
       const page = await log.read(sessionId, { afterSeq: after, untilSeq: lastSeq, limit: PAGE }, ops);
       if (page.length === 0) break;
       state = fold(p, page, state);
@@ -127,11 +139,25 @@ export async function readProjection<S>(log: SessionLog, sessionId: string, p: P
   }
 
   if (mustSnapshot || lastSeq - storedSeq >= Math.max(snapshotEvery, p.size?.(state) ?? 0)) {
-    await ops.putSnapshot({ sessionId, projection: p.name, version: p.version, asOfSeq: lastSeq, leafId: session.leafId, state });
+    await ops.putSnapshot({
+      sessionId,
+      projection: p.name,
+      version: p.version,
+      asOfSeq: lastSeq,
+      leafId: session.leafId,
+      state,
+    });
     storedSeq = lastSeq;
   }
   // Only what is committed is kept: a read inside a transaction may see writes that roll back.
-  if (p.clone && ops === log.store) log.keep(key, { asOfSeq: lastSeq, leafId: session.leafId, state: p.clone(state), storedSeq, size: p.size?.(state) ?? 1 });
+  if (p.clone && ops === log.store)
+    log.keep(key, {
+      asOfSeq: lastSeq,
+      leafId: session.leafId,
+      state: p.clone(state),
+      storedSeq,
+      size: p.size?.(state) ?? 1,
+    });
   return { state, asOfSeq: lastSeq, leafId: session.leafId, folded };
 }
 

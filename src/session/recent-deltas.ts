@@ -43,7 +43,13 @@ export class RecentDeltas {
       // another node committed while it streams (see SessionLog.publishDelta).
       s.deltas = stale ? [] : s.deltas.filter((x) => x.delta.messageId === d.delta.messageId);
     }
-    s.deltas.push({ delta: d.delta, id: d.id, seq, n, ...(d.fromAnotherNode ? { fromAnotherNode: true as const } : {}) });
+    s.deltas.push({
+      delta: d.delta,
+      id: d.id,
+      seq,
+      n,
+      ...(d.fromAnotherNode ? { fromAnotherNode: true as const } : {}),
+    });
     s.at = Date.now();
   }
 
@@ -53,9 +59,18 @@ export class RecentDeltas {
     for (const e of events) {
       if (e.seq > s.seq) s.seq = e.seq;
       if (s.deltas.length === 0) continue;
-      const done = e.type === 'assistant/message' ? e.data.message.id : e.type === 'model/retry' ? e.data.abandonedMessageId : undefined;
+      const done =
+        e.type === 'assistant/message'
+          ? e.data.message.id
+          : e.type === 'model/retry'
+            ? e.data.abandonedMessageId
+            : undefined;
       if (done !== undefined) s.deltas = s.deltas.filter((d) => d.delta.messageId !== done);
-      else if (e.type === 'turn/end' || (e.type === 'run/status' && ['completed', 'failed', 'cancelled', 'timed_out'].includes(e.data.to))) s.deltas = [];
+      else if (
+        e.type === 'turn/end' ||
+        (e.type === 'run/status' && ['completed', 'failed', 'cancelled', 'timed_out'].includes(e.data.to))
+      )
+        s.deltas = [];
     }
   }
 

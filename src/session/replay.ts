@@ -27,7 +27,11 @@ export interface ReplayReport {
  * system prompt, settings, tool schemas and every message. A mismatch means the log does not
  * explain that request.
  */
-export async function verifyReplay(log: SessionLog, sessionId: string, options: { onProgress?: (events: number) => void } = {}): Promise<ReplayReport> {
+export async function verifyReplay(
+  log: SessionLog,
+  sessionId: string,
+  options: { onProgress?: (events: number) => void } = {},
+): Promise<ReplayReport> {
   const session = await log.session(sessionId);
   const entries = new Map<string, SessionEvent>();
   let leaf: string | null = null;
@@ -47,7 +51,7 @@ export async function verifyReplay(log: SessionLog, sessionId: string, options: 
     stateLeaf = leaf;
   };
 
-  for (let after = 0; after < session.lastSeq; ) {
+  for (let after = 0; after < session.lastSeq;) {
     const page = await log.read(sessionId, { afterSeq: after, untilSeq: session.lastSeq, limit: 1000, validate: true });
     if (page.length === 0) break;
     for (const e of page) {
@@ -97,10 +101,16 @@ class HeaderContent {
   }
 }
 
-async function check(h: SessionEvent<'request/header'>, state: ContextState, content: HeaderContent, report: ReplayReport): Promise<void> {
+async function check(
+  h: SessionEvent<'request/header'>,
+  state: ContextState,
+  content: HeaderContent,
+  report: ReplayReport,
+): Promise<void> {
   // What the loop held: earlier turns in portable form (no reasoning), its own turn as produced.
   const messages: Message[] = turnConversation(state, h.turn ?? 0);
-  const mismatch = (kind: ReplayMismatch['kind'], detail: string) => report.mismatches.push({ seq: h.seq, messageId: h.data.messageId, kind, detail });
+  const mismatch = (kind: ReplayMismatch['kind'], detail: string) =>
+    report.mismatches.push({ seq: h.seq, messageId: h.data.messageId, kind, detail });
   const legacy = h.data.legacy;
   if (legacy) {
     // A header written before ADR-0008 lists every context id and fingerprints the v1 way.
@@ -116,7 +126,10 @@ async function check(h: SessionEvent<'request/header'>, state: ContextState, con
     }
     const hash = promptHashV1({ system: legacy.system, tools: legacy.tools, settings: h.data.settings, messages });
     if (hash !== h.data.promptHash) {
-      mismatch('fingerprint', `the request rebuilt from the log has fingerprint ${hash.slice(0, 12)}…, the header recorded ${h.data.promptHash.slice(0, 12)}…`);
+      mismatch(
+        'fingerprint',
+        `the request rebuilt from the log has fingerprint ${hash.slice(0, 12)}…, the header recorded ${h.data.promptHash.slice(0, 12)}…`,
+      );
     }
     return;
   }
@@ -133,10 +146,16 @@ async function check(h: SessionEvent<'request/header'>, state: ContextState, con
   const system = h.data.system === null ? null : content.rehash(h.data.system);
   const tools = h.data.tools === null ? null : content.rehash(h.data.tools);
   if (system === undefined || tools === undefined) {
-    return void mismatch('content', `the ${system === undefined ? 'system prompt' : 'tool schemas'} this request refers to (${system === undefined ? h.data.system : h.data.tools}) is not stored`);
+    return void mismatch(
+      'content',
+      `the ${system === undefined ? 'system prompt' : 'tool schemas'} this request refers to (${system === undefined ? h.data.system : h.data.tools}) is not stored`,
+    );
   }
   const hash = promptHash({ system, tools, settings: h.data.settings }, messages);
   if (hash !== h.data.promptHash) {
-    mismatch('fingerprint', `the request rebuilt from the log has fingerprint ${hash.slice(0, 12)}…, the header recorded ${h.data.promptHash.slice(0, 12)}…`);
+    mismatch(
+      'fingerprint',
+      `the request rebuilt from the log has fingerprint ${hash.slice(0, 12)}…, the header recorded ${h.data.promptHash.slice(0, 12)}…`,
+    );
   }
 }

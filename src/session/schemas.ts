@@ -6,21 +6,47 @@ export const json = z.json();
 const providerMetadata = z.record(z.string(), z.record(z.string(), json));
 
 export const textPart = z.strictObject({ type: z.literal('text'), text: z.string() });
-export const filePart = z.strictObject({ type: z.literal('file'), mediaType: z.string(), data: z.string(), filename: z.string().optional() });
-export const reasoningPart = z.strictObject({ type: z.literal('reasoning'), text: z.string(), providerMetadata: providerMetadata.optional() });
-export const toolCallPart = z.strictObject({ type: z.literal('tool-call'), toolCallId: z.string(), toolName: z.string(), input: json });
+export const filePart = z.strictObject({
+  type: z.literal('file'),
+  mediaType: z.string(),
+  data: z.string(),
+  filename: z.string().optional(),
+});
+export const reasoningPart = z.strictObject({
+  type: z.literal('reasoning'),
+  text: z.string(),
+  providerMetadata: providerMetadata.optional(),
+});
+export const toolCallPart = z.strictObject({
+  type: z.literal('tool-call'),
+  toolCallId: z.string(),
+  toolName: z.string(),
+  input: json,
+});
 
 export const toolOutput = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('text'), value: z.string() }),
   z.strictObject({ type: z.literal('json'), value: json }),
   z.strictObject({
     type: z.literal('error'),
-    code: z.enum(['unknown_tool', 'invalid_input', 'execution_error', 'timeout', 'cancelled', 'denied', 'outcome_unknown']),
+    code: z.enum([
+      'unknown_tool',
+      'invalid_input',
+      'execution_error',
+      'timeout',
+      'cancelled',
+      'denied',
+      'outcome_unknown',
+    ]),
     message: z.string(),
   }),
 ]);
 
-export const userMessage = z.strictObject({ id: z.string(), role: z.literal('user'), content: z.array(z.union([textPart, filePart])) });
+export const userMessage = z.strictObject({
+  id: z.string(),
+  role: z.literal('user'),
+  content: z.array(z.union([textPart, filePart])),
+});
 export const assistantMessage = z.strictObject({
   id: z.string(),
   role: z.literal('assistant'),
@@ -45,11 +71,26 @@ export const modelErrorInfo = z.strictObject({
 
 const modelRef = z.strictObject({ provider: z.string(), modelId: z.string() });
 const toolSchema = z.strictObject({ name: z.string(), description: z.string(), inputSchema: json });
-const onDeadline = z.union([z.literal('timed_out'), z.strictObject({ deny: z.string() }), z.strictObject({ answer: json })]);
+const onDeadline = z.union([
+  z.literal('timed_out'),
+  z.strictObject({ deny: z.string() }),
+  z.strictObject({ answer: json }),
+]);
 /** A sleep's or a signal's wait (ADR-0015), with the pending call that asked for it. */
 const waitSpec = z.discriminatedUnion('kind', [
-  z.strictObject({ kind: z.literal('sleep'), until: z.number(), wakeOnSteer: z.boolean().optional(), reason: z.string().optional() }),
-  z.strictObject({ kind: z.literal('signal'), name: z.string(), deadline: z.number().optional(), onTimeout: onDeadline.optional(), schema: json.optional() }),
+  z.strictObject({
+    kind: z.literal('sleep'),
+    until: z.number(),
+    wakeOnSteer: z.boolean().optional(),
+    reason: z.string().optional(),
+  }),
+  z.strictObject({
+    kind: z.literal('signal'),
+    name: z.string(),
+    deadline: z.number().optional(),
+    onTimeout: onDeadline.optional(),
+    schema: json.optional(),
+  }),
 ]);
 /** What is known of a call whose outcome is unknown after a crash (ADR-0018). */
 const unknownOutcomeInfo = z.strictObject({ idempotencyKey: z.string(), startedAt: z.number().optional() });
@@ -63,9 +104,18 @@ const pending = z.strictObject({
 });
 /** Who decided: a person (absent), or the wait's deadline and its policy (ADR-0015). */
 const decidedBy = z.literal('deadline').optional();
-const pendingCall = z.strictObject({ toolCallId: z.string(), toolName: z.string(), input: json, assistantMessageId: z.string() });
+const pendingCall = z.strictObject({
+  toolCallId: z.string(),
+  toolName: z.string(),
+  input: json,
+  assistantMessageId: z.string(),
+});
 const toolApproval = pendingCall.extend({ unknownOutcome: unknownOutcomeInfo.optional() });
-const turnError = z.strictObject({ kind: z.enum(['model', 'sink', 'hook', 'internal']), message: z.string(), model: modelErrorInfo.optional() });
+const turnError = z.strictObject({
+  kind: z.enum(['model', 'sink', 'hook', 'internal']),
+  message: z.string(),
+  model: modelErrorInfo.optional(),
+});
 
 const contentHashRef = z.string().regex(/^sha256:[0-9a-f]{64}$/, 'a content hash sha256:<64 hex digits>');
 
@@ -91,15 +141,25 @@ export const requestHeaderV2 = z.strictObject({
   settings: z.record(z.string(), json),
   system: contentHashRef.nullable(),
   tools: contentHashRef.nullable(),
-  context: z.strictObject({ messages: z.number().int().nonnegative(), first: z.string().nullable(), last: z.string().nullable() }),
+  context: z.strictObject({
+    messages: z.number().int().nonnegative(),
+    first: z.string().nullable(),
+    last: z.string().nullable(),
+  }),
   promptHash: z.string(),
   /** Only on a header written as v1: what it held inline, for the replay check of old logs. */
-  legacy: z.strictObject({ system: z.string().nullable(), tools: z.array(toolSchema), context: z.array(z.string()) }).optional(),
+  legacy: z
+    .strictObject({ system: z.string().nullable(), tools: z.array(toolSchema), context: z.array(z.string()) })
+    .optional(),
 });
 
 /** Data schemas of the events the step/turn loop emits (src/core/events.ts). */
 export const loopEventSchemas = {
-  'turn/start': z.strictObject({ agent: z.strictObject({ name: z.string(), version: z.string() }), model: modelRef, resumed: z.boolean() }),
+  'turn/start': z.strictObject({
+    agent: z.strictObject({ name: z.string(), version: z.string() }),
+    model: modelRef,
+    resumed: z.boolean(),
+  }),
   'user/message': z.strictObject({ message: userMessage, via: z.enum(['input', 'steer']) }),
   'config/change': z.strictObject({
     model: modelRef.optional(),
@@ -109,7 +169,12 @@ export const loopEventSchemas = {
   }),
   'step/start': z.strictObject({}),
   'request/header': requestHeaderV2,
-  'model/retry': z.strictObject({ attempt: z.number().int(), delayMs: z.number().nonnegative(), error: modelErrorInfo, abandonedMessageId: z.string() }),
+  'model/retry': z.strictObject({
+    attempt: z.number().int(),
+    delayMs: z.number().nonnegative(),
+    error: modelErrorInfo,
+    abandonedMessageId: z.string(),
+  }),
   'model/error': z.strictObject({ attempt: z.number().int(), error: modelErrorInfo, willCompact: z.boolean() }),
   'compaction/failed': z.strictObject({ reason: z.enum(['threshold', 'overflow']), error: z.string() }),
   'assistant/message': z.strictObject({
@@ -121,14 +186,28 @@ export const loopEventSchemas = {
     responseModelId: z.string().optional(),
     timing: z.strictObject({ startedAt: z.number(), firstChunkMs: z.number().optional(), durationMs: z.number() }),
   }),
-  'tool/call': z.strictObject({ toolCallId: z.string(), toolName: z.string(), input: json, idempotencyKey: z.string(), assistantMessageId: z.string() }),
+  'tool/call': z.strictObject({
+    toolCallId: z.string(),
+    toolName: z.string(),
+    input: json,
+    idempotencyKey: z.string(),
+    assistantMessageId: z.string(),
+  }),
   'tool/approval': toolApproval,
   'tool/unknown-outcome': z.strictObject({
     toolCallId: z.string(),
     toolName: z.string(),
     idempotencyKey: z.string(),
     startedAt: z.number().optional(),
-    resolution: z.enum(['checked_done', 'checked_not_done', 'asked_human', 'retried', 'not_retried', 'told_model', 'failed']),
+    resolution: z.enum([
+      'checked_done',
+      'checked_not_done',
+      'asked_human',
+      'retried',
+      'not_retried',
+      'told_model',
+      'failed',
+    ]),
     reason: z.string().optional(),
   }),
   'tool/decision': z.strictObject({
@@ -141,7 +220,13 @@ export const loopEventSchemas = {
   }),
   'user/question': pendingCall,
   'user/answer': z.strictObject({ toolCallId: z.string(), answer: json, by: decidedBy }),
-  'tool/result': z.strictObject({ toolCallId: z.string(), toolName: z.string(), output: toolOutput, toolMessageId: z.string(), durationMs: z.number().nonnegative() }),
+  'tool/result': z.strictObject({
+    toolCallId: z.string(),
+    toolName: z.string(),
+    output: toolOutput,
+    toolMessageId: z.string(),
+    durationMs: z.number().nonnegative(),
+  }),
   'step/end': z.strictObject({ reason: z.enum(['tool-calls', 'final', 'interrupted', 'cancelled', 'failed']), usage }),
   'turn/end': z.strictObject({
     reason: z.enum(['completed', 'cancelled', 'failed', 'max_steps', 'budget_exceeded', 'suspended', 'paused']),
@@ -153,7 +238,19 @@ export const loopEventSchemas = {
   }),
 } as const;
 
-const runStatus = z.enum(['queued', 'running', 'waiting_approval', 'waiting_for_user', 'paused', 'completed', 'failed', 'cancelled', 'timed_out', 'sleeping', 'waiting_for_signal']);
+const runStatus = z.enum([
+  'queued',
+  'running',
+  'waiting_approval',
+  'waiting_for_user',
+  'paused',
+  'completed',
+  'failed',
+  'cancelled',
+  'timed_out',
+  'sleeping',
+  'waiting_for_signal',
+]);
 
 /** Data schemas of the run lifecycle events (written by the runs layer, with the run's id). */
 export const runEventSchemas = {
@@ -186,7 +283,12 @@ export const runEventSchemas = {
   }),
   /** The tools a run got from its MCP servers at its first start, used for its whole life (src/mcp/record.ts, ADR-0019). */
   'mcp/tools': z.strictObject({
-    servers: z.array(z.looseObject({ name: z.string(), tools: z.array(z.looseObject({ name: z.string(), remoteName: z.string(), inputSchema: json })) })),
+    servers: z.array(
+      z.looseObject({
+        name: z.string(),
+        tools: z.array(z.looseObject({ name: z.string(), remoteName: z.string(), inputSchema: json })),
+      }),
+    ),
     skipped: z.array(z.strictObject({ server: z.string(), reason: z.string() })),
   }),
   /** A schedule fired into this session (runs/schedules.ts): the tick and the run it created, in the fire's transaction. */
@@ -201,7 +303,10 @@ export const sessionEventSchemas = {
     agent: z.string().nullable(),
     origin: z.strictObject({ sessionId: z.string(), entryId: z.string() }).nullable(),
   }),
-  'session/updated': z.strictObject({ title: z.string().nullable().optional(), metadata: z.record(z.string(), json).optional() }),
+  'session/updated': z.strictObject({
+    title: z.string().nullable().optional(),
+    metadata: z.record(z.string(), json).optional(),
+  }),
   'session/archived': z.strictObject({}),
   'leaf/move': z.strictObject({ entryId: z.string().nullable(), reason: z.enum(['switch', 'fork']) }),
   'branch/summary': z.strictObject({

@@ -1,8 +1,34 @@
 import type { LanguageModelV4 } from '@ai-sdk/provider';
-import { newId, startTurn, userMessage, type AgentDefinition, type TurnHandle, type TurnHooks, type TurnOptions, type UserInput } from '../core/index.ts';
+import {
+  newId,
+  startTurn,
+  userMessage,
+  type AgentDefinition,
+  type TurnHandle,
+  type TurnHooks,
+  type TurnOptions,
+  type UserInput,
+} from '../core/index.ts';
 import type { Message, Pricing } from '../model/index.ts';
-import { refuseNul, RunBusyError, StoreError, type JsonObject, type SessionPage, type SessionRecord, type Store, type StoreOps } from '../store/index.ts';
-import { compactSession, compactionHook, estimateTokens, summarize, type CompactionSettings, type CompactOptions, type CompactResult } from './compaction.ts';
+import {
+  refuseNul,
+  RunBusyError,
+  StoreError,
+  type JsonObject,
+  type SessionPage,
+  type SessionRecord,
+  type Store,
+  type StoreOps,
+} from '../store/index.ts';
+import {
+  compactSession,
+  compactionHook,
+  estimateTokens,
+  summarize,
+  type CompactionSettings,
+  type CompactOptions,
+  type CompactResult,
+} from './compaction.ts';
 import type { EventRegistry, SessionEvent } from './event-types.ts';
 import { SessionLog, type LiveListener, type NewEvent } from './log.ts';
 import {
@@ -88,8 +114,14 @@ export class Sessions {
       within?: (tx: StoreOps, session: SessionRecord) => Promise<void>;
     } = {},
   ): Promise<SessionRecord> {
-    if (options.id !== undefined && !(typeof options.id === 'string' && options.id.length >= 1 && options.id.length <= MAX_SESSION_ID)) {
-      throw new StoreError('validation', `id: a string of 1 to ${MAX_SESSION_ID} characters is required, not ${JSON.stringify(options.id)?.slice(0, 40)}`);
+    if (
+      options.id !== undefined &&
+      !(typeof options.id === 'string' && options.id.length >= 1 && options.id.length <= MAX_SESSION_ID)
+    ) {
+      throw new StoreError(
+        'validation',
+        `id: a string of 1 to ${MAX_SESSION_ID} characters is required, not ${JSON.stringify(options.id)?.slice(0, 40)}`,
+      );
     }
     // Text the store keeps as text (its content, metadata, is JSON and may hold anything).
     refuseNul('id', options.id);
@@ -99,10 +131,29 @@ export class Sessions {
     const id = options.id ?? newId();
     const createdAt = Date.now();
     const created = await this.log.transaction(async (tx) => {
-      await tx.createSession({ id, tenant: options.tenant ?? 'default', createdAt, title: options.title ?? null, metadata: options.metadata ?? {}, agent: options.agent ?? null, origin: options.origin ?? null });
+      await tx.createSession({
+        id,
+        tenant: options.tenant ?? 'default',
+        createdAt,
+        title: options.title ?? null,
+        metadata: options.metadata ?? {},
+        agent: options.agent ?? null,
+        origin: options.origin ?? null,
+      });
       const events = await this.log.append(
         id,
-        [{ type: 'session/created', time: createdAt, data: { title: options.title ?? null, metadata: (options.metadata ?? {}) as Record<string, never>, agent: options.agent ?? null, origin: options.origin ?? null } }],
+        [
+          {
+            type: 'session/created',
+            time: createdAt,
+            data: {
+              title: options.title ?? null,
+              metadata: (options.metadata ?? {}) as Record<string, never>,
+              agent: options.agent ?? null,
+              origin: options.origin ?? null,
+            },
+          },
+        ],
         { tx },
       );
       const session = (await tx.getSession(id))!;
@@ -129,7 +180,11 @@ export class Sessions {
     refuseNul('title', patch.title);
     await this.log.transaction(async (tx) => {
       await tx.updateSession(id, patch);
-      return this.log.append(id, [{ type: 'session/updated', data: patch as { title?: string | null; metadata?: Record<string, never> } }], { tx });
+      return this.log.append(
+        id,
+        [{ type: 'session/updated', data: patch as { title?: string | null; metadata?: Record<string, never> } }],
+        { tx },
+      );
     });
     return this.get(id);
   }
@@ -154,7 +209,11 @@ export class Sessions {
     return this.get(id);
   }
 
-  append(sessionId: string, events: readonly NewEvent[], options?: { expectLastSeq?: number }): Promise<SessionEvent[]> {
+  append(
+    sessionId: string,
+    events: readonly NewEvent[],
+    options?: { expectLastSeq?: number },
+  ): Promise<SessionEvent[]> {
     return this.log.append(sessionId, events, options);
   }
 
@@ -189,7 +248,14 @@ export class Sessions {
         messages = messages.slice(cut);
       }
     }
-    return { messages, tokens: estimateTokens(messages), lastInputTokens: read.state.lastInputTokens, omitted, asOfSeq: read.asOfSeq, leafId: read.leafId };
+    return {
+      messages,
+      tokens: estimateTokens(messages),
+      lastInputTokens: read.state.lastInputTokens,
+      omitted,
+      asOfSeq: read.asOfSeq,
+      leafId: read.leafId,
+    };
   }
 
   /** Stored content by hash (a request header's system prompt and tool schemas), parsed; missing hashes are absent. */
@@ -241,7 +307,11 @@ export class Sessions {
    * running turn continues the path it started on, and its later entries must not land elsewhere.
    * The check and the move are one transaction.
    */
-  private async moveLeaf(sessionId: string, events: readonly NewEvent[], options: { expectLastSeq?: number } = {}): Promise<SessionEvent[]> {
+  private async moveLeaf(
+    sessionId: string,
+    events: readonly NewEvent[],
+    options: { expectLastSeq?: number } = {},
+  ): Promise<SessionEvent[]> {
     return this.log.transaction(async (tx) => {
       const active = await tx.activeRun(sessionId);
       if (active) throw new RunBusyError(sessionId, active.id);
@@ -275,10 +345,25 @@ export class Sessions {
       const abandoned = await this.abandonedPath(sessionId, session.leafId, entryId);
       let summary: Extract<NewEvent, { type: 'branch/summary' }>['data'];
       if (typeof options.summary === 'string') {
-        summary = { summary: options.summary, abandonedLeafId: session.leafId, model: null, usage: { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 }, cost: 0 };
+        summary = {
+          summary: options.summary,
+          abandonedLeafId: session.leafId,
+          model: null,
+          usage: { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 },
+          cost: 0,
+        };
       } else {
-        const s = await summarize(null, abandoned, { model: options.summary.model, ...(options.summary.pricing ? { pricing: options.summary.pricing } : {}) });
-        summary = { summary: s.text, abandonedLeafId: session.leafId, model: { provider: options.summary.model.provider, modelId: options.summary.model.modelId }, usage: s.result.usage, cost: s.cost };
+        const s = await summarize(null, abandoned, {
+          model: options.summary.model,
+          ...(options.summary.pricing ? { pricing: options.summary.pricing } : {}),
+        });
+        summary = {
+          summary: s.text,
+          abandonedLeafId: session.leafId,
+          model: { provider: options.summary.model.provider, modelId: options.summary.model.modelId },
+          usage: s.result.usage,
+          cost: s.cost,
+        };
       }
       events.push({ type: 'branch/summary', parentId: entryId, data: summary });
     }
@@ -295,7 +380,12 @@ export class Sessions {
     return state.messages;
   }
 
-  private async forkToSession(sourceId: string, at: SessionEvent, title?: string, within?: (tx: StoreOps, sessionId: string) => Promise<void>): Promise<{ sessionId: string; leafId: string }> {
+  private async forkToSession(
+    sourceId: string,
+    at: SessionEvent,
+    title?: string,
+    within?: (tx: StoreOps, sessionId: string) => Promise<void>,
+  ): Promise<{ sessionId: string; leafId: string }> {
     const source = await this.get(sourceId);
     const path = await pathEntries(this.log, sourceId, at.id, false);
     const id = newId();
@@ -322,8 +412,27 @@ export class Sessions {
     const origin = { sessionId: sourceId, entryId: at.id };
     const newTitle = title ?? (source.title ? `${source.title} (fork)` : null);
     await this.log.transaction(async (tx) => {
-      await tx.createSession({ id, tenant: source.tenant, createdAt, title: newTitle, metadata: source.metadata, agent: source.agent, origin });
-      const appended = await this.log.append(id, [{ type: 'session/created', time: createdAt, data: { title: newTitle, metadata: source.metadata as Record<string, never>, agent: source.agent, origin } }, ...copies], { tx });
+      await tx.createSession({
+        id,
+        tenant: source.tenant,
+        createdAt,
+        title: newTitle,
+        metadata: source.metadata,
+        agent: source.agent,
+        origin,
+      });
+      const appended = await this.log.append(
+        id,
+        [
+          {
+            type: 'session/created',
+            time: createdAt,
+            data: { title: newTitle, metadata: source.metadata as Record<string, never>, agent: source.agent, origin },
+          },
+          ...copies,
+        ],
+        { tx },
+      );
       await within?.(tx, id);
       return appended;
     });
@@ -339,7 +448,10 @@ export class Sessions {
    * Imports an export: every line is validated first; any problem refuses it all (ImportError).
    * Under new ids unless `ids: 'keep'` (see ImportOptions).
    */
-  import(input: string | Iterable<string> | AsyncIterable<string | Uint8Array>, options?: ImportOptions): Promise<SessionRecord> {
+  import(
+    input: string | Iterable<string> | AsyncIterable<string | Uint8Array>,
+    options?: ImportOptions,
+  ): Promise<SessionRecord> {
     return importSession(this.log, input, options);
   }
 
@@ -359,7 +471,10 @@ export class Sessions {
    */
   async startTurn(sessionId: string, agent: AgentDefinition, options: SessionTurnOptions = {}): Promise<TurnHandle> {
     // The input is checked as a message before the turn starts: the turn logs the checked parts.
-    const input = options.input !== undefined ? checkedUserMessage(this.log.registry, userMessage(options.input)).content : undefined;
+    const input =
+      options.input !== undefined
+        ? checkedUserMessage(this.log.registry, userMessage(options.input)).content
+        : undefined;
     const [ctx, session] = await Promise.all([this.context(sessionId), this.get(sessionId)]);
     const { compaction, runId, hooks, ...rest } = options;
     const allHooks: TurnHooks[] = hooks === undefined ? [] : Array.isArray(hooks) ? [...hooks] : [hooks as TurnHooks];

@@ -5,7 +5,11 @@ import type { NewEvent, SessionLog } from './log.ts';
 /** A loop event as a session log event (of a run, when `runId` is given). */
 export function toNewEvent(e: TurnEvent, runId?: string): NewEvent {
   // Assigned in key order, without spreads of conditional objects (several events per step).
-  const out = { type: e.type, data: e.data, time: e.time, turn: e.turn } as NewEvent & { step?: number; runId?: string; blobs?: TurnEvent['blobs'] };
+  const out = { type: e.type, data: e.data, time: e.time, turn: e.turn } as NewEvent & {
+    step?: number;
+    runId?: string;
+    blobs?: TurnEvent['blobs'];
+  };
   if (e.step !== undefined) out.step = e.step;
   if (runId !== undefined) out.runId = runId;
   if (e.blobs) out.blobs = e.blobs;

@@ -57,11 +57,21 @@ export async function* exportSession(log: SessionLog, sessionId: string): AsyncG
   const header: z.infer<typeof headerLine> = {
     kind: EXPORT_FORMAT,
     version: EXPORT_VERSION,
-    session: { id: s.id, createdAt: s.createdAt, title: s.title, metadata: s.metadata, agent: s.agent, origin: s.origin, archivedAt: s.archivedAt, lastSeq: s.lastSeq, leafId: s.leafId },
+    session: {
+      id: s.id,
+      createdAt: s.createdAt,
+      title: s.title,
+      metadata: s.metadata,
+      agent: s.agent,
+      origin: s.origin,
+      archivedAt: s.archivedAt,
+      lastSeq: s.lastSeq,
+      leafId: s.leafId,
+    },
   };
   yield JSON.stringify(header);
   const written = new Set<string>();
-  for (let after = 0; after < s.lastSeq; ) {
+  for (let after = 0; after < s.lastSeq;) {
     const page = await log.store.readEvents(sessionId, { afterSeq: after, untilSeq: s.lastSeq, limit: 1000 });
     if (page.length === 0) break;
     const wanted = [...new Set(page.flatMap((e) => contentRefsOf(e.type, e.v, e.data)))].filter((h) => !written.has(h));
@@ -70,7 +80,8 @@ export async function* exportSession(log: SessionLog, sessionId: string): AsyncG
       for (const h of contentRefsOf(e.type, e.v, e.data)) {
         if (written.has(h)) continue;
         const data = blobs.get(h);
-        if (data === undefined) throw new StoreError('missing_blob', `event #${e.seq} refers to blob ${h}, which is not stored`);
+        if (data === undefined)
+          throw new StoreError('missing_blob', `event #${e.seq} refers to blob ${h}, which is not stored`);
         written.add(h);
         yield JSON.stringify({ kind: 'blob', hash: h, data });
       }
@@ -90,8 +101,13 @@ export class ImportError extends Error {
   readonly code = 'invalid_import';
   readonly problems: ImportProblem[];
   constructor(problems: ImportProblem[]) {
-    const shown = problems.slice(0, 10).map((p) => `  line ${p.line}: ${p.message}`).join('\n');
-    super(`import refused, nothing was written (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${shown}${problems.length > 10 ? '\n  …' : ''}`);
+    const shown = problems
+      .slice(0, 10)
+      .map((p) => `  line ${p.line}: ${p.message}`)
+      .join('\n');
+    super(
+      `import refused, nothing was written (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${shown}${problems.length > 10 ? '\n  …' : ''}`,
+    );
     this.name = 'ImportError';
     this.problems = problems;
   }
@@ -203,16 +219,21 @@ export async function importSession(
     }
     const p = eventLine.safeParse(value);
     if (!p.success) {
-      problem(lineNo, kind === 'event' ? `bad event line: ${z.prettifyError(p.error)}` : `unknown line kind ${JSON.stringify(kind)}`);
+      problem(
+        lineNo,
+        kind === 'event' ? `bad event line: ${z.prettifyError(p.error)}` : `unknown line kind ${JSON.stringify(kind)}`,
+      );
       prevSeq = undefined;
       continue;
     }
     const e = p.data;
-    if (prevSeq !== undefined && e.seq !== prevSeq + 1) problem(lineNo, `seq ${e.seq} where ${prevSeq + 1} was expected (seqs must be 1, 2, 3, … with no gap)`);
+    if (prevSeq !== undefined && e.seq !== prevSeq + 1)
+      problem(lineNo, `seq ${e.seq} where ${prevSeq + 1} was expected (seqs must be 1, 2, 3, … with no gap)`);
     prevSeq = e.seq;
     if (ids.has(e.id)) problem(lineNo, `duplicate event id ${e.id}`);
     ids.add(e.id);
-    if (e.parentId !== undefined && !entries.has(e.parentId)) problem(lineNo, `parent ${e.parentId} is not an earlier entry of this session`);
+    if (e.parentId !== undefined && !entries.has(e.parentId))
+      problem(lineNo, `parent ${e.parentId} is not an earlier entry of this session`);
     if (e.parentId !== undefined && !e.entry) problem(lineNo, 'only conversation entries have a parent');
 
     let leafTo: string | null | undefined;
@@ -220,13 +241,23 @@ export async function importSession(
     try {
       const missing = contentRefsOf(e.type, e.v, e.data).filter((h) => !blobs.has(h) && !refused.has(h));
       if (missing.length > 0) throw new Error(`refers to blob ${missing[0]}, which no earlier line provides`);
-      const decoded = usesRefused ? undefined : log.registry.upcast({ type: e.type, v: e.v, seq: e.seq, ignorable: e.ignorable, data: inflateBlobs(e.data, blobs) });
+      const decoded = usesRefused
+        ? undefined
+        : log.registry.upcast({
+            type: e.type,
+            v: e.v,
+            seq: e.seq,
+            ignorable: e.ignorable,
+            data: inflateBlobs(e.data, blobs),
+          });
       const def = log.registry.get(e.type);
       if (decoded && def) {
-        if (def.entry !== e.entry) throw new Error(`a ${e.type} event ${def.entry ? 'is' : 'is not'} a conversation entry`);
+        if (def.entry !== e.entry)
+          throw new Error(`a ${e.type} event ${def.entry ? 'is' : 'is not'} a conversation entry`);
         if (def.leafOf) {
           leafTo = (def.leafOf as (d: unknown) => string | null)(decoded.data);
-          if (leafTo !== null && !entries.has(leafTo)) throw new Error(`moves the leaf to ${leafTo}, which is not an earlier entry`);
+          if (leafTo !== null && !entries.has(leafTo))
+            throw new Error(`moves the leaf to ${leafTo}, which is not an earlier entry`);
         }
       }
     } catch (err) {
@@ -257,8 +288,10 @@ export async function importSession(
 
   if (!header && problems.length === 0) problem(1, 'the input is empty');
   if (header) {
-    if (header.session.lastSeq !== drafts.length) problem(lineNo, `the header says ${header.session.lastSeq} events, the file has ${drafts.length}`);
-    if (header.session.leafId !== leaf) problem(lineNo, `the header's leaf ${header.session.leafId} is not where the events leave it (${leaf})`);
+    if (header.session.lastSeq !== drafts.length)
+      problem(lineNo, `the header says ${header.session.lastSeq} events, the file has ${drafts.length}`);
+    if (header.session.leafId !== leaf)
+      problem(lineNo, `the header's leaf ${header.session.leafId} is not where the events leave it (${leaf})`);
   }
   if (problems.length > 0) throw new ImportError(problems);
   const h = header!.session;
@@ -268,9 +301,21 @@ export async function importSession(
   const sessionId = keep ? h.id : newId();
   const origin = keep ? h.origin : { sessionId: h.id, entryId: h.leafId ?? drafts.at(-1)?.id ?? h.id };
   return log.transaction(async (tx) => {
-    if (await tx.getSession(sessionId)) throw new StoreError('conflict', `session ${sessionId} already exists: import it under new ids instead of keeping them`);
+    if (await tx.getSession(sessionId))
+      throw new StoreError(
+        'conflict',
+        `session ${sessionId} already exists: import it under new ids instead of keeping them`,
+      );
     // The tenant is where it is imported, not where it was exported from.
-    await tx.createSession({ id: sessionId, tenant: options.tenant ?? 'default', createdAt: h.createdAt, title: h.title, metadata: h.metadata, agent: h.agent, origin });
+    await tx.createSession({
+      id: sessionId,
+      tenant: options.tenant ?? 'default',
+      createdAt: h.createdAt,
+      title: h.title,
+      metadata: h.metadata,
+      agent: h.agent,
+      origin,
+    });
     if (h.archivedAt !== null) await tx.updateSession(sessionId, { archivedAt: h.archivedAt });
     await tx.putBlobs([...blobs].map(([hash, data]) => ({ hash, data })));
     for (let i = 0; i < drafts.length; i += 1000) await tx.append(sessionId, drafts.slice(i, i + 1000));

@@ -10,7 +10,12 @@ import { InvalidEventError, type EventRegistry, type SessionEventDataMap } from 
  * such messages.
  */
 export function checkedUserMessage(registry: EventRegistry, message: UserMessage): UserMessage {
-  const checked = (registry.validate('user/message', { message, via: 'input' }).data as SessionEventDataMap['user/message']).message;
+  const checked = (
+    registry.validate('user/message', { message, via: 'input' }).data as SessionEventDataMap['user/message']
+  ).message;
   if (checked.content.some((p) => p.type === 'file' || p.text.trim().length > 0)) return checked;
-  throw new InvalidEventError('user/message', 'message: the message says nothing (no file, and no text that is not blank)');
+  throw new InvalidEventError(
+    'user/message',
+    'message: the message says nothing (no file, and no text that is not blank)',
+  );
 }

@@ -55,7 +55,11 @@ export interface LimitStoreOps {
   /** Withdraws a waiter's place (it stopped waiting). */
   leaveLimitQueue(key: string, waiter: string): Promise<void>;
   /** What the key's state is now (tests, the inspector). */
-  limitState(key: string, now: number, windowMs?: number): Promise<{ pausedUntil: number; slots: number; requests: number; tokens: number; waiters: number }>;
+  limitState(
+    key: string,
+    now: number,
+    windowMs?: number,
+  ): Promise<{ pausedUntil: number; slots: number; requests: number; tokens: number; waiters: number }>;
 }
 
 /** SQLite migration 13 and PostgreSQL migration 8. */
@@ -97,13 +101,25 @@ export function limitsDdl(int: 'INTEGER' | 'BIGINT'): string {
  */
 export function decideLimit(
   a: LimitAcquire,
-  s: { pausedUntil: number; ahead: boolean; slots: number; oldestSlotExpiry: number | null; requests: number; tokens: number; usage: () => Array<{ at: number; tokens: number }> },
+  s: {
+    pausedUntil: number;
+    ahead: boolean;
+    slots: number;
+    oldestSlotExpiry: number | null;
+    requests: number;
+    tokens: number;
+    usage: () => Array<{ at: number; tokens: number }>;
+  },
 ): LimitGrant {
   const poll = a.now + 50;
   if (s.pausedUntil > a.now) return { granted: false, reason: 'paused', retryAt: s.pausedUntil };
   if (s.ahead) return { granted: false, reason: 'queued', retryAt: poll };
   if (a.concurrency !== undefined && s.slots >= a.concurrency) {
-    return { granted: false, reason: 'concurrency', retryAt: Math.max(poll, Math.min(s.oldestSlotExpiry ?? poll, a.now + 1000)) };
+    return {
+      granted: false,
+      reason: 'concurrency',
+      retryAt: Math.max(poll, Math.min(s.oldestSlotExpiry ?? poll, a.now + 1000)),
+    };
   }
   const rpm = a.requestsPerWindow;
   const tpm = a.tokensPerWindow;

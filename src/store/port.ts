@@ -129,7 +129,19 @@ export type RunStatus =
   | 'sleeping'
   /** Waiting for a named signal from outside (ADR-0015): no worker holds it. */
   | 'waiting_for_signal';
-export const RUN_STATUSES: readonly RunStatus[] = ['queued', 'running', 'waiting_approval', 'waiting_for_user', 'paused', 'completed', 'failed', 'cancelled', 'timed_out', 'sleeping', 'waiting_for_signal'];
+export const RUN_STATUSES: readonly RunStatus[] = [
+  'queued',
+  'running',
+  'waiting_approval',
+  'waiting_for_user',
+  'paused',
+  'completed',
+  'failed',
+  'cancelled',
+  'timed_out',
+  'sleeping',
+  'waiting_for_signal',
+];
 export const TERMINAL_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'cancelled', 'timed_out'];
 export const isTerminal = (s: RunStatus): boolean => TERMINAL_STATUSES.includes(s);
 /**
@@ -196,7 +208,24 @@ export interface NewRun {
   queuedBehind?: boolean;
 }
 
-export type RunPatch = Partial<Pick<RunRecord, 'status' | 'startedAt' | 'endedAt' | 'usage' | 'cost' | 'error' | 'waiting' | 'cancelRequested' | 'pauseRequested' | 'deadlineAt' | 'turn' | 'attempt' | 'agentSpec'>> & {
+export type RunPatch = Partial<
+  Pick<
+    RunRecord,
+    | 'status'
+    | 'startedAt'
+    | 'endedAt'
+    | 'usage'
+    | 'cost'
+    | 'error'
+    | 'waiting'
+    | 'cancelRequested'
+    | 'pauseRequested'
+    | 'deadlineAt'
+    | 'turn'
+    | 'attempt'
+    | 'agentSpec'
+  >
+> & {
   /** Only `false`: the run comes up as the session's current run. */
   queuedBehind?: false;
   lease?: null;
@@ -345,7 +374,10 @@ export interface StoreOps extends WebhookStoreOps, WaitStoreOps, LimitStoreOps {
   createSession(s: NewSession): Promise<SessionRecord>;
   getSession(id: string): Promise<SessionRecord | undefined>;
   listSessions(page: SessionPage): Promise<SessionRecord[]>;
-  updateSession(id: string, patch: { title?: string | null; metadata?: JsonObject; archivedAt?: number | null }): Promise<void>;
+  updateSession(
+    id: string,
+    patch: { title?: string | null; metadata?: JsonObject; archivedAt?: number | null },
+  ): Promise<void>;
 
   /**
    * Appends atomically: allocates the next seqs, threads entries under the current leaf and moves
@@ -417,7 +449,13 @@ export interface StoreOps extends WebhookStoreOps, WaitStoreOps, LimitStoreOps {
    * `firstStart`: the run was never claimed before (its attempt was 0), so nothing of its turn
    * and no checkpoint of it can be stored yet.
    */
-  claimRun(owner: string, leaseMs: number, now: number, policy: ClaimPolicy, options?: { runId?: string }): Promise<{ run: RunRecord; previous: RunStatus; firstStart: boolean } | undefined>;
+  claimRun(
+    owner: string,
+    leaseMs: number,
+    now: number,
+    policy: ClaimPolicy,
+    options?: { runId?: string },
+  ): Promise<{ run: RunRecord; previous: RunStatus; firstStart: boolean } | undefined>;
   /** Extends the lease; false when the run is no longer this owner's (token moved on). */
   renewLease(id: string, owner: string, fencingToken: number, expiresAt: number): Promise<boolean>;
 
@@ -501,7 +539,9 @@ export interface ScheduleRecord {
   updatedAt: number;
 }
 
-export type SchedulePatch = Partial<Pick<ScheduleRecord, 'pausedAt' | 'pausedReason' | 'nextFireAt' | 'lastTick' | 'lastRunId' | 'updatedAt'>>;
+export type SchedulePatch = Partial<
+  Pick<ScheduleRecord, 'pausedAt' | 'pausedReason' | 'nextFireAt' | 'lastTick' | 'lastRunId' | 'updatedAt'>
+>;
 
 export interface ScheduleQuery {
   tenant?: string;
@@ -533,7 +573,9 @@ export interface AppendOptions {
  * knows of already; a backend that cannot tell leaves it out); or a message another node broadcast
  * about the session (see `Store.broadcast`).
  */
-export type StoreChange = { sessionId: string; lastSeq: number; own?: true; message?: undefined } | { sessionId: string; message: JsonObject; lastSeq?: undefined; own?: undefined };
+export type StoreChange =
+  | { sessionId: string; lastSeq: number; own?: true; message?: undefined }
+  | { sessionId: string; message: JsonObject; lastSeq?: undefined; own?: undefined };
 
 export interface Store extends StoreOps {
   readonly kind: string;
@@ -628,7 +670,10 @@ export class RunConflictError extends StoreError {
 
 export class FencedError extends StoreError {
   constructor(runId: string, token: number, current: number | undefined) {
-    super('fenced', `run ${runId}: fencing token ${token} is stale (now ${current ?? 'none'}): this worker no longer holds the run`);
+    super(
+      'fenced',
+      `run ${runId}: fencing token ${token} is stale (now ${current ?? 'none'}): this worker no longer holds the run`,
+    );
     this.name = 'FencedError';
   }
 }

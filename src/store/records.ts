@@ -19,14 +19,17 @@ export function storedEvent(d: EventDraft, sessionId: string, seq: number, paren
 }
 
 /** What an erased session consumed, from its runs' rows (usage as JSON text): kept for billing. */
-export function erasedTotals(runs: Iterable<{ usage: string; cost: number }>): NonNullable<SessionRecord['erasedTotals']> {
+export function erasedTotals(
+  runs: Iterable<{ usage: string; cost: number }>,
+): NonNullable<SessionRecord['erasedTotals']> {
   const usage: Record<string, number> = {};
   let cost = 0;
   let n = 0;
   for (const r of runs) {
     n++;
     cost += r.cost;
-    for (const [k, v] of Object.entries(JSON.parse(r.usage) as Record<string, unknown>)) if (typeof v === 'number') usage[k] = (usage[k] ?? 0) + v;
+    for (const [k, v] of Object.entries(JSON.parse(r.usage) as Record<string, unknown>))
+      if (typeof v === 'number') usage[k] = (usage[k] ?? 0) + v;
   }
   return { runs: n, usage, cost };
 }

@@ -65,11 +65,34 @@ export type RunRow = {
   options: string;
 };
 
-export type KeyRow = { id: string; tenant: string; name: string | null; hash: string; prefix: string; rate_per_minute: number | null; created_at: number; revoked_at: number | null };
+export type KeyRow = {
+  id: string;
+  tenant: string;
+  name: string | null;
+  hash: string;
+  prefix: string;
+  rate_per_minute: number | null;
+  created_at: number;
+  revoked_at: number | null;
+};
 
-export type IdempotencyRow = { tenant: string; key: string; fingerprint: string; status: number; body: string; created_at: number };
+export type IdempotencyRow = {
+  tenant: string;
+  key: string;
+  fingerprint: string;
+  status: number;
+  body: string;
+  created_at: number;
+};
 
-export type InputRow = { id: string; session_id: string; kind: 'steer' | 'message'; run_id: string | null; payload: string; created_at: number };
+export type InputRow = {
+  id: string;
+  session_id: string;
+  kind: 'steer' | 'message';
+  run_id: string | null;
+  payload: string;
+  created_at: number;
+};
 
 export type CheckpointRow = { step: number; seq: number; state: string };
 
@@ -101,7 +124,10 @@ export function toRun(r: RunRow): RunRecord {
     cost: r.cost,
     error: json<JsonObject>(r.error),
     waiting: json<JsonObject>(r.waiting),
-    lease: r.lease_owner !== null && r.lease_expires_at !== null ? { owner: r.lease_owner, expiresAt: r.lease_expires_at } : null,
+    lease:
+      r.lease_owner !== null && r.lease_expires_at !== null
+        ? { owner: r.lease_owner, expiresAt: r.lease_expires_at }
+        : null,
     fencingToken: r.fencing_token,
     cancelRequested: flag(r.cancel_requested),
     pauseRequested: flag(r.pause_requested),
@@ -171,7 +197,8 @@ export function toSession(r: SessionRow): SessionRecord {
     lastSeq: r.last_seq,
     lastTurn: r.last_turn,
     leafId: r.leaf_id,
-    origin: r.origin_session_id && r.origin_entry_id ? { sessionId: r.origin_session_id, entryId: r.origin_entry_id } : null,
+    origin:
+      r.origin_session_id && r.origin_entry_id ? { sessionId: r.origin_session_id, entryId: r.origin_entry_id } : null,
     archivedAt: r.archived_at,
     erasedAt: r.erased_at,
     erasedTotals: r.erased_totals === null ? null : (JSON.parse(r.erased_totals) as SessionRecord['erasedTotals']),
@@ -186,9 +213,16 @@ export function toSession(r: SessionRow): SessionRecord {
 export function usageGroupSql(groupBy: readonly UsageDimension[]): { dimensions: UsageDimension[]; sql: string } {
   const dimensions = [...new Set(groupBy)];
   const bad = dimensions.find((d) => !USAGE_DIMENSIONS.includes(d));
-  if (bad !== undefined) throw new StoreError('invalid_query', `usage cannot be grouped by ${JSON.stringify(bad)} (only ${USAGE_DIMENSIONS.join(', ')})`);
-  if (dimensions.includes('day') && dimensions.includes('hour')) throw new StoreError('invalid_query', 'usage is grouped by day or by hour, not both');
-  const keys = dimensions.map((d) => (d === 'day' || d === 'hour' ? `ended_at - ended_at % ${d === 'day' ? 86_400_000 : 3_600_000}` : d));
+  if (bad !== undefined)
+    throw new StoreError(
+      'invalid_query',
+      `usage cannot be grouped by ${JSON.stringify(bad)} (only ${USAGE_DIMENSIONS.join(', ')})`,
+    );
+  if (dimensions.includes('day') && dimensions.includes('hour'))
+    throw new StoreError('invalid_query', 'usage is grouped by day or by hour, not both');
+  const keys = dimensions.map((d) =>
+    d === 'day' || d === 'hour' ? `ended_at - ended_at % ${d === 'day' ? 86_400_000 : 3_600_000}` : d,
+  );
   const columns = dimensions.map((d, i) => `${keys[i]} AS ${d === 'day' || d === 'hour' ? 'bucket' : d}`);
   const sql = `SELECT ${[...columns, 'count(*) AS runs', 'sum(input_tokens) AS input_tokens', 'sum(output_tokens) AS output_tokens', 'sum(cached_tokens) AS cached_tokens', 'sum(reasoning_tokens) AS reasoning_tokens', 'sum(cost) AS cost'].join(', ')}
      FROM own${keys.length > 0 ? ` GROUP BY ${keys.join(', ')}` : ''}`;

@@ -112,7 +112,14 @@ export const toScheduleFire = (r: ScheduleFireRow): ScheduleFireRecord => ({
 export const PAUSED_FOR_ERASED_SESSION = 'its target session was erased';
 
 /** The columns a SchedulePatch sets, by field. */
-export const SCHEDULE_PATCH_COLUMNS = { pausedAt: 'paused_at', pausedReason: 'paused_reason', nextFireAt: 'next_fire_at', lastTick: 'last_tick', lastRunId: 'last_run_id', updatedAt: 'updated_at' } as const;
+export const SCHEDULE_PATCH_COLUMNS = {
+  pausedAt: 'paused_at',
+  pausedReason: 'paused_reason',
+  nextFireAt: 'next_fire_at',
+  lastTick: 'last_tick',
+  lastRunId: 'last_run_id',
+  updatedAt: 'updated_at',
+} as const;
 
 /** The DDL of both backends; `int` is the 64-bit integer type (INTEGER in SQLite, BIGINT in PostgreSQL). */
 export const schedulesDdl = (int: string): string => `

@@ -158,7 +158,14 @@ export interface WaitStoreOps {
   findCallback(tokenHash: string): Promise<CallbackRecord | undefined>;
 }
 
-export type SignalRow = { run_id: string; name: string; payload: string; source: string; received_at: number | string; consumed_at: number | string | null };
+export type SignalRow = {
+  run_id: string;
+  name: string;
+  payload: string;
+  source: string;
+  received_at: number | string;
+  consumed_at: number | string | null;
+};
 export type CallbackRow = { token_hash: string; run_id: string; name: string; created_at: number | string };
 
 export const toSignal = (r: SignalRow): SignalRecord => ({
@@ -170,4 +177,9 @@ export const toSignal = (r: SignalRow): SignalRecord => ({
   consumedAt: r.consumed_at === null ? null : Number(r.consumed_at),
 });
 
-export const toCallback = (r: CallbackRow): CallbackRecord => ({ tokenHash: r.token_hash, runId: r.run_id, name: r.name, createdAt: Number(r.created_at) });
+export const toCallback = (r: CallbackRow): CallbackRecord => ({
+  tokenHash: r.token_hash,
+  runId: r.run_id,
+  name: r.name,
+  createdAt: Number(r.created_at),
+});

@@ -73,7 +73,10 @@ export interface WebhookDelivery {
 export const DISABLED_SUBSCRIPTION_ERROR = 'subscription disabled';
 
 /** A delivery as the outbox writes it: pending, due at `nextAttemptAt`. */
-export type NewWebhookDelivery = Pick<WebhookDelivery, 'id' | 'webhookId' | 'tenant' | 'eventType' | 'eventId' | 'sessionId' | 'body' | 'createdAt' | 'retryUntil'> & { nextAttemptAt: number };
+export type NewWebhookDelivery = Pick<
+  WebhookDelivery,
+  'id' | 'webhookId' | 'tenant' | 'eventType' | 'eventId' | 'sessionId' | 'body' | 'createdAt' | 'retryUntil'
+> & { nextAttemptAt: number };
 
 export interface WebhookAttempt {
   deliveryId: string;
@@ -177,7 +180,12 @@ export interface WebhookStoreOps {
    * `perDestination` deliveries to one URL counting those the claimer has in flight (`busy`):
    * deliveries to a busy URL are passed over for others, however long they have been due.
    */
-  claimWebhookDeliveries(now: number, leaseMs: number, limit: number, destinations?: WebhookClaimDestinations): Promise<ClaimedWebhookDelivery[]>;
+  claimWebhookDeliveries(
+    now: number,
+    leaseMs: number,
+    limit: number,
+    destinations?: WebhookClaimDestinations,
+  ): Promise<ClaimedWebhookDelivery[]>;
   /**
    * Records an attempt and its outcome, if the delivery is still under `claim` (false otherwise:
    * another claim or a redelivery came meanwhile, and nothing is written).
@@ -286,7 +294,8 @@ export const toWebhookAttempt = (r: WebhookAttemptRow): WebhookAttempt => ({
 });
 
 /** A claimed delivery's row: the delivery's columns with its subscription's URL and secrets. */
-export type ClaimedRow = WebhookDeliveryRow & Pick<WebhookRow, 'url' | 'secret' | 'previous_secret' | 'previous_secret_expires_at'>;
+export type ClaimedRow = WebhookDeliveryRow &
+  Pick<WebhookRow, 'url' | 'secret' | 'previous_secret' | 'previous_secret_expires_at'>;
 
 export const toClaimed = (r: ClaimedRow): ClaimedWebhookDelivery => ({
   ...toWebhookDelivery(r),

@@ -1,4 +1,12 @@
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
+import {
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+} from '@opentelemetry/api';
 import type { TurnEvent } from '../core/index.ts';
 import type { AssistantMessage, JsonValue, Message, ToolOutput, Usage, UserMessage } from '../model/index.ts';
 import type { SessionEvent } from '../session/index.ts';
@@ -42,7 +50,7 @@ interface OpenToolCall {
   input: JsonValue;
 }
 
-const json = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v) ?? 'null');
+const json = (v: unknown): string => (typeof v === 'string' ? v : (JSON.stringify(v) ?? 'null'));
 
 /**
  * The spans of one execution of a run (a claim by a worker), derived from the events it commits:
@@ -87,7 +95,11 @@ export class RunSpans {
    */
   static start(run: RunRecord, o: RunSpansOptions, startTime: number = Date.now()): RunSpans | undefined {
     const parent = contextOf((run.options as { trace?: unknown }).trace, ROOT_CONTEXT) ?? ROOT_CONTEXT;
-    const span = keelTracer().startSpan(`invoke_agent ${run.agent.name}`, { kind: SpanKind.INTERNAL, startTime }, parent);
+    const span = keelTracer().startSpan(
+      `invoke_agent ${run.agent.name}`,
+      { kind: SpanKind.INTERNAL, startTime },
+      parent,
+    );
     if (!span.isRecording()) return undefined;
     const attrs = invokeAttributes(run, run.attempt);
     if (o.worker) attrs[Keel.worker] = o.worker;
@@ -116,28 +128,57 @@ export class RunSpans {
     const events = tail.slice(Math.max(0, claimedAt), at);
     const open = new Map<string, OpenToolCall>();
     for (const e of events) {
-      if (e.type === 'tool/call') open.set(e.data.toolCallId, { name: e.data.toolName, start: e.time, seq: e.seq, step: e.step, input: e.data.input });
+      if (e.type === 'tool/call')
+        open.set(e.data.toolCallId, {
+          name: e.data.toolName,
+          start: e.time,
+          seq: e.seq,
+          step: e.step,
+          input: e.data.input,
+        });
       // A call whose outcome was unknown that it ran again.
-      else if (e.type === 'tool/unknown-outcome' && (e.data.resolution === 'retried' || e.data.resolution === 'checked_not_done')) open.set(e.data.toolCallId, { name: e.data.toolName, start: e.time, seq: e.seq, step: e.step, input: null });
+      else if (
+        e.type === 'tool/unknown-outcome' &&
+        (e.data.resolution === 'retried' || e.data.resolution === 'checked_not_done')
+      )
+        open.set(e.data.toolCallId, { name: e.data.toolName, start: e.time, seq: e.seq, step: e.step, input: null });
       else if (e.type === 'tool/result') open.delete(e.data.toolCallId);
     }
     const end = interruption.time;
     const start = Math.min(events[0]?.time ?? end, end);
-    const marks: Attributes = { [GenAI.errorType]: 'interrupted', [Keel.interruption]: interruption.data.reason, ...(this.o.worker ? { [Keel.recoveredBy]: this.o.worker } : {}) };
+    const marks: Attributes = {
+      [GenAI.errorType]: 'interrupted',
+      [Keel.interruption]: interruption.data.reason,
+      ...(this.o.worker ? { [Keel.recoveredBy]: this.o.worker } : {}),
+    };
     const attrs: Attributes = { ...invokeAttributes(this.run, attempt), [Keel.runStatus]: 'running', ...marks };
     if (events.length > 0) {
       attrs[Keel.seqFirst] = events[0]!.seq;
       attrs[Keel.seqLast] = events.at(-1)!.seq;
     }
-    const span = keelTracer().startSpan(`invoke_agent ${this.run.agent.name}`, { kind: SpanKind.INTERNAL, startTime: start, attributes: attrs }, this.parent);
+    const span = keelTracer().startSpan(
+      `invoke_agent ${this.run.agent.name}`,
+      { kind: SpanKind.INTERNAL, startTime: start, attributes: attrs },
+      this.parent,
+    );
     const by = this.o.worker ? `worker ${this.o.worker}` : 'another worker';
-    span.setStatus({ code: SpanStatusCode.ERROR, message: `attempt ${attempt} of the run was interrupted (${interruption.data.reason}): its worker stopped before it ended; ${by} recovered the run as attempt ${this.run.attempt}` });
+    span.setStatus({
+      code: SpanStatusCode.ERROR,
+      message: `attempt ${attempt} of the run was interrupted (${interruption.data.reason}): its worker stopped before it ended; ${by} recovered the run as attempt ${this.run.attempt}`,
+    });
     const ctx = trace.setSpan(this.parent, span);
     for (const [id, call] of open) {
       const toolAttrs = { ...this.toolAttributes(call.name, id, call.step, call.seq, call.seq, attempt), ...marks };
       if (this.o.recordContent && call.input !== null) toolAttrs[GenAI.toolCallArguments] = json(call.input);
-      const s = keelTracer().startSpan(`execute_tool ${call.name}`, { kind: SpanKind.INTERNAL, startTime: call.start, attributes: toolAttrs }, ctx);
-      s.setStatus({ code: SpanStatusCode.ERROR, message: 'the call was running when its execution was interrupted; its result was never recorded' });
+      const s = keelTracer().startSpan(
+        `execute_tool ${call.name}`,
+        { kind: SpanKind.INTERNAL, startTime: call.start, attributes: toolAttrs },
+        ctx,
+      );
+      s.setStatus({
+        code: SpanStatusCode.ERROR,
+        message: 'the call was running when its execution was interrupted; its result was never recorded',
+      });
       s.end(Math.max(call.start, end));
     }
     span.end(Math.max(start, end));
@@ -172,18 +213,37 @@ export class RunSpans {
           if (this.o.recordContent) (this.inputMessages ??= []).push(inputMessage(e.data.message));
           break;
         case 'request/header':
-          this.model = { start: e.time, seq, step: e.step, provider: e.data.provider, modelId: e.data.modelId, attempt: e.data.attempt, settings: e.data.settings };
+          this.model = {
+            start: e.time,
+            seq,
+            step: e.step,
+            provider: e.data.provider,
+            modelId: e.data.modelId,
+            attempt: e.data.attempt,
+            settings: e.data.settings,
+          };
           break;
         case 'model/retry':
         case 'model/error':
           // The provider's error code, else the HTTP status, else Keel's kind of error (transient, fatal, ...).
-          this.chatFailed(e.time, seq, e.data.error.code ?? (e.data.error.status ? String(e.data.error.status) : e.data.error.kind), e.data.error.message);
+          this.chatFailed(
+            e.time,
+            seq,
+            e.data.error.code ?? (e.data.error.status ? String(e.data.error.status) : e.data.error.kind),
+            e.data.error.message,
+          );
           break;
         case 'assistant/message':
           this.chat(e, seq);
           break;
         case 'tool/call':
-          this.calls.set(e.data.toolCallId, { name: e.data.toolName, start: e.time, seq, step: e.step, input: e.data.input });
+          this.calls.set(e.data.toolCallId, {
+            name: e.data.toolName,
+            start: e.time,
+            seq,
+            step: e.step,
+            input: e.data.input,
+          });
           break;
         case 'tool/result':
           this.tool(e, seq);
@@ -220,7 +280,11 @@ export class RunSpans {
     this.usage.cachedInputTokens += d.usage.cachedInputTokens;
     this.usage.reasoningTokens += d.usage.reasoningTokens;
     this.cost += d.cost;
-    const span = keelTracer().startSpan(`chat ${modelId}`, { kind: SpanKind.CLIENT, startTime: start, attributes: attrs }, this.ctx);
+    const span = keelTracer().startSpan(
+      `chat ${modelId}`,
+      { kind: SpanKind.CLIENT, startTime: start, attributes: attrs },
+      this.ctx,
+    );
     if (d.message.interrupted) span.setStatus({ code: SpanStatusCode.ERROR, message: 'the model call was cut short' });
     span.end(end);
   }
@@ -232,12 +296,21 @@ export class RunSpans {
     if (!m) return;
     const attrs = this.chatAttributes(m, m.modelId, m.step, seq);
     attrs[GenAI.errorType] = kind;
-    const span = keelTracer().startSpan(`chat ${m.modelId}`, { kind: SpanKind.CLIENT, startTime: m.start, attributes: attrs }, this.ctx);
+    const span = keelTracer().startSpan(
+      `chat ${m.modelId}`,
+      { kind: SpanKind.CLIENT, startTime: m.start, attributes: attrs },
+      this.ctx,
+    );
     span.setStatus({ code: SpanStatusCode.ERROR, message });
     span.end(Math.max(m.start, time));
   }
 
-  private chatAttributes(m: OpenModelCall | undefined, modelId: string, step: number | undefined, seq: number | undefined): Attributes {
+  private chatAttributes(
+    m: OpenModelCall | undefined,
+    modelId: string,
+    step: number | undefined,
+    seq: number | undefined,
+  ): Attributes {
     const attrs: Attributes = {
       [GenAI.operationName]: 'chat',
       [GenAI.requestModel]: modelId,
@@ -255,7 +328,8 @@ export class RunSpans {
       if (typeof s.topP === 'number') attrs[GenAI.requestTopP] = s.topP;
       if (typeof s.topK === 'number') attrs[GenAI.requestTopK] = s.topK;
       if (typeof s.seed === 'number') attrs[GenAI.requestSeed] = s.seed;
-      if (Array.isArray(s.stopSequences)) attrs[GenAI.requestStopSequences] = s.stopSequences.filter((x): x is string => typeof x === 'string');
+      if (Array.isArray(s.stopSequences))
+        attrs[GenAI.requestStopSequences] = s.stopSequences.filter((x): x is string => typeof x === 'string');
     }
     if (step !== undefined) attrs[Keel.step] = step;
     const first = m?.seq ?? seq;
@@ -275,12 +349,23 @@ export class RunSpans {
       attrs[GenAI.toolCallResult] = json(outputContent(d.output));
     }
     if (d.output.type === 'error') attrs[GenAI.errorType] = d.output.code;
-    const span = keelTracer().startSpan(`execute_tool ${d.toolName}`, { kind: SpanKind.INTERNAL, startTime: start, attributes: attrs }, this.ctx);
+    const span = keelTracer().startSpan(
+      `execute_tool ${d.toolName}`,
+      { kind: SpanKind.INTERNAL, startTime: start, attributes: attrs },
+      this.ctx,
+    );
     if (d.output.type === 'error') span.setStatus({ code: SpanStatusCode.ERROR, message: d.output.message });
     span.end(Math.max(start, e.time));
   }
 
-  private toolAttributes(name: string, callId: string, step: number | undefined, first: number | undefined, last: number | undefined, attempt = this.run.attempt): Attributes {
+  private toolAttributes(
+    name: string,
+    callId: string,
+    step: number | undefined,
+    first: number | undefined,
+    last: number | undefined,
+    attempt = this.run.attempt,
+  ): Attributes {
     const attrs: Attributes = {
       [GenAI.operationName]: 'execute_tool',
       [GenAI.toolName]: name,
@@ -305,7 +390,8 @@ export class RunSpans {
       const tools = (this.run.agentSpec as { tools?: unknown }).tools;
       if (Array.isArray(tools)) {
         for (const t of tools as Array<{ name?: unknown; description?: unknown }>) {
-          if (typeof t?.name === 'string' && typeof t.description === 'string') this.toolDescriptions.set(t.name, t.description);
+          if (typeof t?.name === 'string' && typeof t.description === 'string')
+            this.toolDescriptions.set(t.name, t.description);
         }
       }
     }
@@ -318,8 +404,15 @@ export class RunSpans {
    */
   end(o: ExecutionEnd, endTime: number = Date.now()): void {
     for (const [id, call] of this.calls) {
-      const attributes = { ...this.toolAttributes(call.name, id, call.step, call.seq, call.seq), [GenAI.errorType]: 'interrupted' };
-      const span = keelTracer().startSpan(`execute_tool ${call.name}`, { kind: SpanKind.INTERNAL, startTime: call.start, attributes }, this.ctx);
+      const attributes = {
+        ...this.toolAttributes(call.name, id, call.step, call.seq, call.seq),
+        [GenAI.errorType]: 'interrupted',
+      };
+      const span = keelTracer().startSpan(
+        `execute_tool ${call.name}`,
+        { kind: SpanKind.INTERNAL, startTime: call.start, attributes },
+        this.ctx,
+      );
       span.setStatus({ code: SpanStatusCode.ERROR, message: 'no result was recorded by this execution' });
       span.end(Math.max(call.start, endTime));
     }
@@ -340,16 +433,31 @@ export class RunSpans {
     let error: { type: string; message: string } | undefined;
     if (o.thrown !== undefined) {
       const t = o.thrown as { code?: unknown; name?: unknown; message?: unknown };
-      error = { type: typeof t.code === 'string' ? t.code : typeof t.name === 'string' ? t.name : 'Error', message: String(t.message ?? o.thrown) };
+      error = {
+        type: typeof t.code === 'string' ? t.code : typeof t.name === 'string' ? t.name : 'Error',
+        message: String(t.message ?? o.thrown),
+      };
     } else if (status === 'failed' || status === 'timed_out') {
       const err = (o.run?.error ?? {}) as JsonObject;
-      const type = typeof err.kind === 'string' ? err.kind : typeof err.code === 'string' ? err.code : status === 'timed_out' ? 'timeout' : 'failed';
+      const type =
+        typeof err.kind === 'string'
+          ? err.kind
+          : typeof err.code === 'string'
+            ? err.code
+            : status === 'timed_out'
+              ? 'timeout'
+              : 'failed';
       error = { type, message: typeof err.message === 'string' ? err.message : status };
     } else if (!o.run && o.stopReason !== 'release') {
       // The execution could not record where the run stands (handed back on purpose is no error).
-      error = o.stopReason === 'lease_lost'
-        ? { type: 'lease_lost', message: 'the worker lost its lease on the run' }
-        : { type: 'end_not_recorded', message: "the execution could not record the run's end (another worker holds the run, or the store failed)" };
+      error =
+        o.stopReason === 'lease_lost'
+          ? { type: 'lease_lost', message: 'the worker lost its lease on the run' }
+          : {
+              type: 'end_not_recorded',
+              message:
+                "the execution could not record the run's end (another worker holds the run, or the store failed)",
+            };
     }
     if (error) {
       attrs[GenAI.errorType] = error.type;
@@ -387,7 +495,11 @@ function isClaimOf(e: SessionEvent, attempt: number): boolean {
 
 /** A Keel user message in the GenAI input message format (file data is left out). */
 function inputMessage(m: UserMessage): JsonValue {
-  const parts = m.content.map((p): JsonValue => (p.type === 'text' ? { type: 'text', content: p.text } : { type: 'file', mime_type: p.mediaType, ...(p.filename ? { filename: p.filename } : {}) }));
+  const parts = m.content.map((p): JsonValue =>
+    p.type === 'text'
+      ? { type: 'text', content: p.text }
+      : { type: 'file', mime_type: p.mediaType, ...(p.filename ? { filename: p.filename } : {}) },
+  );
   return { role: 'user', parts };
 }
 

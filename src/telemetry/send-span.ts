@@ -21,7 +21,11 @@ export class SendSpan {
     const sc = this.span.spanContext();
     this.carrier = isSpanContextValid(sc) ? formatTraceparent(sc) : undefined;
     if (this.span.isRecording()) {
-      this.span.setAttributes({ [GenAI.agentName]: agent, [GenAI.conversationId]: sessionId, [Keel.sessionId]: sessionId });
+      this.span.setAttributes({
+        [GenAI.agentName]: agent,
+        [GenAI.conversationId]: sessionId,
+        [Keel.sessionId]: sessionId,
+      });
     }
   }
 
@@ -34,7 +38,10 @@ export class SendSpan {
   failed(e: unknown): void {
     if (this.span.isRecording()) {
       const t = e as { code?: unknown; name?: unknown; message?: unknown };
-      this.span.setAttribute(GenAI.errorType, typeof t?.code === 'string' ? t.code : typeof t?.name === 'string' ? t.name : 'Error');
+      this.span.setAttribute(
+        GenAI.errorType,
+        typeof t?.code === 'string' ? t.code : typeof t?.name === 'string' ? t.name : 'Error',
+      );
       this.span.setStatus({ code: SpanStatusCode.ERROR, message: String(t?.message ?? e) });
     }
     this.span.end();

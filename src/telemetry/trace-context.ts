@@ -1,4 +1,12 @@
-import { context, createTraceState, isSpanContextValid, trace, TraceFlags, type Context, type SpanContext } from '@opentelemetry/api';
+import {
+  context,
+  createTraceState,
+  isSpanContextValid,
+  trace,
+  TraceFlags,
+  type Context,
+  type SpanContext,
+} from '@opentelemetry/api';
 
 /**
  * W3C trace context as carried by HTTP headers and stored with a run (in its options): the
@@ -22,9 +30,21 @@ export function parseTraceparent(header: string | undefined, tracestate?: string
   if (typeof header !== 'string' || header.length > 512) return undefined;
   const m = TRACEPARENT.exec(header.trim());
   if (!m) return undefined;
-  const [, version, traceId, spanId, flags, rest] = m as unknown as [string, string, string, string, string, string | undefined];
+  const [, version, traceId, spanId, flags, rest] = m as unknown as [
+    string,
+    string,
+    string,
+    string,
+    string,
+    string | undefined,
+  ];
   if (version === 'ff' || (version === '00' && rest !== undefined)) return undefined;
-  const sc: SpanContext = { traceId, spanId, traceFlags: Number.parseInt(flags, 16) & TraceFlags.SAMPLED, isRemote: true };
+  const sc: SpanContext = {
+    traceId,
+    spanId,
+    traceFlags: Number.parseInt(flags, 16) & TraceFlags.SAMPLED,
+    isRemote: true,
+  };
   if (!isSpanContextValid(sc)) return undefined;
   if (typeof tracestate === 'string' && tracestate.length > 0 && tracestate.length <= MAX_TRACESTATE) {
     const state = createTraceState(tracestate);
@@ -53,7 +73,10 @@ export function contextOf(carrier: unknown, base: Context = context.active()): C
  * SDK's HTTP instrumentation) made one current, else the request's `traceparent` and `tracestate`
  * headers when they are valid, else undefined.
  */
-export function traceOfRequest(traceparent: string | undefined, tracestate: string | undefined): TraceCarrier | undefined {
+export function traceOfRequest(
+  traceparent: string | undefined,
+  tracestate: string | undefined,
+): TraceCarrier | undefined {
   const active = trace.getSpanContext(context.active());
   if (active && isSpanContextValid(active)) return formatTraceparent(active);
   const sc = parseTraceparent(traceparent, tracestate);

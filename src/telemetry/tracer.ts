@@ -3,7 +3,8 @@ import { trace, type Tracer } from '@opentelemetry/api';
 
 const version = (() => {
   try {
-    return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+    return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string })
+      .version;
   } catch {
     return undefined;
   }

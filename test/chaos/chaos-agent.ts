@@ -70,7 +70,11 @@ export const signalPayload = z.object({ nonce: z.string() });
 
 type PromptMessage = { role: string; content: unknown };
 const textOf = (m: PromptMessage): string =>
-  Array.isArray(m.content) ? (m.content as Array<{ type: string; text?: string }>).map((p) => (p.type === 'text' ? (p.text ?? '') : '')).join('') : String(m.content);
+  Array.isArray(m.content)
+    ? (m.content as Array<{ type: string; text?: string }>)
+        .map((p) => (p.type === 'text' ? (p.text ?? '') : ''))
+        .join('')
+    : String(m.content);
 
 /** A small stable hash of a string (FNV-1a). */
 function hash(s: string): number {
@@ -105,7 +109,13 @@ function callsFor(flag: WaitFlag, name: string, step: number): Call[] {
     case 'risky':
       return [{ id: id('risky'), name: 'risky', input: { step } }];
     case 'ask':
-      return [{ id: id('ask'), name: 'ask_user', input: { questions: [{ id: 'pick', question: 'Which one?', choices: ['a', 'b', 'c'] }] } }];
+      return [
+        {
+          id: id('ask'),
+          name: 'ask_user',
+          input: { questions: [{ id: 'pick', question: 'Which one?', choices: ['a', 'b', 'c'] }] },
+        },
+      ];
     case 'confirm':
       return [{ id: id('confirm'), name: 'confirm', input: { questions: [{ id: 'ok', question: 'Go on?' }] } }];
     case 'sleep':
@@ -113,7 +123,13 @@ function callsFor(flag: WaitFlag, name: string, step: number): Call[] {
     case 'signal':
       return [{ id: id('signal'), name: 'await_signal', input: { name: signalName('signal', name) } }];
     case 'sigdl':
-      return [{ id: id('sigdl'), name: 'await_signal', input: { name: signalName('sigdl', name), deadlineMs: WAIT_DEADLINE_MS } }];
+      return [
+        {
+          id: id('sigdl'),
+          name: 'await_signal',
+          input: { name: signalName('sigdl', name), deadlineMs: WAIT_DEADLINE_MS },
+        },
+      ];
     case 'cb':
       return [{ id: id('cb'), name: 'await_callback', input: { name: signalName('cb', name) } }];
     case 'mix':
@@ -159,7 +175,12 @@ export interface ChaosAgentOptions {
   modelDelayMs?: number;
 }
 
-export function chaosAgent(ledgerPath: string, gen: number, onTool?: () => void, o: ChaosAgentOptions = {}): AgentDefinition {
+export function chaosAgent(
+  ledgerPath: string,
+  gen: number,
+  onTool?: () => void,
+  o: ChaosAgentOptions = {},
+): AgentDefinition {
   const ledger = openSync(ledgerPath, 'a');
   const write = (line: ChaosLedgerLine) => {
     writeSync(ledger, `${JSON.stringify(line)}\n`);
@@ -167,20 +188,43 @@ export function chaosAgent(ledgerPath: string, gen: number, onTool?: () => void,
     onTool?.();
   };
   const runId = () => runScope.getStore()!.runId;
-  const effect = (name: 'record' | 'send_once' | 'danger' | 'risky') => async (_input: { step: number }, ctx: { toolCallId: string; idempotencyKey: string }) => {
-    write({ runId: runId(), toolCallId: ctx.toolCallId, key: ctx.idempotencyKey, tool: name, gen });
-    await new Promise((r) => setTimeout(r, 20 + Math.floor(Math.random() * 80)));
-    return { gen, key: ctx.idempotencyKey };
-  };
+  const effect =
+    (name: 'record' | 'send_once' | 'danger' | 'risky') =>
+    async (_input: { step: number }, ctx: { toolCallId: string; idempotencyKey: string }) => {
+      write({ runId: runId(), toolCallId: ctx.toolCallId, key: ctx.idempotencyKey, tool: name, gen });
+      await new Promise((r) => setTimeout(r, 20 + Math.floor(Math.random() * 80)));
+      return { gen, key: ctx.idempotencyKey };
+    };
   const step = z.object({ step: z.number() });
   const delay = o.modelDelayMs ?? 1;
   return defineAgent({
     name: 'chaos',
-    model: new ScriptedModel([(call) => narrated(respond(call.prompt as readonly PromptMessage[], delay <= 1 ? 1 : 1 + Math.floor(Math.random() * delay)), o.narrate === true)], { loop: true, recordCalls: false }),
+    model: new ScriptedModel(
+      [
+        (call) =>
+          narrated(
+            respond(call.prompt as readonly PromptMessage[], delay <= 1 ? 1 : 1 + Math.floor(Math.random() * delay)),
+            o.narrate === true,
+          ),
+      ],
+      { loop: true, recordCalls: false },
+    ),
     tools: [
-      tool({ name: 'record', description: 'records (safe to repeat)', input: step, idempotent: true, execute: effect('record') }),
+      tool({
+        name: 'record',
+        description: 'records (safe to repeat)',
+        input: step,
+        idempotent: true,
+        execute: effect('record'),
+      }),
       tool({ name: 'send_once', description: 'sends (not safe to repeat)', input: step, execute: effect('send_once') }),
-      tool({ name: 'danger', description: 'does something that needs an approval', input: step, approval: 'always', execute: effect('danger') }),
+      tool({
+        name: 'danger',
+        description: 'does something that needs an approval',
+        input: step,
+        approval: 'always',
+        execute: effect('danger'),
+      }),
       tool({
         name: 'risky',
         description: 'does something that needs an approval, denied when nobody decides in time',
@@ -210,7 +254,9 @@ export function chaosAgent(ledgerPath: string, gen: number, onTool?: () => void,
         execute: ({ name, deadlineMs }, ctx) =>
           waitForSignal(name, {
             schema: signalPayload,
-            ...(deadlineMs !== undefined ? { deadline: ctx.now!() + deadlineMs, onTimeout: { answer: DEADLINE_PAYLOAD } } : {}),
+            ...(deadlineMs !== undefined
+              ? { deadline: ctx.now!() + deadlineMs, onTimeout: { answer: DEADLINE_PAYLOAD } }
+              : {}),
           }),
       }),
       tool({
@@ -221,7 +267,15 @@ export function chaosAgent(ledgerPath: string, gen: number, onTool?: () => void,
         idempotent: true,
         execute: async ({ name }, ctx) => {
           const { token } = await callbackFor(name);
-          write({ runId: runId(), toolCallId: ctx.toolCallId, key: ctx.idempotencyKey, tool: 'await_callback', gen, signal: name, token });
+          write({
+            runId: runId(),
+            toolCallId: ctx.toolCallId,
+            key: ctx.idempotencyKey,
+            tool: 'await_callback',
+            gen,
+            signal: name,
+            token,
+          });
           return waitForSignal(name, { schema: signalPayload });
         },
       }),

@@ -5,7 +5,17 @@
  * Each check names what failed; none depends on timing.
  */
 import { isDeepStrictEqual } from 'node:util';
-import { isTerminal, verifyReplay, webhookTypeOf, type JsonValue, type RunRecord, type RunStatus, type Sessions, type SessionEvent, type Store } from '../../src/index.ts';
+import {
+  isTerminal,
+  verifyReplay,
+  webhookTypeOf,
+  type JsonValue,
+  type RunRecord,
+  type RunStatus,
+  type Sessions,
+  type SessionEvent,
+  type Store,
+} from '../../src/index.ts';
 import { CHAOS_CONCURRENCY, DEADLINE_ANSWER, DEADLINE_PAYLOAD, type ChaosLedgerLine } from './chaos-agent.ts';
 import { count, type ChaosDb } from './chaos-db.ts';
 import type { ReceivedDelivery } from './chaos-receiver.ts';
@@ -103,18 +113,20 @@ export async function checkChaos(input: CheckInput): Promise<CheckResult> {
   const saw = (what: string, n = 1) => (seen[what] = (seen[what] ?? 0) + n);
 
   const executions = new Map<string, ChaosLedgerLine[]>();
-  for (const l of input.ledger) executions.set(`${l.runId}/${l.toolCallId}`, [...(executions.get(`${l.runId}/${l.toolCallId}`) ?? []), l]);
+  for (const l of input.ledger)
+    executions.set(`${l.runId}/${l.toolCallId}`, [...(executions.get(`${l.runId}/${l.toolCallId}`) ?? []), l]);
 
   // ---- Every session and run (also those schedules made, and those erased).
   const all: Array<{ id: string; erasedAt: number | null }> = [];
-  for (let after: string | undefined; ; ) {
+  for (let after: string | undefined; ;) {
     const page = await store.listSessions({ limit: 1000, includeArchived: true, ...(after ? { after } : {}) });
     all.push(...page);
     if (page.length < 1000) break;
     after = page.at(-1)!.id;
   }
   const erased = new Set(all.filter((s) => s.erasedAt !== null).map((s) => s.id));
-  for (const id of book.erased) if (!erased.has(id)) v(`session ${id} was erased (the API said so) but is not marked erased`);
+  for (const id of book.erased)
+    if (!erased.has(id)) v(`session ${id} was erased (the API said so) but is not marked erased`);
   for (const id of erased) if (!book.erased.has(id)) v(`session ${id} is erased, but nobody erased it`);
   const runs: RunRecord[] = await store.listRuns({ limit: 1_000_000 });
   const runById = new Map(runs.map((r) => [r.id, r]));
@@ -138,7 +150,8 @@ export async function checkChaos(input: CheckInput): Promise<CheckResult> {
     if (erased.has(sessionId)) continue;
     const raw = await store.readEvents(sessionId);
     const session = (await store.getSession(sessionId))!;
-    if (raw.some((e, i) => e.seq !== i + 1) || session.lastSeq !== raw.length) v(`session ${sessionId}: seqs are not 1..${session.lastSeq}`);
+    if (raw.some((e, i) => e.seq !== i + 1) || session.lastSeq !== raw.length)
+      v(`session ${sessionId}: seqs are not 1..${session.lastSeq}`);
     if (new Set(raw.map((e) => e.id)).size !== raw.length) v(`session ${sessionId}: a duplicate event id`);
     const log = await readAll(sessions, sessionId);
     events += log.length;
@@ -154,7 +167,8 @@ export async function checkChaos(input: CheckInput): Promise<CheckResult> {
       const id = (e.data as { message: { id: string } }).message.id;
       inLog.set(id, (inLog.get(id) ?? 0) + 1);
     }
-    if ((await store.countInputs(sessionId, 'steer')) + (await store.countInputs(sessionId, 'message')) > 0) v(`session ${sessionId}: inputs left in the inbox`);
+    if ((await store.countInputs(sessionId, 'steer')) + (await store.countInputs(sessionId, 'message')) > 0)
+      v(`session ${sessionId}: inputs left in the inbox`);
     const replay = await verifyReplay(sessions.log, sessionId);
     if (!replay.ok) v(`session ${sessionId}: replay check: ${JSON.stringify(replay.mismatches.slice(0, 2))}`);
 
@@ -172,7 +186,8 @@ export async function checkChaos(input: CheckInput): Promise<CheckResult> {
         const said = JSON.stringify(answer?.data ?? '');
         const trigger = [...book.accepted.values()].find((a) => a.runId === run.id && a.kind !== 'steered');
         if (trigger && !said.includes(trigger.text)) v(`run ${run.id} completed without answering ${trigger.text}`);
-        if (text !== undefined && scheduleMessages.has(text) && !said.includes(text)) v(`run ${run.id} (scheduled) completed without answering ${text}`);
+        if (text !== undefined && scheduleMessages.has(text) && !said.includes(text))
+          v(`run ${run.id} (scheduled) completed without answering ${text}`);
         for (const s of [...book.accepted.values()].filter((a) => a.runId === run.id && a.kind === 'steered')) {
           if (!said.includes(s.text)) v(`run ${run.id} completed without seeing ${s.text}`);
         }
@@ -188,7 +203,8 @@ export async function checkChaos(input: CheckInput): Promise<CheckResult> {
     if (neverCameUp ? n !== 0 : n !== 1) v(`message ${id} (${a.kind} ${a.text}) is in the log ${n} times`);
   }
   for (const k of executions.keys()) {
-    if (!known.has(k) && !erasedRuns.has(k.split('/')[0]!)) v(`the ledger has an execution of ${k}, which the log does not know`);
+    if (!known.has(k) && !erasedRuns.has(k.split('/')[0]!))
+      v(`the ledger has an execution of ${k}, which the log does not know`);
   }
 
   await checkSignals(db, book, logOfRun, erasedRuns, v);
@@ -197,7 +213,8 @@ export async function checkChaos(input: CheckInput): Promise<CheckResult> {
   await checkErased(db, erased, runsOf, v);
 
   // ---- Provider limits: never more slots held than the limit, by what the sampler saw.
-  if (book.maxSlots > CHAOS_CONCURRENCY) v(`flow control: ${book.maxSlots} slots of ${CHAOS_CONCURRENCY} were held at once`);
+  if (book.maxSlots > CHAOS_CONCURRENCY)
+    v(`flow control: ${book.maxSlots} slots of ${CHAOS_CONCURRENCY} were held at once`);
   saw('slot samples', book.slotSamples);
   saw('most slots held at once', book.maxSlots);
 
@@ -249,17 +266,31 @@ async function readAll(sessions: Sessions, sessionId: string): Promise<SessionEv
 function textOfMessage(e: SessionEvent): string {
   const content = (e.data as { message: { content: unknown } }).message.content;
   if (typeof content === 'string') return content;
-  return (content as Array<{ type: string; text?: string }>).map((p) => (p.type === 'text' ? (p.text ?? '') : '')).join('');
+  return (content as Array<{ type: string; text?: string }>)
+    .map((p) => (p.type === 'text' ? (p.text ?? '') : ''))
+    .join('');
 }
 
 type Call = { toolCallId: string; toolName: string; input: Data };
 const callsOf = (events: readonly SessionEvent[]): Call[] =>
   events
     .filter((e) => e.type === 'assistant/message')
-    .flatMap((e) => ((e.data as Data).message as { content: Array<Data & { type: string }> }).content.filter((p) => p.type === 'tool-call') as unknown as Call[]);
+    .flatMap(
+      (e) =>
+        ((e.data as Data).message as { content: Array<Data & { type: string }> }).content.filter(
+          (p) => p.type === 'tool-call',
+        ) as unknown as Call[],
+    );
 
 /** A run's own invariants: terminal as it should be, every call answered once, no effect twice. */
-function checkRun(run: RunRecord, events: SessionEvent[], cancelAsked: boolean, executions: Map<string, ChaosLedgerLine[]>, known: Set<string>, v: (s: string) => void): void {
+function checkRun(
+  run: RunRecord,
+  events: SessionEvent[],
+  cancelAsked: boolean,
+  executions: Map<string, ChaosLedgerLine[]>,
+  known: Set<string>,
+  v: (s: string) => void,
+): void {
   const ok = run.status === 'completed' || (run.status === 'cancelled' && cancelAsked);
   if (!ok) v(`run ${run.id} ended ${run.status}${run.error ? `: ${JSON.stringify(run.error)}` : ''}`);
   const called = callsOf(events);
@@ -271,11 +302,15 @@ function checkRun(run: RunRecord, events: SessionEvent[], cancelAsked: boolean, 
     known.add(key);
     const ran = executions.get(key) ?? [];
     // Not idempotent: never twice (await_callback hands out a token per execution, harmlessly).
-    if (c.toolName !== 'record' && c.toolName !== 'await_callback' && ran.length > 1) v(`run ${run.id}: ${c.toolName} ${c.toolCallId} executed ${ran.length} times`);
+    if (c.toolName !== 'record' && c.toolName !== 'await_callback' && ran.length > 1)
+      v(`run ${run.id}: ${c.toolName} ${c.toolCallId} executed ${ran.length} times`);
   }
-  for (const r of results) if (!called.some((c) => c.toolCallId === r.toolCallId)) v(`run ${run.id}: a result for ${String(r.toolCallId)}, which no decision called`);
+  for (const r of results)
+    if (!called.some((c) => c.toolCallId === r.toolCallId))
+      v(`run ${run.id}: a result for ${String(r.toolCallId)}, which no decision called`);
   const steps = events.filter((e) => e.type === 'assistant/message').map((e) => e.step ?? 0);
-  if (steps.some((s, i) => i > 0 && s <= steps[i - 1]!)) v(`run ${run.id}: steps decided twice or out of order: ${steps.join(',')}`);
+  if (steps.some((s, i) => i > 0 && s <= steps[i - 1]!))
+    v(`run ${run.id}: steps decided twice or out of order: ${steps.join(',')}`);
 }
 
 /**
@@ -285,10 +320,19 @@ function checkRun(run: RunRecord, events: SessionEvent[], cancelAsked: boolean, 
  * else by the deadline's policy, which only calls with a deadline have; the call's result is what
  * ended its wait; and a denied or undecided call never ran (the ledger has no line of it).
  */
-function checkWaits(run: RunRecord, events: SessionEvent[], executions: Map<string, ChaosLedgerLine[]>, book: ChaosBook, v: (s: string) => void, saw: (what: string) => void): void {
+function checkWaits(
+  run: RunRecord,
+  events: SessionEvent[],
+  executions: Map<string, ChaosLedgerLine[]>,
+  book: ChaosBook,
+  v: (s: string) => void,
+  saw: (what: string) => void,
+): void {
   const byCall = (type: string) => {
     const m = new Map<string, SessionEvent[]>();
-    for (const e of events) if (e.type === type) m.set((e.data as Data).toolCallId as string, [...(m.get((e.data as Data).toolCallId as string) ?? []), e]);
+    for (const e of events)
+      if (e.type === type)
+        m.set((e.data as Data).toolCallId as string, [...(m.get((e.data as Data).toolCallId as string) ?? []), e]);
     return m;
   };
   const decisions = byCall('tool/decision');
@@ -297,7 +341,8 @@ function checkWaits(run: RunRecord, events: SessionEvent[], executions: Map<stri
   const results = byCall('tool/result');
   const calls = callsOf(events);
   const ids = new Set(calls.map((c) => c.toolCallId));
-  for (const id of [...decisions.keys(), ...answers.keys(), ...resolved.keys()]) if (!ids.has(id)) v(`run ${run.id}: a wait of ${id} ended, which no decision called`);
+  for (const id of [...decisions.keys(), ...answers.keys(), ...resolved.keys()])
+    if (!ids.has(id)) v(`run ${run.id}: a wait of ${id} ended, which no decision called`);
   const at = (c: Call) => `run ${run.id}: ${c.toolName} ${c.toolCallId}`;
 
   for (const c of calls) {
@@ -308,7 +353,8 @@ function checkWaits(run: RunRecord, events: SessionEvent[], executions: Map<stri
     const cancelled = result?.type === 'error' && result.code === 'cancelled';
     const mustHaveEnded = result !== undefined && !cancelled;
     const sameResult = (output: unknown) => {
-      if (mustHaveEnded && !isDeepStrictEqual(result, output)) v(`${at(c)}: its result ${short(result)} is not what ended its wait (${short(output)})`);
+      if (mustHaveEnded && !isDeepStrictEqual(result, output))
+        v(`${at(c)}: its result ${short(result)} is not what ended its wait (${short(output)})`);
     };
 
     if (kind === 'approval') {
@@ -318,13 +364,18 @@ function checkWaits(run: RunRecord, events: SessionEvent[], executions: Map<stri
       const d = ds[0]?.data as { approved: boolean; by?: string; reason?: string } | undefined;
       const ran = executions.get(key)?.length ?? 0;
       if ((!d || !d.approved) && ran > 0) v(`${at(c)}: ${d ? 'denied' : 'never decided'}, yet it ran ${ran} time(s)`);
-      if (d && !d.approved && mustHaveEnded && !(result?.type === 'error' && result.code === 'denied')) v(`${at(c)}: denied, yet its result is ${short(result)}`);
+      if (d && !d.approved && mustHaveEnded && !(result?.type === 'error' && result.code === 'denied'))
+        v(`${at(c)}: denied, yet its result is ${short(result)}`);
       const mine = book.decisions.get(key);
-      if (mine && (!d || d.by === 'deadline' || d.approved !== mine.approved)) v(`${at(c)}: the driver was told its ${mine.approved ? 'approval' : 'denial'} was taken, the log says ${short(d ?? 'nothing')}`);
+      if (mine && (!d || d.by === 'deadline' || d.approved !== mine.approved))
+        v(
+          `${at(c)}: the driver was told its ${mine.approved ? 'approval' : 'denial'} was taken, the log says ${short(d ?? 'nothing')}`,
+        );
       if (!mine && d && d.by !== 'deadline') v(`${at(c)}: decided (${short(d)}) by nobody the driver knows`);
       if (d?.by === 'deadline') {
         if (c.toolName !== 'risky') v(`${at(c)}: decided by a deadline it does not have`);
-        else if (d.approved || d.reason !== 'nobody decided in time') v(`${at(c)}: its deadline's decision is not its policy's: ${short(d)}`);
+        else if (d.approved || d.reason !== 'nobody decided in time')
+          v(`${at(c)}: its deadline's decision is not its policy's: ${short(d)}`);
         saw('approvals denied at their deadline');
       } else if (d) saw(d.approved ? 'approvals approved by the driver' : 'approvals denied by the driver');
       continue;
@@ -337,21 +388,31 @@ function checkWaits(run: RunRecord, events: SessionEvent[], executions: Map<stri
       const r = rs[0];
       const by = (r?.data as { by?: string } | undefined)?.by;
       const mine = book.answers.get(key);
-      if (mine && (r?.type !== 'user/answer' || by !== undefined || !isDeepStrictEqual((r.data as Data).answer, mine.answer))) {
-        v(`${at(c)}: the driver was told its answer ${short(mine.answer)} was taken, the log says ${short(r?.data ?? 'nothing')}`);
+      if (
+        mine &&
+        (r?.type !== 'user/answer' || by !== undefined || !isDeepStrictEqual((r.data as Data).answer, mine.answer))
+      ) {
+        v(
+          `${at(c)}: the driver was told its answer ${short(mine.answer)} was taken, the log says ${short(r?.data ?? 'nothing')}`,
+        );
       }
       if (!mine && r && by !== 'deadline') v(`${at(c)}: answered (${short(r.data)}) by nobody the driver knows`);
       if (r && by === 'deadline') {
         if (c.toolName === 'ask_user') {
-          if (r.type !== 'user/answer' || !isDeepStrictEqual((r.data as Data).answer, DEADLINE_ANSWER)) v(`${at(c)}: its deadline did not give its default answer: ${short(r.data)}`);
+          if (r.type !== 'user/answer' || !isDeepStrictEqual((r.data as Data).answer, DEADLINE_ANSWER))
+            v(`${at(c)}: its deadline did not give its default answer: ${short(r.data)}`);
           saw('questions answered by default at their deadline');
         } else {
           const out = (r.data as { output?: Output }).output;
-          if (r.type !== 'wait/resolved' || out?.type !== 'error' || out.code !== 'timeout') v(`${at(c)}: its deadline did not time it out: ${short(r.data)}`);
+          if (r.type !== 'wait/resolved' || out?.type !== 'error' || out.code !== 'timeout')
+            v(`${at(c)}: its deadline did not time it out: ${short(r.data)}`);
           saw('questions timed out at their deadline');
         }
       } else if (r) saw('questions answered by the driver');
-      if (r) sameResult(r.type === 'user/answer' ? { type: 'json', value: (r.data as Data).answer } : (r.data as Data).output);
+      if (r)
+        sameResult(
+          r.type === 'user/answer' ? { type: 'json', value: (r.data as Data).answer } : (r.data as Data).output,
+        );
       continue;
     }
 
@@ -382,37 +443,64 @@ function checkWaits(run: RunRecord, events: SessionEvent[], executions: Map<stri
     if (r && (r.by === 'signal' || r.by === 'callback')) {
       if (!mine) v(`${at(c)}: took a signal (${short(r.output)}) the driver never got delivered`);
       else {
-        if (!isDeepStrictEqual(r.output, { type: 'json', value: mine.payload })) v(`${at(c)}: took ${short(r.output)}, the driver delivered ${short(mine.payload)}`);
-        if ((r.by === 'callback') !== (mine.via === 'callback')) v(`${at(c)}: taken by ${r.by}, delivered by ${mine.via}`);
+        if (!isDeepStrictEqual(r.output, { type: 'json', value: mine.payload }))
+          v(`${at(c)}: took ${short(r.output)}, the driver delivered ${short(mine.payload)}`);
+        if ((r.by === 'callback') !== (mine.via === 'callback'))
+          v(`${at(c)}: taken by ${r.by}, delivered by ${mine.via}`);
         if (!mine.consumed) saw('signals kept before their wait, then taken');
-        else if (mine.statusAfter !== undefined && OTHER_WAITS.includes(mine.statusAfter)) saw('signals taken while the run waited for something else');
+        else if (mine.statusAfter !== undefined && OTHER_WAITS.includes(mine.statusAfter))
+          saw('signals taken while the run waited for something else');
         else saw('signals taken during their wait');
         if (r.by === 'callback') saw('signals delivered by callback');
       }
     } else if (r?.by === 'deadline') {
       if (!hasDeadline) v(`${at(c)}: ended by a deadline it does not have`);
-      if (!isDeepStrictEqual(r.output, { type: 'json', value: DEADLINE_PAYLOAD })) v(`${at(c)}: its deadline gave ${short(r.output)}`);
+      if (!isDeepStrictEqual(r.output, { type: 'json', value: DEADLINE_PAYLOAD }))
+        v(`${at(c)}: its deadline gave ${short(r.output)}`);
       if (mine?.consumed) v(`${at(c)}: the driver's signal was taken (consumed), yet the wait ended at its deadline`);
       saw('signal waits ended at their deadline');
     } else if (r) v(`${at(c)}: its signal wait ended by ${r.by}`);
     if (mine?.consumed && !r) v(`${at(c)}: the driver's signal was taken (consumed), yet its wait never ended`);
-    if (mine && !hasDeadline && run.status === 'completed' && r && r.by !== 'signal' && r.by !== 'callback') v(`${at(c)}: the driver delivered its signal, the run completed without it`);
+    if (mine && !hasDeadline && run.status === 'completed' && r && r.by !== 'signal' && r.by !== 'callback')
+      v(`${at(c)}: the driver delivered its signal, the run completed without it`);
   }
 }
 
 /** The wait a call asked for, as the last turn that suspended on it before `beforeSeq` recorded it. */
-function pendingWait(events: readonly SessionEvent[], toolCallId: string, beforeSeq: number): { kind: string; until?: number; deadline?: number } | undefined {
+function pendingWait(
+  events: readonly SessionEvent[],
+  toolCallId: string,
+  beforeSeq: number,
+): { kind: string; until?: number; deadline?: number } | undefined {
   for (const e of [...events].reverse()) {
     if (e.seq >= beforeSeq || e.type !== 'turn/end') continue;
-    const p = ((e.data as { pending?: Array<{ toolCallId: string; wait?: { kind: string; until?: number; deadline?: number } }> }).pending ?? []).find((x) => x.toolCallId === toolCallId);
+    const p = (
+      (
+        e.data as {
+          pending?: Array<{ toolCallId: string; wait?: { kind: string; until?: number; deadline?: number } }>;
+        }
+      ).pending ?? []
+    ).find((x) => x.toolCallId === toolCallId);
     if (p) return p.wait;
   }
   return undefined;
 }
 
 /** The signals as stored: one row per delivery the driver was told was taken, consumed exactly when a wait took it. */
-async function checkSignals(db: ChaosDb, book: ChaosBook, logOfRun: Map<string, SessionEvent[]>, erasedRuns: Set<string>, v: (s: string) => void): Promise<void> {
-  const rows = await db.all<{ run_id: string; name: string; payload: string; source: string; consumed_at: number | string | null }>('SELECT run_id, name, payload, source, consumed_at FROM run_signals');
+async function checkSignals(
+  db: ChaosDb,
+  book: ChaosBook,
+  logOfRun: Map<string, SessionEvent[]>,
+  erasedRuns: Set<string>,
+  v: (s: string) => void,
+): Promise<void> {
+  const rows = await db.all<{
+    run_id: string;
+    name: string;
+    payload: string;
+    source: string;
+    consumed_at: number | string | null;
+  }>('SELECT run_id, name, payload, source, consumed_at FROM run_signals');
   const stored = new Set<string>();
   for (const row of rows) {
     if (erasedRuns.has(row.run_id)) continue;
@@ -421,14 +509,24 @@ async function checkSignals(db: ChaosDb, book: ChaosBook, logOfRun: Map<string, 
     const mine = book.signals.get(key);
     if (!mine) v(`signal ${key} is stored, but the driver was never told it was taken`);
     else {
-      if (!isDeepStrictEqual(JSON.parse(row.payload), mine.payload)) v(`signal ${key}: stored ${row.payload}, delivered ${JSON.stringify(mine.payload)}`);
-      if ((row.source === 'callback') !== (mine.via === 'callback')) v(`signal ${key}: stored from ${row.source}, delivered by ${mine.via}`);
+      if (!isDeepStrictEqual(JSON.parse(row.payload), mine.payload))
+        v(`signal ${key}: stored ${row.payload}, delivered ${JSON.stringify(mine.payload)}`);
+      if ((row.source === 'callback') !== (mine.via === 'callback'))
+        v(`signal ${key}: stored from ${row.source}, delivered by ${mine.via}`);
     }
-    const taken = (logOfRun.get(row.run_id) ?? []).filter((e) => e.type === 'wait/resolved' && (e.data as Data).name === row.name && ['signal', 'callback'].includes((e.data as Data).by as string));
-    if (row.consumed_at !== null && taken.length !== 1) v(`signal ${key} is consumed, and ${taken.length} waits took it`);
+    const taken = (logOfRun.get(row.run_id) ?? []).filter(
+      (e) =>
+        e.type === 'wait/resolved' &&
+        (e.data as Data).name === row.name &&
+        ['signal', 'callback'].includes((e.data as Data).by as string),
+    );
+    if (row.consumed_at !== null && taken.length !== 1)
+      v(`signal ${key} is consumed, and ${taken.length} waits took it`);
     if (row.consumed_at === null && taken.length > 0) v(`signal ${key} is not consumed, yet a wait took it`);
   }
-  for (const key of book.signals.keys()) if (!erasedRuns.has(key.split('/')[0]!) && !stored.has(key)) v(`signal ${key} was taken (the driver was told), but is not stored`);
+  for (const key of book.signals.keys())
+    if (!erasedRuns.has(key.split('/')[0]!) && !stored.has(key))
+      v(`signal ${key} was taken (the driver was told), but is not stored`);
 }
 
 /** Each tick of a schedule fired once: one fire row, one run, one `schedule/fired` in the run's session; a scheduled run has its fire. */
@@ -443,9 +541,14 @@ async function checkSchedules(
   v: (s: string) => void,
   saw: (what: string, n?: number) => void,
 ): Promise<void> {
-  const rows = await db.all<{ schedule_id: string; tick: number | string; outcome: string; reason: string | null; run_id: string | null; session_id: string | null }>(
-    'SELECT schedule_id, tick, outcome, reason, run_id, session_id FROM schedule_fires',
-  );
+  const rows = await db.all<{
+    schedule_id: string;
+    tick: number | string;
+    outcome: string;
+    reason: string | null;
+    run_id: string | null;
+    session_id: string | null;
+  }>('SELECT schedule_id, tick, outcome, reason, run_id, session_id FROM schedule_fires');
   const fires = rows.map((r) => ({ ...r, tick: Number(r.tick) }));
   const byTick = new Map<string, number>();
   const byRun = new Map<string, number>();
@@ -456,9 +559,11 @@ async function checkSchedules(
       continue;
     }
     byTick.set(`${f.schedule_id}/${f.tick}`, (byTick.get(`${f.schedule_id}/${f.tick}`) ?? 0) + 1);
-    if ((f.tick - s.createdAt) % s.intervalMs !== 0) v(`schedule ${s.id}: tick ${f.tick} is not a tick of its interval`);
+    if ((f.tick - s.createdAt) % s.intervalMs !== 0)
+      v(`schedule ${s.id}: tick ${f.tick} is not a tick of its interval`);
     // A tick fails only when its target session was erased (and then the erasure takes its fires with it).
-    if (f.outcome === 'failed' && !(s.target && erased.has(s.target))) v(`schedule ${s.id}: tick ${f.tick} failed: ${f.reason}`);
+    if (f.outcome === 'failed' && !(s.target && erased.has(s.target)))
+      v(`schedule ${s.id}: tick ${f.tick} failed: ${f.reason}`);
     if (f.outcome === 'skipped') saw('schedule ticks skipped (a run was active)');
     if (f.outcome !== 'fired') continue;
     saw('schedule ticks fired');
@@ -469,12 +574,23 @@ async function checkSchedules(
     byRun.set(f.run_id, (byRun.get(f.run_id) ?? 0) + 1);
     const run = runById.get(f.run_id);
     if (!run) v(`schedule ${s.id}: tick ${f.tick} fired run ${f.run_id}, which does not exist`);
-    else if (run.sessionId !== f.session_id) v(`schedule ${s.id}: tick ${f.tick} names session ${f.session_id}, its run is in ${run.sessionId}`);
-    if (f.session_id && erased.has(f.session_id)) v(`schedule ${s.id}: tick ${f.tick}'s fire is left of erased session ${f.session_id}`);
-    else if (asked.get(f.run_id) !== s.message) v(`schedule ${s.id}: tick ${f.tick} fired run ${f.run_id}, which was asked ${JSON.stringify(asked.get(f.run_id))}, not the schedule's message`);
+    else if (run.sessionId !== f.session_id)
+      v(`schedule ${s.id}: tick ${f.tick} names session ${f.session_id}, its run is in ${run.sessionId}`);
+    if (f.session_id && erased.has(f.session_id))
+      v(`schedule ${s.id}: tick ${f.tick}'s fire is left of erased session ${f.session_id}`);
+    else if (asked.get(f.run_id) !== s.message)
+      v(
+        `schedule ${s.id}: tick ${f.tick} fired run ${f.run_id}, which was asked ${JSON.stringify(asked.get(f.run_id))}, not the schedule's message`,
+      );
     const events = fired.filter((e) => e.scheduleId === s.id && e.tick === f.tick);
-    if (f.session_id && !erased.has(f.session_id) && (events.length !== 1 || events[0]!.runId !== f.run_id || events[0]!.sessionId !== f.session_id)) {
-      v(`schedule ${s.id}: tick ${f.tick} (run ${f.run_id}) has ${events.length} schedule/fired events: ${short(events)}`);
+    if (
+      f.session_id &&
+      !erased.has(f.session_id) &&
+      (events.length !== 1 || events[0]!.runId !== f.run_id || events[0]!.sessionId !== f.session_id)
+    ) {
+      v(
+        `schedule ${s.id}: tick ${f.tick} (run ${f.run_id}) has ${events.length} schedule/fired events: ${short(events)}`,
+      );
     }
   }
   for (const [k, n] of byTick) if (n > 1) v(`schedule tick ${k} has ${n} fires`);
@@ -482,15 +598,36 @@ async function checkSchedules(
   for (const s of book.schedules) {
     if (!s.target || !erased.has(s.target)) continue;
     saw('schedules paused by the erasure of their session');
-    const [row] = await db.all<{ paused_at: unknown; paused_reason: string | null }>('SELECT paused_at, paused_reason FROM schedules WHERE id = ?', [s.id]);
-    if (!row || row.paused_at === null || !row.paused_reason) v(`schedule ${s.id}: its target session ${s.target} was erased, yet it is ${row ? `not paused with a reason (${JSON.stringify(row)})` : 'gone'}`);
+    const [row] = await db.all<{ paused_at: unknown; paused_reason: string | null }>(
+      'SELECT paused_at, paused_reason FROM schedules WHERE id = ?',
+      [s.id],
+    );
+    if (!row || row.paused_at === null || !row.paused_reason)
+      v(
+        `schedule ${s.id}: its target session ${s.target} was erased, yet it is ${row ? `not paused with a reason (${JSON.stringify(row)})` : 'gone'}`,
+      );
   }
   for (const [k, n] of byRun) if (n > 1) v(`run ${k} was fired by ${n} ticks`);
   for (const e of fired) {
-    if (!fires.some((f) => f.schedule_id === e.scheduleId && f.tick === e.tick && f.outcome === 'fired' && f.run_id === e.runId)) v(`schedule ${e.scheduleId}: a schedule/fired event of tick ${e.tick} (run ${e.runId}) has no fire`);
+    if (
+      !fires.some(
+        (f) => f.schedule_id === e.scheduleId && f.tick === e.tick && f.outcome === 'fired' && f.run_id === e.runId,
+      )
+    )
+      v(`schedule ${e.scheduleId}: a schedule/fired event of tick ${e.tick} (run ${e.runId}) has no fire`);
   }
-  for (const id of scheduledRuns) if (byRun.get(id) !== 1) v(`run ${id} carries a schedule's message, and ${byRun.get(id) ?? 0} fires name it`);
-  saw('sessions made by a schedule', new Set(fires.filter((f) => f.outcome === 'fired' && book.schedules.find((s) => s.id === f.schedule_id)?.message.includes('sA')).map((f) => f.session_id)).size);
+  for (const id of scheduledRuns)
+    if (byRun.get(id) !== 1) v(`run ${id} carries a schedule's message, and ${byRun.get(id) ?? 0} fires name it`);
+  saw(
+    'sessions made by a schedule',
+    new Set(
+      fires
+        .filter(
+          (f) => f.outcome === 'fired' && book.schedules.find((s) => s.id === f.schedule_id)?.message.includes('sA'),
+        )
+        .map((f) => f.session_id),
+    ).size,
+  );
 }
 
 /**
@@ -507,7 +644,10 @@ async function checkWebhooks(
   v: (s: string) => void,
   saw: (what: string, n?: number) => void,
 ): Promise<void> {
-  const rows = await db.all<{ id: string; event_id: string; event_type: string; status: string; body: string }>('SELECT id, event_id, event_type, status, body FROM webhook_deliveries WHERE webhook_id = ?', [book.webhookId]);
+  const rows = await db.all<{ id: string; event_id: string; event_type: string; status: string; body: string }>(
+    'SELECT id, event_id, event_type, status, body FROM webhook_deliveries WHERE webhook_id = ?',
+    [book.webhookId],
+  );
   const sessionOf = (body: string): string | undefined => {
     const d = (JSON.parse(body) as { data?: { run?: { session_id?: string }; session_id?: string } }).data;
     return d?.run?.session_id ?? d?.session_id;
@@ -517,17 +657,20 @@ async function checkWebhooks(
   for (const [eventId, { type, sessionId }] of heard) {
     const ds = byEvent.get(eventId) ?? [];
     if (ds.length !== 1) v(`webhooks: event ${eventId} (${type}, session ${sessionId}) has ${ds.length} deliveries`);
-    else if (ds[0]!.event_type !== type) v(`webhooks: event ${eventId} is ${type}, its delivery says ${ds[0]!.event_type}`);
+    else if (ds[0]!.event_type !== type)
+      v(`webhooks: event ${eventId} is ${type}, its delivery says ${ds[0]!.event_type}`);
   }
   const got = new Map<string, ReceivedDelivery[]>();
   for (const r of received) got.set(r.deliveryId, [...(got.get(r.deliveryId) ?? []), r]);
   const ids = new Set(rows.map((r) => r.id));
   for (const r of rows) {
     const session = sessionOf(r.body);
-    if (!heard.has(r.event_id) && !(session && erased.has(session))) v(`webhooks: delivery ${r.id} is of event ${r.event_id} (${r.event_type}), which no log has`);
+    if (!heard.has(r.event_id) && !(session && erased.has(session)))
+      v(`webhooks: delivery ${r.id} is of event ${r.event_id} (${r.event_type}), which no log has`);
     if (r.status !== 'delivered') v(`webhooks: delivery ${r.id} (${r.event_type}) is ${r.status} after the settle`);
     const answered = (got.get(r.id) ?? []).filter((g) => g.status >= 200 && g.status < 300);
-    if (r.status === 'delivered' && answered.length === 0) v(`webhooks: delivery ${r.id} is delivered, the receiver never answered it 2xx`);
+    if (r.status === 'delivered' && answered.length === 0)
+      v(`webhooks: delivery ${r.id} is delivered, the receiver never answered it 2xx`);
     if (r.status === 'delivered') saw('webhook deliveries delivered');
     if (answered.length > 1) saw('webhook deliveries received twice (at least once)');
   }
@@ -536,8 +679,10 @@ async function checkWebhooks(
     const row = rows.find((r) => r.id === g.deliveryId);
     if (!row) {
       const session = sessionOf(g.body);
-      if (!(session && erased.has(session))) v(`webhooks: the receiver got delivery ${g.deliveryId}, which is not in the outbox`);
-    } else if (row.body !== g.body) v(`webhooks: delivery ${g.deliveryId} was received with another body than the one written`);
+      if (!(session && erased.has(session)))
+        v(`webhooks: the receiver got delivery ${g.deliveryId}, which is not in the outbox`);
+    } else if (row.body !== g.body)
+      v(`webhooks: delivery ${g.deliveryId} was received with another body than the one written`);
   }
   saw('webhook requests answered 500', received.filter((g) => g.status >= 500).length);
   // Deliveries of an erased session go with it once they carry their session (a `session_id`
@@ -556,18 +701,31 @@ async function checkWebhooks(
         : "SELECT count(*) AS n FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'webhook_deliveries' AND column_name = 'session_id'",
     )) > 0;
   if (erasesDeliveries) for (const [session, n] of leftOf) v(`erased session ${session}: ${n} webhook deliveries left`);
-  else saw('webhook deliveries of erased sessions left (known gap: no session_id on deliveries yet)', [...leftOf.values()].reduce((a, b) => a + b, 0));
-  const orphans = await count(db, 'SELECT count(*) AS n FROM webhook_attempts WHERE delivery_id NOT IN (SELECT id FROM webhook_deliveries)');
+  else
+    saw(
+      'webhook deliveries of erased sessions left (known gap: no session_id on deliveries yet)',
+      [...leftOf.values()].reduce((a, b) => a + b, 0),
+    );
+  const orphans = await count(
+    db,
+    'SELECT count(*) AS n FROM webhook_attempts WHERE delivery_id NOT IN (SELECT id FROM webhook_deliveries)',
+  );
   if (orphans > 0) v(`webhooks: ${orphans} attempts of deliveries that are gone`);
   void ids;
 }
 
 /** Nothing of an erased session is left: no events, entries, snapshots, checkpoints, inputs, signals, callbacks, fires, blob refs, idempotency records. */
-async function checkErased(db: ChaosDb, erased: Set<string>, runsOf: Map<string, RunRecord[]>, v: (s: string) => void): Promise<void> {
+async function checkErased(
+  db: ChaosDb,
+  erased: Set<string>,
+  runsOf: Map<string, RunRecord[]>,
+  v: (s: string) => void,
+): Promise<void> {
   const sqlite = db.kind === 'sqlite';
   for (const sessionId of erased) {
     const runIds = (runsOf.get(sessionId) ?? []).map((r) => r.id);
-    for (const r of runsOf.get(sessionId) ?? []) if (!isTerminal(r.status)) v(`erased session ${sessionId}: run ${r.id} is ${r.status}`);
+    for (const r of runsOf.get(sessionId) ?? [])
+      if (!isTerminal(r.status)) v(`erased session ${sessionId}: run ${r.id} is ${r.status}`);
     const inRuns = runIds.length ? `run_id IN (${runIds.map(() => '?').join(', ')})` : '1 = 0';
     const log: Array<[string, string, readonly unknown[]]> = sqlite
       ? [
@@ -586,7 +744,11 @@ async function checkErased(db: ChaosDb, erased: Set<string>, runsOf: Map<string,
       ['checkpoints', `SELECT count(*) AS n FROM run_checkpoints WHERE ${inRuns}`, runIds],
       ['signals', `SELECT count(*) AS n FROM run_signals WHERE ${inRuns}`, runIds],
       ['callback tokens', `SELECT count(*) AS n FROM run_callbacks WHERE ${inRuns}`, runIds],
-      ['schedule fires', `SELECT count(*) AS n FROM schedule_fires WHERE session_id = ? OR ${inRuns}`, [sessionId, ...runIds]],
+      [
+        'schedule fires',
+        `SELECT count(*) AS n FROM schedule_fires WHERE session_id = ? OR ${inRuns}`,
+        [sessionId, ...runIds],
+      ],
       ['idempotency records', 'SELECT count(*) AS n FROM idempotency_keys WHERE body LIKE ?', [`%${sessionId}%`]],
     ];
     for (const [what, sql, params] of checks) {

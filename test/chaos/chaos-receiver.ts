@@ -36,8 +36,16 @@ export class ChaosReceiver {
       req.on('end', () => {
         const body = Buffer.concat(chunks).toString('utf8');
         const status = this.flaky && Math.random() < 0.1 ? 500 : 204;
-        const signed = this.secret !== undefined && verifyWebhookSignature(this.secret, String(req.headers['keel-signature'] ?? ''), body, 300);
-        this.received.push({ deliveryId: String(req.headers['keel-delivery'] ?? ''), event: String(req.headers['keel-event'] ?? ''), body, signed, status });
+        const signed =
+          this.secret !== undefined &&
+          verifyWebhookSignature(this.secret, String(req.headers['keel-signature'] ?? ''), body, 300);
+        this.received.push({
+          deliveryId: String(req.headers['keel-delivery'] ?? ''),
+          event: String(req.headers['keel-event'] ?? ''),
+          body,
+          signed,
+          status,
+        });
         setTimeout(() => res.writeHead(status).end(), this.flaky ? Math.floor(Math.random() * 40) : 0);
       });
     });

@@ -10,7 +10,14 @@ describe('chaos: kill -9 the workers at random moments while tasks, steering, ca
   it('on SQLite and on PostgreSQL: loses no message, answers each once, runs no effect twice nor a denied call, ends each wait once, fires each tick once, delivers each webhook, leaves nothing of an erased session', async () => {
     const reports = await Promise.all(
       (['sqlite', 'postgres'] as const).map((backend) =>
-        runChaos({ backend, ...(backend === 'postgres' ? { postgresUrl: postgresUrl() } : {}), sessions: 8, actionsPerSession: 4, kills: 10, log: (l) => console.log(l) }),
+        runChaos({
+          backend,
+          ...(backend === 'postgres' ? { postgresUrl: postgresUrl() } : {}),
+          sessions: 8,
+          actionsPerSession: 4,
+          kills: 10,
+          log: (l) => console.log(l),
+        }),
       ),
     );
     for (const report of reports) {

@@ -23,7 +23,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { isTerminal, WEBHOOK_EVENT_TYPES, type JsonValue, type RunRecord, type RunStatus, type Runtime, type Store } from '../../src/index.ts';
+import {
+  isTerminal,
+  WEBHOOK_EVENT_TYPES,
+  type JsonValue,
+  type RunRecord,
+  type RunStatus,
+  type Runtime,
+  type Store,
+} from '../../src/index.ts';
 import { PROBLEMS, toProblem } from '../../src/server/problems.ts';
 import { startServer, type RunningServer } from '../../src/server/serve.ts';
 import {
@@ -85,12 +93,15 @@ interface Child {
 }
 
 function startWorker(backend: ChaosBackend, ledger: string, gen: number): Child {
-  const child = spawn(process.execPath, [WORKER, JSON.stringify(backend), ledger, String(gen)], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+  const child = spawn(process.execPath, [WORKER, JSON.stringify(backend), ledger, String(gen)], {
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+  });
   let stderr = '';
   child.stderr!.setEncoding('utf8').on('data', (c: string) => (stderr += c));
   const exited = new Promise<void>((resolve) =>
     child.once('exit', (code, signal) => {
-      if (code !== 0 && signal !== 'SIGKILL' && stderr) process.stderr.write(`chaos worker ${gen} exited ${code ?? signal}: ${stderr}\n`);
+      if (code !== 0 && signal !== 'SIGKILL' && stderr)
+        process.stderr.write(`chaos worker ${gen} exited ${code ?? signal}: ${stderr}\n`);
       resolve();
     }),
   );
@@ -112,8 +123,17 @@ const chance = (p: number) => Math.random() < p;
 const refusedStatus = (status: number) => status === 404 || status === 409 || status === 410;
 const isRefusal = (e: unknown): boolean => refusedStatus(PROBLEMS[toProblem(e).type].status);
 
-
-type Waiting = { calls: Array<{ toolCallId: string; toolName: string; kind: string; input: Record<string, unknown>; wait?: { kind: string; name?: string } }>; decisions: Record<string, unknown>; expiresAt: number | null };
+type Waiting = {
+  calls: Array<{
+    toolCallId: string;
+    toolName: string;
+    kind: string;
+    input: Record<string, unknown>;
+    wait?: { kind: string; name?: string };
+  }>;
+  decisions: Record<string, unknown>;
+  expiresAt: number | null;
+};
 
 async function openBackend(o: ChaosOptions, dir: string): Promise<{ backend: ChaosBackend; drop(): Promise<void> }> {
   if (o.backend === 'sqlite') return { backend: { kind: 'sqlite', path: join(dir, 'keel.db') }, drop: async () => {} };
@@ -175,7 +195,13 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     store = await openChaosStore(backend);
     const rt: Runtime = (server = await startServer({
       store,
-      config: { source: null, agents: [chaosAgent(ledgerPath, -1)], compaction: {}, demo: false, providerLimits: CHAOS_PROCESS.limits },
+      config: {
+        source: null,
+        agents: [chaosAgent(ledgerPath, -1)],
+        compaction: {},
+        demo: false,
+        providerLimits: CHAOS_PROCESS.limits,
+      },
       port: 0,
       workers: 0,
       version: 'chaos',
@@ -188,7 +214,11 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     const base = server.url;
 
     /** One HTTP request to the API: its status and JSON body. */
-    const api = async (method: string, path: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> }> => {
+    const api = async (
+      method: string,
+      path: string,
+      body?: unknown,
+    ): Promise<{ status: number; json: Record<string, unknown> }> => {
       const res = await fetch(`${base}${path}`, {
         method,
         headers: body !== undefined ? { 'content-type': 'application/json' } : {},
@@ -198,7 +228,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       return { status: res.status, json: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
     };
     /** The body of a 2xx answer, undefined for a refusal; anything else is a violation. */
-    const ok = async (what: string, p: Promise<{ status: number; json: Record<string, unknown> }>): Promise<Record<string, unknown> | undefined> => {
+    const ok = async (
+      what: string,
+      p: Promise<{ status: number; json: Record<string, unknown> }>,
+    ): Promise<Record<string, unknown> | undefined> => {
       try {
         const r = await p;
         if (r.status >= 200 && r.status < 300) return r.json;
@@ -218,7 +251,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     };
 
     // ---- The outside world: a webhook subscription for every event, two schedules.
-    const hook = await ok('create the webhook', api('POST', '/v1/webhooks', { url: receiver.url, events: [...WEBHOOK_EVENT_TYPES] }));
+    const hook = await ok(
+      'create the webhook',
+      api('POST', '/v1/webhooks', { url: receiver.url, events: [...WEBHOOK_EVENT_TYPES] }),
+    );
     if (!hook) throw new Error('could not subscribe the webhook');
     book.webhookId = hook.id as string;
     receiver.secret = hook.secret as string;
@@ -226,12 +262,21 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     // ---- The sessions and their first tasks.
     const pool: string[] = [];
     let n = 0;
-    const flagsOf = (must: readonly WaitFlag[] = []): WaitFlag[] => WAIT_FLAGS.filter((f) => must.includes(f) || chance(0.25));
+    const flagsOf = (must: readonly WaitFlag[] = []): WaitFlag[] =>
+      WAIT_FLAGS.filter((f) => must.includes(f) || chance(0.25));
     const send = async (sessionId: string, text: string, ifBusy: 'reject' | 'enqueue' | 'steer') => {
       let r: { outcome: string; messageId: string; runId: string } | undefined;
       if (chance(0.5)) {
-        const body = await ok(`send ${text}`, api('POST', `/v1/sessions/${sessionId}/messages`, { content: text, if_busy: ifBusy, agent: 'chaos' }));
-        if (body) r = { outcome: body.outcome as string, messageId: (body.message as { id: string }).id, runId: (body.run as { id: string }).id };
+        const body = await ok(
+          `send ${text}`,
+          api('POST', `/v1/sessions/${sessionId}/messages`, { content: text, if_busy: ifBusy, agent: 'chaos' }),
+        );
+        if (body)
+          r = {
+            outcome: body.outcome as string,
+            messageId: (body.message as { id: string }).id,
+            runId: (body.run as { id: string }).id,
+          };
       } else {
         try {
           const s = await rt.sessions.send(sessionId, text, { agent: 'chaos', ifBusy });
@@ -241,13 +286,22 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         }
       }
       if (!r) return undefined;
-      book.accepted.set(r.messageId, { sessionId, runId: r.runId, kind: r.outcome as 'created' | 'enqueued' | 'steered', text });
+      book.accepted.set(r.messageId, {
+        sessionId,
+        runId: r.runId,
+        kind: r.outcome as 'created' | 'enqueued' | 'steered',
+        text,
+      });
       return r;
     };
     /** Steers a message into one run (POST /v1/runs/{id}/steer or runs.steer). */
     const steerRun = async (run: RunRecord, text: string): Promise<string | undefined> => {
       let messageId: string | undefined;
-      if (chance(0.5)) messageId = ((await ok(`steer ${run.id}`, api('POST', `/v1/runs/${run.id}/steer`, { content: text })))?.message as { id: string } | undefined)?.id;
+      if (chance(0.5))
+        messageId = (
+          (await ok(`steer ${run.id}`, api('POST', `/v1/runs/${run.id}/steer`, { content: text })))?.message as
+            { id: string } | undefined
+        )?.id;
       else {
         try {
           messageId = (await rt.runs.steer(run.id, text)).message.id;
@@ -270,15 +324,23 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       if (!accepted) return;
       const after = await st.getRun(run.id);
       const w = after?.waiting as unknown as Waiting | null | undefined;
-      if (w?.calls.some((x) => x.toolCallId === toolCallId) && !w.decisions[toolCallId]) v(`run ${run.id}: steered by ${how} while it slept in ${toolCallId}, it sleeps on`);
+      if (w?.calls.some((x) => x.toolCallId === toolCallId) && !w.decisions[toolCallId])
+        v(`run ${run.id}: steered by ${how} while it slept in ${toolCallId}, it sleeps on`);
     };
     /** A task with random waits; some of its signals are delivered at once, before its wait can start. */
-    const sendTask = async (sessionId: string, name: string, steps: number, ifBusy: 'reject' | 'enqueue', must: readonly WaitFlag[] = []) => {
+    const sendTask = async (
+      sessionId: string,
+      name: string,
+      steps: number,
+      ifBusy: 'reject' | 'enqueue',
+      must: readonly WaitFlag[] = [],
+    ) => {
       const flags = flagsOf(must);
       const r = await send(sessionId, `task ${name} steps=${steps}${flags.map((f) => ` ${f}`).join('')}`, ifBusy);
       if (!r || r.outcome === 'steered') return;
       // Every other one of its signals is delivered at once (the others when the run waits for them).
-      for (const f of ['signal', 'mix'] as const) if (flags.includes(f) && inTurn('early', 2) === 0) void track(deliver(r.runId, signalName(f, name)));
+      for (const f of ['signal', 'mix'] as const)
+        if (flags.includes(f) && inTurn('early', 2) === 0) void track(deliver(r.runId, signalName(f, name)));
     };
     for (let i = 0; i < o.sessions; i++) {
       const s = await ok('create a session', api('POST', '/v1/sessions', { title: `chaos ${i}`, agent: 'chaos' }));
@@ -293,9 +355,18 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       ['task sA steps=1', { new_session: { title: 'fired' } }, 'skip'],
       ['task sB steps=2 sleep', { session_id: scheduled }, 'skip'],
     ] as const) {
-      const s = await ok('create a schedule', api('POST', '/v1/schedules', { interval: { seconds: 1 }, message, target, overlap, agent: 'chaos' }));
+      const s = await ok(
+        'create a schedule',
+        api('POST', '/v1/schedules', { interval: { seconds: 1 }, message, target, overlap, agent: 'chaos' }),
+      );
       if (!s) throw new Error('could not create a schedule');
-      book.schedules.push({ id: s.id as string, message, intervalMs: 1000, createdAt: Date.parse(s.created_at as string), target: 'session_id' in target ? target.session_id : null });
+      book.schedules.push({
+        id: s.id as string,
+        message,
+        intervalMs: 1000,
+        createdAt: Date.parse(s.created_at as string),
+        target: 'session_id' in target ? target.session_id : null,
+      });
     }
 
     // ---- What the driver does to waiting runs, each at its own random moment.
@@ -315,7 +386,15 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       const once = async (yes: boolean, via: 'api' | 'library') => {
         let accepted = false;
         if (via === 'api') {
-          accepted = (await ok(`decide ${key}`, api('POST', `/v1/runs/${runId}/approvals/${callId}`, yes ? { decision: 'approve' } : { decision: 'deny', reason: 'chaos says no' }))) !== undefined;
+          accepted =
+            (await ok(
+              `decide ${key}`,
+              api(
+                'POST',
+                `/v1/runs/${runId}/approvals/${callId}`,
+                yes ? { decision: 'approve' } : { decision: 'deny', reason: 'chaos says no' },
+              ),
+            )) !== undefined;
         } else {
           try {
             await (yes ? rt.runs.approve(runId, callId) : rt.runs.deny(runId, callId, { reason: 'chaos says no' }));
@@ -326,12 +405,15 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         }
         if (!accepted) return;
         const before = book.decisions.get(key);
-        if (before && before.approved !== yes) v(`${key}: a ${yes ? 'approval' : 'denial'} was accepted after a ${before.approved ? 'approval' : 'denial'}`);
+        if (before && before.approved !== yes)
+          v(`${key}: a ${yes ? 'approval' : 'denial'} was accepted after a ${before.approved ? 'approval' : 'denial'}`);
         book.decisions.set(key, { approved: yes });
         decisions++;
         acted.emit('acted');
       };
-      await (inTurn('two decisions', 8) === 0 ? Promise.all([once(approved, 'api'), once(!approved, 'library')]) : once(approved, viaOf()));
+      await (inTurn('two decisions', 8) === 0
+        ? Promise.all([once(approved, 'api'), once(!approved, 'library')])
+        : once(approved, viaOf()));
     };
     /** Answers a question (now and then two different answers at once: exactly one may be accepted). */
     const answer = async (runId: string, callId: string, toolName: string) => {
@@ -340,7 +422,12 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         const nonce = randomUUID();
         const a: JsonValue = toolName === 'confirm' ? { ok: 'yes', nonce } : { pick: pick(['a', 'b', 'c']), nonce };
         let accepted = false;
-        if (via === 'api') accepted = (await ok(`answer ${key}`, api('POST', `/v1/runs/${runId}/input`, { answers: a, tool_call_id: callId }))) !== undefined;
+        if (via === 'api')
+          accepted =
+            (await ok(
+              `answer ${key}`,
+              api('POST', `/v1/runs/${runId}/input`, { answers: a, tool_call_id: callId }),
+            )) !== undefined;
         else {
           try {
             await rt.runs.input(runId, a, { toolCallId: callId });
@@ -384,8 +471,14 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         }
         signalsSent++;
         if (!r) return;
-        if (book.signals.has(key)) v(`signal ${key}: a second delivery was accepted (${via}, after ${book.signals.get(key)!.via})`);
-        const d: SignalDelivery = { payload, via, consumed: r.consumed, ...(r.statusAfter ? { statusAfter: r.statusAfter } : {}) };
+        if (book.signals.has(key))
+          v(`signal ${key}: a second delivery was accepted (${via}, after ${book.signals.get(key)!.via})`);
+        const d: SignalDelivery = {
+          payload,
+          via,
+          consumed: r.consumed,
+          ...(r.statusAfter ? { statusAfter: r.statusAfter } : {}),
+        };
         book.signals.set(key, d);
         acted.emit('acted');
       };
@@ -420,9 +513,11 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         const act = choose('danger', run.id, ['deny', 'approve'], ['approve', 'approve', 'deny']);
         return { act, at: soon(2000) + (c.toolCallId.endsWith('-mixdanger') ? 800 : 0) };
       }
-      if (c.kind === 'approval') return plan(choose('risky', run.id, ['leave', 'approve', 'deny'], ['leave', 'approve', 'leave', 'deny']), 2000);
+      if (c.kind === 'approval')
+        return plan(choose('risky', run.id, ['leave', 'approve', 'deny'], ['leave', 'approve', 'leave', 'deny']), 2000);
       if (c.kind === 'input') return plan(choose(c.toolName, run.id, ['leave', 'answer'], ['answer', 'leave']), 2000);
-      if (c.kind === 'signal' && c.wait?.name?.startsWith('sigdl-')) return plan(choose('sigdl', run.id, ['leave', 'signal'], ['signal', 'leave']), 1500);
+      if (c.kind === 'signal' && c.wait?.name?.startsWith('sigdl-'))
+        return plan(choose('sigdl', run.id, ['leave', 'signal'], ['signal', 'leave']), 1500);
       if (c.kind === 'signal') return plan('signal', 1500);
       // A sleep steered soon wakes (unless its time comes first).
       if (c.kind === 'sleep') return plan(choose('sleep', run.id, ['steer'], ['steer', 'leave', 'leave']), 500);
@@ -475,7 +570,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
           const key = `${l.runId}/${l.signal}`;
           const first = !tokens.has(key);
           tokens.set(key, [...(tokens.get(key) ?? []), l.token!]);
-          if (first && inTurn('early callback', 2) === 0 && !book.signals.has(key)) void track(deliver(l.runId, l.signal!));
+          if (first && inTurn('early callback', 2) === 0 && !book.signals.has(key))
+            void track(deliver(l.runId, l.signal!));
         }
       } finally {
         closeSync(fd);
@@ -509,13 +605,15 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
 
     // The first tasks have every kind of wait between them, each kind two or three times, whatever the coins say later.
     const flagAt = (k: number) => WAIT_FLAGS[k % WAIT_FLAGS.length]!;
-    for (const [i, sessionId] of pool.entries()) await sendTask(sessionId, `t${i}a`, 2 + (i % 4), 'reject', [flagAt(i), flagAt(i + 3), flagAt(i + 6)]);
+    for (const [i, sessionId] of pool.entries())
+      await sendTask(sessionId, `t${i}a`, 2 + (i % 4), 'reject', [flagAt(i), flagAt(i + 3), flagAt(i + 6)]);
 
     /** Erases a session, by HTTP or the library at random: its runs (these) may be cancelled by it. */
     const erase = async (victim: string, runs: readonly RunRecord[]) => {
       for (const r of runs) book.cancelRequested.add(r.id);
       let erased = false;
-      if (chance(0.5)) erased = (await ok(`erase ${victim}`, api('POST', `/v1/sessions/${victim}/erase`))) !== undefined;
+      if (chance(0.5))
+        erased = (await ok(`erase ${victim}`, api('POST', `/v1/sessions/${victim}/erase`))) !== undefined;
       else {
         try {
           await rt.sessions.erase(victim);
@@ -555,9 +653,16 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
           else if (roll < 0.5) {
             // Steering goes to an active run, waiting ones too (every other time a sleeping one, which
             // wakes), through its session (if_busy: steer) or to the run itself (runs.steer).
-            const active = (await st.listRuns({ statuses: ['running', 'queued', ...WAITING], limit: 1000 })).filter((r) => !r.queuedBehind && pool.includes(r.sessionId));
+            const active = (await st.listRuns({ statuses: ['running', 'queued', ...WAITING], limit: 1000 })).filter(
+              (r) => !r.queuedBehind && pool.includes(r.sessionId),
+            );
             const sleeping = active.filter((r) => r.status === 'sleeping');
-            const target = sleeping.length > 0 && inTurn('steer a sleep', 2) === 0 ? pick(sleeping) : active.length > 0 ? pick(active) : undefined;
+            const target =
+              sleeping.length > 0 && inTurn('steer a sleep', 2) === 0
+                ? pick(sleeping)
+                : active.length > 0
+                  ? pick(active)
+                  : undefined;
             if (target && chance(0.5)) await steerRun(target, `steer s${n}`);
             else await send(target?.sessionId ?? sessionId, `steer s${n}`, 'steer');
           } else if (roll < 0.58) {
@@ -570,7 +675,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
             }
           } else if (roll < 0.7) {
             // Erase a session whose runs are all over: one a schedule made (their one-step runs end soon), or one of the pool.
-            const fired = (await st.listSessions({ limit: 1000 })).filter((s) => s.title === 'fired' && !book.erased.has(s.id)).map((s) => s.id);
+            const fired = (await st.listSessions({ limit: 1000 }))
+              .filter((s) => s.title === 'fired' && !book.erased.has(s.id))
+              .map((s) => s.id);
             // The oldest sessions a schedule made (most likely over), and a few of the pool.
             const candidates = [...fired.slice(0, 6), ...pool.toSorted(() => Math.random() - 0.5).slice(0, 3)];
             let victim: string | undefined;
@@ -599,10 +706,12 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     let gen = 0;
     let killing = 0;
     let started = 0;
-    const waitersNow = () => count(sql, 'SELECT count(*) AS n FROM model_limit_waiters WHERE expires_at > ?', [Date.now()]);
+    const waitersNow = () =>
+      count(sql, 'SELECT count(*) AS n FROM model_limit_waiters WHERE expires_at > ?', [Date.now()]);
     /** Polls (for 3 s at most) until `ready` says the moment came. */
     const until = async (ready: () => Promise<boolean>) => {
-      for (const end = Date.now() + 3000; Date.now() < end; await sleep(30)) if (await ready().catch(() => false)) return;
+      for (const end = Date.now() + 3000; Date.now() < end; await sleep(30))
+        if (await ready().catch(() => false)) return;
     };
     const slot = async () => {
       while (kills + killing < o.kills) {
@@ -633,7 +742,11 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         } else if (busy && trigger === 1) {
           await until(async () => (limitWaiters = await waitersNow()) > 0);
         } else if (busy && (trigger === 2 || trigger === 3)) {
-          const rarest = [...WAITING].sort((a, b) => book.kills.filter((k) => (k.statuses[a] ?? 0) > 0).length - book.kills.filter((k) => (k.statuses[b] ?? 0) > 0).length)[0]!;
+          const rarest = [...WAITING].sort(
+            (a, b) =>
+              book.kills.filter((k) => (k.statuses[a] ?? 0) > 0).length -
+              book.kills.filter((k) => (k.statuses[b] ?? 0) > 0).length,
+          )[0]!;
           await until(async () => ((before = await st.countRunsByStatus())[rarest] ?? 0) > 0);
         } else if (busy) await sleep(200 + Math.random() * 2300);
         c.process.kill('SIGKILL');
@@ -675,7 +788,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         if (!s || s.key !== key) suspects.set(r.id, { key, since: now });
         else if (!s.reported && now - s.since > STRANDED_AFTER_MS) {
           s.reported = true;
-          v(`run ${r.id} is stranded: ${r.status} with expires_at ${new Date(expiresAt).toISOString()}, ${((now - expiresAt) / 1000).toFixed(1)} s past, while workers sweep every ${CHAOS_SWEEP_MS} ms`);
+          v(
+            `run ${r.id} is stranded: ${r.status} with expires_at ${new Date(expiresAt).toISOString()}, ${((now - expiresAt) / 1000).toFixed(1)} s past, while workers sweep every ${CHAOS_SWEEP_MS} ms`,
+          );
         }
       }
       const left = (await st.listRuns({ limit: 100_000 })).filter((r) => !isTerminal(r.status));
@@ -690,7 +805,11 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     // Deliveries leased by a killed worker come due again when their lease ends (30 s and the attempt's timeout).
     receiver.flaky = false;
     const drained = Date.now() + 90_000;
-    while ((await count(sql, "SELECT count(*) AS n FROM webhook_deliveries WHERE status <> 'delivered'")) > 0 && Date.now() < drained) await sleep(500);
+    while (
+      (await count(sql, "SELECT count(*) AS n FROM webhook_deliveries WHERE status <> 'delivered'")) > 0 &&
+      Date.now() < drained
+    )
+      await sleep(500);
     for (const c of last) c.process.send('stop');
     await Promise.race([Promise.all(last.map((c) => c.exited)), sleep(15_000)]);
     stopLoops = true;
@@ -705,7 +824,14 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       .split('\n')
       .filter(Boolean)
       .map((l) => JSON.parse(l) as ChaosLedgerLine);
-    const checked = await checkChaos({ store: st, sessions: rt.sessions, db: sql, ledger, received: receiver.received, book });
+    const checked = await checkChaos({
+      store: st,
+      sessions: rt.sessions,
+      db: sql,
+      ledger,
+      received: receiver.received,
+      book,
+    });
     const report: ChaosReport = {
       backend: o.backend,
       kills,
@@ -724,12 +850,17 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     log(
       `chaos ${o.backend}: ${report.kills} kills, ${report.sessions} sessions, ${report.runs} runs (${report.cancelled} cancelled), ${report.events} events, ${report.accepted} messages accepted (${report.steered} steered), ${report.decisions} decisions, ${report.signals} signals sent, ${ledger.length} tool executions, ${receiver.received.length} webhook requests: ${report.violations.length} violations (${report.seconds.toFixed(0)} s)`,
     );
-    log(`chaos ${o.backend}: seen: ${Object.entries(report.seen).map(([k, n]) => `${k} ${n}`).join('; ')}`);
+    log(
+      `chaos ${o.backend}: seen: ${Object.entries(report.seen)
+        .map(([k, n]) => `${k} ${n}`)
+        .join('; ')}`,
+    );
     for (const x of report.violations.slice(0, 50)) log(`  violation (${o.backend}): ${x}`);
     if (report.violations.length > 50) log(`  … and ${report.violations.length - 50} more`);
     return report;
   } finally {
-    for (const c of children) if (c.process.exitCode === null && c.process.signalCode === null) c.process.kill('SIGKILL');
+    for (const c of children)
+      if (c.process.exitCode === null && c.process.signalCode === null) c.process.kill('SIGKILL');
     await server?.close({ graceMs: 0 }).catch(() => {});
     await receiver.stop();
     await db?.close().catch(() => {});

@@ -71,7 +71,10 @@ function chat(url: string) {
       for (;;) {
         const m = text().slice(from).match(re);
         if (m) return m;
-        if (child.exitCode !== null || Date.now() > deadline) throw new Error(`no ${re} in the chat output${child.exitCode !== null ? ` (it exited with ${child.exitCode})` : ''}:\n${text()}`);
+        if (child.exitCode !== null || Date.now() > deadline)
+          throw new Error(
+            `no ${re} in the chat output${child.exitCode !== null ? ` (it exited with ${child.exitCode})` : ''}:\n${text()}`,
+          );
         await new Promise((r) => setTimeout(r, 50));
       }
     },
@@ -96,7 +99,9 @@ describe('keel chat', () => {
     c.type('What is the weather in Berlin?\r');
     await c.waitFor(/Let me check the weather in Berlin\.\n/);
     await c.waitFor(/ {2}→ get_weather\(\{"city":"berlin"\}\)\n {2}← get_weather: \{"city":"berlin","celsius":15\}\n/);
-    await c.waitFor(/I will send a short report to the team; that needs your approval\.\nApprove send_report\(\{"to":"team@example\.com","body":"Weather in berlin: see the log\."\}\)\? \[y\/N\] $/);
+    await c.waitFor(
+      /I will send a short report to the team; that needs your approval\.\nApprove send_report\(\{"to":"team@example\.com","body":"Weather in berlin: see the log\."\}\)\? \[y\/N\] $/,
+    );
 
     c.type('y\r');
     await c.waitFor(/ {2}← send_report: \{"sent":true,"to":"team@example\.com"\}\n/);
@@ -145,7 +150,14 @@ describe('keel chat', () => {
     c.type('2\r'); // the second choice
     await c.waitFor(/It is 75°F in tokyo\. The report was sent\. Anything else\?\n> $/);
     const out = c.text();
-    for (const once of ['Let me check the weather in Tokyo.', '← get_weather', 'I will send a short report', '← send_report', 'One question before I finish.', 'It is 75°F']) {
+    for (const once of [
+      'Let me check the weather in Tokyo.',
+      '← get_weather',
+      'I will send a short report',
+      '← send_report',
+      'One question before I finish.',
+      'It is 75°F',
+    ]) {
       expect(count(out, once), once).toBe(1);
     }
     const runs = await api<{ data: Array<{ status: string }> }>(`/v1/sessions/${sessionId}/runs`);

@@ -25,7 +25,10 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'keel-cli-'));
   db = join(dir, 'keel.db');
   store = openSqliteStore({ path: db });
-  const agent = defineAgent({ name: 'test-agent', model: new ScriptedModel([{ text: 'hello there' }], { loop: true }) });
+  const agent = defineAgent({
+    name: 'test-agent',
+    model: new ScriptedModel([{ text: 'hello there' }], { loop: true }),
+  });
   rt = createRuntime({ store, agents: [agent, demoAgent()] });
   const worker = rt.startWorker({ concurrency: 2 });
 
@@ -53,7 +56,9 @@ beforeAll(async () => {
   ids.ghost = ghost.id;
   runs.ghost = (await rt.sessions.send(ghost.id, 'held')).run.id;
   // A worker claimed it and then vanished: its lease is still valid for a minute.
-  expect((await store.claimRun('ghost-worker', 60_000, Date.now(), CLAIM_POLICY, { runId: runs.ghost }))?.run.status).toBe('running');
+  expect(
+    (await store.claimRun('ghost-worker', 60_000, Date.now(), CLAIM_POLICY, { runId: runs.ghost }))?.run.status,
+  ).toBe('running');
 });
 
 afterAll(async () => {
@@ -84,7 +89,13 @@ describe('keel sessions', () => {
   it('ls --json gives the API session objects with their tenant; $KEEL_DB picks the database', async () => {
     const r = await keel(['sessions', 'ls', '--json'], { env: { KEEL_DB: db } });
     expect(r.code).toBe(0);
-    const list = JSON.parse(r.out) as Array<{ id: string; title: string; tenant: string; last_seq: number; archived_at: string | null }>;
+    const list = JSON.parse(r.out) as Array<{
+      id: string;
+      title: string;
+      tenant: string;
+      last_seq: number;
+      archived_at: string | null;
+    }>;
     expect(list.map((s) => s.id)).toEqual([ids.ghost, ids.delta, ids.gamma, ids.alpha]);
     expect(list[3]).toMatchObject({ id: ids.alpha, title: 'alpha', tenant: 'default', archived_at: null });
     expect(list[3]!.last_seq).toBeGreaterThan(5);
@@ -101,7 +112,11 @@ describe('keel sessions', () => {
     expect(r.out).toMatch(/assistant: I will send a short report .*\[tools: send_report pending\]/);
 
     const j = await keel(['sessions', 'show', ids.alpha, '--db', db, '--json']);
-    const body = JSON.parse(j.out) as { session: { id: string }; transcript: Array<{ kind: string; text: string }>; runs: Array<{ id: string; status: string }> };
+    const body = JSON.parse(j.out) as {
+      session: { id: string };
+      transcript: Array<{ kind: string; text: string }>;
+      runs: Array<{ id: string; status: string }>;
+    };
     expect(body.session.id).toBe(ids.alpha);
     expect(body.transcript.map((t) => [t.kind, t.text])).toEqual([
       ['user', 'hi'],
@@ -121,24 +136,37 @@ describe('keel sessions', () => {
     const r = await keel(['sessions', 'export', ids.alpha, '--db', db]);
     expect(r.code).toBe(0);
     const lines = r.out.trim().split('\n');
-    expect(JSON.parse(lines[0]!)).toMatchObject({ kind: 'keel.session', version: 1, session: { id: ids.alpha, title: 'alpha' } });
+    expect(JSON.parse(lines[0]!)).toMatchObject({
+      kind: 'keel.session',
+      version: 1,
+      session: { id: ids.alpha, title: 'alpha' },
+    });
     expect(lines.every((l) => JSON.parse(l) !== null)).toBe(true);
 
     const file = join(dir, 'alpha.jsonl');
     const f = await keel(['sessions', 'export', ids.alpha, '--db', db, '--out', file]);
     expect(f.code).toBe(0);
-    expect(f.out).toMatch(new RegExp(`^exported session ${ids.alpha} \\(\\d+ events, ${lines.length} lines\\) to ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\n$`));
+    expect(f.out).toMatch(
+      new RegExp(
+        `^exported session ${ids.alpha} \\(\\d+ events, ${lines.length} lines\\) to ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\n$`,
+      ),
+    );
     expect(readFileSync(file, 'utf8')).toBe(r.out);
 
     const other = join(dir, 'other.db');
     const imp = await keel(['sessions', 'import', file, '--db', other, '--keep-ids']);
     expect(imp.code).toBe(0);
-    expect(imp.out).toMatch(new RegExp(`^imported session ${ids.alpha} \\(\\d+ events, "alpha"\\) for tenant default\n$`));
+    expect(imp.out).toMatch(
+      new RegExp(`^imported session ${ids.alpha} \\(\\d+ events, "alpha"\\) for tenant default\n$`),
+    );
     const shown = await keel(['sessions', 'show', ids.alpha, '--db', other]);
     expect(shown.out).toContain('assistant: hello there');
 
     const third = join(dir, 'third.db');
-    const fromStdin = await keel(['sessions', 'import', '-', '--db', third, '--json', '--tenant', 'acme', '--keep-ids'], { stdin: r.out });
+    const fromStdin = await keel(
+      ['sessions', 'import', '-', '--db', third, '--json', '--tenant', 'acme', '--keep-ids'],
+      { stdin: r.out },
+    );
     expect(fromStdin.code).toBe(0);
     expect(JSON.parse(fromStdin.out)).toMatchObject({ id: ids.alpha, tenant: 'acme', title: 'alpha' });
 
@@ -157,7 +185,9 @@ describe('keel sessions', () => {
     // Erased: a tombstone; its content is gone, and so is the import of it.
     const erased = await keel(['sessions', 'erase', imported.id, '--db', other]);
     expect(erased.code, erased.err).toBe(0);
-    expect(erased.out).toMatch(new RegExp(`^erased session ${imported.id} \\(tenant default; \\d+ runs, cost [\\d.]+ kept for billing\\)\n$`));
+    expect(erased.out).toMatch(
+      new RegExp(`^erased session ${imported.id} \\(tenant default; \\d+ runs, cost [\\d.]+ kept for billing\\)\n$`),
+    );
     expect((await keel(['sessions', 'show', imported.id, '--db', other])).code).toBe(1);
     const all = await keel(['sessions', 'erase', '--tenant', 'acme', '--all', '--db', third, '--json']);
     expect(JSON.parse(all.out)).toEqual({ tenant: 'acme', erased: 1 });
@@ -169,7 +199,9 @@ describe('keel sessions', () => {
     writeFileSync(bad, '{"kind":"keel.session","version":1}\nnot json\n');
     const r = await keel(['sessions', 'import', bad, '--db', join(dir, 'bad.db')]);
     expect(r.code).toBe(1);
-    expect(r.err).toMatch(/^keel: import refused, nothing was written \(1 problem\):\n {2}line 1: the first line must be a keel\.session header/);
+    expect(r.err).toMatch(
+      /^keel: import refused, nothing was written \(1 problem\):\n {2}line 1: the first line must be a keel\.session header/,
+    );
 
     const missing = await keel(['sessions', 'import', join(dir, 'missing.jsonl'), '--db', join(dir, 'bad.db')]);
     expect(missing.code).toBe(1);
@@ -189,7 +221,14 @@ describe('keel sessions', () => {
   });
 
   it('usage errors exit with code 2', async () => {
-    for (const argv of [['sessions'], ['sessions', 'frob'], ['sessions', 'show'], ['sessions', 'ls', '--bogus'], ['sessions', 'ls', '--limit', 'x'], ['sessions', 'export']]) {
+    for (const argv of [
+      ['sessions'],
+      ['sessions', 'frob'],
+      ['sessions', 'show'],
+      ['sessions', 'ls', '--bogus'],
+      ['sessions', 'ls', '--limit', 'x'],
+      ['sessions', 'export'],
+    ]) {
       const r = await keel([...argv, '--db', db]);
       expect(r.code, argv.join(' ')).toBe(2);
       expect(r.err).toMatch(/^keel: /);
@@ -215,7 +254,12 @@ describe('keel runs', () => {
     expect(r.out).toMatch(new RegExp(`${runs.gamma}\\s+${ids.gamma}\\s+waiting_approval\\s+demo@1`));
 
     const queued = await keel(['runs', 'ls', '--db', db, '--status', 'queued,running', '--json']);
-    const list = JSON.parse(queued.out) as Array<{ id: string; status: string; session_id: string; child_run_ids: string[] }>;
+    const list = JSON.parse(queued.out) as Array<{
+      id: string;
+      status: string;
+      session_id: string;
+      child_run_ids: string[];
+    }>;
     expect(list.map((x) => [x.id, x.status])).toEqual([
       [runs.ghost, 'running'],
       [runs.delta, 'queued'],
@@ -245,7 +289,11 @@ describe('keel runs', () => {
     expect(r.out).toMatch(/waiting {3}for approval:\n {4}call_\S+ {2}approve send_report\(\{"to":"team@example.com"/);
 
     const j = await keel(['runs', 'show', runs.gamma, '--db', db, '--json']);
-    expect(JSON.parse(j.out)).toMatchObject({ id: runs.gamma, status: 'waiting_approval', waiting: { kind: 'approval', requests: [{ tool: 'send_report', decided: false }] } });
+    expect(JSON.parse(j.out)).toMatchObject({
+      id: runs.gamma,
+      status: 'waiting_approval',
+      waiting: { kind: 'approval', requests: [{ tool: 'send_report', decided: false }] },
+    });
 
     const missing = await keel(['runs', 'show', 'nope', '--db', db]);
     expect(missing.code).toBe(1);
@@ -292,14 +340,27 @@ describe('keel events', () => {
     expect(after.out.trim().split('\n')[0]).toMatch(/^#3 /);
 
     const typed = await keel(['events', ids.alpha, '--db', db, '--type', 'run/']);
-    expect(typed.out.trim().split('\n').every((l) => / run\/status /.test(l))).toBe(true);
+    expect(
+      typed.out
+        .trim()
+        .split('\n')
+        .every((l) => / run\/status /.test(l)),
+    ).toBe(true);
   });
 
   it('--json prints one API event envelope a line', async () => {
     const r = await keel(['events', ids.alpha, '--db', db, '--json']);
-    const events = r.out.trim().split('\n').map((l) => JSON.parse(l) as { seq: number; type: string; session_id: string; time: string });
+    const events = r.out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { seq: number; type: string; session_id: string; time: string });
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
-    expect(events[0]).toMatchObject({ seq: 1, type: 'session/created', session_id: ids.alpha, data: { title: 'alpha' } });
+    expect(events[0]).toMatchObject({
+      seq: 1,
+      type: 'session/created',
+      session_id: ids.alpha,
+      data: { title: 'alpha' },
+    });
     expect(events[0]!.time).toMatch(/Z$/);
   });
 
@@ -347,7 +408,9 @@ describe('keel replay', () => {
     expect((await keel(['sessions', 'import', '-', '--db', other, '--keep-ids'], { stdin: tampered })).code).toBe(0);
     const r = await keel(['replay', ids.alpha, '--verify', '--db', other]);
     expect(r.code).toBe(1);
-    expect(r.out).toMatch(/^replay FAILED: 1 of 1 request do not match the log \(\d+ events, 1 model request\)\n {2}#\d+ \(message \S+\) fingerprint: the request rebuilt from the log has fingerprint/);
+    expect(r.out).toMatch(
+      /^replay FAILED: 1 of 1 request do not match the log \(\d+ events, 1 model request\)\n {2}#\d+ \(message \S+\) fingerprint: the request rebuilt from the log has fingerprint/,
+    );
     const j = await keel(['replay', ids.alpha, '--db', other, '--json']);
     expect(j.code).toBe(1);
     expect(JSON.parse(j.out)).toMatchObject({ ok: false, mismatches: [{ kind: 'fingerprint' }] });
@@ -366,7 +429,14 @@ describe('keel replay', () => {
 describe('keel help', () => {
   it('lists the commands, and each has its help', async () => {
     const r = await keel(['--help']);
-    for (const c of ['keel sessions ls', 'keel runs ls', 'keel events <session>', 'keel replay <session>', 'keel chat [session]']) expect(r.out).toContain(c);
+    for (const c of [
+      'keel sessions ls',
+      'keel runs ls',
+      'keel events <session>',
+      'keel replay <session>',
+      'keel chat [session]',
+    ])
+      expect(r.out).toContain(c);
     for (const c of ['sessions', 'runs', 'events', 'replay', 'chat']) {
       const h = await keel([c, '--help']);
       expect(h.code).toBe(0);

@@ -23,7 +23,10 @@ export interface Captured {
 }
 
 /** Runs `keel <argv>` in-process with captured streams. */
-export async function keel(argv: string[], o: { env?: NodeJS.ProcessEnv; stdin?: string; signal?: AbortSignal; tty?: boolean } = {}): Promise<Captured> {
+export async function keel(
+  argv: string[],
+  o: { env?: NodeJS.ProcessEnv; stdin?: string; signal?: AbortSignal; tty?: boolean } = {},
+): Promise<Captured> {
   const out = sink(o.tty);
   const err = sink(o.tty);
   const io: Io = {

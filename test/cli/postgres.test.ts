@@ -19,7 +19,10 @@ afterEach(async () => {
 });
 
 /** Starts a long-running command (serve, worker); stopped (aborted) at cleanup. */
-function start(argv: string[], env: NodeJS.ProcessEnv): { out: ReturnType<typeof sink>; err: ReturnType<typeof sink>; done: Promise<number> } {
+function start(
+  argv: string[],
+  env: NodeJS.ProcessEnv,
+): { out: ReturnType<typeof sink>; err: ReturnType<typeof sink>; done: Promise<number> } {
   const out = sink();
   const err = sink();
   const stop = new AbortController();
@@ -59,9 +62,18 @@ it('keel serve --workers 0 and keel worker on one PostgreSQL database: the API a
   expect(banner).toContain(':***@');
   const base = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(banner)![1]!;
 
-  const session = (await (await fetch(`${base}/v1/sessions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).json()) as { id: string };
-  const sent = (await (await fetch(`${base}/v1/sessions/${session.id}/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ content: 'weather in Paris?' }) })).json()) as { run: { id: string } };
-  const status = async () => ((await (await fetch(`${base}/v1/runs/${sent.run.id}`)).json()) as { status: string }).status;
+  const session = (await (
+    await fetch(`${base}/v1/sessions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+  ).json()) as { id: string };
+  const sent = (await (
+    await fetch(`${base}/v1/sessions/${session.id}/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ content: 'weather in Paris?' }),
+    })
+  ).json()) as { run: { id: string } };
+  const status = async () =>
+    ((await (await fetch(`${base}/v1/runs/${sent.run.id}`)).json()) as { status: string }).status;
   expect(await status()).toBe('queued');
 
   // The worker, started through KEEL_DB, takes the run over.

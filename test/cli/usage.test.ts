@@ -26,12 +26,26 @@ beforeAll(async () => {
     agents: [
       defineAgent({
         name: 'parent',
-        model: new ScriptedModel([{ toolCalls: [{ id: 'd1', name: 'delegate', input: { task: 'x' } }], usage: { input: 100, output: 10 } }, { text: 'done', usage: { input: 200, output: 20 } }], { modelId: 'parent-1' }),
+        model: new ScriptedModel(
+          [
+            { toolCalls: [{ id: 'd1', name: 'delegate', input: { task: 'x' } }], usage: { input: 100, output: 10 } },
+            { text: 'done', usage: { input: 200, output: 20 } },
+          ],
+          { modelId: 'parent-1' },
+        ),
         tools: [subagent({ name: 'delegate', description: 'Hands a task to the child', agent: 'child' })],
         pricing,
       }),
-      defineAgent({ name: 'child', model: new ScriptedModel([{ text: 'child done', usage: { input: 30, output: 3 } }], { modelId: 'child-1' }), pricing }),
-      defineAgent({ name: 'plain', model: new ScriptedModel([{ text: 'hi', usage: { input: 7, output: 3 } }], { modelId: 'plain-1' }), pricing }),
+      defineAgent({
+        name: 'child',
+        model: new ScriptedModel([{ text: 'child done', usage: { input: 30, output: 3 } }], { modelId: 'child-1' }),
+        pricing,
+      }),
+      defineAgent({
+        name: 'plain',
+        model: new ScriptedModel([{ text: 'hi', usage: { input: 7, output: 3 } }], { modelId: 'plain-1' }),
+        pricing,
+      }),
     ],
   });
   rt.startWorker({ concurrency: 2 });
@@ -57,7 +71,17 @@ describe('keel usage', () => {
     expect(r.code).toBe(0);
     const lines = r.out.trimEnd().split('\n');
     expect(lines[0]).toMatch(/^runs that ended from .* to .*/);
-    expect(lines[1]!.split(/\s+/)).toEqual(['TENANT', 'AGENT', 'MODEL', 'RUNS', 'INPUT_TOKENS', 'OUTPUT_TOKENS', 'CACHED_INPUT_TOKENS', 'REASONING_TOKENS', 'COST']);
+    expect(lines[1]!.split(/\s+/)).toEqual([
+      'TENANT',
+      'AGENT',
+      'MODEL',
+      'RUNS',
+      'INPUT_TOKENS',
+      'OUTPUT_TOKENS',
+      'CACHED_INPUT_TOKENS',
+      'REASONING_TOKENS',
+      'COST',
+    ]);
     expect(lines.slice(2).map((l) => l.split(/\s+/))).toEqual([
       ['acme', 'child', 'scripted:child-1', '1', '30', '3', '0', '0', '$36.0000'],
       ['acme', 'parent', 'scripted:parent-1', '1', '300', '30', '0', '0', '$360.0000'],
@@ -71,7 +95,11 @@ describe('keel usage', () => {
 
   it('--json and --csv, by day, filtered by tenant', async () => {
     const j = await keel(['usage', '--db', db, '--tenant', 'acme', '--json']);
-    expect(JSON.parse(j.out)).toMatchObject({ group_by: ['day'], data: [{ day: today, runs: 2, input_tokens: 330, cost: 396 }], totals: { runs: 2 } });
+    expect(JSON.parse(j.out)).toMatchObject({
+      group_by: ['day'],
+      data: [{ day: today, runs: 2, input_tokens: 330, cost: 396 }],
+      totals: { runs: 2 },
+    });
     const c = await keel(['usage', '--db', db, '--by', 'model', '--from', today, '--to', today, '--csv']);
     expect(c.out).toBe(
       'model,runs,input_tokens,output_tokens,cached_input_tokens,reasoning_tokens,cost\r\n' +

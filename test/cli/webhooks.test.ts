@@ -36,16 +36,24 @@ const ok = async (argv: string[]) => {
 describe('keel webhooks', () => {
   it('creates, lists, shows, updates, lists deliveries, shows and redelivers one, rotates the secret, deletes', async () => {
     const created = await ok(['create', hook.url, '--events', 'run.queued,run.completed', ...acme]);
-    expect(created).toMatch(/^created webhook (\S+): run\.queued, run\.completed to http:\/\/127\.0\.0\.1:\d+\/hook\nsecret \(shown once, store it now\): whsec_\S+\n$/);
+    expect(created).toMatch(
+      /^created webhook (\S+): run\.queued, run\.completed to http:\/\/127\.0\.0\.1:\d+\/hook\nsecret \(shown once, store it now\): whsec_\S+\n$/,
+    );
     const id = /^created webhook (\S+):/.exec(created)![1]!;
     const secret = /secret \(shown once, store it now\): (\S+)/.exec(created)![1]!;
 
-    expect(await ok(['list', ...acme])).toMatch(new RegExp(`${id}\\s+${hook.url.replace(/[.]/g, '\\.')}\\s+run\\.queued,run\\.completed\\s+yes`));
+    expect(await ok(['list', ...acme])).toMatch(
+      new RegExp(`${id}\\s+${hook.url.replace(/[.]/g, '\\.')}\\s+run\\.queued,run\\.completed\\s+yes`),
+    );
     expect(await ok(['list', ...globex])).toBe('no webhooks\n');
     const listed = JSON.parse(await ok(['list', '--json', ...acme])) as Array<{ id: string; secret?: string }>;
-    expect(listed).toEqual([expect.objectContaining({ id, url: hook.url, events: ['run.queued', 'run.completed'], active: true })]);
+    expect(listed).toEqual([
+      expect.objectContaining({ id, url: hook.url, events: ['run.queued', 'run.completed'], active: true }),
+    ]);
     expect(listed[0]!.secret).toBeUndefined();
-    expect(await ok(['get', id, ...acme])).toContain(`webhook ${id}\n  receiver  ${hook.url}\n  events    run.queued, run.completed`);
+    expect(await ok(['get', id, ...acme])).toContain(
+      `webhook ${id}\n  receiver  ${hook.url}\n  events    run.queued, run.completed`,
+    );
 
     // A message: a queued run, a delivery, signed with the secret.
     const session = await t.api(t.secrets[0]).session();
@@ -56,29 +64,48 @@ describe('keel webhooks', () => {
     expect(verifyWebhookSignature(secret, first.headers['keel-signature'] as string, first.body)).toBe(true);
     const deliveryId = first.headers['keel-delivery'] as string;
     const receivedOf = () => hook.received.filter((r) => r.headers['keel-delivery'] === deliveryId);
-    await until(async () => new RegExp(`${deliveryId}\\s+run\\.queued\\s+delivered`).test(await ok(['deliveries', id, ...acme])), 'the delivery recorded');
-    expect(await ok(['deliveries', id, ...acme])).toMatch(new RegExp(`${deliveryId}\\s+run\\.queued\\s+delivered\\s+1\\s+200`));
+    await until(
+      async () => new RegExp(`${deliveryId}\\s+run\\.queued\\s+delivered`).test(await ok(['deliveries', id, ...acme])),
+      'the delivery recorded',
+    );
+    expect(await ok(['deliveries', id, ...acme])).toMatch(
+      new RegExp(`${deliveryId}\\s+run\\.queued\\s+delivered\\s+1\\s+200`),
+    );
     const one = await ok(['delivery', deliveryId, ...acme]);
     expect(one).toContain(`delivery ${deliveryId} of webhook ${id}: run.queued, delivered`);
     expect(one).toMatch(/ {2}1\s+\S+ \S+\s+\d+ms\s+200/);
-    expect(JSON.parse(await ok(['delivery', deliveryId, '--json', ...acme]))).toMatchObject({ id: deliveryId, webhook_id: id, status: 'delivered', session_id: session.id });
+    expect(JSON.parse(await ok(['delivery', deliveryId, '--json', ...acme]))).toMatchObject({
+      id: deliveryId,
+      webhook_id: id,
+      status: 'delivered',
+      session_id: session.id,
+    });
 
-    expect(await ok(['redeliver', deliveryId, ...acme])).toBe(`delivery ${deliveryId} is pending again: it is attempted now\n`);
+    expect(await ok(['redeliver', deliveryId, ...acme])).toBe(
+      `delivery ${deliveryId} is pending again: it is attempted now\n`,
+    );
     await until(() => receivedOf().length === 2, 'the redelivery');
 
     const rotated = await ok(['rotate-secret', id, '--overlap', '600', ...acme]);
-    expect(rotated).toMatch(/^rotated the secret of webhook \S+\nsecret \(shown once, store it now\): whsec_\S+\nthe previous secret signs deliveries too until \S+ \S+ UTC\n$/);
+    expect(rotated).toMatch(
+      /^rotated the secret of webhook \S+\nsecret \(shown once, store it now\): whsec_\S+\nthe previous secret signs deliveries too until \S+ \S+ UTC\n$/,
+    );
     const newSecret = /secret \(shown once, store it now\): (\S+)/.exec(rotated)![1]!;
     expect(newSecret).not.toBe(secret);
     await ok(['redeliver', deliveryId, ...acme]);
     await until(() => receivedOf().length === 3, 'the second redelivery');
     const third = receivedOf()[2]!;
-    for (const s of [secret, newSecret]) expect(verifyWebhookSignature(s, third.headers['keel-signature'] as string, third.body)).toBe(true);
+    for (const s of [secret, newSecret])
+      expect(verifyWebhookSignature(s, third.headers['keel-signature'] as string, third.body)).toBe(true);
 
     const disabled = await ok(['update', id, '--disable', '--events', 'run.failed', ...acme]);
     expect(disabled).toContain(`webhook ${id} (disabled)`);
     expect(disabled).toContain('events    run.failed');
-    expect(JSON.parse(await ok(['update', id, '--enable', '--json', ...acme]))).toMatchObject({ id, active: true, events: ['run.failed'] });
+    expect(JSON.parse(await ok(['update', id, '--enable', '--json', ...acme]))).toMatchObject({
+      id,
+      active: true,
+      events: ['run.failed'],
+    });
 
     // Another tenant's webhook is not found.
     const other = await keel(['webhooks', 'get', id, ...globex]);
@@ -111,7 +138,9 @@ describe('keel webhooks', () => {
     expect(noKey.err).toMatch(/requires an API key: pass --key or set \$KEEL_API_KEY/);
     const noServer = await keel(['webhooks', 'list', '--url', 'http://127.0.0.1:9']);
     expect(noServer.code).toBe(1);
-    expect(noServer.err).toMatch(/cannot reach the Keel server at http:\/\/127\.0\.0\.1:9.*\n {2}start a server with "keel serve"/);
+    expect(noServer.err).toMatch(
+      /cannot reach the Keel server at http:\/\/127\.0\.0\.1:9.*\n {2}start a server with "keel serve"/,
+    );
     const fromEnv = await keel(['webhooks', 'list'], { env: { KEEL_URL: t.url, KEEL_API_KEY: t.secrets[1]! } });
     expect(fromEnv.out).toBe('no webhooks\n');
   });

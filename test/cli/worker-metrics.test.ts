@@ -41,14 +41,24 @@ it('serves /metrics on its own port (behind the metrics token), counts the runs 
   await until(() => /metrics at (\S+)/.test(out.text()), 'the worker banner');
   const url = /metrics at (\S+)/.exec(out.text())![1]!;
   expect((await fetch(url)).status).toBe(401);
-  expect((await fetch(url.replace('/metrics', '/other'), { headers: { authorization: 'Bearer scrape-me' } })).status).toBe(404);
-  await until(() => err.text().includes(sent.run.id) && /"run (completed|waits for an approval)"/.test(err.text()), 'the run executed and logged');
+  expect(
+    (await fetch(url.replace('/metrics', '/other'), { headers: { authorization: 'Bearer scrape-me' } })).status,
+  ).toBe(404);
+  await until(
+    () => err.text().includes(sent.run.id) && /"run (completed|waits for an approval)"/.test(err.text()),
+    'the run executed and logged',
+  );
   const r = await fetch(url, { headers: { authorization: 'Bearer scrape-me' } });
   expect(r.status).toBe(200);
   const text = await r.text();
   expect(text).toMatch(/^keel_run_claims_total\{kind="start"\} 1$/m);
   expect(text).toMatch(/^keel_store_commit_seconds_count \d+$/m);
-  const line = err.text().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'run started');
+  const line = err
+    .text()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Record<string, unknown>)
+    .find((l) => l.msg === 'run started');
   expect(line).toMatchObject({ run_id: sent.run.id, session_id: s.id, level: 30 });
 });
 

@@ -21,7 +21,11 @@ if (role === 'api') {
   const server = await startServer({ store, config, port: 0, workers: 0, version: 'cluster', ...CHAOS_RUNTIME });
   process.send!({ url: server.url });
   process.on('message', (m) => {
-    if (m === 'stop') void server.close({ graceMs: 500 }).then(() => store.close()).then(() => process.exit(0));
+    if (m === 'stop')
+      void server
+        .close({ graceMs: 500 })
+        .then(() => store.close())
+        .then(() => process.exit(0));
   });
 } else {
   const rt = createRuntime({ store, agents: [agent], ...CHAOS_RUNTIME });

@@ -12,7 +12,15 @@ const schema = freshSchema();
 afterAll(() => dropSchema(postgresUrl(), schema));
 
 it('3 API processes and 2 workers on PostgreSQL: every run completes, every client gets every event once, in order, across hops and a worker killed midway', async () => {
-  const report = await runCluster({ url: postgresUrl(), schema, apis: 3, workers: 2, runs: Number(process.env.CLUSTER_RUNS ?? 200), parallel: 40, killAt: 0.3 });
+  const report = await runCluster({
+    url: postgresUrl(),
+    schema,
+    apis: 3,
+    workers: 2,
+    runs: Number(process.env.CLUSTER_RUNS ?? 200),
+    parallel: 40,
+    killAt: 0.3,
+  });
   expect(report.violations).toEqual([]);
   expect(report.completed).toBe(report.runs);
   expect(report.killed).toBe(1);

@@ -68,12 +68,16 @@ interface Node {
 }
 
 function startNode(role: 'api' | 'worker', o: ClusterOptions, ledger: string, n: number): Promise<Node> {
-  const child = spawn(process.execPath, [NODE, role, o.url, o.schema, ledger, String(n)], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+  const child = spawn(process.execPath, [NODE, role, o.url, o.schema, ledger, String(n)], {
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+  });
   let stderr = '';
   child.stderr!.setEncoding('utf8').on('data', (c: string) => (stderr += c));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return new Promise((resolve, reject) => {
-    child.once('message', (m: { url?: string } | string) => resolve({ child, ...(typeof m === 'object' && m.url ? { url: m.url } : {}), exited, stderr: () => stderr }));
+    child.once('message', (m: { url?: string } | string) =>
+      resolve({ child, ...(typeof m === 'object' && m.url ? { url: m.url } : {}), exited, stderr: () => stderr }),
+    );
     void exited.then(() => reject(new Error(`cluster ${role} ${n} exited before it was ready: ${stderr}`)));
   });
 }
@@ -99,7 +103,21 @@ export async function runCluster(o: ClusterOptions): Promise<ClusterReport> {
   const workers = await Promise.all(Array.from({ length: o.workers }, (_, i) => startNode('worker', o, ledger, i)));
   const urls = apis.map((a) => a.url!);
   log(`cluster: ${o.apis} API processes, ${o.workers} workers, ${o.runs} runs`);
-  const report: ClusterReport = { runs: o.runs, completed: 0, events: 0, deltas: 0, hops: 0, steered: 0, approvals: 0, enqueued: 0, killed: 0, runMs: [], recoveryMs: undefined, seconds: 0, violations };
+  const report: ClusterReport = {
+    runs: o.runs,
+    completed: 0,
+    events: 0,
+    deltas: 0,
+    hops: 0,
+    steered: 0,
+    approvals: 0,
+    enqueued: 0,
+    killed: 0,
+    runMs: [],
+    recoveryMs: undefined,
+    seconds: 0,
+    violations,
+  };
   let startedRuns = 0;
   let killedAt: number | undefined;
   const runIds: string[] = [];
@@ -114,8 +132,11 @@ export async function runCluster(o: ClusterOptions): Promise<ClusterReport> {
     const created = Date.now();
     const session = await call<{ id: string }>(pick(urls), '/v1/sessions', {});
     if (session.status !== 201) throw new Error(`create session: ${session.status} ${JSON.stringify(session.json)}`);
-    const sent = await call<{ run: { id: string } }>(pick(urls), `/v1/sessions/${session.json.id}/messages`, { content: `task ${name} steps=2${danger ? ' danger' : ''}` });
-    if (sent.status !== 202 && sent.status !== 201) throw new Error(`send: ${sent.status} ${JSON.stringify(sent.json)}`);
+    const sent = await call<{ run: { id: string } }>(pick(urls), `/v1/sessions/${session.json.id}/messages`, {
+      content: `task ${name} steps=2${danger ? ' danger' : ''}`,
+    });
+    if (sent.status !== 202 && sent.status !== 201)
+      throw new Error(`send: ${sent.status} ${JSON.stringify(sent.json)}`);
     const runId = sent.json.run.id;
     runIds.push(runId);
     startedRuns++;
@@ -125,20 +146,35 @@ export async function runCluster(o: ClusterOptions): Promise<ClusterReport> {
     let queuedRunId: string | undefined;
     // A session stream does not end: it is followed until both runs ended.
     const terminal = (id: string | undefined) =>
-      id !== undefined && client.items.some((x) => x.kind === 'event' && x.event.run_id === id && x.event.type === 'run/status' && ['completed', 'failed', 'cancelled', 'timed_out'].includes((x.event.data as { to?: string }).to ?? ''));
-    const over = () => client.ended || (busy && terminal(runId) && (queuedRunId === undefined || terminal(queuedRunId)));
+      id !== undefined &&
+      client.items.some(
+        (x) =>
+          x.kind === 'event' &&
+          x.event.run_id === id &&
+          x.event.type === 'run/status' &&
+          ['completed', 'failed', 'cancelled', 'timed_out'].includes((x.event.data as { to?: string }).to ?? ''),
+      );
+    const over = () =>
+      client.ended || (busy && terminal(runId) && (queuedRunId === undefined || terminal(queuedRunId)));
     const side = (async () => {
       if (busy) {
         await client.waitFor(() => over() || client.items.some((x) => x.kind === 'delta'));
-        const r = await call<{ outcome: string; run: { id: string } }>(pick(urls), `/v1/sessions/${session.json.id}/messages`, { content: `task ${name}-b steps=1`, if_busy: 'enqueue' });
-        if (r.status !== 202 && r.status !== 201) violations.push(`${name}: the second message was refused: ${r.status} ${JSON.stringify(r.json)}`);
+        const r = await call<{ outcome: string; run: { id: string } }>(
+          pick(urls),
+          `/v1/sessions/${session.json.id}/messages`,
+          { content: `task ${name}-b steps=1`, if_busy: 'enqueue' },
+        );
+        if (r.status !== 202 && r.status !== 201)
+          violations.push(`${name}: the second message was refused: ${r.status} ${JSON.stringify(r.json)}`);
         else {
           queuedRunId = r.json.run.id;
           if (r.json.outcome === 'enqueued') report.enqueued++;
         }
       }
       if (steer) {
-        await client.waitFor(() => client.ended || client.events.some((e) => e.type === 'tool/call' || e.type === 'tool/result'));
+        await client.waitFor(
+          () => client.ended || client.events.some((e) => e.type === 'tool/call' || e.type === 'tool/result'),
+        );
         const text = `steer ${name}`;
         const r = await call(pick(urls), `/v1/runs/${runId}/steer`, { content: text });
         if (r.status === 202 || r.status === 200) {
@@ -147,7 +183,11 @@ export async function runCluster(o: ClusterOptions): Promise<ClusterReport> {
         }
       }
       if (danger) {
-        await client.waitFor(() => client.ended || client.events.some((e) => e.type === 'run/status' && (e.data as { to?: string }).to === 'waiting_approval'));
+        await client.waitFor(
+          () =>
+            client.ended ||
+            client.events.some((e) => e.type === 'run/status' && (e.data as { to?: string }).to === 'waiting_approval'),
+        );
         if (!client.ended) {
           const r = await call(pick(urls), `/v1/runs/${runId}/approvals/${name}-s1-danger`, { decision: 'approve' });
           if (r.status >= 300) violations.push(`${name}: approval refused: ${r.status} ${JSON.stringify(r.json)}`);
@@ -171,7 +211,9 @@ export async function runCluster(o: ClusterOptions): Promise<ClusterReport> {
     if (busy) await Promise.race([client.waitFor(over), sleep(Math.max(0, deadline - Date.now()))]);
     client.close();
     if (!over()) {
-      violations.push(`${name}: the stream of ${busy ? `session ${session.json.id}` : `run ${runId}`} did not end within 120 s`);
+      violations.push(
+        `${name}: the stream of ${busy ? `session ${session.json.id}` : `run ${runId}`} did not end within 120 s`,
+      );
       return;
     }
     report.runMs.push(Date.now() - created);
@@ -182,7 +224,10 @@ export async function runCluster(o: ClusterOptions): Promise<ClusterReport> {
       report.deltas += checked.deltas;
     } catch (e) {
       const traceOf = () =>
-        `\n  received: ${client.items.map((i) => (i.kind === 'end' ? 'end' : `${i.id}${i.kind === 'event' ? `:${i.event.type}` : `:${JSON.stringify(i.delta.delta)}`}@${i.conn}`)).join(' ')}\n  log: ${events.map((e) => `${e.seq}:${e.type}`).join(' ')}\n  connections: ${client.connectionUrls.map((u, i) => `${i}: ${u}`).filter(Boolean).join(', ')}`;
+        `\n  received: ${client.items.map((i) => (i.kind === 'end' ? 'end' : `${i.id}${i.kind === 'event' ? `:${i.event.type}` : `:${JSON.stringify(i.delta.delta)}`}@${i.conn}`)).join(' ')}\n  log: ${events.map((e) => `${e.seq}:${e.type}`).join(' ')}\n  connections: ${client.connectionUrls
+          .map((u, i) => `${i}: ${u}`)
+          .filter(Boolean)
+          .join(', ')}`;
       violations.push(`${name} (run ${runId}): ${(e as Error).message}${traceOf()}`);
     }
     const run = await call<{ status: string }>(pick(urls), `/v1/runs/${runId}`);
@@ -190,14 +235,18 @@ export async function runCluster(o: ClusterOptions): Promise<ClusterReport> {
     else report.completed++;
     if (queuedRunId !== undefined) {
       const second = await call<{ status: string }>(pick(urls), `/v1/runs/${queuedRunId}`);
-      if (second.json.status !== 'completed') violations.push(`${name}: its second run ${queuedRunId} ended ${second.json.status}`);
+      if (second.json.status !== 'completed')
+        violations.push(`${name}: its second run ${queuedRunId} ended ${second.json.status}`);
       const answer = events.filter((e) => e.type === 'assistant/message' && e.run_id === queuedRunId).at(-1);
-      if (!(answer ? JSON.stringify(answer.data) : '').includes(`done ${name}-b;`)) violations.push(`${name}: the second run did not answer its task`);
+      if (!(answer ? JSON.stringify(answer.data) : '').includes(`done ${name}-b;`))
+        violations.push(`${name}: the second run did not answer its task`);
     }
     const answer = events.filter((e) => e.type === 'assistant/message' && e.run_id === runId).at(-1);
     const text = answer ? JSON.stringify(answer.data) : '';
-    if (!text.includes(`done ${name};`)) violations.push(`${name}: the last answer is not the task's: ${text.slice(0, 200)}`);
-    for (const s of steered) if (!text.includes(s)) violations.push(`${name}: "${s}" was accepted but the run never saw it`);
+    if (!text.includes(`done ${name};`))
+      violations.push(`${name}: the last answer is not the task's: ${text.slice(0, 200)}`);
+    for (const s of steered)
+      if (!text.includes(s)) violations.push(`${name}: "${s}" was accepted but the run never saw it`);
   };
 
   // Kill one worker once a share of the runs started; measure until its runs run elsewhere.
@@ -212,7 +261,11 @@ export async function runCluster(o: ClusterOptions): Promise<ClusterReport> {
     // Recovered once no run is held by the dead worker any more.
     for (;;) {
       await sleep(50);
-      const held = await Promise.all(runIds.map((id) => call<{ status: string; lease: { owner: string } | null }>(urls[0]!, `/v1/runs/${id}`).then((r) => r.json)));
+      const held = await Promise.all(
+        runIds.map((id) =>
+          call<{ status: string; lease: { owner: string } | null }>(urls[0]!, `/v1/runs/${id}`).then((r) => r.json),
+        ),
+      );
       if (!held.some((r) => r.status === 'running' && r.lease?.owner.startsWith('cluster-worker-0'))) break;
       if (Date.now() - killedAt > 60_000) break;
     }
@@ -233,9 +286,14 @@ export async function runCluster(o: ClusterOptions): Promise<ClusterReport> {
     await killer;
 
     // The outside world's record: no tool that is not idempotent ran twice for one call.
-    const lines = readFileSync(ledger, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as ChaosLedgerLine);
+    const lines = readFileSync(ledger, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as ChaosLedgerLine);
     const once = new Map<string, number>();
-    for (const l of lines) if (l.tool !== 'record') once.set(`${l.runId}/${l.toolCallId}`, (once.get(`${l.runId}/${l.toolCallId}`) ?? 0) + 1);
+    for (const l of lines)
+      if (l.tool !== 'record')
+        once.set(`${l.runId}/${l.toolCallId}`, (once.get(`${l.runId}/${l.toolCallId}`) ?? 0) + 1);
     for (const [call, n] of once) if (n > 1) violations.push(`${call} ran ${n} times`);
   } finally {
     for (const n of [...apis, ...workers]) {

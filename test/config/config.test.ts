@@ -76,7 +76,11 @@ function withEnv(name: string, value: string | undefined): void {
 }
 
 const textOf = (m: Message | undefined): string =>
-  !m || m.role === 'tool' ? '' : m.role === 'summary' ? m.text : m.content.map((p) => (p.type === 'text' ? p.text : '')).join('');
+  !m || m.role === 'tool'
+    ? ''
+    : m.role === 'summary'
+      ? m.text
+      : m.content.map((p) => (p.type === 'text' ? p.text : '')).join('');
 
 // ---------------------------------------------------------------------------------------------
 // modelFromId
@@ -163,7 +167,9 @@ describe('modelFromId', () => {
 
     write(dir, 'broken.json', '[{ "text": ');
     const broken = await failure(ModelIdError, () => modelFromId('scripted:broken.json', { baseDir: dir }));
-    expect(broken.message).toContain(`model "scripted:broken.json": cannot read the script ${join(dir, 'broken.json')}`);
+    expect(broken.message).toContain(
+      `model "scripted:broken.json": cannot read the script ${join(dir, 'broken.json')}`,
+    );
 
     write(dir, 'bad.json', [{ text: 'ok' }, { txet: 'typo' }]);
     const bad = await failure(ModelIdError, () => modelFromId('scripted:bad.json', { baseDir: dir }));
@@ -175,7 +181,9 @@ describe('modelFromId', () => {
     expect(calls.message).toMatch(/invalid script/);
 
     write(dir, 'object.json', { loop: 'yes', responses: [] });
-    expect((await failure(ModelIdError, () => modelFromId('scripted:object.json', { baseDir: dir }))).message).toMatch(/invalid script/);
+    expect((await failure(ModelIdError, () => modelFromId('scripted:object.json', { baseDir: dir }))).message).toMatch(
+      /invalid script/,
+    );
   });
 });
 
@@ -206,7 +214,16 @@ describe('openai-compatible models', () => {
         chatChunk({ content: 'Hello' }),
         chatChunk({ content: ' from the local model' }),
         chatChunk({}, 'stop'),
-        { data: { id: 'chatcmpl-local', object: 'chat.completion.chunk', created: 1_735_000_000, model: 'llama3.2', choices: [], usage: { prompt_tokens: 12, completion_tokens: 5, total_tokens: 17 } } },
+        {
+          data: {
+            id: 'chatcmpl-local',
+            object: 'chat.completion.chunk',
+            created: 1_735_000_000,
+            model: 'llama3.2',
+            choices: [],
+            usage: { prompt_tokens: 12, completion_tokens: 5, total_tokens: 17 },
+          },
+        },
         { data: '[DONE]' },
       ]),
     );
@@ -214,7 +231,10 @@ describe('openai-compatible models', () => {
     const model = modelFromId(id);
     expect(model.modelId).toBe('llama3.2');
     const sink = new MemorySink();
-    const result = await runTurn(defineAgent({ name: 'local', model, system: 'Be brief.' }), { sink, input: 'Say hello' });
+    const result = await runTurn(defineAgent({ name: 'local', model, system: 'Be brief.' }), {
+      sink,
+      input: 'Say hello',
+    });
 
     expect(result.reason).toBe('completed');
     expect(textOf(result.conversation.at(-1))).toBe('Hello from the local model');
@@ -245,7 +265,10 @@ describe('openai-compatible models', () => {
     cleanups.push(() => wire.close());
     withEnv('OPENAI_COMPATIBLE_API_KEY', undefined);
     wire.respond(sse([chatChunk({ role: 'assistant', content: 'ok' }), chatChunk({}, 'stop'), { data: '[DONE]' }]));
-    const result = await runTurn(defineAgent({ name: 'local', model: modelFromId(`openai-compatible:${wire.url}/v1#m`) }), { sink: new MemorySink(), input: 'hi' });
+    const result = await runTurn(
+      defineAgent({ name: 'local', model: modelFromId(`openai-compatible:${wire.url}/v1#m`) }),
+      { sink: new MemorySink(), input: 'hi' },
+    );
     expect(result.reason).toBe('completed');
     expect(textOf(result.conversation.at(-1))).toBe('ok');
     expect(wire.requests[0]!.path).toBe('/v1/chat/completions');
@@ -289,7 +312,12 @@ describe('loadConfig', () => {
           limits: { maxSteps: 7, maxTokens: 50_000, maxCostUsd: 0.5 },
           settings: { maxOutputTokens: 512, temperature: 0.2 },
           approvals: { ask_user: 'always' },
-          compaction: { contextWindow: 32_000, reserveTokens: 4000, keepRecentTokens: 8000, model: 'scripted:scripts/summarizer.json' },
+          compaction: {
+            contextWindow: 32_000,
+            reserveTokens: 4000,
+            keepRecentTokens: 8000,
+            model: 'scripted:scripts/summarizer.json',
+          },
           pricing: { inputPerMTok: 1, outputPerMTok: 4 },
           toolConcurrency: 2,
         },
@@ -324,7 +352,12 @@ describe('loadConfig', () => {
 
     // Compaction settings by agent name, with the agent's pricing; none for an agent without them.
     expect(Object.keys(loaded.compaction).sort()).toEqual(['assistant', 'cloud']);
-    expect(loaded.compaction.assistant).toMatchObject({ contextWindow: 32_000, reserveTokens: 4000, keepRecentTokens: 8000, pricing: { inputPerMTok: 1, outputPerMTok: 4 } });
+    expect(loaded.compaction.assistant).toMatchObject({
+      contextWindow: 32_000,
+      reserveTokens: 4000,
+      keepRecentTokens: 8000,
+      pricing: { inputPerMTok: 1, outputPerMTok: 4 },
+    });
     expect(loaded.compaction.assistant!.model?.modelId).toBe('scripts/summarizer.json');
     expect(loaded.compaction.cloud).toEqual({ contextWindow: 128_000 });
 
@@ -335,7 +368,10 @@ describe('loadConfig', () => {
 
   it('reads keel.config.ts with a tool defined in code (zod, defineConfig), and the tool executes', async () => {
     const dir = tempDir();
-    write(dir, 'script.json', [{ toolCalls: [{ id: 'c1', name: 'add', input: { a: 2, b: 40 } }] }, { text: 'The sum is 42.' }]);
+    write(dir, 'script.json', [
+      { toolCalls: [{ id: 'c1', name: 'add', input: { a: 2, b: 40 } }] },
+      { text: 'The sum is 42.' },
+    ]);
     const source = write(
       dir,
       'keel.config.ts',
@@ -367,7 +403,10 @@ export default defineConfig({
     expect(toolNames(calc)).toEqual(['add', 'guarded', 'ask_user']);
     expect(calc.tools.find((t) => t.name === 'add')!.approval).toBe('never');
     expect(calc.tools.find((t) => t.name === 'guarded')!.approval).toBe('always');
-    expect(calc.tools.find((t) => t.name === 'add')!.schema.inputSchema).toMatchObject({ type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } } });
+    expect(calc.tools.find((t) => t.name === 'add')!.schema.inputSchema).toMatchObject({
+      type: 'object',
+      properties: { a: { type: 'number' }, b: { type: 'number' } },
+    });
     expect(calc.limits.maxSteps).toBe(4);
 
     // The tool executes, both directly and in a turn the scripted model drives.
@@ -389,13 +428,21 @@ export default defineConfig({
     expect(loaded.agents.map((a) => a.name)).toEqual(['prod']);
     expect((await loadConfig(source, '/')).agents.map((a) => a.name)).toEqual(['prod']);
     // An .mjs config, named explicitly.
-    const mjs = write(dir, 'other.mjs', `export default { agents: [{ name: 'from-mjs', model: 'anthropic:claude-sonnet-4-5' }] };\n`);
+    const mjs = write(
+      dir,
+      'other.mjs',
+      `export default { agents: [{ name: 'from-mjs', model: 'anthropic:claude-sonnet-4-5' }] };\n`,
+    );
     expect((await loadConfig('other.mjs', dir)).agents.map((a) => a.name)).toEqual(['from-mjs']);
     expect((await loadConfig('other.mjs', dir)).source).toBe(mjs);
   });
 
   describe('refuses a bad configuration with a ConfigError naming the file and the problem', () => {
-    async function configError(file: string, content: unknown, path?: string): Promise<{ message: string; source: string }> {
+    async function configError(
+      file: string,
+      content: unknown,
+      path?: string,
+    ): Promise<{ message: string; source: string }> {
       const dir = tempDir();
       const source = write(dir, file, content);
       const e = await failure(ConfigError, () => loadConfig(path, dir));
@@ -416,13 +463,22 @@ export default defineConfig({
     });
 
     it('a JS config that throws, or has no default export', async () => {
-      expect((await configError('keel.config.mjs', `throw new Error('boom at import');\n`)).message).toMatch(/cannot load it: boom at import/);
-      expect((await configError('keel.config.mjs', `export const agents = [];\n`)).message).toMatch(/no default export/);
+      expect((await configError('keel.config.mjs', `throw new Error('boom at import');\n`)).message).toMatch(
+        /cannot load it: boom at import/,
+      );
+      expect((await configError('keel.config.mjs', `export const agents = [];\n`)).message).toMatch(
+        /no default export/,
+      );
     });
 
     it('an unknown field, at the top or in an agent', async () => {
-      expect((await configError('keel.config.json', { agents: [{ name: 'a', model: 'openai:gpt-4.1-mini' }], agent: [] })).message).toMatch(/agent\b/);
-      const { message } = await configError('keel.config.json', { agents: [{ name: 'a', model: 'openai:gpt-4.1-mini', temprature: 0.2 }] });
+      expect(
+        (await configError('keel.config.json', { agents: [{ name: 'a', model: 'openai:gpt-4.1-mini' }], agent: [] }))
+          .message,
+      ).toMatch(/agent\b/);
+      const { message } = await configError('keel.config.json', {
+        agents: [{ name: 'a', model: 'openai:gpt-4.1-mini', temprature: 0.2 }],
+      });
       expect(message).toMatch(/temprature/);
       expect(message).toMatch(/agents/);
     });
@@ -433,30 +489,40 @@ export default defineConfig({
     });
 
     it('a bad agent name', async () => {
-      const { message } = await configError('keel.config.json', { agents: [{ name: 'my agent!', model: 'openai:gpt-4.1-mini' }] });
+      const { message } = await configError('keel.config.json', {
+        agents: [{ name: 'my agent!', model: 'openai:gpt-4.1-mini' }],
+      });
       expect(message).toMatch(/letters, digits, dots, dashes, underscores/);
       expect(message).toMatch(/name/);
     });
 
     it('an unknown tool name in JSON', async () => {
-      const { message } = await configError('keel.config.json', { agents: [{ name: 'a', model: 'openai:gpt-4.1-mini', tools: ['get_weather'] }] });
+      const { message } = await configError('keel.config.json', {
+        agents: [{ name: 'a', model: 'openai:gpt-4.1-mini', tools: ['get_weather'] }],
+      });
       expect(message).toMatch(/tools/);
     });
 
     it('an approvals entry naming a tool the agent does not have', async () => {
-      const { message } = await configError('keel.config.json', { agents: [{ name: 'a', model: 'openai:gpt-4.1-mini', tools: ['ask_user'], approvals: { send_email: 'always' } }] });
+      const { message } = await configError('keel.config.json', {
+        agents: [{ name: 'a', model: 'openai:gpt-4.1-mini', tools: ['ask_user'], approvals: { send_email: 'always' } }],
+      });
       expect(message).toMatch(/agent a: .*approvals: .*no tool send_email/);
     });
 
     it('a bad model id, naming the agent and the id', async () => {
       const { message } = await configError('keel.config.json', { agents: [{ name: 'a', model: 'mistral:large' }] });
       expect(message).toMatch(/agent a: model "mistral:large": unknown provider/);
-      const scripted = await configError('keel.config.json', { agents: [{ name: 'b', model: 'scripted:missing.json' }] });
+      const scripted = await configError('keel.config.json', {
+        agents: [{ name: 'b', model: 'scripted:missing.json' }],
+      });
       expect(scripted.message).toMatch(/agent b: model "scripted:missing.json": cannot read the script/);
     });
 
     it('limits.maxCostUsd without pricing', async () => {
-      const { message } = await configError('keel.config.json', { agents: [{ name: 'a', model: 'openai:gpt-4.1-mini', limits: { maxCostUsd: 1 } }] });
+      const { message } = await configError('keel.config.json', {
+        agents: [{ name: 'a', model: 'openai:gpt-4.1-mini', limits: { maxCostUsd: 1 } }],
+      });
       expect(message).toMatch(/maxCostUsd needs pricing/);
     });
 
@@ -481,7 +547,9 @@ export default defineConfig({
 
   it('agentsFromConfig and defineConfig work on a config object built in code', () => {
     const model = new ScriptedModel([{ text: 'x' }]);
-    const config: KeelConfig = defineConfig({ agents: [{ name: 'inline', model, tools: ['ask_user'], compaction: { contextWindow: 1000, model } }] });
+    const config: KeelConfig = defineConfig({
+      agents: [{ name: 'inline', model, tools: ['ask_user'], compaction: { contextWindow: 1000, model } }],
+    });
     const { agents, compaction } = agentsFromConfig(config, 'inline-config', '/');
     expect(agents[0]!.model).toBe(model);
     expect(compaction.inline).toEqual({ contextWindow: 1000, model });
@@ -525,16 +593,31 @@ describe('the demo agent in a runtime', () => {
     const { run } = await rt.sessions.send(s.id, text);
     const parked = await rt.runs.wait(run.id);
     expect(parked.status).toBe('waiting_approval');
-    expect(parked.waiting).toMatchObject({ kind: 'approval', calls: [{ toolName: 'send_report', kind: 'approval', input: { to: 'team@example.com' } }] });
+    expect(parked.waiting).toMatchObject({
+      kind: 'approval',
+      calls: [{ toolName: 'send_report', kind: 'approval', input: { to: 'team@example.com' } }],
+    });
     const events = await rt.sessions.events(s.id, { limit: 1000 });
-    const results = events.flatMap((e) => (e.type === 'tool/result' ? [e.data as { toolName: string; output: unknown }] : []));
-    return { s, run: parked, results, toolCallId: (parked.waiting as unknown as { calls: Array<{ toolCallId: string }> }).calls[0]!.toolCallId };
+    const results = events.flatMap((e) =>
+      e.type === 'tool/result' ? [e.data as { toolName: string; output: unknown }] : [],
+    );
+    return {
+      s,
+      run: parked,
+      results,
+      toolCallId: (parked.waiting as unknown as { calls: Array<{ toolCallId: string }> }).calls[0]!.toolCallId,
+    };
   }
 
   it('looks up the weather, asks to send a report, asks a question, then answers with the city', async () => {
     const rt = await demoRuntime();
     const { s, run, results, toolCallId } = await toWaitingApproval(rt, 'What is the weather in Tokyo?');
-    expect(results).toEqual([expect.objectContaining({ toolName: 'get_weather', output: { type: 'json', value: { city: 'tokyo', celsius: 24 } } })]);
+    expect(results).toEqual([
+      expect.objectContaining({
+        toolName: 'get_weather',
+        output: { type: 'json', value: { city: 'tokyo', celsius: 24 } },
+      }),
+    ]);
 
     await rt.runs.approve(run.id, toolCallId);
     const asking = await rt.runs.wait(run.id);
@@ -542,7 +625,15 @@ describe('the demo agent in a runtime', () => {
     expect(asking.status).toBe('waiting_for_user');
     expect(asking.waiting).toMatchObject({
       kind: 'input',
-      calls: [{ toolName: 'ask_user', kind: 'input', input: { questions: [{ id: 'units', question: 'Celsius or Fahrenheit?', choices: ['celsius', 'fahrenheit'] }] } }],
+      calls: [
+        {
+          toolName: 'ask_user',
+          kind: 'input',
+          input: {
+            questions: [{ id: 'units', question: 'Celsius or Fahrenheit?', choices: ['celsius', 'fahrenheit'] }],
+          },
+        },
+      ],
     });
 
     await rt.runs.input(run.id, { units: 'fahrenheit' });
@@ -553,7 +644,9 @@ describe('the demo agent in a runtime', () => {
     expect(final).toContain('75°F');
     expect(final).toContain('The report was sent.');
     const events = await rt.sessions.events(s.id, { limit: 1000 });
-    const sent = events.find((e) => e.type === 'tool/result' && (e.data as { toolName: string }).toolName === 'send_report');
+    const sent = events.find(
+      (e) => e.type === 'tool/result' && (e.data as { toolName: string }).toolName === 'send_report',
+    );
     expect(sent?.data).toMatchObject({ output: { type: 'json', value: { sent: true, to: 'team@example.com' } } });
   });
 
@@ -623,7 +716,11 @@ describe('keel serve', () => {
       // It really serves.
       const health = await fetch(`${url}/healthz`);
       expect(health.status).toBe(200);
-      const created = await fetch(`${url}/v1/sessions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      const created = await fetch(`${url}/v1/sessions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{}',
+      });
       expect(created.status).toBeLessThan(300);
     } finally {
       stop.abort();
@@ -635,7 +732,9 @@ describe('keel serve', () => {
 
   it('names the agents of a configuration file instead of the banner', async () => {
     const dir = tempDir();
-    const source = write(dir, 'keel.config.json', { agents: [{ name: 'assistant', model: 'openai:gpt-4.1-mini', tools: ['ask_user'] }] });
+    const source = write(dir, 'keel.config.json', {
+      agents: [{ name: 'assistant', model: 'openai:gpt-4.1-mini', tools: ['ask_user'] }],
+    });
     const db = join(dir, 'keel.db');
     const { io: cliIo, out, err, stop } = io();
     const done = main(['serve', '--port', '0', '--db', db, '--config', source, '--workers', '0'], cliIo);
@@ -665,7 +764,9 @@ describe('keel serve', () => {
     const close = vi.spyOn(SqliteStore.prototype, 'close');
     cleanups.push(() => close.mockRestore());
     const { io: cliIo, out, err } = io();
-    const code = await inDir(dir, () => main(['serve', '--host', '0.0.0.0', '--port', '0', '--db', join(dir, 'keel.db')], cliIo));
+    const code = await inDir(dir, () =>
+      main(['serve', '--host', '0.0.0.0', '--port', '0', '--db', join(dir, 'keel.db')], cliIo),
+    );
     expect(code).toBe(1);
     expect(err.text()).toMatch(/^keel: refusing to listen on 0\.0\.0\.0 without API keys/);
     expect(err.text()).toContain('--insecure');
@@ -703,7 +804,9 @@ describe('keel serve', () => {
   it('reports a configuration that does not exist (exit 1, naming the file)', async () => {
     const dir = tempDir();
     const { io: cliIo, out, err } = io();
-    const code = await inDir(dir, () => main(['serve', '--port', '0', '--db', join(dir, 'keel.db'), '--config', 'missing.json'], cliIo));
+    const code = await inDir(dir, () =>
+      main(['serve', '--port', '0', '--db', join(dir, 'keel.db'), '--config', 'missing.json'], cliIo),
+    );
     expect(code).toBe(1);
     expect(err.text()).toBe(`keel: ${join(dir, 'missing.json')}: no such file\n`);
     expect(out.text()).toBe('');
@@ -727,14 +830,32 @@ describe('provider limits in keel.config', () => {
       expect(loaded.providerLimits).toEqual({ 'scripted:*': { concurrency: 1, requestsPerMinute: 600 } });
       expect(loaded.priorities).toEqual({ batcher: 'batch' });
 
-      writeFileSync(file, JSON.stringify({ agents: [{ name: 'a', model: 'scripted:script.json' }], providerLimits: { 'scripted:*': { concurrency: 0 } } }));
+      writeFileSync(
+        file,
+        JSON.stringify({
+          agents: [{ name: 'a', model: 'scripted:script.json' }],
+          providerLimits: { 'scripted:*': { concurrency: 0 } },
+        }),
+      );
       await expect(loadConfig(file)).rejects.toThrow(/providerLimits.*concurrency/s);
-      writeFileSync(file, JSON.stringify({ agents: [{ name: 'a', model: 'scripted:script.json', priority: 'urgent' }] }));
+      writeFileSync(
+        file,
+        JSON.stringify({ agents: [{ name: 'a', model: 'scripted:script.json', priority: 'urgent' }] }),
+      );
       await expect(loadConfig(file)).rejects.toThrow(/priority/);
 
       // keel serve with a limited model: two runs at once, one call at a time (each takes 300 ms).
-      writeFileSync(join(dir, 'script.json'), JSON.stringify({ loop: true, responses: [{ text: 'ok', delayMs: 300 }] }));
-      writeFileSync(file, JSON.stringify({ agents: [{ name: 'a', model: 'scripted:script.json' }], providerLimits: { 'scripted:*': { concurrency: 1 } } }));
+      writeFileSync(
+        join(dir, 'script.json'),
+        JSON.stringify({ loop: true, responses: [{ text: 'ok', delayMs: 300 }] }),
+      );
+      writeFileSync(
+        file,
+        JSON.stringify({
+          agents: [{ name: 'a', model: 'scripted:script.json' }],
+          providerLimits: { 'scripted:*': { concurrency: 1 } },
+        }),
+      );
       const out = sink();
       const stop = new AbortController();
       const io: Io = { out, err: sink(), env: { KEEL_LOG_LEVEL: 'silent' }, signal: stop.signal };
@@ -742,13 +863,31 @@ describe('provider limits in keel.config', () => {
       try {
         await until(() => /listening on (\S+)/.test(out.text()), 'the banner');
         const url = /listening on (\S+)/.exec(out.text())![1]!;
-        const post = async (path: string, body: unknown) => (await fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json() as Promise<{ id: string; run: { id: string } }>;
-        const runs = await Promise.all([1, 2].map(async () => (await post(`/v1/sessions/${(await post('/v1/sessions', {})).id}/messages`, { content: 'hi' })).run.id));
+        const post = async (path: string, body: unknown) =>
+          (
+            await fetch(`${url}${path}`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: JSON.stringify(body),
+            })
+          ).json() as Promise<{ id: string; run: { id: string } }>;
+        const runs = await Promise.all(
+          [1, 2].map(
+            async () =>
+              (await post(`/v1/sessions/${(await post('/v1/sessions', {})).id}/messages`, { content: 'hi' })).run.id,
+          ),
+        );
         for (const id of runs) {
-          await until(async () => ((await (await fetch(`${url}/v1/runs/${id}`)).json()) as { status: string }).status === 'completed', `run ${id} completed`);
+          await until(
+            async () =>
+              ((await (await fetch(`${url}/v1/runs/${id}`)).json()) as { status: string }).status === 'completed',
+            `run ${id} completed`,
+          );
         }
         // The second call waited for the first one's slot.
-        expect(await (await fetch(`${url}/metrics`)).text()).toMatch(/^keel_model_limit_wait_seconds_count\{model="scripted:\*"\} [1-9]\d*$/m);
+        expect(await (await fetch(`${url}/metrics`)).text()).toMatch(
+          /^keel_model_limit_wait_seconds_count\{model="scripted:\*"\} [1-9]\d*$/m,
+        );
       } finally {
         stop.abort();
         await done;

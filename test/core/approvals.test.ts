@@ -47,13 +47,20 @@ describe('approvals', () => {
 
     expect(suspended.reason).toBe('suspended');
     expect(suspended.steps).toBe(1);
-    expect(suspended.pending).toEqual([{ toolCallId: 't1', toolName: 'transfer', input: { to: 'alice', amount: 500 }, kind: 'approval' }]);
+    expect(suspended.pending).toEqual([
+      { toolCallId: 't1', toolName: 'transfer', input: { to: 'alice', amount: 500 }, kind: 'approval' },
+    ]);
     expect(sink.ofType('turn/end')[0]!.data).toMatchObject({ reason: 'suspended', pending: suspended.pending });
     // The other call of the step ran; the open one did not.
     expect(b.lookups).toEqual(['balance']);
     expect(b.transfers).toEqual([]);
     expect(sink.ofType('tool/approval').map((e) => e.data)).toEqual([
-      { toolCallId: 't1', toolName: 'transfer', input: { to: 'alice', amount: 500 }, assistantMessageId: suspended.conversation[1]!.id },
+      {
+        toolCallId: 't1',
+        toolName: 'transfer',
+        input: { to: 'alice', amount: 500 },
+        assistantMessageId: suspended.conversation[1]!.id,
+      },
     ]);
     expect(sink.ofType('tool/call').map((e) => e.data.toolCallId)).toEqual(['b1']);
     expect(sink.ofType('tool/result').map((e) => e.data.toolCallId)).toEqual(['b1']);
@@ -66,7 +73,11 @@ describe('approvals', () => {
     const resumedSink = new MemorySink();
     const handle = startTurn(agent, {
       sink: resumedSink,
-      resume: { conversation: suspended.conversation, step: suspended.steps, approvals: [{ toolCallId: 't1', approved: true }] },
+      resume: {
+        conversation: suspended.conversation,
+        step: suspended.steps,
+        approvals: [{ toolCallId: 't1', approved: true }],
+      },
     });
     const result = await handle.result;
 
@@ -118,13 +129,21 @@ describe('approvals', () => {
     const sink = new MemorySink();
     const result = await runTurn(agent, {
       sink,
-      resume: { conversation: suspended.conversation, step: suspended.steps, approvals: [{ toolCallId: 't1', approved: false, reason: 'too much money' }] },
+      resume: {
+        conversation: suspended.conversation,
+        step: suspended.steps,
+        approvals: [{ toolCallId: 't1', approved: false, reason: 'too much money' }],
+      },
     });
 
     expect(result.reason).toBe('completed');
     expect(b.transfers).toEqual([]);
-    expect(sink.ofType('tool/decision').map((e) => e.data)).toEqual([{ toolCallId: 't1', approved: false, reason: 'too much money' }]);
-    expect(sink.ofType('tool/result').map((e) => e.data.output)).toEqual([{ type: 'error', code: 'denied', message: 'too much money' }]);
+    expect(sink.ofType('tool/decision').map((e) => e.data)).toEqual([
+      { toolCallId: 't1', approved: false, reason: 'too much money' },
+    ]);
+    expect(sink.ofType('tool/result').map((e) => e.data.output)).toEqual([
+      { type: 'error', code: 'denied', message: 'too much money' },
+    ]);
     // The denied call is on record with its result, but never ran.
     expect(sink.ofType('tool/call').map((e) => e.data.toolCallId)).toEqual(['t1']);
     expect(toolResultsIn(model.calls[1])).toEqual([
@@ -191,14 +210,22 @@ describe('approvals', () => {
     const first = await runTurn(agent, { sink: new MemorySink(), input: 'pay' });
     const second = await runTurn(agent, {
       sink: new MemorySink(),
-      resume: { conversation: first.conversation, step: first.steps, approvals: [{ toolCallId: 't1', approved: true }] },
+      resume: {
+        conversation: first.conversation,
+        step: first.steps,
+        approvals: [{ toolCallId: 't1', approved: true }],
+      },
     });
     expect(second.reason).toBe('suspended');
     expect(second.pending?.map((p) => p.toolCallId)).toEqual(['t2']);
     expect(b.transfers).toEqual([{ to: 'a', amount: 1 }]);
     const third = await runTurn(agent, {
       sink: new MemorySink(),
-      resume: { conversation: second.conversation, step: second.steps, approvals: [{ toolCallId: 't2', approved: true }] },
+      resume: {
+        conversation: second.conversation,
+        step: second.steps,
+        approvals: [{ toolCallId: 't2', approved: true }],
+      },
     });
     expect(third.reason).toBe('completed');
     expect(b.transfers).toEqual([
@@ -216,7 +243,11 @@ describe('approvals', () => {
     const snapshot = structuredClone(suspended.conversation);
     await runTurn(agent, {
       sink: new MemorySink(),
-      resume: { conversation: suspended.conversation, step: suspended.steps, approvals: [{ toolCallId: 't1', approved: true }] },
+      resume: {
+        conversation: suspended.conversation,
+        step: suspended.steps,
+        approvals: [{ toolCallId: 't1', approved: true }],
+      },
     });
     // The suspended state can be resumed again (e.g. after a crash) or stored as it was.
     expect(suspended.conversation).toEqual(snapshot);
@@ -230,7 +261,11 @@ describe('approvals', () => {
     const sink = new MemorySink();
     const result = await runTurn(agent, {
       sink,
-      resume: { conversation: suspended.conversation, step: suspended.steps, approvals: [{ toolCallId: 'b1', approved: true }] },
+      resume: {
+        conversation: suspended.conversation,
+        step: suspended.steps,
+        approvals: [{ toolCallId: 'b1', approved: true }],
+      },
     });
     expect(result.reason).toBe('failed');
     expect(result.error?.message).toContain('b1');

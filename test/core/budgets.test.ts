@@ -12,7 +12,10 @@ describe('limits and budgets', () => {
   it('stops at maxSteps', async () => {
     const model = looping();
     const sink = new MemorySink();
-    const result = await runTurn(defineAgent({ name: 't', model, tools: [ping], limits: { maxSteps: 3 } }), { sink, input: 'go' });
+    const result = await runTurn(defineAgent({ name: 't', model, tools: [ping], limits: { maxSteps: 3 } }), {
+      sink,
+      input: 'go',
+    });
     expect(result.reason).toBe('max_steps');
     expect(result.steps).toBe(3);
     expect(model.calls).toHaveLength(3);
@@ -24,7 +27,10 @@ describe('limits and budgets', () => {
 
   it('a final answer on the last allowed step completes the turn', async () => {
     const model = new ScriptedModel([{ toolCalls: [{ name: 'ping', input: {} }] }, { text: 'done' }]);
-    const result = await runTurn(defineAgent({ name: 't', model, tools: [ping], limits: { maxSteps: 2 } }), { sink: new MemorySink(), input: 'go' });
+    const result = await runTurn(defineAgent({ name: 't', model, tools: [ping], limits: { maxSteps: 2 } }), {
+      sink: new MemorySink(),
+      input: 'go',
+    });
     expect(result.reason).toBe('completed');
     expect(result.steps).toBe(2);
   });
@@ -32,7 +38,10 @@ describe('limits and budgets', () => {
   it('stops when the token budget is spent, and sums usage in turn/end', async () => {
     const model = looping({ input: 100, output: 50, cached: 40 });
     const sink = new MemorySink();
-    const result = await runTurn(defineAgent({ name: 't', model, tools: [ping], limits: { maxTokens: 400 } }), { sink, input: 'go' });
+    const result = await runTurn(defineAgent({ name: 't', model, tools: [ping], limits: { maxTokens: 400 } }), {
+      sink,
+      input: 'go',
+    });
     // 150 tokens a step: 150, 300 are under 400; 450 is not.
     expect(result.reason).toBe('budget_exceeded');
     expect(result.steps).toBe(3);
@@ -52,7 +61,13 @@ describe('limits and budgets', () => {
     const sink = new MemorySink();
     // 1000 * $3/M + 500 * $15/M = $0.0105 a step.
     const result = await runTurn(
-      defineAgent({ name: 't', model, tools: [ping], pricing: { inputPerMTok: 3, outputPerMTok: 15 }, limits: { maxCostUsd: 0.025 } }),
+      defineAgent({
+        name: 't',
+        model,
+        tools: [ping],
+        pricing: { inputPerMTok: 3, outputPerMTok: 15 },
+        limits: { maxCostUsd: 0.025 },
+      }),
       { sink, input: 'go' },
     );
     expect(result.reason).toBe('budget_exceeded');
@@ -62,7 +77,12 @@ describe('limits and budgets', () => {
     for (const c of costs) expect(c).toBeCloseTo(0.0105, 10);
     expect(result.cost).toBeCloseTo(0.0315, 10);
     expect(sink.ofType('turn/end')[0]!.data.cost).toBeCloseTo(0.0315, 10);
-    expect(sink.ofType('turn/end')[0]!.data.usage).toEqual({ inputTokens: 3000, outputTokens: 1500, cachedInputTokens: 0, reasoningTokens: 0 });
+    expect(sink.ofType('turn/end')[0]!.data.usage).toEqual({
+      inputTokens: 3000,
+      outputTokens: 1500,
+      cachedInputTokens: 0,
+      reasoningTokens: 0,
+    });
   });
 
   it('prices cached input at the cached rate', async () => {

@@ -3,7 +3,14 @@ import { getEventListeners } from 'node:events';
 import { z } from 'zod';
 import { defineAgent, MemorySink, runTurn, ScriptedModel, startTurn, tool, type TurnHandle } from '../../src/index.ts';
 import { aborted, deferred } from '../support/deferred.ts';
-import { assistantTexts, danglingCalls, ProbeSink, textOfMessage, toolResultsIn, userTexts } from '../support/turn-helpers.ts';
+import {
+  assistantTexts,
+  danglingCalls,
+  ProbeSink,
+  textOfMessage,
+  toolResultsIn,
+  userTexts,
+} from '../support/turn-helpers.ts';
 
 const LONG = 'one two three four five six seven eight nine ten eleven twelve';
 
@@ -67,7 +74,11 @@ describe('cancelling the model call', () => {
     expect(assistantTexts(model.calls[1])).toEqual(['one ']);
     expect(model.calls[1]!.prompt.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
     expect(userTexts(model.calls[1])).toEqual(['talk', 'be brief']);
-    expect(result.conversation.filter((m) => m.role === 'assistant').map((m) => m.role === 'assistant' && m.interrupted === true)).toEqual([true, false]);
+    expect(
+      result.conversation
+        .filter((m) => m.role === 'assistant')
+        .map((m) => m.role === 'assistant' && m.interrupted === true),
+    ).toEqual([true, false]);
     expect(probe.ofType('step/end').map((e) => e.data.reason)).toEqual(['interrupted', 'final']);
   });
 
@@ -112,7 +123,13 @@ describe('cancelling the model call', () => {
       },
     });
     const model = new ScriptedModel([
-      { chunkDelayMs: 2, toolCalls: [{ id: 'first', name: 'noop', input: {} }, { id: 'second', name: 'noop', input: {} }] },
+      {
+        chunkDelayMs: 2,
+        toolCalls: [
+          { id: 'first', name: 'noop', input: {} },
+          { id: 'second', name: 'noop', input: {} },
+        ],
+      },
       { text: 'after' },
     ]);
     const sink = new ProbeSink({
@@ -121,7 +138,11 @@ describe('cancelling the model call', () => {
         if (d.type === 'tool-input/delta' && d.toolCallId === 'second') handle.cancelModelCall();
       },
     });
-    const handle: TurnHandle = startTurn(defineAgent({ name: 't', model, tools: [noop] }), { sink, input: 'go', hooks: { modelCallCancelled: () => 'continue' } });
+    const handle: TurnHandle = startTurn(defineAgent({ name: 't', model, tools: [noop] }), {
+      sink,
+      input: 'go',
+      hooks: { modelCallCancelled: () => 'continue' },
+    });
     const result = await handle.result;
 
     expect(result.reason).toBe('completed');
@@ -129,10 +150,16 @@ describe('cancelling the model call', () => {
     const assistant = sink.ofType('assistant/message')[0]!.data.message;
     expect(assistant.interrupted).toBe(true);
     expect(assistant.content).toEqual([{ type: 'tool-call', toolCallId: 'first', toolName: 'noop', input: {} }]);
-    expect(sink.ofType('tool/result').map((e) => [e.data.toolCallId, e.data.output.type === 'error' && e.data.output.code])).toEqual([['first', 'cancelled']]);
+    expect(
+      sink.ofType('tool/result').map((e) => [e.data.toolCallId, e.data.output.type === 'error' && e.data.output.code]),
+    ).toEqual([['first', 'cancelled']]);
     expect(danglingCalls(result.conversation)).toEqual([]);
     expect(toolResultsIn(model.calls[1])).toEqual([
-      { toolCallId: 'first', toolName: 'noop', output: { type: 'error-text', value: expect.stringMatching(/^\[cancelled\]/) } },
+      {
+        toolCallId: 'first',
+        toolName: 'noop',
+        output: { type: 'error-text', value: expect.stringMatching(/^\[cancelled\]/) },
+      },
     ]);
   });
 });
@@ -210,7 +237,11 @@ describe('cancelling the turn while tools run', () => {
     expect(sink.ofType('step/start')).toHaveLength(1);
     expect(sink.ofType('step/end').map((e) => e.data.reason)).toEqual(['cancelled']);
     // Work that finished is kept; everything else is closed as cancelled.
-    expect(sink.ofType('tool/result').map((e) => [e.data.toolCallId, e.data.output.type === 'error' ? e.data.output.code : e.data.output.type])).toEqual([
+    expect(
+      sink
+        .ofType('tool/result')
+        .map((e) => [e.data.toolCallId, e.data.output.type === 'error' ? e.data.output.code : e.data.output.type]),
+    ).toEqual([
       ['q', 'text'],
       ['l', 'cancelled'],
       ['d', 'cancelled'],
@@ -235,7 +266,11 @@ describe('cancelling the turn while tools run', () => {
     const s = setup();
     const sink = new MemorySink();
     const ctl = new AbortController();
-    const result = runTurn(defineAgent({ name: 't', model: s.model, tools: s.tools }), { sink, input: 'go', signal: ctl.signal });
+    const result = runTurn(defineAgent({ name: 't', model: s.model, tools: s.tools }), {
+      sink,
+      input: 'go',
+      signal: ctl.signal,
+    });
     await Promise.all([s.started.listen.promise, s.started.deaf.promise]);
     ctl.abort();
     await check(await result, sink, s);
@@ -282,7 +317,11 @@ describe('cancelling during a retry backoff', () => {
   it('handle.cancelModelCall() stops waiting and counts as an interrupted call', async () => {
     const model = new ScriptedModel([{ error: { kind: 'overloaded', retryAfterMs: 60_000 } }, { text: 'fresh try' }]);
     const sink = new ProbeSink();
-    const handle = startTurn(defineAgent({ name: 't', model }), { sink, input: 'go', hooks: { modelCallCancelled: () => 'continue' } });
+    const handle = startTurn(defineAgent({ name: 't', model }), {
+      sink,
+      input: 'go',
+      hooks: { modelCallCancelled: () => 'continue' },
+    });
     await sink.waitFor('model/retry');
     handle.cancelModelCall();
     const result = await handle.result;

@@ -17,12 +17,14 @@ describe('canonicalJson', () => {
     const samples: unknown[] = [
       { b: 1, a: undefined, c: [undefined, 1, { z: undefined }] },
       { when: new Date(0), nested: { toJSON: () => ({ y: 2, x: 1 }) } },
-      { 'é': 1, e: 2, '😀': 3, '\u0000': 4, B: 5, a: 6 },
+      { é: 1, e: 2, '😀': 3, '\u0000': 4, B: 5, a: 6 },
       [1e21, 1e-7, -0, 0.1 + 0.2, 123456789012345680000],
       'a "quoted" \\ string\n',
       // Many keys (sorted by Array#sort, a few by hand), in reverse order and mixed case.
       Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`${String.fromCharCode(90 - (i % 26))}${39 - i}`, i])),
-      Object.fromEntries(['b', 'B', 'a', 'ab', 'aa', '_', '1', '10', '2', 'é', 'e'].map((k, i) => [k, { [k]: i, z: [k] }])),
+      Object.fromEntries(
+        ['b', 'B', 'a', 'ab', 'aa', '_', '1', '10', '2', 'é', 'e'].map((k, i) => [k, { [k]: i, z: [k] }]),
+      ),
     ];
     for (const v of samples) expect(canonicalJson(v)).toBe(canonicalize(v));
   });

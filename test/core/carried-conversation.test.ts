@@ -1,19 +1,39 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineAgent, MemorySink, portableMessages, promptHash, runTurn, ScriptedModel, tool, type Message, type ScriptedResponse } from '../../src/index.ts';
+import {
+  defineAgent,
+  MemorySink,
+  portableMessages,
+  promptHash,
+  runTurn,
+  ScriptedModel,
+  tool,
+  type Message,
+  type ScriptedResponse,
+} from '../../src/index.ts';
 
 /**
  * A turn given the previous turn's `conversation` as its history takes over what that turn
  * computed (src/core/carried-conversation.ts). Whatever the caller did to the array, the requests
  * must be exactly those of a turn given a copy, which computes everything from the messages.
  */
-const lookup = tool({ name: 'lookup', description: 'lookup', input: z.object({ q: z.string() }), idempotent: true, execute: ({ q }) => `found ${q}` });
+const lookup = tool({
+  name: 'lookup',
+  description: 'lookup',
+  input: z.object({ q: z.string() }),
+  idempotent: true,
+  execute: ({ q }) => `found ${q}`,
+});
 
 /** Per turn: a tool step with reasoning, then an answer with reasoning. */
 function script(turns: number): ScriptedResponse[] {
   const out: ScriptedResponse[] = [];
   for (let t = 1; t <= turns; t++) {
-    out.push({ reasoning: `think ${t}`, reasoningSignature: `sig-${t}`, toolCalls: [{ id: `c${t}`, name: 'lookup', input: { q: `q${t}` } }] });
+    out.push({
+      reasoning: `think ${t}`,
+      reasoningSignature: `sig-${t}`,
+      toolCalls: [{ id: `c${t}`, name: 'lookup', input: { q: `q${t}` } }],
+    });
     out.push({ reasoning: `answer ${t}`, reasoningSignature: `sig-a${t}`, text: `answer ${t}` });
   }
   return out;
@@ -42,7 +62,12 @@ async function chat(turns: number, next: (conversation: Message[], turn: number)
     }
     history = next(r.conversation, turn);
   }
-  return { prompts: model.calls.map((c) => c.prompt), fingerprints: sink.ofType('request/header').map((e) => e.data.promptHash), expected, last: history };
+  return {
+    prompts: model.calls.map((c) => c.prompt),
+    fingerprints: sink.ofType('request/header').map((e) => e.data.promptHash),
+    expected,
+    last: history,
+  };
 }
 
 describe('a conversation carried from turn to turn', () => {
@@ -54,14 +79,18 @@ describe('a conversation carried from turn to turn', () => {
     expect(copied.fingerprints).toEqual(copied.expected);
     expect(new Set(carried.fingerprints).size).toBe(8);
     // No reasoning crosses a turn, carried or not.
-    expect(carried.prompts[2]!.flatMap((m) => (m.role === 'assistant' ? m.content.map((p) => p.type) : []))).toEqual(['tool-call', 'text']);
+    expect(carried.prompts[2]!.flatMap((m) => (m.role === 'assistant' ? m.content.map((p) => p.type) : []))).toEqual([
+      'tool-call',
+      'text',
+    ]);
   });
 
   it('follows what the caller did to the array: a replaced, a removed and an added message', async () => {
     // Each edit falls among the messages the next turn would take over (its history's), or after them.
     const edit = (c: Message[], turn: number): Message[] => {
       if (turn === 1) c.push({ id: 'extra-1', role: 'user', content: [{ type: 'text', text: 'one more thing' }] });
-      if (turn === 2) c[0] = { id: 'replaced', role: 'user', content: [{ type: 'text', text: 'another first question' }] };
+      if (turn === 2)
+        c[0] = { id: 'replaced', role: 'user', content: [{ type: 'text', text: 'another first question' }] };
       if (turn === 3) c.splice(1, 2);
       return c;
     };
@@ -78,7 +107,9 @@ describe('a conversation carried from turn to turn', () => {
   it('is invisible in the returned array', async () => {
     const { last } = await chat(2, (c) => c);
     expect(Object.keys(last)).toEqual(last.map((_, i) => String(i)));
-    expect(Object.getOwnPropertySymbols(last).filter((k) => Object.prototype.propertyIsEnumerable.call(last, k))).toEqual([]);
+    expect(
+      Object.getOwnPropertySymbols(last).filter((k) => Object.prototype.propertyIsEnumerable.call(last, k)),
+    ).toEqual([]);
     expect(JSON.parse(JSON.stringify(last))).toEqual([...last]);
     expect(last).toStrictEqual([...last]);
   });

@@ -12,12 +12,21 @@ describe('deltas', () => {
       { chunks: ['Do', 'ne', ' — ', 'saved ', 'it.'] },
     ]);
     const sink = new MemorySink();
-    const result = await runTurn(defineAgent({ name: 't', model, tools: [note] }), { sink, input: 'remember milk and eggs', turn: 5 });
+    const result = await runTurn(defineAgent({ name: 't', model, tools: [note] }), {
+      sink,
+      input: 'remember milk and eggs',
+      turn: 5,
+    });
     expect(result.reason).toBe('completed');
 
     const messages = sink.ofType('assistant/message').map((e) => e.data.message);
     expect(messages).toHaveLength(2);
-    const texts = messages.map((m) => sink.deltas.filter((d) => d.type === 'text/delta' && d.messageId === m.id).map((d) => (d.type === 'text/delta' ? d.delta : '')).join(''));
+    const texts = messages.map((m) =>
+      sink.deltas
+        .filter((d) => d.type === 'text/delta' && d.messageId === m.id)
+        .map((d) => (d.type === 'text/delta' ? d.delta : ''))
+        .join(''),
+    );
     expect(texts).toEqual(messages.map(textOfMessage));
     expect(texts).toEqual(['Let me write that down.', 'Done — saved it.']);
     // Streamed in pieces, tagged with the turn and step they belong to.
@@ -30,7 +39,15 @@ describe('deltas', () => {
 
     // Tool input streams too, and adds up to the recorded arguments.
     const input = sink.deltas.filter((d) => d.type === 'tool-input/delta');
-    expect(input.every((d) => d.type === 'tool-input/delta' && d.toolCallId === 'n1' && d.toolName === 'note' && d.messageId === messages[0]!.id)).toBe(true);
+    expect(
+      input.every(
+        (d) =>
+          d.type === 'tool-input/delta' &&
+          d.toolCallId === 'n1' &&
+          d.toolName === 'note' &&
+          d.messageId === messages[0]!.id,
+      ),
+    ).toBe(true);
     expect(JSON.parse(input.map((d) => d.delta).join(''))).toEqual(sink.ofType('tool/call')[0]!.data.input);
   });
 

@@ -47,7 +47,10 @@ describe('follow-ups', () => {
 
     expect(handle.inbox.hasFollowUps).toBe(true);
     const taken = handle.inbox.takeFollowUps();
-    expect(taken.map((m) => m.content)).toEqual([[{ type: 'text', text: 'first follow-up' }], [{ type: 'text', text: 'second follow-up' }]]);
+    expect(taken.map((m) => m.content)).toEqual([
+      [{ type: 'text', text: 'first follow-up' }],
+      [{ type: 'text', text: 'second follow-up' }],
+    ]);
     expect(taken[0]!.id).toBe(first.id);
     expect(handle.inbox.takeFollowUps()).toEqual([]);
   });

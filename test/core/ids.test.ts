@@ -7,7 +7,9 @@ import { uuidV7 } from '../../src/core/uuid-v7.ts';
 describe('newId', () => {
   it('is a UUIDv7 that sorts in creation order, also within one millisecond', () => {
     const ids = Array.from({ length: 20_000 }, newId);
-    expect(ids.every((id) => /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(id))).toBe(true);
+    expect(ids.every((id) => /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(id))).toBe(
+      true,
+    );
     expect(new Set(ids).size).toBe(ids.length);
     expect([...ids].sort()).toEqual(ids);
   });

@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineAgent, MemorySink, runTurn, ScriptedModel, tool, type AgentOptions, type Message, type ScriptEntry } from '../../src/index.ts';
+import {
+  defineAgent,
+  MemorySink,
+  runTurn,
+  ScriptedModel,
+  tool,
+  type AgentOptions,
+  type Message,
+  type ScriptEntry,
+} from '../../src/index.ts';
 import { ProbeSink, textOfMessage, userTexts } from '../support/turn-helpers.ts';
 
 const fastRetry = { initialDelayMs: 1, maxDelayMs: 5 };
@@ -11,33 +20,39 @@ function agent(script: ScriptEntry[], options: Partial<AgentOptions> = {}) {
 }
 
 describe('transient model errors', () => {
-  it.each(['rate_limit', 'overloaded', 'server', 'network'] as const)('retries a %s error with backoff and succeeds', async (kind) => {
-    const { model, agent: a } = agent([{ error: { kind } }, { error: { kind } }, { text: 'finally' }]);
-    const sink = new MemorySink();
-    const result = await runTurn(a, { sink, input: 'go' });
+  it.each(['rate_limit', 'overloaded', 'server', 'network'] as const)(
+    'retries a %s error with backoff and succeeds',
+    async (kind) => {
+      const { model, agent: a } = agent([{ error: { kind } }, { error: { kind } }, { text: 'finally' }]);
+      const sink = new MemorySink();
+      const result = await runTurn(a, { sink, input: 'go' });
 
-    expect(result.reason).toBe('completed');
-    expect(model.calls).toHaveLength(3);
-    const retries = sink.ofType('model/retry');
-    expect(retries.map((e) => e.data.attempt)).toEqual([1, 2]);
-    for (const r of retries) {
-      expect(r.data.error.kind).toBe('transient');
-      expect(r.data.delayMs).toBeGreaterThanOrEqual(0);
-      expect(r.data.delayMs).toBeLessThanOrEqual(5);
-    }
-    // One request header per attempt, each written before its attempt, each with a fresh message id.
-    const headers = sink.ofType('request/header');
-    expect(headers.map((h) => h.data.attempt)).toEqual([1, 2, 3]);
-    expect(retries.map((r) => r.data.abandonedMessageId)).toEqual([headers[0]!.data.messageId, headers[1]!.data.messageId]);
-    const assistant = sink.ofType('assistant/message');
-    expect(assistant).toHaveLength(1);
-    expect(assistant[0]!.data.message.id).toBe(headers[2]!.data.messageId);
-    // Every attempt sends the same prompt.
-    expect(model.calls[1]!.prompt).toEqual(model.calls[0]!.prompt);
-    expect(model.calls[2]!.prompt).toEqual(model.calls[0]!.prompt);
-    expect(sink.ofType('model/error')).toHaveLength(0);
-    expect(sink.ofType('step/start')).toHaveLength(1);
-  });
+      expect(result.reason).toBe('completed');
+      expect(model.calls).toHaveLength(3);
+      const retries = sink.ofType('model/retry');
+      expect(retries.map((e) => e.data.attempt)).toEqual([1, 2]);
+      for (const r of retries) {
+        expect(r.data.error.kind).toBe('transient');
+        expect(r.data.delayMs).toBeGreaterThanOrEqual(0);
+        expect(r.data.delayMs).toBeLessThanOrEqual(5);
+      }
+      // One request header per attempt, each written before its attempt, each with a fresh message id.
+      const headers = sink.ofType('request/header');
+      expect(headers.map((h) => h.data.attempt)).toEqual([1, 2, 3]);
+      expect(retries.map((r) => r.data.abandonedMessageId)).toEqual([
+        headers[0]!.data.messageId,
+        headers[1]!.data.messageId,
+      ]);
+      const assistant = sink.ofType('assistant/message');
+      expect(assistant).toHaveLength(1);
+      expect(assistant[0]!.data.message.id).toBe(headers[2]!.data.messageId);
+      // Every attempt sends the same prompt.
+      expect(model.calls[1]!.prompt).toEqual(model.calls[0]!.prompt);
+      expect(model.calls[2]!.prompt).toEqual(model.calls[0]!.prompt);
+      expect(sink.ofType('model/error')).toHaveLength(0);
+      expect(sink.ofType('step/start')).toHaveLength(1);
+    },
+  );
 
   it('honours retry-after from the provider', async () => {
     const { model, agent: a } = agent([{ error: { kind: 'rate_limit', retryAfterMs: 30 } }, { text: 'ok' }]);
@@ -52,7 +67,12 @@ describe('transient model errors', () => {
 
   it('bounds the attempts, then fails the turn with a model error', async () => {
     const { model, agent: a } = agent(
-      [{ error: { kind: 'server' } }, { error: { kind: 'server' } }, { error: { kind: 'server', message: 'still broken' } }, { text: 'too late' }],
+      [
+        { error: { kind: 'server' } },
+        { error: { kind: 'server' } },
+        { error: { kind: 'server', message: 'still broken' } },
+        { text: 'too late' },
+      ],
       { retry: { maxAttempts: 3 } },
     );
     const sink = new MemorySink();
@@ -63,8 +83,16 @@ describe('transient model errors', () => {
     expect(sink.ofType('model/retry').map((e) => e.data.attempt)).toEqual([1, 2]);
     const errors = sink.ofType('model/error');
     expect(errors).toHaveLength(1);
-    expect(errors[0]!.data).toMatchObject({ attempt: 3, willCompact: false, error: { kind: 'transient', status: 500, message: 'still broken' } });
-    expect(result.error).toMatchObject({ kind: 'model', message: 'still broken', model: { kind: 'transient', status: 500 } });
+    expect(errors[0]!.data).toMatchObject({
+      attempt: 3,
+      willCompact: false,
+      error: { kind: 'transient', status: 500, message: 'still broken' },
+    });
+    expect(result.error).toMatchObject({
+      kind: 'model',
+      message: 'still broken',
+      model: { kind: 'transient', status: 500 },
+    });
     expect(sink.ofType('turn/end')[0]!.data).toMatchObject({ reason: 'failed', error: { kind: 'model' } });
     expect(sink.ofType('step/end').map((e) => e.data.reason)).toEqual(['failed']);
     expect(sink.ofType('assistant/message')).toHaveLength(0);
@@ -98,19 +126,31 @@ describe('transient model errors', () => {
   });
 
   it('does not retry a bad request', async () => {
-    const { model, agent: a } = agent([{ error: { kind: 'bad_request', message: 'unknown field' } }, { text: 'never' }]);
+    const { model, agent: a } = agent([
+      { error: { kind: 'bad_request', message: 'unknown field' } },
+      { text: 'never' },
+    ]);
     const sink = new MemorySink();
     const result = await runTurn(a, { sink, input: 'go' });
     expect(result.reason).toBe('failed');
     expect(model.calls).toHaveLength(1);
     expect(sink.ofType('model/retry')).toHaveLength(0);
-    expect(sink.ofType('model/error')[0]!.data).toMatchObject({ attempt: 1, willCompact: false, error: { kind: 'fatal', status: 400 } });
+    expect(sink.ofType('model/error')[0]!.data).toMatchObject({
+      attempt: 1,
+      willCompact: false,
+      error: { kind: 'fatal', status: 400 },
+    });
     expect(result.error).toMatchObject({ kind: 'model', model: { kind: 'fatal' } });
   });
 });
 
 describe('context overflow', () => {
-  const echo = tool({ name: 'echo', description: 'echo', input: z.object({ t: z.string() }), execute: ({ t }) => t.repeat(3) });
+  const echo = tool({
+    name: 'echo',
+    description: 'echo',
+    input: z.object({ t: z.string() }),
+    execute: ({ t }) => t.repeat(3),
+  });
 
   it('fails the turn when no compact hook can help', async () => {
     const { model, agent: a } = agent([{ error: { kind: 'context_overflow' } }, { text: 'never' }]);
@@ -119,13 +159,20 @@ describe('context overflow', () => {
     expect(result.reason).toBe('failed');
     expect(model.calls).toHaveLength(1);
     expect(sink.ofType('model/retry')).toHaveLength(0);
-    expect(sink.ofType('model/error')[0]!.data).toMatchObject({ willCompact: false, error: { kind: 'context_overflow' } });
+    expect(sink.ofType('model/error')[0]!.data).toMatchObject({
+      willCompact: false,
+      error: { kind: 'context_overflow' },
+    });
     expect(result.error).toMatchObject({ kind: 'model', model: { kind: 'context_overflow' } });
   });
 
   it('compacts and retries the call once with the shorter conversation', async () => {
     const { model, agent: a } = agent(
-      [{ toolCalls: [{ id: 'c1', name: 'echo', input: { t: 'x' } }] }, { error: { kind: 'context_overflow' } }, { text: 'fits now' }],
+      [
+        { toolCalls: [{ id: 'c1', name: 'echo', input: { t: 'x' } }] },
+        { error: { kind: 'context_overflow' } },
+        { text: 'fits now' },
+      ],
       { tools: [echo] },
     );
     const reasons: string[] = [];
@@ -146,7 +193,9 @@ describe('context overflow', () => {
     expect(reasons).toEqual(['threshold', 'threshold', 'overflow']);
     expect(model.calls).toHaveLength(3);
     expect(model.calls[1]!.prompt.map((m) => m.role)).toEqual(['user', 'assistant', 'tool']);
-    expect(userTexts(model.calls[2])).toEqual(['<summary of earlier conversation>\nthe user said go; echo was called\n</summary>']);
+    expect(userTexts(model.calls[2])).toEqual([
+      '<summary of earlier conversation>\nthe user said go; echo was called\n</summary>',
+    ]);
     expect(model.calls[2]!.prompt).toHaveLength(1);
     expect(sink.ofType('model/error').map((e) => e.data.willCompact)).toEqual([true]);
     const headers = sink.ofType('request/header').filter((h) => h.step === 2);
@@ -163,7 +212,11 @@ describe('context overflow', () => {
   });
 
   it('fails when the compacted call overflows again', async () => {
-    const { model, agent: a } = agent([{ error: { kind: 'context_overflow' } }, { error: { kind: 'context_overflow' } }, { text: 'never' }]);
+    const { model, agent: a } = agent([
+      { error: { kind: 'context_overflow' } },
+      { error: { kind: 'context_overflow' } },
+      { text: 'never' },
+    ]);
     let overflowCompactions = 0;
     const sink = new MemorySink();
     const result = await runTurn(a, {

@@ -1,6 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineAgent, Inbox, MemorySink, runTurn, ScriptedModel, startTurn, tool, type Message, type TurnHandle } from '../../src/index.ts';
+import {
+  defineAgent,
+  Inbox,
+  MemorySink,
+  runTurn,
+  ScriptedModel,
+  startTurn,
+  tool,
+  type Message,
+  type TurnHandle,
+} from '../../src/index.ts';
 import { deferred, flush } from '../support/deferred.ts';
 import { contentOf, ProbeSink, systemOf, toolNamesOf, toolResultsIn, userTexts } from '../support/turn-helpers.ts';
 
@@ -14,7 +24,13 @@ const echo = tool({
 describe('step boundaries', () => {
   it('brackets exactly one model decision and its tool calls and results in each step', async () => {
     const model = new ScriptedModel([
-      { text: 'Looking. ', toolCalls: [{ id: 'c1', name: 'echo', input: { text: 'a' } }, { id: 'c2', name: 'echo', input: { text: 'b' } }] },
+      {
+        text: 'Looking. ',
+        toolCalls: [
+          { id: 'c1', name: 'echo', input: { text: 'a' } },
+          { id: 'c2', name: 'echo', input: { text: 'b' } },
+        ],
+      },
       { toolCalls: [{ id: 'c3', name: 'echo', input: { text: 'c' } }] },
       { text: 'All done.' },
     ]);
@@ -48,13 +64,22 @@ describe('step boundaries', () => {
     });
     // Nothing of a step happens outside its bracket.
     const inBrackets = new Set(steps.flat());
-    const stepWork = sink.events.filter((e) => ['request/header', 'assistant/message', 'tool/call', 'tool/result'].includes(e.type));
+    const stepWork = sink.events.filter((e) =>
+      ['request/header', 'assistant/message', 'tool/call', 'tool/result'].includes(e.type),
+    );
     expect(stepWork.length).toBe(3 + 3 + 3 + 3);
     expect(stepWork.every((e) => inBrackets.has(e))).toBe(true);
     expect(sink.ofType('step/end').map((e) => e.data.reason)).toEqual(['tool-calls', 'tool-calls', 'final']);
 
     // The conversation mirrors the steps: user, (assistant, tool) x2, assistant.
-    expect(result.conversation.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'tool', 'assistant']);
+    expect(result.conversation.map((m) => m.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+      'tool',
+      'assistant',
+    ]);
     expect(result.added).toEqual(result.conversation);
   });
 
@@ -74,7 +99,12 @@ describe('step boundaries', () => {
       }),
     ];
     const model = new ScriptedModel([
-      { toolCalls: [{ id: 'f', name: 'fast', input: {} }, { id: 's', name: 'slow', input: {} }] },
+      {
+        toolCalls: [
+          { id: 'f', name: 'fast', input: {} },
+          { id: 's', name: 'slow', input: {} },
+        ],
+      },
       { text: 'ok' },
     ]);
     const sink = new ProbeSink();
@@ -90,7 +120,9 @@ describe('step boundaries', () => {
     const result = await handle.result;
     expect(result.reason).toBe('completed');
     const stepEnd = sink.indexOf((e) => e.type === 'step/end' && e.step === 1);
-    const lastResult = Math.max(...sink.events.flatMap((e, i) => (e.type === 'tool/result' && e.step === 1 ? [i] : [])));
+    const lastResult = Math.max(
+      ...sink.events.flatMap((e, i) => (e.type === 'tool/result' && e.step === 1 ? [i] : [])),
+    );
     expect(stepEnd).toBeGreaterThan(lastResult);
     expect(toolResultsIn(model.calls[1]).map((r) => [r.toolCallId, r.output.value])).toEqual([
       ['f', 'fast done'],
@@ -125,7 +157,9 @@ describe('step boundaries', () => {
     expect(userTexts(model.calls[0])).toEqual(['start']);
     // The tool work in flight was not discarded: its result is recorded and reaches the model.
     expect(sink.ofType('tool/result').map((e) => e.data.output)).toEqual([{ type: 'text', value: 'work finished' }]);
-    expect(toolResultsIn(model.calls[1])).toEqual([{ toolCallId: 'w1', toolName: 'work', output: { type: 'text', value: 'work finished' } }]);
+    expect(toolResultsIn(model.calls[1])).toEqual([
+      { toolCallId: 'w1', toolName: 'work', output: { type: 'text', value: 'work finished' } },
+    ]);
     // The steer is a user message after the tool result.
     expect(model.calls[1]!.prompt.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'user']);
     expect(userTexts(model.calls[1])).toEqual(['start', 'also check the logs']);
@@ -140,10 +174,7 @@ describe('step boundaries', () => {
 
   it('steering that arrives during the final model call keeps the turn going (inbox passed in)', async () => {
     const inbox = new Inbox();
-    const model = new ScriptedModel([
-      { text: 'one two three four', chunkDelayMs: 2 },
-      { text: 'second answer' },
-    ]);
+    const model = new ScriptedModel([{ text: 'one two three four', chunkDelayMs: 2 }, { text: 'second answer' }]);
     let steered = false;
     const sink = new ProbeSink({
       onDelta: (d) => {
@@ -167,7 +198,12 @@ describe('step boundaries', () => {
 
   it('applies configuration changes made mid-step only from the next step', async () => {
     const next = new ScriptedModel([{ text: 'from the new model' }], { provider: 'other', modelId: 'other-2' });
-    const other = tool({ name: 'other_tool', description: 'other', input: z.object({ n: z.number() }), execute: () => 1 });
+    const other = tool({
+      name: 'other_tool',
+      description: 'other',
+      input: z.object({ n: z.number() }),
+      execute: () => 1,
+    });
     const model = new ScriptedModel([
       { text: 'calling', chunkDelayMs: 1, toolCalls: [{ id: 'e1', name: 'echo', input: { text: 'x' } }] },
     ]);
@@ -180,7 +216,10 @@ describe('step boundaries', () => {
         handle.configure({ model: next, system: 'new system', tools: [other], settings: { temperature: 0.7 } });
       },
     });
-    const handle: TurnHandle = startTurn(defineAgent({ name: 't', model, system: 'old system', tools: [echo], settings: { temperature: 0.1 } }), { sink, input: 'go' });
+    const handle: TurnHandle = startTurn(
+      defineAgent({ name: 't', model, system: 'old system', tools: [echo], settings: { temperature: 0.1 } }),
+      { sink, input: 'go' },
+    );
     const result = await handle.result;
 
     expect(result.reason).toBe('completed');
@@ -198,7 +237,12 @@ describe('step boundaries', () => {
 
     const change = sink.ofType('config/change');
     expect(change).toHaveLength(1);
-    expect(change[0]!.data).toEqual({ model: { provider: 'other', modelId: 'other-2' }, system: true, tools: ['other_tool'], settings: { temperature: 0.7 } });
+    expect(change[0]!.data).toEqual({
+      model: { provider: 'other', modelId: 'other-2' },
+      system: true,
+      tools: ['other_tool'],
+      settings: { temperature: 0.7 },
+    });
     const changeAt = sink.events.indexOf(change[0]!);
     expect(changeAt).toBeGreaterThan(sink.indexOf((e) => e.type === 'step/end' && e.step === 1));
     expect(changeAt).toBeLessThan(sink.indexOf((e) => e.type === 'step/start' && e.step === 2));
@@ -211,7 +255,10 @@ describe('step boundaries', () => {
 
   it('runs beforeStep between steps, and a beforeStep steer joins the next step', async () => {
     const seen: number[] = [];
-    const model = new ScriptedModel([{ toolCalls: [{ id: 'e1', name: 'echo', input: { text: 'x' } }] }, { text: 'done' }]);
+    const model = new ScriptedModel([
+      { toolCalls: [{ id: 'e1', name: 'echo', input: { text: 'x' } }] },
+      { text: 'done' },
+    ]);
     const sink = new MemorySink();
     const result = await runTurn(defineAgent({ name: 't', model, tools: [echo] }), {
       sink,
@@ -270,7 +317,12 @@ describe('step boundaries', () => {
       input: 'go',
       hooks: {
         compact(ctx) {
-          calls.push({ reason: ctx.reason, step: ctx.step, lastInputTokens: ctx.lastInputTokens, size: ctx.conversation.length });
+          calls.push({
+            reason: ctx.reason,
+            step: ctx.step,
+            lastInputTokens: ctx.lastInputTokens,
+            size: ctx.conversation.length,
+          });
           return ctx.step === 2 ? [summary] : undefined;
         },
       },
@@ -285,7 +337,12 @@ describe('step boundaries', () => {
     ]);
     // Before compaction the prompt holds the whole loop; after it, only the summary and what followed.
     expect(toolResultsIn(model.calls[1]).map((r) => r.toolCallId)).toEqual(['c1']);
-    expect(model.calls[2]!.prompt).toEqual([{ role: 'user', content: [{ type: 'text', text: '<summary of earlier conversation>\nechoed 1 and 2\n</summary>' }] }]);
+    expect(model.calls[2]!.prompt).toEqual([
+      {
+        role: 'user',
+        content: [{ type: 'text', text: '<summary of earlier conversation>\nechoed 1 and 2\n</summary>' }],
+      },
+    ]);
     expect(toolResultsIn(model.calls[3]).map((r) => r.toolCallId)).toEqual(['c3']);
     expect(userTexts(model.calls[3])[0]).toContain('echoed 1 and 2');
     expect(result.conversation[0]).toEqual(summary);

@@ -1,6 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineAgent, idempotencyKey, MemorySink, runTurn, ScriptedModel, startTurn, tool, type Tool, type ToolContext } from '../../src/index.ts';
+import {
+  defineAgent,
+  idempotencyKey,
+  MemorySink,
+  runTurn,
+  ScriptedModel,
+  startTurn,
+  tool,
+  type Tool,
+  type ToolContext,
+} from '../../src/index.ts';
 import { deferred, flush, type Deferred } from '../support/deferred.ts';
 import { ProbeSink, toolResultsIn } from '../support/turn-helpers.ts';
 
@@ -33,7 +43,14 @@ function gatedTools(names: string[], options: { sequential?: string[] } = {}) {
       },
     }),
   );
-  return { tools, log, active, activeAtStart, release: (n: string) => gates.get(n)!.resolve(), started: (n: string) => started.get(n)! };
+  return {
+    tools,
+    log,
+    active,
+    activeAtStart,
+    release: (n: string) => gates.get(n)!.resolve(),
+    started: (n: string) => started.get(n)!,
+  };
 }
 
 const calls = (...names: string[]) => ({ toolCalls: names.map((n) => ({ id: `id_${n}`, name: n, input: {} })) });
@@ -75,7 +92,10 @@ describe('tool execution', () => {
   it('never runs more calls at once than toolConcurrency', async () => {
     const g = gatedTools(['a', 'b']);
     const model = new ScriptedModel([calls('a', 'b'), { text: 'ok' }]);
-    const handle = startTurn(defineAgent({ name: 't', model, tools: g.tools, toolConcurrency: 1 }), { sink: new MemorySink(), input: 'go' });
+    const handle = startTurn(defineAgent({ name: 't', model, tools: g.tools, toolConcurrency: 1 }), {
+      sink: new MemorySink(),
+      input: 'go',
+    });
 
     await g.started('a').promise;
     await flush();
@@ -92,7 +112,10 @@ describe('tool execution', () => {
   it('with toolConcurrency 2 runs two of three calls at once', async () => {
     const g = gatedTools(['a', 'b', 'c']);
     const model = new ScriptedModel([calls('a', 'b', 'c'), { text: 'ok' }]);
-    const handle = startTurn(defineAgent({ name: 't', model, tools: g.tools, toolConcurrency: 2 }), { sink: new MemorySink(), input: 'go' });
+    const handle = startTurn(defineAgent({ name: 't', model, tools: g.tools, toolConcurrency: 2 }), {
+      sink: new MemorySink(),
+      input: 'go',
+    });
 
     await g.started('b').promise;
     await flush();
@@ -186,7 +209,9 @@ describe('tool execution', () => {
     expect(result.steps).toBe(2);
     // Invalid calls never execute.
     expect(executed.sort()).toEqual(['boom', 'echo:fine', 'hang']);
-    const outputs = sink.ofType('tool/result').map((e) => [e.data.toolCallId, e.data.output.type === 'error' ? e.data.output.code : e.data.output.type]);
+    const outputs = sink
+      .ofType('tool/result')
+      .map((e) => [e.data.toolCallId, e.data.output.type === 'error' ? e.data.output.code : e.data.output.type]);
     expect(outputs).toEqual([
       ['u', 'unknown_tool'],
       ['v', 'invalid_input'],
@@ -247,10 +272,16 @@ describe('tool execution', () => {
         return String(ctx.signal.aborted);
       },
     });
-    const script = () => new ScriptedModel([{ toolCalls: [{ id: 'call-7', name: 'probe', input: {} }] }, { text: 'ok' }]);
+    const script = () =>
+      new ScriptedModel([{ toolCalls: [{ id: 'call-7', name: 'probe', input: {} }] }, { text: 'ok' }]);
     const run = async (scope: string | undefined) => {
       const sink = new MemorySink();
-      await runTurn(defineAgent({ name: 't', model: script(), tools: [probe] }), { sink, input: 'go', turn: 4, ...(scope ? { scope } : {}) });
+      await runTurn(defineAgent({ name: 't', model: script(), tools: [probe] }), {
+        sink,
+        input: 'go',
+        turn: 4,
+        ...(scope ? { scope } : {}),
+      });
       return sink;
     };
 
@@ -278,9 +309,12 @@ describe('tool execution', () => {
       idempotencyKey('session-1', { turn: 4, step: 1, index: 1 }, 'probe', {}),
       idempotencyKey('session-1', { turn: 4, step: 1, index: 0 }, 'other', {}),
       idempotencyKey('session-1', { turn: 4, step: 1, index: 0 }, 'probe', { x: 1 }),
-    ]) expect(other).not.toBe(a.idempotencyKey);
+    ])
+      expect(other).not.toBe(a.idempotencyKey);
     // Inputs that are the same JSON in another key order are the same call.
-    expect(idempotencyKey('s', { turn: 1, step: 1, index: 0 }, 't', { a: 1, b: 2 })).toBe(idempotencyKey('s', { turn: 1, step: 1, index: 0 }, 't', { b: 2, a: 1 }));
+    expect(idempotencyKey('s', { turn: 1, step: 1, index: 0 }, 't', { a: 1, b: 2 })).toBe(
+      idempotencyKey('s', { turn: 1, step: 1, index: 0 }, 't', { b: 2, a: 1 }),
+    );
     // The key the tool sees is the one recorded ahead of execution.
     expect(s1.ofType('tool/call')[0]!.data.idempotencyKey).toBe(a.idempotencyKey);
     expect(s1again.ofType('tool/call')[0]!.data.idempotencyKey).toBe(a.idempotencyKey);

@@ -1,6 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { contentHash, defineAgent, HELD, runTurn, ScriptedModel, tool, TurnNotOverError, type EventSink, type Message, type SinkAppendOptions, type TurnEvent } from '../../src/index.ts';
+import {
+  contentHash,
+  defineAgent,
+  HELD,
+  runTurn,
+  ScriptedModel,
+  tool,
+  TurnNotOverError,
+  type EventSink,
+  type Message,
+  type SinkAppendOptions,
+  type TurnEvent,
+} from '../../src/index.ts';
 import { contentOf, ProbeSink, systemOf, userTexts } from '../support/turn-helpers.ts';
 
 function weatherTool(executed: string[]) {
@@ -18,7 +30,10 @@ function weatherTool(executed: string[]) {
 describe('write-ahead', () => {
   it('records each request header before the provider is called and each tool call before it runs', async () => {
     const executed: string[] = [];
-    const model = new ScriptedModel([{ toolCalls: [{ id: 'w1', name: 'weather', input: { city: 'Oslo' } }] }, { text: 'sunny' }]);
+    const model = new ScriptedModel([
+      { toolCalls: [{ id: 'w1', name: 'weather', input: { city: 'Oslo' } }] },
+      { text: 'sunny' },
+    ]);
     const callsAtHeader: number[] = [];
     const executedAtCall: number[] = [];
     const sink = new ProbeSink({
@@ -27,7 +42,10 @@ describe('write-ahead', () => {
         if (e.type === 'tool/call') executedAtCall.push(executed.length);
       },
     });
-    const result = await runTurn(defineAgent({ name: 't', model, tools: [weatherTool(executed)] }), { sink, input: 'weather?' });
+    const result = await runTurn(defineAgent({ name: 't', model, tools: [weatherTool(executed)] }), {
+      sink,
+      input: 'weather?',
+    });
     expect(result.reason).toBe('completed');
     expect(callsAtHeader).toEqual([0, 1]);
     expect(executedAtCall).toEqual([0]);
@@ -59,7 +77,10 @@ describe('write-ahead', () => {
       { text: 'never' },
     ]);
     const sink = new ProbeSink({ failOn: (e) => e.type === 'tool/call' && e.data.toolCallId === 'w2' });
-    const result = await runTurn(defineAgent({ name: 't', model, tools: [weatherTool(executed)] }), { sink, input: 'weather?' });
+    const result = await runTurn(defineAgent({ name: 't', model, tools: [weatherTool(executed)] }), {
+      sink,
+      input: 'weather?',
+    });
 
     expect(executed).toEqual([]);
     expect(result.reason).toBe('failed');
@@ -72,10 +93,13 @@ describe('write-ahead', () => {
   it('records provider, model, settings, rendered system prompt, tool schemas and context ids', async () => {
     const executed: string[] = [];
     const weather = weatherTool(executed);
-    const model = new ScriptedModel([{ toolCalls: [{ id: 'w1', name: 'weather', input: { city: 'Oslo', days: 2 } }] }, { text: 'sunny' }], {
-      provider: 'acme',
-      modelId: 'acme-large',
-    });
+    const model = new ScriptedModel(
+      [{ toolCalls: [{ id: 'w1', name: 'weather', input: { city: 'Oslo', days: 2 } }] }, { text: 'sunny' }],
+      {
+        provider: 'acme',
+        modelId: 'acme-large',
+      },
+    );
     const history: Message[] = [
       { id: 'h1', role: 'user', content: [{ type: 'text', text: 'earlier' }] },
       { id: 'h2', role: 'assistant', content: [{ type: 'text', text: 'earlier answer' }] },
@@ -127,7 +151,14 @@ describe('write-ahead', () => {
       },
     ]);
     expect(JSON.stringify(schemas[0]!.inputSchema)).not.toContain('$schema');
-    expect(model.calls[0]!.tools).toEqual([{ type: 'function', name: 'weather', description: 'Weather forecast for a city', inputSchema: schemas[0]!.inputSchema }]);
+    expect(model.calls[0]!.tools).toEqual([
+      {
+        type: 'function',
+        name: 'weather',
+        description: 'Weather forecast for a city',
+        inputSchema: schemas[0]!.inputSchema,
+      },
+    ]);
     // Context: by reference, constant in size: how many messages were sent, the first and the last.
     const userId = sink.ofType('user/message')[0]!.data.message.id;
     const toolMessageId = sink.ofType('tool/result')[0]!.data.toolMessageId;
@@ -144,8 +175,13 @@ describe('write-ahead', () => {
   it('writes a header per attempt when a call is retried', async () => {
     const model = new ScriptedModel([{ error: { kind: 'server' } }, { text: 'ok' }]);
     const callsAtHeader: number[] = [];
-    const sink = new ProbeSink({ onEvent: (e) => e.type === 'request/header' && void callsAtHeader.push(model.calls.length) });
-    await runTurn(defineAgent({ name: 't', model, system: 'S', retry: { initialDelayMs: 1, maxDelayMs: 5 } }), { sink, input: 'hi' });
+    const sink = new ProbeSink({
+      onEvent: (e) => e.type === 'request/header' && void callsAtHeader.push(model.calls.length),
+    });
+    await runTurn(defineAgent({ name: 't', model, system: 'S', retry: { initialDelayMs: 1, maxDelayMs: 5 } }), {
+      sink,
+      input: 'hi',
+    });
     const headers = sink.ofType('request/header');
     expect(headers.map((h) => h.data.attempt)).toEqual([1, 2]);
     expect(callsAtHeader).toEqual([0, 1]);
@@ -160,7 +196,12 @@ describe('write-ahead', () => {
       tool({ name, description: name, input: z.object({}), idempotent, execute: () => void ran.push(name) });
     const model = new ScriptedModel([
       { toolCalls: [{ id: 'p1', name: 'pure', input: {} }] },
-      { toolCalls: [{ id: 'c1', name: 'charge', input: {} }, { id: 'p2', name: 'pure', input: {} }] },
+      {
+        toolCalls: [
+          { id: 'c1', name: 'charge', input: {} },
+          { id: 'p2', name: 'pure', input: {} },
+        ],
+      },
       { text: 'done' },
     ]);
     const durableAtRun: number[] = [];
@@ -182,7 +223,13 @@ describe('write-ahead', () => {
     const at = (n: number) => types.slice(0, n).at(-1);
     // Step 1 (idempotent only): one durable point, its end. Step 2: its calls before the charge, then its end. Step 3 (final): the turn's end.
     expect(sink.durableAt.map(at)).toEqual(['step/end', 'tool/call', 'step/end', 'turn/end']);
-    expect(types.slice(sink.durableAt[0]!, sink.durableAt[1]!)).toEqual(['step/start', 'request/header', 'assistant/message', 'tool/call', 'tool/call']);
+    expect(types.slice(sink.durableAt[0]!, sink.durableAt[1]!)).toEqual([
+      'step/start',
+      'request/header',
+      'assistant/message',
+      'tool/call',
+      'tool/call',
+    ]);
     expect(durableAtRun).toEqual([sink.durableAt[1]]);
     expect(ran).toEqual(['pure', 'charge', 'pure']);
   });
@@ -237,14 +284,26 @@ describe('write-ahead', () => {
 
     expect(model.calls).toHaveLength(0);
     expect(result.reason).toBe('failed');
-    expect(result.error).toMatchObject({ kind: 'sink', message: expect.stringContaining('disk full at request/header') });
+    expect(result.error).toMatchObject({
+      kind: 'sink',
+      message: expect.stringContaining('disk full at request/header'),
+    });
     expect(seen).toEqual(['turn/start', 'user/message', 'step/start', 'turn/end']);
   });
 
   it('waits for a durable append of a sink that answers HELD to the others: a tool that is not idempotent starts only once its call is durable', async () => {
     const order: string[] = [];
-    const model = new ScriptedModel([{ toolCalls: [{ id: 'p1', name: 'pay', input: { cents: 5 } }] }, { text: 'paid' }]);
-    const pay = tool({ name: 'pay', description: 'pays', input: z.object({ cents: z.number() }), idempotent: false, execute: ({ cents }) => (order.push(`paid ${cents}`), 'ok') });
+    const model = new ScriptedModel([
+      { toolCalls: [{ id: 'p1', name: 'pay', input: { cents: 5 } }] },
+      { text: 'paid' },
+    ]);
+    const pay = tool({
+      name: 'pay',
+      description: 'pays',
+      input: z.object({ cents: z.number() }),
+      idempotent: false,
+      execute: ({ cents }) => (order.push(`paid ${cents}`), 'ok'),
+    });
     const sink: EventSink = {
       append(events, options) {
         for (const e of events) order.push(e.type);
@@ -275,12 +334,17 @@ describe('write-ahead', () => {
         return answers[n++ % 2];
       },
     } as unknown as EventSink;
-    const model = new ScriptedModel([{ toolCalls: [{ id: 'w1', name: 'weather', input: { city: 'Oslo' } }] }, { text: 'sunny' }]);
-    const result = await runTurn(defineAgent({ name: 't', model, tools: [weatherTool([])] }), { sink, input: 'weather?' });
+    const model = new ScriptedModel([
+      { toolCalls: [{ id: 'w1', name: 'weather', input: { city: 'Oslo' } }] },
+      { text: 'sunny' },
+    ]);
+    const result = await runTurn(defineAgent({ name: 't', model, tools: [weatherTool([])] }), {
+      sink,
+      input: 'weather?',
+    });
 
     expect(result.reason).toBe('completed');
     expect(kept.at(-1)).toBe('turn/end');
     expect(kept.filter((t) => t === 'tool/result')).toHaveLength(1);
   });
 });
-

@@ -35,9 +35,16 @@ let mcpLog: ReturnType<typeof fixtureLog>;
 beforeAll(async () => {
   // `npm ci` builds the inspector (prepare → build); a checkout that was never built builds it here.
   if (!existsSync(join(ROOT, 'dist/inspector/index.html'))) {
-    execFileSync(process.execPath, [join(ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--config', 'inspector/vite.config.ts'], { cwd: ROOT, stdio: 'inherit' });
+    execFileSync(
+      process.execPath,
+      [join(ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--config', 'inspector/vite.config.ts'],
+      { cwd: ROOT, stdio: 'inherit' },
+    );
   }
-  if (!existsSync(CHROMIUM)) throw new Error(`no chromium at ${CHROMIUM}: apt-get install -y chromium (or set KEEL_CHROMIUM to another Chromium)`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(
+      `no chromium at ${CHROMIUM}: apt-get install -y chromium (or set KEEL_CHROMIUM to another Chromium)`,
+    );
   mkdirSync(SHOTS, { recursive: true });
   dir = mkdtempSync(join(tmpdir(), 'keel-inspector-'));
   store = openSqliteStore({ path: join(dir, 'keel.db') });
@@ -47,13 +54,29 @@ beforeAll(async () => {
   const mcpAgent = defineAgent({
     name: 'mcp-agent',
     model: new ScriptedModel([{ text: 'Nothing to do.' }], { loop: true }),
-    mcpServers: [stdioServer('fx', mcpLog.path), { name: 'docs', stdio: { command: '/nonexistent/mcp-server' }, onUnavailable: 'skip' }],
+    mcpServers: [
+      stdioServer('fx', mcpLog.path),
+      { name: 'docs', stdio: { command: '/nonexistent/mcp-server' }, onUnavailable: 'skip' },
+    ],
   });
-  server = await startServer({ store, config: { source: null, agents: [demoAgent(), mcpAgent], compaction: {}, demo: true }, port: 0, host: '127.0.0.1', workers: 2, version: '0.0.0-test' });
+  server = await startServer({
+    store,
+    config: { source: null, agents: [demoAgent(), mcpAgent], compaction: {}, demo: true },
+    port: 0,
+    host: '127.0.0.1',
+    workers: 2,
+    version: '0.0.0-test',
+  });
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--no-first-run',
+    ],
   });
 }, 120_000);
 
@@ -99,7 +122,9 @@ describe('the inspector', () => {
       await page.getByLabel('API key').fill(secret);
       await shot(page, '01-key');
       await page.getByRole('button', { name: 'Use this key' }).click();
-      await expect.poll(() => page.getByRole('heading', { name: 'Sessions' }).isVisible(), { timeout: WAIT }).toBe(true);
+      await expect
+        .poll(() => page.getByRole('heading', { name: 'Sessions' }).isVisible(), { timeout: WAIT })
+        .toBe(true);
 
       // A session and its first message, from the UI: the session page opens, the run arrives live.
       await page.getByLabel('New session title').fill('Weather in Tokyo');
@@ -150,12 +175,16 @@ describe('the inspector', () => {
       expect(await page.getByTestId('lifecycle').filter({ hasText: '→ completed' }).count()).toBe(1);
       expect(await page.getByTestId('run-tokens').textContent()).toMatch(/^[\d,]+ in \/ [\d,]+ out/);
       await shot(page, '06-run');
-      if (process.env.KEEL_UPDATE_SCREENSHOT === '1') await page.screenshot({ path: join(ROOT, 'docs/inspector.png'), fullPage: false });
+      if (process.env.KEEL_UPDATE_SCREENSHOT === '1')
+        await page.screenshot({ path: join(ROOT, 'docs/inspector.png'), fullPage: false });
 
       // Back to the session: the replay check's verdict.
       await page.getByRole('link', { name: /^session / }).click();
       await page.getByRole('button', { name: 'Replay check' }).click();
-      await page.getByTestId('verdict').getByText(/Replay check passed: the log explains all 4 model requests/).waitFor();
+      await page
+        .getByTestId('verdict')
+        .getByText(/Replay check passed: the log explains all 4 model requests/)
+        .waitFor();
       await shot(page, '07-replay');
 
       // Switch the leaf: a fork into a branch at the first message moves the leaf there (the next
@@ -181,7 +210,8 @@ describe('the inspector', () => {
         const w = window as unknown as { streamed: string[] };
         w.streamed = [];
         new MutationObserver(() => {
-          for (const el of document.querySelectorAll('[data-testid="streaming"]')) w.streamed.push(el.textContent ?? '');
+          for (const el of document.querySelectorAll('[data-testid="streaming"]'))
+            w.streamed.push(el.textContent ?? '');
         }).observe(document.body, { subtree: true, childList: true, characterData: true });
       });
       const sessionId = /\/inspect\/sessions\/([^/?#]+)/.exec(page.url())![1]!;
@@ -205,11 +235,22 @@ describe('the inspector', () => {
   }, 90_000);
   it('shows the MCP tools a run got, each with its server, and the server it skipped', async () => {
     const headers = { authorization: `Bearer ${secret}`, 'content-type': 'application/json' };
-    const session = (await (await fetch(`${server.url}/v1/sessions`, { method: 'POST', headers, body: JSON.stringify({ title: 'MCP tools' }) })).json()) as { id: string };
-    const sent = await fetch(`${server.url}/v1/sessions/${session.id}/messages`, { method: 'POST', headers, body: JSON.stringify({ content: 'Hello', agent: 'mcp-agent' }) });
+    const session = (await (
+      await fetch(`${server.url}/v1/sessions`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ title: 'MCP tools' }),
+      })
+    ).json()) as { id: string };
+    const sent = await fetch(`${server.url}/v1/sessions/${session.id}/messages`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ content: 'Hello', agent: 'mcp-agent' }),
+    });
     expect(sent.status).toBe(202);
     const runId = ((await sent.json()) as { run: { id: string } }).run.id;
-    const status = async () => ((await (await fetch(`${server.url}/v1/runs/${runId}`, { headers })).json()) as { status: string }).status;
+    const status = async () =>
+      ((await (await fetch(`${server.url}/v1/runs/${runId}`, { headers })).json()) as { status: string }).status;
     await expect.poll(status, { timeout: WAIT }).toBe('completed');
 
     const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
@@ -225,7 +266,9 @@ describe('the inspector', () => {
       await section.getByRole('heading', { name: 'MCP tools' }).waitFor();
       const rows = section.getByTestId('mcp-tool');
       await expect.poll(() => rows.count(), { timeout: WAIT }).toBe(5);
-      const cells = await Promise.all((await rows.all()).map(async (row) => (await row.locator('td').allTextContents()).join(' | ')));
+      const cells = await Promise.all(
+        (await rows.all()).map(async (row) => (await row.locator('td').allTextContents()).join(' | ')),
+      );
       expect(cells).toEqual([
         'fx__add | fx | add | always',
         'fx__slow | fx | slow | always',
@@ -234,7 +277,9 @@ describe('the inspector', () => {
         'fx__die | fx | die | always',
       ]);
       expect(await section.textContent()).toContain('From fx (stdio, keel-fixture 1.0.0)');
-      expect(await section.getByTestId('mcp-skipped').textContent()).toMatch(/^Server docs skipped: MCP server docs is unavailable: /);
+      expect(await section.getByTestId('mcp-skipped').textContent()).toMatch(
+        /^Server docs skipped: MCP server docs is unavailable: /,
+      );
       await shot(page, '09-mcp-tools');
       expect(failures).toEqual([]);
     } finally {

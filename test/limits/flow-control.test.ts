@@ -9,7 +9,16 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createRuntime, defineAgent, manualClock, openSqliteStore, ScriptedModel, type Clock, type Runtime, type Store } from '../../src/index.ts';
+import {
+  createRuntime,
+  defineAgent,
+  manualClock,
+  openSqliteStore,
+  ScriptedModel,
+  type Clock,
+  type Runtime,
+  type Store,
+} from '../../src/index.ts';
 import type { ModelLimits, FlowControlOptions } from '../../src/limits/flow-control.ts';
 import { instrumentRuntime } from '../../src/monitoring/instrument-runtime.ts';
 import { FakeProvider } from '../../bench/fake-provider.ts';
@@ -35,7 +44,14 @@ interface Node {
 function node(
   store: Store,
   agents: ReturnType<typeof defineAgent>[],
-  o: { limits?: ModelLimits; flowControl?: FlowControlOptions; clock?: Clock; concurrency?: number; worker?: boolean; closeStore?: boolean } = {},
+  o: {
+    limits?: ModelLimits;
+    flowControl?: FlowControlOptions;
+    clock?: Clock;
+    concurrency?: number;
+    worker?: boolean;
+    closeStore?: boolean;
+  } = {},
 ): Node {
   const rt = createRuntime({
     store,
@@ -52,7 +68,12 @@ function node(
   return { rt, store };
 }
 
-async function sendMany(rt: Runtime, n: number, text = (i: number) => `task ${i}`, options: Parameters<Runtime['sessions']['send']>[2] = {}) {
+async function sendMany(
+  rt: Runtime,
+  n: number,
+  text = (i: number) => `task ${i}`,
+  options: Parameters<Runtime['sessions']['send']>[2] = {},
+) {
   const runs = [];
   for (let i = 0; i < n; i++) {
     const s = await rt.sessions.create();
@@ -89,7 +110,8 @@ describe('provider flow control', () => {
     // Each call gave its slot back (the release is written after the call's stream ends, so it
     // may land just after its run does; two SQLite instances in one process also wait on each other).
     const deadline = Date.now() + 10_000;
-    while ((await a.store.limitState('fake:limited-1', Date.now())).slots > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while ((await a.store.limitState('fake:limited-1', Date.now())).slots > 0 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
     expect((await a.store.limitState('fake:limited-1', Date.now())).slots).toBe(0);
   }, 30_000);
 
@@ -112,7 +134,9 @@ describe('provider flow control', () => {
     // after Keel granted it (the grant's commit, the event loop of a loaded machine), and the
     // first of a window may be late by more than Keel's margin (20 ms at this window).
     const provider = new FakeProvider({ requests: 5, windowMs: 380 });
-    const rt = node(openSqliteStore({ path: tempPath() }), [agentOn(provider)], { limits: { 'fake:limited-1': { requestsPerMinute: 5, windowMs: 400 } } }).rt;
+    const rt = node(openSqliteStore({ path: tempPath() }), [agentOn(provider)], {
+      limits: { 'fake:limited-1': { requestsPerMinute: 5, windowMs: 400 } },
+    }).rt;
     const runs = await sendMany(rt, 12);
     const ended = await allEnd(rt, runs);
     expect(ended.every((r) => r.status === 'completed')).toBe(true);
@@ -129,7 +153,9 @@ describe('provider flow control', () => {
     const provider = new FakeProvider({ inputTokens: 10, outputTokens: 5 });
     // Each call reserves ~1,030 tokens (its prompt / 4 + 1,024 of output): three would not fit in
     // 3,000 without the settlement to the 15 tokens actually used.
-    const { rt, store } = node(openSqliteStore({ path: tempPath() }), [agentOn(provider)], { limits: { 'fake:limited-1': { tokensPerMinute: 3000 } } });
+    const { rt, store } = node(openSqliteStore({ path: tempPath() }), [agentOn(provider)], {
+      limits: { 'fake:limited-1': { tokensPerMinute: 3000 } },
+    });
     const runs = await sendMany(rt, 8);
     const ended = await allEnd(rt, runs, 10_000);
     expect(ended.every((r) => r.status === 'completed')).toBe(true);
@@ -138,7 +164,7 @@ describe('provider flow control', () => {
     expect(await store.limitState('fake:limited-1', Date.now())).toMatchObject({ requests: 8, tokens: 8 * 15 });
   }, 20_000);
 
-  it("a 429 with retry-after pauses the model for every worker, not only the run that got it", async () => {
+  it('a 429 with retry-after pauses the model for every worker, not only the run that got it', async () => {
     const path = tempPath();
     const provider = new FakeProvider();
     provider.fail429 = { n: 1, retryAfterMs: 600 };
@@ -162,7 +188,9 @@ describe('provider flow control', () => {
 
   it('interactive runs go before batch runs when both wait', async () => {
     const provider = new FakeProvider({ latencyMs: 300 });
-    const rt = node(openSqliteStore({ path: tempPath() }), [agentOn(provider)], { limits: { 'fake:limited-1': { concurrency: 1 } } }).rt;
+    const rt = node(openSqliteStore({ path: tempPath() }), [agentOn(provider)], {
+      limits: { 'fake:limited-1': { concurrency: 1 } },
+    }).rt;
     const runs = await sendMany(rt, 1, () => 'first');
     await new Promise((r) => setTimeout(r, 30));
     runs.push(...(await sendMany(rt, 3, (i) => `batch ${i}`, { priority: 'batch' })));
@@ -170,15 +198,39 @@ describe('provider flow control', () => {
     runs.push(...(await sendMany(rt, 3, (i) => `interactive ${i}`)));
     await allEnd(rt, runs);
     // The interactive runs came last but go first, in their order; the batch runs keep theirs.
-    expect(provider.prompts).toEqual(['first', 'interactive 0', 'interactive 1', 'interactive 2', 'batch 0', 'batch 1', 'batch 2']);
+    expect(provider.prompts).toEqual([
+      'first',
+      'interactive 0',
+      'interactive 1',
+      'interactive 2',
+      'batch 0',
+      'batch 1',
+      'batch 2',
+    ]);
   }, 20_000);
 
   it("a crashed holder's slot frees itself when its lease is over", async () => {
     const clock = manualClock();
     const provider = new FakeProvider();
-    const { rt, store } = node(openSqliteStore({ path: tempPath() }), [agentOn(provider)], { limits: { 'fake:limited-1': { concurrency: 1 } }, clock, flowControl: { slotLeaseMs: 30_000 } });
+    const { rt, store } = node(openSqliteStore({ path: tempPath() }), [agentOn(provider)], {
+      limits: { 'fake:limited-1': { concurrency: 1 } },
+      clock,
+      flowControl: { slotLeaseMs: 30_000 },
+    });
     // Another process took the only slot and died: nothing releases or renews it.
-    await store.acquireLimit({ key: 'fake:limited-1', id: 'dead', waiter: 'dead', rank: 0, since: clock.now(), now: clock.now(), concurrency: 1, tokens: 0, windowMs: 60_000, slotLeaseMs: 30_000, waiterLeaseMs: 0 });
+    await store.acquireLimit({
+      key: 'fake:limited-1',
+      id: 'dead',
+      waiter: 'dead',
+      rank: 0,
+      since: clock.now(),
+      now: clock.now(),
+      concurrency: 1,
+      tokens: 0,
+      windowMs: 60_000,
+      slotLeaseMs: 30_000,
+      waiterLeaseMs: 0,
+    });
     const [run] = await sendMany(rt, 1);
     await new Promise((r) => setTimeout(r, 300));
     expect(provider.calls).toBe(0);
@@ -212,7 +264,19 @@ describe('provider flow control', () => {
       await store.close();
     });
     expect(rt.flowControl?.keyFor(summarizer)).toBe('scripted:summarizer-1');
-    await store.acquireLimit({ key: 'scripted:summarizer-1', id: 'dead', waiter: 'dead', rank: 0, since: clock.now(), now: clock.now(), concurrency: 1, tokens: 0, windowMs: 60_000, slotLeaseMs: 30_000, waiterLeaseMs: 0 });
+    await store.acquireLimit({
+      key: 'scripted:summarizer-1',
+      id: 'dead',
+      waiter: 'dead',
+      rank: 0,
+      since: clock.now(),
+      now: clock.now(),
+      concurrency: 1,
+      tokens: 0,
+      windowMs: 60_000,
+      slotLeaseMs: 30_000,
+      waiterLeaseMs: 0,
+    });
     const s = await rt.sessions.create();
     const { run } = await rt.sessions.send(s.id, 'process it');
     // The step after the first is over the threshold: the compaction's call queues for the slot.
@@ -225,7 +289,9 @@ describe('provider flow control', () => {
     expect((await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 10_000 })).status).toBe('completed');
     expect(summarizer.calls).toHaveLength(1);
     const events = await rt.sessions.events(s.id, { limit: 1000 });
-    expect(events.filter((e) => e.type === 'compaction').map((e) => (e.data as { summary: string }).summary)).toEqual(['LIMITED SUMMARY 1']);
+    expect(events.filter((e) => e.type === 'compaction').map((e) => (e.data as { summary: string }).summary)).toEqual([
+      'LIMITED SUMMARY 1',
+    ]);
     // It gave its slot back, and nobody waits any more.
     await eventually(async () => (await store.limitState('scripted:summarizer-1', clock.now())).slots === 0);
     expect(await store.limitState('scripted:summarizer-1', clock.now())).toMatchObject({ slots: 0, waiters: 0 });
@@ -233,16 +299,23 @@ describe('provider flow control', () => {
 
   it("a manual compaction's model is limited too, and an agent's limited model counts once", async () => {
     const store = openSqliteStore({ path: tempPath() });
-    const model = new ScriptedModel([{ text: 'answer 1' }, { text: 'answer 2' }, { text: 'SUMMARY BY THE AGENT MODEL' }]);
+    const model = new ScriptedModel([
+      { text: 'answer 1' },
+      { text: 'answer 2' },
+      { text: 'SUMMARY BY THE AGENT MODEL' },
+    ]);
     const summarizer = summarizerModel('MANUAL SUMMARY');
     const { rt } = node(store, [agentWith(model)], { limits: { 'scripted:*': { requestsPerMinute: 100 } } });
     const requests = async () => (await store.limitState('scripted:*', Date.now())).requests;
     const s = await rt.sessions.create();
-    const ask = async (text: string) => (await rt.runs.wait((await rt.sessions.send(s.id, text)).run.id, { until: 'terminal' })).status;
+    const ask = async (text: string) =>
+      (await rt.runs.wait((await rt.sessions.send(s.id, text)).run.id, { until: 'terminal' })).status;
     expect(await ask('question 1')).toBe('completed');
     expect(await requests()).toBe(1);
     // A model of the caller's: its request is counted in the key's window.
-    expect(await rt.sessions.compact(s.id, { model: summarizer, keepRecentTokens: 1 })).toMatchObject({ compacted: true });
+    expect(await rt.sessions.compact(s.id, { model: summarizer, keepRecentTokens: 1 })).toMatchObject({
+      compacted: true,
+    });
     expect(summarizer.calls).toHaveLength(1);
     expect(await requests()).toBe(2);
     expect(await ask('question 2')).toBe('completed');
@@ -282,7 +355,9 @@ describe('provider flow control', () => {
   it('the time waited for limits and the 429s seen appear in /metrics', async () => {
     const provider = new FakeProvider({ latencyMs: 30 });
     provider.fail429 = { n: 1, retryAfterMs: 100 };
-    const { rt } = node(openSqliteStore({ path: tempPath() }), [agentOn(provider)], { limits: { 'fake:*': { concurrency: 1 } } });
+    const { rt } = node(openSqliteStore({ path: tempPath() }), [agentOn(provider)], {
+      limits: { 'fake:*': { concurrency: 1 } },
+    });
     const telemetry = instrumentRuntime(rt);
     cleanups.push(() => telemetry.stop());
     await allEnd(rt, await sendMany(rt, 4));
@@ -294,7 +369,11 @@ describe('provider flow control', () => {
 
   it('without limits for a model, its agent keeps the model itself (no store query per step)', async () => {
     const model = new ScriptedModel([{ text: 'x' }]);
-    const rt = createRuntime({ store: openSqliteStore({ path: ':memory:' }), agents: [defineAgent({ name: 'a', model })], limits: { 'openai:*': { concurrency: 1 } } });
+    const rt = createRuntime({
+      store: openSqliteStore({ path: ':memory:' }),
+      agents: [defineAgent({ name: 'a', model })],
+      limits: { 'openai:*': { concurrency: 1 } },
+    });
     expect(rt.resolveAgent('a')!.model).toBe(model);
     expect(rt.flowControl?.keyFor(model)).toBeUndefined();
     await rt.store.close();

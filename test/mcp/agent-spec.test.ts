@@ -6,7 +6,14 @@
 import { afterEach, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createApp } from '../../src/server/app.ts';
-import { createRuntime, defineAgent, openSqliteStore, ScriptedModel, tool, type AgentDefinition } from '../../src/index.ts';
+import {
+  createRuntime,
+  defineAgent,
+  openSqliteStore,
+  ScriptedModel,
+  tool,
+  type AgentDefinition,
+} from '../../src/index.ts';
 import { fixtureLog, stdioServer } from './helpers.ts';
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -25,7 +32,12 @@ function api(agents: AgentDefinition[]) {
     await store.close();
   });
   const json = async (path: string, body?: unknown) => {
-    const r = await app.request(path, body === undefined ? {} : { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const r = await app.request(
+      path,
+      body === undefined
+        ? {}
+        : { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) },
+    );
     expect(r.status, await r.clone().text()).toBeLessThan(300);
     return (await r.json()) as Record<string, unknown>;
   };
@@ -34,26 +46,48 @@ function api(agents: AgentDefinition[]) {
 
 type Spec = { tools: Array<Record<string, unknown>>; mcp?: Record<string, unknown> };
 
-const echo = tool({ name: 'own_echo', description: 'Echoes', input: z.object({ text: z.string() }), execute: ({ text }) => text });
+const echo = tool({
+  name: 'own_echo',
+  description: 'Echoes',
+  input: z.object({ text: z.string() }),
+  execute: ({ text }) => text,
+});
 
 it("a run's agent spec lists the MCP tools it got, each with its server, and keeps them when the run resumes", async () => {
   const log = fixtureLog();
   cleanups.push(() => log.cleanup());
-  const model = new ScriptedModel([{ toolCalls: [{ id: 'c1', name: 'fx__add', input: { a: 1, b: 2 } }] }, { text: 'done' }]);
-  const { rt, json } = api([defineAgent({ name: 'a', model, tools: [echo], mcpServers: [stdioServer('fx', log.path)] })]);
+  const model = new ScriptedModel([
+    { toolCalls: [{ id: 'c1', name: 'fx__add', input: { a: 1, b: 2 } }] },
+    { text: 'done' },
+  ]);
+  const { rt, json } = api([
+    defineAgent({ name: 'a', model, tools: [echo], mcpServers: [stdioServer('fx', log.path)] }),
+  ]);
   const session = await json('/v1/sessions', {});
-  const sent = (await json(`/v1/sessions/${session.id as string}/messages`, { content: 'go' })) as { run: { id: string } };
+  const sent = (await json(`/v1/sessions/${session.id as string}/messages`, { content: 'go' })) as {
+    run: { id: string };
+  };
   const runId = sent.run.id;
   expect((await rt.runs.wait(runId)).status).toBe('waiting_approval');
 
   const spec = (await json(`/v1/runs/${runId}`)).agent_spec as Spec;
   // The agent's own tool first, then the server's, as the model is offered them.
-  expect(spec.tools.map((t) => t.name)).toEqual(['own_echo', 'fx__add', 'fx__slow', 'fx__read_only_echo', 'fx__fails', 'fx__die']);
+  expect(spec.tools.map((t) => t.name)).toEqual([
+    'own_echo',
+    'fx__add',
+    'fx__slow',
+    'fx__read_only_echo',
+    'fx__fails',
+    'fx__die',
+  ]);
   expect(spec.tools[0]).not.toHaveProperty('mcp');
   expect(spec.tools.find((t) => t.name === 'fx__add')).toEqual({
     name: 'fx__add',
     description: 'Adds two numbers',
-    inputSchema: expect.objectContaining({ type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } } }),
+    inputSchema: expect.objectContaining({
+      type: 'object',
+      properties: { a: { type: 'number' }, b: { type: 'number' } },
+    }),
     approval: 'always',
     idempotent: false,
     interactive: false,
@@ -61,15 +95,24 @@ it("a run's agent spec lists the MCP tools it got, each with its server, and kee
     timeoutMs: 60_000,
     mcp: { server: 'fx', remoteName: 'add' },
   });
-  expect(spec.tools.find((t) => t.name === 'fx__read_only_echo')).toMatchObject({ approval: 'never', idempotent: true, mcp: { server: 'fx', remoteName: 'read_only_echo' } });
-  expect(spec.mcp).toEqual({ servers: [{ name: 'fx', transport: 'stdio', serverInfo: { name: 'keel-fixture', version: '1.0.0' } }], skipped: [] });
+  expect(spec.tools.find((t) => t.name === 'fx__read_only_echo')).toMatchObject({
+    approval: 'never',
+    idempotent: true,
+    mcp: { server: 'fx', remoteName: 'read_only_echo' },
+  });
+  expect(spec.mcp).toEqual({
+    servers: [{ name: 'fx', transport: 'stdio', serverInfo: { name: 'keel-fixture', version: '1.0.0' } }],
+    skipped: [],
+  });
 
   // Resumed after the approval: the spec is what the run got at its start.
   await json(`/v1/runs/${runId}/approvals/c1`, { decision: 'approve' });
   expect((await rt.runs.wait(runId, { until: 'terminal' })).status).toBe('completed');
   expect((await json(`/v1/runs/${runId}`)).agent_spec).toEqual(spec);
   // Listed in the runs of the session too.
-  const listed = (await json(`/v1/sessions/${session.id as string}/runs`)) as { data: Array<{ id: string; agent_spec: Spec }> };
+  const listed = (await json(`/v1/sessions/${session.id as string}/runs`)) as {
+    data: Array<{ id: string; agent_spec: Spec }>;
+  };
   expect(listed.data.find((r) => r.id === runId)!.agent_spec).toEqual(spec);
 });
 
@@ -78,9 +121,14 @@ it("a server skipped at the run's start is in its agent spec with the reason, an
   const down = { name: 'fx', stdio: { command: '/nonexistent/mcp-server' }, onUnavailable: 'skip' as const };
   const { rt, json } = api([defineAgent({ name: 'a', model, tools: [echo], mcpServers: [down] })]);
   const session = await json('/v1/sessions', {});
-  const sent = (await json(`/v1/sessions/${session.id as string}/messages`, { content: 'go' })) as { run: { id: string } };
+  const sent = (await json(`/v1/sessions/${session.id as string}/messages`, { content: 'go' })) as {
+    run: { id: string };
+  };
   expect((await rt.runs.wait(sent.run.id, { until: 'terminal' })).status).toBe('completed');
   const spec = (await json(`/v1/runs/${sent.run.id}`)).agent_spec as Spec;
   expect(spec.tools.map((t) => t.name)).toEqual(['own_echo']);
-  expect(spec.mcp).toEqual({ servers: [], skipped: [{ server: 'fx', reason: expect.stringMatching(/^MCP server fx is unavailable: /) }] });
+  expect(spec.mcp).toEqual({
+    servers: [],
+    skipped: [{ server: 'fx', reason: expect.stringMatching(/^MCP server fx is unavailable: /) }],
+  });
 });

@@ -8,23 +8,56 @@ import type { McpServerConfig } from '../../src/index.ts';
 const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
 
 /** A temporary file the fixture servers note what they saw in (calls, aborts), and a reader for it. */
-export function fixtureLog(): { path: string; entries(): Array<{ pid: number; event: string; tool?: string }>; cleanup(): void } {
+export function fixtureLog(): {
+  path: string;
+  entries(): Array<{ pid: number; event: string; tool?: string }>;
+  cleanup(): void;
+} {
   const dir = mkdtempSync(join(tmpdir(), 'keel-mcp-'));
   const path = join(dir, 'log.jsonl');
   return {
     path,
-    entries: () => (existsSync(path) ? readFileSync(path, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { pid: number; event: string; tool?: string }) : []),
+    entries: () =>
+      existsSync(path)
+        ? readFileSync(path, 'utf8')
+            .trim()
+            .split('\n')
+            .filter(Boolean)
+            .map((l) => JSON.parse(l) as { pid: number; event: string; tool?: string })
+        : [],
     cleanup: () => rmSync(dir, { recursive: true, force: true }),
   };
 }
 
-export function stdioServer(name: string, log: string, more: Partial<McpServerConfig> = {}, variant = 'a'): McpServerConfig {
-  return { name, stdio: { command: process.execPath, args: [fixture('stdio-server.mjs')], env: { MCP_FIXTURE_LOG: log, MCP_FIXTURE_VARIANT: variant } }, ...more };
+export function stdioServer(
+  name: string,
+  log: string,
+  more: Partial<McpServerConfig> = {},
+  variant = 'a',
+): McpServerConfig {
+  return {
+    name,
+    stdio: {
+      command: process.execPath,
+      args: [fixture('stdio-server.mjs')],
+      env: { MCP_FIXTURE_LOG: log, MCP_FIXTURE_VARIANT: variant },
+    },
+    ...more,
+  };
 }
 
 /** The paging fixture: `perPage` tools a page, `pages` pages (0: a next cursor on every page, for ever). */
-export function pagingServer(name: string, log: string, o: { perPage?: number; pages?: number }, more: Partial<McpServerConfig> = {}): McpServerConfig {
-  const env = { MCP_FIXTURE_LOG: log, PAGING_TOOLS_PER_PAGE: String(o.perPage ?? 1), PAGING_PAGES: String(o.pages ?? 0) };
+export function pagingServer(
+  name: string,
+  log: string,
+  o: { perPage?: number; pages?: number },
+  more: Partial<McpServerConfig> = {},
+): McpServerConfig {
+  const env = {
+    MCP_FIXTURE_LOG: log,
+    PAGING_TOOLS_PER_PAGE: String(o.perPage ?? 1),
+    PAGING_PAGES: String(o.pages ?? 0),
+  };
   return { name, stdio: { command: process.execPath, args: [fixture('paging-server.mjs')], env }, ...more };
 }
 

@@ -41,7 +41,12 @@ function start(agents: AgentDefinition[]): { rt: Runtime; store: SqliteStore } {
 function scripted(script: ScriptEntry[]) {
   const seen: Array<Array<{ name: string; description?: string; inputSchema?: unknown }>> = [];
   const entries = script.map((e) => (call: LanguageModelV4CallOptions, i: number) => {
-    seen.push((call.tools ?? []).map((t) => ({ name: t.name, ...(t.type === 'function' ? { description: t.description, inputSchema: t.inputSchema } : {}) })));
+    seen.push(
+      (call.tools ?? []).map((t) => ({
+        name: t.name,
+        ...(t.type === 'function' ? { description: t.description, inputSchema: t.inputSchema } : {}),
+      })),
+    );
     return typeof e === 'function' ? e(call, i) : e;
   });
   return { model: new ScriptedModel(entries), seen };
@@ -115,10 +120,20 @@ describe.each([
     const { run } = await rt.sessions.send(s.id, 'go');
     expect(await rt.runs.wait(run.id, { until: 'terminal' })).toMatchObject({ status: 'completed' });
 
-    expect(seen[0]!.map((x) => x.name).sort()).toEqual(['fx__add', 'fx__die', 'fx__fails', 'fx__read_only_echo', 'fx__slow']);
+    expect(seen[0]!.map((x) => x.name).sort()).toEqual([
+      'fx__add',
+      'fx__die',
+      'fx__fails',
+      'fx__read_only_echo',
+      'fx__slow',
+    ]);
     const add = seen[0]!.find((x) => x.name === 'fx__add')!;
     expect(add.description).toBe('Adds two numbers');
-    expect(add.inputSchema).toMatchObject({ type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] });
+    expect(add.inputSchema).toMatchObject({
+      type: 'object',
+      properties: { a: { type: 'number' }, b: { type: 'number' } },
+      required: ['a', 'b'],
+    });
 
     const events = await allEvents(rt.sessions, s.id);
     const results = Object.fromEntries(ofType(events, 'tool/result').map((e) => [e.data.toolCallId, e.data.output]));
@@ -127,9 +142,16 @@ describe.each([
       c2: { type: 'text', value: 'echo: hi' },
       c3: { type: 'error', code: 'execution_error', message: 'it failed on purpose' },
     });
-    const [recorded] = ofType(events, 'mcp/tools' as never) as unknown as Array<{ data: McpToolsRecord; runId: string }>;
+    const [recorded] = ofType(events, 'mcp/tools' as never) as unknown as Array<{
+      data: McpToolsRecord;
+      runId: string;
+    }>;
     expect(recorded!.runId).toBe(run.id);
-    expect(recorded!.data.servers[0]).toMatchObject({ name: 'fx', transport: _name === 'stdio' ? 'stdio' : 'http', serverInfo: { name: 'keel-fixture', version: '1.0.0' } });
+    expect(recorded!.data.servers[0]).toMatchObject({
+      name: 'fx',
+      transport: _name === 'stdio' ? 'stdio' : 'http',
+      serverInfo: { name: 'keel-fixture', version: '1.0.0' },
+    });
   });
 
   it('asks for approval by default, except for tools the server marks read-only (which are idempotent)', async () => {
@@ -143,16 +165,25 @@ describe.each([
       },
       { text: 'done' },
     ]);
-    const agent = defineAgent({ name: 'a', model, mcpServers: [t.config({ approval: { tools: { fails: 'never' } } })] });
+    const agent = defineAgent({
+      name: 'a',
+      model,
+      mcpServers: [t.config({ approval: { tools: { fails: 'never' } } })],
+    });
     const { rt } = start([agent]);
     const s = await rt.sessions.create();
     const { run } = await rt.sessions.send(s.id, 'go');
     const parked = await rt.runs.wait(run.id);
-    expect(parked).toMatchObject({ status: 'waiting_approval', waiting: { calls: [{ toolCallId: 'c1', toolName: 'fx__add' }] } });
+    expect(parked).toMatchObject({
+      status: 'waiting_approval',
+      waiting: { calls: [{ toolCallId: 'c1', toolName: 'fx__add' }] },
+    });
     const events = await allEvents(rt.sessions, s.id);
     expect(ofType(events, 'tool/result').map((e) => e.data.toolCallId)).toEqual(['c2']);
     const record = (ofType(events, 'mcp/tools' as never)[0] as unknown as { data: McpToolsRecord }).data;
-    const byName = Object.fromEntries(record.servers[0]!.tools.map((x) => [x.remoteName, { approval: x.approval, idempotent: x.idempotent }]));
+    const byName = Object.fromEntries(
+      record.servers[0]!.tools.map((x) => [x.remoteName, { approval: x.approval, idempotent: x.idempotent }]),
+    );
     expect(byName).toEqual({
       add: { approval: 'always', idempotent: false },
       slow: { approval: 'always', idempotent: true },
@@ -168,7 +199,11 @@ describe.each([
 
   it('a cancelled run and a tool timeout cancel the server request (the slow tool sees its abort)', async () => {
     const t = await transport();
-    const { model } = scripted([{ toolCalls: [{ id: 'c1', name: 'fx__slow', input: { ms: 30_000 } }] }, { toolCalls: [{ id: 'c2', name: 'fx__slow', input: { ms: 30_000 } }] }, { text: 'done' }]);
+    const { model } = scripted([
+      { toolCalls: [{ id: 'c1', name: 'fx__slow', input: { ms: 30_000 } }] },
+      { toolCalls: [{ id: 'c2', name: 'fx__slow', input: { ms: 30_000 } }] },
+      { text: 'done' },
+    ]);
     // The timeout first: the model sees it and goes on; then a cancel during the second call.
     const agent = defineAgent({ name: 'a', model, mcpServers: [t.config({ ...NO_APPROVALS, timeoutMs: 500 })] });
     const { rt } = start([agent]);
@@ -180,7 +215,10 @@ describe.each([
     expect(await rt.runs.wait(run.id, { until: 'terminal' })).toMatchObject({ status: 'cancelled' });
     await until(() => t.log.entries().filter((e) => e.event === 'aborted').length === 2);
     const results = ofType(await allEvents(rt.sessions, s.id), 'tool/result').map((e) => e.data.output);
-    expect(results).toMatchObject([{ type: 'error', code: 'timeout' }, { type: 'error', code: 'cancelled' }]);
+    expect(results).toMatchObject([
+      { type: 'error', code: 'timeout' },
+      { type: 'error', code: 'cancelled' },
+    ]);
   });
 
   it('a server that dies mid-call gives the call an error result and the run goes on; the next run reconnects', async () => {
@@ -195,17 +233,28 @@ describe.each([
     const { rt } = start([agent]);
     const s = await rt.sessions.create();
     const first = (await rt.sessions.send(s.id, 'go')).run;
-    expect(await rt.runs.wait(first.id, { until: 'terminal', timeoutMs: 20_000 })).toMatchObject({ status: 'completed' });
+    expect(await rt.runs.wait(first.id, { until: 'terminal', timeoutMs: 20_000 })).toMatchObject({
+      status: 'completed',
+    });
     const died = ofType(await allEvents(rt.sessions, s.id), 'tool/result').map((e) => e.data.output);
-    expect(died).toEqual([{ type: 'error', code: 'execution_error', message: expect.stringMatching(/^MCP server fx: /) }]);
+    expect(died).toEqual([
+      { type: 'error', code: 'execution_error', message: expect.stringMatching(/^MCP server fx: /) },
+    ]);
 
     // A stdio server is started again by the next connection; the HTTP one's process ended: the test starts it again (same port).
     if (t.kind === 'http') await t.restart();
     const second = (await rt.sessions.send(s.id, 'again')).run;
-    expect(await rt.runs.wait(second.id, { until: 'terminal', timeoutMs: 20_000 })).toMatchObject({ status: 'completed' });
+    expect(await rt.runs.wait(second.id, { until: 'terminal', timeoutMs: 20_000 })).toMatchObject({
+      status: 'completed',
+    });
     const results = ofType(await allEvents(rt.sessions, s.id), 'tool/result').map((e) => e.data.output);
     expect(results[1]).toEqual({ type: 'text', value: '42' });
-    const pids = new Set(t.log.entries().filter((e) => e.event === 'started').map((e) => e.pid));
+    const pids = new Set(
+      t.log
+        .entries()
+        .filter((e) => e.event === 'started')
+        .map((e) => e.pid),
+    );
     expect(pids.size).toBe(2);
   });
 
@@ -220,20 +269,36 @@ describe.each([
     const s1 = await rt.sessions.create();
     const r1 = (await rt.sessions.send(s1.id, 'go', { agent: 'strict' })).run;
     const failed = await rt.runs.wait(r1.id, { until: 'terminal', timeoutMs: 15_000 });
-    expect(failed).toMatchObject({ status: 'failed', error: { kind: 'mcp_unavailable', server: 'fx', message: expect.stringMatching(/^MCP server fx is unavailable: /) } });
+    expect(failed).toMatchObject({
+      status: 'failed',
+      error: {
+        kind: 'mcp_unavailable',
+        server: 'fx',
+        message: expect.stringMatching(/^MCP server fx is unavailable: /),
+      },
+    });
     expect(failing.seen).toEqual([]);
 
     const s2 = await rt.sessions.create();
     const r2 = (await rt.sessions.send(s2.id, 'go', { agent: 'lenient' })).run;
     expect(await rt.runs.wait(r2.id, { until: 'terminal', timeoutMs: 15_000 })).toMatchObject({ status: 'completed' });
     expect(skipping.seen).toEqual([[]]);
-    const record = (ofType(await allEvents(rt.sessions, s2.id), 'mcp/tools' as never)[0] as unknown as { data: McpToolsRecord }).data;
-    expect(record).toMatchObject({ servers: [], skipped: [{ server: 'fx', reason: expect.stringMatching(/^MCP server fx is unavailable: /) }] });
+    const record = (
+      ofType(await allEvents(rt.sessions, s2.id), 'mcp/tools' as never)[0] as unknown as { data: McpToolsRecord }
+    ).data;
+    expect(record).toMatchObject({
+      servers: [],
+      skipped: [{ server: 'fx', reason: expect.stringMatching(/^MCP server fx is unavailable: /) }],
+    });
   });
 
   it('a run keeps the tools recorded at its start after the server changes: its resumed execution sends them, replay --verify passes', async () => {
     const t = await transport();
-    const { model, seen } = scripted([{ toolCalls: [{ id: 'c1', name: 'fx__add', input: { a: 1, b: 2 } }] }, { text: 'done' }, { text: 'fresh' }]);
+    const { model, seen } = scripted([
+      { toolCalls: [{ id: 'c1', name: 'fx__add', input: { a: 1, b: 2 } }] },
+      { text: 'done' },
+      { text: 'fresh' },
+    ]);
     const agent = defineAgent({ name: 'a', model, mcpServers: [t.config()] });
     const { rt } = start([agent]);
     const s = await rt.sessions.create();
@@ -253,7 +318,9 @@ describe.each([
 
     // A new run gets the server's tools as they are now.
     const next = (await rt.sessions.send(s.id, 'again')).run;
-    expect(await rt.runs.wait(next.id, { until: 'terminal', timeoutMs: 15_000 })).toMatchObject({ status: 'completed' });
+    expect(await rt.runs.wait(next.id, { until: 'terminal', timeoutMs: 15_000 })).toMatchObject({
+      status: 'completed',
+    });
     expect(seen[2]!.map((x) => x.name).sort()).toEqual(['fx__add', 'fx__multiply']);
     expect(seen[2]!.find((x) => x.name === 'fx__add')!.description).toBe('Adds three numbers (changed)');
     expect(await verifyReplay(rt.sessions.log, s.id)).toMatchObject({ ok: true, mismatches: [] });

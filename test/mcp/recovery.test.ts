@@ -18,8 +18,14 @@ it('a recovered run sends the recorded tool list after the server changed; repla
   const log = fixtureLog();
   cleanups.push(() => log.cleanup());
   const seen: string[][] = [];
-  const remember = (r: object) => (call: LanguageModelV4CallOptions) => (seen.push((call.tools ?? []).map((t) => t.name).sort()), r);
-  const model = new ScriptedModel([remember({ toolCalls: [{ id: 'c1', name: 'fx__slow', input: { ms: 30_000 } }] }), remember({ text: 'done' })]);
+  const remember = (r: object) => (call: LanguageModelV4CallOptions) => (
+    seen.push((call.tools ?? []).map((t) => t.name).sort()),
+    r
+  );
+  const model = new ScriptedModel([
+    remember({ toolCalls: [{ id: 'c1', name: 'fx__slow', input: { ms: 30_000 } }] }),
+    remember({ text: 'done' }),
+  ]);
   const agent = defineAgent({ name: 'a', model, mcpServers: [stdioServer('fx', log.path, { approval: 'never' })] });
   const store = openSqliteStore({ path: ':memory:' });
   const rt = createRuntime({ store, agents: [agent] });

@@ -11,11 +11,19 @@ const parts = { system: null, tools: null, settings: {} };
 const fresh = (): Message[] => [
   { id: 'u1', role: 'user', content: [{ type: 'text', text: 'count' }] },
   { id: 'a1', role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'inc', input: { n: 1 } }] },
-  { id: 't1', role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'inc', output: { type: 'json', value: 2 } }] },
+  {
+    id: 't1',
+    role: 'tool',
+    content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'inc', output: { type: 'json', value: 2 } }],
+  },
 ];
 
 /** Everything that reads a message's memo. */
-const computeAll = (messages: Message[]) => ({ hash: promptHash(parts, messages), prompt: toProviderPrompt('sys', messages), tokens: estimateTokens(messages) });
+const computeAll = (messages: Message[]) => ({
+  hash: promptHash(parts, messages),
+  prompt: toProviderPrompt('sys', messages),
+  tokens: estimateTokens(messages),
+});
 
 describe('per-message memo', () => {
   it('leaves the messages as their owner sees them: JSON, keys, equality, spreads', () => {
@@ -36,7 +44,9 @@ describe('per-message memo', () => {
     expect(computeAll(messages)).toEqual(first);
     expect(computeAll(fresh())).toEqual(first);
     // A copy with other content does not take the original's values along.
-    const changed = messages.map((m) => (m.role === 'user' ? { ...m, content: [{ type: 'text' as const, text: 'count twice' }] } : m));
+    const changed = messages.map((m) =>
+      m.role === 'user' ? { ...m, content: [{ type: 'text' as const, text: 'count twice' }] } : m,
+    );
     const other = computeAll(changed);
     expect(other.hash).not.toBe(first.hash);
     expect(other.prompt[1]).toEqual({ role: 'user', content: [{ type: 'text', text: 'count twice' }] });

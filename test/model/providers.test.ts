@@ -6,13 +6,25 @@
  */
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
-import { APICallError, type JSONSchema7, type LanguageModelV4, type LanguageModelV4FunctionTool } from '@ai-sdk/provider';
+import {
+  APICallError,
+  type JSONSchema7,
+  type LanguageModelV4,
+  type LanguageModelV4FunctionTool,
+} from '@ai-sdk/provider';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { callModel, type ModelCallOptions, type ModelCallResult, type ModelDelta } from '../../src/model/call.ts';
 import { ModelCallError } from '../../src/model/errors.ts';
 import { toProviderPrompt } from '../../src/model/messages.ts';
 import type { Usage } from '../../src/model/usage.ts';
-import { httpError, sse, startWireServer, type RecordedRequest, type SseEvent, type WireServer } from '../support/wire-server.ts';
+import {
+  httpError,
+  sse,
+  startWireServer,
+  type RecordedRequest,
+  type SseEvent,
+  type WireServer,
+} from '../support/wire-server.ts';
 
 const SYSTEM = 'You are a terse assistant.';
 const USER_TEXT = 'What is the weather in Paris?';
@@ -23,7 +35,12 @@ const TOOL_SCHEMA: JSONSchema7 = {
   required: ['city', 'unit'],
   additionalProperties: false,
 };
-const TOOL: LanguageModelV4FunctionTool = { type: 'function', name: 'get_weather', description: 'Current weather for a city', inputSchema: TOOL_SCHEMA };
+const TOOL: LanguageModelV4FunctionTool = {
+  type: 'function',
+  name: 'get_weather',
+  description: 'Current weather for a city',
+  inputSchema: TOOL_SCHEMA,
+};
 const TOOL_INPUT = { city: 'Paris', unit: 'celsius' };
 const TOOL_ARG_CHUNKS = ['{"city"', ':"Paris",', '"unit":"celsius"}'];
 const CREATED = 1_735_000_000;
@@ -53,7 +70,13 @@ interface WireFormat {
   streamError(): SseEvent;
   /** A 200 stream that fails before any output: the provider's preamble, then `streamError()`. */
   errorBeforeOutput(): SseEvent[];
-  errors: { rateLimit: unknown; overflow: unknown; badRequest: unknown; unauthorized: unknown; server: { status: number; body: unknown } };
+  errors: {
+    rateLimit: unknown;
+    overflow: unknown;
+    badRequest: unknown;
+    unauthorized: unknown;
+    server: { status: number; body: unknown };
+  };
   expected: {
     usage: Usage;
     textFinish: [string, string | undefined];
@@ -102,7 +125,12 @@ const chatUsage: SseEvent = {
       completion_tokens: USAGE.output,
       total_tokens: USAGE.input + USAGE.output,
       prompt_tokens_details: { cached_tokens: USAGE.cached, audio_tokens: 0 },
-      completion_tokens_details: { reasoning_tokens: USAGE.reasoning, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+      completion_tokens_details: {
+        reasoning_tokens: USAGE.reasoning,
+        audio_tokens: 0,
+        accepted_prediction_tokens: 0,
+        rejected_prediction_tokens: 0,
+      },
     },
   },
 };
@@ -111,7 +139,8 @@ const DONE: SseEvent = { data: '[DONE]' };
 const openaiErrors = {
   rateLimit: {
     error: {
-      message: 'Rate limit reached for gpt-4o-mini in organization org-keel on requests per min (RPM): Limit 3, Used 3, Requested 1. Please try again in 2s.',
+      message:
+        'Rate limit reached for gpt-4o-mini in organization org-keel on requests per min (RPM): Limit 3, Used 3, Requested 1. Please try again in 2s.',
       type: 'requests',
       param: null,
       code: 'rate_limit_exceeded',
@@ -119,26 +148,48 @@ const openaiErrors = {
   },
   overflow: {
     error: {
-      message: "This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 tokens. Please reduce the length of the messages.",
+      message:
+        "This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 tokens. Please reduce the length of the messages.",
       type: 'invalid_request_error',
       param: 'messages',
       code: 'context_length_exceeded',
     },
   },
-  badRequest: { error: { message: 'Unrecognized request argument supplied: frobnicate', type: 'invalid_request_error', param: null, code: null } },
+  badRequest: {
+    error: {
+      message: 'Unrecognized request argument supplied: frobnicate',
+      type: 'invalid_request_error',
+      param: null,
+      code: null,
+    },
+  },
   unauthorized: {
     error: {
-      message: 'Incorrect API key provided: test. You can find your API key at https://platform.openai.com/account/api-keys.',
+      message:
+        'Incorrect API key provided: test. You can find your API key at https://platform.openai.com/account/api-keys.',
       type: 'invalid_request_error',
       param: null,
       code: 'invalid_api_key',
     },
   },
-  server: { status: 500, body: { error: { message: 'The server had an error while processing your request. Sorry about that!', type: 'server_error', param: null, code: null } } },
+  server: {
+    status: 500,
+    body: {
+      error: {
+        message: 'The server had an error while processing your request. Sorry about that!',
+        type: 'server_error',
+        param: null,
+        code: null,
+      },
+    },
+  },
 };
 
 function chatTextPrefix(chunks: string[]): SseEvent[] {
-  return [chatChunk({ role: 'assistant', content: '', refusal: null }), ...chunks.map((c) => chatChunk({ content: c }))];
+  return [
+    chatChunk({ role: 'assistant', content: '', refusal: null }),
+    ...chunks.map((c) => chatChunk({ content: c })),
+  ];
 }
 
 const openaiChat: WireFormat = {
@@ -148,17 +199,32 @@ const openaiChat: WireFormat = {
   textPrefix: chatTextPrefix,
   text: (chunks) => [...chatTextPrefix(chunks), chatChunk({}, 'stop'), chatUsage, DONE],
   toolCall: (argChunks) => [
-    chatChunk({ role: 'assistant', content: null, refusal: null, tool_calls: [{ index: 0, id: 'call_Keel0001', type: 'function', function: { name: 'get_weather', arguments: '' } }] }),
+    chatChunk({
+      role: 'assistant',
+      content: null,
+      refusal: null,
+      tool_calls: [
+        { index: 0, id: 'call_Keel0001', type: 'function', function: { name: 'get_weather', arguments: '' } },
+      ],
+    }),
     ...argChunks.map((a) => chatChunk({ tool_calls: [{ index: 0, function: { arguments: a } }] })),
     chatChunk({}, 'tool_calls'),
     chatUsage,
     DONE,
   ],
   streamError: () => ({ data: openaiErrors.server.body }),
-  errorBeforeOutput: () => [chatChunk({ role: 'assistant', content: '', refusal: null }), { data: openaiErrors.server.body }],
+  errorBeforeOutput: () => [
+    chatChunk({ role: 'assistant', content: '', refusal: null }),
+    { data: openaiErrors.server.body },
+  ],
   errors: openaiErrors,
   expected: {
-    usage: { inputTokens: USAGE.input, outputTokens: USAGE.output, cachedInputTokens: USAGE.cached, reasoningTokens: USAGE.reasoning },
+    usage: {
+      inputTokens: USAGE.input,
+      outputTokens: USAGE.output,
+      cachedInputTokens: USAGE.cached,
+      reasoningTokens: USAGE.reasoning,
+    },
     textFinish: ['stop', 'stop'],
     toolFinish: ['tool-calls', 'tool_calls'],
     responseId: CHAT_ID,
@@ -184,7 +250,14 @@ const openaiChat: WireFormat = {
   },
   checkTools(body) {
     expect(body.tools).toEqual([
-      { type: 'function', function: expect.objectContaining({ name: 'get_weather', description: 'Current weather for a city', parameters: TOOL_SCHEMA }) },
+      {
+        type: 'function',
+        function: expect.objectContaining({
+          name: 'get_weather',
+          description: 'Current weather for a city',
+          parameters: TOOL_SCHEMA,
+        }),
+      },
     ]);
   },
 };
@@ -196,7 +269,9 @@ const MSG_ID = 'msg_Keel0001';
 const FC_ID = 'fc_Keel0001';
 
 /** Builds Responses API events with increasing sequence numbers; `event:` names mirror `type`. */
-function responsesEvents(build: (ev: (type: string, body: Record<string, unknown>) => SseEvent) => SseEvent[]): SseEvent[] {
+function responsesEvents(
+  build: (ev: (type: string, body: Record<string, unknown>) => SseEvent) => SseEvent[],
+): SseEvent[] {
   let seq = 0;
   return build((type, body) => ({ event: type, data: { type, sequence_number: seq++, ...body } }));
 }
@@ -226,13 +301,26 @@ const responsesUsage = {
   total_tokens: USAGE.input + USAGE.output,
 };
 
-function responsesTextPrefix(ev: (type: string, body: Record<string, unknown>) => SseEvent, chunks: string[]): SseEvent[] {
+function responsesTextPrefix(
+  ev: (type: string, body: Record<string, unknown>) => SseEvent,
+  chunks: string[],
+): SseEvent[] {
   return [
     ev('response.created', { response: responseObject('in_progress') }),
     ev('response.in_progress', { response: responseObject('in_progress') }),
-    ev('response.output_item.added', { output_index: 0, item: { id: MSG_ID, type: 'message', status: 'in_progress', role: 'assistant', content: [] } }),
-    ev('response.content_part.added', { item_id: MSG_ID, output_index: 0, content_index: 0, part: { type: 'output_text', text: '', annotations: [] } }),
-    ...chunks.map((delta) => ev('response.output_text.delta', { item_id: MSG_ID, output_index: 0, content_index: 0, delta, logprobs: [] })),
+    ev('response.output_item.added', {
+      output_index: 0,
+      item: { id: MSG_ID, type: 'message', status: 'in_progress', role: 'assistant', content: [] },
+    }),
+    ev('response.content_part.added', {
+      item_id: MSG_ID,
+      output_index: 0,
+      content_index: 0,
+      part: { type: 'output_text', text: '', annotations: [] },
+    }),
+    ...chunks.map((delta) =>
+      ev('response.output_text.delta', { item_id: MSG_ID, output_index: 0, content_index: 0, delta, logprobs: [] }),
+    ),
   ];
 }
 
@@ -251,18 +339,29 @@ const openaiResponses: WireFormat = {
         ev('response.output_text.done', { item_id: MSG_ID, output_index: 0, content_index: 0, text, logprobs: [] }),
         ev('response.content_part.done', { item_id: MSG_ID, output_index: 0, content_index: 0, part }),
         ev('response.output_item.done', { output_index: 0, item: message }),
-        ev('response.completed', { response: responseObject('completed', { output: [message], usage: responsesUsage }) }),
+        ev('response.completed', {
+          response: responseObject('completed', { output: [message], usage: responsesUsage }),
+        }),
       ];
     }),
   toolCall: (argChunks) =>
     responsesEvents((ev) => {
       const args = argChunks.join('');
-      const call = { id: FC_ID, type: 'function_call', status: 'completed', arguments: args, call_id: 'call_Keel0001', name: 'get_weather' };
+      const call = {
+        id: FC_ID,
+        type: 'function_call',
+        status: 'completed',
+        arguments: args,
+        call_id: 'call_Keel0001',
+        name: 'get_weather',
+      };
       return [
         ev('response.created', { response: responseObject('in_progress') }),
         ev('response.in_progress', { response: responseObject('in_progress') }),
         ev('response.output_item.added', { output_index: 0, item: { ...call, status: 'in_progress', arguments: '' } }),
-        ...argChunks.map((delta) => ev('response.function_call_arguments.delta', { item_id: FC_ID, output_index: 0, delta })),
+        ...argChunks.map((delta) =>
+          ev('response.function_call_arguments.delta', { item_id: FC_ID, output_index: 0, delta }),
+        ),
         ev('response.function_call_arguments.done', { item_id: FC_ID, output_index: 0, arguments: args }),
         ev('response.output_item.done', { output_index: 0, item: call }),
         ev('response.completed', { response: responseObject('completed', { output: [call], usage: responsesUsage }) }),
@@ -270,11 +369,20 @@ const openaiResponses: WireFormat = {
     }),
   streamError: () => ({
     event: 'error',
-    data: { type: 'error', code: 'server_error', message: 'An error occurred while processing your request. You can retry your request.', param: null, sequence_number: 99 },
+    data: {
+      type: 'error',
+      code: 'server_error',
+      message: 'An error occurred while processing your request. You can retry your request.',
+      param: null,
+      sequence_number: 99,
+    },
   }),
   // Without response.in_progress on purpose: once it has seen one, the package waits only 50 ms
   // for an early error before handing the stream over, which would make this timing-dependent.
-  errorBeforeOutput: () => [...responsesEvents((ev) => [ev('response.created', { response: responseObject('in_progress') })]), openaiResponses.streamError()],
+  errorBeforeOutput: () => [
+    ...responsesEvents((ev) => [ev('response.created', { response: responseObject('in_progress') })]),
+    openaiResponses.streamError(),
+  ],
   errors: {
     ...openaiErrors,
     overflow: {
@@ -287,7 +395,12 @@ const openaiResponses: WireFormat = {
     },
   },
   expected: {
-    usage: { inputTokens: USAGE.input, outputTokens: USAGE.output, cachedInputTokens: USAGE.cached, reasoningTokens: USAGE.reasoning },
+    usage: {
+      inputTokens: USAGE.input,
+      outputTokens: USAGE.output,
+      cachedInputTokens: USAGE.cached,
+      reasoningTokens: USAGE.reasoning,
+    },
     textFinish: ['stop', undefined],
     toolFinish: ['tool-calls', undefined],
     responseId: RESP_ID,
@@ -311,7 +424,12 @@ const openaiResponses: WireFormat = {
   },
   checkTools(body) {
     expect(body.tools).toEqual([
-      expect.objectContaining({ type: 'function', name: 'get_weather', description: 'Current weather for a city', parameters: TOOL_SCHEMA }),
+      expect.objectContaining({
+        type: 'function',
+        name: 'get_weather',
+        description: 'Current weather for a city',
+        parameters: TOOL_SCHEMA,
+      }),
     ]);
   },
 };
@@ -335,12 +453,24 @@ const anthropicStart = anth('message_start', {
     content: [],
     stop_reason: null,
     stop_sequence: null,
-    usage: { input_tokens: USAGE.input - USAGE.cached, cache_creation_input_tokens: 0, cache_read_input_tokens: USAGE.cached, output_tokens: 1, service_tier: 'standard' },
+    usage: {
+      input_tokens: USAGE.input - USAGE.cached,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: USAGE.cached,
+      output_tokens: 1,
+      service_tier: 'standard',
+    },
   },
 });
 
 function anthropicEnd(stopReason: string): SseEvent[] {
-  return [anth('message_delta', { delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: USAGE.output } }), anth('message_stop')];
+  return [
+    anth('message_delta', {
+      delta: { stop_reason: stopReason, stop_sequence: null },
+      usage: { output_tokens: USAGE.output },
+    }),
+    anth('message_stop'),
+  ];
 }
 
 function anthropicTextPrefix(chunks: string[]): SseEvent[] {
@@ -357,12 +487,21 @@ const anthropic: WireFormat = {
   path: '/v1/messages',
   model: (baseURL) => createAnthropic({ baseURL, apiKey: 'test' })('claude-sonnet-4-5'),
   textPrefix: anthropicTextPrefix,
-  text: (chunks) => [...anthropicTextPrefix(chunks), anth('content_block_stop', { index: 0 }), ...anthropicEnd('end_turn')],
+  text: (chunks) => [
+    ...anthropicTextPrefix(chunks),
+    anth('content_block_stop', { index: 0 }),
+    ...anthropicEnd('end_turn'),
+  ],
   toolCall: (argChunks) => [
     anthropicStart,
-    anth('content_block_start', { index: 0, content_block: { type: 'tool_use', id: 'toolu_01Keel', name: 'get_weather', input: {} } }),
+    anth('content_block_start', {
+      index: 0,
+      content_block: { type: 'tool_use', id: 'toolu_01Keel', name: 'get_weather', input: {} },
+    }),
     anth('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: '' } }),
-    ...argChunks.map((partial_json) => anth('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json } })),
+    ...argChunks.map((partial_json) =>
+      anth('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json } }),
+    ),
     anth('content_block_stop', { index: 0 }),
     ...anthropicEnd('tool_use'),
   ],
@@ -370,14 +509,35 @@ const anthropic: WireFormat = {
   // Anthropic can fail a 200 stream before message_start.
   errorBeforeOutput: () => [anthropic.streamError()],
   errors: {
-    rateLimit: { type: 'error', error: { type: 'rate_limit_error', message: 'This request would exceed the rate limit for your organization of 50 requests per minute.' } },
-    overflow: { type: 'error', error: { type: 'invalid_request_error', message: 'prompt is too long: 208315 tokens > 200000 maximum' } },
-    badRequest: { type: 'error', error: { type: 'invalid_request_error', message: 'messages: roles must alternate between "user" and "assistant", but found multiple "user" roles in a row' } },
+    rateLimit: {
+      type: 'error',
+      error: {
+        type: 'rate_limit_error',
+        message: 'This request would exceed the rate limit for your organization of 50 requests per minute.',
+      },
+    },
+    overflow: {
+      type: 'error',
+      error: { type: 'invalid_request_error', message: 'prompt is too long: 208315 tokens > 200000 maximum' },
+    },
+    badRequest: {
+      type: 'error',
+      error: {
+        type: 'invalid_request_error',
+        message:
+          'messages: roles must alternate between "user" and "assistant", but found multiple "user" roles in a row',
+      },
+    },
     unauthorized: { type: 'error', error: { type: 'authentication_error', message: 'invalid x-api-key' } },
     server: { status: 529, body: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } } },
   },
   expected: {
-    usage: { inputTokens: USAGE.input, outputTokens: USAGE.output, cachedInputTokens: USAGE.cached, reasoningTokens: 0 },
+    usage: {
+      inputTokens: USAGE.input,
+      outputTokens: USAGE.output,
+      cachedInputTokens: USAGE.cached,
+      reasoningTokens: 0,
+    },
     textFinish: ['stop', 'end_turn'],
     toolFinish: ['tool-calls', 'tool_use'],
     responseId: ANTHROPIC_MSG_ID,
@@ -399,7 +559,13 @@ const anthropic: WireFormat = {
     });
   },
   checkTools(body) {
-    expect(body.tools).toEqual([expect.objectContaining({ name: 'get_weather', description: 'Current weather for a city', input_schema: TOOL_SCHEMA })]);
+    expect(body.tools).toEqual([
+      expect.objectContaining({
+        name: 'get_weather',
+        description: 'Current weather for a city',
+        input_schema: TOOL_SCHEMA,
+      }),
+    ]);
   },
 };
 
@@ -428,7 +594,12 @@ interface Run {
 
 async function run(fmt: WireFormat, options: Partial<ModelCallOptions> = {}): Promise<Run> {
   const deltas: ModelDelta[] = [];
-  const result = await callModel(fmt.model(`${server.url}/v1`), { ...baseOptions, ...options }, new AbortController().signal, (d) => deltas.push(d));
+  const result = await callModel(
+    fmt.model(`${server.url}/v1`),
+    { ...baseOptions, ...options },
+    new AbortController().signal,
+    (d) => deltas.push(d),
+  );
   return { result, deltas };
 }
 
@@ -443,7 +614,11 @@ async function failure(promise: Promise<unknown>): Promise<ModelCallError> {
   return error as ModelCallError;
 }
 
-async function fails(fmt: WireFormat, onDelta?: (d: ModelDelta) => void, signal = new AbortController().signal): Promise<ModelCallError> {
+async function fails(
+  fmt: WireFormat,
+  onDelta?: (d: ModelDelta) => void,
+  signal = new AbortController().signal,
+): Promise<ModelCallError> {
   return failure(callModel(fmt.model(`${server.url}/v1`), baseOptions, signal, onDelta));
 }
 
@@ -485,14 +660,17 @@ describe.each([openaiChat, openaiResponses, anthropic])('callModel over $name', 
     server.respond(sse(fmt.toolCall(TOOL_ARG_CHUNKS)));
     const { result, deltas } = await run(fmt, { tools: [TOOL] });
 
-    expect(result.content).toEqual([{ type: 'tool-call', toolCallId: fmt.expected.toolCallId, toolName: 'get_weather', input: TOOL_INPUT }]);
+    expect(result.content).toEqual([
+      { type: 'tool-call', toolCallId: fmt.expected.toolCallId, toolName: 'get_weather', input: TOOL_INPUT },
+    ]);
     expect(result.finishReason).toBe(fmt.expected.toolFinish[0]);
     expect(result.rawFinishReason).toBe(fmt.expected.toolFinish[1]);
     expect(result.usage).toEqual(fmt.expected.usage);
 
     const inputDeltas = deltas.filter((d) => d.kind === 'tool-input');
     expect(inputDeltas.length).toBeGreaterThan(0);
-    for (const d of inputDeltas) expect(d).toMatchObject({ toolCallId: fmt.expected.toolCallId, toolName: 'get_weather' });
+    for (const d of inputDeltas)
+      expect(d).toMatchObject({ toolCallId: fmt.expected.toolCallId, toolName: 'get_weather' });
     expect(inputDeltas.map((d) => d.delta).join('')).toBe(TOOL_ARG_CHUNKS.join(''));
 
     const req = onlyRequest(fmt);
@@ -660,7 +838,10 @@ describe('OpenAI Responses specifics', () => {
     const events = responsesEvents((ev) => [
       ...responsesTextPrefix(ev, TEXT_CHUNKS),
       ev('response.failed', {
-        response: responseObject('failed', { error: { code: 'server_error', message: 'The model failed to generate a response.' }, usage: responsesUsage }),
+        response: responseObject('failed', {
+          error: { code: 'server_error', message: 'The model failed to generate a response.' },
+          usage: responsesUsage,
+        }),
       }),
     ]);
     server.respond(sse(events));
@@ -675,8 +856,16 @@ describe('OpenAI Responses specifics', () => {
   it('maps response.incomplete (max_output_tokens) to finishReason length', async () => {
     const events = responsesEvents((ev) => [
       ...responsesTextPrefix(ev, TEXT_CHUNKS),
-      ev('response.output_item.done', { output_index: 0, item: { id: MSG_ID, type: 'message', status: 'incomplete', role: 'assistant', content: [] } }),
-      ev('response.incomplete', { response: responseObject('incomplete', { incomplete_details: { reason: 'max_output_tokens' }, usage: responsesUsage }) }),
+      ev('response.output_item.done', {
+        output_index: 0,
+        item: { id: MSG_ID, type: 'message', status: 'incomplete', role: 'assistant', content: [] },
+      }),
+      ev('response.incomplete', {
+        response: responseObject('incomplete', {
+          incomplete_details: { reason: 'max_output_tokens' },
+          usage: responsesUsage,
+        }),
+      }),
     ]);
     server.respond(sse(events));
     const { result } = await run(fmt);
@@ -696,10 +885,16 @@ describe('Anthropic specifics', () => {
     server.respond(
       httpError(400, {
         type: 'error',
-        error: { type: 'invalid_request_error', message: 'input length and `max_tokens` exceed context limit: 178959 + 64000 > 200000, decrease input length or `max_tokens` and try again' },
+        error: {
+          type: 'invalid_request_error',
+          message:
+            'input length and `max_tokens` exceed context limit: 178959 + 64000 > 200000, decrease input length or `max_tokens` and try again',
+        },
       }),
     );
-    const e = await failure(callModel(fmt.model(`${server.url}/v1`), { prompt: baseOptions.prompt }, new AbortController().signal));
+    const e = await failure(
+      callModel(fmt.model(`${server.url}/v1`), { prompt: baseOptions.prompt }, new AbortController().signal),
+    );
 
     expect(e.kind).toBe('context_overflow');
     expect(e.status).toBe(400);
@@ -720,15 +915,24 @@ describe('Anthropic specifics', () => {
         anth('content_block_start', { index: 1, content_block: { type: 'text', text: '' } }),
         anth('content_block_delta', { index: 1, delta: { type: 'text_delta', text: 'Checking.' } }),
         anth('content_block_stop', { index: 1 }),
-        anth('content_block_start', { index: 2, content_block: { type: 'tool_use', id: 'toolu_01Keel', name: 'get_weather', input: {} } }),
-        anth('content_block_delta', { index: 2, delta: { type: 'input_json_delta', partial_json: JSON.stringify(TOOL_INPUT) } }),
+        anth('content_block_start', {
+          index: 2,
+          content_block: { type: 'tool_use', id: 'toolu_01Keel', name: 'get_weather', input: {} },
+        }),
+        anth('content_block_delta', {
+          index: 2,
+          delta: { type: 'input_json_delta', partial_json: JSON.stringify(TOOL_INPUT) },
+        }),
         anth('content_block_stop', { index: 2 }),
         ...anthropicEnd('tool_use'),
       ]),
     );
     const { result, deltas } = await run(fmt, { tools: [TOOL] });
 
-    expect(deltas.filter((d) => d.kind === 'reasoning').map((d) => d.delta)).toEqual(['The user wants ', 'the weather.']);
+    expect(deltas.filter((d) => d.kind === 'reasoning').map((d) => d.delta)).toEqual([
+      'The user wants ',
+      'the weather.',
+    ]);
     expect(result.content).toEqual([
       { type: 'reasoning', text: 'The user wants the weather.', providerMetadata: { anthropic: { signature } } },
       { type: 'text', text: 'Checking.' },

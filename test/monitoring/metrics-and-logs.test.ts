@@ -1,6 +1,16 @@
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createLogger, createRuntime, CLAIM_POLICY, defineAgent, instrumentRuntime, openSqliteStore, ScriptedModel, type Logger, type SqliteStore } from '../../src/index.ts';
+import {
+  createLogger,
+  createRuntime,
+  CLAIM_POLICY,
+  defineAgent,
+  instrumentRuntime,
+  openSqliteStore,
+  ScriptedModel,
+  type Logger,
+  type SqliteStore,
+} from '../../src/index.ts';
 import { startTestServer, type TestServer } from '../support/server-helpers.ts';
 
 /** Prometheus text as `name{labels}` → value (labels as written). */
@@ -78,9 +88,17 @@ describe('metrics and logs of a server', () => {
     const out = captured();
     srv = await startTestServer({ logger: createLogger({ level: 'info', destination: out.stream }) });
     const api = srv.api();
-    const s = (await api.post('/v1/sessions', {}, { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' })).body;
+    const s = (
+      await api.post('/v1/sessions', {}, { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' })
+    ).body;
     // The run carries the trace of the request that created it: its lines name it.
-    const sent = (await api.post(`/v1/sessions/${s.id}/messages`, { content: 'hello' }, { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' })).body;
+    const sent = (
+      await api.post(
+        `/v1/sessions/${s.id}/messages`,
+        { content: 'hello' },
+        { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' },
+      )
+    ).body;
     await api.waitForRun(sent.run.id, 'completed');
     await new Promise((r) => setTimeout(r, 50));
     const lines = out.lines.map((l) => JSON.parse(l) as Record<string, unknown>);
@@ -88,8 +106,12 @@ describe('metrics and logs of a server', () => {
     expect(created).toMatchObject({ status: 201, trace_id: '0af7651916cd43dd8448eb211c80319c', level: 30 });
     const runLines = lines.filter((l) => l.run_id === sent.run.id);
     expect(runLines.map((l) => l.msg)).toEqual(expect.arrayContaining(['run started', 'turn ended', 'run completed']));
-    for (const l of runLines) expect(l).toMatchObject({ session_id: s.id, trace_id: '4bf92f3577b34da6a3ce929d0e0e4736' });
-    expect(runLines.find((l) => l.msg === 'turn ended')).toMatchObject({ steps: 1, usage: { inputTokens: 10, outputTokens: 5 } });
+    for (const l of runLines)
+      expect(l).toMatchObject({ session_id: s.id, trace_id: '4bf92f3577b34da6a3ce929d0e0e4736' });
+    expect(runLines.find((l) => l.msg === 'turn ended')).toMatchObject({
+      steps: 1,
+      usage: { inputTokens: 10, outputTokens: 5 },
+    });
   });
 
   it('a level above info keeps quiet lines out; a terminal gets readable lines instead of JSON', () => {
@@ -114,7 +136,10 @@ describe('metrics of a runtime', () => {
   it('counts a recovery: a run whose worker lost its lease is claimed again (a lease expiry, a claim of kind recovery), and logs it as a warning', async () => {
     store = openSqliteStore({ path: ':memory:' });
     const out = captured();
-    const agent = defineAgent({ name: 'a', model: new ScriptedModel([{ text: 'ok' }], { loop: true, modelId: 'm-1' }) });
+    const agent = defineAgent({
+      name: 'a',
+      model: new ScriptedModel([{ text: 'ok' }], { loop: true, modelId: 'm-1' }),
+    });
     const rt = createRuntime({ store, agents: [agent], leaseMs: 200 });
     const telemetry = instrumentRuntime(rt, { logger: createLogger({ level: 'info', destination: out.stream }) });
     const s = await rt.sessions.create();
@@ -128,8 +153,14 @@ describe('metrics of a runtime', () => {
     expect(m.get('keel_lease_expiries_total')).toBe(1);
     expect(m.get('keel_run_claims_total{kind="recovery"}')).toBe(1);
     expect(m.get('keel_tokens_total{agent="a",model="m-1",type="input"}')).toBe(10);
-    const warn = out.lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.run_id === sent.run.id && l.level === 40);
-    expect(warn).toMatchObject({ msg: 'run recovered: its previous worker lost the lease', session_id: s.id, attempt: 2 });
+    const warn = out.lines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => l.run_id === sent.run.id && l.level === 40);
+    expect(warn).toMatchObject({
+      msg: 'run recovered: its previous worker lost the lease',
+      session_id: s.id,
+      attempt: 2,
+    });
     telemetry.stop();
     await rt.close();
   });

@@ -44,9 +44,19 @@ function start(
   return { rt, store, model };
 }
 
-
-const lookup = tool({ name: 'lookup', description: 'Looks up', input: z.object({ q: z.string() }), execute: ({ q }) => `found ${q}` });
-const danger = tool({ name: 'danger', description: 'Needs approval', input: z.object({}), approval: 'always', execute: () => 'done' });
+const lookup = tool({
+  name: 'lookup',
+  description: 'Looks up',
+  input: z.object({ q: z.string() }),
+  execute: ({ q }) => `found ${q}`,
+});
+const danger = tool({
+  name: 'danger',
+  description: 'Needs approval',
+  input: z.object({}),
+  approval: 'always',
+  execute: () => 'done',
+});
 const FRESH: ScriptEntry = { text: 'fresh start' };
 
 /**
@@ -56,12 +66,16 @@ const FRESH: ScriptEntry = { text: 'fresh start' };
 async function expectNoDanglingCall(rt: Runtime, run: RunRecord): Promise<void> {
   const events = (await allEvents(rt.sessions, run.sessionId)).filter((e) => e.runId === run.id);
   const results = new Set(ofType(events, 'tool/result').map((e) => e.data.toolCallId));
-  const calls = ofType(events, 'assistant/message').flatMap((e) => e.data.message.content.flatMap((p) => (p.type === 'tool-call' ? [p.toolCallId] : [])));
+  const calls = ofType(events, 'assistant/message').flatMap((e) =>
+    e.data.message.content.flatMap((p) => (p.type === 'tool-call' ? [p.toolCallId] : [])),
+  );
   expect(calls.filter((id) => !results.has(id))).toEqual([]);
 
   const { messages } = await rt.sessions.context(run.sessionId);
   const answered = new Set(messages.flatMap((m) => (m.role === 'tool' ? m.content.map((r) => r.toolCallId) : [])));
-  const called = messages.flatMap((m) => (m.role === 'assistant' ? m.content.flatMap((p) => (p.type === 'tool-call' ? [p.toolCallId] : [])) : []));
+  const called = messages.flatMap((m) =>
+    m.role === 'assistant' ? m.content.flatMap((p) => (p.type === 'tool-call' ? [p.toolCallId] : [])) : [],
+  );
   expect(called.filter((id) => !answered.has(id))).toEqual([]);
   // A turn the loop left open was closed.
   const starts = ofType(events, 'turn/start').length;
@@ -75,8 +89,14 @@ async function expectUsable(rt: Runtime, sessionId: string, model: ScriptedModel
   expect(done.status).toBe('completed');
   // What the model got is a valid conversation: every call answered.
   const prompt = model.calls.at(-1)!.prompt;
-  const answered = new Set(prompt.flatMap((m) => (m.role === 'tool' ? m.content.flatMap((p) => (p.type === 'tool-result' ? [p.toolCallId] : [])) : [])));
-  const called = prompt.flatMap((m) => (m.role === 'assistant' ? m.content.flatMap((p) => (p.type === 'tool-call' ? [p.toolCallId] : [])) : []));
+  const answered = new Set(
+    prompt.flatMap((m) =>
+      m.role === 'tool' ? m.content.flatMap((p) => (p.type === 'tool-result' ? [p.toolCallId] : [])) : [],
+    ),
+  );
+  const called = prompt.flatMap((m) =>
+    m.role === 'assistant' ? m.content.flatMap((p) => (p.type === 'tool-call' ? [p.toolCallId] : [])) : [],
+  );
   expect(called.filter((id) => !answered.has(id))).toEqual([]);
   expect(prompt.at(-1)).toMatchObject({ role: 'user', content: [{ type: 'text', text: 'start over' }] });
 }
@@ -128,7 +148,10 @@ describe('cancel', () => {
     expect(ofType(events, 'turn/end').map((e) => e.data.reason)).toEqual(['cancelled']);
     // The context the next run starts from keeps it.
     const { messages } = await rt.sessions.context(s.id);
-    expect(messages.find((m) => m.id === partial!.data.message.id)).toMatchObject({ role: 'assistant', interrupted: true });
+    expect(messages.find((m) => m.id === partial!.data.message.id)).toMatchObject({
+      role: 'assistant',
+      interrupted: true,
+    });
 
     await expectNoDanglingCall(rt, run);
     await expectUsable(rt, s.id, model);
@@ -144,7 +167,9 @@ describe('cancel', () => {
     expect((await rt.runs.cancel(run.id)).status).toBe('cancelled');
     expect(signal.aborted).toBe(true);
     const events = (await allEvents(rt.sessions, s.id)).filter((e) => e.runId === run.id);
-    expect(ofType(events, 'tool/result').map((e) => [e.data.toolCallId, e.data.output])).toEqual([['w1', expect.objectContaining({ type: 'error', code: 'cancelled' })]]);
+    expect(ofType(events, 'tool/result').map((e) => [e.data.toolCallId, e.data.output])).toEqual([
+      ['w1', expect.objectContaining({ type: 'error', code: 'cancelled' })],
+    ]);
     await expectNoDanglingCall(rt, run);
     await expectUsable(rt, s.id, model);
   });
@@ -164,13 +189,18 @@ describe('cancel', () => {
   });
 
   it('a run waiting for the user: the question gets a cancelled result', async () => {
-    const { rt, model } = start([{ toolCalls: [{ id: 'q1', name: 'ask_user', input: { questions: [{ id: 'x', question: 'x?' }] } }] }, FRESH], { tools: [askUser()] });
+    const { rt, model } = start(
+      [{ toolCalls: [{ id: 'q1', name: 'ask_user', input: { questions: [{ id: 'x', question: 'x?' }] } }] }, FRESH],
+      { tools: [askUser()] },
+    );
     const s = await rt.sessions.create();
     const { run } = await rt.sessions.send(s.id, 'ask me');
     expect((await rt.runs.wait(run.id)).status).toBe('waiting_for_user');
     expect((await rt.runs.cancel(run.id)).status).toBe('cancelled');
     const events = (await allEvents(rt.sessions, s.id)).filter((e) => e.runId === run.id);
-    expect(ofType(events, 'tool/result').map((e) => [e.data.toolCallId, e.data.output.type])).toEqual([['q1', 'error']]);
+    expect(ofType(events, 'tool/result').map((e) => [e.data.toolCallId, e.data.output.type])).toEqual([
+      ['q1', 'error'],
+    ]);
     await expectNoDanglingCall(rt, run);
     await expectUsable(rt, s.id, model);
   });
@@ -216,14 +246,22 @@ describe('limits', () => {
 
   it('maxSteps: the run fails with a limit error once its steps are used up', async () => {
     // The model would call the tool forever.
-    const { rt, model } = start([{ toolCalls: [{ name: 'lookup', input: { q: 'again' } }] }], { tools: [lookup], limits: { maxSteps: 2 }, loop: true });
+    const { rt, model } = start([{ toolCalls: [{ name: 'lookup', input: { q: 'again' } }] }], {
+      tools: [lookup],
+      limits: { maxSteps: 2 },
+      loop: true,
+    });
     const s = await rt.sessions.create();
     const { run } = await rt.sessions.send(s.id, 'loop');
     const done = await rt.runs.wait(run.id);
     expect(done).toMatchObject({ status: 'failed', error: { kind: 'limit', limit: 'max_steps' } });
     expect(model.calls).toHaveLength(2);
     const last = ofType(await allEvents(rt.sessions, s.id), 'run/status').at(-1)!;
-    expect(last.data).toMatchObject({ to: 'failed', reason: 'max_steps', error: { kind: 'limit', limit: 'max_steps' } });
+    expect(last.data).toMatchObject({
+      to: 'failed',
+      reason: 'max_steps',
+      error: { kind: 'limit', limit: 'max_steps' },
+    });
     await expectNoDanglingCall(rt, run);
   });
 
@@ -234,7 +272,11 @@ describe('limits', () => {
     const { run } = await rt.sessions.send(s.id, 'spend');
     const done = await rt.runs.wait(run.id);
     // 15 tokens a step: after three steps (45) the budget of 40 is spent.
-    expect(done).toMatchObject({ status: 'failed', error: { kind: 'limit', limit: 'budget_exceeded' }, usage: { inputTokens: 30, outputTokens: 15 } });
+    expect(done).toMatchObject({
+      status: 'failed',
+      error: { kind: 'limit', limit: 'budget_exceeded' },
+      usage: { inputTokens: 30, outputTokens: 15 },
+    });
     expect(model.calls).toHaveLength(3);
     const last = ofType(await allEvents(rt.sessions, s.id), 'run/status').at(-1)!;
     expect(last.data).toMatchObject({ to: 'failed', reason: 'budget_exceeded', error: { kind: 'limit' } });
@@ -256,7 +298,11 @@ describe('limits', () => {
     expect(done.cost).toBeCloseTo(6, 9);
     expect(model.calls).toHaveLength(3);
     const last = ofType(await allEvents(rt.sessions, s.id), 'run/status').at(-1)!;
-    expect(last.data).toMatchObject({ to: 'failed', reason: 'budget_exceeded', error: { kind: 'limit', message: expect.stringContaining('budget') } });
+    expect(last.data).toMatchObject({
+      to: 'failed',
+      reason: 'budget_exceeded',
+      error: { kind: 'limit', message: expect.stringContaining('budget') },
+    });
     await expectNoDanglingCall(rt, run);
   });
 });

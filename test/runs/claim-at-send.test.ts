@@ -36,7 +36,10 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-function setup(agents: AgentDefinition[], store: SqliteStore = openSqliteStore({ path: ':memory:' })): { rt: Runtime; store: SqliteStore } {
+function setup(
+  agents: AgentDefinition[],
+  store: SqliteStore = openSqliteStore({ path: ':memory:' }),
+): { rt: Runtime; store: SqliteStore } {
   const rt = createRuntime({ store, agents });
   cleanups.push(async () => {
     await rt.close({ graceMs: 50 });
@@ -57,7 +60,7 @@ async function moves(rt: Runtime, run: RunRecord): Promise<Array<{ seq: number; 
 }
 
 describe('a message claims its run for a worker of this process', () => {
-  it('in the message\'s transaction: one commit, the run returned running, its moves logged with the message', async () => {
+  it("in the message's transaction: one commit, the run returned running, its moves logged with the message", async () => {
     const { rt, store } = setup([agent([{ text: 'done' }])]);
     const worker = rt.startWorker({ id: 'w1', pollMs: 60_000 });
     const s = await rt.sessions.create();
@@ -80,7 +83,17 @@ describe('a message claims its run for a worker of this process', () => {
 
   it('not when the worker is full: the run stays queued until a slot frees', async () => {
     const slow = gated('slow');
-    const { rt } = setup([agent([(call) => (call.prompt.some((m) => m.role === 'tool') ? { text: 'done' } : { toolCalls: [{ name: 'slow', input: {} }] })], [slow.tool])]);
+    const { rt } = setup([
+      agent(
+        [
+          (call) =>
+            call.prompt.some((m) => m.role === 'tool')
+              ? { text: 'done' }
+              : { toolCalls: [{ name: 'slow', input: {} }] },
+        ],
+        [slow.tool],
+      ),
+    ]);
     const worker = rt.startWorker({ concurrency: 1, pollMs: 60_000 });
     const first = await rt.sessions.send((await rt.sessions.create()).id, 'one');
     expect(first.run.status).toBe('running');
@@ -96,7 +109,17 @@ describe('a message claims its run for a worker of this process', () => {
 
   it('a message that creates no run, or is refused, takes no slot', async () => {
     const slow = gated('slow');
-    const { rt } = setup([agent([(call) => (call.prompt.some((m) => m.role === 'tool') ? { text: 'done' } : { toolCalls: [{ name: 'slow', input: {} }] })], [slow.tool])]);
+    const { rt } = setup([
+      agent(
+        [
+          (call) =>
+            call.prompt.some((m) => m.role === 'tool')
+              ? { text: 'done' }
+              : { toolCalls: [{ name: 'slow', input: {} }] },
+        ],
+        [slow.tool],
+      ),
+    ]);
     const worker = rt.startWorker({ concurrency: 2, pollMs: 60_000 });
     const s = await rt.sessions.create();
     const active = await rt.sessions.send(s.id, 'one');
@@ -115,7 +138,8 @@ describe('a message claims its run for a worker of this process', () => {
     const other = await rt.sessions.send((await rt.sessions.create()).id, 'other');
     expect(other.run.status).toBe('running');
     slow.gate.resolve('ok');
-    for (const id of [active.run.id, enqueued.run.id, other.run.id]) expect((await rt.runs.wait(id, { timeoutMs: 5000 })).status).toBe('completed');
+    for (const id of [active.run.id, enqueued.run.id, other.run.id])
+      expect((await rt.runs.wait(id, { timeoutMs: 5000 })).status).toBe('completed');
   });
 
   it('a message that is not a valid user message is refused: no run, no event, no slot taken', async () => {
@@ -123,9 +147,16 @@ describe('a message claims its run for a worker of this process', () => {
     const worker = rt.startWorker({ concurrency: 1, pollMs: 60_000 });
     const s = await rt.sessions.create();
     const before = await allEvents(rt.sessions, s.id);
-    const bad = { id: 'm-bad', role: 'user', content: [{ type: 'image', url: 'x' }] } as unknown as Parameters<Runtime['sessions']['send']>[1];
-    await expect(rt.sessions.send(s.id, bad)).rejects.toMatchObject({ name: 'InvalidEventError', code: 'invalid_event' });
-    await expect(rt.sessions.send(s.id, [{ type: 'text', text: 1 }] as unknown as Parameters<Runtime['sessions']['send']>[1])).rejects.toMatchObject({ code: 'invalid_event' });
+    const bad = { id: 'm-bad', role: 'user', content: [{ type: 'image', url: 'x' }] } as unknown as Parameters<
+      Runtime['sessions']['send']
+    >[1];
+    await expect(rt.sessions.send(s.id, bad)).rejects.toMatchObject({
+      name: 'InvalidEventError',
+      code: 'invalid_event',
+    });
+    await expect(
+      rt.sessions.send(s.id, [{ type: 'text', text: 1 }] as unknown as Parameters<Runtime['sessions']['send']>[1]),
+    ).rejects.toMatchObject({ code: 'invalid_event' });
     expect(await allEvents(rt.sessions, s.id)).toEqual(before);
     expect(await store.listRuns({ sessionId: s.id, limit: 10 })).toEqual([]);
     await flush();
@@ -139,7 +170,13 @@ describe('a message claims its run for a worker of this process', () => {
   it('the oldest claimable run goes first: a message claims what the worker would have', async () => {
     const store = openSqliteStore({ path: ':memory:' });
     const slow = gated('slow');
-    const a = agent([(call) => (call.prompt.some((m) => m.role === 'tool') ? { text: 'done' } : { toolCalls: [{ name: 'slow', input: {} }] })], [slow.tool]);
+    const a = agent(
+      [
+        (call) =>
+          call.prompt.some((m) => m.role === 'tool') ? { text: 'done' } : { toolCalls: [{ name: 'slow', input: {} }] },
+      ],
+      [slow.tool],
+    );
     const { rt } = setup([a], store);
     rt.startWorker({ id: 'w2', concurrency: 1, pollMs: 60_000 });
     // The worker looked for work and found none: it naps for a minute.
@@ -159,10 +196,16 @@ describe('a message claims its run for a worker of this process', () => {
     expect(running).toMatchObject({ to: 'running', reason: 'claimed by w2' });
   });
 
-  it('the worker\'s own look for work and a message never take one slot twice', async () => {
+  it("the worker's own look for work and a message never take one slot twice", async () => {
     const store = openSqliteStore({ path: ':memory:' });
     const slow = gated('slow');
-    const a = agent([(call) => (call.prompt.some((m) => m.role === 'tool') ? { text: 'done' } : { toolCalls: [{ name: 'slow', input: {} }] })], [slow.tool]);
+    const a = agent(
+      [
+        (call) =>
+          call.prompt.some((m) => m.role === 'tool') ? { text: 'done' } : { toolCalls: [{ name: 'slow', input: {} }] },
+      ],
+      [slow.tool],
+    );
     const api = setup([a], store).rt;
     const older = await api.sessions.send((await api.sessions.create()).id, 'older');
     const { rt } = setup([a], store);
@@ -181,7 +224,17 @@ describe('a message claims its run for a worker of this process', () => {
 
   it('a worker stopped while the message commits starts the run it was offered, then hands it back at a step boundary', async () => {
     const slow = gated('slow');
-    const { rt } = setup([agent([(call) => (call.prompt.some((m) => m.role === 'tool') ? { text: 'done' } : { toolCalls: [{ name: 'slow', input: {} }] })], [slow.tool])]);
+    const { rt } = setup([
+      agent(
+        [
+          (call) =>
+            call.prompt.some((m) => m.role === 'tool')
+              ? { text: 'done' }
+              : { toolCalls: [{ name: 'slow', input: {} }] },
+        ],
+        [slow.tool],
+      ),
+    ]);
     const worker = rt.startWorker({ pollMs: 60_000 });
     const s = await rt.sessions.create();
     slow.gate.resolve('ok');
@@ -205,10 +258,16 @@ describe('a process killed right after its message claimed the run', () => {
     const dir = mkdtempSync(join(tmpdir(), 'keel-claim-at-send-'));
     cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
     const path = join(dir, 'keel.db');
-    const child = spawn(process.execPath, [fileURLToPath(new URL('./fixtures/claim-at-send-worker.ts', import.meta.url)), path], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+    const child = spawn(
+      process.execPath,
+      [fileURLToPath(new URL('./fixtures/claim-at-send-worker.ts', import.meta.url)), path],
+      { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] },
+    );
     let stderr = '';
     child.stderr!.setEncoding('utf8').on('data', (c: string) => (stderr += c));
-    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, signal) => resolve(signal)));
+    const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+      child.once('exit', (_code, signal) => resolve(signal)),
+    );
     let sent: Extract<ClaimAtSendMessage, { type: 'sent' }> | undefined;
     let toolStarted = false;
     // Killed once its send returned and its run's tool started (in either order).
@@ -228,8 +287,27 @@ describe('a process killed right after its message claimed the run', () => {
     expect(sent?.status).toBe('running');
 
     const store = new SqliteStore({ path });
-    const quick = tool({ name: 'hang', description: 'Returns at once here', input: z.object({}), idempotent: true, execute: () => 'back' });
-    const { rt } = setup([agent([(call) => (call.prompt.some((m) => m.role === 'tool') ? { text: 'done' } : { toolCalls: [{ name: 'hang', input: {} }] })], [quick])], store);
+    const quick = tool({
+      name: 'hang',
+      description: 'Returns at once here',
+      input: z.object({}),
+      idempotent: true,
+      execute: () => 'back',
+    });
+    const { rt } = setup(
+      [
+        agent(
+          [
+            (call) =>
+              call.prompt.some((m) => m.role === 'tool')
+                ? { text: 'done' }
+                : { toolCalls: [{ name: 'hang', input: {} }] },
+          ],
+          [quick],
+        ),
+      ],
+      store,
+    );
     const orphan = await rt.runs.get(sent!.runId);
     expect(orphan.status).toBe('running');
     expect(orphan.lease?.owner).toBe('doomed');

@@ -90,7 +90,11 @@ function startChild(args: string[]): Child {
 
 type Ev<D> = StoredEvent & { data: D };
 type CallData = { toolCallId: string; toolName: string; idempotencyKey: string };
-type ResultData = { toolCallId: string; toolName: string; output: { type: string; code?: string; value?: { gen: number; key: string } } };
+type ResultData = {
+  toolCallId: string;
+  toolName: string;
+  output: { type: string; code?: string; value?: { gen: number; key: string } };
+};
 
 describe('crash test: SIGKILL a worker process at random moments', () => {
   let dir: string;
@@ -146,9 +150,12 @@ describe('crash test: SIGKILL a worker process at random moments', () => {
           for (const id of runIds) {
             const run = (await store.getRun(id))!;
             const events = await store.readEvents(run.sessionId, { runId: id });
-            const answered = new Set(events.filter((e) => e.type === 'tool/result').map((e) => (e.data as ResultData).toolCallId));
+            const answered = new Set(
+              events.filter((e) => e.type === 'tool/result').map((e) => (e.data as ResultData).toolCallId),
+            );
             for (const e of events) {
-              if (e.type === 'tool/call' && !answered.has((e.data as CallData).toolCallId)) openAtCrash[(e.data as CallData).toolName as 'record' | 'send_once']++;
+              if (e.type === 'tool/call' && !answered.has((e.data as CallData).toolCallId))
+                openAtCrash[(e.data as CallData).toolName as 'record' | 'send_once']++;
             }
           }
         }
@@ -162,7 +169,10 @@ describe('crash test: SIGKILL a worker process at random moments', () => {
         for (;;) {
           const left = (await store.listRuns({ limit: 1000 })).filter((r) => !isTerminal(r.status));
           if (left.length === 0) break;
-          if (Date.now() > deadline) throw new Error(`${left.length} runs still not finished: ${left.map((r) => r.status).join(', ')}\n${last.stderr()}`);
+          if (Date.now() > deadline)
+            throw new Error(
+              `${left.length} runs still not finished: ${left.map((r) => r.status).join(', ')}\n${last.stderr()}`,
+            );
           await new Promise((r) => setTimeout(r, 100));
         }
         last.child.send({ type: 'stop' });
@@ -205,7 +215,9 @@ describe('crash test: SIGKILL a worker process at random moments', () => {
           // One model decision per step: no step was executed by two workers.
           const decided = events.filter((e) => e.type === 'assistant/message').map((e) => e.step);
           expect(decided).toEqual(Array.from({ length: STEPS + 1 }, (_, i) => i + 1));
-          expect(events.filter((e) => e.type === 'run/status' && (e.data as { to: string }).to === 'completed')).toHaveLength(1);
+          expect(
+            events.filter((e) => e.type === 'run/status' && (e.data as { to: string }).to === 'completed'),
+          ).toHaveLength(1);
           expect(events.at(-1)!.type).toBe('run/status');
 
           for (const call of calls) {
@@ -240,7 +252,11 @@ describe('crash test: SIGKILL a worker process at random moments', () => {
               }
             }
           }
-          expect(results.filter((r) => r.data.output.code === 'outcome_unknown').every((r) => r.data.toolName === 'send_once')).toBe(true);
+          expect(
+            results
+              .filter((r) => r.data.output.code === 'outcome_unknown')
+              .every((r) => r.data.toolName === 'send_once'),
+          ).toBe(true);
           // After every recovery the log still explains every request the runs made.
           const replay = await verifyReplay(new Sessions({ store }).log, run.sessionId);
           expect(replay.mismatches).toEqual([]);
@@ -299,14 +315,22 @@ describe('recovery windows, deterministically', () => {
     return { failed: () => failed };
   }
 
-  async function scenario(fails: (drafts: readonly EventDraft[]) => boolean, o: { idempotent?: boolean; freshCallIds?: boolean } = {}) {
+  async function scenario(
+    fails: (drafts: readonly EventDraft[]) => boolean,
+    o: { idempotent?: boolean; freshCallIds?: boolean } = {},
+  ) {
     const store = new SqliteStore({ path: ':memory:' });
     const charged: string[] = [];
     // Answers from the conversation, as a real model would: a step redone after a failure asks
     // again and gets the same decision (with `freshCallIds`, under a new call id, as providers do).
     let asked = 0;
     const model = new ScriptedModel(
-      [(call) => (call.prompt.some((m) => m.role === 'tool') ? { text: 'charged once' } : { toolCalls: [{ id: o.freshCallIds ? `c${++asked}` : 'c1', name: 'charge', input: { amount: 5 } }] })],
+      [
+        (call) =>
+          call.prompt.some((m) => m.role === 'tool')
+            ? { text: 'charged once' }
+            : { toolCalls: [{ id: o.freshCallIds ? `c${++asked}` : 'c1', name: 'charge', input: { amount: 5 } }] },
+      ],
       { loop: true },
     );
     const agent = defineAgent({
@@ -345,7 +369,8 @@ describe('recovery windows, deterministically', () => {
     }
   }
 
-  const assistantSteps = (events: readonly StoredEvent[]) => events.filter((e) => e.type === 'assistant/message').map((e) => e.step);
+  const assistantSteps = (events: readonly StoredEvent[]) =>
+    events.filter((e) => e.type === 'assistant/message').map((e) => e.step);
 
   /** An agent that calls its idempotent tool `note` three times (n = 1, 2, 3), then answers; each decision follows from the results it has seen. */
   const threeNotes = (name: string, execute: (n: number) => number | Promise<number>) =>
@@ -355,17 +380,30 @@ describe('recovery windows, deterministically', () => {
         [
           (call) => {
             const seen = call.prompt.filter((m) => m.role === 'tool').length;
-            return seen < 3 ? { toolCalls: [{ id: `c${seen + 1}`, name: 'note', input: { n: seen + 1 } }] } : { text: 'noted thrice' };
+            return seen < 3
+              ? { toolCalls: [{ id: `c${seen + 1}`, name: 'note', input: { n: seen + 1 } }] }
+              : { text: 'noted thrice' };
           },
         ],
         { loop: true },
       ),
-      tools: [tool({ name: 'note', description: 'safe to repeat', input: z.object({ n: z.number() }), idempotent: true, execute: ({ n }) => execute(n) })],
+      tools: [
+        tool({
+          name: 'note',
+          description: 'safe to repeat',
+          input: z.object({ n: z.number() }),
+          idempotent: true,
+          execute: ({ n }) => execute(n),
+        }),
+      ],
     });
-  const isStepOf = (type: string) => ['step/start', 'request/header', 'assistant/message', 'tool/call', 'tool/result', 'step/end'].includes(type);
+  const isStepOf = (type: string) =>
+    ['step/start', 'request/header', 'assistant/message', 'tool/call', 'tool/result', 'step/end'].includes(type);
 
   it('the final step and the turn end commit together: when that commit fails, the answer is asked for again and the run completes once', async () => {
-    const { done, events, model, charged, commits } = await scenario((d) => d.some((e) => e.type === 'turn/end' && (e.data as { reason: string }).reason === 'completed'));
+    const { done, events, model, charged, commits } = await scenario((d) =>
+      d.some((e) => e.type === 'turn/end' && (e.data as { reason: string }).reason === 'completed'),
+    );
     // The loop's commits of the run: step 1 in two (before the charge, and its end), step 2 with
     // the turn end (whose transaction also settles the run's status, appended on its own).
     const loop = commits.filter((c) => c.some(isStepOf));
@@ -390,26 +428,43 @@ describe('recovery windows, deterministically', () => {
     const calls = events.filter((e) => e.type === 'tool/call');
     const results = events.filter((e) => e.type === 'tool/result');
     expect(calls).toHaveLength(1);
-    expect(results.map((r) => (r.data as { output: unknown }).output)).toEqual([expect.objectContaining({ type: 'error', code: 'outcome_unknown' })]);
+    expect(results.map((r) => (r.data as { output: unknown }).output)).toEqual([
+      expect.objectContaining({ type: 'error', code: 'outcome_unknown' }),
+    ]);
     expect(assistantSteps(events)).toEqual([1, 2]);
   });
 
   it('an idempotent call is not made durable before it runs: when its step end cannot be written, the step is redone and the call runs again with the same key', async () => {
-    const { done, events, charged, model, commits } = await scenario((d) => d.some((e) => e.type === 'tool/result'), { idempotent: true });
+    const { done, events, charged, model, commits } = await scenario((d) => d.some((e) => e.type === 'tool/result'), {
+      idempotent: true,
+    });
     // One commit per step: nothing was written before the tool ran.
-    expect(commits.find((c) => c.includes('tool/call'))).toEqual(['turn/start', 'step/start', 'request/header', 'assistant/message', 'tool/call', 'tool/result', 'step/end']);
+    expect(commits.find((c) => c.includes('tool/call'))).toEqual([
+      'turn/start',
+      'step/start',
+      'request/header',
+      'assistant/message',
+      'tool/call',
+      'tool/result',
+      'step/end',
+    ]);
     expect(done.status).toBe('completed');
     expect(charged).toHaveLength(2);
     expect(new Set(charged).size).toBe(1);
     expect(model.calls).toHaveLength(3);
     // The log holds the step once: the failed commit left nothing behind.
     expect(events.filter((e) => e.type === 'tool/call')).toHaveLength(1);
-    expect(events.filter((e) => e.type === 'tool/result').map((r) => (r.data as { output: unknown }).output)).toEqual([{ type: 'text', value: 'charged' }]);
+    expect(events.filter((e) => e.type === 'tool/result').map((r) => (r.data as { output: unknown }).output)).toEqual([
+      { type: 'text', value: 'charged' },
+    ]);
     expect(assistantSteps(events)).toEqual([1, 2]);
   });
 
   it('the key of an idempotent call is the same when the re-asked model makes the same call under a new call id (as real providers do)', async () => {
-    const { done, events, charged } = await scenario((d) => d.some((e) => e.type === 'tool/result'), { idempotent: true, freshCallIds: true });
+    const { done, events, charged } = await scenario((d) => d.some((e) => e.type === 'tool/result'), {
+      idempotent: true,
+      freshCallIds: true,
+    });
     expect(done.status).toBe('completed');
     expect(charged).toHaveLength(2);
     // The tool can tell its second run is a repeat: the key does not depend on the provider's id.
@@ -428,7 +483,9 @@ describe('recovery windows, deterministically', () => {
     });
     const rt = createRuntime({ store, agents: [agent], leaseMs: 300, renewEveryMs: 50, maxAttempts: 5 });
     // The third step's end cannot be written, once; and every checkpoint row stored is counted.
-    const injected = failOnce(store, (drafts) => drafts.some((d) => d.type === 'tool/result' && (d.data as { toolCallId: string }).toolCallId === 'c3'));
+    const injected = failOnce(store, (drafts) =>
+      drafts.some((d) => d.type === 'tool/result' && (d.data as { toolCallId: string }).toolCallId === 'c3'),
+    );
     const stored: number[] = [];
     const transaction = store.transaction.bind(store);
     store.transaction = <T>(fn: (tx: StoreOps) => Promise<T>) =>
@@ -455,14 +512,19 @@ describe('recovery windows, deterministically', () => {
       const events = await store.readEvents(session.id);
       // The failed turn stored no checkpoint, nor did any step before it: the retry knew from the
       // log alone that two steps had ended. Only the completed turn's end stores one.
-      const turnEnds = events.filter((e) => e.type === 'turn/end').map((e) => (e.data as { reason: string; steps: number }).reason);
+      const turnEnds = events
+        .filter((e) => e.type === 'turn/end')
+        .map((e) => (e.data as { reason: string; steps: number }).reason);
       expect(turnEnds).toEqual(['failed', 'completed']);
       expect(stored).toEqual([4]);
       // Steps 1 and 2 were not redone; step 3 was (its end was lost), then the answer.
       expect(executed).toEqual(['note 1', 'note 2', 'note 3', 'note 3']);
       expect(assistantSteps(events)).toEqual([1, 2, 3, 4]);
       expect(events.filter((e) => e.type === 'step/end').map((e) => e.step)).toEqual([1, 2, 3, 4]);
-      expect(await rt.runs.resumeCursor(run.id)).toEqual({ step: 4, seq: events.findLast((e) => e.type === 'turn/end')!.seq });
+      expect(await rt.runs.resumeCursor(run.id)).toEqual({
+        step: 4,
+        seq: events.findLast((e) => e.type === 'turn/end')!.seq,
+      });
     } finally {
       await rt.close({ graceMs: 0 });
       await store.close();

@@ -10,7 +10,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Runtime, SqliteStore, StoredEvent } from '../../src/index.ts';
 import { crashMidCall, effectsAgent, readLedger, runtimeFor, type EffectsAgentOptions } from '../support/effects.ts';
 
-type Result = StoredEvent & { data: { toolCallId: string; output: { type: string; code?: string; message?: string; value?: unknown } } };
+type Result = StoredEvent & {
+  data: { toolCallId: string; output: { type: string; code?: string; message?: string; value?: unknown } };
+};
 
 let open: Array<{ rt: Runtime; store: SqliteStore; dir: string }> = [];
 afterEach(async () => {
@@ -30,8 +32,14 @@ async function crashAndRecover(options: Omit<EffectsAgentOptions, 'ledger'>) {
   const before = readLedger(crash.ledger);
   rt.startWorker({ id: 'recoverer', concurrency: 1, pollMs: 20 });
   const events = async () => store.readEvents(crash.sessionId);
-  const resultOf = async (id: string) => (await events()).filter((e): e is Result => e.type === 'tool/result' && (e.data as { toolCallId: string }).toolCallId === id);
-  const resolutions = async () => (await events()).filter((e) => e.type === 'tool/unknown-outcome').map((e) => (e.data as { resolution: string }).resolution);
+  const resultOf = async (id: string) =>
+    (await events()).filter(
+      (e): e is Result => e.type === 'tool/result' && (e.data as { toolCallId: string }).toolCallId === id,
+    );
+  const resolutions = async () =>
+    (await events())
+      .filter((e) => e.type === 'tool/unknown-outcome')
+      .map((e) => (e.data as { resolution: string }).resolution);
   return { ...crash, rt, store, before, events, resultOf, resolutions, ledgerNow: () => readLedger(crash.ledger) };
 }
 
@@ -53,16 +61,28 @@ describe('effect classes after a SIGKILL', () => {
     expect(ledger.filter((l) => l.tool === 'charge')).toHaveLength(1);
 
     const events = await c.events();
-    const calls = events.filter((e) => e.type === 'tool/call').map((e) => e.data as { toolCallId: string; idempotencyKey: string });
+    const calls = events
+      .filter((e) => e.type === 'tool/call')
+      .map((e) => e.data as { toolCallId: string; idempotencyKey: string });
     // Each call is on record once, with the key both executions saw.
     expect(calls.map((x) => x.toolCallId).sort()).toEqual(['call-charge', 'call-reserve']);
     expect(calls.find((x) => x.toolCallId === 'call-reserve')!.idempotencyKey).toBe(reserves[0]!.key);
-    expect(calls.find((x) => x.toolCallId === 'call-charge')!.idempotencyKey).toBe(ledger.find((l) => l.tool === 'charge')!.key);
+    expect(calls.find((x) => x.toolCallId === 'call-charge')!.idempotencyKey).toBe(
+      ledger.find((l) => l.tool === 'charge')!.key,
+    );
 
-    expect((await c.resultOf('call-reserve'))[0]!.data.output).toMatchObject({ type: 'json', value: { reserved: true, key: reserves[0]!.key } });
+    expect((await c.resultOf('call-reserve'))[0]!.data.output).toMatchObject({
+      type: 'json',
+      value: { reserved: true, key: reserves[0]!.key },
+    });
     expect((await c.resultOf('call-charge'))[0]!.data.output).toMatchObject({ type: 'error', code: 'outcome_unknown' });
     const outcome = events.find((e) => e.type === 'tool/unknown-outcome')!;
-    expect(outcome.data).toMatchObject({ toolCallId: 'call-charge', toolName: 'charge', resolution: 'told_model', idempotencyKey: calls.find((x) => x.toolCallId === 'call-charge')!.idempotencyKey });
+    expect(outcome.data).toMatchObject({
+      toolCallId: 'call-charge',
+      toolName: 'charge',
+      resolution: 'told_model',
+      idempotencyKey: calls.find((x) => x.toolCallId === 'call-charge')!.idempotencyKey,
+    });
     expect(typeof (outcome.data as { startedAt?: number }).startedAt).toBe('number');
   });
 
@@ -71,8 +91,24 @@ describe('effect classes after a SIGKILL', () => {
     const waiting = await c.rt.runs.wait(c.runId, { until: 'settled', timeoutMs: 20_000 });
     expect(waiting.status).toBe('waiting_approval');
     const key = c.before.find((l) => l.tool === 'charge')!.key;
-    const calls = (waiting.waiting as unknown as { calls: Array<{ toolCallId: string; kind: string; input: unknown; unknownOutcome?: { idempotencyKey: string; startedAt?: number } }> }).calls;
-    expect(calls).toEqual([expect.objectContaining({ toolCallId: 'call-charge', kind: 'approval', input: { amount: 42 }, unknownOutcome: { idempotencyKey: key, startedAt: expect.any(Number) } })]);
+    const calls = (
+      waiting.waiting as unknown as {
+        calls: Array<{
+          toolCallId: string;
+          kind: string;
+          input: unknown;
+          unknownOutcome?: { idempotencyKey: string; startedAt?: number };
+        }>;
+      }
+    ).calls;
+    expect(calls).toEqual([
+      expect.objectContaining({
+        toolCallId: 'call-charge',
+        kind: 'approval',
+        input: { amount: 42 },
+        unknownOutcome: { idempotencyKey: key, startedAt: expect.any(Number) },
+      }),
+    ]);
     const approval = (await c.events()).find((e) => e.type === 'tool/approval')!;
     expect(approval.data).toMatchObject({ toolCallId: 'call-charge', unknownOutcome: { idempotencyKey: key } });
     // The idempotent call was re-run and its result recorded before the run waited.
@@ -84,10 +120,16 @@ describe('effect classes after a SIGKILL', () => {
     const charges = c.ledgerNow().filter((l) => l.tool === 'charge');
     expect(charges).toHaveLength(2);
     expect(charges[1]!.key).toBe(key);
-    expect((await c.resultOf('call-charge')).map((r) => r.data.output)).toEqual([{ type: 'json', value: { charged: true, key } }]);
+    expect((await c.resultOf('call-charge')).map((r) => r.data.output)).toEqual([
+      { type: 'json', value: { charged: true, key } },
+    ]);
     expect(await c.resolutions()).toEqual(['asked_human', 'retried']);
     // Its call is on record once: the retry is the same call, with the same key.
-    expect((await c.events()).filter((e) => e.type === 'tool/call' && (e.data as { toolCallId: string }).toolCallId === 'call-charge')).toHaveLength(1);
+    expect(
+      (await c.events()).filter(
+        (e) => e.type === 'tool/call' && (e.data as { toolCallId: string }).toolCallId === 'call-charge',
+      ),
+    ).toHaveLength(1);
   });
 
   it('ask_human, denied: the call does not run again and the model is told so', async () => {
@@ -130,7 +172,9 @@ describe('effect classes after a SIGKILL', () => {
     const key = c.before.find((l) => l.tool === 'charge')!.key;
     expect(seen).toEqual([key]);
     expect(c.ledgerNow().filter((l) => l.tool === 'charge')).toHaveLength(1);
-    expect((await c.resultOf('call-charge')).map((r) => r.data.output)).toEqual([{ type: 'json', value: { charged: true, found: 'by key', amount: 42 } }]);
+    expect((await c.resultOf('call-charge')).map((r) => r.data.output)).toEqual([
+      { type: 'json', value: { charged: true, found: 'by key', amount: 42 } },
+    ]);
     expect(await c.resolutions()).toEqual(['checked_done']);
   });
 
@@ -141,7 +185,9 @@ describe('effect classes after a SIGKILL', () => {
     const charges = c.ledgerNow().filter((l) => l.tool === 'charge');
     expect(charges).toHaveLength(2);
     expect(charges[1]!.key).toBe(charges[0]!.key);
-    expect((await c.resultOf('call-charge')).map((r) => r.data.output)).toEqual([{ type: 'json', value: { charged: true, key: charges[0]!.key } }]);
+    expect((await c.resultOf('call-charge')).map((r) => r.data.output)).toEqual([
+      { type: 'json', value: { charged: true, key: charges[0]!.key } },
+    ]);
     expect(await c.resolutions()).toEqual(['checked_not_done']);
   });
 

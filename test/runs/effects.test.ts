@@ -18,7 +18,11 @@ async function oneCall(declared: Parameters<typeof tool>[0] extends infer O ? Pa
     input: z.object({ n: z.number() }),
     ...declared,
     execute: (_input, ctx) => {
-      seen.push({ durablePoints: sink.durablePoints, logged: sink.events.some((e) => e.type === 'tool/call'), key: ctx.idempotencyKey });
+      seen.push({
+        durablePoints: sink.durablePoints,
+        logged: sink.events.some((e) => e.type === 'tool/call'),
+        key: ctx.idempotencyKey,
+      });
       return 'ok';
     },
   } as Parameters<typeof tool>[0]);

@@ -100,19 +100,32 @@ function side(path: string, name: 'A' | 'B', script: ScriptEntry[], leaseMs: num
   const executions: Side['executions'] = [];
   const started = deferred();
   const gate = deferred();
-  const body = (toolName: string) => async (_input: unknown, ctx: { toolCallId: string; idempotencyKey: string; signal: AbortSignal }) => {
-    executions.push({ tool: toolName, toolCallId: ctx.toolCallId, key: ctx.idempotencyKey, signal: ctx.signal });
-    if (executions.length >= (name === 'A' ? 2 : 1)) started.resolve();
-    await gate.promise;
-    return `${toolName} by ${name}`;
-  };
+  const body =
+    (toolName: string) =>
+    async (_input: unknown, ctx: { toolCallId: string; idempotencyKey: string; signal: AbortSignal }) => {
+      executions.push({ tool: toolName, toolCallId: ctx.toolCallId, key: ctx.idempotencyKey, signal: ctx.signal });
+      if (executions.length >= (name === 'A' ? 2 : 1)) started.resolve();
+      await gate.promise;
+      return `${toolName} by ${name}`;
+    };
   const agent = defineAgent({
     name: 'fenced',
     version: '1',
     model: new ScriptedModel(script),
     tools: [
-      tool({ name: 'fetch', description: 'reads (safe to repeat)', input: z.object({}), idempotent: true, execute: body('fetch') }),
-      tool({ name: 'charge', description: 'charges a card (not safe to repeat)', input: z.object({}), execute: body('charge') }),
+      tool({
+        name: 'fetch',
+        description: 'reads (safe to repeat)',
+        input: z.object({}),
+        idempotent: true,
+        execute: body('fetch'),
+      }),
+      tool({
+        name: 'charge',
+        description: 'charges a card (not safe to repeat)',
+        input: z.object({}),
+        execute: body('charge'),
+      }),
     ],
   });
   const rt = createRuntime({ store, agents: [agent], leaseMs, renewEveryMs, maxAttempts: 10 });
@@ -143,7 +156,20 @@ describe('fencing: a frozen worker wakes up after another took its run over', ()
    */
   async function takeover(freeze: (store: SqliteStore) => { unfreeze(): void }) {
     const path = join(dir, 'keel.db');
-    const a = side(path, 'A', [{ toolCalls: [{ id: 'call-fetch', name: 'fetch', input: {} }, { id: 'call-charge', name: 'charge', input: {} }] }], LEASE_A_MS, 50);
+    const a = side(
+      path,
+      'A',
+      [
+        {
+          toolCalls: [
+            { id: 'call-fetch', name: 'fetch', input: {} },
+            { id: 'call-charge', name: 'charge', input: {} },
+          ],
+        },
+      ],
+      LEASE_A_MS,
+      50,
+    );
     const b = side(path, 'B', [{ text: 'all done' }], LEASE_B_MS, 50);
     sides = [a, b];
     const byA = track(a.store);
@@ -184,14 +210,24 @@ describe('fencing: a frozen worker wakes up after another took its run over', ()
 
     const events = await b.store.readEvents(session.id);
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
-    const results = events.filter((e) => e.type === 'tool/result') as Array<StoredEvent & { data: { toolCallId: string; output: { type: string; value?: string; code?: string } } }>;
+    const results = events.filter((e) => e.type === 'tool/result') as Array<
+      StoredEvent & { data: { toolCallId: string; output: { type: string; value?: string; code?: string } } }
+    >;
     // Exactly one result per call, and it is B's.
     expect(results.map((r) => r.data.toolCallId).sort()).toEqual(['call-charge', 'call-fetch']);
-    expect(results.find((r) => r.data.toolCallId === 'call-fetch')!.data.output).toEqual({ type: 'text', value: 'fetch by B' });
-    expect(results.find((r) => r.data.toolCallId === 'call-charge')!.data.output).toMatchObject({ type: 'error', code: 'outcome_unknown' });
+    expect(results.find((r) => r.data.toolCallId === 'call-fetch')!.data.output).toEqual({
+      type: 'text',
+      value: 'fetch by B',
+    });
+    expect(results.find((r) => r.data.toolCallId === 'call-charge')!.data.output).toMatchObject({
+      type: 'error',
+      code: 'outcome_unknown',
+    });
     for (const r of results) expect(r.seq).toBeGreaterThan(interrupted.seq);
     // Each call was recorded once; the idempotent one re-ran on B with the same key; the other never ran again.
-    const calls = events.filter((e) => e.type === 'tool/call') as Array<StoredEvent & { data: { toolCallId: string; idempotencyKey: string } }>;
+    const calls = events.filter((e) => e.type === 'tool/call') as Array<
+      StoredEvent & { data: { toolCallId: string; idempotencyKey: string } }
+    >;
     expect(calls.map((c) => c.data.toolCallId)).toEqual(['call-fetch', 'call-charge']);
     expect(b.executions.map((x) => [x.tool, x.key])).toEqual([['fetch', calls[0]!.data.idempotencyKey]]);
     expect(a.executions.find((x) => x.tool === 'fetch')!.key).toBe(calls[0]!.data.idempotencyKey);
@@ -202,7 +238,9 @@ describe('fencing: a frozen worker wakes up after another took its run over', ()
     // The run ran once to its end, under B.
     const statuses = events.filter((e) => e.type === 'run/status').map((e) => (e.data as { to: string }).to);
     expect(statuses).toEqual(['queued', 'running', 'completed']);
-    expect(events.filter((e) => e.type === 'turn/end').map((e) => (e.data as { reason: string }).reason)).toEqual(['completed']);
+    expect(events.filter((e) => e.type === 'turn/end').map((e) => (e.data as { reason: string }).reason)).toEqual([
+      'completed',
+    ]);
     expect(events.at(-1)).toMatchObject({ type: 'run/status', data: { to: 'completed', attempt: 2 } });
     expect(await a.store.getRun(run.id)).toMatchObject({ status: 'completed', lease: null });
   }
@@ -270,7 +308,15 @@ describe('fencing: a frozen worker wakes up after another took its run over', ()
       // The call of an idempotent tool is not durable before it runs (ADR-0008): the recovered
       // step asks the model again, which (as a real one would, given the same conversation) calls
       // the tool again; the same call id gives the same idempotency key.
-      model: new ScriptedModel([(call) => (call.prompt.some((m) => m.role === 'tool') ? { text: 'done' } : { toolCalls: [{ id: 'call-1', name: 'fetch', input: {} }] })], { loop: true }),
+      model: new ScriptedModel(
+        [
+          (call) =>
+            call.prompt.some((m) => m.role === 'tool')
+              ? { text: 'done' }
+              : { toolCalls: [{ id: 'call-1', name: 'fetch', input: {} }] },
+        ],
+        { loop: true },
+      ),
       tools: [
         tool({
           name: 'fetch',
@@ -291,7 +337,8 @@ describe('fencing: a frozen worker wakes up after another took its run over', ()
     sides = [{ rt, store, executions: [], started: started[0]!, gate: gates[1]! }];
     // The first execution is stuck: its renewals never reach the store (yet it believes they did).
     const renew = store.renewLease.bind(store);
-    store.renewLease = (id, owner, token, expiresAt) => (token === 1 ? Promise.resolve(true) : renew(id, owner, token, expiresAt));
+    store.renewLease = (id, owner, token, expiresAt) =>
+      token === 1 ? Promise.resolve(true) : renew(id, owner, token, expiresAt);
 
     const session = await rt.sessions.create();
     const { run } = await rt.sessions.send(session.id, 'fetch');
@@ -300,7 +347,12 @@ describe('fencing: a frozen worker wakes up after another took its run over', ()
     const first = rt.executions.get(run.id)!;
     // The lease expires; the same worker claims the run again (token 2) and re-executes the call.
     await started[1]!.promise;
-    expect(await store.getRun(run.id)).toMatchObject({ status: 'running', lease: { owner: 'W' }, fencingToken: 2, attempt: 2 });
+    expect(await store.getRun(run.id)).toMatchObject({
+      status: 'running',
+      lease: { owner: 'W' },
+      fencingToken: 2,
+      attempt: 2,
+    });
     expect(executions[1]!.key).toBe(executions[0]!.key);
 
     // The stuck execution wakes up: refused, it ends; the worker still counts the live one.
@@ -364,7 +416,9 @@ describe('lease renewal', () => {
       expect(done).toMatchObject({ status: 'completed', attempt: 1 });
       const events = await store.readEvents(session.id);
       expect(events.filter((e) => e.type === 'run/interrupted')).toEqual([]);
-      expect(events.filter((e) => e.type === 'tool/result').map((e) => (e.data as { output: unknown }).output)).toEqual([{ type: 'text', value: 'worked' }]);
+      expect(events.filter((e) => e.type === 'tool/result').map((e) => (e.data as { output: unknown }).output)).toEqual(
+        [{ type: 'text', value: 'worked' }],
+      );
     } finally {
       await rt.close({ graceMs: 0 });
       await store.close();
@@ -380,13 +434,26 @@ describe('idempotent tools and fencing', () => {
     const agent = defineAgent({
       name: 'fenced',
       // The model call takes a while; meanwhile another worker takes the run over.
-      model: new ScriptedModel([
-        (call) => {
-          modelStarted.resolve();
-          return call.prompt.some((m) => m.role === 'tool') ? { text: 'done' } : { delayMs: 600, toolCalls: [{ id: 'f1', name: 'fetch', input: {} }] };
-        },
-      ], { loop: true }),
-      tools: [tool({ name: 'fetch', description: 'safe to repeat', input: z.object({}), idempotent: true, execute: () => void executed.push('fetch') })],
+      model: new ScriptedModel(
+        [
+          (call) => {
+            modelStarted.resolve();
+            return call.prompt.some((m) => m.role === 'tool')
+              ? { text: 'done' }
+              : { delayMs: 600, toolCalls: [{ id: 'f1', name: 'fetch', input: {} }] };
+          },
+        ],
+        { loop: true },
+      ),
+      tools: [
+        tool({
+          name: 'fetch',
+          description: 'safe to repeat',
+          input: z.object({}),
+          idempotent: true,
+          execute: () => void executed.push('fetch'),
+        }),
+      ],
     });
     // A short lease that is never renewed in time (renewals far apart): it expires during the model call.
     const rt = createRuntime({ store, agents: [agent], leaseMs: 300, renewEveryMs: 30_000 });
@@ -417,13 +484,18 @@ describe('deltas and the lease', () => {
   it('an execution past its lease streams no more deltas (they would take the ids of the next owner’s)', async () => {
     const store = new SqliteStore({ path: ':memory:' });
     const chunks = Array.from({ length: 30 }, (_, i) => `c${i} `);
-    const agent = defineAgent({ name: 'slow-stream', model: new ScriptedModel([{ chunks, chunkDelayMs: 30 }], { loop: true }) });
+    const agent = defineAgent({
+      name: 'slow-stream',
+      model: new ScriptedModel([{ chunks, chunkDelayMs: 30 }], { loop: true }),
+    });
     const rt = createRuntime({ store, agents: [agent], leaseMs: 300, renewEveryMs: 50, maxAttempts: 10 });
     // The first execution's renewals never come back: its lease runs out while it streams.
     store.renewLease = (_id, _owner, token) => (token === 1 ? new Promise<boolean>(() => {}) : Promise.resolve(true));
     const session = await rt.sessions.create();
     const deltas: Array<{ at: number; messageId: string }> = [];
-    const off = rt.sessions.log.subscribeAll((_s, item) => item.kind === 'delta' && deltas.push({ at: Date.now(), messageId: item.delta.messageId }));
+    const off = rt.sessions.log.subscribeAll(
+      (_s, item) => item.kind === 'delta' && deltas.push({ at: Date.now(), messageId: item.delta.messageId }),
+    );
     await rt.sessions.send(session.id, 'go');
     const claimedAt = Date.now();
     rt.startWorker({ id: 'W', concurrency: 1, pollMs: 20 });
@@ -442,14 +514,19 @@ describe('deltas and the lease', () => {
   it('a renewal that comes late releases the deltas held while the lease had run out, in order', async () => {
     const store = new SqliteStore({ path: ':memory:' });
     const chunks = Array.from({ length: 30 }, (_, i) => `c${i} `);
-    const agent = defineAgent({ name: 'slow-stream', model: new ScriptedModel([{ chunks, chunkDelayMs: 20 }], { loop: true }) });
+    const agent = defineAgent({
+      name: 'slow-stream',
+      model: new ScriptedModel([{ chunks, chunkDelayMs: 20 }], { loop: true }),
+    });
     const rt = createRuntime({ store, agents: [agent], leaseMs: 300, renewEveryMs: 50, maxAttempts: 10 });
     // Renewals take 400 ms to come back: the lease runs out by this process's clock before each.
     const renew = store.renewLease.bind(store);
     store.renewLease = async (...a) => (await new Promise((r) => setTimeout(r, 400)), renew(...a));
     const session = await rt.sessions.create();
     const texts: string[] = [];
-    const off = rt.sessions.log.subscribeAll((_s, item) => item.kind === 'delta' && item.delta.type === 'text/delta' && texts.push(item.delta.delta));
+    const off = rt.sessions.log.subscribeAll(
+      (_s, item) => item.kind === 'delta' && item.delta.type === 'text/delta' && texts.push(item.delta.delta),
+    );
     const { run } = await rt.sessions.send(session.id, 'go');
     rt.startWorker({ id: 'W', concurrency: 1, pollMs: 20 });
     expect((await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 10_000 })).status).toBe('completed');

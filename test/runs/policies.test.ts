@@ -24,7 +24,10 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-function setup(script: ScriptEntry[], tools: AgentDefinition['tools']): { rt: Runtime; store: SqliteStore; model: ScriptedModel } {
+function setup(
+  script: ScriptEntry[],
+  tools: AgentDefinition['tools'],
+): { rt: Runtime; store: SqliteStore; model: ScriptedModel } {
   const store = openSqliteStore({ path: ':memory:' });
   const model = new ScriptedModel(script);
   const rt = createRuntime({ store, agents: [defineAgent({ name: 'a', model, tools })] });
@@ -35,7 +38,6 @@ function setup(script: ScriptEntry[], tools: AgentDefinition['tools']): { rt: Ru
   });
   return { rt, store, model };
 }
-
 
 const work = { toolCalls: [{ id: 'w1', name: 'work', input: {} }] };
 
@@ -48,7 +50,10 @@ function dangling(events: readonly SessionEvent[], runId?: string): string[] {
     .filter((id) => !results.has(id));
 }
 
-const userTexts = (events: readonly SessionEvent[]) => ofType(events, 'user/message').map((e) => e.data.message.content.map((p) => (p.type === 'text' ? p.text : '')).join(''));
+const userTexts = (events: readonly SessionEvent[]) =>
+  ofType(events, 'user/message').map((e) =>
+    e.data.message.content.map((p) => (p.type === 'text' ? p.text : '')).join(''),
+  );
 
 describe('a message for a busy session is checked when it is taken', () => {
   it('to steer (by the session or the run) or to wait its turn: refused, nothing kept, the active run not hurt', async () => {
@@ -102,7 +107,10 @@ describe('ifBusy: reject (the default)', () => {
 describe('ifBusy: enqueue', () => {
   it('gives each message its own run at once, queued behind the active one; they start in order, each message entering the log as its run comes up', async () => {
     const g = gated();
-    const { rt, store, model } = setup([work, { text: 'first done' }, { text: 'second done' }, { text: 'third done' }], [g.tool]);
+    const { rt, store, model } = setup(
+      [work, { text: 'first done' }, { text: 'second done' }, { text: 'third done' }],
+      [g.tool],
+    );
     const s = await rt.sessions.create();
     const { run: first } = await rt.sessions.send(s.id, 'first');
     await g.started.promise;
@@ -120,8 +128,18 @@ describe('ifBusy: enqueue', () => {
     expect(await store.countInputs(s.id, 'message')).toBe(2);
     let events = await allEvents(rt.sessions, s.id);
     expect(userTexts(events)).toEqual(['first']);
-    expect(ofType(events, 'run/status').filter((e) => e.runId === second.run.id).map((e) => e.data)).toEqual([
-      { from: null, to: 'queued', attempt: 0, agent: { name: 'a', version: '1' }, reason: `queued behind run ${first.id}` },
+    expect(
+      ofType(events, 'run/status')
+        .filter((e) => e.runId === second.run.id)
+        .map((e) => e.data),
+    ).toEqual([
+      {
+        from: null,
+        to: 'queued',
+        attempt: 0,
+        agent: { name: 'a', version: '1' },
+        reason: `queued behind run ${first.id}`,
+      },
     ]);
 
     g.gate.resolve('ok');
@@ -142,7 +160,11 @@ describe('ifBusy: enqueue', () => {
       const end = events.findIndex((e) => e.type === 'run/status' && e.runId === prev.id && e.data.to === 'completed');
       expect(end).toBeGreaterThan(-1);
       // The next message enters the log right after the end of the run before it: one transaction.
-      expect(events[end + 1]).toMatchObject({ type: 'user/message', runId: next.run.id, data: { message: { id: next.message.id }, via: 'input' } });
+      expect(events[end + 1]).toMatchObject({
+        type: 'user/message',
+        runId: next.run.id,
+        data: { message: { id: next.message.id }, via: 'input' },
+      });
       expect(userTexts([events[end + 1]!])).toEqual([text]);
     }
     expect(userTexts(events)).toEqual(['first', 'second', 'third']);
@@ -171,13 +193,21 @@ describe('ifBusy: enqueue', () => {
     expect((await rt.runs.get(second.run.id)).status).toBe('cancelled');
     const events = await allEvents(rt.sessions, s.id);
     expect(userTexts(events)).toEqual(['first', 'third']);
-    expect(ofType(events, 'run/status').filter((e) => e.runId === second.run.id).map((e) => e.data.to)).toEqual(['queued', 'cancelled']);
+    expect(
+      ofType(events, 'run/status')
+        .filter((e) => e.runId === second.run.id)
+        .map((e) => e.data.to),
+    ).toEqual(['queued', 'cancelled']);
   });
 
   it('a queued run whose agent is gone when its turn comes ends failed, saying why, and the next one still runs', async () => {
     const store = openSqliteStore({ path: ':memory:' });
     const g = gated();
-    const a = defineAgent({ name: 'a', model: new ScriptedModel([work, { text: 'first done' }, { text: 'third done' }]), tools: [g.tool] });
+    const a = defineAgent({
+      name: 'a',
+      model: new ScriptedModel([work, { text: 'first done' }, { text: 'third done' }]),
+      tools: [g.tool],
+    });
     const b = defineAgent({ name: 'b', model: new ScriptedModel([{ text: 'never' }]) });
     // The process that enqueues knows agent b; the one whose worker ends the active run does not (b was removed in a deploy).
     const sender = createRuntime({ store, agents: [a, b] });
@@ -197,10 +227,17 @@ describe('ifBusy: enqueue', () => {
     g.gate.resolve('ok');
     expect((await worker.runs.wait(third.run.id)).status).toBe('completed');
     const failed = await worker.runs.get(second.run.id);
-    expect(failed).toMatchObject({ status: 'failed', error: { code: 'agent_not_found', message: 'agent b@1 is not registered any more' } });
+    expect(failed).toMatchObject({
+      status: 'failed',
+      error: { code: 'agent_not_found', message: 'agent b@1 is not registered any more' },
+    });
     const events = await allEvents(worker.sessions, s.id);
     expect(userTexts(events)).toEqual(['first', 'third']);
-    expect(ofType(events, 'run/status').filter((e) => e.runId === second.run.id).map((e) => [e.data.to, e.data.reason])).toEqual([
+    expect(
+      ofType(events, 'run/status')
+        .filter((e) => e.runId === second.run.id)
+        .map((e) => [e.data.to, e.data.reason]),
+    ).toEqual([
       ['queued', `queued behind run ${first.id}`],
       ['failed', 'the run cannot start: agent b@1 is not registered any more'],
     ]);
@@ -283,7 +320,9 @@ describe('ifBusy: interrupt', () => {
 });
 
 describe('a run waiting for the user', () => {
-  const ask = { toolCalls: [{ id: 'q1', name: 'ask_user', input: { questions: [{ id: 'city', question: 'Which city?' }] } }] };
+  const ask = {
+    toolCalls: [{ id: 'q1', name: 'ask_user', input: { questions: [{ id: 'city', question: 'Which city?' }] } }],
+  };
 
   it('does not take a message as its answer: reject refuses it, runs.input answers', async () => {
     const { rt, store, model } = setup([ask, { text: 'Paris it is' }], [askUser()]);
@@ -304,7 +343,10 @@ describe('a run waiting for the user', () => {
     const events = await allEvents(rt.sessions, s.id);
     expect(ofType(events, 'user/answer').map((e) => e.data)).toEqual([{ toolCallId: 'q1', answer: { city: 'Paris' } }]);
     expect(userTexts(events)).toEqual(['plan a trip']);
-    expect(model.calls[1]!.prompt.at(-1)).toMatchObject({ role: 'tool', content: [{ toolCallId: 'q1', output: { type: 'json', value: { city: 'Paris' } } }] });
+    expect(model.calls[1]!.prompt.at(-1)).toMatchObject({
+      role: 'tool',
+      content: [{ toolCallId: 'q1', output: { type: 'json', value: { city: 'Paris' } } }],
+    });
   });
 
   it('an enqueued message waits for the run to end and is never its answer', async () => {
@@ -341,7 +383,9 @@ describe('idempotency: a key recorded with the effect', () => {
     // As another process that missed the in-memory guard would: refused before anything else
     // (not run_busy, which the server would record as the key's answer), and an interrupt cancels nothing.
     for (const ifBusy of ['reject', 'steer', 'enqueue', 'interrupt'] as const) {
-      await expect(rt.sessions.send(s.id, 'again', { ifBusy, idempotency: claim })).rejects.toMatchObject({ code: 'idempotency_in_progress' });
+      await expect(rt.sessions.send(s.id, 'again', { ifBusy, idempotency: claim })).rejects.toMatchObject({
+        code: 'idempotency_in_progress',
+      });
     }
     expect((await rt.sessions.get(s.id)).lastSeq).toBe(lastSeq);
     expect(await store.countInputs(s.id, 'steer')).toBe(0);
@@ -349,7 +393,11 @@ describe('idempotency: a key recorded with the effect', () => {
 
     // Another key on the busy session: the outcome is recorded too.
     const steered = await rt.sessions.send(s.id, 'also', { ifBusy: 'steer', idempotency: { ...claim, key: 'k2' } });
-    expect(JSON.parse((await store.getIdempotency('default', 'k2'))!.body)).toEqual({ outcome: 'steered', message_id: steered.message.id, run_id: run.id });
+    expect(JSON.parse((await store.getIdempotency('default', 'k2'))!.body)).toEqual({
+      outcome: 'steered',
+      message_id: steered.message.id,
+      run_id: run.id,
+    });
     g.gate.resolve('ok');
     expect((await rt.runs.wait(run.id)).status).toBe('completed');
     expect(userTexts(await allEvents(rt.sessions, s.id))).toEqual(['first', 'also']);
@@ -385,7 +433,13 @@ describe('send: bad options', () => {
     expect(await allEvents(rt.sessions, s.id)).toEqual(before);
     expect(await store.listRuns({ sessionId: s.id, limit: 10 })).toEqual([]);
     // What is valid still goes through.
-    const ok = await rt.sessions.send(s.id, 'go', { timeoutMs: 60_000, waitTimeoutMs: 1000, maxAttempts: 2, priority: 'batch', ifBusy: 'reject' });
+    const ok = await rt.sessions.send(s.id, 'go', {
+      timeoutMs: 60_000,
+      waitTimeoutMs: 1000,
+      maxAttempts: 2,
+      priority: 'batch',
+      ifBusy: 'reject',
+    });
     expect((await rt.runs.wait(ok.run.id, { timeoutMs: 5000 })).status).toBe('completed');
   });
 });
@@ -396,7 +450,16 @@ describe('send: a message that says nothing', () => {
     const { rt, store } = setup([work, { text: 'done' }, { text: 'and done' }], [g.tool]);
     const s = await rt.sessions.create();
     const before = await allEvents(rt.sessions, s.id);
-    const empty = ['', '  \n\t', [], [{ type: 'text', text: '' }], [{ type: 'text', text: ' ' }, { type: 'text', text: '' }]] as Array<Parameters<Runtime['sessions']['send']>[1]>;
+    const empty = [
+      '',
+      '  \n\t',
+      [],
+      [{ type: 'text', text: '' }],
+      [
+        { type: 'text', text: ' ' },
+        { type: 'text', text: '' },
+      ],
+    ] as Array<Parameters<Runtime['sessions']['send']>[1]>;
     for (const input of empty) {
       const e = await rt.sessions.send(s.id, input).then(
         () => undefined,
@@ -404,7 +467,9 @@ describe('send: a message that says nothing', () => {
       );
       expect(e?.code, JSON.stringify(input)).toBe('invalid_event');
       expect(e!.message, JSON.stringify(input)).toMatch(/says nothing/);
-      await expect(rt.sessions.appendUserMessage(s.id, input), JSON.stringify(input)).rejects.toMatchObject({ code: 'invalid_event' });
+      await expect(rt.sessions.appendUserMessage(s.id, input), JSON.stringify(input)).rejects.toMatchObject({
+        code: 'invalid_event',
+      });
     }
     expect(await allEvents(rt.sessions, s.id)).toEqual(before);
     expect(await store.listRuns({ sessionId: s.id, limit: 10 })).toEqual([]);
@@ -423,7 +488,10 @@ describe('send: a message that says nothing', () => {
     expect((await rt.runs.wait(active.run.id, { timeoutMs: 5000 })).status).toBe('completed');
 
     // A file alone, or a text beside an empty one, says something.
-    const file = await rt.sessions.send(s.id, [{ type: 'text', text: '' }, { type: 'file', mediaType: 'text/plain', data: 'aGk=' }]);
+    const file = await rt.sessions.send(s.id, [
+      { type: 'text', text: '' },
+      { type: 'file', mediaType: 'text/plain', data: 'aGk=' },
+    ]);
     expect((await rt.runs.wait(file.run.id, { timeoutMs: 5000 })).status).toBe('completed');
   });
 });

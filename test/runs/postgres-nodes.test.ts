@@ -9,7 +9,18 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createRuntime, defineAgent, follow, ScriptedModel, subagent, tool, type AgentDefinition, type FeedItem, type Runtime, type Store } from '../../src/index.ts';
+import {
+  createRuntime,
+  defineAgent,
+  follow,
+  ScriptedModel,
+  subagent,
+  tool,
+  type AgentDefinition,
+  type FeedItem,
+  type Runtime,
+  type Store,
+} from '../../src/index.ts';
 import { CLAIM_POLICY } from '../../src/runs/state.ts';
 import type { PostgresStore } from '../../src/store/postgres/index.ts';
 import { ofType, allEvents } from '../support/session-helpers.ts';
@@ -62,7 +73,10 @@ describe('postgres: two nodes on one database', () => {
     for (const r of results) expect(r[1]!.seq).toBe(r[0]!.seq + 1);
     expect((await b.readEvents('s')).map((e) => e.seq)).toEqual(seqs);
 
-    const racing = await Promise.allSettled([a.append('s', [note(1)], { expectLastSeq: 80 }), b.append('s', [note(2)], { expectLastSeq: 80 })]);
+    const racing = await Promise.allSettled([
+      a.append('s', [note(1)], { expectLastSeq: 80 }),
+      b.append('s', [note(2)], { expectLastSeq: 80 }),
+    ]);
     expect(racing.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
     expect(racing.find((r) => r.status === 'rejected')).toMatchObject({ reason: { code: 'seq_conflict' } });
     expect((await a.getSession('s'))!.lastSeq).toBe(81);
@@ -73,9 +87,21 @@ describe('postgres: two nodes on one database', () => {
     const ids: string[] = [];
     for (let i = 0; i < 12; i++) {
       await a.createSession({ id: `s${i}`, createdAt: T0 });
-      ids.push((await a.createRun({ id: `r${String(i).padStart(2, '0')}`, sessionId: `s${i}`, agent: { name: 'x', version: '1' }, agentSpec: {}, createdAt: T0 + i })).id);
+      ids.push(
+        (
+          await a.createRun({
+            id: `r${String(i).padStart(2, '0')}`,
+            sessionId: `s${i}`,
+            agent: { name: 'x', version: '1' },
+            agentSpec: {},
+            createdAt: T0 + i,
+          })
+        ).id,
+      );
     }
-    const claims = await Promise.all(Array.from({ length: 24 }, (_, i) => (i % 2 ? a : b).claimRun(`w${i}`, 30_000, T0 + 100, CLAIM_POLICY)));
+    const claims = await Promise.all(
+      Array.from({ length: 24 }, (_, i) => (i % 2 ? a : b).claimRun(`w${i}`, 30_000, T0 + 100, CLAIM_POLICY)),
+    );
     const claimed = claims.flatMap((c) => (c ? [c.run.id] : []));
     expect(claimed.sort()).toEqual(ids);
     for (const c of claims) if (c) expect(c.run).toMatchObject({ status: 'running', fencingToken: 1, attempt: 1 });
@@ -84,18 +110,35 @@ describe('postgres: two nodes on one database', () => {
   it('inputs taken from two nodes at once are each taken once, oldest first', async () => {
     const [a, b] = await twoNodes();
     await a.createSession({ id: 's', createdAt: T0 });
-    for (let i = 0; i < 30; i++) await a.addInput({ id: `i${String(i).padStart(2, '0')}`, sessionId: 's', kind: 'message', runId: null, payload: { i }, createdAt: T0 + i });
-    const takes = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).takeInputs('s', 'message', undefined, 4)));
+    for (let i = 0; i < 30; i++)
+      await a.addInput({
+        id: `i${String(i).padStart(2, '0')}`,
+        sessionId: 's',
+        kind: 'message',
+        runId: null,
+        payload: { i },
+        createdAt: T0 + i,
+      });
+    const takes = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).takeInputs('s', 'message', undefined, 4)),
+    );
     const taken = takes.flat().map((x) => x.id);
     expect(new Set(taken).size).toBe(taken.length);
     expect(taken.sort()).toEqual(Array.from({ length: 30 }, (_, i) => `i${String(i).padStart(2, '0')}`));
-    for (const t of takes) expect(t.map((x) => x.createdAt)).toEqual([...t.map((x) => x.createdAt)].sort((x, y) => x - y));
+    for (const t of takes)
+      expect(t.map((x) => x.createdAt)).toEqual([...t.map((x) => x.createdAt)].sort((x, y) => x - y));
   });
 
   it('read-modify-write of one run from many transactions on two nodes loses no update (a run read in a transaction is locked)', async () => {
     const [a, b] = await twoNodes();
     await a.createSession({ id: 's', createdAt: T0 });
-    await a.createRun({ id: 'parent', sessionId: 's', agent: { name: 'x', version: '1' }, agentSpec: {}, createdAt: T0 });
+    await a.createRun({
+      id: 'parent',
+      sessionId: 's',
+      agent: { name: 'x', version: '1' },
+      agentSpec: {},
+      createdAt: T0,
+    });
     // What a child's end does to its parent: read the parent's usage, add, write back.
     await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
@@ -103,7 +146,10 @@ describe('postgres: two nodes on one database', () => {
           const parent = (await tx.getRun('parent'))!;
           const usage = parent.usage as { inputTokens?: number };
           await new Promise((r) => setTimeout(r, 2));
-          await tx.updateRun('parent', { usage: { inputTokens: (usage.inputTokens ?? 0) + 1 }, cost: parent.cost + 0.5 });
+          await tx.updateRun('parent', {
+            usage: { inputTokens: (usage.inputTokens ?? 0) + 1 },
+            cost: parent.cost + 0.5,
+          });
         }),
       ),
     );
@@ -113,10 +159,21 @@ describe('postgres: two nodes on one database', () => {
   it('two approvals of different calls of one run, each on its own node at the same moment: both recorded, the run resumes once, each tool runs once', async () => {
     const [a, b] = await twoNodes();
     const ran: string[] = [];
-    const danger = tool({ name: 'danger', description: 'Needs approval', input: z.object({ t: z.string() }), approval: 'always', execute: ({ t }) => (ran.push(t), `did ${t}`) });
+    const danger = tool({
+      name: 'danger',
+      description: 'Needs approval',
+      input: z.object({ t: z.string() }),
+      approval: 'always',
+      execute: ({ t }) => (ran.push(t), `did ${t}`),
+    });
     const script = () =>
       new ScriptedModel([
-        { toolCalls: [{ id: 'd1', name: 'danger', input: { t: 'one' } }, { id: 'd2', name: 'danger', input: { t: 'two' } }] },
+        {
+          toolCalls: [
+            { id: 'd1', name: 'danger', input: { t: 'one' } },
+            { id: 'd2', name: 'danger', input: { t: 'two' } },
+          ],
+        },
         { text: 'both done' },
       ]);
     const rtA = runtimeOn(a, [defineAgent({ name: 'a', model: script(), tools: [danger] })]);
@@ -131,17 +188,35 @@ describe('postgres: two nodes on one database', () => {
     expect(done.status).toBe('completed');
     expect(ran.sort()).toEqual(['one', 'two']);
     const events = await allEvents(rtB.sessions, s.id);
-    expect(ofType(events, 'tool/decision').map((e) => e.data.toolCallId).sort()).toEqual(['d1', 'd2']);
+    expect(
+      ofType(events, 'tool/decision')
+        .map((e) => e.data.toolCallId)
+        .sort(),
+    ).toEqual(['d1', 'd2']);
     expect(ofType(events, 'tool/result')).toHaveLength(2);
   });
 
   it('children ending at once on two nodes all count in their parent’s usage', async () => {
     const [a, b] = await twoNodes();
     const delegate = subagent({ name: 'delegate', description: 'Hands a task to the child agent', agent: 'child' });
-    const calls = Array.from({ length: 6 }, (_, i) => ({ id: `c${i}`, name: 'delegate', input: { task: `task ${i}` } }));
+    const calls = Array.from({ length: 6 }, (_, i) => ({
+      id: `c${i}`,
+      name: 'delegate',
+      input: { task: `task ${i}` },
+    }));
     const agents = () => [
-      defineAgent({ name: 'parent', model: new ScriptedModel([{ toolCalls: calls, usage: { input: 1, output: 1 } }, { text: 'all in', usage: { input: 1, output: 1 } }]), tools: [delegate] }),
-      defineAgent({ name: 'child', model: new ScriptedModel(Array.from({ length: 6 }, () => ({ text: 'ok', usage: { input: 10, output: 100 } }))) }),
+      defineAgent({
+        name: 'parent',
+        model: new ScriptedModel([
+          { toolCalls: calls, usage: { input: 1, output: 1 } },
+          { text: 'all in', usage: { input: 1, output: 1 } },
+        ]),
+        tools: [delegate],
+      }),
+      defineAgent({
+        name: 'child',
+        model: new ScriptedModel(Array.from({ length: 6 }, () => ({ text: 'ok', usage: { input: 10, output: 100 } }))),
+      }),
     ];
     const rtA = runtimeOn(a, agents());
     runtimeOn(b, agents());
@@ -157,8 +232,17 @@ describe('postgres: two nodes on one database', () => {
 
   it('a run executing on node A streams to a reader on node B to its end (the live feed crosses nodes)', async () => {
     const [a, b] = await twoNodes();
-    const slow = tool({ name: 'slow', description: 'Takes a moment', input: z.object({}), execute: async () => (await new Promise((r) => setTimeout(r, 30)), 'ok') });
-    const model = () => new ScriptedModel([...Array.from({ length: 5 }, (_, i) => ({ toolCalls: [{ id: `t${i}`, name: 'slow', input: {} }] })), { text: 'finished' }]);
+    const slow = tool({
+      name: 'slow',
+      description: 'Takes a moment',
+      input: z.object({}),
+      execute: async () => (await new Promise((r) => setTimeout(r, 30)), 'ok'),
+    });
+    const model = () =>
+      new ScriptedModel([
+        ...Array.from({ length: 5 }, (_, i) => ({ toolCalls: [{ id: `t${i}`, name: 'slow', input: {} }] })),
+        { text: 'finished' },
+      ]);
     const rtA = runtimeOn(a, [defineAgent({ name: 'a', model: model(), tools: [slow] })]);
     const rtB = runtimeOn(b, [defineAgent({ name: 'a', model: model(), tools: [slow] })], { worker: false });
     const s = await rtB.sessions.create();
@@ -192,7 +276,9 @@ describe('postgres: two nodes on one database', () => {
     expect(seenA).toHaveLength(30);
     expect(seenB).toEqual(seenA);
     // Numbered after the event before the model call, 1..30.
-    expect(seenA.map((x) => Number(x.split(' ')[0]!.split('.')[1]))).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
+    expect(seenA.map((x) => Number(x.split(' ')[0]!.split('.')[1]))).toEqual(
+      Array.from({ length: 30 }, (_, i) => i + 1),
+    );
   });
 
   it('noticesCaughtUp: once it resolves, a node has heard every broadcast and commit notice another node made before the call', async () => {
@@ -249,12 +335,19 @@ describe('postgres: two nodes on one database', () => {
     expect(second.outcome).toBe('enqueued');
     expect((await rtB.runs.wait(first.run.id, { until: 'terminal' })).status).toBe('completed');
     expect((await rtB.runs.wait(second.run.id, { until: 'terminal' })).status).toBe('completed');
-    const message = items.find((i) => i.kind === 'event' && i.event.type === 'assistant/message' && i.event.runId === first.run.id)!;
+    const message = items.find(
+      (i) => i.kind === 'event' && i.event.type === 'assistant/message' && i.event.runId === first.run.id,
+    )!;
     const before = items.slice(0, items.indexOf(message));
     expect(textOf(before)).toBe(chunks.join(''));
     // Node A heard of the commit of node B and numbered the rest of its deltas after it.
-    const queued = items.find((i) => i.kind === 'event' && i.event.type === 'run/status' && i.event.runId === second.run.id)!;
-    expect(queued.kind === 'event' && before.some((i) => i.kind === 'delta' && Number(i.id.split('.')[0]) === queued.event.seq)).toBe(true);
+    const queued = items.find(
+      (i) => i.kind === 'event' && i.event.type === 'run/status' && i.event.runId === second.run.id,
+    )!;
+    expect(
+      queued.kind === 'event' &&
+        before.some((i) => i.kind === 'delta' && Number(i.id.split('.')[0]) === queued.event.seq),
+    ).toBe(true);
     expectIdsToGrow(items);
   });
 
@@ -273,7 +366,13 @@ describe('postgres: two nodes on one database', () => {
         for await (const item of follow(rtB.sessions.log, s.id, { signal: ac.signal })) {
           items.push(item);
           // As soon as the run runs: the model call starts about now.
-          if (!second && item.kind === 'event' && item.event.type === 'run/status' && (item.event.data as { to: string }).to === 'running') second = rtB.sessions.send(s.id, 'and then', { ifBusy: 'enqueue' });
+          if (
+            !second &&
+            item.kind === 'event' &&
+            item.event.type === 'run/status' &&
+            (item.event.data as { to: string }).to === 'running'
+          )
+            second = rtB.sessions.send(s.id, 'and then', { ifBusy: 'enqueue' });
         }
       })();
       await new Promise((r) => setTimeout(r, 100)); // node B listens
@@ -283,7 +382,9 @@ describe('postgres: two nodes on one database', () => {
       expect((await rtB.runs.wait((await second!).run.id, { until: 'terminal' })).status).toBe('completed');
       ac.abort();
       await reading;
-      const message = items.find((i) => i.kind === 'event' && i.event.type === 'assistant/message' && i.event.runId === first.run.id)!;
+      const message = items.find(
+        (i) => i.kind === 'event' && i.event.type === 'assistant/message' && i.event.runId === first.run.id,
+      )!;
       const before = items.slice(0, items.indexOf(message));
       expect(textOf(before)).toBe(chunks.join(''));
       await rtA.close({ graceMs: 0 });
@@ -298,9 +399,14 @@ describe('postgres: two nodes on one database', () => {
     const rtB = runtimeOn(b, agents(), { worker: false });
     const s = await rtA.sessions.create();
     const idempotency = { tenant: 'default', key: 'k-1', fingerprint: 'f' };
-    const outcomes = await Promise.allSettled([rtA.sessions.send(s.id, 'once', { idempotency, ifBusy: 'enqueue' }), rtB.sessions.send(s.id, 'once', { idempotency, ifBusy: 'enqueue' })]);
+    const outcomes = await Promise.allSettled([
+      rtA.sessions.send(s.id, 'once', { idempotency, ifBusy: 'enqueue' }),
+      rtB.sessions.send(s.id, 'once', { idempotency, ifBusy: 'enqueue' }),
+    ]);
     expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(1);
-    expect(outcomes.find((o) => o.status === 'rejected')).toMatchObject({ reason: { code: 'idempotency_in_progress' } });
+    expect(outcomes.find((o) => o.status === 'rejected')).toMatchObject({
+      reason: { code: 'idempotency_in_progress' },
+    });
     expect(ofType(await allEvents(rtB.sessions, s.id), 'user/message')).toHaveLength(1);
     expect(await rtB.runs.list({ sessionId: s.id })).toHaveLength(1);
   });
@@ -312,7 +418,10 @@ describe('postgres: two nodes on one database', () => {
     const rtB = runtimeOn(b, agents(), { worker: false });
     for (let i = 0; i < 5; i++) {
       const s = await rtA.sessions.create();
-      const results = await Promise.all([rtA.sessions.send(s.id, 'one', { ifBusy: 'enqueue' }), rtB.sessions.send(s.id, 'two', { ifBusy: 'enqueue' })]);
+      const results = await Promise.all([
+        rtA.sessions.send(s.id, 'one', { ifBusy: 'enqueue' }),
+        rtB.sessions.send(s.id, 'two', { ifBusy: 'enqueue' }),
+      ]);
       expect(results.map((r) => r.outcome).sort()).toEqual(['created', 'enqueued']);
       const runs = await rtA.runs.list({ sessionId: s.id });
       expect(runs.map((r) => r.queuedBehind).sort()).toEqual([false, true]);
@@ -325,7 +434,9 @@ describe('postgres: two nodes on one database', () => {
     const rtB = runtimeOn(b, [defineAgent({ name: 'a', model: new ScriptedModel([]) })], { worker: false });
     const seen: number[] = [];
     let changed = 0;
-    const off = rtB.sessions.log.subscribe('s', (i) => (i.kind === 'changed' ? changed++ : i.kind === 'event' && seen.push(i.event.seq)));
+    const off = rtB.sessions.log.subscribe('s', (i) =>
+      i.kind === 'changed' ? changed++ : i.kind === 'event' && seen.push(i.event.seq),
+    );
     cleanups.push(async () => off());
     await a.append('s', [note(1)]);
     for (let i = 0; i < 100 && changed === 0; i++) await new Promise((r) => setTimeout(r, 20));
@@ -333,7 +444,9 @@ describe('postgres: two nodes on one database', () => {
     // Cut node B's LISTEN connection from the server side (as a restart or a network cut would).
     const admin = new pg.Client({ connectionString: postgresUrl() });
     await admin.connect();
-    const cut = await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1`, [`LISTEN "keel_${b.schema}"`]);
+    const cut = await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1`, [
+      `LISTEN "keel_${b.schema}"`,
+    ]);
     await admin.end();
     expect(cut.rowCount).toBeGreaterThan(0);
     await a.append('s', [note(2)]);

@@ -8,7 +8,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createRuntime, defineAgent, openSqliteStore, ScriptedModel, type Runtime, type Store } from '../../src/index.ts';
+import {
+  createRuntime,
+  defineAgent,
+  openSqliteStore,
+  ScriptedModel,
+  type Runtime,
+  type Store,
+} from '../../src/index.ts';
 import { openTestPostgres } from '../support/postgres.ts';
 import { allEvents, ofType } from '../support/session-helpers.ts';
 import type { RemoteWorkerMessage } from './fixtures/remote-worker.ts';
@@ -27,7 +34,9 @@ interface Remote {
 }
 
 /** The API side's store (no worker here), opened first so that the schema exists; and the worker's arguments. */
-async function apiStore(backend: 'sqlite' | 'postgres'): Promise<{ store: Store; args: string[]; cleanup(): Promise<void> }> {
+async function apiStore(
+  backend: 'sqlite' | 'postgres',
+): Promise<{ store: Store; args: string[]; cleanup(): Promise<void> }> {
   if (backend === 'postgres') {
     const db = await openTestPostgres();
     return { store: db.store, args: [db.url, db.schema], cleanup: db.cleanup };
@@ -35,13 +44,23 @@ async function apiStore(backend: 'sqlite' | 'postgres'): Promise<{ store: Store;
   const dir = mkdtempSync(join(tmpdir(), 'keel-remote-'));
   const path = join(dir, 'keel.db');
   const store = openSqliteStore({ path });
-  return { store, args: [path], cleanup: async () => (await store.close(), rmSync(dir, { recursive: true, force: true })) };
+  return {
+    store,
+    args: [path],
+    cleanup: async () => (await store.close(), rmSync(dir, { recursive: true, force: true })),
+  };
 }
 
 async function remoteWorker(backend: 'sqlite' | 'postgres'): Promise<Remote> {
   const { store, args, cleanup } = await apiStore(backend);
-  const api = createRuntime({ store, agents: [defineAgent({ name: 'a', model: new ScriptedModel([]) })], leaseMs: 30_000 });
-  const child: ChildProcess = spawn(process.execPath, [FIXTURE, ...args], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const api = createRuntime({
+    store,
+    agents: [defineAgent({ name: 'a', model: new ScriptedModel([]) })],
+    leaseMs: 30_000,
+  });
+  const child: ChildProcess = spawn(process.execPath, [FIXTURE, ...args], {
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  });
   const seen = new Map<string, number>();
   const waiters: Array<{ m: string; resolve: (at: number) => void }> = [];
   child.on('message', (m: RemoteWorkerMessage) => {
@@ -80,7 +99,9 @@ describe.each(['sqlite', 'postgres'] as const)('cancel and pause from another pr
     expect((await next('tool-aborted')) - t0).toBeLessThan(1000);
     // Ended by its worker: the tool's call has a cancelled result and the turn ended cancelled.
     const events = await allEvents(api.sessions, s.id);
-    expect(ofType(events, 'tool/result').map((e) => e.data.output)).toEqual([expect.objectContaining({ type: 'error', code: 'cancelled' })]);
+    expect(ofType(events, 'tool/result').map((e) => e.data.output)).toEqual([
+      expect.objectContaining({ type: 'error', code: 'cancelled' }),
+    ]);
     expect(ofType(events, 'turn/end').map((e) => e.data.reason)).toEqual(['cancelled']);
   });
 

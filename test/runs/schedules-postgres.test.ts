@@ -20,14 +20,25 @@ describe('schedules on postgres: two nodes', () => {
     const db = await openTestPostgres();
     cleanups.push(db.cleanup);
     const clock = manualClock(Date.parse('2026-03-21T12:00:00Z'));
-    const nodes: Runtime[] = [db.store, await db.another(), await db.another()].map((store) => createRuntime({ store, agents: [agent()], clock }));
+    const nodes: Runtime[] = [db.store, await db.another(), await db.another()].map((store) =>
+      createRuntime({ store, agents: [agent()], clock }),
+    );
     for (const rt of nodes) cleanups.push(() => rt.close({ graceMs: 0 }));
     const [a] = nodes as [Runtime];
     const session = await a.sessions.create();
     const schedules = [
       await a.schedules.create({ interval: { seconds: 10 }, message: 'n', target: { newSession: {} } }),
-      await a.schedules.create({ interval: { seconds: 10 }, message: 'e', target: { sessionId: session.id }, overlap: 'enqueue' }),
-      await a.schedules.create({ cron: { expression: '*/10 * * * * *', timezone: 'UTC' }, message: 'c', target: { newSession: {} } }),
+      await a.schedules.create({
+        interval: { seconds: 10 },
+        message: 'e',
+        target: { sessionId: session.id },
+        overlap: 'enqueue',
+      }),
+      await a.schedules.create({
+        cron: { expression: '*/10 * * * * *', timezone: 'UTC' },
+        message: 'c',
+        target: { newSession: {} },
+      }),
     ];
     for (let round = 0; round < 6; round++) {
       clock.advance(10_000);
@@ -49,11 +60,18 @@ describe('schedules on postgres: two nodes', () => {
     const db = await openTestPostgres();
     cleanups.push(db.cleanup);
     const clock = manualClock(Date.parse('2026-03-21T12:00:00Z'));
-    const nodes: Runtime[] = [db.store, await db.another()].map((store) => createRuntime({ store, agents: [agent()], clock }));
+    const nodes: Runtime[] = [db.store, await db.another()].map((store) =>
+      createRuntime({ store, agents: [agent()], clock }),
+    );
     for (const rt of nodes) cleanups.push(() => rt.close({ graceMs: 0 }));
     const [a] = nodes as [Runtime];
     const session = await a.sessions.create();
-    const s = await a.schedules.create({ interval: { seconds: 10 }, message: 's', target: { sessionId: session.id }, overlap: 'skip' });
+    const s = await a.schedules.create({
+      interval: { seconds: 10 },
+      message: 's',
+      target: { sessionId: session.id },
+      overlap: 'skip',
+    });
     for (let round = 0; round < 4; round++) {
       clock.advance(10_000);
       await Promise.all(nodes.map((rt) => rt.schedules.check()));

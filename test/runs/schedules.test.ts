@@ -52,7 +52,11 @@ describe('schedules: ticks', () => {
     const t2 = nextTickAfter(s, t1)!;
     const t3 = nextTickAfter(s, t2)!;
     // CET (UTC+1) on 23 March; CEST (UTC+2) from 29 March.
-    expect([iso(t1), iso(t2), iso(t3)]).toEqual(['2026-03-23T08:00:00.000Z', '2026-03-30T07:00:00.000Z', '2026-04-06T07:00:00.000Z']);
+    expect([iso(t1), iso(t2), iso(t3)]).toEqual([
+      '2026-03-23T08:00:00.000Z',
+      '2026-03-30T07:00:00.000Z',
+      '2026-04-06T07:00:00.000Z',
+    ]);
     // And back in October: 26 October is CET again.
     const o = nextTickAfter(s, Date.parse('2026-10-20T00:00:00Z'))!;
     expect([iso(o), iso(nextTickAfter(s, o))]).toEqual(['2026-10-26T08:00:00.000Z', '2026-11-02T08:00:00.000Z']);
@@ -61,13 +65,22 @@ describe('schedules: ticks', () => {
   it('the scheduler fires a cron schedule at its tick, once, and moves to the next (after the DST change)', async () => {
     const { rt, clock } = setup();
     const session = await rt.sessions.create();
-    const s = await rt.schedules.create({ cron: { expression: '0 9 * * 1', timezone: 'Europe/Paris' }, message: 'weekly report', target: { sessionId: session.id } });
+    const s = await rt.schedules.create({
+      cron: { expression: '0 9 * * 1', timezone: 'Europe/Paris' },
+      message: 'weekly report',
+      target: { sessionId: session.id },
+    });
     expect(iso(s.nextFireAt)).toBe('2026-03-23T08:00:00.000Z');
     clock.set(Date.parse('2026-03-23T07:59:59Z'));
     expect(await rt.schedules.check()).toEqual([]);
     clock.set(Date.parse('2026-03-23T08:00:00.400Z'));
     const [fire] = await rt.schedules.check();
-    expect(fire).toMatchObject({ outcome: 'fired', tick: Date.parse('2026-03-23T08:00:00Z'), sessionId: session.id, reason: null });
+    expect(fire).toMatchObject({
+      outcome: 'fired',
+      tick: Date.parse('2026-03-23T08:00:00Z'),
+      sessionId: session.id,
+      reason: null,
+    });
     expect(await rt.schedules.check()).toEqual([]);
     const after = await rt.schedules.get(s.id);
     expect(iso(after.nextFireAt)).toBe('2026-03-30T07:00:00.000Z');
@@ -79,7 +92,11 @@ describe('schedules: ticks', () => {
   it('an interval schedule fires every interval from its creation', async () => {
     const { rt, clock } = setup();
     const t0 = clock.now();
-    const s = await rt.schedules.create({ interval: { seconds: 60 }, message: 'tick', target: { newSession: { title: 'ping' } } });
+    const s = await rt.schedules.create({
+      interval: { seconds: 60 },
+      message: 'tick',
+      target: { newSession: { title: 'ping' } },
+    });
     expect(s.nextFireAt).toBe(t0 + 60_000);
     clock.advance(30_000);
     expect(await rt.schedules.check()).toHaveLength(0);
@@ -97,7 +114,11 @@ describe('schedules: a fire', () => {
   it('appends schedule/fired (schedule id, tick, run id) to the session, with the message and the run, in one transaction', async () => {
     const { rt, clock } = setup();
     const session = await rt.sessions.create();
-    const s = await rt.schedules.create({ interval: { seconds: 10 }, message: 'hello from the schedule', target: { sessionId: session.id } });
+    const s = await rt.schedules.create({
+      interval: { seconds: 10 },
+      message: 'hello from the schedule',
+      target: { sessionId: session.id },
+    });
     clock.advance(10_000);
     const [fire] = await rt.schedules.check();
     const events = await rt.sessions.events(session.id);
@@ -111,7 +132,14 @@ describe('schedules: a fire', () => {
 
   it('a new session per fire: each fire makes a session of the tenant, with the schedule in its metadata', async () => {
     const { rt, clock } = setup();
-    const s = await rt.schedules.create({ tenant: 'acme', name: 'digest', interval: { seconds: 10 }, message: 'digest', target: { newSession: { metadata: { kind: 'digest' } } }, overlap: 'skip' });
+    const s = await rt.schedules.create({
+      tenant: 'acme',
+      name: 'digest',
+      interval: { seconds: 10 },
+      message: 'digest',
+      target: { newSession: { metadata: { kind: 'digest' } } },
+      overlap: 'skip',
+    });
     clock.advance(10_000);
     const [a] = await rt.schedules.check();
     clock.advance(10_000);
@@ -129,12 +157,21 @@ describe('schedules: a fire', () => {
   it('overlap skip: a tick while the previous fire’s run is active is recorded as skipped, with the run', async () => {
     const { rt, clock } = setup();
     const session = await rt.sessions.create();
-    const s = await rt.schedules.create({ interval: { seconds: 60 }, message: 'go', target: { sessionId: session.id }, overlap: 'skip' });
+    const s = await rt.schedules.create({
+      interval: { seconds: 60 },
+      message: 'go',
+      target: { sessionId: session.id },
+      overlap: 'skip',
+    });
     clock.advance(60_000);
     const [first] = await rt.schedules.check();
     clock.advance(60_000);
     const [second] = await rt.schedules.check();
-    expect(second).toMatchObject({ outcome: 'skipped', runId: null, reason: `run ${first!.runId} of the session is still active` });
+    expect(second).toMatchObject({
+      outcome: 'skipped',
+      runId: null,
+      reason: `run ${first!.runId} of the session is still active`,
+    });
     expect(await rt.runs.list({ sessionId: session.id })).toHaveLength(1);
     expect((await rt.schedules.fires(s.id)).map((f) => f.outcome)).toEqual(['skipped', 'fired']);
     // Once the run ended, the next tick fires again.
@@ -146,7 +183,12 @@ describe('schedules: a fire', () => {
   it('overlap enqueue: the message queues behind the active run', async () => {
     const { rt, clock } = setup();
     const session = await rt.sessions.create();
-    await rt.schedules.create({ interval: { seconds: 60 }, message: 'go', target: { sessionId: session.id }, overlap: 'enqueue' });
+    await rt.schedules.create({
+      interval: { seconds: 60 },
+      message: 'go',
+      target: { sessionId: session.id },
+      overlap: 'enqueue',
+    });
     clock.advance(60_000);
     const [first] = await rt.schedules.check();
     clock.advance(60_000);
@@ -160,7 +202,12 @@ describe('schedules: a fire', () => {
   it('overlap interrupt: the active run is cancelled and the new one starts', async () => {
     const { rt, clock } = setup();
     const session = await rt.sessions.create();
-    await rt.schedules.create({ interval: { seconds: 60 }, message: 'go', target: { sessionId: session.id }, overlap: 'interrupt' });
+    await rt.schedules.create({
+      interval: { seconds: 60 },
+      message: 'go',
+      target: { sessionId: session.id },
+      overlap: 'interrupt',
+    });
     clock.advance(60_000);
     const [first] = await rt.schedules.check();
     clock.advance(60_000);
@@ -176,13 +223,26 @@ describe('schedules: a fire', () => {
     const g = gated();
     const store = new SqliteStore({ path: ':memory:' });
     const clock = manualClock(Date.parse('2026-03-21T12:00:00Z'));
-    const model = new ScriptedModel([{ toolCalls: [{ id: 'w1', name: 'work', input: {} }] }, { text: 'second run done' }]);
-    const rt = createRuntime({ store, agents: [defineAgent({ name: 'a', model, tools: [g.tool] })], clock, schedules: { checkEveryMs: 60_000 } });
+    const model = new ScriptedModel([
+      { toolCalls: [{ id: 'w1', name: 'work', input: {} }] },
+      { text: 'second run done' },
+    ]);
+    const rt = createRuntime({
+      store,
+      agents: [defineAgent({ name: 'a', model, tools: [g.tool] })],
+      clock,
+      schedules: { checkEveryMs: 60_000 },
+    });
     cleanups.push(() => store.close());
     cleanups.push(() => rt.close({ graceMs: 0 }));
     rt.startWorker({ pollMs: 20 });
     const session = await rt.sessions.create();
-    await rt.schedules.create({ interval: { seconds: 60 }, message: 'go', target: { sessionId: session.id }, overlap: 'interrupt' });
+    await rt.schedules.create({
+      interval: { seconds: 60 },
+      message: 'go',
+      target: { sessionId: session.id },
+      overlap: 'interrupt',
+    });
     clock.advance(60_000);
     const [first] = await rt.schedules.check();
     const signal = await g.started.promise;
@@ -197,14 +257,22 @@ describe('schedules: a fire', () => {
   it('a tick whose target session was archived is recorded as failed once, and the schedule pauses itself, saying why', async () => {
     const { rt, clock } = setup();
     const session = await rt.sessions.create();
-    const s = await rt.schedules.create({ interval: { seconds: 60 }, message: 'go', target: { sessionId: session.id } });
+    const s = await rt.schedules.create({
+      interval: { seconds: 60 },
+      message: 'go',
+      target: { sessionId: session.id },
+    });
     await rt.sessions.archive(session.id);
     clock.advance(60_000);
     const [fire] = await rt.schedules.check();
     expect(fire).toMatchObject({ outcome: 'failed', runId: null });
     expect(fire!.reason).toMatch(/archived/);
     const paused = await rt.schedules.get(s.id);
-    expect(paused).toMatchObject({ pausedAt: clock.now(), nextFireAt: null, pausedReason: expect.stringMatching(/archived/) });
+    expect(paused).toMatchObject({
+      pausedAt: clock.now(),
+      nextFireAt: null,
+      pausedReason: expect.stringMatching(/archived/),
+    });
     // Not one failed fire per tick: nothing more fires.
     for (let i = 0; i < 5; i++) {
       clock.advance(60_000);
@@ -218,9 +286,17 @@ describe('schedules: a fire', () => {
   it('erasing its target session pauses the schedule at once, saying why; a paused schedule fires nothing', async () => {
     const { rt, clock } = setup();
     const session = await rt.sessions.create();
-    const s = await rt.schedules.create({ interval: { seconds: 60 }, message: 'go', target: { sessionId: session.id } });
+    const s = await rt.schedules.create({
+      interval: { seconds: 60 },
+      message: 'go',
+      target: { sessionId: session.id },
+    });
     await rt.sessions.erase(session.id);
-    expect(await rt.schedules.get(s.id)).toMatchObject({ pausedAt: expect.any(Number), nextFireAt: null, pausedReason: expect.stringMatching(/erased/) });
+    expect(await rt.schedules.get(s.id)).toMatchObject({
+      pausedAt: expect.any(Number),
+      nextFireAt: null,
+      pausedReason: expect.stringMatching(/erased/),
+    });
     clock.advance(120_000);
     expect(await rt.schedules.check()).toEqual([]);
     expect(await rt.schedules.fires(s.id)).toEqual([]);
@@ -228,12 +304,25 @@ describe('schedules: a fire', () => {
 
   it("erasing a tenant's sessions stops its schedules (those that make new sessions too), not another tenant's", async () => {
     const { rt, clock } = setup();
-    const mine = await rt.schedules.create({ tenant: 't1', interval: { seconds: 60 }, message: 'go', target: { newSession: { title: 'daily' } } });
-    const other = await rt.schedules.create({ tenant: 't2', interval: { seconds: 60 }, message: 'go', target: { newSession: {} } });
+    const mine = await rt.schedules.create({
+      tenant: 't1',
+      interval: { seconds: 60 },
+      message: 'go',
+      target: { newSession: { title: 'daily' } },
+    });
+    const other = await rt.schedules.create({
+      tenant: 't2',
+      interval: { seconds: 60 },
+      message: 'go',
+      target: { newSession: {} },
+    });
     clock.advance(60_000);
     expect((await rt.schedules.check()).map((f) => f.scheduleId).sort()).toEqual([mine.id, other.id].sort());
     await rt.sessions.eraseTenant('t1');
-    expect(await rt.schedules.get(mine.id)).toMatchObject({ nextFireAt: null, pausedReason: expect.stringMatching(/tenant/) });
+    expect(await rt.schedules.get(mine.id)).toMatchObject({
+      nextFireAt: null,
+      pausedReason: expect.stringMatching(/tenant/),
+    });
     expect((await rt.schedules.get(other.id)).pausedAt).toBeNull();
     clock.advance(60_000);
     expect((await rt.schedules.check()).map((f) => f.scheduleId)).toEqual([other.id]);
@@ -247,7 +336,13 @@ describe('schedules: downtime', () => {
   it('catch-up once: after hours down, only the latest missed tick fires, once; then the schedule goes on from now', async () => {
     const { rt, clock } = setup(Date.parse('2026-03-21T12:10:00Z'));
     const session = await rt.sessions.create();
-    const s = await rt.schedules.create({ cron: { expression: '0 * * * *', timezone: 'UTC' }, message: 'hourly', target: { sessionId: session.id }, catchUp: 'once', overlap: 'enqueue' });
+    const s = await rt.schedules.create({
+      cron: { expression: '0 * * * *', timezone: 'UTC' },
+      message: 'hourly',
+      target: { sessionId: session.id },
+      catchUp: 'once',
+      overlap: 'enqueue',
+    });
     clock.set(Date.parse('2026-03-21T17:30:00Z'));
     const fires = await rt.schedules.check();
     expect(fires.map((f) => iso(f.tick))).toEqual(['2026-03-21T17:00:00.000Z']);
@@ -260,7 +355,12 @@ describe('schedules: downtime', () => {
   it('catch-up skip: after hours down, no missed tick fires; the next one does', async () => {
     const { rt, clock } = setup(Date.parse('2026-03-21T12:10:00Z'));
     const session = await rt.sessions.create();
-    const s = await rt.schedules.create({ cron: { expression: '0 * * * *', timezone: 'UTC' }, message: 'hourly', target: { sessionId: session.id }, catchUp: 'skip' });
+    const s = await rt.schedules.create({
+      cron: { expression: '0 * * * *', timezone: 'UTC' },
+      message: 'hourly',
+      target: { sessionId: session.id },
+      catchUp: 'skip',
+    });
     clock.set(Date.parse('2026-03-21T17:30:00Z'));
     expect(await rt.schedules.check()).toEqual([]);
     expect(await rt.runs.list({ sessionId: session.id })).toHaveLength(0);
@@ -272,7 +372,12 @@ describe('schedules: downtime', () => {
 
   it('a tick fired a little late (within the grace) fires whatever the catch-up policy', async () => {
     const { rt, clock } = setup(Date.parse('2026-03-21T12:10:00Z'));
-    await rt.schedules.create({ cron: { expression: '0 * * * *', timezone: 'UTC' }, message: 'hourly', target: { newSession: {} }, catchUp: 'skip' });
+    await rt.schedules.create({
+      cron: { expression: '0 * * * *', timezone: 'UTC' },
+      message: 'hourly',
+      target: { newSession: {} },
+      catchUp: 'skip',
+    });
     clock.set(Date.parse('2026-03-21T13:00:05Z'));
     expect(await rt.schedules.check()).toHaveLength(1);
   });
@@ -305,7 +410,8 @@ describe('schedules: pause, resume, delete', () => {
 
   it('lists by tenant, paged by id', async () => {
     const { rt } = setup();
-    for (let i = 0; i < 3; i++) await rt.schedules.create({ tenant: 't1', interval: { seconds: 60 }, message: 'go', target: { newSession: {} } });
+    for (let i = 0; i < 3; i++)
+      await rt.schedules.create({ tenant: 't1', interval: { seconds: 60 }, message: 'go', target: { newSession: {} } });
     await rt.schedules.create({ tenant: 't2', interval: { seconds: 60 }, message: 'go', target: { newSession: {} } });
     const page1 = await rt.schedules.list({ tenant: 't1', limit: 2 });
     const page2 = await rt.schedules.list({ tenant: 't1', limit: 2, after: page1.at(-1)!.id });
@@ -320,17 +426,23 @@ describe('schedules: bad input', () => {
     const { rt } = setup();
     const session = await rt.sessions.create();
     const target = { sessionId: session.id };
-    const bad = async (input: Record<string, unknown>) => thrown(rt.schedules.create({ message: 'x', target, ...input } as never));
+    const bad = async (input: Record<string, unknown>) =>
+      thrown(rt.schedules.create({ message: 'x', target, ...input } as never));
     const cron = await bad({ cron: { expression: '61 * * * *', timezone: 'UTC' } });
     expect(cron).toBeInstanceOf(ScheduleValidationError);
     expect(cron.field).toBe('cron.expression');
     expect(cron.message).toMatch(/Invalid value for minute: 61/);
     expect((await bad({ cron: { expression: '* * *', timezone: 'UTC' } })).message).toMatch(/five, six, or seven/);
     const tz = await bad({ cron: { expression: '0 9 * * 1', timezone: 'Mars/Olympus' } });
-    expect([tz.field, tz.message]).toEqual(['cron.timezone', 'cron.timezone: unknown time zone "Mars/Olympus" (an IANA name, e.g. Europe/Paris)']);
+    expect([tz.field, tz.message]).toEqual([
+      'cron.timezone',
+      'cron.timezone: unknown time zone "Mars/Olympus" (an IANA name, e.g. Europe/Paris)',
+    ]);
     expect((await bad({ interval: { seconds: 0 } })).field).toBe('interval.seconds');
     expect((await bad({ interval: { seconds: 1.5 } })).field).toBe('interval.seconds');
-    expect((await bad({ interval: { seconds: 10 }, cron: { expression: '* * * * *' } })).message).toMatch(/exactly one of cron and interval/);
+    expect((await bad({ interval: { seconds: 10 }, cron: { expression: '* * * * *' } })).message).toMatch(
+      /exactly one of cron and interval/,
+    );
     expect((await bad({})).message).toMatch(/exactly one of cron and interval/);
     expect((await bad({ interval: { seconds: 10 }, agent: 'nobody' })).code).toBe('unknown_agent');
     expect((await bad({ interval: { seconds: 10 }, target: { sessionId: 'nope' } })).field).toBe('target.session_id');
@@ -364,8 +476,17 @@ describe('schedules: several workers', () => {
       });
     expect((await next()).type).toBe('ready');
     const session = await a.rt.sessions.create();
-    const newSessions = await a.rt.schedules.create({ interval: { seconds: 10 }, message: 'n', target: { newSession: {} } });
-    const one = await a.rt.schedules.create({ interval: { seconds: 10 }, message: 'o', target: { sessionId: session.id }, overlap: 'enqueue' });
+    const newSessions = await a.rt.schedules.create({
+      interval: { seconds: 10 },
+      message: 'n',
+      target: { newSession: {} },
+    });
+    const one = await a.rt.schedules.create({
+      interval: { seconds: 10 },
+      message: 'o',
+      target: { sessionId: session.id },
+      overlap: 'enqueue',
+    });
     for (let round = 0; round < 5; round++) {
       a.clock.advance(10_000);
       const theirs = next();
@@ -388,7 +509,17 @@ describe('schedules: several workers', () => {
     const s = await rt.schedules.create({ interval: { seconds: 60 }, message: 'go', target: { newSession: {} } });
     const other = await rt.sessions.create();
     // As if another worker had fired this tick, and this one had read the schedule before it committed.
-    expect(await store.addScheduleFire({ scheduleId: s.id, tick: s.nextFireAt!, firedAt: s.nextFireAt!, outcome: 'fired', reason: null, runId: 'theirs', sessionId: other.id })).toBe(true);
+    expect(
+      await store.addScheduleFire({
+        scheduleId: s.id,
+        tick: s.nextFireAt!,
+        firedAt: s.nextFireAt!,
+        outcome: 'fired',
+        reason: null,
+        runId: 'theirs',
+        sessionId: other.id,
+      }),
+    ).toBe(true);
     clock.advance(60_000);
     expect(await rt.schedules.check()).toEqual([]);
     expect(await rt.sessions.list({ limit: 10 })).toHaveLength(1);
@@ -421,7 +552,12 @@ describe('schedules: several workers', () => {
 describe('the scheduler and the webhook dispatcher after their store closed', () => {
   it('stop by themselves, without a warning a second, when the store is closed before the runtime', async () => {
     const store = new SqliteStore({ path: ':memory:' });
-    const rt = createRuntime({ store, agents: [defineAgent({ name: 'a', model: new ScriptedModel([{ text: 'ok' }]) })], schedules: { checkEveryMs: 10 }, webhooks: { pollMs: 10 } });
+    const rt = createRuntime({
+      store,
+      agents: [defineAgent({ name: 'a', model: new ScriptedModel([{ text: 'ok' }]) })],
+      schedules: { checkEveryMs: 10 },
+      webhooks: { pollMs: 10 },
+    });
     rt.startWorker({ pollMs: 10 });
     const warnings: string[] = [];
     const onWarning = (w: Error) => warnings.push(w.message);

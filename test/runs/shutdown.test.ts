@@ -33,7 +33,11 @@ afterEach(async () => {
 
 function runtime(script: ScriptEntry[], tools: Tool[]): { rt: Runtime; store: SqliteStore } {
   const store = new SqliteStore({ path: ':memory:' });
-  const agent = defineAgent({ name: 'shutdown', model: new ScriptedModel(script, { loop: script.length === 1 && typeof script[0] === 'function' }), tools });
+  const agent = defineAgent({
+    name: 'shutdown',
+    model: new ScriptedModel(script, { loop: script.length === 1 && typeof script[0] === 'function' }),
+    tools,
+  });
   const rt = createRuntime({ store, agents: [agent], leaseMs: LONG_LEASE_MS, maxAttempts: 10 });
   cleanup.push(async () => {
     await rt.close({ graceMs: 0 });
@@ -106,10 +110,16 @@ describe('graceful shutdown', () => {
     expect(handedBack).toMatchObject({ status: 'queued', lease: null });
     let events = await rt.sessions.log.read(sessionId);
     // Step 1 finished (its result and its end are on record); step 2 was not started by W1.
-    expect(ofType(events, 'tool/result').map((e) => (e.data as { output: unknown }).output)).toEqual([{ type: 'text', value: 'slow done' }]);
+    expect(ofType(events, 'tool/result').map((e) => (e.data as { output: unknown }).output)).toEqual([
+      { type: 'text', value: 'slow done' },
+    ]);
     expect(ofType(events, 'step/end').map((e) => e.step)).toEqual([1]);
     expect(ofType(events, 'step/start').map((e) => e.step)).toEqual([1]);
-    expect(statusChanges(events)).toEqual(['null→queued', 'queued→running (claimed by W1)', 'running→queued (released by its worker)']);
+    expect(statusChanges(events)).toEqual([
+      'null→queued',
+      'queued→running (claimed by W1)',
+      'running→queued (released by its worker)',
+    ]);
     expect(await store.getCheckpoint(runId)).toMatchObject({ step: 1 });
 
     // Another worker takes it at once: the lease was released, nothing waits for it to expire.
@@ -128,16 +138,32 @@ describe('graceful shutdown', () => {
     const forever = deferred(); // the first executions never finish on their own
     const bothRunning = deferred();
     const executions: Array<{ tool: string; key: string; toolCallId: string; signal: AbortSignal }> = [];
-    const body = (name: string) => async (_: unknown, ctx: { idempotencyKey: string; toolCallId: string; signal: AbortSignal }) => {
-      executions.push({ tool: name, key: ctx.idempotencyKey, toolCallId: ctx.toolCallId, signal: ctx.signal });
-      if (executions.length === 2) bothRunning.resolve();
-      if (executions.length <= 2) await forever.promise; // ignores its abort signal
-      return `${name} again`;
-    };
+    const body =
+      (name: string) =>
+      async (_: unknown, ctx: { idempotencyKey: string; toolCallId: string; signal: AbortSignal }) => {
+        executions.push({ tool: name, key: ctx.idempotencyKey, toolCallId: ctx.toolCallId, signal: ctx.signal });
+        if (executions.length === 2) bothRunning.resolve();
+        if (executions.length <= 2) await forever.promise; // ignores its abort signal
+        return `${name} again`;
+      };
     const { rt, store } = runtime(
-      [{ toolCalls: [{ id: 'c-fetch', name: 'fetch', input: {} }, { id: 'c-charge', name: 'charge', input: {} }] }, { text: 'done' }],
       [
-        tool({ name: 'fetch', description: 'safe to repeat', input: z.object({}), idempotent: true, execute: body('fetch') }),
+        {
+          toolCalls: [
+            { id: 'c-fetch', name: 'fetch', input: {} },
+            { id: 'c-charge', name: 'charge', input: {} },
+          ],
+        },
+        { text: 'done' },
+      ],
+      [
+        tool({
+          name: 'fetch',
+          description: 'safe to repeat',
+          input: z.object({}),
+          idempotent: true,
+          execute: body('fetch'),
+        }),
         tool({ name: 'charge', description: 'not safe to repeat', input: z.object({}), execute: body('charge') }),
       ],
     );
@@ -151,7 +177,10 @@ describe('graceful shutdown', () => {
     expect(await store.getRun(runId)).toMatchObject({ status: 'queued', lease: null });
     expect(executions.map((x) => x.signal.aborted)).toEqual([true, true]);
     let events = await rt.sessions.log.read(sessionId);
-    expect(ofType(events, 'tool/call').map((e) => (e.data as { toolCallId: string }).toolCallId)).toEqual(['c-fetch', 'c-charge']);
+    expect(ofType(events, 'tool/call').map((e) => (e.data as { toolCallId: string }).toolCallId)).toEqual([
+      'c-fetch',
+      'c-charge',
+    ]);
     expect(ofType(events, 'tool/result')).toEqual([]);
     expect(statusChanges(events).at(-1)).toMatch(/^running→queued \(released by W1/);
     // No step ended yet, so no checkpoint: the next owner resumes from the log alone.
@@ -164,7 +193,12 @@ describe('graceful shutdown', () => {
     expect(statusChanges(events).slice(-2)).toEqual(['queued→running (claimed by W2)', 'running→completed']);
     const calls = ofType(events, 'tool/call').map((e) => e.data as { toolCallId: string; idempotencyKey: string });
     expect(calls.map((c) => c.toolCallId)).toEqual(['c-fetch', 'c-charge']); // not recorded again
-    const results = new Map(ofType(events, 'tool/result').map((e) => [(e.data as { toolCallId: string }).toolCallId, (e.data as { output: unknown }).output]));
+    const results = new Map(
+      ofType(events, 'tool/result').map((e) => [
+        (e.data as { toolCallId: string }).toolCallId,
+        (e.data as { output: unknown }).output,
+      ]),
+    );
     expect(results.size).toBe(2);
     // The idempotent call ran again, with the same key; the other was not repeated: its outcome is unknown.
     expect(results.get('c-fetch')).toEqual({ type: 'text', value: 'fetch again' });
@@ -184,7 +218,8 @@ describe('one worker, many runs at once', () => {
     const allStarted = deferred();
     // Each run calls `wait` once, then answers: decided by what its own conversation holds.
     const script: ScriptEntry[] = [
-      (call) => (call.prompt.some((m) => m.role === 'tool') ? { text: 'done' } : { toolCalls: [{ name: 'wait', input: {} }] }),
+      (call) =>
+        call.prompt.some((m) => m.role === 'tool') ? { text: 'done' } : { toolCalls: [{ name: 'wait', input: {} }] },
     ];
     const { rt, store } = runtime(script, [
       tool({
@@ -197,7 +232,12 @@ describe('one worker, many runs at once', () => {
           const gate = deferred();
           gates.set(runId, gate);
           if (gates.size === N) allStarted.resolve();
-          await Promise.race([gate.promise, new Promise((_r, reject) => ctx.signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }))]);
+          await Promise.race([
+            gate.promise,
+            new Promise((_r, reject) =>
+              ctx.signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }),
+            ),
+          ]);
           return 'released';
         },
       }),
@@ -238,7 +278,9 @@ describe('one worker, many runs at once', () => {
       expect(signals.get(id)!.aborted).toBe(false);
     }
     const victimEvents = await rt.sessions.log.read((await store.getRun(victim!))!.sessionId);
-    expect(ofType(victimEvents, 'tool/result').map((e) => (e.data as { output: { code?: string } }).output.code)).toEqual(['cancelled']);
+    expect(
+      ofType(victimEvents, 'tool/result').map((e) => (e.data as { output: { code?: string } }).output.code),
+    ).toEqual(['cancelled']);
   });
 
   it('keeps renewing its leases while it is busy: no timer starves behind the store queue', async () => {
@@ -249,7 +291,15 @@ describe('one worker, many runs at once', () => {
     const store = new SqliteStore({ path: ':memory:' });
     const agent = defineAgent({
       name: 'busy',
-      model: new ScriptedModel([(call) => (call.prompt.filter((m) => m.role === 'tool').length >= STEPS ? { text: 'done' } : { toolCalls: [{ name: 'inc', input: {} }] })], { loop: true }),
+      model: new ScriptedModel(
+        [
+          (call) =>
+            call.prompt.filter((m) => m.role === 'tool').length >= STEPS
+              ? { text: 'done' }
+              : { toolCalls: [{ name: 'inc', input: {} }] },
+        ],
+        { loop: true },
+      ),
       tools: [tool({ name: 'inc', description: 'instant', input: z.object({}), execute: () => 1 })],
       limits: { maxSteps: STEPS + 1 },
     });
@@ -267,7 +317,11 @@ describe('one worker, many runs at once', () => {
     const ids = [];
     for (let i = 0; i < RUNS; i++) ids.push((await start(rt, `task ${i}`)).runId);
     rt.startWorker({ id: 'W', concurrency: RUNS, pollMs: 20 });
-    for (const id of ids) expect(await rt.runs.wait(id, { until: 'terminal', timeoutMs: 60_000 })).toMatchObject({ status: 'completed', attempt: 1 });
+    for (const id of ids)
+      expect(await rt.runs.wait(id, { until: 'terminal', timeoutMs: 60_000 })).toMatchObject({
+        status: 'completed',
+        attempt: 1,
+      });
     // 600 steps take far longer than 5 ms anywhere: renewal timers fired while the runs ran.
     expect(renewals).toBeGreaterThan(0);
   });

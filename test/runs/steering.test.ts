@@ -18,7 +18,9 @@ describe('steering is never lost', () => {
 
   const lastUserText = (prompt: ReadonlyArray<{ role: string; content: unknown }>) => {
     const last = [...prompt].reverse().find((m) => m.role === 'user');
-    return (last?.content as Array<{ type: string; text?: string }> | undefined)?.map((p) => p.text ?? '').join('') ?? '';
+    return (
+      (last?.content as Array<{ type: string; text?: string }> | undefined)?.map((p) => p.text ?? '').join('') ?? ''
+    );
   };
 
   function setup(onFinal?: () => void, path = ':memory:') {
@@ -57,7 +59,10 @@ describe('steering is never lost', () => {
     expect(steering.map((e) => (e.data as { message: { id: string } }).message.id)).toEqual([steered.message.id]);
     expect(await s.countInputs(session.id, 'steer')).toBe(0);
     expect(model.calls).toHaveLength(2);
-    expect((await runtime.sessions.transcript(session.id)).at(-1)).toMatchObject({ kind: 'assistant', text: 'answered: also this' });
+    expect((await runtime.sessions.transcript(session.id)).at(-1)).toMatchObject({
+      kind: 'assistant',
+      text: 'answered: also this',
+    });
   });
 
   it('steering stored by another process at the very moment the final answer is complete is taken: the turn goes on', async () => {
@@ -73,8 +78,19 @@ describe('steering is never lost', () => {
     let stored: Promise<void> | undefined;
     const off = runtime.sessions.subscribe(session.id, (item) => {
       if (item.kind !== 'delta' || item.delta.type !== 'text/delta' || ++chunks !== 20) return;
-      const message = { id: 'late-steer', role: 'user' as const, content: [{ type: 'text' as const, text: 'also the late one' }] };
-      stored = other.addInput({ id: message.id, sessionId: session.id, kind: 'steer', runId: run.id, payload: { message }, createdAt: Date.now() });
+      const message = {
+        id: 'late-steer',
+        role: 'user' as const,
+        content: [{ type: 'text' as const, text: 'also the late one' }],
+      };
+      stored = other.addInput({
+        id: message.id,
+        sessionId: session.id,
+        kind: 'steer',
+        runId: run.id,
+        payload: { message },
+        createdAt: Date.now(),
+      });
     });
     runtime.startWorker({ id: 'W', pollMs: 20 });
     const done = await runtime.runs.wait(run.id, { until: 'terminal', timeoutMs: 10_000 });
@@ -85,7 +101,10 @@ describe('steering is never lost', () => {
     expect(steering.map((e) => (e.data as { message: { id: string } }).message.id)).toEqual(['late-steer']);
     expect(await s.countInputs(session.id, 'steer')).toBe(0);
     expect(model.calls).toHaveLength(2);
-    expect((await runtime.sessions.transcript(session.id)).at(-1)).toMatchObject({ kind: 'assistant', text: 'answered: also the late one' });
+    expect((await runtime.sessions.transcript(session.id)).at(-1)).toMatchObject({
+      kind: 'assistant',
+      text: 'answered: also the late one',
+    });
     // One turn: one end, the steps numbered on; the refused end left nothing behind.
     const events = await runtime.sessions.log.read(session.id, { runId: run.id });
     expect(events.filter((e) => e.type === 'turn/start')).toHaveLength(1);
@@ -99,7 +118,7 @@ describe('steering is never lost', () => {
     db.cleanup();
   });
 
-  it('steering a run that is cancelled before it takes it stays in the conversation: logged with the run\'s end, not left in the inbox', async () => {
+  it("steering a run that is cancelled before it takes it stays in the conversation: logged with the run's end, not left in the inbox", async () => {
     store = new SqliteStore({ path: ':memory:' });
     const started = deferred();
     const slow = tool({
@@ -112,7 +131,16 @@ describe('steering is never lost', () => {
           ctx.signal.addEventListener('abort', () => resolve('aborted'));
         }),
     });
-    rt = createRuntime({ store, agents: [defineAgent({ name: 'a', model: new ScriptedModel([{ toolCalls: [{ name: 'slow', input: {} }] }]), tools: [slow] })] });
+    rt = createRuntime({
+      store,
+      agents: [
+        defineAgent({
+          name: 'a',
+          model: new ScriptedModel([{ toolCalls: [{ name: 'slow', input: {} }] }]),
+          tools: [slow],
+        }),
+      ],
+    });
     rt.startWorker({ pollMs: 20 });
     const session = await rt.sessions.create();
     const { run } = await rt.sessions.send(session.id, 'go');
@@ -138,7 +166,12 @@ describe('steering is never lost', () => {
   });
 
   describe('at every point of a run, each accepted steering message is logged once and answered in that run', () => {
-    const points = ['before the first step', 'while a step streams', 'while a tool runs', 'while the final answer streams'] as const;
+    const points = [
+      'before the first step',
+      'while a step streams',
+      'while a tool runs',
+      'while the final answer streams',
+    ] as const;
     it.each(points)('%s', async (point) => {
       store = new SqliteStore({ path: ':memory:' });
       const reached = deferred();
@@ -189,7 +222,10 @@ describe('steering is never lost', () => {
       expect(await store.countInputs(session.id, 'steer')).toBe(0);
       // The model was asked with the steering message last, and its answer is the run's last word.
       expect(model.calls.some((c) => lastUserText(c.prompt as never) === `also ${point}`)).toBe(true);
-      expect((await rt.sessions.transcript(session.id)).at(-1)).toMatchObject({ kind: 'assistant', text: `answered: also ${point}` });
+      expect((await rt.sessions.transcript(session.id)).at(-1)).toMatchObject({
+        kind: 'assistant',
+        text: `answered: also ${point}`,
+      });
     });
   });
 });

@@ -44,7 +44,9 @@ const delegate = subagent({ name: 'delegate', description: 'Hands a task to the 
 async function expectNoDanglingCall(rt: Runtime, run: RunRecord): Promise<void> {
   const events = (await allEvents(rt.sessions, run.sessionId)).filter((e) => e.runId === run.id);
   const results = new Set(ofType(events, 'tool/result').map((e) => e.data.toolCallId));
-  const calls = ofType(events, 'assistant/message').flatMap((e) => e.data.message.content.flatMap((p) => (p.type === 'tool-call' ? [p.toolCallId] : [])));
+  const calls = ofType(events, 'assistant/message').flatMap((e) =>
+    e.data.message.content.flatMap((p) => (p.type === 'tool-call' ? [p.toolCallId] : [])),
+  );
   expect(calls.filter((id) => !results.has(id))).toEqual([]);
 }
 
@@ -57,7 +59,13 @@ describe('subagents', () => {
       { text: 'parent done' },
       { text: 'parent done' },
     ]);
-    const rt = createRuntime({ store, agents: [defineAgent({ name: 'parent', model: parentModel, tools: [delegate] }), defineAgent({ name: 'child', model: new ScriptedModel([{ text: 'c' }, { text: 'c' }]) })] });
+    const rt = createRuntime({
+      store,
+      agents: [
+        defineAgent({ name: 'parent', model: parentModel, tools: [delegate] }),
+        defineAgent({ name: 'child', model: new ScriptedModel([{ text: 'c' }, { text: 'c' }]) }),
+      ],
+    });
     const worker = rt.startWorker({ concurrency: 1 });
     cleanups.push(async () => {
       await rt.close({ graceMs: 50 });
@@ -75,7 +83,14 @@ describe('subagents', () => {
 
   it('erasing the parent session erases the child sessions its subagents worked in', async () => {
     const { rt, store } = start([
-      defineAgent({ name: 'parent', model: new ScriptedModel([{ toolCalls: [{ id: 't1', name: 'delegate', input: { task: 'the private details' } }] }, { text: 'done' }]), tools: [delegate] }),
+      defineAgent({
+        name: 'parent',
+        model: new ScriptedModel([
+          { toolCalls: [{ id: 't1', name: 'delegate', input: { task: 'the private details' } }] },
+          { text: 'done' },
+        ]),
+        tools: [delegate],
+      }),
       defineAgent({ name: 'child', model: new ScriptedModel([{ text: 'handled the private details' }]) }),
     ]);
     const s = await rt.sessions.create();
@@ -92,7 +107,10 @@ describe('subagents', () => {
 
   it('runs the child in a linked child session; its answer is the parent’s tool result; usage and cost roll up', async () => {
     const parentModel = new ScriptedModel([
-      { toolCalls: [{ id: 't1', name: 'delegate', input: { task: 'find the answer' } }], usage: { input: 100, output: 10 } },
+      {
+        toolCalls: [{ id: 't1', name: 'delegate', input: { task: 'find the answer' } }],
+        usage: { input: 100, output: 10 },
+      },
       { text: 'the child says 42', usage: { input: 200, output: 20 } },
     ]);
     const childModel = new ScriptedModel([{ text: '42', usage: { input: 50, output: 5 } }]);
@@ -108,20 +126,40 @@ describe('subagents', () => {
     const children = await rt.runs.list({ parentRunId: run.id });
     expect(children).toHaveLength(1);
     const child = children[0]!;
-    expect(child).toMatchObject({ status: 'completed', parentRunId: run.id, parentToolCallId: 't1', agent: { name: 'child' } });
+    expect(child).toMatchObject({
+      status: 'completed',
+      parentRunId: run.id,
+      parentToolCallId: 't1',
+      agent: { name: 'child' },
+    });
     expect(child.sessionId).not.toBe(s.id);
     const childSession = await rt.sessions.get(child.sessionId);
-    expect(childSession.metadata).toEqual({ parentRunId: run.id, parentSessionId: s.id, parentToolCallId: 't1', parentStep: 1 });
+    expect(childSession.metadata).toEqual({
+      parentRunId: run.id,
+      parentSessionId: s.id,
+      parentToolCallId: 't1',
+      parentStep: 1,
+    });
     expect(childSession.agent).toBe('child');
     // The child got the task as its message, and was born linked to its parent.
-    expect(childModel.calls[0]!.prompt.at(-1)).toMatchObject({ role: 'user', content: [{ type: 'text', text: 'find the answer' }] });
+    expect(childModel.calls[0]!.prompt.at(-1)).toMatchObject({
+      role: 'user',
+      content: [{ type: 'text', text: 'find the answer' }],
+    });
     const childEvents = await allEvents(rt.sessions, child.sessionId);
     expect(ofType(childEvents, 'run/status')[0]!.data).toMatchObject({ from: null, to: 'queued', parentRunId: run.id });
 
     // The child's answer is the result the parent's model sees.
     expect(parentModel.calls[1]!.prompt.at(-1)).toEqual({
       role: 'tool',
-      content: [{ type: 'tool-result', toolCallId: 't1', toolName: 'delegate', output: { type: 'json', value: { answer: '42', runId: child.id, sessionId: child.sessionId } } }],
+      content: [
+        {
+          type: 'tool-result',
+          toolCallId: 't1',
+          toolName: 'delegate',
+          output: { type: 'json', value: { answer: '42', runId: child.id, sessionId: child.sessionId } },
+        },
+      ],
     });
 
     // Usage and cost: the parent's own two calls plus the child's.
@@ -133,8 +171,14 @@ describe('subagents', () => {
   });
 
   it('a child session belongs to its parent’s tenant', async () => {
-    const parentModel = new ScriptedModel([{ toolCalls: [{ id: 't1', name: 'delegate', input: { task: 'find it' } }] }, { text: 'found' }]);
-    const { rt } = start([defineAgent({ name: 'parent', model: parentModel, tools: [delegate] }), defineAgent({ name: 'child', model: new ScriptedModel([{ text: 'it' }]) })]);
+    const parentModel = new ScriptedModel([
+      { toolCalls: [{ id: 't1', name: 'delegate', input: { task: 'find it' } }] },
+      { text: 'found' },
+    ]);
+    const { rt } = start([
+      defineAgent({ name: 'parent', model: parentModel, tools: [delegate] }),
+      defineAgent({ name: 'child', model: new ScriptedModel([{ text: 'it' }]) }),
+    ]);
     const s = await rt.sessions.create({ tenant: 'acme' });
     const { run } = await rt.sessions.send(s.id, 'go');
     expect((await rt.runs.wait(run.id)).status).toBe('completed');
@@ -156,11 +200,30 @@ describe('subagents', () => {
       },
     });
     const parentModel = new ScriptedModel(
-      [(call) => (call.prompt.some((m) => m.role === 'tool') ? { text: 'the child is done' } : { toolCalls: [{ id: 't1', name: 'delegate', input: { task: 'work slowly' } }] })],
+      [
+        (call) =>
+          call.prompt.some((m) => m.role === 'tool')
+            ? { text: 'the child is done' }
+            : { toolCalls: [{ id: 't1', name: 'delegate', input: { task: 'work slowly' } }] },
+      ],
       { loop: true },
     );
-    const childModel = new ScriptedModel([(call) => (call.prompt.some((m) => m.role === 'tool') ? { text: 'slow work done' } : { toolCalls: [{ id: 'c1', name: 'slow', input: {} }] })], { loop: true });
-    const { rt } = start([defineAgent({ name: 'parent', model: parentModel, tools: [delegate] }), defineAgent({ name: 'child', model: childModel, tools: [slow] })], { worker: false });
+    const childModel = new ScriptedModel(
+      [
+        (call) =>
+          call.prompt.some((m) => m.role === 'tool')
+            ? { text: 'slow work done' }
+            : { toolCalls: [{ id: 'c1', name: 'slow', input: {} }] },
+      ],
+      { loop: true },
+    );
+    const { rt } = start(
+      [
+        defineAgent({ name: 'parent', model: parentModel, tools: [delegate] }),
+        defineAgent({ name: 'child', model: childModel, tools: [slow] }),
+      ],
+      { worker: false },
+    );
     const s = await rt.sessions.create();
     const { run } = await rt.sessions.send(s.id, 'go');
     const w1 = rt.startWorker({ id: 'W1', concurrency: 2, pollMs: 20 });
@@ -191,7 +254,9 @@ describe('subagents', () => {
         return 'stopped';
       },
     });
-    const parentModel = new ScriptedModel([{ toolCalls: [{ id: 't1', name: 'delegate', input: { task: 'work slowly' } }] }]);
+    const parentModel = new ScriptedModel([
+      { toolCalls: [{ id: 't1', name: 'delegate', input: { task: 'work slowly' } }] },
+    ]);
     const childModel = new ScriptedModel([{ toolCalls: [{ id: 'c1', name: 'slow', input: {} }] }]);
     const { rt } = start([
       defineAgent({ name: 'parent', model: parentModel, tools: [delegate], pricing }),
@@ -221,10 +286,22 @@ describe('subagents', () => {
   });
 
   it('a parent that waits after its child ended counts the child’s usage, also when it is then cancelled; the ended child is left alone', async () => {
-    const danger = tool({ name: 'danger', description: 'Needs approval', input: z.object({}), approval: 'always', execute: () => 'x' });
-    const parentModel = new ScriptedModel([{ toolCalls: [{ id: 't1', name: 'delegate', input: { task: 'quick' } }] }, { toolCalls: [{ id: 'd1', name: 'danger', input: {} }] }]);
+    const danger = tool({
+      name: 'danger',
+      description: 'Needs approval',
+      input: z.object({}),
+      approval: 'always',
+      execute: () => 'x',
+    });
+    const parentModel = new ScriptedModel([
+      { toolCalls: [{ id: 't1', name: 'delegate', input: { task: 'quick' } }] },
+      { toolCalls: [{ id: 'd1', name: 'danger', input: {} }] },
+    ]);
     const childModel = new ScriptedModel([{ text: 'quick answer', usage: { input: 100, output: 50 } }]);
-    const { rt } = start([defineAgent({ name: 'parent', model: parentModel, tools: [delegate, danger], pricing }), defineAgent({ name: 'child', model: childModel, pricing })]);
+    const { rt } = start([
+      defineAgent({ name: 'parent', model: parentModel, tools: [delegate, danger], pricing }),
+      defineAgent({ name: 'child', model: childModel, pricing }),
+    ]);
     const s = await rt.sessions.create();
     const { run } = await rt.sessions.send(s.id, 'go');
     const waiting = await rt.runs.wait(run.id);
@@ -232,7 +309,10 @@ describe('subagents', () => {
     const [child] = await rt.runs.list({ parentRunId: run.id });
     expect(child!.status).toBe('completed');
     // Two parent calls (10 in, 5 out each) and the child's one.
-    const expected = { usage: { inputTokens: 120, outputTokens: 60 }, cost: (20 * 1 + 10 * 2 + 100 * 1 + 50 * 2) / 1e6 };
+    const expected = {
+      usage: { inputTokens: 120, outputTokens: 60 },
+      cost: (20 * 1 + 10 * 2 + 100 * 1 + 50 * 2) / 1e6,
+    };
     expect(waiting.usage).toMatchObject(expected.usage);
     expect(waiting.cost).toBeCloseTo(expected.cost, 12);
 
@@ -245,14 +325,32 @@ describe('subagents', () => {
 });
 
 describe('agent versions', () => {
-  const lookup = tool({ name: 'lookup', description: 'Looks up', input: z.object({ q: z.string() }), execute: ({ q }) => `found ${q}` });
+  const lookup = tool({
+    name: 'lookup',
+    description: 'Looks up',
+    input: z.object({ q: z.string() }),
+    execute: ({ q }) => `found ${q}`,
+  });
 
   it('a run records the agent name, version and spec it runs with; one session hosts runs of different agents', async () => {
     const m1 = new ScriptedModel([{ text: 'v1 here' }], { modelId: 'model-v1' });
     const m2 = new ScriptedModel([{ text: 'v2 here' }], { modelId: 'model-v2' });
     const mb = new ScriptedModel([{ text: 'b here' }], { modelId: 'model-b' });
-    const v1 = defineAgent({ name: 'a', version: '1', model: m1, system: 'You are version one.', tools: [lookup], settings: { temperature: 0 } });
-    const v2 = defineAgent({ name: 'a', version: '2', model: m2, system: 'You are version two.', limits: { maxSteps: 7 } });
+    const v1 = defineAgent({
+      name: 'a',
+      version: '1',
+      model: m1,
+      system: 'You are version one.',
+      tools: [lookup],
+      settings: { temperature: 0 },
+    });
+    const v2 = defineAgent({
+      name: 'a',
+      version: '2',
+      model: m2,
+      system: 'You are version two.',
+      limits: { maxSteps: 7 },
+    });
     const b = defineAgent({ name: 'b', model: mb });
     const { rt } = start([v1, v2, b]);
     const s = await rt.sessions.create();
@@ -264,16 +362,33 @@ describe('agent versions', () => {
       version: '1',
       model: { provider: 'scripted', modelId: 'model-v1' },
       system: 'You are version one.',
-      tools: [{ name: 'lookup', description: 'Looks up', approval: 'never', idempotent: false, interactive: false, sequential: false }],
+      tools: [
+        {
+          name: 'lookup',
+          description: 'Looks up',
+          approval: 'never',
+          idempotent: false,
+          interactive: false,
+          sequential: false,
+        },
+      ],
       settings: { temperature: 0 },
     });
-    expect((first.agentSpec.tools as Array<{ inputSchema: unknown }>)[0]!.inputSchema).toMatchObject({ type: 'object', properties: { q: { type: 'string' } } });
+    expect((first.agentSpec.tools as Array<{ inputSchema: unknown }>)[0]!.inputSchema).toMatchObject({
+      type: 'object',
+      properties: { q: { type: 'string' } },
+    });
     expect((await rt.runs.wait(first.id)).status).toBe('completed');
 
     // Without a version: the latest registered one.
     const second = (await rt.sessions.send(s.id, 'two', { agent: 'a' })).run;
     expect(second.agent).toEqual({ name: 'a', version: '2' });
-    expect(second.agentSpec).toMatchObject({ model: { modelId: 'model-v2' }, system: 'You are version two.', tools: [], limits: { maxSteps: 7 } });
+    expect(second.agentSpec).toMatchObject({
+      model: { modelId: 'model-v2' },
+      system: 'You are version two.',
+      tools: [],
+      limits: { maxSteps: 7 },
+    });
     expect((await rt.runs.wait(second.id)).status).toBe('completed');
 
     const third = (await rt.sessions.send(s.id, 'three', { agent: 'b' })).run;
@@ -290,7 +405,11 @@ describe('agent versions', () => {
     const runs = await rt.runs.list({ sessionId: s.id });
     expect(runs.map((r) => `${r.agent.name}@${r.agent.version}`).sort()).toEqual(['a@1', 'a@2', 'b@1']);
     const events = await allEvents(rt.sessions, s.id);
-    expect(ofType(events, 'run/status').filter((e) => e.data.to === 'queued').map((e) => e.data.agent)).toEqual([
+    expect(
+      ofType(events, 'run/status')
+        .filter((e) => e.data.to === 'queued')
+        .map((e) => e.data.agent),
+    ).toEqual([
       { name: 'a', version: '1' },
       { name: 'a', version: '2' },
       { name: 'b', version: '1' },

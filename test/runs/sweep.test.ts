@@ -46,7 +46,10 @@ async function storeWithIdleRuns(backend: 'sqlite' | 'postgres', n: number, now:
     await client.connect();
     try {
       await client.query(`SET search_path TO "${pgs.schema}"`);
-      await client.query(`INSERT INTO sessions (id, tenant, created_at) SELECT '00000000-idle-' || lpad(i::text, 8, '0'), 'default', $1 FROM generate_series(1, $2) AS i`, [now, n]);
+      await client.query(
+        `INSERT INTO sessions (id, tenant, created_at) SELECT '00000000-idle-' || lpad(i::text, 8, '0'), 'default', $1 FROM generate_series(1, $2) AS i`,
+        [now, n],
+      );
       await client.query(
         `INSERT INTO runs (id, session_id, agent_name, agent_version, agent_spec, status, created_at, deadline_at, waiting)
          SELECT '00000000-idle-' || lpad(i::text, 8, '0'), '00000000-idle-' || lpad(i::text, 8, '0'), 'a', '1', '{}', (ARRAY[${STATUSES.map((x) => `'${x}'`).join(',')}])[1 + i % ${STATUSES.length}], $1, $2::bigint + i,
@@ -61,12 +64,19 @@ async function storeWithIdleRuns(backend: 'sqlite' | 'postgres', n: number, now:
   }
   const store = openSqliteStore({ path: ':memory:' });
   cleanups.push(() => store.close());
-  for (let done = 0; done < n; ) {
+  for (let done = 0; done < n;) {
     const batch = Math.min(2000, n - done);
     await store.transaction(async (tx) => {
       for (let i = 0; i < batch; i++) {
         const s = await tx.createSession({ id: newId(), createdAt: now });
-        const r = await tx.createRun({ id: newId(), sessionId: s.id, agent: { name: 'a', version: '1' }, agentSpec: {}, createdAt: now, deadlineAt: far + i });
+        const r = await tx.createRun({
+          id: newId(),
+          sessionId: s.id,
+          agent: { name: 'a', version: '1' },
+          agentSpec: {},
+          createdAt: now,
+          deadlineAt: far + i,
+        });
         const status = STATUSES[(done + i) % STATUSES.length]!;
         const waiting = status === 'paused' ? null : { kind: 'sleep', calls: [], decisions: {}, expiresAt: far - i };
         await tx.updateRun(r.id, { status, waiting });
@@ -88,7 +98,10 @@ for (const backend of ['sqlite', 'postgres'] as const) {
     it('a sleep that is due wakes on time, and the run completes', { timeout: 120_000 }, async () => {
       const clock = manualClock();
       const store = await storeWithIdleRuns(backend, IDLE, clock.now());
-      const model = new ScriptedModel([{ toolCalls: [{ id: 'z1', name: 'sleep', input: { seconds: 3600 } }] }, { text: 'awake' }]);
+      const model = new ScriptedModel([
+        { toolCalls: [{ id: 'z1', name: 'sleep', input: { seconds: 3600 } }] },
+        { text: 'awake' },
+      ]);
       const rt = start(store, [defineAgent({ name: 'a', model, tools: [sleepTool()] })], clock);
       rt.startWorker({ pollMs: 10, sweepMs: 10 });
       const s = await rt.sessions.create();
@@ -98,16 +111,36 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       expect((await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 10_000 })).status).toBe('completed');
       // Nothing else was due: every idle run is as it was.
       const counts = await rt.runs.countByStatus();
-      expect(counts.sleeping + counts.waiting_approval + counts.waiting_for_signal + counts.waiting_for_user + counts.paused).toBe(IDLE);
+      expect(
+        counts.sleeping + counts.waiting_approval + counts.waiting_for_signal + counts.waiting_for_user + counts.paused,
+      ).toBe(IDLE);
     });
 
     it("a wait's deadline and a run's own deadline apply, behind them as well", { timeout: 120_000 }, async () => {
       const clock = manualClock();
       const store = await storeWithIdleRuns(backend, IDLE, clock.now());
       const danger = (name: string, wait?: Parameters<typeof tool>[0]['wait']) =>
-        tool({ name, description: 'Needs approval', input: z.object({}), approval: 'always', execute: () => 'done', ...(wait ? { wait } : {}) });
-      const model = new ScriptedModel([{ toolCalls: [{ id: 'd1', name: 'denied_at_deadline', input: {} }] }, { toolCalls: [{ id: 'd2', name: 'never_decided', input: {} }] }, { text: 'ok' }]);
-      const agent = defineAgent({ name: 'a', model, tools: [danger('denied_at_deadline', { timeoutMs: 60_000, onTimeout: { deny: 'late' } }), danger('never_decided')] });
+        tool({
+          name,
+          description: 'Needs approval',
+          input: z.object({}),
+          approval: 'always',
+          execute: () => 'done',
+          ...(wait ? { wait } : {}),
+        });
+      const model = new ScriptedModel([
+        { toolCalls: [{ id: 'd1', name: 'denied_at_deadline', input: {} }] },
+        { toolCalls: [{ id: 'd2', name: 'never_decided', input: {} }] },
+        { text: 'ok' },
+      ]);
+      const agent = defineAgent({
+        name: 'a',
+        model,
+        tools: [
+          danger('denied_at_deadline', { timeoutMs: 60_000, onTimeout: { deny: 'late' } }),
+          danger('never_decided'),
+        ],
+      });
       const rt = start(store, [agent], clock);
       rt.startWorker({ pollMs: 10, sweepMs: 10 });
       const a = await rt.sessions.create();

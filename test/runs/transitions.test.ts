@@ -5,8 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type {
-  StoreError} from '../../src/index.ts';
+import type { StoreError } from '../../src/index.ts';
 import {
   askUser,
   canTransition,
@@ -30,7 +29,17 @@ import {
 import { allEvents, ofType } from '../support/session-helpers.ts';
 import { gated } from '../support/runs-helpers.ts';
 
-const ALL: RunStatus[] = ['queued', 'running', 'waiting_approval', 'waiting_for_user', 'paused', 'completed', 'failed', 'cancelled', 'timed_out'];
+const ALL: RunStatus[] = [
+  'queued',
+  'running',
+  'waiting_approval',
+  'waiting_for_user',
+  'paused',
+  'completed',
+  'failed',
+  'cancelled',
+  'timed_out',
+];
 
 /** Transitions the public-API tests below went through (checked for coverage at the end). */
 const seenThroughApi = new Set<string>();
@@ -50,8 +59,13 @@ function setup(agents: AgentDefinition[], o: Partial<RuntimeOptions> = {}): { rt
   return { rt, store };
 }
 
-
-const danger = tool({ name: 'danger', description: 'Needs approval', input: z.object({ target: z.string() }), approval: 'always', execute: ({ target }) => `did ${target}` });
+const danger = tool({
+  name: 'danger',
+  description: 'Needs approval',
+  input: z.object({ target: z.string() }),
+  approval: 'always',
+  execute: ({ target }) => `did ${target}`,
+});
 
 function agent(script: ScriptEntry[], tools = [danger, askUser()], name = 'a'): AgentDefinition {
   return defineAgent({ name, model: new ScriptedModel(script), tools });
@@ -119,7 +133,9 @@ describe('the transition table', () => {
           const moved = await rt.book.move(run.id, to, { reason: 'table' });
           expect(moved.status).toBe(to);
           const appended = await rt.sessions.events(s.id, { after: lastSeq });
-          expect(appended.map((e) => [e.type, e.data])).toEqual([['run/status', { from, to, attempt: 0, reason: 'table' }]]);
+          expect(appended.map((e) => [e.type, e.data])).toEqual([
+            ['run/status', { from, to, attempt: 0, reason: 'table' }],
+          ]);
           if (isTerminal(to)) {
             expect(moved.endedAt).not.toBeNull();
             expect(moved.fencingToken).toBe(before.fencingToken + 1);
@@ -143,7 +159,9 @@ describe('the transition table', () => {
     await rt.runs.pause(run.id);
     const lastSeq = (await rt.sessions.get(s.id)).lastSeq;
     // A stale view of the run (it was queued): queued → cancelled is legal, but the row moved on.
-    const err = await rt.sessions.log.transaction((tx) => rt.book.transition(tx, run, 'cancelled')).catch((e: unknown) => e);
+    const err = await rt.sessions.log
+      .transaction((tx) => rt.book.transition(tx, run, 'cancelled'))
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RunConflictError);
     expect((await rt.sessions.get(s.id)).lastSeq).toBe(lastSeq);
     expect((await rt.runs.get(run.id)).status).toBe('paused');
@@ -155,7 +173,9 @@ describe('the transition table', () => {
     const { run } = await rt.sessions.send(s.id, 'hi');
     const lastSeq = (await rt.sessions.get(s.id)).lastSeq;
     const err = await rt.sessions.log
-      .transaction(async (tx) => rt.book.transition(tx, (await tx.getRun(run.id))!, 'paused', { guard: { fencingToken: run.fencingToken + 7 } }))
+      .transaction(async (tx) =>
+        rt.book.transition(tx, (await tx.getRun(run.id))!, 'paused', { guard: { fencingToken: run.fencingToken + 7 } }),
+      )
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(FencedError);
     expect((await rt.sessions.get(s.id)).lastSeq).toBe(lastSeq);
@@ -218,7 +238,9 @@ describe('legal transitions through the public API', () => {
   });
 
   it('running → waiting_approval → queued → running → completed', async () => {
-    const { rt } = setup([agent([{ toolCalls: [{ id: 'c1', name: 'danger', input: { target: 'x' } }] }, { text: 'done' }])]);
+    const { rt } = setup([
+      agent([{ toolCalls: [{ id: 'c1', name: 'danger', input: { target: 'x' } }] }, { text: 'done' }]),
+    ]);
     rt.startWorker();
     const s = await rt.sessions.create();
     const { run } = await rt.sessions.send(s.id, 'hi');
@@ -231,7 +253,12 @@ describe('legal transitions through the public API', () => {
   });
 
   it('running → waiting_for_user → queued → running → completed', async () => {
-    const { rt } = setup([agent([{ toolCalls: [{ id: 'q1', name: 'ask_user', input: { questions: [{ id: 'x', question: 'x?' }] } }] }, { text: 'done' }])]);
+    const { rt } = setup([
+      agent([
+        { toolCalls: [{ id: 'q1', name: 'ask_user', input: { questions: [{ id: 'x', question: 'x?' }] } }] },
+        { text: 'done' },
+      ]),
+    ]);
     rt.startWorker();
     const s = await rt.sessions.create();
     const { run } = await rt.sessions.send(s.id, 'hi');
@@ -259,11 +286,21 @@ describe('legal transitions through the public API', () => {
     const { run } = await rt.sessions.send(s.id, 'hi');
     expect((await rt.runs.wait(run.id)).status).toBe('waiting_approval');
     // The question cannot be answered before the approval is decided.
-    expect(await rt.runs.input(run.id, 'early', { toolCallId: 'q1' }).catch((e: unknown) => e)).toBeInstanceOf(IllegalTransitionError);
+    expect(await rt.runs.input(run.id, 'early', { toolCallId: 'q1' }).catch((e: unknown) => e)).toBeInstanceOf(
+      IllegalTransitionError,
+    );
     expect((await rt.runs.approve(run.id, 'c1')).status).toBe('waiting_for_user');
     expect((await rt.runs.input(run.id, 'yes')).status).toBe('queued');
     expect((await rt.runs.wait(run.id)).status).toBe('completed');
-    expect(await chain(rt, run)).toEqual(['queued', 'running', 'waiting_approval', 'waiting_for_user', 'queued', 'running', 'completed']);
+    expect(await chain(rt, run)).toEqual([
+      'queued',
+      'running',
+      'waiting_approval',
+      'waiting_for_user',
+      'queued',
+      'running',
+      'completed',
+    ]);
     await expectConsistent(rt, run.id);
   });
 
@@ -298,8 +335,17 @@ describe('legal transitions through the public API', () => {
   it('queued → failed (an enqueued run whose agent is gone when it comes up)', async () => {
     const g = gated();
     const store = openSqliteStore({ path: ':memory:' });
-    const sender = createRuntime({ store, agents: [agent([{ toolCalls: [{ name: 'work', input: {} }] }, { text: 'done' }], [g.tool]), agent([], [], 'gone')] });
-    const rt = createRuntime({ store, agents: [agent([{ toolCalls: [{ name: 'work', input: {} }] }, { text: 'done' }], [g.tool])] });
+    const sender = createRuntime({
+      store,
+      agents: [
+        agent([{ toolCalls: [{ name: 'work', input: {} }] }, { text: 'done' }], [g.tool]),
+        agent([], [], 'gone'),
+      ],
+    });
+    const rt = createRuntime({
+      store,
+      agents: [agent([{ toolCalls: [{ name: 'work', input: {} }] }, { text: 'done' }], [g.tool])],
+    });
     rt.startWorker();
     cleanups.push(async () => {
       await rt.close({ graceMs: 50 });
@@ -364,11 +410,14 @@ describe('legal transitions through the public API', () => {
   it('waiting_approval → cancelled, waiting_for_user → cancelled, paused → cancelled', async () => {
     const g = gated();
     const { rt } = setup([
-      agent([
-        { toolCalls: [{ id: 'c1', name: 'danger', input: { target: 'x' } }] },
-        { toolCalls: [{ id: 'q1', name: 'ask_user', input: { questions: [{ id: 'x', question: 'x?' }] } }] },
-        { toolCalls: [{ name: 'work', input: {} }] },
-      ], [danger, askUser(), g.tool]),
+      agent(
+        [
+          { toolCalls: [{ id: 'c1', name: 'danger', input: { target: 'x' } }] },
+          { toolCalls: [{ id: 'q1', name: 'ask_user', input: { questions: [{ id: 'x', question: 'x?' }] } }] },
+          { toolCalls: [{ name: 'work', input: {} }] },
+        ],
+        [danger, askUser(), g.tool],
+      ),
     ]);
     rt.startWorker();
     const expectations: Array<[string, RunStatus]> = [];
@@ -430,7 +479,9 @@ describe('legal transitions through the public API', () => {
 
 describe('refused transitions', () => {
   it('a completed run cannot be resumed, paused, approved, answered or steered', async () => {
-    const { rt } = setup([agent([{ toolCalls: [{ id: 'c1', name: 'danger', input: { target: 'x' } }] }, { text: 'done' }])]);
+    const { rt } = setup([
+      agent([{ toolCalls: [{ id: 'c1', name: 'danger', input: { target: 'x' } }] }, { text: 'done' }]),
+    ]);
     rt.startWorker();
     const s = await rt.sessions.create();
     const { run } = await rt.sessions.send(s.id, 'hi');
@@ -459,7 +510,9 @@ describe('refused transitions', () => {
   });
 
   it('a waiting run cannot be paused or resumed (resuming is for paused runs: a wait ends by its decision)', async () => {
-    const { rt } = setup([agent([{ toolCalls: [{ id: 'c1', name: 'danger', input: { target: 'x' } }] }, { text: 'done' }])]);
+    const { rt } = setup([
+      agent([{ toolCalls: [{ id: 'c1', name: 'danger', input: { target: 'x' } }] }, { text: 'done' }]),
+    ]);
     rt.startWorker();
     const s = await rt.sessions.create();
     const { run } = await rt.sessions.send(s.id, 'hi');
@@ -492,7 +545,12 @@ describe('refused transitions', () => {
   });
 
   it('deny and input only apply to what the run waits for', async () => {
-    const { rt } = setup([agent([{ toolCalls: [{ id: 'q1', name: 'ask_user', input: { questions: [{ id: 'x', question: 'x?' }] } }] }, { text: 'done' }])]);
+    const { rt } = setup([
+      agent([
+        { toolCalls: [{ id: 'q1', name: 'ask_user', input: { questions: [{ id: 'x', question: 'x?' }] } }] },
+        { text: 'done' },
+      ]),
+    ]);
     rt.startWorker();
     const s = await rt.sessions.create();
     const { run } = await rt.sessions.send(s.id, 'hi');

@@ -17,7 +17,15 @@ describe('runs.wait', () => {
     defineAgent({
       name,
       model: new ScriptedModel([{ toolCalls: [{ name: 'gate', input: {} }] }, { text: 'done' }], { loop: true }),
-      tools: [tool({ name: 'gate', description: 'needs approval', input: z.object({}), approval: 'always', execute: () => 'ok' })],
+      tools: [
+        tool({
+          name: 'gate',
+          description: 'needs approval',
+          input: z.object({}),
+          approval: 'always',
+          execute: () => 'ok',
+        }),
+      ],
     });
 
   function runtimeOn(store: SqliteStore): Runtime {
@@ -53,10 +61,14 @@ describe('runs.wait', () => {
     // No worker: the run stays queued.
     const s = await rt.sessions.create();
     const { run } = await rt.sessions.send(s.id, 'go');
-    const listeners = () => (rt.sessions.log as unknown as { live: { listenerCount(k: string): number } }).live.listenerCount(s.id);
+    const listeners = () =>
+      (rt.sessions.log as unknown as { live: { listenerCount(k: string): number } }).live.listenerCount(s.id);
     const before = listeners();
     const t0 = performance.now();
-    await expect(rt.runs.wait(run.id, { timeoutMs: 150, pollMs: 60_000 })).rejects.toMatchObject({ code: 'timeout', message: `run ${run.id} is still queued after 150 ms` });
+    await expect(rt.runs.wait(run.id, { timeoutMs: 150, pollMs: 60_000 })).rejects.toMatchObject({
+      code: 'timeout',
+      message: `run ${run.id} is still queued after 150 ms`,
+    });
     expect(performance.now() - t0).toBeLessThan(5_000);
     const stop = new AbortController();
     const waiting = rt.runs.wait(run.id, { signal: stop.signal, pollMs: 60_000 });
@@ -73,7 +85,10 @@ describe('runs.wait', () => {
     const path = join(dir, 'keel.db');
     const a = new SqliteStore({ path });
     const b = new SqliteStore({ path });
-    cleanups.push(() => a.close(), () => b.close());
+    cleanups.push(
+      () => a.close(),
+      () => b.close(),
+    );
     const api = runtimeOn(a);
     const worker = runtimeOn(b);
     const s = await api.sessions.create();
@@ -99,7 +114,15 @@ describe('runs.wait', () => {
         defineAgent({
           name: 'a',
           model: new ScriptedModel([{ toolCalls: [{ name: 'hang', input: {} }] }, { text: 'done' }], { loop: true }),
-          tools: [tool({ name: 'hang', description: 'ignores its abort', input: z.object({}), idempotent: true, execute: async () => (started.resolve(), await stuck, 'late') })],
+          tools: [
+            tool({
+              name: 'hang',
+              description: 'ignores its abort',
+              input: z.object({}),
+              idempotent: true,
+              execute: async () => (started.resolve(), await stuck, 'late'),
+            }),
+          ],
         }),
       ],
     });

@@ -29,7 +29,10 @@ afterEach(async () => {
 });
 
 /** A runtime with a worker on `store` (a new in-memory one by default). */
-function start(agents: AgentDefinition[], o: { store?: SqliteStore; worker?: WorkerOptions | false } = {}): { rt: Runtime; store: SqliteStore } {
+function start(
+  agents: AgentDefinition[],
+  o: { store?: SqliteStore; worker?: WorkerOptions | false } = {},
+): { rt: Runtime; store: SqliteStore } {
   const store = o.store ?? openSqliteStore({ path: ':memory:' });
   const rt = createRuntime({ store, agents });
   if (o.worker !== false) rt.startWorker(o.worker ?? {});
@@ -49,7 +52,12 @@ async function shutdown({ rt, store }: { rt: Runtime; store: SqliteStore }): Pro
 /** Tools that count what they execute. */
 function counters() {
   const ran = { safe: 0, danger: [] as unknown[] };
-  const safe = tool({ name: 'safe', description: 'Needs no approval', input: z.object({ q: z.string() }), execute: ({ q }) => (ran.safe++, `safe ${q}`) });
+  const safe = tool({
+    name: 'safe',
+    description: 'Needs no approval',
+    input: z.object({ q: z.string() }),
+    execute: ({ q }) => (ran.safe++, `safe ${q}`),
+  });
   const danger = tool({
     name: 'danger',
     description: 'Needs approval',
@@ -116,7 +124,10 @@ describe('approvals', () => {
     const seqAfterDecision = (await proc.rt.sessions.get(s.id)).lastSeq;
     // The same decision again is a no-op; another one is refused.
     expect(await proc.rt.runs.approve(run.id, 'd1', { input: { target: 'b' } })).toEqual(partly);
-    for (const other of [() => proc.rt.runs.deny(run.id, 'd1', { reason: 'changed my mind' }), () => proc.rt.runs.approve(run.id, 'd1')]) {
+    for (const other of [
+      () => proc.rt.runs.deny(run.id, 'd1', { reason: 'changed my mind' }),
+      () => proc.rt.runs.approve(run.id, 'd1'),
+    ]) {
       const err = await other().catch((e: unknown) => e);
       expect(err).toBeInstanceOf(StoreError);
       expect((err as StoreError).code).toBe('already_decided');
@@ -159,12 +170,22 @@ describe('approvals', () => {
       ['d1', { target: 'b' }],
       ['d2', { target: 'c' }],
     ]);
-    expect(ofType(events, 'run/status').map((e) => e.data.to)).toEqual(['queued', 'running', 'waiting_approval', 'queued', 'running', 'completed']);
+    expect(ofType(events, 'run/status').map((e) => e.data.to)).toEqual([
+      'queued',
+      'running',
+      'waiting_approval',
+      'queued',
+      'running',
+      'completed',
+    ]);
   });
 
   it('a denial with a reason: the tool does not run and the model sees an execution-denied result', async () => {
     const { ran, danger } = counters();
-    const { model, agent } = agentOf([{ toolCalls: [{ id: 'd1', name: 'danger', input: { target: 'prod' } }] }, { text: 'understood' }], [danger]);
+    const { model, agent } = agentOf(
+      [{ toolCalls: [{ id: 'd1', name: 'danger', input: { target: 'prod' } }] }, { text: 'understood' }],
+      [danger],
+    );
     const { rt } = start([agent]);
     const s = await rt.sessions.create();
     const { run } = await rt.sessions.send(s.id, 'deploy');
@@ -174,12 +195,23 @@ describe('approvals', () => {
     expect(ran.danger).toEqual([]);
     expect(model.calls[1]!.prompt.at(-1)).toEqual({
       role: 'tool',
-      content: [{ type: 'tool-result', toolCallId: 'd1', toolName: 'danger', output: { type: 'execution-denied', reason: 'not on a Friday' } }],
+      content: [
+        {
+          type: 'tool-result',
+          toolCallId: 'd1',
+          toolName: 'danger',
+          output: { type: 'execution-denied', reason: 'not on a Friday' },
+        },
+      ],
     });
     const events = await allEvents(rt.sessions, s.id);
-    expect(ofType(events, 'tool/decision').map((e) => e.data)).toEqual([{ toolCallId: 'd1', approved: false, reason: 'not on a Friday' }]);
+    expect(ofType(events, 'tool/decision').map((e) => e.data)).toEqual([
+      { toolCallId: 'd1', approved: false, reason: 'not on a Friday' },
+    ]);
     // On record with its denied result, but never executed.
-    expect(ofType(events, 'tool/result').map((e) => e.data.output)).toEqual([{ type: 'error', code: 'denied', message: 'not on a Friday' }]);
+    expect(ofType(events, 'tool/result').map((e) => e.data.output)).toEqual([
+      { type: 'error', code: 'denied', message: 'not on a Friday' },
+    ]);
   });
 });
 
@@ -196,9 +228,15 @@ describe('ask_user', () => {
     expect(parked).toMatchObject({
       status: 'waiting_for_user',
       lease: null,
-      waiting: { kind: 'input', calls: [{ toolCallId: 'q1', toolName: 'ask_user', input: { questions }, kind: 'input' }], decisions: {} },
+      waiting: {
+        kind: 'input',
+        calls: [{ toolCallId: 'q1', toolName: 'ask_user', input: { questions }, kind: 'input' }],
+        decisions: {},
+      },
     });
-    expect(ofType(await allEvents(proc.rt.sessions, s.id), 'user/question').map((e) => e.data.input)).toEqual([{ questions }]);
+    expect(ofType(await allEvents(proc.rt.sessions, s.id), 'user/question').map((e) => e.data.input)).toEqual([
+      { questions },
+    ]);
     await shutdown(proc);
 
     const second = agentOf([{ text: 'Blue it is' }], [askUser()]);
@@ -208,7 +246,14 @@ describe('ask_user', () => {
     expect(await proc.rt.runs.wait(run.id)).toMatchObject({ id: run.id, status: 'completed', attempt: 1 });
     expect(second.model.calls[0]!.prompt.at(-1)).toEqual({
       role: 'tool',
-      content: [{ type: 'tool-result', toolCallId: 'q1', toolName: 'ask_user', output: { type: 'json', value: { color: 'blue' } } }],
+      content: [
+        {
+          type: 'tool-result',
+          toolCallId: 'q1',
+          toolName: 'ask_user',
+          output: { type: 'json', value: { color: 'blue' } },
+        },
+      ],
     });
     const events = await allEvents(proc.rt.sessions, s.id);
     expect(ofType(events, 'user/question')).toHaveLength(1);
@@ -237,7 +282,9 @@ describe('ask_user', () => {
     const partly = await rt.runs.input(run.id, 'A', { toolCallId: 'q1' });
     expect(partly.status).toBe('waiting_for_user');
     expect(await rt.runs.input(run.id, 'A', { toolCallId: 'q1' })).toEqual(partly);
-    expect(await rt.runs.input(run.id, 'other', { toolCallId: 'q1' }).catch((e: unknown) => (e as StoreError).code)).toBe('already_decided');
+    expect(
+      await rt.runs.input(run.id, 'other', { toolCallId: 'q1' }).catch((e: unknown) => (e as StoreError).code),
+    ).toBe('already_decided');
     // Now only one question is open: it may go unnamed.
     await rt.runs.input(run.id, 'B');
     expect((await rt.runs.wait(run.id)).status).toBe('completed');
@@ -248,7 +295,10 @@ describe('ask_user', () => {
         { toolCallId: 'q2', output: { type: 'json', value: 'B' } },
       ],
     });
-    expect(ofType(await allEvents(rt.sessions, s.id), 'user/answer').map((e) => e.data.toolCallId)).toEqual(['q1', 'q2']);
+    expect(ofType(await allEvents(rt.sessions, s.id), 'user/answer').map((e) => e.data.toolCallId)).toEqual([
+      'q1',
+      'q2',
+    ]);
   });
 });
 
@@ -267,7 +317,10 @@ describe('pause and resume', () => {
         return Promise.race([gate.promise, aborted(ctx.signal).then(() => 'aborted')]);
       },
     });
-    const { model, agent } = agentOf([{ toolCalls: [{ id: 'w1', name: 'slow', input: {} }] }, { text: 'finished' }], [slow]);
+    const { model, agent } = agentOf(
+      [{ toolCalls: [{ id: 'w1', name: 'slow', input: {} }] }, { text: 'finished' }],
+      [slow],
+    );
     const { rt } = start([agent]);
     const s = await rt.sessions.create();
     const { run } = await rt.sessions.send(s.id, 'work');
@@ -281,13 +334,18 @@ describe('pause and resume', () => {
     expect(paused).toMatchObject({ status: 'paused', lease: null, pauseRequested: false });
     expect(signal.aborted).toBe(false);
     expect(model.calls).toHaveLength(1);
-    expect(ofType(await allEvents(rt.sessions, s.id), 'tool/result').map((e) => e.data.output)).toEqual([{ type: 'text', value: 'ok' }]);
+    expect(ofType(await allEvents(rt.sessions, s.id), 'tool/result').map((e) => e.data.output)).toEqual([
+      { type: 'text', value: 'ok' },
+    ]);
 
     expect((await rt.runs.resume(run.id)).status).toBe('queued');
     expect((await rt.runs.wait(run.id)).status).toBe('completed');
     expect(executions).toBe(1);
     expect(model.calls).toHaveLength(2);
-    expect(model.calls[1]!.prompt.at(-1)).toMatchObject({ role: 'tool', content: [{ toolCallId: 'w1', output: { type: 'text', value: 'ok' } }] });
+    expect(model.calls[1]!.prompt.at(-1)).toMatchObject({
+      role: 'tool',
+      content: [{ toolCallId: 'w1', output: { type: 'text', value: 'ok' } }],
+    });
     const statuses = ofType(await allEvents(rt.sessions, s.id), 'run/status').map((e) => e.data.to);
     expect(statuses).toEqual(['queued', 'running', 'paused', 'queued', 'running', 'completed']);
   });
@@ -313,7 +371,11 @@ describe('pause and resume', () => {
     expect(await rt.runs.resume(run.id)).toMatchObject({ status: 'running', pauseRequested: false });
     gate.resolve('ok');
     expect((await rt.runs.wait(run.id)).status).toBe('completed');
-    expect(ofType(await allEvents(rt.sessions, s.id), 'run/status').map((e) => e.data.to)).toEqual(['queued', 'running', 'completed']);
+    expect(ofType(await allEvents(rt.sessions, s.id), 'run/status').map((e) => e.data.to)).toEqual([
+      'queued',
+      'running',
+      'completed',
+    ]);
   });
 
   it('pausing a queued run pauses it at once: no worker takes it until it is resumed', async () => {
@@ -334,7 +396,13 @@ describe('pause and resume', () => {
 
     await rt.runs.resume(run.id);
     expect((await rt.runs.wait(run.id)).status).toBe('completed');
-    expect(ofType(await allEvents(rt.sessions, s.id), 'run/status').map((e) => e.data.to)).toEqual(['queued', 'paused', 'queued', 'running', 'completed']);
+    expect(ofType(await allEvents(rt.sessions, s.id), 'run/status').map((e) => e.data.to)).toEqual([
+      'queued',
+      'paused',
+      'queued',
+      'running',
+      'completed',
+    ]);
   });
 });
 
@@ -353,7 +421,11 @@ describe('waits that expire', () => {
     expect(done).toMatchObject({ status: 'timed_out', waiting: null, lease: null });
     const events = await allEvents(rt.sessions, s.id);
     const last = ofType(events, 'run/status').at(-1)!;
-    expect(last.data).toMatchObject({ from: 'waiting_approval', to: 'timed_out', reason: 'the wait for a decision expired' });
+    expect(last.data).toMatchObject({
+      from: 'waiting_approval',
+      to: 'timed_out',
+      reason: 'the wait for a decision expired',
+    });
     // The call that waited has a result: the history has no dangling call.
     expect(ofType(events, 'tool/result').map((e) => [e.data.toolCallId, e.data.output])).toEqual([
       ['d1', { type: 'error', code: 'cancelled', message: 'the run timed out before this call had a result' }],
@@ -366,15 +438,29 @@ describe('waits that expire', () => {
   it('a decision accepted before its wait expired is never timed out later: the run stops waiting (its waiting field is cleared) even while no worker takes it', async () => {
     const { ran, danger } = counters();
     const gate = deferred<string>();
-    const hold = tool({ name: 'hold', description: 'holds the only worker slot', input: z.object({}), execute: () => gate.promise });
+    const hold = tool({
+      name: 'hold',
+      description: 'holds the only worker slot',
+      input: z.object({}),
+      execute: () => gate.promise,
+    });
     const model = new ScriptedModel(
       [
         (call) => {
-          const prompt = call.prompt as ReadonlyArray<{ role: string; content: Array<{ type: string; text?: string }> }>;
-          const user = prompt.filter((m) => m.role === 'user').at(-1)!.content.map((p) => p.text ?? '').join('');
+          const prompt = call.prompt as ReadonlyArray<{
+            role: string;
+            content: Array<{ type: string; text?: string }>;
+          }>;
+          const user = prompt
+            .filter((m) => m.role === 'user')
+            .at(-1)!
+            .content.map((p) => p.text ?? '')
+            .join('');
           const answered = prompt.some((m) => m.role === 'tool');
           if (answered) return { text: 'done' };
-          return user === 'hold' ? { toolCalls: [{ id: 'h1', name: 'hold', input: {} }] } : { toolCalls: [{ id: 'd1', name: 'danger', input: { target: 'x' } }] };
+          return user === 'hold'
+            ? { toolCalls: [{ id: 'h1', name: 'hold', input: {} }] }
+            : { toolCalls: [{ id: 'd1', name: 'danger', input: { target: 'x' } }] };
         },
       ],
       { loop: true },

@@ -51,7 +51,11 @@ async function start(backend: 'sqlite' | 'postgres', agents: AgentDefinition[], 
   return rt;
 }
 
-const agentOf = (script: ScriptEntry[], tools: AgentDefinition['tools'], more: Partial<Parameters<typeof defineAgent>[0]> = {}) => {
+const agentOf = (
+  script: ScriptEntry[],
+  tools: AgentDefinition['tools'],
+  more: Partial<Parameters<typeof defineAgent>[0]> = {},
+) => {
   const model = new ScriptedModel(script);
   return { model, agent: defineAgent({ name: 'a', model, tools, ...more }) };
 };
@@ -59,19 +63,41 @@ const agentOf = (script: ScriptEntry[], tools: AgentDefinition['tools'], more: P
 /** The tool results the model was sent in its last call. */
 function lastToolResults(model: ScriptedModel): unknown[] {
   const prompt = model.calls.at(-1)!.prompt;
-  return prompt.flatMap((m) => (m.role === 'tool' ? m.content.map((p) => (p.type === 'tool-result' ? p.output : null)) : []));
+  return prompt.flatMap((m) =>
+    m.role === 'tool' ? m.content.map((p) => (p.type === 'tool-result' ? p.output : null)) : [],
+  );
 }
 
 const danger = (wait?: Parameters<typeof tool>[0]['wait']) =>
-  tool({ name: 'danger', description: 'Needs approval', input: z.object({ target: z.string() }), approval: 'always', execute: ({ target }) => `did ${target}`, ...(wait ? { wait } : {}) });
-const awaitCi = tool({ name: 'await_ci', description: 'Waits for CI', input: z.object({}), execute: () => waitForSignal('ci') });
+  tool({
+    name: 'danger',
+    description: 'Needs approval',
+    input: z.object({ target: z.string() }),
+    approval: 'always',
+    execute: ({ target }) => `did ${target}`,
+    ...(wait ? { wait } : {}),
+  });
+const awaitCi = tool({
+  name: 'await_ci',
+  description: 'Waits for CI',
+  input: z.object({}),
+  execute: () => waitForSignal('ci'),
+});
 
 for (const backend of ['sqlite', 'postgres'] as const) {
   describe(`a signal kept while the run waits for something else (${backend})`, () => {
     it('approval and signal in one step: the signal comes first, then the approval; the run completes with both', async () => {
       const clock = manualClock();
       const { agent, model } = agentOf(
-        [{ toolCalls: [{ id: 'd1', name: 'danger', input: { target: 'x' } }, { id: 'c1', name: 'await_ci', input: {} }] }, { text: 'both done' }],
+        [
+          {
+            toolCalls: [
+              { id: 'd1', name: 'danger', input: { target: 'x' } },
+              { id: 'c1', name: 'await_ci', input: {} },
+            ],
+          },
+          { text: 'both done' },
+        ],
         [danger(), awaitCi],
       );
       const rt = await start(backend, [agent], clock);
@@ -90,13 +116,23 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         { type: 'json', value: { ok: true } },
       ]);
       const events = await allEvents(rt.sessions, s.id);
-      expect(ofType(events, 'wait/resolved').map((e) => e.data)).toEqual([{ toolCallId: 'c1', kind: 'signal', by: 'signal', name: 'ci', output: { type: 'json', value: { ok: true } } }]);
+      expect(ofType(events, 'wait/resolved').map((e) => e.data)).toEqual([
+        { toolCallId: 'c1', kind: 'signal', by: 'signal', name: 'ci', output: { type: 'json', value: { ok: true } } },
+      ]);
     });
 
     it('the approval is denied at its deadline: the kept signal is taken, the run goes on', async () => {
       const clock = manualClock();
       const { agent, model } = agentOf(
-        [{ toolCalls: [{ id: 'd1', name: 'danger', input: { target: 'x' } }, { id: 'c1', name: 'await_ci', input: {} }] }, { text: 'ok' }],
+        [
+          {
+            toolCalls: [
+              { id: 'd1', name: 'danger', input: { target: 'x' } },
+              { id: 'c1', name: 'await_ci', input: {} },
+            ],
+          },
+          { text: 'ok' },
+        ],
         [danger({ timeoutMs: 60_000, onTimeout: { deny: 'too late' } }), awaitCi],
       );
       const rt = await start(backend, [agent], clock);
@@ -115,7 +151,15 @@ for (const backend of ['sqlite', 'postgres'] as const) {
     it('a steer wakes a sleep: the signal that came during the sleep is taken', async () => {
       const clock = manualClock();
       const { agent, model } = agentOf(
-        [{ toolCalls: [{ id: 'z1', name: 'sleep', input: { seconds: 3600 } }, { id: 'c1', name: 'await_ci', input: {} }] }, { text: 'awake' }],
+        [
+          {
+            toolCalls: [
+              { id: 'z1', name: 'sleep', input: { seconds: 3600 } },
+              { id: 'c1', name: 'await_ci', input: {} },
+            ],
+          },
+          { text: 'awake' },
+        ],
         [sleepTool({ wakeOnSteer: true }), awaitCi],
       );
       const rt = await start(backend, [agent], clock);
@@ -136,7 +180,15 @@ for (const backend of ['sqlite', 'postgres'] as const) {
     it('a question and a signal: the signal comes while the question waits; the answer resumes the run', async () => {
       const clock = manualClock();
       const { agent, model } = agentOf(
-        [{ toolCalls: [{ id: 'q1', name: 'ask_user', input: { questions: [{ id: 'color', question: 'Which?' }] } }, { id: 'c1', name: 'await_ci', input: {} }] }, { text: 'ok' }],
+        [
+          {
+            toolCalls: [
+              { id: 'q1', name: 'ask_user', input: { questions: [{ id: 'color', question: 'Which?' }] } },
+              { id: 'c1', name: 'await_ci', input: {} },
+            ],
+          },
+          { text: 'ok' },
+        ],
         [askUser(), awaitCi],
       );
       const rt = await start(backend, [agent], clock);
@@ -157,7 +209,15 @@ for (const backend of ['sqlite', 'postgres'] as const) {
     it('twice in one step: the first wait takes the delivery, the second is refused at once with an error result', async () => {
       const clock = manualClock();
       const { agent, model } = agentOf(
-        [{ toolCalls: [{ id: 'c1', name: 'await_ci', input: {} }, { id: 'c2', name: 'await_ci', input: {} }] }, { text: 'ok' }],
+        [
+          {
+            toolCalls: [
+              { id: 'c1', name: 'await_ci', input: {} },
+              { id: 'c2', name: 'await_ci', input: {} },
+            ],
+          },
+          { text: 'ok' },
+        ],
         [awaitCi],
       );
       const rt = await start(backend, [agent], clock);
@@ -176,7 +236,11 @@ for (const backend of ['sqlite', 'postgres'] as const) {
     it('in two steps: the second wait is refused at once (the first took the only delivery), the run goes on', async () => {
       const clock = manualClock();
       const { agent, model } = agentOf(
-        [{ toolCalls: [{ id: 'c1', name: 'await_ci', input: {} }] }, { toolCalls: [{ id: 'c2', name: 'await_ci', input: {} }] }, { text: 'ok' }],
+        [
+          { toolCalls: [{ id: 'c1', name: 'await_ci', input: {} }] },
+          { toolCalls: [{ id: 'c2', name: 'await_ci', input: {} }] },
+          { text: 'ok' },
+        ],
         [awaitCi],
       );
       const rt = await start(backend, [agent], clock);
@@ -202,7 +266,10 @@ describe('a question denied at its deadline', () => {
   it('gets the documented timeout error (not a denial of an approval)', async () => {
     const clock = manualClock();
     const { agent, model } = agentOf(
-      [{ toolCalls: [{ id: 'q1', name: 'ask_user', input: { questions: [{ id: 'color', question: 'Which?' }] } }] }, { text: 'no answer then' }],
+      [
+        { toolCalls: [{ id: 'q1', name: 'ask_user', input: { questions: [{ id: 'color', question: 'Which?' }] } }] },
+        { text: 'no answer then' },
+      ],
       [askUser()],
       { waits: { timeoutMs: 60_000, onTimeout: { deny: 'nobody answered' } } },
     );
@@ -214,8 +281,17 @@ describe('a question denied at its deadline', () => {
     expect((await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 5000 })).status).toBe('completed');
     expect(lastToolResults(model)).toEqual([{ type: 'error-text', value: expect.stringContaining('nobody answered') }]);
     const events = await allEvents(rt.sessions, s.id);
-    expect(ofType(events, 'tool/result').map((e) => e.data.output)).toEqual([{ type: 'error', code: 'timeout', message: 'nobody answered' }]);
-    expect(ofType(events, 'wait/resolved').map((e) => e.data)).toEqual([{ toolCallId: 'q1', kind: 'input', by: 'deadline', output: { type: 'error', code: 'timeout', message: 'nobody answered' } }]);
+    expect(ofType(events, 'tool/result').map((e) => e.data.output)).toEqual([
+      { type: 'error', code: 'timeout', message: 'nobody answered' },
+    ]);
+    expect(ofType(events, 'wait/resolved').map((e) => e.data)).toEqual([
+      {
+        toolCallId: 'q1',
+        kind: 'input',
+        by: 'deadline',
+        output: { type: 'error', code: 'timeout', message: 'nobody answered' },
+      },
+    ]);
   });
 });
 

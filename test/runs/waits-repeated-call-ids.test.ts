@@ -7,7 +7,17 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createRuntime, defineAgent, manualClock, openSqliteStore, ScriptedModel, sleepTool, tool, type AgentDefinition, type ScriptEntry } from '../../src/index.ts';
+import {
+  createRuntime,
+  defineAgent,
+  manualClock,
+  openSqliteStore,
+  ScriptedModel,
+  sleepTool,
+  tool,
+  type AgentDefinition,
+  type ScriptEntry,
+} from '../../src/index.ts';
 import { allEvents, ofType } from '../support/session-helpers.ts';
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -39,15 +49,30 @@ describe('a wait ended in a later turn that reuses an earlier turn’s call ids'
       const { run } = await rt.sessions.send(s.id, `turn ${turn}`);
       expect((await rt.runs.wait(run.id, { timeoutMs: 5000 })).status).toBe('sleeping');
       clock.advance(61_000);
-      expect((await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 5000 }).catch((e: Error) => ({ status: e.message }))).status, `turn ${turn}`).toBe('completed');
+      expect(
+        (
+          await rt.runs
+            .wait(run.id, { until: 'terminal', timeoutMs: 5000 })
+            .catch((e: Error) => ({ status: e.message }))
+        ).status,
+        `turn ${turn}`,
+      ).toBe('completed');
       const mine = (await allEvents(rt.sessions, s.id)).filter((e) => e.runId === run.id);
       expect(ofType(mine, 'wait/resolved')).toHaveLength(1);
-      expect(ofType(mine, 'tool/result').map((e) => e.data.output)).toEqual([{ type: 'text', value: expect.stringMatching(/^slept until /) }]);
+      expect(ofType(mine, 'tool/result').map((e) => e.data.output)).toEqual([
+        { type: 'text', value: expect.stringMatching(/^slept until /) },
+      ]);
     }
   });
 
   it('an approval given is not asked again', async () => {
-    const danger = tool({ name: 'danger', description: 'Needs approval', input: z.object({}), approval: 'always', execute: () => 'did it' });
+    const danger = tool({
+      name: 'danger',
+      description: 'Needs approval',
+      input: z.object({}),
+      approval: 'always',
+      execute: () => 'did it',
+    });
     const model = new ScriptedModel(twice({ toolCalls: [{ id: 'c1', name: 'danger', input: {} }] }));
     const { rt } = start(defineAgent({ name: 'a', model, tools: [danger] }));
     const s = await rt.sessions.create();

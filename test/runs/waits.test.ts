@@ -35,7 +35,11 @@ afterEach(async () => {
 
 const HOUR = 3600_000;
 
-function start(agents: AgentDefinition[], clock: Clock, o: { store?: SqliteStore; worker?: boolean } = {}): { rt: Runtime; store: SqliteStore } {
+function start(
+  agents: AgentDefinition[],
+  clock: Clock,
+  o: { store?: SqliteStore; worker?: boolean } = {},
+): { rt: Runtime; store: SqliteStore } {
   const store = o.store ?? openSqliteStore({ path: ':memory:' });
   const rt = createRuntime({ store, agents, clock });
   if (o.worker !== false) rt.startWorker({ pollMs: 10, sweepMs: 10 });
@@ -54,7 +58,11 @@ async function stop(p: { rt: Runtime; store: SqliteStore }): Promise<void> {
   await p.store.close();
 }
 
-const agentOf = (script: ScriptEntry[], tools: AgentDefinition['tools'], more: Partial<Parameters<typeof defineAgent>[0]> = {}) => {
+const agentOf = (
+  script: ScriptEntry[],
+  tools: AgentDefinition['tools'],
+  more: Partial<Parameters<typeof defineAgent>[0]> = {},
+) => {
   const model = new ScriptedModel(script);
   return { model, agent: defineAgent({ name: 'a', model, tools, ...more }) };
 };
@@ -62,22 +70,36 @@ const agentOf = (script: ScriptEntry[], tools: AgentDefinition['tools'], more: P
 /** The text of the tool results the model was sent in its last call. */
 function lastToolResults(model: ScriptedModel): unknown[] {
   const prompt = model.calls.at(-1)!.prompt;
-  return prompt.flatMap((m) => (m.role === 'tool' ? m.content.map((p) => (p.type === 'tool-result' ? p.output : null)) : []));
+  return prompt.flatMap((m) =>
+    m.role === 'tool' ? m.content.map((p) => (p.type === 'tool-result' ? p.output : null)) : [],
+  );
 }
 
 const danger = (wait?: Parameters<typeof tool>[0]['wait']) =>
-  tool({ name: 'danger', description: 'Needs approval', input: z.object({ target: z.string() }), approval: 'always', execute: ({ target }) => `did ${target}`, ...(wait ? { wait } : {}) });
+  tool({
+    name: 'danger',
+    description: 'Needs approval',
+    input: z.object({ target: z.string() }),
+    approval: 'always',
+    execute: ({ target }) => `did ${target}`,
+    ...(wait ? { wait } : {}),
+  });
 
 describe('deadlines on waits', () => {
   it('timed_out (the default policy): the run times out when nobody decides in time', async () => {
     const clock = manualClock();
-    const { agent } = agentOf([{ toolCalls: [{ id: 'd1', name: 'danger', input: { target: 'x' } }] }], [danger()], { waits: { timeoutMs: 60_000 } });
+    const { agent } = agentOf([{ toolCalls: [{ id: 'd1', name: 'danger', input: { target: 'x' } }] }], [danger()], {
+      waits: { timeoutMs: 60_000 },
+    });
     const { rt } = start([agent], clock);
     const s = await rt.sessions.create();
     const { run } = await rt.sessions.send(s.id, 'go');
     const parked = await rt.runs.wait(run.id);
     expect(parked.status).toBe('waiting_approval');
-    expect(parked.waiting).toMatchObject({ expiresAt: clock.now() + 60_000, calls: [{ toolCallId: 'd1', deadline: { at: clock.now() + 60_000, on: 'timed_out' } }] });
+    expect(parked.waiting).toMatchObject({
+      expiresAt: clock.now() + 60_000,
+      calls: [{ toolCallId: 'd1', deadline: { at: clock.now() + 60_000, on: 'timed_out' } }],
+    });
     clock.advance(59_000);
     await new Promise((r) => setTimeout(r, 50));
     expect((await rt.runs.get(run.id)).status).toBe('waiting_approval');
@@ -85,7 +107,10 @@ describe('deadlines on waits', () => {
     const ended = await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 5000 });
     expect(ended.status).toBe('timed_out');
     const events = await allEvents(rt.sessions, s.id);
-    expect(ofType(events, 'run/status').at(-1)!.data).toMatchObject({ to: 'timed_out', reason: 'the wait for a decision expired' });
+    expect(ofType(events, 'run/status').at(-1)!.data).toMatchObject({
+      to: 'timed_out',
+      reason: 'the wait for a decision expired',
+    });
   });
 
   it('a default denial (the tool’s own policy): the model sees the denial with its reason and the run goes on', async () => {
@@ -105,16 +130,27 @@ describe('deadlines on waits', () => {
     expect(done).toMatchObject({ status: 'completed', attempt: 1 });
     expect(lastToolResults(model)).toEqual([{ type: 'execution-denied', reason: 'nobody approved in time' }]);
     const events = await allEvents(rt.sessions, s.id);
-    expect(ofType(events, 'tool/decision').map((e) => e.data)).toEqual([{ toolCallId: 'd1', approved: false, reason: 'nobody approved in time', by: 'deadline' }]);
+    expect(ofType(events, 'tool/decision').map((e) => e.data)).toEqual([
+      { toolCallId: 'd1', approved: false, reason: 'nobody approved in time', by: 'deadline' },
+    ]);
     expect(ofType(events, 'tool/decision')[0]!.v).toBe(3); // v3: ADR-0018 (unknownOutcome)
     // The call never ran: its result is the denial.
-    expect(ofType(events, 'tool/result').map((e) => e.data.output)).toEqual([{ type: 'error', code: 'denied', message: 'nobody approved in time' }]);
+    expect(ofType(events, 'tool/result').map((e) => e.data.output)).toEqual([
+      { type: 'error', code: 'denied', message: 'nobody approved in time' },
+    ]);
   });
 
   it('a default answer (the agent’s policy): the question gets it, the model sees it as the answer', async () => {
     const clock = manualClock();
     const { agent, model } = agentOf(
-      [{ toolCalls: [{ id: 'q1', name: 'ask_user', input: { questions: [{ id: 'color', question: 'Which color?' }] } }] }, { text: 'red it is' }],
+      [
+        {
+          toolCalls: [
+            { id: 'q1', name: 'ask_user', input: { questions: [{ id: 'color', question: 'Which color?' }] } },
+          ],
+        },
+        { text: 'red it is' },
+      ],
       [askUser()],
       { waits: { timeoutMs: 5 * 60_000, onTimeout: { answer: { color: 'red' } } } },
     );
@@ -126,12 +162,17 @@ describe('deadlines on waits', () => {
     expect(await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 5000 })).toMatchObject({ status: 'completed' });
     expect(lastToolResults(model)).toEqual([{ type: 'json', value: { color: 'red' } }]);
     const events = await allEvents(rt.sessions, s.id);
-    expect(ofType(events, 'user/answer').map((e) => e.data)).toEqual([{ toolCallId: 'q1', answer: { color: 'red' }, by: 'deadline' }]);
+    expect(ofType(events, 'user/answer').map((e) => e.data)).toEqual([
+      { toolCallId: 'q1', answer: { color: 'red' }, by: 'deadline' },
+    ]);
   });
 });
 
 describe('durable sleep', () => {
-  const sleepScript = (after: ScriptEntry[] = [{ text: 'awake' }]): ScriptEntry[] => [{ toolCalls: [{ id: 'z1', name: 'sleep', input: { seconds: 3600, reason: 'wait for the report' } }] }, ...after];
+  const sleepScript = (after: ScriptEntry[] = [{ text: 'awake' }]): ScriptEntry[] => [
+    { toolCalls: [{ id: 'z1', name: 'sleep', input: { seconds: 3600, reason: 'wait for the report' } }] },
+    ...after,
+  ];
 
   it('survives a restart: the run sleeps without a worker, a new runtime on the same file wakes it when the time comes, in the same run', async () => {
     const db = tempDbPath();
@@ -142,7 +183,11 @@ describe('durable sleep', () => {
     const s = await proc.rt.sessions.create();
     const { run } = await proc.rt.sessions.send(s.id, 'go');
     const asleep = await proc.rt.runs.wait(run.id);
-    expect(asleep).toMatchObject({ status: 'sleeping', lease: null, waiting: { kind: 'sleep', expiresAt: clock.now() + HOUR } });
+    expect(asleep).toMatchObject({
+      status: 'sleeping',
+      lease: null,
+      waiting: { kind: 'sleep', expiresAt: clock.now() + HOUR },
+    });
     expect((await proc.rt.runs.countByStatus()).sleeping).toBe(1);
     await stop(proc);
 
@@ -155,13 +200,30 @@ describe('durable sleep', () => {
     expect(done).toMatchObject({ id: run.id, status: 'completed', attempt: 1, waiting: null });
     expect(lastToolResults(second.model)).toEqual([{ type: 'text', value: 'slept until 2026-01-01T01:00:00.000Z' }]);
     const events = await allEvents(proc.rt.sessions, s.id);
-    expect(ofType(events, 'wait/resolved').map((e) => e.data)).toEqual([{ toolCallId: 'z1', kind: 'sleep', by: 'clock', output: { type: 'text', value: 'slept until 2026-01-01T01:00:00.000Z' } }]);
-    expect(ofType(events, 'run/status').map((e) => e.data.to)).toEqual(['queued', 'running', 'sleeping', 'queued', 'running', 'completed']);
+    expect(ofType(events, 'wait/resolved').map((e) => e.data)).toEqual([
+      {
+        toolCallId: 'z1',
+        kind: 'sleep',
+        by: 'clock',
+        output: { type: 'text', value: 'slept until 2026-01-01T01:00:00.000Z' },
+      },
+    ]);
+    expect(ofType(events, 'run/status').map((e) => e.data.to)).toEqual([
+      'queued',
+      'running',
+      'sleeping',
+      'queued',
+      'running',
+      'completed',
+    ]);
   });
 
   it('validates its input: a sleep longer than the maximum is refused, and the model is told', async () => {
     const clock = manualClock();
-    const { agent, model } = agentOf([{ toolCalls: [{ id: 'z1', name: 'sleep', input: { seconds: 7200 } }] }, { text: 'ok' }], [sleepTool({ maxSeconds: 3600 })]);
+    const { agent, model } = agentOf(
+      [{ toolCalls: [{ id: 'z1', name: 'sleep', input: { seconds: 7200 } }] }, { text: 'ok' }],
+      [sleepTool({ maxSeconds: 3600 })],
+    );
     const { rt } = start([agent], clock);
     const s = await rt.sessions.create();
     const { run } = await rt.sessions.send(s.id, 'go');
@@ -181,7 +243,9 @@ describe('durable sleep', () => {
     await new Promise((r) => setTimeout(r, 50));
     expect((await rt.runs.get(run.id)).status).toBe('cancelled');
     const events = await allEvents(rt.sessions, s.id);
-    expect(ofType(events, 'tool/result').map((e) => e.data.output)).toEqual([{ type: 'error', code: 'cancelled', message: expect.any(String) }]);
+    expect(ofType(events, 'tool/result').map((e) => e.data.output)).toEqual([
+      { type: 'error', code: 'cancelled', message: expect.any(String) },
+    ]);
     expect(ofType(events, 'wait/resolved')).toHaveLength(0);
   });
 
@@ -212,7 +276,9 @@ describe('durable sleep', () => {
     await rt.runs.steer(run.id, 'wake up, it is ready');
     // No time passes: the message wakes it.
     expect((await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 5000 })).status).toBe('completed');
-    expect(lastToolResults(model)).toEqual([{ type: 'text', value: expect.stringMatching(/^woke at .*a message arrived$/) }]);
+    expect(lastToolResults(model)).toEqual([
+      { type: 'text', value: expect.stringMatching(/^woke at .*a message arrived$/) },
+    ]);
     expect(JSON.stringify(model.calls.at(-1)!.prompt)).toContain('wake up, it is ready');
     const events = await allEvents(rt.sessions, s.id);
     expect(ofType(events, 'wait/resolved').map((e) => e.data.by)).toEqual(['steer']);
@@ -234,7 +300,15 @@ describe('durable sleep', () => {
       },
     });
     const { agent, model } = agentOf(
-      [{ toolCalls: [{ id: 'z1', name: 'sleep', input: { seconds: 3600 } }, { id: 's1', name: 'slow', input: {} }] }, { text: 'awake' }],
+      [
+        {
+          toolCalls: [
+            { id: 'z1', name: 'sleep', input: { seconds: 3600 } },
+            { id: 's1', name: 'slow', input: {} },
+          ],
+        },
+        { text: 'awake' },
+      ],
       [sleepTool({ wakeOnSteer: true }), slow],
     );
     const { rt } = start([agent], clock);
@@ -260,7 +334,9 @@ describe('durable sleep', () => {
     expect((await rt.sessions.send(s.id, 'wake up, it is ready', { ifBusy: 'steer' })).outcome).toBe('steered');
     // No time passes: the message wakes it.
     expect((await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 5000 })).status).toBe('completed');
-    expect(lastToolResults(model)).toEqual([{ type: 'text', value: expect.stringMatching(/^woke at .*a message arrived$/) }]);
+    expect(lastToolResults(model)).toEqual([
+      { type: 'text', value: expect.stringMatching(/^woke at .*a message arrived$/) },
+    ]);
     expect(JSON.stringify(model.calls.at(-1)!.prompt)).toContain('wake up, it is ready');
   });
 
@@ -280,7 +356,11 @@ describe('durable sleep', () => {
         for (const one of stores) cleanups.push(() => one.close());
       }
       const runtimes = stores.map((store, i) => {
-        const rt = createRuntime({ store, agents: [agentOf(i === 0 ? sleepScript() : [{ text: 'awake' }], [sleepTool()]).agent], clock });
+        const rt = createRuntime({
+          store,
+          agents: [agentOf(i === 0 ? sleepScript() : [{ text: 'awake' }], [sleepTool()]).agent],
+          clock,
+        });
         cleanups.push(() => rt.close({ graceMs: 50 }));
         return rt;
       });
@@ -291,7 +371,12 @@ describe('durable sleep', () => {
       expect((await b.runs.wait(run.id)).status).toBe('sleeping');
       clock.advance(HOUR);
       // The expiry itself, four times at once from both: one wins.
-      const results = await Promise.all([b.waits.expire(run.id), c.waits.expire(run.id), b.waits.expire(run.id), c.waits.expire(run.id)]);
+      const results = await Promise.all([
+        b.waits.expire(run.id),
+        c.waits.expire(run.id),
+        b.waits.expire(run.id),
+        c.waits.expire(run.id),
+      ]);
       expect(results.filter((r) => r !== undefined)).toHaveLength(1);
       // Workers on both race for the claim: the run resumes once.
       c.startWorker({ pollMs: 10, sweepMs: 10 });
@@ -299,7 +384,14 @@ describe('durable sleep', () => {
       expect((await c.runs.wait(run.id, { until: 'terminal', timeoutMs: 5000 })).status).toBe('completed');
       const events = await allEvents(c.sessions, s.id);
       expect(ofType(events, 'wait/resolved')).toHaveLength(1);
-      expect(ofType(events, 'run/status').map((x) => x.data.to)).toEqual(['queued', 'running', 'sleeping', 'queued', 'running', 'completed']);
+      expect(ofType(events, 'run/status').map((x) => x.data.to)).toEqual([
+        'queued',
+        'running',
+        'sleeping',
+        'queued',
+        'running',
+        'completed',
+      ]);
       expect(ofType(events, 'assistant/message')).toHaveLength(2);
     });
   }
@@ -325,7 +417,11 @@ describe('signals', () => {
     const s = await rt.sessions.create();
     const { run } = await rt.sessions.send(s.id, 'go');
     const waiting = await rt.runs.wait(run.id);
-    expect(waiting).toMatchObject({ status: 'waiting_for_signal', lease: null, waiting: { kind: 'signal', calls: [{ toolCallId: 'c1', kind: 'signal', wait: { kind: 'signal', name: 'ci' } }] } });
+    expect(waiting).toMatchObject({
+      status: 'waiting_for_signal',
+      lease: null,
+      waiting: { kind: 'signal', calls: [{ toolCallId: 'c1', kind: 'signal', wait: { kind: 'signal', name: 'ci' } }] },
+    });
 
     const bad = await rt.runs.signal(run.id, 'ci', { ok: 'yes' }).catch((e: unknown) => e);
     expect(bad).toBeInstanceOf(StoreError);
@@ -338,7 +434,9 @@ describe('signals', () => {
     expect((await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 5000 })).status).toBe('completed');
     expect(lastToolResults(model)).toEqual([{ type: 'json', value: { ok: true } }]);
     const events = await allEvents(rt.sessions, s.id);
-    expect(ofType(events, 'wait/resolved').map((e) => e.data)).toEqual([{ toolCallId: 'c1', kind: 'signal', by: 'signal', name: 'ci', output: { type: 'json', value: { ok: true } } }]);
+    expect(ofType(events, 'wait/resolved').map((e) => e.data)).toEqual([
+      { toolCallId: 'c1', kind: 'signal', by: 'signal', name: 'ci', output: { type: 'json', value: { ok: true } } },
+    ]);
   });
 
   it('before the wait starts: the signal is kept and taken when the wait starts', async () => {
@@ -348,7 +446,8 @@ describe('signals', () => {
     const { rt } = start([agent], clock);
     const s = await rt.sessions.create();
     const { run } = await rt.sessions.send(s.id, 'go');
-    for (let i = 0; i < 100 && (await rt.runs.get(run.id)).status !== 'running'; i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 100 && (await rt.runs.get(run.id)).status !== 'running'; i++)
+      await new Promise((r) => setTimeout(r, 10));
     const early = await rt.runs.signal(run.id, 'ci', { ok: true });
     expect(early.consumed).toBe(false);
     expect(await rt.store.getSignal(run.id, 'ci')).toMatchObject({ consumedAt: null, payload: { ok: true } });
@@ -362,7 +461,13 @@ describe('signals', () => {
 
   it('a signal deadline with a default payload: the tool gets it when nothing comes in time', async () => {
     const clock = manualClock();
-    const t = tool({ name: 'await_ci', description: 'Waits for CI', input: z.object({}), execute: (_i, ctx) => waitForSignal('ci', { deadline: ctx.now!() + HOUR, onTimeout: { answer: { ok: false, why: 'no answer' } } }) });
+    const t = tool({
+      name: 'await_ci',
+      description: 'Waits for CI',
+      input: z.object({}),
+      execute: (_i, ctx) =>
+        waitForSignal('ci', { deadline: ctx.now!() + HOUR, onTimeout: { answer: { ok: false, why: 'no answer' } } }),
+    });
     const { agent, model } = agentOf(ciScript, [t]);
     const { rt } = start([agent], clock);
     const s = await rt.sessions.create();

@@ -17,7 +17,9 @@ describe('worker wake-ups', () => {
   const agent = () => defineAgent({ name: 'a', model: new ScriptedModel([{ text: 'ok' }], { loop: true }) });
 
   /** Sends a message while the worker's look for work is held (by `hold`), then lets it go: the run must start at once. */
-  async function sentWhileLooking(hold: (s: SqliteStore, held: { inLook: () => void; release: Promise<void> }) => void): Promise<void> {
+  async function sentWhileLooking(
+    hold: (s: SqliteStore, held: { inLook: () => void; release: Promise<void> }) => void,
+  ): Promise<void> {
     store = new SqliteStore({ path: ':memory:' });
     rt = createRuntime({ store, agents: [agent()] });
     const session = await rt.sessions.create();
@@ -64,7 +66,9 @@ describe('worker wake-ups', () => {
       let done = false;
       s.transaction = (async (fn: Parameters<SqliteStore['transaction']>[0]) => {
         let claimed = false;
-        const result = await transaction((tx) => fn(new Proxy(tx, { get: (t, k: keyof typeof tx) => (k === 'claimRun' ? ((claimed = true), t[k]) : t[k]) })));
+        const result = await transaction((tx) =>
+          fn(new Proxy(tx, { get: (t, k: keyof typeof tx) => (k === 'claimRun' ? ((claimed = true), t[k]) : t[k]) })),
+        );
         if (claimed && result === undefined && !done) {
           done = true;
           held.inLook();

@@ -8,7 +8,15 @@ import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiKeyCache, createApiKey } from '../../src/server/auth.ts';
 import { InsecureBindError } from '../../src/server/serve.ts';
-import { Api, expectProblem, PROBLEM, startTestServer, type ApiResponse, type Json, type TestServer } from '../support/server-helpers.ts';
+import {
+  Api,
+  expectProblem,
+  PROBLEM,
+  startTestServer,
+  type ApiResponse,
+  type Json,
+  type TestServer,
+} from '../support/server-helpers.ts';
 
 const ndjson = { 'content-type': 'application/x-ndjson' };
 
@@ -24,9 +32,19 @@ function chunked(text: string): ReadableStream<Uint8Array> {
 }
 
 async function postChunked(base: string, path: string, text: string, contentType: string): Promise<ApiResponse> {
-  const res = await fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': contentType }, body: chunked(text), duplex: 'half' } as RequestInit);
+  const res = await fetch(`${base}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': contentType },
+    body: chunked(text),
+    duplex: 'half',
+  } as RequestInit);
   const body = await res.text();
-  return { status: res.status, headers: res.headers, body: /json/.test(res.headers.get('content-type') ?? '') ? JSON.parse(body) : undefined, text: body };
+  return {
+    status: res.status,
+    headers: res.headers,
+    body: /json/.test(res.headers.get('content-type') ?? '') ? JSON.parse(body) : undefined,
+    text: body,
+  };
 }
 
 describe('problems (auth off)', () => {
@@ -65,20 +83,53 @@ describe('problems (auth off)', () => {
       expectProblem(r, 'bad_json', 400);
     }
     const s = await api.session();
-    expectProblem(await api.request('POST', `/v1/sessions/${s.id}/messages`, { body: '{"content": "hi",', headers: { 'content-type': 'application/json' } }), 'bad_json', 400);
+    expectProblem(
+      await api.request('POST', `/v1/sessions/${s.id}/messages`, {
+        body: '{"content": "hi",',
+        headers: { 'content-type': 'application/json' },
+      }),
+      'bad_json',
+      400,
+    );
   });
 
   it('unsupported_media_type: a body that is not application/json is 415 (also chunked, also without a type)', async () => {
-    const p = expectProblem(await api.request('POST', '/v1/sessions', { body: '{}', headers: { 'content-type': 'text/plain' } }), 'unsupported_media_type', 415);
+    const p = expectProblem(
+      await api.request('POST', '/v1/sessions', { body: '{}', headers: { 'content-type': 'text/plain' } }),
+      'unsupported_media_type',
+      415,
+    );
     expect(p.detail).toContain('text/plain');
-    expectProblem(await api.request('POST', '/v1/sessions', { body: new TextEncoder().encode('{}') }), 'unsupported_media_type', 415);
-    expectProblem(await api.request('POST', '/v1/sessions', { body: 'title=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 'unsupported_media_type', 415);
+    expectProblem(
+      await api.request('POST', '/v1/sessions', { body: new TextEncoder().encode('{}') }),
+      'unsupported_media_type',
+      415,
+    );
+    expectProblem(
+      await api.request('POST', '/v1/sessions', {
+        body: 'title=x',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      }),
+      'unsupported_media_type',
+      415,
+    );
     expectProblem(await postChunked(srv.url, '/v1/sessions', '{}', 'text/plain'), 'unsupported_media_type', 415);
     // JSON with parameters is JSON; chunked JSON is JSON.
-    expect((await api.request('POST', '/v1/sessions', { body: '{}', headers: { 'content-type': 'application/json; charset=utf-8' } })).status).toBe(201);
+    expect(
+      (
+        await api.request('POST', '/v1/sessions', {
+          body: '{}',
+          headers: { 'content-type': 'application/json; charset=utf-8' },
+        })
+      ).status,
+    ).toBe(201);
     expect((await postChunked(srv.url, '/v1/sessions', '{"title":"chunked"}', 'application/json')).status).toBe(201);
     // The import takes JSONL.
-    expectProblem(await api.request('POST', '/v1/sessions/import', { body: '{"kind":"nope"}\n', headers: ndjson }), 'invalid_import', 422);
+    expectProblem(
+      await api.request('POST', '/v1/sessions/import', { body: '{"kind":"nope"}\n', headers: ndjson }),
+      'invalid_import',
+      422,
+    );
   });
 
   it('not_found: unknown routes and unknown resources', async () => {
@@ -117,13 +168,24 @@ describe('problems (auth off)', () => {
     const big = { title: 'big', metadata: { blob: 'x'.repeat(3000) } };
     const p = expectProblem(await api.post('/v1/sessions', big), 'payload_too_large', 413);
     expect(p.limit_bytes).toBe(2048);
-    expectProblem(await postChunked(srv.url, '/v1/sessions', JSON.stringify(big), 'application/json'), 'payload_too_large', 413);
+    expectProblem(
+      await postChunked(srv.url, '/v1/sessions', JSON.stringify(big), 'application/json'),
+      'payload_too_large',
+      413,
+    );
     expect((await api.post('/v1/sessions', { title: 'small', metadata: { blob: 'x'.repeat(1500) } })).status).toBe(201);
 
     // An import has its own, larger limit.
-    const under = await api.request('POST', '/v1/sessions/import', { body: `${'{"kind":"nope"}\n'.repeat(200)}`, headers: ndjson });
+    const under = await api.request('POST', '/v1/sessions/import', {
+      body: `${'{"kind":"nope"}\n'.repeat(200)}`,
+      headers: ndjson,
+    });
     expectProblem(under, 'invalid_import', 422);
-    const over = expectProblem(await api.request('POST', '/v1/sessions/import', { body: 'x'.repeat(5000), headers: ndjson }), 'payload_too_large', 413);
+    const over = expectProblem(
+      await api.request('POST', '/v1/sessions/import', { body: 'x'.repeat(5000), headers: ndjson }),
+      'payload_too_large',
+      413,
+    );
     expect(over.limit_bytes).toBe(4096);
   });
 
@@ -131,10 +193,18 @@ describe('problems (auth off)', () => {
     const agent = new HttpAgent({ keepAlive: true, maxSockets: 1 });
     const send = (body: string) =>
       new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
-        const req = httpRequest(`${srv.url}/v1/sessions`, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-          res.resume();
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection }));
-        });
+        const req = httpRequest(
+          `${srv.url}/v1/sessions`,
+          {
+            method: 'POST',
+            agent,
+            headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+          },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection }));
+          },
+        );
         req.on('error', reject);
         req.end(body);
       });
@@ -163,7 +233,8 @@ describe('problems (auth off)', () => {
 
     // A message: one run, however often it is retried.
     const s = await api.session();
-    const send = () => api.post(`/v1/sessions/${s.id}/messages`, { content: 'once' }, { 'idempotency-key': 'send-once' });
+    const send = () =>
+      api.post(`/v1/sessions/${s.id}/messages`, { content: 'once' }, { 'idempotency-key': 'send-once' });
     const sent = await send();
     expect(sent.status).toBe(202);
     await api.waitForRun(sent.body.run.id, 'completed');
@@ -181,13 +252,14 @@ describe('problems (auth off)', () => {
     expect(refusedAgain.headers.get('idempotent-replayed')).toBe('true');
   });
 
-  it('idempotency: a retry after the server failed between the effect and the key\'s record gets the same message and run, not a second one (nor 409)', async () => {
+  it("idempotency: a retry after the server failed between the effect and the key's record gets the same message and run, not a second one (nor 409)", async () => {
     const s = await api.session();
     const key = { 'idempotency-key': 'crash-between' };
     // The request's effect commits; recording the key fails (as a crash right after the effect would leave it).
     const put = srv.store.putIdempotency.bind(srv.store);
     let failing = true;
-    srv.store.putIdempotency = (r) => (failing ? ((failing = false), Promise.reject(new Error('the process died here'))) : put(r));
+    srv.store.putIdempotency = (r) =>
+      failing ? ((failing = false), Promise.reject(new Error('the process died here'))) : put(r);
     const first = await api.post(`/v1/sessions/${s.id}/messages`, { content: 'do it once', agent: 'helper' }, key);
     expect(first.status).toBe(500);
     const runs = (await api.get(`/v1/sessions/${s.id}/runs`)).body.data as Json[];
@@ -200,30 +272,51 @@ describe('problems (auth off)', () => {
     await api.waitForRun(runs[0]!.id, 'completed');
     // And once that run ended, still the same answer: no second message, no second run.
     const later = await api.post(`/v1/sessions/${s.id}/messages`, { content: 'do it once', agent: 'helper' }, key);
-    expect([later.status, later.body.run.id, later.body.message.id]).toEqual([202, runs[0]!.id, runs[0]!.trigger_message_id]);
+    expect([later.status, later.body.run.id, later.body.message.id]).toEqual([
+      202,
+      runs[0]!.id,
+      runs[0]!.trigger_message_id,
+    ]);
     expect((await api.get(`/v1/sessions/${s.id}/runs`)).body.data).toHaveLength(1);
     const users = (await api.allEvents(s.id)).filter((e) => e.type === 'user/message');
     expect(users).toHaveLength(1);
   });
 
-  it('idempotency: a retry after the server failed between creating a session (create, fork, import) and the key\'s record gets that session, not a second one', async () => {
+  it("idempotency: a retry after the server failed between creating a session (create, fork, import) and the key's record gets that session, not a second one", async () => {
     const source = await api.session();
     const sent = (await api.post(`/v1/sessions/${source.id}/messages`, { content: 'hello', agent: 'helper' })).body;
     await api.waitForRun(sent.run.id, 'completed');
     const entry = (await api.allEvents(source.id)).find((e: Json) => e.type === 'assistant/message')!.id;
     // (A small one: this server takes small imports.)
     const exported = (await api.get(`/v1/sessions/${(await api.session()).id}/export`)).text;
-    const cases: Array<{ name: string; go: (key: Record<string, string>) => Promise<ApiResponse>; idOf: (r: ApiResponse) => string }> = [
+    const cases: Array<{
+      name: string;
+      go: (key: Record<string, string>) => Promise<ApiResponse>;
+      idOf: (r: ApiResponse) => string;
+    }> = [
       { name: 'create', go: (key) => api.post('/v1/sessions', { title: 'once' }, key), idOf: (r) => r.body.id },
-      { name: 'fork', go: (key) => api.post(`/v1/sessions/${source.id}/fork`, { entry_id: entry, into: 'session' }, key), idOf: (r) => r.body.session_id },
-      { name: 'import', go: (key) => api.request('POST', '/v1/sessions/import', { body: exported, headers: { ...key, 'content-type': 'application/x-ndjson' } }), idOf: (r) => r.body.id },
+      {
+        name: 'fork',
+        go: (key) => api.post(`/v1/sessions/${source.id}/fork`, { entry_id: entry, into: 'session' }, key),
+        idOf: (r) => r.body.session_id,
+      },
+      {
+        name: 'import',
+        go: (key) =>
+          api.request('POST', '/v1/sessions/import', {
+            body: exported,
+            headers: { ...key, 'content-type': 'application/x-ndjson' },
+          }),
+        idOf: (r) => r.body.id,
+      },
     ];
     for (const k of cases) {
       const key = { 'idempotency-key': `crash-${k.name}` };
       const before = (await api.get('/v1/sessions?limit=1000&include_archived=true')).body.data.length;
       const put = srv.store.putIdempotency.bind(srv.store);
       let failing = true;
-      srv.store.putIdempotency = (r) => (failing ? ((failing = false), Promise.reject(new Error('the process died here'))) : put(r));
+      srv.store.putIdempotency = (r) =>
+        failing ? ((failing = false), Promise.reject(new Error('the process died here'))) : put(r);
       const first = await k.go(key);
       srv.store.putIdempotency = put;
       expect(first.status, k.name).toBe(500);
@@ -235,20 +328,25 @@ describe('problems (auth off)', () => {
         expect(retry.status, k.name).toBe(201);
         expect(k.idOf(retry), k.name).toBe(created.at(-1)!.id);
       }
-      expect((await api.get('/v1/sessions?limit=1000&include_archived=true')).body.data.length, k.name).toBe(before + 1);
+      expect((await api.get('/v1/sessions?limit=1000&include_archived=true')).body.data.length, k.name).toBe(
+        before + 1,
+      );
     }
   });
 
-  it('idempotency: a retry after the server failed between a compaction and the key\'s record gets that compaction, not a second one', async () => {
+  it("idempotency: a retry after the server failed between a compaction and the key's record gets that compaction, not a second one", async () => {
     const s = await api.session();
     for (const text of ['one', 'two', 'three', 'four']) {
-      const sent = (await api.post(`/v1/sessions/${s.id}/messages`, { content: `${text} ${'words '.repeat(200)}`, agent: 'helper' })).body;
+      const sent = (
+        await api.post(`/v1/sessions/${s.id}/messages`, { content: `${text} ${'words '.repeat(200)}`, agent: 'helper' })
+      ).body;
       await api.waitForRun(sent.run.id, 'completed');
     }
     const key = { 'idempotency-key': 'crash-compact' };
     const put = srv.store.putIdempotency.bind(srv.store);
     let failing = true;
-    srv.store.putIdempotency = (r) => (failing ? ((failing = false), Promise.reject(new Error('the process died here'))) : put(r));
+    srv.store.putIdempotency = (r) =>
+      failing ? ((failing = false), Promise.reject(new Error('the process died here'))) : put(r);
     const first = await api.post(`/v1/sessions/${s.id}/compact`, { keep_recent_tokens: 50 }, key);
     srv.store.putIdempotency = put;
     expect(first.status).toBe(500);
@@ -276,15 +374,25 @@ describe('problems (auth off)', () => {
   });
 
   it('idempotency: concurrent retries with one key create one thing (the others replay it or are told it is in progress)', async () => {
-    const tries = await Promise.all(Array.from({ length: 6 }, () => api.post('/v1/sessions', { title: 'concurrent' }, { 'idempotency-key': 'concurrent' })));
+    const tries = await Promise.all(
+      Array.from({ length: 6 }, () =>
+        api.post('/v1/sessions', { title: 'concurrent' }, { 'idempotency-key': 'concurrent' }),
+      ),
+    );
     const created = tries.filter((r) => r.status === 201);
     expect(created.length).toBeGreaterThanOrEqual(1);
     expect(new Set(created.map((r) => r.body.id)).size).toBe(1);
     for (const r of tries.filter((x) => x.status !== 201)) expectProblem(r, 'idempotency_in_progress', 409);
-    expect((await api.get('/v1/sessions?limit=1000')).body.data.filter((s: Json) => s.title === 'concurrent')).toHaveLength(1);
+    expect(
+      (await api.get('/v1/sessions?limit=1000')).body.data.filter((s: Json) => s.title === 'concurrent'),
+    ).toHaveLength(1);
     // Once it is done, a retry replays it.
     const later = await api.post('/v1/sessions', { title: 'concurrent' }, { 'idempotency-key': 'concurrent' });
-    expect([later.status, later.headers.get('idempotent-replayed'), later.body.id]).toEqual([201, 'true', created[0]!.body.id]);
+    expect([later.status, later.headers.get('idempotent-replayed'), later.body.id]).toEqual([
+      201,
+      'true',
+      created[0]!.body.id,
+    ]);
   });
 
   it('every problem is application/problem+json with type, title, status, detail and instance; a type has one title', async () => {
@@ -292,8 +400,16 @@ describe('problems (auth off)', () => {
     const cases: Array<[ApiResponse, string, number]> = [
       [await api.post('/v1/sessions', { nope: 1 }), 'validation', 400],
       [await api.get('/v1/sessions?limit=-5'), 'validation', 400],
-      [await api.request('POST', '/v1/sessions', { body: '{', headers: { 'content-type': 'application/json' } }), 'bad_json', 400],
-      [await api.request('POST', '/v1/sessions', { body: 'x', headers: { 'content-type': 'text/plain' } }), 'unsupported_media_type', 415],
+      [
+        await api.request('POST', '/v1/sessions', { body: '{', headers: { 'content-type': 'application/json' } }),
+        'bad_json',
+        400,
+      ],
+      [
+        await api.request('POST', '/v1/sessions', { body: 'x', headers: { 'content-type': 'text/plain' } }),
+        'unsupported_media_type',
+        415,
+      ],
       [await api.get('/v1/nope'), 'not_found', 404],
       [await api.get('/v1/runs/nope'), 'not_found', 404],
       [await api.post('/v1/sessions', { agent: 'nobody' }), 'unknown_agent', 422],
@@ -318,7 +434,13 @@ describe('API keys and tenants (auth required)', () => {
   let globex: Api;
   beforeAll(async () => {
     srv = await startTestServer({
-      keys: [{ tenant: 'acme' }, { tenant: 'acme', revoked: true }, { tenant: 'globex' }, { tenant: 'limited', ratePerMinute: 3 }, { tenant: 'limited', ratePerMinute: 3 }],
+      keys: [
+        { tenant: 'acme' },
+        { tenant: 'acme', revoked: true },
+        { tenant: 'globex' },
+        { tenant: 'limited', ratePerMinute: 3 },
+        { tenant: 'limited', ratePerMinute: 3 },
+      ],
     });
     acme = srv.api(srv.secrets[0]);
     globex = srv.api(srv.secrets[2]);
@@ -330,9 +452,14 @@ describe('API keys and tenants (auth required)', () => {
   it('unauthorized: a missing, malformed, unknown or revoked key is 401 on every /v1 route', async () => {
     expect(srv.server.auth).toBe('required');
     const anonymous = srv.api();
-    for (const path of ['/v1/sessions', '/v1/sessions/x', '/v1/runs/x', '/v1/nope']) expectProblem(await anonymous.get(path), 'unauthorized', 401);
+    for (const path of ['/v1/sessions', '/v1/sessions/x', '/v1/runs/x', '/v1/nope'])
+      expectProblem(await anonymous.get(path), 'unauthorized', 401);
     expectProblem(await anonymous.post('/v1/sessions', {}), 'unauthorized', 401);
-    expectProblem(await anonymous.get('/v1/sessions', { authorization: `Basic ${srv.secrets[0]}` }), 'unauthorized', 401);
+    expectProblem(
+      await anonymous.get('/v1/sessions', { authorization: `Basic ${srv.secrets[0]}` }),
+      'unauthorized',
+      401,
+    );
     const unknown = expectProblem(await srv.api('keel_not-a-real-key').get('/v1/sessions'), 'unauthorized', 401);
     expect(unknown.detail).toContain('unknown');
     const revoked = expectProblem(await srv.api(srv.secrets[1]).get('/v1/sessions'), 'unauthorized', 401);
@@ -369,7 +496,10 @@ describe('API keys and tenants (auth required)', () => {
     const waiting = await acme.waitForRun(run.id, 'waiting_approval');
     const approvalId = waiting.waiting.requests[0].approval_id;
     const entryId = (await acme.get(`/v1/sessions/${s.id}`)).body.leaf_id;
-    const before = { s: (await acme.get(`/v1/sessions/${s.id}`)).body, w: (await acme.get(`/v1/sessions/${waitingSession.id}`)).body };
+    const before = {
+      s: (await acme.get(`/v1/sessions/${s.id}`)).body,
+      w: (await acme.get(`/v1/sessions/${waitingSession.id}`)).body,
+    };
 
     const routes: Array<[string, string, unknown?]> = [
       ['GET', `/v1/sessions/${s.id}`],
@@ -393,7 +523,11 @@ describe('API keys and tenants (auth required)', () => {
       ['POST', `/v1/runs/${run.id}/resume`],
       ['POST', `/v1/runs/${run.id}/steer`, { content: 'hijack' }],
       ['POST', `/v1/runs/${run.id}/input`, { answers: 'x' }],
-      ['POST', `/v1/runs/${run.id}/approvals/${approvalId}`, { decision: 'approve', arguments: { target: 'hijacked' } }],
+      [
+        'POST',
+        `/v1/runs/${run.id}/approvals/${approvalId}`,
+        { decision: 'approve', arguments: { target: 'hijacked' } },
+      ],
     ];
     for (const [method, path, json] of routes) {
       const r = await globex.request(method, path, json !== undefined ? { json } : {});
@@ -406,13 +540,19 @@ describe('API keys and tenants (auth required)', () => {
     expect((await acme.get(`/v1/sessions/${waitingSession.id}`)).body).toEqual(before.w);
     expect((await acme.get(`/v1/runs/${run.id}`)).body.status).toBe('waiting_approval');
     expect(srv.dangerRuns).not.toContainEqual({ target: 'hijacked' });
-    for (const path of [`/v1/sessions/${s.id}/events`, `/v1/sessions/${s.id}/export`, `/v1/runs/${done.run.id}/steps`]) expect((await acme.get(path)).status).toBe(200);
-    const stream = await fetch(`${srv.url}/v1/runs/${done.run.id}/stream`, { headers: { authorization: `Bearer ${srv.secrets[0]}` } });
+    for (const path of [`/v1/sessions/${s.id}/events`, `/v1/sessions/${s.id}/export`, `/v1/runs/${done.run.id}/steps`])
+      expect((await acme.get(path)).status).toBe(200);
+    const stream = await fetch(`${srv.url}/v1/runs/${done.run.id}/stream`, {
+      headers: { authorization: `Bearer ${srv.secrets[0]}` },
+    });
     expect(stream.status).toBe(200);
     expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/);
     expect(await stream.text()).toContain('event: end');
     const live = new AbortController();
-    const sessionStream = await fetch(`${srv.url}/v1/sessions/${s.id}/stream`, { headers: { authorization: `Bearer ${srv.secrets[0]}` }, signal: live.signal });
+    const sessionStream = await fetch(`${srv.url}/v1/sessions/${s.id}/stream`, {
+      headers: { authorization: `Bearer ${srv.secrets[0]}` },
+      signal: live.signal,
+    });
     expect(sessionStream.status).toBe(200);
     live.abort();
     await sessionStream.body?.cancel().catch(() => {});
@@ -436,7 +576,9 @@ describe('API keys and tenants (auth required)', () => {
     const otherServer = await startTestServer({ keys: [{ tenant: 'initech' }] });
     try {
       const initech = otherServer.api(otherServer.secrets[0]);
-      expect((await initech.request('POST', '/v1/sessions/import?ids=keep', { body: exported, headers: ndjson })).status).toBe(201);
+      expect(
+        (await initech.request('POST', '/v1/sessions/import?ids=keep', { body: exported, headers: ndjson })).status,
+      ).toBe(201);
       expect((await initech.get(`/v1/sessions/${s.id}/transcript`)).status).toBe(200);
     } finally {
       await otherServer.close();
@@ -509,7 +651,9 @@ describe('binding', () => {
     }
 
     // Only revoked keys is no keys.
-    await expect(startTestServer({ host: '0.0.0.0', keys: [{ tenant: 'acme', revoked: true }] })).rejects.toBeInstanceOf(InsecureBindError);
+    await expect(
+      startTestServer({ host: '0.0.0.0', keys: [{ tenant: 'acme', revoked: true }] }),
+    ).rejects.toBeInstanceOf(InsecureBindError);
   });
 });
 
@@ -532,11 +676,17 @@ describe('deep JSON (default body limit)', () => {
       ['/v1/sessions', `{"metadata": {"x": ${deep(5000)}}}`],
       [`/v1/sessions/${s.id}/messages`, `{"content": "hi", "x": ${'{"a":'.repeat(100)}1${'}'.repeat(100)}}`],
     ] as const) {
-      const p = expectProblem(await api.request('POST', path, { body, headers: { 'content-type': 'application/json' } }), 'validation', 400);
+      const p = expectProblem(
+        await api.request('POST', path, { body, headers: { 'content-type': 'application/json' } }),
+        'validation',
+        400,
+      );
       expect(p.detail).toContain('64');
     }
     // Brackets inside strings are text, not nesting.
-    expect((await api.post('/v1/sessions', { title: '['.repeat(100), metadata: { note: '{'.repeat(100) } })).status).toBe(201);
+    expect(
+      (await api.post('/v1/sessions', { title: '['.repeat(100), metadata: { note: '{'.repeat(100) } })).status,
+    ).toBe(201);
     // 64 levels of metadata are fine.
     expect((await api.post('/v1/sessions', { metadata: { x: JSON.parse(deep(60)) } })).status).toBe(201);
     expect((await api.get('/healthz')).status).toBe(200);
@@ -551,7 +701,11 @@ describe('deep JSON (default body limit)', () => {
       ['/v1/sessions', { metadata: { big: 'x'.repeat(20_000) } }, 'metadata'],
       ['/v1/sessions', { title: 't'.repeat(501) }, 'title'],
       ['/v1/sessions', { agent: 'a'.repeat(201) }, 'agent'],
-      [`/v1/sessions/${s.id}/messages`, { content: Array.from({ length: 101 }, () => ({ type: 'text', text: 'x' })) }, 'content'],
+      [
+        `/v1/sessions/${s.id}/messages`,
+        { content: Array.from({ length: 101 }, () => ({ type: 'text', text: 'x' })) },
+        'content',
+      ],
       [`/v1/sessions/${s.id}/fork`, { entry_id: 'e'.repeat(201), into: 'branch' }, 'entry_id'],
       [`/v1/sessions/${s.id}/leaf`, { entry_id: '' }, 'entry_id'],
     ];
@@ -587,7 +741,11 @@ describe('operating the server safely', () => {
   });
 
   it('a client address that fails authentication too often is refused for the rest of the minute, before its key is looked up', async () => {
-    const own = await startTestServer({ keys: [{ tenant: 'acme' }], metricsToken: 'scrape-me', authFailuresPerMinute: 5 });
+    const own = await startTestServer({
+      keys: [{ tenant: 'acme' }],
+      metricsToken: 'scrape-me',
+      authFailuresPerMinute: 5,
+    });
     try {
       const bad = own.api('keel_wrong-key');
       for (let i = 0; i < 5; i++) expectProblem(await bad.get('/v1/sessions'), 'unauthorized', 401);
@@ -608,13 +766,22 @@ describe('operating the server safely', () => {
       const api = fresh.api();
       const first = await api.post('/v1/sessions', { title: 'one' }, { 'idempotency-key': 'k' });
       expect(first.status).toBe(201);
-      expect((await api.post('/v1/sessions', { title: 'one' }, { 'idempotency-key': 'k' })).body.id).toBe(first.body.id);
-      expectProblem(await api.post('/v1/sessions', { title: 'two' }, { 'idempotency-key': 'k' }), 'idempotency_mismatch', 422);
+      expect((await api.post('/v1/sessions', { title: 'one' }, { 'idempotency-key': 'k' })).body.id).toBe(
+        first.body.id,
+      );
+      expectProblem(
+        await api.post('/v1/sessions', { title: 'two' }, { 'idempotency-key': 'k' }),
+        'idempotency_mismatch',
+        422,
+      );
       await new Promise((r) => setTimeout(r, 300));
       const again = await api.post('/v1/sessions', { title: 'two' }, { 'idempotency-key': 'k' });
       expect(again.status).toBe(201);
       expect(again.body.id).not.toBe(first.body.id);
-      expect(await fresh.store.getIdempotency('default', 'k')).toMatchObject({ fingerprint: expect.any(String), status: 201 });
+      expect(await fresh.store.getIdempotency('default', 'k')).toMatchObject({
+        fingerprint: expect.any(String),
+        status: 201,
+      });
     } finally {
       await fresh.close();
     }

@@ -31,8 +31,12 @@ async function recoveredApi(options: Omit<EffectsAgentOptions, 'ledger'>) {
     expect(r.status).toBe(200);
     return (await r.json()) as Record<string, unknown> & { data?: Array<{ tools: Array<Record<string, unknown>> }> };
   };
-  const post = async (path: string, body: unknown) => app.request(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  const charge = async () => (await get(`/v1/runs/${crash.runId}/steps`)).data!.flatMap((s) => s.tools).find((t) => t.toolCallId === 'call-charge')!;
+  const post = async (path: string, body: unknown) =>
+    app.request(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const charge = async () =>
+    (await get(`/v1/runs/${crash.runId}/steps`))
+      .data!.flatMap((s) => s.tools)
+      .find((t) => t.toolCallId === 'call-charge')!;
   return { ...crash, rt, get, post, charge };
 }
 
@@ -42,12 +46,26 @@ describe('API: outcome unknown', () => {
     await c.rt.runs.wait(c.runId, { until: 'settled', timeoutMs: 20_000 });
     const key = readLedger(c.ledger).find((l) => l.tool === 'charge')!.key;
 
-    const run = (await c.get(`/v1/runs/${c.runId}`)) as { status: string; waiting: { requests: Array<Record<string, unknown>> } };
+    const run = (await c.get(`/v1/runs/${c.runId}`)) as {
+      status: string;
+      waiting: { requests: Array<Record<string, unknown>> };
+    };
     expect(run.status).toBe('waiting_approval');
     expect(run.waiting.requests).toEqual([
-      expect.objectContaining({ approval_id: 'call-charge', tool: 'charge', arguments: { amount: 42 }, kind: 'approval', outcome_unknown: { idempotency_key: key, started_at: expect.stringMatching(/^\d{4}-/) } }),
+      expect.objectContaining({
+        approval_id: 'call-charge',
+        tool: 'charge',
+        arguments: { amount: 42 },
+        kind: 'approval',
+        outcome_unknown: { idempotency_key: key, started_at: expect.stringMatching(/^\d{4}-/) },
+      }),
     ]);
-    expect(await c.charge()).toMatchObject({ toolName: 'charge', idempotencyKey: key, approval: 'pending', outcomeUnknown: { resolution: 'asked_human', startedAt: expect.any(Number) } });
+    expect(await c.charge()).toMatchObject({
+      toolName: 'charge',
+      idempotencyKey: key,
+      approval: 'pending',
+      outcomeUnknown: { resolution: 'asked_human', startedAt: expect.any(Number) },
+    });
     // The steps route shows the call once (the approval asked after the crash is about the same call).
     const tools = (await c.get(`/v1/runs/${c.runId}/steps`)).data!.flatMap((s) => s.tools);
     expect(tools.filter((t) => t.toolCallId === 'call-charge')).toHaveLength(1);
@@ -56,7 +74,11 @@ describe('API: outcome unknown', () => {
     const approved = await c.post(`/v1/runs/${c.runId}/approvals/call-charge`, { decision: 'approve' });
     expect(approved.status).toBe(200);
     expect((await c.rt.runs.wait(c.runId, { until: 'terminal', timeoutMs: 20_000 })).status).toBe('completed');
-    expect(await c.charge()).toMatchObject({ approval: 'approved', outcomeUnknown: { resolution: 'retried' }, output: { type: 'json', value: { charged: true, key } } });
+    expect(await c.charge()).toMatchObject({
+      approval: 'approved',
+      outcomeUnknown: { resolution: 'retried' },
+      output: { type: 'json', value: { charged: true, key } },
+    });
   });
 
   it('edited arguments on an unknown-outcome approval are refused with a 400 naming why; nothing is decided, and the run can still be approved', async () => {
@@ -64,7 +86,10 @@ describe('API: outcome unknown', () => {
     expect((await c.rt.runs.wait(c.runId, { until: 'settled', timeoutMs: 20_000 })).status).toBe('waiting_approval');
     const key = readLedger(c.ledger).find((l) => l.tool === 'charge')!.key;
 
-    const refused = await c.post(`/v1/runs/${c.runId}/approvals/call-charge`, { decision: 'approve', arguments: { amount: 1 } });
+    const refused = await c.post(`/v1/runs/${c.runId}/approvals/call-charge`, {
+      decision: 'approve',
+      arguments: { amount: 1 },
+    });
     expect(refused.status).toBe(400);
     expect(refused.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     const problem = (await refused.json()) as Record<string, unknown>;
@@ -76,22 +101,36 @@ describe('API: outcome unknown', () => {
       run_id: c.runId,
       approval_id: 'call-charge',
     });
-    expect(problem.detail).toMatch(/outcome is unknown: approving it runs the call again with its recorded arguments and idempotency key, so they cannot be edited/);
+    expect(problem.detail).toMatch(
+      /outcome is unknown: approving it runs the call again with its recorded arguments and idempotency key, so they cannot be edited/,
+    );
     // Nothing was decided: the run still waits, and the library refuses the same way.
-    const run = (await c.get(`/v1/runs/${c.runId}`)) as { status: string; waiting: { requests: Array<{ decided: boolean }> } };
+    const run = (await c.get(`/v1/runs/${c.runId}`)) as {
+      status: string;
+      waiting: { requests: Array<{ decided: boolean }> };
+    };
     expect(run.status).toBe('waiting_approval');
     expect(run.waiting.requests[0]!.decided).toBe(false);
-    await expect(c.rt.runs.approve(c.runId, 'call-charge', { input: { amount: 1 } })).rejects.toMatchObject({ code: 'arguments_not_editable' });
+    await expect(c.rt.runs.approve(c.runId, 'call-charge', { input: { amount: 1 } })).rejects.toMatchObject({
+      code: 'arguments_not_editable',
+    });
 
     // Approved without arguments: the call runs again as it ran, with its input and key.
     expect((await c.post(`/v1/runs/${c.runId}/approvals/call-charge`, { decision: 'approve' })).status).toBe(200);
     expect((await c.rt.runs.wait(c.runId, { until: 'terminal', timeoutMs: 20_000 })).status).toBe('completed');
-    expect(await c.charge()).toMatchObject({ input: { amount: 42 }, approval: 'approved', output: { type: 'json', value: { charged: true, key } } });
+    expect(await c.charge()).toMatchObject({
+      input: { amount: 42 },
+      approval: 'approved',
+      output: { type: 'json', value: { charged: true, key } },
+    });
   });
 
   it('the default policy: the steps show the call as outcome unknown, told to the model', async () => {
     const c = await recoveredApi({});
     expect((await c.rt.runs.wait(c.runId, { until: 'terminal', timeoutMs: 20_000 })).status).toBe('completed');
-    expect(await c.charge()).toMatchObject({ outcomeUnknown: { resolution: 'told_model' }, output: { type: 'error', code: 'outcome_unknown' } });
+    expect(await c.charge()).toMatchObject({
+      outcomeUnknown: { resolution: 'told_model' },
+      output: { type: 'error', code: 'outcome_unknown' },
+    });
   });
 });

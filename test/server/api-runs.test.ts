@@ -64,7 +64,12 @@ describe('GET /v1/runs/{id} and /steps', () => {
     const steps = await api.get(`/v1/runs/${runId}/steps`);
     expect(steps.status).toBe(200);
     expect(steps.body.data).toHaveLength(1);
-    expect(steps.body.data[0]).toMatchObject({ step: 1, requests: [expect.objectContaining({ provider: 'scripted', modelId: 'helper-1', system: 'You are a test helper.' })] });
+    expect(steps.body.data[0]).toMatchObject({
+      step: 1,
+      requests: [
+        expect.objectContaining({ provider: 'scripted', modelId: 'helper-1', system: 'You are a test helper.' }),
+      ],
+    });
 
     expectProblem(await api.get('/v1/runs/no-such-run'), 'not_found', 404);
     expectProblem(await api.get('/v1/runs/no-such-run/steps'), 'not_found', 404);
@@ -73,7 +78,10 @@ describe('GET /v1/runs/{id} and /steps', () => {
   it('/steps shows a tool loop as two steps of the run’s own turn only', async () => {
     const { sessionId, runId } = await start('danger:steps');
     await api.waitForRun(runId, 'waiting_approval');
-    await api.post(`/v1/runs/${runId}/approvals/${(await api.get(`/v1/runs/${runId}`)).body.waiting.requests[0].approval_id}`, { decision: 'approve' });
+    await api.post(
+      `/v1/runs/${runId}/approvals/${(await api.get(`/v1/runs/${runId}`)).body.waiting.requests[0].approval_id}`,
+      { decision: 'approve' },
+    );
     await api.waitForRun(runId, 'completed');
     const second = await api.send(sessionId, 'after');
     await api.waitForRun(second.run.id, 'completed');
@@ -104,7 +112,11 @@ describe('POST /v1/runs/{id}/cancel', () => {
     await api.waitForRun(waiting.runId, 'waiting_for_user');
     expect((await api.post(`/v1/runs/${waiting.runId}/cancel`)).body.status).toBe('cancelled');
     // Its question was closed: the run takes no answer now.
-    expectProblem(await api.post(`/v1/runs/${waiting.runId}/input`, { answers: { color: 'red' } }), 'illegal_transition', 409);
+    expectProblem(
+      await api.post(`/v1/runs/${waiting.runId}/input`, { answers: { color: 'red' } }),
+      'illegal_transition',
+      409,
+    );
 
     const paused = await running('cancel-2');
     await api.post(`/v1/runs/${paused.runId}/pause`);
@@ -135,7 +147,10 @@ describe('POST /v1/runs/{id}/pause and /resume', () => {
     const withdrawn = await api.post(`/v1/runs/${runId}/resume`);
     expect(withdrawn.status).toBe(200);
     expect(withdrawn.body).toMatchObject({ status: 'running', pause_requested: false });
-    expect((await api.post(`/v1/runs/${runId}/pause`)).body).toMatchObject({ status: 'running', pause_requested: true });
+    expect((await api.post(`/v1/runs/${runId}/pause`)).body).toMatchObject({
+      status: 'running',
+      pause_requested: true,
+    });
 
     srv.gates.open('pause-1');
     const paused = await api.waitForRun(runId, 'paused');
@@ -188,19 +203,26 @@ describe('POST /v1/runs/{id}/steer', () => {
     // The steer commits; recording its answer fails (as a crash right after the effect would leave it).
     const put = srv.store.putIdempotency.bind(srv.store);
     let failing = true;
-    srv.store.putIdempotency = (r) => (failing ? ((failing = false), Promise.reject(new Error('the process died here'))) : put(r));
+    srv.store.putIdempotency = (r) =>
+      failing ? ((failing = false), Promise.reject(new Error('the process died here'))) : put(r);
     expect((await api.post(`/v1/runs/${runId}/steer`, { content: 'only once' }, key)).status).toBe(500);
     const retry = await api.post(`/v1/runs/${runId}/steer`, { content: 'only once' }, key);
     expect(retry.status).toBe(202);
     expect(retry.body.run.id).toBe(runId);
     const again = await api.post(`/v1/runs/${runId}/steer`, { content: 'only once' }, key);
-    expect([again.status, again.headers.get('idempotent-replayed'), again.body.message.id]).toEqual([202, 'true', retry.body.message.id]);
+    expect([again.status, again.headers.get('idempotent-replayed'), again.body.message.id]).toEqual([
+      202,
+      'true',
+      retry.body.message.id,
+    ]);
     srv.gates.open('steer-idem');
     await api.waitForRun(runId, 'completed');
     const said = texts((await api.get(`/v1/sessions/${sessionId}/transcript`)).body.items);
     expect(said.filter((t) => t === 'only once')).toHaveLength(1);
     // The message the retry named is the one in the log.
-    const users = (await api.allEvents(sessionId)).filter((e) => e.type === 'user/message').map((e) => (e.data as Json).message.id);
+    const users = (await api.allEvents(sessionId))
+      .filter((e) => e.type === 'user/message')
+      .map((e) => (e.data as Json).message.id);
     expect(users).toContain(retry.body.message.id);
   });
 });
@@ -224,7 +246,11 @@ describe('POST /v1/runs/{id}/input (ask_user)', () => {
       expires_at: null,
     });
     expectProblem(await api.post(`/v1/runs/${runId}/input`, {}), 'validation', 400);
-    expectProblem(await api.post(`/v1/runs/${runId}/input`, { answers: { color: 'red' }, tool_call_id: 'no-such-call' }), 'not_found', 404);
+    expectProblem(
+      await api.post(`/v1/runs/${runId}/input`, { answers: { color: 'red' }, tool_call_id: 'no-such-call' }),
+      'not_found',
+      404,
+    );
 
     const r = await api.post(`/v1/runs/${runId}/input`, { answers: { color: 'red' } });
     expect(r.status).toBe(200);
@@ -232,7 +258,10 @@ describe('POST /v1/runs/{id}/input (ask_user)', () => {
     expect(['queued', 'running', 'completed']).toContain(r.body.status);
     await api.waitForRun(runId, 'completed');
     const answer = (await api.allEvents(sessionId)).find((e) => e.type === 'user/answer');
-    expect(answer).toMatchObject({ run_id: runId, data: { toolCallId: waiting.waiting.requests[0].tool_call_id, answer: { color: 'red' } } });
+    expect(answer).toMatchObject({
+      run_id: runId,
+      data: { toolCallId: waiting.waiting.requests[0].tool_call_id, answer: { color: 'red' } },
+    });
     expect(texts((await api.get(`/v1/sessions/${sessionId}/transcript`)).body.items)).toContain('done');
 
     expectProblem(await api.post(`/v1/runs/${runId}/input`, { answers: { color: 'blue' } }), 'illegal_transition', 409);
@@ -241,14 +270,19 @@ describe('POST /v1/runs/{id}/input (ask_user)', () => {
   it('takes an explicit tool_call_id', async () => {
     const { runId } = await start('ask');
     const waiting = await api.waitForRun(runId, 'waiting_for_user');
-    const r = await api.post(`/v1/runs/${runId}/input`, { answers: 'blue', tool_call_id: waiting.waiting.requests[0].tool_call_id });
+    const r = await api.post(`/v1/runs/${runId}/input`, {
+      answers: 'blue',
+      tool_call_id: waiting.waiting.requests[0].tool_call_id,
+    });
     expect(r.status).toBe(200);
     await api.waitForRun(runId, 'completed');
   });
 
   it('a run that waits for no answer refuses one: 409 with its status', async () => {
     const { runId } = await running('input-1');
-    expect(expectProblem(await api.post(`/v1/runs/${runId}/input`, { answers: 'x' }), 'illegal_transition', 409).from).toBe('running');
+    expect(
+      expectProblem(await api.post(`/v1/runs/${runId}/input`, { answers: 'x' }), 'illegal_transition', 409).from,
+    ).toBe('running');
     srv.gates.open('input-1');
     await api.waitForRun(runId, 'completed');
   });
@@ -260,25 +294,49 @@ describe('POST /v1/runs/{id}/approvals/{approval_id}', () => {
     const waiting = await api.waitForRun(runId, 'waiting_approval');
     expect(waiting.waiting.kind).toBe('approval');
     const [a, b] = waiting.waiting.requests as Json[];
-    expect([a.tool, a.arguments, a.decided, b.arguments]).toEqual(['danger', { target: 'apple' }, false, { target: 'banana' }]);
+    expect([a.tool, a.arguments, a.decided, b.arguments]).toEqual([
+      'danger',
+      { target: 'apple' },
+      false,
+      { target: 'banana' },
+    ]);
 
-    const approved = await api.post(`/v1/runs/${runId}/approvals/${a.approval_id}`, { decision: 'approve', arguments: { target: 'apricot' } });
+    const approved = await api.post(`/v1/runs/${runId}/approvals/${a.approval_id}`, {
+      decision: 'approve',
+      arguments: { target: 'apricot' },
+    });
     expect(approved.status).toBe(200);
     expect(approved.body.status).toBe('waiting_approval');
     expect(approved.body.waiting.requests.map((q: Json) => q.decided)).toEqual([true, false]);
     // The same decision again is a no-op; a different one is refused.
-    const same = await api.post(`/v1/runs/${runId}/approvals/${a.approval_id}`, { decision: 'approve', arguments: { target: 'apricot' } });
+    const same = await api.post(`/v1/runs/${runId}/approvals/${a.approval_id}`, {
+      decision: 'approve',
+      arguments: { target: 'apricot' },
+    });
     expect(same.status).toBe(200);
     expect(same.body.waiting).toEqual(approved.body.waiting);
-    expectProblem(await api.post(`/v1/runs/${runId}/approvals/${a.approval_id}`, { decision: 'deny', reason: 'changed my mind' }), 'already_decided', 409);
-    expectProblem(await api.post(`/v1/runs/${runId}/approvals/${a.approval_id}`, { decision: 'approve' }), 'already_decided', 409);
+    expectProblem(
+      await api.post(`/v1/runs/${runId}/approvals/${a.approval_id}`, { decision: 'deny', reason: 'changed my mind' }),
+      'already_decided',
+      409,
+    );
+    expectProblem(
+      await api.post(`/v1/runs/${runId}/approvals/${a.approval_id}`, { decision: 'approve' }),
+      'already_decided',
+      409,
+    );
 
-    const denied = await api.post(`/v1/runs/${runId}/approvals/${b.approval_id}`, { decision: 'deny', reason: 'not bananas' });
+    const denied = await api.post(`/v1/runs/${runId}/approvals/${b.approval_id}`, {
+      decision: 'deny',
+      reason: 'not bananas',
+    });
     expect(denied.status).toBe(200);
     await api.waitForRun(runId, 'completed');
 
     // Only the approved call ran, with the edited arguments.
-    expect(srv.dangerRuns.filter((d) => ['apple', 'apricot', 'banana'].includes(d.target))).toEqual([{ target: 'apricot' }]);
+    expect(srv.dangerRuns.filter((d) => ['apple', 'apricot', 'banana'].includes(d.target))).toEqual([
+      { target: 'apricot' },
+    ]);
     const decisions = (await api.allEvents(sessionId)).filter((e) => e.type === 'tool/decision');
     expect(decisions.map((e) => e.data)).toEqual([
       { toolCallId: a.tool_call_id, approved: true, editedInput: { target: 'apricot' } },
@@ -288,13 +346,19 @@ describe('POST /v1/runs/{id}/approvals/{approval_id}', () => {
     expect(JSON.stringify(results.find((e) => e.data.toolCallId === b.tool_call_id))).toContain('not bananas');
 
     // The run is over: any decision now is an illegal transition.
-    expectProblem(await api.post(`/v1/runs/${runId}/approvals/${b.approval_id}`, { decision: 'approve' }), 'illegal_transition', 409);
+    expectProblem(
+      await api.post(`/v1/runs/${runId}/approvals/${b.approval_id}`, { decision: 'approve' }),
+      'illegal_transition',
+      409,
+    );
   });
 
   it('approves as proposed', async () => {
     const { runId } = await start('danger:plain');
     const waiting = await api.waitForRun(runId, 'waiting_approval');
-    const r = await api.post(`/v1/runs/${runId}/approvals/${waiting.waiting.requests[0].approval_id}`, { decision: 'approve' });
+    const r = await api.post(`/v1/runs/${runId}/approvals/${waiting.waiting.requests[0].approval_id}`, {
+      decision: 'approve',
+    });
     expect(r.status).toBe(200);
     await api.waitForRun(runId, 'completed');
     expect(srv.dangerRuns).toContainEqual({ target: 'plain' });
@@ -304,12 +368,28 @@ describe('POST /v1/runs/{id}/approvals/{approval_id}', () => {
     const { runId } = await start('danger:never');
     const waiting = await api.waitForRun(runId, 'waiting_approval');
     const id = waiting.waiting.requests[0].approval_id;
-    expectProblem(await api.post(`/v1/runs/${runId}/approvals/no-such-call`, { decision: 'approve' }), 'not_found', 404);
-    expectProblem(await api.post(`/v1/runs/${runId}/approvals/${id}`, { decision: 'deny', arguments: { target: 'x' } }), 'validation', 400);
+    expectProblem(
+      await api.post(`/v1/runs/${runId}/approvals/no-such-call`, { decision: 'approve' }),
+      'not_found',
+      404,
+    );
+    expectProblem(
+      await api.post(`/v1/runs/${runId}/approvals/${id}`, { decision: 'deny', arguments: { target: 'x' } }),
+      'validation',
+      400,
+    );
     expectProblem(await api.post(`/v1/runs/${runId}/approvals/${id}`, { decision: 'maybe' }), 'validation', 400);
-    expectProblem(await api.post(`/v1/runs/${runId}/approvals/${id}`, { decision: 'approve', note: 'hi' }), 'validation', 400);
+    expectProblem(
+      await api.post(`/v1/runs/${runId}/approvals/${id}`, { decision: 'approve', note: 'hi' }),
+      'validation',
+      400,
+    );
     // An answer is not an approval: the run's state refuses it (409, with its status).
-    const wrongKind = expectProblem(await api.post(`/v1/runs/${runId}/input`, { answers: 'x', tool_call_id: id }), 'illegal_transition', 409);
+    const wrongKind = expectProblem(
+      await api.post(`/v1/runs/${runId}/input`, { answers: 'x', tool_call_id: id }),
+      'illegal_transition',
+      409,
+    );
     expect(wrongKind.from).toBe('waiting_approval');
     expectProblem(await api.post(`/v1/runs/no-such-run/approvals/${id}`, { decision: 'approve' }), 'not_found', 404);
     expect((await api.get(`/v1/runs/${runId}`)).body.status).toBe('waiting_approval');

@@ -56,7 +56,8 @@ describe('/v1/schedules', () => {
   });
 
   it('pages the list with next_cursor', async () => {
-    for (let i = 0; i < 3; i++) await globex.post('/v1/schedules', { interval: { seconds: 3600 }, message: 'x', target: { new_session: {} } });
+    for (let i = 0; i < 3; i++)
+      await globex.post('/v1/schedules', { interval: { seconds: 3600 }, message: 'x', target: { new_session: {} } });
     const p1 = await globex.get('/v1/schedules?limit=2');
     expect(p1.body.data).toHaveLength(2);
     const p2 = await globex.get(`/v1/schedules?limit=2&cursor=${p1.body.next_cursor}`);
@@ -65,7 +66,13 @@ describe('/v1/schedules', () => {
   });
 
   it('fires: pause, resume, the history of fires with their runs, delete', async () => {
-    const created = (await acme.post('/v1/schedules', { interval: { seconds: 60 }, message: 'ping', target: { new_session: { title: 'pings' } } })).body;
+    const created = (
+      await acme.post('/v1/schedules', {
+        interval: { seconds: 60 },
+        message: 'ping',
+        target: { new_session: { title: 'pings' } },
+      })
+    ).body;
     const paused = await acme.post(`/v1/schedules/${created.id}/pause`);
     expect(paused.body).toMatchObject({ paused: true, next_fire_at: null });
     clock.advance(120_000);
@@ -83,7 +90,11 @@ describe('/v1/schedules', () => {
     expect(run.session_id).toBe(fires.data[0].session_id);
     expect((await acme.get(`/v1/sessions/${run.session_id}`)).body.title).toBe('pings');
     const events = await acme.allEvents(run.session_id);
-    expect(events.find((e) => e.type === 'schedule/fired')?.data).toEqual({ scheduleId: created.id, tick: Date.parse(fires.data[0].tick), runId: run.id });
+    expect(events.find((e) => e.type === 'schedule/fired')?.data).toEqual({
+      scheduleId: created.id,
+      tick: Date.parse(fires.data[0].tick),
+      runId: run.id,
+    });
     expect((await acme.get(`/v1/schedules/${created.id}`)).body.last_run_id).toBe(run.id);
 
     expectProblem(await globex.delete(`/v1/schedules/${created.id}`), 'not_found', 404);
@@ -95,24 +106,64 @@ describe('/v1/schedules', () => {
   it('bad input: 400 validation naming the field; an unknown agent 422', async () => {
     const session = await acme.session();
     const base = { message: 'x', target: { session_id: session.id } };
-    const cron = expectProblem(await acme.post('/v1/schedules', { ...base, cron: { expression: '61 * * * *', timezone: 'UTC' } }), 'validation', 400);
+    const cron = expectProblem(
+      await acme.post('/v1/schedules', { ...base, cron: { expression: '61 * * * *', timezone: 'UTC' } }),
+      'validation',
+      400,
+    );
     expect(cron.field).toBe('cron.expression');
     expect(cron.detail).toMatch(/Invalid value for minute: 61/);
-    const tz = expectProblem(await acme.post('/v1/schedules', { ...base, cron: { expression: '0 9 * * *', timezone: 'Nowhere/Else' } }), 'validation', 400);
+    const tz = expectProblem(
+      await acme.post('/v1/schedules', { ...base, cron: { expression: '0 9 * * *', timezone: 'Nowhere/Else' } }),
+      'validation',
+      400,
+    );
     expect(tz.field).toBe('cron.timezone');
-    expect(expectProblem(await acme.post('/v1/schedules', { ...base, interval: { seconds: 0 } }), 'validation', 400).field).toBe('interval.seconds');
-    expect(expectProblem(await acme.post('/v1/schedules', { ...base }), 'validation', 400).detail).toMatch(/exactly one of cron and interval/);
-    expect(expectProblem(await acme.post('/v1/schedules', { ...base, interval: { seconds: 5 }, target: { session_id: 'nope' } }), 'validation', 400).field).toBe('target.session_id');
+    expect(
+      expectProblem(await acme.post('/v1/schedules', { ...base, interval: { seconds: 0 } }), 'validation', 400).field,
+    ).toBe('interval.seconds');
+    expect(expectProblem(await acme.post('/v1/schedules', { ...base }), 'validation', 400).detail).toMatch(
+      /exactly one of cron and interval/,
+    );
+    expect(
+      expectProblem(
+        await acme.post('/v1/schedules', { ...base, interval: { seconds: 5 }, target: { session_id: 'nope' } }),
+        'validation',
+        400,
+      ).field,
+    ).toBe('target.session_id');
     // Another tenant's session is no session.
-    expect(expectProblem(await globex.post('/v1/schedules', { ...base, interval: { seconds: 5 } }), 'validation', 400).field).toBe('target.session_id');
-    expectProblem(await acme.post('/v1/schedules', { ...base, interval: { seconds: 5 }, overlap: 'maybe' }), 'validation', 400);
-    expectProblem(await acme.post('/v1/schedules', { ...base, interval: { seconds: 5 }, surprise: true }), 'validation', 400);
-    expectProblem(await acme.post('/v1/schedules', { ...base, interval: { seconds: 5 }, agent: 'nobody' }), 'unknown_agent', 422);
+    expect(
+      expectProblem(await globex.post('/v1/schedules', { ...base, interval: { seconds: 5 } }), 'validation', 400).field,
+    ).toBe('target.session_id');
+    expectProblem(
+      await acme.post('/v1/schedules', { ...base, interval: { seconds: 5 }, overlap: 'maybe' }),
+      'validation',
+      400,
+    );
+    expectProblem(
+      await acme.post('/v1/schedules', { ...base, interval: { seconds: 5 }, surprise: true }),
+      'validation',
+      400,
+    );
+    expectProblem(
+      await acme.post('/v1/schedules', { ...base, interval: { seconds: 5 }, agent: 'nobody' }),
+      'unknown_agent',
+      422,
+    );
   });
 
   it('is in /openapi.json', async () => {
     const doc = (await acme.get('/openapi.json')).body;
-    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/v1/schedules', '/v1/schedules/{id}', '/v1/schedules/{id}/pause', '/v1/schedules/{id}/resume', '/v1/schedules/{id}/fires']));
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining([
+        '/v1/schedules',
+        '/v1/schedules/{id}',
+        '/v1/schedules/{id}/pause',
+        '/v1/schedules/{id}/resume',
+        '/v1/schedules/{id}/fires',
+      ]),
+    );
     expect(Object.keys(doc.paths['/v1/schedules/{id}'])).toEqual(expect.arrayContaining(['get', 'delete']));
     expect(doc.components.schemas.Schedule).toBeDefined();
   });

@@ -19,7 +19,10 @@ afterAll(async () => {
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 /** A session with `texts` sent one after the other, each run completed. */
-async function conversation(texts: string[], create: Record<string, unknown> = {}): Promise<{ session: Json; runs: Json[] }> {
+async function conversation(
+  texts: string[],
+  create: Record<string, unknown> = {},
+): Promise<{ session: Json; runs: Json[] }> {
   const session = await api.session(create);
   const runs: Json[] = [];
   for (const t of texts) {
@@ -111,7 +114,9 @@ describe('sessions', () => {
     const withArchived = await api.get('/v1/sessions?limit=1000&include_archived=true');
     const archived = withArchived.body.data.find((s: Json) => s.id === mine[2]);
     expect(archived.archived_at).toMatch(ISO);
-    expect((await api.get('/v1/sessions?limit=1000&include_archived=false')).body.data.map((s: Json) => s.id)).toEqual(visible);
+    expect((await api.get('/v1/sessions?limit=1000&include_archived=false')).body.data.map((s: Json) => s.id)).toEqual(
+      visible,
+    );
   });
 
   it('DELETE /v1/sessions/{id} archives, idempotently; the session stays readable', async () => {
@@ -125,7 +130,11 @@ describe('sessions', () => {
     expect(again.body).toEqual(first.body);
     expect((await api.get(`/v1/sessions/${session.id}`)).body).toEqual(first.body);
     // An archived session takes no new messages: 409, and nothing is written.
-    const p = expectProblem(await api.post(`/v1/sessions/${session.id}/messages`, { content: 'after archiving' }), 'session_archived', 409);
+    const p = expectProblem(
+      await api.post(`/v1/sessions/${session.id}/messages`, { content: 'after archiving' }),
+      'session_archived',
+      409,
+    );
     expect(p.detail).toContain(session.id);
     expect((await api.get(`/v1/sessions/${session.id}`)).body.last_seq).toBe(first.body.last_seq);
     expect(texts((await api.get(`/v1/sessions/${session.id}/transcript`)).body.items)).toContain('keep me');
@@ -138,12 +147,25 @@ describe('messages', () => {
     const s = await api.session();
     const r = await api.post(`/v1/sessions/${s.id}/messages`, { content: 'hello keel' });
     expect(r.status).toBe(202);
-    expect(r.body).toMatchObject({ outcome: 'created', message: { id: expect.any(String) }, run: { id: expect.any(String), session_id: s.id, agent: { name: 'helper', version: '1' } } });
+    expect(r.body).toMatchObject({
+      outcome: 'created',
+      message: { id: expect.any(String) },
+      run: { id: expect.any(String), session_id: s.id, agent: { name: 'helper', version: '1' } },
+    });
     expect(r.body.run.trigger_message_id).toBe(r.body.message.id);
     expect(['queued', 'running', 'completed']).toContain(r.body.run.status);
     const run = await api.waitForRun(r.body.run.id, 'completed');
-    expect(run).toMatchObject({ id: r.body.run.id, status: 'completed', error: null, waiting: null, ended_at: expect.stringMatching(ISO) });
-    expect(texts((await api.get(`/v1/sessions/${s.id}/transcript`)).body.items)).toEqual(['hello keel', 'echo: hello keel']);
+    expect(run).toMatchObject({
+      id: r.body.run.id,
+      status: 'completed',
+      error: null,
+      waiting: null,
+      ended_at: expect.stringMatching(ISO),
+    });
+    expect(texts((await api.get(`/v1/sessions/${s.id}/transcript`)).body.items)).toEqual([
+      'hello keel',
+      'echo: hello keel',
+    ]);
   });
 
   it('takes content parts, and picks the agent from the message or the session', async () => {
@@ -158,7 +180,12 @@ describe('messages', () => {
     }
     const runs = await api.get(`/v1/sessions/${s.id}/runs`);
     expect([runs.status, runs.body.data]).toEqual([200, []]);
-    const r = await api.post(`/v1/sessions/${s.id}/messages`, { content: [{ type: 'text', text: 'from ' }, { type: 'text', text: 'parts' }] });
+    const r = await api.post(`/v1/sessions/${s.id}/messages`, {
+      content: [
+        { type: 'text', text: 'from ' },
+        { type: 'text', text: 'parts' },
+      ],
+    });
     expect(r.status).toBe(202);
     await api.waitForRun(r.body.run.id, 'completed');
     expect(texts((await api.get(`/v1/sessions/${s.id}/transcript`)).body.items)).toContain('echo: from parts');
@@ -173,7 +200,11 @@ describe('messages', () => {
     await api.waitForRun(bySession.run.id, 'completed');
     expect(texts((await api.get(`/v1/sessions/${terseSession.id}/transcript`)).body.items)).toEqual(['hi', 'ok']);
 
-    expectProblem(await api.post(`/v1/sessions/${s.id}/messages`, { content: 'x', agent: 'nobody' }), 'unknown_agent', 422);
+    expectProblem(
+      await api.post(`/v1/sessions/${s.id}/messages`, { content: 'x', agent: 'nobody' }),
+      'unknown_agent',
+      422,
+    );
     expectProblem(await api.post('/v1/sessions/no-such-session/messages', { content: 'x' }), 'not_found', 404);
   });
 
@@ -192,9 +223,15 @@ describe('messages', () => {
     expect(steered).toMatchObject({ outcome: 'steered', run: { id: first.run.id } });
     // An enqueued message is a run of its own at once, queued behind the active one: the 202 names it.
     const enqueued = await api.send(s.id, 'queued after', { if_busy: 'enqueue' });
-    expect(enqueued).toMatchObject({ outcome: 'enqueued', run: { status: 'queued', queued_behind: true, turn: null, trigger_message_id: enqueued.message.id } });
+    expect(enqueued).toMatchObject({
+      outcome: 'enqueued',
+      run: { status: 'queued', queued_behind: true, turn: null, trigger_message_id: enqueued.message.id },
+    });
     expect(enqueued.run.id).not.toBe(first.run.id);
-    expect((await api.get(`/v1/runs/${enqueued.run.id}`)).body).toMatchObject({ status: 'queued', queued_behind: true });
+    expect((await api.get(`/v1/runs/${enqueued.run.id}`)).body).toMatchObject({
+      status: 'queued',
+      queued_behind: true,
+    });
     const runs = (await api.get(`/v1/sessions/${s.id}/runs`)).body.data;
     expect(runs.map((r: { id: string }) => r.id)).toEqual([first.run.id, enqueued.run.id]);
 
@@ -204,7 +241,9 @@ describe('messages', () => {
     await api.waitForRun(enqueued.run.id, 'completed');
     expect((await api.get(`/v1/runs/${enqueued.run.id}`)).body).toMatchObject({ queued_behind: false, turn: 2 });
     const said = texts((await api.get(`/v1/sessions/${s.id}/transcript`)).body.items);
-    expect(said).toEqual(expect.arrayContaining(['steered in', 'echo: steered in', 'queued after', 'echo: queued after']));
+    expect(said).toEqual(
+      expect.arrayContaining(['steered in', 'echo: steered in', 'queued after', 'echo: queued after']),
+    );
     expect(said.indexOf('steered in')).toBeLessThan(said.indexOf('queued after'));
   });
 
@@ -222,8 +261,16 @@ describe('messages', () => {
 
   it('refuses an unknown if_busy policy and unknown fields', async () => {
     const s = await api.session();
-    expectProblem(await api.post(`/v1/sessions/${s.id}/messages`, { content: 'x', if_busy: 'sometimes' }), 'validation', 400);
-    const p = expectProblem(await api.post(`/v1/sessions/${s.id}/messages`, { content: 'x', colour: 'red' }), 'validation', 400);
+    expectProblem(
+      await api.post(`/v1/sessions/${s.id}/messages`, { content: 'x', if_busy: 'sometimes' }),
+      'validation',
+      400,
+    );
+    const p = expectProblem(
+      await api.post(`/v1/sessions/${s.id}/messages`, { content: 'x', colour: 'red' }),
+      'validation',
+      400,
+    );
     expect(p.detail).toContain('colour');
     expectProblem(await api.post(`/v1/sessions/${s.id}/messages`, {}), 'validation', 400);
   });
@@ -242,7 +289,14 @@ describe('views', () => {
     expect(all.body.next_after).toBeNull();
     const events: Json[] = all.body.data;
     expect(events.map((e) => e.seq)).toEqual(Array.from({ length: session.last_seq }, (_, i) => i + 1));
-    expect(events[0]).toMatchObject({ type: 'session/created', session_id: session.id, seq: 1, v: expect.any(Number), time: expect.stringMatching(ISO), entry: false });
+    expect(events[0]).toMatchObject({
+      type: 'session/created',
+      session_id: session.id,
+      seq: 1,
+      v: expect.any(Number),
+      time: expect.stringMatching(ISO),
+      entry: false,
+    });
     expect(events.filter((e) => e.type === 'user/message' && e.entry).length).toBe(2);
     expect(events.filter((e) => e.run_id === runs[1].id).length).toBeGreaterThan(0);
 
@@ -260,7 +314,11 @@ describe('views', () => {
     expect(paged).toEqual(events);
     const tail = await api.get(`/v1/sessions/${session.id}/events?after=${session.last_seq}`);
     expect(tail.body).toEqual({ data: [], next_cursor: null, next_after: null });
-    expect((await api.get(`/v1/sessions/${session.id}/events?after=${session.last_seq - 2}`)).body.data.map((e: Json) => e.seq)).toEqual([session.last_seq - 1, session.last_seq]);
+    expect(
+      (await api.get(`/v1/sessions/${session.id}/events?after=${session.last_seq - 2}`)).body.data.map(
+        (e: Json) => e.seq,
+      ),
+    ).toEqual([session.last_seq - 1, session.last_seq]);
 
     expectProblem(await api.get(`/v1/sessions/${session.id}/events?after=-1`), 'validation', 400);
     expectProblem(await api.get(`/v1/sessions/${session.id}/events?limit=1001`), 'validation', 400);
@@ -282,7 +340,12 @@ describe('views', () => {
   it('/context is the next request’s context, trimmed to budget_tokens', async () => {
     const r = await api.get(`/v1/sessions/${session.id}/context`);
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ tokens: expect.any(Number), omitted: 0, as_of_seq: session.last_seq, leaf_id: session.leaf_id });
+    expect(r.body).toMatchObject({
+      tokens: expect.any(Number),
+      omitted: 0,
+      as_of_seq: session.last_seq,
+      leaf_id: session.leaf_id,
+    });
     expect(r.body.messages.map((m: Json) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
     expect(r.body.last_input_tokens).toEqual(expect.any(Number));
 
@@ -305,7 +368,9 @@ describe('views', () => {
       const paged: Json[] = [];
       let cursor: string | null = null;
       for (let pages = 0; pages < 1000; pages++) {
-        const page: { status: number; body: Json } = await api.get(`${list}?limit=1${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+        const page: { status: number; body: Json } = await api.get(
+          `${list}?limit=1${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+        );
         expect(page.status, list).toBe(200);
         paged.push(...page.body.data);
         expect(page.body.next_cursor === null || typeof page.body.next_cursor === 'string', list).toBe(true);
@@ -335,7 +400,9 @@ describe('views', () => {
     // The older name of `cursor` still works, but not both names at odds.
     expectProblem(await api.get(`/v1/sessions?cursor=a&after=b`), 'validation', 400);
     // Known ones, and the stream's `after`, are fine.
-    expect((await api.get(`/v1/sessions/${session.id}/events?cursor=2&limit=1`)).body.data.map((e: Json) => e.seq)).toEqual([3]);
+    expect(
+      (await api.get(`/v1/sessions/${session.id}/events?cursor=2&limit=1`)).body.data.map((e: Json) => e.seq),
+    ).toEqual([3]);
   });
 
   it('/runs lists the session’s runs oldest first, with cursor pagination', async () => {
@@ -362,14 +429,22 @@ describe('branches', () => {
     const { session } = await conversation(['alpha', 'beta']);
     const events = await api.allEvents(session.id);
     const alphaAnswer = entryOf(events, 'assistant/message', 'echo: alpha');
-    const r = await api.post(`/v1/sessions/${session.id}/fork`, { entry_id: alphaAnswer, into: 'branch', summary: 'we also tried beta' });
+    const r = await api.post(`/v1/sessions/${session.id}/fork`, {
+      entry_id: alphaAnswer,
+      into: 'branch',
+      summary: 'we also tried beta',
+    });
     expect(r.status).toBe(201);
     expect(r.body.session_id).toBe(session.id);
     expect(r.body.leaf_id).not.toBe(alphaAnswer);
     const after = (await api.get(`/v1/sessions/${session.id}`)).body;
     expect(after.leaf_id).toBe(r.body.leaf_id);
     const summary = (await api.allEvents(session.id)).find((e) => e.id === r.body.leaf_id);
-    expect(summary).toMatchObject({ type: 'branch/summary', parent_id: alphaAnswer, data: { summary: 'we also tried beta' } });
+    expect(summary).toMatchObject({
+      type: 'branch/summary',
+      parent_id: alphaAnswer,
+      data: { summary: 'we also tried beta' },
+    });
 
     const { run } = await api.send(session.id, 'gamma');
     await api.waitForRun(run.id, 'completed');
@@ -396,13 +471,19 @@ describe('branches', () => {
     const { run } = await api.send(session.id, 'danger:prod');
     await api.waitForRun(run.id, 'waiting_approval');
     const before = (await api.get(`/v1/sessions/${session.id}`)).body;
-    for (const r of [await api.post(`/v1/sessions/${session.id}/leaf`, { entry_id: first }), await api.post(`/v1/sessions/${session.id}/fork`, { entry_id: first, into: 'branch' })]) {
+    for (const r of [
+      await api.post(`/v1/sessions/${session.id}/leaf`, { entry_id: first }),
+      await api.post(`/v1/sessions/${session.id}/fork`, { entry_id: first, into: 'branch' }),
+    ]) {
       const p = expectProblem(r, 'run_busy', 409);
       expect(p.active_run_id).toBe(run.id);
       expect(p.detail).toContain(run.id);
     }
     // Nothing moved: the run's next request is built from the path it started on.
-    expect((await api.get(`/v1/sessions/${session.id}`)).body).toMatchObject({ leaf_id: before.leaf_id, last_seq: before.last_seq });
+    expect((await api.get(`/v1/sessions/${session.id}`)).body).toMatchObject({
+      leaf_id: before.leaf_id,
+      last_seq: before.last_seq,
+    });
     expect((await api.post(`/v1/sessions/${session.id}/fork`, { entry_id: first, into: 'session' })).status).toBe(201);
   });
 
@@ -413,10 +494,23 @@ describe('branches', () => {
     expect(r.status).toBe(201);
     expect(r.body.session_id).not.toBe(session.id);
     const forked = (await api.get(`/v1/sessions/${r.body.session_id}`)).body;
-    expect(forked).toMatchObject({ title: 'the fork', metadata: { k: 'v' }, origin: { session_id: session.id, entry_id: at }, leaf_id: r.body.leaf_id });
-    expect(texts((await api.get(`/v1/sessions/${r.body.session_id}/transcript`)).body.items)).toEqual(['left', 'echo: left']);
+    expect(forked).toMatchObject({
+      title: 'the fork',
+      metadata: { k: 'v' },
+      origin: { session_id: session.id, entry_id: at },
+      leaf_id: r.body.leaf_id,
+    });
+    expect(texts((await api.get(`/v1/sessions/${r.body.session_id}/transcript`)).body.items)).toEqual([
+      'left',
+      'echo: left',
+    ]);
     // The source is untouched.
-    expect(texts((await api.get(`/v1/sessions/${session.id}/transcript`)).body.items)).toEqual(['left', 'echo: left', 'right', 'echo: right']);
+    expect(texts((await api.get(`/v1/sessions/${session.id}/transcript`)).body.items)).toEqual([
+      'left',
+      'echo: left',
+      'right',
+      'echo: right',
+    ]);
     // Listed with the tenant's sessions.
     expect((await api.get('/v1/sessions?limit=1000')).body.data.map((s: Json) => s.id)).toContain(r.body.session_id);
   });
@@ -424,11 +518,23 @@ describe('branches', () => {
   it('/fork refuses a summary for a session fork, unknown entries and bad bodies', async () => {
     const { session } = await conversation(['x']);
     const at = entryOf(await api.allEvents(session.id), 'assistant/message', 'echo: x');
-    expectProblem(await api.post(`/v1/sessions/${session.id}/fork`, { entry_id: at, into: 'session', summary: 'no' }), 'validation', 400);
-    expectProblem(await api.post(`/v1/sessions/${session.id}/fork`, { entry_id: 'no-such-entry', into: 'branch' }), 'validation', 400);
+    expectProblem(
+      await api.post(`/v1/sessions/${session.id}/fork`, { entry_id: at, into: 'session', summary: 'no' }),
+      'validation',
+      400,
+    );
+    expectProblem(
+      await api.post(`/v1/sessions/${session.id}/fork`, { entry_id: 'no-such-entry', into: 'branch' }),
+      'validation',
+      400,
+    );
     expectProblem(await api.post(`/v1/sessions/${session.id}/fork`, { entry_id: at, into: 'tree' }), 'validation', 400);
     expectProblem(await api.post(`/v1/sessions/${session.id}/fork`, { into: 'branch' }), 'validation', 400);
-    expectProblem(await api.post('/v1/sessions/no-such-session/fork', { entry_id: at, into: 'branch' }), 'not_found', 404);
+    expectProblem(
+      await api.post('/v1/sessions/no-such-session/fork', { entry_id: at, into: 'branch' }),
+      'not_found',
+      404,
+    );
   });
 
   it('/leaf switches the current branch to an entry (or to none)', async () => {
@@ -439,7 +545,13 @@ describe('branches', () => {
     expect(r.status).toBe(200);
     expect(r.body).toEqual({ leaf_id: first, seq: session.last_seq + 1 });
     expect((await api.get(`/v1/sessions/${session.id}`)).body.leaf_id).toBe(first);
-    expect(texts((await api.get(`/v1/sessions/${session.id}/context`)).body.messages.map((m: Json) => ({ text: m.content?.[0]?.text })))).toEqual(['first', 'echo: first']);
+    expect(
+      texts(
+        (await api.get(`/v1/sessions/${session.id}/context`)).body.messages.map((m: Json) => ({
+          text: m.content?.[0]?.text,
+        })),
+      ),
+    ).toEqual(['first', 'echo: first']);
 
     const back = entryOf(events, 'assistant/message', 'echo: second');
     expect((await api.post(`/v1/sessions/${session.id}/leaf`, { entry_id: back })).body.leaf_id).toBe(back);
@@ -461,7 +573,12 @@ describe('branches', () => {
     const { session } = await conversation(['tell me about the first thing', 'and the second thing', 'and the third']);
     const r = await api.post(`/v1/sessions/${session.id}/compact`, { keep_recent_tokens: 1 });
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ compacted: true, event: { type: 'compaction', session_id: session.id, seq: session.last_seq + 1 }, tokens_before: expect.any(Number), tokens_after: expect.any(Number) });
+    expect(r.body).toMatchObject({
+      compacted: true,
+      event: { type: 'compaction', session_id: session.id, seq: session.last_seq + 1 },
+      tokens_before: expect.any(Number),
+      tokens_after: expect.any(Number),
+    });
     const ctx = (await api.get(`/v1/sessions/${session.id}/context`)).body;
     expect(ctx.messages[0].role).toBe('summary');
     expect(JSON.stringify(ctx.messages)).not.toContain('"tell me about the first thing"');
@@ -500,23 +617,47 @@ describe('export and import', () => {
     expect(exported.status).toBe(200);
     expect(exported.headers.get('content-type')).toMatch(/^application\/x-ndjson/);
     expect(exported.headers.get('content-disposition')).toContain(`${session.id}.jsonl`);
-    const lines = exported.text.trimEnd().split('\n').map((l) => JSON.parse(l));
+    const lines = exported.text
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     const final = (await api.get(`/v1/sessions/${session.id}`)).body;
-    expect(lines[0]).toMatchObject({ kind: 'keel.session', version: expect.any(Number), session: { id: session.id, title: 'exported', lastSeq: final.last_seq } });
+    expect(lines[0]).toMatchObject({
+      kind: 'keel.session',
+      version: expect.any(Number),
+      session: { id: session.id, title: 'exported', lastSeq: final.last_seq },
+    });
     expect(lines.filter((l) => l.kind === 'event').length).toBe(final.last_seq);
 
     const target = other.api();
-    const imported = await target.request('POST', '/v1/sessions/import?ids=keep', { body: exported.text, headers: { 'content-type': 'application/x-ndjson' } });
+    const imported = await target.request('POST', '/v1/sessions/import?ids=keep', {
+      body: exported.text,
+      headers: { 'content-type': 'application/x-ndjson' },
+    });
     expect(imported.status).toBe(201);
     expect(imported.body).toEqual(final);
     expect(await target.allEvents(session.id)).toEqual(await api.allEvents(session.id));
-    expect((await target.get(`/v1/sessions/${session.id}/transcript`)).body).toEqual((await api.get(`/v1/sessions/${session.id}/transcript`)).body);
-    expect((await target.get(`/v1/sessions/${session.id}/context`)).body).toEqual((await api.get(`/v1/sessions/${session.id}/context`)).body);
+    expect((await target.get(`/v1/sessions/${session.id}/transcript`)).body).toEqual(
+      (await api.get(`/v1/sessions/${session.id}/transcript`)).body,
+    );
+    expect((await target.get(`/v1/sessions/${session.id}/context`)).body).toEqual(
+      (await api.get(`/v1/sessions/${session.id}/context`)).body,
+    );
 
-    const twice = await target.request('POST', '/v1/sessions/import?ids=keep', { body: exported.text, headers: { 'content-type': 'application/x-ndjson' } });
+    const twice = await target.request('POST', '/v1/sessions/import?ids=keep', {
+      body: exported.text,
+      headers: { 'content-type': 'application/x-ndjson' },
+    });
     expectProblem(twice, 'conflict', 409);
     // Into the server it came from, too.
-    expectProblem(await api.request('POST', '/v1/sessions/import?ids=keep', { body: exported.text, headers: { 'content-type': 'application/x-ndjson' } }), 'conflict', 409);
+    expectProblem(
+      await api.request('POST', '/v1/sessions/import?ids=keep', {
+        body: exported.text,
+        headers: { 'content-type': 'application/x-ndjson' },
+      }),
+      'conflict',
+      409,
+    );
   });
 
   it('an import under a new session id (the default) works where the export came from: the same conversation, its origin the session it came from', async () => {
@@ -531,20 +672,34 @@ describe('export and import', () => {
 
     const copies = [];
     for (let i = 0; i < 2; i++) {
-      const r = await api.request('POST', '/v1/sessions/import', { body: exported, headers: { 'content-type': 'application/x-ndjson' } });
+      const r = await api.request('POST', '/v1/sessions/import', {
+        body: exported,
+        headers: { 'content-type': 'application/x-ndjson' },
+      });
       expect(r.status).toBe(201);
       copies.push(r.body);
     }
     expect(copies[0].id).not.toBe(session.id);
     expect(copies[1].id).not.toBe(copies[0].id);
     for (const copy of copies) {
-      expect(copy).toMatchObject({ title: source.title, last_seq: source.last_seq, leaf_id: source.leaf_id, origin: { session_id: session.id, entry_id: source.leaf_id } });
+      expect(copy).toMatchObject({
+        title: source.title,
+        last_seq: source.last_seq,
+        leaf_id: source.leaf_id,
+        origin: { session_id: session.id, entry_id: source.leaf_id },
+      });
       const original = await api.allEvents(session.id);
       const copied = await api.allEvents(copy.id);
-      expect(copied.map(({ session_id: _s, ...e }: Json) => e)).toEqual(original.map(({ session_id: _s, ...e }: Json) => e));
+      expect(copied.map(({ session_id: _s, ...e }: Json) => e)).toEqual(
+        original.map(({ session_id: _s, ...e }: Json) => e),
+      );
       // Same conversation on the same branch: what the model sees next, and what people see.
-      expect((await api.get(`/v1/sessions/${copy.id}/context`)).body.messages).toEqual((await api.get(`/v1/sessions/${session.id}/context`)).body.messages);
-      expect((await api.get(`/v1/sessions/${copy.id}/transcript`)).body).toEqual((await api.get(`/v1/sessions/${session.id}/transcript`)).body);
+      expect((await api.get(`/v1/sessions/${copy.id}/context`)).body.messages).toEqual(
+        (await api.get(`/v1/sessions/${session.id}/context`)).body.messages,
+      );
+      expect((await api.get(`/v1/sessions/${copy.id}/transcript`)).body).toEqual(
+        (await api.get(`/v1/sessions/${session.id}/transcript`)).body,
+      );
       // And the log still explains every request.
       expect(await srv.runtime.sessions.verifyReplay(copy.id)).toMatchObject({ ok: true, mismatches: [] });
     }
@@ -556,18 +711,42 @@ describe('export and import', () => {
     const lines = text.trimEnd().split('\n');
     lines[2] = lines[2]!.slice(0, 20);
     const target = other.api();
-    const r = await target.request('POST', '/v1/sessions/import', { body: `${lines.join('\n')}\n`, headers: { 'content-type': 'application/x-ndjson' } });
+    const r = await target.request('POST', '/v1/sessions/import', {
+      body: `${lines.join('\n')}\n`,
+      headers: { 'content-type': 'application/x-ndjson' },
+    });
     const p = expectProblem(r, 'invalid_import', 422);
     expect(p.problems).toEqual(expect.arrayContaining([{ line: 3, message: expect.any(String) }]));
     expectProblem(await target.get(`/v1/sessions/${session.id}`), 'not_found', 404);
 
     // Not JSONL at all, and an empty body.
-    const junk = expectProblem(await target.request('POST', '/v1/sessions/import', { body: 'hello\nworld\n', headers: { 'content-type': 'application/x-ndjson' } }), 'invalid_import', 422);
+    const junk = expectProblem(
+      await target.request('POST', '/v1/sessions/import', {
+        body: 'hello\nworld\n',
+        headers: { 'content-type': 'application/x-ndjson' },
+      }),
+      'invalid_import',
+      422,
+    );
     expect(junk.problems[0].line).toBe(1);
-    expectProblem(await target.request('POST', '/v1/sessions/import', { body: '', headers: { 'content-type': 'application/x-ndjson' } }), 'validation', 400);
+    expectProblem(
+      await target.request('POST', '/v1/sessions/import', {
+        body: '',
+        headers: { 'content-type': 'application/x-ndjson' },
+      }),
+      'validation',
+      400,
+    );
 
     // The intact export still imports.
-    expect((await target.request('POST', '/v1/sessions/import', { body: text, headers: { 'content-type': 'application/x-ndjson' } })).status).toBe(201);
+    expect(
+      (
+        await target.request('POST', '/v1/sessions/import', {
+          body: text,
+          headers: { 'content-type': 'application/x-ndjson' },
+        })
+      ).status,
+    ).toBe(201);
   });
 });
 
@@ -584,11 +763,24 @@ describe('erasure', () => {
 
     const erased = await api.post(`/v1/sessions/${s.id}/erase`);
     expect(erased.status).toBe(200);
-    expect(erased.body).toMatchObject({ id: s.id, tenant: 'default', erased_at: expect.any(String), totals: { runs: 2, cost: expect.any(Number), usage: expect.any(Object) } });
+    expect(erased.body).toMatchObject({
+      id: s.id,
+      tenant: 'default',
+      erased_at: expect.any(String),
+      totals: { runs: 2, cost: expect.any(Number), usage: expect.any(Object) },
+    });
     // The running run was cancelled first.
     expect((await srv.store.getRun(blocked.run.id))!.status).toBe('cancelled');
 
-    for (const path of [`/v1/sessions/${s.id}`, `/v1/sessions/${s.id}/events`, `/v1/sessions/${s.id}/transcript`, `/v1/sessions/${s.id}/context`, `/v1/sessions/${s.id}/export`, `/v1/runs/${done.run.id}`, `/v1/runs/${done.run.id}/steps`]) {
+    for (const path of [
+      `/v1/sessions/${s.id}`,
+      `/v1/sessions/${s.id}/events`,
+      `/v1/sessions/${s.id}/transcript`,
+      `/v1/sessions/${s.id}/context`,
+      `/v1/sessions/${s.id}/export`,
+      `/v1/runs/${done.run.id}`,
+      `/v1/runs/${done.run.id}/steps`,
+    ]) {
       expectProblem(await api.get(path), 'gone', 410);
     }
     expectProblem(await api.post(`/v1/sessions/${s.id}/messages`, { content: 'hello again' }), 'gone', 410);
@@ -598,9 +790,13 @@ describe('erasure', () => {
     const tomb = (await srv.store.getSession(s.id))!;
     expect(tomb).toMatchObject({ title: null, metadata: {}, erasedAt: expect.any(Number) });
     // Of what the run executed with, only its model is kept (usage by model, for billing): no prompt, no tools.
-    expect((await srv.store.getRun(done.run.id))!.agentSpec).toEqual({ model: { provider: 'scripted', modelId: 'helper-1' } });
+    expect((await srv.store.getRun(done.run.id))!.agentSpec).toEqual({
+      model: { provider: 'scripted', modelId: 'helper-1' },
+    });
     // Listed only with the archived ones, as a tombstone.
-    const listed = (await api.get('/v1/sessions?include_archived=true&limit=1000')).body.data.find((x: Json) => x.id === s.id);
+    const listed = (await api.get('/v1/sessions?include_archived=true&limit=1000')).body.data.find(
+      (x: Json) => x.id === s.id,
+    );
     expect(listed).toMatchObject({ erased_at: expect.any(String), title: null });
     expect((await api.get('/v1/sessions?limit=1000')).body.data.some((x: Json) => x.id === s.id)).toBe(false);
   });

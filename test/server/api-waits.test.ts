@@ -48,9 +48,27 @@ async function start(): Promise<{ api: Api; anonymous: Api; tokens: string[]; se
       return waitForSignal('ci', { schema: z.object({ ok: z.boolean() }) });
     },
   });
-  const danger = tool({ name: 'danger', description: 'Needs approval', input: z.object({}), approval: 'always', wait: { timeoutMs: HOUR, onTimeout: { deny: 'too late' } }, execute: () => 'done' });
-  const agent = defineAgent({ name: 'waiter', model: new ScriptedModel([script], { loop: true }), tools: [sleepTool(), awaitCi, danger] });
-  const server = await startServer({ store, config: { source: null, agents: [agent], demo: false } as never, port: 0, host: '127.0.0.1', workers: 2, version: '0.0.0-test' });
+  const danger = tool({
+    name: 'danger',
+    description: 'Needs approval',
+    input: z.object({}),
+    approval: 'always',
+    wait: { timeoutMs: HOUR, onTimeout: { deny: 'too late' } },
+    execute: () => 'done',
+  });
+  const agent = defineAgent({
+    name: 'waiter',
+    model: new ScriptedModel([script], { loop: true }),
+    tools: [sleepTool(), awaitCi, danger],
+  });
+  const server = await startServer({
+    store,
+    config: { source: null, agents: [agent], demo: false } as never,
+    port: 0,
+    host: '127.0.0.1',
+    workers: 2,
+    version: '0.0.0-test',
+  });
   cleanups.push(async () => {
     await server.close({ graceMs: 200 });
     await store.close();
@@ -59,7 +77,11 @@ async function start(): Promise<{ api: Api; anonymous: Api; tokens: string[]; se
   return { api: new Api(server.url, secret), anonymous: new Api(server.url), tokens, server };
 }
 
-function expectProblem(r: { status: number; headers: Headers; body: { type?: string } }, type: string, status: number): void {
+function expectProblem(
+  r: { status: number; headers: Headers; body: { type?: string } },
+  type: string,
+  status: number,
+): void {
   expect(r.status).toBe(status);
   expect(r.headers.get('content-type')).toMatch(/^application\/problem\+json/);
   expect(r.body.type).toBe(`https://keel.dev/problems/${type}`);
@@ -72,11 +94,22 @@ describe('waits over HTTP', () => {
     const { run } = await api.send(s.id, 'ci');
     const waiting = await api.waitForRun(run.id, 'waiting_for_signal');
     expect(waiting.lease).toBeNull();
-    expect(waiting.waiting).toMatchObject({ kind: 'signal', expires_at: null, requests: [{ kind: 'signal', tool: 'await_ci', signal: 'ci', decided: false, schema: { type: 'object' } }] });
+    expect(waiting.waiting).toMatchObject({
+      kind: 'signal',
+      expires_at: null,
+      requests: [{ kind: 'signal', tool: 'await_ci', signal: 'ci', decided: false, schema: { type: 'object' } }],
+    });
 
     expectProblem(await anonymous.post(`/v1/runs/${run.id}/signals/ci`, { ok: true }), 'unauthorized', 401);
     expectProblem(await api.post(`/v1/runs/${run.id}/signals/ci`, { ok: 'yes' }), 'validation', 400);
-    expectProblem(await api.request('POST', `/v1/runs/${run.id}/signals/ci`, { body: '{"ok":', headers: { 'content-type': 'application/json' } }), 'bad_json', 400);
+    expectProblem(
+      await api.request('POST', `/v1/runs/${run.id}/signals/ci`, {
+        body: '{"ok":',
+        headers: { 'content-type': 'application/json' },
+      }),
+      'bad_json',
+      400,
+    );
     const delivered = await api.post(`/v1/runs/${run.id}/signals/ci`, { ok: true });
     expect(delivered.status).toBe(200);
     expect(delivered.body).toMatchObject({ signal: 'ci', consumed: true, run: { id: run.id, status: 'queued' } });
@@ -84,8 +117,16 @@ describe('waits over HTTP', () => {
     const done = await api.waitForRun(run.id, 'completed');
     expect(done.waiting).toBeNull();
     const events = await api.allEvents(s.id);
-    expect(events.filter((e: { type: string }) => e.type === 'wait/resolved').map((e: { data: unknown }) => e.data)).toEqual([
-      { toolCallId: expect.any(String), kind: 'signal', by: 'signal', name: 'ci', output: { type: 'json', value: { ok: true } } },
+    expect(
+      events.filter((e: { type: string }) => e.type === 'wait/resolved').map((e: { data: unknown }) => e.data),
+    ).toEqual([
+      {
+        toolCallId: expect.any(String),
+        kind: 'signal',
+        by: 'signal',
+        name: 'ci',
+        output: { type: 'json', value: { ok: true } },
+      },
     ]);
     // A signal for a run that ended is refused; one for a run of nobody is not found.
     expectProblem(await api.post(`/v1/runs/${run.id}/signals/other`, {}), 'illegal_transition', 409);
@@ -107,7 +148,10 @@ describe('waits over HTTP', () => {
     expectProblem(await anonymous.post(`/v1/callbacks/${tokens[0]}`, { ok: false }), 'already_delivered', 409);
     await api.waitForRun(run.id, 'completed');
     const events = await api.allEvents(s.id);
-    expect(events.find((e: { type: string }) => e.type === 'wait/resolved').data).toMatchObject({ by: 'callback', output: { type: 'json', value: { ok: false } } });
+    expect(events.find((e: { type: string }) => e.type === 'wait/resolved').data).toMatchObject({
+      by: 'callback',
+      output: { type: 'json', value: { ok: false } },
+    });
   });
 
   it('a sleeping run shows its wake-up as expires_at and can be cancelled; an approval shows its deadline', async () => {
@@ -116,7 +160,10 @@ describe('waits over HTTP', () => {
     const before = Date.now();
     const { run } = await api.send(s.id, 'sleep');
     const asleep = await api.waitForRun(run.id, 'sleeping');
-    expect(asleep.waiting).toMatchObject({ kind: 'sleep', requests: [{ kind: 'sleep', tool: 'sleep', reason: 'report due', wake_on_steer: false, on_deadline: 'wake' }] });
+    expect(asleep.waiting).toMatchObject({
+      kind: 'sleep',
+      requests: [{ kind: 'sleep', tool: 'sleep', reason: 'report due', wake_on_steer: false, on_deadline: 'wake' }],
+    });
     const wakeAt = Date.parse(asleep.waiting.expires_at);
     expect(wakeAt).toBeGreaterThanOrEqual(before + HOUR);
     expect(asleep.waiting.requests[0].until).toBe(asleep.waiting.expires_at);

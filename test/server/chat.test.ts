@@ -36,7 +36,8 @@ const TEXT = {
   slow: 'one two three four five six seven eight nine ten',
 };
 
-const textOf = (content: ReadonlyArray<{ type: string; text?: string }>) => content.map((p) => (p.type === 'text' ? (p.text ?? '') : '')).join('');
+const textOf = (content: ReadonlyArray<{ type: string; text?: string }>) =>
+  content.map((p) => (p.type === 'text' ? (p.text ?? '') : '')).join('');
 
 let flakyCalls = 0;
 
@@ -47,25 +48,51 @@ function script(call: LanguageModelV4CallOptions): ScriptedResponse {
     const r = last.content.find((p) => p.type === 'tool-result')!;
     const output = JSON.stringify(r.output);
     if (r.toolName === 'get_weather') return { ...pace, text: TEXT.weatherTell };
-    if (r.toolName === 'send_report') return { ...pace, text: output.includes('"sent":true') ? 'The report was sent.' : 'The report was not sent.' };
+    if (r.toolName === 'send_report')
+      return { ...pace, text: output.includes('"sent":true') ? 'The report was sent.' : 'The report was not sent.' };
     return { ...pace, text: `You chose ${output.includes('blue') ? 'blue' : 'something else'}.` };
   }
   const text = last.role === 'user' ? textOf(last.content) : '';
   switch (text) {
     case 'weather':
-      return { ...pace, reasoning: 'The user wants the weather.', text: TEXT.weatherAsk, toolCalls: [{ name: 'get_weather', input: { city: 'paris' } }] };
+      return {
+        ...pace,
+        reasoning: 'The user wants the weather.',
+        text: TEXT.weatherAsk,
+        toolCalls: [{ name: 'get_weather', input: { city: 'paris' } }],
+      };
     case 'report':
     case 'report gated':
-      return { ...pace, text: TEXT.report, toolCalls: [{ name: 'send_report', input: { to: text === 'report' ? 'team@example.com' : 'gated@example.com' } }] };
+      return {
+        ...pace,
+        text: TEXT.report,
+        toolCalls: [
+          { name: 'send_report', input: { to: text === 'report' ? 'team@example.com' : 'gated@example.com' } },
+        ],
+      };
     case 'ask':
-      return { ...pace, toolCalls: [{ name: 'ask_user', input: { questions: [{ id: 'color', question: 'Which color?', choices: ['red', 'blue'] }] } }] };
+      return {
+        ...pace,
+        toolCalls: [
+          {
+            name: 'ask_user',
+            input: { questions: [{ id: 'color', question: 'Which color?', choices: ['red', 'blue'] }] },
+          },
+        ],
+      };
     case 'slow':
       return { ...pace, text: TEXT.slow };
     case 'fail':
       return { error: { kind: 'bad_request', message: 'scripted refusal' } };
     case 'flaky':
       // The first attempt breaks off after two words and is retried.
-      return flakyCalls++ === 0 ? { ...pace, text: 'this attempt is abandoned midway', error: { kind: 'server', afterChunks: 2, retryAfterMs: 1 } } : { ...pace, text: 'The second attempt wins.' };
+      return flakyCalls++ === 0
+        ? {
+            ...pace,
+            text: 'this attempt is abandoned midway',
+            error: { kind: 'server', afterChunks: 2, retryAfterMs: 1 },
+          }
+        : { ...pace, text: 'The second attempt wins.' };
     default:
       return { ...pace, text: `Echo: ${text}. Nice to meet you, how can I help?` };
   }
@@ -128,7 +155,7 @@ class ArrayState implements ChatState<UIMessage> {
   replaceMessage = (i: number, m: UIMessage) => {
     this.messages = [...this.messages.slice(0, i), m, ...this.messages.slice(i + 1)];
   };
-  snapshot = <T,>(thing: T): T => structuredClone(thing);
+  snapshot = <T>(thing: T): T => structuredClone(thing);
 }
 
 class Chat extends AbstractChat<UIMessage> {
@@ -145,7 +172,12 @@ class Wire {
 
   fetch = async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
     const res = await fetch(input, init);
-    const record = { method: init?.method ?? 'GET', url: String(input), status: res.status, chunks: [] as UIMessageChunk[] };
+    const record = {
+      method: init?.method ?? 'GET',
+      url: String(input),
+      status: res.status,
+      chunks: [] as UIMessageChunk[],
+    };
     this.requests.push(record);
     if (!res.body || !res.ok) return res;
     const drop = record.method === 'POST' ? this.dropAfter : undefined;
@@ -236,7 +268,14 @@ function chatConfig(): LoadedConfig {
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'keel-chat-'));
   store = openSqliteStore({ path: join(dir, 'keel.db') });
-  server = await startServer({ store, config: chatConfig(), port: 0, host: '127.0.0.1', version: '0.0.0-test', leaseMs: 10_000 });
+  server = await startServer({
+    store,
+    config: chatConfig(),
+    port: 0,
+    host: '127.0.0.1',
+    version: '0.0.0-test',
+    leaseMs: 10_000,
+  });
   url = server.url;
 });
 
@@ -249,18 +288,33 @@ afterAll(async () => {
 });
 
 async function newSession(): Promise<string> {
-  const res = await fetch(`${url}/v1/sessions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+  const res = await fetch(`${url}/v1/sessions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: '{}',
+  });
   expect(res.status).toBe(201);
   return ((await res.json()) as { id: string }).id;
 }
 
-function chatFor(sessionId: string, wire = new Wire(), extra: Omit<ChatInit<UIMessage>, 'messages' | 'transport' | 'id'> = {}) {
-  const transport = new DefaultChatTransport<UIMessage>({ api: `${url}/v1/sessions/${sessionId}/chat`, fetch: wire.fetch });
+function chatFor(
+  sessionId: string,
+  wire = new Wire(),
+  extra: Omit<ChatInit<UIMessage>, 'messages' | 'transport' | 'id'> = {},
+) {
+  const transport = new DefaultChatTransport<UIMessage>({
+    api: `${url}/v1/sessions/${sessionId}/chat`,
+    fetch: wire.fetch,
+  });
   return new Chat({ id: sessionId, transport, ...extra });
 }
 
-const assistantText = (m: UIMessage | undefined) => (m?.parts ?? []).map((p) => (p.type === 'text' ? p.text : '')).join('');
-const toolParts = (m: UIMessage | undefined) => (m?.parts ?? []).filter((p) => p.type.startsWith('tool-')) as Array<Record<string, unknown> & { type: string; toolCallId: string; state: string }>;
+const assistantText = (m: UIMessage | undefined) =>
+  (m?.parts ?? []).map((p) => (p.type === 'text' ? p.text : '')).join('');
+const toolParts = (m: UIMessage | undefined) =>
+  (m?.parts ?? []).filter((p) => p.type.startsWith('tool-')) as Array<
+    Record<string, unknown> & { type: string; toolCallId: string; state: string }
+  >;
 
 async function activeRun(sessionId: string) {
   return server.runtime.store.activeRun(sessionId);
@@ -306,19 +360,36 @@ describe('POST /v1/sessions/{id}/chat', () => {
 
   it('sends the protocol header, and answers errors as problem+json', async () => {
     const sessionId = await newSession();
-    const body = (text: string) => JSON.stringify({ id: sessionId, trigger: 'submit-message', messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text }] }] });
-    const res = await fetch(`${url}/v1/sessions/${sessionId}/chat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body('hello') });
+    const body = (text: string) =>
+      JSON.stringify({
+        id: sessionId,
+        trigger: 'submit-message',
+        messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text }] }],
+      });
+    const res = await fetch(`${url}/v1/sessions/${sessionId}/chat`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: body('hello'),
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
     expect(res.headers.get('x-vercel-ai-ui-message-stream')).toBe('v1');
     const sse = await res.text();
     expect(sse.trim().endsWith('data: [DONE]')).toBe(true);
 
-    const missing = await fetch(`${url}/v1/sessions/nope/chat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body('hello') });
+    const missing = await fetch(`${url}/v1/sessions/nope/chat`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: body('hello'),
+    });
     expect(missing.status).toBe(404);
     expect(missing.headers.get('content-type')).toBe('application/problem+json');
 
-    const invalid = await fetch(`${url}/v1/sessions/${sessionId}/chat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: [] }) });
+    const invalid = await fetch(`${url}/v1/sessions/${sessionId}/chat`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ messages: [] }),
+    });
     expect(invalid.status).toBe(400);
     expect(((await invalid.json()) as { type: string }).type).toMatch(/\/validation$/);
 
@@ -333,8 +404,18 @@ describe('POST /v1/sessions/{id}/chat', () => {
 
   it('a message posted again (a retry after a lost answer) is the same message and run, streamed again: never a second run', async () => {
     const sessionId = await newSession();
-    const body = (text: string) => JSON.stringify({ id: sessionId, trigger: 'submit-message', messages: [{ id: 'client-msg-1', role: 'user', parts: [{ type: 'text', text }] }] });
-    const post = (text: string) => fetch(`${url}/v1/sessions/${sessionId}/chat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body(text) });
+    const body = (text: string) =>
+      JSON.stringify({
+        id: sessionId,
+        trigger: 'submit-message',
+        messages: [{ id: 'client-msg-1', role: 'user', parts: [{ type: 'text', text }] }],
+      });
+    const post = (text: string) =>
+      fetch(`${url}/v1/sessions/${sessionId}/chat`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: body(text),
+      });
     const messageIdOf = (sse: string) => /"type":"start","messageId":"([^"]+)"/.exec(sse)?.[1];
     const first = await (await post('only once')).text();
     expect(first.trim().endsWith('data: [DONE]')).toBe(true);
@@ -346,7 +427,9 @@ describe('POST /v1/sessions/{id}/chat', () => {
       expect(messageIdOf(sse)).toBe(messageIdOf(first));
     }
     expect(await server.runtime.runs.list({ sessionId })).toHaveLength(1);
-    const users = (await server.runtime.sessions.events(sessionId, { after: 0, limit: 1000 })).filter((e) => e.type === 'user/message');
+    const users = (await server.runtime.sessions.events(sessionId, { after: 0, limit: 1000 })).filter(
+      (e) => e.type === 'user/message',
+    );
     expect(users).toHaveLength(1);
     // The same id with other content is not the same message.
     const other = await post('something else');
@@ -385,11 +468,26 @@ describe('POST /v1/sessions/{id}/chat', () => {
     expect(chat.messages).toHaveLength(2);
     const reply = chat.messages[1]!;
     const [call] = toolParts(reply);
-    expect(call).toMatchObject({ type: 'tool-get_weather', state: 'output-available', input: { city: 'paris' }, output: { city: 'paris', celsius: 18 } });
+    expect(call).toMatchObject({
+      type: 'tool-get_weather',
+      state: 'output-available',
+      input: { city: 'paris' },
+      output: { city: 'paris', celsius: 18 },
+    });
     // Two steps: the call, then the answer that used its result.
     expect(reply.parts.filter((p) => p.type === 'step-start')).toHaveLength(2);
-    expect(reply.parts.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text)).toEqual([TEXT.weatherAsk, TEXT.weatherTell]);
-    expect(reply.parts.map((p) => p.type)).toEqual(['step-start', 'reasoning', 'text', 'tool-get_weather', 'step-start', 'text']);
+    expect(reply.parts.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text)).toEqual([
+      TEXT.weatherAsk,
+      TEXT.weatherTell,
+    ]);
+    expect(reply.parts.map((p) => p.type)).toEqual([
+      'step-start',
+      'reasoning',
+      'text',
+      'tool-get_weather',
+      'step-start',
+      'text',
+    ]);
     expect(reply.parts[1]).toMatchObject({ type: 'reasoning', text: 'The user wants the weather.', state: 'done' });
   });
 
@@ -401,7 +499,12 @@ describe('POST /v1/sessions/{id}/chat', () => {
     expect(chat.error).toBeUndefined();
     const reply = chat.messages[1]!;
     const [pending] = toolParts(reply);
-    expect(pending).toMatchObject({ type: 'tool-send_report', state: 'approval-requested', input: { to: 'team@example.com' }, approval: { id: pending!.toolCallId } });
+    expect(pending).toMatchObject({
+      type: 'tool-send_report',
+      state: 'approval-requested',
+      input: { to: 'team@example.com' },
+      approval: { id: pending!.toolCallId },
+    });
     expect(assistantText(reply)).toBe(TEXT.report);
     expect(reply.metadata).toMatchObject({ status: 'waiting_approval' });
     const run = await server.runtime.runs.get(reply.id);
@@ -423,27 +526,44 @@ describe('POST /v1/sessions/{id}/chat', () => {
     expect(chat.messages).toHaveLength(2);
     const done = chat.messages[1]!;
     expect(done.id).toBe(reply.id);
-    expect(toolParts(done)).toEqual([expect.objectContaining({ type: 'tool-send_report', state: 'output-available', output: { sent: true, to: 'team@example.com' }, approval: expect.objectContaining({ id: pending!.toolCallId, approved: true }) })]);
+    expect(toolParts(done)).toEqual([
+      expect.objectContaining({
+        type: 'tool-send_report',
+        state: 'output-available',
+        output: { sent: true, to: 'team@example.com' },
+        approval: expect.objectContaining({ id: pending!.toolCallId, approved: true }),
+      }),
+    ]);
     expect(assistantText(done)).toBe(`${TEXT.report}The report was sent.`);
     expect((await server.runtime.runs.get(run.id)).status).toBe('completed');
   });
 
   it('continues by itself with sendAutomaticallyWhen (a denial)', async () => {
     const sessionId = await newSession();
-    const chat = chatFor(sessionId, new Wire(), { sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses });
+    const chat = chatFor(sessionId, new Wire(), {
+      sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
+    });
     await chat.sendMessage({ text: 'report' });
     const [pending] = toolParts(chat.messages[1]);
     expect(pending).toMatchObject({ state: 'approval-requested' });
     const runId = chat.messages[1]!.id;
 
     await chat.addToolApprovalResponse({ id: pending!.toolCallId, approved: false, reason: 'not today' });
-    await vi.waitFor(async () => {
-      expect((await server.runtime.runs.get(runId)).status).toBe('completed');
-      expect(chat.status).toBe('ready');
-      expect(assistantText(chat.messages[1])).toBe(`${TEXT.report}The report was not sent.`);
-    }, { timeout: 20_000, interval: 20 });
+    await vi.waitFor(
+      async () => {
+        expect((await server.runtime.runs.get(runId)).status).toBe('completed');
+        expect(chat.status).toBe('ready');
+        expect(assistantText(chat.messages[1])).toBe(`${TEXT.report}The report was not sent.`);
+      },
+      { timeout: 20_000, interval: 20 },
+    );
     expect(chat.messages).toHaveLength(2);
-    expect(toolParts(chat.messages[1])).toEqual([expect.objectContaining({ state: 'output-denied', approval: expect.objectContaining({ approved: false, reason: 'not today' }) })]);
+    expect(toolParts(chat.messages[1])).toEqual([
+      expect.objectContaining({
+        state: 'output-denied',
+        approval: expect.objectContaining({ approved: false, reason: 'not today' }),
+      }),
+    ]);
   });
 
   it('answers an ask_user question with addToolOutput', async () => {
@@ -451,7 +571,11 @@ describe('POST /v1/sessions/{id}/chat', () => {
     const chat = chatFor(sessionId);
     await chat.sendMessage({ text: 'ask' });
     const [question] = toolParts(chat.messages[1]);
-    expect(question).toMatchObject({ type: 'tool-ask_user', state: 'input-available', input: { questions: [{ id: 'color' }] } });
+    expect(question).toMatchObject({
+      type: 'tool-ask_user',
+      state: 'input-available',
+      input: { questions: [{ id: 'color' }] },
+    });
     expect((await server.runtime.runs.get(chat.messages[1]!.id)).status).toBe('waiting_for_user');
 
     await chat.addToolOutput({ tool: 'ask_user', toolCallId: question!.toolCallId, output: { color: 'blue' } });
@@ -459,7 +583,9 @@ describe('POST /v1/sessions/{id}/chat', () => {
 
     expect(chat.error).toBeUndefined();
     expect(chat.messages).toHaveLength(2);
-    expect(toolParts(chat.messages[1])).toEqual([expect.objectContaining({ state: 'output-available', output: { color: 'blue' } })]);
+    expect(toolParts(chat.messages[1])).toEqual([
+      expect.objectContaining({ state: 'output-available', output: { color: 'blue' } }),
+    ]);
     expect(assistantText(chat.messages[1])).toBe('You chose blue.');
   });
 
@@ -469,7 +595,10 @@ describe('POST /v1/sessions/{id}/chat', () => {
     const wire = new Wire();
     const chat = chatFor(sessionId, wire);
     const sending = chat.sendMessage({ text: 'slow' });
-    await vi.waitFor(() => expect(assistantText(chat.messages[1])).toBe('one two three '), { timeout: 20_000, interval: 10 });
+    await vi.waitFor(() => expect(assistantText(chat.messages[1])).toBe('one two three '), {
+      timeout: 20_000,
+      interval: 10,
+    });
     const res = await fetch(`${url}/v1/runs/${chat.messages[1]!.id}/cancel`, { method: 'POST' });
     expect(res.status).toBe(200);
     await sending;
@@ -539,7 +668,10 @@ describe('GET /v1/sessions/{id}/chat/stream (resume)', () => {
 
     const resumed = chat.resumeStream();
     // The replay brings the message streaming now, deltas included, before anything new comes.
-    await vi.waitFor(() => expect(assistantText(chat.messages.at(-1))).toBe('one two three '), { timeout: 20_000, interval: 10 });
+    await vi.waitFor(() => expect(assistantText(chat.messages.at(-1))).toBe('one two three '), {
+      timeout: 20_000,
+      interval: 10,
+    });
     slowGate.open();
     await resumed;
 
@@ -583,10 +715,19 @@ describe('GET /v1/sessions/{id}/chat/stream (resume)', () => {
     expect(chat.messages.map((m) => m.role)).toEqual(['user', 'assistant']);
     const done = chat.messages[1]!;
     expect(done.parts.map((p) => p.type)).toEqual(['step-start', 'text', 'tool-send_report', 'step-start', 'text']);
-    expect(toolParts(done)[0]).toMatchObject({ state: 'output-available', output: { sent: true, to: 'gated@example.com' }, approval: { id: pending!.toolCallId, approved: true } });
+    expect(toolParts(done)[0]).toMatchObject({
+      state: 'output-available',
+      output: { sent: true, to: 'gated@example.com' },
+      approval: { id: pending!.toolCallId, approved: true },
+    });
     expect(assistantText(done)).toBe(`${TEXT.report}The report was sent.`);
     const tools = replay().filter((t) => t.startsWith('tool-') && t !== 'tool-input-start' && t !== 'tool-input-delta');
-    expect(tools).toEqual(['tool-input-available', 'tool-approval-request', 'tool-approval-response', 'tool-output-available']);
+    expect(tools).toEqual([
+      'tool-input-available',
+      'tool-approval-request',
+      'tool-approval-response',
+      'tool-output-available',
+    ]);
   });
 
   it('replays a waiting run whole (a reload of a page that waits for an approval)', async () => {
@@ -615,19 +756,36 @@ describe('tenancy', () => {
     const tstore = openSqliteStore({ path: join(tdir, 'keel.db') });
     const a = await createApiKey(tstore, { tenant: 'a' });
     const b = await createApiKey(tstore, { tenant: 'b' });
-    const tserver = await startServer({ store: tstore, config: chatConfig(), port: 0, host: '127.0.0.1', version: '0.0.0-test', leaseMs: 10_000 });
+    const tserver = await startServer({
+      store: tstore,
+      config: chatConfig(),
+      port: 0,
+      host: '127.0.0.1',
+      version: '0.0.0-test',
+      leaseMs: 10_000,
+    });
     try {
       const auth = (secret: string) => ({ authorization: `Bearer ${secret}` });
-      const created = await fetch(`${tserver.url}/v1/sessions`, { method: 'POST', headers: { 'content-type': 'application/json', ...auth(a.secret) }, body: '{}' });
+      const created = await fetch(`${tserver.url}/v1/sessions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...auth(a.secret) },
+        body: '{}',
+      });
       const sessionId = ((await created.json()) as { id: string }).id;
       const api = `${tserver.url}/v1/sessions/${sessionId}/chat`;
 
-      const mine = new Chat({ id: sessionId, transport: new DefaultChatTransport<UIMessage>({ api, headers: auth(a.secret) }) });
+      const mine = new Chat({
+        id: sessionId,
+        transport: new DefaultChatTransport<UIMessage>({ api, headers: auth(a.secret) }),
+      });
       await mine.sendMessage({ text: 'hello' });
       expect(mine.error).toBeUndefined();
       expect(assistantText(mine.messages[1])).toBe(TEXT.hello);
 
-      const theirs = new Chat({ id: sessionId, transport: new DefaultChatTransport<UIMessage>({ api, headers: auth(b.secret) }) });
+      const theirs = new Chat({
+        id: sessionId,
+        transport: new DefaultChatTransport<UIMessage>({ api, headers: auth(b.secret) }),
+      });
       await theirs.sendMessage({ text: 'hello' });
       expect(theirs.status).toBe('error');
       expect((await fetch(`${api}/stream`, { headers: auth(b.secret) })).status).toBe(404);
@@ -643,7 +801,9 @@ describe('tenancy', () => {
 
 describe('OpenAPI', () => {
   it('documents the chat paths', async () => {
-    const doc = (await (await fetch(`${url}/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
+    const doc = (await (await fetch(`${url}/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, unknown>>;
+    };
     expect(doc.paths['/v1/sessions/{id}/chat']?.post).toBeDefined();
     expect(doc.paths['/v1/sessions/{id}/chat/stream']?.get).toBeDefined();
     expect(doc.paths['/v1/sessions/{id}/chat/{chat_id}/stream']?.get).toBeDefined();

@@ -15,17 +15,33 @@ afterEach(async () => {
 });
 
 /** A POST from `from` (a local address), with these headers; its status and problem type. */
-function post(base: string, path: string, o: { from: string; headers?: Record<string, string> }): Promise<{ status: number; type: string | undefined }> {
+function post(
+  base: string,
+  path: string,
+  o: { from: string; headers?: Record<string, string> },
+): Promise<{ status: number; type: string | undefined }> {
   const url = new URL(path, base);
   return new Promise((resolve, reject) => {
     const body = '{"ok":true}';
     const req = request(
-      { host: url.hostname, port: url.port, path: url.pathname, method: 'POST', localAddress: o.from, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...o.headers } },
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method: 'POST',
+        localAddress: o.from,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...o.headers },
+      },
       (res) => {
         let text = '';
         res.setEncoding('utf8');
         res.on('data', (c: string) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, type: text.startsWith('{') ? (JSON.parse(text) as { type?: string }).type?.split('/').at(-1) : undefined }));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            type: text.startsWith('{') ? (JSON.parse(text) as { type?: string }).type?.split('/').at(-1) : undefined,
+          }),
+        );
       },
     );
     req.on('error', reject);
@@ -41,7 +57,8 @@ describe('callback URLs are limited per client address', () => {
   it('address A over its requests a minute gets 429; address B still gets through', async () => {
     const srv = await startTestServer({ keys: [{ tenant: 'acme' }], rateLimitPerMinute: 3 });
     servers.push(srv);
-    for (let i = 0; i < 3; i++) expect(await post(srv.url, UNKNOWN, { from: A })).toEqual({ status: 404, type: 'not_found' });
+    for (let i = 0; i < 3; i++)
+      expect(await post(srv.url, UNKNOWN, { from: A })).toEqual({ status: 404, type: 'not_found' });
     expect(await post(srv.url, UNKNOWN, { from: A })).toEqual({ status: 429, type: 'rate_limited' });
     expect(await post(srv.url, UNKNOWN, { from: B })).toEqual({ status: 404, type: 'not_found' });
   });
@@ -49,7 +66,8 @@ describe('callback URLs are limited per client address', () => {
   it('unknown tokens count as failed authentications of the address: past the limit it is refused, other addresses are not', async () => {
     const srv = await startTestServer({ keys: [{ tenant: 'acme' }], authFailuresPerMinute: 2 });
     servers.push(srv);
-    for (let i = 0; i < 2; i++) expect(await post(srv.url, UNKNOWN, { from: A })).toEqual({ status: 404, type: 'not_found' });
+    for (let i = 0; i < 2; i++)
+      expect(await post(srv.url, UNKNOWN, { from: A })).toEqual({ status: 404, type: 'not_found' });
     expect(await post(srv.url, UNKNOWN, { from: A })).toEqual({ status: 429, type: 'rate_limited' });
     expect(await post(srv.url, UNKNOWN, { from: B })).toEqual({ status: 404, type: 'not_found' });
   });
@@ -58,19 +76,34 @@ describe('callback URLs are limited per client address', () => {
     const direct = await startTestServer({ keys: [{ tenant: 'acme' }], rateLimitPerMinute: 2 });
     servers.push(direct);
     // Not behind a trusted proxy: a client cannot pick a new address per request.
-    for (let i = 0; i < 2; i++) expect((await post(direct.url, UNKNOWN, { from: A, headers: { 'x-forwarded-for': `203.0.113.${i}` } })).status).toBe(404);
-    expect(await post(direct.url, UNKNOWN, { from: A, headers: { 'x-forwarded-for': '203.0.113.9' } })).toEqual({ status: 429, type: 'rate_limited' });
+    for (let i = 0; i < 2; i++)
+      expect(
+        (await post(direct.url, UNKNOWN, { from: A, headers: { 'x-forwarded-for': `203.0.113.${i}` } })).status,
+      ).toBe(404);
+    expect(await post(direct.url, UNKNOWN, { from: A, headers: { 'x-forwarded-for': '203.0.113.9' } })).toEqual({
+      status: 429,
+      type: 'rate_limited',
+    });
 
     const proxied = await startTestServer({ keys: [{ tenant: 'acme' }], rateLimitPerMinute: 2, trustedProxies: [A] });
     servers.push(proxied);
     // The proxy (A) appends the address it saw; what the client wrote before it is not trusted.
-    const from = (client: string, spoofed = '198.51.100.7') => ({ from: A, headers: { 'x-forwarded-for': `${spoofed}, ${client}` } });
-    for (let i = 0; i < 2; i++) expect((await post(proxied.url, UNKNOWN, from('203.0.113.1', `198.51.100.${i}`))).status).toBe(404);
+    const from = (client: string, spoofed = '198.51.100.7') => ({
+      from: A,
+      headers: { 'x-forwarded-for': `${spoofed}, ${client}` },
+    });
+    for (let i = 0; i < 2; i++)
+      expect((await post(proxied.url, UNKNOWN, from('203.0.113.1', `198.51.100.${i}`))).status).toBe(404);
     expect(await post(proxied.url, UNKNOWN, from('203.0.113.1'))).toEqual({ status: 429, type: 'rate_limited' });
     expect(await post(proxied.url, UNKNOWN, from('203.0.113.2'))).toEqual({ status: 404, type: 'not_found' });
     // An untrusted address's X-Forwarded-For is ignored even on this server: B is B.
-    for (let i = 0; i < 2; i++) expect((await post(proxied.url, UNKNOWN, { from: B, headers: { 'x-forwarded-for': `203.0.113.${10 + i}` } })).status).toBe(404);
-    expect((await post(proxied.url, UNKNOWN, { from: B, headers: { 'x-forwarded-for': '203.0.113.99' } })).status).toBe(429);
+    for (let i = 0; i < 2; i++)
+      expect(
+        (await post(proxied.url, UNKNOWN, { from: B, headers: { 'x-forwarded-for': `203.0.113.${10 + i}` } })).status,
+      ).toBe(404);
+    expect((await post(proxied.url, UNKNOWN, { from: B, headers: { 'x-forwarded-for': '203.0.113.99' } })).status).toBe(
+      429,
+    );
   });
 });
 

@@ -10,10 +10,26 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createRuntime, defineAgent, ScriptedModel, StoreError, tool, type Runtime, type Store } from '../../src/index.ts';
+import {
+  createRuntime,
+  defineAgent,
+  ScriptedModel,
+  StoreError,
+  tool,
+  type Runtime,
+  type Store,
+} from '../../src/index.ts';
 import { openSqliteStore } from '../../src/store/sqlite/index.ts';
 import { openTestPostgres } from '../support/postgres.ts';
-import { BACKENDS, expectProblem, startTestServer, type Api, type Backend, type Json, type TestServer } from '../support/server-helpers.ts';
+import {
+  BACKENDS,
+  expectProblem,
+  startTestServer,
+  type Api,
+  type Backend,
+  type Json,
+  type TestServer,
+} from '../support/server-helpers.ts';
 
 const NUL = '\u0000';
 
@@ -51,26 +67,60 @@ describe.each(BACKENDS)('NUL over HTTP (%s)', (backend) => {
       ['POST', `/v1/runs/${run.id}/approvals/c%00`, { decision: 'approve' }, 'approval_id'],
       ['POST', `/v1/runs/${run.id}/signals/s%00`, { ok: true }, 'name'],
       ['POST', `/v1/callbacks/t%00`, { ok: true }, 'token'],
-      ['POST', '/v1/schedules', { name: `n${NUL}`, interval: { seconds: 60 }, message: 'hi', target: { new_session: {} } }, 'name'],
-      ['POST', '/v1/schedules', { interval: { seconds: 60 }, message: 'hi', target: { new_session: { title: `t${NUL}` } } }, 'target.new_session.title'],
-      ['POST', '/v1/schedules', { interval: { seconds: 60 }, message: 'hi', target: { session_id: `s${NUL}` } }, 'target.session_id'],
+      [
+        'POST',
+        '/v1/schedules',
+        { name: `n${NUL}`, interval: { seconds: 60 }, message: 'hi', target: { new_session: {} } },
+        'name',
+      ],
+      [
+        'POST',
+        '/v1/schedules',
+        { interval: { seconds: 60 }, message: 'hi', target: { new_session: { title: `t${NUL}` } } },
+        'target.new_session.title',
+      ],
+      [
+        'POST',
+        '/v1/schedules',
+        { interval: { seconds: 60 }, message: 'hi', target: { session_id: `s${NUL}` } },
+        'target.session_id',
+      ],
       ['GET', `/v1/schedules/x%00`, undefined, 'id'],
       ['POST', '/v1/webhooks', { url: `http://127.0.0.1:9/${NUL}`, events: ['run.completed'] }, 'url'],
-      ['POST', '/v1/webhooks', { url: 'http://127.0.0.1:9/', events: ['run.completed'], secret: `${'s'.repeat(20)}${NUL}` }, 'secret'],
+      [
+        'POST',
+        '/v1/webhooks',
+        { url: 'http://127.0.0.1:9/', events: ['run.completed'], secret: `${'s'.repeat(20)}${NUL}` },
+        'secret',
+      ],
       ['PATCH', `/v1/webhooks/${hook.id}`, { url: `http://127.0.0.1:9/${NUL}` }, 'url'],
       ['POST', `/v1/webhooks/${hook.id}/deliveries/d%00/redeliver`, undefined, 'delivery_id'],
       ['POST', `/v1/sessions/${s.id}/chat`, message(`m${NUL}`), 'messages.0.id'],
     ];
     for (const [method, path, json, field] of cases) {
       const p = expectProblem(await api.request(method, path, json !== undefined ? { json } : {}), 'validation', 400);
-      expect(p.errors, `${method} ${path}`).toEqual(expect.arrayContaining([expect.objectContaining({ path: field, message: expect.stringContaining('U+0000') })]));
+      expect(p.errors, `${method} ${path}`).toEqual(
+        expect.arrayContaining([expect.objectContaining({ path: field, message: expect.stringContaining('U+0000') })]),
+      );
     }
     // An import whose header has one: refused as a whole, naming the line.
-    const exported = (await api.get(`/v1/sessions/${s.id}/export`)).text.replace('"title":"fine"', '"title":"fi\\u0000ne"');
-    const refused = expectProblem(await api.request('POST', '/v1/sessions/import', { body: exported, headers: { 'content-type': 'application/x-ndjson' } }), 'invalid_import', 422);
+    const exported = (await api.get(`/v1/sessions/${s.id}/export`)).text.replace(
+      '"title":"fine"',
+      '"title":"fi\\u0000ne"',
+    );
+    const refused = expectProblem(
+      await api.request('POST', '/v1/sessions/import', {
+        body: exported,
+        headers: { 'content-type': 'application/x-ndjson' },
+      }),
+      'invalid_import',
+      422,
+    );
     expect(refused.problems[0]).toMatchObject({ line: 1, message: expect.stringContaining('U+0000') });
     // Nothing was created by the refused requests; the run still waits.
-    expect((await api.get('/v1/sessions?limit=1000')).body.data.filter((x: Json) => x.title?.includes(NUL))).toEqual([]);
+    expect((await api.get('/v1/sessions?limit=1000')).body.data.filter((x: Json) => x.title?.includes(NUL))).toEqual(
+      [],
+    );
     expect((await api.get('/v1/schedules')).body.data).toEqual([]);
     expect((await api.get(`/v1/runs/${run.id}`)).body.status).toBe('waiting_for_user');
     await api.post(`/v1/runs/${run.id}/cancel`);
@@ -95,8 +145,18 @@ describe.each(BACKENDS)('NUL over HTTP (%s)', (backend) => {
     const d = await api.send((await api.session()).id, 'danger2:a,b');
     const waiting = await api.waitForRun(d.run.id, 'waiting_approval');
     const [a, b] = waiting.waiting.requests;
-    expect((await api.post(`/v1/runs/${d.run.id}/approvals/${a.approval_id}`, { decision: 'approve', arguments: { target: `t${NUL}` } })).status).toBe(200);
-    expect((await api.post(`/v1/runs/${d.run.id}/approvals/${b.approval_id}`, { decision: 'deny', reason: `no${NUL}` })).status).toBe(200);
+    expect(
+      (
+        await api.post(`/v1/runs/${d.run.id}/approvals/${a.approval_id}`, {
+          decision: 'approve',
+          arguments: { target: `t${NUL}` },
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (await api.post(`/v1/runs/${d.run.id}/approvals/${b.approval_id}`, { decision: 'deny', reason: `no${NUL}` }))
+        .status,
+    ).toBe(200);
     await api.waitForRun(d.run.id, 'completed');
     expect(srv.dangerRuns).toContainEqual({ target: `t${NUL}` });
 
@@ -108,10 +168,19 @@ describe.each(BACKENDS)('NUL over HTTP (%s)', (backend) => {
     srv.gates.open('nul');
     await api.waitForRun(blocked.run.id, 'completed');
 
-    const events = [...(await api.allEvents(q.run.session_id)), ...(await api.allEvents(d.run.session_id)), ...(await api.allEvents(blocked.run.session_id))];
+    const events = [
+      ...(await api.allEvents(q.run.session_id)),
+      ...(await api.allEvents(d.run.session_id)),
+      ...(await api.allEvents(blocked.run.session_id)),
+    ];
     const data = (type: string) => events.filter((e) => e.type === type).map((e) => e.data);
     expect(data('user/answer')).toContainEqual(expect.objectContaining({ answer: { color: `r${NUL}d` } }));
-    expect(data('tool/decision')).toEqual(expect.arrayContaining([expect.objectContaining({ editedInput: { target: `t${NUL}` } }), expect.objectContaining({ reason: `no${NUL}` })]));
+    expect(data('tool/decision')).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ editedInput: { target: `t${NUL}` } }),
+        expect.objectContaining({ reason: `no${NUL}` }),
+      ]),
+    );
     expect(data('user/message').map((m) => m.message.content[0].text)).toContain(`steer${NUL}`);
   });
 });
@@ -143,15 +212,28 @@ describe.each(BACKENDS)('NUL through the library (%s)', (backend: Backend) => {
         rmSync(dir, { recursive: true, force: true });
       };
     }
-    const produce = tool({ name: 'produce', description: 'Returns NUL characters', input: z.object({ kind: z.enum(['text', 'json']) }), execute: ({ kind }) => outputs[kind] });
+    const produce = tool({
+      name: 'produce',
+      description: 'Returns NUL characters',
+      input: z.object({ kind: z.enum(['text', 'json']) }),
+      execute: ({ kind }) => outputs[kind],
+    });
     const model = new ScriptedModel(
       [
-        { toolCalls: [{ name: 'produce', input: { kind: 'text' } }, { name: 'produce', input: { kind: 'json' } }] },
+        {
+          toolCalls: [
+            { name: 'produce', input: { kind: 'text' } },
+            { name: 'produce', input: { kind: 'json' } },
+          ],
+        },
         { text: `the model says${NUL}this` },
       ],
       { modelId: 'nul-1' },
     );
-    rt = createRuntime({ store, agents: [defineAgent({ name: 'nul', model, tools: [produce], ...(system !== undefined ? { system } : {}) })] });
+    rt = createRuntime({
+      store,
+      agents: [defineAgent({ name: 'nul', model, tools: [produce], ...(system !== undefined ? { system } : {}) })],
+    });
     rt.startWorker({ concurrency: 1 });
   }
 
@@ -180,7 +262,9 @@ describe.each(BACKENDS)('NUL through the library (%s)', (backend: Backend) => {
     expect(usage).toEqual([expect.objectContaining({ model: 'scripted:nul-1', runs: 1 })]);
     // Erasing keeps the model of its runs, for billing.
     await rt.sessions.erase(s.id);
-    expect(await rt.runs.usage({ from: 0, to: Date.now() + 1000, groupBy: ['model'], tenant: 'acme' })).toEqual([expect.objectContaining({ model: 'scripted:nul-1', runs: 1 })]);
+    expect(await rt.runs.usage({ from: 0, to: Date.now() + 1000, groupBy: ['model'], tenant: 'acme' })).toEqual([
+      expect.objectContaining({ model: 'scripted:nul-1', runs: 1 }),
+    ]);
   });
 
   it('refuses it where a store keeps text (a validation error naming the field), and finds nothing by an id holding it', async () => {
@@ -199,9 +283,22 @@ describe.each(BACKENDS)('NUL through the library (%s)', (backend: Backend) => {
     await refused(rt.sessions.create({ tenant: `t${NUL}` }), 'tenant');
     const s = await rt.sessions.create({ title: 'fine' });
     await refused(rt.sessions.update(s.id, { title: `t${NUL}` }), 'title');
-    await refused(rt.schedules.create({ name: `n${NUL}`, interval: { seconds: 60 }, message: 'hi', target: { sessionId: s.id } }), 'name');
-    await refused(rt.schedules.create({ interval: { seconds: 60 }, message: 'hi', target: { newSession: { title: `t${NUL}` } } }), 'target.new_session.title');
-    await refused(rt.webhooks.create('default', { url: 'http://127.0.0.1:9/', events: ['run.completed'], secret: `${'s'.repeat(20)}${NUL}` }), 'secret');
+    await refused(
+      rt.schedules.create({ name: `n${NUL}`, interval: { seconds: 60 }, message: 'hi', target: { sessionId: s.id } }),
+      'name',
+    );
+    await refused(
+      rt.schedules.create({ interval: { seconds: 60 }, message: 'hi', target: { newSession: { title: `t${NUL}` } } }),
+      'target.new_session.title',
+    );
+    await refused(
+      rt.webhooks.create('default', {
+        url: 'http://127.0.0.1:9/',
+        events: ['run.completed'],
+        secret: `${'s'.repeat(20)}${NUL}`,
+      }),
+      'secret',
+    );
     const sent = await rt.sessions.send(s.id, 'go');
     await refused(rt.runs.signal(sent.run.id, `s${NUL}`, null), 'name');
     // Nothing can have such an id: not found, on both backends.

@@ -33,7 +33,10 @@ describe('the inbox', () => {
 
     const inbox = await acme.get('/v1/inbox');
     expect(inbox.status).toBe(200);
-    const items = inbox.body.data as Array<{ session: { id: string; title: string }; run: { id: string; status: string; waiting: { requests: Array<{ tool: string }> } } }>;
+    const items = inbox.body.data as Array<{
+      session: { id: string; title: string };
+      run: { id: string; status: string; waiting: { requests: Array<{ tool: string }> } };
+    }>;
     expect(items.map((i) => [i.session.title, i.run.status, i.run.waiting.requests[0]!.tool])).toEqual([
       ['needs approval', 'waiting_approval', 'danger'],
       ['has a question', 'waiting_for_user', 'ask_user'],
@@ -42,7 +45,9 @@ describe('the inbox', () => {
 
     // Decided: out of the inbox.
     const approval = items[0]!.run.waiting.requests[0] as unknown as { approval_id: string };
-    expect((await acme.post(`/v1/runs/${r1.id}/approvals/${approval.approval_id}`, { decision: 'approve' })).status).toBe(200);
+    expect(
+      (await acme.post(`/v1/runs/${r1.id}/approvals/${approval.approval_id}`, { decision: 'approve' })).status,
+    ).toBe(200);
     await acme.waitForRun(r1.id, 'completed');
     expect((await acme.get('/v1/inbox')).body.data.map((i: { run: { id: string } }) => i.run.id)).toEqual([r2.id]);
   });

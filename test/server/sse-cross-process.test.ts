@@ -36,12 +36,18 @@ afterEach(async () => {
 });
 
 describe('an API process without workers streams what a worker process writes', () => {
-  it('GET /v1/runs/{id}/stream follows the run through another process\'s steps and ends with `end`', async () => {
+  it("GET /v1/runs/{id}/stream follows the run through another process's steps and ends with `end`", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'keel-xproc-'));
     const path = join(dir, 'keel.db');
     // The API: no worker. Its agent `a` has the worker's name (it only sends to it).
-    const srv: TestServer = await startTestServer({ agents: [defineAgent({ name: 'a', model: new ScriptedModel([]) })], path, workers: 0 });
-    const child: ChildProcess = spawn(process.execPath, [WORKER, path], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+    const srv: TestServer = await startTestServer({
+      agents: [defineAgent({ name: 'a', model: new ScriptedModel([]) })],
+      path,
+      workers: 0,
+    });
+    const child: ChildProcess = spawn(process.execPath, [WORKER, path], {
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    });
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     cleanups.push(async () => {
       child.send('stop');
@@ -54,7 +60,9 @@ describe('an API process without workers streams what a worker process writes', 
     await new Promise<void>((resolve) => child.once('message', () => resolve()));
 
     const s = await api<{ id: string }>(srv.url, '/v1/sessions', { body: {} });
-    const sent = await api<{ run: RunJson }>(srv.url, `/v1/sessions/${s.id}/messages`, { body: { content: 'go', agent: 'a' } });
+    const sent = await api<{ run: RunJson }>(srv.url, `/v1/sessions/${s.id}/messages`, {
+      body: { content: 'go', agent: 'a' },
+    });
     const res = await fetch(`${srv.url}/v1/runs/${sent.run.id}/stream`, { signal: AbortSignal.timeout(20_000) });
     expect(res.status).toBe(200);
     const text = await res.text();
@@ -77,7 +85,9 @@ describe('token deltas across processes on one SQLite file', () => {
     const path = join(dir, 'keel.db');
     // The API has the agent (it sends to it) but no worker: the model runs in the worker process only.
     const srv = await startTestServer({ agents: [longAgent(script)], path, workers: 0, heartbeatMs: 60_000 });
-    const child: ChildProcess = spawn(process.execPath, [STREAMING_WORKER, path, JSON.stringify({ script, hold })], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+    const child: ChildProcess = spawn(process.execPath, [STREAMING_WORKER, path, JSON.stringify({ script, hold })], {
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    });
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     const messages: StreamingWorkerMessage[] = [];
     const heard = (m: StreamingWorkerMessage) =>
@@ -113,10 +123,22 @@ describe('token deltas across processes on one SQLite file', () => {
     await vi.waitFor(() => expect(answer(run)).toHaveLength(8), { timeout: 20_000, interval: 10 });
     const texts = expectedTexts(script);
     expect((await logOf(srv.url, sessionId)).filter((e) => e.type === 'assistant/message')).toHaveLength(1);
-    expect(answer(session).map((d) => d.delta.delta).join('')).toBe(texts[1]!.split(' ').slice(0, 8).map((w) => `${w} `).join(''));
+    expect(
+      answer(session)
+        .map((d) => d.delta.delta)
+        .join(''),
+    ).toBe(
+      texts[1]!
+        .split(' ')
+        .slice(0, 8)
+        .map((w) => `${w} `)
+        .join(''),
+    );
     // The first message's deltas all came, before its durable version.
     const firstMessage = session.items.findIndex((i) => i.kind === 'event' && i.event.type === 'assistant/message');
-    const firstDeltas = session.items.slice(0, firstMessage).flatMap((i) => (i.kind === 'delta' && i.delta.type === 'text/delta' ? [i.delta.delta] : []));
+    const firstDeltas = session.items
+      .slice(0, firstMessage)
+      .flatMap((i) => (i.kind === 'delta' && i.delta.type === 'text/delta' ? [i.delta.delta] : []));
     expect(firstDeltas.join('')).toBe(texts[0]);
     // The deltas count from the latest durable event, the tool step's end.
     const anchor = session.events.at(-1)!;
@@ -131,9 +153,17 @@ describe('token deltas across processes on one SQLite file', () => {
     expect(late.deltas.map((d) => d.id)).toEqual(Array.from({ length: 8 }, (_, i) => `${anchor.seq}.${i + 1}`));
     // The AI SDK chat stream of the session replays the run, the deltas so far included.
     const chat = await rawStream(`${srv.url}/v1/sessions/${sessionId}/chat/stream`);
-    const chatText = () => [...chat.text().matchAll(/"type":"text-delta","id":"[^"]*","delta":"([^"]*)"/g)].map((m) => m[1]).join('');
+    const chatText = () =>
+      [...chat.text().matchAll(/"type":"text-delta","id":"[^"]*","delta":"([^"]*)"/g)].map((m) => m[1]).join('');
     await new Promise<void>((resolve) => {
-      const check = () => (chatText().endsWith(answer(session).map((d) => d.delta.delta).join('')) ? resolve() : setTimeout(check, 10));
+      const check = () =>
+        chatText().endsWith(
+          answer(session)
+            .map((d) => d.delta.delta)
+            .join(''),
+        )
+          ? resolve()
+          : setTimeout(check, 10);
       check();
     });
 
@@ -154,11 +184,28 @@ describe('token deltas across processes on one SQLite file', () => {
     ] as const) {
       expect(checkAgainstLog(c.items, l).messages).toBe(messages);
     }
-    expect(answer(session).map((d) => d.delta.delta).join('')).toBe(texts[1]);
+    expect(
+      answer(session)
+        .map((d) => d.delta.delta)
+        .join(''),
+    ).toBe(texts[1]);
     expect(new Set(answer(session).map((d) => d.conn)).size).toBe(2);
-    expect(answer(run).map((d) => d.delta.delta).join('')).toBe(texts[1]);
-    expect(answer(late).map((d) => d.delta.delta).join('')).toBe(texts[1]);
-    expect(session.deltas.filter((d) => d.delta.type === 'text/delta').map((d) => d.delta.delta).join('')).toBe(texts.join(''));
+    expect(
+      answer(run)
+        .map((d) => d.delta.delta)
+        .join(''),
+    ).toBe(texts[1]);
+    expect(
+      answer(late)
+        .map((d) => d.delta.delta)
+        .join(''),
+    ).toBe(texts[1]);
+    expect(
+      session.deltas
+        .filter((d) => d.delta.type === 'text/delta')
+        .map((d) => d.delta.delta)
+        .join(''),
+    ).toBe(texts.join(''));
     expect(chatText()).toBe(texts.join(''));
   }, 60_000);
 
@@ -168,10 +215,15 @@ describe('token deltas across processes on one SQLite file', () => {
     const { sessionId, runId } = await startRun(srv.url);
     const session = new ResumingClient(`${srv.url}/v1/sessions/${sessionId}/stream`).open();
     await held;
-    await vi.waitFor(() => expect(session.deltas.filter((d) => d.delta.step === 2)).toHaveLength(8), { timeout: 20_000, interval: 10 });
+    await vi.waitFor(() => expect(session.deltas.filter((d) => d.delta.step === 2)).toHaveLength(8), {
+      timeout: 20_000,
+      interval: 10,
+    });
     // The API process commits to the session while the worker's message streams: the worker
     // numbers its next deltas after that commit once it hears of it.
-    const queued = await api<{ run: RunJson }>(srv.url, `/v1/sessions/${sessionId}/messages`, { body: { content: 'and then', if_busy: 'enqueue' } });
+    const queued = await api<{ run: RunJson }>(srv.url, `/v1/sessions/${sessionId}/messages`, {
+      body: { content: 'and then', if_busy: 'enqueue' },
+    });
     expect(queued.run.status).toBe('queued');
     release();
     await waitForRun(srv.url, runId);
@@ -183,6 +235,11 @@ describe('token deltas across processes on one SQLite file', () => {
     // conversation's tool results: one already), every one streamed whole before its durable version.
     expect(checkAgainstLog(session.items, log).messages).toBe(3);
     const texts = expectedTexts(script);
-    expect(session.deltas.filter((d) => d.delta.type === 'text/delta').map((d) => d.delta.delta).join('')).toBe([...texts, texts[1]].join(''));
+    expect(
+      session.deltas
+        .filter((d) => d.delta.type === 'text/delta')
+        .map((d) => d.delta.delta)
+        .join(''),
+    ).toBe([...texts, texts[1]].join(''));
   }, 60_000);
 });

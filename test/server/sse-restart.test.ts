@@ -31,7 +31,9 @@ afterEach(async () => {
 });
 
 /** A server on `path`, on `port` if it is free again, else on another one. */
-async function restart(o: Parameters<typeof startTestServer>[0] & { port: number }): Promise<{ t: TestServer; samePort: boolean }> {
+async function restart(
+  o: Parameters<typeof startTestServer>[0] & { port: number },
+): Promise<{ t: TestServer; samePort: boolean }> {
   try {
     return { t: await startTestServer(o), samePort: true };
   } catch (e) {
@@ -49,7 +51,8 @@ function follow(clients: ResumingClient[], from: string, to: string): void {
   }
 }
 
-const textDeltas = (c: ResumingClient, step: number) => c.deltas.filter((d) => d.delta.step === step && d.delta.type === 'text/delta');
+const textDeltas = (c: ResumingClient, step: number) =>
+  c.deltas.filter((d) => d.delta.step === step && d.delta.type === 'text/delta');
 
 describe('SSE across a server restart', () => {
   it('server.close() mid-message; a new server on the same file and port finishes the run; clients resume from Last-Event-ID', async () => {
@@ -64,7 +67,10 @@ describe('SSE across a server restart', () => {
     // The session client's EventSource reconnects by itself; the run client is reopened by the test.
     const client = new ResumingClient(`${t1.url}/v1/sessions/${sessionId}/stream`).open();
     const runClient = new ResumingClient(`${t1.url}/v1/runs/${runId}/stream`).open();
-    cleanups.push(() => client.close(), () => runClient.close());
+    cleanups.push(
+      () => client.close(),
+      () => runClient.close(),
+    );
     await held.reached;
     await client.waitFor(() => textDeltas(client, 2).length === 8);
     await runClient.waitFor(() => textDeltas(runClient, 2).length === 8);
@@ -75,7 +81,12 @@ describe('SSE across a server restart', () => {
     held.release();
     await closing;
 
-    const { t: t2 } = await restart({ agents: [longAgent(script)], path: db.path, port: t1.server.port, leaseMs: 1000 });
+    const { t: t2 } = await restart({
+      agents: [longAgent(script)],
+      path: db.path,
+      port: t1.server.port,
+      leaseMs: 1000,
+    });
     cleanups.push(() => t2.close());
     follow([client], t1.url, t2.url);
     runClient.streamUrl = runClient.streamUrl.replace(t1.url, t2.url);
@@ -92,11 +103,18 @@ describe('SSE across a server restart', () => {
     // The old worker handed the run back at a step boundary; the new server's worker took it over.
     const statuses = log.filter((e) => e.type === 'run/status').map((e) => (e.data as { to: string }).to);
     expect(statuses).toEqual(['queued', 'running', 'queued', 'running', 'completed']);
-    for (const [c, l] of [[client, log], [runClient, log.filter((e) => e.run_id === runId)]] as const) {
+    for (const [c, l] of [
+      [client, log],
+      [runClient, log.filter((e) => e.run_id === runId)],
+    ] as const) {
       const summary = checkAgainstLog(c.items, l);
       expect(summary.messages).toBe(texts.length);
       // The held message: only its first deltas arrived, its durable version is whole.
-      expect(textDeltas(c, 2).map((d) => d.delta.delta).join('')).toBe(stepChunks(2, script).slice(0, 8).join(''));
+      expect(
+        textDeltas(c, 2)
+          .map((d) => d.delta.delta)
+          .join(''),
+      ).toBe(stepChunks(2, script).slice(0, 8).join(''));
       expect(c.events.filter((e) => e.type === 'assistant/message').map(messageText)[1]).toBe(texts[1]);
       expect(c.connections).toBeGreaterThanOrEqual(2);
     }
@@ -107,7 +125,12 @@ describe('SSE across a server restart', () => {
     cleanups.push(db.cleanup);
     const script: LongScript = { toolSteps: 3, chunks: 30, chunkDelayMs: 3 };
     // The old process streams step 2 up to its 6th chunk and stops there: it dies mid-message.
-    let child: ChildServer | undefined = await spawnServer({ path: db.path, script, leaseMs: 1000, hold: { step: 2, chunk: 6 } });
+    let child: ChildServer | undefined = await spawnServer({
+      path: db.path,
+      script,
+      leaseMs: 1000,
+      hold: { step: 2, chunk: 6 },
+    });
     cleanups.push(() => {
       child?.child.kill('SIGKILL');
     });
@@ -115,7 +138,10 @@ describe('SSE across a server restart', () => {
     const { sessionId, runId } = await startRun(url1);
     const client = new ResumingClient(`${url1}/v1/sessions/${sessionId}/stream`).open();
     const runClient = new ResumingClient(`${url1}/v1/runs/${runId}/stream`).open();
-    cleanups.push(() => client.close(), () => runClient.close());
+    cleanups.push(
+      () => client.close(),
+      () => runClient.close(),
+    );
     await client.waitFor(() => textDeltas(client, 2).length === 6);
     await runClient.waitFor(() => textDeltas(runClient, 2).length === 6);
 
@@ -123,7 +149,12 @@ describe('SSE across a server restart', () => {
     await child.exited;
     child = undefined;
 
-    const { t } = await restart({ agents: [longAgent(script)], path: db.path, port: Number(new URL(url1).port), leaseMs: 1000 });
+    const { t } = await restart({
+      agents: [longAgent(script)],
+      path: db.path,
+      port: Number(new URL(url1).port),
+      leaseMs: 1000,
+    });
     cleanups.push(() => t.close());
     // Same address: both EventSources reconnect on their own, with their Last-Event-ID.
     follow([client, runClient], url1, t.url);
@@ -139,7 +170,10 @@ describe('SSE across a server restart', () => {
     // Recovered after the lease expired: the step the process died in ran again, whole.
     expect(log.filter((e) => e.type === 'run/interrupted')).toHaveLength(1);
     expect(log.filter((e) => e.type === 'assistant/message').map(messageText)).toEqual(texts);
-    for (const [c, l] of [[client, log], [runClient, log.filter((e) => e.run_id === runId)]] as const) {
+    for (const [c, l] of [
+      [client, log],
+      [runClient, log.filter((e) => e.run_id === runId)],
+    ] as const) {
       const summary = checkAgainstLog(c.items, l);
       expect(summary.messages).toBe(texts.length);
       // The message the old process was streaming never became durable: its deltas (a prefix)

@@ -60,7 +60,9 @@ describe('SSE: reconnecting at many points', () => {
       ks.flatMap((k) =>
         (['session', 'run'] as const).map(async (kind) => {
           const { sessionId, runId } = await startRun(t.url);
-          const client = new ResumingClient(kind === 'session' ? `${t.url}/v1/sessions/${sessionId}/stream` : `${t.url}/v1/runs/${runId}/stream`);
+          const client = new ResumingClient(
+            kind === 'session' ? `${t.url}/v1/sessions/${sessionId}/stream` : `${t.url}/v1/runs/${runId}/stream`,
+          );
           let last = -1;
           // A session stream has no end: follow it until it delivered the log's last event after the run ended.
           const done = () => client.ended || (kind === 'session' && client.events.at(-1)?.seq === last);
@@ -84,7 +86,12 @@ describe('SSE: reconnecting at many points', () => {
             // One connection: every delta of every message, nothing else.
             expect(client.connections).toBe(1);
             expect(summary.messages).toBe(script.toolSteps + 1);
-            expect(client.deltas.filter((d) => d.delta.type === 'text/delta').map((d) => d.delta.delta).join('')).toBe(expectedTexts(script).join(''));
+            expect(
+              client.deltas
+                .filter((d) => d.delta.type === 'text/delta')
+                .map((d) => d.delta.delta)
+                .join(''),
+            ).toBe(expectedTexts(script).join(''));
           }
           return { k, kind, connections: client.connections, ...summary };
         }),
@@ -150,16 +157,32 @@ describe('SSE: in the middle of a streamed message', () => {
     await late.waitFor(() => late.events.at(-1)?.seq === log.at(-1)!.seq);
     for (const c of [client, runClient, late]) c.close();
 
-    for (const [c, l] of [[client, log], [late, log.filter((e) => e.seq > anchor.seq)], [runClient, log.filter((e) => e.run_id === runId)]] as const) {
+    for (const [c, l] of [
+      [client, log],
+      [late, log.filter((e) => e.seq > anchor.seq)],
+      [runClient, log.filter((e) => e.run_id === runId)],
+    ] as const) {
       const summary = checkAgainstLog(c.items, l);
       expect(summary.messages).toBe(c === late ? 2 : 3);
     }
     // The held message streamed over three connections and arrived whole, each delta once.
     const text2 = expectedTexts(script)[1]!;
-    expect(step2(client).map((d) => d.delta.delta).join('')).toBe(text2);
+    expect(
+      step2(client)
+        .map((d) => d.delta.delta)
+        .join(''),
+    ).toBe(text2);
     expect(new Set(step2(client).map((d) => d.conn)).size).toBe(3);
-    expect(step2(runClient).map((d) => d.delta.delta).join('')).toBe(text2);
-    expect(step2(late).map((d) => d.delta.delta).join('')).toBe(text2);
+    expect(
+      step2(runClient)
+        .map((d) => d.delta.delta)
+        .join(''),
+    ).toBe(text2);
+    expect(
+      step2(late)
+        .map((d) => d.delta.delta)
+        .join(''),
+    ).toBe(text2);
   });
 
   it('a durable event that comes while a message streams (the session is archived) is neither repeated nor makes deltas go missing on resume', async () => {
@@ -194,10 +217,23 @@ describe('SSE: in the middle of a streamed message', () => {
     await runClient.waitFor(() => runClient.ended);
     client.close();
     checkAgainstLog(client.items, log);
-    checkAgainstLog(runClient.items, log.filter((e) => e.run_id === runId));
+    checkAgainstLog(
+      runClient.items,
+      log.filter((e) => e.run_id === runId),
+    );
     const text1 = expectedTexts(script)[0]!;
-    expect(client.deltas.filter((d) => d.delta.step === 1 && d.delta.type === 'text/delta').map((d) => d.delta.delta).join('')).toBe(text1);
-    expect(runClient.deltas.filter((d) => d.delta.step === 1 && d.delta.type === 'text/delta').map((d) => d.delta.delta).join('')).toBe(text1);
+    expect(
+      client.deltas
+        .filter((d) => d.delta.step === 1 && d.delta.type === 'text/delta')
+        .map((d) => d.delta.delta)
+        .join(''),
+    ).toBe(text1);
+    expect(
+      runClient.deltas
+        .filter((d) => d.delta.step === 1 && d.delta.type === 'text/delta')
+        .map((d) => d.delta.delta)
+        .join(''),
+    ).toBe(text1);
   });
 });
 
@@ -220,11 +256,16 @@ describe('SSE: run streams end, clients come and go', () => {
     const log = await logOf(t.url, sessionId, runId);
     const lastSeq = log.at(-1)!.seq;
     for (const from of [undefined, String(log[3]!.seq), `${log[5]!.seq}.2`, String(lastSeq)]) {
-      const raw = await rawStream(`${t.url}/v1/runs/${runId}/stream`, from !== undefined ? { 'last-event-id': from } : {});
+      const raw = await rawStream(
+        `${t.url}/v1/runs/${runId}/stream`,
+        from !== undefined ? { 'last-event-id': from } : {},
+      );
       await raw.closed; // the server closes it: it never hangs
       const { blocks } = parseSse(raw.text());
       const after = from === undefined ? 0 : Number(from.split('.')[0]);
-      expect(blocks.filter((b) => b.event === undefined).map((b) => Number(b.id))).toEqual(log.filter((e) => e.seq > after).map((e) => e.seq));
+      expect(blocks.filter((b) => b.event === undefined).map((b) => Number(b.id))).toEqual(
+        log.filter((e) => e.seq > after).map((e) => e.seq),
+      );
       expect(blocks.filter((b) => b.event === 'delta')).toEqual([]);
       expect(blocks.at(-1)).toEqual({ event: 'end', data: JSON.stringify({ run_id: runId, last_seq: lastSeq }) });
     }
@@ -293,7 +334,10 @@ describe('SSE: events committed without a live notice', () => {
       expect(runClient.connections).toBe(1);
       expect(client.events.filter((e) => isStatus(e, 'running'))).toHaveLength(1);
       checkAgainstLog(client.items, log);
-      checkAgainstLog(runClient.items, log.filter((e) => e.run_id === runId));
+      checkAgainstLog(
+        runClient.items,
+        log.filter((e) => e.run_id === runId),
+      );
     } finally {
       await t.close();
     }
@@ -302,7 +346,10 @@ describe('SSE: events committed without a live notice', () => {
 
 describe('SSE: heartbeats and slow clients', () => {
   it('an idle stream gets heartbeat comments (which an EventSource ignores)', async () => {
-    const t = await startTestServer({ agents: [longAgent({ toolSteps: 0, chunks: 1, chunkDelayMs: 0 })], heartbeatMs: 20 });
+    const t = await startTestServer({
+      agents: [longAgent({ toolSteps: 0, chunks: 1, chunkDelayMs: 0 })],
+      heartbeatMs: 20,
+    });
     try {
       const s = await api<{ id: string }>(t.url, '/v1/sessions', { body: {} });
       const raw = await rawStream(`${t.url}/v1/sessions/${s.id}/stream`);
@@ -335,7 +382,12 @@ describe('SSE: heartbeats and slow clients', () => {
     try {
       const { sessionId, runId } = await startRun(t.url);
       const raw = await rawStream(`${t.url}/v1/sessions/${sessionId}/stream`, {}, { read: false });
-      await until(async () => (await metric(t.url, 'keel_sse_connections')) === 0 || ['completed', 'failed'].includes((await getRun(t.url, runId)).status), 25);
+      await until(
+        async () =>
+          (await metric(t.url, 'keel_sse_connections')) === 0 ||
+          ['completed', 'failed'].includes((await getRun(t.url, runId)).status),
+        25,
+      );
       dropped = true;
       expect(await metric(t.url, 'keel_sse_connections')).toBe(0);
       // The run goes on (three more steps after the test saw the drop) without the server holding anything for the client.
@@ -349,9 +401,10 @@ describe('SSE: heartbeats and slow clients', () => {
       raw.res.on('data', (c: string) => (text += c));
       raw.res.resume();
       await raw.closed;
-      const got = parseSse(text).blocks.map(
-        (b): Exclude<Received, { kind: 'end' }> =>
-          b.event === 'delta' ? { kind: 'delta', id: b.id!, conn: 1, delta: JSON.parse(b.data) as DeltaJson } : { kind: 'event', id: b.id!, conn: 1, event: JSON.parse(b.data) as EventJson },
+      const got = parseSse(text).blocks.map((b): Exclude<Received, { kind: 'end' }> =>
+        b.event === 'delta'
+          ? { kind: 'delta', id: b.id!, conn: 1, delta: JSON.parse(b.data) as DeltaJson }
+          : { kind: 'event', id: b.id!, conn: 1, event: JSON.parse(b.data) as EventJson },
       );
       // What reached the client before the drop is a gap-free start of the log (its last block may be cut).
       expect(got.length).toBeGreaterThan(16);

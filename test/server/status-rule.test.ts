@@ -5,7 +5,14 @@
  * is 400.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { BACKENDS, expectProblem, startTestServer, type Api, type Json, type TestServer } from '../support/server-helpers.ts';
+import {
+  BACKENDS,
+  expectProblem,
+  startTestServer,
+  type Api,
+  type Json,
+  type TestServer,
+} from '../support/server-helpers.ts';
 
 describe.each(BACKENDS)('404 for what does not exist, 409 for what the state refuses (%s)', (backend) => {
   let srv: TestServer;
@@ -21,7 +28,10 @@ describe.each(BACKENDS)('404 for what does not exist, 409 for what the state ref
   afterEach(() => srv.gates.openAll());
 
   /** A run in `status`: its id, and the approval or question it asked (if it asked one). */
-  async function runIn(status: 'running' | 'waiting_approval' | 'waiting_for_user' | 'paused' | 'completed' | 'cancelled', key: string): Promise<{ id: string; asked?: string }> {
+  async function runIn(
+    status: 'running' | 'waiting_approval' | 'waiting_for_user' | 'paused' | 'completed' | 'cancelled',
+    key: string,
+  ): Promise<{ id: string; asked?: string }> {
     const s = await api.session();
     if (status === 'running' || status === 'paused') {
       const { run } = await api.send(s.id, `block:${key}`);
@@ -70,16 +80,38 @@ describe.each(BACKENDS)('404 for what does not exist, 409 for what the state ref
   it('an approval or question the run did ask about, once the run no longer waits for it, is 409 naming the status', async () => {
     for (const status of ['completed', 'cancelled'] as const) {
       const run = await runIn(status, `asked-${status}`);
-      const p = expectProblem(await api.post(`/v1/runs/${run.id}/approvals/${run.asked}`, { decision: 'approve' }), 'illegal_transition', 409);
+      const p = expectProblem(
+        await api.post(`/v1/runs/${run.id}/approvals/${run.asked}`, { decision: 'approve' }),
+        'illegal_transition',
+        409,
+      );
       expect(p).toMatchObject({ run_id: run.id, from: status });
       expect(p.detail).toContain(status);
-      expect(expectProblem(await api.post(`/v1/runs/${run.id}/input`, { answers: 'x', tool_call_id: run.asked }), 'illegal_transition', 409).from).toBe(status);
+      expect(
+        expectProblem(
+          await api.post(`/v1/runs/${run.id}/input`, { answers: 'x', tool_call_id: run.asked }),
+          'illegal_transition',
+          409,
+        ).from,
+      ).toBe(status);
     }
     // A question answered as an approval (and the other way round): the run waits, but not for that.
     const question = await runIn('waiting_for_user', 'kind-q');
-    expect(expectProblem(await api.post(`/v1/runs/${question.id}/approvals/${question.asked}`, { decision: 'approve' }), 'illegal_transition', 409).from).toBe('waiting_for_user');
+    expect(
+      expectProblem(
+        await api.post(`/v1/runs/${question.id}/approvals/${question.asked}`, { decision: 'approve' }),
+        'illegal_transition',
+        409,
+      ).from,
+    ).toBe('waiting_for_user');
     const approval = await runIn('waiting_approval', 'kind-a');
-    expect(expectProblem(await api.post(`/v1/runs/${approval.id}/input`, { answers: 'x', tool_call_id: approval.asked }), 'illegal_transition', 409).from).toBe('waiting_approval');
+    expect(
+      expectProblem(
+        await api.post(`/v1/runs/${approval.id}/input`, { answers: 'x', tool_call_id: approval.asked }),
+        'illegal_transition',
+        409,
+      ).from,
+    ).toBe('waiting_approval');
     await api.post(`/v1/runs/${question.id}/cancel`);
     await api.post(`/v1/runs/${approval.id}/cancel`);
   });
@@ -99,7 +131,11 @@ describe.each(BACKENDS)('404 for what does not exist, 409 for what the state ref
     const hook = (await api.post('/v1/webhooks', { url: 'http://127.0.0.1:9/hook', events: ['run.completed'] })).body;
     for (const active of [true, false]) {
       expect((await api.request('PATCH', `/v1/webhooks/${hook.id}`, { json: { active } })).status).toBe(200);
-      const p = expectProblem(await api.post(`/v1/webhooks/${hook.id}/deliveries/no-such-delivery/redeliver`), 'not_found', 404);
+      const p = expectProblem(
+        await api.post(`/v1/webhooks/${hook.id}/deliveries/no-such-delivery/redeliver`),
+        'not_found',
+        404,
+      );
       expect(p.detail).toContain('no-such-delivery');
     }
   });
@@ -124,7 +160,11 @@ describe.each(BACKENDS)('404 for what does not exist, 409 for what the state ref
       ['running', 'resume'],
     ];
     for (const [status, action, body] of refusals) {
-      const p = expectProblem(await api.post(`/v1/runs/${states[status]!.id}/${action}`, body), 'illegal_transition', 409);
+      const p = expectProblem(
+        await api.post(`/v1/runs/${states[status]!.id}/${action}`, body),
+        'illegal_transition',
+        409,
+      );
       expect(p, `${action} on ${status}`).toMatchObject({ run_id: states[status]!.id, from: status });
       expect(p.detail, `${action} on ${status}`).toContain(status);
     }
@@ -136,10 +176,19 @@ describe.each(BACKENDS)('404 for what does not exist, 409 for what the state ref
       expectProblem(await api.post(`/v1/runs/${id}/steer`, { content: '' }), 'validation', 400);
     }
     // An unknown run is 404 for every action.
-    for (const [action, body] of [['cancel'], ['pause'], ['resume'], ['steer', { content: 'x' }], ['input', { answers: 'x' }], ['approvals/a', { decision: 'approve' }], ['signals/s', {}]] as Array<[string, Json?]>) {
+    for (const [action, body] of [
+      ['cancel'],
+      ['pause'],
+      ['resume'],
+      ['steer', { content: 'x' }],
+      ['input', { answers: 'x' }],
+      ['approvals/a', { decision: 'approve' }],
+      ['signals/s', {}],
+    ] as Array<[string, Json?]>) {
       expectProblem(await api.post(`/v1/runs/no-such-run/${action}`, body), 'not_found', 404);
     }
     srv.gates.openAll();
-    for (const status of ['running', 'paused', 'waiting_approval', 'waiting_for_user'] as const) await api.post(`/v1/runs/${states[status]!.id}/cancel`);
+    for (const status of ['running', 'paused', 'waiting_approval', 'waiting_for_user'] as const)
+      await api.post(`/v1/runs/${states[status]!.id}/cancel`);
   });
 });

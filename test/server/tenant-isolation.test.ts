@@ -10,7 +10,15 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exampleOf, fillPath, loadOperations, type OpenApiDoc, type Operation } from '../support/openapi.ts';
-import { BACKENDS, expectProblem, startTestServer, type Api, type ApiResponse, type Json, type TestServer } from '../support/server-helpers.ts';
+import {
+  BACKENDS,
+  expectProblem,
+  startTestServer,
+  type Api,
+  type ApiResponse,
+  type Json,
+  type TestServer,
+} from '../support/server-helpers.ts';
 
 /** Text only acme's data holds: globex must never read it. */
 const MARKER = 'acme-only-marker';
@@ -31,7 +39,13 @@ interface Acme {
 }
 
 /** A request whose answer may be a stream: a stream is not read (its status and type are the answer). */
-async function send(api: Api, method: string, path: string, json?: unknown, type = 'application/json'): Promise<ApiResponse> {
+async function send(
+  api: Api,
+  method: string,
+  path: string,
+  json?: unknown,
+  type = 'application/json',
+): Promise<ApiResponse> {
   const controller = new AbortController();
   const headers: Record<string, string> = { ...(api.secret ? { authorization: `Bearer ${api.secret}` } : {}) };
   let body: string | undefined;
@@ -39,14 +53,24 @@ async function send(api: Api, method: string, path: string, json?: unknown, type
     body = typeof json === 'string' ? json : JSON.stringify(json);
     headers['content-type'] = type;
   }
-  const res = await fetch(`${api.base}${path}`, { method, headers, ...(body !== undefined ? { body } : {}), signal: controller.signal });
+  const res = await fetch(`${api.base}${path}`, {
+    method,
+    headers,
+    ...(body !== undefined ? { body } : {}),
+    signal: controller.signal,
+  });
   const contentType = res.headers.get('content-type') ?? '';
   if (/event-stream/.test(contentType)) {
     controller.abort();
     return { status: res.status, headers: res.headers, body: undefined, text: '' };
   }
   const text = await res.text();
-  return { status: res.status, headers: res.headers, body: /json/.test(contentType) && text !== '' ? JSON.parse(text) : undefined, text };
+  return {
+    status: res.status,
+    headers: res.headers,
+    body: /json/.test(contentType) && text !== '' ? JSON.parse(text) : undefined,
+    text,
+  };
 }
 
 describe.each(BACKENDS)('tenant isolation on every route of the OpenAPI document (%s)', (backend) => {
@@ -66,7 +90,9 @@ describe.each(BACKENDS)('tenant isolation on every route of the OpenAPI document
     ({ doc, ops } = await loadOperations(acme));
 
     // A webhook first, so that the completed run makes a delivery.
-    a.webhook = (await acme.post('/v1/webhooks', { url: `http://127.0.0.1:9/${MARKER}`, events: ['run.completed'] })).body.id;
+    a.webhook = (
+      await acme.post('/v1/webhooks', { url: `http://127.0.0.1:9/${MARKER}`, events: ['run.completed'] })
+    ).body.id;
     const s = await acme.session({ title: MARKER, metadata: { note: MARKER } });
     a.session = s.id;
     const done = await acme.send(s.id, `hello ${MARKER}`);
@@ -86,10 +112,18 @@ describe.each(BACKENDS)('tenant isolation on every route of the OpenAPI document
     a.questionRun = (await acme.send(question.id, 'ask')).run.id;
     a.question = (await acme.waitForRun(a.questionRun, 'waiting_for_user')).waiting.requests[0].tool_call_id;
 
-    const schedule = await acme.post('/v1/schedules', { name: MARKER, interval: { seconds: 3600 }, message: MARKER, target: { session_id: a.session } });
+    const schedule = await acme.post('/v1/schedules', {
+      name: MARKER,
+      interval: { seconds: 3600 },
+      message: MARKER,
+      target: { session_id: a.session },
+    });
     expect(schedule.status, schedule.text).toBe(201);
     a.schedule = schedule.body.id;
-    a.delivery = await acme.until('a delivery of the completed run', async () => (await acme.get(`/v1/webhooks/${a.webhook}/deliveries`)).body.data[0]?.id as string | undefined);
+    a.delivery = await acme.until(
+      'a delivery of the completed run',
+      async () => (await acme.get(`/v1/webhooks/${a.webhook}/deliveries`)).body.data[0]?.id as string | undefined,
+    );
 
     acmeTexts = [...new Set(Object.values(a)), MARKER];
     // globex has a session with a completed run of its own.
@@ -102,12 +136,14 @@ describe.each(BACKENDS)('tenant isolation on every route of the OpenAPI document
   });
 
   /** What of acme's a response to globex holds, beyond the ids globex itself sent in `sent`. */
-  const leaked = (r: ApiResponse, sent = ''): string[] => acmeTexts.filter((t) => !sent.includes(t) && r.text.includes(t));
+  const leaked = (r: ApiResponse, sent = ''): string[] =>
+    acmeTexts.filter((t) => !sent.includes(t) && r.text.includes(t));
 
   /** Which of acme's resources fills each path parameter of the document. A name not here is a route nobody decided about: the test fails. */
   const PATH_PARAMS: Record<string, (op: Operation) => string> = {
     id: (op) => {
-      if (op.path.startsWith('/v1/sessions/')) return op.path.includes('/chat') || op.path.endsWith('/messages') ? a.approvalSession : a.session;
+      if (op.path.startsWith('/v1/sessions/'))
+        return op.path.includes('/chat') || op.path.endsWith('/messages') ? a.approvalSession : a.session;
       if (op.path.startsWith('/v1/runs/')) return op.path.endsWith('/input') ? a.questionRun : a.approvalRun;
       if (op.path.startsWith('/v1/schedules/')) return a.schedule;
       if (op.path.startsWith('/v1/webhooks/')) return a.webhook;
@@ -128,7 +164,9 @@ describe.each(BACKENDS)('tenant isolation on every route of the OpenAPI document
     'POST /v1/sessions/{id}/fork': { entry_id: 'ENTRY', into: 'session' },
     'POST /v1/sessions/{id}/leaf': { entry_id: 'ENTRY' },
     'POST /v1/sessions/{id}/messages': { content: 'hijack', if_busy: 'interrupt' },
-    'POST /v1/sessions/{id}/chat': { messages: [{ id: 'm1', role: 'user', parts: [{ type: 'text', text: 'hijack' }] }] },
+    'POST /v1/sessions/{id}/chat': {
+      messages: [{ id: 'm1', role: 'user', parts: [{ type: 'text', text: 'hijack' }] }],
+    },
     'POST /v1/runs/{id}/approvals/{approval_id}': { decision: 'approve', arguments: { target: 'hijacked' } },
     'POST /v1/runs/{id}/input': { answers: { color: 'hijacked' }, tool_call_id: 'QUESTION' },
     'PATCH /v1/webhooks/{id}': { url: 'http://127.0.0.1:9/hijacked', active: false },
@@ -142,14 +180,24 @@ describe.each(BACKENDS)('tenant isolation on every route of the OpenAPI document
       const values = Object.fromEntries(
         op.pathParams.map((name) => {
           const fill = PATH_PARAMS[name];
-          if (!fill) throw new Error(`${op.method} ${op.path}: path parameter {${name}} has no entry in PATH_PARAMS: decide which of a tenant's resources it names`);
+          if (!fill)
+            throw new Error(
+              `${op.method} ${op.path}: path parameter {${name}} has no entry in PATH_PARAMS: decide which of a tenant's resources it names`,
+            );
           return [name, fill(op)];
         }),
       );
       const path = fillPath(op.path, values);
       const key = `${op.method} ${op.path}`;
       const given = BODIES[key] ?? (op.body?.type === 'application/json' ? exampleOf(doc, op.body.schema) : undefined);
-      const json = given === undefined ? undefined : JSON.parse(JSON.stringify(given).replace('"ENTRY"', JSON.stringify(a.entry)).replace('"QUESTION"', JSON.stringify(a.question)));
+      const json =
+        given === undefined
+          ? undefined
+          : JSON.parse(
+              JSON.stringify(given)
+                .replace('"ENTRY"', JSON.stringify(a.entry))
+                .replace('"QUESTION"', JSON.stringify(a.question)),
+            );
       const r = await send(globex, op.method, path, json);
       const p = expectProblem(r, 'not_found', 404);
       expect(leaked(r, path), `${key}: ${p.detail}`).toEqual([]);
@@ -162,52 +210,102 @@ describe.each(BACKENDS)('tenant isolation on every route of the OpenAPI document
 
   /** Each operation without a path parameter, and what globex gets from it. A new one not listed here fails the test. */
   const TENANT_WIDE: Array<[string, () => Promise<void>]> = [
-    ['GET /v1/sessions', async () => expect(leaked(ok(await globex.get('/v1/sessions?limit=1000&include_archived=true')))).toEqual([])],
-    ['GET /v1/session-summaries', async () => {
-      expect(leaked(ok(await globex.get('/v1/session-summaries?limit=200&include_archived=true')))).toEqual([]);
-      expect(ok(await globex.get(`/v1/session-summaries?q=${MARKER}`)).body.data).toEqual([]);
-    }],
+    [
+      'GET /v1/sessions',
+      async () => expect(leaked(ok(await globex.get('/v1/sessions?limit=1000&include_archived=true')))).toEqual([]),
+    ],
+    [
+      'GET /v1/session-summaries',
+      async () => {
+        expect(leaked(ok(await globex.get('/v1/session-summaries?limit=200&include_archived=true')))).toEqual([]);
+        expect(ok(await globex.get(`/v1/session-summaries?q=${MARKER}`)).body.data).toEqual([]);
+      },
+    ],
     ['GET /v1/inbox', async () => expect(leaked(ok(await globex.get('/v1/inbox?limit=1000')))).toEqual([])],
-    ['GET /v1/usage', async () => {
-      const usage = ok(await globex.get('/v1/usage?group_by=tenant,agent'));
-      expect(usage.body.data.map((row: Json) => row.tenant)).toEqual(['globex']);
-      expect(usage.body.totals.runs).toBe(1);
-      expectProblem(await globex.get('/v1/usage?tenant=acme'), 'forbidden', 403);
-    }],
+    [
+      'GET /v1/usage',
+      async () => {
+        const usage = ok(await globex.get('/v1/usage?group_by=tenant,agent'));
+        expect(usage.body.data.map((row: Json) => row.tenant)).toEqual(['globex']);
+        expect(usage.body.totals.runs).toBe(1);
+        expectProblem(await globex.get('/v1/usage?tenant=acme'), 'forbidden', 403);
+      },
+    ],
     ['GET /v1/schedules', async () => expect(leaked(ok(await globex.get('/v1/schedules?limit=1000')))).toEqual([])],
-    ['POST /v1/schedules', async () => {
-      // A schedule that would send to acme's session: that session does not exist for globex.
-      const refused = expectProblem(await globex.post('/v1/schedules', { interval: { seconds: 3600 }, message: 'hijack', target: { session_id: a.session } }), 'validation', 400);
-      expect(leaked({ ...refused, text: JSON.stringify(refused) } as ApiResponse, a.session)).toEqual([]);
-      const own = ok(await globex.post('/v1/schedules', { interval: { seconds: 3600 }, message: 'mine', target: { new_session: {} } }), 201);
-      expectProblem(await acme.get(`/v1/schedules/${own.body.id}`), 'not_found', 404);
-    }],
+    [
+      'POST /v1/schedules',
+      async () => {
+        // A schedule that would send to acme's session: that session does not exist for globex.
+        const refused = expectProblem(
+          await globex.post('/v1/schedules', {
+            interval: { seconds: 3600 },
+            message: 'hijack',
+            target: { session_id: a.session },
+          }),
+          'validation',
+          400,
+        );
+        expect(leaked({ ...refused, text: JSON.stringify(refused) } as ApiResponse, a.session)).toEqual([]);
+        const own = ok(
+          await globex.post('/v1/schedules', {
+            interval: { seconds: 3600 },
+            message: 'mine',
+            target: { new_session: {} },
+          }),
+          201,
+        );
+        expectProblem(await acme.get(`/v1/schedules/${own.body.id}`), 'not_found', 404);
+      },
+    ],
     ['GET /v1/webhooks', async () => expect(leaked(ok(await globex.get('/v1/webhooks?limit=1000')))).toEqual([])],
-    ['POST /v1/webhooks', async () => {
-      const own = ok(await globex.post('/v1/webhooks', { url: 'http://127.0.0.1:9/globex', events: ['run.completed'] }), 201);
-      expectProblem(await acme.get(`/v1/webhooks/${own.body.id}`), 'not_found', 404);
-    }],
-    ['POST /v1/sessions', async () => {
-      const own = ok(await globex.post('/v1/sessions', {}), 201);
-      expectProblem(await acme.get(`/v1/sessions/${own.body.id}`), 'not_found', 404);
-    }],
-    ['POST /v1/sessions/import', async () => {
-      const own = (await globex.get('/v1/sessions?limit=1')).body.data[0].id;
-      const exported = (await globex.get(`/v1/sessions/${own}/export`)).text;
-      const imported = ok(await globex.request('POST', '/v1/sessions/import', { body: exported, headers: { 'content-type': 'application/x-ndjson' } }), 201);
-      expectProblem(await acme.get(`/v1/sessions/${imported.body.id}`), 'not_found', 404);
-    }],
+    [
+      'POST /v1/webhooks',
+      async () => {
+        const own = ok(
+          await globex.post('/v1/webhooks', { url: 'http://127.0.0.1:9/globex', events: ['run.completed'] }),
+          201,
+        );
+        expectProblem(await acme.get(`/v1/webhooks/${own.body.id}`), 'not_found', 404);
+      },
+    ],
+    [
+      'POST /v1/sessions',
+      async () => {
+        const own = ok(await globex.post('/v1/sessions', {}), 201);
+        expectProblem(await acme.get(`/v1/sessions/${own.body.id}`), 'not_found', 404);
+      },
+    ],
+    [
+      'POST /v1/sessions/import',
+      async () => {
+        const own = (await globex.get('/v1/sessions?limit=1')).body.data[0].id;
+        const exported = (await globex.get(`/v1/sessions/${own}/export`)).text;
+        const imported = ok(
+          await globex.request('POST', '/v1/sessions/import', {
+            body: exported,
+            headers: { 'content-type': 'application/x-ndjson' },
+          }),
+          201,
+        );
+        expectProblem(await acme.get(`/v1/sessions/${imported.body.id}`), 'not_found', 404);
+      },
+    ],
     // Last: it erases every session of globex's.
-    ['POST /v1/sessions/erase', async () => {
-      expectProblem(await globex.post('/v1/sessions/erase', { confirm: 'acme' }), 'validation', 400);
-      const erased = ok(await globex.post('/v1/sessions/erase', { confirm: 'globex' }));
-      expect(erased.body.tenant).toBe('globex');
-    }],
+    [
+      'POST /v1/sessions/erase',
+      async () => {
+        expectProblem(await globex.post('/v1/sessions/erase', { confirm: 'acme' }), 'validation', 400);
+        const erased = ok(await globex.post('/v1/sessions/erase', { confirm: 'globex' }));
+        expect(erased.body.tenant).toBe('globex');
+      },
+    ],
   ];
 
   it("every operation without a path parameter shows globex only its own: never one of acme's ids, nor its data", async () => {
     const wide = ops.filter((op) => op.pathParams.length === 0).map((op) => `${op.method} ${op.path}`);
-    expect(TENANT_WIDE.map(([key]) => key).sort(), 'each operation without a path parameter is in TENANT_WIDE').toEqual([...wide].sort());
+    expect(TENANT_WIDE.map(([key]) => key).sort(), 'each operation without a path parameter is in TENANT_WIDE').toEqual(
+      [...wide].sort(),
+    );
     const before = await acmeState();
     for (const [, check] of TENANT_WIDE) await check();
     expect(await acmeState()).toEqual(before);
@@ -216,7 +314,9 @@ describe.each(BACKENDS)('tenant isolation on every route of the OpenAPI document
   /** Everything of acme's that a request from globex could change. */
   async function acmeState() {
     const get = async (path: string) => ok(await acme.get(path)).body;
-    const sessions = await Promise.all([a.session, a.approvalSession, a.questionSession].map((id) => get(`/v1/sessions/${id}`)));
+    const sessions = await Promise.all(
+      [a.session, a.approvalSession, a.questionSession].map((id) => get(`/v1/sessions/${id}`)),
+    );
     const runs = await Promise.all([a.doneRun, a.approvalRun, a.questionRun].map((id) => get(`/v1/runs/${id}`)));
     return {
       sessions: sessions.map((s: Json) => [s.id, s.last_seq, s.leaf_id, s.archived_at, s.erased_at, s.title]),

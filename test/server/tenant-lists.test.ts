@@ -34,12 +34,21 @@ async function crowd(srv: TestServer, tenant: string, n: number, o: { waiting: b
     try {
       await client.query(`SET search_path TO "${srv.postgres.schema}"`);
       await client.query('BEGIN');
-      await client.query(`INSERT INTO sessions (id, tenant, created_at, title) SELECT id, $2, $3, $2 || ' ' || n FROM unnest($1::text[]) WITH ORDINALITY AS u (id, n)`, [ids.map((i) => i.session), tenant, now]);
+      await client.query(
+        `INSERT INTO sessions (id, tenant, created_at, title) SELECT id, $2, $3, $2 || ' ' || n FROM unnest($1::text[]) WITH ORDINALITY AS u (id, n)`,
+        [ids.map((i) => i.session), tenant, now],
+      );
       if (o.waiting) {
         await client.query(
           `INSERT INTO runs (id, session_id, tenant, agent_name, agent_version, agent_spec, status, turn, created_at, waiting)
            SELECT r, s, $3, 'helper', '1', '{"name":"helper"}', 'waiting_approval', 1, $4, w FROM unnest($1::text[], $2::text[], $5::text[]) AS u (r, s, w)`,
-          [ids.map((i) => i.run), ids.map((i) => i.session), tenant, now, ids.map((_, i) => JSON.stringify(waitingFor(i)))],
+          [
+            ids.map((i) => i.run),
+            ids.map((i) => i.session),
+            tenant,
+            now,
+            ids.map((_, i) => JSON.stringify(waitingFor(i))),
+          ],
         );
       }
       await client.query('COMMIT');
@@ -54,8 +63,19 @@ async function crowd(srv: TestServer, tenant: string, n: number, o: { waiting: b
       for (let i = done; i < Math.min(n, done + 1000); i++) {
         await tx.createSession({ id: ids[i]!.session, tenant, createdAt: now, title: `${tenant} ${i}` });
         if (!o.waiting) continue;
-        await tx.createRun({ id: ids[i]!.run, sessionId: ids[i]!.session, agent: { name: 'helper', version: '1' }, agentSpec: { name: 'helper' }, createdAt: now, turn: 1 });
-        await tx.updateRun(ids[i]!.run, { status: 'waiting_approval', waiting: waitingFor(i) }, { statuses: ['queued'] });
+        await tx.createRun({
+          id: ids[i]!.run,
+          sessionId: ids[i]!.session,
+          agent: { name: 'helper', version: '1' },
+          agentSpec: { name: 'helper' },
+          createdAt: now,
+          turn: 1,
+        });
+        await tx.updateRun(
+          ids[i]!.run,
+          { status: 'waiting_approval', waiting: waitingFor(i) },
+          { statuses: ['queued'] },
+        );
       }
     });
   }
@@ -68,7 +88,9 @@ async function walk(api: Api, path: string, id: (item: Json) => string, limit: n
   let cursor: string | null = null;
   for (let pages = 0; ; pages++) {
     const sep = path.includes('?') ? '&' : '?';
-    const r: Json = await api.get(`${path}${sep}limit=${limit}${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`);
+    const r: Json = await api.get(
+      `${path}${sep}limit=${limit}${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`,
+    );
     expect(r.status, r.text).toBe(200);
     ids.push(...(r.body.data as Json[]).map(id));
     cursor = r.body.next_cursor;
@@ -123,14 +145,22 @@ describe.each(BACKENDS)('lists filter by tenant in the query (%s)', (backend) =>
     const after = await b.session({ title: 'b after' });
     const schedules = [];
     for (const name of ['one', 'two']) {
-      const r = await b.post('/v1/schedules', { name, interval: { seconds: 3600 }, message: 'hi', target: { session_id: after.id } });
+      const r = await b.post('/v1/schedules', {
+        name,
+        interval: { seconds: 3600 },
+        message: 'hi',
+        target: { session_id: after.id },
+      });
       expect(r.status, r.text).toBe(201);
       schedules.push(r.body.id);
     }
-    const bSessions = (await walk(b, '/v1/sessions', (s) => s.id, 1000)).filter((id) => [before.id, after.id].includes(id));
+    const bSessions = (await walk(b, '/v1/sessions', (s) => s.id, 1000)).filter((id) =>
+      [before.id, after.id].includes(id),
+    );
     expect(bSessions).toEqual([before.id, after.id]);
     // Every session B sees is B's: the ones of this test, and those of the inbox test.
-    for (const id of await walk(b, '/v1/sessions', (s) => s.id, 2)) expect((await b.get(`/v1/sessions/${id}`)).status).toBe(200);
+    for (const id of await walk(b, '/v1/sessions', (s) => s.id, 2))
+      expect((await b.get(`/v1/sessions/${id}`)).status).toBe(200);
     expect(await walk(b, '/v1/session-summaries?q=b%20after', (s) => s.session.id, 1)).toEqual([after.id]);
     expect(await walk(b, '/v1/schedules', (s) => s.id, 1)).toEqual(schedules);
   }, 180_000);

@@ -34,9 +34,16 @@ const until = async (check: () => Promise<boolean>, ms = 5000) => {
 
 describe('/v1/webhooks', () => {
   it('subscribes, delivers signed events of the tenant, lists deliveries with attempts, redelivers', async () => {
-    const created = await acme.post('/v1/webhooks', { url: hook.url, events: ['run.waiting_approval', 'run.completed'] });
+    const created = await acme.post('/v1/webhooks', {
+      url: hook.url,
+      events: ['run.waiting_approval', 'run.completed'],
+    });
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ url: hook.url, events: ['run.waiting_approval', 'run.completed'], active: true });
+    expect(created.body).toMatchObject({
+      url: hook.url,
+      events: ['run.waiting_approval', 'run.completed'],
+      active: true,
+    });
     expect(created.body.secret).toMatch(/^whsec_/);
     const id = created.body.id as string;
     // The secret is shown once.
@@ -56,13 +63,23 @@ describe('/v1/webhooks', () => {
     const r = hook.received[0]!;
     expect(r.headers['keel-event']).toBe('run.waiting_approval');
     expect(verifyWebhookSignature(created.body.secret, r.headers['keel-signature'] as string, r.body)).toBe(true);
-    expect(JSON.parse(r.body)).toMatchObject({ type: 'run.waiting_approval', data: { tenant: 'acme', run: { session_id: s.id, status: 'waiting_approval' } } });
+    expect(JSON.parse(r.body)).toMatchObject({
+      type: 'run.waiting_approval',
+      data: { tenant: 'acme', run: { session_id: s.id, status: 'waiting_approval' } },
+    });
 
     const list = await acme.get(`/v1/webhooks/${id}/deliveries`);
     expect(list.status).toBe(200);
     expect(list.body.data).toHaveLength(1);
     const d = list.body.data[0];
-    expect(d).toMatchObject({ id: r.headers['keel-delivery'], webhook_id: id, event_type: 'run.waiting_approval', status: 'delivered', last_status_code: 200, attempts: [{ n: 1, status_code: 200, error: null }] });
+    expect(d).toMatchObject({
+      id: r.headers['keel-delivery'],
+      webhook_id: id,
+      event_type: 'run.waiting_approval',
+      status: 'delivered',
+      last_status_code: 200,
+      attempts: [{ n: 1, status_code: 200, error: null }],
+    });
     expect(d.payload).toEqual(JSON.parse(r.body));
     // By its id alone (the Keel-Delivery header), for its tenant only.
     const byId = await acme.get(`/v1/webhook-deliveries/${d.id}`);
@@ -103,11 +120,22 @@ describe('/v1/webhooks', () => {
   });
 
   it('updates and deletes', async () => {
-    const { body: w } = await acme.post('/v1/webhooks', { url: hook.url, events: ['run.failed'], secret: 'a-secret-of-my-own-choosing' });
+    const { body: w } = await acme.post('/v1/webhooks', {
+      url: hook.url,
+      events: ['run.failed'],
+      secret: 'a-secret-of-my-own-choosing',
+    });
     expect(w.secret).toBe('a-secret-of-my-own-choosing');
-    const patched = await acme.request('PATCH', `/v1/webhooks/${w.id}`, { json: { url: 'https://example.test/x', events: ['run.cancelled', 'schedule.fired'], active: false } });
+    const patched = await acme.request('PATCH', `/v1/webhooks/${w.id}`, {
+      json: { url: 'https://example.test/x', events: ['run.cancelled', 'schedule.fired'], active: false },
+    });
     expect(patched.status).toBe(200);
-    expect(patched.body).toMatchObject({ id: w.id, url: 'https://example.test/x', events: ['run.cancelled', 'schedule.fired'], active: false });
+    expect(patched.body).toMatchObject({
+      id: w.id,
+      url: 'https://example.test/x',
+      events: ['run.cancelled', 'schedule.fired'],
+      active: false,
+    });
     expect((await acme.delete(`/v1/webhooks/${w.id}`)).status).toBe(204);
     expect((await acme.get(`/v1/webhooks/${w.id}`)).status).toBe(404);
     expect((await acme.delete(`/v1/webhooks/${w.id}`)).status).toBe(404);
@@ -136,7 +164,20 @@ describe('/v1/webhooks', () => {
   });
 
   it('subscribes to every run status (run.<status>) and lists them in /openapi.json', async () => {
-    const events = ['run.queued', 'run.running', 'run.waiting_approval', 'run.waiting_for_user', 'run.paused', 'run.completed', 'run.failed', 'run.cancelled', 'run.timed_out', 'run.sleeping', 'run.waiting_for_signal', 'schedule.fired'];
+    const events = [
+      'run.queued',
+      'run.running',
+      'run.waiting_approval',
+      'run.waiting_for_user',
+      'run.paused',
+      'run.completed',
+      'run.failed',
+      'run.cancelled',
+      'run.timed_out',
+      'run.sleeping',
+      'run.waiting_for_signal',
+      'schedule.fired',
+    ];
     const created = await acme.post('/v1/webhooks', { url: hook.url, events });
     expect(created.status).toBe(201);
     expect(created.body.events).toEqual(events);
@@ -164,7 +205,13 @@ describe('/v1/webhooks', () => {
     const byDefault = await acme.request('POST', `/v1/webhooks/${w.id}/rotate-secret`);
     expect(byDefault.status).toBe(200);
     expect(Date.parse(byDefault.body.previous_secret_expires_at) - Date.now()).toBeGreaterThan(86_400_000 - 60_000);
-    for (const bad of [{ overlap_seconds: -1 }, { overlap_seconds: 7 * 86_400 + 1 }, { overlap_seconds: 1.5 }, { overlap_seconds: '60' }, { overlap: 60 }]) {
+    for (const bad of [
+      { overlap_seconds: -1 },
+      { overlap_seconds: 7 * 86_400 + 1 },
+      { overlap_seconds: 1.5 },
+      { overlap_seconds: '60' },
+      { overlap: 60 },
+    ]) {
       const res = await acme.post(`/v1/webhooks/${w.id}/rotate-secret`, bad);
       expect(res.status, JSON.stringify(bad)).toBe(400);
       expect(res.headers.get('content-type')).toMatch(/application\/problem\+json/);
@@ -179,7 +226,12 @@ describe('/v1/webhooks', () => {
     const strict = await startTestServer({ keys: [{ tenant: 'acme' }], webhooks: { allowPrivateNetworks: false } });
     try {
       const api = strict.api(strict.secrets[0]);
-      for (const url of ['http://10.1.2.3/hook', 'http://[64:ff9b::7f00:1]/hook', 'http://[2002:7f00:1::1]/hook', 'http://localhost./hook']) {
+      for (const url of [
+        'http://10.1.2.3/hook',
+        'http://[64:ff9b::7f00:1]/hook',
+        'http://[2002:7f00:1::1]/hook',
+        'http://localhost./hook',
+      ]) {
         const res = await api.post('/v1/webhooks', { url, events: ['run.failed'] });
         expect(res.status, url).toBe(400);
         expect(res.headers.get('content-type')).toMatch(/application\/problem\+json/);
@@ -187,7 +239,9 @@ describe('/v1/webhooks', () => {
         expect(res.body.detail).toMatch(/private|this machine/);
       }
       const { body: w } = await api.post('/v1/webhooks', { url: 'https://93.184.215.14/hook', events: ['run.failed'] });
-      const patch = await api.request('PATCH', `/v1/webhooks/${w.id}`, { json: { url: 'http://[::ffff:192.168.1.1]/hook' } });
+      const patch = await api.request('PATCH', `/v1/webhooks/${w.id}`, {
+        json: { url: 'http://[::ffff:192.168.1.1]/hook' },
+      });
       expect(patch.status).toBe(400);
       expect(patch.body.type).toMatch(/validation$/);
     } finally {

@@ -22,7 +22,10 @@ import {
 
 const SYSTEM = `You are a meticulous assistant. ${'Follow every rule below to the letter, and explain your reasoning briefly. '.repeat(20)}`;
 
-const toolResult = (output: { type: 'text'; value: string } | { type: 'json'; value: never }, toolCallId = 'c1'): NewEvent => ({
+const toolResult = (
+  output: { type: 'text'; value: string } | { type: 'json'; value: never },
+  toolCallId = 'c1',
+): NewEvent => ({
   type: 'tool/result',
   data: { toolCallId, toolName: 'fetch', output, toolMessageId: `tm-${toolCallId}`, durationMs: 3 },
 });
@@ -36,7 +39,11 @@ describe('blobs', () => {
   const blobRows = (): Array<{ hash: string; data: string; size: number }> => {
     const raw = new Database(path, { readonly: true });
     try {
-      return raw.prepare('SELECT hash, data, size FROM blobs ORDER BY hash').all() as Array<{ hash: string; data: string; size: number }>;
+      return raw.prepare('SELECT hash, data, size FROM blobs ORDER BY hash').all() as Array<{
+        hash: string;
+        data: string;
+        size: number;
+      }>;
     } finally {
       raw.close();
     }
@@ -55,16 +62,19 @@ describe('blobs', () => {
 
   it('stores a large system prompt once across many requests, each header referring to it by hash', async () => {
     expect(Buffer.byteLength(JSON.stringify(SYSTEM))).toBeGreaterThan(BLOB_MIN_BYTES);
-    const echo = tool({ name: 'echo', description: 'echoes', input: z.object({ v: z.string() }), execute: ({ v }) => v });
-    const model = new ScriptedModel(
-      [
-        { toolCalls: [{ name: 'echo', input: { v: 'one' } }] },
-        { text: 'first answer' },
-        { text: 'second answer' },
-        { toolCalls: [{ name: 'echo', input: { v: 'two' } }] },
-        { text: 'third answer' },
-      ],
-    );
+    const echo = tool({
+      name: 'echo',
+      description: 'echoes',
+      input: z.object({ v: z.string() }),
+      execute: ({ v }) => v,
+    });
+    const model = new ScriptedModel([
+      { toolCalls: [{ name: 'echo', input: { v: 'one' } }] },
+      { text: 'first answer' },
+      { text: 'second answer' },
+      { toolCalls: [{ name: 'echo', input: { v: 'two' } }] },
+      { text: 'third answer' },
+    ]);
     const agent = defineAgent({ name: 'big-prompt', model, system: SYSTEM, tools: [echo] });
     const s = await sessions.create();
     for (const input of ['a', 'b', 'c']) {
@@ -86,7 +96,9 @@ describe('blobs', () => {
     const stored = (await store.readEvents(s.id)).filter((e) => e.type === 'request/header');
     expect(stored).toHaveLength(5);
     for (const e of stored) expect((e.data as { system: unknown }).system).toBe(systemHash);
-    const headers = (await sessions.events(s.id)).filter((e): e is SessionEvent<'request/header'> => e.type === 'request/header');
+    const headers = (await sessions.events(s.id)).filter(
+      (e): e is SessionEvent<'request/header'> => e.type === 'request/header',
+    );
     expect(headers).toHaveLength(5);
     for (const h of headers) expect(h.data.system).toBe(systemHash);
     const dev = await sessions.developerView(s.id);
@@ -108,7 +120,9 @@ describe('blobs', () => {
     const grep = tool({ name: 'grep', description: 'searches', input: z.object({}), execute: () => big });
     const model = new ScriptedModel([{ toolCalls: [{ id: 'call-1', name: 'grep', input: {} }] }, { text: 'found it' }]);
     const s = await sessions.create();
-    const result = await (await sessions.startTurn(s.id, defineAgent({ name: 'g', model, tools: [grep] }), { input: 'search' })).result;
+    const result = await (
+      await sessions.startTurn(s.id, defineAgent({ name: 'g', model, tools: [grep] }), { input: 'search' })
+    ).result;
     expect(result.reason).toBe('completed');
 
     const expectedOutput = { type: 'text', value: big };
@@ -120,7 +134,9 @@ describe('blobs', () => {
 
     const storedResult = (await store.readEvents(s.id)).find((e) => e.type === 'tool/result')!;
     expect(storedResult.data).toMatchObject({ toolCallId: 'call-1', output: { $blob: hash } });
-    const readBack = (await sessions.events(s.id)).find((e): e is SessionEvent<'tool/result'> => e.type === 'tool/result')!;
+    const readBack = (await sessions.events(s.id)).find(
+      (e): e is SessionEvent<'tool/result'> => e.type === 'tool/result',
+    )!;
     expect(readBack.data.output).toEqual(expectedOutput);
 
     // The context the next turn sends carries the full output, and so did the second model call.
@@ -134,18 +150,29 @@ describe('blobs', () => {
     const agentFor = () => defineAgent({ name: 'same', model: new ScriptedModel([{ text: 'ok' }]), system: SYSTEM });
     const s1 = await sessions.create();
     const s2 = await sessions.create();
-    await (await sessions.startTurn(s1.id, agentFor(), { input: 'one' })).result;
-    await (await sessions.startTurn(s2.id, agentFor(), { input: 'two' })).result;
+    await (
+      await sessions.startTurn(s1.id, agentFor(), { input: 'one' })
+    ).result;
+    await (
+      await sessions.startTurn(s2.id, agentFor(), { input: 'two' })
+    ).result;
     const big = 'z'.repeat(2000);
     await sessions.append(s1.id, [toolResult({ type: 'text', value: big })]);
     await sessions.append(s2.id, [toolResult({ type: 'text', value: big }, 'c2')]);
 
     const rows = blobRows();
-    expect(rows.map((r) => r.hash).sort()).toEqual([blobHash(JSON.stringify(SYSTEM)), blobHash(JSON.stringify({ type: 'text', value: big }))].sort());
+    expect(rows.map((r) => r.hash).sort()).toEqual(
+      [blobHash(JSON.stringify(SYSTEM)), blobHash(JSON.stringify({ type: 'text', value: big }))].sort(),
+    );
     for (const id of [s1.id, s2.id]) {
       const events = await sessions.events(id);
-      expect(events.find((e): e is SessionEvent<'request/header'> => e.type === 'request/header')!.data.system).toBe(blobHash(JSON.stringify(SYSTEM)));
-      expect(events.find((e): e is SessionEvent<'tool/result'> => e.type === 'tool/result')!.data.output).toEqual({ type: 'text', value: big });
+      expect(events.find((e): e is SessionEvent<'request/header'> => e.type === 'request/header')!.data.system).toBe(
+        blobHash(JSON.stringify(SYSTEM)),
+      );
+      expect(events.find((e): e is SessionEvent<'tool/result'> => e.type === 'tool/result')!.data.output).toEqual({
+        type: 'text',
+        value: big,
+      });
     }
   });
 
@@ -155,15 +182,33 @@ describe('blobs', () => {
     it('round-trips a top-level data value shaped like a reference unchanged', async () => {
       const s = await sessions.create({ metadata: lookalike });
       const [call, decision] = await sessions.append(s.id, [
-        { type: 'tool/call', data: { toolCallId: 'c1', toolName: 'store', input: lookalike, idempotencyKey: 'k', assistantMessageId: 'a1' } },
-        { type: 'tool/decision', data: { toolCallId: 'c1', approved: true, editedInput: { $blob: 'not even a hash' } } },
+        {
+          type: 'tool/call',
+          data: {
+            toolCallId: 'c1',
+            toolName: 'store',
+            input: lookalike,
+            idempotencyKey: 'k',
+            assistantMessageId: 'a1',
+          },
+        },
+        {
+          type: 'tool/decision',
+          data: { toolCallId: 'c1', approved: true, editedInput: { $blob: 'not even a hash' } },
+        },
       ]);
       expect(call!.data).toMatchObject({ input: lookalike });
       expect(decision!.data).toMatchObject({ editedInput: { $blob: 'not even a hash' } });
 
       const events = await sessions.events(s.id);
       expect(events[0]!.data).toMatchObject({ metadata: lookalike });
-      expect(events[1]!.data).toEqual({ toolCallId: 'c1', toolName: 'store', input: lookalike, idempotencyKey: 'k', assistantMessageId: 'a1' });
+      expect(events[1]!.data).toEqual({
+        toolCallId: 'c1',
+        toolName: 'store',
+        input: lookalike,
+        idempotencyKey: 'k',
+        assistantMessageId: 'a1',
+      });
       expect(events[2]!.data).toEqual({ toolCallId: 'c1', approved: true, editedInput: { $blob: 'not even a hash' } });
       expect((await sessions.developerView(s.id)).session[0]!.data).toMatchObject({ metadata: lookalike });
 
@@ -181,7 +226,12 @@ describe('blobs', () => {
       const existing = { $blob: blobHash(JSON.stringify({ type: 'text', value: big })) };
       expect(blobRows().map((r) => r.hash)).toEqual([existing.$blob]);
 
-      await sessions.append(s.id, [{ type: 'tool/call', data: { toolCallId: 'c9', toolName: 'x', input: existing, idempotencyKey: 'k', assistantMessageId: 'a' } }]);
+      await sessions.append(s.id, [
+        {
+          type: 'tool/call',
+          data: { toolCallId: 'c9', toolName: 'x', input: existing, idempotencyKey: 'k', assistantMessageId: 'a' },
+        },
+      ]);
       const read = (await sessions.events(s.id)).at(-1)!;
       expect(read.data).toMatchObject({ input: existing });
     });
@@ -191,17 +241,35 @@ describe('blobs', () => {
       const small = { type: 'json', value: { $blob: 'sha256:abc' } } as const;
       const large = { type: 'json', value: { $blob: 'sha256:abc', pad: 'p'.repeat(1000) } } as const;
       await sessions.append(s.id, [toolResult(small as never, 'c1'), toolResult(large as never, 'c2')]);
-      const results = (await sessions.events(s.id)).filter((e): e is SessionEvent<'tool/result'> => e.type === 'tool/result');
+      const results = (await sessions.events(s.id)).filter(
+        (e): e is SessionEvent<'tool/result'> => e.type === 'tool/result',
+      );
       expect(results.map((e) => e.data.output)).toEqual([small, large]);
       const ctx = await readProjection(sessions.log, s.id, contextProjection, 1);
-      expect(ctx.state.messages.flatMap((m) => (m.role === 'tool' ? m.content.map((p) => p.output) : []))).toEqual([small, large]);
+      expect(ctx.state.messages.flatMap((m) => (m.role === 'tool' ? m.content.map((p) => p.output) : []))).toEqual([
+        small,
+        large,
+      ]);
     });
   });
 
   it('reads events written with a blob whose row is missing as an error, not as the reference', async () => {
     const s = await sessions.create();
     await store.append(s.id, [
-      { id: newId(), type: 'tool/result', v: 1, time: Date.now(), entry: true, data: { toolCallId: 'c', toolName: 't', output: { $blob: 'sha256:missing' }, toolMessageId: 'tm', durationMs: 0 } },
+      {
+        id: newId(),
+        type: 'tool/result',
+        v: 1,
+        time: Date.now(),
+        entry: true,
+        data: {
+          toolCallId: 'c',
+          toolName: 't',
+          output: { $blob: 'sha256:missing' },
+          toolMessageId: 'tm',
+          durationMs: 0,
+        },
+      },
     ]);
     await expect(sessions.events(s.id)).rejects.toMatchObject({ code: 'missing_blob' });
   });

@@ -15,7 +15,18 @@ import {
   type SqliteStore,
 } from '../../src/index.ts';
 import { assistantTexts, userTexts } from '../support/turn-helpers.ts';
-import { agentWith, allEvents, memorySessions, ofType, promptText, shape, summarizerInput, summarizerModel, tempDbPath, turn } from '../support/session-helpers.ts';
+import {
+  agentWith,
+  allEvents,
+  memorySessions,
+  ofType,
+  promptText,
+  shape,
+  summarizerInput,
+  summarizerModel,
+  tempDbPath,
+  turn,
+} from '../support/session-helpers.ts';
 
 const stores: SqliteStore[] = [];
 const cleanups: Array<() => void> = [];
@@ -31,25 +42,51 @@ function open(snapshotEvery?: number) {
 }
 
 const FIRST_PATH = ['user:first question', 'assistant:first answer'];
-const SECOND_PATH = [...FIRST_PATH, 'user:second question', 'call:lookup+checking', 'tool:found second', 'assistant:second answer'];
+const SECOND_PATH = [
+  ...FIRST_PATH,
+  'user:second question',
+  'call:lookup+checking',
+  'tool:found second',
+  'assistant:second answer',
+];
 
 /** Two turns: u1 a1 | u2 a2(call) t2 a3. Returns the entries by name. */
 async function twoTurns(sessions: Sessions, title = 'source') {
   const s = await sessions.create({ title });
-  const model = new ScriptedModel([{ text: 'first answer' }, { text: 'checking', toolCalls: [{ id: 'b1', name: 'lookup', input: { q: 'second' } }] }, { text: 'second answer' }]);
+  const model = new ScriptedModel([
+    { text: 'first answer' },
+    { text: 'checking', toolCalls: [{ id: 'b1', name: 'lookup', input: { q: 'second' } }] },
+    { text: 'second answer' },
+  ]);
   const agent = agentWith(model);
   await turn(sessions, s.id, agent, 'first question');
   await turn(sessions, s.id, agent, 'second question');
   const events = await allEvents(sessions, s.id);
   const entries = events.filter((e) => e.entry);
-  expect(entries.map((e) => e.type)).toEqual(['user/message', 'assistant/message', 'user/message', 'assistant/message', 'tool/result', 'assistant/message']);
-  const [u1, a1, u2, a2, t2, a3] = entries as [SessionEvent, SessionEvent, SessionEvent, SessionEvent, SessionEvent, SessionEvent];
+  expect(entries.map((e) => e.type)).toEqual([
+    'user/message',
+    'assistant/message',
+    'user/message',
+    'assistant/message',
+    'tool/result',
+    'assistant/message',
+  ]);
+  const [u1, a1, u2, a2, t2, a3] = entries as [
+    SessionEvent,
+    SessionEvent,
+    SessionEvent,
+    SessionEvent,
+    SessionEvent,
+    SessionEvent,
+  ];
   expect(shape((await sessions.context(s.id)).messages)).toEqual(SECOND_PATH);
   return { id: s.id, events, u1, a1, u2, a2, t2, a3 };
 }
 
 const transcriptTexts = async (sessions: Sessions, id: string) =>
-  (await sessions.transcript(id)).map((i) => (i.kind === 'user' || i.kind === 'assistant' ? `${i.kind}:${i.text}` : `${i.kind}:${i.summary}`));
+  (await sessions.transcript(id)).map((i) =>
+    i.kind === 'user' || i.kind === 'assistant' ? `${i.kind}:${i.text}` : `${i.kind}:${i.summary}`,
+  );
 
 describe('branches', () => {
   it('keeps the current leaf durably: a moved leaf survives closing and reopening the database', async () => {
@@ -63,7 +100,12 @@ describe('branches', () => {
     const lastSeq = (await sessions.get(src.id)).lastSeq;
 
     const move = await sessions.switchBranch(src.id, src.a1.id);
-    expect(move).toMatchObject({ type: 'leaf/move', seq: lastSeq + 1, entry: false, data: { entryId: src.a1.id, reason: 'switch' } });
+    expect(move).toMatchObject({
+      type: 'leaf/move',
+      seq: lastSeq + 1,
+      entry: false,
+      data: { entryId: src.a1.id, reason: 'switch' },
+    });
     expect((await sessions.get(src.id)).leafId).toBe(src.a1.id);
     await store.close();
 
@@ -113,17 +155,33 @@ describe('branches', () => {
     // Every event of the old branch is still in the log, unchanged.
     const all = await allEvents(sessions, src.id);
     expect(all.slice(0, src.events.length)).toEqual(src.events);
-    expect(await transcriptTexts(sessions, src.id)).toEqual([...FIRST_PATH, 'user:alternative question', 'assistant:alternative answer']);
+    expect(await transcriptTexts(sessions, src.id)).toEqual([
+      ...FIRST_PATH,
+      'user:alternative question',
+      'assistant:alternative answer',
+    ]);
 
     // Switching back shows the old branch again, tool results included.
     await sessions.switchBranch(src.id, src.a3.id);
-    expect(await transcriptTexts(sessions, src.id)).toEqual([...FIRST_PATH, 'user:second question', 'assistant:checking', 'assistant:second answer']);
+    expect(await transcriptTexts(sessions, src.id)).toEqual([
+      ...FIRST_PATH,
+      'user:second question',
+      'assistant:checking',
+      'assistant:second answer',
+    ]);
     const items = await sessions.transcript(src.id);
-    expect(items[3]).toMatchObject({ kind: 'assistant', tools: [{ toolCallId: 'b1', toolName: 'lookup', status: 'ok' }] });
+    expect(items[3]).toMatchObject({
+      kind: 'assistant',
+      tools: [{ toolCallId: 'b1', toolName: 'lookup', status: 'ok' }],
+    });
     expect(shape((await sessions.context(src.id)).messages)).toEqual(SECOND_PATH);
 
     await sessions.switchBranch(src.id, altLeaf);
-    expect(shape((await sessions.context(src.id)).messages)).toEqual([...FIRST_PATH, 'user:alternative question', 'assistant:alternative answer']);
+    expect(shape((await sessions.context(src.id)).messages)).toEqual([
+      ...FIRST_PATH,
+      'user:alternative question',
+      'assistant:alternative answer',
+    ]);
     expect(await verifyReplay(sessions.log, src.id)).toMatchObject({ ok: true, requests: 4 });
   });
 
@@ -140,7 +198,13 @@ describe('branches', () => {
       type: 'branch/summary',
       entry: true,
       parentId: src.a1.id,
-      data: { summary, abandonedLeafId: src.a3.id, model: null, usage: { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 }, cost: 0 },
+      data: {
+        summary,
+        abandonedLeafId: src.a3.id,
+        model: null,
+        usage: { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 },
+        cost: 0,
+      },
     });
     expect(forked).toEqual({ sessionId: src.id, leafId: branch.id });
     expect((await sessions.get(src.id)).leafId).toBe(branch.id);
@@ -152,7 +216,11 @@ describe('branches', () => {
 
     const model = new ScriptedModel([{ text: 'trying another way' }]);
     await turn(sessions, src.id, agentWith(model), 'try something else');
-    expect(userTexts(model.calls[0])).toEqual(['first question', `<summary of earlier conversation>\n${summary}\n</summary>`, 'try something else']);
+    expect(userTexts(model.calls[0])).toEqual([
+      'first question',
+      `<summary of earlier conversation>\n${summary}\n</summary>`,
+      'try something else',
+    ]);
     expect(assistantTexts(model.calls[0])).toEqual(['first answer']);
     expect(promptText(model.calls[0])).not.toContain('second answer');
 
@@ -165,7 +233,10 @@ describe('branches', () => {
   it('forks into a branch with a summarizer model and records its model, usage and cost', async () => {
     const sessions = open();
     const src = await twoTurns(sessions);
-    const summarizer = new ScriptedModel([{ text: 'digest of the abandoned branch', usage: { input: 120, output: 30 } }], { modelId: 'summarizer-1' });
+    const summarizer = new ScriptedModel(
+      [{ text: 'digest of the abandoned branch', usage: { input: 120, output: 30 } }],
+      { modelId: 'summarizer-1' },
+    );
     const pricing = { inputPerMTok: 3, outputPerMTok: 15 };
     const usage = { inputTokens: 120, outputTokens: 30, cachedInputTokens: 0, reasoningTokens: 0 };
     const statsBefore = await sessions.stats(src.id);
@@ -185,7 +256,13 @@ describe('branches', () => {
     // The summarizer was shown the path being left, not what lies before the fork point.
     expect(summarizer.calls).toHaveLength(1);
     const input = summarizerInput(summarizer.calls[0]);
-    for (const part of ['User: second question', 'Assistant: checking', 'Assistant called lookup({"q":"second"})', 'Tool lookup returned: found second', 'Assistant: second answer']) {
+    for (const part of [
+      'User: second question',
+      'Assistant: checking',
+      'Assistant called lookup({"q":"second"})',
+      'Tool lookup returned: found second',
+      'Assistant: second answer',
+    ]) {
       expect(input).toContain(part);
     }
     expect(input).not.toContain('first question');
@@ -194,7 +271,10 @@ describe('branches', () => {
     const stats = await sessions.stats(src.id);
     expect(stats.cost).toBeCloseTo(statsBefore.cost + branch.data.cost, 12);
     expect(stats.usage.inputTokens).toBe(statsBefore.usage.inputTokens + 120);
-    expect(shape((await sessions.context(src.id)).messages)).toEqual([...FIRST_PATH, 'summary:digest of the abandoned branch']);
+    expect(shape((await sessions.context(src.id)).messages)).toEqual([
+      ...FIRST_PATH,
+      'summary:digest of the abandoned branch',
+    ]);
   });
 
   it('forks into a new session that starts with the source context at that entry and records its origin', async () => {
@@ -217,19 +297,28 @@ describe('branches', () => {
     const forked = await sessions.fork(src.id, u3.id, { into: 'session' });
     expect(forked.sessionId).not.toBe(src.id);
     const record = await sessions.get(forked.sessionId);
-    expect(record).toMatchObject({ origin: { sessionId: src.id, entryId: u3.id }, title: 'source (fork)', leafId: forked.leafId });
+    expect(record).toMatchObject({
+      origin: { sessionId: src.id, entryId: u3.id },
+      title: 'source (fork)',
+      leafId: forked.leafId,
+    });
 
     const ctx = await sessions.context(forked.sessionId);
     const anonymous = (ms: readonly Message[]) => ms.map((m) => (m.role === 'summary' ? { ...m, id: '(summary)' } : m));
     expect(anonymous(ctx.messages)).toEqual(anonymous(expected));
     // The summary stands for a copied compaction entry of the new session.
     const events = await allEvents(sessions, forked.sessionId);
-    expect(events[0]).toMatchObject({ type: 'session/created', data: { origin: { sessionId: src.id, entryId: u3.id } } });
+    expect(events[0]).toMatchObject({
+      type: 'session/created',
+      data: { origin: { sessionId: src.id, entryId: u3.id } },
+    });
     const compaction = ofType(events, 'compaction')[0]!;
     expect(ctx.messages[0]!.id).toBe(compaction.id);
     const firstKept = events.find((e) => e.id === compaction.data.firstKeptEntryId)!;
     expect(firstKept).toMatchObject({ type: 'assistant/message', entry: true });
-    expect(firstKept.data).toEqual(sourceEvents.find((e) => e.id === ofType(sourceEvents, 'compaction')[0]!.data.firstKeptEntryId)!.data);
+    expect(firstKept.data).toEqual(
+      sourceEvents.find((e) => e.id === ofType(sourceEvents, 'compaction')[0]!.data.firstKeptEntryId)!.data,
+    );
     // Only the path was copied: the new session's events are all entries with their own ids.
     expect(events.slice(1).every((e) => e.entry && !sourceEvents.some((x) => x.id === e.id))).toBe(true);
 
@@ -241,7 +330,11 @@ describe('branches', () => {
     // A turn in the new session continues from the fork point.
     const model = new ScriptedModel([{ text: 'forked answer' }]);
     await turn(sessions, forked.sessionId, agentWith(model), 'forked question');
-    expect(userTexts(model.calls[0])).toEqual(['<summary of earlier conversation>\nSUMMARY 1\n</summary>', 'third question', 'forked question']);
+    expect(userTexts(model.calls[0])).toEqual([
+      '<summary of earlier conversation>\nSUMMARY 1\n</summary>',
+      'third question',
+      'forked question',
+    ]);
     expect(assistantTexts(model.calls[0])).toEqual(['second answer']);
     expect((await verifyReplay(sessions.log, forked.sessionId)).ok).toBe(true);
     expect((await verifyReplay(sessions.log, src.id)).ok).toBe(true);
@@ -258,7 +351,9 @@ describe('branches', () => {
 
     for (const bad of ['no-such-entry', turnStart.id, header.id, other.a1.id]) {
       await expect(sessions.fork(src.id, bad, { into: 'branch' })).rejects.toBeInstanceOf(InvalidEntryError);
-      await expect(sessions.fork(src.id, bad, { into: 'branch', summary: 'x' })).rejects.toBeInstanceOf(InvalidEntryError);
+      await expect(sessions.fork(src.id, bad, { into: 'branch', summary: 'x' })).rejects.toBeInstanceOf(
+        InvalidEntryError,
+      );
       await expect(sessions.fork(src.id, bad, { into: 'session' })).rejects.toBeInstanceOf(InvalidEntryError);
       await expect(sessions.switchBranch(src.id, bad)).rejects.toThrow(InvalidEntryError);
     }

@@ -49,10 +49,24 @@ const user = (text: string): Message => ({ id: `u${++n}`, role: 'user', content:
 const say = (text: string): Message => ({ id: `a${++n}`, role: 'assistant', content: [{ type: 'text', text }] });
 function callAndResults(outputs: string[]): [AssistantMessage, ToolMessage] {
   const id = ++n;
-  const calls = outputs.map((_, i) => ({ type: 'tool-call' as const, toolCallId: `c${id}_${i}`, toolName: 'lookup', input: { q: `q${i}` } }));
+  const calls = outputs.map((_, i) => ({
+    type: 'tool-call' as const,
+    toolCallId: `c${id}_${i}`,
+    toolName: 'lookup',
+    input: { q: `q${i}` },
+  }));
   return [
     { id: `a${id}`, role: 'assistant', content: calls },
-    { id: `t${id}`, role: 'tool', content: calls.map((c, i) => ({ type: 'tool-result' as const, toolCallId: c.toolCallId, toolName: 'lookup', output: { type: 'text' as const, value: outputs[i]! } })) },
+    {
+      id: `t${id}`,
+      role: 'tool',
+      content: calls.map((c, i) => ({
+        type: 'tool-result' as const,
+        toolCallId: c.toolCallId,
+        toolName: 'lookup',
+        output: { type: 'text' as const, value: outputs[i]! },
+      })),
+    },
   ];
 }
 
@@ -87,10 +101,20 @@ describe('compaction', () => {
     const contextBefore = (await sessions.context(s.id)).messages;
     const transcriptBefore = await sessions.transcript(s.id);
     expect(shape(contextBefore)).toEqual([
-      'user:question one', 'assistant:answer one', 'user:question two', 'call:lookup+looking', 'tool:found two', 'assistant:answer two', 'user:question three', 'assistant:answer three',
+      'user:question one',
+      'assistant:answer one',
+      'user:question two',
+      'call:lookup+looking',
+      'tool:found two',
+      'assistant:answer two',
+      'user:question three',
+      'assistant:answer three',
     ]);
 
-    const summarizer = new ScriptedModel([{ text: 'They asked three questions; two was looked up.', usage: { input: 300, output: 25, cached: 100 } }], { modelId: 'summarizer-1' });
+    const summarizer = new ScriptedModel(
+      [{ text: 'They asked three questions; two was looked up.', usage: { input: 300, output: 25, cached: 100 } }],
+      { modelId: 'summarizer-1' },
+    );
     const keepRecentTokens = tokens(contextBefore.slice(6));
     const result = await sessions.compact(s.id, { model: summarizer, keepRecentTokens, pricing });
     if (!result.compacted) throw new Error(result.reason);
@@ -98,7 +122,12 @@ describe('compaction', () => {
     const usage = { inputTokens: 300, outputTokens: 25, cachedInputTokens: 100, reasoningTokens: 0 };
     const kept = contextBefore.slice(6);
     const e = result.event;
-    expect(e).toMatchObject({ type: 'compaction', entry: true, seq: before.length + 1, parentId: before.filter((x) => x.entry).at(-1)!.id });
+    expect(e).toMatchObject({
+      type: 'compaction',
+      entry: true,
+      seq: before.length + 1,
+      parentId: before.filter((x) => x.entry).at(-1)!.id,
+    });
     expect(e.data).toEqual({
       summary: 'They asked three questions; two was looked up.',
       firstKeptEntryId: before.find((x) => x.type === 'user/message' && x.data.message.id === kept[0]!.id)!.id,
@@ -124,7 +153,10 @@ describe('compaction', () => {
     expect(ctx.messages).toEqual([{ id: e.id, role: 'summary', text: e.data.summary }, ...kept]);
     expect(result.context).toEqual(ctx.messages);
     expect(ctx.lastInputTokens).toBeNull();
-    expect(await sessions.transcript(s.id)).toEqual([...transcriptBefore, expect.objectContaining({ kind: 'compaction', entryId: e.id, tokensBefore: 480 })]);
+    expect(await sessions.transcript(s.id)).toEqual([
+      ...transcriptBefore,
+      expect.objectContaining({ kind: 'compaction', entryId: e.id, tokensBefore: 480 }),
+    ]);
     expect(await sessions.stats(s.id)).toMatchObject({ compactions: 1 });
 
     // The summarizer saw what was cut, and nothing of what was kept.
@@ -136,7 +168,11 @@ describe('compaction', () => {
     // The next turn starts from the summary.
     const next = new ScriptedModel([{ text: 'answer four' }]);
     await turn(sessions, s.id, agentWith(next), 'question four');
-    expect(userTexts(next.calls[0])).toEqual([`${SUMMARY_MARK}\n${e.data.summary}\n</summary>`, 'question three', 'question four']);
+    expect(userTexts(next.calls[0])).toEqual([
+      `${SUMMARY_MARK}\n${e.data.summary}\n</summary>`,
+      'question three',
+      'question four',
+    ]);
   });
 
   it('(a) refuses to compact when there is nothing to summarize', async () => {
@@ -189,7 +225,8 @@ describe('compaction', () => {
           expect(unpairedToolCalls(messages.slice(cut))).toEqual([]);
           // Keeps as much as fits: one more non-tool message before the cut would not have fit.
           const prev = messages.slice(0, cut).findLastIndex((m, i) => i > 0 && m.role !== 'tool');
-          if (prev > 0 && tokens(messages.slice(cut)) <= keep) expect(tokens(messages.slice(prev))).toBeGreaterThan(keep);
+          if (prev > 0 && tokens(messages.slice(cut)) <= keep)
+            expect(tokens(messages.slice(prev))).toBeGreaterThan(keep);
         }),
         { numRuns: 300 },
       );
@@ -204,7 +241,12 @@ describe('compaction', () => {
         { ...agentWith(new ScriptedModel([])).tools[0]!, execute: ({ q }: { q: string }) => big(q) },
       ];
       const model = new ScriptedModel([
-        { toolCalls: [{ id: 'k1', name: 'lookup', input: { q: 'one' } }, { id: 'k2', name: 'lookup', input: { q: 'two' } }] },
+        {
+          toolCalls: [
+            { id: 'k1', name: 'lookup', input: { q: 'one' } },
+            { id: 'k2', name: 'lookup', input: { q: 'two' } },
+          ],
+        },
         { toolCalls: [{ id: 'k3', name: 'lookup', input: { q: 'three' } }] },
         { text: 'all found' },
       ]);
@@ -294,7 +336,11 @@ describe('compaction', () => {
       expect(finalIds.has(m.id) || inputs.some((i) => i.includes(text)), `message ${shape([m])[0]}`).toBe(true);
     }
     const compactions = ofType(await allEvents(sessions, s.id), 'compaction');
-    expect(compactions.map((c) => c.data.summary)).toEqual(['RUNNING SUMMARY 1', 'RUNNING SUMMARY 2', 'RUNNING SUMMARY 3']);
+    expect(compactions.map((c) => c.data.summary)).toEqual([
+      'RUNNING SUMMARY 1',
+      'RUNNING SUMMARY 2',
+      'RUNNING SUMMARY 3',
+    ]);
   });
 
   it('a boundary that does not compact costs no commit: a turn commits as often with compaction configured as without', async () => {
@@ -302,7 +348,10 @@ describe('compaction', () => {
       const m = memorySessions();
       stores.push(m.store);
       const s = await m.sessions.create();
-      const steps = [1, 2].map((i) => ({ toolCalls: [{ id: `t${i}`, name: 'lookup', input: { q: `item ${i}` } }], usage: { input: 100 } }));
+      const steps = [1, 2].map((i) => ({
+        toolCalls: [{ id: `t${i}`, name: 'lookup', input: { q: `item ${i}` } }],
+        usage: { input: 100 },
+      }));
       const before = m.store.commitCount;
       const result = await turn(m.sessions, s.id, agentWith(new ScriptedModel([...steps, { text: 'done' }])), 'go', {
         ...(compaction ? { compaction: { contextWindow: 100_000, model: summarizerModel('NEVER') } } : {}),
@@ -317,11 +366,23 @@ describe('compaction', () => {
   it('(e) a compaction that fails at a step boundary does not fail the turn: it goes on uncompacted and compacts at a later boundary', async () => {
     const sessions = open();
     const s = await sessions.create();
-    const script = [100, 300, 500, 900, 950].map((input, i) => ({ text: `step ${i + 1}`, toolCalls: [{ id: `t${i + 1}`, name: 'lookup', input: { q: `item ${i + 1}` } }], usage: { input } }));
+    const script = [100, 300, 500, 900, 950].map((input, i) => ({
+      text: `step ${i + 1}`,
+      toolCalls: [{ id: `t${i + 1}`, name: 'lookup', input: { q: `item ${i + 1}` } }],
+      usage: { input },
+    }));
     const model = new ScriptedModel([...script, { text: 'loop done', usage: { input: 350 } }]);
     // The summarizer refuses the first request for good (a 400), then works.
     let n = 0;
-    const summarizer = new ScriptedModel([() => (++n === 1 ? { error: { kind: 'bad_request' } } : { text: `LATER SUMMARY ${n}`, usage: { input: 200, output: 40 } })], { loop: true });
+    const summarizer = new ScriptedModel(
+      [
+        () =>
+          ++n === 1
+            ? { error: { kind: 'bad_request' } }
+            : { text: `LATER SUMMARY ${n}`, usage: { input: 200, output: 40 } },
+      ],
+      { loop: true },
+    );
     const result = await turn(sessions, s.id, agentWith(model), 'process all items', {
       compaction: { contextWindow: 1000, reserveTokens: 200, keepRecentTokens: 40, model: summarizer, pricing },
     });
@@ -340,7 +401,11 @@ describe('compaction', () => {
   it('(d) compacts mid-turn, between two steps of a long tool loop, and the turn completes', async () => {
     const sessions = open();
     const s = await sessions.create();
-    const script = [100, 300, 500, 900, 300].map((input, i) => ({ text: `step ${i + 1}`, toolCalls: [{ id: `t${i + 1}`, name: 'lookup', input: { q: `item ${i + 1}` } }], usage: { input } }));
+    const script = [100, 300, 500, 900, 300].map((input, i) => ({
+      text: `step ${i + 1}`,
+      toolCalls: [{ id: `t${i + 1}`, name: 'lookup', input: { q: `item ${i + 1}` } }],
+      usage: { input },
+    }));
     const model = new ScriptedModel([...script, { text: 'loop done', usage: { input: 350 } }]);
     const summarizer = summarizerModel('MID-TURN SUMMARY');
     const result = await turn(sessions, s.id, agentWith(model), 'process all items', {
@@ -354,7 +419,12 @@ describe('compaction', () => {
     const events = await allEvents(sessions, s.id);
     const [compaction] = ofType(events, 'compaction');
     expect(ofType(events, 'compaction')).toHaveLength(1);
-    expect(compaction!.data).toMatchObject({ reason: 'threshold', tokensBefore: 900, estimated: false, model: { modelId: 'summarizer-1' } });
+    expect(compaction!.data).toMatchObject({
+      reason: 'threshold',
+      tokensBefore: 900,
+      estimated: false,
+      model: { modelId: 'summarizer-1' },
+    });
     // Placed between step 4's end and step 5's start of the same turn, and numbered so.
     const stepEnd4 = events.find((e) => e.type === 'step/end' && e.turn === 1 && e.step === 4)!;
     const stepStart5 = events.find((e) => e.type === 'step/start' && e.turn === 1 && e.step === 5)!;
@@ -392,12 +462,23 @@ describe('compaction', () => {
       const { sessions, id } = await afterOneTurn();
       const model = new ScriptedModel([{ error: { kind: 'context_overflow' } }, { text: 'fits now' }]);
       const summarizer = summarizerModel('OVERFLOW SUMMARY');
-      const result = await turn(sessions, id, agentWith(model), 'big question', { compaction: { contextWindow: 100_000, keepRecentTokens: 1, model: summarizer } });
+      const result = await turn(sessions, id, agentWith(model), 'big question', {
+        compaction: { contextWindow: 100_000, keepRecentTokens: 1, model: summarizer },
+      });
       expect(result.reason).toBe('completed');
 
       const events = (await allEvents(sessions, id)).filter((e) => e.turn === 2 || e.type === 'compaction');
       expect(events.map((e) => e.type)).toEqual([
-        'turn/start', 'user/message', 'step/start', 'request/header', 'model/error', 'compaction', 'request/header', 'assistant/message', 'step/end', 'turn/end',
+        'turn/start',
+        'user/message',
+        'step/start',
+        'request/header',
+        'model/error',
+        'compaction',
+        'request/header',
+        'assistant/message',
+        'step/end',
+        'turn/end',
       ]);
       const err = ofType(events, 'model/error')[0]!;
       expect(err.data).toMatchObject({ attempt: 1, willCompact: true, error: { kind: 'context_overflow' } });
@@ -416,9 +497,15 @@ describe('compaction', () => {
 
     it('fails the turn when the call overflows again after the retry', async () => {
       const { sessions, id } = await afterOneTurn();
-      const model = new ScriptedModel([{ error: { kind: 'context_overflow' } }, { error: { kind: 'context_overflow' } }, { text: 'never' }]);
+      const model = new ScriptedModel([
+        { error: { kind: 'context_overflow' } },
+        { error: { kind: 'context_overflow' } },
+        { text: 'never' },
+      ]);
       const summarizer = summarizerModel();
-      const result = await turn(sessions, id, agentWith(model), 'big question', { compaction: { contextWindow: 100_000, keepRecentTokens: 1, model: summarizer } });
+      const result = await turn(sessions, id, agentWith(model), 'big question', {
+        compaction: { contextWindow: 100_000, keepRecentTokens: 1, model: summarizer },
+      });
       expect(result.reason).toBe('failed');
       expect(result.error).toMatchObject({ kind: 'model', model: { kind: 'context_overflow' } });
       expect(model.calls).toHaveLength(2);
@@ -447,12 +534,24 @@ describe('compaction', () => {
     const s = await sessions.create();
     // A long first message: the one thing to summarize, so the rest of turn 1 is kept verbatim.
     const long = `background ${'b'.repeat(2000)}`;
-    const first = new ScriptedModel([{ reasoning: 'turn one secret plan', reasoningSignature: 'sig-turn-1', text: 'turn one answer', usage: { input: 520 } }]);
+    const first = new ScriptedModel([
+      {
+        reasoning: 'turn one secret plan',
+        reasoningSignature: 'sig-turn-1',
+        text: 'turn one answer',
+        usage: { input: 520 },
+      },
+    ]);
     await turn(sessions, s.id, agentWith(first), long);
     expect(JSON.stringify((await sessions.context(s.id)).messages)).toContain('sig-turn-1');
 
     const model = new ScriptedModel([
-      { reasoning: 'turn two thinking', reasoningSignature: 'sig-turn-2', toolCalls: [{ id: 'r1', name: 'lookup', input: { q: 'it' } }], usage: { input: 900 } },
+      {
+        reasoning: 'turn two thinking',
+        reasoningSignature: 'sig-turn-2',
+        toolCalls: [{ id: 'r1', name: 'lookup', input: { q: 'it' } }],
+        usage: { input: 900 },
+      },
       { text: 'turn two answer', usage: { input: 300 } },
     ]);
     const summarizer = summarizerModel('REASONING SUMMARY');
@@ -476,7 +575,9 @@ describe('compaction', () => {
       expect(promptText(call)).not.toContain('sig-turn-1');
       expect(promptText(call)).not.toContain('turn one secret plan');
     }
-    expect(reasoningPartsIn(afterCompaction)).toEqual([{ text: 'turn two thinking', providerOptions: { scripted: { signature: 'sig-turn-2' } } }]);
+    expect(reasoningPartsIn(afterCompaction)).toEqual([
+      { text: 'turn two thinking', providerOptions: { scripted: { signature: 'sig-turn-2' } } },
+    ]);
     // The summarizer itself never sees reasoning.
     expect(summarizerInput(summarizer.calls[0])).not.toContain('secret plan');
     const header = ofType(events, 'request/header').at(-1)! as SessionEvent<'request/header'>;

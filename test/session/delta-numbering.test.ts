@@ -20,10 +20,17 @@ describe('delta numbering in the session log', () => {
     const off = sessions.log.subscribeAll((sessionId, item) => {
       if (sessionId === s.id && item.kind === 'delta') ids.push(item.id);
     });
-    const agent = defineAgent({ name: 'a', model: new ScriptedModel([{ chunks: ['one ', 'two'] }, { chunks: ['three ', 'four'] }]) });
-    await (await sessions.startTurn(s.id, agent, { input: 'first' })).result;
+    const agent = defineAgent({
+      name: 'a',
+      model: new ScriptedModel([{ chunks: ['one ', 'two'] }, { chunks: ['three ', 'four'] }]),
+    });
+    await (
+      await sessions.startTurn(s.id, agent, { input: 'first' })
+    ).result;
     const afterFirst = (await sessions.get(s.id)).lastSeq;
-    await (await sessions.startTurn(s.id, agent, { input: 'second' })).result;
+    await (
+      await sessions.startTurn(s.id, agent, { input: 'second' })
+    ).result;
     off();
     expect(ids.slice(2)).toEqual([`${afterFirst}.1`, `${afterFirst}.2`]);
     const key = (id: string) => id.split('.').map(Number) as [number, number];

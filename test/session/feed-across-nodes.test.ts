@@ -3,7 +3,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createRuntime, defineAgent, follow, openSqliteStore, ScriptedModel, Sessions, tool, type FeedItem, type ScriptedResponse, type SqliteStore, type Store, type StoreChange } from '../../src/index.ts';
+import {
+  createRuntime,
+  defineAgent,
+  follow,
+  openSqliteStore,
+  ScriptedModel,
+  Sessions,
+  tool,
+  type FeedItem,
+  type ScriptedResponse,
+  type SqliteStore,
+  type Store,
+  type StoreChange,
+} from '../../src/index.ts';
 import { deferred } from '../support/deferred.ts';
 import { expectIdsToGrow, followInBackground, textOf, waitFor } from '../support/feed-helpers.ts';
 
@@ -41,7 +54,8 @@ function twoNodes(store: SqliteStore) {
       }
       for (const l of [...listeners]) l(n);
     }
-    for (let i = barriers.length - 1; i >= 0; i--) if (barriers[i]!.upTo <= delivered) barriers.splice(i, 1)[0]!.resolve();
+    for (let i = barriers.length - 1; i >= 0; i--)
+      if (barriers[i]!.upTo <= delivered) barriers.splice(i, 1)[0]!.resolve();
   };
   const send = (n: Notice) => {
     pending.push(n);
@@ -54,7 +68,11 @@ function twoNodes(store: SqliteStore) {
         const v = Reflect.get(target, key, receiver) as unknown;
         if (key === 'append') {
           return async (sessionId: string, ...rest: unknown[]) => {
-            const events = await (v as (...a: unknown[]) => Promise<Array<{ seq: number }>>).call(target, sessionId, ...rest);
+            const events = await (v as (...a: unknown[]) => Promise<Array<{ seq: number }>>).call(
+              target,
+              sessionId,
+              ...rest,
+            );
             if (events.length > 0) appended(sessionId, events.at(-1)!.seq);
             return events;
           };
@@ -64,28 +82,35 @@ function twoNodes(store: SqliteStore) {
     });
   /** A node on the store: its commits are noticed (after they happen), and so are its broadcasts when `broadcasts`. */
   const node = (o: { broadcasts: boolean; hears: boolean }) =>
-    new Proxy(withNotices(store as Store, (sessionId, lastSeq) => send({ sessionId, lastSeq })), {
-      get(target, key, receiver) {
-        if (key === 'broadcast') return o.broadcasts ? (sessionId: string, message: Record<string, unknown>) => send({ sessionId, message: message as never }) : () => {};
-        // Resolves once what was sent before the call was delivered (a relaying backend's ping).
-        if (key === 'noticesCaughtUp') return () => new Promise<void>((resolve) => (o.hears ? barriers.push({ upTo: sent, resolve }) : resolve()));
-        if (key === 'changes') {
-          return (l: (c?: StoreChange) => void) => {
-            if (o.hears) listeners.add(l);
-            return () => listeners.delete(l);
-          };
-        }
-        if (key === 'transaction') {
-          return async <T>(fn: (tx: unknown) => Promise<T>) => {
-            const commits: Array<[string, number]> = [];
-            const result = await store.transaction((tx) => fn(withNotices(tx, (s, q) => commits.push([s, q]))));
-            for (const [sessionId, lastSeq] of commits) send({ sessionId, lastSeq });
-            return result;
-          };
-        }
-        return Reflect.get(target, key, receiver) as unknown;
+    new Proxy(
+      withNotices(store as Store, (sessionId, lastSeq) => send({ sessionId, lastSeq })),
+      {
+        get(target, key, receiver) {
+          if (key === 'broadcast')
+            return o.broadcasts
+              ? (sessionId: string, message: Record<string, unknown>) => send({ sessionId, message: message as never })
+              : () => {};
+          // Resolves once what was sent before the call was delivered (a relaying backend's ping).
+          if (key === 'noticesCaughtUp')
+            return () => new Promise<void>((resolve) => (o.hears ? barriers.push({ upTo: sent, resolve }) : resolve()));
+          if (key === 'changes') {
+            return (l: (c?: StoreChange) => void) => {
+              if (o.hears) listeners.add(l);
+              return () => listeners.delete(l);
+            };
+          }
+          if (key === 'transaction') {
+            return async <T>(fn: (tx: unknown) => Promise<T>) => {
+              const commits: Array<[string, number]> = [];
+              const result = await store.transaction((tx) => fn(withNotices(tx, (s, q) => commits.push([s, q]))));
+              for (const [sessionId, lastSeq] of commits) send({ sessionId, lastSeq });
+              return result;
+            };
+          }
+          return Reflect.get(target, key, receiver) as unknown;
+        },
       },
-    });
+    );
   const writerNode = node({ broadcasts: true, hears: false });
   const readerNode = node({ broadcasts: false, hears: true });
   return {
@@ -150,7 +175,9 @@ describe('the live feed across nodes', () => {
     // deltas never come and the rest is delivered).
     if (o.lost) nodes.loseAfterDeltas(3);
     else nodes.holdAfterDeltas(3);
-    await (await worker.startTurn(s.id, agent, { input: 'count' })).result;
+    await (
+      await worker.startTurn(s.id, agent, { input: 'count' })
+    ).result;
     if (!o.lost) expect(nodes.pending).toBeGreaterThan(2);
     expect(api.log.recentDeltas(s.id)).toHaveLength(3);
     return { nodes, api, sessionId: s.id, release };
@@ -175,7 +202,9 @@ describe('the live feed across nodes', () => {
     const feed = followInBackground(api.log, s.id);
     const { items } = feed;
     nodes.holdAfterDeltas(3);
-    await (await worker.startTurn(s.id, agent, { input: 'count' })).result;
+    await (
+      await worker.startTurn(s.id, agent, { input: 'count' })
+    ).result;
     // The API node commits to the session after the message's commit, before it heard of it.
     await api.appendUserMessage(s.id, 'and again');
     await new Promise((r) => setTimeout(r, 50));
@@ -204,7 +233,9 @@ describe('the live feed across nodes', () => {
     };
     const first = pull();
     nodes.holdAfterDeltas(3);
-    await (await worker.startTurn(s.id, agent, { input: 'count' })).result;
+    await (
+      await worker.startTurn(s.id, agent, { input: 'count' })
+    ).result;
     await first;
     while (items.filter((i) => i.kind === 'delta').length < 3) await pull();
     // Its node commits to the session (after the message), and only then hears the rest: the last
@@ -216,7 +247,9 @@ describe('the live feed across nodes', () => {
     await feed.return();
     const message = items.findIndex((i) => i.kind === 'event' && i.event.type === 'assistant/message');
     expect(textOf(items.slice(0, message))).toBe('one two three four five');
-    expect(items.flatMap((i) => (i.kind === 'event' ? [i.event.seq] : []))).toEqual(Array.from({ length: lastSeq }, (_, i) => i + 1));
+    expect(items.flatMap((i) => (i.kind === 'event' ? [i.event.seq] : []))).toEqual(
+      Array.from({ length: lastSeq }, (_, i) => i + 1),
+    );
     release();
   });
 
@@ -252,14 +285,18 @@ describe('the live feed across nodes', () => {
     const messages = () => items.filter((i) => i.kind === 'event' && i.event.type === 'assistant/message').length;
     // 1. The notices stop after three deltas and do not come while the reader waits: it gives up.
     nodes.holdAfterDeltas(3);
-    await (await worker.startTurn(s.id, agent, { input: 'count' })).result;
+    await (
+      await worker.startTurn(s.id, agent, { input: 'count' })
+    ).result;
     await waitFor(() => messages() === 1);
     expect(textOf(items)).toBe('one two three ');
     nodes.release();
     // 2. The next message's notices are only late, by less than noticeWaitMs: all of them come first.
     const before = items.length;
     nodes.holdAfterDeltas(3);
-    await (await worker.startTurn(s.id, agent, { input: 'count again' })).result;
+    await (
+      await worker.startTurn(s.id, agent, { input: 'count again' })
+    ).result;
     await waitFor(() => textOf(items.slice(before)) === 'one two three ');
     await new Promise((r) => setTimeout(r, 150));
     nodes.release();
@@ -271,7 +308,7 @@ describe('the live feed across nodes', () => {
     release();
   });
 
-  it('an event this node commits while another node\'s message streams waits for the deltas its writer numbered before it', async () => {
+  it("an event this node commits while another node's message streams waits for the deltas its writer numbered before it", async () => {
     // The writer does not hear the reader's commits: it numbers every delta before them.
     const { worker, api, release, s, agent } = await twoNodeSession({ chunkDelayMs: 40 });
     const feed = followInBackground(api.log, s.id);
@@ -283,17 +320,24 @@ describe('the live feed across nodes', () => {
     const lastSeq = (await api.get(s.id)).lastSeq;
     await feed.untilSeq(lastSeq);
     await feed.stop();
-    const meanwhile = items.findIndex((i) => i.kind === 'event' && i.event.type === 'user/message' && JSON.stringify(i.event.data).includes('meanwhile'));
+    const meanwhile = items.findIndex(
+      (i) =>
+        i.kind === 'event' && i.event.type === 'user/message' && JSON.stringify(i.event.data).includes('meanwhile'),
+    );
     expect(textOf(items.slice(0, meanwhile))).toBe('one two three four five');
     expectIdsToGrow(items);
-    expect(items.flatMap((i) => (i.kind === 'event' ? [i.event.seq] : []))).toEqual(Array.from({ length: lastSeq }, (_, i) => i + 1));
+    expect(items.flatMap((i) => (i.kind === 'event' ? [i.event.seq] : []))).toEqual(
+      Array.from({ length: lastSeq }, (_, i) => i + 1),
+    );
     release();
   });
 
   it('a reader resuming while a run runs on another node: an event committed meanwhile waits for the deltas numbered before it', async () => {
     // The writer does not hear the reader's commits: it numbers every delta before them.
     const { worker, api, release, s, agent } = await twoNodeSession({ chunkDelayMs: 60 });
-    await worker.log.append(s.id, [{ type: 'run/status', runId: 'r1', data: { from: 'queued', to: 'running', attempt: 1 } }]);
+    await worker.log.append(s.id, [
+      { type: 'run/status', runId: 'r1', data: { from: 'queued', to: 'running', attempt: 1 } },
+    ]);
     // A first connection reads up to the second delta, then drops.
     const first: FeedItem[] = [];
     const ac1 = new AbortController();
@@ -349,7 +393,14 @@ describe('the live feed on a store that relays, with the run executed on this no
         return 'done';
       },
     });
-    const agent = defineAgent({ name: 'a', model: new ScriptedModel([{ chunks: ['calling '], toolCalls: [{ name: 'slow', input: {} }] }, { chunks: ['done'] }], { loop: true }), tools: [slow] });
+    const agent = defineAgent({
+      name: 'a',
+      model: new ScriptedModel(
+        [{ chunks: ['calling '], toolCalls: [{ name: 'slow', input: {} }] }, { chunks: ['done'] }],
+        { loop: true },
+      ),
+      tools: [slow],
+    });
     const rt = createRuntime({ store, agents: [agent] });
     rt.startWorker({ pollMs: 20 });
     try {

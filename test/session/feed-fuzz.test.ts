@@ -13,7 +13,16 @@
  * found that bug in about 1 schedule in 100.
  */
 import { describe, expect, it } from 'vitest';
-import { follow, openSqliteStore, SessionLog, Sessions, type FeedItem, type SqliteStore, type Store, type StoreChange } from '../../src/index.ts';
+import {
+  follow,
+  openSqliteStore,
+  SessionLog,
+  Sessions,
+  type FeedItem,
+  type SqliteStore,
+  type Store,
+  type StoreChange,
+} from '../../src/index.ts';
 import { nodeOn } from '../support/feed-helpers.ts';
 
 type Notice = { from: NodeName; change: StoreChange };
@@ -57,14 +66,27 @@ function makeWorld(raw: SqliteStore, r: ReturnType<typeof rng>, o: { readDelay: 
     for (let i = 0; i < n; i++) await tick();
   };
   const mk = (name: NodeName): NodeState => {
-    const st: NodeState = { name, cursor: 0, listeners: new Set(), barriers: [], outbox: [], store: undefined as never, log: undefined as never };
+    const st: NodeState = {
+      name,
+      cursor: 0,
+      listeners: new Set(),
+      barriers: [],
+      outbox: [],
+      store: undefined as never,
+      log: undefined as never,
+    };
     const node = nodeOn(raw, {
-      broadcast: (sessionId: string, message: Record<string, unknown>) => st.outbox.push({ from: name, change: { sessionId, message: message as never } }),
+      broadcast: (sessionId: string, message: Record<string, unknown>) =>
+        st.outbox.push({ from: name, change: { sessionId, message: message as never } }),
       noticesCaughtUp: () => new Promise<void>((resolve) => st.barriers.push({ upTo: world.G.length, resolve })),
       append: async (sessionId: string, ...rest: unknown[]) => {
         // A commit's notice goes after the broadcasts sent before it.
         flush(st);
-        const events = (await (raw.append as (...a: unknown[]) => Promise<Array<{ seq: number }>>).call(raw, sessionId, ...rest)) as Array<{ seq: number }>;
+        const events = (await (raw.append as (...a: unknown[]) => Promise<Array<{ seq: number }>>).call(
+          raw,
+          sessionId,
+          ...rest,
+        )) as Array<{ seq: number }>;
         if (events.length > 0) world.G.push({ from: name, change: { sessionId, lastSeq: events.at(-1)!.seq } });
         world.trace.push(`${name} commits ${events.map((e) => e.seq).join(',')}`);
         // The gap between the commit and its local publication.
@@ -102,10 +124,13 @@ function deliverOne(world: World, st: NodeState): boolean {
   if (st.cursor >= world.G.length) return false;
   const n = world.G[st.cursor++]!;
   if (!(n.change.message !== undefined && n.from === st.name)) {
-    world.trace.push(`${st.name} hears ${n.change.message !== undefined ? `delta ${(n.change.message as { id: string }).id}` : `commit ${n.change.lastSeq}`}`);
+    world.trace.push(
+      `${st.name} hears ${n.change.message !== undefined ? `delta ${(n.change.message as { id: string }).id}` : `commit ${n.change.lastSeq}`}`,
+    );
     for (const l of [...st.listeners]) l(n.change);
   }
-  for (let i = st.barriers.length - 1; i >= 0; i--) if (st.barriers[i]!.upTo <= st.cursor) st.barriers.splice(i, 1)[0]!.resolve();
+  for (let i = st.barriers.length - 1; i >= 0; i--)
+    if (st.barriers[i]!.upTo <= st.cursor) st.barriers.splice(i, 1)[0]!.resolve();
   return true;
 }
 
@@ -117,7 +142,9 @@ function check(got: readonly Got[], log: ReadonlyArray<{ seq: number; type: stri
   const seqs = got.flatMap((g) => (g.item.kind === 'event' ? [g.item.event.seq] : []));
   const want = log.map((e) => e.seq);
   if (JSON.stringify(seqs) !== JSON.stringify(want)) problems.push(`seqs ${seqs.join(',')} want ${want.join(',')}`);
-  const ids = got.map((g) => (g.item.kind === 'event' ? [g.item.event.seq, 0] : g.item.id.split('.').map(Number)) as [number, number]);
+  const ids = got.map(
+    (g) => (g.item.kind === 'event' ? [g.item.event.seq, 0] : g.item.id.split('.').map(Number)) as [number, number],
+  );
   for (let k = 1; k < ids.length; k++) {
     const [[s0, n0], [s1, n1]] = [ids[k - 1]!, ids[k]!];
     if (!(s1 > s0 || (s1 === s0 && n1 > n0))) problems.push(`id ${s1}.${n1} after ${s0}.${n0}`);
@@ -125,12 +152,21 @@ function check(got: readonly Got[], log: ReadonlyArray<{ seq: number; type: stri
   for (const e of log) {
     if (e.type !== 'assistant/message') continue;
     const m = (e.data as { message: { id: string; content: Array<{ text: string }> } }).message;
-    const ds = got.filter((g) => g.item.kind === 'delta' && g.item.delta.messageId === m.id) as Array<{ item: Extract<FeedItem, { kind: 'delta' }>; conn: number }>;
+    const ds = got.filter((g) => g.item.kind === 'delta' && g.item.delta.messageId === m.id) as Array<{
+      item: Extract<FeedItem, { kind: 'delta' }>;
+      conn: number;
+    }>;
     const text = m.content.map((c) => c.text).join('');
     const spelt = ds.map((d) => (d.item.delta as { delta: string }).delta).join('');
-    if (!text.startsWith(spelt)) problems.push(`message ${m.id}: deltas ${ds.map((d) => `${d.item.id}@${d.conn}`).join(' ')} spell ${JSON.stringify(spelt)}, not a prefix of ${JSON.stringify(text)}`);
+    if (!text.startsWith(spelt))
+      problems.push(
+        `message ${m.id}: deltas ${ds.map((d) => `${d.item.id}@${d.conn}`).join(' ')} spell ${JSON.stringify(spelt)}, not a prefix of ${JSON.stringify(text)}`,
+      );
     const conn = got.find((g) => g.item.kind === 'event' && g.item.event.seq === e.seq)?.conn;
-    if (ds.some((d) => d.conn === conn) && spelt !== text) problems.push(`message ${m.id}: streaming on connection ${conn} until its end, yet its deltas spell ${JSON.stringify(spelt)}`);
+    if (ds.some((d) => d.conn === conn) && spelt !== text)
+      problems.push(
+        `message ${m.id}: streaming on connection ${conn} until its end, yet its deltas spell ${JSON.stringify(spelt)}`,
+      );
     const nums = ds.map((d) => d.item.id.split('.').map(Number) as [number, number]);
     nums.forEach(([s, n], i) => {
       const p = nums[i - 1];
@@ -178,11 +214,18 @@ export async function fuzzOnce(p: Params): Promise<{ problems: string[]; trace: 
       const after = lastId();
       world.trace.push(`client opens conn ${c} after ${after ? `${after.seq}.${after.n}` : '-'}`);
       const done = (async () => {
-        for await (const item of follow(R.log, sid, { ...(after ? { after } : {}), signal: ac.signal, noticeWaitMs: 600_000, writerWaitMs: 600_000 })) {
+        for await (const item of follow(R.log, sid, {
+          ...(after ? { after } : {}),
+          signal: ac.signal,
+          noticeWaitMs: 600_000,
+          writerWaitMs: 600_000,
+        })) {
           if (ac.signal.aborted) break;
           got.push({ item, conn: c });
           if (slowConsumer) for (let k = r.int(3); k > 0; k--) await tick();
-          world.trace.push(`  conn ${c} <- ${item.kind === 'event' ? `${item.event.seq}:${item.event.type}${item.event.runId ? `(${item.event.runId})` : ''}` : `${item.id} ${JSON.stringify(item.delta.delta)}`}`);
+          world.trace.push(
+            `  conn ${c} <- ${item.kind === 'event' ? `${item.event.seq}:${item.event.type}${item.event.runId ? `(${item.event.runId})` : ''}` : `${item.id} ${JSON.stringify(item.delta.delta)}`}`,
+          );
         }
       })();
       current = { ac, done };
@@ -204,7 +247,11 @@ export async function fuzzOnce(p: Params): Promise<{ problems: string[]; trace: 
       const who = r.chance(0.5) ? T : R;
       const runId = thirdCommits === 1 ? 'r2' : `x${thirdCommits}`;
       world.trace.push(`${who.name} enqueues run ${runId}`);
-      await who.log.append(sid, [{ type: 'run/status', runId, data: { from: 'created', to: 'queued', attempt: 0 } } as never], { trusted: true });
+      await who.log.append(
+        sid,
+        [{ type: 'run/status', runId, data: { from: 'created', to: 'queued', attempt: 0 } } as never],
+        { trusted: true },
+      );
     };
     const pending: Promise<unknown>[] = [];
     const chaos = async (n: number) => {
@@ -227,7 +274,11 @@ export async function fuzzOnce(p: Params): Promise<{ problems: string[]; trace: 
 
     // The run: its status, then steps (deltas, then the step's commit), then its end.
     const run = async (runId: string, steps: number, first: boolean) => {
-      await W.log.append(sid, [{ type: 'run/status', runId, data: { from: 'queued', to: 'running', attempt: 1 } } as never], { trusted: true });
+      await W.log.append(
+        sid,
+        [{ type: 'run/status', runId, data: { from: 'queued', to: 'running', attempt: 1 } } as never],
+        { trusted: true },
+      );
       if (first) open();
       await chaos(r.int(7));
       for (let step = 1; step <= steps; step++) {
@@ -241,12 +292,25 @@ export async function fuzzOnce(p: Params): Promise<{ problems: string[]; trace: 
         const events: unknown[] = [];
         if (step === 1) events.push({ type: 'turn/start', runId, turn: 1, data: { turn: 1 } });
         events.push({ type: 'step/start', runId, turn: 1, step, data: { step } });
-        events.push({ type: 'assistant/message', runId, turn: 1, step, data: { message: { id: mid, role: 'assistant', content: [{ type: 'text', text: chunks.join('') }] } } });
+        events.push({
+          type: 'assistant/message',
+          runId,
+          turn: 1,
+          step,
+          data: { message: { id: mid, role: 'assistant', content: [{ type: 'text', text: chunks.join('') }] } },
+        });
         events.push({ type: 'step/end', runId, turn: 1, step, data: { step } });
         await W.log.append(sid, events as never, { trusted: true });
         await chaos(r.int(7));
       }
-      await W.log.append(sid, [{ type: 'turn/end', runId, turn: 1, data: { reason: 'completed' } }, { type: 'run/status', runId, data: { from: 'running', to: 'completed', attempt: 1 } }] as never, { trusted: true });
+      await W.log.append(
+        sid,
+        [
+          { type: 'turn/end', runId, turn: 1, data: { reason: 'completed' } },
+          { type: 'run/status', runId, data: { from: 'running', to: 'completed', attempt: 1 } },
+        ] as never,
+        { trusted: true },
+      );
     };
     await run('r1', p.steps, true);
     run1Over = true;
@@ -269,14 +333,19 @@ export async function fuzzOnce(p: Params): Promise<{ problems: string[]; trace: 
     releaseRecent();
     const log = await R.log.read(sid);
     const problems = check(got, log as never);
-    if (!got.some((g) => g.item.kind === 'event' && g.item.event.seq === lastSeq)) problems.push(`the client never got ${lastSeq}`);
+    if (!got.some((g) => g.item.kind === 'event' && g.item.event.seq === lastSeq))
+      problems.push(`the client never got ${lastSeq}`);
     return { problems, trace: world.trace };
   } finally {
     raw.close();
   }
 }
 
-if (process.env.FUZZ_SHOW) it('show', async () => { const r = await fuzzOnce({ seed: Number(process.env.FUZZ_SHOW), steps: 2, deltas: 5 }); console.log(r.trace.join('\n'), r.problems); });
+if (process.env.FUZZ_SHOW)
+  it('show', async () => {
+    const r = await fuzzOnce({ seed: Number(process.env.FUZZ_SHOW), steps: 2, deltas: 5 });
+    console.log(r.trace.join('\n'), r.problems);
+  });
 describe('feed fuzz', () => {
   it('random schedules keep every feed invariant', async () => {
     const n = Number(process.env.FUZZ_N ?? 300);
@@ -287,7 +356,8 @@ describe('feed fuzz', () => {
       const { problems, trace } = await fuzzOnce({ seed, steps: 1 + (seed % 3), deltas: 3 + (seed % 7) });
       if (problems.length > 0) {
         failed.push(seed);
-        if (failed.length <= Number(process.env.FUZZ_PRINT ?? 1)) console.log(`seed ${seed}\n${problems.join('\n')}\n--- trace\n${trace.join('\n')}`);
+        if (failed.length <= Number(process.env.FUZZ_PRINT ?? 1))
+          console.log(`seed ${seed}\n${problems.join('\n')}\n--- trace\n${trace.join('\n')}`);
         else console.log(`seed ${seed}: ${problems.join(' | ')}`);
       }
     }

@@ -8,7 +8,15 @@
  * takes the recent deltas when it subscribes.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { follow, openSqliteStore, SessionLog, Sessions, type FeedItem, type SqliteStore, type StoreChange } from '../../src/index.ts';
+import {
+  follow,
+  openSqliteStore,
+  SessionLog,
+  Sessions,
+  type FeedItem,
+  type SqliteStore,
+  type StoreChange,
+} from '../../src/index.ts';
 import { nodeOn } from '../support/feed-helpers.ts';
 
 type NodeName = 'W' | 'R' | 'T';
@@ -26,10 +34,15 @@ function cluster(raw: SqliteStore) {
   const nodes = {} as Record<NodeName, { cursor: number; listeners: Set<(c?: StoreChange) => void>; log: SessionLog }>;
   const mk = (name: NodeName) => {
     const node = nodeOn(raw, {
-      broadcast: (sessionId: string, message: Record<string, unknown>) => G.push({ from: name, change: { sessionId, message: message as never } }),
+      broadcast: (sessionId: string, message: Record<string, unknown>) =>
+        G.push({ from: name, change: { sessionId, message: message as never } }),
       noticesCaughtUp: () => new Promise<void>(() => {}),
       append: async (sessionId: string, ...rest: unknown[]) => {
-        const events = (await (raw.append as (...a: unknown[]) => Promise<Array<{ seq: number }>>).call(raw, sessionId, ...rest)) as Array<{ seq: number }>;
+        const events = (await (raw.append as (...a: unknown[]) => Promise<Array<{ seq: number }>>).call(
+          raw,
+          sessionId,
+          ...rest,
+        )) as Array<{ seq: number }>;
         G.push({ from: name, change: { sessionId, lastSeq: events.at(-1)!.seq } });
         return events;
       },
@@ -93,20 +106,31 @@ describe('a feed resumed mid-message while its node goes on hearing', () => {
     const sid = (await new Sessions({ store: raw }).create()).id;
     W.log.numberDeltas();
     const release = R.log.keepRecentDeltas();
-    const delta = (step: number, text: string) => W.log.publishDelta(sid, { type: 'text/delta', turn: 1, step, messageId: `m${step}`, delta: text });
+    const delta = (step: number, text: string) =>
+      W.log.publishDelta(sid, { type: 'text/delta', turn: 1, step, messageId: `m${step}`, delta: text });
     const step = (n: number, text: string, first = false) =>
       W.log.append(
         sid,
         [
           ...(first ? [{ type: 'turn/start', runId: 'r1', turn: 1, data: { turn: 1 } }] : []),
           { type: 'step/start', runId: 'r1', turn: 1, step: n, data: { step: n } },
-          { type: 'assistant/message', runId: 'r1', turn: 1, step: n, data: { message: { id: `m${n}`, role: 'assistant', content: [{ type: 'text', text }] } } },
+          {
+            type: 'assistant/message',
+            runId: 'r1',
+            turn: 1,
+            step: n,
+            data: { message: { id: `m${n}`, role: 'assistant', content: [{ type: 'text', text }] } },
+          },
           { type: 'step/end', runId: 'r1', turn: 1, step: n, data: { step: n } },
         ] as never,
         { trusted: true },
       );
     // Seq 2: r1 runs (1 is the session's creation).
-    await W.log.append(sid, [{ type: 'run/status', runId: 'r1', data: { from: 'queued', to: 'running', attempt: 1 } } as never], { trusted: true });
+    await W.log.append(
+      sid,
+      [{ type: 'run/status', runId: 'r1', data: { from: 'queued', to: 'running', attempt: 1 } } as never],
+      { trusted: true },
+    );
     c.hear('R');
     c.hear('W');
     return { c, W, R, T, sid, delta, step, release };
@@ -128,9 +152,12 @@ describe('a feed resumed mid-message while its node goes on hearing', () => {
     };
   }
 
-  const deltaTexts = (items: FeedItem[], messageId: string) => items.flatMap((i) => (i.kind === 'delta' && i.delta.messageId === messageId ? [`${i.id}:${(i.delta as { delta: string }).delta}`] : []));
+  const deltaTexts = (items: FeedItem[], messageId: string) =>
+    items.flatMap((i) =>
+      i.kind === 'delta' && i.delta.messageId === messageId ? [`${i.id}:${(i.delta as { delta: string }).delta}`] : [],
+    );
 
-  it('A: the page read predates the message\'s commit; the next message\'s first delta evicts the first deltas from recent before the read answers', async () => {
+  it("A: the page read predates the message's commit; the next message's first delta evicts the first deltas from recent before the read answers", async () => {
     const { c, R, sid, delta, step, release } = await setup();
     // m1, step 1: durable at 3..6 (turn/start, step/start, assistant/message, step/end).
     for (const t of ['a ', 'b ']) delta(1, t);
@@ -161,7 +188,7 @@ describe('a feed resumed mid-message while its node goes on hearing', () => {
     expect(m2).toEqual(['6.1:one ', '6.2:two ', '6.3:three ', '6.4:four ', '6.5:five']);
   });
 
-  it('B (the cluster\'s shape): a third node commits the next run\'s status mid-message; the resumed feed yields the log up to the message, then only its later deltas', async () => {
+  it("B (the cluster's shape): a third node commits the next run's status mid-message; the resumed feed yields the log up to the message, then only its later deltas", async () => {
     const { c, R, T, sid, delta, step, release } = await setup();
     // The client's first connection got m1's deltas 2.1, 2.2, then hopped.
     for (const t of ['a ', 'b ']) delta(1, t);
@@ -178,7 +205,11 @@ describe('a feed resumed mid-message while its node goes on hearing', () => {
     delta(2, 'four '); // 6.4
     c.hear('R');
     // Another API node enqueues a second run (seq 7); the worker has not heard of it yet.
-    await T.log.append(sid, [{ type: 'run/status', runId: 'r2', data: { from: 'created', to: 'queued', attempt: 0 } } as never], { trusted: true });
+    await T.log.append(
+      sid,
+      [{ type: 'run/status', runId: 'r2', data: { from: 'created', to: 'queued', attempt: 0 } } as never],
+      { trusted: true },
+    );
     delta(2, 'five'); // 6.5
     await step(2, 'one two three four five'); // 8..10
     delta(3, 'next '); // 10.1

@@ -24,9 +24,18 @@ const msOf = (id: string) => parseInt(id.replace(/-/g, '').slice(0, 12), 16);
 const usage0 = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 };
 const assistant = (id: string, text: string): NewEvent => ({
   type: 'assistant/message',
-  data: { message: { id, role: 'assistant', content: [{ type: 'text', text }] }, finishReason: 'stop', usage: usage0, cost: 0, timing: { startedAt: 0, durationMs: 1 } },
+  data: {
+    message: { id, role: 'assistant', content: [{ type: 'text', text }] },
+    finishReason: 'stop',
+    usage: usage0,
+    cost: 0,
+    timing: { startedAt: 0, durationMs: 1 },
+  },
 });
-const user = (id: string, text: string): NewEvent => ({ type: 'user/message', data: { message: { id, role: 'user', content: [{ type: 'text', text }] }, via: 'input' } });
+const user = (id: string, text: string): NewEvent => ({
+  type: 'user/message',
+  data: { message: { id, role: 'user', content: [{ type: 'text', text }] }, via: 'input' },
+});
 
 describe('session log', () => {
   let dir: string;
@@ -48,7 +57,10 @@ describe('session log', () => {
   describe('a new session', () => {
     it('refuses an id it could not be named by: empty, too long, or not a string', async () => {
       for (const id of ['', 'x'.repeat(201), 5]) {
-        await expect(sessions.create({ id: id as never }), JSON.stringify(id)).rejects.toMatchObject({ code: 'validation', message: expect.stringMatching(/^id: /) });
+        await expect(sessions.create({ id: id as never }), JSON.stringify(id)).rejects.toMatchObject({
+          code: 'validation',
+          message: expect.stringMatching(/^id: /),
+        });
       }
       expect(await store.listSessions({ limit: 10 })).toEqual([]);
       expect((await sessions.create({ id: 'x'.repeat(200) })).id).toHaveLength(200);
@@ -61,9 +73,13 @@ describe('session log', () => {
       const [minted] = await sessions.append(s.id, [user('u1', 'hello')]);
       expect(minted!.id).toMatch(UUID_V7);
       // In an open row and, once sealed, in the entries index: refused either way.
-      await expect(sessions.append(s.id, [{ ...user('u2', 'again'), id: minted!.id }])).rejects.toMatchObject({ code: 'conflict' });
+      await expect(sessions.append(s.id, [{ ...user('u2', 'again'), id: minted!.id }])).rejects.toMatchObject({
+        code: 'conflict',
+      });
       await store.sealEvents(s.id);
-      await expect(sessions.append(s.id, [{ ...user('u3', 'again'), id: minted!.id }])).rejects.toMatchObject({ code: 'conflict' });
+      await expect(sessions.append(s.id, [{ ...user('u3', 'again'), id: minted!.id }])).rejects.toMatchObject({
+        code: 'conflict',
+      });
       // Minted ids never collide: many appends, every entry kept.
       for (let i = 0; i < 50; i++) await sessions.append(s.id, [user(`m${i}`, 'x')]);
       const entries = (await sessions.events(s.id)).filter((e) => e.entry);
@@ -75,7 +91,12 @@ describe('session log', () => {
       const before = Date.now();
       const s = await sessions.create({ title: 't' });
       const appended = await sessions.append(s.id, [
-        { type: 'turn/start', runId: 'run-1', turn: 1, data: { agent: { name: 'a', version: '1' }, model: { provider: 'p', modelId: 'm' }, resumed: false } },
+        {
+          type: 'turn/start',
+          runId: 'run-1',
+          turn: 1,
+          data: { agent: { name: 'a', version: '1' }, model: { provider: 'p', modelId: 'm' }, resumed: false },
+        },
         user('u1', 'hello'),
         { type: 'step/start', runId: 'run-1', turn: 1, step: 1, data: {} },
         { ...assistant('a1', 'hi'), runId: 'run-1', turn: 1, step: 1 },
@@ -87,7 +108,14 @@ describe('session log', () => {
       // What append returned is exactly what a reader gets back.
       expect(all.slice(1)).toEqual(appended);
       expect(all.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6]);
-      expect(all.map((e) => e.type)).toEqual(['session/created', 'turn/start', 'user/message', 'step/start', 'assistant/message', 'step/end']);
+      expect(all.map((e) => e.type)).toEqual([
+        'session/created',
+        'turn/start',
+        'user/message',
+        'step/start',
+        'assistant/message',
+        'step/end',
+      ]);
       for (const e of all) {
         expect(e.sessionId).toBe(s.id);
         expect(e.v).toBe(1);
@@ -107,7 +135,14 @@ describe('session log', () => {
       const idMs = all.map((e) => msOf(e.id));
       expect(idMs).toEqual([...idMs].sort((a, b) => a - b));
 
-      const [created, turnStart, u, stepStart, a, stepEnd] = all as [SessionEvent, SessionEvent, SessionEvent, SessionEvent, SessionEvent, SessionEvent];
+      const [created, turnStart, u, stepStart, a, stepEnd] = all as [
+        SessionEvent,
+        SessionEvent,
+        SessionEvent,
+        SessionEvent,
+        SessionEvent,
+        SessionEvent,
+      ];
       expect(created).not.toHaveProperty('runId');
       expect(created).not.toHaveProperty('turn');
       expect(turnStart).toMatchObject({ runId: 'run-1', turn: 1, entry: false });
@@ -135,7 +170,10 @@ describe('session log', () => {
       const s2 = await sessions.create();
       const [u1] = await sessions.append(s1.id, [user('u1', 'one')]);
       await sessions.append(s2.id, [user('x', 'other'), user('y', 'other')]);
-      const [a1, u2] = await sessions.append(s1.id, [assistant('a1', 'two'), { ...user('u2', 'root again'), parentId: null }]);
+      const [a1, u2] = await sessions.append(s1.id, [
+        assistant('a1', 'two'),
+        { ...user('u2', 'root again'), parentId: null },
+      ]);
       const [u3] = await sessions.append(s1.id, [{ ...user('u3', 'under u1'), parentId: u1!.id }]);
 
       expect((await sessions.events(s1.id)).map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]);
@@ -153,7 +191,10 @@ describe('session log', () => {
       await sessions.append(s.id, [user('u1', 'ok')]);
       const before = await sessions.get(s.id);
 
-      const bad = { type: 'user/message', data: { message: { id: 'u2', role: 'assistant', content: [] }, via: 'input' } } as unknown as NewEvent;
+      const bad = {
+        type: 'user/message',
+        data: { message: { id: 'u2', role: 'assistant', content: [] }, via: 'input' },
+      } as unknown as NewEvent;
       const err = await sessions.append(s.id, [bad]).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(InvalidEventError);
       expect((err as InvalidEventError).code).toBe('invalid_event');
@@ -182,11 +223,29 @@ describe('session log', () => {
     it('writes nothing of a batch in which one event is invalid', async () => {
       const s = await sessions.create();
       const big = 'x'.repeat(4000);
-      const bad = { type: 'tool/result', data: { toolCallId: 'c', toolName: 't', output: { type: 'text', value: 1 }, toolMessageId: 't1', durationMs: 0 } } as unknown as NewEvent;
+      const bad = {
+        type: 'tool/result',
+        data: {
+          toolCallId: 'c',
+          toolName: 't',
+          output: { type: 'text', value: 1 },
+          toolMessageId: 't1',
+          durationMs: 0,
+        },
+      } as unknown as NewEvent;
       const batch: NewEvent[] = [
         user('u1', 'first'),
         // A large payload whose blob would be written first if the batch were not atomic.
-        { type: 'tool/result', data: { toolCallId: 'c0', toolName: 't', output: { type: 'text', value: big }, toolMessageId: 't0', durationMs: 0 } },
+        {
+          type: 'tool/result',
+          data: {
+            toolCallId: 'c0',
+            toolName: 't',
+            output: { type: 'text', value: big },
+            toolMessageId: 't0',
+            durationMs: 0,
+          },
+        },
         assistant('a1', 'second'),
         bad,
       ];
@@ -217,7 +276,9 @@ describe('session log', () => {
     it('refuses an append that expected another last seq', async () => {
       const s = await sessions.create();
       await sessions.append(s.id, [user('u1', 'one')], { expectLastSeq: 1 });
-      await expect(sessions.append(s.id, [user('u2', 'two')], { expectLastSeq: 1 })).rejects.toMatchObject({ code: 'seq_conflict' });
+      await expect(sessions.append(s.id, [user('u2', 'two')], { expectLastSeq: 1 })).rejects.toMatchObject({
+        code: 'seq_conflict',
+      });
       expect((await sessions.get(s.id)).lastSeq).toBe(2);
     });
   });
@@ -258,7 +319,10 @@ describe('session log', () => {
         // Stored in batches (ADR-0009).
         expect(() => raw.prepare("UPDATE event_batches SET data = x'00'").run()).toThrow(/events are immutable/);
         expect(() => raw.prepare('DELETE FROM event_batches').run()).toThrow(/events are immutable/);
-        expect(raw.prepare('SELECT count(*) AS n, max(last_seq) AS last FROM event_batches').get()).toEqual({ n: 2, last: 2 });
+        expect(raw.prepare('SELECT count(*) AS n, max(last_seq) AS last FROM event_batches').get()).toEqual({
+          n: 2,
+          last: 2,
+        });
       } finally {
         raw.close();
       }
@@ -281,13 +345,15 @@ describe('session log', () => {
   describe('reading', () => {
     it('reads events in pages with after/limit (and until) that add up to the whole log', async () => {
       const s = await sessions.create();
-      const batch: NewEvent[] = Array.from({ length: 24 }, (_, i) => (i % 2 === 0 ? user(`u${i}`, `m${i}`) : assistant(`a${i}`, `m${i}`)));
+      const batch: NewEvent[] = Array.from({ length: 24 }, (_, i) =>
+        i % 2 === 0 ? user(`u${i}`, `m${i}`) : assistant(`a${i}`, `m${i}`),
+      );
       await sessions.append(s.id, batch);
       const all = await sessions.events(s.id);
       expect(all.map((e) => e.seq)).toEqual(Array.from({ length: 25 }, (_, i) => i + 1));
 
       const paged: SessionEvent[] = [];
-      for (let after = 0; ; ) {
+      for (let after = 0; ;) {
         const page = await sessions.events(s.id, { after, limit: 7 });
         if (page.length === 0) break;
         expect(page.length).toBeLessThanOrEqual(7);
@@ -303,7 +369,10 @@ describe('session log', () => {
 
     it('returns at most 1000 events a page by default', async () => {
       const s = await sessions.create();
-      await sessions.append(s.id, Array.from({ length: 1100 }, (): NewEvent => ({ type: 'step/start', data: {} })));
+      await sessions.append(
+        s.id,
+        Array.from({ length: 1100 }, (): NewEvent => ({ type: 'step/start', data: {} })),
+      );
       const first = await sessions.events(s.id);
       expect(first).toHaveLength(1000);
       const rest = await sessions.events(s.id, { after: first.at(-1)!.seq });
@@ -317,7 +386,9 @@ describe('session log', () => {
       const other = await sessions.create();
       const got: SessionEvent[] = [];
       const deltas: unknown[] = [];
-      const unsubscribe = sessions.subscribe(s.id, (m) => (m.kind === 'event' ? got.push(m.event) : m.kind === 'delta' ? deltas.push(m.delta) : undefined));
+      const unsubscribe = sessions.subscribe(s.id, (m) =>
+        m.kind === 'event' ? got.push(m.event) : m.kind === 'delta' ? deltas.push(m.delta) : undefined,
+      );
 
       await sessions.append(s.id, [user('u1', 'one')]);
       await sessions.append(other.id, [user('x', 'elsewhere')]);
@@ -349,7 +420,9 @@ describe('session log', () => {
       expect(got).toEqual([]);
       expect((await sessions.get(s.id)).lastSeq).toBe(1);
       // Appending in a bare store transaction is refused: its events could not be published on commit.
-      await expect(store.transaction((tx) => sessions.log.append(s.id, [user('u2', 'unpublished')], { tx }))).rejects.toThrow(/log.transaction/);
+      await expect(
+        store.transaction((tx) => sessions.log.append(s.id, [user('u2', 'unpublished')], { tx })),
+      ).rejects.toThrow(/log.transaction/);
       // Committed, they are told once, after the commit.
       const committed = sessions.log.transaction(async (tx) => {
         await sessions.log.append(s.id, [user('u3', 'told')], { tx });
@@ -369,7 +442,15 @@ describe('session log', () => {
 
       const events = seen.flatMap((m) => (m.kind === 'event' ? [m.event] : []));
       expect(events).toEqual((await sessions.events(s.id)).slice(1));
-      expect(events.map((e) => e.type)).toEqual(['turn/start', 'user/message', 'step/start', 'request/header', 'assistant/message', 'step/end', 'turn/end']);
+      expect(events.map((e) => e.type)).toEqual([
+        'turn/start',
+        'user/message',
+        'step/start',
+        'request/header',
+        'assistant/message',
+        'step/end',
+        'turn/end',
+      ]);
       // Deltas stream before the step's durable events, which are published when the step
       // commits (here with the turn's end: one commit for the whole final step), and are never stored.
       // (`changed`: the store's notices of the commits, this process's own included on a file, as on PostgreSQL.)

@@ -27,8 +27,25 @@ import {
  * leaf moves), which every reader must skip without losing its place in the tree.
  */
 
-const PROJECTIONS = [contextProjection, transcriptProjection, developerProjection, statsProjection] as Projection<unknown>[];
-const NON_ENTRY = ['turn/start', 'turn/resume', 'step/start', 'request/header', 'model/retry', 'model/error', 'tool/call', 'config/change', 'step/end', 'turn/end', 'session/updated'] as const;
+const PROJECTIONS = [
+  contextProjection,
+  transcriptProjection,
+  developerProjection,
+  statsProjection,
+] as Projection<unknown>[];
+const NON_ENTRY = [
+  'turn/start',
+  'turn/resume',
+  'step/start',
+  'request/header',
+  'model/retry',
+  'model/error',
+  'tool/call',
+  'config/change',
+  'step/end',
+  'turn/end',
+  'session/updated',
+] as const;
 
 type Op =
   | { k: 'user'; text: string; attach: 'leaf' | 'entry' | 'root'; pick: number }
@@ -48,28 +65,78 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
     arbitrary: fc.record({
       k: fc.constant('user' as const),
       text: fc.string({ maxLength: 6 }),
-      attach: fc.constantFrom<Array<'leaf' | 'entry' | 'root'>>('leaf', 'leaf', 'leaf', 'leaf', 'leaf', 'leaf', 'entry', 'root'),
+      attach: fc.constantFrom<Array<'leaf' | 'entry' | 'root'>>(
+        'leaf',
+        'leaf',
+        'leaf',
+        'leaf',
+        'leaf',
+        'leaf',
+        'entry',
+        'root',
+      ),
       pick: fc.nat(),
     }),
   },
   {
     weight: 4,
-    arbitrary: fc.record({ k: fc.constant('assistant' as const), calls: fc.integer({ min: 0, max: 3 }), interrupted: fc.boolean(), inputTokens: fc.nat(5000), cents: fc.nat(300) }),
+    arbitrary: fc.record({
+      k: fc.constant('assistant' as const),
+      calls: fc.integer({ min: 0, max: 3 }),
+      interrupted: fc.boolean(),
+      inputTokens: fc.nat(5000),
+      cents: fc.nat(300),
+    }),
   },
   {
     weight: 4,
-    arbitrary: fc.record({ k: fc.constant('results' as const), which: fc.nat(3), mask: fc.integer({ min: 1, max: 7 }), reverse: fc.boolean(), batch: fc.boolean(), error: fc.boolean() }),
+    arbitrary: fc.record({
+      k: fc.constant('results' as const),
+      which: fc.nat(3),
+      mask: fc.integer({ min: 1, max: 7 }),
+      reverse: fc.boolean(),
+      batch: fc.boolean(),
+      error: fc.boolean(),
+    }),
   },
-  { weight: 2, arbitrary: fc.record({ k: fc.constant('compaction' as const), pick: fc.option(fc.nat(), { freq: 4 }), cents: fc.nat(50) }) },
-  { weight: 1, arbitrary: fc.record({ k: fc.constant('compact' as const), keepRecentTokens: fc.integer({ min: 0, max: 40 }) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      k: fc.constant('compaction' as const),
+      pick: fc.option(fc.nat(), { freq: 4 }),
+      cents: fc.nat(50),
+    }),
+  },
   {
     weight: 1,
-    arbitrary: fc.record({ k: fc.constant('unknown' as const), kind: fc.constantFrom('plain' as const, 'entry' as const, 'entry-elsewhere' as const, 'leaf-move' as const), pick: fc.option(fc.nat(), { freq: 5 }) }),
+    arbitrary: fc.record({ k: fc.constant('compact' as const), keepRecentTokens: fc.integer({ min: 0, max: 40 }) }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      k: fc.constant('unknown' as const),
+      kind: fc.constantFrom('plain' as const, 'entry' as const, 'entry-elsewhere' as const, 'leaf-move' as const),
+      pick: fc.option(fc.nat(), { freq: 5 }),
+    }),
   },
   { weight: 2, arbitrary: fc.record({ k: fc.constant('switch' as const), pick: fc.option(fc.nat(), { freq: 8 }) }) },
-  { weight: 2, arbitrary: fc.record({ k: fc.constant('fork' as const), pick: fc.nat(), summary: fc.option(fc.string({ maxLength: 6 }), { freq: 3 }) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      k: fc.constant('fork' as const),
+      pick: fc.nat(),
+      summary: fc.option(fc.string({ maxLength: 6 }), { freq: 3 }),
+    }),
+  },
   { weight: 3, arbitrary: fc.record({ k: fc.constant('event' as const), type: fc.constantFrom(...NON_ENTRY) }) },
-  { weight: 3, arbitrary: fc.record({ k: fc.constant('read' as const), mask: fc.integer({ min: 1, max: 15 }), facade: fc.boolean() }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      k: fc.constant('read' as const),
+      mask: fc.integer({ min: 1, max: 15 }),
+      facade: fc.boolean(),
+    }),
+  },
 );
 
 const usage = (inputTokens = 0) => ({ inputTokens, outputTokens: 1, cachedInputTokens: 0, reasoningTokens: 0 });
@@ -78,11 +145,15 @@ const usage = (inputTokens = 0) => ({ inputTokens, outputTokens: 1, cachedInputT
  * The current path, computed in memory from the whole log: parentId from the leaf to the root over
  * the stored events (the tree includes entries this reader skips), root first, as decoded.
  */
-function pathOf(stored: readonly StoredEvent[], decoded: readonly SessionEvent[], leafId: string | null): SessionEvent[] {
+function pathOf(
+  stored: readonly StoredEvent[],
+  decoded: readonly SessionEvent[],
+  leafId: string | null,
+): SessionEvent[] {
   const tree = new Map(stored.filter((e) => e.entry).map((e) => [e.id, e]));
   const known = new Map(decoded.map((e) => [e.id, e]));
   const path: SessionEvent[] = [];
-  for (let cursor = leafId; cursor !== null; ) {
+  for (let cursor = leafId; cursor !== null;) {
     const e = tree.get(cursor);
     if (!e) throw new Error(`leaf path broken at ${cursor}`);
     const d = known.get(cursor);
@@ -99,7 +170,8 @@ async function runScenario(snapshotEvery: number, ops: readonly Op[]): Promise<v
   try {
     const { id } = await sessions.create({ title: 'prop' });
     const entries: string[] = [];
-    const assistants: Array<{ messageId: string; calls: Array<{ id: string; name: string }>; toolMessageId: string }> = [];
+    const assistants: Array<{ messageId: string; calls: Array<{ id: string; name: string }>; toolMessageId: string }> =
+      [];
     let n = 0;
     let turn = 0;
     let step = 0;
@@ -147,13 +219,21 @@ async function runScenario(snapshotEvery: number, ops: readonly Op[]): Promise<v
     for (const op of ops) {
       switch (op.k) {
         case 'user': {
-          const parentId = op.attach === 'root' ? null : op.attach === 'entry' && entries.length > 0 ? entries[op.pick % entries.length]! : undefined;
+          const parentId =
+            op.attach === 'root'
+              ? null
+              : op.attach === 'entry' && entries.length > 0
+                ? entries[op.pick % entries.length]!
+                : undefined;
           await append([
             {
               type: 'user/message',
               ...tags(),
               ...(parentId !== undefined ? { parentId } : {}),
-              data: { message: { id: nextId('u'), role: 'user', content: [{ type: 'text', text: op.text }] }, via: 'input' },
+              data: {
+                message: { id: nextId('u'), role: 'user', content: [{ type: 'text', text: op.text }] },
+                via: 'input',
+              },
             },
           ]);
           break;
@@ -169,7 +249,15 @@ async function runScenario(snapshotEvery: number, ops: readonly Op[]): Promise<v
                 message: {
                   id: messageId,
                   role: 'assistant',
-                  content: [{ type: 'text', text: `answer ${messageId}` }, ...calls.map((c) => ({ type: 'tool-call' as const, toolCallId: c.id, toolName: c.name, input: { n } }))],
+                  content: [
+                    { type: 'text', text: `answer ${messageId}` },
+                    ...calls.map((c) => ({
+                      type: 'tool-call' as const,
+                      toolCallId: c.id,
+                      toolName: c.name,
+                      input: { n },
+                    })),
+                  ],
                   ...(op.interrupted ? { interrupted: true } : {}),
                 },
                 finishReason: calls.length > 0 ? 'tool-calls' : 'stop',
@@ -194,7 +282,9 @@ async function runScenario(snapshotEvery: number, ops: readonly Op[]): Promise<v
             data: {
               toolCallId: c.id,
               toolName: c.name,
-              output: op.error ? { type: 'error', code: 'execution_error', message: `failed ${c.id}` } : { type: 'text', value: `result of ${c.id}` },
+              output: op.error
+                ? { type: 'error', code: 'execution_error', message: `failed ${c.id}` }
+                : { type: 'text', value: `result of ${c.id}` },
               toolMessageId: a.toolMessageId,
               durationMs: 1,
             },
@@ -230,14 +320,24 @@ async function runScenario(snapshotEvery: number, ops: readonly Op[]): Promise<v
         }
         case 'compact': {
           // The real thing: the summarizer is a scripted model, the cut is chooseCut's.
-          const res = await sessions.compact(id, { model: new ScriptedModel([{ text: `summary ${nextId('s')}` }]), keepRecentTokens: op.keepRecentTokens });
+          const res = await sessions.compact(id, {
+            model: new ScriptedModel([{ text: `summary ${nextId('s')}` }]),
+            keepRecentTokens: op.keepRecentTokens,
+          });
           if (res.compacted) entries.push(res.event.id);
           break;
         }
         case 'unknown': {
           // What a newer Keel may have written: types this one does not know, marked ignorable.
           const target = op.pick === null || entries.length === 0 ? null : entries[op.pick % entries.length]!;
-          const draft = { id: newId(), type: `future/${op.kind}`, v: 1, time: Date.now(), ignorable: true, data: { n } };
+          const draft = {
+            id: newId(),
+            type: `future/${op.kind}`,
+            v: 1,
+            time: Date.now(),
+            ignorable: true,
+            data: { n },
+          };
           if (op.kind === 'plain') await store.append(id, [{ ...draft, entry: false }]);
           else if (op.kind === 'leaf-move') await store.append(id, [{ ...draft, entry: false, leaf: target }]);
           else if (op.kind === 'entry') await store.append(id, [{ ...draft, entry: true }]);
@@ -251,7 +351,10 @@ async function runScenario(snapshotEvery: number, ops: readonly Op[]): Promise<v
         case 'fork': {
           if (entries.length === 0) break;
           const at = entries[op.pick % entries.length]!;
-          const res = await sessions.fork(id, at, { into: 'branch', ...(op.summary !== null ? { summary: op.summary } : {}) });
+          const res = await sessions.fork(id, at, {
+            into: 'branch',
+            ...(op.summary !== null ? { summary: op.summary } : {}),
+          });
           if (res.leafId !== at) entries.push(res.leafId);
           break;
         }
@@ -261,10 +364,22 @@ async function runScenario(snapshotEvery: number, ops: readonly Op[]): Promise<v
             case 'turn/start':
               turn++;
               step = 0;
-              await append([{ type: 'turn/start', ...tags(), data: { agent: { name: 'a', version: '1' }, model: { provider: 'p', modelId: 'm' }, resumed: false } }]);
+              await append([
+                {
+                  type: 'turn/start',
+                  ...tags(),
+                  data: { agent: { name: 'a', version: '1' }, model: { provider: 'p', modelId: 'm' }, resumed: false },
+                },
+              ]);
               break;
             case 'turn/resume':
-              await append([{ type: 'turn/start', ...tags(), data: { agent: { name: 'a', version: '1' }, model: { provider: 'p', modelId: 'm' }, resumed: true } }]);
+              await append([
+                {
+                  type: 'turn/start',
+                  ...tags(),
+                  data: { agent: { name: 'a', version: '1' }, model: { provider: 'p', modelId: 'm' }, resumed: true },
+                },
+              ]);
               break;
             case 'step/start':
               step++;
@@ -275,15 +390,42 @@ async function runScenario(snapshotEvery: number, ops: readonly Op[]): Promise<v
                 {
                   type: 'request/header',
                   ...tags(),
-                  data: { provider: 'p', modelId: 'm', attempt: 1, messageId: nextId('a'), settings: {}, system: null, tools: null, context: { messages: 3, first: entries.at(-3) ?? null, last: entries.at(-1) ?? null }, promptHash: 'h' },
+                  data: {
+                    provider: 'p',
+                    modelId: 'm',
+                    attempt: 1,
+                    messageId: nextId('a'),
+                    settings: {},
+                    system: null,
+                    tools: null,
+                    context: { messages: 3, first: entries.at(-3) ?? null, last: entries.at(-1) ?? null },
+                    promptHash: 'h',
+                  },
                 },
               ]);
               break;
             case 'model/retry':
-              await append([{ type: 'model/retry', ...tags(), data: { attempt: 1, delayMs: 10, error: { kind: 'transient', message: 'busy' }, abandonedMessageId: 'x' } }]);
+              await append([
+                {
+                  type: 'model/retry',
+                  ...tags(),
+                  data: {
+                    attempt: 1,
+                    delayMs: 10,
+                    error: { kind: 'transient', message: 'busy' },
+                    abandonedMessageId: 'x',
+                  },
+                },
+              ]);
               break;
             case 'model/error':
-              await append([{ type: 'model/error', ...tags(), data: { attempt: 2, error: { kind: 'fatal', message: 'nope' }, willCompact: false } }]);
+              await append([
+                {
+                  type: 'model/error',
+                  ...tags(),
+                  data: { attempt: 2, error: { kind: 'fatal', message: 'nope' }, willCompact: false },
+                },
+              ]);
               break;
             case 'tool/call':
               if (!last) break;
@@ -291,7 +433,13 @@ async function runScenario(snapshotEvery: number, ops: readonly Op[]): Promise<v
                 {
                   type: 'tool/call',
                   ...tags(),
-                  data: { toolCallId: last.calls[0]!.id, toolName: last.calls[0]!.name, input: { q: 1 }, idempotencyKey: 'k', assistantMessageId: last.messageId },
+                  data: {
+                    toolCallId: last.calls[0]!.id,
+                    toolName: last.calls[0]!.name,
+                    input: { q: 1 },
+                    idempotencyKey: 'k',
+                    assistantMessageId: last.messageId,
+                  },
                 },
               ]);
               break;
@@ -302,7 +450,13 @@ async function runScenario(snapshotEvery: number, ops: readonly Op[]): Promise<v
               await append([{ type: 'step/end', ...tags(), data: { reason: 'final', usage: usage(3) } }]);
               break;
             case 'turn/end':
-              await append([{ type: 'turn/end', ...tags(), data: { reason: 'completed', steps: step, usage: usage(3), cost: 0.25 } }]);
+              await append([
+                {
+                  type: 'turn/end',
+                  ...tags(),
+                  data: { reason: 'completed', steps: step, usage: usage(3), cost: 0.25 },
+                },
+              ]);
               break;
             case 'session/updated':
               await sessions.update(id, { title: nextId('title') });
@@ -359,10 +513,18 @@ const unseenLeafMove: [number, Op[]] = [
 ];
 
 describe('projections (property)', () => {
-  it('a snapshot-backed read always equals a fold from scratch, for every projection', { timeout: Math.max(30_000, RUNS * 500) }, async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.integer({ min: 1, max: 5 }), fc.array(opArb, { minLength: 1, maxLength: 60, size: 'max' }), (every, ops) => runScenario(every, ops)),
-      { numRuns: RUNS, examples: [toolMessageKeptOutOfOrder, unseenLeafMove] },
-    );
-  });
+  it(
+    'a snapshot-backed read always equals a fold from scratch, for every projection',
+    { timeout: Math.max(30_000, RUNS * 500) },
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.integer({ min: 1, max: 5 }),
+          fc.array(opArb, { minLength: 1, maxLength: 60, size: 'max' }),
+          (every, ops) => runScenario(every, ops),
+        ),
+        { numRuns: RUNS, examples: [toolMessageKeptOutOfOrder, unseenLeafMove] },
+      );
+    },
+  );
 });

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { RecentDeltas } from '../../src/session/recent-deltas.ts';
 
-const delta = (messageId: string, text: string) => ({ type: 'text/delta', messageId, delta: text, turn: 1, step: 1 }) as never;
+const delta = (messageId: string, text: string) =>
+  ({ type: 'text/delta', messageId, delta: text, turn: 1, step: 1 }) as never;
 
 describe('RecentDeltas: the deltas a feed that starts mid-message replays', () => {
   it('a message renumbered after an event committed while it streams keeps its earlier deltas; the messages before it go', () => {

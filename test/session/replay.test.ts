@@ -3,8 +3,26 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { contentHash, importSession, ScriptedModel, Sessions, SqliteStore as SqliteStoreImpl, verifyReplay, type ReplayReport, type SqliteStore } from '../../src/index.ts';
-import { agentWith, allEvents, exportText, memorySessions, ofType, richSession, summarizerModel, turn } from '../support/session-helpers.ts';
+import {
+  contentHash,
+  importSession,
+  ScriptedModel,
+  Sessions,
+  SqliteStore as SqliteStoreImpl,
+  verifyReplay,
+  type ReplayReport,
+  type SqliteStore,
+} from '../../src/index.ts';
+import {
+  agentWith,
+  allEvents,
+  exportText,
+  memorySessions,
+  ofType,
+  richSession,
+  summarizerModel,
+  turn,
+} from '../support/session-helpers.ts';
 
 const stores: SqliteStore[] = [];
 afterEach(async () => {
@@ -21,7 +39,12 @@ async function expectVerified(sessions: Sessions, id: string): Promise<ReplayRep
   const events = await allEvents(sessions, id);
   const report = await verifyReplay(sessions.log, id);
   expect(report.mismatches).toEqual([]);
-  expect(report).toMatchObject({ sessionId: id, ok: true, events: events.length, requests: ofType(events, 'request/header').length });
+  expect(report).toMatchObject({
+    sessionId: id,
+    ok: true,
+    events: events.length,
+    requests: ofType(events, 'request/header').length,
+  });
   expect(report.requests).toBeGreaterThan(0);
   return report;
 }
@@ -32,7 +55,13 @@ const scenarios: Array<[string, (sessions: Sessions) => Promise<string>]> = [
     async (sessions) => {
       const s = await sessions.create();
       const model = new ScriptedModel([
-        { text: 'first', toolCalls: [{ id: 'a', name: 'lookup', input: { q: 'a' } }, { id: 'b', name: 'lookup', input: { q: 'b' } }] },
+        {
+          text: 'first',
+          toolCalls: [
+            { id: 'a', name: 'lookup', input: { q: 'a' } },
+            { id: 'b', name: 'lookup', input: { q: 'b' } },
+          ],
+        },
         { toolCalls: [{ id: 'c', name: 'lookup', input: { q: 'c' } }] },
         { toolCalls: [{ id: 'd', name: 'nope', input: {} }] },
         { text: 'done' },
@@ -67,7 +96,9 @@ const scenarios: Array<[string, (sessions: Sessions) => Promise<string>]> = [
     'a branch switch between turns',
     async (sessions) => {
       const s = await sessions.create();
-      const agent = agentWith(new ScriptedModel([{ text: 'one' }, { text: 'two' }, { text: 'three' }, { text: 'four' }]));
+      const agent = agentWith(
+        new ScriptedModel([{ text: 'one' }, { text: 'two' }, { text: 'three' }, { text: 'four' }]),
+      );
       await turn(sessions, s.id, agent, 'q1');
       const first = (await sessions.get(s.id)).leafId!;
       await turn(sessions, s.id, agent, 'q2');
@@ -90,7 +121,9 @@ const scenarios: Array<[string, (sessions: Sessions) => Promise<string>]> = [
         { toolCalls: [{ id: 'c', name: 'lookup', input: { q: 'c' } }], usage: { input: 950 } },
         { text: 'done', usage: { input: 100 } },
       ]);
-      await turn(sessions, s.id, agentWith(model), 'long loop', { compaction: { contextWindow: 1000, reserveTokens: 200, keepRecentTokens: 1, model: summarizerModel() } });
+      await turn(sessions, s.id, agentWith(model), 'long loop', {
+        compaction: { contextWindow: 1000, reserveTokens: 200, keepRecentTokens: 1, model: summarizerModel() },
+      });
       expect(ofType(await allEvents(sessions, s.id), 'compaction')).toHaveLength(2);
       return s.id;
     },
@@ -127,8 +160,14 @@ async function importInto(lines: Array<Record<string, unknown>>): Promise<Sessio
   return fresh;
 }
 
-type HeaderLine = { kind: 'event'; type: 'request/header'; seq: number; data: { system: string | null; context: { messages: number; first: string | null; last: string | null } } };
-const headersOf = (lines: Array<Record<string, unknown>>) => lines.filter((l): l is HeaderLine => l.kind === 'event' && l.type === 'request/header');
+type HeaderLine = {
+  kind: 'event';
+  type: 'request/header';
+  seq: number;
+  data: { system: string | null; context: { messages: number; first: string | null; last: string | null } };
+};
+const headersOf = (lines: Array<Record<string, unknown>>) =>
+  lines.filter((l): l is HeaderLine => l.kind === 'event' && l.type === 'request/header');
 
 describe('replay verification', () => {
   it.each(scenarios)('passes for %s', async (_name, build) => {
@@ -158,7 +197,9 @@ describe('replay verification', () => {
       // The system prompt is stored once; every header refers to it by content hash.
       const system = headersOf(lines)[0]!.data.system!;
       expect(headersOf(lines).every((h) => h.data.system === system)).toBe(true);
-      expect(lines.filter((l) => l.kind === 'blob' && l.hash === system)).toEqual([{ kind: 'blob', hash: system, data: JSON.stringify('Be brief.') }]);
+      expect(lines.filter((l) => l.kind === 'blob' && l.hash === system)).toEqual([
+        { kind: 'blob', hash: system, data: JSON.stringify('Be brief.') },
+      ]);
       return { id, lines };
     }
 
@@ -188,7 +229,9 @@ describe('replay verification', () => {
       db.close();
       const report = await verifyReplay(copy.log, id);
       expect(report.ok).toBe(false);
-      expect(report.mismatches.map((m) => [m.seq, m.kind])).toEqual(headersOf(lines).map((h) => [h.seq, 'fingerprint']));
+      expect(report.mismatches.map((m) => [m.seq, m.kind])).toEqual(
+        headersOf(lines).map((h) => [h.seq, 'fingerprint']),
+      );
     });
 
     it("a request/header's context reference edited: a context mismatch at that header", async () => {
@@ -203,7 +246,10 @@ describe('replay verification', () => {
 
     it("an earlier user message's edited text: a mismatch at every request that sent it", async () => {
       const { id, lines } = await tamperable();
-      const user = lines.find((l) => l.kind === 'event' && l.type === 'user/message') as { seq: number; data: { message: { id: string; content: Array<{ type: string; text: string }> } } };
+      const user = lines.find((l) => l.kind === 'event' && l.type === 'user/message') as {
+        seq: number;
+        data: { message: { id: string; content: Array<{ type: string; text: string }> } };
+      };
       expect(user.data.message.content[0]!.text).toBe('Find alpha and beta.');
       user.data.message.content[0]!.text = 'Find alpha only.';
       const report = await verifyReplay((await importInto(lines)).log, id);

@@ -23,14 +23,25 @@ const EVERY = 256;
 const usage0 = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 };
 
 let n = 0;
-const user = (): NewEvent => ({ type: 'user/message', data: { message: { id: `u${++n}`, role: 'user', content: [{ type: 'text', text: `question ${n}` }] }, via: 'input' } });
+const user = (): NewEvent => ({
+  type: 'user/message',
+  data: { message: { id: `u${++n}`, role: 'user', content: [{ type: 'text', text: `question ${n}` }] }, via: 'input' },
+});
 const assistant = (): NewEvent => ({
   type: 'assistant/message',
-  data: { message: { id: `a${++n}`, role: 'assistant', content: [{ type: 'text', text: `answer ${n}` }] }, finishReason: 'stop', usage: usage0, cost: 0, timing: { startedAt: 0, durationMs: 1 } },
+  data: {
+    message: { id: `a${++n}`, role: 'assistant', content: [{ type: 'text', text: `answer ${n}` }] },
+    finishReason: 'stop',
+    usage: usage0,
+    cost: 0,
+    timing: { startedAt: 0, durationMs: 1 },
+  },
 });
 /** `count` events: user/assistant entries with some non-entry bookkeeping among them. */
 const linear = (count: number): NewEvent[] =>
-  Array.from({ length: count }, (_, i): NewEvent => (i % 5 === 4 ? { type: 'step/start', data: {} } : i % 2 === 0 ? user() : assistant()));
+  Array.from({ length: count }, (_, i): NewEvent =>
+    i % 5 === 4 ? { type: 'step/start', data: {} } : i % 2 === 0 ? user() : assistant(),
+  );
 
 describe('snapshot cost', () => {
   let store: Store;
@@ -181,7 +192,7 @@ describe('snapshot cost', () => {
     expect(transcript.state.items.filter((x) => x.kind === 'compaction')).toHaveLength(1);
   });
 
-  it('writes a snapshot once the events since the last one reach snapshotEvery or the state\'s own size, whichever is more', async () => {
+  it("writes a snapshot once the events since the last one reach snapshotEvery or the state's own size, whichever is more", async () => {
     // So writing snapshots costs the same per event however long the history grows, and a cold
     // read (a process that kept nothing in memory) folds at most about what the snapshot holds.
     const other = (await sessions.create()).id;

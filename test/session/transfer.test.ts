@@ -10,7 +10,15 @@ import {
   type Sessions,
   type SqliteStore,
 } from '../../src/index.ts';
-import { agentWith, allEvents, exportText, LONG_SYSTEM, memorySessions, richSession, turn } from '../support/session-helpers.ts';
+import {
+  agentWith,
+  allEvents,
+  exportText,
+  LONG_SYSTEM,
+  memorySessions,
+  richSession,
+  turn,
+} from '../support/session-helpers.ts';
 
 const stores: SqliteStore[] = [];
 afterEach(async () => {
@@ -35,10 +43,19 @@ async function views(sessions: Sessions, id: string) {
   };
 }
 
-type Line = Record<string, unknown> & { kind: string; type?: string; seq?: number; id?: string; entry?: boolean; hash?: string; data?: unknown };
+type Line = Record<string, unknown> & {
+  kind: string;
+  type?: string;
+  seq?: number;
+  id?: string;
+  entry?: boolean;
+  hash?: string;
+  data?: unknown;
+};
 const dataOf = (l: Line) => l.data as Record<string, unknown>;
 const parse = (text: string): Line[] => text.split('\n').map((l) => JSON.parse(l) as Line);
-const serialize = (lines: ReadonlyArray<Line | string>): string => lines.map((l) => (typeof l === 'string' ? l : JSON.stringify(l))).join('\n');
+const serialize = (lines: ReadonlyArray<Line | string>): string =>
+  lines.map((l) => (typeof l === 'string' ? l : JSON.stringify(l))).join('\n');
 
 async function importError(sessions: Sessions, input: string): Promise<ImportError> {
   const error = await importSession(sessions.log, input).then(
@@ -58,7 +75,10 @@ describe('export and import', () => {
 
     const lines = parse(text);
     expect(lines[0]).toMatchObject({ kind: 'keel.session', version: 1, session: { id, title: 'rich (renamed)' } });
-    expect(lines[0]!.session).toMatchObject({ archivedAt: expect.any(Number), lastSeq: lines.length - 1 - lines.filter((l) => l.kind === 'blob').length });
+    expect(lines[0]!.session).toMatchObject({
+      archivedAt: expect.any(Number),
+      lastSeq: lines.length - 1 - lines.filter((l) => l.kind === 'blob').length,
+    });
     // The large system prompt is stored once, as a blob, before the first header that uses it.
     const systemBlob = lines.findIndex((l) => l.kind === 'blob' && l.data === JSON.stringify(LONG_SYSTEM));
     expect(systemBlob).toBeGreaterThan(0);
@@ -67,8 +87,19 @@ describe('export and import', () => {
     expect(headers.length).toBeGreaterThan(5);
     expect(headers.every((h) => dataOf(h).system === lines[systemBlob]!.hash)).toBe(true);
     expect(lines.findIndex((l) => l.type === 'request/header')).toBeGreaterThan(systemBlob);
-    for (const type of ['model/retry', 'tool/call', 'leaf/move', 'branch/summary', 'compaction', 'session/updated', 'session/archived']) {
-      expect(lines.some((l) => l.type === type), type).toBe(true);
+    for (const type of [
+      'model/retry',
+      'tool/call',
+      'leaf/move',
+      'branch/summary',
+      'compaction',
+      'session/updated',
+      'session/archived',
+    ]) {
+      expect(
+        lines.some((l) => l.type === type),
+        type,
+      ).toBe(true);
     }
 
     const fresh = open();
@@ -105,7 +136,12 @@ describe('export and import', () => {
     const copies = [await importSession(sessions.log, text), await importSession(sessions.log, text)];
     expect(new Set([id, ...copies.map((c) => c.id)]).size).toBe(3);
     for (const copy of copies) {
-      expect(copy).toMatchObject({ lastSeq: source.lastSeq, leafId: source.leafId, title: source.title, origin: { sessionId: id, entryId: source.leafId } });
+      expect(copy).toMatchObject({
+        lastSeq: source.lastSeq,
+        leafId: source.leafId,
+        title: source.title,
+        origin: { sessionId: id, entryId: source.leafId },
+      });
       // Event ids are unique within a session: they are kept, so every reference in the log stays exact.
       const strip = (events: Awaited<ReturnType<typeof allEvents>>) => events.map(({ sessionId: _s, ...e }) => e);
       expect(strip(await allEvents(sessions, copy.id))).toEqual(strip(await allEvents(sessions, id)));
@@ -114,7 +150,12 @@ describe('export and import', () => {
       expect(await verifyReplay(sessions.log, copy.id)).toMatchObject({ ok: true, mismatches: [] });
     }
     // The tree of each is its own: a new message on one does not touch the other.
-    await sessions.append(copies[0]!.id, [{ type: 'user/message', data: { message: { id: 'm-new', role: 'user', content: [{ type: 'text', text: 'only here' }] }, via: 'input' } }]);
+    await sessions.append(copies[0]!.id, [
+      {
+        type: 'user/message',
+        data: { message: { id: 'm-new', role: 'user', content: [{ type: 'text', text: 'only here' }] }, via: 'input' },
+      },
+    ]);
     expect((await sessions.get(copies[1]!.id)).leafId).toBe(source.leafId);
     expect((await sessions.get(id)).lastSeq).toBe(source.lastSeq);
   });
@@ -124,7 +165,12 @@ describe('export and import', () => {
     const { id } = await richSession(sessions);
     const entry = (await allEvents(sessions, id)).find((e) => e.type === 'assistant/message')!;
     const fork = await sessions.fork(id, entry.id, { into: 'session', title: 'forked' });
-    await turn(sessions, fork.sessionId, agentWith(new ScriptedModel([{ text: 'in the fork' }])), 'continue in the fork');
+    await turn(
+      sessions,
+      fork.sessionId,
+      agentWith(new ScriptedModel([{ text: 'in the fork' }])),
+      'continue in the fork',
+    );
     const text = await exportText(sessions, fork.sessionId);
 
     const fresh = open();
@@ -142,7 +188,10 @@ describe('export and import', () => {
     const fresh = open();
     await importSession(fresh.sessions.log, text, { ids: 'keep' });
     const before = await views(fresh.sessions, id);
-    await expect(importSession(fresh.sessions.log, text, { ids: 'keep' })).rejects.toMatchObject({ name: 'StoreError', code: 'conflict' });
+    await expect(importSession(fresh.sessions.log, text, { ids: 'keep' })).rejects.toMatchObject({
+      name: 'StoreError',
+      code: 'conflict',
+    });
     expect(await views(fresh.sessions, id)).toEqual(before);
     expect(await fresh.store.listSessions({ limit: 10, includeArchived: true })).toHaveLength(1);
 
@@ -197,13 +246,18 @@ describe('export and import', () => {
       const seq = lines[7]!.seq!;
       const gapped = lines.map((l, i) => (i >= 7 && l.kind === 'event' ? { ...l, seq: l.seq! + 1 } : l));
       const e = await importError(target.sessions, serialize(gapped));
-      expect(e.problems).toEqual([{ line: 8, message: expect.stringContaining(`seq ${seq + 1} where ${seq} was expected`) }]);
+      expect(e.problems).toEqual([
+        { line: 8, message: expect.stringContaining(`seq ${seq + 1} where ${seq} was expected`) },
+      ]);
       await nothingWritten();
 
       // A missing line is a gap too.
       const dropped = lines.filter((_, i) => i !== 7);
       const e2 = await importError(target.sessions, serialize(dropped));
-      expect(e2.problems[0]).toEqual({ line: 8, message: expect.stringContaining(`seq ${seq + 1} where ${seq} was expected`) });
+      expect(e2.problems[0]).toEqual({
+        line: 8,
+        message: expect.stringContaining(`seq ${seq + 1} where ${seq} was expected`),
+      });
       await nothingWritten();
     });
 
@@ -216,7 +270,9 @@ describe('export and import', () => {
       expect(e.message).toContain(`line ${at}:`);
       await nothingWritten();
 
-      const ignorable = lines.map((l, i) => (i === at - 1 ? { ...l, type: 'plugin/thing', ignorable: true, data: { x: 1 } } : l));
+      const ignorable = lines.map((l, i) =>
+        i === at - 1 ? { ...l, type: 'plugin/thing', ignorable: true, data: { x: 1 } } : l,
+      );
       const text = serialize(ignorable);
       await importSession(target.sessions.log, text, { ids: 'keep' });
       expect(await exportText(target.sessions, id)).toBe(text);
@@ -226,10 +282,14 @@ describe('export and import', () => {
     it('a blob whose content does not match its hash', async () => {
       const { lines, target, nothingWritten, lineOf } = await source();
       const at = lineOf((l) => l.kind === 'blob');
-      const bad = lines.map((l, i) => (i === at - 1 ? { ...l, data: JSON.stringify('You are a different assistant now.') } : l));
+      const bad = lines.map((l, i) =>
+        i === at - 1 ? { ...l, data: JSON.stringify('You are a different assistant now.') } : l,
+      );
       const e = await importError(target.sessions, serialize(bad));
       // Only the blob's line: the events that use it are not reported again.
-      expect(e.problems).toEqual([{ line: at, message: `blob content does not match its hash ${lines[at - 1]!.hash!}` }]);
+      expect(e.problems).toEqual([
+        { line: at, message: `blob content does not match its hash ${lines[at - 1]!.hash!}` },
+      ]);
       await nothingWritten();
 
       // A blob that no line provides is reported where it is used.
@@ -268,7 +328,10 @@ describe('export and import', () => {
       const parentAt = lineOf((l) => l.type === 'tool/result', 10);
       const schemaAt = lineOf((l) => l.type === 'turn/end', 10);
       // A seq gap where an event follows an event (after line 5's, which is unreadable).
-      const gapAt = lineOf((l) => l.kind === 'event', lineOf((l) => l.kind === 'event', 5));
+      const gapAt = lineOf(
+        (l) => l.kind === 'event',
+        lineOf((l) => l.kind === 'event', 5),
+      );
       const wanted = [5, gapAt, unknownAt, blobAt, parentAt, schemaAt];
       expect(new Set(wanted).size).toBe(wanted.length);
       expect(lines[4]).toMatchObject({ kind: 'event', entry: false });
@@ -295,7 +358,9 @@ describe('export and import', () => {
         expect(e.problems).toEqual([{ line: 1, message: 'the input is empty' }]);
       }
       const headless = await importError(target.sessions, serialize(lines.slice(1)));
-      expect(headless.problems).toEqual([{ line: 1, message: expect.stringContaining('the first line must be a keel.session header') }]);
+      expect(headless.problems).toEqual([
+        { line: 1, message: expect.stringContaining('the first line must be a keel.session header') },
+      ]);
       const newer = await importError(target.sessions, serialize([{ ...lines[0]!, version: 99 }, ...lines.slice(1)]));
       expect(newer.problems).toEqual([{ line: 1, message: expect.stringContaining('version 99') }]);
       await nothingWritten();

@@ -1,6 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { openSqliteStore, ScriptedModel, Sessions, tool, type LiveListener, type SessionEvent, type SqliteStore } from '../../src/index.ts';
+import {
+  openSqliteStore,
+  ScriptedModel,
+  Sessions,
+  tool,
+  type LiveListener,
+  type SessionEvent,
+  type SqliteStore,
+} from '../../src/index.ts';
 import { assistantTexts, reasoningPartsIn, userTexts } from '../support/turn-helpers.ts';
 import { agentWith, allEvents, memorySessions, ofType, tempDbPath, turn } from '../support/session-helpers.ts';
 
@@ -27,13 +35,26 @@ describe('Sessions.startTurn', () => {
       { text: 'let me look', toolCalls: [{ id: 'c1', name: 'lookup', input: { q: 'a' } }] },
       { text: 'a is found' },
       { text: 'second answer' },
-      { toolCalls: [{ id: 'c2', name: 'lookup', input: { q: 'b' } }, { id: 'c3', name: 'lookup', input: { q: 'c' } }] },
+      {
+        toolCalls: [
+          { id: 'c2', name: 'lookup', input: { q: 'b' } },
+          { id: 'c3', name: 'lookup', input: { q: 'c' } },
+        ],
+      },
       { text: 'third answer' },
     ]);
     const agent = agentWith(model);
 
-    const results = [await turn(sessions, s.id, agent, 'first'), await turn(sessions, s.id, agent, 'second'), await turn(sessions, s.id, agent, 'third')];
-    expect(results.map((r) => [r.turn, r.reason])).toEqual([[1, 'completed'], [2, 'completed'], [3, 'completed']]);
+    const results = [
+      await turn(sessions, s.id, agent, 'first'),
+      await turn(sessions, s.id, agent, 'second'),
+      await turn(sessions, s.id, agent, 'third'),
+    ];
+    expect(results.map((r) => [r.turn, r.reason])).toEqual([
+      [1, 'completed'],
+      [2, 'completed'],
+      [3, 'completed'],
+    ]);
 
     const events = await allEvents(sessions, s.id);
     // seqs 1..n with no gap, and the session record agrees.
@@ -42,31 +63,76 @@ describe('Sessions.startTurn', () => {
 
     const byTurn = (n: number) => events.filter((e) => e.turn === n).map((e) => e.type);
     expect(byTurn(1)).toEqual([
-      'turn/start', 'user/message',
-      'step/start', 'request/header', 'assistant/message', 'tool/call', 'tool/result', 'step/end',
-      'step/start', 'request/header', 'assistant/message', 'step/end',
+      'turn/start',
+      'user/message',
+      'step/start',
+      'request/header',
+      'assistant/message',
+      'tool/call',
+      'tool/result',
+      'step/end',
+      'step/start',
+      'request/header',
+      'assistant/message',
+      'step/end',
       'turn/end',
     ]);
-    expect(byTurn(2)).toEqual(['turn/start', 'user/message', 'step/start', 'request/header', 'assistant/message', 'step/end', 'turn/end']);
+    expect(byTurn(2)).toEqual([
+      'turn/start',
+      'user/message',
+      'step/start',
+      'request/header',
+      'assistant/message',
+      'step/end',
+      'turn/end',
+    ]);
     expect(byTurn(3)).toEqual([
-      'turn/start', 'user/message',
-      'step/start', 'request/header', 'assistant/message', 'tool/call', 'tool/call', 'tool/result', 'tool/result', 'step/end',
-      'step/start', 'request/header', 'assistant/message', 'step/end',
+      'turn/start',
+      'user/message',
+      'step/start',
+      'request/header',
+      'assistant/message',
+      'tool/call',
+      'tool/call',
+      'tool/result',
+      'tool/result',
+      'step/end',
+      'step/start',
+      'request/header',
+      'assistant/message',
+      'step/end',
       'turn/end',
     ]);
     // Everything but the creation belongs to a turn, and the turns do not interleave.
     expect(events[0]!.type).toBe('session/created');
-    expect(events.slice(1).map((e) => e.turn)).toEqual([...byTurn(1).map(() => 1), ...byTurn(2).map(() => 2), ...byTurn(3).map(() => 3)]);
+    expect(events.slice(1).map((e) => e.turn)).toEqual([
+      ...byTurn(1).map(() => 1),
+      ...byTurn(2).map(() => 2),
+      ...byTurn(3).map(() => 3),
+    ]);
     expect(ofType(events, 'turn/start').map((e) => e.turn)).toEqual([1, 2, 3]);
     // Step numbers restart in each turn.
-    expect(ofType(events, 'step/start').map((e) => [e.turn, e.step])).toEqual([[1, 1], [1, 2], [2, 1], [3, 1], [3, 2]]);
+    expect(ofType(events, 'step/start').map((e) => [e.turn, e.step])).toEqual([
+      [1, 1],
+      [1, 2],
+      [2, 1],
+      [3, 1],
+      [3, 2],
+    ]);
     expect(ofType(events, 'turn/end').map((e) => e.data.reason)).toEqual(['completed', 'completed', 'completed']);
 
     // What the log recorded is what the loop produced.
     const assistants = ofType(events, 'assistant/message').map((e) => e.data.message);
     expect(assistants).toEqual(results.flatMap((r) => r.added.filter((m) => m.role === 'assistant')));
     const stats = await sessions.stats(s.id);
-    expect(stats).toMatchObject({ lastTurn: 3, turns: 3, steps: 5, modelCalls: 5, toolCalls: 3, turnEnds: { completed: 3 } });
+    expect(stats).toMatchObject({
+      lastTurn: 3,
+      turns: 3,
+      steps: 5,
+      modelCalls: 5,
+      toolCalls: 3,
+      turnEnds: { completed: 3 },
+    });
   });
 
   it('holds write-ahead with the SQLite sink: a running tool already finds its tool/call durably recorded', async () => {
@@ -81,7 +147,13 @@ describe('Sessions.startTurn', () => {
     stores.push(other);
     const otherSessions = new Sessions({ store: other });
 
-    const seen: Array<{ toolCallId: string; sameConnection: string[]; otherConnection: string[]; resultRecorded: boolean; decisionRecorded: boolean }> = [];
+    const seen: Array<{
+      toolCallId: string;
+      sameConnection: string[];
+      otherConnection: string[];
+      resultRecorded: boolean;
+      decisionRecorded: boolean;
+    }> = [];
     const probe = tool({
       name: 'probe',
       description: 'records what the log holds while it runs',
@@ -95,18 +167,36 @@ describe('Sessions.startTurn', () => {
           otherConnection: ofType(theirs, 'tool/call').map((e) => e.data.toolCallId),
           resultRecorded: ofType(theirs, 'tool/result').some((e) => e.data.toolCallId === ctx.toolCallId),
           // The model decision that asked for the call is on record too.
-          decisionRecorded: ofType(theirs, 'assistant/message').some((e) => e.data.message.content.some((p) => p.type === 'tool-call' && p.toolCallId === ctx.toolCallId)),
+          decisionRecorded: ofType(theirs, 'assistant/message').some((e) =>
+            e.data.message.content.some((p) => p.type === 'tool-call' && p.toolCallId === ctx.toolCallId),
+          ),
         });
         return 'probed';
       },
     });
-    const model = new ScriptedModel([{ toolCalls: [{ id: 'p1', name: 'probe', input: {} }] }, { toolCalls: [{ id: 'p2', name: 'probe', input: {} }] }, { text: 'done' }]);
+    const model = new ScriptedModel([
+      { toolCalls: [{ id: 'p1', name: 'probe', input: {} }] },
+      { toolCalls: [{ id: 'p2', name: 'probe', input: {} }] },
+      { text: 'done' },
+    ]);
     const result = await turn(sessions, s.id, agentWith(model, { tools: [probe] }), 'probe twice');
 
     expect(result.reason).toBe('completed');
     expect(seen).toEqual([
-      { toolCallId: 'p1', sameConnection: ['p1'], otherConnection: ['p1'], resultRecorded: false, decisionRecorded: true },
-      { toolCallId: 'p2', sameConnection: ['p1', 'p2'], otherConnection: ['p1', 'p2'], resultRecorded: false, decisionRecorded: true },
+      {
+        toolCallId: 'p1',
+        sameConnection: ['p1'],
+        otherConnection: ['p1'],
+        resultRecorded: false,
+        decisionRecorded: true,
+      },
+      {
+        toolCallId: 'p2',
+        sameConnection: ['p1', 'p2'],
+        otherConnection: ['p1', 'p2'],
+        resultRecorded: false,
+        decisionRecorded: true,
+      },
     ]);
     // Each call's event precedes its result in the log.
     const events = await otherSessions.events(s.id);
@@ -125,7 +215,11 @@ describe('Sessions.startTurn', () => {
     let sessions = new Sessions({ store });
     const s = await sessions.create();
     const model1 = new ScriptedModel([
-      { reasoning: 'private thoughts', reasoningSignature: 'sig-turn-1', toolCalls: [{ id: 'k1', name: 'lookup', input: { q: 'key' } }] },
+      {
+        reasoning: 'private thoughts',
+        reasoningSignature: 'sig-turn-1',
+        toolCalls: [{ id: 'k1', name: 'lookup', input: { q: 'key' } }],
+      },
       { text: 'the key is found' },
     ]);
     await turn(sessions, s.id, agentWith(model1, { system: 'be brief' }), 'find the key');
@@ -151,7 +245,11 @@ describe('Sessions.startTurn', () => {
     const header = ofType(await allEvents(sessions, s.id), 'request/header').at(-1)!;
     const newUser = result.added[0]!;
     expect(header.turn).toBe(2);
-    expect(header.data.context).toEqual({ messages: before.messages.length + 1, first: before.messages[0]!.id, last: newUser.id });
+    expect(header.data.context).toEqual({
+      messages: before.messages.length + 1,
+      first: before.messages[0]!.id,
+      last: newUser.id,
+    });
   });
 
   it('uses a message appended with appendUserMessage when the turn has no input of its own', async () => {
@@ -179,19 +277,25 @@ describe('Sessions.startTurn', () => {
     expect(answer.parentId).toBe(appended.id);
   });
 
-  it('refuses a message that says nothing, appended or as a turn\'s input, and logs nothing', async () => {
+  it("refuses a message that says nothing, appended or as a turn's input, and logs nothing", async () => {
     const { sessions } = open();
     const s = await sessions.create();
     const model = new ScriptedModel([{ text: 'never' }]);
     const before = await allEvents(sessions, s.id);
     for (const input of ['', ' ', [], [{ type: 'text' as const, text: '' }]]) {
-      await expect(sessions.appendUserMessage(s.id, input), JSON.stringify(input)).rejects.toMatchObject({ code: 'invalid_event' });
-      await expect(sessions.startTurn(s.id, agentWith(model), { input }), JSON.stringify(input)).rejects.toMatchObject({ code: 'invalid_event' });
+      await expect(sessions.appendUserMessage(s.id, input), JSON.stringify(input)).rejects.toMatchObject({
+        code: 'invalid_event',
+      });
+      await expect(sessions.startTurn(s.id, agentWith(model), { input }), JSON.stringify(input)).rejects.toMatchObject({
+        code: 'invalid_event',
+      });
     }
     // Parts that are no user message's are refused as such (not a TypeError from the check).
     const malformed = [{ type: 'text', text: 5 }] as unknown as Parameters<Sessions['appendUserMessage']>[1];
     await expect(sessions.appendUserMessage(s.id, malformed)).rejects.toMatchObject({ code: 'invalid_event' });
-    await expect(sessions.startTurn(s.id, agentWith(model), { input: malformed })).rejects.toMatchObject({ code: 'invalid_event' });
+    await expect(sessions.startTurn(s.id, agentWith(model), { input: malformed })).rejects.toMatchObject({
+      code: 'invalid_event',
+    });
     expect(await allEvents(sessions, s.id)).toEqual(before);
     expect(model.calls).toHaveLength(0);
   });
@@ -216,19 +320,32 @@ describe('Sessions.startTurn', () => {
     expect(durable).toEqual(stored.filter((e) => e.turn === 1) as SessionEvent[]);
 
     const messages = ofType(durable, 'assistant/message').map((e) => e.data.message);
-    const textOfDeltas = (id: string) => live.flatMap((e) => (e.kind === 'delta' && e.delta.type === 'text/delta' && e.delta.messageId === id ? [e.delta.delta] : [])).join('');
+    const textOfDeltas = (id: string) =>
+      live
+        .flatMap((e) =>
+          e.kind === 'delta' && e.delta.type === 'text/delta' && e.delta.messageId === id ? [e.delta.delta] : [],
+        )
+        .join('');
     expect(textOfDeltas(messages[0]!.id)).toBe('Looking up');
     expect(textOfDeltas(messages[1]!.id)).toBe('x was found, all good');
-    expect(live.some((e) => e.kind === 'delta' && e.delta.type === 'reasoning/delta' && e.delta.delta === 'thinking')).toBe(true);
-    expect(live.some((e) => e.kind === 'delta' && e.delta.type === 'tool-input/delta' && e.delta.toolCallId === 'd1')).toBe(true);
+    expect(
+      live.some((e) => e.kind === 'delta' && e.delta.type === 'reasoning/delta' && e.delta.delta === 'thinking'),
+    ).toBe(true);
+    expect(
+      live.some((e) => e.kind === 'delta' && e.delta.type === 'tool-input/delta' && e.delta.toolCallId === 'd1'),
+    ).toBe(true);
 
     // Each message's deltas stream live before the durable events of its step, which are
     // published when the step commits (ADR-0008): its request header, then the message.
     for (const m of messages) {
       const at = (pred: (e: Live) => boolean) => live.findIndex(pred);
-      const header = at((e) => e.kind === 'event' && e.event.type === 'request/header' && e.event.data.messageId === m.id);
+      const header = at(
+        (e) => e.kind === 'event' && e.event.type === 'request/header' && e.event.data.messageId === m.id,
+      );
       const lastDelta = live.findLastIndex((e) => e.kind === 'delta' && e.delta.messageId === m.id);
-      const final = at((e) => e.kind === 'event' && e.event.type === 'assistant/message' && e.event.data.message.id === m.id);
+      const final = at(
+        (e) => e.kind === 'event' && e.event.type === 'assistant/message' && e.event.data.message.id === m.id,
+      );
       expect(lastDelta).toBeGreaterThanOrEqual(0);
       expect(lastDelta).toBeLessThan(header);
       expect(header).toBeLessThan(final);

@@ -29,11 +29,27 @@ const noteType = {
   upcasters: { 1: (d: unknown) => ({ text: (d as { body: string }).body, tags: ['from-v1'] }) },
 };
 
-const user = (text: string): NewEvent => ({ type: 'user/message', data: { message: { id: newId(), role: 'user', content: [{ type: 'text', text }] }, via: 'input' } });
+const user = (text: string): NewEvent => ({
+  type: 'user/message',
+  data: { message: { id: newId(), role: 'user', content: [{ type: 'text', text }] }, via: 'input' },
+});
 
-const raw = (type: string, v: number, data: unknown, extra: Partial<EventDraft> = {}): EventDraft => ({ id: newId(), type, v, time: Date.now(), entry: false, data, ...extra });
+const raw = (type: string, v: number, data: unknown, extra: Partial<EventDraft> = {}): EventDraft => ({
+  id: newId(),
+  type,
+  v,
+  time: Date.now(),
+  entry: false,
+  data,
+  ...extra,
+});
 
-const projections: Projection<unknown>[] = [contextProjection, transcriptProjection, developerProjection, statsProjection] as Projection<unknown>[];
+const projections: Projection<unknown>[] = [
+  contextProjection,
+  transcriptProjection,
+  developerProjection,
+  statsProjection,
+] as Projection<unknown>[];
 
 describe('upcasting and unknown events', () => {
   let store: Store;
@@ -49,7 +65,9 @@ describe('upcasting and unknown events', () => {
     it('reads a v1 event written by an older Keel in the current v2 shape', async () => {
       const s = await sessions.create();
       await store.append(s.id, [raw('test/note', 1, { body: 'written long ago' })]);
-      await sessions.append(s.id, [{ type: 'test/note', data: { text: 'written now', tags: ['new'] } } as unknown as NewEvent]);
+      await sessions.append(s.id, [
+        { type: 'test/note', data: { text: 'written now', tags: ['new'] } } as unknown as NewEvent,
+      ]);
 
       const events = await sessions.log.read(s.id);
       const notes = events.filter((e) => (e.type as string) === 'test/note');
@@ -83,19 +101,31 @@ describe('upcasting and unknown events', () => {
       });
       const chained = new Sessions({ store, registry });
       const s = await chained.create();
-      await store.append(s.id, [raw('test/chain', 1, { s: 'one' }), raw('test/chain', 2, { trail: ['two'] }), raw('test/chain', 3, { trail: ['three'] })]);
+      await store.append(s.id, [
+        raw('test/chain', 1, { s: 'one' }),
+        raw('test/chain', 2, { trail: ['two'] }),
+        raw('test/chain', 3, { trail: ['three'] }),
+      ]);
       const events = (await chained.log.read(s.id)).slice(1);
-      expect(events.map((e) => e.data)).toEqual([{ trail: ['one', 'v1->v2', 'v2->v3'] }, { trail: ['two', 'v2->v3'] }, { trail: ['three'] }]);
+      expect(events.map((e) => e.data)).toEqual([
+        { trail: ['one', 'v1->v2', 'v2->v3'] },
+        { trail: ['two', 'v2->v3'] },
+        { trail: ['three'] },
+      ]);
       expect(events.every((e) => e.v === 3)).toBe(true);
     });
 
     it('refuses to define a version without an upcaster from every older one', () => {
       const r = defaultRegistry();
-      expect(() => r.define({ type: 'test/gap', v: 3, schema: z.object({}), entry: false, upcasters: { 1: (d: unknown) => d } })).toThrow(
-        /test\/gap: no upcaster from v2 to v3/,
+      expect(() =>
+        r.define({ type: 'test/gap', v: 3, schema: z.object({}), entry: false, upcasters: { 1: (d: unknown) => d } }),
+      ).toThrow(/test\/gap: no upcaster from v2 to v3/);
+      expect(() => r.define({ type: 'test/none', v: 2, schema: z.object({}), entry: false })).toThrow(
+        /no upcaster from v1 to v2/,
       );
-      expect(() => r.define({ type: 'test/none', v: 2, schema: z.object({}), entry: false })).toThrow(/no upcaster from v1 to v2/);
-      expect(() => r.define({ type: 'test/zero', v: 0, schema: z.object({}), entry: false })).toThrow(/version must be >= 1/);
+      expect(() => r.define({ type: 'test/zero', v: 0, schema: z.object({}), entry: false })).toThrow(
+        /version must be >= 1/,
+      );
       expect(r.get('test/gap')).toBeUndefined();
       expect(r.get('test/none')).toBeUndefined();
     });
@@ -110,8 +140,12 @@ describe('upcasting and unknown events', () => {
 
     it('writes the current version and validates against it', async () => {
       const s = await sessions.create();
-      await expect(sessions.append(s.id, [{ type: 'test/note', data: { body: 'v1 shape' } } as unknown as NewEvent])).rejects.toBeInstanceOf(InvalidEventError);
-      const [e] = await sessions.append(s.id, [{ type: 'test/note', data: { text: 'x', tags: [] } } as unknown as NewEvent]);
+      await expect(
+        sessions.append(s.id, [{ type: 'test/note', data: { body: 'v1 shape' } } as unknown as NewEvent]),
+      ).rejects.toBeInstanceOf(InvalidEventError);
+      const [e] = await sessions.append(s.id, [
+        { type: 'test/note', data: { text: 'x', tags: [] } } as unknown as NewEvent,
+      ]);
       expect(e!.v).toBe(2);
       expect((await store.readEvents(s.id)).at(-1)!.v).toBe(2);
     });

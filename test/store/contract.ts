@@ -62,7 +62,8 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       await opened.cleanup();
     });
 
-    const session = (id: string = randomUUID(), extra: Partial<NewSession> = {}) => store.createSession({ id, createdAt: T0, ...extra });
+    const session = (id: string = randomUUID(), extra: Partial<NewSession> = {}) =>
+      store.createSession({ id, createdAt: T0, ...extra });
 
     describe('sessions', () => {
       it('creates a session with defaults and reads it back', async () => {
@@ -121,7 +122,9 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
 
       it('rejects a duplicate session id and keeps the original', async () => {
         await store.createSession({ id: 'dup', createdAt: T0, title: 'first' });
-        await expect(store.createSession({ id: 'dup', createdAt: T0 + 1, title: 'second' })).rejects.toMatchObject({ code: 'conflict' });
+        await expect(store.createSession({ id: 'dup', createdAt: T0 + 1, title: 'second' })).rejects.toMatchObject({
+          code: 'conflict',
+        });
         const s = await store.getSession('dup');
         expect(s?.title).toBe('first');
         expect(s?.createdAt).toBe(T0);
@@ -129,7 +132,13 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
 
       it('lists sessions ordered by id, page by page with `after` and `limit`', async () => {
         for (const id of ['s-c', 's-a', 's-e', 's-b', 's-d']) await session(id);
-        expect((await store.listSessions({ limit: 100 })).map((s) => s.id)).toEqual(['s-a', 's-b', 's-c', 's-d', 's-e']);
+        expect((await store.listSessions({ limit: 100 })).map((s) => s.id)).toEqual([
+          's-a',
+          's-b',
+          's-c',
+          's-d',
+          's-e',
+        ]);
 
         const pages: string[][] = [];
         let after: string | undefined;
@@ -175,13 +184,28 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         expect(await store.getSession('p')).toEqual({ ...before, title: 'new', metadata: { b: [2, 3] } });
 
         await store.updateSession('p', { archivedAt: T0 + 1 });
-        expect(await store.getSession('p')).toEqual({ ...before, title: 'new', metadata: { b: [2, 3] }, archivedAt: T0 + 1 });
+        expect(await store.getSession('p')).toEqual({
+          ...before,
+          title: 'new',
+          metadata: { b: [2, 3] },
+          archivedAt: T0 + 1,
+        });
 
         await store.updateSession('p', { title: null, archivedAt: null });
-        expect(await store.getSession('p')).toEqual({ ...before, title: null, metadata: { b: [2, 3] }, archivedAt: null });
+        expect(await store.getSession('p')).toEqual({
+          ...before,
+          title: null,
+          metadata: { b: [2, 3] },
+          archivedAt: null,
+        });
 
         await store.updateSession('p', {});
-        expect(await store.getSession('p')).toEqual({ ...before, title: null, metadata: { b: [2, 3] }, archivedAt: null });
+        expect(await store.getSession('p')).toEqual({
+          ...before,
+          title: null,
+          metadata: { b: [2, 3] },
+          archivedAt: null,
+        });
       });
 
       it('refuses to update an unknown session with NotFoundError', async () => {
@@ -237,7 +261,16 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         });
         expect(first!.parentId).toBeUndefined();
         expect(first!.runId).toBeUndefined();
-        expect(delta).toMatchObject({ seq: 2, type: 'test/delta', runId: 'r1', turn: 1, step: 2, ignorable: true, entry: false, data: 'a string' });
+        expect(delta).toMatchObject({
+          seq: 2,
+          type: 'test/delta',
+          runId: 'r1',
+          turn: 1,
+          step: 2,
+          ignorable: true,
+          entry: false,
+          data: 'a string',
+        });
         expect(delta!.parentId).toBeUndefined();
         expect(second).toMatchObject({ seq: 3, v: 3, time: T0 + 7, entry: true, parentId: first!.id, data: null });
       });
@@ -273,7 +306,12 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         await expect(store.append('s', batch)).rejects.toMatchObject({ code: 'conflict' });
 
         expect(await store.readEvents('s')).toEqual(existing);
-        expect(await store.getEntries('s', batch.map((d) => d.id))).toEqual(existing.slice(0, 1));
+        expect(
+          await store.getEntries(
+            's',
+            batch.map((d) => d.id),
+          ),
+        ).toEqual(existing.slice(0, 1));
         expect(await store.getSession('s')).toEqual(before);
 
         const next = await store.append('s', [entry()]);
@@ -281,7 +319,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         expect(next[0]!.parentId).toBe(existing[0]!.id);
       });
 
-      it('a step\'s two entries: an id that exists is a conflict and nothing is written; a parent earlier in the batch is found', async () => {
+      it("a step's two entries: an id that exists is a conflict and nothing is written; a parent earlier in the batch is found", async () => {
         await session('s');
         const [e1] = await store.append('s', [entry()]);
         const before = (await store.getSession('s'))!;
@@ -407,7 +445,10 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       it('reads a window of events with afterSeq, untilSeq and limit', async () => {
         await session('s');
         await session('other');
-        await store.append('s', range(1, 10).map((n) => (n % 3 === 0 ? entry({ data: n }) : draft({ data: n }))));
+        await store.append(
+          's',
+          range(1, 10).map((n) => (n % 3 === 0 ? entry({ data: n }) : draft({ data: n }))),
+        );
         await store.append('other', [draft(), draft()]);
 
         const window = async (o: Parameters<Store['readEvents']>[1]) => seqs(await store.readEvents('s', o));
@@ -485,7 +526,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
 
     describe('erasure', () => {
       const hash = (c: string) => `sha256:${c.repeat(64)}`;
-      it('removes a session\'s events, own blobs, snapshots, checkpoints, inputs, run payloads and idempotency records; keeps a tombstone with its totals; leaves other sessions whole', async () => {
+      it("removes a session's events, own blobs, snapshots, checkpoints, inputs, run payloads and idempotency records; keeps a tombstone with its totals; leaves other sessions whole", async () => {
         await session('s');
         await session('other');
         // A blob of its own, and one that another session refers to too.
@@ -493,27 +534,85 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           { hash: hash('a'), data: '"mine only"' },
           { hash: hash('b'), data: '"shared"' },
         ]);
-        await store.append('s', [entry({ data: { text: { $blob: hash('a') } } }), draft({ data: { system: hash('b') } })]);
+        await store.append('s', [
+          entry({ data: { text: { $blob: hash('a') } } }),
+          draft({ data: { system: hash('b') } }),
+        ]);
         const otherEvents = await store.append('other', [entry({ data: { text: { $blob: hash('b') } } })]);
         await store.sealEvents('s');
         await store.append('s', [draft({ data: 'open row' })]);
-        const run = await store.createRun({ id: 'r-s', sessionId: 's', agent: { name: 'a', version: '1' }, agentSpec: { system: 'secret prompt' }, createdAt: T0, options: { x: 1 } });
-        await store.updateRun('r-s', { status: 'completed', endedAt: T0, usage: { inputTokens: 7, outputTokens: 3 }, cost: 0.5, error: { message: 'detail' } });
+        const run = await store.createRun({
+          id: 'r-s',
+          sessionId: 's',
+          agent: { name: 'a', version: '1' },
+          agentSpec: { system: 'secret prompt' },
+          createdAt: T0,
+          options: { x: 1 },
+        });
+        await store.updateRun('r-s', {
+          status: 'completed',
+          endedAt: T0,
+          usage: { inputTokens: 7, outputTokens: 3 },
+          cost: 0.5,
+          error: { message: 'detail' },
+        });
         await store.putCheckpoint({ runId: run.id, step: 1, seq: 2, state: { v: 2 } });
-        await store.putSnapshot({ sessionId: 's', projection: 'p', version: 1, asOfSeq: 1, leafId: null, state: { text: 'cached' } });
-        await store.addInput({ id: 'in-1', sessionId: 's', kind: 'message', runId: null, payload: { text: 'queued words' }, createdAt: T0 });
-        await store.putIdempotency({ tenant: 'default', key: 'k-s', fingerprint: 'f', status: 201, body: JSON.stringify({ id: 's', title: 'private' }), createdAt: T0 });
-        await store.putIdempotency({ tenant: 'default', key: 'k-other', fingerprint: 'f', status: 201, body: JSON.stringify({ id: 'other' }), createdAt: T0 });
+        await store.putSnapshot({
+          sessionId: 's',
+          projection: 'p',
+          version: 1,
+          asOfSeq: 1,
+          leafId: null,
+          state: { text: 'cached' },
+        });
+        await store.addInput({
+          id: 'in-1',
+          sessionId: 's',
+          kind: 'message',
+          runId: null,
+          payload: { text: 'queued words' },
+          createdAt: T0,
+        });
+        await store.putIdempotency({
+          tenant: 'default',
+          key: 'k-s',
+          fingerprint: 'f',
+          status: 201,
+          body: JSON.stringify({ id: 's', title: 'private' }),
+          createdAt: T0,
+        });
+        await store.putIdempotency({
+          tenant: 'default',
+          key: 'k-other',
+          fingerprint: 'f',
+          status: 201,
+          body: JSON.stringify({ id: 'other' }),
+          createdAt: T0,
+        });
         const beforeOther = await store.getSession('other');
 
         // Not while a run of the session is live.
-        const live = await store.createRun({ id: 'r-live', sessionId: 's', agent: { name: 'a', version: '1' }, agentSpec: {}, createdAt: T0 });
+        const live = await store.createRun({
+          id: 'r-live',
+          sessionId: 's',
+          agent: { name: 'a', version: '1' },
+          agentSpec: {},
+          createdAt: T0,
+        });
         await expect(store.eraseSession('s', T0 + 1)).rejects.toBeInstanceOf(RunBusyError);
         expect((await store.readEvents('s')).length).toBe(3);
         await store.updateRun(live.id, { status: 'cancelled', endedAt: T0 });
 
         const tomb = await store.eraseSession('s', T0 + 2);
-        expect(tomb).toMatchObject({ id: 's', tenant: 'default', erasedAt: T0 + 2, title: null, metadata: {}, leafId: null, erasedTotals: { runs: 2, cost: 0.5, usage: { inputTokens: 7, outputTokens: 3 } } });
+        expect(tomb).toMatchObject({
+          id: 's',
+          tenant: 'default',
+          erasedAt: T0 + 2,
+          title: null,
+          metadata: {},
+          leafId: null,
+          erasedTotals: { runs: 2, cost: 0.5, usage: { inputTokens: 7, outputTokens: 3 } },
+        });
         expect(await store.getSession('s')).toEqual(tomb);
         expect(await store.readEvents('s')).toEqual([]);
         expect(await store.getEntries('s', ['x'])).toEqual([]);
@@ -522,7 +621,14 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         expect(await store.getSnapshot('s', 'p', 1)).toBeUndefined();
         expect(await store.getCheckpoint(run.id)).toBeUndefined();
         expect(await store.countInputs('s', 'message')).toBe(0);
-        expect(await store.getRun(run.id)).toMatchObject({ status: 'completed', usage: { inputTokens: 7, outputTokens: 3 }, cost: 0.5, agentSpec: {}, options: {}, error: null });
+        expect(await store.getRun(run.id)).toMatchObject({
+          status: 'completed',
+          usage: { inputTokens: 7, outputTokens: 3 },
+          cost: 0.5,
+          agentSpec: {},
+          options: {},
+          error: null,
+        });
         expect(await store.getIdempotency('default', 'k-s')).toBeUndefined();
         expect(await store.getIdempotency('default', 'k-other')).toBeDefined();
         // The erased session takes nothing more; erasing it again gives the same tombstone.
@@ -582,11 +688,18 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         await session('other');
         const appended = [
           ...(await store.append('s', [entry({ data: { text: 'a'.repeat(300) } }), draft()])),
-          ...(await store.append('s', [draft({ runId: 'r1', turn: 1, step: 1, ignorable: true, data: [1, 'two', { three: null }] }), entry({ runId: 'r1', turn: 1 })])),
+          ...(await store.append('s', [
+            draft({ runId: 'r1', turn: 1, step: 1, ignorable: true, data: [1, 'two', { three: null }] }),
+            entry({ runId: 'r1', turn: 1 }),
+          ])),
           ...(await store.append('s', [entry({ data: 'é ☃ \u0000 "quoted"' })])),
         ];
         await store.append('other', [entry(), draft()]);
-        const before = { events: await store.readEvents('s'), head: await store.getSession('s'), other: await store.readEvents('other') };
+        const before = {
+          events: await store.readEvents('s'),
+          head: await store.getSession('s'),
+          other: await store.readEvents('other'),
+        };
         expect(before.events).toEqual(appended);
 
         await store.sealEvents('s');
@@ -600,9 +713,13 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         // Every window of the sealed events reads as before.
         for (let after = 0; after <= 5; after++) {
           for (let until = after; until <= 5; until++) {
-            expect(seqs(await store.readEvents('s', { afterSeq: after, untilSeq: until }))).toEqual(range(after + 1, until));
+            expect(seqs(await store.readEvents('s', { afterSeq: after, untilSeq: until }))).toEqual(
+              range(after + 1, until),
+            );
           }
-          expect(seqs(await store.readEvents('s', { afterSeq: after, limit: 2 }))).toEqual(range(after + 1, Math.min(after + 2, 5)));
+          expect(seqs(await store.readEvents('s', { afterSeq: after, limit: 2 }))).toEqual(
+            range(after + 1, Math.min(after + 2, 5)),
+          );
         }
 
         // Sealing again is harmless; appends go on after the sealed events, in the same tree.
@@ -619,7 +736,16 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       it('indexes every entry of a long turn when it seals it, and refuses their ids again', async () => {
         await session('s');
         // 129 entries: more than one statement's worth of rows where a store batches them, and one left over.
-        const appended = [...(await store.append('s', Array.from({ length: 100 }, () => entry()))), ...(await store.append('s', Array.from({ length: 29 }, () => entry())))];
+        const appended = [
+          ...(await store.append(
+            's',
+            Array.from({ length: 100 }, () => entry()),
+          )),
+          ...(await store.append(
+            's',
+            Array.from({ length: 29 }, () => entry()),
+          )),
+        ];
         await store.sealEvents('s');
         expect((await store.getEntries('s', ids(appended))).sort(bySeq)).toEqual(appended);
         expect(await store.ancestors('s', appended.at(-1)!.id, 500)).toEqual([...appended].reverse());
@@ -675,7 +801,10 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       it('putting a hash that exists is a no-op', async () => {
         await store.putBlobs([{ hash: 'h', data: 'original' }]);
         await store.putBlobs([{ hash: 'h', data: 'original' }]);
-        await store.putBlobs([{ hash: 'h', data: 'different' }, { hash: 'k', data: 'k' }]);
+        await store.putBlobs([
+          { hash: 'h', data: 'different' },
+          { hash: 'k', data: 'k' },
+        ]);
         await store.putBlobs([
           { hash: 'j', data: 'j' },
           { hash: 'j', data: 'j' },
@@ -703,7 +832,9 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         expect(await store.getSnapshot('s', 'messages', 1)).toEqual(snap());
 
         await store.putSnapshot(snap({ projection: 'usage', leafId: null, state: [1, 2, 3] }));
-        expect(await store.getSnapshot('s', 'usage', 1)).toEqual(snap({ projection: 'usage', leafId: null, state: [1, 2, 3] }));
+        expect(await store.getSnapshot('s', 'usage', 1)).toEqual(
+          snap({ projection: 'usage', leafId: null, state: [1, 2, 3] }),
+        );
         await store.putSnapshot(snap({ version: 2, asOfSeq: 1, state: 'v2' }));
         expect(await store.getSnapshot('s', 'messages', 2)).toEqual(snap({ version: 2, asOfSeq: 1, state: 'v2' }));
         // Keys are independent.
@@ -714,10 +845,14 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         await session('s');
         await store.putSnapshot(snap({ asOfSeq: 5, state: 'five' }));
         await store.putSnapshot(snap({ asOfSeq: 9, leafId: 'leaf-9', state: 'nine' }));
-        expect(await store.getSnapshot('s', 'messages', 1)).toEqual(snap({ asOfSeq: 9, leafId: 'leaf-9', state: 'nine' }));
+        expect(await store.getSnapshot('s', 'messages', 1)).toEqual(
+          snap({ asOfSeq: 9, leafId: 'leaf-9', state: 'nine' }),
+        );
 
         await store.putSnapshot(snap({ asOfSeq: 7, leafId: 'leaf-7', state: 'seven' }));
-        expect(await store.getSnapshot('s', 'messages', 1)).toEqual(snap({ asOfSeq: 9, leafId: 'leaf-9', state: 'nine' }));
+        expect(await store.getSnapshot('s', 'messages', 1)).toEqual(
+          snap({ asOfSeq: 9, leafId: 'leaf-9', state: 'nine' }),
+        );
       });
 
       it('returns undefined for an unknown snapshot', async () => {
@@ -738,7 +873,14 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           const b = await tx.append('existing', [entry()], { expectLastSeq: 0 });
           await tx.updateSession('existing', { title: 'renamed' });
           await tx.putBlobs([{ hash: 'tx-blob', data: 'data' }]);
-          await tx.putSnapshot({ sessionId: 'new', projection: 'p', version: 1, asOfSeq: 2, leafId: a[0]!.id, state: { ok: true } });
+          await tx.putSnapshot({
+            sessionId: 'new',
+            projection: 'p',
+            version: 1,
+            asOfSeq: 2,
+            leafId: a[0]!.id,
+            state: { ok: true },
+          });
           // Reads inside the transaction see its own writes.
           expect((await tx.getSession('new'))!.lastSeq).toBe(2);
           expect(ids(await tx.readEvents('new'))).toEqual(ids(a));
@@ -765,7 +907,14 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           await tx.append('existing', [entry(), entry(), draft({ leaf: null })]);
           await tx.updateSession('existing', { title: 'changed', metadata: { changed: true } });
           await tx.putBlobs([{ hash: 'doomed-blob', data: 'x' }]);
-          await tx.putSnapshot({ sessionId: 'existing', projection: 'p', version: 1, asOfSeq: 5, leafId: null, state: 1 });
+          await tx.putSnapshot({
+            sessionId: 'existing',
+            projection: 'p',
+            version: 1,
+            asOfSeq: 5,
+            leafId: null,
+            state: 1,
+          });
           throw boom;
         });
         await expect(outcome).rejects.toBe(boom);
@@ -900,7 +1049,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
     });
 
     describe('tenants, api keys and idempotency records', () => {
-      it('lists only one tenant\'s sessions when asked', async () => {
+      it("lists only one tenant's sessions when asked", async () => {
         await store.createSession({ id: 'a1', createdAt: T0, tenant: 'acme' });
         await store.createSession({ id: 'b1', createdAt: T0, tenant: 'beta' });
         await store.createSession({ id: 'a2', createdAt: T0, tenant: 'acme' });
@@ -909,7 +1058,16 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       });
 
       it('stores api keys by hash, finds, lists and revokes them', async () => {
-        const key = { id: 'k1', tenant: 'acme', name: 'ci', hash: 'h1', prefix: 'keel_ab', ratePerMinute: 60, createdAt: T0, revokedAt: null };
+        const key = {
+          id: 'k1',
+          tenant: 'acme',
+          name: 'ci',
+          hash: 'h1',
+          prefix: 'keel_ab',
+          ratePerMinute: 60,
+          createdAt: T0,
+          revokedAt: null,
+        };
         await store.createApiKey(key);
         await store.createApiKey({ ...key, id: 'k2', tenant: 'beta', hash: 'h2', ratePerMinute: null });
         expect(await store.findApiKey('h1')).toEqual(key);
@@ -926,7 +1084,9 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       it('keeps the first idempotency record for a key and prunes old ones', async () => {
         const first = { tenant: 'acme', key: 'k', fingerprint: 'f1', status: 202, body: '{"a":1}', createdAt: T0 };
         expect(await store.putIdempotency(first)).toEqual(first);
-        expect(await store.putIdempotency({ ...first, fingerprint: 'f2', body: '{}', createdAt: T0 + 5 })).toEqual(first);
+        expect(await store.putIdempotency({ ...first, fingerprint: 'f2', body: '{}', createdAt: T0 + 5 })).toEqual(
+          first,
+        );
         expect(await store.getIdempotency('acme', 'k')).toEqual(first);
         expect(await store.getIdempotency('beta', 'k')).toBeUndefined();
         await store.putIdempotency({ ...first, key: 'new', createdAt: T0 + 100 });
@@ -936,13 +1096,25 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       });
 
       it('completes an idempotency record of an effect (status 0) with its response, once, and only for the same request', async () => {
-        const effect = { tenant: 'acme', key: 'e', fingerprint: 'f1', status: 0, body: '{"run_id":"r1"}', createdAt: T0 };
+        const effect = {
+          tenant: 'acme',
+          key: 'e',
+          fingerprint: 'f1',
+          status: 0,
+          body: '{"run_id":"r1"}',
+          createdAt: T0,
+        };
         expect(await store.putIdempotency(effect)).toEqual(effect);
         expect(await store.putIdempotency({ ...effect, status: 0, body: '{"run_id":"r2"}' })).toEqual(effect);
-        expect(await store.putIdempotency({ ...effect, fingerprint: 'other', status: 202, body: '{}' })).toEqual(effect);
+        expect(await store.putIdempotency({ ...effect, fingerprint: 'other', status: 202, body: '{}' })).toEqual(
+          effect,
+        );
         const response = { ...effect, status: 202, body: '{"run":{"id":"r1"}}', createdAt: T0 + 9 };
         expect(await store.putIdempotency(response)).toEqual({ ...response, createdAt: T0 });
-        expect(await store.putIdempotency({ ...response, body: '{"later":true}' })).toEqual({ ...response, createdAt: T0 });
+        expect(await store.putIdempotency({ ...response, body: '{"later":true}' })).toEqual({
+          ...response,
+          createdAt: T0,
+        });
         expect(await store.getIdempotency('acme', 'e')).toEqual({ ...response, createdAt: T0 });
       });
     });
@@ -971,7 +1143,9 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         await expect(store.sealEvents('s')).rejects.toThrow();
         await expect(store.putBlobs([{ hash: 'h', data: 'd' }])).rejects.toThrow();
         await expect(store.getBlobs(['h'])).rejects.toThrow();
-        await expect(store.putSnapshot({ sessionId: 's', projection: 'p', version: 1, asOfSeq: 0, leafId: null, state: 0 })).rejects.toThrow();
+        await expect(
+          store.putSnapshot({ sessionId: 's', projection: 'p', version: 1, asOfSeq: 0, leafId: null, state: 0 }),
+        ).rejects.toThrow();
         await expect(store.getSnapshot('s', 'p', 1)).rejects.toThrow();
         await expect(store.transaction(async () => 1)).rejects.toThrow();
       });

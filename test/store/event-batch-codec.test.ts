@@ -3,7 +3,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { decodeBatch, encodeOpen, encodeOpen0, LEAN_SEALED_CODEC, OPEN_CODEC, OPEN_CODEC_0, sealLean, ZSTD_SEALED_CODEC } from '../../src/store/sqlite/event-batch-codec.ts';
+import {
+  decodeBatch,
+  encodeOpen,
+  encodeOpen0,
+  LEAN_SEALED_CODEC,
+  OPEN_CODEC,
+  OPEN_CODEC_0,
+  sealLean,
+  ZSTD_SEALED_CODEC,
+} from '../../src/store/sqlite/event-batch-codec.ts';
 import { idKey } from '../../src/store/sqlite/id-keys.ts';
 import { SqliteStore } from '../../src/store/sqlite/store.ts';
 import type { StoredEvent } from '../../src/store/port.ts';
@@ -12,15 +21,43 @@ const T0 = 1_796_000_000_000;
 
 /** Events as the store returns them: every shape a row must keep (ADR-0020). */
 function events(sessionId: string, firstSeq: number): StoredEvent[] {
-  const e = (o: Partial<StoredEvent> & Pick<StoredEvent, 'id' | 'type'>): StoredEvent => ({ sessionId, seq: 0, v: 1, time: T0, entry: false, ignorable: false, data: {}, ...o });
+  const e = (o: Partial<StoredEvent> & Pick<StoredEvent, 'id' | 'type'>): StoredEvent => ({
+    sessionId,
+    seq: 0,
+    v: 1,
+    time: T0,
+    entry: false,
+    ignorable: false,
+    data: {},
+    ...o,
+  });
   const list: StoredEvent[] = [
     // At the root of the tree (no parent), no run, no turn.
     e({ id: 'u1', type: 'user/message', entry: true, data: { message: { role: 'user', content: 'hi' } } }),
     e({ id: 's1', type: 'step/start', v: 1, time: T0 + 3, runId: 'run-1', turn: 1, step: 1, data: {} }),
     // A newer event version, a time before the row's first, an ignorable event, data null.
-    e({ id: 'h1', type: 'request/header', v: 2, time: T0 - 5, runId: 'run-1', turn: 1, step: 1, ignorable: true, data: null }),
+    e({
+      id: 'h1',
+      type: 'request/header',
+      v: 2,
+      time: T0 - 5,
+      runId: 'run-1',
+      turn: 1,
+      step: 1,
+      ignorable: true,
+      data: null,
+    }),
     // Its parent is the entry before it in the row.
-    e({ id: 'a1', type: 'assistant/message', runId: 'run-1', turn: 1, step: 1, entry: true, parentId: 'u1', data: { text: 'é ☃ "quoted"' } }),
+    e({
+      id: 'a1',
+      type: 'assistant/message',
+      runId: 'run-1',
+      turn: 1,
+      step: 1,
+      entry: true,
+      parentId: 'u1',
+      data: { text: 'é ☃ "quoted"' },
+    }),
     // Its parent is an entry that is not the one before it (a branch).
     e({ id: 'a2', type: 'assistant/message', runId: 'run-1', turn: 2, step: 1, entry: true, parentId: 'u1', data: {} }),
     // An entry at the root again, after other entries.
@@ -49,21 +86,27 @@ describe('the log rows of the SQLite store (ADR-0009, ADR-0020)', () => {
   });
 
   it('says once what the events of a step share: the row of a step is much smaller than the codec-0 row of the same events', () => {
-    const step: StoredEvent[] = ['request/header', 'assistant/message', 'tool/call', 'tool/result', 'step/end'].map((type, k) => ({
-      id: `01a233a2-7ab4-72a2-9d1a-24a1c8000a4${k}`,
-      sessionId: 's',
-      seq: 10 + k,
-      type,
-      v: type === 'request/header' ? 2 : 1,
-      time: T0 + (k > 2 ? 1 : 0),
-      runId: '01a233a2-7a95-74b8-9ffe-e7f4a005407c',
-      turn: 1,
-      step: 2,
-      entry: type === 'assistant/message' || type === 'tool/result',
-      ...(type === 'assistant/message' ? { parentId: '01a233a2-7aaf-7568-8d3d-f9c1747dcd84' } : type === 'tool/result' ? { parentId: '01a233a2-7ab4-72a2-9d1a-24a1c8000a41' } : {}),
-      ignorable: false,
-      data: { k },
-    }));
+    const step: StoredEvent[] = ['request/header', 'assistant/message', 'tool/call', 'tool/result', 'step/end'].map(
+      (type, k) => ({
+        id: `01a233a2-7ab4-72a2-9d1a-24a1c8000a4${k}`,
+        sessionId: 's',
+        seq: 10 + k,
+        type,
+        v: type === 'request/header' ? 2 : 1,
+        time: T0 + (k > 2 ? 1 : 0),
+        runId: '01a233a2-7a95-74b8-9ffe-e7f4a005407c',
+        turn: 1,
+        step: 2,
+        entry: type === 'assistant/message' || type === 'tool/result',
+        ...(type === 'assistant/message'
+          ? { parentId: '01a233a2-7aaf-7568-8d3d-f9c1747dcd84' }
+          : type === 'tool/result'
+            ? { parentId: '01a233a2-7ab4-72a2-9d1a-24a1c8000a41' }
+            : {}),
+        ignorable: false,
+        data: { k },
+      }),
+    );
     const lean = encodeOpen(step);
     expect(decodeBatch('s', 10, OPEN_CODEC, lean)).toEqual(step);
     // The run (5 × 36 characters), the turn, the step, the times and the second parent are said once or not at all.
@@ -72,7 +115,7 @@ describe('the log rows of the SQLite store (ADR-0009, ADR-0020)', () => {
     expect(lean.match(/01a233a2-7a95-74b8-9ffe-e7f4a005407c/g)).toHaveLength(1);
   });
 
-  it('seals open rows of codec 0 (an older Keel\'s) and codec 2 together into one codec-3 row without parsing them', () => {
+  it("seals open rows of codec 0 (an older Keel's) and codec 2 together into one codec-3 row without parsing them", () => {
     const list = events('s', 1);
     const rows = [
       { codec: OPEN_CODEC_0, data: encodeOpen0(list.slice(0, 3)) },
@@ -121,27 +164,66 @@ describe('the log rows of the SQLite store (ADR-0009, ADR-0020)', () => {
     expect(decodeBatch('s', 1, ZSTD_SEALED_CODEC, large.data)).toEqual(asRead(from.flatMap((r) => r.list)));
     // Compressed, not stored: the repeated text shrinks to a small part of itself.
     expect(large.data.length).toBeLessThan(lengthOf(from) / 4);
-    expect(() => decodeBatch('s', 1, ZSTD_SEALED_CODEC, Buffer.from('not zstd'))).toThrow(expect.objectContaining({ code: 'corrupt_log' }));
+    expect(() => decodeBatch('s', 1, ZSTD_SEALED_CODEC, Buffer.from('not zstd'))).toThrow(
+      expect.objectContaining({ code: 'corrupt_log' }),
+    );
   });
 
   it('reads a codec-4 row written when the codec was made: Zstandard frames of the codec-3 layout, no dictionary', () => {
     const row = Buffer.from(PINNED_CODEC_4, 'base64');
-    expect(decodeBatch('s', 4, ZSTD_SEALED_CODEC, row)).toEqual(decodeBatch('s', 4, LEAN_SEALED_CODEC, Buffer.from(PINNED_CODEC_3, 'base64')));
-    expect(decodeBatch('s', 4, ZSTD_SEALED_CODEC, row)[1]).toMatchObject({ id: 'e5', seq: 5, parentId: 'e4', data: { ok: true } });
+    expect(decodeBatch('s', 4, ZSTD_SEALED_CODEC, row)).toEqual(
+      decodeBatch('s', 4, LEAN_SEALED_CODEC, Buffer.from(PINNED_CODEC_3, 'base64')),
+    );
+    expect(decodeBatch('s', 4, ZSTD_SEALED_CODEC, row)[1]).toMatchObject({
+      id: 'e5',
+      seq: 5,
+      parentId: 'e4',
+      data: { ok: true },
+    });
   });
 
   it('reads a codec-3 row written when the codec was made: its layout and dictionary never change', () => {
     // sealLean of one codec-2 row of two events, written by this codec when it was made (ADR-0020).
     const row = Buffer.from(PINNED_CODEC_3, 'base64');
     expect(decodeBatch('s', 4, LEAN_SEALED_CODEC, row)).toEqual([
-      { id: 'e4', sessionId: 's', seq: 4, type: 'assistant/message', v: 1, time: T0, runId: 'r', turn: 3, step: 2, entry: true, parentId: 'p', ignorable: false, data: { text: 'hé ☃' } },
-      { id: 'e5', sessionId: 's', seq: 5, type: 'tool/result', v: 1, time: T0 + 2, runId: 'r', turn: 3, step: 2, entry: true, parentId: 'e4', ignorable: false, data: { ok: true } },
+      {
+        id: 'e4',
+        sessionId: 's',
+        seq: 4,
+        type: 'assistant/message',
+        v: 1,
+        time: T0,
+        runId: 'r',
+        turn: 3,
+        step: 2,
+        entry: true,
+        parentId: 'p',
+        ignorable: false,
+        data: { text: 'hé ☃' },
+      },
+      {
+        id: 'e5',
+        sessionId: 's',
+        seq: 5,
+        type: 'tool/result',
+        v: 1,
+        time: T0 + 2,
+        runId: 'r',
+        turn: 3,
+        step: 2,
+        entry: true,
+        parentId: 'e4',
+        ignorable: false,
+        data: { ok: true },
+      },
     ]);
   });
 
   it('a lean row that cannot be read is a corrupt_log StoreError: not a list, or an entry naming no parent', () => {
     expect(() => decodeBatch('s', 1, OPEN_CODEC, '{"m":1}')).toThrow(/session s: the events from seq 1 are not a list/);
-    expect(() => decodeBatch('s', 1, OPEN_CODEC, '{"m":1,"e":[{"i":"a","t":"x","e":1}]}')).toThrow(/entry a at seq 1 names no parent/);
+    expect(() => decodeBatch('s', 1, OPEN_CODEC, '{"m":1,"e":[{"i":"a","t":"x","e":1}]}')).toThrow(
+      /entry a at seq 1 names no parent/,
+    );
     expect(() => decodeBatch('s', 1, OPEN_CODEC, '{"m":')).toThrow(expect.objectContaining({ code: 'corrupt_log' }));
   });
 });
@@ -159,22 +241,41 @@ describe('a SQLite log with open rows written before ADR-0020', () => {
       // What the Keel before ADR-0020 left of a turn still running: codec-0 open rows, the tree, the head.
       const old = events('s', 1).slice(0, 4);
       const raw = new Database(path);
-      raw.prepare('INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) VALUES (?, ?, ?, 0, ?)').run(idKey('s'), 1, 2, encodeOpen0(old.slice(0, 2)));
-      raw.prepare('INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) VALUES (?, ?, ?, 0, ?)').run(idKey('s'), 3, 4, encodeOpen0(old.slice(2)));
-      raw.prepare('INSERT INTO entries (session_id, id, seq, parent_id) VALUES (?, ?, ?, ?)').run(idKey('s'), idKey('u1'), 1, null);
-      raw.prepare('INSERT INTO entries (session_id, id, seq, parent_id) VALUES (?, ?, ?, ?)').run(idKey('s'), idKey('a1'), 4, idKey('u1'));
+      raw
+        .prepare('INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) VALUES (?, ?, ?, 0, ?)')
+        .run(idKey('s'), 1, 2, encodeOpen0(old.slice(0, 2)));
+      raw
+        .prepare('INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) VALUES (?, ?, ?, 0, ?)')
+        .run(idKey('s'), 3, 4, encodeOpen0(old.slice(2)));
+      raw
+        .prepare('INSERT INTO entries (session_id, id, seq, parent_id) VALUES (?, ?, ?, ?)')
+        .run(idKey('s'), idKey('u1'), 1, null);
+      raw
+        .prepare('INSERT INTO entries (session_id, id, seq, parent_id) VALUES (?, ?, ?, ?)')
+        .run(idKey('s'), idKey('a1'), 4, idKey('u1'));
       raw.prepare("UPDATE sessions SET last_seq = 4, leaf_id = 'a1' WHERE id = 's'").run();
       expect(await store.readEvents('s')).toEqual(asRead(old));
 
       const added = await store.append('s', [
-        { id: 't1', type: 'tool/result', v: 1, time: T0 + 9, runId: 'run-1', turn: 1, step: 1, entry: true, data: { ok: 1 } },
+        {
+          id: 't1',
+          type: 'tool/result',
+          v: 1,
+          time: T0 + 9,
+          runId: 'run-1',
+          turn: 1,
+          step: 1,
+          entry: true,
+          data: { ok: 1 },
+        },
         { id: 'n1', type: 'test/note', v: 1, time: T0 + 9, entry: false, data: null },
       ]);
       expect(added.map((e) => [e.seq, e.parentId])).toEqual([
         [5, 'a1'],
         [6, undefined],
       ]);
-      const codecs = () => raw.prepare('SELECT codec, first_seq, last_seq FROM event_batches ORDER BY first_seq, codec').raw().all();
+      const codecs = () =>
+        raw.prepare('SELECT codec, first_seq, last_seq FROM event_batches ORDER BY first_seq, codec').raw().all();
       expect(codecs()).toEqual([
         [0, 1, 2],
         [0, 3, 4],
@@ -195,5 +296,7 @@ describe('a SQLite log with open rows written before ADR-0020', () => {
 });
 
 /** The same events as PINNED_CODEC_3, written by codec 4 when it was made (ADR-0024). */
-const PINNED_CODEC_4 = 'KLUv/SCwHQQAUkgbIqApjQH/c5VrBHfYrA+RNiCx28z2gCWpf4Hirf1PMoGsqp9Na1pLiS3OgNb3PpImUx4I2sK19gMyAUQki/F15D7hie9oPPqWU6FUcynbUKuOqhrfb0KOO08Mnl/AgDgs+PoEuH4DXPpm4+yJCQcAQxAAAxDMrZCFlpDvSrX3C5w=';
-const PINNED_CODEC_3 = 'i64GuwNUKpaCCxaIQ6CuNYABcPBCS+hUUL0P8iM8QpHKE0QsgJokkGiA5PKMwysVHs1oRkR4qinWKM9Fik2w/vxs6FhRbWxtLAA=';
+const PINNED_CODEC_4 =
+  'KLUv/SCwHQQAUkgbIqApjQH/c5VrBHfYrA+RNiCx28z2gCWpf4Hirf1PMoGsqp9Na1pLiS3OgNb3PpImUx4I2sK19gMyAUQki/F15D7hie9oPPqWU6FUcynbUKuOqhrfb0KOO08Mnl/AgDgs+PoEuH4DXPpm4+yJCQcAQxAAAxDMrZCFlpDvSrX3C5w=';
+const PINNED_CODEC_3 =
+  'i64GuwNUKpaCCxaIQ6CuNYABcPBCS+hUUL0P8iM8QpHKE0QsgJokkGiA5PKMwysVHs1oRkR4qinWKM9Fik2w/vxs6FhRbWxtLAA=';

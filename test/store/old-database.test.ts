@@ -4,7 +4,17 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createRuntime, defineAgent, importSession, ScriptedModel, Sessions, SqliteStore, tool, verifyReplay, type SessionEvent } from '../../src/index.ts';
+import {
+  createRuntime,
+  defineAgent,
+  importSession,
+  ScriptedModel,
+  Sessions,
+  SqliteStore,
+  tool,
+  verifyReplay,
+  type SessionEvent,
+} from '../../src/index.ts';
 import { latestSchemaVersion } from '../../src/store/sqlite/migrations.ts';
 import { exportText } from '../support/session-helpers.ts';
 
@@ -29,9 +39,16 @@ describe('a database written before ADR-0008', () => {
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('migrates to schema v5: the last turn and each run\'s first seq filled in, the log moved into batches with every event as it was', async () => {
+  it("migrates to schema v5: the last turn and each run's first seq filled in, the log moved into batches with every event as it was", async () => {
     const before = new Database(path, { readonly: true });
-    const oldRows = before.prepare('SELECT * FROM events ORDER BY seq').all() as Array<{ id: string; seq: number; type: string; entry: number; parent_id: string | null; data: string }>;
+    const oldRows = before.prepare('SELECT * FROM events ORDER BY seq').all() as Array<{
+      id: string;
+      seq: number;
+      type: string;
+      entry: number;
+      parent_id: string | null;
+      data: string;
+    }>;
     before.close();
     expect(oldRows).toHaveLength(31);
     const store = new SqliteStore({ path });
@@ -41,7 +58,12 @@ describe('a database written before ADR-0008', () => {
         oldRows.map((r) => [r.id, r.seq, r.type, r.entry === 1, r.parent_id, JSON.parse(r.data)]),
       );
       const entries = oldRows.filter((r) => r.entry === 1);
-      expect(await store.getEntries(SESSION, entries.map((r) => r.id))).toEqual(events.filter((e) => e.entry));
+      expect(
+        await store.getEntries(
+          SESSION,
+          entries.map((r) => r.id),
+        ),
+      ).toEqual(events.filter((e) => e.entry));
       expect((await store.ancestors(SESSION, entries.at(-1)!.id, 1000)).length).toBeGreaterThan(1);
       expect(await store.getSession(SESSION)).toMatchObject({ lastTurn: 2, lastSeq: 31 });
       const runs = await store.listRuns({ sessionId: SESSION, limit: 10 });
@@ -63,7 +85,9 @@ describe('a database written before ADR-0008', () => {
     try {
       expect(raw.pragma('user_version', { simple: true })).toBe(latestSchemaVersion);
       expect(raw.prepare("SELECT name FROM sqlite_master WHERE name LIKE 'events%'").all()).toEqual([]);
-      expect(raw.prepare('SELECT count(*) AS n, min(first_seq) AS first, max(last_seq) AS last FROM event_batches').get()).toEqual({ n: 1, first: 1, last: 31 });
+      expect(
+        raw.prepare('SELECT count(*) AS n, min(first_seq) AS first, max(last_seq) AS last FROM event_batches').get(),
+      ).toEqual({ n: 1, first: 1, last: 31 });
       expect(raw.prepare('SELECT count(*) AS n FROM runs WHERE first_seq IS NULL').get()).toEqual({ n: 0 });
       // v7: the runs counted by status from the runs that were there.
       expect(raw.prepare('SELECT status, n FROM run_status_counts ORDER BY status').all()).toEqual([
@@ -79,7 +103,9 @@ describe('a database written before ADR-0008', () => {
     const store = new SqliteStore({ path });
     try {
       const sessions = new Sessions({ store });
-      const headers = (await sessions.events(SESSION)).filter((e): e is SessionEvent<'request/header'> => e.type === 'request/header');
+      const headers = (await sessions.events(SESSION)).filter(
+        (e): e is SessionEvent<'request/header'> => e.type === 'request/header',
+      );
       expect(headers).toHaveLength(4);
       for (const h of headers) {
         expect(h.v).toBe(2);
@@ -91,7 +117,11 @@ describe('a database written before ADR-0008', () => {
       expect(await verifyReplay(sessions.log, SESSION)).toMatchObject({ ok: true, requests: 4, mismatches: [] });
 
       // Exported as stored (v1), imported elsewhere: still verified, and still tamper-evident.
-      const lines = (await exportText(sessions, SESSION)).split('\n').map((l) => JSON.parse(l) as { kind: string; type?: string; v?: number; seq?: number; data?: { system?: string } });
+      const lines = (await exportText(sessions, SESSION))
+        .split('\n')
+        .map(
+          (l) => JSON.parse(l) as { kind: string; type?: string; v?: number; seq?: number; data?: { system?: string } },
+        );
       const oldHeaders = lines.filter((l) => l.type === 'request/header');
       expect(oldHeaders.every((l) => l.v === 1)).toBe(true);
       const fresh = new SqliteStore({ path: ':memory:' });
@@ -133,7 +163,12 @@ describe('a database written before ADR-0008', () => {
     });
     // The old worker died in step 2: the recovered run finishes that step, then asks for an answer.
     const model = new ScriptedModel([{ text: 'Beta and the stuck one are found.' }]);
-    const agent = defineAgent({ name: 'old', model, system: 'You are the agent of an old Keel database.', tools: [lookup] });
+    const agent = defineAgent({
+      name: 'old',
+      model,
+      system: 'You are the agent of an old Keel database.',
+      tools: [lookup],
+    });
     const rt = createRuntime({ store, agents: [agent], leaseMs: 500, renewEveryMs: 100 });
     try {
       const [, interrupted] = await store.listRuns({ sessionId: SESSION, limit: 10 });
@@ -145,7 +180,9 @@ describe('a database written before ADR-0008', () => {
       expect(model.calls).toHaveLength(1);
       const events = await rt.sessions.log.read(SESSION, { runId: interrupted!.id });
       expect(events.filter((e) => e.type === 'run/interrupted')).toHaveLength(1);
-      expect(events.filter((e) => e.type === 'tool/result').map((e) => (e.data as { toolCallId: string }).toolCallId)).toEqual(['c2', 'c3']);
+      expect(
+        events.filter((e) => e.type === 'tool/result').map((e) => (e.data as { toolCallId: string }).toolCallId),
+      ).toEqual(['c2', 'c3']);
       const transcript = await rt.sessions.transcript(SESSION);
       expect(transcript.at(-1)).toMatchObject({ kind: 'assistant', text: 'Beta and the stuck one are found.' });
       // Old and new headers side by side: all verified.

@@ -51,7 +51,9 @@ describe('postgres schema migrations', () => {
       const c = new pg.Client({ connectionString: url });
       await c.connect();
       try {
-        const { rows } = await c.query<{ version: number }>(`SELECT version FROM "${schema}".keel_schema ORDER BY version`);
+        const { rows } = await c.query<{ version: number }>(
+          `SELECT version FROM "${schema}".keel_schema ORDER BY version`,
+        );
         // Each migration once, in order (the versions of the list: a version taken on another branch may be missing until it merges).
         expect(rows.map((r) => r.version)).toEqual(migrations.map((m) => m.version));
         expect(rows.at(-1)!.version).toBe(latestPostgresSchemaVersion);
@@ -59,7 +61,9 @@ describe('postgres schema migrations', () => {
         const again = await openPostgresStore({ url, schema });
         expect((await again.getSession('s'))?.id).toBe('s');
         await again.close();
-        await c.query(`INSERT INTO "${schema}".keel_schema (version, applied_at) VALUES ($1, 0)`, [latestPostgresSchemaVersion + 1]);
+        await c.query(`INSERT INTO "${schema}".keel_schema (version, applied_at) VALUES ($1, 0)`, [
+          latestPostgresSchemaVersion + 1,
+        ]);
         await expect(openPostgresStore({ url, schema })).rejects.toBeInstanceOf(SchemaVersionError);
       } finally {
         await c.end();
@@ -74,16 +78,51 @@ describe('postgres schema migrations', () => {
     const T0 = 1_700_000_000_000;
     const { store: a, url, schema, another, cleanup } = await openTestPostgres();
     try {
-      const hook = (id: string) => ({ id, tenant: 't', url: 'https://example.test/', events: ['run.completed' as const], secret: 's', previousSecret: null, previousSecretExpiresAt: null, active: true, createdAt: T0, updatedAt: T0 + 5 });
+      const hook = (id: string) => ({
+        id,
+        tenant: 't',
+        url: 'https://example.test/',
+        events: ['run.completed' as const],
+        secret: 's',
+        previousSecret: null,
+        previousSecretExpiresAt: null,
+        active: true,
+        createdAt: T0,
+        updatedAt: T0 + 5,
+      });
       await a.createWebhook(hook('on'));
       await a.createWebhook(hook('off'));
-      const d = (id: string, webhookId: string) => ({ id, webhookId, tenant: 't', eventType: 'run.completed' as const, eventId: id, sessionId: null, body: '{}', createdAt: T0, nextAttemptAt: T0, retryUntil: T0 + 1000 });
+      const d = (id: string, webhookId: string) => ({
+        id,
+        webhookId,
+        tenant: 't',
+        eventType: 'run.completed' as const,
+        eventId: id,
+        sessionId: null,
+        body: '{}',
+        createdAt: T0,
+        nextAttemptAt: T0,
+        retryUntil: T0 + 1000,
+      });
       await a.addWebhookDeliveries([d('ok', 'on'), d('bad', 'on'), d('waiting', 'off')]);
       for (const c of await a.claimWebhookDeliveries(T0, 1000, 3)) {
         if (c.id === 'waiting') continue;
         const failed = c.id === 'bad';
-        const attempt = { deliveryId: c.id, n: 1, startedAt: T0 + 10, durationMs: 7, statusCode: failed ? 500 : 200, error: failed ? 'HTTP 500' : null };
-        await a.recordWebhookAttempt({ deliveryId: c.id, claim: c.claim, attempt, status: failed ? 'failed' : 'delivered', nextAttemptAt: null });
+        const attempt = {
+          deliveryId: c.id,
+          n: 1,
+          startedAt: T0 + 10,
+          durationMs: 7,
+          statusCode: failed ? 500 : 200,
+          error: failed ? 'HTTP 500' : null,
+        };
+        await a.recordWebhookAttempt({
+          deliveryId: c.id,
+          claim: c.claim,
+          attempt,
+          status: failed ? 'failed' : 'delivered',
+          nextAttemptAt: null,
+        });
       }
       // As schema 8/9 left it: no end times, and a disabled subscription's delivery left pending.
       const c = new pg.Client({ connectionString: url });
@@ -99,9 +138,17 @@ describe('postgres schema migrations', () => {
         await c.end();
       }
       const b = await another();
-      expect(await b.getWebhookDelivery('ok')).toMatchObject({ status: 'delivered', endedAt: T0 + 17, sessionId: null });
+      expect(await b.getWebhookDelivery('ok')).toMatchObject({
+        status: 'delivered',
+        endedAt: T0 + 17,
+        sessionId: null,
+      });
       expect(await b.getWebhookDelivery('bad')).toMatchObject({ status: 'failed', endedAt: T0 + 17 });
-      expect(await b.getWebhookDelivery('waiting')).toMatchObject({ status: 'failed', endedAt: T0 + 5, lastError: 'subscription disabled' });
+      expect(await b.getWebhookDelivery('waiting')).toMatchObject({
+        status: 'failed',
+        endedAt: T0 + 5,
+        lastError: 'subscription disabled',
+      });
       expect(await b.hasDueWebhookDeliveries(T0 + 10_000)).toBe(false);
       expect(await b.getWebhook('on')).toMatchObject({ previousSecret: null, previousSecretExpiresAt: null });
     } finally {
@@ -112,16 +159,27 @@ describe('postgres schema migrations', () => {
   it("migrating a schema from before runs had their tenant (v11) fills in each run's tenant, its session's", async () => {
     const { store, url, schema, cleanup } = await openTestPostgres();
     try {
-      for (const [session, tenant] of [['s1', 'acme'], ['s2', 'globex']] as const) {
+      for (const [session, tenant] of [
+        ['s1', 'acme'],
+        ['s2', 'globex'],
+      ] as const) {
         await store.createSession({ id: session, tenant, createdAt: 1 });
-        await store.createRun({ id: `run-${session}`, sessionId: session, agent: { name: 'a', version: '1' }, agentSpec: {}, createdAt: 1 });
+        await store.createRun({
+          id: `run-${session}`,
+          sessionId: session,
+          agent: { name: 'a', version: '1' },
+          agentSpec: {},
+          createdAt: 1,
+        });
       }
       await store.close();
       // As the schema was before v11.
       const c = new pg.Client({ connectionString: url });
       await c.connect();
       try {
-        await c.query(`SET search_path TO "${schema}"; DROP INDEX runs_tenant_waiting; ALTER TABLE runs DROP COLUMN tenant; DELETE FROM keel_schema WHERE version = 11`);
+        await c.query(
+          `SET search_path TO "${schema}"; DROP INDEX runs_tenant_waiting; ALTER TABLE runs DROP COLUMN tenant; DELETE FROM keel_schema WHERE version = 11`,
+        );
       } finally {
         await c.end();
       }
@@ -139,6 +197,8 @@ describe('postgres schema migrations', () => {
 
   it('refuses a schema name that is not a plain identifier, and an unreachable server with a clear error', async () => {
     expect(() => new PostgresStore({ url: postgresUrl(), schema: 'a"; drop table x; --' })).toThrow(/schema name/);
-    await expect(openPostgresStore({ url: 'postgres://postgres@127.0.0.1:1/none', connectionTimeoutMs: 2000 })).rejects.toThrow();
+    await expect(
+      openPostgresStore({ url: 'postgres://postgres@127.0.0.1:1/none', connectionTimeoutMs: 2000 }),
+    ).rejects.toThrow();
   });
 });

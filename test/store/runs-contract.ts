@@ -29,7 +29,15 @@ import type { OpenedStore } from './contract.ts';
 const T0 = 1_700_000_000_000;
 const LEASE = 30_000;
 
-const note = (overrides: Partial<EventDraft> = {}): EventDraft => ({ id: randomUUID(), type: 'test/note', v: 1, time: T0, entry: false, data: { n: 1 }, ...overrides });
+const note = (overrides: Partial<EventDraft> = {}): EventDraft => ({
+  id: randomUUID(),
+  type: 'test/note',
+  v: 1,
+  time: T0,
+  entry: false,
+  data: { n: 1 },
+  ...overrides,
+});
 
 /** Catches what `p` rejects with; fails the test if it resolves. */
 async function rejection(p: Promise<unknown>): Promise<unknown> {
@@ -64,7 +72,8 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
       createdAt: T0,
       ...overrides,
     });
-    const run = async (sessionId?: string, overrides: Partial<NewRun> = {}) => store.createRun(newRun(sessionId ?? (await session()), overrides));
+    const run = async (sessionId?: string, overrides: Partial<NewRun> = {}) =>
+      store.createRun(newRun(sessionId ?? (await session()), overrides));
     /** A run claimed by `owner` (the only claimable one), at `now`. */
     const claimed = async (owner = 'w1', now = T0) => {
       const r = await run();
@@ -76,7 +85,13 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
     describe('createRun', () => {
       it('creates a queued run with defaults and reads it back', async () => {
         const s = await session('s1');
-        const created = await store.createRun({ id: 'r1', sessionId: s, agent: { name: 'a', version: '2' }, agentSpec: { tools: ['x'] }, createdAt: T0 });
+        const created = await store.createRun({
+          id: 'r1',
+          sessionId: s,
+          agent: { name: 'a', version: '2' },
+          agentSpec: { tools: ['x'] },
+          createdAt: T0,
+        });
         expect(created).toEqual({
           id: 'r1',
           sessionId: 's1',
@@ -162,7 +177,8 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
     describe('listRuns by tenant', () => {
       it("a tenant's runs only (its sessions' tenant), in id order after the cursor, with other filters", async () => {
         const ids = (rs: RunRecord[]) => rs.map((r) => r.id);
-        const of = async (tenant: string) => (await store.createSession({ id: randomUUID(), tenant, createdAt: T0 })).id;
+        const of = async (tenant: string) =>
+          (await store.createSession({ id: randomUUID(), tenant, createdAt: T0 })).id;
         // Ids in creation order, the tenants interleaved; one waiting and one completed run each.
         const made: Array<{ tenant: string; run: RunRecord }> = [];
         for (let i = 0; i < 6; i++) {
@@ -174,9 +190,24 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
         }
         const acme = made.filter((m) => m.tenant === 'acme').map((m) => m.run.id);
         expect(ids(await store.listRuns({ tenant: 'acme', limit: 100 }))).toEqual(acme);
-        expect(ids(await store.listRuns({ tenant: 'acme', statuses: ['waiting_approval', 'waiting_for_user'], limit: 100 }))).toEqual(['run-0', 'run-4']);
-        expect(ids(await store.listRuns({ tenant: 'globex', statuses: ['waiting_approval', 'waiting_for_user'], limit: 100 }))).toEqual(['run-1', 'run-3']);
-        expect(ids(await store.listRuns({ tenant: 'globex', statuses: ['waiting_approval', 'waiting_for_user'], after: 'run-1', limit: 100 }))).toEqual(['run-3']);
+        expect(
+          ids(await store.listRuns({ tenant: 'acme', statuses: ['waiting_approval', 'waiting_for_user'], limit: 100 })),
+        ).toEqual(['run-0', 'run-4']);
+        expect(
+          ids(
+            await store.listRuns({ tenant: 'globex', statuses: ['waiting_approval', 'waiting_for_user'], limit: 100 }),
+          ),
+        ).toEqual(['run-1', 'run-3']);
+        expect(
+          ids(
+            await store.listRuns({
+              tenant: 'globex',
+              statuses: ['waiting_approval', 'waiting_for_user'],
+              after: 'run-1',
+              limit: 100,
+            }),
+          ),
+        ).toEqual(['run-3']);
         expect(ids(await store.listRuns({ tenant: 'acme', limit: 1, after: 'run-0' }))).toEqual(['run-2']);
         expect(await store.listRuns({ tenant: 'nobody', limit: 100 })).toEqual([]);
       });
@@ -207,7 +238,9 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
         }
         const active = await run(s);
         expect((await store.activeRun(s))!.id).toBe(active.id);
-        expect((await store.listRuns({ sessionId: s, limit: 10 })).map((r) => r.id).sort()).toEqual([...ended, active.id].sort());
+        expect((await store.listRuns({ sessionId: s, limit: 10 })).map((r) => r.id).sort()).toEqual(
+          [...ended, active.id].sort(),
+        );
       });
 
       it('other sessions are not affected', async () => {
@@ -241,7 +274,19 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
     describe('countRunsByStatus', () => {
       it('counts runs by status as they are created and move, every status present, and a rolled-back move changes nothing', async () => {
         const before = await store.countRunsByStatus();
-        expect(Object.keys(before).sort()).toEqual(['cancelled', 'completed', 'failed', 'paused', 'queued', 'running', 'sleeping', 'timed_out', 'waiting_approval', 'waiting_for_signal', 'waiting_for_user']);
+        expect(Object.keys(before).sort()).toEqual([
+          'cancelled',
+          'completed',
+          'failed',
+          'paused',
+          'queued',
+          'running',
+          'sleeping',
+          'timed_out',
+          'waiting_approval',
+          'waiting_for_signal',
+          'waiting_for_user',
+        ]);
         const a = await run();
         const b = await run();
         await run();
@@ -255,7 +300,11 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
           }),
         ).rejects.toThrow('roll back');
         const after = await store.countRunsByStatus();
-        const delta = Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - before[k as keyof typeof before]]).filter(([, v]) => v !== 0));
+        const delta = Object.fromEntries(
+          Object.entries(after)
+            .map(([k, v]) => [k, v - before[k as keyof typeof before]])
+            .filter(([, v]) => v !== 0),
+        );
         expect(delta).toEqual({ queued: 1, running: 1, completed: 1 });
       });
     });
@@ -265,9 +314,22 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
       const DAY = Date.UTC(2025, 0, 10);
       const GPT = { provider: 'openai', modelId: 'gpt-a' };
       const CLAUDE = { provider: 'anthropic', modelId: 'claude-b' };
-      const usage = (inputTokens: number, outputTokens: number, cachedInputTokens = 0, reasoningTokens = 0) => ({ inputTokens, outputTokens, cachedInputTokens, reasoningTokens });
+      const usage = (inputTokens: number, outputTokens: number, cachedInputTokens = 0, reasoningTokens = 0) => ({
+        inputTokens,
+        outputTokens,
+        cachedInputTokens,
+        reasoningTokens,
+      });
       /** A run in a session of its own, ended at `endedAt` (null: still running) with this recorded usage. */
-      const recorded = async (o: { tenant: string; agent: string; model?: { provider: string; modelId: string }; usage: ReturnType<typeof usage>; cost: number; endedAt: number | null; parent?: string }) => {
+      const recorded = async (o: {
+        tenant: string;
+        agent: string;
+        model?: { provider: string; modelId: string };
+        usage: ReturnType<typeof usage>;
+        cost: number;
+        endedAt: number | null;
+        parent?: string;
+      }) => {
         const sessionId = randomUUID();
         await store.createSession({ id: sessionId, tenant: o.tenant, createdAt: T0 });
         const r = await store.createRun({
@@ -278,7 +340,12 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
           agentSpec: o.model ? { name: o.agent, model: o.model, system: 'secret instructions' } : { name: o.agent },
           createdAt: T0,
         });
-        return store.updateRun(r.id, { status: o.endedAt === null ? 'running' : 'completed', endedAt: o.endedAt, usage: o.usage, cost: o.cost });
+        return store.updateRun(r.id, {
+          status: o.endedAt === null ? 'running' : 'completed',
+          endedAt: o.endedAt,
+          usage: o.usage,
+          cost: o.cost,
+        });
       };
       /**
        * P (tenant a, planner on gpt) called a subagent C (researcher on claude), which called G; P
@@ -287,34 +354,123 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
        * session is erased.
        */
       const world = async () => {
-        const P0 = await recorded({ tenant: 'a', agent: 'planner', model: GPT, usage: usage(0, 0), cost: 0, endedAt: null });
-        const C0 = await recorded({ tenant: 'a', agent: 'researcher', model: CLAUDE, usage: usage(0, 0), cost: 0, endedAt: null, parent: P0.id });
-        const G = await recorded({ tenant: 'a', agent: 'researcher', model: CLAUDE, usage: usage(1, 1), cost: 0.01, endedAt: DAY + 10.5 * H, parent: C0.id });
-        const C = await store.updateRun(C0.id, { status: 'completed', endedAt: DAY + 11 * H, usage: usage(40 + 1, 4 + 1, 0, 1), cost: 0.25 + 0.01 });
-        await recorded({ tenant: 'a', agent: 'researcher', model: CLAUDE, usage: usage(500, 50), cost: 5, endedAt: null, parent: P0.id });
-        const P = await store.updateRun(P0.id, { status: 'completed', endedAt: DAY + 12 * H, usage: usage(100 + 41, 10 + 5, 5, 2 + 1), cost: 1 + 0.26 });
-        const Q = await recorded({ tenant: 'b', agent: 'planner', model: GPT, usage: usage(7, 3), cost: 0.5, endedAt: DAY + 24.5 * H });
+        const P0 = await recorded({
+          tenant: 'a',
+          agent: 'planner',
+          model: GPT,
+          usage: usage(0, 0),
+          cost: 0,
+          endedAt: null,
+        });
+        const C0 = await recorded({
+          tenant: 'a',
+          agent: 'researcher',
+          model: CLAUDE,
+          usage: usage(0, 0),
+          cost: 0,
+          endedAt: null,
+          parent: P0.id,
+        });
+        const G = await recorded({
+          tenant: 'a',
+          agent: 'researcher',
+          model: CLAUDE,
+          usage: usage(1, 1),
+          cost: 0.01,
+          endedAt: DAY + 10.5 * H,
+          parent: C0.id,
+        });
+        const C = await store.updateRun(C0.id, {
+          status: 'completed',
+          endedAt: DAY + 11 * H,
+          usage: usage(40 + 1, 4 + 1, 0, 1),
+          cost: 0.25 + 0.01,
+        });
+        await recorded({
+          tenant: 'a',
+          agent: 'researcher',
+          model: CLAUDE,
+          usage: usage(500, 50),
+          cost: 5,
+          endedAt: null,
+          parent: P0.id,
+        });
+        const P = await store.updateRun(P0.id, {
+          status: 'completed',
+          endedAt: DAY + 12 * H,
+          usage: usage(100 + 41, 10 + 5, 5, 2 + 1),
+          cost: 1 + 0.26,
+        });
+        const Q = await recorded({
+          tenant: 'b',
+          agent: 'planner',
+          model: GPT,
+          usage: usage(7, 3),
+          cost: 0.5,
+          endedAt: DAY + 24.5 * H,
+        });
         await recorded({ tenant: 'a', agent: 'planner', model: GPT, usage: usage(999, 999), cost: 9, endedAt: null });
-        await recorded({ tenant: 'a', agent: 'planner', model: GPT, usage: usage(888, 888), cost: 8, endedAt: DAY - 9 * 24 * H });
-        const E = await recorded({ tenant: 'a', agent: 'planner', model: GPT, usage: usage(10, 1), cost: 0.1, endedAt: DAY + 12 * H + 5 * 60_000 });
+        await recorded({
+          tenant: 'a',
+          agent: 'planner',
+          model: GPT,
+          usage: usage(888, 888),
+          cost: 8,
+          endedAt: DAY - 9 * 24 * H,
+        });
+        const E = await recorded({
+          tenant: 'a',
+          agent: 'planner',
+          model: GPT,
+          usage: usage(10, 1),
+          cost: 0.1,
+          endedAt: DAY + 12 * H + 5 * 60_000,
+        });
         await store.eraseSession(E.sessionId, DAY + 13 * H);
         return { P, C, G, Q, E };
       };
       const range = { from: DAY, to: DAY + 2 * 24 * H };
       /** In a fixed order (the store's is unspecified): by their keys, whatever order those were written in. */
       const sorted = <T>(xs: T[]) => [...xs].sort((x, y) => (key(x) < key(y) ? -1 : 1));
-      const key = (x: unknown): string => (Array.isArray(x) ? JSON.stringify(x) : JSON.stringify(Object.entries(x as object).sort(([a], [b]) => (a < b ? -1 : 1))));
-      const rounded = <T extends { cost: number }>(xs: T[]) => sorted(xs.map((x) => ({ ...x, cost: Math.round(x.cost * 1e6) / 1e6 })));
+      const key = (x: unknown): string =>
+        Array.isArray(x)
+          ? JSON.stringify(x)
+          : JSON.stringify(Object.entries(x as object).sort(([a], [b]) => (a < b ? -1 : 1)));
+      const rounded = <T extends { cost: number }>(xs: T[]) =>
+        sorted(xs.map((x) => ({ ...x, cost: Math.round(x.cost * 1e6) / 1e6 })));
 
       it("counts each ended run's own usage once: a parent's recorded total less its ended children's; runs not ended and outside the range are left out", async () => {
         await world();
         expect(rounded(await store.usageTotals({ ...range, groupBy: [] }))).toEqual([
-          { runs: 5, inputTokens: 100 + 40 + 1 + 7 + 10, outputTokens: 10 + 4 + 1 + 3 + 1, cachedInputTokens: 5, reasoningTokens: 3, cost: 1 + 0.25 + 0.01 + 0.5 + 0.1 },
+          {
+            runs: 5,
+            inputTokens: 100 + 40 + 1 + 7 + 10,
+            outputTokens: 10 + 4 + 1 + 3 + 1,
+            cachedInputTokens: 5,
+            reasoningTokens: 3,
+            cost: 1 + 0.25 + 0.01 + 0.5 + 0.1,
+          },
         ]);
         expect(rounded(await store.usageTotals({ ...range, groupBy: ['tenant'] }))).toEqual(
           sorted([
-            { tenant: 'a', runs: 4, inputTokens: 151, outputTokens: 16, cachedInputTokens: 5, reasoningTokens: 3, cost: 1.36 },
-            { tenant: 'b', runs: 1, inputTokens: 7, outputTokens: 3, cachedInputTokens: 0, reasoningTokens: 0, cost: 0.5 },
+            {
+              tenant: 'a',
+              runs: 4,
+              inputTokens: 151,
+              outputTokens: 16,
+              cachedInputTokens: 5,
+              reasoningTokens: 3,
+              cost: 1.36,
+            },
+            {
+              tenant: 'b',
+              runs: 1,
+              inputTokens: 7,
+              outputTokens: 3,
+              cachedInputTokens: 0,
+              reasoningTokens: 0,
+              cost: 0.5,
+            },
           ]),
         );
       });
@@ -324,8 +480,26 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
         expect((await store.getRun(E.id))!.agentSpec).toEqual({ model: GPT });
         expect(rounded(await store.usageTotals({ ...range, groupBy: ['agent', 'model'] }))).toEqual(
           sorted([
-            { agent: 'planner', model: 'openai:gpt-a', runs: 3, inputTokens: 117, outputTokens: 14, cachedInputTokens: 5, reasoningTokens: 2, cost: 1.6 },
-            { agent: 'researcher', model: 'anthropic:claude-b', runs: 2, inputTokens: 41, outputTokens: 5, cachedInputTokens: 0, reasoningTokens: 1, cost: 0.26 },
+            {
+              agent: 'planner',
+              model: 'openai:gpt-a',
+              runs: 3,
+              inputTokens: 117,
+              outputTokens: 14,
+              cachedInputTokens: 5,
+              reasoningTokens: 2,
+              cost: 1.6,
+            },
+            {
+              agent: 'researcher',
+              model: 'anthropic:claude-b',
+              runs: 2,
+              inputTokens: 41,
+              outputTokens: 5,
+              cachedInputTokens: 0,
+              reasoningTokens: 1,
+              cost: 0.26,
+            },
           ]),
         );
       });
@@ -333,7 +507,10 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
       it('buckets by the UTC day or hour the run ended in (the start of the bucket, in ms)', async () => {
         await world();
         const days = await store.usageTotals({ ...range, groupBy: ['day'] });
-        expect(sorted(days.map((d) => [d.bucket, d.runs, d.inputTokens]))).toEqual([[DAY, 4, 151], [DAY + 24 * H, 1, 7]]);
+        expect(sorted(days.map((d) => [d.bucket, d.runs, d.inputTokens]))).toEqual([
+          [DAY, 4, 151],
+          [DAY + 24 * H, 1, 7],
+        ]);
         const hours = await store.usageTotals({ ...range, groupBy: ['tenant', 'hour'], tenant: 'a' });
         expect(sorted(hours.map((h) => [h.tenant, h.bucket, h.runs, h.inputTokens]))).toEqual([
           ['a', DAY + 10 * H, 1, 1],
@@ -344,16 +521,30 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
 
       it('filters by tenant, agent and model; the range is [from, to); nothing is an empty list', async () => {
         const { P } = await world();
-        expect((await store.usageTotals({ ...range, groupBy: [], agent: 'researcher' })).map((t) => [t.runs, t.inputTokens])).toEqual([[2, 41]]);
-        expect((await store.usageTotals({ ...range, groupBy: ['tenant'], model: 'openai:gpt-a', tenant: 'b' })).map((t) => [t.tenant, t.runs, t.inputTokens])).toEqual([['b', 1, 7]]);
-        expect((await store.usageTotals({ from: P.endedAt!, to: P.endedAt! + 1, groupBy: [] })).map((t) => t.inputTokens)).toEqual([100]);
+        expect(
+          (await store.usageTotals({ ...range, groupBy: [], agent: 'researcher' })).map((t) => [t.runs, t.inputTokens]),
+        ).toEqual([[2, 41]]);
+        expect(
+          (await store.usageTotals({ ...range, groupBy: ['tenant'], model: 'openai:gpt-a', tenant: 'b' })).map((t) => [
+            t.tenant,
+            t.runs,
+            t.inputTokens,
+          ]),
+        ).toEqual([['b', 1, 7]]);
+        expect(
+          (await store.usageTotals({ from: P.endedAt!, to: P.endedAt! + 1, groupBy: [] })).map((t) => t.inputTokens),
+        ).toEqual([100]);
         expect(await store.usageTotals({ from: P.endedAt! - 1, to: P.endedAt!, groupBy: [] })).toEqual([]);
         expect(await store.usageTotals({ ...range, groupBy: ['model'], tenant: 'nobody' })).toEqual([]);
       });
 
       it('refuses day and hour together, and an unknown dimension', async () => {
-        await expect(store.usageTotals({ ...range, groupBy: ['day', 'hour'] })).rejects.toMatchObject({ code: 'invalid_query' });
-        await expect(store.usageTotals({ ...range, groupBy: ['week' as 'day'] })).rejects.toMatchObject({ code: 'invalid_query' });
+        await expect(store.usageTotals({ ...range, groupBy: ['day', 'hour'] })).rejects.toMatchObject({
+          code: 'invalid_query',
+        });
+        await expect(store.usageTotals({ ...range, groupBy: ['week' as 'day'] })).rejects.toMatchObject({
+          code: 'invalid_query',
+        });
       });
     });
 
@@ -361,7 +552,10 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
       it('any number wait behind it: never the active run, never claimed, and one comes up only once the session has no active run', async () => {
         const s = await session();
         const first = await run(s);
-        const behind = [await run(s, { queuedBehind: true, createdAt: T0 + 1 }), await run(s, { queuedBehind: true, createdAt: T0 + 2 })];
+        const behind = [
+          await run(s, { queuedBehind: true, createdAt: T0 + 1 }),
+          await run(s, { queuedBehind: true, createdAt: T0 + 2 }),
+        ];
         expect(behind.map((r) => [r.status, r.queuedBehind, r.turn])).toEqual([
           ['queued', true, null],
           ['queued', true, null],
@@ -371,7 +565,8 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
         expect(await rejection(store.createRun(newRun(s)))).toBeInstanceOf(RunBusyError);
 
         // The worker claims the active one, never those behind it (even asked for them by id).
-        for (const r of behind) expect(await store.claimRun('w1', LEASE, T0, CLAIM_POLICY, { runId: r.id })).toBeUndefined();
+        for (const r of behind)
+          expect(await store.claimRun('w1', LEASE, T0, CLAIM_POLICY, { runId: r.id })).toBeUndefined();
         expect((await store.claimRun('w1', LEASE, T0, CLAIM_POLICY))!.run.id).toBe(first.id);
         expect(await store.claimRun('w1', LEASE, T0, CLAIM_POLICY)).toBeUndefined();
 
@@ -388,7 +583,10 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
         expect(await rejection(store.updateRun(behind[1]!.id, { queuedBehind: false }))).toBeInstanceOf(RunBusyError);
         expect((await store.claimRun('w1', LEASE, T0, CLAIM_POLICY))!.run.id).toBe(up.id);
         // A run behind can end without coming up (cancelled before it started).
-        expect(await store.updateRun(behind[1]!.id, { status: 'cancelled', endedAt: T0 })).toMatchObject({ status: 'cancelled', queuedBehind: true });
+        expect(await store.updateRun(behind[1]!.id, { status: 'cancelled', endedAt: T0 })).toMatchObject({
+          status: 'cancelled',
+          queuedBehind: true,
+        });
       });
     });
 
@@ -421,11 +619,19 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
           [paused.id, T0 + 400],
         ]);
         expect(all[0]!.run).toMatchObject({ id: approval.id, status: 'waiting_approval', waiting: waiting(T0 + 100) });
-        expect((await store.dueRuns(T0 + 250, { limit: 10 })).map((d) => d.run.id)).toEqual([approval.id, queuedWithDeadline.id]);
+        expect((await store.dueRuns(T0 + 250, { limit: 10 })).map((d) => d.run.id)).toEqual([
+          approval.id,
+          queuedWithDeadline.id,
+        ]);
         const first = await store.dueRuns(T0 + 1000, { limit: 2 });
-        const second = await store.dueRuns(T0 + 1000, { limit: 2, after: { dueAt: first[1]!.dueAt, id: first[1]!.run.id } });
+        const second = await store.dueRuns(T0 + 1000, {
+          limit: 2,
+          after: { dueAt: first[1]!.dueAt, id: first[1]!.run.id },
+        });
         expect([...first, ...second].map((d) => d.run.id)).toEqual(all.map((d) => d.run.id));
-        expect(await store.dueRuns(T0 + 1000, { limit: 2, after: { dueAt: all[3]!.dueAt, id: all[3]!.run.id } })).toEqual([]);
+        expect(
+          await store.dueRuns(T0 + 1000, { limit: 2, after: { dueAt: all[3]!.dueAt, id: all[3]!.run.id } }),
+        ).toEqual([]);
         expect(await store.dueRuns(T0 + 99, { limit: 10 })).toEqual([]);
       });
 
@@ -473,8 +679,20 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
           agentSpec: { name: 'a', tools: [{ name: 'fx__add', mcp: { server: 'fx' } }] },
         });
         expect(await store.getRun(r.id)).toEqual(updated);
-        const cleared = await store.updateRun(r.id, { error: null, waiting: null, cancelRequested: false, pauseRequested: false, deadlineAt: null });
-        expect(cleared).toMatchObject({ error: null, waiting: null, cancelRequested: false, pauseRequested: false, deadlineAt: null });
+        const cleared = await store.updateRun(r.id, {
+          error: null,
+          waiting: null,
+          cancelRequested: false,
+          pauseRequested: false,
+          deadlineAt: null,
+        });
+        expect(cleared).toMatchObject({
+          error: null,
+          waiting: null,
+          cancelRequested: false,
+          pauseRequested: false,
+          deadlineAt: null,
+        });
       });
 
       it('is a compare-and-set on the status: RunConflictError with the current run, and nothing changed', async () => {
@@ -509,7 +727,9 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
         const r = await claimed('w1');
         const fenced = await store.updateRun(r.id, { fence: true });
         expect(fenced.fencingToken).toBe(r.fencingToken + 1);
-        expect(await rejection(store.updateRun(r.id, { cost: 3 }, { fencingToken: r.fencingToken }))).toBeInstanceOf(RunConflictError);
+        expect(await rejection(store.updateRun(r.id, { cost: 3 }, { fencingToken: r.fencingToken }))).toBeInstanceOf(
+          RunConflictError,
+        );
         expect(await store.renewLease(r.id, 'w1', r.fencingToken, T0 + LEASE * 2)).toBe(false);
       });
 
@@ -540,7 +760,14 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
         expect(first).toEqual({
           previous: 'queued',
           firstStart: true,
-          run: { ...oldest, status: 'running', lease: { owner: 'w1', expiresAt: now + LEASE }, attempt: 1, fencingToken: 1, startedAt: now },
+          run: {
+            ...oldest,
+            status: 'running',
+            lease: { owner: 'w1', expiresAt: now + LEASE },
+            attempt: 1,
+            fencingToken: 1,
+            startedAt: now,
+          },
         });
         expect(await store.getRun(oldest.id)).toEqual(first!.run);
         expect((await store.claimRun('w2', LEASE, now, CLAIM_POLICY))!.run.id).toBe(newer.id);
@@ -549,7 +776,15 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
       });
 
       it('never claims a waiting, paused or terminal run', async () => {
-        for (const status of ['waiting_approval', 'waiting_for_user', 'paused', 'completed', 'failed', 'cancelled', 'timed_out'] as const) {
+        for (const status of [
+          'waiting_approval',
+          'waiting_for_user',
+          'paused',
+          'completed',
+          'failed',
+          'cancelled',
+          'timed_out',
+        ] as const) {
           const r = await run();
           await store.updateRun(r.id, { status });
         }
@@ -587,9 +822,14 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
         // Resumed after a wait.
         await store.updateRun(r.id, { status: 'waiting_approval', lease: null });
         await store.updateRun(r.id, { status: 'queued' });
-        expect(await store.claimRun('w3', LEASE, T0 + 2, CLAIM_POLICY, { runId: r.id })).toMatchObject({ firstStart: false });
+        expect(await store.claimRun('w3', LEASE, T0 + 2, CLAIM_POLICY, { runId: r.id })).toMatchObject({
+          firstStart: false,
+        });
         const fresh = await run();
-        expect(await store.claimRun('w1', LEASE, T0 + 3, CLAIM_POLICY, { runId: fresh.id })).toMatchObject({ firstStart: true, run: { attempt: 1 } });
+        expect(await store.claimRun('w1', LEASE, T0 + 3, CLAIM_POLICY, { runId: fresh.id })).toMatchObject({
+          firstStart: true,
+          run: { attempt: 1 },
+        });
       });
 
       it('a running run without a lease is not claimable', async () => {
@@ -647,7 +887,11 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
         await store.append(sid, [note({ runId: r.id, data: { n: 1 } }), note(), note({ runId: r.id, data: { n: 2 } })]);
         await store.append(sid, [note({ runId: r.id, data: { n: 3 } })]);
         const mine = await store.readEvents(sid, { runId: r.id });
-        expect(mine.map((e) => [e.seq, (e.data as { n: number }).n])).toEqual([[4, 1], [6, 2], [7, 3]]);
+        expect(mine.map((e) => [e.seq, (e.data as { n: number }).n])).toEqual([
+          [4, 1],
+          [6, 2],
+          [7, 3],
+        ]);
         expect((await store.readEvents(sid, { runId: r.id, afterSeq: 4 })).map((e) => e.seq)).toEqual([6, 7]);
         expect((await store.readEvents(sid, { runId: r.id, afterSeq: 4, untilSeq: 6 })).map((e) => e.seq)).toEqual([6]);
         expect((await store.readEvents(sid, { runId: r.id, limit: 1 })).map((e) => e.seq)).toEqual([4]);
@@ -660,11 +904,17 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
     describe('fenced append', () => {
       it('appends while the token is current; a stale token throws FencedError and writes nothing', async () => {
         const r = await claimed('w1');
-        const [ok] = await store.append(r.sessionId, [note({ runId: r.id })], { fence: { runId: r.id, token: r.fencingToken } });
+        const [ok] = await store.append(r.sessionId, [note({ runId: r.id })], {
+          fence: { runId: r.id, token: r.fencingToken },
+        });
         expect(ok!.seq).toBe(1);
 
         await store.updateRun(r.id, { fence: true });
-        const err = await rejection(store.append(r.sessionId, [note({ runId: r.id }), note({ runId: r.id })], { fence: { runId: r.id, token: r.fencingToken } }));
+        const err = await rejection(
+          store.append(r.sessionId, [note({ runId: r.id }), note({ runId: r.id })], {
+            fence: { runId: r.id, token: r.fencingToken },
+          }),
+        );
         expect(err).toBeInstanceOf(FencedError);
         expect((err as FencedError).code).toBe('fenced');
         expect(await store.readEvents(r.sessionId)).toEqual([ok]);
@@ -673,7 +923,9 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
 
       it('a fence on an unknown run throws FencedError', async () => {
         const s = await session();
-        expect(await rejection(store.append(s, [note()], { fence: { runId: 'nope', token: 0 } }))).toBeInstanceOf(FencedError);
+        expect(await rejection(store.append(s, [note()], { fence: { runId: 'nope', token: 0 } }))).toBeInstanceOf(
+          FencedError,
+        );
         expect(await store.readEvents(s)).toEqual([]);
       });
 
@@ -697,9 +949,19 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
         const r = await run();
         expect(await store.getCheckpoint(r.id)).toBeUndefined();
         await store.putCheckpoint({ runId: r.id, step: 0, seq: 3, state: { conversation: [], n: 1 } });
-        expect(await store.getCheckpoint(r.id)).toEqual({ runId: r.id, step: 0, seq: 3, state: { conversation: [], n: 1 } });
+        expect(await store.getCheckpoint(r.id)).toEqual({
+          runId: r.id,
+          step: 0,
+          seq: 3,
+          state: { conversation: [], n: 1 },
+        });
         await store.putCheckpoint({ runId: r.id, step: 2, seq: 9, state: { conversation: [{ id: 'm' }], n: 2 } });
-        expect(await store.getCheckpoint(r.id)).toEqual({ runId: r.id, step: 2, seq: 9, state: { conversation: [{ id: 'm' }], n: 2 } });
+        expect(await store.getCheckpoint(r.id)).toEqual({
+          runId: r.id,
+          step: 2,
+          seq: 9,
+          state: { conversation: [{ id: 'm' }], n: 2 },
+        });
         const other = await run();
         expect(await store.getCheckpoint(other.id)).toBeUndefined();
       });

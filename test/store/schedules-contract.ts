@@ -59,7 +59,14 @@ export function schedulesContract(name: string, open: () => Promise<OpenedStore>
       const s = schedule();
       expect(await store.createSchedule(s)).toEqual(s);
       expect(await store.getSchedule(s.id)).toEqual(s);
-      const i = schedule({ cron: null, intervalSeconds: 90, target: { sessionId: 'sess' }, agent: null, name: null, message: 'text' });
+      const i = schedule({
+        cron: null,
+        intervalSeconds: 90,
+        target: { sessionId: 'sess' },
+        agent: null,
+        name: null,
+        message: 'text',
+      });
       expect(await store.createSchedule(i)).toEqual(i);
       await expect(store.createSchedule(s)).rejects.toMatchObject({ code: 'conflict' });
       expect(await store.getSchedule('nope')).toBeUndefined();
@@ -71,14 +78,31 @@ export function schedulesContract(name: string, open: () => Promise<OpenedStore>
       await store.createSchedule(schedule({ tenant: 't2' }));
       ids.sort();
       expect((await store.listSchedules({ tenant: 't1', limit: 10 })).map((s) => s.id)).toEqual(ids);
-      expect((await store.listSchedules({ tenant: 't1', limit: 1, after: ids[0]! })).map((s) => s.id)).toEqual([ids[1]]);
+      expect((await store.listSchedules({ tenant: 't1', limit: 1, after: ids[0]! })).map((s) => s.id)).toEqual([
+        ids[1],
+      ]);
       expect(await store.listSchedules({ limit: 10 })).toHaveLength(4);
     });
 
     it('patches, and says when there is no such schedule', async () => {
       const s = await store.createSchedule(schedule());
-      const p = await store.updateSchedule(s.id, { pausedAt: T0 + 5, pausedReason: 'why', nextFireAt: null, lastTick: T0, lastRunId: 'r1', updatedAt: T0 + 5 });
-      expect(p).toMatchObject({ pausedAt: T0 + 5, pausedReason: 'why', nextFireAt: null, lastTick: T0, lastRunId: 'r1', updatedAt: T0 + 5, name: 'daily' });
+      const p = await store.updateSchedule(s.id, {
+        pausedAt: T0 + 5,
+        pausedReason: 'why',
+        nextFireAt: null,
+        lastTick: T0,
+        lastRunId: 'r1',
+        updatedAt: T0 + 5,
+      });
+      expect(p).toMatchObject({
+        pausedAt: T0 + 5,
+        pausedReason: 'why',
+        nextFireAt: null,
+        lastTick: T0,
+        lastRunId: 'r1',
+        updatedAt: T0 + 5,
+        name: 'daily',
+      });
       await expect(store.updateSchedule('nope', { updatedAt: 1 })).rejects.toMatchObject({ code: 'not_found' });
     });
 
@@ -100,7 +124,9 @@ export function schedulesContract(name: string, open: () => Promise<OpenedStore>
       expect(await store.addScheduleFire(fire(s.id, T0, { outcome: 'skipped', runId: null }))).toBe(false);
       const other = opened.another ? await opened.another() : store;
       expect(await other.addScheduleFire(fire(s.id, T0))).toBe(false);
-      expect(await store.addScheduleFire(fire(s.id, T0 + 1000, { outcome: 'skipped', reason: 'busy', runId: null }))).toBe(true);
+      expect(
+        await store.addScheduleFire(fire(s.id, T0 + 1000, { outcome: 'skipped', reason: 'busy', runId: null })),
+      ).toBe(true);
       const fires = await other.listScheduleFires(s.id, { limit: 10 });
       expect(fires.map((f) => f.tick)).toEqual([T0 + 1000, T0]);
       expect(fires[1]).toEqual(first);
@@ -135,7 +161,10 @@ export function schedulesContract(name: string, open: () => Promise<OpenedStore>
       // in test/runs/schedules.test.ts). There, each instance races with itself, one after the other.
       const results =
         store.kind === 'sqlite'
-          ? [...(await Promise.all([1, 2, 3].map(() => attempt(store)))), ...(await Promise.all([1, 2, 3].map(() => attempt(other))))]
+          ? [
+              ...(await Promise.all([1, 2, 3].map(() => attempt(store)))),
+              ...(await Promise.all([1, 2, 3].map(() => attempt(other)))),
+            ]
           : await Promise.all(Array.from({ length: 6 }, (_, k) => attempt(k % 2 ? other : store)));
       expect(results.filter(Boolean)).toHaveLength(1);
       expect(await store.listScheduleFires(s.id, { limit: 10 })).toHaveLength(1);

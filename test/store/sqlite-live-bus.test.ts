@@ -18,7 +18,14 @@ import { until } from '../support/sse-helpers.ts';
 const MEMBER = join(import.meta.dirname, 'fixtures', 'live-bus-member.ts');
 const T0 = 1_700_000_000_000;
 
-const note = (n: number): EventDraft => ({ id: randomUUID(), type: 'test/note', v: 1, time: T0, entry: false, data: { n } });
+const note = (n: number): EventDraft => ({
+  id: randomUUID(),
+  type: 'test/note',
+  v: 1,
+  time: T0,
+  entry: false,
+  data: { n },
+});
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -37,7 +44,12 @@ function member(path: string) {
   const heard: StoreChange[] = [];
   store.changes((c) => c && heard.push(c));
   cleanups.push(() => store.close());
-  return { store, heard, messages: () => heard.flatMap((c) => (c.message ? [c.message] : [])), notices: () => heard.flatMap((c) => (c.message ? [] : [c])) };
+  return {
+    store,
+    heard,
+    messages: () => heard.flatMap((c) => (c.message ? [c.message] : [])),
+    notices: () => heard.flatMap((c) => (c.message ? [] : [c])),
+  };
 }
 
 /**

@@ -127,16 +127,18 @@ describe('sqlite store', () => {
   });
 
   it('with synchronous=NORMAL syncs the WAL in the background every 32 commits and checkpoints every 16,000 frames; with FULL leaves both to SQLite', async () => {
-    const walFds = () => readdirSync('/proc/self/fd').filter((fd) => {
-      try {
-        return readlinkSync(`/proc/self/fd/${fd}`) === `${path}-wal`;
-      } catch {
-        return false;
-      }
-    }).length;
+    const walFds = () =>
+      readdirSync('/proc/self/fd').filter((fd) => {
+        try {
+          return readlinkSync(`/proc/self/fd/${fd}`) === `${path}-wal`;
+        } catch {
+          return false;
+        }
+      }).length;
     const full = openStore();
     await full.createSession({ id: 'f', createdAt: T0 });
-    for (let n = 1; n <= 70; n++) await full.append('f', [{ id: `f${n}`, type: 'test/note', v: 1, time: T0, entry: false, data: { n } }]);
+    for (let n = 1; n <= 70; n++)
+      await full.append('f', [{ id: `f${n}`, type: 'test/note', v: 1, time: T0, entry: false, data: { n } }]);
     expect(full.walFlushes).toBe(0);
     expect(connection(full).pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
     await full.close();
@@ -148,7 +150,8 @@ describe('sqlite store', () => {
     const before = walFds();
     expect(before).toBe(1);
     // 1 commit for the session, 70 appends: syncs start at the 32nd and the 64th commit (unless the first still runs).
-    for (let n = 1; n <= 70; n++) await normal.append('s', [{ id: `e${n}`, type: 'test/note', v: 1, time: T0, entry: false, data: { n } }]);
+    for (let n = 1; n <= 70; n++)
+      await normal.append('s', [{ id: `e${n}`, type: 'test/note', v: 1, time: T0, entry: false, data: { n } }]);
     expect(normal.walFlushes).toBeGreaterThanOrEqual(1);
     expect(normal.walFlushes).toBeLessThanOrEqual(2);
     expect(walFds()).toBe(before + 1);
@@ -168,19 +171,21 @@ describe('sqlite store', () => {
 
     // The log is stored in batches, the tree in entries (ADR-0009): neither can be changed or shrunk.
     const db = rawDb();
-    expect(() => db.prepare('UPDATE event_batches SET data = x\'00\'').run()).toThrow('events are immutable');
+    expect(() => db.prepare("UPDATE event_batches SET data = x'00'").run()).toThrow('events are immutable');
     expect(() => db.prepare('UPDATE event_batches SET first_seq = 2').run()).toThrow('events are immutable');
     expect(() => db.prepare('DELETE FROM event_batches').run()).toThrow('events are immutable');
     expect(() => connection(store).prepare('DELETE FROM event_batches').run()).toThrow('events are immutable');
     // Sealed, the events are in a compressed row that cannot be changed or removed either, and
     // the tree is indexed in entries (ADR-0022), as immutable.
     await store.sealEvents('s');
-    expect(db.prepare('SELECT codec, first_seq, last_seq FROM event_batches').all()).toEqual([{ codec: 3, first_seq: 1, last_seq: 1 }]);
+    expect(db.prepare('SELECT codec, first_seq, last_seq FROM event_batches').all()).toEqual([
+      { codec: 3, first_seq: 1, last_seq: 1 },
+    ]);
     expect(db.prepare('SELECT count(*) AS n FROM entries').get()).toEqual({ n: 1 });
     expect(() => db.prepare("UPDATE entries SET parent_id = 'x'").run()).toThrow('events are immutable');
     expect(() => db.prepare("DELETE FROM entries WHERE id = 'e1'").run()).toThrow('events are immutable');
     expect(() => connection(store).prepare('DELETE FROM entries').run()).toThrow('events are immutable');
-    expect(() => db.prepare('UPDATE event_batches SET data = x\'00\'').run()).toThrow('events are immutable');
+    expect(() => db.prepare("UPDATE event_batches SET data = x'00'").run()).toThrow('events are immutable');
     expect(() => db.prepare('DELETE FROM event_batches').run()).toThrow('events are immutable');
 
     expect(await store.readEvents('s')).toEqual([e]);
@@ -190,9 +195,18 @@ describe('sqlite store', () => {
     const a = openStore();
     const b = openStore();
     await a.createSession({ id: 's', createdAt: T0 });
-    const entry = (id: string, parentId?: string) => ({ id, type: 'test/entry', v: 1, time: T0, entry: true, data: { id }, ...(parentId ? { parentId } : {}) });
+    const entry = (id: string, parentId?: string) => ({
+      id,
+      type: 'test/entry',
+      v: 1,
+      time: T0,
+      entry: true,
+      data: { id },
+      ...(parentId ? { parentId } : {}),
+    });
     const ids = (events: Array<{ id: string }>) => events.map((e) => e.id);
-    const indexed = () => (rawDb({ readonly: true }).prepare('SELECT count(*) AS n FROM entries').get() as { n: number }).n;
+    const indexed = () =>
+      (rawDb({ readonly: true }).prepare('SELECT count(*) AS n FROM entries').get() as { n: number }).n;
     await a.append('s', [entry('e1'), entry('e2')]);
     // b has kept nothing of this session: it reads a's open rows.
     await b.append('s', [entry('e3', 'e1')]);
@@ -227,7 +241,15 @@ describe('sqlite store', () => {
   it('keeps no entry of a rolled-back append among the open entries it extends in place, and takes the same seq for other entries after it', async () => {
     const store = openStore();
     await store.createSession({ id: 's', createdAt: T0 });
-    const entry = (id: string, parentId?: string) => ({ id, type: 'test/entry', v: 1, time: T0, entry: true, data: { id }, ...(parentId ? { parentId } : {}) });
+    const entry = (id: string, parentId?: string) => ({
+      id,
+      type: 'test/entry',
+      v: 1,
+      time: T0,
+      entry: true,
+      data: { id },
+      ...(parentId ? { parentId } : {}),
+    });
     const ids = (events: Array<{ id: string }>) => events.map((e) => e.id);
     for (let n = 1; n <= 5; n++) await store.append('s', [entry(`e${n}`)]);
     // Rolled back after the append (the whole transaction, then a savepoint of a group commit).
@@ -262,8 +284,12 @@ describe('sqlite store', () => {
     await store.append('s', [note(4)]);
     await store.append('s', [note(5)]);
     const db = rawDb();
-    const [sealed] = db.prepare<[], { session_id: Buffer; data: Buffer }>('SELECT session_id, data FROM event_batches WHERE codec = 3').all();
-    const insert = db.prepare('INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) VALUES (?, ?, ?, 3, ?)');
+    const [sealed] = db
+      .prepare<[], { session_id: Buffer; data: Buffer }>('SELECT session_id, data FROM event_batches WHERE codec = 3')
+      .all();
+    const insert = db.prepare(
+      'INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) VALUES (?, ?, ?, 3, ?)',
+    );
     const remove = db.prepare('DELETE FROM event_batches WHERE session_id = ? AND first_seq = ? AND codec = 2');
     // Held by no sealed row: an earlier one ends before it, a later one starts after it.
     insert.run(sealed!.session_id, 5, 5, sealed!.data);
@@ -272,41 +298,94 @@ describe('sqlite store', () => {
     insert.run(sealed!.session_id, 4, 4, sealed!.data);
     expect(remove.run(sealed!.session_id, 4).changes).toBe(1);
     // A sealed row itself never goes.
-    expect(() => db.prepare('DELETE FROM event_batches WHERE codec = 3 AND first_seq = 4').run()).toThrow('events are immutable');
+    expect(() => db.prepare('DELETE FROM event_batches WHERE codec = 3 AND first_seq = 4').run()).toThrow(
+      'events are immutable',
+    );
   });
 
-  it('keeps a session\'s log in open rows (one per append) until it is sealed, then in one compressed row; a long run of appends seals itself', async () => {
+  it("keeps a session's log in open rows (one per append) until it is sealed, then in one compressed row; a long run of appends seals itself", async () => {
     const store = openStore();
     await store.createSession({ id: 's', createdAt: T0 });
-    const note = (n: number) => ({ id: `e${n}`, type: 'test/note', v: 1, time: T0, entry: false, data: { n, text: 'the same words again and again '.repeat(4) } });
+    const note = (n: number) => ({
+      id: `e${n}`,
+      type: 'test/note',
+      v: 1,
+      time: T0,
+      entry: false,
+      data: { n, text: 'the same words again and again '.repeat(4) },
+    });
     for (let n = 1; n <= 10; n++) await store.append('s', [note(n)]);
-    const rows = () => rawDb({ readonly: true }).prepare<[], { codec: number; first_seq: number; last_seq: number; bytes: number }>('SELECT codec, first_seq, last_seq, length(data) AS bytes FROM event_batches ORDER BY first_seq').all();
+    const rows = () =>
+      rawDb({ readonly: true })
+        .prepare<[], { codec: number; first_seq: number; last_seq: number; bytes: number }>(
+          'SELECT codec, first_seq, last_seq, length(data) AS bytes FROM event_batches ORDER BY first_seq',
+        )
+        .all();
     const open = rows();
-    expect(open.map((r) => [r.codec, r.first_seq, r.last_seq])).toEqual(Array.from({ length: 10 }, (_, i) => [2, i + 1, i + 1]));
+    expect(open.map((r) => [r.codec, r.first_seq, r.last_seq])).toEqual(
+      Array.from({ length: 10 }, (_, i) => [2, i + 1, i + 1]),
+    );
     await store.sealEvents('s');
     const sealed = rows();
     expect(sealed.map((r) => [r.codec, r.first_seq, r.last_seq])).toEqual([[3, 1, 10]]);
     expect(sealed[0]!.bytes).toBeLessThan(open.reduce((a, r) => a + r.bytes, 0) / 5);
-    expect((await store.readEvents('s')).map((e) => e.data)).toEqual(Array.from({ length: 10 }, (_, i) => note(i + 1).data));
+    expect((await store.readEvents('s')).map((e) => e.data)).toEqual(
+      Array.from({ length: 10 }, (_, i) => note(i + 1).data),
+    );
 
     // 1,024 open events seal themselves, in the append that reaches them: ~200 KB of rows, sealed
     // with Zstandard (codec 4, from 16 KB on; ADR-0024).
-    for (let n = 11; n <= 1040; n += 10) await store.append('s', Array.from({ length: 10 }, (_, k) => note(n + k)));
+    for (let n = 11; n <= 1040; n += 10)
+      await store.append(
+        's',
+        Array.from({ length: 10 }, (_, k) => note(n + k)),
+      );
     expect(rows().map((r) => [r.codec, r.first_seq, r.last_seq])).toEqual([
       [3, 1, 10],
       [4, 11, 1040],
     ]);
-    expect((await store.readEvents('s', { afterSeq: 10, limit: 5 })).map((e) => e.data)).toEqual(Array.from({ length: 5 }, (_, k) => note(11 + k).data));
-    expect((await store.readEvents('s', { afterSeq: 1030 })).map((e) => e.id)).toEqual(Array.from({ length: 10 }, (_, k) => `e${1031 + k}`));
+    expect((await store.readEvents('s', { afterSeq: 10, limit: 5 })).map((e) => e.data)).toEqual(
+      Array.from({ length: 5 }, (_, k) => note(11 + k).data),
+    );
+    expect((await store.readEvents('s', { afterSeq: 1030 })).map((e) => e.id)).toEqual(
+      Array.from({ length: 10 }, (_, k) => `e${1031 + k}`),
+    );
   });
 
   it('reads a sealed row written by this codec forever: its dictionary and format never change', () => {
     // Written by codec 1 when it was made (ADR-0009); a change to the dictionary would misread it.
     expect(createHash('sha256').update(EVENT_BATCH_DICTIONARY_1).digest('hex')).toBe(DICTIONARY_1_SHA256);
-    const row = Buffer.from('g5a6BoaJRsaGiRa6RpYmprrmZmZpupaGJom6KeZGKYnJSYbmFkmg0gLkM3g04ixFjCxNjI0tjaCtZVCBC/cjvM8DiidQowVrOZJLZkGScXilwqMZzaBGEjw+UkG5Dm+MQJ1rrKOUDo6KFGj/LhYA', 'base64');
+    const row = Buffer.from(
+      'g5a6BoaJRsaGiRa6RpYmprrmZmZpupaGJom6KeZGKYnJSYbmFkmg0gLkM3g04ixFjCxNjI0tjaCtZVCBC/cjvM8DiidQowVrOZJLZkGScXilwqMZzaBGEjw+UkG5Dm+MQJ1rrKOUDo6KFGj/LhYA',
+      'base64',
+    );
     expect(decodeBatch('s', 7, 1, row)).toEqual([
-      { id: '01a231a8-2945-766f-914a-d72dacb178be', sessionId: 's', seq: 7, type: 'assistant/message', v: 1, time: 1796129433922, runId: 'r', turn: 1, step: 1, entry: true, parentId: 'p', ignorable: false, data: { message: { id: 'm', role: 'assistant', content: [{ type: 'text', text: 'hé ☃' }] } } },
-      { id: 'e2', sessionId: 's', seq: 8, type: 'step/end', v: 1, time: 1796129433923, entry: false, ignorable: true, data: null },
+      {
+        id: '01a231a8-2945-766f-914a-d72dacb178be',
+        sessionId: 's',
+        seq: 7,
+        type: 'assistant/message',
+        v: 1,
+        time: 1796129433922,
+        runId: 'r',
+        turn: 1,
+        step: 1,
+        entry: true,
+        parentId: 'p',
+        ignorable: false,
+        data: { message: { id: 'm', role: 'assistant', content: [{ type: 'text', text: 'hé ☃' }] } },
+      },
+      {
+        id: 'e2',
+        sessionId: 's',
+        seq: 8,
+        type: 'step/end',
+        v: 1,
+        time: 1796129433923,
+        entry: false,
+        ignorable: true,
+        data: null,
+      },
     ]);
   });
 
@@ -315,20 +394,42 @@ describe('sqlite store', () => {
     await store.createSession({ id: 's', createdAt: T0 });
     await store.createSession({ id: 't', createdAt: T0 });
     const db = rawDb();
-    db.prepare("INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) VALUES ('s', 1, 1, 1, x'00ff00ff')").run();
-    db.prepare("INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) VALUES ('t', 1, 1, 7, '[]')").run();
+    db.prepare(
+      "INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) VALUES ('s', 1, 1, 1, x'00ff00ff')",
+    ).run();
+    db.prepare(
+      "INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) VALUES ('t', 1, 1, 7, '[]')",
+    ).run();
     db.prepare("UPDATE sessions SET last_seq = 1 WHERE id IN ('s', 't')").run();
-    await expect(store.readEvents('s')).rejects.toMatchObject({ code: 'corrupt_log', message: expect.stringMatching(/session s: the events from seq 1 cannot be read/) });
-    await expect(store.readEvents('t')).rejects.toMatchObject({ code: 'corrupt_log', message: expect.stringMatching(/codec 7/) });
+    await expect(store.readEvents('s')).rejects.toMatchObject({
+      code: 'corrupt_log',
+      message: expect.stringMatching(/session s: the events from seq 1 cannot be read/),
+    });
+    await expect(store.readEvents('t')).rejects.toMatchObject({
+      code: 'corrupt_log',
+      message: expect.stringMatching(/codec 7/),
+    });
     expect(await store.getSession('s')).toMatchObject({ lastSeq: 1 });
   });
 
-  it('a run\'s turn end seals its session\'s log in the turn end\'s own commit', async () => {
+  it("a run's turn end seals its session's log in the turn end's own commit", async () => {
     const store = openStore();
     const agent = defineAgent({
       name: 'sealer',
-      model: new ScriptedModel([{ toolCalls: [{ name: 'inc', input: { n: 1 } }] }, { toolCalls: [{ name: 'inc', input: { n: 2 } }] }, { text: 'done' }]),
-      tools: [tool({ name: 'inc', description: 'increments', input: z.object({ n: z.number() }), idempotent: true, execute: ({ n }) => n + 1 })],
+      model: new ScriptedModel([
+        { toolCalls: [{ name: 'inc', input: { n: 1 } }] },
+        { toolCalls: [{ name: 'inc', input: { n: 2 } }] },
+        { text: 'done' },
+      ]),
+      tools: [
+        tool({
+          name: 'inc',
+          description: 'increments',
+          input: z.object({ n: z.number() }),
+          idempotent: true,
+          execute: ({ n }) => n + 1,
+        }),
+      ],
     });
     const rt = createRuntime({ store, agents: [agent] });
     rt.startWorker({ id: 'w', concurrency: 1 });
@@ -338,7 +439,9 @@ describe('sqlite store', () => {
       expect(await rt.runs.wait(sent.run.id, { until: 'terminal' })).toMatchObject({ status: 'completed' });
       const events = await store.readEvents(s.id);
       expect(events.at(-1)).toMatchObject({ type: 'run/status', data: { to: 'completed' } });
-      const rows = rawDb({ readonly: true }).prepare('SELECT codec, first_seq, last_seq FROM event_batches ORDER BY first_seq').all();
+      const rows = rawDb({ readonly: true })
+        .prepare('SELECT codec, first_seq, last_seq FROM event_batches ORDER BY first_seq')
+        .all();
       expect(rows).toEqual([{ codec: 3, first_seq: 1, last_seq: events.length }]);
       expect(await store.getSession(s.id)).toMatchObject({ lastSeq: events.length });
     } finally {
@@ -346,7 +449,7 @@ describe('sqlite store', () => {
     }
   });
 
-  it('tells a listener of other connections\' commits within 100 ms (data_version), not of its own, and stops when unregistered', async () => {
+  it("tells a listener of other connections' commits within 100 ms (data_version), not of its own, and stops when unregistered", async () => {
     const a = openStore();
     // Not on the file's local bus (it never listens): its commits are noticed by data_version alone.
     const b = openStore();
@@ -409,7 +512,32 @@ describe('sqlite store', () => {
       .prepare<[], { name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
       .all()
       .map((r) => r.name);
-    expect(tables).toEqual(['api_keys', 'blob_refs', 'blobs', 'entries', 'erased_logs', 'event_batches', 'idempotency_keys', 'model_limit_slots', 'model_limit_state', 'model_limit_usage', 'model_limit_waiters', 'run_callbacks', 'run_checkpoints', 'run_inputs', 'run_signals', 'run_status_counts', 'runs', 'schedule_fires', 'schedules', 'sessions', 'snapshots', 'webhook_attempts', 'webhook_deliveries', 'webhooks']);
+    expect(tables).toEqual([
+      'api_keys',
+      'blob_refs',
+      'blobs',
+      'entries',
+      'erased_logs',
+      'event_batches',
+      'idempotency_keys',
+      'model_limit_slots',
+      'model_limit_state',
+      'model_limit_usage',
+      'model_limit_waiters',
+      'run_callbacks',
+      'run_checkpoints',
+      'run_inputs',
+      'run_signals',
+      'run_status_counts',
+      'runs',
+      'schedule_fires',
+      'schedules',
+      'sessions',
+      'snapshots',
+      'webhook_attempts',
+      'webhook_deliveries',
+      'webhooks',
+    ]);
   });
 
   it('two stores on one file see each other’s appends and keep one chain', async () => {
@@ -425,16 +553,23 @@ describe('sqlite store', () => {
     expect(await b.getSession('s')).toMatchObject({ lastSeq: 3, leafId: 'e3' });
   });
 
-  it('a fenced append takes the head its last append left only while nothing else can have moved it: another connection\'s commit, any other operation, a rollback', async () => {
+  it("a fenced append takes the head its last append left only while nothing else can have moved it: another connection's commit, any other operation, a rollback", async () => {
     // The head a run's append leaves is kept for its next append (SessionHeads): each way it can go stale.
     const a = openStore();
     const b = openStore();
     await a.createSession({ id: 's', createdAt: T0 });
-    await a.createRun({ id: 'r', sessionId: 's', agent: { name: 'agent', version: '1' }, agentSpec: {}, createdAt: T0 });
+    await a.createRun({
+      id: 'r',
+      sessionId: 's',
+      agent: { name: 'agent', version: '1' },
+      agentSpec: {},
+      createdAt: T0,
+    });
     const run = (await a.claimRun('w1', 30_000, T0, CLAIM_POLICY, { runId: 'r' }))!.run;
     const fence = { runId: 'r', token: run.fencingToken };
     const mk = (id: string) => ({ id, type: 't', v: 1, time: T0, runId: 'r', entry: true, data: null });
-    const seqOf = async (store: SqliteStore, id: string, options = {}) => (await store.append('s', [mk(id)], options))[0]!;
+    const seqOf = async (store: SqliteStore, id: string, options = {}) =>
+      (await store.append('s', [mk(id)], options))[0]!;
 
     expect(await seqOf(a, 'a1', { fence })).toMatchObject({ seq: 1 });
     expect(await seqOf(a, 'a2', { fence })).toMatchObject({ seq: 2, parentId: 'a1' });
@@ -479,14 +614,25 @@ describe('sqlite store', () => {
   it('an append leaves the session head in its open row, not in the sessions row; readers, other connections, a reopened file, a seal and an erasure all see it', async () => {
     const a = openStore();
     await a.createSession({ id: 's', createdAt: T0 });
-    const mk = (id: string, turn?: number) => ({ id, type: 't', v: 1, time: T0, entry: true, data: null, ...(turn !== undefined ? { turn } : {}) });
+    const mk = (id: string, turn?: number) => ({
+      id,
+      type: 't',
+      v: 1,
+      time: T0,
+      entry: true,
+      data: null,
+      ...(turn !== undefined ? { turn } : {}),
+    });
     await a.append('s', [mk('e1', 1), mk('e2', 1)]);
     await a.append('s', [mk('e3', 2)]);
     const raw = rawDb({ readonly: true });
-    const sessionsRow = () => raw.prepare('SELECT last_seq, leaf_id, last_turn, sealed_seq FROM sessions WHERE id = ?').get('s');
+    const sessionsRow = () =>
+      raw.prepare('SELECT last_seq, leaf_id, last_turn, sealed_seq FROM sessions WHERE id = ?').get('s');
     // The sessions row was not written; each open row says where the head was after it.
     expect(sessionsRow()).toEqual({ last_seq: 0, leaf_id: null, last_turn: 0, sealed_seq: 0 });
-    expect(raw.prepare('SELECT first_seq, last_seq, leaf_id, turn FROM event_batches ORDER BY first_seq').all()).toEqual([
+    expect(
+      raw.prepare('SELECT first_seq, last_seq, leaf_id, turn FROM event_batches ORDER BY first_seq').all(),
+    ).toEqual([
       { first_seq: 1, last_seq: 2, leaf_id: 'e2', turn: 1 },
       { first_seq: 3, last_seq: 3, leaf_id: 'e3', turn: 2 },
     ]);
@@ -502,7 +648,13 @@ describe('sqlite store', () => {
     expect(await c.getSession('s')).toMatchObject({ lastSeq: 4, leafId: 'e4', lastTurn: 2 });
     expect((await c.ancestors('s', 'e4', 10)).map((e) => e.id)).toEqual(['e4', 'e3', 'e2', 'e1']);
     // A run's events start after the head.
-    const run = await c.createRun({ id: 'r', sessionId: 's', agent: { name: 'agent', version: '1' }, agentSpec: {}, createdAt: T0 });
+    const run = await c.createRun({
+      id: 'r',
+      sessionId: 's',
+      agent: { name: 'agent', version: '1' },
+      agentSpec: {},
+      createdAt: T0,
+    });
     await c.append('s', [{ ...mk('e5'), runId: run.id }]);
     expect((await c.readEvents('s', { runId: 'r' })).map((e) => e.seq)).toEqual([5]);
     expect(raw.prepare('SELECT first_seq FROM runs WHERE id = ?').get('r')).toEqual({ first_seq: 5 });
@@ -536,20 +688,59 @@ describe('sqlite store', () => {
     expect((await b.append('s', [mk('e3')]))[0]).toMatchObject({ seq: 3, parentId: 'e2' });
     expect(await b.getSession('s')).toMatchObject({ lastSeq: 3, leafId: 'e3' });
     await b.sealEvents('s');
-    expect((await b.readEvents('s')).map((e) => [e.seq, e.id])).toEqual([[1, 'e1'], [2, 'e2'], [3, 'e3']]);
+    expect((await b.readEvents('s')).map((e) => [e.seq, e.id])).toEqual([
+      [1, 'e1'],
+      [2, 'e2'],
+      [3, 'e3'],
+    ]);
   });
 
   it('opens a database from before schema v19: ended deliveries get their end time, pending ones of a disabled subscription end failed', async () => {
     const a = openStore();
-    const hook = (id: string, active: boolean) => ({ id, tenant: 't', url: 'https://example.test/', events: ['run.completed' as const], secret: 's', previousSecret: null, previousSecretExpiresAt: null, active, createdAt: T0, updatedAt: T0 + 5 });
+    const hook = (id: string, active: boolean) => ({
+      id,
+      tenant: 't',
+      url: 'https://example.test/',
+      events: ['run.completed' as const],
+      secret: 's',
+      previousSecret: null,
+      previousSecretExpiresAt: null,
+      active,
+      createdAt: T0,
+      updatedAt: T0 + 5,
+    });
     await a.createWebhook(hook('on', true));
     await a.createWebhook(hook('off', true));
-    const d = (id: string, webhookId: string) => ({ id, webhookId, tenant: 't', eventType: 'run.completed' as const, eventId: id, sessionId: null, body: '{}', createdAt: T0, nextAttemptAt: T0, retryUntil: T0 + 1000 });
+    const d = (id: string, webhookId: string) => ({
+      id,
+      webhookId,
+      tenant: 't',
+      eventType: 'run.completed' as const,
+      eventId: id,
+      sessionId: null,
+      body: '{}',
+      createdAt: T0,
+      nextAttemptAt: T0,
+      retryUntil: T0 + 1000,
+    });
     await a.addWebhookDeliveries([d('ok', 'on'), d('bad', 'on'), d('waiting', 'off')]);
     for (const c of await a.claimWebhookDeliveries(T0, 1000, 2)) {
       const failed = c.id === 'bad';
-      const attempt = { deliveryId: c.id, n: 1, startedAt: T0 + 10, durationMs: 7, statusCode: failed ? 500 : 200, error: failed ? 'HTTP 500' : null };
-      await a.recordWebhookAttempt({ deliveryId: c.id, claim: c.claim, attempt, status: failed ? 'failed' : 'delivered', nextAttemptAt: null });
+      const attempt = {
+        deliveryId: c.id,
+        n: 1,
+        startedAt: T0 + 10,
+        durationMs: 7,
+        statusCode: failed ? 500 : 200,
+        error: failed ? 'HTTP 500' : null,
+      };
+      await a.recordWebhookAttempt({
+        deliveryId: c.id,
+        claim: c.claim,
+        attempt,
+        status: failed ? 'failed' : 'delivered',
+        nextAttemptAt: null,
+      });
     }
     await a.close();
     // As schema 17/18 left it: no end times, and a disabled subscription's delivery left pending.
@@ -565,7 +756,11 @@ describe('sqlite store', () => {
     const b = openStore();
     expect(await b.getWebhookDelivery('ok')).toMatchObject({ status: 'delivered', endedAt: T0 + 17, sessionId: null });
     expect(await b.getWebhookDelivery('bad')).toMatchObject({ status: 'failed', endedAt: T0 + 17 });
-    expect(await b.getWebhookDelivery('waiting')).toMatchObject({ status: 'failed', endedAt: T0 + 5, lastError: 'subscription disabled' });
+    expect(await b.getWebhookDelivery('waiting')).toMatchObject({
+      status: 'failed',
+      endedAt: T0 + 5,
+      lastError: 'subscription disabled',
+    });
     expect(await b.hasDueWebhookDeliveries(T0 + 10_000)).toBe(false);
     expect(await b.getWebhook('on')).toMatchObject({ previousSecret: null, previousSecretExpiresAt: null });
   });
@@ -663,16 +858,22 @@ describe('sqlite store', () => {
 
     // A transaction that throws alone in its group rolls back: nothing commits, nothing counts.
     before = store.commitCount;
-    await expect(store.transaction(async (tx) => {
-      await tx.append('s', [mk('e5')]);
-      throw new Error('no');
-    })).rejects.toThrow('no');
+    await expect(
+      store.transaction(async (tx) => {
+        await tx.append('s', [mk('e5')]);
+        throw new Error('no');
+      }),
+    ).rejects.toThrow('no');
     expect(store.commitCount).toBe(before);
     expect((await store.getSession('s'))!.lastSeq).toBe(4);
 
     // Writes queued together share one group commit.
     before = store.commitCount;
-    await Promise.all([store.append('s', [mk('e6')]), store.append('s', [mk('e7')]), store.putBlobs([{ hash: 'h2', data: 'x' }])]);
+    await Promise.all([
+      store.append('s', [mk('e6')]),
+      store.append('s', [mk('e7')]),
+      store.putBlobs([{ hash: 'h2', data: 'x' }]),
+    ]);
     expect(store.commitCount).toBe(before + 1);
 
     // An operation in its own immediate transaction counts one.

@@ -22,7 +22,15 @@ interface Worker {
 }
 
 function startWorker(dbPath: string, sessionId: string, name: string, pauseMs?: number): Worker {
-  const args = [WORKER, dbPath, sessionId, String(BATCHES), name, String(BUSY_TIMEOUT_MS), ...(pauseMs !== undefined ? [String(pauseMs)] : [])];
+  const args = [
+    WORKER,
+    dbPath,
+    sessionId,
+    String(BATCHES),
+    name,
+    String(BUSY_TIMEOUT_MS),
+    ...(pauseMs !== undefined ? [String(pauseMs)] : []),
+  ];
   const child = spawn(process.execPath, args, {
     stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
   });
@@ -117,7 +125,9 @@ describe('two writer processes on one SQLite file', () => {
       expect(entries[0]!.parentId).toBeUndefined();
       for (let i = 1; i < entries.length; i++) {
         if (entries[i]!.parentId !== entries[i - 1]!.id) {
-          expect.fail(`entry at seq ${entries[i]!.seq} has parent ${entries[i]!.parentId}, not the entry at seq ${entries[i - 1]!.seq}`);
+          expect.fail(
+            `entry at seq ${entries[i]!.seq} has parent ${entries[i]!.parentId}, not the entry at seq ${entries[i - 1]!.seq}`,
+          );
         }
       }
       expect(events.filter((e) => !e.entry).every((e) => e.parentId === undefined)).toBe(true);

@@ -25,7 +25,13 @@ export function waitsContract(name: string, open: () => Promise<OpenedStore>): v
 
     const run = async () => {
       const s = await store.createSession({ id: randomUUID(), createdAt: T0 });
-      return store.createRun({ id: randomUUID(), sessionId: s.id, agent: { name: 'a', version: '1' }, agentSpec: {}, createdAt: T0 });
+      return store.createRun({
+        id: randomUUID(),
+        sessionId: s.id,
+        agent: { name: 'a', version: '1' },
+        agentSpec: {},
+        createdAt: T0,
+      });
     };
 
     it('stores and counts runs that sleep or wait for a signal', async () => {
@@ -34,10 +40,15 @@ export function waitsContract(name: string, open: () => Promise<OpenedStore>): v
       const a = await run();
       const b = await run();
       await store.updateRun(a.id, { status: 'running' });
-      await store.updateRun(a.id, { status: 'sleeping', waiting: { kind: 'sleep', calls: [], decisions: {}, expiresAt: T0 } });
+      await store.updateRun(a.id, {
+        status: 'sleeping',
+        waiting: { kind: 'sleep', calls: [], decisions: {}, expiresAt: T0 },
+      });
       await store.updateRun(b.id, { status: 'waiting_for_signal' });
       expect((await store.getRun(a.id))!.status).toBe('sleeping');
-      expect((await store.listRuns({ statuses: ['sleeping', 'waiting_for_signal'], limit: 10 })).map((r) => r.id).sort()).toEqual([a.id, b.id].sort());
+      expect(
+        (await store.listRuns({ statuses: ['sleeping', 'waiting_for_signal'], limit: 10 })).map((r) => r.id).sort(),
+      ).toEqual([a.id, b.id].sort());
       const after = await store.countRunsByStatus();
       expect(after.sleeping - before.sleeping).toBe(1);
       expect(after.waiting_for_signal - before.waiting_for_signal).toBe(1);
@@ -48,7 +59,14 @@ export function waitsContract(name: string, open: () => Promise<OpenedStore>): v
 
     it('delivers a signal once per run and name, keeps it until it is taken, and takes it once', async () => {
       const r = await run();
-      const signal = { runId: r.id, name: 'ci', payload: { ok: true, n: [1, 2] }, source: 'api' as const, receivedAt: T0, consumedAt: null };
+      const signal = {
+        runId: r.id,
+        name: 'ci',
+        payload: { ok: true, n: [1, 2] },
+        source: 'api' as const,
+        receivedAt: T0,
+        consumedAt: null,
+      };
       expect(await store.putSignal(signal)).toBe(true);
       expect(await store.putSignal({ ...signal, payload: { ok: false } })).toBe(false);
       expect(await store.getSignal(r.id, 'ci')).toEqual(signal);
@@ -66,19 +84,39 @@ export function waitsContract(name: string, open: () => Promise<OpenedStore>): v
       const r = await run();
       await expect(
         store.transaction(async (tx) => {
-          expect(await tx.putSignal({ runId: r.id, name: 'ci', payload: 1, source: 'api', receivedAt: T0, consumedAt: null })).toBe(true);
+          expect(
+            await tx.putSignal({
+              runId: r.id,
+              name: 'ci',
+              payload: 1,
+              source: 'api',
+              receivedAt: T0,
+              consumedAt: null,
+            }),
+          ).toBe(true);
           throw new Error('rolled back');
         }),
       ).rejects.toThrow('rolled back');
       expect(await store.getSignal(r.id, 'ci')).toBeUndefined();
-      expect(await store.putSignal({ runId: r.id, name: 'ci', payload: 2, source: 'api', receivedAt: T0, consumedAt: null })).toBe(true);
+      expect(
+        await store.putSignal({ runId: r.id, name: 'ci', payload: 2, source: 'api', receivedAt: T0, consumedAt: null }),
+      ).toBe(true);
     });
 
     it('two nodes delivering the same signal at once: one delivery', async () => {
       const r = await run();
       const other = opened.another ? await opened.another() : store;
       const results = await Promise.all(
-        Array.from({ length: 6 }, (_, i) => (i % 2 ? other : store).putSignal({ runId: r.id, name: 'ci', payload: { i }, source: 'callback', receivedAt: T0 + i, consumedAt: null })),
+        Array.from({ length: 6 }, (_, i) =>
+          (i % 2 ? other : store).putSignal({
+            runId: r.id,
+            name: 'ci',
+            payload: { i },
+            source: 'callback',
+            receivedAt: T0 + i,
+            consumedAt: null,
+          }),
+        ),
       );
       expect(results.filter(Boolean)).toHaveLength(1);
       const taken = await Promise.all([store.consumeSignal(r.id, 'ci', T0), other.consumeSignal(r.id, 'ci', T0)]);

@@ -61,7 +61,12 @@ export function webhooksContract(name: string, open: () => Promise<OpenedStore>)
       expect(await store.getWebhook('nope')).toBeUndefined();
       expect((await store.listWebhooks('a', { limit: 10 })).map((w) => w.id)).toEqual(['01', '02']);
       expect((await store.listWebhooks('a', { limit: 1, after: '01' })).map((w) => w.id)).toEqual(['02']);
-      expect(await store.updateWebhook('02', { active: true, url: 'http://other.test/', updatedAt: T0 + 1 })).toEqual({ ...a2, active: true, url: 'http://other.test/', updatedAt: T0 + 1 });
+      expect(await store.updateWebhook('02', { active: true, url: 'http://other.test/', updatedAt: T0 + 1 })).toEqual({
+        ...a2,
+        active: true,
+        url: 'http://other.test/',
+        updatedAt: T0 + 1,
+      });
       expect(await store.updateWebhook('nope', { active: true, updatedAt: T0 })).toBeUndefined();
       expect(await store.deleteWebhook('03')).toBe(true);
       expect(await store.deleteWebhook('03')).toBe(false);
@@ -91,7 +96,15 @@ export function webhooksContract(name: string, open: () => Promise<OpenedStore>)
       await store.transaction((tx) => tx.addWebhookDeliveries([kept]));
       const list = await store.listWebhookDeliveries(w.id, { limit: 10 });
       expect(list).toEqual([
-        { ...kept, status: 'pending', attempts: 0, deliveredAt: null, endedAt: null, lastError: null, lastStatusCode: null },
+        {
+          ...kept,
+          status: 'pending',
+          attempts: 0,
+          deliveredAt: null,
+          endedAt: null,
+          lastError: null,
+          lastStatusCode: null,
+        },
       ]);
       expect(await store.getWebhookDelivery(kept.id)).toEqual(list[0]);
     });
@@ -114,10 +127,32 @@ export function webhooksContract(name: string, open: () => Promise<OpenedStore>)
       await expect(store.redeliverWebhook('d1', T0 + 1000, T0 + 2000)).rejects.toBeInstanceOf(StoreError);
 
       const attempt = { deliveryId: 'd1', n: 1, startedAt: T0, durationMs: 12, statusCode: 500, error: 'HTTP 500' };
-      expect(await store.recordWebhookAttempt({ deliveryId: 'd1', claim: 1, attempt, status: 'pending', nextAttemptAt: T0 + 10_000 })).toBe(true);
+      expect(
+        await store.recordWebhookAttempt({
+          deliveryId: 'd1',
+          claim: 1,
+          attempt,
+          status: 'pending',
+          nextAttemptAt: T0 + 10_000,
+        }),
+      ).toBe(true);
       // The same claim twice, or a stale one, records nothing.
-      expect(await store.recordWebhookAttempt({ deliveryId: 'd1', claim: 1, attempt: { ...attempt, n: 2 }, status: 'delivered', nextAttemptAt: null })).toBe(false);
-      expect(await store.getWebhookDelivery('d1')).toMatchObject({ status: 'pending', attempts: 1, nextAttemptAt: T0 + 10_000, lastError: 'HTTP 500', lastStatusCode: 500 });
+      expect(
+        await store.recordWebhookAttempt({
+          deliveryId: 'd1',
+          claim: 1,
+          attempt: { ...attempt, n: 2 },
+          status: 'delivered',
+          nextAttemptAt: null,
+        }),
+      ).toBe(false);
+      expect(await store.getWebhookDelivery('d1')).toMatchObject({
+        status: 'pending',
+        attempts: 1,
+        nextAttemptAt: T0 + 10_000,
+        lastError: 'HTTP 500',
+        lastStatusCode: 500,
+      });
 
       // At T0 + 10 s both are due, oldest due first.
       const again = await store.claimWebhookDeliveries(T0 + 10_000, LEASE, 10);
@@ -126,22 +161,73 @@ export function webhooksContract(name: string, open: () => Promise<OpenedStore>)
         ['d1', 2],
       ]);
       const ok = { deliveryId: 'd1', n: 2, startedAt: T0 + 10_000, durationMs: 5, statusCode: 204, error: null };
-      expect(await store.recordWebhookAttempt({ deliveryId: 'd1', claim: 2, attempt: ok, status: 'delivered', nextAttemptAt: null })).toBe(true);
-      const gone = { deliveryId: 'd2', n: 1, startedAt: T0 + 10_000, durationMs: 3, statusCode: null, error: 'ECONNREFUSED' };
-      expect(await store.recordWebhookAttempt({ deliveryId: 'd2', claim: 1, attempt: gone, status: 'failed', nextAttemptAt: null })).toBe(true);
-      expect(await store.getWebhookDelivery('d1')).toMatchObject({ status: 'delivered', attempts: 2, nextAttemptAt: null, deliveredAt: T0 + 10_005 });
-      expect(await store.getWebhookDelivery('d2')).toMatchObject({ status: 'failed', attempts: 1, nextAttemptAt: null, lastError: 'ECONNREFUSED', lastStatusCode: null });
+      expect(
+        await store.recordWebhookAttempt({
+          deliveryId: 'd1',
+          claim: 2,
+          attempt: ok,
+          status: 'delivered',
+          nextAttemptAt: null,
+        }),
+      ).toBe(true);
+      const gone = {
+        deliveryId: 'd2',
+        n: 1,
+        startedAt: T0 + 10_000,
+        durationMs: 3,
+        statusCode: null,
+        error: 'ECONNREFUSED',
+      };
+      expect(
+        await store.recordWebhookAttempt({
+          deliveryId: 'd2',
+          claim: 1,
+          attempt: gone,
+          status: 'failed',
+          nextAttemptAt: null,
+        }),
+      ).toBe(true);
+      expect(await store.getWebhookDelivery('d1')).toMatchObject({
+        status: 'delivered',
+        attempts: 2,
+        nextAttemptAt: null,
+        deliveredAt: T0 + 10_005,
+      });
+      expect(await store.getWebhookDelivery('d2')).toMatchObject({
+        status: 'failed',
+        attempts: 1,
+        nextAttemptAt: null,
+        lastError: 'ECONNREFUSED',
+        lastStatusCode: null,
+      });
       expect(await store.listWebhookAttempts(['d1', 'd2'])).toEqual([attempt, ok, gone]);
       // d3 (its subscription is off) was not claimed: the claims ended it failed.
-      expect(await store.getWebhookDelivery('d3')).toMatchObject({ status: 'failed', lastError: 'subscription disabled', nextAttemptAt: null });
+      expect(await store.getWebhookDelivery('d3')).toMatchObject({
+        status: 'failed',
+        lastError: 'subscription disabled',
+        nextAttemptAt: null,
+      });
       expect(await store.hasDueWebhookDeliveries(T0 + 10 * LEASE)).toBe(false);
 
       // Redelivery: pending again, due now, a new claim; the old claim records nothing.
-      expect(await store.redeliverWebhook('d1', T0 + 20_000, T0 + 30_000)).toMatchObject({ status: 'pending', nextAttemptAt: T0 + 20_000, retryUntil: T0 + 30_000, attempts: 2 });
+      expect(await store.redeliverWebhook('d1', T0 + 20_000, T0 + 30_000)).toMatchObject({
+        status: 'pending',
+        nextAttemptAt: T0 + 20_000,
+        retryUntil: T0 + 30_000,
+        attempts: 2,
+      });
       expect(await store.redeliverWebhook('nope', T0, T0)).toBeUndefined();
       const [r] = await store.claimWebhookDeliveries(T0 + 20_000, LEASE, 10);
       expect(r).toMatchObject({ id: 'd1', claim: 4 });
-      expect(await store.recordWebhookAttempt({ deliveryId: 'd1', claim: 2, attempt: { ...ok, n: 3 }, status: 'delivered', nextAttemptAt: null })).toBe(false);
+      expect(
+        await store.recordWebhookAttempt({
+          deliveryId: 'd1',
+          claim: 2,
+          attempt: { ...ok, n: 3 },
+          status: 'delivered',
+          nextAttemptAt: null,
+        }),
+      ).toBe(false);
 
       // Deleting the subscription removes its deliveries and their attempts.
       await store.deleteWebhook(w.id);
@@ -154,15 +240,32 @@ export function webhooksContract(name: string, open: () => Promise<OpenedStore>)
       const other = hook('b');
       await store.createWebhook(w);
       await store.createWebhook(other);
-      await store.addWebhookDeliveries([delivery(w, { id: 'p1' }), delivery(w, { id: 'p2', nextAttemptAt: T0 + 60_000 }), delivery(other, { id: 'q1' })]);
+      await store.addWebhookDeliveries([
+        delivery(w, { id: 'p1' }),
+        delivery(w, { id: 'p2', nextAttemptAt: T0 + 60_000 }),
+        delivery(other, { id: 'q1' }),
+      ]);
       const [inFlight] = await store.claimWebhookDeliveries(T0, LEASE, 1);
       expect(inFlight!.id).toBe('p1');
       expect(await store.updateWebhook(w.id, { active: false, updatedAt: T0 + 1000 })).toMatchObject({ active: false });
       for (const id of ['p1', 'p2']) {
-        expect(await store.getWebhookDelivery(id)).toMatchObject({ status: 'failed', nextAttemptAt: null, lastError: 'subscription disabled', endedAt: T0 + 1000 });
+        expect(await store.getWebhookDelivery(id)).toMatchObject({
+          status: 'failed',
+          nextAttemptAt: null,
+          lastError: 'subscription disabled',
+          endedAt: T0 + 1000,
+        });
       }
       // The attempt that was in flight records nothing; the other tenant's delivery is untouched.
-      expect(await store.recordWebhookAttempt({ deliveryId: 'p1', claim: inFlight!.claim, attempt: { deliveryId: 'p1', n: 1, startedAt: T0, durationMs: 1, statusCode: 200, error: null }, status: 'delivered', nextAttemptAt: null })).toBe(false);
+      expect(
+        await store.recordWebhookAttempt({
+          deliveryId: 'p1',
+          claim: inFlight!.claim,
+          attempt: { deliveryId: 'p1', n: 1, startedAt: T0, durationMs: 1, statusCode: 200, error: null },
+          status: 'delivered',
+          nextAttemptAt: null,
+        }),
+      ).toBe(false);
       expect(await store.getWebhookDelivery('q1')).toMatchObject({ status: 'pending', endedAt: null });
       await store.updateWebhook(other.id, { active: false, updatedAt: T0 + 2000 });
       expect(await store.hasDueWebhookDeliveries(T0 + 10 * LEASE)).toBe(false);
@@ -170,7 +273,11 @@ export function webhooksContract(name: string, open: () => Promise<OpenedStore>)
       await expect(store.redeliverWebhook('p2', T0 + 2500, T0 + 5000)).rejects.toMatchObject({ code: 'conflict' });
       await store.updateWebhook(w.id, { active: true, updatedAt: T0 + 3000 });
       expect(await store.hasDueWebhookDeliveries(T0 + 10 * LEASE)).toBe(false);
-      expect(await store.redeliverWebhook('p2', T0 + 4000, T0 + 5000)).toMatchObject({ status: 'pending', endedAt: null, nextAttemptAt: T0 + 4000 });
+      expect(await store.redeliverWebhook('p2', T0 + 4000, T0 + 5000)).toMatchObject({
+        status: 'pending',
+        endedAt: null,
+        nextAttemptAt: T0 + 4000,
+      });
     });
 
     it('a pending delivery of a disabled subscription (written in a race with the disabling) is ended failed by the next claim, not claimed', async () => {
@@ -179,7 +286,11 @@ export function webhooksContract(name: string, open: () => Promise<OpenedStore>)
       await store.addWebhookDeliveries([delivery(w, { id: 'late' })]);
       expect(await store.hasDueWebhookDeliveries(T0)).toBe(true);
       expect(await store.claimWebhookDeliveries(T0 + 500, LEASE, 10)).toEqual([]);
-      expect(await store.getWebhookDelivery('late')).toMatchObject({ status: 'failed', lastError: 'subscription disabled', endedAt: T0 + 500 });
+      expect(await store.getWebhookDelivery('late')).toMatchObject({
+        status: 'failed',
+        lastError: 'subscription disabled',
+        endedAt: T0 + 500,
+      });
       expect(await store.hasDueWebhookDeliveries(T0 + 10 * LEASE)).toBe(false);
     });
 
@@ -188,20 +299,36 @@ export function webhooksContract(name: string, open: () => Promise<OpenedStore>)
       await store.createSession({ id: 's2', tenant: 'a', createdAt: T0 });
       const w = hook('a');
       await store.createWebhook(w);
-      await store.addWebhookDeliveries([delivery(w, { id: 'e1', sessionId: 's1' }), delivery(w, { id: 'e2', sessionId: 's1', nextAttemptAt: T0 + 1 }), delivery(w, { id: 'k1', sessionId: 's2' }), delivery(w, { id: 'k2' })]);
+      await store.addWebhookDeliveries([
+        delivery(w, { id: 'e1', sessionId: 's1' }),
+        delivery(w, { id: 'e2', sessionId: 's1', nextAttemptAt: T0 + 1 }),
+        delivery(w, { id: 'k1', sessionId: 's2' }),
+        delivery(w, { id: 'k2' }),
+      ]);
       expect(await store.getWebhookDelivery('e1')).toMatchObject({ sessionId: 's1' });
       expect(await store.getWebhookDelivery('k2')).toMatchObject({ sessionId: null });
       const claimed = await store.claimWebhookDeliveries(T0 + 1, LEASE, 10);
       for (const c of claimed) {
         const attempt = { deliveryId: c.id, n: 1, startedAt: T0 + 1, durationMs: 1, statusCode: 200, error: null };
-        expect(await store.recordWebhookAttempt({ deliveryId: c.id, claim: c.claim, attempt, status: 'delivered', nextAttemptAt: null })).toBe(true);
+        expect(
+          await store.recordWebhookAttempt({
+            deliveryId: c.id,
+            claim: c.claim,
+            attempt,
+            status: 'delivered',
+            nextAttemptAt: null,
+          }),
+        ).toBe(true);
       }
       expect(await store.listWebhookAttempts(['e1', 'e2', 'k1', 'k2'])).toHaveLength(4);
       await store.eraseSession('s1', T0 + 2);
       expect(await store.getWebhookDelivery('e1')).toBeUndefined();
       expect(await store.getWebhookDelivery('e2')).toBeUndefined();
       expect((await store.listWebhookDeliveries(w.id, { limit: 10 })).map((d) => d.id).sort()).toEqual(['k1', 'k2']);
-      expect((await store.listWebhookAttempts(['e1', 'e2', 'k1', 'k2'])).map((a) => a.deliveryId).sort()).toEqual(['k1', 'k2']);
+      expect((await store.listWebhookAttempts(['e1', 'e2', 'k1', 'k2'])).map((a) => a.deliveryId).sort()).toEqual([
+        'k1',
+        'k2',
+      ]);
     });
 
     it('prunes delivered and failed deliveries that ended before their bounds (oldest first, up to a limit) with their attempts; pending ones stay', async () => {
@@ -221,12 +348,29 @@ export function webhooksContract(name: string, open: () => Promise<OpenedStore>)
       };
       for (const c of claimed) {
         const [status, at] = end[c.id]!;
-        const attempt = { deliveryId: c.id, n: 1, startedAt: at, durationMs: 0, statusCode: status === 'delivered' ? 200 : 500, error: status === 'delivered' ? null : 'HTTP 500' };
-        expect(await store.recordWebhookAttempt({ deliveryId: c.id, claim: c.claim, attempt, status, nextAttemptAt: status === 'pending' ? T0 + 100 * DAY : null })).toBe(true);
+        const attempt = {
+          deliveryId: c.id,
+          n: 1,
+          startedAt: at,
+          durationMs: 0,
+          statusCode: status === 'delivered' ? 200 : 500,
+          error: status === 'delivered' ? null : 'HTTP 500',
+        };
+        expect(
+          await store.recordWebhookAttempt({
+            deliveryId: c.id,
+            claim: c.claim,
+            attempt,
+            status,
+            nextAttemptAt: status === 'pending' ? T0 + 100 * DAY : null,
+          }),
+        ).toBe(true);
       }
       expect(await store.getWebhookDelivery('dOld')).toMatchObject({ endedAt: T0 + DAY });
       const bounds = { deliveredBefore: T0 + 5 * DAY, failedBefore: T0 + 5 * DAY };
-      expect(await store.hasExpiredWebhookDeliveries({ deliveredBefore: T0 + DAY, failedBefore: T0 + DAY })).toBe(false);
+      expect(await store.hasExpiredWebhookDeliveries({ deliveredBefore: T0 + DAY, failedBefore: T0 + DAY })).toBe(
+        false,
+      );
       expect(await store.hasExpiredWebhookDeliveries(bounds)).toBe(true);
       // Up to the limit, the longest ended first (of each status).
       expect(await store.pruneWebhookDeliveries({ ...bounds, limit: 2 })).toBe(2);
@@ -234,25 +378,66 @@ export function webhooksContract(name: string, open: () => Promise<OpenedStore>)
       expect(await store.pruneWebhookDeliveries({ ...bounds, limit: 10 })).toBe(1);
       expect(await store.pruneWebhookDeliveries({ ...bounds, limit: 10 })).toBe(0);
       expect(await store.hasExpiredWebhookDeliveries(bounds)).toBe(false);
-      expect((await store.listWebhookDeliveries(w.id, { limit: 10 })).map((d) => d.id).sort()).toEqual(['dNew', 'fNew', 'pending']);
-      expect((await store.listWebhookAttempts(ids)).map((a) => a.deliveryId).sort()).toEqual(['dNew', 'fNew', 'pending']);
+      expect((await store.listWebhookDeliveries(w.id, { limit: 10 })).map((d) => d.id).sort()).toEqual([
+        'dNew',
+        'fNew',
+        'pending',
+      ]);
+      expect((await store.listWebhookAttempts(ids)).map((a) => a.deliveryId).sort()).toEqual([
+        'dNew',
+        'fNew',
+        'pending',
+      ]);
       // Each status has its own bound.
-      expect(await store.pruneWebhookDeliveries({ deliveredBefore: T0 + 10 * DAY, failedBefore: T0, limit: 10 })).toBe(1);
-      expect((await store.listWebhookDeliveries(w.id, { limit: 10 })).map((d) => d.id).sort()).toEqual(['fNew', 'pending']);
+      expect(await store.pruneWebhookDeliveries({ deliveredBefore: T0 + 10 * DAY, failedBefore: T0, limit: 10 })).toBe(
+        1,
+      );
+      expect((await store.listWebhookDeliveries(w.id, { limit: 10 })).map((d) => d.id).sort()).toEqual([
+        'fNew',
+        'pending',
+      ]);
     });
 
     it('rotates a secret: the old one is kept until its expiry and claimed with the deliveries', async () => {
       const w = hook('a', { secret: 'whsec_one' });
       await store.createWebhook(w);
-      expect(await store.rotateWebhookSecret('nope', { secret: 'x', previousSecretExpiresAt: T0, updatedAt: T0 })).toBeUndefined();
-      const r = await store.rotateWebhookSecret(w.id, { secret: 'whsec_two', previousSecretExpiresAt: T0 + 60_000, updatedAt: T0 + 1 });
-      expect(r).toEqual({ ...w, secret: 'whsec_two', previousSecret: 'whsec_one', previousSecretExpiresAt: T0 + 60_000, updatedAt: T0 + 1 });
+      expect(
+        await store.rotateWebhookSecret('nope', { secret: 'x', previousSecretExpiresAt: T0, updatedAt: T0 }),
+      ).toBeUndefined();
+      const r = await store.rotateWebhookSecret(w.id, {
+        secret: 'whsec_two',
+        previousSecretExpiresAt: T0 + 60_000,
+        updatedAt: T0 + 1,
+      });
+      expect(r).toEqual({
+        ...w,
+        secret: 'whsec_two',
+        previousSecret: 'whsec_one',
+        previousSecretExpiresAt: T0 + 60_000,
+        updatedAt: T0 + 1,
+      });
       expect(await store.getWebhook(w.id)).toEqual(r);
       await store.addWebhookDeliveries([delivery(w, { id: 'r1' })]);
-      expect((await store.claimWebhookDeliveries(T0, LEASE, 10))[0]).toMatchObject({ secret: 'whsec_two', previousSecret: 'whsec_one', previousSecretExpiresAt: T0 + 60_000 });
+      expect((await store.claimWebhookDeliveries(T0, LEASE, 10))[0]).toMatchObject({
+        secret: 'whsec_two',
+        previousSecret: 'whsec_one',
+        previousSecretExpiresAt: T0 + 60_000,
+      });
       // Again: the secret being replaced is the previous one now; no overlap leaves none.
-      expect(await store.rotateWebhookSecret(w.id, { secret: 'whsec_three', previousSecretExpiresAt: T0 + 2, updatedAt: T0 + 2 })).toMatchObject({ secret: 'whsec_three', previousSecret: null, previousSecretExpiresAt: null });
-      expect(await store.rotateWebhookSecret(w.id, { secret: 'whsec_four', previousSecretExpiresAt: T0 + 9, updatedAt: T0 + 3 })).toMatchObject({ secret: 'whsec_four', previousSecret: 'whsec_three', previousSecretExpiresAt: T0 + 9 });
+      expect(
+        await store.rotateWebhookSecret(w.id, {
+          secret: 'whsec_three',
+          previousSecretExpiresAt: T0 + 2,
+          updatedAt: T0 + 2,
+        }),
+      ).toMatchObject({ secret: 'whsec_three', previousSecret: null, previousSecretExpiresAt: null });
+      expect(
+        await store.rotateWebhookSecret(w.id, {
+          secret: 'whsec_four',
+          previousSecretExpiresAt: T0 + 9,
+          updatedAt: T0 + 3,
+        }),
+      ).toMatchObject({ secret: 'whsec_four', previousSecret: 'whsec_three', previousSecretExpiresAt: T0 + 9 });
     });
 
     it('claims at most perDestination deliveries of a URL, counting those the claimer has in flight, and passes over busy URLs to others', async () => {
@@ -270,10 +455,22 @@ export function webhooksContract(name: string, open: () => Promise<OpenedStore>)
       expect(await store.hasDueWebhookDeliveries(T0 + 100, { except: [a.url] })).toBe(true);
       expect(await store.hasDueWebhookDeliveries(T0 + 100, { except: [] })).toBe(true);
       // a's URL has two in flight here: none of its deliveries, b's are taken although due later.
-      expect(ids(await store.claimWebhookDeliveries(T0 + 100, LEASE, 10, { perDestination: 2, busy: { [a.url]: 2 } }))).toEqual(['b1', 'b2']);
+      expect(
+        ids(await store.claimWebhookDeliveries(T0 + 100, LEASE, 10, { perDestination: 2, busy: { [a.url]: 2 } })),
+      ).toEqual(['b1', 'b2']);
       // One in flight: one more; none: two (the oldest due first).
-      expect(ids(await store.claimWebhookDeliveries(T0 + 100, LEASE, 10, { perDestination: 2, busy: { [a.url]: 1, [b.url]: 2 } }))).toEqual(['a1']);
-      expect(ids(await store.claimWebhookDeliveries(T0 + 100, LEASE, 10, { perDestination: 2, busy: {} }))).toEqual(['a2', 'a3']);
+      expect(
+        ids(
+          await store.claimWebhookDeliveries(T0 + 100, LEASE, 10, {
+            perDestination: 2,
+            busy: { [a.url]: 1, [b.url]: 2 },
+          }),
+        ),
+      ).toEqual(['a1']);
+      expect(ids(await store.claimWebhookDeliveries(T0 + 100, LEASE, 10, { perDestination: 2, busy: {} }))).toEqual([
+        'a2',
+        'a3',
+      ]);
       // Without a cap, as many as the limit.
       expect(ids(await store.claimWebhookDeliveries(T0 + 100, LEASE, 10))).toEqual(['a4', 'a5']);
     });
@@ -292,7 +489,9 @@ export function webhooksContract(name: string, open: () => Promise<OpenedStore>)
       await store.createWebhook(w);
       const ids = Array.from({ length: 40 }, (_, i) => `d${String(i).padStart(2, '0')}`);
       await store.addWebhookDeliveries(ids.map((id) => delivery(w, { id })));
-      const claims = await Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 ? other : store).claimWebhookDeliveries(T0, LEASE, 7)));
+      const claims = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => (i % 2 ? other : store).claimWebhookDeliveries(T0, LEASE, 7)),
+      );
       const taken = claims.flat().map((d) => d.id);
       expect(new Set(taken).size).toBe(taken.length);
       expect(taken.sort()).toEqual(ids);

@@ -63,18 +63,31 @@ function respond(prompt: ReadonlyArray<{ role: string; content: unknown }>): Scr
 
 export function effectsAgent(o: EffectsAgentOptions) {
   const fd = openSync(o.ledger, 'a');
-  const effect = (name: LedgerLine['tool']) => async (_input: unknown, ctx: { toolCallId: string; idempotencyKey: string }) => {
-    const line: LedgerLine = { tool: name, toolCallId: ctx.toolCallId, key: ctx.idempotencyKey, runId: runScope.getStore()?.runId ?? '?', pid: process.pid };
-    writeSync(fd, `${JSON.stringify(line)}\n`);
-    o.onStart?.(line);
-    if (o.hang) await new Promise(() => {});
-    return { [name === 'charge' ? 'charged' : 'reserved']: true, key: ctx.idempotencyKey };
-  };
+  const effect =
+    (name: LedgerLine['tool']) => async (_input: unknown, ctx: { toolCallId: string; idempotencyKey: string }) => {
+      const line: LedgerLine = {
+        tool: name,
+        toolCallId: ctx.toolCallId,
+        key: ctx.idempotencyKey,
+        runId: runScope.getStore()?.runId ?? '?',
+        pid: process.pid,
+      };
+      writeSync(fd, `${JSON.stringify(line)}\n`);
+      o.onStart?.(line);
+      if (o.hang) await new Promise(() => {});
+      return { [name === 'charge' ? 'charged' : 'reserved']: true, key: ctx.idempotencyKey };
+    };
   return defineAgent({
     ...AGENT,
     model: new ScriptedModel([(call) => respond(call.prompt)], { loop: true }),
     tools: [
-      tool({ name: 'reserve', description: 'Reserves a seat', input: z.object({ seat: z.string() }), effect: 'idempotent', execute: effect('reserve') }),
+      tool({
+        name: 'reserve',
+        description: 'Reserves a seat',
+        input: z.object({ seat: z.string() }),
+        effect: 'idempotent',
+        execute: effect('reserve'),
+      }),
       tool({
         name: 'charge',
         description: 'Charges the card',
@@ -109,7 +122,13 @@ const FIXTURE = fileURLToPath(new URL('../runs/fixtures/effects-worker.ts', impo
  * Queues a run, lets a worker process start its tool step and kills it (SIGKILL) while both calls
  * run: the log holds both `tool/call`s and no result.
  */
-export async function crashMidCall(): Promise<{ dir: string; db: string; ledger: string; runId: string; sessionId: string }> {
+export async function crashMidCall(): Promise<{
+  dir: string;
+  db: string;
+  ledger: string;
+  runId: string;
+  sessionId: string;
+}> {
   const dir = mkdtempSync(join(tmpdir(), 'keel-effects-'));
   const db = join(dir, 'keel.db');
   const ledger = join(dir, 'ledger.jsonl');

@@ -3,7 +3,14 @@
  * the feed's guarantees call for.
  */
 import { expect } from 'vitest';
-import { follow, type FeedItem, type FollowOptions, type SessionLog, type Store, type StoreChange } from '../../src/index.ts';
+import {
+  follow,
+  type FeedItem,
+  type FollowOptions,
+  type SessionLog,
+  type Store,
+  type StoreChange,
+} from '../../src/index.ts';
 
 /** Follows a session in the background until `stop()`. */
 export function followInBackground(log: SessionLog, sessionId: string, options: Omit<FollowOptions, 'signal'> = {}) {
@@ -30,11 +37,14 @@ export async function waitFor(check: () => boolean, pollMs = 5): Promise<void> {
 }
 
 /** The text the items' text deltas spell. */
-export const textOf = (items: readonly FeedItem[]): string => items.flatMap((i) => (i.kind === 'delta' && i.delta.type === 'text/delta' ? [i.delta.delta] : [])).join('');
+export const textOf = (items: readonly FeedItem[]): string =>
+  items.flatMap((i) => (i.kind === 'delta' && i.delta.type === 'text/delta' ? [i.delta.delta] : [])).join('');
 
 /** Ids only grow: `12` < `12.1` < `12.2` < `13`. */
 export function expectIdsToGrow(items: readonly FeedItem[]): void {
-  const ids = items.map((i) => (i.kind === 'event' ? [i.event.seq, 0] : i.id.split('.').map(Number)) as [number, number]);
+  const ids = items.map(
+    (i) => (i.kind === 'event' ? [i.event.seq, 0] : i.id.split('.').map(Number)) as [number, number],
+  );
   for (let k = 1; k < ids.length; k++) {
     const [[s0, n0], [s1, n1]] = [ids[k - 1]!, ids[k]!];
     expect(s1 > s0 || (s1 === s0 && n1 > n0), `id ${s1}.${n1} after ${s0}.${n0}`).toBe(true);
@@ -47,7 +57,10 @@ export function expectIdsToGrow(items: readonly FeedItem[]): void {
  * broadcast, barrier), and `changes` subscribing to the node's own `listeners`, which the test
  * calls to deliver the notices the node hears.
  */
-export function nodeOn(raw: Store, overrides: Partial<Record<keyof Store, unknown>>): { store: Store; listeners: Set<(c?: StoreChange) => void> } {
+export function nodeOn(
+  raw: Store,
+  overrides: Partial<Record<keyof Store, unknown>>,
+): { store: Store; listeners: Set<(c?: StoreChange) => void> } {
   const listeners = new Set<(c?: StoreChange) => void>();
   const changes = (l: (c?: StoreChange) => void) => {
     listeners.add(l);

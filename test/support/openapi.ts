@@ -29,7 +29,11 @@ export async function loadOperations(api: Api): Promise<{ doc: OpenApiDoc; ops: 
     Object.entries(byMethod).map(([method, op]): Operation => {
       const params = (op.parameters ?? []) as Array<{ in: string; name: string; schema?: Json }>;
       const content = (op.requestBody?.content ?? {}) as Record<string, { schema: Json }>;
-      const type = content['application/json'] ? 'application/json' : content['application/x-ndjson'] ? 'application/x-ndjson' : undefined;
+      const type = content['application/json']
+        ? 'application/json'
+        : content['application/x-ndjson']
+          ? 'application/x-ndjson'
+          : undefined;
       return {
         method: method.toUpperCase(),
         path,
@@ -84,23 +88,37 @@ export function exampleOf(doc: OpenApiDoc, schema: Json): unknown {
  * sometimes; strings within their lengths; numbers within their bounds. `leaf` gives strings
  * (ids and names worth trying); `fields` the values of properties by name (a URL where a URL goes).
  */
-export function arbitraryOf(doc: OpenApiDoc, schema: Json, leaf: fc.Arbitrary<string>, fields: Record<string, fc.Arbitrary<unknown>> = {}, depth = 0): fc.Arbitrary<unknown> {
+export function arbitraryOf(
+  doc: OpenApiDoc,
+  schema: Json,
+  leaf: fc.Arbitrary<string>,
+  fields: Record<string, fc.Arbitrary<unknown>> = {},
+  depth = 0,
+): fc.Arbitrary<unknown> {
   const s = resolve(doc, schema);
   if (s.const !== undefined) return fc.constant(s.const);
   if (Array.isArray(s.enum)) return fc.constantFrom(...(s.enum as unknown[]));
   const variants = s.anyOf ?? s.oneOf;
-  if (Array.isArray(variants)) return fc.oneof(...variants.map((v: Json) => arbitraryOf(doc, v, leaf, fields, depth + 1)));
+  if (Array.isArray(variants))
+    return fc.oneof(...variants.map((v: Json) => arbitraryOf(doc, v, leaf, fields, depth + 1)));
   const types = typesOf(s);
   const one = (type: string | undefined): fc.Arbitrary<unknown> => {
     switch (type) {
       case 'object': {
         const props = (s.properties ?? {}) as Record<string, Json>;
         const keys = Object.keys(props);
-        if (keys.length === 0) return fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 });
-        return fc.record(Object.fromEntries(keys.map((k) => [k, fields[k] ?? arbitraryOf(doc, props[k], leaf, fields, depth + 1)])), { requiredKeys: (s.required ?? []) as string[] });
+        if (keys.length === 0)
+          return fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 });
+        return fc.record(
+          Object.fromEntries(keys.map((k) => [k, fields[k] ?? arbitraryOf(doc, props[k], leaf, fields, depth + 1)])),
+          { requiredKeys: (s.required ?? []) as string[] },
+        );
       }
       case 'array':
-        return fc.array(arbitraryOf(doc, s.items ?? {}, leaf, fields, depth + 1), { minLength: s.minItems ?? 0, maxLength: Math.min(s.maxItems ?? 3, (s.minItems ?? 0) + 3) });
+        return fc.array(arbitraryOf(doc, s.items ?? {}, leaf, fields, depth + 1), {
+          minLength: s.minItems ?? 0,
+          maxLength: Math.min(s.maxItems ?? 3, (s.minItems ?? 0) + 3),
+        });
       case 'string': {
         const min = s.minLength ?? 0;
         const max = s.maxLength ?? 200;

@@ -40,7 +40,10 @@ export interface ApiResponse<T = Json> {
 
 /** Gates the `gate` tool waits on: the test opens them when it is done looking at the running run. */
 export class Gates {
-  private readonly gates = new Map<string, { open: () => void; opened: Promise<void>; entered: () => void; wasEntered: Promise<void> }>();
+  private readonly gates = new Map<
+    string,
+    { open: () => void; opened: Promise<void>; entered: () => void; wasEntered: Promise<void> }
+  >();
 
   private get(key: string) {
     let g = this.gates.get(key);
@@ -83,7 +86,8 @@ export class Gates {
 function textOfLast(call: LanguageModelV4CallOptions): { role: string; text: string } {
   const last = call.prompt.at(-1);
   if (!last) return { role: 'none', text: '' };
-  if (last.role === 'user') return { role: 'user', text: last.content.map((p) => (p.type === 'text' ? p.text : '')).join('') };
+  if (last.role === 'user')
+    return { role: 'user', text: last.content.map((p) => (p.type === 'text' ? p.text : '')).join('') };
   return { role: last.role, text: '' };
 }
 
@@ -94,12 +98,24 @@ export function helperScript(call: LanguageModelV4CallOptions): ScriptedResponse
   const m = /^(ask|danger|danger2|block)(?::(.*))?$/s.exec(last.text.trim());
   switch (m?.[1]) {
     case 'ask':
-      return { toolCalls: [{ name: 'ask_user', input: { questions: [{ id: 'color', question: 'Which color?', choices: ['red', 'blue'] }] } }] };
+      return {
+        toolCalls: [
+          {
+            name: 'ask_user',
+            input: { questions: [{ id: 'color', question: 'Which color?', choices: ['red', 'blue'] }] },
+          },
+        ],
+      };
     case 'danger':
       return { toolCalls: [{ name: 'danger', input: { target: m[2] ?? 'x' } }] };
     case 'danger2': {
       const [a = 'a', b = 'b'] = (m[2] ?? '').split(',');
-      return { toolCalls: [{ name: 'danger', input: { target: a } }, { name: 'danger', input: { target: b } }] };
+      return {
+        toolCalls: [
+          { name: 'danger', input: { target: a } },
+          { name: 'danger', input: { target: b } },
+        ],
+      };
     }
     case 'block':
       return { toolCalls: [{ name: 'gate', input: { key: m[2] ?? 'default' } }] };
@@ -178,7 +194,9 @@ export function scriptedConfig(gates: Gates, dangerRuns: Array<{ target: string 
 }
 
 /** A fresh store of the backend, and how to remove it. */
-async function openBackend(backend: Backend): Promise<{ store: Store; postgres?: { url: string; schema: string }; remove(): Promise<void> }> {
+async function openBackend(
+  backend: Backend,
+): Promise<{ store: Store; postgres?: { url: string; schema: string }; remove(): Promise<void> }> {
   if (backend === 'postgres') {
     const pg = await openTestPostgres();
     return { store: pg.store, postgres: { url: pg.url, schema: pg.schema }, remove: () => pg.cleanup() };
@@ -201,7 +219,10 @@ export async function startTestServer(o: TestServerOptions = {}): Promise<TestSe
   const secrets: string[] = [];
   const keyIds: string[] = [];
   for (const k of o.keys ?? []) {
-    const { secret, key } = await createApiKey(store, { tenant: k.tenant, ...(k.ratePerMinute !== undefined ? { ratePerMinute: k.ratePerMinute } : {}) });
+    const { secret, key } = await createApiKey(store, {
+      tenant: k.tenant,
+      ...(k.ratePerMinute !== undefined ? { ratePerMinute: k.ratePerMinute } : {}),
+    });
     if (k.revoked) await store.revokeApiKey(key.id, Date.now());
     secrets.push(secret);
     keyIds.push(key.id);
@@ -211,7 +232,16 @@ export async function startTestServer(o: TestServerOptions = {}): Promise<TestSe
   const { keys: _keys, backend: _backend, ...rest } = o;
   let server: RunningServer;
   try {
-    server = await startServer({ store, config: scriptedConfig(gates, dangerRuns), port: 0, host: '127.0.0.1', workers: 2, version: '0.0.0-test', leaseMs: 10_000, ...rest });
+    server = await startServer({
+      store,
+      config: scriptedConfig(gates, dangerRuns),
+      port: 0,
+      host: '127.0.0.1',
+      workers: 2,
+      version: '0.0.0-test',
+      leaseMs: 10_000,
+      ...rest,
+    });
   } catch (e) {
     await remove();
     throw e;
@@ -306,7 +336,8 @@ export class Api {
     for (;;) {
       last = await this.get(`/v1/runs/${runId}`);
       if (last.status === 200 && want.includes(last.body.status)) return last.body;
-      if (Date.now() > deadline) throw new Error(`run ${runId} did not reach ${want.join('|')}: last ${last.status} ${last.text}`);
+      if (Date.now() > deadline)
+        throw new Error(`run ${runId} did not reach ${want.join('|')}: last ${last.status} ${last.text}`);
       await new Promise((r) => setTimeout(r, 25));
     }
   }
@@ -342,7 +373,8 @@ export const PROBLEM = 'https://keel.dev/problems/';
 export function expectProblem(r: ApiResponse, type: string, status: number): Json {
   const problems: string[] = [];
   if (r.status !== status) problems.push(`status ${r.status}, expected ${status}`);
-  if (!(r.headers.get('content-type') ?? '').startsWith('application/problem+json')) problems.push(`content-type ${r.headers.get('content-type')}`);
+  if (!(r.headers.get('content-type') ?? '').startsWith('application/problem+json'))
+    problems.push(`content-type ${r.headers.get('content-type')}`);
   const b = r.body ?? {};
   if (b.type !== `${PROBLEM}${type}`) problems.push(`type ${b.type}, expected ${PROBLEM}${type}`);
   if (typeof b.title !== 'string' || b.title === '') problems.push('no title');

@@ -33,14 +33,25 @@ export function tempDbPath(): { path: string; cleanup(): void } {
 }
 
 /** A tool that answers `lookup({ q })` with `found <q>`. */
-export const lookup = tool({ name: 'lookup', description: 'Looks something up', input: z.object({ q: z.string() }), execute: ({ q }) => `found ${q}` });
+export const lookup = tool({
+  name: 'lookup',
+  description: 'Looks something up',
+  input: z.object({ q: z.string() }),
+  execute: ({ q }) => `found ${q}`,
+});
 
 export function agentWith(model: ScriptedModel, options: Partial<Omit<AgentOptions, 'model'>> = {}) {
   return defineAgent({ name: 'test-agent', tools: [lookup], ...options, model });
 }
 
 /** Runs one turn on a session to its end. */
-export async function turn(sessions: Sessions, sessionId: string, agent: ReturnType<typeof defineAgent>, input?: UserInput, options: SessionTurnOptions = {}): Promise<TurnResult> {
+export async function turn(
+  sessions: Sessions,
+  sessionId: string,
+  agent: ReturnType<typeof defineAgent>,
+  input?: UserInput,
+  options: SessionTurnOptions = {},
+): Promise<TurnResult> {
   const handle = await sessions.startTurn(sessionId, agent, { ...options, ...(input !== undefined ? { input } : {}) });
   return handle.result;
 }
@@ -48,7 +59,11 @@ export async function turn(sessions: Sessions, sessionId: string, agent: ReturnT
 /** A summarizer whose n-th call (from 1) answers `${prefix} n`, with fixed usage. */
 export function summarizerModel(prefix = 'SUMMARY', usage = { input: 200, output: 40 }): ScriptedModel {
   let n = 0;
-  return new ScriptedModel([() => ({ text: `${prefix} ${++n}`, usage })], { loop: true, provider: 'scripted', modelId: 'summarizer-1' });
+  return new ScriptedModel([() => ({ text: `${prefix} ${++n}`, usage })], {
+    loop: true,
+    provider: 'scripted',
+    modelId: 'summarizer-1',
+  });
 }
 
 /** Every event of a session, in seq order. */
@@ -82,7 +97,15 @@ export function textOf(m: Message): string {
     case 'summary':
       return m.text;
     case 'tool':
-      return m.content.map((r) => (r.output.type === 'error' ? r.output.message : r.output.type === 'text' ? r.output.value : JSON.stringify(r.output.value))).join('|');
+      return m.content
+        .map((r) =>
+          r.output.type === 'error'
+            ? r.output.message
+            : r.output.type === 'text'
+              ? r.output.value
+              : JSON.stringify(r.output.value),
+        )
+        .join('|');
     default:
       return m.content.map((p) => (p.type === 'text' ? p.text : '')).join('');
   }
@@ -92,7 +115,9 @@ export function textOf(m: Message): string {
 export function shape(messages: readonly Message[]): string[] {
   return messages.map((m) => {
     if (m.role === 'assistant') {
-      const calls = m.content.filter((p) => p.type === 'tool-call').map((p) => (p.type === 'tool-call' ? p.toolName : ''));
+      const calls = m.content
+        .filter((p) => p.type === 'tool-call')
+        .map((p) => (p.type === 'tool-call' ? p.toolName : ''));
       return calls.length > 0 ? `call:${calls.join(',')}${textOf(m) ? `+${textOf(m)}` : ''}` : `assistant:${textOf(m)}`;
     }
     return `${m.role}:${textOf(m)}`;
@@ -105,13 +130,17 @@ export function unpairedToolCalls(messages: readonly Message[]): string[] {
   messages.forEach((m, i) => {
     if (m.role === 'tool') {
       const prev = messages[i - 1];
-      const calls = prev?.role === 'assistant' ? prev.content.flatMap((p) => (p.type === 'tool-call' ? [p.toolCallId] : [])) : [];
-      for (const r of m.content) if (!calls.includes(r.toolCallId)) problems.push(`result ${r.toolCallId} at ${i} has no call right before it`);
+      const calls =
+        prev?.role === 'assistant' ? prev.content.flatMap((p) => (p.type === 'tool-call' ? [p.toolCallId] : [])) : [];
+      for (const r of m.content)
+        if (!calls.includes(r.toolCallId)) problems.push(`result ${r.toolCallId} at ${i} has no call right before it`);
     }
     if (m.role !== 'assistant') return;
     const next = messages[i + 1];
     const answered = new Set(next?.role === 'tool' ? next.content.map((r) => r.toolCallId) : []);
-    for (const p of m.content) if (p.type === 'tool-call' && !answered.has(p.toolCallId)) problems.push(`call ${p.toolCallId} at ${i} has no result right after it`);
+    for (const p of m.content)
+      if (p.type === 'tool-call' && !answered.has(p.toolCallId))
+        problems.push(`call ${p.toolCallId} at ${i} has no result right after it`);
   });
   return problems;
 }
@@ -142,11 +171,18 @@ export const LONG_SYSTEM = `You are the test assistant of Keel. ${'Answer briefl
  * branch switch between turns, a long tool loop compacted mid-turn, a fork with a summary, a manual
  * compaction, a message appended between turns and a renamed title.
  */
-export async function richSession(sessions: Sessions, options: { system?: string } = {}): Promise<{ id: string; summarizer: ScriptedModel }> {
+export async function richSession(
+  sessions: Sessions,
+  options: { system?: string } = {},
+): Promise<{ id: string; summarizer: ScriptedModel }> {
   const system = options.system ?? LONG_SYSTEM;
   const agent = (model: ScriptedModel) => agentWith(model, { system, settings: { temperature: 0 } });
   const summarizer = summarizerModel('RICH SUMMARY');
-  const s = await sessions.create({ title: 'rich', metadata: { project: 'keel', tags: ['test'] }, agent: 'test-agent' });
+  const s = await sessions.create({
+    title: 'rich',
+    metadata: { project: 'keel', tags: ['test'] },
+    agent: 'test-agent',
+  });
 
   const m1 = new ScriptedModel([
     { error: { kind: 'rate_limit', retryAfterMs: 1 } },
@@ -154,10 +190,18 @@ export async function richSession(sessions: Sessions, options: { system?: string
       reasoning: 'plan the lookups',
       reasoningSignature: 'sig-rich-1',
       text: 'Looking both up.',
-      toolCalls: [{ id: 'r1', name: 'lookup', input: { q: 'alpha' } }, { id: 'r2', name: 'lookup', input: { q: 'beta' } }],
+      toolCalls: [
+        { id: 'r1', name: 'lookup', input: { q: 'alpha' } },
+        { id: 'r2', name: 'lookup', input: { q: 'beta' } },
+      ],
       usage: { input: 150 },
     },
-    { reasoning: 'combine them', reasoningSignature: 'sig-rich-2', text: 'Alpha and beta are found.', usage: { input: 220 } },
+    {
+      reasoning: 'combine them',
+      reasoningSignature: 'sig-rich-2',
+      text: 'Alpha and beta are found.',
+      usage: { input: 220 },
+    },
   ]);
   await turn(sessions, s.id, agent(m1), 'Find alpha and beta.');
   const turnOneAnswer = (await sessions.get(s.id)).leafId!;
@@ -166,16 +210,32 @@ export async function richSession(sessions: Sessions, options: { system?: string
   await sessions.switchBranch(s.id, turnOneAnswer);
 
   const m3 = new ScriptedModel([
-    { reasoning: 'loop over items', reasoningSignature: 'sig-rich-3', toolCalls: [{ id: 'l1', name: 'lookup', input: { q: 'one' } }], usage: { input: 400 } },
-    { reasoning: 'one more', reasoningSignature: 'sig-rich-4', toolCalls: [{ id: 'l2', name: 'lookup', input: { q: 'two' } }], usage: { input: 900 } },
+    {
+      reasoning: 'loop over items',
+      reasoningSignature: 'sig-rich-3',
+      toolCalls: [{ id: 'l1', name: 'lookup', input: { q: 'one' } }],
+      usage: { input: 400 },
+    },
+    {
+      reasoning: 'one more',
+      reasoningSignature: 'sig-rich-4',
+      toolCalls: [{ id: 'l2', name: 'lookup', input: { q: 'two' } }],
+      usage: { input: 900 },
+    },
     { text: 'Loop finished.', usage: { input: 300 } },
   ]);
-  const r3 = await turn(sessions, s.id, agent(m3), 'Run the loop.', { compaction: { contextWindow: 1000, reserveTokens: 200, keepRecentTokens: 60, model: summarizer } });
+  const r3 = await turn(sessions, s.id, agent(m3), 'Run the loop.', {
+    compaction: { contextWindow: 1000, reserveTokens: 200, keepRecentTokens: 60, model: summarizer },
+  });
   const all = await allEvents(sessions, s.id);
-  if (r3.reason !== 'completed' || !all.some((e) => e.type === 'compaction')) throw new Error('richSession: turn 3 did not compact mid-turn');
+  if (r3.reason !== 'completed' || !all.some((e) => e.type === 'compaction'))
+    throw new Error('richSession: turn 3 did not compact mid-turn');
   const loopQuestion = ofType(all, 'user/message').find((e) => e.turn === r3.turn)!;
 
-  await sessions.fork(s.id, loopQuestion.id, { into: 'branch', summary: 'The loop already ran once; both items were found.' });
+  await sessions.fork(s.id, loopQuestion.id, {
+    into: 'branch',
+    summary: 'The loop already ran once; both items were found.',
+  });
   await turn(sessions, s.id, agent(new ScriptedModel([{ text: 'Trying again.' }])), 'Try again differently.');
   const compacted = await sessions.compact(s.id, { model: summarizer, keepRecentTokens: 1 });
   if (!compacted.compacted) throw new Error(`richSession: ${compacted.reason}`);

@@ -5,7 +5,15 @@ import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4Stream
 import { EventSource } from 'eventsource';
 import { z } from 'zod';
 import type { LoadedConfig } from '../../src/config/index.ts';
-import { defineAgent, openSqliteStore, ScriptedModel, tool, type AgentDefinition, type ScriptedResponse, type SqliteStore } from '../../src/index.ts';
+import {
+  defineAgent,
+  openSqliteStore,
+  ScriptedModel,
+  tool,
+  type AgentDefinition,
+  type ScriptedResponse,
+  type SqliteStore,
+} from '../../src/index.ts';
 import { startServer, type RunningServer, type StartOptions } from '../../src/server/serve.ts';
 import { deferred, type Deferred } from './deferred.ts';
 
@@ -27,7 +35,9 @@ export interface LongScript {
 export function stepChunks(step: number, s: LongScript): string[] {
   return Array.from({ length: s.chunks }, (_, i) => {
     const label = `s${step}c${i} `;
-    return s.chunkChars && s.chunkChars > label.length ? `${label}${'x'.repeat(s.chunkChars - label.length - 1)} ` : label;
+    return s.chunkChars && s.chunkChars > label.length
+      ? `${label}${'x'.repeat(s.chunkChars - label.length - 1)} `
+      : label;
   });
 }
 
@@ -39,14 +49,24 @@ const stepOf = (call: LanguageModelV4CallOptions) => call.prompt.filter((m) => m
  * steps (or, with `more`, as long as it says so) with long streamed texts and a `note` tool call
  * each, then a long final answer.
  */
-export function longResponse(call: LanguageModelV4CallOptions, s: LongScript, more?: (step: number) => boolean): ScriptedResponse {
+export function longResponse(
+  call: LanguageModelV4CallOptions,
+  s: LongScript,
+  more?: (step: number) => boolean,
+): ScriptedResponse {
   const step = stepOf(call);
   const base = { chunks: stepChunks(step, s), chunkDelayMs: s.chunkDelayMs, usage: { input: 100, output: s.chunks } };
-  if (more ? more(step) : step <= s.toolSteps) return { ...base, toolCalls: [{ id: `call-${step}`, name: 'note', input: { step, text: `note ${step}` } }] };
+  if (more ? more(step) : step <= s.toolSteps)
+    return { ...base, toolCalls: [{ id: `call-${step}`, name: 'note', input: { step, text: `note ${step}` } }] };
   return base;
 }
 
-export const noteTool = tool({ name: 'note', description: 'Takes a note', input: z.object({ step: z.number(), text: z.string() }), execute: ({ step }) => `noted ${step}` });
+export const noteTool = tool({
+  name: 'note',
+  description: 'Takes a note',
+  input: z.object({ step: z.number(), text: z.string() }),
+  execute: ({ step }) => `noted ${step}`,
+});
 
 /**
  * Holds a model's stream before a given text chunk of a given step until the test releases it:
@@ -66,7 +86,12 @@ export class Gate {
     const h = this.holds.get(`${step}:${chunk}`);
     if (!h) return;
     h.reached.resolve();
-    await Promise.race([h.released.promise, new Promise((_, reject) => signal?.addEventListener('abort', () => reject(signal.reason as Error), { once: true }))]);
+    await Promise.race([
+      h.released.promise,
+      new Promise((_, reject) =>
+        signal?.addEventListener('abort', () => reject(signal.reason as Error), { once: true }),
+      ),
+    ]);
   }
 
   releaseAll(): void {
@@ -107,9 +132,16 @@ class GatedModel implements LanguageModelV4 {
   }
 }
 
-export function longAgent(s: LongScript, o: { name?: string; gate?: Gate; more?: (step: number) => boolean } = {}): AgentDefinition {
+export function longAgent(
+  s: LongScript,
+  o: { name?: string; gate?: Gate; more?: (step: number) => boolean } = {},
+): AgentDefinition {
   const scripted = new ScriptedModel([(call) => longResponse(call, s, o.more)], { loop: true });
-  return defineAgent({ name: o.name ?? 'long', model: o.gate ? new GatedModel(scripted, o.gate) : scripted, tools: [noteTool] });
+  return defineAgent({
+    name: o.name ?? 'long',
+    model: o.gate ? new GatedModel(scripted, o.gate) : scripted,
+    tools: [noteTool],
+  });
 }
 
 /** The complete text of every model call of a run of `longAgent`, in order. */
@@ -117,7 +149,12 @@ export function expectedTexts(s: LongScript): string[] {
   return Array.from({ length: s.toolSteps + 1 }, (_, i) => stepChunks(i + 1, s).join(''));
 }
 
-export const configOf = (agents: AgentDefinition[]): LoadedConfig => ({ source: null, agents, compaction: {}, demo: false });
+export const configOf = (agents: AgentDefinition[]): LoadedConfig => ({
+  source: null,
+  agents,
+  compaction: {},
+  demo: false,
+});
 
 // ---------------------------------------------------------------------------------------------
 // Servers
@@ -132,7 +169,9 @@ export interface TestServer {
 }
 
 /** A server (API and a worker) on a store: a private in-memory one unless `path` names a file. */
-export async function startTestServer(o: { agents: AgentDefinition[]; path?: string; port?: number } & Partial<Omit<StartOptions, 'store' | 'config'>>): Promise<TestServer> {
+export async function startTestServer(
+  o: { agents: AgentDefinition[]; path?: string; port?: number } & Partial<Omit<StartOptions, 'store' | 'config'>>,
+): Promise<TestServer> {
   const { agents, path, ...rest } = o;
   const store = openSqliteStore({ path: path ?? ':memory:' });
   let server: RunningServer;
@@ -156,10 +195,16 @@ export async function startTestServer(o: { agents: AgentDefinition[]; path?: str
   };
 }
 
-export async function api<T = Record<string, unknown>>(url: string, path: string, init: { method?: string; body?: unknown } = {}): Promise<T> {
+export async function api<T = Record<string, unknown>>(
+  url: string,
+  path: string,
+  init: { method?: string; body?: unknown } = {},
+): Promise<T> {
   const res = await fetch(`${url}${path}`, {
     method: init.method ?? (init.body !== undefined ? 'POST' : 'GET'),
-    ...(init.body !== undefined ? { body: JSON.stringify(init.body), headers: { 'content-type': 'application/json' } } : {}),
+    ...(init.body !== undefined
+      ? { body: JSON.stringify(init.body), headers: { 'content-type': 'application/json' } }
+      : {}),
   });
   const text = await res.text();
   if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${path}: ${res.status} ${text}`);
@@ -184,7 +229,11 @@ export const getRun = (url: string, runId: string) => api<RunJson>(url, `/v1/run
 const TERMINAL = new Set(['completed', 'failed', 'cancelled', 'timed_out']);
 
 /** Polls until the run is terminal (no time limit of its own: the test's timeout is the limit). */
-export async function waitForRun(url: string, runId: string, until: (status: string) => boolean = (s) => TERMINAL.has(s)): Promise<RunJson> {
+export async function waitForRun(
+  url: string,
+  runId: string,
+  until: (status: string) => boolean = (s) => TERMINAL.has(s),
+): Promise<RunJson> {
   for (;;) {
     const run = await getRun(url, runId);
     if (until(run.status)) return run;
@@ -212,7 +261,10 @@ export interface EventJson {
 export async function logOf(url: string, sessionId: string, runId?: string): Promise<EventJson[]> {
   const out: EventJson[] = [];
   for (;;) {
-    const page = await api<{ data: EventJson[]; next_after: number | null }>(url, `/v1/sessions/${sessionId}/events?after=${out.at(-1)?.seq ?? 0}&limit=1000`);
+    const page = await api<{ data: EventJson[]; next_after: number | null }>(
+      url,
+      `/v1/sessions/${sessionId}/events?after=${out.at(-1)?.seq ?? 0}&limit=1000`,
+    );
     out.push(...page.data);
     if (page.next_after === null) break;
   }
@@ -288,9 +340,19 @@ export class ResumingClient {
     let conn = ++this.connections;
     this.connectionUrls[conn] = this.streamUrl;
     let opened = 0;
-    const url = via === 'query' && from !== undefined ? `${this.streamUrl}?after=${encodeURIComponent(from)}` : this.streamUrl;
+    const url =
+      via === 'query' && from !== undefined ? `${this.streamUrl}?after=${encodeURIComponent(from)}` : this.streamUrl;
     const es = new EventSource(url, {
-      fetch: (input, init) => fetch(input, { ...init, headers: { ...init.headers, ...(via === 'header' && from !== undefined && !('Last-Event-ID' in init.headers) ? { 'Last-Event-ID': from } : {}) } }),
+      fetch: (input, init) =>
+        fetch(input, {
+          ...init,
+          headers: {
+            ...init.headers,
+            ...(via === 'header' && from !== undefined && !('Last-Event-ID' in init.headers)
+              ? { 'Last-Event-ID': from }
+              : {}),
+          },
+        }),
     });
     this.es = es;
     es.addEventListener('open', () => {
@@ -299,11 +361,19 @@ export class ResumingClient {
         this.connectionUrls[conn] = `${this.streamUrl} (reconnected by the EventSource)`;
       }
     });
-    es.addEventListener('message', (m) => this.take({ kind: 'event', id: m.lastEventId, conn, event: JSON.parse(m.data as string) as EventJson }, es));
-    es.addEventListener('delta', (m) => this.take({ kind: 'delta', id: m.lastEventId, conn, delta: JSON.parse(m.data as string) as DeltaJson }, es));
+    es.addEventListener('message', (m) =>
+      this.take({ kind: 'event', id: m.lastEventId, conn, event: JSON.parse(m.data as string) as EventJson }, es),
+    );
+    es.addEventListener('delta', (m) =>
+      this.take({ kind: 'delta', id: m.lastEventId, conn, delta: JSON.parse(m.data as string) as DeltaJson }, es),
+    );
     es.addEventListener('end', (m) => {
       if (this.es !== es) return;
-      this.items.push({ kind: 'end', conn, data: JSON.parse(m.data as string) as { run_id?: string; last_seq: number } });
+      this.items.push({
+        kind: 'end',
+        conn,
+        data: JSON.parse(m.data as string) as { run_id?: string; last_seq: number },
+      });
       this.ended = true;
       this.close();
       this.notify();
@@ -368,23 +438,32 @@ export class ResumingClient {
 export function checkAgainstLog(
   items: readonly Received[],
   log: readonly EventJson[],
-): { messages: number; completedAcrossReconnects: number; deltas: number; abandoned: Array<{ messageId: string; text: string; conns: number }> } {
+): {
+  messages: number;
+  completedAcrossReconnects: number;
+  deltas: number;
+  abandoned: Array<{ messageId: string; text: string; conns: number }>;
+} {
   const problems: string[] = [];
   const events = items.flatMap((i) => (i.kind === 'event' ? [i.event] : []));
   const seqs = events.map((e) => e.seq);
   const want = log.map((e) => e.seq);
-  if (JSON.stringify(seqs) !== JSON.stringify(want)) problems.push(`durable seqs differ from the log:\n got  ${seqs.join(',')}\n want ${want.join(',')}`);
+  if (JSON.stringify(seqs) !== JSON.stringify(want))
+    problems.push(`durable seqs differ from the log:\n got  ${seqs.join(',')}\n want ${want.join(',')}`);
   else {
     for (let i = 0; i < events.length; i++) {
-      if (JSON.stringify(events[i]) !== JSON.stringify(log[i])) problems.push(`event ${events[i]!.seq} differs from the log's`);
+      if (JSON.stringify(events[i]) !== JSON.stringify(log[i]))
+        problems.push(`event ${events[i]!.seq} differs from the log's`);
     }
   }
   const ids = items.flatMap((i) => (i.kind === 'end' ? [] : [i.id]));
-  for (let i = 1; i < ids.length; i++) if (compareIds(ids[i - 1]!, ids[i]!) >= 0) problems.push(`id ${ids[i]} after ${ids[i - 1]}`);
+  for (let i = 1; i < ids.length; i++)
+    if (compareIds(ids[i - 1]!, ids[i]!) >= 0) problems.push(`id ${ids[i]} after ${ids[i - 1]}`);
 
   // Deltas by message.
   const byMessage = new Map<string, Array<Extract<Received, { kind: 'delta' }>>>();
-  for (const i of items) if (i.kind === 'delta') byMessage.set(i.delta.message_id, [...(byMessage.get(i.delta.message_id) ?? []), i]);
+  for (const i of items)
+    if (i.kind === 'delta') byMessage.set(i.delta.message_id, [...(byMessage.get(i.delta.message_id) ?? []), i]);
   // Numbering: n counts 1, 2, 3… after the latest durable event (a message's first delta may
   // continue the count of an abandoned attempt's), and again from 1 after a durable event that
   // came while the message streamed: no gap, no repeat.
@@ -393,7 +472,8 @@ export function checkAgainstLog(
     ids.forEach(([seq, n], i) => {
       const prev = ids[i - 1];
       const ok = prev === undefined ? n >= 1 : seq === prev[0] ? n === prev[1] + 1 : seq > prev[0] && n === 1;
-      if (!ok) problems.push(`message ${id}: delta ${seq}.${n} after ${prev ? prev.join('.') : 'nothing'}: a gap or a repeat`);
+      if (!ok)
+        problems.push(`message ${id}: delta ${seq}.${n} after ${prev ? prev.join('.') : 'nothing'}: a gap or a repeat`);
     });
   };
   let completedAcrossReconnects = 0;
@@ -404,16 +484,30 @@ export function checkAgainstLog(
     const ds = byMessage.get(id) ?? [];
     byMessage.delete(id);
     const text = messageText(final);
-    const got = ds.filter((d) => d.delta.type === 'text/delta').map((d) => d.delta.delta).join('');
-    if (!text.startsWith(got)) problems.push(`message ${id}: the deltas ${JSON.stringify(got.slice(0, 80))}… are not a prefix of its text`);
+    const got = ds
+      .filter((d) => d.delta.type === 'text/delta')
+      .map((d) => d.delta.delta)
+      .join('');
+    if (!text.startsWith(got))
+      problems.push(`message ${id}: the deltas ${JSON.stringify(got.slice(0, 80))}… are not a prefix of its text`);
     numbering(id, ds);
     const conn = items.find((i) => i.kind === 'event' && i.event.seq === final.seq)!.conn;
-    if (ds.some((d) => d.conn === conn) && got !== text) problems.push(`message ${id}: streaming on connection ${conn} until its end, yet its deltas spell ${JSON.stringify(got.slice(-60))} instead of the whole text`);
+    if (ds.some((d) => d.conn === conn) && got !== text)
+      problems.push(
+        `message ${id}: streaming on connection ${conn} until its end, yet its deltas spell ${JSON.stringify(got.slice(-60))} instead of the whole text`,
+      );
     if (got === text && new Set(ds.map((d) => d.conn)).size > 1) completedAcrossReconnects++;
   }
   // Messages that never became durable (abandoned by a crash or a retry): their deltas still spell a prefix once.
   for (const [id, ds] of byMessage) numbering(id, ds);
-  const abandoned = [...byMessage].map(([messageId, ds]) => ({ messageId, text: ds.filter((d) => d.delta.type === 'text/delta').map((d) => d.delta.delta).join(''), conns: new Set(ds.map((d) => d.conn)).size }));
+  const abandoned = [...byMessage].map(([messageId, ds]) => ({
+    messageId,
+    text: ds
+      .filter((d) => d.delta.type === 'text/delta')
+      .map((d) => d.delta.delta)
+      .join(''),
+    conns: new Set(ds.map((d) => d.conn)).size,
+  }));
   if (problems.length > 0) throw new Error(problems.join('\n'));
   return { messages, completedAcrossReconnects, deltas: items.filter((i) => i.kind === 'delta').length, abandoned };
 }
@@ -431,7 +525,11 @@ export interface RawStream {
   destroy(): void;
 }
 
-export function rawStream(url: string, headers: Record<string, string> = {}, o: { read?: boolean } = {}): Promise<RawStream> {
+export function rawStream(
+  url: string,
+  headers: Record<string, string> = {},
+  o: { read?: boolean } = {},
+): Promise<RawStream> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(url, { headers: { accept: 'text/event-stream', ...headers } }, (res) => {
       let text = '';
@@ -458,7 +556,10 @@ export function rawStream(url: string, headers: Record<string, string> = {}, o: 
 }
 
 /** The SSE blocks of a text: `{ id, event, data }` for each complete block with data; comments apart. */
-export function parseSse(text: string): { blocks: Array<{ id?: string; event?: string; data: string }>; comments: string[] } {
+export function parseSse(text: string): {
+  blocks: Array<{ id?: string; event?: string; data: string }>;
+  comments: string[];
+} {
   const blocks: Array<{ id?: string; event?: string; data: string }> = [];
   const comments: string[] = [];
   const parts = text.split('\n\n');
@@ -501,12 +602,16 @@ interface ChildOptions {
 
 /** Starts `longAgent(script)` behind a server in a child process on a database file. */
 export function spawnServer(o: ChildOptions): Promise<ChildServer> {
-  const child = spawn(process.execPath, [SELF, 'serve', JSON.stringify(o)], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+  const child = spawn(process.execPath, [SELF, 'serve', JSON.stringify(o)], {
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+  });
   let stderr = '';
   child.stderr!.setEncoding('utf8').on('data', (c: string) => (stderr += c));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return new Promise((resolve, reject) => {
-    child.once('message', (m: { url: string; port: number }) => resolve({ child, url: m.url, port: m.port, exited, stderr: () => stderr }));
+    child.once('message', (m: { url: string; port: number }) =>
+      resolve({ child, url: m.url, port: m.port, exited, stderr: () => stderr }),
+    );
     void exited.then(() => reject(new Error(`the server process exited before it listened: ${stderr}`)));
   });
 }
@@ -516,6 +621,13 @@ if (process.argv[1] === SELF && process.argv[2] === 'serve') {
   const gate = new Gate();
   if (o.hold) gate.hold(o.hold.step, o.hold.chunk);
   const store = openSqliteStore({ path: o.path });
-  const server = await startServer({ store, config: configOf([longAgent(o.script, { gate })]), port: o.port ?? 0, workers: 4, version: 'test', leaseMs: o.leaseMs });
+  const server = await startServer({
+    store,
+    config: configOf([longAgent(o.script, { gate })]),
+    port: o.port ?? 0,
+    workers: 4,
+    version: 'test',
+    leaseMs: o.leaseMs,
+  });
   process.send!({ url: server.url, port: server.port });
 }

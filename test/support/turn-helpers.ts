@@ -1,5 +1,13 @@
 import type { LanguageModelV4CallOptions, LanguageModelV4Message } from '@ai-sdk/provider';
-import { MemorySink, type DeltaEvent, type EventOf, type Message, type SinkAppendOptions, type TurnEvent, type TurnEventType } from '../../src/index.ts';
+import {
+  MemorySink,
+  type DeltaEvent,
+  type EventOf,
+  type Message,
+  type SinkAppendOptions,
+  type TurnEvent,
+  type TurnEventType,
+} from '../../src/index.ts';
 
 type Waiter = { match: (e: TurnEvent) => boolean; resolve: (e: TurnEvent) => void };
 
@@ -146,7 +154,8 @@ export function toolResultsIn(call: LanguageModelV4CallOptions | undefined): Pro
   for (const m of call?.prompt ?? []) {
     if (m.role !== 'tool') continue;
     for (const p of m.content) {
-      if (p.type === 'tool-result') out.push({ toolCallId: p.toolCallId, toolName: p.toolName, output: p.output as PromptToolResult['output'] });
+      if (p.type === 'tool-result')
+        out.push({ toolCallId: p.toolCallId, toolName: p.toolName, output: p.output as PromptToolResult['output'] });
     }
   }
   return out;
@@ -163,11 +172,15 @@ export function toolCallIdsIn(call: LanguageModelV4CallOptions | undefined): str
 }
 
 /** Every reasoning part of a prompt. */
-export function reasoningPartsIn(call: LanguageModelV4CallOptions | undefined): Array<{ text: string; providerOptions?: unknown }> {
+export function reasoningPartsIn(
+  call: LanguageModelV4CallOptions | undefined,
+): Array<{ text: string; providerOptions?: unknown }> {
   const out: Array<{ text: string; providerOptions?: unknown }> = [];
   for (const m of call?.prompt ?? []) {
     if (m.role !== 'assistant') continue;
-    for (const p of m.content) if (p.type === 'reasoning') out.push({ text: p.text, ...(p.providerOptions ? { providerOptions: p.providerOptions } : {}) });
+    for (const p of m.content)
+      if (p.type === 'reasoning')
+        out.push({ text: p.text, ...(p.providerOptions ? { providerOptions: p.providerOptions } : {}) });
   }
   return out;
 }

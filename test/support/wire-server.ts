@@ -1,4 +1,10 @@
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 /**
@@ -61,7 +67,10 @@ export interface WireServer {
   close(): Promise<void>;
 }
 
-export function sse(events: SseEvent[], options: { headers?: Record<string, string>; after?: 'end' | 'hang' | 'drop' } = {}): WireResponse {
+export function sse(
+  events: SseEvent[],
+  options: { headers?: Record<string, string>; after?: 'end' | 'hang' | 'drop' } = {},
+): WireResponse {
   return { kind: 'sse', events, ...options };
 }
 
@@ -71,7 +80,10 @@ export function httpError(status: number, body: unknown, headers?: Record<string
 
 function encodeEvent(e: SseEvent): string {
   const data = typeof e.data === 'string' ? e.data : JSON.stringify(e.data);
-  const lines = data.split('\n').map((l) => `data: ${l}`).join('\n');
+  const lines = data
+    .split('\n')
+    .map((l) => `data: ${l}`)
+    .join('\n');
   return `${e.event !== undefined ? `event: ${e.event}\n` : ''}${lines}\n\n`;
 }
 
@@ -96,10 +108,19 @@ function wait(ms: number, res: ServerResponse): Promise<void> {
   });
 }
 
-async function serve(res: ServerResponse, response: WireResponse | undefined, rec: RecordedRequest, markWritten: () => void): Promise<void> {
+async function serve(
+  res: ServerResponse,
+  response: WireResponse | undefined,
+  rec: RecordedRequest,
+  markWritten: () => void,
+): Promise<void> {
   if (!response) {
     res.writeHead(500, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ error: { message: `wire-server: no scripted response for ${rec.method} ${rec.path}`, type: 'wire_server' } }));
+    res.end(
+      JSON.stringify({
+        error: { message: `wire-server: no scripted response for ${rec.method} ${rec.path}`, type: 'wire_server' },
+      }),
+    );
     markWritten();
     return;
   }
@@ -110,7 +131,12 @@ async function serve(res: ServerResponse, response: WireResponse | undefined, re
     return;
   }
   res.socket?.setNoDelay(true);
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', ...response.headers });
+  res.writeHead(200, {
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    ...response.headers,
+  });
   res.flushHeaders();
   for (const e of response.events) {
     if (e.delayMs) await wait(e.delayMs, res);

@@ -6,7 +6,12 @@
  * commits; the run stores the trace context it was created in, and every execution continues it.
  */
 import { trace, type Attributes } from '@opentelemetry/api';
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+  type ReadableSpan,
+} from '@opentelemetry/sdk-trace-base';
 import { rmSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -51,7 +56,11 @@ const attr = (s: ReadableSpan, key: string): Attributes[string] => s.attributes[
 
 function start(agents: AgentDefinition[], o: { recordContent?: boolean; store?: SqliteStore } = {}): Runtime {
   const store = o.store ?? openSqliteStore({ path: ':memory:' });
-  const rt = createRuntime({ store, agents, ...(o.recordContent !== undefined ? { telemetry: { recordContent: o.recordContent } } : {}) });
+  const rt = createRuntime({
+    store,
+    agents,
+    ...(o.recordContent !== undefined ? { telemetry: { recordContent: o.recordContent } } : {}),
+  });
   rt.startWorker({ pollMs: 20 });
   cleanups.push(async () => {
     await rt.close({ graceMs: 50 });
@@ -60,12 +69,35 @@ function start(agents: AgentDefinition[], o: { recordContent?: boolean; store?: 
   return rt;
 }
 
-const lookup = tool({ name: 'lookup', description: 'Looks something up', input: z.object({ q: z.string() }), idempotent: true, execute: ({ q }) => `found ${q}` });
-const write = tool({ name: 'write', description: 'Writes a note (not safe to repeat)', input: z.object({ note: z.string() }), execute: ({ note }) => ({ saved: note }) });
-const danger = tool({ name: 'danger', description: 'Needs approval', input: z.object({ target: z.string() }), approval: 'always', execute: ({ target }) => `did ${target}` });
+const lookup = tool({
+  name: 'lookup',
+  description: 'Looks something up',
+  input: z.object({ q: z.string() }),
+  idempotent: true,
+  execute: ({ q }) => `found ${q}`,
+});
+const write = tool({
+  name: 'write',
+  description: 'Writes a note (not safe to repeat)',
+  input: z.object({ note: z.string() }),
+  execute: ({ note }) => ({ saved: note }),
+});
+const danger = tool({
+  name: 'danger',
+  description: 'Needs approval',
+  input: z.object({ target: z.string() }),
+  approval: 'always',
+  execute: ({ target }) => `did ${target}`,
+});
 
 function toolAgent(script: ScriptEntry[]): AgentDefinition {
-  return defineAgent({ name: 'planner', version: '3', model: new ScriptedModel(script, { provider: 'acme', modelId: 'acme-large' }), tools: [lookup, write, danger], settings: { temperature: 0.2, maxOutputTokens: 500 } });
+  return defineAgent({
+    name: 'planner',
+    version: '3',
+    model: new ScriptedModel(script, { provider: 'acme', modelId: 'acme-large' }),
+    tools: [lookup, write, danger],
+    settings: { temperature: 0.2, maxOutputTokens: 500 },
+  });
 }
 
 const toolScript: ScriptEntry[] = [
@@ -98,7 +130,9 @@ describe('the span tree of a run', () => {
     expect(attr(send!, 'keel.run.id')).toBe(run.id);
     expect(attr(send!, 'keel.send.outcome')).toBe('created');
     // The run stored the send's context.
-    expect((run.options as { trace?: { traceparent: string } }).trace?.traceparent).toBe(formatTraceparent(send!.spanContext()).traceparent);
+    expect((run.options as { trace?: { traceparent: string } }).trace?.traceparent).toBe(
+      formatTraceparent(send!.spanContext()).traceparent,
+    );
 
     const traceId = send!.spanContext().traceId;
     for (const s of spans()) expect(s.spanContext().traceId).toBe(traceId);
@@ -142,28 +176,47 @@ describe('the span tree of a run', () => {
       'keel.model.attempt': 1,
       'keel.run.id': run.id,
     });
-    expect(chats[1]!.attributes).toMatchObject({ 'gen_ai.response.id': 'resp-2', 'gen_ai.response.finish_reasons': ['stop'], 'keel.step': 2 });
+    expect(chats[1]!.attributes).toMatchObject({
+      'gen_ai.response.id': 'resp-2',
+      'gen_ai.response.finish_reasons': ['stop'],
+      'keel.step': 2,
+    });
     // The tokens of the model calls are the run's usage.
     const usage = done.usage as { inputTokens: number; outputTokens: number; cachedInputTokens: number };
     expect(chats.reduce((n, c) => n + (attr(c, 'gen_ai.usage.input_tokens') as number), 0)).toBe(usage.inputTokens);
     expect(chats.reduce((n, c) => n + (attr(c, 'gen_ai.usage.output_tokens') as number), 0)).toBe(usage.outputTokens);
-    expect(chats.reduce((n, c) => n + (attr(c, 'gen_ai.usage.cache_read.input_tokens') as number), 0)).toBe(usage.cachedInputTokens);
+    expect(chats.reduce((n, c) => n + (attr(c, 'gen_ai.usage.cache_read.input_tokens') as number), 0)).toBe(
+      usage.cachedInputTokens,
+    );
 
-    const tools = named('execute_tool').sort((a, b) => String(attr(a, 'gen_ai.tool.call.id')).localeCompare(String(attr(b, 'gen_ai.tool.call.id'))));
+    const tools = named('execute_tool').sort((a, b) =>
+      String(attr(a, 'gen_ai.tool.call.id')).localeCompare(String(attr(b, 'gen_ai.tool.call.id'))),
+    );
     expect(tools.map((s) => s.name)).toEqual(['execute_tool lookup', 'execute_tool write']);
     for (const t of tools) {
       expect(parentOf(t)).toBe(invoke!.spanContext().spanId);
-      expect(t.attributes).toMatchObject({ 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.type': 'function', 'keel.step': 1, 'keel.run.id': run.id });
+      expect(t.attributes).toMatchObject({
+        'gen_ai.operation.name': 'execute_tool',
+        'gen_ai.tool.type': 'function',
+        'keel.step': 1,
+        'keel.run.id': run.id,
+      });
     }
-    expect(tools[0]!.attributes).toMatchObject({ 'gen_ai.tool.name': 'lookup', 'gen_ai.tool.call.id': 'call-a', 'gen_ai.tool.description': 'Looks something up' });
+    expect(tools[0]!.attributes).toMatchObject({
+      'gen_ai.tool.name': 'lookup',
+      'gen_ai.tool.call.id': 'call-a',
+      'gen_ai.tool.description': 'Looks something up',
+    });
     expect(tools[1]!.attributes).toMatchObject({ 'gen_ai.tool.name': 'write', 'gen_ai.tool.call.id': 'call-b' });
 
     // Seq ranges are the log's: each span's first and last event, in the run's events.
     const events = await rt.sessions.log.read(session.id, { runId: run.id });
-    const seqOf = (type: string, pick: (e: (typeof events)[number]) => boolean = () => true) => events.find((e) => e.type === type && pick(e))!.seq;
+    const seqOf = (type: string, pick: (e: (typeof events)[number]) => boolean = () => true) =>
+      events.find((e) => e.type === type && pick(e))!.seq;
     expect(attr(chats[0]!, 'keel.seq.first')).toBe(seqOf('request/header'));
     expect(attr(chats[0]!, 'keel.seq.last')).toBe(seqOf('assistant/message'));
-    const callOf = (id: string) => (e: (typeof events)[number]) => (e.data as { toolCallId?: string }).toolCallId === id;
+    const callOf = (id: string) => (e: (typeof events)[number]) =>
+      (e.data as { toolCallId?: string }).toolCallId === id;
     expect(attr(tools[1]!, 'keel.seq.first')).toBe(seqOf('tool/call', callOf('call-b')));
     expect(attr(tools[1]!, 'keel.seq.last')).toBe(seqOf('tool/result', callOf('call-b')));
     expect(attr(invoke!, 'keel.seq.first')).toBe(seqOf('turn/start'));
@@ -177,7 +230,12 @@ describe('the span tree of a run', () => {
     }
 
     // Contents are not recorded by default.
-    const content = ['gen_ai.input.messages', 'gen_ai.output.messages', 'gen_ai.tool.call.arguments', 'gen_ai.tool.call.result'];
+    const content = [
+      'gen_ai.input.messages',
+      'gen_ai.output.messages',
+      'gen_ai.tool.call.arguments',
+      'gen_ai.tool.call.result',
+    ];
     for (const s of spans()) for (const k of content) expect(s.attributes[k], `${s.name} ${k}`).toBeUndefined();
     expect(JSON.stringify(spans().map((s) => s.attributes))).not.toContain('secret note');
   });
@@ -188,7 +246,9 @@ describe('the span tree of a run', () => {
     const { run } = await rt.sessions.send(session.id, 'look up alpha and write a note');
     await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 10_000 });
     const [invoke] = named('invoke_agent');
-    expect(JSON.parse(attr(invoke!, 'gen_ai.input.messages') as string)).toEqual([{ role: 'user', parts: [{ type: 'text', content: 'look up alpha and write a note' }] }]);
+    expect(JSON.parse(attr(invoke!, 'gen_ai.input.messages') as string)).toEqual([
+      { role: 'user', parts: [{ type: 'text', content: 'look up alpha and write a note' }] },
+    ]);
     const chats = named('chat');
     expect(JSON.parse(attr(chats[0]!, 'gen_ai.output.messages') as string)).toEqual([
       {
@@ -200,7 +260,9 @@ describe('the span tree of a run', () => {
         finish_reason: 'tool-calls',
       },
     ]);
-    expect(JSON.parse(attr(chats[1]!, 'gen_ai.output.messages') as string)).toEqual([{ role: 'assistant', parts: [{ type: 'text', content: 'all done' }], finish_reason: 'stop' }]);
+    expect(JSON.parse(attr(chats[1]!, 'gen_ai.output.messages') as string)).toEqual([
+      { role: 'assistant', parts: [{ type: 'text', content: 'all done' }], finish_reason: 'stop' },
+    ]);
     const write = named('execute_tool write')[0]!;
     expect(JSON.parse(attr(write, 'gen_ai.tool.call.arguments') as string)).toEqual({ note: 'secret note' });
     expect(JSON.parse(attr(write, 'gen_ai.tool.call.result') as string)).toEqual({ saved: 'secret note' });
@@ -217,7 +279,9 @@ describe('the span tree of a run', () => {
   });
 
   it('a failed model call attempt is a chat span with error.type; the retry is another chat span', async () => {
-    const rt = start([toolAgent([{ error: { kind: 'overloaded' } }, { text: 'fine', usage: { input: 5, output: 1 } }])]);
+    const rt = start([
+      toolAgent([{ error: { kind: 'overloaded' } }, { text: 'fine', usage: { input: 5, output: 1 } }]),
+    ]);
     const session = await rt.sessions.create();
     const { run } = await rt.sessions.send(session.id, 'hi');
     expect((await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 20_000 })).status).toBe('completed');
@@ -230,12 +294,21 @@ describe('the span tree of a run', () => {
   });
 
   it('a run that waits for an approval: the execution after the decision continues the same trace, under the same parent', async () => {
-    const rt = start([toolAgent([{ toolCalls: [{ id: 'call-d', name: 'danger', input: { target: 'prod' } }], usage: { input: 10, output: 5 } }, { text: 'did it', usage: { input: 20, output: 3 } }])]);
+    const rt = start([
+      toolAgent([
+        { toolCalls: [{ id: 'call-d', name: 'danger', input: { target: 'prod' } }], usage: { input: 10, output: 5 } },
+        { text: 'did it', usage: { input: 20, output: 3 } },
+      ]),
+    ]);
     const session = await rt.sessions.create();
     const { run } = await rt.sessions.send(session.id, 'do the dangerous thing');
     expect((await rt.runs.wait(run.id, { timeoutMs: 10_000 })).status).toBe('waiting_approval');
     const [first] = named('invoke_agent');
-    expect(first!.attributes).toMatchObject({ 'keel.run.status': 'waiting_approval', 'keel.resumed': false, 'keel.attempt': 1 });
+    expect(first!.attributes).toMatchObject({
+      'keel.run.status': 'waiting_approval',
+      'keel.resumed': false,
+      'keel.attempt': 1,
+    });
     expect(named('execute_tool')).toHaveLength(0); // nothing ran yet
     expect(named('chat')).toHaveLength(1);
 
@@ -247,7 +320,12 @@ describe('the span tree of a run', () => {
     expect(second.spanContext().traceId).toBe(first!.spanContext().traceId);
     expect(parentOf(second)).toBe(parentOf(first!)); // both under the run's stored context (the send)
     expect(parentOf(second)).toBe(named('keel.send')[0]!.spanContext().spanId);
-    expect(second.attributes).toMatchObject({ 'keel.run.status': 'completed', 'keel.resumed': true, 'keel.attempt': 1, 'gen_ai.usage.input_tokens': 20 });
+    expect(second.attributes).toMatchObject({
+      'keel.run.status': 'completed',
+      'keel.resumed': true,
+      'keel.attempt': 1,
+      'gen_ai.usage.input_tokens': 20,
+    });
     const [exec] = named('execute_tool');
     expect(exec!.name).toBe('execute_tool danger');
     expect(parentOf(exec!)).toBe(second.spanContext().spanId);
@@ -270,11 +348,28 @@ describe('the span tree of a run', () => {
         return 'charged';
       },
     });
-    const agent = (script: ScriptEntry[]) => defineAgent({ name: 'payer', version: '1', model: new ScriptedModel(script, { modelId: 'pay-1' }), tools: [slow] });
+    const agent = (script: ScriptEntry[]) =>
+      defineAgent({
+        name: 'payer',
+        version: '1',
+        model: new ScriptedModel(script, { modelId: 'pay-1' }),
+        tools: [slow],
+      });
     const storeA = new SqliteStore({ path: db.path });
     const storeB = new SqliteStore({ path: db.path });
-    const a = createRuntime({ store: storeA, agents: [agent([{ toolCalls: [{ id: 'call-c', name: 'charge', input: {} }], usage: { input: 7, output: 2 } }])], leaseMs: 300, renewEveryMs: 50, maxAttempts: 5 });
-    const b = createRuntime({ store: storeB, agents: [agent([{ text: 'checked, done', usage: { input: 9, output: 4 } }])], leaseMs: 60_000, maxAttempts: 5 });
+    const a = createRuntime({
+      store: storeA,
+      agents: [agent([{ toolCalls: [{ id: 'call-c', name: 'charge', input: {} }], usage: { input: 7, output: 2 } }])],
+      leaseMs: 300,
+      renewEveryMs: 50,
+      maxAttempts: 5,
+    });
+    const b = createRuntime({
+      store: storeB,
+      agents: [agent([{ text: 'checked, done', usage: { input: 9, output: 4 } }])],
+      leaseMs: 60_000,
+      maxAttempts: 5,
+    });
     cleanups.push(async () => {
       gate.resolve();
       await a.close({ graceMs: 100 });
@@ -300,7 +395,9 @@ describe('the span tree of a run', () => {
     // B cannot tell a frozen worker from a dead one: it makes the spans A had open (as for a killed
     // process, below) beside A's own, which A ends when it finds it lost the run.
     const rebuilt = named('invoke_agent').filter((s) => attr(s, 'keel.recovered_by') !== undefined);
-    expect(rebuilt.map((s) => [attr(s, 'keel.attempt'), attr(s, 'keel.recovered_by'), attr(s, 'error.type')])).toEqual([[1, 'B', 'interrupted']]);
+    expect(rebuilt.map((s) => [attr(s, 'keel.attempt'), attr(s, 'keel.recovered_by'), attr(s, 'error.type')])).toEqual([
+      [1, 'B', 'interrupted'],
+    ]);
     expect(parentOf(rebuilt[0]!)).toBe(send.spanContext().spanId);
     const invokes = named('invoke_agent')
       .filter((s) => !rebuilt.includes(s))
@@ -313,7 +410,11 @@ describe('the span tree of a run', () => {
     expect(byA.attributes).toMatchObject({ 'keel.worker.id': 'A', 'keel.run.id': run.id });
     expect(byA.status.code).toBe(2); // A's execution could not record the run's end (fenced out)
     expect(byA.attributes['error.type']).toBe('end_not_recorded');
-    expect(byB.attributes).toMatchObject({ 'keel.worker.id': 'B', 'keel.run.status': 'completed', 'keel.resumed': true });
+    expect(byB.attributes).toMatchObject({
+      'keel.worker.id': 'B',
+      'keel.run.status': 'completed',
+      'keel.resumed': true,
+    });
     // A's model call committed (with the call, before it ran): its span is A's. The call's result
     // was never A's to write: B records it (outcome unknown, not run again), under B's span.
     const chats = named('chat');
@@ -324,15 +425,21 @@ describe('the span tree of a run', () => {
     const tools = named('execute_tool charge');
     const ofB = tools.filter((t) => parentOf(t) === byB.spanContext().spanId);
     expect(ofB).toHaveLength(1);
-    expect(ofB[0]!.attributes).toMatchObject({ 'error.type': 'outcome_unknown', 'gen_ai.tool.call.id': 'call-c', 'keel.attempt': 2 });
+    expect(ofB[0]!.attributes).toMatchObject({
+      'error.type': 'outcome_unknown',
+      'gen_ai.tool.call.id': 'call-c',
+      'keel.attempt': 2,
+    });
     // A's own view of the call: started, no result recorded by A; and B's view of what A had open.
     const ofA = tools.filter((t) => parentOf(t) === byA.spanContext().spanId);
     expect(ofA.map((t) => attr(t, 'error.type'))).toEqual(['interrupted']);
     const ofRebuilt = tools.filter((t) => parentOf(t) === rebuilt[0]!.spanContext().spanId);
-    expect(ofRebuilt.map((t) => [attr(t, 'error.type'), attr(t, 'gen_ai.tool.call.id'), attr(t, 'keel.attempt')])).toEqual([['interrupted', 'call-c', 1]]);
+    expect(
+      ofRebuilt.map((t) => [attr(t, 'error.type'), attr(t, 'gen_ai.tool.call.id'), attr(t, 'keel.attempt')]),
+    ).toEqual([['interrupted', 'call-c', 1]]);
   });
 
-  it("a worker process killed mid-run: the recovering worker ends the spans it had open (error.type interrupted), and the next attempt continues the same trace", async () => {
+  it('a worker process killed mid-run: the recovering worker ends the spans it had open (error.type interrupted), and the next attempt continues the same trace', async () => {
     // The run is created here (its keel.send span recorded, its context stored with it); a worker
     // process with no SDK starts its tool step and is killed (SIGKILL) while both calls run.
     const crash = await crashMidCall();
@@ -343,9 +450,14 @@ describe('the span tree of a run', () => {
       await store.close();
     });
     rt.startWorker({ id: 'recoverer', concurrency: 1, pollMs: 20 });
-    expect(await rt.runs.wait(crash.runId, { until: 'terminal', timeoutMs: 20_000 })).toMatchObject({ status: 'completed', attempt: 2 });
+    expect(await rt.runs.wait(crash.runId, { until: 'terminal', timeoutMs: 20_000 })).toMatchObject({
+      status: 'completed',
+      attempt: 2,
+    });
     // The execution's span ends just after the run's end is committed.
-    await expect.poll(() => named('invoke_agent').filter((s) => attr(s, 'keel.attempt') === 2).length, { timeout: 10_000 }).toBe(1);
+    await expect
+      .poll(() => named('invoke_agent').filter((s) => attr(s, 'keel.attempt') === 2).length, { timeout: 10_000 })
+      .toBe(1);
 
     const send = named('keel.send')[0]!;
     for (const s of spans()) expect(s.spanContext().traceId).toBe(send.spanContext().traceId);
@@ -364,7 +476,10 @@ describe('the span tree of a run', () => {
     expect(interrupted.data).toMatchObject({ attempt: 2, reason: 'lease_expired' });
     const lastOfDead = events.filter((e) => e.seq < interrupted.seq).at(-1)!;
     expect(dead.name).toBe('invoke_agent payments');
-    expect(dead.status).toMatchObject({ code: 2, message: expect.stringMatching(/^attempt 1 of the run was interrupted \(lease_expired\)/) });
+    expect(dead.status).toMatchObject({
+      code: 2,
+      message: expect.stringMatching(/^attempt 1 of the run was interrupted \(lease_expired\)/),
+    });
     expect(dead.attributes).toMatchObject({
       'error.type': 'interrupted',
       'gen_ai.operation.name': 'invoke_agent',
@@ -386,7 +501,13 @@ describe('the span tree of a run', () => {
     expect(underDead.map((s) => s.name).sort()).toEqual(['execute_tool charge', 'execute_tool reserve']);
     for (const s of underDead) {
       const call = events.find((e) => e.type === 'tool/call' && e.data.toolCallId === attr(s, 'gen_ai.tool.call.id'))!;
-      expect(s.attributes).toMatchObject({ 'error.type': 'interrupted', 'keel.attempt': 1, 'keel.step': 1, 'keel.seq.first': call.seq, 'gen_ai.tool.description': expect.any(String) });
+      expect(s.attributes).toMatchObject({
+        'error.type': 'interrupted',
+        'keel.attempt': 1,
+        'keel.step': 1,
+        'keel.seq.first': call.seq,
+        'gen_ai.tool.description': expect.any(String),
+      });
       expect(s.status.code).toBe(2);
       expect(ms(s.startTime)).toBe(call.time);
       expect(ms(s.endTime)).toBe(interrupted.time);
@@ -395,7 +516,11 @@ describe('the span tree of a run', () => {
     expect(named('chat').map((s) => attr(s, 'keel.attempt'))).toEqual([2]);
 
     // The next attempt: the calls' results (the idempotent one ran again, the other's outcome is unknown) and the final answer.
-    expect(next.attributes).toMatchObject({ 'keel.worker.id': 'recoverer', 'keel.run.status': 'completed', 'keel.resumed': true });
+    expect(next.attributes).toMatchObject({
+      'keel.worker.id': 'recoverer',
+      'keel.run.status': 'completed',
+      'keel.resumed': true,
+    });
     expect(next.attributes['keel.recovered_by']).toBeUndefined();
     const underNext = spans().filter((s) => parentOf(s) === next.spanContext().spanId);
     expect(underNext.map((s) => [s.name, attr(s, 'error.type')]).sort()).toEqual([
@@ -415,13 +540,26 @@ describe('the span tree of a run', () => {
       await store.close();
     });
     rt.startWorker({ id: 'recoverer', concurrency: 1, pollMs: 20 });
-    expect(await rt.runs.wait(crash.runId, { until: 'terminal', timeoutMs: 20_000 })).toMatchObject({ status: 'failed', error: { kind: 'attempts_exhausted' } });
+    expect(await rt.runs.wait(crash.runId, { until: 'terminal', timeoutMs: 20_000 })).toMatchObject({
+      status: 'failed',
+      error: { kind: 'attempts_exhausted' },
+    });
     await expect.poll(() => named('invoke_agent').length, { timeout: 10_000 }).toBe(2);
 
     const send = named('keel.send')[0]!;
-    const [dead, last] = named('invoke_agent').sort((x, y) => (attr(x, 'keel.attempt') as number) - (attr(y, 'keel.attempt') as number)) as [ReadableSpan, ReadableSpan];
-    expect(dead.attributes).toMatchObject({ 'keel.attempt': 1, 'error.type': 'interrupted', 'keel.recovered_by': 'recoverer' });
-    expect(last.attributes).toMatchObject({ 'keel.attempt': 2, 'error.type': 'attempts_exhausted', 'keel.run.status': 'failed' });
+    const [dead, last] = named('invoke_agent').sort(
+      (x, y) => (attr(x, 'keel.attempt') as number) - (attr(y, 'keel.attempt') as number),
+    ) as [ReadableSpan, ReadableSpan];
+    expect(dead.attributes).toMatchObject({
+      'keel.attempt': 1,
+      'error.type': 'interrupted',
+      'keel.recovered_by': 'recoverer',
+    });
+    expect(last.attributes).toMatchObject({
+      'keel.attempt': 2,
+      'error.type': 'attempts_exhausted',
+      'keel.run.status': 'failed',
+    });
     for (const s of [dead, last]) expect(parentOf(s)).toBe(send.spanContext().spanId);
     const underDead = spans().filter((s) => parentOf(s) === dead.spanContext().spanId);
     expect(underDead.map((s) => [s.name, attr(s, 'error.type')]).sort()).toEqual([
@@ -432,8 +570,21 @@ describe('the span tree of a run', () => {
 
   it("a subagent's run traces under its parent's execution (its invoke_agent span), in the same trace", async () => {
     const delegate = subagent({ name: 'delegate', description: 'Hands a task to the child agent', agent: 'child' });
-    const parent = defineAgent({ name: 'boss', version: '1', model: new ScriptedModel([{ toolCalls: [{ id: 'call-sub', name: 'delegate', input: { task: 'count to 3' } }] }, { text: 'the child said 1 2 3' }]), tools: [delegate] });
-    const child = defineAgent({ name: 'child', version: '1', model: new ScriptedModel([{ text: '1 2 3', usage: { input: 3, output: 3 } }]), tools: [] });
+    const parent = defineAgent({
+      name: 'boss',
+      version: '1',
+      model: new ScriptedModel([
+        { toolCalls: [{ id: 'call-sub', name: 'delegate', input: { task: 'count to 3' } }] },
+        { text: 'the child said 1 2 3' },
+      ]),
+      tools: [delegate],
+    });
+    const child = defineAgent({
+      name: 'child',
+      version: '1',
+      model: new ScriptedModel([{ text: '1 2 3', usage: { input: 3, output: 3 } }]),
+      tools: [],
+    });
     const rt = start([parent, child]);
     const session = await rt.sessions.create();
     const { run } = await rt.sessions.send(session.id, 'delegate counting');
@@ -464,7 +615,11 @@ describe('trace context from HTTP', () => {
     srv = await startTestServer();
     const api = srv.api();
     const s = await api.session();
-    const r = await api.post(`/v1/sessions/${s.id}/messages`, { content: 'hello' }, { traceparent: `00-${TRACE_ID}-${PARENT}-01`, tracestate: 'vendor=abc' });
+    const r = await api.post(
+      `/v1/sessions/${s.id}/messages`,
+      { content: 'hello' },
+      { traceparent: `00-${TRACE_ID}-${PARENT}-01`, tracestate: 'vendor=abc' },
+    );
     expect(r.status).toBe(202);
     expect(r.body.run).not.toHaveProperty('options'); // nothing of it leaks into the API
     await api.waitForRun(r.body.run.id, 'completed');
@@ -505,7 +660,11 @@ describe('trace context from HTTP', () => {
     srv = await startTestServer();
     const api = srv.api();
     const s = await api.session();
-    const r = await api.post(`/v1/sessions/${s.id}/chat`, { messages: [{ id: 'm1', role: 'user', parts: [{ type: 'text', text: 'hi' }] }] }, { traceparent: `00-${TRACE_ID}-${PARENT}-01` });
+    const r = await api.post(
+      `/v1/sessions/${s.id}/chat`,
+      { messages: [{ id: 'm1', role: 'user', parts: [{ type: 'text', text: 'hi' }] }] },
+      { traceparent: `00-${TRACE_ID}-${PARENT}-01` },
+    );
     expect(r.status).toBe(200);
     const [run] = await srv.runtime.runs.list({ sessionId: s.id });
     await srv.runtime.runs.wait(run!.id, { until: 'terminal', timeoutMs: 10_000 });
@@ -533,7 +692,12 @@ describe('traceparent parsing', () => {
   const id = '4bf92f3577b34da6a3ce929d0e0e4736';
   const span = '00f067aa0ba902b7';
   it('reads valid headers strictly and ignores bad ones', () => {
-    expect(parseTraceparent(`00-${id}-${span}-01`)).toMatchObject({ traceId: id, spanId: span, traceFlags: 1, isRemote: true });
+    expect(parseTraceparent(`00-${id}-${span}-01`)).toMatchObject({
+      traceId: id,
+      spanId: span,
+      traceFlags: 1,
+      isRemote: true,
+    });
     expect(parseTraceparent(`00-${id}-${span}-00`)).toMatchObject({ traceFlags: 0 });
     // A later version may carry more fields; version 00 may not.
     expect(parseTraceparent(`01-${id}-${span}-01-extra`)).toMatchObject({ traceId: id });
@@ -556,8 +720,13 @@ describe('traceparent parsing', () => {
 
   it('keeps a valid tracestate and formats back', () => {
     const sc = parseTraceparent(`00-${id}-${span}-01`, 'rojo=00f067aa0ba902b7,congo=t61rcWkgMzE')!;
-    expect(formatTraceparent(sc)).toEqual({ traceparent: `00-${id}-${span}-01`, tracestate: 'rojo=00f067aa0ba902b7,congo=t61rcWkgMzE' });
-    expect(formatTraceparent(parseTraceparent(`00-${id}-${span}-01`, '')!)).toEqual({ traceparent: `00-${id}-${span}-01` });
+    expect(formatTraceparent(sc)).toEqual({
+      traceparent: `00-${id}-${span}-01`,
+      tracestate: 'rojo=00f067aa0ba902b7,congo=t61rcWkgMzE',
+    });
+    expect(formatTraceparent(parseTraceparent(`00-${id}-${span}-01`, '')!)).toEqual({
+      traceparent: `00-${id}-${span}-01`,
+    });
   });
 
   it('a request without an active span takes its headers, when valid', () => {

@@ -35,8 +35,15 @@ async function receiver(): Promise<Receiver> {
   return r;
 }
 
-const danger = tool({ name: 'danger', description: 'Needs approval', input: z.object({ target: z.string() }), approval: 'always', execute: ({ target }) => `did ${target}` });
-const agentOf = (script: ScriptEntry[] = []) => defineAgent({ name: 'a', model: new ScriptedModel(script), tools: [danger] });
+const danger = tool({
+  name: 'danger',
+  description: 'Needs approval',
+  input: z.object({ target: z.string() }),
+  approval: 'always',
+  execute: ({ target }) => `did ${target}`,
+});
+const agentOf = (script: ScriptEntry[] = []) =>
+  defineAgent({ name: 'a', model: new ScriptedModel(script), tools: [danger] });
 
 const SEC = 1000;
 const DAY = 24 * 3600 * SEC;
@@ -51,9 +58,17 @@ async function until(check: () => boolean | Promise<boolean>, what: string, ms =
 }
 
 /** The receivers listen on 127.0.0.1: these runtimes allow private networks, unless told not to. */
-function runtime(store: Store, o: { script?: ScriptEntry[]; clock?: ReturnType<typeof manualClock>; allowPrivateNetworks?: boolean } = {}) {
+function runtime(
+  store: Store,
+  o: { script?: ScriptEntry[]; clock?: ReturnType<typeof manualClock>; allowPrivateNetworks?: boolean } = {},
+) {
   const clock = o.clock ?? manualClock();
-  const rt = createRuntime({ store, agents: [agentOf(o.script)], clock, webhooks: { pollMs: 20, timeoutMs: 2000, random: () => 1, allowPrivateNetworks: o.allowPrivateNetworks ?? true } });
+  const rt = createRuntime({
+    store,
+    agents: [agentOf(o.script)],
+    clock,
+    webhooks: { pollMs: 20, timeoutMs: 2000, random: () => 1, allowPrivateNetworks: o.allowPrivateNetworks ?? true },
+  });
   cleanups.push(() => rt.close({ graceMs: 50 }));
   return { rt, clock };
 }
@@ -76,7 +91,9 @@ describe('webhooks', () => {
   it('a run that waits for approval and then completes: deliveries of the subscribed types only, signed', async () => {
     const hook = await receiver();
     const store = memoryStore();
-    const { rt, clock } = runtime(store, { script: [{ toolCalls: [{ id: 'd1', name: 'danger', input: { target: 'x' } }] }, { text: 'done' }] });
+    const { rt, clock } = runtime(store, {
+      script: [{ toolCalls: [{ id: 'd1', name: 'danger', input: { target: 'x' } }] }, { text: 'done' }],
+    });
     const w = await rt.webhooks.create('default', { url: hook.url, events: ['run.waiting_approval', 'run.completed'] });
     expect(w.secret).toMatch(/^whsec_/);
     await rt.webhooks.create('default', { url: hook.url, events: ['run.failed', 'schedule.fired'] });
@@ -95,19 +112,29 @@ describe('webhooks', () => {
     for (const r of hook.received) {
       const body = JSON.parse(r.body);
       expect(r.headers['keel-delivery']).toBe(body.id);
-      expect(body).toMatchObject({ type: r.headers['keel-event'], data: { tenant: 'default', run: { id: run.id, session_id: s.id } } });
+      expect(body).toMatchObject({
+        type: r.headers['keel-event'],
+        data: { tenant: 'default', run: { id: run.id, session_id: s.id } },
+      });
       expect(new Date(body.created_at).toISOString()).toBe(body.created_at);
       const header = r.headers['keel-signature'] as string;
       expect(header).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
       expect(verifyWebhookSignature(w.secret, header, r.body, 300, clock.now())).toBe(true);
-      expect(verifyWebhookSignature(w.secret, header, r.body.replace(run.id, 'someone-else'), 300, clock.now())).toBe(false);
+      expect(verifyWebhookSignature(w.secret, header, r.body.replace(run.id, 'someone-else'), 300, clock.now())).toBe(
+        false,
+      );
       expect(verifyWebhookSignature('whsec_wrong', header, r.body, 300, clock.now())).toBe(false);
       // An old signature is refused (replay).
       expect(verifyWebhookSignature(w.secret, header, r.body, 300, clock.now() + 3600 * SEC)).toBe(false);
     }
-    expect(JSON.parse(hook.received[1]!.body).data.run).toMatchObject({ status: 'completed', previous_status: 'running' });
+    expect(JSON.parse(hook.received[1]!.body).data.run).toMatchObject({
+      status: 'completed',
+      previous_status: 'running',
+    });
     const listed = await rt.webhooks.deliveries('default', w.id, { limit: 10 });
-    expect(listed.map((d) => [d.delivery.eventType, d.delivery.status, d.attempts.length, d.attempts[0]!.statusCode])).toEqual([
+    expect(
+      listed.map((d) => [d.delivery.eventType, d.delivery.status, d.attempts.length, d.attempts[0]!.statusCode]),
+    ).toEqual([
       ['run.completed', 'delivered', 1, 200],
       ['run.waiting_approval', 'delivered', 1, 200],
     ]);
@@ -118,7 +145,9 @@ describe('webhooks', () => {
     expect([...WEBHOOK_EVENT_TYPES].sort()).toEqual([...RUN_STATUSES.map((s) => `run.${s}`), 'schedule.fired'].sort());
     const hook = await receiver();
     const store = memoryStore();
-    const { rt } = runtime(store, { script: [{ toolCalls: [{ id: 'd1', name: 'danger', input: { target: 'x' } }] }, { text: 'done' }] });
+    const { rt } = runtime(store, {
+      script: [{ toolCalls: [{ id: 'd1', name: 'danger', input: { target: 'x' } }] }, { text: 'done' }],
+    });
     const w = await rt.webhooks.create('default', { url: hook.url, events: [...WEBHOOK_EVENT_TYPES] });
     rt.startWorker();
     // A real run: queued, running, waiting_approval, queued again once approved, running, completed.
@@ -127,15 +156,29 @@ describe('webhooks', () => {
     expect((await rt.runs.wait(run.id)).status).toBe('waiting_approval');
     await rt.runs.approve(run.id, 'd1');
     expect((await rt.runs.wait(run.id)).status).toBe('completed');
-    const types = async () => (await rt.webhooks.deliveries('default', w.id, { limit: 100 })).map((d) => d.delivery.eventType).reverse();
-    expect(await types()).toEqual(['run.queued', 'run.running', 'run.waiting_approval', 'run.queued', 'run.running', 'run.completed']);
+    const types = async () =>
+      (await rt.webhooks.deliveries('default', w.id, { limit: 100 })).map((d) => d.delivery.eventType).reverse();
+    expect(await types()).toEqual([
+      'run.queued',
+      'run.running',
+      'run.waiting_approval',
+      'run.queued',
+      'run.running',
+      'run.completed',
+    ]);
     // Every other status, as the runs layer records it (run/status in the session log).
     const other = await rt.sessions.create();
-    for (const to of RUN_STATUSES) await rt.sessions.log.append(other.id, [{ type: 'run/status', runId: 'r1', data: { from: 'running', to, attempt: 1 } }]);
+    for (const to of RUN_STATUSES)
+      await rt.sessions.log.append(other.id, [
+        { type: 'run/status', runId: 'r1', data: { from: 'running', to, attempt: 1 } },
+      ]);
     const listed = await rt.webhooks.deliveries('default', w.id, { limit: 100 });
     const ofOther = listed.filter((d) => JSON.parse(d.delivery.body).data.run.session_id === other.id);
     expect(ofOther.map((d) => d.delivery.eventType).reverse()).toEqual(RUN_STATUSES.map((to) => `run.${to}`));
-    expect(JSON.parse(ofOther[0]!.delivery.body)).toMatchObject({ type: `run.${RUN_STATUSES.at(-1)}`, data: { run: { status: RUN_STATUSES.at(-1), previous_status: 'running' } } });
+    expect(JSON.parse(ofOther[0]!.delivery.body)).toMatchObject({
+      type: `run.${RUN_STATUSES.at(-1)}`,
+      data: { run: { status: RUN_STATUSES.at(-1), previous_status: 'running' } },
+    });
   });
 
   it('a delivery commits with its event: a transaction that rolls back leaves none', async () => {
@@ -155,7 +198,9 @@ describe('webhooks', () => {
     expect(await store.listWebhookDeliveries(w.id, { limit: 10 })).toEqual([]);
     expect((await rt.runs.get(run.id)).status).toBe('queued');
     await rt.runs.cancel(run.id);
-    expect((await store.listWebhookDeliveries(w.id, { limit: 10 })).map((d) => [d.eventType, d.status])).toEqual([['run.cancelled', 'pending']]);
+    expect((await store.listWebhookDeliveries(w.id, { limit: 10 })).map((d) => [d.eventType, d.status])).toEqual([
+      ['run.cancelled', 'pending'],
+    ]);
   });
 
   it('maps schedule/fired to schedule.fired, also when appended outside a transaction (the log makes one)', async () => {
@@ -165,12 +210,28 @@ describe('webhooks', () => {
     const w = await rt.webhooks.create('default', { url: hook.url, events: ['schedule.fired'] });
     const s = await rt.sessions.create();
     const tick = Date.UTC(2026, 0, 5, 9);
-    await rt.sessions.log.transaction((tx) => rt.sessions.log.append(s.id, [{ type: 'schedule/fired', data: { scheduleId: 'sch1', tick, runId: 'r1' } }], { tx }));
-    await rt.sessions.log.append(s.id, [{ type: 'schedule/fired', data: { scheduleId: 'sch1', tick: tick + 1000, runId: 'r2' } }]);
+    await rt.sessions.log.transaction((tx) =>
+      rt.sessions.log.append(s.id, [{ type: 'schedule/fired', data: { scheduleId: 'sch1', tick, runId: 'r1' } }], {
+        tx,
+      }),
+    );
+    await rt.sessions.log.append(s.id, [
+      { type: 'schedule/fired', data: { scheduleId: 'sch1', tick: tick + 1000, runId: 'r2' } },
+    ]);
     const listed = await rt.webhooks.deliveries('default', w.id, { limit: 10 });
     expect(listed.map((d) => JSON.parse(d.delivery.body).data)).toEqual([
-      { tenant: 'default', schedule: { id: 'sch1', tick: new Date(tick + 1000).toISOString() }, run_id: 'r2', session_id: s.id },
-      { tenant: 'default', schedule: { id: 'sch1', tick: new Date(tick).toISOString() }, run_id: 'r1', session_id: s.id },
+      {
+        tenant: 'default',
+        schedule: { id: 'sch1', tick: new Date(tick + 1000).toISOString() },
+        run_id: 'r2',
+        session_id: s.id,
+      },
+      {
+        tenant: 'default',
+        schedule: { id: 'sch1', tick: new Date(tick).toISOString() },
+        run_id: 'r1',
+        session_id: s.id,
+      },
     ]);
     expect(await rt.webhooks.dispatcher.drain()).toBe(2);
     expect(hook.received.map((r) => r.headers['keel-event'])).toEqual(['schedule.fired', 'schedule.fired']);
@@ -189,20 +250,37 @@ describe('webhooks', () => {
     hook.queue.push(500);
     const t0 = clock.now();
     expect(await d.tick()).toBe(1);
-    expect(await state()).toMatchObject({ status: 'pending', attempts: 1, lastStatusCode: 500, nextAttemptAt: t0 + 10 * SEC });
+    expect(await state()).toMatchObject({
+      status: 'pending',
+      attempts: 1,
+      lastStatusCode: 500,
+      nextAttemptAt: t0 + 10 * SEC,
+    });
     expect(await d.tick()).toBe(0); // not due yet
 
     await hook.stop();
     clock.advance(10 * SEC);
     expect(await d.tick()).toBe(1);
-    expect(await state()).toMatchObject({ status: 'pending', attempts: 2, lastStatusCode: null, lastError: 'ECONNREFUSED', nextAttemptAt: t0 + 30 * SEC });
+    expect(await state()).toMatchObject({
+      status: 'pending',
+      attempts: 2,
+      lastStatusCode: null,
+      lastError: 'ECONNREFUSED',
+      nextAttemptAt: t0 + 30 * SEC,
+    });
 
     await hook.start(hook.port);
     clock.advance(19 * SEC);
     expect(await d.tick()).toBe(0);
     clock.advance(1 * SEC);
     expect(await d.tick()).toBe(1);
-    expect(await state()).toMatchObject({ status: 'delivered', attempts: 3, nextAttemptAt: null, lastStatusCode: 200, lastError: null });
+    expect(await state()).toMatchObject({
+      status: 'delivered',
+      attempts: 3,
+      nextAttemptAt: null,
+      lastStatusCode: 200,
+      lastError: null,
+    });
     const [listed] = await rt.webhooks.deliveries('default', w.id, { limit: 10 });
     expect(listed!.attempts.map((a) => [a.n, a.statusCode, a.error, a.startedAt - t0])).toEqual([
       [1, 500, 'HTTP 500', 0],
@@ -225,7 +303,7 @@ describe('webhooks', () => {
     const delivery = (await rt.webhooks.deliveries('default', w.id, { limit: 1 }))[0]!.delivery;
     const t0 = clock.now();
     const gaps: number[] = [];
-    for (let last = t0; ; ) {
+    for (let last = t0; ;) {
       expect(await rt.webhooks.dispatcher.tick()).toBe(1);
       const now = await store.getWebhookDelivery(delivery.id);
       if (now!.status !== 'pending') break;
@@ -238,7 +316,12 @@ describe('webhooks', () => {
     expect(Math.max(...gaps)).toBe(3600 * SEC);
     for (let i = 1; i < gaps.length; i++) expect(gaps[i]).toBeGreaterThanOrEqual(gaps[i - 1]!);
     const failed = (await store.getWebhookDelivery(delivery.id))!;
-    expect(failed).toMatchObject({ status: 'failed', attempts: gaps.length + 1, nextAttemptAt: null, lastStatusCode: 503 });
+    expect(failed).toMatchObject({
+      status: 'failed',
+      attempts: gaps.length + 1,
+      nextAttemptAt: null,
+      lastStatusCode: 503,
+    });
     expect(clock.now() - t0).toBeLessThanOrEqual(DAY);
     expect(clock.now() - t0).toBeGreaterThan(DAY - 3600 * SEC);
     clock.advance(DAY);
@@ -246,9 +329,16 @@ describe('webhooks', () => {
 
     // Redelivery on request: one more attempt now, which the recovered receiver takes.
     hook.status = 200;
-    expect(await rt.webhooks.redeliver('default', w.id, delivery.id)).toMatchObject({ status: 'pending', nextAttemptAt: clock.now() });
+    expect(await rt.webhooks.redeliver('default', w.id, delivery.id)).toMatchObject({
+      status: 'pending',
+      nextAttemptAt: clock.now(),
+    });
     expect(await rt.webhooks.dispatcher.tick()).toBe(1);
-    expect(await store.getWebhookDelivery(delivery.id)).toMatchObject({ status: 'delivered', attempts: gaps.length + 2, lastStatusCode: 200 });
+    expect(await store.getWebhookDelivery(delivery.id)).toMatchObject({
+      status: 'delivered',
+      attempts: gaps.length + 2,
+      lastStatusCode: 200,
+    });
     await expect(rt.webhooks.redeliver('other', w.id, delivery.id)).rejects.toMatchObject({ code: 'not_found' });
   });
 
@@ -285,7 +375,7 @@ describe('webhooks', () => {
     expect(await store.getWebhookDelivery(one)).toMatchObject({ status: 'delivered' });
   });
 
-  it("erasing a session removes its webhook deliveries (their bodies) and attempts", async () => {
+  it('erasing a session removes its webhook deliveries (their bodies) and attempts', async () => {
     const hook = await receiver();
     const store = memoryStore();
     const { rt } = runtime(store);
@@ -323,13 +413,19 @@ describe('webhooks', () => {
       }
       return run.sessionId;
     };
-    const sessions = async (w: string) => (await rt.webhooks.deliveries('default', w, { limit: 100 })).map((x) => [x.delivery.sessionId, x.delivery.status]);
+    const sessions = async (w: string) =>
+      (await rt.webhooks.deliveries('default', w, { limit: 100 })).map((x) => [
+        x.delivery.sessionId,
+        x.delivery.status,
+      ]);
     const first = await round(); // delivered at t0, failed at about t0 + 1 day
     clock.set(t0 + 23 * DAY);
     const second = await round(); // delivered at t0 + 23 days, failed at about t0 + 24 days
     clock.set(t0 + 31 * DAY + 3600 * SEC);
     const third = await cancelledRun(rt); // pending: its first attempt fails, it is retried later
-    const firstIds = (await rt.webhooks.deliveries('default', failing.id, { limit: 100 })).filter((x) => x.delivery.sessionId === first).map((x) => x.delivery.id);
+    const firstIds = (await rt.webhooks.deliveries('default', failing.id, { limit: 100 }))
+      .filter((x) => x.delivery.sessionId === first)
+      .map((x) => x.delivery.id);
     expect(await store.listWebhookAttempts(firstIds)).not.toEqual([]);
     expect(await d.tick()).toBe(2);
     // The tick pruned: the first round's delivered one (31 days) and failed one (30 days); the
@@ -352,7 +448,8 @@ describe('webhooks', () => {
     expect(rotated.secret).not.toBe(w.secret);
     expect(rotated).toMatchObject({ previousSecretExpiresAt: clock.now() + 3600 * SEC });
     const last = () => hook.received.at(-1)!;
-    const verifies = (secret: string) => verifyWebhookSignature(secret, last().headers['keel-signature'] as string, last().body, 300, clock.now());
+    const verifies = (secret: string) =>
+      verifyWebhookSignature(secret, last().headers['keel-signature'] as string, last().body, 300, clock.now());
 
     // During the overlap: a receiver that still has the old secret accepts the delivery, and so does one with the new.
     clock.advance(3599 * SEC);
@@ -387,7 +484,12 @@ describe('webhooks', () => {
     const ok = await receiver();
     const store = memoryStore();
     const clock = manualClock();
-    const rt = createRuntime({ store, agents: [agentOf()], clock, webhooks: { pollMs: 20, timeoutMs: 3000, random: () => 1, allowPrivateNetworks: true } });
+    const rt = createRuntime({
+      store,
+      agents: [agentOf()],
+      clock,
+      webhooks: { pollMs: 20, timeoutMs: 3000, random: () => 1, allowPrivateNetworks: true },
+    });
     cleanups.push(() => rt.close({ graceMs: 50 }));
     const a = await rt.webhooks.create('a', { url: stuck.url, events: ['run.cancelled'] });
     const b = await rt.webhooks.create('b', { url: ok.url, events: ['run.cancelled'] });
@@ -411,19 +513,42 @@ describe('webhooks', () => {
     const aAttempts = async () => (await rt.webhooks.deliveries('a', a.id, { limit: 10 })).flatMap((d) => d.attempts);
     expect(await aAttempts()).toEqual([]);
     expect(stuck.holding).toBe(2);
-    await until(async () => (await rt.webhooks.deliveries('b', b.id, { limit: 10 })).every((d) => d.delivery.status === 'delivered'), "b's deliveries recorded");
+    await until(
+      async () =>
+        (await rt.webhooks.deliveries('b', b.id, { limit: 10 })).every((d) => d.delivery.status === 'delivered'),
+      "b's deliveries recorded",
+    );
 
     // The two held attempts time out; the receiver answers from now on: A's other three are delivered,
     // the two that timed out are retried 10 s (the clock's) later, as documented.
     stuck.hold = false;
-    await until(async () => (await aAttempts()).filter((x) => x.error === 'timeout').length === 2, "a's attempts timing out", 20_000);
-    await until(async () => (await rt.webhooks.deliveries('a', a.id, { limit: 10 })).filter((d) => d.delivery.status === 'delivered').length === 3, "a's other three delivered");
-    const waiting = (await rt.webhooks.deliveries('a', a.id, { limit: 10 })).filter((d) => d.delivery.status === 'pending');
+    await until(
+      async () => (await aAttempts()).filter((x) => x.error === 'timeout').length === 2,
+      "a's attempts timing out",
+      20_000,
+    );
+    await until(
+      async () =>
+        (await rt.webhooks.deliveries('a', a.id, { limit: 10 })).filter((d) => d.delivery.status === 'delivered')
+          .length === 3,
+      "a's other three delivered",
+    );
+    const waiting = (await rt.webhooks.deliveries('a', a.id, { limit: 10 })).filter(
+      (d) => d.delivery.status === 'pending',
+    );
     expect(waiting.map((d) => d.delivery.nextAttemptAt)).toEqual([clock.now() + 10 * SEC, clock.now() + 10 * SEC]);
     clock.advance(10 * SEC);
     rt.webhooks.dispatcher.wake();
-    await until(async () => (await rt.webhooks.deliveries('a', a.id, { limit: 10 })).every((d) => d.delivery.status === 'delivered'), "a's retries delivered");
-    for (const d of waiting) expect((await rt.webhooks.delivery('a', a.id, d.delivery.id)).attempts.map((x) => [x.n, x.error])).toEqual([[1, 'timeout'], [2, null]]);
+    await until(
+      async () =>
+        (await rt.webhooks.deliveries('a', a.id, { limit: 10 })).every((d) => d.delivery.status === 'delivered'),
+      "a's retries delivered",
+    );
+    for (const d of waiting)
+      expect((await rt.webhooks.delivery('a', a.id, d.delivery.id)).attempts.map((x) => [x.n, x.error])).toEqual([
+        [1, 'timeout'],
+        [2, null],
+      ]);
     expect(stuck.maxHolding).toBe(2);
   });
 
@@ -445,7 +570,12 @@ describe('webhooks', () => {
     const w = await a.webhooks.create('default', { url: hook.url, events: ['run.cancelled'] });
     for (let i = 0; i < n; i++) await cancelledRun(i % 2 ? a : b);
     hook.delayMs = 15;
-    await Promise.all([a.webhooks.dispatcher.drain(), b.webhooks.dispatcher.drain(), a.webhooks.dispatcher.drain(), b.webhooks.dispatcher.drain()]);
+    await Promise.all([
+      a.webhooks.dispatcher.drain(),
+      b.webhooks.dispatcher.drain(),
+      a.webhooks.dispatcher.drain(),
+      b.webhooks.dispatcher.drain(),
+    ]);
     const ids = hook.received.map((r) => r.headers['keel-delivery']);
     expect(ids).toHaveLength(n);
     expect(new Set(ids).size).toBe(n);
@@ -481,11 +611,24 @@ describe('webhooks', () => {
     const hook = await receiver();
     const store = memoryStore();
     const { rt } = runtime(store, { allowPrivateNetworks: false });
-    for (const url of [hook.url, 'http://localhost:8080/hook', 'http://10.1.2.3/hook', 'http://192.168.0.10/hook', 'http://169.254.169.254/latest/meta-data', 'http://[::1]:9000/hook', 'http://[::ffff:127.0.0.1]/hook', 'http://[fd00::1]/hook']) {
-      await expect(rt.webhooks.create('default', { url, events: ['run.cancelled'] })).rejects.toThrow(/may not be sent to .*private|this machine/);
+    for (const url of [
+      hook.url,
+      'http://localhost:8080/hook',
+      'http://10.1.2.3/hook',
+      'http://192.168.0.10/hook',
+      'http://169.254.169.254/latest/meta-data',
+      'http://[::1]:9000/hook',
+      'http://[::ffff:127.0.0.1]/hook',
+      'http://[fd00::1]/hook',
+    ]) {
+      await expect(rt.webhooks.create('default', { url, events: ['run.cancelled'] })).rejects.toThrow(
+        /may not be sent to .*private|this machine/,
+      );
     }
     // A public address is accepted as written.
-    expect((await rt.webhooks.create('default', { url: 'https://93.184.215.14/hook', events: ['run.completed'] })).url).toBe('https://93.184.215.14/hook');
+    expect(
+      (await rt.webhooks.create('default', { url: 'https://93.184.215.14/hook', events: ['run.completed'] })).url,
+    ).toBe('https://93.184.215.14/hook');
     // Made where private networks are allowed, a subscription to this machine is refused by a
     // dispatcher that does not allow them, at the attempt (recorded, retried later).
     const allowed = runtime(store, { allowPrivateNetworks: true }).rt;
@@ -516,10 +659,17 @@ describe('webhooks', () => {
       'http://LOCALHOST/hook',
     ];
     for (const url of refused) {
-      await expect(rt.webhooks.create('default', { url, events: ['run.cancelled'] }), url).rejects.toMatchObject({ code: 'validation', message: expect.stringMatching(/private|this machine/) });
+      await expect(rt.webhooks.create('default', { url, events: ['run.cancelled'] }), url).rejects.toMatchObject({
+        code: 'validation',
+        message: expect.stringMatching(/private|this machine/),
+      });
     }
     // The same forms embedding a public address are public.
-    for (const url of ['http://[64:ff9b::5db8:d70e]/hook', 'http://[2002:5db8:d70e::1]/hook', 'http://[2606:2800:220:1::1]/hook']) {
+    for (const url of [
+      'http://[64:ff9b::5db8:d70e]/hook',
+      'http://[2002:5db8:d70e::1]/hook',
+      'http://[2606:2800:220:1::1]/hook',
+    ]) {
       expect((await rt.webhooks.create('default', { url, events: ['run.cancelled'] })).url).toBe(url);
     }
     expect(isPrivateAddress('64:ff9b::7f00:1')).toBe(true);
@@ -551,20 +701,35 @@ describe('webhooks', () => {
       },
     });
     cleanups.push(() => refusing.close({ graceMs: 50 }));
-    const w = await refusing.webhooks.create('default', { url: `http://hooks.example.test:${hook.port}/hook`, events: ['run.cancelled'] });
+    const w = await refusing.webhooks.create('default', {
+      url: `http://hooks.example.test:${hook.port}/hook`,
+      events: ['run.cancelled'],
+    });
     await cancelledRun(refusing);
     expect(await refusing.webhooks.dispatcher.tick()).toBe(1);
     expect(calls).toBe(1);
     expect(hook.received).toEqual([]);
     const [d] = await refusing.webhooks.deliveries('default', w.id, { limit: 1 });
-    expect(d!.attempts.map((a) => a.error)).toEqual(['refused: hooks.example.test resolves to 127.0.0.1, a private or local address']);
+    expect(d!.attempts.map((a) => a.error)).toEqual([
+      'refused: hooks.example.test resolves to 127.0.0.1, a private or local address',
+    ]);
     // An answer in an embedded form is refused too.
-    const nat64 = createRuntime({ store: memoryStore(), agents: [agentOf()], clock, webhooks: { resolve: async () => [{ address: '64:ff9b::7f00:1', family: 6 }] } });
+    const nat64 = createRuntime({
+      store: memoryStore(),
+      agents: [agentOf()],
+      clock,
+      webhooks: { resolve: async () => [{ address: '64:ff9b::7f00:1', family: 6 }] },
+    });
     cleanups.push(() => nat64.close({ graceMs: 50 }));
-    const w64 = await nat64.webhooks.create('default', { url: `http://hooks.example.test:${hook.port}/hook`, events: ['run.cancelled'] });
+    const w64 = await nat64.webhooks.create('default', {
+      url: `http://hooks.example.test:${hook.port}/hook`,
+      events: ['run.cancelled'],
+    });
     await cancelledRun(nat64);
     expect(await nat64.webhooks.dispatcher.tick()).toBe(1);
-    expect((await nat64.webhooks.deliveries('default', w64.id, { limit: 1 }))[0]!.attempts[0]!.error).toMatch(/^refused: hooks\.example\.test resolves to 64:ff9b::7f00:1/);
+    expect((await nat64.webhooks.deliveries('default', w64.id, { limit: 1 }))[0]!.attempts[0]!.error).toMatch(
+      /^refused: hooks\.example\.test resolves to 64:ff9b::7f00:1/,
+    );
     expect(hook.received).toEqual([]);
 
     // Where private networks are allowed, the connection goes to the address resolved for the
@@ -576,10 +741,16 @@ describe('webhooks', () => {
       store: memoryStore(),
       agents: [agentOf()],
       clock,
-      webhooks: { allowPrivateNetworks: true, resolve: async () => [{ address: answers[Math.min(asked++, 1)]!, family: 4 }] },
+      webhooks: {
+        allowPrivateNetworks: true,
+        resolve: async () => [{ address: answers[Math.min(asked++, 1)]!, family: 4 }],
+      },
     });
     cleanups.push(() => pinned.close({ graceMs: 50 }));
-    const wp = await pinned.webhooks.create('default', { url: `http://hooks.example.test:${hook.port}/hook`, events: ['run.cancelled'] });
+    const wp = await pinned.webhooks.create('default', {
+      url: `http://hooks.example.test:${hook.port}/hook`,
+      events: ['run.cancelled'],
+    });
     await cancelledRun(pinned);
     expect(await pinned.webhooks.dispatcher.tick()).toBe(1);
     expect(asked).toBe(1);

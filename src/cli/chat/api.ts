@@ -78,7 +78,12 @@ export class Api {
     return { ...extra, ...(this.key ? { authorization: `Bearer ${this.key}` } : {}) };
   }
 
-  async request<T>(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown, o: { idempotencyKey?: string } = {}): Promise<T> {
+  async request<T>(
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+    path: string,
+    body?: unknown,
+    o: { idempotencyKey?: string } = {},
+  ): Promise<T> {
     let res: Response;
     try {
       res = await this.fetchFn(`${this.url}${path}`, {
@@ -115,11 +120,21 @@ export class Api {
 
   /** Runs of a session, oldest first (the first 1000). */
   async runs(sessionId: string): Promise<RunJson[]> {
-    return (await this.request<{ data: RunJson[] }>('GET', `/v1/sessions/${encodeURIComponent(sessionId)}/runs?limit=1000`)).data;
+    return (
+      await this.request<{ data: RunJson[] }>('GET', `/v1/sessions/${encodeURIComponent(sessionId)}/runs?limit=1000`)
+    ).data;
   }
 
-  send(sessionId: string, content: string, agent?: string): Promise<{ outcome: string; message: { id: string }; run: RunJson }> {
-    return this.request('POST', `/v1/sessions/${encodeURIComponent(sessionId)}/messages`, { content, if_busy: 'reject', ...(agent ? { agent } : {}) });
+  send(
+    sessionId: string,
+    content: string,
+    agent?: string,
+  ): Promise<{ outcome: string; message: { id: string }; run: RunJson }> {
+    return this.request('POST', `/v1/sessions/${encodeURIComponent(sessionId)}/messages`, {
+      content,
+      if_busy: 'reject',
+      ...(agent ? { agent } : {}),
+    });
   }
 
   getRun(id: string): Promise<RunJson> {
@@ -131,13 +146,28 @@ export class Api {
   }
 
   /** Pass the same `idempotencyKey` when retrying after a lost answer. */
-  decide(runId: string, approvalId: string, decision: 'approve' | 'deny', o: { reason?: string; idempotencyKey?: string } = {}): Promise<RunJson> {
+  decide(
+    runId: string,
+    approvalId: string,
+    decision: 'approve' | 'deny',
+    o: { reason?: string; idempotencyKey?: string } = {},
+  ): Promise<RunJson> {
     const body = { decision, ...(o.reason ? { reason: o.reason } : {}) };
-    return this.request('POST', `/v1/runs/${encodeURIComponent(runId)}/approvals/${encodeURIComponent(approvalId)}`, body, { idempotencyKey: o.idempotencyKey ?? randomUUID() });
+    return this.request(
+      'POST',
+      `/v1/runs/${encodeURIComponent(runId)}/approvals/${encodeURIComponent(approvalId)}`,
+      body,
+      { idempotencyKey: o.idempotencyKey ?? randomUUID() },
+    );
   }
 
   answer(runId: string, toolCallId: string, answers: unknown, o: { idempotencyKey?: string } = {}): Promise<RunJson> {
-    return this.request('POST', `/v1/runs/${encodeURIComponent(runId)}/input`, { answers, tool_call_id: toolCallId }, { idempotencyKey: o.idempotencyKey ?? randomUUID() });
+    return this.request(
+      'POST',
+      `/v1/runs/${encodeURIComponent(runId)}/input`,
+      { answers, tool_call_id: toolCallId },
+      { idempotencyKey: o.idempotencyKey ?? randomUUID() },
+    );
   }
 
   streamUrl(sessionId: string, after: string | undefined): string {

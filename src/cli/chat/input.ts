@@ -29,16 +29,14 @@ export class LineInput {
         // A terminal echoes what is typed; from a pipe, show the line after its prompt.
         if (!this.terminal) this.out.write(`${text}\n`);
         this.settle({ kind: 'line', text });
-      }
-      else this.queue.push(text);
+      } else this.queue.push(text);
     });
     this.rl.on('close', () => {
       this.closed = true;
       if (this.pending) {
         if (this.terminal) this.out.write('\n');
         this.settle({ kind: 'eof' });
-      }
-      else this.onClose?.();
+      } else this.onClose?.();
     });
     this.rl.on('SIGINT', () => {
       if (!this.pending) {

@@ -1,7 +1,8 @@
 import type { WireDelta, WireEvent } from './api.ts';
 
 /** One item of a session's SSE stream: a durable event (id `seq`) or a delta (id `seq.n`). */
-export type StreamItem = { kind: 'event'; id: string; event: WireEvent } | { kind: 'delta'; id: string; delta: WireDelta };
+export type StreamItem =
+  { kind: 'event'; id: string; event: WireEvent } | { kind: 'delta'; id: string; delta: WireDelta };
 
 export interface RenderOptions {
   /** ANSI styles (dim notes and tool lines, red failures). */
@@ -12,7 +13,11 @@ export interface RenderOptions {
   clip?: number;
 }
 
-const TERMINAL_NOTES: Record<string, string> = { cancelled: 'run cancelled', timed_out: 'run timed out', paused: 'run paused' };
+const TERMINAL_NOTES: Record<string, string> = {
+  cancelled: 'run cancelled',
+  timed_out: 'run timed out',
+  paused: 'run paused',
+};
 
 /** `12.3` → [12, 3]; `12` → [12, 0]. */
 export function parseId(id: string): [number, number] {
@@ -141,7 +146,10 @@ export class ChatRenderer {
         let out = '';
         if (this.o.reasoning) {
           const reasoning = m.content.map((p) => (p.type === 'reasoning' ? p.text : '')).join('');
-          out += this.stream('reasoning', reasoning.startsWith(seen.reasoning) ? reasoning.slice(seen.reasoning.length) : reasoning);
+          out += this.stream(
+            'reasoning',
+            reasoning.startsWith(seen.reasoning) ? reasoning.slice(seen.reasoning.length) : reasoning,
+          );
         }
         const text = m.content.map((p) => (p.type === 'text' ? p.text : '')).join('');
         // Only what the deltas did not show (all of it, if we joined after they were sent).
@@ -159,26 +167,42 @@ export class ChatRenderer {
       case 'tool/result': {
         if (this.interactive.has(e.data.toolCallId) || e.data.toolName === 'ask_user') return '';
         const o = e.data.output;
-        if (o.type === 'error') return this.note(`  ✗ ${e.data.toolName}: ${o.code === 'denied' ? 'denied' : o.code}${o.message ? ` (${clipOneLine(o.message, this.o.clip)})` : ''}`, o.code === 'denied' || o.code === 'cancelled' ? 'dim' : 'red');
-        return this.note(`  ← ${e.data.toolName}: ${clipOneLine(o.type === 'text' ? o.value : JSON.stringify(o.value), this.o.clip)}`);
+        if (o.type === 'error')
+          return this.note(
+            `  ✗ ${e.data.toolName}: ${o.code === 'denied' ? 'denied' : o.code}${o.message ? ` (${clipOneLine(o.message, this.o.clip)})` : ''}`,
+            o.code === 'denied' || o.code === 'cancelled' ? 'dim' : 'red',
+          );
+        return this.note(
+          `  ← ${e.data.toolName}: ${clipOneLine(o.type === 'text' ? o.value : JSON.stringify(o.value), this.o.clip)}`,
+        );
       }
       case 'tool/approval':
         return this.breakLine();
       case 'model/retry':
         this.finished.add(e.data.abandonedMessageId);
         if (this.open === e.data.abandonedMessageId) this.open = undefined;
-        return this.note(`[model call failed (${clipOneLine(e.data.error.message, 80)}); retrying in ${Math.round(e.data.delayMs / 100) / 10}s]`);
+        return this.note(
+          `[model call failed (${clipOneLine(e.data.error.message, 80)}); retrying in ${Math.round(e.data.delayMs / 100) / 10}s]`,
+        );
       case 'model/error':
         return e.data.willCompact ? this.note('[the context is too long: compacting it]') : '';
       case 'compaction':
         return this.note(`[context compacted: ${e.data.tokensBefore} → ${e.data.tokensAfter} tokens]`);
       case 'run/interrupted':
-        return (this.open !== undefined ? this.abandon() : '') + this.note(`[the worker running this stopped (${e.data.reason === 'lease_expired' ? 'lost' : 'released'}); resuming after step ${e.data.step}]`);
+        return (
+          (this.open !== undefined ? this.abandon() : '') +
+          this.note(
+            `[the worker running this stopped (${e.data.reason === 'lease_expired' ? 'lost' : 'released'}); resuming after step ${e.data.step}]`,
+          )
+        );
       case 'run/status': {
         const to = e.data.to;
         if (to === 'failed') {
           const err = e.data.error as { message?: unknown } | undefined;
-          return this.note(`[run failed: ${typeof err?.message === 'string' ? err.message : (e.data.reason ?? 'unknown error')}]`, 'red');
+          return this.note(
+            `[run failed: ${typeof err?.message === 'string' ? err.message : (e.data.reason ?? 'unknown error')}]`,
+            'red',
+          );
         }
         const note = TERMINAL_NOTES[to];
         if (note === undefined) return '';
@@ -205,7 +229,13 @@ export function questionsOf(input: unknown): Question[] {
     const o = q as { id?: unknown; question?: unknown; choices?: unknown };
     if (typeof o?.question !== 'string') return [];
     const choices = Array.isArray(o.choices) ? o.choices.filter((c): c is string => typeof c === 'string') : undefined;
-    return [{ id: typeof o.id === 'string' && o.id !== '' ? o.id : `q${i + 1}`, question: o.question, ...(choices && choices.length > 0 ? { choices } : {}) }];
+    return [
+      {
+        id: typeof o.id === 'string' && o.id !== '' ? o.id : `q${i + 1}`,
+        question: o.question,
+        ...(choices && choices.length > 0 ? { choices } : {}),
+      },
+    ];
   });
 }
 

@@ -2,7 +2,15 @@ import { randomUUID } from 'node:crypto';
 import { args, UsageError, type Io } from '../args.ts';
 import { Api, ApiError, NetworkError, type RunJson, type SessionJson } from '../chat/api.ts';
 import { LineInput, type Read } from '../chat/input.ts';
-import { approvalPrompt, ChatRenderer, clipOneLine, isYes, parseAnswer, questionPrompt, questionsOf } from '../chat/render.ts';
+import {
+  approvalPrompt,
+  ChatRenderer,
+  clipOneLine,
+  isYes,
+  parseAnswer,
+  questionPrompt,
+  questionsOf,
+} from '../chat/render.ts';
 import { SessionStream } from '../chat/stream.ts';
 
 export const chatHelp = `keel chat [session] [--url http://127.0.0.1:8787] [--key KEY] [--agent NAME] [--reasoning]
@@ -14,7 +22,14 @@ export const chatHelp = `keel chat [session] [--url http://127.0.0.1:8787] [--ke
   visible reasoning. Lines piped into stdin are sent (and answer prompts) one after another.`;
 
 const TERMINAL = new Set(['completed', 'failed', 'cancelled', 'timed_out']);
-const SETTLED = new Set([...TERMINAL, 'waiting_approval', 'waiting_for_user', 'sleeping', 'waiting_for_signal', 'paused']);
+const SETTLED = new Set([
+  ...TERMINAL,
+  'waiting_approval',
+  'waiting_for_user',
+  'sleeping',
+  'waiting_for_signal',
+  'paused',
+]);
 
 export async function chatCommand(argv: string[], io: Io): Promise<number> {
   const { values, positionals } = args('chat', argv, {
@@ -31,7 +46,10 @@ export async function chatCommand(argv: string[], io: Io): Promise<number> {
   } catch {
     throw new UsageError(`chat: --url must be an http(s) URL, not ${JSON.stringify(url)}`);
   }
-  const api = new Api({ url, ...((values.key ?? io.env.KEEL_API_KEY) ? { key: values.key ?? io.env.KEEL_API_KEY } : {}) });
+  const api = new Api({
+    url,
+    ...((values.key ?? io.env.KEEL_API_KEY) ? { key: values.key ?? io.env.KEEL_API_KEY } : {}),
+  });
   let session: SessionJson;
   try {
     session = positionals[0] ? await api.getSession(positionals[0]) : await api.createSession(values.agent);
@@ -47,9 +65,12 @@ export async function chatCommand(argv: string[], io: Io): Promise<number> {
 }
 
 function startError(e: unknown, sessionId: string | undefined): Error {
-  if (e instanceof NetworkError) return new Error(`${e.message}\n  start a server with "keel serve", or point --url (or $KEEL_URL) at one`);
-  if (e instanceof ApiError && e.status === 401) return new Error('the server requires an API key: pass --key or set $KEEL_API_KEY (see keel keys create)');
-  if (e instanceof ApiError && e.status === 404 && sessionId) return new Error(`no session ${sessionId} on this server (or it belongs to another API key's tenant)`);
+  if (e instanceof NetworkError)
+    return new Error(`${e.message}\n  start a server with "keel serve", or point --url (or $KEEL_URL) at one`);
+  if (e instanceof ApiError && e.status === 401)
+    return new Error('the server requires an API key: pass --key or set $KEEL_API_KEY (see keel keys create)');
+  if (e instanceof ApiError && e.status === 404 && sessionId)
+    return new Error(`no session ${sessionId} on this server (or it belongs to another API key's tenant)`);
   return e instanceof Error ? e : new Error(String(e));
 }
 
@@ -117,13 +138,20 @@ class Chat {
 
   async run(): Promise<number> {
     const s = this.session;
-    this.print(`keel chat: session ${s.id} on ${this.api.url}${s.agent || this.o.agent ? ` (agent ${this.o.agent ?? s.agent})` : ''}\n`);
-    this.print(this.dim(`Enter sends a message. Ctrl-C cancels a running reply; Ctrl-D, /exit or Ctrl-C twice at an empty prompt quits.\n`));
+    this.print(
+      `keel chat: session ${s.id} on ${this.api.url}${s.agent || this.o.agent ? ` (agent ${this.o.agent ?? s.agent})` : ''}\n`,
+    );
+    this.print(
+      this.dim(
+        `Enter sends a message. Ctrl-C cancels a running reply; Ctrl-D, /exit or Ctrl-C twice at an empty prompt quits.\n`,
+      ),
+    );
 
     this.stream = new SessionStream(this.api, s.id, String(s.last_seq), {
       item: (item) => {
         this.print(this.renderer.push(item));
-        if (item.kind === 'event' && item.event.type === 'run/status' && item.event.run_id) this.setStatus(item.event.run_id, item.event.data.to, item.event.seq);
+        if (item.kind === 'event' && item.event.type === 'run/status' && item.event.run_id)
+          this.setStatus(item.event.run_id, item.event.data.to, item.event.seq);
       },
       state: (st, detail) => {
         if (st === 'lost') this.note('[connection to the server lost; reconnecting…]');
@@ -205,9 +233,13 @@ class Chat {
   /** Shows the end of the conversation so far and takes over a run that is still active. */
   private async resume(): Promise<void> {
     try {
-      const { items } = await this.api.request<{ items: Array<{ kind: string; text?: string }> }>('GET', `/v1/sessions/${encodeURIComponent(this.session.id)}/transcript`);
+      const { items } = await this.api.request<{ items: Array<{ kind: string; text?: string }> }>(
+        'GET',
+        `/v1/sessions/${encodeURIComponent(this.session.id)}/transcript`,
+      );
       const recent = items.filter((i) => i.kind === 'user' || i.kind === 'assistant').slice(-6);
-      for (const i of recent) if (i.text) this.print(this.dim(`${i.kind === 'user' ? '> ' : ''}${clipOneLine(i.text, 200)}\n`));
+      for (const i of recent)
+        if (i.text) this.print(this.dim(`${i.kind === 'user' ? '> ' : ''}${clipOneLine(i.text, 200)}\n`));
       const active = (await this.api.runs(this.session.id)).filter((r) => !TERMINAL.has(r.status)).at(-1);
       if (active) {
         this.note(`[run ${active.id} is ${active.status}]`);
@@ -261,7 +293,12 @@ class Chat {
         if (r.kind !== 'line') return r.kind;
         const yes = isYes(r.text);
         const key = randomUUID();
-        const ok = await this.post(() => this.api.decide(runId, req.approval_id, yes ? 'approve' : 'deny', { idempotencyKey: key, ...(yes ? {} : { reason: 'denied in keel chat' }) }));
+        const ok = await this.post(() =>
+          this.api.decide(runId, req.approval_id, yes ? 'approve' : 'deny', {
+            idempotencyKey: key,
+            ...(yes ? {} : { reason: 'denied in keel chat' }),
+          }),
+        );
         if (!ok) return 'gone';
       } else {
         const questions = questionsOf(req.arguments);
@@ -287,7 +324,8 @@ class Chat {
           answers = a;
         }
         const key = randomUUID();
-        if (!(await this.post(() => this.api.answer(runId, req.tool_call_id, answers, { idempotencyKey: key })))) return 'gone';
+        if (!(await this.post(() => this.api.answer(runId, req.tool_call_id, answers, { idempotencyKey: key }))))
+          return 'gone';
       }
     }
     return 'answered';
@@ -345,7 +383,8 @@ class Chat {
 
   private failure(e: unknown): void {
     let msg = e instanceof Error ? e.message : String(e);
-    if (e instanceof ApiError && e.status === 401) msg = 'the server requires an API key: pass --key or set $KEEL_API_KEY';
+    if (e instanceof ApiError && e.status === 401)
+      msg = 'the server requires an API key: pass --key or set $KEEL_API_KEY';
     this.print(`${this.renderer.breakLine()}${this.color ? `\x1b[31merror: ${msg}\x1b[39m` : `error: ${msg}`}\n`);
   }
 }

@@ -57,7 +57,8 @@ export async function eventsCommand(argv: string[], io: Io): Promise<number> {
   }
 }
 
-const text = (parts: ReadonlyArray<{ type: string; text?: string }>) => parts.map((p) => (p.type === 'text' ? (p.text ?? '') : '')).join('');
+const text = (parts: ReadonlyArray<{ type: string; text?: string }>) =>
+  parts.map((p) => (p.type === 'text' ? (p.text ?? '') : '')).join('');
 
 /** What an event says, in a few words. */
 export function eventSummary(e: SessionEvent): string {
@@ -110,6 +111,12 @@ export function eventSummary(e: SessionEvent): string {
 
 /** `#12  2025-01-02 10:11:12  tool/call  run …a1b2 t1 s2  get_weather({"city":"paris"})` */
 export function eventLine(e: SessionEvent): string {
-  const where = [e.runId ? `run …${e.runId.slice(-6)}` : '', e.turn !== undefined ? `t${e.turn}` : '', e.step !== undefined ? `s${e.step}` : ''].filter(Boolean).join(' ');
+  const where = [
+    e.runId ? `run …${e.runId.slice(-6)}` : '',
+    e.turn !== undefined ? `t${e.turn}` : '',
+    e.step !== undefined ? `s${e.step}` : '',
+  ]
+    .filter(Boolean)
+    .join(' ');
   return `#${String(e.seq).padEnd(5)} ${time(e.time)}  ${e.type.padEnd(17)} ${where.padEnd(18)} ${eventSummary(e)}`.trimEnd();
 }

@@ -23,8 +23,13 @@ export async function keysCommand(argv: string[], io: Io): Promise<number> {
         const tenant = positionals[0];
         if (!tenant) throw new UsageError('keys create: name the tenant, e.g. keel keys create acme');
         const rate = values.rate !== undefined ? Number(values.rate) : undefined;
-        if (rate !== undefined && (!Number.isInteger(rate) || rate <= 0)) throw new UsageError('keys create: --rate must be a positive whole number of requests a minute');
-        const { secret, key } = await createApiKey(store, { tenant, ...(values.name ? { name: values.name } : {}), ...(rate ? { ratePerMinute: rate } : {}) });
+        if (rate !== undefined && (!Number.isInteger(rate) || rate <= 0))
+          throw new UsageError('keys create: --rate must be a positive whole number of requests a minute');
+        const { secret, key } = await createApiKey(store, {
+          tenant,
+          ...(values.name ? { name: values.name } : {}),
+          ...(rate ? { ratePerMinute: rate } : {}),
+        });
         if (values.json) json(io, { id: key.id, tenant: key.tenant, name: key.name, secret });
         else {
           line(io, `created key ${key.id} for tenant ${key.tenant}`);
@@ -34,9 +39,18 @@ export async function keysCommand(argv: string[], io: Io): Promise<number> {
       }
       case 'list': {
         const keys = await store.listApiKeys(values.tenant);
-        if (values.json) json(io, keys.map(({ hash: _h, ...k }) => k));
+        if (values.json)
+          json(
+            io,
+            keys.map(({ hash: _h, ...k }) => k),
+          );
         else if (keys.length === 0) line(io, 'no API keys: the server serves loopback clients without authentication');
-        else for (const k of keys) line(io, `${k.id}  ${k.tenant.padEnd(16)} ${k.prefix}…  ${k.name ?? ''}${k.revokedAt ? `  revoked ${new Date(k.revokedAt).toISOString()}` : ''}`);
+        else
+          for (const k of keys)
+            line(
+              io,
+              `${k.id}  ${k.tenant.padEnd(16)} ${k.prefix}…  ${k.name ?? ''}${k.revokedAt ? `  revoked ${new Date(k.revokedAt).toISOString()}` : ''}`,
+            );
         return 0;
       }
       case 'revoke': {

@@ -9,7 +9,11 @@ export const replayHelp = `keel replay <session> --verify   check that the log e
 
 export async function replayCommand(argv: string[], io: Io): Promise<number> {
   // --verify is the only mode (and the default): accepted so scripts can say what they mean.
-  const { values, positionals } = args('replay', argv, { db: { type: 'string' }, json: { type: 'boolean' }, verify: { type: 'boolean' } });
+  const { values, positionals } = args('replay', argv, {
+    db: { type: 'string' },
+    json: { type: 'boolean' },
+    verify: { type: 'boolean' },
+  });
   const id = positional('replay', positionals, 'session id, e.g. keel replay <session> --verify');
   const { store } = await openDb(io, values.db);
   let report: ReplayReport;
@@ -18,7 +22,9 @@ export async function replayCommand(argv: string[], io: Io): Promise<number> {
     const session = await sessions.get(id);
     const p = progress(io);
     try {
-      report = await sessions.verifyReplay(id, { onProgress: (n) => p.update(`replaying ${id}: ${n} of ${session.lastSeq} events…`) });
+      report = await sessions.verifyReplay(id, {
+        onProgress: (n) => p.update(`replaying ${id}: ${n} of ${session.lastSeq} events…`),
+      });
     } finally {
       p.done();
     }
@@ -33,7 +39,9 @@ export async function replayCommand(argv: string[], io: Io): Promise<number> {
 export function replayText(r: ReplayReport): string {
   const head = `${r.events} events, ${r.requests} model request${r.requests === 1 ? '' : 's'}`;
   if (r.ok) return `replay ok: ${head}; the log explains every request`;
-  const lines = [`replay FAILED: ${r.mismatches.length} of ${r.requests} request${r.requests === 1 ? '' : 's'} do not match the log (${head})`];
+  const lines = [
+    `replay FAILED: ${r.mismatches.length} of ${r.requests} request${r.requests === 1 ? '' : 's'} do not match the log (${head})`,
+  ];
   for (const m of r.mismatches) lines.push(`  #${m.seq} (message ${m.messageId}) ${m.kind}: ${m.detail}`);
   return lines.join('\n');
 }

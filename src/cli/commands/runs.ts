@@ -14,7 +14,19 @@ keel runs cancel <id> [--grace MS] [--reason TEXT] [--config FILE]   cancel a ru
   15000 ms). Enqueued messages of the session then start with the agents of --config (the same
   configuration as "keel serve" uses: ./keel.config.*, or the demo agent).`;
 
-const STATUSES: readonly RunStatus[] = ['queued', 'running', 'waiting_approval', 'waiting_for_user', 'sleeping', 'waiting_for_signal', 'paused', 'completed', 'failed', 'cancelled', 'timed_out'];
+const STATUSES: readonly RunStatus[] = [
+  'queued',
+  'running',
+  'waiting_approval',
+  'waiting_for_user',
+  'sleeping',
+  'waiting_for_signal',
+  'paused',
+  'completed',
+  'failed',
+  'cancelled',
+  'timed_out',
+];
 
 async function children(store: Store, run: RunRecord): Promise<string[]> {
   return (await store.listRuns({ parentRunId: run.id, limit: 10_000 })).map((r) => r.id);
@@ -40,13 +52,15 @@ export async function runsCommand(argv: string[], io: Io): Promise<number> {
       const limit = intOption(name, 'limit', values.limit, { min: 1, default: 20 });
       const statuses = values.status?.split(',').map((s) => s.trim());
       const bad = statuses?.find((s) => !STATUSES.includes(s as RunStatus));
-      if (bad !== undefined) throw new UsageError(`${name}: unknown status ${JSON.stringify(bad)} (one of ${STATUSES.join(', ')})`);
+      if (bad !== undefined)
+        throw new UsageError(`${name}: unknown status ${JSON.stringify(bad)} (one of ${STATUSES.join(', ')})`);
       const { store } = await openDb(io, values.db);
       try {
-        if (values.session && !(await store.getSession(values.session))) throw new Error(`session ${values.session} does not exist`);
+        if (values.session && !(await store.getSession(values.session)))
+          throw new Error(`session ${values.session} does not exist`);
         const newest: RunRecord[] = [];
         let total = 0;
-        for (let after: string | undefined; ; ) {
+        for (let after: string | undefined; ;) {
           const page = await store.listRuns({
             limit: 1000,
             ...(after ? { after } : {}),
@@ -65,14 +79,25 @@ export async function runsCommand(argv: string[], io: Io): Promise<number> {
           return 0;
         }
         if (newest.length === 0) {
-          line(io, `no runs${values.session ? ` in session ${values.session}` : ''}${statuses ? ` with status ${statuses.join(' or ')}` : ''}`);
+          line(
+            io,
+            `no runs${values.session ? ` in session ${values.session}` : ''}${statuses ? ` with status ${statuses.join(' or ')}` : ''}`,
+          );
           return 0;
         }
         line(
           io,
           table(
             ['ID', 'SESSION', 'STATUS', 'AGENT', 'CREATED', 'TOOK', 'COST'],
-            newest.map((r) => [r.id, r.sessionId, statusText(r), `${r.agent.name}@${r.agent.version}`, time(r.createdAt), took(r), r.cost > 0 ? `$${r.cost.toFixed(4)}` : '-']),
+            newest.map((r) => [
+              r.id,
+              r.sessionId,
+              statusText(r),
+              `${r.agent.name}@${r.agent.version}`,
+              time(r.createdAt),
+              took(r),
+              r.cost > 0 ? `$${r.cost.toFixed(4)}` : '-',
+            ]),
           ),
         );
         if (total > newest.length) line(io, `(the newest ${newest.length} of ${total}; --limit N shows more)`);
@@ -110,7 +135,10 @@ export async function runsCommand(argv: string[], io: Io): Promise<number> {
         const config = await loadConfig(values.config);
         const rt = createRuntime({ store, agents: config.agents, compaction: config.compaction });
         const p = progress(io);
-        if (before.status === 'running') p.update(`cancel requested: waiting up to ${duration(graceMs)} for the worker that holds run ${id} to stop it…`);
+        if (before.status === 'running')
+          p.update(
+            `cancel requested: waiting up to ${duration(graceMs)} for the worker that holds run ${id} to stop it…`,
+          );
         let run: RunRecord;
         try {
           run = await rt.runs.cancel(id, { graceMs, ...(values.reason ? { reason: values.reason } : {}) });
@@ -131,7 +159,10 @@ export async function runsCommand(argv: string[], io: Io): Promise<number> {
 }
 
 function statusText(r: RunRecord): string {
-  const flags = [r.cancelRequested && !isTerminal(r.status) ? 'cancel requested' : '', r.pauseRequested && !isTerminal(r.status) ? 'pause requested' : ''].filter(Boolean);
+  const flags = [
+    r.cancelRequested && !isTerminal(r.status) ? 'cancel requested' : '',
+    r.pauseRequested && !isTerminal(r.status) ? 'pause requested' : '',
+  ].filter(Boolean);
   return flags.length > 0 ? `${r.status} (${flags.join(', ')})` : r.status;
 }
 
@@ -149,17 +180,32 @@ function showRun(io: Io, r: RunRecord, childIds: string[]): void {
   line(io, `  started   ${time(r.startedAt)}`);
   line(io, `  ended     ${time(r.endedAt)}${r.startedAt !== null ? `  (${took(r)})` : ''}`);
   line(io, `  attempts  ${r.attempt}`);
-  line(io, `  usage     ${u.inputTokens ?? 0} in (${u.cachedInputTokens ?? 0} cached), ${u.outputTokens ?? 0} out; cost $${r.cost.toFixed(4)}`);
+  line(
+    io,
+    `  usage     ${u.inputTokens ?? 0} in (${u.cachedInputTokens ?? 0} cached), ${u.outputTokens ?? 0} out; cost $${r.cost.toFixed(4)}`,
+  );
   if (r.parentRunId) line(io, `  parent    ${r.parentRunId}`);
   if (childIds.length > 0) line(io, `  children  ${childIds.join(', ')}`);
   if (r.lease) line(io, `  lease     ${r.lease.owner} until ${time(r.lease.expiresAt)}`);
   if (r.deadlineAt !== null) line(io, `  deadline  ${time(r.deadlineAt)}`);
-  if (r.error) line(io, `  error     ${clip(String((r.error as { message?: unknown }).message ?? JSON.stringify(r.error)), 200)}`);
-  const w = r.waiting as { kind: string; calls: Array<{ toolCallId: string; toolName: string; input: unknown; kind: string }>; decisions: Record<string, unknown>; expiresAt: number | null } | null;
+  if (r.error)
+    line(io, `  error     ${clip(String((r.error as { message?: unknown }).message ?? JSON.stringify(r.error)), 200)}`);
+  const w = r.waiting as {
+    kind: string;
+    calls: Array<{ toolCallId: string; toolName: string; input: unknown; kind: string }>;
+    decisions: Record<string, unknown>;
+    expiresAt: number | null;
+  } | null;
   if (w) {
-    line(io, `  waiting   for ${w.kind === 'approval' ? 'approval' : 'an answer'}${w.expiresAt !== null ? ` until ${time(w.expiresAt)}` : ''}:`);
+    line(
+      io,
+      `  waiting   for ${w.kind === 'approval' ? 'approval' : 'an answer'}${w.expiresAt !== null ? ` until ${time(w.expiresAt)}` : ''}:`,
+    );
     for (const c of w.calls) {
-      line(io, `    ${c.toolCallId}  ${c.kind === 'approval' ? 'approve' : 'answer'} ${c.toolName}(${clip(JSON.stringify(c.input), 100)})${w.decisions[c.toolCallId] !== undefined ? '  [decided]' : ''}`);
+      line(
+        io,
+        `    ${c.toolCallId}  ${c.kind === 'approval' ? 'approve' : 'answer'} ${c.toolName}(${clip(JSON.stringify(c.input), 100)})${w.decisions[c.toolCallId] !== undefined ? '  [decided]' : ''}`,
+      );
     }
   }
 }

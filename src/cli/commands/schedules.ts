@@ -65,7 +65,10 @@ export async function schedulesCommand(argv: string[], io: Io): Promise<number> 
       try {
         const list = await store.listSchedules({ limit, ...(values.tenant ? { tenant: values.tenant } : {}) });
         if (values.json) {
-          json(io, list.map((s) => ({ tenant: s.tenant, ...scheduleJson(s) })));
+          json(
+            io,
+            list.map((s) => ({ tenant: s.tenant, ...scheduleJson(s) })),
+          );
           return 0;
         }
         if (list.length === 0) {
@@ -76,7 +79,15 @@ export async function schedulesCommand(argv: string[], io: Io): Promise<number> 
           io,
           table(
             ['ID', 'NAME', 'WHEN', 'TARGET', 'OVERLAP', 'NEXT', 'TENANT'],
-            list.map((s) => [s.id, clip(s.name ?? '-', 30), when(s), target(s), s.overlap, s.pausedAt !== null ? 'paused' : time(s.nextFireAt), s.tenant]),
+            list.map((s) => [
+              s.id,
+              clip(s.name ?? '-', 30),
+              when(s),
+              target(s),
+              s.overlap,
+              s.pausedAt !== null ? 'paused' : time(s.nextFireAt),
+              s.tenant,
+            ]),
           ),
         );
         return 0;
@@ -86,18 +97,26 @@ export async function schedulesCommand(argv: string[], io: Io): Promise<number> 
     }
     case 'create': {
       noPositionals(name, positionals);
-      if ((values.cron === undefined) === (values.every === undefined)) throw new UsageError(`${name}: give one of --cron EXPR and --every SECONDS\n${schedulesHelp}`);
+      if ((values.cron === undefined) === (values.every === undefined))
+        throw new UsageError(`${name}: give one of --cron EXPR and --every SECONDS\n${schedulesHelp}`);
       if (values.message === undefined) throw new UsageError(`${name}: --message TEXT is required`);
-      if ((values.session === undefined) === (values['new-session'] !== true)) throw new UsageError(`${name}: give one of --session ID and --new-session`);
-      if (values.overlap !== undefined && !OVERLAPS.includes(values.overlap as ScheduleOverlap)) throw new UsageError(`${name}: --overlap is one of ${OVERLAPS.join(', ')}`);
-      if (values['catch-up'] !== undefined && !CATCH_UPS.includes(values['catch-up'] as ScheduleCatchUp)) throw new UsageError(`${name}: --catch-up is one of ${CATCH_UPS.join(', ')}`);
-      const every = values.every !== undefined ? intOption(name, 'every', values.every, { min: 1, default: 0 }) : undefined;
+      if ((values.session === undefined) === (values['new-session'] !== true))
+        throw new UsageError(`${name}: give one of --session ID and --new-session`);
+      if (values.overlap !== undefined && !OVERLAPS.includes(values.overlap as ScheduleOverlap))
+        throw new UsageError(`${name}: --overlap is one of ${OVERLAPS.join(', ')}`);
+      if (values['catch-up'] !== undefined && !CATCH_UPS.includes(values['catch-up'] as ScheduleCatchUp))
+        throw new UsageError(`${name}: --catch-up is one of ${CATCH_UPS.join(', ')}`);
+      const every =
+        values.every !== undefined ? intOption(name, 'every', values.every, { min: 1, default: 0 }) : undefined;
       const { store } = await openDb(io, values.db);
       try {
         const rt = await runtimeFor(store, values.config);
         const input: CreateScheduleInput = {
           message: values.message,
-          target: values.session !== undefined ? { sessionId: values.session } : { newSession: values.title !== undefined ? { title: values.title } : {} },
+          target:
+            values.session !== undefined
+              ? { sessionId: values.session }
+              : { newSession: values.title !== undefined ? { title: values.title } : {} },
           ...(values.cron !== undefined ? { cron: { expression: values.cron, timezone: values.tz ?? 'UTC' } } : {}),
           ...(every !== undefined ? { interval: { seconds: every } } : {}),
           ...(values.tenant !== undefined ? { tenant: values.tenant } : {}),
@@ -129,7 +148,11 @@ export async function schedulesCommand(argv: string[], io: Io): Promise<number> 
         }
         const s = await rt.schedules[sub](id);
         if (values.json) json(io, { tenant: s.tenant, ...scheduleJson(s) });
-        else line(io, sub === 'pause' ? `paused schedule ${id}` : `resumed schedule ${id}; next fire ${time(s.nextFireAt)} UTC`);
+        else
+          line(
+            io,
+            sub === 'pause' ? `paused schedule ${id}` : `resumed schedule ${id}; next fire ${time(s.nextFireAt)} UTC`,
+          );
         return 0;
       } finally {
         await store.close();
@@ -154,7 +177,14 @@ export async function schedulesCommand(argv: string[], io: Io): Promise<number> 
           io,
           table(
             ['TICK', 'FIRED', 'OUTCOME', 'RUN', 'SESSION', 'REASON'],
-            fires.map((f) => [time(f.tick), time(f.firedAt), f.outcome, f.runId ?? '-', f.sessionId ?? '-', clip(f.reason ?? '', 60)]),
+            fires.map((f) => [
+              time(f.tick),
+              time(f.firedAt),
+              f.outcome,
+              f.runId ?? '-',
+              f.sessionId ?? '-',
+              clip(f.reason ?? '', 60),
+            ]),
           ),
         );
         return 0;

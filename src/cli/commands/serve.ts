@@ -32,12 +32,19 @@ export async function serveCommand(argv: string[], io: Io): Promise<number> {
   const rawPort = values.port ?? io.env.PORT ?? '8787';
   // Digits only: Number('') and Number(' ') are 0, which would listen on a random port.
   const port = /^\d+$/.test(rawPort) ? Number(rawPort) : NaN;
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be 0-65535, not ${JSON.stringify(rawPort)}${values.port === undefined ? ' (from $PORT)' : ''}`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new Error(
+      `--port must be 0-65535, not ${JSON.stringify(rawPort)}${values.port === undefined ? ' (from $PORT)' : ''}`,
+    );
   const workers = values.workers !== undefined ? Number(values.workers) : 8;
-  if (!Number.isInteger(workers) || workers < 0) throw new Error(`--workers must be a whole number >= 0, not ${values.workers}`);
+  if (!Number.isInteger(workers) || workers < 0)
+    throw new Error(`--workers must be a whole number >= 0, not ${values.workers}`);
   const proxies = values['trusted-proxies'] ?? io.env.KEEL_TRUSTED_PROXIES;
   const trustedProxies = proxies === undefined ? [] : proxies.split(',').map((a) => a.trim());
-  if (trustedProxies.some((a) => a === '')) throw new Error(`--trusted-proxies must be addresses separated by commas, not ${JSON.stringify(proxies)}${values['trusted-proxies'] === undefined ? ' (from $KEEL_TRUSTED_PROXIES)' : ''}`);
+  if (trustedProxies.some((a) => a === ''))
+    throw new Error(
+      `--trusted-proxies must be addresses separated by commas, not ${JSON.stringify(proxies)}${values['trusted-proxies'] === undefined ? ' (from $KEEL_TRUSTED_PROXIES)' : ''}`,
+    );
   const config = await loadConfig(values.config);
   const { store, where } = await openDb(io, values.db, { create: true });
   let server: Awaited<ReturnType<typeof startServer>>;
@@ -60,21 +67,34 @@ export async function serveCommand(argv: string[], io: Io): Promise<number> {
     await store.close();
     throw e;
   }
-  line(io, `keel ${version} listening on ${server.url}  (database ${where}, ${workers > 0 ? `worker concurrency ${workers}` : 'no worker'}, auth ${server.auth === 'required' ? 'by API key' : 'off (loopback)'})`);
+  line(
+    io,
+    `keel ${version} listening on ${server.url}  (database ${where}, ${workers > 0 ? `worker concurrency ${workers}` : 'no worker'}, auth ${server.auth === 'required' ? 'by API key' : 'off (loopback)'})`,
+  );
   if (config.demo) {
     line(io, '');
-    line(io, 'DEMO MODE: no keel.config.{ts,mjs,js,json} here, so this serves the built-in demo agent on a scripted model');
+    line(
+      io,
+      'DEMO MODE: no keel.config.{ts,mjs,js,json} here, so this serves the built-in demo agent on a scripted model',
+    );
     line(io, '(no API keys, no network). It shows a tool call, an approval and an ask_user question. Try:');
     line(io, `  curl -s -XPOST ${server.url}/v1/sessions -H 'content-type: application/json' -d '{}'`);
     line(io, `  npx keel chat --url ${server.url}`);
     line(io, 'To use a real model, create keel.config.json, e.g.');
-    line(io, '  {"agents":[{"name":"assistant","model":"openai:gpt-4.1-mini","system":"You are helpful.","tools":["ask_user"]}]}');
+    line(
+      io,
+      '  {"agents":[{"name":"assistant","model":"openai:gpt-4.1-mini","system":"You are helpful.","tools":["ask_user"]}]}',
+    );
     line(io, 'and set OPENAI_API_KEY (or anthropic:/google:/openai-compatible:<baseURL>#<model> with their keys).');
   } else {
-    line(io, `agents from ${config.source}: ${config.agents.map((a) => `${a.name}@${a.version} (${a.model.provider}:${a.model.modelId})`).join(', ')}`);
+    line(
+      io,
+      `agents from ${config.source}: ${config.agents.map((a) => `${a.name}@${a.version} (${a.model.provider}:${a.model.modelId})`).join(', ')}`,
+    );
   }
   // An abort that came while starting up would never fire its event again.
-  if (!io.signal.aborted) await new Promise<void>((resolve) => io.signal.addEventListener('abort', () => resolve(), { once: true }));
+  if (!io.signal.aborted)
+    await new Promise<void>((resolve) => io.signal.addEventListener('abort', () => resolve(), { once: true }));
   line(io, 'shutting down: handing runs back to the queue…');
   await server.close({ graceMs: 10_000 });
   await store.close();

@@ -42,8 +42,13 @@ export async function sessionsCommand(argv: string[], io: Io): Promise<number> {
         // Pages come oldest first: keep the newest `limit`.
         const newest: SessionRecord[] = [];
         let total = 0;
-        for (let after: string | undefined; ; ) {
-          const page = await store.listSessions({ limit: 1000, includeArchived: values.all ?? false, ...(after ? { after } : {}), ...(values.tenant ? { tenant: values.tenant } : {}) });
+        for (let after: string | undefined; ;) {
+          const page = await store.listSessions({
+            limit: 1000,
+            includeArchived: values.all ?? false,
+            ...(after ? { after } : {}),
+            ...(values.tenant ? { tenant: values.tenant } : {}),
+          });
           total += page.length;
           newest.push(...page);
           if (newest.length > limit) newest.splice(0, newest.length - limit);
@@ -52,12 +57,20 @@ export async function sessionsCommand(argv: string[], io: Io): Promise<number> {
         }
         newest.reverse();
         if (values.json) return void json(io, newest.map(withTenant));
-        if (newest.length === 0) return void line(io, `no sessions${values.all ? '' : ' (--all shows archived ones too)'}`);
+        if (newest.length === 0)
+          return void line(io, `no sessions${values.all ? '' : ' (--all shows archived ones too)'}`);
         line(
           io,
           table(
             ['ID', 'CREATED', 'EVENTS', 'AGENT', 'TENANT', 'TITLE'],
-            newest.map((s) => [s.id, time(s.createdAt), String(s.lastSeq), s.agent ?? '-', s.tenant, `${clip(s.title ?? '', 50)}${s.archivedAt !== null ? ' (archived)' : ''}`]),
+            newest.map((s) => [
+              s.id,
+              time(s.createdAt),
+              String(s.lastSeq),
+              s.agent ?? '-',
+              s.tenant,
+              `${clip(s.title ?? '', 50)}${s.archivedAt !== null ? ' (archived)' : ''}`,
+            ]),
           ),
         );
         if (total > newest.length) line(io, `(the newest ${newest.length} of ${total}; --limit N shows more)`);
@@ -71,17 +84,27 @@ export async function sessionsCommand(argv: string[], io: Io): Promise<number> {
         const transcript = await sessions.transcript(id);
         const runs = await allRuns(store, id);
         if (values.json) {
-          json(io, { session: withTenant(s), transcript, runs: runs.map((r) => ({ id: r.id, status: r.status, created_at: time(r.createdAt) })) });
+          json(io, {
+            session: withTenant(s),
+            transcript,
+            runs: runs.map((r) => ({ id: r.id, status: r.status, created_at: time(r.createdAt) })),
+          });
           return;
         }
         line(io, `session ${s.id}${s.title ? `  ${JSON.stringify(s.title)}` : ''}`);
-        line(io, `  created ${time(s.createdAt)}  tenant ${s.tenant}  agent ${s.agent ?? '(default)'}  events ${s.lastSeq}`);
+        line(
+          io,
+          `  created ${time(s.createdAt)}  tenant ${s.tenant}  agent ${s.agent ?? '(default)'}  events ${s.lastSeq}`,
+        );
         if (s.origin) line(io, `  forked from session ${s.origin.sessionId} at entry ${s.origin.entryId}`);
         if (s.archivedAt !== null) line(io, `  archived ${time(s.archivedAt)}`);
         if (Object.keys(s.metadata).length > 0) line(io, `  metadata ${clip(JSON.stringify(s.metadata), 100)}`);
         const active = runs.filter((r) => !['completed', 'failed', 'cancelled', 'timed_out'].includes(r.status));
         if (runs.length > 0) {
-          line(io, `  runs ${runs.length}, last ${runs.at(-1)!.status}${active.length > 0 ? `; active: ${active.map((r) => `${r.id} (${r.status})`).join(', ')}` : ''}`);
+          line(
+            io,
+            `  runs ${runs.length}, last ${runs.at(-1)!.status}${active.length > 0 ? `; active: ${active.map((r) => `${r.id} (${r.status})`).join(', ')}` : ''}`,
+          );
         }
         line(io);
         if (transcript.length === 0) line(io, '(no messages yet)');
@@ -102,7 +125,10 @@ export async function sessionsCommand(argv: string[], io: Io): Promise<number> {
             if (!out.write(`${l}\n`)) await once(out, 'drain');
           }
         } finally {
-          if (values.out) await new Promise<void>((resolve, reject) => (out as ReturnType<typeof createWriteStream>).end((e?: Error | null) => (e ? reject(e) : resolve())));
+          if (values.out)
+            await new Promise<void>((resolve, reject) =>
+              (out as ReturnType<typeof createWriteStream>).end((e?: Error | null) => (e ? reject(e) : resolve())),
+            );
         }
         if (values.out) {
           if (values.json) json(io, { session_id: s.id, file: values.out, lines, events: s.lastSeq });
@@ -113,25 +139,43 @@ export async function sessionsCommand(argv: string[], io: Io): Promise<number> {
     case 'import': {
       const file = positional(name, positionals, 'export to import: a FILE, or - for stdin');
       const stdin = io.in ?? process.stdin;
-      if (file === '-' && stdin.isTTY) throw new UsageError('sessions import: stdin is a terminal: pipe an export in, e.g. keel sessions import - < session.jsonl');
+      if (file === '-' && stdin.isTTY)
+        throw new UsageError(
+          'sessions import: stdin is a terminal: pipe an export in, e.g. keel sessions import - < session.jsonl',
+        );
       const input = file === '-' ? stdin : createReadStream(file);
-      if (file !== '-') await once(input, 'open').catch((e: NodeJS.ErrnoException) => Promise.reject(new Error(`cannot read ${file}: ${e.code === 'ENOENT' ? 'no such file' : e.message}`)));
+      if (file !== '-')
+        await once(input, 'open').catch((e: NodeJS.ErrnoException) =>
+          Promise.reject(new Error(`cannot read ${file}: ${e.code === 'ENOENT' ? 'no such file' : e.message}`)),
+        );
       return withStore(io, values.db, true, async (store) => {
         const p = progress(io);
         let s: SessionRecord;
         try {
-          s = await new Sessions({ store }).import(input as AsyncIterable<Uint8Array>, { onProgress: (n) => p.update(`importing ${file === '-' ? 'stdin' : file}: ${n} lines read…`), ...(values.tenant ? { tenant: values.tenant } : {}), ids: values['keep-ids'] ? 'keep' : 'new' });
+          s = await new Sessions({ store }).import(input as AsyncIterable<Uint8Array>, {
+            onProgress: (n) => p.update(`importing ${file === '-' ? 'stdin' : file}: ${n} lines read…`),
+            ...(values.tenant ? { tenant: values.tenant } : {}),
+            ids: values['keep-ids'] ? 'keep' : 'new',
+          });
         } finally {
           p.done();
         }
         if (values.json) json(io, withTenant(s));
-        else line(io, `imported session ${s.id} (${s.lastSeq} events${s.title ? `, ${JSON.stringify(s.title)}` : ''}) for tenant ${s.tenant}`);
+        else
+          line(
+            io,
+            `imported session ${s.id} (${s.lastSeq} events${s.title ? `, ${JSON.stringify(s.title)}` : ''}) for tenant ${s.tenant}`,
+          );
       });
     }
     case 'erase': {
       const tenant = values.tenant;
-      if (values.all !== true && positionals.length === 0) throw new UsageError(`sessions erase: name a session, or --tenant T --all\n${sessionsHelp}`);
-      if (values.all === true && (tenant === undefined || positionals.length > 0)) throw new UsageError('sessions erase --all erases every session of one tenant: give --tenant T and no session id');
+      if (values.all !== true && positionals.length === 0)
+        throw new UsageError(`sessions erase: name a session, or --tenant T --all\n${sessionsHelp}`);
+      if (values.all === true && (tenant === undefined || positionals.length > 0))
+        throw new UsageError(
+          'sessions erase --all erases every session of one tenant: give --tenant T and no session id',
+        );
       const id = values.all === true ? undefined : positional(name, positionals, 'session id to erase');
       return withStore(io, values.db, false, async (store) => {
         const config = await loadConfig(values.config);
@@ -140,7 +184,11 @@ export async function sessionsCommand(argv: string[], io: Io): Promise<number> {
           if (id !== undefined) {
             const tomb = await rt.sessions.erase(id);
             if (values.json) json(io, withTenant(tomb));
-            else line(io, `erased session ${id} (tenant ${tomb.tenant}; ${tomb.erasedTotals?.runs ?? 0} runs, cost ${tomb.erasedTotals?.cost ?? 0} kept for billing)`);
+            else
+              line(
+                io,
+                `erased session ${id} (tenant ${tomb.tenant}; ${tomb.erasedTotals?.runs ?? 0} runs, cost ${tomb.erasedTotals?.cost ?? 0} kept for billing)`,
+              );
           } else {
             const { erased } = await rt.sessions.eraseTenant(tenant!);
             if (values.json) json(io, { tenant, erased });
@@ -156,7 +204,12 @@ export async function sessionsCommand(argv: string[], io: Io): Promise<number> {
   }
 }
 
-async function withStore(io: Io, db: string | undefined, create: boolean, fn: (store: Store) => Promise<void>): Promise<number> {
+async function withStore(
+  io: Io,
+  db: string | undefined,
+  create: boolean,
+  fn: (store: Store) => Promise<void>,
+): Promise<number> {
   const { store } = await openDb(io, db, { create });
   try {
     await fn(store);
@@ -168,7 +221,7 @@ async function withStore(io: Io, db: string | undefined, create: boolean, fn: (s
 
 async function allRuns(store: Store, sessionId: string) {
   const runs = [];
-  for (let after: string | undefined; ; ) {
+  for (let after: string | undefined; ;) {
     const page = await store.listRuns({ sessionId, limit: 1000, ...(after ? { after } : {}) });
     runs.push(...page);
     if (page.length < 1000) return runs;
@@ -183,7 +236,10 @@ export function transcriptLine(item: TranscriptItem): string {
     case 'user':
       return `${at}  user: ${item.text}${item.files > 0 ? ` [${item.files} file${item.files === 1 ? '' : 's'}]` : ''}`;
     case 'assistant': {
-      const tools = item.tools.map((t) => `${t.toolName} ${t.status === 'ok' ? 'ok' : t.status === 'error' ? `failed (${t.error ?? 'error'})` : 'pending'}`);
+      const tools = item.tools.map(
+        (t) =>
+          `${t.toolName} ${t.status === 'ok' ? 'ok' : t.status === 'error' ? `failed (${t.error ?? 'error'})` : 'pending'}`,
+      );
       const text = item.text || (tools.length > 0 ? '' : '(no text)');
       return `${at}  assistant: ${text}${item.interrupted ? ' [interrupted]' : ''}${tools.length > 0 ? `${text ? '  ' : ''}[tools: ${tools.join(', ')}]` : ''}`;
     }

@@ -27,9 +27,19 @@ export async function usageCommand(argv: string[], io: Io): Promise<number> {
   if (values.csv && values.json) throw new UsageError('usage: --csv or --json, not both');
   let query;
   try {
-    query = parseUsageParams({ from: values.from, to: values.to, group_by: values.by, tenant: values.tenant, agent: values.agent, model: values.model });
+    query = parseUsageParams({
+      from: values.from,
+      to: values.to,
+      group_by: values.by,
+      tenant: values.tenant,
+      agent: values.agent,
+      model: values.model,
+    });
   } catch (e) {
-    if (e instanceof UsageParamsError) throw new UsageError(`usage: ${e.errors.map((x) => `--${x.path === 'group_by' ? 'by' : x.path}: ${x.message}`).join('; ')}`);
+    if (e instanceof UsageParamsError)
+      throw new UsageError(
+        `usage: ${e.errors.map((x) => `--${x.path === 'group_by' ? 'by' : x.path}: ${x.message}`).join('; ')}`,
+      );
     throw e;
   }
   const { store } = await openDb(io, values.db);
@@ -39,12 +49,29 @@ export async function usageCommand(argv: string[], io: Io): Promise<number> {
     else if (values.csv) io.out.write(usageCsv(report));
     else {
       const columns = usageColumns(report);
-      const cell = (c: string, v: unknown): string => (v === null || v === undefined ? '-' : c === 'cost' ? `$${(v as number).toFixed(4)}` : String(v));
+      const cell = (c: string, v: unknown): string =>
+        v === null || v === undefined ? '-' : c === 'cost' ? `$${(v as number).toFixed(4)}` : String(v);
       const rows = report.data.map((r) => columns.map((c) => cell(c, (r as Record<string, unknown>)[c])));
-      if (report.group_by.length > 0 && rows.length > 0) rows.push(columns.map((c, i) => (i === 0 ? 'TOTAL' : c in report.totals ? cell(c, (report.totals as Record<string, unknown>)[c]) : '')));
-      else if (rows.length === 0) rows.push(columns.map((c, i) => (c in report.totals ? cell(c, (report.totals as Record<string, unknown>)[c]) : i === 0 ? '-' : '')));
+      if (report.group_by.length > 0 && rows.length > 0)
+        rows.push(
+          columns.map((c, i) =>
+            i === 0 ? 'TOTAL' : c in report.totals ? cell(c, (report.totals as Record<string, unknown>)[c]) : '',
+          ),
+        );
+      else if (rows.length === 0)
+        rows.push(
+          columns.map((c, i) =>
+            c in report.totals ? cell(c, (report.totals as Record<string, unknown>)[c]) : i === 0 ? '-' : '',
+          ),
+        );
       line(io, `runs that ended from ${report.from} to ${report.to}`);
-      line(io, table(columns.map((c) => c.toUpperCase()), rows));
+      line(
+        io,
+        table(
+          columns.map((c) => c.toUpperCase()),
+          rows,
+        ),
+      );
     }
     return 0;
   } finally {

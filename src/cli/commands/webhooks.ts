@@ -23,20 +23,33 @@ keel webhooks rotate-secret <id> [--overlap SECONDS]    a new secret (printed on
 type WebhookJson = z.infer<typeof WebhookSchema> & { secret?: string };
 type DeliveryJson = z.infer<typeof DeliverySchema>;
 
-const SUBCOMMANDS = ['list', 'create', 'get', 'update', 'delete', 'deliveries', 'delivery', 'redeliver', 'rotate-secret'];
+const SUBCOMMANDS = [
+  'list',
+  'create',
+  'get',
+  'update',
+  'delete',
+  'deliveries',
+  'delivery',
+  'redeliver',
+  'rotate-secret',
+];
 
 /** The API client of a command that talks to a server: --url / $KEEL_URL, --key / $KEEL_API_KEY. */
 function apiOf(command: string, io: Io, url: string | undefined, key: string | undefined): Api {
   const base = url ?? (io.env.KEEL_URL || 'http://127.0.0.1:8787');
-  if (!URL.canParse(base) || !['http:', 'https:'].includes(new URL(base).protocol)) throw new UsageError(`${command}: --url must be an http(s) URL, not ${JSON.stringify(base)}`);
+  if (!URL.canParse(base) || !['http:', 'https:'].includes(new URL(base).protocol))
+    throw new UsageError(`${command}: --url must be an http(s) URL, not ${JSON.stringify(base)}`);
   const secret = key ?? io.env.KEEL_API_KEY;
   return new Api({ url: base, ...(secret ? { key: secret } : {}) });
 }
 
 /** What went wrong, for people: the API's problem detail, with a hint where one helps. */
 function explained(e: unknown): Error {
-  if (e instanceof NetworkError) return new Error(`${e.message}\n  start a server with "keel serve", or point --url (or $KEEL_URL) at one`);
-  if (e instanceof ApiError && e.status === 401) return new Error('the server requires an API key: pass --key or set $KEEL_API_KEY (see keel keys create)');
+  if (e instanceof NetworkError)
+    return new Error(`${e.message}\n  start a server with "keel serve", or point --url (or $KEEL_URL) at one`);
+  if (e instanceof ApiError && e.status === 401)
+    return new Error('the server requires an API key: pass --key or set $KEEL_API_KEY (see keel keys create)');
   if (e instanceof ApiError) return new Error(`${e.message} (${e.type}, HTTP ${e.status})`);
   return e instanceof Error ? e : new Error(String(e));
 }
@@ -47,7 +60,8 @@ const eventsOf = (command: string, v: string | undefined): string[] | undefined 
     .split(',')
     .map((s) => s.trim())
     .filter((s) => s !== '');
-  if (events.length === 0) throw new UsageError(`${command}: --events lists one or more event types, e.g. run.completed,run.failed`);
+  if (events.length === 0)
+    throw new UsageError(`${command}: --events lists one or more event types, e.g. run.completed,run.failed`);
   return events;
 };
 
@@ -59,7 +73,8 @@ function printWebhook(io: Io, w: WebhookJson): void {
   line(io, `  receiver  ${w.url}`);
   line(io, `  events    ${w.events.join(', ')}`);
   line(io, `  created   ${at(w.created_at)}   updated ${at(w.updated_at)}`);
-  if (w.previous_secret_expires_at) line(io, `  the previous secret signs too until ${at(w.previous_secret_expires_at)} UTC`);
+  if (w.previous_secret_expires_at)
+    line(io, `  the previous secret signs too until ${at(w.previous_secret_expires_at)} UTC`);
 }
 
 function printDelivery(io: Io, d: DeliveryJson): void {
@@ -74,7 +89,13 @@ function printDelivery(io: Io, d: DeliveryJson): void {
       io,
       table(
         ['  #', 'STARTED', 'DURATION', 'STATUS', 'ERROR'],
-        d.attempts.map((a) => [`  ${a.n}`, at(a.started_at), `${a.duration_ms}ms`, a.status_code === null ? '-' : String(a.status_code), a.error ?? '']),
+        d.attempts.map((a) => [
+          `  ${a.n}`,
+          at(a.started_at),
+          `${a.duration_ms}ms`,
+          a.status_code === null ? '-' : String(a.status_code),
+          a.error ?? '',
+        ]),
       ),
     );
   }
@@ -84,7 +105,8 @@ function printDelivery(io: Io, d: DeliveryJson): void {
 export async function webhooksCommand(argv: string[], io: Io): Promise<number> {
   const [sub, ...rest] = argv;
   const name = `webhooks ${sub ?? ''}`.trim();
-  if (sub === undefined || !SUBCOMMANDS.includes(sub)) throw new UsageError(`webhooks: expected ${SUBCOMMANDS.join(', ')}\n${webhooksHelp}`);
+  if (sub === undefined || !SUBCOMMANDS.includes(sub))
+    throw new UsageError(`webhooks: expected ${SUBCOMMANDS.join(', ')}\n${webhooksHelp}`);
   const { values, positionals } = args(name, rest, {
     url: { type: 'string' },
     key: { type: 'string' },
@@ -113,11 +135,22 @@ export async function webhooksCommand(argv: string[], io: Io): Promise<number> {
       const page = await call<{ data: WebhookJson[] }>('GET', `/v1/webhooks?limit=${Math.min(limit, 200)}`);
       if (values.json) json(io, page.data);
       else if (page.data.length === 0) line(io, 'no webhooks');
-      else line(io, table(['ID', 'RECEIVER', 'EVENTS', 'ACTIVE'], page.data.map((w) => [w.id, clip(w.url, 60), clip(w.events.join(','), 60), w.active ? 'yes' : 'no'])));
+      else
+        line(
+          io,
+          table(
+            ['ID', 'RECEIVER', 'EVENTS', 'ACTIVE'],
+            page.data.map((w) => [w.id, clip(w.url, 60), clip(w.events.join(','), 60), w.active ? 'yes' : 'no']),
+          ),
+        );
       return 0;
     }
     case 'create': {
-      const receiver = positional(name, positionals, 'receiver URL, e.g. keel webhooks create https://example.com/hook --events run.completed');
+      const receiver = positional(
+        name,
+        positionals,
+        'receiver URL, e.g. keel webhooks create https://example.com/hook --events run.completed',
+      );
       const events = eventsOf(name, values.events);
       if (!events) throw new UsageError(`${name}: --events is required, e.g. --events run.completed,run.failed`);
       const w = await call<WebhookJson>('POST', '/v1/webhooks', {
@@ -134,7 +167,10 @@ export async function webhooksCommand(argv: string[], io: Io): Promise<number> {
       return 0;
     }
     case 'get': {
-      const w = await call<WebhookJson>('GET', `/v1/webhooks/${id(positional(name, positionals, 'webhook id (see keel webhooks list)'))}`);
+      const w = await call<WebhookJson>(
+        'GET',
+        `/v1/webhooks/${id(positional(name, positionals, 'webhook id (see keel webhooks list)'))}`,
+      );
       if (values.json) json(io, w);
       else printWebhook(io, w);
       return 0;
@@ -148,7 +184,8 @@ export async function webhooksCommand(argv: string[], io: Io): Promise<number> {
         ...(events ? { events } : {}),
         ...(values.enable ? { active: true } : values.disable ? { active: false } : {}),
       };
-      if (Object.keys(patch).length === 0) throw new UsageError(`${name}: nothing to change: give --receiver, --events, --enable or --disable`);
+      if (Object.keys(patch).length === 0)
+        throw new UsageError(`${name}: nothing to change: give --receiver, --events, --enable or --disable`);
       const w = await call<WebhookJson>('PATCH', `/v1/webhooks/${id(hook)}`, patch);
       if (values.json) json(io, w);
       else printWebhook(io, w);
@@ -164,7 +201,10 @@ export async function webhooksCommand(argv: string[], io: Io): Promise<number> {
     case 'deliveries': {
       const hook = positional(name, positionals, 'webhook id, e.g. keel webhooks deliveries <id>');
       const limit = intOption(name, 'limit', values.limit, { min: 1, default: 20 });
-      const page = await call<{ data: DeliveryJson[] }>('GET', `/v1/webhooks/${id(hook)}/deliveries?limit=${Math.min(limit, 200)}`);
+      const page = await call<{ data: DeliveryJson[] }>(
+        'GET',
+        `/v1/webhooks/${id(hook)}/deliveries?limit=${Math.min(limit, 200)}`,
+      );
       if (values.json) json(io, page.data);
       else if (page.data.length === 0) line(io, `webhook ${hook} has no deliveries`);
       else {
@@ -172,14 +212,24 @@ export async function webhooksCommand(argv: string[], io: Io): Promise<number> {
           io,
           table(
             ['ID', 'EVENT', 'STATUS', 'ATTEMPTS', 'LAST', 'CREATED'],
-            page.data.map((d) => [d.id, d.event_type, d.status, String(d.attempts.length), d.last_error ?? (d.last_status_code === null ? '-' : String(d.last_status_code)), at(d.created_at)]),
+            page.data.map((d) => [
+              d.id,
+              d.event_type,
+              d.status,
+              String(d.attempts.length),
+              d.last_error ?? (d.last_status_code === null ? '-' : String(d.last_status_code)),
+              at(d.created_at),
+            ]),
           ),
         );
       }
       return 0;
     }
     case 'delivery': {
-      const d = await call<DeliveryJson>('GET', `/v1/webhook-deliveries/${id(positional(name, positionals, 'delivery id (see keel webhooks deliveries <id>)'))}`);
+      const d = await call<DeliveryJson>(
+        'GET',
+        `/v1/webhook-deliveries/${id(positional(name, positionals, 'delivery id (see keel webhooks deliveries <id>)'))}`,
+      );
       if (values.json) json(io, d);
       else printDelivery(io, d);
       return 0;
@@ -187,20 +237,33 @@ export async function webhooksCommand(argv: string[], io: Io): Promise<number> {
     case 'redeliver': {
       const delivery = positional(name, positionals, 'delivery id (see keel webhooks deliveries <id>)');
       const found = await call<DeliveryJson>('GET', `/v1/webhook-deliveries/${id(delivery)}`);
-      const d = await call<DeliveryJson>('POST', `/v1/webhooks/${id(found.webhook_id)}/deliveries/${id(delivery)}/redeliver`);
+      const d = await call<DeliveryJson>(
+        'POST',
+        `/v1/webhooks/${id(found.webhook_id)}/deliveries/${id(delivery)}/redeliver`,
+      );
       if (values.json) json(io, d);
       else line(io, `delivery ${d.id} is pending again: it is attempted now`);
       return 0;
     }
     case 'rotate-secret': {
       const hook = positional(name, positionals, 'webhook id (see keel webhooks list)');
-      const overlap = values.overlap !== undefined ? intOption(name, 'overlap', values.overlap, { min: 0, default: 0 }) : undefined;
-      const w = await call<WebhookJson>('POST', `/v1/webhooks/${id(hook)}/rotate-secret`, overlap !== undefined ? { overlap_seconds: overlap } : {});
+      const overlap =
+        values.overlap !== undefined ? intOption(name, 'overlap', values.overlap, { min: 0, default: 0 }) : undefined;
+      const w = await call<WebhookJson>(
+        'POST',
+        `/v1/webhooks/${id(hook)}/rotate-secret`,
+        overlap !== undefined ? { overlap_seconds: overlap } : {},
+      );
       if (values.json) json(io, w);
       else {
         line(io, `rotated the secret of webhook ${w.id}`);
         line(io, `secret (shown once, store it now): ${w.secret}`);
-        line(io, w.previous_secret_expires_at ? `the previous secret signs deliveries too until ${at(w.previous_secret_expires_at)} UTC` : 'the previous secret no longer signs');
+        line(
+          io,
+          w.previous_secret_expires_at
+            ? `the previous secret signs deliveries too until ${at(w.previous_secret_expires_at)} UTC`
+            : 'the previous secret no longer signs',
+        );
       }
       return 0;
     }

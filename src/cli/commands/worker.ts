@@ -21,10 +21,13 @@ export async function workerCommand(argv: string[], io: Io): Promise<number> {
     'log-level': { type: 'string' },
   });
   const concurrency = values.concurrency !== undefined ? Number(values.concurrency) : 8;
-  if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error(`--concurrency must be a whole number >= 1, not ${values.concurrency}`);
+  if (!Number.isInteger(concurrency) || concurrency < 1)
+    throw new Error(`--concurrency must be a whole number >= 1, not ${values.concurrency}`);
   const rawPort = values['metrics-port'];
-  const metricsPort = rawPort !== undefined && /^\d+$/.test(rawPort) ? Number(rawPort) : rawPort === undefined ? undefined : NaN;
-  if (metricsPort !== undefined && !(metricsPort >= 0 && metricsPort <= 65535)) throw new Error(`--metrics-port must be 0-65535, not ${JSON.stringify(rawPort)}`);
+  const metricsPort =
+    rawPort !== undefined && /^\d+$/.test(rawPort) ? Number(rawPort) : rawPort === undefined ? undefined : NaN;
+  if (metricsPort !== undefined && !(metricsPort >= 0 && metricsPort <= 65535))
+    throw new Error(`--metrics-port must be 0-65535, not ${JSON.stringify(rawPort)}`);
   const logger = commandLogger(io, values['log-level']);
   const config = await loadConfig(values.config);
   const { store, where } = await openDb(io, values.db, { create: true });
@@ -40,7 +43,11 @@ export async function workerCommand(argv: string[], io: Io): Promise<number> {
   let metrics: Awaited<ReturnType<typeof serveMetrics>> | undefined;
   try {
     if (metricsPort !== undefined) {
-      metrics = await serveMetrics(telemetry.metrics, { port: metricsPort, ...(values['metrics-host'] ? { host: values['metrics-host'] } : {}), ...(io.env.KEEL_METRICS_TOKEN ? { token: io.env.KEEL_METRICS_TOKEN } : {}) });
+      metrics = await serveMetrics(telemetry.metrics, {
+        port: metricsPort,
+        ...(values['metrics-host'] ? { host: values['metrics-host'] } : {}),
+        ...(io.env.KEEL_METRICS_TOKEN ? { token: io.env.KEEL_METRICS_TOKEN } : {}),
+      });
     }
   } catch (e) {
     telemetry.stop();
@@ -48,7 +55,10 @@ export async function workerCommand(argv: string[], io: Io): Promise<number> {
     throw e;
   }
   const worker = rt.startWorker({ concurrency });
-  line(io, `keel worker ${worker.id} on ${where}, concurrency ${concurrency}${config.demo ? ' (demo agent)' : ''}${metrics ? `, metrics at ${metrics.url}` : ''}`);
+  line(
+    io,
+    `keel worker ${worker.id} on ${where}, concurrency ${concurrency}${config.demo ? ' (demo agent)' : ''}${metrics ? `, metrics at ${metrics.url}` : ''}`,
+  );
   await new Promise<void>((resolve) => io.signal.addEventListener('abort', () => resolve(), { once: true }));
   line(io, 'stopping: handing runs back to the queue…');
   // The worker (its runs handed back), the scheduler and webhook deliveries stop.

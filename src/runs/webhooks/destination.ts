@@ -115,7 +115,10 @@ export interface ResolvedAddress {
 export type Resolve = (host: string) => Promise<ResolvedAddress[]>;
 
 export const systemResolve: Resolve = async (host) =>
-  (await lookup(host, { all: true, verbatim: true })).map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
+  (await lookup(host, { all: true, verbatim: true })).map((a) => ({
+    address: a.address,
+    family: a.family === 6 ? 6 : 4,
+  }));
 
 /** A delivery refused before any connection: its destination is private. */
 export class RefusedDestinationError extends Error {
@@ -131,7 +134,10 @@ export class RefusedDestinationError extends Error {
  * when the URL is private as written or when **any** answer is private (a name that answers a
  * public and a private address could be reached at either).
  */
-export async function resolveDestination(url: string, o: { allowPrivateNetworks: boolean; resolve: Resolve }): Promise<ResolvedAddress> {
+export async function resolveDestination(
+  url: string,
+  o: { allowPrivateNetworks: boolean; resolve: Resolve },
+): Promise<ResolvedAddress> {
   const host = hostOf(url);
   if (!o.allowPrivateNetworks) {
     const literal = privateUrlReason(url);

@@ -1,4 +1,9 @@
-import { isClosedStore, type ClaimedWebhookDelivery, type Store, type WebhookDeliveryStatus } from '../../store/index.ts';
+import {
+  isClosedStore,
+  type ClaimedWebhookDelivery,
+  type Store,
+  type WebhookDeliveryStatus,
+} from '../../store/index.ts';
 import type { Clock } from '../clock.ts';
 import { WakeUp } from '../wake-up.ts';
 import { resolveDestination, systemResolve, type Resolve } from './destination.ts';
@@ -43,14 +48,19 @@ export interface DispatcherOptions {
 }
 
 /** The delay before attempt `n + 1` after `n` failed: exponential, capped, with jitter (half to all of it). */
-export function webhookBackoff(n: number, o: { baseDelayMs: number; maxDelayMs: number; random: () => number }): number {
+export function webhookBackoff(
+  n: number,
+  o: { baseDelayMs: number; maxDelayMs: number; random: () => number },
+): number {
   const full = Math.min(o.maxDelayMs, o.baseDelayMs * 2 ** Math.min(Math.max(0, n - 1), 30));
   return Math.round(full / 2 + o.random() * (full / 2));
 }
 
 /** The secrets that sign an attempt at `at`: the subscription's, and the one a rotation replaced while its overlap lasts. */
 const secretsAt = (d: ClaimedWebhookDelivery, at: number): string[] =>
-  d.previousSecret !== null && d.previousSecretExpiresAt !== null && at < d.previousSecretExpiresAt ? [d.secret, d.previousSecret] : [d.secret];
+  d.previousSecret !== null && d.previousSecretExpiresAt !== null && at < d.previousSecretExpiresAt
+    ? [d.secret, d.previousSecret]
+    : [d.secret];
 
 /** `promise`, or a rejection as soon as `signal` aborts (a host name's resolution cannot be aborted itself). */
 function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
@@ -109,10 +119,17 @@ export class WebhookDispatcher {
     this.pollMs = o.pollMs ?? 1000;
     this.concurrency = Math.max(1, o.concurrency ?? o.batch ?? 16);
     this.perDestination = Math.max(1, o.perDestination ?? 2);
-    this.backoff = { baseDelayMs: o.baseDelayMs ?? 10_000, maxDelayMs: o.maxDelayMs ?? 3_600_000, random: o.random ?? Math.random };
+    this.backoff = {
+      baseDelayMs: o.baseDelayMs ?? 10_000,
+      maxDelayMs: o.maxDelayMs ?? 3_600_000,
+      random: o.random ?? Math.random,
+    };
     this.allowPrivateNetworks = o.allowPrivateNetworks ?? false;
     this.resolve = o.resolve ?? systemResolve;
-    this.retention = { deliveredMs: o.retention?.deliveredMs ?? 7 * DAY_MS, failedMs: o.retention?.failedMs ?? 30 * DAY_MS };
+    this.retention = {
+      deliveredMs: o.retention?.deliveredMs ?? 7 * DAY_MS,
+      failedMs: o.retention?.failedMs ?? 30 * DAY_MS,
+    };
     this.pruneEveryMs = o.pruneEveryMs ?? 60_000;
     this.pruneBatch = o.pruneBatch ?? 500;
   }
@@ -188,7 +205,10 @@ export class WebhookDispatcher {
     // Only deliveries this process could start now are worth a claim (a write).
     const full = [...this.busy].filter(([, n]) => n >= this.perDestination).map(([url]) => url);
     if (!(await this.store.hasDueWebhookDeliveries(now, { except: full }))) return [];
-    const claimed = await this.store.claimWebhookDeliveries(now, this.leaseMs, free, { perDestination: this.perDestination, busy: Object.fromEntries(this.busy) });
+    const claimed = await this.store.claimWebhookDeliveries(now, this.leaseMs, free, {
+      perDestination: this.perDestination,
+      busy: Object.fromEntries(this.busy),
+    });
     return claimed.map((d) => this.inSlot(d));
   }
 
@@ -222,7 +242,7 @@ export class WebhookDispatcher {
   /** Runs passes until nothing is due (tests). */
   async drain(): Promise<number> {
     let total = 0;
-    for (let n; (n = await this.tick()) > 0; ) total += n;
+    for (let n; (n = await this.tick()) > 0;) total += n;
     return total;
   }
 
@@ -237,7 +257,10 @@ export class WebhookDispatcher {
     try {
       // What the host resolves to now (it may have changed since the subscription was made),
       // resolved once: the connection goes to the address checked.
-      const to = await abortable(resolveDestination(d.url, { allowPrivateNetworks: this.allowPrivateNetworks, resolve: this.resolve }), signal);
+      const to = await abortable(
+        resolveDestination(d.url, { allowPrivateNetworks: this.allowPrivateNetworks, resolve: this.resolve }),
+        signal,
+      );
       statusCode = await postWebhook(d.url, to, {
         headers: {
           'content-type': 'application/json',
@@ -264,6 +287,12 @@ export class WebhookDispatcher {
       status = nextAttemptAt > d.retryUntil ? 'failed' : 'pending';
       if (status === 'failed') nextAttemptAt = null;
     }
-    await this.store.recordWebhookAttempt({ deliveryId: d.id, claim: d.claim, attempt: { deliveryId: d.id, n, startedAt, durationMs, statusCode, error }, status, nextAttemptAt });
+    await this.store.recordWebhookAttempt({
+      deliveryId: d.id,
+      claim: d.claim,
+      attempt: { deliveryId: d.id, n, startedAt, durationMs, statusCode, error },
+      status,
+      nextAttemptAt,
+    });
   }
 }

@@ -1,7 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { newId } from '../../core/index.ts';
 import type { SessionLog } from '../../session/index.ts';
-import { NotFoundError, refuseNul, StoreError, WEBHOOK_EVENT_TYPES, type Store, type WebhookAttempt, type WebhookDelivery, type WebhookEventType, type WebhookRecord } from '../../store/index.ts';
+import {
+  NotFoundError,
+  refuseNul,
+  StoreError,
+  WEBHOOK_EVENT_TYPES,
+  type Store,
+  type WebhookAttempt,
+  type WebhookDelivery,
+  type WebhookEventType,
+  type WebhookRecord,
+} from '../../store/index.ts';
 import type { Clock } from '../clock.ts';
 import { DAY_MS, WebhookDispatcher, type DispatcherOptions } from './dispatcher.ts';
 import { privateUrlReason } from './destination.ts';
@@ -10,7 +20,15 @@ import { webhookOutbox } from './outbox.ts';
 export { DAY_MS, WebhookDispatcher, webhookBackoff, type DispatcherOptions } from './dispatcher.ts';
 export { webhookOutbox, webhookTypeOf } from './outbox.ts';
 export { signWebhook, verifyWebhookSignature } from './signature.ts';
-export { isPrivateAddress, privateUrlReason, RefusedDestinationError, resolveDestination, systemResolve, type Resolve, type ResolvedAddress } from './destination.ts';
+export {
+  isPrivateAddress,
+  privateUrlReason,
+  RefusedDestinationError,
+  resolveDestination,
+  systemResolve,
+  type Resolve,
+  type ResolvedAddress,
+} from './destination.ts';
 
 export interface WebhookOptions extends DispatcherOptions {
   /** How long a delivery is retried before it is `failed` (default one day). */
@@ -27,7 +45,11 @@ const newSecret = (): string => `whsec_${randomBytes(24).toString('base64url')}`
 function checkDestination(url: string, allowPrivateNetworks: boolean): void {
   if (!isWebhookUrl(url)) throw new StoreError('validation', `not an http(s) URL: ${url}`);
   const reason = allowPrivateNetworks ? undefined : privateUrlReason(url);
-  if (reason) throw new StoreError('validation', `webhooks may not be sent to ${url}: ${reason} (allow private networks with webhooks.allowPrivateNetworks, or KEEL_WEBHOOKS_ALLOW_PRIVATE=1 for keel serve)`);
+  if (reason)
+    throw new StoreError(
+      'validation',
+      `webhooks may not be sent to ${url}: ${reason} (allow private networks with webhooks.allowPrivateNetworks, or KEEL_WEBHOOKS_ALLOW_PRIVATE=1 for keel serve)`,
+    );
 }
 
 /** Whether a string is an http(s) URL a webhook may be sent to. */
@@ -35,14 +57,19 @@ export function isWebhookUrl(url: string): boolean {
   try {
     const u = new URL(url);
     // No control characters (NUL among them): what is sent is what was given.
-    return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname.length > 0 && url.length <= 2048 && ![...url].some((ch) => ch.charCodeAt(0) < 0x20 || ch.charCodeAt(0) === 0x7f);
+    return (
+      (u.protocol === 'http:' || u.protocol === 'https:') &&
+      u.hostname.length > 0 &&
+      url.length <= 2048 &&
+      ![...url].some((ch) => ch.charCodeAt(0) < 0x20 || ch.charCodeAt(0) === 0x7f)
+    );
   } catch {
     return false;
   }
 }
 
-export const isWebhookEventType = (t: string): t is WebhookEventType => (WEBHOOK_EVENT_TYPES as readonly string[]).includes(t);
-
+export const isWebhookEventType = (t: string): t is WebhookEventType =>
+  (WEBHOOK_EVENT_TYPES as readonly string[]).includes(t);
 
 /**
  * Webhooks of a runtime (ADR-0017): tenant-scoped subscriptions, the outbox hook on the session log
@@ -74,7 +101,10 @@ export class Webhooks {
   }
 
   /** A new subscription; its secret is generated unless given (returned here, and only here, to show). */
-  async create(tenant: string, o: { url: string; events: readonly WebhookEventType[]; secret?: string; active?: boolean }): Promise<WebhookRecord> {
+  async create(
+    tenant: string,
+    o: { url: string; events: readonly WebhookEventType[]; secret?: string; active?: boolean },
+  ): Promise<WebhookRecord> {
     refuseNul('secret', o.secret);
     checkDestination(o.url, this.allowPrivateNetworks);
     const now = this.clock.now();
@@ -105,7 +135,11 @@ export class Webhooks {
     return w;
   }
 
-  async update(tenant: string, id: string, patch: { url?: string; events?: readonly WebhookEventType[]; active?: boolean }): Promise<WebhookRecord> {
+  async update(
+    tenant: string,
+    id: string,
+    patch: { url?: string; events?: readonly WebhookEventType[]; active?: boolean },
+  ): Promise<WebhookRecord> {
     await this.get(tenant, id);
     if (patch.url !== undefined) checkDestination(patch.url, this.allowPrivateNetworks);
     const w = await this.store.updateWebhook(id, {
@@ -126,11 +160,18 @@ export class Webhooks {
   async rotateSecret(tenant: string, id: string, o: { overlapMs?: number } = {}): Promise<WebhookRecord> {
     const overlapMs = o.overlapMs ?? DEFAULT_SECRET_OVERLAP_MS;
     if (!Number.isInteger(overlapMs) || overlapMs < 0 || overlapMs > MAX_SECRET_OVERLAP_MS) {
-      throw new StoreError('validation', `the overlap is a whole number of milliseconds from 0 to ${MAX_SECRET_OVERLAP_MS}, not ${overlapMs}`);
+      throw new StoreError(
+        'validation',
+        `the overlap is a whole number of milliseconds from 0 to ${MAX_SECRET_OVERLAP_MS}, not ${overlapMs}`,
+      );
     }
     await this.get(tenant, id);
     const now = this.clock.now();
-    const w = await this.store.rotateWebhookSecret(id, { secret: newSecret(), previousSecretExpiresAt: now + overlapMs, updatedAt: now });
+    const w = await this.store.rotateWebhookSecret(id, {
+      secret: newSecret(),
+      previousSecretExpiresAt: now + overlapMs,
+      updatedAt: now,
+    });
     if (!w) throw new NotFoundError('webhook', id);
     return w;
   }
@@ -141,7 +182,11 @@ export class Webhooks {
   }
 
   /** A subscription's deliveries, newest first, each with its attempts. */
-  async deliveries(tenant: string, webhookId: string, page: { after?: string; limit: number }): Promise<Array<{ delivery: WebhookDelivery; attempts: WebhookAttempt[] }>> {
+  async deliveries(
+    tenant: string,
+    webhookId: string,
+    page: { after?: string; limit: number },
+  ): Promise<Array<{ delivery: WebhookDelivery; attempts: WebhookAttempt[] }>> {
     await this.get(tenant, webhookId);
     const list = await this.store.listWebhookDeliveries(webhookId, page);
     const attempts = await this.store.listWebhookAttempts(list.map((d) => d.id));
@@ -149,7 +194,11 @@ export class Webhooks {
   }
 
   /** One delivery of the tenant's subscription, with its attempts. */
-  async delivery(tenant: string, webhookId: string, deliveryId: string): Promise<{ delivery: WebhookDelivery; attempts: WebhookAttempt[] }> {
+  async delivery(
+    tenant: string,
+    webhookId: string,
+    deliveryId: string,
+  ): Promise<{ delivery: WebhookDelivery; attempts: WebhookAttempt[] }> {
     await this.get(tenant, webhookId);
     const d = await this.store.getWebhookDelivery(deliveryId);
     if (!d || d.webhookId !== webhookId) throw new NotFoundError('delivery', deliveryId);
@@ -157,7 +206,10 @@ export class Webhooks {
   }
 
   /** A delivery of one of the tenant's subscriptions, found by its id alone, with its attempts. */
-  async deliveryById(tenant: string, deliveryId: string): Promise<{ delivery: WebhookDelivery; attempts: WebhookAttempt[] }> {
+  async deliveryById(
+    tenant: string,
+    deliveryId: string,
+  ): Promise<{ delivery: WebhookDelivery; attempts: WebhookAttempt[] }> {
     const d = await this.store.getWebhookDelivery(deliveryId);
     if (!d || d.tenant !== tenant) throw new NotFoundError('delivery', deliveryId);
     return { delivery: d, attempts: await this.store.listWebhookAttempts([d.id]) };

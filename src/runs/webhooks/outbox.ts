@@ -1,6 +1,12 @@
 import { newId } from '../../core/index.ts';
 import type { AppendHook, SessionEvent } from '../../session/index.ts';
-import { RUN_STATUSES, type NewWebhookDelivery, type RunStatus, type StoreOps, type WebhookEventType } from '../../store/index.ts';
+import {
+  RUN_STATUSES,
+  type NewWebhookDelivery,
+  type RunStatus,
+  type StoreOps,
+  type WebhookEventType,
+} from '../../store/index.ts';
 import type { Clock } from '../clock.ts';
 
 /** Every run status a subscription can hear of (`run.<status>`): all of them. */
@@ -25,7 +31,15 @@ export function webhookTypeOf(e: { type: string; data: unknown }): WebhookEventT
 export function webhookData(type: WebhookEventType, e: SessionEvent, tenant: string): Record<string, unknown> {
   const d = e.data as Record<string, unknown>;
   if (type === 'schedule.fired') {
-    return { tenant, schedule: { id: d.scheduleId ?? null, tick: typeof d.tick === 'number' ? new Date(d.tick).toISOString() : (d.tick ?? null) }, run_id: d.runId ?? null, session_id: e.sessionId };
+    return {
+      tenant,
+      schedule: {
+        id: d.scheduleId ?? null,
+        tick: typeof d.tick === 'number' ? new Date(d.tick).toISOString() : (d.tick ?? null),
+      },
+      run_id: d.runId ?? null,
+      session_id: e.sessionId,
+    };
   }
   return {
     tenant,
@@ -73,8 +87,24 @@ export function webhookOutbox(o: OutboxOptions): AppendHook {
         for (const w of subscriptions) {
           if (!w.events.includes(type)) continue;
           const id = newId();
-          const body = JSON.stringify({ id, type, created_at: new Date(e.time).toISOString(), data: webhookData(type, e, w.tenant) });
-          deliveries.push({ id, webhookId: w.id, tenant: w.tenant, eventType: type, eventId: e.id, sessionId: e.sessionId, body, createdAt: now, nextAttemptAt: now, retryUntil: now + o.retryForMs });
+          const body = JSON.stringify({
+            id,
+            type,
+            created_at: new Date(e.time).toISOString(),
+            data: webhookData(type, e, w.tenant),
+          });
+          deliveries.push({
+            id,
+            webhookId: w.id,
+            tenant: w.tenant,
+            eventType: type,
+            eventId: e.id,
+            sessionId: e.sessionId,
+            body,
+            createdAt: now,
+            nextAttemptAt: now,
+            retryUntil: now + o.retryForMs,
+          });
         }
       }
       if (deliveries.length === 0) return;

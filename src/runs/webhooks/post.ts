@@ -11,10 +11,17 @@ import type { ResolvedAddress } from './destination.ts';
  * pooled one could have been opened to an address checked under other rules. Redirects are not
  * followed. Resolves to the response's status (its body is discarded).
  */
-export function postWebhook(url: string, to: ResolvedAddress, o: { headers: Record<string, string>; body: string; signal: AbortSignal }): Promise<number> {
+export function postWebhook(
+  url: string,
+  to: ResolvedAddress,
+  o: { headers: Record<string, string>; body: string; signal: AbortSignal },
+): Promise<number> {
   const u = new URL(url);
   const lookup: LookupFunction = (_host, options, callback) => {
-    if (options.all) (callback as unknown as (e: null, all: Array<{ address: string; family: number }>) => void)(null, [{ address: to.address, family: to.family }]);
+    if (options.all)
+      (callback as unknown as (e: null, all: Array<{ address: string; family: number }>) => void)(null, [
+        { address: to.address, family: to.family },
+      ]);
     else callback(null, to.address, to.family);
   };
   const request = u.protocol === 'https:' ? httpsRequest : httpRequest;
@@ -28,7 +35,9 @@ export function postWebhook(url: string, to: ResolvedAddress, o: { headers: Reco
         agent: false,
         signal: o.signal,
         // For a literal IP address there is no server name to send (SNI takes names only).
-        ...(u.protocol === 'https:' && !u.hostname.startsWith('[') && !/^\d+\.\d+\.\d+\.\d+$/.test(u.hostname) ? { servername: u.hostname } : {}),
+        ...(u.protocol === 'https:' && !u.hostname.startsWith('[') && !/^\d+\.\d+\.\d+\.\d+$/.test(u.hostname)
+          ? { servername: u.hostname }
+          : {}),
       },
       (res: IncomingMessage) => {
         res.resume();

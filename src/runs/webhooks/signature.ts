@@ -7,10 +7,14 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
  */
 export function signWebhook(secret: string | readonly string[], body: string, timestampSec: number): string {
   const payload = `${timestampSec}.${body}`;
-  return [`t=${timestampSec}`, ...(typeof secret === 'string' ? [secret] : secret).map((s) => `v1=${hmac(s, payload)}`)].join(',');
+  return [
+    `t=${timestampSec}`,
+    ...(typeof secret === 'string' ? [secret] : secret).map((s) => `v1=${hmac(s, payload)}`),
+  ].join(',');
 }
 
-const hmac = (secret: string, payload: string): string => createHmac('sha256', secret).update(payload, 'utf8').digest('hex');
+const hmac = (secret: string, payload: string): string =>
+  createHmac('sha256', secret).update(payload, 'utf8').digest('hex');
 
 /**
  * Whether a delivery is genuine: `header` (the `Keel-Signature` value) signs exactly `body` (the raw
@@ -18,7 +22,13 @@ const hmac = (secret: string, payload: string): string => createHmac('sha256', s
  * `toleranceSec` of `nowMs` (replays of old deliveries are refused; 0 skips the check). Compares in
  * constant time. A header may carry several `v1=` signatures (one may match).
  */
-export function verifyWebhookSignature(secret: string, header: string | null | undefined, body: string | Uint8Array, toleranceSec = 300, nowMs = Date.now()): boolean {
+export function verifyWebhookSignature(
+  secret: string,
+  header: string | null | undefined,
+  body: string | Uint8Array,
+  toleranceSec = 300,
+  nowMs = Date.now(),
+): boolean {
   if (!header) return false;
   let t: number | undefined;
   const signatures: string[] = [];

@@ -3,7 +3,14 @@ import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { createUIMessageStreamResponse, type UIMessageChunk } from 'ai';
 import type { DeltaEvent, UserInput } from '../../core/index.ts';
-import type { AssistantMessage, JsonValue, ReasoningPart, TextPart, ToolOutput, UserMessage } from '../../model/index.ts';
+import type {
+  AssistantMessage,
+  JsonValue,
+  ReasoningPart,
+  TextPart,
+  ToolOutput,
+  UserMessage,
+} from '../../model/index.ts';
 import type { RecordedSend, Waiting } from '../../runs/index.ts';
 import { FeedOverflowError, follow, type SessionEvent } from '../../session/index.ts';
 import type { RunRecord, RunStatus } from '../../store/index.ts';
@@ -42,7 +49,17 @@ import { sessionFor } from './sessions.ts';
  * here for any chat id (as is `${api}/stream`).
  */
 
-const SETTLED: readonly RunStatus[] = ['waiting_approval', 'waiting_for_user', 'sleeping', 'waiting_for_signal', 'paused', 'completed', 'failed', 'cancelled', 'timed_out'];
+const SETTLED: readonly RunStatus[] = [
+  'waiting_approval',
+  'waiting_for_user',
+  'sleeping',
+  'waiting_for_signal',
+  'paused',
+  'completed',
+  'failed',
+  'cancelled',
+  'timed_out',
+];
 /** How often an idle stream re-reads the log (events written by workers in other processes). */
 const POLL_MS = 1000;
 
@@ -51,11 +68,18 @@ type Streamed = { kind: 'text' | 'reasoning'; id: string; text: string };
 
 const isBlank = (p: TextPart | ReasoningPart) => p.text === '';
 
-function uiParts(m: UserMessage): Array<{ type: 'text'; text: string } | { type: 'file'; mediaType: string; url: string; filename?: string }> {
+function uiParts(
+  m: UserMessage,
+): Array<{ type: 'text'; text: string } | { type: 'file'; mediaType: string; url: string; filename?: string }> {
   return m.content.map((p) =>
     p.type === 'text'
       ? { type: 'text' as const, text: p.text }
-      : { type: 'file' as const, mediaType: p.mediaType, url: /^https?:\/\//.test(p.data) ? p.data : `data:${p.mediaType};base64,${p.data}`, ...(p.filename ? { filename: p.filename } : {}) },
+      : {
+          type: 'file' as const,
+          mediaType: p.mediaType,
+          url: /^https?:\/\//.test(p.data) ? p.data : `data:${p.mediaType};base64,${p.data}`,
+          ...(p.filename ? { filename: p.filename } : {}),
+        },
   );
 }
 
@@ -123,7 +147,11 @@ export class UiChunkMapper {
       out.push(kind === 'text' ? { type: 'text-start', id: part.id } : { type: 'reasoning-start', id: part.id });
     }
     part.text += d.delta;
-    out.push(kind === 'text' ? { type: 'text-delta', id: part.id, delta: d.delta } : { type: 'reasoning-delta', id: part.id, delta: d.delta });
+    out.push(
+      kind === 'text'
+        ? { type: 'text-delta', id: part.id, delta: d.delta }
+        : { type: 'reasoning-delta', id: part.id, delta: d.delta },
+    );
     return out;
   }
 
@@ -156,12 +184,21 @@ export class UiChunkMapper {
       case 'tool/approval':
         return [{ type: 'tool-approval-request', approvalId: e.data.toolCallId, toolCallId: e.data.toolCallId }];
       case 'tool/decision':
-        return [{ type: 'tool-approval-response', approvalId: e.data.toolCallId, approved: e.data.approved, ...(e.data.reason !== undefined ? { reason: e.data.reason } : {}) }];
+        return [
+          {
+            type: 'tool-approval-response',
+            approvalId: e.data.toolCallId,
+            approved: e.data.approved,
+            ...(e.data.reason !== undefined ? { reason: e.data.reason } : {}),
+          },
+        ];
       case 'tool/result':
         return [this.result(e.data.toolCallId, e.data.output)];
       case 'user/message':
         // The trigger message is the client's own; steering joins the run as it runs.
-        return e.data.via === 'steer' ? [{ type: 'steering-message', id: e.data.message.id, parts: uiParts(e.data.message) }] : [];
+        return e.data.via === 'steer'
+          ? [{ type: 'steering-message', id: e.data.message.id, parts: uiParts(e.data.message) }]
+          : [];
       case 'turn/end':
         if (e.data.error) this.error = e.data.error.message;
         return [];
@@ -185,7 +222,10 @@ export class UiChunkMapper {
     switch (this.status) {
       case 'failed':
       case 'timed_out':
-        out.push({ type: 'error', errorText: this.error ?? (this.status === 'failed' ? 'the run failed' : 'the run timed out') });
+        out.push({
+          type: 'error',
+          errorText: this.error ?? (this.status === 'failed' ? 'the run failed' : 'the run timed out'),
+        });
         out.push({ type: 'finish', finishReason: 'error', messageMetadata: metadata });
         break;
       case 'completed':
@@ -206,7 +246,9 @@ export class UiChunkMapper {
     const cur = this.cur;
     this.cur = undefined;
     if (!cur) return [];
-    return cur.parts.map((p): Chunk => (p.kind === 'text' ? { type: 'text-end', id: p.id } : { type: 'reasoning-end', id: p.id }));
+    return cur.parts.map((p): Chunk =>
+      p.kind === 'text' ? { type: 'text-end', id: p.id } : { type: 'reasoning-end', id: p.id },
+    );
   }
 
   /** Takes back what the deltas of an abandoned model call added to the step. */
@@ -225,13 +267,18 @@ export class UiChunkMapper {
     const finals = m.content.filter((p): p is TextPart | ReasoningPart => p.type !== 'tool-call' && !isBlank(p));
     if (ended) {
       // Its parts streamed and were ended when the next message started: send only what they lacked, as new parts.
-      const covered = ended.length <= finals.length && ended.every((s, i) => s.kind === finals[i]!.type && finals[i]!.text === s.text) ? ended.length : 0;
+      const covered =
+        ended.length <= finals.length && ended.every((s, i) => s.kind === finals[i]!.type && finals[i]!.text === s.text)
+          ? ended.length
+          : 0;
       return [...wholeParts(m, finals, covered, `${m.id}:final`)];
     }
     if (!cur) out.push(...this.closeParts());
     this.cur = undefined;
     let streamed = cur?.parts ?? [];
-    const matches = streamed.length <= finals.length && streamed.every((s, i) => s.kind === finals[i]!.type && finals[i]!.text.startsWith(s.text));
+    const matches =
+      streamed.length <= finals.length &&
+      streamed.every((s, i) => s.kind === finals[i]!.type && finals[i]!.text.startsWith(s.text));
     if (!matches) {
       // The deltas do not add up to the message (should not happen): send the message instead.
       out.push({ type: 'reset-step' });
@@ -239,8 +286,16 @@ export class UiChunkMapper {
     }
     streamed.forEach((s, i) => {
       const rest = finals[i]!.text.slice(s.text.length);
-      if (s.kind === 'text') out.push(...(rest ? [{ type: 'text-delta' as const, id: s.id, delta: rest }] : []), { type: 'text-end', id: s.id });
-      else out.push(...(rest ? [{ type: 'reasoning-delta' as const, id: s.id, delta: rest }] : []), { type: 'reasoning-end', id: s.id });
+      if (s.kind === 'text')
+        out.push(...(rest ? [{ type: 'text-delta' as const, id: s.id, delta: rest }] : []), {
+          type: 'text-end',
+          id: s.id,
+        });
+      else
+        out.push(...(rest ? [{ type: 'reasoning-delta' as const, id: s.id, delta: rest }] : []), {
+          type: 'reasoning-end',
+          id: s.id,
+        });
     });
     out.push(...wholeParts(m, finals, streamed.length, m.id));
     return out;
@@ -285,7 +340,11 @@ function runChunks(ctx: AppContext, o: RunStreamOptions, errorText: (e: unknown)
   };
 
   const pump = async (controller: ReadableStreamDefaultController<Chunk>) => {
-    const mapper = new UiChunkMapper({ runId: o.runId, sessionId: o.sessionId, ...(o.status ? { status: o.status } : {}) });
+    const mapper = new UiChunkMapper({
+      runId: o.runId,
+      sessionId: o.sessionId,
+      ...(o.status ? { status: o.status } : {}),
+    });
     const settled = () => mapper.status !== undefined && SETTLED.includes(mapper.status);
     const emit = (chunks: Chunk[]) => {
       if (closed.signal.aborted) return;
@@ -345,7 +404,10 @@ function runChunks(ctx: AppContext, o: RunStreamOptions, errorText: (e: unknown)
 function streamResponse(ctx: AppContext, c: Context<AppEnv>, o: RunStreamOptions): Response {
   const stream = runChunks(ctx, o, (e) => {
     const p = toProblem(e);
-    if (p.type === 'internal') process.emitWarning(`keel server: ${c.req.method} ${c.req.path}: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+    if (p.type === 'internal')
+      process.emitWarning(
+        `keel server: ${c.req.method} ${c.req.path}: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`,
+      );
     return p.detail;
   });
   return createUIMessageStreamResponse({ stream, keepAliveMs: ctx.options.heartbeatMs });
@@ -355,7 +417,11 @@ function streamResponse(ctx: AppContext, c: Context<AppEnv>, o: RunStreamOptions
 // send just that one (see prepareSendMessagesRequest); other fields are ignored.
 const UIPart = z.looseObject({ type: z.string() });
 // A user message's id is kept as text (its idempotency key): never NUL.
-const UIMessageSchema = z.looseObject({ id: plainText(LIMITS.id), role: z.enum(['system', 'user', 'assistant']), parts: z.array(UIPart) });
+const UIMessageSchema = z.looseObject({
+  id: plainText(LIMITS.id),
+  role: z.enum(['system', 'user', 'assistant']),
+  parts: z.array(UIPart),
+});
 const ChatRequest = z
   .looseObject({
     id: z.string().optional().describe('The chat id (ignored: the session is the chat)'),
@@ -392,12 +458,22 @@ function userInputOf(m: UIMessageIn): UserInput {
       content.push({ type: 'file', mediaType: p.mediaType, data: base64, ...filename });
     }
   }
-  if (content.length === 0) throw new HttpProblem('validation', 'messages: the last user message has no text or file part');
+  if (content.length === 0)
+    throw new HttpProblem('validation', 'messages: the last user message has no text or file part');
   return content;
 }
 
-type ToolPartIn = UIPartIn & { toolCallId: string; state: string; approval?: { id?: unknown; approved?: unknown; reason?: unknown }; output?: unknown; errorText?: unknown };
-const isToolPart = (p: UIPartIn): p is ToolPartIn => (p.type.startsWith('tool-') || p.type === 'dynamic-tool') && typeof p.toolCallId === 'string' && typeof p.state === 'string';
+type ToolPartIn = UIPartIn & {
+  toolCallId: string;
+  state: string;
+  approval?: { id?: unknown; approved?: unknown; reason?: unknown };
+  output?: unknown;
+  errorText?: unknown;
+};
+const isToolPart = (p: UIPartIn): p is ToolPartIn =>
+  (p.type.startsWith('tool-') || p.type === 'dynamic-tool') &&
+  typeof p.toolCallId === 'string' &&
+  typeof p.state === 'string';
 
 /**
  * Applies what the last assistant message answers: approval responses (`addToolApprovalResponse`)
@@ -408,13 +484,23 @@ async function applyAnswers(ctx: AppContext, sessionId: string, m: UIMessageIn):
   const { rt } = ctx;
   const run = await ctx.rt.runs.active(sessionId);
   if (!run || (run.status !== 'waiting_approval' && run.status !== 'waiting_for_user')) {
-    throw new HttpProblem('conflict', `session ${sessionId} has no run waiting for an approval or an answer`, run ? { active_run_id: run.id, status: run.status } : {});
+    throw new HttpProblem(
+      'conflict',
+      `session ${sessionId} has no run waiting for an approval or an answer`,
+      run ? { active_run_id: run.id, status: run.status } : {},
+    );
   }
   const waiting = run.waiting as unknown as Waiting | null;
   const open = new Map((waiting?.calls ?? []).map((c) => [c.toolCallId, c]));
   const tools = m.parts.filter(isToolPart);
-  const approvals = tools.filter((p) => p.state === 'approval-responded' && open.get(typeof p.approval?.id === 'string' ? p.approval.id : p.toolCallId)?.kind === 'approval');
-  const answers = tools.filter((p) => (p.state === 'output-available' || p.state === 'output-error') && open.get(p.toolCallId)?.kind === 'input');
+  const approvals = tools.filter(
+    (p) =>
+      p.state === 'approval-responded' &&
+      open.get(typeof p.approval?.id === 'string' ? p.approval.id : p.toolCallId)?.kind === 'approval',
+  );
+  const answers = tools.filter(
+    (p) => (p.state === 'output-available' || p.state === 'output-error') && open.get(p.toolCallId)?.kind === 'input',
+  );
   if (approvals.length === 0 && answers.length === 0) {
     throw new HttpProblem('validation', `messages: the last message answers none of what run ${run.id} waits for`, {
       run_id: run.id,
@@ -425,12 +511,16 @@ async function applyAnswers(ctx: AppContext, sessionId: string, m: UIMessageIn):
   for (const p of approvals) {
     const id = typeof p.approval?.id === 'string' ? p.approval.id : p.toolCallId;
     const reason = typeof p.approval?.reason === 'string' ? { reason: p.approval.reason } : {};
-    current = p.approval?.approved === true ? await rt.runs.approve(run.id, id) : await rt.runs.deny(run.id, id, reason);
+    current =
+      p.approval?.approved === true ? await rt.runs.approve(run.id, id) : await rt.runs.deny(run.id, id, reason);
   }
   // Questions are answered once every approval is decided (the run says which it waits for).
   if (current.status === 'waiting_for_user') {
     for (const p of answers) {
-      const answer = p.state === 'output-available' ? ((p.output ?? null) as JsonValue) : { error: typeof p.errorText === 'string' ? p.errorText : 'no answer' };
+      const answer =
+        p.state === 'output-available'
+          ? ((p.output ?? null) as JsonValue)
+          : { error: typeof p.errorText === 'string' ? p.errorText : 'no answer' };
       await rt.runs.input(run.id, answer, { toolCallId: p.toolCallId });
     }
   }
@@ -439,11 +529,25 @@ async function applyAnswers(ctx: AppContext, sessionId: string, m: UIMessageIn):
 
 const problems = {
   400: { description: 'Invalid request', content: { 'application/problem+json': { schema: ProblemSchema } } },
-  401: { description: 'Missing or invalid API key', content: { 'application/problem+json': { schema: ProblemSchema } } },
-  404: { description: 'No such session (or not yours)', content: { 'application/problem+json': { schema: ProblemSchema } } },
-  409: { description: 'The session has an active run (a new message), or nothing waits for this answer', content: { 'application/problem+json': { schema: ProblemSchema } } },
+  401: {
+    description: 'Missing or invalid API key',
+    content: { 'application/problem+json': { schema: ProblemSchema } },
+  },
+  404: {
+    description: 'No such session (or not yours)',
+    content: { 'application/problem+json': { schema: ProblemSchema } },
+  },
+  409: {
+    description: 'The session has an active run (a new message), or nothing waits for this answer',
+    content: { 'application/problem+json': { schema: ProblemSchema } },
+  },
 } as const;
-const IdParam = z.object({ id: z.string().min(1).openapi({ param: { name: 'id', in: 'path' } }) });
+const IdParam = z.object({
+  id: z
+    .string()
+    .min(1)
+    .openapi({ param: { name: 'id', in: 'path' } }),
+});
 const STREAM_DESCRIPTION =
   'An AI SDK UI message stream (SSE, `x-vercel-ai-ui-message-stream: v1`): `start` (messageId = run id), `start-step`/`finish-step` per step, text and reasoning parts, tool parts (`tool-input-*`, `tool-approval-request` with approvalId = tool call id, `tool-output-*`), then `finish` when the run settles (or `error` when it failed)';
 
@@ -456,36 +560,76 @@ export function chatRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       method: 'post',
       path: '/v1/sessions/{id}/chat',
       tags: ['chat'],
-      summary: 'AI SDK chat: send the next user message, or approval responses and ask_user answers, and stream the run',
+      summary:
+        'AI SDK chat: send the next user message, or approval responses and ask_user answers, and stream the run',
       description:
         'The body `DefaultChatTransport` sends (`{ id, messages, trigger, messageId }`); only the last message is read. A user message starts a run (409 if one is active); an assistant message carrying approval responses (`addToolApprovalResponse`) or ask_user outputs (`addToolOutput`) decides the waiting run. The response streams that run until it settles.',
       request: { params: IdParam, body: { content: { 'application/json': { schema: ChatRequest } }, required: true } },
-      responses: { 200: { description: STREAM_DESCRIPTION, content: { 'text/event-stream': { schema: z.string() } } }, ...problems },
+      responses: {
+        200: { description: STREAM_DESCRIPTION, content: { 'text/event-stream': { schema: z.string() } } },
+        ...problems,
+      },
     }),
     async (c) => {
       const s = await sessionFor(ctx, c, c.req.valid('param').id);
       const b = c.req.valid('json');
-      if (b.trigger === 'regenerate-message') throw new HttpProblem('validation', 'trigger: regenerating a message is not supported; fork the session at an entry instead (POST /v1/sessions/{id}/fork)');
+      if (b.trigger === 'regenerate-message')
+        throw new HttpProblem(
+          'validation',
+          'trigger: regenerating a message is not supported; fork the session at an entry instead (POST /v1/sessions/{id}/fork)',
+        );
       const last = b.messages.at(-1)!;
       if (last.role === 'user') {
-        if (b.messageId !== undefined) throw new HttpProblem('validation', 'messageId: editing a sent message is not supported; fork the session at an entry instead (POST /v1/sessions/{id}/fork)');
+        if (b.messageId !== undefined)
+          throw new HttpProblem(
+            'validation',
+            'messageId: editing a sent message is not supported; fork the session at an entry instead (POST /v1/sessions/{id}/fork)',
+          );
         // The client's id of the message is its idempotency key, recorded with the send: the same
         // message posted again (a retry after a lost answer) streams the run it started once.
-        const claim = { tenant: c.get('tenant'), key: `chat-message:${s.id}:${last.id}`, fingerprint: createHash('sha256').update(JSON.stringify(last.parts)).digest('hex') };
+        const claim = {
+          tenant: c.get('tenant'),
+          key: `chat-message:${s.id}:${last.id}`,
+          fingerprint: createHash('sha256').update(JSON.stringify(last.parts)).digest('hex'),
+        };
         const seen = await ctx.rt.idempotency.get(claim.tenant, claim.key);
         if (seen) {
-          if (seen.fingerprint !== claim.fingerprint) throw new HttpProblem('idempotency_mismatch', `message ${last.id} was sent before with other content: a new message needs a new id`);
+          if (seen.fingerprint !== claim.fingerprint)
+            throw new HttpProblem(
+              'idempotency_mismatch',
+              `message ${last.id} was sent before with other content: a new message needs a new id`,
+            );
           const effect = JSON.parse(seen.body) as RecordedSend;
-          return streamResponse(ctx, c, { sessionId: s.id, runId: effect.run_id, after: 0, messageId: effect.run_id }) as never;
+          return streamResponse(ctx, c, {
+            sessionId: s.id,
+            runId: effect.run_id,
+            after: 0,
+            messageId: effect.run_id,
+          }) as never;
         }
         const trace = traceOfRequest(c.req.header('traceparent'), c.req.header('tracestate'));
-        const r = await rt.sessions.send(s.id, userInputOf(last), { ifBusy: 'reject', idempotency: claim, ...(s.agent ? { agent: s.agent } : {}), ...(trace ? { trace } : {}) });
+        const r = await rt.sessions.send(s.id, userInputOf(last), {
+          ifBusy: 'reject',
+          idempotency: claim,
+          ...(s.agent ? { agent: s.agent } : {}),
+          ...(trace ? { trace } : {}),
+        });
         return streamResponse(ctx, c, { sessionId: s.id, runId: r.run.id, after: 0, messageId: r.run.id }) as never;
       }
-      if (last.role !== 'assistant') throw new HttpProblem('validation', 'messages: the last message must be a user message or an assistant message with answers');
+      if (last.role !== 'assistant')
+        throw new HttpProblem(
+          'validation',
+          'messages: the last message must be a user message or an assistant message with answers',
+        );
       const before = await applyAnswers(ctx, s.id, last);
       // The client continues its message from where it was: only what happens from now on.
-      return streamResponse(ctx, c, { sessionId: s.id, runId: before.id, after: s.lastSeq, messageId: last.id, status: before.status }) as never;
+      return streamResponse(ctx, c, {
+        sessionId: s.id,
+        runId: before.id,
+        after: s.lastSeq,
+        messageId: last.id,
+        status: before.status,
+      }) as never;
     },
   );
 
@@ -508,7 +652,11 @@ export function chatRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       summary: path.includes('chat_id')
         ? "Resume the chat stream (DefaultChatTransport's default reconnect URL; the chat id is ignored)"
         : "Resume the chat stream: the session's active run from its start, or 204 when no run is active",
-      request: { params: path.includes('chat_id') ? IdParam.extend({ chat_id: z.string().openapi({ param: { name: 'chat_id', in: 'path' } }) }) : IdParam },
+      request: {
+        params: path.includes('chat_id')
+          ? IdParam.extend({ chat_id: z.string().openapi({ param: { name: 'chat_id', in: 'path' } }) })
+          : IdParam,
+      },
       responses: {
         200: { description: STREAM_DESCRIPTION, content: { 'text/event-stream': { schema: { type: 'string' } } } },
         204: { description: 'No run is active: nothing to resume' },
@@ -520,14 +668,30 @@ export function chatRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
 }
 
 /** The message's parts from `from` on, each sent whole (start, one delta, end), then its tool calls. */
-function* wholeParts(m: AssistantMessage, finals: ReadonlyArray<TextPart | ReasoningPart>, from: number, idPrefix: string): Generator<Chunk> {
+function* wholeParts(
+  m: AssistantMessage,
+  finals: ReadonlyArray<TextPart | ReasoningPart>,
+  from: number,
+  idPrefix: string,
+): Generator<Chunk> {
   for (let i = from; i < finals.length; i++) {
     const p = finals[i]!;
     const id = `${idPrefix}:${i}`;
-    if (p.type === 'text') yield* [{ type: 'text-start', id }, { type: 'text-delta', id, delta: p.text }, { type: 'text-end', id }] as const;
-    else yield* [{ type: 'reasoning-start', id }, { type: 'reasoning-delta', id, delta: p.text }, { type: 'reasoning-end', id }] as const;
+    if (p.type === 'text')
+      yield* [
+        { type: 'text-start', id },
+        { type: 'text-delta', id, delta: p.text },
+        { type: 'text-end', id },
+      ] as const;
+    else
+      yield* [
+        { type: 'reasoning-start', id },
+        { type: 'reasoning-delta', id, delta: p.text },
+        { type: 'reasoning-end', id },
+      ] as const;
   }
   for (const p of m.content) {
-    if (p.type === 'tool-call') yield { type: 'tool-input-available', toolCallId: p.toolCallId, toolName: p.toolName, input: p.input };
+    if (p.type === 'tool-call')
+      yield { type: 'tool-input-available', toolCallId: p.toolCallId, toolName: p.toolName, input: p.input };
   }
 }

@@ -44,7 +44,11 @@ export function inspectorRoutes(app: OpenAPIHono<AppEnv>, o: { dir?: string } = 
     if (rel.startsWith('assets/') || extname(rel) !== '') return missing(c);
     const index = await readFile(join(root, 'index.html')).catch(() => undefined);
     if (index === undefined) return notBuilt(c);
-    return c.body(index, 200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' });
+    return c.body(index, 200, {
+      'content-type': 'text/html; charset=utf-8',
+      'cache-control': 'no-cache',
+      'x-content-type-options': 'nosniff',
+    });
   };
   app.get('/inspect', serve);
   app.get('/inspect/*', serve);
@@ -66,7 +70,10 @@ const TYPES: Record<string, string> = {
 
 /** Where `npm run build` put the inspector: dist/inspector of this package, from src/ or from dist/. */
 export function builtInspectorDir(): string | undefined {
-  const candidates = [new URL('../../../dist/inspector/', import.meta.url), new URL('../../inspector/', import.meta.url)];
+  const candidates = [
+    new URL('../../../dist/inspector/', import.meta.url),
+    new URL('../../inspector/', import.meta.url),
+  ];
   for (const url of candidates) {
     const dir = fileURLToPath(url).replace(/[\\/]$/, '');
     if (existsSync(join(dir, 'index.html'))) return dir;

@@ -11,11 +11,25 @@ import { runJsonFor, sessionFor } from './sessions.ts';
  */
 const problems = {
   400: { description: 'Invalid request', content: { 'application/problem+json': { schema: ProblemSchema } } },
-  401: { description: 'Missing or invalid API key', content: { 'application/problem+json': { schema: ProblemSchema } } },
-  404: { description: 'No such session (or not yours)', content: { 'application/problem+json': { schema: ProblemSchema } } },
+  401: {
+    description: 'Missing or invalid API key',
+    content: { 'application/problem+json': { schema: ProblemSchema } },
+  },
+  404: {
+    description: 'No such session (or not yours)',
+    content: { 'application/problem+json': { schema: ProblemSchema } },
+  },
 } as const;
-const json = <T extends z.ZodType>(schema: T, description: string) => ({ description, content: { 'application/json': { schema } } });
-const IdParam = z.object({ id: z.string().min(1).openapi({ param: { name: 'id', in: 'path' } }) });
+const json = <T extends z.ZodType>(schema: T, description: string) => ({
+  description,
+  content: { 'application/json': { schema } },
+});
+const IdParam = z.object({
+  id: z
+    .string()
+    .min(1)
+    .openapi({ param: { name: 'id', in: 'path' } }),
+});
 
 /** Sessions a summaries request looks at before it answers with what it found so far (and a cursor). */
 const SCAN_LIMIT = 2000;
@@ -47,20 +61,28 @@ export function overviewRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void 
 
   async function summary(s: SessionRecord) {
     const runs: RunRecord[] = [];
-    for (let after: string | undefined; ; ) {
+    for (let after: string | undefined; ;) {
       const page = await rt.runs.list({ sessionId: s.id, limit: 1000, ...(after ? { after } : {}) });
       runs.push(...page);
       if (page.length < 1000) break;
       after = page.at(-1)!.id;
     }
-    const latest = runs.reduce<RunRecord | undefined>((a, r) => (!a || r.createdAt > a.createdAt || (r.createdAt === a.createdAt && r.id > a.id) ? r : a), undefined);
+    const latest = runs.reduce<RunRecord | undefined>(
+      (a, r) => (!a || r.createdAt > a.createdAt || (r.createdAt === a.createdAt && r.id > a.id) ? r : a),
+      undefined,
+    );
     const usage = (r: RunRecord, k: string) => num((r.usage as Record<string, unknown>)[k]);
     return {
       session: sessionJson(s),
       runs: runs.length,
       cost: runs.reduce((t, r) => t + num(r.cost), 0),
-      usage: { input_tokens: runs.reduce((t, r) => t + usage(r, 'inputTokens'), 0), output_tokens: runs.reduce((t, r) => t + usage(r, 'outputTokens'), 0) },
-      latest_run: latest ? { id: latest.id, status: latest.status, created_at: new Date(latest.createdAt).toISOString() } : null,
+      usage: {
+        input_tokens: runs.reduce((t, r) => t + usage(r, 'inputTokens'), 0),
+        output_tokens: runs.reduce((t, r) => t + usage(r, 'outputTokens'), 0),
+      },
+      latest_run: latest
+        ? { id: latest.id, status: latest.status, created_at: new Date(latest.createdAt).toISOString() }
+        : null,
     };
   }
 
@@ -73,14 +95,24 @@ export function overviewRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void 
       description: `Oldest first, paged like every list. With \`q\`, a request looks at up to ${SCAN_LIMIT} sessions: a page may hold fewer than \`limit\` matches and still have a \`next_cursor\`.`,
       request: {
         query: z.object({
-          q: z.string().max(200).optional().describe('Case-insensitive text to find in the title, id or metadata (as JSON)'),
+          q: z
+            .string()
+            .max(200)
+            .optional()
+            .describe('Case-insensitive text to find in the title, id or metadata (as JSON)'),
           cursor: z.string().optional().describe('The `next_cursor` of the previous page'),
           after: z.string().optional().describe('Deprecated: the older name of `cursor`'),
           limit: z.coerce.number().int().min(1).max(200).default(25),
           include_archived: z.enum(['true', 'false']).optional(),
         }),
       },
-      responses: { 200: json(z.object({ data: z.array(SessionSummarySchema), next_cursor: z.string().nullable() }), 'A page of session summaries'), ...problems },
+      responses: {
+        200: json(
+          z.object({ data: z.array(SessionSummarySchema), next_cursor: z.string().nullable() }),
+          'A page of session summaries',
+        ),
+        ...problems,
+      },
     }),
     async (c) => {
       const q = c.req.valid('query');
@@ -91,7 +123,12 @@ export function overviewRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void 
       let more = false;
       scan: while (scanned < SCAN_LIMIT) {
         const want = Math.min(text === '' ? q.limit : 200, SCAN_LIMIT - scanned);
-        const page = await rt.sessions.list({ tenant: c.get('tenant'), limit: want + 1, ...(cursor ? { after: cursor } : {}), includeArchived: q.include_archived === 'true' });
+        const page = await rt.sessions.list({
+          tenant: c.get('tenant'),
+          limit: want + 1,
+          ...(cursor ? { after: cursor } : {}),
+          includeArchived: q.include_archived === 'true',
+        });
         for (const s of page.slice(0, want)) {
           if (found.length === q.limit) {
             more = true;
@@ -114,16 +151,28 @@ export function overviewRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void 
       method: 'get',
       path: '/v1/inbox',
       tags: ['runs'],
-      summary: "Every run of the caller's tenant that waits for a person: an approval or an answer, oldest first (cursor pagination)",
+      summary:
+        "Every run of the caller's tenant that waits for a person: an approval or an answer, oldest first (cursor pagination)",
       request: { query: Cursor },
-      responses: { 200: json(z.object({ data: z.array(InboxItemSchema), next_cursor: z.string().nullable() }), 'A page of waiting runs'), ...problems },
+      responses: {
+        200: json(
+          z.object({ data: z.array(InboxItemSchema), next_cursor: z.string().nullable() }),
+          'A page of waiting runs',
+        ),
+        ...problems,
+      },
     }),
     async (c) => {
       const q = c.req.valid('query');
       const after = cursorOf(q);
       // The tenant's waiting runs, from the store's index of them by tenant: another tenant's
       // waiting runs are never read, however many there are.
-      const page = await rt.runs.list({ tenant: c.get('tenant'), statuses: WAITING_FOR_PEOPLE, limit: q.limit + 1, ...(after ? { after } : {}) });
+      const page = await rt.runs.list({
+        tenant: c.get('tenant'),
+        statuses: WAITING_FOR_PEOPLE,
+        limit: q.limit + 1,
+        ...(after ? { after } : {}),
+      });
       const runs = page.slice(0, q.limit);
       const sessions = new Map<string, SessionRecord | undefined>();
       const data = [];
@@ -143,7 +192,8 @@ export function overviewRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void 
       method: 'get',
       path: '/v1/sessions/{id}/replay-check',
       tags: ['views'],
-      summary: 'The replay check: does the log alone explain every model request the session recorded? (as `keel replay --verify`)',
+      summary:
+        'The replay check: does the log alone explain every model request the session recorded? (as `keel replay --verify`)',
       request: { params: IdParam },
       responses: {
         200: json(
@@ -151,7 +201,9 @@ export function overviewRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void 
             ok: z.boolean(),
             events: z.number().int(),
             requests: z.number().int(),
-            mismatches: z.array(z.object({ seq: z.number().int(), message_id: z.string(), kind: z.string(), detail: z.string() })),
+            mismatches: z.array(
+              z.object({ seq: z.number().int(), message_id: z.string(), kind: z.string(), detail: z.string() }),
+            ),
           }),
           'The verdict',
         ),
@@ -161,7 +213,20 @@ export function overviewRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void 
     async (c) => {
       const s = await sessionFor(ctx, c, c.req.valid('param').id);
       const r = await rt.sessions.verifyReplay(s.id);
-      return c.json({ ok: r.ok, events: r.events, requests: r.requests, mismatches: r.mismatches.map((m) => ({ seq: m.seq, message_id: m.messageId, kind: m.kind, detail: m.detail })) }, 200);
+      return c.json(
+        {
+          ok: r.ok,
+          events: r.events,
+          requests: r.requests,
+          mismatches: r.mismatches.map((m) => ({
+            seq: m.seq,
+            message_id: m.messageId,
+            kind: m.kind,
+            detail: m.detail,
+          })),
+        },
+        200,
+      );
     },
   );
 }

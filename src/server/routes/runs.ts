@@ -4,17 +4,42 @@ import type { JsonValue } from '../../model/index.ts';
 import { NotFoundError, StoreError, type RunRecord } from '../../store/index.ts';
 import type { AppContext, AppEnv } from '../app.ts';
 import { HttpProblem } from '../problems.ts';
-import { ApprovalBody, InputBody, JsonObjectSchema, ProblemSchema, RunSchema, SteerBody, toUserInput } from '../schemas.ts';
+import {
+  ApprovalBody,
+  InputBody,
+  JsonObjectSchema,
+  ProblemSchema,
+  RunSchema,
+  SteerBody,
+  toUserInput,
+} from '../schemas.ts';
 import { recordedMessage, runJsonFor, sessionFor } from './sessions.ts';
 
 const problems = {
   400: { description: 'Invalid request', content: { 'application/problem+json': { schema: ProblemSchema } } },
-  401: { description: 'Missing or invalid API key', content: { 'application/problem+json': { schema: ProblemSchema } } },
-  404: { description: 'No such run (or not yours)', content: { 'application/problem+json': { schema: ProblemSchema } } },
-  409: { description: 'Not possible in the run’s current state', content: { 'application/problem+json': { schema: ProblemSchema } } },
+  401: {
+    description: 'Missing or invalid API key',
+    content: { 'application/problem+json': { schema: ProblemSchema } },
+  },
+  404: {
+    description: 'No such run (or not yours)',
+    content: { 'application/problem+json': { schema: ProblemSchema } },
+  },
+  409: {
+    description: 'Not possible in the run’s current state',
+    content: { 'application/problem+json': { schema: ProblemSchema } },
+  },
 } as const;
-const json = <T extends z.ZodType>(schema: T, description: string) => ({ description, content: { 'application/json': { schema } } });
-const IdParam = z.object({ id: z.string().min(1).openapi({ param: { name: 'id', in: 'path' } }) });
+const json = <T extends z.ZodType>(schema: T, description: string) => ({
+  description,
+  content: { 'application/json': { schema } },
+});
+const IdParam = z.object({
+  id: z
+    .string()
+    .min(1)
+    .openapi({ param: { name: 'id', in: 'path' } }),
+});
 
 /** The run, if its session belongs to the caller's tenant. */
 export async function runFor(ctx: AppContext, c: Context<AppEnv>, id: string): Promise<RunRecord> {
@@ -22,7 +47,8 @@ export async function runFor(ctx: AppContext, c: Context<AppEnv>, id: string): P
   if (!run) throw new NotFoundError('run', id);
   await sessionFor(ctx, c, run.sessionId).catch((e: unknown) => {
     // The run of an erased session is gone with it; anyone else's is not found.
-    if (e instanceof StoreError && e.code === 'session_erased') throw new StoreError('session_erased', `run ${id} belonged to session ${run.sessionId}, which was erased`);
+    if (e instanceof StoreError && e.code === 'session_erased')
+      throw new StoreError('session_erased', `run ${id} belonged to session ${run.sessionId}, which was erased`);
     throw new NotFoundError('run', id);
   });
   return run;
@@ -32,7 +58,14 @@ export function runRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
   const { rt } = ctx;
   const action = (path: string, summary: string, act: (id: string) => Promise<RunRecord>) =>
     app.openapi(
-      createRoute({ method: 'post', path: `/v1/runs/{id}/${path}`, tags: ['runs'], summary, request: { params: IdParam }, responses: { 200: json(RunSchema, 'The run after the request'), ...problems } }),
+      createRoute({
+        method: 'post',
+        path: `/v1/runs/{id}/${path}`,
+        tags: ['runs'],
+        summary,
+        request: { params: IdParam },
+        responses: { 200: json(RunSchema, 'The run after the request'), ...problems },
+      }),
       async (c) => {
         const run = await runFor(ctx, c, c.req.valid('param').id);
         return c.json(await runJsonFor(ctx, await act(run.id)), 200);
@@ -40,7 +73,14 @@ export function runRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
     );
 
   app.openapi(
-    createRoute({ method: 'get', path: '/v1/runs/{id}', tags: ['runs'], summary: 'Get a run', request: { params: IdParam }, responses: { 200: json(RunSchema, 'The run'), ...problems } }),
+    createRoute({
+      method: 'get',
+      path: '/v1/runs/{id}',
+      tags: ['runs'],
+      summary: 'Get a run',
+      request: { params: IdParam },
+      responses: { 200: json(RunSchema, 'The run'), ...problems },
+    }),
     async (c) => c.json(await runJsonFor(ctx, await runFor(ctx, c, c.req.valid('param').id)), 200),
   );
 
@@ -61,13 +101,21 @@ export function runRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       const content = await rt.sessions.content(steps.flatMap((s) => s.requests.flatMap((r) => [r.system, r.tools])));
       const data = steps.map((s) => ({
         ...s,
-        requests: s.requests.map((r) => ({ ...r, systemHash: r.system, toolsHash: r.tools, system: r.system === null ? null : (content.get(r.system) ?? null), tools: r.tools === null ? [] : (content.get(r.tools) ?? null) })),
+        requests: s.requests.map((r) => ({
+          ...r,
+          systemHash: r.system,
+          toolsHash: r.tools,
+          system: r.system === null ? null : (content.get(r.system) ?? null),
+          tools: r.tools === null ? [] : (content.get(r.tools) ?? null),
+        })),
       }));
       return c.json({ data: data as unknown as Record<string, unknown>[] }, 200);
     },
   );
 
-  action('cancel', 'Cancel (in any non-terminal state; idempotent)', (id) => rt.runs.cancel(id, { graceMs: ctx.options.cancelGraceMs }));
+  action('cancel', 'Cancel (in any non-terminal state; idempotent)', (id) =>
+    rt.runs.cancel(id, { graceMs: ctx.options.cancelGraceMs }),
+  );
   action('pause', 'Pause at the next step boundary', (id) => rt.runs.pause(id));
   action('resume', 'Resume a paused run', (id) => rt.runs.resume(id));
 
@@ -78,14 +126,21 @@ export function runRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       tags: ['runs'],
       summary: "Send input into the run's next step",
       request: { params: IdParam, body: { content: { 'application/json': { schema: SteerBody } }, required: true } },
-      responses: { 202: json(z.object({ message: z.object({ id: z.string() }), run: RunSchema }), 'Accepted'), ...problems },
+      responses: {
+        202: json(z.object({ message: z.object({ id: z.string() }), run: RunSchema }), 'Accepted'),
+        ...problems,
+      },
     }),
     async (c) => {
       const run = await runFor(ctx, c, c.req.valid('param').id);
       const recorded = await recordedMessage(ctx, c);
       if (recorded) return c.json({ message: recorded.message, run: recorded.run }, 202);
       const idempotency = c.get('idempotency');
-      const r = await rt.runs.steer(run.id, toUserInput(c.req.valid('json').content), idempotency ? { idempotency } : {});
+      const r = await rt.runs.steer(
+        run.id,
+        toUserInput(c.req.valid('json').content),
+        idempotency ? { idempotency } : {},
+      );
       return c.json({ message: { id: r.message.id }, run: await runJsonFor(ctx, r.run) }, 202);
     },
   );
@@ -102,7 +157,13 @@ export function runRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
     async (c) => {
       const run = await runFor(ctx, c, c.req.valid('param').id);
       const b = c.req.valid('json');
-      return c.json(await runJsonFor(ctx, await rt.runs.input(run.id, b.answers as JsonValue, b.tool_call_id ? { toolCallId: b.tool_call_id } : {})), 200);
+      return c.json(
+        await runJsonFor(
+          ctx,
+          await rt.runs.input(run.id, b.answers as JsonValue, b.tool_call_id ? { toolCallId: b.tool_call_id } : {}),
+        ),
+        200,
+      );
     },
   );
 
@@ -113,7 +174,12 @@ export function runRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       tags: ['runs'],
       summary: 'Approve (optionally with edited arguments) or deny a pending tool call',
       request: {
-        params: IdParam.extend({ approval_id: z.string().min(1).openapi({ param: { name: 'approval_id', in: 'path' } }) }),
+        params: IdParam.extend({
+          approval_id: z
+            .string()
+            .min(1)
+            .openapi({ param: { name: 'approval_id', in: 'path' } }),
+        }),
         body: { content: { 'application/json': { schema: ApprovalBody } }, required: true },
       },
       responses: { 200: json(RunSchema, 'The run'), ...problems },
@@ -122,10 +188,15 @@ export function runRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       const { id, approval_id } = c.req.valid('param');
       const run = await runFor(ctx, c, id);
       const b = c.req.valid('json');
-      if (b.decision === 'deny' && b.arguments !== undefined) throw new HttpProblem('validation', 'arguments: only an approval takes edited arguments');
+      if (b.decision === 'deny' && b.arguments !== undefined)
+        throw new HttpProblem('validation', 'arguments: only an approval takes edited arguments');
       const after =
         b.decision === 'approve'
-          ? await rt.runs.approve(run.id, approval_id, b.arguments !== undefined ? { input: b.arguments as JsonValue } : {})
+          ? await rt.runs.approve(
+              run.id,
+              approval_id,
+              b.arguments !== undefined ? { input: b.arguments as JsonValue } : {},
+            )
           : await rt.runs.deny(run.id, approval_id, b.reason !== undefined ? { reason: b.reason } : {});
       return c.json(await runJsonFor(ctx, after), 200);
     },

@@ -4,7 +4,15 @@ import { ScheduleValidationError, type CreateScheduleInput } from '../../runs/in
 import { NotFoundError, type ScheduleFireRecord, type ScheduleRecord } from '../../store/index.ts';
 import type { AppContext, AppEnv } from '../app.ts';
 import { HttpProblem } from '../problems.ts';
-import { ContentSchema, Cursor, JsonObjectSchema, plainText, ProblemSchema, cursorOf, toUserInput } from '../schemas.ts';
+import {
+  ContentSchema,
+  Cursor,
+  JsonObjectSchema,
+  plainText,
+  ProblemSchema,
+  cursorOf,
+  toUserInput,
+} from '../schemas.ts';
 
 /**
  * Schedules (ADR-0016): a message sent at each tick of a cron expression (in a time zone) or of an
@@ -14,11 +22,25 @@ import { ContentSchema, Cursor, JsonObjectSchema, plainText, ProblemSchema, curs
  */
 const problems = {
   400: { description: 'Invalid request', content: { 'application/problem+json': { schema: ProblemSchema } } },
-  401: { description: 'Missing or invalid API key', content: { 'application/problem+json': { schema: ProblemSchema } } },
-  404: { description: 'No such schedule (or not yours)', content: { 'application/problem+json': { schema: ProblemSchema } } },
+  401: {
+    description: 'Missing or invalid API key',
+    content: { 'application/problem+json': { schema: ProblemSchema } },
+  },
+  404: {
+    description: 'No such schedule (or not yours)',
+    content: { 'application/problem+json': { schema: ProblemSchema } },
+  },
 } as const;
-const json = <T extends z.ZodType>(schema: T, description: string) => ({ description, content: { 'application/json': { schema } } });
-const IdParam = z.object({ id: z.string().min(1).openapi({ param: { name: 'id', in: 'path' } }) });
+const json = <T extends z.ZodType>(schema: T, description: string) => ({
+  description,
+  content: { 'application/json': { schema } },
+});
+const IdParam = z.object({
+  id: z
+    .string()
+    .min(1)
+    .openapi({ param: { name: 'id', in: 'path' } }),
+});
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 export const CreateScheduleBody = z
@@ -26,7 +48,9 @@ export const CreateScheduleBody = z
     name: plainText(200).optional(),
     cron: z
       .strictObject({
-        expression: plainText(200, 1).describe('5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first'),
+        expression: plainText(200, 1).describe(
+          '5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first',
+        ),
         timezone: plainText(100, 1).default('UTC').describe('An IANA time zone, e.g. Europe/Paris'),
       })
       .optional(),
@@ -34,11 +58,19 @@ export const CreateScheduleBody = z
     message: ContentSchema,
     target: z.union([
       z.strictObject({ session_id: plainText(200, 1) }),
-      z.strictObject({ new_session: z.strictObject({ title: plainText(500).optional(), metadata: JsonObjectSchema.optional() }) }),
+      z.strictObject({
+        new_session: z.strictObject({ title: plainText(500).optional(), metadata: JsonObjectSchema.optional() }),
+      }),
     ]),
     agent: plainText(200, 1).optional(),
-    overlap: z.enum(['skip', 'enqueue', 'interrupt']).default('skip').describe("When the target session's previous run is still active at a tick (one-session targets only)"),
-    catch_up: z.enum(['once', 'skip']).default('once').describe('After downtime: the latest missed tick fires once, or none does'),
+    overlap: z
+      .enum(['skip', 'enqueue', 'interrupt'])
+      .default('skip')
+      .describe("When the target session's previous run is still active at a tick (one-session targets only)"),
+    catch_up: z
+      .enum(['once', 'skip'])
+      .default('once')
+      .describe('After downtime: the latest missed tick fires once, or none does'),
   })
   .openapi('CreateSchedule');
 
@@ -49,13 +81,23 @@ export const ScheduleSchema = z
     cron: z.object({ expression: z.string(), timezone: z.string() }).nullable(),
     interval: z.object({ seconds: z.number().int() }).nullable(),
     message: z.unknown(),
-    target: z.union([z.object({ session_id: z.string() }), z.object({ new_session: z.object({ title: z.string().nullable().optional(), metadata: JsonObjectSchema.optional() }) })]),
+    target: z.union([
+      z.object({ session_id: z.string() }),
+      z.object({
+        new_session: z.object({ title: z.string().nullable().optional(), metadata: JsonObjectSchema.optional() }),
+      }),
+    ]),
     agent: z.string().nullable(),
     overlap: z.enum(['skip', 'enqueue', 'interrupt']),
     catch_up: z.enum(['once', 'skip']),
     paused: z.boolean(),
     paused_at: z.string().nullable(),
-    paused_reason: z.string().nullable().describe('Why Keel paused it by itself (its target session was archived or erased, its tenant erased); null when paused by request, or running'),
+    paused_reason: z
+      .string()
+      .nullable()
+      .describe(
+        'Why Keel paused it by itself (its target session was archived or erased, its tenant erased); null when paused by request, or running',
+      ),
     next_fire_at: z.string().nullable().describe('The next tick (null while paused)'),
     last_tick: z.string().nullable(),
     last_run_id: z.string().nullable(),
@@ -142,7 +184,11 @@ export function scheduleRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void 
       tags: ['schedules'],
       summary: 'Create a schedule (cron with a time zone, or an interval)',
       request: { body: { content: { 'application/json': { schema: CreateScheduleBody } }, required: true } },
-      responses: { 201: json(ScheduleSchema, 'The new schedule'), 422: { description: 'No such agent', content: { 'application/problem+json': { schema: ProblemSchema } } }, ...problems },
+      responses: {
+        201: json(ScheduleSchema, 'The new schedule'),
+        422: { description: 'No such agent', content: { 'application/problem+json': { schema: ProblemSchema } } },
+        ...problems,
+      },
     }),
     async (c) => {
       const b = c.req.valid('json');
@@ -169,25 +215,49 @@ export function scheduleRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void 
       tags: ['schedules'],
       summary: "The tenant's schedules (cursor pagination, by id)",
       request: { query: Cursor },
-      responses: { 200: json(z.object({ data: z.array(ScheduleSchema), next_cursor: z.string().nullable() }), 'A page of schedules'), ...problems },
+      responses: {
+        200: json(
+          z.object({ data: z.array(ScheduleSchema), next_cursor: z.string().nullable() }),
+          'A page of schedules',
+        ),
+        ...problems,
+      },
     }),
     async (c) => {
       const q = c.req.valid('query');
       const cursor = cursorOf(q);
-      const page = await rt.schedules.list({ tenant: c.get('tenant'), limit: q.limit + 1, ...(cursor ? { after: cursor } : {}) });
+      const page = await rt.schedules.list({
+        tenant: c.get('tenant'),
+        limit: q.limit + 1,
+        ...(cursor ? { after: cursor } : {}),
+      });
       const data = page.slice(0, q.limit);
       return c.json({ data: data.map(scheduleJson), next_cursor: page.length > q.limit ? data.at(-1)!.id : null }, 200);
     },
   );
 
   app.openapi(
-    createRoute({ method: 'get', path: '/v1/schedules/{id}', tags: ['schedules'], summary: 'Get a schedule', request: { params: IdParam }, responses: { 200: json(ScheduleSchema, 'The schedule'), ...problems } }),
+    createRoute({
+      method: 'get',
+      path: '/v1/schedules/{id}',
+      tags: ['schedules'],
+      summary: 'Get a schedule',
+      request: { params: IdParam },
+      responses: { 200: json(ScheduleSchema, 'The schedule'), ...problems },
+    }),
     async (c) => c.json(scheduleJson(await scheduleFor(c, c.req.valid('param').id)), 200),
   );
 
   const action = (path: 'pause' | 'resume', summary: string) =>
     app.openapi(
-      createRoute({ method: 'post', path: `/v1/schedules/{id}/${path}`, tags: ['schedules'], summary, request: { params: IdParam }, responses: { 200: json(ScheduleSchema, 'The schedule after the request'), ...problems } }),
+      createRoute({
+        method: 'post',
+        path: `/v1/schedules/{id}/${path}`,
+        tags: ['schedules'],
+        summary,
+        request: { params: IdParam },
+        responses: { 200: json(ScheduleSchema, 'The schedule after the request'), ...problems },
+      }),
       async (c) => {
         const s = await scheduleFor(c, c.req.valid('param').id);
         return c.json(scheduleJson(await rt.schedules[path](s.id)), 200);
@@ -217,22 +287,39 @@ export function scheduleRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void 
       method: 'get',
       path: '/v1/schedules/{id}/fires',
       tags: ['schedules'],
-      summary: 'The history of fires, newest first: each tick, when it fired, its outcome (and why), its run and session',
+      summary:
+        'The history of fires, newest first: each tick, when it fired, its outcome (and why), its run and session',
       request: {
         params: IdParam,
         query: z.object({
-          cursor: z.string().regex(/^\d+$/, 'a tick in ms: the `next_cursor` of the previous page').optional().describe('The `next_cursor` of the previous page'),
+          cursor: z
+            .string()
+            .regex(/^\d+$/, 'a tick in ms: the `next_cursor` of the previous page')
+            .optional()
+            .describe('The `next_cursor` of the previous page'),
           limit: z.coerce.number().int().min(1).max(1000).default(50),
         }),
       },
-      responses: { 200: json(z.object({ data: z.array(ScheduleFireSchema), next_cursor: z.string().nullable() }), 'A page of fires'), ...problems },
+      responses: {
+        200: json(
+          z.object({ data: z.array(ScheduleFireSchema), next_cursor: z.string().nullable() }),
+          'A page of fires',
+        ),
+        ...problems,
+      },
     }),
     async (c) => {
       const s = await scheduleFor(c, c.req.valid('param').id);
       const q = c.req.valid('query');
-      const fires = await rt.schedules.fires(s.id, { limit: q.limit + 1, ...(q.cursor !== undefined ? { before: Number(q.cursor) } : {}) });
+      const fires = await rt.schedules.fires(s.id, {
+        limit: q.limit + 1,
+        ...(q.cursor !== undefined ? { before: Number(q.cursor) } : {}),
+      });
       const data = fires.slice(0, q.limit);
-      return c.json({ data: data.map(fireJson), next_cursor: fires.length > q.limit ? String(data.at(-1)!.tick) : null }, 200);
+      return c.json(
+        { data: data.map(fireJson), next_cursor: fires.length > q.limit ? String(data.at(-1)!.tick) : null },
+        200,
+      );
     },
   );
 }

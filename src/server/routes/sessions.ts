@@ -27,12 +27,28 @@ import {
 
 const problems = {
   400: { description: 'Invalid request', content: { 'application/problem+json': { schema: ProblemSchema } } },
-  401: { description: 'Missing or invalid API key', content: { 'application/problem+json': { schema: ProblemSchema } } },
-  404: { description: 'No such session (or not yours)', content: { 'application/problem+json': { schema: ProblemSchema } } },
+  401: {
+    description: 'Missing or invalid API key',
+    content: { 'application/problem+json': { schema: ProblemSchema } },
+  },
+  404: {
+    description: 'No such session (or not yours)',
+    content: { 'application/problem+json': { schema: ProblemSchema } },
+  },
 } as const;
-const json = <T extends z.ZodType>(schema: T, description: string) => ({ description, content: { 'application/json': { schema } } });
-const body = <T extends z.ZodType>(schema: T) => ({ body: { content: { 'application/json': { schema } }, required: true } });
-const IdParam = z.object({ id: z.string().min(1).openapi({ param: { name: 'id', in: 'path' } }) });
+const json = <T extends z.ZodType>(schema: T, description: string) => ({
+  description,
+  content: { 'application/json': { schema } },
+});
+const body = <T extends z.ZodType>(schema: T) => ({
+  body: { content: { 'application/json': { schema } }, required: true },
+});
+const IdParam = z.object({
+  id: z
+    .string()
+    .min(1)
+    .openapi({ param: { name: 'id', in: 'path' } }),
+});
 
 /** The session, if it exists and belongs to the caller's tenant: another tenant's ids answer 404. */
 export async function sessionFor(ctx: AppContext, c: Context<AppEnv>, id: string): Promise<SessionRecord> {
@@ -50,7 +66,9 @@ export async function sessionFor(ctx: AppContext, c: Context<AppEnv>, id: string
 export async function recordedMessage(
   ctx: AppContext,
   c: Context<AppEnv>,
-): Promise<{ outcome: RecordedSend['outcome']; message: { id: string }; run: Awaited<ReturnType<typeof runJsonFor>> } | undefined> {
+): Promise<
+  { outcome: RecordedSend['outcome']; message: { id: string }; run: Awaited<ReturnType<typeof runJsonFor>> } | undefined
+> {
   const recorded = c.get('recordedEffect');
   if (recorded === undefined) return undefined;
   const effect = JSON.parse(recorded) as RecordedSend;
@@ -69,26 +87,52 @@ function sessionEffect(c: Context<AppEnv>) {
   const recorded = c.get('recordedEffect');
   return {
     recorded: recorded === undefined ? undefined : (JSON.parse(recorded) as { session_id: string; leaf_id?: string }),
-    within: claim ? { within: (tx: StoreOps, s: SessionRecord | string) => recordEffect(tx, claim, { session_id: typeof s === 'string' ? s : s.id }) } : {},
+    within: claim
+      ? {
+          within: (tx: StoreOps, s: SessionRecord | string) =>
+            recordEffect(tx, claim, { session_id: typeof s === 'string' ? s : s.id }),
+        }
+      : {},
   };
 }
 
 export async function runJsonFor(ctx: AppContext, run: Parameters<typeof runJson>[0]) {
-  const [children, resume] = await Promise.all([ctx.rt.runs.list({ parentRunId: run.id, limit: 1000 }), ctx.rt.runs.resumeCursor(run.id)]);
-  return runJson(run, children.map((r) => r.id), resume);
+  const [children, resume] = await Promise.all([
+    ctx.rt.runs.list({ parentRunId: run.id, limit: 1000 }),
+    ctx.rt.runs.resumeCursor(run.id),
+  ]);
+  return runJson(
+    run,
+    children.map((r) => r.id),
+    resume,
+  );
 }
 
 export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
   const { rt } = ctx;
 
   app.openapi(
-    createRoute({ method: 'post', path: '/v1/sessions', tags: ['sessions'], summary: 'Create a session', request: body(CreateSessionBody), responses: { 201: json(SessionSchema, 'The new session'), ...problems } }),
+    createRoute({
+      method: 'post',
+      path: '/v1/sessions',
+      tags: ['sessions'],
+      summary: 'Create a session',
+      request: body(CreateSessionBody),
+      responses: { 201: json(SessionSchema, 'The new session'), ...problems },
+    }),
     async (c) => {
       const b = c.req.valid('json');
-      if (b.agent !== undefined && !rt.resolveAgent(b.agent.split('@')[0]!, b.agent.split('@')[1])) throw new HttpProblem('unknown_agent', `no agent ${b.agent} is registered`);
+      if (b.agent !== undefined && !rt.resolveAgent(b.agent.split('@')[0]!, b.agent.split('@')[1]))
+        throw new HttpProblem('unknown_agent', `no agent ${b.agent} is registered`);
       const effect = sessionEffect(c);
       if (effect.recorded) return c.json(sessionJson(await sessionFor(ctx, c, effect.recorded.session_id)), 201);
-      const s = await rt.sessions.create({ tenant: c.get('tenant'), title: b.title ?? null, metadata: b.metadata ?? {}, agent: b.agent ?? null, ...effect.within });
+      const s = await rt.sessions.create({
+        tenant: c.get('tenant'),
+        title: b.title ?? null,
+        metadata: b.metadata ?? {},
+        agent: b.agent ?? null,
+        ...effect.within,
+      });
       return c.json(sessionJson(s), 201);
     },
   );
@@ -100,24 +144,46 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       tags: ['sessions'],
       summary: 'List sessions (cursor pagination)',
       request: { query: Cursor.extend({ include_archived: z.enum(['true', 'false']).optional() }) },
-      responses: { 200: json(z.object({ data: z.array(SessionSchema), next_cursor: z.string().nullable() }), 'A page of sessions'), ...problems },
+      responses: {
+        200: json(z.object({ data: z.array(SessionSchema), next_cursor: z.string().nullable() }), 'A page of sessions'),
+        ...problems,
+      },
     }),
     async (c) => {
       const q = c.req.valid('query');
       const cursor = cursorOf(q);
-      const page = await rt.sessions.list({ tenant: c.get('tenant'), limit: q.limit + 1, ...(cursor ? { after: cursor } : {}), includeArchived: q.include_archived === 'true' });
+      const page = await rt.sessions.list({
+        tenant: c.get('tenant'),
+        limit: q.limit + 1,
+        ...(cursor ? { after: cursor } : {}),
+        includeArchived: q.include_archived === 'true',
+      });
       const data = page.slice(0, q.limit);
       return c.json({ data: data.map(sessionJson), next_cursor: page.length > q.limit ? data.at(-1)!.id : null }, 200);
     },
   );
 
   app.openapi(
-    createRoute({ method: 'get', path: '/v1/sessions/{id}', tags: ['sessions'], summary: 'Get a session', request: { params: IdParam }, responses: { 200: json(SessionSchema, 'The session'), ...problems } }),
+    createRoute({
+      method: 'get',
+      path: '/v1/sessions/{id}',
+      tags: ['sessions'],
+      summary: 'Get a session',
+      request: { params: IdParam },
+      responses: { 200: json(SessionSchema, 'The session'), ...problems },
+    }),
     async (c) => c.json(sessionJson(await sessionFor(ctx, c, c.req.valid('param').id)), 200),
   );
 
   app.openapi(
-    createRoute({ method: 'delete', path: '/v1/sessions/{id}', tags: ['sessions'], summary: 'Archive a session (its log stays readable)', request: { params: IdParam }, responses: { 200: json(SessionSchema, 'The archived session'), ...problems } }),
+    createRoute({
+      method: 'delete',
+      path: '/v1/sessions/{id}',
+      tags: ['sessions'],
+      summary: 'Archive a session (its log stays readable)',
+      request: { params: IdParam },
+      responses: { 200: json(SessionSchema, 'The archived session'), ...problems },
+    }),
     async (c) => {
       const s = await sessionFor(ctx, c, c.req.valid('param').id);
       return c.json(sessionJson(s.archivedAt !== null ? s : await rt.sessions.archive(s.id)), 200);
@@ -129,17 +195,25 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       id: z.string(),
       tenant: z.string(),
       erased_at: z.string(),
-      totals: z.object({ runs: z.number().int(), usage: JsonObjectSchema, cost: z.number() }).describe('What the session consumed, kept for billing'),
+      totals: z
+        .object({ runs: z.number().int(), usage: JsonObjectSchema, cost: z.number() })
+        .describe('What the session consumed, kept for billing'),
     })
     .openapi('Tombstone');
-  const tombstoneJson = (s: SessionRecord) => ({ id: s.id, tenant: s.tenant, erased_at: new Date(s.erasedAt!).toISOString(), totals: s.erasedTotals ?? { runs: 0, usage: {}, cost: 0 } });
+  const tombstoneJson = (s: SessionRecord) => ({
+    id: s.id,
+    tenant: s.tenant,
+    erased_at: new Date(s.erasedAt!).toISOString(),
+    totals: s.erasedTotals ?? { runs: 0, usage: {}, cost: 0 },
+  });
 
   app.openapi(
     createRoute({
       method: 'post',
       path: '/v1/sessions/{id}/erase',
       tags: ['sessions'],
-      summary: 'Erase a session: its runs are cancelled, its log, content and run payloads removed; a tombstone with its totals remains (410 Gone from then on)',
+      summary:
+        'Erase a session: its runs are cancelled, its log, content and run payloads removed; a tombstone with its totals remains (410 Gone from then on)',
       request: { params: IdParam },
       responses: { 200: json(TombstoneSchema, 'The tombstone'), ...problems },
     }),
@@ -155,12 +229,30 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       path: '/v1/sessions/erase',
       tags: ['sessions'],
       summary: "Erase every session of the caller's tenant (archived ones too)",
-      request: { body: { content: { 'application/json': { schema: z.object({ confirm: z.string().describe("The tenant's name: what is erased cannot be brought back") }) } }, required: true } },
-      responses: { 200: json(z.object({ tenant: z.string(), erased: z.number().int() }), 'How many sessions were erased'), ...problems },
+      request: {
+        body: {
+          content: {
+            'application/json': {
+              schema: z.object({
+                confirm: z.string().describe("The tenant's name: what is erased cannot be brought back"),
+              }),
+            },
+          },
+          required: true,
+        },
+      },
+      responses: {
+        200: json(z.object({ tenant: z.string(), erased: z.number().int() }), 'How many sessions were erased'),
+        ...problems,
+      },
     }),
     async (c) => {
       const tenant = c.get('tenant');
-      if (c.req.valid('json').confirm !== tenant) throw new HttpProblem('validation', `to erase every session of tenant ${tenant}, send {"confirm": "${tenant}"}`);
+      if (c.req.valid('json').confirm !== tenant)
+        throw new HttpProblem(
+          'validation',
+          `to erase every session of tenant ${tenant}, send {"confirm": "${tenant}"}`,
+        );
       const { erased } = await rt.sessions.eraseTenant(tenant);
       return c.json({ tenant, erased }, 200);
     },
@@ -174,8 +266,18 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       summary: 'Send a user message: creates a run, or follows if_busy when one is active',
       request: { params: IdParam, ...body(SendMessageBody) },
       responses: {
-        202: json(z.object({ outcome: z.enum(['created', 'enqueued', 'steered']), message: z.object({ id: z.string() }), run: RunSchema }), 'Accepted'),
-        409: { description: 'The session has an active run (if_busy: reject)', content: { 'application/problem+json': { schema: ProblemSchema } } },
+        202: json(
+          z.object({
+            outcome: z.enum(['created', 'enqueued', 'steered']),
+            message: z.object({ id: z.string() }),
+            run: RunSchema,
+          }),
+          'Accepted',
+        ),
+        409: {
+          description: 'The session has an active run (if_busy: reject)',
+          content: { 'application/problem+json': { schema: ProblemSchema } },
+        },
         ...problems,
       },
     }),
@@ -209,14 +311,22 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       request: {
         params: IdParam,
         query: z.object({
-          cursor: z.string().regex(/^\d+$/, 'a seq: the `next_cursor` of the previous page').optional().describe('The `next_cursor` of the previous page: the seq the page ended at'),
+          cursor: z
+            .string()
+            .regex(/^\d+$/, 'a seq: the `next_cursor` of the previous page')
+            .optional()
+            .describe('The `next_cursor` of the previous page: the seq the page ended at'),
           after: z.coerce.number().int().min(0).optional().describe('The seq to read after (the same as `cursor`)'),
           limit: z.coerce.number().int().min(1).max(1000).default(100),
         }),
       },
       responses: {
         200: json(
-          z.object({ data: z.array(EventSchema), next_cursor: z.string().nullable(), next_after: z.number().int().nullable().describe('Deprecated: `next_cursor` as a number') }),
+          z.object({
+            data: z.array(EventSchema),
+            next_cursor: z.string().nullable(),
+            next_after: z.number().int().nullable().describe('Deprecated: `next_cursor` as a number'),
+          }),
           'A page of events',
         ),
         ...problems,
@@ -228,12 +338,22 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       const after = Number(cursorOf({ cursor: q.cursor, after: q.after?.toString() }) ?? 0);
       const events = await rt.sessions.events(s.id, { after, limit: q.limit });
       const next = events.length === q.limit ? events.at(-1)!.seq : null;
-      return c.json({ data: events.map(eventJson), next_cursor: next === null ? null : String(next), next_after: next }, 200);
+      return c.json(
+        { data: events.map(eventJson), next_cursor: next === null ? null : String(next), next_after: next },
+        200,
+      );
     },
   );
 
   app.openapi(
-    createRoute({ method: 'get', path: '/v1/sessions/{id}/transcript', tags: ['views'], summary: 'The transcript for people', request: { params: IdParam }, responses: { 200: json(z.object({ items: z.array(JsonObjectSchema) }), 'Transcript'), ...problems } }),
+    createRoute({
+      method: 'get',
+      path: '/v1/sessions/{id}/transcript',
+      tags: ['views'],
+      summary: 'The transcript for people',
+      request: { params: IdParam },
+      responses: { 200: json(z.object({ items: z.array(JsonObjectSchema) }), 'Transcript'), ...problems },
+    }),
     async (c) => {
       const s = await sessionFor(ctx, c, c.req.valid('param').id);
       return c.json({ items: (await rt.sessions.transcript(s.id)) as unknown as Record<string, unknown>[] }, 200);
@@ -252,8 +372,21 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
     async (c) => {
       const s = await sessionFor(ctx, c, c.req.valid('param').id);
       const q = c.req.valid('query');
-      const ctxt = await rt.sessions.context(s.id, q.budget_tokens !== undefined ? { budgetTokens: q.budget_tokens } : {});
-      return c.json({ messages: ctxt.messages, tokens: ctxt.tokens, last_input_tokens: ctxt.lastInputTokens, omitted: ctxt.omitted, as_of_seq: ctxt.asOfSeq, leaf_id: ctxt.leafId }, 200);
+      const ctxt = await rt.sessions.context(
+        s.id,
+        q.budget_tokens !== undefined ? { budgetTokens: q.budget_tokens } : {},
+      );
+      return c.json(
+        {
+          messages: ctxt.messages,
+          tokens: ctxt.tokens,
+          last_input_tokens: ctxt.lastInputTokens,
+          omitted: ctxt.omitted,
+          as_of_seq: ctxt.asOfSeq,
+          leaf_id: ctxt.leafId,
+        },
+        200,
+      );
     },
   );
 
@@ -264,7 +397,10 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       tags: ['runs'],
       summary: 'Runs of a session, oldest first',
       request: { params: IdParam, query: Cursor },
-      responses: { 200: json(z.object({ data: z.array(RunSchema), next_cursor: z.string().nullable() }), 'A page of runs'), ...problems },
+      responses: {
+        200: json(z.object({ data: z.array(RunSchema), next_cursor: z.string().nullable() }), 'A page of runs'),
+        ...problems,
+      },
     }),
     async (c) => {
       const s = await sessionFor(ctx, c, c.req.valid('param').id);
@@ -272,7 +408,13 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       const cursor = cursorOf(q);
       const page = await rt.runs.list({ sessionId: s.id, limit: q.limit + 1, ...(cursor ? { after: cursor } : {}) });
       const data = page.slice(0, q.limit);
-      return c.json({ data: await Promise.all(data.map((r) => runJsonFor(ctx, r))), next_cursor: page.length > q.limit ? data.at(-1)!.id : null }, 200);
+      return c.json(
+        {
+          data: await Promise.all(data.map((r) => runJsonFor(ctx, r))),
+          next_cursor: page.length > q.limit ? data.at(-1)!.id : null,
+        },
+        200,
+      );
     },
   );
 
@@ -288,7 +430,8 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
     async (c) => {
       const s = await sessionFor(ctx, c, c.req.valid('param').id);
       const b = c.req.valid('json');
-      if (b.into === 'session' && b.summary !== undefined) throw new HttpProblem('validation', 'summary: only a fork into a branch takes a summary');
+      if (b.into === 'session' && b.summary !== undefined)
+        throw new HttpProblem('validation', 'summary: only a fork into a branch takes a summary');
       const effect = sessionEffect(c);
       if (effect.recorded && b.into === 'session') {
         const copy = await sessionFor(ctx, c, effect.recorded.session_id);
@@ -311,7 +454,10 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       tags: ['branches'],
       summary: 'Switch the current branch: move the leaf to an entry',
       request: { params: IdParam, ...body(LeafBody) },
-      responses: { 200: json(z.object({ leaf_id: z.string().nullable(), seq: z.number().int() }), 'Moved'), ...problems },
+      responses: {
+        200: json(z.object({ leaf_id: z.string().nullable(), seq: z.number().int() }), 'Moved'),
+        ...problems,
+      },
     }),
     async (c) => {
       const s = await sessionFor(ctx, c, c.req.valid('param').id);
@@ -332,23 +478,48 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
     async (c) => {
       const s = await sessionFor(ctx, c, c.req.valid('param').id);
       const b = (c.req.valid('json') as z.infer<typeof CompactBody> | undefined) ?? {};
-      const agent = (s.agent ? rt.resolveAgent(s.agent.split('@')[0]!) : undefined) ?? rt.resolveAgent(rt.defaultAgent.name)!;
+      const agent =
+        (s.agent ? rt.resolveAgent(s.agent.split('@')[0]!) : undefined) ?? rt.resolveAgent(rt.defaultAgent.name)!;
       const active = await rt.runs.active(s.id);
-      if (active && active.status === 'running') throw new HttpProblem('run_busy', 'compaction between runs only: the session has a running run', { active_run_id: active.id });
+      if (active && active.status === 'running')
+        throw new HttpProblem('run_busy', 'compaction between runs only: the session has a running run', {
+          active_run_id: active.id,
+        });
       // An Idempotency-Key is recorded with the compaction (a retry after a crash gets the same one).
       const claim = c.get('idempotency');
       const recorded = c.get('recordedEffect');
       if (recorded !== undefined) {
-        const [e] = await rt.sessions.entries(s.id, [(JSON.parse(recorded) as { compaction_id: string }).compaction_id]);
-        if (e?.type === 'compaction') return c.json({ compacted: true, event: eventJson(e), tokens_before: e.data.tokensBefore, tokens_after: e.data.tokensAfter }, 200);
+        const [e] = await rt.sessions.entries(s.id, [
+          (JSON.parse(recorded) as { compaction_id: string }).compaction_id,
+        ]);
+        if (e?.type === 'compaction')
+          return c.json(
+            {
+              compacted: true,
+              event: eventJson(e),
+              tokens_before: e.data.tokensBefore,
+              tokens_after: e.data.tokensAfter,
+            },
+            200,
+          );
       }
       const r = await rt.sessions.compact(s.id, {
         model: agent.model,
         ...(b.keep_recent_tokens !== undefined ? { keepRecentTokens: b.keep_recent_tokens } : {}),
-        ...(claim ? { within: (tx: StoreOps, e: { id: string }) => recordEffect(tx, claim, { compaction_id: e.id }) } : {}),
+        ...(claim
+          ? { within: (tx: StoreOps, e: { id: string }) => recordEffect(tx, claim, { compaction_id: e.id }) }
+          : {}),
       });
       if (!r.compacted) return c.json({ compacted: false, reason: r.reason }, 200);
-      return c.json({ compacted: true, event: eventJson(r.event), tokens_before: r.event.data.tokensBefore, tokens_after: r.event.data.tokensAfter }, 200);
+      return c.json(
+        {
+          compacted: true,
+          event: eventJson(r.event),
+          tokens_before: r.event.data.tokensBefore,
+          tokens_after: r.event.data.tokensAfter,
+        },
+        200,
+      );
     },
   );
 
@@ -359,7 +530,10 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       tags: ['sessions'],
       summary: 'Export the session as versioned JSONL',
       request: { params: IdParam },
-      responses: { 200: { description: 'JSONL, one record a line', content: { 'application/x-ndjson': { schema: z.string() } } }, ...problems },
+      responses: {
+        200: { description: 'JSONL, one record a line', content: { 'application/x-ndjson': { schema: z.string() } } },
+        ...problems,
+      },
     }),
     async (c) => {
       const s = await sessionFor(ctx, c, c.req.valid('param').id);
@@ -382,13 +556,18 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
           ids: z
             .enum(['new', 'keep'])
             .default('new')
-            .describe('`new`: a new session with new event ids, its origin the session it came from (imports anywhere, also where it was exported); `keep`: the export\'s ids (409 when they exist here)'),
+            .describe(
+              "`new`: a new session with new event ids, its origin the session it came from (imports anywhere, also where it was exported); `keep`: the export's ids (409 when they exist here)",
+            ),
         }),
         body: { content: { 'application/x-ndjson': { schema: z.string() } }, required: true },
       },
       responses: {
         201: json(SessionSchema, 'The imported session'),
-        422: { description: 'Refused, with line-numbered problems', content: { 'application/problem+json': { schema: ProblemSchema } } },
+        422: {
+          description: 'Refused, with line-numbered problems',
+          content: { 'application/problem+json': { schema: ProblemSchema } },
+        },
         ...problems,
       },
     }),
@@ -397,7 +576,11 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       if (text.trim() === '') throw new HttpProblem('validation', 'the body is empty: send a session export (JSONL)');
       const effect = sessionEffect(c);
       if (effect.recorded) return c.json(sessionJson(await sessionFor(ctx, c, effect.recorded.session_id)), 201);
-      const s = await rt.sessions.import(text, { tenant: c.get('tenant'), ids: c.req.valid('query').ids, ...effect.within });
+      const s = await rt.sessions.import(text, {
+        tenant: c.get('tenant'),
+        ids: c.req.valid('query').ids,
+        ...effect.within,
+      });
       return c.json(sessionJson(s), 201);
     },
   );

@@ -14,7 +14,8 @@ export function streamRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
   const cursorOf = (lastEventId: string | undefined, after: string | undefined) => {
     const raw = lastEventId ?? after;
     const cursor = parseCursor(raw);
-    if (raw !== undefined && raw !== '' && !cursor) throw new HttpProblem('validation', `cannot resume from ${JSON.stringify(raw)}: expected a seq like 12 or 12.3`);
+    if (raw !== undefined && raw !== '' && !cursor)
+      throw new HttpProblem('validation', `cannot resume from ${JSON.stringify(raw)}: expected a seq like 12 or 12.3`);
     return cursor;
   };
   const lifecycle = {
@@ -31,7 +32,13 @@ export function streamRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
   app.get('/v1/sessions/:id/stream', async (c) => {
     const s = await sessionFor(ctx, c, c.req.param('id'));
     const cursor = cursorOf(c.req.header('last-event-id'), c.req.query('after'));
-    return sseStream(c, cursor, { log: ctx.rt.sessions.log, sessionId: s.id, heartbeatMs: ctx.options.heartbeatMs, queueLimit: ctx.options.sseQueueLimit, ...lifecycle });
+    return sseStream(c, cursor, {
+      log: ctx.rt.sessions.log,
+      sessionId: s.id,
+      heartbeatMs: ctx.options.heartbeatMs,
+      queueLimit: ctx.options.sseQueueLimit,
+      ...lifecycle,
+    });
   });
 
   app.get('/v1/runs/:id/stream', async (c) => {
@@ -52,14 +59,28 @@ export function streamRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       method: 'get',
       path: path.replace(':id', '{id}'),
       tags: ['streams'],
-      summary: path.startsWith('/v1/runs') ? 'SSE stream of a run; ends with an `end` event' : 'SSE stream of a session',
+      summary: path.startsWith('/v1/runs')
+        ? 'SSE stream of a run; ends with an `end` event'
+        : 'SSE stream of a session',
       // OpenAPI requires a path parameter for every template expression in the path.
       request: {
-        params: z.object({ id: z.string().min(1).openapi({ param: { name: 'id', in: 'path' } }) }),
-        query: z.object({ after: z.string().optional().describe('Resume after this id (seq or seq.n); Last-Event-ID wins') }),
+        params: z.object({
+          id: z
+            .string()
+            .min(1)
+            .openapi({ param: { name: 'id', in: 'path' } }),
+        }),
+        query: z.object({
+          after: z.string().optional().describe('Resume after this id (seq or seq.n); Last-Event-ID wins'),
+        }),
         headers: z.object({ 'last-event-id': z.string().optional() }),
       },
-      responses: { 200: { description: 'text/event-stream: durable events (id = seq) and deltas (event `delta`, id = seq.n)', content: { 'text/event-stream': { schema: { type: 'string' } } } } },
+      responses: {
+        200: {
+          description: 'text/event-stream: durable events (id = seq) and deltas (event `delta`, id = seq.n)',
+          content: { 'text/event-stream': { schema: { type: 'string' } } },
+        },
+      },
     });
   }
 }

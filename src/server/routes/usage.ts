@@ -2,15 +2,29 @@ import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 import type { AppContext, AppEnv } from '../app.ts';
 import { HttpProblem } from '../problems.ts';
 import { ProblemSchema } from '../schemas.ts';
-import { parseUsageParams, usageCsv, usageReport, UsageParamsError, USAGE_DEFAULT_DAYS, USAGE_MAX_DAYS, USAGE_MAX_HOURLY_DAYS } from '../usage.ts';
+import {
+  parseUsageParams,
+  usageCsv,
+  usageReport,
+  UsageParamsError,
+  USAGE_DEFAULT_DAYS,
+  USAGE_MAX_DAYS,
+  USAGE_MAX_HOURLY_DAYS,
+} from '../usage.ts';
 
-const problem = (description: string) => ({ description, content: { 'application/problem+json': { schema: ProblemSchema } } });
+const problem = (description: string) => ({
+  description,
+  content: { 'application/problem+json': { schema: ProblemSchema } },
+});
 
 const Numbers = {
   runs: z.number().int().describe('Runs that ended in the group'),
   input_tokens: z.number().int(),
   output_tokens: z.number().int(),
-  cached_input_tokens: z.number().int().describe('Input tokens served from the provider’s prompt cache (part of input_tokens)'),
+  cached_input_tokens: z
+    .number()
+    .int()
+    .describe('Input tokens served from the provider’s prompt cache (part of input_tokens)'),
   reasoning_tokens: z.number().int().describe('Output tokens spent on reasoning (part of output_tokens)'),
   cost: z.number().describe('US dollars, to the nano-dollar'),
 };
@@ -19,7 +33,11 @@ const UsageRowSchema = z
   .object({
     tenant: z.string().optional(),
     agent: z.string().optional(),
-    model: z.string().nullable().optional().describe('provider:modelId as recorded when the run was created; null if its agent spec names none'),
+    model: z
+      .string()
+      .nullable()
+      .optional()
+      .describe('provider:modelId as recorded when the run was created; null if its agent spec names none'),
     day: z.string().optional().describe('2025-01-31 (UTC)'),
     hour: z.string().optional().describe('2025-01-31T12:00:00Z'),
     ...Numbers,
@@ -31,7 +49,9 @@ const UsageReportSchema = z
     from: z.string().describe('ISO 8601, inclusive'),
     to: z.string().describe('ISO 8601, exclusive'),
     group_by: z.array(z.enum(['tenant', 'agent', 'model', 'day', 'hour'])),
-    data: z.array(UsageRowSchema).describe('One row per group, ordered by the keys in group_by order (a missing model last)'),
+    data: z
+      .array(UsageRowSchema)
+      .describe('One row per group, ordered by the keys in group_by order (a missing model last)'),
     totals: z.object(Numbers),
   })
   .openapi('UsageReport');
@@ -45,7 +65,10 @@ const time = (what: string) =>
 const UsageQuerySchema = z.object({
   from: time(`Runs that ended at or after this (default: ${USAGE_DEFAULT_DAYS} days before to)`),
   to: time('Runs that ended before this (default: now); a date includes that day'),
-  group_by: z.string().optional().describe('Comma-separated: tenant, agent, model, and day or hour (default: day; empty: the totals only)'),
+  group_by: z
+    .string()
+    .optional()
+    .describe('Comma-separated: tenant, agent, model, and day or hour (default: day; empty: the totals only)'),
   tenant: z.string().optional().describe('Only this tenant: an API key sees only its own'),
   agent: z.string().optional().describe('Only this agent (by name)'),
   model: z.string().optional().describe('Only this model (provider:modelId)'),
@@ -59,7 +82,8 @@ export function usageRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       method: 'get',
       path: '/v1/usage',
       tags: ['usage'],
-      summary: 'Tokens and cost by tenant, agent, model and day or hour: each run’s own usage once, by the time it ended',
+      summary:
+        'Tokens and cost by tenant, agent, model and day or hour: each run’s own usage once, by the time it ended',
       description:
         `Runs that ended in [from, to). A run counts its own usage (a parent's recorded usage includes its subagents', which count as their own runs); ` +
         `runs of erased sessions count; runs not ended yet are left out. At most ${USAGE_MAX_DAYS} days, ${USAGE_MAX_HOURLY_DAYS} grouped by hour.`,
@@ -67,7 +91,10 @@ export function usageRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       responses: {
         200: {
           description: 'The report',
-          content: { 'application/json': { schema: UsageReportSchema }, 'text/csv': { schema: z.string().describe('A header line, then one line per row (no totals line)') } },
+          content: {
+            'application/json': { schema: UsageReportSchema },
+            'text/csv': { schema: z.string().describe('A header line, then one line per row (no totals line)') },
+          },
         },
         400: problem('Invalid parameters (each one named in errors)'),
         401: problem('Missing or invalid API key'),
@@ -85,12 +112,19 @@ export function usageRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
         throw e;
       }
       // Every API key is bound to its tenant: it sees that tenant's usage and no other's.
-      if (query.tenant !== undefined && query.tenant !== tenant) throw new HttpProblem('forbidden', `this API key is tenant ${tenant}'s: it sees only that tenant's usage, not ${query.tenant}'s`);
+      if (query.tenant !== undefined && query.tenant !== tenant)
+        throw new HttpProblem(
+          'forbidden',
+          `this API key is tenant ${tenant}'s: it sees only that tenant's usage, not ${query.tenant}'s`,
+        );
       const report = usageReport(query, await ctx.rt.runs.usage({ ...query, tenant }));
       const csv = q.format === 'csv' || (q.format === undefined && /\btext\/csv\b/i.test(c.req.header('accept') ?? ''));
       if (csv) {
         const name = `keel-usage-${report.from.slice(0, 10)}-${report.to.slice(0, 10)}.csv`;
-        return c.body(usageCsv(report), 200, { 'content-type': 'text/csv; charset=utf-8', 'content-disposition': `attachment; filename="${name}"` });
+        return c.body(usageCsv(report), 200, {
+          'content-type': 'text/csv; charset=utf-8',
+          'content-disposition': `attachment; filename="${name}"`,
+        });
       }
       return c.json(report, 200);
     },

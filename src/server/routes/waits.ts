@@ -25,14 +25,33 @@ export function exceptCallbacks(auth: MiddlewareHandler<AuthEnv>): MiddlewareHan
   };
 }
 
-const problem = (description: string) => ({ description, content: { 'application/problem+json': { schema: ProblemSchema } } });
-const json = <T extends z.ZodType>(schema: T, description: string) => ({ description, content: { 'application/json': { schema } } });
-const Payload = z.unknown().openapi({ description: "The signal's payload: any JSON value (the body itself); no body is null" });
-const SignalParams = z.object({
-  id: z.string().min(1).openapi({ param: { name: 'id', in: 'path' } }),
-  name: z.string().min(1).openapi({ param: { name: 'name', in: 'path' } }),
+const problem = (description: string) => ({
+  description,
+  content: { 'application/problem+json': { schema: ProblemSchema } },
 });
-const TokenParam = z.object({ token: z.string().min(1).openapi({ param: { name: 'token', in: 'path' } }) });
+const json = <T extends z.ZodType>(schema: T, description: string) => ({
+  description,
+  content: { 'application/json': { schema } },
+});
+const Payload = z
+  .unknown()
+  .openapi({ description: "The signal's payload: any JSON value (the body itself); no body is null" });
+const SignalParams = z.object({
+  id: z
+    .string()
+    .min(1)
+    .openapi({ param: { name: 'id', in: 'path' } }),
+  name: z
+    .string()
+    .min(1)
+    .openapi({ param: { name: 'name', in: 'path' } }),
+});
+const TokenParam = z.object({
+  token: z
+    .string()
+    .min(1)
+    .openapi({ param: { name: 'token', in: 'path' } }),
+});
 
 /** The body as JSON, any value (no body: null). */
 async function payloadOf(c: Context): Promise<unknown> {
@@ -54,10 +73,21 @@ export function waitRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       method: 'post',
       path: '/v1/runs/{id}/signals/{name}',
       tags: ['runs'],
-      summary: "Deliver a signal to a run: it ends the run's wait for it (the payload becomes the tool's result), or is kept until the wait starts. Exactly once per run and name.",
-      request: { params: SignalParams, body: { content: { 'application/json': { schema: Payload } }, required: false } },
+      summary:
+        "Deliver a signal to a run: it ends the run's wait for it (the payload becomes the tool's result), or is kept until the wait starts. Exactly once per run and name.",
+      request: {
+        params: SignalParams,
+        body: { content: { 'application/json': { schema: Payload } }, required: false },
+      },
       responses: {
-        200: json(z.object({ signal: z.string(), consumed: z.boolean().describe('Whether a wait took it now (else it is kept for the wait)'), run: RunSchema }), 'Delivered'),
+        200: json(
+          z.object({
+            signal: z.string(),
+            consumed: z.boolean().describe('Whether a wait took it now (else it is kept for the wait)'),
+            run: RunSchema,
+          }),
+          'Delivered',
+        ),
         400: problem('The payload does not match the waiting call’s schema (validation), or is not JSON'),
         401: problem('Missing or invalid API key'),
         404: problem('No such run (or not yours)'),
@@ -101,4 +131,3 @@ export function waitRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
     },
   );
 }
-

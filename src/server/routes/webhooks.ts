@@ -1,25 +1,48 @@
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 import { DEFAULT_SECRET_OVERLAP_MS, isWebhookUrl, MAX_SECRET_OVERLAP_MS } from '../../runs/index.ts';
-import { WEBHOOK_EVENT_TYPES, type WebhookAttempt, type WebhookDelivery, type WebhookRecord } from '../../store/index.ts';
+import {
+  WEBHOOK_EVENT_TYPES,
+  type WebhookAttempt,
+  type WebhookDelivery,
+  type WebhookRecord,
+} from '../../store/index.ts';
 import type { AppContext, AppEnv } from '../app.ts';
 import { Cursor, cursorOf, plainText, ProblemSchema } from '../schemas.ts';
 
-const problem = (description: string) => ({ description, content: { 'application/problem+json': { schema: ProblemSchema } } });
+const problem = (description: string) => ({
+  description,
+  content: { 'application/problem+json': { schema: ProblemSchema } },
+});
 const problems = {
   400: problem('Invalid request (problem type `validation`)'),
   401: problem('Missing or invalid API key'),
   404: problem('No such webhook (or not yours)'),
 } as const;
-const json = <T extends z.ZodType>(schema: T, description: string) => ({ description, content: { 'application/json': { schema } } });
-const body = <T extends z.ZodType>(schema: T) => ({ body: { content: { 'application/json': { schema } }, required: true } });
+const json = <T extends z.ZodType>(schema: T, description: string) => ({
+  description,
+  content: { 'application/json': { schema } },
+});
+const body = <T extends z.ZodType>(schema: T) => ({
+  body: { content: { 'application/json': { schema } }, required: true },
+});
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 const Url = plainText(2048)
   .refine(isWebhookUrl, 'an absolute http:// or https:// URL')
   .describe('Where deliveries are POSTed (http or https)');
 const Events = z.array(z.enum(WEBHOOK_EVENT_TYPES)).min(1).describe('The event types to deliver');
-const IdParam = z.object({ id: z.string().min(1).openapi({ param: { name: 'id', in: 'path' } }) });
-const DeliveryParams = IdParam.extend({ delivery_id: z.string().min(1).openapi({ param: { name: 'delivery_id', in: 'path' } }) });
+const IdParam = z.object({
+  id: z
+    .string()
+    .min(1)
+    .openapi({ param: { name: 'id', in: 'path' } }),
+});
+const DeliveryParams = IdParam.extend({
+  delivery_id: z
+    .string()
+    .min(1)
+    .openapi({ param: { name: 'delivery_id', in: 'path' } }),
+});
 
 export const WebhookSchema = z
   .object({
@@ -27,13 +50,18 @@ export const WebhookSchema = z
     url: z.string(),
     events: z.array(z.enum(WEBHOOK_EVENT_TYPES)),
     active: z.boolean(),
-    previous_secret_expires_at: z.string().nullable().describe('While a rotation’s overlap lasts: until when the replaced secret also signs deliveries'),
+    previous_secret_expires_at: z
+      .string()
+      .nullable()
+      .describe('While a rotation’s overlap lasts: until when the replaced secret also signs deliveries'),
     created_at: z.string(),
     updated_at: z.string(),
   })
   .openapi('Webhook');
 
-const CreatedWebhookSchema = WebhookSchema.extend({ secret: z.string().describe('The signing secret: shown here once, keep it to verify Keel-Signature') }).openapi('CreatedWebhook');
+const CreatedWebhookSchema = WebhookSchema.extend({
+  secret: z.string().describe('The signing secret: shown here once, keep it to verify Keel-Signature'),
+}).openapi('CreatedWebhook');
 
 const AttemptSchema = z
   .object({
@@ -80,7 +108,9 @@ const RotateBody = z.strictObject({
     .min(0)
     .max(MAX_SECRET_OVERLAP_MS / 1000)
     .optional()
-    .describe(`How long the replaced secret still signs deliveries (default ${DEFAULT_SECRET_OVERLAP_MS / 1000} s, a day; at most a week; 0: not at all)`),
+    .describe(
+      `How long the replaced secret still signs deliveries (default ${DEFAULT_SECRET_OVERLAP_MS / 1000} s, a day; at most a week; 0: not at all)`,
+    ),
 });
 
 const webhookJson = (w: WebhookRecord) => ({
@@ -93,7 +123,13 @@ const webhookJson = (w: WebhookRecord) => ({
   updated_at: iso(w.updatedAt)!,
 });
 
-const attemptJson = (a: WebhookAttempt) => ({ n: a.n, started_at: iso(a.startedAt)!, duration_ms: a.durationMs, status_code: a.statusCode, error: a.error });
+const attemptJson = (a: WebhookAttempt) => ({
+  n: a.n,
+  started_at: iso(a.startedAt)!,
+  duration_ms: a.durationMs,
+  status_code: a.statusCode,
+  error: a.error,
+});
 
 const deliveryJson = (d: WebhookDelivery, attempts: WebhookAttempt[]) => ({
   id: d.id,
@@ -127,7 +163,12 @@ export function webhookRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
     }),
     async (c) => {
       const b = c.req.valid('json');
-      const w = await hooks.create(c.get('tenant'), { url: b.url, events: b.events, ...(b.secret !== undefined ? { secret: b.secret } : {}), ...(b.active !== undefined ? { active: b.active } : {}) });
+      const w = await hooks.create(c.get('tenant'), {
+        url: b.url,
+        events: b.events,
+        ...(b.secret !== undefined ? { secret: b.secret } : {}),
+        ...(b.active !== undefined ? { active: b.active } : {}),
+      });
       return c.json({ ...webhookJson(w), secret: w.secret }, 201);
     },
   );
@@ -139,7 +180,13 @@ export function webhookRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       tags: ['webhooks'],
       summary: 'List your subscriptions (oldest first)',
       request: { query: Cursor },
-      responses: { 200: json(z.object({ data: z.array(WebhookSchema), next_cursor: z.string().nullable() }), 'A page of subscriptions'), ...problems },
+      responses: {
+        200: json(
+          z.object({ data: z.array(WebhookSchema), next_cursor: z.string().nullable() }),
+          'A page of subscriptions',
+        ),
+        ...problems,
+      },
     }),
     async (c) => {
       const q = c.req.valid('query');
@@ -151,7 +198,14 @@ export function webhookRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
   );
 
   app.openapi(
-    createRoute({ method: 'get', path: '/v1/webhooks/{id}', tags: ['webhooks'], summary: 'A subscription', request: { params: IdParam }, responses: { 200: json(WebhookSchema, 'The subscription'), ...problems } }),
+    createRoute({
+      method: 'get',
+      path: '/v1/webhooks/{id}',
+      tags: ['webhooks'],
+      summary: 'A subscription',
+      request: { params: IdParam },
+      responses: { 200: json(WebhookSchema, 'The subscription'), ...problems },
+    }),
     async (c) => c.json(webhookJson(await hooks.get(c.get('tenant'), c.req.valid('param').id)), 200),
   );
 
@@ -160,7 +214,8 @@ export function webhookRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       method: 'patch',
       path: '/v1/webhooks/{id}',
       tags: ['webhooks'],
-      summary: 'Change a subscription’s URL, events, or whether it is active (a disabled one gets no new deliveries, and its pending ones end failed)',
+      summary:
+        'Change a subscription’s URL, events, or whether it is active (a disabled one gets no new deliveries, and its pending ones end failed)',
       request: { params: IdParam, ...body(PatchBody) },
       responses: { 200: json(WebhookSchema, 'The subscription as changed'), ...problems },
     }),
@@ -195,13 +250,18 @@ export function webhookRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       method: 'post',
       path: '/v1/webhooks/{id}/rotate-secret',
       tags: ['webhooks'],
-      summary: 'A new signing secret, shown once; the replaced one still signs deliveries (a second v1= in Keel-Signature) until the overlap ends',
+      summary:
+        'A new signing secret, shown once; the replaced one still signs deliveries (a second v1= in Keel-Signature) until the overlap ends',
       request: { params: IdParam, body: { content: { 'application/json': { schema: RotateBody } }, required: false } },
       responses: { 200: json(CreatedWebhookSchema, 'The subscription with its new secret'), ...problems },
     }),
     async (c) => {
       const b = (c.req.valid('json') as z.infer<typeof RotateBody> | undefined) ?? {};
-      const w = await hooks.rotateSecret(c.get('tenant'), c.req.valid('param').id, b.overlap_seconds !== undefined ? { overlapMs: b.overlap_seconds * 1000 } : {});
+      const w = await hooks.rotateSecret(
+        c.get('tenant'),
+        c.req.valid('param').id,
+        b.overlap_seconds !== undefined ? { overlapMs: b.overlap_seconds * 1000 } : {},
+      );
       return c.json({ ...webhookJson(w), secret: w.secret }, 200);
     },
   );
@@ -213,14 +273,29 @@ export function webhookRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       tags: ['webhooks'],
       summary: 'A subscription’s deliveries, newest first, each with its attempts',
       request: { params: IdParam, query: Cursor },
-      responses: { 200: json(z.object({ data: z.array(DeliverySchema), next_cursor: z.string().nullable() }), 'A page of deliveries'), ...problems },
+      responses: {
+        200: json(
+          z.object({ data: z.array(DeliverySchema), next_cursor: z.string().nullable() }),
+          'A page of deliveries',
+        ),
+        ...problems,
+      },
     }),
     async (c) => {
       const q = c.req.valid('query');
       const after = cursorOf(q);
-      const page = await hooks.deliveries(c.get('tenant'), c.req.valid('param').id, { limit: q.limit + 1, ...(after ? { after } : {}) });
+      const page = await hooks.deliveries(c.get('tenant'), c.req.valid('param').id, {
+        limit: q.limit + 1,
+        ...(after ? { after } : {}),
+      });
       const data = page.slice(0, q.limit);
-      return c.json({ data: data.map((d) => deliveryJson(d.delivery, d.attempts)), next_cursor: page.length > q.limit ? data.at(-1)!.delivery.id : null }, 200);
+      return c.json(
+        {
+          data: data.map((d) => deliveryJson(d.delivery, d.attempts)),
+          next_cursor: page.length > q.limit ? data.at(-1)!.delivery.id : null,
+        },
+        200,
+      );
     },
   );
 
@@ -244,9 +319,14 @@ export function webhookRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       method: 'post',
       path: '/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver',
       tags: ['webhooks'],
-      summary: 'Attempt a delivery again now (retried again for a day if it fails), whatever its status; the same delivery id',
+      summary:
+        'Attempt a delivery again now (retried again for a day if it fails), whatever its status; the same delivery id',
       request: { params: DeliveryParams },
-      responses: { 202: json(DeliverySchema, 'The delivery, pending again'), 409: problem('An attempt of it is in flight, or the subscription is disabled (problem type `conflict`)'), ...problems },
+      responses: {
+        202: json(DeliverySchema, 'The delivery, pending again'),
+        409: problem('An attempt of it is in flight, or the subscription is disabled (problem type `conflict`)'),
+        ...problems,
+      },
     }),
     async (c) => {
       const { id, delivery_id } = c.req.valid('param');

@@ -1,4 +1,10 @@
-import { portableMessages, type AssistantMessage, type Message, type ToolCallPart, type ToolMessage } from '../../model/index.ts';
+import {
+  portableMessages,
+  type AssistantMessage,
+  type Message,
+  type ToolCallPart,
+  type ToolMessage,
+} from '../../model/index.ts';
 import type { Projection } from './projection.ts';
 
 /** What the model sees next: the current path, the latest compaction applied. */
@@ -13,7 +19,8 @@ export interface ContextState {
   lastInputTokens: number | null;
 }
 
-const callsOf = (m: AssistantMessage): ToolCallPart[] => m.content.filter((p): p is ToolCallPart => p.type === 'tool-call');
+const callsOf = (m: AssistantMessage): ToolCallPart[] =>
+  m.content.filter((p): p is ToolCallPart => p.type === 'tool-call');
 
 export const contextProjection: Projection<ContextState> = {
   name: 'context',
@@ -36,7 +43,12 @@ export const contextProjection: Projection<ContextState> = {
         if (!e.data.message.interrupted) s.lastInputTokens = e.data.usage.inputTokens;
         break;
       case 'tool/result': {
-        const part = { type: 'tool-result' as const, toolCallId: e.data.toolCallId, toolName: e.data.toolName, output: e.data.output };
+        const part = {
+          type: 'tool-result' as const,
+          toolCallId: e.data.toolCallId,
+          toolName: e.data.toolName,
+          output: e.data.output,
+        };
         const last = s.messages.at(-1);
         if (last?.role === 'tool' && last.id === e.data.toolMessageId) {
           const assistant = s.messages.at(-2);
@@ -51,7 +63,10 @@ export const contextProjection: Projection<ContextState> = {
       case 'compaction': {
         // A first kept entry not in the state lies before where this fold started (a read that
         // began at a later compaction's first kept entry): everything folded so far is kept.
-        const from = e.data.firstKeptEntryId === null ? s.messages.length : Math.max(0, s.entryIds.indexOf(e.data.firstKeptEntryId));
+        const from =
+          e.data.firstKeptEntryId === null
+            ? s.messages.length
+            : Math.max(0, s.entryIds.indexOf(e.data.firstKeptEntryId));
         s.messages = s.messages.slice(from);
         s.entryIds = s.entryIds.slice(from);
         s.turns = s.turns.slice(from);
@@ -73,7 +88,13 @@ export const contextProjection: Projection<ContextState> = {
     const messages = s.messages.slice();
     const last = messages.at(-1);
     if (last?.role === 'tool') messages[messages.length - 1] = { ...last, content: last.content.slice() };
-    return { summary: s.summary, messages, entryIds: s.entryIds.slice(), turns: s.turns.slice(), lastInputTokens: s.lastInputTokens };
+    return {
+      summary: s.summary,
+      messages,
+      entryIds: s.entryIds.slice(),
+      turns: s.turns.slice(),
+      lastInputTokens: s.lastInputTokens,
+    };
   },
   size: (s) => s.messages.length,
 };
@@ -103,11 +124,18 @@ export function contextMessages(s: ContextState, options: { openTurn?: number } 
       type: 'tool-result' as const,
       toolCallId: c.toolCallId,
       toolName: c.toolName,
-      output: { type: 'error' as const, code: 'outcome_unknown' as const, message: 'no result was recorded for this call' },
+      output: {
+        type: 'error' as const,
+        code: 'outcome_unknown' as const,
+        message: 'no result was recorded for this call',
+      },
     }));
     if (next?.role === 'tool') {
       const order = calls.map((c) => c.toolCallId);
-      const merged: ToolMessage = { ...next, content: [...next.content, ...filler].sort((a, b) => order.indexOf(a.toolCallId) - order.indexOf(b.toolCallId)) };
+      const merged: ToolMessage = {
+        ...next,
+        content: [...next.content, ...filler].sort((a, b) => order.indexOf(a.toolCallId) - order.indexOf(b.toolCallId)),
+      };
       out.push(merged);
       i++;
     } else {
@@ -126,5 +154,7 @@ export function contextMessages(s: ContextState, options: { openTurn?: number } 
 export function turnConversation(s: ContextState, turn: number): Message[] {
   const turnOf = new Map<string, number>();
   s.messages.forEach((m, i) => turnOf.set(m.id, s.turns[i]!));
-  return contextMessages(s, { openTurn: turn }).flatMap((m) => ((turnOf.get(m.id) ?? 0) < turn ? portableMessages([m]) : [m]));
+  return contextMessages(s, { openTurn: turn }).flatMap((m) =>
+    (turnOf.get(m.id) ?? 0) < turn ? portableMessages([m]) : [m],
+  );
 }

@@ -28,7 +28,17 @@ export interface DevStep {
   requests: Array<RequestHeader & { seq: number; time: number }>;
   retries: Array<{ seq: number; attempt: number; delayMs: number; error: { kind: string; message: string } }>;
   errors: Array<{ seq: number; attempt: number; error: { kind: string; message: string } }>;
-  assistant?: { messageId: string; text: string; toolCalls: number; interrupted: boolean; finishReason: string; usage: Usage; cost: number; responseId?: string; timing: { startedAt: number; firstChunkMs?: number; durationMs: number } };
+  assistant?: {
+    messageId: string;
+    text: string;
+    toolCalls: number;
+    interrupted: boolean;
+    finishReason: string;
+    usage: Usage;
+    cost: number;
+    responseId?: string;
+    timing: { startedAt: number; firstChunkMs?: number; durationMs: number };
+  };
   tools: DevTool[];
 }
 
@@ -63,11 +73,23 @@ export const developerProjection: Projection<DeveloperState> = {
   apply(s, e) {
     const turn = e.turn === undefined ? undefined : s.turns.findLast((t) => t.turn === e.turn);
     const step = e.step === undefined ? undefined : turn?.steps.findLast((x) => x.step === e.step);
-    const tool = (id: string) => step?.tools.find((t) => t.toolCallId === id) ?? turn?.steps.flatMap((x) => x.tools).find((t) => t.toolCallId === id);
+    const tool = (id: string) =>
+      step?.tools.find((t) => t.toolCallId === id) ??
+      turn?.steps.flatMap((x) => x.tools).find((t) => t.toolCallId === id);
     switch (e.type) {
       case 'turn/start':
         if (e.data.resumed && turn) turn.resumes++;
-        else s.turns.push({ turn: e.turn ?? s.turns.length + 1, agent: e.data.agent, model: e.data.model, startedAt: e.time, resumes: 0, inputs: [], configChanges: [], steps: [] });
+        else
+          s.turns.push({
+            turn: e.turn ?? s.turns.length + 1,
+            agent: e.data.agent,
+            model: e.data.model,
+            startedAt: e.time,
+            resumes: 0,
+            inputs: [],
+            configChanges: [],
+            steps: [],
+          });
         break;
       case 'user/message':
         turn?.inputs.push({ seq: e.seq, via: e.data.via, messageId: e.data.message.id });
@@ -76,7 +98,14 @@ export const developerProjection: Projection<DeveloperState> = {
         turn?.configChanges.push({ seq: e.seq, change: e.data as JsonValue });
         break;
       case 'step/start':
-        turn?.steps.push({ step: e.step ?? turn.steps.length + 1, startedAt: e.time, requests: [], retries: [], errors: [], tools: [] });
+        turn?.steps.push({
+          step: e.step ?? turn.steps.length + 1,
+          startedAt: e.time,
+          requests: [],
+          retries: [],
+          errors: [],
+          tools: [],
+        });
         break;
       case 'request/header':
         step?.requests.push({ ...e.data, seq: e.seq, time: e.time });
@@ -108,7 +137,13 @@ export const developerProjection: Projection<DeveloperState> = {
         // An approval asked after a crash is about a call already shown.
         const t = e.data.unknownOutcome ? tool(e.data.toolCallId) : undefined;
         if (t) t.approval = 'pending';
-        else step?.tools.push({ toolCallId: e.data.toolCallId, toolName: e.data.toolName, input: e.data.input, approval: 'pending' });
+        else
+          step?.tools.push({
+            toolCallId: e.data.toolCallId,
+            toolName: e.data.toolName,
+            input: e.data.input,
+            approval: 'pending',
+          });
         break;
       }
       case 'tool/unknown-outcome': {
@@ -130,16 +165,29 @@ export const developerProjection: Projection<DeveloperState> = {
       case 'tool/call': {
         const t = tool(e.data.toolCallId);
         if (t) Object.assign(t, { input: e.data.input, idempotencyKey: e.data.idempotencyKey });
-        else step?.tools.push({ toolCallId: e.data.toolCallId, toolName: e.data.toolName, input: e.data.input, idempotencyKey: e.data.idempotencyKey });
+        else
+          step?.tools.push({
+            toolCallId: e.data.toolCallId,
+            toolName: e.data.toolName,
+            input: e.data.input,
+            idempotencyKey: e.data.idempotencyKey,
+          });
         break;
       }
       case 'tool/result': {
         const t = tool(e.data.toolCallId);
         if (t) {
           Object.assign(t, { output: e.data.output, durationMs: e.data.durationMs });
-          if (!t.outcomeUnknown && e.data.output.type === 'error' && e.data.output.code === 'outcome_unknown') t.outcomeUnknown = { resolution: 'told_model' };
-        }
-        else step?.tools.push({ toolCallId: e.data.toolCallId, toolName: e.data.toolName, input: null, output: e.data.output, durationMs: e.data.durationMs });
+          if (!t.outcomeUnknown && e.data.output.type === 'error' && e.data.output.code === 'outcome_unknown')
+            t.outcomeUnknown = { resolution: 'told_model' };
+        } else
+          step?.tools.push({
+            toolCallId: e.data.toolCallId,
+            toolName: e.data.toolName,
+            input: null,
+            output: e.data.output,
+            durationMs: e.data.durationMs,
+          });
         break;
       }
       case 'step/end':

@@ -55,7 +55,11 @@ export const transcriptProjection: Projection<TranscriptState> = {
           interrupted: m.interrupted === true,
           time: e.time,
           turn: e.turn ?? null,
-          tools: m.content.flatMap((p) => (p.type === 'tool-call' ? [{ toolCallId: p.toolCallId, toolName: p.toolName, status: 'pending' as const }] : [])),
+          tools: m.content.flatMap((p) =>
+            p.type === 'tool-call'
+              ? [{ toolCallId: p.toolCallId, toolName: p.toolName, status: 'pending' as const }]
+              : [],
+          ),
         });
         break;
       }
@@ -73,7 +77,14 @@ export const transcriptProjection: Projection<TranscriptState> = {
         break;
       }
       case 'compaction':
-        s.items.push({ kind: 'compaction', entryId: e.id, summary: e.data.summary, tokensBefore: e.data.tokensBefore, tokensAfter: e.data.tokensAfter, time: e.time });
+        s.items.push({
+          kind: 'compaction',
+          entryId: e.id,
+          summary: e.data.summary,
+          tokensBefore: e.data.tokensBefore,
+          tokensAfter: e.data.tokensAfter,
+          time: e.time,
+        });
         break;
       case 'branch/summary':
         s.items.push({ kind: 'branch', entryId: e.id, summary: e.data.summary, time: e.time });

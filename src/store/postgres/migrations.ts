@@ -415,7 +415,9 @@ export async function migrate(client: pg.ClientBase, schema: string): Promise<vo
   try {
     await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [MIGRATION_LOCK, schema]);
     await client.query(`CREATE SCHEMA IF NOT EXISTS ${ident}`);
-    await client.query(`CREATE TABLE IF NOT EXISTS ${ident}.keel_schema (version integer PRIMARY KEY, applied_at bigint NOT NULL)`);
+    await client.query(
+      `CREATE TABLE IF NOT EXISTS ${ident}.keel_schema (version integer PRIMARY KEY, applied_at bigint NOT NULL)`,
+    );
     const { rows } = await client.query<{ v: number | null }>(`SELECT max(version) AS v FROM ${ident}.keel_schema`);
     const current = rows[0]?.v ?? 0;
     if (current > latestSchemaVersion) {
@@ -427,7 +429,10 @@ export async function migrate(client: pg.ClientBase, schema: string): Promise<vo
       if (m.version <= current) continue;
       await client.query(`SET LOCAL search_path TO ${ident}`);
       await client.query(m.sql);
-      await client.query(`INSERT INTO ${ident}.keel_schema (version, applied_at) VALUES ($1, $2)`, [m.version, Date.now()]);
+      await client.query(`INSERT INTO ${ident}.keel_schema (version, applied_at) VALUES ($1, $2)`, [
+        m.version,
+        Date.now(),
+      ]);
     }
     await client.query('COMMIT');
   } catch (e) {

@@ -58,7 +58,9 @@ export interface OpContext {
 }
 
 /** Every operation of the port, given where it runs. */
-export type PgOps = { [K in keyof StoreOps]: (ctx: OpContext, ...args: Parameters<StoreOps[K]>) => ReturnType<StoreOps[K]> };
+export type PgOps = {
+  [K in keyof StoreOps]: (ctx: OpContext, ...args: Parameters<StoreOps[K]>) => ReturnType<StoreOps[K]>;
+};
 
 type EventRow = {
   session_id: string;
@@ -77,7 +79,17 @@ type EventRow = {
 };
 
 function toEvent(r: EventRow): StoredEvent {
-  const e: StoredEvent = { id: r.id, sessionId: r.session_id, seq: r.seq, type: r.type, v: r.v, time: r.time, entry: r.entry, ignorable: r.ignorable, data: JSON.parse(r.data) as unknown };
+  const e: StoredEvent = {
+    id: r.id,
+    sessionId: r.session_id,
+    seq: r.seq,
+    type: r.type,
+    v: r.v,
+    time: r.time,
+    entry: r.entry,
+    ignorable: r.ignorable,
+    data: JSON.parse(r.data) as unknown,
+  };
   if (r.run_id !== null) e.runId = r.run_id;
   if (r.turn !== null) e.turn = r.turn;
   if (r.step !== null) e.step = r.step;
@@ -122,14 +134,23 @@ const USAGE_OWN_SQL = `WITH own AS (
 `;
 
 /** Statuses as an SQL list (they are the port's own names: no quoting needed beyond a check). */
-const statusList = (xs: readonly RunStatus[]): string => xs.filter((x) => RUN_STATUSES.includes(x)).map((x) => `'${x}'`).join(', ') || 'NULL';
+const statusList = (xs: readonly RunStatus[]): string =>
+  xs
+    .filter((x) => RUN_STATUSES.includes(x))
+    .map((x) => `'${x}'`)
+    .join(', ') || 'NULL';
 
-const limitOf = (limit: number | undefined): number | null => (limit === undefined || !Number.isFinite(limit) || limit < 0 ? null : Math.floor(limit));
+const limitOf = (limit: number | undefined): number | null =>
+  limit === undefined || !Number.isFinite(limit) || limit < 0 ? null : Math.floor(limit);
 
-const isActiveRunConflict = (e: unknown): boolean => sqlState(e) === UNIQUE_VIOLATION && constraintOf(e) === 'runs_one_active';
+const isActiveRunConflict = (e: unknown): boolean =>
+  sqlState(e) === UNIQUE_VIOLATION && constraintOf(e) === 'runs_one_active';
 
 async function activeRunId(sql: Sql, sessionId: string): Promise<string> {
-  const row = await sql.one<{ id: string }>(`SELECT id FROM runs WHERE session_id = $1 AND status NOT IN (${TERMINAL}) AND NOT queued_behind`, [sessionId]);
+  const row = await sql.one<{ id: string }>(
+    `SELECT id FROM runs WHERE session_id = $1 AND status NOT IN (${TERMINAL}) AND NOT queued_behind`,
+    [sessionId],
+  );
   return row?.id ?? 'unknown';
 }
 
@@ -153,10 +174,16 @@ function appendRefusal(e: unknown, sessionId: string, options: AppendOptions): u
       return new SeqConflictError(sessionId, options.expectLastSeq!, Number(detail));
     case 'KP001': {
       const [event, parent] = detail.split(' ');
-      return new StoreError('invalid_parent', `event ${event}: parent ${parent} is not an entry of session ${sessionId}`);
+      return new StoreError(
+        'invalid_parent',
+        `event ${event}: parent ${parent} is not an entry of session ${sessionId}`,
+      );
     }
     case UNIQUE_VIOLATION:
-      if (constraintOf(e) === 'events_entries') return new StoreError('conflict', `an event of this append already exists in session ${sessionId}`, { cause: e });
+      if (constraintOf(e) === 'events_entries')
+        return new StoreError('conflict', `an event of this append already exists in session ${sessionId}`, {
+          cause: e,
+        });
   }
   return e;
 }
@@ -168,12 +195,22 @@ export const pgOperations: PgOps = {
         q.one<SessionRow>(
           `INSERT INTO sessions (id, tenant, created_at, title, metadata, agent, origin_session_id, origin_entry_id)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
-          [s.id, s.tenant ?? 'default', s.createdAt, s.title ?? null, JSON.stringify(s.metadata ?? {}), s.agent ?? null, s.origin?.sessionId ?? null, s.origin?.entryId ?? null],
+          [
+            s.id,
+            s.tenant ?? 'default',
+            s.createdAt,
+            s.title ?? null,
+            JSON.stringify(s.metadata ?? {}),
+            s.agent ?? null,
+            s.origin?.sessionId ?? null,
+            s.origin?.entryId ?? null,
+          ],
         ),
       );
       return toSession(row!);
     } catch (e) {
-      if (sqlState(e) === UNIQUE_VIOLATION) throw new StoreError('conflict', `session ${s.id} already exists`, { cause: e });
+      if (sqlState(e) === UNIQUE_VIOLATION)
+        throw new StoreError('conflict', `session ${s.id} already exists`, { cause: e });
       throw e;
     }
   },
@@ -182,7 +219,9 @@ export const pgOperations: PgOps = {
   // An id with NUL cannot be stored (plain-text.ts), so nothing has one: not found, as on SQLite.
   getSession: async ({ sql, inTransaction }, id) => {
     if (hasNul(id)) return undefined;
-    const row = await sql.one<SessionRow>(`SELECT * FROM sessions WHERE id = $1${inTransaction ? ' FOR UPDATE' : ''}`, [id]);
+    const row = await sql.one<SessionRow>(`SELECT * FROM sessions WHERE id = $1${inTransaction ? ' FOR UPDATE' : ''}`, [
+      id,
+    ]);
     return row ? toSession(row) : undefined;
   },
 
@@ -190,13 +229,14 @@ export const pgOperations: PgOps = {
   // read every tenant's sessions in id order).
   listSessions: async ({ sql }, page) =>
     (page.tenant !== undefined
-      ? await sql.rows<SessionRow>('SELECT * FROM sessions WHERE tenant = $1 AND id > $2 AND (archived_at IS NULL OR $3) ORDER BY id LIMIT $4', [
-          page.tenant,
-          page.after ?? '',
-          page.includeArchived === true,
-          limitOf(page.limit),
-        ])
-      : await sql.rows<SessionRow>('SELECT * FROM sessions WHERE id > $1 AND (archived_at IS NULL OR $2) ORDER BY id LIMIT $3', [page.after ?? '', page.includeArchived === true, limitOf(page.limit)])
+      ? await sql.rows<SessionRow>(
+          'SELECT * FROM sessions WHERE tenant = $1 AND id > $2 AND (archived_at IS NULL OR $3) ORDER BY id LIMIT $4',
+          [page.tenant, page.after ?? '', page.includeArchived === true, limitOf(page.limit)],
+        )
+      : await sql.rows<SessionRow>(
+          'SELECT * FROM sessions WHERE id > $1 AND (archived_at IS NULL OR $2) ORDER BY id LIMIT $3',
+          [page.after ?? '', page.includeArchived === true, limitOf(page.limit)],
+        )
     ).map(toSession),
 
   updateSession: async ({ sql }, id, patch) => {
@@ -233,7 +273,22 @@ export const pgOperations: PgOps = {
       if (d.entry) seen.add(d.id);
       const data = JSON.stringify(d.data);
       json.push(data);
-      const values = [d.id, d.type, d.v, d.time, d.runId ?? null, d.turn ?? null, d.step ?? null, d.entry, d.parentId ?? null, d.parentId !== undefined, d.leaf ?? null, d.leaf !== undefined, d.ignorable ?? false, data];
+      const values = [
+        d.id,
+        d.type,
+        d.v,
+        d.time,
+        d.runId ?? null,
+        d.turn ?? null,
+        d.step ?? null,
+        d.entry,
+        d.parentId ?? null,
+        d.parentId !== undefined,
+        d.leaf ?? null,
+        d.leaf !== undefined,
+        d.ignorable ?? false,
+        data,
+      ];
       for (let i = 0; i < values.length; i++) cols[i]!.push(values[i]);
     }
     let rows: Array<{ seq: number; parent_id: string | null }>;
@@ -243,7 +298,14 @@ export const pgOperations: PgOps = {
           `SELECT seq, parent_id FROM keel_append($1, $2, $3, $4, $5::text[], $6::text[], $7::int[], $8::bigint[], $9::text[], $10::int[], $11::int[],
                                                 $12::boolean[], $13::text[], $14::boolean[], $15::text[], $16::boolean[], $17::boolean[], $18::text[], $19::text[])`,
           // Which blobs the session refers to, for erasure, in the append's own transaction.
-          [sessionId, fence?.runId ?? null, fence?.token ?? null, expectLastSeq ?? null, ...cols, blobHashesIn(json.join(','))],
+          [
+            sessionId,
+            fence?.runId ?? null,
+            fence?.token ?? null,
+            expectLastSeq ?? null,
+            ...cols,
+            blobHashesIn(json.join(',')),
+          ],
         ),
       );
     } catch (e) {
@@ -256,7 +318,8 @@ export const pgOperations: PgOps = {
     let after = o.afterSeq ?? 0;
     if (o.runId !== undefined) {
       // A run's events all follow its first one.
-      const first = (await sql.one<{ first_seq: number | null }>('SELECT first_seq FROM runs WHERE id = $1', [o.runId]))?.first_seq;
+      const first = (await sql.one<{ first_seq: number | null }>('SELECT first_seq FROM runs WHERE id = $1', [o.runId]))
+        ?.first_seq;
       if (first !== undefined && first !== null) after = Math.max(after, first - 1);
     }
     const rows = await sql.rows<EventRow>(
@@ -270,7 +333,10 @@ export const pgOperations: PgOps = {
   getEntries: async ({ sql }, sessionId, given) => {
     const ids = given.filter((id) => !hasNul(id));
     if (ids.length === 0 || hasNul(sessionId)) return [];
-    const rows = await sql.rows<EventRow>('SELECT * FROM events WHERE session_id = $1 AND entry AND id = ANY($2::text[])', [sessionId, [...ids]]);
+    const rows = await sql.rows<EventRow>(
+      'SELECT * FROM events WHERE session_id = $1 AND entry AND id = ANY($2::text[])',
+      [sessionId, [...ids]],
+    );
     const byId = new Map(rows.map((r) => [r.id, r]));
     const out: StoredEvent[] = [];
     for (const id of ids) {
@@ -300,17 +366,29 @@ export const pgOperations: PgOps = {
     atomic(async (q) => {
       const row = await sessionRow(q, sessionId, true);
       if (row.erased_at !== null) return toSession(row);
-      const live = await q.one<{ id: string }>(`SELECT id FROM runs WHERE session_id = $1 AND status NOT IN (${TERMINAL}) LIMIT 1`, [sessionId]);
+      const live = await q.one<{ id: string }>(
+        `SELECT id FROM runs WHERE session_id = $1 AND status NOT IN (${TERMINAL}) LIMIT 1`,
+        [sessionId],
+      );
       if (live) throw new RunBusyError(sessionId, live.id);
-      const totals = erasedTotals(await q.rows<{ usage: string; cost: number }>('SELECT usage, cost FROM runs WHERE session_id = $1', [sessionId]));
+      const totals = erasedTotals(
+        await q.rows<{ usage: string; cost: number }>('SELECT usage, cost FROM runs WHERE session_id = $1', [
+          sessionId,
+        ]),
+      );
       await q.run('INSERT INTO erased_logs (session_id) VALUES ($1) ON CONFLICT DO NOTHING', [sessionId]);
       await q.run('DELETE FROM events WHERE session_id = $1', [sessionId]);
       await q.run('DELETE FROM snapshots WHERE session_id = $1', [sessionId]);
-      await q.run('DELETE FROM run_checkpoints WHERE run_id IN (SELECT id FROM runs WHERE session_id = $1)', [sessionId]);
+      await q.run('DELETE FROM run_checkpoints WHERE run_id IN (SELECT id FROM runs WHERE session_id = $1)', [
+        sessionId,
+      ]);
       await q.run('DELETE FROM run_inputs WHERE session_id = $1', [sessionId]);
       await q.run('DELETE FROM run_signals WHERE run_id IN (SELECT id FROM runs WHERE session_id = $1)', [sessionId]);
       await q.run('DELETE FROM run_callbacks WHERE run_id IN (SELECT id FROM runs WHERE session_id = $1)', [sessionId]);
-      await q.run('DELETE FROM schedule_fires WHERE session_id = $1 OR run_id IN (SELECT id FROM runs WHERE session_id = $1)', [sessionId]);
+      await q.run(
+        'DELETE FROM schedule_fires WHERE session_id = $1 OR run_id IN (SELECT id FROM runs WHERE session_id = $1)',
+        [sessionId],
+      );
       // The schedules that target it take no message from now on: paused, saying why (they keep its id, as its tombstone does).
       await q.run(
         "UPDATE schedules SET paused_at = coalesce(paused_at, $2), paused_reason = $3, next_fire_at = NULL, updated_at = $2 WHERE (target::jsonb ->> 'sessionId') = $1",
@@ -329,7 +407,10 @@ export const pgOperations: PgOps = {
       await q.run('DELETE FROM blob_refs WHERE session_id = $1', [sessionId]);
       await q.run('DELETE FROM idempotency_keys WHERE strpos(body, $1) > 0', [sessionId]);
       // The session's webhook deliveries (their bodies describe its runs), their attempts first.
-      await q.run('DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM webhook_deliveries WHERE session_id = $1)', [sessionId]);
+      await q.run(
+        'DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM webhook_deliveries WHERE session_id = $1)',
+        [sessionId],
+      );
       await q.run('DELETE FROM webhook_deliveries WHERE session_id = $1', [sessionId]);
       const tomb = await q.one<SessionRow>(
         "UPDATE sessions SET title = NULL, metadata = '{}', agent = NULL, leaf_id = NULL, origin_session_id = NULL, origin_entry_id = NULL, erased_at = $2, erased_totals = $3 WHERE id = $1 RETURNING *",
@@ -340,7 +421,8 @@ export const pgOperations: PgOps = {
 
   // One row per event: nothing to re-encode (the server compresses large values itself).
   sealEvents: async ({ sql }, sessionId) => {
-    if (!(await sql.one('SELECT 1 FROM sessions WHERE id = $1', [sessionId]))) throw new NotFoundError('session', sessionId);
+    if (!(await sql.one('SELECT 1 FROM sessions WHERE id = $1', [sessionId])))
+      throw new NotFoundError('session', sessionId);
   },
 
   putBlobs: async ({ sql }, blobs) => {
@@ -355,7 +437,11 @@ export const pgOperations: PgOps = {
   getBlobs: async ({ sql }, hashes) => {
     const out = new Map<string, string>();
     if (hashes.length === 0) return out;
-    for (const r of await sql.rows<{ hash: string; data: string }>('SELECT hash, data FROM blobs WHERE hash = ANY($1::text[])', [[...hashes]])) out.set(r.hash, r.data);
+    for (const r of await sql.rows<{ hash: string; data: string }>(
+      'SELECT hash, data FROM blobs WHERE hash = ANY($1::text[])',
+      [[...hashes]],
+    ))
+      out.set(r.hash, r.data);
     return out;
   },
 
@@ -371,8 +457,20 @@ export const pgOperations: PgOps = {
   },
 
   getSnapshot: async ({ sql }, sessionId, projection, version) => {
-    const row = await sql.one<SnapshotRow>('SELECT as_of_seq, leaf_id, state FROM snapshots WHERE session_id = $1 AND projection = $2 AND version = $3', [sessionId, projection, version]);
-    return row ? { sessionId, projection, version, asOfSeq: row.as_of_seq, leafId: row.leaf_id, state: JSON.parse(row.state) as unknown } : undefined;
+    const row = await sql.one<SnapshotRow>(
+      'SELECT as_of_seq, leaf_id, state FROM snapshots WHERE session_id = $1 AND projection = $2 AND version = $3',
+      [sessionId, projection, version],
+    );
+    return row
+      ? {
+          sessionId,
+          projection,
+          version,
+          asOfSeq: row.as_of_seq,
+          leafId: row.leaf_id,
+          state: JSON.parse(row.state) as unknown,
+        }
+      : undefined;
   },
 
   createRun: async ({ sql, guarded }, r) => {
@@ -405,7 +503,8 @@ export const pgOperations: PgOps = {
       return toRun(row!);
     } catch (e) {
       if (isActiveRunConflict(e)) throw new RunBusyError(r.sessionId, await activeRunId(sql, r.sessionId));
-      if (sqlState(e) === UNIQUE_VIOLATION) throw new StoreError('conflict', `run ${r.id} already exists`, { cause: e });
+      if (sqlState(e) === UNIQUE_VIOLATION)
+        throw new StoreError('conflict', `run ${r.id} already exists`, { cause: e });
       if (sqlState(e) === FOREIGN_KEY_VIOLATION) throw new NotFoundError('session or parent run of run', r.id);
       throw e;
     }
@@ -432,29 +531,46 @@ export const pgOperations: PgOps = {
     if (q.after !== undefined) where.push(`id > $${args.push(q.after)}`);
     const text = `SELECT * FROM runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT $${args.push(limitOf(q.limit))}`;
     // A tenant's runs: planned for this tenant (its index of waiting runs, or the runs in id order).
-    return (q.tenant !== undefined ? await sql.rowsPlannedForValues<RunRow>(text, args) : await sql.rows<RunRow>(text, args)).map(toRun);
+    return (
+      q.tenant !== undefined ? await sql.rowsPlannedForValues<RunRow>(text, args) : await sql.rows<RunRow>(text, args)
+    ).map(toRun);
   },
 
   dueRuns: async ({ sql }, now, page) => {
     const text = dueRunsSql(page.after !== undefined, (n) => `$${n}`);
     const args = page.after ? [now, page.after.dueAt, page.after.id, limitOf(page.limit)] : [now, limitOf(page.limit)];
-    return (await sql.rows<RunRow & { due_at: string | number }>(text, args)).map((r) => ({ run: toRun(r), dueAt: Number(r.due_at) }));
+    return (await sql.rows<RunRow & { due_at: string | number }>(text, args)).map((r) => ({
+      run: toRun(r),
+      dueAt: Number(r.due_at),
+    }));
   },
 
   activeRun: async ({ sql }, sessionId) => {
-    const row = await sql.one<RunRow>(`SELECT * FROM runs WHERE session_id = $1 AND status NOT IN (${TERMINAL}) AND NOT queued_behind`, [sessionId]);
+    const row = await sql.one<RunRow>(
+      `SELECT * FROM runs WHERE session_id = $1 AND status NOT IN (${TERMINAL}) AND NOT queued_behind`,
+      [sessionId],
+    );
     return row ? toRun(row) : undefined;
   },
 
   countRunsByStatus: async ({ sql }) => {
     const counts = Object.fromEntries(RUN_STATUSES.map((s) => [s, 0])) as Record<RunStatus, number>;
-    for (const r of await sql.rows<{ status: RunStatus; n: number }>('SELECT status, sum(n)::bigint AS n FROM run_status_counts GROUP BY status')) counts[r.status] = r.n;
+    for (const r of await sql.rows<{ status: RunStatus; n: number }>(
+      'SELECT status, sum(n)::bigint AS n FROM run_status_counts GROUP BY status',
+    ))
+      counts[r.status] = r.n;
     return counts;
   },
 
   usageTotals: async ({ sql }, q) => {
     const group = usageGroupSql(q.groupBy);
-    const rows = await sql.rows<UsageRow>(USAGE_OWN_SQL + group.sql, [q.from, q.to, q.tenant ?? null, q.agent ?? null, q.model ?? null]);
+    const rows = await sql.rows<UsageRow>(USAGE_OWN_SQL + group.sql, [
+      q.from,
+      q.to,
+      q.tenant ?? null,
+      q.agent ?? null,
+      q.model ?? null,
+    ]);
     // Without a grouping, no runs is one row of zeros: no group at all.
     return rows.map((r) => toUsageTotals(r, group.dimensions)).filter((t) => t.runs > 0);
   },
@@ -480,12 +596,15 @@ export const pgOperations: PgOps = {
     let row: RunRow | undefined;
     try {
       row = sets.length
-        ? await guarded((q) => q.one<RunRow>(`UPDATE runs SET ${sets.join(', ')} WHERE ${where.join(' AND ')} RETURNING *`, args))
+        ? await guarded((q) =>
+            q.one<RunRow>(`UPDATE runs SET ${sets.join(', ')} WHERE ${where.join(' AND ')} RETURNING *`, args),
+          )
         : await sql.one<RunRow>(`SELECT * FROM runs WHERE ${where.join(' AND ')}`, args);
     } catch (e) {
       // A run queued behind cannot come up while its session has another active run.
       if (isActiveRunConflict(e)) {
-        const sessionId = (await sql.one<{ session_id: string }>('SELECT session_id FROM runs WHERE id = $1', [id]))!.session_id;
+        const sessionId = (await sql.one<{ session_id: string }>('SELECT session_id FROM runs WHERE id = $1', [id]))!
+          .session_id;
         throw new RunBusyError(sessionId, await activeRunId(sql, sessionId));
       }
       throw e;
@@ -522,7 +641,10 @@ export const pgOperations: PgOps = {
   },
 
   renewLease: async ({ sql }, id, owner, fencingToken, expiresAt) =>
-    (await sql.run(`UPDATE runs SET lease_expires_at = $1 WHERE id = $2 AND lease_owner = $3 AND fencing_token = $4 AND status NOT IN (${TERMINAL})`, [expiresAt, id, owner, fencingToken])) === 1,
+    (await sql.run(
+      `UPDATE runs SET lease_expires_at = $1 WHERE id = $2 AND lease_owner = $3 AND fencing_token = $4 AND status NOT IN (${TERMINAL})`,
+      [expiresAt, id, owner, fencingToken],
+    )) === 1,
 
   putCheckpoint: async ({ sql }, c) => {
     await sql.run(
@@ -538,14 +660,10 @@ export const pgOperations: PgOps = {
   },
 
   addInput: async ({ sql }, i) => {
-    await sql.run('INSERT INTO run_inputs (id, session_id, kind, run_id, payload, created_at) VALUES ($1, $2, $3, $4, $5, $6)', [
-      i.id,
-      i.sessionId,
-      i.kind,
-      i.runId,
-      JSON.stringify(i.payload),
-      i.createdAt,
-    ]);
+    await sql.run(
+      'INSERT INTO run_inputs (id, session_id, kind, run_id, payload, created_at) VALUES ($1, $2, $3, $4, $5, $6)',
+      [i.id, i.sessionId, i.kind, i.runId, JSON.stringify(i.payload), i.createdAt],
+    );
   },
 
   /** Taken once: the rows are locked, then deleted, in one statement; a concurrent take waits and finds them gone. */
@@ -570,24 +688,23 @@ export const pgOperations: PgOps = {
 
   removeInput: async ({ sql }, id) => (await sql.run('DELETE FROM run_inputs WHERE id = $1', [id])) === 1,
 
-  countInputs: async ({ sql }, sessionId, kind) => (await sql.one<{ n: number }>('SELECT count(*)::bigint AS n FROM run_inputs WHERE session_id = $1 AND kind = $2', [sessionId, kind]))!.n,
+  countInputs: async ({ sql }, sessionId, kind) =>
+    (await sql.one<{ n: number }>('SELECT count(*)::bigint AS n FROM run_inputs WHERE session_id = $1 AND kind = $2', [
+      sessionId,
+      kind,
+    ]))!.n,
 
   createApiKey: async ({ guarded }, k) => {
     try {
       await guarded((q) =>
-        q.run('INSERT INTO api_keys (id, tenant, name, hash, prefix, rate_per_minute, created_at, revoked_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [
-          k.id,
-          k.tenant,
-          k.name,
-          k.hash,
-          k.prefix,
-          k.ratePerMinute,
-          k.createdAt,
-          k.revokedAt,
-        ]),
+        q.run(
+          'INSERT INTO api_keys (id, tenant, name, hash, prefix, rate_per_minute, created_at, revoked_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
+          [k.id, k.tenant, k.name, k.hash, k.prefix, k.ratePerMinute, k.createdAt, k.revokedAt],
+        ),
       );
     } catch (e) {
-      if (sqlState(e) === UNIQUE_VIOLATION) throw new StoreError('conflict', `api key ${k.id} already exists`, { cause: e });
+      if (sqlState(e) === UNIQUE_VIOLATION)
+        throw new StoreError('conflict', `api key ${k.id} already exists`, { cause: e });
       throw e;
     }
   },
@@ -597,12 +714,21 @@ export const pgOperations: PgOps = {
     return row ? toKey(row) : undefined;
   },
 
-  listApiKeys: async ({ sql }, tenant) => (await sql.rows<KeyRow>('SELECT * FROM api_keys WHERE ($1::text IS NULL OR tenant = $1) ORDER BY created_at, id', [tenant ?? null])).map(toKey),
+  listApiKeys: async ({ sql }, tenant) =>
+    (
+      await sql.rows<KeyRow>('SELECT * FROM api_keys WHERE ($1::text IS NULL OR tenant = $1) ORDER BY created_at, id', [
+        tenant ?? null,
+      ])
+    ).map(toKey),
 
-  revokeApiKey: async ({ sql }, id, at) => (await sql.run('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2', [at, id])) === 1,
+  revokeApiKey: async ({ sql }, id, at) =>
+    (await sql.run('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2', [at, id])) === 1,
 
   getIdempotency: async ({ sql }, tenant, key) => {
-    const r = await sql.one<IdempotencyRow>('SELECT * FROM idempotency_keys WHERE tenant = $1 AND key = $2', [tenant, key]);
+    const r = await sql.one<IdempotencyRow>('SELECT * FROM idempotency_keys WHERE tenant = $1 AND key = $2', [
+      tenant,
+      key,
+    ]);
     return r ? toIdempotency(r) : undefined;
   },
 
@@ -615,7 +741,13 @@ export const pgOperations: PgOps = {
       [r.tenant, r.key, r.fingerprint, r.status, r.body, r.createdAt],
     );
     // Another request's record stood and was kept: it is the answer.
-    return toIdempotency(row ?? (await sql.one<IdempotencyRow>('SELECT * FROM idempotency_keys WHERE tenant = $1 AND key = $2', [r.tenant, r.key]))!);
+    return toIdempotency(
+      row ??
+        (await sql.one<IdempotencyRow>('SELECT * FROM idempotency_keys WHERE tenant = $1 AND key = $2', [
+          r.tenant,
+          r.key,
+        ]))!,
+    );
   },
 
   pruneIdempotency: async ({ sql }, before) => sql.run('DELETE FROM idempotency_keys WHERE created_at < $1', [before]),

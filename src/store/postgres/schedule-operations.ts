@@ -1,10 +1,28 @@
 import { NotFoundError, StoreError } from '../port.ts';
-import { SCHEDULE_COLUMNS, SCHEDULE_PATCH_COLUMNS, scheduleValues, toSchedule, toScheduleFire, type ScheduleFireRow, type ScheduleRow } from '../schedule-rows.ts';
+import {
+  SCHEDULE_COLUMNS,
+  SCHEDULE_PATCH_COLUMNS,
+  scheduleValues,
+  toSchedule,
+  toScheduleFire,
+  type ScheduleFireRow,
+  type ScheduleRow,
+} from '../schedule-rows.ts';
 import type { PgOps } from './operations.ts';
 import { sqlState, UNIQUE_VIOLATION } from './sql.ts';
 import { hasNul } from '../plain-text.ts';
 
-type ScheduleOps = Pick<PgOps, 'createSchedule' | 'getSchedule' | 'listSchedules' | 'updateSchedule' | 'deleteSchedule' | 'dueSchedules' | 'addScheduleFire' | 'listScheduleFires'>;
+type ScheduleOps = Pick<
+  PgOps,
+  | 'createSchedule'
+  | 'getSchedule'
+  | 'listSchedules'
+  | 'updateSchedule'
+  | 'deleteSchedule'
+  | 'dueSchedules'
+  | 'addScheduleFire'
+  | 'listScheduleFires'
+>;
 
 const INSERT = `INSERT INTO schedules (${SCHEDULE_COLUMNS.join(', ')}) VALUES (${SCHEDULE_COLUMNS.map((_, i) => `$${i + 1}`).join(', ')}) RETURNING *`;
 
@@ -19,7 +37,8 @@ export const scheduleOperations: ScheduleOps = {
     try {
       return toSchedule((await guarded((q) => q.one<ScheduleRow>(INSERT, scheduleValues(s))))!);
     } catch (e) {
-      if (sqlState(e) === UNIQUE_VIOLATION) throw new StoreError('conflict', `schedule ${s.id} already exists`, { cause: e });
+      if (sqlState(e) === UNIQUE_VIOLATION)
+        throw new StoreError('conflict', `schedule ${s.id} already exists`, { cause: e });
       throw e;
     }
   },
@@ -27,14 +46,20 @@ export const scheduleOperations: ScheduleOps = {
   getSchedule: async ({ sql, inTransaction }, id) => {
     // An id with NUL cannot be stored (plain-text.ts): not found, as on SQLite.
     if (hasNul(id)) return undefined;
-    const row = await sql.one<ScheduleRow>(`SELECT * FROM schedules WHERE id = $1${inTransaction ? ' FOR UPDATE' : ''}`, [id]);
+    const row = await sql.one<ScheduleRow>(
+      `SELECT * FROM schedules WHERE id = $1${inTransaction ? ' FOR UPDATE' : ''}`,
+      [id],
+    );
     return row ? toSchedule(row) : undefined;
   },
 
   // A tenant's from the index of them: a cached plan of `$1 IS NULL OR tenant = $1` would read every tenant's.
   listSchedules: async ({ sql }, q) => {
     const args: unknown[] = [];
-    const where = [...(q.tenant !== undefined ? [`tenant = $${args.push(q.tenant)}`] : []), ...(q.after !== undefined ? [`id > $${args.push(q.after)}`] : [])];
+    const where = [
+      ...(q.tenant !== undefined ? [`tenant = $${args.push(q.tenant)}`] : []),
+      ...(q.after !== undefined ? [`id > $${args.push(q.after)}`] : []),
+    ];
     const text = `SELECT * FROM schedules ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT $${args.push(Math.max(0, Math.floor(q.limit)))}`;
     return (await sql.rows<ScheduleRow>(text, args)).map(toSchedule);
   },
@@ -51,7 +76,10 @@ export const scheduleOperations: ScheduleOps = {
     }
     args.push(id);
     const row = sets.length
-      ? await sql.one<ScheduleRow>(`UPDATE schedules SET ${sets.join(', ')} WHERE id = $${args.length} RETURNING *`, args)
+      ? await sql.one<ScheduleRow>(
+          `UPDATE schedules SET ${sets.join(', ')} WHERE id = $${args.length} RETURNING *`,
+          args,
+        )
       : await sql.one<ScheduleRow>('SELECT * FROM schedules WHERE id = $1', [id]);
     if (!row) throw new NotFoundError('schedule', id);
     return toSchedule(row);
@@ -81,10 +109,9 @@ export const scheduleOperations: ScheduleOps = {
 
   listScheduleFires: async ({ sql }, scheduleId, q) =>
     (
-      await sql.rows<ScheduleFireRow>('SELECT * FROM schedule_fires WHERE schedule_id = $1 AND ($2::bigint IS NULL OR tick < $2) ORDER BY tick DESC LIMIT $3', [
-        scheduleId,
-        q.before ?? null,
-        Math.max(0, Math.floor(q.limit)),
-      ])
+      await sql.rows<ScheduleFireRow>(
+        'SELECT * FROM schedule_fires WHERE schedule_id = $1 AND ($2::bigint IS NULL OR tick < $2) ORDER BY tick DESC LIMIT $3',
+        [scheduleId, q.before ?? null, Math.max(0, Math.floor(q.limit))],
+      )
     ).map(toScheduleFire),
 };

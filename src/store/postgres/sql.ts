@@ -63,13 +63,19 @@ export class Sql {
    * layers above refuse NUL where they keep text (plain-text.ts); this is what is left when one
    * reaches the database all the same.
    */
-  private async query<R extends pg.QueryResultRow>(q: { name?: string; text: string; values: unknown[] }): Promise<pg.QueryResult<R>> {
+  private async query<R extends pg.QueryResultRow>(q: {
+    name?: string;
+    text: string;
+    values: unknown[];
+  }): Promise<pg.QueryResult<R>> {
     try {
       return await this.target.query<R>(q);
     } catch (e) {
       const state = sqlState(e);
       if (state === CHARACTER_NOT_IN_REPERTOIRE || state === UNTRANSLATABLE_CHARACTER) {
-        throw new StoreError('validation', `a value holds a character PostgreSQL cannot store (${NUL_REFUSAL})`, { cause: e });
+        throw new StoreError('validation', `a value holds a character PostgreSQL cannot store (${NUL_REFUSAL})`, {
+          cause: e,
+        });
       }
       throw e;
     }

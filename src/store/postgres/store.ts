@@ -41,7 +41,9 @@ const retryable = (e: unknown): boolean => {
 /** BIGINT columns (times in ms, seqs, tokens) as numbers: they stay far below 2^53. */
 const types = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === pg.types.builtins.INT8 ? (v: string) => Number.parseInt(v, 10) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+    oid === pg.types.builtins.INT8
+      ? (v: string) => Number.parseInt(v, 10)
+      : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
 };
 
 // Typed as having every operation of the port: PostgresStore's static block puts them on its prototype.
@@ -82,7 +84,11 @@ export class PostgresStore extends WithStoreOps implements Store {
     super();
     this.url = options.url;
     this.schema = options.schema ?? 'keel';
-    if (!/^[A-Za-z_][A-Za-z0-9_]{0,50}$/.test(this.schema)) throw new StoreError('invalid_schema', `schema name ${JSON.stringify(this.schema)}: letters, digits and _ only, at most 51`);
+    if (!/^[A-Za-z_][A-Za-z0-9_]{0,50}$/.test(this.schema))
+      throw new StoreError(
+        'invalid_schema',
+        `schema name ${JSON.stringify(this.schema)}: letters, digits and _ only, at most 51`,
+      );
     this.pool = new pg.Pool({
       connectionString: options.url,
       max: options.poolSize ?? 10,
@@ -131,7 +137,12 @@ export class PostgresStore extends WithStoreOps implements Store {
     // An append outside a transaction is one (keel_append, in one round trip): timed as a commit.
     const t0 = name === 'append' && this.commitObservers.size > 0 ? performance.now() : undefined;
     const sql = new Sql(this.pool);
-    const ctx: OpContext = { sql, inTransaction: false, atomic: (fn) => this.inOwnTransaction(fn), guarded: (fn) => fn(sql) };
+    const ctx: OpContext = {
+      sql,
+      inTransaction: false,
+      atomic: (fn) => this.inOwnTransaction(fn),
+      guarded: (fn) => fn(sql),
+    };
     const op = pgOperations[name] as (ctx: OpContext, ...a: unknown[]) => Promise<unknown>;
     for (let attempt = 1; ; attempt++) {
       try {
@@ -212,7 +223,12 @@ export class PostgresStore extends WithStoreOps implements Store {
         }
       });
     } catch (e) {
-      if (retryable(e)) throw new StoreError('conflict', `the transaction lost a lock race with another one and was rolled back (${(e as Error).message}): try again`, { cause: e });
+      if (retryable(e))
+        throw new StoreError(
+          'conflict',
+          `the transaction lost a lock race with another one and was rolled back (${(e as Error).message}): try again`,
+          { cause: e },
+        );
       throw e;
     }
   }
@@ -264,7 +280,8 @@ export class PostgresStore extends WithStoreOps implements Store {
       }
       if (p.o !== undefined) {
         // This instance's ping (see noticesCaughtUp): what was notified before it has arrived.
-        if (p.o === this.instanceId && typeof (p as { ping?: unknown }).ping === 'number') return this.pinged((p as { ping: number }).ping);
+        if (p.o === this.instanceId && typeof (p as { ping?: unknown }).ping === 'number')
+          return this.pinged((p as { ping: number }).ping);
         // Broadcast messages: another node's (this instance's own are not for it).
         if (p.o === this.instanceId || !Array.isArray(p.b)) return;
         for (const m of p.b as Array<{ s?: unknown; m?: unknown }>) {
@@ -273,7 +290,8 @@ export class PostgresStore extends WithStoreOps implements Store {
         }
         return;
       }
-      const change: StoreChange | undefined = typeof p.s === 'string' && typeof p.q === 'number' ? { sessionId: p.s, lastSeq: p.q } : undefined;
+      const change: StoreChange | undefined =
+        typeof p.s === 'string' && typeof p.q === 'number' ? { sessionId: p.s, lastSeq: p.q } : undefined;
       for (const l of [...this.changeListeners]) l(change);
     });
     try {
@@ -410,7 +428,10 @@ export class PostgresStore extends WithStoreOps implements Store {
       void (async () => {
         // Listening first: a ping sent before LISTEN would never come back.
         await this.listening;
-        await this.pool.query('SELECT pg_notify($1, $2)', [`keel_${this.schema}`, JSON.stringify({ o: this.instanceId, ping })]);
+        await this.pool.query('SELECT pg_notify($1, $2)', [
+          `keel_${this.schema}`,
+          JSON.stringify({ o: this.instanceId, ping }),
+        ]);
       })().catch(() => {});
     });
   }

@@ -4,7 +4,9 @@ import type { OpContext } from './operations.ts';
 import { sqlState, UNIQUE_VIOLATION } from './sql.ts';
 import { hasNul } from '../plain-text.ts';
 
-type PgWaitOps = { [K in keyof WaitStoreOps]: (ctx: OpContext, ...args: Parameters<WaitStoreOps[K]>) => ReturnType<WaitStoreOps[K]> };
+type PgWaitOps = {
+  [K in keyof WaitStoreOps]: (ctx: OpContext, ...args: Parameters<WaitStoreOps[K]>) => ReturnType<WaitStoreOps[K]>;
+};
 
 /** Signals and callback tokens (schema v5, ADR-0015). */
 export const pgWaitOperations: PgWaitOps = {
@@ -22,13 +24,25 @@ export const pgWaitOperations: PgWaitOps = {
   },
 
   consumeSignal: async ({ sql }, runId, name, at) =>
-    (await sql.run('UPDATE run_signals SET consumed_at = $1 WHERE run_id = $2 AND name = $3 AND consumed_at IS NULL', [at, runId, name])) === 1,
+    (await sql.run('UPDATE run_signals SET consumed_at = $1 WHERE run_id = $2 AND name = $3 AND consumed_at IS NULL', [
+      at,
+      runId,
+      name,
+    ])) === 1,
 
-  countSignals: async ({ sql }, runId) => Number((await sql.one<{ n: string }>('SELECT count(*) AS n FROM run_signals WHERE run_id = $1', [runId]))!.n),
+  countSignals: async ({ sql }, runId) =>
+    Number((await sql.one<{ n: string }>('SELECT count(*) AS n FROM run_signals WHERE run_id = $1', [runId]))!.n),
 
   putCallback: async ({ guarded }, c) => {
     try {
-      await guarded((q) => q.run('INSERT INTO run_callbacks (token_hash, run_id, name, created_at) VALUES ($1, $2, $3, $4)', [c.tokenHash, c.runId, c.name, c.createdAt]));
+      await guarded((q) =>
+        q.run('INSERT INTO run_callbacks (token_hash, run_id, name, created_at) VALUES ($1, $2, $3, $4)', [
+          c.tokenHash,
+          c.runId,
+          c.name,
+          c.createdAt,
+        ]),
+      );
     } catch (e) {
       if (sqlState(e) === UNIQUE_VIOLATION) throw new StoreError('conflict', 'this callback token exists already');
       throw e;

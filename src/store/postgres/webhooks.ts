@@ -84,7 +84,12 @@ export const WEBHOOKS_MIGRATION_2_SQL = `
 
 const FAIL_DISABLED = `status = 'failed', next_attempt_at = NULL, leased_until = NULL, last_error = '${DISABLED_SUBSCRIPTION_ERROR}'`;
 
-type PgWebhookOps = { [K in keyof WebhookStoreOps]: (ctx: OpContext, ...args: Parameters<WebhookStoreOps[K]>) => ReturnType<WebhookStoreOps[K]> };
+type PgWebhookOps = {
+  [K in keyof WebhookStoreOps]: (
+    ctx: OpContext,
+    ...args: Parameters<WebhookStoreOps[K]>
+  ) => ReturnType<WebhookStoreOps[K]>;
+};
 
 const limitOf = (n: number) => Math.max(0, Math.min(Math.floor(n), 1000));
 
@@ -92,21 +97,25 @@ export const pgWebhookOperations: PgWebhookOps = {
   createWebhook: async ({ guarded }, w) => {
     try {
       await guarded((q) =>
-        q.run('INSERT INTO webhooks (id, tenant, url, events, secret, previous_secret, previous_secret_expires_at, active, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)', [
-          w.id,
-          w.tenant,
-          w.url,
-          JSON.stringify(w.events),
-          w.secret,
-          w.previousSecret,
-          w.previousSecretExpiresAt,
-          w.active,
-          w.createdAt,
-          w.updatedAt,
-        ]),
+        q.run(
+          'INSERT INTO webhooks (id, tenant, url, events, secret, previous_secret, previous_secret_expires_at, active, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
+          [
+            w.id,
+            w.tenant,
+            w.url,
+            JSON.stringify(w.events),
+            w.secret,
+            w.previousSecret,
+            w.previousSecretExpiresAt,
+            w.active,
+            w.createdAt,
+            w.updatedAt,
+          ],
+        ),
       );
     } catch (e) {
-      if (sqlState(e) === UNIQUE_VIOLATION) throw new StoreError('conflict', `webhook ${w.id} already exists`, { cause: e });
+      if (sqlState(e) === UNIQUE_VIOLATION)
+        throw new StoreError('conflict', `webhook ${w.id} already exists`, { cause: e });
       throw e;
     }
   },
@@ -119,15 +128,31 @@ export const pgWebhookOperations: PgWebhookOps = {
   },
 
   listWebhooks: async ({ sql }, tenant, page) =>
-    (await sql.rows<WebhookRow>('SELECT * FROM webhooks WHERE tenant = $1 AND id > $2 ORDER BY id LIMIT $3', [tenant, page.after ?? '', limitOf(page.limit)])).map(toWebhook),
+    (
+      await sql.rows<WebhookRow>('SELECT * FROM webhooks WHERE tenant = $1 AND id > $2 ORDER BY id LIMIT $3', [
+        tenant,
+        page.after ?? '',
+        limitOf(page.limit),
+      ])
+    ).map(toWebhook),
 
   updateWebhook: ({ atomic }, id, patch) =>
     atomic(async (q) => {
       const r = await q.one<WebhookRow>(
         `UPDATE webhooks SET url = COALESCE($2, url), events = COALESCE($3, events), active = COALESCE($4, active), updated_at = $5 WHERE id = $1 RETURNING *`,
-        [id, patch.url ?? null, patch.events ? JSON.stringify(patch.events) : null, patch.active ?? null, patch.updatedAt],
+        [
+          id,
+          patch.url ?? null,
+          patch.events ? JSON.stringify(patch.events) : null,
+          patch.active ?? null,
+          patch.updatedAt,
+        ],
       );
-      if (r && !r.active) await q.run(`UPDATE webhook_deliveries SET ${FAIL_DISABLED}, ended_at = $2 WHERE webhook_id = $1 AND status = 'pending'`, [id, patch.updatedAt]);
+      if (r && !r.active)
+        await q.run(
+          `UPDATE webhook_deliveries SET ${FAIL_DISABLED}, ended_at = $2 WHERE webhook_id = $1 AND status = 'pending'`,
+          [id, patch.updatedAt],
+        );
       return r ? toWebhook(r) : undefined;
     }),
 
@@ -143,13 +168,29 @@ export const pgWebhookOperations: PgWebhookOps = {
   deleteWebhook: async ({ sql }, id) => (await sql.run('DELETE FROM webhooks WHERE id = $1', [id])) === 1,
 
   webhooksForSession: async ({ sql }, sessionId) =>
-    (await sql.rows<WebhookRow>('SELECT w.* FROM sessions s JOIN webhooks w ON w.tenant = s.tenant AND w.active WHERE s.id = $1', [sessionId])).map(toWebhook),
+    (
+      await sql.rows<WebhookRow>(
+        'SELECT w.* FROM sessions s JOIN webhooks w ON w.tenant = s.tenant AND w.active WHERE s.id = $1',
+        [sessionId],
+      )
+    ).map(toWebhook),
 
   addWebhookDeliveries: async ({ sql }, deliveries) => {
     if (deliveries.length === 0) return;
     const cols: unknown[][] = Array.from({ length: 10 }, () => []);
     for (const d of deliveries) {
-      const values = [d.id, d.webhookId, d.tenant, d.eventType, d.eventId, d.sessionId, d.body, d.createdAt, d.nextAttemptAt, d.retryUntil];
+      const values = [
+        d.id,
+        d.webhookId,
+        d.tenant,
+        d.eventType,
+        d.eventId,
+        d.sessionId,
+        d.body,
+        d.createdAt,
+        d.nextAttemptAt,
+        d.retryUntil,
+      ];
       for (let i = 0; i < values.length; i++) cols[i]!.push(values[i]);
     }
     await sql.run(
@@ -167,15 +208,21 @@ export const pgWebhookOperations: PgWebhookOps = {
 
   listWebhookDeliveries: async ({ sql }, webhookId, page) =>
     (
-      await sql.rows<WebhookDeliveryRow>('SELECT * FROM webhook_deliveries WHERE webhook_id = $1 AND ($2::text IS NULL OR id < $2) ORDER BY id DESC LIMIT $3', [
-        webhookId,
-        page.after ?? null,
-        limitOf(page.limit),
-      ])
+      await sql.rows<WebhookDeliveryRow>(
+        'SELECT * FROM webhook_deliveries WHERE webhook_id = $1 AND ($2::text IS NULL OR id < $2) ORDER BY id DESC LIMIT $3',
+        [webhookId, page.after ?? null, limitOf(page.limit)],
+      )
     ).map(toWebhookDelivery),
 
   listWebhookAttempts: async ({ sql }, ids) =>
-    ids.length === 0 ? [] : (await sql.rows<WebhookAttemptRow>('SELECT * FROM webhook_attempts WHERE delivery_id = ANY($1::text[]) ORDER BY delivery_id, n', [ids])).map(toWebhookAttempt),
+    ids.length === 0
+      ? []
+      : (
+          await sql.rows<WebhookAttemptRow>(
+            'SELECT * FROM webhook_attempts WHERE delivery_id = ANY($1::text[]) ORDER BY delivery_id, n',
+            [ids],
+          )
+        ).map(toWebhookAttempt),
 
   hasDueWebhookDeliveries: async ({ sql }, now, o) =>
     (o?.except?.length
@@ -184,7 +231,10 @@ export const pgWebhookOperations: PgWebhookOps = {
            WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND NOT (w.url = ANY($2::text[])) LIMIT 1`,
           [now, o.except],
         )
-      : await sql.one("SELECT 1 AS one FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= $1 LIMIT 1", [now])) !== undefined,
+      : await sql.one(
+          "SELECT 1 AS one FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= $1 LIMIT 1",
+          [now],
+        )) !== undefined,
 
   /**
    * One statement (after ending those of disabled subscriptions): due deliveries locked and skipped
@@ -217,7 +267,16 @@ export const pgWebhookOperations: PgWebhookOps = {
        FROM picked, webhooks w
        WHERE d.id = picked.id AND w.id = d.webhook_id
        RETURNING d.*, w.url AS url, w.secret AS secret, w.previous_secret AS previous_secret, w.previous_secret_expires_at AS previous_secret_expires_at`,
-      [now, now + leaseMs, n, full, destinations ? CLAIM_WINDOW_FACTOR * n : n, busy.map(([url]) => url), busy.map(([, k]) => k), cap],
+      [
+        now,
+        now + leaseMs,
+        n,
+        full,
+        destinations ? CLAIM_WINDOW_FACTOR * n : n,
+        busy.map(([url]) => url),
+        busy.map(([, k]) => k),
+        cap,
+      ],
     );
     return rows.map(toClaimed).sort((a, b) => a.nextAttemptAt! - b.nextAttemptAt! || a.createdAt - b.createdAt);
   },
@@ -230,17 +289,21 @@ export const pgWebhookOperations: PgWebhookOps = {
            delivered_at = CASE WHEN $3 = 'delivered' THEN $5 ELSE delivered_at END, ended_at = CASE WHEN $3 = 'pending' THEN NULL ELSE $5 END,
            last_error = $6, last_status_code = $7
          WHERE id = $1 AND claim = $2 AND status = 'pending' AND leased_until IS NOT NULL`,
-        [o.deliveryId, o.claim, o.status, o.status === 'pending' ? o.nextAttemptAt : null, a.startedAt + a.durationMs, a.error, a.statusCode],
+        [
+          o.deliveryId,
+          o.claim,
+          o.status,
+          o.status === 'pending' ? o.nextAttemptAt : null,
+          a.startedAt + a.durationMs,
+          a.error,
+          a.statusCode,
+        ],
       );
       if (changed !== 1) return false;
-      await q.run('INSERT INTO webhook_attempts (delivery_id, n, started_at, duration_ms, status_code, error) VALUES ($1, $2, $3, $4, $5, $6)', [
-        o.deliveryId,
-        a.n,
-        a.startedAt,
-        a.durationMs,
-        a.statusCode,
-        a.error,
-      ]);
+      await q.run(
+        'INSERT INTO webhook_attempts (delivery_id, n, started_at, duration_ms, status_code, error) VALUES ($1, $2, $3, $4, $5, $6)',
+        [o.deliveryId, a.n, a.startedAt, a.durationMs, a.statusCode, a.error],
+      );
       return true;
     }),
 
@@ -269,9 +332,11 @@ export const pgWebhookOperations: PgWebhookOps = {
     atomic(async (q) => {
       const r = await q.one<WebhookDeliveryRow>('SELECT * FROM webhook_deliveries WHERE id = $1 FOR UPDATE', [id]);
       if (!r) return undefined;
-      if (r.status === 'pending' && r.leased_until !== null && Number(r.leased_until) > now) throw new StoreError('conflict', `delivery ${id} is being attempted now`);
+      if (r.status === 'pending' && r.leased_until !== null && Number(r.leased_until) > now)
+        throw new StoreError('conflict', `delivery ${id} is being attempted now`);
       const w = await q.one<{ active: boolean }>('SELECT active FROM webhooks WHERE id = $1', [r.webhook_id]);
-      if (w && !w.active) throw new StoreError('conflict', `the subscription of delivery ${id} is disabled: enable it first`);
+      if (w && !w.active)
+        throw new StoreError('conflict', `the subscription of delivery ${id} is disabled: enable it first`);
       const u = await q.one<WebhookDeliveryRow>(
         "UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $2, retry_until = $3, claim = claim + 1, leased_until = NULL, ended_at = NULL WHERE id = $1 RETURNING *",
         [id, now, retryUntil],

@@ -97,7 +97,12 @@ export class CommitNotices {
    * Notes the range; returns the seq up to which the session's notices now have no gap, if that
    * moved, and whether this instance committed every seq it moved over.
    */
-  private note(sessionId: string, first: number, last: number, own: boolean): { upTo: number; own: boolean } | undefined {
+  private note(
+    sessionId: string,
+    first: number,
+    last: number,
+    own: boolean,
+  ): { upTo: number; own: boolean } | undefined {
     if (this.closed) return undefined;
     let s = this.sessions.get(sessionId);
     if (s) this.sessions.delete(sessionId);

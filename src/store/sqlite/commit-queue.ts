@@ -72,7 +72,10 @@ export class CommitQueue {
    * The transaction statements, prepared once: `exec` parses its SQL at each call (~1 µs a
    * statement, two or more a transaction).
    */
-  private readonly control: Record<'begin' | 'commit' | 'rollback' | 'savepoint' | 'release' | 'rollbackTo', Database.Statement>;
+  private readonly control: Record<
+    'begin' | 'commit' | 'rollback' | 'savepoint' | 'release' | 'rollbackTo',
+    Database.Statement
+  >;
 
   /** `afterCommit` is called after each commit of a write transaction (see `WalFlusher`). */
   constructor(db: Database.Database, afterCommit?: () => void, fileLock?: { lock: FileWriteLock; timeoutMs: number }) {

@@ -21,7 +21,13 @@
  * A codec is a format forever: changing the dictionary or the layout is a new codec number, and
  * the old ones stay readable.
  */
-import { constants as zlibConstants, deflateRawSync, inflateRawSync, zstdCompressSync, zstdDecompressSync } from 'node:zlib';
+import {
+  constants as zlibConstants,
+  deflateRawSync,
+  inflateRawSync,
+  zstdCompressSync,
+  zstdDecompressSync,
+} from 'node:zlib';
 import { StoreError, type StoredEvent } from '../port.ts';
 import { EVENT_BATCH_DICTIONARY_1 } from './event-batch-dictionary.ts';
 
@@ -89,7 +95,14 @@ export function encodeOpen0(events: readonly StoredEvent[]): string {
  * an entry's `p` is left out when its parent is the entry before it in the row, and null for an
  * entry at the root.
  */
-type LeanEvent = Omit<CompactEvent, 'v' | 'm' | 'p' | 'r' | 'u' | 's'> & { v?: number; m?: number; p?: string | null; r?: string | null; u?: number | null; s?: number | null };
+type LeanEvent = Omit<CompactEvent, 'v' | 'm' | 'p' | 'r' | 'u' | 's'> & {
+  v?: number;
+  m?: number;
+  p?: string | null;
+  r?: string | null;
+  u?: number | null;
+  s?: number | null;
+};
 
 /** A lean row: what its events share (the first event's run, turn, step and time), and the events. */
 interface LeanRow {
@@ -155,7 +168,10 @@ export function seal(openRows: readonly string[]): Buffer {
  * array becomes one without shared fields. Joined as bytes: rows read as BLOBs are neither decoded
  * into strings nor encoded back for the compressor (a turn's ~41 KB, twice).
  */
-export function sealLean(openRows: ReadonlyArray<{ codec: number; data: string | Uint8Array }>): { codec: typeof LEAN_SEALED_CODEC | typeof ZSTD_SEALED_CODEC; data: Buffer } {
+export function sealLean(openRows: ReadonlyArray<{ codec: number; data: string | Uint8Array }>): {
+  codec: typeof LEAN_SEALED_CODEC | typeof ZSTD_SEALED_CODEC;
+  data: Buffer;
+} {
   const parts: Uint8Array[] = [OPEN_BRACKET];
   openRows.forEach((r, i) => {
     if (i > 0) parts.push(COMMA);
@@ -193,12 +209,14 @@ const textOf = (data: string | Uint8Array): string =>
 
 /** The events of lean rows, from `firstSeq` on. */
 function fromLeanRows(sessionId: string, firstSeq: number, rows: unknown): StoredEvent[] {
-  if (!Array.isArray(rows)) throw new StoreError('corrupt_log', `session ${sessionId}: the events from seq ${firstSeq} are not a list`);
+  if (!Array.isArray(rows))
+    throw new StoreError('corrupt_log', `session ${sessionId}: the events from seq ${firstSeq} are not a list`);
   const out: StoredEvent[] = [];
   let seq = firstSeq;
   for (const row of rows as LeanRow[]) {
     const events = row?.e;
-    if (!Array.isArray(events)) throw new StoreError('corrupt_log', `session ${sessionId}: the events from seq ${seq} are not a list`);
+    if (!Array.isArray(events))
+      throw new StoreError('corrupt_log', `session ${sessionId}: the events from seq ${seq} are not a list`);
     const base = row.m ?? 0;
     const asCodec0 = row.c === 0;
     let previousEntry: string | undefined;
@@ -214,7 +232,8 @@ function fromLeanRows(sessionId: string, firstSeq: number, rows: unknown): Store
       e.entry = c.e === 1;
       if (c.p !== undefined && c.p !== null) e.parentId = c.p;
       else if (c.p === undefined && e.entry && !asCodec0) {
-        if (previousEntry === undefined) throw new StoreError('corrupt_log', `session ${sessionId}: entry ${c.i} at seq ${e.seq} names no parent`);
+        if (previousEntry === undefined)
+          throw new StoreError('corrupt_log', `session ${sessionId}: entry ${c.i} at seq ${e.seq} names no parent`);
         e.parentId = previousEntry;
       }
       e.ignorable = c.g === 1;
@@ -227,20 +246,37 @@ function fromLeanRows(sessionId: string, firstSeq: number, rows: unknown): Store
 }
 
 /** The events of a row; `firstSeq` is the row's. Throws StoreError `corrupt_log` for a row it cannot read. */
-export function decodeBatch(sessionId: string, firstSeq: number, codec: number, data: string | Uint8Array): StoredEvent[] {
+export function decodeBatch(
+  sessionId: string,
+  firstSeq: number,
+  codec: number,
+  data: string | Uint8Array,
+): StoredEvent[] {
   let compactEvents: unknown;
   try {
     if (codec === OPEN_CODEC) return fromLeanRows(sessionId, firstSeq, [JSON.parse(textOf(data))]);
-    if (codec === ZSTD_SEALED_CODEC) return fromLeanRows(sessionId, firstSeq, JSON.parse(zstdDecompressSync(data).toString('utf8')));
-    if (codec === LEAN_SEALED_CODEC) return fromLeanRows(sessionId, firstSeq, JSON.parse(inflateRawSync(data, { dictionary: DICTIONARY_1 }).toString('utf8')));
+    if (codec === ZSTD_SEALED_CODEC)
+      return fromLeanRows(sessionId, firstSeq, JSON.parse(zstdDecompressSync(data).toString('utf8')));
+    if (codec === LEAN_SEALED_CODEC)
+      return fromLeanRows(
+        sessionId,
+        firstSeq,
+        JSON.parse(inflateRawSync(data, { dictionary: DICTIONARY_1 }).toString('utf8')),
+      );
     if (codec === OPEN_CODEC_0) compactEvents = JSON.parse(textOf(data));
-    else if (codec === SEALED_CODEC) compactEvents = JSON.parse(inflateRawSync(data, { dictionary: DICTIONARY_1 }).toString('utf8'));
+    else if (codec === SEALED_CODEC)
+      compactEvents = JSON.parse(inflateRawSync(data, { dictionary: DICTIONARY_1 }).toString('utf8'));
     else throw new Error(`codec ${codec} is not one this Keel knows`);
   } catch (e) {
     if (e instanceof StoreError) throw e;
-    throw new StoreError('corrupt_log', `session ${sessionId}: the events from seq ${firstSeq} cannot be read (${(e as Error).message})`, { cause: e });
+    throw new StoreError(
+      'corrupt_log',
+      `session ${sessionId}: the events from seq ${firstSeq} cannot be read (${(e as Error).message})`,
+      { cause: e },
+    );
   }
-  if (!Array.isArray(compactEvents)) throw new StoreError('corrupt_log', `session ${sessionId}: the events from seq ${firstSeq} are not a list`);
+  if (!Array.isArray(compactEvents))
+    throw new StoreError('corrupt_log', `session ${sessionId}: the events from seq ${firstSeq} are not a list`);
   return (compactEvents as CompactEvent[]).map((c, k) => {
     // The same shape, keys in the same order, as the events the store returns from an append.
     const e = { id: c.i, sessionId, seq: firstSeq + k, type: c.t, v: c.v, time: c.m } as StoredEvent;

@@ -58,7 +58,12 @@ export class FileWriteLock {
       const timer = setTimeout(() => {
         const i = this.waiting.indexOf(turn);
         if (i >= 0) this.waiting.splice(i, 1);
-        reject(new StoreError('busy', `another store of this process held the write lock of ${this.file} for more than ${timeoutMs} ms`));
+        reject(
+          new StoreError(
+            'busy',
+            `another store of this process held the write lock of ${this.file} for more than ${timeoutMs} ms`,
+          ),
+        );
       }, timeoutMs);
       this.waiting.push(turn);
     }).then(() => this.holding(fn));

@@ -16,7 +16,14 @@ const DASH = 45;
 // Decoded by hand: several keys are made per append, and a regex test, a copy without hyphens
 // and a hex Buffer.from cost ~5× as much (bench:durable's profile).
 export function idKey(id: string): IdKey {
-  if (id.length !== 36 || id.charCodeAt(8) !== DASH || id.charCodeAt(13) !== DASH || id.charCodeAt(18) !== DASH || id.charCodeAt(23) !== DASH) return id;
+  if (
+    id.length !== 36 ||
+    id.charCodeAt(8) !== DASH ||
+    id.charCodeAt(13) !== DASH ||
+    id.charCodeAt(18) !== DASH ||
+    id.charCodeAt(23) !== DASH
+  )
+    return id;
   const key = Buffer.allocUnsafe(16);
   for (let k = 0; k < 16; k++) {
     const at = BYTE_AT[k]!;

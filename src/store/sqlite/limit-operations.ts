@@ -2,13 +2,17 @@ import type Database from 'better-sqlite3';
 import { decideLimit, type LimitStoreOps } from '../limit-rows.ts';
 
 type LimitOpName = keyof LimitStoreOps;
-type SyncLimitOps = { [K in LimitOpName]: (...args: Parameters<LimitStoreOps[K]>) => Awaited<ReturnType<LimitStoreOps[K]>> };
+type SyncLimitOps = {
+  [K in LimitOpName]: (...args: Parameters<LimitStoreOps[K]>) => Awaited<ReturnType<LimitStoreOps[K]>>;
+};
 
 /**
  * How each operation runs (see PLAN in store.ts): an acquisition reads and writes under the write
  * lock (BEGIN IMMEDIATE), so two processes on one file never both take the last slot.
  */
-export const LIMIT_PLAN: { readonly [K in LimitOpName]: { outside: 'serial' | 'write' | 'immediate' | 'autocommit'; savepoint?: true } } = {
+export const LIMIT_PLAN: {
+  readonly [K in LimitOpName]: { outside: 'serial' | 'write' | 'immediate' | 'autocommit'; savepoint?: true };
+} = {
   acquireLimit: { outside: 'immediate', savepoint: true },
   releaseLimit: { outside: 'autocommit' },
   renewLimit: { outside: 'autocommit' },
@@ -23,13 +27,21 @@ export function createLimitOperations(db: Database.Database): SyncLimitOps {
   const purgeSlots = db.prepare('DELETE FROM model_limit_slots WHERE key = ? AND expires_at <= ?');
   const purgeUsage = db.prepare('DELETE FROM model_limit_usage WHERE key = ? AND at <= ?');
   const purgeWaiters = db.prepare('DELETE FROM model_limit_waiters WHERE key = ? AND expires_at <= ?');
-  const paused = db.prepare<[string], { paused_until: number }>('SELECT paused_until FROM model_limit_state WHERE key = ?');
+  const paused = db.prepare<[string], { paused_until: number }>(
+    'SELECT paused_until FROM model_limit_state WHERE key = ?',
+  );
   const ahead = db.prepare<[string, string, number, number, number], { x: number }>(
     'SELECT 1 AS x FROM model_limit_waiters WHERE key = ? AND waiter <> ? AND (rank < ? OR (rank = ? AND since < ?)) LIMIT 1',
   );
-  const slots = db.prepare<[string], { n: number; oldest: number | null }>('SELECT count(*) AS n, min(expires_at) AS oldest FROM model_limit_slots WHERE key = ?');
-  const usage = db.prepare<[string], { n: number; tokens: number | null }>('SELECT count(*) AS n, sum(tokens) AS tokens FROM model_limit_usage WHERE key = ?');
-  const usageRows = db.prepare<[string], { at: number; tokens: number }>('SELECT at, tokens FROM model_limit_usage WHERE key = ? ORDER BY at');
+  const slots = db.prepare<[string], { n: number; oldest: number | null }>(
+    'SELECT count(*) AS n, min(expires_at) AS oldest FROM model_limit_slots WHERE key = ?',
+  );
+  const usage = db.prepare<[string], { n: number; tokens: number | null }>(
+    'SELECT count(*) AS n, sum(tokens) AS tokens FROM model_limit_usage WHERE key = ?',
+  );
+  const usageRows = db.prepare<[string], { at: number; tokens: number }>(
+    'SELECT at, tokens FROM model_limit_usage WHERE key = ? ORDER BY at',
+  );
   const upsertWaiter = db.prepare(
     'INSERT INTO model_limit_waiters (key, waiter, rank, since, expires_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (key, waiter) DO UPDATE SET rank = excluded.rank, since = excluded.since, expires_at = excluded.expires_at',
   );
@@ -42,7 +54,9 @@ export function createLimitOperations(db: Database.Database): SyncLimitOps {
   const pause = db.prepare(
     'INSERT INTO model_limit_state (key, paused_until) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET paused_until = max(paused_until, excluded.paused_until)',
   );
-  const waiters = db.prepare<[string, number], { n: number }>('SELECT count(*) AS n FROM model_limit_waiters WHERE key = ? AND expires_at > ?');
+  const waiters = db.prepare<[string, number], { n: number }>(
+    'SELECT count(*) AS n FROM model_limit_waiters WHERE key = ? AND expires_at > ?',
+  );
 
   return {
     acquireLimit: (a) => {
@@ -67,7 +81,12 @@ export function createLimitOperations(db: Database.Database): SyncLimitOps {
       deleteWaiter.run(a.key, a.waiter);
       if (a.concurrency !== undefined) insertSlot.run(a.key, a.id, a.now + a.slotLeaseMs);
       if (a.requestsPerWindow !== undefined || a.tokensPerWindow !== undefined) {
-        insertUsage.run(a.key, a.id, a.now, a.tokensPerWindow !== undefined ? Math.min(a.tokens, a.tokensPerWindow) : a.tokens);
+        insertUsage.run(
+          a.key,
+          a.id,
+          a.now,
+          a.tokensPerWindow !== undefined ? Math.min(a.tokens, a.tokensPerWindow) : a.tokens,
+        );
       }
       return decision;
     },
@@ -77,9 +96,23 @@ export function createLimitOperations(db: Database.Database): SyncLimitOps {
     pauseLimit: (key, until) => void pause.run(key, until),
     leaveLimitQueue: (key, waiter) => void deleteWaiter.run(key, waiter),
     limitState: (key, now, windowMs = 60_000) => {
-      const s = db.prepare<[string, number], { n: number }>('SELECT count(*) AS n FROM model_limit_slots WHERE key = ? AND expires_at > ?').get(key, now)!;
-      const u = db.prepare<[string, number], { n: number; tokens: number | null }>('SELECT count(*) AS n, sum(tokens) AS tokens FROM model_limit_usage WHERE key = ? AND at > ?').get(key, now - windowMs)!;
-      return { pausedUntil: paused.get(key)?.paused_until ?? 0, slots: s.n, requests: u.n, tokens: u.tokens ?? 0, waiters: waiters.get(key, now)!.n };
+      const s = db
+        .prepare<[string, number], { n: number }>(
+          'SELECT count(*) AS n FROM model_limit_slots WHERE key = ? AND expires_at > ?',
+        )
+        .get(key, now)!;
+      const u = db
+        .prepare<[string, number], { n: number; tokens: number | null }>(
+          'SELECT count(*) AS n, sum(tokens) AS tokens FROM model_limit_usage WHERE key = ? AND at > ?',
+        )
+        .get(key, now - windowMs)!;
+      return {
+        pausedUntil: paused.get(key)?.paused_until ?? 0,
+        slots: s.n,
+        requests: u.n,
+        tokens: u.tokens ?? 0,
+        waiters: waiters.get(key, now)!.n,
+      };
     },
   };
 }

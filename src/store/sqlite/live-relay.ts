@@ -65,7 +65,9 @@ export class LiveRelay {
 
   private received(m: JsonObject): void {
     if (typeof m.s !== 'string') return;
-    if (m.t === 'd' && typeof m.m === 'object' && m.m !== null) this.tell({ sessionId: m.s, message: m.m as JsonObject });
-    else if (m.t === 'c' && Number.isSafeInteger(m.f) && Number.isSafeInteger(m.q)) this.notices.heard(m.s, m.f as number, m.q as number);
+    if (m.t === 'd' && typeof m.m === 'object' && m.m !== null)
+      this.tell({ sessionId: m.s, message: m.m as JsonObject });
+    else if (m.t === 'c' && Number.isSafeInteger(m.f) && Number.isSafeInteger(m.q))
+      this.notices.heard(m.s, m.f as number, m.q as number);
   }
 }

@@ -399,7 +399,10 @@ function indexBlobReferences(db: Database.Database): void {
   const rows = db.prepare('SELECT first_seq, codec, data FROM event_batches WHERE session_id = ? ORDER BY first_seq');
   for (const key of sessions) {
     for (const r of rows.all(key) as Array<{ first_seq: number; codec: number; data: string | Buffer }>) {
-      const json = r.codec === 0 || r.codec === 2 ? String(r.data) : JSON.stringify(decodeBatch('?', r.first_seq, r.codec, r.data).map((e) => e.data));
+      const json =
+        r.codec === 0 || r.codec === 2
+          ? String(r.data)
+          : JSON.stringify(decodeBatch('?', r.first_seq, r.codec, r.data).map((e) => e.data));
       for (const hash of blobHashesIn(json)) insert.run(key, hash);
     }
   }
@@ -429,7 +432,9 @@ type V4EventRow = {
  * consecutive events of a session, every event kept as it was; then the old table goes.
  */
 function moveEventsIntoBatches(db: Database.Database): void {
-  const insertRow = db.prepare('INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) VALUES (?, ?, ?, ?, ?)');
+  const insertRow = db.prepare(
+    'INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) VALUES (?, ?, ?, ?, ?)',
+  );
   const insertEntry = db.prepare('INSERT INTO entries (id, session_id, seq, parent_id) VALUES (?, ?, ?, ?)');
   const sealedUpTo = db.prepare('UPDATE sessions SET sealed_seq = ? WHERE id = ?');
   // One session at a time, a page at a time (a connection cannot write while it iterates a read).
@@ -443,12 +448,23 @@ function moveEventsIntoBatches(db: Database.Database): void {
       // Seqs are 1..last_seq without a gap; a row holds consecutive ones.
       let run: StoredEvent[] = [];
       const flush = () => {
-        if (run.length > 0) insertRow.run(idKey(sessionId), run[0]!.seq, run.at(-1)!.seq, SEALED_CODEC, seal([encodeOpen0(run)]));
+        if (run.length > 0)
+          insertRow.run(idKey(sessionId), run[0]!.seq, run.at(-1)!.seq, SEALED_CODEC, seal([encodeOpen0(run)]));
         run = [];
       };
       for (const r of rows) {
         if (run.length > 0 && (run.at(-1)!.seq + 1 !== r.seq || run.length >= MIGRATED_ROW)) flush();
-        const e: StoredEvent = { id: r.id, sessionId, seq: r.seq, type: r.type, v: r.v, time: r.time, entry: r.entry === 1, ignorable: r.ignorable === 1, data: JSON.parse(r.data) as unknown };
+        const e: StoredEvent = {
+          id: r.id,
+          sessionId,
+          seq: r.seq,
+          type: r.type,
+          v: r.v,
+          time: r.time,
+          entry: r.entry === 1,
+          ignorable: r.ignorable === 1,
+          data: JSON.parse(r.data) as unknown,
+        };
         if (r.run_id !== null) e.runId = r.run_id;
         if (r.turn !== null) e.turn = r.turn;
         if (r.step !== null) e.step = r.step;

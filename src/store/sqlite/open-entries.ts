@@ -98,7 +98,10 @@ export class OpenEntries {
   /** Reads the entries of a session's open rows, those after `sealedSeq`. */
   private readonly read: (sessionId: string, sealedSeq: number) => Map<string, TreeEntry>;
 
-  constructor(transaction: () => number | undefined, read: (sessionId: string, sealedSeq: number) => Map<string, TreeEntry>) {
+  constructor(
+    transaction: () => number | undefined,
+    read: (sessionId: string, sealedSeq: number) => Map<string, TreeEntry>,
+  ) {
     this.transaction = transaction;
     this.read = read;
   }
@@ -107,7 +110,10 @@ export class OpenEntries {
   of(sessionId: string, head: OpenHead): OpenEntrySet {
     if (head.last_seq === head.sealed_seq) return NO_ENTRIES;
     const transaction = this.transaction();
-    const state = (transaction !== undefined && this.written?.transaction === transaction ? this.written.states.get(sessionId) : undefined) ?? this.states.get(sessionId);
+    const state =
+      (transaction !== undefined && this.written?.transaction === transaction
+        ? this.written.states.get(sessionId)
+        : undefined) ?? this.states.get(sessionId);
     if (state && state.lastSeq === head.last_seq && state.sealedSeq === head.sealed_seq) return state.entries;
     return OpenEntrySet.of(this.read(sessionId, head.sealed_seq), head.last_seq);
   }

@@ -22,7 +22,19 @@ import { idKey, idKeyOrNull, type IdKey } from './id-keys.ts';
 import { SessionHeads, type At } from './session-heads.ts';
 import { NO_ENTRIES, OpenEntries, type OpenEntrySet, type OpenHead, type TreeEntry } from './open-entries.ts';
 import { dueRunsSql } from '../due-runs.ts';
-import { RUN_COLUMNS, toIdempotency, toInput, toKey, toRun, toSession, toUsageTotals, usageGroupSql, type RunRow, type SessionRow, type UsageRow } from '../rows.ts';
+import {
+  RUN_COLUMNS,
+  toIdempotency,
+  toInput,
+  toKey,
+  toRun,
+  toSession,
+  toUsageTotals,
+  usageGroupSql,
+  type RunRow,
+  type SessionRow,
+  type UsageRow,
+} from '../rows.ts';
 import { USAGE_OWN_SQL, type OpenHeadColumns, type Statements } from './statements.ts';
 import { createWebhookOperations } from './webhooks.ts';
 import { createWaitOperations } from './waits.ts';
@@ -109,13 +121,17 @@ class KnownBlobRefs {
 export function createOperations(db: Database.Database, st: Statements, hooks: OperationHooks): SyncOps {
   const knownRefs = new KnownBlobRefs();
   const heads = new SessionHeads(db);
-  const openEntries = new OpenEntries(() => (db.inTransaction ? hooks.transactionNumber() : undefined), (sessionId, sealedSeq) => {
-    const out = new Map<string, TreeEntry>();
-    for (const row of st.openRows.all(idKey(sessionId), sealedSeq)) {
-      for (const e of decodeBatch(sessionId, row.first_seq, row.codec, row.data)) if (e.entry) out.set(e.id, { seq: e.seq, parent: e.parentId ?? null });
-    }
-    return out;
-  });
+  const openEntries = new OpenEntries(
+    () => (db.inTransaction ? hooks.transactionNumber() : undefined),
+    (sessionId, sealedSeq) => {
+      const out = new Map<string, TreeEntry>();
+      for (const row of st.openRows.all(idKey(sessionId), sealedSeq)) {
+        for (const e of decodeBatch(sessionId, row.first_seq, row.codec, row.data))
+          if (e.entry) out.set(e.id, { seq: e.seq, parent: e.parentId ?? null });
+      }
+      return out;
+    },
+  );
   /** The entries of a session's open rows; none for an erased session (its rows are gone). */
   const openEntriesOf = (sessionId: string, head: OpenHead & { erased_at: number | null }): OpenEntrySet =>
     head.erased_at !== null ? NO_ENTRIES : openEntries.of(sessionId, head);
@@ -132,14 +148,25 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
   };
   /** A statement with its limit written in (a bound `LIMIT ?` costs ~15 µs a query); none for undefined or negative. */
   const limited = <S extends { source: string }>(statement: S, limit: number | undefined): S =>
-    limit === undefined || limit < 0 ? statement : (prepared(`${statement.source} LIMIT ${limitOf(limit)}`) as unknown as S);
+    limit === undefined || limit < 0
+      ? statement
+      : (prepared(`${statement.source} LIMIT ${limitOf(limit)}`) as unknown as S);
 
   /**
    * A session's head: its sessions row's, moved by the last open row written after it (an append
    * leaves the head in its open row, not in the sessions row; a seal puts it there; ADR-0026).
    */
-  const withOpenHead = <H extends { last_seq: number; leaf_id: string | null; last_turn: number } & OpenHeadColumns>(h: H): H =>
-    h.open_last_seq === null ? h : { ...h, last_seq: h.open_last_seq, leaf_id: h.open_leaf_id, last_turn: Math.max(h.last_turn, h.open_turn ?? 0) };
+  const withOpenHead = <H extends { last_seq: number; leaf_id: string | null; last_turn: number } & OpenHeadColumns>(
+    h: H,
+  ): H =>
+    h.open_last_seq === null
+      ? h
+      : {
+          ...h,
+          last_seq: h.open_last_seq,
+          leaf_id: h.open_leaf_id,
+          last_turn: Math.max(h.last_turn, h.open_turn ?? 0),
+        };
   const headOf = (sessionId: string) => {
     const h = st.sessionHead.get(idKey(sessionId), sessionId);
     return h && withOpenHead(h);
@@ -161,7 +188,10 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     const values: Array<IdKey | number | null> = [];
     const flush = (rows: number) => {
       if (rows === 1) st.indexEntry.run(...(values as [IdKey, IdKey, number, IdKey | null]));
-      else prepared(`INSERT OR IGNORE INTO entries (id, session_id, seq, parent_id) VALUES ${'(?, ?, ?, ?), '.repeat(rows - 1)}(?, ?, ?, ?)`).run(values);
+      else
+        prepared(
+          `INSERT OR IGNORE INTO entries (id, session_id, seq, parent_id) VALUES ${'(?, ?, ?, ?), '.repeat(rows - 1)}(?, ?, ?, ?)`,
+        ).run(values);
       values.length = 0;
     };
     let rows = 0;
@@ -186,7 +216,13 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
    * holding the same events (ADR-0009), and indexes their entries (ADR-0022); returns the new
    * sealed seq. Once committed, the session has no open entries.
    */
-  const sealOpenRows = (sessionId: string, sessionKey: IdKey, sealedSeq: number, lastSeq: number, entries: OpenEntrySet): number => {
+  const sealOpenRows = (
+    sessionId: string,
+    sessionKey: IdKey,
+    sealedSeq: number,
+    lastSeq: number,
+    entries: OpenEntrySet,
+  ): number => {
     const open = st.openRows.all(sessionKey, sealedSeq);
     if (open.length === 0) return sealedSeq;
     const sealed = sealLean(open);
@@ -221,8 +257,10 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       s = head;
     } else s = headOf(sessionId);
     if (!s) throw new NotFoundError('session', sessionId);
-    if (s.erased_at !== null) throw new StoreError('session_erased', `session ${sessionId} was erased: its log takes nothing more`);
-    if (expectLastSeq !== undefined && s.last_seq !== expectLastSeq) throw new SeqConflictError(sessionId, expectLastSeq, s.last_seq);
+    if (s.erased_at !== null)
+      throw new StoreError('session_erased', `session ${sessionId} was erased: its log takes nothing more`);
+    if (expectLastSeq !== undefined && s.last_seq !== expectLastSeq)
+      throw new SeqConflictError(sessionId, expectLastSeq, s.last_seq);
     const open = openEntriesOf(sessionId, s);
     let seq = s.last_seq;
     let leaf = s.leaf_id;
@@ -237,11 +275,15 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
         parent = d.parentId !== undefined ? d.parentId : leaf;
         // The tree never spans sessions (an explicit parent is checked; the leaf always belongs).
         if (d.parentId && !added.has(d.parentId) && !hasEntry(sessionKey, open, d.parentId)) {
-          throw new StoreError('invalid_parent', `event ${d.id}: parent ${d.parentId} is not an entry of session ${sessionId}`);
+          throw new StoreError(
+            'invalid_parent',
+            `event ${d.id}: parent ${d.parentId} is not an entry of session ${sessionId}`,
+          );
         }
         // Entry ids are unique in their session (one lookup per id: `id IN (?, ?)` measured dearer
         // than two). An id minted for this draft cannot be taken: not looked up.
-        if (added.has(d.id) || (!d.minted && hasEntry(sessionKey, open, d.id))) throw new StoreError('conflict', `event ${d.id} already exists`);
+        if (added.has(d.id) || (!d.minted && hasEntry(sessionKey, open, d.id)))
+          throw new StoreError('conflict', `event ${d.id} already exists`);
         added.set(d.id, { seq, parent });
         leaf = d.id;
       } else if (d.leaf !== undefined) {
@@ -264,11 +306,24 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       st.insertBlobRef.run(sessionKey, hash);
       hooks.whenCommitted(() => knownRefs.add(sessionId, hash));
     }
-    const sealed = seq - s.sealed_seq >= SEAL_AT ? sealOpenRows(sessionId, sessionKey, s.sealed_seq, seq, entries) : s.sealed_seq;
+    const sealed =
+      seq - s.sealed_seq >= SEAL_AT ? sealOpenRows(sessionId, sessionKey, s.sealed_seq, seq, entries) : s.sealed_seq;
     // Sealed: no open row is left to carry the head.
     if (sealed !== s.sealed_seq) st.setHead.run(seq, leaf, turn, sealed, sessionId);
     if (fence && at) {
-      const known = heads.learn(sessionId, fence.runId, { last_seq: seq, leaf_id: leaf, last_turn: turn, sealed_seq: sealed, erased_at: null, fencing_token: fence.token }, at);
+      const known = heads.learn(
+        sessionId,
+        fence.runId,
+        {
+          last_seq: seq,
+          leaf_id: leaf,
+          last_turn: turn,
+          sealed_seq: sealed,
+          erased_at: null,
+          fencing_token: fence.token,
+        },
+        at,
+      );
       hooks.whenCommitted(() => heads.keep(known));
     }
     openEntries.wrote(sessionId, seq, sealed, entries);
@@ -438,7 +493,8 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
         id = e.parent;
       }
       if (id !== null && seqs.length < limit) {
-        for (const r of st.ancestors.all({ session: idKey(sessionId), from: idKey(id), limit: limit - seqs.length })) seqs.push(r.seq);
+        for (const r of st.ancestors.all({ session: idKey(sessionId), from: idKey(id), limit: limit - seqs.length }))
+          seqs.push(r.seq);
       }
       return eventsAt(sessionId, seqs);
     },
@@ -467,7 +523,16 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     },
     getSnapshot: (sessionId, projection, version) => {
       const row = st.getSnapshot.get(sessionId, projection, version);
-      return row ? { sessionId, projection, version, asOfSeq: row.as_of_seq, leafId: row.leaf_id, state: JSON.parse(row.state) as unknown } : undefined;
+      return row
+        ? {
+            sessionId,
+            projection,
+            version,
+            asOfSeq: row.as_of_seq,
+            leafId: row.leaf_id,
+            state: JSON.parse(row.state) as unknown,
+          }
+        : undefined;
     },
     createRun: (r) => {
       // Its events come after the session's head (none for no such session: the insert then fails on the session).
@@ -498,7 +563,8 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
         if (code === 'SQLITE_CONSTRAINT_UNIQUE' && /runs\.session_id/.test((e as Error).message)) {
           throw new RunBusyError(r.sessionId, st.activeRun.get(r.sessionId)?.id ?? 'unknown');
         }
-        if (code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw new StoreError('conflict', `run ${r.id} already exists`, { cause: e });
+        if (code === 'SQLITE_CONSTRAINT_PRIMARYKEY')
+          throw new StoreError('conflict', `run ${r.id} already exists`, { cause: e });
         if (code === 'SQLITE_CONSTRAINT_FOREIGNKEY') throw new NotFoundError('session or parent run of run', r.id);
         throw e;
       }
@@ -523,7 +589,8 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
         where.push('tenant = ?');
         args.push(q.tenant);
       }
-      if (q.statuses) where.push(`status IN (${q.statuses.map((x) => `'${x.replace(/'/g, '')}'`).join(', ') || 'NULL'})`);
+      if (q.statuses)
+        where.push(`status IN (${q.statuses.map((x) => `'${x.replace(/'/g, '')}'`).join(', ') || 'NULL'})`);
       if (q.after !== undefined) {
         where.push('id > ?');
         args.push(q.after);
@@ -533,8 +600,13 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     },
     dueRuns: (now, page) => {
       const sql = dueRunsSql(page.after !== undefined, () => '?');
-      const args = page.after ? [now, page.after.dueAt, page.after.id, limitOf(page.limit)] : [now, limitOf(page.limit)];
-      return (prepared(sql).all(...args) as Array<RunRow & { due_at: number }>).map((r) => ({ run: toRun(r), dueAt: r.due_at }));
+      const args = page.after
+        ? [now, page.after.dueAt, page.after.id, limitOf(page.limit)]
+        : [now, limitOf(page.limit)];
+      return (prepared(sql).all(...args) as Array<RunRow & { due_at: number }>).map((r) => ({
+        run: toRun(r),
+        dueAt: r.due_at,
+      }));
     },
     countRunsByStatus: () => {
       const counts = Object.fromEntries(RUN_STATUSES.map((s) => [s, 0])) as Record<RunStatus, number>;
@@ -543,7 +615,13 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     },
     usageTotals: (q) => {
       const group = usageGroupSql(q.groupBy);
-      const rows = prepared(USAGE_OWN_SQL + group.sql).all({ from: q.from, to: q.to, tenant: q.tenant ?? null, agent: q.agent ?? null, model: q.model ?? null }) as UsageRow[];
+      const rows = prepared(USAGE_OWN_SQL + group.sql).all({
+        from: q.from,
+        to: q.to,
+        tenant: q.tenant ?? null,
+        agent: q.agent ?? null,
+        model: q.model ?? null,
+      }) as UsageRow[];
       // Without a grouping, no runs is one row of zeros: no group at all.
       return rows.map((r) => toUsageTotals(r, group.dimensions)).filter((t) => t.runs > 0);
     },
@@ -567,7 +645,8 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       }
       const where = ['id = ?'];
       args.push(id);
-      if (runGuard.statuses) where.push(`status IN (${runGuard.statuses.map((x) => `'${x.replace(/'/g, '')}'`).join(', ') || 'NULL'})`);
+      if (runGuard.statuses)
+        where.push(`status IN (${runGuard.statuses.map((x) => `'${x.replace(/'/g, '')}'`).join(', ') || 'NULL'})`);
       if (runGuard.fencingToken !== undefined) {
         where.push('fencing_token = ?');
         args.push(runGuard.fencingToken);
@@ -575,11 +654,15 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       let row: RunRow | undefined;
       try {
         row = sets.length
-          ? (prepared(`UPDATE runs SET ${sets.join(', ')} WHERE ${where.join(' AND ')} RETURNING *`).get(...args) as RunRow | undefined)
+          ? (prepared(`UPDATE runs SET ${sets.join(', ')} WHERE ${where.join(' AND ')} RETURNING *`).get(...args) as
+              RunRow | undefined)
           : (prepared(`SELECT * FROM runs WHERE ${where.join(' AND ')}`).get(...args) as RunRow | undefined);
       } catch (e) {
         // A run queued behind cannot come up while its session has another active run.
-        if ((e as { code?: unknown }).code === 'SQLITE_CONSTRAINT_UNIQUE' && /runs\.session_id/.test((e as Error).message)) {
+        if (
+          (e as { code?: unknown }).code === 'SQLITE_CONSTRAINT_UNIQUE' &&
+          /runs\.session_id/.test((e as Error).message)
+        ) {
           const sessionId = st.getRun.get(id)!.session_id;
           throw new RunBusyError(sessionId, st.activeRun.get(sessionId)?.id ?? 'unknown');
         }
@@ -618,13 +701,24 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     },
     listInputs: (sessionId, kind, runId, limit = 1000) => {
       const filter = runId === undefined ? 0 : 1;
-      return limited(st.takeInputs, limit).all(sessionId, kind, filter, runId ?? null, runId ?? null).map(toInput);
+      return limited(st.takeInputs, limit)
+        .all(sessionId, kind, filter, runId ?? null, runId ?? null)
+        .map(toInput);
     },
     removeInput: (id) => st.deleteInput.run(id).changes === 1,
     countInputs: (sessionId, kind) => st.countInputs.get(sessionId, kind)!.n,
     createApiKey: (k) => {
       guard(`api key ${k.id} already exists`, () =>
-        st.insertKey.run({ id: k.id, tenant: k.tenant, name: k.name, hash: k.hash, prefix: k.prefix, rate_per_minute: k.ratePerMinute, created_at: k.createdAt, revoked_at: k.revokedAt }),
+        st.insertKey.run({
+          id: k.id,
+          tenant: k.tenant,
+          name: k.name,
+          hash: k.hash,
+          prefix: k.prefix,
+          rate_per_minute: k.ratePerMinute,
+          created_at: k.createdAt,
+          revoked_at: k.revokedAt,
+        }),
       );
     },
     findApiKey: (hash) => {

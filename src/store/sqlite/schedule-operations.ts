@@ -1,9 +1,27 @@
 import type Database from 'better-sqlite3';
 import { NotFoundError, StoreError } from '../port.ts';
-import { SCHEDULE_COLUMNS, SCHEDULE_PATCH_COLUMNS, scheduleValues, toSchedule, toScheduleFire, type ScheduleFireRow, type ScheduleRow } from '../schedule-rows.ts';
+import {
+  SCHEDULE_COLUMNS,
+  SCHEDULE_PATCH_COLUMNS,
+  scheduleValues,
+  toSchedule,
+  toScheduleFire,
+  type ScheduleFireRow,
+  type ScheduleRow,
+} from '../schedule-rows.ts';
 import type { SyncOps } from './operations.ts';
 
-type ScheduleOps = Pick<SyncOps, 'createSchedule' | 'getSchedule' | 'listSchedules' | 'updateSchedule' | 'deleteSchedule' | 'dueSchedules' | 'addScheduleFire' | 'listScheduleFires'>;
+type ScheduleOps = Pick<
+  SyncOps,
+  | 'createSchedule'
+  | 'getSchedule'
+  | 'listSchedules'
+  | 'updateSchedule'
+  | 'deleteSchedule'
+  | 'dueSchedules'
+  | 'addScheduleFire'
+  | 'listScheduleFires'
+>;
 
 /**
  * The schedule operations of the SQLite store (ADR-0016). A fire is exactly once because its row
@@ -17,7 +35,8 @@ export function scheduleOperations(prepared: (sql: string) => Database.Statement
       try {
         prepared(insert).run(...scheduleValues(s));
       } catch (e) {
-        if ((e as { code?: unknown }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw new StoreError('conflict', `schedule ${s.id} already exists`, { cause: e });
+        if ((e as { code?: unknown }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY')
+          throw new StoreError('conflict', `schedule ${s.id} already exists`, { cause: e });
         throw e;
       }
       return ops.getSchedule(s.id)!;
@@ -30,7 +49,11 @@ export function scheduleOperations(prepared: (sql: string) => Database.Statement
     listSchedules: (q) => {
       const where = [...(q.tenant !== undefined ? ['tenant = ?'] : []), ...(q.after !== undefined ? ['id > ?'] : [])];
       const args = [...(q.tenant !== undefined ? [q.tenant] : []), ...(q.after !== undefined ? [q.after] : [])];
-      return (prepared(`SELECT * FROM schedules ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT ?`).all(...args, Math.max(0, Math.floor(q.limit))) as ScheduleRow[]).map(toSchedule);
+      return (
+        prepared(
+          `SELECT * FROM schedules ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT ?`,
+        ).all(...args, Math.max(0, Math.floor(q.limit))) as ScheduleRow[]
+      ).map(toSchedule);
     },
     updateSchedule: (id, patch) => {
       const sets: string[] = [];
@@ -43,7 +66,9 @@ export function scheduleOperations(prepared: (sql: string) => Database.Statement
         args.push(v);
       }
       const row = (
-        sets.length ? prepared(`UPDATE schedules SET ${sets.join(', ')} WHERE id = ? RETURNING *`).get(...args, id) : prepared('SELECT * FROM schedules WHERE id = ?').get(id)
+        sets.length
+          ? prepared(`UPDATE schedules SET ${sets.join(', ')} WHERE id = ? RETURNING *`).get(...args, id)
+          : prepared('SELECT * FROM schedules WHERE id = ?').get(id)
       ) as ScheduleRow | undefined;
       if (!row) throw new NotFoundError('schedule', id);
       return toSchedule(row);
@@ -54,10 +79,9 @@ export function scheduleOperations(prepared: (sql: string) => Database.Statement
     },
     dueSchedules: (now, limit) =>
       (
-        prepared('SELECT * FROM schedules WHERE next_fire_at <= ? AND paused_at IS NULL AND next_fire_at IS NOT NULL ORDER BY next_fire_at, id LIMIT ?').all(
-          now,
-          Math.max(0, Math.floor(limit)),
-        ) as ScheduleRow[]
+        prepared(
+          'SELECT * FROM schedules WHERE next_fire_at <= ? AND paused_at IS NULL AND next_fire_at IS NOT NULL ORDER BY next_fire_at, id LIMIT ?',
+        ).all(now, Math.max(0, Math.floor(limit))) as ScheduleRow[]
       ).map(toSchedule),
     addScheduleFire: (f) =>
       prepared(
@@ -66,12 +90,9 @@ export function scheduleOperations(prepared: (sql: string) => Database.Statement
       ).run(f.scheduleId, f.tick, f.firedAt, f.outcome, f.reason, f.runId, f.sessionId).changes === 1,
     listScheduleFires: (scheduleId, q) =>
       (
-        prepared('SELECT * FROM schedule_fires WHERE schedule_id = ? AND (? IS NULL OR tick < ?) ORDER BY tick DESC LIMIT ?').all(
-          scheduleId,
-          q.before ?? null,
-          q.before ?? null,
-          Math.max(0, Math.floor(q.limit)),
-        ) as ScheduleFireRow[]
+        prepared(
+          'SELECT * FROM schedule_fires WHERE schedule_id = ? AND (? IS NULL OR tick < ?) ORDER BY tick DESC LIMIT ?',
+        ).all(scheduleId, q.before ?? null, q.before ?? null, Math.max(0, Math.floor(q.limit))) as ScheduleFireRow[]
       ).map(toScheduleFire),
   };
   return ops;

@@ -64,7 +64,14 @@ export class SessionHeads {
   /** The head `runId`'s last append left in `sessionId`, if it is surely still the head: the append before this one, nothing between. */
   lookup(sessionId: string, runId: string, at: At): FencedHead | undefined {
     const k = this.known;
-    if (!k || k.sessionId !== sessionId || k.runId !== runId || k.operations + 1 !== at.operations || k.version !== at.version) return undefined;
+    if (
+      !k ||
+      k.sessionId !== sessionId ||
+      k.runId !== runId ||
+      k.operations + 1 !== at.operations ||
+      k.version !== at.version
+    )
+      return undefined;
     return k.head;
   }
 

@@ -2,7 +2,17 @@ import type Database from 'better-sqlite3';
 import type { RunStatus } from '../port.ts';
 import type { IdKey } from './id-keys.ts';
 import { OPEN_CODECS_SQL } from './event-batch-codec.ts';
-import { TERMINAL_SQL, type BatchRow, type CheckpointRow, type IdempotencyRow, type InputRow, type KeyRow, type RunRow, type SessionRow, type SnapshotRow } from '../rows.ts';
+import {
+  TERMINAL_SQL,
+  type BatchRow,
+  type CheckpointRow,
+  type IdempotencyRow,
+  type InputRow,
+  type KeyRow,
+  type RunRow,
+  type SessionRow,
+  type SnapshotRow,
+} from '../rows.ts';
 
 /** A prepared statement taking parameters P and returning rows R (the part of better-sqlite3's the operations use). */
 export interface Statement<P extends unknown[] = unknown[], R = unknown> {
@@ -14,8 +24,10 @@ export interface Statement<P extends unknown[] = unknown[], R = unknown> {
 }
 
 /** A run's model as `provider:modelId` from its agent spec (null when it names none). */
-const MODEL_SQL = "json_extract(r.agent_spec, '$.model.provider') || ':' || json_extract(r.agent_spec, '$.model.modelId')";
-const own = (field: string) => `coalesce(json_extract(r.usage, '$.${field}'), 0) - coalesce(sum(json_extract(c.usage, '$.${field}')), 0)`;
+const MODEL_SQL =
+  "json_extract(r.agent_spec, '$.model.provider') || ':' || json_extract(r.agent_spec, '$.model.modelId')";
+const own = (field: string) =>
+  `coalesce(json_extract(r.usage, '$.${field}'), 0) - coalesce(sum(json_extract(c.usage, '$.${field}')), 0)`;
 
 /**
  * usageTotals' runs (see StoreOps.usageTotals): one row per run that ended in [@from, @to), with
@@ -38,7 +50,13 @@ export const USAGE_OWN_SQL = `WITH own AS (
 `;
 
 /** What the sessions row says of a session's head. */
-export type SessionHeadRow = { last_seq: number; leaf_id: string | null; last_turn: number; sealed_seq: number; erased_at: number | null };
+export type SessionHeadRow = {
+  last_seq: number;
+  leaf_id: string | null;
+  last_turn: number;
+  sealed_seq: number;
+  erased_at: number | null;
+};
 
 /**
  * The last open row written after the sessions row's head (ADR-0026): an append leaves the head in
@@ -62,15 +80,23 @@ export function prepareStatements(db: Database.Database) {
       `INSERT INTO sessions (id, tenant, created_at, title, metadata, agent, origin_session_id, origin_entry_id)
        VALUES (@id, @tenant, @created_at, @title, @metadata, @agent, @origin_session_id, @origin_entry_id)`,
     ),
-    getSession: prepare<[IdKey, string], SessionRow & OpenHeadColumns>(`SELECT s.*, ${OPEN_HEAD_COLUMNS} FROM sessions s ${OPEN_HEAD_JOIN} WHERE s.id = ?`),
-    listSessions: prepare<[string, number, number], SessionRow>('SELECT * FROM sessions WHERE id > ? AND (archived_at IS NULL OR ?) ORDER BY id LIMIT ?'),
+    getSession: prepare<[IdKey, string], SessionRow & OpenHeadColumns>(
+      `SELECT s.*, ${OPEN_HEAD_COLUMNS} FROM sessions s ${OPEN_HEAD_JOIN} WHERE s.id = ?`,
+    ),
+    listSessions: prepare<[string, number, number], SessionRow>(
+      'SELECT * FROM sessions WHERE id > ? AND (archived_at IS NULL OR ?) ORDER BY id LIMIT ?',
+    ),
     // From the index of the tenant's sessions (one statement for both, `? IS NULL OR tenant = ?`, reads every tenant's in id order).
-    listTenantSessions: prepare<[string, string, number, number], SessionRow>('SELECT * FROM sessions WHERE tenant = ? AND id > ? AND (archived_at IS NULL OR ?) ORDER BY id LIMIT ?'),
+    listTenantSessions: prepare<[string, string, number, number], SessionRow>(
+      'SELECT * FROM sessions WHERE tenant = ? AND id > ? AND (archived_at IS NULL OR ?) ORDER BY id LIMIT ?',
+    ),
     insertKey: prepare(
       'INSERT INTO api_keys (id, tenant, name, hash, prefix, rate_per_minute, created_at, revoked_at) VALUES (@id, @tenant, @name, @hash, @prefix, @rate_per_minute, @created_at, @revoked_at)',
     ),
     findKey: prepare<[string], KeyRow>('SELECT * FROM api_keys WHERE hash = ?'),
-    listKeys: prepare<[string | null, string | null], KeyRow>('SELECT * FROM api_keys WHERE (? IS NULL OR tenant = ?) ORDER BY created_at, id'),
+    listKeys: prepare<[string | null, string | null], KeyRow>(
+      'SELECT * FROM api_keys WHERE (? IS NULL OR tenant = ?) ORDER BY created_at, id',
+    ),
     revokeKey: prepare('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?'),
     getIdem: prepare<[string, string], IdempotencyRow>('SELECT * FROM idempotency_keys WHERE tenant = ? AND key = ?'),
     putIdem: prepare(
@@ -80,43 +106,65 @@ export function prepareStatements(db: Database.Database) {
     ),
     pruneIdem: prepare('DELETE FROM idempotency_keys WHERE created_at < ?'),
     // The head into the sessions row: at a seal, and before an erasure (ADR-0026); an append alone leaves it in its open row.
-    setHead: prepare<[number, string | null, number, number, string]>('UPDATE sessions SET last_seq = ?, leaf_id = ?, last_turn = max(last_turn, ?), sealed_seq = ? WHERE id = ?'),
+    setHead: prepare<[number, string | null, number, number, string]>(
+      'UPDATE sessions SET last_seq = ?, leaf_id = ?, last_turn = max(last_turn, ?), sealed_seq = ? WHERE id = ?',
+    ),
     updateSession: prepare('UPDATE sessions SET title = ?, metadata = ?, archived_at = ? WHERE id = ?'),
     // The log (ADR-0009): rows of consecutive events, open (JSON) or sealed (compressed); entries by id.
-    insertBatch: prepare<[IdKey, number, number, number, string | Buffer]>('INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) VALUES (?, ?, ?, ?, ?)'),
+    insertBatch: prepare<[IdKey, number, number, number, string | Buffer]>(
+      'INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) VALUES (?, ?, ?, ?, ?)',
+    ),
     // An append's open row, with the session's head after it (leaf and last turn; ADR-0026).
     insertOpenRow: prepare<[IdKey, number, number, number, string, string | null, number]>(
       'INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data, leaf_id, turn) VALUES (?, ?, ?, ?, ?, ?, ?)',
     ),
     // The last open row written after the sessions row's head, if any: where the head is now (ADR-0026).
-    openHead: prepare<[IdKey, number], { open_last_seq: number; open_leaf_id: string | null; open_turn: number | null }>(
-      lastOpenRowAfter('last_seq AS open_last_seq, leaf_id AS open_leaf_id, turn AS open_turn', '?'),
-    ),
+    openHead: prepare<
+      [IdKey, number],
+      { open_last_seq: number; open_leaf_id: string | null; open_turn: number | null }
+    >(lastOpenRowAfter('last_seq AS open_last_seq, leaf_id AS open_leaf_id, turn AS open_turn', '?')),
     // Entries are indexed when their turn is sealed (ADR-0022); rows of open rows written before are there already.
-    indexEntry: prepare<[IdKey, IdKey, number, IdKey | null]>('INSERT OR IGNORE INTO entries (id, session_id, seq, parent_id) VALUES (?, ?, ?, ?)'),
+    indexEntry: prepare<[IdKey, IdKey, number, IdKey | null]>(
+      'INSERT OR IGNORE INTO entries (id, session_id, seq, parent_id) VALUES (?, ?, ?, ?)',
+    ),
     // What an append needs of its session: its position in the log and the tree, and where its open rows start.
     // With the last open row after the sessions row's head, which may have moved it (ADR-0026).
     sessionHead: prepare<[IdKey, string], SessionHeadRow & OpenHeadColumns>(
       `SELECT s.last_seq, s.leaf_id, s.last_turn, s.sealed_seq, s.erased_at, ${OPEN_HEAD_COLUMNS} FROM sessions s ${OPEN_HEAD_JOIN} WHERE s.id = ?`,
     ),
     // The same for a fenced append, with the fencing token of its run (null for no such run): one statement, not two.
-    fencedSessionHead: prepare<[string, IdKey, string], SessionHeadRow & OpenHeadColumns & { fencing_token: number | null }>(
+    fencedSessionHead: prepare<
+      [string, IdKey, string],
+      SessionHeadRow & OpenHeadColumns & { fencing_token: number | null }
+    >(
       `SELECT s.last_seq, s.leaf_id, s.last_turn, s.sealed_seq, s.erased_at, (SELECT fencing_token FROM runs WHERE id = ?) AS fencing_token, ${OPEN_HEAD_COLUMNS}
        FROM sessions s ${OPEN_HEAD_JOIN} WHERE s.id = ?`,
     ),
     insertBlobRef: prepare<[IdKey, string]>('INSERT OR IGNORE INTO blob_refs (session_id, hash) VALUES (?, ?)'),
     // Erasure (see eraseSession): in this order, inside one transaction.
-    liveRun: prepare<[string], { id: string }>(`SELECT id FROM runs WHERE session_id = ? AND status NOT IN (${TERMINAL_SQL}) LIMIT 1`),
-    runsOfSession: prepare<[string], { usage: string; cost: number }>('SELECT usage, cost FROM runs WHERE session_id = ?'),
+    liveRun: prepare<[string], { id: string }>(
+      `SELECT id FROM runs WHERE session_id = ? AND status NOT IN (${TERMINAL_SQL}) LIMIT 1`,
+    ),
+    runsOfSession: prepare<[string], { usage: string; cost: number }>(
+      'SELECT usage, cost FROM runs WHERE session_id = ?',
+    ),
     markErasing: prepare<[IdKey]>('INSERT OR IGNORE INTO erased_logs (session_id) VALUES (?)'),
     eraseBatches: prepare<[IdKey]>('DELETE FROM event_batches WHERE session_id = ?'),
     eraseEntries: prepare<[IdKey]>('DELETE FROM entries WHERE session_id = ?'),
     eraseSnapshots: prepare<[string]>('DELETE FROM snapshots WHERE session_id = ?'),
-    eraseCheckpoints: prepare<[string]>('DELETE FROM run_checkpoints WHERE run_id IN (SELECT id FROM runs WHERE session_id = ?)'),
+    eraseCheckpoints: prepare<[string]>(
+      'DELETE FROM run_checkpoints WHERE run_id IN (SELECT id FROM runs WHERE session_id = ?)',
+    ),
     eraseInputs: prepare<[string]>('DELETE FROM run_inputs WHERE session_id = ?'),
-    eraseSignals: prepare<[string]>('DELETE FROM run_signals WHERE run_id IN (SELECT id FROM runs WHERE session_id = ?)'),
-    eraseCallbacks: prepare<[string]>('DELETE FROM run_callbacks WHERE run_id IN (SELECT id FROM runs WHERE session_id = ?)'),
-    eraseScheduleFires: prepare<[string, string]>('DELETE FROM schedule_fires WHERE session_id = ? OR run_id IN (SELECT id FROM runs WHERE session_id = ?)'),
+    eraseSignals: prepare<[string]>(
+      'DELETE FROM run_signals WHERE run_id IN (SELECT id FROM runs WHERE session_id = ?)',
+    ),
+    eraseCallbacks: prepare<[string]>(
+      'DELETE FROM run_callbacks WHERE run_id IN (SELECT id FROM runs WHERE session_id = ?)',
+    ),
+    eraseScheduleFires: prepare<[string, string]>(
+      'DELETE FROM schedule_fires WHERE session_id = ? OR run_id IN (SELECT id FROM runs WHERE session_id = ?)',
+    ),
     // The schedules that target it take no message from now on: paused, saying why (they keep its id, as its tombstone does).
     pauseTargetSchedules: prepare<[number, string, number, string]>(
       "UPDATE schedules SET paused_at = coalesce(paused_at, ?), paused_reason = ?, next_fire_at = NULL, updated_at = ? WHERE json_extract(target, '$.sessionId') = ?",
@@ -130,9 +178,11 @@ export function prepareStatements(db: Database.Database) {
       'DELETE FROM blobs WHERE hash IN (SELECT hash FROM blob_refs WHERE session_id = ?) AND NOT EXISTS (SELECT 1 FROM blob_refs r WHERE r.hash = blobs.hash AND r.session_id <> ?)',
     ),
     eraseBlobRefs: prepare<[IdKey]>('DELETE FROM blob_refs WHERE session_id = ?'),
-    eraseIdempotency: prepare<[string]>("DELETE FROM idempotency_keys WHERE instr(body, ?) > 0"),
+    eraseIdempotency: prepare<[string]>('DELETE FROM idempotency_keys WHERE instr(body, ?) > 0'),
     // The session's webhook deliveries (their bodies describe its runs), their attempts first.
-    eraseWebhookAttempts: prepare<[string]>('DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM webhook_deliveries WHERE session_id = ?)'),
+    eraseWebhookAttempts: prepare<[string]>(
+      'DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM webhook_deliveries WHERE session_id = ?)',
+    ),
     eraseWebhookDeliveries: prepare<[string]>('DELETE FROM webhook_deliveries WHERE session_id = ?'),
     tombstone: prepare<[number, string, string]>(
       "UPDATE sessions SET title = NULL, metadata = '{}', agent = NULL, leaf_id = NULL, origin_session_id = NULL, origin_entry_id = NULL, erased_at = ?, erased_totals = ? WHERE id = ?",
@@ -142,7 +192,9 @@ export function prepareStatements(db: Database.Database) {
       `SELECT first_seq, codec, CAST(data AS BLOB) AS data FROM event_batches WHERE session_id = ? AND first_seq > ? AND codec IN ${OPEN_CODECS_SQL} ORDER BY first_seq`,
     ),
     // Only once the sealed row holding them is in (the table's trigger checks).
-    deleteOpenRows: prepare<[IdKey, number]>(`DELETE FROM event_batches WHERE session_id = ? AND first_seq > ? AND codec IN ${OPEN_CODECS_SQL}`),
+    deleteOpenRows: prepare<[IdKey, number]>(
+      `DELETE FROM event_batches WHERE session_id = ? AND first_seq > ? AND codec IN ${OPEN_CODECS_SQL}`,
+    ),
     // The batches holding seqs from..until: from the one that holds `from` on.
     readBatches: prepare<[{ session: IdKey; from: number; until: number }], BatchRow>(
       `SELECT first_seq, codec, data FROM event_batches
@@ -151,7 +203,9 @@ export function prepareStatements(db: Database.Database) {
        ORDER BY first_seq`,
     ),
     // The batch holding one seq.
-    batchAt: prepare<[IdKey, number], BatchRow>('SELECT first_seq, codec, data FROM event_batches WHERE session_id = ? AND first_seq <= ? ORDER BY first_seq DESC LIMIT 1'),
+    batchAt: prepare<[IdKey, number], BatchRow>(
+      'SELECT first_seq, codec, data FROM event_batches WHERE session_id = ? AND first_seq <= ? ORDER BY first_seq DESC LIMIT 1',
+    ),
     runFirstSeq: prepare<[string], { first_seq: number | null }>('SELECT first_seq FROM runs WHERE id = ?'),
     getEntry: prepare<[IdKey, IdKey], { seq: number }>('SELECT seq FROM entries WHERE id = ? AND session_id = ?'),
     // Every step of the walk stays inside the session, even if a parent id points elsewhere.
@@ -164,7 +218,9 @@ export function prepareStatements(db: Database.Database) {
        )
        SELECT seq FROM path ORDER BY depth`,
     ),
-    putBlob: prepare('INSERT INTO blobs (hash, data, size, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING'),
+    putBlob: prepare(
+      'INSERT INTO blobs (hash, data, size, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING',
+    ),
     getBlob: prepare<[string], { data: string }>('SELECT data FROM blobs WHERE hash = ?'),
     putSnapshot: prepare(
       `INSERT INTO snapshots (session_id, projection, version, as_of_seq, leaf_id, state, created_at)
@@ -182,7 +238,9 @@ export function prepareStatements(db: Database.Database) {
        RETURNING *`,
     ),
     getRun: prepare<[string], RunRow>('SELECT * FROM runs WHERE id = ?'),
-    activeRun: prepare<[string], RunRow>(`SELECT * FROM runs WHERE session_id = ? AND status NOT IN (${TERMINAL_SQL}) AND queued_behind = 0`),
+    activeRun: prepare<[string], RunRow>(
+      `SELECT * FROM runs WHERE session_id = ? AND status NOT IN (${TERMINAL_SQL}) AND queued_behind = 0`,
+    ),
     runStatusCounts: prepare<[], { status: RunStatus; n: number }>('SELECT status, n FROM run_status_counts'),
     fenceOf: prepare<[string], { fencing_token: number }>('SELECT fencing_token FROM runs WHERE id = ?'),
     renew: prepare(
@@ -193,13 +251,17 @@ export function prepareStatements(db: Database.Database) {
        ON CONFLICT (run_id) DO UPDATE SET step = excluded.step, seq = excluded.seq, state = excluded.state, created_at = excluded.created_at`,
     ),
     getCheckpoint: prepare<[string], CheckpointRow>('SELECT step, seq, state FROM run_checkpoints WHERE run_id = ?'),
-    addInput: prepare('INSERT INTO run_inputs (id, session_id, kind, run_id, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)'),
+    addInput: prepare(
+      'INSERT INTO run_inputs (id, session_id, kind, run_id, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+    ),
     takeInputs: prepare<[string, string, number, string | null, string | null], InputRow>(
       `SELECT * FROM run_inputs WHERE session_id = ? AND kind = ? AND (? = 0 OR run_id IS ? OR run_id = ?)
        ORDER BY created_at, id`,
     ),
     deleteInput: prepare('DELETE FROM run_inputs WHERE id = ?'),
-    countInputs: prepare<[string, string], { n: number }>('SELECT count(*) AS n FROM run_inputs WHERE session_id = ? AND kind = ?'),
+    countInputs: prepare<[string, string], { n: number }>(
+      'SELECT count(*) AS n FROM run_inputs WHERE session_id = ? AND kind = ?',
+    ),
     getSnapshot: prepare<[string, string, number], SnapshotRow>(
       'SELECT as_of_seq, leaf_id, state FROM snapshots WHERE session_id = ? AND projection = ? AND version = ?',
     ),

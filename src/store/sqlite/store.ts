@@ -59,57 +59,58 @@ type OpName = keyof StoreOps;
  * with a savepoint leaves nothing behind when it fails, even if the caller catches the error and
  * commits.
  */
-const PLAN: { readonly [K in OpName]: { outside: 'serial' | 'write' | 'immediate' | 'autocommit'; savepoint?: true } } = {
-  createSession: { outside: 'autocommit' },
-  getSession: { outside: 'serial' },
-  listSessions: { outside: 'serial' },
-  updateSession: { outside: 'immediate' },
-  append: { outside: 'write', savepoint: true },
-  readEvents: { outside: 'serial' },
-  getEntries: { outside: 'serial' },
-  ancestors: { outside: 'serial' },
-  sealEvents: { outside: 'write', savepoint: true },
-  eraseSession: { outside: 'immediate', savepoint: true },
-  putBlobs: { outside: 'write' },
-  getBlobs: { outside: 'serial' },
-  putSnapshot: { outside: 'write' },
-  getSnapshot: { outside: 'serial' },
-  createRun: { outside: 'write', savepoint: true },
-  getRun: { outside: 'serial' },
-  listRuns: { outside: 'serial' },
-  dueRuns: { outside: 'serial' },
-  activeRun: { outside: 'serial' },
-  countRunsByStatus: { outside: 'serial' },
-  usageTotals: { outside: 'serial' },
-  updateRun: { outside: 'write' },
-  claimRun: { outside: 'immediate' },
-  renewLease: { outside: 'write' },
-  putCheckpoint: { outside: 'write' },
-  getCheckpoint: { outside: 'serial' },
-  addInput: { outside: 'write' },
-  takeInputs: { outside: 'immediate' },
-  listInputs: { outside: 'serial' },
-  removeInput: { outside: 'write' },
-  countInputs: { outside: 'serial' },
-  createApiKey: { outside: 'autocommit' },
-  findApiKey: { outside: 'serial' },
-  listApiKeys: { outside: 'serial' },
-  revokeApiKey: { outside: 'autocommit' },
-  getIdempotency: { outside: 'serial' },
-  putIdempotency: { outside: 'immediate' },
-  pruneIdempotency: { outside: 'autocommit' },
-  ...WEBHOOK_PLAN,
-  ...WAIT_PLAN,
-  ...LIMIT_PLAN,
-  createSchedule: { outside: 'write', savepoint: true },
-  getSchedule: { outside: 'serial' },
-  listSchedules: { outside: 'serial' },
-  updateSchedule: { outside: 'write' },
-  deleteSchedule: { outside: 'immediate', savepoint: true },
-  dueSchedules: { outside: 'serial' },
-  addScheduleFire: { outside: 'write' },
-  listScheduleFires: { outside: 'serial' },
-};
+const PLAN: { readonly [K in OpName]: { outside: 'serial' | 'write' | 'immediate' | 'autocommit'; savepoint?: true } } =
+  {
+    createSession: { outside: 'autocommit' },
+    getSession: { outside: 'serial' },
+    listSessions: { outside: 'serial' },
+    updateSession: { outside: 'immediate' },
+    append: { outside: 'write', savepoint: true },
+    readEvents: { outside: 'serial' },
+    getEntries: { outside: 'serial' },
+    ancestors: { outside: 'serial' },
+    sealEvents: { outside: 'write', savepoint: true },
+    eraseSession: { outside: 'immediate', savepoint: true },
+    putBlobs: { outside: 'write' },
+    getBlobs: { outside: 'serial' },
+    putSnapshot: { outside: 'write' },
+    getSnapshot: { outside: 'serial' },
+    createRun: { outside: 'write', savepoint: true },
+    getRun: { outside: 'serial' },
+    listRuns: { outside: 'serial' },
+    dueRuns: { outside: 'serial' },
+    activeRun: { outside: 'serial' },
+    countRunsByStatus: { outside: 'serial' },
+    usageTotals: { outside: 'serial' },
+    updateRun: { outside: 'write' },
+    claimRun: { outside: 'immediate' },
+    renewLease: { outside: 'write' },
+    putCheckpoint: { outside: 'write' },
+    getCheckpoint: { outside: 'serial' },
+    addInput: { outside: 'write' },
+    takeInputs: { outside: 'immediate' },
+    listInputs: { outside: 'serial' },
+    removeInput: { outside: 'write' },
+    countInputs: { outside: 'serial' },
+    createApiKey: { outside: 'autocommit' },
+    findApiKey: { outside: 'serial' },
+    listApiKeys: { outside: 'serial' },
+    revokeApiKey: { outside: 'autocommit' },
+    getIdempotency: { outside: 'serial' },
+    putIdempotency: { outside: 'immediate' },
+    pruneIdempotency: { outside: 'autocommit' },
+    ...WEBHOOK_PLAN,
+    ...WAIT_PLAN,
+    ...LIMIT_PLAN,
+    createSchedule: { outside: 'write', savepoint: true },
+    getSchedule: { outside: 'serial' },
+    listSchedules: { outside: 'serial' },
+    updateSchedule: { outside: 'write' },
+    deleteSchedule: { outside: 'immediate', savepoint: true },
+    dueSchedules: { outside: 'serial' },
+    addScheduleFire: { outside: 'write' },
+    listScheduleFires: { outside: 'serial' },
+  };
 
 const OP_NAMES = Object.keys(PLAN) as OpName[];
 
@@ -121,7 +122,9 @@ function inTransaction(db: Database.Database, sync: SyncOps, queue: CommitQueue)
   for (const name of OP_NAMES) {
     const op = sync[name] as AnyOp;
     // Made once: better-sqlite3 builds a transaction function's four variants at each `db.transaction`.
-    const run = PLAN[name].savepoint ? db.transaction((args: unknown[]) => op(...args)) : (args: unknown[]) => op(...args);
+    const run = PLAN[name].savepoint
+      ? db.transaction((args: unknown[]) => op(...args))
+      : (args: unknown[]) => op(...args);
     // An operation that fails is undone (its savepoint), even if the caller goes on: what it
     // asked to do on commit is forgotten with it.
     ops[name] = async (...args) => {
@@ -202,13 +205,23 @@ export class SqliteStore extends WithStoreOps implements Store {
     // With synchronous=NORMAL a commit does not sync the WAL: the checkpoint does, and waits for
     // every frame written since the last one. The flusher syncs it in the background meanwhile, and
     // checkpoints come less often (ADR-0020).
-    const flusher = this.path !== ':memory:' && options.synchronous === 'NORMAL' ? new WalFlusher(`${resolve(this.path)}-wal`) : undefined;
+    const flusher =
+      this.path !== ':memory:' && options.synchronous === 'NORMAL'
+        ? new WalFlusher(`${resolve(this.path)}-wal`)
+        : undefined;
     if (flusher) this.db.pragma(`wal_autocheckpoint = ${FLUSHED_WAL_CHECKPOINT_FRAMES}`);
     this.flusher = flusher;
     this.fileLock = this.path !== ':memory:' ? FileWriteLock.open(this.path) : undefined;
-    this.queue = new CommitQueue(this.db, flusher ? () => flusher.committed() : undefined, this.fileLock ? { lock: this.fileLock, timeoutMs: busyTimeoutMs } : undefined);
+    this.queue = new CommitQueue(
+      this.db,
+      flusher ? () => flusher.committed() : undefined,
+      this.fileLock ? { lock: this.fileLock, timeoutMs: busyTimeoutMs } : undefined,
+    );
     const queue = this.queue;
-    const sync = createOperations(this.db, prepareStatements(this.db), { whenCommitted: (fn) => queue.whenCommitted(fn), transactionNumber: () => queue.transactionNumber });
+    const sync = createOperations(this.db, prepareStatements(this.db), {
+      whenCommitted: (fn) => queue.whenCommitted(fn),
+      transactionNumber: () => queue.transactionNumber,
+    });
     // An append's commit is noticed on the local bus, at once on commit (before anything else runs:
     // a barrier's answer written later comes after it), while the store is a member.
     const append = sync.append;

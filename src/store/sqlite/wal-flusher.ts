@@ -46,7 +46,9 @@ export class WalFlusher {
     const fd = this.fd;
     this.started++;
     // A failed sync is left to SQLite's own, in the checkpoint: it reports what it cannot write.
-    this.inFlight = new Promise<void>((resolve) => fdatasync(fd, () => resolve())).finally(() => (this.inFlight = undefined));
+    this.inFlight = new Promise<void>((resolve) => fdatasync(fd, () => resolve())).finally(
+      () => (this.inFlight = undefined),
+    );
   }
 
   /** Waits for a sync still running, then closes the file. */

@@ -69,7 +69,8 @@ export const WEBHOOKS_MIGRATION_SQL = `
  * that a database rewound to an older version number (as tests make one) migrates too.
  */
 export function addWebhookColumns(db: Database.Database): void {
-  const has = (table: string, column: string) => (db.pragma(`table_info(${table})`) as Array<{ name: string }>).some((c) => c.name === column);
+  const has = (table: string, column: string) =>
+    (db.pragma(`table_info(${table})`) as Array<{ name: string }>).some((c) => c.name === column);
   for (const [table, column, type] of [
     ['webhook_deliveries', 'ended_at', 'INTEGER'],
     ['webhook_deliveries', 'session_id', 'TEXT'],
@@ -93,7 +94,9 @@ export function addWebhookColumns(db: Database.Database): void {
 type WebhookOpName = keyof WebhookStoreOps;
 
 /** How each webhook operation runs (see PLAN in store.ts). */
-export const WEBHOOK_PLAN: { readonly [K in WebhookOpName]: { outside: 'serial' | 'write' | 'immediate' | 'autocommit'; savepoint?: true } } = {
+export const WEBHOOK_PLAN: {
+  readonly [K in WebhookOpName]: { outside: 'serial' | 'write' | 'immediate' | 'autocommit'; savepoint?: true };
+} = {
   createWebhook: { outside: 'autocommit' },
   getWebhook: { outside: 'serial' },
   listWebhooks: { outside: 'serial' },
@@ -114,7 +117,9 @@ export const WEBHOOK_PLAN: { readonly [K in WebhookOpName]: { outside: 'serial' 
   pruneWebhookDeliveries: { outside: 'write', savepoint: true },
 };
 
-type SyncWebhookOps = { [K in WebhookOpName]: (...args: Parameters<WebhookStoreOps[K]>) => Awaited<ReturnType<WebhookStoreOps[K]>> };
+type SyncWebhookOps = {
+  [K in WebhookOpName]: (...args: Parameters<WebhookStoreOps[K]>) => Awaited<ReturnType<WebhookStoreOps[K]>>;
+};
 
 const limitOf = (n: number) => Math.max(0, Math.min(Math.floor(n), 1000));
 
@@ -123,7 +128,11 @@ const limitOf = (n: number) => Math.max(0, Math.min(Math.floor(n), 1000));
  * `perDestination` a URL counting those in flight, looking at no more than CLAIM_WINDOW_FACTOR ×
  * `limit` rows of URLs that are not busy (the PostgreSQL claim's window).
  */
-function pickDue(rows: Iterable<ClaimedRow>, limit: number, destinations: WebhookClaimDestinations | undefined): ClaimedRow[] {
+function pickDue(
+  rows: Iterable<ClaimedRow>,
+  limit: number,
+  destinations: WebhookClaimDestinations | undefined,
+): ClaimedRow[] {
   const picked: ClaimedRow[] = [];
   if (limit === 0) return picked;
   const taken = new Map<string, number>(Object.entries(destinations?.busy ?? {}));
@@ -147,11 +156,17 @@ export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
       'INSERT INTO webhooks (id, tenant, url, events, secret, previous_secret, previous_secret_expires_at, active, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
     ),
     get: db.prepare<[string], WebhookRow>('SELECT * FROM webhooks WHERE id = ?'),
-    list: db.prepare<[string, string, number], WebhookRow>('SELECT * FROM webhooks WHERE tenant = ? AND id > ? ORDER BY id LIMIT ?'),
+    list: db.prepare<[string, string, number], WebhookRow>(
+      'SELECT * FROM webhooks WHERE tenant = ? AND id > ? ORDER BY id LIMIT ?',
+    ),
     update: db.prepare('UPDATE webhooks SET url = ?, events = ?, active = ?, updated_at = ? WHERE id = ?'),
     delete: db.prepare('DELETE FROM webhooks WHERE id = ?'),
-    rotate: db.prepare<[string, string | null, number | null, number, string]>('UPDATE webhooks SET secret = ?, previous_secret = ?, previous_secret_expires_at = ?, updated_at = ? WHERE id = ?'),
-    forSession: db.prepare<[string], WebhookRow>('SELECT w.* FROM sessions s JOIN webhooks w ON w.tenant = s.tenant AND w.active = 1 WHERE s.id = ?'),
+    rotate: db.prepare<[string, string | null, number | null, number, string]>(
+      'UPDATE webhooks SET secret = ?, previous_secret = ?, previous_secret_expires_at = ?, updated_at = ? WHERE id = ?',
+    ),
+    forSession: db.prepare<[string], WebhookRow>(
+      'SELECT w.* FROM sessions s JOIN webhooks w ON w.tenant = s.tenant AND w.active = 1 WHERE s.id = ?',
+    ),
     addDelivery: db.prepare(
       `INSERT INTO webhook_deliveries (id, webhook_id, tenant, event_type, event_id, session_id, body, created_at, next_attempt_at, retry_until)
        VALUES (@id, @webhookId, @tenant, @eventType, @eventId, @sessionId, @body, @createdAt, @nextAttemptAt, @retryUntil)`,
@@ -160,8 +175,12 @@ export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
     listDeliveries: db.prepare<[string, string | null, string | null, number], WebhookDeliveryRow>(
       'SELECT * FROM webhook_deliveries WHERE webhook_id = ? AND (? IS NULL OR id < ?) ORDER BY id DESC LIMIT ?',
     ),
-    attemptsOf: db.prepare<[string], WebhookAttemptRow>('SELECT * FROM webhook_attempts WHERE delivery_id = ? ORDER BY n'),
-    due: db.prepare<[number], { one: number }>("SELECT 1 AS one FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? LIMIT 1"),
+    attemptsOf: db.prepare<[string], WebhookAttemptRow>(
+      'SELECT * FROM webhook_attempts WHERE delivery_id = ? ORDER BY n',
+    ),
+    due: db.prepare<[number], { one: number }>(
+      "SELECT 1 AS one FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? LIMIT 1",
+    ),
     dueExcept: db.prepare<[number, string], { one: number }>(
       `SELECT 1 AS one FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
        WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND w.url NOT IN (SELECT value FROM json_each(?)) LIMIT 1`,
@@ -172,7 +191,9 @@ export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
        FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
        WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND w.active = 1 ORDER BY d.next_attempt_at`,
     ),
-    take: db.prepare('UPDATE webhook_deliveries SET claim = claim + 1, next_attempt_at = ?, leased_until = ? WHERE id = ?'),
+    take: db.prepare(
+      'UPDATE webhook_deliveries SET claim = claim + 1, next_attempt_at = ?, leased_until = ? WHERE id = ?',
+    ),
     // A disabled subscription's pending deliveries: failed (none stays due).
     failDisabled: db.prepare<[number, string]>(
       `UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, leased_until = NULL, ended_at = ?, last_error = '${DISABLED_SUBSCRIPTION_ERROR}'
@@ -188,22 +209,40 @@ export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
          last_error = @error, last_status_code = @statusCode
        WHERE id = @id AND claim = @claim AND status = 'pending' AND leased_until IS NOT NULL`,
     ),
-    addAttempt: db.prepare('INSERT INTO webhook_attempts (delivery_id, n, started_at, duration_ms, status_code, error) VALUES (?, ?, ?, ?, ?, ?)'),
+    addAttempt: db.prepare(
+      'INSERT INTO webhook_attempts (delivery_id, n, started_at, duration_ms, status_code, error) VALUES (?, ?, ?, ?, ?, ?)',
+    ),
     // Retention: from the (status, ended_at) index, the longest ended first.
-    expired: db.prepare<[string, number], { id: string }>('SELECT id FROM webhook_deliveries WHERE status = ? AND ended_at IS NOT NULL AND ended_at < ? ORDER BY ended_at LIMIT 1'),
+    expired: db.prepare<[string, number], { id: string }>(
+      'SELECT id FROM webhook_deliveries WHERE status = ? AND ended_at IS NOT NULL AND ended_at < ? ORDER BY ended_at LIMIT 1',
+    ),
     expiredIds: db.prepare<[string, number, number], { id: string }>(
       'SELECT id FROM webhook_deliveries WHERE status = ? AND ended_at IS NOT NULL AND ended_at < ? ORDER BY ended_at LIMIT ?',
     ),
     deleteAttempts: db.prepare<[string]>('DELETE FROM webhook_attempts WHERE delivery_id = ?'),
     deleteDelivery: db.prepare<[string]>('DELETE FROM webhook_deliveries WHERE id = ?'),
-    redeliver: db.prepare("UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ?, retry_until = ?, claim = claim + 1, leased_until = NULL, ended_at = NULL WHERE id = ?"),
+    redeliver: db.prepare(
+      "UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ?, retry_until = ?, claim = claim + 1, leased_until = NULL, ended_at = NULL WHERE id = ?",
+    ),
   };
   const ops: SyncWebhookOps = {
     createWebhook: (w) => {
       try {
-        st.insert.run(w.id, w.tenant, w.url, JSON.stringify(w.events), w.secret, w.previousSecret, w.previousSecretExpiresAt, w.active ? 1 : 0, w.createdAt, w.updatedAt);
+        st.insert.run(
+          w.id,
+          w.tenant,
+          w.url,
+          JSON.stringify(w.events),
+          w.secret,
+          w.previousSecret,
+          w.previousSecretExpiresAt,
+          w.active ? 1 : 0,
+          w.createdAt,
+          w.updatedAt,
+        );
       } catch (e) {
-        if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw new StoreError('conflict', `webhook ${w.id} already exists`, { cause: e });
+        if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY')
+          throw new StoreError('conflict', `webhook ${w.id} already exists`, { cause: e });
         throw e;
       }
     },
@@ -224,7 +263,13 @@ export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
       const before = ops.getWebhook(id);
       if (!before) return undefined;
       const overlaps = r.previousSecretExpiresAt > r.updatedAt;
-      const w = { ...before, secret: r.secret, previousSecret: overlaps ? before.secret : null, previousSecretExpiresAt: overlaps ? r.previousSecretExpiresAt : null, updatedAt: r.updatedAt };
+      const w = {
+        ...before,
+        secret: r.secret,
+        previousSecret: overlaps ? before.secret : null,
+        previousSecretExpiresAt: overlaps ? r.previousSecretExpiresAt : null,
+        updatedAt: r.updatedAt,
+      };
       st.rotate.run(w.secret, w.previousSecret, w.previousSecretExpiresAt, w.updatedAt, id);
       return w;
     },
@@ -237,9 +282,13 @@ export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
       const r = st.getDelivery.get(id);
       return r ? toWebhookDelivery(r) : undefined;
     },
-    listWebhookDeliveries: (webhookId, page) => st.listDeliveries.all(webhookId, page.after ?? null, page.after ?? null, limitOf(page.limit)).map(toWebhookDelivery),
+    listWebhookDeliveries: (webhookId, page) =>
+      st.listDeliveries
+        .all(webhookId, page.after ?? null, page.after ?? null, limitOf(page.limit))
+        .map(toWebhookDelivery),
     listWebhookAttempts: (ids) => ids.flatMap((id) => st.attemptsOf.all(id).map(toWebhookAttempt)),
-    hasDueWebhookDeliveries: (now, o) => (o?.except?.length ? st.dueExcept.get(now, JSON.stringify(o.except)) : st.due.get(now)) !== undefined,
+    hasDueWebhookDeliveries: (now, o) =>
+      (o?.except?.length ? st.dueExcept.get(now, JSON.stringify(o.except)) : st.due.get(now)) !== undefined,
     claimWebhookDeliveries: (now, leaseMs, limit, destinations) => {
       st.failDueOfDisabled.run({ now });
       const picked = pickDue(st.dueRows.iterate(now), limitOf(limit), destinations);
@@ -251,12 +300,22 @@ export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
     },
     recordWebhookAttempt: (o) => {
       const a = o.attempt;
-      const changed = st.settle.run({ id: o.deliveryId, claim: o.claim, status: o.status, nextAttemptAt: o.status === 'pending' ? o.nextAttemptAt : null, at: a.startedAt + a.durationMs, error: a.error, statusCode: a.statusCode }).changes;
+      const changed = st.settle.run({
+        id: o.deliveryId,
+        claim: o.claim,
+        status: o.status,
+        nextAttemptAt: o.status === 'pending' ? o.nextAttemptAt : null,
+        at: a.startedAt + a.durationMs,
+        error: a.error,
+        statusCode: a.statusCode,
+      }).changes;
       if (changed !== 1) return false;
       st.addAttempt.run(o.deliveryId, a.n, a.startedAt, a.durationMs, a.statusCode, a.error);
       return true;
     },
-    hasExpiredWebhookDeliveries: (o) => st.expired.get('delivered', o.deliveredBefore) !== undefined || st.expired.get('failed', o.failedBefore) !== undefined,
+    hasExpiredWebhookDeliveries: (o) =>
+      st.expired.get('delivered', o.deliveredBefore) !== undefined ||
+      st.expired.get('failed', o.failedBefore) !== undefined,
     pruneWebhookDeliveries: (o) => {
       const limit = limitOf(o.limit);
       const ids = st.expiredIds.all('delivered', o.deliveredBefore, limit);
@@ -270,8 +329,10 @@ export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
     redeliverWebhook: (id, now, retryUntil) => {
       const r = st.getDelivery.get(id);
       if (!r) return undefined;
-      if (r.status === 'pending' && r.leased_until !== null && r.leased_until > now) throw new StoreError('conflict', `delivery ${id} is being attempted now`);
-      if (st.get.get(r.webhook_id)?.active === 0) throw new StoreError('conflict', `the subscription of delivery ${id} is disabled: enable it first`);
+      if (r.status === 'pending' && r.leased_until !== null && r.leased_until > now)
+        throw new StoreError('conflict', `delivery ${id} is being attempted now`);
+      if (st.get.get(r.webhook_id)?.active === 0)
+        throw new StoreError('conflict', `the subscription of delivery ${id} is disabled: enable it first`);
       st.redeliver.run(now, retryUntil, id);
       return toWebhookDelivery(st.getDelivery.get(id)!);
     },
