@@ -378,14 +378,12 @@ export async function* follow(
     }
     // The deltas heard before subscribing that follow events not yielded yet (held back, or not in
     // the page read): first in the queue, where a delta waits for the events it follows.
-    const unread: Delta[] = recent
-      .slice(recentAt)
-      .map((d) => ({
-        kind: 'delta',
-        delta: d.delta,
-        id: d.id,
-        ...(d.fromAnotherNode ? { fromAnotherNode: true as const } : {}),
-      }));
+    const unread: Delta[] = recent.slice(recentAt).map((d) => ({
+      kind: 'delta',
+      delta: d.delta,
+      id: d.id,
+      ...(d.fromAnotherNode ? { fromAnotherNode: true as const } : {}),
+    }));
     queue.unshift(...unread);
     // 3. Live.
     while (!stopped()) {
