@@ -15,7 +15,8 @@
  * 100: after 10 runs V8 was still tiering the code up (~200 K of ~1,150 K instructions a step in its
  * compilers, and much of the rest in code not yet optimized), and an A/B of the same two commits
  * said −0.6 % after 10 runs and −6.5 % after 100 (~15 K in the compilers, ~740 K a step).
- * (A database that grows past 256 sessions moves it again: see docs/performance.md.)
+ * (A database that grows past 256 sessions moves it again: see the measurement log,
+ * `git show 8c637b6:docs/performance.md`, eighth session.)
  * With `--against <git ref>` the same is counted for that commit (a temporary worktree with this
  * checkout's node_modules) and the two are compared. `--top N` also prints the N native
  * functions (SQLite, zstd, V8's JSON, GC, hashing...) that take most instructions a step; code

@@ -188,10 +188,11 @@ export class Execution {
    * The execution is over: its timers stop, and it lets go of its turn and its sink. An ended
    * execution can stay alive through V8's young-generation collections (a heap snapshot does not
    * hold it, a full collection frees it), and the whole turn was kept with it: its messages,
-   * renderings and streams promoted to the old generation at every run (docs/performance.md,
-   * 2026-12-04, thirteenth session). Likely cause: objects V8 pretenured, dead in the old
-   * generation, still pointing at young ones (the fourteenth session). A waiter hears the run's end
-   * before this (the end's commit publishes it), so `endedWith` has answered by then; later it reads.
+   * renderings and streams promoted to the old generation at every run (the measurement log,
+   * `git show 8c637b6:docs/performance.md`, 2026-12-04, thirteenth session). Likely cause: objects
+   * V8 pretenured, dead in the old generation, still pointing at young ones (the fourteenth
+   * session). A waiter hears the run's end before this (the end's commit publishes it), so
+   * `endedWith` has answered by then; later it reads.
    */
   private cleanup(): void {
     clearInterval(this.renewTimer);
