@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4StreamPart } from '@ai-sdk/provider';
 import { classifyModelError } from '../model/errors.ts';
-import type { Clock } from '../runs/clock.ts';
+import type { Clock } from '../core/clock.ts';
 import type { LimitStoreOps } from '../store/limit-rows.ts';
 
 /** A model's limits (per model id, or per provider with `provider:*`, or `*`). */

@@ -29,7 +29,7 @@ import type { Priority } from '../limits/flow-control.ts';
 import type { McpToolsGot } from '../mcp/index.ts';
 import { lastBoundary } from './resume.ts';
 import { assertTransition, IllegalTransitionError, statusesLeadingTo } from './state.ts';
-import { systemClock, type Clock } from './clock.ts';
+import { systemClock, type Clock } from '../core/clock.ts';
 import { applyDecisions, type WaitingCall } from './waits.ts';
 import { ArgumentsNotEditableError } from './arguments-not-editable-error.ts';
 

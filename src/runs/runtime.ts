@@ -34,7 +34,7 @@ import { SendSpan } from '../telemetry/send-span.ts';
 import { checkSendOptions } from './send-options.ts';
 import { recordsContent, type TelemetryOptions } from '../telemetry/tracer.ts';
 import type { Execution, ExecutionEnv } from './execution.ts';
-import { systemClock, type Clock } from './clock.ts';
+import { systemClock, type Clock } from '../core/clock.ts';
 import { isWaiting, Waits } from './waits.ts';
 import { Webhooks, type WebhookOptions } from './webhooks/index.ts';
 import { RunObservers, type RunObserver } from './observer.ts';
