@@ -8,4 +8,5 @@ export * from './prompt-hash.ts';
 export * from './sink.ts';
 export * from './tools.ts';
 export * from './turn.ts';
-export * from './waits.ts';
+export * from './wait-spec.ts';
+export * from './wait-tools.ts';

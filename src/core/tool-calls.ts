@@ -13,7 +13,7 @@ import {
   type CheckResult,
   type Tool,
 } from './tools.ts';
-import { isWaitRequest, type WaitSpec } from './waits.ts';
+import { isWaitRequest, type WaitSpec } from './wait-spec.ts';
 import type { ApprovalDecision, ResumePoint } from './turn.ts';
 import type { TurnState } from './turn-state.ts';
 
