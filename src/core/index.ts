@@ -8,5 +8,6 @@ export * from './prompt-hash.ts';
 export * from './sink.ts';
 export * from './tools.ts';
 export * from './turn.ts';
+export type { ApprovalDecision, ResumePoint, TurnHandle, TurnOptions, TurnResult } from './turn-types.ts';
 export * from './wait-spec.ts';
 export * from './wait-tools.ts';
