@@ -25,7 +25,7 @@ import {
   type StoreOps,
 } from '../store/index.ts';
 import type { TraceCarrier } from '../telemetry/trace-context.ts';
-import type { Priority } from '../limits/flow-control.ts';
+import type { Priority } from '../flow-control/index.ts';
 import type { McpToolsGot } from '../mcp/index.ts';
 import { lastBoundary } from './resume.ts';
 import { assertTransition, IllegalTransitionError, statusesLeadingTo } from './state.ts';
