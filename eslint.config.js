@@ -55,6 +55,32 @@ export default tseslint.config(
     },
   },
   {
+    // Flow control sits between the storage port and the runs layer: it knows the port (store/limit-rows.ts),
+    // the clock and the model's errors, never a backend, sessions, runs, HTTP or the CLI (docs/architecture.md).
+    files: ['src/flow-control/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['**/store/sqlite/**', '**/store/pg/**', '**/store/postgres/**'],
+              message: 'flow control uses the storage port, never a backend',
+            },
+            {
+              group: ['**/server/**', '**/cli/**', '**/session/**', '**/runs/**'],
+              message: 'flow control must not depend on the layers that use it',
+            },
+            {
+              group: ['better-sqlite3', 'pg', 'node:http', 'hono'],
+              message: 'storage drivers and HTTP belong elsewhere',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // Above the storage port, only the port: a backend is chosen where the program is put together
     // (cli/, the public entry point src/index.ts, tests), never by the layers that use storage.
     files: ['src/session/**/*.ts', 'src/runs/**/*.ts', 'src/server/**/*.ts'],

@@ -3,7 +3,7 @@
  * requests started in any sliding window of `windowMs`, and at most `concurrency` in flight. A
  * request over either limit is answered 429 with `retry-after-ms` (thrown as the AI SDK's
  * APICallError, as a provider's HTTP 429 is). Counts what it saw: calls, 429s, the peak of
- * requests in flight. Used by bench/flow-control.ts and test/limits.
+ * requests in flight. Used by bench/flow-control.ts and test/flow-control.
  */
 import {
   APICallError,

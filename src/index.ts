@@ -21,4 +21,4 @@ export {
   type ModelLimit,
   type ModelLimits,
   type Priority,
-} from './limits/flow-control.ts';
+} from './flow-control/index.ts';

@@ -8,7 +8,7 @@ import type { CompactionSettings } from '../session/index.ts';
 import { demoAgent } from './demo.ts';
 import { modelFromId } from './models.ts';
 import { mcpServersSchema, type McpServerConfig } from '../mcp/config.ts';
-import type { ModelLimits, Priority } from '../limits/flow-control.ts';
+import type { ModelLimits, Priority } from '../flow-control/index.ts';
 
 /** One agent in a configuration file. In JS/TS configs, `model` may be an AI SDK model and `tools` real tools. */
 export interface AgentConfig {

@@ -1,4 +1,4 @@
-import type { WaitPolicy } from './waits.ts';
+import type { WaitPolicy } from './wait-spec.ts';
 import type { LanguageModelV4 } from '@ai-sdk/provider';
 import { defaultRetryPolicy, type JsonValue, type Pricing, type RetryPolicy } from '../model/index.ts';
 import type { Tool, UnknownOutcomePolicy } from './tools.ts';

@@ -1,4 +1,4 @@
-import type { WaitSpec } from './waits.ts';
+import type { WaitSpec } from './wait-spec.ts';
 import type { AssistantMessage, JsonValue, ModelErrorInfo, ToolOutput, Usage, UserMessage } from '../model/index.ts';
 
 /**

@@ -1,4 +1,5 @@
 export * from './agent.ts';
+export * from './clock.ts';
 export * from './events.ts';
 export * from './hooks.ts';
 export * from './ids.ts';
@@ -7,4 +8,6 @@ export * from './prompt-hash.ts';
 export * from './sink.ts';
 export * from './tools.ts';
 export * from './turn.ts';
-export * from './waits.ts';
+export type { ApprovalDecision, ResumePoint, TurnHandle, TurnOptions, TurnResult } from './turn-types.ts';
+export * from './wait-spec.ts';
+export * from './wait-tools.ts';

@@ -1,20 +1,9 @@
-import { addUsage, costOf, emptyUsage, type AssistantMessage, type ToolCallPart, type Usage } from '../model/index.ts';
-import type { PendingCall, StepEndReason, TurnError } from './events.ts';
+import { addUsage, costOf, emptyUsage, type AssistantMessage } from '../model/index.ts';
 import { requestModel } from './model-request.ts';
-import { closeCalls, runToolCalls } from './tool-calls.ts';
+import { endStep } from './step-end.ts';
+import { closeCalls, runToolCalls, toolCallsOf } from './tool-calls.ts';
 import type { TurnState } from './turn-state.ts';
-
-export type StepOutcome =
-  | { kind: 'tool-calls' }
-  | { kind: 'final' }
-  | { kind: 'interrupted' }
-  | { kind: 'cancelled' }
-  | { kind: 'suspended'; pending: PendingCall[] }
-  | { kind: 'failed'; error: TurnError };
-
-export function toolCallsOf(m: AssistantMessage): ToolCallPart[] {
-  return m.content.filter((p): p is ToolCallPart => p.type === 'tool-call');
-}
+import type { StepOutcome } from './turn-types.ts';
 
 /**
  * One step: one model decision plus the tool effects it directly produced. `step/start`, the
@@ -78,24 +67,4 @@ export async function runStep(t: TurnState): Promise<StepOutcome> {
     return { kind: 'final' };
   }
   return runToolCalls(t, message, calls, new Map(), usageBefore);
-}
-
-/**
- * Where a step ends, and the only place: `step/end` with the turn's checkpoint. A step that ran
- * tools is a durable point (its results, its end and the checkpoint commit together); any other
- * step end is followed by the turn's end or by the next step, and commits with them.
- */
-export async function endStep(t: TurnState, reason: StepEndReason, usageBefore: Usage): Promise<void> {
-  const u = t.usage;
-  const stepUsage: Usage = {
-    inputTokens: u.inputTokens - usageBefore.inputTokens,
-    outputTokens: u.outputTokens - usageBefore.outputTokens,
-    cachedInputTokens: u.cachedInputTokens - usageBefore.cachedInputTokens,
-    reasoningTokens: u.reasoningTokens - usageBefore.reasoningTokens,
-  };
-  await t.emit(
-    'step/end',
-    { reason, usage: stepUsage },
-    { checkpoint: t.checkpoint(t.stepNo), durable: reason === 'tool-calls' },
-  );
 }

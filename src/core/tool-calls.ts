@@ -1,7 +1,7 @@
 import { newId } from './ids.ts';
 import type { AssistantMessage, ToolCallPart, ToolMessage, ToolOutput, ToolResultPart, Usage } from '../model/index.ts';
 import type { PendingCall, UnknownOutcomeInfo, UnknownOutcomeResolution } from './events.ts';
-import { endStep, toolCallsOf, type StepOutcome } from './step.ts';
+import { endStep } from './step-end.ts';
 import {
   executeTool,
   idempotencyKey,
@@ -13,9 +13,14 @@ import {
   type CheckResult,
   type Tool,
 } from './tools.ts';
-import { isWaitRequest, type WaitSpec } from './waits.ts';
-import type { ApprovalDecision, ResumePoint } from './turn.ts';
+import { isWaitRequest, type WaitSpec } from './wait-spec.ts';
 import type { TurnState } from './turn-state.ts';
+import type { ApprovalDecision, ResumePoint, StepOutcome } from './turn-types.ts';
+
+/** The tool calls of a model decision, in the model's order. */
+export function toolCallsOf(m: AssistantMessage): ToolCallPart[] {
+  return m.content.filter((p): p is ToolCallPart => p.type === 'tool-call');
+}
 
 /** The tool message that answers `assistant`: the message after it, created on first use. */
 function toolMessageFor(t: TurnState, assistant: AssistantMessage): ToolMessage {

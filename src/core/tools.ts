@@ -3,7 +3,7 @@ import { canonicalJson } from './canonical-json.ts';
 import { z } from 'zod';
 import type { JsonValue, ToolCallPart, ToolErrorCode, ToolOutput } from '../model/index.ts';
 import type { ToolSchema } from './events.ts';
-import { isWaitRequest, type WaitPolicy, type WaitRequest } from './waits.ts';
+import { isWaitRequest, type WaitPolicy, type WaitRequest } from './wait-spec.ts';
 
 export interface ToolContext {
   /** Aborted when the turn is cancelled or the tool times out. */
@@ -144,36 +144,6 @@ export function tool<S extends z.ZodType, R>(options: ToolOptions<S, R>): Tool {
     ...(options.wait ? { wait: options.wait } : {}),
     execute: options.execute as Tool['execute'],
   };
-}
-
-export const askUserInput = z.object({
-  questions: z
-    .array(
-      z.object({
-        id: z.string().min(1).describe('A short stable key for the answer'),
-        question: z.string().min(1),
-        choices: z.array(z.string()).optional().describe('When the answer must be one of these'),
-      }),
-    )
-    .min(1),
-});
-
-/**
- * The built-in `ask_user` control tool: the model asks the user structured questions; the turn
- * (and its run) waits for the answer, which comes back as the call's result. A deterministic
- * tool call, never inferred from the model's prose.
- */
-export function askUser(): Tool {
-  return tool({
-    name: 'ask_user',
-    description:
-      'Ask the user one or more questions and wait for the answers. Use it when you need information or a decision only the user can give. Offer choices when the answer must be one of a few options.',
-    input: askUserInput,
-    interactive: true,
-    execute: () => {
-      throw new Error('ask_user is answered by the user, never executed');
-    },
-  });
 }
 
 /**

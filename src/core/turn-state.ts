@@ -9,7 +9,7 @@ import { Inbox } from './inbox.ts';
 import { MessageChain } from './prompt-hash.ts';
 import { HELD, type EventSink, type SinkAppendOptions, type TurnCheckpoint } from './sink.ts';
 import type { Tool } from './tools.ts';
-import type { TurnOptions } from './turn.ts';
+import type { TurnOptions } from './turn-types.ts';
 
 export class SinkFailure extends Error {
   constructor(cause: unknown) {

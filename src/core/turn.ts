@@ -1,106 +1,12 @@
-import {
-  totalTokens,
-  type JsonValue,
-  type Message,
-  type ToolOutput,
-  type Usage,
-  type UserMessage,
-} from '../model/index.ts';
+import { totalTokens, type UserMessage } from '../model/index.ts';
 import type { AgentDefinition } from './agent.ts';
-import type { ConfigChange, TurnHooks } from './hooks.ts';
 import type { EventDataMap, PendingCall, TurnEndReason, TurnError } from './events.ts';
-import { userMessage, type Inbox, type UserInput } from './inbox.ts';
-import { TurnNotOverError, type EventSink } from './sink.ts';
-import { runStep, type StepOutcome } from './step.ts';
+import { userMessage } from './inbox.ts';
+import { TurnNotOverError } from './sink.ts';
+import { runStep } from './step.ts';
 import { finishOpenStep } from './tool-calls.ts';
 import { HookFailure, SinkFailure, settingsRecord, TurnState } from './turn-state.ts';
-
-/** A decision on a pending call: an approval (or denial), or a person's answer to ask_user. */
-export interface ApprovalDecision {
-  toolCallId: string;
-  /** For approvals. */
-  approved?: boolean;
-  /** Replaces the model's arguments (validated again). */
-  input?: JsonValue;
-  reason?: string;
-  /** For an interactive call (ask_user): the answer, which becomes its result. */
-  answer?: JsonValue;
-  /** For a wait that ended (a sleep, a signal): the call's result as is. */
-  output?: ToolOutput;
-  /** Already in the log (the caller recorded it when it was made): do not record it again. */
-  recorded?: boolean;
-  /** A person's decision on the call's unknown outcome after a crash (ADR-0018): run it again, or not. */
-  unknownOutcome?: { approved: boolean; reason?: string };
-}
-
-/** What a turn resumes from: after a suspension, a pause, or a crash (from a checkpoint). */
-export interface ResumePoint {
-  /** The turn's working conversation (history included) as checkpointed or suspended. */
-  conversation: readonly Message[];
-  /** Steps completed; an open step (its calls not all answered) is finished first. */
-  step: number;
-  /**
-   * The model decision of `step` is on record but the step's end is not (the process stopped
-   * between the two): the step is ended first, and a final answer is not asked for again.
-   */
-  stepOpen?: boolean;
-  approvals?: readonly ApprovalDecision[];
-  /**
-   * Calls whose `tool/call` was recorded but whose result was not (the process died while they
-   * ran): an idempotent tool runs again with the same idempotency key; an effectful one is
-   * checked, then resolved by its unknown-outcome policy (ADR-0018). Nothing runs twice silently.
-   */
-  started?: readonly string[];
-  /** When each started call's `tool/call` was recorded (what an unknown-outcome approval shows). */
-  startedAt?: Readonly<Record<string, number>>;
-  /** Usage and cost before this point, so limits keep counting across the resumption. */
-  usage?: Usage;
-  cost?: number;
-}
-
-export interface TurnOptions {
-  sink: EventSink;
-  /** Earlier turns. Reasoning is dropped from it: opaque reasoning never crosses a turn. */
-  history?: readonly Message[];
-  input?: UserInput;
-  /** Continue a suspended, paused or interrupted turn. */
-  resume?: ResumePoint;
-  inbox?: Inbox;
-  signal?: AbortSignal;
-  hooks?: TurnHooks | readonly TurnHooks[];
-  /** The turn's number in its session (events carry it). */
-  turn?: number;
-  /** Scopes tool idempotency keys, e.g. the session or run id. */
-  scope?: string;
-  /** The clock tools see (ToolContext.now): default Date.now. */
-  now?: () => number;
-}
-
-export interface TurnResult {
-  reason: TurnEndReason;
-  turn: number;
-  steps: number;
-  /** The whole working conversation at the end of the turn (history included). */
-  conversation: Message[];
-  /** Messages this invocation added. */
-  added: Message[];
-  usage: Usage;
-  cost: number;
-  error?: TurnError;
-  /** When suspended: the calls waiting for a decision or an answer. */
-  pending?: PendingCall[];
-}
-
-export interface TurnHandle {
-  readonly result: Promise<TurnResult>;
-  readonly inbox: Inbox;
-  /** Cancels the turn: no new steps, running tools are aborted, open calls get `cancelled` results. */
-  cancel(reason?: string): void;
-  /** Cancels only the model call in flight; its partial output is kept, marked interrupted. */
-  cancelModelCall(): void;
-  /** Queues a configuration change for the next step boundary. */
-  configure(change: ConfigChange): void;
-}
+import type { StepOutcome, TurnHandle, TurnOptions, TurnResult } from './turn-types.ts';
 
 type TurnEnd = { reason: TurnEndReason; error?: TurnError; pending?: PendingCall[] };
 
@@ -118,7 +24,7 @@ function failure(e: unknown): TurnEnd {
 
 /**
  * One turn of the agent loop: steps until nothing must be pushed forward now. The step is in
- * step.ts (its end: `endStep`), the model request in model-request.ts, tool calls in
+ * step.ts (its end: `endStep`, in step-end.ts), the model request in model-request.ts, tool calls in
  * tool-calls.ts; this file holds what happens between steps, and the turn's start and end.
  */
 class TurnRunner {

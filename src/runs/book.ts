@@ -25,11 +25,11 @@ import {
   type StoreOps,
 } from '../store/index.ts';
 import type { TraceCarrier } from '../telemetry/trace-context.ts';
-import type { Priority } from '../limits/flow-control.ts';
+import type { Priority } from '../flow-control/index.ts';
 import type { McpToolsGot } from '../mcp/index.ts';
 import { lastBoundary } from './resume.ts';
 import { assertTransition, IllegalTransitionError, statusesLeadingTo } from './state.ts';
-import { systemClock, type Clock } from './clock.ts';
+import { systemClock, type Clock } from '../core/clock.ts';
 import { applyDecisions, type WaitingCall } from './waits.ts';
 import { ArgumentsNotEditableError } from './arguments-not-editable-error.ts';
 

@@ -7,7 +7,7 @@ export * from './worker.ts';
 export * from './runtime.ts';
 export * from './subagent.ts';
 export * from './observer.ts';
-export * from './clock.ts';
+export * from '../core/clock.ts';
 export * from './waits.ts';
 export * from './webhooks/index.ts';
 export * from './schedules.ts';

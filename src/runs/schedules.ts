@@ -23,7 +23,7 @@ import {
 } from '../store/index.ts';
 import type { IfBusy, RunBook, RunOptions } from './book.ts';
 import { hasNul, isClosedStore, NUL_REFUSAL } from '../store/index.ts';
-import type { Clock } from './clock.ts';
+import type { Clock } from '../core/clock.ts';
 import { WakeUp } from './wake-up.ts';
 import { FieldValidationError } from './field-validation-error.ts';
 

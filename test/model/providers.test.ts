@@ -15,7 +15,7 @@ import {
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { callModel, type ModelCallOptions, type ModelCallResult, type ModelDelta } from '../../src/model/call.ts';
 import { ModelCallError } from '../../src/model/errors.ts';
-import { toProviderPrompt } from '../../src/model/messages.ts';
+import { toProviderPrompt } from '../../src/model/provider-prompt.ts';
 import type { Usage } from '../../src/model/usage.ts';
 import {
   httpError,

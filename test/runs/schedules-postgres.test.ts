@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRuntime, defineAgent, ScriptedModel, type Runtime } from '../../src/index.ts';
-import { manualClock } from '../../src/runs/clock.ts';
+import { manualClock } from '../../src/core/clock.ts';
 import { openTestPostgres } from '../support/postgres.ts';
 
 const cleanups: Array<() => Promise<void>> = [];

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRuntime, defineAgent, ScriptedModel, SqliteStore } from '../../src/index.ts';
-import { manualClock } from '../../src/runs/clock.ts';
+import { manualClock } from '../../src/core/clock.ts';
 import { nextTickAfter, ScheduleValidationError } from '../../src/runs/schedules.ts';
 import type { Store } from '../../src/store/index.ts';
 import type { CheckerMessage } from './fixtures/schedule-checker.ts';

@@ -5,7 +5,7 @@
  * in /openapi.json.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { manualClock } from '../../src/runs/clock.ts';
+import { manualClock } from '../../src/core/clock.ts';
 import { expectProblem, startTestServer, type Api, type TestServer } from '../support/server-helpers.ts';
 
 let t: TestServer;

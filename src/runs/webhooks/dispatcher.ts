@@ -4,7 +4,7 @@ import {
   type Store,
   type WebhookDeliveryStatus,
 } from '../../store/index.ts';
-import type { Clock } from '../clock.ts';
+import type { Clock } from '../../core/clock.ts';
 import { WakeUp } from '../wake-up.ts';
 import { resolveDestination, systemResolve, type Resolve } from './destination.ts';
 import { postWebhook } from './post.ts';

@@ -12,7 +12,7 @@ import {
   type WebhookEventType,
   type WebhookRecord,
 } from '../../store/index.ts';
-import type { Clock } from '../clock.ts';
+import type { Clock } from '../../core/clock.ts';
 import { DAY_MS, WebhookDispatcher, type DispatcherOptions } from './dispatcher.ts';
 import { privateUrlReason } from './destination.ts';
 import { webhookOutbox } from './outbox.ts';

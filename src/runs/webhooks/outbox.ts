@@ -7,7 +7,7 @@ import {
   type StoreOps,
   type WebhookEventType,
 } from '../../store/index.ts';
-import type { Clock } from '../clock.ts';
+import type { Clock } from '../../core/clock.ts';
 
 /** Every run status a subscription can hear of (`run.<status>`): all of them. */
 const RUN_STATUSES_HEARD: ReadonlySet<string> = new Set(RUN_STATUSES);

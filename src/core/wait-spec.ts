@@ -1,13 +1,15 @@
+/**
+ * The waiting model of the loop (ADR-0015): what a wait is (`WaitSpec`), how long it may last and
+ * what happens then (`WaitPolicy`, `OnDeadline`), and what a tool returns to start one
+ * (`sleepUntil`, `waitForSignal`). The built-in tools that wait are in wait-tools.ts.
+ *
+ * A call the turn cannot finish alone suspends the turn: an approval, a question (ask_user), a
+ * sleep, or a signal from outside. The run waits without a worker; whatever ends the wait (a
+ * decision, an answer, the clock, a signal, a deadline) is recorded in the log and becomes the
+ * call's result when the turn resumes.
+ */
 import { z } from 'zod';
 import type { JsonValue } from '../model/index.ts';
-import { tool, type Tool, type ToolContext } from './tools.ts';
-
-/**
- * The waiting model of the loop (ADR-0015). A call the turn cannot finish alone suspends the turn:
- * an approval, a question (ask_user), a sleep, or a signal from outside. The run waits without a
- * worker; whatever ends the wait (a decision, an answer, the clock, a signal, a deadline) is
- * recorded in the log and becomes the call's result when the turn resumes.
- */
 
 /** What happens when a wait's deadline passes: the run times out, or the call gets a default result. */
 export type OnDeadline =
@@ -99,55 +101,3 @@ export function waitForSignal(
 }
 
 export const SIGNAL_NAME = /^[A-Za-z0-9_.:-]{1,128}$/;
-
-/** The longest sleep the built-in `sleep` tool takes by default: 30 days. */
-export const MAX_SLEEP_SECONDS = 30 * 24 * 3600;
-
-export const sleepInput = (maxSeconds: number) =>
-  z
-    .strictObject({
-      until: z.iso
-        .datetime({ offset: true })
-        .optional()
-        .describe('Wake at this time (ISO 8601, with a time zone offset or Z)'),
-      seconds: z
-        .number()
-        .positive()
-        .max(maxSeconds)
-        .optional()
-        .describe(`Sleep this many seconds (at most ${maxSeconds})`),
-      reason: z.string().max(500).optional().describe('Why: shown to whoever looks at the waiting run'),
-    })
-    .refine((i) => (i.until === undefined) !== (i.seconds === undefined), {
-      message: 'give exactly one of until and seconds',
-    });
-
-/**
- * The built-in `sleep` control tool: the run sleeps, durably and without a worker, until a time
- * or for a while, then goes on in the same run; the model sees "slept until …". `wakeOnSteer`:
- * a message steered into the run wakes it early.
- */
-export function sleepTool(o: { maxSeconds?: number; wakeOnSteer?: boolean } = {}): Tool {
-  const maxSeconds = o.maxSeconds ?? MAX_SLEEP_SECONDS;
-  return tool({
-    name: 'sleep',
-    description:
-      'Pause this task until a time (until, ISO 8601) or for a number of seconds, then continue. Nothing runs meanwhile. Use it to wait for something that takes time (a deployment, a report due later).',
-    input: sleepInput(maxSeconds),
-    // Computing the wake time again after a crash is harmless.
-    idempotent: true,
-    execute: (input, ctx: ToolContext) => {
-      const now = ctx.now?.() ?? Date.now();
-      const until = input.until !== undefined ? Date.parse(input.until) : now + input.seconds! * 1000;
-      if (until - now > maxSeconds * 1000)
-        throw new Error(
-          `cannot sleep past ${new Date(now + maxSeconds * 1000).toISOString()} (at most ${maxSeconds} seconds)`,
-        );
-      if (until <= now) return `no need to sleep: ${new Date(until).toISOString()} has passed`;
-      return sleepUntil(until, {
-        ...(o.wakeOnSteer ? { wakeOnSteer: true } : {}),
-        ...(input.reason ? { reason: input.reason } : {}),
-      });
-    },
-  });
-}

@@ -19,7 +19,7 @@ import {
   type Runtime,
   type Store,
 } from '../../src/index.ts';
-import type { ModelLimits, FlowControlOptions } from '../../src/limits/flow-control.ts';
+import type { ModelLimits, FlowControlOptions } from '../../src/flow-control/index.ts';
 import { instrumentRuntime } from '../../src/monitoring/instrument-runtime.ts';
 import { FakeProvider } from '../../bench/fake-provider.ts';
 import { openTestPostgres } from '../support/postgres.ts';

@@ -1,29 +1,20 @@
-import { randomUUID } from 'node:crypto';
+/**
+ * Provider flow control (docs/flow-control.md): `FlowControl`, the limits of one runtime held in the
+ * store across every process on it, and `wrap`, the model whose every request waits for them.
+ */
 import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4StreamPart } from '@ai-sdk/provider';
+import type { Clock } from '../core/clock.ts';
 import { classifyModelError } from '../model/errors.ts';
-import type { Clock } from '../runs/clock.ts';
 import type { LimitStoreOps } from '../store/limit-rows.ts';
-
-/** A model's limits (per model id, or per provider with `provider:*`, or `*`). */
-export interface ModelLimit {
-  /** Requests in flight at once, across every worker and process on the store. */
-  concurrency?: number;
-  /** Requests started per window (a minute by default). */
-  requestsPerMinute?: number;
-  /** Tokens (input estimate + max output, settled to the actual usage) per window. */
-  tokensPerMinute?: number;
-  /** The window's length (default 60 000 ms): shorter windows for tests and benchmarks. */
-  windowMs?: number;
-}
-
-/** Keys: `provider:modelId` (e.g. `openai:gpt-4.1`), `provider:*`, or `*`. */
-export type ModelLimits = Record<string, ModelLimit>;
-
-/** Who goes first when several wait: `interactive` (0) before `batch` (100); a number: lower first. */
-export type Priority = 'interactive' | 'batch' | number;
-
-export const rankOf = (p: Priority | undefined): number =>
-  p === undefined || p === 'interactive' ? 0 : p === 'batch' ? 100 : p;
+import { Gate, type Grant, type Waiter } from './gate.ts';
+import {
+  estimateTokens,
+  limitKeyFor,
+  rankOf,
+  type ModelLimit,
+  type ModelLimits,
+  type Priority,
+} from './model-limits.ts';
 
 export interface FlowControlOptions {
   /** A wait longer than this lets go of the worker slot (the run waits outside, keeping its lease). Default 1000 ms. */
@@ -48,168 +39,6 @@ export interface CallContext {
   priority?: Priority;
   /** Waits for `p` without holding a worker slot. */
   waitOutside?<T>(p: Promise<T>): Promise<T>;
-}
-
-/** The limit key that applies to a model, or undefined: the most specific configured key wins. */
-export function limitKeyFor(limits: ModelLimits, provider: string, modelId: string): string | undefined {
-  const base = provider.split('.')[0]!;
-  for (const k of [`${provider}:${modelId}`, `${base}:${modelId}`, `${provider}:*`, `${base}:*`, '*'])
-    if (limits[k]) return k;
-  return undefined;
-}
-
-/** A rough token estimate of a request: its prompt's characters / 4, plus its max output. */
-export function estimateTokens(options: LanguageModelV4CallOptions, defaultMaxOutput = 1024): number {
-  let chars = 0;
-  for (const m of options.prompt) {
-    if (typeof m.content === 'string') chars += m.content.length;
-    else
-      for (const p of m.content as unknown as Array<Record<string, unknown>>)
-        chars += JSON.stringify(p.text ?? p.input ?? p.output ?? '').length;
-  }
-  for (const t of options.tools ?? []) chars += JSON.stringify(t).length;
-  return Math.ceil(chars / 4) + (options.maxOutputTokens ?? defaultMaxOutput);
-}
-
-/**
- * The window the store counts in: the configured one plus a margin of 2% (20 ms to 1 s) for the
- * time between a grant and the provider's receipt of the request, so that a provider counting by
- * arrival never sees one request too many in its window.
- */
-export const windowWithMargin = (windowMs: number): number =>
-  windowMs + Math.min(1000, Math.max(20, Math.round(windowMs * 0.02)));
-
-interface Waiter {
-  rank: number;
-  since: number;
-  seq: number;
-  tokens: number;
-  resolve: (grant: Grant) => void;
-  reject: (e: unknown) => void;
-  signal: AbortSignal;
-  onAbort: () => void;
-}
-
-/** A granted request: release once it ends, settle with its actual tokens. */
-export interface Grant {
-  readonly key: string;
-  readonly id: string;
-  settle(tokens: number): void;
-  release(): void;
-}
-
-/**
- * One limit key in this process: its waiters in order (priority, then arrival), the head of which
- * alone asks the store (one acquisition in flight per key per process).
- */
-class Gate {
-  private readonly queue: Waiter[] = [];
-  private pumping = false;
-  private wake: (() => void) | undefined;
-  private seq = 0;
-  readonly waiterId = randomUUID();
-  readonly key: string;
-  private readonly limit: ModelLimit;
-  private readonly fc: FlowControl;
-
-  constructor(key: string, limit: ModelLimit, fc: FlowControl) {
-    this.key = key;
-    this.limit = limit;
-    this.fc = fc;
-  }
-
-  enqueue(rank: number, tokens: number, signal: AbortSignal): Promise<Grant> {
-    return new Promise<Grant>((resolve, reject) => {
-      const w: Waiter = {
-        rank,
-        since: this.fc.clock.now(),
-        seq: this.seq++,
-        tokens,
-        resolve,
-        reject,
-        signal,
-        onAbort: () => {
-          const i = this.queue.indexOf(w);
-          if (i >= 0) this.queue.splice(i, 1);
-          if (this.queue.length === 0) void this.fc.store.leaveLimitQueue(this.key, this.waiterId).catch(() => {});
-          reject(signal.reason);
-        },
-      };
-      if (signal.aborted) return reject(signal.reason);
-      signal.addEventListener('abort', w.onAbort, { once: true });
-      // In order of rank, then arrival.
-      let i = this.queue.length;
-      while (i > 0 && this.queue[i - 1]!.rank > rank) i--;
-      this.queue.splice(i, 0, w);
-      this.poke();
-    });
-  }
-
-  /** Something may have changed (a release here, a new waiter): the pump tries now. */
-  poke(): void {
-    if (this.wake) {
-      const w = this.wake;
-      this.wake = undefined;
-      w();
-    }
-    if (!this.pumping) void this.pump();
-  }
-
-  private async pump(): Promise<void> {
-    this.pumping = true;
-    try {
-      while (this.queue.length > 0) {
-        const head = this.queue[0]!;
-        const now = this.fc.clock.now();
-        const id = randomUUID();
-        let grant;
-        try {
-          grant = await this.fc.store.acquireLimit({
-            key: this.key,
-            id,
-            waiter: this.waiterId,
-            rank: head.rank,
-            since: head.since,
-            now,
-            ...(this.limit.concurrency !== undefined ? { concurrency: this.limit.concurrency } : {}),
-            ...(this.limit.requestsPerMinute !== undefined ? { requestsPerWindow: this.limit.requestsPerMinute } : {}),
-            ...(this.limit.tokensPerMinute !== undefined ? { tokensPerWindow: this.limit.tokensPerMinute } : {}),
-            tokens: head.tokens,
-            windowMs: windowWithMargin(this.limit.windowMs ?? 60_000),
-            slotLeaseMs: this.fc.slotLeaseMs,
-            waiterLeaseMs: Math.max(1000, this.fc.pollMs * 10),
-          });
-        } catch (e) {
-          process.emitWarning(`keel flow control ${this.key}: ${(e as Error).message}`);
-          grant = { granted: false as const, reason: 'queued' as const, retryAt: now + this.fc.pollMs * 5 };
-        }
-        if (this.queue[0] !== head) {
-          // The head gave up meanwhile: a slot it took goes back.
-          if (grant.granted) void this.fc.store.releaseLimit(this.key, id).catch(() => {});
-          continue;
-        }
-        if (grant.granted) {
-          this.queue.shift();
-          head.signal.removeEventListener('abort', head.onAbort);
-          head.resolve(this.fc.grant(this.key, id, this.limit, head));
-          continue;
-        }
-        const delay = Math.max(1, Math.min(grant.retryAt - this.fc.clock.now(), this.fc.pollMs));
-        await new Promise<void>((resolve) => {
-          const t = setTimeout(() => {
-            this.wake = undefined;
-            resolve();
-          }, delay);
-          this.wake = () => {
-            clearTimeout(t);
-            resolve();
-          };
-        });
-      }
-    } finally {
-      this.pumping = false;
-    }
-  }
 }
 
 /**
