@@ -1,5 +1,6 @@
 import type { DeltaEvent } from '../core/index.ts';
 import type { SessionEvent } from './event-types.ts';
+import { eventPosition, FEED_START, isAfter, parsePosition, type FeedPosition } from './feed-position.ts';
 import type { LiveItem, SessionLog } from './log.ts';
 
 /** What a feed yields: durable events (id: their seq) and token deltas (id: `seq.n`). */
@@ -7,7 +8,7 @@ export type FeedItem = { kind: 'event'; event: SessionEvent } | { kind: 'delta';
 
 export interface FollowOptions {
   /** Resume after this position: durable event `seq`, and `n` deltas after it (default: the start). */
-  after?: { seq: number; n: number };
+  after?: FeedPosition;
   /** Only this run's events (and the session's deltas). */
   runId?: string;
   /** The feed ends after yielding a live event for which this holds (a run's end, say). */
@@ -46,10 +47,6 @@ export class FeedOverflowError extends Error {
     this.name = 'FeedOverflowError';
   }
 }
-
-/** `12` < `12.1` < `12.2` < `13`: positions in a session's feed. */
-const isAfter = (seq: number, n: number, last: { seq: number; n: number }): boolean =>
-  seq > last.seq || (seq === last.seq && n > last.n);
 
 const PAGE = 500;
 
@@ -136,7 +133,7 @@ export async function* follow(
   let recentAt = 0;
 
   let lastSeq = o.after?.seq ?? 0;
-  let last = o.after ? { ...o.after } : { seq: 0, n: 0 };
+  let last: FeedPosition = o.after ?? FEED_START;
   // How far the log was read for a delta's sake.
   let readUpTo = 0;
   // Messages whose durable version was yielded: their deltas are superseded.
@@ -172,7 +169,7 @@ export async function* follow(
     });
   };
   /** Whether a delta follows an event that a read of the log held back. */
-  const heldFor = (d: Delta): boolean => heldBefore !== undefined && Number(d.id.split('.')[0]) >= heldBefore;
+  const heldFor = (d: Delta): boolean => heldBefore !== undefined && parsePosition(d.id)!.seq >= heldBefore;
   const writerWaitMs = o.writerWaitMs ?? WRITER_WAIT_MS;
   // Whether other nodes' deltas reach this node (a store that relays them): then an event another
   // node commits while a run streams may be ahead of deltas numbered before it.
@@ -289,7 +286,7 @@ export async function* follow(
     lastSeq = event.seq;
     if (heldBefore !== undefined && event.seq >= heldBefore) heldBefore = heldBy = undefined;
     // Ids only grow: a delta numbered before this event is never yielded after it.
-    if (isAfter(event.seq, 0, last)) last = { seq: event.seq, n: 0 };
+    if (isAfter(eventPosition(event.seq), last)) last = eventPosition(event.seq);
     if (event.type === 'assistant/message') finished.add(event.data.message.id);
     else if (event.type === 'model/retry') finished.add(event.data.abandonedMessageId);
     else if (event.type === 'turn/end') finished.clear();
@@ -298,10 +295,10 @@ export async function* follow(
     return { kind: 'event', event };
   };
   const deltaItem = ({ delta, id, fromAnotherNode }: Omit<Delta, 'kind'>): FeedItem | undefined => {
-    const [seq, n] = id.split('.').map(Number) as [number, number];
+    const at = parsePosition(id)!;
     // Seen before (also before a reconnect), or its message is already complete.
-    if (finished.has(delta.messageId) || !isAfter(seq, n, last)) return undefined;
-    last = { seq, n };
+    if (finished.has(delta.messageId) || !isAfter(at, last)) return undefined;
+    last = at;
     streaming = fromAnotherNode ? delta.messageId : undefined;
     return { kind: 'delta', delta, id };
   };
@@ -451,7 +448,7 @@ export async function* follow(
         yield* afterHeld();
       } else {
         // A delta follows its event: one committed by another node may not have been read yet.
-        const seq = Number(next.id.split('.')[0]);
+        const seq = parsePosition(next.id)!.seq;
         if (seq > deltasAfter) deltasAfter = seq;
         // The writer numbers its deltas past the event the log was held back before: read on.
         if (heldBy === 'writer' && heldBefore !== undefined && seq >= heldBefore) {

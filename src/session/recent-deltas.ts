@@ -1,5 +1,6 @@
 import type { DeltaEvent } from '../core/index.ts';
 import type { SessionEvent } from './event-types.ts';
+import { parsePosition } from './feed-position.ts';
 
 /** Sessions whose recent deltas are kept (those with deltas pending stay longest). */
 const MAX_SESSIONS = 10_000;
@@ -9,7 +10,7 @@ const STALE_MS = 120_000;
 
 export interface RecentDelta {
   delta: DeltaEvent;
-  /** `seq.n` (see LiveItem). */
+  /** `seq.n`, its feed position (see feed-position.ts). */
   id: string;
   fromAnotherNode?: true;
   seq: number;
@@ -34,7 +35,7 @@ export class RecentDeltas {
   private readonly sessions = new Map<string, Recent>();
 
   delta(sessionId: string, d: { delta: DeltaEvent; id: string; fromAnotherNode?: true }): void {
-    const [seq, n] = d.id.split('.').map(Number) as [number, number];
+    const { seq, n } = parsePosition(d.id)!;
     const s = this.entry(sessionId);
     const stale = Date.now() - s.at > STALE_MS;
     if (seq > s.seq || stale) {

@@ -1,7 +1,8 @@
 import { z, type OpenAPIHono } from '@hono/zod-openapi';
 import type { AppContext, AppEnv } from '../app.ts';
 import { HttpProblem } from '../problems.ts';
-import { parseCursor, sseStream } from '../sse.ts';
+import { parsePosition } from '../../session/index.ts';
+import { sseStream } from '../sse.ts';
 import { runFor } from './runs.ts';
 import { sessionFor } from './sessions.ts';
 
@@ -13,7 +14,7 @@ import { sessionFor } from './sessions.ts';
 export function streamRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
   const cursorOf = (lastEventId: string | undefined, after: string | undefined) => {
     const raw = lastEventId ?? after;
-    const cursor = parseCursor(raw);
+    const cursor = parsePosition(raw);
     if (raw !== undefined && raw !== '' && !cursor)
       throw new HttpProblem('validation', `cannot resume from ${JSON.stringify(raw)}: expected a seq like 12 or 12.3`);
     return cursor;
