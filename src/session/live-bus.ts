@@ -7,27 +7,10 @@
  */
 import { EventEmitter } from 'node:events';
 import type { DeltaEvent } from '../core/index.ts';
+import type { LiveChange, LiveDelta, LiveItem, LiveListener } from './live-items.ts';
 import type { SessionEvent } from './event-types.ts';
 import { formatPosition } from './feed-position.ts';
 import { RecentDeltas, type RecentDelta } from './recent-deltas.ts';
-
-/**
- * A delta's `id` is `seq.n`: the n-th delta after durable event `seq`, the latest of the session
- * that the process making the model call committed or heard of (another node's commit, by the
- * store's notice) before it; numbered there, once, so every node that relays it gives it the same id.
- */
-export type LiveItem =
-  | { kind: 'event'; event: SessionEvent }
-  /** `fromAnotherNode`: the model call runs on another node, and its deltas come through the store. */
-  | { kind: 'delta'; delta: DeltaEvent; id: string; fromAnotherNode?: true };
-/** What a follower of a session hears: an event or delta, or that another process committed to it. */
-export type LiveChange = { kind: 'changed'; sessionId: string; upTo: number; own?: true };
-/**
- * `changed`: another process committed to the session, up to seq `upTo`. A reader reads the log up
- * to there, not further: what was committed after may follow deltas still on their way. `own`:
- * the store's notice of commits that were all this process's, published already (a reader has them).
- */
-export type LiveListener = (e: LiveItem | LiveChange) => void;
 
 const ALL = Symbol('all sessions');
 
@@ -117,16 +100,16 @@ export class LiveBus {
   }
 
   /** Numbers a delta of a model call made here, after the latest event this process published or heard of for the session, and relays it. */
-  numberDelta(sessionId: string, delta: DeltaEvent): LiveItem & { kind: 'delta' } {
+  numberDelta(sessionId: string, delta: DeltaEvent): LiveDelta {
     const p = this.position(sessionId);
     p.n++;
-    const item: LiveItem & { kind: 'delta' } = { kind: 'delta', delta, id: formatPosition(p) };
+    const item: LiveDelta = { kind: 'delta', delta, id: formatPosition(p) };
     this.relay(sessionId, item);
     return item;
   }
 
   /** Tells this process's followers of a delta (one made here, or relayed from another node). */
-  relay(sessionId: string, item: LiveItem & { kind: 'delta' }): void {
+  relay(sessionId: string, item: LiveDelta): void {
     this.recent?.delta(sessionId, item);
     if (this.live.listenerCount(ALL) > 0) this.live.emit(ALL, sessionId, item);
     if (this.live.listenerCount(sessionId) > 0) this.live.emit(sessionId, item);

@@ -14,13 +14,14 @@ import { defaultRegistry, type EventRegistry, type SessionEvent } from './event-
 import { AppendHooks, inCommitScope, onCommit, type AppendHook } from './log-commit.ts';
 import { LogCodec, sessionEvent, type NewEvent } from './log-codec.ts';
 import { CrossNodeNotices } from './log-notices.ts';
-import { LiveBus, type LiveItem, type LiveListener } from './live-bus.ts';
+import { LiveBus } from './live-bus.ts';
+import type { LiveItem, LiveListener } from './live-items.ts';
 import { ProjectionCache, type KeptState } from './projection-cache.ts';
 import type { RecentDelta } from './recent-deltas.ts';
 
 export type { AppendHook } from './log-commit.ts';
 export type { NewEvent } from './log-codec.ts';
-export type { LiveChange, LiveItem, LiveListener } from './live-bus.ts';
+export type { LiveChange, LiveDelta, LiveItem, LiveListener } from './live-items.ts';
 
 /**
  * The session's append-only event log: validation, blob extraction and seq allocation on the way
