@@ -15,10 +15,11 @@ import type { RecordedSend, Waiting } from '../../runs/index.ts';
 import { FeedOverflowError, follow, type SessionEvent } from '../../session/index.ts';
 import type { RunRecord, RunStatus } from '../../store/index.ts';
 import { traceOfRequest } from '../../telemetry/trace-context.ts';
-import type { AppContext, AppEnv } from '../app.ts';
+import type { AppContext, AppEnv } from '../context.ts';
+import { body, IdParam, problem, problems as problemsOf } from '../openapi.ts';
+import { sessionFor } from '../lookups.ts';
 import { HttpProblem, toProblem } from '../problems.ts';
-import { LIMITS, plainText, ProblemSchema } from '../schemas.ts';
-import { sessionFor } from './sessions.ts';
+import { LIMITS, plainText } from '../schemas.ts';
 
 /**
  * The AI SDK UI message stream protocol (v1, as spoken by `ai` v7's `useChat` / `Chat` with
@@ -528,26 +529,9 @@ async function applyAnswers(ctx: AppContext, sessionId: string, m: UIMessageIn):
 }
 
 const problems = {
-  400: { description: 'Invalid request', content: { 'application/problem+json': { schema: ProblemSchema } } },
-  401: {
-    description: 'Missing or invalid API key',
-    content: { 'application/problem+json': { schema: ProblemSchema } },
-  },
-  404: {
-    description: 'No such session (or not yours)',
-    content: { 'application/problem+json': { schema: ProblemSchema } },
-  },
-  409: {
-    description: 'The session has an active run (a new message), or nothing waits for this answer',
-    content: { 'application/problem+json': { schema: ProblemSchema } },
-  },
+  ...problemsOf('session'),
+  409: problem('The session has an active run (a new message), or nothing waits for this answer'),
 } as const;
-const IdParam = z.object({
-  id: z
-    .string()
-    .min(1)
-    .openapi({ param: { name: 'id', in: 'path' } }),
-});
 const STREAM_DESCRIPTION =
   'An AI SDK UI message stream (SSE, `x-vercel-ai-ui-message-stream: v1`): `start` (messageId = run id), `start-step`/`finish-step` per step, text and reasoning parts, tool parts (`tool-input-*`, `tool-approval-request` with approvalId = tool call id, `tool-output-*`), then `finish` when the run settles (or `error` when it failed)';
 
@@ -564,7 +548,7 @@ export function chatRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
         'AI SDK chat: send the next user message, or approval responses and ask_user answers, and stream the run',
       description:
         'The body `DefaultChatTransport` sends (`{ id, messages, trigger, messageId }`); only the last message is read. A user message starts a run (409 if one is active); an assistant message carrying approval responses (`addToolApprovalResponse`) or ask_user outputs (`addToolOutput`) decides the waiting run. The response streams that run until it settles.',
-      request: { params: IdParam, body: { content: { 'application/json': { schema: ChatRequest } }, required: true } },
+      request: { params: IdParam, ...body(ChatRequest) },
       responses: {
         200: { description: STREAM_DESCRIPTION, content: { 'text/event-stream': { schema: z.string() } } },
         ...problems,

@@ -1,10 +1,10 @@
 import { z, type OpenAPIHono } from '@hono/zod-openapi';
-import type { AppContext, AppEnv } from '../app.ts';
+import type { AppContext, AppEnv } from '../context.ts';
+import { IdParam } from '../openapi.ts';
+import { runFor, sessionFor } from '../lookups.ts';
 import { HttpProblem } from '../problems.ts';
 import { parsePosition } from '../../session/index.ts';
 import { sseStream } from '../sse.ts';
-import { runFor } from './runs.ts';
-import { sessionFor } from './sessions.ts';
 
 /**
  * Resumable SSE streams: `Last-Event-ID` (or `?after=`) gives where to resume, `seq` or `seq.n`.
@@ -65,12 +65,7 @@ export function streamRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
         : 'SSE stream of a session',
       // OpenAPI requires a path parameter for every template expression in the path.
       request: {
-        params: z.object({
-          id: z
-            .string()
-            .min(1)
-            .openapi({ param: { name: 'id', in: 'path' } }),
-        }),
+        params: IdParam,
         query: z.object({
           after: z.string().optional().describe('Resume after this id (seq or seq.n); Last-Event-ID wins'),
         }),
