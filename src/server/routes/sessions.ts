@@ -4,6 +4,7 @@ import { stream } from 'hono/streaming';
 import { type SessionRecord, type StoreOps } from '../../store/index.ts';
 import { recordEffect } from '../../runs/index.ts';
 import { traceOfRequest } from '../../telemetry/trace-context.ts';
+import { eventPosition, formatPosition, parsePosition } from '../../session/index.ts';
 import type { AppContext, AppEnv } from '../context.ts';
 import { body, IdParam, json, problem, problems as problemsOf } from '../openapi.ts';
 import { recordedMessage, runJsonFor, sessionFor } from '../lookups.ts';
@@ -269,11 +270,16 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
     async (c) => {
       const s = await sessionFor(ctx, c, c.req.valid('param').id);
       const q = c.req.valid('query');
-      const after = Number(cursorOf({ cursor: q.cursor, after: q.after?.toString() }) ?? 0);
+      // The cursor is an event's feed position (its seq), checked by the query schema.
+      const after = parsePosition(cursorOf({ cursor: q.cursor, after: q.after?.toString() }))?.seq ?? 0;
       const events = await rt.sessions.events(s.id, { after, limit: q.limit });
       const next = events.length === q.limit ? events.at(-1)!.seq : null;
       return c.json(
-        { data: events.map(eventJson), next_cursor: next === null ? null : String(next), next_after: next },
+        {
+          data: events.map(eventJson),
+          next_cursor: next === null ? null : formatPosition(eventPosition(next)),
+          next_after: next,
+        },
         200,
       );
     },
