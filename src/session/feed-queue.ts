@@ -7,6 +7,13 @@ import type { LiveChange, LiveItem } from './live-items.ts';
 
 export type Queued = LiveItem | LiveChange;
 
+export class FeedOverflowError extends Error {
+  constructor() {
+    super('the reader fell too far behind: resume from the last id received');
+    this.name = 'FeedOverflowError';
+  }
+}
+
 export class FeedQueue {
   private readonly items: Queued[] = [];
   private readonly limit: number | undefined;

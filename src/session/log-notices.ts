@@ -12,7 +12,7 @@ import { MAX_POSITIONS, type LiveBus } from './live-bus.ts';
 /**
  * The longest a check of the followed sessions (after a change the store could not detail) waits
  * for the store to confirm that its notices caught up, when it does not (its connection for
- * notices is down): as long as a feed waits for deltas (NOTICE_WAIT_MS in feed.ts).
+ * notices is down): as long as a feed waits for deltas (NOTICE_WAIT_MS in feed-hold.ts).
  */
 const NOTICES_WAIT_MS = 10_000;
 
