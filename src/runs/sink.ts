@@ -1,5 +1,5 @@
 import { TurnNotOverError, type DeltaEvent, type TurnEvent } from '../core/index.ts';
-import { BufferedSink, toNewEvent, type HeldCheckpoint, type SessionEvent } from '../session/index.ts';
+import { BufferedSink, type HeldCheckpoint, type SessionEvent } from '../session/index.ts';
 import { FencedError, type JsonObject, type RunRecord, type RunStatus, type StoreOps } from '../store/index.ts';
 import type { RunSpans } from '../telemetry/run-spans.ts';
 import type { FinalStatus, FinishOptions, RunBook, Waiting } from './book.ts';
@@ -98,17 +98,16 @@ export class RunSink extends BufferedSink {
     const steered = events.flatMap((e) =>
       e.type === 'user/message' && e.data.via === 'steer' ? [e.data.message.id] : [],
     );
-    const drafts = events.map((e) => toNewEvent(e, this.run.id));
     // A step's end needs no row of its own: its `step/end` is the checkpoint (ADR-0021).
     if (!end && steered.length === 0) {
-      const appended = await this.log.append(this.run.sessionId, drafts, { fence, trusted: true });
+      const appended = await this.log.append(this.run.sessionId, events, { fence, trusted: true, runId: this.run.id });
       this.hooks.spans?.committed(events, appended);
       return;
     }
     // Published when it commits, by the log.
     let appended: readonly SessionEvent[] = NONE;
     await this.log.transaction(async (tx) => {
-      appended = await this.log.append(this.run.sessionId, drafts, { fence, tx, trusted: true });
+      appended = await this.log.append(this.run.sessionId, events, { fence, tx, trusted: true, runId: this.run.id });
       for (const id of steered) await tx.removeInput(id);
       // The stored checkpoint moves at the turn's end, with the run's record. A failed turn's end
       // is no step boundary: its working state may hold a step whose calls started but have no

@@ -1,7 +1,15 @@
 import type { Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import type { DeltaEvent } from '../core/index.ts';
-import { FeedOverflowError, follow, type SessionEvent, type SessionLog } from '../session/index.ts';
+import {
+  eventPosition,
+  FeedOverflowError,
+  follow,
+  formatPosition,
+  type FeedPosition,
+  type SessionEvent,
+  type SessionLog,
+} from '../session/index.ts';
 import { isTerminal, type RunStatus } from '../store/index.ts';
 import { eventJson } from './schemas.ts';
 
@@ -17,14 +25,6 @@ export interface StreamOptions {
   onClose?: () => void;
   /** The client fell `queueLimit` items behind and was dropped. */
   onDrop?: () => void;
-}
-
-/** Parses a resume position: `12` (durable seq) or `12.3` (3 deltas after seq 12). */
-export function parseCursor(value: string | undefined | null): { seq: number; n: number } | undefined {
-  if (value === undefined || value === null || value === '') return undefined;
-  const m = /^(\d+)(?:\.(\d+))?$/.exec(value.trim());
-  if (!m) return undefined;
-  return { seq: Number(m[1]), n: m[2] === undefined ? 0 : Number(m[2]) };
 }
 
 // Every connection following a session sends the same event objects: serialize each once.
@@ -46,11 +46,12 @@ const deltaJson = (d: DeltaEvent) => ({
 
 /**
  * A resumable SSE stream of a session (or of one run): the session's feed (`follow`, the one live
- * feed) written as SSE. Durable events carry their seq as id, deltas `seq.n`. A run stream sends
+ * feed) written as SSE. Durable events carry their seq as id, deltas `seq.n` (their feed positions, see
+ * feed-position.ts). A run stream sends
  * `end` and closes when the run is terminal. A client disconnect only ends this connection; a
  * client that falls `queueLimit` items behind is dropped at once and resumes from the log.
  */
-export function sseStream(c: Context, cursor: { seq: number; n: number } | undefined, o: StreamOptions): Response {
+export function sseStream(c: Context, cursor: FeedPosition | undefined, o: StreamOptions): Response {
   return streamSSE(c, async (stream) => {
     const closed = new AbortController();
     // Drops a client that fell `queueLimit` items behind: at once, even while a write to it is
@@ -95,7 +96,12 @@ export function sseStream(c: Context, cursor: { seq: number; n: number } | undef
         if (item.kind === 'event') {
           lastSeq = item.event.seq;
           if (ends(item.event)) ended = true;
-          await write(() => stream.writeSSE({ id: String(item.event.seq), data: serialized(item.event, eventJson) }));
+          await write(() =>
+            stream.writeSSE({
+              id: formatPosition(eventPosition(item.event.seq)),
+              data: serialized(item.event, eventJson),
+            }),
+          );
         } else
           await write(() => stream.writeSSE({ id: item.id, event: 'delta', data: serialized(item.delta, deltaJson) }));
       }

@@ -1,27 +1,19 @@
 import { z } from 'zod';
 import { contentHash, type EventDataMap } from '../core/index.ts';
+import type { EventEnvelope, Sequenced } from '../store/event-envelope.ts';
 import { loopEventSchemas, requestHeaderV1, runEventSchemas, sessionEventSchemas } from './schemas.ts';
 
 type Schemas = typeof sessionEventSchemas & typeof runEventSchemas;
 export type SessionEventDataMap = EventDataMap & { [K in keyof Schemas]: z.infer<Schemas[K]> };
 export type SessionEventType = keyof SessionEventDataMap;
 
-/** A decoded event of the session log: upcast to the current version, validated, blobs inflated. */
+/** A decoded event of the session log (the stored envelope, typed): upcast to the current version, validated, blobs inflated. */
 export type SessionEvent<T extends SessionEventType = SessionEventType> = {
-  [K in T]: {
-    id: string;
-    sessionId: string;
-    seq: number;
-    type: K;
-    v: number;
-    time: number;
-    runId?: string;
-    turn?: number;
-    step?: number;
-    entry: boolean;
-    parentId?: string;
-    data: SessionEventDataMap[K];
-  };
+  [K in T]: Omit<EventEnvelope, 'type'> &
+    Sequenced & {
+      type: K;
+      data: SessionEventDataMap[K];
+    };
 }[T];
 
 export interface EventTypeDef {

@@ -2,6 +2,7 @@ export * from './event-types.ts';
 export * from './blobs.ts';
 export * from './log.ts';
 export * from './feed.ts';
+export * from './feed-position.ts';
 export * from './recent-deltas.ts';
 export * from './buffered-sink.ts';
 export * from './sink.ts';

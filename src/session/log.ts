@@ -1,126 +1,45 @@
-import { EventEmitter } from 'node:events';
-import { newId, type ContentBlob, type DeltaEvent } from '../core/index.ts';
+import type { DeltaEvent } from '../core/index.ts';
 import {
   NotFoundError,
   StoreError,
   type AppendOptions,
-  type JsonObject,
   type EventDraft,
+  type JsonObject,
   type ReadEventsOptions,
   type Store,
   type StoreOps,
   type StoredEvent,
 } from '../store/index.ts';
-import { blobRefsOf, extractBlobs, inflateBlobs } from './blobs.ts';
-import {
-  defaultRegistry,
-  type EventRegistry,
-  type SessionEvent,
-  type SessionEventDataMap,
-  type SessionEventType,
-} from './event-types.ts';
-import type { KeptState } from './reader.ts';
-import { RecentDeltas, type RecentDelta } from './recent-deltas.ts';
+import { defaultRegistry, type EventRegistry, type SessionEvent } from './event-types.ts';
+import { AppendHooks, inCommitScope, onCommit, type AppendHook } from './log-commit.ts';
+import { LogCodec, sessionEvent, type NewEvent } from './log-codec.ts';
+import { CrossNodeNotices } from './log-notices.ts';
+import { LiveBus } from './live-bus.ts';
+import type { LiveItem, LiveListener } from './live-items.ts';
+import { ProjectionCache, type KeptState } from './projection-cache.ts';
+import type { RecentDelta } from './recent-deltas.ts';
 
-/** An event to append; the log assigns id (unless given), seq, parent and time. */
-export type NewEvent = {
-  [K in SessionEventType]: {
-    type: K;
-    data: SessionEventDataMap[K];
-    id?: string;
-    time?: number;
-    runId?: string;
-    turn?: number;
-    step?: number;
-    /** For entries: attach under this entry instead of the current leaf (null: a new root). */
-    parentId?: string | null;
-    /** Content the data refers to by hash: stored (once, content-addressed) in the same transaction. */
-    blobs?: readonly ContentBlob[];
-  };
-}[SessionEventType];
-
-const ALL = Symbol('all sessions');
-
-/** Sessions whose delta numbering position the log keeps (the least recently used go first). */
-const MAX_POSITIONS = 10_000;
-
-/**
- * The longest a check of the followed sessions (after a change the store could not detail) waits
- * for the store to confirm that its notices caught up, when it does not (its connection for
- * notices is down): as long as a feed waits for deltas (NOTICE_WAIT_MS in feed.ts).
- */
-const NOTICES_WAIT_MS = 10_000;
-
-/**
- * What a follower of a session hears: an event this process committed, a delta, or `changed`:
- * another process committed to the session; read the log after what you have.
- */
-/** Where a log transaction collects the events to publish when it commits (see `transaction`). */
-const ON_COMMIT: unique symbol = Symbol('keel.onCommit');
-/** Where a log transaction collects what to run once it committed (see AppendHook). */
-const AFTER_COMMIT: unique symbol = Symbol('keel.afterCommit');
-
-/**
- * Called inside the store transaction of an append, before it commits (the webhooks outbox writes
- * its deliveries there: ADR-0017). `wants` is asked first, in memory, of the events about to be
- * appended: only when it says yes is `handler` called (and an append made outside a transaction is
- * made in one). `afterCommit` runs a function once the transaction committed (never on rollback).
- */
-export interface AppendHook {
-  wants(e: { type: string; data: unknown }): boolean;
-  handler(
-    tx: StoreOps,
-    sessionId: string,
-    events: readonly SessionEvent[],
-    afterCommit: (fn: () => void) => void,
-  ): Promise<void> | void;
-}
-
-/**
- * A delta's `id` is `seq.n`: the n-th delta after durable event `seq`, the latest of the session
- * that the process making the model call committed or heard of (another node's commit, by the
- * store's notice) before it; numbered there, once, so every node that relays it gives it the same id.
- */
-export type LiveItem =
-  | { kind: 'event'; event: SessionEvent }
-  /** `fromAnotherNode`: the model call runs on another node, and its deltas come through the store. */
-  | { kind: 'delta'; delta: DeltaEvent; id: string; fromAnotherNode?: true };
-/**
- * `changed`: another process committed to the session, up to seq `upTo`. A reader reads the log up
- * to there, not further: what was committed after may follow deltas still on their way. `own`:
- * the store's notice of commits that were all this process's, published already (a reader has them).
- */
-export type LiveListener = (e: LiveItem | { kind: 'changed'; sessionId: string; upTo: number; own?: true }) => void;
+export type { AppendHook } from './log-commit.ts';
+export type { NewEvent } from './log-codec.ts';
+export type { LiveChange, LiveDelta, LiveItem, LiveListener } from './live-items.ts';
 
 /**
  * The session's append-only event log: validation, blob extraction and seq allocation on the way
- * in; upcasting and blob inflation on the way out; and a live feed of what was appended.
+ * in; upcasting and blob inflation on the way out (log-codec.ts); and a live feed of what was
+ * appended (live-bus.ts), published on commit (log-commit.ts), with other nodes' commits and
+ * deltas (log-notices.ts). It also keeps the latest projection states read (projection-cache.ts).
  */
 export class SessionLog {
   readonly store: Store;
   readonly registry: EventRegistry;
-  private readonly live = new EventEmitter();
-  /** The latest projection states this process read, most recently used last (see readProjection). */
-  readonly kept = new Map<string, KeptState>();
-  private readonly keptLimit: number;
-  private readonly keptSizeLimit: number;
-  private keptSize = 0;
-  private readonly appendHooks: AppendHook[] = [];
-
-  /** Adds a hook called inside the transaction of the appends it wants (see AppendHook); returns its removal. */
-  onAppend(hook: AppendHook): () => void {
-    this.appendHooks.push(hook);
-    return () => {
-      const i = this.appendHooks.indexOf(hook);
-      if (i >= 0) this.appendHooks.splice(i, 1);
-    };
-  }
-
-  private hooksWanting(events: readonly { type: string; data: unknown }[]): AppendHook[] | undefined {
-    if (this.appendHooks.length === 0) return undefined;
-    const wanting = this.appendHooks.filter((h) => events.some((e) => h.wants(e)));
-    return wanting.length > 0 ? wanting : undefined;
-  }
+  private readonly codec: LogCodec;
+  private readonly bus = new LiveBus();
+  private readonly notices: CrossNodeNotices;
+  private readonly hooks = new AppendHooks();
+  /** The latest projection states this process read (see readProjection). */
+  readonly projections: ProjectionCache;
+  /** Whether this process numbers deltas of model calls made here, for other nodes too (it then hears their commits). */
+  private numbers = false;
 
   /**
    * `keptStates` and `keptSize` bound the projection states kept in memory: how many, and how
@@ -133,77 +52,54 @@ export class SessionLog {
   ) {
     this.store = store;
     this.registry = registry;
-    this.keptLimit = options.keptStates ?? 256;
-    this.keptSizeLimit = options.keptSize ?? 200_000;
-    this.live.setMaxListeners(0);
+    this.codec = new LogCodec(registry);
+    this.projections = new ProjectionCache(options.keptStates ?? 256, options.keptSize ?? 200_000);
+    this.notices = new CrossNodeNotices(
+      store,
+      this.bus,
+      () => !!this.store.broadcast && (this.numbers || this.bus.followsAll || this.bus.keepsRecent),
+    );
   }
 
-  /** Keeps a projection state in memory, forgetting the least recently used beyond the limits. */
-  keep(key: string, state: KeptState): void {
-    const before = this.kept.get(key);
-    if (before) {
-      this.kept.delete(key);
-      this.keptSize -= before.size;
-    }
-    this.kept.set(key, state);
-    this.keptSize += state.size;
-    while (this.kept.size > this.keptLimit || (this.keptSize > this.keptSizeLimit && this.kept.size > 1)) {
-      const [oldest, s] = this.kept.entries().next().value!;
-      this.kept.delete(oldest);
-      this.keptSize -= s.size;
-    }
+  /** The projection states kept in memory, by key, most recently used last. */
+  get kept(): ReadonlyMap<string, KeptState> {
+    return this.projections.states;
   }
 
-  /**
-   * Turns a new event into a storage draft (validated, large fields moved to blobs). `trusted`
-   * events were built by Keel's own typed code (the loop's events): their schema check is skipped
-   * on the hot path; everything that comes from outside (API, import, hooks) is validated.
-   */
+  /** Adds a hook called inside the transaction of the appends it wants (see AppendHook); returns its removal. */
+  onAppend(hook: AppendHook): () => void {
+    return this.hooks.add(hook);
+  }
+
+  /** Turns a new event into a storage draft (see LogCodec.encode). */
   encode(
     e: NewEvent,
     trusted = false,
   ): { draft: EventDraft; blobs: Array<{ hash: string; data: string }>; data: unknown } {
-    const { def, data } = trusted ? this.registry.trusted(e.type, e.data) : this.registry.validate(e.type, e.data);
-    const { data: stored, blobs } = extractBlobs(data as Record<string, unknown>, def.blobFields);
-    // Assigned in key order, without spreads of conditional objects (several events per step).
-    // An id made here cannot be in the log: the store need not look it up (one lookup an entry).
-    // Every draft has the same keys: an append's loop sees one shape.
-    const minted = e.id === undefined;
-    const draft: EventDraft = {
-      id: minted ? newId() : e.id!,
-      type: e.type,
-      v: def.v,
-      time: e.time ?? Date.now(),
-      entry: def.entry,
-      minted,
-      data: stored,
-    };
-    if (e.runId !== undefined) draft.runId = e.runId;
-    if (e.turn !== undefined) draft.turn = e.turn;
-    if (e.step !== undefined) draft.step = e.step;
-    if (def.entry && e.parentId !== undefined) draft.parentId = e.parentId;
-    if (def.leafOf) draft.leaf = (def.leafOf as (d: unknown) => string | null)(data);
-    return { draft, blobs, data };
+    return this.codec.encode(e, trusted);
   }
 
-  /** Appends atomically (blobs and events in one transaction) and tells live subscribers. */
+  /**
+   * Appends atomically (blobs and events in one transaction) and tells live subscribers. `runId`:
+   * the run of the events that name none (a loop's events are appended as they are).
+   */
   async append(
     sessionId: string,
     events: readonly NewEvent[],
-    options: AppendOptions & { tx?: StoreOps; trusted?: boolean } = {},
+    options: AppendOptions & { tx?: StoreOps; trusted?: boolean; runId?: string } = {},
   ): Promise<SessionEvent[]> {
     const drafts: EventDraft[] = [];
     const blobs: Array<{ hash: string; data: string }> = [];
     const datas: unknown[] = [];
     for (const e of events) {
-      const enc = this.encode(e, options.trusted);
+      const enc = this.codec.encode(e, options.trusted, options.runId);
       drafts.push(enc.draft);
       for (const b of enc.blobs) blobs.push(b);
       if (e.blobs) for (const b of e.blobs) blobs.push(b);
       datas.push(enc.data);
     }
-    const { tx, trusted: _trusted, ...appendOptions } = options;
-    const hooks = this.hooksWanting(events);
+    const { tx, trusted: _trusted, runId: _runId, ...appendOptions } = options;
+    const hooks = this.hooks.wanting(events);
     // A hook writes in the append's transaction: an append that wants one is made in one.
     if (hooks && !tx) return this.transaction((t) => this.append(sessionId, events, { ...options, tx: t }));
     const write = async (ops: StoreOps) => {
@@ -216,21 +112,10 @@ export class SessionLog {
         ? await this.store.transaction(write)
         : await this.store.append(sessionId, drafts, appendOptions);
     // The data as appended (validated, or built by typed code when trusted), before blob extraction, is what a reader gets back: no need to read it.
-    const decoded = stored.map((s, i) => this.envelope(s, s.v, datas[i]));
+    const decoded = stored.map((s, i) => sessionEvent(s, s.v, datas[i]));
     // Published when they are committed: now, or when the transaction they are part of commits.
-    if (!tx) this.publish(sessionId, decoded);
-    else {
-      const committed = (tx as Partial<Record<typeof ON_COMMIT, Array<[string, SessionEvent[]]>>>)[ON_COMMIT];
-      if (!committed)
-        throw new Error(
-          'SessionLog.append: a transaction of the log is needed (log.transaction), so that its events are published when it commits',
-        );
-      committed.push([sessionId, decoded]);
-      if (hooks) {
-        const after = (tx as Partial<Record<typeof AFTER_COMMIT, Array<() => void>>>)[AFTER_COMMIT]!;
-        for (const h of hooks) await h.handler(tx, sessionId, decoded, (fn) => after.push(fn));
-      }
-    }
+    if (!tx) this.bus.publish(sessionId, decoded);
+    else await onCommit(tx, sessionId, decoded, hooks);
     return decoded;
   }
 
@@ -239,25 +124,9 @@ export class SessionLog {
    * live followers when it commits (and never when it rolls back). The one way to append inside a
    * transaction: nobody publishes by hand.
    */
-  async transaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T> {
-    const committed: Array<[string, SessionEvent[]]> = [];
-    const after: Array<() => void> = [];
-    const result = await this.store.transaction((tx) => {
-      // The same operations, carrying where this transaction's appended events go.
-      const scoped = Object.create(tx) as StoreOps &
-        Record<typeof ON_COMMIT, Array<[string, SessionEvent[]]>> &
-        Record<typeof AFTER_COMMIT, Array<() => void>>;
-      scoped[ON_COMMIT] = committed;
-      scoped[AFTER_COMMIT] = after;
-      return fn(scoped);
-    });
-    for (const [sessionId, events] of committed) this.publish(sessionId, events);
-    for (const fn of after) fn();
-    return result;
+  transaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T> {
+    return inCommitScope(this.store, fn, (sessionId, events) => this.bus.publish(sessionId, events));
   }
-
-  /** Whether this process numbers deltas of model calls made here, for other nodes too (it then hears their commits). */
-  private numbers = false;
 
   /**
    * This process makes model calls whose deltas other nodes relay (a worker on PostgreSQL, or on a SQLite file): it
@@ -269,38 +138,15 @@ export class SessionLog {
   numberDeltas(): void {
     if (!this.store.broadcast || this.numbers) return;
     this.numbers = true;
-    this.followOthers();
+    this.notices.follow();
   }
-
-  /** Where each session's deltas are numbered from (see LiveItem), most recently used last. */
-  private readonly positions = new Map<string, { seq: number; n: number }>();
-
-  private position(sessionId: string): { seq: number; n: number } {
-    let p = this.positions.get(sessionId);
-    if (p) this.positions.delete(sessionId);
-    else p = { seq: 0, n: 0 };
-    this.positions.set(sessionId, p);
-    if (this.positions.size > MAX_POSITIONS) this.positions.delete(this.positions.keys().next().value!);
-    return p;
-  }
-
-  /** Runs this process executes (its worker claimed them: their model calls are made here), with the count of their executions. */
-  private readonly runsHere = new Map<string, number>();
 
   /**
    * This process executes the run (a worker here claimed it) until the returned function is
    * called: its deltas are numbered here (see `numbersAfter`).
    */
   executes(runId: string): () => void {
-    this.runsHere.set(runId, (this.runsHere.get(runId) ?? 0) + 1);
-    let done = false;
-    return () => {
-      if (done) return;
-      done = true;
-      const n = this.runsHere.get(runId)! - 1;
-      if (n === 0) this.runsHere.delete(runId);
-      else this.runsHere.set(runId, n);
-    };
+    return this.bus.executes(runId);
   }
 
   /**
@@ -309,11 +155,8 @@ export class SessionLog {
    * run numbered before that event can come any more (a feed need not wait for one: see `follow`).
    */
   numbersAfter(sessionId: string, runId: string, seq: number): boolean {
-    return this.runsHere.has(runId) && (this.positions.get(sessionId)?.seq ?? 0) >= seq;
+    return this.bus.numbersAfter(sessionId, runId, seq);
   }
-
-  private recent: RecentDeltas | undefined;
-  private recentKeepers = 0;
 
   /**
    * Keeps the deltas of the messages streaming now (every node's, on a store that relays them), so
@@ -321,42 +164,20 @@ export class SessionLog {
    * called. The server keeps them for as long as it runs.
    */
   keepRecentDeltas(): () => void {
-    this.recent ??= new RecentDeltas();
-    this.recentKeepers++;
-    if (this.store.broadcast) this.followOthers();
+    this.bus.keepRecent();
+    if (this.store.broadcast) this.notices.follow();
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      if (--this.recentKeepers === 0) this.recent = undefined;
-      if (!this.followed()) this.unfollowOthers();
+      this.bus.releaseRecent();
+      this.notices.unfollowUnlessNeeded();
     };
   }
 
   /** The deltas of the session's messages streaming now, in id order (none unless kept, see keepRecentDeltas). */
   recentDeltas(sessionId: string): readonly RecentDelta[] {
-    return this.recent?.of(sessionId) ?? [];
-  }
-
-  /** Tells live followers of committed events: called on commit, by `append` and `transaction` only. */
-  private publish(sessionId: string, events: readonly SessionEvent[]): void {
-    this.recent?.events(sessionId, events);
-    const last = events.at(-1)?.seq;
-    if (last !== undefined) {
-      // The next deltas are numbered after these events.
-      const p = this.position(sessionId);
-      if (last > p.seq) {
-        p.seq = last;
-        p.n = 0;
-      }
-    }
-    const one = this.live.listenerCount(sessionId) > 0;
-    const all = this.live.listenerCount(ALL) > 0;
-    if (!one && !all) return;
-    for (const event of events) {
-      if (all) this.live.emit(ALL, sessionId, { kind: 'event', event });
-      if (one) this.live.emit(sessionId, { kind: 'event', event });
-    }
+    return this.bus.recentDeltas(sessionId);
   }
 
   /**
@@ -365,53 +186,33 @@ export class SessionLog {
    */
   publishDelta(sessionId: string, delta: DeltaEvent): void {
     this.numberDeltas();
-    const p = this.position(sessionId);
-    p.n++;
-    const item: LiveItem = { kind: 'delta', delta, id: `${p.seq}.${p.n}` };
-    this.relay(sessionId, item);
+    const item = this.bus.numberDelta(sessionId, delta);
     this.store.broadcast?.(sessionId, { kind: 'delta', id: item.id, delta: delta as unknown as JsonObject });
-  }
-
-  private relay(sessionId: string, item: LiveItem & { kind: 'delta' }): void {
-    this.recent?.delta(sessionId, item);
-    if (this.live.listenerCount(ALL) > 0) this.live.emit(ALL, sessionId, item);
-    if (this.live.listenerCount(sessionId) > 0) this.live.emit(sessionId, item);
-  }
-
-  /** A message another node broadcast about a session: its deltas reach this node's followers. */
-  private received(sessionId: string, message: JsonObject): void {
-    if (
-      message.kind !== 'delta' ||
-      typeof message.id !== 'string' ||
-      typeof message.delta !== 'object' ||
-      message.delta === null
-    )
-      return;
-    this.relay(sessionId, { kind: 'delta', id: message.id, delta: message.delta as DeltaEvent, fromAnotherNode: true });
   }
 
   /** Live events and deltas of one session, as this process appends them. */
   subscribe(sessionId: string, listener: LiveListener): () => void {
-    this.live.on(sessionId, listener);
-    this.followOthers();
+    const off = this.bus.on(sessionId, listener);
+    this.notices.follow();
     return () => {
-      this.live.off(sessionId, listener);
+      off();
       // Nobody follows a session here any more: stop asking the store about other processes.
-      if (!this.followed()) this.unfollowOthers();
+      this.notices.unfollowUnlessNeeded();
     };
   }
 
-  /** The highest seq the store's notices told of, per session, most recently moved last. */
-  private readonly heardSeqs = new Map<string, number>();
-
-  /** Notes that the session's log reached `seq`; false when that was known already. */
-  private heard(sessionId: string, seq: number): boolean {
-    // A log at 0 has nothing to tell (a catch-up notice read before the session's first commit).
-    if (seq <= (this.heardSeqs.get(sessionId) ?? 0)) return false;
-    this.heardSeqs.delete(sessionId);
-    this.heardSeqs.set(sessionId, seq);
-    if (this.heardSeqs.size > MAX_POSITIONS) this.heardSeqs.delete(this.heardSeqs.keys().next().value!);
-    return true;
+  /**
+   * Live events and deltas of every session (all-session listeners are called first): the events
+   * this process commits, and the deltas of every node (other nodes' events reach the followers
+   * of their session as `changed`).
+   */
+  subscribeAll(listener: (sessionId: string, item: LiveItem) => void): () => void {
+    const off = this.bus.onAll(listener);
+    if (this.store.broadcast) this.notices.follow();
+    return () => {
+      off();
+      this.notices.unfollowUnlessNeeded();
+    };
   }
 
   /**
@@ -423,8 +224,7 @@ export class SessionLog {
    * (see `follow`).
    */
   deltasHeardUpTo(sessionId: string): number {
-    if (!this.store.broadcast) return Infinity;
-    return this.heardSeqs.get(sessionId) ?? 0;
+    return this.notices.deltasHeardUpTo(sessionId);
   }
 
   /**
@@ -433,154 +233,16 @@ export class SessionLog {
    * deltas. A feed asks it before it gives up waiting for deltas on their way.
    */
   noticesCaughtUp(): Promise<void> {
-    return this.store.broadcast && this.store.noticesCaughtUp ? this.store.noticesCaughtUp() : Promise.resolve();
-  }
-  private stopFollowing: (() => void) | undefined;
-  private checking = false;
-  /** A change without details came while the followed sessions were being checked: check again after. */
-  private checkAgain = false;
-
-  /**
-   * While sessions are followed here, commits of other processes (the store tells when there are
-   * some) reach their followers as `changed`, for each followed session whose log moved past what
-   * this process published.
-   */
-  private followOthers(): void {
-    if (this.stopFollowing || !this.store.changes) return;
-    this.stopFollowing = this.store.changes((change) => {
-      if (change?.message) return this.received(change.sessionId, change.message);
-      if (change) return this.changedTo(change.sessionId, change.lastSeq, change.own);
-      if (this.checking) {
-        this.checkAgain = true;
-        return;
-      }
-      this.checking = true;
-      void this.checkFollowed().finally(() => (this.checking = false));
-    });
+    return this.notices.caughtUp();
   }
 
-  private async checkFollowed(): Promise<void> {
-    do {
-      this.checkAgain = false;
-      await this.tellFollowers();
-    } while (this.checkAgain && this.stopFollowing);
-  }
-
-  private unfollowOthers(): void {
-    this.stopFollowing?.();
-    this.stopFollowing = undefined;
-    // What is heard from now on may have gaps until followed again.
-    this.heardSeqs.clear();
-  }
-
-  /**
-   * A session's log moved to `lastSeq` (the store said so): its followers read what they miss, and
-   * the deltas this process makes for it from now on are numbered after it.
-   */
-  private changedTo(sessionId: string, lastSeq: number, own?: true): void {
-    const p = this.positions.get(sessionId);
-    if (p && lastSeq > p.seq) {
-      p.seq = lastSeq;
-      p.n = 0;
-    }
-    if (!this.heard(sessionId, lastSeq) || this.live.listenerCount(sessionId) === 0) return;
-    this.live.emit(
-      sessionId,
-      own ? { kind: 'changed', sessionId, upTo: lastSeq, own } : { kind: 'changed', sessionId, upTo: lastSeq },
-    );
-  }
-
-  /**
-   * Something changed, the store cannot tell what (a commit of a process that does not notify its
-   * commits, or a reconnection): the followed sessions are read. On a store that relays other
-   * nodes' deltas, what a read finds may have been committed after deltas still on their way to
-   * this process, so the notices of what was committed before the read come first (see
-   * `noticesCaughtUp`), for at most NOTICES_WAIT_MS.
-   */
-  private async tellFollowers(): Promise<void> {
-    const followed = this.live
-      .eventNames()
-      .filter((n): n is string => typeof n === 'string' && this.live.listenerCount(n) > 0);
-    if (!this.followed()) return this.unfollowOthers();
-    const read: Array<[string, number]> = [];
-    for (const sessionId of followed) {
-      const s = await this.store.getSession(sessionId).catch(() => undefined);
-      if (s) read.push([sessionId, s.lastSeq]);
-    }
-    if (this.store.broadcast && read.some(([sessionId, seq]) => seq > (this.heardSeqs.get(sessionId) ?? 0))) {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      await Promise.race([
-        this.noticesCaughtUp(),
-        new Promise<void>((resolve) => (timer = setTimeout(resolve, NOTICES_WAIT_MS))),
-      ]);
-      clearTimeout(timer);
-    }
-    for (const [sessionId, seq] of read) this.changedTo(sessionId, seq);
-  }
-
-  /**
-   * Live events and deltas of every session (all-session listeners are called first): the events
-   * this process commits, and the deltas of every node (other nodes' events reach the followers
-   * of their session as `changed`).
-   */
-  subscribeAll(listener: (sessionId: string, item: LiveItem) => void): () => void {
-    this.live.on(ALL, listener);
-    if (this.store.broadcast) this.followOthers();
-    return () => {
-      this.live.off(ALL, listener);
-      if (!this.followed()) this.unfollowOthers();
-    };
-  }
-
-  /**
-   * Whether this process needs to hear of other processes' commits: a session is followed here,
-   * or all of them are and the store relays other nodes' deltas.
-   */
-  private followed(): boolean {
-    if (this.store.broadcast && (this.numbers || this.live.listenerCount(ALL) > 0 || this.recentKeepers > 0))
-      return true;
-    return this.live.eventNames().some((n) => typeof n === 'string' && this.live.listenerCount(n) > 0);
-  }
-
-  /** A stored event as readers get it, with `v` and `data` given (assigned in key order, no spreads: several events per step). */
-  private envelope(s: StoredEvent, v: number, data: unknown): SessionEvent {
-    const e = { id: s.id, sessionId: s.sessionId, seq: s.seq, type: s.type, v, time: s.time } as SessionEvent & {
-      runId?: string;
-      turn?: number;
-      step?: number;
-      parentId?: string;
-    };
-    if (s.runId !== undefined) e.runId = s.runId;
-    if (s.turn !== undefined) e.turn = s.turn;
-    if (s.step !== undefined) e.step = s.step;
-    e.entry = s.entry;
-    if (s.parentId !== undefined) e.parentId = s.parentId;
-    (e as { data: unknown }).data = data;
-    return e;
-  }
-
-  /**
-   * Decodes stored events: blobs inflated, upcast to current versions (and then validated);
-   * ignorable unknowns skipped. Data at the current version was validated when it was written;
-   * `validate` checks it again (the replay check does).
-   */
-  async decode(
+  /** Decodes stored events (see LogCodec.decode). */
+  decode(
     stored: readonly StoredEvent[],
     ops: StoreOps = this.store,
     options: { validate?: boolean } = {},
   ): Promise<SessionEvent[]> {
-    const hashes = new Set<string>();
-    for (const s of stored) for (const h of blobRefsOf(s.data)) hashes.add(h);
-    const blobs = hashes.size > 0 ? await ops.getBlobs([...hashes]) : new Map<string, string>();
-    const out: SessionEvent[] = [];
-    for (const s of stored) {
-      const up = this.registry.upcast(
-        { type: s.type, v: s.v, seq: s.seq, ignorable: s.ignorable, data: inflateBlobs(s.data, blobs) },
-        { validate: options.validate ?? false },
-      );
-      if (up) out.push(this.envelope(s, up.v, up.data));
-    }
-    return out;
+    return this.codec.decode(stored, ops, options);
   }
 
   async read(
@@ -602,10 +264,6 @@ export class SessionLog {
 
   /** Drops what this process keeps in memory of a session (its projection states). */
   forget(sessionId: string): void {
-    for (const [key, state] of [...this.kept]) {
-      if (!key.startsWith(`${sessionId}\u0000`)) continue;
-      this.kept.delete(key);
-      this.keptSize -= state.size;
-    }
+    this.projections.forget(sessionId);
   }
 }

@@ -1,6 +1,7 @@
 import type { StoreOps } from '../store/index.ts';
 import type { SessionEvent } from './event-types.ts';
 import type { SessionLog } from './log.ts';
+import { projectionKey, type KeptState } from './projection-cache.ts';
 import { fold, type Projection } from './projections/index.ts';
 
 const PAGE = 1000;
@@ -76,8 +77,8 @@ export async function readProjection<S>(
 ): Promise<ProjectionRead<S>> {
   const session = await log.session(sessionId, ops);
   const lastSeq = session.lastSeq;
-  const key = `${sessionId}\u0000${p.name}\u0000${p.version}`;
-  const kept = p.clone ? (log.kept.get(key) as KeptState<S> | undefined) : undefined;
+  const key = projectionKey(sessionId, p.name, p.version);
+  const kept = p.clone ? (log.projections.get(key) as KeptState<S> | undefined) : undefined;
   let from: { asOfSeq: number; leafId: string | null; state: S } | undefined;
   let storedSeq = 0;
   if (kept && kept.asOfSeq <= lastSeq) {
@@ -151,7 +152,7 @@ export async function readProjection<S>(
   }
   // Only what is committed is kept: a read inside a transaction may see writes that roll back.
   if (p.clone && ops === log.store)
-    log.keep(key, {
+    log.projections.keep(key, {
       asOfSeq: lastSeq,
       leafId: session.leafId,
       state: p.clone(state),
@@ -161,13 +162,4 @@ export async function readProjection<S>(
   return { state, asOfSeq: lastSeq, leafId: session.leafId, folded };
 }
 
-/** A projection's state as of a seq and leaf, kept in memory by the process that read it. */
-export interface KeptState<S = unknown> {
-  asOfSeq: number;
-  leafId: string | null;
-  state: S;
-  /** The seq of the latest snapshot stored. */
-  storedSeq: number;
-  /** The state's size in the projection's measure (see Projection.size), for the memory bound. */
-  size: number;
-}
+export type { KeptState } from './projection-cache.ts';

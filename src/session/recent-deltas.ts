@@ -1,5 +1,6 @@
-import type { DeltaEvent } from '../core/index.ts';
 import type { SessionEvent } from './event-types.ts';
+import { parsePosition } from './feed-position.ts';
+import type { LiveDelta } from './live-items.ts';
 
 /** Sessions whose recent deltas are kept (those with deltas pending stay longest). */
 const MAX_SESSIONS = 10_000;
@@ -7,14 +8,8 @@ const MAX_SESSIONS = 10_000;
 /** A message's deltas are forgotten this long after its last one, if its durable version never came here. */
 const STALE_MS = 120_000;
 
-export interface RecentDelta {
-  delta: DeltaEvent;
-  /** `seq.n` (see LiveItem). */
-  id: string;
-  fromAnotherNode?: true;
-  seq: number;
-  n: number;
-}
+/** A delta as it was relayed (see LiveDelta), with its feed position read once. */
+export type RecentDelta = LiveDelta & { seq: number; n: number };
 
 interface Recent {
   /** The latest durable seq seen (of an event, or that a delta follows). */
@@ -33,8 +28,8 @@ interface Recent {
 export class RecentDeltas {
   private readonly sessions = new Map<string, Recent>();
 
-  delta(sessionId: string, d: { delta: DeltaEvent; id: string; fromAnotherNode?: true }): void {
-    const [seq, n] = d.id.split('.').map(Number) as [number, number];
+  delta(sessionId: string, d: Omit<LiveDelta, 'kind'>): void {
+    const { seq, n } = parsePosition(d.id)!;
     const s = this.entry(sessionId);
     const stale = Date.now() - s.at > STALE_MS;
     if (seq > s.seq || stale) {
@@ -44,11 +39,12 @@ export class RecentDeltas {
       s.deltas = stale ? [] : s.deltas.filter((x) => x.delta.messageId === d.delta.messageId);
     }
     s.deltas.push({
+      kind: 'delta',
       delta: d.delta,
       id: d.id,
+      ...(d.fromAnotherNode ? { fromAnotherNode: true as const } : {}),
       seq,
       n,
-      ...(d.fromAnotherNode ? { fromAnotherNode: true as const } : {}),
     });
     s.at = Date.now();
   }

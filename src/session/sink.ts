@@ -1,20 +1,6 @@
 import type { DeltaEvent, TurnEvent } from '../core/index.ts';
 import { BufferedSink } from './buffered-sink.ts';
-import type { NewEvent, SessionLog } from './log.ts';
-
-/** A loop event as a session log event (of a run, when `runId` is given). */
-export function toNewEvent(e: TurnEvent, runId?: string): NewEvent {
-  // Assigned in key order, without spreads of conditional objects (several events per step).
-  const out = { type: e.type, data: e.data, time: e.time, turn: e.turn } as NewEvent & {
-    step?: number;
-    runId?: string;
-    blobs?: TurnEvent['blobs'];
-  };
-  if (e.step !== undefined) out.step = e.step;
-  if (runId !== undefined) out.runId = runId;
-  if (e.blobs) out.blobs = e.blobs;
-  return out;
-}
+import type { SessionLog } from './log.ts';
 
 /**
  * The loop's event sink backed by the session log: the events of each durable point are appended
@@ -33,11 +19,11 @@ export class SessionSink extends BufferedSink {
   }
 
   protected async commit(events: readonly TurnEvent[]): Promise<void> {
-    await this.log.append(
-      this.sessionId,
-      events.map((e) => toNewEvent(e, this.runId)),
-      { trusted: true },
-    );
+    // A loop event is a new event as it is: the append gives it its run.
+    await this.log.append(this.sessionId, events, {
+      trusted: true,
+      ...(this.runId !== undefined ? { runId: this.runId } : {}),
+    });
   }
 
   delta(event: DeltaEvent): void {

@@ -8,6 +8,7 @@
 import type { WebhookStoreOps } from './webhooks.ts';
 import type { WaitStoreOps } from './wait-rows.ts';
 import type { LimitStoreOps } from './limit-rows.ts';
+import type { EventEnvelope, Sequenced } from './event-envelope.ts';
 
 export type JsonObject = { [key: string]: unknown };
 
@@ -43,19 +44,11 @@ export interface NewSession {
   origin?: { sessionId: string; entryId: string } | null;
 }
 
-export interface EventDraft {
-  id: string;
-  type: string;
-  v: number;
-  time: number;
-  runId?: string;
-  turn?: number;
-  step?: number;
+export interface EventDraft extends Omit<EventEnvelope, 'parentId'> {
   /**
-   * A conversational entry: it joins the tree under `parentId` (by default the current leaf,
-   * read inside the appending transaction) and becomes the new leaf.
+   * For an entry: it joins the tree under `parentId` (by default the current leaf, read inside
+   * the appending transaction) and becomes the new leaf; null: a new root.
    */
-  entry: boolean;
   parentId?: string | null;
   /** For a non-entry event that moves the leaf (a branch switch): the new leaf. */
   leaf?: string | null;
@@ -70,18 +63,7 @@ export interface EventDraft {
   data: unknown;
 }
 
-export interface StoredEvent {
-  id: string;
-  sessionId: string;
-  seq: number;
-  type: string;
-  v: number;
-  time: number;
-  runId?: string;
-  turn?: number;
-  step?: number;
-  entry: boolean;
-  parentId?: string;
+export interface StoredEvent extends EventEnvelope, Sequenced {
   ignorable: boolean;
   data: unknown;
 }

@@ -1,3 +1,4 @@
+import { FEED_START, isAfter, parsePosition, type FeedPosition } from '../../session/feed-position.ts';
 import type { WireDelta, WireEvent } from './api.ts';
 
 /** One item of a session's SSE stream: a durable event (id `seq`) or a delta (id `seq.n`). */
@@ -19,12 +20,6 @@ const TERMINAL_NOTES: Record<string, string> = {
   paused: 'run paused',
 };
 
-/** `12.3` → [12, 3]; `12` → [12, 0]. */
-export function parseId(id: string): [number, number] {
-  const [a, n] = id.split('.');
-  return [Number(a), n === undefined ? 0 : Number(n)];
-}
-
 export function clipOneLine(s: string, max: number): string {
   const flat = s.replace(/\s+/g, ' ').trim();
   return flat.length <= max ? flat : `${flat.slice(0, Math.max(0, max - 1))}…`;
@@ -44,7 +39,7 @@ export function callText(toolName: string, input: unknown, max = 100): string {
 export class ChatRenderer {
   private readonly o: Required<RenderOptions>;
   private lastSeq = 0;
-  private lastDelta: [number, number] = [0, 0];
+  private lastDelta: FeedPosition = FEED_START;
   /** Text (and reasoning) of each message shown from its deltas so far. */
   private readonly shown = new Map<string, { text: string; reasoning: string }>();
   private readonly finished = new Set<string>();
@@ -107,10 +102,12 @@ export class ChatRenderer {
   }
 
   private delta(id: string, d: WireDelta): string {
-    const at = parseId(id);
+    const at = parsePosition(id);
     if (this.finished.has(d.message_id)) return '';
-    if (at[0] < this.lastDelta[0] || (at[0] === this.lastDelta[0] && at[1] <= this.lastDelta[1])) return '';
-    this.lastDelta = at;
+    if (at) {
+      if (!isAfter(at, this.lastDelta)) return '';
+      this.lastDelta = at;
+    }
     if (d.type === 'tool-input/delta') return '';
     if (d.type === 'reasoning/delta' && !this.o.reasoning) return '';
     let out = '';

@@ -12,6 +12,7 @@ import {
   questionsOf,
 } from '../chat/render.ts';
 import { SessionStream } from '../chat/stream.ts';
+import { eventPosition, formatPosition } from '../../session/feed-position.ts';
 
 export const chatHelp = `keel chat [session] [--url http://127.0.0.1:8787] [--key KEY] [--agent NAME] [--reasoning]
   An interactive client of a running server ("keel serve"): creates a session unless one is
@@ -147,7 +148,7 @@ class Chat {
       ),
     );
 
-    this.stream = new SessionStream(this.api, s.id, String(s.last_seq), {
+    this.stream = new SessionStream(this.api, s.id, formatPosition(eventPosition(s.last_seq)), {
       item: (item) => {
         this.print(this.renderer.push(item));
         if (item.kind === 'event' && item.event.type === 'run/status' && item.event.run_id)

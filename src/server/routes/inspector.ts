@@ -4,7 +4,7 @@ import { extname, join, normalize, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
-import type { AppEnv } from '../app.ts';
+import type { AppEnv } from '../context.ts';
 import { problemResponse } from '../problems.ts';
 
 /**

@@ -1,7 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
-import type { AppContext, AppEnv } from '../app.ts';
+import type { AppContext, AppEnv } from '../context.ts';
 import { authenticate } from '../auth.ts';
 import { HttpProblem, problemResponse } from '../problems.ts';
 

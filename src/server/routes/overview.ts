@@ -1,36 +1,16 @@
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 import { WAITING_FOR_PEOPLE, type RunRecord, type SessionRecord } from '../../store/index.ts';
-import type { AppContext, AppEnv } from '../app.ts';
-import { Cursor, cursorOf, ProblemSchema, RunSchema, SessionSchema, sessionJson } from '../schemas.ts';
-import { runJsonFor, sessionFor } from './sessions.ts';
+import type { AppContext, AppEnv } from '../context.ts';
+import { runJsonFor, sessionFor } from '../lookups.ts';
+import { IdParam, json, problems as problemsOf } from '../openapi.ts';
+import { Cursor, cursorOf, RunSchema, SessionSchema, sessionJson } from '../schemas.ts';
 
 /**
  * Views across a tenant's sessions, and the replay check, for clients that watch (the inspector
  * first): which runs wait for a person (the inbox), sessions with their latest run and cost
  * (searchable), and whether a session's log explains every model request it recorded.
  */
-const problems = {
-  400: { description: 'Invalid request', content: { 'application/problem+json': { schema: ProblemSchema } } },
-  401: {
-    description: 'Missing or invalid API key',
-    content: { 'application/problem+json': { schema: ProblemSchema } },
-  },
-  404: {
-    description: 'No such session (or not yours)',
-    content: { 'application/problem+json': { schema: ProblemSchema } },
-  },
-} as const;
-const json = <T extends z.ZodType>(schema: T, description: string) => ({
-  description,
-  content: { 'application/json': { schema } },
-});
-const IdParam = z.object({
-  id: z
-    .string()
-    .min(1)
-    .openapi({ param: { name: 'id', in: 'path' } }),
-});
-
+const problems = problemsOf('session');
 /** Sessions a summaries request looks at before it answers with what it found so far (and a cursor). */
 const SCAN_LIMIT = 2000;
 

@@ -1,58 +1,17 @@
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
-import type { Context } from 'hono';
+
 import type { JsonValue } from '../../model/index.ts';
-import { NotFoundError, StoreError, type RunRecord } from '../../store/index.ts';
-import type { AppContext, AppEnv } from '../app.ts';
+import { type RunRecord } from '../../store/index.ts';
+import type { AppContext, AppEnv } from '../context.ts';
+import { body, IdParam, json, pathParam, problem, problems as problemsOf } from '../openapi.ts';
 import { HttpProblem } from '../problems.ts';
-import {
-  ApprovalBody,
-  InputBody,
-  JsonObjectSchema,
-  ProblemSchema,
-  RunSchema,
-  SteerBody,
-  toUserInput,
-} from '../schemas.ts';
-import { recordedMessage, runJsonFor, sessionFor } from './sessions.ts';
+import { ApprovalBody, InputBody, JsonObjectSchema, RunSchema, SteerBody, toUserInput } from '../schemas.ts';
+import { recordedMessage, runFor, runJsonFor } from '../lookups.ts';
 
 const problems = {
-  400: { description: 'Invalid request', content: { 'application/problem+json': { schema: ProblemSchema } } },
-  401: {
-    description: 'Missing or invalid API key',
-    content: { 'application/problem+json': { schema: ProblemSchema } },
-  },
-  404: {
-    description: 'No such run (or not yours)',
-    content: { 'application/problem+json': { schema: ProblemSchema } },
-  },
-  409: {
-    description: 'Not possible in the run’s current state',
-    content: { 'application/problem+json': { schema: ProblemSchema } },
-  },
+  ...problemsOf('run'),
+  409: problem('Not possible in the run’s current state'),
 } as const;
-const json = <T extends z.ZodType>(schema: T, description: string) => ({
-  description,
-  content: { 'application/json': { schema } },
-});
-const IdParam = z.object({
-  id: z
-    .string()
-    .min(1)
-    .openapi({ param: { name: 'id', in: 'path' } }),
-});
-
-/** The run, if its session belongs to the caller's tenant. */
-export async function runFor(ctx: AppContext, c: Context<AppEnv>, id: string): Promise<RunRecord> {
-  const run = await ctx.rt.runs.find(id);
-  if (!run) throw new NotFoundError('run', id);
-  await sessionFor(ctx, c, run.sessionId).catch((e: unknown) => {
-    // The run of an erased session is gone with it; anyone else's is not found.
-    if (e instanceof StoreError && e.code === 'session_erased')
-      throw new StoreError('session_erased', `run ${id} belonged to session ${run.sessionId}, which was erased`);
-    throw new NotFoundError('run', id);
-  });
-  return run;
-}
 
 export function runRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
   const { rt } = ctx;
@@ -125,7 +84,7 @@ export function runRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       path: '/v1/runs/{id}/steer',
       tags: ['runs'],
       summary: "Send input into the run's next step",
-      request: { params: IdParam, body: { content: { 'application/json': { schema: SteerBody } }, required: true } },
+      request: { params: IdParam, ...body(SteerBody) },
       responses: {
         202: json(z.object({ message: z.object({ id: z.string() }), run: RunSchema }), 'Accepted'),
         ...problems,
@@ -151,7 +110,7 @@ export function runRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       path: '/v1/runs/{id}/input',
       tags: ['runs'],
       summary: "Answer the run's ask_user question; the run resumes",
-      request: { params: IdParam, body: { content: { 'application/json': { schema: InputBody } }, required: true } },
+      request: { params: IdParam, ...body(InputBody) },
       responses: { 200: json(RunSchema, 'The run'), ...problems },
     }),
     async (c) => {
@@ -174,13 +133,8 @@ export function runRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       tags: ['runs'],
       summary: 'Approve (optionally with edited arguments) or deny a pending tool call',
       request: {
-        params: IdParam.extend({
-          approval_id: z
-            .string()
-            .min(1)
-            .openapi({ param: { name: 'approval_id', in: 'path' } }),
-        }),
-        body: { content: { 'application/json': { schema: ApprovalBody } }, required: true },
+        params: IdParam.extend({ approval_id: pathParam('approval_id') }),
+        ...body(ApprovalBody),
       },
       responses: { 200: json(RunSchema, 'The run'), ...problems },
     }),

@@ -2,17 +2,10 @@ import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { ScheduleValidationError, type CreateScheduleInput } from '../../runs/index.ts';
 import { NotFoundError, type ScheduleFireRecord, type ScheduleRecord } from '../../store/index.ts';
-import type { AppContext, AppEnv } from '../app.ts';
+import type { AppContext, AppEnv } from '../context.ts';
+import { body, IdParam, json, problem, problems as problemsOf } from '../openapi.ts';
 import { HttpProblem } from '../problems.ts';
-import {
-  ContentSchema,
-  Cursor,
-  JsonObjectSchema,
-  plainText,
-  ProblemSchema,
-  cursorOf,
-  toUserInput,
-} from '../schemas.ts';
+import { ContentSchema, Cursor, JsonObjectSchema, plainText, cursorOf, toUserInput } from '../schemas.ts';
 
 /**
  * Schedules (ADR-0016): a message sent at each tick of a cron expression (in a time zone) or of an
@@ -20,27 +13,7 @@ import {
  * answers 404. Bad input answers 400 `validation` naming the field (a cron expression with the
  * parser's own message), an unknown agent 422 `unknown_agent`.
  */
-const problems = {
-  400: { description: 'Invalid request', content: { 'application/problem+json': { schema: ProblemSchema } } },
-  401: {
-    description: 'Missing or invalid API key',
-    content: { 'application/problem+json': { schema: ProblemSchema } },
-  },
-  404: {
-    description: 'No such schedule (or not yours)',
-    content: { 'application/problem+json': { schema: ProblemSchema } },
-  },
-} as const;
-const json = <T extends z.ZodType>(schema: T, description: string) => ({
-  description,
-  content: { 'application/json': { schema } },
-});
-const IdParam = z.object({
-  id: z
-    .string()
-    .min(1)
-    .openapi({ param: { name: 'id', in: 'path' } }),
-});
+const problems = problemsOf('schedule');
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 export const CreateScheduleBody = z
@@ -183,10 +156,10 @@ export function scheduleRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void 
       path: '/v1/schedules',
       tags: ['schedules'],
       summary: 'Create a schedule (cron with a time zone, or an interval)',
-      request: { body: { content: { 'application/json': { schema: CreateScheduleBody } }, required: true } },
+      request: { ...body(CreateScheduleBody) },
       responses: {
         201: json(ScheduleSchema, 'The new schedule'),
-        422: { description: 'No such agent', content: { 'application/problem+json': { schema: ProblemSchema } } },
+        422: problem('No such agent'),
         ...problems,
       },
     }),

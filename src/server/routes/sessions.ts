@@ -1,10 +1,13 @@
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { stream } from 'hono/streaming';
-import { NotFoundError, StoreError, type SessionRecord, type StoreOps } from '../../store/index.ts';
-import { recordEffect, type RecordedSend } from '../../runs/index.ts';
+import { type SessionRecord, type StoreOps } from '../../store/index.ts';
+import { recordEffect } from '../../runs/index.ts';
 import { traceOfRequest } from '../../telemetry/trace-context.ts';
-import type { AppContext, AppEnv } from '../app.ts';
+import { eventPosition, formatPosition, parsePosition } from '../../session/index.ts';
+import type { AppContext, AppEnv } from '../context.ts';
+import { body, IdParam, json, problem, problems as problemsOf } from '../openapi.ts';
+import { recordedMessage, runJsonFor, sessionFor } from '../lookups.ts';
 import { HttpProblem } from '../problems.ts';
 import {
   CompactBody,
@@ -14,69 +17,16 @@ import {
   ForkBody,
   JsonObjectSchema,
   LeafBody,
-  ProblemSchema,
   RunSchema,
   cursorOf,
   SendMessageBody,
   SessionSchema,
   eventJson,
-  runJson,
   sessionJson,
   toUserInput,
 } from '../schemas.ts';
 
-const problems = {
-  400: { description: 'Invalid request', content: { 'application/problem+json': { schema: ProblemSchema } } },
-  401: {
-    description: 'Missing or invalid API key',
-    content: { 'application/problem+json': { schema: ProblemSchema } },
-  },
-  404: {
-    description: 'No such session (or not yours)',
-    content: { 'application/problem+json': { schema: ProblemSchema } },
-  },
-} as const;
-const json = <T extends z.ZodType>(schema: T, description: string) => ({
-  description,
-  content: { 'application/json': { schema } },
-});
-const body = <T extends z.ZodType>(schema: T) => ({
-  body: { content: { 'application/json': { schema } }, required: true },
-});
-const IdParam = z.object({
-  id: z
-    .string()
-    .min(1)
-    .openapi({ param: { name: 'id', in: 'path' } }),
-});
-
-/** The session, if it exists and belongs to the caller's tenant: another tenant's ids answer 404. */
-export async function sessionFor(ctx: AppContext, c: Context<AppEnv>, id: string): Promise<SessionRecord> {
-  const s = await ctx.rt.sessions.find(id);
-  if (!s || s.tenant !== c.get('tenant')) throw new NotFoundError('session', id);
-  if (s.erasedAt !== null) throw new StoreError('session_erased', `session ${id} was erased`);
-  return s;
-}
-
-/**
- * The answer to a message (a send or a steer) that an earlier attempt with the same
- * Idempotency-Key had accepted but never answered (the server failed in between); undefined when
- * there was no such attempt.
- */
-export async function recordedMessage(
-  ctx: AppContext,
-  c: Context<AppEnv>,
-): Promise<
-  { outcome: RecordedSend['outcome']; message: { id: string }; run: Awaited<ReturnType<typeof runJsonFor>> } | undefined
-> {
-  const recorded = c.get('recordedEffect');
-  if (recorded === undefined) return undefined;
-  const effect = JSON.parse(recorded) as RecordedSend;
-  const run = await ctx.rt.runs.find(effect.run_id);
-  if (!run) throw new NotFoundError('run', effect.run_id);
-  return { outcome: effect.outcome, message: { id: effect.message_id }, run: await runJsonFor(ctx, run) };
-}
-
+const problems = problemsOf('session');
 /**
  * For routes that create a session: its Idempotency-Key is written in the creating transaction
  * (`within`), so a retry after the server failed between the effect and its answer finds the
@@ -94,18 +44,6 @@ function sessionEffect(c: Context<AppEnv>) {
         }
       : {},
   };
-}
-
-export async function runJsonFor(ctx: AppContext, run: Parameters<typeof runJson>[0]) {
-  const [children, resume] = await Promise.all([
-    ctx.rt.runs.list({ parentRunId: run.id, limit: 1000 }),
-    ctx.rt.runs.resumeCursor(run.id),
-  ]);
-  return runJson(
-    run,
-    children.map((r) => r.id),
-    resume,
-  );
 }
 
 export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
@@ -274,10 +212,7 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
           }),
           'Accepted',
         ),
-        409: {
-          description: 'The session has an active run (if_busy: reject)',
-          content: { 'application/problem+json': { schema: ProblemSchema } },
-        },
+        409: problem('The session has an active run (if_busy: reject)'),
         ...problems,
       },
     }),
@@ -335,11 +270,16 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
     async (c) => {
       const s = await sessionFor(ctx, c, c.req.valid('param').id);
       const q = c.req.valid('query');
-      const after = Number(cursorOf({ cursor: q.cursor, after: q.after?.toString() }) ?? 0);
+      // The cursor is an event's feed position (its seq), checked by the query schema.
+      const after = parsePosition(cursorOf({ cursor: q.cursor, after: q.after?.toString() }))?.seq ?? 0;
       const events = await rt.sessions.events(s.id, { after, limit: q.limit });
       const next = events.length === q.limit ? events.at(-1)!.seq : null;
       return c.json(
-        { data: events.map(eventJson), next_cursor: next === null ? null : String(next), next_after: next },
+        {
+          data: events.map(eventJson),
+          next_cursor: next === null ? null : formatPosition(eventPosition(next)),
+          next_after: next,
+        },
         200,
       );
     },
@@ -472,7 +412,7 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       path: '/v1/sessions/{id}/compact',
       tags: ['branches'],
       summary: "Compact the session's context now (summarized by the session's agent model)",
-      request: { params: IdParam, body: { content: { 'application/json': { schema: CompactBody } }, required: false } },
+      request: { params: IdParam, ...body(CompactBody, false) },
       responses: { 200: json(JsonObjectSchema, 'The outcome'), ...problems },
     }),
     async (c) => {
@@ -564,10 +504,7 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       },
       responses: {
         201: json(SessionSchema, 'The imported session'),
-        422: {
-          description: 'Refused, with line-numbered problems',
-          content: { 'application/problem+json': { schema: ProblemSchema } },
-        },
+        422: problem('Refused, with line-numbered problems'),
         ...problems,
       },
     }),

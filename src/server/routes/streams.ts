@@ -1,9 +1,10 @@
 import { z, type OpenAPIHono } from '@hono/zod-openapi';
-import type { AppContext, AppEnv } from '../app.ts';
+import type { AppContext, AppEnv } from '../context.ts';
+import { IdParam } from '../openapi.ts';
+import { runFor, sessionFor } from '../lookups.ts';
 import { HttpProblem } from '../problems.ts';
-import { parseCursor, sseStream } from '../sse.ts';
-import { runFor } from './runs.ts';
-import { sessionFor } from './sessions.ts';
+import { parsePosition } from '../../session/index.ts';
+import { sseStream } from '../sse.ts';
 
 /**
  * Resumable SSE streams: `Last-Event-ID` (or `?after=`) gives where to resume, `seq` or `seq.n`.
@@ -13,7 +14,7 @@ import { sessionFor } from './sessions.ts';
 export function streamRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
   const cursorOf = (lastEventId: string | undefined, after: string | undefined) => {
     const raw = lastEventId ?? after;
-    const cursor = parseCursor(raw);
+    const cursor = parsePosition(raw);
     if (raw !== undefined && raw !== '' && !cursor)
       throw new HttpProblem('validation', `cannot resume from ${JSON.stringify(raw)}: expected a seq like 12 or 12.3`);
     return cursor;
@@ -64,12 +65,7 @@ export function streamRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
         : 'SSE stream of a session',
       // OpenAPI requires a path parameter for every template expression in the path.
       request: {
-        params: z.object({
-          id: z
-            .string()
-            .min(1)
-            .openapi({ param: { name: 'id', in: 'path' } }),
-        }),
+        params: IdParam,
         query: z.object({
           after: z.string().optional().describe('Resume after this id (seq or seq.n); Last-Event-ID wins'),
         }),

@@ -1,7 +1,8 @@
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
-import type { AppContext, AppEnv } from '../app.ts';
+import type { AppContext, AppEnv } from '../context.ts';
+import { problem } from '../openapi.ts';
 import { HttpProblem } from '../problems.ts';
-import { ProblemSchema } from '../schemas.ts';
+
 import {
   parseUsageParams,
   usageCsv,
@@ -11,11 +12,6 @@ import {
   USAGE_MAX_DAYS,
   USAGE_MAX_HOURLY_DAYS,
 } from '../usage.ts';
-
-const problem = (description: string) => ({
-  description,
-  content: { 'application/problem+json': { schema: ProblemSchema } },
-});
 
 const Numbers = {
   runs: z.number().int().describe('Runs that ended in the group'),

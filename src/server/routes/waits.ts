@@ -1,57 +1,17 @@
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
-import type { Context, MiddlewareHandler } from 'hono';
-import type { AppContext, AppEnv } from '../app.ts';
-import type { AuthEnv } from '../auth.ts';
+import type { Context } from 'hono';
+import type { AppContext, AppEnv } from '../context.ts';
+import { runFor, runJsonFor } from '../lookups.ts';
+import { body, json, pathParam, problem } from '../openapi.ts';
 import { StoreError } from '../../store/index.ts';
 import { HttpProblem } from '../problems.ts';
-import { ProblemSchema, RunSchema } from '../schemas.ts';
-import { runFor } from './runs.ts';
-import { runJsonFor } from './sessions.ts';
+import { RunSchema } from '../schemas.ts';
 
-/** Where a callback token is presented: the token alone authorizes (ADR-0015), no API key. */
-export const CALLBACK_PREFIX = '/v1/callbacks/';
-
-/**
- * The API-key middleware, except for callback URLs: their unguessable token is their only
- * credential (it stands for one signal of one run, and is checked by the route).
- */
-export function exceptCallbacks(auth: MiddlewareHandler<AuthEnv>): MiddlewareHandler<AuthEnv> {
-  return async (c, next) => {
-    if (!c.req.path.startsWith(CALLBACK_PREFIX)) return auth(c, next);
-    c.set('tenant', '');
-    c.set('keyId', null);
-    c.set('rateLimit', null);
-    return next();
-  };
-}
-
-const problem = (description: string) => ({
-  description,
-  content: { 'application/problem+json': { schema: ProblemSchema } },
-});
-const json = <T extends z.ZodType>(schema: T, description: string) => ({
-  description,
-  content: { 'application/json': { schema } },
-});
 const Payload = z
   .unknown()
   .openapi({ description: "The signal's payload: any JSON value (the body itself); no body is null" });
-const SignalParams = z.object({
-  id: z
-    .string()
-    .min(1)
-    .openapi({ param: { name: 'id', in: 'path' } }),
-  name: z
-    .string()
-    .min(1)
-    .openapi({ param: { name: 'name', in: 'path' } }),
-});
-const TokenParam = z.object({
-  token: z
-    .string()
-    .min(1)
-    .openapi({ param: { name: 'token', in: 'path' } }),
-});
+const SignalParams = z.object({ id: pathParam('id'), name: pathParam('name') });
+const TokenParam = z.object({ token: pathParam('token') });
 
 /** The body as JSON, any value (no body: null). */
 async function payloadOf(c: Context): Promise<unknown> {
@@ -77,7 +37,7 @@ export function waitRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
         "Deliver a signal to a run: it ends the run's wait for it (the payload becomes the tool's result), or is kept until the wait starts. Exactly once per run and name.",
       request: {
         params: SignalParams,
-        body: { content: { 'application/json': { schema: Payload } }, required: false },
+        ...body(Payload, false),
       },
       responses: {
         200: json(
@@ -109,7 +69,7 @@ export function waitRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       tags: ['runs'],
       summary: 'Deliver the signal a callback token stands for (no API key: the token authorizes). Exactly once.',
       security: [],
-      request: { params: TokenParam, body: { content: { 'application/json': { schema: Payload } }, required: false } },
+      request: { params: TokenParam, ...body(Payload, false) },
       responses: {
         200: json(z.object({ signal: z.string(), consumed: z.boolean() }), 'Delivered'),
         400: problem('The payload does not match the waiting call’s schema, or is not JSON'),

@@ -6,43 +6,22 @@ import {
   type WebhookDelivery,
   type WebhookRecord,
 } from '../../store/index.ts';
-import type { AppContext, AppEnv } from '../app.ts';
-import { Cursor, cursorOf, plainText, ProblemSchema } from '../schemas.ts';
+import type { AppContext, AppEnv } from '../context.ts';
+import { body, IdParam, json, pathParam, problem } from '../openapi.ts';
+import { Cursor, cursorOf, plainText } from '../schemas.ts';
 
-const problem = (description: string) => ({
-  description,
-  content: { 'application/problem+json': { schema: ProblemSchema } },
-});
 const problems = {
   400: problem('Invalid request (problem type `validation`)'),
   401: problem('Missing or invalid API key'),
   404: problem('No such webhook (or not yours)'),
 } as const;
-const json = <T extends z.ZodType>(schema: T, description: string) => ({
-  description,
-  content: { 'application/json': { schema } },
-});
-const body = <T extends z.ZodType>(schema: T) => ({
-  body: { content: { 'application/json': { schema } }, required: true },
-});
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 const Url = plainText(2048)
   .refine(isWebhookUrl, 'an absolute http:// or https:// URL')
   .describe('Where deliveries are POSTed (http or https)');
 const Events = z.array(z.enum(WEBHOOK_EVENT_TYPES)).min(1).describe('The event types to deliver');
-const IdParam = z.object({
-  id: z
-    .string()
-    .min(1)
-    .openapi({ param: { name: 'id', in: 'path' } }),
-});
-const DeliveryParams = IdParam.extend({
-  delivery_id: z
-    .string()
-    .min(1)
-    .openapi({ param: { name: 'delivery_id', in: 'path' } }),
-});
+const DeliveryParams = IdParam.extend({ delivery_id: pathParam('delivery_id') });
 
 export const WebhookSchema = z
   .object({
@@ -252,7 +231,7 @@ export function webhookRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       tags: ['webhooks'],
       summary:
         'A new signing secret, shown once; the replaced one still signs deliveries (a second v1= in Keel-Signature) until the overlap ends',
-      request: { params: IdParam, body: { content: { 'application/json': { schema: RotateBody } }, required: false } },
+      request: { params: IdParam, ...body(RotateBody, false) },
       responses: { 200: json(CreatedWebhookSchema, 'The subscription with its new secret'), ...problems },
     }),
     async (c) => {
