@@ -3,7 +3,7 @@ import { z } from '@hono/zod-openapi';
 import { hasNul, NUL_REFUSAL } from '../store/index.ts';
 import type { SessionEvent } from '../session/index.ts';
 import type { RunRecord, SessionRecord } from '../store/index.ts';
-import type { Waiting } from '../runs/book.ts';
+import type { Waiting } from '../runs/lifecycle/waiting.ts';
 import { waitDetails } from '../runs/waits.ts';
 
 /** API payloads. Bodies are strict: unknown fields are refused, not ignored. */
