@@ -105,12 +105,13 @@ export class RunSink extends BufferedSink {
             },
           }
         : {}),
+      // Before the commit publishes the run's status event (see Execution.endedWith).
+      onSettled: (run, endEventId) => {
+        this.ended = run;
+        this.endEventId = endEventId;
+      },
       onSteeringWaiting: () => this.hooks.steeringWaiting?.(),
     });
-    if (committed.ended) {
-      this.ended = committed.ended;
-      this.endEventId = committed.endEventId;
-    }
     this.hooks.spans?.committed(events, committed.appended);
   }
 

@@ -21,6 +21,11 @@ export interface DurablePoint {
   checkpoint?: { step: number; index: number; state: RunCheckpointState };
   /** The turn's end: the run settles (see endTurn). */
   end?: Omit<TurnEnd, 'run' | 'token'>;
+  /**
+   * Told inside the transaction, before it commits, of the run as the turn's end left it and of the
+   * event that moved it: a waiter that hears that event when it is published has the run at hand.
+   */
+  onSettled?: (run: RunRecord, endEventId: string | undefined) => void;
   /** Steering waits for the run: the turn may not end (TurnNotOverError, nothing of the point stands). */
   onSteeringWaiting?: () => void;
 }
@@ -69,6 +74,7 @@ export async function appendDurablePoint(
   const endEventId = settled.events.findLast(
     (e) => e.type === 'run/status' && e.runId === run.id && e.data.to === settled.run.status,
   )?.id;
+  p.onSettled?.(settled.run, endEventId);
   // The turn is over: its events are stored compactly from now on (ADR-0009).
   await tx.sealEvents(run.sessionId);
   return { appended, ended: settled.run, ...(endEventId !== undefined ? { endEventId } : {}) };

@@ -26,6 +26,15 @@ export const isWaiting = (s: RunStatus): boolean => WAITING_STATUSES.includes(s)
  */
 export const STORED_AT_TURN_END: readonly RunStatus[] = ['completed', ...WAITING_STATUSES];
 
+/** Every status in the order a run goes through them (the order the API and the CLI list them in). */
+export const RUN_STATUS_ORDER: readonly RunStatus[] = [
+  'queued',
+  'running',
+  ...WAITING_STATUSES,
+  'paused',
+  ...TERMINAL_STATUSES,
+];
+
 /** The statuses where a run has settled for now: it waits, is paused, or ended (nothing runs it or is about to). */
 export const SETTLED_STATUSES: readonly RunStatus[] = [...WAITING_STATUSES, 'paused', ...TERMINAL_STATUSES];
 

@@ -11,7 +11,7 @@ import type {
   ToolOutput,
   UserMessage,
 } from '../../model/index.ts';
-import type { RecordedSend, Waiting } from '../../runs/index.ts';
+import { SETTLED_STATUSES, type RecordedSend, type Waiting } from '../../runs/index.ts';
 import { FeedOverflowError, follow, type SessionEvent } from '../../session/index.ts';
 import type { RunRecord, RunStatus } from '../../store/index.ts';
 import { traceOfRequest } from '../../telemetry/trace-context.ts';
@@ -49,17 +49,6 @@ import { sessionFor } from './sessions.ts';
  * here for any chat id (as is `${api}/stream`).
  */
 
-const SETTLED: readonly RunStatus[] = [
-  'waiting_approval',
-  'waiting_for_user',
-  'sleeping',
-  'waiting_for_signal',
-  'paused',
-  'completed',
-  'failed',
-  'cancelled',
-  'timed_out',
-];
 /** How often an idle stream re-reads the log (events written by workers in other processes). */
 const POLL_MS = 1000;
 
@@ -345,7 +334,7 @@ function runChunks(ctx: AppContext, o: RunStreamOptions, errorText: (e: unknown)
       sessionId: o.sessionId,
       ...(o.status ? { status: o.status } : {}),
     });
-    const settled = () => mapper.status !== undefined && SETTLED.includes(mapper.status);
+    const settled = () => mapper.status !== undefined && SETTLED_STATUSES.includes(mapper.status);
     const emit = (chunks: Chunk[]) => {
       if (closed.signal.aborted) return;
       for (const c of chunks) controller.enqueue(c);
@@ -357,7 +346,7 @@ function runChunks(ctx: AppContext, o: RunStreamOptions, errorText: (e: unknown)
     const feed = follow(ctx.rt.sessions.log, o.sessionId, {
       after: { seq: o.after, n: 0 },
       runId: o.runId,
-      endAt: (e) => e.type === 'run/status' && SETTLED.includes(e.data.to),
+      endAt: (e) => e.type === 'run/status' && SETTLED_STATUSES.includes(e.data.to),
       isDone: settled,
       pollMs: POLL_MS,
       queueLimit: ctx.options.sseQueueLimit,
