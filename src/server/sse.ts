@@ -2,7 +2,8 @@ import type { Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import type { DeltaEvent } from '../core/index.ts';
 import { FeedOverflowError, follow, type SessionEvent, type SessionLog } from '../session/index.ts';
-import { isTerminal, type RunStatus } from '../store/index.ts';
+import { isTerminal } from '../runs/lifecycle/run-status.ts';
+import type { RunStatus } from '../store/index.ts';
 import { eventJson } from './schemas.ts';
 
 export interface StreamOptions {

@@ -1,5 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { SETTLED_STATUSES, TERMINAL_STATUSES } from '../../runs/lifecycle/run-status.ts';
+import {
+  SETTLED_STATUSES,
+  TERMINAL_STATUSES,
+  WAITING_FOR_PEOPLE,
+  type RunStatus,
+} from '../../runs/lifecycle/run-status.ts';
 import { args, UsageError, type Io } from '../args.ts';
 import { Api, ApiError, NetworkError, type RunJson, type SessionJson } from '../chat/api.ts';
 import { LineInput, type Read } from '../chat/input.ts';
@@ -261,7 +266,7 @@ class Chat {
           continue;
         }
         acted = s.seq;
-        if (s.status !== 'waiting_approval' && s.status !== 'waiting_for_user') return;
+        if (!WAITING_FOR_PEOPLE.includes(s.status as RunStatus)) return;
         const outcome = await this.answer(run.id);
         if (outcome === 'interrupt') await this.cancel(run.id);
         else if (outcome === 'eof') {

@@ -5,7 +5,7 @@ import { NotFoundError, StoreError, type RunRecord, type RunStatus, type StoreOp
 import { ArgumentsNotEditableError } from '../arguments-not-editable-error.ts';
 import { applyDecisions } from './apply-decisions.ts';
 import type { LifecycleContext } from './context.ts';
-import { IllegalTransitionError } from './run-status.ts';
+import { IllegalTransitionError, WAITING_FOR_PEOPLE } from './run-status.ts';
 import type { Waiting } from './waiting.ts';
 
 /** An approval (`approved`, maybe with edited `input`), a denial (with its `reason`), or an `answer`. */
@@ -49,7 +49,7 @@ export async function decide(
     );
   }
   // A run that waits for no decision, or a call of another kind: the run's state refuses it (409).
-  if (run.status !== 'waiting_approval' && run.status !== 'waiting_for_user') {
+  if (!WAITING_FOR_PEOPLE.includes(run.status)) {
     throw new IllegalTransitionError(runId, run.status, 'queued', `it is ${run.status} and waits for no decision`);
   }
   if (call.kind !== wantKind) {

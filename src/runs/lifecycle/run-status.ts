@@ -3,12 +3,28 @@
  * machine's transitions and what a worker may claim. The store keeps a run's status as a string
  * column (`RunStatus` is its value domain) and is handed the lists it filters on from here.
  */
-import { isTerminal, StoreError, TERMINAL_STATUSES, type ClaimPolicy, type RunStatus } from '../../store/index.ts';
+import { StoreError, type ClaimPolicy, type RunStatus } from '../../store/index.ts';
 
 export type { RunStatus };
 
-// The lists of every status and of those that end a run; the store still defines them (see the report of issue 39).
-export { RUN_STATUSES, TERMINAL_STATUSES, isTerminal } from '../../store/index.ts';
+/** Every run status (the order webhooks and metrics list them in; the API's is RUN_STATUS_ORDER). */
+export const RUN_STATUSES: readonly RunStatus[] = [
+  'queued',
+  'running',
+  'waiting_approval',
+  'waiting_for_user',
+  'paused',
+  'completed',
+  'failed',
+  'cancelled',
+  'timed_out',
+  'sleeping',
+  'waiting_for_signal',
+];
+
+/** The statuses that end a run: no way out of them. */
+export const TERMINAL_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'cancelled', 'timed_out'];
+export const isTerminal = (s: RunStatus): boolean => TERMINAL_STATUSES.includes(s);
 export type FinalStatus = 'completed' | 'failed' | 'cancelled' | 'timed_out';
 
 /** The statuses of a run that waits (no worker holds it): for approvals, answers, time or a signal. */
@@ -19,6 +35,12 @@ export const WAITING_STATUSES: readonly RunStatus[] = [
   'waiting_for_signal',
 ];
 export const isWaiting = (s: RunStatus): boolean => WAITING_STATUSES.includes(s);
+
+/**
+ * The statuses of a run that waits for a person (an approval or an answer): a tenant's inbox. The
+ * stores index the runs in these statuses by tenant (see store/run-tenants.ts).
+ */
+export const WAITING_FOR_PEOPLE: readonly RunStatus[] = ['waiting_approval', 'waiting_for_user'];
 
 /**
  * The statuses a run only reaches by a turn's end that stored its checkpoint (see `resumeCursor`).

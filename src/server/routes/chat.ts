@@ -11,7 +11,7 @@ import type {
   ToolOutput,
   UserMessage,
 } from '../../model/index.ts';
-import { SETTLED_STATUSES, type RecordedSend, type Waiting } from '../../runs/index.ts';
+import { SETTLED_STATUSES, WAITING_FOR_PEOPLE, type RecordedSend, type Waiting } from '../../runs/index.ts';
 import { FeedOverflowError, follow, type SessionEvent } from '../../session/index.ts';
 import type { RunRecord, RunStatus } from '../../store/index.ts';
 import { traceOfRequest } from '../../telemetry/trace-context.ts';
@@ -472,7 +472,7 @@ const isToolPart = (p: UIPartIn): p is ToolPartIn =>
 async function applyAnswers(ctx: AppContext, sessionId: string, m: UIMessageIn): Promise<RunRecord> {
   const { rt } = ctx;
   const run = await ctx.rt.runs.active(sessionId);
-  if (!run || (run.status !== 'waiting_approval' && run.status !== 'waiting_for_user')) {
+  if (!run || !WAITING_FOR_PEOPLE.includes(run.status)) {
     throw new HttpProblem(
       'conflict',
       `session ${sessionId} has no run waiting for an approval or an answer`,
