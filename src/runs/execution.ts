@@ -341,7 +341,7 @@ export class Execution {
         const until = Date.now() + leaseMs;
         let ok: boolean;
         try {
-          ok = await lifecycle.store.renewLease(run.id, owner, this.token, until);
+          ok = await lifecycle.renewLease(run.id, owner, this.token, until);
         } catch {
           // A store error is no answer: the next tick tries again while the lease still holds.
           if (Date.now() >= this.leaseHeldUntil - renewEveryMs) letGo();

@@ -20,7 +20,7 @@ import {
 } from '../store/index.ts';
 import { RunLifecycle } from './lifecycle/run-lifecycle.ts';
 import { refuseTakenKey, type IdempotencyClaim } from './lifecycle/idempotency.ts';
-import { specWithMcpTools } from './lifecycle/run-spec.ts';
+import { recordMcpTools } from './lifecycle/record-mcp-tools.ts';
 import type { Accepted, IfBusy, RunOptions } from './lifecycle/types.ts';
 import type { Waiting } from './lifecycle/waiting.ts';
 import {
@@ -451,10 +451,7 @@ export class Runtime {
       waits: this.waits,
       prepareAgent: async (agent, run) => {
         // The tools the run got at its first start go into its agent spec, with their record.
-        const recorded = (tx: StoreOps, got: McpToolsGot) =>
-          tx
-            .updateRun(run.id, { agentSpec: specWithMcpTools(run.agentSpec, got) }, { fencingToken: run.fencingToken })
-            .then(() => {});
+        const recorded = (tx: StoreOps, got: McpToolsGot) => recordMcpTools(tx, run, got);
         return (await agentWithMcpTools(this.mcp, this.lifecycle.sessions.log, agent, run, { recorded })).agent;
       },
     };
@@ -718,7 +715,7 @@ export class RunsApi {
     const current = await this.get(id);
     if (current.status === 'running' && current.pauseRequested) {
       // Not paused yet (it pauses at its next step boundary): withdraw the request instead.
-      const withdrawn = await this.rt.store.updateRun(id, { pauseRequested: false }, { statuses: ['running'] });
+      const withdrawn = await this.lifecycle.withdrawPause(id);
       this.rt.executions.get(id)?.unpause();
       return withdrawn;
     }
@@ -741,19 +738,13 @@ export class RunsApi {
   }
 
   async approve(id: string, toolCallId: string, o: { input?: JsonValue } = {}): Promise<RunRecord> {
-    const run = await this.lifecycle.decide(id, toolCallId, {
-      approved: true,
-      ...(o.input !== undefined ? { input: o.input } : {}),
-    });
+    const run = await this.lifecycle.approve(id, toolCallId, o.input);
     this.rt.wake();
     return run;
   }
 
   async deny(id: string, toolCallId: string, o: { reason?: string } = {}): Promise<RunRecord> {
-    const run = await this.lifecycle.decide(id, toolCallId, {
-      approved: false,
-      ...(o.reason !== undefined ? { reason: o.reason } : {}),
-    });
+    const run = await this.lifecycle.deny(id, toolCallId, o.reason);
     this.rt.wake();
     return run;
   }
@@ -775,7 +766,7 @@ export class RunsApi {
         throw new StoreError('ambiguous', `run ${id} has ${open.length} open questions: name the tool call to answer`);
       toolCallId = open[0]!.toolCallId;
     }
-    const run = await this.lifecycle.decide(id, toolCallId, { answer });
+    const run = await this.lifecycle.answer(id, toolCallId, answer);
     this.rt.wake();
     return run;
   }

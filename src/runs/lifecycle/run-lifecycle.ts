@@ -6,7 +6,7 @@
  * caller that already holds a transaction (a message that claims its run) may call directly.
  */
 import { userMessage, type AgentDefinition, type UserInput } from '../../core/index.ts';
-import type { UserMessage } from '../../model/index.ts';
+import type { JsonValue, UserMessage } from '../../model/index.ts';
 import type { SessionEvent, SessionLog, Sessions } from '../../session/index.ts';
 import {
   NotFoundError,
@@ -156,6 +156,16 @@ export class RunLifecycle implements LifecycleContext {
     return this.store.updateRun(runId, patch, { statuses: statusesLeadingTo('cancelled') });
   }
 
+  /** Withdraws the pause requested of a run that still runs (it was to pause at its next step boundary). */
+  withdrawPause(runId: string): Promise<RunRecord> {
+    return this.store.updateRun(runId, { pauseRequested: false }, { statuses: ['running'] });
+  }
+
+  /** Renews a worker's lease on a run it holds with `token`, until `until`; false when it no longer holds it. */
+  renewLease(runId: string, owner: string, token: number, until: number): Promise<boolean> {
+    return this.store.renewLease(runId, owner, token, until);
+  }
+
   /** Records an approval decision or an answer once; the run is queued again when nothing is left to decide. */
   async decide(runId: string, toolCallId: string, d: DecisionInput): Promise<RunRecord> {
     return (await this.log.transaction((tx) => decide(tx, this, runId, toolCallId, d))).run;
@@ -172,7 +182,7 @@ export class RunLifecycle implements LifecycleContext {
   }
 
   /** Answers a question the run asked. */
-  answer(runId: string, toolCallId: string, answer: NonNullable<DecisionInput['answer']>): Promise<RunRecord> {
+  answer(runId: string, toolCallId: string, answer: JsonValue): Promise<RunRecord> {
     return this.decide(runId, toolCallId, { answer });
   }
 
