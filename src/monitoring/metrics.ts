@@ -1,7 +1,8 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Usage } from '../model/index.ts';
 import type { SessionEvent } from '../session/index.ts';
-import { RUN_STATUSES, type RunRecord, type RunStatus } from '../store/index.ts';
+import { isTerminal, RUN_STATUSES } from '../runs/lifecycle/run-status.ts';
+import type { RunRecord, RunStatus } from '../store/index.ts';
 
 /** Seconds: from a millisecond to ten minutes (model calls, steps, runs, claims). */
 const SECONDS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
@@ -282,8 +283,7 @@ export class KeelMetrics {
       }
       case 'run/status': {
         const to = (e.data as { to?: RunStatus }).to;
-        if (runId === undefined || (to !== 'completed' && to !== 'failed' && to !== 'cancelled' && to !== 'timed_out'))
-          break;
+        if (runId === undefined || to === undefined || !isTerminal(to)) break;
         const started = this.runStarted.get(runId);
         if (started !== undefined)
           this.runDuration.observe({ agent, status: to }, Math.max(0, e.time - started) / 1000);

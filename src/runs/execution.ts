@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import {
   startTurn,
   type AgentDefinition,
@@ -8,55 +7,24 @@ import {
   type TurnResult,
 } from '../core/index.ts';
 import type { UserMessage } from '../model/index.ts';
-import { compactionHook, type CompactionSettings, type TranscriptItem } from '../session/index.ts';
+import { compactionHook, type CompactionSettings } from '../session/index.ts';
 import type { JsonObject, RunRecord } from '../store/index.ts';
 import { RunSpans } from '../telemetry/run-spans.ts';
 import type { TraceCarrier } from '../telemetry/trace-context.ts';
-import type { RunBook, RunOptions, Waiting } from './book.ts';
+import type { RunLifecycle } from './lifecycle/run-lifecycle.ts';
+import type { RunBoundary, RunOptions } from './lifecycle/types.ts';
+import type { Waiting } from './lifecycle/waiting.ts';
+import { runScope, type RunHost, type RunScope } from './run-scope.ts';
 import type { RunObservers } from './observer.ts';
 import { resumePoint } from './resume.ts';
-import { RunSink, type RunEnd } from './sink.ts';
+import type { RunEnd } from './lifecycle/end-turn.ts';
+import { RunSink } from './sink.ts';
 import type { Waits } from './waits.ts';
 
-/** What the runtime offers to tools that start runs of their own (subagents). */
-export interface RunHost {
-  childRun(parentRunId: string, toolCallId: string, agentName: string, task: string, step: number): Promise<RunRecord>;
-  readonly runs: {
-    wait(id: string, o: { until: 'terminal'; signal?: AbortSignal }): Promise<RunRecord>;
-    cancel(id: string, o?: { reason?: string }): Promise<RunRecord>;
-  };
-  readonly sessions: { transcript(sessionId: string): Promise<TranscriptItem[]> };
-  readonly maxDepth: number;
-}
-
-/** What a running tool can learn about the run it belongs to (subagents use it). */
-export interface RunScope {
-  runId: string;
-  sessionId: string;
-  /** 0 for a top-level run, 1 for its subagents, ... */
-  depth: number;
-  host: RunHost;
-  /**
-   * Whether the run is being ended (cancelled, or timed out), as opposed to handed back by its
-   * worker (a stop, a lost lease), after which another worker goes on with it.
-   */
-  ending(): boolean;
-  /**
-   * Waits for `p`, something outside this run (a child run), without holding a worker slot: while
-   * it waits, the worker may claim another run in its place. The run keeps its lease.
-   */
-  waitOutside<T>(p: Promise<T>): Promise<T>;
-  /**
-   * A callback URL path (`/v1/callbacks/{token}`) that delivers the signal `name` to this run
-   * without an API key (ADR-0015): give it to a third party, then return `waitForSignal(name)`.
-   */
-  callback(name: string): Promise<{ token: string; path: string }>;
-}
-
-export const runScope = new AsyncLocalStorage<RunScope>();
+export { runScope, type RunHost, type RunScope } from './run-scope.ts';
 
 export interface ExecutionEnv {
-  book: RunBook;
+  lifecycle: RunLifecycle;
   owner: string;
   leaseMs: number;
   renewEveryMs: number;
@@ -125,16 +93,19 @@ export class Execution {
 
   /** The run was never claimed before this execution's claim: nothing of its turn is stored yet. */
   private readonly firstStart: boolean;
+  /** Where the run stood in the log when it was claimed, read by the claim (see lifecycle/claim.ts). */
+  private readonly claimedBoundary: RunBoundary | undefined;
   /** Ends the session log's knowledge that this process executes the run (its deltas are numbered here). */
   private readonly executesHere: () => void;
 
-  constructor(env: ExecutionEnv, run: RunRecord, o: { firstStart?: boolean } = {}) {
+  constructor(env: ExecutionEnv, run: RunRecord, o: { firstStart?: boolean; boundary?: RunBoundary } = {}) {
     this.env = env;
     this.run = run;
     this.firstStart = o.firstStart ?? false;
+    this.claimedBoundary = o.boundary;
     this.token = run.fencingToken;
     this.leaseHeldUntil = run.lease?.expiresAt ?? Date.now() + env.leaseMs;
-    this.executesHere = env.book.sessions.log.executes(run.id);
+    this.executesHere = env.lifecycle.sessions.log.executes(run.id);
     this.done = this.execute().finally(() => this.cleanup());
   }
 
@@ -219,17 +190,18 @@ export class Execution {
 
   /** The run as this execution left it (undefined when it could not write its end). */
   private async executeRun(): Promise<RunRecord | undefined> {
-    const { book } = this.env;
+    const { lifecycle } = this.env;
     const run = this.run;
     const agent = this.env.resolveAgent(run.agent.name, run.agent.version);
     // Where the run stands in the log: its checkpoint and its events after it (read at most once; never for a first claim).
-    let read: ReturnType<typeof book.boundary> | undefined;
-    const boundary = () => (read ??= book.boundary(run));
+    // A claim hands it over (it read it in its transaction); else it is read here.
+    let read: Promise<RunBoundary> | undefined = this.claimedBoundary && Promise.resolve(this.claimedBoundary);
+    const boundary = () => (read ??= lifecycle.boundary(run));
     const finish = async (to: 'failed' | 'cancelled' | 'timed_out', reason: string, error?: JsonObject) => {
       // A recovered run that ends at once still gets, in its trace, the spans its interrupted execution had open.
       if (this.spans && !this.firstStart) this.spans.recovered((await boundary()).tail);
       return (
-        await book.finish(run, to, {
+        await lifecycle.finish(run, to, {
           reason,
           ...(error ? { error } : {}),
           fencingToken: this.token,
@@ -257,12 +229,12 @@ export class Execution {
     /** The agent as this execution runs it (see ExecutionEnv.prepareAgent). */
     let running = agent;
     const options = run.options as RunOptions;
-    this.sink = new RunSink(book, run, this.token, {
+    this.sink = new RunSink(lifecycle, run, this.token, {
       outcome: (end) => this.outcome(end),
       resolveAgent: this.env.resolveAgent,
       waitTimeoutMs: options.waitTimeoutMs,
       steeringWaiting: () => this.steeringArrived(),
-      ...(this.env.waits ? { waits: this.env.waits } : {}),
+      settleWaits: this.env.waits !== undefined,
       // No other worker can claim the run before its lease expires: well before that, it is ours.
       leaseHolds: () => Date.now() < this.leaseHeldUntil - this.env.renewEveryMs,
       leaseRunning: () => Date.now() < this.leaseHeldUntil,
@@ -272,14 +244,21 @@ export class Execution {
     const compaction = this.env.compactionFor(agent);
     if (compaction)
       hooks.push(
-        compactionHook(book.sessions.log, run.sessionId, agent.model, compaction, book.sessions.snapshotEvery, run.id),
+        compactionHook(
+          lifecycle.sessions.log,
+          run.sessionId,
+          agent.model,
+          compaction,
+          lifecycle.sessions.snapshotEvery,
+          run.id,
+        ),
       );
 
     const base = {
       sink: this.sink,
       hooks,
       scope: run.id,
-      now: () => book.clock.now(),
+      now: () => lifecycle.clock.now(),
       ...(run.turn !== null ? { turn: run.turn } : {}),
     };
     // Where the run stands is in the log: its checkpoint (counters and a log position) and its
@@ -292,11 +271,11 @@ export class Execution {
     if (!checkpoint && !tail.some((e) => e.type === 'turn/start')) {
       // A fresh run: the session's model context (the trigger message is already in it).
       // (The loop makes it portable: opaque reasoning never crosses a turn.)
-      const history = (await book.sessions.context(run.sessionId)).messages;
+      const history = (await lifecycle.sessions.context(run.sessionId)).messages;
       this.spans?.started(history);
       start = () => startTurn(running, { ...base, history });
     } else {
-      const { messages } = await book.sessions.turnConversation(run.sessionId, run.turn ?? 0);
+      const { messages } = await lifecycle.sessions.turnConversation(run.sessionId, run.turn ?? 0);
       const resume = resumePoint(checkpoint, messages, tail, run.waiting as unknown as Waiting | null);
       start = () => startTurn(running, { ...base, resume });
     }
@@ -315,7 +294,7 @@ export class Execution {
     }
     let depth = 0;
     for (let parent = run.parentRunId; parent && depth < 100; depth++)
-      parent = (await book.store.getRun(parent))?.parentRunId ?? null;
+      parent = (await lifecycle.store.getRun(parent))?.parentRunId ?? null;
     const scope: RunScope = {
       runId: run.id,
       sessionId: run.sessionId,
@@ -337,7 +316,7 @@ export class Execution {
     // written (the run was lost, or the store failed), the lease expires and another worker recovers.
     if (this.stopReason === 'release' && this.sink.closed && !this.sink.ended) {
       // Let go at once (shutdown past its grace period): hand the run back without waiting for the lease.
-      await book
+      await lifecycle
         .move(run.id, 'queued', {
           reason: `released by ${this.env.owner} (${result.reason})`,
           patch: { lease: null },
@@ -349,7 +328,7 @@ export class Execution {
   }
 
   private startTimers(): void {
-    const { book, owner, leaseMs, renewEveryMs } = this.env;
+    const { lifecycle, owner, leaseMs, renewEveryMs } = this.env;
     const run = this.run;
     const letGo = () => {
       // Someone else holds the run now (or may, once the lease is over): stop; our writes are fenced anyway.
@@ -363,7 +342,7 @@ export class Execution {
         const until = Date.now() + leaseMs;
         let ok: boolean;
         try {
-          ok = await book.store.renewLease(run.id, owner, this.token, until);
+          ok = await lifecycle.renewLease(run.id, owner, this.token, until);
         } catch {
           // A store error is no answer: the next tick tries again while the lease still holds.
           if (Date.now() >= this.leaseHeldUntil - renewEveryMs) letGo();
@@ -382,8 +361,8 @@ export class Execution {
       if (polling) return;
       polling = true;
       void (async () => {
-        const fresh = await book.store.getRun(run.id).catch(() => undefined);
-        if ((await book.store.countInputs(run.sessionId, 'steer').catch(() => 0)) > 0) this.steeringArrived();
+        const fresh = await lifecycle.store.getRun(run.id).catch(() => undefined);
+        if ((await lifecycle.store.countInputs(run.sessionId, 'steer').catch(() => 0)) > 0) this.steeringArrived();
         if (fresh?.cancelRequested) this.cancel();
         if (fresh?.pauseRequested) this.pause();
         else if (fresh) this.unpause();
@@ -412,7 +391,7 @@ export class Execution {
         if (this.steeringMaybe) {
           // Cleared before the read: steering stored meanwhile sets it again.
           this.steeringMaybe = false;
-          const inputs = await this.env.book.store.listInputs(this.run.sessionId, 'steer', this.run.id);
+          const inputs = await this.env.lifecycle.store.listInputs(this.run.sessionId, 'steer', this.run.id);
           for (const i of inputs) {
             if (this.steered.has(i.id)) continue;
             this.steered.add(i.id);

@@ -1,5 +1,5 @@
-export * from './state.ts';
-export * from './book.ts';
+export * from './lifecycle/run-status.ts';
+export * from './lifecycle/index.ts';
 export * from './resume.ts';
 export * from './sink.ts';
 export * from './execution.ts';

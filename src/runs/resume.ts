@@ -2,7 +2,7 @@ import type { ApprovalDecision, ResumePoint } from '../core/index.ts';
 import { addUsage, emptyUsage, type Message, type Usage } from '../model/index.ts';
 import type { SessionEvent } from '../session/index.ts';
 import type { Checkpoint } from '../store/index.ts';
-import type { Waiting } from './book.ts';
+import type { Waiting } from './lifecycle/waiting.ts';
 
 /**
  * What a run's checkpoint holds (v2, ADR-0008): the turn's counters at a step boundary. Where the

@@ -1,9 +1,16 @@
-import { userMessage, type AgentDefinition, type DeltaEvent, type UserInput } from '../core/index.ts';
+import { userMessage, type AgentDefinition, type UserInput } from '../core/index.ts';
 import type { JsonValue, UserMessage } from '../model/index.ts';
 import type { LanguageModelV4 } from '@ai-sdk/provider';
-import { follow, Sessions, type CompactionSettings, type CompactOptions, type SessionEvent } from '../session/index.ts';
 import {
-  isTerminal,
+  eventPosition,
+  follow,
+  Sessions,
+  type CompactionSettings,
+  type CompactOptions,
+  type FeedItem,
+  type SessionEvent,
+} from '../session/index.ts';
+import {
   NotFoundError,
   RunBusyError,
   refuseNul,
@@ -19,31 +26,31 @@ import {
   type UsageQuery,
   type UsageTotals,
 } from '../store/index.ts';
+import { RunLifecycle } from './lifecycle/run-lifecycle.ts';
+import { refuseTakenKey, type IdempotencyClaim } from './lifecycle/idempotency.ts';
+import { recordMcpTools } from './lifecycle/record-mcp-tools.ts';
+import type { Accepted, IfBusy, RunOptions } from './lifecycle/types.ts';
+import type { Waiting } from './lifecycle/waiting.ts';
 import {
-  RunBook,
-  recordEffect,
-  refuseTakenKey,
-  specWithMcpTools,
-  type Accepted,
-  type IdempotencyClaim,
-  type IfBusy,
-  type RunOptions,
-  type Waiting,
-} from './book.ts';
+  IllegalTransitionError,
+  isTerminal,
+  isWaiting,
+  SETTLED_STATUSES,
+  STORED_AT_TURN_END,
+} from './lifecycle/run-status.ts';
 import { SendSpan } from '../telemetry/send-span.ts';
 import { checkSendOptions } from './send-options.ts';
 import { recordsContent, type TelemetryOptions } from '../telemetry/tracer.ts';
 import type { Execution, ExecutionEnv } from './execution.ts';
 import { systemClock, type Clock } from '../core/clock.ts';
-import { isWaiting, Waits } from './waits.ts';
+import { Waits } from './waits.ts';
 import { Webhooks, type WebhookOptions } from './webhooks/index.ts';
 import { RunObservers, type RunObserver } from './observer.ts';
-import { IllegalTransitionError } from './state.ts';
 import { Worker, type OfferedSlot, type WorkerHost, type WorkerOptions } from './worker.ts';
 import { WakeUp } from './wake-up.ts';
 import { PAUSED_FOR_ERASED_TENANT, Schedules, type SchedulerOptions } from './schedules.ts';
 import { FlowControl, type FlowControlOptions, type ModelLimits, type Priority } from '../flow-control/index.ts';
-import { runScope } from './execution.ts';
+import { runScope } from './run-scope.ts';
 import { agentWithMcpTools, McpPool, type McpToolsGot } from '../mcp/index.ts';
 
 /** Whether compaction settings are one for every agent (else they are by agent name). */
@@ -102,30 +109,8 @@ export interface SendOptions extends RunOptions {
 
 export type SendResult = { outcome: 'created' | 'enqueued' | 'steered'; message: UserMessage; run: RunRecord };
 
-export type RunStreamItem = { kind: 'event'; event: SessionEvent } | { kind: 'delta'; delta: DeltaEvent; id: string };
-
-/**
- * The statuses a run only reaches by a turn's end that stored its checkpoint (see `resumeCursor`).
- * Not `paused`: a queued run may be paused too, after a turn that failed and stored none.
- */
-const STORED_AT_TURN_END: readonly RunStatus[] = [
-  'completed',
-  'waiting_approval',
-  'waiting_for_user',
-  'sleeping',
-  'waiting_for_signal',
-];
-const SETTLED: readonly RunStatus[] = [
-  'waiting_approval',
-  'waiting_for_user',
-  'sleeping',
-  'waiting_for_signal',
-  'paused',
-  'completed',
-  'failed',
-  'cancelled',
-  'timed_out',
-];
+/** What `runs.stream` yields: the feed's items as they are (session/feed.ts). */
+export type RunStreamItem = FeedItem;
 
 /**
  * The runs layer's library API: sessions that take messages, durable runs, and workers.
@@ -140,7 +125,8 @@ export class Runtime {
     eraseTenant(tenant: string): Promise<{ erased: number }>;
   };
   readonly runs: RunsApi;
-  readonly book: RunBook;
+  /** The only writer of runs: every run transaction goes through it (src/runs/lifecycle/). */
+  readonly lifecycle: RunLifecycle;
   /** Deadlines, wake-ups, signals and callbacks of waiting runs (ADR-0015). */
   readonly waits: Waits;
   /** Webhook subscriptions, the outbox hook and this process's dispatcher (started with the workers). */
@@ -196,9 +182,9 @@ export class Runtime {
       store: options.store,
       ...(options.snapshotEvery !== undefined ? { snapshotEvery: options.snapshotEvery } : {}),
     });
-    this.book = new RunBook(sessions);
-    this.book.clock = options.clock ?? systemClock;
-    this.waits = new Waits(this.book, this.resolveAgent);
+    this.lifecycle = new RunLifecycle(sessions);
+    this.lifecycle.clock = options.clock ?? systemClock;
+    this.waits = new Waits(this.lifecycle, this.resolveAgent);
     this.webhooks = new Webhooks(options.store, sessions.log, this.clock, options.webhooks);
     const eraseOne = sessions.erase.bind(sessions);
     const compactOne = sessions.compact.bind(sessions);
@@ -317,7 +303,7 @@ export class Runtime {
     try {
       if (ifBusy === 'interrupt') {
         // Checked before the active run is cancelled: a message that cannot be taken interrupts nothing.
-        message = this.book.checkedMessage(userMessage(input));
+        message = this.lifecycle.checkedMessage(userMessage(input));
         // A request that lost its key to another must not cancel the run that one created.
         if (idempotency) await refuseTakenKey(this.store, idempotency);
         const active = await this.store.activeRun(sessionId);
@@ -327,7 +313,7 @@ export class Runtime {
       const slot = this.offerSlot();
       let r: Accepted;
       try {
-        r = await this.book.send(sessionId, message, agent, {
+        r = await this.lifecycle.send(sessionId, message, agent, {
           ifBusy: ifBusy === 'interrupt' ? 'reject' : ifBusy,
           options,
           ...(idempotency ? { idempotency } : {}),
@@ -432,7 +418,7 @@ export class Runtime {
     // Its model calls' deltas are numbered after other nodes' commits too (see numberDeltas).
     this.sessions.log.numberDeltas();
     const host: WorkerHost = {
-      book: this.book,
+      lifecycle: this.lifecycle,
       env: (owner) => this.env(owner),
       nap: (ms) => this.nap(ms),
       wake: () => this.wake(),
@@ -452,7 +438,7 @@ export class Runtime {
     const { leaseMs, renewEveryMs, controlPollMs, maxAttempts } = this.options;
     const { compaction } = this;
     return {
-      book: this.book,
+      lifecycle: this.lifecycle,
       owner,
       leaseMs,
       renewEveryMs,
@@ -469,11 +455,8 @@ export class Runtime {
       waits: this.waits,
       prepareAgent: async (agent, run) => {
         // The tools the run got at its first start go into its agent spec, with their record.
-        const recorded = (tx: StoreOps, got: McpToolsGot) =>
-          tx
-            .updateRun(run.id, { agentSpec: specWithMcpTools(run.agentSpec, got) }, { fencingToken: run.fencingToken })
-            .then(() => {});
-        return (await agentWithMcpTools(this.mcp, this.book.sessions.log, agent, run, { recorded })).agent;
+        const recorded = (tx: StoreOps, got: McpToolsGot) => recordMcpTools(tx, run, got);
+        return (await agentWithMcpTools(this.mcp, this.lifecycle.sessions.log, agent, run, { recorded })).agent;
       },
     };
   }
@@ -523,8 +506,8 @@ export class Runtime {
     const parent = await this.runs.get(parentRunId);
     const agent = this.agentFor(agentName);
     // The child's session is the parent's tenant's: readable by the same keys, and only by them.
-    const parentSession = await this.book.sessions.get(parent.sessionId);
-    const session = await this.book.sessions.create({
+    const parentSession = await this.lifecycle.sessions.get(parent.sessionId);
+    const session = await this.lifecycle.sessions.create({
       tenant: parentSession.tenant,
       title: `${agent.name}: ${task.slice(0, 60)}`,
       agent: agent.name,
@@ -532,7 +515,7 @@ export class Runtime {
     });
     // The child traces under its parent's execution (or, from elsewhere, the parent run's trace).
     const trace = this.executions.get(parentRunId)?.traceCarrier ?? (parent.options as RunOptions).trace;
-    const r = await this.book.send(session.id, task, agent, {
+    const r = await this.lifecycle.send(session.id, task, agent, {
       options: { ...this.options.runDefaults, ...(trace ? { trace } : {}) },
       parent: { runId: parentRunId, toolCallId },
     });
@@ -549,12 +532,12 @@ export class RunsApi {
     this.rt = rt;
   }
 
-  private get book() {
-    return this.rt.book;
+  private get lifecycle() {
+    return this.rt.lifecycle;
   }
 
   get(id: string): Promise<RunRecord> {
-    return this.book.get(id);
+    return this.lifecycle.get(id);
   }
 
   /** The run, or undefined when there is none with this id. */
@@ -581,7 +564,7 @@ export class RunsApi {
       const c = await this.rt.store.getCheckpoint(id);
       return c ? { step: c.step, seq: c.seq } : null;
     }
-    return (await this.book.boundary(run)).at ?? null;
+    return (await this.lifecycle.boundary(run)).at ?? null;
   }
 
   /** How many runs there are in each status. */
@@ -604,7 +587,8 @@ export class RunsApi {
     o: { until?: 'terminal' | 'settled'; timeoutMs?: number; signal?: AbortSignal; pollMs?: number } = {},
   ): Promise<RunRecord> {
     const until = o.until ?? 'settled';
-    const reached = (status: RunStatus) => (until === 'terminal' ? isTerminal(status) : SETTLED.includes(status));
+    const reached = (status: RunStatus) =>
+      until === 'terminal' ? isTerminal(status) : SETTLED_STATUSES.includes(status);
     o.signal?.throwIfAborted();
     // A reason to look again: the run's status event reaching `until`, committed here; another
     // node's commit to its session; the timeout or the abort; and every pollMs in any case (a
@@ -692,14 +676,14 @@ export class RunsApi {
   async cancel(id: string, o: { graceMs?: number; reason?: string } = {}): Promise<RunRecord> {
     let run = await this.get(id);
     if (!isTerminal(run.status) && run.status === 'running') {
-      await this.book.request(id, { cancelRequested: true }).catch(() => {});
+      await this.lifecycle.request(id, { cancelRequested: true }).catch(() => {});
       this.rt.executions.get(id)?.cancel();
       run = await this.wait(id, { until: 'terminal', timeoutMs: o.graceMs ?? 5000 }).catch(() => this.get(id));
     }
     if (!isTerminal(run.status)) {
       try {
         run = (
-          await this.book.finish(run, 'cancelled', {
+          await this.lifecycle.finish(run, 'cancelled', {
             reason: o.reason ?? 'cancel requested',
             closeOpenCalls: true,
             resolveAgent: this.rt.resolveAgent,
@@ -722,10 +706,10 @@ export class RunsApi {
   /** Pauses at the next step boundary (or at once, for a run no worker holds). */
   async pause(id: string): Promise<RunRecord> {
     const run = await this.get(id);
-    if (run.status === 'queued') return this.book.move(id, 'paused', { reason: 'pause requested' });
+    if (run.status === 'queued') return this.lifecycle.move(id, 'paused', { reason: 'pause requested' });
     if (run.status !== 'running') throw new IllegalTransitionError(id, run.status, 'paused');
     // The request first: the worker's renewal timer follows what the store says.
-    const requested = await this.book.request(id, { pauseRequested: true });
+    const requested = await this.lifecycle.request(id, { pauseRequested: true });
     this.rt.executions.get(id)?.pause();
     return requested;
   }
@@ -735,7 +719,7 @@ export class RunsApi {
     const current = await this.get(id);
     if (current.status === 'running' && current.pauseRequested) {
       // Not paused yet (it pauses at its next step boundary): withdraw the request instead.
-      const withdrawn = await this.rt.store.updateRun(id, { pauseRequested: false }, { statuses: ['running'] });
+      const withdrawn = await this.lifecycle.withdrawPause(id);
       this.rt.executions.get(id)?.unpause();
       return withdrawn;
     }
@@ -748,7 +732,7 @@ export class RunsApi {
         'queued',
         `only a paused run can be resumed; it is ${current.status}`,
       );
-    const run = await this.book.move(id, 'queued', {
+    const run = await this.lifecycle.move(id, 'queued', {
       reason: 'resumed',
       patch: { pauseRequested: false },
       guard: { statuses: ['paused'] },
@@ -758,19 +742,13 @@ export class RunsApi {
   }
 
   async approve(id: string, toolCallId: string, o: { input?: JsonValue } = {}): Promise<RunRecord> {
-    const run = await this.book.decide(id, toolCallId, {
-      approved: true,
-      ...(o.input !== undefined ? { input: o.input } : {}),
-    });
+    const run = await this.lifecycle.approve(id, toolCallId, o.input);
     this.rt.wake();
     return run;
   }
 
   async deny(id: string, toolCallId: string, o: { reason?: string } = {}): Promise<RunRecord> {
-    const run = await this.book.decide(id, toolCallId, {
-      approved: false,
-      ...(o.reason !== undefined ? { reason: o.reason } : {}),
-    });
+    const run = await this.lifecycle.deny(id, toolCallId, o.reason);
     this.rt.wake();
     return run;
   }
@@ -792,7 +770,7 @@ export class RunsApi {
         throw new StoreError('ambiguous', `run ${id} has ${open.length} open questions: name the tool call to answer`);
       toolCallId = open[0]!.toolCallId;
     }
-    const run = await this.book.decide(id, toolCallId, { answer });
+    const run = await this.lifecycle.answer(id, toolCallId, answer);
     this.rt.wake();
     return run;
   }
@@ -804,27 +782,10 @@ export class RunsApi {
     o: { idempotency?: IdempotencyClaim } = {},
   ): Promise<{ message: UserMessage; run: RunRecord }> {
     // Checked here: the run's own commits log it without a check.
-    const message = this.book.checkedMessage(userMessage(input));
+    const message = this.lifecycle.checkedMessage(userMessage(input));
     // Checked and stored in one transaction: a turn's end either sees this steering (and goes on
     // to take it) or has committed first (and the run refuses it here).
-    const run = await this.rt.store.transaction(async (tx) => {
-      if (o.idempotency) await refuseTakenKey(tx, o.idempotency);
-      const r = await tx.getRun(id);
-      if (!r) throw new NotFoundError('run', id);
-      if (isTerminal(r.status))
-        throw new IllegalTransitionError(id, r.status, r.status, 'a finished run takes no more input');
-      await tx.addInput({
-        id: message.id,
-        sessionId: r.sessionId,
-        kind: 'steer',
-        runId: id,
-        payload: { message },
-        createdAt: Date.now(),
-      });
-      if (o.idempotency)
-        await recordEffect(tx, o.idempotency, { outcome: 'steered', message_id: message.id, run_id: id });
-      return r;
-    });
+    const run = await this.lifecycle.steer(id, message, o.idempotency);
     this.rt.executions.get(id)?.steeringArrived();
     // A sleeping run whose sleep wakes on steering wakes now; any other takes it when it runs again.
     const woken = isWaiting(run.status) ? await this.rt.waits.steered(id) : undefined;
@@ -870,7 +831,7 @@ export class RunsApi {
     const run = await this.get(id);
     const ends = (e: SessionEvent) => e.type === 'run/status' && isTerminal(e.data.to);
     yield* follow(this.rt.sessions.log, run.sessionId, {
-      after: { seq: o.after ?? 0, n: 0 },
+      after: eventPosition(o.after ?? 0),
       runId: id,
       endAt: ends,
       isDone: async () => isTerminal((await this.get(id)).status),

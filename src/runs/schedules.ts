@@ -7,7 +7,6 @@
  */
 import { Cron } from 'croner';
 import { newId, userMessage, type AgentDefinition, type UserInput } from '../core/index.ts';
-import type { UserMessage } from '../model/index.ts';
 import {
   NotFoundError,
   StoreError,
@@ -19,9 +18,10 @@ import {
   type ScheduleRecord,
   type ScheduleTarget,
   type Store,
-  type StoreOps,
 } from '../store/index.ts';
-import type { IfBusy, RunBook, RunOptions } from './book.ts';
+import type { Attempt } from './lifecycle/fire-schedule.ts';
+import type { RunLifecycle } from './lifecycle/run-lifecycle.ts';
+import type { RunOptions } from './lifecycle/types.ts';
 import { hasNul, isClosedStore, NUL_REFUSAL } from '../store/index.ts';
 import type { Clock } from '../core/clock.ts';
 import { WakeUp } from './wake-up.ts';
@@ -70,31 +70,12 @@ export class ScheduleValidationError extends FieldValidationError {}
 /** What the schedules need of the runtime. */
 export interface SchedulesHost {
   readonly store: Store;
-  readonly book: RunBook;
+  readonly lifecycle: RunLifecycle;
   readonly clock: Clock;
   readonly defaultAgent: AgentDefinition;
   resolveAgent(name: string, version?: string): AgentDefinition | undefined;
   wake(): void;
   readonly runs: { cancel(id: string, o?: { graceMs?: number; reason?: string }): Promise<RunRecord> };
-}
-
-/** What one attempt at the earliest due schedule did. */
-type Attempt =
-  | { kind: 'none' }
-  | { kind: 'done'; fire?: ScheduleFireRecord }
-  | { kind: 'interrupt'; scheduleId: string; tick: number; sessionId: string }
-  | { kind: 'failed'; scheduleId: string; tick: number; error: unknown };
-
-/** Thrown inside a fire's transaction when another worker recorded the tick first: everything rolls back. */
-class TickTaken extends Error {}
-
-/** Why a fire's error means its target session takes no message any more (the schedule pauses), or undefined. */
-function targetGone(e: unknown): string | undefined {
-  if (!(e instanceof StoreError)) return undefined;
-  if (e.code === 'session_archived') return 'its target session is archived';
-  if (e.code === 'session_erased') return 'its target session was erased';
-  if (e instanceof NotFoundError && /^session /.test(e.message)) return 'its target session does not exist';
-  return undefined;
 }
 
 /** The pause reason of the schedules of a tenant whose sessions were erased. */
@@ -252,7 +233,7 @@ export class Schedules {
       );
     try {
       // What each fire would send, checked once here: a part no user message may hold would fail every fire.
-      this.host.book.checkedMessage(userMessage(message as UserInput));
+      this.host.lifecycle.checkedMessage(userMessage(message as UserInput));
     } catch (e) {
       throw new ScheduleValidationError('message', (e as Error).message);
     }
@@ -414,118 +395,20 @@ export class Schedules {
   private async attempt(now: number, interrupted: ReadonlySet<string>): Promise<Attempt> {
     let current: { scheduleId: string; tick: number } | undefined;
     try {
-      return await this.host.book.sessions.log.transaction(async (tx): Promise<Attempt> => {
-        const [s] = await tx.dueSchedules(now, 1);
-        if (!s || s.nextFireAt === null) return { kind: 'none' };
-        const tick = latestTickAtOrBefore(s, now, s.nextFireAt);
-        current = { scheduleId: s.id, tick };
-        return this.fireIn(tx, s, tick, now, interrupted);
+      return await this.host.lifecycle.fireDueSchedule({
+        now,
+        interrupted,
+        missedAfterMs: this.options.missedAfterMs,
+        runDefaults: this.runDefaults,
+        agentFor: (spec) => this.agentFor(spec),
+        latestTick: latestTickAtOrBefore,
+        nextTick: nextTickAfter,
+        firing: (tick) => (current = tick),
       });
     } catch (e) {
       if (!current) throw e;
       return { kind: 'failed', ...current, error: e };
     }
-  }
-
-  /** One tick of one schedule, inside the fire's transaction. */
-  private async fireIn(
-    tx: StoreOps,
-    s: ScheduleRecord,
-    tick: number,
-    now: number,
-    interrupted: ReadonlySet<string>,
-  ): Promise<Attempt> {
-    const next = nextTickAfter(s, now);
-    const missed = now - tick > this.options.missedAfterMs;
-    if (missed && s.catchUp === 'skip') {
-      // Downtime: the missed ticks are not fired; the schedule goes on from now.
-      await tx.updateSchedule(s.id, { nextFireAt: next, updatedAt: now });
-      return { kind: 'done' };
-    }
-    const record = async (
-      f: Omit<ScheduleFireRecord, 'scheduleId' | 'tick' | 'firedAt'>,
-      lastRunId?: string,
-    ): Promise<Attempt> => {
-      const fire: ScheduleFireRecord = { scheduleId: s.id, tick, firedAt: now, ...f };
-      if (!(await tx.addScheduleFire(fire)))
-        throw new TickTaken(`tick ${new Date(tick).toISOString()} of schedule ${s.id} has fired already`);
-      await tx.updateSchedule(s.id, {
-        nextFireAt: next,
-        lastTick: tick,
-        updatedAt: now,
-        ...(lastRunId ? { lastRunId } : {}),
-      });
-      return { kind: 'done', fire };
-    };
-    const agent = this.agentFor(s.agent);
-    const options: RunOptions = { ...this.runDefaults };
-    const message: UserMessage = userMessage(s.message as UserInput);
-    const lateBy = missed ? ` (caught up ${Math.round((now - tick) / 1000)} s late)` : '';
-    let sessionId: string;
-    let ifBusy: IfBusy = 'reject';
-    let reason: string | null = null;
-    if ('sessionId' in s.target) {
-      sessionId = s.target.sessionId;
-      const active = await tx.activeRun(sessionId);
-      if (active) {
-        if (s.overlap === 'skip')
-          return record({
-            outcome: 'skipped',
-            reason: `run ${active.id} of the session is still active`,
-            runId: null,
-            sessionId,
-          });
-        if (s.overlap === 'interrupt' && !interrupted.has(`${s.id}:${tick}`))
-          return { kind: 'interrupt', scheduleId: s.id, tick, sessionId };
-        // enqueue, or interrupt when a run is active again after the cancel: the message queues behind it.
-        ifBusy = 'enqueue';
-        reason = `queued behind run ${active.id}`;
-      } else if (interrupted.has(`${s.id}:${tick}`)) {
-        reason = 'interrupted the active run';
-      }
-    } else {
-      // A new session per fire: nothing can be active in it, so overlap does not apply.
-      const ns = s.target.newSession;
-      sessionId = newId();
-      const title = ns.title ?? `${s.name ?? `schedule ${s.id}`} @ ${new Date(tick).toISOString()}`;
-      const metadata = { ...ns.metadata, scheduleId: s.id, scheduleTick: tick };
-      const createdAt = Date.now();
-      await tx.createSession({
-        id: sessionId,
-        tenant: s.tenant,
-        createdAt,
-        title,
-        metadata,
-        agent: agent.name,
-        origin: null,
-      });
-      await this.host.book.sessions.log.append(
-        sessionId,
-        [
-          {
-            type: 'session/created',
-            time: createdAt,
-            data: { title, metadata: metadata as unknown as Record<string, never>, agent: agent.name, origin: null },
-          },
-        ],
-        { tx },
-      );
-    }
-    const accepted = await this.host.book.accept(tx, sessionId, message, agent, ifBusy, { options });
-    await this.host.book.sessions.log.append(
-      sessionId,
-      [{ type: 'schedule/fired', data: { scheduleId: s.id, tick, runId: accepted.run.id } }],
-      { tx },
-    );
-    return record(
-      {
-        outcome: 'fired',
-        reason: reason || lateBy ? `${reason ?? ''}${lateBy}`.trim() : null,
-        runId: accepted.run.id,
-        sessionId,
-      },
-      accepted.run.id,
-    );
   }
 
   /**
@@ -555,35 +438,7 @@ export class Schedules {
     error: unknown,
   ): Promise<ScheduleFireRecord | undefined> {
     try {
-      return await this.store.transaction(async (tx) => {
-        const s = await tx.getSchedule(scheduleId);
-        if (!s || s.pausedAt !== null || s.nextFireAt === null || s.nextFireAt > now) return undefined;
-        const fire: ScheduleFireRecord = {
-          scheduleId,
-          tick,
-          firedAt: now,
-          outcome: 'failed',
-          reason: (error as Error).message ?? String(error),
-          runId: null,
-          sessionId: 'sessionId' in s.target ? s.target.sessionId : null,
-        };
-        // Another worker fired it (TickTaken): only move on.
-        const recorded = error instanceof TickTaken ? false : await tx.addScheduleFire(fire);
-        const gone = targetGone(error);
-        await tx.updateSchedule(
-          scheduleId,
-          gone
-            ? {
-                pausedAt: now,
-                pausedReason: `${gone}: ${fire.reason}`,
-                nextFireAt: null,
-                lastTick: tick,
-                updatedAt: now,
-              }
-            : { nextFireAt: nextTickAfter(s, now), lastTick: tick, updatedAt: now },
-        );
-        return recorded ? fire : undefined;
-      });
+      return await this.host.lifecycle.recordFailedFire(scheduleId, tick, now, error, nextTickAfter);
     } catch (e) {
       process.emitWarning(`keel scheduler: schedule ${scheduleId}: ${(e as Error).message}`);
       return undefined;

@@ -1,11 +1,11 @@
 import { newId } from '../core/index.ts';
-import type { NewEvent } from '../session/index.ts';
-import type { DueCursor, RunRecord, StoreOps } from '../store/index.ts';
+import type { DueCursor, StoreOps } from '../store/index.ts';
 import { FieldValidationError } from './field-validation-error.ts';
-import type { Claimed, RunBook, Waiting } from './book.ts';
 import { Execution, type ExecutionEnv } from './execution.ts';
-import { CLAIM_POLICY } from './state.ts';
-import { isWaiting } from './waits.ts';
+import type { RunLifecycle } from './lifecycle/run-lifecycle.ts';
+import { CLAIM_POLICY, isWaiting } from './lifecycle/run-status.ts';
+import type { Claimed } from './lifecycle/types.ts';
+import type { Waiting } from './lifecycle/waiting.ts';
 
 export interface WorkerOptions {
   /** The lease owner's name; unique per worker. */
@@ -50,7 +50,7 @@ export interface OfferedSlot {
 }
 
 export interface WorkerHost {
-  book: RunBook;
+  lifecycle: RunLifecycle;
   env(owner: string): ExecutionEnv;
   /** Resolves at the next local wake-up (a run was queued here), true, or after `ms`, false. */
   nap(ms: number): Promise<boolean>;
@@ -125,7 +125,7 @@ export class Worker {
             this.claiming--;
           }
           if (!claimed) break;
-          this.spawn(claimed.run, claimed.firstStart);
+          this.spawn(claimed);
         }
         if (Date.now() - this.lastSweep >= this.sweepMs) await this.sweep();
       } catch (e) {
@@ -142,36 +142,9 @@ export class Worker {
   /** Claims the oldest claimable run in a transaction of its own, and tells the observers. */
   private async claim(): Promise<Claimed | undefined> {
     // Committed, its event reaches live streams (the log publishes on commit).
-    const claimed = await this.host.book.sessions.log.transaction((tx) => this.claimIn(tx));
+    const claimed = await this.host.lifecycle.claim(this.id, this.host.env(this.id).leaseMs);
     if (claimed) this.host.env(this.id).observers?.claimed(claimed.run, claimed.previous, claimed.claimedAt);
     return claimed;
-  }
-
-  /** Claims the oldest claimable run inside `tx` and records it: a start, or the recovery of an interrupted run. */
-  private async claimIn(tx: StoreOps): Promise<Claimed | undefined> {
-    const { book } = this.host;
-    const claimedAt = Date.now();
-    const c = await tx.claimRun(this.id, this.host.env(this.id).leaseMs, claimedAt, CLAIM_POLICY);
-    if (!c) return undefined;
-    const { run, previous, firstStart } = c;
-    const fence = { runId: run.id, token: run.fencingToken };
-    const turn = run.turn !== null ? { turn: run.turn } : {};
-    const event: NewEvent =
-      previous === 'running'
-        ? {
-            type: 'run/interrupted',
-            runId: run.id,
-            ...turn,
-            data: { attempt: run.attempt, step: (await book.boundary(run, tx)).at?.step ?? 0, reason: 'lease_expired' },
-          }
-        : {
-            type: 'run/status',
-            runId: run.id,
-            ...turn,
-            data: { from: previous, to: 'running', attempt: run.attempt, reason: `claimed by ${this.id}` },
-          };
-    await book.sessions.log.append(run.sessionId, [event], { tx, fence, trusted: true });
-    return { run, previous, firstStart, claimedAt };
   }
 
   /**
@@ -190,11 +163,11 @@ export class Worker {
       return true;
     };
     return {
-      claim: (tx) => this.claimIn(tx),
+      claim: (tx) => this.host.lifecycle.claimIn(tx, this.id, this.host.env(this.id).leaseMs),
       start: (claimed) => {
         if (!close()) return;
         this.host.env(this.id).observers?.claimed(claimed.run, claimed.previous, claimed.claimedAt);
-        this.spawn(claimed.run, claimed.firstStart);
+        this.spawn(claimed);
       },
       release: () => {
         if (close()) this.slotWake();
@@ -209,7 +182,7 @@ export class Worker {
    * wake-up or the next poll takes it.
    */
   private async mayClaim(): Promise<boolean> {
-    const counts = await this.host.book.store.countRunsByStatus();
+    const counts = await this.host.lifecycle.store.countRunsByStatus();
     return CLAIM_POLICY.ready.some((s) => counts[s] > 0) || CLAIM_POLICY.recoverable.some((s) => counts[s] > 0);
   }
 
@@ -219,8 +192,9 @@ export class Worker {
     this.host.wake();
   }
 
-  private spawn(run: RunRecord, firstStart: boolean): void {
-    const execution = new Execution(this.host.env(this.id), run, { firstStart });
+  private spawn(claimed: Claimed): void {
+    const { run, firstStart, boundary } = claimed;
+    const execution = new Execution(this.host.env(this.id), run, { firstStart, ...(boundary ? { boundary } : {}) });
     // A slot freed (or taken again) by a run waiting outside: look for work at once.
     execution.onSlotChange = () => this.slotWake();
     this.running.set(run.id, execution);
@@ -244,16 +218,16 @@ export class Worker {
    */
   private async sweep(): Promise<void> {
     this.lastSweep = Date.now();
-    const { book } = this.host;
+    const { lifecycle } = this.host;
     const env = this.host.env(this.id);
-    const now = book.clock.now();
+    const now = lifecycle.clock.now();
     let after: DueCursor | undefined;
     for (let pages = 0; ; pages++) {
       if (pages === SWEEP_PAGES || this.stopping) {
         this.lastSweep = 0;
         return;
       }
-      const due = await book.store.dueRuns(now, { limit: SWEEP_PAGE, ...(after ? { after } : {}) });
+      const due = await lifecycle.store.dueRuns(now, { limit: SWEEP_PAGE, ...(after ? { after } : {}) });
       for (const { run: r } of due) {
         const deadlinePassed = r.deadlineAt !== null && r.deadlineAt <= now;
         if (!deadlinePassed && env.waits) {
@@ -263,7 +237,7 @@ export class Worker {
         }
         const waitExpired =
           isWaiting(r.status) && ((r.waiting as unknown as Waiting | null)?.expiresAt ?? Infinity) <= now;
-        await book
+        await lifecycle
           .finish(r, 'timed_out', {
             reason: waitExpired && !deadlinePassed ? 'the wait for a decision expired' : 'run timeout',
             closeOpenCalls: true,

@@ -3,7 +3,8 @@ import { z } from '@hono/zod-openapi';
 import { hasNul, NUL_REFUSAL } from '../store/index.ts';
 import type { SessionEvent } from '../session/index.ts';
 import type { RunRecord, SessionRecord } from '../store/index.ts';
-import type { Waiting } from '../runs/book.ts';
+import { RUN_STATUS_ORDER } from '../runs/lifecycle/run-status.ts';
+import type { Waiting } from '../runs/lifecycle/waiting.ts';
 import { waitDetails } from '../runs/waits.ts';
 
 /** API payloads. Bodies are strict: unknown fields are refused, not ignored. */
@@ -46,19 +47,7 @@ export const RunSchema = z
     child_run_ids: z.array(z.string()),
     agent: z.object({ name: z.string(), version: z.string() }),
     agent_spec: JsonObjectSchema,
-    status: z.enum([
-      'queued',
-      'running',
-      'waiting_approval',
-      'waiting_for_user',
-      'sleeping',
-      'waiting_for_signal',
-      'paused',
-      'completed',
-      'failed',
-      'cancelled',
-      'timed_out',
-    ]),
+    status: z.enum(RUN_STATUS_ORDER),
     queued_behind: z
       .boolean()
       .describe(

@@ -10,7 +10,8 @@ import {
   type SessionEvent,
   type SessionLog,
 } from '../session/index.ts';
-import { isTerminal, type RunStatus } from '../store/index.ts';
+import { isTerminal } from '../runs/lifecycle/run-status.ts';
+import type { RunStatus } from '../store/index.ts';
 import { eventJson } from './schemas.ts';
 
 export interface StreamOptions {

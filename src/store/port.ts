@@ -111,27 +111,6 @@ export type RunStatus =
   | 'sleeping'
   /** Waiting for a named signal from outside (ADR-0015): no worker holds it. */
   | 'waiting_for_signal';
-export const RUN_STATUSES: readonly RunStatus[] = [
-  'queued',
-  'running',
-  'waiting_approval',
-  'waiting_for_user',
-  'paused',
-  'completed',
-  'failed',
-  'cancelled',
-  'timed_out',
-  'sleeping',
-  'waiting_for_signal',
-];
-export const TERMINAL_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'cancelled', 'timed_out'];
-export const isTerminal = (s: RunStatus): boolean => TERMINAL_STATUSES.includes(s);
-/**
- * The statuses of a run that waits for a person (an approval or an answer): a tenant's inbox. The
- * stores index the runs in these statuses by tenant (see run-tenants.ts).
- */
-export const WAITING_FOR_PEOPLE: readonly RunStatus[] = ['waiting_approval', 'waiting_for_user'];
-
 export interface RunRecord {
   id: string;
   sessionId: string;
@@ -215,7 +194,7 @@ export type RunPatch = Partial<
   fence?: true;
 };
 
-/** Which runs a worker may claim: the runs layer's lifecycle (runs/state.ts `CLAIM_POLICY`), carried out by the store. */
+/** Which runs a worker may claim: the runs layer's lifecycle (runs/lifecycle/run-status.ts `CLAIM_POLICY`), carried out by the store. */
 export interface ClaimPolicy {
   /** Statuses a run is claimed from when no worker holds it (and it is not queued behind). */
   ready: readonly RunStatus[];
@@ -235,7 +214,7 @@ export interface RunQuery {
   sessionId?: string;
   /**
    * Only the runs of this tenant's sessions, filtered by the query itself (never a window of every
-   * tenant's runs filtered afterwards). Cheap with `statuses` = WAITING_FOR_PEOPLE (an index of
+   * tenant's runs filtered afterwards). Cheap with `statuses` = the runs layer's WAITING_FOR_PEOPLE (an index of
    * those runs by tenant); otherwise it reads the runs in id order.
    */
   tenant?: string;
@@ -415,7 +394,7 @@ export interface StoreOps extends WebhookStoreOps, WaitStoreOps, LimitStoreOps {
   /**
    * Tokens and cost of the runs that ended in [from, to), grouped, in one aggregate query. Each run
    * counts its own usage once: a run's recorded usage includes its ended children's (subagents roll
-   * up into their parent, see runs/book.ts), so a run's own is its recorded usage minus its ended
+   * up into their parent, see runs/lifecycle/finish.ts), so a run's own is its recorded usage minus its ended
    * children's recorded usage. A run is bucketed by its end; runs not ended are left out. Runs of
    * erased sessions count (their rows keep usage, cost, agent and model). The order of the rows is
    * unspecified.

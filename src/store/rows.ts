@@ -3,7 +3,6 @@
  * SQLite and booleans in PostgreSQL) and their mapping to the port's records.
  */
 import {
-  TERMINAL_STATUSES,
   type ApiKeyRecord,
   type IdempotencyRecord,
   type JsonObject,
@@ -136,8 +135,27 @@ export function toRun(r: RunRow): RunRecord {
   };
 }
 
-/** The terminal statuses as an SQL list, for `status NOT IN (...)`. */
-export const TERMINAL_SQL = TERMINAL_STATUSES.map((t) => `'${t}'`).join(', ');
+/**
+ * The statuses that end a run as an SQL list, for `status NOT IN (...)`: the runs layer's terminal
+ * statuses (src/runs/lifecycle/run-status.ts) as the schema's partial indexes leave them out (the
+ * migrations spell them so), written the same way so that a query's term matches its index.
+ */
+export const TERMINAL_SQL = `'completed', 'failed', 'cancelled', 'timed_out'`;
+
+/** Every value of the runs' status column (its CHECK constraint, RUN_STATUS_SQL): what `countRunsByStatus` counts. */
+export const STATUS_COLUMN_VALUES = Object.keys({
+  queued: 0,
+  running: 0,
+  waiting_approval: 0,
+  waiting_for_user: 0,
+  paused: 0,
+  completed: 0,
+  failed: 0,
+  cancelled: 0,
+  timed_out: 0,
+  sleeping: 0,
+  waiting_for_signal: 0,
+} satisfies Record<RunStatus, 0>) as RunStatus[];
 
 /** Columns a RunPatch may set, and how each value is stored. */
 export const RUN_COLUMNS: Record<string, [string, (v: unknown) => unknown]> = {

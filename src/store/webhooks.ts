@@ -6,7 +6,7 @@
 
 /**
  * The event types a subscription can ask for: `run.<status>` for every run status (RUN_STATUSES in
- * port.ts, in its order; the outbox checks at compile time that the two agree), and `schedule.fired`.
+ * src/runs/lifecycle/run-status.ts, in its order; the outbox checks at compile time that the two agree), and `schedule.fired`.
  */
 export const WEBHOOK_EVENT_TYPES = [
   'run.queued',

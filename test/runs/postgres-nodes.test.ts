@@ -21,7 +21,7 @@ import {
   type Runtime,
   type Store,
 } from '../../src/index.ts';
-import { CLAIM_POLICY } from '../../src/runs/state.ts';
+import { CLAIM_POLICY } from '../../src/runs/lifecycle/run-status.ts';
 import type { PostgresStore } from '../../src/store/postgres/index.ts';
 import { ofType, allEvents } from '../support/session-helpers.ts';
 import { openTestPostgres, postgresUrl } from '../support/postgres.ts';

@@ -1,5 +1,5 @@
 /**
- * The run state machine (src/runs/state.ts) as the runtime enforces it: every legal transition
+ * The run state machine (src/runs/lifecycle/run-status.ts) as the runtime enforces it: every legal transition
  * happens through the public API where something can cause it, refused ones throw
  * IllegalTransitionError, and every transition commits a `run/status` event with the row.
  */
@@ -116,7 +116,7 @@ describe('the transition table', () => {
     expect(canTransition('paused', 'running')).toBe(false);
   });
 
-  it('RunBook.move applies exactly the legal transitions, each with its run/status event, and refuses the rest writing nothing', async () => {
+  it('RunLifecycle.move applies exactly the legal transitions, each with its run/status event, and refuses the rest writing nothing', async () => {
     const { rt, store } = setup([agent([])]);
     const s = await rt.sessions.create();
     // No worker: the run only moves when this test moves it.
@@ -124,13 +124,13 @@ describe('the transition table', () => {
     let legal = 0;
     for (const from of ALL) {
       for (const to of ALL) {
-        // Put the row in `from` (test setup only), then ask the book for the transition.
+        // Put the row in `from` (test setup only), then ask the lifecycle for the transition.
         await store.updateRun(run.id, { status: from, endedAt: null });
         const before = await rt.runs.get(run.id);
         const lastSeq = (await rt.sessions.get(s.id)).lastSeq;
         if (canTransition(from, to)) {
           legal++;
-          const moved = await rt.book.move(run.id, to, { reason: 'table' });
+          const moved = await rt.lifecycle.move(run.id, to, { reason: 'table' });
           expect(moved.status).toBe(to);
           const appended = await rt.sessions.events(s.id, { after: lastSeq });
           expect(appended.map((e) => [e.type, e.data])).toEqual([
@@ -141,7 +141,7 @@ describe('the transition table', () => {
             expect(moved.fencingToken).toBe(before.fencingToken + 1);
           }
         } else {
-          const err = await rt.book.move(run.id, to).catch((e: unknown) => e);
+          const err = await rt.lifecycle.move(run.id, to).catch((e: unknown) => e);
           expect(err, `${from} → ${to}`).toBeInstanceOf(IllegalTransitionError);
           expect(err).toMatchObject({ runId: run.id, from, to, code: 'illegal_transition' });
           expect(await rt.runs.get(run.id)).toEqual(before);
@@ -160,7 +160,7 @@ describe('the transition table', () => {
     const lastSeq = (await rt.sessions.get(s.id)).lastSeq;
     // A stale view of the run (it was queued): queued → cancelled is legal, but the row moved on.
     const err = await rt.sessions.log
-      .transaction((tx) => rt.book.transition(tx, run, 'cancelled'))
+      .transaction((tx) => rt.lifecycle.transition(tx, run, 'cancelled'))
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RunConflictError);
     expect((await rt.sessions.get(s.id)).lastSeq).toBe(lastSeq);
@@ -174,7 +174,9 @@ describe('the transition table', () => {
     const lastSeq = (await rt.sessions.get(s.id)).lastSeq;
     const err = await rt.sessions.log
       .transaction(async (tx) =>
-        rt.book.transition(tx, (await tx.getRun(run.id))!, 'paused', { guard: { fencingToken: run.fencingToken + 7 } }),
+        rt.lifecycle.transition(tx, (await tx.getRun(run.id))!, 'paused', {
+          guard: { fencingToken: run.fencingToken + 7 },
+        }),
       )
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(FencedError);
@@ -472,7 +474,7 @@ describe('legal transitions through the public API', () => {
   it('together, these went through every legal transition but one the API cannot cause', () => {
     const legal = ALL.flatMap((from) => ALL.filter((to) => canTransition(from, to)).map((to) => `${from} → ${to}`));
     // Approvals are asked before questions, so a run waiting for the user never goes back to
-    // waiting for an approval; the table allows it, and RunBook.move is tested with it above.
+    // waiting for an approval; the table allows it, and RunLifecycle.move is tested with it above.
     expect(legal.filter((t) => !seenThroughApi.has(t))).toEqual(['waiting_for_user → waiting_approval']);
   });
 });

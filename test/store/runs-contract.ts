@@ -11,7 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CLAIM_POLICY } from '../../src/runs/state.ts';
+import { CLAIM_POLICY } from '../../src/runs/lifecycle/run-status.ts';
 import {
   FencedError,
   NotFoundError,

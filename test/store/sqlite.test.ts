@@ -11,7 +11,7 @@ import { EVENT_BATCH_DICTIONARY_1 } from '../../src/store/sqlite/event-batch-dic
 import { latestSchemaVersion } from '../../src/store/sqlite/migrations.ts';
 import { defaultDbPath, SqliteStore } from '../../src/store/sqlite/store.ts';
 import { FencedError, SchemaVersionError, StoreError } from '../../src/store/port.ts';
-import { CLAIM_POLICY } from '../../src/runs/state.ts';
+import { CLAIM_POLICY } from '../../src/runs/lifecycle/run-status.ts';
 import { storeContract } from './contract.ts';
 import { runsContract } from './runs-contract.ts';
 import { webhooksContract } from './webhooks-contract.ts';

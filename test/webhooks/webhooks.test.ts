@@ -190,7 +190,7 @@ describe('webhooks', () => {
     const { run } = await rt.sessions.send(s.id, 'hi');
     await expect(
       rt.sessions.log.transaction(async (tx) => {
-        await rt.book.transition(tx, (await tx.getRun(run.id))!, 'cancelled');
+        await rt.lifecycle.transition(tx, (await tx.getRun(run.id))!, 'cancelled');
         expect(await tx.listWebhookDeliveries(w.id, { limit: 10 })).toHaveLength(1);
         throw new Error('rolled back');
       }),

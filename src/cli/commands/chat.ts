@@ -1,4 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import {
+  SETTLED_STATUSES,
+  TERMINAL_STATUSES,
+  WAITING_FOR_PEOPLE,
+  type RunStatus,
+} from '../../runs/lifecycle/run-status.ts';
 import { args, UsageError, type Io } from '../args.ts';
 import { Api, ApiError, NetworkError, type RunJson, type SessionJson } from '../chat/api.ts';
 import { LineInput, type Read } from '../chat/input.ts';
@@ -22,15 +28,8 @@ export const chatHelp = `keel chat [session] [--url http://127.0.0.1:8787] [--ke
   restarts. --url defaults to $KEEL_URL, --key to $KEEL_API_KEY; --reasoning shows the model's
   visible reasoning. Lines piped into stdin are sent (and answer prompts) one after another.`;
 
-const TERMINAL = new Set(['completed', 'failed', 'cancelled', 'timed_out']);
-const SETTLED = new Set([
-  ...TERMINAL,
-  'waiting_approval',
-  'waiting_for_user',
-  'sleeping',
-  'waiting_for_signal',
-  'paused',
-]);
+const TERMINAL: ReadonlySet<string> = new Set(TERMINAL_STATUSES);
+const SETTLED: ReadonlySet<string> = new Set(SETTLED_STATUSES);
 
 export async function chatCommand(argv: string[], io: Io): Promise<number> {
   const { values, positionals } = args('chat', argv, {
@@ -268,7 +267,7 @@ class Chat {
           continue;
         }
         acted = s.seq;
-        if (s.status !== 'waiting_approval' && s.status !== 'waiting_for_user') return;
+        if (!WAITING_FOR_PEOPLE.includes(s.status as RunStatus)) return;
         const outcome = await this.answer(run.id);
         if (outcome === 'interrupt') await this.cancel(run.id);
         else if (outcome === 'eof') {

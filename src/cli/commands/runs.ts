@@ -1,7 +1,8 @@
 import { loadConfig } from '../../config/index.ts';
 import { createRuntime } from '../../runs/index.ts';
 import { runJson } from '../../server/schemas.ts';
-import { isTerminal, type RunRecord, type RunStatus, type Store } from '../../store/index.ts';
+import { isTerminal, RUN_STATUS_ORDER } from '../../runs/lifecycle/run-status.ts';
+import type { RunRecord, RunStatus, Store } from '../../store/index.ts';
 import { args, json, line, UsageError, type Io } from '../args.ts';
 import { clip, duration, intOption, noPositionals, openDb, positional, progress, table, time } from '../common.ts';
 
@@ -13,20 +14,6 @@ keel runs cancel <id> [--grace MS] [--reason TEXT] [--config FILE]   cancel a ru
   forces the cancel after --grace (default
   15000 ms). Enqueued messages of the session then start with the agents of --config (the same
   configuration as "keel serve" uses: ./keel.config.*, or the demo agent).`;
-
-const STATUSES: readonly RunStatus[] = [
-  'queued',
-  'running',
-  'waiting_approval',
-  'waiting_for_user',
-  'sleeping',
-  'waiting_for_signal',
-  'paused',
-  'completed',
-  'failed',
-  'cancelled',
-  'timed_out',
-];
 
 async function children(store: Store, run: RunRecord): Promise<string[]> {
   return (await store.listRuns({ parentRunId: run.id, limit: 10_000 })).map((r) => r.id);
@@ -51,9 +38,9 @@ export async function runsCommand(argv: string[], io: Io): Promise<number> {
       noPositionals(name, positionals);
       const limit = intOption(name, 'limit', values.limit, { min: 1, default: 20 });
       const statuses = values.status?.split(',').map((s) => s.trim());
-      const bad = statuses?.find((s) => !STATUSES.includes(s as RunStatus));
+      const bad = statuses?.find((s) => !RUN_STATUS_ORDER.includes(s as RunStatus));
       if (bad !== undefined)
-        throw new UsageError(`${name}: unknown status ${JSON.stringify(bad)} (one of ${STATUSES.join(', ')})`);
+        throw new UsageError(`${name}: unknown status ${JSON.stringify(bad)} (one of ${RUN_STATUS_ORDER.join(', ')})`);
       const { store } = await openDb(io, values.db);
       try {
         if (values.session && !(await store.getSession(values.session)))

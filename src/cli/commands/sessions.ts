@@ -2,7 +2,7 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { sessionJson } from '../../server/schemas.ts';
 import { loadConfig } from '../../config/index.ts';
-import { createRuntime } from '../../runs/index.ts';
+import { createRuntime, isTerminal } from '../../runs/index.ts';
 import { Sessions, type TranscriptItem } from '../../session/index.ts';
 import type { SessionRecord, Store } from '../../store/index.ts';
 import { args, json, line, UsageError, type Io } from '../args.ts';
@@ -99,7 +99,7 @@ export async function sessionsCommand(argv: string[], io: Io): Promise<number> {
         if (s.origin) line(io, `  forked from session ${s.origin.sessionId} at entry ${s.origin.entryId}`);
         if (s.archivedAt !== null) line(io, `  archived ${time(s.archivedAt)}`);
         if (Object.keys(s.metadata).length > 0) line(io, `  metadata ${clip(JSON.stringify(s.metadata), 100)}`);
-        const active = runs.filter((r) => !['completed', 'failed', 'cancelled', 'timed_out'].includes(r.status));
+        const active = runs.filter((r) => !isTerminal(r.status));
         if (runs.length > 0) {
           line(
             io,

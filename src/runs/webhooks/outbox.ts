@@ -1,12 +1,7 @@
 import { newId } from '../../core/index.ts';
 import type { AppendHook, SessionEvent } from '../../session/index.ts';
-import {
-  RUN_STATUSES,
-  type NewWebhookDelivery,
-  type RunStatus,
-  type StoreOps,
-  type WebhookEventType,
-} from '../../store/index.ts';
+import type { NewWebhookDelivery, RunStatus, StoreOps, WebhookEventType } from '../../store/index.ts';
+import { RUN_STATUSES } from '../lifecycle/run-status.ts';
 import type { Clock } from '../../core/clock.ts';
 
 /** Every run status a subscription can hear of (`run.<status>`): all of them. */

@@ -4,7 +4,7 @@ import type { Context } from 'hono';
 import { createUIMessageStreamResponse } from 'ai';
 import type { UserInput } from '../../core/index.ts';
 import type { JsonValue } from '../../model/index.ts';
-import type { RecordedSend, Waiting } from '../../runs/index.ts';
+import { SETTLED_STATUSES, WAITING_FOR_PEOPLE, type RecordedSend, type Waiting } from '../../runs/index.ts';
 import { eventPosition, FeedOverflowError, follow } from '../../session/index.ts';
 import type { RunRecord, RunStatus } from '../../store/index.ts';
 import { UiChunkMapper, type Chunk } from '../ui-chunks.ts';
@@ -44,17 +44,6 @@ import { LIMITS, plainText } from '../schemas.ts';
  * here for any chat id (as is `${api}/stream`).
  */
 
-const SETTLED: readonly RunStatus[] = [
-  'waiting_approval',
-  'waiting_for_user',
-  'sleeping',
-  'waiting_for_signal',
-  'paused',
-  'completed',
-  'failed',
-  'cancelled',
-  'timed_out',
-];
 /** How often an idle stream re-reads the log (events written by workers in other processes). */
 const POLL_MS = 1000;
 
@@ -95,7 +84,7 @@ function runChunks(ctx: AppContext, o: RunStreamOptions, errorText: (e: unknown)
       sessionId: o.sessionId,
       ...(o.status ? { status: o.status } : {}),
     });
-    const settled = () => mapper.status !== undefined && SETTLED.includes(mapper.status);
+    const settled = () => mapper.status !== undefined && SETTLED_STATUSES.includes(mapper.status);
     const emit = (chunks: Chunk[]) => {
       if (closed.signal.aborted) return;
       for (const c of chunks) controller.enqueue(c);
@@ -107,7 +96,7 @@ function runChunks(ctx: AppContext, o: RunStreamOptions, errorText: (e: unknown)
     const feed = follow(ctx.rt.sessions.log, o.sessionId, {
       after: eventPosition(o.after),
       runId: o.runId,
-      endAt: (e) => e.type === 'run/status' && SETTLED.includes(e.data.to),
+      endAt: (e) => e.type === 'run/status' && SETTLED_STATUSES.includes(e.data.to),
       isDone: settled,
       pollMs: POLL_MS,
       queueLimit: ctx.options.sseQueueLimit,
@@ -233,7 +222,7 @@ const isToolPart = (p: UIPartIn): p is ToolPartIn =>
 async function applyAnswers(ctx: AppContext, sessionId: string, m: UIMessageIn): Promise<RunRecord> {
   const { rt } = ctx;
   const run = await ctx.rt.runs.active(sessionId);
-  if (!run || (run.status !== 'waiting_approval' && run.status !== 'waiting_for_user')) {
+  if (!run || !WAITING_FOR_PEOPLE.includes(run.status)) {
     throw new HttpProblem(
       'conflict',
       `session ${sessionId} has no run waiting for an approval or an answer`,

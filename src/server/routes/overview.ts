@@ -1,5 +1,6 @@
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
-import { WAITING_FOR_PEOPLE, type RunRecord, type SessionRecord } from '../../store/index.ts';
+import { WAITING_FOR_PEOPLE } from '../../runs/lifecycle/run-status.ts';
+import type { RunRecord, SessionRecord } from '../../store/index.ts';
 import type { AppContext, AppEnv } from '../context.ts';
 import { runJsonFor, sessionFor } from '../lookups.ts';
 import { IdParam, json, problems as problemsOf } from '../openapi.ts';

@@ -7,8 +7,6 @@ import {
   RunConflictError,
   SeqConflictError,
   StoreError,
-  RUN_STATUSES,
-  TERMINAL_STATUSES,
   type AppendOptions,
   type RunStatus,
   type StoreOps,
@@ -24,6 +22,8 @@ import {
   toKey,
   toRun,
   toSession,
+  STATUS_COLUMN_VALUES,
+  TERMINAL_SQL,
   toUsageTotals,
   usageGroupSql,
   type CheckpointRow,
@@ -97,7 +97,7 @@ function toEvent(r: EventRow): StoredEvent {
   return e;
 }
 
-const TERMINAL = TERMINAL_STATUSES.map((s) => `'${s}'`).join(', ');
+const TERMINAL = TERMINAL_SQL;
 
 /** A run's model as `provider:modelId` from its agent spec (null when it names none). */
 /**
@@ -136,7 +136,7 @@ const USAGE_OWN_SQL = `WITH own AS (
 /** Statuses as an SQL list (they are the port's own names: no quoting needed beyond a check). */
 const statusList = (xs: readonly RunStatus[]): string =>
   xs
-    .filter((x) => RUN_STATUSES.includes(x))
+    .filter((x) => STATUS_COLUMN_VALUES.includes(x))
     .map((x) => `'${x}'`)
     .join(', ') || 'NULL';
 
@@ -554,7 +554,7 @@ export const pgOperations: PgOps = {
   },
 
   countRunsByStatus: async ({ sql }) => {
-    const counts = Object.fromEntries(RUN_STATUSES.map((s) => [s, 0])) as Record<RunStatus, number>;
+    const counts = Object.fromEntries(STATUS_COLUMN_VALUES.map((s) => [s, 0])) as Record<RunStatus, number>;
     for (const r of await sql.rows<{ status: RunStatus; n: number }>(
       'SELECT status, sum(n)::bigint AS n FROM run_status_counts GROUP BY status',
     ))

@@ -7,7 +7,6 @@ import {
   RunConflictError,
   SeqConflictError,
   StoreError,
-  RUN_STATUSES,
   type AppendOptions,
   type ClaimPolicy,
   type EventDraft,
@@ -24,6 +23,7 @@ import { NO_ENTRIES, OpenEntries, type OpenEntrySet, type OpenHead, type TreeEnt
 import { dueRunsSql } from '../due-runs.ts';
 import {
   RUN_COLUMNS,
+  STATUS_COLUMN_VALUES,
   toIdempotency,
   toInput,
   toKey,
@@ -609,7 +609,7 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
       }));
     },
     countRunsByStatus: () => {
-      const counts = Object.fromEntries(RUN_STATUSES.map((s) => [s, 0])) as Record<RunStatus, number>;
+      const counts = Object.fromEntries(STATUS_COLUMN_VALUES.map((s) => [s, 0])) as Record<RunStatus, number>;
       for (const r of st.runStatusCounts.all()) counts[r.status] = r.n;
       return counts;
     },

@@ -1,10 +1,70 @@
-import { isTerminal, StoreError, type ClaimPolicy, type RunStatus } from '../store/index.ts';
+/**
+ * The run-status vocabulary: which statuses there are, which ends a run and which waits, the state
+ * machine's transitions and what a worker may claim. The store keeps a run's status as a string
+ * column (`RunStatus` is its value domain) and is handed the lists it filters on from here.
+ */
+import { StoreError, type ClaimPolicy, type RunStatus } from '../../store/index.ts';
+
+export type { RunStatus };
+
+/** Every run status (the order webhooks and metrics list them in; the API's is RUN_STATUS_ORDER). */
+export const RUN_STATUSES: readonly RunStatus[] = [
+  'queued',
+  'running',
+  'waiting_approval',
+  'waiting_for_user',
+  'paused',
+  'completed',
+  'failed',
+  'cancelled',
+  'timed_out',
+  'sleeping',
+  'waiting_for_signal',
+];
+
+/** The statuses that end a run: no way out of them. */
+export const TERMINAL_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'cancelled', 'timed_out'];
+export const isTerminal = (s: RunStatus): boolean => TERMINAL_STATUSES.includes(s);
+export type FinalStatus = 'completed' | 'failed' | 'cancelled' | 'timed_out';
+
+/** The statuses of a run that waits (no worker holds it): for approvals, answers, time or a signal. */
+export const WAITING_STATUSES: readonly RunStatus[] = [
+  'waiting_approval',
+  'waiting_for_user',
+  'sleeping',
+  'waiting_for_signal',
+];
+export const isWaiting = (s: RunStatus): boolean => WAITING_STATUSES.includes(s);
+
+/**
+ * The statuses of a run that waits for a person (an approval or an answer): a tenant's inbox. The
+ * stores index the runs in these statuses by tenant (see store/run-tenants.ts).
+ */
+export const WAITING_FOR_PEOPLE: readonly RunStatus[] = ['waiting_approval', 'waiting_for_user'];
+
+/**
+ * The statuses a run only reaches by a turn's end that stored its checkpoint (see `resumeCursor`).
+ * Not `paused`: a queued run may be paused too, after a turn that failed and stored none.
+ */
+export const STORED_AT_TURN_END: readonly RunStatus[] = ['completed', ...WAITING_STATUSES];
+
+/** Every status in the order a run goes through them (the order the API and the CLI list them in). */
+export const RUN_STATUS_ORDER: readonly RunStatus[] = [
+  'queued',
+  'running',
+  ...WAITING_STATUSES,
+  'paused',
+  ...TERMINAL_STATUSES,
+];
+
+/** The statuses where a run has settled for now: it waits, is paused, or ended (nothing runs it or is about to). */
+export const SETTLED_STATUSES: readonly RunStatus[] = [...WAITING_STATUSES, 'paused', ...TERMINAL_STATUSES];
 
 /**
  * The run state machine. Terminal statuses (completed, failed, cancelled, timed_out) have no way
  * out, and nothing that waits can be mistaken for something that ended.
  */
-const TRANSITIONS: Record<RunStatus, readonly RunStatus[]> = {
+export const TRANSITIONS: Readonly<Record<RunStatus, readonly RunStatus[]>> = {
   // queued → failed: a run queued behind another whose agent is gone when it comes up.
   queued: ['running', 'paused', 'failed', 'cancelled', 'timed_out'],
   // running → queued: the worker let go (shutdown, or an infrastructure retry) and another takes over.

@@ -1,0 +1,82 @@
+/**
+ * A durable point of a run's turn: its events appended together, fenced with the worker's token;
+ * steering taken into the turn leaves the inbox with them; at the turn's end, the run's checkpoint
+ * row and its next status commit in the same transaction (ADR-0021).
+ */
+import { TurnNotOverError } from '../../core/index.ts';
+import type { NewEvent, SessionEvent } from '../../session/index.ts';
+import type { RunRecord, StoreOps } from '../../store/index.ts';
+import type { RunCheckpointState } from '../resume.ts';
+import type { LifecycleContext } from './context.ts';
+import { endTurn, type TurnEnd } from './end-turn.ts';
+
+/** One durable point: its events, the steering it takes, and (at a turn's end) the checkpoint and the run's end. */
+export interface DurablePoint {
+  run: RunRecord;
+  token: number;
+  /** The loop's events, appended as they are (the run's id is stamped on each). */
+  events: readonly NewEvent[];
+  /** Ids of the steering inputs these events log (they leave the inbox here). */
+  steered: readonly string[];
+  /** The checkpoint the turn's end stores: its step, counters, and the index of its `step/end` in `events`. */
+  checkpoint?: { step: number; index: number; state: RunCheckpointState };
+  /** The turn's end: the run settles (see endTurn). */
+  end?: Omit<TurnEnd, 'run' | 'token'>;
+  /**
+   * Told inside the transaction, before it commits, of the run as the turn's end left it and of the
+   * event that moved it: a waiter that hears that event when it is published has the run at hand.
+   */
+  onSettled?: (run: RunRecord, endEventId: string | undefined) => void;
+  /** Steering waits for the run: the turn may not end (TurnNotOverError, nothing of the point stands). */
+  onSteeringWaiting?: () => void;
+}
+
+/** What a durable point committed: its events, and the run as a turn's end left it with the event that moved it. */
+export interface DurablePointCommitted {
+  appended: SessionEvent[];
+  ended?: RunRecord;
+  endEventId?: string;
+}
+
+/** The durable point inside `tx`. */
+export async function appendDurablePoint(
+  tx: StoreOps,
+  c: LifecycleContext,
+  p: DurablePoint,
+): Promise<DurablePointCommitted> {
+  const { run } = p;
+  const fence = { runId: run.id, token: p.token };
+  const appended = await c.log.append(run.sessionId, p.events, { fence, tx, trusted: true, runId: run.id });
+  for (const id of p.steered) await tx.removeInput(id);
+  // The stored checkpoint moves at the turn's end, with the run's record. A failed turn's end
+  // is no step boundary: its working state may hold a step whose calls started but have no
+  // result. The retry resumes from the last boundary and the log after it, which tells which
+  // calls started (so none runs again unless it is idempotent).
+  if (p.checkpoint && p.end && p.end.event.data.reason !== 'failed') {
+    await tx.putCheckpoint({
+      runId: run.id,
+      step: p.checkpoint.step,
+      seq: appended[p.checkpoint.index]!.seq,
+      state: p.checkpoint.state,
+    });
+  }
+  if (p.end?.event.data.reason === 'completed') {
+    // The turn may only end when no steering is waiting for it (stored meanwhile, here or by
+    // another process): then nothing of this commit stands, and the turn goes on to take it.
+    // A steer that comes after this commit finds the run ended, and is refused.
+    const waiting = await tx.listInputs(run.sessionId, 'steer', run.id, 1);
+    if (waiting.length > 0) {
+      p.onSteeringWaiting?.();
+      throw new TurnNotOverError(`steering ${waiting[0]!.id} is waiting for run ${run.id}`);
+    }
+  }
+  if (!p.end) return { appended };
+  const settled = await endTurn(tx, c, { ...p.end, run, token: p.token });
+  const endEventId = settled.events.findLast(
+    (e) => e.type === 'run/status' && e.runId === run.id && e.data.to === settled.run.status,
+  )?.id;
+  p.onSettled?.(settled.run, endEventId);
+  // The turn is over: its events are stored compactly from now on (ADR-0009).
+  await tx.sealEvents(run.sessionId);
+  return { appended, ended: settled.run, ...(endEventId !== undefined ? { endEventId } : {}) };
+}

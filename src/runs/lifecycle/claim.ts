@@ -1,0 +1,68 @@
+/**
+ * A worker's claim of the oldest claimable run, inside a transaction: its lease, and its event (a
+ * start, or the recovery of an interrupted run). Where the run stands in the log is read here, once,
+ * and handed to its execution.
+ */
+import type { NewEvent } from '../../session/index.ts';
+import type { StoreOps } from '../../store/index.ts';
+import { lastBoundary } from '../resume.ts';
+import type { LifecycleContext } from './context.ts';
+import { CLAIM_POLICY } from './run-status.ts';
+import type { Claimed, RunBoundary } from './types.ts';
+
+/** Where a run stands in the log, read in `ops`: its stored checkpoint and its events after it. */
+export async function readBoundary(
+  ops: StoreOps,
+  c: LifecycleContext,
+  run: { id: string; sessionId: string },
+): Promise<RunBoundary> {
+  const checkpoint = await ops.getCheckpoint(run.id);
+  const tail = await c.log.read(run.sessionId, { runId: run.id, afterSeq: checkpoint?.seq ?? 0 }, ops);
+  return { checkpoint, tail };
+}
+
+/**
+ * Claims the oldest claimable run for `owner` and records it. A run claimed before (a recovery, or
+ * a run resumed after a wait or a pause) gets where it stands in the log with it, its claim's event
+ * included in the tail; a first start has nothing stored yet and reads nothing.
+ */
+export async function claim(
+  tx: StoreOps,
+  c: LifecycleContext,
+  owner: string,
+  leaseMs: number,
+): Promise<Claimed | undefined> {
+  const claimedAt = Date.now();
+  const got = await tx.claimRun(owner, leaseMs, claimedAt, CLAIM_POLICY);
+  if (!got) return undefined;
+  const { run, previous, firstStart } = got;
+  const fence = { runId: run.id, token: run.fencingToken };
+  const turn = run.turn !== null ? { turn: run.turn } : {};
+  const boundary = firstStart ? undefined : await readBoundary(tx, c, run);
+  const event: NewEvent =
+    previous === 'running'
+      ? {
+          type: 'run/interrupted',
+          runId: run.id,
+          ...turn,
+          data: {
+            attempt: run.attempt,
+            step: lastBoundary(boundary?.checkpoint, boundary?.tail ?? [])?.step ?? 0,
+            reason: 'lease_expired',
+          },
+        }
+      : {
+          type: 'run/status',
+          runId: run.id,
+          ...turn,
+          data: { from: previous, to: 'running', attempt: run.attempt, reason: `claimed by ${owner}` },
+        };
+  const appended = await c.log.append(run.sessionId, [event], { tx, fence, trusted: true });
+  return {
+    run,
+    previous,
+    firstStart,
+    claimedAt,
+    ...(boundary ? { boundary: { checkpoint: boundary.checkpoint, tail: [...boundary.tail, ...appended] } } : {}),
+  };
+}
