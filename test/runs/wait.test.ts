@@ -62,7 +62,9 @@ describe('runs.wait', () => {
     const s = await rt.sessions.create();
     const { run } = await rt.sessions.send(s.id, 'go');
     const listeners = () =>
-      (rt.sessions.log as unknown as { live: { listenerCount(k: string): number } }).live.listenerCount(s.id);
+      (rt.sessions.log as unknown as { bus: { live: { listenerCount(k: string): number } } }).bus.live.listenerCount(
+        s.id,
+      );
     const before = listeners();
     const t0 = performance.now();
     await expect(rt.runs.wait(run.id, { timeoutMs: 150, pollMs: 60_000 })).rejects.toMatchObject({
