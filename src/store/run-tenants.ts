@@ -4,7 +4,7 @@
  * v20, PostgreSQL v11). With it a tenant's runs are read from an index of that tenant's rows: the
  * inbox of a tenant does not read past another tenant's waiting runs, however many there are.
  */
-import { WAITING_FOR_PEOPLE } from './port.ts';
+import { WAITING_FOR_PEOPLE } from './port/index.ts';
 
 /** `status IN ('waiting_approval', 'waiting_for_user')`, written as both stores write it in a query (SQLite uses a partial index only for a term that is the same). */
 export const WAITING_FOR_PEOPLE_SQL = `status IN (${WAITING_FOR_PEOPLE.map((s) => `'${s}'`).join(', ')})`;

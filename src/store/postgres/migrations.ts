@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { SchemaVersionError } from '../port.ts';
+import { SchemaVersionError } from '../port/index.ts';
 import { WEBHOOKS_MIGRATION_2_SQL, WEBHOOKS_MIGRATION_SQL } from './webhooks.ts';
 import { schedulesDdl } from '../schedule-rows.ts';
 import { postgresWaitsMigration } from '../wait-rows.ts';

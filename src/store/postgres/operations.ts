@@ -11,9 +11,9 @@ import {
   TERMINAL_STATUSES,
   type AppendOptions,
   type RunStatus,
-  type StoreOps,
+  type FlatOps,
   type StoredEvent,
-} from '../port.ts';
+} from '../port/index.ts';
 import { blobHashesIn } from '../blob-refs.ts';
 import { hasNul } from '../plain-text.ts';
 import { erasedTotals, storedEvent } from '../records.ts';
@@ -59,7 +59,7 @@ export interface OpContext {
 
 /** Every operation of the port, given where it runs. */
 export type PgOps = {
-  [K in keyof StoreOps]: (ctx: OpContext, ...args: Parameters<StoreOps[K]>) => ReturnType<StoreOps[K]>;
+  [K in keyof FlatOps]: (ctx: OpContext, ...args: Parameters<FlatOps[K]>) => ReturnType<FlatOps[K]>;
 };
 
 type EventRow = {

@@ -1,4 +1,4 @@
-import { NotFoundError, StoreError } from '../port.ts';
+import { NotFoundError, StoreError } from '../port/index.ts';
 import {
   SCHEDULE_COLUMNS,
   SCHEDULE_PATCH_COLUMNS,

@@ -1,7 +1,5 @@
-import { StoreError } from '../port.ts';
+import { StoreError } from '../port/index.ts';
 import {
-  CLAIM_WINDOW_FACTOR,
-  DISABLED_SUBSCRIPTION_ERROR,
   toClaimed,
   toWebhook,
   toWebhookAttempt,
@@ -10,8 +8,10 @@ import {
   type WebhookAttemptRow,
   type WebhookDeliveryRow,
   type WebhookRow,
-  type WebhookStoreOps,
-} from '../webhooks.ts';
+} from '../webhook-rows.ts';
+import { CLAIM_WINDOW_FACTOR, DISABLED_SUBSCRIPTION_ERROR, type FlatOpsOf } from '../port/index.ts';
+
+type WebhookStoreOps = FlatOpsOf<'webhooks'>;
 import type { OpContext } from './operations.ts';
 import { sqlState, UNIQUE_VIOLATION } from './sql.ts';
 import { hasNul } from '../plain-text.ts';

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { SchemaVersionError, type StoredEvent } from '../port.ts';
+import { SchemaVersionError, type StoredEvent } from '../port/index.ts';
 import { blobHashesIn } from '../blob-refs.ts';
 import { schedulesDdl } from '../schedule-rows.ts';
 import { sqliteWaitsMigration } from '../wait-rows.ts';

@@ -12,9 +12,9 @@ import {
   type ClaimPolicy,
   type EventDraft,
   type RunStatus,
-  type StoreOps,
+  type FlatOps,
   type StoredEvent,
-} from '../port.ts';
+} from '../port/index.ts';
 import { blobHashesIn } from '../blob-refs.ts';
 import { erasedTotals, storedEvent } from '../records.ts';
 import { decodeBatch, encodeOpen, OPEN_CODEC, sealLean } from './event-batch-codec.ts';
@@ -42,7 +42,7 @@ import { createLimitOperations } from './limit-operations.ts';
 import { scheduleOperations } from './schedule-operations.ts';
 
 /** Every operation of the port, synchronous: what each returns, without the promise. */
-export type SyncOps = { [K in keyof StoreOps]: (...args: Parameters<StoreOps[K]>) => Awaited<ReturnType<StoreOps[K]>> };
+export type SyncOps = { [K in keyof FlatOps]: (...args: Parameters<FlatOps[K]>) => Awaited<ReturnType<FlatOps[K]>> };
 
 /**
  * A session's open rows are sealed at the end of a turn (`sealEvents`), and also once this many

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { NotFoundError, StoreError } from '../port.ts';
+import { NotFoundError, StoreError } from '../port/index.ts';
 import {
   SCHEDULE_COLUMNS,
   SCHEDULE_PATCH_COLUMNS,

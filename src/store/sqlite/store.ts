@@ -1,7 +1,15 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
-import type { JsonObject, Store, StoreChange, StoreOps } from '../port.ts';
+import {
+  namespaced,
+  type FlatName,
+  type JsonObject,
+  type NoticeOps,
+  type Store,
+  type StoreChange,
+  type StoreOps,
+} from '../port/index.ts';
 import { CommitQueue } from './commit-queue.ts';
 import { migrate } from './migrations.ts';
 import { createOperations, type SyncOps } from './operations.ts';
@@ -42,7 +50,8 @@ const OFF_BUS_CHANGES_MS = 1_000;
 
 export const defaultDbPath = (): string => process.env.KEEL_DB || resolve('.keel', 'keel.db');
 
-type OpName = keyof StoreOps;
+/** Operations are written flat (see STORE_LAYOUT): one name each. */
+type OpName = FlatName;
 
 /**
  * How each operation runs.
@@ -120,7 +129,7 @@ type AnyOp = (...args: unknown[]) => unknown;
 function inTransaction(db: Database.Database, sync: SyncOps, queue: CommitQueue): StoreOps {
   const ops: Partial<Record<OpName, (...args: unknown[]) => Promise<unknown>>> = {};
   for (const name of OP_NAMES) {
-    const op = sync[name] as AnyOp;
+    const op = sync[name] as unknown as AnyOp;
     // Made once: better-sqlite3 builds a transaction function's four variants at each `db.transaction`.
     const run = PLAN[name].savepoint
       ? db.transaction((args: unknown[]) => op(...args))
@@ -137,28 +146,15 @@ function inTransaction(db: Database.Database, sync: SyncOps, queue: CommitQueue)
       }
     };
   }
-  // Each entry wraps the synchronous operation of the same name, whose type follows StoreOps.
-  return ops as StoreOps;
+  // Each entry wraps the synchronous operation of the same name, whose type follows the port's.
+  return namespaced((name) => ops[name]!);
 }
 
-// Typed as having every operation of the port: SqliteStore's static block puts them on its prototype.
+// Typed as having every namespace of the port: SqliteStore's constructor puts them on the instance.
 const WithStoreOps = class {} as unknown as abstract new () => StoreOps;
 
 /** The embedded backend: one better-sqlite3 connection, WAL mode, durable commits by default. */
 export class SqliteStore extends WithStoreOps implements Store {
-  // One method per operation of the port, each run as PLAN says (see `dispatch`).
-  static {
-    for (const name of OP_NAMES) {
-      Object.defineProperty(SqliteStore.prototype, name, {
-        configurable: true,
-        writable: true,
-        value: function (this: SqliteStore, ...args: unknown[]) {
-          return this.dispatch(name, args);
-        },
-      });
-    }
-  }
-
   readonly kind = 'sqlite';
   readonly path: string;
   private readonly db: Database.Database;
@@ -171,17 +167,25 @@ export class SqliteStore extends WithStoreOps implements Store {
   private closing = false;
 
   /**
-   * To the other processes (and store instances) on the same file, through the file's local bus
-   * (ADR-0035): absent for `:memory:`, which has no other. See `Store.broadcast`.
+   * Change notices (see `changes` below), and for a file (not `:memory:`, which has no other
+   * process): `broadcast` to the other processes (and store instances) on the same file, through
+   * the file's local bus (ADR-0035), and `caughtUp`, a barrier on that bus.
    */
-  readonly broadcast?: (sessionId: string, message: JsonObject) => void;
-  /** See `Store.noticesCaughtUp`: a barrier on the local bus. Absent for `:memory:`. */
-  readonly noticesCaughtUp?: () => Promise<void>;
+  readonly notices: NoticeOps & Pick<Required<NoticeOps>, 'changes'>;
   /** The live feed's relay on the file's local bus: joined by the first `changes` or `broadcast`, left on close. */
   private relay: LiveRelay | undefined;
 
   constructor(options: SqliteStoreOptions = {}) {
     super();
+    // One function per operation of the port, each run as PLAN says (see `dispatch`).
+    Object.assign(
+      this,
+      namespaced(
+        (name) =>
+          (...args: unknown[]) =>
+            this.dispatch(name, args),
+      ),
+    );
     this.path = options.path ?? defaultDbPath();
     if (this.path !== ':memory:') mkdirSync(dirname(resolve(this.path)), { recursive: true });
     this.db = new Database(this.path);
@@ -237,15 +241,20 @@ export class SqliteStore extends WithStoreOps implements Store {
     };
     this.sync = sync;
     this.ops = inTransaction(this.db, this.sync, this.queue);
-    if (this.path !== ':memory:' && this.path !== '') {
-      this.broadcast = (sessionId, message) => this.joinRelay()?.broadcast(sessionId, message);
-      this.noticesCaughtUp = () => this.relay?.caughtUp() ?? Promise.resolve();
-    }
+    const changes = (listener: (change?: StoreChange) => void) => this.changes(listener);
+    this.notices =
+      this.path !== ':memory:' && this.path !== ''
+        ? {
+            changes,
+            broadcast: (sessionId: string, message: JsonObject) => this.joinRelay()?.broadcast(sessionId, message),
+            caughtUp: () => this.relay?.caughtUp() ?? Promise.resolve(),
+          }
+        : { changes };
   }
 
   /** Joins the file's local bus, once (not for `:memory:`, nor once closed). */
   private joinRelay(): LiveRelay | undefined {
-    if (this.relay || this.closing || !this.broadcast) return this.relay;
+    if (this.relay || this.closing || !this.notices.broadcast) return this.relay;
     this.relay = new LiveRelay(this.path, (change) => {
       for (const l of [...this.changeListeners]) l(change);
     });
@@ -313,7 +322,7 @@ export class SqliteStore extends WithStoreOps implements Store {
    * connection commits), read every 50 ms while someone listens: a cheap read, no scan (told at
    * most every OFF_BUS_CHANGES_MS while other processes are on the bus).
    */
-  changes(listener: (change?: StoreChange) => void): () => void {
+  private changes(listener: (change?: StoreChange) => void): () => void {
     this.changeListeners.add(listener);
     this.joinRelay();
     if (!this.changeTimer) {
@@ -373,7 +382,7 @@ export class SqliteStore extends WithStoreOps implements Store {
 
   // Outside a transaction each operation is its own unit of work, run as PLAN says.
   private dispatch(name: OpName, args: unknown[]): Promise<unknown> {
-    const op = this.sync[name] as AnyOp;
+    const op = this.sync[name] as unknown as AnyOp;
     const run = () => op(...args);
     switch (PLAN[name].outside) {
       case 'serial':

@@ -1,19 +1,23 @@
 import type Database from 'better-sqlite3';
-import { StoreError } from '../port.ts';
+import { StoreError } from '../port/index.ts';
 import {
-  CLAIM_WINDOW_FACTOR,
-  DISABLED_SUBSCRIPTION_ERROR,
   toClaimed,
   toWebhook,
   toWebhookAttempt,
   toWebhookDelivery,
   type ClaimedRow,
   type WebhookAttemptRow,
-  type WebhookClaimDestinations,
   type WebhookDeliveryRow,
   type WebhookRow,
-  type WebhookStoreOps,
-} from '../webhooks.ts';
+} from '../webhook-rows.ts';
+import {
+  CLAIM_WINDOW_FACTOR,
+  DISABLED_SUBSCRIPTION_ERROR,
+  type FlatOpsOf,
+  type WebhookClaimDestinations,
+} from '../port/index.ts';
+
+type WebhookStoreOps = FlatOpsOf<'webhooks'>;
 
 /** Schema v12: webhook subscriptions, the outbox of deliveries, their attempts (ADR-0017). */
 export const WEBHOOKS_MIGRATION_SQL = `
