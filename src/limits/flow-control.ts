@@ -3,6 +3,7 @@ import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4Stream
 import { classifyModelError } from '../model/errors.ts';
 import type { Clock } from '../runs/clock.ts';
 import type { LimitStoreOps } from '../store/limit-rows.ts';
+import { decideLimit } from '../flow-control/decide-limit.ts';
 
 /** A model's limits (per model id, or per provider with `provider:*`, or `*`). */
 export interface ModelLimit {
@@ -164,21 +165,26 @@ class Gate {
         const id = randomUUID();
         let grant;
         try {
-          grant = await this.fc.store.acquireLimit({
-            key: this.key,
-            id,
-            waiter: this.waiterId,
-            rank: head.rank,
-            since: head.since,
-            now,
-            ...(this.limit.concurrency !== undefined ? { concurrency: this.limit.concurrency } : {}),
-            ...(this.limit.requestsPerMinute !== undefined ? { requestsPerWindow: this.limit.requestsPerMinute } : {}),
-            ...(this.limit.tokensPerMinute !== undefined ? { tokensPerWindow: this.limit.tokensPerMinute } : {}),
-            tokens: head.tokens,
-            windowMs: windowWithMargin(this.limit.windowMs ?? 60_000),
-            slotLeaseMs: this.fc.slotLeaseMs,
-            waiterLeaseMs: Math.max(1000, this.fc.pollMs * 10),
-          });
+          grant = await this.fc.store.acquireLimit(
+            {
+              key: this.key,
+              id,
+              waiter: this.waiterId,
+              rank: head.rank,
+              since: head.since,
+              now,
+              ...(this.limit.concurrency !== undefined ? { concurrency: this.limit.concurrency } : {}),
+              ...(this.limit.requestsPerMinute !== undefined
+                ? { requestsPerWindow: this.limit.requestsPerMinute }
+                : {}),
+              ...(this.limit.tokensPerMinute !== undefined ? { tokensPerWindow: this.limit.tokensPerMinute } : {}),
+              tokens: head.tokens,
+              windowMs: windowWithMargin(this.limit.windowMs ?? 60_000),
+              slotLeaseMs: this.fc.slotLeaseMs,
+              waiterLeaseMs: Math.max(1000, this.fc.pollMs * 10),
+            },
+            decideLimit,
+          );
         } catch (e) {
           process.emitWarning(`keel flow control ${this.key}: ${(e as Error).message}`);
           grant = { granted: false as const, reason: 'queued' as const, retryAt: now + this.fc.pollMs * 5 };

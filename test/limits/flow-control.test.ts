@@ -24,6 +24,7 @@ import { instrumentRuntime } from '../../src/monitoring/instrument-runtime.ts';
 import { FakeProvider } from '../../bench/fake-provider.ts';
 import { openTestPostgres } from '../support/postgres.ts';
 import { agentWith, summarizerModel } from '../support/session-helpers.ts';
+import { decideLimit } from '../../src/flow-control/decide-limit.ts';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -218,19 +219,22 @@ describe('provider flow control', () => {
       flowControl: { slotLeaseMs: 30_000 },
     });
     // Another process took the only slot and died: nothing releases or renews it.
-    await store.acquireLimit({
-      key: 'fake:limited-1',
-      id: 'dead',
-      waiter: 'dead',
-      rank: 0,
-      since: clock.now(),
-      now: clock.now(),
-      concurrency: 1,
-      tokens: 0,
-      windowMs: 60_000,
-      slotLeaseMs: 30_000,
-      waiterLeaseMs: 0,
-    });
+    await store.acquireLimit(
+      {
+        key: 'fake:limited-1',
+        id: 'dead',
+        waiter: 'dead',
+        rank: 0,
+        since: clock.now(),
+        now: clock.now(),
+        concurrency: 1,
+        tokens: 0,
+        windowMs: 60_000,
+        slotLeaseMs: 30_000,
+        waiterLeaseMs: 0,
+      },
+      decideLimit,
+    );
     const [run] = await sendMany(rt, 1);
     await new Promise((r) => setTimeout(r, 300));
     expect(provider.calls).toBe(0);
@@ -264,19 +268,22 @@ describe('provider flow control', () => {
       await store.close();
     });
     expect(rt.flowControl?.keyFor(summarizer)).toBe('scripted:summarizer-1');
-    await store.acquireLimit({
-      key: 'scripted:summarizer-1',
-      id: 'dead',
-      waiter: 'dead',
-      rank: 0,
-      since: clock.now(),
-      now: clock.now(),
-      concurrency: 1,
-      tokens: 0,
-      windowMs: 60_000,
-      slotLeaseMs: 30_000,
-      waiterLeaseMs: 0,
-    });
+    await store.acquireLimit(
+      {
+        key: 'scripted:summarizer-1',
+        id: 'dead',
+        waiter: 'dead',
+        rank: 0,
+        since: clock.now(),
+        now: clock.now(),
+        concurrency: 1,
+        tokens: 0,
+        windowMs: 60_000,
+        slotLeaseMs: 30_000,
+        waiterLeaseMs: 0,
+      },
+      decideLimit,
+    );
     const s = await rt.sessions.create();
     const { run } = await rt.sessions.send(s.id, 'process it');
     // The step after the first is over the threshold: the compaction's call queues for the slot.

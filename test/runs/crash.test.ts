@@ -300,17 +300,16 @@ describe('recovery windows, deterministically', () => {
     const transaction = store.transaction.bind(store);
     store.transaction = <T>(fn: (tx: StoreOps) => Promise<T>) =>
       transaction((tx) =>
-        fn(
-          new Proxy(tx, {
-            get(target, key: keyof StoreOps) {
-              if (key !== 'append') return target[key];
-              return async (...args: Parameters<StoreOps['append']>) => {
-                check(args[1]);
-                return target.append(...args);
-              };
+        fn({
+          ...tx,
+          events: {
+            ...tx.events,
+            append: async (...args: Parameters<StoreOps['events']['append']>) => {
+              check(args[1]);
+              return tx.events.append(...args);
             },
-          }),
-        ),
+          },
+        }),
       );
     return { failed: () => failed };
   }
@@ -490,17 +489,16 @@ describe('recovery windows, deterministically', () => {
     const transaction = store.transaction.bind(store);
     store.transaction = <T>(fn: (tx: StoreOps) => Promise<T>) =>
       transaction((tx) =>
-        fn(
-          new Proxy(tx, {
-            get(target, key: keyof StoreOps) {
-              if (key !== 'putCheckpoint') return target[key];
-              return async (c: Parameters<StoreOps['putCheckpoint']>[0]) => {
-                stored.push(c.step);
-                return target.putCheckpoint(c);
-              };
+        fn({
+          ...tx,
+          runs: {
+            ...tx.runs,
+            putCheckpoint: async (c: Parameters<StoreOps['runs']['putCheckpoint']>[0]) => {
+              stored.push(c.step);
+              return tx.runs.putCheckpoint(c);
             },
-          }),
-        ),
+          },
+        }),
       );
     try {
       const session = await rt.sessions.create();

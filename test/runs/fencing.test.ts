@@ -63,18 +63,17 @@ function track(store: SqliteStore): { written: StoredEvent[]; refused: unknown[]
     const pending: StoredEvent[] = [];
     try {
       const result = await transaction((tx) =>
-        fn(
-          new Proxy(tx, {
-            get(target, key: keyof StoreOps) {
-              if (key !== 'append') return target[key];
-              return async (...args: Parameters<StoreOps['append']>) => {
-                const out = await target.append(...args);
-                pending.push(...out);
-                return out;
-              };
+        fn({
+          ...tx,
+          events: {
+            ...tx.events,
+            append: async (...args: Parameters<StoreOps['events']['append']>) => {
+              const out = await tx.events.append(...args);
+              pending.push(...out);
+              return out;
             },
-          }),
-        ),
+          },
+        }),
       );
       written.push(...pending); // committed
       return result;

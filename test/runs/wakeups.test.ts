@@ -67,7 +67,7 @@ describe('worker wake-ups', () => {
       s.transaction = (async (fn: Parameters<SqliteStore['transaction']>[0]) => {
         let claimed = false;
         const result = await transaction((tx) =>
-          fn(new Proxy(tx, { get: (t, k: keyof typeof tx) => (k === 'claimRun' ? ((claimed = true), t[k]) : t[k]) })),
+          fn({ ...tx, claims: { ...tx.claims, claim: (...a) => ((claimed = true), tx.claims.claim(...a)) } }),
         );
         if (claimed && result === undefined && !done) {
           done = true;

@@ -29,7 +29,6 @@ export * from './idempotency.ts';
 export * from './inputs.ts';
 export * from './json.ts';
 export * from './keys.ts';
-export * from './layout.ts';
 export * from './limits.ts';
 export * from './notices.ts';
 export * from './runs.ts';

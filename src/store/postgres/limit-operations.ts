@@ -1,4 +1,4 @@
-import type { FlatOpsOf } from '../port/index.ts';
+import type { FlatOpsOf } from '../port/layout.ts';
 
 type LimitStoreOps = FlatOpsOf<'limits'>;
 import type { OpContext } from './operations.ts';

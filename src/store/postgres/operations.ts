@@ -11,9 +11,9 @@ import {
   TERMINAL_STATUSES,
   type AppendOptions,
   type RunStatus,
-  type FlatOps,
   type StoredEvent,
 } from '../port/index.ts';
+import { type FlatOps } from '../port/layout.ts';
 import { blobHashesIn } from '../blob-refs.ts';
 import { hasNul } from '../plain-text.ts';
 import { erasedTotals, storedEvent } from '../records.ts';

@@ -1,15 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import {
-  namespaced,
   StoreError,
-  type FlatName,
   type JsonObject,
   type NoticeOps,
   type Store,
   type StoreChange,
   type StoreOps,
 } from '../port/index.ts';
+import { namespaced, type FlatName } from '../port/layout.ts';
 import { migrate, quoteIdent } from './migrations.ts';
 import { pgOperations, type OpContext } from './operations.ts';
 import { DEADLOCK_DETECTED, SERIALIZATION_FAILURE, Sql, sqlState, TransactionSql } from './sql.ts';

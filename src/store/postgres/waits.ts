@@ -1,6 +1,6 @@
 import { StoreError } from '../port/index.ts';
 import { toCallback, toSignal, type CallbackRow, type SignalRow } from '../wait-rows.ts';
-import type { FlatOpsOf } from '../port/index.ts';
+import type { FlatOpsOf } from '../port/layout.ts';
 
 type WaitStoreOps = FlatOpsOf<'waits'>;
 import type { OpContext } from './operations.ts';

@@ -9,7 +9,8 @@ import {
   type WebhookDeliveryRow,
   type WebhookRow,
 } from '../webhook-rows.ts';
-import { CLAIM_WINDOW_FACTOR, DISABLED_SUBSCRIPTION_ERROR, type FlatOpsOf } from '../port/index.ts';
+import { CLAIM_WINDOW_FACTOR, DISABLED_SUBSCRIPTION_ERROR } from '../port/index.ts';
+import { type FlatOpsOf } from '../port/layout.ts';
 
 type WebhookStoreOps = FlatOpsOf<'webhooks'>;
 import type { OpContext } from './operations.ts';

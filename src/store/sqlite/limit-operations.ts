@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { FlatOpsOf } from '../port/index.ts';
+import type { FlatOpsOf } from '../port/layout.ts';
 
 type LimitStoreOps = FlatOpsOf<'limits'>;
 

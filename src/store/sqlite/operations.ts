@@ -12,9 +12,9 @@ import {
   type ClaimPolicy,
   type EventDraft,
   type RunStatus,
-  type FlatOps,
   type StoredEvent,
 } from '../port/index.ts';
+import { type FlatOps } from '../port/layout.ts';
 import { blobHashesIn } from '../blob-refs.ts';
 import { erasedTotals, storedEvent } from '../records.ts';
 import { decodeBatch, encodeOpen, OPEN_CODEC, sealLean } from './event-batch-codec.ts';

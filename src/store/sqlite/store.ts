@@ -1,15 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
-import {
-  namespaced,
-  type FlatName,
-  type JsonObject,
-  type NoticeOps,
-  type Store,
-  type StoreChange,
-  type StoreOps,
-} from '../port/index.ts';
+import { type JsonObject, type NoticeOps, type Store, type StoreChange, type StoreOps } from '../port/index.ts';
+import { namespaced, type FlatName } from '../port/layout.ts';
 import { CommitQueue } from './commit-queue.ts';
 import { migrate } from './migrations.ts';
 import { createOperations, type SyncOps } from './operations.ts';

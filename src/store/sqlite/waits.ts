@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { StoreError } from '../port/index.ts';
 import { toCallback, toSignal, type CallbackRow, type SignalRow } from '../wait-rows.ts';
-import type { FlatOpsOf } from '../port/index.ts';
+import type { FlatOpsOf } from '../port/layout.ts';
 
 type WaitStoreOps = FlatOpsOf<'waits'>;
 

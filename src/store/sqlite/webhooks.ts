@@ -10,12 +10,8 @@ import {
   type WebhookDeliveryRow,
   type WebhookRow,
 } from '../webhook-rows.ts';
-import {
-  CLAIM_WINDOW_FACTOR,
-  DISABLED_SUBSCRIPTION_ERROR,
-  type FlatOpsOf,
-  type WebhookClaimDestinations,
-} from '../port/index.ts';
+import { CLAIM_WINDOW_FACTOR, DISABLED_SUBSCRIPTION_ERROR, type WebhookClaimDestinations } from '../port/index.ts';
+import { type FlatOpsOf } from '../port/layout.ts';
 
 type WebhookStoreOps = FlatOpsOf<'webhooks'>;
 
