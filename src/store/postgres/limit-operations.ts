@@ -1,7 +1,7 @@
 import type { FlatOpsOf } from '../port/layout.ts';
 
 type LimitStoreOps = FlatOpsOf<'limits'>;
-import type { OpContext } from './operations.ts';
+import type { OpContext } from './context.ts';
 
 type PgLimitOps = {
   [K in keyof LimitStoreOps]: (ctx: OpContext, ...args: Parameters<LimitStoreOps[K]>) => ReturnType<LimitStoreOps[K]>;

@@ -13,7 +13,6 @@ import {
   type RunStatus,
   type StoredEvent,
 } from '../port/index.ts';
-import { type FlatOps } from '../port/layout.ts';
 import { blobHashesIn } from '../blob-refs.ts';
 import { hasNul } from '../plain-text.ts';
 import { erasedTotals, storedEvent } from '../records.ts';
@@ -40,27 +39,9 @@ import { pgWebhookOperations } from './webhooks.ts';
 import { pgWaitOperations } from './waits.ts';
 import { pgLimitOperations } from './limit-operations.ts';
 import { scheduleOperations } from './schedule-operations.ts';
+import type { OpContext, PgOps } from './context.ts';
 
-/**
- * What an operation runs on. `sql` is the pool (outside a transaction: each statement commits on
- * its own) or the transaction's client. `atomic` runs several statements as one unit: their own
- * transaction outside one, a savepoint inside one (so that a failure, caught by the caller, leaves
- * the caller's transaction usable and nothing of the operation behind). `guarded` runs one
- * statement that may fail: as it is outside a transaction, in a savepoint inside one.
- * `inTransaction` tells whether the caller holds a transaction (reads of runs then lock them, see
- * getRun).
- */
-export interface OpContext {
-  sql: Sql;
-  atomic<T>(fn: (sql: Sql) => Promise<T>): Promise<T>;
-  guarded<T>(fn: (sql: Sql) => Promise<T>): Promise<T>;
-  inTransaction: boolean;
-}
-
-/** Every operation of the port, given where it runs. */
-export type PgOps = {
-  [K in keyof FlatOps]: (ctx: OpContext, ...args: Parameters<FlatOps[K]>) => ReturnType<FlatOps[K]>;
-};
+export type { OpContext, PgOps } from './context.ts';
 
 type EventRow = {
   session_id: string;

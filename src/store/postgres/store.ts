@@ -10,7 +10,8 @@ import {
 } from '../port/index.ts';
 import { namespaced, type FlatName } from '../port/layout.ts';
 import { migrate, quoteIdent } from './migrations.ts';
-import { pgOperations, type OpContext } from './operations.ts';
+import { pgOperations } from './operations.ts';
+import type { OpContext } from './context.ts';
 import { DEADLOCK_DETECTED, SERIALIZATION_FAILURE, Sql, sqlState, TransactionSql } from './sql.ts';
 
 export interface PostgresStoreOptions {

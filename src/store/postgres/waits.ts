@@ -3,7 +3,7 @@ import { toCallback, toSignal, type CallbackRow, type SignalRow } from '../wait-
 import type { FlatOpsOf } from '../port/layout.ts';
 
 type WaitStoreOps = FlatOpsOf<'waits'>;
-import type { OpContext } from './operations.ts';
+import type { OpContext } from './context.ts';
 import { sqlState, UNIQUE_VIOLATION } from './sql.ts';
 import { hasNul } from '../plain-text.ts';
 

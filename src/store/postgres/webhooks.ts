@@ -13,7 +13,7 @@ import { CLAIM_WINDOW_FACTOR, DISABLED_SUBSCRIPTION_ERROR } from '../port/index.
 import { type FlatOpsOf } from '../port/layout.ts';
 
 type WebhookStoreOps = FlatOpsOf<'webhooks'>;
-import type { OpContext } from './operations.ts';
+import type { OpContext } from './context.ts';
 import { sqlState, UNIQUE_VIOLATION } from './sql.ts';
 import { hasNul } from '../plain-text.ts';
 

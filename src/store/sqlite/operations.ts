@@ -14,7 +14,6 @@ import {
   type RunStatus,
   type StoredEvent,
 } from '../port/index.ts';
-import { type FlatOps } from '../port/layout.ts';
 import { blobHashesIn } from '../blob-refs.ts';
 import { erasedTotals, storedEvent } from '../records.ts';
 import { decodeBatch, encodeOpen, OPEN_CODEC, sealLean } from './event-batch-codec.ts';
@@ -40,9 +39,9 @@ import { createWebhookOperations } from './webhooks.ts';
 import { createWaitOperations } from './waits.ts';
 import { createLimitOperations } from './limit-operations.ts';
 import { scheduleOperations } from './schedule-operations.ts';
+import type { OperationHooks, SyncOps } from './context.ts';
 
-/** Every operation of the port, synchronous: what each returns, without the promise. */
-export type SyncOps = { [K in keyof FlatOps]: (...args: Parameters<FlatOps[K]>) => Awaited<ReturnType<FlatOps[K]>> };
+export type { OperationHooks, SyncOps } from './context.ts';
 
 /**
  * A session's open rows are sealed at the end of a turn (`sealEvents`), and also once this many
@@ -84,14 +83,6 @@ function uniqueViolation(e: unknown, message: string): unknown {
 function limitOf(limit: number): number {
   if (!Number.isFinite(limit) || limit < 0) return -1;
   return Math.floor(limit);
-}
-
-/** What the operations need of the connection's turn-taking (see CommitQueue). */
-export interface OperationHooks {
-  /** Runs `fn` once the write transaction now open commits; never if the operation's work rolls back. */
-  whenCommitted(fn: () => void): void;
-  /** Which write transaction is open: a new number at each one's start. */
-  transactionNumber(): number;
 }
 
 /**

@@ -9,7 +9,7 @@ import {
   type ScheduleFireRow,
   type ScheduleRow,
 } from '../schedule-rows.ts';
-import type { SyncOps } from './operations.ts';
+import type { SyncOps } from './context.ts';
 
 type ScheduleOps = Pick<
   SyncOps,
