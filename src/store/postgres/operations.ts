@@ -39,9 +39,7 @@ import { pgWebhookOperations } from './webhooks.ts';
 import { pgWaitOperations } from './waits.ts';
 import { pgLimitOperations } from './limit-operations.ts';
 import { scheduleOperations } from './schedule-operations.ts';
-import type { OpContext, PgOps } from './context.ts';
-
-export type { OpContext, PgOps } from './context.ts';
+import type { PgOps } from './context.ts';
 
 type EventRow = {
   session_id: string;

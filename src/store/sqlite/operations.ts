@@ -41,8 +41,6 @@ import { createLimitOperations } from './limit-operations.ts';
 import { scheduleOperations } from './schedule-operations.ts';
 import type { OperationHooks, SyncOps } from './context.ts';
 
-export type { OperationHooks, SyncOps } from './context.ts';
-
 /**
  * A session's open rows are sealed at the end of a turn (`sealEvents`), and also once this many
  * events are open, so that a long turn's log does not stay uncompressed (ADR-0009).
