@@ -5,7 +5,8 @@ import { type JsonObject, type NoticeOps, type Store, type StoreChange, type Sto
 import { namespaced, type FlatName } from '../port/layout.ts';
 import { CommitQueue } from './commit-queue.ts';
 import { migrate } from './migrations.ts';
-import { createOperations, type SyncOps } from './operations.ts';
+import { createOperations } from './operations.ts';
+import type { SyncOps } from './context.ts';
 import { prepareStatements } from './statements.ts';
 import { WEBHOOK_PLAN } from './webhooks.ts';
 import { WAIT_PLAN } from './waits.ts';
