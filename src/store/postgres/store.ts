@@ -74,8 +74,8 @@ export class PostgresStore extends WithStoreOps implements Store {
   readonly kind = 'postgres';
   /** Change notices by LISTEN, broadcasts by NOTIFY on the schema's channel, and a ping through it as the barrier. */
   readonly notices: Required<NoticeOps> = {
-    changes: (listener) => this.changes(listener),
-    broadcast: (sessionId, message) => this.broadcast(sessionId, message),
+    changes: (listener) => this.onChanges(listener),
+    broadcast: (sessionId, message) => this.sendBroadcast(sessionId, message),
     caughtUp: () => this.caughtUp(),
   };
   readonly schema: string;
@@ -255,7 +255,7 @@ export class PostgresStore extends WithStoreOps implements Store {
    * Commits of any node, as PostgreSQL tells them (LISTEN on the schema's channel; every append's
    * transaction notifies on commit with its session and last seq: see the migrations).
    */
-  private changes(listener: (change?: StoreChange) => void): () => void {
+  private onChanges(listener: (change?: StoreChange) => void): () => void {
     this.changeListeners.add(listener);
     if (!this.listening) this.listening = this.listen();
     return () => {
@@ -347,7 +347,7 @@ export class PostgresStore extends WithStoreOps implements Store {
    * numbered after the events it follows: they are committed, so their notice went first). One
    * notification at a time, in order; what comes meanwhile is sent together in the next.
    */
-  private broadcast(sessionId: string, message: JsonObject): void {
+  private sendBroadcast(sessionId: string, message: JsonObject): void {
     if (this.closed) return;
     this.outbox.push({ s: sessionId, m: message, n: ++this.broadcastCount });
     if (!this.sending) void this.flushBroadcasts();

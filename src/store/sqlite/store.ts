@@ -235,7 +235,7 @@ export class SqliteStore extends WithStoreOps implements Store {
     };
     this.sync = sync;
     this.ops = inTransaction(this.db, this.sync, this.queue);
-    const changes = (listener: (change?: StoreChange) => void) => this.changes(listener);
+    const changes = (listener: (change?: StoreChange) => void) => this.onChanges(listener);
     this.notices =
       this.path !== ':memory:' && this.path !== ''
         ? {
@@ -316,7 +316,7 @@ export class SqliteStore extends WithStoreOps implements Store {
    * connection commits), read every 50 ms while someone listens: a cheap read, no scan (told at
    * most every OFF_BUS_CHANGES_MS while other processes are on the bus).
    */
-  private changes(listener: (change?: StoreChange) => void): () => void {
+  private onChanges(listener: (change?: StoreChange) => void): () => void {
     this.changeListeners.add(listener);
     this.joinRelay();
     if (!this.changeTimer) {
