@@ -37,8 +37,8 @@ import {
 import { USAGE_OWN_SQL, type OpenHeadColumns, type Statements } from './statements.ts';
 import { createWebhookOperations } from './webhooks.ts';
 import { createWaitOperations } from './waits.ts';
-import { createLimitOperations } from './limit-operations.ts';
-import { scheduleOperations } from './schedule-operations.ts';
+import { createLimitOperations } from './limits.ts';
+import { scheduleOperations } from './schedules.ts';
 import type { OperationHooks, SyncOps } from './context.ts';
 
 /**

@@ -12,7 +12,7 @@ import { WEBHOOK_PLAN } from './webhooks.ts';
 import { WAIT_PLAN } from './waits.ts';
 import { WalFlusher } from './wal-flusher.ts';
 import { FileWriteLock } from './file-write-lock.ts';
-import { LIMIT_PLAN } from './limit-operations.ts';
+import { LIMIT_PLAN } from './limits.ts';
 import { LiveRelay } from './live-relay.ts';
 
 export interface SqliteStoreOptions {
