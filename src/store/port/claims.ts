@@ -15,7 +15,7 @@ export interface ClaimPolicy {
   to: RunStatus;
 }
 
-/** A run that is due (see `StoreOps.dueRuns`), with the due time it was found by (the cursor of the next page). */
+/** A run that is due (see `ClaimOps.due`), with the due time it was found by (the cursor of the next page). */
 export interface DueRun {
   run: RunRecord;
   dueAt: number;

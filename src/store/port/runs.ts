@@ -153,7 +153,7 @@ export interface Checkpoint {
   state: unknown;
 }
 
-/** What usage is grouped by (see `StoreOps.usageTotals`): `day` and `hour` are time buckets (UTC), one at most. */
+/** What usage is grouped by (see `RunOps.usageTotals`): `day` and `hour` are time buckets (UTC), one at most. */
 export type UsageDimension = 'tenant' | 'agent' | 'model' | 'day' | 'hour';
 
 export const USAGE_DIMENSIONS: readonly UsageDimension[] = ['tenant', 'agent', 'model', 'day', 'hour'];
@@ -175,8 +175,8 @@ export interface UsageQuery {
 }
 
 /**
- * One group of `usageTotals`: the keys it is grouped by (only those), how many runs ended in it, and
- * their own usage and cost (each run's recorded total minus its ended children's: see `usageTotals`).
+ * One group of `runs.usageTotals`: the keys it is grouped by (only those), how many runs ended in it, and
+ * their own usage and cost (each run's recorded total minus its ended children's: see `runs.usageTotals`).
  */
 export interface UsageTotals {
   tenant?: string;

@@ -58,7 +58,7 @@ export interface SessionOps {
    * the idempotency records that name it, in one transaction; the schedules that target it are
    * paused (PAUSED_FOR_ERASED_SESSION). What remains is a tombstone: the session row (id, tenant,
    * `erasedAt`, `erasedTotals`), its runs' ids, statuses, times, agents, models (`agentSpec` keeps
-   * only `model`), usage and cost, for billing (`usageTotals`), and the paused schedules' targets. Refused
+   * only `model`), usage and cost, for billing (`runs.usageTotals`), and the paused schedules' targets. Refused
    * (RunBusyError) while a run of the session is not terminal; erasing an erased session returns
    * its tombstone. Appends to an erased session are refused (`session_erased`).
    */

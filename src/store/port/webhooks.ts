@@ -116,7 +116,7 @@ export interface WebhookClaimDestinations {
 /** How many due deliveries of not-busy URLs a capped claim looks at, per delivery it may take. */
 export const CLAIM_WINDOW_FACTOR = 4;
 
-/** What an attempt's outcome does to its delivery (recorded with the attempt, see `recordWebhookAttempt`). */
+/** What an attempt's outcome does to its delivery (recorded with the attempt, see `webhooks.recordAttempt`). */
 export interface WebhookAttemptOutcome {
   deliveryId: string;
   /** The claim the attempt was made under: a stale one records nothing. */
@@ -177,7 +177,7 @@ export interface WebhookOps {
    * for one attempt each: their claim increases and their next attempt moves to `now + leaseMs`,
    * so no other dispatcher takes them meanwhile (PostgreSQL: FOR UPDATE SKIP LOCKED; SQLite: under
    * the write lock). Due deliveries of a disabled subscription (one written in a race with its
-   * disabling) are ended `failed` instead, as `updateWebhook` does. With `destinations`, at most
+   * disabling) are ended `failed` instead, as `webhooks.update` does. With `destinations`, at most
    * `perDestination` deliveries to one URL counting those the claimer has in flight (`busy`):
    * deliveries to a busy URL are passed over for others, however long they have been due.
    */
