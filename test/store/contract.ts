@@ -1,5 +1,5 @@
 /**
- * The storage contract: every backend of the port (src/store/port.ts) must pass this suite.
+ * The storage contract: every backend of the port (src/store/port/) must pass this suite.
  *
  * It tests port semantics only — nothing about how a backend stores things. `open()` must return a
  * fresh, empty store each time (a new file, a new schema, ...) and a `cleanup()` that closes it (if

@@ -1,5 +1,5 @@
 /**
- * Provider flow control's part of the storage contract (src/store/limit-rows.ts,
+ * Provider flow control's part of the storage contract (src/store/port/limits.ts,
  * docs/flow-control.md): concurrency slots leased with an expiry, a sliding window of requests
  * and tokens (reserved, then settled), a pause for everyone, and waiters keeping their place
  * (priority, then arrival) across instances. Every backend passes it.

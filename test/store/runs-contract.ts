@@ -1,5 +1,5 @@
 /**
- * The runs part of the storage contract: every backend of the port (src/store/port.ts) must pass
+ * The runs part of the storage contract: every backend of the port (src/store/port/) must pass
  * this suite, next to the event-log contract (contract.ts).
  *
  * It tests port semantics only: run rows and their compare-and-set updates, the one-active-run

@@ -1,5 +1,5 @@
 /**
- * The waiting model's part of the storage contract (src/store/wait-rows.ts, ADR-0015): the new run
+ * The waiting model's part of the storage contract (src/store/port/waits.ts, ADR-0015): the new run
  * statuses are stored and counted; a signal is delivered once per run and name (also when two
  * nodes deliver it at once), kept until its wait takes it, and taken once; callback tokens are
  * found by their hash only. Every backend passes it.

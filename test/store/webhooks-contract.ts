@@ -1,5 +1,5 @@
 /**
- * The webhooks part of the storage contract (src/store/webhooks.ts): subscriptions, the outbox of
+ * The webhooks part of the storage contract (src/store/port/webhooks.ts): subscriptions, the outbox of
  * deliveries written in a caller's transaction, claims under a lease (never the same delivery to
  * two claimers), attempts recorded only under their claim, redelivery. Every backend passes it.
  */
