@@ -1,13 +1,144 @@
 /** SQLite: the events operations of the port (`store.events`), synchronous, on the connection's shared state. */
-import { NotFoundError, type StoredEvent } from '../port/index.ts';
-import { decodeBatch } from './event-batch-codec.ts';
-import { idKey } from './id-keys.ts';
-import { limitOf } from './shared.ts';
+import {
+  NotFoundError,
+  type StoredEvent,
+  FencedError,
+  SeqConflictError,
+  StoreError,
+  type AppendOptions,
+  type EventDraft,
+} from '../port/index.ts';
+import { decodeBatch, encodeOpen, OPEN_CODEC } from './event-batch-codec.ts';
+import { idKey, type IdKey } from './id-keys.ts';
+import { limitOf, SEAL_AT } from './shared.ts';
 import type { Shared } from './shared.ts';
 import type { SyncOpsOf } from './context.ts';
+import { blobHashesIn } from '../blob-refs.ts';
+import { storedEvent } from '../records.ts';
+import { type At } from './session-heads.ts';
+import { type OpenEntrySet, type TreeEntry } from './open-entries.ts';
 
 export function eventOps(c: Shared): SyncOpsOf<'events'> {
-  const { st, openEntriesOf, headOf, sealOpenRows, append, eventsAt } = c;
+  const { st, openEntriesOf, headOf, sealOpenRows, hooks, knownRefs, heads, openEntries, withOpenHead } = c;
+
+  /** Whether the session has this entry: among its open rows' or indexed. */
+  const hasEntry = (sessionKey: IdKey, open: OpenEntrySet, id: string): boolean =>
+    open.has(id) || st.getEntry.get(idKey(id), sessionKey) !== undefined;
+
+  /** The returned events' `data` is the draft's own object, not a copy: the caller owns the drafts. */
+  const append = (sessionId: string, drafts: readonly EventDraft[], options: AppendOptions = {}): StoredEvent[] => {
+    const { expectLastSeq, fence } = options;
+    const sessionKey = idKey(sessionId);
+    // A fenced append reads its run's token with its session's head; the fence is checked first.
+    let s;
+    let at: At | undefined;
+    if (fence) {
+      // The head this run's last append left, when nothing can have changed it since; else read.
+      at = heads.now();
+      let head = heads.lookup(sessionId, fence.runId, at);
+      if (!head) {
+        const row = st.fencedSessionHead.get(fence.runId, sessionKey, sessionId);
+        head = row && withOpenHead(row);
+      }
+      const token = head ? head.fencing_token : (st.fenceOf.get(fence.runId)?.fencing_token ?? null);
+      if (token !== fence.token) throw new FencedError(fence.runId, fence.token, token ?? undefined);
+      s = head;
+    } else s = headOf(sessionId);
+    if (!s) throw new NotFoundError('session', sessionId);
+    if (s.erased_at !== null)
+      throw new StoreError('session_erased', `session ${sessionId} was erased: its log takes nothing more`);
+    if (expectLastSeq !== undefined && s.last_seq !== expectLastSeq)
+      throw new SeqConflictError(sessionId, expectLastSeq, s.last_seq);
+    const open = openEntriesOf(sessionId, s);
+    let seq = s.last_seq;
+    let leaf = s.leaf_id;
+    let lastTurn = 0;
+    const out: StoredEvent[] = [];
+    const added = new Map<string, TreeEntry>();
+    for (const d of drafts) {
+      seq++;
+      if (d.turn !== undefined && d.turn > lastTurn) lastTurn = d.turn;
+      let parent: string | null = null;
+      if (d.entry) {
+        parent = d.parentId !== undefined ? d.parentId : leaf;
+        // The tree never spans sessions (an explicit parent is checked; the leaf always belongs).
+        if (d.parentId && !added.has(d.parentId) && !hasEntry(sessionKey, open, d.parentId)) {
+          throw new StoreError(
+            'invalid_parent',
+            `event ${d.id}: parent ${d.parentId} is not an entry of session ${sessionId}`,
+          );
+        }
+        // Entry ids are unique in their session (one lookup per id: `id IN (?, ?)` measured dearer
+        // than two). An id minted for this draft cannot be taken: not looked up.
+        if (added.has(d.id) || (!d.minted && hasEntry(sessionKey, open, d.id)))
+          throw new StoreError('conflict', `event ${d.id} already exists`);
+        added.set(d.id, { seq, parent });
+        leaf = d.id;
+      } else if (d.leaf !== undefined) {
+        leaf = d.leaf;
+      }
+      out.push(storedEvent(d, sessionId, seq, parent));
+    }
+    if (out.length === 0) return out;
+    // The session's open entries after this append (indexed in `entries` at the seal).
+    const entries = added.size > 0 ? open.with(added, seq) : open;
+    const json = encodeOpen(out);
+    // The row carries the session's head after it: the sessions row is not written (ADR-0026).
+    const turn = Math.max(s.last_turn, lastTurn);
+    st.insertOpenRow.run(sessionKey, out[0]!.seq, seq, OPEN_CODEC, json, leaf, turn);
+    // Which blobs the session refers to, for erasure: in the append's own transaction, once per
+    // session and blob (the pairs known are learnt when their commit is done: a rollback undoes
+    // them, and erasure would then miss a reference).
+    for (const hash of blobHashesIn(json)) {
+      if (knownRefs.has(sessionId, hash)) continue;
+      st.insertBlobRef.run(sessionKey, hash);
+      hooks.whenCommitted(() => knownRefs.add(sessionId, hash));
+    }
+    const sealed =
+      seq - s.sealed_seq >= SEAL_AT ? sealOpenRows(sessionId, sessionKey, s.sealed_seq, seq, entries) : s.sealed_seq;
+    // Sealed: no open row is left to carry the head.
+    if (sealed !== s.sealed_seq) st.setHead.run(seq, leaf, turn, sealed, sessionId);
+    if (fence && at) {
+      const known = heads.learn(
+        sessionId,
+        fence.runId,
+        {
+          last_seq: seq,
+          leaf_id: leaf,
+          last_turn: turn,
+          sealed_seq: sealed,
+          erased_at: null,
+          fencing_token: fence.token,
+        },
+        at,
+      );
+      hooks.whenCommitted(() => heads.keep(known));
+    }
+    openEntries.wrote(sessionId, seq, sealed, entries);
+    if (sealed !== seq) hooks.whenCommitted(() => openEntries.keep(sessionId, seq, sealed, entries));
+    return out;
+  };
+
+  /** The events at these seqs of a session, in the order given; each batch is decoded once. */
+  const eventsAt = (sessionId: string, seqs: readonly number[]): StoredEvent[] => {
+    const sessionKey = idKey(sessionId);
+    const decoded = new Map<number, StoredEvent[]>();
+    let last: StoredEvent[] | undefined;
+    const out: StoredEvent[] = [];
+    for (const seq of seqs) {
+      if (!last || seq < last[0]!.seq || seq > last.at(-1)!.seq) {
+        const row = st.batchAt.get(sessionKey, seq);
+        if (!row) throw new StoreError('corrupt_log', `session ${sessionId}: no stored batch holds seq ${seq}`);
+        last = decoded.get(row.first_seq);
+        if (!last) decoded.set(row.first_seq, (last = decodeBatch(sessionId, row.first_seq, row.codec, row.data)));
+      }
+      const e = last[seq - last[0]!.seq];
+      if (!e) throw new StoreError('corrupt_log', `session ${sessionId}: no stored batch holds seq ${seq}`);
+      out.push(e);
+    }
+    return out;
+  };
+
   return {
     append: append,
     readEvents: (sessionId, o = {}) => {
