@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4StreamPart } from '@ai-sdk/provider';
 import { classifyModelError } from '../model/errors.ts';
 import type { Clock } from '../runs/clock.ts';
-import type { LimitStoreOps } from '../store/limit-rows.ts';
+import type { LimitStoreOps } from '../store/index.ts';
 import { decideLimit } from '../flow-control/decide-limit.ts';
 
 /** A model's limits (per model id, or per provider with `provider:*`, or `*`). */
@@ -132,7 +132,7 @@ class Gate {
         onAbort: () => {
           const i = this.queue.indexOf(w);
           if (i >= 0) this.queue.splice(i, 1);
-          if (this.queue.length === 0) void this.fc.store.leaveLimitQueue(this.key, this.waiterId).catch(() => {});
+          if (this.queue.length === 0) void this.fc.store.limits.leaveQueue(this.key, this.waiterId).catch(() => {});
           reject(signal.reason);
         },
       };
@@ -165,7 +165,7 @@ class Gate {
         const id = randomUUID();
         let grant;
         try {
-          grant = await this.fc.store.acquireLimit(
+          grant = await this.fc.store.limits.acquire(
             {
               key: this.key,
               id,
@@ -191,7 +191,7 @@ class Gate {
         }
         if (this.queue[0] !== head) {
           // The head gave up meanwhile: a slot it took goes back.
-          if (grant.granted) void this.fc.store.releaseLimit(this.key, id).catch(() => {});
+          if (grant.granted) void this.fc.store.limits.release(this.key, id).catch(() => {});
           continue;
         }
         if (grant.granted) {
@@ -291,7 +291,7 @@ export class FlowControl {
     const renew =
       limit.concurrency !== undefined
         ? setInterval(
-            () => void this.store.renewLimit(key, id, this.clock.now() + this.slotLeaseMs).catch(() => {}),
+            () => void this.store.limits.renew(key, id, this.clock.now() + this.slotLeaseMs).catch(() => {}),
             Math.max(50, this.slotLeaseMs / 3),
           )
         : undefined;
@@ -301,7 +301,7 @@ export class FlowControl {
       id,
       settle: (tokens) => {
         if (limit.tokensPerMinute !== undefined && tokens !== w.tokens)
-          void this.store.settleLimit(key, id, tokens).catch(() => {});
+          void this.store.limits.settle(key, id, tokens).catch(() => {});
       },
       release: () => {
         if (released) return;
@@ -311,7 +311,7 @@ export class FlowControl {
         // Tried again on a failure (a busy store): else the slot stays taken until its lease ends.
         const free = async (attempt: number): Promise<void> => {
           try {
-            await this.store.releaseLimit(key, id);
+            await this.store.limits.release(key, id);
           } catch {
             if (attempt >= 3) return;
             await new Promise((r) => setTimeout(r, 50 * attempt));
@@ -326,7 +326,7 @@ export class FlowControl {
   /** A provider answered 429: the key pauses for everyone on the store. */
   async rateLimited(key: string, retryAfterMs: number | undefined): Promise<void> {
     for (const ob of this.observers) ob.rateLimited?.(key);
-    await this.store.pauseLimit(key, this.clock.now() + (retryAfterMs ?? this.defaultPauseMs)).catch(() => {});
+    await this.store.limits.pause(key, this.clock.now() + (retryAfterMs ?? this.defaultPauseMs)).catch(() => {});
   }
 
   /**

@@ -128,8 +128,11 @@ export interface RecordedSend {
 }
 
 /** Throws when a request already took the key (its effect, or its answer, is recorded). */
-export async function refuseTakenKey(store: Pick<StoreOps, 'getIdempotency'>, claim: IdempotencyClaim): Promise<void> {
-  if (await store.getIdempotency(claim.tenant, claim.key)) {
+export async function refuseTakenKey(
+  store: { idempotency: Pick<StoreOps['idempotency'], 'get'> },
+  claim: IdempotencyClaim,
+): Promise<void> {
+  if (await store.idempotency.get(claim.tenant, claim.key)) {
     throw new StoreError(
       'idempotency_in_progress',
       `a request with Idempotency-Key ${JSON.stringify(claim.key)} was already accepted`,
@@ -147,7 +150,7 @@ export async function recordEffect(
   effect: RecordedSend | JsonObject,
 ): Promise<void> {
   const body = JSON.stringify(effect);
-  const stored = await tx.putIdempotency({ ...claim, status: 0, body, createdAt: Date.now() });
+  const stored = await tx.idempotency.put({ ...claim, status: 0, body, createdAt: Date.now() });
   if (stored.status !== 0 || stored.body !== body) {
     throw new StoreError(
       'idempotency_in_progress',
@@ -276,13 +279,13 @@ export class RunBook {
     tail: SessionEvent[];
     at: { step: number; seq: number } | undefined;
   }> {
-    const checkpoint = await ops.getCheckpoint(run.id);
+    const checkpoint = await ops.runs.getCheckpoint(run.id);
     const tail = await this.sessions.log.read(run.sessionId, { runId: run.id, afterSeq: checkpoint?.seq ?? 0 }, ops);
     return { checkpoint, tail, at: lastBoundary(checkpoint, tail) };
   }
 
   async get(id: string): Promise<RunRecord> {
-    const r = await this.store.getRun(id);
+    const r = await this.store.runs.get(id);
     if (!r) throw new NotFoundError('run', id);
     return r;
   }
@@ -329,7 +332,7 @@ export class RunBook {
       o.guard?.fencingToken !== undefined ? { runId: run.id, token: o.guard.fencingToken } : undefined,
       true,
     );
-    const updated = await tx.updateRun(run.id, patch, guard);
+    const updated = await tx.runs.update(run.id, patch, guard);
     return { run: updated, events };
   }
 
@@ -384,7 +387,7 @@ export class RunBook {
     ifBusy: IfBusy,
     o: { options?: RunOptions; parent?: { runId: string; toolCallId: string } },
   ): Promise<Accepted> {
-    const session = await tx.getSession(sessionId);
+    const session = await tx.sessions.get(sessionId);
     if (!session) throw new NotFoundError('session', sessionId);
     if (session.erasedAt !== null) throw new StoreError('session_erased', `session ${sessionId} was erased`);
     if (session.archivedAt !== null)
@@ -392,7 +395,7 @@ export class RunBook {
     // The caller's message is checked before anything keeps it, whatever it does: a steer is logged
     // by the run's own (unchecked) commits, and an enqueued one enters the log with another run's end.
     const checked = this.checkedMessage(message);
-    const active = await tx.activeRun(sessionId);
+    const active = await tx.runs.active(sessionId);
     if (active) {
       switch (ifBusy) {
         case 'reject':
@@ -402,7 +405,7 @@ export class RunBook {
           return { outcome: 'enqueued' as const, message: checked, ...queued };
         }
         case 'steer':
-          await tx.addInput({
+          await tx.inputs.add({
             id: checked.id,
             sessionId,
             kind: 'steer',
@@ -438,8 +441,8 @@ export class RunBook {
     agent: AgentDefinition,
     options: RunOptions,
   ): Promise<{ run: RunRecord; events: SessionEvent[] }> {
-    const run = await tx.createRun(newRunOf(sessionId, message, agent, options, { queuedBehind: true }));
-    await tx.addInput({
+    const run = await tx.runs.create(newRunOf(sessionId, message, agent, options, { queuedBehind: true }));
+    await tx.inputs.add({
       id: message.id,
       sessionId,
       kind: 'message',
@@ -471,7 +474,7 @@ export class RunBook {
     const sessionId = session.id;
     const turn = session.lastTurn + 1;
     const trigger = checked ? message : this.checkedMessage(message);
-    const run = await tx.createRun(
+    const run = await tx.runs.create(
       newRunOf(sessionId, trigger, agent, options, {
         turn,
         ...(parent ? { parentRunId: parent.runId, parentToolCallId: parent.toolCallId } : {}),
@@ -517,7 +520,7 @@ export class RunBook {
     to: FinalStatus,
     o: FinishOptions,
   ): Promise<{ run: RunRecord; next?: RunRecord; events: SessionEvent[] }> {
-    const current = await tx.getRun(runId);
+    const current = await tx.runs.get(runId);
     if (!current) throw new NotFoundError('run', runId);
     if (isTerminal(current.status)) return { run: current, events: [] };
     if (o.fencingToken !== undefined && current.fencingToken !== o.fencingToken) {
@@ -527,7 +530,7 @@ export class RunBook {
     if (o.closeOpenCalls) events.push(...(await this.closeOpenCalls(tx, current, to)));
     // Steering the run never took (it ended first: cancelled, failed, timed out) is not dropped:
     // it joins the conversation with the run's end, where the next run sees it.
-    const untaken = await tx.takeInputs(current.sessionId, 'steer', current.id);
+    const untaken = await tx.inputs.take(current.sessionId, 'steer', current.id);
     if (untaken.length > 0) {
       events.push(
         ...(await this.append(
@@ -556,13 +559,13 @@ export class RunBook {
     });
     events.push(...t.events);
     // A run that ended while queued behind never came up: its message leaves the inbox with it.
-    if (current.queuedBehind) await tx.takeInputs(current.sessionId, 'message', current.id, 1);
+    if (current.queuedBehind) await tx.inputs.take(current.sessionId, 'message', current.id, 1);
     if (current.parentRunId) {
       // Once, when the child ends: also when its parent ended first (cancelled while the child ran),
       // since the parent's own total only counted the children that had ended (see withChildren).
-      const parent = await tx.getRun(current.parentRunId);
+      const parent = await tx.runs.get(current.parentRunId);
       if (parent)
-        await tx.updateRun(parent.id, {
+        await tx.runs.update(parent.id, {
           usage: addUsage(usageOf(parent.usage), usage) as unknown as JsonObject,
           cost: parent.cost + cost,
         });
@@ -585,7 +588,7 @@ export class RunBook {
   ): Promise<{ usage: Usage; cost: number }> {
     let usage = own;
     let cost = ownCost;
-    for (const c of await tx.listRuns({ parentRunId: runId, statuses: TERMINAL_STATUSES, limit: 10_000 })) {
+    for (const c of await tx.runs.list({ parentRunId: runId, statuses: TERMINAL_STATUSES, limit: 10_000 })) {
       usage = addUsage(usage, usageOf(c.usage));
       cost += c.cost;
     }
@@ -605,13 +608,13 @@ export class RunBook {
   ): Promise<{ run?: RunRecord; events: SessionEvent[] }> {
     const events: SessionEvent[] = [];
     for (;;) {
-      const [behind] = (await tx.listRuns({ sessionId, statuses: ['queued'], limit: 10_000 }))
+      const [behind] = (await tx.runs.list({ sessionId, statuses: ['queued'], limit: 10_000 }))
         .filter((r) => r.queuedBehind)
         .sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
-      const [legacy] = behind ? [] : await tx.listInputs(sessionId, 'message', null, 1);
+      const [legacy] = behind ? [] : await tx.inputs.list(sessionId, 'message', null, 1);
       if (!behind && !legacy) return { events };
       if (legacy) {
-        await tx.removeInput(legacy.id);
+        await tx.inputs.remove(legacy.id);
         const p = legacy.payload as {
           message: UserMessage;
           agent: string;
@@ -620,12 +623,12 @@ export class RunBook {
         };
         const agent = resolveAgent(p.agent, p.agentVersion) ?? resolveAgent(p.agent);
         if (agent) {
-          const session = (await tx.getSession(sessionId))!;
+          const session = (await tx.sessions.get(sessionId))!;
           const created = await this.createRun(tx, session, p.message, agent, p.options ?? {});
           return { run: created.run, events: [...events, ...created.events] };
         }
         // Recorded as a run that failed, so that the message is not dropped without a trace.
-        const run = await tx.createRun({
+        const run = await tx.runs.create({
           id: newId(),
           sessionId,
           agent: { name: p.agent, version: p.agentVersion ?? 'unknown' },
@@ -640,7 +643,7 @@ export class RunBook {
         events.push(...(await this.agentGone(tx, run)));
         continue;
       }
-      const [input] = await tx.takeInputs(sessionId, 'message', behind!.id, 1);
+      const [input] = await tx.inputs.take(sessionId, 'message', behind!.id, 1);
       const agent = resolveAgent(behind!.agent.name, behind!.agent.version);
       if (!agent || !input) {
         events.push(
@@ -649,14 +652,14 @@ export class RunBook {
         continue;
       }
       const message = (input.payload as { message: UserMessage }).message;
-      const session = (await tx.getSession(sessionId))!;
+      const session = (await tx.sessions.get(sessionId))!;
       const turn = session.lastTurn + 1;
       events.push(
         ...(await this.append(tx, sessionId, [
           { type: 'user/message', runId: behind!.id, turn, data: { message, via: 'input' } },
         ])),
       );
-      const run = await tx.updateRun(behind!.id, { queuedBehind: false, turn }, { statuses: ['queued'] });
+      const run = await tx.runs.update(behind!.id, { queuedBehind: false, turn }, { statuses: ['queued'] });
       return { run, events };
     }
   }
@@ -741,7 +744,7 @@ export class RunBook {
     d: { approved?: boolean; input?: JsonValue; reason?: string; answer?: JsonValue },
   ): Promise<RunRecord> {
     const out = await this.sessions.log.transaction(async (tx) => {
-      const run = await tx.getRun(runId);
+      const run = await tx.runs.get(runId);
       if (!run) throw new NotFoundError('run', runId);
       const waiting = run.waiting as unknown as Waiting | null;
       const call = waiting?.calls.find((c) => c.toolCallId === toolCallId);
@@ -850,7 +853,7 @@ export class RunBook {
     o: { reason?: string; patch?: RunPatch; guard?: RunGuard } = {},
   ): Promise<RunRecord> {
     const out = await this.sessions.log.transaction(async (tx) => {
-      const run = await tx.getRun(runId);
+      const run = await tx.runs.get(runId);
       if (!run) throw new NotFoundError('run', runId);
       return this.transition(tx, run, to, o);
     });
@@ -861,6 +864,6 @@ export class RunBook {
   async request(runId: string, patch: Pick<RunPatch, 'cancelRequested' | 'pauseRequested'>): Promise<RunRecord> {
     const run = await this.get(runId);
     if (isTerminal(run.status)) return run;
-    return this.store.updateRun(runId, patch, { statuses: statusesLeadingTo('cancelled') });
+    return this.store.runs.update(runId, patch, { statuses: statusesLeadingTo('cancelled') });
   }
 }

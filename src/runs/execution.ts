@@ -314,7 +314,7 @@ export class Execution {
     }
     let depth = 0;
     for (let parent = run.parentRunId; parent && depth < 100; depth++)
-      parent = (await book.store.getRun(parent))?.parentRunId ?? null;
+      parent = (await book.store.runs.get(parent))?.parentRunId ?? null;
     const scope: RunScope = {
       runId: run.id,
       sessionId: run.sessionId,
@@ -362,7 +362,7 @@ export class Execution {
         const until = Date.now() + leaseMs;
         let ok: boolean;
         try {
-          ok = await book.store.renewLease(run.id, owner, this.token, until);
+          ok = await book.store.claims.renewLease(run.id, owner, this.token, until);
         } catch {
           // A store error is no answer: the next tick tries again while the lease still holds.
           if (Date.now() >= this.leaseHeldUntil - renewEveryMs) letGo();
@@ -381,8 +381,8 @@ export class Execution {
       if (polling) return;
       polling = true;
       void (async () => {
-        const fresh = await book.store.getRun(run.id).catch(() => undefined);
-        if ((await book.store.countInputs(run.sessionId, 'steer').catch(() => 0)) > 0) this.steeringArrived();
+        const fresh = await book.store.runs.get(run.id).catch(() => undefined);
+        if ((await book.store.inputs.count(run.sessionId, 'steer').catch(() => 0)) > 0) this.steeringArrived();
         if (fresh?.cancelRequested) this.cancel();
         if (fresh?.pauseRequested) this.pause();
         else if (fresh) this.unpause();
@@ -411,7 +411,7 @@ export class Execution {
         if (this.steeringMaybe) {
           // Cleared before the read: steering stored meanwhile sets it again.
           this.steeringMaybe = false;
-          const inputs = await this.env.book.store.listInputs(this.run.sessionId, 'steer', this.run.id);
+          const inputs = await this.env.book.store.inputs.list(this.run.sessionId, 'steer', this.run.id);
           for (const i of inputs) {
             if (this.steered.has(i.id)) continue;
             this.steered.add(i.id);

@@ -86,7 +86,7 @@ export class RunSink extends BufferedSink {
     this.check();
     // Within its lease no other worker can have claimed the run; near or past its end, ask the store.
     if (this.hooks.leaseHolds?.()) return;
-    const now = await this.book.store.getRun(this.run.id);
+    const now = await this.book.store.runs.get(this.run.id);
     if (!now || now.fencingToken !== this.token) throw new FencedError(this.run.id, this.token, now?.fencingToken);
   }
 
@@ -109,14 +109,14 @@ export class RunSink extends BufferedSink {
     let appended: readonly SessionEvent[] = NONE;
     await this.log.transaction(async (tx) => {
       appended = await this.log.append(this.run.sessionId, drafts, { fence, tx, trusted: true });
-      for (const id of steered) await tx.removeInput(id);
+      for (const id of steered) await tx.inputs.remove(id);
       // The stored checkpoint moves at the turn's end, with the run's record. A failed turn's end
       // is no step boundary: its working state may hold a step whose calls started but have no
       // result. The retry resumes from the last boundary and the log after it, which tells which
       // calls started (so none runs again unless it is idempotent).
       if (held && end && end.data.reason !== 'failed') {
         const state: RunCheckpointState = { v: 2, usage: held.checkpoint.usage, cost: held.checkpoint.cost };
-        await tx.putCheckpoint({
+        await tx.runs.putCheckpoint({
           runId: this.run.id,
           step: held.checkpoint.step,
           seq: appended[held.index]!.seq,
@@ -127,7 +127,7 @@ export class RunSink extends BufferedSink {
         // The turn may only end when no steering is waiting for it (stored meanwhile, here or by
         // another process): then nothing of this commit stands, and the turn goes on to take it.
         // A steer that comes after this commit finds the run ended, and is refused.
-        const waiting = await tx.listInputs(this.run.sessionId, 'steer', this.run.id, 1);
+        const waiting = await tx.inputs.list(this.run.sessionId, 'steer', this.run.id, 1);
         if (waiting.length > 0) {
           this.hooks.steeringWaiting?.();
           throw new TurnNotOverError(`steering ${waiting[0]!.id} is waiting for run ${this.run.id}`);
@@ -139,7 +139,7 @@ export class RunSink extends BufferedSink {
           (e) => e.type === 'run/status' && e.runId === this.run.id && e.data.to === this.ended?.status,
         )?.id;
         // The turn is over: its events are stored compactly from now on (ADR-0009).
-        await tx.sealEvents(this.run.sessionId);
+        await tx.events.seal(this.run.sessionId);
       }
     });
     this.hooks.spans?.committed(events, appended);
@@ -162,7 +162,7 @@ export class RunSink extends BufferedSink {
       this.ended = f.run;
       return f.events;
     }
-    const current = (await tx.getRun(this.run.id))!;
+    const current = (await tx.runs.get(this.run.id))!;
     const guard = { fencingToken: this.token };
     // The run's own usage and that of its children that ended (as a finish records it).
     const total = await this.book.withChildren(tx, this.run.id, end.data.usage, end.data.cost);

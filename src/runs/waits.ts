@@ -217,13 +217,13 @@ async function takeWhatCame(
   const wakers = undecided(waiting).filter(
     (c) => c.wait?.kind === 'sleep' && c.wait.wakeOnSteer === true && c.wait.until > now,
   );
-  const steered = wakers.length > 0 && (await tx.listInputs(run.sessionId, 'steer', run.id, 1)).length > 0;
+  const steered = wakers.length > 0 && (await tx.inputs.list(run.sessionId, 'steer', run.id, 1)).length > 0;
   for (const call of undecided(waiting)) {
     if (call.wait?.kind === 'sleep' && call.wait.until <= now) end(call, { by: 'deadline', on: 'wake' });
     else if (steered && wakers.includes(call)) end(call, { by: 'steer', output: wokenBySteer(call, now) });
     if (call.wait?.kind !== 'signal') continue;
     const name = call.wait.name;
-    const kept = await tx.getSignal(run.id, name);
+    const kept = await tx.waits.getSignal(run.id, name);
     if (awaited.has(name) || kept?.consumedAt != null) {
       const why = awaited.has(name)
         ? 'another call of this step waits for it already'
@@ -240,7 +240,7 @@ async function takeWhatCame(
     }
     awaited.add(name);
     if (!kept) continue;
-    await tx.consumeSignal(run.id, name, now);
+    await tx.waits.consumeSignal(run.id, name, now);
     end(call, { by: kept.source === 'callback' ? 'callback' : 'signal', output: signalOutput(call, kept.payload) });
   }
   return { added, events };
@@ -287,7 +287,7 @@ export async function applyDecisions(
     });
     return { run: t.run, events: [...appended, ...t.events] };
   }
-  const updated = await tx.updateRun(run.id, { waiting: next as unknown as JsonObject }, guard);
+  const updated = await tx.runs.update(run.id, { waiting: next as unknown as JsonObject }, guard);
   return { run: updated, events: appended };
 }
 
@@ -346,7 +346,7 @@ export class Waits {
     const now = this.now;
     try {
       return await this.book.sessions.log.transaction(async (tx) => {
-        const run = await tx.getRun(runId);
+        const run = await tx.runs.get(runId);
         const waiting = run?.waiting as unknown as Waiting | null;
         if (!run || !waiting || !isWaiting(run.status)) return undefined;
         const due = undecided(waiting).filter((c) => c.deadline && c.deadline.at <= now);
@@ -398,7 +398,7 @@ export class Waits {
     const now = this.now;
     try {
       return await this.book.sessions.log.transaction(async (tx) => {
-        const run = await tx.getRun(runId);
+        const run = await tx.runs.get(runId);
         const waiting = run?.waiting as unknown as Waiting | null;
         if (!run || !waiting || !isWaiting(run.status)) return undefined;
         const woken = undecided(waiting).filter((c) => c.wait?.kind === 'sleep' && c.wait.wakeOnSteer === true);
@@ -436,14 +436,14 @@ export class Waits {
     checkSignal(name, payload);
     const now = this.now;
     return this.book.sessions.log.transaction(async (tx) => {
-      const run = await tx.getRun(runId);
+      const run = await tx.runs.get(runId);
       if (!run) throw new NotFoundError('run', runId);
       // A repeat is told so, also after the run it resumed has ended.
-      if (await tx.getSignal(runId, name))
+      if (await tx.waits.getSignal(runId, name))
         throw new StoreError('already_delivered', `signal ${name} was already delivered to run ${runId}`);
       if (isTerminal(run.status))
         throw new IllegalTransitionError(runId, run.status, 'queued', 'a finished run waits for no signal');
-      if ((await tx.countSignals(runId)) >= MAX_SIGNALS_PER_RUN) {
+      if ((await tx.waits.countSignals(runId)) >= MAX_SIGNALS_PER_RUN) {
         throw new StoreError(
           'signal_limit',
           `run ${runId} has ${MAX_SIGNALS_PER_RUN} signals already, the most a run keeps`,
@@ -458,7 +458,7 @@ export class Waits {
         if (issues)
           throw new StoreError('validation', `the payload of signal ${name} does not match its schema: ${issues}`);
       }
-      const stored = await tx.putSignal({
+      const stored = await tx.waits.putSignal({
         runId,
         name,
         payload: payload ?? null,
@@ -481,13 +481,13 @@ export class Waits {
   async issueCallback(runId: string, name: string): Promise<{ token: string; path: string }> {
     checkSignal(name, null);
     const token = randomBytes(32).toString('base64url');
-    await this.book.store.putCallback({ tokenHash: tokenHash(token), runId, name, createdAt: this.now });
+    await this.book.store.waits.putCallback({ tokenHash: tokenHash(token), runId, name, createdAt: this.now });
     return { token, path: `/v1/callbacks/${token}` };
   }
 
   /** Delivers the signal a callback token stands for (`not_found` for an unknown token). */
   async deliverByToken(token: string, payload: unknown): Promise<{ run: RunRecord; consumed: boolean; name: string }> {
-    const cb = await this.book.store.findCallback(tokenHash(token));
+    const cb = await this.book.store.waits.findCallback(tokenHash(token));
     if (!cb) throw new StoreError('not_found', 'no such callback');
     const r = await this.deliver(cb.runId, cb.name, payload, 'callback');
     return { ...r, name: cb.name };

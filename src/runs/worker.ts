@@ -151,7 +151,7 @@ export class Worker {
   private async claimIn(tx: StoreOps): Promise<Claimed | undefined> {
     const { book } = this.host;
     const claimedAt = Date.now();
-    const c = await tx.claimRun(this.id, this.host.env(this.id).leaseMs, claimedAt, CLAIM_POLICY);
+    const c = await tx.claims.claim(this.id, this.host.env(this.id).leaseMs, claimedAt, CLAIM_POLICY);
     if (!c) return undefined;
     const { run, previous, firstStart } = c;
     const fence = { runId: run.id, token: run.fencingToken };
@@ -209,7 +209,7 @@ export class Worker {
    * wake-up or the next poll takes it.
    */
   private async mayClaim(): Promise<boolean> {
-    const counts = await this.host.book.store.countRunsByStatus();
+    const counts = await this.host.book.store.runs.countByStatus();
     return CLAIM_POLICY.ready.some((s) => counts[s] > 0) || CLAIM_POLICY.recoverable.some((s) => counts[s] > 0);
   }
 
@@ -253,7 +253,7 @@ export class Worker {
         this.lastSweep = 0;
         return;
       }
-      const due = await book.store.dueRuns(now, { limit: SWEEP_PAGE, ...(after ? { after } : {}) });
+      const due = await book.store.claims.due(now, { limit: SWEEP_PAGE, ...(after ? { after } : {}) });
       for (const { run: r } of due) {
         const deadlinePassed = r.deadlineAt !== null && r.deadlineAt <= now;
         if (!deadlinePassed && env.waits) {

@@ -207,14 +207,14 @@ export class SessionLog {
     // A hook writes in the append's transaction: an append that wants one is made in one.
     if (hooks && !tx) return this.transaction((t) => this.append(sessionId, events, { ...options, tx: t }));
     const write = async (ops: StoreOps) => {
-      if (blobs.length > 0) await ops.putBlobs(blobs);
-      return ops.append(sessionId, drafts, appendOptions);
+      if (blobs.length > 0) await ops.events.putBlobs(blobs);
+      return ops.events.append(sessionId, drafts, appendOptions);
     };
     const stored = tx
       ? await write(tx)
       : blobs.length > 0
         ? await this.store.transaction(write)
-        : await this.store.append(sessionId, drafts, appendOptions);
+        : await this.store.events.append(sessionId, drafts, appendOptions);
     // The data as appended (validated, or built by typed code when trusted), before blob extraction, is what a reader gets back: no need to read it.
     const decoded = stored.map((s, i) => this.envelope(s, s.v, datas[i]));
     // Published when they are committed: now, or when the transaction they are part of commits.
@@ -267,7 +267,7 @@ export class SessionLog {
    * moment, and a commit made before it would not be heard.
    */
   numberDeltas(): void {
-    if (!this.store.broadcast || this.numbers) return;
+    if (!this.store.notices.broadcast || this.numbers) return;
     this.numbers = true;
     this.followOthers();
   }
@@ -323,7 +323,7 @@ export class SessionLog {
   keepRecentDeltas(): () => void {
     this.recent ??= new RecentDeltas();
     this.recentKeepers++;
-    if (this.store.broadcast) this.followOthers();
+    if (this.store.notices.broadcast) this.followOthers();
     let released = false;
     return () => {
       if (released) return;
@@ -369,7 +369,7 @@ export class SessionLog {
     p.n++;
     const item: LiveItem = { kind: 'delta', delta, id: `${p.seq}.${p.n}` };
     this.relay(sessionId, item);
-    this.store.broadcast?.(sessionId, { kind: 'delta', id: item.id, delta: delta as unknown as JsonObject });
+    this.store.notices.broadcast?.(sessionId, { kind: 'delta', id: item.id, delta: delta as unknown as JsonObject });
   }
 
   private relay(sessionId: string, item: LiveItem & { kind: 'delta' }): void {
@@ -423,7 +423,7 @@ export class SessionLog {
    * (see `follow`).
    */
   deltasHeardUpTo(sessionId: string): number {
-    if (!this.store.broadcast) return Infinity;
+    if (!this.store.notices.broadcast) return Infinity;
     return this.heardSeqs.get(sessionId) ?? 0;
   }
 
@@ -433,7 +433,9 @@ export class SessionLog {
    * deltas. A feed asks it before it gives up waiting for deltas on their way.
    */
   noticesCaughtUp(): Promise<void> {
-    return this.store.broadcast && this.store.noticesCaughtUp ? this.store.noticesCaughtUp() : Promise.resolve();
+    return this.store.notices.broadcast && this.store.notices.caughtUp
+      ? this.store.notices.caughtUp()
+      : Promise.resolve();
   }
   private stopFollowing: (() => void) | undefined;
   private checking = false;
@@ -446,8 +448,8 @@ export class SessionLog {
    * this process published.
    */
   private followOthers(): void {
-    if (this.stopFollowing || !this.store.changes) return;
-    this.stopFollowing = this.store.changes((change) => {
+    if (this.stopFollowing || !this.store.notices.changes) return;
+    this.stopFollowing = this.store.notices.changes((change) => {
       if (change?.message) return this.received(change.sessionId, change.message);
       if (change) return this.changedTo(change.sessionId, change.lastSeq, change.own);
       if (this.checking) {
@@ -504,10 +506,10 @@ export class SessionLog {
     if (!this.followed()) return this.unfollowOthers();
     const read: Array<[string, number]> = [];
     for (const sessionId of followed) {
-      const s = await this.store.getSession(sessionId).catch(() => undefined);
+      const s = await this.store.sessions.get(sessionId).catch(() => undefined);
       if (s) read.push([sessionId, s.lastSeq]);
     }
-    if (this.store.broadcast && read.some(([sessionId, seq]) => seq > (this.heardSeqs.get(sessionId) ?? 0))) {
+    if (this.store.notices.broadcast && read.some(([sessionId, seq]) => seq > (this.heardSeqs.get(sessionId) ?? 0))) {
       let timer: ReturnType<typeof setTimeout> | undefined;
       await Promise.race([
         this.noticesCaughtUp(),
@@ -525,7 +527,7 @@ export class SessionLog {
    */
   subscribeAll(listener: (sessionId: string, item: LiveItem) => void): () => void {
     this.live.on(ALL, listener);
-    if (this.store.broadcast) this.followOthers();
+    if (this.store.notices.broadcast) this.followOthers();
     return () => {
       this.live.off(ALL, listener);
       if (!this.followed()) this.unfollowOthers();
@@ -537,7 +539,7 @@ export class SessionLog {
    * or all of them are and the store relays other nodes' deltas.
    */
   private followed(): boolean {
-    if (this.store.broadcast && (this.numbers || this.live.listenerCount(ALL) > 0 || this.recentKeepers > 0))
+    if (this.store.notices.broadcast && (this.numbers || this.live.listenerCount(ALL) > 0 || this.recentKeepers > 0))
       return true;
     return this.live.eventNames().some((n) => typeof n === 'string' && this.live.listenerCount(n) > 0);
   }
@@ -571,7 +573,7 @@ export class SessionLog {
   ): Promise<SessionEvent[]> {
     const hashes = new Set<string>();
     for (const s of stored) for (const h of blobRefsOf(s.data)) hashes.add(h);
-    const blobs = hashes.size > 0 ? await ops.getBlobs([...hashes]) : new Map<string, string>();
+    const blobs = hashes.size > 0 ? await ops.events.getBlobs([...hashes]) : new Map<string, string>();
     const out: SessionEvent[] = [];
     for (const s of stored) {
       const up = this.registry.upcast(
@@ -589,12 +591,12 @@ export class SessionLog {
     ops: StoreOps = this.store,
   ): Promise<SessionEvent[]> {
     const { validate, ...read } = options;
-    return this.decode(await ops.readEvents(sessionId, read), ops, validate !== undefined ? { validate } : {});
+    return this.decode(await ops.events.read(sessionId, read), ops, validate !== undefined ? { validate } : {});
   }
 
   /** A session that can be read: refused (`session_erased`) once it was erased. */
   async session(sessionId: string, ops: StoreOps = this.store) {
-    const s = await ops.getSession(sessionId);
+    const s = await ops.sessions.get(sessionId);
     if (!s) throw new NotFoundError('session', sessionId);
     if (s.erasedAt !== null) throw new StoreError('session_erased', `session ${sessionId} was erased`);
     return s;

@@ -391,7 +391,7 @@ describe('the live feed on a store that relays, with the run executed on this no
     const rt = createRuntime({ store, agents: [agent] });
     rt.startWorker({ pollMs: 20 });
     try {
-      expect(store.broadcast).toBeDefined();
+      expect(store.notices.broadcast).toBeDefined();
       const s = await rt.sessions.create({ agent: 'a' });
       // No writer wait would end on its own within the test.
       const feed = followInBackground(rt.sessions.log, s.id, { writerWaitMs: 600_000 });

@@ -62,7 +62,7 @@ describe('session log', () => {
           message: expect.stringMatching(/^id: /),
         });
       }
-      expect(await store.listSessions({ limit: 10 })).toEqual([]);
+      expect(await store.sessions.list({ limit: 10 })).toEqual([]);
       expect((await sessions.create({ id: 'x'.repeat(200) })).id).toHaveLength(200);
     });
   });
@@ -76,7 +76,7 @@ describe('session log', () => {
       await expect(sessions.append(s.id, [{ ...user('u2', 'again'), id: minted!.id }])).rejects.toMatchObject({
         code: 'conflict',
       });
-      await store.sealEvents(s.id);
+      await store.events.seal(s.id);
       await expect(sessions.append(s.id, [{ ...user('u3', 'again'), id: minted!.id }])).rejects.toMatchObject({
         code: 'conflict',
       });
@@ -340,8 +340,8 @@ describe('session log', () => {
         raw.close();
       }
       // Sealed, the tree is indexed in entries (ADR-0022), as immutable.
-      await store.sealEvents(s.id);
-      const before = await store.readEvents(s.id);
+      await store.events.seal(s.id);
+      const before = await store.events.read(s.id);
       const sealed = new Database(path);
       try {
         expect(sealed.prepare('SELECT count(*) AS n FROM entries').get()).toEqual({ n: 1 });
@@ -351,7 +351,7 @@ describe('session log', () => {
       } finally {
         sealed.close();
       }
-      expect(await store.readEvents(s.id)).toEqual(before);
+      expect(await store.events.read(s.id)).toEqual(before);
     });
   });
 
