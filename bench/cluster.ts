@@ -134,7 +134,7 @@ function spawnWorker(
 async function allTerminal(store: Store, timeoutMs = 600_000): Promise<void> {
   const until = Date.now() + timeoutMs;
   for (;;) {
-    const c = await store.countRunsByStatus();
+    const c = await store.runs.countByStatus();
     if (c.queued + c.running === 0) return;
     if (Date.now() > until) throw new Error(`runs still queued or running: ${JSON.stringify(c)}`);
     await sleep(25);
@@ -210,7 +210,7 @@ async function throughput(place: Place, workers: number): Promise<ThroughputResu
   for (const p of procs) p.child.kill('SIGKILL');
   await Promise.all(procs.map((p) => p.exited));
   await server.close({ graceMs: 0 });
-  const counts = await store.countRunsByStatus();
+  const counts = await store.runs.countByStatus();
   if (counts.completed !== RUNS) throw new Error(`only ${counts.completed} of ${RUNS} runs completed`);
   await store.close();
   const steps = RUNS * (TOOL_STEPS + 1);
@@ -251,7 +251,7 @@ async function recovery(place: Place): Promise<RecoveryResult> {
   doomed.child.kill('SIGKILL');
   await doomed.exited;
   const killedAt = Date.now();
-  const held = await store.listRuns({ statuses: ['running'], limit: RECOVER_RUNS + 1 });
+  const held = await store.runs.list({ statuses: ['running'], limit: RECOVER_RUNS + 1 });
   if (held.length !== RECOVER_RUNS) throw new Error(`${held.length} of ${RECOVER_RUNS} runs were running at the kill`);
   const lastExpiry = Math.max(...held.map((r) => r.lease!.expiresAt));
   const rescuer = spawnWorker(place, 'release', RECOVER_CONCURRENCY, 'rescuer');
@@ -261,7 +261,7 @@ async function recovery(place: Place): Promise<RecoveryResult> {
   const recoveredMs = Date.now() - killedAt;
   rescuer.child.kill('SIGKILL');
   await rescuer.exited;
-  const counts = await store.countRunsByStatus();
+  const counts = await store.runs.countByStatus();
   if (counts.completed !== RECOVER_RUNS)
     throw new Error(`only ${counts.completed} of ${RECOVER_RUNS} runs completed after recovery`);
   await store.close();

@@ -38,14 +38,9 @@ async function variant(name: 'limited' | 'unlimited') {
   const store = openSqliteStore({ path: join(dir, 'keel.db') });
   const provider = new FakeProvider({ requests: RPS, windowMs: 1000, concurrency: CONCURRENT, latencyMs: LATENCY_MS });
   let acquisitions = 0;
-  const counted = new Proxy(store, {
-    get(target, prop, receiver) {
-      const v = Reflect.get(target, prop, receiver) as unknown;
-      if (prop === 'acquireLimit')
-        return (...a: unknown[]) => (acquisitions++, (v as (...x: unknown[]) => unknown).apply(target, a));
-      return typeof v === 'function' ? (v as (...x: unknown[]) => unknown).bind(target) : v;
-    },
-  });
+  const acquire = store.limits.acquire;
+  store.limits.acquire = (...a) => (acquisitions++, acquire(...a));
+  const counted = store;
   const rt = createRuntime({
     store: counted,
     agents: [defineAgent({ name: 'a', model: provider })],

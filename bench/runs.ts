@@ -84,7 +84,7 @@ async function createRuns(rt: Runtime, n: number): Promise<void> {
 /** Resolves when no run is queued or running (one cheap query every 50 ms). */
 async function allTerminal(store: SqliteStore): Promise<void> {
   for (;;) {
-    const left = await store.listRuns({ statuses: ['queued', 'running'], limit: 1 });
+    const left = await store.runs.list({ statuses: ['queued', 'running'], limit: 1 });
     if (left.length === 0) return;
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -105,7 +105,7 @@ async function throughput(dir: string): Promise<void> {
   const cpu = process.cpuUsage(cpu0);
   await worker.stop();
 
-  const runs = await store.listRuns({ limit: RUNS + 1 });
+  const runs = await store.runs.list({ limit: RUNS + 1 });
   const completed = runs.filter((r) => r.status === 'completed').length;
   if (completed !== RUNS) throw new Error(`only ${completed} of ${RUNS} runs completed`);
   const steps = RUNS * (TOOL_STEPS + 1);
@@ -168,7 +168,7 @@ async function recovery(dir: string): Promise<void> {
   const killedAt = Date.now();
 
   const store = new SqliteStore({ path: db, synchronous: 'FULL' });
-  const before = await store.listRuns({ limit: RECOVER_RUNS + 1 });
+  const before = await store.runs.list({ limit: RECOVER_RUNS + 1 });
   const running = before.filter((r) => r.status === 'running');
   if (running.length !== RECOVER_RUNS)
     throw new Error(`${running.length} of ${RECOVER_RUNS} runs were running at the kill`);
@@ -182,7 +182,7 @@ async function recovery(dir: string): Promise<void> {
   const ms = performance.now() - t0;
   await worker.stop();
 
-  const after = await store.listRuns({ limit: RECOVER_RUNS + 1 });
+  const after = await store.runs.list({ limit: RECOVER_RUNS + 1 });
   const completed = after.filter((r) => r.status === 'completed').length;
   if (completed !== RECOVER_RUNS || after.some((r) => !isTerminal(r.status)))
     throw new Error(`only ${completed} of ${RECOVER_RUNS} runs completed after recovery`);

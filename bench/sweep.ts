@@ -174,16 +174,16 @@ for (const backend of BACKENDS) {
       await (await open(place)).close();
       await addIdleRuns(place, idle, now);
       const store = await open(place);
-      const nothing = await timeUs(REPS, () => store.dueRuns(now, { limit: 200 }));
+      const nothing = await timeUs(REPS, () => store.claims.due(now, { limit: 200 }));
       const before = await timeUs(Math.max(3, Math.floor(REPS / 20)), () =>
-        store.listRuns({ statuses: ['queued', 'paused', ...IDLE_STATUSES], limit: 10_000 }),
+        store.runs.list({ statuses: ['queued', 'paused', ...IDLE_STATUSES], limit: 10_000 }),
       );
       // One run due among them: the one with the earliest wake-up, moved to now.
-      const [first] = await store.listRuns({ statuses: ['sleeping'], limit: 1 });
-      await store.updateRun(first!.id, { waiting: { kind: 'sleep', calls: [], decisions: {}, expiresAt: now - 1 } });
-      const one = await timeUs(REPS, () => store.dueRuns(now, { limit: 200 }));
-      const found = (await store.dueRuns(now, { limit: 200 })).length;
-      await store.updateRun(first!.id, { status: 'completed', waiting: null });
+      const [first] = await store.runs.list({ statuses: ['sleeping'], limit: 1 });
+      await store.runs.update(first!.id, { waiting: { kind: 'sleep', calls: [], decisions: {}, expiresAt: now - 1 } });
+      const one = await timeUs(REPS, () => store.claims.due(now, { limit: 200 }));
+      const found = (await store.claims.due(now, { limit: 200 })).length;
+      await store.runs.update(first!.id, { status: 'completed', waiting: null });
       await store.close();
       const wake = await wakeUps(place);
       console.log(

@@ -5,7 +5,7 @@
 import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4StreamPart } from '@ai-sdk/provider';
 import type { Clock } from '../core/clock.ts';
 import { classifyModelError } from '../model/errors.ts';
-import type { LimitStoreOps } from '../store/limit-rows.ts';
+import type { LimitStoreOps } from '../store/index.ts';
 import { Gate, type Grant, type Waiter } from './gate.ts';
 import {
   estimateTokens,
@@ -114,7 +114,7 @@ export class FlowControl {
     const renew =
       limit.concurrency !== undefined
         ? setInterval(
-            () => void this.store.renewLimit(key, id, this.clock.now() + this.slotLeaseMs).catch(() => {}),
+            () => void this.store.limits.renew(key, id, this.clock.now() + this.slotLeaseMs).catch(() => {}),
             Math.max(50, this.slotLeaseMs / 3),
           )
         : undefined;
@@ -124,7 +124,7 @@ export class FlowControl {
       id,
       settle: (tokens) => {
         if (limit.tokensPerMinute !== undefined && tokens !== w.tokens)
-          void this.store.settleLimit(key, id, tokens).catch(() => {});
+          void this.store.limits.settle(key, id, tokens).catch(() => {});
       },
       release: () => {
         if (released) return;
@@ -134,7 +134,7 @@ export class FlowControl {
         // Tried again on a failure (a busy store): else the slot stays taken until its lease ends.
         const free = async (attempt: number): Promise<void> => {
           try {
-            await this.store.releaseLimit(key, id);
+            await this.store.limits.release(key, id);
           } catch {
             if (attempt >= 3) return;
             await new Promise((r) => setTimeout(r, 50 * attempt));
@@ -149,7 +149,7 @@ export class FlowControl {
   /** A provider answered 429: the key pauses for everyone on the store. */
   async rateLimited(key: string, retryAfterMs: number | undefined): Promise<void> {
     for (const ob of this.observers) ob.rateLimited?.(key);
-    await this.store.pauseLimit(key, this.clock.now() + (retryAfterMs ?? this.defaultPauseMs)).catch(() => {});
+    await this.store.limits.pause(key, this.clock.now() + (retryAfterMs ?? this.defaultPauseMs)).catch(() => {});
   }
 
   /**

@@ -4,7 +4,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../core/clock.ts';
-import type { LimitStoreOps } from '../store/limit-rows.ts';
+import type { LimitStoreOps } from '../store/index.ts';
+import { decideLimit } from './decide-limit.ts';
 import { windowWithMargin, type ModelLimit } from './model-limits.ts';
 
 /** One request waiting at a gate for its limits. */
@@ -69,7 +70,7 @@ export class Gate {
         onAbort: () => {
           const i = this.queue.indexOf(w);
           if (i >= 0) this.queue.splice(i, 1);
-          if (this.queue.length === 0) void this.fc.store.leaveLimitQueue(this.key, this.waiterId).catch(() => {});
+          if (this.queue.length === 0) void this.fc.store.limits.leaveQueue(this.key, this.waiterId).catch(() => {});
           reject(signal.reason);
         },
       };
@@ -102,28 +103,33 @@ export class Gate {
         const id = randomUUID();
         let grant;
         try {
-          grant = await this.fc.store.acquireLimit({
-            key: this.key,
-            id,
-            waiter: this.waiterId,
-            rank: head.rank,
-            since: head.since,
-            now,
-            ...(this.limit.concurrency !== undefined ? { concurrency: this.limit.concurrency } : {}),
-            ...(this.limit.requestsPerMinute !== undefined ? { requestsPerWindow: this.limit.requestsPerMinute } : {}),
-            ...(this.limit.tokensPerMinute !== undefined ? { tokensPerWindow: this.limit.tokensPerMinute } : {}),
-            tokens: head.tokens,
-            windowMs: windowWithMargin(this.limit.windowMs ?? 60_000),
-            slotLeaseMs: this.fc.slotLeaseMs,
-            waiterLeaseMs: Math.max(1000, this.fc.pollMs * 10),
-          });
+          grant = await this.fc.store.limits.acquire(
+            {
+              key: this.key,
+              id,
+              waiter: this.waiterId,
+              rank: head.rank,
+              since: head.since,
+              now,
+              ...(this.limit.concurrency !== undefined ? { concurrency: this.limit.concurrency } : {}),
+              ...(this.limit.requestsPerMinute !== undefined
+                ? { requestsPerWindow: this.limit.requestsPerMinute }
+                : {}),
+              ...(this.limit.tokensPerMinute !== undefined ? { tokensPerWindow: this.limit.tokensPerMinute } : {}),
+              tokens: head.tokens,
+              windowMs: windowWithMargin(this.limit.windowMs ?? 60_000),
+              slotLeaseMs: this.fc.slotLeaseMs,
+              waiterLeaseMs: Math.max(1000, this.fc.pollMs * 10),
+            },
+            decideLimit,
+          );
         } catch (e) {
           process.emitWarning(`keel flow control ${this.key}: ${(e as Error).message}`);
           grant = { granted: false as const, reason: 'queued' as const, retryAt: now + this.fc.pollMs * 5 };
         }
         if (this.queue[0] !== head) {
           // The head gave up meanwhile: a slot it took goes back.
-          if (grant.granted) void this.fc.store.releaseLimit(this.key, id).catch(() => {});
+          if (grant.granted) void this.fc.store.limits.release(this.key, id).catch(() => {});
           continue;
         }
         if (grant.granted) {

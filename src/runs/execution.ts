@@ -294,7 +294,7 @@ export class Execution {
     }
     let depth = 0;
     for (let parent = run.parentRunId; parent && depth < 100; depth++)
-      parent = (await lifecycle.store.getRun(parent))?.parentRunId ?? null;
+      parent = (await lifecycle.store.runs.get(parent))?.parentRunId ?? null;
     const scope: RunScope = {
       runId: run.id,
       sessionId: run.sessionId,
@@ -361,8 +361,8 @@ export class Execution {
       if (polling) return;
       polling = true;
       void (async () => {
-        const fresh = await lifecycle.store.getRun(run.id).catch(() => undefined);
-        if ((await lifecycle.store.countInputs(run.sessionId, 'steer').catch(() => 0)) > 0) this.steeringArrived();
+        const fresh = await lifecycle.store.runs.get(run.id).catch(() => undefined);
+        if ((await lifecycle.store.inputs.count(run.sessionId, 'steer').catch(() => 0)) > 0) this.steeringArrived();
         if (fresh?.cancelRequested) this.cancel();
         if (fresh?.pauseRequested) this.pause();
         else if (fresh) this.unpause();
@@ -391,7 +391,7 @@ export class Execution {
         if (this.steeringMaybe) {
           // Cleared before the read: steering stored meanwhile sets it again.
           this.steeringMaybe = false;
-          const inputs = await this.env.lifecycle.store.listInputs(this.run.sessionId, 'steer', this.run.id);
+          const inputs = await this.env.lifecycle.store.inputs.list(this.run.sessionId, 'steer', this.run.id);
           for (const i of inputs) {
             if (this.steered.has(i.id)) continue;
             this.steered.add(i.id);

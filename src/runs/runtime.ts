@@ -238,21 +238,21 @@ export class Runtime {
 
   /** API keys, by the hash of their secret (see server/auth.ts), and all of them. */
   readonly apiKeys = {
-    find: (hash: string): Promise<ApiKeyRecord | undefined> => this.store.findApiKey(hash),
-    list: (tenant?: string): Promise<ApiKeyRecord[]> => this.store.listApiKeys(tenant),
+    find: (hash: string): Promise<ApiKeyRecord | undefined> => this.store.keys.find(hash),
+    list: (tenant?: string): Promise<ApiKeyRecord[]> => this.store.keys.list(tenant),
   };
 
   /** Idempotency records: what a request with a key did (see server/app.ts). */
   readonly idempotency = {
     get: (tenant: string, key: string): Promise<IdempotencyRecord | undefined> =>
-      this.store.getIdempotency(tenant, key),
-    put: (r: IdempotencyRecord): Promise<IdempotencyRecord> => this.store.putIdempotency(r),
-    prune: (before: number): Promise<number> => this.store.pruneIdempotency(before),
+      this.store.idempotency.get(tenant, key),
+    put: (r: IdempotencyRecord): Promise<IdempotencyRecord> => this.store.idempotency.put(r),
+    prune: (before: number): Promise<number> => this.store.idempotency.prune(before),
   };
 
   /** Resolves when the store answers (readiness). */
   async ping(): Promise<void> {
-    await this.store.listSessions({ limit: 1 });
+    await this.store.sessions.list({ limit: 1 });
   }
 
   get store(): Store {
@@ -306,7 +306,7 @@ export class Runtime {
         message = this.lifecycle.checkedMessage(userMessage(input));
         // A request that lost its key to another must not cancel the run that one created.
         if (idempotency) await refuseTakenKey(this.store, idempotency);
-        const active = await this.store.activeRun(sessionId);
+        const active = await this.store.runs.active(sessionId);
         if (active) await this.runs.cancel(active.id, { reason: 'interrupted by a new message' });
       }
       // A worker of this process with a free slot claims the run in the message's own transaction.
@@ -343,20 +343,20 @@ export class Runtime {
   }
 
   private async erase(sessionId: string, eraseOne: (id: string) => Promise<SessionRecord>): Promise<SessionRecord> {
-    const session = await this.store.getSession(sessionId);
+    const session = await this.store.sessions.get(sessionId);
     if (!session) throw new NotFoundError('session', sessionId);
     if (session.erasedAt !== null) return session;
     // No new message from here on: an archived session refuses them.
     if (session.archivedAt === null) await this.sessions.archive(sessionId);
     for (let attempt = 0; ; attempt++) {
-      for (const run of await this.store.listRuns({ sessionId, limit: 10_000 })) {
+      for (const run of await this.store.runs.list({ sessionId, limit: 10_000 })) {
         if (!isTerminal(run.status)) await this.runs.cancel(run.id, { reason: 'session erased' });
       }
       try {
         // What the session's runs delegated to subagents lives in their child sessions: erased too.
         const children = new Set<string>();
-        for (const run of await this.store.listRuns({ sessionId, limit: 10_000 })) {
-          for (const child of await this.store.listRuns({ parentRunId: run.id, limit: 10_000 }))
+        for (const run of await this.store.runs.list({ sessionId, limit: 10_000 })) {
+          for (const child of await this.store.runs.list({ parentRunId: run.id, limit: 10_000 }))
             if (child.sessionId !== sessionId) children.add(child.sessionId);
         }
         for (const child of children) await this.erase(child, eraseOne);
@@ -373,11 +373,11 @@ export class Runtime {
   private async eraseTenant(tenant: string): Promise<{ erased: number }> {
     // Its schedules stop first: none makes a new session of the tenant while its sessions go.
     for (let after: string | undefined; ;) {
-      const page = await this.store.listSchedules({ tenant, limit: 100, ...(after ? { after } : {}) });
+      const page = await this.store.schedules.list({ tenant, limit: 100, ...(after ? { after } : {}) });
       const now = this.clock.now();
       for (const s of page)
         if (s.pausedAt === null || s.pausedReason === null)
-          await this.store.updateSchedule(s.id, {
+          await this.store.schedules.update(s.id, {
             pausedAt: s.pausedAt ?? now,
             pausedReason: PAUSED_FOR_ERASED_TENANT,
             nextFireAt: null,
@@ -388,7 +388,7 @@ export class Runtime {
     }
     let erased = 0;
     for (let after: string | undefined; ;) {
-      const page = await this.store.listSessions({
+      const page = await this.store.sessions.list({
         tenant,
         limit: 100,
         includeArchived: true,
@@ -499,7 +499,7 @@ export class Runtime {
     task: string,
     step: number,
   ): Promise<RunRecord> {
-    const existing = (await this.store.listRuns({ parentRunId, limit: 10_000 })).find(
+    const existing = (await this.store.runs.list({ parentRunId, limit: 10_000 })).find(
       (r) => r.parentToolCallId === toolCallId,
     );
     if (existing) return existing;
@@ -542,26 +542,26 @@ export class RunsApi {
 
   /** The run, or undefined when there is none with this id. */
   find(id: string): Promise<RunRecord | undefined> {
-    return this.rt.store.getRun(id);
+    return this.rt.store.runs.get(id);
   }
 
   list(q: Partial<RunQuery> = {}): Promise<RunRecord[]> {
-    return this.rt.store.listRuns({ limit: 100, ...q });
+    return this.rt.store.runs.list({ limit: 100, ...q });
   }
 
   /** The session's active run (not terminal, not queued behind), if any. */
   active(sessionId: string): Promise<RunRecord | undefined> {
-    return this.rt.store.activeRun(sessionId);
+    return this.rt.store.runs.active(sessionId);
   }
 
   /** Where the run continues if it is interrupted: its last step boundary (the last step that ended), or null. */
   async resumeCursor(id: string): Promise<{ step: number; seq: number } | null> {
-    const run = await this.rt.store.getRun(id);
+    const run = await this.rt.store.runs.get(id);
     if (!run) return null;
     // Its turn ended completed or waiting: that end stored the checkpoint, the boundary (ADR-0021).
     // Otherwise (running, or stopped without such an end) steps may have ended since.
     if (STORED_AT_TURN_END.includes(run.status)) {
-      const c = await this.rt.store.getCheckpoint(id);
+      const c = await this.rt.store.runs.getCheckpoint(id);
       return c ? { step: c.step, seq: c.seq } : null;
     }
     return (await this.lifecycle.boundary(run)).at ?? null;
@@ -569,12 +569,12 @@ export class RunsApi {
 
   /** How many runs there are in each status. */
   countByStatus(): Promise<Record<RunStatus, number>> {
-    return this.rt.store.countRunsByStatus();
+    return this.rt.store.runs.countByStatus();
   }
 
   /** Tokens and cost of the runs that ended in a range, each run's own once, grouped (see StoreOps.usageTotals). */
   usage(q: UsageQuery): Promise<UsageTotals[]> {
-    return this.rt.store.usageTotals(q);
+    return this.rt.store.runs.usageTotals(q);
   }
 
   /**
@@ -697,7 +697,7 @@ export class RunsApi {
       this.rt.executions.get(id)?.cancel();
       this.rt.wake();
     }
-    for (const child of await this.rt.store.listRuns({ parentRunId: id, limit: 10_000 })) {
+    for (const child of await this.rt.store.runs.list({ parentRunId: id, limit: 10_000 })) {
       if (!isTerminal(child.status)) await this.cancel(child.id, { ...o, reason: 'parent run cancelled' });
     }
     return run;

@@ -254,7 +254,7 @@ export class Schedules {
       );
     }
     if ('sessionId' in target) {
-      const s = typeof target.sessionId === 'string' ? await this.store.getSession(target.sessionId) : undefined;
+      const s = typeof target.sessionId === 'string' ? await this.store.sessions.get(target.sessionId) : undefined;
       if (!s || s.tenant !== tenant)
         throw new ScheduleValidationError('target.session_id', `session ${String(target.sessionId)} does not exist`);
       if (s.erasedAt !== null || s.archivedAt !== null)
@@ -304,24 +304,24 @@ export class Schedules {
       updatedAt: now,
     };
     record.nextFireAt = nextTickAfter(record, now);
-    const created = await this.store.createSchedule(record);
+    const created = await this.store.schedules.create(record);
     this.wake();
     return created;
   }
 
   async get(id: string): Promise<ScheduleRecord> {
-    const s = await this.store.getSchedule(id);
+    const s = await this.store.schedules.get(id);
     if (!s) throw new NotFoundError('schedule', id);
     return s;
   }
 
   /** The schedule, or undefined. */
   find(id: string): Promise<ScheduleRecord | undefined> {
-    return this.store.getSchedule(id);
+    return this.store.schedules.get(id);
   }
 
   list(q: { tenant?: string; after?: string; limit?: number } = {}): Promise<ScheduleRecord[]> {
-    return this.store.listSchedules({ limit: 100, ...q });
+    return this.store.schedules.list({ limit: 100, ...q });
   }
 
   /** No tick fires while paused (they are not caught up on resume). Pausing a paused schedule changes nothing. */
@@ -329,7 +329,7 @@ export class Schedules {
     const s = await this.get(id);
     if (s.pausedAt !== null) return s;
     const now = this.now();
-    return this.store.updateSchedule(id, { pausedAt: now, pausedReason: null, nextFireAt: null, updatedAt: now });
+    return this.store.schedules.update(id, { pausedAt: now, pausedReason: null, nextFireAt: null, updatedAt: now });
   }
 
   /** Resumes from now: the next tick is the first after now. Resuming a running schedule changes nothing. */
@@ -337,7 +337,7 @@ export class Schedules {
     const s = await this.get(id);
     if (s.pausedAt === null) return s;
     const now = this.now();
-    const updated = await this.store.updateSchedule(id, {
+    const updated = await this.store.schedules.update(id, {
       pausedAt: null,
       pausedReason: null,
       nextFireAt: nextTickAfter(s, now),
@@ -349,13 +349,13 @@ export class Schedules {
 
   /** Deletes the schedule and its history of fires (the runs and sessions it created stay). */
   async delete(id: string): Promise<void> {
-    if (!(await this.store.deleteSchedule(id))) throw new NotFoundError('schedule', id);
+    if (!(await this.store.schedules.delete(id))) throw new NotFoundError('schedule', id);
   }
 
   /** The schedule's fires, newest first. */
   async fires(id: string, q: { before?: number; limit?: number } = {}): Promise<ScheduleFireRecord[]> {
     await this.get(id);
-    return this.store.listScheduleFires(id, { limit: 100, ...q });
+    return this.store.schedules.listFires(id, { limit: 100, ...q });
   }
 
   /** Checks for due schedules now (the scheduler's loop calls it; tests too). Returns the fires recorded. */
@@ -363,7 +363,7 @@ export class Schedules {
     const now = this.now();
     const fires: ScheduleFireRecord[] = [];
     // Nothing due (the usual case): one indexed read, no write transaction.
-    if ((await this.store.dueSchedules(now, 1)).length === 0) return fires;
+    if ((await this.store.schedules.due(now, 1)).length === 0) return fires;
     // The ticks whose session run was interrupted in this check: their next attempt enqueues.
     const interrupted = new Set<string>();
     for (let i = 0; i < this.options.batch; i++) {
@@ -418,8 +418,8 @@ export class Schedules {
    * never the one cancelled.
    */
   private async interrupt(scheduleId: string, tick: number, sessionId: string): Promise<void> {
-    const active = await this.store.activeRun(sessionId);
-    const [last] = await this.store.listScheduleFires(scheduleId, { before: tick + 1, limit: 1 });
+    const active = await this.store.runs.active(sessionId);
+    const [last] = await this.store.schedules.listFires(scheduleId, { before: tick + 1, limit: 1 });
     if (last?.tick === tick || !active) return;
     await this.host.runs
       .cancel(active.id, { reason: `interrupted by schedule ${scheduleId}` })

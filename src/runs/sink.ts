@@ -71,7 +71,7 @@ export class RunSink extends BufferedSink {
     this.check();
     // Within its lease no other worker can have claimed the run; near or past its end, ask the store.
     if (this.hooks.leaseHolds?.()) return;
-    const now = await this.lifecycle.store.getRun(this.run.id);
+    const now = await this.lifecycle.store.runs.get(this.run.id);
     if (!now || now.fencingToken !== this.token) throw new FencedError(this.run.id, this.token, now?.fencingToken);
   }
 

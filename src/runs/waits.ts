@@ -112,13 +112,13 @@ export class Waits {
   async issueCallback(runId: string, name: string): Promise<{ token: string; path: string }> {
     checkSignal(name, null);
     const token = randomBytes(32).toString('base64url');
-    await this.lifecycle.store.putCallback({ tokenHash: tokenHash(token), runId, name, createdAt: this.now });
+    await this.lifecycle.store.waits.putCallback({ tokenHash: tokenHash(token), runId, name, createdAt: this.now });
     return { token, path: `/v1/callbacks/${token}` };
   }
 
   /** Delivers the signal a callback token stands for (`not_found` for an unknown token). */
   async deliverByToken(token: string, payload: unknown): Promise<{ run: RunRecord; consumed: boolean; name: string }> {
-    const cb = await this.lifecycle.store.findCallback(tokenHash(token));
+    const cb = await this.lifecycle.store.waits.findCallback(tokenHash(token));
     if (!cb) throw new StoreError('not_found', 'no such callback');
     const r = await this.deliver(cb.runId, cb.name, payload, 'callback');
     return { ...r, name: cb.name };

@@ -182,7 +182,7 @@ export class Worker {
    * wake-up or the next poll takes it.
    */
   private async mayClaim(): Promise<boolean> {
-    const counts = await this.host.lifecycle.store.countRunsByStatus();
+    const counts = await this.host.lifecycle.store.runs.countByStatus();
     return CLAIM_POLICY.ready.some((s) => counts[s] > 0) || CLAIM_POLICY.recoverable.some((s) => counts[s] > 0);
   }
 
@@ -227,7 +227,7 @@ export class Worker {
         this.lastSweep = 0;
         return;
       }
-      const due = await lifecycle.store.dueRuns(now, { limit: SWEEP_PAGE, ...(after ? { after } : {}) });
+      const due = await lifecycle.store.claims.due(now, { limit: SWEEP_PAGE, ...(after ? { after } : {}) });
       for (const { run: r } of due) {
         const deadlinePassed = r.deadlineAt !== null && r.deadlineAt <= now;
         if (!deadlinePassed && env.waits) {

@@ -44,7 +44,7 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
     releaseRecentDeltas: rt.sessions.log.keepRecentDeltas(),
     metrics: telemetry.metrics,
     logger: telemetry.logger,
-    keys: new ApiKeyCache({ findApiKey: rt.apiKeys.find }),
+    keys: new ApiKeyCache({ keys: { find: rt.apiKeys.find } }),
     authFailures: new FailedAuthLimiter({ perMinute: options.authFailuresPerMinute ?? 30 }),
     clientAddress: clientAddressOf(options.trustedProxies),
     options: {

@@ -27,7 +27,7 @@ export async function createApiKey(
     createdAt: Date.now(),
     revokedAt: null,
   };
-  await store.createApiKey(key);
+  await store.keys.create(key);
   return { secret, key };
 }
 
@@ -40,11 +40,11 @@ function secretOf(header: string | undefined, apiKeyHeader: string | undefined):
 /** API keys looked up recently, by hash: at most `max`, each trusted for `ttlMs` (a revocation takes effect within it). */
 export class ApiKeyCache {
   private readonly entries = new Map<string, { key: ApiKeyRecord | undefined; at: number }>();
-  private readonly lookup: Pick<Store, 'findApiKey'>;
+  private readonly lookup: { keys: Pick<Store['keys'], 'find'> };
   private readonly max: number;
   private readonly ttlMs: number;
 
-  constructor(lookup: Pick<Store, 'findApiKey'>, o: { max?: number; ttlMs?: number } = {}) {
+  constructor(lookup: { keys: Pick<Store['keys'], 'find'> }, o: { max?: number; ttlMs?: number } = {}) {
     this.lookup = lookup;
     this.max = o.max ?? 10_000;
     this.ttlMs = o.ttlMs ?? 5000;
@@ -63,7 +63,7 @@ export class ApiKeyCache {
       this.entries.set(hash, hit);
       return hit.key;
     }
-    const key = await this.lookup.findApiKey(hash);
+    const key = await this.lookup.keys.find(hash);
     this.entries.delete(hash);
     this.entries.set(hash, { key, at: Date.now() });
     while (this.entries.size > this.max) this.entries.delete(this.entries.keys().next().value!);

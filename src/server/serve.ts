@@ -42,7 +42,7 @@ export class InsecureBindError extends Error {
 /** The API and (by default) a worker in one process. */
 export async function startServer(o: StartOptions): Promise<RunningServer> {
   const host = o.host ?? '127.0.0.1';
-  const keys = (await o.store.listApiKeys()).filter((k) => k.revokedAt === null);
+  const keys = (await o.store.keys.list()).filter((k) => k.revokedAt === null);
   if (keys.length === 0 && !isLoopback(host) && !o.insecure) throw new InsecureBindError(host);
   const auth = keys.length > 0 ? 'required' : 'off';
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { contentHash, type EventDataMap } from '../core/index.ts';
-import type { EventEnvelope, Sequenced } from '../store/event-envelope.ts';
+import type { EventEnvelope, Sequenced } from '../store/index.ts';
 import { loopEventSchemas, requestHeaderV1, runEventSchemas, sessionEventSchemas } from './schemas.ts';
 
 type Schemas = typeof sessionEventSchemas & typeof runEventSchemas;

@@ -85,7 +85,7 @@ export class LogCodec {
   ): Promise<SessionEvent[]> {
     const hashes = new Set<string>();
     for (const s of stored) for (const h of blobRefsOf(s.data)) hashes.add(h);
-    const blobs = hashes.size > 0 ? await ops.getBlobs([...hashes]) : new Map<string, string>();
+    const blobs = hashes.size > 0 ? await ops.events.getBlobs([...hashes]) : new Map<string, string>();
     const out: SessionEvent[] = [];
     for (const s of stored) {
       const up = this.registry.upcast(

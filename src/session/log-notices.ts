@@ -46,13 +46,15 @@ export class CrossNodeNotices {
 
   /** See SessionLog.deltasHeardUpTo. */
   deltasHeardUpTo(sessionId: string): number {
-    if (!this.store.broadcast) return Infinity;
+    if (!this.store.notices.broadcast) return Infinity;
     return this.heardSeqs.get(sessionId) ?? 0;
   }
 
   /** See SessionLog.noticesCaughtUp. */
   caughtUp(): Promise<void> {
-    return this.store.broadcast && this.store.noticesCaughtUp ? this.store.noticesCaughtUp() : Promise.resolve();
+    return this.store.notices.broadcast && this.store.notices.caughtUp
+      ? this.store.notices.caughtUp()
+      : Promise.resolve();
   }
 
   /**
@@ -70,8 +72,8 @@ export class CrossNodeNotices {
    * published; other nodes' deltas are relayed.
    */
   follow(): void {
-    if (this.stopFollowing || !this.store.changes) return;
-    this.stopFollowing = this.store.changes((change) => {
+    if (this.stopFollowing || !this.store.notices.changes) return;
+    this.stopFollowing = this.store.notices.changes((change) => {
       if (change?.message) return this.received(change.sessionId, change.message);
       if (change) return this.changedTo(change.sessionId, change.lastSeq, change.own);
       if (this.checking) {
@@ -144,10 +146,10 @@ export class CrossNodeNotices {
     if (!this.followed()) return this.unfollow();
     const read: Array<[string, number]> = [];
     for (const sessionId of followed) {
-      const s = await this.store.getSession(sessionId).catch(() => undefined);
+      const s = await this.store.sessions.get(sessionId).catch(() => undefined);
       if (s) read.push([sessionId, s.lastSeq]);
     }
-    if (this.store.broadcast && read.some(([sessionId, seq]) => seq > (this.heardSeqs.get(sessionId) ?? 0))) {
+    if (this.store.notices.broadcast && read.some(([sessionId, seq]) => seq > (this.heardSeqs.get(sessionId) ?? 0))) {
       let timer: ReturnType<typeof setTimeout> | undefined;
       await Promise.race([
         this.caughtUp(),

@@ -57,7 +57,7 @@ export class SessionLog {
     this.notices = new CrossNodeNotices(
       store,
       this.bus,
-      () => !!this.store.broadcast && (this.numbers || this.bus.followsAll || this.bus.keepsRecent),
+      () => !!this.store.notices.broadcast && (this.numbers || this.bus.followsAll || this.bus.keepsRecent),
     );
   }
 
@@ -103,14 +103,14 @@ export class SessionLog {
     // A hook writes in the append's transaction: an append that wants one is made in one.
     if (hooks && !tx) return this.transaction((t) => this.append(sessionId, events, { ...options, tx: t }));
     const write = async (ops: StoreOps) => {
-      if (blobs.length > 0) await ops.putBlobs(blobs);
-      return ops.append(sessionId, drafts, appendOptions);
+      if (blobs.length > 0) await ops.events.putBlobs(blobs);
+      return ops.events.append(sessionId, drafts, appendOptions);
     };
     const stored = tx
       ? await write(tx)
       : blobs.length > 0
         ? await this.store.transaction(write)
-        : await this.store.append(sessionId, drafts, appendOptions);
+        : await this.store.events.append(sessionId, drafts, appendOptions);
     // The data as appended (validated, or built by typed code when trusted), before blob extraction, is what a reader gets back: no need to read it.
     const decoded = stored.map((s, i) => sessionEvent(s, s.v, datas[i]));
     // Published when they are committed: now, or when the transaction they are part of commits.
@@ -136,7 +136,7 @@ export class SessionLog {
    * moment, and a commit made before it would not be heard.
    */
   numberDeltas(): void {
-    if (!this.store.broadcast || this.numbers) return;
+    if (!this.store.notices.broadcast || this.numbers) return;
     this.numbers = true;
     this.notices.follow();
   }
@@ -165,7 +165,7 @@ export class SessionLog {
    */
   keepRecentDeltas(): () => void {
     this.bus.keepRecent();
-    if (this.store.broadcast) this.notices.follow();
+    if (this.store.notices.broadcast) this.notices.follow();
     let released = false;
     return () => {
       if (released) return;
@@ -187,7 +187,7 @@ export class SessionLog {
   publishDelta(sessionId: string, delta: DeltaEvent): void {
     this.numberDeltas();
     const item = this.bus.numberDelta(sessionId, delta);
-    this.store.broadcast?.(sessionId, { kind: 'delta', id: item.id, delta: delta as unknown as JsonObject });
+    this.store.notices.broadcast?.(sessionId, { kind: 'delta', id: item.id, delta: delta as unknown as JsonObject });
   }
 
   /** Live events and deltas of one session, as this process appends them. */
@@ -208,7 +208,7 @@ export class SessionLog {
    */
   subscribeAll(listener: (sessionId: string, item: LiveItem) => void): () => void {
     const off = this.bus.onAll(listener);
-    if (this.store.broadcast) this.notices.follow();
+    if (this.store.notices.broadcast) this.notices.follow();
     return () => {
       off();
       this.notices.unfollowUnlessNeeded();
@@ -251,12 +251,12 @@ export class SessionLog {
     ops: StoreOps = this.store,
   ): Promise<SessionEvent[]> {
     const { validate, ...read } = options;
-    return this.decode(await ops.readEvents(sessionId, read), ops, validate !== undefined ? { validate } : {});
+    return this.decode(await ops.events.read(sessionId, read), ops, validate !== undefined ? { validate } : {});
   }
 
   /** A session that can be read: refused (`session_erased`) once it was erased. */
   async session(sessionId: string, ops: StoreOps = this.store) {
-    const s = await ops.getSession(sessionId);
+    const s = await ops.sessions.get(sessionId);
     if (!s) throw new NotFoundError('session', sessionId);
     if (s.erasedAt !== null) throw new StoreError('session_erased', `session ${sessionId} was erased`);
     return s;

@@ -38,7 +38,7 @@ export async function pathEntries(
   // message before it, so the walk goes on to the nearest entry that starts a message of its own.
   let stopAtMessage = false;
   walk: while (cursor) {
-    const batch = await log.decode(await ops.ancestors(sessionId, cursor, PAGE), ops);
+    const batch = await log.decode(await ops.events.ancestors(sessionId, cursor, PAGE), ops);
     if (batch.length === 0) break;
     for (const e of batch) {
       nearestFirst.push(e);
@@ -85,7 +85,7 @@ export async function readProjection<S>(
     from = { asOfSeq: kept.asOfSeq, leafId: kept.leafId, state: p.clone!(kept.state) };
     storedSeq = kept.storedSeq;
   } else {
-    const snap = await ops.getSnapshot(sessionId, p.name, p.version);
+    const snap = await ops.events.getSnapshot(sessionId, p.name, p.version);
     if (snap && snap.asOfSeq <= lastSeq) {
       from = { asOfSeq: snap.asOfSeq, leafId: snap.leafId, state: snap.state as S };
       storedSeq = snap.asOfSeq;
@@ -140,7 +140,7 @@ export async function readProjection<S>(
   }
 
   if (mustSnapshot || lastSeq - storedSeq >= Math.max(snapshotEvery, p.size?.(state) ?? 0)) {
-    await ops.putSnapshot({
+    await ops.events.putSnapshot({
       sessionId,
       projection: p.name,
       version: p.version,

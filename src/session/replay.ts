@@ -90,7 +90,7 @@ class HeaderContent {
   async load(hashes: ReadonlyArray<string | null>): Promise<void> {
     const wanted = hashes.filter((h): h is string => h !== null && !this.cache.has(h));
     if (wanted.length === 0) return;
-    const found = await this.log.store.getBlobs(wanted);
+    const found = await this.log.store.events.getBlobs(wanted);
     for (const h of wanted) this.cache.set(h, found.get(h));
   }
 

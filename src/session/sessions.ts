@@ -131,7 +131,7 @@ export class Sessions {
     const id = options.id ?? newId();
     const createdAt = Date.now();
     const created = await this.log.transaction(async (tx) => {
-      await tx.createSession({
+      await tx.sessions.create({
         id,
         tenant: options.tenant ?? 'default',
         createdAt,
@@ -156,7 +156,7 @@ export class Sessions {
         ],
         { tx },
       );
-      const session = (await tx.getSession(id))!;
+      const session = (await tx.sessions.get(id))!;
       await options.within?.(tx, session);
       return { session, events };
     });
@@ -169,17 +169,17 @@ export class Sessions {
 
   /** The session's record, or undefined: an erased session's tombstone too (`get` refuses those). */
   find(id: string): Promise<SessionRecord | undefined> {
-    return this.store.getSession(id);
+    return this.store.sessions.get(id);
   }
 
   list(page: SessionPage): Promise<SessionRecord[]> {
-    return this.store.listSessions(page);
+    return this.store.sessions.list(page);
   }
 
   async update(id: string, patch: { title?: string | null; metadata?: JsonObject }): Promise<SessionRecord> {
     refuseNul('title', patch.title);
     await this.log.transaction(async (tx) => {
-      await tx.updateSession(id, patch);
+      await tx.sessions.update(id, patch);
       return this.log.append(
         id,
         [{ type: 'session/updated', data: patch as { title?: string | null; metadata?: Record<string, never> } }],
@@ -195,7 +195,7 @@ export class Sessions {
    * while one of its runs is not terminal: the runtime's `erase` cancels them first.
    */
   async erase(id: string): Promise<SessionRecord> {
-    const tomb = await this.store.eraseSession(id, Date.now());
+    const tomb = await this.store.sessions.erase(id, Date.now());
     this.log.forget(id);
     return tomb;
   }
@@ -203,7 +203,7 @@ export class Sessions {
   /** Archives a session: it leaves default listings; its log stays readable. */
   async archive(id: string): Promise<SessionRecord> {
     await this.log.transaction(async (tx) => {
-      await tx.updateSession(id, { archivedAt: Date.now() });
+      await tx.sessions.update(id, { archivedAt: Date.now() });
       return this.log.append(id, [{ type: 'session/archived', data: {} }], { tx });
     });
     return this.get(id);
@@ -261,7 +261,7 @@ export class Sessions {
   /** Stored content by hash (a request header's system prompt and tool schemas), parsed; missing hashes are absent. */
   async content(hashes: ReadonlyArray<string | null>): Promise<Map<string, unknown>> {
     const wanted = [...new Set(hashes.filter((h): h is string => h !== null))];
-    const found = wanted.length > 0 ? await this.store.getBlobs(wanted) : new Map<string, string>();
+    const found = wanted.length > 0 ? await this.store.events.getBlobs(wanted) : new Map<string, string>();
     return new Map([...found].map(([h, data]) => [h, JSON.parse(data) as unknown]));
   }
 
@@ -286,11 +286,11 @@ export class Sessions {
 
   /** The entries of the session with these ids (unknown ids skipped), decoded. */
   async entries(sessionId: string, ids: readonly string[]): Promise<SessionEvent[]> {
-    return this.log.decode(await this.store.getEntries(sessionId, ids));
+    return this.log.decode(await this.store.events.entries(sessionId, ids));
   }
 
   private async entry(sessionId: string, entryId: string): Promise<SessionEvent> {
-    const [e] = await this.log.decode(await this.store.getEntries(sessionId, [entryId]));
+    const [e] = await this.log.decode(await this.store.events.entries(sessionId, [entryId]));
     if (!e || !e.entry) throw new InvalidEntryError(sessionId, entryId);
     return e;
   }
@@ -313,7 +313,7 @@ export class Sessions {
     options: { expectLastSeq?: number } = {},
   ): Promise<SessionEvent[]> {
     return this.log.transaction(async (tx) => {
-      const active = await tx.activeRun(sessionId);
+      const active = await tx.runs.active(sessionId);
       if (active) throw new RunBusyError(sessionId, active.id);
       return this.log.append(sessionId, events, { ...options, tx });
     });
@@ -412,7 +412,7 @@ export class Sessions {
     const origin = { sessionId: sourceId, entryId: at.id };
     const newTitle = title ?? (source.title ? `${source.title} (fork)` : null);
     await this.log.transaction(async (tx) => {
-      await tx.createSession({
+      await tx.sessions.create({
         id,
         tenant: source.tenant,
         createdAt,

@@ -72,10 +72,10 @@ export async function* exportSession(log: SessionLog, sessionId: string): AsyncG
   yield JSON.stringify(header);
   const written = new Set<string>();
   for (let after = 0; after < s.lastSeq;) {
-    const page = await log.store.readEvents(sessionId, { afterSeq: after, untilSeq: s.lastSeq, limit: 1000 });
+    const page = await log.store.events.read(sessionId, { afterSeq: after, untilSeq: s.lastSeq, limit: 1000 });
     if (page.length === 0) break;
     const wanted = [...new Set(page.flatMap((e) => contentRefsOf(e.type, e.v, e.data)))].filter((h) => !written.has(h));
-    const blobs = wanted.length > 0 ? await log.store.getBlobs(wanted) : new Map<string, string>();
+    const blobs = wanted.length > 0 ? await log.store.events.getBlobs(wanted) : new Map<string, string>();
     for (const e of page) {
       for (const h of contentRefsOf(e.type, e.v, e.data)) {
         if (written.has(h)) continue;
@@ -301,13 +301,13 @@ export async function importSession(
   const sessionId = keep ? h.id : newId();
   const origin = keep ? h.origin : { sessionId: h.id, entryId: h.leafId ?? drafts.at(-1)?.id ?? h.id };
   return log.transaction(async (tx) => {
-    if (await tx.getSession(sessionId))
+    if (await tx.sessions.get(sessionId))
       throw new StoreError(
         'conflict',
         `session ${sessionId} already exists: import it under new ids instead of keeping them`,
       );
     // The tenant is where it is imported, not where it was exported from.
-    await tx.createSession({
+    await tx.sessions.create({
       id: sessionId,
       tenant: options.tenant ?? 'default',
       createdAt: h.createdAt,
@@ -316,12 +316,12 @@ export async function importSession(
       agent: h.agent,
       origin,
     });
-    if (h.archivedAt !== null) await tx.updateSession(sessionId, { archivedAt: h.archivedAt });
-    await tx.putBlobs([...blobs].map(([hash, data]) => ({ hash, data })));
-    for (let i = 0; i < drafts.length; i += 1000) await tx.append(sessionId, drafts.slice(i, i + 1000));
+    if (h.archivedAt !== null) await tx.sessions.update(sessionId, { archivedAt: h.archivedAt });
+    await tx.events.putBlobs([...blobs].map(([hash, data]) => ({ hash, data })));
+    for (let i = 0; i < drafts.length; i += 1000) await tx.events.append(sessionId, drafts.slice(i, i + 1000));
     // A whole log, complete: stored compactly at once (ADR-0009).
-    await tx.sealEvents(sessionId);
-    const session = (await tx.getSession(sessionId))!;
+    await tx.events.seal(sessionId);
+    const session = (await tx.sessions.get(sessionId))!;
     await options.within?.(tx, session);
     return session;
   });

@@ -4,7 +4,7 @@
  * `validation` error naming the field, HTTP 400). Content (messages, metadata, payloads, answers,
  * tool results) is JSON, kept JSON-escaped: NUL there is stored and read back intact everywhere.
  */
-import { StoreError } from './port.ts';
+import { StoreError } from './port/index.ts';
 
 export const NUL_REFUSAL = 'must not contain the NUL character (U+0000)';
 

@@ -2,7 +2,7 @@
  * Records every SQL backend builds the same way: an appended event from its draft, and what an
  * erased session keeps of its runs.
  */
-import type { EventDraft, SessionRecord, StoredEvent } from './port.ts';
+import type { EventDraft, SessionRecord, StoredEvent } from './port/index.ts';
 
 /** The event a draft becomes at `seq` under `parentId` (its `data` is the draft's own object). */
 export function storedEvent(d: EventDraft, sessionId: string, seq: number, parentId: string | null): StoredEvent {

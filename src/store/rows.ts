@@ -12,8 +12,8 @@ import {
   type SessionRecord,
   type UsageDimension,
   type UsageTotals,
-} from './port.ts';
-import { StoreError, USAGE_DIMENSIONS } from './port.ts';
+} from './port/index.ts';
+import { StoreError, USAGE_DIMENSIONS } from './port/index.ts';
 
 export type SessionRow = {
   id: string;

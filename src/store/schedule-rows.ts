@@ -2,7 +2,7 @@
  * Schedules as the SQL backends store them (tables `schedules` and `schedule_fires`: SQLite schema
  * v11, PostgreSQL v6), their mapping to the port's records, and the DDL both share.
  */
-import type { ScheduleFireRecord, ScheduleRecord, ScheduleTarget } from './port.ts';
+import type { ScheduleFireRecord, ScheduleRecord, ScheduleTarget } from './port/index.ts';
 
 export type ScheduleRow = {
   id: string;

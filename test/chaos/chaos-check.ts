@@ -119,7 +119,7 @@ export async function checkChaos(input: CheckInput): Promise<CheckResult> {
   // ---- Every session and run (also those schedules made, and those erased).
   const all: Array<{ id: string; erasedAt: number | null }> = [];
   for (let after: string | undefined; ;) {
-    const page = await store.listSessions({ limit: 1000, includeArchived: true, ...(after ? { after } : {}) });
+    const page = await store.sessions.list({ limit: 1000, includeArchived: true, ...(after ? { after } : {}) });
     all.push(...page);
     if (page.length < 1000) break;
     after = page.at(-1)!.id;
@@ -128,7 +128,7 @@ export async function checkChaos(input: CheckInput): Promise<CheckResult> {
   for (const id of book.erased)
     if (!erased.has(id)) v(`session ${id} was erased (the API said so) but is not marked erased`);
   for (const id of erased) if (!book.erased.has(id)) v(`session ${id} is erased, but nobody erased it`);
-  const runs: RunRecord[] = await store.listRuns({ limit: 1_000_000 });
+  const runs: RunRecord[] = await store.runs.list({ limit: 1_000_000 });
   const runById = new Map(runs.map((r) => [r.id, r]));
   const runsOf = new Map<string, RunRecord[]>();
   for (const r of runs) runsOf.set(r.sessionId, [...(runsOf.get(r.sessionId) ?? []), r]);
@@ -148,8 +148,8 @@ export async function checkChaos(input: CheckInput): Promise<CheckResult> {
   let events = 0;
   for (const { id: sessionId } of all) {
     if (erased.has(sessionId)) continue;
-    const raw = await store.readEvents(sessionId);
-    const session = (await store.getSession(sessionId))!;
+    const raw = await store.events.read(sessionId);
+    const session = (await store.sessions.get(sessionId))!;
     if (raw.some((e, i) => e.seq !== i + 1) || session.lastSeq !== raw.length)
       v(`session ${sessionId}: seqs are not 1..${session.lastSeq}`);
     if (new Set(raw.map((e) => e.id)).size !== raw.length) v(`session ${sessionId}: a duplicate event id`);
@@ -167,7 +167,7 @@ export async function checkChaos(input: CheckInput): Promise<CheckResult> {
       const id = (e.data as { message: { id: string } }).message.id;
       inLog.set(id, (inLog.get(id) ?? 0) + 1);
     }
-    if ((await store.countInputs(sessionId, 'steer')) + (await store.countInputs(sessionId, 'message')) > 0)
+    if ((await store.inputs.count(sessionId, 'steer')) + (await store.inputs.count(sessionId, 'message')) > 0)
       v(`session ${sessionId}: inputs left in the inbox`);
     const replay = await verifyReplay(sessions.log, sessionId);
     if (!replay.ok) v(`session ${sessionId}: replay check: ${JSON.stringify(replay.mismatches.slice(0, 2))}`);

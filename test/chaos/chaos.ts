@@ -322,7 +322,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       const how = chance(0.5) ? 'runs.steer' : 'a message to its session';
       const accepted = how === 'runs.steer' ? await steerRun(run, text) : await send(run.sessionId, text, 'steer');
       if (!accepted) return;
-      const after = await st.getRun(run.id);
+      const after = await st.runs.get(run.id);
       const w = after?.waiting as unknown as Waiting | null | undefined;
       if (w?.calls.some((x) => x.toolCallId === toolCallId) && !w.decisions[toolCallId])
         v(`run ${run.id}: steered by ${how} while it slept in ${toolCallId}, it sleeps on`);
@@ -524,7 +524,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       return plan('leave', 0);
     };
     const waitsPass = async () => {
-      const waiting = await st.listRuns({ statuses: WAITING, limit: 1000 });
+      const waiting = await st.runs.list({ statuses: WAITING, limit: 1000 });
       const now = Date.now();
       for (const run of waiting) {
         const w = run.waiting as unknown as Waiting | null;
@@ -630,7 +630,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       const victim = scheduled;
       if (!victim) return;
       scheduled = undefined;
-      await erase(victim, await st.listRuns({ sessionId: victim, limit: 10_000 }));
+      await erase(victim, await st.runs.list({ sessionId: victim, limit: 10_000 }));
     };
 
     // ---- The driver: actions on random sessions, while workers are killed.
@@ -653,7 +653,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
           else if (roll < 0.5) {
             // Steering goes to an active run, waiting ones too (every other time a sleeping one, which
             // wakes), through its session (if_busy: steer) or to the run itself (runs.steer).
-            const active = (await st.listRuns({ statuses: ['running', 'queued', ...WAITING], limit: 1000 })).filter(
+            const active = (await st.runs.list({ statuses: ['running', 'queued', ...WAITING], limit: 1000 })).filter(
               (r) => !r.queuedBehind && pool.includes(r.sessionId),
             );
             const sleeping = active.filter((r) => r.status === 'sleeping');
@@ -666,7 +666,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
             if (target && chance(0.5)) await steerRun(target, `steer s${n}`);
             else await send(target?.sessionId ?? sessionId, `steer s${n}`, 'steer');
           } else if (roll < 0.58) {
-            const live = (await st.listRuns({ sessionId, limit: 100 })).filter((r) => !isTerminal(r.status));
+            const live = (await st.runs.list({ sessionId, limit: 100 })).filter((r) => !isTerminal(r.status));
             if (live.length > 0) {
               const victim = pick(live);
               book.cancelRequested.add(victim.id);
@@ -675,7 +675,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
             }
           } else if (roll < 0.7) {
             // Erase a session whose runs are all over: one a schedule made (their one-step runs end soon), or one of the pool.
-            const fired = (await st.listSessions({ limit: 1000 }))
+            const fired = (await st.sessions.list({ limit: 1000 }))
               .filter((s) => s.title === 'fired' && !book.erased.has(s.id))
               .map((s) => s.id);
             // The oldest sessions a schedule made (most likely over), and a few of the pool.
@@ -683,7 +683,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
             let victim: string | undefined;
             let runs: RunRecord[] = [];
             for (const c of candidates) {
-              runs = await st.listRuns({ sessionId: c, limit: 1000 });
+              runs = await st.runs.list({ sessionId: c, limit: 1000 });
               if (runs.every((r) => isTerminal(r.status))) {
                 victim = c;
                 break;
@@ -747,7 +747,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
               book.kills.filter((k) => (k.statuses[a] ?? 0) > 0).length -
               book.kills.filter((k) => (k.statuses[b] ?? 0) > 0).length,
           )[0]!;
-          await until(async () => ((before = await st.countRunsByStatus())[rarest] ?? 0) > 0);
+          await until(async () => ((before = await st.runs.countByStatus())[rarest] ?? 0) > 0);
         } else if (busy) await sleep(200 + Math.random() * 2300);
         c.process.kill('SIGKILL');
         await c.exited;
@@ -755,7 +755,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         kills++;
         if (kills >= o.kills * 0.7 && scheduled) void track(eraseScheduled());
         try {
-          const after = await st.countRunsByStatus();
+          const after = await st.runs.countByStatus();
           const statuses = Object.fromEntries(WAITING.map((k) => [k, Math.max(before[k] ?? 0, after[k] ?? 0)]));
           limitWaiters = Math.max(limitWaiters, await waitersNow());
           book.kills.push({ statuses, limitWaiters, afterDecision });
@@ -780,7 +780,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     const suspects = new Map<string, { key: string; since: number; reported?: boolean }>();
     for (;;) {
       const now = Date.now();
-      for (const r of await st.listRuns({ statuses: WAITING, limit: 10_000 })) {
+      for (const r of await st.runs.list({ statuses: WAITING, limit: 10_000 })) {
         const expiresAt = (r.waiting as unknown as Waiting | null)?.expiresAt ?? null;
         if (expiresAt === null || expiresAt > now - STRANDED_AFTER_MS) continue;
         const key = `${r.status}/${expiresAt}/${r.fencingToken}`;
@@ -793,7 +793,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
           );
         }
       }
-      const left = (await st.listRuns({ limit: 100_000 })).filter((r) => !isTerminal(r.status));
+      const left = (await st.runs.list({ limit: 100_000 })).filter((r) => !isTerminal(r.status));
       if (left.length === 0) break;
       if (Date.now() > deadline) {
         v(`${left.length} runs not terminal at the end: ${left.map((r) => `${r.id} ${r.status}`).join(', ')}`);

@@ -57,7 +57,7 @@ beforeAll(async () => {
   runs.ghost = (await rt.sessions.send(ghost.id, 'held')).run.id;
   // A worker claimed it and then vanished: its lease is still valid for a minute.
   expect(
-    (await store.claimRun('ghost-worker', 60_000, Date.now(), CLAIM_POLICY, { runId: runs.ghost }))?.run.status,
+    (await store.claims.claim('ghost-worker', 60_000, Date.now(), CLAIM_POLICY, { runId: runs.ghost }))?.run.status,
   ).toBe('running');
 });
 
@@ -304,7 +304,7 @@ describe('keel runs', () => {
     const q = await keel(['runs', 'cancel', runs.delta, '--db', db]);
     expect(q.code).toBe(0);
     expect(q.out).toBe(`cancelled run ${runs.delta} (it was queued)\n`);
-    expect((await store.getRun(runs.delta))?.status).toBe('cancelled');
+    expect((await store.runs.get(runs.delta))?.status).toBe('cancelled');
 
     const again = await keel(['runs', 'cancel', runs.delta, '--db', db]);
     expect(again.code).toBe(0);
@@ -314,7 +314,7 @@ describe('keel runs', () => {
     const forced = await keel(['runs', 'cancel', runs.ghost, '--db', db, '--grace', '50', '--json']);
     expect(forced.code).toBe(0);
     expect(JSON.parse(forced.out)).toMatchObject({ id: runs.ghost, status: 'cancelled', lease: null });
-    const run = await store.getRun(runs.ghost);
+    const run = await store.runs.get(runs.ghost);
     expect(run?.status).toBe('cancelled');
 
     const missing = await keel(['runs', 'cancel', 'nope', '--db', db]);

@@ -24,6 +24,7 @@ import { instrumentRuntime } from '../../src/monitoring/instrument-runtime.ts';
 import { FakeProvider } from '../../bench/fake-provider.ts';
 import { openTestPostgres } from '../support/postgres.ts';
 import { agentWith, summarizerModel } from '../support/session-helpers.ts';
+import { decideLimit } from '../../src/flow-control/decide-limit.ts';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -110,9 +111,9 @@ describe('provider flow control', () => {
     // Each call gave its slot back (the release is written after the call's stream ends, so it
     // may land just after its run does; two SQLite instances in one process also wait on each other).
     const deadline = Date.now() + 10_000;
-    while ((await a.store.limitState('fake:limited-1', Date.now())).slots > 0 && Date.now() < deadline)
+    while ((await a.store.limits.state('fake:limited-1', Date.now())).slots > 0 && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 50));
-    expect((await a.store.limitState('fake:limited-1', Date.now())).slots).toBe(0);
+    expect((await a.store.limits.state('fake:limited-1', Date.now())).slots).toBe(0);
   }, 30_000);
 
   it('a concurrency limit holds across two stores on one PostgreSQL schema', async () => {
@@ -160,8 +161,8 @@ describe('provider flow control', () => {
     const ended = await allEnd(rt, runs, 10_000);
     expect(ended.every((r) => r.status === 'completed')).toBe(true);
     // The settlement is written after each call's stream ends: it may land just after its run does.
-    await eventually(async () => (await store.limitState('fake:limited-1', Date.now())).tokens === 8 * 15);
-    expect(await store.limitState('fake:limited-1', Date.now())).toMatchObject({ requests: 8, tokens: 8 * 15 });
+    await eventually(async () => (await store.limits.state('fake:limited-1', Date.now())).tokens === 8 * 15);
+    expect(await store.limits.state('fake:limited-1', Date.now())).toMatchObject({ requests: 8, tokens: 8 * 15 });
   }, 20_000);
 
   it('a 429 with retry-after pauses the model for every worker, not only the run that got it', async () => {
@@ -175,8 +176,8 @@ describe('provider flow control', () => {
     const t0 = Date.now();
     while (provider.rejected === 0) await new Promise((r) => setTimeout(r, 5));
     // The pause is written once the 429 came back to the worker.
-    await eventually(async () => (await b.store.limitState('fake:limited-1', Date.now())).pausedUntil > Date.now());
-    const state = await b.store.limitState('fake:limited-1', Date.now());
+    await eventually(async () => (await b.store.limits.state('fake:limited-1', Date.now())).pausedUntil > Date.now());
+    const state = await b.store.limits.state('fake:limited-1', Date.now());
     expect(state.pausedUntil).toBeGreaterThan(Date.now() + 300);
     const others = await sendMany(b.rt, 3);
     await allEnd(b.rt, [first!, ...others]);
@@ -218,19 +219,22 @@ describe('provider flow control', () => {
       flowControl: { slotLeaseMs: 30_000 },
     });
     // Another process took the only slot and died: nothing releases or renews it.
-    await store.acquireLimit({
-      key: 'fake:limited-1',
-      id: 'dead',
-      waiter: 'dead',
-      rank: 0,
-      since: clock.now(),
-      now: clock.now(),
-      concurrency: 1,
-      tokens: 0,
-      windowMs: 60_000,
-      slotLeaseMs: 30_000,
-      waiterLeaseMs: 0,
-    });
+    await store.limits.acquire(
+      {
+        key: 'fake:limited-1',
+        id: 'dead',
+        waiter: 'dead',
+        rank: 0,
+        since: clock.now(),
+        now: clock.now(),
+        concurrency: 1,
+        tokens: 0,
+        windowMs: 60_000,
+        slotLeaseMs: 30_000,
+        waiterLeaseMs: 0,
+      },
+      decideLimit,
+    );
     const [run] = await sendMany(rt, 1);
     await new Promise((r) => setTimeout(r, 300));
     expect(provider.calls).toBe(0);
@@ -264,24 +268,27 @@ describe('provider flow control', () => {
       await store.close();
     });
     expect(rt.flowControl?.keyFor(summarizer)).toBe('scripted:summarizer-1');
-    await store.acquireLimit({
-      key: 'scripted:summarizer-1',
-      id: 'dead',
-      waiter: 'dead',
-      rank: 0,
-      since: clock.now(),
-      now: clock.now(),
-      concurrency: 1,
-      tokens: 0,
-      windowMs: 60_000,
-      slotLeaseMs: 30_000,
-      waiterLeaseMs: 0,
-    });
+    await store.limits.acquire(
+      {
+        key: 'scripted:summarizer-1',
+        id: 'dead',
+        waiter: 'dead',
+        rank: 0,
+        since: clock.now(),
+        now: clock.now(),
+        concurrency: 1,
+        tokens: 0,
+        windowMs: 60_000,
+        slotLeaseMs: 30_000,
+        waiterLeaseMs: 0,
+      },
+      decideLimit,
+    );
     const s = await rt.sessions.create();
     const { run } = await rt.sessions.send(s.id, 'process it');
     // The step after the first is over the threshold: the compaction's call queues for the slot.
-    await eventually(async () => (await store.limitState('scripted:summarizer-1', clock.now())).waiters === 1);
-    expect(await store.limitState('scripted:summarizer-1', clock.now())).toMatchObject({ slots: 1, waiters: 1 });
+    await eventually(async () => (await store.limits.state('scripted:summarizer-1', clock.now())).waiters === 1);
+    expect(await store.limits.state('scripted:summarizer-1', clock.now())).toMatchObject({ slots: 1, waiters: 1 });
     expect(summarizer.calls).toHaveLength(0);
     expect((await rt.runs.get(run.id))?.status).toBe('running');
     // The dead holder's lease ends: the compaction gets the slot, summarizes, and the run goes on.
@@ -293,8 +300,8 @@ describe('provider flow control', () => {
       'LIMITED SUMMARY 1',
     ]);
     // It gave its slot back, and nobody waits any more.
-    await eventually(async () => (await store.limitState('scripted:summarizer-1', clock.now())).slots === 0);
-    expect(await store.limitState('scripted:summarizer-1', clock.now())).toMatchObject({ slots: 0, waiters: 0 });
+    await eventually(async () => (await store.limits.state('scripted:summarizer-1', clock.now())).slots === 0);
+    expect(await store.limits.state('scripted:summarizer-1', clock.now())).toMatchObject({ slots: 0, waiters: 0 });
   }, 20_000);
 
   it("a manual compaction's model is limited too, and an agent's limited model counts once", async () => {
@@ -306,7 +313,7 @@ describe('provider flow control', () => {
     ]);
     const summarizer = summarizerModel('MANUAL SUMMARY');
     const { rt } = node(store, [agentWith(model)], { limits: { 'scripted:*': { requestsPerMinute: 100 } } });
-    const requests = async () => (await store.limitState('scripted:*', Date.now())).requests;
+    const requests = async () => (await store.limits.state('scripted:*', Date.now())).requests;
     const s = await rt.sessions.create();
     const ask = async (text: string) =>
       (await rt.runs.wait((await rt.sessions.send(s.id, text)).run.id, { until: 'terminal' })).status;
@@ -337,7 +344,7 @@ describe('provider flow control', () => {
       flowControl: { holdSlotMs: 50 },
       concurrency: 1,
     });
-    await store.pauseLimit('fake:limited-1', Date.now() + 1500);
+    await store.limits.pause('fake:limited-1', Date.now() + 1500);
     const s1 = await rt.sessions.create();
     const waiting = (await rt.sessions.send(s1.id, 'wait', { agent: 'limited' })).run;
     await new Promise((r) => setTimeout(r, 150));

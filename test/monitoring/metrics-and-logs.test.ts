@@ -145,7 +145,7 @@ describe('metrics of a runtime', () => {
     const s = await rt.sessions.create();
     const sent = await rt.sessions.send(s.id, 'hi');
     // A worker that claims the run and dies at once: its lease runs out.
-    expect(await store.claimRun('dead-worker', 50, Date.now(), CLAIM_POLICY)).toBeDefined();
+    expect(await store.claims.claim('dead-worker', 50, Date.now(), CLAIM_POLICY)).toBeDefined();
     await new Promise((r) => setTimeout(r, 80));
     rt.startWorker({ pollMs: 20 });
     expect((await rt.runs.wait(sent.run.id, { until: 'terminal' })).status).toBe('completed');

@@ -158,7 +158,7 @@ describe('a message claims its run for a worker of this process', () => {
       rt.sessions.send(s.id, [{ type: 'text', text: 1 }] as unknown as Parameters<Runtime['sessions']['send']>[1]),
     ).rejects.toMatchObject({ code: 'invalid_event' });
     expect(await allEvents(rt.sessions, s.id)).toEqual(before);
-    expect(await store.listRuns({ sessionId: s.id, limit: 10 })).toEqual([]);
+    expect(await store.runs.list({ sessionId: s.id, limit: 10 })).toEqual([]);
     await flush();
     expect(worker.active).toBe(0);
     // The session and the worker take the next valid message.

@@ -122,7 +122,7 @@ describe('crash test: SIGKILL a worker process at random moments', () => {
         children.push(setup);
         const setupExit = await setup.exited;
         expect(setupExit.code, setup.stderr()).toBe(0);
-        const runIds = (await store.listRuns({ limit: 1000 })).map((r) => r.id);
+        const runIds = (await store.runs.list({ limit: 1000 })).map((r) => r.id);
         expect(runIds).toHaveLength(RUNS);
 
         // Open calls (a tool/call without a result) at each crash, by tool.
@@ -137,7 +137,7 @@ describe('crash test: SIGKILL a worker process at random moments', () => {
           if (!(await c.next('busy', 20_000))) {
             c.child.kill('SIGKILL');
             await c.exited;
-            const left = (await store.listRuns({ limit: 1000 })).filter((r) => !isTerminal(r.status));
+            const left = (await store.runs.list({ limit: 1000 })).filter((r) => !isTerminal(r.status));
             if (left.length === 0) break; // nothing left to crash
             throw new Error(`worker ${gen - 1} did no work within 20 s\n${c.stderr()}`);
           }
@@ -148,8 +148,8 @@ describe('crash test: SIGKILL a worker process at random moments', () => {
           const exit = await c.exited;
           expect(exit.signal, c.stderr()).toBe('SIGKILL');
           for (const id of runIds) {
-            const run = (await store.getRun(id))!;
-            const events = await store.readEvents(run.sessionId, { runId: id });
+            const run = (await store.runs.get(id))!;
+            const events = await store.events.read(run.sessionId, { runId: id });
             const answered = new Set(
               events.filter((e) => e.type === 'tool/result').map((e) => (e.data as ResultData).toolCallId),
             );
@@ -167,7 +167,7 @@ describe('crash test: SIGKILL a worker process at random moments', () => {
         expect(await last.next('ready', 30_000), last.stderr()).toBe(true);
         const deadline = Date.now() + 60_000;
         for (;;) {
-          const left = (await store.listRuns({ limit: 1000 })).filter((r) => !isTerminal(r.status));
+          const left = (await store.runs.list({ limit: 1000 })).filter((r) => !isTerminal(r.status));
           if (left.length === 0) break;
           if (Date.now() > deadline)
             throw new Error(
@@ -194,10 +194,10 @@ describe('crash test: SIGKILL a worker process at random moments', () => {
         let outcomeUnknown = 0;
 
         for (const id of runIds) {
-          const run = (await store.getRun(id))!;
+          const run = (await store.runs.get(id))!;
           expect(run, `run ${id}`).toMatchObject({ status: 'completed', lease: null });
-          const session = (await store.getSession(run.sessionId))!;
-          const events = await store.readEvents(run.sessionId);
+          const session = (await store.sessions.get(run.sessionId))!;
+          const events = await store.events.read(run.sessionId);
           // Contiguous seqs 1..n, no duplicate, and the session's counter agrees.
           expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
           expect(session.lastSeq).toBe(events.length);
@@ -292,25 +292,24 @@ describe('recovery windows, deterministically', () => {
         throw new Error('injected storage failure');
       }
     };
-    const append = store.append.bind(store);
-    store.append = async (sessionId, drafts, o) => {
+    const append = store.events.append.bind(store);
+    store.events.append = async (sessionId, drafts, o) => {
       check(drafts);
       return append(sessionId, drafts, o);
     };
     const transaction = store.transaction.bind(store);
     store.transaction = <T>(fn: (tx: StoreOps) => Promise<T>) =>
       transaction((tx) =>
-        fn(
-          new Proxy(tx, {
-            get(target, key: keyof StoreOps) {
-              if (key !== 'append') return target[key];
-              return async (...args: Parameters<StoreOps['append']>) => {
-                check(args[1]);
-                return target.append(...args);
-              };
+        fn({
+          ...tx,
+          events: {
+            ...tx.events,
+            append: async (...args: Parameters<StoreOps['events']['append']>) => {
+              check(args[1]);
+              return tx.events.append(...args);
             },
-          }),
-        ),
+          },
+        }),
       );
     return { failed: () => failed };
   }
@@ -361,7 +360,7 @@ describe('recovery windows, deterministically', () => {
     try {
       const done = await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 20_000 });
       expect(injected.failed()).toBe(true);
-      const events = await store.readEvents(session.id);
+      const events = await store.events.read(session.id);
       return { done, events, charged, model, commits };
     } finally {
       await rt.close({ graceMs: 0 });
@@ -490,17 +489,16 @@ describe('recovery windows, deterministically', () => {
     const transaction = store.transaction.bind(store);
     store.transaction = <T>(fn: (tx: StoreOps) => Promise<T>) =>
       transaction((tx) =>
-        fn(
-          new Proxy(tx, {
-            get(target, key: keyof StoreOps) {
-              if (key !== 'putCheckpoint') return target[key];
-              return async (c: Parameters<StoreOps['putCheckpoint']>[0]) => {
-                stored.push(c.step);
-                return target.putCheckpoint(c);
-              };
+        fn({
+          ...tx,
+          runs: {
+            ...tx.runs,
+            putCheckpoint: async (c: Parameters<StoreOps['runs']['putCheckpoint']>[0]) => {
+              stored.push(c.step);
+              return tx.runs.putCheckpoint(c);
             },
-          }),
-        ),
+          },
+        }),
       );
     try {
       const session = await rt.sessions.create();
@@ -509,7 +507,7 @@ describe('recovery windows, deterministically', () => {
       const done = await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 20_000 });
       expect(injected.failed()).toBe(true);
       expect(done).toMatchObject({ status: 'completed', attempt: 2 });
-      const events = await store.readEvents(session.id);
+      const events = await store.events.read(session.id);
       // The failed turn stored no checkpoint, nor did any step before it: the retry knew from the
       // log alone that two steps had ended. Only the completed turn's end stores one.
       const turnEnds = events
@@ -548,14 +546,14 @@ describe('recovery windows, deterministically', () => {
       const { run } = await rt.sessions.send(session.id, 'note three times');
       rt.startWorker({ id: 'W', pollMs: 20 });
       await atThird.promise;
-      const events = await store.readEvents(session.id);
+      const events = await store.events.read(session.id);
       const secondEnd = events.find((e) => e.type === 'step/end' && e.step === 2)!;
-      expect(await store.getCheckpoint(run.id)).toBeUndefined();
+      expect(await store.runs.getCheckpoint(run.id)).toBeUndefined();
       expect(await rt.runs.resumeCursor(run.id)).toEqual({ step: 2, seq: secondEnd.seq });
       third.resolve();
       const done = await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 20_000 });
       expect(done.status).toBe('completed');
-      const turnEnd = (await store.readEvents(session.id)).findLast((e) => e.type === 'turn/end')!;
+      const turnEnd = (await store.events.read(session.id)).findLast((e) => e.type === 'turn/end')!;
       expect(await rt.runs.resumeCursor(run.id)).toEqual({ step: 4, seq: turnEnd.seq });
     } finally {
       third.resolve();

@@ -31,7 +31,7 @@ async function crashAndRecover(options: Omit<EffectsAgentOptions, 'ledger'>) {
   open.push({ rt, store, dir: crash.dir });
   const before = readLedger(crash.ledger);
   rt.startWorker({ id: 'recoverer', concurrency: 1, pollMs: 20 });
-  const events = async () => store.readEvents(crash.sessionId);
+  const events = async () => store.events.read(crash.sessionId);
   const resultOf = async (id: string) =>
     (await events()).filter(
       (e): e is Result => e.type === 'tool/result' && (e.data as { toolCallId: string }).toolCallId === id,

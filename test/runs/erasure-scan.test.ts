@@ -195,9 +195,9 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         for (const t of ['run_signals', 'webhook_deliveries', 'blobs']) expect(tablesWithContent, t).toContain(t);
         const tablesWithId = new Set(before.filter((h) => h.what === 'id').map((h) => h.table));
         for (const t of ['schedule_fires', 'webhook_deliveries']) expect(tablesWithId, t).toContain(t);
-        expect((await store.findCallback((await import('../../src/runs/waits.ts')).tokenHash(token)))?.runId).toBe(
-          first.id,
-        );
+        expect(
+          (await store.waits.findCallback((await import('../../src/runs/waits.ts')).tokenHash(token)))?.runId,
+        ).toBe(first.id);
 
         const tomb = await rt.sessions.erase(s.id);
         expect(tomb.erasedAt).not.toBeNull();

@@ -47,8 +47,8 @@ async function until<T>(what: string, check: () => Promise<T | undefined | false
 function track(store: SqliteStore): { written: StoredEvent[]; refused: unknown[] } {
   const written: StoredEvent[] = [];
   const refused: unknown[] = [];
-  const append = store.append.bind(store);
-  store.append = async (...args: Parameters<SqliteStore['append']>) => {
+  const append = store.events.append.bind(store);
+  store.events.append = async (...args: Parameters<SqliteStore['events']['append']>) => {
     try {
       const out = await append(...args);
       written.push(...out);
@@ -63,18 +63,17 @@ function track(store: SqliteStore): { written: StoredEvent[]; refused: unknown[]
     const pending: StoredEvent[] = [];
     try {
       const result = await transaction((tx) =>
-        fn(
-          new Proxy(tx, {
-            get(target, key: keyof StoreOps) {
-              if (key !== 'append') return target[key];
-              return async (...args: Parameters<StoreOps['append']>) => {
-                const out = await target.append(...args);
-                pending.push(...out);
-                return out;
-              };
+        fn({
+          ...tx,
+          events: {
+            ...tx.events,
+            append: async (...args: Parameters<StoreOps['events']['append']>) => {
+              const out = await tx.events.append(...args);
+              pending.push(...out);
+              return out;
             },
-          }),
-        ),
+          },
+        }),
       );
       written.push(...pending); // committed
       return result;
@@ -179,19 +178,19 @@ describe('fencing: a frozen worker wakes up after another took its run over', ()
     const workerA = a.rt.startWorker({ id: 'A', concurrency: 1, pollMs: 20 });
     await a.started.promise;
     const executionA = a.rt.executions.get(run.id)!;
-    const claimedByA = await a.store.getRun(run.id);
+    const claimedByA = await a.store.runs.get(run.id);
     expect(claimedByA).toMatchObject({ status: 'running', lease: { owner: 'A' }, fencingToken: 1, attempt: 1 });
 
     const frozen = freeze(a.store);
     b.rt.startWorker({ id: 'B', concurrency: 4, pollMs: 20 });
     const claimedByB = await until('B to claim the run', async () => {
-      const r = await b.store.getRun(run.id);
+      const r = await b.store.runs.get(run.id);
       return r?.lease?.owner === 'B' && r;
     });
     expect(claimedByB.fencingToken).toBe(2);
     expect(claimedByB.attempt).toBe(2);
     await b.started.promise; // B re-executes the idempotent call, and blocks in it
-    const events = await b.store.readEvents(session.id);
+    const events = await b.store.events.read(session.id);
     const interrupted = events.find((e) => e.type === 'run/interrupted')!;
     expect(interrupted).toMatchObject({ runId: run.id, data: { attempt: 2, step: 0, reason: 'lease_expired' } });
 
@@ -208,7 +207,7 @@ describe('fencing: a frozen worker wakes up after another took its run over', ()
     const done = await b.rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 20_000 });
     expect(done.status).toBe('completed');
 
-    const events = await b.store.readEvents(session.id);
+    const events = await b.store.events.read(session.id);
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
     const results = events.filter((e) => e.type === 'tool/result') as Array<
       StoredEvent & { data: { toolCallId: string; output: { type: string; value?: string; code?: string } } }
@@ -242,20 +241,20 @@ describe('fencing: a frozen worker wakes up after another took its run over', ()
       'completed',
     ]);
     expect(events.at(-1)).toMatchObject({ type: 'run/status', data: { to: 'completed', attempt: 2 } });
-    expect(await a.store.getRun(run.id)).toMatchObject({ status: 'completed', lease: null });
+    expect(await a.store.runs.get(run.id)).toMatchObject({ status: 'completed', lease: null });
   }
 
   it('a worker that believes it still holds the lease is refused every write (FencedError)', async () => {
     // Frozen in the worst way: A's renewals never reach the store, yet A is told they succeeded,
     // so A never learns it lost the run. Only the fencing token stands between A and the log.
     const t = await takeover((store) => {
-      const renew = store.renewLease.bind(store);
+      const renew = store.claims.renewLease.bind(store);
       let frozen = true;
-      store.renewLease = (...args) => (frozen ? Promise.resolve(true) : renew(...args));
+      store.claims.renewLease = (...args) => (frozen ? Promise.resolve(true) : renew(...args));
       return { unfreeze: () => (frozen = false) };
     });
     const { a, byA, executionA } = t;
-    const before = (await a.store.readEvents(t.session.id)).length;
+    const before = (await a.store.events.read(t.session.id)).length;
 
     // A wakes up: its tools return, and it tries to record their results.
     a.gate.resolve();
@@ -264,10 +263,14 @@ describe('fencing: a frozen worker wakes up after another took its run over', ()
     const fenced = byA.refused.filter((e) => e instanceof FencedError);
     expect(fenced.length).toBeGreaterThan(0);
     expect(byA.refused.every((e) => e instanceof FencedError)).toBe(true);
-    expect((await a.store.readEvents(t.session.id)).length).toBe(before);
+    expect((await a.store.events.read(t.session.id)).length).toBe(before);
     // A's worker claims nothing more (B holds the run with a live lease).
     await t.workerA.stop({ graceMs: 100 });
-    expect(await a.store.getRun(t.run.id)).toMatchObject({ status: 'running', lease: { owner: 'B' }, fencingToken: 2 });
+    expect(await a.store.runs.get(t.run.id)).toMatchObject({
+      status: 'running',
+      lease: { owner: 'B' },
+      fencingToken: 2,
+    });
 
     await finalChecks(t);
   });
@@ -275,23 +278,23 @@ describe('fencing: a frozen worker wakes up after another took its run over', ()
   it('a worker whose renewals resume learns it lost the run: its tools are aborted and it writes nothing', async () => {
     // Frozen as by SIGSTOP: A's renewals hang; when A resumes they reach the store, which refuses them.
     const t = await takeover((store) => {
-      const renew = store.renewLease.bind(store);
+      const renew = store.claims.renewLease.bind(store);
       const thaw = deferred();
-      store.renewLease = async (...args) => {
+      store.claims.renewLease = async (...args) => {
         await thaw.promise;
         return renew(...args);
       };
       return { unfreeze: () => thaw.resolve() };
     });
     const { a, byA, executionA } = t;
-    const before = (await a.store.readEvents(t.session.id)).length;
+    const before = (await a.store.events.read(t.session.id)).length;
 
     t.frozen.unfreeze();
     await executionA.done;
     // A's next renewal was refused (the token moved on): A aborted its own tools and wrote nothing.
     expect(a.executions.map((x) => x.signal.aborted)).toEqual([true, true]);
     expect(byA.refused.every((e) => e instanceof FencedError || (e as Error).message.includes('let go'))).toBe(true);
-    expect((await a.store.readEvents(t.session.id)).length).toBe(before);
+    expect((await a.store.events.read(t.session.id)).length).toBe(before);
     await t.workerA.stop({ graceMs: 100 });
 
     await finalChecks(t);
@@ -336,8 +339,8 @@ describe('fencing: a frozen worker wakes up after another took its run over', ()
     const rt = createRuntime({ store, agents: [agent], leaseMs: 1000, renewEveryMs: 50, maxAttempts: 10 });
     sides = [{ rt, store, executions: [], started: started[0]!, gate: gates[1]! }];
     // The first execution is stuck: its renewals never reach the store (yet it believes they did).
-    const renew = store.renewLease.bind(store);
-    store.renewLease = (id, owner, token, expiresAt) =>
+    const renew = store.claims.renewLease.bind(store);
+    store.claims.renewLease = (id, owner, token, expiresAt) =>
       token === 1 ? Promise.resolve(true) : renew(id, owner, token, expiresAt);
 
     const session = await rt.sessions.create();
@@ -347,7 +350,7 @@ describe('fencing: a frozen worker wakes up after another took its run over', ()
     const first = rt.executions.get(run.id)!;
     // The lease expires; the same worker claims the run again (token 2) and re-executes the call.
     await started[1]!.promise;
-    expect(await store.getRun(run.id)).toMatchObject({
+    expect(await store.runs.get(run.id)).toMatchObject({
       status: 'running',
       lease: { owner: 'W' },
       fencingToken: 2,
@@ -365,8 +368,8 @@ describe('fencing: a frozen worker wakes up after another took its run over', ()
     const stopped = worker.stop({ graceMs: 60_000 });
     gates[1]!.resolve();
     await stopped;
-    expect(await store.getRun(run.id)).toMatchObject({ status: 'queued', lease: null });
-    const events = await store.readEvents(session.id);
+    expect(await store.runs.get(run.id)).toMatchObject({ status: 'queued', lease: null });
+    const events = await store.events.read(session.id);
     const results = events.filter((e) => e.type === 'tool/result').map((e) => (e.data as { output: unknown }).output);
     expect(results).toEqual([{ type: 'text', value: 'fetch #2' }]);
     expect(events.filter((e) => e.type === 'run/interrupted')).toHaveLength(1);
@@ -395,9 +398,9 @@ describe('lease renewal', () => {
     });
     const rt = createRuntime({ store, agents: [agent], leaseMs: 1_000, renewEveryMs: 20 });
     try {
-      const renew = store.renewLease.bind(store);
+      const renew = store.claims.renewLease.bind(store);
       let failures = 0;
-      store.renewLease = async (...args) => {
+      store.claims.renewLease = async (...args) => {
         if (failures < 3) {
           failures++;
           throw new Error('database is locked (SQLITE_BUSY)');
@@ -414,7 +417,7 @@ describe('lease renewal', () => {
       gate.resolve('worked');
       const done = await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 10_000 });
       expect(done).toMatchObject({ status: 'completed', attempt: 1 });
-      const events = await store.readEvents(session.id);
+      const events = await store.events.read(session.id);
       expect(events.filter((e) => e.type === 'run/interrupted')).toEqual([]);
       expect(events.filter((e) => e.type === 'tool/result').map((e) => (e.data as { output: unknown }).output)).toEqual(
         [{ type: 'text', value: 'worked' }],
@@ -465,12 +468,12 @@ describe('idempotent tools and fencing', () => {
       await modelStarted.promise;
       // Past the lease, another worker claims the run: the fencing token moves on.
       await new Promise((r) => setTimeout(r, 350));
-      await store.updateRun(run.id, { fence: true });
+      await store.runs.update(run.id, { fence: true });
       const execution = rt.executions.get(run.id)!;
       await execution.done;
       expect(executed).toEqual([]);
       // Nothing of the step was written by A.
-      const events = await store.readEvents(session.id);
+      const events = await store.events.read(session.id);
       expect(events.filter((e) => e.type === 'tool/call' || e.type === 'assistant/message')).toEqual([]);
       await worker.stop({ graceMs: 0 });
     } finally {
@@ -490,7 +493,8 @@ describe('deltas and the lease', () => {
     });
     const rt = createRuntime({ store, agents: [agent], leaseMs: 300, renewEveryMs: 50, maxAttempts: 10 });
     // The first execution's renewals never come back: its lease runs out while it streams.
-    store.renewLease = (_id, _owner, token) => (token === 1 ? new Promise<boolean>(() => {}) : Promise.resolve(true));
+    store.claims.renewLease = (_id, _owner, token) =>
+      token === 1 ? new Promise<boolean>(() => {}) : Promise.resolve(true);
     const session = await rt.sessions.create();
     const deltas: Array<{ at: number; messageId: string }> = [];
     const off = rt.sessions.log.subscribeAll(
@@ -520,8 +524,8 @@ describe('deltas and the lease', () => {
     });
     const rt = createRuntime({ store, agents: [agent], leaseMs: 300, renewEveryMs: 50, maxAttempts: 10 });
     // Renewals take 400 ms to come back: the lease runs out by this process's clock before each.
-    const renew = store.renewLease.bind(store);
-    store.renewLease = async (...a) => (await new Promise((r) => setTimeout(r, 400)), renew(...a));
+    const renew = store.claims.renewLease.bind(store);
+    store.claims.renewLease = async (...a) => (await new Promise((r) => setTimeout(r, 400)), renew(...a));
     const session = await rt.sessions.create();
     const texts: string[] = [];
     const off = rt.sessions.log.subscribeAll(

@@ -71,9 +71,9 @@ describe('a message for a busy session is checked when it is taken', () => {
     expect((await rt.runs.get(active.run.id)).cancelRequested).toBe(false);
     // Nothing of them was kept: no input waits, no run is queued behind the active one. (An
     // enqueued message enters the log with the active run's end: an invalid one failed that end.)
-    expect(await store.listInputs(s.id, 'steer')).toEqual([]);
-    expect(await store.listInputs(s.id, 'message')).toEqual([]);
-    expect((await store.listRuns({ sessionId: s.id, limit: 10 })).map((r) => r.id)).toEqual([active.run.id]);
+    expect(await store.inputs.list(s.id, 'steer')).toEqual([]);
+    expect(await store.inputs.list(s.id, 'message')).toEqual([]);
+    expect((await store.runs.list({ sessionId: s.id, limit: 10 })).map((r) => r.id)).toEqual([active.run.id]);
     g.gate.resolve('ok');
     expect((await rt.runs.wait(active.run.id, { timeoutMs: 5000 })).status).toBe('completed');
   });
@@ -94,8 +94,8 @@ describe('ifBusy: reject (the default)', () => {
       expect((err as RunBusyError).activeRunId).toBe(run.id);
     }
     expect((await rt.sessions.get(s.id)).lastSeq).toBe(lastSeq);
-    expect(await store.countInputs(s.id, 'message')).toBe(0);
-    expect(await store.countInputs(s.id, 'steer')).toBe(0);
+    expect(await store.inputs.count(s.id, 'message')).toBe(0);
+    expect(await store.inputs.count(s.id, 'steer')).toBe(0);
     expect(await rt.runs.list({ sessionId: s.id })).toHaveLength(1);
 
     g.gate.resolve('ok');
@@ -124,8 +124,8 @@ describe('ifBusy: enqueue', () => {
     }
     expect(second.run.id).not.toBe(third.run.id);
     // The session's active run is still the first; the queued ones wait in the inbox, out of the log.
-    expect((await store.activeRun(s.id))!.id).toBe(first.id);
-    expect(await store.countInputs(s.id, 'message')).toBe(2);
+    expect((await store.runs.active(s.id))!.id).toBe(first.id);
+    expect(await store.inputs.count(s.id, 'message')).toBe(2);
     let events = await allEvents(rt.sessions, s.id);
     expect(userTexts(events)).toEqual(['first']);
     expect(
@@ -149,7 +149,7 @@ describe('ifBusy: enqueue', () => {
     expect(ends.map((r) => r.turn)).toEqual([1, 2, 3]);
     expect(ends[1]!.startedAt!).toBeGreaterThanOrEqual(ends[0]!.endedAt!);
     expect(ends[2]!.startedAt!).toBeGreaterThanOrEqual(ends[1]!.endedAt!);
-    expect(await store.countInputs(s.id, 'message')).toBe(0);
+    expect(await store.inputs.count(s.id, 'message')).toBe(0);
 
     events = await allEvents(rt.sessions, s.id);
     expect(await rt.runs.list({ sessionId: s.id })).toHaveLength(3);
@@ -186,7 +186,7 @@ describe('ifBusy: enqueue', () => {
     const cancelled = await rt.runs.cancel(second.run.id);
     expect(cancelled).toMatchObject({ status: 'cancelled', queuedBehind: true });
     expect(await rt.runs.get(first.id)).toMatchObject({ status: 'running' });
-    expect(await store.countInputs(s.id, 'message')).toBe(1);
+    expect(await store.inputs.count(s.id, 'message')).toBe(1);
 
     g.gate.resolve('ok');
     expect((await rt.runs.wait(third.run.id)).status).toBe('completed');
@@ -241,7 +241,7 @@ describe('ifBusy: enqueue', () => {
       ['queued', `queued behind run ${first.id}`],
       ['failed', 'the run cannot start: agent b@1 is not registered any more'],
     ]);
-    expect(await store.countInputs(s.id, 'message')).toBe(0);
+    expect(await store.inputs.count(s.id, 'message')).toBe(0);
   });
 
   it('creates a run at once when the session is idle', async () => {
@@ -264,7 +264,7 @@ describe('ifBusy: steer', () => {
     const steered = await rt.sessions.send(s.id, 'also consider this', { ifBusy: 'steer' });
     expect(steered.outcome).toBe('steered');
     expect(steered.run.id).toBe(run.id);
-    expect(await store.countInputs(s.id, 'steer')).toBe(1);
+    expect(await store.inputs.count(s.id, 'steer')).toBe(1);
     g.gate.resolve('ok');
     expect((await rt.runs.wait(run.id)).status).toBe('completed');
 
@@ -283,7 +283,7 @@ describe('ifBusy: steer', () => {
     expect(steer[0]!.seq).toBeGreaterThan(stepStarts[0]!.seq);
     expect(steer[0]!.seq).toBeLessThan(stepStarts[1]!.seq);
     // Delivered exactly once: the input left the store when the log recorded it.
-    expect(await store.countInputs(s.id, 'steer')).toBe(0);
+    expect(await store.inputs.count(s.id, 'steer')).toBe(0);
     expect(await rt.runs.list({ sessionId: s.id })).toHaveLength(1);
   });
 });
@@ -336,7 +336,7 @@ describe('a run waiting for the user', () => {
     expect((err as RunBusyError).activeRunId).toBe(run.id);
     expect((await rt.sessions.get(s.id)).lastSeq).toBe(lastSeq);
     expect(await rt.runs.get(run.id)).toMatchObject({ status: 'waiting_for_user' });
-    expect(await store.countInputs(s.id, 'message')).toBe(0);
+    expect(await store.inputs.count(s.id, 'message')).toBe(0);
 
     await rt.runs.input(run.id, { city: 'Paris' });
     expect((await rt.runs.wait(run.id)).status).toBe('completed');
@@ -374,7 +374,7 @@ describe('idempotency: a key recorded with the effect', () => {
     const s = await rt.sessions.create();
     const claim = { tenant: 'default', key: 'k1', fingerprint: 'f' };
     const { run, message } = await rt.sessions.send(s.id, 'first', { idempotency: claim });
-    const recorded = await store.getIdempotency('default', 'k1');
+    const recorded = await store.idempotency.get('default', 'k1');
     expect(recorded).toMatchObject({ status: 0, fingerprint: 'f' });
     expect(JSON.parse(recorded!.body)).toEqual({ outcome: 'created', message_id: message.id, run_id: run.id });
     await g.started.promise;
@@ -388,12 +388,12 @@ describe('idempotency: a key recorded with the effect', () => {
       });
     }
     expect((await rt.sessions.get(s.id)).lastSeq).toBe(lastSeq);
-    expect(await store.countInputs(s.id, 'steer')).toBe(0);
-    expect(await store.countInputs(s.id, 'message')).toBe(0);
+    expect(await store.inputs.count(s.id, 'steer')).toBe(0);
+    expect(await store.inputs.count(s.id, 'message')).toBe(0);
 
     // Another key on the busy session: the outcome is recorded too.
     const steered = await rt.sessions.send(s.id, 'also', { ifBusy: 'steer', idempotency: { ...claim, key: 'k2' } });
-    expect(JSON.parse((await store.getIdempotency('default', 'k2'))!.body)).toEqual({
+    expect(JSON.parse((await store.idempotency.get('default', 'k2'))!.body)).toEqual({
       outcome: 'steered',
       message_id: steered.message.id,
       run_id: run.id,
@@ -431,7 +431,7 @@ describe('send: bad options', () => {
       expect(e!.message.startsWith(`${field}: `), e!.message).toBe(true);
     }
     expect(await allEvents(rt.sessions, s.id)).toEqual(before);
-    expect(await store.listRuns({ sessionId: s.id, limit: 10 })).toEqual([]);
+    expect(await store.runs.list({ sessionId: s.id, limit: 10 })).toEqual([]);
     // What is valid still goes through.
     const ok = await rt.sessions.send(s.id, 'go', {
       timeoutMs: 60_000,
@@ -472,7 +472,7 @@ describe('send: a message that says nothing', () => {
       });
     }
     expect(await allEvents(rt.sessions, s.id)).toEqual(before);
-    expect(await store.listRuns({ sessionId: s.id, limit: 10 })).toEqual([]);
+    expect(await store.runs.list({ sessionId: s.id, limit: 10 })).toEqual([]);
 
     // Busy: neither steering nor a queued message nor an interrupt takes it.
     const active = await rt.sessions.send(s.id, 'one');
@@ -482,8 +482,8 @@ describe('send: a message that says nothing', () => {
     }
     await expect(rt.runs.steer(active.run.id, [])).rejects.toMatchObject({ code: 'invalid_event' });
     expect((await rt.runs.get(active.run.id)).cancelRequested).toBe(false);
-    expect(await store.listInputs(s.id, 'steer')).toEqual([]);
-    expect(await store.listInputs(s.id, 'message')).toEqual([]);
+    expect(await store.inputs.list(s.id, 'steer')).toEqual([]);
+    expect(await store.inputs.list(s.id, 'message')).toEqual([]);
     g.gate.resolve('ok');
     expect((await rt.runs.wait(active.run.id, { timeoutMs: 5000 })).status).toBe('completed');
 

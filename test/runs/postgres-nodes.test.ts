@@ -52,7 +52,7 @@ const note = (n: number) => ({ id: randomUUID(), type: 'test/note', v: 1, time: 
 /** What a node hears from now on: each broadcast's `n`, and `commit <seq>` for each commit notice. */
 async function hearing(node: PostgresStore): Promise<Array<number | string>> {
   const heard: Array<number | string> = [];
-  const off = node.changes((c) => {
+  const off = node.notices.changes((c) => {
     if (c?.message) heard.push(c.message.n as number);
     else if (c) heard.push(`commit ${c.lastSeq}`);
   });
@@ -64,32 +64,32 @@ async function hearing(node: PostgresStore): Promise<Array<number | string>> {
 describe('postgres: two nodes on one database', () => {
   it('appends racing from two nodes get every seq once, in one gap-free log; an expected seq lets one of them win', async () => {
     const [a, b] = await twoNodes();
-    await a.createSession({ id: 's', createdAt: T0 });
-    const writes = Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).append('s', [note(i), note(i + 100)]));
+    await a.sessions.create({ id: 's', createdAt: T0 });
+    const writes = Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).events.append('s', [note(i), note(i + 100)]));
     const results = await Promise.all(writes);
     const seqs = results.flatMap((r) => r.map((e) => e.seq)).sort((x, y) => x - y);
     expect(seqs).toEqual(Array.from({ length: 80 }, (_, i) => i + 1));
     // Each append's two events are adjacent: no other append came in between.
     for (const r of results) expect(r[1]!.seq).toBe(r[0]!.seq + 1);
-    expect((await b.readEvents('s')).map((e) => e.seq)).toEqual(seqs);
+    expect((await b.events.read('s')).map((e) => e.seq)).toEqual(seqs);
 
     const racing = await Promise.allSettled([
-      a.append('s', [note(1)], { expectLastSeq: 80 }),
-      b.append('s', [note(2)], { expectLastSeq: 80 }),
+      a.events.append('s', [note(1)], { expectLastSeq: 80 }),
+      b.events.append('s', [note(2)], { expectLastSeq: 80 }),
     ]);
     expect(racing.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
     expect(racing.find((r) => r.status === 'rejected')).toMatchObject({ reason: { code: 'seq_conflict' } });
-    expect((await a.getSession('s'))!.lastSeq).toBe(81);
+    expect((await a.sessions.get('s'))!.lastSeq).toBe(81);
   });
 
   it('claims racing from two nodes take every run exactly once (FOR UPDATE SKIP LOCKED)', async () => {
     const [a, b] = await twoNodes();
     const ids: string[] = [];
     for (let i = 0; i < 12; i++) {
-      await a.createSession({ id: `s${i}`, createdAt: T0 });
+      await a.sessions.create({ id: `s${i}`, createdAt: T0 });
       ids.push(
         (
-          await a.createRun({
+          await a.runs.create({
             id: `r${String(i).padStart(2, '0')}`,
             sessionId: `s${i}`,
             agent: { name: 'x', version: '1' },
@@ -100,7 +100,7 @@ describe('postgres: two nodes on one database', () => {
       );
     }
     const claims = await Promise.all(
-      Array.from({ length: 24 }, (_, i) => (i % 2 ? a : b).claimRun(`w${i}`, 30_000, T0 + 100, CLAIM_POLICY)),
+      Array.from({ length: 24 }, (_, i) => (i % 2 ? a : b).claims.claim(`w${i}`, 30_000, T0 + 100, CLAIM_POLICY)),
     );
     const claimed = claims.flatMap((c) => (c ? [c.run.id] : []));
     expect(claimed.sort()).toEqual(ids);
@@ -109,9 +109,9 @@ describe('postgres: two nodes on one database', () => {
 
   it('inputs taken from two nodes at once are each taken once, oldest first', async () => {
     const [a, b] = await twoNodes();
-    await a.createSession({ id: 's', createdAt: T0 });
+    await a.sessions.create({ id: 's', createdAt: T0 });
     for (let i = 0; i < 30; i++)
-      await a.addInput({
+      await a.inputs.add({
         id: `i${String(i).padStart(2, '0')}`,
         sessionId: 's',
         kind: 'message',
@@ -120,7 +120,7 @@ describe('postgres: two nodes on one database', () => {
         createdAt: T0 + i,
       });
     const takes = await Promise.all(
-      Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).takeInputs('s', 'message', undefined, 4)),
+      Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).inputs.take('s', 'message', undefined, 4)),
     );
     const taken = takes.flat().map((x) => x.id);
     expect(new Set(taken).size).toBe(taken.length);
@@ -131,8 +131,8 @@ describe('postgres: two nodes on one database', () => {
 
   it('read-modify-write of one run from many transactions on two nodes loses no update (a run read in a transaction is locked)', async () => {
     const [a, b] = await twoNodes();
-    await a.createSession({ id: 's', createdAt: T0 });
-    await a.createRun({
+    await a.sessions.create({ id: 's', createdAt: T0 });
+    await a.runs.create({
       id: 'parent',
       sessionId: 's',
       agent: { name: 'x', version: '1' },
@@ -143,17 +143,17 @@ describe('postgres: two nodes on one database', () => {
     await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
         (i % 2 ? a : b).transaction(async (tx) => {
-          const parent = (await tx.getRun('parent'))!;
+          const parent = (await tx.runs.get('parent'))!;
           const usage = parent.usage as { inputTokens?: number };
           await new Promise((r) => setTimeout(r, 2));
-          await tx.updateRun('parent', {
+          await tx.runs.update('parent', {
             usage: { inputTokens: (usage.inputTokens ?? 0) + 1 },
             cost: parent.cost + 0.5,
           });
         }),
       ),
     );
-    expect(await b.getRun('parent')).toMatchObject({ usage: { inputTokens: 20 }, cost: 10 });
+    expect(await b.runs.get('parent')).toMatchObject({ usage: { inputTokens: 20 }, cost: 10 });
   });
 
   it('two approvals of different calls of one run, each on its own node at the same moment: both recorded, the run resumes once, each tool runs once', async () => {
@@ -283,13 +283,13 @@ describe('postgres: two nodes on one database', () => {
 
   it('noticesCaughtUp: once it resolves, a node has heard every broadcast and commit notice another node made before the call', async () => {
     const [a, b] = await twoNodes();
-    await a.createSession({ id: 's', createdAt: T0 });
+    await a.sessions.create({ id: 's', createdAt: T0 });
     const heard = await hearing(b);
     for (let round = 0; round < 5; round++) {
-      for (let i = 0; i < 300; i++) a.broadcast('s', { n: round * 1000 + i, pad: 'x'.repeat(200) });
-      const [e] = await a.append('s', [note(round)]);
+      for (let i = 0; i < 300; i++) a.notices.broadcast('s', { n: round * 1000 + i, pad: 'x'.repeat(200) });
+      const [e] = await a.events.append('s', [note(round)]);
       // Committed (node A's append returned): once node B's barrier resolves, it heard all of it.
-      await b.noticesCaughtUp();
+      await b.notices.caughtUp();
       const want = [...Array.from({ length: 300 }, (_, i) => round * 1000 + i), `commit ${e!.seq}`];
       expect(heard.slice(-want.length)).toEqual(want);
     }
@@ -297,7 +297,7 @@ describe('postgres: two nodes on one database', () => {
 
   it('a notification of broadcasts that fails is sent again: the other node hears every message, in order, before the commit that follows them', async () => {
     const [a, b] = await twoNodes();
-    await a.createSession({ id: 's', createdAt: T0 });
+    await a.sessions.create({ id: 's', createdAt: T0 });
     const heard = await hearing(b);
     // Node A's next two notifications of broadcasts fail (a connection of its pool broken, say).
     const pool = (a as unknown as { pool: { query: (...args: unknown[]) => Promise<unknown> } }).pool;
@@ -310,9 +310,9 @@ describe('postgres: two nodes on one database', () => {
       }
       return query(...args);
     };
-    for (let i = 0; i < 20; i++) a.broadcast('s', { n: i });
-    const [e] = await a.append('s', [note(1)]);
-    await b.noticesCaughtUp();
+    for (let i = 0; i < 20; i++) a.notices.broadcast('s', { n: i });
+    const [e] = await a.events.append('s', [note(1)]);
+    await b.notices.caughtUp();
     expect(failures).toBe(0);
     expect(heard).toEqual([...Array.from({ length: 20 }, (_, i) => i), `commit ${e!.seq}`]);
     expect(a.droppedBroadcasts).toBe(0);
@@ -430,7 +430,7 @@ describe('postgres: two nodes on one database', () => {
 
   it('a node whose LISTEN connection is cut reconnects, and its followers catch up on what was committed meanwhile', async () => {
     const [a, b] = await twoNodes();
-    await a.createSession({ id: 's', createdAt: T0 });
+    await a.sessions.create({ id: 's', createdAt: T0 });
     const rtB = runtimeOn(b, [defineAgent({ name: 'a', model: new ScriptedModel([]) })], { worker: false });
     const seen: number[] = [];
     let changed = 0;
@@ -438,7 +438,7 @@ describe('postgres: two nodes on one database', () => {
       i.kind === 'changed' ? changed++ : i.kind === 'event' && seen.push(i.event.seq),
     );
     cleanups.push(async () => off());
-    await a.append('s', [note(1)]);
+    await a.events.append('s', [note(1)]);
     for (let i = 0; i < 100 && changed === 0; i++) await new Promise((r) => setTimeout(r, 20));
     expect(changed).toBe(1);
     // Cut node B's LISTEN connection from the server side (as a restart or a network cut would).
@@ -449,11 +449,11 @@ describe('postgres: two nodes on one database', () => {
     ]);
     await admin.end();
     expect(cut.rowCount).toBeGreaterThan(0);
-    await a.append('s', [note(2)]);
+    await a.events.append('s', [note(2)]);
     for (let i = 0; i < 150 && changed < 2; i++) await new Promise((r) => setTimeout(r, 20));
     expect(changed).toBe(2);
     // Listening again: the next commit is told as it happens.
-    await a.append('s', [note(3)]);
+    await a.events.append('s', [note(3)]);
     for (let i = 0; i < 100 && changed < 3; i++) await new Promise((r) => setTimeout(r, 20));
     expect(changed).toBe(3);
   });

@@ -510,7 +510,7 @@ describe('schedules: several workers', () => {
     const other = await rt.sessions.create();
     // As if another worker had fired this tick, and this one had read the schedule before it committed.
     expect(
-      await store.addScheduleFire({
+      await store.schedules.addFire({
         scheduleId: s.id,
         tick: s.nextFireAt!,
         firedAt: s.nextFireAt!,

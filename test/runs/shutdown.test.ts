@@ -102,11 +102,11 @@ describe('graceful shutdown', () => {
     void stopped.then(() => (stopDone = true));
     await flush();
     expect(stopDone).toBe(false); // it waits for the step to finish
-    expect(await store.getRun(runId)).toMatchObject({ status: 'running', lease: { owner: 'W1' } });
+    expect(await store.runs.get(runId)).toMatchObject({ status: 'running', lease: { owner: 'W1' } });
 
     gate.resolve(); // well within the grace period
     await stopped;
-    const handedBack = await store.getRun(runId);
+    const handedBack = await store.runs.get(runId);
     expect(handedBack).toMatchObject({ status: 'queued', lease: null });
     let events = await rt.sessions.log.read(sessionId);
     // Step 1 finished (its result and its end are on record); step 2 was not started by W1.
@@ -120,7 +120,7 @@ describe('graceful shutdown', () => {
       'queued→running (claimed by W1)',
       'running→queued (released by its worker)',
     ]);
-    expect(await store.getCheckpoint(runId)).toMatchObject({ step: 1 });
+    expect(await store.runs.getCheckpoint(runId)).toMatchObject({ step: 1 });
 
     // Another worker takes it at once: the lease was released, nothing waits for it to expire.
     rt.startWorker({ id: 'W2', pollMs: 20 });
@@ -174,7 +174,7 @@ describe('graceful shutdown', () => {
 
     await w1.stop({ graceMs: 50 });
     // Let go at once: queued, no lease; the calls are on record without a result.
-    expect(await store.getRun(runId)).toMatchObject({ status: 'queued', lease: null });
+    expect(await store.runs.get(runId)).toMatchObject({ status: 'queued', lease: null });
     expect(executions.map((x) => x.signal.aborted)).toEqual([true, true]);
     let events = await rt.sessions.log.read(sessionId);
     expect(ofType(events, 'tool/call').map((e) => (e.data as { toolCallId: string }).toolCallId)).toEqual([
@@ -184,7 +184,7 @@ describe('graceful shutdown', () => {
     expect(ofType(events, 'tool/result')).toEqual([]);
     expect(statusChanges(events).at(-1)).toMatch(/^running→queued \(released by W1/);
     // No step ended yet, so no checkpoint: the next owner resumes from the log alone.
-    expect(await store.getCheckpoint(runId)).toBeUndefined();
+    expect(await store.runs.getCheckpoint(runId)).toBeUndefined();
 
     rt.startWorker({ id: 'W2', pollMs: 20 });
     const done = await rt.runs.wait(runId, { until: 'terminal', timeoutMs: 20_000 });
@@ -249,7 +249,7 @@ describe('one worker, many runs at once', () => {
 
     // N runs in flight at once on this worker; the one over its concurrency waits in the queue.
     expect(worker.active).toBe(N);
-    const records = await Promise.all(runs.map((r) => store.getRun(r.runId)));
+    const records = await Promise.all(runs.map((r) => store.runs.get(r.runId)));
     expect(records.filter((r) => r!.status === 'running' && r!.lease?.owner === 'W')).toHaveLength(N);
     const waitingOne = records.find((r) => r!.status === 'queued')!;
     expect(waitingOne.id).toBe(runs[N]!.runId);
@@ -257,11 +257,11 @@ describe('one worker, many runs at once', () => {
 
     const [victim, ...others] = [...gates.keys()];
     await rt.runs.cancel(victim!);
-    expect(await store.getRun(victim!)).toMatchObject({ status: 'cancelled' });
+    expect(await store.runs.get(victim!)).toMatchObject({ status: 'cancelled' });
     expect(signals.get(victim!)!.aborted).toBe(true);
     for (const id of others) {
       expect(signals.get(id)!.aborted).toBe(false);
-      expect(await store.getRun(id)).toMatchObject({ status: 'running' });
+      expect(await store.runs.get(id)).toMatchObject({ status: 'running' });
     }
     // The freed slot takes the queued run.
     const last = await (async () => {
@@ -277,7 +277,7 @@ describe('one worker, many runs at once', () => {
       expect(await rt.runs.wait(id, { until: 'terminal', timeoutMs: 20_000 })).toMatchObject({ status: 'completed' });
       expect(signals.get(id)!.aborted).toBe(false);
     }
-    const victimEvents = await rt.sessions.log.read((await store.getRun(victim!))!.sessionId);
+    const victimEvents = await rt.sessions.log.read((await store.runs.get(victim!))!.sessionId);
     expect(
       ofType(victimEvents, 'tool/result').map((e) => (e.data as { output: { code?: string } }).output.code),
     ).toEqual(['cancelled']);
@@ -309,8 +309,8 @@ describe('one worker, many runs at once', () => {
       await store.close();
     });
     let renewals = 0;
-    const renew = store.renewLease.bind(store);
-    store.renewLease = (...args) => {
+    const renew = store.claims.renewLease.bind(store);
+    store.claims.renewLease = (...args) => {
       renewals++;
       return renew(...args);
     };

@@ -57,7 +57,7 @@ describe('steering is never lost', () => {
     expect(done.status).toBe('completed');
     const steering = await steeringOf(runtime, session.id, run.id);
     expect(steering.map((e) => (e.data as { message: { id: string } }).message.id)).toEqual([steered.message.id]);
-    expect(await s.countInputs(session.id, 'steer')).toBe(0);
+    expect(await s.inputs.count(session.id, 'steer')).toBe(0);
     expect(model.calls).toHaveLength(2);
     expect((await runtime.sessions.transcript(session.id)).at(-1)).toMatchObject({
       kind: 'assistant',
@@ -83,7 +83,7 @@ describe('steering is never lost', () => {
         role: 'user' as const,
         content: [{ type: 'text' as const, text: 'also the late one' }],
       };
-      stored = other.addInput({
+      stored = other.inputs.add({
         id: message.id,
         sessionId: session.id,
         kind: 'steer',
@@ -99,7 +99,7 @@ describe('steering is never lost', () => {
     expect(done.status).toBe('completed');
     const steering = await steeringOf(runtime, session.id, run.id);
     expect(steering.map((e) => (e.data as { message: { id: string } }).message.id)).toEqual(['late-steer']);
-    expect(await s.countInputs(session.id, 'steer')).toBe(0);
+    expect(await s.inputs.count(session.id, 'steer')).toBe(0);
     expect(model.calls).toHaveLength(2);
     expect((await runtime.sessions.transcript(session.id)).at(-1)).toMatchObject({
       kind: 'assistant',
@@ -147,7 +147,7 @@ describe('steering is never lost', () => {
     await started.promise;
     const steered = await rt.runs.steer(run.id, 'also this, please');
     expect((await rt.runs.cancel(run.id)).status).toBe('cancelled');
-    expect(await store.countInputs(session.id, 'steer')).toBe(0);
+    expect(await store.inputs.count(session.id, 'steer')).toBe(0);
     const steering = await steeringOf(rt, session.id, run.id);
     expect(steering.map((e) => (e.data as { message: { id: string } }).message.id)).toEqual([steered.message.id]);
     // The next run sees it in its conversation.
@@ -162,7 +162,7 @@ describe('steering is never lost', () => {
     runtime.startWorker({ id: 'W', pollMs: 20 });
     await runtime.runs.wait(run.id, { until: 'terminal', timeoutMs: 10_000 });
     await expect(runtime.runs.steer(run.id, 'too late')).rejects.toMatchObject({ name: 'IllegalTransitionError' });
-    expect(await s.countInputs(session.id, 'steer')).toBe(0);
+    expect(await s.inputs.count(session.id, 'steer')).toBe(0);
   });
 
   describe('at every point of a run, each accepted steering message is logged once and answered in that run', () => {
@@ -219,7 +219,7 @@ describe('steering is never lost', () => {
       expect(done.status).toBe('completed');
       const steering = await steeringOf(rt, session.id, run.id);
       expect(steering.map((e) => (e.data as { message: { id: string } }).message.id)).toEqual([steered.message.id]);
-      expect(await store.countInputs(session.id, 'steer')).toBe(0);
+      expect(await store.inputs.count(session.id, 'steer')).toBe(0);
       // The model was asked with the steering message last, and its answer is the run's last word.
       expect(model.calls.some((c) => lastUserText(c.prompt as never) === `also ${point}`)).toBe(true);
       expect((await rt.sessions.transcript(session.id)).at(-1)).toMatchObject({

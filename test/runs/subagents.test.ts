@@ -97,11 +97,11 @@ describe('subagents', () => {
     const { run } = await rt.sessions.send(s.id, 'delegate it');
     expect((await rt.runs.wait(run.id)).status).toBe('completed');
     const [child] = await rt.runs.list({ parentRunId: run.id });
-    expect((await store.readEvents(child!.sessionId)).length).toBeGreaterThan(0);
+    expect((await store.events.read(child!.sessionId)).length).toBeGreaterThan(0);
     await rt.sessions.erase(s.id);
     for (const id of [s.id, child!.sessionId]) {
-      expect(await store.getSession(id)).toMatchObject({ erasedAt: expect.any(Number) });
-      expect(await store.readEvents(id)).toEqual([]);
+      expect(await store.sessions.get(id)).toMatchObject({ erasedAt: expect.any(Number) });
+      expect(await store.events.read(id)).toEqual([]);
     }
   });
 

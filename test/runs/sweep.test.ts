@@ -68,8 +68,8 @@ async function storeWithIdleRuns(backend: 'sqlite' | 'postgres', n: number, now:
     const batch = Math.min(2000, n - done);
     await store.transaction(async (tx) => {
       for (let i = 0; i < batch; i++) {
-        const s = await tx.createSession({ id: newId(), createdAt: now });
-        const r = await tx.createRun({
+        const s = await tx.sessions.create({ id: newId(), createdAt: now });
+        const r = await tx.runs.create({
           id: newId(),
           sessionId: s.id,
           agent: { name: 'a', version: '1' },
@@ -79,7 +79,7 @@ async function storeWithIdleRuns(backend: 'sqlite' | 'postgres', n: number, now:
         });
         const status = STATUSES[(done + i) % STATUSES.length]!;
         const waiting = status === 'paused' ? null : { kind: 'sleep', calls: [], decisions: {}, expiresAt: far - i };
-        await tx.updateRun(r.id, { status, waiting });
+        await tx.runs.update(r.id, { status, waiting });
       }
     });
     done += batch;

@@ -125,7 +125,7 @@ describe('the transition table', () => {
     for (const from of ALL) {
       for (const to of ALL) {
         // Put the row in `from` (test setup only), then ask the lifecycle for the transition.
-        await store.updateRun(run.id, { status: from, endedAt: null });
+        await store.runs.update(run.id, { status: from, endedAt: null });
         const before = await rt.runs.get(run.id);
         const lastSeq = (await rt.sessions.get(s.id)).lastSeq;
         if (canTransition(from, to)) {
@@ -174,7 +174,7 @@ describe('the transition table', () => {
     const lastSeq = (await rt.sessions.get(s.id)).lastSeq;
     const err = await rt.sessions.log
       .transaction(async (tx) =>
-        rt.lifecycle.transition(tx, (await tx.getRun(run.id))!, 'paused', {
+        rt.lifecycle.transition(tx, (await tx.runs.get(run.id))!, 'paused', {
           guard: { fencingToken: run.fencingToken + 7 },
         }),
       )

@@ -167,9 +167,9 @@ describe('runs.wait', () => {
     const s = await rt.sessions.create();
     const { run } = await rt.sessions.send(s.id, 'go');
     await started.promise;
-    const getRun = store.getRun.bind(store);
+    const getRun = store.runs.get.bind(store);
     let reads = 0;
-    store.getRun = (id) => {
+    store.runs.get = (id) => {
       reads++;
       return getRun(id);
     };
@@ -181,7 +181,7 @@ describe('runs.wait', () => {
     expect(ended).toMatchObject({ id: run.id, status: 'completed' });
     // The end came with the status event it heard: not read again.
     expect(reads).toBe(1);
-    store.getRun = getRun;
+    store.runs.get = getRun;
     expect(ended).toEqual(await rt.runs.get(run.id));
   });
 });

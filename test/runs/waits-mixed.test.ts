@@ -320,7 +320,7 @@ describe('signal names, payloads and counts', () => {
     const { rt, runId } = await waitingRun();
     const e = await rt.runs.signal(runId, 'ci', 'x'.repeat(MAX_SIGNAL_PAYLOAD_BYTES)).catch((x: unknown) => x);
     expect((e as StoreError).code).toBe('payload_too_large');
-    expect(await rt.store.getSignal(runId, 'ci')).toBeUndefined();
+    expect(await rt.store.waits.getSignal(runId, 'ci')).toBeUndefined();
     expect((await rt.runs.signal(runId, 'ci', 'x'.repeat(MAX_SIGNAL_PAYLOAD_BYTES - 100))).consumed).toBe(true);
   });
 

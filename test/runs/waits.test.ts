@@ -426,7 +426,7 @@ describe('signals', () => {
     const bad = await rt.runs.signal(run.id, 'ci', { ok: 'yes' }).catch((e: unknown) => e);
     expect(bad).toBeInstanceOf(StoreError);
     expect((bad as StoreError).code).toBe('validation');
-    expect(await rt.store.getSignal(run.id, 'ci')).toBeUndefined();
+    expect(await rt.store.waits.getSignal(run.id, 'ci')).toBeUndefined();
 
     expect((await rt.runs.signal(run.id, 'ci', { ok: true })).consumed).toBe(true);
     const dup = await rt.runs.signal(run.id, 'ci', { ok: false }).catch((e: unknown) => e);
@@ -450,11 +450,11 @@ describe('signals', () => {
       await new Promise((r) => setTimeout(r, 10));
     const early = await rt.runs.signal(run.id, 'ci', { ok: true });
     expect(early.consumed).toBe(false);
-    expect(await rt.store.getSignal(run.id, 'ci')).toMatchObject({ consumedAt: null, payload: { ok: true } });
+    expect(await rt.store.waits.getSignal(run.id, 'ci')).toMatchObject({ consumedAt: null, payload: { ok: true } });
     gate.resolve();
     expect((await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 5000 })).status).toBe('completed');
     expect(lastToolResults(model)).toEqual([{ type: 'json', value: { ok: true } }]);
-    expect((await rt.store.getSignal(run.id, 'ci'))!.consumedAt).not.toBeNull();
+    expect((await rt.store.waits.getSignal(run.id, 'ci'))!.consumedAt).not.toBeNull();
     const dup = await rt.runs.signal(run.id, 'ci', { ok: true }).catch((e: unknown) => e);
     expect((dup as StoreError).code).toMatch(/already_delivered|illegal_transition/);
   });

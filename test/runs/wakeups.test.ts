@@ -41,9 +41,9 @@ describe('worker wake-ups', () => {
     await sentWhileLooking((s, held) => {
       // The worker's first look reads the counts by status and finds nothing to claim; before
       // it answers, a message is sent (and the worker woken).
-      const count = s.countRunsByStatus.bind(s);
+      const count = s.runs.countByStatus.bind(s);
       let done = false;
-      s.countRunsByStatus = async () => {
+      s.runs.countByStatus = async () => {
         const counts = await count();
         if (!done && counts.queued === 0 && counts.running === 0) {
           done = true;
@@ -60,14 +60,14 @@ describe('worker wake-ups', () => {
       // The counts say there may be work (a run queued behind another would); the claim's
       // transaction finds none, and has committed by the time the message is sent: only the
       // worker's answer is held back.
-      const count = s.countRunsByStatus.bind(s);
-      s.countRunsByStatus = async () => ({ ...(await count()), queued: 1 });
+      const count = s.runs.countByStatus.bind(s);
+      s.runs.countByStatus = async () => ({ ...(await count()), queued: 1 });
       const transaction = s.transaction.bind(s);
       let done = false;
       s.transaction = (async (fn: Parameters<SqliteStore['transaction']>[0]) => {
         let claimed = false;
         const result = await transaction((tx) =>
-          fn(new Proxy(tx, { get: (t, k: keyof typeof tx) => (k === 'claimRun' ? ((claimed = true), t[k]) : t[k]) })),
+          fn({ ...tx, claims: { ...tx.claims, claim: (...a) => ((claimed = true), tx.claims.claim(...a)) } }),
         );
         if (claimed && result === undefined && !done) {
           done = true;

@@ -256,9 +256,9 @@ describe('problems (auth off)', () => {
     const s = await api.session();
     const key = { 'idempotency-key': 'crash-between' };
     // The request's effect commits; recording the key fails (as a crash right after the effect would leave it).
-    const put = srv.store.putIdempotency.bind(srv.store);
+    const put = srv.store.idempotency.put.bind(srv.store);
     let failing = true;
-    srv.store.putIdempotency = (r) =>
+    srv.store.idempotency.put = (r) =>
       failing ? ((failing = false), Promise.reject(new Error('the process died here'))) : put(r);
     const first = await api.post(`/v1/sessions/${s.id}/messages`, { content: 'do it once', agent: 'helper' }, key);
     expect(first.status).toBe(500);
@@ -313,12 +313,12 @@ describe('problems (auth off)', () => {
     for (const k of cases) {
       const key = { 'idempotency-key': `crash-${k.name}` };
       const before = (await api.get('/v1/sessions?limit=1000&include_archived=true')).body.data.length;
-      const put = srv.store.putIdempotency.bind(srv.store);
+      const put = srv.store.idempotency.put.bind(srv.store);
       let failing = true;
-      srv.store.putIdempotency = (r) =>
+      srv.store.idempotency.put = (r) =>
         failing ? ((failing = false), Promise.reject(new Error('the process died here'))) : put(r);
       const first = await k.go(key);
-      srv.store.putIdempotency = put;
+      srv.store.idempotency.put = put;
       expect(first.status, k.name).toBe(500);
       const created = (await api.get('/v1/sessions?limit=1000&include_archived=true')).body.data as Json[];
       expect(created.length, k.name).toBe(before + 1);
@@ -343,12 +343,12 @@ describe('problems (auth off)', () => {
       await api.waitForRun(sent.run.id, 'completed');
     }
     const key = { 'idempotency-key': 'crash-compact' };
-    const put = srv.store.putIdempotency.bind(srv.store);
+    const put = srv.store.idempotency.put.bind(srv.store);
     let failing = true;
-    srv.store.putIdempotency = (r) =>
+    srv.store.idempotency.put = (r) =>
       failing ? ((failing = false), Promise.reject(new Error('the process died here'))) : put(r);
     const first = await api.post(`/v1/sessions/${s.id}/compact`, { keep_recent_tokens: 50 }, key);
-    srv.store.putIdempotency = put;
+    srv.store.idempotency.put = put;
     expect(first.status).toBe(500);
     const compactions = async () => (await api.allEvents(s.id)).filter((e: Json) => e.type === 'compaction');
     expect(await compactions()).toHaveLength(1);
@@ -479,7 +479,7 @@ describe('API keys and tenants (auth required)', () => {
     const { secret, key } = await createApiKey(srv.store, { tenant: 'acme', name: 'short-lived' });
     const client = srv.api(secret);
     expect((await client.get('/v1/sessions')).status).toBe(200);
-    expect(await srv.store.revokeApiKey(key.id, Date.now())).toBe(true);
+    expect(await srv.store.keys.revoke(key.id, Date.now())).toBe(true);
     const refused = await client.until('the revocation', async () => {
       const r = await client.get('/v1/sessions');
       return r.status === 401 ? r : undefined;
@@ -778,7 +778,7 @@ describe('operating the server safely', () => {
       const again = await api.post('/v1/sessions', { title: 'two' }, { 'idempotency-key': 'k' });
       expect(again.status).toBe(201);
       expect(again.body.id).not.toBe(first.body.id);
-      expect(await fresh.store.getIdempotency('default', 'k')).toMatchObject({
+      expect(await fresh.store.idempotency.get('default', 'k')).toMatchObject({
         fingerprint: expect.any(String),
         status: 201,
       });
@@ -793,9 +793,11 @@ describe('ApiKeyCache', () => {
     const lookups: string[] = [];
     const cache = new ApiKeyCache(
       {
-        findApiKey: async (hash: string) => {
-          lookups.push(hash);
-          return undefined;
+        keys: {
+          find: async (hash: string) => {
+            lookups.push(hash);
+            return undefined;
+          },
         },
       },
       { max: 3, ttlMs: 50 },

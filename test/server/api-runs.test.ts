@@ -201,9 +201,9 @@ describe('POST /v1/runs/{id}/steer', () => {
     const { sessionId, runId } = await running('steer-idem');
     const key = { 'idempotency-key': 'steer-crash-between' };
     // The steer commits; recording its answer fails (as a crash right after the effect would leave it).
-    const put = srv.store.putIdempotency.bind(srv.store);
+    const put = srv.store.idempotency.put.bind(srv.store);
     let failing = true;
-    srv.store.putIdempotency = (r) =>
+    srv.store.idempotency.put = (r) =>
       failing ? ((failing = false), Promise.reject(new Error('the process died here'))) : put(r);
     expect((await api.post(`/v1/runs/${runId}/steer`, { content: 'only once' }, key)).status).toBe(500);
     const retry = await api.post(`/v1/runs/${runId}/steer`, { content: 'only once' }, key);

@@ -770,7 +770,7 @@ describe('erasure', () => {
       totals: { runs: 2, cost: expect.any(Number), usage: expect.any(Object) },
     });
     // The running run was cancelled first.
-    expect((await srv.store.getRun(blocked.run.id))!.status).toBe('cancelled');
+    expect((await srv.store.runs.get(blocked.run.id))!.status).toBe('cancelled');
 
     for (const path of [
       `/v1/sessions/${s.id}`,
@@ -786,11 +786,11 @@ describe('erasure', () => {
     expectProblem(await api.post(`/v1/sessions/${s.id}/messages`, { content: 'hello again' }), 'gone', 410);
     expectProblem(await api.post(`/v1/sessions/${s.id}/erase`), 'gone', 410);
     // Nothing of its content is left in the database.
-    expect(await srv.store.readEvents(s.id)).toEqual([]);
-    const tomb = (await srv.store.getSession(s.id))!;
+    expect(await srv.store.events.read(s.id)).toEqual([]);
+    const tomb = (await srv.store.sessions.get(s.id))!;
     expect(tomb).toMatchObject({ title: null, metadata: {}, erasedAt: expect.any(Number) });
     // Of what the run executed with, only its model is kept (usage by model, for billing): no prompt, no tools.
-    expect((await srv.store.getRun(done.run.id))!.agentSpec).toEqual({
+    expect((await srv.store.runs.get(done.run.id))!.agentSpec).toEqual({
       model: { provider: 'scripted', modelId: 'helper-1' },
     });
     // Listed only with the archived ones, as a tombstone.

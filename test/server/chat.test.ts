@@ -317,7 +317,7 @@ const toolParts = (m: UIMessage | undefined) =>
   >;
 
 async function activeRun(sessionId: string) {
-  return server.runtime.store.activeRun(sessionId);
+  return server.runtime.store.runs.active(sessionId);
 }
 
 describe('POST /v1/sessions/{id}/chat', () => {

@@ -61,9 +61,9 @@ async function crowd(srv: TestServer, tenant: string, n: number, o: { waiting: b
   for (let done = 0; done < n; done += 1000) {
     await store.transaction(async (tx) => {
       for (let i = done; i < Math.min(n, done + 1000); i++) {
-        await tx.createSession({ id: ids[i]!.session, tenant, createdAt: now, title: `${tenant} ${i}` });
+        await tx.sessions.create({ id: ids[i]!.session, tenant, createdAt: now, title: `${tenant} ${i}` });
         if (!o.waiting) continue;
-        await tx.createRun({
+        await tx.runs.create({
           id: ids[i]!.run,
           sessionId: ids[i]!.session,
           agent: { name: 'helper', version: '1' },
@@ -71,7 +71,7 @@ async function crowd(srv: TestServer, tenant: string, n: number, o: { waiting: b
           createdAt: now,
           turn: 1,
         });
-        await tx.updateRun(
+        await tx.runs.update(
           ids[i]!.run,
           { status: 'waiting_approval', waiting: waitingFor(i) },
           { statuses: ['queued'] },

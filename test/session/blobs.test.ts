@@ -89,11 +89,11 @@ describe('blobs', () => {
     expect(rows.map((r) => r.hash)).toContain(systemHash);
     expect(rows.filter((r) => r.data.includes('meticulous'))).toHaveLength(1);
     expect(JSON.parse(rows.find((r) => r.hash === systemHash)!.data)).toBe(SYSTEM);
-    expect((await store.getBlobs([systemHash])).get(systemHash)).toBe(JSON.stringify(SYSTEM));
+    expect((await store.events.getBlobs([systemHash])).get(systemHash)).toBe(JSON.stringify(SYSTEM));
 
     // Every header refers to it by content hash, stored and read back alike: a header is small
     // whatever the prompt's size, and the text is read only by who needs it (the replay check).
-    const stored = (await store.readEvents(s.id)).filter((e) => e.type === 'request/header');
+    const stored = (await store.events.read(s.id)).filter((e) => e.type === 'request/header');
     expect(stored).toHaveLength(5);
     for (const e of stored) expect((e.data as { system: unknown }).system).toBe(systemHash);
     const headers = (await sessions.events(s.id)).filter(
@@ -112,7 +112,7 @@ describe('blobs', () => {
     const s = await sessions.create();
     await sessions.append(s.id, [toolResult({ type: 'text', value: 'short' })]);
     expect(blobRows()).toEqual([]);
-    expect((await store.readEvents(s.id)).at(-1)!.data).toMatchObject({ output: { type: 'text', value: 'short' } });
+    expect((await store.events.read(s.id)).at(-1)!.data).toMatchObject({ output: { type: 'text', value: 'short' } });
   });
 
   it('stores a large tool output as a blob and reads it back intact', async () => {
@@ -132,7 +132,7 @@ describe('blobs', () => {
     expect(rows.map((r) => r.hash).sort()).toEqual([hash, blobHash(JSON.stringify([grep.schema]))].sort());
     expect(rows.find((r) => r.hash === hash)!.size).toBe(Buffer.byteLength(JSON.stringify(expectedOutput)));
 
-    const storedResult = (await store.readEvents(s.id)).find((e) => e.type === 'tool/result')!;
+    const storedResult = (await store.events.read(s.id)).find((e) => e.type === 'tool/result')!;
     expect(storedResult.data).toMatchObject({ toolCallId: 'call-1', output: { $blob: hash } });
     const readBack = (await sessions.events(s.id)).find(
       (e): e is SessionEvent<'tool/result'> => e.type === 'tool/result',
@@ -213,10 +213,10 @@ describe('blobs', () => {
       expect((await sessions.developerView(s.id)).session[0]!.data).toMatchObject({ metadata: lookalike });
 
       // Stored wrapped in a blob of its own, so a reader can tell it from a real reference.
-      const stored = await store.readEvents(s.id);
+      const stored = await store.events.read(s.id);
       const ref = (stored[1]!.data as { input: { $blob: string } }).input;
       expect(ref.$blob).toBe(blobHash(JSON.stringify(lookalike)));
-      expect(JSON.parse((await store.getBlobs([ref.$blob])).get(ref.$blob)!)).toEqual(lookalike);
+      expect(JSON.parse((await store.events.getBlobs([ref.$blob])).get(ref.$blob)!)).toEqual(lookalike);
     });
 
     it('never swaps a lookalike for the stored blob it happens to name', async () => {
@@ -255,7 +255,7 @@ describe('blobs', () => {
 
   it('reads events written with a blob whose row is missing as an error, not as the reference', async () => {
     const s = await sessions.create();
-    await store.append(s.id, [
+    await store.events.append(s.id, [
       {
         id: newId(),
         type: 'tool/result',

@@ -16,6 +16,7 @@ import {
   type SqliteStore,
   type Store,
   type StoreChange,
+  type StoreOps,
 } from '../../src/index.ts';
 import { deferred } from '../support/deferred.ts';
 import { expectIdsToGrow, followInBackground, textOf, waitFor } from '../support/feed-helpers.ts';
@@ -62,55 +63,41 @@ function twoNodes(store: SqliteStore) {
     sent++;
     deliver();
   };
-  const withNotices = <T extends object>(ops: T, appended: (sessionId: string, lastSeq: number) => void): T =>
-    new Proxy(ops, {
-      get(target, key, receiver) {
-        const v = Reflect.get(target, key, receiver) as unknown;
-        if (key === 'append') {
-          return async (sessionId: string, ...rest: unknown[]) => {
-            const events = await (v as (...a: unknown[]) => Promise<Array<{ seq: number }>>).call(
-              target,
-              sessionId,
-              ...rest,
-            );
-            if (events.length > 0) appended(sessionId, events.at(-1)!.seq);
-            return events;
-          };
-        }
-        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+  const withNotices = <T extends StoreOps>(ops: T, appended: (sessionId: string, lastSeq: number) => void): T => ({
+    ...ops,
+    events: {
+      ...ops.events,
+      append: async (...args: Parameters<StoreOps['events']['append']>) => {
+        const events = await ops.events.append(...args);
+        if (events.length > 0) appended(args[0], events.at(-1)!.seq);
+        return events;
       },
-    });
+    },
+  });
   /** A node on the store: its commits are noticed (after they happen), and so are its broadcasts when `broadcasts`. */
-  const node = (o: { broadcasts: boolean; hears: boolean }) =>
-    new Proxy(
-      withNotices(store as Store, (sessionId, lastSeq) => send({ sessionId, lastSeq })),
-      {
-        get(target, key, receiver) {
-          if (key === 'broadcast')
-            return o.broadcasts
-              ? (sessionId: string, message: Record<string, unknown>) => send({ sessionId, message: message as never })
-              : () => {};
-          // Resolves once what was sent before the call was delivered (a relaying backend's ping).
-          if (key === 'noticesCaughtUp')
-            return () => new Promise<void>((resolve) => (o.hears ? barriers.push({ upTo: sent, resolve }) : resolve()));
-          if (key === 'changes') {
-            return (l: (c?: StoreChange) => void) => {
-              if (o.hears) listeners.add(l);
-              return () => listeners.delete(l);
-            };
-          }
-          if (key === 'transaction') {
-            return async <T>(fn: (tx: unknown) => Promise<T>) => {
-              const commits: Array<[string, number]> = [];
-              const result = await store.transaction((tx) => fn(withNotices(tx, (s, q) => commits.push([s, q]))));
-              for (const [sessionId, lastSeq] of commits) send({ sessionId, lastSeq });
-              return result;
-            };
-          }
-          return Reflect.get(target, key, receiver) as unknown;
-        },
+  const node = (o: { broadcasts: boolean; hears: boolean }): Store => ({
+    ...withNotices(store as Store, (sessionId, lastSeq) => send({ sessionId, lastSeq })),
+    kind: store.kind,
+    close: () => store.close(),
+    observeCommits: (l) => store.observeCommits(l),
+    notices: {
+      broadcast: o.broadcasts
+        ? (sessionId: string, message: Record<string, unknown>) => send({ sessionId, message: message as never })
+        : () => {},
+      // Resolves once what was sent before the call was delivered (a relaying backend's ping).
+      caughtUp: () => new Promise<void>((resolve) => (o.hears ? barriers.push({ upTo: sent, resolve }) : resolve())),
+      changes: (l: (c?: StoreChange) => void) => {
+        if (o.hears) listeners.add(l);
+        return () => listeners.delete(l);
       },
-    );
+    },
+    transaction: async <T>(fn: (tx: StoreOps) => Promise<T>) => {
+      const commits: Array<[string, number]> = [];
+      const result = await store.transaction((tx) => fn(withNotices(tx, (s, q) => commits.push([s, q]))));
+      for (const [sessionId, lastSeq] of commits) send({ sessionId, lastSeq });
+      return result;
+    },
+  });
   const writerNode = node({ broadcasts: true, hears: false });
   const readerNode = node({ broadcasts: false, hears: true });
   return {
@@ -404,7 +391,7 @@ describe('the live feed on a store that relays, with the run executed on this no
     const rt = createRuntime({ store, agents: [agent] });
     rt.startWorker({ pollMs: 20 });
     try {
-      expect(store.broadcast).toBeDefined();
+      expect(store.notices.broadcast).toBeDefined();
       const s = await rt.sessions.create({ agent: 'a' });
       // No writer wait would end on its own within the test.
       const feed = followInBackground(rt.sessions.log, s.id, { writerWaitMs: 600_000 });

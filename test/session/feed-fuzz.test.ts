@@ -82,7 +82,7 @@ function makeWorld(raw: SqliteStore, r: ReturnType<typeof rng>, o: { readDelay: 
       append: async (sessionId: string, ...rest: unknown[]) => {
         // A commit's notice goes after the broadcasts sent before it.
         flush(st);
-        const events = (await (raw.append as (...a: unknown[]) => Promise<Array<{ seq: number }>>).call(
+        const events = (await (raw.events.append as (...a: unknown[]) => Promise<Array<{ seq: number }>>).call(
           raw,
           sessionId,
           ...rest,
@@ -100,7 +100,7 @@ function makeWorld(raw: SqliteStore, r: ReturnType<typeof rng>, o: { readDelay: 
         ? {
             readEvents: async (...args: unknown[]) => {
               await delay(o.readDelay);
-              const events = await (raw.readEvents as (...a: unknown[]) => Promise<unknown>).apply(raw, args);
+              const events = await (raw.events.read as (...a: unknown[]) => Promise<unknown>).apply(raw, args);
               await delay(o.readDelay);
               return events;
             },
@@ -321,7 +321,7 @@ export async function fuzzOnce(p: Params): Promise<{ problems: string[]; trace: 
     }
     // Drain: every notice heard, the client follows to the end.
     for (const m of W.outbox.splice(0)) world.G.push(m);
-    const lastSeq = (await raw.getSession(sid))!.lastSeq;
+    const lastSeq = (await raw.sessions.get(sid))!.lastSeq;
     for (let i = 0; i < 2000; i++) {
       const a = deliverOne(world, R);
       const b = deliverOne(world, W);

@@ -38,7 +38,7 @@ function cluster(raw: SqliteStore) {
         G.push({ from: name, change: { sessionId, message: message as never } }),
       noticesCaughtUp: () => new Promise<void>(() => {}),
       append: async (sessionId: string, ...rest: unknown[]) => {
-        const events = (await (raw.append as (...a: unknown[]) => Promise<Array<{ seq: number }>>).call(
+        const events = (await (raw.events.append as (...a: unknown[]) => Promise<Array<{ seq: number }>>).call(
           raw,
           sessionId,
           ...rest,
@@ -50,16 +50,16 @@ function cluster(raw: SqliteStore) {
         ? {
             readEvents: async (sessionId: string, o: { limit?: number }) => {
               const g = o.limit !== undefined ? gate : undefined;
-              if (!g) return raw.readEvents(sessionId, o as never);
+              if (!g) return raw.events.read(sessionId, o as never);
               gate = undefined;
               g.reached = true;
               if (g.snapshot === 'before') {
-                const events = await raw.readEvents(sessionId, o as never);
+                const events = await raw.events.read(sessionId, o as never);
                 await g.release;
                 return events;
               }
               await g.release;
-              return raw.readEvents(sessionId, o as never);
+              return raw.events.read(sessionId, o as never);
             },
           }
         : {}),

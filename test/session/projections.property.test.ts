@@ -184,7 +184,7 @@ async function runScenario(snapshotEvery: number, ops: readonly Op[]): Promise<v
     /** Every projection read from its snapshot equals the fold from scratch (and the facade agrees). */
     const check = async (which: readonly Projection<unknown>[], facade = false) => {
       const session = await sessions.get(id);
-      const stored = await store.readEvents(id);
+      const stored = await store.events.read(id);
       expect(stored.map((e) => e.seq)).toEqual(Array.from({ length: session.lastSeq }, (_, i) => i + 1));
       const events = structuredClone(await sessions.log.read(id));
       expect(events.map((e) => e.seq)).toEqual(stored.filter((e) => !e.type.startsWith('future/')).map((e) => e.seq));
@@ -338,10 +338,10 @@ async function runScenario(snapshotEvery: number, ops: readonly Op[]): Promise<v
             ignorable: true,
             data: { n },
           };
-          if (op.kind === 'plain') await store.append(id, [{ ...draft, entry: false }]);
-          else if (op.kind === 'leaf-move') await store.append(id, [{ ...draft, entry: false, leaf: target }]);
-          else if (op.kind === 'entry') await store.append(id, [{ ...draft, entry: true }]);
-          else await store.append(id, [{ ...draft, entry: true, parentId: target }]);
+          if (op.kind === 'plain') await store.events.append(id, [{ ...draft, entry: false }]);
+          else if (op.kind === 'leaf-move') await store.events.append(id, [{ ...draft, entry: false, leaf: target }]);
+          else if (op.kind === 'entry') await store.events.append(id, [{ ...draft, entry: true }]);
+          else await store.events.append(id, [{ ...draft, entry: true, parentId: target }]);
           break;
         }
         case 'switch':

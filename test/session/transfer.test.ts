@@ -193,13 +193,13 @@ describe('export and import', () => {
       code: 'conflict',
     });
     expect(await views(fresh.sessions, id)).toEqual(before);
-    expect(await fresh.store.listSessions({ limit: 10, includeArchived: true })).toHaveLength(1);
+    expect(await fresh.store.sessions.list({ limit: 10, includeArchived: true })).toHaveLength(1);
 
     // Into the database it came from, too.
     const original = await views(sessions, id);
     await expect(importSession(sessions.log, text, { ids: 'keep' })).rejects.toBeInstanceOf(StoreError);
     expect(await views(sessions, id)).toEqual(original);
-    expect(await store.listSessions({ limit: 10, includeArchived: true })).toHaveLength(1);
+    expect(await store.sessions.list({ limit: 10, includeArchived: true })).toHaveLength(1);
 
     // Under another session id the same events are another session's: event ids are unique within a session.
     const renamed = parse(text);
@@ -216,9 +216,9 @@ describe('export and import', () => {
       const lines = parse(await exportText(sessions, id));
       const target = open();
       const nothingWritten = async () => {
-        expect(await target.store.getSession(id)).toBeUndefined();
-        expect(await target.store.listSessions({ limit: 10, includeArchived: true })).toEqual([]);
-        expect(await target.store.readEvents(id)).toEqual([]);
+        expect(await target.store.sessions.get(id)).toBeUndefined();
+        expect(await target.store.sessions.list({ limit: 10, includeArchived: true })).toEqual([]);
+        expect(await target.store.events.read(id)).toEqual([]);
       };
       /** Line number (from 1) of the first line matching. */
       const lineOf = (pred: (l: Line) => boolean, after = 0) => lines.findIndex((l, i) => i + 1 > after && pred(l)) + 1;

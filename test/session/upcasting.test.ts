@@ -64,7 +64,7 @@ describe('upcasting and unknown events', () => {
   describe('upcasters', () => {
     it('reads a v1 event written by an older Keel in the current v2 shape', async () => {
       const s = await sessions.create();
-      await store.append(s.id, [raw('test/note', 1, { body: 'written long ago' })]);
+      await store.events.append(s.id, [raw('test/note', 1, { body: 'written long ago' })]);
       await sessions.append(s.id, [
         { type: 'test/note', data: { text: 'written now', tags: ['new'] } } as unknown as NewEvent,
       ]);
@@ -76,7 +76,7 @@ describe('upcasting and unknown events', () => {
         { v: 2, data: { text: 'written now', tags: ['new'] } },
       ]);
       // The stored row keeps what was written: upcasting happens on the way out only.
-      const stored = await store.readEvents(s.id);
+      const stored = await store.events.read(s.id);
       expect(stored[1]).toMatchObject({ v: 1, data: { body: 'written long ago' } });
       expect(stored[2]).toMatchObject({ v: 2, data: { text: 'written now', tags: ['new'] } });
 
@@ -101,7 +101,7 @@ describe('upcasting and unknown events', () => {
       });
       const chained = new Sessions({ store, registry });
       const s = await chained.create();
-      await store.append(s.id, [
+      await store.events.append(s.id, [
         raw('test/chain', 1, { s: 'one' }),
         raw('test/chain', 2, { trail: ['two'] }),
         raw('test/chain', 3, { trail: ['three'] }),
@@ -132,7 +132,7 @@ describe('upcasting and unknown events', () => {
 
     it('refuses an old event the upcasters cannot bring to a valid current shape', async () => {
       const s = await sessions.create();
-      await store.append(s.id, [raw('test/note', 1, { nobody: true })]);
+      await store.events.append(s.id, [raw('test/note', 1, { nobody: true })]);
       const err = await sessions.log.read(s.id).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(InvalidEventError);
       expect((err as Error).message).toMatch(/test\/note.*#2/);
@@ -147,7 +147,7 @@ describe('upcasting and unknown events', () => {
         { type: 'test/note', data: { text: 'x', tags: [] } } as unknown as NewEvent,
       ]);
       expect(e!.v).toBe(2);
-      expect((await store.readEvents(s.id)).at(-1)!.v).toBe(2);
+      expect((await store.events.read(s.id)).at(-1)!.v).toBe(2);
     });
   });
 
@@ -167,7 +167,7 @@ describe('upcasting and unknown events', () => {
     it('makes reads and log projections fail with a clear UnknownEventError when not ignorable', async () => {
       const s = await sessions.create();
       await sessions.append(s.id, [user('before')]);
-      await store.append(s.id, [raw('future/thing', 1, { whatever: 1 })]);
+      await store.events.append(s.id, [raw('future/thing', 1, { whatever: 1 })]);
       await sessions.append(s.id, [user('after')]);
 
       await expectUnknown(sessions.log.read(s.id), 'future/thing', 1, 3);
@@ -184,7 +184,7 @@ describe('upcasting and unknown events', () => {
     it('makes path projections fail too when the unknown event is an entry on the path', async () => {
       const s = await sessions.create();
       await sessions.append(s.id, [user('before')]);
-      await store.append(s.id, [raw('future/entry', 1, {}, { entry: true })]);
+      await store.events.append(s.id, [raw('future/entry', 1, {}, { entry: true })]);
       await sessions.append(s.id, [user('after')]);
       for (const p of projections) await expectUnknown(readProjection(sessions.log, s.id, p, 1), 'future/entry', 1, 3);
       await expectUnknown(sessions.context(s.id), 'future/entry', 1, 3);
@@ -195,14 +195,14 @@ describe('upcasting and unknown events', () => {
       const s = await sessions.create();
       await sessions.append(s.id, [user('before')]);
       await sessions.context(s.id); // snapshots (snapshotEvery 1)
-      await store.append(s.id, [raw('future/thing', 1, {})]);
+      await store.events.append(s.id, [raw('future/thing', 1, {})]);
       await expectUnknown(sessions.context(s.id), 'future/thing', 1, 3);
     });
 
     it('skips an unknown type marked ignorable in reads and every projection', async () => {
       const s = await sessions.create();
       const [u1] = await sessions.append(s.id, [user('before')]);
-      await store.append(s.id, [raw('future/thing', 1, { whatever: 1 }, { ignorable: true })]);
+      await store.events.append(s.id, [raw('future/thing', 1, { whatever: 1 }, { ignorable: true })]);
       const [u2] = await sessions.append(s.id, [user('after')]);
 
       const events = await sessions.log.read(s.id);
@@ -223,7 +223,7 @@ describe('upcasting and unknown events', () => {
     it('skips an ignorable unknown entry on the path without losing the entries around it', async () => {
       const s = await sessions.create();
       const [u1] = await sessions.append(s.id, [user('before')]);
-      await store.append(s.id, [raw('future/entry', 1, {}, { entry: true, ignorable: true })]);
+      await store.events.append(s.id, [raw('future/entry', 1, {}, { entry: true, ignorable: true })]);
       const [u2] = await sessions.append(s.id, [user('after')]);
       for (const p of projections) await expect(readProjection(sessions.log, s.id, p, 100)).resolves.toBeDefined();
       expect((await sessions.transcript(s.id)).map((x) => x.entryId)).toEqual([u1!.id, u2!.id]);
@@ -240,7 +240,7 @@ describe('upcasting and unknown events', () => {
       expect((await readProjection(sessions.log, s.id, contextProjection, 1)).state.entryIds).toEqual([u1!.id, u2!.id]);
 
       // A newer Keel's leaf-moving event: this reader skips it, but the leaf did move.
-      await store.append(s.id, [raw('future/jump', 1, {}, { leaf: u1!.id, ignorable: true })]);
+      await store.events.append(s.id, [raw('future/jump', 1, {}, { leaf: u1!.id, ignorable: true })]);
       expect((await sessions.get(s.id)).leafId).toBe(u1!.id);
       for (const p of [transcriptProjection, contextProjection] as Projection<unknown>[]) {
         const read = await readProjection(sessions.log, s.id, p, 1);
@@ -250,7 +250,7 @@ describe('upcasting and unknown events', () => {
       expect((await readProjection(sessions.log, s.id, contextProjection, 1)).state.entryIds).toEqual([u1!.id]);
 
       // An unknown ignorable entry starting a new tree moves the leaf away from everything known.
-      await store.append(s.id, [raw('future/entry', 1, {}, { entry: true, parentId: null, ignorable: true })]);
+      await store.events.append(s.id, [raw('future/entry', 1, {}, { entry: true, parentId: null, ignorable: true })]);
       expect(await sessions.transcript(s.id)).toEqual([]);
       const [u3] = await sessions.append(s.id, [user('three')]);
       expect((await sessions.transcript(s.id)).map((x) => x.entryId)).toEqual([u3!.id]);
@@ -260,12 +260,12 @@ describe('upcasting and unknown events', () => {
       const s = await sessions.create();
       await sessions.append(s.id, [user('hi')]);
       // step/start is v1 here; v2 is what a newer Keel would write.
-      await store.append(s.id, [raw('step/start', 2, { fancy: true })]);
+      await store.events.append(s.id, [raw('step/start', 2, { fancy: true })]);
       await expectUnknown(sessions.log.read(s.id), 'step/start', 2, 3);
       await expectUnknown(sessions.stats(s.id), 'step/start', 2, 3);
 
-      await store.append(s.id, [raw('test/note', 3, { text: 'x', tags: [], more: 1 }, { ignorable: true })]);
-      await store.append(s.id, [raw('step/start', 2, { fancy: true }, { ignorable: true })]);
+      await store.events.append(s.id, [raw('test/note', 3, { text: 'x', tags: [], more: 1 }, { ignorable: true })]);
+      await store.events.append(s.id, [raw('step/start', 2, { fancy: true }, { ignorable: true })]);
       const tail = await sessions.log.read(s.id, { afterSeq: 3 });
       expect(tail).toEqual([]);
     });

@@ -15,7 +15,7 @@ import {
 } from '../../src/store/sqlite/event-batch-codec.ts';
 import { idKey } from '../../src/store/sqlite/id-keys.ts';
 import { SqliteStore } from '../../src/store/sqlite/store.ts';
-import type { StoredEvent } from '../../src/store/port.ts';
+import type { StoredEvent } from '../../src/store/index.ts';
 
 const T0 = 1_796_000_000_000;
 
@@ -237,7 +237,7 @@ describe('a SQLite log with open rows written before ADR-0020', () => {
     const path = join(dir, 'keel.db');
     const store = new SqliteStore({ path });
     try {
-      await store.createSession({ id: 's', createdAt: T0 });
+      await store.sessions.create({ id: 's', createdAt: T0 });
       // What the Keel before ADR-0020 left of a turn still running: codec-0 open rows, the tree, the head.
       const old = events('s', 1).slice(0, 4);
       const raw = new Database(path);
@@ -254,9 +254,9 @@ describe('a SQLite log with open rows written before ADR-0020', () => {
         .prepare('INSERT INTO entries (session_id, id, seq, parent_id) VALUES (?, ?, ?, ?)')
         .run(idKey('s'), idKey('a1'), 4, idKey('u1'));
       raw.prepare("UPDATE sessions SET last_seq = 4, leaf_id = 'a1' WHERE id = 's'").run();
-      expect(await store.readEvents('s')).toEqual(asRead(old));
+      expect(await store.events.read('s')).toEqual(asRead(old));
 
-      const added = await store.append('s', [
+      const added = await store.events.append('s', [
         {
           id: 't1',
           type: 'tool/result',
@@ -283,10 +283,10 @@ describe('a SQLite log with open rows written before ADR-0020', () => {
       ]);
       expect(() => raw.prepare('DELETE FROM event_batches WHERE codec = 2').run()).toThrow('events are immutable');
 
-      await store.sealEvents('s');
+      await store.events.seal('s');
       expect(codecs()).toEqual([[3, 1, 6]]);
-      expect(await store.readEvents('s')).toEqual([...asRead(old), ...added]);
-      expect(await store.getEntries('s', ['t1'])).toEqual([added[0]]);
+      expect(await store.events.read('s')).toEqual([...asRead(old), ...added]);
+      expect(await store.events.entries('s', ['t1'])).toEqual([added[0]]);
       expect(() => raw.prepare('DELETE FROM event_batches').run()).toThrow('events are immutable');
       raw.close();
     } finally {

@@ -53,27 +53,27 @@ describe('a database written before ADR-0008', () => {
     expect(oldRows).toHaveLength(31);
     const store = new SqliteStore({ path });
     try {
-      const events = await store.readEvents(SESSION);
+      const events = await store.events.read(SESSION);
       expect(events.map((e) => [e.id, e.seq, e.type, e.entry, e.parentId ?? null, e.data])).toEqual(
         oldRows.map((r) => [r.id, r.seq, r.type, r.entry === 1, r.parent_id, JSON.parse(r.data)]),
       );
       const entries = oldRows.filter((r) => r.entry === 1);
       expect(
-        await store.getEntries(
+        await store.events.entries(
           SESSION,
           entries.map((r) => r.id),
         ),
       ).toEqual(events.filter((e) => e.entry));
-      expect((await store.ancestors(SESSION, entries.at(-1)!.id, 1000)).length).toBeGreaterThan(1);
-      expect(await store.getSession(SESSION)).toMatchObject({ lastTurn: 2, lastSeq: 31 });
-      const runs = await store.listRuns({ sessionId: SESSION, limit: 10 });
+      expect((await store.events.ancestors(SESSION, entries.at(-1)!.id, 1000)).length).toBeGreaterThan(1);
+      expect(await store.sessions.get(SESSION)).toMatchObject({ lastTurn: 2, lastSeq: 31 });
+      const runs = await store.runs.list({ sessionId: SESSION, limit: 10 });
       expect(runs.map((r) => r.status)).toEqual(['completed', 'running']);
       // v20: each run's tenant, its session's, filled in.
-      expect(await store.listRuns({ tenant: (await store.getSession(SESSION))!.tenant, limit: 10 })).toEqual(runs);
-      expect(await store.listRuns({ tenant: 'another', limit: 10 })).toEqual([]);
+      expect(await store.runs.list({ tenant: (await store.sessions.get(SESSION))!.tenant, limit: 10 })).toEqual(runs);
+      expect(await store.runs.list({ tenant: 'another', limit: 10 })).toEqual([]);
       // A run's events are read from its first one on.
       for (const r of runs) {
-        const mine = await store.readEvents(SESSION, { runId: r.id });
+        const mine = await store.events.read(SESSION, { runId: r.id });
         expect(mine.length).toBeGreaterThan(5);
         expect(mine.every((e) => e.runId === r.id)).toBe(true);
         expect(mine[0]).toMatchObject({ type: 'user/message', turn: r.turn });
@@ -171,7 +171,7 @@ describe('a database written before ADR-0008', () => {
     });
     const rt = createRuntime({ store, agents: [agent], leaseMs: 500, renewEveryMs: 100 });
     try {
-      const [, interrupted] = await store.listRuns({ sessionId: SESSION, limit: 10 });
+      const [, interrupted] = await store.runs.list({ sessionId: SESSION, limit: 10 });
       rt.startWorker({ id: 'new-worker', pollMs: 20 });
       const done = await rt.runs.wait(interrupted!.id, { until: 'terminal', timeoutMs: 20_000 });
       expect(done).toMatchObject({ status: 'completed', attempt: 2 });

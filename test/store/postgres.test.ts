@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { SchemaVersionError } from '../../src/store/port.ts';
+import { SchemaVersionError } from '../../src/store/index.ts';
 import { latestPostgresSchemaVersion, openPostgresStore, PostgresStore } from '../../src/store/postgres/index.ts';
 import { migrations } from '../../src/store/postgres/migrations.ts';
 import { dropSchema, freshSchema, openTestPostgres, postgresUrl } from '../support/postgres.ts';
@@ -57,9 +57,9 @@ describe('postgres schema migrations', () => {
         // Each migration once, in order (the versions of the list: a version taken on another branch may be missing until it merges).
         expect(rows.map((r) => r.version)).toEqual(migrations.map((m) => m.version));
         expect(rows.at(-1)!.version).toBe(latestPostgresSchemaVersion);
-        await stores[0]!.createSession({ id: 's', createdAt: 1 });
+        await stores[0]!.sessions.create({ id: 's', createdAt: 1 });
         const again = await openPostgresStore({ url, schema });
-        expect((await again.getSession('s'))?.id).toBe('s');
+        expect((await again.sessions.get('s'))?.id).toBe('s');
         await again.close();
         await c.query(`INSERT INTO "${schema}".keel_schema (version, applied_at) VALUES ($1, 0)`, [
           latestPostgresSchemaVersion + 1,
@@ -90,8 +90,8 @@ describe('postgres schema migrations', () => {
         createdAt: T0,
         updatedAt: T0 + 5,
       });
-      await a.createWebhook(hook('on'));
-      await a.createWebhook(hook('off'));
+      await a.webhooks.create(hook('on'));
+      await a.webhooks.create(hook('off'));
       const d = (id: string, webhookId: string) => ({
         id,
         webhookId,
@@ -104,8 +104,8 @@ describe('postgres schema migrations', () => {
         nextAttemptAt: T0,
         retryUntil: T0 + 1000,
       });
-      await a.addWebhookDeliveries([d('ok', 'on'), d('bad', 'on'), d('waiting', 'off')]);
-      for (const c of await a.claimWebhookDeliveries(T0, 1000, 3)) {
+      await a.webhooks.addDeliveries([d('ok', 'on'), d('bad', 'on'), d('waiting', 'off')]);
+      for (const c of await a.webhooks.claimDeliveries(T0, 1000, 3)) {
         if (c.id === 'waiting') continue;
         const failed = c.id === 'bad';
         const attempt = {
@@ -116,7 +116,7 @@ describe('postgres schema migrations', () => {
           statusCode: failed ? 500 : 200,
           error: failed ? 'HTTP 500' : null,
         };
-        await a.recordWebhookAttempt({
+        await a.webhooks.recordAttempt({
           deliveryId: c.id,
           claim: c.claim,
           attempt,
@@ -138,19 +138,19 @@ describe('postgres schema migrations', () => {
         await c.end();
       }
       const b = await another();
-      expect(await b.getWebhookDelivery('ok')).toMatchObject({
+      expect(await b.webhooks.getDelivery('ok')).toMatchObject({
         status: 'delivered',
         endedAt: T0 + 17,
         sessionId: null,
       });
-      expect(await b.getWebhookDelivery('bad')).toMatchObject({ status: 'failed', endedAt: T0 + 17 });
-      expect(await b.getWebhookDelivery('waiting')).toMatchObject({
+      expect(await b.webhooks.getDelivery('bad')).toMatchObject({ status: 'failed', endedAt: T0 + 17 });
+      expect(await b.webhooks.getDelivery('waiting')).toMatchObject({
         status: 'failed',
         endedAt: T0 + 5,
         lastError: 'subscription disabled',
       });
-      expect(await b.hasDueWebhookDeliveries(T0 + 10_000)).toBe(false);
-      expect(await b.getWebhook('on')).toMatchObject({ previousSecret: null, previousSecretExpiresAt: null });
+      expect(await b.webhooks.hasDueDeliveries(T0 + 10_000)).toBe(false);
+      expect(await b.webhooks.get('on')).toMatchObject({ previousSecret: null, previousSecretExpiresAt: null });
     } finally {
       await cleanup();
     }
@@ -163,8 +163,8 @@ describe('postgres schema migrations', () => {
         ['s1', 'acme'],
         ['s2', 'globex'],
       ] as const) {
-        await store.createSession({ id: session, tenant, createdAt: 1 });
-        await store.createRun({
+        await store.sessions.create({ id: session, tenant, createdAt: 1 });
+        await store.runs.create({
           id: `run-${session}`,
           sessionId: session,
           agent: { name: 'a', version: '1' },
@@ -185,8 +185,8 @@ describe('postgres schema migrations', () => {
       }
       const again = await openPostgresStore({ url, schema });
       try {
-        expect((await again.listRuns({ tenant: 'acme', limit: 10 })).map((r) => r.id)).toEqual(['run-s1']);
-        expect((await again.listRuns({ tenant: 'globex', limit: 10 })).map((r) => r.id)).toEqual(['run-s2']);
+        expect((await again.runs.list({ tenant: 'acme', limit: 10 })).map((r) => r.id)).toEqual(['run-s1']);
+        expect((await again.runs.list({ tenant: 'globex', limit: 10 })).map((r) => r.id)).toEqual(['run-s2']);
       } finally {
         await again.close();
       }

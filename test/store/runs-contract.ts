@@ -1,5 +1,5 @@
 /**
- * The runs part of the storage contract: every backend of the port (src/store/port.ts) must pass
+ * The runs part of the storage contract: every backend of the port (src/store/port/) must pass
  * this suite, next to the event-log contract (contract.ts).
  *
  * It tests port semantics only: run rows and their compare-and-set updates, the one-active-run
@@ -23,7 +23,7 @@ import {
   type RunInput,
   type RunRecord,
   type Store,
-} from '../../src/store/port.ts';
+} from '../../src/store/index.ts';
 import type { OpenedStore } from './contract.ts';
 
 const T0 = 1_700_000_000_000;
@@ -63,7 +63,7 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
       await opened.cleanup();
     });
 
-    const session = async (id: string = randomUUID()) => (await store.createSession({ id, createdAt: T0 })).id;
+    const session = async (id: string = randomUUID()) => (await store.sessions.create({ id, createdAt: T0 })).id;
     const newRun = (sessionId: string, overrides: Partial<NewRun> = {}): NewRun => ({
       id: randomUUID(),
       sessionId,
@@ -73,11 +73,11 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
       ...overrides,
     });
     const run = async (sessionId?: string, overrides: Partial<NewRun> = {}) =>
-      store.createRun(newRun(sessionId ?? (await session()), overrides));
+      store.runs.create(newRun(sessionId ?? (await session()), overrides));
     /** A run claimed by `owner` (the only claimable one), at `now`. */
     const claimed = async (owner = 'w1', now = T0) => {
       const r = await run();
-      const c = await store.claimRun(owner, LEASE, now, CLAIM_POLICY, { runId: r.id });
+      const c = await store.claims.claim(owner, LEASE, now, CLAIM_POLICY, { runId: r.id });
       expect(c).toBeDefined();
       return c!.run;
     };
@@ -85,7 +85,7 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
     describe('createRun', () => {
       it('creates a queued run with defaults and reads it back', async () => {
         const s = await session('s1');
-        const created = await store.createRun({
+        const created = await store.runs.create({
           id: 'r1',
           sessionId: s,
           agent: { name: 'a', version: '2' },
@@ -118,22 +118,22 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
           deadlineAt: null,
           options: {},
         } satisfies RunRecord);
-        expect(await store.getRun('r1')).toEqual(created);
-        expect(await store.activeRun(s)).toEqual(created);
+        expect(await store.runs.get('r1')).toEqual(created);
+        expect(await store.runs.active(s)).toEqual(created);
         // A record read back is a plain value: copied, serialized, changed like any object, and a
         // change to it is not the store's.
-        const read = (await store.getRun('r1'))!;
+        const read = (await store.runs.get('r1'))!;
         expect(JSON.parse(JSON.stringify(read))).toEqual(created);
         expect({ ...read }).toEqual(created);
         read.agentSpec = { tools: ['y'] };
         expect(read.agentSpec).toEqual({ tools: ['y'] });
-        expect((await store.getRun('r1'))!.agentSpec).toEqual({ tools: ['x'] });
+        expect((await store.runs.get('r1'))!.agentSpec).toEqual({ tools: ['x'] });
       });
 
       it('stores every given field, including the parent run and its tool call', async () => {
         const parent = await run();
         const s = await session();
-        const child = await store.createRun(
+        const child = await store.runs.create(
           newRun(s, {
             parentRunId: parent.id,
             parentToolCallId: 'call_1',
@@ -153,24 +153,24 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
           options: { timeoutMs: 5000, nested: { a: [1, 2] } },
           usage: { inputTokens: 7 },
         });
-        expect(await store.getRun(child.id)).toEqual(child);
-        expect(await store.listRuns({ parentRunId: parent.id, limit: 10 })).toEqual([child]);
+        expect(await store.runs.get(child.id)).toEqual(child);
+        expect(await store.runs.list({ parentRunId: parent.id, limit: 10 })).toEqual([child]);
       });
 
       it('returns undefined for an unknown run and no active run for a session without one', async () => {
         const s = await session();
-        expect(await store.getRun('nope')).toBeUndefined();
-        expect(await store.activeRun(s)).toBeUndefined();
+        expect(await store.runs.get('nope')).toBeUndefined();
+        expect(await store.runs.active(s)).toBeUndefined();
       });
 
       it('refuses a run of an unknown session with NotFoundError, and a duplicate id with a conflict', async () => {
-        expect(await rejection(store.createRun(newRun('no-such-session')))).toBeInstanceOf(NotFoundError);
+        expect(await rejection(store.runs.create(newRun('no-such-session')))).toBeInstanceOf(NotFoundError);
         const r = await run();
-        await store.updateRun(r.id, { status: 'completed' });
-        const dup = await rejection(store.createRun(newRun(r.sessionId, { id: r.id })));
+        await store.runs.update(r.id, { status: 'completed' });
+        const dup = await rejection(store.runs.create(newRun(r.sessionId, { id: r.id })));
         expect(dup).toBeInstanceOf(StoreError);
         expect((dup as StoreError).code).toBe('conflict');
-        expect((await store.getRun(r.id))!.status).toBe('completed');
+        expect((await store.runs.get(r.id))!.status).toBe('completed');
       });
     });
 
@@ -178,29 +178,31 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
       it("a tenant's runs only (its sessions' tenant), in id order after the cursor, with other filters", async () => {
         const ids = (rs: RunRecord[]) => rs.map((r) => r.id);
         const of = async (tenant: string) =>
-          (await store.createSession({ id: randomUUID(), tenant, createdAt: T0 })).id;
+          (await store.sessions.create({ id: randomUUID(), tenant, createdAt: T0 })).id;
         // Ids in creation order, the tenants interleaved; one waiting and one completed run each.
         const made: Array<{ tenant: string; run: RunRecord }> = [];
         for (let i = 0; i < 6; i++) {
           const tenant = i % 2 === 0 ? 'acme' : 'globex';
-          const r = await store.createRun(newRun(await of(tenant), { id: `run-${i}` }));
+          const r = await store.runs.create(newRun(await of(tenant), { id: `run-${i}` }));
           made.push({ tenant, run: r });
-          if (i % 3 === 0) await store.updateRun(r.id, { status: 'waiting_approval' });
-          if (i % 3 === 1) await store.updateRun(r.id, { status: 'waiting_for_user' });
+          if (i % 3 === 0) await store.runs.update(r.id, { status: 'waiting_approval' });
+          if (i % 3 === 1) await store.runs.update(r.id, { status: 'waiting_for_user' });
         }
         const acme = made.filter((m) => m.tenant === 'acme').map((m) => m.run.id);
-        expect(ids(await store.listRuns({ tenant: 'acme', limit: 100 }))).toEqual(acme);
+        expect(ids(await store.runs.list({ tenant: 'acme', limit: 100 }))).toEqual(acme);
         expect(
-          ids(await store.listRuns({ tenant: 'acme', statuses: ['waiting_approval', 'waiting_for_user'], limit: 100 })),
+          ids(
+            await store.runs.list({ tenant: 'acme', statuses: ['waiting_approval', 'waiting_for_user'], limit: 100 }),
+          ),
         ).toEqual(['run-0', 'run-4']);
         expect(
           ids(
-            await store.listRuns({ tenant: 'globex', statuses: ['waiting_approval', 'waiting_for_user'], limit: 100 }),
+            await store.runs.list({ tenant: 'globex', statuses: ['waiting_approval', 'waiting_for_user'], limit: 100 }),
           ),
         ).toEqual(['run-1', 'run-3']);
         expect(
           ids(
-            await store.listRuns({
+            await store.runs.list({
               tenant: 'globex',
               statuses: ['waiting_approval', 'waiting_for_user'],
               after: 'run-1',
@@ -208,8 +210,8 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
             }),
           ),
         ).toEqual(['run-3']);
-        expect(ids(await store.listRuns({ tenant: 'acme', limit: 1, after: 'run-0' }))).toEqual(['run-2']);
-        expect(await store.listRuns({ tenant: 'nobody', limit: 100 })).toEqual([]);
+        expect(ids(await store.runs.list({ tenant: 'acme', limit: 1, after: 'run-0' }))).toEqual(['run-2']);
+        expect(await store.runs.list({ tenant: 'nobody', limit: 100 })).toEqual([]);
       });
     });
 
@@ -218,14 +220,14 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
         const s = await session();
         const first = await run(s);
         for (const status of ['queued', 'running', 'waiting_approval', 'waiting_for_user', 'paused'] as const) {
-          await store.updateRun(first.id, { status });
-          const err = await rejection(store.createRun(newRun(s)));
+          await store.runs.update(first.id, { status });
+          const err = await rejection(store.runs.create(newRun(s)));
           expect(err, status).toBeInstanceOf(RunBusyError);
           expect((err as RunBusyError).activeRunId).toBe(first.id);
           expect((err as RunBusyError).code).toBe('run_busy');
           expect((err as Error).message).toContain(first.id);
         }
-        expect(await store.listRuns({ sessionId: s, limit: 10 })).toHaveLength(1);
+        expect(await store.runs.list({ sessionId: s, limit: 10 })).toHaveLength(1);
       });
 
       it('a terminal run does not block a new one', async () => {
@@ -233,12 +235,12 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
         const ended: string[] = [];
         for (const status of ['completed', 'failed', 'cancelled', 'timed_out'] as const) {
           const r = await run(s);
-          await store.updateRun(r.id, { status, endedAt: T0 });
+          await store.runs.update(r.id, { status, endedAt: T0 });
           ended.push(r.id);
         }
         const active = await run(s);
-        expect((await store.activeRun(s))!.id).toBe(active.id);
-        expect((await store.listRuns({ sessionId: s, limit: 10 })).map((r) => r.id).sort()).toEqual(
+        expect((await store.runs.active(s))!.id).toBe(active.id);
+        expect((await store.runs.list({ sessionId: s, limit: 10 })).map((r) => r.id).sort()).toEqual(
           [...ended, active.id].sort(),
         );
       });
@@ -246,8 +248,8 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
       it('other sessions are not affected', async () => {
         const a = await run();
         const b = await run();
-        expect((await store.activeRun(a.sessionId))!.id).toBe(a.id);
-        expect((await store.activeRun(b.sessionId))!.id).toBe(b.id);
+        expect((await store.runs.active(a.sessionId))!.id).toBe(a.id);
+        expect((await store.runs.active(b.sessionId))!.id).toBe(b.id);
       });
 
       it('two racing createRun calls on one session: exactly one wins, the other gets RunBusyError', async () => {
@@ -255,7 +257,7 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
         const other = opened.another ? await opened.another() : store;
         for (let round = 0; round < 5; round++) {
           const attempts = [newRun(s), newRun(s)];
-          const results = await Promise.allSettled([store.createRun(attempts[0]!), other.createRun(attempts[1]!)]);
+          const results = await Promise.allSettled([store.runs.create(attempts[0]!), other.runs.create(attempts[1]!)]);
           const won = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
           const lost = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
           expect(won).toHaveLength(1);
@@ -263,17 +265,17 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
           expect(lost[0]).toBeInstanceOf(RunBusyError);
           expect((lost[0] as RunBusyError).activeRunId).toBe(won[0]!.id);
           // Both instances agree on the winner.
-          expect((await store.activeRun(s))!.id).toBe(won[0]!.id);
-          expect((await other.activeRun(s))!.id).toBe(won[0]!.id);
-          await other.updateRun(won[0]!.id, { status: 'cancelled', endedAt: T0 });
+          expect((await store.runs.active(s))!.id).toBe(won[0]!.id);
+          expect((await other.runs.active(s))!.id).toBe(won[0]!.id);
+          await other.runs.update(won[0]!.id, { status: 'cancelled', endedAt: T0 });
         }
-        expect(await store.listRuns({ sessionId: s, limit: 100 })).toHaveLength(5);
+        expect(await store.runs.list({ sessionId: s, limit: 100 })).toHaveLength(5);
       });
     });
 
     describe('countRunsByStatus', () => {
       it('counts runs by status as they are created and move, every status present, and a rolled-back move changes nothing', async () => {
-        const before = await store.countRunsByStatus();
+        const before = await store.runs.countByStatus();
         expect(Object.keys(before).sort()).toEqual([
           'cancelled',
           'completed',
@@ -290,16 +292,16 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
         const a = await run();
         const b = await run();
         await run();
-        await store.updateRun(a.id, { status: 'running' });
-        await store.updateRun(b.id, { status: 'completed', endedAt: T0 });
-        await store.updateRun(b.id, { status: 'completed' });
+        await store.runs.update(a.id, { status: 'running' });
+        await store.runs.update(b.id, { status: 'completed', endedAt: T0 });
+        await store.runs.update(b.id, { status: 'completed' });
         await expect(
           store.transaction(async (tx) => {
-            await tx.updateRun(a.id, { status: 'waiting_approval' });
+            await tx.runs.update(a.id, { status: 'waiting_approval' });
             throw new Error('roll back');
           }),
         ).rejects.toThrow('roll back');
-        const after = await store.countRunsByStatus();
+        const after = await store.runs.countByStatus();
         const delta = Object.fromEntries(
           Object.entries(after)
             .map(([k, v]) => [k, v - before[k as keyof typeof before]])
@@ -331,8 +333,8 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
         parent?: string;
       }) => {
         const sessionId = randomUUID();
-        await store.createSession({ id: sessionId, tenant: o.tenant, createdAt: T0 });
-        const r = await store.createRun({
+        await store.sessions.create({ id: sessionId, tenant: o.tenant, createdAt: T0 });
+        const r = await store.runs.create({
           id: randomUUID(),
           sessionId,
           parentRunId: o.parent ?? null,
@@ -340,7 +342,7 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
           agentSpec: o.model ? { name: o.agent, model: o.model, system: 'secret instructions' } : { name: o.agent },
           createdAt: T0,
         });
-        return store.updateRun(r.id, {
+        return store.runs.update(r.id, {
           status: o.endedAt === null ? 'running' : 'completed',
           endedAt: o.endedAt,
           usage: o.usage,
@@ -380,7 +382,7 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
           endedAt: DAY + 10.5 * H,
           parent: C0.id,
         });
-        const C = await store.updateRun(C0.id, {
+        const C = await store.runs.update(C0.id, {
           status: 'completed',
           endedAt: DAY + 11 * H,
           usage: usage(40 + 1, 4 + 1, 0, 1),
@@ -395,7 +397,7 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
           endedAt: null,
           parent: P0.id,
         });
-        const P = await store.updateRun(P0.id, {
+        const P = await store.runs.update(P0.id, {
           status: 'completed',
           endedAt: DAY + 12 * H,
           usage: usage(100 + 41, 10 + 5, 5, 2 + 1),
@@ -426,7 +428,7 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
           cost: 0.1,
           endedAt: DAY + 12 * H + 5 * 60_000,
         });
-        await store.eraseSession(E.sessionId, DAY + 13 * H);
+        await store.sessions.erase(E.sessionId, DAY + 13 * H);
         return { P, C, G, Q, E };
       };
       const range = { from: DAY, to: DAY + 2 * 24 * H };
@@ -441,7 +443,7 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
 
       it("counts each ended run's own usage once: a parent's recorded total less its ended children's; runs not ended and outside the range are left out", async () => {
         await world();
-        expect(rounded(await store.usageTotals({ ...range, groupBy: [] }))).toEqual([
+        expect(rounded(await store.runs.usageTotals({ ...range, groupBy: [] }))).toEqual([
           {
             runs: 5,
             inputTokens: 100 + 40 + 1 + 7 + 10,
@@ -451,7 +453,7 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
             cost: 1 + 0.25 + 0.01 + 0.5 + 0.1,
           },
         ]);
-        expect(rounded(await store.usageTotals({ ...range, groupBy: ['tenant'] }))).toEqual(
+        expect(rounded(await store.runs.usageTotals({ ...range, groupBy: ['tenant'] }))).toEqual(
           sorted([
             {
               tenant: 'a',
@@ -477,8 +479,8 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
 
       it('groups by agent and model: a subagent run counts under its own agent and model, and an erased session keeps its model', async () => {
         const { E } = await world();
-        expect((await store.getRun(E.id))!.agentSpec).toEqual({ model: GPT });
-        expect(rounded(await store.usageTotals({ ...range, groupBy: ['agent', 'model'] }))).toEqual(
+        expect((await store.runs.get(E.id))!.agentSpec).toEqual({ model: GPT });
+        expect(rounded(await store.runs.usageTotals({ ...range, groupBy: ['agent', 'model'] }))).toEqual(
           sorted([
             {
               agent: 'planner',
@@ -506,12 +508,12 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
 
       it('buckets by the UTC day or hour the run ended in (the start of the bucket, in ms)', async () => {
         await world();
-        const days = await store.usageTotals({ ...range, groupBy: ['day'] });
+        const days = await store.runs.usageTotals({ ...range, groupBy: ['day'] });
         expect(sorted(days.map((d) => [d.bucket, d.runs, d.inputTokens]))).toEqual([
           [DAY, 4, 151],
           [DAY + 24 * H, 1, 7],
         ]);
-        const hours = await store.usageTotals({ ...range, groupBy: ['tenant', 'hour'], tenant: 'a' });
+        const hours = await store.runs.usageTotals({ ...range, groupBy: ['tenant', 'hour'], tenant: 'a' });
         expect(sorted(hours.map((h) => [h.tenant, h.bucket, h.runs, h.inputTokens]))).toEqual([
           ['a', DAY + 10 * H, 1, 1],
           ['a', DAY + 11 * H, 1, 40],
@@ -522,27 +524,30 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
       it('filters by tenant, agent and model; the range is [from, to); nothing is an empty list', async () => {
         const { P } = await world();
         expect(
-          (await store.usageTotals({ ...range, groupBy: [], agent: 'researcher' })).map((t) => [t.runs, t.inputTokens]),
-        ).toEqual([[2, 41]]);
-        expect(
-          (await store.usageTotals({ ...range, groupBy: ['tenant'], model: 'openai:gpt-a', tenant: 'b' })).map((t) => [
-            t.tenant,
+          (await store.runs.usageTotals({ ...range, groupBy: [], agent: 'researcher' })).map((t) => [
             t.runs,
             t.inputTokens,
           ]),
+        ).toEqual([[2, 41]]);
+        expect(
+          (await store.runs.usageTotals({ ...range, groupBy: ['tenant'], model: 'openai:gpt-a', tenant: 'b' })).map(
+            (t) => [t.tenant, t.runs, t.inputTokens],
+          ),
         ).toEqual([['b', 1, 7]]);
         expect(
-          (await store.usageTotals({ from: P.endedAt!, to: P.endedAt! + 1, groupBy: [] })).map((t) => t.inputTokens),
+          (await store.runs.usageTotals({ from: P.endedAt!, to: P.endedAt! + 1, groupBy: [] })).map(
+            (t) => t.inputTokens,
+          ),
         ).toEqual([100]);
-        expect(await store.usageTotals({ from: P.endedAt! - 1, to: P.endedAt!, groupBy: [] })).toEqual([]);
-        expect(await store.usageTotals({ ...range, groupBy: ['model'], tenant: 'nobody' })).toEqual([]);
+        expect(await store.runs.usageTotals({ from: P.endedAt! - 1, to: P.endedAt!, groupBy: [] })).toEqual([]);
+        expect(await store.runs.usageTotals({ ...range, groupBy: ['model'], tenant: 'nobody' })).toEqual([]);
       });
 
       it('refuses day and hour together, and an unknown dimension', async () => {
-        await expect(store.usageTotals({ ...range, groupBy: ['day', 'hour'] })).rejects.toMatchObject({
+        await expect(store.runs.usageTotals({ ...range, groupBy: ['day', 'hour'] })).rejects.toMatchObject({
           code: 'invalid_query',
         });
-        await expect(store.usageTotals({ ...range, groupBy: ['week' as 'day'] })).rejects.toMatchObject({
+        await expect(store.runs.usageTotals({ ...range, groupBy: ['week' as 'day'] })).rejects.toMatchObject({
           code: 'invalid_query',
         });
       });
@@ -560,30 +565,30 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
           ['queued', true, null],
           ['queued', true, null],
         ]);
-        expect((await store.activeRun(s))!.id).toBe(first.id);
+        expect((await store.runs.active(s))!.id).toBe(first.id);
         // Still one active run: a new run that is not queued behind is refused.
-        expect(await rejection(store.createRun(newRun(s)))).toBeInstanceOf(RunBusyError);
+        expect(await rejection(store.runs.create(newRun(s)))).toBeInstanceOf(RunBusyError);
 
         // The worker claims the active one, never those behind it (even asked for them by id).
         for (const r of behind)
-          expect(await store.claimRun('w1', LEASE, T0, CLAIM_POLICY, { runId: r.id })).toBeUndefined();
-        expect((await store.claimRun('w1', LEASE, T0, CLAIM_POLICY))!.run.id).toBe(first.id);
-        expect(await store.claimRun('w1', LEASE, T0, CLAIM_POLICY)).toBeUndefined();
+          expect(await store.claims.claim('w1', LEASE, T0, CLAIM_POLICY, { runId: r.id })).toBeUndefined();
+        expect((await store.claims.claim('w1', LEASE, T0, CLAIM_POLICY))!.run.id).toBe(first.id);
+        expect(await store.claims.claim('w1', LEASE, T0, CLAIM_POLICY)).toBeUndefined();
 
         // Coming up while the session still has an active run is refused, and changes nothing.
-        const err = await rejection(store.updateRun(behind[0]!.id, { queuedBehind: false, turn: 2 }));
+        const err = await rejection(store.runs.update(behind[0]!.id, { queuedBehind: false, turn: 2 }));
         expect(err).toBeInstanceOf(RunBusyError);
         expect((err as RunBusyError).activeRunId).toBe(first.id);
-        expect(await store.getRun(behind[0]!.id)).toEqual(behind[0]);
+        expect(await store.runs.get(behind[0]!.id)).toEqual(behind[0]);
 
-        await store.updateRun(first.id, { status: 'completed', endedAt: T0 });
-        const up = await store.updateRun(behind[0]!.id, { queuedBehind: false, turn: 2 }, { statuses: ['queued'] });
+        await store.runs.update(first.id, { status: 'completed', endedAt: T0 });
+        const up = await store.runs.update(behind[0]!.id, { queuedBehind: false, turn: 2 }, { statuses: ['queued'] });
         expect(up).toMatchObject({ queuedBehind: false, turn: 2, status: 'queued' });
-        expect((await store.activeRun(s))!.id).toBe(up.id);
-        expect(await rejection(store.updateRun(behind[1]!.id, { queuedBehind: false }))).toBeInstanceOf(RunBusyError);
-        expect((await store.claimRun('w1', LEASE, T0, CLAIM_POLICY))!.run.id).toBe(up.id);
+        expect((await store.runs.active(s))!.id).toBe(up.id);
+        expect(await rejection(store.runs.update(behind[1]!.id, { queuedBehind: false }))).toBeInstanceOf(RunBusyError);
+        expect((await store.claims.claim('w1', LEASE, T0, CLAIM_POLICY))!.run.id).toBe(up.id);
         // A run behind can end without coming up (cancelled before it started).
-        expect(await store.updateRun(behind[1]!.id, { status: 'cancelled', endedAt: T0 })).toMatchObject({
+        expect(await store.runs.update(behind[1]!.id, { status: 'cancelled', endedAt: T0 })).toMatchObject({
           status: 'cancelled',
           queuedBehind: true,
         });
@@ -595,23 +600,23 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
 
       it('finds runs no worker holds by the first of their wait’s deadline and their own, in order, a page at a time', async () => {
         const sleeping = await run(undefined, { deadlineAt: T0 + 500 });
-        await store.updateRun(sleeping.id, { status: 'sleeping', waiting: waiting(T0 + 300) });
+        await store.runs.update(sleeping.id, { status: 'sleeping', waiting: waiting(T0 + 300) });
         const approval = await run();
-        await store.updateRun(approval.id, { status: 'waiting_approval', waiting: waiting(T0 + 100) });
+        await store.runs.update(approval.id, { status: 'waiting_approval', waiting: waiting(T0 + 100) });
         const queuedWithDeadline = await run(undefined, { deadlineAt: T0 + 200 });
         const paused = await run(undefined, { deadlineAt: T0 + 400 });
-        await store.updateRun(paused.id, { status: 'paused' });
+        await store.runs.update(paused.id, { status: 'paused' });
         // Not due: a later deadline, a wait without one, a running run (its worker keeps its deadline), an ended run.
         const later = await run(undefined, { deadlineAt: T0 + 10_000 });
-        await store.updateRun(later.id, { status: 'waiting_for_signal', waiting: waiting(null) });
+        await store.runs.update(later.id, { status: 'waiting_for_signal', waiting: waiting(null) });
         const forever = await run();
-        await store.updateRun(forever.id, { status: 'waiting_for_user', waiting: waiting(null) });
+        await store.runs.update(forever.id, { status: 'waiting_for_user', waiting: waiting(null) });
         const running = await run(undefined, { deadlineAt: T0 });
-        await store.updateRun(running.id, { status: 'running', waiting: waiting(T0) });
+        await store.runs.update(running.id, { status: 'running', waiting: waiting(T0) });
         const ended = await run(undefined, { deadlineAt: T0 });
-        await store.updateRun(ended.id, { status: 'completed' });
+        await store.runs.update(ended.id, { status: 'completed' });
 
-        const all = await store.dueRuns(T0 + 1000, { limit: 10 });
+        const all = await store.claims.due(T0 + 1000, { limit: 10 });
         expect(all.map((d) => [d.run.id, d.dueAt])).toEqual([
           [approval.id, T0 + 100],
           [queuedWithDeadline.id, T0 + 200],
@@ -619,39 +624,39 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
           [paused.id, T0 + 400],
         ]);
         expect(all[0]!.run).toMatchObject({ id: approval.id, status: 'waiting_approval', waiting: waiting(T0 + 100) });
-        expect((await store.dueRuns(T0 + 250, { limit: 10 })).map((d) => d.run.id)).toEqual([
+        expect((await store.claims.due(T0 + 250, { limit: 10 })).map((d) => d.run.id)).toEqual([
           approval.id,
           queuedWithDeadline.id,
         ]);
-        const first = await store.dueRuns(T0 + 1000, { limit: 2 });
-        const second = await store.dueRuns(T0 + 1000, {
+        const first = await store.claims.due(T0 + 1000, { limit: 2 });
+        const second = await store.claims.due(T0 + 1000, {
           limit: 2,
           after: { dueAt: first[1]!.dueAt, id: first[1]!.run.id },
         });
         expect([...first, ...second].map((d) => d.run.id)).toEqual(all.map((d) => d.run.id));
         expect(
-          await store.dueRuns(T0 + 1000, { limit: 2, after: { dueAt: all[3]!.dueAt, id: all[3]!.run.id } }),
+          await store.claims.due(T0 + 1000, { limit: 2, after: { dueAt: all[3]!.dueAt, id: all[3]!.run.id } }),
         ).toEqual([]);
-        expect(await store.dueRuns(T0 + 99, { limit: 10 })).toEqual([]);
+        expect(await store.claims.due(T0 + 99, { limit: 10 })).toEqual([]);
       });
 
       it('follows every change of the row: a wait that ends, a claim, a new deadline', async () => {
         const r = await run();
-        await store.updateRun(r.id, { status: 'sleeping', waiting: waiting(T0 + 100) });
-        expect((await store.dueRuns(T0 + 100, { limit: 10 })).map((d) => d.run.id)).toEqual([r.id]);
-        await store.updateRun(r.id, { status: 'queued', waiting: null });
-        expect(await store.dueRuns(T0 + 100, { limit: 10 })).toEqual([]);
-        await store.updateRun(r.id, { deadlineAt: T0 + 50 });
-        expect((await store.dueRuns(T0 + 100, { limit: 10 })).map((d) => d.dueAt)).toEqual([T0 + 50]);
-        await store.claimRun('w1', LEASE, T0, CLAIM_POLICY, { runId: r.id });
-        expect(await store.dueRuns(T0 + 100, { limit: 10 })).toEqual([]);
+        await store.runs.update(r.id, { status: 'sleeping', waiting: waiting(T0 + 100) });
+        expect((await store.claims.due(T0 + 100, { limit: 10 })).map((d) => d.run.id)).toEqual([r.id]);
+        await store.runs.update(r.id, { status: 'queued', waiting: null });
+        expect(await store.claims.due(T0 + 100, { limit: 10 })).toEqual([]);
+        await store.runs.update(r.id, { deadlineAt: T0 + 50 });
+        expect((await store.claims.due(T0 + 100, { limit: 10 })).map((d) => d.dueAt)).toEqual([T0 + 50]);
+        await store.claims.claim('w1', LEASE, T0, CLAIM_POLICY, { runId: r.id });
+        expect(await store.claims.due(T0 + 100, { limit: 10 })).toEqual([]);
       });
     });
 
     describe('updateRun', () => {
       it('applies a patch of every field and returns the updated run', async () => {
         const r = await run();
-        const updated = await store.updateRun(r.id, {
+        const updated = await store.runs.update(r.id, {
           status: 'waiting_approval',
           startedAt: T0 + 1,
           usage: { inputTokens: 10, outputTokens: 5 },
@@ -678,8 +683,8 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
           turn: 4,
           agentSpec: { name: 'a', tools: [{ name: 'fx__add', mcp: { server: 'fx' } }] },
         });
-        expect(await store.getRun(r.id)).toEqual(updated);
-        const cleared = await store.updateRun(r.id, {
+        expect(await store.runs.get(r.id)).toEqual(updated);
+        const cleared = await store.runs.update(r.id, {
           error: null,
           waiting: null,
           cancelRequested: false,
@@ -697,53 +702,57 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
 
       it('is a compare-and-set on the status: RunConflictError with the current run, and nothing changed', async () => {
         const r = await run();
-        const ok = await store.updateRun(r.id, { status: 'running' }, { statuses: ['queued', 'paused'] });
+        const ok = await store.runs.update(r.id, { status: 'running' }, { statuses: ['queued', 'paused'] });
         expect(ok.status).toBe('running');
-        const err = await rejection(store.updateRun(r.id, { status: 'cancelled', cost: 9 }, { statuses: ['queued'] }));
+        const err = await rejection(
+          store.runs.update(r.id, { status: 'cancelled', cost: 9 }, { statuses: ['queued'] }),
+        );
         expect(err).toBeInstanceOf(RunConflictError);
         expect((err as RunConflictError).code).toBe('run_conflict');
         expect((err as RunConflictError).run).toEqual(ok);
-        expect(await store.getRun(r.id)).toEqual(ok);
+        expect(await store.runs.get(r.id)).toEqual(ok);
       });
 
       it('is a compare-and-set on the fencing token', async () => {
         const r = await claimed('w1');
         expect(r.fencingToken).toBe(1);
-        const ok = await store.updateRun(r.id, { cost: 1 }, { fencingToken: 1, statuses: ['running'] });
+        const ok = await store.runs.update(r.id, { cost: 1 }, { fencingToken: 1, statuses: ['running'] });
         expect(ok.cost).toBe(1);
-        const err = await rejection(store.updateRun(r.id, { cost: 2 }, { fencingToken: 0 }));
+        const err = await rejection(store.runs.update(r.id, { cost: 2 }, { fencingToken: 0 }));
         expect(err).toBeInstanceOf(RunConflictError);
         expect((err as RunConflictError).run).toEqual(ok);
-        expect((await store.getRun(r.id))!.cost).toBe(1);
+        expect((await store.runs.get(r.id))!.cost).toBe(1);
       });
 
       it('an empty patch with a guard checks the guard without changing anything', async () => {
         const r = await run();
-        expect(await store.updateRun(r.id, {}, { statuses: ['queued'] })).toEqual(r);
-        expect(await rejection(store.updateRun(r.id, {}, { statuses: ['running'] }))).toBeInstanceOf(RunConflictError);
+        expect(await store.runs.update(r.id, {}, { statuses: ['queued'] })).toEqual(r);
+        expect(await rejection(store.runs.update(r.id, {}, { statuses: ['running'] }))).toBeInstanceOf(
+          RunConflictError,
+        );
       });
 
       it('fence: true bumps the fencing token, so the previous holder is fenced out', async () => {
         const r = await claimed('w1');
-        const fenced = await store.updateRun(r.id, { fence: true });
+        const fenced = await store.runs.update(r.id, { fence: true });
         expect(fenced.fencingToken).toBe(r.fencingToken + 1);
-        expect(await rejection(store.updateRun(r.id, { cost: 3 }, { fencingToken: r.fencingToken }))).toBeInstanceOf(
+        expect(await rejection(store.runs.update(r.id, { cost: 3 }, { fencingToken: r.fencingToken }))).toBeInstanceOf(
           RunConflictError,
         );
-        expect(await store.renewLease(r.id, 'w1', r.fencingToken, T0 + LEASE * 2)).toBe(false);
+        expect(await store.claims.renewLease(r.id, 'w1', r.fencingToken, T0 + LEASE * 2)).toBe(false);
       });
 
       it('lease: null clears the lease', async () => {
         const r = await claimed('w1');
         expect(r.lease).toEqual({ owner: 'w1', expiresAt: T0 + LEASE });
-        const released = await store.updateRun(r.id, { status: 'waiting_for_user', lease: null });
+        const released = await store.runs.update(r.id, { status: 'waiting_for_user', lease: null });
         expect(released.lease).toBeNull();
-        expect((await store.getRun(r.id))!.lease).toBeNull();
+        expect((await store.runs.get(r.id))!.lease).toBeNull();
         expect(released.fencingToken).toBe(r.fencingToken);
       });
 
       it('an unknown run is a RunConflictError without a run', async () => {
-        const err = await rejection(store.updateRun('nope', { cost: 1 }));
+        const err = await rejection(store.runs.update('nope', { cost: 1 }));
         expect(err).toBeInstanceOf(RunConflictError);
         expect((err as RunConflictError).run).toBeUndefined();
       });
@@ -756,7 +765,7 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
         const newest = await run(undefined, { createdAt: T0 + 3, id: 'b-newest' });
         const now = T0 + 10;
 
-        const first = await store.claimRun('w1', LEASE, now, CLAIM_POLICY);
+        const first = await store.claims.claim('w1', LEASE, now, CLAIM_POLICY);
         expect(first).toEqual({
           previous: 'queued',
           firstStart: true,
@@ -769,10 +778,10 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
             startedAt: now,
           },
         });
-        expect(await store.getRun(oldest.id)).toEqual(first!.run);
-        expect((await store.claimRun('w2', LEASE, now, CLAIM_POLICY))!.run.id).toBe(newer.id);
-        expect((await store.claimRun('w3', LEASE, now, CLAIM_POLICY))!.run.id).toBe(newest.id);
-        expect(await store.claimRun('w4', LEASE, now, CLAIM_POLICY)).toBeUndefined();
+        expect(await store.runs.get(oldest.id)).toEqual(first!.run);
+        expect((await store.claims.claim('w2', LEASE, now, CLAIM_POLICY))!.run.id).toBe(newer.id);
+        expect((await store.claims.claim('w3', LEASE, now, CLAIM_POLICY))!.run.id).toBe(newest.id);
+        expect(await store.claims.claim('w4', LEASE, now, CLAIM_POLICY)).toBeUndefined();
       });
 
       it('never claims a waiting, paused or terminal run', async () => {
@@ -786,18 +795,18 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
           'timed_out',
         ] as const) {
           const r = await run();
-          await store.updateRun(r.id, { status });
+          await store.runs.update(r.id, { status });
         }
-        expect(await store.claimRun('w1', LEASE, T0 + 10 * LEASE, CLAIM_POLICY)).toBeUndefined();
+        expect(await store.claims.claim('w1', LEASE, T0 + 10 * LEASE, CLAIM_POLICY)).toBeUndefined();
       });
 
       it('claims a running run only once its lease expired, as a new attempt with a new token', async () => {
         const r = await claimed('w1', T0);
         const expiresAt = T0 + LEASE;
-        expect(await store.claimRun('w2', LEASE, T0 + 1, CLAIM_POLICY)).toBeUndefined();
-        expect(await store.claimRun('w2', LEASE, expiresAt - 1, CLAIM_POLICY)).toBeUndefined();
+        expect(await store.claims.claim('w2', LEASE, T0 + 1, CLAIM_POLICY)).toBeUndefined();
+        expect(await store.claims.claim('w2', LEASE, expiresAt - 1, CLAIM_POLICY)).toBeUndefined();
 
-        const again = await store.claimRun('w2', LEASE, expiresAt + 1, CLAIM_POLICY);
+        const again = await store.claims.claim('w2', LEASE, expiresAt + 1, CLAIM_POLICY);
         expect(again!.previous).toBe('running');
         expect(again!.firstStart).toBe(false);
         expect(again!.run).toMatchObject({
@@ -810,23 +819,23 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
           startedAt: T0,
         });
         // The first owner is fenced out.
-        expect(await store.renewLease(r.id, 'w1', 1, expiresAt + 2 * LEASE)).toBe(false);
+        expect(await store.claims.renewLease(r.id, 'w1', 1, expiresAt + 2 * LEASE)).toBe(false);
       });
 
       it('says a claim is a first start only for a run never claimed before (not for one handed back, resumed or retried)', async () => {
         const r = await claimed('w1', T0);
         // Handed back by its worker (a shutdown): queued again, the same attempt.
-        await store.updateRun(r.id, { status: 'queued', lease: null });
-        const back = await store.claimRun('w2', LEASE, T0 + 1, CLAIM_POLICY, { runId: r.id });
+        await store.runs.update(r.id, { status: 'queued', lease: null });
+        const back = await store.claims.claim('w2', LEASE, T0 + 1, CLAIM_POLICY, { runId: r.id });
         expect(back).toMatchObject({ previous: 'queued', firstStart: false, run: { attempt: 1 } });
         // Resumed after a wait.
-        await store.updateRun(r.id, { status: 'waiting_approval', lease: null });
-        await store.updateRun(r.id, { status: 'queued' });
-        expect(await store.claimRun('w3', LEASE, T0 + 2, CLAIM_POLICY, { runId: r.id })).toMatchObject({
+        await store.runs.update(r.id, { status: 'waiting_approval', lease: null });
+        await store.runs.update(r.id, { status: 'queued' });
+        expect(await store.claims.claim('w3', LEASE, T0 + 2, CLAIM_POLICY, { runId: r.id })).toMatchObject({
           firstStart: false,
         });
         const fresh = await run();
-        expect(await store.claimRun('w1', LEASE, T0 + 3, CLAIM_POLICY, { runId: fresh.id })).toMatchObject({
+        expect(await store.claims.claim('w1', LEASE, T0 + 3, CLAIM_POLICY, { runId: fresh.id })).toMatchObject({
           firstStart: true,
           run: { attempt: 1 },
         });
@@ -834,148 +843,154 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
 
       it('a running run without a lease is not claimable', async () => {
         const r = await claimed('w1');
-        await store.updateRun(r.id, { lease: null });
-        expect(await store.claimRun('w2', LEASE, T0 + 100 * LEASE, CLAIM_POLICY)).toBeUndefined();
+        await store.runs.update(r.id, { lease: null });
+        expect(await store.claims.claim('w2', LEASE, T0 + 100 * LEASE, CLAIM_POLICY)).toBeUndefined();
       });
 
       it('claims a given run when asked for it by id, and nothing else', async () => {
         await run(undefined, { createdAt: T0 });
         const wanted = await run(undefined, { createdAt: T0 + 5 });
-        const c = await store.claimRun('w1', LEASE, T0 + 10, CLAIM_POLICY, { runId: wanted.id });
+        const c = await store.claims.claim('w1', LEASE, T0 + 10, CLAIM_POLICY, { runId: wanted.id });
         expect(c!.run.id).toBe(wanted.id);
-        expect(await store.claimRun('w1', LEASE, T0 + 10, CLAIM_POLICY, { runId: wanted.id })).toBeUndefined();
-        expect(await store.claimRun('w1', LEASE, T0 + 10, CLAIM_POLICY, { runId: 'nope' })).toBeUndefined();
+        expect(await store.claims.claim('w1', LEASE, T0 + 10, CLAIM_POLICY, { runId: wanted.id })).toBeUndefined();
+        expect(await store.claims.claim('w1', LEASE, T0 + 10, CLAIM_POLICY, { runId: 'nope' })).toBeUndefined();
       });
 
       it('inside a transaction that rolls back, the claim is undone', async () => {
         const r = await run();
         await rejection(
           store.transaction(async (tx) => {
-            expect((await tx.claimRun('w1', LEASE, T0, CLAIM_POLICY))!.run.id).toBe(r.id);
+            expect((await tx.claims.claim('w1', LEASE, T0, CLAIM_POLICY))!.run.id).toBe(r.id);
             throw new Error('boom');
           }),
         );
-        expect(await store.getRun(r.id)).toEqual(r);
+        expect(await store.runs.get(r.id)).toEqual(r);
       });
     });
 
     describe('renewLease', () => {
       it('extends the lease only for the current owner with the current token', async () => {
         const r = await claimed('w1');
-        expect(await store.renewLease(r.id, 'w1', r.fencingToken, T0 + 2 * LEASE)).toBe(true);
-        expect((await store.getRun(r.id))!.lease).toEqual({ owner: 'w1', expiresAt: T0 + 2 * LEASE });
+        expect(await store.claims.renewLease(r.id, 'w1', r.fencingToken, T0 + 2 * LEASE)).toBe(true);
+        expect((await store.runs.get(r.id))!.lease).toEqual({ owner: 'w1', expiresAt: T0 + 2 * LEASE });
 
-        expect(await store.renewLease(r.id, 'w2', r.fencingToken, T0 + 3 * LEASE)).toBe(false);
-        expect(await store.renewLease(r.id, 'w1', r.fencingToken - 1, T0 + 3 * LEASE)).toBe(false);
-        expect(await store.renewLease(r.id, 'w1', r.fencingToken + 1, T0 + 3 * LEASE)).toBe(false);
-        expect(await store.renewLease('nope', 'w1', r.fencingToken, T0 + 3 * LEASE)).toBe(false);
-        expect((await store.getRun(r.id))!.lease).toEqual({ owner: 'w1', expiresAt: T0 + 2 * LEASE });
+        expect(await store.claims.renewLease(r.id, 'w2', r.fencingToken, T0 + 3 * LEASE)).toBe(false);
+        expect(await store.claims.renewLease(r.id, 'w1', r.fencingToken - 1, T0 + 3 * LEASE)).toBe(false);
+        expect(await store.claims.renewLease(r.id, 'w1', r.fencingToken + 1, T0 + 3 * LEASE)).toBe(false);
+        expect(await store.claims.renewLease('nope', 'w1', r.fencingToken, T0 + 3 * LEASE)).toBe(false);
+        expect((await store.runs.get(r.id))!.lease).toEqual({ owner: 'w1', expiresAt: T0 + 2 * LEASE });
       });
 
       it('is refused once the run ended', async () => {
         const r = await claimed('w1');
-        await store.updateRun(r.id, { status: 'completed', endedAt: T0 });
-        expect(await store.renewLease(r.id, 'w1', r.fencingToken, T0 + 2 * LEASE)).toBe(false);
+        await store.runs.update(r.id, { status: 'completed', endedAt: T0 });
+        expect(await store.claims.renewLease(r.id, 'w1', r.fencingToken, T0 + 2 * LEASE)).toBe(false);
       });
     });
 
     describe("a run's events", () => {
       it('are read from its first event on, only its own, in seq order, whatever came before it in the session', async () => {
         const sid = await session();
-        await store.append(sid, [note(), note({ runId: 'an-earlier-run' }), note()]);
+        await store.events.append(sid, [note(), note({ runId: 'an-earlier-run' }), note()]);
         const r = await run(sid);
-        await store.append(sid, [note({ runId: r.id, data: { n: 1 } }), note(), note({ runId: r.id, data: { n: 2 } })]);
-        await store.append(sid, [note({ runId: r.id, data: { n: 3 } })]);
-        const mine = await store.readEvents(sid, { runId: r.id });
+        await store.events.append(sid, [
+          note({ runId: r.id, data: { n: 1 } }),
+          note(),
+          note({ runId: r.id, data: { n: 2 } }),
+        ]);
+        await store.events.append(sid, [note({ runId: r.id, data: { n: 3 } })]);
+        const mine = await store.events.read(sid, { runId: r.id });
         expect(mine.map((e) => [e.seq, (e.data as { n: number }).n])).toEqual([
           [4, 1],
           [6, 2],
           [7, 3],
         ]);
-        expect((await store.readEvents(sid, { runId: r.id, afterSeq: 4 })).map((e) => e.seq)).toEqual([6, 7]);
-        expect((await store.readEvents(sid, { runId: r.id, afterSeq: 4, untilSeq: 6 })).map((e) => e.seq)).toEqual([6]);
-        expect((await store.readEvents(sid, { runId: r.id, limit: 1 })).map((e) => e.seq)).toEqual([4]);
+        expect((await store.events.read(sid, { runId: r.id, afterSeq: 4 })).map((e) => e.seq)).toEqual([6, 7]);
+        expect((await store.events.read(sid, { runId: r.id, afterSeq: 4, untilSeq: 6 })).map((e) => e.seq)).toEqual([
+          6,
+        ]);
+        expect((await store.events.read(sid, { runId: r.id, limit: 1 })).map((e) => e.seq)).toEqual([4]);
         // Another session's events, and a run that has none, give nothing.
-        expect(await store.readEvents(await session(), { runId: r.id })).toEqual([]);
-        expect(await store.readEvents(sid, { runId: (await run(await session())).id })).toEqual([]);
+        expect(await store.events.read(await session(), { runId: r.id })).toEqual([]);
+        expect(await store.events.read(sid, { runId: (await run(await session())).id })).toEqual([]);
       });
     });
 
     describe('fenced append', () => {
       it('appends while the token is current; a stale token throws FencedError and writes nothing', async () => {
         const r = await claimed('w1');
-        const [ok] = await store.append(r.sessionId, [note({ runId: r.id })], {
+        const [ok] = await store.events.append(r.sessionId, [note({ runId: r.id })], {
           fence: { runId: r.id, token: r.fencingToken },
         });
         expect(ok!.seq).toBe(1);
 
-        await store.updateRun(r.id, { fence: true });
+        await store.runs.update(r.id, { fence: true });
         const err = await rejection(
-          store.append(r.sessionId, [note({ runId: r.id }), note({ runId: r.id })], {
+          store.events.append(r.sessionId, [note({ runId: r.id }), note({ runId: r.id })], {
             fence: { runId: r.id, token: r.fencingToken },
           }),
         );
         expect(err).toBeInstanceOf(FencedError);
         expect((err as FencedError).code).toBe('fenced');
-        expect(await store.readEvents(r.sessionId)).toEqual([ok]);
-        expect((await store.getSession(r.sessionId))!.lastSeq).toBe(1);
+        expect(await store.events.read(r.sessionId)).toEqual([ok]);
+        expect((await store.sessions.get(r.sessionId))!.lastSeq).toBe(1);
       });
 
       it('a fence on an unknown run throws FencedError', async () => {
         const s = await session();
-        expect(await rejection(store.append(s, [note()], { fence: { runId: 'nope', token: 0 } }))).toBeInstanceOf(
-          FencedError,
-        );
-        expect(await store.readEvents(s)).toEqual([]);
+        expect(
+          await rejection(store.events.append(s, [note()], { fence: { runId: 'nope', token: 0 } })),
+        ).toBeInstanceOf(FencedError);
+        expect(await store.events.read(s)).toEqual([]);
       });
 
       it('inside a transaction: the stale append writes nothing and the transaction rolls back if it rethrows', async () => {
         const r = await claimed('w1');
         const stale = r.fencingToken;
-        await store.updateRun(r.id, { fence: true });
+        await store.runs.update(r.id, { fence: true });
         const err = await rejection(
           store.transaction(async (tx) => {
-            await tx.append(r.sessionId, [note()]);
-            await tx.append(r.sessionId, [note({ runId: r.id })], { fence: { runId: r.id, token: stale } });
+            await tx.events.append(r.sessionId, [note()]);
+            await tx.events.append(r.sessionId, [note({ runId: r.id })], { fence: { runId: r.id, token: stale } });
           }),
         );
         expect(err).toBeInstanceOf(FencedError);
-        expect(await store.readEvents(r.sessionId)).toEqual([]);
+        expect(await store.events.read(r.sessionId)).toEqual([]);
       });
     });
 
     describe('checkpoints', () => {
       it('puts, gets and replaces (upsert) the checkpoint of a run', async () => {
         const r = await run();
-        expect(await store.getCheckpoint(r.id)).toBeUndefined();
-        await store.putCheckpoint({ runId: r.id, step: 0, seq: 3, state: { conversation: [], n: 1 } });
-        expect(await store.getCheckpoint(r.id)).toEqual({
+        expect(await store.runs.getCheckpoint(r.id)).toBeUndefined();
+        await store.runs.putCheckpoint({ runId: r.id, step: 0, seq: 3, state: { conversation: [], n: 1 } });
+        expect(await store.runs.getCheckpoint(r.id)).toEqual({
           runId: r.id,
           step: 0,
           seq: 3,
           state: { conversation: [], n: 1 },
         });
-        await store.putCheckpoint({ runId: r.id, step: 2, seq: 9, state: { conversation: [{ id: 'm' }], n: 2 } });
-        expect(await store.getCheckpoint(r.id)).toEqual({
+        await store.runs.putCheckpoint({ runId: r.id, step: 2, seq: 9, state: { conversation: [{ id: 'm' }], n: 2 } });
+        expect(await store.runs.getCheckpoint(r.id)).toEqual({
           runId: r.id,
           step: 2,
           seq: 9,
           state: { conversation: [{ id: 'm' }], n: 2 },
         });
         const other = await run();
-        expect(await store.getCheckpoint(other.id)).toBeUndefined();
+        expect(await store.runs.getCheckpoint(other.id)).toBeUndefined();
       });
 
       it('a checkpoint put in a transaction that rolls back is not kept', async () => {
         const r = await run();
-        await store.putCheckpoint({ runId: r.id, step: 1, seq: 1, state: 'one' });
+        await store.runs.putCheckpoint({ runId: r.id, step: 1, seq: 1, state: 'one' });
         await rejection(
           store.transaction(async (tx) => {
-            await tx.putCheckpoint({ runId: r.id, step: 2, seq: 2, state: 'two' });
+            await tx.runs.putCheckpoint({ runId: r.id, step: 2, seq: 2, state: 'two' });
             throw new Error('boom');
           }),
         );
-        expect(await store.getCheckpoint(r.id)).toEqual({ runId: r.id, step: 1, seq: 1, state: 'one' });
+        expect(await store.runs.getCheckpoint(r.id)).toEqual({ runId: r.id, step: 1, seq: 1, state: 'one' });
       });
     });
 
@@ -996,31 +1011,31 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
         const m2 = input(s, { id: 'b', createdAt: T0 + 2, payload: { n: 2 } });
         const m1 = input(s, { id: 'z', createdAt: T0 + 1, payload: { n: 1, deep: [{ x: null }] } });
         const st = input(s, { id: 'st', kind: 'steer', runId: r.id, createdAt: T0 });
-        for (const i of [m2, m1, st]) await store.addInput(i);
+        for (const i of [m2, m1, st]) await store.inputs.add(i);
 
-        expect(await store.listInputs(s, 'message')).toEqual([m1, m2]);
-        expect(await store.listInputs(s, 'message', undefined, 1)).toEqual([m1]);
-        expect(await store.listInputs(s, 'steer')).toEqual([st]);
-        expect(await store.listInputs(s, 'steer', r.id)).toEqual([st]);
-        expect(await store.listInputs(s, 'steer', 'other-run')).toEqual([]);
-        expect(await store.listInputs(s, 'message', null)).toEqual([m1, m2]);
-        expect(await store.listInputs(s, 'steer', null)).toEqual([]);
-        expect(await store.countInputs(s, 'message')).toBe(2);
-        expect(await store.countInputs(s, 'steer')).toBe(1);
+        expect(await store.inputs.list(s, 'message')).toEqual([m1, m2]);
+        expect(await store.inputs.list(s, 'message', undefined, 1)).toEqual([m1]);
+        expect(await store.inputs.list(s, 'steer')).toEqual([st]);
+        expect(await store.inputs.list(s, 'steer', r.id)).toEqual([st]);
+        expect(await store.inputs.list(s, 'steer', 'other-run')).toEqual([]);
+        expect(await store.inputs.list(s, 'message', null)).toEqual([m1, m2]);
+        expect(await store.inputs.list(s, 'steer', null)).toEqual([]);
+        expect(await store.inputs.count(s, 'message')).toBe(2);
+        expect(await store.inputs.count(s, 'steer')).toBe(1);
         // Listing removed nothing.
-        expect(await store.listInputs(s, 'message')).toEqual([m1, m2]);
-        expect(await store.listInputs(await session(), 'message')).toEqual([]);
+        expect(await store.inputs.list(s, 'message')).toEqual([m1, m2]);
+        expect(await store.inputs.list(await session(), 'message')).toEqual([]);
       });
 
       it('takes (removes and returns) the oldest first, up to a limit', async () => {
         const s = await session();
         const all = [1, 2, 3].map((n) => input(s, { id: `m${n}`, createdAt: T0 + n, payload: { n } }));
-        for (const i of [...all].reverse()) await store.addInput(i);
-        expect(await store.takeInputs(s, 'message', undefined, 2)).toEqual([all[0], all[1]]);
-        expect(await store.countInputs(s, 'message')).toBe(1);
-        expect(await store.takeInputs(s, 'message')).toEqual([all[2]]);
-        expect(await store.takeInputs(s, 'message')).toEqual([]);
-        expect(await store.countInputs(s, 'message')).toBe(0);
+        for (const i of [...all].reverse()) await store.inputs.add(i);
+        expect(await store.inputs.take(s, 'message', undefined, 2)).toEqual([all[0], all[1]]);
+        expect(await store.inputs.count(s, 'message')).toBe(1);
+        expect(await store.inputs.take(s, 'message')).toEqual([all[2]]);
+        expect(await store.inputs.take(s, 'message')).toEqual([]);
+        expect(await store.inputs.count(s, 'message')).toBe(0);
       });
 
       it('takes only the inputs of the given run and kind', async () => {
@@ -1029,32 +1044,32 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
         const mine = input(s, { kind: 'steer', runId: r.id });
         const others = input(s, { kind: 'steer', runId: 'another-run' });
         const message = input(s);
-        for (const i of [mine, others, message]) await store.addInput(i);
-        expect(await store.takeInputs(s, 'steer', r.id)).toEqual([mine]);
-        expect(await store.listInputs(s, 'steer')).toEqual([others]);
-        expect(await store.listInputs(s, 'message')).toEqual([message]);
+        for (const i of [mine, others, message]) await store.inputs.add(i);
+        expect(await store.inputs.take(s, 'steer', r.id)).toEqual([mine]);
+        expect(await store.inputs.list(s, 'steer')).toEqual([others]);
+        expect(await store.inputs.list(s, 'message')).toEqual([message]);
       });
 
       it('removes one input: true once, then false', async () => {
         const s = await session();
         const i = input(s);
-        await store.addInput(i);
-        expect(await store.removeInput(i.id)).toBe(true);
-        expect(await store.removeInput(i.id)).toBe(false);
-        expect(await store.countInputs(s, 'message')).toBe(0);
+        await store.inputs.add(i);
+        expect(await store.inputs.remove(i.id)).toBe(true);
+        expect(await store.inputs.remove(i.id)).toBe(false);
+        expect(await store.inputs.count(s, 'message')).toBe(0);
       });
 
       it('a take inside a transaction that rolls back leaves the inputs in place', async () => {
         const s = await session();
         const i = input(s);
-        await store.addInput(i);
+        await store.inputs.add(i);
         await rejection(
           store.transaction(async (tx) => {
-            expect(await tx.takeInputs(s, 'message')).toEqual([i]);
+            expect(await tx.inputs.take(s, 'message')).toEqual([i]);
             throw new Error('boom');
           }),
         );
-        expect(await store.listInputs(s, 'message')).toEqual([i]);
+        expect(await store.inputs.list(s, 'message')).toEqual([i]);
       });
     });
   });

@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { StoreError, type ScheduleFireRecord, type ScheduleRecord, type Store } from '../../src/store/port.ts';
+import { StoreError, type ScheduleFireRecord, type ScheduleRecord, type Store } from '../../src/store/index.ts';
 import type { OpenedStore } from './contract.ts';
 
 const T0 = 1_700_000_000_000;
@@ -57,8 +57,8 @@ export function schedulesContract(name: string, open: () => Promise<OpenedStore>
 
     it('creates, reads back every field, refuses a second with the same id', async () => {
       const s = schedule();
-      expect(await store.createSchedule(s)).toEqual(s);
-      expect(await store.getSchedule(s.id)).toEqual(s);
+      expect(await store.schedules.create(s)).toEqual(s);
+      expect(await store.schedules.get(s.id)).toEqual(s);
       const i = schedule({
         cron: null,
         intervalSeconds: 90,
@@ -67,26 +67,26 @@ export function schedulesContract(name: string, open: () => Promise<OpenedStore>
         name: null,
         message: 'text',
       });
-      expect(await store.createSchedule(i)).toEqual(i);
-      await expect(store.createSchedule(s)).rejects.toMatchObject({ code: 'conflict' });
-      expect(await store.getSchedule('nope')).toBeUndefined();
+      expect(await store.schedules.create(i)).toEqual(i);
+      await expect(store.schedules.create(s)).rejects.toMatchObject({ code: 'conflict' });
+      expect(await store.schedules.get('nope')).toBeUndefined();
     });
 
     it('lists by tenant in id order, after a cursor', async () => {
       const ids = [];
-      for (let k = 0; k < 3; k++) ids.push((await store.createSchedule(schedule())).id);
-      await store.createSchedule(schedule({ tenant: 't2' }));
+      for (let k = 0; k < 3; k++) ids.push((await store.schedules.create(schedule())).id);
+      await store.schedules.create(schedule({ tenant: 't2' }));
       ids.sort();
-      expect((await store.listSchedules({ tenant: 't1', limit: 10 })).map((s) => s.id)).toEqual(ids);
-      expect((await store.listSchedules({ tenant: 't1', limit: 1, after: ids[0]! })).map((s) => s.id)).toEqual([
+      expect((await store.schedules.list({ tenant: 't1', limit: 10 })).map((s) => s.id)).toEqual(ids);
+      expect((await store.schedules.list({ tenant: 't1', limit: 1, after: ids[0]! })).map((s) => s.id)).toEqual([
         ids[1],
       ]);
-      expect(await store.listSchedules({ limit: 10 })).toHaveLength(4);
+      expect(await store.schedules.list({ limit: 10 })).toHaveLength(4);
     });
 
     it('patches, and says when there is no such schedule', async () => {
-      const s = await store.createSchedule(schedule());
-      const p = await store.updateSchedule(s.id, {
+      const s = await store.schedules.create(schedule());
+      const p = await store.schedules.update(s.id, {
         pausedAt: T0 + 5,
         pausedReason: 'why',
         nextFireAt: null,
@@ -103,59 +103,61 @@ export function schedulesContract(name: string, open: () => Promise<OpenedStore>
         updatedAt: T0 + 5,
         name: 'daily',
       });
-      await expect(store.updateSchedule('nope', { updatedAt: 1 })).rejects.toMatchObject({ code: 'not_found' });
+      await expect(store.schedules.update('nope', { updatedAt: 1 })).rejects.toMatchObject({ code: 'not_found' });
     });
 
     it('due schedules: next fire at or before now, earliest first, never paused ones, at most limit', async () => {
-      const late = await store.createSchedule(schedule({ nextFireAt: T0 + 300 }));
-      const early = await store.createSchedule(schedule({ nextFireAt: T0 + 100 }));
-      await store.createSchedule(schedule({ nextFireAt: T0 + 100, pausedAt: T0 }));
-      await store.createSchedule(schedule({ nextFireAt: null }));
-      await store.createSchedule(schedule({ nextFireAt: T0 + 301 }));
-      expect((await store.dueSchedules(T0 + 300, 10)).map((s) => s.id)).toEqual([early.id, late.id]);
-      expect((await store.dueSchedules(T0 + 300, 1)).map((s) => s.id)).toEqual([early.id]);
-      expect(await store.dueSchedules(T0 + 99, 10)).toEqual([]);
+      const late = await store.schedules.create(schedule({ nextFireAt: T0 + 300 }));
+      const early = await store.schedules.create(schedule({ nextFireAt: T0 + 100 }));
+      await store.schedules.create(schedule({ nextFireAt: T0 + 100, pausedAt: T0 }));
+      await store.schedules.create(schedule({ nextFireAt: null }));
+      await store.schedules.create(schedule({ nextFireAt: T0 + 301 }));
+      expect((await store.schedules.due(T0 + 300, 10)).map((s) => s.id)).toEqual([early.id, late.id]);
+      expect((await store.schedules.due(T0 + 300, 1)).map((s) => s.id)).toEqual([early.id]);
+      expect(await store.schedules.due(T0 + 99, 10)).toEqual([]);
     });
 
     it('one fire per (schedule, tick): a second writes nothing, from this instance or another', async () => {
-      const s = await store.createSchedule(schedule());
+      const s = await store.schedules.create(schedule());
       const first = fire(s.id, T0);
-      expect(await store.addScheduleFire(first)).toBe(true);
-      expect(await store.addScheduleFire(fire(s.id, T0, { outcome: 'skipped', runId: null }))).toBe(false);
+      expect(await store.schedules.addFire(first)).toBe(true);
+      expect(await store.schedules.addFire(fire(s.id, T0, { outcome: 'skipped', runId: null }))).toBe(false);
       const other = opened.another ? await opened.another() : store;
-      expect(await other.addScheduleFire(fire(s.id, T0))).toBe(false);
+      expect(await other.schedules.addFire(fire(s.id, T0))).toBe(false);
       expect(
-        await store.addScheduleFire(fire(s.id, T0 + 1000, { outcome: 'skipped', reason: 'busy', runId: null })),
+        await store.schedules.addFire(fire(s.id, T0 + 1000, { outcome: 'skipped', reason: 'busy', runId: null })),
       ).toBe(true);
-      const fires = await other.listScheduleFires(s.id, { limit: 10 });
+      const fires = await other.schedules.listFires(s.id, { limit: 10 });
       expect(fires.map((f) => f.tick)).toEqual([T0 + 1000, T0]);
       expect(fires[1]).toEqual(first);
-      expect((await store.listScheduleFires(s.id, { limit: 10, before: T0 + 1000 })).map((f) => f.tick)).toEqual([T0]);
+      expect((await store.schedules.listFires(s.id, { limit: 10, before: T0 + 1000 })).map((f) => f.tick)).toEqual([
+        T0,
+      ]);
     });
 
     it('inside a transaction: a taken tick answers false and the transaction goes on; a rolled back fire leaves the tick free', async () => {
-      const s = await store.createSchedule(schedule());
-      await store.addScheduleFire(fire(s.id, T0));
+      const s = await store.schedules.create(schedule());
+      await store.schedules.addFire(fire(s.id, T0));
       const r = await store.transaction(async (tx) => {
-        const taken = await tx.addScheduleFire(fire(s.id, T0));
-        await tx.updateSchedule(s.id, { lastTick: T0 });
+        const taken = await tx.schedules.addFire(fire(s.id, T0));
+        await tx.schedules.update(s.id, { lastTick: T0 });
         return taken;
       });
       expect(r).toBe(false);
-      expect((await store.getSchedule(s.id))!.lastTick).toBe(T0);
+      expect((await store.schedules.get(s.id))!.lastTick).toBe(T0);
       await expect(
         store.transaction(async (tx) => {
-          expect(await tx.addScheduleFire(fire(s.id, T0 + 1000))).toBe(true);
+          expect(await tx.schedules.addFire(fire(s.id, T0 + 1000))).toBe(true);
           throw new StoreError('test', 'roll back');
         }),
       ).rejects.toThrow('roll back');
-      expect(await store.addScheduleFire(fire(s.id, T0 + 1000))).toBe(true);
+      expect(await store.schedules.addFire(fire(s.id, T0 + 1000))).toBe(true);
     });
 
     it('concurrent fires of one tick from two instances: exactly one is recorded', async () => {
-      const s = await store.createSchedule(schedule());
+      const s = await store.schedules.create(schedule());
       const other = opened.another ? await opened.another() : store;
-      const attempt = (on: typeof store) => on.transaction(async (tx) => tx.addScheduleFire(fire(s.id, T0 + 7)));
+      const attempt = (on: typeof store) => on.transaction(async (tx) => tx.schedules.addFire(fire(s.id, T0 + 7)));
       // Two SQLite instances in one process cannot race: a transaction that awaits holds the write
       // lock while the other's BEGIN blocks the event loop it needs (the race between processes is
       // in test/runs/schedules.test.ts). There, each instance races with itself, one after the other.
@@ -167,16 +169,16 @@ export function schedulesContract(name: string, open: () => Promise<OpenedStore>
             ]
           : await Promise.all(Array.from({ length: 6 }, (_, k) => attempt(k % 2 ? other : store)));
       expect(results.filter(Boolean)).toHaveLength(1);
-      expect(await store.listScheduleFires(s.id, { limit: 10 })).toHaveLength(1);
+      expect(await store.schedules.listFires(s.id, { limit: 10 })).toHaveLength(1);
     });
 
     it('deletes a schedule with its fires', async () => {
-      const s = await store.createSchedule(schedule());
-      await store.addScheduleFire(fire(s.id, T0));
-      expect(await store.deleteSchedule(s.id)).toBe(true);
-      expect(await store.getSchedule(s.id)).toBeUndefined();
-      expect(await store.listScheduleFires(s.id, { limit: 10 })).toEqual([]);
-      expect(await store.deleteSchedule(s.id)).toBe(false);
+      const s = await store.schedules.create(schedule());
+      await store.schedules.addFire(fire(s.id, T0));
+      expect(await store.schedules.delete(s.id)).toBe(true);
+      expect(await store.schedules.get(s.id)).toBeUndefined();
+      expect(await store.schedules.listFires(s.id, { limit: 10 })).toEqual([]);
+      expect(await store.schedules.delete(s.id)).toBe(false);
     });
   });
 }

@@ -42,7 +42,7 @@ function dbFile(): string {
 function member(path: string) {
   const store = new SqliteStore({ path });
   const heard: StoreChange[] = [];
-  store.changes((c) => c && heard.push(c));
+  store.notices.changes((c) => c && heard.push(c));
   cleanups.push(() => store.close());
   return {
     store,
@@ -57,7 +57,7 @@ function member(path: string) {
  * joined together, at least one found the other's socket, and its barrier waits for the other's
  * answer, which comes on the connection the other opened to it).
  */
-const allJoined = (...stores: SqliteStore[]) => Promise.all(stores.map((s) => s.noticesCaughtUp!()));
+const allJoined = (...stores: SqliteStore[]) => Promise.all(stores.map((s) => s.notices.caughtUp!()));
 
 /** What a member process heard (see fixtures/live-bus-member.ts). */
 function heardBy(child: ChildProcess): Promise<{ messages: number[]; notices: StoreChange[] }> {
@@ -95,10 +95,10 @@ describe('SqliteStore: the live feed across the processes of a file (local bus)'
     const [a, b, c] = [member(path), member(path), member(path)];
     await allJoined(a.store, b.store, c.store);
 
-    a.store.broadcast!('s1', { n: 1 });
-    a.store.broadcast!('s1', { n: 2 });
-    b.store.broadcast!('s2', { n: 3 });
-    a.store.broadcast!('s1', { n: 4 });
+    a.store.notices.broadcast!('s1', { n: 1 });
+    a.store.notices.broadcast!('s1', { n: 2 });
+    b.store.notices.broadcast!('s2', { n: 3 });
+    a.store.notices.broadcast!('s1', { n: 4 });
     // After a member's barrier, what the others sent before it answered has arrived.
     await allJoined(a.store, b.store, c.store);
 
@@ -117,14 +117,14 @@ describe('SqliteStore: the live feed across the processes of a file (local bus)'
     const path = dbFile();
     const [a, b] = [member(path), member(path)];
     await allJoined(a.store, b.store);
-    await a.store.createSession({ id: 's', createdAt: T0 });
+    await a.store.sessions.create({ id: 's', createdAt: T0 });
 
-    a.store.broadcast!('s', { kind: 'delta', id: '0.1' });
-    a.store.broadcast!('s', { kind: 'delta', id: '0.2' });
-    await a.store.append('s', [note(1), note(2)]);
-    a.store.broadcast!('s', { kind: 'delta', id: '2.1' });
-    await b.store.noticesCaughtUp!();
-    await b.store.append('s', [note(3)]);
+    a.store.notices.broadcast!('s', { kind: 'delta', id: '0.1' });
+    a.store.notices.broadcast!('s', { kind: 'delta', id: '0.2' });
+    await a.store.events.append('s', [note(1), note(2)]);
+    a.store.notices.broadcast!('s', { kind: 'delta', id: '2.1' });
+    await b.store.notices.caughtUp!();
+    await b.store.events.append('s', [note(3)]);
     await allJoined(a.store, b.store);
 
     expect(b.heard).toEqual([
@@ -147,13 +147,13 @@ describe('SqliteStore: the live feed across the processes of a file (local bus)'
     const offBus = new SqliteStore({ path });
     cleanups.push(() => offBus.close());
     await allJoined(a.store, b.store);
-    await offBus.createSession({ id: 's', createdAt: T0 });
-    await offBus.append('s', [note(1), note(2)]);
-    await a.store.append('s', [note(3)]);
+    await offBus.sessions.create({ id: 's', createdAt: T0 });
+    await offBus.events.append('s', [note(1), note(2)]);
+    await a.store.events.append('s', [note(3)]);
     // Seqs 1 and 2 were never noticed: b learns that nothing else is on its way, and passes on 3.
-    await b.store.noticesCaughtUp!();
+    await b.store.notices.caughtUp!();
     expect(b.notices()).toEqual([{ sessionId: 's', lastSeq: 3 }]);
-    await a.store.noticesCaughtUp!();
+    await a.store.notices.caughtUp!();
     expect(a.notices()).toEqual([{ sessionId: 's', lastSeq: 3 }]);
     expect(offBus.liveSocket).toBeUndefined();
   });
@@ -162,8 +162,8 @@ describe('SqliteStore: the live feed across the processes of a file (local bus)'
     const path = dbFile();
     const [a, b] = [member(path), member(path)];
     await allJoined(a.store, b.store);
-    await a.store.createSession({ id: 's', createdAt: T0 });
-    await a.store.append('s', [note(1)]);
+    await a.store.sessions.create({ id: 's', createdAt: T0 });
+    await a.store.events.append('s', [note(1)]);
     await a.store.close();
     await until(() => b.notices().length > 0);
     expect(b.notices()).toEqual([{ sessionId: 's', lastSeq: 1 }]);
@@ -179,16 +179,16 @@ describe('SqliteStore: the live feed across the processes of a file (local bus)'
     await a.store.close();
     expect(existsSync(sockets[0]!)).toBe(false);
     // b goes on without a: its broadcasts and barriers do not wait for it.
-    b.store.broadcast!('s', { n: 1 });
-    await b.store.noticesCaughtUp!();
+    b.store.notices.broadcast!('s', { n: 1 });
+    await b.store.notices.caughtUp!();
     await b.store.close();
     expect(existsSync(dir)).toBe(false);
 
     const memory = new SqliteStore({ path: ':memory:' });
     cleanups.push(() => memory.close());
-    expect(memory.broadcast).toBeUndefined();
-    expect(memory.noticesCaughtUp).toBeUndefined();
-    memory.changes(() => {});
+    expect(memory.notices.broadcast).toBeUndefined();
+    expect(memory.notices.caughtUp).toBeUndefined();
+    memory.notices.changes(() => {});
     expect(memory.liveSocket).toBeUndefined();
   });
 
@@ -198,13 +198,13 @@ describe('SqliteStore: the live feed across the processes of a file (local bus)'
     await allJoined(a.store);
     const stopped = spawnMember(path);
     await stopped.socket;
-    await a.store.noticesCaughtUp!();
+    await a.store.notices.caughtUp!();
     stopped.child.kill('SIGSTOP');
-    await a.store.createSession({ id: 's', createdAt: T0 });
+    await a.store.sessions.create({ id: 's', createdAt: T0 });
     // 4 MB of deltas at once: what the socket does not take waits in the sender, up to 1 MB.
-    for (let i = 0; i < 4000; i++) a.store.broadcast!('s', { kind: 'delta', i, text: 'x'.repeat(1000) });
+    for (let i = 0; i < 4000; i++) a.store.notices.broadcast!('s', { kind: 'delta', i, text: 'x'.repeat(1000) });
     expect(a.store.droppedBroadcasts).toBeGreaterThan(1000);
-    await a.store.append('s', [note(1)]);
+    await a.store.events.append('s', [note(1)]);
     stopped.child.kill('SIGCONT');
     const heard = await heardBy(stopped.child);
     // The first deltas, in order, then none: the rest was dropped; the commit's notice came after them.
@@ -221,7 +221,7 @@ describe('SqliteStore: the live feed across the processes of a file (local bus)'
     const socket = await killed.socket;
     expect(existsSync(socket)).toBe(true);
     // The killed member answered a barrier: a and it know each other.
-    await a.store.noticesCaughtUp!();
+    await a.store.notices.caughtUp!();
     killed.child.kill('SIGKILL');
     await killed.exited;
     // Nobody closed it: a finds its connection ended, tries again, and is refused.
@@ -230,10 +230,10 @@ describe('SqliteStore: the live feed across the processes of a file (local bus)'
     // a goes on: its broadcasts and commits, and a member joining later.
     const b = member(path);
     await allJoined(a.store, b.store);
-    await a.store.createSession({ id: 's', createdAt: T0 });
-    a.store.broadcast!('s', { n: 1 });
-    await a.store.append('s', [note(1)]);
-    await b.store.noticesCaughtUp!();
+    await a.store.sessions.create({ id: 's', createdAt: T0 });
+    a.store.notices.broadcast!('s', { n: 1 });
+    await a.store.events.append('s', [note(1)]);
+    await b.store.notices.caughtUp!();
     expect(b.heard).toEqual([
       { sessionId: 's', message: { n: 1 } },
       { sessionId: 's', lastSeq: 1 },
@@ -250,7 +250,7 @@ describe('SqliteStore: the live feed across the processes of a file (local bus)'
 
     const a = member(path);
     // a's barrier waits for every member it found to answer or to be found dead.
-    await a.store.noticesCaughtUp!();
+    await a.store.notices.caughtUp!();
     expect(existsSync(socket)).toBe(false);
     expect(readdirSync(dirname(socket))).toEqual([a.store.liveSocket!.slice(dirname(socket).length + 1)]);
   });

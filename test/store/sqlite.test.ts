@@ -10,7 +10,7 @@ import { decodeBatch } from '../../src/store/sqlite/event-batch-codec.ts';
 import { EVENT_BATCH_DICTIONARY_1 } from '../../src/store/sqlite/event-batch-dictionary.ts';
 import { latestSchemaVersion } from '../../src/store/sqlite/migrations.ts';
 import { defaultDbPath, SqliteStore } from '../../src/store/sqlite/store.ts';
-import { FencedError, SchemaVersionError, StoreError } from '../../src/store/port.ts';
+import { FencedError, SchemaVersionError, StoreError } from '../../src/store/index.ts';
 import { CLAIM_POLICY } from '../../src/runs/lifecycle/run-status.ts';
 import { storeContract } from './contract.ts';
 import { runsContract } from './runs-contract.ts';
@@ -111,7 +111,7 @@ describe('sqlite store', () => {
 
   it('runs in WAL mode with synchronous=FULL by default', async () => {
     const store = openStore();
-    await store.createSession({ id: 's', createdAt: T0 });
+    await store.sessions.create({ id: 's', createdAt: T0 });
     // journal_mode is persistent in the file: another connection sees it.
     expect(rawDb({ readonly: true }).pragma('journal_mode', { simple: true })).toBe('wal');
     // synchronous, busy_timeout and foreign_keys are per connection: read them on the store's own.
@@ -136,22 +136,22 @@ describe('sqlite store', () => {
         }
       }).length;
     const full = openStore();
-    await full.createSession({ id: 'f', createdAt: T0 });
+    await full.sessions.create({ id: 'f', createdAt: T0 });
     for (let n = 1; n <= 70; n++)
-      await full.append('f', [{ id: `f${n}`, type: 'test/note', v: 1, time: T0, entry: false, data: { n } }]);
+      await full.events.append('f', [{ id: `f${n}`, type: 'test/note', v: 1, time: T0, entry: false, data: { n } }]);
     expect(full.walFlushes).toBe(0);
     expect(connection(full).pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
     await full.close();
 
     const normal = openStore({ synchronous: 'NORMAL' });
     expect(connection(normal).pragma('wal_autocheckpoint', { simple: true })).toBe(16_000);
-    await normal.createSession({ id: 's', createdAt: T0 });
+    await normal.sessions.create({ id: 's', createdAt: T0 });
     // SQLite's own descriptor of the WAL.
     const before = walFds();
     expect(before).toBe(1);
     // 1 commit for the session, 70 appends: syncs start at the 32nd and the 64th commit (unless the first still runs).
     for (let n = 1; n <= 70; n++)
-      await normal.append('s', [{ id: `e${n}`, type: 'test/note', v: 1, time: T0, entry: false, data: { n } }]);
+      await normal.events.append('s', [{ id: `e${n}`, type: 'test/note', v: 1, time: T0, entry: false, data: { n } }]);
     expect(normal.walFlushes).toBeGreaterThanOrEqual(1);
     expect(normal.walFlushes).toBeLessThanOrEqual(2);
     expect(walFds()).toBe(before + 1);
@@ -160,14 +160,14 @@ describe('sqlite store', () => {
     expect(walFds()).toBe(0);
     // Every commit is in the database, as with FULL.
     const again = openStore({ synchronous: 'NORMAL' });
-    expect((await again.readEvents('s')).map((e) => e.id)).toEqual(Array.from({ length: 70 }, (_, k) => `e${k + 1}`));
+    expect((await again.events.read('s')).map((e) => e.id)).toEqual(Array.from({ length: 70 }, (_, k) => `e${k + 1}`));
     expect(openStore({ path: ':memory:', synchronous: 'NORMAL' }).walFlushes).toBe(0);
   });
 
   it('refuses UPDATE and DELETE on events, even from another connection', async () => {
     const store = openStore();
-    await store.createSession({ id: 's', createdAt: T0 });
-    const [e] = await store.append('s', [{ id: 'e1', type: 't', v: 1, time: T0, entry: true, data: { a: 1 } }]);
+    await store.sessions.create({ id: 's', createdAt: T0 });
+    const [e] = await store.events.append('s', [{ id: 'e1', type: 't', v: 1, time: T0, entry: true, data: { a: 1 } }]);
 
     // The log is stored in batches, the tree in entries (ADR-0009): neither can be changed or shrunk.
     const db = rawDb();
@@ -177,7 +177,7 @@ describe('sqlite store', () => {
     expect(() => connection(store).prepare('DELETE FROM event_batches').run()).toThrow('events are immutable');
     // Sealed, the events are in a compressed row that cannot be changed or removed either, and
     // the tree is indexed in entries (ADR-0022), as immutable.
-    await store.sealEvents('s');
+    await store.events.seal('s');
     expect(db.prepare('SELECT codec, first_seq, last_seq FROM event_batches').all()).toEqual([
       { codec: 3, first_seq: 1, last_seq: 1 },
     ]);
@@ -188,13 +188,13 @@ describe('sqlite store', () => {
     expect(() => db.prepare("UPDATE event_batches SET data = x'00'").run()).toThrow('events are immutable');
     expect(() => db.prepare('DELETE FROM event_batches').run()).toThrow('events are immutable');
 
-    expect(await store.readEvents('s')).toEqual([e]);
+    expect(await store.events.read('s')).toEqual([e]);
   });
 
   it('finds the entries of open rows written by another connection, refuses their ids again, and indexes them when sealed', async () => {
     const a = openStore();
     const b = openStore();
-    await a.createSession({ id: 's', createdAt: T0 });
+    await a.sessions.create({ id: 's', createdAt: T0 });
     const entry = (id: string, parentId?: string) => ({
       id,
       type: 'test/entry',
@@ -207,40 +207,40 @@ describe('sqlite store', () => {
     const ids = (events: Array<{ id: string }>) => events.map((e) => e.id);
     const indexed = () =>
       (rawDb({ readonly: true }).prepare('SELECT count(*) AS n FROM entries').get() as { n: number }).n;
-    await a.append('s', [entry('e1'), entry('e2')]);
+    await a.events.append('s', [entry('e1'), entry('e2')]);
     // b has kept nothing of this session: it reads a's open rows.
-    await b.append('s', [entry('e3', 'e1')]);
+    await b.events.append('s', [entry('e3', 'e1')]);
     expect(indexed()).toBe(0);
-    expect(ids(await b.ancestors('s', 'e3', 10))).toEqual(['e3', 'e1']);
+    expect(ids(await b.events.ancestors('s', 'e3', 10))).toEqual(['e3', 'e1']);
     // a kept its own append: the head moved since, so it reads the open rows again.
-    expect(ids(await a.ancestors('s', 'e3', 10))).toEqual(['e3', 'e1']);
-    expect(ids(await a.getEntries('s', ['e2', 'e3', 'nope']))).toEqual(['e2', 'e3']);
-    await expect(a.append('s', [entry('e2')])).rejects.toMatchObject({ code: 'conflict' });
-    await expect(b.append('s', [entry('e4'), entry('e4')])).rejects.toMatchObject({ code: 'conflict' });
-    await expect(b.append('s', [entry('e5', 'elsewhere')])).rejects.toMatchObject({ code: 'invalid_parent' });
+    expect(ids(await a.events.ancestors('s', 'e3', 10))).toEqual(['e3', 'e1']);
+    expect(ids(await a.events.entries('s', ['e2', 'e3', 'nope']))).toEqual(['e2', 'e3']);
+    await expect(a.events.append('s', [entry('e2')])).rejects.toMatchObject({ code: 'conflict' });
+    await expect(b.events.append('s', [entry('e4'), entry('e4')])).rejects.toMatchObject({ code: 'conflict' });
+    await expect(b.events.append('s', [entry('e5', 'elsewhere')])).rejects.toMatchObject({ code: 'invalid_parent' });
     // A rolled-back append leaves no entry behind, kept or stored.
     await expect(
       a.transaction(async (tx) => {
-        await tx.append('s', [entry('e6', 'e3')]);
+        await tx.events.append('s', [entry('e6', 'e3')]);
         throw new Error('changed my mind');
       }),
     ).rejects.toThrow('changed my mind');
-    expect(ids(await a.getEntries('s', ['e6']))).toEqual([]);
-    await a.append('s', [entry('e6', 'e3')]);
+    expect(ids(await a.events.entries('s', ['e6']))).toEqual([]);
+    await a.events.append('s', [entry('e6', 'e3')]);
     // Sealed, they are indexed; the walk goes on from the open rows into the index.
-    await b.sealEvents('s');
+    await b.events.seal('s');
     expect(indexed()).toBe(4);
-    await a.append('s', [entry('e7')]);
-    expect(ids(await a.ancestors('s', 'e7', 10))).toEqual(['e7', 'e6', 'e3', 'e1']);
-    expect(ids(await b.ancestors('s', 'e7', 2))).toEqual(['e7', 'e6']);
-    await expect(a.append('s', [entry('e3')])).rejects.toMatchObject({ code: 'conflict' });
-    await expect(b.append('s', [entry('e8'), entry('e1')])).rejects.toMatchObject({ code: 'conflict' });
-    expect(ids(await b.getEntries('s', ['e1', 'e7']))).toEqual(['e1', 'e7']);
+    await a.events.append('s', [entry('e7')]);
+    expect(ids(await a.events.ancestors('s', 'e7', 10))).toEqual(['e7', 'e6', 'e3', 'e1']);
+    expect(ids(await b.events.ancestors('s', 'e7', 2))).toEqual(['e7', 'e6']);
+    await expect(a.events.append('s', [entry('e3')])).rejects.toMatchObject({ code: 'conflict' });
+    await expect(b.events.append('s', [entry('e8'), entry('e1')])).rejects.toMatchObject({ code: 'conflict' });
+    expect(ids(await b.events.entries('s', ['e1', 'e7']))).toEqual(['e1', 'e7']);
   });
 
   it('keeps no entry of a rolled-back append among the open entries it extends in place, and takes the same seq for other entries after it', async () => {
     const store = openStore();
-    await store.createSession({ id: 's', createdAt: T0 });
+    await store.sessions.create({ id: 's', createdAt: T0 });
     const entry = (id: string, parentId?: string) => ({
       id,
       type: 'test/entry',
@@ -251,38 +251,38 @@ describe('sqlite store', () => {
       ...(parentId ? { parentId } : {}),
     });
     const ids = (events: Array<{ id: string }>) => events.map((e) => e.id);
-    for (let n = 1; n <= 5; n++) await store.append('s', [entry(`e${n}`)]);
+    for (let n = 1; n <= 5; n++) await store.events.append('s', [entry(`e${n}`)]);
     // Rolled back after the append (the whole transaction, then a savepoint of a group commit).
     await expect(
       store.transaction(async (tx) => {
-        await tx.append('s', [entry('x1', 'e5'), entry('x2')]);
+        await tx.events.append('s', [entry('x1', 'e5'), entry('x2')]);
         throw new Error('changed my mind');
       }),
     ).rejects.toThrow('changed my mind');
-    const failing = store.append('s', [entry('x3', 'e5'), entry('e2')]);
+    const failing = store.events.append('s', [entry('x3', 'e5'), entry('e2')]);
     await expect(failing).rejects.toMatchObject({ code: 'conflict' });
-    expect(ids(await store.getEntries('s', ['x1', 'x2', 'x3']))).toEqual([]);
-    await expect(store.append('s', [entry('y1', 'x1')])).rejects.toMatchObject({ code: 'invalid_parent' });
+    expect(ids(await store.events.entries('s', ['x1', 'x2', 'x3']))).toEqual([]);
+    await expect(store.events.append('s', [entry('y1', 'x1')])).rejects.toMatchObject({ code: 'invalid_parent' });
     // The same seqs, other entries; the rolled-back ids are free again.
-    const [y1] = await store.append('s', [entry('y1', 'e3'), entry('x2')]);
+    const [y1] = await store.events.append('s', [entry('y1', 'e3'), entry('x2')]);
     expect(y1!.seq).toBe(6);
-    await store.append('s', [entry('x1', 'x2')]);
-    expect(ids(await store.ancestors('s', 'x1', 10))).toEqual(['x1', 'x2', 'y1', 'e3', 'e2', 'e1']);
-    await expect(store.append('s', [entry('e4')])).rejects.toMatchObject({ code: 'conflict' });
-    await expect(store.append('s', [entry('z', 'x3')])).rejects.toMatchObject({ code: 'invalid_parent' });
-    await store.sealEvents('s');
+    await store.events.append('s', [entry('x1', 'x2')]);
+    expect(ids(await store.events.ancestors('s', 'x1', 10))).toEqual(['x1', 'x2', 'y1', 'e3', 'e2', 'e1']);
+    await expect(store.events.append('s', [entry('e4')])).rejects.toMatchObject({ code: 'conflict' });
+    await expect(store.events.append('s', [entry('z', 'x3')])).rejects.toMatchObject({ code: 'invalid_parent' });
+    await store.events.seal('s');
     expect((rawDb({ readonly: true }).prepare('SELECT count(*) AS n FROM entries').get() as { n: number }).n).toBe(8);
-    expect(ids(await store.ancestors('s', 'x1', 10))).toEqual(['x1', 'x2', 'y1', 'e3', 'e2', 'e1']);
+    expect(ids(await store.events.ancestors('s', 'x1', 10))).toEqual(['x1', 'x2', 'y1', 'e3', 'e2', 'e1']);
   });
 
   it('lets an open row of the log be removed only once the sealed row that starts at or before it holds it', async () => {
     const store = openStore();
-    await store.createSession({ id: 's', createdAt: T0 });
+    await store.sessions.create({ id: 's', createdAt: T0 });
     const note = (n: number) => ({ id: `e${n}`, type: 'test/note', v: 1, time: T0, entry: false, data: { n } });
-    for (let n = 1; n <= 3; n++) await store.append('s', [note(n)]);
-    await store.sealEvents('s');
-    await store.append('s', [note(4)]);
-    await store.append('s', [note(5)]);
+    for (let n = 1; n <= 3; n++) await store.events.append('s', [note(n)]);
+    await store.events.seal('s');
+    await store.events.append('s', [note(4)]);
+    await store.events.append('s', [note(5)]);
     const db = rawDb();
     const [sealed] = db
       .prepare<[], { session_id: Buffer; data: Buffer }>('SELECT session_id, data FROM event_batches WHERE codec = 3')
@@ -305,7 +305,7 @@ describe('sqlite store', () => {
 
   it("keeps a session's log in open rows (one per append) until it is sealed, then in one compressed row; a long run of appends seals itself", async () => {
     const store = openStore();
-    await store.createSession({ id: 's', createdAt: T0 });
+    await store.sessions.create({ id: 's', createdAt: T0 });
     const note = (n: number) => ({
       id: `e${n}`,
       type: 'test/note',
@@ -314,7 +314,7 @@ describe('sqlite store', () => {
       entry: false,
       data: { n, text: 'the same words again and again '.repeat(4) },
     });
-    for (let n = 1; n <= 10; n++) await store.append('s', [note(n)]);
+    for (let n = 1; n <= 10; n++) await store.events.append('s', [note(n)]);
     const rows = () =>
       rawDb({ readonly: true })
         .prepare<[], { codec: number; first_seq: number; last_seq: number; bytes: number }>(
@@ -325,18 +325,18 @@ describe('sqlite store', () => {
     expect(open.map((r) => [r.codec, r.first_seq, r.last_seq])).toEqual(
       Array.from({ length: 10 }, (_, i) => [2, i + 1, i + 1]),
     );
-    await store.sealEvents('s');
+    await store.events.seal('s');
     const sealed = rows();
     expect(sealed.map((r) => [r.codec, r.first_seq, r.last_seq])).toEqual([[3, 1, 10]]);
     expect(sealed[0]!.bytes).toBeLessThan(open.reduce((a, r) => a + r.bytes, 0) / 5);
-    expect((await store.readEvents('s')).map((e) => e.data)).toEqual(
+    expect((await store.events.read('s')).map((e) => e.data)).toEqual(
       Array.from({ length: 10 }, (_, i) => note(i + 1).data),
     );
 
     // 1,024 open events seal themselves, in the append that reaches them: ~200 KB of rows, sealed
     // with Zstandard (codec 4, from 16 KB on; ADR-0024).
     for (let n = 11; n <= 1040; n += 10)
-      await store.append(
+      await store.events.append(
         's',
         Array.from({ length: 10 }, (_, k) => note(n + k)),
       );
@@ -344,10 +344,10 @@ describe('sqlite store', () => {
       [3, 1, 10],
       [4, 11, 1040],
     ]);
-    expect((await store.readEvents('s', { afterSeq: 10, limit: 5 })).map((e) => e.data)).toEqual(
+    expect((await store.events.read('s', { afterSeq: 10, limit: 5 })).map((e) => e.data)).toEqual(
       Array.from({ length: 5 }, (_, k) => note(11 + k).data),
     );
-    expect((await store.readEvents('s', { afterSeq: 1030 })).map((e) => e.id)).toEqual(
+    expect((await store.events.read('s', { afterSeq: 1030 })).map((e) => e.id)).toEqual(
       Array.from({ length: 10 }, (_, k) => `e${1031 + k}`),
     );
   });
@@ -391,8 +391,8 @@ describe('sqlite store', () => {
 
   it('a row it cannot read is a corrupt_log StoreError naming the session and seq, not a crash', async () => {
     const store = openStore();
-    await store.createSession({ id: 's', createdAt: T0 });
-    await store.createSession({ id: 't', createdAt: T0 });
+    await store.sessions.create({ id: 's', createdAt: T0 });
+    await store.sessions.create({ id: 't', createdAt: T0 });
     const db = rawDb();
     db.prepare(
       "INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) VALUES ('s', 1, 1, 1, x'00ff00ff')",
@@ -401,15 +401,15 @@ describe('sqlite store', () => {
       "INSERT INTO event_batches (session_id, first_seq, last_seq, codec, data) VALUES ('t', 1, 1, 7, '[]')",
     ).run();
     db.prepare("UPDATE sessions SET last_seq = 1 WHERE id IN ('s', 't')").run();
-    await expect(store.readEvents('s')).rejects.toMatchObject({
+    await expect(store.events.read('s')).rejects.toMatchObject({
       code: 'corrupt_log',
       message: expect.stringMatching(/session s: the events from seq 1 cannot be read/),
     });
-    await expect(store.readEvents('t')).rejects.toMatchObject({
+    await expect(store.events.read('t')).rejects.toMatchObject({
       code: 'corrupt_log',
       message: expect.stringMatching(/codec 7/),
     });
-    expect(await store.getSession('s')).toMatchObject({ lastSeq: 1 });
+    expect(await store.sessions.get('s')).toMatchObject({ lastSeq: 1 });
   });
 
   it("a run's turn end seals its session's log in the turn end's own commit", async () => {
@@ -437,13 +437,13 @@ describe('sqlite store', () => {
       const s = await rt.sessions.create({ agent: 'sealer' });
       const sent = await rt.sessions.send(s.id, 'go');
       expect(await rt.runs.wait(sent.run.id, { until: 'terminal' })).toMatchObject({ status: 'completed' });
-      const events = await store.readEvents(s.id);
+      const events = await store.events.read(s.id);
       expect(events.at(-1)).toMatchObject({ type: 'run/status', data: { to: 'completed' } });
       const rows = rawDb({ readonly: true })
         .prepare('SELECT codec, first_seq, last_seq FROM event_batches ORDER BY first_seq')
         .all();
       expect(rows).toEqual([{ codec: 3, first_seq: 1, last_seq: events.length }]);
-      expect(await store.getSession(s.id)).toMatchObject({ lastSeq: events.length });
+      expect(await store.sessions.get(s.id)).toMatchObject({ lastSeq: events.length });
     } finally {
       await rt.close();
     }
@@ -453,22 +453,22 @@ describe('sqlite store', () => {
     const a = openStore();
     // Not on the file's local bus (it never listens): its commits are noticed by data_version alone.
     const b = openStore();
-    await a.createSession({ id: 's', createdAt: T0 });
+    await a.sessions.create({ id: 's', createdAt: T0 });
     let heard = 0;
     // The changes data_version tells, without details (a's own commits come with them, from the local bus: test/store/sqlite-live-bus.test.ts).
-    const off = a.changes((c) => c === undefined && heard++);
+    const off = a.notices.changes((c) => c === undefined && heard++);
     await new Promise((r) => setTimeout(r, 120));
     heard = 0;
-    await a.append('s', [{ id: 'own', type: 't', v: 1, time: T0, entry: false, data: null }]);
+    await a.events.append('s', [{ id: 'own', type: 't', v: 1, time: T0, entry: false, data: null }]);
     await new Promise((r) => setTimeout(r, 150));
     expect(heard).toBe(0);
     const t0 = Date.now();
-    await b.append('s', [{ id: 'theirs', type: 't', v: 1, time: T0, entry: false, data: null }]);
+    await b.events.append('s', [{ id: 'theirs', type: 't', v: 1, time: T0, entry: false, data: null }]);
     await vi.waitFor(() => expect(heard).toBeGreaterThan(0), { timeout: 1000, interval: 5 });
     expect(Date.now() - t0).toBeLessThan(150);
     off();
     heard = 0;
-    await b.append('s', [{ id: 'later', type: 't', v: 1, time: T0, entry: false, data: null }]);
+    await b.events.append('s', [{ id: 'later', type: 't', v: 1, time: T0, entry: false, data: null }]);
     await new Promise((r) => setTimeout(r, 150));
     expect(heard).toBe(0);
   });
@@ -498,14 +498,14 @@ describe('sqlite store', () => {
     expect(rawDb({ readonly: true }).pragma('user_version', { simple: true })).toBe(latestSchemaVersion);
     // Temporary B-trees in memory (ADR-0029): 2 is MEMORY.
     expect(connection(first).pragma('temp_store', { simple: true })).toBe(2);
-    await first.createSession({ id: 's', createdAt: T0, title: 'persisted' });
-    await first.append('s', [{ id: 'e1', type: 't', v: 1, time: T0, entry: true, data: null }]);
+    await first.sessions.create({ id: 's', createdAt: T0, title: 'persisted' });
+    await first.events.append('s', [{ id: 'e1', type: 't', v: 1, time: T0, entry: true, data: null }]);
     await first.close();
 
     const second = openStore();
     expect(connection(second).pragma('user_version', { simple: true })).toBe(latestSchemaVersion);
-    expect(await second.getSession('s')).toMatchObject({ title: 'persisted', lastSeq: 1, leafId: 'e1' });
-    await second.append('s', [{ id: 'e2', type: 't', v: 1, time: T0, entry: true, data: null }]);
+    expect(await second.sessions.get('s')).toMatchObject({ title: 'persisted', lastSeq: 1, leafId: 'e1' });
+    await second.events.append('s', [{ id: 'e2', type: 't', v: 1, time: T0, entry: true, data: null }]);
     await second.close();
 
     const tables = rawDb({ readonly: true })
@@ -543,33 +543,33 @@ describe('sqlite store', () => {
   it('two stores on one file see each other’s appends and keep one chain', async () => {
     const a = openStore();
     const b = openStore();
-    await a.createSession({ id: 's', createdAt: T0 });
+    await a.sessions.create({ id: 's', createdAt: T0 });
     const mk = (id: string) => ({ id, type: 't', v: 1, time: T0, entry: true, data: null });
-    await a.append('s', [mk('e1')]);
-    const [e2] = await b.append('s', [mk('e2')]);
-    const [e3] = await a.append('s', [mk('e3')], { expectLastSeq: 2 });
+    await a.events.append('s', [mk('e1')]);
+    const [e2] = await b.events.append('s', [mk('e2')]);
+    const [e3] = await a.events.append('s', [mk('e3')], { expectLastSeq: 2 });
     expect(e2).toMatchObject({ seq: 2, parentId: 'e1' });
     expect(e3).toMatchObject({ seq: 3, parentId: 'e2' });
-    expect(await b.getSession('s')).toMatchObject({ lastSeq: 3, leafId: 'e3' });
+    expect(await b.sessions.get('s')).toMatchObject({ lastSeq: 3, leafId: 'e3' });
   });
 
   it("a fenced append takes the head its last append left only while nothing else can have moved it: another connection's commit, any other operation, a rollback", async () => {
     // The head a run's append leaves is kept for its next append (SessionHeads): each way it can go stale.
     const a = openStore();
     const b = openStore();
-    await a.createSession({ id: 's', createdAt: T0 });
-    await a.createRun({
+    await a.sessions.create({ id: 's', createdAt: T0 });
+    await a.runs.create({
       id: 'r',
       sessionId: 's',
       agent: { name: 'agent', version: '1' },
       agentSpec: {},
       createdAt: T0,
     });
-    const run = (await a.claimRun('w1', 30_000, T0, CLAIM_POLICY, { runId: 'r' }))!.run;
+    const run = (await a.claims.claim('w1', 30_000, T0, CLAIM_POLICY, { runId: 'r' }))!.run;
     const fence = { runId: 'r', token: run.fencingToken };
     const mk = (id: string) => ({ id, type: 't', v: 1, time: T0, runId: 'r', entry: true, data: null });
     const seqOf = async (store: SqliteStore, id: string, options = {}) =>
-      (await store.append('s', [mk(id)], options))[0]!;
+      (await store.events.append('s', [mk(id)], options))[0]!;
 
     expect(await seqOf(a, 'a1', { fence })).toMatchObject({ seq: 1 });
     expect(await seqOf(a, 'a2', { fence })).toMatchObject({ seq: 2, parentId: 'a1' });
@@ -581,39 +581,39 @@ describe('sqlite store', () => {
     expect(await seqOf(a, 'a3b', { fence })).toMatchObject({ seq: 6, parentId: 'u1' });
     // Another connection moves the fencing token: `a` is fenced out at once.
     await seqOf(a, 'a4', { fence });
-    await b.updateRun('r', { fence: true });
-    await expect(a.append('s', [mk('x1')], { fence })).rejects.toBeInstanceOf(FencedError);
+    await b.runs.update('r', { fence: true });
+    await expect(a.events.append('s', [mk('x1')], { fence })).rejects.toBeInstanceOf(FencedError);
     const fence2 = { runId: 'r', token: run.fencingToken + 1 };
     expect(await seqOf(a, 'a5', { fence: fence2 })).toMatchObject({ seq: 8, parentId: 'a4' });
     // Its own connection moves it.
-    await a.updateRun('r', { fence: true });
-    await expect(a.append('s', [mk('x2')], { fence: fence2 })).rejects.toBeInstanceOf(FencedError);
+    await a.runs.update('r', { fence: true });
+    await expect(a.events.append('s', [mk('x2')], { fence: fence2 })).rejects.toBeInstanceOf(FencedError);
     const fence3 = { runId: 'r', token: run.fencingToken + 2 };
     // An append that rolls back teaches nothing: the next one takes its seq.
     await seqOf(a, 'a6', { fence: fence3 });
     await expect(
       a.transaction(async (tx) => {
-        await tx.append('s', [mk('x3')], { fence: fence3 });
+        await tx.events.append('s', [mk('x3')], { fence: fence3 });
         throw new Error('boom');
       }),
     ).rejects.toThrow('boom');
     expect(await seqOf(a, 'a7', { fence: fence3 })).toMatchObject({ seq: 10, parentId: 'a6' });
     // A seal after an append in one transaction: the next append knows the log is sealed.
     await a.transaction(async (tx) => {
-      await tx.append('s', [mk('a8')], { fence: fence3 });
-      await tx.sealEvents('s');
+      await tx.events.append('s', [mk('a8')], { fence: fence3 });
+      await tx.events.seal('s');
     });
     expect(await seqOf(a, 'a9', { fence: fence3 })).toMatchObject({ seq: 12, parentId: 'a8' });
-    await a.sealEvents('s');
-    expect((await b.readEvents('s')).map((e) => [e.seq, e.id])).toEqual(
+    await a.events.seal('s');
+    expect((await b.events.read('s')).map((e) => [e.seq, e.id])).toEqual(
       ['a1', 'a2', 'b1', 'a3', 'u1', 'a3b', 'a4', 'a5', 'a6', 'a7', 'a8', 'a9'].map((id, i) => [i + 1, id]),
     );
-    expect(await b.getSession('s')).toMatchObject({ lastSeq: 12, leafId: 'a9' });
+    expect(await b.sessions.get('s')).toMatchObject({ lastSeq: 12, leafId: 'a9' });
   });
 
   it('an append leaves the session head in its open row, not in the sessions row; readers, other connections, a reopened file, a seal and an erasure all see it', async () => {
     const a = openStore();
-    await a.createSession({ id: 's', createdAt: T0 });
+    await a.sessions.create({ id: 's', createdAt: T0 });
     const mk = (id: string, turn?: number) => ({
       id,
       type: 't',
@@ -623,8 +623,8 @@ describe('sqlite store', () => {
       data: null,
       ...(turn !== undefined ? { turn } : {}),
     });
-    await a.append('s', [mk('e1', 1), mk('e2', 1)]);
-    await a.append('s', [mk('e3', 2)]);
+    await a.events.append('s', [mk('e1', 1), mk('e2', 1)]);
+    await a.events.append('s', [mk('e3', 2)]);
     const raw = rawDb({ readonly: true });
     const sessionsRow = () =>
       raw.prepare('SELECT last_seq, leaf_id, last_turn, sealed_seq FROM sessions WHERE id = ?').get('s');
@@ -637,43 +637,43 @@ describe('sqlite store', () => {
       { first_seq: 3, last_seq: 3, leaf_id: 'e3', turn: 2 },
     ]);
     const head = { lastSeq: 3, leafId: 'e3', lastTurn: 2 };
-    expect(await a.getSession('s')).toMatchObject(head);
-    expect((await a.listSessions({ limit: 10 })).find((x) => x.id === 's')).toMatchObject(head);
+    expect(await a.sessions.get('s')).toMatchObject(head);
+    expect((await a.sessions.list({ limit: 10 })).find((x) => x.id === 's')).toMatchObject(head);
     // Another connection, and the file reopened (no seal, as after a crash), read the same head and append after it.
     const b = openStore();
-    expect(await b.getSession('s')).toMatchObject(head);
-    expect((await b.append('s', [mk('e4')]))[0]).toMatchObject({ seq: 4, parentId: 'e3' });
+    expect(await b.sessions.get('s')).toMatchObject(head);
+    expect((await b.events.append('s', [mk('e4')]))[0]).toMatchObject({ seq: 4, parentId: 'e3' });
     await a.close();
     const c = openStore();
-    expect(await c.getSession('s')).toMatchObject({ lastSeq: 4, leafId: 'e4', lastTurn: 2 });
-    expect((await c.ancestors('s', 'e4', 10)).map((e) => e.id)).toEqual(['e4', 'e3', 'e2', 'e1']);
+    expect(await c.sessions.get('s')).toMatchObject({ lastSeq: 4, leafId: 'e4', lastTurn: 2 });
+    expect((await c.events.ancestors('s', 'e4', 10)).map((e) => e.id)).toEqual(['e4', 'e3', 'e2', 'e1']);
     // A run's events start after the head.
-    const run = await c.createRun({
+    const run = await c.runs.create({
       id: 'r',
       sessionId: 's',
       agent: { name: 'agent', version: '1' },
       agentSpec: {},
       createdAt: T0,
     });
-    await c.append('s', [{ ...mk('e5'), runId: run.id }]);
-    expect((await c.readEvents('s', { runId: 'r' })).map((e) => e.seq)).toEqual([5]);
+    await c.events.append('s', [{ ...mk('e5'), runId: run.id }]);
+    expect((await c.events.read('s', { runId: 'r' })).map((e) => e.seq)).toEqual([5]);
     expect(raw.prepare('SELECT first_seq FROM runs WHERE id = ?').get('r')).toEqual({ first_seq: 5 });
     // A seal puts the head into the sessions row: no open row is left to carry it.
-    await c.sealEvents('s');
+    await c.events.seal('s');
     expect(sessionsRow()).toEqual({ last_seq: 5, leaf_id: 'e5', last_turn: 2, sealed_seq: 5 });
-    expect(await b.getSession('s')).toMatchObject({ lastSeq: 5, leafId: 'e5', lastTurn: 2 });
+    expect(await b.sessions.get('s')).toMatchObject({ lastSeq: 5, leafId: 'e5', lastTurn: 2 });
     // An erasure keeps the last seq of a log whose head was in open rows.
-    await c.append('s', [mk('e6', 3)]);
-    await c.updateRun('r', { status: 'completed', endedAt: T0 });
-    expect(await c.eraseSession('s', T0)).toMatchObject({ lastSeq: 6, leafId: null });
-    expect(await b.getSession('s')).toMatchObject({ lastSeq: 6, lastTurn: 3 });
+    await c.events.append('s', [mk('e6', 3)]);
+    await c.runs.update('r', { status: 'completed', endedAt: T0 });
+    expect(await c.sessions.erase('s', T0)).toMatchObject({ lastSeq: 6, leafId: null });
+    expect(await b.sessions.get('s')).toMatchObject({ lastSeq: 6, lastTurn: 3 });
   });
 
   it('opens a schema v16 database, whose sessions rows hold the head beside open rows, and appends after that head', async () => {
     const a = openStore();
-    await a.createSession({ id: 's', createdAt: T0 });
+    await a.sessions.create({ id: 's', createdAt: T0 });
     const mk = (id: string) => ({ id, type: 't', v: 1, time: T0, turn: 1, entry: true, data: null });
-    await a.append('s', [mk('e1'), mk('e2')]);
+    await a.events.append('s', [mk('e1'), mk('e2')]);
     await a.close();
     // As schema v16 left it: the sessions row moved with each append, open rows without a head
     // (and without what later versions added: runs' tenants, v20).
@@ -684,11 +684,11 @@ describe('sqlite store', () => {
              DROP INDEX runs_tenant_waiting; ALTER TABLE runs DROP COLUMN tenant; PRAGMA user_version = 16;`);
     db.close();
     const b = openStore();
-    expect(await b.getSession('s')).toMatchObject({ lastSeq: 2, leafId: 'e2', lastTurn: 1 });
-    expect((await b.append('s', [mk('e3')]))[0]).toMatchObject({ seq: 3, parentId: 'e2' });
-    expect(await b.getSession('s')).toMatchObject({ lastSeq: 3, leafId: 'e3' });
-    await b.sealEvents('s');
-    expect((await b.readEvents('s')).map((e) => [e.seq, e.id])).toEqual([
+    expect(await b.sessions.get('s')).toMatchObject({ lastSeq: 2, leafId: 'e2', lastTurn: 1 });
+    expect((await b.events.append('s', [mk('e3')]))[0]).toMatchObject({ seq: 3, parentId: 'e2' });
+    expect(await b.sessions.get('s')).toMatchObject({ lastSeq: 3, leafId: 'e3' });
+    await b.events.seal('s');
+    expect((await b.events.read('s')).map((e) => [e.seq, e.id])).toEqual([
       [1, 'e1'],
       [2, 'e2'],
       [3, 'e3'],
@@ -709,8 +709,8 @@ describe('sqlite store', () => {
       createdAt: T0,
       updatedAt: T0 + 5,
     });
-    await a.createWebhook(hook('on', true));
-    await a.createWebhook(hook('off', true));
+    await a.webhooks.create(hook('on', true));
+    await a.webhooks.create(hook('off', true));
     const d = (id: string, webhookId: string) => ({
       id,
       webhookId,
@@ -723,8 +723,8 @@ describe('sqlite store', () => {
       nextAttemptAt: T0,
       retryUntil: T0 + 1000,
     });
-    await a.addWebhookDeliveries([d('ok', 'on'), d('bad', 'on'), d('waiting', 'off')]);
-    for (const c of await a.claimWebhookDeliveries(T0, 1000, 2)) {
+    await a.webhooks.addDeliveries([d('ok', 'on'), d('bad', 'on'), d('waiting', 'off')]);
+    for (const c of await a.webhooks.claimDeliveries(T0, 1000, 2)) {
       const failed = c.id === 'bad';
       const attempt = {
         deliveryId: c.id,
@@ -734,7 +734,7 @@ describe('sqlite store', () => {
         statusCode: failed ? 500 : 200,
         error: failed ? 'HTTP 500' : null,
       };
-      await a.recordWebhookAttempt({
+      await a.webhooks.recordAttempt({
         deliveryId: c.id,
         claim: c.claim,
         attempt,
@@ -754,15 +754,19 @@ describe('sqlite store', () => {
              PRAGMA user_version = 18;`);
     db.close();
     const b = openStore();
-    expect(await b.getWebhookDelivery('ok')).toMatchObject({ status: 'delivered', endedAt: T0 + 17, sessionId: null });
-    expect(await b.getWebhookDelivery('bad')).toMatchObject({ status: 'failed', endedAt: T0 + 17 });
-    expect(await b.getWebhookDelivery('waiting')).toMatchObject({
+    expect(await b.webhooks.getDelivery('ok')).toMatchObject({
+      status: 'delivered',
+      endedAt: T0 + 17,
+      sessionId: null,
+    });
+    expect(await b.webhooks.getDelivery('bad')).toMatchObject({ status: 'failed', endedAt: T0 + 17 });
+    expect(await b.webhooks.getDelivery('waiting')).toMatchObject({
       status: 'failed',
       endedAt: T0 + 5,
       lastError: 'subscription disabled',
     });
-    expect(await b.hasDueWebhookDeliveries(T0 + 10_000)).toBe(false);
-    expect(await b.getWebhook('on')).toMatchObject({ previousSecret: null, previousSecretExpiresAt: null });
+    expect(await b.webhooks.hasDueDeliveries(T0 + 10_000)).toBe(false);
+    expect(await b.webhooks.get('on')).toMatchObject({ previousSecret: null, previousSecretExpiresAt: null });
   });
 
   it('two stores on one file in one process take turns to write: a transaction that awaits does not make the other give up (database is locked)', async () => {
@@ -770,44 +774,44 @@ describe('sqlite store', () => {
     // await in this same thread, could never end, and the waiting write would fail after the busy timeout.
     const a = openStore({ busyTimeoutMs: 300 });
     const b = openStore({ busyTimeoutMs: 300 });
-    await a.createSession({ id: 's', createdAt: T0 });
+    await a.sessions.create({ id: 's', createdAt: T0 });
     const mk = (id: string) => ({ id, type: 't', v: 1, time: T0, entry: true, data: null });
     const order: string[] = [];
     const inA = a.transaction(async (tx) => {
-      await tx.append('s', [mk('a1')]);
+      await tx.events.append('s', [mk('a1')]);
       order.push('a1');
       await new Promise((r) => setTimeout(r, 100));
-      await tx.append('s', [mk('a2')]);
+      await tx.events.append('s', [mk('a2')]);
       order.push('a2');
     });
     await new Promise((r) => setTimeout(r, 20)); // a holds the write lock now
-    const inB = b.append('s', [mk('b1')]).then(() => order.push('b1'));
+    const inB = b.events.append('s', [mk('b1')]).then(() => order.push('b1'));
     await Promise.all([inA, inB]);
     expect(order).toEqual(['a1', 'a2', 'b1']);
-    expect((await b.readEvents('s')).map((e) => e.id)).toEqual(['a1', 'a2', 'b1']);
+    expect((await b.events.read('s')).map((e) => e.id)).toEqual(['a1', 'a2', 'b1']);
 
     // A store's single writes (autocommit) and immediate transactions take the same turns.
     const slow = a.transaction(async (tx) => {
       await new Promise((r) => setTimeout(r, 100));
-      await tx.append('s', [mk('a3')]);
+      await tx.events.append('s', [mk('a3')]);
     });
     await new Promise((r) => setTimeout(r, 20));
-    await b.createSession({ id: 't', createdAt: T0 });
+    await b.sessions.create({ id: 't', createdAt: T0 });
     await slow;
-    expect(await b.getSession('t')).toMatchObject({ id: 't' });
+    expect(await b.sessions.get('t')).toMatchObject({ id: 't' });
 
     // A turn that does not come within the busy timeout fails as SQLite's own wait would, with
     // nothing written; the holder is not disturbed.
     const holder = a.transaction(async (tx) => {
-      await tx.append('s', [mk('a4')]);
+      await tx.events.append('s', [mk('a4')]);
       await new Promise((r) => setTimeout(r, 500));
     });
     await new Promise((r) => setTimeout(r, 20));
-    await expect(b.append('s', [mk('b2')])).rejects.toMatchObject({ name: 'StoreError', code: 'busy' });
+    await expect(b.events.append('s', [mk('b2')])).rejects.toMatchObject({ name: 'StoreError', code: 'busy' });
     await holder;
     // The store that gave up writes again at its next turn.
-    await b.append('s', [mk('b3')]);
-    expect((await b.readEvents('s')).map((e) => e.id)).toEqual(['a1', 'a2', 'b1', 'a3', 'a4', 'b3']);
+    await b.events.append('s', [mk('b3')]);
+    expect((await b.events.read('s')).map((e) => e.id)).toEqual(['a1', 'a2', 'b1', 'a3', 'a4', 'b3']);
   });
 
   it('defaultDbPath() honours KEEL_DB, else ./.keel/keel.db', async () => {
@@ -819,7 +823,7 @@ describe('sqlite store', () => {
       const store = new SqliteStore();
       open.push(store);
       expect(store.path).toBe(target);
-      await store.createSession({ id: 's', createdAt: T0 });
+      await store.sessions.create({ id: 's', createdAt: T0 });
       expect(existsSync(target)).toBe(true);
 
       delete process.env.KEEL_DB;
@@ -833,69 +837,69 @@ describe('sqlite store', () => {
   it('commitCount counts one commit for an append, and one for a transaction of several writes', async () => {
     const store = openStore();
     expect(store.commitCount).toBe(0);
-    await store.createSession({ id: 's', createdAt: T0 });
+    await store.sessions.create({ id: 's', createdAt: T0 });
     const mk = (id: string) => ({ id, type: 't', v: 1, time: T0, entry: true, data: { id } });
 
     let before = store.commitCount;
-    await store.append('s', [mk('e1'), mk('e2')]);
+    await store.events.append('s', [mk('e1'), mk('e2')]);
     expect(store.commitCount).toBe(before + 1);
 
     // Reads commit nothing.
     before = store.commitCount;
-    await store.readEvents('s');
-    await store.getSession('s');
+    await store.events.read('s');
+    await store.sessions.get('s');
     expect(store.commitCount).toBe(before);
 
     before = store.commitCount;
     await store.transaction(async (tx) => {
-      await tx.putBlobs([{ hash: 'h1', data: 'blob' }]);
-      await tx.append('s', [mk('e3')]);
-      await tx.updateSession('s', { title: 'renamed' });
-      await tx.append('s', [mk('e4')]);
+      await tx.events.putBlobs([{ hash: 'h1', data: 'blob' }]);
+      await tx.events.append('s', [mk('e3')]);
+      await tx.sessions.update('s', { title: 'renamed' });
+      await tx.events.append('s', [mk('e4')]);
     });
     expect(store.commitCount).toBe(before + 1);
-    expect(await store.getSession('s')).toMatchObject({ lastSeq: 4, title: 'renamed' });
+    expect(await store.sessions.get('s')).toMatchObject({ lastSeq: 4, title: 'renamed' });
 
     // A transaction that throws alone in its group rolls back: nothing commits, nothing counts.
     before = store.commitCount;
     await expect(
       store.transaction(async (tx) => {
-        await tx.append('s', [mk('e5')]);
+        await tx.events.append('s', [mk('e5')]);
         throw new Error('no');
       }),
     ).rejects.toThrow('no');
     expect(store.commitCount).toBe(before);
-    expect((await store.getSession('s'))!.lastSeq).toBe(4);
+    expect((await store.sessions.get('s'))!.lastSeq).toBe(4);
 
     // Writes queued together share one group commit.
     before = store.commitCount;
     await Promise.all([
-      store.append('s', [mk('e6')]),
-      store.append('s', [mk('e7')]),
-      store.putBlobs([{ hash: 'h2', data: 'x' }]),
+      store.events.append('s', [mk('e6')]),
+      store.events.append('s', [mk('e7')]),
+      store.events.putBlobs([{ hash: 'h2', data: 'x' }]),
     ]);
     expect(store.commitCount).toBe(before + 1);
 
     // An operation in its own immediate transaction counts one.
     before = store.commitCount;
-    await store.updateSession('s', { title: 'again' });
+    await store.sessions.update('s', { title: 'again' });
     expect(store.commitCount).toBe(before + 1);
   });
 
   it('append returns the draft’s own data object (no copy), and stores what it was at the time', async () => {
     const store = openStore();
-    await store.createSession({ id: 's', createdAt: T0 });
+    await store.sessions.create({ id: 's', createdAt: T0 });
     const data = { text: 'hi', nested: { n: 1 } };
-    const [e] = await store.append('s', [{ id: 'e1', type: 't', v: 1, time: T0, entry: true, data }]);
+    const [e] = await store.events.append('s', [{ id: 'e1', type: 't', v: 1, time: T0, entry: true, data }]);
     expect(e!.data).toBe(data);
     data.nested.n = 2;
-    expect((await store.readEvents('s'))[0]!.data).toEqual({ text: 'hi', nested: { n: 1 } });
+    expect((await store.events.read('s'))[0]!.data).toEqual({ text: 'hi', nested: { n: 1 } });
   });
 
   it('creates missing parent directories', async () => {
     path = join(dir, 'a', 'b', 'c', 'keel.db');
     const store = openStore();
-    await store.createSession({ id: 's', createdAt: T0 });
+    await store.sessions.create({ id: 's', createdAt: T0 });
     expect(existsSync(path)).toBe(true);
   });
 });

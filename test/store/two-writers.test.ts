@@ -80,7 +80,7 @@ describe('two writer processes on one SQLite file', () => {
   async function twoWriters(pauseMs?: number): Promise<number> {
     const dbPath = join(dir, 'keel.db');
     const setup = new SqliteStore({ path: dbPath });
-    await setup.createSession({ id: 'shared', createdAt: Date.now() });
+    await setup.sessions.create({ id: 'shared', createdAt: Date.now() });
     await setup.close();
 
     workers = [startWorker(dbPath, 'shared', 'A', pauseMs), startWorker(dbPath, 'shared', 'B', pauseMs)];
@@ -100,7 +100,7 @@ describe('two writer processes on one SQLite file', () => {
 
     const store = new SqliteStore({ path: dbPath, busyTimeoutMs: BUSY_TIMEOUT_MS });
     try {
-      const events = await store.readEvents('shared');
+      const events = await store.events.read('shared');
       expect(events.map((e) => e.seq)).toEqual(oneToTotal);
       expect(new Set(events.map((e) => e.id)).size).toBe(total);
 
@@ -132,10 +132,10 @@ describe('two writer processes on one SQLite file', () => {
       }
       expect(events.filter((e) => !e.entry).every((e) => e.parentId === undefined)).toBe(true);
 
-      const session = await store.getSession('shared');
+      const session = await store.sessions.get('shared');
       expect(session).toMatchObject({ lastSeq: total, leafId: entries.at(-1)!.id });
       // The store's own walk from the leaf reaches the root through every entry.
-      const path = await store.ancestors('shared', entries.at(-1)!.id, total);
+      const path = await store.events.ancestors('shared', entries.at(-1)!.id, total);
       expect(path.map((e) => e.id)).toEqual(entries.map((e) => e.id).reverse());
       return switches;
     } finally {

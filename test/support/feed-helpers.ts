@@ -10,7 +10,9 @@ import {
   type SessionLog,
   type Store,
   type StoreChange,
+  type StoreOps,
 } from '../../src/index.ts';
+import { STORE_LAYOUT, type FlatName } from '../../src/store/port/layout.ts';
 
 /** Follows a session in the background until `stop()`. */
 export function followInBackground(log: SessionLog, sessionId: string, options: Omit<FollowOptions, 'signal'> = {}) {
@@ -51,28 +53,49 @@ export function expectIdsToGrow(items: readonly FeedItem[]): void {
   }
 }
 
+/** What a node puts in place of the shared store's: operations by their flat names (STORE_LAYOUT), notices, transactions. */
+export type NodeOverrides = Partial<Record<FlatName, unknown>> & {
+  broadcast?: (sessionId: string, message: Record<string, unknown>) => void;
+  noticesCaughtUp?: () => Promise<void>;
+  transaction?: () => never;
+};
+
 /**
  * A node on a store shared with other nodes, as the cross-node feed tests model them: the shared
- * store's operations (bound to it), with `overrides` in their place (a node's own append, reads,
- * broadcast, barrier), and `changes` subscribing to the node's own `listeners`, which the test
- * calls to deliver the notices the node hears.
+ * store's operations, with `overrides` in their place (a node's own append, reads, broadcast,
+ * barrier), and `notices.changes` subscribing to the node's own `listeners`, which the test calls
+ * to deliver the notices the node hears.
  */
 export function nodeOn(
   raw: Store,
-  overrides: Partial<Record<keyof Store, unknown>>,
+  overrides: NodeOverrides,
 ): { store: Store; listeners: Set<(c?: StoreChange) => void> } {
   const listeners = new Set<(c?: StoreChange) => void>();
   const changes = (l: (c?: StoreChange) => void) => {
     listeners.add(l);
     return () => listeners.delete(l);
   };
-  const store = new Proxy(raw, {
-    get(target, key, receiver) {
-      if (key === 'changes') return changes;
-      if (typeof key === 'string' && key in overrides) return overrides[key as keyof Store];
-      const v = Reflect.get(target, key, receiver) as unknown;
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(raw) : v;
+  const flat = overrides as Record<string, unknown>;
+  const spaces: Record<string, Record<string, unknown>> = {};
+  for (const [ns, ops] of Object.entries(STORE_LAYOUT)) {
+    const own = (raw as unknown as Record<string, Record<string, unknown>>)[ns]!;
+    spaces[ns] = Object.fromEntries(Object.entries(ops).map(([op, name]) => [op, name in flat ? flat[name] : own[op]]));
+  }
+  const store: Store = {
+    ...(spaces as unknown as StoreOps),
+    kind: raw.kind,
+    notices: {
+      changes,
+      ...((overrides.broadcast ?? raw.notices.broadcast)
+        ? { broadcast: overrides.broadcast ?? raw.notices.broadcast }
+        : {}),
+      ...((overrides.noticesCaughtUp ?? raw.notices.caughtUp)
+        ? { caughtUp: overrides.noticesCaughtUp ?? raw.notices.caughtUp }
+        : {}),
     },
-  });
+    ...(raw.observeCommits ? { observeCommits: (l: (seconds: number) => void) => raw.observeCommits!(l) } : {}),
+    transaction: overrides.transaction ?? ((fn) => raw.transaction(fn)),
+    close: () => raw.close(),
+  };
   return { store, listeners };
 }

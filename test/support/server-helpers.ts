@@ -223,7 +223,7 @@ export async function startTestServer(o: TestServerOptions = {}): Promise<TestSe
       tenant: k.tenant,
       ...(k.ratePerMinute !== undefined ? { ratePerMinute: k.ratePerMinute } : {}),
     });
-    if (k.revoked) await store.revokeApiKey(key.id, Date.now());
+    if (k.revoked) await store.keys.revoke(key.id, Date.now());
     secrets.push(secret);
     keyIds.push(key.id);
   }

@@ -384,7 +384,7 @@ describe('the span tree of a run', () => {
     await entered.promise; // A executes the call (made durable before it started)
     const executionA = a.executions.get(run.id)!;
     // A freezes: its lease renewals no longer reach the store; B takes the run over once it expires.
-    storeA.renewLease = () => Promise.resolve(true);
+    storeA.claims.renewLease = () => Promise.resolve(true);
     b.startWorker({ id: 'B', pollMs: 20 });
     const done = await b.runs.wait(run.id, { until: 'terminal', timeoutMs: 20_000 });
     expect(done).toMatchObject({ status: 'completed', attempt: 2 });

@@ -190,15 +190,15 @@ describe('webhooks', () => {
     const { run } = await rt.sessions.send(s.id, 'hi');
     await expect(
       rt.sessions.log.transaction(async (tx) => {
-        await rt.lifecycle.transition(tx, (await tx.getRun(run.id))!, 'cancelled');
-        expect(await tx.listWebhookDeliveries(w.id, { limit: 10 })).toHaveLength(1);
+        await rt.lifecycle.transition(tx, (await tx.runs.get(run.id))!, 'cancelled');
+        expect(await tx.webhooks.listDeliveries(w.id, { limit: 10 })).toHaveLength(1);
         throw new Error('rolled back');
       }),
     ).rejects.toThrow('rolled back');
-    expect(await store.listWebhookDeliveries(w.id, { limit: 10 })).toEqual([]);
+    expect(await store.webhooks.listDeliveries(w.id, { limit: 10 })).toEqual([]);
     expect((await rt.runs.get(run.id)).status).toBe('queued');
     await rt.runs.cancel(run.id);
-    expect((await store.listWebhookDeliveries(w.id, { limit: 10 })).map((d) => [d.eventType, d.status])).toEqual([
+    expect((await store.webhooks.listDeliveries(w.id, { limit: 10 })).map((d) => [d.eventType, d.status])).toEqual([
       ['run.cancelled', 'pending'],
     ]);
   });
@@ -245,7 +245,7 @@ describe('webhooks', () => {
     await cancelledRun(rt);
     const d = rt.webhooks.dispatcher;
     const delivery = (await rt.webhooks.deliveries('default', w.id, { limit: 1 }))[0]!.delivery;
-    const state = () => store.getWebhookDelivery(delivery.id).then((x) => x!);
+    const state = () => store.webhooks.getDelivery(delivery.id).then((x) => x!);
 
     hook.queue.push(500);
     const t0 = clock.now();
@@ -305,7 +305,7 @@ describe('webhooks', () => {
     const gaps: number[] = [];
     for (let last = t0; ;) {
       expect(await rt.webhooks.dispatcher.tick()).toBe(1);
-      const now = await store.getWebhookDelivery(delivery.id);
+      const now = await store.webhooks.getDelivery(delivery.id);
       if (now!.status !== 'pending') break;
       gaps.push(now!.nextAttemptAt! - last);
       last = now!.nextAttemptAt!;
@@ -315,7 +315,7 @@ describe('webhooks', () => {
     expect(gaps.slice(0, 5)).toEqual([10, 20, 40, 80, 160].map((s) => s * SEC));
     expect(Math.max(...gaps)).toBe(3600 * SEC);
     for (let i = 1; i < gaps.length; i++) expect(gaps[i]).toBeGreaterThanOrEqual(gaps[i - 1]!);
-    const failed = (await store.getWebhookDelivery(delivery.id))!;
+    const failed = (await store.webhooks.getDelivery(delivery.id))!;
     expect(failed).toMatchObject({
       status: 'failed',
       attempts: gaps.length + 1,
@@ -334,7 +334,7 @@ describe('webhooks', () => {
       nextAttemptAt: clock.now(),
     });
     expect(await rt.webhooks.dispatcher.tick()).toBe(1);
-    expect(await store.getWebhookDelivery(delivery.id)).toMatchObject({
+    expect(await store.webhooks.getDelivery(delivery.id)).toMatchObject({
       status: 'delivered',
       attempts: gaps.length + 2,
       lastStatusCode: 200,
@@ -361,7 +361,7 @@ describe('webhooks', () => {
       ['failed', 'subscription disabled'],
     ]);
     clock.advance(DAY);
-    expect(await store.hasDueWebhookDeliveries(clock.now())).toBe(false);
+    expect(await store.webhooks.hasDueDeliveries(clock.now())).toBe(false);
     const commits = store.commitCount;
     expect(await rt.webhooks.dispatcher.tick()).toBe(0);
     expect(store.commitCount).toBe(commits);
@@ -372,7 +372,7 @@ describe('webhooks', () => {
     hook.status = 200;
     await rt.webhooks.redeliver('default', w.id, one);
     expect(await rt.webhooks.dispatcher.tick()).toBe(1);
-    expect(await store.getWebhookDelivery(one)).toMatchObject({ status: 'delivered' });
+    expect(await store.webhooks.getDelivery(one)).toMatchObject({ status: 'delivered' });
   });
 
   it('erasing a session removes its webhook deliveries (their bodies) and attempts', async () => {
@@ -389,8 +389,8 @@ describe('webhooks', () => {
     const after = await rt.webhooks.deliveries('default', w.id, { limit: 10 });
     expect(after.map((d) => d.delivery.sessionId)).toEqual([kept.sessionId]);
     const gone = before.find((d) => d.delivery.sessionId === erased.sessionId)!.delivery.id;
-    expect(await store.getWebhookDelivery(gone)).toBeUndefined();
-    expect(await store.listWebhookAttempts([gone])).toEqual([]);
+    expect(await store.webhooks.getDelivery(gone)).toBeUndefined();
+    expect(await store.webhooks.listAttempts([gone])).toEqual([]);
   });
 
   it('prunes delivered deliveries 7 days after they ended and failed ones after 30 (by default), with their attempts; pending and younger ones stay', async () => {
@@ -426,7 +426,7 @@ describe('webhooks', () => {
     const firstIds = (await rt.webhooks.deliveries('default', failing.id, { limit: 100 }))
       .filter((x) => x.delivery.sessionId === first)
       .map((x) => x.delivery.id);
-    expect(await store.listWebhookAttempts(firstIds)).not.toEqual([]);
+    expect(await store.webhooks.listAttempts(firstIds)).not.toEqual([]);
     expect(await d.tick()).toBe(2);
     // The tick pruned: the first round's delivered one (31 days) and failed one (30 days); the
     // second round's delivered one (8 days); not its failed one (7 days), nor the third round's.
@@ -435,7 +435,7 @@ describe('webhooks', () => {
       [third.sessionId, 'pending'],
       [second, 'failed'],
     ]);
-    expect(await store.listWebhookAttempts(firstIds)).toEqual([]);
+    expect(await store.webhooks.listAttempts(firstIds)).toEqual([]);
   });
 
   it('rotating the secret: during the overlap deliveries carry a signature with each secret, after it only the new one', async () => {
@@ -498,15 +498,15 @@ describe('webhooks', () => {
     await until(() => stuck.holding >= 2, 'attempts held by the receiver that never answers');
     // While A's two slots hang and its three others are due, the polls only read: no write lock each time.
     const commits = store.commitCount;
-    const hasDue = store.hasDueWebhookDeliveries.bind(store);
+    const hasDue = store.webhooks.hasDueDeliveries.bind(store);
     let polls = 0;
-    store.hasDueWebhookDeliveries = (...a) => {
+    store.webhooks.hasDueDeliveries = (...a) => {
       polls++;
       return hasDue(...a);
     };
     await until(() => polls >= 5, 'five polls');
     expect(store.commitCount).toBe(commits);
-    store.hasDueWebhookDeliveries = hasDue;
+    store.webhooks.hasDueDeliveries = hasDue;
     for (let i = 0; i < 3; i++) await cancelledRun(rt, 'b');
     await ok.until(3);
     // B's three arrived while A's attempts still hang: none of them has ended yet.

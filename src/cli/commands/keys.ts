@@ -38,7 +38,7 @@ export async function keysCommand(argv: string[], io: Io): Promise<number> {
         return 0;
       }
       case 'list': {
-        const keys = await store.listApiKeys(values.tenant);
+        const keys = await store.keys.list(values.tenant);
         if (values.json)
           json(
             io,
@@ -56,7 +56,7 @@ export async function keysCommand(argv: string[], io: Io): Promise<number> {
       case 'revoke': {
         const id = positionals[0];
         if (!id) throw new UsageError('keys revoke: give the key id (see keel keys list)');
-        if (!(await store.revokeApiKey(id, Date.now()))) throw new Error(`no API key ${id}`);
+        if (!(await store.keys.revoke(id, Date.now()))) throw new Error(`no API key ${id}`);
         if (values.json) json(io, { id, revoked: true });
         else line(io, `revoked ${id}`);
         return 0;

@@ -16,7 +16,7 @@ keel runs cancel <id> [--grace MS] [--reason TEXT] [--config FILE]   cancel a ru
   configuration as "keel serve" uses: ./keel.config.*, or the demo agent).`;
 
 async function children(store: Store, run: RunRecord): Promise<string[]> {
-  return (await store.listRuns({ parentRunId: run.id, limit: 10_000 })).map((r) => r.id);
+  return (await store.runs.list({ parentRunId: run.id, limit: 10_000 })).map((r) => r.id);
 }
 
 export async function runsCommand(argv: string[], io: Io): Promise<number> {
@@ -43,12 +43,12 @@ export async function runsCommand(argv: string[], io: Io): Promise<number> {
         throw new UsageError(`${name}: unknown status ${JSON.stringify(bad)} (one of ${RUN_STATUS_ORDER.join(', ')})`);
       const { store } = await openDb(io, values.db);
       try {
-        if (values.session && !(await store.getSession(values.session)))
+        if (values.session && !(await store.sessions.get(values.session)))
           throw new Error(`session ${values.session} does not exist`);
         const newest: RunRecord[] = [];
         let total = 0;
         for (let after: string | undefined; ;) {
-          const page = await store.listRuns({
+          const page = await store.runs.list({
             limit: 1000,
             ...(after ? { after } : {}),
             ...(values.session ? { sessionId: values.session } : {}),
@@ -97,7 +97,7 @@ export async function runsCommand(argv: string[], io: Io): Promise<number> {
       const id = positional(name, positionals, 'run id, e.g. keel runs show <id> (see keel runs ls)');
       const { store } = await openDb(io, values.db);
       try {
-        const run = await store.getRun(id);
+        const run = await store.runs.get(id);
         if (!run) throw new Error(`run ${id} does not exist`);
         const j = runJson(run, await children(store, run));
         if (values.json) json(io, j);
@@ -112,7 +112,7 @@ export async function runsCommand(argv: string[], io: Io): Promise<number> {
       const graceMs = intOption(name, 'grace', values.grace, { default: 15_000 });
       const { store } = await openDb(io, values.db);
       try {
-        const before = await store.getRun(id);
+        const before = await store.runs.get(id);
         if (!before) throw new Error(`run ${id} does not exist`);
         if (isTerminal(before.status)) {
           if (values.json) json(io, runJson(before, await children(store, before)));

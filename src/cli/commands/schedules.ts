@@ -63,7 +63,7 @@ export async function schedulesCommand(argv: string[], io: Io): Promise<number> 
       const limit = intOption(name, 'limit', values.limit, { min: 1, default: 50 });
       const { store } = await openDb(io, values.db);
       try {
-        const list = await store.listSchedules({ limit, ...(values.tenant ? { tenant: values.tenant } : {}) });
+        const list = await store.schedules.list({ limit, ...(values.tenant ? { tenant: values.tenant } : {}) });
         if (values.json) {
           json(
             io,
@@ -163,8 +163,8 @@ export async function schedulesCommand(argv: string[], io: Io): Promise<number> 
       const limit = intOption(name, 'limit', values.limit, { min: 1, default: 20 });
       const { store } = await openDb(io, values.db);
       try {
-        if (!(await store.getSchedule(id))) throw new Error(`schedule ${id} does not exist`);
-        const fires = await store.listScheduleFires(id, { limit });
+        if (!(await store.schedules.get(id))) throw new Error(`schedule ${id} does not exist`);
+        const fires = await store.schedules.listFires(id, { limit });
         if (values.json) {
           json(io, fires.map(fireJson));
           return 0;

@@ -43,7 +43,7 @@ export async function sessionsCommand(argv: string[], io: Io): Promise<number> {
         const newest: SessionRecord[] = [];
         let total = 0;
         for (let after: string | undefined; ;) {
-          const page = await store.listSessions({
+          const page = await store.sessions.list({
             limit: 1000,
             includeArchived: values.all ?? false,
             ...(after ? { after } : {}),
@@ -222,7 +222,7 @@ async function withStore(
 async function allRuns(store: Store, sessionId: string) {
   const runs = [];
   for (let after: string | undefined; ;) {
-    const page = await store.listRuns({ sessionId, limit: 1000, ...(after ? { after } : {}) });
+    const page = await store.runs.list({ sessionId, limit: 1000, ...(after ? { after } : {}) });
     runs.push(...page);
     if (page.length < 1000) return runs;
     after = page.at(-1)!.id;

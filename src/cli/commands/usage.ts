@@ -44,7 +44,7 @@ export async function usageCommand(argv: string[], io: Io): Promise<number> {
   }
   const { store } = await openDb(io, values.db);
   try {
-    const report = usageReport(query, await store.usageTotals(query));
+    const report = usageReport(query, await store.runs.usageTotals(query));
     if (values.json) json(io, report);
     else if (values.csv) io.out.write(usageCsv(report));
     else {

@@ -71,7 +71,7 @@ export async function accept(
   ifBusy: IfBusy,
   o: { options?: RunOptions; parent?: { runId: string; toolCallId: string } },
 ): Promise<Accepted> {
-  const session = await tx.getSession(sessionId);
+  const session = await tx.sessions.get(sessionId);
   if (!session) throw new NotFoundError('session', sessionId);
   if (session.erasedAt !== null) throw new StoreError('session_erased', `session ${sessionId} was erased`);
   if (session.archivedAt !== null)
@@ -79,7 +79,7 @@ export async function accept(
   // The caller's message is checked before anything keeps it, whatever it does: a steer is logged
   // by the run's own (unchecked) commits, and an enqueued one enters the log with another run's end.
   const checked = checkedMessage(c, message);
-  const active = await tx.activeRun(sessionId);
+  const active = await tx.runs.active(sessionId);
   if (active) {
     switch (ifBusy) {
       case 'reject':
@@ -89,7 +89,7 @@ export async function accept(
         return { outcome: 'enqueued' as const, message: checked, ...queued };
       }
       case 'steer':
-        await tx.addInput({
+        await tx.inputs.add({
           id: checked.id,
           sessionId,
           kind: 'steer',
@@ -126,8 +126,8 @@ async function enqueueRun(
   agent: AgentDefinition,
   options: RunOptions,
 ): Promise<{ run: RunRecord; events: SessionEvent[] }> {
-  const run = await tx.createRun(newRunOf(sessionId, message, agent, options, { queuedBehind: true }));
-  await tx.addInput({
+  const run = await tx.runs.create(newRunOf(sessionId, message, agent, options, { queuedBehind: true }));
+  await tx.inputs.add({
     id: message.id,
     sessionId,
     kind: 'message',
@@ -160,7 +160,7 @@ export async function createRun(
   const sessionId = session.id;
   const turn = session.lastTurn + 1;
   const trigger = checked ? message : checkedMessage(c, message);
-  const run = await tx.createRun(
+  const run = await tx.runs.create(
     newRunOf(sessionId, trigger, agent, options, {
       turn,
       ...(parent ? { parentRunId: parent.runId, parentToolCallId: parent.toolCallId } : {}),

@@ -47,13 +47,13 @@ export async function appendDurablePoint(
   const { run } = p;
   const fence = { runId: run.id, token: p.token };
   const appended = await c.log.append(run.sessionId, p.events, { fence, tx, trusted: true, runId: run.id });
-  for (const id of p.steered) await tx.removeInput(id);
+  for (const id of p.steered) await tx.inputs.remove(id);
   // The stored checkpoint moves at the turn's end, with the run's record. A failed turn's end
   // is no step boundary: its working state may hold a step whose calls started but have no
   // result. The retry resumes from the last boundary and the log after it, which tells which
   // calls started (so none runs again unless it is idempotent).
   if (p.checkpoint && p.end && p.end.event.data.reason !== 'failed') {
-    await tx.putCheckpoint({
+    await tx.runs.putCheckpoint({
       runId: run.id,
       step: p.checkpoint.step,
       seq: appended[p.checkpoint.index]!.seq,
@@ -64,7 +64,7 @@ export async function appendDurablePoint(
     // The turn may only end when no steering is waiting for it (stored meanwhile, here or by
     // another process): then nothing of this commit stands, and the turn goes on to take it.
     // A steer that comes after this commit finds the run ended, and is refused.
-    const waiting = await tx.listInputs(run.sessionId, 'steer', run.id, 1);
+    const waiting = await tx.inputs.list(run.sessionId, 'steer', run.id, 1);
     if (waiting.length > 0) {
       p.onSteeringWaiting?.();
       throw new TurnNotOverError(`steering ${waiting[0]!.id} is waiting for run ${run.id}`);
@@ -77,6 +77,6 @@ export async function appendDurablePoint(
   )?.id;
   p.onSettled?.(settled.run, endEventId);
   // The turn is over: its events are stored compactly from now on (ADR-0009).
-  await tx.sealEvents(run.sessionId);
+  await tx.events.seal(run.sessionId);
   return { appended, ended: settled.run, ...(endEventId !== undefined ? { endEventId } : {}) };
 }

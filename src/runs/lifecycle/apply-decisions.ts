@@ -47,13 +47,13 @@ async function takeWhatCame(
   const wakers = undecided(waiting).filter(
     (c) => c.wait?.kind === 'sleep' && c.wait.wakeOnSteer === true && c.wait.until > now,
   );
-  const steered = wakers.length > 0 && (await tx.listInputs(run.sessionId, 'steer', run.id, 1)).length > 0;
+  const steered = wakers.length > 0 && (await tx.inputs.list(run.sessionId, 'steer', run.id, 1)).length > 0;
   for (const call of undecided(waiting)) {
     if (call.wait?.kind === 'sleep' && call.wait.until <= now) end(call, { by: 'deadline', on: 'wake' });
     else if (steered && wakers.includes(call)) end(call, { by: 'steer', output: wokenBySteer(call, now) });
     if (call.wait?.kind !== 'signal') continue;
     const name = call.wait.name;
-    const kept = await tx.getSignal(run.id, name);
+    const kept = await tx.waits.getSignal(run.id, name);
     if (awaited.has(name) || kept?.consumedAt != null) {
       const why = awaited.has(name)
         ? 'another call of this step waits for it already'
@@ -70,7 +70,7 @@ async function takeWhatCame(
     }
     awaited.add(name);
     if (!kept) continue;
-    await tx.consumeSignal(run.id, name, now);
+    await tx.waits.consumeSignal(run.id, name, now);
     end(call, { by: kept.source === 'callback' ? 'callback' : 'signal', output: signalOutput(call, kept.payload) });
   }
   return { added, events };
@@ -117,7 +117,7 @@ export async function applyDecisions(
     });
     return { run: t.run, events: [...appended, ...t.events] };
   }
-  const updated = await tx.updateRun(run.id, { waiting: next as unknown as JsonObject }, guard);
+  const updated = await tx.runs.update(run.id, { waiting: next as unknown as JsonObject }, guard);
   return { run: updated, events: appended };
 }
 

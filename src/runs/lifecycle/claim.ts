@@ -16,7 +16,7 @@ export async function readBoundary(
   c: LifecycleContext,
   run: { id: string; sessionId: string },
 ): Promise<RunBoundary> {
-  const checkpoint = await ops.getCheckpoint(run.id);
+  const checkpoint = await ops.runs.getCheckpoint(run.id);
   const tail = await c.log.read(run.sessionId, { runId: run.id, afterSeq: checkpoint?.seq ?? 0 }, ops);
   return { checkpoint, tail };
 }
@@ -33,7 +33,7 @@ export async function claim(
   leaseMs: number,
 ): Promise<Claimed | undefined> {
   const claimedAt = Date.now();
-  const got = await tx.claimRun(owner, leaseMs, claimedAt, CLAIM_POLICY);
+  const got = await tx.claims.claim(owner, leaseMs, claimedAt, CLAIM_POLICY);
   if (!got) return undefined;
   const { run, previous, firstStart } = got;
   const fence = { runId: run.id, token: run.fencingToken };

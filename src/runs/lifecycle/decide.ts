@@ -24,7 +24,7 @@ export async function decide(
   toolCallId: string,
   d: DecisionInput,
 ): Promise<{ run: RunRecord; events: SessionEvent[] }> {
-  const run = await tx.getRun(runId);
+  const run = await tx.runs.get(runId);
   if (!run) throw new NotFoundError('run', runId);
   const waiting = run.waiting as unknown as Waiting | null;
   const call = waiting?.calls.find((c) => c.toolCallId === toolCallId);

@@ -23,14 +23,14 @@ export async function deliverSignal(
   source: 'api' | 'callback' | 'library',
   now: number,
 ): Promise<{ run: RunRecord; consumed: boolean }> {
-  const run = await tx.getRun(runId);
+  const run = await tx.runs.get(runId);
   if (!run) throw new NotFoundError('run', runId);
   // A repeat is told so, also after the run it resumed has ended.
-  if (await tx.getSignal(runId, name))
+  if (await tx.waits.getSignal(runId, name))
     throw new StoreError('already_delivered', `signal ${name} was already delivered to run ${runId}`);
   if (isTerminal(run.status))
     throw new IllegalTransitionError(runId, run.status, 'queued', 'a finished run waits for no signal');
-  if ((await tx.countSignals(runId)) >= MAX_SIGNALS_PER_RUN) {
+  if ((await tx.waits.countSignals(runId)) >= MAX_SIGNALS_PER_RUN) {
     throw new StoreError(
       'signal_limit',
       `run ${runId} has ${MAX_SIGNALS_PER_RUN} signals already, the most a run keeps`,
@@ -43,7 +43,7 @@ export async function deliverSignal(
     if (issues)
       throw new StoreError('validation', `the payload of signal ${name} does not match its schema: ${issues}`);
   }
-  const stored = await tx.putSignal({
+  const stored = await tx.waits.putSignal({
     runId,
     name,
     payload: payload ?? null,

@@ -65,7 +65,7 @@ export async function endTurn(
     });
     return { run: f.run, events: f.events };
   }
-  const current = (await tx.getRun(run.id))!;
+  const current = (await tx.runs.get(run.id))!;
   const guard = { fencingToken: t.token };
   // The run's own usage and that of its children that ended (as a finish records it).
   const total = await withChildren(tx, run.id, end.data.usage, end.data.cost);

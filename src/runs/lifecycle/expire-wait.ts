@@ -19,7 +19,7 @@ export async function expireWait(
   now: number,
   resolveAgent: FinishOptions['resolveAgent'],
 ): Promise<RunRecord | undefined> {
-  const run = await tx.getRun(runId);
+  const run = await tx.runs.get(runId);
   const waiting = run?.waiting as unknown as Waiting | null;
   if (!run || !waiting || !isWaiting(run.status)) return undefined;
   const due = undecided(waiting).filter((call) => call.deadline && call.deadline.at <= now);

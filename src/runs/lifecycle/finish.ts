@@ -23,7 +23,7 @@ export async function finish(
   to: FinalStatus,
   o: FinishOptions,
 ): Promise<{ run: RunRecord; next?: RunRecord; events: SessionEvent[] }> {
-  const current = await tx.getRun(runId);
+  const current = await tx.runs.get(runId);
   if (!current) throw new NotFoundError('run', runId);
   if (isTerminal(current.status)) return { run: current, events: [] };
   if (o.fencingToken !== undefined && current.fencingToken !== o.fencingToken) {
@@ -33,7 +33,7 @@ export async function finish(
   if (o.closeOpenCalls) events.push(...(await closeOpenCalls(tx, c, current, to)));
   // Steering the run never took (it ended first: cancelled, failed, timed out) is not dropped:
   // it joins the conversation with the run's end, where the next run sees it.
-  const untaken = await tx.takeInputs(current.sessionId, 'steer', current.id);
+  const untaken = await tx.inputs.take(current.sessionId, 'steer', current.id);
   if (untaken.length > 0) {
     events.push(
       ...(await appendIn(
@@ -63,13 +63,13 @@ export async function finish(
   });
   events.push(...t.events);
   // A run that ended while queued behind never came up: its message leaves the inbox with it.
-  if (current.queuedBehind) await tx.takeInputs(current.sessionId, 'message', current.id, 1);
+  if (current.queuedBehind) await tx.inputs.take(current.sessionId, 'message', current.id, 1);
   if (current.parentRunId) {
     // Once, when the child ends: also when its parent ended first (cancelled while the child ran),
     // since the parent's own total only counted the children that had ended (see withChildren).
-    const parent = await tx.getRun(current.parentRunId);
+    const parent = await tx.runs.get(current.parentRunId);
     if (parent)
-      await tx.updateRun(parent.id, {
+      await tx.runs.update(parent.id, {
         usage: addUsage(usageOf(parent.usage), usage) as unknown as JsonObject,
         cost: parent.cost + cost,
       });
@@ -92,7 +92,7 @@ export async function withChildren(
 ): Promise<{ usage: Usage; cost: number }> {
   let usage = own;
   let cost = ownCost;
-  for (const c of await tx.listRuns({ parentRunId: runId, statuses: TERMINAL_STATUSES, limit: 10_000 })) {
+  for (const c of await tx.runs.list({ parentRunId: runId, statuses: TERMINAL_STATUSES, limit: 10_000 })) {
     usage = addUsage(usage, usageOf(c.usage));
     cost += c.cost;
   }

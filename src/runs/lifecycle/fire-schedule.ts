@@ -56,7 +56,7 @@ export interface ScheduleFiring {
 
 /** Takes the earliest due schedule (skipping those another worker is firing) and fires it, inside `tx`. */
 export async function fireDueSchedule(tx: StoreOps, c: LifecycleContext, f: ScheduleFiring): Promise<Attempt> {
-  const [s] = await tx.dueSchedules(f.now, 1);
+  const [s] = await tx.schedules.due(f.now, 1);
   if (!s || s.nextFireAt === null) return { kind: 'none' };
   const tick = f.latestTick(s, f.now, s.nextFireAt);
   f.firing({ scheduleId: s.id, tick });
@@ -76,7 +76,7 @@ async function fireTick(
   const missed = now - tick > f.missedAfterMs;
   if (missed && s.catchUp === 'skip') {
     // Downtime: the missed ticks are not fired; the schedule goes on from now.
-    await tx.updateSchedule(s.id, { nextFireAt: next, updatedAt: now });
+    await tx.schedules.update(s.id, { nextFireAt: next, updatedAt: now });
     return { kind: 'done' };
   }
   const record = async (
@@ -84,9 +84,9 @@ async function fireTick(
     lastRunId?: string,
   ): Promise<Attempt> => {
     const fire: ScheduleFireRecord = { scheduleId: s.id, tick, firedAt: now, ...f };
-    if (!(await tx.addScheduleFire(fire)))
+    if (!(await tx.schedules.addFire(fire)))
       throw new TickTaken(`tick ${new Date(tick).toISOString()} of schedule ${s.id} has fired already`);
-    await tx.updateSchedule(s.id, {
+    await tx.schedules.update(s.id, {
       nextFireAt: next,
       lastTick: tick,
       updatedAt: now,
@@ -103,7 +103,7 @@ async function fireTick(
   let reason: string | null = null;
   if ('sessionId' in s.target) {
     sessionId = s.target.sessionId;
-    const active = await tx.activeRun(sessionId);
+    const active = await tx.runs.active(sessionId);
     if (active) {
       if (s.overlap === 'skip')
         return record({
@@ -127,7 +127,7 @@ async function fireTick(
     const title = ns.title ?? `${s.name ?? `schedule ${s.id}`} @ ${new Date(tick).toISOString()}`;
     const metadata = { ...ns.metadata, scheduleId: s.id, scheduleTick: tick };
     const createdAt = Date.now();
-    await tx.createSession({
+    await tx.sessions.create({
       id: sessionId,
       tenant: s.tenant,
       createdAt,
@@ -178,7 +178,7 @@ export async function recordFailedFire(
   error: unknown,
   nextTick: ScheduleFiring['nextTick'],
 ): Promise<ScheduleFireRecord | undefined> {
-  const s = await tx.getSchedule(scheduleId);
+  const s = await tx.schedules.get(scheduleId);
   if (!s || s.pausedAt !== null || s.nextFireAt === null || s.nextFireAt > now) return undefined;
   const fire: ScheduleFireRecord = {
     scheduleId,
@@ -190,9 +190,9 @@ export async function recordFailedFire(
     sessionId: 'sessionId' in s.target ? s.target.sessionId : null,
   };
   // Another worker fired it (TickTaken): only move on.
-  const recorded = error instanceof TickTaken ? false : await tx.addScheduleFire(fire);
+  const recorded = error instanceof TickTaken ? false : await tx.schedules.addFire(fire);
   const gone = targetGone(error);
-  await tx.updateSchedule(
+  await tx.schedules.update(
     scheduleId,
     gone
       ? {

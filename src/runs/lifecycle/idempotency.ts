@@ -20,8 +20,11 @@ export interface RecordedSend {
 }
 
 /** Throws when a request already took the key (its effect, or its answer, is recorded). */
-export async function refuseTakenKey(store: Pick<StoreOps, 'getIdempotency'>, claim: IdempotencyClaim): Promise<void> {
-  if (await store.getIdempotency(claim.tenant, claim.key)) {
+export async function refuseTakenKey(
+  store: { idempotency: Pick<StoreOps['idempotency'], 'get'> },
+  claim: IdempotencyClaim,
+): Promise<void> {
+  if (await store.idempotency.get(claim.tenant, claim.key)) {
     throw new StoreError(
       'idempotency_in_progress',
       `a request with Idempotency-Key ${JSON.stringify(claim.key)} was already accepted`,
@@ -39,7 +42,7 @@ export async function recordEffect(
   effect: RecordedSend | JsonObject,
 ): Promise<void> {
   const body = JSON.stringify(effect);
-  const stored = await tx.putIdempotency({ ...claim, status: 0, body, createdAt: Date.now() });
+  const stored = await tx.idempotency.put({ ...claim, status: 0, body, createdAt: Date.now() });
   if (stored.status !== 0 || stored.body !== body) {
     throw new StoreError(
       'idempotency_in_progress',

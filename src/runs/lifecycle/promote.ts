@@ -26,13 +26,13 @@ export async function promote(
 ): Promise<{ run?: RunRecord; events: SessionEvent[] }> {
   const events: SessionEvent[] = [];
   for (;;) {
-    const [behind] = (await tx.listRuns({ sessionId, statuses: ['queued'], limit: 10_000 }))
+    const [behind] = (await tx.runs.list({ sessionId, statuses: ['queued'], limit: 10_000 }))
       .filter((r) => r.queuedBehind)
       .sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
-    const [legacy] = behind ? [] : await tx.listInputs(sessionId, 'message', null, 1);
+    const [legacy] = behind ? [] : await tx.inputs.list(sessionId, 'message', null, 1);
     if (!behind && !legacy) return { events };
     if (legacy) {
-      await tx.removeInput(legacy.id);
+      await tx.inputs.remove(legacy.id);
       const p = legacy.payload as {
         message: UserMessage;
         agent: string;
@@ -41,12 +41,12 @@ export async function promote(
       };
       const agent = resolveAgent(p.agent, p.agentVersion) ?? resolveAgent(p.agent);
       if (agent) {
-        const session = (await tx.getSession(sessionId))!;
+        const session = (await tx.sessions.get(sessionId))!;
         const created = await createRun(tx, c, session, p.message, agent, p.options ?? {});
         return { run: created.run, events: [...events, ...created.events] };
       }
       // Recorded as a run that failed, so that the message is not dropped without a trace.
-      const run = await tx.createRun({
+      const run = await tx.runs.create({
         id: newId(),
         sessionId,
         agent: { name: p.agent, version: p.agentVersion ?? 'unknown' },
@@ -61,21 +61,21 @@ export async function promote(
       events.push(...(await agentGone(tx, c, run)));
       continue;
     }
-    const [input] = await tx.takeInputs(sessionId, 'message', behind!.id, 1);
+    const [input] = await tx.inputs.take(sessionId, 'message', behind!.id, 1);
     const agent = resolveAgent(behind!.agent.name, behind!.agent.version);
     if (!agent || !input) {
       events.push(...(await agentGone(tx, c, behind!, input ? undefined : 'its message is missing from the inbox')));
       continue;
     }
     const message = (input.payload as { message: UserMessage }).message;
-    const session = (await tx.getSession(sessionId))!;
+    const session = (await tx.sessions.get(sessionId))!;
     const turn = session.lastTurn + 1;
     events.push(
       ...(await appendIn(tx, c, sessionId, [
         { type: 'user/message', runId: behind!.id, turn, data: { message, via: 'input' } },
       ])),
     );
-    const run = await tx.updateRun(behind!.id, { queuedBehind: false, turn }, { statuses: ['queued'] });
+    const run = await tx.runs.update(behind!.id, { queuedBehind: false, turn }, { statuses: ['queued'] });
     return { run, events };
   }
 }

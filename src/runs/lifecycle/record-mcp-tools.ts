@@ -9,5 +9,5 @@ export async function recordMcpTools(
   run: Pick<RunRecord, 'id' | 'agentSpec' | 'fencingToken'>,
   got: McpToolsGot,
 ): Promise<void> {
-  await tx.updateRun(run.id, { agentSpec: specWithMcpTools(run.agentSpec, got) }, { fencingToken: run.fencingToken });
+  await tx.runs.update(run.id, { agentSpec: specWithMcpTools(run.agentSpec, got) }, { fencingToken: run.fencingToken });
 }

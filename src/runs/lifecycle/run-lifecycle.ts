@@ -54,7 +54,7 @@ export class RunLifecycle implements LifecycleContext {
 
   /** The run `id`, or NotFoundError. */
   async get(id: string): Promise<RunRecord> {
-    const r = await this.store.getRun(id);
+    const r = await this.store.runs.get(id);
     if (!r) throw new NotFoundError('run', id);
     return r;
   }
@@ -153,17 +153,17 @@ export class RunLifecycle implements LifecycleContext {
   async request(runId: string, patch: Pick<RunPatch, 'cancelRequested' | 'pauseRequested'>): Promise<RunRecord> {
     const run = await this.get(runId);
     if (isTerminal(run.status)) return run;
-    return this.store.updateRun(runId, patch, { statuses: statusesLeadingTo('cancelled') });
+    return this.store.runs.update(runId, patch, { statuses: statusesLeadingTo('cancelled') });
   }
 
   /** Withdraws the pause requested of a run that still runs (it was to pause at its next step boundary). */
   withdrawPause(runId: string): Promise<RunRecord> {
-    return this.store.updateRun(runId, { pauseRequested: false }, { statuses: ['running'] });
+    return this.store.runs.update(runId, { pauseRequested: false }, { statuses: ['running'] });
   }
 
   /** Renews a worker's lease on a run it holds with `token`, until `until`; false when it no longer holds it. */
   renewLease(runId: string, owner: string, token: number, until: number): Promise<boolean> {
-    return this.store.renewLease(runId, owner, token, until);
+    return this.store.claims.renewLease(runId, owner, token, until);
   }
 
   /** Records an approval decision or an answer once; the run is queued again when nothing is left to decide. */

@@ -16,11 +16,11 @@ export async function steer(
   idempotency: IdempotencyClaim | undefined,
 ): Promise<RunRecord> {
   if (idempotency) await refuseTakenKey(tx, idempotency);
-  const r = await tx.getRun(runId);
+  const r = await tx.runs.get(runId);
   if (!r) throw new NotFoundError('run', runId);
   if (isTerminal(r.status))
     throw new IllegalTransitionError(runId, r.status, r.status, 'a finished run takes no more input');
-  await tx.addInput({
+  await tx.inputs.add({
     id: message.id,
     sessionId: r.sessionId,
     kind: 'steer',

@@ -64,7 +64,7 @@ export async function transition(
     o.guard?.fencingToken !== undefined ? { runId: run.id, token: o.guard.fencingToken } : undefined,
     true,
   );
-  const updated = await tx.updateRun(run.id, patch, guard);
+  const updated = await tx.runs.update(run.id, patch, guard);
   return { run: updated, events };
 }
 
@@ -76,7 +76,7 @@ export async function move(
   to: RunStatus,
   o: Pick<TransitionOptions, 'reason' | 'patch' | 'guard'> = {},
 ): Promise<{ run: RunRecord; events: SessionEvent[] }> {
-  const run = await tx.getRun(runId);
+  const run = await tx.runs.get(runId);
   if (!run) throw new NotFoundError('run', runId);
   return transition(tx, c, run, to, o);
 }

@@ -13,7 +13,7 @@ export async function wakeOnSteer(
   runId: string,
   now: number,
 ): Promise<RunRecord | undefined> {
-  const run = await tx.getRun(runId);
+  const run = await tx.runs.get(runId);
   const waiting = run?.waiting as unknown as Waiting | null;
   if (!run || !waiting || !isWaiting(run.status)) return undefined;
   const woken = undecided(waiting).filter((call) => call.wait?.kind === 'sleep' && call.wait.wakeOnSteer === true);

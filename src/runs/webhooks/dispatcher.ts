@@ -204,8 +204,8 @@ export class WebhookDispatcher {
     if (free <= 0) return [];
     // Only deliveries this process could start now are worth a claim (a write).
     const full = [...this.busy].filter(([, n]) => n >= this.perDestination).map(([url]) => url);
-    if (!(await this.store.hasDueWebhookDeliveries(now, { except: full }))) return [];
-    const claimed = await this.store.claimWebhookDeliveries(now, this.leaseMs, free, {
+    if (!(await this.store.webhooks.hasDueDeliveries(now, { except: full }))) return [];
+    const claimed = await this.store.webhooks.claimDeliveries(now, this.leaseMs, free, {
       perDestination: this.perDestination,
       busy: Object.fromEntries(this.busy),
     });
@@ -234,8 +234,8 @@ export class WebhookDispatcher {
     if (now < this.nextPruneAt) return;
     this.nextPruneAt = now + this.pruneEveryMs;
     const bounds = { deliveredBefore: now - this.retention.deliveredMs, failedBefore: now - this.retention.failedMs };
-    if (!(await this.store.hasExpiredWebhookDeliveries(bounds))) return;
-    const n = await this.store.pruneWebhookDeliveries({ ...bounds, limit: this.pruneBatch });
+    if (!(await this.store.webhooks.hasExpiredDeliveries(bounds))) return;
+    const n = await this.store.webhooks.pruneDeliveries({ ...bounds, limit: this.pruneBatch });
     if (n >= this.pruneBatch) this.nextPruneAt = now;
   }
 
@@ -287,7 +287,7 @@ export class WebhookDispatcher {
       status = nextAttemptAt > d.retryUntil ? 'failed' : 'pending';
       if (status === 'failed') nextAttemptAt = null;
     }
-    await this.store.recordWebhookAttempt({
+    await this.store.webhooks.recordAttempt({
       deliveryId: d.id,
       claim: d.claim,
       attempt: { deliveryId: d.id, n, startedAt, durationMs, statusCode, error },

@@ -120,17 +120,17 @@ export class Webhooks {
       createdAt: now,
       updatedAt: now,
     };
-    await this.store.createWebhook(w);
+    await this.store.webhooks.create(w);
     return w;
   }
 
   list(tenant: string, page: { after?: string; limit: number }): Promise<WebhookRecord[]> {
-    return this.store.listWebhooks(tenant, page);
+    return this.store.webhooks.list(tenant, page);
   }
 
   /** The subscription, if the tenant's (another tenant's is not found). */
   async get(tenant: string, id: string): Promise<WebhookRecord> {
-    const w = await this.store.getWebhook(id);
+    const w = await this.store.webhooks.get(id);
     if (!w || w.tenant !== tenant) throw new NotFoundError('webhook', id);
     return w;
   }
@@ -142,7 +142,7 @@ export class Webhooks {
   ): Promise<WebhookRecord> {
     await this.get(tenant, id);
     if (patch.url !== undefined) checkDestination(patch.url, this.allowPrivateNetworks);
-    const w = await this.store.updateWebhook(id, {
+    const w = await this.store.webhooks.update(id, {
       ...(patch.url !== undefined ? { url: patch.url } : {}),
       ...(patch.events !== undefined ? { events: [...new Set(patch.events)] } : {}),
       ...(patch.active !== undefined ? { active: patch.active } : {}),
@@ -167,7 +167,7 @@ export class Webhooks {
     }
     await this.get(tenant, id);
     const now = this.clock.now();
-    const w = await this.store.rotateWebhookSecret(id, {
+    const w = await this.store.webhooks.rotateSecret(id, {
       secret: newSecret(),
       previousSecretExpiresAt: now + overlapMs,
       updatedAt: now,
@@ -178,7 +178,7 @@ export class Webhooks {
 
   async delete(tenant: string, id: string): Promise<void> {
     await this.get(tenant, id);
-    await this.store.deleteWebhook(id);
+    await this.store.webhooks.delete(id);
   }
 
   /** A subscription's deliveries, newest first, each with its attempts. */
@@ -188,8 +188,8 @@ export class Webhooks {
     page: { after?: string; limit: number },
   ): Promise<Array<{ delivery: WebhookDelivery; attempts: WebhookAttempt[] }>> {
     await this.get(tenant, webhookId);
-    const list = await this.store.listWebhookDeliveries(webhookId, page);
-    const attempts = await this.store.listWebhookAttempts(list.map((d) => d.id));
+    const list = await this.store.webhooks.listDeliveries(webhookId, page);
+    const attempts = await this.store.webhooks.listAttempts(list.map((d) => d.id));
     return list.map((delivery) => ({ delivery, attempts: attempts.filter((a) => a.deliveryId === delivery.id) }));
   }
 
@@ -200,9 +200,9 @@ export class Webhooks {
     deliveryId: string,
   ): Promise<{ delivery: WebhookDelivery; attempts: WebhookAttempt[] }> {
     await this.get(tenant, webhookId);
-    const d = await this.store.getWebhookDelivery(deliveryId);
+    const d = await this.store.webhooks.getDelivery(deliveryId);
     if (!d || d.webhookId !== webhookId) throw new NotFoundError('delivery', deliveryId);
-    return { delivery: d, attempts: await this.store.listWebhookAttempts([d.id]) };
+    return { delivery: d, attempts: await this.store.webhooks.listAttempts([d.id]) };
   }
 
   /** A delivery of one of the tenant's subscriptions, found by its id alone, with its attempts. */
@@ -210,16 +210,16 @@ export class Webhooks {
     tenant: string,
     deliveryId: string,
   ): Promise<{ delivery: WebhookDelivery; attempts: WebhookAttempt[] }> {
-    const d = await this.store.getWebhookDelivery(deliveryId);
+    const d = await this.store.webhooks.getDelivery(deliveryId);
     if (!d || d.tenant !== tenant) throw new NotFoundError('delivery', deliveryId);
-    return { delivery: d, attempts: await this.store.listWebhookAttempts([d.id]) };
+    return { delivery: d, attempts: await this.store.webhooks.listAttempts([d.id]) };
   }
 
   /** Attempts a delivery again now (and for another `retryForMs`), whatever its status; refused (conflict) while an attempt is in flight. */
   async redeliver(tenant: string, webhookId: string, deliveryId: string): Promise<WebhookDelivery> {
     await this.delivery(tenant, webhookId, deliveryId);
     const now = this.clock.now();
-    const d = await this.store.redeliverWebhook(deliveryId, now, now + this.retryForMs);
+    const d = await this.store.webhooks.redeliver(deliveryId, now, now + this.retryForMs);
     if (!d) throw new NotFoundError('delivery', deliveryId);
     this.dispatcher.wake();
     return d;

@@ -74,7 +74,7 @@ export function webhookOutbox(o: OutboxOptions): AppendHook {
         return type ? [{ e, type }] : [];
       });
       if (heard.length === 0) return;
-      const subscriptions = await tx.webhooksForSession(sessionId);
+      const subscriptions = await tx.webhooks.forSession(sessionId);
       if (subscriptions.length === 0) return;
       const now = o.clock.now();
       const deliveries: NewWebhookDelivery[] = [];
@@ -103,7 +103,7 @@ export function webhookOutbox(o: OutboxOptions): AppendHook {
         }
       }
       if (deliveries.length === 0) return;
-      await tx.addWebhookDeliveries(deliveries);
+      await tx.webhooks.addDeliveries(deliveries);
       if (o.written) afterCommit(o.written);
     },
   };

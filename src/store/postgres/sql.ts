@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
-import { StoreError } from '../port.ts';
+import { StoreError } from '../port/index.ts';
 import { NUL_REFUSAL } from '../plain-text.ts';
 
 /** Where queries go: the pool (each statement its own transaction) or one client inside a transaction. */

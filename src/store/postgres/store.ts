@@ -1,8 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { StoreError, type JsonObject, type Store, type StoreChange, type StoreOps } from '../port.ts';
+import {
+  StoreError,
+  type JsonObject,
+  type NoticeOps,
+  type Store,
+  type StoreChange,
+  type StoreOps,
+} from '../port/index.ts';
+import { namespaced, type FlatName } from '../port/layout.ts';
 import { migrate, quoteIdent } from './migrations.ts';
-import { pgOperations, type OpContext } from './operations.ts';
+import { pgOperations } from './operations.ts';
+import type { OpContext } from './context.ts';
 import { DEADLOCK_DETECTED, SERIALIZATION_FAILURE, Sql, sqlState, TransactionSql } from './sql.ts';
 
 export interface PostgresStoreOptions {
@@ -19,7 +28,8 @@ export interface PostgresStoreOptions {
   connectionTimeoutMs?: number;
 }
 
-type OpName = keyof StoreOps;
+/** Operations are written flat (see STORE_LAYOUT): one name each. */
+type OpName = FlatName;
 
 const OP_NAMES = Object.keys(pgOperations) as OpName[];
 
@@ -46,7 +56,7 @@ const types = {
       : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
 };
 
-// Typed as having every operation of the port: PostgresStore's static block puts them on its prototype.
+// Typed as having every namespace of the port: PostgresStore's constructor puts them on the instance.
 const WithStoreOps = class {} as unknown as abstract new () => StoreOps;
 
 /**
@@ -61,19 +71,13 @@ const WithStoreOps = class {} as unknown as abstract new () => StoreOps;
  * a single operation outside one is tried again.
  */
 export class PostgresStore extends WithStoreOps implements Store {
-  static {
-    for (const name of OP_NAMES) {
-      Object.defineProperty(PostgresStore.prototype, name, {
-        configurable: true,
-        writable: true,
-        value: function (this: PostgresStore, ...args: unknown[]) {
-          return this.outside(name, args);
-        },
-      });
-    }
-  }
-
   readonly kind = 'postgres';
+  /** Change notices by LISTEN, broadcasts by NOTIFY on the schema's channel, and a ping through it as the barrier. */
+  readonly notices: Required<NoticeOps> = {
+    changes: (listener) => this.onChanges(listener),
+    broadcast: (sessionId, message) => this.sendBroadcast(sessionId, message),
+    caughtUp: () => this.caughtUp(),
+  };
   readonly schema: string;
   private readonly pool: pg.Pool;
   private readonly url: string;
@@ -82,6 +86,15 @@ export class PostgresStore extends WithStoreOps implements Store {
 
   constructor(options: PostgresStoreOptions) {
     super();
+    // One function per operation of the port, each its own unit of work (see `outside`).
+    Object.assign(
+      this,
+      namespaced(
+        (name) =>
+          (...args: unknown[]) =>
+            this.outside(name, args),
+      ),
+    );
     this.url = options.url;
     this.schema = options.schema ?? 'keel';
     if (!/^[A-Za-z_][A-Za-z0-9_]{0,50}$/.test(this.schema))
@@ -143,7 +156,7 @@ export class PostgresStore extends WithStoreOps implements Store {
       atomic: (fn) => this.inOwnTransaction(fn),
       guarded: (fn) => fn(sql),
     };
-    const op = pgOperations[name] as (ctx: OpContext, ...a: unknown[]) => Promise<unknown>;
+    const op = pgOperations[name] as unknown as (ctx: OpContext, ...a: unknown[]) => Promise<unknown>;
     for (let attempt = 1; ; attempt++) {
       try {
         const value = await op(ctx, ...args);
@@ -203,7 +216,7 @@ export class PostgresStore extends WithStoreOps implements Store {
         const ctx: OpContext = { sql, inTransaction: true, atomic: savepoint, guarded: savepoint };
         const ops: Partial<Record<OpName, (...args: unknown[]) => Promise<unknown>>> = {};
         for (const name of OP_NAMES) {
-          const op = pgOperations[name] as (ctx: OpContext, ...a: unknown[]) => Promise<unknown>;
+          const op = pgOperations[name] as unknown as (ctx: OpContext, ...a: unknown[]) => Promise<unknown>;
           ops[name] = (...args) => {
             const run = tail.then(() => op(ctx, ...args));
             tail = run.catch(() => {});
@@ -212,7 +225,7 @@ export class PostgresStore extends WithStoreOps implements Store {
         }
         const t0 = performance.now();
         try {
-          const value = await fn(ops as StoreOps);
+          const value = await fn(namespaced((name) => ops[name]!));
           await tail;
           await sql.commit();
           if (this.commitObservers.size > 0) this.committed(t0);
@@ -242,7 +255,7 @@ export class PostgresStore extends WithStoreOps implements Store {
    * Commits of any node, as PostgreSQL tells them (LISTEN on the schema's channel; every append's
    * transaction notifies on commit with its session and last seq: see the migrations).
    */
-  changes(listener: (change?: StoreChange) => void): () => void {
+  private onChanges(listener: (change?: StoreChange) => void): () => void {
     this.changeListeners.add(listener);
     if (!this.listening) this.listening = this.listen();
     return () => {
@@ -334,7 +347,7 @@ export class PostgresStore extends WithStoreOps implements Store {
    * numbered after the events it follows: they are committed, so their notice went first). One
    * notification at a time, in order; what comes meanwhile is sent together in the next.
    */
-  broadcast(sessionId: string, message: JsonObject): void {
+  private sendBroadcast(sessionId: string, message: JsonObject): void {
     if (this.closed) return;
     this.outbox.push({ s: sessionId, m: message, n: ++this.broadcastCount });
     if (!this.sending) void this.flushBroadcasts();
@@ -420,7 +433,7 @@ export class PostgresStore extends WithStoreOps implements Store {
    * notifications in the order their transactions committed, so once it comes back, every notice
    * committed before it has reached the listeners. Never resolves while notices cannot arrive.
    */
-  noticesCaughtUp(): Promise<void> {
+  private caughtUp(): Promise<void> {
     if (this.closed) return Promise.resolve();
     const ping = ++this.pings;
     return new Promise<void>((resolve) => {

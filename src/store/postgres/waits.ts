@@ -1,6 +1,9 @@
-import { StoreError } from '../port.ts';
-import { toCallback, toSignal, type CallbackRow, type SignalRow, type WaitStoreOps } from '../wait-rows.ts';
-import type { OpContext } from './operations.ts';
+import { StoreError } from '../port/index.ts';
+import { toCallback, toSignal, type CallbackRow, type SignalRow } from '../wait-rows.ts';
+import type { FlatOpsOf } from '../port/layout.ts';
+
+type WaitStoreOps = FlatOpsOf<'waits'>;
+import type { OpContext } from './context.ts';
 import { sqlState, UNIQUE_VIOLATION } from './sql.ts';
 import { hasNul } from '../plain-text.ts';
 

@@ -1,7 +1,5 @@
-import { StoreError } from '../port.ts';
+import { StoreError } from '../port/index.ts';
 import {
-  CLAIM_WINDOW_FACTOR,
-  DISABLED_SUBSCRIPTION_ERROR,
   toClaimed,
   toWebhook,
   toWebhookAttempt,
@@ -10,77 +8,14 @@ import {
   type WebhookAttemptRow,
   type WebhookDeliveryRow,
   type WebhookRow,
-  type WebhookStoreOps,
-} from '../webhooks.ts';
-import type { OpContext } from './operations.ts';
+} from '../webhook-rows.ts';
+import { CLAIM_WINDOW_FACTOR, DISABLED_SUBSCRIPTION_ERROR } from '../port/index.ts';
+import { type FlatOpsOf } from '../port/layout.ts';
+
+type WebhookStoreOps = FlatOpsOf<'webhooks'>;
+import type { OpContext } from './context.ts';
 import { sqlState, UNIQUE_VIOLATION } from './sql.ts';
 import { hasNul } from '../plain-text.ts';
-
-/** Schema v7: webhook subscriptions, the outbox of deliveries, their attempts (ADR-0017). */
-export const WEBHOOKS_MIGRATION_SQL = `
-  CREATE TABLE webhooks (
-    id text PRIMARY KEY,
-    tenant text NOT NULL,
-    url text NOT NULL,
-    events text NOT NULL,
-    secret text NOT NULL,
-    active boolean NOT NULL DEFAULT true,
-    created_at bigint NOT NULL,
-    updated_at bigint NOT NULL
-  );
-  CREATE INDEX webhooks_tenant ON webhooks (tenant) WHERE active;
-
-  CREATE TABLE webhook_deliveries (
-    id text PRIMARY KEY,
-    webhook_id text NOT NULL REFERENCES webhooks(id) ON DELETE CASCADE,
-    tenant text NOT NULL,
-    event_type text NOT NULL,
-    event_id text NOT NULL,
-    body text NOT NULL,
-    status text NOT NULL DEFAULT 'pending',
-    attempts integer NOT NULL DEFAULT 0,
-    claim integer NOT NULL DEFAULT 0,
-    created_at bigint NOT NULL,
-    next_attempt_at bigint,
-    retry_until bigint NOT NULL,
-    delivered_at bigint,
-    last_error text,
-    last_status_code integer,
-    leased_until bigint
-  );
-  CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'pending';
-  CREATE INDEX webhook_deliveries_of ON webhook_deliveries (webhook_id, id);
-
-  CREATE TABLE webhook_attempts (
-    delivery_id text NOT NULL REFERENCES webhook_deliveries(id) ON DELETE CASCADE,
-    n integer NOT NULL,
-    started_at bigint NOT NULL,
-    duration_ms integer NOT NULL,
-    status_code integer,
-    error text,
-    PRIMARY KEY (delivery_id, n)
-  );
-`;
-
-/**
- * Schema v10 (issue 38): when a delivery ended (`ended_at`, indexed for retention); pending
- * deliveries of disabled subscriptions end failed, as disabling now does; the session of a
- * delivery's event (`session_id`, indexed: erasing the session removes them); a rotated secret's
- * predecessor and its expiry. Written to run again harmlessly (IF NOT EXISTS).
- */
-export const WEBHOOKS_MIGRATION_2_SQL = `
-  ALTER TABLE webhook_deliveries ADD COLUMN IF NOT EXISTS ended_at bigint;
-  ALTER TABLE webhook_deliveries ADD COLUMN IF NOT EXISTS session_id text;
-  CREATE INDEX IF NOT EXISTS webhook_deliveries_session ON webhook_deliveries (session_id) WHERE session_id IS NOT NULL;
-  UPDATE webhook_deliveries d SET ended_at = coalesce(d.delivered_at,
-      (SELECT max(a.started_at + a.duration_ms) FROM webhook_attempts a WHERE a.delivery_id = d.id), d.created_at)
-    WHERE d.status <> 'pending' AND d.ended_at IS NULL;
-  UPDATE webhook_deliveries d SET status = 'failed', next_attempt_at = NULL, leased_until = NULL, last_error = '${DISABLED_SUBSCRIPTION_ERROR}', ended_at = w.updated_at
-    FROM webhooks w WHERE w.id = d.webhook_id AND NOT w.active AND d.status = 'pending';
-  CREATE INDEX IF NOT EXISTS webhook_deliveries_ended ON webhook_deliveries (status, ended_at) WHERE ended_at IS NOT NULL;
-  ALTER TABLE webhooks ADD COLUMN IF NOT EXISTS previous_secret text;
-  ALTER TABLE webhooks ADD COLUMN IF NOT EXISTS previous_secret_expires_at bigint;
-`;
 
 const FAIL_DISABLED = `status = 'failed', next_attempt_at = NULL, leased_until = NULL, last_error = '${DISABLED_SUBSCRIPTION_ERROR}'`;
 

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { StoreError } from '../port.ts';
+import { StoreError } from '../port/index.ts';
 import type { FileWriteLock } from './file-write-lock.ts';
 
 type WriteOp = { fn: () => unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void };

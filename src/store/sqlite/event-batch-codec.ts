@@ -28,7 +28,7 @@ import {
   zstdCompressSync,
   zstdDecompressSync,
 } from 'node:zlib';
-import { StoreError, type StoredEvent } from '../port.ts';
+import { StoreError, type StoredEvent } from '../port/index.ts';
 import { EVENT_BATCH_DICTIONARY_1 } from './event-batch-dictionary.ts';
 
 /** Open rows of the first format (ADR-0009): read, never written. */

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { StoreError } from '../port.ts';
+import { StoreError } from '../port/index.ts';
 
 /**
  * The turns to write one database file, among the stores of this process that opened it.

@@ -1,4 +1,4 @@
-import type { JsonObject, StoreChange } from '../port.ts';
+import type { JsonObject, StoreChange } from '../port/index.ts';
 import { CommitNotices } from './commit-notices.ts';
 import { LocalBus } from './local-bus.ts';
 

@@ -3,7 +3,7 @@ import { lstatSync, mkdirSync, readdirSync, realpathSync, renameSync, rmdirSync,
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { JsonObject } from '../port.ts';
+import type { JsonObject } from '../port/index.ts';
 
 /**
  * What a peer may have waiting to be written to it before a message that can be dropped (a token

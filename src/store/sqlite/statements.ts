@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { RunStatus } from '../port.ts';
+import type { RunStatus } from '../port/index.ts';
 import type { IdKey } from './id-keys.ts';
 import { OPEN_CODECS_SQL } from './event-batch-codec.ts';
 import {

@@ -1,16 +1,18 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
-import type { JsonObject, Store, StoreChange, StoreOps } from '../port.ts';
+import { type JsonObject, type NoticeOps, type Store, type StoreChange, type StoreOps } from '../port/index.ts';
+import { namespaced, type FlatName } from '../port/layout.ts';
 import { CommitQueue } from './commit-queue.ts';
 import { migrate } from './migrations.ts';
-import { createOperations, type SyncOps } from './operations.ts';
+import { createOperations } from './operations.ts';
+import type { SyncOps } from './context.ts';
 import { prepareStatements } from './statements.ts';
 import { WEBHOOK_PLAN } from './webhooks.ts';
 import { WAIT_PLAN } from './waits.ts';
 import { WalFlusher } from './wal-flusher.ts';
 import { FileWriteLock } from './file-write-lock.ts';
-import { LIMIT_PLAN } from './limit-operations.ts';
+import { LIMIT_PLAN } from './limits.ts';
 import { LiveRelay } from './live-relay.ts';
 
 export interface SqliteStoreOptions {
@@ -42,7 +44,8 @@ const OFF_BUS_CHANGES_MS = 1_000;
 
 export const defaultDbPath = (): string => process.env.KEEL_DB || resolve('.keel', 'keel.db');
 
-type OpName = keyof StoreOps;
+/** Operations are written flat (see STORE_LAYOUT): one name each. */
+type OpName = FlatName;
 
 /**
  * How each operation runs.
@@ -120,7 +123,7 @@ type AnyOp = (...args: unknown[]) => unknown;
 function inTransaction(db: Database.Database, sync: SyncOps, queue: CommitQueue): StoreOps {
   const ops: Partial<Record<OpName, (...args: unknown[]) => Promise<unknown>>> = {};
   for (const name of OP_NAMES) {
-    const op = sync[name] as AnyOp;
+    const op = sync[name] as unknown as AnyOp;
     // Made once: better-sqlite3 builds a transaction function's four variants at each `db.transaction`.
     const run = PLAN[name].savepoint
       ? db.transaction((args: unknown[]) => op(...args))
@@ -137,28 +140,15 @@ function inTransaction(db: Database.Database, sync: SyncOps, queue: CommitQueue)
       }
     };
   }
-  // Each entry wraps the synchronous operation of the same name, whose type follows StoreOps.
-  return ops as StoreOps;
+  // Each entry wraps the synchronous operation of the same name, whose type follows the port's.
+  return namespaced((name) => ops[name]!);
 }
 
-// Typed as having every operation of the port: SqliteStore's static block puts them on its prototype.
+// Typed as having every namespace of the port: SqliteStore's constructor puts them on the instance.
 const WithStoreOps = class {} as unknown as abstract new () => StoreOps;
 
 /** The embedded backend: one better-sqlite3 connection, WAL mode, durable commits by default. */
 export class SqliteStore extends WithStoreOps implements Store {
-  // One method per operation of the port, each run as PLAN says (see `dispatch`).
-  static {
-    for (const name of OP_NAMES) {
-      Object.defineProperty(SqliteStore.prototype, name, {
-        configurable: true,
-        writable: true,
-        value: function (this: SqliteStore, ...args: unknown[]) {
-          return this.dispatch(name, args);
-        },
-      });
-    }
-  }
-
   readonly kind = 'sqlite';
   readonly path: string;
   private readonly db: Database.Database;
@@ -171,17 +161,25 @@ export class SqliteStore extends WithStoreOps implements Store {
   private closing = false;
 
   /**
-   * To the other processes (and store instances) on the same file, through the file's local bus
-   * (ADR-0035): absent for `:memory:`, which has no other. See `Store.broadcast`.
+   * Change notices (see `changes` below), and for a file (not `:memory:`, which has no other
+   * process): `broadcast` to the other processes (and store instances) on the same file, through
+   * the file's local bus (ADR-0035), and `caughtUp`, a barrier on that bus.
    */
-  readonly broadcast?: (sessionId: string, message: JsonObject) => void;
-  /** See `Store.noticesCaughtUp`: a barrier on the local bus. Absent for `:memory:`. */
-  readonly noticesCaughtUp?: () => Promise<void>;
+  readonly notices: NoticeOps & Pick<Required<NoticeOps>, 'changes'>;
   /** The live feed's relay on the file's local bus: joined by the first `changes` or `broadcast`, left on close. */
   private relay: LiveRelay | undefined;
 
   constructor(options: SqliteStoreOptions = {}) {
     super();
+    // One function per operation of the port, each run as PLAN says (see `dispatch`).
+    Object.assign(
+      this,
+      namespaced(
+        (name) =>
+          (...args: unknown[]) =>
+            this.dispatch(name, args),
+      ),
+    );
     this.path = options.path ?? defaultDbPath();
     if (this.path !== ':memory:') mkdirSync(dirname(resolve(this.path)), { recursive: true });
     this.db = new Database(this.path);
@@ -237,15 +235,20 @@ export class SqliteStore extends WithStoreOps implements Store {
     };
     this.sync = sync;
     this.ops = inTransaction(this.db, this.sync, this.queue);
-    if (this.path !== ':memory:' && this.path !== '') {
-      this.broadcast = (sessionId, message) => this.joinRelay()?.broadcast(sessionId, message);
-      this.noticesCaughtUp = () => this.relay?.caughtUp() ?? Promise.resolve();
-    }
+    const changes = (listener: (change?: StoreChange) => void) => this.onChanges(listener);
+    this.notices =
+      this.path !== ':memory:' && this.path !== ''
+        ? {
+            changes,
+            broadcast: (sessionId: string, message: JsonObject) => this.joinRelay()?.broadcast(sessionId, message),
+            caughtUp: () => this.relay?.caughtUp() ?? Promise.resolve(),
+          }
+        : { changes };
   }
 
   /** Joins the file's local bus, once (not for `:memory:`, nor once closed). */
   private joinRelay(): LiveRelay | undefined {
-    if (this.relay || this.closing || !this.broadcast) return this.relay;
+    if (this.relay || this.closing || !this.notices.broadcast) return this.relay;
     this.relay = new LiveRelay(this.path, (change) => {
       for (const l of [...this.changeListeners]) l(change);
     });
@@ -313,7 +316,7 @@ export class SqliteStore extends WithStoreOps implements Store {
    * connection commits), read every 50 ms while someone listens: a cheap read, no scan (told at
    * most every OFF_BUS_CHANGES_MS while other processes are on the bus).
    */
-  changes(listener: (change?: StoreChange) => void): () => void {
+  private onChanges(listener: (change?: StoreChange) => void): () => void {
     this.changeListeners.add(listener);
     this.joinRelay();
     if (!this.changeTimer) {
@@ -373,7 +376,7 @@ export class SqliteStore extends WithStoreOps implements Store {
 
   // Outside a transaction each operation is its own unit of work, run as PLAN says.
   private dispatch(name: OpName, args: unknown[]): Promise<unknown> {
-    const op = this.sync[name] as AnyOp;
+    const op = this.sync[name] as unknown as AnyOp;
     const run = () => op(...args);
     switch (PLAN[name].outside) {
       case 'serial':

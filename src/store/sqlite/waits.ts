@@ -1,6 +1,9 @@
 import type Database from 'better-sqlite3';
-import { StoreError } from '../port.ts';
-import { toCallback, toSignal, type CallbackRow, type SignalRow, type WaitStoreOps } from '../wait-rows.ts';
+import { StoreError } from '../port/index.ts';
+import { toCallback, toSignal, type CallbackRow, type SignalRow } from '../wait-rows.ts';
+import type { FlatOpsOf } from '../port/layout.ts';
+
+type WaitStoreOps = FlatOpsOf<'waits'>;
 
 type WaitOpName = keyof WaitStoreOps;
 type SyncWaitOps = {

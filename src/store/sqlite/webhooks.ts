@@ -1,95 +1,19 @@
 import type Database from 'better-sqlite3';
-import { StoreError } from '../port.ts';
+import { StoreError } from '../port/index.ts';
 import {
-  CLAIM_WINDOW_FACTOR,
-  DISABLED_SUBSCRIPTION_ERROR,
   toClaimed,
   toWebhook,
   toWebhookAttempt,
   toWebhookDelivery,
   type ClaimedRow,
   type WebhookAttemptRow,
-  type WebhookClaimDestinations,
   type WebhookDeliveryRow,
   type WebhookRow,
-  type WebhookStoreOps,
-} from '../webhooks.ts';
+} from '../webhook-rows.ts';
+import { CLAIM_WINDOW_FACTOR, DISABLED_SUBSCRIPTION_ERROR, type WebhookClaimDestinations } from '../port/index.ts';
+import { type FlatOpsOf } from '../port/layout.ts';
 
-/** Schema v12: webhook subscriptions, the outbox of deliveries, their attempts (ADR-0017). */
-export const WEBHOOKS_MIGRATION_SQL = `
-  CREATE TABLE webhooks (
-    id TEXT PRIMARY KEY,
-    tenant TEXT NOT NULL,
-    url TEXT NOT NULL,
-    events TEXT NOT NULL,
-    secret TEXT NOT NULL,
-    active INTEGER NOT NULL DEFAULT 1,
-    created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL
-  );
-  CREATE INDEX webhooks_tenant ON webhooks(tenant, active);
-
-  CREATE TABLE webhook_deliveries (
-    id TEXT PRIMARY KEY,
-    webhook_id TEXT NOT NULL REFERENCES webhooks(id) ON DELETE CASCADE,
-    tenant TEXT NOT NULL,
-    event_type TEXT NOT NULL,
-    event_id TEXT NOT NULL,
-    body TEXT NOT NULL,
-    status TEXT NOT NULL DEFAULT 'pending',
-    attempts INTEGER NOT NULL DEFAULT 0,
-    claim INTEGER NOT NULL DEFAULT 0,
-    created_at INTEGER NOT NULL,
-    next_attempt_at INTEGER,
-    retry_until INTEGER NOT NULL,
-    delivered_at INTEGER,
-    last_error TEXT,
-    last_status_code INTEGER,
-    leased_until INTEGER
-  );
-  CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_at) WHERE status = 'pending';
-  CREATE INDEX webhook_deliveries_of ON webhook_deliveries(webhook_id, created_at);
-
-  CREATE TABLE webhook_attempts (
-    delivery_id TEXT NOT NULL REFERENCES webhook_deliveries(id) ON DELETE CASCADE,
-    n INTEGER NOT NULL,
-    started_at INTEGER NOT NULL,
-    duration_ms INTEGER NOT NULL,
-    status_code INTEGER,
-    error TEXT,
-    PRIMARY KEY (delivery_id, n)
-  ) WITHOUT ROWID;
-`;
-
-/**
- * Schema v19 (issue 38): when a delivery ended (`ended_at`, indexed for retention); pending
- * deliveries of disabled subscriptions end failed, as disabling now does; the session of a
- * delivery's event (`session_id`, indexed: erasing the session removes them); a rotated secret's
- * predecessor and its expiry. Columns are added where they are missing (`addWebhookColumns`), so
- * that a database rewound to an older version number (as tests make one) migrates too.
- */
-export function addWebhookColumns(db: Database.Database): void {
-  const has = (table: string, column: string) =>
-    (db.pragma(`table_info(${table})`) as Array<{ name: string }>).some((c) => c.name === column);
-  for (const [table, column, type] of [
-    ['webhook_deliveries', 'ended_at', 'INTEGER'],
-    ['webhook_deliveries', 'session_id', 'TEXT'],
-    ['webhooks', 'previous_secret', 'TEXT'],
-    ['webhooks', 'previous_secret_expires_at', 'INTEGER'],
-  ] as const) {
-    if (!has(table, column)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${type}`);
-  }
-  db.exec(`
-    CREATE INDEX IF NOT EXISTS webhook_deliveries_session ON webhook_deliveries(session_id) WHERE session_id IS NOT NULL;
-    UPDATE webhook_deliveries SET ended_at = coalesce(delivered_at,
-        (SELECT max(a.started_at + a.duration_ms) FROM webhook_attempts a WHERE a.delivery_id = webhook_deliveries.id), created_at)
-      WHERE status <> 'pending' AND ended_at IS NULL;
-    UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, leased_until = NULL, last_error = '${DISABLED_SUBSCRIPTION_ERROR}',
-        ended_at = coalesce((SELECT w.updated_at FROM webhooks w WHERE w.id = webhook_id), created_at)
-      WHERE status = 'pending' AND webhook_id IN (SELECT id FROM webhooks WHERE active = 0);
-    CREATE INDEX IF NOT EXISTS webhook_deliveries_ended ON webhook_deliveries(status, ended_at) WHERE ended_at IS NOT NULL;
-  `);
-}
+type WebhookStoreOps = FlatOpsOf<'webhooks'>;
 
 type WebhookOpName = keyof WebhookStoreOps;
 

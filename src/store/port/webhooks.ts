@@ -116,7 +116,7 @@ export interface WebhookClaimDestinations {
 /** How many due deliveries of not-busy URLs a capped claim looks at, per delivery it may take. */
 export const CLAIM_WINDOW_FACTOR = 4;
 
-/** What an attempt's outcome does to its delivery (recorded with the attempt, see `recordWebhookAttempt`). */
+/** What an attempt's outcome does to its delivery (recorded with the attempt, see `webhooks.recordAttempt`). */
 export interface WebhookAttemptOutcome {
   deliveryId: string;
   /** The claim the attempt was made under: a stale one records nothing. */
@@ -139,48 +139,49 @@ export interface WebhookPage {
   limit: number;
 }
 
-export interface WebhookStoreOps {
-  createWebhook(w: WebhookRecord): Promise<void>;
-  getWebhook(id: string): Promise<WebhookRecord | undefined>;
+/** The webhooks namespace of the port (`store.webhooks`). */
+export interface WebhookOps {
+  create(w: WebhookRecord): Promise<void>;
+  get(id: string): Promise<WebhookRecord | undefined>;
   /** A tenant's subscriptions, oldest first. */
-  listWebhooks(tenant: string, page: WebhookPage): Promise<WebhookRecord[]>;
+  list(tenant: string, page: WebhookPage): Promise<WebhookRecord[]>;
   /**
    * Undefined when there is no such subscription. Disabling one (`active: false`) ends its pending
    * deliveries `failed` (`lastError` DISABLED_SUBSCRIPTION_ERROR, ended at `updatedAt`), those in
    * flight too (their attempts record nothing): a disabled subscription leaves nothing due.
    */
-  updateWebhook(id: string, patch: WebhookPatch): Promise<WebhookRecord | undefined>;
+  update(id: string, patch: WebhookPatch): Promise<WebhookRecord | undefined>;
   /**
    * Replaces the secret: the current one becomes the previous one until `previousSecretExpiresAt`
    * (one that was still previous is dropped); undefined when there is no such subscription.
    */
-  rotateWebhookSecret(id: string, r: WebhookSecretRotation): Promise<WebhookRecord | undefined>;
+  rotateSecret(id: string, r: WebhookSecretRotation): Promise<WebhookRecord | undefined>;
   /** Removes a subscription with its deliveries and their attempts; false when there was none. */
-  deleteWebhook(id: string): Promise<boolean>;
+  delete(id: string): Promise<boolean>;
   /** The active subscriptions of the session's tenant, in one indexed query (the outbox's only read). */
-  webhooksForSession(sessionId: string): Promise<WebhookRecord[]>;
+  forSession(sessionId: string): Promise<WebhookRecord[]>;
   /** Writes deliveries into the outbox (in the caller's transaction: with the event that causes them). */
-  addWebhookDeliveries(deliveries: readonly NewWebhookDelivery[]): Promise<void>;
-  getWebhookDelivery(id: string): Promise<WebhookDelivery | undefined>;
+  addDeliveries(deliveries: readonly NewWebhookDelivery[]): Promise<void>;
+  getDelivery(id: string): Promise<WebhookDelivery | undefined>;
   /** A subscription's deliveries, newest first. */
-  listWebhookDeliveries(webhookId: string, page: WebhookPage): Promise<WebhookDelivery[]>;
+  listDeliveries(webhookId: string, page: WebhookPage): Promise<WebhookDelivery[]>;
   /** The attempts of these deliveries, in order. */
-  listWebhookAttempts(deliveryIds: readonly string[]): Promise<WebhookAttempt[]>;
+  listAttempts(deliveryIds: readonly string[]): Promise<WebhookAttempt[]>;
   /**
    * Whether a pending delivery is due at `now` (a cheap read before a claim); with `except`, one
    * to another URL than those (the claimer's busy destinations: no claim is made for nothing).
    */
-  hasDueWebhookDeliveries(now: number, o?: { except?: readonly string[] }): Promise<boolean>;
+  hasDueDeliveries(now: number, o?: { except?: readonly string[] }): Promise<boolean>;
   /**
    * Takes up to `limit` pending deliveries due at `now` (oldest due first) of active subscriptions,
    * for one attempt each: their claim increases and their next attempt moves to `now + leaseMs`,
    * so no other dispatcher takes them meanwhile (PostgreSQL: FOR UPDATE SKIP LOCKED; SQLite: under
    * the write lock). Due deliveries of a disabled subscription (one written in a race with its
-   * disabling) are ended `failed` instead, as `updateWebhook` does. With `destinations`, at most
+   * disabling) are ended `failed` instead, as `webhooks.update` does. With `destinations`, at most
    * `perDestination` deliveries to one URL counting those the claimer has in flight (`busy`):
    * deliveries to a busy URL are passed over for others, however long they have been due.
    */
-  claimWebhookDeliveries(
+  claimDeliveries(
     now: number,
     leaseMs: number,
     limit: number,
@@ -190,118 +191,18 @@ export interface WebhookStoreOps {
    * Records an attempt and its outcome, if the delivery is still under `claim` (false otherwise:
    * another claim or a redelivery came meanwhile, and nothing is written).
    */
-  recordWebhookAttempt(o: WebhookAttemptOutcome): Promise<boolean>;
+  recordAttempt(o: WebhookAttemptOutcome): Promise<boolean>;
   /** Whether a delivery ended before its status's bound (`delivered` or `failed`): a cheap read from the end-time index before a prune. */
-  hasExpiredWebhookDeliveries(o: WebhookRetentionBounds): Promise<boolean>;
+  hasExpiredDeliveries(o: WebhookRetentionBounds): Promise<boolean>;
   /**
    * Deletes up to `limit` deliveries that ended before their status's bound, with their attempts,
    * those that ended first first (from the end-time index, not a scan); returns how many.
    */
-  pruneWebhookDeliveries(o: WebhookRetentionBounds & { limit: number }): Promise<number>;
+  pruneDeliveries(o: WebhookRetentionBounds & { limit: number }): Promise<number>;
   /**
    * Makes a delivery pending again, due at `now`, to be tried until `retryUntil`. Refused
    * (StoreError `conflict`) while an attempt of it is in flight or while its subscription is
    * disabled; undefined for an unknown id.
    */
-  redeliverWebhook(id: string, now: number, retryUntil: number): Promise<WebhookDelivery | undefined>;
+  redeliver(id: string, now: number, retryUntil: number): Promise<WebhookDelivery | undefined>;
 }
-
-/** Rows of both SQL backends. */
-export interface WebhookRow {
-  id: string;
-  tenant: string;
-  url: string;
-  events: string;
-  secret: string;
-  previous_secret: string | null;
-  previous_secret_expires_at: number | null;
-  active: number | boolean;
-  created_at: number;
-  updated_at: number;
-}
-
-export interface WebhookDeliveryRow {
-  id: string;
-  webhook_id: string;
-  tenant: string;
-  event_type: string;
-  event_id: string;
-  session_id: string | null;
-  body: string;
-  status: string;
-  attempts: number;
-  claim: number;
-  created_at: number;
-  next_attempt_at: number | null;
-  retry_until: number;
-  delivered_at: number | null;
-  ended_at: number | null;
-  last_error: string | null;
-  last_status_code: number | null;
-  leased_until: number | null;
-}
-
-export interface WebhookAttemptRow {
-  delivery_id: string;
-  n: number;
-  started_at: number;
-  duration_ms: number;
-  status_code: number | null;
-  error: string | null;
-}
-
-export const toWebhook = (r: WebhookRow): WebhookRecord => ({
-  id: r.id,
-  tenant: r.tenant,
-  url: r.url,
-  events: JSON.parse(r.events) as WebhookEventType[],
-  secret: r.secret,
-  previousSecret: r.previous_secret,
-  previousSecretExpiresAt: r.previous_secret_expires_at === null ? null : Number(r.previous_secret_expires_at),
-  active: r.active === true || r.active === 1,
-  createdAt: Number(r.created_at),
-  updatedAt: Number(r.updated_at),
-});
-
-const num = (v: number | null): number | null => (v === null ? null : Number(v));
-
-export const toWebhookDelivery = (r: WebhookDeliveryRow): WebhookDelivery => ({
-  id: r.id,
-  webhookId: r.webhook_id,
-  tenant: r.tenant,
-  eventType: r.event_type as WebhookEventType,
-  eventId: r.event_id,
-  sessionId: r.session_id,
-  body: r.body,
-  status: r.status as WebhookDeliveryStatus,
-  attempts: Number(r.attempts),
-  createdAt: Number(r.created_at),
-  nextAttemptAt: num(r.next_attempt_at),
-  retryUntil: Number(r.retry_until),
-  deliveredAt: num(r.delivered_at),
-  endedAt: num(r.ended_at),
-  lastError: r.last_error,
-  lastStatusCode: num(r.last_status_code),
-});
-
-export const toWebhookAttempt = (r: WebhookAttemptRow): WebhookAttempt => ({
-  deliveryId: r.delivery_id,
-  n: Number(r.n),
-  startedAt: Number(r.started_at),
-  durationMs: Number(r.duration_ms),
-  statusCode: num(r.status_code),
-  error: r.error,
-});
-
-/** A claimed delivery's row: the delivery's columns with its subscription's URL and secrets. */
-export type ClaimedRow = WebhookDeliveryRow &
-  Pick<WebhookRow, 'url' | 'secret' | 'previous_secret' | 'previous_secret_expires_at'>;
-
-export const toClaimed = (r: ClaimedRow): ClaimedWebhookDelivery => ({
-  ...toWebhookDelivery(r),
-  claim: Number(r.claim),
-  url: r.url,
-  secret: r.secret,
-  previousSecret: r.previous_secret,
-  previousSecretExpiresAt: num(r.previous_secret_expires_at),
-});

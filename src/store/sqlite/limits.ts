@@ -1,5 +1,7 @@
 import type Database from 'better-sqlite3';
-import { decideLimit, type LimitStoreOps } from '../limit-rows.ts';
+import type { FlatOpsOf } from '../port/layout.ts';
+
+type LimitStoreOps = FlatOpsOf<'limits'>;
 
 type LimitOpName = keyof LimitStoreOps;
 type SyncLimitOps = {
@@ -59,13 +61,13 @@ export function createLimitOperations(db: Database.Database): SyncLimitOps {
   );
 
   return {
-    acquireLimit: (a) => {
+    acquireLimit: (a, decide) => {
       purgeSlots.run(a.key, a.now);
       purgeUsage.run(a.key, a.now - a.windowMs);
       purgeWaiters.run(a.key, a.now);
       const s = slots.get(a.key)!;
       const u = usage.get(a.key)!;
-      const decision = decideLimit(a, {
+      const decision = decide(a, {
         pausedUntil: paused.get(a.key)?.paused_until ?? 0,
         ahead: ahead.get(a.key, a.waiter, a.rank, a.rank, a.since) !== undefined,
         slots: s.n,

@@ -1,4 +1,4 @@
-import { NotFoundError, StoreError } from '../port.ts';
+import { NotFoundError, StoreError } from '../port/index.ts';
 import {
   SCHEDULE_COLUMNS,
   SCHEDULE_PATCH_COLUMNS,
@@ -8,7 +8,7 @@ import {
   type ScheduleFireRow,
   type ScheduleRow,
 } from '../schedule-rows.ts';
-import type { PgOps } from './operations.ts';
+import type { PgOps } from './context.ts';
 import { sqlState, UNIQUE_VIOLATION } from './sql.ts';
 import { hasNul } from '../plain-text.ts';
 

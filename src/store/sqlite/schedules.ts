@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { NotFoundError, StoreError } from '../port.ts';
+import { NotFoundError, StoreError } from '../port/index.ts';
 import {
   SCHEDULE_COLUMNS,
   SCHEDULE_PATCH_COLUMNS,
@@ -9,7 +9,7 @@ import {
   type ScheduleFireRow,
   type ScheduleRow,
 } from '../schedule-rows.ts';
-import type { SyncOps } from './operations.ts';
+import type { SyncOps } from './context.ts';
 
 type ScheduleOps = Pick<
   SyncOps,

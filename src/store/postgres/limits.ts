@@ -1,5 +1,7 @@
-import { decideLimit, type LimitStoreOps } from '../limit-rows.ts';
-import type { OpContext } from './operations.ts';
+import type { FlatOpsOf } from '../port/layout.ts';
+
+type LimitStoreOps = FlatOpsOf<'limits'>;
+import type { OpContext } from './context.ts';
 
 type PgLimitOps = {
   [K in keyof LimitStoreOps]: (ctx: OpContext, ...args: Parameters<LimitStoreOps[K]>) => ReturnType<LimitStoreOps[K]>;
@@ -12,7 +14,7 @@ const n = (v: unknown): number => (v === null || v === undefined ? 0 : Number(v)
  * row (SELECT … FOR UPDATE): acquisitions of one key on every node take turns; other keys do not wait.
  */
 export const pgLimitOperations: PgLimitOps = {
-  acquireLimit: ({ atomic }, a) =>
+  acquireLimit: ({ atomic }, a, decide) =>
     atomic(async (q) => {
       await q.run('INSERT INTO model_limit_state (key, paused_until) VALUES ($1, 0) ON CONFLICT (key) DO NOTHING', [
         a.key,
@@ -40,7 +42,7 @@ export const pgLimitOperations: PgLimitOps = {
         'SELECT at, tokens FROM model_limit_usage WHERE key = $1 ORDER BY at',
         [a.key],
       );
-      const decision = decideLimit(a, {
+      const decision = decide(a, {
         pausedUntil: n(state?.paused_until),
         ahead: ahead !== undefined,
         slots: n(s.n),

@@ -1,0 +1,3 @@
+/** Plain JSON values as the port stores them. */
+
+export type JsonObject = { [key: string]: unknown };

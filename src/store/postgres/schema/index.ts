@@ -1,0 +1,17 @@
+/** The PostgreSQL schema: its migrations, one numbered file each, in the order they apply. */
+import { migration as v01 } from './01-tables.ts';
+import { migration as v02 } from './02-keel-append.ts';
+import { migration as v03 } from './03-lighter-append.ts';
+import { migration as v04 } from './04-runs-ended.ts';
+import { migration as v05 } from './05-waits.ts';
+import { migration as v06 } from './06-schedules.ts';
+import { migration as v07 } from './07-webhooks.ts';
+import { migration as v08 } from './08-limits.ts';
+import { migration as v09 } from './09-due-runs.ts';
+import { migration as v10 } from './10-webhook-columns.ts';
+import { migration as v11 } from './11-run-tenants.ts';
+import type { PostgresMigration } from './migration.ts';
+
+export type { PostgresMigration } from './migration.ts';
+
+export const migrations: readonly PostgresMigration[] = [v01, v02, v03, v04, v05, v06, v07, v08, v09, v10, v11];
