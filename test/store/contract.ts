@@ -487,7 +487,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
       });
     });
 
-    describe('ancestors', () => {
+    describe('events.ancestors', () => {
       it('returns the entry and its ancestors, nearest first, at most `limit`', async () => {
         await session('s');
         const [e1, , e2, e3] = await store.events.append('s', [entry(), draft(), entry(), entry()]);

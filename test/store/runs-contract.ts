@@ -82,7 +82,7 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
       return c!.run;
     };
 
-    describe('createRun', () => {
+    describe('runs.create', () => {
       it('creates a queued run with defaults and reads it back', async () => {
         const s = await session('s1');
         const created = await store.runs.create({
@@ -273,7 +273,7 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
       });
     });
 
-    describe('countRunsByStatus', () => {
+    describe('runs.countByStatus', () => {
       it('counts runs by status as they are created and move, every status present, and a rolled-back move changes nothing', async () => {
         const before = await store.runs.countByStatus();
         expect(Object.keys(before).sort()).toEqual([
@@ -311,7 +311,7 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
       });
     });
 
-    describe('usageTotals', () => {
+    describe('runs.usageTotals', () => {
       const H = 3_600_000;
       const DAY = Date.UTC(2025, 0, 10);
       const GPT = { provider: 'openai', modelId: 'gpt-a' };
@@ -595,7 +595,7 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
       });
     });
 
-    describe('dueRuns', () => {
+    describe('claims.due', () => {
       const waiting = (expiresAt: number | null) => ({ kind: 'sleep', calls: [], decisions: {}, expiresAt });
 
       it('finds runs no worker holds by the first of their wait’s deadline and their own, in order, a page at a time', async () => {
@@ -653,7 +653,7 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
       });
     });
 
-    describe('updateRun', () => {
+    describe('runs.update', () => {
       it('applies a patch of every field and returns the updated run', async () => {
         const r = await run();
         const updated = await store.runs.update(r.id, {
@@ -758,7 +758,7 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
       });
     });
 
-    describe('claimRun', () => {
+    describe('claims.claim', () => {
       it('claims the oldest queued run: running, leased, attempt and token increased, previous status returned', async () => {
         const newer = await run(undefined, { createdAt: T0 + 2, id: 'a-newer' });
         const oldest = await run(undefined, { createdAt: T0 + 1, id: 'z-oldest' });
@@ -868,7 +868,7 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
       });
     });
 
-    describe('renewLease', () => {
+    describe('claims.renewLease', () => {
       it('extends the lease only for the current owner with the current token', async () => {
         const r = await claimed('w1');
         expect(await store.claims.renewLease(r.id, 'w1', r.fencingToken, T0 + 2 * LEASE)).toBe(true);
