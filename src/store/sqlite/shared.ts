@@ -6,7 +6,7 @@ import { idKey, idKeyOrNull, type IdKey } from './id-keys.ts';
 import { SessionHeads } from './session-heads.ts';
 import { NO_ENTRIES, OpenEntries, type OpenEntrySet, type OpenHead, type TreeEntry } from './open-entries.ts';
 import { type SessionRow } from '../rows.ts';
-import { type OpenHeadColumns, type Statements } from './statements.ts';
+import { type OpenHeadColumns, type SessionHeadRow, type Statements } from './statements.ts';
 import type { OperationHooks, SyncOps } from './context.ts';
 
 /**
@@ -72,12 +72,35 @@ export class KnownBlobRefs {
 }
 
 /**
+ * What the operations of every concept share, made once per connection (see createShared). Written
+ * out (not inferred) so that the declarations the build emits can name every type in it.
+ */
+export interface Shared {
+  db: Database.Database;
+  st: Statements;
+  hooks: OperationHooks;
+  knownRefs: KnownBlobRefs;
+  heads: SessionHeads;
+  openEntries: OpenEntries;
+  openEntriesOf(sessionId: string, head: OpenHead & { erased_at: number | null }): OpenEntrySet;
+  shapes: Map<string, Database.Statement>;
+  prepared(sql: string): Database.Statement;
+  limited<S extends { source: string }>(statement: S, limit: number | undefined): S;
+  withOpenHead<H extends { last_seq: number; leaf_id: string | null; last_turn: number } & OpenHeadColumns>(h: H): H;
+  headOf(sessionId: string): (SessionHeadRow & OpenHeadColumns) | undefined;
+  sessionRow(id: string): SessionRow;
+  indexEntries(sessionKey: IdKey, entries: OpenEntrySet): void;
+  sealOpenRows(sessionId: string, sessionKey: IdKey, sealedSeq: number, lastSeq: number, entries: OpenEntrySet): number;
+  self: SyncOps;
+}
+
+/**
  * What the operations of every concept share, made once per connection: the statements, the
  * session heads and open entries this connection knows, prepared query shapes, the append (the
  * log's one write) and the reads of heads and batches. `self` is every operation once composed
  * (operations.ts), for an operation that calls another.
  */
-export function createShared(db: Database.Database, st: Statements, hooks: OperationHooks) {
+export function createShared(db: Database.Database, st: Statements, hooks: OperationHooks): Shared {
   const knownRefs = new KnownBlobRefs();
   const heads = new SessionHeads(db);
   const openEntries = new OpenEntries(
@@ -211,5 +234,3 @@ export function createShared(db: Database.Database, st: Statements, hooks: Opera
     self: undefined as unknown as SyncOps,
   };
 }
-
-export type Shared = ReturnType<typeof createShared>;
