@@ -92,7 +92,7 @@ export class PgNotices implements Required<NoticeOps> {
         p = {};
       }
       if (p.o !== undefined) {
-        // This instance's ping (see noticesCaughtUp): what was notified before it has arrived.
+        // This instance's ping (see caughtUp): what was notified before it has arrived.
         if (p.o === this.instanceId && typeof (p as { ping?: unknown }).ping === 'number')
           return this.pinged((p as { ping: number }).ping);
         // Broadcast messages: another node's (this instance's own are not for it).
