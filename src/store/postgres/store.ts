@@ -1,17 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import {
-  StoreError,
-  type JsonObject,
-  type NoticeOps,
-  type Store,
-  type StoreChange,
-  type StoreOps,
-} from '../port/index.ts';
+import { StoreError, type NoticeOps, type Store, type StoreOps } from '../port/index.ts';
 import { namespaced, type FlatName } from '../port/layout.ts';
 import { migrate, quoteIdent } from './migrations.ts';
 import { pgOperations } from './operations.ts';
 import type { OpContext } from './context.ts';
+import { PgNotices } from './notices.ts';
 import { DEADLOCK_DETECTED, SERIALIZATION_FAILURE, Sql, sqlState, TransactionSql } from './sql.ts';
 
 export interface PostgresStoreOptions {
@@ -32,13 +25,6 @@ export interface PostgresStoreOptions {
 type OpName = FlatName;
 
 const OP_NAMES = Object.keys(pgOperations) as OpName[];
-
-/** What one notification carries at most (PostgreSQL's limit is 8,000 bytes), with room to spare. */
-const MAX_NOTIFY_BYTES = 7_800;
-
-/** A notification of broadcasts that failed is sent again, this many times in all, after 25, 50, 100… ms. */
-const NOTIFY_ATTEMPTS = 5;
-const NOTIFY_RETRY_MS = 25;
 
 /** A single operation outside a transaction that lost a deadlock is tried again, this many times in all. */
 const ATTEMPTS = 4;
@@ -72,16 +58,12 @@ const WithStoreOps = class {} as unknown as abstract new () => StoreOps;
  */
 export class PostgresStore extends WithStoreOps implements Store {
   readonly kind = 'postgres';
-  /** Change notices by LISTEN, broadcasts by NOTIFY on the schema's channel, and a ping through it as the barrier. */
-  readonly notices: Required<NoticeOps> = {
-    changes: (listener) => this.onChanges(listener),
-    broadcast: (sessionId, message) => this.sendBroadcast(sessionId, message),
-    caughtUp: () => this.caughtUp(),
-  };
+  /** Change notices by LISTEN, broadcasts by NOTIFY on the schema's channel, and a ping through it as the barrier (see notices.ts). */
+  readonly notices: Required<NoticeOps>;
   readonly schema: string;
   private readonly pool: pg.Pool;
-  private readonly url: string;
   private readonly ready: Promise<void>;
+  private readonly feed: PgNotices;
   private closed = false;
 
   constructor(options: PostgresStoreOptions) {
@@ -95,7 +77,6 @@ export class PostgresStore extends WithStoreOps implements Store {
             this.outside(name, args),
       ),
     );
-    this.url = options.url;
     this.schema = options.schema ?? 'keel';
     if (!/^[A-Za-z_][A-Za-z0-9_]{0,50}$/.test(this.schema))
       throw new StoreError(
@@ -113,6 +94,8 @@ export class PostgresStore extends WithStoreOps implements Store {
     this.pool.on('error', () => {});
     this.ready = this.migrateSchema();
     this.ready.catch(() => {});
+    this.feed = new PgNotices({ url: options.url, schema: this.schema, pool: this.pool, ready: this.ready });
+    this.notices = this.feed;
   }
 
   private async migrateSchema(): Promise<void> {
@@ -146,7 +129,7 @@ export class PostgresStore extends WithStoreOps implements Store {
   private async runOutside(name: OpName, args: unknown[]): Promise<unknown> {
     await this.ready;
     // An append notifies its commit: the deltas broadcast before it go first.
-    if (name === 'append') await this.broadcastsSent();
+    if (name === 'append') await this.feed.broadcastsSent();
     // An append outside a transaction is one (keel_append, in one round trip): timed as a commit.
     const t0 = name === 'append' && this.commitObservers.size > 0 ? performance.now() : undefined;
     const sql = new Sql(this.pool);
@@ -206,7 +189,7 @@ export class PostgresStore extends WithStoreOps implements Store {
   private async runTransaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T> {
     await this.ready;
     // What this transaction commits is notified on commit: the deltas broadcast before it go first.
-    await this.broadcastsSent();
+    await this.feed.broadcastsSent();
     try {
       return await this.withClient(async (client, broken) => {
         const sql = new TransactionSql(client);
@@ -246,76 +229,6 @@ export class PostgresStore extends WithStoreOps implements Store {
     }
   }
 
-  private readonly changeListeners = new Set<(change?: StoreChange) => void>();
-  private listener: pg.Client | undefined;
-  private listening: Promise<void> | undefined;
-  private retryTimer: ReturnType<typeof setTimeout> | undefined;
-
-  /**
-   * Commits of any node, as PostgreSQL tells them (LISTEN on the schema's channel; every append's
-   * transaction notifies on commit with its session and last seq: see the migrations).
-   */
-  private onChanges(listener: (change?: StoreChange) => void): () => void {
-    this.changeListeners.add(listener);
-    if (!this.listening) this.listening = this.listen();
-    return () => {
-      this.changeListeners.delete(listener);
-      if (this.changeListeners.size === 0) this.unlisten();
-    };
-  }
-
-  private async listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.url });
-    this.listener = client;
-    const reconnect = () => {
-      if (this.listener !== client) return;
-      this.listener = undefined;
-      client.removeAllListeners('notification');
-      void client.end().catch(() => {});
-      if (this.closed || this.changeListeners.size === 0) {
-        this.listening = undefined;
-        return;
-      }
-      // Reconnect; whatever was committed meanwhile is told as a change without details.
-      this.retryTimer = setTimeout(() => {
-        this.listening = this.listen();
-      }, 500);
-      this.retryTimer.unref?.();
-    };
-    client.on('error', reconnect);
-    client.on('end', reconnect);
-    client.on('notification', (n) => {
-      let p: { s?: unknown; q?: unknown; o?: unknown; b?: unknown };
-      try {
-        p = JSON.parse(n.payload ?? '') as typeof p;
-      } catch {
-        p = {};
-      }
-      if (p.o !== undefined) {
-        // This instance's ping (see noticesCaughtUp): what was notified before it has arrived.
-        if (p.o === this.instanceId && typeof (p as { ping?: unknown }).ping === 'number')
-          return this.pinged((p as { ping: number }).ping);
-        // Broadcast messages: another node's (this instance's own are not for it).
-        if (p.o === this.instanceId || !Array.isArray(p.b)) return;
-        for (const m of p.b as Array<{ s?: unknown; m?: unknown }>) {
-          if (typeof m.s !== 'string' || typeof m.m !== 'object' || m.m === null) continue;
-          for (const l of [...this.changeListeners]) l({ sessionId: m.s, message: m.m as JsonObject });
-        }
-        return;
-      }
-      const change: StoreChange | undefined =
-        typeof p.s === 'string' && typeof p.q === 'number' ? { sessionId: p.s, lastSeq: p.q } : undefined;
-      for (const l of [...this.changeListeners]) l(change);
-    });
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${quoteIdent(`keel_${this.schema}`)}`);
-      for (const l of [...this.changeListeners]) l();
-    } catch {
-      reconnect();
-    }
-  }
-
   private readonly commitObservers = new Set<(seconds: number) => void>();
 
   observeCommits(listener: (seconds: number) => void): () => void {
@@ -328,152 +241,18 @@ export class PostgresStore extends WithStoreOps implements Store {
     for (const l of this.commitObservers) l(seconds);
   }
 
-  /** Tells this instance's own broadcasts apart from other nodes'. */
-  private readonly instanceId = randomUUID();
-  private outbox: Array<{ s: string; m: JsonObject; n: number }> = [];
-  private sending = false;
-  /** Broadcasts numbered as sent here, and the last one whose notification went out (or was dropped). */
-  private broadcastCount = 0;
-  private broadcastSent = 0;
-  private readonly sentWaiters: Array<{ upTo: number; resolve: () => void }> = [];
   /**
    * Broadcast messages not sent: too big for one notification (PostgreSQL's limit is 8,000
-   * bytes), or whose notification failed every attempt (see notify).
+   * bytes), or whose notification failed every attempt (see PgNotices).
    */
-  droppedBroadcasts = 0;
-
-  /**
-   * NOTIFY on the schema's channel, after everything this instance committed before (a delta is
-   * numbered after the events it follows: they are committed, so their notice went first). One
-   * notification at a time, in order; what comes meanwhile is sent together in the next.
-   */
-  private sendBroadcast(sessionId: string, message: JsonObject): void {
-    if (this.closed) return;
-    this.outbox.push({ s: sessionId, m: message, n: ++this.broadcastCount });
-    if (!this.sending) void this.flushBroadcasts();
-  }
-
-  /**
-   * Resolves once every broadcast made before the call went out: a write waits for it, so that a
-   * delta's notification is never delivered after the commit of the message it streams.
-   */
-  private broadcastsSent(): Promise<void> {
-    const upTo = this.broadcastCount;
-    if (this.broadcastSent >= upTo) return Promise.resolve();
-    return new Promise((resolve) => this.sentWaiters.push({ upTo, resolve }));
-  }
-
-  private markSent(n: number): void {
-    this.broadcastSent = Math.max(this.broadcastSent, n);
-    for (let i = this.sentWaiters.length - 1; i >= 0; i--) {
-      if (this.sentWaiters[i]!.upTo <= this.broadcastSent) this.sentWaiters.splice(i, 1)[0]!.resolve();
-    }
-  }
-
-  private async flushBroadcasts(): Promise<void> {
-    this.sending = true;
-    try {
-      while (this.outbox.length > 0 && !this.closed) {
-        const batch: Array<{ s: string; m: JsonObject }> = [];
-        let size = 64;
-        let last = 0;
-        while (this.outbox.length > 0) {
-          const { s: sessionId, m, n } = this.outbox[0]!;
-          const bytes = Buffer.byteLength(JSON.stringify({ s: sessionId, m }));
-          if (bytes > MAX_NOTIFY_BYTES - 64) {
-            this.outbox.shift();
-            this.droppedBroadcasts++;
-            last = n;
-            continue;
-          }
-          if (size + bytes > MAX_NOTIFY_BYTES) break;
-          this.outbox.shift();
-          batch.push({ s: sessionId, m });
-          last = n;
-          size += bytes + 1;
-        }
-        if (batch.length > 0) {
-          await this.ready;
-          await this.notify(JSON.stringify({ o: this.instanceId, b: batch }), batch.length);
-        }
-        this.markSent(last);
-      }
-    } finally {
-      this.sending = false;
-      // Closed with broadcasts unsent: nobody waits for them.
-      if (this.closed) this.markSent(this.broadcastCount);
-    }
-  }
-
-  /**
-   * Sends one notification of broadcasts. A failure (a connection of the pool broken, the server
-   * restarting) is tried again after a pause, NOTIFY_ATTEMPTS times in all, before the messages are
-   * given up (counted in droppedBroadcasts): the commits waiting for them wait that long at most.
-   */
-  private async notify(payload: string, messages: number): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.pool.query('SELECT pg_notify($1, $2)', [`keel_${this.schema}`, payload]);
-        return;
-      } catch {
-        if (attempt >= NOTIFY_ATTEMPTS || this.closed) {
-          this.droppedBroadcasts += messages;
-          return;
-        }
-        await new Promise((resolve) => setTimeout(resolve, NOTIFY_RETRY_MS * 2 ** (attempt - 1)));
-      }
-    }
-  }
-
-  private pings = 0;
-  private readonly pingWaiters: Array<{ ping: number; resolve: () => void }> = [];
-
-  /**
-   * A ping through the schema's channel, from this instance to itself: PostgreSQL delivers
-   * notifications in the order their transactions committed, so once it comes back, every notice
-   * committed before it has reached the listeners. Never resolves while notices cannot arrive.
-   */
-  private caughtUp(): Promise<void> {
-    if (this.closed) return Promise.resolve();
-    const ping = ++this.pings;
-    return new Promise<void>((resolve) => {
-      this.pingWaiters.push({ ping, resolve });
-      void (async () => {
-        // Listening first: a ping sent before LISTEN would never come back.
-        await this.listening;
-        await this.pool.query('SELECT pg_notify($1, $2)', [
-          `keel_${this.schema}`,
-          JSON.stringify({ o: this.instanceId, ping }),
-        ]);
-      })().catch(() => {});
-    });
-  }
-
-  /** Pings come back in the order sent: every waiter up to this one is answered. */
-  private pinged(ping: number): void {
-    for (let i = this.pingWaiters.length - 1; i >= 0; i--) {
-      if (this.pingWaiters[i]!.ping <= ping) this.pingWaiters.splice(i, 1)[0]!.resolve();
-    }
-  }
-
-  private unlisten(): void {
-    clearTimeout(this.retryTimer);
-    const client = this.listener;
-    this.listener = undefined;
-    this.listening = undefined;
-    if (client) {
-      client.removeAllListeners();
-      client.on('error', () => {});
-      void client.end().catch(() => {});
-    }
+  get droppedBroadcasts(): number {
+    return this.feed.droppedBroadcasts;
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.changeListeners.clear();
-    this.unlisten();
-    this.pinged(Infinity);
+    this.feed.close();
     await this.ready.catch(() => {});
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
     await this.pool.end();

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
-import { type JsonObject, type NoticeOps, type Store, type StoreChange, type StoreOps } from '../port/index.ts';
+import type { NoticeOps, Store, StoreOps } from '../port/index.ts';
 import { namespaced, type FlatName } from '../port/layout.ts';
 import { CommitQueue } from './commit-queue.ts';
 import { migrate } from './migrations.ts';
@@ -13,7 +13,7 @@ import { WAIT_PLAN } from './waits.ts';
 import { WalFlusher } from './wal-flusher.ts';
 import { FileWriteLock } from './file-write-lock.ts';
 import { LIMIT_PLAN } from './limits.ts';
-import { LiveRelay } from './live-relay.ts';
+import { SqliteNotices } from './notices.ts';
 
 export interface SqliteStoreOptions {
   /** Database file; `:memory:` for a private in-memory database. Default: $KEEL_DB or ./.keel/keel.db */
@@ -33,14 +33,6 @@ export interface SqliteStoreOptions {
  * for the same commits (ADR-0033); 40,000 frames made each one a 12–18 ms pause.
  */
 const FLUSHED_WAL_CHECKPOINT_FRAMES = 16_000;
-
-/**
- * While other processes on the file are on its local bus (ADR-0035), they tell of their commits
- * themselves, with the session and seq: SQLite's data_version, which changes with each of them
- * as well, tells of commits off the bus (a `keel` command, an older Keel) at most this often,
- * instead of at every 50 ms poll (each time the session log reads every followed session).
- */
-const OFF_BUS_CHANGES_MS = 1_000;
 
 export const defaultDbPath = (): string => process.env.KEEL_DB || resolve('.keel', 'keel.db');
 
@@ -158,16 +150,14 @@ export class SqliteStore extends WithStoreOps implements Store {
   private lockReleased = false;
   private readonly sync: SyncOps;
   private readonly ops: StoreOps;
-  private closing = false;
 
   /**
-   * Change notices (see `changes` below), and for a file (not `:memory:`, which has no other
-   * process): `broadcast` to the other processes (and store instances) on the same file, through
-   * the file's local bus (ADR-0035), and `caughtUp`, a barrier on that bus.
+   * Change notices, and for a file (not `:memory:`, which has no other process): `broadcast` to the
+   * other processes (and store instances) on the same file, through the file's local bus
+   * (ADR-0035), and `caughtUp`, a barrier on that bus (see notices.ts).
    */
   readonly notices: NoticeOps & Pick<Required<NoticeOps>, 'changes'>;
-  /** The live feed's relay on the file's local bus: joined by the first `changes` or `broadcast`, left on close. */
-  private relay: LiveRelay | undefined;
+  private readonly feed: SqliteNotices;
 
   constructor(options: SqliteStoreOptions = {}) {
     super();
@@ -220,49 +210,27 @@ export class SqliteStore extends WithStoreOps implements Store {
       whenCommitted: (fn) => queue.whenCommitted(fn),
       transactionNumber: () => queue.transactionNumber,
     });
-    // An append's commit is noticed on the local bus, at once on commit (before anything else runs:
-    // a barrier's answer written later comes after it), while the store is a member.
+    // An append's commit is noticed on the local bus, at once on commit (see SqliteNotices.appended).
     const append = sync.append;
     sync.append = (sessionId, drafts, options) => {
       const stored = append(sessionId, drafts, options);
-      const relay = this.relay;
-      if (relay !== undefined && stored.length > 0) {
-        const first = stored[0]!.seq;
-        const last = stored[stored.length - 1]!.seq;
-        queue.whenCommitted(() => relay.committed(sessionId, first, last));
-      }
+      if (stored.length > 0) this.feed.appended(sessionId, stored[0]!.seq, stored[stored.length - 1]!.seq);
       return stored;
     };
     this.sync = sync;
     this.ops = inTransaction(this.db, this.sync, this.queue);
-    const changes = (listener: (change?: StoreChange) => void) => this.onChanges(listener);
-    this.notices =
-      this.path !== ':memory:' && this.path !== ''
-        ? {
-            changes,
-            broadcast: (sessionId: string, message: JsonObject) => this.joinRelay()?.broadcast(sessionId, message),
-            caughtUp: () => this.relay?.caughtUp() ?? Promise.resolve(),
-          }
-        : { changes };
-  }
-
-  /** Joins the file's local bus, once (not for `:memory:`, nor once closed). */
-  private joinRelay(): LiveRelay | undefined {
-    if (this.relay || this.closing || !this.notices.broadcast) return this.relay;
-    this.relay = new LiveRelay(this.path, (change) => {
-      for (const l of [...this.changeListeners]) l(change);
-    });
-    return this.relay;
+    this.feed = new SqliteNotices({ path: this.path, db: this.db, queue });
+    this.notices = this.feed;
   }
 
   /** Where this store listens on its file's local bus (a Unix socket), once it joined; undefined before, and for `:memory:`. */
   get liveSocket(): string | undefined {
-    return this.relay?.socket;
+    return this.feed.socket;
   }
 
   /** Broadcast messages not delivered to another process: dropped for a slow one, or too large (1 MB). */
   get droppedBroadcasts(): number {
-    return this.relay?.dropped ?? 0;
+    return this.feed.dropped;
   }
 
   /**
@@ -294,80 +262,13 @@ export class SqliteStore extends WithStoreOps implements Store {
     };
   }
 
-  private readonly changeListeners = new Set<(change?: StoreChange) => void>();
-  private changeTimer: ReturnType<typeof setInterval> | undefined;
-  /** data_version changed since its listeners were last told (see OFF_BUS_CHANGES_MS), and when they were. */
-  private untoldChange = false;
-  private changeToldAt = 0;
-  private dataVersion: number | undefined;
-  private dataVersionStatement: Database.Statement<[], number> | undefined;
-
-  /** SQLite's `data_version`, from a prepared statement (`db.pragma` prepares it again at each call: ~30 µs). */
-  private readDataVersion(): number {
-    this.dataVersionStatement ??= this.db.prepare<[], number>('PRAGMA data_version').pluck();
-    return this.dataVersionStatement.get()!;
-  }
-
-  /**
-   * Commits and broadcasts of the other processes on the file, through its local bus (ADR-0035):
-   * every member's commits, this store's own included, with their session and seq, and the
-   * members' broadcasts. And commits of connections that are not on the bus (a command-line tool,
-   * an older Keel), without details, noticed by SQLite's `data_version` (it changes when another
-   * connection commits), read every 50 ms while someone listens: a cheap read, no scan (told at
-   * most every OFF_BUS_CHANGES_MS while other processes are on the bus).
-   */
-  private onChanges(listener: (change?: StoreChange) => void): () => void {
-    this.changeListeners.add(listener);
-    this.joinRelay();
-    if (!this.changeTimer) {
-      // The version now: a commit of another connection right after this call is a change (the
-      // first tick would otherwise take it as where it started from).
-      try {
-        this.dataVersion = this.readDataVersion();
-      } catch {
-        // The connection is busy (a statement is being iterated): the first tick starts from its version.
-      }
-      this.changeTimer = setInterval(() => {
-        void this.queue
-          .serial(() => this.readDataVersion())
-          .then((v) => {
-            if (this.dataVersion !== undefined && v !== this.dataVersion) this.untoldChange = true;
-            this.dataVersion = v;
-            if (!this.untoldChange) return;
-            // Other processes on the bus tell of their commits themselves; data_version changes with
-            // each of them too, and is told at most every OFF_BUS_CHANGES_MS then.
-            const now = Date.now();
-            if ((this.relay?.peers ?? 0) > 0 && now - this.changeToldAt < OFF_BUS_CHANGES_MS) return;
-            this.untoldChange = false;
-            this.changeToldAt = now;
-            for (const l of [...this.changeListeners]) l();
-          })
-          .catch(() => {});
-      }, 50);
-      this.changeTimer.unref?.();
-    }
-    return () => {
-      this.changeListeners.delete(listener);
-      if (this.changeListeners.size === 0 && this.changeTimer) {
-        clearInterval(this.changeTimer);
-        this.changeTimer = undefined;
-        this.dataVersion = undefined;
-        this.untoldChange = false;
-      }
-    };
-  }
-
   transaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T> {
     // A unit of work joins the group commit like any single write: its own savepoint, the shared COMMIT.
     return this.queue.write(() => fn(this.ops));
   }
 
   async close(): Promise<void> {
-    this.closing = true;
-    this.relay?.close();
-    clearInterval(this.changeTimer);
-    this.changeTimer = undefined;
-    this.changeListeners.clear();
+    this.feed.close();
     await this.queue.close();
     await this.flusher?.close();
     if (!this.lockReleased) this.fileLock?.release();

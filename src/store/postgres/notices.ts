@@ -1,0 +1,267 @@
+/**
+ * The notices role of the PostgreSQL backend (`store.notices`): change notices by LISTEN on the
+ * schema's channel (with its reconnect and the parsing of notifications), broadcasts by NOTIFY on it
+ * (sent after this instance's earlier commits, retried, and waited for by its next commit), and a
+ * ping through it as the barrier (`caughtUp`).
+ */
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import type { JsonObject, NoticeOps, StoreChange } from '../port/index.ts';
+import { quoteIdent } from './migrations.ts';
+
+/** What one notification carries at most (PostgreSQL's limit is 8,000 bytes), with room to spare. */
+const MAX_NOTIFY_BYTES = 7_800;
+
+/** A notification of broadcasts that failed is sent again, this many times in all, after 25, 50, 100… ms. */
+const NOTIFY_ATTEMPTS = 5;
+const NOTIFY_RETRY_MS = 25;
+
+export interface PgNoticesOptions {
+  /** The connection string: LISTEN holds a connection of its own, outside the pool. */
+  url: string;
+  /** The schema whose channel (`keel_<schema>`) carries the notices. */
+  schema: string;
+  /** The store's pool: broadcasts and pings are sent by NOTIFY on one of its connections. */
+  pool: pg.Pool;
+  /** The store's migration: broadcasts wait for it. */
+  ready: Promise<void>;
+}
+
+/**
+ * Change notices by LISTEN, broadcasts by NOTIFY on the schema's channel, and a ping through it as
+ * the barrier. The store waits for `broadcastsSent` before each write (its commit's notice comes
+ * after the deltas broadcast before it) and calls `close` when it closes.
+ */
+export class PgNotices implements Required<NoticeOps> {
+  private readonly url: string;
+  private readonly schema: string;
+  private readonly pool: pg.Pool;
+  private readonly ready: Promise<void>;
+  private closed = false;
+
+  constructor(options: PgNoticesOptions) {
+    this.url = options.url;
+    this.schema = options.schema;
+    this.pool = options.pool;
+    this.ready = options.ready;
+  }
+
+  private readonly changeListeners = new Set<(change?: StoreChange) => void>();
+  private listener: pg.Client | undefined;
+  private listening: Promise<void> | undefined;
+  private retryTimer: ReturnType<typeof setTimeout> | undefined;
+
+  /**
+   * Commits of any node, as PostgreSQL tells them (LISTEN on the schema's channel; every append's
+   * transaction notifies on commit with its session and last seq: see the migrations).
+   */
+  readonly changes = (listener: (change?: StoreChange) => void): (() => void) => {
+    this.changeListeners.add(listener);
+    if (!this.listening) this.listening = this.listen();
+    return () => {
+      this.changeListeners.delete(listener);
+      if (this.changeListeners.size === 0) this.unlisten();
+    };
+  };
+
+  private async listen(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.url });
+    this.listener = client;
+    const reconnect = () => {
+      if (this.listener !== client) return;
+      this.listener = undefined;
+      client.removeAllListeners('notification');
+      void client.end().catch(() => {});
+      if (this.closed || this.changeListeners.size === 0) {
+        this.listening = undefined;
+        return;
+      }
+      // Reconnect; whatever was committed meanwhile is told as a change without details.
+      this.retryTimer = setTimeout(() => {
+        this.listening = this.listen();
+      }, 500);
+      this.retryTimer.unref?.();
+    };
+    client.on('error', reconnect);
+    client.on('end', reconnect);
+    client.on('notification', (n) => {
+      let p: { s?: unknown; q?: unknown; o?: unknown; b?: unknown };
+      try {
+        p = JSON.parse(n.payload ?? '') as typeof p;
+      } catch {
+        p = {};
+      }
+      if (p.o !== undefined) {
+        // This instance's ping (see caughtUp): what was notified before it has arrived.
+        if (p.o === this.instanceId && typeof (p as { ping?: unknown }).ping === 'number')
+          return this.pinged((p as { ping: number }).ping);
+        // Broadcast messages: another node's (this instance's own are not for it).
+        if (p.o === this.instanceId || !Array.isArray(p.b)) return;
+        for (const m of p.b as Array<{ s?: unknown; m?: unknown }>) {
+          if (typeof m.s !== 'string' || typeof m.m !== 'object' || m.m === null) continue;
+          for (const l of [...this.changeListeners]) l({ sessionId: m.s, message: m.m as JsonObject });
+        }
+        return;
+      }
+      const change: StoreChange | undefined =
+        typeof p.s === 'string' && typeof p.q === 'number' ? { sessionId: p.s, lastSeq: p.q } : undefined;
+      for (const l of [...this.changeListeners]) l(change);
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${quoteIdent(`keel_${this.schema}`)}`);
+      for (const l of [...this.changeListeners]) l();
+    } catch {
+      reconnect();
+    }
+  }
+
+  /** Tells this instance's own broadcasts apart from other nodes'. */
+  private readonly instanceId = randomUUID();
+  private outbox: Array<{ s: string; m: JsonObject; n: number }> = [];
+  private sending = false;
+  /** Broadcasts numbered as sent here, and the last one whose notification went out (or was dropped). */
+  private broadcastCount = 0;
+  private broadcastSent = 0;
+  private readonly sentWaiters: Array<{ upTo: number; resolve: () => void }> = [];
+  /**
+   * Broadcast messages not sent: too big for one notification (PostgreSQL's limit is 8,000
+   * bytes), or whose notification failed every attempt (see notify).
+   */
+  droppedBroadcasts = 0;
+
+  /**
+   * NOTIFY on the schema's channel, after everything this instance committed before (a delta is
+   * numbered after the events it follows: they are committed, so their notice went first). One
+   * notification at a time, in order; what comes meanwhile is sent together in the next.
+   */
+  readonly broadcast = (sessionId: string, message: JsonObject): void => {
+    if (this.closed) return;
+    this.outbox.push({ s: sessionId, m: message, n: ++this.broadcastCount });
+    if (!this.sending) void this.flushBroadcasts();
+  };
+
+  /**
+   * Resolves once every broadcast made before the call went out: a write waits for it, so that a
+   * delta's notification is never delivered after the commit of the message it streams.
+   */
+  broadcastsSent(): Promise<void> {
+    const upTo = this.broadcastCount;
+    if (this.broadcastSent >= upTo) return Promise.resolve();
+    return new Promise((resolve) => this.sentWaiters.push({ upTo, resolve }));
+  }
+
+  private markSent(n: number): void {
+    this.broadcastSent = Math.max(this.broadcastSent, n);
+    for (let i = this.sentWaiters.length - 1; i >= 0; i--) {
+      if (this.sentWaiters[i]!.upTo <= this.broadcastSent) this.sentWaiters.splice(i, 1)[0]!.resolve();
+    }
+  }
+
+  private async flushBroadcasts(): Promise<void> {
+    this.sending = true;
+    try {
+      while (this.outbox.length > 0 && !this.closed) {
+        const batch: Array<{ s: string; m: JsonObject }> = [];
+        let size = 64;
+        let last = 0;
+        while (this.outbox.length > 0) {
+          const { s: sessionId, m, n } = this.outbox[0]!;
+          const bytes = Buffer.byteLength(JSON.stringify({ s: sessionId, m }));
+          if (bytes > MAX_NOTIFY_BYTES - 64) {
+            this.outbox.shift();
+            this.droppedBroadcasts++;
+            last = n;
+            continue;
+          }
+          if (size + bytes > MAX_NOTIFY_BYTES) break;
+          this.outbox.shift();
+          batch.push({ s: sessionId, m });
+          last = n;
+          size += bytes + 1;
+        }
+        if (batch.length > 0) {
+          await this.ready;
+          await this.notify(JSON.stringify({ o: this.instanceId, b: batch }), batch.length);
+        }
+        this.markSent(last);
+      }
+    } finally {
+      this.sending = false;
+      // Closed with broadcasts unsent: nobody waits for them.
+      if (this.closed) this.markSent(this.broadcastCount);
+    }
+  }
+
+  /**
+   * Sends one notification of broadcasts. A failure (a connection of the pool broken, the server
+   * restarting) is tried again after a pause, NOTIFY_ATTEMPTS times in all, before the messages are
+   * given up (counted in droppedBroadcasts): the commits waiting for them wait that long at most.
+   */
+  private async notify(payload: string, messages: number): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.pool.query('SELECT pg_notify($1, $2)', [`keel_${this.schema}`, payload]);
+        return;
+      } catch {
+        if (attempt >= NOTIFY_ATTEMPTS || this.closed) {
+          this.droppedBroadcasts += messages;
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, NOTIFY_RETRY_MS * 2 ** (attempt - 1)));
+      }
+    }
+  }
+
+  private pings = 0;
+  private readonly pingWaiters: Array<{ ping: number; resolve: () => void }> = [];
+
+  /**
+   * A ping through the schema's channel, from this instance to itself: PostgreSQL delivers
+   * notifications in the order their transactions committed, so once it comes back, every notice
+   * committed before it has reached the listeners. Never resolves while notices cannot arrive.
+   */
+  readonly caughtUp = (): Promise<void> => {
+    if (this.closed) return Promise.resolve();
+    const ping = ++this.pings;
+    return new Promise<void>((resolve) => {
+      this.pingWaiters.push({ ping, resolve });
+      void (async () => {
+        // Listening first: a ping sent before LISTEN would never come back.
+        await this.listening;
+        await this.pool.query('SELECT pg_notify($1, $2)', [
+          `keel_${this.schema}`,
+          JSON.stringify({ o: this.instanceId, ping }),
+        ]);
+      })().catch(() => {});
+    });
+  };
+
+  /** Pings come back in the order sent: every waiter up to this one is answered. */
+  private pinged(ping: number): void {
+    for (let i = this.pingWaiters.length - 1; i >= 0; i--) {
+      if (this.pingWaiters[i]!.ping <= ping) this.pingWaiters.splice(i, 1)[0]!.resolve();
+    }
+  }
+
+  private unlisten(): void {
+    clearTimeout(this.retryTimer);
+    const client = this.listener;
+    this.listener = undefined;
+    this.listening = undefined;
+    if (client) {
+      client.removeAllListeners();
+      client.on('error', () => {});
+      void client.end().catch(() => {});
+    }
+  }
+
+  /** The store closes: no listener is told anything more, and every barrier waiting resolves. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.changeListeners.clear();
+    this.unlisten();
+    this.pinged(Infinity);
+  }
+}
