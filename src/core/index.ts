@@ -1,4 +1,5 @@
 export * from './agent.ts';
+export { canonicalJson } from './canonical-json.ts';
 export * from './clock.ts';
 export * from './events.ts';
 export * from './hooks.ts';

@@ -22,6 +22,7 @@ import { refuseNulParams } from './nul-guard.ts';
 import { knownQueryParams } from './query-params.ts';
 import { rateLimitMiddleware } from './rate-limit.ts';
 import { chatRoutes } from './routes/chat.ts';
+import { compareRoutes } from './routes/compare.ts';
 import { inspectorRoutes } from './routes/inspector.ts';
 import { opsRoutes } from './routes/ops.ts';
 import { overviewRoutes } from './routes/overview.ts';
@@ -82,6 +83,7 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   webhookRoutes(app, ctx);
   scheduleRoutes(app, ctx);
   runRoutes(app, ctx);
+  compareRoutes(app, ctx);
   waitRoutes(app, ctx);
   streamRoutes(app, ctx);
   chatRoutes(app, ctx);

@@ -169,15 +169,17 @@ describe.each(BACKENDS)('API fuzz, two tenants, every operation of the OpenAPI d
         ? 'approval'
         : name === 'delivery_id'
           ? 'delivery'
-          : name !== 'id'
-            ? undefined
-            : op.path.startsWith('/v1/runs')
-              ? 'run'
-              : op.path.startsWith('/v1/schedules')
-                ? 'schedule'
-                : op.path.startsWith('/v1/webhooks')
-                  ? 'webhook'
-                  : 'session';
+          : name === 'a' || name === 'b'
+            ? 'run'
+            : name !== 'id'
+              ? undefined
+              : op.path.startsWith('/v1/runs')
+                ? 'run'
+                : op.path.startsWith('/v1/schedules')
+                  ? 'schedule'
+                  : op.path.startsWith('/v1/webhooks')
+                    ? 'webhook'
+                    : 'session';
     const ids = kind ? real[kind] : [];
     return ids.length > 0
       ? fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...ids) }, { weight: 1, arbitrary: oddString })

@@ -150,6 +150,9 @@ describe.each(BACKENDS)('tenant isolation on every route of the OpenAPI document
       if (op.path.startsWith('/v1/webhook-deliveries/')) return a.delivery;
       throw new Error(`{id} of ${op.path}: which resource is it? Add it here`);
     },
+    // The two runs compared (GET /v1/runs/{a}/compare/{b}).
+    a: () => a.doneRun,
+    b: () => a.approvalRun,
     approval_id: () => a.approval,
     delivery_id: () => a.delivery,
     // The signal acme delivered: a delivery that got through would be a 409 already_delivered.

@@ -7,7 +7,8 @@
  *   `ask`              → calls ask_user (one question, id `color`); the run waits for the user
  *   `danger:<target>`  → calls `danger` (approval 'always'); the run waits for an approval
  *   `danger2:<a>,<b>`  → two `danger` calls in one step (two approvals)
- *   `block:<key>`      → calls `gate`, which runs until the test opens gate <key> (or the call is aborted)
+ *   `block:<key>`      → calls `gate`, which runs until the test opens gate <key> (or the call is aborted);
+ *                        `block:<key>/<words>` answers `done <words>` after it instead of `done`
  *   anything else      → answers `echo: <text>`
  * After a tool result it answers `done`. The agent `terse` (version 2) always answers `ok`.
  */
@@ -91,10 +92,18 @@ function textOfLast(call: LanguageModelV4CallOptions): { role: string; text: str
   return { role: last.role, text: '' };
 }
 
+function lastUserText(call: LanguageModelV4CallOptions): string {
+  const user = call.prompt.findLast((m) => m.role === 'user');
+  return user?.role === 'user' ? user.content.map((p) => (p.type === 'text' ? p.text : '')).join('') : '';
+}
+
 /** The `helper` agent's script (see the module comment). */
 export function helperScript(call: LanguageModelV4CallOptions): ScriptedResponse {
   const last = textOfLast(call);
-  if (last.role === 'tool') return { text: 'done' };
+  if (last.role === 'tool') {
+    const after = /^block:[^/]*\/(.*)$/s.exec(lastUserText(call).trim())?.[1];
+    return { text: after === undefined ? 'done' : `done ${after}` };
+  }
   const m = /^(ask|danger|danger2|block)(?::(.*))?$/s.exec(last.text.trim());
   switch (m?.[1]) {
     case 'ask':
@@ -118,7 +127,7 @@ export function helperScript(call: LanguageModelV4CallOptions): ScriptedResponse
       };
     }
     case 'block':
-      return { toolCalls: [{ name: 'gate', input: { key: m[2] ?? 'default' } }] };
+      return { toolCalls: [{ name: 'gate', input: { key: m[2]?.split('/')[0] ?? 'default' } }] };
     default:
       return { text: `echo: ${last.text}` };
   }

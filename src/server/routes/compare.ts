@@ -1,0 +1,124 @@
+/**
+ * `GET /v1/runs/{a}/compare/{b}`: two runs of the caller's tenant compared step by step
+ * (session/projections/run-comparison.ts). Read-only.
+ */
+import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
+
+import type { RequestHeader } from '../../core/index.ts';
+import { compareRuns, type ComparedRunInput, type SessionEvent } from '../../session/index.ts';
+import type { RunRecord } from '../../store/index.ts';
+import type { AppContext, AppEnv } from '../context.ts';
+import { json, pathParam, problems } from '../openapi.ts';
+import { runFor } from '../lookups.ts';
+
+const compared = <T extends z.ZodType>(t: T) => z.object({ a: t.nullable(), b: t.nullable(), equal: z.boolean() });
+
+const TextDiffSchema = z.object({
+  a: z.string().nullable(),
+  b: z.string().nullable(),
+  equal: z.boolean(),
+  parts: z.array(z.object({ op: z.enum(['equal', 'delete', 'insert']), text: z.string() })),
+});
+
+const TokensSchema = z.object({ input: compared(z.number()), output: compared(z.number()) });
+
+const ContentSchema = z.object({ hash: compared(z.string()), diff: TextDiffSchema.nullable() });
+
+const ToolCallSideSchema = z.object({
+  toolCallId: z.string(),
+  name: z.string(),
+  arguments: z.unknown(),
+  result: z.unknown().openapi({ description: 'The tool output ({type, value} or an error); null without a result' }),
+  durationMs: z.number().nullable(),
+  source: z
+    .enum(['executed', 'reused'])
+    .openapi({ description: 'Where the result came from; `executed` for every call until reruns exist' }),
+});
+
+const SideSchema = z.object({
+  id: z.string(),
+  sessionId: z.string(),
+  turn: z.number().nullable(),
+  agent: z.object({ name: z.string(), version: z.string() }),
+  status: z.string(),
+  steps: z.number(),
+});
+
+export const RunComparisonSchema = z
+  .object({
+    a: SideSchema,
+    b: SideSchema,
+    status: compared(z.string()),
+    tokens: TokensSchema,
+    cost: compared(z.number()),
+    latencyMs: compared(z.number()),
+    finalAnswer: TextDiffSchema,
+    steps: z.array(
+      z.object({
+        step: z.number(),
+        presentIn: z.enum(['both', 'a', 'b']),
+        request: z
+          .object({
+            provider: compared(z.string()),
+            modelId: compared(z.string()),
+            settings: compared(z.record(z.string(), z.unknown())),
+            system: ContentSchema,
+            tools: ContentSchema.extend({ names: compared(z.array(z.string())) }),
+            fingerprint: compared(z.string()),
+          })
+          .nullable(),
+        text: TextDiffSchema,
+        toolCalls: z.array(
+          z.object({
+            index: z.number(),
+            presentIn: z.enum(['both', 'a', 'b']),
+            a: ToolCallSideSchema.nullable(),
+            b: ToolCallSideSchema.nullable(),
+            name: z.boolean(),
+            arguments: z.boolean(),
+            result: z.boolean(),
+            equal: z.boolean(),
+          }),
+        ),
+        endReason: compared(z.string()),
+        tokens: TokensSchema,
+        cost: compared(z.number()),
+        latencyMs: compared(z.number()),
+      }),
+    ),
+  })
+  .openapi('RunComparison');
+
+/** A run's events (those of its session that name it) and the content its request headers name. */
+async function inputOf(ctx: AppContext, run: RunRecord): Promise<ComparedRunInput> {
+  const events: SessionEvent[] = [];
+  for (let after = 0; ;) {
+    const page = await ctx.rt.sessions.events(run.sessionId, { after, limit: 10_000 });
+    events.push(...page.filter((e) => e.runId === run.id));
+    if (page.length < 10_000) break;
+    after = page.at(-1)!.seq;
+  }
+  const headers = events.filter((e) => e.type === 'request/header').map((e) => e.data as RequestHeader);
+  const content = await ctx.rt.sessions.content(headers.flatMap((h) => [h.system, h.tools]));
+  return { run, events, content };
+}
+
+export function compareRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/runs/{a}/compare/{b}',
+      tags: ['runs'],
+      summary:
+        'Compare two runs step by step: requests, assistant text, tool calls, final answer, status, tokens, cost, latency',
+      request: { params: z.object({ a: pathParam('a'), b: pathParam('b') }) },
+      responses: { 200: json(RunComparisonSchema, 'The comparison, aligned by step number'), ...problems('run') },
+    }),
+    async (c) => {
+      const { a, b } = c.req.valid('param');
+      const [ra, rb] = [await runFor(ctx, c, a), await runFor(ctx, c, b)];
+      const [ia, ib] = await Promise.all([inputOf(ctx, ra), inputOf(ctx, rb)]);
+      return c.json(compareRuns(ia, ib) as z.infer<typeof RunComparisonSchema>, 200);
+    },
+  );
+}
