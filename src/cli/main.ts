@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { UsageError, type Io } from './args.ts';
 import { chatCommand, chatHelp } from './commands/chat.ts';
+import { compareCommand, compareHelp } from './commands/compare.ts';
 import { eventsCommand, eventsHelp } from './commands/events.ts';
 import { keysCommand, keysHelp } from './commands/keys.ts';
 import { replayCommand, replayHelp } from './commands/replay.ts';
@@ -26,6 +27,7 @@ export const commands: Record<string, Command> = {
   webhooks: { run: webhooksCommand, help: webhooksHelp },
   events: { run: eventsCommand, help: eventsHelp },
   replay: { run: replayCommand, help: replayHelp },
+  compare: { run: compareCommand, help: compareHelp },
   keys: { run: keysCommand, help: keysHelp },
   usage: { run: usageCommand, help: usageHelp },
   demo: {

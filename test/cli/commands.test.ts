@@ -444,3 +444,35 @@ describe('keel help', () => {
     }
   });
 });
+
+describe('keel compare', () => {
+  it('renders two runs step by step, and --json prints the comparison', async () => {
+    const r = await keel(['compare', runs.alpha, runs.gamma, '--db', db]);
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(new RegExp(`^A ${runs.alpha}  test-agent@`));
+    expect(r.out).toMatch(/status\s+completed\s+waiting_approval\s+≠/);
+    expect(r.out).toMatch(/^step 1$/m);
+    expect(r.out).toMatch(/text ≠ \[-hello-\]\{\+Let\+\} \[-there-\]\{\+me check the weather/);
+    expect(r.out).toMatch(
+      /tool call 1 only in B\n {4}A \(none\)\n {4}B get_weather \{"city":"paris"\} → .* \[executed\]/,
+    );
+    expect(r.out).toMatch(/^step 2 {2}\(only in B\)$/m);
+    expect(r.out).toMatch(/final answer ≠/);
+
+    const j = JSON.parse((await keel(['compare', runs.alpha, runs.alpha, '--db', db, '--json'])).out);
+    expect(j).toMatchObject({
+      a: { id: runs.alpha, status: 'completed', steps: 1 },
+      b: { id: runs.alpha },
+      status: { a: 'completed', b: 'completed', equal: true },
+      finalAnswer: { a: 'hello there', b: 'hello there', equal: true },
+      steps: [{ step: 1, presentIn: 'both', text: { equal: true }, toolCalls: [] }],
+    });
+  });
+
+  it('names a run that does not exist, and wants two ids', async () => {
+    const r = await keel(['compare', runs.alpha, 'nope', '--db', db]);
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/run nope does not exist/);
+    expect((await keel(['compare', runs.alpha, '--db', db])).code).toBe(2);
+  });
+});

@@ -4,9 +4,7 @@
  */
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 
-import type { RequestHeader } from '../../core/index.ts';
-import { compareRuns, type ComparedRunInput, type SessionEvent } from '../../session/index.ts';
-import type { RunRecord } from '../../store/index.ts';
+import { compareRuns, readComparedRun } from '../../session/index.ts';
 import type { AppContext, AppEnv } from '../context.ts';
 import { json, pathParam, problems } from '../openapi.ts';
 import { runFor } from '../lookups.ts';
@@ -89,20 +87,6 @@ export const RunComparisonSchema = z
   })
   .openapi('RunComparison');
 
-/** A run's events (those of its session that name it) and the content its request headers name. */
-async function inputOf(ctx: AppContext, run: RunRecord): Promise<ComparedRunInput> {
-  const events: SessionEvent[] = [];
-  for (let after = 0; ;) {
-    const page = await ctx.rt.sessions.events(run.sessionId, { after, limit: 10_000 });
-    events.push(...page.filter((e) => e.runId === run.id));
-    if (page.length < 10_000) break;
-    after = page.at(-1)!.seq;
-  }
-  const headers = events.filter((e) => e.type === 'request/header').map((e) => e.data as RequestHeader);
-  const content = await ctx.rt.sessions.content(headers.flatMap((h) => [h.system, h.tools]));
-  return { run, events, content };
-}
-
 export function compareRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
   app.openapi(
     createRoute({
@@ -117,7 +101,7 @@ export function compareRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
     async (c) => {
       const { a, b } = c.req.valid('param');
       const [ra, rb] = [await runFor(ctx, c, a), await runFor(ctx, c, b)];
-      const [ia, ib] = await Promise.all([inputOf(ctx, ra), inputOf(ctx, rb)]);
+      const [ia, ib] = await Promise.all([readComparedRun(ctx.rt.sessions, ra), readComparedRun(ctx.rt.sessions, rb)]);
       return c.json(compareRuns(ia, ib) as z.infer<typeof RunComparisonSchema>, 200);
     },
   );

@@ -20,6 +20,25 @@ export interface ComparedRunInput {
   content: ReadonlyMap<string, unknown>;
 }
 
+/** Where a run's side is read from: `Sessions` (its events and stored content). */
+export interface ComparedRunSource {
+  events(sessionId: string, options: { after?: number; limit?: number }): Promise<SessionEvent[]>;
+  content(hashes: ReadonlyArray<string | null>): Promise<Map<string, unknown>>;
+}
+
+/** A run's side: the events of its session that name it, and the content its request headers name. */
+export async function readComparedRun(source: ComparedRunSource, run: RunRecord): Promise<ComparedRunInput> {
+  const events: SessionEvent[] = [];
+  for (let after = 0; ;) {
+    const page = await source.events(run.sessionId, { after, limit: 10_000 });
+    events.push(...page.filter((e) => e.runId === run.id));
+    if (page.length < 10_000) break;
+    after = page.at(-1)!.seq;
+  }
+  const headers = events.flatMap((e) => (e.type === 'request/header' ? [e.data as RequestHeader] : []));
+  return { run, events, content: await source.content(headers.flatMap((h) => [h.system, h.tools])) };
+}
+
 /** A value on each side; null where the side has none. */
 export interface Compared<T> {
   a: T | null;
