@@ -20,18 +20,20 @@ export interface ComparedRunInput {
   content: ReadonlyMap<string, unknown>;
 }
 
-/** Where a run's side is read from: `Sessions` (its events and stored content). */
+/** Where a run's side is read from: `Sessions` (its log, read by run, and its stored content). */
 export interface ComparedRunSource {
-  events(sessionId: string, options: { after?: number; limit?: number }): Promise<SessionEvent[]>;
+  log: {
+    read(sessionId: string, options: { runId: string; afterSeq: number; limit: number }): Promise<SessionEvent[]>;
+  };
   content(hashes: ReadonlyArray<string | null>): Promise<Map<string, unknown>>;
 }
 
-/** A run's side: the events of its session that name it, and the content its request headers name. */
+/** A run's side: its events (read by run, in pages), and the content its request headers name. */
 export async function readComparedRun(source: ComparedRunSource, run: RunRecord): Promise<ComparedRunInput> {
   const events: SessionEvent[] = [];
   for (let after = 0; ;) {
-    const page = await source.events(run.sessionId, { after, limit: 10_000 });
-    events.push(...page.filter((e) => e.runId === run.id));
+    const page = await source.log.read(run.sessionId, { runId: run.id, afterSeq: after, limit: 10_000 });
+    events.push(...page);
     if (page.length < 10_000) break;
     after = page.at(-1)!.seq;
   }
