@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { RUN_STATUS_VALUES } from '../store/index.ts';
 
 /** zod schemas of everything the session log stores: messages, usage, and each event's data. */
 export const json = z.json();
@@ -238,19 +239,7 @@ export const loopEventSchemas = {
   }),
 } as const;
 
-const runStatus = z.enum([
-  'queued',
-  'running',
-  'waiting_approval',
-  'waiting_for_user',
-  'paused',
-  'completed',
-  'failed',
-  'cancelled',
-  'timed_out',
-  'sleeping',
-  'waiting_for_signal',
-]);
+const runStatus = z.enum(RUN_STATUS_VALUES);
 
 /** Data schemas of the run lifecycle events (written by the runs layer, with the run's id). */
 export const runEventSchemas = {

@@ -142,21 +142,6 @@ export function toRun(r: RunRow): RunRecord {
  */
 export const TERMINAL_SQL = `'completed', 'failed', 'cancelled', 'timed_out'`;
 
-/** Every value of the runs' status column (its CHECK constraint, RUN_STATUS_SQL): what `countRunsByStatus` counts. */
-export const STATUS_COLUMN_VALUES = Object.keys({
-  queued: 0,
-  running: 0,
-  waiting_approval: 0,
-  waiting_for_user: 0,
-  paused: 0,
-  completed: 0,
-  failed: 0,
-  cancelled: 0,
-  timed_out: 0,
-  sleeping: 0,
-  waiting_for_signal: 0,
-} satisfies Record<RunStatus, 0>) as RunStatus[];
-
 /** Columns a RunPatch may set, and how each value is stored. */
 export const RUN_COLUMNS: Record<string, [string, (v: unknown) => unknown]> = {
   status: ['status', (v) => v],

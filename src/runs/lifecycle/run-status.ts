@@ -3,24 +3,12 @@
  * machine's transitions and what a worker may claim. The store keeps a run's status as a string
  * column (`RunStatus` is its value domain) and is handed the lists it filters on from here.
  */
-import { StoreError, type ClaimPolicy, type RunStatus } from '../../store/index.ts';
+import { RUN_STATUS_VALUES, StoreError, type ClaimPolicy, type RunStatus } from '../../store/index.ts';
 
 export type { RunStatus };
 
 /** Every run status (the order webhooks and metrics list them in; the API's is RUN_STATUS_ORDER). */
-export const RUN_STATUSES: readonly RunStatus[] = [
-  'queued',
-  'running',
-  'waiting_approval',
-  'waiting_for_user',
-  'paused',
-  'completed',
-  'failed',
-  'cancelled',
-  'timed_out',
-  'sleeping',
-  'waiting_for_signal',
-];
+export const RUN_STATUSES: readonly RunStatus[] = RUN_STATUS_VALUES;
 
 /** The statuses that end a run: no way out of them. */
 export const TERMINAL_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'cancelled', 'timed_out'];

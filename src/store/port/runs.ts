@@ -6,20 +6,27 @@
  */
 import type { JsonObject } from './json.ts';
 
-export type RunStatus =
-  | 'queued'
-  | 'running'
-  | 'waiting_approval'
-  | 'waiting_for_user'
-  | 'paused'
-  | 'completed'
-  | 'failed'
-  | 'cancelled'
-  | 'timed_out'
+/**
+ * The values of a run's status column, the one place they are spelled (the schema's CHECK
+ * constraint lists the same). What they mean is the runs layer's (src/runs/lifecycle/run-status.ts).
+ */
+export const RUN_STATUS_VALUES = [
+  'queued',
+  'running',
+  'waiting_approval',
+  'waiting_for_user',
+  'paused',
+  'completed',
+  'failed',
+  'cancelled',
+  'timed_out',
   /** Waiting for a time (a durable sleep, ADR-0015): no worker holds it. */
-  | 'sleeping'
+  'sleeping',
   /** Waiting for a named signal from outside (ADR-0015): no worker holds it. */
-  | 'waiting_for_signal';
+  'waiting_for_signal',
+] as const;
+
+export type RunStatus = (typeof RUN_STATUS_VALUES)[number];
 
 export interface RunRecord {
   id: string;

@@ -1,10 +1,16 @@
 /** PostgreSQL: the runs operations of the port (`store.runs`). */
 import { waitExpiresAt } from '../due-runs.ts';
-import { NotFoundError, RunBusyError, RunConflictError, StoreError, type RunStatus } from '../port/index.ts';
+import {
+  NotFoundError,
+  RUN_STATUS_VALUES,
+  RunBusyError,
+  RunConflictError,
+  StoreError,
+  type RunStatus,
+} from '../port/index.ts';
 import { hasNul } from '../plain-text.ts';
 import {
   RUN_COLUMNS,
-  STATUS_COLUMN_VALUES,
   toRun,
   toUsageTotals,
   usageGroupSql,
@@ -89,7 +95,7 @@ export const pgRunsOps: PgOpsOf<'runs'> = {
   },
 
   countRunsByStatus: async ({ sql }) => {
-    const counts = Object.fromEntries(STATUS_COLUMN_VALUES.map((s) => [s, 0])) as Record<RunStatus, number>;
+    const counts = Object.fromEntries(RUN_STATUS_VALUES.map((s) => [s, 0])) as Record<RunStatus, number>;
     for (const r of await sql.rows<{ status: RunStatus; n: number }>(
       'SELECT status, sum(n)::bigint AS n FROM run_status_counts GROUP BY status',
     ))

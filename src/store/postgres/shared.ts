@@ -4,11 +4,12 @@ import {
   NotFoundError,
   SeqConflictError,
   StoreError,
+  RUN_STATUS_VALUES,
   type AppendOptions,
   type RunStatus,
   type StoredEvent,
 } from '../port/index.ts';
-import { STATUS_COLUMN_VALUES, TERMINAL_SQL, type SessionRow } from '../rows.ts';
+import { TERMINAL_SQL, type SessionRow } from '../rows.ts';
 import { constraintOf, sqlState, UNIQUE_VIOLATION, type Sql } from './sql.ts';
 
 export type EventRow = {
@@ -85,7 +86,7 @@ export const USAGE_OWN_SQL = `WITH own AS (
 /** Statuses as an SQL list (they are the port's own names: no quoting needed beyond a check). */
 export const statusList = (xs: readonly RunStatus[]): string =>
   xs
-    .filter((x) => STATUS_COLUMN_VALUES.includes(x))
+    .filter((x) => (RUN_STATUS_VALUES as readonly string[]).includes(x))
     .map((x) => `'${x}'`)
     .join(', ') || 'NULL';
 

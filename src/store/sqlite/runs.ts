@@ -1,14 +1,13 @@
 /** SQLite: the runs operations of the port (`store.runs`), synchronous, on the connection's shared state. */
-import { NotFoundError, RunBusyError, RunConflictError, StoreError, type RunStatus } from '../port/index.ts';
 import {
-  RUN_COLUMNS,
-  STATUS_COLUMN_VALUES,
-  toRun,
-  toUsageTotals,
-  usageGroupSql,
-  type RunRow,
-  type UsageRow,
-} from '../rows.ts';
+  NotFoundError,
+  RUN_STATUS_VALUES,
+  RunBusyError,
+  RunConflictError,
+  StoreError,
+  type RunStatus,
+} from '../port/index.ts';
+import { RUN_COLUMNS, toRun, toUsageTotals, usageGroupSql, type RunRow, type UsageRow } from '../rows.ts';
 import { USAGE_OWN_SQL } from './statements.ts';
 import { limitOf } from './shared.ts';
 import type { Shared } from './shared.ts';
@@ -86,7 +85,7 @@ export function runOps(c: Shared): SyncOpsOf<'runs'> {
       return row ? toRun(row) : undefined;
     },
     countRunsByStatus: () => {
-      const counts = Object.fromEntries(STATUS_COLUMN_VALUES.map((s) => [s, 0])) as Record<RunStatus, number>;
+      const counts = Object.fromEntries(RUN_STATUS_VALUES.map((s) => [s, 0])) as Record<RunStatus, number>;
       for (const r of st.runStatusCounts.all()) counts[r.status] = r.n;
       return counts;
     },
