@@ -40,6 +40,7 @@ export type RunRow = {
   session_id: string;
   parent_run_id: string | null;
   parent_tool_call_id: string | null;
+  rerun_of: string | null;
   agent_name: string;
   agent_version: string;
   agent_spec: string;
@@ -109,6 +110,7 @@ export function toRun(r: RunRow): RunRecord {
     sessionId: r.session_id,
     parentRunId: r.parent_run_id,
     parentToolCallId: r.parent_tool_call_id,
+    rerunOf: r.rerun_of,
     agent: { name: r.agent_name, version: r.agent_version },
     agentSpec: JSON.parse(r.agent_spec) as JsonObject,
     status: r.status,

@@ -71,6 +71,9 @@ describe('a database written before ADR-0008', () => {
       // v20: each run's tenant, its session's, filled in.
       expect(await store.runs.list({ tenant: (await store.sessions.get(SESSION))!.tenant, limit: 10 })).toEqual(runs);
       expect(await store.runs.list({ tenant: 'another', limit: 10 })).toEqual([]);
+      // v21: no run of an old database is a rerun.
+      expect(runs.map((r) => r.rerunOf)).toEqual([null, null]);
+      expect(await store.runs.list({ rerunOf: runs[0]!.id, limit: 10 })).toEqual([]);
       // A run's events are read from its first one on.
       for (const r of runs) {
         const mine = await store.events.read(SESSION, { runId: r.id });

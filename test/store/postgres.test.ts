@@ -133,7 +133,8 @@ describe('postgres schema migrations', () => {
           UPDATE webhook_deliveries SET status = 'pending', leased_until = NULL, next_attempt_at = ${T0} WHERE id = 'waiting';
           ALTER TABLE webhook_deliveries DROP COLUMN ended_at; ALTER TABLE webhook_deliveries DROP COLUMN session_id;
           ALTER TABLE webhooks DROP COLUMN previous_secret; ALTER TABLE webhooks DROP COLUMN previous_secret_expires_at;
-          DROP INDEX runs_tenant_waiting; ALTER TABLE runs DROP COLUMN tenant; DELETE FROM keel_schema WHERE version >= 10;`);
+          DROP INDEX runs_tenant_waiting; ALTER TABLE runs DROP COLUMN tenant;
+          DROP INDEX runs_rerun_of; ALTER TABLE runs DROP COLUMN rerun_of; DELETE FROM keel_schema WHERE version >= 10;`);
       } finally {
         await c.end();
       }
@@ -156,7 +157,7 @@ describe('postgres schema migrations', () => {
     }
   });
 
-  it("migrating a schema from before runs had their tenant (v11) fills in each run's tenant, its session's", async () => {
+  it("migrating a schema from before runs had their tenant (v11) fills in each run's tenant, its session's, and no run is a rerun (v12)", async () => {
     const { store, url, schema, cleanup } = await openTestPostgres();
     try {
       for (const [session, tenant] of [
@@ -173,12 +174,13 @@ describe('postgres schema migrations', () => {
         });
       }
       await store.close();
-      // As the schema was before v11.
+      // As the schema was before v11 (and so before v12).
       const c = new pg.Client({ connectionString: url });
       await c.connect();
       try {
         await c.query(
-          `SET search_path TO "${schema}"; DROP INDEX runs_tenant_waiting; ALTER TABLE runs DROP COLUMN tenant; DELETE FROM keel_schema WHERE version = 11`,
+          `SET search_path TO "${schema}"; DROP INDEX runs_tenant_waiting; ALTER TABLE runs DROP COLUMN tenant;
+           DROP INDEX runs_rerun_of; ALTER TABLE runs DROP COLUMN rerun_of; DELETE FROM keel_schema WHERE version >= 11`,
         );
       } finally {
         await c.end();
@@ -187,6 +189,8 @@ describe('postgres schema migrations', () => {
       try {
         expect((await again.runs.list({ tenant: 'acme', limit: 10 })).map((r) => r.id)).toEqual(['run-s1']);
         expect((await again.runs.list({ tenant: 'globex', limit: 10 })).map((r) => r.id)).toEqual(['run-s2']);
+        expect((await again.runs.list({ limit: 10 })).map((r) => r.rerunOf)).toEqual([null, null]);
+        expect(await again.runs.list({ rerunOf: 'run-s1', limit: 10 })).toEqual([]);
       } finally {
         await again.close();
       }

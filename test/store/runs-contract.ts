@@ -21,6 +21,7 @@ import {
   type EventDraft,
   type NewRun,
   type RunInput,
+  type RunQuery,
   type RunRecord,
   type Store,
 } from '../../src/store/index.ts';
@@ -97,6 +98,7 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
           sessionId: 's1',
           parentRunId: null,
           parentToolCallId: null,
+          rerunOf: null,
           agent: { name: 'a', version: '2' },
           agentSpec: { tools: ['x'] },
           status: 'queued',
@@ -212,6 +214,82 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
         ).toEqual(['run-3']);
         expect(ids(await store.runs.list({ tenant: 'acme', limit: 1, after: 'run-0' }))).toEqual(['run-2']);
         expect(await store.runs.list({ tenant: 'nobody', limit: 100 })).toEqual([]);
+      });
+    });
+
+    describe('reruns and listRuns by agent and creation time', () => {
+      it('a rerun reads back the run it re-runs; any other run reads null; list({ rerunOf }) is the reruns of that run', async () => {
+        const original = await run();
+        expect(original.rerunOf).toBeNull();
+        expect((await store.runs.get(original.id))!.rerunOf).toBeNull();
+        const other = await run(undefined, { rerunOf: null });
+        expect(other.rerunOf).toBeNull();
+        // Reruns of the original, in sessions of their own, with their lineage in the options too.
+        const reruns: RunRecord[] = [];
+        for (const id of ['rerun-b', 'rerun-a', 'rerun-c']) {
+          const r = await run(undefined, { id, rerunOf: original.id, options: { rerun: { of: original.id } } });
+          expect(r).toMatchObject({ rerunOf: original.id, options: { rerun: { of: original.id } } });
+          expect(await store.runs.get(id)).toEqual(r);
+          reruns.push(r);
+        }
+        // A rerun of a rerun is that rerun's, not the original's.
+        const again = await run(undefined, { id: 'rerun-d', rerunOf: 'rerun-a' });
+        await run(undefined, { rerunOf: other.id });
+        const byId = [...reruns].sort((a, b) => (a.id < b.id ? -1 : 1));
+        expect(await store.runs.list({ rerunOf: original.id, limit: 10 })).toEqual(byId);
+        expect(await store.runs.list({ rerunOf: 'rerun-a', limit: 10 })).toEqual([again]);
+        expect(await store.runs.list({ rerunOf: 'rerun-b', limit: 10 })).toEqual([]);
+        expect(await store.runs.list({ rerunOf: 'no-such-run', limit: 10 })).toEqual([]);
+        // The same id-ordered pages as every list.
+        expect(await store.runs.list({ rerunOf: original.id, limit: 2 })).toEqual(byId.slice(0, 2));
+        expect(await store.runs.list({ rerunOf: original.id, after: 'rerun-b', limit: 2 })).toEqual(byId.slice(2));
+        // With the other filters: a rerun that ended is not among the queued ones.
+        await store.runs.update('rerun-b', { status: 'completed' });
+        expect(
+          (await store.runs.list({ rerunOf: original.id, statuses: ['queued'], limit: 10 })).map((r) => r.id),
+        ).toEqual(['rerun-a', 'rerun-c']);
+      });
+
+      it("filters by agent name and version and by creation time [createdFrom, createdTo), with a tenant's runs, in id order after the cursor", async () => {
+        const of = async (tenant: string) =>
+          (await store.sessions.create({ id: randomUUID(), tenant, createdAt: T0 })).id;
+        const ids = (rs: RunRecord[]) => rs.map((r) => r.id);
+        // Ids in creation order; tenants, agents and versions interleaved; one second apart.
+        for (let i = 0; i < 8; i++) {
+          await store.runs.create(
+            newRun(await of(i % 2 === 0 ? 'acme' : 'globex'), {
+              id: `run-${i}`,
+              agent: { name: i % 4 < 2 ? 'planner' : 'coder', version: i < 4 ? '1' : '2' },
+              createdAt: T0 + i * 1000,
+            }),
+          );
+        }
+        const list = async (q: Omit<RunQuery, 'limit'>, limit = 100) => ids(await store.runs.list({ ...q, limit }));
+        expect(await list({ agentName: 'planner' })).toEqual(['run-0', 'run-1', 'run-4', 'run-5']);
+        expect(await list({ agentName: 'coder', agentVersion: '2' })).toEqual(['run-6', 'run-7']);
+        expect(await list({ agentVersion: '1' })).toEqual(['run-0', 'run-1', 'run-2', 'run-3']);
+        expect(await list({ agentName: 'nobody' })).toEqual([]);
+        // From is inclusive, to exclusive.
+        expect(await list({ createdFrom: T0 + 2000 })).toEqual(['run-2', 'run-3', 'run-4', 'run-5', 'run-6', 'run-7']);
+        expect(await list({ createdTo: T0 + 2000 })).toEqual(['run-0', 'run-1']);
+        expect(await list({ createdFrom: T0 + 2000, createdTo: T0 + 5000 })).toEqual(['run-2', 'run-3', 'run-4']);
+        expect(await list({ createdFrom: T0 + 1500, createdTo: T0 + 1500 })).toEqual([]);
+        // Combined with a tenant and with each other.
+        expect(await list({ tenant: 'acme', agentName: 'planner' })).toEqual(['run-0', 'run-4']);
+        expect(await list({ tenant: 'globex', agentName: 'coder', agentVersion: '1' })).toEqual(['run-3']);
+        expect(await list({ tenant: 'acme', createdFrom: T0 + 2000, createdTo: T0 + 6000 })).toEqual([
+          'run-2',
+          'run-4',
+        ]);
+        expect(await list({ tenant: 'globex', agentName: 'planner', createdFrom: T0, createdTo: T0 + 5000 })).toEqual([
+          'run-1',
+        ]);
+        expect(await list({ tenant: 'globex', agentVersion: '2', createdTo: T0 + 6000 })).toEqual(['run-5']);
+        // Pages in id order, after the cursor.
+        expect(await list({ tenant: 'acme', createdFrom: T0 + 1000 }, 2)).toEqual(['run-2', 'run-4']);
+        expect(await list({ tenant: 'acme', createdFrom: T0 + 1000, after: 'run-4' }, 2)).toEqual(['run-6']);
+        expect(await list({ agentName: 'coder', after: 'run-3' }, 1)).toEqual(['run-6']);
+        expect(await list({ tenant: 'nobody', agentName: 'planner' })).toEqual([]);
       });
     });
 

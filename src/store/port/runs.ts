@@ -34,6 +34,8 @@ export interface RunRecord {
   parentRunId: string | null;
   /** For a subagent's run: the parent's tool call that started it. */
   parentToolCallId: string | null;
+  /** For a rerun (issue 40): the run it re-runs; its lineage details are in `options.rerun`. */
+  rerunOf: string | null;
   agent: { name: string; version: string };
   /** What the run executes with: prompt, tools, model, settings, limits (recorded at creation). */
   agentSpec: JsonObject;
@@ -74,6 +76,7 @@ export interface NewRun {
   sessionId: string;
   parentRunId?: string | null;
   parentToolCallId?: string | null;
+  rerunOf?: string | null;
   agent: { name: string; version: string };
   agentSpec: JsonObject;
   triggerMessageId?: string | null;
@@ -126,6 +129,16 @@ export interface RunQuery {
    */
   tenant?: string;
   parentRunId?: string;
+  /** Only the reruns of this run (their `rerunOf`). */
+  rerunOf?: string;
+  /** Only runs of this agent (by name). */
+  agentName?: string;
+  /** Only runs of this agent version. */
+  agentVersion?: string;
+  /** Only runs created at or after this time (ms since the epoch). */
+  createdFrom?: number;
+  /** Only runs created before this time (ms since the epoch). */
+  createdTo?: number;
   statuses?: readonly RunStatus[];
   /** Runs created after this run id (cursor). */
   after?: string;

@@ -28,8 +28,8 @@ export const pgRunsOps: PgOpsOf<'runs'> = {
       const row = await guarded((q) =>
         q.one<RunRow>(
           `INSERT INTO runs (id, session_id, parent_run_id, parent_tool_call_id, agent_name, agent_version, agent_spec, status,
-                             trigger_message_id, turn, created_at, deadline_at, options, usage, queued_behind, first_seq, tenant)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, 'queued', $8, $9, $10, $11, $12, $13, $14,
+                             trigger_message_id, turn, created_at, deadline_at, options, usage, queued_behind, rerun_of, first_seq, tenant)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, 'queued', $8, $9, $10, $11, $12, $13, $14, $15,
                    (SELECT last_seq + 1 FROM sessions WHERE id = $2), (SELECT tenant FROM sessions WHERE id = $2))
            RETURNING *`,
           [
@@ -47,6 +47,7 @@ export const pgRunsOps: PgOpsOf<'runs'> = {
             JSON.stringify(r.options ?? {}),
             JSON.stringify(r.usage ?? {}),
             r.queuedBehind === true,
+            r.rerunOf ?? null,
           ],
         ),
       );
@@ -77,6 +78,11 @@ export const pgRunsOps: PgOpsOf<'runs'> = {
     if (q.sessionId !== undefined) where.push(`session_id = $${args.push(q.sessionId)}`);
     if (q.tenant !== undefined) where.push(`tenant = $${args.push(q.tenant)}`);
     if (q.parentRunId !== undefined) where.push(`parent_run_id = $${args.push(q.parentRunId)}`);
+    if (q.rerunOf !== undefined) where.push(`rerun_of = $${args.push(q.rerunOf)}`);
+    if (q.agentName !== undefined) where.push(`agent_name = $${args.push(q.agentName)}`);
+    if (q.agentVersion !== undefined) where.push(`agent_version = $${args.push(q.agentVersion)}`);
+    if (q.createdFrom !== undefined) where.push(`created_at >= $${args.push(q.createdFrom)}`);
+    if (q.createdTo !== undefined) where.push(`created_at < $${args.push(q.createdTo)}`);
     if (q.statuses) where.push(`status IN (${statusList(q.statuses)})`);
     if (q.after !== undefined) where.push(`id > $${args.push(q.after)}`);
     const text = `SELECT * FROM runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT $${args.push(limitOf(q.limit))}`;

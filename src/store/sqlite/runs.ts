@@ -28,6 +28,7 @@ export function runOps(c: Shared): SyncOpsOf<'runs'> {
           session_id: r.sessionId,
           parent_run_id: r.parentRunId ?? null,
           parent_tool_call_id: r.parentToolCallId ?? null,
+          rerun_of: r.rerunOf ?? null,
           agent_name: r.agent.name,
           agent_version: r.agent.version,
           agent_spec: JSON.stringify(r.agentSpec),
@@ -70,6 +71,26 @@ export function runOps(c: Shared): SyncOpsOf<'runs'> {
       if (q.tenant !== undefined) {
         where.push('tenant = ?');
         args.push(q.tenant);
+      }
+      if (q.rerunOf !== undefined) {
+        where.push('rerun_of = ?');
+        args.push(q.rerunOf);
+      }
+      if (q.agentName !== undefined) {
+        where.push('agent_name = ?');
+        args.push(q.agentName);
+      }
+      if (q.agentVersion !== undefined) {
+        where.push('agent_version = ?');
+        args.push(q.agentVersion);
+      }
+      if (q.createdFrom !== undefined) {
+        where.push('created_at >= ?');
+        args.push(q.createdFrom);
+      }
+      if (q.createdTo !== undefined) {
+        where.push('created_at < ?');
+        args.push(q.createdTo);
       }
       if (q.statuses)
         where.push(`status IN (${q.statuses.map((x) => `'${x.replace(/'/g, '')}'`).join(', ') || 'NULL'})`);

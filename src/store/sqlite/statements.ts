@@ -230,9 +230,9 @@ export function prepareStatements(db: Database.Database) {
        WHERE excluded.as_of_seq >= snapshots.as_of_seq`,
     ),
     insertRun: prepare(
-      `INSERT INTO runs (id, session_id, parent_run_id, parent_tool_call_id, agent_name, agent_version, agent_spec, status,
+      `INSERT INTO runs (id, session_id, parent_run_id, parent_tool_call_id, rerun_of, agent_name, agent_version, agent_spec, status,
                          trigger_message_id, turn, created_at, deadline_at, options, usage, queued_behind, first_seq, tenant)
-       VALUES (@id, @session_id, @parent_run_id, @parent_tool_call_id, @agent_name, @agent_version, @agent_spec, 'queued',
+       VALUES (@id, @session_id, @parent_run_id, @parent_tool_call_id, @rerun_of, @agent_name, @agent_version, @agent_spec, 'queued',
                @trigger_message_id, @turn, @created_at, @deadline_at, @options, @usage, @queued_behind, @first_seq,
                (SELECT tenant FROM sessions WHERE id = @session_id))
        RETURNING *`,

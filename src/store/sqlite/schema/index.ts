@@ -19,6 +19,7 @@ import { migration as v17 } from './17-head-in-open-rows.ts';
 import { migration as v18 } from './18-due-runs.ts';
 import { migration as v19 } from './19-webhook-columns.ts';
 import { migration as v20 } from './20-run-tenants.ts';
+import { migration as v21 } from './21-rerun-of.ts';
 import type { SqliteMigration } from './migration.ts';
 
 export type { SqliteMigration } from './migration.ts';
@@ -44,4 +45,5 @@ export const migrations: readonly SqliteMigration[] = [
   v18,
   v19,
   v20,
+  v21,
 ];
