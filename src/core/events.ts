@@ -56,9 +56,11 @@ export type TurnEndReason =
 export type StepEndReason = 'tool-calls' | 'final' | 'interrupted' | 'cancelled' | 'failed';
 
 export interface TurnError {
-  kind: 'model' | 'sink' | 'hook' | 'internal';
+  /** `tool`: a tool ended the turn (TurnStoppedByTool), with its `code`. */
+  kind: 'model' | 'sink' | 'hook' | 'internal' | 'tool';
   message: string;
   model?: ModelErrorInfo;
+  code?: string;
 }
 
 /**
@@ -161,6 +163,8 @@ export interface EventDataMap {
     output: ToolOutput;
     toolMessageId: string;
     durationMs: number;
+    /** Absent when the tool ran (`executed`); a rerun's reused or mocked result says so (see served-result.ts). */
+    source?: 'executed' | 'reused' | 'mocked';
   };
   'step/end': { reason: StepEndReason; usage: Usage };
   'turn/end': {

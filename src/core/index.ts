@@ -6,6 +6,7 @@ export * from './hooks.ts';
 export * from './ids.ts';
 export * from './inbox.ts';
 export * from './prompt-hash.ts';
+export * from './served-result.ts';
 export * from './sink.ts';
 export * from './tools.ts';
 export * from './turn.ts';

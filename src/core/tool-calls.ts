@@ -1,6 +1,7 @@
 import { newId } from './ids.ts';
 import type { AssistantMessage, ToolCallPart, ToolMessage, ToolOutput, ToolResultPart, Usage } from '../model/index.ts';
 import type { PendingCall, UnknownOutcomeInfo, UnknownOutcomeResolution } from './events.ts';
+import { isServedResult, type ServedResult } from './served-result.ts';
 import { endStep } from './step-end.ts';
 import {
   executeTool,
@@ -42,6 +43,7 @@ async function recordResult(
   call: ToolCallPart,
   output: ToolOutput,
   durationMs: number,
+  source?: ServedResult['source'],
 ): Promise<void> {
   const toolMessage = toolMessageFor(t, assistant);
   await t.emit('tool/result', {
@@ -50,6 +52,7 @@ async function recordResult(
     output,
     toolMessageId: toolMessage.id,
     durationMs,
+    ...(source !== undefined ? { source } : {}),
   });
   const part: ToolResultPart = { type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, output };
   // Results stay in the model's call order whatever order they were recorded in.
@@ -322,7 +325,9 @@ export async function runToolCalls(
       waits.set(p.call.toolCallId, done.output.spec);
       continue;
     }
-    await recordResult(t, assistant, p.call, done.output, done.durationMs);
+    if (isServedResult(done.output))
+      await recordResult(t, assistant, p.call, done.output.output, done.durationMs, done.output.source);
+    else await recordResult(t, assistant, p.call, done.output, done.durationMs);
   }
 
   const pending: PendingCall[] = plans.flatMap((p): PendingCall[] => {

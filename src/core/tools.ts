@@ -3,6 +3,7 @@ import { canonicalJson } from './canonical-json.ts';
 import { z } from 'zod';
 import type { JsonValue, ToolCallPart, ToolErrorCode, ToolOutput } from '../model/index.ts';
 import type { ToolSchema } from './events.ts';
+import { isServedResult, TurnStoppedByTool, type ServedResult } from './served-result.ts';
 import { isWaitRequest, type WaitPolicy, type WaitRequest } from './wait-spec.ts';
 
 export interface ToolContext {
@@ -212,14 +213,16 @@ class ToolTimeoutError extends Error {
 /**
  * Runs one validated call. Never throws: every failure becomes an error output the model sees.
  * It does not wait for a tool that ignores its abort signal: the result is settled at the abort.
- * A tool that returns a wait (sleepUntil, waitForSignal) gets it back as is: the call suspends.
+ * A tool that returns a wait (sleepUntil, waitForSignal) gets it back as is: the call suspends;
+ * one that serves a result (servedResult) gets it back as is too. A TurnStoppedByTool is rethrown:
+ * it ends the turn.
  */
 export async function executeTool(
   t: Tool,
   input: unknown,
   ctx: Omit<ToolContext, 'signal'>,
   turnSignal: AbortSignal,
-): Promise<ToolOutput | WaitRequest> {
+): Promise<ToolOutput | WaitRequest | ServedResult> {
   if (turnSignal.aborted) return toolError('cancelled', 'the turn was cancelled before the tool ran');
   const ctl = new AbortController();
   const onTurnAbort = () => ctl.abort(turnSignal.reason);
@@ -243,11 +246,12 @@ export async function executeTool(
     const ms = t.timeoutMs;
     timer = setTimeout(() => ctl.abort(new ToolTimeoutError(ms)), ms);
   }
-  const run = (async (): Promise<ToolOutput | WaitRequest> => {
+  const run = (async (): Promise<ToolOutput | WaitRequest | ServedResult> => {
     try {
       const value = await t.execute(input, { ...ctx, signal: ctl.signal });
-      return isWaitRequest(value) ? value : toOutput(value);
+      return isWaitRequest(value) || isServedResult(value) ? value : toOutput(value);
     } catch (error) {
+      if (error instanceof TurnStoppedByTool) throw error;
       if (ctl.signal.aborted) return stopped;
       const message = error instanceof Error ? error.message : String(error);
       return toolError('execution_error', message || 'tool threw');

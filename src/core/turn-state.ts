@@ -97,7 +97,10 @@ export class TurnState {
       this.conversation = options.resume.conversation.map((m) =>
         m.role === 'tool' ? { ...m, content: [...m.content] } : m,
       );
-    else {
+    else if (options.continueFrom) {
+      this.conversation = [...options.continueFrom.conversation];
+      this.stepNo = options.continueFrom.step - 1;
+    } else {
       const start = startConversation(options.history ?? []);
       this.conversation = start.conversation;
       start.adopt?.(this.chain, this.prompt);

@@ -60,6 +60,12 @@ export interface TurnOptions {
   input?: UserInput;
   /** Continue a suspended, paused or interrupted turn. */
   resume?: ResumePoint;
+  /**
+   * Start at step `step` of a turn whose conversation so far is `conversation` (earlier turns
+   * portable, this turn's messages as they were produced): a rerun from a step (src/runs/reruns).
+   * Instead of `history`; the steps before `step` are not run again.
+   */
+  continueFrom?: { step: number; conversation: readonly Message[] };
   inbox?: Inbox;
   signal?: AbortSignal;
   hooks?: TurnHooks | readonly TurnHooks[];

@@ -3,6 +3,7 @@ import type { AgentDefinition } from './agent.ts';
 import type { EventDataMap, PendingCall, TurnEndReason, TurnError } from './events.ts';
 import { userMessage } from './inbox.ts';
 import { TurnNotOverError } from './sink.ts';
+import { TurnStoppedByTool } from './served-result.ts';
 import { runStep } from './step.ts';
 import { finishOpenStep } from './tool-calls.ts';
 import { HookFailure, SinkFailure, settingsRecord, TurnState } from './turn-state.ts';
@@ -18,7 +19,9 @@ function failure(e: unknown): TurnEnd {
         ? { kind: 'sink', message: e.message }
         : e instanceof HookFailure
           ? { kind: 'hook', message: e.message }
-          : { kind: 'internal', message: e instanceof Error ? e.message : String(e) },
+          : e instanceof TurnStoppedByTool
+            ? { kind: 'tool', code: e.code, message: e.message }
+            : { kind: 'internal', message: e instanceof Error ? e.message : String(e) },
   };
 }
 

@@ -17,6 +17,7 @@ import type { Waiting } from './lifecycle/waiting.ts';
 import { runScope, type RunHost, type RunScope } from './run-scope.ts';
 import type { RunObservers } from './observer.ts';
 import { resumePoint } from './resume.ts';
+import { rerunLineage } from './reruns/rerun-lineage.ts';
 import type { RunEnd } from './lifecycle/end-turn.ts';
 import { RunSink } from './sink.ts';
 import type { Waits } from './waits.ts';
@@ -268,15 +269,27 @@ export class Execution {
     // Recovered from an execution that could not end its spans: they are made from its events (RunSpans.recovered).
     this.spans?.recovered(tail);
     let start: () => TurnHandle;
+    // A rerun from a step continues its source run's turn at that step (src/runs/reruns).
+    const rerun = rerunLineage(run);
+    const continues = rerun && !rerun.messageReplaced ? rerun.of.step : undefined;
     if (!checkpoint && !tail.some((e) => e.type === 'turn/start')) {
-      // A fresh run: the session's model context (the trigger message is already in it).
-      // (The loop makes it portable: opaque reasoning never crosses a turn.)
-      const history = (await lifecycle.sessions.context(run.sessionId)).messages;
-      this.spans?.started(history);
-      start = () => startTurn(running, { ...base, history });
+      if (continues !== undefined) {
+        // The turn so far, as its loop held it: the trigger and the steps before, copied into the fork.
+        const { messages } = await lifecycle.sessions.turnConversation(run.sessionId, run.turn ?? 0);
+        this.spans?.started(messages);
+        start = () => startTurn(running, { ...base, continueFrom: { step: continues, conversation: messages } });
+      } else {
+        // A fresh run: the session's model context (the trigger message is already in it).
+        // (The loop makes it portable: opaque reasoning never crosses a turn.)
+        const history = (await lifecycle.sessions.context(run.sessionId)).messages;
+        this.spans?.started(history);
+        start = () => startTurn(running, { ...base, history });
+      }
     } else {
       const { messages } = await lifecycle.sessions.turnConversation(run.sessionId, run.turn ?? 0);
       const resume = resumePoint(checkpoint, messages, tail, run.waiting as unknown as Waiting | null);
+      // A rerun interrupted before its first step ended goes on from the step it started at.
+      if (continues !== undefined && resume.step < continues - 1) resume.step = continues - 1;
       start = () => startTurn(running, { ...base, resume });
     }
 

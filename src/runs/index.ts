@@ -14,3 +14,7 @@ export * from './schedules.ts';
 export { InvalidSendOptionError } from './send-options.ts';
 export { FieldValidationError } from './field-validation-error.ts';
 export { ArgumentsNotEditableError } from './arguments-not-editable-error.ts';
+export { rerunLineage, type AgentOverrides, type RerunLineage } from './reruns/rerun-lineage.ts';
+export type { RerunRequest } from './reruns/start-rerun.ts';
+export type { OnMismatch, ToolPolicies, ToolPolicy } from './reruns/tool-policy.ts';
+export { RerunRequestError } from './reruns/rerun-agent.ts';

@@ -48,6 +48,8 @@ import { Webhooks, type WebhookOptions } from './webhooks/index.ts';
 import { RunObservers, type RunObserver } from './observer.ts';
 import { Worker, type OfferedSlot, type WorkerHost, type WorkerOptions } from './worker.ts';
 import { WakeUp } from './wake-up.ts';
+import { rerunAgent, startRerun, type RerunRequest } from './reruns/start-rerun.ts';
+import { rerunLineage } from './reruns/rerun-lineage.ts';
 import { PAUSED_FOR_ERASED_TENANT, Schedules, type SchedulerOptions } from './schedules.ts';
 import { FlowControl, type FlowControlOptions, type ModelLimits, type Priority } from '../flow-control/index.ts';
 import { runScope } from './run-scope.ts';
@@ -68,6 +70,11 @@ export interface RuntimeOptions {
   agents: readonly AgentDefinition[];
   /** Defaults for every run (timeouts, attempts). */
   runDefaults?: RunOptions;
+  /**
+   * Turns a model id (`openai:gpt-4.1-mini`, ...) into a model: what a rerun's `overrides.model`
+   * names (the server and CLI pass the configuration's resolver). Without it, such an override is refused.
+   */
+  resolveModel?: (id: string) => LanguageModelV4;
   /** Compaction settings for all agents, or by agent name. */
   compaction?: CompactionSettings | Record<string, CompactionSettings>;
   /** A worker's lease on a run; renewed every `renewEveryMs` (default a third of it). */
@@ -276,7 +283,7 @@ export class Runtime {
     return version === undefined ? list.at(-1) : list.find((a) => a.version === version);
   };
 
-  private agentFor(spec: string | undefined): AgentDefinition {
+  agentFor(spec: string | undefined): AgentDefinition {
     if (spec === undefined) return this.options.agents[0]!;
     const [name, version] = spec.split('@') as [string, string | undefined];
     const agent = this.resolveAgent(name, version);
@@ -456,7 +463,11 @@ export class Runtime {
       prepareAgent: async (agent, run) => {
         // The tools the run got at its first start go into its agent spec, with their record.
         const recorded = (tx: StoreOps, got: McpToolsGot) => recordMcpTools(tx, run, got);
-        return (await agentWithMcpTools(this.mcp, this.lifecycle.sessions.log, agent, run, { recorded })).agent;
+        const withMcp = (await agentWithMcpTools(this.mcp, this.lifecycle.sessions.log, agent, run, { recorded }))
+          .agent;
+        // A rerun: its overrides applied, its tools serving what its source run recorded (src/runs/reruns).
+        const lineage = rerunLineage(run);
+        return lineage ? rerunAgent(this.lifecycle, withMcp, lineage, this.options.resolveModel) : withMcp;
       },
     };
   }
@@ -476,6 +487,16 @@ export class Runtime {
 
   wake(): void {
     this.wakeUp.wake();
+  }
+
+  /** Turns a model id into a model (RuntimeOptions.resolveModel), if the runtime was given one. */
+  get resolveModel(): ((id: string) => LanguageModelV4) | undefined {
+    return this.options.resolveModel;
+  }
+
+  /** The defaults of every run's options (RuntimeOptions.runDefaults). */
+  get runDefaults(): RunOptions | undefined {
+    return this.options.runDefaults;
   }
 
   get maxDepth(): number {
@@ -547,6 +568,26 @@ export class RunsApi {
 
   list(q: Partial<RunQuery> = {}): Promise<RunRecord[]> {
     return this.rt.store.runs.list({ limit: 100, ...q });
+  }
+
+  /**
+   * Reruns a run from one of its steps, in a new session forked at that step's context (the
+   * original is untouched), on another agent version or with changes, its tools by policy
+   * (docs/evals.md). Returns the new run, queued; its lineage is in `options.rerun` and `rerunOf`.
+   */
+  async rerun(runId: string, request: RerunRequest = {}): Promise<RunRecord> {
+    const run = await startRerun(
+      {
+        lifecycle: this.lifecycle,
+        agentFor: (spec) => this.rt.agentFor(spec),
+        resolveModel: this.rt.resolveModel,
+        runDefaults: this.rt.runDefaults,
+      },
+      runId,
+      request,
+    );
+    this.rt.wake();
+    return run;
   }
 
   /** The session's active run (not terminal, not queued behind), if any. */

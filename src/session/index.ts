@@ -7,6 +7,7 @@ export * from './recent-deltas.ts';
 export * from './buffered-sink.ts';
 export * from './sink.ts';
 export * from './reader.ts';
+export * from './run-events.ts';
 export * from './projections/index.ts';
 export * from './compaction.ts';
 export * from './transfer.ts';

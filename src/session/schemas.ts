@@ -113,9 +113,10 @@ const pendingCall = z.strictObject({
 });
 const toolApproval = pendingCall.extend({ unknownOutcome: unknownOutcomeInfo.optional() });
 const turnError = z.strictObject({
-  kind: z.enum(['model', 'sink', 'hook', 'internal']),
+  kind: z.enum(['model', 'sink', 'hook', 'internal', 'tool']),
   message: z.string(),
   model: modelErrorInfo.optional(),
+  code: z.string().optional(),
 });
 
 const contentHashRef = z.string().regex(/^sha256:[0-9a-f]{64}$/, 'a content hash sha256:<64 hex digits>');
@@ -227,6 +228,7 @@ export const loopEventSchemas = {
     output: toolOutput,
     toolMessageId: z.string(),
     durationMs: z.number().nonnegative(),
+    source: z.enum(['executed', 'reused', 'mocked']).optional(),
   }),
   'step/end': z.strictObject({ reason: z.enum(['tool-calls', 'final', 'interrupted', 'cancelled', 'failed']), usage }),
   'turn/end': z.strictObject({

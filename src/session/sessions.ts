@@ -380,14 +380,41 @@ export class Sessions {
     return state.messages;
   }
 
+  /**
+   * A new session with a copy of the path to `entryId` of `sourceId` (see `fork`), or, for `null`,
+   * with nothing of it (a rerun that replaces a session's first message: no origin); `within` runs
+   * in the transaction that creates it. Its leaf is the copy of `entryId` (null for `null`).
+   */
+  async forkIntoSession(
+    sourceId: string,
+    entryId: string | null,
+    options: { title?: string; within?: (tx: StoreOps, sessionId: string) => Promise<void> } = {},
+  ): Promise<{ sessionId: string; leafId: string | null }> {
+    refuseNul('title', options.title);
+    const at = entryId === null ? null : await this.entry(sourceId, entryId);
+    return this.forkToSession(sourceId, at, options.title, options.within);
+  }
+
   private async forkToSession(
     sourceId: string,
     at: SessionEvent,
     title?: string,
     within?: (tx: StoreOps, sessionId: string) => Promise<void>,
-  ): Promise<{ sessionId: string; leafId: string }> {
+  ): Promise<{ sessionId: string; leafId: string }>;
+  private async forkToSession(
+    sourceId: string,
+    at: SessionEvent | null,
+    title?: string,
+    within?: (tx: StoreOps, sessionId: string) => Promise<void>,
+  ): Promise<{ sessionId: string; leafId: string | null }>;
+  private async forkToSession(
+    sourceId: string,
+    at: SessionEvent | null,
+    title?: string,
+    within?: (tx: StoreOps, sessionId: string) => Promise<void>,
+  ): Promise<{ sessionId: string; leafId: string | null }> {
     const source = await this.get(sourceId);
-    const path = await pathEntries(this.log, sourceId, at.id, false);
+    const path = at === null ? [] : await pathEntries(this.log, sourceId, at.id, false);
     const id = newId();
     const ids = new Map<string, string>();
     const copies: NewEvent[] = path.map((e) => {
@@ -409,7 +436,7 @@ export class Sessions {
       } as NewEvent;
     });
     const createdAt = Date.now();
-    const origin = { sessionId: sourceId, entryId: at.id };
+    const origin = at === null ? null : { sessionId: sourceId, entryId: at.id };
     const newTitle = title ?? (source.title ? `${source.title} (fork)` : null);
     await this.log.transaction(async (tx) => {
       await tx.sessions.create({
@@ -436,7 +463,7 @@ export class Sessions {
       await within?.(tx, id);
       return appended;
     });
-    return { sessionId: id, leafId: ids.get(at.id)! };
+    return { sessionId: id, leafId: at === null ? null : ids.get(at.id)! };
   }
 
   /** The session as versioned JSONL lines (see transfer.ts). */

@@ -30,6 +30,7 @@ import { finish } from './finish.ts';
 import { fireDueSchedule, recordFailedFire, type Attempt, type ScheduleFiring } from './fire-schedule.ts';
 import type { IdempotencyClaim } from './idempotency.ts';
 import { isTerminal, statusesLeadingTo, type FinalStatus } from './run-status.ts';
+import { createRerun, type NewRerun } from './rerun.ts';
 import { steer } from './steer.ts';
 import { move, transition, type TransitionOptions } from './transition.ts';
 import type { Accepted, Claimed, FinishOptions, IfBusy, RunBoundary } from './types.ts';
@@ -101,6 +102,26 @@ export class RunLifecycle implements LifecycleContext {
     const message = userMessage(input);
     const { ifBusy, ...rest } = o;
     return this.log.transaction((tx) => send(tx, this, sessionId, message, agent, ifBusy ?? 'reject', rest));
+  }
+
+  /**
+   * A rerun (see rerun.ts): a new session forked from `sourceSessionId` at `entryId` (null: empty)
+   * and the rerun's queued run in it, in one transaction.
+   */
+  async rerun(
+    sourceSessionId: string,
+    entryId: string | null,
+    r: NewRerun,
+    title?: string,
+  ): Promise<{ run: RunRecord; events: SessionEvent[] }> {
+    let created: { run: RunRecord; events: SessionEvent[] } | undefined;
+    await this.sessions.forkIntoSession(sourceSessionId, entryId, {
+      ...(title !== undefined ? { title } : {}),
+      within: async (tx, sessionId) => {
+        created = await createRerun(tx, this, sessionId, r);
+      },
+    });
+    return created!;
   }
 
   /** Claims the oldest claimable run for a worker, in a transaction of its own (see claim.ts). */

@@ -11,6 +11,7 @@ import { canonicalJson, type RequestHeader } from '../../core/index.ts';
 import type { JsonValue, ToolOutput, Usage } from '../../model/index.ts';
 import type { RunRecord } from '../../store/index.ts';
 import type { SessionEvent } from '../event-types.ts';
+import { runEvents, type RunEventsSource } from '../run-events.ts';
 
 /** One run's side of a comparison: its record, its events (any order; others' are ignored), and stored content by hash. */
 export interface ComparedRunInput {
@@ -22,21 +23,13 @@ export interface ComparedRunInput {
 
 /** Where a run's side is read from: `Sessions` (its log, read by run, and its stored content). */
 export interface ComparedRunSource {
-  log: {
-    read(sessionId: string, options: { runId: string; afterSeq: number; limit: number }): Promise<SessionEvent[]>;
-  };
+  log: RunEventsSource;
   content(hashes: ReadonlyArray<string | null>): Promise<Map<string, unknown>>;
 }
 
 /** A run's side: its events (read by run, in pages), and the content its request headers name. */
 export async function readComparedRun(source: ComparedRunSource, run: RunRecord): Promise<ComparedRunInput> {
-  const events: SessionEvent[] = [];
-  for (let after = 0; ;) {
-    const page = await source.log.read(run.sessionId, { runId: run.id, afterSeq: after, limit: 10_000 });
-    events.push(...page);
-    if (page.length < 10_000) break;
-    after = page.at(-1)!.seq;
-  }
+  const events = await runEvents(source.log, run.sessionId, run.id);
   const headers = events.flatMap((e) => (e.type === 'request/header' ? [e.data as RequestHeader] : []));
   return { run, events, content: await source.content(headers.flatMap((h) => [h.system, h.tools])) };
 }
@@ -82,11 +75,8 @@ export interface ComparedRequest {
   fingerprint: Compared<string>;
 }
 
-/**
- * Where a call's result came from. Reruns (which will serve recorded results) do not exist yet,
- * so every call today is `executed`.
- */
-export type ToolCallSource = 'executed' | 'reused';
+/** Where a call's result came from: the tool ran, or a rerun served the source run's recorded result or a mock. */
+export type ToolCallSource = 'executed' | 'reused' | 'mocked';
 
 export interface ToolCallSide {
   toolCallId: string;
@@ -205,6 +195,7 @@ function stepsOf(input: ComparedRunInput): Map<number, StepFacts> {
         const call = s.calls.find((c) => c.toolCallId === e.data.toolCallId);
         if (call) {
           call.result = e.data.output;
+          call.source = e.data.source ?? 'executed';
           call.durationMs = e.data.durationMs;
         }
         break;

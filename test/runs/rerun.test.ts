@@ -1,0 +1,296 @@
+/**
+ * Reruns (issue 40) through the library, on SQLite and PostgreSQL: a session of three recorded
+ * runs; the second is rerun from step 2 on version 2. Its session is a fork at step 2's context
+ * (the same request as the original's), the original is untouched, the effectful tool's recorded
+ * result is reused (its execute count does not move), and a changed argument fails the rerun
+ * unless the policy says to run the tool. Lineage, policies and bad requests too.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { LanguageModelV4CallOptions } from '@ai-sdk/provider';
+import {
+  createRuntime,
+  defineAgent,
+  ScriptedModel,
+  SqliteStore,
+  tool,
+  type RequestHeader,
+  type Runtime,
+  type SessionEvent,
+  type Store,
+} from '../../src/index.ts';
+import { openTestPostgres } from '../support/postgres.ts';
+
+type Prompt = LanguageModelV4CallOptions['prompt'];
+
+function lastUserText(prompt: Prompt): string {
+  const m = prompt.findLast((x) => x.role === 'user');
+  return m ? m.content.map((p) => (p.type === 'text' ? p.text : '')).join('') : '';
+}
+
+/** Tool results since the last user message. */
+function resultsSinceUser(prompt: Prompt): string[] {
+  const since = prompt.slice(prompt.findLastIndex((m) => m.role === 'user') + 1);
+  return since.flatMap((m) =>
+    m.role === 'tool' ? m.content.flatMap((p) => (p.type === 'tool-result' ? [p.toolName] : [])) : [],
+  );
+}
+
+/**
+ * An agent version: step 1 looks the city up, step 2 books it (`seats` when given), step 3 answers
+ * with `answer(city)`.
+ */
+function version(v: string, answer: (city: string) => string, seats?: number) {
+  const model = new ScriptedModel(
+    [
+      (call) => {
+        const city = lastUserText(call.prompt).replace('book ', '');
+        const done = resultsSinceUser(call.prompt);
+        if (!done.includes('lookup')) return { toolCalls: [{ id: 'l', name: 'lookup', input: { city } }] };
+        if (!done.includes('book'))
+          return { toolCalls: [{ id: 'b', name: 'book', input: seats ? { city, seats } : { city } }] };
+        return { text: answer(city) };
+      },
+    ],
+    { loop: true, modelId: `travel-${v}` },
+  );
+  return model;
+}
+
+function setup(store: Store) {
+  const executed = { lookup: 0, book: 0 };
+  const tools = [
+    tool({
+      name: 'lookup',
+      description: 'Finds a city',
+      input: z.object({ city: z.string() }),
+      effect: 'read-only',
+      execute: ({ city }) => {
+        executed.lookup++;
+        return { city, found: true };
+      },
+    }),
+    tool({
+      name: 'book',
+      description: 'Books a trip (effectful)',
+      input: z.object({ city: z.string(), seats: z.number().optional() }),
+      execute: ({ city, seats }) => {
+        executed.book++;
+        return { booked: city, seats: seats ?? 1, ref: `R${executed.book}` };
+      },
+    }),
+  ];
+  const system = 'You book trips.';
+  const agents = [
+    defineAgent({ name: 'travel', version: '1', model: version('1', (c) => `Booked ${c}.`), system, tools }),
+    defineAgent({
+      name: 'travel',
+      version: '2',
+      model: version('2', (c) => `Your trip to ${c} is booked.`),
+      system,
+      tools,
+    }),
+    defineAgent({ name: 'travel', version: '3', model: version('3', (c) => `Booked ${c} for two.`, 2), system, tools }),
+  ];
+  const rt = createRuntime({ store, agents });
+  rt.startWorker({ id: 'W', pollMs: 10 });
+  return { rt, executed };
+}
+
+const runEvents = (rt: Runtime, sessionId: string, runId: string) => rt.sessions.log.read(sessionId, { runId });
+const headerOf = (events: SessionEvent[], step: number) =>
+  events.findLast((e) => e.type === 'request/header' && e.step === step)!.data as RequestHeader;
+const finalText = (events: SessionEvent[]) =>
+  events
+    .filter((e) => e.type === 'assistant/message')
+    .at(-1)!
+    .data.message.content.map((p: { type: string; text?: string }) => p.text ?? '')
+    .join('');
+
+describe.each(['sqlite', 'postgres'] as const)('reruns (%s)', (backend) => {
+  let rt: Runtime | undefined;
+  let close: (() => Promise<void>) | undefined;
+  afterEach(async () => {
+    await rt?.close({ graceMs: 0 });
+    await close?.();
+    rt = undefined;
+  });
+
+  async function recorded() {
+    let store: Store;
+    if (backend === 'sqlite') {
+      const s = new SqliteStore({ path: ':memory:' });
+      store = s;
+      close = () => s.close();
+    } else {
+      const pg = await openTestPostgres();
+      store = pg.store;
+      close = pg.cleanup;
+    }
+    const t = setup(store);
+    rt = t.rt;
+    const session = await t.rt.sessions.create({ title: 'trips' });
+    const runs: string[] = [];
+    for (const city of ['paris', 'tokyo', 'berlin']) {
+      const { run } = await t.rt.sessions.send(session.id, `book ${city}`, { agent: 'travel@1' });
+      const done = await t.rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 10_000 });
+      expect(done.status).toBe('completed');
+      runs.push(run.id);
+    }
+    expect(t.executed).toEqual({ lookup: 3, book: 3 });
+    return { ...t, session, runs };
+  }
+
+  it('from step 2 on version 2, tools reused: the same request at step 2, the booking not run again, the new answer', async () => {
+    const { rt, executed, session, runs } = await recorded();
+    const source = runs[1]!;
+    const before = await rt.sessions.get(session.id);
+
+    const rerun = await rt.runs.rerun(source, { from: 2, agent: 'travel@2', tools: 'reuse' });
+    expect(rerun.status).toBe('queued');
+    expect(rerun.rerunOf).toBe(source);
+    expect(rerun.agent).toEqual({ name: 'travel', version: '2' });
+    expect(rerun.sessionId).not.toBe(session.id);
+    expect(rerun.options.rerun).toMatchObject({
+      of: { sessionId: session.id, runId: source, step: 2 },
+      agent: { name: 'travel', version: '2' },
+      tools: { default: 'reuse' },
+    });
+    const done = await rt.runs.wait(rerun.id, { until: 'terminal', timeoutMs: 10_000 });
+    expect(done.status).toBe('completed');
+
+    // Nothing ran again: lookup (read-only) would have, but `reuse` for every tool says otherwise.
+    expect(executed).toEqual({ lookup: 3, book: 3 });
+    const original = await runEvents(rt, session.id, source);
+    const again = await runEvents(rt, rerun.sessionId, rerun.id);
+    // The rerun's steps are the source's numbering: it starts at 2.
+    expect([...new Set(again.flatMap((e) => (e.step !== undefined ? [e.step] : [])))]).toEqual([2, 3]);
+    // Step 2's request is the original's: the fork holds exactly its context.
+    expect(headerOf(again, 2).promptHash).toBe(headerOf(original, 2).promptHash);
+    expect(headerOf(again, 2).context.messages).toBe(headerOf(original, 2).context.messages);
+    expect(headerOf(again, 2).modelId).toBe('travel-2');
+    const result = again.find((e) => e.type === 'tool/result')!;
+    expect(result.data).toMatchObject({
+      toolName: 'book',
+      source: 'reused',
+      output: { type: 'json', value: { booked: 'tokyo', seats: 1, ref: 'R2' } },
+    });
+    expect(finalText(original)).toBe('Booked tokyo.');
+    expect(finalText(again)).toBe('Your trip to tokyo is booked.');
+
+    // The original session is untouched; the fork's transcript has the first run and the rerun.
+    const after = await rt.sessions.get(session.id);
+    expect(after.lastSeq).toBe(before.lastSeq);
+    const forked = await rt.sessions.get(rerun.sessionId);
+    expect(forked.origin).toMatchObject({ sessionId: session.id });
+    expect(forked.title).toContain('rerun of trips from step 2 on travel@2');
+    const context = await rt.sessions.context(rerun.sessionId);
+    const texts = context.messages.flatMap((m) =>
+      m.role === 'user' || m.role === 'assistant' ? m.content.flatMap((p) => (p.type === 'text' ? [p.text] : [])) : [],
+    );
+    expect(texts).toEqual(['book paris', 'Booked paris.', 'book tokyo', 'Your trip to tokyo is booked.']);
+
+    // Lineage by query.
+    expect((await rt.runs.list({ rerunOf: source })).map((r) => r.id)).toEqual([rerun.id]);
+    expect(await rt.runs.list({ rerunOf: runs[0]! })).toEqual([]);
+  });
+
+  it('the default policy runs read-only tools and reuses the others; from step 1 the turn starts again', async () => {
+    const { rt, executed, runs } = await recorded();
+    const rerun = await rt.runs.rerun(runs[0]!, { agent: 'travel@2' });
+    expect(rerun.options.rerun).toMatchObject({ of: { step: 1 }, tools: {} });
+    const done = await rt.runs.wait(rerun.id, { until: 'terminal', timeoutMs: 10_000 });
+    expect(done.status).toBe('completed');
+    expect(executed).toEqual({ lookup: 4, book: 3 });
+    const events = await runEvents(rt, rerun.sessionId, rerun.id);
+    expect(events.filter((e) => e.type === 'tool/result').map((e) => [e.data.toolName, e.data.source])).toEqual([
+      ['lookup', undefined],
+      ['book', 'reused'],
+    ]);
+    // The fork is at the trigger: the rerun appends no user message of its own.
+    expect(events.some((e) => e.type === 'user/message')).toBe(false);
+  });
+
+  it('a changed argument fails the rerun without running the effectful tool, unless the policy says execute', async () => {
+    const { rt, executed, runs } = await recorded();
+    const refused = await rt.runs.rerun(runs[2]!, { from: 2, agent: 'travel@3' });
+    const failed = await rt.runs.wait(refused.id, { until: 'terminal', timeoutMs: 10_000 });
+    expect(failed.status).toBe('failed');
+    expect(failed.error).toMatchObject({ kind: 'tool', code: 'rerun_mismatch' });
+    expect(String(failed.error!.message)).toContain('book({"city":"berlin","seats":2}) has no recorded result');
+    expect(executed.book).toBe(3);
+
+    const ran = await rt.runs.rerun(runs[2]!, {
+      from: 2,
+      agent: 'travel@3',
+      tools: { tools: { book: { mode: 'reuse', onMismatch: 'execute' } } },
+    });
+    const done = await rt.runs.wait(ran.id, { until: 'terminal', timeoutMs: 10_000 });
+    expect(done.status).toBe('completed');
+    expect(executed.book).toBe(4);
+    const events = await runEvents(rt, ran.sessionId, ran.id);
+    expect(events.find((e) => e.type === 'tool/result')!.data).toMatchObject({
+      output: { type: 'json', value: { booked: 'berlin', seats: 2 } },
+    });
+    expect(events.find((e) => e.type === 'tool/result')!.data.source).toBeUndefined();
+
+    // `serve` answers the changed call with the recorded result anyway; `mock` with the given value.
+    const served = await rt.runs.rerun(runs[2]!, {
+      from: 2,
+      agent: 'travel@3',
+      tools: { tools: { book: { mode: 'reuse', onMismatch: 'serve' } } },
+    });
+    expect((await rt.runs.wait(served.id, { until: 'terminal', timeoutMs: 10_000 })).status).toBe('completed');
+    const mocked = await rt.runs.rerun(runs[2]!, {
+      from: 2,
+      agent: 'travel@3',
+      tools: { tools: { book: { mode: 'mock', value: { booked: 'nowhere' } } } },
+    });
+    expect((await rt.runs.wait(mocked.id, { until: 'terminal', timeoutMs: 10_000 })).status).toBe('completed');
+    expect(executed.book).toBe(4);
+    const sources = async (r: { id: string; sessionId: string }) =>
+      (await runEvents(rt, r.sessionId, r.id))
+        .filter((e) => e.type === 'tool/result')
+        .map((e) => [e.data.source, e.data.output]);
+    expect(await sources(served)).toEqual([
+      ['reused', { type: 'json', value: { booked: 'berlin', seats: 1, ref: 'R3' } }],
+    ]);
+    expect(await sources(mocked)).toEqual([['mocked', { type: 'json', value: { booked: 'nowhere' } }]]);
+  });
+
+  it('a replacement message reruns the turn with it; a rerun of a rerun is listed under it', async () => {
+    const { rt, runs } = await recorded();
+    const rerun = await rt.runs.rerun(runs[1]!, { message: 'book berlin', tools: 'execute' });
+    const done = await rt.runs.wait(rerun.id, { until: 'terminal', timeoutMs: 10_000 });
+    expect(done.status).toBe('completed');
+    const events = await runEvents(rt, rerun.sessionId, rerun.id);
+    expect(finalText(events)).toBe('Booked berlin.');
+    expect(rerun.options.rerun).toMatchObject({ messageReplaced: true, of: { step: 1 } });
+
+    const again = await rt.runs.rerun(rerun.id, { from: 3 });
+    expect((await rt.runs.wait(again.id, { until: 'terminal', timeoutMs: 10_000 })).status).toBe('completed');
+    expect((await rt.runs.list({ rerunOf: rerun.id })).map((r) => r.id)).toEqual([again.id]);
+    expect(finalText(await runEvents(rt, again.sessionId, again.id))).toBe('Booked berlin.');
+  });
+
+  it('refuses what it cannot do, precisely', async () => {
+    const { rt, runs } = await recorded();
+    await expect(rt.runs.rerun(runs[0]!, { from: 7 })).rejects.toMatchObject({
+      name: 'RerunRequestError',
+      field: 'from',
+      message: expect.stringContaining('recorded steps 1 to 3; from 7 is not one of them'),
+    });
+    await expect(rt.runs.rerun(runs[0]!, { from: 2, message: 'x' })).rejects.toMatchObject({ field: 'message' });
+    await expect(rt.runs.rerun(runs[0]!, { tools: { tools: { nope: { mode: 'execute' } } } })).rejects.toMatchObject({
+      field: 'tools',
+    });
+    await expect(rt.runs.rerun(runs[0]!, { overrides: { model: 'openai:gpt-4.1' } })).rejects.toMatchObject({
+      field: 'overrides.model',
+    });
+    await expect(rt.runs.rerun(runs[0]!, { overrides: { tools: ['fly'] } })).rejects.toMatchObject({
+      field: 'overrides.tools',
+    });
+    await expect(rt.runs.rerun(runs[0]!, { agent: 'travel@9' })).rejects.toMatchObject({ code: 'unknown_agent' });
+    await expect(rt.runs.rerun('nope')).rejects.toMatchObject({ name: 'NotFoundError' });
+  });
+});
