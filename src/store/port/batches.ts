@@ -1,0 +1,112 @@
+/**
+ * Batches (issue 40): tracked sets of work items run with a concurrency limit, each item done
+ * exactly once across crashes. One mechanism for bulk reruns (`kind: 'reruns'`, an item per source
+ * run) and experiments (`kind: 'experiment'`, an item per dataset item and candidate). An item is
+ * claimed with a lease and a fencing token, as runs are: a worker that lost it can no longer
+ * write it, and an item whose worker died is claimed again once its lease expires.
+ */
+import type { JsonObject, JsonValue } from './json.ts';
+
+export type BatchKind = 'reruns' | 'experiment';
+export type BatchStatus = 'running' | 'completed' | 'cancelled';
+export type BatchItemStatus = 'pending' | 'running' | 'done' | 'failed';
+
+export interface BatchRecord {
+  id: string;
+  tenant: string | null;
+  kind: BatchKind;
+  /** What the batch does (its request as the API took it, normalized by src/runs/evals). */
+  spec: JsonObject;
+  status: BatchStatus;
+  /** Items at most running at once. */
+  concurrency: number;
+  createdAt: number;
+  endedAt: number | null;
+}
+
+export interface BatchItemRecord {
+  id: string;
+  batchId: string;
+  /** Order in the batch, from 0. */
+  position: number;
+  /** Unique in its batch (an experiment's `datasetItemId/candidate`, a rerun batch's source run id). */
+  key: string;
+  /** The session the item's content came from: erasing it removes the item (see `SessionOps.erase`). */
+  sourceSessionId: string | null;
+  /** What the item does (JSON, the batch's kind's). */
+  subject: JsonObject;
+  status: BatchItemStatus;
+  /** The run it started (a rerun), set in the transaction that creates the run. */
+  runId: string | null;
+  /** Claims so far (1 at the first). */
+  attempt: number;
+  lease: { owner: string; expiresAt: number } | null;
+  /** Increases at every claim; `finish` and `setRun` are checked against it. */
+  fencingToken: number;
+  result: JsonObject | null;
+  /** Scores by scorer name (late scores by API merge into it). */
+  scores: Record<string, JsonValue>;
+  error: JsonObject | null;
+  startedAt: number | null;
+  endedAt: number | null;
+}
+
+export type NewBatchItem = Pick<BatchItemRecord, 'id' | 'key' | 'sourceSessionId' | 'subject'>;
+
+export interface BatchQuery {
+  tenant?: string;
+  kind?: BatchKind;
+  /** Batches with an id after this one (cursor). */
+  after?: string;
+  limit: number;
+}
+
+/** How many items of a batch are in each status. */
+export type BatchCounts = Record<BatchItemStatus, number>;
+
+/** The batches namespace of the port (`store.batches`). */
+export interface BatchOps {
+  /** A batch (running) and its items (pending, positions in the order given), in one write. `conflict` when the id exists. */
+  create(b: Omit<BatchRecord, 'status' | 'endedAt'>, items: readonly NewBatchItem[]): Promise<BatchRecord>;
+  get(id: string): Promise<BatchRecord | undefined>;
+  /** By id, after the cursor; only a tenant's or a kind's when given. */
+  list(q: BatchQuery): Promise<BatchRecord[]>;
+  counts(batchId: string): Promise<BatchCounts>;
+  /** Its items by position, after `afterPosition` (cursor), at most `limit`; only those in `statuses` when given. */
+  items(
+    batchId: string,
+    q: { afterPosition?: number; limit: number; statuses?: readonly BatchItemStatus[] },
+  ): Promise<BatchItemRecord[]>;
+  item(id: string): Promise<BatchItemRecord | undefined>;
+  /**
+   * Claims the next item of a running batch for `owner` until `now + leaseMs`: a pending one, or a
+   * running one whose lease expired (its attempt and fencing token go up), lowest position first,
+   * oldest batch first; never more running items (with a live lease) in a batch than its
+   * concurrency. Two claimers never get the same item.
+   */
+  claim(owner: string, leaseMs: number, now: number): Promise<BatchItemRecord | undefined>;
+  /** Extends the lease while the caller holds the item with `token`; false when it no longer does. */
+  renew(itemId: string, owner: string, token: number, until: number): Promise<boolean>;
+  /** Records the run the item started, while the caller holds it with `token`; false when it no longer does. */
+  setRun(itemId: string, token: number, runId: string): Promise<boolean>;
+  /**
+   * Ends the item (`done` or `failed`, with its result, scores, error; lease cleared) while the
+   * caller holds it with `token`: exactly once; false when it no longer holds it or it ended.
+   * When it was the batch's last unfinished item, the batch is `completed` (endedAt `now`) in the same write.
+   */
+  finish(
+    itemId: string,
+    token: number,
+    end: {
+      status: 'done' | 'failed';
+      result: JsonObject | null;
+      scores: Record<string, JsonValue>;
+      error: JsonObject | null;
+    },
+    now: number,
+  ): Promise<boolean>;
+  /** Merges `scores` into the item's (a late score: a person's rating); NotFoundError for an unknown item. */
+  addScores(itemId: string, scores: Record<string, JsonValue>): Promise<BatchItemRecord>;
+  /** Cancels a running batch: its pending items are not claimed again (running ones finish). False when it was not running. */
+  cancel(batchId: string, now: number): Promise<boolean>;
+}
