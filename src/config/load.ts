@@ -59,6 +59,12 @@ export interface LoadedConfig {
   demo: boolean;
 }
 
+/** Turns a model id into a model the way the configuration's own ids are (scripted files relative to it): what a rerun's model override names. */
+export function modelResolverFor(config: Pick<LoadedConfig, 'source'>, cwd = process.cwd()) {
+  const baseDir = config.source ? dirname(config.source) : cwd;
+  return (id: string): LanguageModelV4 => modelFromId(id, { baseDir });
+}
+
 export class ConfigError extends Error {
   constructor(source: string, why: string) {
     super(`${source}: ${why}`);

@@ -23,6 +23,7 @@ import { knownQueryParams } from './query-params.ts';
 import { rateLimitMiddleware } from './rate-limit.ts';
 import { chatRoutes } from './routes/chat.ts';
 import { compareRoutes } from './routes/compare.ts';
+import { rerunRoutes } from './routes/reruns.ts';
 import { inspectorRoutes } from './routes/inspector.ts';
 import { opsRoutes } from './routes/ops.ts';
 import { overviewRoutes } from './routes/overview.ts';
@@ -84,6 +85,7 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   scheduleRoutes(app, ctx);
   runRoutes(app, ctx);
   compareRoutes(app, ctx);
+  rerunRoutes(app, ctx);
   waitRoutes(app, ctx);
   streamRoutes(app, ctx);
   chatRoutes(app, ctx);

@@ -2,7 +2,7 @@ import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { ImportError, InvalidEntryError, InvalidEventError, UnknownEventError } from '../session/index.ts';
-import { ArgumentsNotEditableError, IllegalTransitionError } from '../runs/index.ts';
+import { ArgumentsNotEditableError, IllegalTransitionError, RerunRequestError } from '../runs/index.ts';
 import {
   FencedError,
   NotFoundError,
@@ -38,6 +38,7 @@ export const PROBLEMS = {
   idempotency_in_progress: { status: 409, title: 'A request with this idempotency key is still in progress' },
   invalid_import: { status: 422, title: 'The import was refused' },
   unknown_agent: { status: 422, title: 'No such agent' },
+  invalid_rerun: { status: 422, title: 'This rerun cannot be made' },
   payload_too_large: { status: 413, title: 'The request body is too large' },
   unsupported_media_type: { status: 415, title: 'The body must be application/json' },
   rate_limited: { status: 429, title: 'Too many requests' },
@@ -120,6 +121,8 @@ export function toProblem(e: unknown): { type: ProblemType; detail: string; exte
     };
   if (e instanceof IllegalTransitionError)
     return { type: 'illegal_transition', detail: e.message, extensions: { run_id: e.runId, from: e.from, to: e.to } };
+  if (e instanceof RerunRequestError)
+    return { type: 'invalid_rerun', detail: e.message, extensions: { field: e.field } };
   if (e instanceof ImportError)
     return { type: 'invalid_import', detail: e.message, extensions: { problems: e.problems } };
   if (e instanceof InvalidEntryError) return { type: 'validation', detail: e.message, extensions: {} };

@@ -6,6 +6,7 @@ import type { RunRecord, SessionRecord } from '../store/index.ts';
 import { RUN_STATUS_ORDER } from '../runs/lifecycle/run-status.ts';
 import type { Waiting } from '../runs/lifecycle/waiting.ts';
 import { waitDetails } from '../runs/waits.ts';
+import { rerunLineage } from '../runs/reruns/rerun-lineage.ts';
 
 /** API payloads. Bodies are strict: unknown fields are refused, not ignored. */
 export const ProblemSchema = z
@@ -45,6 +46,19 @@ export const RunSchema = z
     session_id: z.string(),
     parent_run_id: z.string().nullable(),
     child_run_ids: z.array(z.string()),
+    rerun_of: z.string().nullable().describe('For a rerun: the run it re-runs (its reruns: GET /v1/runs?rerun_of=)'),
+    rerun: z
+      .object({
+        of: z.object({ session_id: z.string(), run_id: z.string(), step: z.number().int() }),
+        agent: z.object({ name: z.string(), version: z.string() }),
+        overrides: JsonObjectSchema.nullable(),
+        tools: JsonObjectSchema,
+        message_replaced: z.boolean(),
+      })
+      .nullable()
+      .describe(
+        'For a rerun: its lineage (source session, run and step, agent, overrides, tool policies; docs/evals.md)',
+      ),
     agent: z.object({ name: z.string(), version: z.string() }),
     agent_spec: JsonObjectSchema,
     status: z.enum(RUN_STATUS_ORDER),
@@ -270,6 +284,8 @@ export function runJson(
     session_id: r.sessionId,
     parent_run_id: r.parentRunId,
     child_run_ids: [...children],
+    rerun_of: r.rerunOf,
+    rerun: lineageJson(r),
     agent: r.agent,
     agent_spec: r.agentSpec,
     status: r.status,
@@ -344,4 +360,17 @@ export function toUserInput(content: z.infer<typeof ContentSchema>) {
           ...(p.filename ? { filename: p.filename } : {}),
         },
   );
+}
+
+/** A rerun's lineage as the API shows it (see RerunLineage), or null. */
+function lineageJson(r: RunRecord) {
+  const l = rerunLineage(r);
+  if (!l) return null;
+  return {
+    of: { session_id: l.of.sessionId, run_id: l.of.runId, step: l.of.step },
+    agent: l.agent,
+    overrides: (l.overrides as unknown as Record<string, unknown> | undefined) ?? null,
+    tools: l.tools as unknown as Record<string, unknown>,
+    message_replaced: l.messageReplaced === true,
+  };
 }

@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
-import type { LoadedConfig } from '../config/index.ts';
+import { modelResolverFor, type LoadedConfig } from '../config/index.ts';
 import { createRuntime, type Runtime, type WebhookOptions } from '../runs/index.ts';
 import type { Store } from '../store/index.ts';
 import { createApp, type ServerOptions } from './app.ts';
@@ -50,6 +50,7 @@ export async function startServer(o: StartOptions): Promise<RunningServer> {
     store: o.store,
     agents: o.config.agents,
     compaction: o.config.compaction,
+    resolveModel: modelResolverFor(o.config),
     ...(o.config.providerLimits ? { limits: o.config.providerLimits } : {}),
     ...(o.config.priorities ? { priorities: o.config.priorities } : {}),
     ...(o.leaseMs !== undefined ? { leaseMs: o.leaseMs } : {}),

@@ -226,6 +226,13 @@ describe.each(BACKENDS)('tenant isolation on every route of the OpenAPI document
     ],
     ['GET /v1/inbox', async () => expect(leaked(ok(await globex.get('/v1/inbox?limit=1000')))).toEqual([])],
     [
+      'GET /v1/runs',
+      async () => {
+        expect(leaked(ok(await globex.get('/v1/runs?limit=1000')))).toEqual([]);
+        expect(ok(await globex.get(`/v1/runs?rerun_of=${a.doneRun}`)).body.data).toEqual([]);
+      },
+    ],
+    [
       'GET /v1/usage',
       async () => {
         const usage = ok(await globex.get('/v1/usage?group_by=tenant,agent'));

@@ -1,4 +1,4 @@
-import { loadConfig } from '../../config/index.ts';
+import { loadConfig, modelResolverFor } from '../../config/index.ts';
 import { instrumentRuntime, serveMetrics } from '../../monitoring/index.ts';
 import { createRuntime } from '../../runs/index.ts';
 import { args, line, type Io } from '../args.ts';
@@ -35,6 +35,7 @@ export async function workerCommand(argv: string[], io: Io): Promise<number> {
     store,
     agents: config.agents,
     compaction: config.compaction,
+    resolveModel: modelResolverFor(config),
     ...(config.providerLimits ? { limits: config.providerLimits } : {}),
     ...(config.priorities ? { priorities: config.priorities } : {}),
     webhooks: { allowPrivateNetworks: io.env.KEEL_WEBHOOKS_ALLOW_PRIVATE === '1' },

@@ -5,7 +5,10 @@
  * claimed with a lease and a fencing token, as runs are: a worker that lost it can no longer
  * write it, and an item whose worker died is claimed again once its lease expires.
  */
-import type { JsonObject, JsonValue } from './json.ts';
+import type { JsonObject } from './json.ts';
+
+/** A score or an expected answer: any JSON value. */
+type JsonValue = unknown;
 
 export type BatchKind = 'reruns' | 'experiment';
 export type BatchStatus = 'running' | 'completed' | 'cancelled';

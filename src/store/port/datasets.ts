@@ -4,7 +4,10 @@
  * by src/runs/evals), with the source it came from. Erasing the source session removes its items
  * (erasure means erasure): see `SessionOps.erase`.
  */
-import type { JsonObject, JsonValue } from './json.ts';
+import type { JsonObject } from './json.ts';
+
+/** A score or an expected answer: any JSON value. */
+type JsonValue = unknown;
 
 export interface DatasetRecord {
   id: string;
