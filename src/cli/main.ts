@@ -5,6 +5,7 @@ import { compareCommand, compareHelp } from './commands/compare.ts';
 import { eventsCommand, eventsHelp } from './commands/events.ts';
 import { keysCommand, keysHelp } from './commands/keys.ts';
 import { replayCommand, replayHelp } from './commands/replay.ts';
+import { rerunCommand, rerunHelp } from './commands/rerun.ts';
 import { runsCommand, runsHelp } from './commands/runs.ts';
 import { schedulesCommand, schedulesHelp } from './commands/schedules.ts';
 import { serveCommand, serveHelp } from './commands/serve.ts';
@@ -27,6 +28,7 @@ export const commands: Record<string, Command> = {
   webhooks: { run: webhooksCommand, help: webhooksHelp },
   events: { run: eventsCommand, help: eventsHelp },
   replay: { run: replayCommand, help: replayHelp },
+  rerun: { run: rerunCommand, help: rerunHelp },
   compare: { run: compareCommand, help: compareHelp },
   keys: { run: keysCommand, help: keysHelp },
   usage: { run: usageCommand, help: usageHelp },

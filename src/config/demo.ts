@@ -15,9 +15,10 @@ function lastUserText(call: LanguageModelV4CallOptions): string {
 
 /**
  * What the demo model says next, decided from the conversation so far: look up the weather,
- * send a report (which needs approval), ask the user a question, then answer.
+ * send a report (which needs approval), ask the user a question, then answer (version 2 answers
+ * more briefly, in the form its system prompt asks for).
  */
-function nextResponse(call: LanguageModelV4CallOptions): ScriptedResponse {
+function nextResponse(call: LanguageModelV4CallOptions, version: DemoVersion): ScriptedResponse {
   const sinceUser = call.prompt.slice(
     call.prompt.findLastIndex(
       (m) => m.role === 'user' && m.content.some((p) => p.type === 'text' && !p.text.startsWith('<summary')),
@@ -77,8 +78,19 @@ function nextResponse(call: LanguageModelV4CallOptions): ScriptedResponse {
       : /fahrenheit/.test(answer)
         ? `${Math.round((celsius * 9) / 5 + 32)}°F`
         : `${celsius}°C`;
+  if (version === '2') {
+    const name = `${city[0]!.toUpperCase()}${city.slice(1)}`;
+    return { ...pace, text: `${name}: ${temp}. Report ${sent ? 'sent to the team' : 'not sent'}.` };
+  }
   return { ...pace, text: `It is ${temp} in ${city}. The report was ${sent ? 'sent' : 'not sent'}. Anything else?` };
 }
+
+export type DemoVersion = '1' | '2';
+
+const SYSTEM: Record<DemoVersion, string> = {
+  '1': 'You are the Keel demo agent. You check the weather, send reports when approved, and ask when unsure.',
+  '2': 'You are the Keel demo agent. You check the weather, send reports when approved, and ask when unsure. Answer in one line: "City: temperature. Report status."',
+};
 
 /** The demos' weather lookup: a fixed table, a little latency, and an error for unknown cities. */
 export function weatherTool(latencyMs = 200) {
@@ -99,14 +111,19 @@ export function weatherTool(latencyMs = 200) {
 
 /**
  * The agent `npm start` serves when there is no configuration: a scripted model (no keys, no
- * network) that shows a tool call, an approval and an ask_user question.
+ * network) that shows a tool call, an approval and an ask_user question. Version 2 (served beside
+ * it) has another system prompt and answers in one line: what a rerun and an evaluation compare
+ * (docs/evals.md).
  */
-export function demoAgent(): AgentDefinition {
+export function demoAgent(version: DemoVersion = '1'): AgentDefinition {
   return defineAgent({
     name: 'demo',
-    version: '1',
-    model: new ScriptedModel([(call) => nextResponse(call)], { modelId: 'demo-script', loop: true }),
-    system: 'You are the Keel demo agent. You check the weather, send reports when approved, and ask when unsure.',
+    version,
+    model: new ScriptedModel([(call) => nextResponse(call, version)], {
+      modelId: version === '1' ? 'demo-script' : 'demo-script-2',
+      loop: true,
+    }),
+    system: SYSTEM[version],
     tools: [
       weatherTool(),
       tool({

@@ -213,7 +213,8 @@ export function agentsFromConfig(
  */
 export async function loadConfig(path?: string, cwd = process.cwd()): Promise<LoadedConfig> {
   const file = path ? resolve(cwd, path) : CONFIG_FILES.map((f) => resolve(cwd, f)).find((f) => existsSync(f));
-  if (!file) return { source: null, agents: [demoAgent()], compaction: {}, demo: true };
+  // The demo's first version is the default agent; its second is there to rerun and evaluate on.
+  if (!file) return { source: null, agents: [demoAgent('1'), demoAgent('2')], compaction: {}, demo: true };
   if (!existsSync(file)) throw new ConfigError(file, 'no such file');
   let raw: unknown;
   try {

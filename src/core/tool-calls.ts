@@ -1,7 +1,7 @@
 import { newId } from './ids.ts';
 import type { AssistantMessage, ToolCallPart, ToolMessage, ToolOutput, ToolResultPart, Usage } from '../model/index.ts';
 import type { PendingCall, UnknownOutcomeInfo, UnknownOutcomeResolution } from './events.ts';
-import { isServedResult, type ServedResult } from './served-result.ts';
+import { isServedResult, servedResult, type ServedResult } from './served-result.ts';
 import { endStep } from './step-end.ts';
 import {
   executeTool,
@@ -86,6 +86,8 @@ type Plan = {
   tool?: Tool;
   input?: unknown;
   pending?: 'approval' | 'input';
+  /** Where `output` came from, when it was served (a rerun's reused answer). */
+  source?: ServedResult['source'];
   recorded?: boolean;
   /** Runs again after its outcome was unknown: its decision is durable before it starts. */
   retry?: boolean;
@@ -248,8 +250,15 @@ export async function runToolCalls(
     }
     const v = validateCall(t.tools, effective);
     if (!v.ok) plans.push({ call: effective, key, output: v.output });
-    else if (v.tool.interactive) plans.push({ call: effective, key, pending: 'input' });
-    else if (started.has(call.toolCallId) && v.tool.effect === 'effectful') {
+    else if (v.tool.interactive) {
+      // A rerun may answer a question with the answer a person gave to the same one (src/runs/reruns).
+      const answered = v.tool.recordedAnswer?.(v.input, t.stepNo);
+      plans.push(
+        answered
+          ? { call: effective, key, output: answered.output, source: answered.source }
+          : { call: effective, key, pending: 'input' },
+      );
+    } else if (started.has(call.toolCallId) && v.tool.effect === 'effectful') {
       plans.push(await resolveUnknownOutcome(t, effective, key, v.tool, v.input, decision, startedAt[call.toolCallId]));
     } else if (started.has(call.toolCallId))
       plans.push({ call: effective, key, tool: v.tool, input: v.input, recorded: true });
@@ -320,7 +329,9 @@ export async function runToolCalls(
   const waits = new Map<string, WaitSpec>();
   for (const p of plans) {
     if (p.pending) continue;
-    const done = p.output ? { output: p.output, durationMs: 0 } : await byCall.get(p.call.toolCallId)!;
+    const done = p.output
+      ? { output: p.source ? servedResult(p.output, p.source) : p.output, durationMs: 0 }
+      : await byCall.get(p.call.toolCallId)!;
     if (isWaitRequest(done.output)) {
       waits.set(p.call.toolCallId, done.output.spec);
       continue;

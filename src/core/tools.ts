@@ -102,6 +102,11 @@ export interface Tool {
   readonly sequential: boolean;
   readonly interactive: boolean;
   readonly wait?: WaitPolicy;
+  /**
+   * An interactive tool's answer without asking: a rerun serves the answer a person gave to the
+   * same question in its source run (src/runs/reruns); undefined asks.
+   */
+  readonly recordedAnswer?: (input: unknown, step: number) => ServedResult | undefined;
   execute(input: unknown, ctx: ToolContext): unknown;
 }
 

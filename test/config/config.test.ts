@@ -289,7 +289,7 @@ describe('loadConfig', () => {
     expect(loaded.demo).toBe(true);
     expect(loaded.source).toBeNull();
     expect(loaded.compaction).toEqual({});
-    expect(loaded.agents).toHaveLength(1);
+    expect(loaded.agents.map((a) => `${a.name}@${a.version}`)).toEqual(['demo@1', 'demo@2']);
     const [demo] = loaded.agents;
     expect(demo).toMatchObject({ name: 'demo', version: '1' });
     expect(demo!.model.provider).toBe('scripted');

@@ -21,7 +21,8 @@ export class RecordedResults {
   constructor(events: readonly SessionEvent[], from: number) {
     const calls = new Map<string, { toolName: string; input: JsonValue; step: number }>();
     for (const e of events) {
-      if (e.type === 'tool/call' && (e.step ?? 0) >= from)
+      // A question (ask_user) is a call too: its answer is its result.
+      if ((e.type === 'tool/call' || e.type === 'user/question') && (e.step ?? 0) >= from)
         calls.set(e.data.toolCallId, { toolName: e.data.toolName, input: e.data.input, step: e.step ?? 0 });
       else if (e.type === 'tool/result') {
         const call = calls.get(e.data.toolCallId);

@@ -81,9 +81,23 @@ export function withToolPolicies(
 }
 
 function wrapped(t: Tool, policies: ToolPolicies, recorded: RecordedResults): Tool {
-  // A person answers an interactive tool: the loop never executes it, so no policy applies.
-  if (t.interactive) return t;
   const policy = policyFor(t, policies);
+  // A person answers an interactive tool (the loop never executes it): reuse serves the answer
+  // given to the same question, a mock its value; otherwise, and for `execute`, it asks again.
+  if (t.interactive) {
+    if (policy.mode === 'execute') return t;
+    if (policy.mode === 'mock') {
+      const output = toOutput(policy.value);
+      return { ...t, recordedAnswer: () => servedResult(output, 'mocked') };
+    }
+    return {
+      ...t,
+      recordedAnswer: (input, step) => {
+        const hit = recorded.find(t, input, step);
+        return hit ? servedResult(hit.output, 'reused') : undefined;
+      },
+    };
+  }
   if (policy.mode === 'execute') return t;
   if (policy.mode === 'mock') {
     const output = toOutput(policy.value);
