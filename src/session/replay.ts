@@ -32,13 +32,48 @@ export async function verifyReplay(
   sessionId: string,
   options: { onProgress?: (events: number) => void } = {},
 ): Promise<ReplayReport> {
+  const report: ReplayReport = { sessionId, events: 0, requests: 0, mismatches: [], ok: true };
+  const content = new HeaderContent(log);
+  const requests = recordedRequests(log, sessionId, {
+    validate: true,
+    onPage: (events) => {
+      report.events = events;
+      options.onProgress?.(events);
+    },
+  });
+  for await (const r of requests) {
+    report.requests++;
+    await check(r.header, r.messages, content, report);
+  }
+  report.ok = report.mismatches.length === 0;
+  return report;
+}
+
+/** A recorded model request rebuilt from the log: its header and the messages it sent. */
+export interface RecordedRequest {
+  header: SessionEvent<'request/header'>;
+  /** What the loop held when it made the request: earlier turns portable, its own turn as produced. */
+  messages: Message[];
+}
+
+/**
+ * Every recorded model request of a session (of one run, with `runId`), rebuilt from the log
+ * alone, in log order: the branch path as it was at that point, compaction applied, opaque
+ * reasoning only from the request's own turn. What the replay check compares with each header,
+ * and what a dataset freezes of a run (src/runs/evals).
+ */
+export async function* recordedRequests(
+  log: SessionLog,
+  sessionId: string,
+  options: { runId?: string; untilSeq?: number; validate?: boolean; onPage?: (events: number) => void } = {},
+): AsyncGenerator<RecordedRequest> {
   const session = await log.session(sessionId);
+  const until = Math.min(options.untilSeq ?? session.lastSeq, session.lastSeq);
   const entries = new Map<string, SessionEvent>();
   let leaf: string | null = null;
   let state: ContextState = contextProjection.init();
   let stateLeaf: string | null = null;
-  const report: ReplayReport = { sessionId, events: 0, requests: 0, mismatches: [], ok: true };
-  const content = new HeaderContent(log);
+  let events = 0;
 
   const rebuild = () => {
     const path: SessionEvent[] = [];
@@ -51,11 +86,16 @@ export async function verifyReplay(
     stateLeaf = leaf;
   };
 
-  for (let after = 0; after < session.lastSeq;) {
-    const page = await log.read(sessionId, { afterSeq: after, untilSeq: session.lastSeq, limit: 1000, validate: true });
+  for (let after = 0; after < until;) {
+    const page = await log.read(sessionId, {
+      afterSeq: after,
+      untilSeq: until,
+      limit: 1000,
+      ...(options.validate !== undefined ? { validate: options.validate } : {}),
+    });
     if (page.length === 0) break;
     for (const e of page) {
-      report.events++;
+      events++;
       if (e.entry) {
         entries.set(e.id, e);
         if (stateLeaf === (e.parentId ?? null)) {
@@ -65,17 +105,14 @@ export async function verifyReplay(
         leaf = e.id;
       } else if (e.type === 'leaf/move') {
         leaf = e.data.entryId;
-      } else if (e.type === 'request/header') {
-        report.requests++;
+      } else if (e.type === 'request/header' && (options.runId === undefined || e.runId === options.runId)) {
         if (stateLeaf !== leaf) rebuild();
-        await check(e as SessionEvent<'request/header'>, state, content, report);
+        yield { header: e as SessionEvent<'request/header'>, messages: turnConversation(state, e.turn ?? 0) };
       }
     }
     after = page.at(-1)!.seq;
-    options.onProgress?.(report.events);
+    options.onPage?.(events);
   }
-  report.ok = report.mismatches.length === 0;
-  return report;
 }
 
 /** The system prompt and tool schemas a header refers to, read once per content hash. */
@@ -103,12 +140,10 @@ class HeaderContent {
 
 async function check(
   h: SessionEvent<'request/header'>,
-  state: ContextState,
+  messages: Message[],
   content: HeaderContent,
   report: ReplayReport,
 ): Promise<void> {
-  // What the loop held: earlier turns in portable form (no reasoning), its own turn as produced.
-  const messages: Message[] = turnConversation(state, h.turn ?? 0);
   const mismatch = (kind: ReplayMismatch['kind'], detail: string) =>
     report.mismatches.push({ seq: h.seq, messageId: h.data.messageId, kind, detail });
   const legacy = h.data.legacy;
