@@ -15,6 +15,7 @@ import {
   SqliteStore,
   tool,
   type RequestHeader,
+  type ScriptedResponse,
   type Runtime,
   type SessionEvent,
   type Store,
@@ -43,12 +44,14 @@ function resultsSinceUser(prompt: Prompt): string[] {
 function version(v: string, answer: (city: string) => string, seats?: number) {
   const model = new ScriptedModel(
     [
-      (call) => {
+      (call): ScriptedResponse => {
         const city = lastUserText(call.prompt).replace('book ', '');
         const done = resultsSinceUser(call.prompt);
         if (!done.includes('lookup')) return { toolCalls: [{ id: 'l', name: 'lookup', input: { city } }] };
-        if (!done.includes('book'))
-          return { toolCalls: [{ id: 'b', name: 'book', input: seats ? { city, seats } : { city } }] };
+        if (!done.includes('book')) {
+          const input: Record<string, string | number> = seats ? { city, seats } : { city };
+          return { toolCalls: [{ id: 'b', name: 'book', input }] };
+        }
         return { text: answer(city) };
       },
     ],

@@ -4,7 +4,10 @@
  * by src/runs/evals), with the source it came from. Erasing the source session removes its items
  * (erasure means erasure): see `SessionOps.erase`.
  */
-import type { JsonObject, JsonValue } from './json.ts';
+import type { JsonObject } from './json.ts';
+
+/** A score or an expected answer: any JSON value. */
+type JsonValue = unknown;
 
 export interface DatasetRecord {
   id: string;
@@ -42,7 +45,10 @@ export interface DatasetQuery {
 
 /** The datasets namespace of the port (`store.datasets`). */
 export interface DatasetOps {
-  /** A dataset and its items (positions in the order given), in one write. `conflict` when the id exists. */
+  /**
+   * A dataset and its items (positions in the order given, from 0; each item's `createdAt` the
+   * dataset's), in one write. `conflict` when the id or an item's id exists (then nothing is written).
+   */
   create(d: Omit<DatasetRecord, 'itemCount'>, items: readonly NewDatasetItem[]): Promise<DatasetRecord>;
   get(id: string): Promise<DatasetRecord | undefined>;
   /** By id, after the cursor; only a tenant's when given. */
