@@ -74,6 +74,10 @@ describe('a database written before ADR-0008', () => {
       // v21: no run of an old database is a rerun.
       expect(runs.map((r) => r.rerunOf)).toEqual([null, null]);
       expect(await store.runs.list({ rerunOf: runs[0]!.id, limit: 10 })).toEqual([]);
+      // v22: no dataset or batch yet; a claim finds nothing to do.
+      expect(await store.datasets.list({ limit: 10 })).toEqual([]);
+      expect(await store.batches.list({ limit: 10 })).toEqual([]);
+      expect(await store.batches.claim('w', 1000, Date.now())).toBeUndefined();
       // A run's events are read from its first one on.
       for (const r of runs) {
         const mine = await store.events.read(SESSION, { runId: r.id });

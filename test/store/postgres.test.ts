@@ -10,6 +10,7 @@ import { webhooksContract } from './webhooks-contract.ts';
 import { schedulesContract } from './schedules-contract.ts';
 import { waitsContract } from './waits-contract.ts';
 import { limitsContract } from './limits-contract.ts';
+import { batchesContract, datasetsContract } from './batches-contract.ts';
 
 limitsContract('postgres (two nodes)', async () => {
   const { store, another, cleanup } = await openTestPostgres();
@@ -27,6 +28,16 @@ schedulesContract('postgres (two nodes)', async () => {
 });
 
 webhooksContract('postgres (two nodes)', async () => {
+  const { store, another, cleanup } = await openTestPostgres();
+  return { store, another, cleanup };
+});
+
+datasetsContract('postgres (two nodes)', async () => {
+  const { store, another, cleanup } = await openTestPostgres();
+  return { store, another, cleanup };
+});
+
+batchesContract('postgres (two nodes)', async () => {
   const { store, another, cleanup } = await openTestPostgres();
   return { store, another, cleanup };
 });
@@ -134,7 +145,8 @@ describe('postgres schema migrations', () => {
           ALTER TABLE webhook_deliveries DROP COLUMN ended_at; ALTER TABLE webhook_deliveries DROP COLUMN session_id;
           ALTER TABLE webhooks DROP COLUMN previous_secret; ALTER TABLE webhooks DROP COLUMN previous_secret_expires_at;
           DROP INDEX runs_tenant_waiting; ALTER TABLE runs DROP COLUMN tenant;
-          DROP INDEX runs_rerun_of; ALTER TABLE runs DROP COLUMN rerun_of; DELETE FROM keel_schema WHERE version >= 10;`);
+          DROP INDEX runs_rerun_of; ALTER TABLE runs DROP COLUMN rerun_of;
+          DROP TABLE dataset_items, datasets, batch_items, batches; DELETE FROM keel_schema WHERE version >= 10;`);
       } finally {
         await c.end();
       }
@@ -157,7 +169,7 @@ describe('postgres schema migrations', () => {
     }
   });
 
-  it("migrating a schema from before runs had their tenant (v11) fills in each run's tenant, its session's, and no run is a rerun (v12)", async () => {
+  it("migrating a schema from before runs had their tenant (v11) fills in each run's tenant, its session's, no run is a rerun (v12), and there is no dataset or batch (v13)", async () => {
     const { store, url, schema, cleanup } = await openTestPostgres();
     try {
       for (const [session, tenant] of [
@@ -174,13 +186,14 @@ describe('postgres schema migrations', () => {
         });
       }
       await store.close();
-      // As the schema was before v11 (and so before v12).
+      // As the schema was before v11 (and so before v12 and v13).
       const c = new pg.Client({ connectionString: url });
       await c.connect();
       try {
         await c.query(
           `SET search_path TO "${schema}"; DROP INDEX runs_tenant_waiting; ALTER TABLE runs DROP COLUMN tenant;
-           DROP INDEX runs_rerun_of; ALTER TABLE runs DROP COLUMN rerun_of; DELETE FROM keel_schema WHERE version >= 11`,
+           DROP INDEX runs_rerun_of; ALTER TABLE runs DROP COLUMN rerun_of;
+           DROP TABLE dataset_items, datasets, batch_items, batches; DELETE FROM keel_schema WHERE version >= 11`,
         );
       } finally {
         await c.end();
@@ -191,6 +204,9 @@ describe('postgres schema migrations', () => {
         expect((await again.runs.list({ tenant: 'globex', limit: 10 })).map((r) => r.id)).toEqual(['run-s2']);
         expect((await again.runs.list({ limit: 10 })).map((r) => r.rerunOf)).toEqual([null, null]);
         expect(await again.runs.list({ rerunOf: 'run-s1', limit: 10 })).toEqual([]);
+        // v13: datasets and batches, none yet.
+        expect(await again.datasets.list({ limit: 10 })).toEqual([]);
+        expect(await again.batches.claim('w', 1000, Date.now())).toBeUndefined();
       } finally {
         await again.close();
       }

@@ -18,6 +18,7 @@ import { webhooksContract } from './webhooks-contract.ts';
 import { schedulesContract } from './schedules-contract.ts';
 import { waitsContract } from './waits-contract.ts';
 import { limitsContract } from './limits-contract.ts';
+import { batchesContract, datasetsContract } from './batches-contract.ts';
 
 /** A store on a fresh file, and more instances on the same file: the nodes of one database. */
 const twoInstances = (prefix: string) => async () => {
@@ -38,6 +39,8 @@ waitsContract('sqlite (file, two instances)', twoInstances('keel-waits-'));
 limitsContract('sqlite (file, two instances)', twoInstances('keel-limits-'));
 schedulesContract('sqlite (file, two instances)', twoInstances('keel-schedules-'));
 webhooksContract('sqlite (file, two instances)', twoInstances('keel-webhooks-'));
+datasetsContract('sqlite (file, two instances)', twoInstances('keel-datasets-'));
+batchesContract('sqlite (file, two instances)', twoInstances('keel-batches-'));
 
 const T0 = 1_700_000_000_000;
 const DICTIONARY_1_SHA256 = 'c08b55232ad9cecf330e375283cee03d6ad56e1ab7c88ec669c6886122ac78f9';
@@ -514,8 +517,12 @@ describe('sqlite store', () => {
       .map((r) => r.name);
     expect(tables).toEqual([
       'api_keys',
+      'batch_items',
+      'batches',
       'blob_refs',
       'blobs',
+      'dataset_items',
+      'datasets',
       'entries',
       'erased_logs',
       'event_batches',
@@ -676,13 +683,14 @@ describe('sqlite store', () => {
     await a.events.append('s', [mk('e1'), mk('e2')]);
     await a.close();
     // As schema v16 left it: the sessions row moved with each append, open rows without a head
-    // (and without what later versions added: runs' tenants, v20; reruns' lineage, v21).
+    // (and without what later versions added: runs' tenants, v20; reruns' lineage, v21; datasets and batches, v22).
     const db = rawDb();
     db.exec(`UPDATE sessions SET last_seq = 2, leaf_id = 'e2', last_turn = 1 WHERE id = 's';
              ALTER TABLE event_batches DROP COLUMN leaf_id; ALTER TABLE event_batches DROP COLUMN turn;
              DROP INDEX runs_due; ALTER TABLE runs DROP COLUMN due_at; ALTER TABLE schedules DROP COLUMN paused_reason;
              DROP INDEX runs_tenant_waiting; ALTER TABLE runs DROP COLUMN tenant;
-             DROP INDEX runs_rerun_of; ALTER TABLE runs DROP COLUMN rerun_of; PRAGMA user_version = 16;`);
+             DROP INDEX runs_rerun_of; ALTER TABLE runs DROP COLUMN rerun_of;
+             DROP TABLE dataset_items; DROP TABLE datasets; DROP TABLE batch_items; DROP TABLE batches; PRAGMA user_version = 16;`);
     db.close();
     const b = openStore();
     expect(await b.sessions.get('s')).toMatchObject({ lastSeq: 2, leafId: 'e2', lastTurn: 1 });
@@ -753,6 +761,7 @@ describe('sqlite store', () => {
              ALTER TABLE webhooks DROP COLUMN previous_secret; ALTER TABLE webhooks DROP COLUMN previous_secret_expires_at;
              DROP INDEX runs_tenant_waiting; ALTER TABLE runs DROP COLUMN tenant;
              DROP INDEX runs_rerun_of; ALTER TABLE runs DROP COLUMN rerun_of;
+             DROP TABLE dataset_items; DROP TABLE datasets; DROP TABLE batch_items; DROP TABLE batches;
              PRAGMA user_version = 18;`);
     db.close();
     const b = openStore();

@@ -69,11 +69,15 @@ export type BatchCounts = Record<BatchItemStatus, number>;
 
 /** The batches namespace of the port (`store.batches`). */
 export interface BatchOps {
-  /** A batch (running) and its items (pending, positions in the order given), in one write. `conflict` when the id exists. */
+  /**
+   * A batch (running) and its items (pending, positions in the order given, from 0), in one write.
+   * `conflict` when the id or an item's id exists, or two items share a key (then nothing is written).
+   */
   create(b: Omit<BatchRecord, 'status' | 'endedAt'>, items: readonly NewBatchItem[]): Promise<BatchRecord>;
   get(id: string): Promise<BatchRecord | undefined>;
   /** By id, after the cursor; only a tenant's or a kind's when given. */
   list(q: BatchQuery): Promise<BatchRecord[]>;
+  /** All 0 for an unknown batch. */
   counts(batchId: string): Promise<BatchCounts>;
   /** Its items by position, after `afterPosition` (cursor), at most `limit`; only those in `statuses` when given. */
   items(
@@ -83,9 +87,11 @@ export interface BatchOps {
   item(id: string): Promise<BatchItemRecord | undefined>;
   /**
    * Claims the next item of a running batch for `owner` until `now + leaseMs`: a pending one, or a
-   * running one whose lease expired (its attempt and fencing token go up), lowest position first,
-   * oldest batch first; never more running items (with a live lease) in a batch than its
-   * concurrency. Two claimers never get the same item.
+   * running one whose lease expired (`lease.expiresAt <= now`; its attempt and fencing token go up),
+   * from the oldest batch with room first (by `createdAt`, then id), and in it the lowest position
+   * first; never more running items (with a live lease, `expiresAt > now`) in a batch than its
+   * concurrency. Two claimers never get the same item. Every claim adds 1 to the fencing token and
+   * the attempt (1 at the first); `startedAt` is the first claim's time.
    */
   claim(owner: string, leaseMs: number, now: number): Promise<BatchItemRecord | undefined>;
   /** Extends the lease while the caller holds the item with `token`; false when it no longer does. */
@@ -93,9 +99,12 @@ export interface BatchOps {
   /** Records the run the item started, while the caller holds it with `token`; false when it no longer does. */
   setRun(itemId: string, token: number, runId: string): Promise<boolean>;
   /**
-   * Ends the item (`done` or `failed`, with its result, scores, error; lease cleared) while the
-   * caller holds it with `token`: exactly once; false when it no longer holds it or it ended.
-   * When it was the batch's last unfinished item, the batch is `completed` (endedAt `now`) in the same write.
+   * Ends the item (`done` or `failed`, with its result, scores, error; lease cleared; endedAt `now`)
+   * while the caller holds it with `token`: exactly once; false when it no longer holds it or it
+   * ended. Its scores merge into any it has (added by `addScores` while it ran; these win).
+   * When it was the batch's last unfinished item, a running batch is `completed` (endedAt `now`) in
+   * the same write (a cancelled one stays cancelled). An erasure that removes a running batch's last
+   * unfinished items completes it too (see `SessionOps.erase`).
    */
   finish(
     itemId: string,

@@ -45,7 +45,10 @@ export interface DatasetQuery {
 
 /** The datasets namespace of the port (`store.datasets`). */
 export interface DatasetOps {
-  /** A dataset and its items (positions in the order given), in one write. `conflict` when the id exists. */
+  /**
+   * A dataset and its items (positions in the order given, from 0; each item's `createdAt` the
+   * dataset's), in one write. `conflict` when the id or an item's id exists (then nothing is written).
+   */
   create(d: Omit<DatasetRecord, 'itemCount'>, items: readonly NewDatasetItem[]): Promise<DatasetRecord>;
   get(id: string): Promise<DatasetRecord | undefined>;
   /** By id, after the cursor; only a tenant's when given. */

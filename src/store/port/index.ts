@@ -9,7 +9,9 @@
  * Events are append-only: the port has no way to change or remove one. Runs are rows whose every
  * change is a guarded compare-and-set, so two workers can never both win a transition.
  */
+import type { BatchOps } from './batches.ts';
 import type { ClaimOps } from './claims.ts';
+import type { DatasetOps } from './datasets.ts';
 import type { EventOps } from './events.ts';
 import type { IdempotencyOps } from './idempotency.ts';
 import type { InputOps } from './inputs.ts';
@@ -22,7 +24,9 @@ import type { SessionOps } from './sessions.ts';
 import type { WaitOps } from './waits.ts';
 import type { WebhookOps } from './webhooks.ts';
 
+export * from './batches.ts';
 export * from './claims.ts';
+export * from './datasets.ts';
 export * from './errors.ts';
 export * from './events.ts';
 export * from './idempotency.ts';
@@ -51,6 +55,9 @@ export interface StoreOps {
   webhooks: WebhookOps;
   waits: WaitOps;
   limits: LimitOps;
+  datasets: DatasetOps;
+  /** Bulk reruns and experiments: claimable, fenced work items. */
+  batches: BatchOps;
 }
 
 /** What flow control needs of a store (its limits namespace). */

@@ -86,6 +86,29 @@ export const STORE_LAYOUT = {
     leaveQueue: 'leaveLimitQueue',
     state: 'limitState',
   },
+  // Namespaces added after move 2 had no flat names before: theirs are what the backends write.
+  datasets: {
+    create: 'createDataset',
+    get: 'getDataset',
+    list: 'listDatasets',
+    items: 'listDatasetItems',
+    item: 'getDatasetItem',
+    delete: 'deleteDataset',
+  },
+  batches: {
+    create: 'createBatch',
+    get: 'getBatch',
+    list: 'listBatches',
+    counts: 'countBatchItems',
+    items: 'listBatchItems',
+    item: 'getBatchItem',
+    claim: 'claimBatchItem',
+    renew: 'renewBatchItem',
+    setRun: 'setBatchItemRun',
+    finish: 'finishBatchItem',
+    addScores: 'addBatchItemScores',
+    cancel: 'cancelBatch',
+  },
 } as const;
 
 export type Namespace = keyof typeof STORE_LAYOUT;

@@ -54,13 +54,16 @@ export interface SessionOps {
   /**
    * Erases a session: its events, blobs no other session refers to, snapshots, checkpoints, queued
    * inputs, the payloads of its runs (agent specs but their model, options, errors, waits), their
-   * signals and callback tokens, its schedule fires, its webhook deliveries and their attempts, and
-   * the idempotency records that name it, in one transaction; the schedules that target it are
-   * paused (PAUSED_FOR_ERASED_SESSION). What remains is a tombstone: the session row (id, tenant,
-   * `erasedAt`, `erasedTotals`), its runs' ids, statuses, times, agents, models (`agentSpec` keeps
-   * only `model`), usage and cost, for billing (`runs.usageTotals`), and the paused schedules' targets. Refused
-   * (RunBusyError) while a run of the session is not terminal; erasing an erased session returns
-   * its tombstone. Appends to an erased session are refused (`session_erased`).
+   * signals and callback tokens, its schedule fires, its webhook deliveries and their attempts, the
+   * dataset items and batch items copied from it (their `sourceSessionId`), and the idempotency
+   * records that name it, in one transaction; the schedules that target it are paused
+   * (PAUSED_FOR_ERASED_SESSION), and a running batch left with no pending or running item is
+   * `completed` (endedAt `erasedAt`); datasets and batches themselves stay, with fewer items. What
+   * remains is a tombstone: the session row (id, tenant, `erasedAt`, `erasedTotals`), its runs'
+   * ids, statuses, times, agents, models (`agentSpec` keeps only `model`), usage and cost, for
+   * billing (`runs.usageTotals`), and the paused schedules' targets. Refused (RunBusyError) while a
+   * run of the session is not terminal; erasing an erased session returns its tombstone. Appends
+   * to an erased session are refused (`session_erased`).
    */
   erase(sessionId: string, erasedAt: number): Promise<SessionRecord>;
 }

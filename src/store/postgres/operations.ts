@@ -10,6 +10,8 @@ import { pgWebhookOperations } from './webhooks.ts';
 import { pgWaitOperations } from './waits.ts';
 import { pgLimitOperations } from './limits.ts';
 import { scheduleOperations } from './schedules.ts';
+import { pgDatasetsOps } from './datasets.ts';
+import { pgBatchesOps } from './batches.ts';
 import type { PgOps } from './context.ts';
 
 export const pgOperations: PgOps = {
@@ -24,4 +26,6 @@ export const pgOperations: PgOps = {
   ...pgWaitOperations,
   ...pgLimitOperations,
   ...scheduleOperations,
+  ...pgDatasetsOps,
+  ...pgBatchesOps,
 };

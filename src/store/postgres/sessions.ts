@@ -127,6 +127,27 @@ export const pgSessionsOps: PgOpsOf<'sessions'> = {
         [sessionId],
       );
       await q.run('DELETE FROM webhook_deliveries WHERE session_id = $1', [sessionId]);
+      // The dataset items and batch items copied from it (issue 40). A batch whose unfinished items
+      // were all its is completed: nothing would finish it once they are gone. Its row is locked
+      // after its items, oldest batch first, before its items are counted, as a finish does (batches.ts).
+      await q.run('DELETE FROM dataset_items WHERE source_session_id = $1', [sessionId]);
+      const touched = await q.rows<{ batch_id: string }>(
+        'WITH gone AS (DELETE FROM batch_items WHERE source_session_id = $1 RETURNING batch_id) SELECT DISTINCT batch_id FROM gone',
+        [sessionId],
+      );
+      if (touched.length > 0) {
+        const batchIds = touched.map((r) => r.batch_id);
+        await q.rows(
+          "SELECT id FROM batches WHERE id = ANY($1::text[]) AND status = 'running' ORDER BY created_at, id FOR UPDATE",
+          [batchIds],
+        );
+        await q.run(
+          `UPDATE batches b SET status = 'completed', ended_at = $2
+           WHERE b.id = ANY($1::text[]) AND b.status = 'running'
+             AND NOT EXISTS (SELECT 1 FROM batch_items i WHERE i.status IN ('pending', 'running') AND i.batch_id = b.id)`,
+          [batchIds, erasedAt],
+        );
+      }
       const tomb = await q.one<SessionRow>(
         "UPDATE sessions SET title = NULL, metadata = '{}', agent = NULL, leaf_id = NULL, origin_session_id = NULL, origin_entry_id = NULL, erased_at = $2, erased_totals = $3 WHERE id = $1 RETURNING *",
         [sessionId, erasedAt, JSON.stringify(totals)],

@@ -13,6 +13,8 @@ import { createWebhookOperations } from './webhooks.ts';
 import { createWaitOperations } from './waits.ts';
 import { createLimitOperations } from './limits.ts';
 import { scheduleOperations } from './schedules.ts';
+import { datasetOps } from './datasets.ts';
+import { batchOps } from './batches.ts';
 import type { OperationHooks, SyncOps } from './context.ts';
 
 /**
@@ -34,6 +36,8 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     ...createWaitOperations(db),
     ...createLimitOperations(db),
     ...scheduleOperations(c.prepared),
+    ...datasetOps(c),
+    ...batchOps(c),
   };
   // Any operation may change a session's head or a run's fencing token (another run's append, one
   // without a fence, a claim, a seal): SessionHeads counts them all, and a run's append takes the

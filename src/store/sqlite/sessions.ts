@@ -73,6 +73,9 @@ export function sessionOps(c: Shared): SyncOpsOf<'sessions'> {
       st.eraseIdempotency.run(sessionId);
       st.eraseWebhookAttempts.run(sessionId);
       st.eraseWebhookDeliveries.run(sessionId);
+      st.eraseDatasetItems.run(sessionId);
+      st.completeBatchesLeftDone.run(erasedAt, sessionId, sessionId);
+      st.eraseBatchItems.run(sessionId);
       st.tombstone.run(erasedAt, JSON.stringify(totals), sessionId);
       return toSession(sessionRow(sessionId));
     },

@@ -184,6 +184,15 @@ export function prepareStatements(db: Database.Database) {
       'DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM webhook_deliveries WHERE session_id = ?)',
     ),
     eraseWebhookDeliveries: prepare<[string]>('DELETE FROM webhook_deliveries WHERE session_id = ?'),
+    // The dataset items and batch items copied from it (issue 40). A batch whose unfinished items
+    // were all its is completed first: nothing would finish it once they are gone.
+    eraseDatasetItems: prepare<[string]>('DELETE FROM dataset_items WHERE source_session_id = ?'),
+    completeBatchesLeftDone: prepare<[number, string, string]>(
+      `UPDATE batches SET status = 'completed', ended_at = ?
+       WHERE status = 'running' AND id IN (SELECT batch_id FROM batch_items WHERE source_session_id = ?)
+         AND NOT EXISTS (SELECT 1 FROM batch_items i WHERE i.status IN ('pending', 'running') AND i.batch_id = batches.id AND i.source_session_id IS NOT ?)`,
+    ),
+    eraseBatchItems: prepare<[string]>('DELETE FROM batch_items WHERE source_session_id = ?'),
     tombstone: prepare<[number, string, string]>(
       "UPDATE sessions SET title = NULL, metadata = '{}', agent = NULL, leaf_id = NULL, origin_session_id = NULL, origin_entry_id = NULL, erased_at = ?, erased_totals = ? WHERE id = ?",
     ),

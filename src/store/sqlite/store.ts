@@ -13,6 +13,8 @@ import { WAIT_PLAN } from './waits.ts';
 import { WalFlusher } from './wal-flusher.ts';
 import { FileWriteLock } from './file-write-lock.ts';
 import { LIMIT_PLAN } from './limits.ts';
+import { DATASET_PLAN } from './datasets.ts';
+import { BATCH_PLAN } from './batches.ts';
 import { SqliteNotices } from './notices.ts';
 
 export interface SqliteStoreOptions {
@@ -105,6 +107,8 @@ const PLAN: { readonly [K in OpName]: { outside: 'serial' | 'write' | 'immediate
     dueSchedules: { outside: 'serial' },
     addScheduleFire: { outside: 'write' },
     listScheduleFires: { outside: 'serial' },
+    ...DATASET_PLAN,
+    ...BATCH_PLAN,
   };
 
 const OP_NAMES = Object.keys(PLAN) as OpName[];

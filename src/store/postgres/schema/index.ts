@@ -11,8 +11,23 @@ import { migration as v09 } from './09-due-runs.ts';
 import { migration as v10 } from './10-webhook-columns.ts';
 import { migration as v11 } from './11-run-tenants.ts';
 import { migration as v12 } from './12-rerun-of.ts';
+import { migration as v13 } from './13-datasets-batches.ts';
 import type { PostgresMigration } from './migration.ts';
 
 export type { PostgresMigration } from './migration.ts';
 
-export const migrations: readonly PostgresMigration[] = [v01, v02, v03, v04, v05, v06, v07, v08, v09, v10, v11, v12];
+export const migrations: readonly PostgresMigration[] = [
+  v01,
+  v02,
+  v03,
+  v04,
+  v05,
+  v06,
+  v07,
+  v08,
+  v09,
+  v10,
+  v11,
+  v12,
+  v13,
+];

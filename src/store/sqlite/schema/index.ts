@@ -20,6 +20,7 @@ import { migration as v18 } from './18-due-runs.ts';
 import { migration as v19 } from './19-webhook-columns.ts';
 import { migration as v20 } from './20-run-tenants.ts';
 import { migration as v21 } from './21-rerun-of.ts';
+import { migration as v22 } from './22-datasets-batches.ts';
 import type { SqliteMigration } from './migration.ts';
 
 export type { SqliteMigration } from './migration.ts';
@@ -46,4 +47,5 @@ export const migrations: readonly SqliteMigration[] = [
   v19,
   v20,
   v21,
+  v22,
 ];
