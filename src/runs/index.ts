@@ -18,3 +18,18 @@ export { rerunLineage, type AgentOverrides, type RerunLineage } from './reruns/r
 export type { RerunRequest } from './reruns/start-rerun.ts';
 export type { OnMismatch, ToolPolicies, ToolPolicy } from './reruns/tool-policy.ts';
 export { RerunRequestError } from './reruns/rerun-agent.ts';
+export { EvalsApi } from './evals/evals-api.ts';
+export { judgeScorer, textSimilarity, BUILT_IN_SCORERS, type Scorer, type ScoredItem } from './evals/scorers.ts';
+export type { Outcome, FrozenRun, Decision } from './evals/frozen-run.ts';
+export type {
+  Candidate,
+  CandidateInput,
+  CandidateResults,
+  ExperimentMode,
+  ExperimentRequest,
+  ExperimentResults,
+  ExperimentSpec,
+} from './evals/experiments.ts';
+export type { DatasetRequest } from './evals/datasets.ts';
+export type { BulkRerunRequest } from './evals/bulk-reruns.ts';
+export type { RunFilter } from './evals/run-filter.ts';

@@ -50,6 +50,10 @@ import { Worker, type OfferedSlot, type WorkerHost, type WorkerOptions } from '.
 import { WakeUp } from './wake-up.ts';
 import { rerunAgent, startRerun, type RerunRequest } from './reruns/start-rerun.ts';
 import { rerunLineage } from './reruns/rerun-lineage.ts';
+import { BatchRunner } from './evals/batch-runner.ts';
+import { EvalsApi } from './evals/evals-api.ts';
+import type { EvalsHost } from './evals/evals-host.ts';
+import type { Scorer } from './evals/scorers.ts';
 import { PAUSED_FOR_ERASED_TENANT, Schedules, type SchedulerOptions } from './schedules.ts';
 import { FlowControl, type FlowControlOptions, type ModelLimits, type Priority } from '../flow-control/index.ts';
 import { runScope } from './run-scope.ts';
@@ -75,6 +79,8 @@ export interface RuntimeOptions {
    * names (the server and CLI pass the configuration's resolver). Without it, such an override is refused.
    */
   resolveModel?: (id: string) => LanguageModelV4;
+  /** Code and model-as-judge scorers of experiments, by name (beside the built-in ones; docs/evals.md). */
+  scorers?: Record<string, Scorer>;
   /** Compaction settings for all agents, or by agent name. */
   compaction?: CompactionSettings | Record<string, CompactionSettings>;
   /** A worker's lease on a run; renewed every `renewEveryMs` (default a third of it). */
@@ -140,6 +146,10 @@ export class Runtime {
   readonly webhooks: Webhooks;
   /** Schedules (cron or interval): fired by the scheduler of every runtime that has a worker. */
   readonly schedules: Schedules;
+  /** Datasets from the log, experiments on them, bulk reruns (issue 40, docs/evals.md). */
+  readonly evals: EvalsApi;
+  /** Claims and runs the items of experiments and bulk reruns (started with the first worker). */
+  private readonly batchRunner: BatchRunner;
   private readonly options: Required<
     Pick<RuntimeOptions, 'leaseMs' | 'renewEveryMs' | 'controlPollMs' | 'maxAttempts' | 'maxDepth'>
   > &
@@ -204,6 +214,18 @@ export class Runtime {
       eraseTenant: (tenant: string) => this.eraseTenant(tenant),
     });
     this.runs = new RunsApi(this);
+    const evalsHost: EvalsHost = {
+      store: options.store,
+      log: sessions.log,
+      agentFor: (spec) => this.agentFor(spec),
+      resolveModel: options.resolveModel,
+      scorers: options.scorers ?? {},
+      rerun: (sourceRunId, req, within) => this.runs.rerun(sourceRunId, req, within),
+      waitTerminal: (runId, signal) => this.runs.wait(runId, { until: 'terminal', signal }),
+      wake: () => this.batchRunner.wake(),
+    };
+    this.evals = new EvalsApi(evalsHost);
+    this.batchRunner = new BatchRunner(evalsHost, { leaseMs });
     this.schedules = new Schedules(this, {
       ...options.schedules,
       ...(options.runDefaults ? { runDefaults: options.runDefaults } : {}),
@@ -438,6 +460,7 @@ export class Runtime {
     this.workers.add(worker);
     this.webhooks.startDispatcher();
     this.schedules.start();
+    this.batchRunner.start();
     return worker;
   }
 
@@ -506,6 +529,7 @@ export class Runtime {
   /** Stops every worker this runtime started (gracefully), then closes nothing else: the store is the caller's. */
   async close(options: { graceMs?: number } = {}): Promise<void> {
     await this.schedules.stop();
+    await this.batchRunner.stop();
     await Promise.all([...this.workers].map((w) => w.stop(options)));
     this.workers.clear();
     await this.webhooks.stopDispatcher();
@@ -575,7 +599,11 @@ export class RunsApi {
    * original is untouched), on another agent version or with changes, its tools by policy
    * (docs/evals.md). Returns the new run, queued; its lineage is in `options.rerun` and `rerunOf`.
    */
-  async rerun(runId: string, request: RerunRequest = {}): Promise<RunRecord> {
+  async rerun(
+    runId: string,
+    request: RerunRequest = {},
+    within?: (tx: StoreOps, run: RunRecord) => Promise<void>,
+  ): Promise<RunRecord> {
     const run = await startRerun(
       {
         lifecycle: this.lifecycle,
@@ -585,6 +613,7 @@ export class RunsApi {
       },
       runId,
       request,
+      within,
     );
     this.rt.wake();
     return run;

@@ -6,99 +6,9 @@
  * unless the policy says to run the tool. Lineage, policies and bad requests too.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import type { LanguageModelV4CallOptions } from '@ai-sdk/provider';
-import {
-  createRuntime,
-  defineAgent,
-  ScriptedModel,
-  SqliteStore,
-  tool,
-  type RequestHeader,
-  type ScriptedResponse,
-  type Runtime,
-  type SessionEvent,
-  type Store,
-} from '../../src/index.ts';
+import { SqliteStore, type RequestHeader, type Runtime, type SessionEvent, type Store } from '../../src/index.ts';
 import { openTestPostgres } from '../support/postgres.ts';
-
-type Prompt = LanguageModelV4CallOptions['prompt'];
-
-function lastUserText(prompt: Prompt): string {
-  const m = prompt.findLast((x) => x.role === 'user');
-  return m ? m.content.map((p) => (p.type === 'text' ? p.text : '')).join('') : '';
-}
-
-/** Tool results since the last user message. */
-function resultsSinceUser(prompt: Prompt): string[] {
-  const since = prompt.slice(prompt.findLastIndex((m) => m.role === 'user') + 1);
-  return since.flatMap((m) =>
-    m.role === 'tool' ? m.content.flatMap((p) => (p.type === 'tool-result' ? [p.toolName] : [])) : [],
-  );
-}
-
-/**
- * An agent version: step 1 looks the city up, step 2 books it (`seats` when given), step 3 answers
- * with `answer(city)`.
- */
-function version(v: string, answer: (city: string) => string, seats?: number) {
-  const model = new ScriptedModel(
-    [
-      (call): ScriptedResponse => {
-        const city = lastUserText(call.prompt).replace('book ', '');
-        const done = resultsSinceUser(call.prompt);
-        if (!done.includes('lookup')) return { toolCalls: [{ id: 'l', name: 'lookup', input: { city } }] };
-        if (!done.includes('book')) {
-          const input: Record<string, string | number> = seats ? { city, seats } : { city };
-          return { toolCalls: [{ id: 'b', name: 'book', input }] };
-        }
-        return { text: answer(city) };
-      },
-    ],
-    { loop: true, modelId: `travel-${v}` },
-  );
-  return model;
-}
-
-function setup(store: Store) {
-  const executed = { lookup: 0, book: 0 };
-  const tools = [
-    tool({
-      name: 'lookup',
-      description: 'Finds a city',
-      input: z.object({ city: z.string() }),
-      effect: 'read-only',
-      execute: ({ city }) => {
-        executed.lookup++;
-        return { city, found: true };
-      },
-    }),
-    tool({
-      name: 'book',
-      description: 'Books a trip (effectful)',
-      input: z.object({ city: z.string(), seats: z.number().optional() }),
-      execute: ({ city, seats }) => {
-        executed.book++;
-        return { booked: city, seats: seats ?? 1, ref: `R${executed.book}` };
-      },
-    }),
-  ];
-  const system = 'You book trips.';
-  const agents = [
-    defineAgent({ name: 'travel', version: '1', model: version('1', (c) => `Booked ${c}.`), system, tools }),
-    defineAgent({
-      name: 'travel',
-      version: '2',
-      model: version('2', (c) => `Your trip to ${c} is booked.`),
-      system,
-      tools,
-    }),
-    defineAgent({ name: 'travel', version: '3', model: version('3', (c) => `Booked ${c} for two.`, 2), system, tools }),
-  ];
-  const rt = createRuntime({ store, agents });
-  rt.startWorker({ id: 'W', pollMs: 10 });
-  return { rt, executed };
-}
+import { travelRuntime } from '../support/travel-agents.ts';
 
 const runEvents = (rt: Runtime, sessionId: string, runId: string) => rt.sessions.log.read(sessionId, { runId });
 const headerOf = (events: SessionEvent[], step: number) =>
@@ -130,7 +40,7 @@ describe.each(['sqlite', 'postgres'] as const)('reruns (%s)', (backend) => {
       store = pg.store;
       close = pg.cleanup;
     }
-    const t = setup(store);
+    const t = travelRuntime(store);
     rt = t.rt;
     const session = await t.rt.sessions.create({ title: 'trips' });
     const runs: string[] = [];

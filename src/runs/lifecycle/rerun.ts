@@ -25,6 +25,8 @@ export interface NewRerun {
   turn: number;
   /** or a message that replaces it, in a turn of its own. */
   message?: UserMessage;
+  /** Runs in the same transaction once the run exists (a batch item records it: exactly one rerun per item). */
+  within?: (tx: StoreOps, run: RunRecord) => Promise<void>;
 }
 
 /** Creates the rerun's run in the forked session `sessionId`, inside the fork's transaction `tx`. */
@@ -53,6 +55,7 @@ export async function createRerun(
       undefined,
       true,
     );
+    await r.within?.(tx, run);
     return { run, events };
   }
   const run = await tx.runs.create(newRunOf(sessionId, r.trigger, r.agent, options, { ...more, turn: r.turn }));
@@ -71,6 +74,7 @@ export async function createRerun(
     undefined,
     true,
   );
+  await r.within?.(tx, run);
   return { run, events };
 }
 

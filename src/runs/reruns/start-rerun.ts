@@ -7,7 +7,7 @@
 import type { LanguageModelV4 } from '@ai-sdk/provider';
 import { userMessage, type AgentDefinition, type UserInput } from '../../core/index.ts';
 import { runEvents } from '../../session/index.ts';
-import type { RunRecord } from '../../store/index.ts';
+import type { RunRecord, StoreOps } from '../../store/index.ts';
 import type { RunLifecycle } from '../lifecycle/run-lifecycle.ts';
 import type { RunOptions } from '../lifecycle/types.ts';
 import { forkPoint } from './fork-point.ts';
@@ -42,8 +42,16 @@ export interface RerunHost {
   runDefaults: RunOptions | undefined;
 }
 
-/** Forks the source run's session at step `from` and queues the rerun there; the original is untouched. */
-export async function startRerun(host: RerunHost, sourceRunId: string, req: RerunRequest): Promise<RunRecord> {
+/**
+ * Forks the source run's session at step `from` and queues the rerun there; the original is
+ * untouched. `within` runs in the same transaction once the run exists.
+ */
+export async function startRerun(
+  host: RerunHost,
+  sourceRunId: string,
+  req: RerunRequest,
+  within?: (tx: StoreOps, run: RunRecord) => Promise<void>,
+): Promise<RunRecord> {
   const { lifecycle } = host;
   const source = await lifecycle.get(sourceRunId);
   const base = host.agentFor(req.agent ?? `${source.agent.name}@${source.agent.version}`);
@@ -82,6 +90,7 @@ export async function startRerun(host: RerunHost, sourceRunId: string, req: Reru
       trigger: fork.trigger,
       turn: fork.turn,
       ...(replace ? { message: userMessage(req.message!) } : {}),
+      ...(within ? { within } : {}),
     },
     title,
   );
