@@ -24,6 +24,8 @@ import { rateLimitMiddleware } from './rate-limit.ts';
 import { chatRoutes } from './routes/chat.ts';
 import { compareRoutes } from './routes/compare.ts';
 import { rerunRoutes } from './routes/reruns.ts';
+import { datasetRoutes } from './routes/datasets.ts';
+import { experimentRoutes } from './routes/experiments.ts';
 import { inspectorRoutes } from './routes/inspector.ts';
 import { opsRoutes } from './routes/ops.ts';
 import { overviewRoutes } from './routes/overview.ts';
@@ -86,6 +88,8 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   runRoutes(app, ctx);
   compareRoutes(app, ctx);
   rerunRoutes(app, ctx);
+  datasetRoutes(app, ctx);
+  experimentRoutes(app, ctx);
   waitRoutes(app, ctx);
   streamRoutes(app, ctx);
   chatRoutes(app, ctx);

@@ -5,13 +5,15 @@
  */
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 import type { JsonValue } from '../../model/index.ts';
-import type { RerunRequest, ToolPolicies, ToolPolicy } from '../../runs/index.ts';
+import type { AgentOverrides, RerunRequest, ToolPolicies, ToolPolicy } from '../../runs/index.ts';
 import { RUN_STATUS_ORDER } from '../../runs/lifecycle/run-status.ts';
 import type { AppContext, AppEnv } from '../context.ts';
 import { runFor, runJsonFor } from '../lookups.ts';
 import { body, IdParam, json, problem, problems } from '../openapi.ts';
 import { HttpProblem } from '../problems.ts';
-import { ContentSchema, Cursor, cursorOf, RunSchema, toUserInput } from '../schemas.ts';
+import { ContentSchema, Cursor, cursorOf, JsonObjectSchema, RunSchema, toUserInput } from '../schemas.ts';
+import type { BatchRecord } from '../../store/index.ts';
+import { runFilter, RunFilterSchema } from './datasets.ts';
 
 const ToolMode = z.enum(['reuse', 'execute']);
 const ToolPolicySchema = z.union([
@@ -39,6 +41,34 @@ const SettingsSchema = z.strictObject({
   reasoning: z.enum(['provider-default', 'none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max']).optional(),
 });
 
+export const OverridesSchema = z
+  .strictObject({
+    system: z.string().optional(),
+    model: z.string().min(3).optional().describe('A model id, e.g. openai:gpt-4.1-mini'),
+    settings: SettingsSchema.optional(),
+    tools: z.array(z.string()).optional().describe("Only these of the agent's tools"),
+    max_steps: z.number().int().min(1).optional(),
+  })
+  .openapi('AgentOverrides');
+
+export const ToolPoliciesSchema = z
+  .union([
+    ToolMode,
+    z.strictObject({ default: ToolMode.optional(), by_tool: z.record(z.string(), ToolPolicySchema).optional() }),
+  ])
+  .openapi('ToolPolicies');
+
+/** Overrides as the runtime takes them. */
+export function overridesOf(o: z.infer<typeof OverridesSchema>): AgentOverrides {
+  return {
+    ...(o.system !== undefined ? { system: o.system } : {}),
+    ...(o.model !== undefined ? { model: o.model } : {}),
+    ...(o.settings !== undefined ? { settings: o.settings } : {}),
+    ...(o.tools !== undefined ? { tools: o.tools } : {}),
+    ...(o.max_steps !== undefined ? { maxSteps: o.max_steps } : {}),
+  };
+}
+
 export const RerunBody = z
   .strictObject({
     from: z.number().int().min(1).optional().describe("The source run's step to rerun from; default its first"),
@@ -47,55 +77,30 @@ export const RerunBody = z
       .min(1)
       .optional()
       .describe("`name@version` (or `name`: its latest) of a registered agent; default the source run's"),
-    overrides: z
-      .strictObject({
-        system: z.string().optional(),
-        model: z.string().min(3).optional().describe('A model id, e.g. openai:gpt-4.1-mini'),
-        settings: SettingsSchema.optional(),
-        tools: z.array(z.string()).optional().describe("Only these of the agent's tools"),
-        max_steps: z.number().int().min(1).optional(),
-      })
-      .optional(),
+    overrides: OverridesSchema.optional(),
     message: ContentSchema.optional().describe(
       'Replaces the message that started the source run (from its first step)',
     ),
-    tools: z
-      .union([
-        ToolMode,
-        z.strictObject({ default: ToolMode.optional(), by_tool: z.record(z.string(), ToolPolicySchema).optional() }),
-      ])
-      .optional()
-      .describe(
-        'Default: read-only tools execute, the others reuse the recorded result; an effectful call without one fails the rerun',
-      ),
+    tools: ToolPoliciesSchema.optional().describe(
+      'Default: read-only tools execute, the others reuse the recorded result; an effectful call without one fails the rerun',
+    ),
     title: z.string().max(500).optional(),
   })
   .openapi('RerunRequest');
 
 /** The request as the runtime takes it. */
 export function rerunRequest(b: z.infer<typeof RerunBody>): RerunRequest {
-  const o = b.overrides;
   return {
     ...(b.from !== undefined ? { from: b.from } : {}),
     ...(b.agent !== undefined ? { agent: b.agent } : {}),
-    ...(o
-      ? {
-          overrides: {
-            ...(o.system !== undefined ? { system: o.system } : {}),
-            ...(o.model !== undefined ? { model: o.model } : {}),
-            ...(o.settings !== undefined ? { settings: o.settings } : {}),
-            ...(o.tools !== undefined ? { tools: o.tools } : {}),
-            ...(o.max_steps !== undefined ? { maxSteps: o.max_steps } : {}),
-          },
-        }
-      : {}),
+    ...(b.overrides ? { overrides: overridesOf(b.overrides) } : {}),
     ...(b.message !== undefined ? { message: toUserInput(b.message) } : {}),
     ...(b.tools !== undefined ? { tools: toolPolicies(b.tools) } : {}),
     ...(b.title !== undefined ? { title: b.title } : {}),
   };
 }
 
-function toolPolicies(t: NonNullable<z.infer<typeof RerunBody>['tools']>): RerunRequest['tools'] {
+export function toolPolicies(t: z.infer<typeof ToolPoliciesSchema>): NonNullable<RerunRequest['tools']> {
   if (typeof t === 'string') return t;
   const policies: ToolPolicies = {};
   if (t.default) policies.default = t.default;
@@ -195,4 +200,124 @@ export function rerunRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       );
     },
   );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/reruns',
+      tags: ['runs'],
+      summary: 'Rerun every run a filter matches, the same way, as one tracked batch with a concurrency limit',
+      request: body(BulkRerunBody),
+      responses: { 201: json(RerunBatchSchema, 'The batch, running'), ...problems('run') },
+    }),
+    async (c) => {
+      const b = c.req.valid('json');
+      const { message: _m, ...rerun } = rerunRequest(b.rerun ?? {});
+      const batch = await rt.evals.reruns.create(
+        { filter: runFilter(b.filter), rerun, ...(b.concurrency !== undefined ? { concurrency: b.concurrency } : {}) },
+        { tenant: c.get('tenant') },
+      );
+      return c.json(await rerunBatchJson(ctx, batch), 201);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/reruns/{id}',
+      tags: ['runs'],
+      summary: 'A bulk rerun and how far it is',
+      request: { params: IdParam },
+      responses: { 200: json(RerunBatchSchema, 'The batch'), ...problems('rerun batch') },
+    }),
+    async (c) =>
+      c.json(
+        await rerunBatchJson(ctx, await rt.evals.reruns.get(c.req.valid('param').id, { tenant: c.get('tenant') })),
+        200,
+      ),
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/reruns/{id}/items',
+      tags: ['runs'],
+      summary: "A bulk rerun's items: each source run, its rerun and how it ended",
+      request: { params: IdParam, query: Cursor },
+      responses: {
+        200: json(
+          z.object({
+            data: z.array(
+              z.object({
+                id: z.string(),
+                position: z.number().int(),
+                source_run_id: z.string(),
+                run_id: z.string().nullable(),
+                status: z.enum(['pending', 'running', 'done', 'failed']),
+                run_status: z.string().nullable(),
+                error: JsonObjectSchema.nullable(),
+              }),
+            ),
+            next_cursor: z.string().nullable(),
+          }),
+          'A page of items',
+        ),
+        ...problems('rerun batch'),
+      },
+    }),
+    async (c) => {
+      const q = c.req.valid('query');
+      const cursor = cursorOf(q);
+      const page = await rt.evals.reruns.items(c.req.valid('param').id, {
+        tenant: c.get('tenant'),
+        limit: q.limit + 1,
+        ...(cursor !== undefined && /^\d+$/.test(cursor) ? { afterPosition: Number(cursor) } : {}),
+      });
+      const data = page.slice(0, q.limit).map((i) => ({
+        id: i.id,
+        position: i.position,
+        source_run_id: (i.subject as { runId: string }).runId,
+        run_id: i.runId,
+        status: i.status,
+        run_status: (i.result?.status as string | undefined) ?? null,
+        error: i.error,
+      }));
+      return c.json({ data, next_cursor: page.length > q.limit ? String(data.at(-1)!.position) : null }, 200);
+    },
+  );
+}
+
+const BulkRerunBody = z
+  .strictObject({
+    filter: RunFilterSchema,
+    rerun: RerunBody.omit({ message: true, title: true }).optional().describe('How each run is rerun'),
+    concurrency: z.number().int().min(1).max(256).optional().describe('Reruns at once (default 4)'),
+  })
+  .openapi('BulkRerunRequest');
+
+const RerunBatchSchema = z
+  .object({
+    id: z.string(),
+    status: z.enum(['running', 'completed', 'cancelled']),
+    filter: JsonObjectSchema,
+    rerun: JsonObjectSchema,
+    concurrency: z.number().int(),
+    counts: z.object({ pending: z.number(), running: z.number(), done: z.number(), failed: z.number() }),
+    created_at: z.string(),
+    ended_at: z.string().nullable(),
+  })
+  .openapi('RerunBatch');
+
+async function rerunBatchJson(ctx: AppContext, b: BatchRecord) {
+  const spec = b.spec as { filter: Record<string, unknown>; rerun: Record<string, unknown> };
+  return {
+    id: b.id,
+    status: b.status,
+    filter: spec.filter,
+    rerun: spec.rerun,
+    concurrency: b.concurrency,
+    counts: await ctx.rt.store.batches.counts(b.id),
+    created_at: new Date(b.createdAt).toISOString(),
+    ended_at: b.endedAt === null ? null : new Date(b.endedAt).toISOString(),
+  };
 }
