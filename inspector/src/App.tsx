@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, apiKey, get, onAuthRequired, onKeyChange, setApiKey } from './api.ts';
+import { ComparePage } from './ComparePage.tsx';
 import { InboxPage } from './InboxPage.tsx';
 import { KeyPrompt } from './KeyPrompt.tsx';
 import { Link, useRoute } from './router.tsx';
@@ -59,6 +60,8 @@ function Page() {
       return <SessionPage id={route.id} />;
     case 'run':
       return <RunPage id={route.id} />;
+    case 'compare':
+      return <ComparePage a={route.a} b={route.b} />;
     default:
       return <SessionsPage />;
   }

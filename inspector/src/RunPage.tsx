@@ -1,12 +1,12 @@
 import { useState } from 'preact/hooks';
 import { post } from './api.ts';
 import { ErrorNote } from './ErrorNote.tsx';
-import { money, shortId, time, tokens } from './format.ts';
+import { money, oneLine, shortId, time, tokens } from './format.ts';
 import { McpTools } from './McpTools.tsx';
-import { Link } from './router.tsx';
+import { Link, navigate } from './router.tsx';
 import { RunTimeline } from './RunTimeline.tsx';
 import { StatusBadge } from './StatusBadge.tsx';
-import type { Run, SessionEvent, Step } from './types.ts';
+import type { RerunLineage, Run, SessionEvent, Step } from './types.ts';
 import { useAction } from './use-action.ts';
 import { useResource, useThrottled } from './use-resource.ts';
 import { useStream } from './use-stream.ts';
@@ -59,6 +59,7 @@ function RunView(props: { run: Run; reloadRun: () => void; nested: boolean }) {
           <Link to={`/sessions/${r.session_id}`}>session {shortId(r.session_id)}</Link>
           {r.parent_run_id && <Link to={`/runs/${r.parent_run_id}`}>parent run</Link>}
         </div>
+        {r.rerun_of && <RerunOf run={r} rerunOf={r.rerun_of} />}
         <dl class="totals">
           <dt>Tokens</dt>
           <dd data-testid="run-tokens">
@@ -85,6 +86,7 @@ function RunView(props: { run: Run; reloadRun: () => void; nested: boolean }) {
         {r.error && <pre class="args error">{JSON.stringify(r.error, null, 2)}</pre>}
       </header>
       {!props.nested && <RunActions run={r} onDone={reload} />}
+      {!props.nested && TERMINAL.has(r.status) && <RerunForm run={r} steps={steps.data?.data} />}
       {r.waiting && <WaitingRequests run={r} onDecided={reload} />}
       <McpTools run={r} />
       {streaming.map((m, i) => (
@@ -93,6 +95,7 @@ function RunView(props: { run: Run; reloadRun: () => void; nested: boolean }) {
           {m.text}
         </blockquote>
       ))}
+      {!props.nested && <Reruns run={r} />}
       <h2>Timeline</h2>
       <ErrorNote error={steps.error} />
       {steps.data && <RunTimeline steps={steps.data.data} lifecycle={lifecycle} />}
@@ -151,6 +154,142 @@ function RunActions(props: { run: Run; onDone: () => void }) {
           </button>
         </form>
       </div>
+      <ErrorNote error={act.error} />
+    </div>
+  );
+}
+
+/** Where a rerun came from: its source run and step, the agent it ran on, how its tools were served. */
+function RerunOf(props: { run: Run; rerunOf: string }) {
+  const r = props.run;
+  const l = r.rerun;
+  return (
+    <p class="lineage" data-testid="rerun-of">
+      Rerun of <Link to={`/runs/${props.rerunOf}`}>run {shortId(props.rerunOf)}</Link>
+      {l && (
+        <>
+          {' '}
+          from step {l.of.step} on {l.agent.name}@{l.agent.version}{' '}
+          <span class="muted">
+            · {toolPolicies(l.tools)}
+            {l.overrides ? ` · overrides ${oneLine(l.overrides, 160)}` : ''}
+            {l.message_replaced ? ' · message replaced' : ''}
+          </span>
+        </>
+      )}{' '}
+      · <Link to={`/compare/${props.rerunOf}/${r.id}`}>Compare with source</Link>
+    </p>
+  );
+}
+
+function toolPolicies(t: RerunLineage['tools']): string {
+  const named = Object.entries(t.tools ?? {}).map(([name, p]) => `${name} ${p.mode}`);
+  const base = t.default ? `tools ${t.default}` : 'tools by default policy';
+  return named.length > 0 ? `${base}, ${named.join(', ')}` : base;
+}
+
+/** Reruns the API lists for a run at once. */
+const RERUNS = 100;
+
+/** The runs that re-run this one, each with a link to compare it with this run. */
+function Reruns(props: { run: Run }) {
+  const id = props.run.id;
+  // Reruns live in other sessions: no stream of this run tells of them, so the list is read every 3 s.
+  const reruns = useResource<{ data: Run[]; next_cursor: string | null }>(
+    `/v1/runs?rerun_of=${encodeURIComponent(id)}&limit=${RERUNS}`,
+    { pollMs: 3000 },
+  );
+  const rows = reruns.data?.data ?? [];
+  if (rows.length === 0) return <ErrorNote error={reruns.error} />;
+  return (
+    <section data-testid="reruns">
+      <h2>Reruns</h2>
+      <ErrorNote error={reruns.error} />
+      <table class="list">
+        <thead>
+          <tr>
+            <th>Run</th>
+            <th>Agent</th>
+            <th>From step</th>
+            <th>Status</th>
+            <th>Created</th>
+            <th />
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((x) => (
+            <tr key={x.id} data-testid="rerun-row">
+              <td>
+                <Link to={`/runs/${x.id}`}>run {shortId(x.id)}</Link>
+              </td>
+              <td>
+                {x.agent.name}@{x.agent.version}
+              </td>
+              <td>{x.rerun?.of.step ?? '–'}</td>
+              <td>
+                <StatusBadge status={x.status} />
+              </td>
+              <td>{time(x.created_at)}</td>
+              <td>
+                <Link to={`/compare/${id}/${x.id}`}>compare</Link>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {reruns.data?.next_cursor && <p class="muted">The first {RERUNS} reruns are shown.</p>}
+    </section>
+  );
+}
+
+/** Reruns a finished run from one of its steps, on another agent version, tools reused or executed; opens the rerun. */
+function RerunForm(props: { run: Run; steps: Step[] | undefined }) {
+  const r = props.run;
+  const [from, setFrom] = useState('');
+  const [agent, setAgent] = useState('');
+  const [tools, setTools] = useState('');
+  const act = useAction();
+  return (
+    <div class="actions">
+      <form
+        class="row"
+        data-testid="rerun-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void act.run(async () => {
+            const rerun = await post<Run>(`/v1/runs/${r.id}/rerun`, {
+              ...(from !== '' ? { from: Number(from) } : {}),
+              ...(agent.trim() !== '' ? { agent: agent.trim() } : {}),
+              ...(tools !== '' ? { tools } : {}),
+            });
+            navigate(`/runs/${rerun.id}`);
+          });
+        }}
+      >
+        <select aria-label="Rerun from step" value={from} onChange={(e) => setFrom(e.currentTarget.value)}>
+          <option value="">from the first step</option>
+          {(props.steps ?? []).map((s) => (
+            <option key={s.step} value={String(s.step)}>
+              from step {s.step}
+            </option>
+          ))}
+        </select>
+        <input
+          class="rerun-agent"
+          aria-label="Rerun on agent"
+          placeholder={`on ${r.agent.name}@${r.agent.version} (name@version)`}
+          value={agent}
+          onInput={(e) => setAgent(e.currentTarget.value)}
+        />
+        <select aria-label="Rerun tools" value={tools} onChange={(e) => setTools(e.currentTarget.value)}>
+          <option value="">tools: read-only run, others reuse</option>
+          <option value="reuse">tools: reuse recorded results</option>
+          <option value="execute">tools: execute again</option>
+        </select>
+        <button type="submit" class="secondary" disabled={act.busy}>
+          Rerun
+        </button>
+      </form>
       <ErrorNote error={act.error} />
     </div>
   );

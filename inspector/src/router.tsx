@@ -3,12 +3,18 @@ import { useEffect, useState } from 'preact/hooks';
 
 /** The inspector's pages, as paths under /inspect (the server answers index.html for each). */
 export type Route =
-  { page: 'sessions' } | { page: 'inbox' } | { page: 'session'; id: string } | { page: 'run'; id: string };
+  | { page: 'sessions' }
+  | { page: 'inbox' }
+  | { page: 'session'; id: string }
+  | { page: 'run'; id: string }
+  | { page: 'compare'; a: string; b: string };
 
 export const BASE = '/inspect';
 
 export function parseRoute(pathname: string): Route {
   const path = pathname.startsWith(BASE) ? pathname.slice(BASE.length) : pathname;
+  const c = /^\/compare\/([^/]+)\/([^/]+)/.exec(path);
+  if (c) return { page: 'compare', a: decodeURIComponent(c[1]!), b: decodeURIComponent(c[2]!) };
   const m = /^\/(sessions|runs)\/([^/]+)/.exec(path);
   if (m?.[1] === 'sessions') return { page: 'session', id: decodeURIComponent(m[2]!) };
   if (m?.[1] === 'runs') return { page: 'run', id: decodeURIComponent(m[2]!) };

@@ -69,6 +69,9 @@ export interface Run {
   session_id: string;
   parent_run_id: string | null;
   child_run_ids: string[];
+  /** For a rerun: the run it re-runs (its reruns: GET /v1/runs?rerun_of=). */
+  rerun_of: string | null;
+  rerun: RerunLineage | null;
   agent: { name: string; version: string };
   agent_spec: AgentSpec;
   status: RunStatus;
@@ -84,6 +87,16 @@ export interface Run {
   lease: { owner: string; expires_at: string } | null;
   cancel_requested: boolean;
   pause_requested: boolean;
+}
+
+/** Where a rerun came from and how it differs (docs/adr/0037-reruns-from-the-log.md). */
+export interface RerunLineage {
+  of: { session_id: string; run_id: string; step: number };
+  agent: { name: string; version: string };
+  overrides: Record<string, unknown> | null;
+  /** The tool policies: `default` (reuse or execute) and `tools` by name. */
+  tools: { default?: 'reuse' | 'execute'; tools?: Record<string, { mode: string }> };
+  message_replaced: boolean;
 }
 
 export interface SessionEvent {
@@ -162,4 +175,90 @@ export interface TranscriptItem {
   reasoning?: string | null;
   tools?: Array<{ toolCallId: string; toolName: string; status: string; error?: string }>;
   [k: string]: unknown;
+}
+
+/** A value of each run in a comparison (null on a side that has none). */
+export interface Compared<T> {
+  a: T | null;
+  b: T | null;
+  equal: boolean;
+}
+
+/** A text of each run and the edit from a to b: `delete` only in a, `insert` only in b. */
+export interface TextDiff {
+  a: string | null;
+  b: string | null;
+  equal: boolean;
+  parts: Array<{ op: 'equal' | 'delete' | 'insert'; text: string }>;
+}
+
+export interface ComparedTokens {
+  input: Compared<number>;
+  output: Compared<number>;
+}
+
+/** Content named by hash (system prompt, tool schemas): the line diff only when the hashes differ. */
+export interface ComparedContent {
+  hash: Compared<string>;
+  diff: TextDiff | null;
+}
+
+export interface ToolCallSide {
+  toolCallId: string;
+  name: string;
+  arguments: unknown;
+  /** The tool output ({type, value} or an error); null without a result. */
+  result: { type: string; value?: unknown; reason?: string } | null;
+  durationMs: number | null;
+  /** The tool ran, or a rerun served the source run's recorded result, or a mock. */
+  source: 'executed' | 'reused' | 'mocked';
+}
+
+export interface ComparedStep {
+  step: number;
+  presentIn: 'both' | 'a' | 'b';
+  request: {
+    provider: Compared<string>;
+    modelId: Compared<string>;
+    settings: Compared<Record<string, unknown>>;
+    system: ComparedContent;
+    tools: ComparedContent & { names: Compared<string[]> };
+    fingerprint: Compared<string>;
+  } | null;
+  text: TextDiff;
+  toolCalls: Array<{
+    index: number;
+    presentIn: 'both' | 'a' | 'b';
+    a: ToolCallSide | null;
+    b: ToolCallSide | null;
+    name: boolean;
+    arguments: boolean;
+    result: boolean;
+    equal: boolean;
+  }>;
+  endReason: Compared<string>;
+  tokens: ComparedTokens;
+  cost: Compared<number>;
+  latencyMs: Compared<number>;
+}
+
+export interface ComparedRunSummary {
+  id: string;
+  sessionId: string;
+  turn: number | null;
+  agent: { name: string; version: string };
+  status: RunStatus;
+  steps: number;
+}
+
+/** GET /v1/runs/{a}/compare/{b}: two runs aligned by step number. */
+export interface RunComparison {
+  a: ComparedRunSummary;
+  b: ComparedRunSummary;
+  status: Compared<RunStatus>;
+  tokens: ComparedTokens;
+  cost: Compared<number>;
+  latencyMs: Compared<number>;
+  finalAnswer: TextDiff;
+  steps: ComparedStep[];
 }

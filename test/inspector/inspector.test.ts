@@ -2,8 +2,10 @@
  * The inspector in a real browser (Debian's chromium, driven by playwright-core): a Keel server
  * with the demo agent and an API key, the inspector at /inspect. The test enters the key, starts a
  * session from the UI, watches its run arrive live, approves send_report and answers the question
- * in the Inbox, and reads the finished run's timeline; and a run's MCP tools (an agent with a real
- * MCP server, test/mcp/fixtures/, and one that is down). Screenshots go to test-results/inspector/;
+ * in the Inbox, and reads the finished run's timeline; a run's MCP tools (an agent with a real
+ * MCP server, test/mcp/fixtures/, and one that is down); and a rerun on the demo's version 2 made
+ * from the run page, its lineage both ways and its comparison with the source run, step by step.
+ * Screenshots go to test-results/inspector/;
  * with KEEL_UPDATE_SCREENSHOT=1 the run timeline also goes to docs/inspector.png (the README's picture).
  */
 import { execFileSync } from 'node:child_process';
@@ -61,7 +63,7 @@ beforeAll(async () => {
   });
   server = await startServer({
     store,
-    config: { source: null, agents: [demoAgent(), mcpAgent], compaction: {}, demo: true },
+    config: { source: null, agents: [demoAgent('1'), demoAgent('2'), mcpAgent], compaction: {}, demo: true },
     port: 0,
     host: '127.0.0.1',
     workers: 2,
@@ -89,6 +91,41 @@ afterAll(async () => {
 });
 
 const shot = (page: Page, name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+
+/** The API as the test's own client (not the browser's). */
+async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const res = await fetch(`${server.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+  return (await res.json()) as T;
+}
+
+interface RunJson {
+  id: string;
+  status: string;
+  waiting: { requests: Array<{ approval_id: string; tool_call_id: string; kind: string }> } | null;
+}
+
+/** A demo run to its end through the API: send_report approved, the question answered (celsius). */
+async function completedDemoRun(title: string): Promise<string> {
+  const session = await api<{ id: string }>('POST', '/v1/sessions', { title });
+  const sent = await api<{ run: { id: string } }>('POST', `/v1/sessions/${session.id}/messages`, {
+    content: 'What is the weather in Tokyo?',
+  });
+  const id = sent.run.id;
+  const run = () => api<RunJson>('GET', `/v1/runs/${id}`);
+  await expect.poll(async () => (await run()).status, { timeout: WAIT }).toBe('waiting_approval');
+  const approval = (await run()).waiting!.requests[0]!;
+  await api('POST', `/v1/runs/${id}/approvals/${encodeURIComponent(approval.approval_id)}`, { decision: 'approve' });
+  await expect.poll(async () => (await run()).status, { timeout: WAIT }).toBe('waiting_for_user');
+  const question = (await run()).waiting!.requests[0]!;
+  await api('POST', `/v1/runs/${id}/input`, { answers: { units: 'celsius' }, tool_call_id: question.tool_call_id });
+  await expect.poll(async () => (await run()).status, { timeout: WAIT }).toBe('completed');
+  return id;
+}
 
 describe('the inspector', () => {
   it('serves the app, its hashed assets with long caching, and index.html for its own pages', async () => {
@@ -286,4 +323,100 @@ describe('the inspector', () => {
       await context.close();
     }
   }, 60_000);
+
+  it('reruns a finished run on another agent version from its page, shows the lineage both ways and compares the two', async () => {
+    const source = await completedDemoRun('Rerun me');
+    const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+    const page = await context.newPage();
+    page.setDefaultTimeout(WAIT);
+    const failures: string[] = [];
+    page.on('pageerror', (e) => failures.push(e.message));
+    try {
+      await page.goto(`${server.url}/inspect/runs/${source}`);
+      await page.getByLabel('API key').fill(secret);
+      await page.getByRole('button', { name: 'Use this key' }).click();
+      await page.getByText('It is 24°C in tokyo. The report was sent. Anything else?').waitFor();
+      // Not a rerun, and not rerun yet.
+      expect(await page.getByTestId('rerun-of').count()).toBe(0);
+      expect(await page.getByTestId('reruns').count()).toBe(0);
+
+      // The rerun form of a finished run: from step 2, on demo@2, tools reused; it opens the rerun.
+      const form = page.getByTestId('rerun-form');
+      await form.getByLabel('Rerun from step').selectOption('2');
+      await form.getByLabel('Rerun on agent').fill('demo@2');
+      await form.getByLabel('Rerun tools').selectOption('reuse');
+      await shot(page, '10-rerun-form');
+      await form.getByRole('button', { name: 'Rerun' }).click();
+      await page.waitForURL((u) => u.pathname.startsWith('/inspect/runs/') && !u.pathname.endsWith(source));
+      const rerun = /\/inspect\/runs\/([^/?#]+)/.exec(page.url())![1]!;
+      const lineage = page.getByTestId('rerun-of');
+      await lineage.waitFor();
+      expect(await lineage.textContent()).toMatch(
+        /^Rerun of run .* from step 2 on demo@2 · tools reuse · Compare with source$/,
+      );
+      await page.getByText('Tokyo: 24°C. Report sent to the team.').waitFor();
+      await page.getByTestId('lifecycle').filter({ hasText: '→ completed' }).waitFor();
+
+      // The API agrees: the rerun's lineage, and the source's reruns.
+      expect(await api('GET', `/v1/runs/${rerun}`)).toMatchObject({
+        rerun_of: source,
+        agent: { name: 'demo', version: '2' },
+        rerun: { of: { run_id: source, step: 2 }, tools: { default: 'reuse' } },
+      });
+
+      // Back to the source: its Reruns section lists the rerun, with a link to compare the two.
+      await lineage.getByRole('link', { name: /^run / }).click();
+      const row = page.getByTestId('reruns').getByTestId('rerun-row');
+      // (Its status as the list last read it: the list is read again every 3 s.)
+      await row.getByText('completed').waitFor();
+      expect(await row.count()).toBe(1);
+      expect(await row.locator('td').allTextContents()).toEqual([
+        expect.stringMatching(/^run /),
+        'demo@2',
+        '2',
+        'completed',
+        expect.any(String),
+        'compare',
+      ]);
+      await shot(page, '11-reruns');
+      await row.getByRole('link', { name: 'compare' }).click();
+
+      // The comparison: A the source, B the rerun.
+      await page.getByRole('heading', { name: 'Compare runs' }).waitFor();
+      expect(page.url()).toBe(`${server.url}/inspect/compare/${source}/${rerun}`);
+      expect(await page.getByTestId('side-a').textContent()).toContain('demo@1');
+      expect(await page.getByTestId('side-b').textContent()).toContain('demo@2');
+      const totals = page.getByTestId('compare-totals').getByTestId('compare-row');
+      expect(await totals.filter({ hasText: 'Status' }).textContent()).toContain('= same');
+      expect(await totals.filter({ hasText: 'Tokens in' }).textContent()).toContain('≠ differs');
+      // The final answer: each run's text, what only A says struck out, what only B says inserted.
+      const answer = page.getByTestId('final-answer');
+      expect(await answer.getByTestId('diff-a').textContent()).toBe(
+        'It is 24°C in tokyo. The report was sent. Anything else?',
+      );
+      expect(await answer.getByTestId('diff-b').textContent()).toBe('Tokyo: 24°C. Report sent to the team.');
+      expect(await answer.locator('del').allTextContents()).toContain('It is 24°C in tokyo.');
+      expect(await answer.locator('ins').allTextContents()).toContain('Tokyo:');
+      // Step 1 is only in the source (the rerun starts at step 2); then the same calls, B's reused.
+      const steps = page.getByTestId('compare-step');
+      expect(await steps.count()).toBe(4);
+      expect(await steps.nth(0).textContent()).toMatch(/^Step 1 only in A/);
+      expect(await steps.nth(1).textContent()).toContain('demo-script-2');
+      const call = steps.nth(1).getByTestId('compare-call');
+      expect(await call.getByTestId('call-a').textContent()).toMatch(/send_report\s*executed/);
+      expect(await call.getByTestId('call-b').textContent()).toMatch(/send_report\s*reused/);
+      expect(await call.textContent()).toContain('= same');
+      expect(await steps.nth(2).getByTestId('call-b').getByTestId('call-source').textContent()).toBe('reused');
+      await shot(page, '12-compare');
+
+      // B's link opens the rerun, which says where it came from.
+      await page.getByTestId('side-b').getByRole('link', { name: /^run / }).click();
+      await page.getByTestId('rerun-of').getByText('Compare with source').waitFor();
+      expect(page.url()).toBe(`${server.url}/inspect/runs/${rerun}`);
+      await shot(page, '13-rerun');
+      expect(failures).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  }, 90_000);
 });
