@@ -36,6 +36,10 @@ interface Acme {
   schedule: string;
   webhook: string;
   delivery: string;
+  dataset: string;
+  experiment: string;
+  experimentItem: string;
+  rerunBatch: string;
 }
 
 /** A request whose answer may be a stream: a stream is not read (its status and type are the answer). */
@@ -125,6 +129,20 @@ describe.each(BACKENDS)('tenant isolation on every route of the OpenAPI document
       async () => (await acme.get(`/v1/webhooks/${a.webhook}/deliveries`)).body.data[0]?.id as string | undefined,
     );
 
+    const dataset = await acme.post('/v1/datasets', { name: MARKER, runs: [a.doneRun] });
+    expect(dataset.status, dataset.text).toBe(201);
+    a.dataset = dataset.body.id;
+    const experiment = await acme.post('/v1/experiments', { dataset: a.dataset, candidates: ['helper@1'] });
+    expect(experiment.status, experiment.text).toBe(201);
+    a.experiment = experiment.body.id;
+    a.experimentItem = (await acme.get(`/v1/experiments/${a.experiment}/items`)).body.data[0].id;
+    const bulk = await acme.post('/v1/reruns', { filter: { agent: 'helper', status: ['completed'] } });
+    expect(bulk.status, bulk.text).toBe(201);
+    a.rerunBatch = bulk.body.id;
+    // Both finish before the checks: their reruns add sessions and deliveries of acme's.
+    for (const path of [`/v1/experiments/${a.experiment}`, `/v1/reruns/${a.rerunBatch}`])
+      await acme.until(path, async () => ((await acme.get(path)).body.status !== 'running' ? true : undefined));
+
     acmeTexts = [...new Set(Object.values(a)), MARKER];
     // globex has a session with a completed run of its own.
     const own = await globex.session({ title: 'globex own' });
@@ -148,12 +166,16 @@ describe.each(BACKENDS)('tenant isolation on every route of the OpenAPI document
       if (op.path.startsWith('/v1/schedules/')) return a.schedule;
       if (op.path.startsWith('/v1/webhooks/')) return a.webhook;
       if (op.path.startsWith('/v1/webhook-deliveries/')) return a.delivery;
+      if (op.path.startsWith('/v1/datasets/')) return a.dataset;
+      if (op.path.startsWith('/v1/experiments/')) return a.experiment;
+      if (op.path.startsWith('/v1/reruns/')) return a.rerunBatch;
       throw new Error(`{id} of ${op.path}: which resource is it? Add it here`);
     },
     // The two runs compared (GET /v1/runs/{a}/compare/{b}).
     a: () => a.doneRun,
     b: () => a.approvalRun,
     approval_id: () => a.approval,
+    item_id: () => a.experimentItem,
     delivery_id: () => a.delivery,
     // The signal acme delivered: a delivery that got through would be a 409 already_delivered.
     name: () => 'go',
@@ -225,6 +247,24 @@ describe.each(BACKENDS)('tenant isolation on every route of the OpenAPI document
       },
     ],
     ['GET /v1/inbox', async () => expect(leaked(ok(await globex.get('/v1/inbox?limit=1000')))).toEqual([])],
+    ['GET /v1/datasets', async () => expect(leaked(ok(await globex.get('/v1/datasets?limit=1000')))).toEqual([])],
+    [
+      'POST /v1/datasets',
+      async () => {
+        const r = await globex.post('/v1/datasets', { name: 'hijack', runs: [a.doneRun] });
+        expect(leaked({ ...r, text: r.text } as ApiResponse, a.doneRun)).toEqual([]);
+        expectProblem(r, 'not_found', 404);
+      },
+    ],
+    ['GET /v1/experiments', async () => expect(leaked(ok(await globex.get('/v1/experiments?limit=1000')))).toEqual([])],
+    [
+      'POST /v1/experiments',
+      async () => {
+        const r = await globex.post('/v1/experiments', { dataset: a.dataset, candidates: ['helper@1'] });
+        expect(leaked(r, a.dataset)).toEqual([]);
+        expectProblem(r, 'not_found', 404);
+      },
+    ],
     [
       'GET /v1/runs',
       async () => {
@@ -307,6 +347,21 @@ describe.each(BACKENDS)('tenant isolation on every route of the OpenAPI document
         expectProblem(await globex.post('/v1/sessions/erase', { confirm: 'acme' }), 'validation', 400);
         const erased = ok(await globex.post('/v1/sessions/erase', { confirm: 'globex' }));
         expect(erased.body.tenant).toBe('globex');
+      },
+    ],
+    // Last: it adds runs of globex's own (the usage check above counts them).
+    [
+      'POST /v1/reruns',
+      async () => {
+        // globex's filter matches only globex's runs: its completed run is rerun, none of acme's.
+        const own = await globex.session({ title: 'globex bulk' });
+        await globex.waitForRun((await globex.send(own.id, 'hi')).run.id, 'completed');
+        const r = ok(await globex.post('/v1/reruns', { filter: { status: ['completed'] } }), 201);
+        expect(leaked(r)).toEqual([]);
+        const items = ok(await globex.get(`/v1/reruns/${r.body.id}/items`));
+        expect(items.body.data.length).toBeGreaterThan(0);
+        expect(leaked(items)).toEqual([]);
+        for (const i of items.body.data) ok(await globex.get(`/v1/runs/${i.source_run_id}`));
       },
     ],
   ];

@@ -15,7 +15,7 @@ export interface RunFilter {
 
 /** The tenant's runs that `f` matches, oldest first, at most `max`; reruns of runs and subagents' runs are left out unless asked by status alone. */
 export async function matchingRuns(
-  store: Pick<StoreOps, 'runs'>,
+  store: Pick<StoreOps, 'runs' | 'sessions'>,
   tenant: string,
   f: RunFilter,
   max: number,
@@ -34,8 +34,12 @@ export async function matchingRuns(
       ...(f.createdFrom !== undefined ? { createdFrom: f.createdFrom } : {}),
       ...(f.createdTo !== undefined ? { createdTo: f.createdTo } : {}),
     });
-    // A subagent's run is part of its parent's: it is rerun with it, not alone.
-    out.push(...page.filter((r) => r.parentRunId === null).slice(0, want - out.length));
+    // A subagent's run is part of its parent's: it is rerun with it, not alone. An erased session's
+    // runs keep only their totals: nothing of them can be rerun or frozen.
+    const erased = new Set<string>();
+    for (const id of new Set(page.map((r) => r.sessionId)))
+      if ((await store.sessions.get(id))?.erasedAt !== null) erased.add(id);
+    out.push(...page.filter((r) => r.parentRunId === null && !erased.has(r.sessionId)).slice(0, want - out.length));
     if (page.length < 500) break;
     after = page.at(-1)!.id;
   }

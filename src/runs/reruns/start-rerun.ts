@@ -7,7 +7,7 @@
 import type { LanguageModelV4 } from '@ai-sdk/provider';
 import { userMessage, type AgentDefinition, type UserInput } from '../../core/index.ts';
 import { runEvents } from '../../session/index.ts';
-import type { RunRecord, StoreOps } from '../../store/index.ts';
+import { StoreError, type RunRecord, type StoreOps } from '../../store/index.ts';
 import type { RunLifecycle } from '../lifecycle/run-lifecycle.ts';
 import type { RunOptions } from '../lifecycle/types.ts';
 import { forkPoint } from './fork-point.ts';
@@ -54,6 +54,12 @@ export async function startRerun(
 ): Promise<RunRecord> {
   const { lifecycle } = host;
   const source = await lifecycle.get(sourceRunId);
+  const sourceSession = await lifecycle.sessions.get(source.sessionId);
+  if (sourceSession.erasedAt !== null)
+    throw new StoreError(
+      'session_erased',
+      `run ${source.id} belonged to session ${source.sessionId}, which was erased`,
+    );
   const base = host.agentFor(req.agent ?? `${source.agent.name}@${source.agent.version}`);
   const agent = withOverrides(base, req.overrides, host.resolveModel);
   const tools: ToolPolicies = typeof req.tools === 'string' ? { default: req.tools } : (req.tools ?? {});
@@ -77,7 +83,6 @@ export async function startRerun(
     tools,
     ...(replace ? { messageReplaced: true as const } : {}),
   };
-  const sourceSession = await lifecycle.sessions.get(source.sessionId);
   const title =
     req.title ?? `rerun of ${sourceSession.title ?? source.id} from step ${from} on ${agent.name}@${agent.version}`;
   const { run } = await lifecycle.rerun(

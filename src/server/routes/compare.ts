@@ -28,9 +28,9 @@ const ToolCallSideSchema = z.object({
   arguments: z.unknown(),
   result: z.unknown().openapi({ description: 'The tool output ({type, value} or an error); null without a result' }),
   durationMs: z.number().nullable(),
-  source: z
-    .enum(['executed', 'reused'])
-    .openapi({ description: 'Where the result came from; `executed` for every call until reruns exist' }),
+  source: z.enum(['executed', 'reused', 'mocked']).openapi({
+    description: "Where the result came from: the tool ran, or a rerun served the source's recorded result or a mock",
+  }),
 });
 
 const SideSchema = z.object({

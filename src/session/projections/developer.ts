@@ -12,6 +12,8 @@ export interface DevTool {
   approval?: 'pending' | 'approved' | 'denied';
   output?: ToolOutput;
   durationMs?: number;
+  /** A rerun's reused or mocked result (absent: the tool ran). */
+  source?: 'executed' | 'reused' | 'mocked';
   /**
    * Its outcome was unknown after a crash (ADR-0018): when it started, and how that was resolved
    * (the last resolution; `told_model` for an `outcome_unknown` result without a recorded one).
@@ -177,7 +179,11 @@ export const developerProjection: Projection<DeveloperState> = {
       case 'tool/result': {
         const t = tool(e.data.toolCallId);
         if (t) {
-          Object.assign(t, { output: e.data.output, durationMs: e.data.durationMs });
+          Object.assign(t, {
+            output: e.data.output,
+            durationMs: e.data.durationMs,
+            ...(e.data.source !== undefined ? { source: e.data.source } : {}),
+          });
           if (!t.outcomeUnknown && e.data.output.type === 'error' && e.data.output.code === 'outcome_unknown')
             t.outcomeUnknown = { resolution: 'told_model' };
         } else
@@ -187,6 +193,7 @@ export const developerProjection: Projection<DeveloperState> = {
             input: null,
             output: e.data.output,
             durationMs: e.data.durationMs,
+            ...(e.data.source !== undefined ? { source: e.data.source } : {}),
           });
         break;
       }
