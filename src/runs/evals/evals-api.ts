@@ -106,6 +106,11 @@ export class EvalsApi {
     },
   };
 
+  /** How many items of a batch (one the caller got through this API) are in each status. */
+  counts(batch: BatchRecord): Promise<Record<BatchItemRecord['status'], number>> {
+    return this.host.store.batches.counts(batch.id);
+  }
+
   /** Resolves when the batch is no longer running (or `timeoutMs` passed: then it rejects). */
   async wait(id: string, o: { tenant?: string; timeoutMs?: number; pollMs?: number } = {}): Promise<BatchRecord> {
     const deadline = o.timeoutMs !== undefined ? Date.now() + o.timeoutMs : Infinity;

@@ -120,7 +120,7 @@ async function experimentJson(ctx: AppContext, b: BatchRecord) {
     baseline: spec.baseline === 'recorded' ? 'recorded' : spec.baseline.label,
     scorers: spec.scorers,
     concurrency: b.concurrency,
-    counts: await ctx.rt.store.batches.counts(b.id),
+    counts: await ctx.rt.evals.counts(b),
     created_at: iso(b.createdAt)!,
     ended_at: iso(b.endedAt),
   };

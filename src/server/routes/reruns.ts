@@ -316,7 +316,7 @@ async function rerunBatchJson(ctx: AppContext, b: BatchRecord) {
     filter: spec.filter,
     rerun: spec.rerun,
     concurrency: b.concurrency,
-    counts: await ctx.rt.store.batches.counts(b.id),
+    counts: await ctx.rt.evals.counts(b),
     created_at: new Date(b.createdAt).toISOString(),
     ended_at: b.endedAt === null ? null : new Date(b.endedAt).toISOString(),
   };
