@@ -6,6 +6,8 @@ import { eventsCommand, eventsHelp } from './commands/events.ts';
 import { keysCommand, keysHelp } from './commands/keys.ts';
 import { replayCommand, replayHelp } from './commands/replay.ts';
 import { rerunCommand, rerunHelp } from './commands/rerun.ts';
+import { datasetsCommand, datasetsHelp } from './commands/datasets.ts';
+import { evalCommand, evalHelp } from './commands/eval.ts';
 import { runsCommand, runsHelp } from './commands/runs.ts';
 import { schedulesCommand, schedulesHelp } from './commands/schedules.ts';
 import { serveCommand, serveHelp } from './commands/serve.ts';
@@ -30,6 +32,8 @@ export const commands: Record<string, Command> = {
   replay: { run: replayCommand, help: replayHelp },
   rerun: { run: rerunCommand, help: rerunHelp },
   compare: { run: compareCommand, help: compareHelp },
+  datasets: { run: datasetsCommand, help: datasetsHelp },
+  eval: { run: evalCommand, help: evalHelp },
   keys: { run: keysCommand, help: keysHelp },
   usage: { run: usageCommand, help: usageHelp },
   demo: {

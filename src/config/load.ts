@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { askUser, defineAgent, type AgentDefinition, type Tool } from '../core/index.ts';
 import type { CompactionSettings } from '../session/index.ts';
 import { demoAgent } from './demo.ts';
+import { BUILT_IN_SCORERS, judgeScorer, type Scorer } from '../runs/evals/scorers.ts';
 import { modelFromId } from './models.ts';
 import { mcpServersSchema, type McpServerConfig } from '../mcp/config.ts';
 import type { ModelLimits, Priority } from '../flow-control/index.ts';
@@ -43,6 +44,11 @@ export interface KeelConfig {
    * `provider:*` or `*` (docs/flow-control.md).
    */
   providerLimits?: ModelLimits;
+  /**
+   * Experiment scorers by name, beside the built-in ones (docs/evals.md): a function
+   * `(item, candidate, reference) => score` from 0 to 1, or a model as judge with a rubric.
+   */
+  scorers?: Record<string, Scorer | { judge: { model: string | LanguageModelV4; rubric: string } }>;
 }
 
 /** Typed helper for keel.config.ts. */
@@ -56,6 +62,8 @@ export interface LoadedConfig {
   /** Provider limits, and the agents' priorities when they wait for them (docs/flow-control.md). */
   providerLimits?: ModelLimits;
   priorities?: Record<string, Priority>;
+  /** Experiment scorers (code and judges), by name. */
+  scorers?: Record<string, Scorer>;
   demo: boolean;
 }
 
@@ -134,9 +142,21 @@ const providerLimitsSchema = z.record(
     windowMs: positive.optional(),
   }),
 );
+const scorerSchema = z.union([
+  z.custom<Scorer>((v) => typeof v === 'function', 'a function (item, candidate, reference) => score'),
+  z.strictObject({
+    judge: z.strictObject({
+      model: z.union([z.string().min(3), z.custom<LanguageModelV4>(isModel, 'an AI SDK language model (v4)')]),
+      rubric: z.string().min(1),
+    }),
+  }),
+]);
 const configSchema = z.strictObject({
   agents: z.array(agentSchema).min(1),
   providerLimits: providerLimitsSchema.optional(),
+  scorers: z
+    .record(z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, 'lowercase letters, digits and underscores'), scorerSchema)
+    .optional(),
 });
 
 function withApproval(t: Tool, approval: 'always' | 'never'): Tool {
@@ -153,6 +173,7 @@ export function agentsFromConfig(
   compaction: Record<string, CompactionSettings>;
   providerLimits?: ModelLimits;
   priorities?: Record<string, Priority>;
+  scorers?: Record<string, Scorer>;
 } {
   const parsed = configSchema.safeParse(config);
   if (!parsed.success) throw new ConfigError(source, z.prettifyError(parsed.error));
@@ -204,7 +225,29 @@ export function agentsFromConfig(
     compaction,
     ...(parsed.data.providerLimits ? { providerLimits: parsed.data.providerLimits } : {}),
     ...(Object.keys(priorities).length > 0 ? { priorities } : {}),
+    ...(parsed.data.scorers ? { scorers: scorersOf(parsed.data.scorers, model, source) } : {}),
   };
+}
+
+/** The configured scorers: functions as they are, judges with their model. */
+function scorersOf(
+  config: NonNullable<KeelConfig['scorers']>,
+  model: (m: string | LanguageModelV4) => LanguageModelV4,
+  source: string,
+): Record<string, Scorer> {
+  const out: Record<string, Scorer> = {};
+  for (const [name, s] of Object.entries(config)) {
+    if (name in BUILT_IN_SCORERS) throw new ConfigError(source, `scorers: ${name} is a built-in scorer's name`);
+    if (typeof s === 'function') out[name] = s;
+    else {
+      try {
+        out[name] = judgeScorer({ model: model(s.judge.model), rubric: s.judge.rubric });
+      } catch (e) {
+        throw new ConfigError(source, `scorers.${name}: ${(e as Error).message}`);
+      }
+    }
+  }
+  return out;
 }
 
 /**

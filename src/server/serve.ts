@@ -51,6 +51,7 @@ export async function startServer(o: StartOptions): Promise<RunningServer> {
     agents: o.config.agents,
     compaction: o.config.compaction,
     resolveModel: modelResolverFor(o.config),
+    ...(o.config.scorers ? { scorers: o.config.scorers } : {}),
     ...(o.config.providerLimits ? { limits: o.config.providerLimits } : {}),
     ...(o.config.priorities ? { priorities: o.config.priorities } : {}),
     ...(o.leaseMs !== undefined ? { leaseMs: o.leaseMs } : {}),

@@ -86,3 +86,57 @@ describe('keel rerun', () => {
     expect((await keel(['rerun', '--db', db])).code).toBe(2);
   });
 });
+
+describe('keel datasets and keel eval', () => {
+  it('a dataset of the demo runs; the gate passes for the recording version and fails for version 2', async () => {
+    const created = await keel([
+      'datasets',
+      'create',
+      'demo-runs',
+      '--agent',
+      'demo@1',
+      '--status',
+      'completed',
+      '--db',
+      db,
+    ]);
+    expect(created.err).toBe('');
+    expect(created.out).toMatch(/^dataset \S+ "demo-runs": 1 item$/m);
+    const shown = await keel(['datasets', 'show', 'demo-runs', '--db', db]);
+    expect(shown.out).toContain(source);
+    expect(shown.out).toContain('It is 24°C in tokyo');
+
+    const same = await keel([
+      'eval',
+      'demo-runs',
+      '--candidate',
+      'demo@1',
+      '--min',
+      '0.99',
+      '--max-regressions',
+      '0',
+      '--db',
+      db,
+    ]);
+    expect(same.err).toBe('');
+    expect(same.out).toContain('gate: passed');
+    expect(same.out).toMatch(/^demo@1\s+1\/1\s+1\.000/m);
+    expect(same.code).toBe(0);
+
+    const worse = await keel(['eval', 'demo-runs', '--candidate', 'demo@2', '--min', '0.99', '--db', db]);
+    expect(worse.code).toBe(1);
+    expect(worse.out).toContain('gate: FAILED');
+    expect(worse.out).toContain('demo@2: 1 item worse than the baseline');
+    expect(worse.out).toContain(source);
+
+    const j = JSON.parse((await keel(['eval', 'demo-runs', '--candidate', 'demo@2', '--json', '--db', db])).out);
+    expect(j.gate).toEqual({ passed: true, failures: [] });
+    expect(j.candidates[0].scores.final_text).toBeLessThan(1);
+
+    expect((await keel(['eval', 'demo-runs', '--db', db])).code).toBe(2);
+    expect((await keel(['eval', 'demo-runs', '--candidate', 'demo@1', '--min', '2', '--db', db])).code).toBe(2);
+    const missing = await keel(['eval', 'nope', '--candidate', 'demo@1', '--db', db]);
+    expect(missing.code).not.toBe(0);
+    expect(missing.err).toContain('no dataset nope');
+  });
+});

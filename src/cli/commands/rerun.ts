@@ -1,5 +1,6 @@
-import { loadConfig, modelResolverFor } from '../../config/index.ts';
-import { createRuntime, type RerunRequest } from '../../runs/index.ts';
+import { loadConfig } from '../../config/index.ts';
+import type { RerunRequest } from '../../runs/index.ts';
+import { evalRuntime } from './datasets.ts';
 import { runJson } from '../../server/schemas.ts';
 import { args, json, line, UsageError, type Io } from '../args.ts';
 import { intOption, openDb, positional, progress } from '../common.ts';
@@ -37,12 +38,7 @@ export async function rerunCommand(argv: string[], io: Io): Promise<number> {
   };
   const config = await loadConfig(values.config);
   const { store } = await openDb(io, values.db);
-  const rt = createRuntime({
-    store,
-    agents: config.agents,
-    compaction: config.compaction,
-    resolveModel: modelResolverFor(config),
-  });
+  const rt = evalRuntime(store, config);
   try {
     let run = await rt.runs.rerun(source, request);
     if (values.wait) {

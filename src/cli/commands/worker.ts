@@ -36,6 +36,7 @@ export async function workerCommand(argv: string[], io: Io): Promise<number> {
     agents: config.agents,
     compaction: config.compaction,
     resolveModel: modelResolverFor(config),
+    ...(config.scorers ? { scorers: config.scorers } : {}),
     ...(config.providerLimits ? { limits: config.providerLimits } : {}),
     ...(config.priorities ? { priorities: config.priorities } : {}),
     webhooks: { allowPrivateNetworks: io.env.KEEL_WEBHOOKS_ALLOW_PRIVATE === '1' },
