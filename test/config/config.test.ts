@@ -297,6 +297,42 @@ describe('loadConfig', () => {
     expect(demo!.tools.find((t) => t.name === 'send_report')!.approval).toBe('always');
   });
 
+  it('reads experiment scorers: a model as judge by model id; a built-in name or a bad one is refused', async () => {
+    const dir = tempDir();
+    write(dir, 'judge.json', { loop: true, responses: [{ text: '{"score": 0.75}' }] });
+    const agents = [{ name: 'a', model: 'scripted:judge.json' }];
+    write(dir, 'keel.config.json', {
+      agents,
+      scorers: { polite: { judge: { model: 'scripted:judge.json', rubric: 'Polite?' } } },
+    });
+    const loaded = await loadConfig(undefined, dir);
+    const judge = loaded.scorers!.polite!;
+    const outcome = {
+      status: 'completed',
+      finalText: 'hi',
+      toolCalls: [],
+      usage: { inputTokens: 0, outputTokens: 0 },
+      cost: 0,
+      latencyMs: 0,
+    };
+    expect(await judge({ id: 'i', sourceRunId: 'r', expected: null, notes: null }, outcome, outcome)).toBe(0.75);
+
+    write(dir, 'keel.config.json', {
+      agents,
+      scorers: { final_text: { judge: { model: 'scripted:judge.json', rubric: 'x' } } },
+    });
+    expect((await failure(ConfigError, () => loadConfig(undefined, dir))).message).toContain(
+      "final_text is a built-in scorer's name",
+    );
+    write(dir, 'keel.config.json', {
+      agents,
+      scorers: { 'Bad Name': { judge: { model: 'scripted:judge.json', rubric: 'x' } } },
+    });
+    expect((await failure(ConfigError, () => loadConfig(undefined, dir))).message).toContain('scorers["Bad Name"]');
+    write(dir, 'keel.config.json', { agents, scorers: { polite: { judge: { model: 'nope', rubric: 'x' } } } });
+    expect((await failure(ConfigError, () => loadConfig(undefined, dir))).message).toContain('scorers.polite');
+  });
+
   it('reads keel.config.json: agents, ask_user, limits, settings, approvals, compaction and pricing', async () => {
     const dir = tempDir();
     write(dir, 'scripts/assistant.json', [{ text: 'scripted answer' }]);
