@@ -460,7 +460,8 @@ export class Runtime {
     this.workers.add(worker);
     this.webhooks.startDispatcher();
     this.schedules.start();
-    this.batchRunner.start();
+    // Experiment and bulk-rerun items: as many at once as the worker runs runs (the most any worker of this process asked).
+    this.batchRunner.start(options.concurrency ?? 8);
     return worker;
   }
 

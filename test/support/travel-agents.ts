@@ -34,18 +34,19 @@ function resultsSinceUser(prompt: Prompt): string[] {
  * An agent version: step 1 looks the city up, step 2 books it (`seats` when given), step 3 answers
  * with `answer(city)`.
  */
-function version(v: string, answer: (city: string) => string, seats?: number) {
+function version(v: string, answer: (city: string) => string, seats?: number, delayMs = 0) {
   const model = new ScriptedModel(
     [
       (call): ScriptedResponse => {
         const city = lastUserText(call.prompt).replace('book ', '');
         const done = resultsSinceUser(call.prompt);
-        if (!done.includes('lookup')) return { toolCalls: [{ id: 'l', name: 'lookup', input: { city } }] };
+        const pace = delayMs > 0 ? { chunkDelayMs: delayMs } : {};
+        if (!done.includes('lookup')) return { ...pace, toolCalls: [{ id: 'l', name: 'lookup', input: { city } }] };
         if (!done.includes('book')) {
           const input: Record<string, string | number> = seats ? { city, seats } : { city };
-          return { toolCalls: [{ id: 'b', name: 'book', input }] };
+          return { ...pace, toolCalls: [{ id: 'b', name: 'book', input }] };
         }
-        return { text: answer(city) };
+        return { ...pace, text: answer(city) };
       },
     ],
     { loop: true, modelId: `travel-${v}` },
@@ -53,7 +54,12 @@ function version(v: string, answer: (city: string) => string, seats?: number) {
   return model;
 }
 
-export function travelRuntime(store: Store, more: Partial<RuntimeOptions> = {}) {
+/** A runtime with the travel agents and (unless `worker: false`) a worker; `delayMs` paces their models. */
+export function travelRuntime(
+  store: Store,
+  more: Partial<RuntimeOptions> = {},
+  o: { worker?: boolean; delayMs?: number } = {},
+) {
   const executed = { lookup: 0, book: 0 };
   const tools = [
     tool({
@@ -78,17 +84,29 @@ export function travelRuntime(store: Store, more: Partial<RuntimeOptions> = {}) 
   ];
   const system = 'You book trips.';
   const agents = [
-    defineAgent({ name: 'travel', version: '1', model: version('1', (c) => `Booked ${c}.`), system, tools }),
     defineAgent({
       name: 'travel',
-      version: '2',
-      model: version('2', (c) => `Your trip to ${c} is booked.`),
+      version: '1',
+      model: version('1', (c) => `Booked ${c}.`, undefined, o.delayMs),
       system,
       tools,
     }),
-    defineAgent({ name: 'travel', version: '3', model: version('3', (c) => `Booked ${c} for two.`, 2), system, tools }),
+    defineAgent({
+      name: 'travel',
+      version: '2',
+      model: version('2', (c) => `Your trip to ${c} is booked.`, undefined, o.delayMs),
+      system,
+      tools,
+    }),
+    defineAgent({
+      name: 'travel',
+      version: '3',
+      model: version('3', (c) => `Booked ${c} for two.`, 2, o.delayMs),
+      system,
+      tools,
+    }),
   ];
   const rt = createRuntime({ store, agents, ...more });
-  rt.startWorker({ id: 'W', pollMs: 10 });
+  if (o.worker !== false) rt.startWorker({ id: 'W', pollMs: 10 });
   return { rt, executed };
 }

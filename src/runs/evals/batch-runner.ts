@@ -13,8 +13,6 @@ import type { EvalsHost } from './evals-host.ts';
 import { runExperimentItem, type ItemEnd } from './experiments.ts';
 
 export interface BatchRunnerOptions {
-  /** Items run at once by this process (default 4). */
-  slots?: number;
   leaseMs?: number;
   /** How often it looks for items when nothing woke it (default 500 ms). */
   pollMs?: number;
@@ -23,7 +21,8 @@ export interface BatchRunnerOptions {
 export class BatchRunner {
   private readonly host: EvalsHost;
   private readonly owner = `batches-${newId()}`;
-  private readonly slots: number;
+  /** Items run at once by this process (its workers' concurrency: see `start`). */
+  private slots = 0;
   private readonly leaseMs: number;
   private readonly pollMs: number;
   private readonly wakeUp = new WakeUp();
@@ -33,12 +32,13 @@ export class BatchRunner {
 
   constructor(host: EvalsHost, o: BatchRunnerOptions = {}) {
     this.host = host;
-    this.slots = o.slots ?? 4;
     this.leaseMs = o.leaseMs ?? 30_000;
     this.pollMs = o.pollMs ?? 500;
   }
 
-  start(): void {
+  /** Starts claiming, `slots` items at once at most (a later call may raise it). */
+  start(slots: number): void {
+    this.slots = Math.max(this.slots, slots);
     this.loop ??= this.claimLoop();
   }
 
