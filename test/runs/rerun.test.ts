@@ -207,3 +207,35 @@ describe.each(['sqlite', 'postgres'] as const)('reruns (%s)', (backend) => {
     await expect(rt.runs.rerun('nope')).rejects.toMatchObject({ name: 'NotFoundError' });
   });
 });
+
+describe('a rerun interrupted mid-step', () => {
+  it('is recovered by another worker and goes on at its own step numbers, tools still reused', async () => {
+    const store = new SqliteStore({ path: ':memory:' });
+    const first = travelRuntime(store);
+    const session = await first.rt.sessions.create();
+    const { run } = await first.rt.sessions.send(session.id, 'book rome', { agent: 'travel@1' });
+    await first.rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 10_000 });
+    await first.rt.close({ graceMs: 0 });
+
+    // A slow model: the worker is stopped while step 2's model call streams.
+    const slow = travelRuntime(store, {}, { delayMs: 150 });
+    const rerun = await slow.rt.runs.rerun(run.id, { from: 2, agent: 'travel@2', tools: 'reuse' });
+    await slow.rt.runs.wait(rerun.id, { until: 'settled', timeoutMs: 200 }).catch(() => undefined);
+    expect((await slow.rt.runs.get(rerun.id)).status).toBe('running');
+    await slow.rt.close({ graceMs: 0 });
+    expect((await store.runs.get(rerun.id))?.status).toBe('queued');
+
+    const again = travelRuntime(store);
+    const done = await again.rt.runs.wait(rerun.id, { until: 'terminal', timeoutMs: 10_000 });
+    expect(done.status).toBe('completed');
+    const events = await again.rt.sessions.log.read(rerun.sessionId, { runId: rerun.id });
+    const decided = events.filter((e) => e.type === 'assistant/message').map((e) => e.step);
+    expect(decided).toEqual([2, 3]);
+    // It was resumed (not started over): its second turn/start says so.
+    expect(events.filter((e) => e.type === 'turn/start').map((e) => e.data.resumed)).toEqual([false, true]);
+    expect(events.filter((e) => e.type === 'tool/result').map((e) => e.data.source)).toEqual(['reused']);
+    expect(again.executed.book + slow.executed.book).toBe(0);
+    await again.rt.close({ graceMs: 0 });
+    await store.close();
+  });
+});
