@@ -217,10 +217,15 @@ describe('a rerun interrupted mid-step', () => {
     await first.rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 10_000 });
     await first.rt.close({ graceMs: 0 });
 
-    // A slow model: the worker is stopped while step 2's model call streams.
-    const slow = travelRuntime(store, {}, { delayMs: 150 });
+    // A slow model: the worker is stopped once step 2 ended, while step 3's model call streams.
+    const slow = travelRuntime(store, {}, { delayMs: 100 });
     const rerun = await slow.rt.runs.rerun(run.id, { from: 2, agent: 'travel@2', tools: 'reuse' });
-    await slow.rt.runs.wait(rerun.id, { until: 'settled', timeoutMs: 200 }).catch(() => undefined);
+    for (const deadline = Date.now() + 10_000; ;) {
+      const events = await slow.rt.sessions.log.read(rerun.sessionId, { runId: rerun.id });
+      if (events.some((e) => e.type === 'step/end' && e.step === 2)) break;
+      if (Date.now() > deadline) throw new Error('step 2 never ended');
+      await new Promise((r) => setTimeout(r, 5));
+    }
     expect((await slow.rt.runs.get(rerun.id)).status).toBe('running');
     await slow.rt.close({ graceMs: 0 });
     expect((await store.runs.get(rerun.id))?.status).toBe('queued');
