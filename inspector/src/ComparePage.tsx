@@ -61,6 +61,12 @@ export function ComparePage(props: { a: string; b: string }) {
       </h2>
       <Diff diff={c.finalAnswer} testid="final-answer" />
       <h2>Steps</h2>
+      {c.forkedAt !== null && (
+        <p class="empty" data-testid="forked-at">
+          One run is a rerun of the other from step {c.forkedAt}: the steps before it are the context both share, not
+          compared.
+        </p>
+      )}
       {c.steps.length === 0 && <p class="empty">Neither run has a step yet.</p>}
       {c.steps.map((s, i) => (
         <StepBlock key={s.step} step={s} openSystem={s.presentIn === 'both' && newSystemDiff(s, c.steps[i - 1])} />

@@ -260,5 +260,7 @@ export interface RunComparison {
   cost: Compared<number>;
   latencyMs: Compared<number>;
   finalAnswer: TextDiff;
+  /** When one run is a rerun of the other: the step it was rerun from (earlier steps are left out). */
+  forkedAt: number | null;
   steps: ComparedStep[];
 }

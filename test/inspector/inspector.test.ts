@@ -397,16 +397,17 @@ describe('the inspector', () => {
       expect(await answer.getByTestId('diff-b').textContent()).toBe('Tokyo: 24°C. Report sent to the team.');
       expect(await answer.locator('del').allTextContents()).toContain('It is 24°C in tokyo.');
       expect(await answer.locator('ins').allTextContents()).toContain('Tokyo:');
-      // Step 1 is only in the source (the rerun starts at step 2); then the same calls, B's reused.
+      // Then the same calls, B's reused.
       const steps = page.getByTestId('compare-step');
-      expect(await steps.count()).toBe(4);
-      expect(await steps.nth(0).textContent()).toMatch(/^Step 1 only in A/);
-      expect(await steps.nth(1).textContent()).toContain('demo-script-2');
-      const call = steps.nth(1).getByTestId('compare-call');
+      // Step 1 is the context both share (the rerun is from step 2): left out, and said so.
+      expect(await page.getByTestId('forked-at').textContent()).toContain('from step 2');
+      expect(await steps.count()).toBe(3);
+      expect(await steps.nth(0).textContent()).toContain('demo-script-2');
+      const call = steps.nth(0).getByTestId('compare-call');
       expect(await call.getByTestId('call-a').textContent()).toMatch(/send_report\s*executed/);
       expect(await call.getByTestId('call-b').textContent()).toMatch(/send_report\s*reused/);
       expect(await call.textContent()).toContain('= same');
-      expect(await steps.nth(2).getByTestId('call-b').getByTestId('call-source').textContent()).toBe('reused');
+      expect(await steps.nth(1).getByTestId('call-b').getByTestId('call-source').textContent()).toBe('reused');
       await shot(page, '12-compare');
 
       // B's link opens the rerun, which says where it came from.

@@ -101,6 +101,13 @@ function render(io: Io, c: RunComparison): void {
       ],
     ),
   );
+  if (c.forkedAt !== null) {
+    line(io);
+    line(
+      io,
+      `one is a rerun of the other from step ${c.forkedAt}: the steps before it are shared context, not compared`,
+    );
+  }
   for (const s of c.steps) {
     line(io);
     const only = s.presentIn === 'both' ? '' : `  (only in ${s.presentIn.toUpperCase()})`;

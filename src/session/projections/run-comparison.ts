@@ -133,7 +133,18 @@ export interface RunComparison {
   latencyMs: Compared<number>;
   /** The text of each run's last assistant message. */
   finalAnswer: TextDiff;
+  /**
+   * When one run is a rerun of the other: the step it was rerun from. The source's steps before
+   * it are the context both share (the rerun's session is a fork there): they are left out of `steps`.
+   */
+  forkedAt: number | null;
   steps: ComparedStep[];
+}
+
+/** The step `b` was rerun from when it is a rerun of `a` (its options' lineage; see src/runs/reruns). */
+function rerunStepOf(a: RunRecord, b: RunRecord): number | null {
+  const of = (b.options as { rerun?: { of?: { runId?: unknown; step?: unknown } } }).rerun?.of;
+  return of?.runId === a.id && typeof of.step === 'number' ? of.step : null;
 }
 
 interface StepFacts {
@@ -308,7 +319,10 @@ function summary(r: RunRecord, steps: number): ComparedRunSummary {
 export function compareRuns(a: ComparedRunInput, b: ComparedRunInput): RunComparison {
   const sa = stepsOf(a);
   const sb = stepsOf(b);
-  const numbers = [...new Set([...sa.keys(), ...sb.keys()])].sort((x, y) => x - y);
+  const forkedAt = rerunStepOf(a.run, b.run) ?? rerunStepOf(b.run, a.run);
+  const numbers = [...new Set([...sa.keys(), ...sb.keys()])]
+    .filter((n) => forkedAt === null || n >= forkedAt)
+    .sort((x, y) => x - y);
   const steps = numbers.map((step): ComparedStep => {
     const x = sa.get(step);
     const y = sb.get(step);
@@ -338,6 +352,7 @@ export function compareRuns(a: ComparedRunInput, b: ComparedRunInput): RunCompar
     cost: compared(a.run.cost, b.run.cost),
     latencyMs: compared(span(a.run.startedAt, a.run.endedAt), span(b.run.startedAt, b.run.endedAt)),
     finalAnswer: textDiff(finalText(sa), finalText(sb)),
+    forkedAt,
     steps,
   };
 }
