@@ -1,6 +1,8 @@
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, apiKey, get, onAuthRequired, onKeyChange, setApiKey } from './api.ts';
 import { ComparePage } from './ComparePage.tsx';
+import { ExperimentPage } from './ExperimentPage.tsx';
+import { ExperimentsPage } from './ExperimentsPage.tsx';
 import { InboxPage } from './InboxPage.tsx';
 import { KeyPrompt } from './KeyPrompt.tsx';
 import { Link, useRoute } from './router.tsx';
@@ -36,6 +38,9 @@ export function App() {
         <Link to="/inbox" class={route.page === 'inbox' ? 'active' : ''}>
           Inbox
         </Link>
+        <Link to="/experiments" class={route.page === 'experiments' || route.page === 'experiment' ? 'active' : ''}>
+          Experiments
+        </Link>
         <span class="grow" />
         {apiKey() && (
           <button class="link" onClick={() => setApiKey(null)}>
@@ -62,6 +67,10 @@ function Page() {
       return <RunPage id={route.id} />;
     case 'compare':
       return <ComparePage a={route.a} b={route.b} />;
+    case 'experiments':
+      return <ExperimentsPage />;
+    case 'experiment':
+      return <ExperimentPage id={route.id} />;
     default:
       return <SessionsPage />;
   }

@@ -60,3 +60,23 @@ export async function request<T = unknown>(method: string, path: string, body?: 
 
 export const get = <T = unknown>(path: string) => request<T>('GET', path);
 export const post = <T = unknown>(path: string, body?: unknown) => request<T>('POST', path, body);
+
+/**
+ * Every row of a list (`{data, next_cursor}`), page after page, up to `max` rows (more are left
+ * out: `truncated` says so). For lists a page shows whole, like an experiment's items.
+ */
+export async function getAll<T>(path: string, max = 10_000): Promise<{ data: T[]; truncated: boolean }> {
+  const data: T[] = [];
+  let cursor: string | null = null;
+  const sep = path.includes('?') ? '&' : '?';
+  for (;;) {
+    const limit = Math.min(1000, max - data.length);
+    const page: { data: T[]; next_cursor: string | null } = await get(
+      `${path}${sep}limit=${limit}${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+    );
+    data.push(...page.data);
+    cursor = page.next_cursor;
+    if (cursor === null) return { data, truncated: false };
+    if (data.length >= max) return { data, truncated: true };
+  }
+}

@@ -7,7 +7,9 @@ export type Route =
   | { page: 'inbox' }
   | { page: 'session'; id: string }
   | { page: 'run'; id: string }
-  | { page: 'compare'; a: string; b: string };
+  | { page: 'compare'; a: string; b: string }
+  | { page: 'experiments' }
+  | { page: 'experiment'; id: string };
 
 export const BASE = '/inspect';
 
@@ -15,9 +17,11 @@ export function parseRoute(pathname: string): Route {
   const path = pathname.startsWith(BASE) ? pathname.slice(BASE.length) : pathname;
   const c = /^\/compare\/([^/]+)\/([^/]+)/.exec(path);
   if (c) return { page: 'compare', a: decodeURIComponent(c[1]!), b: decodeURIComponent(c[2]!) };
-  const m = /^\/(sessions|runs)\/([^/]+)/.exec(path);
+  const m = /^\/(sessions|runs|experiments)\/([^/]+)/.exec(path);
   if (m?.[1] === 'sessions') return { page: 'session', id: decodeURIComponent(m[2]!) };
   if (m?.[1] === 'runs') return { page: 'run', id: decodeURIComponent(m[2]!) };
+  if (m?.[1] === 'experiments') return { page: 'experiment', id: decodeURIComponent(m[2]!) };
+  if (path.startsWith('/experiments')) return { page: 'experiments' };
   if (path.startsWith('/inbox')) return { page: 'inbox' };
   return { page: 'sessions' };
 }

@@ -264,3 +264,148 @@ export interface RunComparison {
   forkedAt: number | null;
   steps: ComparedStep[];
 }
+
+/** GET /v1/datasets: frozen copies of ended runs to evaluate candidates on. */
+export interface Dataset {
+  id: string;
+  name: string;
+  source: Record<string, unknown>;
+  item_count: number;
+  created_at: string;
+}
+
+/** How a run (or a candidate) came out: what the scorers compare. */
+export interface Outcome {
+  status: string;
+  finalText: string | null;
+  toolCalls: Array<{ name: string; input: unknown }>;
+  usage: { inputTokens: number; outputTokens: number };
+  cost: number;
+  latencyMs: number;
+}
+
+/** GET /v1/datasets/{id}/items. */
+export interface DatasetItem {
+  id: string;
+  position: number;
+  source_session_id: string;
+  source_run_id: string;
+  agent: { name: string; version: string };
+  steps: number;
+  trigger: string | null;
+  reference: Outcome;
+  expected: unknown;
+  notes: string | null;
+  created_at: string;
+}
+
+export type ExperimentMode = 'step_replay' | 'rerun';
+
+export interface ExperimentCounts {
+  pending: number;
+  running: number;
+  done: number;
+  failed: number;
+}
+
+/** GET /v1/experiments/{id}. */
+export interface Experiment {
+  id: string;
+  name: string;
+  status: 'running' | 'completed' | 'cancelled';
+  mode: ExperimentMode;
+  dataset_id: string;
+  candidates: Array<{ label: string; agent: string; overrides?: Record<string, unknown> }>;
+  /** `recorded` or the baseline candidate's label. */
+  baseline: string;
+  scorers: string[];
+  concurrency: number;
+  counts: ExperimentCounts;
+  created_at: string;
+  ended_at: string | null;
+}
+
+export interface CandidateResults {
+  label: string;
+  agent: string;
+  items: number;
+  done: number;
+  failed: number;
+  /** Mean of each score over the items done (late scores too); `score` is the overall one. */
+  scores: Record<string, number>;
+  /** Means of `tokens`, `cost` and `latency_ms`. */
+  metrics: Record<string, number>;
+  /** Mean score minus the baseline's over the same items (null for the baseline, or before any item is done). */
+  vs_baseline: number | null;
+  /** Items scored below the baseline, worst first. */
+  regressions: Array<{ dataset_item_id: string; source_run_id: string; score: number; baseline: number; diff: number }>;
+}
+
+/** GET /v1/experiments/{id}/results. */
+export interface ExperimentResults {
+  id: string;
+  name: string;
+  status: Experiment['status'];
+  mode: ExperimentMode;
+  dataset_id: string;
+  baseline: string;
+  counts: Record<string, number>;
+  candidates: CandidateResults[];
+  created_at: string;
+  ended_at: string | null;
+}
+
+/** A model decision: its text and its tool calls. */
+export interface Decision {
+  text: string;
+  toolCalls: Array<{ name: string; input: unknown }>;
+}
+
+/** One step of a step replay: the recorded decision and the candidate's, on the recorded request. */
+export interface ReplayedStep {
+  step: number;
+  /** The candidate's request had the recorded one's fingerprint (byte for byte the same). */
+  requestMatches: boolean;
+  recorded: Decision;
+  candidate: Decision | null;
+  error?: string;
+  usage: { inputTokens: number; outputTokens: number };
+  cost: number;
+  latencyMs: number;
+}
+
+/** What an experiment item came to (`steps` and `requestsMatched` by step replay, `runId` by full rerun). */
+export interface ExperimentItemResult {
+  mode: ExperimentMode;
+  candidate: string;
+  sourceRunId: string;
+  steps?: ReplayedStep[];
+  requestsMatched?: number;
+  runId?: string;
+  outcome?: Outcome;
+  reference?: Outcome;
+  metrics?: Record<string, number>;
+  baseline?: { score: number; metrics: Record<string, number> };
+}
+
+/** GET /v1/experiments/{id}/items: one per dataset item and candidate. */
+export interface ExperimentItem {
+  id: string;
+  position: number;
+  dataset_item_id: string;
+  candidate: string;
+  status: 'pending' | 'running' | 'done' | 'failed';
+  run_id: string | null;
+  attempt: number;
+  scores: Record<string, unknown>;
+  result: ExperimentItemResult | null;
+  error: Record<string, unknown> | null;
+  started_at: string | null;
+  ended_at: string | null;
+}
+
+/** A page of a list the API answers with. */
+export interface ListPage<T> {
+  data: T[];
+  next_cursor: string | null;
+}

@@ -8,13 +8,21 @@ export interface Resource<T> {
   reload: () => void;
 }
 
-/** GET `path` from the API; again when `path` changes or on `reload()`, and every `pollMs` if given. */
-export function useResource<T>(path: string | null, o: { pollMs?: number } = {}): Resource<T> {
+/**
+ * GET `path` from the API (or read it with `load`, e.g. every page of a list); again when `path`
+ * changes or on `reload()`, and every `pollMs` if given.
+ */
+export function useResource<T>(
+  path: string | null,
+  o: { pollMs?: number; load?: (path: string) => Promise<T> } = {},
+): Resource<T> {
   const [data, setData] = useState<T | undefined>(undefined);
   const [error, setError] = useState<Error | undefined>(undefined);
   const [tick, setTick] = useState(0);
   const latest = useRef(0);
   const reload = useCallback(() => setTick((t) => t + 1), []);
+  const load = useRef(o.load);
+  load.current = o.load;
 
   useEffect(() => {
     setData(undefined);
@@ -24,7 +32,7 @@ export function useResource<T>(path: string | null, o: { pollMs?: number } = {})
   useEffect(() => {
     if (path === null) return;
     const n = ++latest.current;
-    get<T>(path).then(
+    (load.current ?? get<T>)(path).then(
       (d) => {
         if (n !== latest.current) return;
         setData(d);

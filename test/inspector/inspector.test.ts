@@ -4,7 +4,10 @@
  * session from the UI, watches its run arrive live, approves send_report and answers the question
  * in the Inbox, and reads the finished run's timeline; a run's MCP tools (an agent with a real
  * MCP server, test/mcp/fixtures/, and one that is down); and a rerun on the demo's version 2 made
- * from the run page, its lineage both ways and its comparison with the source run, step by step.
+ * from the run page, its lineage both ways and its comparison with the source run, step by step;
+ * an experiment (step replay on demo@1 and demo@2) on a dataset of two demo runs, started from the
+ * Experiments page: its results, regressions, one item's recorded decisions beside each
+ * candidate's, and a rating.
  * Screenshots go to test-results/inspector/;
  * with KEEL_UPDATE_SCREENSHOT=1 the run timeline also goes to docs/inspector.png (the README's picture).
  */
@@ -420,4 +423,206 @@ describe('the inspector', () => {
       await context.close();
     }
   }, 90_000);
+  it('starts an experiment on a dataset of demo runs, reads its results and regressions, compares an item step by step and rates it', async () => {
+    // Two finished demo runs (celsius), frozen into a dataset.
+    const runs = [await completedDemoRun('Eval one'), await completedDemoRun('Eval two')];
+    const dataset = await api<{ id: string }>('POST', '/v1/datasets', { name: 'Tokyo weather', runs });
+    const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+    const page = await context.newPage();
+    page.setDefaultTimeout(WAIT);
+    const failures: string[] = [];
+    page.on('pageerror', (e) => failures.push(e.message));
+    try {
+      await page.goto(`${server.url}/inspect`);
+      await page.getByLabel('API key').fill(secret);
+      await page.getByRole('button', { name: 'Use this key' }).click();
+
+      // The Experiments page from the navigation: the dataset, and the form that starts an experiment on it.
+      await page.getByRole('link', { name: 'Experiments', exact: true }).click();
+      await page.getByRole('heading', { name: 'Experiments' }).waitFor();
+      const datasetRow = page.getByTestId('dataset-row').filter({ hasText: 'Tokyo weather' });
+      await datasetRow.waitFor();
+      expect(await datasetRow.locator('td').allTextContents()).toEqual([
+        expect.stringMatching(/^Tokyo weather/),
+        '2',
+        '2 runs',
+        expect.any(String),
+      ]);
+      const form = page.getByTestId('experiment-form');
+      await form.getByLabel('Dataset').selectOption(dataset.id);
+      await form.getByLabel('Candidates').fill('demo@1, demo@2');
+      await form.getByLabel('Mode').selectOption('step_replay');
+      await shot(page, '14-experiment-form');
+      await form.getByRole('button', { name: 'Start experiment' }).click();
+
+      // It opens the experiment, which fills in as its items end (read every 2 s while it runs).
+      await page.waitForURL((u) => /^\/inspect\/experiments\/[^/]+$/.test(u.pathname));
+      const id = /\/inspect\/experiments\/([^/?#]+)/.exec(page.url())![1]!;
+      await page.getByTestId('experiment-summary').getByText('completed').waitFor();
+      expect(await page.getByTestId('experiment-summary').textContent()).toContain('4 of 4 done');
+
+      // The list shows it too, done; its name opens it.
+      await page.getByRole('link', { name: 'Experiments', exact: true }).click();
+      const row = page.getByTestId('experiment-row').filter({ hasText: 'Tokyo weather: demo@1, demo@2' });
+      await row.getByText('completed').waitFor();
+      expect(await row.locator('td').allTextContents()).toEqual([
+        expect.stringMatching(/^Tokyo weather: demo@1, demo@2/),
+        'step replay',
+        'completed',
+        '4 of 4 done',
+        expect.any(String),
+      ]);
+      await shot(page, '15-experiments');
+      await row.getByRole('link', { name: 'Tokyo weather: demo@1, demo@2' }).click();
+      expect(page.url()).toBe(`${server.url}/inspect/experiments/${id}`);
+
+      // The results: demo@1 (the version that recorded the runs) scores 1 everywhere; demo@2 answers
+      // in another form, so its final_text and overall score drop, below the recorded baseline.
+      const results = page.getByTestId('results');
+      const v1 = results.locator('[data-candidate="demo@1"]');
+      const v2 = results.locator('[data-candidate="demo@2"]');
+      await v1.getByTestId('overall').getByText('1.00').waitFor();
+      expect(await results.locator('thead th').allTextContents()).toEqual([
+        'Candidate',
+        'Agent',
+        'Items',
+        'Score',
+        'tool_calls',
+        'arguments',
+        'final_text',
+        'status',
+        'Tokens',
+        'Cost',
+        'Latency',
+        'vs baseline',
+      ]);
+      const cells1 = await v1.locator('td').allTextContents();
+      expect(cells1.slice(0, 8)).toEqual(['demo@1', 'demo@1', '2 of 2 done', '1.00', '1.00', '1.00', '1.00', '1.00']);
+      expect(cells1[11]).toBe('±0.00');
+      const cells2 = await v2.locator('td').allTextContents();
+      expect(cells2.slice(0, 3)).toEqual(['demo@2', 'demo@2', '2 of 2 done']);
+      const overall2 = Number(cells2[3]);
+      expect(overall2).toBeGreaterThan(0);
+      expect(overall2).toBeLessThan(1);
+      expect(Number(cells2[6])).toBeLessThan(1); // final_text
+      expect(cells2[11]).toMatch(/^−0\.\d\d$/);
+      expect(await v2.getByTestId('vs-baseline').getAttribute('class')).toContain('worse');
+
+      // The regressions: both items, on demo@2, worst first, each with its source run.
+      const regressions = page.getByTestId('regressions').getByTestId('regression-row');
+      expect(await regressions.count()).toBe(2);
+      const regressed = await Promise.all((await regressions.all()).map((r) => r.locator('td').allTextContents()));
+      for (const r of regressed) {
+        expect(r[0]).toBe('demo@2');
+        expect(Number(r[3])).toBeLessThan(1);
+        expect(r[4]).toBe('1.00');
+        expect(r[5]).toMatch(/^−0\.\d\d$/);
+      }
+      expect(Number(regressed[0]![5]!.slice(1))).toBeGreaterThanOrEqual(Number(regressed[1]![5]!.slice(1)));
+      const linked = await Promise.all((await regressions.getByRole('link').all()).map((a) => a.getAttribute('href')));
+      expect(linked.sort()).toEqual(runs.map((r) => `/inspect/runs/${r}`).sort());
+
+      // The items: one row per dataset item, each candidate's score.
+      const items = page.getByTestId('item-row');
+      expect(await items.count()).toBe(2);
+      expect(await items.nth(0).locator('td').allTextContents()).toEqual([
+        'item 1',
+        'What is the weather in Tokyo?',
+        expect.stringMatching(/^run /),
+        '1.00',
+        '1.00',
+        cells2[3] === '1.00' ? '1.00' : expect.stringMatching(/^0\.\d\d$/),
+      ]);
+      await shot(page, '16-experiment');
+
+      // An item's comparison: each recorded step beside each candidate's decision on the same request.
+      await items.nth(0).getByRole('button', { name: 'item 1' }).click();
+      const detail = page.getByTestId('item-detail');
+      await detail.getByRole('heading', { name: 'Item 1' }).waitFor();
+      const steps = detail.getByTestId('replay-step');
+      expect(await steps.count()).toBe(4);
+      const cell = (step: number, label: string) =>
+        steps.nth(step - 1).locator(`[data-testid="step-candidate"][data-candidate="${label}"]`);
+      // demo@1 sends every request byte for byte as recorded, and decides the same.
+      for (let s = 1; s <= 4; s++) {
+        expect(await cell(s, 'demo@1').getByTestId('request-match').textContent()).toBe('= request, byte for byte');
+        expect(await cell(s, 'demo@1').textContent()).toContain('= same decision');
+        // demo@2 has another system prompt: another request at every step.
+        expect(await cell(s, 'demo@2').getByTestId('request-match').textContent()).toBe('≠ request differs');
+      }
+      // The same calls at first (get_weather, send_report, ask_user), another answer at the end.
+      expect(await steps.nth(0).getByTestId('step-recorded').textContent()).toContain('get_weather {"city":"tokyo"}');
+      expect(await cell(1, 'demo@2').textContent()).toContain('= same decision');
+      expect(await cell(1, 'demo@2').getByTestId('decision-call').textContent()).toBe('get_weather {"city":"tokyo"}');
+      expect(await steps.nth(3).getByTestId('step-recorded').getByTestId('decision-text').textContent()).toBe(
+        'It is 24°C in tokyo. The report was sent. Anything else?',
+      );
+      expect(await cell(4, 'demo@1').getByTestId('decision-text').textContent()).toBe(
+        'It is 24°C in tokyo. The report was sent. Anything else?',
+      );
+      expect(await cell(4, 'demo@2').getByTestId('decision-text').textContent()).toBe(
+        'Tokyo: 24°C. Report sent to the team.',
+      );
+      expect(await cell(4, 'demo@2').textContent()).toContain('≠ decision differs');
+      const card2 = detail.locator('[data-testid="candidate-card"][data-candidate="demo@2"]');
+      expect(await card2.textContent()).toContain('0 of 4 requests the same, byte for byte');
+      expect(await detail.locator('[data-testid="candidate-card"][data-candidate="demo@1"]').textContent()).toContain(
+        '4 of 4 requests the same, byte for byte',
+      );
+      await shot(page, '17-experiment-item');
+
+      // A rating of demo@2's answer: a late score, in the item, its row and the results' mean.
+      await card2.getByLabel('Rating of demo@2').fill('0.8');
+      await card2.getByRole('button', { name: 'Rate' }).click();
+      await card2.getByTestId('rating').getByText('rated 0.80').waitFor();
+      await items
+        .nth(0)
+        .locator('[data-testid="item-score"][data-candidate="demo@2"]')
+        .getByText('rated 0.80')
+        .waitFor();
+      await v2.locator('[data-scorer="rating"]').getByText('0.80').waitFor();
+      expect(await v1.locator('[data-scorer="rating"]').textContent()).toBe('–');
+      const rated = await api<{
+        data: Array<{ candidate: string; dataset_item_id: string; scores: Record<string, number> }>;
+      }>('GET', `/v1/experiments/${id}/items`);
+      expect(
+        rated.data.filter((i) => i.scores.rating !== undefined).map((i) => [i.candidate, i.scores.rating]),
+      ).toEqual([['demo@2', 0.8]]);
+      await shot(page, '18-experiment-rated');
+
+      // By full reruns: an item shows the recorded final answer beside the rerun's, and links to
+      // the comparison of the source run with the candidate's run.
+      const rerunExp = await api<{ id: string }>('POST', '/v1/experiments', {
+        dataset: dataset.id,
+        candidates: ['demo@2'],
+        mode: 'rerun',
+      });
+      await page.goto(`${server.url}/inspect/experiments/${rerunExp.id}`);
+      await page.getByTestId('experiment-summary').getByText('completed').waitFor();
+      expect(await page.getByTestId('experiment-summary').textContent()).toContain('full rerun');
+      await page.getByTestId('item-row').nth(0).getByRole('button', { name: 'item 1' }).click();
+      const outcomes = page.getByTestId('item-detail').getByTestId('rerun-outcomes');
+      expect(await outcomes.locator('tbody tr').first().locator('td').allTextContents()).toEqual([
+        'It is 24°C in tokyo. The report was sent. Anything else?',
+        'Tokyo: 24°C. Report sent to the team.',
+      ]);
+      const compare = page.getByTestId('candidate-card').getByRole('link', { name: 'compare with the source run' });
+      const rerunId = (
+        await api<{ data: Array<{ run_id: string; dataset_item_id: string; position: number }> }>(
+          'GET',
+          `/v1/experiments/${rerunExp.id}/items`,
+        )
+      ).data[0]!.run_id;
+      expect(await compare.getAttribute('href')).toBe(`/inspect/compare/${runs[0]}/${rerunId}`);
+      await shot(page, '19-experiment-rerun');
+      await compare.click();
+      await page.getByRole('heading', { name: 'Compare runs' }).waitFor();
+      expect(await page.getByTestId('final-answer').getByTestId('diff-b').textContent()).toBe(
+        'Tokyo: 24°C. Report sent to the team.',
+      );
+      expect(failures).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  }, 120_000);
 });
