@@ -78,8 +78,8 @@ export class EvalsApi {
       const item = await this.host.store.batches.item(itemId);
       if (!item || item.batchId !== id) throw new NotFoundError('experiment item', itemId);
       for (const [k, v] of Object.entries(scores))
-        if (typeof v !== 'number' || !Number.isFinite(v) || k === 'score')
-          throw new StoreError('validation', `scores.${k}: a finite number under a name other than "score"`);
+        if (typeof v !== 'number' || !(v >= 0 && v <= 1) || k === 'score')
+          throw new StoreError('validation', `scores.${k}: a score from 0 to 1, under a name other than "score"`);
       return this.host.store.batches.addScores(itemId, scores);
     },
     cancel: async (id: string, o: { tenant?: string } = {}): Promise<BatchRecord> => {

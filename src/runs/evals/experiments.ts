@@ -67,6 +67,8 @@ export interface ExperimentSpec {
 /** What an experiment item is about. */
 interface Subject {
   datasetItemId: string;
+  /** The run the dataset item froze. */
+  sourceRunId: string;
   candidate: string;
 }
 
@@ -128,7 +130,7 @@ export async function createExperiment(host: EvalsHost, tenant: string, req: Exp
         id: newId(),
         key: `${item.id}/${c.label}`,
         sourceSessionId: item.sourceSessionId,
-        subject: { datasetItemId: item.id, candidate: c.label } satisfies Subject,
+        subject: { datasetItemId: item.id, sourceRunId: item.sourceRunId, candidate: c.label } satisfies Subject,
       });
   const batch = await host.store.batches.create(
     {

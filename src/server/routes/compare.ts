@@ -51,13 +51,10 @@ export const RunComparisonSchema = z
     cost: compared(z.number()),
     latencyMs: compared(z.number()),
     finalAnswer: TextDiffSchema,
-    forkedAt: z
-      .number()
-      .nullable()
-      .openapi({
-        description:
-          "When one run is a rerun of the other: the step it was rerun from (earlier steps are the source's alone and left out)",
-      }),
+    forkedAt: z.number().nullable().openapi({
+      description:
+        "When one run is a rerun of the other: the step it was rerun from (earlier steps are the source's alone and left out)",
+    }),
     steps: z.array(
       z.object({
         step: z.number(),

@@ -96,6 +96,7 @@ const ExperimentItemSchema = z
     id: z.string(),
     position: z.number().int(),
     dataset_item_id: z.string(),
+    source_run_id: z.string().describe('The recorded run the dataset item froze'),
     candidate: z.string(),
     status: z.enum(['pending', 'running', 'done', 'failed']),
     run_id: z.string().nullable().describe('A full rerun: the run'),
@@ -161,6 +162,7 @@ export const batchItemJson = (i: BatchItemRecord) => ({
   id: i.id,
   position: i.position,
   dataset_item_id: String((i.subject as { datasetItemId?: string }).datasetItemId ?? ''),
+  source_run_id: String((i.subject as { sourceRunId?: string }).sourceRunId ?? ''),
   candidate: String((i.subject as { candidate?: string }).candidate ?? ''),
   status: i.status,
   run_id: i.runId,
@@ -316,7 +318,9 @@ export function experimentRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): voi
         params: z.object({ id: pathParam('id'), item_id: pathParam('item_id') }),
         ...body(
           z.strictObject({
-            scores: z.record(z.string().min(1).max(100), z.number()).describe('By name; `score` is reserved'),
+            scores: z
+              .record(z.string().min(1).max(100), z.number().min(0).max(1))
+              .describe('From 0 to 1, by name; `score` is reserved'),
           }),
         ),
       },
