@@ -60,3 +60,12 @@ export async function recordedMessage(
   if (!run) throw new NotFoundError('run', effect.run_id);
   return { outcome: effect.outcome, message: { id: effect.message_id }, run: await runJsonFor(ctx, run) };
 }
+
+/** A page of runs as JSON: `page` was read with one more than `limit`, which only says whether there is a next page. */
+export async function runsPage(ctx: AppContext, page: readonly RunRecord[], limit: number) {
+  const data = page.slice(0, limit);
+  return {
+    data: await Promise.all(data.map((r) => runJsonFor(ctx, r))),
+    next_cursor: page.length > limit ? data.at(-1)!.id : null,
+  };
+}

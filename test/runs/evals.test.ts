@@ -7,15 +7,8 @@
  * items; a bulk rerun reruns every run a filter matches, once.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  judgeScorer,
-  ScriptedModel,
-  SqliteStore,
-  type ExperimentResults,
-  type Runtime,
-  type Store,
-} from '../../src/index.ts';
-import { openTestPostgres } from '../support/postgres.ts';
+import { judgeScorer, ScriptedModel, type ExperimentResults, type Runtime } from '../../src/index.ts';
+import { openBackendStore } from '../support/backend-store.ts';
 import { travelRuntime } from '../support/travel-agents.ts';
 
 describe.each(['sqlite', 'postgres'] as const)('evaluations (%s)', (backend) => {
@@ -28,16 +21,9 @@ describe.each(['sqlite', 'postgres'] as const)('evaluations (%s)', (backend) => 
   });
 
   async function recorded(cities = ['paris', 'tokyo', 'berlin']) {
-    let store: Store;
-    if (backend === 'sqlite') {
-      const s = new SqliteStore({ path: ':memory:' });
-      store = s;
-      close = () => s.close();
-    } else {
-      const pg = await openTestPostgres();
-      store = pg.store;
-      close = pg.cleanup;
-    }
+    const opened = await openBackendStore(backend);
+    const store = opened.store;
+    close = opened.close;
     const judged: string[] = [];
     const t = travelRuntime(store, {
       scorers: {

@@ -6,8 +6,8 @@
  * unless the policy says to run the tool. Lineage, policies and bad requests too.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { SqliteStore, type RequestHeader, type Runtime, type SessionEvent, type Store } from '../../src/index.ts';
-import { openTestPostgres } from '../support/postgres.ts';
+import { SqliteStore, type RequestHeader, type Runtime, type SessionEvent } from '../../src/index.ts';
+import { openBackendStore } from '../support/backend-store.ts';
 import { travelRuntime } from '../support/travel-agents.ts';
 
 const runEvents = (rt: Runtime, sessionId: string, runId: string) => rt.sessions.log.read(sessionId, { runId });
@@ -30,16 +30,9 @@ describe.each(['sqlite', 'postgres'] as const)('reruns (%s)', (backend) => {
   });
 
   async function recorded() {
-    let store: Store;
-    if (backend === 'sqlite') {
-      const s = new SqliteStore({ path: ':memory:' });
-      store = s;
-      close = () => s.close();
-    } else {
-      const pg = await openTestPostgres();
-      store = pg.store;
-      close = pg.cleanup;
-    }
+    const opened = await openBackendStore(backend);
+    const store = opened.store;
+    close = opened.close;
     const t = travelRuntime(store);
     rt = t.rt;
     const session = await t.rt.sessions.create({ title: 'trips' });

@@ -8,7 +8,7 @@ import type { JsonValue } from '../../model/index.ts';
 import type { AgentOverrides, RerunRequest, ToolPolicies, ToolPolicy } from '../../runs/index.ts';
 import { RUN_STATUS_ORDER } from '../../runs/lifecycle/run-status.ts';
 import type { AppContext, AppEnv } from '../context.ts';
-import { runFor, runJsonFor } from '../lookups.ts';
+import { runFor, runJsonFor, runsPage } from '../lookups.ts';
 import { body, IdParam, json, problem, problems } from '../openapi.ts';
 import { HttpProblem } from '../problems.ts';
 import { ContentSchema, Cursor, cursorOf, JsonObjectSchema, RunSchema, toUserInput } from '../schemas.ts';
@@ -190,14 +190,7 @@ export function rerunRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
         ...(q.created_from !== undefined ? { createdFrom: Date.parse(q.created_from) } : {}),
         ...(q.created_to !== undefined ? { createdTo: Date.parse(q.created_to) } : {}),
       });
-      const data = page.slice(0, q.limit);
-      return c.json(
-        {
-          data: await Promise.all(data.map((r) => runJsonFor(ctx, r))),
-          next_cursor: page.length > q.limit ? data.at(-1)!.id : null,
-        },
-        200,
-      );
+      return c.json(await runsPage(ctx, page, q.limit), 200);
     },
   );
 

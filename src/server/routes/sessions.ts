@@ -7,7 +7,7 @@ import { traceOfRequest } from '../../telemetry/trace-context.ts';
 import { eventPosition, formatPosition, parsePosition } from '../../session/index.ts';
 import type { AppContext, AppEnv } from '../context.ts';
 import { body, IdParam, json, problem, problems as problemsOf } from '../openapi.ts';
-import { recordedMessage, runJsonFor, sessionFor } from '../lookups.ts';
+import { recordedMessage, runJsonFor, sessionFor, runsPage } from '../lookups.ts';
 import { HttpProblem } from '../problems.ts';
 import {
   CompactBody,
@@ -347,14 +347,7 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       const q = c.req.valid('query');
       const cursor = cursorOf(q);
       const page = await rt.runs.list({ sessionId: s.id, limit: q.limit + 1, ...(cursor ? { after: cursor } : {}) });
-      const data = page.slice(0, q.limit);
-      return c.json(
-        {
-          data: await Promise.all(data.map((r) => runJsonFor(ctx, r))),
-          next_cursor: page.length > q.limit ? data.at(-1)!.id : null,
-        },
-        200,
-      );
+      return c.json(await runsPage(ctx, page, q.limit), 200);
     },
   );
 
