@@ -6,7 +6,14 @@
  * unless the policy says to run the tool. Lineage, policies and bad requests too.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { SqliteStore, type RequestHeader, type Runtime, type SessionEvent } from '../../src/index.ts';
+import {
+  compareRuns,
+  readComparedRun,
+  SqliteStore,
+  type RequestHeader,
+  type Runtime,
+  type SessionEvent,
+} from '../../src/index.ts';
 import { openBackendStore } from '../support/backend-store.ts';
 import { travelRuntime } from '../support/travel-agents.ts';
 
@@ -83,6 +90,26 @@ describe.each(['sqlite', 'postgres'] as const)('reruns (%s)', (backend) => {
     });
     expect(finalText(original)).toBe('Booked tokyo.');
     expect(finalText(again)).toBe('Your trip to tokyo is booked.');
+
+    // The comparison: step 1 is the shared context; the booking is the same call, reused; the answer changed.
+    const cmp = compareRuns(
+      await readComparedRun(rt.sessions, await rt.runs.get(source)),
+      await readComparedRun(rt.sessions, done),
+    );
+    expect(cmp.forkedAt).toBe(2);
+    expect(cmp.steps.map((x) => [x.step, x.presentIn])).toEqual([
+      [2, 'both'],
+      [3, 'both'],
+    ]);
+    expect(cmp.steps[0]!.toolCalls[0]).toMatchObject({
+      equal: true,
+      arguments: true,
+      result: true,
+      a: { name: 'book', source: 'executed' },
+      b: { name: 'book', source: 'reused' },
+    });
+    expect(cmp.steps[1]!.text.equal).toBe(false);
+    expect(cmp.finalAnswer).toMatchObject({ a: 'Booked tokyo.', b: 'Your trip to tokyo is booked.', equal: false });
 
     // The original session is untouched; the fork's transcript has the first run and the rerun.
     const after = await rt.sessions.get(session.id);
