@@ -86,6 +86,11 @@ export async function cli(): Promise<void> {
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  // The reader of our output went away (`keel compare A B | head`): stop quietly, as other tools do.
+  process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw e;
+  });
   process.exitCode = await main(process.argv.slice(2), {
     out: process.stdout,
     err: process.stderr,
