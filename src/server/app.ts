@@ -24,6 +24,7 @@ import { rateLimitMiddleware } from './rate-limit.ts';
 import { chatRoutes } from './routes/chat.ts';
 import { compareRoutes } from './routes/compare.ts';
 import { rerunRoutes } from './routes/reruns.ts';
+import { openAiResponsesRoutes } from './protocols/openai/responses.ts';
 import { datasetRoutes } from './routes/datasets.ts';
 import { experimentRoutes } from './routes/experiments.ts';
 import { inspectorRoutes } from './routes/inspector.ts';
@@ -80,6 +81,12 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   app.use('/v1/*', bodyLimits(ctx));
   app.use('/v1/*', jsonDepthLimit());
   app.use('/v1/*', idempotency(rt.idempotency, ctx.options.idempotencyTtlMs));
+  // The OpenAI-compatible routes take the same API keys, limits and body checks (ADR-0038).
+  app.use('/openai/v1/*', authMiddleware(ctx.keys, ctx.authFailures, options.auth, ctx.clientAddress));
+  app.use('/openai/v1/*', rateLimitMiddleware(ctx.options.rateLimitPerMinute, ctx.clientAddress));
+  app.use('/openai/v1/*', refuseNulParams());
+  app.use('/openai/v1/*', bodyLimits(ctx));
+  app.use('/openai/v1/*', jsonDepthLimit());
 
   sessionRoutes(app, ctx);
   usageRoutes(app, ctx);
@@ -93,6 +100,7 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   waitRoutes(app, ctx);
   streamRoutes(app, ctx);
   chatRoutes(app, ctx);
+  openAiResponsesRoutes(app, ctx);
   overviewRoutes(app, ctx);
   inspectorRoutes(app);
 

@@ -3,6 +3,7 @@
  * routes as problem+json; request metrics and logs; the API-key check except for callback URLs;
  * JSON bodies only, within their size and depth limits; Idempotency-Key replays. app.ts composes them.
  */
+import { isOpenAiPath, openAiErrorResponse } from './protocols/openai/openai-errors.ts';
 import { createHash } from 'node:crypto';
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context, ErrorHandler, MiddlewareHandler, NotFoundHandler } from 'hono';
@@ -41,6 +42,8 @@ export function errorHandler(ctx: AppContext): ErrorHandler<AppEnv> {
     if (p.type === 'rate_limited') c.header('retry-after', String(p.extensions.retry_after ?? 1));
     // Another request holds this Idempotency-Key: its record stands, this refusal is not recorded.
     if (p.type === 'idempotency_in_progress') c.set('idempotency', undefined);
+    // The OpenAI-compatible routes answer in the shape their clients read.
+    if (isOpenAiPath(c.req.path)) return openAiErrorResponse(c, p.type, p.detail, p.extensions);
     return problemResponse(c, p.type, p.detail, p.extensions);
   };
 }

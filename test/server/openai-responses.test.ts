@@ -1,0 +1,109 @@
+/**
+ * OpenAI Responses under /openai/v1, driven by the official `openai` SDK on both backends (issue
+ * 41, first slice): create, a `previous_response_id` chain in one Keel session, `conversation`,
+ * background then retrieve, cancel, input items; every response an ordinary Keel run; another
+ * tenant's ids not found; what is not built refused with the SDK's typed errors.
+ */
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BACKENDS, startTestServer, type Api, type TestServer } from '../support/server-helpers.ts';
+
+describe.each(BACKENDS)('OpenAI Responses with the openai SDK (%s)', (backend) => {
+  let srv: TestServer;
+  let acme: Api;
+  let client: OpenAI;
+  let other: OpenAI;
+
+  beforeAll(async () => {
+    srv = await startTestServer({ backend, keys: [{ tenant: 'acme' }, { tenant: 'globex' }] });
+    acme = srv.api(srv.secrets[0]);
+    client = new OpenAI({ baseURL: `${srv.url}/openai/v1`, apiKey: srv.secrets[0], maxRetries: 0 });
+    other = new OpenAI({ baseURL: `${srv.url}/openai/v1`, apiKey: srv.secrets[1], maxRetries: 0 });
+  });
+  afterAll(async () => {
+    await srv?.close();
+  });
+
+  it('creates a response (a Keel run) and continues its conversation with previous_response_id', async () => {
+    const first = await client.responses.create({ model: 'helper', input: 'hello' });
+    expect(first).toMatchObject({
+      object: 'response',
+      status: 'completed',
+      model: 'helper@1',
+      previous_response_id: null,
+    });
+    expect(first.output_text).toBe('echo: hello');
+    expect(first.usage?.total_tokens).toBeGreaterThan(0);
+
+    const second = await client.responses.create({
+      model: 'helper',
+      input: [{ role: 'user', content: [{ type: 'input_text', text: 'again' }] }],
+      previous_response_id: first.id,
+    });
+    expect(second.output_text).toBe('echo: again');
+    expect(second.previous_response_id).toBe(first.id);
+    // Both are ordinary runs of one Keel session.
+    const [a, b] = await Promise.all([acme.get(`/v1/runs/${first.id}`), acme.get(`/v1/runs/${second.id}`)]);
+    expect(b.body.session_id).toBe(a.body.session_id);
+    expect((await client.responses.retrieve(second.id)).output_text).toBe('echo: again');
+    const items = await client.responses.inputItems.list(second.id);
+    expect(items.data.map((i) => (i as { content: Array<{ text: string }> }).content[0]!.text)).toEqual(['again']);
+
+    // A conversation id is the session: a third message there.
+    const third = await client.responses.create({
+      model: 'helper',
+      input: 'once more',
+      conversation: a.body.session_id,
+    });
+    expect(third.output_text).toBe('echo: once more');
+    // Continuing an earlier response (a fork) is not built yet: refused, named.
+    const fork = await client.responses
+      .create({ model: 'helper', input: 'x', previous_response_id: first.id })
+      .catch((e) => e);
+    expect(fork).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(fork.param).toBe('previous_response_id');
+  });
+
+  it('background: returns at once; retrieve follows the run to its end; cancel ends one', async () => {
+    const queued = await client.responses.create({ model: 'helper', input: 'block:bg', background: true });
+    expect(['queued', 'in_progress']).toContain(queued.status);
+    expect(queued.background).toBe(true);
+    srv.gates.open('bg');
+    let r = await client.responses.retrieve(queued.id);
+    for (const deadline = Date.now() + 10_000; r.status !== 'completed' && Date.now() < deadline;) {
+      await new Promise((res) => setTimeout(res, 25));
+      r = await client.responses.retrieve(queued.id);
+    }
+    expect(r.status).toBe('completed');
+    expect(r.output_text).toBe('done');
+
+    const blocked = await client.responses.create({ model: 'helper', input: 'block:never', background: true });
+    const cancelled = await client.responses.cancel(blocked.id);
+    expect(cancelled.status).toBe('cancelled');
+  });
+
+  it('another tenant’s responses are not found; what is not built is refused with typed errors', async () => {
+    const mine = await client.responses.create({ model: 'helper', input: 'mine' });
+    await expect(other.responses.retrieve(mine.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    await expect(other.responses.cancel(mine.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    await expect(
+      other.responses.create({ model: 'helper', input: 'x', previous_response_id: mine.id }),
+    ).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+
+    const refused = async (body: Record<string, unknown>, param: string) => {
+      const e = await client.responses.create({ model: 'helper', input: 'x', ...body } as never).catch((x) => x);
+      expect(e, JSON.stringify(body)).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(e.param).toBe(param);
+      expect(e.message).not.toBe('');
+    };
+    await refused({ stream: true }, 'stream');
+    await refused({ store: false }, 'store');
+    await refused({ instructions: 'be brief' }, 'instructions');
+    await refused({ tools: [{ type: 'function', name: 'f', parameters: {} }] }, 'tools');
+    await refused({ model: 'ghost' }, 'model');
+    await refused({ input: [{ type: 'function_call_output', call_id: 'c', output: 'x' }] }, 'input[0]');
+    await expect(client.responses.delete(mine.id)).rejects.toBeInstanceOf(OpenAI.BadRequestError);
+    const unauthenticated = new OpenAI({ baseURL: `${srv.url}/openai/v1`, apiKey: 'wrong', maxRetries: 0 });
+    await expect(unauthenticated.responses.retrieve(mine.id)).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
+  });
+});
