@@ -96,7 +96,6 @@ describe.each(BACKENDS)('OpenAI Responses with the openai SDK (%s)', (backend) =
       expect(e.param).toBe(param);
       expect(e.message).not.toBe('');
     };
-    await refused({ stream: true }, 'stream');
     await refused({ store: false }, 'store');
     await refused({ instructions: 'be brief' }, 'instructions');
     await refused({ tools: [{ type: 'function', name: 'f', parameters: {} }] }, 'tools');
@@ -105,5 +104,95 @@ describe.each(BACKENDS)('OpenAI Responses with the openai SDK (%s)', (backend) =
     await expect(client.responses.delete(mine.id)).rejects.toBeInstanceOf(OpenAI.BadRequestError);
     const unauthenticated = new OpenAI({ baseURL: `${srv.url}/openai/v1`, apiKey: 'wrong', maxRetries: 0 });
     await expect(unauthenticated.responses.retrieve(mine.id)).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
+  });
+});
+
+describe.each(BACKENDS)('OpenAI Responses streams with the openai SDK (%s)', (backend) => {
+  let srv: TestServer;
+  let client: OpenAI;
+
+  beforeAll(async () => {
+    srv = await startTestServer({ backend, keys: [{ tenant: 'acme' }] });
+    client = new OpenAI({ baseURL: `${srv.url}/openai/v1`, apiKey: srv.secrets[0], maxRetries: 0 });
+  });
+  afterAll(async () => {
+    await srv?.close();
+  });
+
+  type Ev = {
+    type: string;
+    sequence_number: number;
+    delta?: string;
+    response?: { status: string; output_text?: string };
+  };
+  const collect = async (stream: AsyncIterable<unknown>, stopAfter?: (e: Ev) => boolean) => {
+    const out: Ev[] = [];
+    for await (const e of stream) {
+      out.push(e as Ev);
+      if (stopAfter?.(e as Ev)) break;
+    }
+    return out;
+  };
+  /** Consecutive text deltas as one (live, text comes in several; rebuilt from the log, in one). */
+  const merged = (events: Ev[]) =>
+    events.reduce<Ev[]>((out, e) => {
+      const last = out.at(-1);
+      if (e.type === 'response.output_text.delta' && last?.type === e.type)
+        out[out.length - 1] = { ...e, delta: `${last.delta}${e.delta}` };
+      else out.push(e);
+      return out;
+    }, []);
+  const increasing = (events: Ev[]) =>
+    events.every((e, i) => i === 0 || e.sequence_number > events[i - 1]!.sequence_number);
+
+  it('streams a response: created, the text, completed; numbers only grow', async () => {
+    const events = await collect(await client.responses.create({ model: 'helper', input: 'hi there', stream: true }));
+    expect(merged(events).map((e) => e.type)).toEqual([
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.content_part.added',
+      'response.output_text.delta',
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+      'response.completed',
+    ]);
+    expect(increasing(events)).toBe(true);
+    expect(events.flatMap((e) => (e.delta ? [e.delta] : [])).join('')).toBe('echo: hi there');
+    expect(events.at(-1)!.response).toMatchObject({ status: 'completed' });
+  });
+
+  it('a stream dropped mid-run resumes with starting_after: nothing lost, nothing repeated', async () => {
+    const stream = await client.responses.create({ model: 'helper', input: 'block:s/resumed fine', stream: true });
+    // The client goes away after the run started (its tool waits on the gate); the run goes on.
+    const before = await collect(stream, (e) => e.type === 'response.in_progress');
+    const id = (before[0]!.response as unknown as { id: string }).id;
+    srv.gates.open('s');
+    const rest = await collect(
+      await client.responses.retrieve(id, { stream: true, starting_after: before.at(-1)!.sequence_number }),
+    );
+    const whole = await collect(await client.responses.retrieve(id, { stream: true }));
+    // The two parts are the whole stream, event for event (text deltas joined: live they come in
+    // pieces, rebuilt from the log in one, ending at the same number).
+    const key = (e: Ev) => `${e.sequence_number} ${e.type} ${e.delta ?? ''}`;
+    expect(merged([...before, ...rest]).map(key)).toEqual(merged(whole).map(key));
+    expect(increasing(whole)).toBe(true);
+    expect(rest.flatMap((e) => (e.delta ? [e.delta] : [])).join('')).toBe('done resumed fine');
+    expect(whole.at(-1)!.type).toBe('response.completed');
+
+    // A client that had part of a message's text gets only the rest of it.
+    const delta = whole.find((e) => e.type === 'response.output_text.delta')!;
+    const had = delta.sequence_number - 'done resumed fine'.length * 16 + 4 * 16; // the first 4 characters
+    const tail = await collect(await client.responses.retrieve(id, { stream: true, starting_after: had }));
+    expect(tail[0]).toMatchObject({ type: 'response.output_text.delta', delta: ' resumed fine' });
+    expect(tail.map((e) => e.type).slice(1)).toEqual([
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+      'response.completed',
+    ]);
+    const bad = await client.responses.retrieve(id, { stream: true, starting_after: -5 }).catch((e) => e);
+    expect(bad).toBeInstanceOf(OpenAI.BadRequestError);
   });
 });

@@ -2,11 +2,13 @@
  * OpenAI Responses under `/openai/v1` (issue 41, ADR-0038), so that
  * `new OpenAI({ baseURL: 'http://host/openai/v1', apiKey: KEEL_KEY })` works unchanged: a response
  * is a Keel run, a conversation a Keel session, `model` names a Keel agent (`name` or
- * `name@version`). Built: create (waiting for the run to settle, or at once with `background`),
- * retrieve, cancel, input items, `previous_response_id` and `conversation`. Refused with the
- * protocol's error shape, never ignored: streaming (`stream`), `instructions`, tools declared by
- * the client, input items other than messages, `store: false`, deleting a response, and
- * continuing a response that is not its conversation's latest (a fork).
+ * `name@version`). Built: create (waiting for the run to settle, at once with `background`, or
+ * streamed with `stream`), retrieve (streamed again with `stream=true&starting_after=N`, which
+ * resumes with nothing lost or repeated: response-stream.ts), cancel, input items,
+ * `previous_response_id` and `conversation`. Refused with the protocol's error shape, never
+ * ignored: `instructions`, tools declared by the client, input items other than user messages,
+ * `store: false`, deleting a response, and continuing a response that is not its conversation's
+ * latest (a fork).
  */
 import { z } from 'zod';
 import type { Context, Hono } from 'hono';
@@ -17,6 +19,10 @@ import type { AppContext, AppEnv } from '../../context.ts';
 import { runFor, sessionFor } from '../../lookups.ts';
 import { HttpProblem } from '../../problems.ts';
 import { responseObject } from './response-object.ts';
+import { ResponseStreamEncoder, type StreamEvent } from './response-stream.ts';
+import { streamSSE } from 'hono/streaming';
+import { eventPosition, follow } from '../../../session/index.ts';
+import { isTerminal } from '../../../runs/lifecycle/run-status.ts';
 
 const Content = z.union([
   z.string(),
@@ -80,16 +86,53 @@ export function openAiResponsesRoutes(app: Hono<AppEnv>, ctx: AppContext): void 
   const base = '/openai/v1/responses';
 
   /** The run's response object, with the run before it in its conversation as the previous response. */
-  const respond = async (c: Context<AppEnv>, run: RunRecord, background = false) => {
+  const objectOf = async (c: Context<AppEnv>, run: RunRecord, background = false) => {
     const session = await sessionFor(ctx, c, run.sessionId);
     const runs = await rt.runs.list({ sessionId: run.sessionId, limit: 1000 });
     const i = runs.findIndex((r) => r.id === run.id);
     const previous = i > 0 ? runs[i - 1]!.id : null;
-    return c.json(
-      await responseObject(rt.sessions.log, run, session, { previousResponseId: previous, background }),
-      200,
-    );
+    return responseObject(rt.sessions.log, run, session, { previousResponseId: previous, background });
   };
+  const respond = async (c: Context<AppEnv>, run: RunRecord, background = false) =>
+    c.json(await objectOf(c, run, background), 200);
+
+  /**
+   * The run as a Responses event stream, from its start, without what the client has (`after`):
+   * the run's feed through the encoder (response-stream.ts). A client that disconnects ends only
+   * its stream; the run goes on and can be streamed again from where the client was.
+   */
+  const streamOf = (c: Context<AppEnv>, run: RunRecord, after: number, background = false) =>
+    streamSSE(c, async (stream) => {
+      const closed = new AbortController();
+      stream.onAbort(() => closed.abort());
+      const encoder = new ResponseStreamEncoder(after);
+      const send = async (events: StreamEvent[]) => {
+        for (const e of events) await stream.writeSSE({ event: e.type, data: JSON.stringify(e) });
+      };
+      await send(encoder.start(await objectOf(c, { ...run, status: 'queued' }, background)));
+      const first = (await rt.sessions.log.read(run.sessionId, { runId: run.id, limit: 1 }))[0];
+      const feed = follow(rt.sessions.log, run.sessionId, {
+        runId: run.id,
+        ...(first ? { after: eventPosition(first.seq - 1) } : {}),
+        endAt: (e) => ResponseStreamEncoder.ends(e, run.id),
+        isDone: async () => isTerminal((await rt.runs.get(run.id)).status),
+        queueLimit: ctx.options.sseQueueLimit,
+        onOverflow: () => closed.abort(),
+        signal: closed.signal,
+      });
+      try {
+        for await (const item of feed) {
+          if (closed.signal.aborted) return;
+          await send(encoder.item(item));
+        }
+      } catch (e) {
+        if (closed.signal.aborted) return;
+        throw e;
+      }
+      if (closed.signal.aborted) return;
+      const ended = await rt.runs.get(run.id);
+      if (isTerminal(ended.status)) await send(encoder.end(ended.status, await objectOf(c, ended, background)));
+    });
 
   app.post(base, async (c) => {
     const raw: unknown = await c.req.json().catch(() => {
@@ -103,8 +146,6 @@ export function openAiResponsesRoutes(app: Hono<AppEnv>, ctx: AppContext): void 
     const b = parsed.data;
     // (`store` is the protocol's field here, not Keel's storage.)
     const { store: keep } = b;
-    if (b.stream)
-      refuse('stream', 'streaming is not supported yet: create without `stream`, or with `background`, and retrieve');
     if (keep === false)
       refuse('store', 'Keel stores every response: its log is the record (`store: false` is not supported)');
     if (b.instructions !== undefined && b.instructions !== null)
@@ -148,6 +189,7 @@ export function openAiResponsesRoutes(app: Hono<AppEnv>, ctx: AppContext): void 
       ).id;
     }
     const sent = await rt.sessions.send(sessionId, input, { agent: b.model, ifBusy: 'reject' });
+    if (b.stream) return streamOf(c, sent.run, -1, b.background ?? false);
     if (b.background) return respond(c, sent.run, true);
     // A client that disconnects does not cancel the run: it goes on, and can be retrieved.
     const settled = await rt.runs.wait(sent.run.id, { until: 'settled' });
@@ -155,8 +197,13 @@ export function openAiResponsesRoutes(app: Hono<AppEnv>, ctx: AppContext): void 
   });
 
   app.get(`${base}/:id`, async (c) => {
-    if (c.req.query('stream') === 'true') refuse('stream', 'streaming is not supported yet: retrieve without `stream`');
-    return respond(c, await runFor(ctx, c, c.req.param('id')));
+    const run = await runFor(ctx, c, c.req.param('id'));
+    if (c.req.query('stream') !== 'true') return respond(c, run);
+    const raw = c.req.query('starting_after');
+    const after = raw === undefined ? -1 : Number(raw);
+    if (!Number.isSafeInteger(after) || after < -1)
+      refuse('starting_after', `starting_after: a sequence number, not ${JSON.stringify(raw)}`);
+    return streamOf(c, run, after);
   });
 
   app.post(`${base}/:id/cancel`, async (c) => {
