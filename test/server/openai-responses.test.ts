@@ -1,6 +1,6 @@
 /**
  * OpenAI Responses under /openai/v1, driven by the official `openai` SDK on both backends (issue
- * 41, first slice): create, a `previous_response_id` chain in one Keel session, `conversation`,
+ * 41, first slice): create, a `previous_response_id` chain in one Keel session and a fork, `conversation`,
  * background then retrieve, cancel, input items; every response an ordinary Keel run; another
  * tenant's ids not found; what is not built refused with the SDK's typed errors.
  */
@@ -56,12 +56,15 @@ describe.each(BACKENDS)('OpenAI Responses with the openai SDK (%s)', (backend) =
       conversation: a.body.session_id,
     });
     expect(third.output_text).toBe('echo: once more');
-    // Continuing an earlier response (a fork) is not built yet: refused, named.
-    const fork = await client.responses
-      .create({ model: 'helper', input: 'x', previous_response_id: first.id })
-      .catch((e) => e);
-    expect(fork).toBeInstanceOf(OpenAI.BadRequestError);
-    expect(fork.param).toBe('previous_response_id');
+    // Continuing an earlier response forks the conversation after it; the original goes on untouched.
+    const before = (await acme.get(`/v1/sessions/${a.body.session_id}`)).body.last_seq;
+    const fork = await client.responses.create({ model: 'helper', input: 'branch', previous_response_id: first.id });
+    expect(fork.output_text).toBe('echo: branch');
+    expect(fork.conversation?.id).not.toBe(a.body.session_id);
+    expect((await acme.get(`/v1/sessions/${a.body.session_id}`)).body.last_seq).toBe(before);
+    const context = (await acme.get(`/v1/sessions/${fork.conversation!.id}/transcript`)).body;
+    expect(JSON.stringify(context)).toContain('echo: hello');
+    expect(JSON.stringify(context)).not.toContain('echo: again');
   });
 
   it('background: returns at once; retrieve follows the run to its end; cancel ends one', async () => {

@@ -7,8 +7,8 @@
  * resumes with nothing lost or repeated: response-stream.ts), cancel, input items,
  * `previous_response_id` and `conversation`. Refused with the protocol's error shape, never
  * ignored: `instructions`, tools declared by the client, input items other than user messages,
- * `store: false`, deleting a response, and continuing a response that is not its conversation's
- * latest (a fork).
+ * `store: false`, deleting a response. `previous_response_id` naming a response that is not its
+ * conversation's latest forks the conversation after it.
  */
 import { z } from 'zod';
 import type { Context, Hono } from 'hono';
@@ -21,7 +21,7 @@ import { HttpProblem } from '../../problems.ts';
 import { responseObject } from './response-object.ts';
 import { ResponseStreamEncoder, type StreamEvent } from './response-stream.ts';
 import { streamSSE } from 'hono/streaming';
-import { eventPosition, follow } from '../../../session/index.ts';
+import { eventPosition, follow, runEvents } from '../../../session/index.ts';
 import { isTerminal } from '../../../runs/lifecycle/run-status.ts';
 
 const Content = z.union([
@@ -168,12 +168,13 @@ export function openAiResponsesRoutes(app: Hono<AppEnv>, ctx: AppContext): void 
     if (b.previous_response_id) {
       const previous = await runFor(ctx, c, b.previous_response_id);
       const runs = await rt.runs.list({ sessionId: previous.sessionId, limit: 1000 });
-      if (runs.at(-1)?.id !== previous.id)
-        refuse(
-          'previous_response_id',
-          `response ${previous.id} is not the latest of its conversation: continuing an earlier one (a fork) is not supported yet`,
-        );
-      sessionId = previous.sessionId;
+      if (runs.at(-1)?.id === previous.id) sessionId = previous.sessionId;
+      else {
+        // An earlier response of its conversation: a new conversation forked after it (the original is untouched).
+        const last = (await runEvents(rt.sessions.log, previous.sessionId, previous.id)).findLast((e) => e.entry);
+        if (!last) refuse('previous_response_id', `response ${previous.id} has no output to continue from`);
+        sessionId = (await rt.sessions.fork(previous.sessionId, last.id, { into: 'session' })).sessionId;
+      }
     } else if (b.conversation) {
       sessionId = (await sessionFor(ctx, c, typeof b.conversation === 'string' ? b.conversation : b.conversation.id))
         .id;
