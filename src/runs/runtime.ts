@@ -39,7 +39,7 @@ import {
   STORED_AT_TURN_END,
 } from './lifecycle/run-status.ts';
 import { SendSpan } from '../telemetry/send-span.ts';
-import { checkSendOptions } from './send-options.ts';
+import { checkSendOptions, InvalidSendOptionError } from './send-options.ts';
 import { recordsContent, type TelemetryOptions } from '../telemetry/tracer.ts';
 import type { Execution, ExecutionEnv } from './execution.ts';
 import { systemClock, type Clock } from '../core/clock.ts';
@@ -50,6 +50,7 @@ import { Worker, type OfferedSlot, type WorkerHost, type WorkerOptions } from '.
 import { WakeUp } from './wake-up.ts';
 import { rerunAgent, startRerun, type RerunRequest } from './reruns/start-rerun.ts';
 import { rerunLineage } from './reruns/rerun-lineage.ts';
+import { RerunRequestError, withOverrides } from './reruns/rerun-agent.ts';
 import { BatchRunner } from './evals/batch-runner.ts';
 import { EvalsApi } from './evals/evals-api.ts';
 import type { EvalsHost } from './evals/evals-host.ts';
@@ -317,9 +318,20 @@ export class Runtime {
     return agent;
   }
 
+  /** The agent with a send's overrides applied (a field at fault: InvalidSendOptionError). */
+  private withRunOverrides(agent: AgentDefinition, o: RunOptions['overrides']): AgentDefinition {
+    if (!o) return agent;
+    try {
+      return withOverrides(agent, o, this.options.resolveModel);
+    } catch (e) {
+      if (e instanceof RerunRequestError) throw new InvalidSendOptionError(e.field, e.message);
+      throw e;
+    }
+  }
+
   private async send(sessionId: string, input: UserInput, o: SendOptions = {}): Promise<SendResult> {
     checkSendOptions(o);
-    const agent = this.agentFor(o.agent);
+    const agent = this.withRunOverrides(this.agentFor(o.agent), o.overrides);
     const { ifBusy = 'reject', agent: _a, idempotency, trace, ...runOptions } = o;
     // The run stores the trace context of this send (a child of the caller's): its executions continue it.
     const span = new SendSpan(agent.name, sessionId, trace);
@@ -491,7 +503,10 @@ export class Runtime {
           .agent;
         // A rerun: its overrides applied, its tools serving what its source run recorded (src/runs/reruns).
         const lineage = rerunLineage(run);
-        return lineage ? rerunAgent(this.lifecycle, withMcp, lineage, this.options.resolveModel) : withMcp;
+        if (lineage) return rerunAgent(this.lifecycle, withMcp, lineage, this.options.resolveModel);
+        // A run's own overrides (RunOptions.overrides), as its agent spec recorded them at its send.
+        const overrides = (run.options as RunOptions).overrides;
+        return overrides ? withOverrides(withMcp, overrides, this.options.resolveModel) : withMcp;
       },
     };
   }

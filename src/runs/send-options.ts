@@ -20,6 +20,15 @@ const SendOptionsSchema = z.strictObject({
   maxAttempts: z.number().int().min(1).optional(),
   trace: z.strictObject({ traceparent: z.string(), tracestate: z.string().optional() }).optional(),
   priority: z.union([z.enum(['interactive', 'batch']), z.number().finite()]).optional(),
+  overrides: z
+    .strictObject({
+      system: z.string().optional(),
+      model: z.string().min(3).optional(),
+      settings: z.record(z.string(), z.unknown()).optional(),
+      tools: z.array(z.string()).optional(),
+      maxSteps: z.number().int().min(1).optional(),
+    })
+    .optional(),
 });
 
 /** Throws InvalidSendOptionError, naming the first option at fault, unless `o` is valid send options. */

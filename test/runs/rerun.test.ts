@@ -264,3 +264,33 @@ describe('a rerun interrupted mid-step', () => {
     await store.close();
   });
 });
+
+describe('a run with overrides of its own (RunOptions.overrides)', () => {
+  it('runs with them, records them in its agent spec, and refuses an unknown tool or a bad option by name', async () => {
+    const store = new SqliteStore({ path: ':memory:' });
+    const { rt } = travelRuntime(store);
+    try {
+      const s = await rt.sessions.create();
+      const { run } = await rt.sessions.send(s.id, 'book oslo', {
+        agent: 'travel@1',
+        overrides: { system: 'Be terse.', tools: ['lookup', 'book'], maxSteps: 5 },
+      });
+      expect(run.agentSpec).toMatchObject({ system: 'Be terse.', limits: { maxSteps: 5 } });
+      const done = await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 10_000 });
+      expect(done.status).toBe('completed');
+      const headers = (await rt.sessions.log.read(s.id, { runId: run.id })).filter((e) => e.type === 'request/header');
+      const systems = await rt.sessions.content(headers.map((h) => (h.data as RequestHeader).system));
+      expect([...new Set(systems.values())]).toEqual(['Be terse.']);
+      await expect(rt.sessions.send(s.id, 'x', { overrides: { tools: ['fly'] } })).rejects.toMatchObject({
+        name: 'InvalidSendOptionError',
+        field: 'overrides.tools',
+      });
+      await expect(rt.sessions.send(s.id, 'x', { overrides: { colour: 'red' } as never })).rejects.toMatchObject({
+        name: 'InvalidSendOptionError',
+      });
+    } finally {
+      await rt.close({ graceMs: 0 });
+      await store.close();
+    }
+  });
+});

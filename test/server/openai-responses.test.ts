@@ -67,6 +67,14 @@ describe.each(BACKENDS)('OpenAI Responses with the openai SDK (%s)', (backend) =
     expect(JSON.stringify(context)).not.toContain('echo: again');
   });
 
+  it('instructions are the response’s system prompt, recorded with its run', async () => {
+    const r = await client.responses.create({ model: 'helper', input: 'hi', instructions: 'Answer in French.' });
+    expect(r.instructions).toBe('Answer in French.');
+    expect((await acme.get(`/v1/runs/${r.id}`)).body.agent_spec.system).toBe('Answer in French.');
+    const steps = (await acme.get(`/v1/runs/${r.id}/steps`)).body.data;
+    expect(steps[0].requests[0].system).toBe('Answer in French.');
+  });
+
   it('background: returns at once; retrieve follows the run to its end; cancel ends one', async () => {
     const queued = await client.responses.create({ model: 'helper', input: 'block:bg', background: true });
     expect(['queued', 'in_progress']).toContain(queued.status);
@@ -100,7 +108,7 @@ describe.each(BACKENDS)('OpenAI Responses with the openai SDK (%s)', (backend) =
       expect(e.message).not.toBe('');
     };
     await refused({ store: false }, 'store');
-    await refused({ instructions: 'be brief' }, 'instructions');
+    await refused({ instructions: [{ role: 'user', content: 'x' }] }, 'instructions');
     await refused({ tools: [{ type: 'function', name: 'f', parameters: {} }] }, 'tools');
     await refused({ model: 'ghost' }, 'model');
     await refused({ input: [{ type: 'function_call_output', call_id: 'c', output: 'x' }] }, 'input[0]');

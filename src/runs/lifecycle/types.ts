@@ -5,6 +5,7 @@ import type { UserMessage, Usage } from '../../model/index.ts';
 import type { SessionEvent } from '../../session/index.ts';
 import type { Checkpoint, JsonObject, RunRecord, RunStatus } from '../../store/index.ts';
 import type { TraceCarrier } from '../../telemetry/trace-context.ts';
+import type { AgentOverrides } from '../reruns/rerun-lineage.ts';
 
 export type IfBusy = 'reject' | 'enqueue' | 'steer' | 'interrupt';
 
@@ -68,4 +69,9 @@ export interface RunOptions {
   trace?: TraceCarrier;
   /** When its model calls wait for provider limits: `interactive` before `batch` (docs/flow-control.md). */
   priority?: Priority;
+  /**
+   * Changes to the agent for this run only (a protocol's `instructions`, say): applied over the
+   * registered version, recorded in the run's agent spec (see runs/reruns/rerun-agent.ts).
+   */
+  overrides?: AgentOverrides;
 }

@@ -82,7 +82,7 @@ export async function responseObject(
           }
         : null,
     incomplete_details: null,
-    instructions: null,
+    instructions: (run.options as { overrides?: { system?: string } }).overrides?.system ?? null,
     metadata: session.metadata,
     parallel_tool_calls: true,
     previous_response_id: o.previousResponseId,

@@ -5,8 +5,8 @@
  * `name@version`). Built: create (waiting for the run to settle, at once with `background`, or
  * streamed with `stream`), retrieve (streamed again with `stream=true&starting_after=N`, which
  * resumes with nothing lost or repeated: response-stream.ts), cancel, input items,
- * `previous_response_id` and `conversation`. Refused with the protocol's error shape, never
- * ignored: `instructions`, tools declared by the client, input items other than user messages,
+ * `previous_response_id`, `conversation` and `instructions` (the run's system prompt). Refused with the protocol's error shape, never
+ * ignored: tools declared by the client, input items other than user messages,
  * `store: false`, deleting a response. `previous_response_id` naming a response that is not its
  * conversation's latest forks the conversation after it.
  */
@@ -148,8 +148,8 @@ export function openAiResponsesRoutes(app: Hono<AppEnv>, ctx: AppContext): void 
     const { store: keep } = b;
     if (keep === false)
       refuse('store', 'Keel stores every response: its log is the record (`store: false` is not supported)');
-    if (b.instructions !== undefined && b.instructions !== null)
-      refuse('instructions', "instructions are not supported yet: the agent's system prompt applies");
+    if (b.instructions !== undefined && b.instructions !== null && typeof b.instructions !== 'string')
+      refuse('instructions', 'instructions: a string (input items as instructions are not supported)');
     if (b.tools && b.tools.length > 0) refuse('tools', 'tools declared by the client are not supported yet');
     if (b.previous_response_id && b.conversation)
       refuse('conversation', 'give previous_response_id or conversation, not both');
@@ -189,7 +189,13 @@ export function openAiResponsesRoutes(app: Hono<AppEnv>, ctx: AppContext): void 
         })
       ).id;
     }
-    const sent = await rt.sessions.send(sessionId, input, { agent: b.model, ifBusy: 'reject' });
+    // `instructions` are this response's system prompt, over the agent's (recorded in its run's agent spec).
+    const instructions = typeof b.instructions === 'string' ? b.instructions : undefined;
+    const sent = await rt.sessions.send(sessionId, input, {
+      agent: b.model,
+      ifBusy: 'reject',
+      ...(instructions !== undefined ? { overrides: { system: instructions } } : {}),
+    });
     if (b.stream) return streamOf(c, sent.run, -1, b.background ?? false);
     if (b.background) return respond(c, sent.run, true);
     // A client that disconnects does not cancel the run: it goes on, and can be retrieved.
