@@ -34,6 +34,26 @@ export default tseslint.config(
     },
   },
   {
+    // keel/client runs in browsers and Node (ADR-0038): no Node-only module, and of Keel's own code
+    // only the feed positions (a file with no imports); test/client/portable.test.ts checks the same.
+    files: ['src/client/**/*.ts'],
+    languageOptions: { globals: { ...globals.browser } },
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['node:*'], message: 'keel/client runs in browsers too: no Node-only modules' },
+            {
+              regex: '^\\.\\./(?!session/feed-position\\.ts$)',
+              message: 'keel/client knows the server by its HTTP API only (and the feed positions)',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // The core loop must not know about storage, HTTP or the CLI (docs/architecture.md).
     files: ['src/core/**/*.ts', 'src/model/**/*.ts'],
     rules: {

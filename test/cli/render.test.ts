@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { WireEvent } from '../../src/cli/chat/api.ts';
+import type { WireEvent } from '../../src/cli/chat/wire.ts';
 import {
   approvalPrompt,
   ChatRenderer,

@@ -9,6 +9,7 @@
  *   `danger2:<a>,<b>`  → two `danger` calls in one step (two approvals)
  *   `block:<key>`      → calls `gate`, which runs until the test opens gate <key> (or the call is aborted);
  *                        `block:<key>/<words>` answers `done <words>` after it instead of `done`
+ *   `slow:<text>`      → answers `<text>`, streamed a word every 5 ms
  *   anything else      → answers `echo: <text>`
  * After a tool result it answers `done`. The agent `terse` (version 2) always answers `ok`.
  */
@@ -104,7 +105,7 @@ export function helperScript(call: LanguageModelV4CallOptions): ScriptedResponse
     const after = /^block:[^/]*\/(.*)$/s.exec(lastUserText(call).trim())?.[1];
     return { text: after === undefined ? 'done' : `done ${after}` };
   }
-  const m = /^(ask|danger|danger2|block)(?::(.*))?$/s.exec(last.text.trim());
+  const m = /^(ask|danger|danger2|block|slow)(?::(.*))?$/s.exec(last.text.trim());
   switch (m?.[1]) {
     case 'ask':
       return {
@@ -128,6 +129,8 @@ export function helperScript(call: LanguageModelV4CallOptions): ScriptedResponse
     }
     case 'block':
       return { toolCalls: [{ name: 'gate', input: { key: m[2]?.split('/')[0] ?? 'default' } }] };
+    case 'slow':
+      return { text: m[2] ?? '', chunkDelayMs: 5 };
     default:
       return { text: `echo: ${last.text}` };
   }
@@ -160,6 +163,11 @@ export interface TestServer {
   keyIds: string[];
   /** A client without a key (auth off), or with `secret`. */
   api(secret?: string): Api;
+  /**
+   * Closes the server (its connections drop, its workers hand their runs back) and starts a new
+   * one on the same store, port and agents: `url`, `server` and `runtime` are the new server's.
+   */
+  restart(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -239,27 +247,37 @@ export async function startTestServer(o: TestServerOptions = {}): Promise<TestSe
   const gates = new Gates();
   const dangerRuns: Array<{ target: string }> = [];
   const { keys: _keys, backend: _backend, ...rest } = o;
-  let server: RunningServer;
-  try {
-    server = await startServer({
+  const config = scriptedConfig(gates, dangerRuns);
+  const start = (port: number) =>
+    startServer({
       store,
-      config: scriptedConfig(gates, dangerRuns),
-      port: 0,
+      config,
+      port,
       host: '127.0.0.1',
       workers: 2,
       version: '0.0.0-test',
       leaseMs: 10_000,
       ...rest,
+      ...(port !== 0 ? { port } : {}),
     });
+  let server: RunningServer;
+  try {
+    server = await start(0);
   } catch (e) {
     await remove();
     throw e;
   }
   let closed = false;
   return {
-    url: server.url,
-    server,
-    runtime: server.runtime,
+    get url() {
+      return server.url;
+    },
+    get server() {
+      return server;
+    },
+    get runtime() {
+      return server.runtime;
+    },
     store,
     backend,
     postgres,
@@ -268,6 +286,11 @@ export async function startTestServer(o: TestServerOptions = {}): Promise<TestSe
     secrets,
     keyIds,
     api: (secret) => new Api(server.url, secret),
+    async restart() {
+      const port = server.port;
+      await server.close({ graceMs: 200 });
+      server = await start(port);
+    },
     async close() {
       if (closed) return;
       closed = true;

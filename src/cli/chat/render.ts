@@ -1,5 +1,5 @@
 import { FEED_START, isAfter, parsePosition, type FeedPosition } from '../../session/feed-position.ts';
-import type { WireDelta, WireEvent } from './api.ts';
+import type { WireDelta, WireEvent } from './wire.ts';
 
 /** One item of a session's SSE stream: a durable event (id `seq`) or a delta (id `seq.n`). */
 export type StreamItem =

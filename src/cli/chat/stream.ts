@@ -1,38 +1,51 @@
-import { EventSource } from 'eventsource';
-import type { Api, WireDelta, WireEvent } from './api.ts';
+import { KeelProblem, type KeelClient } from '../../client/index.ts';
 import type { StreamItem } from './render.ts';
+import type { WireEvent } from './wire.ts';
 
 export interface StreamHandlers {
   item(item: StreamItem): void;
   /**
-   * `open`: connected (again); `lost`: the connection dropped, reconnecting by itself with the
-   * last event id; `failed`: the server refused the stream (no such session, bad key).
+   * `open`: connected again after `lost`; `lost`: the connection dropped, reconnecting by itself
+   * with the last event id; `failed`: the server refused the stream (no such session, bad key).
    */
   state(s: 'open' | 'lost' | 'failed', detail?: string): void;
 }
 
 /**
- * A session's SSE stream that survives server restarts: EventSource reconnects with
- * Last-Event-ID (`seq` or `seq.n`), so the server sends exactly what this client has not seen.
- * If the server answers a reconnect with an error status it is retried as well (a restarting
- * server), except for 4xx answers, which are final.
+ * A session's SSE stream that survives server restarts: keel/client's `follow()` reconnects with
+ * the last event id (`seq` or `seq.n`), so the server sends exactly what this client has not seen.
+ * A network error or a 5xx (a restarting server) is retried; a 4xx answer is final.
  */
 export class SessionStream {
-  private es: EventSource | undefined;
+  private readonly stop = new AbortController();
   private lastId: string | undefined;
-  private closed = false;
   private lost = false;
-  private retryTimer: ReturnType<typeof setTimeout> | undefined;
-  private readonly api: Api;
-  private readonly sessionId: string;
-  private readonly h: StreamHandlers;
 
-  constructor(api: Api, sessionId: string, after: string | undefined, h: StreamHandlers) {
-    this.api = api;
-    this.sessionId = sessionId;
-    this.h = h;
+  constructor(client: KeelClient, sessionId: string, after: string | undefined, h: StreamHandlers) {
     this.lastId = after;
-    this.connect();
+    const items = client.sessions.follow(sessionId, {
+      ...(after !== undefined ? { after } : {}),
+      signal: this.stop.signal,
+      retry: { initialDelayMs: 250, maxDelayMs: 2000 },
+      onConnection: (c) => {
+        if (c.state === 'open' && this.lost) h.state('open');
+        else if (c.state === 'lost' && !this.lost) h.state('lost', (c.error as Error).message);
+        this.lost = c.state === 'lost';
+      },
+    });
+    void (async () => {
+      try {
+        for await (const item of items) {
+          if (item.kind === 'end') continue;
+          this.lastId = item.id;
+          if (item.kind === 'event') h.item({ kind: 'event', id: item.id, event: item.event as WireEvent });
+          else h.item({ kind: 'delta', id: item.id, delta: item.delta });
+        }
+      } catch (e) {
+        if (!this.stop.signal.aborted)
+          h.state('failed', e instanceof KeelProblem ? `${e.message} (${e.type})` : (e as Error).message);
+      }
+    })();
   }
 
   /** The id of the last item received. */
@@ -40,58 +53,7 @@ export class SessionStream {
     return this.lastId;
   }
 
-  private connect(): void {
-    const es = new EventSource(this.api.streamUrl(this.sessionId, this.lastId), {
-      fetch: (url, init) => fetch(url, { ...init, headers: { ...init.headers, ...this.api.headers() } }),
-    });
-    this.es = es;
-    es.addEventListener('open', () => {
-      if (this.lost) this.h.state('open');
-      this.lost = false;
-    });
-    es.addEventListener('message', (ev) => {
-      this.lastId = ev.lastEventId || this.lastId;
-      let event: WireEvent;
-      try {
-        event = JSON.parse(ev.data as string) as WireEvent;
-      } catch {
-        return;
-      }
-      this.h.item({ kind: 'event', id: ev.lastEventId, event });
-    });
-    es.addEventListener('delta', (ev) => {
-      this.lastId = ev.lastEventId || this.lastId;
-      let delta: WireDelta;
-      try {
-        delta = JSON.parse(ev.data as string) as WireDelta;
-      } catch {
-        return;
-      }
-      this.h.item({ kind: 'delta', id: ev.lastEventId, delta });
-    });
-    es.addEventListener('error', (ev) => {
-      if (this.closed) return;
-      const code = (ev as { code?: number }).code;
-      if (es.readyState === es.CLOSED) {
-        if (code !== undefined && code >= 400 && code < 500) {
-          this.h.state('failed', `${(ev as { message?: string }).message ?? 'refused'}`);
-          return;
-        }
-        // Failed for good by EventSource's rules (e.g. a 5xx while the server restarts): start over from the last id.
-        this.retryTimer = setTimeout(() => {
-          if (!this.closed) this.connect();
-        }, 1000);
-      }
-      if (!this.lost) {
-        this.lost = true;
-        this.h.state('lost', (ev as { message?: string }).message);
-      }
-    });
-  }
-
   close(): void {
-    this.closed = true;
-    clearTimeout(this.retryTimer);
-    this.es?.close();
+    this.stop.abort();
   }
 }

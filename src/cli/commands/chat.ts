@@ -5,8 +5,8 @@ import {
   WAITING_FOR_PEOPLE,
   type RunStatus,
 } from '../../runs/lifecycle/run-status.ts';
+import { KeelNetworkError, KeelProblem, type KeelClient, type Run, type Session } from '../../client/index.ts';
 import { args, UsageError, type Io } from '../args.ts';
-import { Api, ApiError, NetworkError, type RunJson, type SessionJson } from '../chat/api.ts';
 import { LineInput, type Read } from '../chat/input.ts';
 import {
   approvalPrompt,
@@ -19,6 +19,7 @@ import {
 } from '../chat/render.ts';
 import { SessionStream } from '../chat/stream.ts';
 import { eventPosition, formatPosition } from '../../session/feed-position.ts';
+import { NEEDS_KEY, serverClient } from '../server-client.ts';
 
 export const chatHelp = `keel chat [session] [--url http://127.0.0.1:8787] [--key KEY] [--agent NAME] [--reasoning]
   An interactive client of a running server ("keel serve"): creates a session unless one is
@@ -39,24 +40,16 @@ export async function chatCommand(argv: string[], io: Io): Promise<number> {
     reasoning: { type: 'boolean' },
   });
   if (positionals.length > 1) throw new UsageError(`chat: unexpected argument ${JSON.stringify(positionals[1])}`);
-  const url = values.url ?? (io.env.KEEL_URL || 'http://127.0.0.1:8787');
+  const client = serverClient('chat', io, values.url, values.key);
+  let session: Session;
   try {
-    const u = new URL(url);
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('not http');
-  } catch {
-    throw new UsageError(`chat: --url must be an http(s) URL, not ${JSON.stringify(url)}`);
-  }
-  const api = new Api({
-    url,
-    ...((values.key ?? io.env.KEEL_API_KEY) ? { key: values.key ?? io.env.KEEL_API_KEY } : {}),
-  });
-  let session: SessionJson;
-  try {
-    session = positionals[0] ? await api.getSession(positionals[0]) : await api.createSession(values.agent);
+    session = positionals[0]
+      ? await client.sessions.get(positionals[0])
+      : await client.sessions.create(values.agent ? { agent: values.agent } : {});
   } catch (e) {
     throw startError(e, positionals[0]);
   }
-  const chat = new Chat(api, session, io, {
+  const chat = new Chat(client, session, io, {
     resumed: positionals[0] !== undefined,
     reasoning: values.reasoning ?? false,
     ...(values.agent ? { agent: values.agent } : {}),
@@ -65,11 +58,10 @@ export async function chatCommand(argv: string[], io: Io): Promise<number> {
 }
 
 function startError(e: unknown, sessionId: string | undefined): Error {
-  if (e instanceof NetworkError)
+  if (e instanceof KeelNetworkError)
     return new Error(`${e.message}\n  start a server with "keel serve", or point --url (or $KEEL_URL) at one`);
-  if (e instanceof ApiError && e.status === 401)
-    return new Error('the server requires an API key: pass --key or set $KEEL_API_KEY (see keel keys create)');
-  if (e instanceof ApiError && e.status === 404 && sessionId)
+  if (e instanceof KeelProblem && e.status === 401) return new Error(NEEDS_KEY);
+  if (e instanceof KeelProblem && e.status === 404 && sessionId)
     return new Error(`no session ${sessionId} on this server (or it belongs to another API key's tenant)`);
   return e instanceof Error ? e : new Error(String(e));
 }
@@ -78,8 +70,8 @@ type Outcome = 'answered' | 'interrupt' | 'eof' | 'gone';
 
 /** One chat: the prompt loop, the session stream and the run being driven. */
 class Chat {
-  private readonly api: Api;
-  private readonly session: SessionJson;
+  private readonly client: KeelClient;
+  private readonly session: Session;
   private readonly io: Io;
   private readonly o: { resumed: boolean; reasoning: boolean; agent?: string };
   private readonly color: boolean;
@@ -96,8 +88,13 @@ class Chat {
   private readonly cancelling = new Set<string>();
   private exiting: string | undefined;
 
-  constructor(api: Api, session: SessionJson, io: Io, o: { resumed: boolean; reasoning: boolean; agent?: string }) {
-    this.api = api;
+  constructor(
+    client: KeelClient,
+    session: Session,
+    io: Io,
+    o: { resumed: boolean; reasoning: boolean; agent?: string },
+  ) {
+    this.client = client;
     this.session = session;
     this.io = io;
     this.o = o;
@@ -139,7 +136,7 @@ class Chat {
   async run(): Promise<number> {
     const s = this.session;
     this.print(
-      `keel chat: session ${s.id} on ${this.api.url}${s.agent || this.o.agent ? ` (agent ${this.o.agent ?? s.agent})` : ''}\n`,
+      `keel chat: session ${s.id} on ${this.client.baseUrl}${s.agent || this.o.agent ? ` (agent ${this.o.agent ?? s.agent})` : ''}\n`,
     );
     this.print(
       this.dim(
@@ -147,7 +144,7 @@ class Chat {
       ),
     );
 
-    this.stream = new SessionStream(this.api, s.id, formatPosition(eventPosition(s.last_seq)), {
+    this.stream = new SessionStream(this.client, s.id, formatPosition(eventPosition(s.last_seq)), {
       item: (item) => {
         this.print(this.renderer.push(item));
         if (item.kind === 'event' && item.event.type === 'run/status' && item.event.run_id)
@@ -194,21 +191,25 @@ class Chat {
         const text = r.text.trim();
         if (text === '') continue;
         if (text === '/exit' || text === '/quit') break;
-        let sent: { run: RunJson };
+        let sent: { run: Run };
         this.sending = true;
         this.interruptRequested = false;
         try {
-          sent = await this.api.send(s.id, text, this.o.agent);
+          sent = await this.client.sessions.send(s.id, {
+            content: text,
+            if_busy: 'reject',
+            ...(this.o.agent ? { agent: this.o.agent } : {}),
+          });
         } catch (e) {
           this.sending = false;
-          const active = e instanceof ApiError && e.type === 'run_busy' ? e.body.active_run_id : undefined;
+          const active = KeelProblem.is(e, 'run_busy') ? e.active_run_id : undefined;
           if (typeof active !== 'string') {
             this.failure(e);
             continue;
           }
           // Another client's run (or one left waiting): follow it; the message was not sent.
           this.note(`[not sent: the session has an active run ${active}; following it (Ctrl-C cancels it)]`);
-          const run = await this.retrying(() => this.api.getRun(active));
+          const run = await this.retrying(() => this.client.runs.get(active));
           if (run) await this.drive(run);
           continue;
         }
@@ -233,14 +234,14 @@ class Chat {
   /** Shows the end of the conversation so far and takes over a run that is still active. */
   private async resume(): Promise<void> {
     try {
-      const { items } = await this.api.request<{ items: Array<{ kind: string; text?: string }> }>(
-        'GET',
-        `/v1/sessions/${encodeURIComponent(this.session.id)}/transcript`,
-      );
+      const { items } = (await this.client.sessions.transcript(this.session.id)) as {
+        items: Array<{ kind: string; text?: string }>;
+      };
       const recent = items.filter((i) => i.kind === 'user' || i.kind === 'assistant').slice(-6);
       for (const i of recent)
         if (i.text) this.print(this.dim(`${i.kind === 'user' ? '> ' : ''}${clipOneLine(i.text, 200)}\n`));
-      const active = (await this.api.runs(this.session.id)).filter((r) => !TERMINAL.has(r.status)).at(-1);
+      const runs = (await this.client.sessions.runs(this.session.id, { limit: 1000 })).data;
+      const active = runs.filter((r) => !TERMINAL.has(r.status)).at(-1);
       if (active) {
         this.note(`[run ${active.id} is ${active.status}]`);
         await this.drive(active);
@@ -251,7 +252,7 @@ class Chat {
   }
 
   /** Follows a run until it ends (or pauses), answering what it waits for. */
-  private async drive(run: RunJson): Promise<void> {
+  private async drive(run: Run): Promise<void> {
     this.current = run.id;
     if (!this.statuses.has(run.id)) this.statuses.set(run.id, { status: run.status, seq: 0 });
     if (this.interruptRequested) {
@@ -282,7 +283,7 @@ class Chat {
 
   /** Asks the user about every open approval or question of a waiting run, and posts the answers. */
   private async answer(runId: string): Promise<Outcome> {
-    const run = await this.retrying(() => this.api.getRun(runId));
+    const run = await this.retrying(() => this.client.runs.get(runId));
     if (!run?.waiting) return 'gone';
     // Typed while the reply streamed, before the question was shown: not an answer to it.
     if (this.input.terminal) this.input.discardTypeahead();
@@ -294,10 +295,9 @@ class Chat {
         const yes = isYes(r.text);
         const key = randomUUID();
         const ok = await this.post(() =>
-          this.api.decide(runId, req.approval_id, yes ? 'approve' : 'deny', {
-            idempotencyKey: key,
-            ...(yes ? {} : { reason: 'denied in keel chat' }),
-          }),
+          yes
+            ? this.client.runs.approve(runId, req.approval_id, { idempotencyKey: key })
+            : this.client.runs.deny(runId, req.approval_id, { reason: 'denied in keel chat', idempotencyKey: key }),
         );
         if (!ok) return 'gone';
       } else {
@@ -324,8 +324,9 @@ class Chat {
           answers = a;
         }
         const key = randomUUID();
-        if (!(await this.post(() => this.api.answer(runId, req.tool_call_id, answers, { idempotencyKey: key }))))
-          return 'gone';
+        const answered = () =>
+          this.client.runs.input(runId, answers, { toolCallId: req.tool_call_id, idempotencyKey: key });
+        if (!(await this.post(answered))) return 'gone';
       }
     }
     return 'answered';
@@ -342,7 +343,7 @@ class Chat {
     if (this.cancelling.has(runId)) return;
     this.cancelling.add(runId);
     this.note('^C [cancelling the run…]');
-    const run = await this.retrying(() => this.api.cancel(runId));
+    const run = await this.retrying(() => this.client.runs.cancel(runId));
     if (run && TERMINAL.has(run.status)) {
       // The stream normally reports the end first; if it is down, go on without it.
       setTimeout(() => {
@@ -353,7 +354,7 @@ class Chat {
   }
 
   /** A POST that changes the run; false when the run moved on (cancelled, decided elsewhere). */
-  private async post(fn: () => Promise<RunJson>): Promise<boolean> {
+  private async post(fn: () => Promise<Run>): Promise<boolean> {
     try {
       return (await this.retrying(fn, true)) !== undefined;
     } catch {
@@ -368,7 +369,7 @@ class Chat {
       try {
         return await fn();
       } catch (e) {
-        if (e instanceof NetworkError && attempt < 60 && !this.exiting) {
+        if (e instanceof KeelNetworkError && attempt < 60 && !this.exiting) {
           if (!told) this.note('[the server is unreachable; retrying…]');
           told = true;
           await new Promise((r) => setTimeout(r, 1000));
@@ -383,7 +384,7 @@ class Chat {
 
   private failure(e: unknown): void {
     let msg = e instanceof Error ? e.message : String(e);
-    if (e instanceof ApiError && e.status === 401)
+    if (e instanceof KeelProblem && e.status === 401)
       msg = 'the server requires an API key: pass --key or set $KEEL_API_KEY';
     this.print(`${this.renderer.breakLine()}${this.color ? `\x1b[31merror: ${msg}\x1b[39m` : `error: ${msg}`}\n`);
   }

@@ -1,8 +1,7 @@
-import type { z } from 'zod';
-import type { DeliverySchema, WebhookSchema } from '../../server/routes/webhooks.ts';
+import type { components } from '../../client/index.ts';
 import { args, json, line, UsageError, type Io } from '../args.ts';
-import { Api, ApiError, NetworkError } from '../chat/api.ts';
 import { clip, intOption, noPositionals, positional, table, time } from '../common.ts';
+import { explained, serverClient } from '../server-client.ts';
 
 export const webhooksHelp = `keel webhooks list [--limit 50]                        your subscriptions
 keel webhooks create <receiver-url> --events T[,T…] [--secret S] [--disabled]
@@ -20,8 +19,9 @@ keel webhooks rotate-secret <id> [--overlap SECONDS]    a new secret (printed on
   types: run.<status> for every run status (run.completed, run.waiting_approval…) and
   schedule.fired (docs/webhooks.md).`;
 
-type WebhookJson = z.infer<typeof WebhookSchema> & { secret?: string };
-type DeliveryJson = z.infer<typeof DeliverySchema>;
+type WebhookJson = components['schemas']['Webhook'] & { secret?: string };
+type DeliveryJson = components['schemas']['WebhookDelivery'];
+type EventType = components['schemas']['Webhook']['events'][number];
 
 const SUBCOMMANDS = [
   'list',
@@ -35,26 +35,8 @@ const SUBCOMMANDS = [
   'rotate-secret',
 ];
 
-/** The API client of a command that talks to a server: --url / $KEEL_URL, --key / $KEEL_API_KEY. */
-function apiOf(command: string, io: Io, url: string | undefined, key: string | undefined): Api {
-  const base = url ?? (io.env.KEEL_URL || 'http://127.0.0.1:8787');
-  if (!URL.canParse(base) || !['http:', 'https:'].includes(new URL(base).protocol))
-    throw new UsageError(`${command}: --url must be an http(s) URL, not ${JSON.stringify(base)}`);
-  const secret = key ?? io.env.KEEL_API_KEY;
-  return new Api({ url: base, ...(secret ? { key: secret } : {}) });
-}
-
-/** What went wrong, for people: the API's problem detail, with a hint where one helps. */
-function explained(e: unknown): Error {
-  if (e instanceof NetworkError)
-    return new Error(`${e.message}\n  start a server with "keel serve", or point --url (or $KEEL_URL) at one`);
-  if (e instanceof ApiError && e.status === 401)
-    return new Error('the server requires an API key: pass --key or set $KEEL_API_KEY (see keel keys create)');
-  if (e instanceof ApiError) return new Error(`${e.message} (${e.type}, HTTP ${e.status})`);
-  return e instanceof Error ? e : new Error(String(e));
-}
-
-const eventsOf = (command: string, v: string | undefined): string[] | undefined => {
+/** The server checks the names (an unknown one is a `validation` problem naming it). */
+const eventsOf = (command: string, v: string | undefined): EventType[] | undefined => {
   if (v === undefined) return undefined;
   const events = v
     .split(',')
@@ -62,11 +44,10 @@ const eventsOf = (command: string, v: string | undefined): string[] | undefined 
     .filter((s) => s !== '');
   if (events.length === 0)
     throw new UsageError(`${command}: --events lists one or more event types, e.g. run.completed,run.failed`);
-  return events;
+  return events as EventType[];
 };
 
 const at = (iso: string | null): string => (iso === null ? '-' : time(Date.parse(iso)));
-const id = (s: string) => encodeURIComponent(s);
 
 function printWebhook(io: Io, w: WebhookJson): void {
   line(io, `webhook ${w.id}${w.active ? '' : ' (disabled)'}`);
@@ -120,10 +101,10 @@ export async function webhooksCommand(argv: string[], io: Io): Promise<number> {
     disable: { type: 'boolean' },
     overlap: { type: 'string' },
   });
-  const api = apiOf(name, io, values.url, values.key);
-  const call = async <T>(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<T> => {
+  const client = serverClient(name, io, values.url, values.key);
+  const call = async <T>(request: () => Promise<T>): Promise<T> => {
     try {
-      return await api.request<T>(method, path, body);
+      return await request();
     } catch (e) {
       throw explained(e);
     }
@@ -132,7 +113,7 @@ export async function webhooksCommand(argv: string[], io: Io): Promise<number> {
     case 'list': {
       noPositionals(name, positionals);
       const limit = intOption(name, 'limit', values.limit, { min: 1, default: 50 });
-      const page = await call<{ data: WebhookJson[] }>('GET', `/v1/webhooks?limit=${Math.min(limit, 200)}`);
+      const page = await call(() => client.webhooks.list({ limit: Math.min(limit, 200) }));
       if (values.json) json(io, page.data);
       else if (page.data.length === 0) line(io, 'no webhooks');
       else
@@ -153,12 +134,14 @@ export async function webhooksCommand(argv: string[], io: Io): Promise<number> {
       );
       const events = eventsOf(name, values.events);
       if (!events) throw new UsageError(`${name}: --events is required, e.g. --events run.completed,run.failed`);
-      const w = await call<WebhookJson>('POST', '/v1/webhooks', {
-        url: receiver,
-        events,
-        ...(values.secret !== undefined ? { secret: values.secret } : {}),
-        ...(values.disabled ? { active: false } : {}),
-      });
+      const w = await call(() =>
+        client.webhooks.create({
+          url: receiver,
+          events,
+          ...(values.secret !== undefined ? { secret: values.secret } : {}),
+          ...(values.disabled ? { active: false } : {}),
+        }),
+      );
       if (values.json) json(io, w);
       else {
         line(io, `created webhook ${w.id}${w.active ? '' : ' (disabled)'}: ${w.events.join(', ')} to ${w.url}`);
@@ -167,10 +150,8 @@ export async function webhooksCommand(argv: string[], io: Io): Promise<number> {
       return 0;
     }
     case 'get': {
-      const w = await call<WebhookJson>(
-        'GET',
-        `/v1/webhooks/${id(positional(name, positionals, 'webhook id (see keel webhooks list)'))}`,
-      );
+      const hook = positional(name, positionals, 'webhook id (see keel webhooks list)');
+      const w = await call(() => client.webhooks.get(hook));
       if (values.json) json(io, w);
       else printWebhook(io, w);
       return 0;
@@ -186,14 +167,14 @@ export async function webhooksCommand(argv: string[], io: Io): Promise<number> {
       };
       if (Object.keys(patch).length === 0)
         throw new UsageError(`${name}: nothing to change: give --receiver, --events, --enable or --disable`);
-      const w = await call<WebhookJson>('PATCH', `/v1/webhooks/${id(hook)}`, patch);
+      const w = await call(() => client.webhooks.update(hook, patch));
       if (values.json) json(io, w);
       else printWebhook(io, w);
       return 0;
     }
     case 'delete': {
       const hook = positional(name, positionals, 'webhook id (see keel webhooks list)');
-      await call('DELETE', `/v1/webhooks/${id(hook)}`);
+      await call(() => client.webhooks.delete(hook));
       if (values.json) json(io, { id: hook, deleted: true });
       else line(io, `deleted webhook ${hook}`);
       return 0;
@@ -201,10 +182,7 @@ export async function webhooksCommand(argv: string[], io: Io): Promise<number> {
     case 'deliveries': {
       const hook = positional(name, positionals, 'webhook id, e.g. keel webhooks deliveries <id>');
       const limit = intOption(name, 'limit', values.limit, { min: 1, default: 20 });
-      const page = await call<{ data: DeliveryJson[] }>(
-        'GET',
-        `/v1/webhooks/${id(hook)}/deliveries?limit=${Math.min(limit, 200)}`,
-      );
+      const page = await call(() => client.webhooks.deliveries(hook, { limit: Math.min(limit, 200) }));
       if (values.json) json(io, page.data);
       else if (page.data.length === 0) line(io, `webhook ${hook} has no deliveries`);
       else {
@@ -226,21 +204,16 @@ export async function webhooksCommand(argv: string[], io: Io): Promise<number> {
       return 0;
     }
     case 'delivery': {
-      const d = await call<DeliveryJson>(
-        'GET',
-        `/v1/webhook-deliveries/${id(positional(name, positionals, 'delivery id (see keel webhooks deliveries <id>)'))}`,
-      );
+      const delivery = positional(name, positionals, 'delivery id (see keel webhooks deliveries <id>)');
+      const d = await call(() => client.webhooks.delivery(delivery));
       if (values.json) json(io, d);
       else printDelivery(io, d);
       return 0;
     }
     case 'redeliver': {
       const delivery = positional(name, positionals, 'delivery id (see keel webhooks deliveries <id>)');
-      const found = await call<DeliveryJson>('GET', `/v1/webhook-deliveries/${id(delivery)}`);
-      const d = await call<DeliveryJson>(
-        'POST',
-        `/v1/webhooks/${id(found.webhook_id)}/deliveries/${id(delivery)}/redeliver`,
-      );
+      const found = await call(() => client.webhooks.delivery(delivery));
+      const d = await call(() => client.webhooks.redeliver(found.webhook_id, delivery));
       if (values.json) json(io, d);
       else line(io, `delivery ${d.id} is pending again: it is attempted now`);
       return 0;
@@ -249,10 +222,8 @@ export async function webhooksCommand(argv: string[], io: Io): Promise<number> {
       const hook = positional(name, positionals, 'webhook id (see keel webhooks list)');
       const overlap =
         values.overlap !== undefined ? intOption(name, 'overlap', values.overlap, { min: 0, default: 0 }) : undefined;
-      const w = await call<WebhookJson>(
-        'POST',
-        `/v1/webhooks/${id(hook)}/rotate-secret`,
-        overlap !== undefined ? { overlap_seconds: overlap } : {},
+      const w = await call(() =>
+        client.webhooks.rotateSecret(hook, overlap !== undefined ? { overlap_seconds: overlap } : {}),
       );
       if (values.json) json(io, w);
       else {
