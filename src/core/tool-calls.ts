@@ -1,7 +1,7 @@
 import { newId } from './ids.ts';
 import type { AssistantMessage, ToolCallPart, ToolMessage, ToolOutput, ToolResultPart, Usage } from '../model/index.ts';
 import type { PendingCall, UnknownOutcomeInfo, UnknownOutcomeResolution } from './events.ts';
-import { isServedResult, servedResult, type ServedResult } from './served-result.ts';
+import { isServedResult, servedResult, TurnStoppedByTool, type ServedResult } from './served-result.ts';
 import { endStep } from './step-end.ts';
 import {
   executeTool,
@@ -336,6 +336,8 @@ export async function runToolCalls(
       waits.set(p.call.toolCallId, done.output.spec);
       continue;
     }
+    // A tool that ends the turn: the first in the model's order ends it (the others' are ignored).
+    if (done.output instanceof TurnStoppedByTool) throw done.output;
     if (isServedResult(done.output))
       await recordResult(t, assistant, p.call, done.output.output, done.durationMs, done.output.source);
     else await recordResult(t, assistant, p.call, done.output, done.durationMs);

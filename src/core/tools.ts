@@ -219,15 +219,15 @@ class ToolTimeoutError extends Error {
  * Runs one validated call. Never throws: every failure becomes an error output the model sees.
  * It does not wait for a tool that ignores its abort signal: the result is settled at the abort.
  * A tool that returns a wait (sleepUntil, waitForSignal) gets it back as is: the call suspends;
- * one that serves a result (servedResult) gets it back as is too. A TurnStoppedByTool is rethrown:
- * it ends the turn.
+ * one that serves a result (servedResult) gets it back as is too. A TurnStoppedByTool it throws is
+ * returned (not thrown: calls run side by side), and the caller ends the turn with it.
  */
 export async function executeTool(
   t: Tool,
   input: unknown,
   ctx: Omit<ToolContext, 'signal'>,
   turnSignal: AbortSignal,
-): Promise<ToolOutput | WaitRequest | ServedResult> {
+): Promise<ToolOutput | WaitRequest | ServedResult | TurnStoppedByTool> {
   if (turnSignal.aborted) return toolError('cancelled', 'the turn was cancelled before the tool ran');
   const ctl = new AbortController();
   const onTurnAbort = () => ctl.abort(turnSignal.reason);
@@ -251,12 +251,12 @@ export async function executeTool(
     const ms = t.timeoutMs;
     timer = setTimeout(() => ctl.abort(new ToolTimeoutError(ms)), ms);
   }
-  const run = (async (): Promise<ToolOutput | WaitRequest | ServedResult> => {
+  const run = (async (): Promise<ToolOutput | WaitRequest | ServedResult | TurnStoppedByTool> => {
     try {
       const value = await t.execute(input, { ...ctx, signal: ctl.signal });
       return isWaitRequest(value) || isServedResult(value) ? value : toOutput(value);
     } catch (error) {
-      if (error instanceof TurnStoppedByTool) throw error;
+      if (error instanceof TurnStoppedByTool) return error;
       if (ctl.signal.aborted) return stopped;
       const message = error instanceof Error ? error.message : String(error);
       return toolError('execution_error', message || 'tool threw');
