@@ -653,9 +653,12 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
           else if (roll < 0.5) {
             // Steering goes to an active run, waiting ones too (every other time a sleeping one, which
             // wakes), through its session (if_busy: steer) or to the run itself (runs.steer).
-            const active = (await st.runs.list({ statuses: ['running', 'queued', ...WAITING], limit: 1000 })).filter(
-              (r) => !r.queuedBehind && pool.includes(r.sessionId),
-            );
+            // A sleep the driver left to its time is never steered: the clock must wake some sleeps.
+            const leftToTheClock = (r: RunRecord) =>
+              r.status === 'sleeping' &&
+              [...plans.entries()].some(([key, p]) => key.startsWith(`${r.id}/`) && p.act === 'leave');
+            const all = await st.runs.list({ statuses: ['running', 'queued', ...WAITING], limit: 1000 });
+            const active = all.filter((r) => !r.queuedBehind && pool.includes(r.sessionId) && !leftToTheClock(r));
             const sleeping = active.filter((r) => r.status === 'sleeping');
             const target =
               sleeping.length > 0 && inTurn('steer a sleep', 2) === 0
@@ -664,7 +667,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
                   ? pick(active)
                   : undefined;
             if (target && chance(0.5)) await steerRun(target, `steer s${n}`);
-            else await send(target?.sessionId ?? sessionId, `steer s${n}`, 'steer');
+            else if (target || !all.some((r) => r.sessionId === sessionId && leftToTheClock(r)))
+              await send(target?.sessionId ?? sessionId, `steer s${n}`, 'steer');
           } else if (roll < 0.58) {
             const live = (await st.runs.list({ sessionId, limit: 100 })).filter((r) => !isTerminal(r.status));
             if (live.length > 0) {
