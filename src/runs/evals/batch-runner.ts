@@ -69,7 +69,8 @@ export class BatchRunner {
         active.add(p);
         continue;
       }
-      await this.wakeUp.nap(this.pollMs);
+      // Unref'd: the runner is never the reason a process keeps running (as the scheduler).
+      await this.wakeUp.nap(this.pollMs, { unref: true });
     }
     await Promise.allSettled(active);
   }

@@ -284,7 +284,9 @@ export async function experimentResults(host: EvalsHost, batch: BatchRecord): Pr
   const byCandidate = new Map<string, BatchItemRecord[]>();
   for (const i of items) {
     const label = (i.subject as unknown as Subject).candidate;
-    byCandidate.set(label, [...(byCandidate.get(label) ?? []), i]);
+    const list = byCandidate.get(label);
+    if (list) list.push(i);
+    else byCandidate.set(label, [i]);
   }
   const baselineLabel = spec.baseline === RECORDED ? RECORDED : spec.baseline.label;
   const baselineOf = (datasetItemId: string, own: BatchItemRecord): number | undefined => {

@@ -28,7 +28,6 @@ export function policyFor(t: Pick<Tool, 'name' | 'effect'>, p: ToolPolicies): To
   const mode = own?.mode ?? p.default ?? (t.effect === 'read-only' ? 'execute' : 'reuse');
   if (own?.mode === 'mock') return own;
   if (mode === 'execute') return { mode: 'execute' };
-  if (mode === 'mock') throw new TypeError(`tool ${t.name}: a mock needs a value`);
   const onMismatch = (own?.mode === 'reuse' ? own.onMismatch : undefined) ?? defaultOnMismatch(t);
   return { mode: 'reuse', onMismatch };
 }
