@@ -7,22 +7,14 @@
  *
  * `i` is the ordinal of the assistant message with text (0 before the first, the last plus one for
  * the run's end), `chars` how much of that message's text the client has after the event, and `k`
- * the event's index among those at that point. A resume (`starting_after=N`) encodes the run again
+ * the event's index among those at that point (output-position.ts). A resume (`starting_after=N`) encodes the run again
  * from its start and sends only what comes after N, slicing the text a client had in part: no gap,
  * no duplicate, whether the message was still streaming or became durable meanwhile.
  */
 import type { FeedItem, SessionEvent } from '../../../session/index.ts';
 import type { RunStatus } from '../../../store/index.ts';
 import { isTerminal } from '../../../runs/lifecycle/run-status.ts';
-
-const I = 2 ** 30;
-const C = 2 ** 4;
-/** Characters a message may have before its numbers would overflow the message ordinal. */
-export const MAX_CHARS = 2 ** 26 - 1;
-/** Messages with text a run may have before its numbers would pass 2^53. */
-export const MAX_MESSAGES = 2 ** 23 - 1;
-
-export const sequenceNumber = (i: number, chars: number, k: number): number => i * I + chars * C + k;
+import { MAX_CHARS, MAX_ORDINALS, ordinalOf, position as sequenceNumber, unsentText } from '../output-position.ts';
 
 export type StreamEvent = { type: string; sequence_number: number; [key: string]: unknown };
 
@@ -83,7 +75,7 @@ export class ResponseStreamEncoder {
   }
 
   private begin(messageId: string): StreamEvent[] {
-    if (this.ordinal >= MAX_MESSAGES) throw new Error('the run has more messages than a Responses stream can number');
+    if (this.ordinal >= MAX_ORDINALS) throw new Error('the run has more messages than a Responses stream can number');
     this.ordinal++;
     const o: Open = { messageId, itemId: `msg_${messageId}`, outputIndex: this.outputIndex++, text: '' };
     this.open = o;
@@ -180,12 +172,9 @@ export class ResponseStreamEncoder {
     for (const e of events) {
       const { _from, ...event } = e as StreamEvent & { _from?: number };
       if (e.sequence_number <= this.after) continue;
-      if (_from !== undefined) {
-        // The client has this message up to `had` characters (when its last number was one of this message's).
-        const had =
-          Math.floor(this.after / I) === Math.floor(e.sequence_number / I) ? Math.floor((this.after % I) / C) : 0;
-        if (had > _from) event.delta = (event.delta as string).slice(had - _from);
-      }
+      // The client may have had part of this message's text (its last number was one of this message's).
+      if (_from !== undefined)
+        event.delta = unsentText(this.after, ordinalOf(e.sequence_number), _from, event.delta as string);
       out.push(event as StreamEvent);
     }
     return out;
