@@ -25,6 +25,7 @@ import { chatRoutes } from './routes/chat.ts';
 import { compareRoutes } from './routes/compare.ts';
 import { rerunRoutes } from './routes/reruns.ts';
 import { openAiResponsesRoutes } from './protocols/openai/responses.ts';
+import { aguiRoutes } from './protocols/agui/agui.ts';
 import { datasetRoutes } from './routes/datasets.ts';
 import { experimentRoutes } from './routes/experiments.ts';
 import { inspectorRoutes } from './routes/inspector.ts';
@@ -87,6 +88,12 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   app.use('/openai/v1/*', refuseNulParams());
   app.use('/openai/v1/*', bodyLimits(ctx));
   app.use('/openai/v1/*', jsonDepthLimit());
+  // So do the AG-UI routes; their errors are problem+json, as Keel's own.
+  app.use('/agui/*', authMiddleware(ctx.keys, ctx.authFailures, options.auth, ctx.clientAddress));
+  app.use('/agui/*', rateLimitMiddleware(ctx.options.rateLimitPerMinute, ctx.clientAddress));
+  app.use('/agui/*', refuseNulParams());
+  app.use('/agui/*', bodyLimits(ctx));
+  app.use('/agui/*', jsonDepthLimit());
 
   sessionRoutes(app, ctx);
   usageRoutes(app, ctx);
@@ -101,6 +108,7 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   streamRoutes(app, ctx);
   chatRoutes(app, ctx);
   openAiResponsesRoutes(app, ctx);
+  aguiRoutes(app, ctx);
   overviewRoutes(app, ctx);
   inspectorRoutes(app);
 

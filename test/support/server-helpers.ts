@@ -10,6 +10,7 @@
  *   `block:<key>`      → calls `gate`, which runs until the test opens gate <key> (or the call is aborted);
  *                        `block:<key>/<words>` answers `done <words>` after it instead of `done`
  *   `slow:<text>`      → answers `<text>`, streamed a word every 5 ms
+ *   `fail:<message>`   → the model call fails (400, not retried): the run fails
  *   anything else      → answers `echo: <text>`
  * After a tool result it answers `done`. The agent `terse` (version 2) always answers `ok`.
  */
@@ -105,7 +106,7 @@ export function helperScript(call: LanguageModelV4CallOptions): ScriptedResponse
     const after = /^block:[^/]*\/(.*)$/s.exec(lastUserText(call).trim())?.[1];
     return { text: after === undefined ? 'done' : `done ${after}` };
   }
-  const m = /^(ask|danger|danger2|block|slow)(?::(.*))?$/s.exec(last.text.trim());
+  const m = /^(ask|danger|danger2|block|slow|fail)(?::(.*))?$/s.exec(last.text.trim());
   switch (m?.[1]) {
     case 'ask':
       return {
@@ -131,6 +132,8 @@ export function helperScript(call: LanguageModelV4CallOptions): ScriptedResponse
       return { toolCalls: [{ name: 'gate', input: { key: m[2]?.split('/')[0] ?? 'default' } }] };
     case 'slow':
       return { text: m[2] ?? '', chunkDelayMs: 5 };
+    case 'fail':
+      return { error: { kind: 'bad_request', message: m[2] ?? 'the model refused' } };
     default:
       return { text: `echo: ${last.text}` };
   }
