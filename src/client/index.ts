@@ -266,6 +266,12 @@ export function createKeelClient(o: KeelClientOptions) {
             ...init(c),
           }),
         ),
+      /**
+       * Delivers the outputs of the run's client tool calls (tools sent as `client_tools`): each
+       * ends its call's wait once; the run goes on when every pending call has one.
+       */
+      toolResults: (runId: string, results: BodyOf<'/v1/runs/{id}/tool-results', 'post'>['results'], c?: CallOptions) =>
+        call(() => raw.POST('/v1/runs/{id}/tool-results', { params: id(runId), body: { results }, ...init(c) })),
       /** Reruns the run (from a step, on another agent version…) in a new forked session: the new run. */
       rerun: (runId: string, body: RerunRequest = {}, c?: CallOptions) =>
         call(() => raw.POST('/v1/runs/{id}/rerun', { params: id(runId), body, ...init(c) })),

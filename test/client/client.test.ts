@@ -149,6 +149,42 @@ describe.each(BACKENDS)('keel/client (%s)', (backend) => {
     expect((await other.runs.list()).data).toEqual([]);
   });
 
+  it('declares client tools: the run waits for their outputs, which come back with toolResults', async () => {
+    const session = await keel.sessions.create();
+    const tools = [
+      { name: 'get_location', description: 'Where the user is', parameters: { type: 'object', properties: {} } },
+      { name: 'get_time', description: 'The user’s clock' },
+    ];
+    const { run } = await keel.sessions.send(session.id, {
+      content: 'call:get_location,get_time',
+      client_tools: tools,
+    });
+    const waiting = await until(keel, run.id, 'waiting_for_signal');
+    expect(waiting.waiting!.requests.map((r) => [r.tool, r.arguments, r.client_tool])).toEqual([
+      ['get_location', { n: 0 }, true],
+      ['get_time', { n: 1 }, true],
+    ]);
+    const [location, time] = waiting.waiting!.requests;
+    // One at a time: the run waits for the other.
+    const half = await keel.runs.toolResults(run.id, [{ tool_call_id: location!.tool_call_id, output: 'Lisbon' }]);
+    expect(half.status).toBe('waiting_for_signal');
+    expect((await problemOf(keel.runs.toolResults(run.id, [{ tool_call_id: 'nope', output: 1 }]))).type).toBe(
+      'unknown_tool_call',
+    );
+    await keel.runs.toolResults(run.id, [{ tool_call_id: time!.tool_call_id, output: { hour: 9 } }]);
+    await until(keel, run.id, 'completed');
+    const items = await collect(keel.runs.follow(run.id));
+    expect(JSON.stringify(items)).toContain('got Lisbon | {\\"hour\\":9}');
+    // Repeats are refused; the declarations are checked like any option.
+    expect(
+      (await problemOf(keel.runs.toolResults(run.id, [{ tool_call_id: time!.tool_call_id, output: 2 }]))).type,
+    ).toBe('already_delivered');
+    const bad = await problemOf(
+      keel.sessions.send(session.id, { content: 'hi', client_tools: [{ name: 'has space' }] }),
+    );
+    expect(bad.type).toBe('validation');
+  });
+
   it('reruns a run on another agent version, compares the two, and makes a dataset of them', async () => {
     const session = await keel.sessions.create();
     const { run } = await keel.sessions.send(session.id, 'hello again');
