@@ -208,6 +208,41 @@ describe.each(BACKENDS)('keel/client (%s)', (backend) => {
     expect((await problemOf(keel.datasets.get(dataset.id))).type).toBe('not_found');
   });
 
+  it('reads the views across sessions and works on a session: summaries, inbox, leaf, compact, export, replay check', async () => {
+    const session = await keel.sessions.create({ title: `views-${backend}` });
+    const first = (await keel.sessions.send(session.id, 'one')).run;
+    await until(keel, first.id, 'completed');
+
+    const found = await keel.sessions.summaries({ q: `views-${backend}` });
+    expect(found.data.map((s) => [s.session.id, s.runs, s.latest_run?.status])).toEqual([[session.id, 1, 'completed']]);
+    expect((await other.sessions.summaries()).data).toEqual([]);
+
+    // A run waiting for an approval is in the inbox, until it is decided.
+    const waiting = (await keel.sessions.send(session.id, 'danger:inbox')).run;
+    const approval = (await until(keel, waiting.id, 'waiting_approval')).waiting!.requests[0]!;
+    const inbox = (await keel.inbox.list({ limit: 1000 })).data;
+    expect(inbox.find((i) => i.run.id === waiting.id)?.session).toEqual({ id: session.id, title: `views-${backend}` });
+    expect((await other.inbox.list()).data).toEqual([]);
+    await keel.runs.approve(waiting.id, approval.approval_id);
+    await until(keel, waiting.id, 'completed');
+    expect((await keel.inbox.list({ limit: 1000 })).data.map((i) => i.run.id)).not.toContain(waiting.id);
+
+    // The leaf back to the first answer; compaction (nothing to do on so short a log); the export; the replay check.
+    const entries = (await keel.sessions.events(session.id, { limit: 1000 })).data.filter((e) => e.entry);
+    const firstAnswer = entries.find((e) => e.type === 'assistant/message')!;
+    expect((await keel.sessions.setLeaf(session.id, firstAnswer.id)).leaf_id).toBe(firstAnswer.id);
+    expect((await keel.sessions.get(session.id)).leaf_id).toBe(firstAnswer.id);
+    expect(await keel.sessions.compact(session.id)).toHaveProperty('compacted');
+    const jsonl = await keel.sessions.export(session.id);
+    expect(typeof jsonl).toBe('string');
+    const lines = jsonl.trim().split('\n');
+    expect(lines.length).toBeGreaterThan(entries.length);
+    for (const line of lines) expect(() => JSON.parse(line) as unknown).not.toThrow();
+    const check = await keel.sessions.replayCheck(session.id);
+    expect(check).toMatchObject({ ok: true, mismatches: [] });
+    expect(check.requests).toBeGreaterThan(0);
+  });
+
   it("throws the API's problems as KeelProblems: not_found, validation, unauthorized; KeelNetworkError when down", async () => {
     const session = await keel.sessions.create();
     const { run } = await keel.sessions.send(session.id, 'mine');
