@@ -128,8 +128,10 @@ describe.each(BACKENDS)('AG-UI streams resume by Last-Event-ID (%s)', (backend) 
     await srv?.close();
   });
 
+  // A connection a restarted server closed may still be pooled: retried once, as clients with retries do.
+  const request = (url: string, init: RequestInit) => fetch(url, init).catch(() => fetch(url, init));
   const post = (input: unknown, lastEventId?: number) =>
-    fetch(`${srv.url}/agui/helper`, {
+    request(`${srv.url}/agui/helper`, {
       method: 'POST',
       headers: {
         ...auth,
@@ -140,7 +142,7 @@ describe.each(BACKENDS)('AG-UI streams resume by Last-Event-ID (%s)', (backend) 
       body: JSON.stringify(input),
     });
   const attach = (runId: string, lastEventId?: number, secret = srv.secrets[0]) =>
-    fetch(`${srv.url}/agui/helper/runs/${runId}`, {
+    request(`${srv.url}/agui/helper/runs/${runId}`, {
       headers: {
         authorization: `Bearer ${secret}`,
         ...(lastEventId !== undefined ? { 'last-event-id': String(lastEventId) } : {}),

@@ -3,8 +3,8 @@
  * the log (the durable messages, whole) give every event the same id; a client resuming after any
  * event it received gets exactly the rest, mid-message too, whether the rest comes as deltas or
  * from the log; what it gets is a valid AG-UI stream (every message, tool call, step and run
- * ended once, in order). Also a retried model call, a call lost with its worker, and a run that
- * waits for an approval (two AG-UI runs).
+ * ended once, in order). Also a retried model call, a call lost with its worker, a run that
+ * waits for an approval (two AG-UI runs) and for the client's tools.
  */
 import { EventType, type Event } from '@ag-ui/core';
 import { EventSchema } from '@ag-ui/core/schemas';
@@ -378,6 +378,69 @@ describe('AguiStreamEncoder', () => {
     // The stream of a client that answered the interrupt starts after it.
     const rest = encode(waits, finished[0]!.id);
     expect(types(rest).slice(0, 3)).toEqual(['RUN_STARTED', 'CUSTOM', 'STEP_STARTED']);
+  });
+
+  it('a call of a client tool ends the AG-UI run naming it; after an approval, a run of its own says so', () => {
+    const signal = (id: string) => ({
+      toolCallId: id,
+      toolName: 'lookup',
+      input: {},
+      kind: 'signal',
+      wait: { kind: 'signal', name: `client_tool.${id}` },
+    });
+    const mixed = script((s) =>
+      s
+        .status(null, 'queued')
+        .status('queued', 'running')
+        .call('m1', '', {
+          tools: [
+            { id: 'a1', name: 'danger' },
+            { id: 'c1', name: 'lookup' },
+          ],
+        })
+        .ev('tool/approval', { toolCallId: 'a1', toolName: 'danger', input: {}, assistantMessageId: 'm1' })
+        .ev('turn/end', {
+          reason: 'suspended',
+          steps: 1,
+          pending: [{ toolCallId: 'a1', toolName: 'danger', input: {}, kind: 'approval' }, signal('c1')],
+        })
+        .status('running', 'waiting_approval')
+        .ev('tool/decision', { toolCallId: 'a1', approved: true })
+        .status('waiting_approval', 'waiting_for_signal')
+        .ev('wait/resolved', { toolCallId: 'c1', kind: 'signal', by: 'signal', output: { type: 'text', value: '42' } })
+        .status('waiting_for_signal', 'queued')
+        .status('queued', 'running')
+        .ev('tool/result', {
+          toolCallId: 'a1',
+          toolName: 'danger',
+          output: { type: 'text', value: 'did' },
+          toolMessageId: 't1',
+          durationMs: 1,
+        })
+        .ev('tool/result', {
+          toolCallId: 'c1',
+          toolName: 'lookup',
+          output: { type: 'text', value: '42' },
+          toolMessageId: 't2',
+          durationMs: 1,
+        })
+        .ev('step/end', { reason: 'tool-calls' })
+        .call('m2', 'got 42', { deltas: ['got 42'] })
+        .ev('step/end', { reason: 'final' })
+        .status('running', 'completed'),
+    );
+    const live = encode(mixed);
+    expectValid(live);
+    expect(live.filter((e) => e.event.type === EventType.RUN_FINISHED).map((e) => e.event)).toMatchObject([
+      { outcome: { type: 'interrupt', interrupts: [{ id: 'a1' }] } },
+      { outcome: { type: 'success', pendingToolCallIds: ['c1'] } },
+      {},
+    ]);
+    // The client's own output is not sent back to it; Keel's tool's result is.
+    expect(live.flatMap((e) => (e.event.type === EventType.TOOL_CALL_RESULT ? [e.event.toolCallId] : []))).toEqual([
+      'a1',
+    ]);
+    expectResumable(live, [mixed, rebuilt(mixed)]);
   });
 
   it('a failed run ends with RUN_ERROR, a cancelled one with the cancelled outcome', () => {

@@ -2,7 +2,8 @@
  * AG-UI at /agui/{agent}, driven by the protocol's own client (`HttpAgent` from @ag-ui/client) on
  * both backends (issue 41): a text run, a multi-turn thread (the history is the Keel session's; no
  * user message sent twice), an approval and a question as interrupts answered with `resume` (the
- * same Keel run goes on), a failed and a cancelled run, refusals before the stream, tenants.
+ * same Keel run goes on), tools the client executes (across a restart), a failed and a cancelled
+ * run, refusals before the stream, tenants.
  * Every thread is an ordinary Keel session, every run an ordinary Keel run.
  */
 import { randomUUID } from 'node:crypto';
@@ -178,6 +179,53 @@ describe.each(BACKENDS)('AG-UI with @ag-ui/client (%s)', (backend) => {
     ]);
   });
 
+  it('tools run in the client: a call ends the AG-UI run while the Keel run waits, across a restart; the outputs go on with it', async () => {
+    const tools = [
+      {
+        name: 'lookup',
+        description: 'Looks a number up',
+        parameters: { type: 'object', properties: { n: { type: 'number' } } },
+      },
+    ];
+    const agent = agentOf();
+    say(agent, 'call:lookup,lookup');
+    const called = await run(agent, { tools });
+    expect(called.finished?.outcome).toBe('success');
+    const pending = (called.finished as { pendingToolCallIds: string[] }).pendingToolCallIds;
+    expect(pending).toHaveLength(2);
+    expect(
+      (agent.messages[1] as Json).toolCalls.map((t: Json) => [t.id, t.function.name, t.function.arguments]),
+    ).toEqual([
+      [pending[0], 'lookup', '{"n":0}'],
+      [pending[1], 'lookup', '{"n":1}'],
+    ]);
+    expect((await acme.get(`/v1/runs/${called.keelRunId}`)).body.status).toBe('waiting_for_signal');
+
+    // One output of two: refused, nothing delivered.
+    agent.messages.push({ id: randomUUID(), role: 'tool', toolCallId: pending[0]!, content: 'forty-two' });
+    await expect(agent.runAgent({ tools })).rejects.toMatchObject({ status: 400 });
+    // The run waits durably: the server restarts, then both outputs come.
+    await srv.restart();
+    // A connection the old server closed may still be pooled: retried once, as clients with retries do.
+    agent.fetch = (url, init) => fetch(url, init).catch(() => fetch(url, init));
+    agent.messages.push({ id: randomUUID(), role: 'tool', toolCallId: pending[1]!, content: 'seven' });
+    const answered = await run(agent, { tools });
+    expect(answered.keelRunId).toBe(called.keelRunId);
+    expect(texts(answered.result.newMessages)).toEqual([['assistant', 'got forty-two | seven']]);
+    // The outputs are the client's own: not sent back.
+    expect(types(answered.events)).not.toContain('TOOL_CALL_RESULT');
+    expect((await acme.get(`/v1/runs/${called.keelRunId}`)).body.status).toBe('completed');
+    // A tool the run did not start with cannot join it.
+    const other = agentOf();
+    say(other, 'call:lookup');
+    const first = await run(other, { tools });
+    const [id] = (first.finished as { pendingToolCallIds: string[] }).pendingToolCallIds;
+    other.messages.push({ id: randomUUID(), role: 'tool', toolCallId: id!, content: '1' });
+    await expect(other.runAgent({ tools: [...tools, { name: 'extra', description: 'new' }] })).rejects.toMatchObject({
+      status: 400,
+    });
+  });
+
   it('a failed run ends with RUN_ERROR; a cancelled one with the cancelled outcome', async () => {
     const failing = agentOf();
     say(failing, 'fail:the model refused');
@@ -210,7 +258,13 @@ describe.each(BACKENDS)('AG-UI with @ag-ui/client (%s)', (backend) => {
     await refused(withState, {}, 400, /^state: Keel agents keep no shared state/);
     const withTools = agentOf();
     say(withTools, 'hi');
-    await refused(withTools, { tools: [{ name: 'f', description: 'a tool' }] }, 400, /^tools:/);
+    // A client tool named as one of the agent's own.
+    await refused(
+      withTools,
+      { tools: [{ name: 'danger', description: 'mine' }] },
+      400,
+      /^tools\[0\]\.name: agent helper/,
+    );
     await refused(withTools, { forwardedProps: { x: 1 } }, 400, /^forwardedProps:/);
     const history = agentOf();
     history.messages.push({ id: randomUUID(), role: 'assistant', content: 'earlier' });

@@ -6,9 +6,19 @@
  * honour is refused, naming the field, never ignored.
  */
 import { createHash } from 'node:crypto';
-import type { ContentPart, Message, ResumeEntry, RunAgentInput, UserMessage } from '@ag-ui/core';
+import {
+  contentToText,
+  type ContentPart,
+  type Message,
+  type ResumeEntry,
+  type RunAgentInput,
+  type ToolMessage,
+  type UserMessage,
+} from '@ag-ui/core';
 import { RunAgentInputSchema } from '@ag-ui/core/schemas';
 import type { AgentDefinition, UserInput } from '../../../core/index.ts';
+import type { JsonValue } from '../../../model/index.ts';
+import type { ClientToolResult, ClientToolSpec } from '../../../runs/index.ts';
 import { HttpProblem } from '../../problems.ts';
 
 /** A refusal of what the input asks, naming the field at fault. */
@@ -32,7 +42,7 @@ export function parseRunInput(raw: unknown): RunAgentInput {
 const isEmptyObject = (v: unknown) =>
   v === undefined || v === null || (typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length === 0);
 
-/** What Keel does not do, refused: shared state, forwarded props, a parent run, client tools. */
+/** What Keel does not do, refused: shared state, forwarded props, a parent run. */
 export function refuseUnsupported(input: RunAgentInput): void {
   if (!isEmptyObject(input.state))
     refuse('state', 'Keel agents keep no shared state (the thread is their state): send none, or {}');
@@ -40,7 +50,25 @@ export function refuseUnsupported(input: RunAgentInput): void {
     refuse('forwardedProps', 'Keel passes nothing through to its agents: send none, or {}');
   if (input.parentRunId !== undefined)
     refuse('parentRunId', 'runs started by another run are Keel subagents, not AG-UI input');
-  if (input.tools.length > 0) refuse('tools', 'tools executed by the client are not supported yet');
+  input.tools.forEach((t, i) => {
+    if (t.parameters !== undefined && (typeof t.parameters !== 'object' || Array.isArray(t.parameters)))
+      refuse(`tools[${i}].parameters`, 'a JSON Schema object');
+  });
+}
+
+/** The input's tools as the run's client tools: the client executes them. */
+export function clientToolsOf(input: RunAgentInput): ClientToolSpec[] {
+  return input.tools.map((t) => ({
+    name: t.name,
+    ...(t.description !== '' ? { description: t.description } : {}),
+    ...(t.parameters !== undefined ? { parameters: t.parameters as JsonValue } : {}),
+  }));
+}
+
+/** A `tool` message as the output of the client's tool call: its content as text, or its error. */
+export function toolResultOf(m: ToolMessage): ClientToolResult {
+  if (m.error !== undefined) return { callId: m.toolCallId, output: m.error, isError: true };
+  return { callId: m.toolCallId, output: contentToText(m.content) };
 }
 
 /**

@@ -21,7 +21,8 @@
  * (`<run id>.<i>`, Keel's message id in the event's metadata) for that reason.
  *
  * One Keel run may be several AG-UI runs: one ends (`RUN_FINISHED`) when the run waits for the
- * client (an approval or a question: an `interrupt` outcome) and the next starts when it goes on.
+ * client (an approval or a question: an `interrupt` outcome; a call of a tool the client executes:
+ * a success naming it in `pendingToolCallIds`) and the next starts when it goes on.
  * A Keel step open across such a wait is finished with the AG-UI run and started again with the
  * next. The Keel run's end ends the last: `RUN_FINISHED` (completed; `cancelled` outcome) or
  * `RUN_ERROR` (failed, timed out).
@@ -34,6 +35,7 @@ import {
   type RunFinishedOutcome,
   type TokenUsage,
 } from '@ag-ui/core';
+import { isClientToolSignal } from '../../../core/client-tool.ts';
 import type { DeltaEvent } from '../../../core/index.ts';
 import type { ToolOutput } from '../../../model/index.ts';
 import type { FeedItem, SessionEvent } from '../../../session/index.ts';
@@ -140,6 +142,8 @@ export class AguiStreamEncoder {
   /** Calls of tools the client executes, and those of them without an output yet. */
   private readonly clientCalls = new Set<string>();
   private readonly clientPending = new Set<string>();
+  /** What the last AG-UI run that ended waiting for the client told it to answer. */
+  private announced = new Set<string>();
   private model: { provider: string; modelId: string } | undefined;
   private usage = { input: 0, output: 0, reasoning: 0, cached: 0, calls: 0 };
   private error: string | undefined;
@@ -355,7 +359,7 @@ export class AguiStreamEncoder {
       case 'turn/end':
         if (e.data.error) this.error = e.data.error.message;
         for (const p of e.data.pending ?? []) {
-          if (p.wait?.kind === 'signal' && p.wait.name.startsWith('client_tool.')) {
+          if (p.wait?.kind === 'signal' && isClientToolSignal(p.wait.name)) {
             this.clientCalls.add(p.toolCallId);
             this.clientPending.add(p.toolCallId);
           }
@@ -473,8 +477,10 @@ export class AguiStreamEncoder {
   private status(e: SessionEvent<'run/status'>): AguiOut[] {
     const { from, to } = e.data;
     const asksClient = ASKS_CLIENT.includes(to) || (to === 'waiting_for_signal' && this.clientPending.size > 0);
-    // From one wait for the client to another: what it waits for was told when the first began.
-    if (!this.running && asksClient) return [];
+    // From one wait for the client to another: nothing to tell when the last AG-UI run told it all
+    // (an approval's questions, say); else (a client tool's call after an approval) a run says it.
+    const waitsFor = ASKS_CLIENT.includes(to) ? [...this.interrupts.keys()] : [...this.clientPending];
+    if (!this.running && asksClient && waitsFor.every((id) => this.announced.has(id))) return [];
     const out = [
       ...this.ensureRunning(),
       this.next(
@@ -505,9 +511,11 @@ export class AguiStreamEncoder {
     let outcome: RunFinishedOutcome | undefined;
     if (to === 'cancelled') outcome = { type: 'cancelled' };
     else if (to !== 'completed') {
+      // The client answers what it is told here: the approvals and questions, or its tools' calls.
       const interrupts = [...this.interrupts.values()];
       if (interrupts.length > 0) outcome = { type: 'interrupt', interrupts };
       else if (this.clientPending.size > 0) outcome = { type: 'success', pendingToolCallIds: [...this.clientPending] };
+      this.announced = new Set(waitsFor);
     }
     out.push(
       this.next({

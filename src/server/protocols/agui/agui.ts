@@ -8,6 +8,9 @@
  *   response streams the run they started, from the start or after `Last-Event-ID`.
  * - An approval or a question ends the AG-UI run with an `interrupt` outcome; the next POST
  *   answers it with `resume` entries, and streams the same Keel run from where it goes on.
+ * - `tools` are executed by the client: a call of one ends the AG-UI run (its id in
+ *   `pendingToolCallIds`) while the Keel run waits; the next POST's `tool` messages deliver the
+ *   outputs, and the same Keel run goes on.
  * - Every event carries an `id:` (agui-stream.ts): a client that reconnects with `Last-Event-ID`
  *   gets the rest, nothing twice. `GET /agui/{agent}/runs/{runId}` (a Keel run id, sent as the
  *   `keel.run` custom event) re-attaches to a run the same way.
@@ -17,9 +20,13 @@
 import type { Context, Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { EventEncoder } from '@ag-ui/encoder';
-import { EventType, type ResumeEntry, type RunAgentInput } from '@ag-ui/core';
+import { EventType, type RunAgentInput } from '@ag-ui/core';
 import type { JsonValue } from '../../../model/index.ts';
-import type { RecordedSend, Waiting } from '../../../runs/index.ts';
+import { FieldValidationError, pendingClientToolCalls, type RecordedSend, type Waiting } from '../../../runs/index.ts';
+import { isClientToolSignal } from '../../../core/client-tool.ts';
+import type { AgentDefinition } from '../../../core/index.ts';
+import { withClientTools } from '../../../runs/client-tools.ts';
+import { checkSendOptions } from '../../../runs/send-options.ts';
 import { isTerminal } from '../../../runs/lifecycle/run-status.ts';
 import { eventPosition, FeedOverflowError, follow } from '../../../session/index.ts';
 import { NotFoundError, StoreError, type RunRecord, type SessionRecord } from '../../../store/index.ts';
@@ -28,12 +35,14 @@ import { runFor, sessionFor } from '../../lookups.ts';
 import { HttpProblem } from '../../problems.ts';
 import {
   approvalOf,
+  clientToolsOf,
   messageFingerprint,
   messageKey,
   parseRunInput,
   refuse,
   refuseUnsupported,
   systemWithContext,
+  toolResultOf,
   trailingUserMessages,
   userParts,
 } from './agui-input.ts';
@@ -42,9 +51,14 @@ import { AguiStreamEncoder } from './agui-stream.ts';
 /** How often an idle stream re-reads the log (a safety net for a missed notice). */
 const POLL_MS = 1000;
 
-/** Whether the run's stream ends now: the run ended, or it waits for the client's answer. */
+/** Whether the run's stream ends now: the run ended, or it waits for the client's answer or tool outputs. */
 function settledForClient(run: RunRecord): boolean {
-  return isTerminal(run.status) || run.status === 'waiting_approval' || run.status === 'waiting_for_user';
+  return (
+    isTerminal(run.status) ||
+    run.status === 'waiting_approval' ||
+    run.status === 'waiting_for_user' ||
+    pendingClientToolCalls(run).length > 0
+  );
 }
 
 /** `Last-Event-ID` (or `?after=`): the id of the last event the client has. */
@@ -169,38 +183,69 @@ export function aguiRoutes(app: Hono<AppEnv>, ctx: AppContext): void {
     return { known, fresh };
   };
 
-  /** Answers the interrupts the run waits for; returns the id of the event that asked them (the stream goes on after it). */
-  const answer = async (s: SessionRecord, resume: ResumeEntry[]): Promise<{ run: RunRecord; after: number }> => {
-    const runs = await rt.runs.list({ sessionId: s.id, limit: 1000 });
-    const run = (await rt.runs.active(s.id)) ?? runs.at(-1);
-    if (!run) throw new NotFoundError('run', `of thread ${s.id}`);
-    const events = await rt.sessions.log.read(s.id, { runId: run.id });
-    const asked = new Map<string, 'approval' | 'question'>();
-    for (const e of events) {
+  /**
+   * A request that continues the thread's run: it answers the run's interrupts (`resume`), or
+   * delivers the outputs of its calls of the client's tools (`tool` messages after the last
+   * assistant message). Undefined when it does neither. Returns the run, and the id of the last
+   * event before the first answer: the AG-UI run that asked ended there, and the stream goes on
+   * after it. What was answered before (a retry of this request) is not answered again.
+   */
+  const continuation = async (
+    c: Context<AppEnv>,
+    s: SessionRecord,
+    input: RunAgentInput,
+  ): Promise<{ run: RunRecord; after: number } | undefined> => {
+    const resume = input.resume ?? [];
+    const from = input.messages.findLastIndex((m) => m.role === 'assistant') + 1;
+    const toolMessages = input.messages.slice(from).filter((m) => m.role === 'tool');
+    if (resume.length === 0 && toolMessages.length === 0) return undefined;
+    let run = (await rt.runs.active(s.id)) ?? (await rt.runs.list({ sessionId: s.id, limit: 1000 })).at(-1);
+    if (!run) {
+      if (resume.length > 0) refuse('resume', `thread ${s.id} has no run to answer`);
+      return undefined;
+    }
+    const asked = new Map<string, 'approval' | 'question' | 'tool'>();
+    const answered = new Set<string>();
+    for (const e of await rt.sessions.log.read(s.id, { runId: run.id })) {
       if (e.type === 'tool/approval') asked.set(e.data.toolCallId, 'approval');
       if (e.type === 'user/question') asked.set(e.data.toolCallId, 'question');
+      if (e.type === 'turn/end')
+        for (const p of e.data.pending ?? [])
+          if (p.wait?.kind === 'signal' && isClientToolSignal(p.wait.name)) asked.set(p.toolCallId, 'tool');
+      if (e.type === 'wait/resolved') answered.add(e.data.toolCallId);
     }
-    resume.forEach((r, i) => {
-      if (!asked.has(r.interruptId))
-        throw new HttpProblem('validation', `resume[${i}].interruptId: run ${run.id} asked no ${r.interruptId}`, {
-          field: `resume[${i}].interruptId`,
-          run_id: run.id,
-        });
+    const results = toolMessages.filter((m) => asked.get(m.toolCallId) === 'tool');
+    if (resume.length === 0 && results.length === 0) return undefined;
+    if ((await sentBefore(c, s, input)).fresh.length > 0)
+      refuse('messages', 'a request that answers the run carries no new user message: send it next');
+    const own = new Set(
+      ((run.options as { clientTools?: Array<{ name: string }> }).clientTools ?? []).map((t) => t.name),
+    );
+    input.tools.forEach((t, i) => {
+      if (!own.has(t.name))
+        refuse(`tools[${i}]`, `run ${run!.id} started without ${t.name}: a new tool comes with a new message`);
     });
+    resume.forEach((r, i) => {
+      const kind = asked.get(r.interruptId);
+      if (kind !== 'approval' && kind !== 'question')
+        refuse(`resume[${i}].interruptId`, `run ${run!.id} asked no ${r.interruptId}`);
+    });
+
     const waiting = run.waiting as unknown as Waiting | null;
     const open = (waiting?.calls ?? []).filter(
       (call) => (call.kind === 'approval' || call.kind === 'input') && !waiting?.decisions[call.toolCallId],
     );
-    const missing = open.filter((call) => !resume.some((r) => r.interruptId === call.toolCallId));
-    if (missing.length > 0)
-      refuse('resume', `answer every interrupt of run ${run.id}: ${missing.map((m) => m.toolCallId).join(', ')}`);
+    if (resume.length > 0) {
+      const missing = open.filter((call) => !resume.some((r) => r.interruptId === call.toolCallId));
+      if (missing.length > 0)
+        refuse('resume', `answer every interrupt of run ${run.id}: ${missing.map((m) => m.toolCallId).join(', ')}`);
+    }
     // Approvals first: the run asks its questions once they are decided.
     const order = [...resume.entries()].sort(
       ([, a], [, b]) =>
         (asked.get(a.interruptId) === 'approval' ? 0 : 1) - (asked.get(b.interruptId) === 'approval' ? 0 : 1),
     );
     for (const [i, r] of order) {
-      // Answered before (a retry of this request): the run went on; the stream says how.
       if (!open.some((call) => call.toolCallId === r.interruptId)) continue;
       if (asked.get(r.interruptId) === 'approval') {
         const d = approvalOf(r, i);
@@ -213,15 +258,45 @@ export function aguiRoutes(app: Hono<AppEnv>, ctx: AppContext): void {
         await rt.runs.input(run.id, value, { toolCallId: r.interruptId });
       }
     }
-    // The AG-UI run that asked them ended at the event before the first answer.
-    const ids = new Set(resume.map((r) => r.interruptId));
+    const due = results.filter((m) => !answered.has(m.toolCallId));
+    if (due.length > 0) {
+      run = await rt.runs.get(run.id);
+      const missing = pendingClientToolCalls(run).filter((p) => !results.some((m) => m.toolCallId === p.callId));
+      if (missing.length > 0)
+        refuse(
+          'messages',
+          `send the output of every tool call run ${run.id} waits for: ${missing.map((m) => m.callId).join(', ')}`,
+        );
+      await rt.runs.submitToolResults(run.id, due.map(toolResultOf), { source: 'api' });
+    }
+    // The AG-UI run that asked ended at the event before the first answer.
+    const ids = new Set([...resume.map((r) => r.interruptId), ...results.map((m) => m.toolCallId)]);
     const encoder = new AguiStreamEncoder({ threadId: s.id, runId: '', keelRunId: run.id });
     encoder.start();
     for (const e of await rt.sessions.log.read(s.id, { runId: run.id })) {
-      if ((e.type === 'tool/decision' || e.type === 'user/answer') && ids.has(e.data.toolCallId)) break;
+      if (
+        (e.type === 'tool/decision' || e.type === 'user/answer' || e.type === 'wait/resolved') &&
+        ids.has(e.data.toolCallId)
+      )
+        break;
       encoder.item({ kind: 'event', event: e });
     }
     return { run, after: encoder.lastId };
+  };
+
+  /** The client's tools, checked as a send checks them, at fault named as the input names them. */
+  const checkedClientTools = (agent: AgentDefinition, input: RunAgentInput) => {
+    if (input.tools.length === 0) return undefined;
+    const specs = clientToolsOf(input);
+    try {
+      checkSendOptions({ clientTools: specs });
+      withClientTools(agent, specs);
+    } catch (e) {
+      if (e instanceof FieldValidationError && e.field.startsWith('clientTools'))
+        refuse(e.field.replace('clientTools', 'tools'), e.message.slice(e.field.length + 2));
+      throw e;
+    }
+    return specs;
   };
 
   const agentOf = (spec: string) => {
@@ -244,23 +319,23 @@ export function aguiRoutes(app: Hono<AppEnv>, ctx: AppContext): void {
     const after = lastEventId(c);
     const runId = input.runId;
 
-    if (input.resume && input.resume.length > 0) {
-      const s = await sessionFor(ctx, c, input.threadId);
-      if ((await sentBefore(c, s, input)).fresh.length > 0)
-        refuse('messages', 'a request that answers interrupts carries no new user message: send it next');
-      const answered = await answer(s, input.resume);
-      return stream(c, answered.run, { runId, after: after ?? answered.after });
-    }
+    const thread = await rt.sessions.find(input.threadId);
+    if (thread) {
+      const continued = await continuation(c, await sessionFor(ctx, c, thread.id), input);
+      if (continued) return stream(c, continued.run, { runId, after: after ?? continued.after });
+    } else if (input.resume && input.resume.length > 0) throw new NotFoundError('thread', input.threadId);
 
     const trailing = trailingUserMessages(input.messages);
     if (trailing.length === 0)
-      refuse('messages', 'no new user message to send (the thread has the rest), and no interrupt answered');
-    const isNew = !(await rt.sessions.find(input.threadId));
-    if (isNew && trailing[0]!.index > 0)
+      refuse('messages', 'no new user message to send (the thread has the rest), nor an answer to the run');
+    if (!thread && trailing[0]!.index > 0)
       refuse(
         'messages',
         'a new thread starts with user messages: Keel does not import history (start from an existing thread instead)',
       );
+    // Checked before the thread is made: a refused request makes nothing.
+    const system = systemWithContext(agent, input);
+    const clientTools = checkedClientTools(agent, input);
     const s = await threadFor(c, input, agent.name);
     const { known, fresh } = await sentBefore(c, s, input);
     if (fresh.length === 0) {
@@ -271,12 +346,12 @@ export function aguiRoutes(app: Hono<AppEnv>, ctx: AppContext): void {
     const content = fresh.flatMap(({ index, message }) => userParts(message, index));
     const last = fresh.at(-1)!.message;
     const tenant = c.get('tenant');
-    const system = systemWithContext(agent, input);
     const sent = await rt.sessions.send(s.id, content, {
       agent: agentSpec,
       ifBusy: 'reject',
       idempotency: { tenant, key: messageKey(s.id, last.id), fingerprint: messageFingerprint(last) },
       ...(system !== undefined ? { overrides: { system } } : {}),
+      ...(clientTools ? { clientTools } : {}),
     });
     // The other new messages went with it: recorded as sent too.
     const effect = JSON.stringify({
