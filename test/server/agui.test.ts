@@ -70,7 +70,9 @@ describe.each(BACKENDS)('AG-UI with @ag-ui/client (%s)', (backend) => {
   it('a text run: a Keel run in a new thread, streamed as AG-UI events', async () => {
     const agent = agentOf();
     say(agent, 'hello');
-    const { events, result, finished, keelRunId } = await run(agent);
+    const { events, result, finished, keelRunId } = await run(agent, {
+      context: [{ description: 'The user', value: 'Ada, in Lisbon' }],
+    });
     expect(texts(result.newMessages)).toEqual([['assistant', 'echo: hello']]);
     expect(types(events)[0]).toBe('RUN_STARTED');
     expect(types(events).at(-1)).toBe('RUN_FINISHED');
@@ -81,6 +83,10 @@ describe.each(BACKENDS)('AG-UI with @ag-ui/client (%s)', (backend) => {
     // An ordinary Keel session (the thread) and run.
     const keelRun = (await acme.get(`/v1/runs/${keelRunId}`)).body;
     expect(keelRun).toMatchObject({ status: 'completed', session_id: agent.threadId, agent: { name: 'helper' } });
+    // The context joins the run's system prompt, after the agent's own.
+    expect(keelRun.agent_spec.system).toBe(
+      'You are a test helper.\n\nContext from the application:\n- The user: Ada, in Lisbon',
+    );
     expect((await acme.get(`/v1/sessions/${agent.threadId}`)).status).toBe(200);
     expect(events.find((e) => e.type === EventType.CUSTOM && (e as Json).name === 'keel.status')).toBeDefined();
   });
