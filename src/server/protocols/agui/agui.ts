@@ -199,7 +199,7 @@ export function aguiRoutes(app: Hono<AppEnv>, ctx: AppContext): void {
     const from = input.messages.findLastIndex((m) => m.role === 'assistant') + 1;
     const toolMessages = input.messages.slice(from).filter((m) => m.role === 'tool');
     if (resume.length === 0 && toolMessages.length === 0) return undefined;
-    let run = (await rt.runs.active(s.id)) ?? (await rt.runs.list({ sessionId: s.id, limit: 1000 })).at(-1);
+    const run = (await rt.runs.active(s.id)) ?? (await rt.runs.list({ sessionId: s.id, limit: 1000 })).at(-1);
     if (!run) {
       if (resume.length > 0) refuse('resume', `thread ${s.id} has no run to answer`);
       return undefined;
@@ -240,35 +240,36 @@ export function aguiRoutes(app: Hono<AppEnv>, ctx: AppContext): void {
       if (missing.length > 0)
         refuse('resume', `answer every interrupt of run ${run.id}: ${missing.map((m) => m.toolCallId).join(', ')}`);
     }
-    // Approvals first: the run asks its questions once they are decided.
-    const order = [...resume.entries()].sort(
-      ([, a], [, b]) =>
-        (asked.get(a.interruptId) === 'approval' ? 0 : 1) - (asked.get(b.interruptId) === 'approval' ? 0 : 1),
-    );
-    for (const [i, r] of order) {
-      if (!open.some((call) => call.toolCallId === r.interruptId)) continue;
-      if (asked.get(r.interruptId) === 'approval') {
-        const d = approvalOf(r, i);
-        if (d.approved) await rt.runs.approve(run.id, r.interruptId, d.input ? { input: d.input as JsonValue } : {});
-        else await rt.runs.deny(run.id, r.interruptId, { reason: d.reason });
-      } else {
-        if (r.status === 'resolved' && r.payload === undefined)
-          refuse(`resume[${i}].payload`, 'a question is answered with its answer as the payload');
-        const value = r.status === 'cancelled' ? { error: 'no answer' } : (r.payload as JsonValue);
-        await rt.runs.input(run.id, value, { toolCallId: r.interruptId });
-      }
-    }
     const due = results.filter((m) => !answered.has(m.toolCallId));
     if (due.length > 0) {
-      run = await rt.runs.get(run.id);
       const missing = pendingClientToolCalls(run).filter((p) => !results.some((m) => m.toolCallId === p.callId));
       if (missing.length > 0)
         refuse(
           'messages',
           `send the output of every tool call run ${run.id} waits for: ${missing.map((m) => m.callId).join(', ')}`,
         );
-      await rt.runs.submitToolResults(run.id, due.map(toolResultOf), { source: 'api' });
     }
+    // Each answer read first (a bad one refuses them all), then given: approvals first, as the run
+    // asks its questions once they are decided.
+    type Answer =
+      | { id: string; approval: ReturnType<typeof approvalOf>; answer?: never }
+      | { id: string; answer: JsonValue; approval?: never };
+    const answers = resume.flatMap((r, i): Answer[] => {
+      if (!open.some((call) => call.toolCallId === r.interruptId)) return [];
+      if (asked.get(r.interruptId) === 'approval') return [{ id: r.interruptId, approval: approvalOf(r, i) }];
+      if (r.status === 'resolved' && r.payload === undefined)
+        refuse(`resume[${i}].payload`, 'a question is answered with its answer as the payload');
+      return [
+        { id: r.interruptId, answer: r.status === 'cancelled' ? { error: 'no answer' } : (r.payload as JsonValue) },
+      ];
+    });
+    for (const a of answers.sort((x, y) => Number(x.approval === undefined) - Number(y.approval === undefined))) {
+      if (a.approval === undefined) await rt.runs.input(run.id, a.answer, { toolCallId: a.id });
+      else if (a.approval.approved)
+        await rt.runs.approve(run.id, a.id, a.approval.input ? { input: a.approval.input as JsonValue } : {});
+      else await rt.runs.deny(run.id, a.id, { reason: a.approval.reason });
+    }
+    if (due.length > 0) await rt.runs.submitToolResults(run.id, due.map(toolResultOf), { source: 'api' });
     // The AG-UI run that asked ended at the event before the first answer.
     const ids = new Set([...resume.map((r) => r.interruptId), ...results.map((m) => m.toolCallId)]);
     const encoder = new AguiStreamEncoder({ threadId: s.id, runId: '', keelRunId: run.id });
