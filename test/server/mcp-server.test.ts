@@ -113,6 +113,25 @@ describe.each(BACKENDS)('MCP server at /mcp with the MCP SDK client (%s)', (back
     expect(seen.every((p, i) => i === 0 || p.progress > seen[i - 1]!.progress)).toBe(true);
   });
 
+  it('a client that gives up on a call does not cancel its run', async () => {
+    const gaveUp = new AbortController();
+    const seen: Array<{ message?: string }> = [];
+    const call = client
+      .callTool({ name: 'helper', arguments: { message: 'block:abandoned' } }, CallToolResultSchema, {
+        signal: gaveUp.signal,
+        onprogress: (p) => seen.push(p),
+      })
+      .catch((e) => e);
+    await srv.gates.entered('abandoned');
+    gaveUp.abort();
+    expect(await call).toBeInstanceOf(Error);
+    // The first progress notification named the run.
+    const runId = /^run (\S+) /.exec(seen[0]!.message!)![1]!;
+    expect((await acme.get(`/v1/runs/${runId}`)).body.status).toBe('running');
+    srv.gates.open('abandoned');
+    expect((await acme.waitForRun(runId, 'completed')).status).toBe('completed');
+  });
+
   it('a run that waits for an approval: without elicitation, the result says what it waits for and how to answer', async () => {
     const r = (await client.callTool({ name: 'helper', arguments: { message: 'danger:nowhere' } })) as Json;
     expect(r.isError).toBeFalsy();
