@@ -34,7 +34,10 @@ export const outputSchema = {
     session_id: { type: 'string', description: 'Its session: give it as session_id to continue the conversation' },
     agent: { type: 'string', description: 'name@version' },
     status: { type: 'string', enum: [...RUN_STATUS_ORDER] },
-    answer: { type: ['string', 'null'], description: "The run's final answer" },
+    answer: {
+      type: ['string', 'null'],
+      description: "The text of the run's last assistant message with text: its final answer once it completed",
+    },
     waiting: {
       type: 'array',
       description: 'What the run waits for, when it waits',
