@@ -123,10 +123,11 @@ describe.each(BACKENDS)('MCP server at /mcp with the MCP SDK client (%s)', (back
       })
       .catch((e) => e);
     await srv.gates.entered('abandoned');
+    // The first progress notification named the run.
+    const first = await acme.until('the first progress notification', async () => seen[0]);
+    const runId = /^run (\S+) /.exec(first.message!)![1]!;
     gaveUp.abort();
     expect(await call).toBeInstanceOf(Error);
-    // The first progress notification named the run.
-    const runId = /^run (\S+) /.exec(seen[0]!.message!)![1]!;
     expect((await acme.get(`/v1/runs/${runId}`)).body.status).toBe('running');
     srv.gates.open('abandoned');
     expect((await acme.waitForRun(runId, 'completed')).status).toBe('completed');
@@ -230,6 +231,26 @@ describe.each(BACKENDS)('MCP server at /mcp with the MCP SDK client (%s)', (back
     expect(res.status).toBe(401);
     expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/);
     expect(await res.json()).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32000 } });
+
+    // A page of another origin may not use the endpoint, even with a key; GET offers no stream.
+    const headers = {
+      authorization: `Bearer ${srv.secrets[0]}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+    };
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+    const foreign = await fetch(`${srv.url}/mcp`, {
+      method: 'POST',
+      headers: { ...headers, origin: 'http://evil.example' },
+      body,
+    });
+    expect(foreign.status).toBe(403);
+    const own = await fetch(`${srv.url}/mcp`, { method: 'POST', headers: { ...headers, origin: srv.url }, body });
+    expect(own.status).toBe(200);
+    await own.body?.cancel();
+    const get = await fetch(`${srv.url}/mcp`, { headers: { ...headers, accept: 'text/event-stream' } });
+    expect(get.status).toBe(405);
+    expect(get.headers.get('allow')).toBe('POST');
   });
 
   it('sessions, transcripts and runs are resources of the tenant', async () => {

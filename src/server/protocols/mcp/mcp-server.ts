@@ -11,6 +11,7 @@ import type { Context } from 'hono';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import {
   CallToolRequestSchema,
   ErrorCode,
@@ -54,6 +55,8 @@ export interface McpRequestScope {
   abilities: ClientAbilities;
   transport: WebStandardStreamableHTTPServerTransport;
   waiters: ElicitationWaiters;
+  /** Shared by the requests' servers: each would make its own (most of the cost of making one). */
+  validator: jsonSchemaValidator;
 }
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
@@ -104,7 +107,7 @@ function toolsOf(agents: readonly AgentDefinition[]): Tool[] {
 const toolError = (text: string): CallToolResult => ({ content: [{ type: 'text', text }], isError: true });
 
 export function mcpServerFor(scope: McpRequestScope): Server {
-  const { ctx, c, abilities, transport, waiters } = scope;
+  const { ctx, c, abilities, transport, waiters, validator } = scope;
   const { rt } = ctx;
   const tasks = new RunTasks(ctx, c);
   const server = new Server(
@@ -117,6 +120,7 @@ export function mcpServerFor(scope: McpRequestScope): Server {
       },
       instructions: INSTRUCTIONS,
       taskStore: tasks,
+      jsonSchemaValidator: validator,
     },
   );
 

@@ -13,6 +13,7 @@
  */
 import type { Context, Hono } from 'hono';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import {
   isInitializeRequest,
   isJSONRPCErrorResponse,
@@ -38,6 +39,7 @@ const jsonRpcError = (status: number, message: string, headers: Record<string, s
 
 export function mcpRoutes(app: Hono<AppEnv>, ctx: AppContext): void {
   const waiters: ElicitationWaiters = new Map();
+  const validator = new AjvJsonSchemaValidator();
 
   // A browser page of another origin may not drive the endpoint (the protocol's DNS rebinding
   // rule): an Origin header must name the host the request was sent to.
@@ -113,7 +115,7 @@ export function mcpRoutes(app: Hono<AppEnv>, ctx: AppContext): void {
         ? abilitiesOf(init.params.capabilities)
         : abilitiesOfSession(c.req.header('mcp-session-id'));
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-    const server = mcpServerFor({ ctx, c, abilities, transport, waiters });
+    const server = mcpServerFor({ ctx, c, abilities, transport, waiters, validator });
     await server.connect(transport);
     // A client that goes away ends the request's handlers (their runs go on); the server goes with it.
     c.req.raw.signal.addEventListener('abort', () => void server.close(), { once: true });
