@@ -107,6 +107,9 @@ export function describeCall(run: RunRecord, c: WaitingCall): string {
     case 'input':
       return `an answer to ${c.toolName} ${short(c.input)} (POST /v1/runs/${run.id}/input with {"answers":{...},"tool_call_id":"${c.toolCallId}"})`;
     case 'signal': {
+      // A tool executed by a client (another protocol's, or Keel's `client_tools`) waits for its result.
+      if (c.wait?.kind === 'signal' && c.wait.payloadIsResult)
+        return `the result of the client's ${c.toolName} ${short(c.input)} (POST /v1/runs/${run.id}/tool-results)`;
       const name = c.wait?.kind === 'signal' ? c.wait.name : c.toolName;
       return `the signal ${name} (POST /v1/runs/${run.id}/signals/${name})`;
     }
