@@ -25,6 +25,7 @@ import { chatRoutes } from './routes/chat.ts';
 import { compareRoutes } from './routes/compare.ts';
 import { rerunRoutes } from './routes/reruns.ts';
 import { openAiResponsesRoutes } from './protocols/openai/responses.ts';
+import { mcpRoutes } from './protocols/mcp/routes.ts';
 import { datasetRoutes } from './routes/datasets.ts';
 import { experimentRoutes } from './routes/experiments.ts';
 import { inspectorRoutes } from './routes/inspector.ts';
@@ -87,6 +88,11 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   app.use('/openai/v1/*', refuseNulParams());
   app.use('/openai/v1/*', bodyLimits(ctx));
   app.use('/openai/v1/*', jsonDepthLimit());
+  // So does the MCP endpoint (its errors in JSON-RPC's shape: protocols/mcp/mcp-errors.ts).
+  app.use('/mcp', authMiddleware(ctx.keys, ctx.authFailures, options.auth, ctx.clientAddress));
+  app.use('/mcp', rateLimitMiddleware(ctx.options.rateLimitPerMinute, ctx.clientAddress));
+  app.use('/mcp', bodyLimits(ctx));
+  app.use('/mcp', jsonDepthLimit());
 
   sessionRoutes(app, ctx);
   usageRoutes(app, ctx);
@@ -101,6 +107,7 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   streamRoutes(app, ctx);
   chatRoutes(app, ctx);
   openAiResponsesRoutes(app, ctx);
+  mcpRoutes(app, ctx);
   overviewRoutes(app, ctx);
   inspectorRoutes(app);
 
