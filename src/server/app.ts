@@ -72,10 +72,14 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   app.use('*', requestLog(ctx));
   opsRoutes(app, ctx);
 
-  // Callback URLs (ADR-0015) carry their own credential, the token: no API key.
-  app.use('/v1/*', exceptCallbacks(authMiddleware(ctx.keys, ctx.authFailures, options.auth, ctx.clientAddress)));
+  // One authentication and one request budget per API key for every protocol the server speaks:
+  // a key's requests to /v1, /openai/v1 and /mcp spend the same bucket.
+  const authenticate = authMiddleware(ctx.keys, ctx.authFailures, options.auth, ctx.clientAddress);
   // Per API key; per client address for requests without one (callback URLs, auth off).
-  app.use('/v1/*', rateLimitMiddleware(ctx.options.rateLimitPerMinute, ctx.clientAddress));
+  const rateLimit = rateLimitMiddleware(ctx.options.rateLimitPerMinute, ctx.clientAddress);
+  // Callback URLs (ADR-0015) carry their own credential, the token: no API key.
+  app.use('/v1/*', exceptCallbacks(authenticate));
+  app.use('/v1/*', rateLimit);
   app.use('/v1/*', knownQueryParams(app));
   app.use('/v1/*', refuseNulParams());
   app.use('/v1/*', jsonBodies());
@@ -83,14 +87,14 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   app.use('/v1/*', jsonDepthLimit());
   app.use('/v1/*', idempotency(rt.idempotency, ctx.options.idempotencyTtlMs));
   // The OpenAI-compatible routes take the same API keys, limits and body checks (ADR-0038).
-  app.use('/openai/v1/*', authMiddleware(ctx.keys, ctx.authFailures, options.auth, ctx.clientAddress));
-  app.use('/openai/v1/*', rateLimitMiddleware(ctx.options.rateLimitPerMinute, ctx.clientAddress));
+  app.use('/openai/v1/*', authenticate);
+  app.use('/openai/v1/*', rateLimit);
   app.use('/openai/v1/*', refuseNulParams());
   app.use('/openai/v1/*', bodyLimits(ctx));
   app.use('/openai/v1/*', jsonDepthLimit());
   // So does the MCP endpoint (its errors in JSON-RPC's shape: protocols/mcp/mcp-errors.ts).
-  app.use('/mcp', authMiddleware(ctx.keys, ctx.authFailures, options.auth, ctx.clientAddress));
-  app.use('/mcp', rateLimitMiddleware(ctx.options.rateLimitPerMinute, ctx.clientAddress));
+  app.use('/mcp', authenticate);
+  app.use('/mcp', rateLimit);
   app.use('/mcp', bodyLimits(ctx));
   app.use('/mcp', jsonDepthLimit());
 
