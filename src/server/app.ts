@@ -25,6 +25,7 @@ import { chatRoutes } from './routes/chat.ts';
 import { compareRoutes } from './routes/compare.ts';
 import { rerunRoutes } from './routes/reruns.ts';
 import { openAiResponsesRoutes } from './protocols/openai/responses.ts';
+import { a2aRoutes } from './protocols/a2a/a2a.ts';
 import { datasetRoutes } from './routes/datasets.ts';
 import { experimentRoutes } from './routes/experiments.ts';
 import { inspectorRoutes } from './routes/inspector.ts';
@@ -87,6 +88,14 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   app.use('/openai/v1/*', refuseNulParams());
   app.use('/openai/v1/*', bodyLimits(ctx));
   app.use('/openai/v1/*', jsonDepthLimit());
+  // A2A (ADR-0038): its agent cards and JSON-RPC endpoints take the same keys, limits and body checks.
+  for (const path of ['/a2a/*', '/.well-known/agent-card.json']) {
+    app.use(path, authMiddleware(ctx.keys, ctx.authFailures, options.auth, ctx.clientAddress));
+    app.use(path, rateLimitMiddleware(ctx.options.rateLimitPerMinute, ctx.clientAddress));
+  }
+  app.use('/a2a/*', refuseNulParams());
+  app.use('/a2a/*', bodyLimits(ctx));
+  app.use('/a2a/*', jsonDepthLimit());
 
   sessionRoutes(app, ctx);
   usageRoutes(app, ctx);
@@ -101,6 +110,7 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   streamRoutes(app, ctx);
   chatRoutes(app, ctx);
   openAiResponsesRoutes(app, ctx);
+  a2aRoutes(app, ctx);
   overviewRoutes(app, ctx);
   inspectorRoutes(app);
 
