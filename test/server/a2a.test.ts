@@ -88,6 +88,15 @@ describe.each(BACKENDS)('A2A with the @a2a-js/sdk client (%s)', (backend) => {
     // historyLength 0: no history.
     expect((await client.getTask({ tenant: '', id: task.id, historyLength: 0 })).history).toEqual([]);
 
+    // The message id is the send's idempotency key: the same message again (a retry) is the same task.
+    const request = sendRequest('once');
+    const once = asTask(await client.sendMessage(request));
+    expect(asTask(await client.sendMessage(request)).id).toBe(once.id);
+    expect((await acme.get(`/v1/sessions/${once.contextId}/runs`)).body.data).toHaveLength(1);
+    const reused = sendRequest('another text');
+    reused.message!.messageId = request.message!.messageId;
+    await expect(client.sendMessage(reused)).rejects.toBeInstanceOf(RequestMalformedError);
+
     // returnImmediately: at once, then the task goes on.
     const queued = asTask(
       await client.sendMessage(sendRequest('block:now', { configuration: { returnImmediately: true } })),

@@ -28,6 +28,7 @@ export function toA2aError(e: unknown, logger: Logger): A2AError {
     case 'illegal_transition':
     case 'conflict':
     case 'session_archived':
+    case 'idempotency_in_progress':
       return new UnsupportedOperationError(p.detail);
     default:
       if (logger.isLevelEnabled('error')) logger.error({ err: e }, 'a2a: internal error');

@@ -10,6 +10,7 @@
  * or, while it runs, steers it. What Keel does not do is refused with the protocol's errors.
  */
 import {
+  Message as MessageJson,
   Role,
   type AgentCard,
   type CancelTaskRequest,
@@ -38,10 +39,11 @@ import {
   UnsupportedOperationError,
 } from '@a2a-js/sdk/errors';
 import type { A2ARequestHandler } from '@a2a-js/sdk/server';
+import { createHash } from 'node:crypto';
 import type { Context } from 'hono';
 import { newId, type AgentDefinition } from '../../../core/index.ts';
 import type { JsonValue } from '../../../model/index.ts';
-import { isTerminal, type Waiting } from '../../../runs/index.ts';
+import { isTerminal, type RecordedSend, type Waiting } from '../../../runs/index.ts';
 import { runEvents } from '../../../session/index.ts';
 import { NotFoundError, type RunRecord, type WebhookRecord } from '../../../store/index.ts';
 import type { AppContext, AppEnv } from '../../context.ts';
@@ -298,8 +300,10 @@ export class KeelTaskHandler implements A2ARequestHandler {
     const accepted = params.configuration?.acceptedOutputModes ?? [];
     if (accepted.length > 0 && !accepted.some((x) => /^\s*(text\/plain|text\/\*|text|\*\/\*)\s*$/i.test(x)))
       throw new ContentTypeNotSupportedError('acceptedOutputModes: the agent answers in text/plain');
-    const created = !m.taskId;
-    const run = created ? await this.start(m) : await this.next(m);
+    let created = !m.taskId;
+    let run: RunRecord;
+    if (created) ({ run, created } = await this.start(m));
+    else run = await this.next(m);
     const push = params.configuration?.taskPushNotificationConfig;
     if (push) await this.subscribe(run, { ...push, taskId: run.id });
     return { run, created };
@@ -317,9 +321,26 @@ export class KeelTaskHandler implements A2ARequestHandler {
     return text;
   }
 
-  /** A new task: a run in the message's context (its session), or in a new one. */
-  private async start(m: Message): Promise<RunRecord> {
+  /**
+   * A new task: a run in the message's context (its session), or in a new one. Its message id is
+   * the send's idempotency key: the same message sent again (a retry) is the same task, not a new one.
+   */
+  private async start(m: Message): Promise<{ run: RunRecord; created: boolean }> {
     const input = this.textOnly(m);
+    const idempotency = {
+      tenant: this.tenant,
+      key: `a2a-message:${m.messageId}`,
+      fingerprint: createHash('sha256')
+        .update(JSON.stringify(MessageJson.toJSON(m)))
+        .digest('hex'),
+    };
+    const seen = await this.rt.idempotency.get(idempotency.tenant, idempotency.key);
+    if (seen) {
+      if (seen.fingerprint !== idempotency.fingerprint)
+        throw new RequestMalformedError(`message.messageId: ${m.messageId} was sent before with another message`);
+      const effect = JSON.parse(seen.body) as RecordedSend;
+      return { run: await this.rt.runs.get(effect.run_id), created: false };
+    }
     let sessionId: string;
     if (m.contextId) {
       try {
@@ -339,7 +360,12 @@ export class KeelTaskHandler implements A2ARequestHandler {
       ).id;
     }
     // A context with a task in progress takes no new one (answer, cancel or wait for that one).
-    return (await this.rt.sessions.send(sessionId, input, { agent: this.o.agentSpec, ifBusy: 'reject' })).run;
+    const sent = await this.rt.sessions.send(sessionId, input, {
+      agent: this.o.agentSpec,
+      ifBusy: 'reject',
+      idempotency,
+    });
+    return { run: sent.run, created: true };
   }
 
   /** The next message of a task: the answer to what it waits for, or (while it runs) more input. */
