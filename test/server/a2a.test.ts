@@ -5,7 +5,13 @@
  * next message, cancel; API keys and tenants; refusals as the protocol's errors.
  */
 import { Role, type Task } from '@a2a-js/sdk';
-import type { Client } from '@a2a-js/sdk/client';
+import {
+  ClientFactory,
+  ClientFactoryOptions,
+  DefaultAgentCardResolver,
+  JsonRpcTransportFactory,
+  type Client,
+} from '@a2a-js/sdk/client';
 import {
   ContentTypeNotSupportedError,
   RequestMalformedError,
@@ -20,6 +26,7 @@ import {
   artifactText,
   asTask,
   collect,
+  fetchWithKey,
   kinds,
   rebuild,
   sendRequest,
@@ -72,6 +79,14 @@ describe.each(BACKENDS)('A2A with the @a2a-js/sdk client (%s)', (backend) => {
     // No key, or a wrong one: refused at the HTTP layer, the card as well as the methods.
     await expect(a2aClient(srv.url, 'helper')).rejects.toThrow(/401/);
     await expect(a2aClient(srv.url, 'helper', 'keel_wrong')).rejects.toThrow(/401/);
+    // The methods too: a client whose transport sends no key is refused.
+    const keyless = await new ClientFactory(
+      ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+        transports: [new JsonRpcTransportFactory()],
+        cardResolver: new DefaultAgentCardResolver({ fetchImpl: fetchWithKey(srv.secrets[0]) }),
+      }),
+    ).createFromUrl(`${srv.url}/a2a/helper/`);
+    await expect(keyless.sendMessage(sendRequest('hi'))).rejects.toThrow(/401/);
   });
 
   it('a message makes a task (a Keel run, in a new context: a session) that completes with its answer as an artifact', async () => {
