@@ -123,7 +123,8 @@ describe.each(BACKENDS)('A2A with the @a2a-js/sdk client (%s)', (backend) => {
   });
 
   it('streams a send: the task, working, the answer in chunks, completed; the chunks are the logged answer', async () => {
-    const events = await collect(client.sendMessageStream(sendRequest('slow:one two three four')));
+    const words = Array.from({ length: 30 }, (_, i) => `word${i}`).join(' ');
+    const events = await collect(client.sendMessageStream(sendRequest(`slow:${words}`)));
     const k = kinds(events);
     expect(k[0]).toBe('task:SUBMITTED');
     expect(k[1]).toBe('status:WORKING');
@@ -135,7 +136,7 @@ describe.each(BACKENDS)('A2A with the @a2a-js/sdk client (%s)', (backend) => {
     expect(chunks.length).toBeGreaterThan(2);
     const task = events[0]!.payload!.value as Task;
     const text = [...rebuild(events).values()].join('');
-    expect(text).toBe('one two three four');
+    expect(text).toBe(words);
     const logged = (await acme.allEvents(task.contextId)).filter((e) => e.type === 'assistant/message');
     expect(logged.map((e) => e.data.message.content[0].text)).toEqual([text]);
   });
