@@ -15,7 +15,9 @@ export default tseslint.config(
     },
   },
   {
-    // The inspector runs in the browser and knows the server only by its public HTTP API (docs/adr/0012-inspector-stack.md).
+    // The inspector runs in the browser and knows the server only by its public HTTP API, through
+    // keel/client as any web app would (docs/adr/0012-inspector-stack.md, ADR-0038): of Keel's code,
+    // keel/client alone (mapped to src/client by tsconfig.json and the inspector's vite.config.ts).
     files: ['inspector/**/*.{ts,tsx}'],
     ignores: ['inspector/vite.config.ts'],
     languageOptions: { globals: { ...globals.browser } },
@@ -23,11 +25,13 @@ export default tseslint.config(
       'no-restricted-imports': [
         'error',
         {
+          paths: [{ name: 'keel', message: 'of Keel, the inspector imports keel/client only' }],
           patterns: [
             {
               group: ['**/src/**', 'node:*'],
-              message: "the inspector uses the public HTTP API only, never the server's code",
+              message: "the inspector uses the public HTTP API only (through keel/client), never the server's code",
             },
+            { group: ['keel/*', '!keel/client'], message: 'of Keel, the inspector imports keel/client only' },
           ],
         },
       ],

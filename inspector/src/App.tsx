@@ -1,9 +1,10 @@
+import { KeelProblem } from 'keel/client';
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, apiKey, get, onAuthRequired, onKeyChange, setApiKey } from './api.ts';
 import { ComparePage } from './ComparePage.tsx';
 import { ExperimentPage } from './ExperimentPage.tsx';
 import { ExperimentsPage } from './ExperimentsPage.tsx';
 import { InboxPage } from './InboxPage.tsx';
+import { apiKey, keel, onAuthRequired, onKeyChange, setApiKey } from './keel.ts';
 import { KeyPrompt } from './KeyPrompt.tsx';
 import { Link, useRoute } from './router.tsx';
 import { RunPage } from './RunPage.tsx';
@@ -20,13 +21,15 @@ export function App() {
   useEffect(() => onKeyChange(() => setKeyVersion((v) => v + 1)), []);
   useEffect(() => {
     // One cheap request says whether the key (or no key) is accepted.
-    get('/v1/session-summaries?limit=1').then(
-      () => setAuth('ok'),
-      // A 401 asks for a key (onAuthRequired); anything else is for the page to show.
-      (e: unknown) => {
-        if (!(e instanceof ApiError && e.status === 401)) setAuth('ok');
-      },
-    );
+    keel()
+      .sessions.summaries({ limit: 1 })
+      .then(
+        () => setAuth('ok'),
+        // A 401 asks for a key (onAuthRequired); anything else is for the page to show.
+        (e: unknown) => {
+          if (!(e instanceof KeelProblem && e.status === 401)) setAuth('ok');
+        },
+      );
   }, [keyVersion]);
   return (
     <div class="app">

@@ -1,9 +1,9 @@
+import type { KeelEvent } from 'keel/client';
 import { oneLine, shortId } from './format.ts';
-import type { SessionEvent } from './types.ts';
 import { eventText } from './text-of.ts';
 
 interface Node {
-  entry: SessionEvent;
+  entry: KeelEvent;
   children: Node[];
 }
 
@@ -13,7 +13,7 @@ interface Node {
  * summaries stand out. Each entry offers: make it the leaf, fork from it.
  */
 export function BranchTree(props: {
-  entries: SessionEvent[];
+  entries: KeelEvent[];
   leafId: string | null;
   onLeaf: (id: string) => void;
   onFork: (id: string, into: 'branch' | 'session') => void;

@@ -1,21 +1,15 @@
+import type { RunStatus } from 'keel/client';
 import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ErrorNote } from './ErrorNote.tsx';
 import { json, money, ms, oneLine, shortId, tokens } from './format.ts';
+import { keel } from './keel.ts';
 import { Link } from './router.tsx';
 import { StatusBadge } from './StatusBadge.tsx';
-import type {
-  Compared,
-  ComparedRunSummary,
-  ComparedStep,
-  RunComparison,
-  RunStatus,
-  TextDiff,
-  ToolCallSide,
-} from './types.ts';
+import type { Compared, ComparedRunSummary, ComparedStep, TextDiff, ToolCallSide, ToolOutput } from './types.ts';
 import { useResource } from './use-resource.ts';
 
-const TERMINAL = new Set<RunStatus>(['completed', 'failed', 'cancelled', 'timed_out']);
+const TERMINAL = new Set<string>(['completed', 'failed', 'cancelled', 'timed_out'] satisfies RunStatus[]);
 
 /**
  * Two runs side by side, step by step (GET /v1/runs/{a}/compare/{b}): the totals, the final answer,
@@ -25,8 +19,9 @@ const TERMINAL = new Set<RunStatus>(['completed', 'failed', 'cancelled', 'timed_
  */
 export function ComparePage(props: { a: string; b: string }) {
   const [live, setLive] = useState(true);
-  const cmp = useResource<RunComparison>(
-    `/v1/runs/${encodeURIComponent(props.a)}/compare/${encodeURIComponent(props.b)}`,
+  const cmp = useResource(
+    `${props.a} ${props.b}`,
+    (c) => keel().runs.compare(props.a, props.b, c),
     live ? { pollMs: 2000 } : {},
   );
   const c = cmp.data;
@@ -302,7 +297,8 @@ function CallSide(props: {
   const c = props.call;
   if (!c) return <p class="call-side empty">No call in {props.label}.</p>;
   const differs = (equal: boolean) => (equal ? 'mono' : 'mono differs');
-  const result = c.result === null ? '–' : oneLine(c.result.value ?? c.result.reason ?? c.result, 300);
+  const output = (c.result ?? null) as ToolOutput | null;
+  const result = output === null ? '–' : oneLine(output.value ?? output.reason ?? output, 300);
   return (
     <div class="call-side" data-testid={`call-${props.label.toLowerCase()}`}>
       <div>
@@ -326,7 +322,7 @@ function CallSide(props: {
       <div class={differs(props.same.arguments)} title={json(c.arguments)}>
         args: {oneLine(c.arguments, 200)}
       </div>
-      <div class={differs(props.same.result)} title={c.result === null ? undefined : json(c.result)}>
+      <div class={differs(props.same.result)} title={output === null ? undefined : json(output)}>
         result: {result}
       </div>
     </div>

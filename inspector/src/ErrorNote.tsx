@@ -1,15 +1,12 @@
-import { ApiError } from './api.ts';
+import { KeelProblem } from 'keel/client';
 
-/** What went wrong, in a line (the API's problem detail when there is one). */
+/** What went wrong, in a line: a problem's type and detail, or the error's message (the server is unreachable…). */
 export function ErrorNote(props: { error: unknown }) {
-  if (!props.error) return null;
-  const e = props.error as Error;
-  const type =
-    e instanceof ApiError && typeof e.problem?.type === 'string' ? e.problem.type.replace(/^.*\//, '') : undefined;
+  const e = props.error;
+  if (!e) return null;
   return (
-    <p class="error" role="alert">
-      {type ? `${type}: ` : ''}
-      {e.message}
+    <p class="error" role="alert" title={e instanceof KeelProblem ? `${e.status} ${e.title}` : undefined}>
+      {e instanceof KeelProblem ? `${e.type}: ${e.detail}` : e instanceof Error ? e.message : String(e)}
     </p>
   );
 }

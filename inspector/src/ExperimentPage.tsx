@@ -1,19 +1,17 @@
+import type { ExperimentResults } from 'keel/client';
 import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { getAll, post } from './api.ts';
 import { ErrorNote } from './ErrorNote.tsx';
 import { countsText, delta, modeLabel, score } from './experiment-format.ts';
 import { money, ms, oneLine, shortId, time, tokens } from './format.ts';
+import { keel, readAll } from './keel.ts';
 import { Link } from './router.tsx';
 import { StatusBadge } from './StatusBadge.tsx';
 import type {
   CandidateResults,
-  Dataset,
-  DatasetItem,
+  DatasetItemView,
   Decision,
-  Experiment,
-  ExperimentItem,
-  ExperimentResults,
+  ExperimentItemView,
   Outcome,
   ReplayedStep,
 } from './types.ts';
@@ -25,9 +23,9 @@ interface ItemRow {
   datasetItemId: string;
   /** 1-based, in the dataset's order. */
   n: number;
-  source: DatasetItem | undefined;
+  source: DatasetItemView | undefined;
   sourceRunId: string | undefined;
-  byCandidate: Map<string, ExperimentItem>;
+  byCandidate: Map<string, ExperimentItemView>;
 }
 
 const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
@@ -40,17 +38,26 @@ const num = (v: unknown): number | undefined => (typeof v === 'number' && Number
  * the experiment runs.
  */
 export function ExperimentPage(props: { id: string }) {
-  const base = `/v1/experiments/${encodeURIComponent(props.id)}`;
+  const id = props.id;
   const [live, setLive] = useState(true);
   const poll = live ? { pollMs: 2000 } : {};
-  const results = useResource<ExperimentResults>(`${base}/results`, poll);
-  const items = useResource(`${base}/items`, { ...poll, load: (p) => getAll<ExperimentItem>(p) });
+  const results = useResource(id, (c) => keel().experiments.results(id, c), poll);
+  const items = useResource(
+    id,
+    async (c) => {
+      const all = await readAll((q) => keel().experiments.items(id, q, c));
+      return { ...all, data: all.data as ExperimentItemView[] };
+    },
+    poll,
+  );
   // Read once: the scorers' order, and the dataset (gone if it was deleted: the results stay).
-  const exp = useResource<Experiment>(base);
+  const exp = useResource(id, (c) => keel().experiments.get(id, c));
   const r = results.data;
-  const dataset = useResource<Dataset>(r ? `/v1/datasets/${encodeURIComponent(r.dataset_id)}` : null);
-  const datasetItems = useResource(r ? `/v1/datasets/${encodeURIComponent(r.dataset_id)}/items` : null, {
-    load: (p) => getAll<DatasetItem>(p),
+  const datasetId = r?.dataset_id ?? null;
+  const dataset = useResource(datasetId, (c) => keel().datasets.get(datasetId!, c));
+  const datasetItems = useResource(datasetId, async (c) => {
+    const all = await readAll((q) => keel().datasets.items(datasetId!, q, c));
+    return { ...all, data: all.data as DatasetItemView[] };
   });
   const [open, setOpen] = useState<string | null>(null);
   useEffect(() => {
@@ -130,7 +137,7 @@ export function ExperimentPage(props: { id: string }) {
 }
 
 /** The experiment's items grouped by dataset item, in the dataset's order. */
-function itemRows(items: ExperimentItem[], sources: DatasetItem[]): ItemRow[] {
+function itemRows(items: ExperimentItemView[], sources: DatasetItemView[]): ItemRow[] {
   const byId = new Map(sources.map((s) => [s.id, s]));
   const rows = new Map<string, ItemRow>();
   for (const i of items) {
@@ -271,7 +278,7 @@ function Regressions(props: { results: ExperimentResults; rows: ItemRow[]; onOpe
   );
 }
 
-const ITEM_STATUS_CLASS: Record<ExperimentItem['status'], string> = {
+const ITEM_STATUS_CLASS: Record<ExperimentItemView['status'], string> = {
   pending: 'status-queued',
   running: 'status-running',
   done: 'status-completed',
@@ -341,7 +348,7 @@ function ItemsTable(props: {
 }
 
 /** A candidate's score on an item (red when below the baseline's), its rating, or how far it is. */
-function ItemCell(props: { item: ExperimentItem | undefined; baseline: number | undefined }) {
+function ItemCell(props: { item: ExperimentItemView | undefined; baseline: number | undefined }) {
   const i = props.item;
   if (!i) return <td class="muted">–</td>;
   const s = num(i.scores.score);
@@ -414,7 +421,7 @@ function ItemDetail(props: {
 
 function CandidateCard(props: {
   label: string;
-  item: ExperimentItem | undefined;
+  item: ExperimentItemView | undefined;
   sourceRunId: string | undefined;
   experimentId: string;
   onRated: () => void;
@@ -460,7 +467,7 @@ function CandidateCard(props: {
 }
 
 /** A late score named `rating`, from 0 to 1, merged into the item's scores. */
-function RateForm(props: { experimentId: string; item: ExperimentItem; onRated: () => void }) {
+function RateForm(props: { experimentId: string; item: ExperimentItemView; onRated: () => void }) {
   const [value, setValue] = useState('');
   const act = useAction(props.onRated);
   const rating = num(props.item.scores.rating);
@@ -474,10 +481,7 @@ function RateForm(props: { experimentId: string; item: ExperimentItem; onRated: 
         e.preventDefault();
         if (!valid) return;
         void act.run(async () => {
-          await post(
-            `/v1/experiments/${encodeURIComponent(props.experimentId)}/items/${encodeURIComponent(props.item.id)}/scores`,
-            { scores: { rating: v } },
-          );
+          await keel().experiments.score(props.experimentId, props.item.id, { rating: v });
           setValue('');
         });
       }}
@@ -543,7 +547,7 @@ function ReplaySteps(props: { row: ItemRow; labels: string[] }) {
   );
 }
 
-function ReplayCell(props: { label: string; step: ReplayedStep | undefined; item: ExperimentItem | undefined }) {
+function ReplayCell(props: { label: string; step: ReplayedStep | undefined; item: ExperimentItemView | undefined }) {
   const s = props.step;
   if (!s)
     return (

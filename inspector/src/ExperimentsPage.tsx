@@ -1,11 +1,12 @@
+import type { Dataset } from 'keel/client';
 import { useState } from 'preact/hooks';
-import { getAll, post } from './api.ts';
 import { ErrorNote } from './ErrorNote.tsx';
 import { countsText, modeLabel } from './experiment-format.ts';
 import { oneLine, shortId, time } from './format.ts';
+import { keel, readAll } from './keel.ts';
 import { Link, navigate } from './router.tsx';
 import { StatusBadge } from './StatusBadge.tsx';
-import type { Dataset, Experiment, ExperimentMode } from './types.ts';
+import type { ExperimentMode } from './types.ts';
 import { useAction } from './use-action.ts';
 import { useResource } from './use-resource.ts';
 
@@ -21,8 +22,10 @@ const newestFirst = <T extends { id: string; created_at: string }>(rows: T[]): T
  * spans experiments).
  */
 export function ExperimentsPage() {
-  const experiments = useResource(`/v1/experiments`, { pollMs: 3000, load: (p) => getAll<Experiment>(p, MAX) });
-  const datasets = useResource(`/v1/datasets`, { pollMs: 3000, load: (p) => getAll<Dataset>(p, MAX) });
+  const experiments = useResource('experiments', (c) => readAll((q) => keel().experiments.list(q, c), MAX), {
+    pollMs: 3000,
+  });
+  const datasets = useResource('datasets', (c) => readAll((q) => keel().datasets.list(q, c), MAX), { pollMs: 3000 });
   const exps = newestFirst(experiments.data?.data ?? []);
   const sets = newestFirst(datasets.data?.data ?? []);
   return (
@@ -121,7 +124,7 @@ function NewExperiment(props: { datasets: Dataset[] }) {
             .filter((c) => c !== '');
           if (list.length === 0) return;
           void act.run(async () => {
-            const created = await post<Experiment>('/v1/experiments', { dataset: chosen, candidates: list, mode });
+            const created = await keel().experiments.create({ dataset: chosen, candidates: list, mode });
             navigate(`/experiments/${created.id}`);
           });
         }}

@@ -1,15 +1,10 @@
 import { ErrorNote } from './ErrorNote.tsx';
 import { shortId, time } from './format.ts';
+import { keel } from './keel.ts';
 import { Link } from './router.tsx';
 import { StatusBadge } from './StatusBadge.tsx';
-import type { Run } from './types.ts';
 import { useResource } from './use-resource.ts';
 import { WaitingRequests } from './WaitingRequests.tsx';
-
-interface InboxItem {
-  session: { id: string; title: string | null };
-  run: Run;
-}
 
 /** Waiting runs the inbox shows at once (the API's largest page). */
 const PAGE = 1000;
@@ -17,9 +12,7 @@ const PAGE = 1000;
 /** Every run, across sessions, that waits for a person: decide it right here. */
 export function InboxPage() {
   // No stream spans sessions: the inbox asks again every 2 s (GET /v1/inbox, its first page: the oldest).
-  const inbox = useResource<{ data: InboxItem[]; next_cursor: string | null }>(`/v1/inbox?limit=${PAGE}`, {
-    pollMs: 2000,
-  });
+  const inbox = useResource('inbox', (c) => keel().inbox.list({ limit: PAGE }, c), { pollMs: 2000 });
   return (
     <section>
       <h1>Inbox</h1>

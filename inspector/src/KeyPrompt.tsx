@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { setApiKey } from './api.ts';
+import { setApiKey } from './keel.ts';
 
 /** Asked when the API answers 401: the key is kept in this tab's sessionStorage only. */
 export function KeyPrompt(props: { wrong: boolean }) {

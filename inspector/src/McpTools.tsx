@@ -1,4 +1,5 @@
-import type { Run } from './types.ts';
+import type { Run } from 'keel/client';
+import type { AgentSpec } from './types.ts';
 
 /**
  * The MCP tools a run got at its start (from its agent spec): each tool's name, its server, the
@@ -6,7 +7,7 @@ import type { Run } from './types.ts';
  * tools left out, with why. Nothing for a run whose agent has no MCP servers, or before it started.
  */
 export function McpTools(props: { run: Run }) {
-  const spec = props.run.agent_spec;
+  const spec = props.run.agent_spec as AgentSpec;
   if (!spec.mcp) return null;
   const tools = (spec.tools ?? []).filter((t) => t.mcp !== undefined);
   const { servers, skipped } = spec.mcp;

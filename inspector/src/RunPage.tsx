@@ -1,22 +1,23 @@
+import type { Run, RunStatus } from 'keel/client';
 import { useState } from 'preact/hooks';
-import { post } from './api.ts';
 import { ErrorNote } from './ErrorNote.tsx';
 import { money, oneLine, shortId, time, tokens } from './format.ts';
+import { keel } from './keel.ts';
 import { McpTools } from './McpTools.tsx';
 import { Link, navigate } from './router.tsx';
 import { RunTimeline } from './RunTimeline.tsx';
 import { StatusBadge } from './StatusBadge.tsx';
-import type { RerunLineage, Run, SessionEvent, Step } from './types.ts';
+import type { RerunLineage, RerunTools, Step, Usage } from './types.ts';
 import { useAction } from './use-action.ts';
 import { useResource, useThrottled } from './use-resource.ts';
 import { useStream } from './use-stream.ts';
 import { WaitingRequests } from './WaitingRequests.tsx';
 
-const TERMINAL = new Set(['completed', 'failed', 'cancelled', 'timed_out']);
+const TERMINAL = new Set<RunStatus>(['completed', 'failed', 'cancelled', 'timed_out']);
 
 /** A run: its state, what it waits for, its actions, and its timeline, live over the run's stream. */
 export function RunPage(props: { id: string }) {
-  const run = useResource<Run>(`/v1/runs/${props.id}`);
+  const run = useResource(props.id, (c) => keel().runs.get(props.id, c));
   return (
     <section>
       <ErrorNote error={run.error} />
@@ -27,15 +28,16 @@ export function RunPage(props: { id: string }) {
 
 function RunView(props: { run: Run; reloadRun: () => void; nested: boolean }) {
   const r = props.run;
-  const steps = useResource<{ data: Step[] }>(`/v1/runs/${r.id}/steps`);
-  const events = useResource<{ data: SessionEvent[] }>(`/v1/sessions/${r.session_id}/events?limit=1000`);
+  const steps = useResource(r.id, async (c) => (await keel().runs.steps(r.id, c)).data as Step[]);
+  const events = useResource(r.session_id, (c) => keel().sessions.events(r.session_id, { limit: 1000 }, c));
   const reload = useThrottled(() => {
     props.reloadRun();
     steps.reload();
     events.reload();
   }, 200);
   // Follows the run from the start (the stream sends what happened so far, then what happens).
-  const live = useStream(props.nested || TERMINAL.has(r.status) ? null : `/v1/runs/${r.id}/stream`, 0, reload);
+  const live = useStream(props.nested || TERMINAL.has(r.status) ? null : { runId: r.id }, reload);
+  const usage = r.usage as Usage;
   const lifecycle = (events.data?.data ?? []).filter(
     (e) => e.run_id === r.id && (e.type === 'run/status' || e.type === 'run/interrupted'),
   );
@@ -58,13 +60,14 @@ function RunView(props: { run: Run; reloadRun: () => void; nested: boolean }) {
           <span class="muted">attempt {r.attempt}</span>
           <Link to={`/sessions/${r.session_id}`}>session {shortId(r.session_id)}</Link>
           {r.parent_run_id && <Link to={`/runs/${r.parent_run_id}`}>parent run</Link>}
+          {live.reconnecting && <span class="badge">reconnecting…</span>}
         </div>
         {r.rerun_of && <RerunOf run={r} rerunOf={r.rerun_of} />}
         <dl class="totals">
           <dt>Tokens</dt>
           <dd data-testid="run-tokens">
-            {tokens(r.usage.inputTokens)} in / {tokens(r.usage.outputTokens)} out
-            {r.usage.cachedInputTokens ? ` (${tokens(r.usage.cachedInputTokens)} cached)` : ''}
+            {tokens(usage.inputTokens)} in / {tokens(usage.outputTokens)} out
+            {usage.cachedInputTokens ? ` (${tokens(usage.cachedInputTokens)} cached)` : ''}
           </dd>
           <dt>Cost</dt>
           <dd>{money(r.cost)}</dd>
@@ -85,8 +88,9 @@ function RunView(props: { run: Run; reloadRun: () => void; nested: boolean }) {
         </dl>
         {r.error && <pre class="args error">{JSON.stringify(r.error, null, 2)}</pre>}
       </header>
+      <ErrorNote error={live.error} />
       {!props.nested && <RunActions run={r} onDone={reload} />}
-      {!props.nested && TERMINAL.has(r.status) && <RerunForm run={r} steps={steps.data?.data} />}
+      {!props.nested && TERMINAL.has(r.status) && <RerunForm run={r} steps={steps.data} />}
       {r.waiting && <WaitingRequests run={r} onDecided={reload} />}
       <McpTools run={r} />
       {streaming.map((m, i) => (
@@ -98,7 +102,7 @@ function RunView(props: { run: Run; reloadRun: () => void; nested: boolean }) {
       {!props.nested && <Reruns run={r} />}
       <h2>Timeline</h2>
       <ErrorNote error={steps.error} />
-      {steps.data && <RunTimeline steps={steps.data.data} lifecycle={lifecycle} />}
+      {steps.data && <RunTimeline steps={steps.data} lifecycle={lifecycle} />}
       {r.child_run_ids.map((id) => (
         <ChildRun key={id} id={id} />
       ))}
@@ -108,7 +112,7 @@ function RunView(props: { run: Run; reloadRun: () => void; nested: boolean }) {
 
 /** A subagent's run, nested in its parent's timeline. */
 function ChildRun(props: { id: string }) {
-  const run = useResource<Run>(`/v1/runs/${props.id}`, { pollMs: 3000 });
+  const run = useResource(props.id, (c) => keel().runs.get(props.id, c), { pollMs: 3000 });
   if (!run.data) return <ErrorNote error={run.error} />;
   return <RunView run={run.data} reloadRun={run.reload} nested />;
 }
@@ -118,7 +122,7 @@ function RunActions(props: { run: Run; onDone: () => void }) {
   const [steer, setSteer] = useState('');
   const r = props.run;
   const ended = TERMINAL.has(r.status);
-  const action = (name: string) => () => void act.run(() => post(`/v1/runs/${r.id}/${name}`));
+  const action = (name: 'cancel' | 'pause' | 'resume') => () => void act.run(() => keel().runs[name](r.id));
   return (
     <div class="actions">
       <div class="row">
@@ -137,7 +141,7 @@ function RunActions(props: { run: Run; onDone: () => void }) {
             e.preventDefault();
             if (steer.trim() === '') return;
             void act.run(async () => {
-              await post(`/v1/runs/${r.id}/steer`, { content: steer.trim() });
+              await keel().runs.steer(r.id, steer.trim());
               setSteer('');
             });
           }}
@@ -182,7 +186,8 @@ function RerunOf(props: { run: Run; rerunOf: string }) {
   );
 }
 
-function toolPolicies(t: RerunLineage['tools']): string {
+function toolPolicies(policies: RerunLineage['tools']): string {
+  const t = policies as RerunTools;
   const named = Object.entries(t.tools ?? {}).map(([name, p]) => `${name} ${p.mode}`);
   const base = t.default ? `tools ${t.default}` : 'tools by default policy';
   return named.length > 0 ? `${base}, ${named.join(', ')}` : base;
@@ -195,10 +200,7 @@ const RERUNS = 100;
 function Reruns(props: { run: Run }) {
   const id = props.run.id;
   // Reruns live in other sessions: no stream of this run tells of them, so the list is read every 3 s.
-  const reruns = useResource<{ data: Run[]; next_cursor: string | null }>(
-    `/v1/runs?rerun_of=${encodeURIComponent(id)}&limit=${RERUNS}`,
-    { pollMs: 3000 },
-  );
+  const reruns = useResource(id, (c) => keel().runs.list({ rerun_of: id, limit: RERUNS }, c), { pollMs: 3000 });
   const rows = reruns.data?.data ?? [];
   if (rows.length === 0) return <ErrorNote error={reruns.error} />;
   return (
@@ -242,12 +244,15 @@ function Reruns(props: { run: Run }) {
   );
 }
 
+/** How the rerun form serves the tools: the default policy (''), or every call reused or executed. */
+type ToolsChoice = '' | 'reuse' | 'execute';
+
 /** Reruns a finished run from one of its steps, on another agent version, tools reused or executed; opens the rerun. */
 function RerunForm(props: { run: Run; steps: Step[] | undefined }) {
   const r = props.run;
   const [from, setFrom] = useState('');
   const [agent, setAgent] = useState('');
-  const [tools, setTools] = useState('');
+  const [tools, setTools] = useState<ToolsChoice>('');
   const act = useAction();
   return (
     <div class="actions">
@@ -257,7 +262,7 @@ function RerunForm(props: { run: Run; steps: Step[] | undefined }) {
         onSubmit={(e) => {
           e.preventDefault();
           void act.run(async () => {
-            const rerun = await post<Run>(`/v1/runs/${r.id}/rerun`, {
+            const rerun = await keel().runs.rerun(r.id, {
               ...(from !== '' ? { from: Number(from) } : {}),
               ...(agent.trim() !== '' ? { agent: agent.trim() } : {}),
               ...(tools !== '' ? { tools } : {}),
@@ -281,7 +286,7 @@ function RerunForm(props: { run: Run; steps: Step[] | undefined }) {
           value={agent}
           onInput={(e) => setAgent(e.currentTarget.value)}
         />
-        <select aria-label="Rerun tools" value={tools} onChange={(e) => setTools(e.currentTarget.value)}>
+        <select aria-label="Rerun tools" value={tools} onChange={(e) => setTools(e.currentTarget.value as ToolsChoice)}>
           <option value="">tools: read-only run, others reuse</option>
           <option value="reuse">tools: reuse recorded results</option>
           <option value="execute">tools: execute again</option>

@@ -1,12 +1,13 @@
+import type { KeelEvent } from 'keel/client';
 import { json, ms, money, oneLine, tokens } from './format.ts';
-import type { SessionEvent, Step } from './types.ts';
+import type { Step } from './types.ts';
 
 /**
  * A run's steps, in order: each model call (model, attempt, latency, tokens, cost, the request
  * header), retries and errors, the assistant's text, each tool call (arguments, approval,
  * result, duration); with the run's lifecycle (status changes, interruptions and recoveries).
  */
-export function RunTimeline(props: { steps: Step[]; lifecycle: SessionEvent[] }) {
+export function RunTimeline(props: { steps: Step[]; lifecycle: KeelEvent[] }) {
   const items: Array<{ at: number; node: preact.JSX.Element }> = [];
   for (const e of props.lifecycle)
     items.push({ at: Date.parse(e.time), node: <LifecycleItem key={`e${e.seq}`} event={e} /> });
@@ -16,7 +17,7 @@ export function RunTimeline(props: { steps: Step[]; lifecycle: SessionEvent[] })
   return <ol class="timeline">{items.map((i) => i.node)}</ol>;
 }
 
-function LifecycleItem(props: { event: SessionEvent }) {
+function LifecycleItem(props: { event: KeelEvent }) {
   const d = props.event.data as {
     from?: string | null;
     to?: string;

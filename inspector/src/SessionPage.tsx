@@ -1,34 +1,28 @@
+import type { KeelEvent, SendMessage, Session } from 'keel/client';
 import { useState } from 'preact/hooks';
-import { authHeaders, get, post } from './api.ts';
 import { BranchTree } from './BranchTree.tsx';
 import { ErrorNote } from './ErrorNote.tsx';
 import { json, money, oneLine, shortId, time } from './format.ts';
+import { keel } from './keel.ts';
 import { Link, navigate } from './router.tsx';
 import { StatusBadge } from './StatusBadge.tsx';
 import { textOfContent } from './text-of.ts';
-import type { Run, Session, SessionEvent, TranscriptItem } from './types.ts';
+import type { ModelContext, TranscriptItem } from './types.ts';
 import { useAction } from './use-action.ts';
 import { useResource, useThrottled } from './use-resource.ts';
 import { useStream } from './use-stream.ts';
-
-interface Context {
-  messages: Array<{ role: string; content: unknown }>;
-  tokens: number;
-  omitted: number;
-  leaf_id: string | null;
-}
 
 /**
  * A session: its runs, its branch tree, and side by side what people saw (transcript), what the
  * model sees next (context) and the raw log; live over the session's stream.
  */
 export function SessionPage(props: { id: string }) {
-  const base = `/v1/sessions/${props.id}`;
-  const session = useResource<Session>(base);
-  const runs = useResource<{ data: Run[] }>(`${base}/runs?limit=1000`);
-  const transcript = useResource<{ items: TranscriptItem[] }>(`${base}/transcript`);
-  const context = useResource<Context>(`${base}/context`);
-  const events = useResource<{ data: SessionEvent[]; next_cursor: string | null }>(`${base}/events?limit=1000`);
+  const id = props.id;
+  const session = useResource(id, (c) => keel().sessions.get(id, c));
+  const runs = useResource(id, (c) => keel().sessions.runs(id, { limit: 1000 }, c));
+  const transcript = useResource(id, async (c) => (await keel().sessions.transcript(id, c)).items as TranscriptItem[]);
+  const context = useResource(id, async (c) => (await keel().sessions.context(id, c)) as ModelContext);
+  const events = useResource(id, (c) => keel().sessions.events(id, { limit: 1000 }, c));
   const reload = useThrottled(() => {
     session.reload();
     runs.reload();
@@ -39,7 +33,7 @@ export function SessionPage(props: { id: string }) {
   // Follows the session from the seq first read: each durable event reloads the views; text streams in.
   const [startSeq] = useState<{ seq?: number }>({});
   if (startSeq.seq === undefined && session.data) startSeq.seq = session.data.last_seq;
-  const live = useStream(session.data ? `${base}/stream` : null, startSeq.seq, reload);
+  const live = useStream(startSeq.seq !== undefined ? { sessionId: id } : null, reload, startSeq.seq);
   const s = session.data;
   if (!s) return <ErrorNote error={session.error} />;
   const entries = (events.data?.data ?? []).filter((e) => e.entry);
@@ -56,7 +50,9 @@ export function SessionPage(props: { id: string }) {
         <span>cost {money(totalCost)}</span>
         {s.origin && <Link to={`/sessions/${s.origin.session_id}`}>forked from {shortId(s.origin.session_id)}</Link>}
         {s.archived_at && <span class="badge">archived</span>}
+        {live.reconnecting && <span class="badge">reconnecting…</span>}
       </div>
+      <ErrorNote error={live.error} />
       <SessionActions session={s} onDone={reload} />
       <h2>Runs</h2>
       <ul class="runs">
@@ -76,7 +72,7 @@ export function SessionPage(props: { id: string }) {
         <div class="column">
           <h2>Transcript</h2>
           <ol class="transcript" data-testid="transcript">
-            {(transcript.data?.items ?? []).map((t, i) => (
+            {(transcript.data ?? []).map((t, i) => (
               <li key={i} class={`msg msg-${t.kind}`}>
                 <span class="kind">{t.kind}</span> {t.text ?? oneLine(t)}
                 {t.tools?.map((x) => (
@@ -135,7 +131,7 @@ export function SessionPage(props: { id: string }) {
   );
 }
 
-function Tree(props: { session: Session; entries: SessionEvent[]; onDone: () => void }) {
+function Tree(props: { session: Session; entries: KeelEvent[]; onDone: () => void }) {
   const act = useAction(props.onDone);
   const id = props.session.id;
   return (
@@ -144,10 +140,10 @@ function Tree(props: { session: Session; entries: SessionEvent[]; onDone: () => 
       <BranchTree
         entries={props.entries}
         leafId={props.session.leaf_id}
-        onLeaf={(entry) => void act.run(() => post(`/v1/sessions/${id}/leaf`, { entry_id: entry }))}
+        onLeaf={(entry) => void act.run(() => keel().sessions.setLeaf(id, entry))}
         onFork={(entry, into) =>
           void act.run(async () => {
-            const r = await post<{ session_id: string }>(`/v1/sessions/${id}/fork`, { entry_id: entry, into });
+            const r = await keel().sessions.fork(id, { entry_id: entry, into });
             if (r.session_id !== id) navigate(`/sessions/${r.session_id}`);
           })
         }
@@ -156,18 +152,19 @@ function Tree(props: { session: Session; entries: SessionEvent[]; onDone: () => 
   );
 }
 
+type IfBusy = NonNullable<SendMessage['if_busy']>;
+
 /** Send a message, compact, export, check the replay. */
 function SessionActions(props: { session: Session; onDone: () => void }) {
   const id = props.session.id;
   const [message, setMessage] = useState('');
-  const [ifBusy, setIfBusy] = useState('enqueue');
+  const [ifBusy, setIfBusy] = useState<IfBusy>('enqueue');
   const [verdict, setVerdict] = useState<string | undefined>(undefined);
   const act = useAction(props.onDone);
   const exportJsonl = async () => {
-    // A download link cannot send the API key: fetch it, then save the blob.
-    const res = await fetch(`/v1/sessions/${id}/export`, { headers: authHeaders() });
-    if (!res.ok) throw new Error(`export: ${res.status}`);
-    const url = URL.createObjectURL(await res.blob());
+    // A download link cannot send the API key: read it, then save it.
+    const jsonl = await keel().sessions.export(id);
+    const url = URL.createObjectURL(new Blob([jsonl], { type: 'application/x-ndjson' }));
     const a = document.createElement('a');
     a.href = url;
     a.download = `${id}.jsonl`;
@@ -182,7 +179,7 @@ function SessionActions(props: { session: Session; onDone: () => void }) {
           e.preventDefault();
           if (message.trim() === '') return;
           void act.run(async () => {
-            await post(`/v1/sessions/${id}/messages`, { content: message.trim(), if_busy: ifBusy });
+            await keel().sessions.send(id, { content: message.trim(), if_busy: ifBusy });
             setMessage('');
           });
         }}
@@ -194,7 +191,11 @@ function SessionActions(props: { session: Session; onDone: () => void }) {
           value={message}
           onInput={(e) => setMessage(e.currentTarget.value)}
         />
-        <select aria-label="If a run is active" value={ifBusy} onChange={(e) => setIfBusy(e.currentTarget.value)}>
+        <select
+          aria-label="If a run is active"
+          value={ifBusy}
+          onChange={(e) => setIfBusy(e.currentTarget.value as IfBusy)}
+        >
           <option value="enqueue">if busy: enqueue</option>
           <option value="steer">if busy: steer</option>
           <option value="interrupt">if busy: interrupt</option>
@@ -208,9 +209,7 @@ function SessionActions(props: { session: Session; onDone: () => void }) {
         <button
           class="secondary"
           disabled={act.busy}
-          onClick={() =>
-            void act.run(async () => setVerdict(describeCompaction(await post(`/v1/sessions/${id}/compact`))))
-          }
+          onClick={() => void act.run(async () => setVerdict(describeCompaction(await keel().sessions.compact(id))))}
         >
           Compact
         </button>
@@ -222,12 +221,7 @@ function SessionActions(props: { session: Session; onDone: () => void }) {
           disabled={act.busy}
           onClick={() =>
             void act.run(async () => {
-              const v = await get<{
-                ok: boolean;
-                events: number;
-                requests: number;
-                mismatches: Array<{ seq: number; kind: string; detail: string }>;
-              }>(`/v1/sessions/${id}/replay-check`);
+              const v = await keel().sessions.replayCheck(id);
               setVerdict(
                 v.ok
                   ? `Replay check passed: the log explains all ${v.requests} model requests (${v.events} events).`

@@ -1,16 +1,11 @@
+import type { SessionSummary } from 'keel/client';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { get, post } from './api.ts';
 import { ErrorNote } from './ErrorNote.tsx';
 import { money, shortId, time, tokens } from './format.ts';
+import { keel } from './keel.ts';
 import { Link, navigate } from './router.tsx';
 import { StatusBadge } from './StatusBadge.tsx';
-import type { Session, SessionSummary } from './types.ts';
 import { useAction } from './use-action.ts';
-
-interface Page {
-  data: SessionSummary[];
-  next_cursor: string | null;
-}
 
 const PAGE = 25;
 
@@ -23,8 +18,8 @@ export function SessionsPage() {
   const [loaded, setLoaded] = useState(false);
   // How many rows the user has paged to: the refresh reads that many again.
   const shown = useRef(PAGE);
-  const query = (cursor: string | null, limit = PAGE) =>
-    `/v1/session-summaries?limit=${limit}${q.trim() ? `&q=${encodeURIComponent(q.trim())}` : ''}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+  const page = (cursor: string | null, limit = PAGE) =>
+    keel().sessions.summaries({ limit, ...(q.trim() ? { q: q.trim() } : {}), ...(cursor ? { cursor } : {}) });
 
   // The pages shown so far, read again every 3 s (no stream spans sessions): statuses and costs stay current.
   useEffect(() => {
@@ -32,10 +27,10 @@ export function SessionsPage() {
     shown.current = PAGE;
     const load = async () => {
       try {
-        const page = await get<Page>(query(null, Math.min(200, shown.current)));
+        const first = await page(null, Math.min(200, shown.current));
         if (stop) return;
-        setRows(page.data);
-        setNext(page.next_cursor);
+        setRows(first.data);
+        setNext(first.next_cursor);
         setError(undefined);
         setLoaded(true);
       } catch (e) {
@@ -53,10 +48,10 @@ export function SessionsPage() {
 
   const more = async () => {
     try {
-      const page = await get<Page>(query(next));
-      setRows([...rows, ...page.data]);
-      shown.current = rows.length + page.data.length;
-      setNext(page.next_cursor);
+      const after = await page(next);
+      setRows([...rows, ...after.data]);
+      shown.current = rows.length + after.data.length;
+      setNext(after.next_cursor);
     } catch (e) {
       setError(e);
     }
@@ -140,8 +135,8 @@ function NewSession() {
       onSubmit={(e) => {
         e.preventDefault();
         void act.run(async () => {
-          const s = await post<Session>('/v1/sessions', title.trim() ? { title: title.trim() } : {});
-          if (message.trim()) await post(`/v1/sessions/${s.id}/messages`, { content: message.trim() });
+          const s = await keel().sessions.create(title.trim() ? { title: title.trim() } : {});
+          if (message.trim()) await keel().sessions.send(s.id, message.trim());
           navigate(`/sessions/${s.id}`);
         });
       }}

@@ -1,4 +1,4 @@
-import type { RunStatus } from './types.ts';
+import type { RunStatus } from 'keel/client';
 
 const LABELS: Record<RunStatus, string> = {
   queued: 'queued',
@@ -14,8 +14,8 @@ const LABELS: Record<RunStatus, string> = {
   timed_out: 'timed out',
 };
 
-/** A run's status as a coloured label. */
-export function StatusBadge(props: { status: RunStatus | undefined }) {
+/** A run's status as a coloured label (an experiment's too: `running`, `completed`, `cancelled`). */
+export function StatusBadge(props: { status: RunStatus | (string & {}) | undefined }) {
   if (!props.status) return <span class="badge">no runs</span>;
-  return <span class={`badge status-${props.status}`}>{LABELS[props.status] ?? props.status}</span>;
+  return <span class={`badge status-${props.status}`}>{LABELS[props.status as RunStatus] ?? props.status}</span>;
 }

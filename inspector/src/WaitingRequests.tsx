@@ -1,8 +1,9 @@
+import type { Run } from 'keel/client';
 import { useState } from 'preact/hooks';
-import { post } from './api.ts';
 import { ErrorNote } from './ErrorNote.tsx';
-import { json } from './format.ts';
-import type { Run, WaitingRequest } from './types.ts';
+import { json, time } from './format.ts';
+import { keel } from './keel.ts';
+import type { WaitingRequest } from './types.ts';
 import { useAction } from './use-action.ts';
 
 interface Question {
@@ -11,7 +12,7 @@ interface Question {
   choices?: string[];
 }
 
-/** What a waiting run waits for, with the controls to decide it: approve, deny with a reason, answer. */
+/** What a waiting run waits for, with the controls to decide it: approve, deny with a reason, answer (a sleep or a signal: what it waits for). */
 export function WaitingRequests(props: { run: Run; onDecided: () => void }) {
   const w = props.run.waiting;
   if (!w) return null;
@@ -20,8 +21,13 @@ export function WaitingRequests(props: { run: Run; onDecided: () => void }) {
       {w.requests.map((r) =>
         r.kind === 'approval' ? (
           <Approval key={r.approval_id} run={props.run} request={r} onDecided={props.onDecided} />
-        ) : (
+        ) : r.kind === 'input' ? (
           <Answer key={r.tool_call_id} run={props.run} request={r} onDecided={props.onDecided} />
+        ) : (
+          <p class="request card" key={r.tool_call_id}>
+            {r.kind === 'sleep' ? `Sleeps until ${time(r.until)}` : `Waits for the signal ${r.signal ?? '?'}`}
+            {r.decided && <span class="muted"> (done)</span>}
+          </p>
         ),
       )}
       {w.expires_at && <p class="muted">Expires {new Date(w.expires_at).toLocaleString()}</p>}
@@ -35,10 +41,9 @@ function Approval(props: { run: Run; request: WaitingRequest; onDecided: () => v
   const r = props.request;
   const decide = (decision: 'approve' | 'deny') =>
     act.run(() =>
-      post(
-        `/v1/runs/${props.run.id}/approvals/${encodeURIComponent(r.approval_id)}`,
-        decision === 'deny' && reason.trim() !== '' ? { decision, reason: reason.trim() } : { decision },
-      ),
+      decision === 'approve'
+        ? keel().runs.approve(props.run.id, r.approval_id)
+        : keel().runs.deny(props.run.id, r.approval_id, reason.trim() !== '' ? { reason: reason.trim() } : {}),
     );
   return (
     <div class="request card" data-testid="approval">
@@ -78,9 +83,8 @@ function Answer(props: { run: Run; request: WaitingRequest; onDecided: () => voi
   const act = useAction(props.onDecided);
   const send = () =>
     act.run(() =>
-      post(`/v1/runs/${props.run.id}/input`, {
-        answers: questions.length > 0 ? answers : (answers.answer ?? ''),
-        tool_call_id: r.tool_call_id,
+      keel().runs.input(props.run.id, questions.length > 0 ? answers : (answers.answer ?? ''), {
+        toolCallId: r.tool_call_id,
       }),
     );
   return (

@@ -1,7 +1,8 @@
 /** How the experiment pages show modes, progress, scores and differences. */
 import type { ExperimentCounts, ExperimentMode } from './types.ts';
 
-export const modeLabel = (m: ExperimentMode): string => (m === 'step_replay' ? 'step replay' : 'full rerun');
+export const modeLabel = (m: ExperimentMode | (string & {})): string =>
+  m === 'step_replay' ? 'step replay' : 'full rerun';
 
 /** "3 of 4 done · 1 failed · 2 running": what is not zero, besides how many are done. */
 export function countsText(c: ExperimentCounts | Record<string, number>): string {

@@ -1,5 +1,4 @@
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import { get } from './api.ts';
 
 export interface Resource<T> {
   data: T | undefined;
@@ -9,46 +8,50 @@ export interface Resource<T> {
 }
 
 /**
- * GET `path` from the API (or read it with `load`, e.g. every page of a list); again when `path`
- * changes or on `reload()`, and every `pollMs` if given.
+ * Reads something with `load` (a keel/client call, given the signal that drops it when it is no
+ * longer wanted); again when `key` changes (null: nothing to read yet) or on `reload()`, and every
+ * `pollMs` if given. An answer that comes after a newer read started, or after the page left, is
+ * dropped.
  */
 export function useResource<T>(
-  path: string | null,
-  o: { pollMs?: number; load?: (path: string) => Promise<T> } = {},
+  key: string | null,
+  load: (c: { signal: AbortSignal }) => Promise<T>,
+  o: { pollMs?: number } = {},
 ): Resource<T> {
   const [data, setData] = useState<T | undefined>(undefined);
   const [error, setError] = useState<Error | undefined>(undefined);
   const [tick, setTick] = useState(0);
-  const latest = useRef(0);
   const reload = useCallback(() => setTick((t) => t + 1), []);
-  const load = useRef(o.load);
-  load.current = o.load;
+  // Read at each read: a new function at each render must not read again.
+  const loader = useRef(load);
+  loader.current = load;
 
   useEffect(() => {
     setData(undefined);
     setError(undefined);
-  }, [path]);
+  }, [key]);
 
   useEffect(() => {
-    if (path === null) return;
-    const n = ++latest.current;
-    (load.current ?? get<T>)(path).then(
+    if (key === null) return;
+    const read = new AbortController();
+    loader.current({ signal: read.signal }).then(
       (d) => {
-        if (n !== latest.current) return;
+        if (read.signal.aborted) return;
         setData(d);
         setError(undefined);
       },
       (e: Error) => {
-        if (n === latest.current) setError(e);
+        if (!read.signal.aborted) setError(e);
       },
     );
-  }, [path, tick]);
+    return () => read.abort();
+  }, [key, tick]);
 
   useEffect(() => {
-    if (!o.pollMs || path === null) return;
+    if (!o.pollMs || key === null) return;
     const t = setInterval(reload, o.pollMs);
     return () => clearInterval(t);
-  }, [path, o.pollMs, reload]);
+  }, [key, o.pollMs, reload]);
 
   return { data, error, reload };
 }

@@ -60,6 +60,10 @@ export type ExperimentItem = Schemas['ExperimentItem'];
 export type Webhook = Schemas['Webhook'];
 export type CreatedWebhook = Schemas['CreatedWebhook'];
 export type WebhookDelivery = Schemas['WebhookDelivery'];
+/** A session with its latest run, run count, tokens and cost (`sessions.summaries`). */
+export type SessionSummary = Schemas['SessionSummary'];
+/** A run waiting for a person, with its session (`inbox.list`). */
+export type InboxItem = Schemas['InboxItem'];
 
 /** A page of a list: `next_cursor` goes in `cursor` for the next one (null on the last page). */
 export interface Page<T> {
@@ -192,8 +196,25 @@ export function createKeelClient(o: KeelClientOptions) {
       /** The session's runs, oldest first. */
       runs: (sessionId: string, query: QueryOf<'/v1/sessions/{id}/runs', 'get'> = {}, c?: CallOptions) =>
         call(() => raw.GET('/v1/sessions/{id}/runs', { params: { ...id(sessionId), query }, ...init(c) })),
+      /** Sessions with their latest run, run count, tokens and cost; `q` searches title, id and metadata. */
+      summaries: (query: QueryOf<'/v1/session-summaries', 'get'> = {}, c?: CallOptions) =>
+        call(() => raw.GET('/v1/session-summaries', { params: { query }, ...init(c) })),
       fork: (sessionId: string, body: BodyOf<'/v1/sessions/{id}/fork', 'post'>, c?: CallOptions) =>
         call(() => raw.POST('/v1/sessions/{id}/fork', { params: id(sessionId), body, ...init(c) })),
+      /** Switches the current branch: moves the leaf to an entry (null: before the first). */
+      setLeaf: (sessionId: string, entryId: string | null, c?: CallOptions) =>
+        call(() =>
+          raw.POST('/v1/sessions/{id}/leaf', { params: id(sessionId), body: { entry_id: entryId }, ...init(c) }),
+        ),
+      /** Compacts the session's context now. */
+      compact: (sessionId: string, body: BodyOf<'/v1/sessions/{id}/compact', 'post'> = {}, c?: CallOptions) =>
+        call(() => raw.POST('/v1/sessions/{id}/compact', { params: id(sessionId), body, ...init(c) })),
+      /** The session as versioned JSONL (`sessions/import` takes it back). */
+      export: (sessionId: string, c?: CallOptions) =>
+        call(() => raw.GET('/v1/sessions/{id}/export', { params: id(sessionId), parseAs: 'text', ...init(c) })),
+      /** Whether the log alone explains every model request the session recorded (`keel replay --verify`). */
+      replayCheck: (sessionId: string, c?: CallOptions) =>
+        call(() => raw.GET('/v1/sessions/{id}/replay-check', { params: id(sessionId), ...init(c) })),
       /** Archives the session (its log stays readable). */
       archive: (sessionId: string, c?: CallOptions) =>
         call(() => raw.DELETE('/v1/sessions/{id}', { params: id(sessionId), ...init(c) })),
@@ -266,6 +287,12 @@ export function createKeelClient(o: KeelClientOptions) {
             ...init(c),
           }),
         ),
+      /**
+       * Delivers the outputs of the run's client tool calls (tools sent as `client_tools`): each
+       * ends its call's wait once; the run goes on when every pending call has one.
+       */
+      toolResults: (runId: string, results: BodyOf<'/v1/runs/{id}/tool-results', 'post'>['results'], c?: CallOptions) =>
+        call(() => raw.POST('/v1/runs/{id}/tool-results', { params: id(runId), body: { results }, ...init(c) })),
       /** Reruns the run (from a step, on another agent version…) in a new forked session: the new run. */
       rerun: (runId: string, body: RerunRequest = {}, c?: CallOptions) =>
         call(() => raw.POST('/v1/runs/{id}/rerun', { params: id(runId), body, ...init(c) })),
@@ -274,6 +301,12 @@ export function createKeelClient(o: KeelClientOptions) {
         call(() => raw.GET('/v1/runs/{a}/compare/{b}', { params: { path: { a, b } }, ...init(c) })),
       /** Streams the run until it ends, resuming by itself: see `follow`. */
       follow: (runId: string, f?: FollowOptions): KeelFollow => follow(client, { runId }, f),
+    },
+
+    inbox: {
+      /** The tenant's runs that wait for a person (an approval or an answer), oldest first. */
+      list: (query: QueryOf<'/v1/inbox', 'get'> = {}, c?: CallOptions) =>
+        call(() => raw.GET('/v1/inbox', { params: { query }, ...init(c) })),
     },
 
     reruns: {

@@ -22,6 +22,7 @@ export const PROBLEM_TYPES = [
   'already_decided',
   'already_delivered',
   'signal_limit',
+  'unknown_tool_call',
   'idempotency_mismatch',
   'idempotency_in_progress',
   'invalid_import',

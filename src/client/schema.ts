@@ -417,6 +417,8 @@ export interface paths {
             agent?: string;
             timeout_ms?: number;
             wait_timeout_ms?: number;
+            /** @description Tools the client executes itself: a call of one waits for its output (POST /v1/runs/{id}/tool-results) */
+            client_tools?: components['schemas']['ClientTool'][];
           };
         };
       };
@@ -2741,6 +2743,92 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/runs/{id}/tool-results': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Deliver the outputs of the run's client tool calls (declared with `client_tools`): each ends its call's wait, exactly once; the run goes on when every pending call has one */
+    post: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path: {
+          id: string;
+        };
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          'application/json': {
+            results: {
+              tool_call_id: string;
+              /** @description Text, or any JSON value */
+              output: unknown;
+              /** @description The call failed in the client: the model sees an error */
+              is_error?: boolean;
+            }[];
+          };
+        };
+      };
+      responses: {
+        /** @description The run */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['Run'];
+          };
+        };
+        /** @description Invalid request */
+        400: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description Missing or invalid API key */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description No such run (or not yours), or it made no such client tool call (unknown_tool_call) */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description An output for the call was already delivered (already_delivered), or the run has ended */
+        409: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+      };
+    };
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/runs/{id}/input': {
     parameters: {
       query?: never;
@@ -4934,6 +5022,8 @@ export interface components {
           signal?: string;
           /** @description A signal wait: the JSON Schema of the payload */
           schema?: unknown;
+          /** @description A client tool call: its output comes by POST /v1/runs/{id}/tool-results */
+          client_tool?: boolean;
           /** @description When this wait ends by itself */
           deadline?: string;
           /** @description What happens then: 'timed_out', 'wake', { deny } or { answer } */
@@ -4976,6 +5066,14 @@ export interface components {
               filename?: string;
             }
         )[];
+    ClientTool: {
+      name: string;
+      description?: string;
+      /** @description The JSON Schema of the tool's arguments (an object schema) */
+      parameters?: {
+        [key: string]: unknown;
+      };
+    };
     Event: {
       id: string;
       session_id: string;

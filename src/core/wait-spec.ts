@@ -36,6 +36,8 @@ export type WaitSpec =
       onTimeout?: OnDeadline;
       /** The JSON Schema a payload must match (from the tool's zod schema). */
       schema?: JsonValue;
+      /** The payload is the call's result as given (a `ToolOutput`): a client-executed tool's (client-tool.ts). */
+      payloadIsResult?: true;
     };
 
 const WAIT = Symbol.for('keel.wait');

@@ -33,3 +33,10 @@ export type {
 export type { DatasetRequest } from './evals/datasets.ts';
 export type { BulkRerunRequest } from './evals/bulk-reruns.ts';
 export type { RunFilter } from './evals/run-filter.ts';
+export {
+  pendingClientToolCalls,
+  clientToolOutput,
+  type ClientToolResult,
+  type ClientToolSpec,
+  type PendingClientToolCall,
+} from './client-tools.ts';

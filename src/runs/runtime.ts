@@ -4,6 +4,7 @@ import type { LanguageModelV4 } from '@ai-sdk/provider';
 import {
   eventPosition,
   follow,
+  runEvents,
   Sessions,
   type CompactionSettings,
   type CompactOptions,
@@ -51,6 +52,13 @@ import { WakeUp } from './wake-up.ts';
 import { rerunAgent, startRerun, type RerunRequest } from './reruns/start-rerun.ts';
 import { rerunLineage } from './reruns/rerun-lineage.ts';
 import { RerunRequestError, withOverrides } from './reruns/rerun-agent.ts';
+import {
+  clientToolOutput,
+  clientToolSignal,
+  pendingClientToolCalls,
+  withClientTools,
+  type ClientToolResult,
+} from './client-tools.ts';
 import { BatchRunner } from './evals/batch-runner.ts';
 import { EvalsApi } from './evals/evals-api.ts';
 import type { EvalsHost } from './evals/evals-host.ts';
@@ -306,6 +314,11 @@ export class Runtime {
     return version === undefined ? list.at(-1) : list.find((a) => a.version === version);
   };
 
+  /** Every registered agent: each name's versions in registration order (its latest last), names in the order registered. */
+  listAgents(): AgentDefinition[] {
+    return [...this.agents.values()].flat();
+  }
+
   agentFor(spec: string | undefined): AgentDefinition {
     if (spec === undefined) return this.options.agents[0]!;
     const [name, version] = spec.split('@') as [string, string | undefined];
@@ -318,20 +331,21 @@ export class Runtime {
     return agent;
   }
 
-  /** The agent with a send's overrides applied (a field at fault: InvalidSendOptionError). */
-  private withRunOverrides(agent: AgentDefinition, o: RunOptions['overrides']): AgentDefinition {
-    if (!o) return agent;
+  /** The agent with a send's overrides and client tools applied (a field at fault: InvalidSendOptionError). */
+  private withRunOverrides(agent: AgentDefinition, o: Pick<RunOptions, 'overrides' | 'clientTools'>): AgentDefinition {
+    let overridden: AgentDefinition;
     try {
-      return withOverrides(agent, o, this.options.resolveModel);
+      overridden = withOverrides(agent, o.overrides, this.options.resolveModel);
     } catch (e) {
       if (e instanceof RerunRequestError) throw new InvalidSendOptionError(e.field, e.message);
       throw e;
     }
+    return withClientTools(overridden, o.clientTools);
   }
 
   private async send(sessionId: string, input: UserInput, o: SendOptions = {}): Promise<SendResult> {
     checkSendOptions(o);
-    const agent = this.withRunOverrides(this.agentFor(o.agent), o.overrides);
+    const agent = this.withRunOverrides(this.agentFor(o.agent), o);
     const { ifBusy = 'reject', agent: _a, idempotency, trace, ...runOptions } = o;
     // The run stores the trace context of this send (a child of the caller's): its executions continue it.
     const span = new SendSpan(agent.name, sessionId, trace);
@@ -504,9 +518,9 @@ export class Runtime {
         // A rerun: its overrides applied, its tools serving what its source run recorded (src/runs/reruns).
         const lineage = rerunLineage(run);
         if (lineage) return rerunAgent(this.lifecycle, withMcp, lineage, this.options.resolveModel);
-        // A run's own overrides (RunOptions.overrides), as its agent spec recorded them at its send.
-        const overrides = (run.options as RunOptions).overrides;
-        return overrides ? withOverrides(withMcp, overrides, this.options.resolveModel) : withMcp;
+        // A run's own overrides and client tools (RunOptions), as its agent spec recorded them at its send.
+        const { overrides, clientTools } = run.options as RunOptions;
+        return withClientTools(withOverrides(withMcp, overrides, this.options.resolveModel), clientTools);
       },
     };
   }
@@ -895,6 +909,48 @@ export class RunsApi {
     const r = await this.rt.waits.deliver(id, name, payload, o.source ?? 'library');
     if (r.consumed) this.rt.wake();
     return r;
+  }
+
+  /**
+   * Delivers the outputs of client tool calls (core/client-tool.ts) the run made: each ends its
+   * call's wait, exactly once (`already_delivered` for a second). A call id the run did not give a
+   * client tool is refused (`unknown_tool_call`). An output may come before the run starts to
+   * wait (it is kept, as a signal is); the run goes on once every pending call has its output.
+   */
+  async submitToolResults(
+    id: string,
+    results: readonly ClientToolResult[],
+    o: { source?: 'api' | 'library' } = {},
+  ): Promise<RunRecord> {
+    let run = await this.get(id);
+    if (results.length === 0) throw new StoreError('validation', 'no tool results to submit');
+    const pending = new Set(pendingClientToolCalls(run).map((c) => c.callId));
+    const unknown = results.filter((r) => !pending.has(r.callId)).map((r) => r.callId);
+    // A finished run: a repeat is told `already_delivered`, anything else that the run waits for nothing.
+    if (unknown.length > 0 && !isTerminal(run.status)) {
+      // Not waiting yet (its step is still ending), or answered already: the log knows its calls.
+      const calls = new Map<string, string>();
+      for (const e of await runEvents(this.rt.sessions.log, run.sessionId, id))
+        if (e.type === 'assistant/message')
+          for (const p of e.data.message.content) if (p.type === 'tool-call') calls.set(p.toolCallId, p.toolName);
+      const clientTools = new Set(((run.options as RunOptions).clientTools ?? []).map((t) => t.name));
+      for (const callId of unknown)
+        if (!clientTools.has(calls.get(callId) ?? ''))
+          throw new StoreError('unknown_tool_call', `run ${id} made no client tool call ${callId}`);
+    }
+    let consumed = false;
+    for (const r of results) {
+      const delivered = await this.rt.waits.deliver(
+        id,
+        clientToolSignal(r.callId),
+        clientToolOutput(r),
+        o.source ?? 'library',
+      );
+      run = delivered.run;
+      consumed ||= delivered.consumed;
+    }
+    if (consumed) this.rt.wake();
+    return run;
   }
 
   /** Delivers the signal a callback token stands for (`POST /v1/callbacks/{token}`). */

@@ -29,6 +29,16 @@ const SendOptionsSchema = z.strictObject({
       maxSteps: z.number().int().min(1).optional(),
     })
     .optional(),
+  clientTools: z
+    .array(
+      z.strictObject({
+        name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'a tool name: 1 to 64 letters, digits, _ or -'),
+        description: z.string().max(4096).optional(),
+        parameters: z.record(z.string(), z.json()).optional(),
+      }),
+    )
+    .max(128)
+    .optional(),
 });
 
 /** Throws InvalidSendOptionError, naming the first option at fault, unless `o` is valid send options. */

@@ -1,3 +1,4 @@
+import { isClientToolSignal } from '../core/client-tool.ts';
 import { createHash, randomBytes } from 'node:crypto';
 import { SIGNAL_NAME, type WaitSpec } from '../core/index.ts';
 import { StoreError, type RunRecord } from '../store/index.ts';
@@ -144,6 +145,7 @@ export function waitDetails(c: WaitingCall): Record<string, unknown> {
       ? { until: iso(w.until), wake_on_steer: w.wakeOnSteer === true, ...(w.reason ? { reason: w.reason } : {}) }
       : {}),
     ...(w?.kind === 'signal' ? { signal: w.name, ...(w.schema !== undefined ? { schema: w.schema } : {}) } : {}),
+    ...(w?.kind === 'signal' && isClientToolSignal(w.name) ? { client_tool: true } : {}),
     ...(c.deadline ? { deadline: iso(c.deadline.at), on_deadline: c.deadline.on } : {}),
   };
 }

@@ -26,6 +26,7 @@ import { compareRoutes } from './routes/compare.ts';
 import { rerunRoutes } from './routes/reruns.ts';
 import { openAiResponsesRoutes } from './protocols/openai/responses.ts';
 import { a2aRoutes } from './protocols/a2a/a2a.ts';
+import { mcpRoutes } from './protocols/mcp/routes.ts';
 import { datasetRoutes } from './routes/datasets.ts';
 import { experimentRoutes } from './routes/experiments.ts';
 import { inspectorRoutes } from './routes/inspector.ts';
@@ -88,7 +89,12 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   app.use('/openai/v1/*', refuseNulParams());
   app.use('/openai/v1/*', bodyLimits(ctx));
   app.use('/openai/v1/*', jsonDepthLimit());
-  // A2A (ADR-0038): its agent cards and JSON-RPC endpoints take the same keys, limits and body checks.
+  // So does the MCP endpoint (its errors in JSON-RPC's shape: protocols/mcp/mcp-errors.ts).
+  app.use('/mcp', authMiddleware(ctx.keys, ctx.authFailures, options.auth, ctx.clientAddress));
+  app.use('/mcp', rateLimitMiddleware(ctx.options.rateLimitPerMinute, ctx.clientAddress));
+  app.use('/mcp', bodyLimits(ctx));
+  app.use('/mcp', jsonDepthLimit());
+  // And the A2A agent cards and JSON-RPC endpoints.
   for (const path of ['/a2a/*', '/.well-known/agent-card.json']) {
     app.use(path, authMiddleware(ctx.keys, ctx.authFailures, options.auth, ctx.clientAddress));
     app.use(path, rateLimitMiddleware(ctx.options.rateLimitPerMinute, ctx.clientAddress));
@@ -111,6 +117,7 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   chatRoutes(app, ctx);
   openAiResponsesRoutes(app, ctx);
   a2aRoutes(app, ctx);
+  mcpRoutes(app, ctx);
   overviewRoutes(app, ctx);
   inspectorRoutes(app);
 

@@ -94,6 +94,10 @@ export const RunSchema = z
               .optional()
               .describe('A signal wait: the name to deliver (POST /v1/runs/{id}/signals/{name})'),
             schema: z.unknown().optional().describe('A signal wait: the JSON Schema of the payload'),
+            client_tool: z
+              .boolean()
+              .optional()
+              .describe('A client tool call: its output comes by POST /v1/runs/{id}/tool-results'),
             deadline: z.string().optional().describe('When this wait ends by itself'),
             on_deadline: z
               .unknown()
@@ -207,12 +211,44 @@ export const CreateSessionBody = z.strictObject({
   metadata: Metadata.optional(),
 });
 
+export const ClientToolSchema = z
+  .strictObject({
+    name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'a tool name: 1 to 64 letters, digits, _ or -'),
+    description: z.string().max(4096).optional(),
+    parameters: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe("The JSON Schema of the tool's arguments (an object schema)"),
+  })
+  .openapi('ClientTool');
+
+export const ToolResultsBody = z.strictObject({
+  results: z
+    .array(
+      z.strictObject({
+        tool_call_id: Id,
+        output: z
+          .unknown()
+          .refine((v) => v !== undefined, 'output is required')
+          .describe('Text, or any JSON value'),
+        is_error: z.boolean().optional().describe('The call failed in the client: the model sees an error'),
+      }),
+    )
+    .min(1)
+    .max(128),
+});
+
 export const SendMessageBody = z.strictObject({
   content: ContentSchema,
   if_busy: z.enum(['reject', 'enqueue', 'steer', 'interrupt']).default('reject'),
   agent: Id.optional(),
   timeout_ms: z.number().int().positive().optional(),
   wait_timeout_ms: z.number().int().positive().optional(),
+  client_tools: z
+    .array(ClientToolSchema)
+    .max(128)
+    .optional()
+    .describe('Tools the client executes itself: a call of one waits for its output (POST /v1/runs/{id}/tool-results)'),
 });
 
 export const ForkBody = z.strictObject({

@@ -149,6 +149,42 @@ describe.each(BACKENDS)('keel/client (%s)', (backend) => {
     expect((await other.runs.list()).data).toEqual([]);
   });
 
+  it('declares client tools: the run waits for their outputs, which come back with toolResults', async () => {
+    const session = await keel.sessions.create();
+    const tools = [
+      { name: 'get_location', description: 'Where the user is', parameters: { type: 'object', properties: {} } },
+      { name: 'get_time', description: 'The user’s clock' },
+    ];
+    const { run } = await keel.sessions.send(session.id, {
+      content: 'call:get_location,get_time',
+      client_tools: tools,
+    });
+    const waiting = await until(keel, run.id, 'waiting_for_signal');
+    expect(waiting.waiting!.requests.map((r) => [r.tool, r.arguments, r.client_tool])).toEqual([
+      ['get_location', { n: 0 }, true],
+      ['get_time', { n: 1 }, true],
+    ]);
+    const [location, time] = waiting.waiting!.requests;
+    // One at a time: the run waits for the other.
+    const half = await keel.runs.toolResults(run.id, [{ tool_call_id: location!.tool_call_id, output: 'Lisbon' }]);
+    expect(half.status).toBe('waiting_for_signal');
+    expect((await problemOf(keel.runs.toolResults(run.id, [{ tool_call_id: 'nope', output: 1 }]))).type).toBe(
+      'unknown_tool_call',
+    );
+    await keel.runs.toolResults(run.id, [{ tool_call_id: time!.tool_call_id, output: { hour: 9 } }]);
+    await until(keel, run.id, 'completed');
+    const items = await collect(keel.runs.follow(run.id));
+    expect(JSON.stringify(items)).toContain('got Lisbon | {\\"hour\\":9}');
+    // Repeats are refused; the declarations are checked like any option.
+    expect(
+      (await problemOf(keel.runs.toolResults(run.id, [{ tool_call_id: time!.tool_call_id, output: 2 }]))).type,
+    ).toBe('already_delivered');
+    const bad = await problemOf(
+      keel.sessions.send(session.id, { content: 'hi', client_tools: [{ name: 'has space' }] }),
+    );
+    expect(bad.type).toBe('validation');
+  });
+
   it('reruns a run on another agent version, compares the two, and makes a dataset of them', async () => {
     const session = await keel.sessions.create();
     const { run } = await keel.sessions.send(session.id, 'hello again');
@@ -170,6 +206,41 @@ describe.each(BACKENDS)('keel/client (%s)', (backend) => {
     expect((await keel.datasets.items(dataset.id)).data.map((i) => i.source_run_id)).toEqual([run.id, rerun.id]);
     await keel.datasets.delete(dataset.id);
     expect((await problemOf(keel.datasets.get(dataset.id))).type).toBe('not_found');
+  });
+
+  it('reads the views across sessions and works on a session: summaries, inbox, leaf, compact, export, replay check', async () => {
+    const session = await keel.sessions.create({ title: `views-${backend}` });
+    const first = (await keel.sessions.send(session.id, 'one')).run;
+    await until(keel, first.id, 'completed');
+
+    const found = await keel.sessions.summaries({ q: `views-${backend}` });
+    expect(found.data.map((s) => [s.session.id, s.runs, s.latest_run?.status])).toEqual([[session.id, 1, 'completed']]);
+    expect((await other.sessions.summaries()).data).toEqual([]);
+
+    // A run waiting for an approval is in the inbox, until it is decided.
+    const waiting = (await keel.sessions.send(session.id, 'danger:inbox')).run;
+    const approval = (await until(keel, waiting.id, 'waiting_approval')).waiting!.requests[0]!;
+    const inbox = (await keel.inbox.list({ limit: 1000 })).data;
+    expect(inbox.find((i) => i.run.id === waiting.id)?.session).toEqual({ id: session.id, title: `views-${backend}` });
+    expect((await other.inbox.list()).data).toEqual([]);
+    await keel.runs.approve(waiting.id, approval.approval_id);
+    await until(keel, waiting.id, 'completed');
+    expect((await keel.inbox.list({ limit: 1000 })).data.map((i) => i.run.id)).not.toContain(waiting.id);
+
+    // The leaf back to the first answer; compaction (nothing to do on so short a log); the export; the replay check.
+    const entries = (await keel.sessions.events(session.id, { limit: 1000 })).data.filter((e) => e.entry);
+    const firstAnswer = entries.find((e) => e.type === 'assistant/message')!;
+    expect((await keel.sessions.setLeaf(session.id, firstAnswer.id)).leaf_id).toBe(firstAnswer.id);
+    expect((await keel.sessions.get(session.id)).leaf_id).toBe(firstAnswer.id);
+    expect(await keel.sessions.compact(session.id)).toHaveProperty('compacted');
+    const jsonl = await keel.sessions.export(session.id);
+    expect(typeof jsonl).toBe('string');
+    const lines = jsonl.trim().split('\n');
+    expect(lines.length).toBeGreaterThan(entries.length);
+    for (const line of lines) expect(() => JSON.parse(line) as unknown).not.toThrow();
+    const check = await keel.sessions.replayCheck(session.id);
+    expect(check).toMatchObject({ ok: true, mismatches: [] });
+    expect(check.requests).toBeGreaterThan(0);
   });
 
   it("throws the API's problems as KeelProblems: not_found, validation, unauthorized; KeelNetworkError when down", async () => {

@@ -2,7 +2,8 @@
  * The inspector in a real browser (Debian's chromium, driven by playwright-core): a Keel server
  * with the demo agent and an API key, the inspector at /inspect. The test enters the key, starts a
  * session from the UI, watches its run arrive live, approves send_report and answers the question
- * in the Inbox, and reads the finished run's timeline; a run's MCP tools (an agent with a real
+ * in the Inbox, and reads the finished run's timeline (then a refused message's problem, compaction
+ * and the export); a run's MCP tools (an agent with a real
  * MCP server, test/mcp/fixtures/, and one that is down); and a rerun on the demo's version 2 made
  * from the run page, its lineage both ways and its comparison with the source run, step by step;
  * an experiment (step replay on demo@1 and demo@2) on a dataset of two demo runs, started from the
@@ -12,7 +13,8 @@
  * with KEEL_UPDATE_SCREENSHOT=1 the run timeline also goes to docs/inspector.png (the README's picture).
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -130,6 +132,45 @@ async function completedDemoRun(title: string): Promise<string> {
   return id;
 }
 
+/**
+ * A TCP relay to the server for the browser, whose connections the test can drop: `down()` cuts
+ * every open one (the streams among them) and refuses new ones until `up()`.
+ */
+async function relay(to: string): Promise<{ url: string; down: () => void; up: () => void; close: () => void }> {
+  const target = new URL(to);
+  const sockets = new Set<Socket>();
+  let refusing = false;
+  const srv = createServer((client) => {
+    if (refusing) return void client.destroy();
+    const upstream = connect(Number(target.port), target.hostname);
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+      socket.on('error', () => {});
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  const { port } = srv.address() as { port: number };
+  const cut = () => {
+    for (const socket of sockets) socket.destroy();
+  };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    down: () => {
+      refusing = true;
+      cut();
+    },
+    up: () => {
+      refusing = false;
+    },
+    close: () => {
+      cut();
+      srv.close();
+    },
+  };
+}
+
 describe('the inspector', () => {
   it('serves the app, its hashed assets with long caching, and index.html for its own pages', async () => {
     const index = await fetch(`${server.url}/inspect`);
@@ -156,9 +197,14 @@ describe('the inspector', () => {
     page.setDefaultTimeout(WAIT);
     const failures: string[] = [];
     page.on('pageerror', (e) => failures.push(e.message));
+    // The browser reaches the server through a relay the test can cut (below, a dropped stream).
+    const net = await relay(server.url);
     try {
-      // The API answers 401: the inspector asks for a key.
-      await page.goto(`${server.url}/inspect`);
+      // The API answers 401: the inspector asks for a key, and again for a key the server refuses.
+      await page.goto(`${net.url}/inspect`);
+      await page.getByLabel('API key').fill('keel_wrong');
+      await page.getByRole('button', { name: 'Use this key' }).click();
+      await page.getByText('The server refused the key').waitFor();
       await page.getByLabel('API key').fill(secret);
       await shot(page, '01-key');
       await page.getByRole('button', { name: 'Use this key' }).click();
@@ -268,9 +314,48 @@ describe('the inspector', () => {
       const streamed = await page.evaluate(() => (window as unknown as { streamed: string[] }).streamed);
       expect(streamed.some((t) => t.includes('Let me check'))).toBe(true);
       await shot(page, '08-live');
+
+      // The stream drops (and the server is out of reach a while) while the run moves on:
+      // keel/client's follow() connects again by itself and resumes after the last event it had;
+      // the page catches up without a reload.
+      const runs = await api<{ data: RunJson[] }>('GET', `/v1/sessions/${sessionId}/runs?limit=1000`);
+      const waiting = runs.data.find((r) => r.status === 'waiting_approval')!;
+      const approvalId = waiting.waiting!.requests[0]!.approval_id;
+      net.down();
+      await page.getByText('reconnecting…').waitFor();
+      await api('POST', `/v1/runs/${waiting.id}/approvals/${encodeURIComponent(approvalId)}`, { decision: 'approve' });
+      net.up();
+      await page.getByTestId('run-row').getByText('waiting for an answer').waitFor();
+      await page.getByText('reconnecting…').waitFor({ state: 'detached' });
+      expect(loads).toBe(0);
+
+      // A refusal shows the API's problem: another message, rejected while the run waits.
+      await page.getByLabel('If a run is active').selectOption('reject');
+      await page.getByLabel('Message').fill('And in Paris?');
+      await page.getByRole('button', { name: 'Send' }).click();
+      await page
+        .getByRole('alert')
+        .getByText(/^run_busy: /)
+        .waitFor();
+
+      // Compact (its verdict, whichever it is) and export: the JSONL holds the whole log.
+      await page.getByRole('button', { name: 'Compact' }).click();
+      await page
+        .getByTestId('verdict')
+        .getByText(/^(Not compacted|Compacted)/)
+        .waitFor();
+      const download = page.waitForEvent('download');
+      await page.getByRole('button', { name: 'Export JSONL' }).click();
+      const jsonl = readFileSync(await (await download).path(), 'utf8')
+        .trim()
+        .split('\n');
+      expect(jsonl.length).toBeGreaterThan(10);
+      for (const line of jsonl) expect(() => JSON.parse(line) as unknown).not.toThrow();
+      expect(jsonl.join('\n')).toContain('And in Berlin?');
       expect(failures).toEqual([]);
     } finally {
       await context.close();
+      net.close();
     }
   }, 90_000);
   it('shows the MCP tools a run got, each with its server, and the server it skipped', async () => {

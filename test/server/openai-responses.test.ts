@@ -109,9 +109,16 @@ describe.each(BACKENDS)('OpenAI Responses with the openai SDK (%s)', (backend) =
     };
     await refused({ store: false }, 'store');
     await refused({ instructions: [{ role: 'user', content: 'x' }] }, 'instructions');
-    await refused({ tools: [{ type: 'function', name: 'f', parameters: {} }] }, 'tools');
+    await refused({ tools: [{ type: 'web_search' }] }, 'tools[0]');
+    await refused({ tools: [{ type: 'function', name: 'danger' }] }, 'tools[0].name');
     await refused({ model: 'ghost' }, 'model');
-    await refused({ input: [{ type: 'function_call_output', call_id: 'c', output: 'x' }] }, 'input[0]');
+    await refused({ input: [{ type: 'reasoning', summary: [] }] }, 'input[0]');
+    // Outputs answer a response that waits for them: without one, or for one that waits for none, refused.
+    await refused({ input: [{ type: 'function_call_output', call_id: 'c', output: 'x' }] }, 'input');
+    await refused(
+      { input: [{ type: 'function_call_output', call_id: 'c', output: 'x' }], previous_response_id: mine.id },
+      'input',
+    );
     await expect(client.responses.delete(mine.id)).rejects.toBeInstanceOf(OpenAI.BadRequestError);
     const unauthenticated = new OpenAI({ baseURL: `${srv.url}/openai/v1`, apiKey: 'wrong', maxRetries: 0 });
     await expect(unauthenticated.responses.retrieve(mine.id)).rejects.toBeInstanceOf(OpenAI.AuthenticationError);

@@ -10,6 +10,8 @@
  *   `block:<key>`      → calls `gate`, which runs until the test opens gate <key> (or the call is aborted);
  *                        `block:<key>/<words>` answers `done <words>` after it instead of `done`
  *   `slow:<text>`      → answers `<text>`, streamed a word every 5 ms
+ *   `call:<a>,<b>`     → calls the tools named (a client's own, say) with `{ n: <index> }`; after their
+ *                        results it answers `got <result> | <result>`
  *   anything else      → answers `echo: <text>`
  * After a tool result it answers `done`. The agent `terse` (version 2) always answers `ok`.
  */
@@ -102,11 +104,25 @@ function lastUserText(call: LanguageModelV4CallOptions): string {
 export function helperScript(call: LanguageModelV4CallOptions): ScriptedResponse {
   const last = textOfLast(call);
   if (last.role === 'tool') {
+    if (lastUserText(call).trim().startsWith('call:')) {
+      // What the client's tools gave: each result's text (or JSON), in order.
+      const tool = call.prompt.at(-1)!;
+      const outputs =
+        tool.role === 'tool' ? tool.content.flatMap((p) => (p.type === 'tool-result' ? [p.output] : [])) : [];
+      return {
+        text: `got ${outputs.map((o) => ('value' in o ? (typeof o.value === 'string' ? o.value : JSON.stringify(o.value)) : o.type)).join(' | ')}`,
+      };
+    }
     const after = /^block:[^/]*\/(.*)$/s.exec(lastUserText(call).trim())?.[1];
     return { text: after === undefined ? 'done' : `done ${after}` };
   }
-  const m = /^(ask|danger|danger2|block|slow)(?::(.*))?$/s.exec(last.text.trim());
+  const m = /^(ask|danger|danger2|block|slow|call)(?::(.*))?$/s.exec(last.text.trim());
   switch (m?.[1]) {
+    case 'call': {
+      // `call:<tool>[,<tool>…]`: calls each named tool (a client's), with `{ "n": <its index> }`.
+      const names = (m[2] ?? '').split(',').filter(Boolean);
+      return { toolCalls: names.map((name, n) => ({ name, input: { n } })) };
+    }
     case 'ask':
       return {
         toolCalls: [

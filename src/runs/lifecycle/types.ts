@@ -1,5 +1,6 @@
 /** The shapes the run transactions take and return: a message's outcome, a claim, a finish's options, a run's options. */
 import type { AgentDefinition } from '../../core/index.ts';
+import type { ClientToolSpec } from '../../core/client-tool.ts';
 import type { Priority } from '../../flow-control/index.ts';
 import type { UserMessage, Usage } from '../../model/index.ts';
 import type { SessionEvent } from '../../session/index.ts';
@@ -74,4 +75,9 @@ export interface RunOptions {
    * registered version, recorded in the run's agent spec (see runs/reruns/rerun-agent.ts).
    */
   overrides?: AgentOverrides;
+  /**
+   * Tools the client declares and executes itself (a protocol's function tools, core/client-tool.ts):
+   * added to the agent for this run; a call of one waits for the client's output (runs/client-tools.ts).
+   */
+  clientTools?: ClientToolSpec[];
 }

@@ -182,9 +182,14 @@ export const wokenBySteer = (c: WaitingCall, now: number): ToolOutput => ({
 /** The output of a signal wait: the payload, or an error when it breaks the wait's schema. */
 export function signalOutput(call: WaitingCall, payload: unknown): ToolOutput {
   const issues = call.wait?.kind === 'signal' ? payloadIssues(call.wait.schema, payload) : undefined;
-  return issues
-    ? { type: 'error', code: 'invalid_input', message: `the signal's payload does not match its schema: ${issues}` }
-    : { type: 'json', value: (payload ?? null) as JsonValue };
+  if (issues)
+    return {
+      type: 'error',
+      code: 'invalid_input',
+      message: `the signal's payload does not match its schema: ${issues}`,
+    };
+  if (call.wait?.kind === 'signal' && call.wait.payloadIsResult) return payload as ToolOutput;
+  return { type: 'json', value: (payload ?? null) as JsonValue };
 }
 
 /** A payload checked against a signal's JSON Schema: the issues, or undefined when it conforms. */

@@ -5,7 +5,15 @@ import { type RunRecord } from '../../store/index.ts';
 import type { AppContext, AppEnv } from '../context.ts';
 import { body, IdParam, json, pathParam, problem, problems as problemsOf } from '../openapi.ts';
 import { HttpProblem } from '../problems.ts';
-import { ApprovalBody, InputBody, JsonObjectSchema, RunSchema, SteerBody, toUserInput } from '../schemas.ts';
+import {
+  ApprovalBody,
+  InputBody,
+  JsonObjectSchema,
+  RunSchema,
+  SteerBody,
+  ToolResultsBody,
+  toUserInput,
+} from '../schemas.ts';
 import { recordedMessage, runFor, runJsonFor } from '../lookups.ts';
 
 const problems = {
@@ -101,6 +109,32 @@ export function runRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
         idempotency ? { idempotency } : {},
       );
       return c.json({ message: { id: r.message.id }, run: await runJsonFor(ctx, r.run) }, 202);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/runs/{id}/tool-results',
+      tags: ['runs'],
+      summary:
+        "Deliver the outputs of the run's client tool calls (declared with `client_tools`): each ends its call's wait, exactly once; the run goes on when every pending call has one",
+      request: { params: IdParam, ...body(ToolResultsBody) },
+      responses: {
+        200: json(RunSchema, 'The run'),
+        ...problems,
+        404: problem('No such run (or not yours), or it made no such client tool call (unknown_tool_call)'),
+        409: problem('An output for the call was already delivered (already_delivered), or the run has ended'),
+      },
+    }),
+    async (c) => {
+      const run = await runFor(ctx, c, c.req.valid('param').id);
+      const results = c.req.valid('json').results.map((r) => ({
+        callId: r.tool_call_id,
+        output: r.output as JsonValue,
+        ...(r.is_error !== undefined ? { isError: r.is_error } : {}),
+      }));
+      return c.json(await runJsonFor(ctx, await rt.runs.submitToolResults(run.id, results, { source: 'api' })), 200);
     },
   );
 

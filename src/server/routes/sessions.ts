@@ -1,3 +1,4 @@
+import type { ClientToolSpec } from '../../runs/index.ts';
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { stream } from 'hono/streaming';
@@ -232,6 +233,7 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
         ...(agent ? { agent } : {}),
         ...(b.timeout_ms !== undefined ? { timeoutMs: b.timeout_ms } : {}),
         ...(b.wait_timeout_ms !== undefined ? { waitTimeoutMs: b.wait_timeout_ms } : {}),
+        ...(b.client_tools ? { clientTools: b.client_tools as ClientToolSpec[] } : {}),
       });
       return c.json({ outcome: r.outcome, message: { id: r.message.id }, run: await runJsonFor(ctx, r.run) }, 202);
     },

@@ -11,9 +11,12 @@
  * from its start and sends only what comes after N, slicing the text a client had in part: no gap,
  * no duplicate, whether the message was still streaming or became durable meanwhile.
  */
+import type { PendingCall } from '../../../core/index.ts';
 import type { FeedItem, SessionEvent } from '../../../session/index.ts';
 import type { RunStatus } from '../../../store/index.ts';
 import { isTerminal } from '../../../runs/lifecycle/run-status.ts';
+import { handOffItem, questionText } from './response-object.ts';
+import { handOffOf } from './response-segments.ts';
 
 const I = 2 ** 30;
 const C = 2 ** 4;
@@ -62,13 +65,52 @@ export class ResponseStreamEncoder {
       return this.text(d.messageId, d.delta);
     }
     const e = item.event;
+    const handed = handOffOf(e);
+    if (handed.length > 0) return this.keep(handed.flatMap((p) => this.handOff(p)));
     if (e.type !== 'assistant/message') return [];
-    return this.message(e as SessionEvent<'assistant/message'>);
+    return this.assistantMessage(e as SessionEvent<'assistant/message'>);
   }
 
-  /** Whether a `run/status` event ends the stream. */
+  /** Whether an event ends the stream: the run's end, or a hand-off to the client (response-segments.ts). */
   static ends(e: SessionEvent, runId: string): boolean {
-    return e.type === 'run/status' && e.runId === runId && isTerminal(e.data.to as RunStatus);
+    if (e.runId !== runId) return false;
+    return (e.type === 'run/status' && isTerminal(e.data.to as RunStatus)) || handOffOf(e).length > 0;
+  }
+
+  /** The items of a call handed to the client: a function call, an approval request, or the question as a message. */
+  private handOff(p: PendingCall): StreamEvent[] {
+    if (p.kind === 'input') {
+      const id = `q_${p.toolCallId}`;
+      return [...this.begin(id), ...this.message(id, questionText(p.input), false)];
+    }
+    if (this.ordinal >= MAX_MESSAGES) throw new Error('the run has more messages than a Responses stream can number');
+    this.ordinal++;
+    const outputIndex = this.outputIndex++;
+    const item = handOffItem(p);
+    const at = (k: number) => sequenceNumber(this.ordinal, 0, k);
+    if (item.type !== 'function_call')
+      return [
+        { type: 'response.output_item.added', sequence_number: at(0), output_index: outputIndex, item },
+        { type: 'response.output_item.done', sequence_number: at(1), output_index: outputIndex, item },
+      ];
+    const base = { output_index: outputIndex, item_id: item.id };
+    return [
+      {
+        type: 'response.output_item.added',
+        sequence_number: at(0),
+        output_index: outputIndex,
+        item: { ...item, arguments: '', status: 'in_progress' },
+      },
+      { type: 'response.function_call_arguments.delta', sequence_number: at(1), ...base, delta: item.arguments },
+      {
+        type: 'response.function_call_arguments.done',
+        sequence_number: at(2),
+        ...base,
+        name: item.name,
+        arguments: item.arguments,
+      },
+      { type: 'response.output_item.done', sequence_number: at(3), output_index: outputIndex, item },
+    ];
   }
 
   /** The stream's last event, for the run's end. */
@@ -130,9 +172,13 @@ export class ResponseStreamEncoder {
     };
   }
 
-  private message(e: SessionEvent<'assistant/message'>): StreamEvent[] {
-    const id = e.data.message.id;
+  private assistantMessage(e: SessionEvent<'assistant/message'>): StreamEvent[] {
     const full = e.data.message.content.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('');
+    return this.message(e.data.message.id, full);
+  }
+
+  /** A message's text as it stands, whole: the rest of it and its `done` events (kept: only what the client lacks). */
+  private message(id: string, full: string, keep = true): StreamEvent[] {
     if (full === '' || this.done.has(id)) return [];
     const out = this.open?.messageId === id ? [] : this.begin(id);
     const o = this.open!;
@@ -171,7 +217,7 @@ export class ResponseStreamEncoder {
     );
     this.done.add(id);
     this.open = undefined;
-    return this.keep(out);
+    return keep ? this.keep(out) : out;
   }
 
   /** What the client does not have yet: events after `after`, a text delta it had in part sliced. */
