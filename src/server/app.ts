@@ -25,6 +25,7 @@ import { chatRoutes } from './routes/chat.ts';
 import { compareRoutes } from './routes/compare.ts';
 import { rerunRoutes } from './routes/reruns.ts';
 import { openAiResponsesRoutes } from './protocols/openai/responses.ts';
+import { a2aRoutes } from './protocols/a2a/a2a.ts';
 import { mcpRoutes } from './protocols/mcp/routes.ts';
 import { datasetRoutes } from './routes/datasets.ts';
 import { experimentRoutes } from './routes/experiments.ts';
@@ -97,6 +98,14 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   app.use('/mcp', rateLimit);
   app.use('/mcp', bodyLimits(ctx));
   app.use('/mcp', jsonDepthLimit());
+  // And the A2A agent cards and JSON-RPC endpoints.
+  for (const path of ['/a2a/*', '/.well-known/agent-card.json']) {
+    app.use(path, authMiddleware(ctx.keys, ctx.authFailures, options.auth, ctx.clientAddress));
+    app.use(path, rateLimitMiddleware(ctx.options.rateLimitPerMinute, ctx.clientAddress));
+  }
+  app.use('/a2a/*', refuseNulParams());
+  app.use('/a2a/*', bodyLimits(ctx));
+  app.use('/a2a/*', jsonDepthLimit());
 
   sessionRoutes(app, ctx);
   usageRoutes(app, ctx);
@@ -111,6 +120,7 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   streamRoutes(app, ctx);
   chatRoutes(app, ctx);
   openAiResponsesRoutes(app, ctx);
+  a2aRoutes(app, ctx);
   mcpRoutes(app, ctx);
   overviewRoutes(app, ctx);
   inspectorRoutes(app);
