@@ -100,8 +100,8 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   app.use('/mcp', jsonDepthLimit());
   // And the A2A agent cards and JSON-RPC endpoints.
   for (const path of ['/a2a/*', '/.well-known/agent-card.json']) {
-    app.use(path, authMiddleware(ctx.keys, ctx.authFailures, options.auth, ctx.clientAddress));
-    app.use(path, rateLimitMiddleware(ctx.options.rateLimitPerMinute, ctx.clientAddress));
+    app.use(path, authenticate);
+    app.use(path, rateLimit);
   }
   app.use('/a2a/*', refuseNulParams());
   app.use('/a2a/*', bodyLimits(ctx));
