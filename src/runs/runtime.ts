@@ -314,6 +314,11 @@ export class Runtime {
     return version === undefined ? list.at(-1) : list.find((a) => a.version === version);
   };
 
+  /** Every registered agent: each name's versions in registration order (its latest last), names in the order registered. */
+  listAgents(): AgentDefinition[] {
+    return [...this.agents.values()].flat();
+  }
+
   agentFor(spec: string | undefined): AgentDefinition {
     if (spec === undefined) return this.options.agents[0]!;
     const [name, version] = spec.split('@') as [string, string | undefined];

@@ -26,6 +26,8 @@ import { compareRoutes } from './routes/compare.ts';
 import { rerunRoutes } from './routes/reruns.ts';
 import { openAiResponsesRoutes } from './protocols/openai/responses.ts';
 import { aguiRoutes } from './protocols/agui/agui.ts';
+import { a2aRoutes } from './protocols/a2a/a2a.ts';
+import { mcpRoutes } from './protocols/mcp/routes.ts';
 import { datasetRoutes } from './routes/datasets.ts';
 import { experimentRoutes } from './routes/experiments.ts';
 import { inspectorRoutes } from './routes/inspector.ts';
@@ -72,10 +74,14 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   app.use('*', requestLog(ctx));
   opsRoutes(app, ctx);
 
-  // Callback URLs (ADR-0015) carry their own credential, the token: no API key.
-  app.use('/v1/*', exceptCallbacks(authMiddleware(ctx.keys, ctx.authFailures, options.auth, ctx.clientAddress)));
+  // One authentication and one request budget per API key for every protocol the server speaks:
+  // a key's requests to /v1, /openai/v1, /mcp, /a2a and /agui spend the same bucket.
+  const authenticate = authMiddleware(ctx.keys, ctx.authFailures, options.auth, ctx.clientAddress);
   // Per API key; per client address for requests without one (callback URLs, auth off).
-  app.use('/v1/*', rateLimitMiddleware(ctx.options.rateLimitPerMinute, ctx.clientAddress));
+  const rateLimit = rateLimitMiddleware(ctx.options.rateLimitPerMinute, ctx.clientAddress);
+  // Callback URLs (ADR-0015) carry their own credential, the token: no API key.
+  app.use('/v1/*', exceptCallbacks(authenticate));
+  app.use('/v1/*', rateLimit);
   app.use('/v1/*', knownQueryParams(app));
   app.use('/v1/*', refuseNulParams());
   app.use('/v1/*', jsonBodies());
@@ -83,14 +89,27 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   app.use('/v1/*', jsonDepthLimit());
   app.use('/v1/*', idempotency(rt.idempotency, ctx.options.idempotencyTtlMs));
   // The OpenAI-compatible routes take the same API keys, limits and body checks (ADR-0038).
-  app.use('/openai/v1/*', authMiddleware(ctx.keys, ctx.authFailures, options.auth, ctx.clientAddress));
-  app.use('/openai/v1/*', rateLimitMiddleware(ctx.options.rateLimitPerMinute, ctx.clientAddress));
+  app.use('/openai/v1/*', authenticate);
+  app.use('/openai/v1/*', rateLimit);
   app.use('/openai/v1/*', refuseNulParams());
   app.use('/openai/v1/*', bodyLimits(ctx));
   app.use('/openai/v1/*', jsonDepthLimit());
-  // So do the AG-UI routes; their errors are problem+json, as Keel's own.
-  app.use('/agui/*', authMiddleware(ctx.keys, ctx.authFailures, options.auth, ctx.clientAddress));
-  app.use('/agui/*', rateLimitMiddleware(ctx.options.rateLimitPerMinute, ctx.clientAddress));
+  // So does the MCP endpoint (its errors in JSON-RPC's shape: protocols/mcp/mcp-errors.ts).
+  app.use('/mcp', authenticate);
+  app.use('/mcp', rateLimit);
+  app.use('/mcp', bodyLimits(ctx));
+  app.use('/mcp', jsonDepthLimit());
+  // And the A2A agent cards and JSON-RPC endpoints.
+  for (const path of ['/a2a/*', '/.well-known/agent-card.json']) {
+    app.use(path, authenticate);
+    app.use(path, rateLimit);
+  }
+  app.use('/a2a/*', refuseNulParams());
+  app.use('/a2a/*', bodyLimits(ctx));
+  app.use('/a2a/*', jsonDepthLimit());
+  // And the AG-UI endpoints (their errors are problem+json, as Keel's own).
+  app.use('/agui/*', authenticate);
+  app.use('/agui/*', rateLimit);
   app.use('/agui/*', refuseNulParams());
   app.use('/agui/*', bodyLimits(ctx));
   app.use('/agui/*', jsonDepthLimit());
@@ -109,6 +128,8 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   chatRoutes(app, ctx);
   openAiResponsesRoutes(app, ctx);
   aguiRoutes(app, ctx);
+  a2aRoutes(app, ctx);
+  mcpRoutes(app, ctx);
   overviewRoutes(app, ctx);
   inspectorRoutes(app);
 

@@ -4,6 +4,7 @@
  * JSON bodies only, within their size and depth limits; Idempotency-Key replays. app.ts composes them.
  */
 import { isOpenAiPath, openAiErrorResponse } from './protocols/openai/openai-errors.ts';
+import { isMcpPath, mcpErrorResponse } from './protocols/mcp/mcp-errors.ts';
 import { createHash } from 'node:crypto';
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context, ErrorHandler, MiddlewareHandler, NotFoundHandler } from 'hono';
@@ -44,6 +45,8 @@ export function errorHandler(ctx: AppContext): ErrorHandler<AppEnv> {
     if (p.type === 'idempotency_in_progress') c.set('idempotency', undefined);
     // The OpenAI-compatible routes answer in the shape their clients read.
     if (isOpenAiPath(c.req.path)) return openAiErrorResponse(c, p.type, p.detail, p.extensions);
+    // So does the MCP endpoint, in JSON-RPC's.
+    if (isMcpPath(c.req.path)) return mcpErrorResponse(c, p.type, p.detail, p.extensions);
     return problemResponse(c, p.type, p.detail, p.extensions);
   };
 }

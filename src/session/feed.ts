@@ -34,6 +34,12 @@ export interface FollowOptions extends FeedReadOptions {
    */
   queueLimit?: number;
   onOverflow?: () => void;
+  /**
+   * Called (and awaited) once the replay is over and the live items begin: what was yielded so far
+   * is everything up to now. A consumer that folds the replay into one snapshot (an A2A
+   * resubscription) sends it here. Not called when the feed ends with its replay (`isDone`).
+   */
+  onReplayed?: () => void | Promise<void>;
 }
 
 export { FeedOverflowError } from './feed-queue.ts';
@@ -84,7 +90,10 @@ export async function* follow(
   const recent = log.recentDeltas(sessionId).slice();
   const feed = new FeedReader(log, sessionId, o, queue, cursor, hold, recent);
   try {
-    if (yield* feed.replay()) yield* feed.live();
+    if (yield* feed.replay()) {
+      await o.onReplayed?.();
+      yield* feed.live();
+    }
   } finally {
     off();
     o.signal?.removeEventListener('abort', onAbort);

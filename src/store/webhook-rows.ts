@@ -5,6 +5,7 @@ import type {
   WebhookDelivery,
   WebhookDeliveryStatus,
   WebhookEventType,
+  WebhookFormat,
   WebhookRecord,
 } from './port/index.ts';
 
@@ -20,6 +21,10 @@ export interface WebhookRow {
   active: number | boolean;
   created_at: number;
   updated_at: number;
+  run_id: string | null;
+  format: string | null;
+  headers: string | null;
+  ref: string | null;
 }
 
 export interface WebhookDeliveryRow {
@@ -63,7 +68,20 @@ export const toWebhook = (r: WebhookRow): WebhookRecord => ({
   active: r.active === true || r.active === 1,
   createdAt: Number(r.created_at),
   updatedAt: Number(r.updated_at),
+  // A run's own subscription (a protocol's): these only when set.
+  ...(r.run_id !== null ? { runId: r.run_id } : {}),
+  ...(r.format !== null && r.format !== 'keel' ? { format: r.format as WebhookFormat } : {}),
+  ...(r.headers !== null ? { headers: JSON.parse(r.headers) as Record<string, string> } : {}),
+  ...(r.ref !== null ? { ref: r.ref } : {}),
 });
+
+/** The values of the columns a subscription's scope adds (run_id, format, headers, ref), in that order. */
+export const scopeColumns = (w: WebhookRecord): [string | null, string | null, string | null, string | null] => [
+  w.runId ?? null,
+  w.format && w.format !== 'keel' ? w.format : null,
+  w.headers ? JSON.stringify(w.headers) : null,
+  w.ref ?? null,
+];
 
 const num = (v: number | null): number | null => (v === null ? null : Number(v));
 
@@ -95,9 +113,13 @@ export const toWebhookAttempt = (r: WebhookAttemptRow): WebhookAttempt => ({
   error: r.error,
 });
 
-/** A claimed delivery's row: the delivery's columns with its subscription's URL and secrets. */
+/** A claimed delivery's row: the delivery's columns with its subscription's URL, secrets, format and headers. */
 export type ClaimedRow = WebhookDeliveryRow &
-  Pick<WebhookRow, 'url' | 'secret' | 'previous_secret' | 'previous_secret_expires_at'>;
+  Pick<WebhookRow, 'url' | 'secret' | 'previous_secret' | 'previous_secret_expires_at' | 'format' | 'headers'>;
+
+/** The subscription's columns a claim returns with each delivery (`w` is the webhooks table). */
+export const CLAIMED_COLUMNS =
+  'w.url AS url, w.secret AS secret, w.previous_secret AS previous_secret, w.previous_secret_expires_at AS previous_secret_expires_at, w.format AS format, w.headers AS headers';
 
 export const toClaimed = (r: ClaimedRow): ClaimedWebhookDelivery => ({
   ...toWebhookDelivery(r),
@@ -106,4 +128,6 @@ export const toClaimed = (r: ClaimedRow): ClaimedWebhookDelivery => ({
   secret: r.secret,
   previousSecret: r.previous_secret,
   previousSecretExpiresAt: num(r.previous_secret_expires_at),
+  format: (r.format ?? 'keel') as WebhookFormat,
+  headers: r.headers !== null ? (JSON.parse(r.headers) as Record<string, string>) : {},
 });

@@ -129,3 +129,23 @@ describe('TokenBuckets', () => {
     expect(buckets.take('a', 60, 1000)).toBeUndefined();
   });
 });
+
+describe('one request budget per API key, whichever protocol it speaks', () => {
+  it('requests to /v1, /openai/v1 and /mcp spend the same bucket', async () => {
+    const srv = await startTestServer({ keys: [{ tenant: 'acme' }], rateLimitPerMinute: 3 });
+    servers.push(srv);
+    const auth = { authorization: `Bearer ${srv.secrets[0]}` };
+    const get = (path: string) => fetch(`${srv.url}${path}`, { headers: auth }).then((r) => r.status);
+    expect(await get('/v1/sessions')).toBe(200);
+    expect(await get('/v1/sessions')).toBe(200);
+    expect(await get('/openai/v1/responses/none')).toBe(404);
+    // The key's three requests are spent: another protocol's route is limited as well.
+    expect(await get('/openai/v1/responses/none')).toBe(429);
+    const mcp = await fetch(`${srv.url}/mcp`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+    });
+    expect(mcp.status).toBe(429);
+  });
+});

@@ -85,6 +85,48 @@ export function webhooksContract(name: string, open: () => Promise<OpenedStore>)
       expect(await store.webhooks.forSession('none')).toEqual([]);
     });
 
+    it("keeps a run's own subscriptions apart: found with its runs, claimed with their format and headers, erased with its session", async () => {
+      await store.sessions.create({ id: 's', tenant: 'a', createdAt: T0 });
+      const newRun = (id: string) =>
+        store.runs.create({ id, sessionId: 's', agent: { name: 'x', version: '1' }, agentSpec: {}, createdAt: T0 });
+      // One active run a session: each ends before the next.
+      for (const id of ['r1', 'r2']) {
+        await newRun(id);
+        await store.runs.update(id, { status: 'completed', endedAt: T0 });
+      }
+      const tenantWide = hook('a', { id: '01' });
+      const own = hook('a', {
+        id: '02',
+        runId: 'r1',
+        format: 'a2a',
+        headers: { 'x-a2a-notification-token': 't' },
+        ref: 'cfg-1',
+      });
+      const other = hook('a', { id: '03', runId: 'r2' });
+      for (const w of [tenantWide, own, other]) await store.webhooks.create(w);
+      expect(await store.webhooks.get('02')).toEqual(own);
+      expect(await store.webhooks.get('01')).toEqual(tenantWide);
+      // Not among the tenant's subscriptions; the run's own.
+      expect((await store.webhooks.list('a', { limit: 10 })).map((w) => w.id)).toEqual(['01']);
+      expect(await store.webhooks.forRun('r1')).toEqual([own]);
+      expect(await store.webhooks.forRun('none')).toEqual([]);
+      // The outbox's read: the tenant's, and those of the runs it names.
+      expect(await store.webhooks.forSession('s')).toEqual([tenantWide]);
+      expect((await store.webhooks.forSession('s', ['r1'])).map((w) => w.id).sort()).toEqual(['01', '02']);
+
+      await store.webhooks.addDeliveries([delivery(own, { id: 'd-own', sessionId: 's' })]);
+      const [c] = await store.webhooks.claimDeliveries(T0, LEASE, 10);
+      expect(c).toMatchObject({ id: 'd-own', format: 'a2a', headers: { 'x-a2a-notification-token': 't' } });
+      await store.webhooks.addDeliveries([delivery(tenantWide, { id: 'd-wide' })]);
+      const [k] = await store.webhooks.claimDeliveries(T0, LEASE, 10);
+      expect(k).toMatchObject({ id: 'd-wide', format: 'keel', headers: {} });
+
+      await store.sessions.erase('s', T0 + 1);
+      expect(await store.webhooks.forRun('r1')).toEqual([]);
+      expect(await store.webhooks.get('03')).toBeUndefined();
+      expect(await store.webhooks.get('01')).toEqual(tenantWide);
+    });
+
     it("writes deliveries in the caller's transaction: a rollback leaves none", async () => {
       const w = hook('a');
       await store.webhooks.create(w);

@@ -309,6 +309,9 @@ export async function startTestServer(o: TestServerOptions = {}): Promise<TestSe
       const port = server.port;
       await server.close({ graceMs: 200 });
       server = await start(port);
+      // The old server closed its connections: let the clients of this process see that before
+      // they send again, or a pooled keep-alive socket fails the next request ("other side closed").
+      await new Promise((r) => setTimeout(r, 50));
     },
     async close() {
       if (closed) return;

@@ -263,7 +263,9 @@ export class WebhookDispatcher {
       );
       statusCode = await postWebhook(d.url, to, {
         headers: {
-          'content-type': 'application/json',
+          // A protocol's subscription (an A2A push config) sends its own headers (a token, credentials) beside Keel's.
+          ...d.headers,
+          'content-type': d.format === 'a2a' ? 'application/a2a+json' : 'application/json',
           'user-agent': 'Keel-Webhooks/1',
           'keel-delivery': d.id,
           'keel-event': d.eventType,

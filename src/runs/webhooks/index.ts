@@ -10,16 +10,19 @@ import {
   type WebhookAttempt,
   type WebhookDelivery,
   type WebhookEventType,
+  type WebhookFormat,
   type WebhookRecord,
 } from '../../store/index.ts';
 import type { Clock } from '../../core/clock.ts';
 import { DAY_MS, WebhookDispatcher, type DispatcherOptions } from './dispatcher.ts';
 import { privateUrlReason } from './destination.ts';
 import { webhookOutbox } from './outbox.ts';
+import { a2aPushBodyOf } from './a2a-push.ts';
 
 export { DAY_MS, WebhookDispatcher, webhookBackoff, type DispatcherOptions } from './dispatcher.ts';
 export { webhookOutbox, webhookTypeOf } from './outbox.ts';
 export { signWebhook, verifyWebhookSignature } from './signature.ts';
+export { a2aPushBody, a2aTaskState, type A2aTaskStateName } from './a2a-push.ts';
 export {
   isPrivateAddress,
   privateUrlReason,
@@ -126,6 +129,70 @@ export class Webhooks {
 
   list(tenant: string, page: { after?: string; limit: number }): Promise<WebhookRecord[]> {
     return this.store.webhooks.list(tenant, page);
+  }
+
+  /**
+   * A subscription to one run's status changes (a protocol's per-task subscription: an A2A push
+   * notification config, `format: 'a2a'`), which replaces the run's subscription with the same
+   * `ref`. Its first delivery is the run's status as it is now, written with it in one
+   * transaction that holds the run's row: a status change either committed before (and that
+   * delivery says it) or commits after (and the outbox writes its own). So a client hears of the
+   * task's state from the moment it subscribes, and of every change after, durably.
+   */
+  async subscribeRun(
+    tenant: string,
+    runId: string,
+    o: { url: string; format: WebhookFormat; ref: string; headers?: Record<string, string> },
+  ): Promise<WebhookRecord> {
+    refuseNul('ref', o.ref);
+    for (const [k, v] of Object.entries(o.headers ?? {})) refuseNul(`header ${k}`, v);
+    checkDestination(o.url, this.allowPrivateNetworks);
+    const now = this.clock.now();
+    const w: WebhookRecord = {
+      id: newId(),
+      tenant,
+      url: o.url,
+      events: WEBHOOK_EVENT_TYPES.filter((t) => t.startsWith('run.')),
+      secret: newSecret(),
+      previousSecret: null,
+      previousSecretExpiresAt: null,
+      active: true,
+      createdAt: now,
+      updatedAt: now,
+      runId,
+      format: o.format,
+      ref: o.ref,
+      ...(o.headers && Object.keys(o.headers).length > 0 ? { headers: o.headers } : {}),
+    };
+    await this.store.transaction(async (tx) => {
+      const run = await tx.runs.get(runId);
+      if (!run) throw new NotFoundError('run', runId);
+      for (const old of await tx.webhooks.forRun(runId)) if (old.ref === o.ref) await tx.webhooks.delete(old.id);
+      await tx.webhooks.create(w);
+      const id = newId();
+      await tx.webhooks.addDeliveries([
+        {
+          id,
+          webhookId: w.id,
+          tenant,
+          eventType: `run.${run.status}`,
+          // No event caused it: the subscription did.
+          eventId: w.id,
+          sessionId: run.sessionId,
+          body: o.format === 'a2a' ? a2aPushBodyOf(run, now, id) : JSON.stringify({ id, type: `run.${run.status}` }),
+          createdAt: now,
+          nextAttemptAt: now,
+          retryUntil: now + this.retryForMs,
+        },
+      ]);
+    });
+    this.dispatcher.wake();
+    return w;
+  }
+
+  /** A run's own subscriptions (see `subscribeRun`). */
+  forRun(runId: string): Promise<WebhookRecord[]> {
+    return this.store.webhooks.forRun(runId);
   }
 
   /** The subscription, if the tenant's (another tenant's is not found). */

@@ -3,6 +3,7 @@ import type { AppendHook, SessionEvent } from '../../session/index.ts';
 import type { NewWebhookDelivery, RunStatus, StoreOps, WebhookEventType } from '../../store/index.ts';
 import { RUN_STATUSES } from '../lifecycle/run-status.ts';
 import type { Clock } from '../../core/clock.ts';
+import { a2aPushBody } from './a2a-push.ts';
 
 /** Every run status a subscription can hear of (`run.<status>`): all of them. */
 const RUN_STATUSES_HEARD: ReadonlySet<string> = new Set(RUN_STATUSES);
@@ -60,10 +61,12 @@ export interface OutboxOptions {
 
 /**
  * The outbox (ADR-0017): for each appended event a subscription can hear of, one delivery per
- * active subscription of the session's tenant that asks for its type, written in the transaction
- * that appends the event. Ordinary step commits are never looked at by the store: the hook wants
- * only `run/status` changes and `schedule/fired`, and then costs one indexed query (the tenant's
- * active subscriptions).
+ * active subscription of the session's tenant that asks for its type (and, for a run's own
+ * subscription, is that run's), written in the transaction that appends the event. Ordinary step
+ * commits are never looked at by the store: the hook wants only `run/status` changes and
+ * `schedule/fired`, and then costs one indexed query (the tenant's active subscriptions and those
+ * of the events' runs). A subscription's format says the body: Keel's, or an A2A push notification
+ * (a2a-push.ts; none when the task's state does not change).
  */
 export function webhookOutbox(o: OutboxOptions): AppendHook {
   return {
@@ -74,20 +77,26 @@ export function webhookOutbox(o: OutboxOptions): AppendHook {
         return type ? [{ e, type }] : [];
       });
       if (heard.length === 0) return;
-      const subscriptions = await tx.webhooks.forSession(sessionId);
+      const runIds = [...new Set(heard.flatMap(({ e }) => (e.runId !== undefined ? [e.runId] : [])))];
+      const subscriptions = await tx.webhooks.forSession(sessionId, runIds);
       if (subscriptions.length === 0) return;
       const now = o.clock.now();
       const deliveries: NewWebhookDelivery[] = [];
       for (const { e, type } of heard) {
         for (const w of subscriptions) {
           if (!w.events.includes(type)) continue;
+          if (w.runId !== undefined && w.runId !== e.runId) continue;
           const id = newId();
-          const body = JSON.stringify({
-            id,
-            type,
-            created_at: new Date(e.time).toISOString(),
-            data: webhookData(type, e, w.tenant),
-          });
+          const body =
+            w.format === 'a2a'
+              ? a2aPushBody(e)
+              : JSON.stringify({
+                  id,
+                  type,
+                  created_at: new Date(e.time).toISOString(),
+                  data: webhookData(type, e, w.tenant),
+                });
+          if (body === undefined) continue;
           deliveries.push({
             id,
             webhookId: w.id,

@@ -54,6 +54,7 @@ export const STORE_LAYOUT = {
     create: 'createWebhook',
     get: 'getWebhook',
     list: 'listWebhooks',
+    forRun: 'listRunWebhooks',
     update: 'updateWebhook',
     rotateSecret: 'rotateWebhookSecret',
     delete: 'deleteWebhook',

@@ -24,6 +24,12 @@ export const WEBHOOK_EVENT_TYPES = [
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
+/**
+ * What a subscription's deliveries carry: Keel's own body (`keel`, docs/webhooks.md), or an A2A
+ * push notification (`a2a`: a StreamResponse with the task's status update, docs/protocols.md).
+ */
+export type WebhookFormat = 'keel' | 'a2a';
+
 export interface WebhookRecord {
   id: string;
   tenant: string;
@@ -37,6 +43,18 @@ export interface WebhookRecord {
   active: boolean;
   createdAt: number;
   updatedAt: number;
+  /**
+   * Only this run's events: a protocol's per-task subscription (an A2A push notification config).
+   * Absent: every run of the tenant. Such subscriptions are not in `list` (they are the run's:
+   * `forRun`), and erasing the run's session removes them.
+   */
+  runId?: string;
+  /** The body's format; absent: `keel`. */
+  format?: WebhookFormat;
+  /** Headers sent with every attempt beside Keel's (an A2A config's token or credentials). */
+  headers?: Record<string, string>;
+  /** The protocol's own id of the subscription (an A2A push notification config id), one per run. */
+  ref?: string;
 }
 
 export type WebhookPatch = Partial<Pick<WebhookRecord, 'url' | 'events' | 'active'>> & { updatedAt: number };
@@ -97,6 +115,9 @@ export interface ClaimedWebhookDelivery extends WebhookDelivery {
   /** The subscription's previous secret, while a rotation's overlap lasts (signs too until then). */
   previousSecret: string | null;
   previousSecretExpiresAt: number | null;
+  /** The subscription's body format and extra headers (see WebhookRecord). */
+  format: WebhookFormat;
+  headers: Record<string, string>;
 }
 
 /** A rotation: the new secret, and until when the one it replaces still signs (at or before `updatedAt`: it does not). */
@@ -143,8 +164,10 @@ export interface WebhookPage {
 export interface WebhookOps {
   create(w: WebhookRecord): Promise<void>;
   get(id: string): Promise<WebhookRecord | undefined>;
-  /** A tenant's subscriptions, oldest first. */
+  /** A tenant's subscriptions, oldest first (not those of one run: `forRun`). */
   list(tenant: string, page: WebhookPage): Promise<WebhookRecord[]>;
+  /** The subscriptions of one run (WebhookRecord.runId), oldest first. */
+  forRun(runId: string): Promise<WebhookRecord[]>;
   /**
    * Undefined when there is no such subscription. Disabling one (`active: false`) ends its pending
    * deliveries `failed` (`lastError` DISABLED_SUBSCRIPTION_ERROR, ended at `updatedAt`), those in
@@ -158,8 +181,11 @@ export interface WebhookOps {
   rotateSecret(id: string, r: WebhookSecretRotation): Promise<WebhookRecord | undefined>;
   /** Removes a subscription with its deliveries and their attempts; false when there was none. */
   delete(id: string): Promise<boolean>;
-  /** The active subscriptions of the session's tenant, in one indexed query (the outbox's only read). */
-  forSession(sessionId: string): Promise<WebhookRecord[]>;
+  /**
+   * The active subscriptions of the session's tenant, and those of the runs `runIds` (of that
+   * session), in one indexed query (the outbox's only read).
+   */
+  forSession(sessionId: string, runIds?: readonly string[]): Promise<WebhookRecord[]>;
   /** Writes deliveries into the outbox (in the caller's transaction: with the event that causes them). */
   addDeliveries(deliveries: readonly NewWebhookDelivery[]): Promise<void>;
   getDelivery(id: string): Promise<WebhookDelivery | undefined>;

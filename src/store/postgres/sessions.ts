@@ -127,6 +127,8 @@ export const pgSessionsOps: PgOpsOf<'sessions'> = {
         [sessionId],
       );
       await q.run('DELETE FROM webhook_deliveries WHERE session_id = $1', [sessionId]);
+      // Its runs' own subscriptions (A2A push notification configs: a URL and credentials the client gave).
+      await q.run('DELETE FROM webhooks WHERE run_id IN (SELECT id FROM runs WHERE session_id = $1)', [sessionId]);
       // The dataset items and batch items copied from it (issue 40). A batch whose unfinished items
       // were all its is completed: nothing would finish it once they are gone. Its row is locked
       // after its items, oldest batch first, before its items are counted, as a finish does (batches.ts).

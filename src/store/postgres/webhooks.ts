@@ -1,5 +1,7 @@
 import { StoreError } from '../port/index.ts';
 import {
+  CLAIMED_COLUMNS,
+  scopeColumns,
   toClaimed,
   toWebhook,
   toWebhookAttempt,
@@ -33,7 +35,7 @@ export const pgWebhookOperations: PgWebhookOps = {
     try {
       await guarded((q) =>
         q.run(
-          'INSERT INTO webhooks (id, tenant, url, events, secret, previous_secret, previous_secret_expires_at, active, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
+          'INSERT INTO webhooks (id, tenant, url, events, secret, previous_secret, previous_secret_expires_at, active, created_at, updated_at, run_id, format, headers, ref) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)',
           [
             w.id,
             w.tenant,
@@ -45,6 +47,7 @@ export const pgWebhookOperations: PgWebhookOps = {
             w.active,
             w.createdAt,
             w.updatedAt,
+            ...scopeColumns(w),
           ],
         ),
       );
@@ -64,12 +67,18 @@ export const pgWebhookOperations: PgWebhookOps = {
 
   listWebhooks: async ({ sql }, tenant, page) =>
     (
-      await sql.rows<WebhookRow>('SELECT * FROM webhooks WHERE tenant = $1 AND id > $2 ORDER BY id LIMIT $3', [
-        tenant,
-        page.after ?? '',
-        limitOf(page.limit),
-      ])
+      await sql.rows<WebhookRow>(
+        'SELECT * FROM webhooks WHERE tenant = $1 AND run_id IS NULL AND id > $2 ORDER BY id LIMIT $3',
+        [tenant, page.after ?? '', limitOf(page.limit)],
+      )
     ).map(toWebhook),
+
+  listRunWebhooks: async ({ sql }, runId) =>
+    hasNul(runId)
+      ? []
+      : (await sql.rows<WebhookRow>('SELECT * FROM webhooks WHERE run_id = $1 ORDER BY created_at, id', [runId])).map(
+          toWebhook,
+        ),
 
   updateWebhook: ({ atomic }, id, patch) =>
     atomic(async (q) => {
@@ -102,11 +111,15 @@ export const pgWebhookOperations: PgWebhookOps = {
 
   deleteWebhook: async ({ sql }, id) => (await sql.run('DELETE FROM webhooks WHERE id = $1', [id])) === 1,
 
-  webhooksForSession: async ({ sql }, sessionId) =>
+  // The tenant's subscriptions, and those of the given runs of the session (by the run_id index).
+  webhooksForSession: async ({ sql }, sessionId, runIds = []) =>
     (
       await sql.rows<WebhookRow>(
-        'SELECT w.* FROM sessions s JOIN webhooks w ON w.tenant = s.tenant AND w.active WHERE s.id = $1',
-        [sessionId],
+        `SELECT w.* FROM sessions s JOIN webhooks w ON w.tenant = s.tenant AND w.active AND w.run_id IS NULL WHERE s.id = $1
+         UNION ALL
+         SELECT w.* FROM webhooks w JOIN runs r ON r.id = w.run_id AND r.session_id = $1
+         WHERE w.run_id = ANY($2::text[]) AND w.active`,
+        [sessionId, runIds],
       )
     ).map(toWebhook),
 
@@ -201,7 +214,7 @@ export const pgWebhookOperations: PgWebhookOps = {
        UPDATE webhook_deliveries d SET claim = d.claim + 1, next_attempt_at = $2, leased_until = $2
        FROM picked, webhooks w
        WHERE d.id = picked.id AND w.id = d.webhook_id
-       RETURNING d.*, w.url AS url, w.secret AS secret, w.previous_secret AS previous_secret, w.previous_secret_expires_at AS previous_secret_expires_at`,
+       RETURNING d.*, ${CLAIMED_COLUMNS}`,
       [
         now,
         now + leaseMs,

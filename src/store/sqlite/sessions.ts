@@ -73,6 +73,7 @@ export function sessionOps(c: Shared): SyncOpsOf<'sessions'> {
       st.eraseIdempotency.run(sessionId);
       st.eraseWebhookAttempts.run(sessionId);
       st.eraseWebhookDeliveries.run(sessionId);
+      st.eraseRunWebhooks.run(sessionId);
       st.eraseDatasetItems.run(sessionId);
       st.completeBatchesLeftDone.run(erasedAt, sessionId, sessionId);
       st.eraseBatchItems.run(sessionId);

@@ -184,6 +184,10 @@ export function prepareStatements(db: Database.Database) {
       'DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM webhook_deliveries WHERE session_id = ?)',
     ),
     eraseWebhookDeliveries: prepare<[string]>('DELETE FROM webhook_deliveries WHERE session_id = ?'),
+    // Its runs' own subscriptions (A2A push notification configs: a URL and credentials the client gave).
+    eraseRunWebhooks: prepare<[string]>(
+      'DELETE FROM webhooks WHERE run_id IN (SELECT id FROM runs WHERE session_id = ?)',
+    ),
     // The dataset items and batch items copied from it (issue 40). A batch whose unfinished items
     // were all its is completed first: nothing would finish it once they are gone.
     eraseDatasetItems: prepare<[string]>('DELETE FROM dataset_items WHERE source_session_id = ?'),

@@ -1,6 +1,8 @@
 import type Database from 'better-sqlite3';
 import { StoreError } from '../port/index.ts';
 import {
+  CLAIMED_COLUMNS,
+  scopeColumns,
   toClaimed,
   toWebhook,
   toWebhookAttempt,
@@ -24,6 +26,7 @@ export const WEBHOOK_PLAN: {
   createWebhook: { outside: 'autocommit' },
   getWebhook: { outside: 'serial' },
   listWebhooks: { outside: 'serial' },
+  listRunWebhooks: { outside: 'serial' },
   updateWebhook: { outside: 'immediate', savepoint: true },
   rotateWebhookSecret: { outside: 'immediate', savepoint: true },
   deleteWebhook: { outside: 'immediate', savepoint: true },
@@ -77,19 +80,24 @@ function pickDue(
 export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
   const st = {
     insert: db.prepare(
-      'INSERT INTO webhooks (id, tenant, url, events, secret, previous_secret, previous_secret_expires_at, active, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      'INSERT INTO webhooks (id, tenant, url, events, secret, previous_secret, previous_secret_expires_at, active, created_at, updated_at, run_id, format, headers, ref) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
     ),
     get: db.prepare<[string], WebhookRow>('SELECT * FROM webhooks WHERE id = ?'),
     list: db.prepare<[string, string, number], WebhookRow>(
-      'SELECT * FROM webhooks WHERE tenant = ? AND id > ? ORDER BY id LIMIT ?',
+      'SELECT * FROM webhooks WHERE tenant = ? AND run_id IS NULL AND id > ? ORDER BY id LIMIT ?',
     ),
+    forRun: db.prepare<[string], WebhookRow>('SELECT * FROM webhooks WHERE run_id = ? ORDER BY created_at, id'),
     update: db.prepare('UPDATE webhooks SET url = ?, events = ?, active = ?, updated_at = ? WHERE id = ?'),
     delete: db.prepare('DELETE FROM webhooks WHERE id = ?'),
     rotate: db.prepare<[string, string | null, number | null, number, string]>(
       'UPDATE webhooks SET secret = ?, previous_secret = ?, previous_secret_expires_at = ?, updated_at = ? WHERE id = ?',
     ),
-    forSession: db.prepare<[string], WebhookRow>(
-      'SELECT w.* FROM sessions s JOIN webhooks w ON w.tenant = s.tenant AND w.active = 1 WHERE s.id = ?',
+    // The tenant's subscriptions, and those of the given runs of the session (by the run_id index).
+    forSession: db.prepare<[string, string, string], WebhookRow>(
+      `SELECT w.* FROM sessions s JOIN webhooks w ON w.tenant = s.tenant AND w.active = 1 AND w.run_id IS NULL WHERE s.id = ?
+       UNION ALL
+       SELECT w.* FROM webhooks w JOIN runs r ON r.id = w.run_id AND r.session_id = ?
+       WHERE w.run_id IN (SELECT value FROM json_each(?)) AND w.active = 1`,
     ),
     addDelivery: db.prepare(
       `INSERT INTO webhook_deliveries (id, webhook_id, tenant, event_type, event_id, session_id, body, created_at, next_attempt_at, retry_until)
@@ -111,7 +119,7 @@ export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
     ),
     // Due deliveries of active subscriptions, oldest due first (the claim reads as many as it needs).
     dueRows: db.prepare<[number], ClaimedRow>(
-      `SELECT d.*, w.url AS url, w.secret AS secret, w.previous_secret AS previous_secret, w.previous_secret_expires_at AS previous_secret_expires_at
+      `SELECT d.*, ${CLAIMED_COLUMNS}
        FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
        WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND w.active = 1 ORDER BY d.next_attempt_at`,
     ),
@@ -163,6 +171,7 @@ export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
           w.active ? 1 : 0,
           w.createdAt,
           w.updatedAt,
+          ...scopeColumns(w),
         );
       } catch (e) {
         if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY')
@@ -175,6 +184,7 @@ export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
       return r ? toWebhook(r) : undefined;
     },
     listWebhooks: (tenant, page) => st.list.all(tenant, page.after ?? '', limitOf(page.limit)).map(toWebhook),
+    listRunWebhooks: (runId) => st.forRun.all(runId).map(toWebhook),
     updateWebhook: (id, patch) => {
       const before = ops.getWebhook(id);
       if (!before) return undefined;
@@ -198,7 +208,8 @@ export function createWebhookOperations(db: Database.Database): SyncWebhookOps {
       return w;
     },
     deleteWebhook: (id) => st.delete.run(id).changes === 1,
-    webhooksForSession: (sessionId) => st.forSession.all(sessionId).map(toWebhook),
+    webhooksForSession: (sessionId, runIds = []) =>
+      st.forSession.all(sessionId, sessionId, JSON.stringify(runIds)).map(toWebhook),
     addWebhookDeliveries: (deliveries) => {
       for (const d of deliveries) st.addDelivery.run(d);
     },

@@ -12,6 +12,7 @@ import { migration as v10 } from './10-webhook-columns.ts';
 import { migration as v11 } from './11-run-tenants.ts';
 import { migration as v12 } from './12-rerun-of.ts';
 import { migration as v13 } from './13-datasets-batches.ts';
+import { migration as v14 } from './14-run-webhooks.ts';
 import type { PostgresMigration } from './migration.ts';
 
 export type { PostgresMigration } from './migration.ts';
@@ -30,4 +31,5 @@ export const migrations: readonly PostgresMigration[] = [
   v11,
   v12,
   v13,
+  v14,
 ];
