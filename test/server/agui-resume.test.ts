@@ -128,10 +128,8 @@ describe.each(BACKENDS)('AG-UI streams resume by Last-Event-ID (%s)', (backend) 
     await srv?.close();
   });
 
-  // A connection a restarted server closed may still be pooled: retried once, as clients with retries do.
-  const request = (url: string, init: RequestInit) => fetch(url, init).catch(() => fetch(url, init));
   const post = (input: unknown, lastEventId?: number) =>
-    request(`${srv.url}/agui/helper`, {
+    fetch(`${srv.url}/agui/helper`, {
       method: 'POST',
       headers: {
         ...auth,
@@ -142,7 +140,7 @@ describe.each(BACKENDS)('AG-UI streams resume by Last-Event-ID (%s)', (backend) 
       body: JSON.stringify(input),
     });
   const attach = (runId: string, lastEventId?: number, secret = srv.secrets[0]) =>
-    request(`${srv.url}/agui/helper/runs/${runId}`, {
+    fetch(`${srv.url}/agui/helper/runs/${runId}`, {
       headers: {
         authorization: `Bearer ${secret}`,
         ...(lastEventId !== undefined ? { 'last-event-id': String(lastEventId) } : {}),

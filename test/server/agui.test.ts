@@ -212,8 +212,6 @@ describe.each(BACKENDS)('AG-UI with @ag-ui/client (%s)', (backend) => {
     await expect(agent.runAgent({ tools })).rejects.toMatchObject({ status: 400 });
     // The run waits durably: the server restarts, then both outputs come.
     await srv.restart();
-    // A connection the old server closed may still be pooled: retried once, as clients with retries do.
-    agent.fetch = (url, init) => fetch(url, init).catch(() => fetch(url, init));
     agent.messages.push({ id: randomUUID(), role: 'tool', toolCallId: pending[1]!, content: 'seven' });
     const answered = await run(agent, { tools });
     expect(answered.keelRunId).toBe(called.keelRunId);
