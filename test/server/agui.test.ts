@@ -303,3 +303,18 @@ describe.each(BACKENDS)('AG-UI with @ag-ui/client (%s)', (backend) => {
     expect((await acme.get(`/agui/terse/runs/${keelRunId}`)).status).toBe(404);
   });
 });
+
+describe('AG-UI and the key’s request budget', () => {
+  it('requests to /agui spend the same bucket as the key’s others', async () => {
+    const srv = await startTestServer({ keys: [{ tenant: 'acme' }], rateLimitPerMinute: 2 });
+    try {
+      const get = (path: string) =>
+        fetch(`${srv.url}${path}`, { headers: { authorization: `Bearer ${srv.secrets[0]}` } }).then((r) => r.status);
+      expect(await get('/v1/sessions')).toBe(200);
+      expect(await get('/agui/helper/runs/none')).toBe(404);
+      expect(await get('/agui/helper/runs/none')).toBe(429);
+    } finally {
+      await srv.close();
+    }
+  });
+});
