@@ -83,6 +83,18 @@ const endpoints: Endpoint[] = [
     replay: (id) => ({ url: `${base}/openai/v1/responses/${id}?stream=true` }),
     live: () => ({ url: `${base}/openai/v1/responses`, init: json({ model: 'bench', input: 'go', stream: true }) }),
   },
+  {
+    name: 'ag-ui',
+    replay: (id) => ({ url: `${base}/agui/bench/runs/${id}` }),
+    live: () => ({
+      url: `${base}/agui/bench`,
+      init: json({
+        threadId: crypto.randomUUID(),
+        runId: crypto.randomUUID(),
+        messages: [{ id: crypto.randomUUID(), role: 'user', content: 'go' }],
+      }),
+    }),
+  },
 ];
 
 /** Reads a whole SSE response: its events and bytes, and the time to its end. */
