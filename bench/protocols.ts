@@ -8,7 +8,10 @@
  * feed replays the log and each encoder turns it into its protocol's events. Reported per endpoint:
  * ms to stream a whole run (median), events and bytes a run, µs an event, and the ratio of its
  * time to Keel's own stream (`/v1/runs/{id}/stream`) of the same runs, the floor of the same
- * work. A live run is also timed per endpoint, from the request to its last event.
+ * work. A live run is also timed per endpoint (LIVE of each, in turns), from its first request to
+ * its last event: for Keel's own API, creating a session, sending the message and streaming the
+ * run; for each protocol, its one streaming request. (A2A cannot stream an ended task again, and MCP
+ * has no event stream of a run: they have no replay figure.)
  *
  * Run with `npm run bench:protocols`. Knobs: RUNS (30), STEPS (3 model calls a run), CHUNKS (200 a
  * call).
@@ -23,6 +26,7 @@ import { startServer } from '../src/server/serve.ts';
 const RUNS = Number(process.env.RUNS ?? 30);
 const STEPS = Number(process.env.STEPS ?? 3);
 const CHUNKS = Number(process.env.CHUNKS ?? 200);
+const LIVE = Number(process.env.LIVE ?? 10);
 
 const model = new ScriptedModel(
   [
@@ -53,7 +57,8 @@ const agent = defineAgent({
 interface Endpoint {
   name: string;
   replay(runId: string): { url: string; init?: RequestInit };
-  live(): { url: string; init: RequestInit };
+  /** A new run made and streamed to its end, as this protocol's client does it. */
+  live(): Promise<{ ms: number; events: number; bytes: number }>;
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'keel-bench-protocols-'));
@@ -76,12 +81,41 @@ const endpoints: Endpoint[] = [
   {
     name: 'keel sse',
     replay: (id) => ({ url: `${base}/v1/runs/${id}/stream` }),
-    live: () => ({ url: '', init: {} }),
+    live: async () => {
+      // As Keel's own clients do: follow the session, then send the message; until the run's end.
+      const t0 = performance.now();
+      const session = (await (await fetch(`${base}/v1/sessions`, json({}))).json()) as { id: string };
+      const done = new AbortController();
+      const following = stream(
+        `${base}/v1/sessions/${session.id}/stream`,
+        { signal: done.signal },
+        (event) => /"type":"run\/status"/.test(event) && /"to":"(completed|failed|cancelled)"/.test(event),
+      );
+      await fetch(`${base}/v1/sessions/${session.id}/messages`, json({ content: 'go' }));
+      const r = await following;
+      done.abort();
+      return { ...r, ms: performance.now() - t0 };
+    },
+  },
+  {
+    // SubscribeToTask refuses a finished task: A2A has no replay of an ended run to time.
+    name: 'a2a',
+    replay: () => ({ url: '' }),
+    live: () =>
+      stream(
+        `${base}/a2a/bench`,
+        json({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'SendStreamingMessage',
+          params: { message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text: 'go' }] } },
+        }),
+      ),
   },
   {
     name: 'openai responses',
     replay: (id) => ({ url: `${base}/openai/v1/responses/${id}?stream=true` }),
-    live: () => ({ url: `${base}/openai/v1/responses`, init: json({ model: 'bench', input: 'go', stream: true }) }),
+    live: () => stream(`${base}/openai/v1/responses`, json({ model: 'bench', input: 'go', stream: true })),
   },
   {
     name: 'ag-ui',
@@ -97,8 +131,12 @@ const endpoints: Endpoint[] = [
   },
 ];
 
-/** Reads a whole SSE response: its events and bytes, and the time to its end. */
-async function stream(url: string, init?: RequestInit): Promise<{ ms: number; events: number; bytes: number }> {
+/** Reads a whole SSE response: its events and bytes, and the time to its end (a JSON-RPC error fails). */
+async function stream(
+  url: string,
+  init?: RequestInit,
+  last?: (event: string) => boolean,
+): Promise<{ ms: number; events: number; bytes: number }> {
   const t0 = performance.now();
   const res = await fetch(url, init);
   if (!res.ok || !res.body) throw new Error(`${url}: HTTP ${res.status} ${await res.text()}`);
@@ -112,6 +150,8 @@ async function stream(url: string, init?: RequestInit): Promise<{ ms: number; ev
     const parts = text.split('\n\n');
     tail = parts.pop()!;
     events += parts.filter((p) => /^data:/m.test(p)).length;
+    if (last && parts.some(last)) return { ms: performance.now() - t0, events, bytes };
+    if (parts.some((p) => /^data: ?\{"jsonrpc":"2.0","id":[^,]*,"error"/m.test(p))) throw new Error(`${url}: ${text}`);
   }
   return { ms: performance.now() - t0, events, bytes };
 }
@@ -132,34 +172,34 @@ for (let i = 0; i < RUNS; i++) {
   runs.push(sent.run.id);
 }
 
+const replayed = endpoints.filter((e) => e.replay(runs[0]!).url !== '');
 // Warm-up: each endpoint once.
-for (const e of endpoints) await stream(e.replay(runs[0]!).url);
+for (const e of replayed) await stream(e.replay(runs[0]!).url);
 
 const results = new Map(endpoints.map((e) => [e.name, [] as Array<{ ms: number; events: number; bytes: number }>]));
 for (let i = 0; i < runs.length; i++) {
-  const order = i % 2 === 0 ? endpoints : [...endpoints].reverse();
+  const order = i % 2 === 0 ? replayed : [...replayed].reverse();
   for (const e of order) {
     const r = e.replay(runs[i]!);
     results.get(e.name)!.push(await stream(r.url, r.init));
   }
 }
 
-// Live: a run made and streamed by one request, where the protocol has one.
-const live = new Map<string, number[]>();
-for (let i = 0; i < 5; i++)
-  for (const e of endpoints) {
-    const l = e.live();
-    if (!l.url) continue;
-    const r = await stream(l.url, l.init);
-    live.set(e.name, [...(live.get(e.name) ?? []), r.ms]);
+// Live: a new run made and streamed to its end, in turns.
+const live = new Map<string, Array<{ ms: number; events: number }>>();
+for (let i = 0; i < LIVE; i++)
+  for (const e of i % 2 === 0 ? endpoints : [...endpoints].reverse()) {
+    const r = await e.live();
+    live.set(e.name, [...(live.get(e.name) ?? []), r]);
   }
+const liveFloor = median(live.get('keel sse')!.map((r) => r.ms));
 
 const floor = median(results.get('keel sse')!.map((r) => r.ms));
 const rows = endpoints.map((e) => {
   const rs = results.get(e.name)!;
-  const ms = median(rs.map((r) => r.ms));
-  const events = median(rs.map((r) => r.events));
-  const bytes = median(rs.map((r) => r.bytes));
+  const ms = rs.length ? median(rs.map((r) => r.ms)) : NaN;
+  const events = rs.length ? median(rs.map((r) => r.events)) : NaN;
+  const bytes = rs.length ? median(rs.map((r) => r.bytes)) : NaN;
   return {
     endpoint: e.name,
     msPerRun: Number(ms.toFixed(2)),
@@ -167,11 +207,13 @@ const rows = endpoints.map((e) => {
     bytesPerRun: bytes,
     usPerEvent: Number(((ms * 1000) / events).toFixed(1)),
     ratioToKeelSse: Number((ms / floor).toFixed(2)),
-    liveMsPerRun: live.has(e.name) ? Number(median(live.get(e.name)!).toFixed(1)) : null,
+    liveMsPerRun: Number(median(live.get(e.name)!.map((r) => r.ms)).toFixed(1)),
+    liveEventsPerRun: median(live.get(e.name)!.map((r) => r.events)),
+    liveRatioToKeelSse: Number((median(live.get(e.name)!.map((r) => r.ms)) / liveFloor).toFixed(2)),
   };
 });
 console.table(rows);
-console.log(JSON.stringify({ runs: RUNS, steps: STEPS, chunks: CHUNKS, rows }));
+console.log(JSON.stringify({ runs: RUNS, steps: STEPS, chunks: CHUNKS, live: LIVE, rows }));
 
 await server.close({ graceMs: 0 });
 await store.close();
