@@ -120,14 +120,15 @@ const endpoints: Endpoint[] = [
   {
     name: 'ag-ui',
     replay: (id) => ({ url: `${base}/agui/bench/runs/${id}` }),
-    live: () => ({
-      url: `${base}/agui/bench`,
-      init: json({
-        threadId: crypto.randomUUID(),
-        runId: crypto.randomUUID(),
-        messages: [{ id: crypto.randomUUID(), role: 'user', content: 'go' }],
-      }),
-    }),
+    live: () =>
+      stream(
+        `${base}/agui/bench`,
+        json({
+          threadId: crypto.randomUUID(),
+          runId: crypto.randomUUID(),
+          messages: [{ id: crypto.randomUUID(), role: 'user', content: 'go' }],
+        }),
+      ),
   },
 ];
 
