@@ -5,11 +5,16 @@
  *
  *   sequence_number = i · 2^30 + chars · 2^4 + k
  *
- * `i` is the ordinal of the assistant message with text (0 before the first, the last plus one for
- * the run's end), `chars` how much of that message's text the client has after the event, and `k`
- * the event's index among those at that point (output-position.ts). A resume (`starting_after=N`) encodes the run again
- * from its start and sends only what comes after N, slicing the text a client had in part: no gap,
- * no duplicate, whether the message was still streaming or became durable meanwhile.
+ * `i` is the ordinal of the model call (0 before the first; then each item handed to the client;
+ * the last plus one for the end), `chars` how much of that call's text the client has after the
+ * event, and `k` the event's index among those at that point (output-position.ts). A call takes
+ * its ordinal at its first text delta (live) or its request header (in the log), so a call without
+ * text, or one abandoned (a retry, a failed call: its item ends `incomplete` where the stream had
+ * begun it), numbers the same live and rebuilt. A call lost with its worker leaves nothing in the
+ * log: its ordinal is reserved when the run is recovered (`run/interrupted`). A resume
+ * (`starting_after=N`) encodes the run again from its start and sends only what comes after N,
+ * slicing the text a client had in part: no gap, no duplicate, whether the message was still
+ * streaming or became durable meanwhile.
  */
 import type { PendingCall } from '../../../core/index.ts';
 import type { FeedItem, SessionEvent } from '../../../session/index.ts';
@@ -21,19 +26,22 @@ import { MAX_CHARS, MAX_ORDINALS, ordinalOf, position as sequenceNumber, unsentT
 
 export type StreamEvent = { type: string; sequence_number: number; [key: string]: unknown };
 
-interface Open {
+/** A model call of the run, numbered by its ordinal; its message item once it has text. */
+interface Call {
+  i: number;
   messageId: string;
-  itemId: string;
-  outputIndex: number;
-  text: string;
+  /** Its request header was seen: it is in the log (else only its deltas were, so far). */
+  inLog: boolean;
+  item?: { itemId: string; outputIndex: number; text: string };
+  /** Its item ended (its message, or abandoned): nothing more of it is sent. */
+  done: boolean;
 }
 
 export class ResponseStreamEncoder {
   private ordinal = 0;
   private outputIndex = 0;
-  private open: Open | undefined;
-  /** Messages whose items this stream has completed (their durable event, once). */
-  private readonly done = new Set<string>();
+  private readonly calls = new Map<string, Call>();
+  private current: Call | undefined;
   private readonly after: number;
 
   /** `after`: the last sequence number the client has (-1: none). */
@@ -54,13 +62,38 @@ export class ResponseStreamEncoder {
     if (item.kind === 'delta') {
       const d = item.delta;
       if (d.type !== 'text/delta' || d.delta === '') return [];
-      return this.text(d.messageId, d.delta);
+      // Another call streams while one is open: that one was given up (a retry), its item ends here.
+      const prev = this.current;
+      const out = prev && !prev.done && !this.calls.has(d.messageId) ? this.abandon(prev) : [];
+      return this.keep([...out, ...this.text(this.call(d.messageId, false), d.delta)]);
     }
     const e = item.event;
     const handed = handOffOf(e);
     if (handed.length > 0) return this.keep(handed.flatMap((p) => this.handOff(p)));
-    if (e.type !== 'assistant/message') return [];
-    return this.assistantMessage(e as SessionEvent<'assistant/message'>);
+    switch (e.type) {
+      case 'request/header':
+        this.call(e.data.messageId, true);
+        return [];
+      case 'assistant/message': {
+        const m = (e as SessionEvent<'assistant/message'>).data.message;
+        const full = m.content.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('');
+        return this.keep(this.whole(this.call(m.id, true), full));
+      }
+      case 'model/retry':
+        return this.keep(this.abandon(this.calls.get(e.data.abandonedMessageId)));
+      case 'model/error':
+        return this.keep(this.abandon(this.current));
+      case 'run/interrupted': {
+        // The call in flight when the worker was lost: ended where this stream saw it, else its ordinal reserved.
+        const cur = this.current;
+        if (cur && !cur.done && !cur.inLog) return this.keep(this.abandon(cur));
+        this.current = this.newCall(`lost:${e.id}`, true);
+        this.current.done = true;
+        return [];
+      }
+      default:
+        return [];
+    }
   }
 
   /** Whether an event ends the stream: the run's end, or a hand-off to the client (response-segments.ts). */
@@ -69,17 +102,41 @@ export class ResponseStreamEncoder {
     return (e.type === 'run/status' && isTerminal(e.data.to as RunStatus)) || handOffOf(e).length > 0;
   }
 
+  /** The stream's last event, for the run's end. */
+  end(status: RunStatus, response: unknown): StreamEvent[] {
+    const type =
+      status === 'completed'
+        ? 'response.completed'
+        : status === 'cancelled'
+          ? 'response.incomplete'
+          : 'response.failed';
+    return this.keep([{ type, sequence_number: sequenceNumber(this.ordinal + 1, 0, 0), response }]);
+  }
+
+  private newCall(messageId: string, inLog: boolean): Call {
+    if (this.ordinal >= MAX_ORDINALS)
+      throw new Error('the run has more model calls than a Responses stream can number');
+    const c: Call = { i: ++this.ordinal, messageId, inLog, done: false };
+    this.calls.set(messageId, c);
+    this.current = c;
+    return c;
+  }
+
+  /** The call of a message id, numbered at the first sight of it. */
+  private call(messageId: string, inLog: boolean): Call {
+    const c = this.calls.get(messageId) ?? this.newCall(messageId, inLog);
+    if (inLog) c.inLog = true;
+    return c;
+  }
+
   /** The items of a call handed to the client: a function call, an approval request, or the question as a message. */
   private handOff(p: PendingCall): StreamEvent[] {
-    if (p.kind === 'input') {
-      const id = `q_${p.toolCallId}`;
-      return [...this.begin(id), ...this.message(id, questionText(p.input), false)];
-    }
-    if (this.ordinal >= MAX_ORDINALS) throw new Error('the run has more messages than a Responses stream can number');
-    this.ordinal++;
+    const c = this.newCall(`q_${p.toolCallId}`, true);
+    if (p.kind === 'input') return this.whole(c, questionText(p.input));
+    c.done = true;
     const outputIndex = this.outputIndex++;
     const item = handOffItem(p);
-    const at = (k: number) => sequenceNumber(this.ordinal, 0, k);
+    const at = (k: number) => sequenceNumber(c.i, 0, k);
     if (item.type !== 'function_call')
       return [
         { type: 'response.output_item.added', sequence_number: at(0), output_index: outputIndex, item },
@@ -105,57 +162,45 @@ export class ResponseStreamEncoder {
     ];
   }
 
-  /** The stream's last event, for the run's end. */
-  end(status: RunStatus, response: unknown): StreamEvent[] {
-    const type =
-      status === 'completed'
-        ? 'response.completed'
-        : status === 'cancelled'
-          ? 'response.incomplete'
-          : 'response.failed';
-    return this.keep([{ type, sequence_number: sequenceNumber(this.ordinal + 1, 0, 0), response }]);
-  }
-
-  private begin(messageId: string): StreamEvent[] {
-    if (this.ordinal >= MAX_ORDINALS) throw new Error('the run has more messages than a Responses stream can number');
-    this.ordinal++;
-    const o: Open = { messageId, itemId: `msg_${messageId}`, outputIndex: this.outputIndex++, text: '' };
-    this.open = o;
+  /** The call's message item begins (at its first text). */
+  private begin(c: Call): StreamEvent[] {
+    const item = { itemId: `msg_${c.messageId}`, outputIndex: this.outputIndex++, text: '' };
+    c.item = item;
     return [
       {
         type: 'response.output_item.added',
-        sequence_number: sequenceNumber(this.ordinal, 0, 0),
-        output_index: o.outputIndex,
-        item: { type: 'message', id: o.itemId, status: 'in_progress', role: 'assistant', content: [] },
+        sequence_number: sequenceNumber(c.i, 0, 0),
+        output_index: item.outputIndex,
+        item: { type: 'message', id: item.itemId, status: 'in_progress', role: 'assistant', content: [] },
       },
       {
         type: 'response.content_part.added',
-        sequence_number: sequenceNumber(this.ordinal, 0, 1),
-        item_id: o.itemId,
-        output_index: o.outputIndex,
+        sequence_number: sequenceNumber(c.i, 0, 1),
+        item_id: item.itemId,
+        output_index: item.outputIndex,
         content_index: 0,
         part: { type: 'output_text', text: '', annotations: [] },
       },
     ];
   }
 
-  private text(messageId: string, delta: string): StreamEvent[] {
-    if (this.done.has(messageId)) return [];
-    const out = this.open?.messageId === messageId ? [] : this.begin(messageId);
-    const o = this.open!;
-    const from = o.text.length;
-    o.text += delta;
-    if (o.text.length > MAX_CHARS) throw new Error('a message is longer than a Responses stream can number');
-    out.push(this.deltaEvent(o, from, delta));
-    return this.keep(out);
+  private text(c: Call, delta: string): StreamEvent[] {
+    if (c.done) return [];
+    const out = c.item ? [] : this.begin(c);
+    const item = c.item!;
+    const from = item.text.length;
+    item.text += delta;
+    if (item.text.length > MAX_CHARS) throw new Error('a message is longer than a Responses stream can number');
+    out.push(this.deltaEvent(c, from, delta));
+    return out;
   }
 
-  private deltaEvent(o: Open, from: number, delta: string): StreamEvent {
+  private deltaEvent(c: Call, from: number, delta: string): StreamEvent {
     return {
       type: 'response.output_text.delta',
-      sequence_number: sequenceNumber(this.ordinal, from + delta.length, 0),
-      item_id: o.itemId,
-      output_index: o.outputIndex,
+      sequence_number: sequenceNumber(c.i, from + delta.length, 0),
+      item_id: c.item!.itemId,
+      output_index: c.item!.outputIndex,
       content_index: 0,
       delta,
       logprobs: [],
@@ -164,52 +209,63 @@ export class ResponseStreamEncoder {
     };
   }
 
-  private assistantMessage(e: SessionEvent<'assistant/message'>): StreamEvent[] {
-    const full = e.data.message.content.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('');
-    return this.message(e.data.message.id, full);
+  /** A call's message as it stands, whole: the rest of its text and its `done` events. */
+  private whole(c: Call, full: string): StreamEvent[] {
+    if (c.done) return [];
+    if (full === '' && !c.item) {
+      c.done = true;
+      return [];
+    }
+    const out = c.item ? [] : this.begin(c);
+    const item = c.item!;
+    // The deltas not seen (a replay, or ones that never came here): the rest of the text at once.
+    if (full.length > item.text.length && full.startsWith(item.text))
+      out.push(this.deltaEvent(c, item.text.length, full.slice(item.text.length)));
+    item.text = full;
+    out.push(...this.close(c, 'completed'));
+    return out;
   }
 
-  /** A message's text as it stands, whole: the rest of it and its `done` events (kept: only what the client lacks). */
-  private message(id: string, full: string, keep = true): StreamEvent[] {
-    if (full === '' || this.done.has(id)) return [];
-    const out = this.open?.messageId === id ? [] : this.begin(id);
-    const o = this.open!;
-    // The deltas not seen (a replay, or ones that never came here): the rest of the text at once.
-    if (full.length > o.text.length && full.startsWith(o.text)) {
-      const rest = full.slice(o.text.length);
-      out.push(this.deltaEvent(o, o.text.length, rest));
+  /** A call given up (retried, failed, lost): its item, if this stream began one, ends `incomplete`. */
+  private abandon(c: Call | undefined): StreamEvent[] {
+    if (!c || c.done) return [];
+    if (!c.item) {
+      c.done = true;
+      return [];
     }
-    o.text = full;
-    const n = full.length;
-    const part = { type: 'output_text', text: full, annotations: [] };
-    out.push(
+    return this.close(c, 'incomplete');
+  }
+
+  private close(c: Call, status: 'completed' | 'incomplete'): StreamEvent[] {
+    const item = c.item!;
+    const n = item.text.length;
+    const part = { type: 'output_text', text: item.text, annotations: [] };
+    c.done = true;
+    return [
       {
         type: 'response.output_text.done',
-        sequence_number: sequenceNumber(this.ordinal, n, 1),
-        item_id: o.itemId,
-        output_index: o.outputIndex,
+        sequence_number: sequenceNumber(c.i, n, 1),
+        item_id: item.itemId,
+        output_index: item.outputIndex,
         content_index: 0,
-        text: full,
+        text: item.text,
         logprobs: [],
       },
       {
         type: 'response.content_part.done',
-        sequence_number: sequenceNumber(this.ordinal, n, 2),
-        item_id: o.itemId,
-        output_index: o.outputIndex,
+        sequence_number: sequenceNumber(c.i, n, 2),
+        item_id: item.itemId,
+        output_index: item.outputIndex,
         content_index: 0,
         part,
       },
       {
         type: 'response.output_item.done',
-        sequence_number: sequenceNumber(this.ordinal, n, 3),
-        output_index: o.outputIndex,
-        item: { type: 'message', id: o.itemId, status: 'completed', role: 'assistant', content: [part] },
+        sequence_number: sequenceNumber(c.i, n, 3),
+        output_index: item.outputIndex,
+        item: { type: 'message', id: item.itemId, status, role: 'assistant', content: [part] },
       },
-    );
-    this.done.add(id);
-    this.open = undefined;
-    return keep ? this.keep(out) : out;
+    ];
   }
 
   /** What the client does not have yet: events after `after`, a text delta it had in part sliced. */
