@@ -14,159 +14,21 @@
  * deleting a response. `previous_response_id` naming a response that is not its conversation's
  * latest forks the conversation after it.
  */
-import { z } from 'zod';
 import type { Context, Hono } from 'hono';
-import type { PendingCall, UserInput } from '../../../core/index.ts';
-import {
-  InvalidSendOptionError,
-  type ClientToolResult,
-  type ClientToolSpec,
-  type RunOptions,
-} from '../../../runs/index.ts';
+import type { PendingCall } from '../../../core/index.ts';
+import { InvalidSendOptionError, type ClientToolSpec, type RunOptions } from '../../../runs/index.ts';
 import type { RunRecord } from '../../../store/index.ts';
 import { NotFoundError, StoreError } from '../../../store/index.ts';
 import type { AppContext, AppEnv } from '../../context.ts';
 import { runFor, sessionFor } from '../../lookups.ts';
 import { HttpProblem } from '../../problems.ts';
+import { clientToolsOf, CreateBody, inputOf, refuse, type Input } from './response-input.ts';
 import { begun, segmentObject } from './response-object.ts';
 import { parseResponseId, responseId, segmentsOf } from './response-segments.ts';
 import { ResponseStreamEncoder, type StreamEvent } from './response-stream.ts';
 import { streamSSE } from 'hono/streaming';
 import { eventPosition, follow, runEvents } from '../../../session/index.ts';
 import { isTerminal, isWaiting } from '../../../runs/lifecycle/run-status.ts';
-
-const Content = z.union([
-  z.string(),
-  z.array(z.object({ type: z.literal('input_text'), text: z.string() }).passthrough(), {
-    error: 'content: only input_text parts are supported',
-  }),
-]);
-
-const MessageItem = z
-  .object({
-    type: z.literal('message').optional(),
-    role: z.enum(['user', 'system', 'developer', 'assistant']),
-    content: Content,
-  })
-  .passthrough();
-
-const FunctionCallOutputItem = z
-  .object({
-    type: z.literal('function_call_output'),
-    call_id: z.string().min(1),
-    output: z.union([
-      z.string(),
-      z.array(z.object({ type: z.literal('input_text'), text: z.string() }).passthrough(), {
-        error: 'output: a string, or input_text parts',
-      }),
-    ]),
-  })
-  .passthrough();
-
-const ApprovalResponseItem = z
-  .object({
-    type: z.literal('mcp_approval_response'),
-    approval_request_id: z.string().min(1),
-    approve: z.boolean(),
-    reason: z.string().nullish(),
-  })
-  .passthrough();
-
-const FunctionTool = z
-  .object({
-    type: z.literal('function'),
-    name: z.string().min(1),
-    description: z.string().nullish(),
-    parameters: z.record(z.string(), z.json()).nullish(),
-    strict: z.boolean().nullish(),
-  })
-  .passthrough();
-
-const CreateBody = z
-  .object({
-    model: z.string().min(1),
-    input: z.union([z.string().min(1), z.array(z.unknown()).min(1)]),
-    previous_response_id: z.string().nullish(),
-    conversation: z.union([z.string(), z.object({ id: z.string() })]).nullish(),
-    store: z.boolean().nullish(),
-    stream: z.boolean().nullish(),
-    background: z.boolean().nullish(),
-    metadata: z.record(z.string(), z.string()).nullish(),
-    instructions: z.unknown().optional(),
-    tools: z.array(z.unknown()).nullish(),
-  })
-  .passthrough();
-
-/** What is not built yet is refused, naming the field (ADR-0038). */
-function refuse(param: string, message: string): never {
-  throw new HttpProblem('validation', message, { param });
-}
-
-/** What a request's input carries: the user's text, and what it gives for calls handed to it. */
-interface Input {
-  text: UserInput | undefined;
-  outputs: ClientToolResult[];
-  approvals: Array<{ toolCallId: string; approve: boolean; reason?: string }>;
-}
-
-/** The input: a string, or user messages, function call outputs and approval responses. */
-function inputOf(input: z.infer<typeof CreateBody>['input']): Input {
-  if (typeof input === 'string') return { text: input, outputs: [], approvals: [] };
-  const texts: string[] = [];
-  const outputs: ClientToolResult[] = [];
-  const approvals: Input['approvals'] = [];
-  input.forEach((raw, i) => {
-    const type = (raw as { type?: unknown } | null)?.type;
-    if (type === 'function_call_output') {
-      const item = FunctionCallOutputItem.safeParse(raw);
-      if (!item.success) refuse(`input[${i}]`, `input[${i}]: ${item.error.issues[0]?.message ?? 'not valid'}`);
-      const o = item.data.output;
-      outputs.push({ callId: item.data.call_id, output: typeof o === 'string' ? o : o.map((p) => p.text).join('') });
-      return;
-    }
-    if (type === 'mcp_approval_response') {
-      const item = ApprovalResponseItem.safeParse(raw);
-      if (!item.success) refuse(`input[${i}]`, `input[${i}]: ${item.error.issues[0]?.message ?? 'not valid'}`);
-      approvals.push({
-        toolCallId: item.data.approval_request_id.replace(/^mcpr_/, ''),
-        approve: item.data.approve,
-        ...(item.data.reason ? { reason: item.data.reason } : {}),
-      });
-      return;
-    }
-    const item = MessageItem.safeParse(raw);
-    if (!item.success)
-      refuse(
-        `input[${i}]`,
-        `input[${i}]: only message, function_call_output and mcp_approval_response items are supported (${item.error.issues[0]?.message ?? 'not a message'})`,
-      );
-    if (item.data.role !== 'user')
-      refuse(
-        `input[${i}].role`,
-        `input[${i}]: only user messages are supported (the agent's own instructions are its system prompt)`,
-      );
-    const c = item.data.content;
-    texts.push(typeof c === 'string' ? c : c.map((p) => p.text).join(''));
-  });
-  return { text: texts.length > 0 ? texts.join('\n\n') : undefined, outputs, approvals };
-}
-
-/** The request's function tools as the run's client tools. */
-function clientToolsOf(tools: unknown[] | null | undefined): ClientToolSpec[] {
-  return (tools ?? []).map((raw, i) => {
-    const t = FunctionTool.safeParse(raw);
-    if (!t.success)
-      refuse(
-        `tools[${i}]`,
-        `tools[${i}]: only function tools are supported (${t.error.issues[0]?.path.join('.') || 'type'}: ${t.error.issues[0]?.message ?? 'not valid'})`,
-      );
-    return {
-      name: t.data.name,
-      ...(t.data.description ? { description: t.data.description } : {}),
-      ...(t.data.parameters ? { parameters: t.data.parameters } : {}),
-    };
-  });
-}
 
 export function openAiResponsesRoutes(app: Hono<AppEnv>, ctx: AppContext): void {
   const { rt } = ctx;
