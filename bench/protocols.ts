@@ -11,7 +11,11 @@
  * work. A live run is also timed per endpoint (LIVE of each, in turns), from its first request to
  * its last event: for Keel's own API, creating a session, sending the message and streaming the
  * run; for each protocol, its one streaming request. (A2A cannot stream an ended task again, and MCP
- * has no event stream of a run: they have no replay figure.)
+ * has no event stream of a run: they have no replay figure.) Last, per endpoint, STREAMS streams
+ * (100) opened at once on one running run (one model call of CHUNKS chunks, one every
+ * CHUNK_DELAY_MS): time to first token of each (from its request to its first text event, p50 and
+ * p99) and the CPU of this process (server and clients alike) per event delivered, against Keel's
+ * own SSE.
  *
  * Run with `npm run bench:protocols`. Knobs: RUNS (30), STEPS (3 model calls a run), CHUNKS (200 a
  * call).
@@ -27,6 +31,8 @@ const RUNS = Number(process.env.RUNS ?? 30);
 const STEPS = Number(process.env.STEPS ?? 3);
 const CHUNKS = Number(process.env.CHUNKS ?? 200);
 const LIVE = Number(process.env.LIVE ?? 10);
+const STREAMS = Number(process.env.STREAMS ?? 100);
+const CHUNK_DELAY_MS = Number(process.env.CHUNK_DELAY_MS ?? 2);
 
 const model = new ScriptedModel(
   [
@@ -53,19 +59,31 @@ const agent = defineAgent({
   limits: { maxSteps: STEPS + 1 },
 });
 
+// The agent the concurrent streams follow: one model call of CHUNKS chunks, one every 2 ms.
+const slow = defineAgent({
+  name: 'slow',
+  model: new ScriptedModel(
+    [() => ({ chunks: Array.from({ length: CHUNKS }, (_, i) => `w${i} `), chunkDelayMs: CHUNK_DELAY_MS })],
+    { loop: true },
+  ),
+});
+
 /** An endpoint that streams a run: its path for a run, and how a request starts a live run there. */
 interface Endpoint {
   name: string;
   replay(runId: string): { url: string; init?: RequestInit };
   /** A new run made and streamed to its end, as this protocol's client does it. */
   live(): Promise<{ ms: number; events: number; bytes: number }>;
+  /** A stream of a running run (made with Keel's API), and how to tell its text events. */
+  attach(runId: string): { url: string; init?: RequestInit };
+  isText: (event: string) => boolean;
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'keel-bench-protocols-'));
 const store = openSqliteStore({ path: join(dir, 'keel.db') });
 const server = await startServer({
   store,
-  config: { source: null, agents: [agent], compaction: {}, demo: false },
+  config: { source: null, agents: [agent, slow], compaction: {}, demo: false },
   port: 0,
   workers: 1,
   version: 'bench',
@@ -81,6 +99,8 @@ const endpoints: Endpoint[] = [
   {
     name: 'keel sse',
     replay: (id) => ({ url: `${base}/v1/runs/${id}/stream` }),
+    attach: (id) => ({ url: `${base}/v1/runs/${id}/stream` }),
+    isText: (e) => /^event: delta$/m.test(e) && e.includes('text/delta'),
     live: async () => {
       // As Keel's own clients do: follow the session, then send the message; until the run's end.
       const t0 = performance.now();
@@ -101,6 +121,11 @@ const endpoints: Endpoint[] = [
     // SubscribeToTask refuses a finished task: A2A has no replay of an ended run to time.
     name: 'a2a',
     replay: () => ({ url: '' }),
+    attach: (id) => ({
+      url: `${base}/a2a/slow`,
+      init: json({ jsonrpc: '2.0', id: 1, method: 'SubscribeToTask', params: { id } }),
+    }),
+    isText: (e) => e.includes('"artifactUpdate"'),
     live: () =>
       stream(
         `${base}/a2a/bench`,
@@ -115,11 +140,15 @@ const endpoints: Endpoint[] = [
   {
     name: 'openai responses',
     replay: (id) => ({ url: `${base}/openai/v1/responses/${id}?stream=true` }),
+    attach: (id) => ({ url: `${base}/openai/v1/responses/${id}?stream=true` }),
+    isText: (e) => e.includes('response.output_text.delta'),
     live: () => stream(`${base}/openai/v1/responses`, json({ model: 'bench', input: 'go', stream: true })),
   },
   {
     name: 'ag-ui',
     replay: (id) => ({ url: `${base}/agui/bench/runs/${id}` }),
+    attach: (id) => ({ url: `${base}/agui/slow/runs/${id}` }),
+    isText: (e) => e.includes('TEXT_MESSAGE_CONTENT'),
     live: () =>
       stream(
         `${base}/agui/bench`,
@@ -137,7 +166,9 @@ async function stream(
   url: string,
   init?: RequestInit,
   last?: (event: string) => boolean,
-): Promise<{ ms: number; events: number; bytes: number }> {
+  first?: (event: string) => boolean,
+): Promise<{ ms: number; events: number; bytes: number; firstMs?: number }> {
+  let firstMs: number | undefined;
   const t0 = performance.now();
   const res = await fetch(url, init);
   if (!res.ok || !res.body) throw new Error(`${url}: HTTP ${res.status} ${await res.text()}`);
@@ -151,10 +182,11 @@ async function stream(
     const parts = text.split('\n\n');
     tail = parts.pop()!;
     events += parts.filter((p) => /^data:/m.test(p)).length;
-    if (last && parts.some(last)) return { ms: performance.now() - t0, events, bytes };
+    if (first && firstMs === undefined && parts.some(first)) firstMs = performance.now() - t0;
+    if (last && parts.some(last)) return { ms: performance.now() - t0, events, bytes, firstMs };
     if (parts.some((p) => /^data: ?\{"jsonrpc":"2.0","id":[^,]*,"error"/m.test(p))) throw new Error(`${url}: ${text}`);
   }
-  return { ms: performance.now() - t0, events, bytes };
+  return { ms: performance.now() - t0, events, bytes, firstMs };
 }
 
 const median = (xs: number[]) => {
@@ -195,6 +227,33 @@ for (let i = 0; i < LIVE; i++)
   }
 const liveFloor = median(live.get('keel sse')!.map((r) => r.ms));
 
+// STREAMS concurrent streams of one running run per endpoint (the run made with Keel's API, streams
+// opened at once): time to first token per stream, and the process's CPU per event delivered.
+const fanOut = new Map<string, { ttft: number[]; cpuUsPerEvent: number; events: number }>();
+for (const e of endpoints) {
+  const session = (await (await fetch(`${base}/v1/sessions`, json({ agent: 'slow' }))).json()) as { id: string };
+  const cpu0 = process.cpuUsage();
+  const sent = (await (await fetch(`${base}/v1/sessions/${session.id}/messages`, json({ content: 'go' }))).json()) as {
+    run: { id: string };
+  };
+  const rs = await Promise.all(
+    Array.from({ length: STREAMS }, () => {
+      const a = e.attach(sent.run.id);
+      return stream(a.url, a.init, undefined, e.isText);
+    }),
+  );
+  const cpu = process.cpuUsage(cpu0);
+  const events = rs.reduce((n, r) => n + r.events, 0);
+  fanOut.set(e.name, {
+    ttft: rs.map((r) => r.firstMs ?? NaN).filter((x) => !Number.isNaN(x)),
+    cpuUsPerEvent: (cpu.user + cpu.system) / events,
+    events: events / STREAMS,
+  });
+}
+const pct = (xs: number[], q: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
+const cpuFloor = fanOut.get('keel sse')!.cpuUsPerEvent;
+
 const floor = median(results.get('keel sse')!.map((r) => r.ms));
 const rows = endpoints.map((e) => {
   const rs = results.get(e.name)!;
@@ -211,10 +270,15 @@ const rows = endpoints.map((e) => {
     liveMsPerRun: Number(median(live.get(e.name)!.map((r) => r.ms)).toFixed(1)),
     liveEventsPerRun: median(live.get(e.name)!.map((r) => r.events)),
     liveRatioToKeelSse: Number((median(live.get(e.name)!.map((r) => r.ms)) / liveFloor).toFixed(2)),
+    [`ttftP50Ms@${STREAMS}`]: Number(pct(fanOut.get(e.name)!.ttft, 0.5).toFixed(1)),
+    [`ttftP99Ms@${STREAMS}`]: Number(pct(fanOut.get(e.name)!.ttft, 0.99).toFixed(1)),
+    [`eventsPerStream@${STREAMS}`]: Math.round(fanOut.get(e.name)!.events),
+    [`cpuUsPerEvent@${STREAMS}`]: Number(fanOut.get(e.name)!.cpuUsPerEvent.toFixed(1)),
+    [`cpuRatioToKeelSse@${STREAMS}`]: Number((fanOut.get(e.name)!.cpuUsPerEvent / cpuFloor).toFixed(2)),
   };
 });
 console.table(rows);
-console.log(JSON.stringify({ runs: RUNS, steps: STEPS, chunks: CHUNKS, live: LIVE, rows }));
+console.log(JSON.stringify({ runs: RUNS, steps: STEPS, chunks: CHUNKS, live: LIVE, streams: STREAMS, rows }));
 
 await server.close({ graceMs: 0 });
 await store.close();
