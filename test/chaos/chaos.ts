@@ -377,6 +377,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       return p;
     };
     let finishing = false;
+    /** Runs whose sleeps nothing steers, cancels or erases: the clock wakes them. */
+    const clockOnly = new Set<string>();
     /**
      * Decides an approval (now and then two opposite decisions at once, one by HTTP and one by the
      * library: exactly one may be accepted).
@@ -519,7 +521,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       if (c.kind === 'signal' && c.wait?.name?.startsWith('sigdl-'))
         return plan(choose('sigdl', run.id, ['leave', 'signal'], ['signal', 'leave']), 1500);
       if (c.kind === 'signal') return plan('signal', 1500);
-      // A sleep steered soon wakes (unless its time comes first).
+      // A sleep steered soon wakes (unless its time comes first); the clock's own task's is left to it.
+      if (c.kind === 'sleep' && clockOnly.has(run.id)) return plan('leave', 0);
       if (c.kind === 'sleep') return plan(choose('sleep', run.id, ['steer'], ['steer', 'leave', 'leave']), 500);
       return plan('leave', 0);
     };
@@ -779,6 +782,11 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     for (const s of book.schedules) await ok(`pause ${s.id}`, api('POST', `/v1/schedules/${s.id}/pause`));
     const last = Array.from({ length: o.workers ?? 2 }, () => startWorker(backend, ledgerPath, gen++));
     children.push(...last);
+    // However the draws fell, one sleep is woken by the clock: a task in a session of its own, which
+    // no steering, cancel or erasure touches (the driver's actions ended with the kills).
+    const quiet = await ok('create a session', api('POST', '/v1/sessions', { title: 'clock', agent: 'chaos' }));
+    const clockTask = quiet ? await send(quiet.id as string, 'task clock steps=1 sleep', 'reject') : undefined;
+    if (clockTask) clockOnly.add(clockTask.runId);
     const deadline = Date.now() + 120_000;
     // A wait past its deadline while workers sweep is suspect; unchanged for STRANDED_AFTER_MS more, stranded.
     const suspects = new Map<string, { key: string; since: number; reported?: boolean }>();
