@@ -11,61 +11,9 @@ import { EventSchema } from '@ag-ui/core/schemas';
 import { describe, expect, it } from 'vitest';
 import type { FeedItem } from '../../src/session/index.ts';
 import { AguiStreamEncoder, type AguiOut } from '../../src/server/protocols/agui/agui-stream.ts';
+import { FEED_RUN, script } from '../support/feed-script.ts';
 
-const RUN = 'run1';
-
-/** A script of feed items: durable events get seqs in order; deltas stand between them. */
-function script(build: (s: Script) => void): FeedItem[] {
-  const s = new Script();
-  build(s);
-  return s.items;
-}
-
-class Script {
-  items: FeedItem[] = [];
-  private seq = 0;
-  ev(type: string, data: Record<string, unknown>): this {
-    this.seq++;
-    this.items.push({
-      kind: 'event',
-      event: { seq: this.seq, id: `e${this.seq}`, type, v: 1, time: 0, entry: false, runId: RUN, data },
-    } as unknown as FeedItem);
-    return this;
-  }
-  delta(messageId: string, text: string): this {
-    this.items.push({
-      kind: 'delta',
-      id: `${this.seq}.${this.items.length}`,
-      delta: { type: 'text/delta', turn: 1, step: 1, messageId, delta: text },
-    });
-    return this;
-  }
-  status(from: string | null, to: string, extra: Record<string, unknown> = {}): this {
-    return this.ev('run/status', { from, to, attempt: 1, ...extra });
-  }
-  call(id: string, text: string, o: { deltas?: string[]; tools?: Array<{ id: string; name: string }> } = {}): this {
-    for (const d of o.deltas ?? []) this.delta(id, d);
-    this.ev('step/start', {});
-    this.ev('request/header', { messageId: id, attempt: 1 });
-    return this.message(id, text, o.tools);
-  }
-  message(id: string, text: string, tools: Array<{ id: string; name: string }> = []): this {
-    return this.ev('assistant/message', {
-      message: {
-        id,
-        role: 'assistant',
-        content: [
-          ...(text ? [{ type: 'text', text }] : []),
-          ...tools.map((t) => ({ type: 'tool-call', toolCallId: t.id, toolName: t.name, input: { target: 'x' } })),
-        ],
-      },
-      finishReason: 'stop',
-      usage: { inputTokens: 10, outputTokens: 5, cachedInputTokens: 0, reasoningTokens: 0 },
-      cost: 0,
-      timing: { startedAt: 0, durationMs: 1 },
-    });
-  }
-}
+const RUN = FEED_RUN;
 
 const rebuilt = (items: FeedItem[]) => items.filter((i) => i.kind === 'event');
 

@@ -7,45 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import type { FeedItem } from '../../src/session/index.ts';
 import { ResponseStreamEncoder, type StreamEvent } from '../../src/server/protocols/openai/response-stream.ts';
-
-const RUN = 'run1';
-
-class Script {
-  items: FeedItem[] = [];
-  private seq = 0;
-  ev(type: string, data: Record<string, unknown>): this {
-    this.seq++;
-    this.items.push({
-      kind: 'event',
-      event: { seq: this.seq, id: `e${this.seq}`, type, v: 1, time: 0, entry: false, runId: RUN, data },
-    } as unknown as FeedItem);
-    return this;
-  }
-  delta(messageId: string, text: string): this {
-    this.items.push({
-      kind: 'delta',
-      id: `${this.seq}.${this.items.length}`,
-      delta: { type: 'text/delta', turn: 1, step: 1, messageId, delta: text },
-    });
-    return this;
-  }
-  message(id: string, text: string, tool = false): this {
-    return this.ev('assistant/message', {
-      message: {
-        id,
-        role: 'assistant',
-        content: [
-          ...(text ? [{ type: 'text', text }] : []),
-          ...(tool ? [{ type: 'tool-call', toolCallId: `c-${id}`, toolName: 't', input: {} }] : []),
-        ],
-      },
-      finishReason: 'stop',
-      usage: {},
-      cost: 0,
-      timing: { startedAt: 0, durationMs: 1 },
-    });
-  }
-}
+import { Script } from '../support/feed-script.ts';
 
 const encode = (items: FeedItem[], after = -1): StreamEvent[] => {
   const enc = new ResponseStreamEncoder(after);
@@ -90,7 +52,7 @@ describe('the Responses stream encoder numbers model calls', () => {
   it('a call without text, then one with: the same numbers live and rebuilt', () => {
     const s = new Script()
       .ev('request/header', { messageId: 'm0' })
-      .message('m0', '', true)
+      .message('m0', '', [{ id: 'c-m0', name: 't' }])
       .delta('m1', 'Hel')
       .delta('m1', 'lo')
       .ev('request/header', { messageId: 'm1' })
