@@ -168,6 +168,10 @@ describe.each(BACKENDS)('OpenAI Responses hands the turn to the client (%s)', (b
     ]);
     const call = first.find((e) => e.type === 'response.output_item.done')!.item!;
     const id = first[0]!.response!.id;
+    // Streamed again while the run waits for the client: the same events from the log, and it ends.
+    const again = await collect(await client.responses.retrieve(id, { stream: true }));
+    expect(again.map((e) => e.type)).toEqual(first.map((e) => e.type));
+    expect(again.at(-1)!.sequence_number).toBe(first.at(-1)!.sequence_number);
     const second = await collect(
       await client.responses.create({
         model: 'helper',

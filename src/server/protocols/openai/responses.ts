@@ -88,7 +88,14 @@ export function openAiResponsesRoutes(app: Hono<AppEnv>, ctx: AppContext): void 
         runId: run.id,
         after: eventPosition(from),
         endAt: (e) => ResponseStreamEncoder.ends(e, run.id),
-        isDone: async () => isTerminal((await rt.runs.get(run.id)).status),
+        // Ended, or handed the client the turn: a hand-off the feed's replay read (before it
+        // follows live) ends the stream too.
+        isDone: async () => {
+          const now = await rt.runs.get(run.id);
+          if (isTerminal(now.status)) return true;
+          if (!isWaiting(now.status)) return false;
+          return segmentsOf(await runEvents(rt.sessions.log, run.sessionId, run.id))[n]?.handOff !== undefined;
+        },
         queueLimit: ctx.options.sseQueueLimit,
         onOverflow: () => closed.abort(),
         signal: closed.signal,
