@@ -38,6 +38,7 @@ export * from './notices.ts';
 export * from './runs.ts';
 export * from './schedules.ts';
 export * from './sessions.ts';
+export * from './tenants.ts';
 export * from './waits.ts';
 export * from './webhooks.ts';
 
