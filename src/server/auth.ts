@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import { newId } from '../core/index.ts';
-import type { ApiKeyRecord, Store } from '../store/index.ts';
+import type { ApiKeyRecord, ApiKeyScope, Store, TenantQuotas } from '../store/index.ts';
 import type { ClientAddress } from './client-address.ts';
 import { HttpProblem } from './problems.ts';
 
@@ -12,7 +12,7 @@ export const hashKey = (secret: string): string => createHash('sha256').update(s
 /** Creates an API key for a tenant. The secret is returned once; only its hash is stored. */
 export async function createApiKey(
   store: Store,
-  o: { tenant: string; name?: string; ratePerMinute?: number },
+  o: { tenant: string; name?: string; ratePerMinute?: number; scope?: ApiKeyScope; quotas?: TenantQuotas | null },
 ): Promise<{ secret: string; key: ApiKeyRecord }> {
   if (!/^[A-Za-z0-9._-]{1,64}$/.test(o.tenant))
     throw new TypeError('a tenant name is 1-64 letters, digits, dots, dashes or underscores');
@@ -26,6 +26,8 @@ export async function createApiKey(
     ratePerMinute: o.ratePerMinute ?? null,
     createdAt: Date.now(),
     revokedAt: null,
+    scope: o.scope ?? 'tenant',
+    quotas: o.quotas ?? null,
   };
   await store.keys.create(key);
   return { secret, key };

@@ -10,6 +10,7 @@ import {
   type RunRecord,
   type RunStatus,
   type SessionRecord,
+  type TenantQuotas,
   type UsageDimension,
   type UsageTotals,
 } from './port/index.ts';
@@ -74,6 +75,8 @@ export type KeyRow = {
   rate_per_minute: number | null;
   created_at: number;
   revoked_at: number | null;
+  scope: string;
+  quotas: string | null;
 };
 
 export type IdempotencyRow = {
@@ -171,6 +174,8 @@ export const toKey = (r: KeyRow): ApiKeyRecord => ({
   ratePerMinute: r.rate_per_minute,
   createdAt: r.created_at,
   revokedAt: r.revoked_at,
+  scope: r.scope === 'admin' ? 'admin' : 'tenant',
+  quotas: r.quotas === null ? null : (JSON.parse(r.quotas) as TenantQuotas),
 });
 
 export const toIdempotency = (r: IdempotencyRow): IdempotencyRecord => ({

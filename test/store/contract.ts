@@ -1075,6 +1075,8 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           ratePerMinute: 60,
           createdAt: T0,
           revokedAt: null,
+          scope: 'tenant' as const,
+          quotas: null,
         };
         await store.keys.create(key);
         await store.keys.create({ ...key, id: 'k2', tenant: 'beta', hash: 'h2', ratePerMinute: null });

@@ -6,6 +6,7 @@ import { migrations } from '../../src/store/postgres/migrations.ts';
 import { dropSchema, freshSchema, openTestPostgres, postgresUrl } from '../support/postgres.ts';
 import { storeContract } from './contract.ts';
 import { runsContract } from './runs-contract.ts';
+import { tenantsContract } from './tenants-contract.ts';
 import { webhooksContract } from './webhooks-contract.ts';
 import { schedulesContract } from './schedules-contract.ts';
 import { waitsContract } from './waits-contract.ts';
@@ -221,4 +222,9 @@ describe('postgres schema migrations', () => {
       openPostgresStore({ url: 'postgres://postgres@127.0.0.1:1/none', connectionTimeoutMs: 2000 }),
     ).rejects.toThrow();
   });
+});
+
+tenantsContract('postgres (two nodes)', async () => {
+  const { store, another, cleanup } = await openTestPostgres();
+  return { store, another, cleanup };
 });

@@ -14,6 +14,7 @@ import { FencedError, SchemaVersionError, StoreError } from '../../src/store/ind
 import { CLAIM_POLICY } from '../../src/runs/lifecycle/run-status.ts';
 import { storeContract } from './contract.ts';
 import { runsContract } from './runs-contract.ts';
+import { tenantsContract } from './tenants-contract.ts';
 import { webhooksContract } from './webhooks-contract.ts';
 import { schedulesContract } from './schedules-contract.ts';
 import { waitsContract } from './waits-contract.ts';
@@ -913,4 +914,10 @@ describe('sqlite store', () => {
     await store.sessions.create({ id: 's', createdAt: T0 });
     expect(existsSync(path)).toBe(true);
   });
+});
+
+tenantsContract('sqlite (file, two instances)', twoInstances('keel-tenants-'));
+tenantsContract('sqlite (:memory:)', async () => {
+  const store = new SqliteStore({ path: ':memory:' });
+  return { store, cleanup: () => store.close() };
 });

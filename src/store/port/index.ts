@@ -21,6 +21,7 @@ import type { NoticeOps } from './notices.ts';
 import type { RunOps } from './runs.ts';
 import type { ScheduleOps } from './schedules.ts';
 import type { SessionOps } from './sessions.ts';
+import type { TenantOps } from './tenants.ts';
 import type { WaitOps } from './waits.ts';
 import type { WebhookOps } from './webhooks.ts';
 
@@ -51,6 +52,8 @@ export interface StoreOps {
   claims: ClaimOps;
   inputs: InputOps;
   keys: KeyOps;
+  /** The tenants registry: weights (fair dispatch) and quotas. */
+  tenants: TenantOps;
   idempotency: IdempotencyOps;
   schedules: ScheduleOps;
   webhooks: WebhookOps;

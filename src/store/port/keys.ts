@@ -1,4 +1,12 @@
-/** API keys (stored hashed): the tenants' credentials. */
+/** API keys (stored hashed): the tenants' credentials, and the operators' (admin scope). */
+import type { TenantQuotas } from './tenants.ts';
+
+/**
+ * What a key may do: `tenant` (every key before scopes) acts for its tenant; `admin` manages the
+ * tenants registry and keys (`/v1/tenants`) and nothing else.
+ */
+export type ApiKeyScope = 'tenant' | 'admin';
+export const API_KEY_SCOPES: readonly ApiKeyScope[] = ['tenant', 'admin'];
 
 export interface ApiKeyRecord {
   id: string;
@@ -9,6 +17,9 @@ export interface ApiKeyRecord {
   /** The first characters of the secret, to recognise it in listings. */
   prefix: string;
   ratePerMinute: number | null;
+  scope: ApiKeyScope;
+  /** The key's own limits, within its tenant's (null: only the tenant's). */
+  quotas: TenantQuotas | null;
   createdAt: number;
   revokedAt: number | null;
 }

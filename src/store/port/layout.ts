@@ -39,6 +39,7 @@ export const STORE_LAYOUT = {
   claims: { claim: 'claimRun', renewLease: 'renewLease', due: 'dueRuns' },
   inputs: { add: 'addInput', take: 'takeInputs', list: 'listInputs', remove: 'removeInput', count: 'countInputs' },
   keys: { create: 'createApiKey', find: 'findApiKey', list: 'listApiKeys', revoke: 'revokeApiKey' },
+  tenants: { put: 'putTenant', get: 'getTenant', list: 'listTenants', delete: 'deleteTenant' },
   idempotency: { get: 'getIdempotency', put: 'putIdempotency', prune: 'pruneIdempotency' },
   schedules: {
     create: 'createSchedule',

@@ -1,5 +1,6 @@
 /** PostgreSQL: the claims operations of the port (`store.claims`). */
 import { dueRunsSql } from '../due-runs.ts';
+import { chargeSql, readySql, tenantsToServeSql } from '../fair-dispatch.ts';
 import { type RunStatus } from '../port/index.ts';
 import { toRun, type RunRow } from '../rows.ts';
 import { TERMINAL, statusList, limitOf } from './shared.ts';
@@ -7,26 +8,43 @@ import type { PgOpsOf } from './context.ts';
 
 export const pgClaimsOps: PgOpsOf<'claims'> = {
   /**
-   * One statement: the oldest claimable run, locked and skipped by concurrent claims
-   * (FOR UPDATE SKIP LOCKED), moved to the policy's status with a lease and a new token.
+   * The run to claim (fair dispatch, store/fair-dispatch.ts): a named run if it may be claimed; else
+   * the oldest run whose lease expired (a recovery, which charges nobody); else the oldest ready run
+   * of the tenant to serve first, then of the next one if every ready run of that tenant is locked
+   * by a concurrent claim. Each run is locked and skipped by concurrent claims (FOR UPDATE SKIP
+   * LOCKED) and moved to the policy's status with a lease and a new token in one statement; the
+   * claim of a ready run then charges its tenant (one upsert of its `tenant_dispatch` row).
    */
   claimRun: async ({ sql }, owner, leaseMs, now, policy, options) => {
-    const ready = statusList(policy.ready);
+    const ready = readySql(policy, 'postgres');
     const recoverable = statusList(policy.recoverable);
     const to = statusList([policy.to]);
-    const row = await sql.one<RunRow & { previous_status: RunStatus; previous_attempt: number }>(
-      `UPDATE runs SET status = ${to}, lease_owner = $1, lease_expires_at = $2, fencing_token = runs.fencing_token + 1,
-                       attempt = CASE WHEN runs.status IN (${recoverable}) OR runs.attempt = 0 THEN runs.attempt + 1 ELSE runs.attempt END,
-                       started_at = COALESCE(runs.started_at, $3)
-       FROM (SELECT id, status, attempt FROM runs
-             WHERE ((status IN (${ready}) AND NOT queued_behind) OR (status IN (${recoverable}) AND lease_expires_at < $3)) AND ($4::text IS NULL OR id = $4)
-             ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED) picked
-       WHERE runs.id = picked.id
-       RETURNING runs.*, picked.status AS previous_status, picked.attempt AS previous_attempt`,
-      [owner, now + leaseMs, now, options?.runId ?? null],
-    );
+    const take = (where: string, args: unknown[]) =>
+      sql.one<
+        RunRow & { tenant: string | null; previous_status: RunStatus; previous_attempt: number; was_ready: boolean }
+      >(
+        `UPDATE runs SET status = ${to}, lease_owner = $1, lease_expires_at = $2, fencing_token = runs.fencing_token + 1,
+                         attempt = CASE WHEN runs.status IN (${recoverable}) OR runs.attempt = 0 THEN runs.attempt + 1 ELSE runs.attempt END,
+                         started_at = COALESCE(runs.started_at, $3)
+         FROM (SELECT id, status, attempt, (${ready}) AS was_ready FROM runs WHERE ${where} LIMIT 1 FOR UPDATE SKIP LOCKED) picked
+         WHERE runs.id = picked.id
+         RETURNING runs.*, picked.status AS previous_status, picked.attempt AS previous_attempt, picked.was_ready`,
+        [owner, now + leaseMs, now, ...args],
+      );
+    const expired = `status IN (${recoverable}) AND lease_expires_at < $3`;
+    let row = options?.runId
+      ? await take(`((${ready}) OR (${expired})) AND id = $4`, [options.runId])
+      : await take(`${expired} ORDER BY created_at, id`, []);
+    if (!row && !options?.runId) {
+      const tenants = await sql.rows<{ tenant: string }>(tenantsToServeSql(policy, 'postgres', '100'));
+      for (const { tenant } of tenants) {
+        row = await take(`${ready} AND tenant = $4 ORDER BY created_at, id`, [tenant]);
+        if (row) break;
+      }
+    }
     if (!row) return undefined;
-    const { previous_status: previous, previous_attempt: attempt, ...run } = row;
+    const { previous_status: previous, previous_attempt: attempt, was_ready: wasReady, ...run } = row;
+    if (wasReady && run.tenant) await sql.run(chargeSql('postgres', ['$1', '$1'], !options?.runId), [run.tenant]);
     return { run: toRun(run), previous, firstStart: Number(attempt) === 0 };
   },
 

@@ -1,16 +1,18 @@
 /** PostgreSQL: the keys operations of the port (`store.keys`). */
 import { StoreError } from '../port/index.ts';
 import { toKey, type KeyRow } from '../rows.ts';
+import { keyColumns } from '../tenant-rows.ts';
 import { sqlState, UNIQUE_VIOLATION } from './sql.ts';
 import type { PgOpsOf } from './context.ts';
 
 export const pgKeysOps: PgOpsOf<'keys'> = {
   createApiKey: async ({ guarded }, k) => {
+    const { scope, quotas } = keyColumns(k);
     try {
       await guarded((q) =>
         q.run(
-          'INSERT INTO api_keys (id, tenant, name, hash, prefix, rate_per_minute, created_at, revoked_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
-          [k.id, k.tenant, k.name, k.hash, k.prefix, k.ratePerMinute, k.createdAt, k.revokedAt],
+          'INSERT INTO api_keys (id, tenant, name, hash, prefix, rate_per_minute, created_at, revoked_at, scope, quotas) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)',
+          [k.id, k.tenant, k.name, k.hash, k.prefix, k.ratePerMinute, k.createdAt, k.revokedAt, scope, quotas],
         ),
       );
     } catch (e) {

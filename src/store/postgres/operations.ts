@@ -5,6 +5,7 @@ import { pgRunsOps } from './runs.ts';
 import { pgClaimsOps } from './claims.ts';
 import { pgInputsOps } from './inputs.ts';
 import { pgKeysOps } from './keys.ts';
+import { pgTenantsOps } from './tenants.ts';
 import { pgIdempotencyOps } from './idempotency.ts';
 import { pgWebhookOperations } from './webhooks.ts';
 import { pgWaitOperations } from './waits.ts';
@@ -21,6 +22,7 @@ export const pgOperations: PgOps = {
   ...pgClaimsOps,
   ...pgInputsOps,
   ...pgKeysOps,
+  ...pgTenantsOps,
   ...pgIdempotencyOps,
   ...pgWebhookOperations,
   ...pgWaitOperations,

@@ -1,6 +1,7 @@
 /** SQLite: the claims operations of the port (`store.claims`), synchronous, on the connection's shared state. */
 import { type RunStatus, type ClaimPolicy } from '../port/index.ts';
 import { dueRunsSql } from '../due-runs.ts';
+import { chargeSql, readySql, tenantsToServeSql } from '../fair-dispatch.ts';
 import { toRun, type RunRow } from '../rows.ts';
 import { limitOf } from './shared.ts';
 import type { Shared } from './shared.ts';
@@ -13,18 +14,26 @@ export function claimOps(c: Shared): SyncOpsOf<'claims'> {
    * The statements of a claim under a policy (the runs layer's lifecycle, see ClaimPolicy), prepared
    * once per policy. The attempt counts interruptions (see RunRecord.attempt): a first start or the
    * recovery of a run whose lease expired starts a new attempt; resuming after a wait, a pause or a
-   * graceful hand-back does not.
+   * graceful hand-back does not. Which run is taken is fair dispatch's (store/fair-dispatch.ts).
    */
   const claimStatements = (policy: ClaimPolicy) => {
     const list = (xs: readonly RunStatus[]) => xs.map((x) => `'${x.replace(/'/g, '')}'`).join(', ') || 'NULL';
-    const ready = list(policy.ready);
+    const ready = readySql(policy, 'sqlite');
     const recoverable = list(policy.recoverable);
     return {
-      pick: prepared(
-        `SELECT id, status, attempt FROM runs
-         WHERE ((status IN (${ready}) AND queued_behind = 0) OR (status IN (${recoverable}) AND lease_expires_at < ?)) AND (? IS NULL OR id = ?)
-         ORDER BY created_at, id LIMIT 1`,
+      byId: prepared(
+        `SELECT id, status, attempt, tenant, ${ready} AS ready FROM runs
+         WHERE ((${ready}) OR (status IN (${recoverable}) AND lease_expires_at < ?)) AND id = ?`,
       ),
+      recoverable: prepared(
+        `SELECT id, status, attempt FROM runs WHERE status IN (${recoverable}) AND lease_expires_at < ? ORDER BY created_at, id LIMIT 1`,
+      ),
+      tenant: prepared(tenantsToServeSql(policy, 'sqlite', '1')),
+      head: prepared(
+        `SELECT id, status, attempt FROM runs WHERE ${ready} AND tenant = ? ORDER BY created_at, id LIMIT 1`,
+      ),
+      charge: prepared(chargeSql('sqlite', ['@tenant', '@tenant'], true)),
+      chargeNamed: prepared(chargeSql('sqlite', ['@tenant', '@tenant'], false)),
       claim: prepared(
         `UPDATE runs SET status = '${policy.to.replace(/'/g, '')}', lease_owner = ?, lease_expires_at = ?, fencing_token = fencing_token + 1,
                          attempt = CASE WHEN status IN (${recoverable}) OR attempt = 0 THEN attempt + 1 ELSE attempt END, started_at = COALESCE(started_at, ?)
@@ -33,14 +42,30 @@ export function claimOps(c: Shared): SyncOpsOf<'claims'> {
     };
   };
 
+  type Picked = { id: string; status: RunStatus; attempt: number };
+
+  /** The run to claim and the tenant its claim charges (none for a recovery): see fair-dispatch.ts. */
+  const pick = (s: ReturnType<typeof claimStatements>, now: number, runId: string | null) => {
+    if (runId !== null) {
+      const r = s.byId.get(now, runId) as (Picked & { tenant: string | null; ready: number }) | undefined;
+      return r ? { picked: r, charge: r.ready ? r.tenant : null } : undefined;
+    }
+    const recovered = s.recoverable.get(now) as Picked | undefined;
+    if (recovered) return { picked: recovered, charge: null };
+    const tenant = (s.tenant.get() as { tenant: string } | undefined)?.tenant;
+    if (tenant === undefined) return undefined;
+    return { picked: s.head.get(tenant) as Picked, charge: tenant };
+  };
+
   return {
-    // Runs inside the caller's write transaction: the pick and the update are one atomic step.
+    // Runs inside the caller's write transaction: the pick, the charge and the update are one atomic step.
     claimRun: (owner, leaseMs, now, policy, options) => {
-      const runId = options?.runId ?? null;
-      const { pick, claim } = claimStatements(policy);
-      const picked = pick.get(now, runId, runId) as { id: string; status: RunStatus; attempt: number } | undefined;
-      if (!picked) return undefined;
-      const row = claim.get(owner, now + leaseMs, now, picked.id) as RunRow;
+      const s = claimStatements(policy);
+      const got = pick(s, now, options?.runId ?? null);
+      if (!got) return undefined;
+      const { picked, charge } = got;
+      if (charge !== null) (options?.runId ? s.chargeNamed : s.charge).run({ tenant: charge });
+      const row = s.claim.get(owner, now + leaseMs, now, picked.id) as RunRow;
       return { run: toRun(row), previous: picked.status, firstStart: picked.attempt === 0 };
     },
     renewLease: (id, owner, fencingToken, expiresAt) => st.renew.run(expiresAt, id, owner, fencingToken).changes === 1,

@@ -1,5 +1,6 @@
 /** SQLite: the keys operations of the port (`store.keys`), synchronous, on the connection's shared state. */
 import { toKey } from '../rows.ts';
+import { keyColumns } from '../tenant-rows.ts';
 import { guard } from './shared.ts';
 import type { Shared } from './shared.ts';
 import type { SyncOpsOf } from './context.ts';
@@ -18,6 +19,7 @@ export function keyOps(c: Shared): SyncOpsOf<'keys'> {
           rate_per_minute: k.ratePerMinute,
           created_at: k.createdAt,
           revoked_at: k.revokedAt,
+          ...keyColumns(k),
         }),
       );
     },

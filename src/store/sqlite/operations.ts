@@ -8,6 +8,7 @@ import { runOps } from './runs.ts';
 import { claimOps } from './claims.ts';
 import { inputOps } from './inputs.ts';
 import { keyOps } from './keys.ts';
+import { tenantOps } from './tenants.ts';
 import { idempotencyOps } from './idempotency.ts';
 import { createWebhookOperations } from './webhooks.ts';
 import { createWaitOperations } from './waits.ts';
@@ -31,6 +32,7 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     ...claimOps(c),
     ...inputOps(c),
     ...keyOps(c),
+    ...tenantOps(c),
     ...idempotencyOps(c),
     ...createWebhookOperations(db),
     ...createWaitOperations(db),

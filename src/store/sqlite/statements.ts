@@ -91,7 +91,7 @@ export function prepareStatements(db: Database.Database) {
       'SELECT * FROM sessions WHERE tenant = ? AND id > ? AND (archived_at IS NULL OR ?) ORDER BY id LIMIT ?',
     ),
     insertKey: prepare(
-      'INSERT INTO api_keys (id, tenant, name, hash, prefix, rate_per_minute, created_at, revoked_at) VALUES (@id, @tenant, @name, @hash, @prefix, @rate_per_minute, @created_at, @revoked_at)',
+      'INSERT INTO api_keys (id, tenant, name, hash, prefix, rate_per_minute, created_at, revoked_at, scope, quotas) VALUES (@id, @tenant, @name, @hash, @prefix, @rate_per_minute, @created_at, @revoked_at, @scope, @quotas)',
     ),
     findKey: prepare<[string], KeyRow>('SELECT * FROM api_keys WHERE hash = ?'),
     listKeys: prepare<[string | null, string | null], KeyRow>(
