@@ -12,6 +12,7 @@ import { runsCommand, runsHelp } from './commands/runs.ts';
 import { schedulesCommand, schedulesHelp } from './commands/schedules.ts';
 import { serveCommand, serveHelp } from './commands/serve.ts';
 import { sessionsCommand, sessionsHelp } from './commands/sessions.ts';
+import { tenantsCommand, tenantsHelp } from './commands/tenants.ts';
 import { usageCommand, usageHelp } from './commands/usage.ts';
 import { webhooksCommand, webhooksHelp } from './commands/webhooks.ts';
 import { workerCommand, workerHelp } from './commands/worker.ts';
@@ -35,6 +36,7 @@ export const commands: Record<string, Command> = {
   datasets: { run: datasetsCommand, help: datasetsHelp },
   eval: { run: evalCommand, help: evalHelp },
   keys: { run: keysCommand, help: keysHelp },
+  tenants: { run: tenantsCommand, help: tenantsHelp },
   usage: { run: usageCommand, help: usageHelp },
   demo: {
     run: async (_argv, io) => runDemo(io.out),

@@ -12,6 +12,7 @@ export const PROBLEM_TYPES = [
   'arguments_not_editable',
   'unauthorized',
   'forbidden',
+  'forbidden_scope',
   'not_found',
   'method_not_allowed',
   'run_busy',

@@ -17,6 +17,8 @@ import {
   refuseNul,
   StoreError,
   type ApiKeyRecord,
+  type TenantRecord,
+  type TenantUpdate,
   type IdempotencyRecord,
   type RunQuery,
   type RunRecord,
@@ -274,10 +276,24 @@ export class Runtime {
     return Object.fromEntries(Object.entries(compaction).map(([name, c]) => [name, one(c, name)]));
   }
 
-  /** API keys, by the hash of their secret (see server/auth.ts), and all of them. */
+  /** API keys, by the hash of their secret (see server/auth.ts), and all of them; new ones and revocations. */
   readonly apiKeys = {
     find: (hash: string): Promise<ApiKeyRecord | undefined> => this.store.keys.find(hash),
     list: (tenant?: string): Promise<ApiKeyRecord[]> => this.store.keys.list(tenant),
+    create: (key: ApiKeyRecord): Promise<void> => this.store.keys.create(key),
+    /** False when there is no such key. */
+    revoke: (id: string): Promise<boolean> => this.store.keys.revoke(id, Date.now()),
+  };
+
+  /**
+   * The tenants registry: each tenant's weight in fair dispatch and its quotas (ADR-0042). A
+   * tenant without a row has weight 1 and the defaults; removing a row changes nothing else.
+   */
+  readonly tenants = {
+    put: (t: TenantUpdate): Promise<TenantRecord> => this.store.tenants.put(t, Date.now()),
+    get: (id: string): Promise<TenantRecord | undefined> => this.store.tenants.get(id),
+    list: (): Promise<TenantRecord[]> => this.store.tenants.list(),
+    delete: (id: string): Promise<boolean> => this.store.tenants.delete(id),
   };
 
   /** Idempotency records: what a request with a key did (see server/app.ts). */

@@ -37,6 +37,7 @@ import { runRoutes } from './routes/runs.ts';
 import { scheduleRoutes } from './routes/schedules.ts';
 import { sessionRoutes } from './routes/sessions.ts';
 import { streamRoutes } from './routes/streams.ts';
+import { tenantRoutes } from './routes/tenants.ts';
 import { usageRoutes } from './routes/usage.ts';
 import { waitRoutes } from './routes/waits.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
@@ -116,6 +117,7 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
 
   sessionRoutes(app, ctx);
   usageRoutes(app, ctx);
+  tenantRoutes(app, ctx);
   webhookRoutes(app, ctx);
   scheduleRoutes(app, ctx);
   runRoutes(app, ctx);

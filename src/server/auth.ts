@@ -5,13 +5,32 @@ import type { ApiKeyRecord, ApiKeyScope, Store, TenantQuotas } from '../store/in
 import type { ClientAddress } from './client-address.ts';
 import { HttpProblem } from './problems.ts';
 
-export type AuthEnv = { Variables: { tenant: string; keyId: string | null; rateLimit: number | null } };
+/** `scope`: the key's (see ApiKeyScope); null when authentication is off (a loopback operator may do everything). */
+export type AuthEnv = {
+  Variables: { tenant: string; keyId: string | null; rateLimit: number | null; scope: ApiKeyScope | null };
+};
+
+/** The routes of the admin scope: the tenants registry and the tenants' keys. Nothing else takes an admin key. */
+export const isAdminPath = (path: string): boolean => /^\/v1\/tenants(\/|$)/.test(path);
+
+/** Refuses (403 `forbidden_scope`) an admin key outside the admin routes, and a tenant key on them. */
+export function checkScope(scope: ApiKeyScope, path: string): void {
+  const admin = isAdminPath(path);
+  if (scope === 'admin' && !admin)
+    throw new HttpProblem(
+      'forbidden_scope',
+      'this API key has the admin scope: it manages tenants (/v1/tenants) and nothing else; use a tenant key',
+      { scope },
+    );
+  if (scope !== 'admin' && admin)
+    throw new HttpProblem('forbidden_scope', 'managing tenants takes an API key with the admin scope', { scope });
+}
 
 export const hashKey = (secret: string): string => createHash('sha256').update(secret).digest('hex');
 
 /** Creates an API key for a tenant. The secret is returned once; only its hash is stored. */
 export async function createApiKey(
-  store: Store,
+  store: { keys: Pick<Store['keys'], 'create'> },
   o: { tenant: string; name?: string; ratePerMinute?: number; scope?: ApiKeyScope; quotas?: TenantQuotas | null },
 ): Promise<{ secret: string; key: ApiKeyRecord }> {
   if (!/^[A-Za-z0-9._-]{1,64}$/.test(o.tenant))
@@ -149,12 +168,15 @@ export function authMiddleware(
       c.set('tenant', 'default');
       c.set('keyId', null);
       c.set('rateLimit', null);
+      c.set('scope', null);
       return next();
     }
     const key = await authenticate(c, keys, failures, clientAddress);
     c.set('tenant', key.tenant);
     c.set('keyId', key.id);
     c.set('rateLimit', key.ratePerMinute);
+    c.set('scope', key.scope);
+    checkScope(key.scope, c.req.path);
     return next();
   };
 }

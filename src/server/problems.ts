@@ -24,6 +24,7 @@ export const PROBLEMS = {
   arguments_not_editable: { status: 400, title: "This call's arguments cannot be edited" },
   unauthorized: { status: 401, title: 'A valid API key is required' },
   forbidden: { status: 403, title: 'This API key may not do that' },
+  forbidden_scope: { status: 403, title: "This API key's scope does not cover this request" },
   not_found: { status: 404, title: 'No such resource' },
   method_not_allowed: { status: 405, title: 'The resource does not take this method' },
   run_busy: { status: 409, title: 'The session already has an active run' },

@@ -169,6 +169,8 @@ describe.each(BACKENDS)('tenant isolation on every route of the OpenAPI document
       if (op.path.startsWith('/v1/datasets/')) return a.dataset;
       if (op.path.startsWith('/v1/experiments/')) return a.experiment;
       if (op.path.startsWith('/v1/reruns/')) return a.rerunBatch;
+      // The tenants registry (admin scope): acme itself.
+      if (op.path.startsWith('/v1/tenants/')) return 'acme';
       throw new Error(`{id} of ${op.path}: which resource is it? Add it here`);
     },
     // The two runs compared (GET /v1/runs/{a}/compare/{b}).
@@ -177,6 +179,8 @@ describe.each(BACKENDS)('tenant isolation on every route of the OpenAPI document
     approval_id: () => a.approval,
     item_id: () => a.experimentItem,
     delivery_id: () => a.delivery,
+    // An API key of acme's (the tenants registry's routes, admin scope).
+    key_id: () => srv.keyIds[0]!,
     // The signal acme delivered: a delivery that got through would be a 409 already_delivered.
     name: () => 'go',
     chat_id: () => a.session,
@@ -224,9 +228,13 @@ describe.each(BACKENDS)('tenant isolation on every route of the OpenAPI document
                 .replace('"QUESTION"', JSON.stringify(a.question)),
             );
       const r = await send(globex, op.method, path, json);
-      const p = expectProblem(r, 'not_found', 404);
+      // The tenants registry takes admin keys only: a tenant key is refused before anything is looked up.
+      const p = op.path.startsWith('/v1/tenants/')
+        ? expectProblem(r, 'forbidden_scope', 403)
+        : expectProblem(r, 'not_found', 404);
       expect(leaked(r, path), `${key}: ${p.detail}`).toEqual([]);
-      expect(r.text, key).not.toContain('acme');
+      // (A tenants route's path names acme itself: its problem's `instance` says it back.)
+      if (!op.path.startsWith('/v1/tenants/')) expect(r.text, key).not.toContain('acme');
     }
     // Nothing of acme's moved: not a run, not an event, not a schedule, not a webhook.
     expect(await acmeState()).toEqual(before);
@@ -247,6 +255,7 @@ describe.each(BACKENDS)('tenant isolation on every route of the OpenAPI document
       },
     ],
     ['GET /v1/inbox', async () => expect(leaked(ok(await globex.get('/v1/inbox?limit=1000')))).toEqual([])],
+    ['GET /v1/tenants', async () => expectProblem(await globex.get('/v1/tenants'), 'forbidden_scope', 403)],
     ['GET /v1/datasets', async () => expect(leaked(ok(await globex.get('/v1/datasets?limit=1000')))).toEqual([])],
     [
       'POST /v1/datasets',

@@ -145,6 +145,7 @@ describe('postgres schema migrations', () => {
           UPDATE webhook_deliveries SET status = 'pending', leased_until = NULL, next_attempt_at = ${T0} WHERE id = 'waiting';
           ALTER TABLE webhook_deliveries DROP COLUMN ended_at; ALTER TABLE webhook_deliveries DROP COLUMN session_id;
           ALTER TABLE webhooks DROP COLUMN previous_secret; ALTER TABLE webhooks DROP COLUMN previous_secret_expires_at;
+          DROP TABLE tenants, tenant_dispatch; ALTER TABLE api_keys DROP COLUMN scope, DROP COLUMN quotas;
           DROP INDEX runs_tenant_waiting; ALTER TABLE runs DROP COLUMN tenant;
           DROP INDEX runs_rerun_of; ALTER TABLE runs DROP COLUMN rerun_of;
           DROP TABLE dataset_items, datasets, batch_items, batches; DELETE FROM keel_schema WHERE version >= 10;`);
@@ -192,7 +193,8 @@ describe('postgres schema migrations', () => {
       await c.connect();
       try {
         await c.query(
-          `SET search_path TO "${schema}"; DROP INDEX runs_tenant_waiting; ALTER TABLE runs DROP COLUMN tenant;
+          `SET search_path TO "${schema}"; DROP TABLE tenants, tenant_dispatch; ALTER TABLE api_keys DROP COLUMN scope, DROP COLUMN quotas;
+          DROP INDEX runs_tenant_waiting; ALTER TABLE runs DROP COLUMN tenant;
            DROP INDEX runs_rerun_of; ALTER TABLE runs DROP COLUMN rerun_of;
            DROP TABLE dataset_items, datasets, batch_items, batches; DELETE FROM keel_schema WHERE version >= 11`,
         );

@@ -542,6 +542,8 @@ describe('sqlite store', () => {
       'schedules',
       'sessions',
       'snapshots',
+      'tenant_dispatch',
+      'tenants',
       'webhook_attempts',
       'webhook_deliveries',
       'webhooks',
@@ -689,6 +691,8 @@ describe('sqlite store', () => {
     db.exec(`UPDATE sessions SET last_seq = 2, leaf_id = 'e2', last_turn = 1 WHERE id = 's';
              ALTER TABLE event_batches DROP COLUMN leaf_id; ALTER TABLE event_batches DROP COLUMN turn;
              DROP INDEX runs_due; ALTER TABLE runs DROP COLUMN due_at; ALTER TABLE schedules DROP COLUMN paused_reason;
+             DROP INDEX runs_ready_by_tenant; DROP TABLE tenants; DROP TABLE tenant_dispatch;
+             ALTER TABLE api_keys DROP COLUMN scope; ALTER TABLE api_keys DROP COLUMN quotas;
              DROP INDEX runs_tenant_waiting; ALTER TABLE runs DROP COLUMN tenant;
              DROP INDEX runs_rerun_of; ALTER TABLE runs DROP COLUMN rerun_of;
              DROP TABLE dataset_items; DROP TABLE datasets; DROP TABLE batch_items; DROP TABLE batches; PRAGMA user_version = 16;`);
@@ -760,6 +764,8 @@ describe('sqlite store', () => {
              DROP INDEX webhook_deliveries_ended; DROP INDEX webhook_deliveries_session;
              ALTER TABLE webhook_deliveries DROP COLUMN ended_at; ALTER TABLE webhook_deliveries DROP COLUMN session_id;
              ALTER TABLE webhooks DROP COLUMN previous_secret; ALTER TABLE webhooks DROP COLUMN previous_secret_expires_at;
+             DROP INDEX runs_ready_by_tenant; DROP TABLE tenants; DROP TABLE tenant_dispatch;
+             ALTER TABLE api_keys DROP COLUMN scope; ALTER TABLE api_keys DROP COLUMN quotas;
              DROP INDEX runs_tenant_waiting; ALTER TABLE runs DROP COLUMN tenant;
              DROP INDEX runs_rerun_of; ALTER TABLE runs DROP COLUMN rerun_of;
              DROP TABLE dataset_items; DROP TABLE datasets; DROP TABLE batch_items; DROP TABLE batches;

@@ -27,7 +27,7 @@ import { ScriptedModel, type ScriptedResponse } from '../../src/model/index.ts';
 import type { Runtime } from '../../src/runs/index.ts';
 import { createApiKey } from '../../src/server/auth.ts';
 import { startServer, type RunningServer, type StartOptions } from '../../src/server/serve.ts';
-import type { Store } from '../../src/store/index.ts';
+import type { ApiKeyScope, Store } from '../../src/store/index.ts';
 import { openSqliteStore } from '../../src/store/sqlite/index.ts';
 import { openTestPostgres } from './postgres.ts';
 
@@ -161,7 +161,7 @@ export const BACKENDS: readonly Backend[] = ['sqlite', 'postgres'];
 
 export interface TestServerOptions extends Partial<Omit<StartOptions, 'store' | 'config'>> {
   /** API keys created before the server starts (with any key, auth is required). */
-  keys?: Array<{ tenant: string; ratePerMinute?: number; revoked?: boolean }>;
+  keys?: Array<{ tenant: string; ratePerMinute?: number; revoked?: boolean; scope?: ApiKeyScope }>;
   /** Default `sqlite`. */
   backend?: Backend;
 }
@@ -258,6 +258,7 @@ export async function startTestServer(o: TestServerOptions = {}): Promise<TestSe
     const { secret, key } = await createApiKey(store, {
       tenant: k.tenant,
       ...(k.ratePerMinute !== undefined ? { ratePerMinute: k.ratePerMinute } : {}),
+      ...(k.scope !== undefined ? { scope: k.scope } : {}),
     });
     if (k.revoked) await store.keys.revoke(key.id, Date.now());
     secrets.push(secret);

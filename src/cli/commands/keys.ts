@@ -1,8 +1,10 @@
 import { createApiKey } from '../../server/auth.ts';
 import { args, json, line, UsageError, type Io } from '../args.ts';
 import { openDb } from '../common.ts';
+import { quotaFlags, quotasLine, withQuotaFlags } from './quota-flags.ts';
 
-export const keysHelp = `keel keys create <tenant> [--name NAME] [--rate N]   create an API key (shown once)
+export const keysHelp = `keel keys create <tenant> [--name NAME] [--rate N] [--scope tenant|admin] [--quota NAME=N …] [--on-limit wait|fail]
+                                                     create an API key (shown once); an admin key manages tenants only
 keel keys list [--tenant T]                          list keys (never their secrets)
 keel keys revoke <key-id>                            revoke a key
   All take --db PATH and --json.`;
@@ -15,6 +17,9 @@ export async function keysCommand(argv: string[], io: Io): Promise<number> {
     name: { type: 'string' },
     rate: { type: 'string' },
     tenant: { type: 'string' },
+    scope: { type: 'string' },
+    quota: { type: 'string', multiple: true },
+    'on-limit': { type: 'string' },
   });
   const { store } = await openDb(io, values.db, { create: true });
   try {
@@ -25,14 +30,27 @@ export async function keysCommand(argv: string[], io: Io): Promise<number> {
         const rate = values.rate !== undefined ? Number(values.rate) : undefined;
         if (rate !== undefined && (!Number.isInteger(rate) || rate <= 0))
           throw new UsageError('keys create: --rate must be a positive whole number of requests a minute');
+        const scope = values.scope ?? 'tenant';
+        if (scope !== 'tenant' && scope !== 'admin')
+          throw new UsageError(`keys create: --scope is tenant or admin, not ${scope}`);
+        const flags = quotaFlags('keys create', values.quota, values['on-limit']);
+        if (Object.values(flags).includes(null))
+          throw new UsageError('keys create: --quota NAME=none has nothing to remove');
+        const quotas = Object.keys(flags).length > 0 ? withQuotaFlags({}, flags) : null;
         const { secret, key } = await createApiKey(store, {
           tenant,
+          scope,
+          quotas,
           ...(values.name ? { name: values.name } : {}),
           ...(rate ? { ratePerMinute: rate } : {}),
         });
-        if (values.json) json(io, { id: key.id, tenant: key.tenant, name: key.name, secret });
+        if (values.json)
+          json(io, { id: key.id, tenant: key.tenant, name: key.name, scope: key.scope, quotas: key.quotas, secret });
         else {
-          line(io, `created key ${key.id} for tenant ${key.tenant}`);
+          line(
+            io,
+            `created ${scope === 'admin' ? 'admin ' : ''}key ${key.id} for tenant ${key.tenant}${key.quotas ? ` (quotas ${quotasLine(key.quotas)})` : ''}`,
+          );
           line(io, `secret (shown once, store it now): ${secret}`);
         }
         return 0;
@@ -49,7 +67,7 @@ export async function keysCommand(argv: string[], io: Io): Promise<number> {
           for (const k of keys)
             line(
               io,
-              `${k.id}  ${k.tenant.padEnd(16)} ${k.prefix}…  ${k.name ?? ''}${k.revokedAt ? `  revoked ${new Date(k.revokedAt).toISOString()}` : ''}`,
+              `${k.id}  ${k.tenant.padEnd(16)} ${k.prefix}…  ${k.scope === 'admin' ? '[admin] ' : ''}${k.name ?? ''}${k.revokedAt ? `  revoked ${new Date(k.revokedAt).toISOString()}` : ''}`,
             );
         return 0;
       }
