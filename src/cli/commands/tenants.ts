@@ -42,7 +42,7 @@ export async function tenantsCommand(argv: string[], io: Io): Promise<number> {
     throw new UsageError('tenants set: --weight must be a whole number ≥ 1');
   if (!['ls', 'list', 'show', 'set', 'rm'].includes(sub ?? ''))
     throw new UsageError(`tenants: expected ls, show, set or rm\n${tenantsHelp}`);
-  const { store } = await openDb(io, values.db, { create: sub === 'set' });
+  const { store } = await openDb(io, values.db, { create: true });
   try {
     switch (sub) {
       case 'ls':
