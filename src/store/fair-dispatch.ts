@@ -31,9 +31,21 @@ export function readySql(policy: ClaimPolicy, d: Dialect, alias = ''): string {
   return `${statuses} AND ${d === 'sqlite' ? `${a}queued_behind = 0` : `NOT ${a}queued_behind`}`;
 }
 
+const INDEXED_POLICY: ClaimPolicy = { ready: ['queued'], recoverable: [], to: 'running' };
+
 /** The partial index of the ready runs by tenant (the usual policy: `queued`, not queued behind). */
 export const readyByTenantIndexSql = (d: Dialect): string =>
-  `CREATE INDEX runs_ready_by_tenant ON runs (tenant, created_at, id) WHERE ${readySql({ ready: ['queued'], recoverable: [], to: 'running' }, d)}`;
+  `CREATE INDEX runs_ready_by_tenant ON runs (tenant, created_at, id) WHERE ${readySql(INDEXED_POLICY, d)}`;
+
+/**
+ * `runs` (as `alias`) read through the ready runs' index when the policy's ready runs are the
+ * index's: SQLite's planner, without statistics, would otherwise take the index on the status and
+ * read every queued run. PostgreSQL plans from its statistics.
+ */
+export function readyRunsTable(policy: ClaimPolicy, d: Dialect, alias = ''): string {
+  const indexed = d === 'sqlite' && policy.ready.length === 1 && policy.ready[0] === 'queued';
+  return `runs${alias ? ` ${alias}` : ''}${indexed ? ' INDEXED BY runs_ready_by_tenant' : ''}`;
+}
 
 /** The greater of two numbers, in the dialect. */
 const greatest = (d: Dialect, a: string, b: string): string =>
@@ -48,14 +60,14 @@ const greatest = (d: Dialect, a: string, b: string): string =>
 export function tenantsToServeSql(policy: ClaimPolicy, d: Dialect, limit: string): string {
   const ready = readySql(policy, d);
   return `WITH RECURSIVE active(tenant) AS (
-      SELECT (SELECT tenant FROM runs WHERE ${ready} AND tenant IS NOT NULL ORDER BY tenant LIMIT 1)
+      SELECT (SELECT tenant FROM ${readyRunsTable(policy, d)} WHERE ${ready} AND tenant IS NOT NULL ORDER BY tenant LIMIT 1)
       UNION ALL
-      SELECT (SELECT r.tenant FROM runs r WHERE ${readySql(policy, d, 'r')} AND r.tenant > active.tenant ORDER BY r.tenant LIMIT 1)
+      SELECT (SELECT r.tenant FROM ${readyRunsTable(policy, d, 'r')} WHERE ${readySql(policy, d, 'r')} AND r.tenant > active.tenant ORDER BY r.tenant LIMIT 1)
       FROM active WHERE active.tenant IS NOT NULL
     ),
     clock(v) AS (SELECT COALESCE(MAX(start), 0) FROM tenant_dispatch)
     SELECT a.tenant AS tenant, ${greatest(d, 'COALESCE(td.pass, 0)', 'clock.v')} AS pass,
-           (SELECT h.created_at FROM runs h WHERE ${readySql(policy, d, 'h')} AND h.tenant = a.tenant ORDER BY h.created_at, h.id LIMIT 1) AS head
+           (SELECT h.created_at FROM ${readyRunsTable(policy, d, 'h')} WHERE ${readySql(policy, d, 'h')} AND h.tenant = a.tenant ORDER BY h.created_at, h.id LIMIT 1) AS head
     FROM active a CROSS JOIN clock LEFT JOIN tenant_dispatch td ON td.tenant = a.tenant
     WHERE a.tenant IS NOT NULL
     ORDER BY 2, 3, 1

@@ -1,7 +1,7 @@
 /** SQLite: the claims operations of the port (`store.claims`), synchronous, on the connection's shared state. */
 import { type RunStatus, type ClaimPolicy } from '../port/index.ts';
 import { dueRunsSql } from '../due-runs.ts';
-import { chargeSql, readySql, tenantsToServeSql } from '../fair-dispatch.ts';
+import { chargeSql, readyRunsTable, readySql, tenantsToServeSql } from '../fair-dispatch.ts';
 import { toRun, type RunRow } from '../rows.ts';
 import { limitOf } from './shared.ts';
 import type { Shared } from './shared.ts';
@@ -30,7 +30,7 @@ export function claimOps(c: Shared): SyncOpsOf<'claims'> {
       ),
       tenant: prepared(tenantsToServeSql(policy, 'sqlite', '1')),
       head: prepared(
-        `SELECT id, status, attempt FROM runs WHERE ${ready} AND tenant = ? ORDER BY created_at, id LIMIT 1`,
+        `SELECT id, status, attempt FROM ${readyRunsTable(policy, 'sqlite')} WHERE ${ready} AND tenant = ? ORDER BY created_at, id LIMIT 1`,
       ),
       charge: prepared(chargeSql('sqlite', ['@tenant', '@tenant'], true)),
       chargeNamed: prepared(chargeSql('sqlite', ['@tenant', '@tenant'], false)),
