@@ -347,7 +347,9 @@ describe.each(BACKENDS)('API fuzz, two tenants, every operation of the OpenAPI d
     for (const [key, seen] of statuses) expect(seen.size, key).toBeGreaterThan(0);
     const all = new Set([...statuses.values()].flatMap((s) => [...s]));
     expect([...all].filter((s) => s >= 400).length).toBeGreaterThanOrEqual(5);
-    expect([...statuses.values()].filter((s) => [...s].some((x) => x < 300)).length).toBeGreaterThan(ops.length / 2);
+    // (The tenants registry's routes take admin keys only: the tenants' keys fuzzed here always get 403 there.)
+    const tenantRoutes = [...statuses].filter(([key]) => !key.includes(' /v1/tenants'));
+    expect(tenantRoutes.filter(([, s]) => [...s].some((x) => x < 300)).length).toBeGreaterThan(tenantRoutes.length / 2);
 
     // Still healthy, and still working.
     srv.gates.openAll();
