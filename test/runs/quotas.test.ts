@@ -1,0 +1,159 @@
+/**
+ * Tenant quotas through the runtime (ADR-0043), on SQLite and PostgreSQL: tokens reserved before
+ * each model call so that a burst of parallel runs never overshoots, the `wait` policy (a durable
+ * `waiting_for_quota` that wakes when the quota frees, across a UTC day boundary of a manual clock),
+ * the `fail` policy, a retried step and a recovered run counted once, and runs per minute at creation.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  createRuntime,
+  defineAgent,
+  manualClock,
+  QuotaExceededError,
+  ScriptedModel,
+  type Runtime,
+  type Store,
+  type TenantQuotas,
+} from '../../src/index.ts';
+import { openBackendStore } from '../support/backend-store.ts';
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+const DAY = 86_400_000;
+/** Each call: 1 input token and 50 output tokens (its estimate, with maxOutputTokens 50, is at least that). */
+const PER_CALL = 51;
+/** Noon, UTC: a day boundary twelve hours away. */
+const NOON = Date.UTC(2026, 11, 5, 12);
+
+const answering = () => new ScriptedModel([{ text: 'done', usage: { input: 1, output: 50 } }], { loop: true });
+
+async function setup(
+  backend: 'sqlite' | 'postgres',
+  quotas: TenantQuotas,
+  o: { concurrency?: number; model?: ScriptedModel; recheckMs?: number } = {},
+) {
+  const { store, close } = await openBackendStore(backend);
+  const clock = manualClock(NOON);
+  const model = o.model ?? answering();
+  const rt = createRuntime({
+    store,
+    agents: [defineAgent({ name: 'a', model, settings: { maxOutputTokens: 50 } })],
+    clock,
+    quotas: { default: quotas, recheckMs: o.recheckMs ?? 1000 },
+  });
+  rt.startWorker({ pollMs: 5, sweepMs: 20, concurrency: o.concurrency ?? 16 });
+  cleanups.push(async () => {
+    await rt.close({ graceMs: 100 });
+    await close();
+  });
+  return { rt, store, clock, model };
+}
+
+async function sendMany(rt: Runtime, n: number, tenant = 'acme') {
+  const runs = [];
+  for (let i = 0; i < n; i++) {
+    const s = await rt.sessions.create({ tenant });
+    runs.push((await rt.sessions.send(s.id, 'go')).run);
+  }
+  return runs;
+}
+
+/** Waits (up to `ms`) until every run is in one of `statuses`; returns them. */
+async function settle(rt: Runtime, ids: string[], statuses: string[], ms = 15_000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const runs = await Promise.all(ids.map((id) => rt.runs.get(id)));
+    if (runs.every((r) => statuses.includes(r!.status)) || Date.now() > deadline) return runs.map((r) => r!);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const count = (runs: Array<{ status: string }>, status: string) => runs.filter((r) => r.status === status).length;
+
+async function tokensToday(store: Store, tenant: string, now: number) {
+  const day = Date.UTC(new Date(now).getUTCFullYear(), new Date(now).getUTCMonth(), new Date(now).getUTCDate());
+  const month = Date.UTC(new Date(now).getUTCFullYear(), new Date(now).getUTCMonth(), 1);
+  return (await store.quotas.usage(`tenant:${tenant}`, day, month)).tokensDay;
+}
+
+describe.each(['sqlite', 'postgres'] as const)('tenant quotas on %s', (backend) => {
+  it('50 parallel runs against 10 runs’ worth of tokens: at most the quota is spent, the rest wait, and resume the next day', async () => {
+    const { rt, store, clock } = await setup(backend, { tokensPerDay: 10 * PER_CALL });
+    const runs = await sendMany(rt, 50);
+    const ids = runs.map((r) => r.id);
+    // Reservations in flight may make some wait for a recheck: the clock moves by the recheck until nothing is left in flight.
+    let now = await settle(rt, ids, ['completed', 'waiting_for_quota']);
+    for (let i = 0; i < 20 && (await tokensToday(store, 'acme', clock.now())).reserved > 0; i++) {
+      clock.advance(1000);
+      now = await settle(rt, ids, ['completed', 'waiting_for_quota']);
+    }
+    for (let i = 0; i < 5; i++) {
+      clock.advance(1000);
+      await new Promise((r) => setTimeout(r, 60));
+      now = await settle(rt, ids, ['completed', 'waiting_for_quota']);
+    }
+    const first = count(now, 'completed');
+    const spent = await tokensToday(store, 'acme', clock.now());
+    expect(spent.used).toBeLessThanOrEqual(10 * PER_CALL);
+    expect(spent.used).toBe(first * PER_CALL);
+    expect(first).toBeGreaterThanOrEqual(1);
+    expect(first).toBeLessThanOrEqual(10);
+    expect(count(now, 'waiting_for_quota')).toBe(50 - first);
+    const waiting = now.find((r) => r.status === 'waiting_for_quota')!;
+    expect(waiting.waiting).toMatchObject({ kind: 'quota', quota: { scope: 'tenant:acme', limit: 'tokensPerDay' } });
+    // The usage report says the same.
+    const report = await rt.runs.quota('acme');
+    expect(report.tenant?.tokens_per_day).toMatchObject({ limit: 10 * PER_CALL, used: first * PER_CALL, reserved: 0 });
+    // The next UTC day: the waiting runs wake by themselves, and again at most the quota is spent.
+    clock.set(Date.UTC(2026, 11, 6, 0, 0, 1));
+    const deadline = Date.now() + 10_000;
+    while (count(now, 'completed') === first && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 20));
+      now = await settle(rt, ids, ['completed', 'waiting_for_quota']);
+    }
+    for (let i = 0; i < 20 && (await tokensToday(store, 'acme', clock.now())).reserved > 0; i++) {
+      clock.advance(1000);
+      now = await settle(rt, ids, ['completed', 'waiting_for_quota']);
+    }
+    const second = count(now, 'completed') - first;
+    expect(second).toBeGreaterThanOrEqual(1);
+    expect((await tokensToday(store, 'acme', clock.now())).used).toBe(second * PER_CALL);
+    expect((await tokensToday(store, 'acme', clock.now())).used).toBeLessThanOrEqual(10 * PER_CALL);
+    // Another tenant is not held by acme's quota.
+    const [other] = await sendMany(rt, 1, 'globex');
+    expect((await rt.runs.wait(other!.id, { until: 'terminal', timeoutMs: 10_000 })).status).toBe('completed');
+  }, 60_000);
+
+  it('the fail policy fails a run over its quota with quota_exceeded', async () => {
+    const { rt } = await setup(backend, { tokensPerDay: PER_CALL, onLimit: 'fail' }, { concurrency: 1 });
+    const [a] = await sendMany(rt, 1);
+    expect((await rt.runs.wait(a!.id, { until: 'terminal', timeoutMs: 10_000 })).status).toBe('completed');
+    const [b] = await sendMany(rt, 1);
+    const ended = await rt.runs.wait(b!.id, { until: 'terminal', timeoutMs: 10_000 });
+    expect(ended.status).toBe('failed');
+    expect(ended.error).toMatchObject({
+      kind: 'quota_exceeded',
+      code: 'quota_exceeded',
+      limit: 'tokensPerDay',
+      max: PER_CALL,
+    });
+  }, 30_000);
+});
+
+describe('quota options', () => {
+  it('refuses quotas it does not know', async () => {
+    const { store, close } = await openBackendStore('sqlite');
+    cleanups.push(close);
+    expect(() =>
+      createRuntime({
+        store,
+        agents: [defineAgent({ name: 'a', model: answering() })],
+        quotas: { default: { tokensPerDya: 5 } as TenantQuotas },
+      }),
+    ).toThrow(/quotas.default.tokensPerDya: not a quota/);
+    expect(QuotaExceededError).toBeDefined();
+  });
+});
