@@ -11,6 +11,7 @@ import {
   manualClock,
   QuotaExceededError,
   ScriptedModel,
+  type Clock,
   type Runtime,
   type Store,
   type TenantQuotas,
@@ -30,20 +31,32 @@ const NOON = Date.UTC(2026, 11, 5, 12);
 
 const answering = () => new ScriptedModel([{ text: 'done', usage: { input: 1, output: 50 } }], { loop: true });
 
+const agentOn = (model: ScriptedModel) =>
+  defineAgent({
+    name: 'a',
+    model,
+    settings: { maxOutputTokens: 50 },
+    retry: { initialDelayMs: 1, maxDelayMs: 5 },
+  });
+
+function runtimeOn(store: Store, quotas: TenantQuotas, model: ScriptedModel, clock?: Clock) {
+  return createRuntime({
+    store,
+    agents: [agentOn(model)],
+    ...(clock ? { clock } : {}),
+    quotas: { default: quotas, recheckMs: 1000 },
+  });
+}
+
 async function setup(
   backend: 'sqlite' | 'postgres',
   quotas: TenantQuotas,
-  o: { concurrency?: number; model?: ScriptedModel; recheckMs?: number } = {},
+  o: { concurrency?: number; model?: ScriptedModel } = {},
 ) {
   const { store, close } = await openBackendStore(backend);
   const clock = manualClock(NOON);
   const model = o.model ?? answering();
-  const rt = createRuntime({
-    store,
-    agents: [defineAgent({ name: 'a', model, settings: { maxOutputTokens: 50 } })],
-    clock,
-    quotas: { default: quotas, recheckMs: o.recheckMs ?? 1000 },
-  });
+  const rt = runtimeOn(store, quotas, model, clock);
   rt.startWorker({ pollMs: 5, sweepMs: 20, concurrency: o.concurrency ?? 16 });
   cleanups.push(async () => {
     await rt.close({ graceMs: 100 });
@@ -140,6 +153,80 @@ describe.each(['sqlite', 'postgres'] as const)('tenant quotas on %s', (backend) 
       limit: 'tokensPerDay',
       max: PER_CALL,
     });
+  }, 30_000);
+});
+
+describe.each(['sqlite', 'postgres'] as const)('quota waits and settlement on %s', (backend) => {
+  it('a run over its quota waits until the next UTC day, and says so to webhooks', async () => {
+    const { rt, store } = await setup(backend, { tokensPerDay: PER_CALL }, { concurrency: 1 });
+    const hook = await rt.webhooks.create('acme', {
+      url: 'https://example.com/hook',
+      events: ['run.waiting_for_quota'],
+    });
+    const [a] = await sendMany(rt, 1);
+    expect((await rt.runs.wait(a!.id, { until: 'terminal', timeoutMs: 10_000 })).status).toBe('completed');
+    const [b] = await sendMany(rt, 1);
+    const waiting = await rt.runs.wait(b!.id, { until: 'settled', timeoutMs: 10_000 });
+    expect(waiting.status).toBe('waiting_for_quota');
+    // Nothing was reserved in flight: it tries again when the day ends.
+    expect(waiting.waiting).toMatchObject({
+      kind: 'quota',
+      expiresAt: Date.UTC(2026, 11, 6),
+      quota: { scope: 'tenant:acme', limit: 'tokensPerDay', max: PER_CALL, used: PER_CALL, reserved: 0 },
+    });
+    const deliveries = await store.webhooks.listDeliveries(hook.id, { limit: 10 });
+    expect(deliveries.map((d) => d.eventType)).toEqual(['run.waiting_for_quota']);
+    expect(JSON.parse(deliveries[0]!.body)).toMatchObject({ type: 'run.waiting_for_quota' });
+    // Cancelled while it waits: it ends, and nothing more is charged.
+    expect((await rt.runs.cancel(b!.id)).status).toBe('cancelled');
+    expect(await tokensToday(store, 'acme', NOON)).toEqual({ used: PER_CALL, reserved: 0 });
+  }, 30_000);
+
+  it('a step whose model call is retried is charged once, at its actual usage', async () => {
+    const model = new ScriptedModel([
+      { error: { kind: 'server', message: 'try again' } },
+      { error: { kind: 'overloaded', message: 'busy' } },
+      { text: 'done', usage: { input: 1, output: 50 } },
+    ]);
+    const { rt, store } = await setup(backend, { tokensPerDay: 10 * PER_CALL }, { model });
+    const [a] = await sendMany(rt, 1);
+    expect((await rt.runs.wait(a!.id, { until: 'terminal', timeoutMs: 10_000 })).status).toBe('completed');
+    expect(model.calls.length).toBe(3);
+    expect(await tokensToday(store, 'acme', NOON)).toEqual({ used: PER_CALL, reserved: 0 });
+  }, 30_000);
+
+  it('a failed model call leaves no reservation behind', async () => {
+    const model = new ScriptedModel([{ error: { kind: 'bad_request', message: 'no' } }]);
+    const { rt, store } = await setup(backend, { tokensPerDay: 10 * PER_CALL }, { model });
+    const [a] = await sendMany(rt, 1);
+    expect((await rt.runs.wait(a!.id, { until: 'terminal', timeoutMs: 10_000 })).status).toBe('failed');
+    expect(await tokensToday(store, 'acme', NOON)).toEqual({ used: 0, reserved: 0 });
+  }, 30_000);
+
+  it('a run recovered from a worker that let go mid-call is charged once', async () => {
+    const { store, close } = await openBackendStore(backend);
+    cleanups.push(close);
+    const clock = manualClock(NOON);
+    // The first worker's call never ends: it lets go of the run at once (as if its process died).
+    const stuck = new ScriptedModel([{ text: 'never', delayMs: 60_000 }]);
+    const first = runtimeOn(store, { tokensPerDay: 10 * PER_CALL }, stuck, clock);
+    first.startWorker({ pollMs: 5, sweepMs: 20 });
+    const s = await first.sessions.create({ tenant: 'acme' });
+    const { run } = await first.sessions.send(s.id, 'go');
+    const deadline = Date.now() + 5000;
+    while ((await tokensToday(store, 'acme', NOON)).reserved === 0 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 10));
+    const reserved = await tokensToday(store, 'acme', NOON);
+    expect(reserved.used).toBe(0);
+    expect(reserved.reserved).toBeGreaterThanOrEqual(PER_CALL);
+    await first.close({ graceMs: 0 });
+    // Another worker takes the run over: the same call reserved again replaces the first reservation.
+    const second = runtimeOn(store, { tokensPerDay: 10 * PER_CALL }, answering(), clock);
+    second.startWorker({ pollMs: 5, sweepMs: 20 });
+    cleanups.push(() => second.close({ graceMs: 100 }));
+    const ended = await second.runs.wait(run.id, { until: 'terminal', timeoutMs: 10_000 });
+    expect(ended.status).toBe('completed');
+    expect(await tokensToday(store, 'acme', NOON)).toEqual({ used: PER_CALL, reserved: 0 });
   }, 30_000);
 });
 
