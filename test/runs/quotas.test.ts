@@ -23,7 +23,6 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-const DAY = 86_400_000;
 /** Each call: 1 input token and 50 output tokens (its estimate, with maxOutputTokens 50, is at least that). */
 const PER_CALL = 51;
 /** Noon, UTC: a day boundary twelve hours away. */

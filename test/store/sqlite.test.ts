@@ -531,6 +531,7 @@ describe('sqlite store', () => {
       'model_limit_state',
       'model_limit_usage',
       'model_limit_waiters',
+      'quota_charges',
       'run_callbacks',
       'run_checkpoints',
       'run_inputs',
@@ -683,14 +684,14 @@ describe('sqlite store', () => {
     await a.events.append('s', [mk('e1'), mk('e2')]);
     await a.close();
     // As schema v16 left it: the sessions row moved with each append, open rows without a head
-    // (and without what later versions added: runs' tenants, v20; reruns' lineage, v21; datasets and batches, v22).
+    // (and without what later versions added: runs' tenants, v20; reruns' lineage, v21; datasets and batches, v22; the quota ledger, v27).
     const db = rawDb();
     db.exec(`UPDATE sessions SET last_seq = 2, leaf_id = 'e2', last_turn = 1 WHERE id = 's';
              ALTER TABLE event_batches DROP COLUMN leaf_id; ALTER TABLE event_batches DROP COLUMN turn;
              DROP INDEX runs_due; ALTER TABLE runs DROP COLUMN due_at; ALTER TABLE schedules DROP COLUMN paused_reason;
              DROP INDEX runs_tenant_waiting; ALTER TABLE runs DROP COLUMN tenant;
              DROP INDEX runs_rerun_of; ALTER TABLE runs DROP COLUMN rerun_of;
-             DROP TABLE dataset_items; DROP TABLE datasets; DROP TABLE batch_items; DROP TABLE batches; PRAGMA user_version = 16;`);
+             DROP TABLE dataset_items; DROP TABLE datasets; DROP TABLE batch_items; DROP TABLE batches; DROP TABLE quota_charges; PRAGMA user_version = 16;`);
     db.close();
     const b = openStore();
     expect(await b.sessions.get('s')).toMatchObject({ lastSeq: 2, leafId: 'e2', lastTurn: 1 });
@@ -761,7 +762,7 @@ describe('sqlite store', () => {
              ALTER TABLE webhooks DROP COLUMN previous_secret; ALTER TABLE webhooks DROP COLUMN previous_secret_expires_at;
              DROP INDEX runs_tenant_waiting; ALTER TABLE runs DROP COLUMN tenant;
              DROP INDEX runs_rerun_of; ALTER TABLE runs DROP COLUMN rerun_of;
-             DROP TABLE dataset_items; DROP TABLE datasets; DROP TABLE batch_items; DROP TABLE batches;
+             DROP TABLE dataset_items; DROP TABLE datasets; DROP TABLE batch_items; DROP TABLE batches; DROP TABLE quota_charges;
              PRAGMA user_version = 18;`);
     db.close();
     const b = openStore();
