@@ -11,8 +11,14 @@ import { schedulesContract } from './schedules-contract.ts';
 import { waitsContract } from './waits-contract.ts';
 import { limitsContract } from './limits-contract.ts';
 import { batchesContract, datasetsContract } from './batches-contract.ts';
+import { quotasContract } from './quotas-contract.ts';
 
 limitsContract('postgres (two nodes)', async () => {
+  const { store, another, cleanup } = await openTestPostgres();
+  return { store, another, cleanup };
+});
+
+quotasContract('postgres (two nodes)', async () => {
   const { store, another, cleanup } = await openTestPostgres();
   return { store, another, cleanup };
 });
@@ -146,7 +152,7 @@ describe('postgres schema migrations', () => {
           ALTER TABLE webhooks DROP COLUMN previous_secret; ALTER TABLE webhooks DROP COLUMN previous_secret_expires_at;
           DROP INDEX runs_tenant_waiting; ALTER TABLE runs DROP COLUMN tenant;
           DROP INDEX runs_rerun_of; ALTER TABLE runs DROP COLUMN rerun_of;
-          DROP TABLE dataset_items, datasets, batch_items, batches; DELETE FROM keel_schema WHERE version >= 10;`);
+          DROP TABLE dataset_items, datasets, batch_items, batches, quota_charges; DELETE FROM keel_schema WHERE version >= 10;`);
       } finally {
         await c.end();
       }
@@ -193,7 +199,7 @@ describe('postgres schema migrations', () => {
         await c.query(
           `SET search_path TO "${schema}"; DROP INDEX runs_tenant_waiting; ALTER TABLE runs DROP COLUMN tenant;
            DROP INDEX runs_rerun_of; ALTER TABLE runs DROP COLUMN rerun_of;
-           DROP TABLE dataset_items, datasets, batch_items, batches; DELETE FROM keel_schema WHERE version >= 11`,
+           DROP TABLE dataset_items, datasets, batch_items, batches, quota_charges; DELETE FROM keel_schema WHERE version >= 11`,
         );
       } finally {
         await c.end();

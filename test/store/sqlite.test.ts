@@ -19,6 +19,7 @@ import { schedulesContract } from './schedules-contract.ts';
 import { waitsContract } from './waits-contract.ts';
 import { limitsContract } from './limits-contract.ts';
 import { batchesContract, datasetsContract } from './batches-contract.ts';
+import { quotasContract } from './quotas-contract.ts';
 
 /** A store on a fresh file, and more instances on the same file: the nodes of one database. */
 const twoInstances = (prefix: string) => async () => {
@@ -41,6 +42,7 @@ schedulesContract('sqlite (file, two instances)', twoInstances('keel-schedules-'
 webhooksContract('sqlite (file, two instances)', twoInstances('keel-webhooks-'));
 datasetsContract('sqlite (file, two instances)', twoInstances('keel-datasets-'));
 batchesContract('sqlite (file, two instances)', twoInstances('keel-batches-'));
+quotasContract('sqlite (file, two instances)', twoInstances('keel-quotas-'));
 
 const T0 = 1_700_000_000_000;
 const DICTIONARY_1_SHA256 = 'c08b55232ad9cecf330e375283cee03d6ad56e1ab7c88ec669c6886122ac78f9';
