@@ -21,7 +21,7 @@ import { rerunLineage } from './reruns/rerun-lineage.ts';
 import type { RunEnd } from './lifecycle/end-turn.ts';
 import { RunSink } from './sink.ts';
 import type { Waits } from './waits.ts';
-import type { Quotas, QuotaStop } from './quotas/quotas.ts';
+import type { Quotas, QuotaStop, RunSlot } from './quotas/quotas.ts';
 import { estimateCall } from './quotas/estimate-call.ts';
 
 export { runScope, type RunHost, type RunScope } from './run-scope.ts';
@@ -81,7 +81,7 @@ export class Execution {
   /** Quotas (ADR-0043): the run's tenant and key, read at its first step boundary. */
   private quotaOwner: { tenant: string; keyId: string | null } | undefined;
   /** The run's slot among its tenant's concurrent runs (when a quota limits them), taken at its first step boundary. */
-  private runSlot: { release(): Promise<void>; renew(until: number): Promise<void> } | undefined;
+  private runSlot: RunSlot | undefined;
   private runSlotAsked = false;
   /** The last model call reserved: released at the turn's end unless its step settled it. */
   private quotaCall: string | undefined;
@@ -383,7 +383,7 @@ export class Execution {
         if (!ok) return letGo();
         this.leaseHeldUntil = until;
         this.sink?.leaseRenewed();
-        if (this.runSlot) void this.runSlot.renew(until).catch(() => {});
+        if (this.runSlot) void this.runSlot.renew().catch(() => {});
       })();
     }, renewEveryMs);
     this.renewTimer.unref?.();

@@ -4,7 +4,9 @@
  * `waiting_for_quota` that wakes when the quota frees, across a UTC day boundary of a manual clock),
  * the `fail` policy, a retried step and a recovered run counted once, and runs per minute at creation.
  */
+import type { LanguageModelV4 } from '@ai-sdk/provider';
 import { afterEach, describe, expect, it } from 'vitest';
+import { FakeProvider } from '../../bench/fake-provider.ts';
 import {
   createRuntime,
   defineAgent,
@@ -12,6 +14,7 @@ import {
   QuotaExceededError,
   ScriptedModel,
   type Clock,
+  type QuotaOptions,
   type Runtime,
   type Store,
   type TenantQuotas,
@@ -30,7 +33,7 @@ const NOON = Date.UTC(2026, 11, 5, 12);
 
 const answering = () => new ScriptedModel([{ text: 'done', usage: { input: 1, output: 50 } }], { loop: true });
 
-const agentOn = (model: ScriptedModel) =>
+const agentOn = (model: LanguageModelV4) =>
   defineAgent({
     name: 'a',
     model,
@@ -38,24 +41,30 @@ const agentOn = (model: ScriptedModel) =>
     retry: { initialDelayMs: 1, maxDelayMs: 5 },
   });
 
-function runtimeOn(store: Store, quotas: TenantQuotas, model: ScriptedModel, clock?: Clock) {
+function runtimeOn(
+  store: Store,
+  quotas: TenantQuotas,
+  model: LanguageModelV4,
+  clock?: Clock,
+  source?: QuotaOptions['source'],
+) {
   return createRuntime({
     store,
     agents: [agentOn(model)],
     ...(clock ? { clock } : {}),
-    quotas: { default: quotas, recheckMs: 1000 },
+    quotas: { default: quotas, recheckMs: 1000, ...(source ? { source } : {}) },
   });
 }
 
 async function setup(
   backend: 'sqlite' | 'postgres',
   quotas: TenantQuotas,
-  o: { concurrency?: number; model?: ScriptedModel } = {},
+  o: { concurrency?: number; model?: LanguageModelV4; source?: QuotaOptions['source'] } = {},
 ) {
   const { store, close } = await openBackendStore(backend);
   const clock = manualClock(NOON);
   const model = o.model ?? answering();
-  const rt = runtimeOn(store, quotas, model, clock);
+  const rt = runtimeOn(store, quotas, model, clock, o.source);
   rt.startWorker({ pollMs: 5, sweepMs: 20, concurrency: o.concurrency ?? 16 });
   cleanups.push(async () => {
     await rt.close({ graceMs: 100 });
@@ -64,11 +73,11 @@ async function setup(
   return { rt, store, clock, model };
 }
 
-async function sendMany(rt: Runtime, n: number, tenant = 'acme') {
+async function sendMany(rt: Runtime, n: number, tenant = 'acme', apiKey?: string) {
   const runs = [];
   for (let i = 0; i < n; i++) {
     const s = await rt.sessions.create({ tenant });
-    runs.push((await rt.sessions.send(s.id, 'go')).run);
+    runs.push((await rt.sessions.send(s.id, 'go', apiKey ? { apiKey } : {})).run);
   }
   return runs;
 }
@@ -226,6 +235,62 @@ describe.each(['sqlite', 'postgres'] as const)('quota waits and settlement on %s
     const ended = await second.runs.wait(run.id, { until: 'terminal', timeoutMs: 10_000 });
     expect(ended.status).toBe('completed');
     expect(await tokensToday(store, 'acme', NOON)).toEqual({ used: PER_CALL, reserved: 0 });
+  }, 30_000);
+});
+
+describe.each(['sqlite', 'postgres'] as const)('concurrent runs and API keys on %s', (backend) => {
+  it('at most concurrentRuns of a tenant run at once; the others wait and all end', async () => {
+    const provider = new FakeProvider({ latencyMs: 60 });
+    const { rt, clock } = await setup(backend, { concurrentRuns: 2 }, { model: provider });
+    const runs = await sendMany(rt, 6);
+    const ids = runs.map((r) => r.id);
+    let now = await settle(rt, ids, ['completed', 'waiting_for_quota']);
+    for (let i = 0; i < 30 && count(now, 'completed') < 6; i++) {
+      // Waiting runs try again after the recheck: the clock moves once nothing runs.
+      clock.advance(1000);
+      await new Promise((r) => setTimeout(r, 40));
+      now = await settle(rt, ids, ['completed', 'waiting_for_quota']);
+    }
+    expect(count(now, 'completed')).toBe(6);
+    expect(provider.maxInFlight).toBeLessThanOrEqual(2);
+    expect(provider.maxInFlight).toBeGreaterThanOrEqual(1);
+    // Every slot was given back.
+    expect((await rt.runs.quota('acme')).tenant?.concurrent_runs).toMatchObject({ limit: 2, used: 0 });
+  }, 60_000);
+
+  it("an API key's own quota applies on top of its tenant's; runs per minute refuse a send with QuotaExceededError", async () => {
+    const source: QuotaOptions['source'] = async (tenant, keyId) =>
+      keyId === 'k1'
+        ? { tokensPerDay: PER_CALL, onLimit: 'fail' }
+        : tenant === 'acme'
+          ? { runsPerMinute: 4 }
+          : undefined;
+    const { rt, store } = await setup(backend, {}, { concurrency: 1, source });
+    const [a] = await sendMany(rt, 1, 'acme', 'k1');
+    expect((await rt.runs.wait(a!.id, { until: 'terminal', timeoutMs: 10_000 })).status).toBe('completed');
+    const [b] = await sendMany(rt, 1, 'acme', 'k1');
+    const failed = await rt.runs.wait(b!.id, { until: 'terminal', timeoutMs: 10_000 });
+    expect(failed.error).toMatchObject({ kind: 'quota_exceeded', scope: 'key:k1', limit: 'tokensPerDay' });
+    // The tenant (no token quota of its own) and its other keys are not held by k1's.
+    const [c] = await sendMany(rt, 1, 'acme', 'k2');
+    expect((await rt.runs.wait(c!.id, { until: 'terminal', timeoutMs: 10_000 })).status).toBe('completed');
+    expect(await store.quotas.usage('key:k1', Date.UTC(2026, 11, 5), Date.UTC(2026, 11, 1))).toMatchObject({
+      tokensDay: { used: PER_CALL, reserved: 0 },
+    });
+    expect(await rt.runs.quota('acme', 'k1')).toMatchObject({
+      tenant: { scope: 'tenant:acme', runs_per_minute: { limit: 4, used: 3 } },
+      key: { scope: 'key:k1', on_limit: 'fail', tokens_per_day: { limit: PER_CALL, used: PER_CALL, reserved: 0 } },
+    });
+    // The fourth run of the minute is made; the fifth is refused, saying when to try again.
+    await sendMany(rt, 1, 'acme');
+    const s = await rt.sessions.create({ tenant: 'acme' });
+    const refused = await rt.sessions.send(s.id, 'go').catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(QuotaExceededError);
+    expect(refused).toMatchObject({ scope: 'tenant:acme', limit: 'runsPerMinute', max: 4 });
+    expect((refused as QuotaExceededError).retryAfterMs).toBeGreaterThan(0);
+    expect((refused as QuotaExceededError).retryAfterMs).toBeLessThanOrEqual(60_000);
+    // Another tenant is not counted in acme's minute.
+    expect(await sendMany(rt, 2, 'globex')).toHaveLength(2);
   }, 30_000);
 });
 

@@ -35,6 +35,12 @@ export interface QuotaRefusal {
 export type QuotaStop =
   { policy: 'wait'; wakeAt: number; refusal: QuotaRefusal } | { policy: 'fail'; refusal: QuotaRefusal };
 
+/** A run's slot among its tenant's (and key's) concurrent runs: renewed with the run's lease, released when its execution ends. */
+export interface RunSlot {
+  release(): Promise<void>;
+  renew(): Promise<void>;
+}
+
 /** The quotas that apply to a run: its tenant's and its API key's own. */
 interface Applying {
   tenant: TenantQuotas | undefined;
@@ -187,7 +193,7 @@ export class Quotas {
     tenant: string;
     keyId: string | null;
     leaseMs: number;
-  }): Promise<{ release(): Promise<void>; renew(until: number): Promise<void> } | QuotaStop | undefined> {
+  }): Promise<RunSlot | QuotaStop | undefined> {
     const q = await this.applying(c.tenant, c.keyId);
     const limited = Quotas.scopes(c.tenant, c.keyId, q).filter((s) => s.quotas.concurrentRuns !== undefined);
     if (limited.length === 0) return undefined;
@@ -233,7 +239,9 @@ export class Quotas {
     }
     return {
       release: giveBack,
-      renew: async (until) => {
+      renew: async () => {
+        // By the quotas' clock, as the slot was taken (the run's own lease is by the system clock).
+        const until = this.clock.now() + c.leaseMs;
         for (const key of taken) await this.store.limits.renew(key, id, until);
       },
     };
