@@ -5055,7 +5055,7 @@ export interface components {
         quota?: {
           /** @description tenant:<id> or key:<id> */
           scope: string;
-          /** @description tokensPerDay, costPerDay, costPerMonth or concurrentRuns */
+          /** @description tokensPerDay, costPerDay, costPerMonth, concurrentRuns, or unavailable (the store did not answer) */
           limit: string;
           max: number;
           used: number;

@@ -489,7 +489,7 @@ export class Execution {
       return {
         policy: 'wait',
         wakeAt: now + quotas.recheckMs,
-        refusal: { scope: 'store', limit: 'tokensPerDay', max: 0, used: 0, reserved: 0 },
+        refusal: { scope: 'store', limit: 'unavailable', max: 0, used: 0, reserved: 0 },
       };
     }
   }

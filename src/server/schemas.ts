@@ -120,7 +120,11 @@ export const RunSchema = z
         quota: z
           .object({
             scope: z.string().describe('tenant:<id> or key:<id>'),
-            limit: z.string().describe('tokensPerDay, costPerDay, costPerMonth or concurrentRuns'),
+            limit: z
+              .string()
+              .describe(
+                'tokensPerDay, costPerDay, costPerMonth, concurrentRuns, or unavailable (the store did not answer)',
+              ),
             max: z.number(),
             used: z.number(),
             reserved: z.number(),

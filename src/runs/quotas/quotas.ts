@@ -22,10 +22,13 @@ import { quotaCallId } from './quota-call-id.ts';
 
 const MINUTE = 60_000;
 
-/** Why a run stopped at a quota: the scope and limit, and what was charged to it. */
+/**
+ * Why a run stopped at a quota: the scope and limit, and what was charged to it (`unavailable`:
+ * the store could not answer, the run waits a recheck rather than spend unchecked).
+ */
 export interface QuotaRefusal {
   scope: string;
-  limit: QuotaBudgetName | 'concurrentRuns';
+  limit: QuotaBudgetName | 'concurrentRuns' | 'unavailable';
   max: number;
   used: number;
   reserved: number;
