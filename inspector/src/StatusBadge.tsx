@@ -7,6 +7,7 @@ const LABELS: Record<RunStatus, string> = {
   waiting_for_user: 'waiting for an answer',
   sleeping: 'sleeping',
   waiting_for_signal: 'waiting for a signal',
+  waiting_for_quota: 'waiting for quota',
   paused: 'paused',
   completed: 'completed',
   failed: 'failed',

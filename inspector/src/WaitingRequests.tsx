@@ -18,6 +18,13 @@ export function WaitingRequests(props: { run: Run; onDecided: () => void }) {
   if (!w) return null;
   return (
     <div class="waiting">
+      {w.quota && (
+        <p class="request card">
+          Waits for the quota {w.quota.limit} of {w.quota.scope}: {w.quota.used} used
+          {w.quota.reserved ? `, ${w.quota.reserved} reserved` : ''} of {w.quota.max}
+          {w.expires_at && `; tries again at ${new Date(w.expires_at).toLocaleString()}`}
+        </p>
+      )}
       {w.requests.map((r) =>
         r.kind === 'approval' ? (
           <Approval key={r.approval_id} run={props.run} request={r} onDecided={props.onDecided} />

@@ -32,6 +32,7 @@ export const PROBLEM_TYPES = [
   'payload_too_large',
   'unsupported_media_type',
   'rate_limited',
+  'quota_exceeded',
   'unreadable_session',
   'timeout',
   'internal',

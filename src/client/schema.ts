@@ -475,6 +475,15 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
+        /** @description Over the tenant's (or API key's) runs per minute (quota_exceeded, with Retry-After), or the key's request rate */
+        429: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
       };
     };
     delete?: never;
@@ -1793,6 +1802,7 @@ export interface paths {
               | 'run.timed_out'
               | 'run.sleeping'
               | 'run.waiting_for_signal'
+              | 'run.waiting_for_quota'
               | 'schedule.fired'
             )[];
             /** @description The signing secret (default: one is generated, `whsec_…`) */
@@ -1984,6 +1994,7 @@ export interface paths {
               | 'run.timed_out'
               | 'run.sleeping'
               | 'run.waiting_for_signal'
+              | 'run.waiting_for_quota'
               | 'schedule.fired'
             )[];
             active?: boolean;
@@ -3637,7 +3648,7 @@ export interface paths {
           rerun_of?: string;
           /** @description `name` or `name@version` */
           agent?: string;
-          /** @description Comma-separated statuses (queued, running, waiting_approval, waiting_for_user, sleeping, waiting_for_signal, paused, completed, failed, cancelled, timed_out) */
+          /** @description Comma-separated statuses (queued, running, waiting_approval, waiting_for_user, sleeping, waiting_for_signal, waiting_for_quota, paused, completed, failed, cancelled, timed_out) */
           status?: string;
           /** @description ISO 8601, inclusive */
           created_from?: string;
@@ -5462,6 +5473,7 @@ export interface components {
         | 'waiting_for_user'
         | 'sleeping'
         | 'waiting_for_signal'
+        | 'waiting_for_quota'
         | 'paused'
         | 'completed'
         | 'failed'
@@ -5483,8 +5495,11 @@ export interface components {
         [key: string]: unknown;
       } | null;
       waiting: {
-        /** @enum {string} */
-        kind: 'approval' | 'input' | 'sleep' | 'signal';
+        /**
+         * @description quota: waiting_for_quota, no pending call; expires_at is when it tries again (ADR-0043)
+         * @enum {string}
+         */
+        kind: 'approval' | 'input' | 'sleep' | 'signal' | 'quota';
         requests: {
           approval_id: string;
           tool_call_id: string;
@@ -5515,6 +5530,16 @@ export interface components {
         }[];
         /** @description The first deadline of what the run still waits for (a sleep: its wake-up) */
         expires_at: string | null;
+        /** @description A quota wait: the limit that refused the next model call, and what was charged to it then */
+        quota?: {
+          /** @description tenant:<id> or key:<id> */
+          scope: string;
+          /** @description tokensPerDay, costPerDay, costPerMonth, concurrentRuns, or unavailable (the store did not answer) */
+          limit: string;
+          max: number;
+          used: number;
+          reserved: number;
+        };
       } | null;
       lease: {
         owner: string;
@@ -5587,6 +5612,11 @@ export interface components {
         /** @description US dollars, to the nano-dollar */
         cost: number;
       };
+      /** @description Quotas against their use now, whatever the range (ADR-0043) */
+      quota: {
+        tenant: components['schemas']['QuotaReport'];
+        key: components['schemas']['QuotaReport'] & unknown;
+      };
     };
     UsageRow: {
       tenant?: string;
@@ -5608,6 +5638,61 @@ export interface components {
       /** @description US dollars, to the nano-dollar */
       cost: number;
     };
+    /** @description The caller's tenant's quotas against their use now (null: none apply) */
+    QuotaReport: {
+      /** @description tenant:<id> or key:<id> */
+      scope: string;
+      /**
+       * @description What happens to a run at a limit (waiting_for_quota, or failed with quota_exceeded)
+       * @enum {string}
+       */
+      on_limit: 'wait' | 'fail';
+      concurrent_runs?: {
+        limit: number;
+        /** @description Settled: the actual tokens or cost of calls made (runs started, for runs_per_minute; runs holding a slot, for concurrent_runs) */
+        used: number;
+        /** @description Reserved by model calls in flight (their estimate, until they settle) */
+        reserved?: number;
+        /** @description ISO 8601: when the period ends (the next UTC day or month; a minute from now for runs_per_minute) */
+        resets_at: string | null;
+      };
+      runs_per_minute?: {
+        limit: number;
+        /** @description Settled: the actual tokens or cost of calls made (runs started, for runs_per_minute; runs holding a slot, for concurrent_runs) */
+        used: number;
+        /** @description Reserved by model calls in flight (their estimate, until they settle) */
+        reserved?: number;
+        /** @description ISO 8601: when the period ends (the next UTC day or month; a minute from now for runs_per_minute) */
+        resets_at: string | null;
+      };
+      tokens_per_day?: {
+        limit: number;
+        /** @description Settled: the actual tokens or cost of calls made (runs started, for runs_per_minute; runs holding a slot, for concurrent_runs) */
+        used: number;
+        /** @description Reserved by model calls in flight (their estimate, until they settle) */
+        reserved?: number;
+        /** @description ISO 8601: when the period ends (the next UTC day or month; a minute from now for runs_per_minute) */
+        resets_at: string | null;
+      };
+      cost_per_day?: {
+        limit: number;
+        /** @description Settled: the actual tokens or cost of calls made (runs started, for runs_per_minute; runs holding a slot, for concurrent_runs) */
+        used: number;
+        /** @description Reserved by model calls in flight (their estimate, until they settle) */
+        reserved?: number;
+        /** @description ISO 8601: when the period ends (the next UTC day or month; a minute from now for runs_per_minute) */
+        resets_at: string | null;
+      };
+      cost_per_month?: {
+        limit: number;
+        /** @description Settled: the actual tokens or cost of calls made (runs started, for runs_per_minute; runs holding a slot, for concurrent_runs) */
+        used: number;
+        /** @description Reserved by model calls in flight (their estimate, until they settle) */
+        reserved?: number;
+        /** @description ISO 8601: when the period ends (the next UTC day or month; a minute from now for runs_per_minute) */
+        resets_at: string | null;
+      };
+    } | null;
     Tenant: {
       id: string;
       name: string | null;
@@ -5677,6 +5762,7 @@ export interface components {
         | 'run.timed_out'
         | 'run.sleeping'
         | 'run.waiting_for_signal'
+        | 'run.waiting_for_quota'
         | 'schedule.fired'
       )[];
       active: boolean;
@@ -5702,6 +5788,7 @@ export interface components {
         | 'run.timed_out'
         | 'run.sleeping'
         | 'run.waiting_for_signal'
+        | 'run.waiting_for_quota'
         | 'schedule.fired';
       /** @description The session event that caused it */
       event_id: string;
@@ -6129,6 +6216,7 @@ export interface components {
         | 'waiting_for_user'
         | 'sleeping'
         | 'waiting_for_signal'
+        | 'waiting_for_quota'
         | 'paused'
         | 'completed'
         | 'failed'
@@ -6354,6 +6442,7 @@ export interface components {
           | 'waiting_for_user'
           | 'sleeping'
           | 'waiting_for_signal'
+          | 'waiting_for_quota'
           | 'paused'
           | 'completed'
           | 'failed'

@@ -10,6 +10,8 @@ import { BUILT_IN_SCORERS, judgeScorer, type Scorer } from '../runs/evals/scorer
 import { modelFromId } from './models.ts';
 import { mcpServersSchema, type McpServerConfig } from '../mcp/config.ts';
 import type { ModelLimits, Priority } from '../flow-control/index.ts';
+import type { TenantQuotas } from '../store/index.ts';
+import { TenantQuotasSchema } from '../runs/quotas/quota-options.ts';
 
 /** One agent in a configuration file. In JS/TS configs, `model` may be an AI SDK model and `tools` real tools. */
 export interface AgentConfig {
@@ -49,6 +51,11 @@ export interface KeelConfig {
    * `(item, candidate, reference) => score` from 0 to 1, or a model as judge with a rubric.
    */
   scorers?: Record<string, Scorer | { judge: { model: string | LanguageModelV4; rubric: string } }>;
+  /**
+   * Tenant quotas (docs/operations/quotas.md): `default`, every tenant's (until the tenants registry
+   * sets a tenant's own), and `recheckMs`, how soon a run waiting on calls in flight tries again.
+   */
+  quotas?: { default?: TenantQuotas; recheckMs?: number };
 }
 
 /** Typed helper for keel.config.ts. */
@@ -64,6 +71,8 @@ export interface LoadedConfig {
   priorities?: Record<string, Priority>;
   /** Experiment scorers (code and judges), by name. */
   scorers?: Record<string, Scorer>;
+  /** Tenant quotas (docs/operations/quotas.md). */
+  quotas?: { default?: TenantQuotas; recheckMs?: number };
   demo: boolean;
 }
 
@@ -154,6 +163,7 @@ const scorerSchema = z.union([
 const configSchema = z.strictObject({
   agents: z.array(agentSchema).min(1),
   providerLimits: providerLimitsSchema.optional(),
+  quotas: z.strictObject({ default: TenantQuotasSchema.optional(), recheckMs: positive.optional() }).optional(),
   scorers: z
     .record(z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, 'lowercase letters, digits and underscores'), scorerSchema)
     .optional(),
@@ -174,6 +184,7 @@ export function agentsFromConfig(
   providerLimits?: ModelLimits;
   priorities?: Record<string, Priority>;
   scorers?: Record<string, Scorer>;
+  quotas?: { default?: TenantQuotas; recheckMs?: number };
 } {
   const parsed = configSchema.safeParse(config);
   if (!parsed.success) throw new ConfigError(source, z.prettifyError(parsed.error));
@@ -224,6 +235,7 @@ export function agentsFromConfig(
     agents,
     compaction,
     ...(parsed.data.providerLimits ? { providerLimits: parsed.data.providerLimits } : {}),
+    ...(parsed.data.quotas ? { quotas: parsed.data.quotas as { default?: TenantQuotas; recheckMs?: number } } : {}),
     ...(Object.keys(priorities).length > 0 ? { priorities } : {}),
     ...(parsed.data.scorers ? { scorers: scorersOf(parsed.data.scorers, model, source) } : {}),
   };

@@ -106,6 +106,8 @@ function logEvent(logger: Logger, e: SessionEvent, ids: Record<string, string>):
         logger.info(ids, d.to === 'waiting_approval' ? 'run waits for an approval' : 'run waits for an answer');
       else if (d.to === 'sleeping' || d.to === 'waiting_for_signal')
         logger.info(ids, d.to === 'sleeping' ? 'run sleeps' : 'run waits for a signal');
+      else if (d.to === 'waiting_for_quota')
+        logger.info({ ...ids, ...(d.reason ? { reason: d.reason } : {}) }, 'run waits for its quota');
       else if (d.to === 'paused') logger.info(ids, 'run paused');
       else if (d.to === 'queued' && d.from === null)
         logger.debug({ ...ids, ...(d.agent ? { agent: d.agent.name } : {}) }, 'run queued');

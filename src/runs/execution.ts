@@ -21,6 +21,8 @@ import { rerunLineage } from './reruns/rerun-lineage.ts';
 import type { RunEnd } from './lifecycle/end-turn.ts';
 import { RunSink } from './sink.ts';
 import type { Waits } from './waits.ts';
+import type { Quotas, QuotaStop, RunSlot } from './quotas/quotas.ts';
+import { estimateCall } from './quotas/estimate-call.ts';
 
 export { runScope, type RunHost, type RunScope } from './run-scope.ts';
 
@@ -43,6 +45,8 @@ export interface ExecutionEnv {
   waits?: Waits;
   /** The agent as this run executes it (its MCP servers' tools, recorded at the run's start: src/mcp); an error with a `kind` fails the run. */
   prepareAgent?(agent: AgentDefinition, run: RunRecord): Promise<AgentDefinition>;
+  /** Tenant quotas (ADR-0043): each model call reserves its estimate first; absent when none are configured. */
+  quotas?: Quotas;
 }
 
 /**
@@ -74,6 +78,15 @@ export class Execution {
   private leaseHeldUntil: number;
   /** Waits outside the run in progress (see RunScope.waitOutside): while any, it holds no slot. */
   private waitsOutside = 0;
+  /** Quotas (ADR-0043): the run's tenant and key, read at its first step boundary. */
+  private quotaOwner: { tenant: string; keyId: string | null } | undefined;
+  /** The run's slot among its tenant's concurrent runs (when a quota limits them), taken at its first step boundary. */
+  private runSlot: RunSlot | undefined;
+  private runSlotAsked = false;
+  /** The last model call reserved: released at the turn's end unless its step settled it. */
+  private quotaCall: string | undefined;
+  /** A quota refused the next model call: the turn ends at that boundary (see `outcome`). */
+  private quotaStop: QuotaStop | undefined;
   /** Told when the execution starts or stops waiting outside the run (the worker's slot count changes). */
   onSlotChange: (() => void) | undefined;
   readonly done: Promise<void>;
@@ -170,6 +183,7 @@ export class Execution {
     clearInterval(this.renewTimer);
     clearInterval(this.controlTimer);
     clearTimeout(this.deadlineTimer);
+    if (this.runSlot) void this.runSlot.release().catch(() => {});
     this.executesHere();
     this.sink = undefined;
     this.handle = undefined;
@@ -236,12 +250,14 @@ export class Execution {
       waitTimeoutMs: options.waitTimeoutMs,
       steeringWaiting: () => this.steeringArrived(),
       settleWaits: this.env.waits !== undefined,
+      settleQuotas: this.env.quotas !== undefined,
       // No other worker can claim the run before its lease expires: well before that, it is ours.
       leaseHolds: () => Date.now() < this.leaseHeldUntil - this.env.renewEveryMs,
       leaseRunning: () => Date.now() < this.leaseHeldUntil,
       spans: this.spans,
     });
-    const hooks: TurnHooks[] = [this.boundaryHook()];
+    // The agent as this execution runs it (`running`, set below): its prices and settings make a call's estimate.
+    const hooks: TurnHooks[] = [this.boundaryHook(() => running)];
     const compaction = this.env.compactionFor(agent);
     if (compaction)
       hooks.push(
@@ -325,6 +341,9 @@ export class Execution {
       if (this.stopReason === 'cancel' || this.stopReason === 'timeout') this.handle.cancel();
       return this.handle.result;
     });
+    // A call reserved but never made (or failed): its reservation goes, unless its step settled it.
+    if (this.sink.ended && this.quotaCall && this.env.quotas)
+      await this.env.quotas.release(this.quotaCall).catch(() => {});
     // The turn's end settled the run in the same transaction (see RunSink). When it could not be
     // written (the run was lost, or the store failed), the lease expires and another worker recovers.
     if (this.stopReason === 'release' && this.sink.closed && !this.sink.ended) {
@@ -364,6 +383,7 @@ export class Execution {
         if (!ok) return letGo();
         this.leaseHeldUntil = until;
         this.sink?.leaseRenewed();
+        if (this.runSlot) void this.runSlot.renew().catch(() => {});
       })();
     }, renewEveryMs);
     this.renewTimer.unref?.();
@@ -394,8 +414,8 @@ export class Execution {
     }
   }
 
-  /** At every step boundary: steering sent to this run from anywhere, and a pause request. */
-  private boundaryHook(): TurnHooks {
+  /** At every step boundary: steering sent to this run from anywhere, a pause request, and the next model call's quota. */
+  private boundaryHook(agent: () => AgentDefinition): TurnHooks {
     return {
       beforeStep: async (ctx) => {
         // Read, not taken: the sink removes each input in the transaction that records it in the log.
@@ -411,9 +431,67 @@ export class Execution {
             ctx.steer((i.payload as { message: UserMessage }).message);
           }
         }
-        if (this.pauseRequested) ctx.pause();
+        if (this.pauseRequested) return ctx.pause();
+        if (this.env.quotas && !this.quotaStop) {
+          this.quotaStop = await this.reserveQuota(this.env.quotas, agent(), ctx);
+          if (this.quotaStop) ctx.pause();
+        }
       },
     };
+  }
+
+  /**
+   * Before a model call (ADR-0043): the run's slot among its tenant's concurrent runs (at its
+   * first boundary), then the call's estimate reserved against the tenant's and key's budgets.
+   * What a refusal makes of the run is its policy's (see `outcome`).
+   */
+  private async reserveQuota(
+    quotas: Quotas,
+    agent: AgentDefinition,
+    ctx: { turn: number; step: number; conversation: Parameters<typeof estimateCall>[1] },
+  ): Promise<QuotaStop | undefined> {
+    try {
+      if (!this.quotaOwner) {
+        const session = await this.env.lifecycle.store.sessions.get(this.run.sessionId);
+        const keyId = (this.run.options as RunOptions).apiKey ?? null;
+        this.quotaOwner = { tenant: session?.tenant ?? 'default', keyId };
+      }
+      const { tenant, keyId } = this.quotaOwner;
+      if (!this.runSlotAsked) {
+        this.runSlotAsked = true;
+        const slot = await quotas.takeRunSlot({
+          runId: this.run.id,
+          token: this.token,
+          tenant,
+          keyId,
+          leaseMs: this.env.leaseMs,
+        });
+        if (slot && 'policy' in slot) return slot;
+        this.runSlot = slot;
+      }
+      const { tokens, cost } = estimateCall(agent, ctx.conversation);
+      const r = await quotas.reserveCall({
+        runId: this.run.id,
+        tenant,
+        keyId,
+        turn: ctx.turn,
+        step: ctx.step + 1,
+        tokens,
+        cost,
+      });
+      if (r && 'policy' in r) return r;
+      if (r) this.quotaCall = r.callId;
+      return undefined;
+    } catch (e) {
+      // The ledger could not answer (a busy store): the run waits a little rather than spend unchecked.
+      process.emitWarning(`keel quotas, run ${this.run.id}: ${(e as Error).message}`);
+      const now = this.env.lifecycle.clock.now();
+      return {
+        policy: 'wait',
+        wakeAt: now + quotas.recheckMs,
+        refusal: { scope: 'store', limit: 'unavailable', max: 0, used: 0, reserved: 0 },
+      };
+    }
   }
 
   private outcome(end: TurnEvent & { type: 'turn/end' }): RunEnd {
@@ -424,6 +502,7 @@ export class Execution {
       case 'suspended':
         return { status: 'waiting' };
       case 'paused':
+        if (this.quotaStop) return quotaOutcome(this.quotaStop);
         return this.stopReason === 'release'
           ? { status: 'queued', reason: 'released by its worker' }
           : { status: 'paused', reason: 'pause requested' };
@@ -458,4 +537,21 @@ export class Execution {
         };
     }
   }
+}
+
+/** How a run a quota refused ends its turn: it waits for the quota (`waiting_for_quota`) or fails (`quota_exceeded`). */
+function quotaOutcome(stop: QuotaStop): RunEnd {
+  const r = stop.refusal;
+  const quota = { scope: r.scope, limit: r.limit, max: r.max, used: r.used, reserved: r.reserved };
+  if (stop.policy === 'wait') return { status: 'waiting_for_quota', wakeAt: stop.wakeAt, quota };
+  return {
+    status: 'failed',
+    reason: 'quota exceeded',
+    error: {
+      kind: 'quota_exceeded',
+      code: 'quota_exceeded',
+      message: `${r.scope} reached its quota ${r.limit} (${r.max})`,
+      ...quota,
+    },
+  };
 }

@@ -40,3 +40,6 @@ export {
   type ClientToolSpec,
   type PendingClientToolCall,
 } from './client-tools.ts';
+export { QuotaExceededError } from './quotas/quota-exceeded-error.ts';
+export { checkTenantQuotas, type QuotaOptions } from './quotas/quota-options.ts';
+export { Quotas, type QuotaReport, type QuotaLine, type QuotaRefusal, type QuotaStop } from './quotas/quotas.ts';

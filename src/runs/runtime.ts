@@ -68,6 +68,8 @@ import type { Scorer } from './evals/scorers.ts';
 import { PAUSED_FOR_ERASED_TENANT, Schedules, type SchedulerOptions } from './schedules.ts';
 import { FlowControl, type FlowControlOptions, type ModelLimits, type Priority } from '../flow-control/index.ts';
 import { runScope } from './run-scope.ts';
+import { Quotas, type QuotaReport } from './quotas/quotas.ts';
+import { checkTenantQuotas, type QuotaOptions } from './quotas/quota-options.ts';
 import { agentWithMcpTools, McpPool, type McpToolsGot } from '../mcp/index.ts';
 
 /** Whether compaction settings are one for every agent (else they are by agent name). */
@@ -121,6 +123,8 @@ export interface RuntimeOptions {
   flowControl?: FlowControlOptions;
   /** Priority of each agent's model calls when they wait for limits (a run's own `priority` wins). */
   priorities?: Record<string, Priority>;
+  /** Tenant quotas (docs/operations/quotas.md, ADR-0043): a default for every tenant, or a source by tenant and API key. */
+  quotas?: QuotaOptions;
 }
 
 export interface SendOptions extends RunOptions {
@@ -174,6 +178,8 @@ export class Runtime {
   private readonly recordContent: boolean;
   /** Provider flow control (only when `limits` are configured). */
   readonly flowControl: FlowControl | undefined;
+  /** Tenant quotas (only when `quotas` are configured; ADR-0043). */
+  readonly quotas: Quotas | undefined;
   /** The compaction settings runs use (a compaction model a limit applies to is limited). */
   private readonly compaction: RuntimeOptions['compaction'];
   /** The MCP clients of this runtime's runs: one per server, closed with the runtime (src/mcp). */
@@ -198,6 +204,13 @@ export class Runtime {
         options.clock ?? systemClock,
         options.flowControl,
       );
+    if (options.quotas) {
+      if (options.quotas.default) checkTenantQuotas(options.quotas.default, 'quotas.default');
+      const { recheckMs } = options.quotas;
+      if (recheckMs !== undefined && !(Number.isInteger(recheckMs) && recheckMs > 0))
+        throw new TypeError('quotas.recheckMs: a positive integer of milliseconds');
+      this.quotas = new Quotas(options.store, options.clock ?? systemClock, options.quotas);
+    }
     this.compaction = this.limitedCompaction(options.compaction);
     for (const a of options.agents.map((x) => this.limited(x))) {
       const list = this.agents.get(a.name) ?? [];
@@ -372,6 +385,11 @@ export class Runtime {
     };
     let message: UserInput | UserMessage = input;
     try {
+      // Runs per minute (ADR-0043): counted at the send, before the run is made.
+      if (this.quotas) {
+        const session = await this.store.sessions.get(sessionId);
+        if (session) await this.quotas.admitRun(session.tenant, options.apiKey ?? null);
+      }
       if (ifBusy === 'interrupt') {
         // Checked before the active run is cancelled: a message that cannot be taken interrupts nothing.
         message = this.lifecycle.checkedMessage(userMessage(input));
@@ -526,6 +544,7 @@ export class Runtime {
       observers: this.observers,
       recordContent: this.recordContent,
       waits: this.waits,
+      ...(this.quotas ? { quotas: this.quotas } : {}),
       prepareAgent: async (agent, run) => {
         // The tools the run got at its first start go into its agent spec, with their record.
         const recorded = (tx: StoreOps, got: McpToolsGot) => recordMcpTools(tx, run, got);
@@ -691,6 +710,14 @@ export class RunsApi {
   /** Tokens and cost of the runs that ended in a range, each run's own once, grouped (see StoreOps.usageTotals). */
   usage(q: UsageQuery): Promise<UsageTotals[]> {
     return this.rt.store.runs.usageTotals(q);
+  }
+
+  /**
+   * The tenant's quotas (and the API key's own) against what they used now (ADR-0043); each is null
+   * when no quota applies to it.
+   */
+  quota(tenant: string, keyId: string | null = null): Promise<{ tenant: QuotaReport | null; key: QuotaReport | null }> {
+    return this.rt.quotas ? this.rt.quotas.report(tenant, keyId) : Promise.resolve({ tenant: null, key: null });
   }
 
   /**

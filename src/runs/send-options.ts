@@ -20,6 +20,7 @@ const SendOptionsSchema = z.strictObject({
   maxAttempts: z.number().int().min(1).optional(),
   trace: z.strictObject({ traceparent: z.string(), tracestate: z.string().optional() }).optional(),
   priority: z.union([z.enum(['interactive', 'batch']), z.number().finite()]).optional(),
+  apiKey: z.string().min(1).optional(),
   overrides: z
     .strictObject({
       system: z.string().optional(),

@@ -2,7 +2,12 @@ import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { ImportError, InvalidEntryError, InvalidEventError, UnknownEventError } from '../session/index.ts';
-import { ArgumentsNotEditableError, IllegalTransitionError, RerunRequestError } from '../runs/index.ts';
+import {
+  ArgumentsNotEditableError,
+  IllegalTransitionError,
+  QuotaExceededError,
+  RerunRequestError,
+} from '../runs/index.ts';
 import {
   FencedError,
   NotFoundError,
@@ -44,6 +49,7 @@ export const PROBLEMS = {
   payload_too_large: { status: 413, title: 'The request body is too large' },
   unsupported_media_type: { status: 415, title: 'The body must be application/json' },
   rate_limited: { status: 429, title: 'Too many requests' },
+  quota_exceeded: { status: 429, title: "The tenant's quota is used up" },
   unreadable_session: { status: 500, title: 'The session log cannot be read by this version' },
   timeout: { status: 504, title: 'Timed out' },
   internal: { status: 500, title: 'Internal error' },
@@ -120,6 +126,17 @@ export function toProblem(e: unknown): { type: ProblemType; detail: string; exte
       type: 'arguments_not_editable',
       detail: e.message,
       extensions: { run_id: e.runId, approval_id: e.toolCallId },
+    };
+  if (e instanceof QuotaExceededError)
+    return {
+      type: 'quota_exceeded',
+      detail: e.message,
+      extensions: {
+        scope: e.scope,
+        limit: e.limit,
+        max: e.max,
+        retry_after: Math.max(1, Math.ceil(e.retryAfterMs / 1000)),
+      },
     };
   if (e instanceof IllegalTransitionError)
     return { type: 'illegal_transition', detail: e.message, extensions: { run_id: e.runId, from: e.from, to: e.to } };

@@ -78,7 +78,9 @@ export const RunSchema = z
     error: JsonObjectSchema.nullable(),
     waiting: z
       .object({
-        kind: z.enum(['approval', 'input', 'sleep', 'signal']),
+        kind: z
+          .enum(['approval', 'input', 'sleep', 'signal', 'quota'])
+          .describe('quota: waiting_for_quota, no pending call; expires_at is when it tries again (ADR-0043)'),
         requests: z.array(
           z.object({
             approval_id: z.string(),
@@ -115,6 +117,20 @@ export const RunSchema = z
           .string()
           .nullable()
           .describe('The first deadline of what the run still waits for (a sleep: its wake-up)'),
+        quota: z
+          .object({
+            scope: z.string().describe('tenant:<id> or key:<id>'),
+            limit: z
+              .string()
+              .describe(
+                'tokensPerDay, costPerDay, costPerMonth, concurrentRuns, or unavailable (the store did not answer)',
+              ),
+            max: z.number(),
+            used: z.number(),
+            reserved: z.number(),
+          })
+          .optional()
+          .describe('A quota wait: the limit that refused the next model call, and what was charged to it then'),
       })
       .nullable(),
     lease: z.object({ owner: z.string(), expires_at: z.string() }).nullable(),
@@ -309,6 +325,9 @@ export function sessionJson(s: SessionRecord) {
   };
 }
 
+/** A quota wait as the run row stores it (runs/quotas/quotas.ts: QuotaRefusal). */
+type QuotaWaitJson = { scope: string; limit: string; max: number; used: number; reserved: number };
+
 export function runJson(
   r: RunRecord,
   children: readonly string[],
@@ -357,6 +376,7 @@ export function runJson(
               : {}),
           })),
           expires_at: iso(w.expiresAt),
+          ...(w.quota ? { quota: w.quota as unknown as QuotaWaitJson } : {}),
         }
       : null,
     lease: r.lease ? { owner: r.lease.owner, expires_at: iso(r.lease.expiresAt)! } : null,

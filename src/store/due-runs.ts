@@ -7,7 +7,11 @@
  * runs wait.
  */
 
-/** Statuses in which no worker holds a run: its deadline is the sweep's to enforce. */
+/**
+ * Statuses in which no worker holds a run: its deadline is the sweep's to enforce. As migration 18
+ * (SQLite) and 9 (PostgreSQL) made `due_at`; the quota migration added `waiting_for_quota` to both
+ * lists (store/quota-rows.ts).
+ */
 const IDLE = `'queued','paused','waiting_approval','waiting_for_user','sleeping','waiting_for_signal'`;
 /** Statuses in which a run waits (its `waiting.expiresAt` is a deadline). */
 const WAITING = `'waiting_approval','waiting_for_user','sleeping','waiting_for_signal'`;

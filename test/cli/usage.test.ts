@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -114,5 +114,59 @@ describe('keel usage', () => {
     expect(r.code).toBe(2);
     expect(r.err).toMatch(/--from: .*not a date of the calendar.*--by: day and hour exclude each other/);
     expect((await keel(['usage', '--db', db, '--csv', '--json'])).code).toBe(2);
+  });
+});
+
+describe('keel usage --tenant with quotas', () => {
+  it("prints the tenant's quotas (keel.config's) against what its calls used today, and has them in --json", async () => {
+    writeFileSync(join(dir, 'script.json'), JSON.stringify([{ text: 'hi' }]));
+    const config = join(dir, 'keel.config.json');
+    writeFileSync(
+      config,
+      JSON.stringify({
+        agents: [{ name: 'a', model: 'scripted:script.json' }],
+        quotas: { default: { tokensPerDay: 1000, costPerMonth: 5 } },
+      }),
+    );
+    // A call of acme's, reserved then settled (as a run's step does), and one still in flight.
+    const now = Date.now();
+    const day = Date.UTC(new Date(now).getUTCFullYear(), new Date(now).getUTCMonth(), new Date(now).getUTCDate());
+    const month = Date.UTC(new Date(now).getUTCFullYear(), new Date(now).getUTCMonth(), 1);
+    const charge = (callId: string) =>
+      store.quotas.reserve({
+        callId,
+        runId: 'r1',
+        scopes: [{ scope: 'tenant:acme', budget: { tokensPerDay: 1000 } }],
+        tokens: 200,
+        cost: 0.5,
+        day,
+        month,
+        now,
+      });
+    expect(await charge('r1:0:1')).toEqual({ granted: true });
+    await store.quotas.settle('r1:0:1', 150, 0.25);
+    expect(await charge('r1:0:2')).toEqual({ granted: true });
+    const r = await keel(['usage', '--db', db, '--tenant', 'acme', '--config', config]);
+    expect(r.err).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.out).toContain('quotas of tenant:acme (at a limit: wait)');
+    expect(r.out).toMatch(/tokens per day\s+1000\s+150\s+200\s+\d{4}-\d{2}-\d{2}T00:00:00\.000Z/);
+    expect(r.out).toMatch(/cost per month\s+\$5\.0000\s+\$0\.2500\s+\$0\.5000/);
+    const j = await keel(['usage', '--db', db, '--tenant', 'acme', '--config', config, '--json']);
+    expect(JSON.parse(j.out).quota).toMatchObject({
+      tenant: { scope: 'tenant:acme', tokens_per_day: { limit: 1000, used: 150, reserved: 200 } },
+      key: null,
+    });
+    // A bad quota in the configuration is refused, naming it.
+    writeFileSync(
+      config,
+      JSON.stringify({
+        agents: [{ name: 'a', model: 'scripted:script.json' }],
+        quotas: { default: { tokensPerDya: 5 } },
+      }),
+    );
+    const bad = await keel(['usage', '--db', db, '--tenant', 'acme', '--config', config]);
+    expect(bad.code).not.toBe(0);
+    expect(bad.err).toContain('tokensPerDya');
   });
 });

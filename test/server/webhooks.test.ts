@@ -176,6 +176,7 @@ describe('/v1/webhooks', () => {
       'run.timed_out',
       'run.sleeping',
       'run.waiting_for_signal',
+      'run.waiting_for_quota',
       'schedule.fired',
     ];
     const created = await acme.post('/v1/webhooks', { url: hook.url, events });

@@ -12,8 +12,14 @@ import { schedulesContract } from './schedules-contract.ts';
 import { waitsContract } from './waits-contract.ts';
 import { limitsContract } from './limits-contract.ts';
 import { batchesContract, datasetsContract } from './batches-contract.ts';
+import { quotasContract } from './quotas-contract.ts';
 
 limitsContract('postgres (two nodes)', async () => {
+  const { store, another, cleanup } = await openTestPostgres();
+  return { store, another, cleanup };
+});
+
+quotasContract('postgres (two nodes)', async () => {
   const { store, another, cleanup } = await openTestPostgres();
   return { store, another, cleanup };
 });
@@ -148,7 +154,7 @@ describe('postgres schema migrations', () => {
           DROP TABLE tenants, tenant_dispatch; ALTER TABLE api_keys DROP COLUMN scope, DROP COLUMN quotas;
           DROP INDEX runs_tenant_waiting; ALTER TABLE runs DROP COLUMN tenant;
           DROP INDEX runs_rerun_of; ALTER TABLE runs DROP COLUMN rerun_of;
-          DROP TABLE dataset_items, datasets, batch_items, batches; DELETE FROM keel_schema WHERE version >= 10;`);
+          DROP TABLE dataset_items, datasets, batch_items, batches, quota_charges; DELETE FROM keel_schema WHERE version >= 10;`);
       } finally {
         await c.end();
       }
@@ -196,7 +202,7 @@ describe('postgres schema migrations', () => {
           `SET search_path TO "${schema}"; DROP TABLE tenants, tenant_dispatch; ALTER TABLE api_keys DROP COLUMN scope, DROP COLUMN quotas;
           DROP INDEX runs_tenant_waiting; ALTER TABLE runs DROP COLUMN tenant;
            DROP INDEX runs_rerun_of; ALTER TABLE runs DROP COLUMN rerun_of;
-           DROP TABLE dataset_items, datasets, batch_items, batches; DELETE FROM keel_schema WHERE version >= 11`,
+           DROP TABLE dataset_items, datasets, batch_items, batches, quota_charges; DELETE FROM keel_schema WHERE version >= 11`,
         );
       } finally {
         await c.end();

@@ -364,6 +364,7 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
           'sleeping',
           'timed_out',
           'waiting_approval',
+          'waiting_for_quota',
           'waiting_for_signal',
           'waiting_for_user',
         ]);

@@ -20,6 +20,7 @@ import { schedulesContract } from './schedules-contract.ts';
 import { waitsContract } from './waits-contract.ts';
 import { limitsContract } from './limits-contract.ts';
 import { batchesContract, datasetsContract } from './batches-contract.ts';
+import { quotasContract } from './quotas-contract.ts';
 
 /** A store on a fresh file, and more instances on the same file: the nodes of one database. */
 const twoInstances = (prefix: string) => async () => {
@@ -42,6 +43,7 @@ schedulesContract('sqlite (file, two instances)', twoInstances('keel-schedules-'
 webhooksContract('sqlite (file, two instances)', twoInstances('keel-webhooks-'));
 datasetsContract('sqlite (file, two instances)', twoInstances('keel-datasets-'));
 batchesContract('sqlite (file, two instances)', twoInstances('keel-batches-'));
+quotasContract('sqlite (file, two instances)', twoInstances('keel-quotas-'));
 
 const T0 = 1_700_000_000_000;
 const DICTIONARY_1_SHA256 = 'c08b55232ad9cecf330e375283cee03d6ad56e1ab7c88ec669c6886122ac78f9';
@@ -532,6 +534,7 @@ describe('sqlite store', () => {
       'model_limit_state',
       'model_limit_usage',
       'model_limit_waiters',
+      'quota_charges',
       'run_callbacks',
       'run_checkpoints',
       'run_inputs',
@@ -686,7 +689,7 @@ describe('sqlite store', () => {
     await a.events.append('s', [mk('e1'), mk('e2')]);
     await a.close();
     // As schema v16 left it: the sessions row moved with each append, open rows without a head
-    // (and without what later versions added: runs' tenants, v20; reruns' lineage, v21; datasets and batches, v22).
+    // (and without what later versions added: runs' tenants, v20; reruns' lineage, v21; datasets and batches, v22; the quota ledger, v27).
     const db = rawDb();
     db.exec(`UPDATE sessions SET last_seq = 2, leaf_id = 'e2', last_turn = 1 WHERE id = 's';
              ALTER TABLE event_batches DROP COLUMN leaf_id; ALTER TABLE event_batches DROP COLUMN turn;
@@ -695,7 +698,7 @@ describe('sqlite store', () => {
              ALTER TABLE api_keys DROP COLUMN scope; ALTER TABLE api_keys DROP COLUMN quotas;
              DROP INDEX runs_tenant_waiting; ALTER TABLE runs DROP COLUMN tenant;
              DROP INDEX runs_rerun_of; ALTER TABLE runs DROP COLUMN rerun_of;
-             DROP TABLE dataset_items; DROP TABLE datasets; DROP TABLE batch_items; DROP TABLE batches; PRAGMA user_version = 16;`);
+             DROP TABLE dataset_items; DROP TABLE datasets; DROP TABLE batch_items; DROP TABLE batches; DROP TABLE quota_charges; PRAGMA user_version = 16;`);
     db.close();
     const b = openStore();
     expect(await b.sessions.get('s')).toMatchObject({ lastSeq: 2, leafId: 'e2', lastTurn: 1 });
@@ -768,7 +771,7 @@ describe('sqlite store', () => {
              ALTER TABLE api_keys DROP COLUMN scope; ALTER TABLE api_keys DROP COLUMN quotas;
              DROP INDEX runs_tenant_waiting; ALTER TABLE runs DROP COLUMN tenant;
              DROP INDEX runs_rerun_of; ALTER TABLE runs DROP COLUMN rerun_of;
-             DROP TABLE dataset_items; DROP TABLE datasets; DROP TABLE batch_items; DROP TABLE batches;
+             DROP TABLE dataset_items; DROP TABLE datasets; DROP TABLE batch_items; DROP TABLE batches; DROP TABLE quota_charges;
              PRAGMA user_version = 18;`);
     db.close();
     const b = openStore();

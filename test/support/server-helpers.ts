@@ -160,6 +160,8 @@ export type Backend = 'sqlite' | 'postgres';
 export const BACKENDS: readonly Backend[] = ['sqlite', 'postgres'];
 
 export interface TestServerOptions extends Partial<Omit<StartOptions, 'store' | 'config'>> {
+  /** Tenant quotas, as keel.config's `quotas` sets them (docs/operations/quotas.md). */
+  quotas?: LoadedConfig['quotas'];
   /** API keys created before the server starts (with any key, auth is required). */
   keys?: Array<{ tenant: string; ratePerMinute?: number; revoked?: boolean; scope?: ApiKeyScope }>;
   /** Default `sqlite`. */
@@ -266,8 +268,8 @@ export async function startTestServer(o: TestServerOptions = {}): Promise<TestSe
   }
   const gates = new Gates();
   const dangerRuns: Array<{ target: string }> = [];
-  const { keys: _keys, backend: _backend, ...rest } = o;
-  const config = scriptedConfig(gates, dangerRuns);
+  const { keys: _keys, backend: _backend, quotas, ...rest } = o;
+  const config = { ...scriptedConfig(gates, dangerRuns), ...(quotas ? { quotas } : {}) };
   const start = (port: number) =>
     startServer({
       store,

@@ -1,6 +1,9 @@
 import { parseUsageParams, usageColumns, usageCsv, usageReport, UsageParamsError } from '../../server/usage.ts';
 import { args, json, line, UsageError, type Io } from '../args.ts';
 import { noPositionals, openDb, table } from '../common.ts';
+import { loadConfig } from '../../config/index.ts';
+import { systemClock } from '../../core/clock.ts';
+import { Quotas, type QuotaReport } from '../../runs/index.ts';
 
 export const usageHelp = `keel usage [--from D] [--to D] [--by tenant,agent,model,day] [--tenant T] [--agent A] [--model M] [--csv] [--json]
     tokens and cost of the runs that ended in a range, by tenant, agent, model and day or hour, for
@@ -8,12 +11,14 @@ export const usageHelp = `keel usage [--from D] [--to D] [--by tenant,agent,mode
     usage includes its subagents', which count as their own runs), erased sessions included, runs
     not ended left out. D is a date (2025-01-31, UTC; as --to the day is included) or an ISO
     timestamp with an offset; default the last 30 days. --by (default day; "" for the totals only)
-    takes tenant, agent, model and day or hour. On the local database: --db PATH (default $KEEL_DB
-    or ./.keel/keel.db, or a postgres:// URL).`;
+    takes tenant, agent, model and day or hour. With --tenant, also the tenant's quotas (quotas in
+    keel.config, or --config PATH) against what it used today and this month. On the local
+    database: --db PATH (default $KEEL_DB or ./.keel/keel.db, or a postgres:// URL).`;
 
 export async function usageCommand(argv: string[], io: Io): Promise<number> {
   const { values, positionals } = args('usage', argv, {
     db: { type: 'string' },
+    config: { type: 'string' },
     from: { type: 'string' },
     to: { type: 'string' },
     by: { type: 'string' },
@@ -45,7 +50,15 @@ export async function usageCommand(argv: string[], io: Io): Promise<number> {
   const { store } = await openDb(io, values.db);
   try {
     const report = usageReport(query, await store.runs.usageTotals(query));
-    if (values.json) json(io, report);
+    // A tenant's quotas against their use now (ADR-0043), as the configuration sets them.
+    let quota: QuotaReport | null = null;
+    if (values.tenant !== undefined) {
+      const config = await loadConfig(values.config);
+      if (config.quotas)
+        quota = (await new Quotas(store, systemClock, config.quotas).report(values.tenant, null)).tenant;
+    }
+    if (values.json)
+      json(io, values.tenant !== undefined ? { ...report, quota: { tenant: quota, key: null } } : report);
     else if (values.csv) io.out.write(usageCsv(report));
     else {
       const columns = usageColumns(report);
@@ -72,9 +85,36 @@ export async function usageCommand(argv: string[], io: Io): Promise<number> {
           rows,
         ),
       );
+      if (quota) line(io, quotaTable(quota));
     }
     return 0;
   } finally {
     await store.close();
   }
+}
+
+/** A tenant's quotas as a table: each limit, what is used and reserved, and when it resets. */
+function quotaTable(q: QuotaReport): string {
+  const lines: Array<[string, QuotaReport['tokens_per_day']]> = [
+    ['concurrent runs', q.concurrent_runs],
+    ['runs per minute', q.runs_per_minute],
+    ['tokens per day', q.tokens_per_day],
+    ['cost per day', q.cost_per_day],
+    ['cost per month', q.cost_per_month],
+  ];
+  const money = (name: string, v: number) => (name.startsWith('cost') ? `$${v.toFixed(4)}` : String(v));
+  const rows = lines.flatMap(([name, l]) =>
+    l
+      ? [
+          [
+            name,
+            money(name, l.limit),
+            money(name, l.used),
+            l.reserved !== undefined ? money(name, l.reserved) : '-',
+            l.resets_at ?? '-',
+          ],
+        ]
+      : [],
+  );
+  return `\nquotas of ${q.scope} (at a limit: ${q.on_limit})\n${table(['QUOTA', 'LIMIT', 'USED', 'RESERVED', 'RESETS'], rows)}`;
 }

@@ -38,6 +38,7 @@ export async function workerCommand(argv: string[], io: Io): Promise<number> {
     resolveModel: modelResolverFor(config),
     ...(config.scorers ? { scorers: config.scorers } : {}),
     ...(config.providerLimits ? { limits: config.providerLimits } : {}),
+    ...(config.quotas ? { quotas: config.quotas } : {}),
     ...(config.priorities ? { priorities: config.priorities } : {}),
     webhooks: { allowPrivateNetworks: io.env.KEEL_WEBHOOKS_ALLOW_PRIVATE === '1' },
   });

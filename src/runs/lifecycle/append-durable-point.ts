@@ -6,6 +6,8 @@
 import { TurnNotOverError } from '../../core/index.ts';
 import type { NewEvent, SessionEvent } from '../../session/index.ts';
 import type { RunRecord, StoreOps } from '../../store/index.ts';
+import { totalTokens, type Usage } from '../../model/index.ts';
+import { quotaCallId } from '../quotas/quota-call-id.ts';
 import type { RunCheckpointState } from '../resume.ts';
 import type { LifecycleContext } from './context.ts';
 import { endTurn, type TurnEnd } from './end-turn.ts';
@@ -27,6 +29,11 @@ export interface DurablePoint {
    * event that moved it: a waiter that hears that event when it is published has the run at hand.
    */
   onSettled?: (run: RunRecord, endEventId: string | undefined) => void;
+  /**
+   * Settle the quota reservation of each model call these events record (its assistant message)
+   * with its actual tokens and cost, in this transaction: exactly once with the log (ADR-0043).
+   */
+  settleQuotas?: boolean;
   /** Steering waits for the run: the turn may not end (TurnNotOverError, nothing of the point stands). */
   onSteeringWaiting?: () => void;
 }
@@ -48,6 +55,14 @@ export async function appendDurablePoint(
   const fence = { runId: run.id, token: p.token };
   const appended = await c.log.append(run.sessionId, p.events, { fence, tx, trusted: true, runId: run.id });
   for (const id of p.steered) await tx.inputs.remove(id);
+  if (p.settleQuotas)
+    for (const e of p.events)
+      if (e.type === 'assistant/message' && e.turn !== undefined && e.step !== undefined)
+        await tx.quotas.settle(
+          quotaCallId(run.id, e.turn, e.step),
+          totalTokens((e.data as { usage: Usage }).usage),
+          (e.data as { cost: number }).cost,
+        );
   // The stored checkpoint moves at the turn's end, with the run's record. A failed turn's end
   // is no step boundary: its working state may hold a step whose calls started but have no
   // result. The retry resumes from the last boundary and the log after it, which tells which

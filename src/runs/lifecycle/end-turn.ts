@@ -18,6 +18,8 @@ import { newWaiting, statusOf, type Waiting } from './waiting.ts';
 export type RunEnd =
   | { status: FinalStatus; reason?: string; error?: JsonObject }
   | { status: 'waiting' }
+  /** A quota refused the next model call (ADR-0043): the run waits, no worker holding it, until `wakeAt`. */
+  | { status: 'waiting_for_quota'; wakeAt: number; quota: JsonObject }
   | {
       status: 'paused' | 'queued';
       reason: string;
@@ -42,6 +44,7 @@ const WAIT_REASONS: Record<Waiting['kind'], string> = {
   input: 'question for the user',
   sleep: 'sleeping',
   signal: 'waiting for a signal',
+  quota: 'waiting for quota',
 };
 
 /** The run's status after its turn ended, in the turn end's transaction. */
@@ -52,7 +55,12 @@ export async function endTurn(
 ): Promise<{ run: RunRecord; events: SessionEvent[] }> {
   const { run, event: end } = t;
   const outcome = t.outcome();
-  if (outcome.status !== 'waiting' && outcome.status !== 'paused' && outcome.status !== 'queued') {
+  if (
+    outcome.status !== 'waiting' &&
+    outcome.status !== 'waiting_for_quota' &&
+    outcome.status !== 'paused' &&
+    outcome.status !== 'queued'
+  ) {
     // A final status: `finish` reads the run and adds its children's usage itself.
     const final = outcome as Extract<RunEnd, { status: FinalStatus }>;
     const f = await finish(tx, c, run.id, final.status, {
@@ -84,6 +92,21 @@ export async function endTurn(
     // A signal that came before the wait, or a time already past: the wait ends at once.
     const settled = t.settleWaits ? await settleWait(tx, c, moved.run) : { run: moved.run, events: [] };
     return { run: settled.run, events: [...moved.events, ...settled.events] };
+  }
+  if (outcome.status === 'waiting_for_quota') {
+    // A wait with no pending call: it ends by itself at `expiresAt` (the sweep wakes it, see expire-wait.ts).
+    const waiting: Waiting = {
+      kind: 'quota',
+      calls: [],
+      decisions: {},
+      expiresAt: outcome.wakeAt,
+      quota: outcome.quota,
+    };
+    return transition(tx, c, current, 'waiting_for_quota', {
+      reason: WAIT_REASONS.quota,
+      patch: { waiting: waiting as unknown as JsonObject, lease: null, pauseRequested: false, usage, cost: total.cost },
+      guard,
+    });
   }
   const moved = await transition(tx, c, current, outcome.status, {
     reason: outcome.reason,

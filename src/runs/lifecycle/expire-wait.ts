@@ -5,6 +5,7 @@ import { applyDecisions } from './apply-decisions.ts';
 import type { LifecycleContext } from './context.ts';
 import { finish } from './finish.ts';
 import { isWaiting } from './run-status.ts';
+import { transition } from './transition.ts';
 import type { FinishOptions } from './types.ts';
 import { resolution, undecided, type DeadlineAction, type Decision, type Waiting } from './waiting.ts';
 
@@ -22,6 +23,16 @@ export async function expireWait(
   const run = await tx.runs.get(runId);
   const waiting = run?.waiting as unknown as Waiting | null;
   if (!run || !waiting || !isWaiting(run.status)) return undefined;
+  if (run.status === 'waiting_for_quota') {
+    // Its quota may have freed (ADR-0043): it goes back to the queue, and its next model call reserves again.
+    if (waiting.expiresAt === null || waiting.expiresAt > now) return undefined;
+    return (
+      await transition(tx, c, run, 'queued', {
+        reason: 'its quota may have freed',
+        patch: { waiting: null },
+      })
+    ).run;
+  }
   const due = undecided(waiting).filter((call) => call.deadline && call.deadline.at <= now);
   if (due.length === 0) return undefined;
   if (due.some((call) => call.deadline!.on === 'timed_out')) {

@@ -15,12 +15,16 @@ export const TERMINAL_STATUSES: readonly RunStatus[] = ['completed', 'failed', '
 export const isTerminal = (s: RunStatus): boolean => TERMINAL_STATUSES.includes(s);
 export type FinalStatus = 'completed' | 'failed' | 'cancelled' | 'timed_out';
 
-/** The statuses of a run that waits (no worker holds it): for approvals, answers, time or a signal. */
+/**
+ * The statuses of a run that waits (no worker holds it): for approvals, answers, time, a signal, or
+ * its tenant's quota (ADR-0043: a wait with no pending call, whose `waiting.expiresAt` is its wake-up).
+ */
 export const WAITING_STATUSES: readonly RunStatus[] = [
   'waiting_approval',
   'waiting_for_user',
   'sleeping',
   'waiting_for_signal',
+  'waiting_for_quota',
 ];
 export const isWaiting = (s: RunStatus): boolean => WAITING_STATUSES.includes(s);
 
@@ -61,6 +65,7 @@ export const TRANSITIONS: Readonly<Record<RunStatus, readonly RunStatus[]>> = {
     'waiting_for_user',
     'sleeping',
     'waiting_for_signal',
+    'waiting_for_quota',
     'paused',
     'completed',
     'failed',
@@ -74,6 +79,8 @@ export const TRANSITIONS: Readonly<Record<RunStatus, readonly RunStatus[]>> = {
   // Waits for time or for a signal (ADR-0015): woken by a guarded transition to queued, exactly once.
   sleeping: ['queued', 'waiting_approval', 'waiting_for_user', 'waiting_for_signal', 'cancelled', 'timed_out'],
   waiting_for_signal: ['queued', 'waiting_approval', 'waiting_for_user', 'sleeping', 'cancelled', 'timed_out'],
+  // Waits for its tenant's quota (ADR-0043): woken (queued) when it frees; it reached it at a step boundary.
+  waiting_for_quota: ['queued', 'cancelled', 'timed_out'],
   paused: ['queued', 'cancelled', 'timed_out'],
   completed: [],
   failed: [],

@@ -80,4 +80,6 @@ export interface RunOptions {
    * added to the agent for this run; a call of one waits for the client's output (runs/client-tools.ts).
    */
   clientTools?: ClientToolSpec[];
+  /** The API key that created the run (its id): its own quotas apply with its tenant's (ADR-0043). */
+  apiKey?: string;
 }

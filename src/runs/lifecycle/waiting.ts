@@ -8,12 +8,17 @@ import { z } from 'zod';
 import type { AgentDefinition, OnDeadline, PendingCall } from '../../core/index.ts';
 import type { JsonValue, ToolOutput } from '../../model/index.ts';
 import type { NewEvent } from '../../session/index.ts';
-import type { RunRecord, RunStatus } from '../../store/index.ts';
+import type { JsonObject, RunRecord, RunStatus } from '../../store/index.ts';
 
 /** What a waiting run waits for, as stored in its row (the waiting model, ADR-0015: see waits.ts). */
 export interface Waiting {
-  /** What it waits for first (its status says the same): approvals, questions, signals, time. */
-  kind: PendingCall['kind'];
+  /**
+   * What it waits for first (its status says the same): approvals, questions, signals, time; or
+   * its tenant's quota (`waiting_for_quota`, ADR-0043: no pending call, `expiresAt` is its wake-up).
+   */
+  kind: PendingCall['kind'] | 'quota';
+  /** A quota wait: the scope and limit that refused the run's next model call, and what was charged then. */
+  quota?: JsonObject;
   /** The pending calls, each with its deadline if it has one (see WaitingCall). */
   calls: WaitingCall[];
   /** Decisions, answers and ended waits recorded so far, by tool call id. */

@@ -214,12 +214,16 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
           'Accepted',
         ),
         409: problem('The session has an active run (if_busy: reject)'),
+        429: problem(
+          "Over the tenant's (or API key's) runs per minute (quota_exceeded, with Retry-After), or the key's request rate",
+        ),
         ...problems,
       },
     }),
     async (c) => {
       const s = await sessionFor(ctx, c, c.req.valid('param').id);
       const b = c.req.valid('json');
+      const keyId = c.get('keyId');
       const recorded = await recordedMessage(ctx, c);
       if (recorded) return c.json(recorded, 202);
       const agent = b.agent ?? s.agent ?? undefined;
@@ -234,6 +238,8 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
         ...(b.timeout_ms !== undefined ? { timeoutMs: b.timeout_ms } : {}),
         ...(b.wait_timeout_ms !== undefined ? { waitTimeoutMs: b.wait_timeout_ms } : {}),
         ...(b.client_tools ? { clientTools: b.client_tools as ClientToolSpec[] } : {}),
+        // The run records the key that made it: the key's own quotas apply to it (ADR-0043).
+        ...(keyId ? { apiKey: keyId } : {}),
       });
       return c.json({ outcome: r.outcome, message: { id: r.message.id }, run: await runJsonFor(ctx, r.run) }, 202);
     },

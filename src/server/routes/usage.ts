@@ -40,6 +40,34 @@ const UsageRowSchema = z
   })
   .openapi('UsageRow');
 
+const QuotaLineSchema = z.object({
+  limit: z.number(),
+  used: z
+    .number()
+    .describe(
+      'Settled: the actual tokens or cost of calls made (runs started, for runs_per_minute; runs holding a slot, for concurrent_runs)',
+    ),
+  reserved: z.number().optional().describe('Reserved by model calls in flight (their estimate, until they settle)'),
+  resets_at: z
+    .string()
+    .nullable()
+    .describe('ISO 8601: when the period ends (the next UTC day or month; a minute from now for runs_per_minute)'),
+});
+
+const QuotaReportSchema = z
+  .object({
+    scope: z.string().describe('tenant:<id> or key:<id>'),
+    on_limit: z
+      .enum(['wait', 'fail'])
+      .describe('What happens to a run at a limit (waiting_for_quota, or failed with quota_exceeded)'),
+    concurrent_runs: QuotaLineSchema.optional(),
+    runs_per_minute: QuotaLineSchema.optional(),
+    tokens_per_day: QuotaLineSchema.optional(),
+    cost_per_day: QuotaLineSchema.optional(),
+    cost_per_month: QuotaLineSchema.optional(),
+  })
+  .openapi('QuotaReport');
+
 const UsageReportSchema = z
   .object({
     from: z.string().describe('ISO 8601, inclusive'),
@@ -49,6 +77,14 @@ const UsageReportSchema = z
       .array(UsageRowSchema)
       .describe('One row per group, ordered by the keys in group_by order (a missing model last)'),
     totals: z.object(Numbers),
+    quota: z
+      .object({
+        tenant: QuotaReportSchema.nullable().describe(
+          "The caller's tenant's quotas against their use now (null: none apply)",
+        ),
+        key: QuotaReportSchema.nullable().describe("The caller's API key's own quotas (null: none)"),
+      })
+      .describe('Quotas against their use now, whatever the range (ADR-0043)'),
   })
   .openapi('UsageReport');
 
@@ -122,7 +158,7 @@ export function usageRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
           'content-disposition': `attachment; filename="${name}"`,
         });
       }
-      return c.json(report, 200);
+      return c.json({ ...report, quota: await ctx.rt.runs.quota(tenant, c.get('keyId')) }, 200);
     },
   );
 }

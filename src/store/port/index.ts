@@ -18,6 +18,7 @@ import type { InputOps } from './inputs.ts';
 import type { KeyOps } from './keys.ts';
 import type { LimitOps } from './limits.ts';
 import type { NoticeOps } from './notices.ts';
+import type { QuotaOps } from './quotas.ts';
 import type { RunOps } from './runs.ts';
 import type { ScheduleOps } from './schedules.ts';
 import type { SessionOps } from './sessions.ts';
@@ -36,6 +37,7 @@ export * from './json.ts';
 export * from './keys.ts';
 export * from './limits.ts';
 export * from './notices.ts';
+export * from './quotas.ts';
 export * from './runs.ts';
 export * from './schedules.ts';
 export * from './sessions.ts';
@@ -62,6 +64,8 @@ export interface StoreOps {
   datasets: DatasetOps;
   /** Bulk reruns and experiments: claimable, fenced work items. */
   batches: BatchOps;
+  /** Tenant quotas: the ledger of model calls charged to tenants and API keys (ADR-0043). */
+  quotas: QuotaOps;
 }
 
 /** What flow control needs of a store (its limits namespace). */

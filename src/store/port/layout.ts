@@ -111,6 +111,7 @@ export const STORE_LAYOUT = {
     addScores: 'addBatchItemScores',
     cancel: 'cancelBatch',
   },
+  quotas: { reserve: 'reserveQuota', settle: 'settleQuota', release: 'releaseQuota', usage: 'quotaUsage' },
 } as const;
 
 export type Namespace = keyof typeof STORE_LAYOUT;

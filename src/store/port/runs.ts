@@ -24,6 +24,8 @@ export const RUN_STATUS_VALUES = [
   'sleeping',
   /** Waiting for a named signal from outside (ADR-0015): no worker holds it. */
   'waiting_for_signal',
+  /** Waiting for its tenant's quota to free (ADR-0043): no worker holds it; it wakes when the quota frees. */
+  'waiting_for_quota',
 ] as const;
 
 export type RunStatus = (typeof RUN_STATUS_VALUES)[number];

@@ -20,6 +20,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'run.timed_out',
   'run.sleeping',
   'run.waiting_for_signal',
+  'run.waiting_for_quota',
   'schedule.fired',
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];

@@ -13,6 +13,7 @@ import { pgLimitOperations } from './limits.ts';
 import { scheduleOperations } from './schedules.ts';
 import { pgDatasetsOps } from './datasets.ts';
 import { pgBatchesOps } from './batches.ts';
+import { pgQuotasOps } from './quotas.ts';
 import type { PgOps } from './context.ts';
 
 export const pgOperations: PgOps = {
@@ -30,4 +31,5 @@ export const pgOperations: PgOps = {
   ...scheduleOperations,
   ...pgDatasetsOps,
   ...pgBatchesOps,
+  ...pgQuotasOps,
 };

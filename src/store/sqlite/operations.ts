@@ -16,6 +16,7 @@ import { createLimitOperations } from './limits.ts';
 import { scheduleOperations } from './schedules.ts';
 import { datasetOps } from './datasets.ts';
 import { batchOps } from './batches.ts';
+import { quotaOps } from './quotas.ts';
 import type { OperationHooks, SyncOps } from './context.ts';
 
 /**
@@ -40,6 +41,7 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     ...scheduleOperations(c.prepared),
     ...datasetOps(c),
     ...batchOps(c),
+    ...quotaOps(db),
   };
   // Any operation may change a session's head or a run's fencing token (another run's append, one
   // without a fence, a claim, a seal): SessionHeads counts them all, and a run's append takes the

@@ -14,6 +14,7 @@ import { migration as v12 } from './12-rerun-of.ts';
 import { migration as v13 } from './13-datasets-batches.ts';
 import { migration as v14 } from './14-run-webhooks.ts';
 import { migration as v17 } from './17-tenants-registry.ts';
+import { migration as v18 } from './18-quotas.ts';
 import type { PostgresMigration } from './migration.ts';
 
 export type { PostgresMigration } from './migration.ts';
@@ -34,4 +35,5 @@ export const migrations: readonly PostgresMigration[] = [
   v13,
   v14,
   v17,
+  v18,
 ];
