@@ -250,7 +250,7 @@ export class Execution {
       waitTimeoutMs: options.waitTimeoutMs,
       steeringWaiting: () => this.steeringArrived(),
       settleWaits: this.env.waits !== undefined,
-      settleQuotas: this.env.quotas !== undefined,
+      settleQuotas: () => this.quotaCall !== undefined,
       // No other worker can claim the run before its lease expires: well before that, it is ours.
       leaseHolds: () => Date.now() < this.leaseHeldUntil - this.env.renewEveryMs,
       leaseRunning: () => Date.now() < this.leaseHeldUntil,
@@ -451,6 +451,7 @@ export class Execution {
     ctx: { turn: number; step: number; conversation: Parameters<typeof estimateCall>[1] },
   ): Promise<QuotaStop | undefined> {
     try {
+      if (!(await quotas.inEffect())) return undefined;
       if (!this.quotaOwner) {
         const session = await this.env.lifecycle.store.sessions.get(this.run.sessionId);
         const keyId = (this.run.options as RunOptions).apiKey ?? null;

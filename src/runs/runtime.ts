@@ -70,6 +70,7 @@ import { FlowControl, type FlowControlOptions, type ModelLimits, type Priority }
 import { runScope } from './run-scope.ts';
 import { Quotas, type QuotaReport } from './quotas/quotas.ts';
 import { checkTenantQuotas, type QuotaOptions } from './quotas/quota-options.ts';
+import { RegistryQuotas } from './quotas/registry-quotas.ts';
 import { agentWithMcpTools, McpPool, type McpToolsGot } from '../mcp/index.ts';
 
 /** Whether compaction settings are one for every agent (else they are by agent name). */
@@ -178,8 +179,9 @@ export class Runtime {
   private readonly recordContent: boolean;
   /** Provider flow control (only when `limits` are configured). */
   readonly flowControl: FlowControl | undefined;
-  /** Tenant quotas (only when `quotas` are configured; ADR-0043). */
-  readonly quotas: Quotas | undefined;
+  /** Tenant quotas (ADR-0043): the `quotas` option's, else the tenants registry's. */
+  readonly quotas: Quotas;
+  private readonly registryQuotas: RegistryQuotas | undefined;
   /** The compaction settings runs use (a compaction model a limit applies to is limited). */
   private readonly compaction: RuntimeOptions['compaction'];
   /** The MCP clients of this runtime's runs: one per server, closed with the runtime (src/mcp). */
@@ -204,13 +206,18 @@ export class Runtime {
         options.clock ?? systemClock,
         options.flowControl,
       );
-    if (options.quotas) {
-      if (options.quotas.default) checkTenantQuotas(options.quotas.default, 'quotas.default');
-      const { recheckMs } = options.quotas;
-      if (recheckMs !== undefined && !(Number.isInteger(recheckMs) && recheckMs > 0))
-        throw new TypeError('quotas.recheckMs: a positive integer of milliseconds');
-      this.quotas = new Quotas(options.store, options.clock ?? systemClock, options.quotas);
-    }
+    const q = options.quotas ?? {};
+    if (q.default) checkTenantQuotas(q.default, 'quotas.default');
+    if (q.recheckMs !== undefined && !(Number.isInteger(q.recheckMs) && q.recheckMs > 0))
+      throw new TypeError('quotas.recheckMs: a positive integer of milliseconds');
+    // Without a source of its own, a runtime takes each tenant's and key's quotas from the registry.
+    this.registryQuotas = q.source ? undefined : new RegistryQuotas(options.store);
+    this.quotas = new Quotas(
+      options.store,
+      options.clock ?? systemClock,
+      this.registryQuotas ? { ...q, source: this.registryQuotas.source } : q,
+      this.registryQuotas,
+    );
     this.compaction = this.limitedCompaction(options.compaction);
     for (const a of options.agents.map((x) => this.limited(x))) {
       const list = this.agents.get(a.name) ?? [];
@@ -293,9 +300,16 @@ export class Runtime {
   readonly apiKeys = {
     find: (hash: string): Promise<ApiKeyRecord | undefined> => this.store.keys.find(hash),
     list: (tenant?: string): Promise<ApiKeyRecord[]> => this.store.keys.list(tenant),
-    create: (key: ApiKeyRecord): Promise<void> => this.store.keys.create(key),
+    create: async (key: ApiKeyRecord): Promise<void> => {
+      await this.store.keys.create(key);
+      this.registryQuotas?.invalidate();
+    },
     /** False when there is no such key. */
-    revoke: (id: string): Promise<boolean> => this.store.keys.revoke(id, Date.now()),
+    revoke: async (id: string): Promise<boolean> => {
+      const revoked = await this.store.keys.revoke(id, Date.now());
+      this.registryQuotas?.invalidate();
+      return revoked;
+    },
   };
 
   /**
@@ -303,10 +317,18 @@ export class Runtime {
    * tenant without a row has weight 1 and the defaults; removing a row changes nothing else.
    */
   readonly tenants = {
-    put: (t: TenantUpdate): Promise<TenantRecord> => this.store.tenants.put(t, Date.now()),
+    put: async (t: TenantUpdate): Promise<TenantRecord> => {
+      const record = await this.store.tenants.put(t, Date.now());
+      this.registryQuotas?.invalidate();
+      return record;
+    },
     get: (id: string): Promise<TenantRecord | undefined> => this.store.tenants.get(id),
     list: (): Promise<TenantRecord[]> => this.store.tenants.list(),
-    delete: (id: string): Promise<boolean> => this.store.tenants.delete(id),
+    delete: async (id: string): Promise<boolean> => {
+      const removed = await this.store.tenants.delete(id);
+      this.registryQuotas?.invalidate();
+      return removed;
+    },
   };
 
   /** Idempotency records: what a request with a key did (see server/app.ts). */
@@ -386,7 +408,7 @@ export class Runtime {
     let message: UserInput | UserMessage = input;
     try {
       // Runs per minute (ADR-0043): counted at the send, before the run is made.
-      if (this.quotas) {
+      if (await this.quotas.inEffect()) {
         const session = await this.store.sessions.get(sessionId);
         if (session) await this.quotas.admitRun(session.tenant, options.apiKey ?? null);
       }
@@ -544,7 +566,7 @@ export class Runtime {
       observers: this.observers,
       recordContent: this.recordContent,
       waits: this.waits,
-      ...(this.quotas ? { quotas: this.quotas } : {}),
+      quotas: this.quotas,
       prepareAgent: async (agent, run) => {
         // The tools the run got at its first start go into its agent spec, with their record.
         const recorded = (tx: StoreOps, got: McpToolsGot) => recordMcpTools(tx, run, got);
@@ -717,7 +739,7 @@ export class RunsApi {
    * when no quota applies to it.
    */
   quota(tenant: string, keyId: string | null = null): Promise<{ tenant: QuotaReport | null; key: QuotaReport | null }> {
-    return this.rt.quotas ? this.rt.quotas.report(tenant, keyId) : Promise.resolve({ tenant: null, key: null });
+    return this.rt.quotas.report(tenant, keyId);
   }
 
   /**

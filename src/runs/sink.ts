@@ -22,8 +22,8 @@ export interface RunSinkHooks {
   spans?: RunSpans | undefined;
   /** Ends a wait at once when what it waits for already came (see lifecycle/apply-decisions.ts: settleWait). */
   settleWaits?: boolean;
-  /** Settles the quota reservations of the model calls each durable point records (ADR-0043). */
-  settleQuotas?: boolean;
+  /** Whether to settle the quota reservations of the model calls each durable point records (ADR-0043): only when one was made. */
+  settleQuotas?: () => boolean;
 }
 
 export type { RunEnd } from './lifecycle/end-turn.ts';
@@ -93,7 +93,7 @@ export class RunSink extends BufferedSink {
       token: this.token,
       events,
       steered,
-      ...(this.hooks.settleQuotas ? { settleQuotas: true } : {}),
+      ...(this.hooks.settleQuotas?.() ? { settleQuotas: true } : {}),
       ...(held && state ? { checkpoint: { step: held.checkpoint.step, index: held.index, state } } : {}),
       ...(end
         ? {

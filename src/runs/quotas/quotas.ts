@@ -19,6 +19,7 @@ import { QuotaExceededError } from './quota-exceeded-error.ts';
 import type { QuotaOptions } from './quota-options.ts';
 import { dayStart, monthStart, nextDay, nextMonth } from './periods.ts';
 import { quotaCallId } from './quota-call-id.ts';
+import type { RegistryQuotas } from './registry-quotas.ts';
 
 const MINUTE = 60_000;
 
@@ -92,13 +93,31 @@ export class Quotas {
   private readonly store: Pick<StoreOps, 'quotas' | 'limits'>;
   private readonly clock: Clock;
   private readonly options: QuotaOptions;
+  private readonly registry: RegistryQuotas | undefined;
   readonly recheckMs: number;
 
-  constructor(store: Pick<StoreOps, 'quotas' | 'limits'>, clock: Clock, options: QuotaOptions) {
+  /** `registry`: the tenants registry when it is the source (it knows whether any quota is set). */
+  constructor(
+    store: Pick<StoreOps, 'quotas' | 'limits'>,
+    clock: Clock,
+    options: QuotaOptions,
+    registry?: RegistryQuotas,
+  ) {
+    this.registry = registry;
     this.store = store;
     this.clock = clock;
     this.options = options;
     this.recheckMs = options.recheckMs ?? 5000;
+  }
+
+  /**
+   * Whether any quota may apply: a default, a source of the runtime's own, or a limit somewhere
+   * in the registry. When none does, a run and its steps pay nothing for quotas (no reads, no
+   * reservations, no settlements).
+   */
+  async inEffect(): Promise<boolean> {
+    if (this.options.default !== undefined || !this.registry) return true;
+    return this.registry.any();
   }
 
   /** The tenant's quotas (the source's, else the default) and the key's own (the source's only). */
@@ -106,7 +125,8 @@ export class Quotas {
     const source = this.options.source;
     const own = source ? await source(tenant, null) : undefined;
     const key = source && keyId !== null ? await source(tenant, keyId) : undefined;
-    return { tenant: own ?? this.options.default, key };
+    // A tenant's own quotas override the default field by field.
+    return { tenant: own ? { ...this.options.default, ...own } : this.options.default, key };
   }
 
   private static scopes(

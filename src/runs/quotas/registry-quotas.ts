@@ -1,0 +1,75 @@
+/**
+ * The tenants registry as the source of quotas (ADR-0043): each tenant's quotas (`store.tenants`)
+ * and each API key's own (`store.keys`), read in one snapshot that a process keeps for `ttlMs`. A
+ * change an operator makes (`keel tenants set`, `PUT /v1/tenants/{id}`) applies in every process
+ * within that time. With no quotas anywhere, quotas cost a step nothing: `inEffect` says so from
+ * the snapshot, and no reservation is made.
+ */
+import type { StoreOps, TenantQuotas } from '../../store/index.ts';
+
+/** How long a process keeps its snapshot of the registry's quotas. */
+export const REGISTRY_QUOTAS_TTL_MS = 2000;
+
+interface Snapshot {
+  tenants: Map<string, TenantQuotas>;
+  keys: Map<string, TenantQuotas>;
+  readAt: number;
+}
+
+const hasLimits = (q: TenantQuotas): boolean =>
+  q.concurrentRuns !== undefined ||
+  q.runsPerMinute !== undefined ||
+  q.tokensPerDay !== undefined ||
+  q.costPerDay !== undefined ||
+  q.costPerMonth !== undefined;
+
+export class RegistryQuotas {
+  private snapshot: Snapshot | undefined;
+  private reading: Promise<Snapshot> | undefined;
+
+  /** The snapshot's age is the process's time (`Date.now`), not the runtime's clock: a manual clock must not keep it forever. */
+  private readonly store: Pick<StoreOps, 'tenants' | 'keys'>;
+  private readonly ttlMs: number;
+
+  constructor(store: Pick<StoreOps, 'tenants' | 'keys'>, ttlMs = REGISTRY_QUOTAS_TTL_MS) {
+    this.store = store;
+    this.ttlMs = ttlMs;
+  }
+
+  /** Forgets the snapshot: the next read sees the registry as it is (this process changed it). */
+  invalidate(): void {
+    this.snapshot = undefined;
+  }
+
+  /** A tenant's quotas (`keyId` null) or an API key's own, as the registry held them at most `ttlMs` ago. */
+  readonly source = async (tenant: string, keyId: string | null): Promise<TenantQuotas | undefined> => {
+    const s = await this.current();
+    return keyId === null ? s.tenants.get(tenant) : s.keys.get(keyId);
+  };
+
+  /** Whether any tenant or key has a limit. */
+  async any(): Promise<boolean> {
+    const s = await this.current();
+    for (const q of s.tenants.values()) if (hasLimits(q)) return true;
+    for (const q of s.keys.values()) if (hasLimits(q)) return true;
+    return false;
+  }
+
+  private current(): Promise<Snapshot> {
+    const s = this.snapshot;
+    if (s && Date.now() - s.readAt < this.ttlMs) return Promise.resolve(s);
+    this.reading ??= this.read().finally(() => (this.reading = undefined));
+    return this.reading;
+  }
+
+  private async read(): Promise<Snapshot> {
+    const readAt = Date.now();
+    const [tenants, keys] = await Promise.all([this.store.tenants.list(), this.store.keys.list()]);
+    const s: Snapshot = { tenants: new Map(), keys: new Map(), readAt };
+    for (const t of tenants) if (Object.keys(t.quotas).length > 0) s.tenants.set(t.id, t.quotas);
+    for (const k of keys)
+      if (k.revokedAt === null && k.quotas && Object.keys(k.quotas).length > 0) s.keys.set(k.id, k.quotas);
+    this.snapshot = s;
+    return s;
+  }
+}
