@@ -4,6 +4,7 @@ import {
   startTurn,
   userMessage,
   type AgentDefinition,
+  type LargePayloadPolicy,
   type TurnHandle,
   type TurnHooks,
   type TurnOptions,
@@ -14,6 +15,7 @@ import {
   refuseNul,
   RunBusyError,
   StoreError,
+  type BlobStore,
   type JsonObject,
   type SessionPage,
   type SessionRecord,
@@ -53,7 +55,15 @@ export interface SessionsOptions {
   registry?: EventRegistry;
   /** Write a projection snapshot once a read had to fold this many events. */
   snapshotEvery?: number;
+  /** Large payloads (ADR-0040): the threshold, the event bound, what the model sees, and where they are stored. */
+  largePayloads?: LargePayloadOptions;
 }
+
+/** How large payloads are stored and shown to the model (defaults: DEFAULT_LARGE_PAYLOADS; the database stores them). */
+export type LargePayloadOptions = Partial<LargePayloadPolicy> & {
+  /** Where large payloads go instead of the database (an archive store): the seam of issue 42's archives. */
+  store?: BlobStore;
+};
 
 export interface ModelContext {
   messages: Message[];
@@ -91,7 +101,11 @@ export class Sessions {
   readonly snapshotEvery: number;
 
   constructor(options: SessionsOptions) {
-    this.log = new SessionLog(options.store, options.registry);
+    this.log = new SessionLog(
+      options.store,
+      options.registry,
+      options.largePayloads ? { largePayloads: options.largePayloads } : {},
+    );
     this.snapshotEvery = options.snapshotEvery ?? 256;
   }
 
@@ -373,7 +387,8 @@ export class Sessions {
 
   /** The messages on the current path after the fork point: what a branch summary describes. */
   private async abandonedPath(sessionId: string, leafId: string | null, forkAt: string): Promise<Message[]> {
-    const path = await pathEntries(this.log, sessionId, leafId, false);
+    // Read as the model sees it: the summarizer is a model.
+    const path = await pathEntries(this.log, sessionId, leafId, false, this.store, this.log.payloads.modelView);
     const i = path.findIndex((e) => e.id === forkAt);
     const state = contextProjection.init();
     for (const e of path.slice(i + 1)) contextProjection.apply(state, e);
@@ -514,6 +529,7 @@ export class Sessions {
       turn: session.lastTurn + 1,
       scope: sessionId,
       hooks: allHooks,
+      largePayloads: this.log.payloads,
     });
   }
 }

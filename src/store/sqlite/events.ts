@@ -6,6 +6,7 @@ import {
   SeqConflictError,
   StoreError,
   type AppendOptions,
+  type BlobInfo,
   type EventDraft,
 } from '../port/index.ts';
 import { decodeBatch, encodeOpen, OPEN_CODEC } from './event-batch-codec.ts';
@@ -199,8 +200,25 @@ export function eventOps(c: Shared): SyncOpsOf<'events'> {
     },
     putBlobs: (blobs) => {
       const now = Date.now();
-      for (const b of blobs) st.putBlob.run(b.hash, b.data, Buffer.byteLength(b.data), now);
+      for (const b of blobs)
+        st.putBlob.run(b.hash, b.data, Buffer.byteLength(b.data), now, b.mediaType ?? null, b.encoding ?? null);
     },
+    blobInfo: (hashes) => {
+      const out = new Map<string, BlobInfo>();
+      for (const hash of hashes) {
+        const row = st.blobInfo.get(hash);
+        if (row)
+          out.set(hash, {
+            hash,
+            size: row.size,
+            mediaType: row.media_type,
+            encoding: row.encoding === 'base64' ? 'base64' : null,
+          });
+      }
+      return out;
+    },
+    blobHead: (hash, chars) => st.blobHead.get(Math.max(0, Math.floor(chars)), hash)?.head,
+    blobTenant: (hash, tenant) => st.blobTenant.get(hash, tenant) !== undefined,
     getBlobs: (hashes) => {
       const out = new Map<string, string>();
       for (const h of hashes) {

@@ -231,10 +231,22 @@ export function prepareStatements(db: Database.Database) {
        )
        SELECT seq FROM path ORDER BY depth`,
     ),
-    putBlob: prepare(
-      'INSERT INTO blobs (hash, data, size, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING',
+    putBlob: prepare<[string, string, number, number, string | null, string | null]>(
+      'INSERT INTO blobs (hash, data, size, created_at, media_type, encoding) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING',
     ),
     getBlob: prepare<[string], { data: string }>('SELECT data FROM blobs WHERE hash = ?'),
+    blobInfo: prepare<[string], { size: number; media_type: string | null; encoding: string | null }>(
+      'SELECT size, media_type, encoding FROM blobs WHERE hash = ?',
+    ),
+    blobHead: prepare<[number, string], { head: string }>('SELECT substr(data, 1, ?) AS head FROM blobs WHERE hash = ?'),
+    // blob_refs keys a canonical UUID as its 16 bytes (id-keys.ts): turned back into its text to meet sessions.id.
+    blobTenant: prepare<[string, string], { one: number }>(
+      `SELECT 1 AS one FROM blob_refs r JOIN sessions s ON s.id = CASE WHEN typeof(r.session_id) = 'blob'
+         THEN lower(substr(hex(r.session_id), 1, 8) || '-' || substr(hex(r.session_id), 9, 4) || '-' ||
+           substr(hex(r.session_id), 13, 4) || '-' || substr(hex(r.session_id), 17, 4) || '-' || substr(hex(r.session_id), 21))
+         ELSE r.session_id END
+       WHERE r.hash = ? AND s.tenant = ? LIMIT 1`,
+    ),
     putSnapshot: prepare(
       `INSERT INTO snapshots (session_id, projection, version, as_of_seq, leaf_id, state, created_at)
        VALUES (@session_id, @projection, @version, @as_of_seq, @leaf_id, @state, @created_at)
