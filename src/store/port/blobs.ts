@@ -5,6 +5,20 @@
  * place (an archive store) can hold it instead of the database.
  */
 
+/**
+ * The first characters of a large payload (a blob with a media type) are also kept apart, in a
+ * small row of their own: a model's truncated view reads them without the rest (SQLite reads a
+ * value whole, 50 MB for a 50 MB result). A view of more characters reads the blob itself.
+ */
+export const BLOB_HEAD_CHARS = 64 * 1024;
+
+/** The head kept of a large payload's text: its first BLOB_HEAD_CHARS characters, never half a surrogate pair. */
+export function keptHead(data: string): string {
+  const head = data.slice(0, BLOB_HEAD_CHARS);
+  const last = head.charCodeAt(head.length - 1);
+  return last >= 0xd800 && last <= 0xdbff ? head.slice(0, -1) : head;
+}
+
 /** A blob to store: its hash, its text, and for a large payload what it is. */
 export interface NewBlob {
   hash: string;

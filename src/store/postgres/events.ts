@@ -1,5 +1,5 @@
 /** PostgreSQL: the events operations of the port (`store.events`). */
-import { NotFoundError, StoreError, type BlobInfo, type StoredEvent } from '../port/index.ts';
+import { BLOB_HEAD_CHARS, keptHead, NotFoundError, StoreError, type BlobInfo, type StoredEvent } from '../port/index.ts';
 import { blobHashesIn } from '../blob-refs.ts';
 import { hasNul } from '../plain-text.ts';
 import { storedEvent } from '../records.ts';
@@ -135,6 +135,12 @@ export const pgEventsOps: PgOpsOf<'events'> = {
         blobs.map((b) => b.encoding ?? null),
       ],
     );
+    const heads = blobs.filter((b) => b.mediaType !== undefined && b.data.length > BLOB_HEAD_CHARS);
+    if (heads.length > 0)
+      await sql.run(
+        'INSERT INTO blob_heads (hash, head) SELECT h, d FROM unnest($1::text[], $2::text[]) AS b(h, d) ON CONFLICT (hash) DO NOTHING',
+        [heads.map((b) => b.hash), heads.map((b) => keptHead(b.data))],
+      );
   },
 
   blobInfo: async ({ sql }, hashes) => {
@@ -153,14 +159,21 @@ export const pgEventsOps: PgOpsOf<'events'> = {
     return out;
   },
 
-  // substring of a TOASTed text fetches only the slices it needs.
-  blobHead: async ({ sql }, hash, chars) =>
-    (
-      await sql.one<{ head: string }>('SELECT substring(data from 1 for $2) AS head FROM blobs WHERE hash = $1', [
-        hash,
-        Math.max(0, Math.floor(chars)),
-      ])
-    )?.head,
+  // The kept head when it is enough; else substring of the TOASTed text (which fetches the slices it needs).
+  blobHead: async ({ sql }, hash, chars) => {
+    const n = Math.max(0, Math.floor(chars));
+    const kept =
+      n <= BLOB_HEAD_CHARS
+        ? await sql.one<{ head: string }>('SELECT substring(head from 1 for $2) AS head FROM blob_heads WHERE hash = $1', [
+            hash,
+            n,
+          ])
+        : undefined;
+    return (
+      kept ??
+      (await sql.one<{ head: string }>('SELECT substring(data from 1 for $2) AS head FROM blobs WHERE hash = $1', [hash, n]))
+    )?.head;
+  },
 
   blobTenant: async ({ sql }, hash, tenant) =>
     !!(await sql.one(

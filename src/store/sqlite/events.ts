@@ -1,5 +1,7 @@
 /** SQLite: the events operations of the port (`store.events`), synchronous, on the connection's shared state. */
 import {
+  BLOB_HEAD_CHARS,
+  keptHead,
   NotFoundError,
   type StoredEvent,
   FencedError,
@@ -200,8 +202,11 @@ export function eventOps(c: Shared): SyncOpsOf<'events'> {
     },
     putBlobs: (blobs) => {
       const now = Date.now();
-      for (const b of blobs)
+      for (const b of blobs) {
         st.putBlob.run(b.hash, b.data, Buffer.byteLength(b.data), now, b.mediaType ?? null, b.encoding ?? null);
+        if (b.mediaType !== undefined && b.data.length > BLOB_HEAD_CHARS)
+          st.putBlobHead.run(b.hash, keptHead(b.data));
+      }
     },
     blobInfo: (hashes) => {
       const out = new Map<string, BlobInfo>();
@@ -217,7 +222,10 @@ export function eventOps(c: Shared): SyncOpsOf<'events'> {
       }
       return out;
     },
-    blobHead: (hash, chars) => st.blobHead.get(Math.max(0, Math.floor(chars)), hash)?.head,
+    blobHead: (hash, chars) => {
+      const n = Math.max(0, Math.floor(chars));
+      return ((n <= BLOB_HEAD_CHARS ? st.blobHeadKept.get(n, hash) : undefined) ?? st.blobHead.get(n, hash))?.head;
+    },
     blobTenant: (hash, tenant) => st.blobTenant.get(hash, tenant) !== undefined,
     getBlobs: (hashes) => {
       const out = new Map<string, string>();
