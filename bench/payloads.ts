@@ -54,12 +54,45 @@ function turnEvents(turn: number, output: string): NewEvent[] {
       },
     }) as NewEvent;
   return [
-    { type: 'turn/start', turn, data: { agent: { name: 'a', version: '1' }, model: { provider: 'b', modelId: 'b' }, resumed: false } },
-    { type: 'user/message', turn, data: { message: { id: newId(), role: 'user', content: [{ type: 'text', text: `question ${turn}` }] }, via: 'input' } },
+    {
+      type: 'turn/start',
+      turn,
+      data: { agent: { name: 'a', version: '1' }, model: { provider: 'b', modelId: 'b' }, resumed: false },
+    },
+    {
+      type: 'user/message',
+      turn,
+      data: {
+        message: { id: newId(), role: 'user', content: [{ type: 'text', text: `question ${turn}` }] },
+        via: 'input',
+      },
+    },
     { type: 'step/start', turn, step: 1, data: {} },
     assistant(a1, [{ type: 'tool-call', toolCallId: call, toolName: 'read_log', input: { n: turn } }]),
-    { type: 'tool/call', turn, step: 1, data: { toolCallId: call, toolName: 'read_log', input: { n: turn }, idempotencyKey: call, assistantMessageId: a1 } },
-    { type: 'tool/result', turn, step: 1, data: { toolCallId: call, toolName: 'read_log', output: { type: 'text', value: output }, toolMessageId: tm, durationMs: 3 } },
+    {
+      type: 'tool/call',
+      turn,
+      step: 1,
+      data: {
+        toolCallId: call,
+        toolName: 'read_log',
+        input: { n: turn },
+        idempotencyKey: call,
+        assistantMessageId: a1,
+      },
+    },
+    {
+      type: 'tool/result',
+      turn,
+      step: 1,
+      data: {
+        toolCallId: call,
+        toolName: 'read_log',
+        output: { type: 'text', value: output },
+        toolMessageId: tm,
+        durationMs: 3,
+      },
+    },
     { type: 'step/end', turn, step: 1, data: { reason: 'tool-calls', usage } },
     { type: 'step/start', turn, step: 2, data: {} },
     assistant(newId(), [{ type: 'text', text: `answer ${turn}` }]),

@@ -25,3 +25,29 @@ export function mapBlobs(texts: ReadonlyMap<string, string>): BlobStore {
     head: (hash, chars) => Promise.resolve(texts.get(hash)?.slice(0, chars)),
   };
 }
+
+/**
+ * A store of large payloads other than the database, read with the database behind it: what was
+ * stored before it was configured, or imported (an import writes to the database), stays readable.
+ */
+export function layeredBlobs(primary: BlobStore, database: BlobStore): BlobStore {
+  const missing = (hashes: readonly string[], found: ReadonlyMap<string, unknown>) =>
+    hashes.filter((h) => !found.has(h));
+  return {
+    kind: primary.kind,
+    put: (blobs) => primary.put(blobs),
+    get: async (hashes) => {
+      const found = await primary.get(hashes);
+      const rest = missing(hashes, found);
+      if (rest.length > 0) for (const [h, v] of await database.get(rest)) found.set(h, v);
+      return found;
+    },
+    info: async (hashes) => {
+      const found = await primary.info(hashes);
+      const rest = missing(hashes, found);
+      if (rest.length > 0) for (const [h, v] of await database.info(rest)) found.set(h, v);
+      return found;
+    },
+    head: async (hash, chars) => (await primary.head(hash, chars)) ?? database.head(hash, chars),
+  };
+}

@@ -111,7 +111,12 @@ export function offloadPayloads(
         limit(part.data.length);
         const hash = blobHashOf(part.data);
         blobs.push({ hash, data: part.data, mediaType: part.mediaType, encoding: 'base64' });
-        ref = { $blob: hash, size: Buffer.byteLength(part.data, 'base64'), mediaType: part.mediaType, encoding: 'base64' };
+        ref = {
+          $blob: hash,
+          size: Buffer.byteLength(part.data, 'base64'),
+          mediaType: part.mediaType,
+          encoding: 'base64',
+        };
       } else return;
       content ??= message.content.slice();
       content[i] = { ...part, [key]: ref };
@@ -201,7 +206,11 @@ export async function restorePayloads(
       const ref = output.value;
       if (view !== 'whole') {
         const head = headTexts.get(ref.$blob)!;
-        const shown = truncatedOutput(head, { hash: ref.$blob, bytes: ref.size, mediaType: ref.mediaType }, view.truncateTo);
+        const shown = truncatedOutput(
+          head,
+          { hash: ref.$blob, bytes: ref.size, mediaType: ref.mediaType },
+          view.truncateTo,
+        );
         return { ...data, output: shown };
       }
       const t = text(ref.$blob);

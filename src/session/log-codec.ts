@@ -5,7 +5,7 @@
  */
 import { newId, type ContentBlob, type LargePayloadPolicy, type PayloadModelView } from '../core/index.ts';
 import type { BlobStore, EventDraft, NewBlob, StoreOps, StoredEvent } from '../store/index.ts';
-import { databaseBlobs } from './blob-store.ts';
+import { databaseBlobs, layeredBlobs } from './blob-store.ts';
 import { blobRefsOf, extractBlobs, inflateBlobs } from './blobs.ts';
 import type { EventRegistry, SessionEvent, SessionEventDataMap, SessionEventType } from './event-types.ts';
 import { EventTooLargeError, LARGE_PAYLOAD_FIELDS, offloadPayloads, restorePayloads } from './large-payloads.ts';
@@ -72,9 +72,9 @@ export class LogCodec {
     this.largeStore = largeStore;
   }
 
-  /** Where large payloads are read from, through `ops` when that is the database. */
+  /** Where large payloads are read from: the database through `ops`, behind the store configured instead if any. */
   blobsFor(ops: StoreOps): BlobStore {
-    return this.largeStore ?? databaseBlobs(ops);
+    return this.largeStore ? layeredBlobs(this.largeStore, databaseBlobs(ops)) : databaseBlobs(ops);
   }
 
   /**

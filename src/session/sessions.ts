@@ -15,6 +15,7 @@ import {
   refuseNul,
   RunBusyError,
   StoreError,
+  type BlobInfo,
   type BlobStore,
   type JsonObject,
   type SessionPage,
@@ -277,6 +278,19 @@ export class Sessions {
     const wanted = [...new Set(hashes.filter((h): h is string => h !== null))];
     const found = wanted.length > 0 ? await this.store.events.getBlobs(wanted) : new Map<string, string>();
     return new Map([...found].map(([h, data]) => [h, JSON.parse(data) as unknown]));
+  }
+
+  /**
+   * Content the log refers to by hash (a large payload, ADR-0040), for a tenant one of whose
+   * sessions refers to it: its text and what is known of it (media type, encoding); undefined for
+   * any other tenant, or a hash nothing stores.
+   */
+  async blob(hash: string, tenant: string): Promise<{ data: string; info: BlobInfo | undefined } | undefined> {
+    if (!(await this.store.events.blobTenant(hash, tenant))) return undefined;
+    const blobs = this.log.blobs();
+    const [texts, info] = await Promise.all([blobs.get([hash]), blobs.info([hash])]);
+    const data = texts.get(hash);
+    return data === undefined ? undefined : { data, info: info.get(hash) };
   }
 
   /** The working conversation of a running turn, rebuilt from the log (see turnConversation). */

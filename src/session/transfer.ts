@@ -4,6 +4,7 @@ import {
   hasNul,
   NUL_REFUSAL,
   StoreError,
+  type BlobInfo,
   type EventDraft,
   type NewBlob,
   type SessionRecord,
@@ -99,8 +100,10 @@ export async function* exportSession(log: SessionLog, sessionId: string): AsyncG
     const page = await log.store.events.read(sessionId, { afterSeq: after, untilSeq: s.lastSeq, limit: 1000 });
     if (page.length === 0) break;
     const wanted = [...new Set(page.flatMap((e) => contentRefsOf(e.type, e.v, e.data)))].filter((h) => !written.has(h));
-    const blobs = wanted.length > 0 ? await log.store.events.getBlobs(wanted) : new Map<string, string>();
-    const infos = wanted.length > 0 ? await log.store.events.blobInfo(wanted) : new Map();
+    // Large payloads from where the log keeps them (the database, or the store configured instead).
+    const source = log.blobs();
+    const blobs = wanted.length > 0 ? await source.get(wanted) : new Map<string, string>();
+    const infos = wanted.length > 0 ? await source.info(wanted) : new Map<string, BlobInfo>();
     for (const e of page) {
       for (const h of contentRefsOf(e.type, e.v, e.data)) {
         if (written.has(h)) continue;

@@ -15,7 +15,9 @@ import {
   EventTooLargeError,
   ScriptedModel,
   tool,
+  type BlobStore,
   type LargePayloadOptions,
+  type NewBlob,
   type Runtime,
   type Store,
   type ToolOutput,
@@ -37,6 +39,7 @@ const bigText = (seed: string, bytes = 1 << 20): string => {
 async function runtimeOn(
   backend: 'sqlite' | 'postgres',
   largePayloads?: LargePayloadOptions,
+  content: (seed: string) => string = bigText,
 ): Promise<{ rt: Runtime; store: Store; model: ScriptedModel }> {
   const { store, close } = await openBackendStore(backend);
   cleanups.push(close);
@@ -44,7 +47,7 @@ async function runtimeOn(
     name: 'read_log',
     description: 'Reads a log file',
     input: z.object({ seed: z.string() }),
-    execute: ({ seed }) => bigText(seed),
+    execute: ({ seed }) => content(seed),
   });
   const model = new ScriptedModel([{ toolCalls: [{ name: 'read_log', input: { seed: 'web-1' } }] }, { text: 'done' }], {
     loop: true,
@@ -143,23 +146,29 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       },
     );
 
-    it('with modelView whole, the model sees all of it; below the threshold nothing moves', { timeout: 60_000 }, async () => {
-      const { rt, store, model } = await runtimeOn(backend, { modelView: 'whole', thresholdBytes: 512 * 1024 });
-      const a = await sessionWithBigResult(rt);
-      const text = bigText('web-1');
-      expect(promptToolResult(model, 1)).toBe(text);
-      expect((await storedOutput(store, a)).value).toMatchObject({ $blob: contentHash(text) });
-      const ctx = await rt.sessions.context(a);
-      expect(ctx.messages.find((m) => m.role === 'tool')!.content[0]!.output).toEqual({ type: 'text', value: text });
-      expect((await rt.sessions.verifyReplay(a)).mismatches).toEqual([]);
+    it(
+      'with modelView whole, the model sees all of it; below the threshold nothing moves',
+      { timeout: 60_000 },
+      async () => {
+        const { rt, store, model } = await runtimeOn(backend, { modelView: 'whole', thresholdBytes: 512 * 1024 });
+        const a = await sessionWithBigResult(rt);
+        const text = bigText('web-1');
+        expect(promptToolResult(model, 1)).toBe(text);
+        expect((await storedOutput(store, a)).value).toMatchObject({ $blob: contentHash(text) });
+        const ctx = await rt.sessions.context(a);
+        expect(ctx.messages.find((m) => m.role === 'tool')!.content[0]!.output).toEqual({ type: 'text', value: text });
+        expect((await rt.sessions.verifyReplay(a)).mismatches).toEqual([]);
 
-      // A message below the threshold stays in its event (as a small blob of its field, as ever).
-      const s = await rt.sessions.create();
-      const small = 'x'.repeat(100 * 1024);
-      await rt.sessions.appendUserMessage(s.id, small);
-      expect(JSON.stringify(await store.events.read(s.id))).not.toContain('"mediaType"');
-      expect((await rt.sessions.events(s.id)).at(-1)!.data).toMatchObject({ message: { content: [{ text: small }] } });
-    });
+        // A message below the threshold stays in its event (as a small blob of its field, as ever).
+        const s = await rt.sessions.create();
+        const small = 'x'.repeat(100 * 1024);
+        await rt.sessions.appendUserMessage(s.id, small);
+        expect(JSON.stringify(await store.events.read(s.id))).not.toContain('"mediaType"');
+        expect((await rt.sessions.events(s.id)).at(-1)!.data).toMatchObject({
+          message: { content: [{ text: small }] },
+        });
+      },
+    );
 
     it('a large message text and attachment are stored apart and read back whole', { timeout: 60_000 }, async () => {
       const { rt, store } = await runtimeOn(backend);
@@ -188,11 +197,74 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       });
       const back = (await rt.sessions.events(s.id)).at(-1)!;
       expect(back.data).toMatchObject({
-        message: { content: [{ type: 'text', text }, { type: 'file', data, filename: 'shot.png' }] },
+        message: {
+          content: [
+            { type: 'text', text },
+            { type: 'file', data, filename: 'shot.png' },
+          ],
+        },
       });
       // What the model gets of the message is the message (attachments are not truncated).
       const ctx = await rt.sessions.context(s.id);
       expect(ctx.messages.at(-1)).toMatchObject({ content: [{ text }, { data }] });
+    });
+
+    it('a view cut between characters: at most truncateTo bytes, whole characters, the same in the run and the log', async () => {
+      const mixed = (seed: string) => `${seed}:${'ab€😀'.repeat(2000)}`;
+      const { rt, model } = await runtimeOn(backend, { thresholdBytes: 1024, modelView: { truncateTo: 1001 } }, mixed);
+      const a = await sessionWithBigResult(rt);
+      const seen = promptToolResult(model, 1);
+      const [shown] = seen.split('\n\n[truncated by Keel');
+      expect(Buffer.byteLength(shown!)).toBeLessThanOrEqual(1001);
+      expect(Buffer.byteLength(shown!)).toBeGreaterThan(1001 - 4);
+      expect(shown).not.toContain('\ufffd');
+      expect(mixed('web-1').startsWith(shown!)).toBe(true);
+      expect(seen).toContain(`of ${Buffer.byteLength(mixed('web-1'))} bytes`);
+      const ctx = await rt.sessions.context(a);
+      expect(ctx.messages.find((m) => m.role === 'tool')!.content[0]!.output).toEqual({ type: 'text', value: seen });
+      expect((await rt.sessions.verifyReplay(a)).mismatches).toEqual([]);
+    });
+
+    it('large payloads go to the blob store configured instead of the database (the archive seam)', async () => {
+      const held = new Map<string, NewBlob>();
+      const archive: BlobStore = {
+        kind: 'test-archive',
+        put: async (blobs) => void blobs.forEach((b) => held.set(b.hash, b)),
+        get: async (hashes) => new Map(hashes.filter((h) => held.has(h)).map((h) => [h, held.get(h)!.data])),
+        info: async (hashes) =>
+          new Map(
+            hashes
+              .filter((h) => held.has(h))
+              .map((h) => {
+                const b = held.get(h)!;
+                return [
+                  h,
+                  { hash: h, size: Buffer.byteLength(b.data), mediaType: b.mediaType ?? null, encoding: null },
+                ];
+              }),
+          ),
+        head: async (hash, chars) => held.get(hash)?.data.slice(0, chars),
+      };
+      const { rt, store, model } = await runtimeOn(backend, { store: archive });
+      const a = await sessionWithBigResult(rt);
+      const text = bigText('web-1');
+      const hash = contentHash(text);
+      expect(held.get(hash)).toMatchObject({ data: text, mediaType: 'text/plain; charset=utf-8' });
+      expect((await store.events.blobInfo([hash])).size).toBe(0);
+      expect(await store.events.blobTenant(hash, 'default')).toBe(true);
+      expect((await rt.sessions.events(a)).find((e) => e.type === 'tool/result')!.data).toMatchObject({
+        output: { value: text },
+      });
+      expect(promptToolResult(model, 1)).toContain(`the whole result is blob ${hash}]`);
+      expect((await rt.sessions.verifyReplay(a)).mismatches).toEqual([]);
+      // An export reads them there; an import writes them to the database, which is read behind the store.
+      const exported = await exportText(rt.sessions, a);
+      held.clear();
+      const imported = await rt.sessions.import(exported);
+      expect((await rt.sessions.events(imported.id)).find((e) => e.type === 'tool/result')!.data).toMatchObject({
+        output: { value: text },
+      });
+      expect((await rt.sessions.context(imported.id)).messages.find((m) => m.role === 'tool')).toBeDefined();
     });
 
     it('an event too large once its payloads are apart is refused before the store, which keeps nothing', async () => {
@@ -213,38 +285,42 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       expect((await store.events.blobInfo([contentHash(bigText('big', 3 << 20))])).size).toBe(0);
     });
 
-    it('export and import carry a session with large payloads, their media types included', { timeout: 60_000 }, async () => {
-      const { rt, store } = await runtimeOn(backend);
-      const a = await sessionWithBigResult(rt);
-      const data = Buffer.alloc(300 * 1024, 1).toString('base64');
-      await rt.sessions.appendUserMessage(a, [{ type: 'file', mediaType: 'application/pdf', data }]);
-      const text = await exportText(rt.sessions, a);
-      expect(text).toContain('"mediaType":"text/plain; charset=utf-8"');
-      expect(text).toContain('"mediaType":"application/pdf","encoding":"base64"');
+    it(
+      'export and import carry a session with large payloads, their media types included',
+      { timeout: 60_000 },
+      async () => {
+        const { rt, store } = await runtimeOn(backend);
+        const a = await sessionWithBigResult(rt);
+        const data = Buffer.alloc(300 * 1024, 1).toString('base64');
+        await rt.sessions.appendUserMessage(a, [{ type: 'file', mediaType: 'application/pdf', data }]);
+        const text = await exportText(rt.sessions, a);
+        expect(text).toContain('"mediaType":"text/plain; charset=utf-8"');
+        expect(text).toContain('"mediaType":"application/pdf","encoding":"base64"');
 
-      // Imported into another store: the same events, the blobs with their types.
-      const other = await openBackendStore(backend);
-      cleanups.push(other.close);
-      const rt2 = createRuntime({
-        store: other.store,
-        agents: [defineAgent({ name: 'a', model: new ScriptedModel([{ text: 'x' }]) })],
-      });
-      cleanups.push(() => rt2.close({ graceMs: 50 }));
-      const imported = await rt2.sessions.import(text, { ids: 'keep' });
-      const strip = (es: Awaited<ReturnType<Runtime['sessions']['events']>>) =>
-        es.map(({ sessionId: _s, ...rest }) => rest);
-      expect(strip(await rt2.sessions.events(imported.id))).toEqual(strip(await rt.sessions.events(a)));
-      expect(await other.store.events.read(imported.id)).toEqual(await store.events.read(a));
-      const fileHash = contentHash(data);
-      expect((await other.store.events.blobInfo([fileHash])).get(fileHash)).toMatchObject({
-        mediaType: 'application/pdf',
-        encoding: 'base64',
-      });
-      expect((await rt2.sessions.verifyReplay(imported.id)).mismatches).toEqual([]);
+        // Imported into another store: the same events, the blobs with their types.
+        const other = await openBackendStore(backend);
+        cleanups.push(other.close);
+        const rt2 = createRuntime({
+          store: other.store,
+          agents: [defineAgent({ name: 'a', model: new ScriptedModel([{ text: 'x' }]) })],
+        });
+        cleanups.push(() => rt2.close({ graceMs: 50 }));
+        const imported = await rt2.sessions.import(text, { ids: 'keep' });
+        const strip = (es: Awaited<ReturnType<Runtime['sessions']['events']>>) =>
+          es.map(({ sessionId: _s, ...rest }) => rest);
+        expect(strip(await rt2.sessions.events(imported.id))).toEqual(strip(await rt.sessions.events(a)));
+        expect(await other.store.events.read(imported.id)).toEqual(await store.events.read(a));
+        const fileHash = contentHash(data);
+        expect((await other.store.events.blobInfo([fileHash])).get(fileHash)).toMatchObject({
+          mediaType: 'application/pdf',
+          encoding: 'base64',
+        });
+        expect((await rt2.sessions.verifyReplay(imported.id)).mismatches).toEqual([]);
 
-      // An export whose large blob line is missing is refused, naming the line.
-      const lines = text.split('\n').filter((l) => !l.includes(`"hash":"${contentHash(bigText('web-1'))}"`));
-      await expect(rt2.sessions.import(lines.join('\n'))).rejects.toThrow(/refers to blob sha256:/);
-    });
+        // An export whose large blob line is missing is refused, naming the line.
+        const lines = text.split('\n').filter((l) => !l.includes(`"hash":"${contentHash(bigText('web-1'))}"`));
+        await expect(rt2.sessions.import(lines.join('\n'))).rejects.toThrow(/refers to blob sha256:/);
+      },
+    );
   });
 }

@@ -24,7 +24,11 @@ for (const backend of BACKENDS) {
       fetch(`${t.url}/v1/blobs/${hash}`, { headers: { authorization: `Bearer ${secret}`, ...headers } });
 
     beforeAll(async () => {
-      t = await startTestServer({ backend, keys: [{ tenant: 'acme' }, { tenant: 'globex' }], bodyLimitBytes: 16 << 20 });
+      t = await startTestServer({
+        backend,
+        keys: [{ tenant: 'acme' }, { tenant: 'globex' }],
+        bodyLimitBytes: 16 << 20,
+      });
       const api = t.api(t.secrets[0]);
       const s = await api.session();
       const sent = await api.post(`/v1/sessions/${s.id}/messages`, {

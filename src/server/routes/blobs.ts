@@ -55,13 +55,10 @@ export function blobRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       const { hash } = c.req.valid('param');
       const notFound = () =>
         new HttpProblem('blob_not_found', `no blob ${hash} is referred to by a session of this tenant`, { hash });
-      if (!(await ctx.rt.sessions.store.events.blobTenant(hash, c.get('tenant')))) throw notFound();
-      const blobs = ctx.rt.sessions.log.blobs();
-      const [info, texts] = await Promise.all([blobs.info([hash]), blobs.get([hash])]);
-      const text = texts.get(hash);
-      if (text === undefined) throw notFound();
-      const meta = info.get(hash);
-      const bytes = meta?.encoding === 'base64' ? Buffer.from(text, 'base64') : Buffer.from(text);
+      const blob = await ctx.rt.sessions.blob(hash, c.get('tenant'));
+      if (!blob) throw notFound();
+      const meta = blob.info;
+      const bytes = meta?.encoding === 'base64' ? Buffer.from(blob.data, 'base64') : Buffer.from(blob.data);
       const headers: Record<string, string> = {
         'content-type': meta?.mediaType ?? JSON_TYPE,
         'accept-ranges': 'bytes',
@@ -72,10 +69,15 @@ export function blobRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       const range = byteRange(c.req.header('range'), bytes.length);
       if (range === 'unsatisfiable') {
         c.header('content-range', `bytes */${bytes.length}`);
-        return problemResponse(c, 'range_not_satisfiable', `the range starts past the end of the blob's ${bytes.length} bytes`, {
-          hash,
-          size: bytes.length,
-        });
+        return problemResponse(
+          c,
+          'range_not_satisfiable',
+          `the range starts past the end of the blob's ${bytes.length} bytes`,
+          {
+            hash,
+            size: bytes.length,
+          },
+        );
       }
       if (range === undefined) {
         headers['content-length'] = String(bytes.length);

@@ -1,5 +1,12 @@
 /** PostgreSQL: the events operations of the port (`store.events`). */
-import { BLOB_HEAD_CHARS, keptHead, NotFoundError, StoreError, type BlobInfo, type StoredEvent } from '../port/index.ts';
+import {
+  BLOB_HEAD_CHARS,
+  keptHead,
+  NotFoundError,
+  StoreError,
+  type BlobInfo,
+  type StoredEvent,
+} from '../port/index.ts';
 import { blobHashesIn } from '../blob-refs.ts';
 import { hasNul } from '../plain-text.ts';
 import { storedEvent } from '../records.ts';
@@ -164,14 +171,17 @@ export const pgEventsOps: PgOpsOf<'events'> = {
     const n = Math.max(0, Math.floor(chars));
     const kept =
       n <= BLOB_HEAD_CHARS
-        ? await sql.one<{ head: string }>('SELECT substring(head from 1 for $2) AS head FROM blob_heads WHERE hash = $1', [
-            hash,
-            n,
-          ])
+        ? await sql.one<{ head: string }>(
+            'SELECT substring(head from 1 for $2) AS head FROM blob_heads WHERE hash = $1',
+            [hash, n],
+          )
         : undefined;
     return (
       kept ??
-      (await sql.one<{ head: string }>('SELECT substring(data from 1 for $2) AS head FROM blobs WHERE hash = $1', [hash, n]))
+      (await sql.one<{ head: string }>('SELECT substring(data from 1 for $2) AS head FROM blobs WHERE hash = $1', [
+        hash,
+        n,
+      ]))
     )?.head;
   },
 

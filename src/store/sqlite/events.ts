@@ -204,8 +204,7 @@ export function eventOps(c: Shared): SyncOpsOf<'events'> {
       const now = Date.now();
       for (const b of blobs) {
         st.putBlob.run(b.hash, b.data, Buffer.byteLength(b.data), now, b.mediaType ?? null, b.encoding ?? null);
-        if (b.mediaType !== undefined && b.data.length > BLOB_HEAD_CHARS)
-          st.putBlobHead.run(b.hash, keptHead(b.data));
+        if (b.mediaType !== undefined && b.data.length > BLOB_HEAD_CHARS) st.putBlobHead.run(b.hash, keptHead(b.data));
       }
     },
     blobInfo: (hashes) => {

@@ -241,8 +241,12 @@ export function prepareStatements(db: Database.Database) {
     blobInfo: prepare<[string], { size: number; media_type: string | null; encoding: string | null }>(
       'SELECT size, media_type, encoding FROM blobs WHERE hash = ?',
     ),
-    blobHead: prepare<[number, string], { head: string }>('SELECT substr(data, 1, ?) AS head FROM blobs WHERE hash = ?'),
-    putBlobHead: prepare<[string, string]>('INSERT INTO blob_heads (hash, head) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING'),
+    blobHead: prepare<[number, string], { head: string }>(
+      'SELECT substr(data, 1, ?) AS head FROM blobs WHERE hash = ?',
+    ),
+    putBlobHead: prepare<[string, string]>(
+      'INSERT INTO blob_heads (hash, head) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING',
+    ),
     blobHeadKept: prepare<[number, string], { head: string }>(
       'SELECT substr(head, 1, ?) AS head FROM blob_heads WHERE hash = ?',
     ),
