@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { LanguageModelV4 } from '@ai-sdk/provider';
 import { z } from 'zod';
-import { askUser, defineAgent, type AgentDefinition, type Tool } from '../core/index.ts';
+import { askUser, defineAgent, type AgentDefinition, type LargePayloadPolicy, type Tool } from '../core/index.ts';
 import type { CompactionSettings } from '../session/index.ts';
 import { demoAgent } from './demo.ts';
 import { BUILT_IN_SCORERS, judgeScorer, type Scorer } from '../runs/evals/scorers.ts';
@@ -49,6 +49,12 @@ export interface KeelConfig {
    * `(item, candidate, reference) => score` from 0 to 1, or a model as judge with a rubric.
    */
   scorers?: Record<string, Scorer | { judge: { model: string | LanguageModelV4; rubric: string } }>;
+  /**
+   * Large payloads (docs/operations/payloads.md): the threshold above which a tool result, message
+   * text or attachment is stored apart by hash, what the model sees of a large tool result, and the
+   * bounds of an event and of a payload.
+   */
+  largePayloads?: Partial<LargePayloadPolicy>;
 }
 
 /** Typed helper for keel.config.ts. */
@@ -64,6 +70,8 @@ export interface LoadedConfig {
   priorities?: Record<string, Priority>;
   /** Experiment scorers (code and judges), by name. */
   scorers?: Record<string, Scorer>;
+  /** Large payloads' threshold, model view and bounds (docs/operations/payloads.md). */
+  largePayloads?: Partial<LargePayloadPolicy>;
   demo: boolean;
 }
 
@@ -151,9 +159,16 @@ const scorerSchema = z.union([
     }),
   }),
 ]);
+const largePayloadsSchema = z.strictObject({
+  thresholdBytes: positive.optional(),
+  modelView: z.union([z.literal('whole'), z.strictObject({ truncateTo: positive })]).optional(),
+  maxEventBytes: positive.optional(),
+  maxPayloadBytes: positive.optional(),
+});
 const configSchema = z.strictObject({
   agents: z.array(agentSchema).min(1),
   providerLimits: providerLimitsSchema.optional(),
+  largePayloads: largePayloadsSchema.optional(),
   scorers: z
     .record(z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, 'lowercase letters, digits and underscores'), scorerSchema)
     .optional(),
@@ -174,6 +189,7 @@ export function agentsFromConfig(
   providerLimits?: ModelLimits;
   priorities?: Record<string, Priority>;
   scorers?: Record<string, Scorer>;
+  largePayloads?: Partial<LargePayloadPolicy>;
 } {
   const parsed = configSchema.safeParse(config);
   if (!parsed.success) throw new ConfigError(source, z.prettifyError(parsed.error));
@@ -226,6 +242,7 @@ export function agentsFromConfig(
     ...(parsed.data.providerLimits ? { providerLimits: parsed.data.providerLimits } : {}),
     ...(Object.keys(priorities).length > 0 ? { priorities } : {}),
     ...(parsed.data.scorers ? { scorers: scorersOf(parsed.data.scorers, model, source) } : {}),
+    ...(parsed.data.largePayloads ? { largePayloads: parsed.data.largePayloads } : {}),
   };
 }
 

@@ -324,3 +324,17 @@ for (const backend of ['sqlite', 'postgres'] as const) {
     );
   });
 }
+
+describe('large payloads: settings', () => {
+  it('a bad setting is refused when the runtime is made, naming it', async () => {
+    const { store, close } = await openBackendStore('sqlite');
+    cleanups.push(close);
+    const agents = [defineAgent({ name: 'a', model: new ScriptedModel([{ text: 'x' }]) })];
+    expect(() => createRuntime({ store, agents, largePayloads: { thresholdBytes: 0 } })).toThrow(
+      'largePayloads.thresholdBytes must be a positive integer',
+    );
+    expect(() => createRuntime({ store, agents, largePayloads: { modelView: { truncateTo: 1.5 } } })).toThrow(
+      'largePayloads.modelView.truncateTo must be a positive integer',
+    );
+  });
+});
