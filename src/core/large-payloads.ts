@@ -134,3 +134,20 @@ export function toolOutputView(output: ToolOutput, policy: LargePayloadPolicy | 
   const c = toolOutputContent(output)!;
   return truncatedOutput(c.text, { hash: c.hash, bytes: c.bytes, mediaType: c.mediaType }, policy.modelView.truncateTo);
 }
+
+/**
+ * A tool's result within the policy's bounds: over them (a large payload over `maxPayloadBytes`, a
+ * smaller one over `maxEventBytes`), the call's result is an error saying so, which the model sees
+ * and the log records, instead of an event the log would refuse (and the run fail on).
+ */
+export function boundedOutput(output: ToolOutput, policy: LargePayloadPolicy | undefined): ToolOutput {
+  if (!policy || output.type === 'error') return output;
+  const bytes = toolOutputBytes(output);
+  const limit = bytes >= policy.thresholdBytes ? policy.maxPayloadBytes : policy.maxEventBytes;
+  if (bytes <= limit) return output;
+  return {
+    type: 'error',
+    code: 'execution_error',
+    message: `the tool's result of ${bytes} bytes is over the limit of ${limit} bytes: it was not recorded`,
+  };
+}

@@ -1,5 +1,5 @@
 import { newId } from './ids.ts';
-import { toolOutputView } from './large-payloads.ts';
+import { boundedOutput, toolOutputView } from './large-payloads.ts';
 import type { AssistantMessage, ToolCallPart, ToolMessage, ToolOutput, ToolResultPart, Usage } from '../model/index.ts';
 import type { PendingCall, UnknownOutcomeInfo, UnknownOutcomeResolution } from './events.ts';
 import { isServedResult, servedResult, TurnStoppedByTool, type ServedResult } from './served-result.ts';
@@ -46,6 +46,8 @@ async function recordResult(
   durationMs: number,
   source?: ServedResult['source'],
 ): Promise<void> {
+  // A result over the log's bounds is recorded as an error saying so (large-payloads.ts).
+  output = boundedOutput(output, t.options.largePayloads);
   const toolMessage = toolMessageFor(t, assistant);
   await t.emit('tool/result', {
     toolCallId: call.toolCallId,

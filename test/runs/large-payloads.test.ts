@@ -285,6 +285,23 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       expect((await store.events.blobInfo([contentHash(bigText('big', 3 << 20))])).size).toBe(0);
     });
 
+    it('a tool result over the payload bound is recorded as an error the model sees, not refused', async () => {
+      const { rt, store, model } = await runtimeOn(backend, { maxPayloadBytes: 512 * 1024 });
+      const s = await rt.sessions.create();
+      const { run } = await rt.sessions.send(s.id, 'read the log');
+      expect((await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 20_000 })).status).toBe('completed');
+      const message = `the tool's result of ${1 << 20} bytes is over the limit of 524288 bytes: it was not recorded`;
+      const result = (await rt.sessions.events(s.id)).find((e) => e.type === 'tool/result')!;
+      expect((result.data as { output: ToolOutput }).output).toEqual({
+        type: 'error',
+        code: 'execution_error',
+        message,
+      });
+      expect(promptToolResult(model, 1)).toContain(message);
+      expect((await store.events.blobInfo([contentHash(bigText('web-1'))])).size).toBe(0);
+      expect((await rt.sessions.verifyReplay(s.id)).mismatches).toEqual([]);
+    });
+
     it(
       'export and import carry a session with large payloads, their media types included',
       { timeout: 60_000 },
