@@ -83,9 +83,14 @@ export function toolOutputBytes(output: ToolOutput): number {
   const known = contents.get(output);
   if (known) return known.bytes;
   if (output.type === 'text') return typeof output.value === 'string' ? Buffer.byteLength(output.value) : 0;
-  if (output.type === 'json') return Buffer.byteLength(JSON.stringify(output.value) ?? '');
-  return 0;
+  if (output.type !== 'json') return 0;
+  // The loop and the log both ask: a JSON value is serialized once.
+  let bytes = jsonBytes.get(output);
+  if (bytes === undefined) jsonBytes.set(output, (bytes = Buffer.byteLength(JSON.stringify(output.value) ?? '')));
+  return bytes;
 }
+
+const jsonBytes = new WeakMap<object, number>();
 
 /**
  * The longest prefix of `text` that has at most `bytes` UTF-8 bytes, cut between characters.

@@ -160,6 +160,20 @@ export function largeRefsOf(type: string, data: unknown): LargeRef[] {
   return mayHoldLargePayloads(type) ? refsOf(type, data).map((r) => r.ref) : [];
 }
 
+/** Whether a decoded event's data holds a large payload reference (no allocation: every read asks). */
+export function holdsLargeRefs(type: string, data: unknown): boolean {
+  if (typeof data !== 'object' || data === null) return false;
+  if (type === 'tool/result') return isLargeRef((data as { output?: { value?: unknown } }).output?.value);
+  if (type !== 'user/message') return false;
+  const content = (data as { message?: { content?: unknown } }).message?.content;
+  if (!Array.isArray(content)) return false;
+  for (const part of content as Array<Record<string, unknown>>) {
+    const key = partKey(part);
+    if (key && isLargeRef(part[key])) return true;
+  }
+  return false;
+}
+
 /** Whether decoding an event of this type may meet large payload references. */
 export const mayHoldLargePayloads = (type: string): boolean => type in LARGE_PAYLOAD_FIELDS;
 

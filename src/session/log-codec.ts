@@ -8,7 +8,13 @@ import type { BlobStore, EventDraft, NewBlob, StoreOps, StoredEvent } from '../s
 import { databaseBlobs, layeredBlobs } from './blob-store.ts';
 import { blobRefsOf, extractBlobs, inflateBlobs } from './blobs.ts';
 import type { EventRegistry, SessionEvent, SessionEventDataMap, SessionEventType } from './event-types.ts';
-import { EventTooLargeError, LARGE_PAYLOAD_FIELDS, offloadPayloads, restorePayloads } from './large-payloads.ts';
+import {
+  EventTooLargeError,
+  holdsLargeRefs,
+  LARGE_PAYLOAD_FIELDS,
+  offloadPayloads,
+  restorePayloads,
+} from './large-payloads.ts';
 
 /**
  * An event to append; the log assigns id (unless given), seq, parent and time. A loop event
@@ -156,8 +162,19 @@ export class LogCodec {
     const hashes = new Set<string>();
     for (const s of stored) for (const h of blobRefsOf(s.data)) hashes.add(h);
     const blobs = hashes.size > 0 ? await ops.events.getBlobs([...hashes]) : new Map<string, string>();
-    const inflated = stored.map((s) => ({ type: s.type, data: inflateBlobs(s.data, blobs) }));
-    const datas = await restorePayloads(inflated, options.payloads ?? 'whole', this.blobsFor(ops));
+    let datas: unknown[] = [];
+    let large = false;
+    for (const s of stored) {
+      const data = inflateBlobs(s.data, blobs);
+      datas.push(data);
+      if (!large && holdsLargeRefs(s.type, data)) large = true;
+    }
+    if (large)
+      datas = await restorePayloads(
+        stored.map((s, i) => ({ type: s.type, data: datas[i] })),
+        options.payloads ?? 'whole',
+        this.blobsFor(ops),
+      );
     const out: SessionEvent[] = [];
     for (let i = 0; i < stored.length; i++) {
       const s = stored[i]!;
