@@ -24,6 +24,7 @@ export function evalRuntime(store: Store, config: LoadedConfig): Runtime {
     resolveModel: modelResolverFor(config),
     ...(config.scorers ? { scorers: config.scorers } : {}),
     ...(config.providerLimits ? { limits: config.providerLimits } : {}),
+    ...(config.largePayloads ? { largePayloads: config.largePayloads } : {}),
   });
 }
 
