@@ -89,7 +89,10 @@ for (const backend of BACKENDS) {
     it('refuses another tenant, an unknown hash and a bad hash precisely', async () => {
       const other = await fetchBlob(textHash, t.secrets[1]!);
       expect(other.status).toBe(404);
-      expect(await other.json()).toMatchObject({ type: `${PROBLEM}blob_not_found`, hash: textHash });
+      expect(await other.json()).toMatchObject({
+        type: `${PROBLEM}blob_not_found`,
+        detail: 'no session of this tenant refers to a blob with this hash',
+      });
       const unknown = await fetchBlob(`sha256:${'0'.repeat(64)}`, t.secrets[0]!);
       expect(unknown.status).toBe(404);
       expect((await unknown.json()).type).toBe(`${PROBLEM}blob_not_found`);

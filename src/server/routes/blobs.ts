@@ -54,7 +54,7 @@ export function blobRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
     async (c) => {
       const { hash } = c.req.valid('param');
       const notFound = () =>
-        new HttpProblem('blob_not_found', `no blob ${hash} is referred to by a session of this tenant`, { hash });
+        new HttpProblem('blob_not_found', 'no session of this tenant refers to a blob with this hash');
       const blob = await ctx.rt.sessions.blob(hash, c.get('tenant'));
       if (!blob) throw notFound();
       const meta = blob.info;
