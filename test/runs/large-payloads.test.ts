@@ -141,8 +141,11 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         expect((await rt.sessions.events(b)).find((e) => e.type === 'tool/result')!.data).toMatchObject({
           output: { value: text },
         });
+        expect(await store.events.blobHead(hash, 10)).toBe(text.slice(0, 10));
         await rt.sessions.erase(b);
         expect((await store.events.blobInfo([hash])).size).toBe(0);
+        // Its kept head too.
+        expect(await store.events.blobHead(hash, 10)).toBeUndefined();
       },
     );
 
