@@ -173,6 +173,33 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       },
     );
 
+    it('a small JSON result that looks like a large reference is stored apart too, and read back as it was', async () => {
+      const { rt, store } = await runtimeOn(backend);
+      const s = await rt.sessions.create();
+      const lookalike = { $blob: `sha256:${'0'.repeat(64)}`, size: 3, mediaType: 'text/plain' };
+      await rt.sessions.append(s.id, [
+        {
+          type: 'tool/result',
+          data: {
+            toolCallId: 'c1',
+            toolName: 'echo',
+            output: { type: 'json', value: lookalike },
+            toolMessageId: 'tm1',
+            durationMs: 1,
+          },
+        },
+      ]);
+      const stored = await storedOutput(store, s.id);
+      expect(stored.value).toEqual({
+        $blob: contentHash(JSON.stringify(lookalike)),
+        size: Buffer.byteLength(JSON.stringify(lookalike)),
+        mediaType: 'application/json',
+      });
+      expect((await rt.sessions.events(s.id)).at(-1)!.data).toMatchObject({
+        output: { type: 'json', value: lookalike },
+      });
+    });
+
     it('a large message text and attachment are stored apart and read back whole', { timeout: 60_000 }, async () => {
       const { rt, store } = await runtimeOn(backend);
       const s = await rt.sessions.create();
