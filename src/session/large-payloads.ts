@@ -180,14 +180,18 @@ export const mayHoldLargePayloads = (type: string): boolean => type in LARGE_PAY
 /**
  * Large payloads put back into decoded events' data: the data of each event, a new object where it
  * held references (the data given, which a store may keep, is never changed). `view` is how a tool
- * result is read: whole, or truncated (its first bytes, read without the rest, and the reference);
- * anything else is read whole.
+ * result is read: whole, or truncated (its first bytes, read without the rest, and the reference)
+ * when it has `thresholdBytes` or more, as the loop shows it (`toolOutputView`); anything else is
+ * read whole.
  */
 export async function restorePayloads(
   events: ReadonlyArray<{ type: string; data: unknown }>,
   view: PayloadModelView,
   blobs: BlobStore,
+  thresholdBytes = 0,
 ): Promise<unknown[]> {
+  const truncates = (r: { ref: LargeRef; toolOutput: boolean }) =>
+    view !== 'whole' && r.toolOutput && r.ref.size >= thresholdBytes;
   const whole = new Set<string>();
   const heads = new Set<string>();
   let any = false;
@@ -195,7 +199,7 @@ export async function restorePayloads(
     if (!mayHoldLargePayloads(e.type)) continue;
     for (const r of refsOf(e.type, e.data)) {
       any = true;
-      (r.toolOutput && view !== 'whole' ? heads : whole).add(r.ref.$blob);
+      (truncates(r) ? heads : whole).add(r.ref.$blob);
     }
   }
   if (!any) return events.map((e) => e.data);
@@ -218,7 +222,7 @@ export async function restorePayloads(
       const output = data.output;
       if (!output || !isLargeRef(output.value)) return e.data;
       const ref = output.value;
-      if (view !== 'whole') {
+      if (view !== 'whole' && truncates({ ref, toolOutput: true })) {
         const head = headTexts.get(ref.$blob)!;
         const shown = truncatedOutput(
           head,

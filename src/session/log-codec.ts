@@ -174,6 +174,7 @@ export class LogCodec {
         stored.map((s, i) => ({ type: s.type, data: datas[i] })),
         options.payloads ?? 'whole',
         this.blobsFor(ops),
+        this.payloads.thresholdBytes,
       );
     const out: SessionEvent[] = [];
     for (let i = 0; i < stored.length; i++) {

@@ -198,6 +198,9 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       expect((await rt.sessions.events(s.id)).at(-1)!.data).toMatchObject({
         output: { type: 'json', value: lookalike },
       });
+      // Under the threshold, the model sees it whole, as the loop would show it.
+      const ctx = await rt.sessions.context(s.id);
+      expect(ctx.messages.at(-1)).toMatchObject({ content: [{ output: { type: 'json', value: lookalike } }] });
     });
 
     it('a large message text and attachment are stored apart and read back whole', { timeout: 60_000 }, async () => {
