@@ -303,6 +303,40 @@ export function createKeelClient(o: KeelClientOptions) {
       follow: (runId: string, f?: FollowOptions): KeelFollow => follow(client, { runId }, f),
     },
 
+    blobs: {
+      /**
+       * Content the log refers to by hash (a large tool result, an attachment: `{ $blob, size,
+       * mediaType }` in an event): its bytes, media type and whole size; `range` (inclusive, as
+       * HTTP's) for a part of it.
+       */
+      get: async (
+        hash: string,
+        o: { range?: { start: number; end?: number } } & CallOptions = {},
+      ): Promise<{ bytes: Uint8Array; mediaType: string; size: number; range?: { start: number; end: number } }> => {
+        const base = init(o);
+        const headers = o.range
+          ? { ...base.headers, range: `bytes=${o.range.start}-${o.range.end ?? ''}` }
+          : base.headers;
+        let response: Response | undefined;
+        const data = await call(async () => {
+          const r = await raw.GET('/v1/blobs/{hash}', {
+            params: { path: { hash } },
+            parseAs: 'arrayBuffer',
+            ...base,
+            headers,
+          });
+          response = r.response;
+          return r;
+        });
+        const bytes = new Uint8Array(data as ArrayBuffer);
+        const mediaType = response!.headers.get('content-type') ?? 'application/octet-stream';
+        const m = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(response!.headers.get('content-range') ?? '');
+        return m
+          ? { bytes, mediaType, size: Number(m[3]), range: { start: Number(m[1]), end: Number(m[2]) } }
+          : { bytes, mediaType, size: bytes.length };
+      },
+    },
+
     inbox: {
       /** The tenant's runs that wait for a person (an approval or an answer), oldest first. */
       list: (query: QueryOf<'/v1/inbox', 'get'> = {}, c?: CallOptions) =>

@@ -1150,6 +1150,95 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/blobs/{hash}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Content the log refers to by hash (a large tool result, an attachment), whole or a byte range
+     * @description Served to a tenant one of whose sessions refers to it (another tenant’s answer blob_not_found). `Range: bytes=…` (one range) answers 206 with Content-Range; a range past the end answers 416. An attachment stored as base64 is served as its bytes.
+     */
+    get: {
+      parameters: {
+        query?: never;
+        header?: {
+          /** @description bytes=start-end, bytes=start- or bytes=-suffix */
+          range?: string;
+        };
+        path: {
+          hash: string;
+        };
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description The whole content, with its media type */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/octet-stream': string;
+          };
+        };
+        /** @description The range asked for (Content-Range says which) */
+        206: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/octet-stream': string;
+          };
+        };
+        /** @description Not a blob hash */
+        400: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description Missing or invalid API key */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description No such blob referred to by a session of this tenant (blob_not_found) */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The range starts past the end (range_not_satisfiable) */
+        416: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+      };
+    };
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/usage': {
     parameters: {
       query?: never;

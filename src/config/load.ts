@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { LanguageModelV4 } from '@ai-sdk/provider';
 import { z } from 'zod';
-import { askUser, defineAgent, type AgentDefinition, type Tool } from '../core/index.ts';
+import { askUser, defineAgent, type AgentDefinition, type LargePayloadPolicy, type Tool } from '../core/index.ts';
 import type { CompactionSettings } from '../session/index.ts';
 import { demoAgent } from './demo.ts';
 import { BUILT_IN_SCORERS, judgeScorer, type Scorer } from '../runs/evals/scorers.ts';
@@ -52,10 +52,16 @@ export interface KeelConfig {
    */
   scorers?: Record<string, Scorer | { judge: { model: string | LanguageModelV4; rubric: string } }>;
   /**
-   * Tenant quotas (docs/operations/quotas.md): `default`, every tenant's (until the tenants registry
-   * sets a tenant's own), and `recheckMs`, how soon a run waiting on calls in flight tries again.
+   * Tenant quotas (docs/operations/quotas.md): `default`, every tenant's (a tenant's own quotas in the
+   * tenants registry override it field by field), and `recheckMs`, how soon a run waiting on calls in flight tries again.
    */
   quotas?: { default?: TenantQuotas; recheckMs?: number };
+  /**
+   * Large payloads (docs/operations/payloads.md): the threshold above which a tool result, message
+   * text or attachment is stored apart by hash, what the model sees of a large tool result, and the
+   * bounds of an event and of a payload.
+   */
+  largePayloads?: Partial<LargePayloadPolicy>;
 }
 
 /** Typed helper for keel.config.ts. */
@@ -73,6 +79,8 @@ export interface LoadedConfig {
   scorers?: Record<string, Scorer>;
   /** Tenant quotas (docs/operations/quotas.md). */
   quotas?: { default?: TenantQuotas; recheckMs?: number };
+  /** Large payloads' threshold, model view and bounds (docs/operations/payloads.md). */
+  largePayloads?: Partial<LargePayloadPolicy>;
   demo: boolean;
 }
 
@@ -160,10 +168,17 @@ const scorerSchema = z.union([
     }),
   }),
 ]);
+const largePayloadsSchema = z.strictObject({
+  thresholdBytes: positive.optional(),
+  modelView: z.union([z.literal('whole'), z.strictObject({ truncateTo: positive })]).optional(),
+  maxEventBytes: positive.optional(),
+  maxPayloadBytes: positive.optional(),
+});
 const configSchema = z.strictObject({
   agents: z.array(agentSchema).min(1),
   providerLimits: providerLimitsSchema.optional(),
   quotas: z.strictObject({ default: TenantQuotasSchema.optional(), recheckMs: positive.optional() }).optional(),
+  largePayloads: largePayloadsSchema.optional(),
   scorers: z
     .record(z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, 'lowercase letters, digits and underscores'), scorerSchema)
     .optional(),
@@ -185,6 +200,7 @@ export function agentsFromConfig(
   priorities?: Record<string, Priority>;
   scorers?: Record<string, Scorer>;
   quotas?: { default?: TenantQuotas; recheckMs?: number };
+  largePayloads?: Partial<LargePayloadPolicy>;
 } {
   const parsed = configSchema.safeParse(config);
   if (!parsed.success) throw new ConfigError(source, z.prettifyError(parsed.error));
@@ -238,6 +254,7 @@ export function agentsFromConfig(
     ...(parsed.data.quotas ? { quotas: parsed.data.quotas as { default?: TenantQuotas; recheckMs?: number } } : {}),
     ...(Object.keys(priorities).length > 0 ? { priorities } : {}),
     ...(parsed.data.scorers ? { scorers: scorersOf(parsed.data.scorers, model, source) } : {}),
+    ...(parsed.data.largePayloads ? { largePayloads: parsed.data.largePayloads } : {}),
   };
 }
 

@@ -5,6 +5,7 @@ export * from './events.ts';
 export * from './hooks.ts';
 export * from './ids.ts';
 export * from './inbox.ts';
+export * from './large-payloads.ts';
 export * from './prompt-hash.ts';
 export * from './served-result.ts';
 export * from './sink.ts';

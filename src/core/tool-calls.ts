@@ -1,4 +1,5 @@
 import { newId } from './ids.ts';
+import { boundedOutput, toolOutputView } from './large-payloads.ts';
 import type { AssistantMessage, ToolCallPart, ToolMessage, ToolOutput, ToolResultPart, Usage } from '../model/index.ts';
 import type { PendingCall, UnknownOutcomeInfo, UnknownOutcomeResolution } from './events.ts';
 import { isServedResult, servedResult, TurnStoppedByTool, type ServedResult } from './served-result.ts';
@@ -45,6 +46,8 @@ async function recordResult(
   durationMs: number,
   source?: ServedResult['source'],
 ): Promise<void> {
+  // A result over the log's bounds is recorded as an error saying so (large-payloads.ts).
+  output = boundedOutput(output, t.options.largePayloads);
   const toolMessage = toolMessageFor(t, assistant);
   await t.emit('tool/result', {
     toolCallId: call.toolCallId,
@@ -54,7 +57,13 @@ async function recordResult(
     durationMs,
     ...(source !== undefined ? { source } : {}),
   });
-  const part: ToolResultPart = { type: 'tool-result', toolCallId: call.toolCallId, toolName: call.toolName, output };
+  // The model sees the policy's view of a large result (the log keeps all of it: large-payloads.ts).
+  const part: ToolResultPart = {
+    type: 'tool-result',
+    toolCallId: call.toolCallId,
+    toolName: call.toolName,
+    output: toolOutputView(output, t.options.largePayloads),
+  };
   // Results stay in the model's call order whatever order they were recorded in.
   toolMessage.content.push(part);
   if (toolMessage.content.length > 1) {

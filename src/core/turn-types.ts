@@ -8,6 +8,7 @@ import type { JsonValue, Message, ToolOutput, Usage } from '../model/index.ts';
 import type { PendingCall, TurnEndReason, TurnError } from './events.ts';
 import type { ConfigChange, TurnHooks } from './hooks.ts';
 import type { Inbox, UserInput } from './inbox.ts';
+import type { LargePayloadPolicy } from './large-payloads.ts';
 import type { EventSink } from './sink.ts';
 
 /** A decision on a pending call: an approval (or denial), or a person's answer to ask_user. */
@@ -75,6 +76,8 @@ export interface TurnOptions {
   scope?: string;
   /** The clock tools see (ToolContext.now): default Date.now. */
   now?: () => number;
+  /** What the model sees of large tool results (ADR-0040): without it, every result whole. */
+  largePayloads?: LargePayloadPolicy;
 }
 
 export interface TurnResult {

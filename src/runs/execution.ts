@@ -274,6 +274,8 @@ export class Execution {
     const base = {
       sink: this.sink,
       hooks,
+      // What the model sees of a large tool result: the view the log rebuilds the context with.
+      largePayloads: lifecycle.sessions.log.payloads,
       scope: run.id,
       now: () => lifecycle.clock.now(),
       ...(run.turn !== null ? { turn: run.turn } : {}),

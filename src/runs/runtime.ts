@@ -9,6 +9,7 @@ import {
   type CompactionSettings,
   type CompactOptions,
   type FeedItem,
+  type LargePayloadOptions,
   type SessionEvent,
 } from '../session/index.ts';
 import {
@@ -112,6 +113,13 @@ export interface RuntimeOptions {
   /** Webhook deliveries: attempt timeout, retries (docs/webhooks.md). */
   webhooks?: WebhookOptions;
   snapshotEvery?: number;
+  /**
+   * Large payloads (ADR-0040, docs/operations/payloads.md): a tool result, attachment or message
+   * text of `thresholdBytes` or more (default 256 KiB) is stored once by hash and referenced from
+   * the log; the model sees `modelView` of a large tool result (default its first 32 KiB and the
+   * reference); an event over `maxEventBytes` (default 8 MiB) once they are apart is refused.
+   */
+  largePayloads?: LargePayloadOptions;
   /** How long a subagent tree may nest. */
   maxDepth?: number;
   /** OpenTelemetry traces (made when an SDK is registered): whether message contents are recorded. */
@@ -229,6 +237,7 @@ export class Runtime {
     const sessions = new Sessions({
       store: options.store,
       ...(options.snapshotEvery !== undefined ? { snapshotEvery: options.snapshotEvery } : {}),
+      ...(options.largePayloads ? { largePayloads: options.largePayloads } : {}),
     });
     this.lifecycle = new RunLifecycle(sessions);
     this.lifecycle.clock = options.clock ?? systemClock;

@@ -21,6 +21,7 @@ import {
 import { refuseNulParams } from './nul-guard.ts';
 import { knownQueryParams } from './query-params.ts';
 import { rateLimitMiddleware } from './rate-limit.ts';
+import { blobRoutes } from './routes/blobs.ts';
 import { chatRoutes } from './routes/chat.ts';
 import { compareRoutes } from './routes/compare.ts';
 import { rerunRoutes } from './routes/reruns.ts';
@@ -116,6 +117,7 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   app.use('/agui/*', jsonDepthLimit());
 
   sessionRoutes(app, ctx);
+  blobRoutes(app, ctx);
   usageRoutes(app, ctx);
   tenantRoutes(app, ctx);
   webhookRoutes(app, ctx);

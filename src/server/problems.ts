@@ -1,7 +1,13 @@
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { ImportError, InvalidEntryError, InvalidEventError, UnknownEventError } from '../session/index.ts';
+import {
+  EventTooLargeError,
+  ImportError,
+  InvalidEntryError,
+  InvalidEventError,
+  UnknownEventError,
+} from '../session/index.ts';
 import {
   ArgumentsNotEditableError,
   IllegalTransitionError,
@@ -47,6 +53,9 @@ export const PROBLEMS = {
   unknown_agent: { status: 422, title: 'No such agent' },
   invalid_rerun: { status: 422, title: 'This rerun cannot be made' },
   payload_too_large: { status: 413, title: 'The request body is too large' },
+  event_too_large: { status: 413, title: 'The event is too large to record' },
+  blob_not_found: { status: 404, title: 'No such blob' },
+  range_not_satisfiable: { status: 416, title: 'The range is not satisfiable' },
   unsupported_media_type: { status: 415, title: 'The body must be application/json' },
   rate_limited: { status: 429, title: 'Too many requests' },
   quota_exceeded: { status: 429, title: "The tenant's quota is used up" },
@@ -145,6 +154,8 @@ export function toProblem(e: unknown): { type: ProblemType; detail: string; exte
   if (e instanceof ImportError)
     return { type: 'invalid_import', detail: e.message, extensions: { problems: e.problems } };
   if (e instanceof InvalidEntryError) return { type: 'validation', detail: e.message, extensions: {} };
+  if (e instanceof EventTooLargeError)
+    return { type: 'event_too_large', detail: e.message, extensions: { bytes: e.bytes, limit: e.limit } };
   if (e instanceof InvalidEventError) return { type: 'validation', detail: e.message, extensions: {} };
   if (e instanceof UnknownEventError) return { type: 'unreadable_session', detail: e.message, extensions: {} };
   if (e instanceof NotFoundError) return { type: 'not_found', detail: e.message, extensions: {} };

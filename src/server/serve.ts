@@ -55,6 +55,7 @@ export async function startServer(o: StartOptions): Promise<RunningServer> {
     ...(o.config.providerLimits ? { limits: o.config.providerLimits } : {}),
     ...(o.config.priorities ? { priorities: o.config.priorities } : {}),
     ...(o.config.quotas ? { quotas: o.config.quotas } : {}),
+    ...(o.config.largePayloads ? { largePayloads: o.config.largePayloads } : {}),
     ...(o.leaseMs !== undefined ? { leaseMs: o.leaseMs } : {}),
     // A server only this machine can reach may send webhooks to it (a developer's receiver);
     // one on a network may not, unless told (a tenant must not reach what only the server can).

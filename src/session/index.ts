@@ -1,5 +1,7 @@
 export * from './event-types.ts';
 export * from './blobs.ts';
+export * from './blob-store.ts';
+export * from './large-payloads.ts';
 export * from './log.ts';
 export * from './feed.ts';
 export * from './feed-position.ts';

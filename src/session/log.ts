@@ -1,6 +1,8 @@
-import type { DeltaEvent } from '../core/index.ts';
+import { largePayloadPolicy, type DeltaEvent, type LargePayloadPolicy, type PayloadModelView } from '../core/index.ts';
 import {
   NotFoundError,
+  type BlobStore,
+  type NewBlob,
   StoreError,
   type AppendOptions,
   type EventDraft,
@@ -12,7 +14,7 @@ import {
 } from '../store/index.ts';
 import { defaultRegistry, type EventRegistry, type SessionEvent } from './event-types.ts';
 import { AppendHooks, inCommitScope, onCommit, type AppendHook } from './log-commit.ts';
-import { LogCodec, sessionEvent, type NewEvent } from './log-codec.ts';
+import { LogCodec, sessionEvent, type Encoded, type NewEvent } from './log-codec.ts';
 import { CrossNodeNotices } from './log-notices.ts';
 import { LiveBus } from './live-bus.ts';
 import type { LiveItem, LiveListener } from './live-items.ts';
@@ -44,15 +46,22 @@ export class SessionLog {
   /**
    * `keptStates` and `keptSize` bound the projection states kept in memory: how many, and how
    * big together (in the projections' own measure: messages, for the model context).
+   * `largePayloads`: the threshold above which content is stored apart, the event bound and the
+   * model's view (ADR-0040); its `store`, where large payloads go instead of the database.
    */
   constructor(
     store: Store,
     registry: EventRegistry = defaultRegistry(),
-    options: { keptStates?: number; keptSize?: number } = {},
+    options: {
+      keptStates?: number;
+      keptSize?: number;
+      largePayloads?: Partial<LargePayloadPolicy> & { store?: BlobStore };
+    } = {},
   ) {
     this.store = store;
     this.registry = registry;
-    this.codec = new LogCodec(registry);
+    const { store: largeStore, ...policy } = options.largePayloads ?? {};
+    this.codec = new LogCodec(registry, largePayloadPolicy(policy), largeStore);
     this.projections = new ProjectionCache(options.keptStates ?? 256, options.keptSize ?? 200_000);
     this.notices = new CrossNodeNotices(
       store,
@@ -71,11 +80,18 @@ export class SessionLog {
     return this.hooks.add(hook);
   }
 
+  /** Large payloads: the threshold, the event bound and what the model sees (ADR-0040). */
+  get payloads(): LargePayloadPolicy {
+    return this.codec.payloads;
+  }
+
+  /** Where large payloads are read from (the database through `ops`, or the store configured instead). */
+  blobs(ops: StoreOps = this.store): BlobStore {
+    return this.codec.blobsFor(ops);
+  }
+
   /** Turns a new event into a storage draft (see LogCodec.encode). */
-  encode(
-    e: NewEvent,
-    trusted = false,
-  ): { draft: EventDraft; blobs: Array<{ hash: string; data: string }>; data: unknown } {
+  encode(e: NewEvent, trusted = false): Encoded {
     return this.codec.encode(e, trusted);
   }
 
@@ -89,16 +105,21 @@ export class SessionLog {
     options: AppendOptions & { tx?: StoreOps; trusted?: boolean; runId?: string } = {},
   ): Promise<SessionEvent[]> {
     const drafts: EventDraft[] = [];
-    const blobs: Array<{ hash: string; data: string }> = [];
+    const blobs: NewBlob[] = [];
+    const large: NewBlob[] = [];
     const datas: unknown[] = [];
     for (const e of events) {
       const enc = this.codec.encode(e, options.trusted, options.runId);
       drafts.push(enc.draft);
       for (const b of enc.blobs) blobs.push(b);
+      for (const b of enc.largeBlobs) large.push(b);
       if (e.blobs) for (const b of e.blobs) blobs.push(b);
       datas.push(enc.data);
     }
     const { tx, trusted: _trusted, runId: _runId, ...appendOptions } = options;
+    // Another store's large payloads are there before the events that refer to them (content-addressed:
+    // an append that then fails leaves them unreferenced, never a reference to nothing).
+    if (large.length > 0) await this.codec.largeStore!.put(large);
     const hooks = this.hooks.wanting(events);
     // A hook writes in the append's transaction: an append that wants one is made in one.
     if (hooks && !tx) return this.transaction((t) => this.append(sessionId, events, { ...options, tx: t }));
@@ -236,22 +257,28 @@ export class SessionLog {
     return this.notices.caughtUp();
   }
 
-  /** Decodes stored events (see LogCodec.decode). */
+  /**
+   * Decodes stored events (see LogCodec.decode). `payloads`: how large tool results are read (whole
+   * by default; the model context reads them through the policy's view).
+   */
   decode(
     stored: readonly StoredEvent[],
     ops: StoreOps = this.store,
-    options: { validate?: boolean } = {},
+    options: { validate?: boolean; payloads?: PayloadModelView } = {},
   ): Promise<SessionEvent[]> {
     return this.codec.decode(stored, ops, options);
   }
 
   async read(
     sessionId: string,
-    options: ReadEventsOptions & { validate?: boolean } = {},
+    options: ReadEventsOptions & { validate?: boolean; payloads?: PayloadModelView } = {},
     ops: StoreOps = this.store,
   ): Promise<SessionEvent[]> {
-    const { validate, ...read } = options;
-    return this.decode(await ops.events.read(sessionId, read), ops, validate !== undefined ? { validate } : {});
+    const { validate, payloads, ...read } = options;
+    return this.decode(await ops.events.read(sessionId, read), ops, {
+      ...(validate !== undefined ? { validate } : {}),
+      ...(payloads !== undefined ? { payloads } : {}),
+    });
   }
 
   /** A session that can be read: refused (`session_erased`) once it was erased. */

@@ -1,3 +1,4 @@
+import type { PayloadModelView } from '../core/index.ts';
 import type { StoreOps } from '../store/index.ts';
 import type { SessionEvent } from './event-types.ts';
 import type { SessionLog } from './log.ts';
@@ -30,6 +31,7 @@ export async function pathEntries(
   leafId: string | null,
   fromLatestCompaction: boolean,
   ops: StoreOps = log.store,
+  payloads: PayloadModelView = 'whole',
 ): Promise<SessionEvent[]> {
   const nearestFirst: SessionEvent[] = [];
   let cursor = leafId;
@@ -38,7 +40,7 @@ export async function pathEntries(
   // message before it, so the walk goes on to the nearest entry that starts a message of its own.
   let stopAtMessage = false;
   walk: while (cursor) {
-    const batch = await log.decode(await ops.events.ancestors(sessionId, cursor, PAGE), ops);
+    const batch = await log.decode(await ops.events.ancestors(sessionId, cursor, PAGE), ops, { payloads });
     if (batch.length === 0) break;
     for (const e of batch) {
       nearestFirst.push(e);
@@ -77,7 +79,10 @@ export async function readProjection<S>(
 ): Promise<ProjectionRead<S>> {
   const session = await log.session(sessionId, ops);
   const lastSeq = session.lastSeq;
-  const key = projectionKey(sessionId, p.name, p.version);
+  const payloads = payloadsOf(log, p);
+  // A state folded through a truncating view is stored and kept under a name of its own.
+  const name = payloads === 'whole' ? p.name : `${p.name}~truncate-${payloads.truncateTo}`;
+  const key = projectionKey(sessionId, name, p.version);
   const kept = p.clone ? (log.projections.get(key) as KeptState<S> | undefined) : undefined;
   let from: { asOfSeq: number; leafId: string | null; state: S } | undefined;
   let storedSeq = 0;
@@ -85,7 +90,7 @@ export async function readProjection<S>(
     from = { asOfSeq: kept.asOfSeq, leafId: kept.leafId, state: p.clone!(kept.state) };
     storedSeq = kept.storedSeq;
   } else {
-    const snap = await ops.events.getSnapshot(sessionId, p.name, p.version);
+    const snap = await ops.events.getSnapshot(sessionId, name, p.version);
     if (snap && snap.asOfSeq <= lastSeq) {
       from = { asOfSeq: snap.asOfSeq, leafId: snap.leafId, state: snap.state as S };
       storedSeq = snap.asOfSeq;
@@ -98,7 +103,7 @@ export async function readProjection<S>(
 
   if (p.scope === 'log') {
     for (let after = from?.asOfSeq ?? 0; after < lastSeq;) {
-      const page = await log.read(sessionId, { afterSeq: after, untilSeq: lastSeq, limit: PAGE }, ops);
+      const page = await log.read(sessionId, { afterSeq: after, untilSeq: lastSeq, limit: PAGE, payloads }, ops);
       if (page.length === 0) break;
       state = fold(p, page, state);
       folded += page.length;
@@ -107,7 +112,7 @@ export async function readProjection<S>(
   } else {
     let linear = from !== undefined;
     if (from) {
-      const tail = await log.read(sessionId, { afterSeq: from.asOfSeq, untilSeq: lastSeq }, ops);
+      const tail = await log.read(sessionId, { afterSeq: from.asOfSeq, untilSeq: lastSeq, payloads }, ops);
       let leaf = from.leafId;
       const entries: SessionEvent[] = [];
       for (const e of tail) {
@@ -131,7 +136,14 @@ export async function readProjection<S>(
       }
     }
     if (!linear) {
-      const path = await pathEntries(log, sessionId, session.leafId, p.pathStart === 'latest-compaction', ops);
+      const path = await pathEntries(
+        log,
+        sessionId,
+        session.leafId,
+        p.pathStart === 'latest-compaction',
+        ops,
+        payloads,
+      );
       state = fold(p, path, p.init());
       folded = path.length;
       // Worth storing unless it is short (a new session's first read is not).
@@ -142,7 +154,7 @@ export async function readProjection<S>(
   if (mustSnapshot || lastSeq - storedSeq >= Math.max(snapshotEvery, p.size?.(state) ?? 0)) {
     await ops.events.putSnapshot({
       sessionId,
-      projection: p.name,
+      projection: name,
       version: p.version,
       asOfSeq: lastSeq,
       leafId: session.leafId,
@@ -160,6 +172,11 @@ export async function readProjection<S>(
       size: p.size?.(state) ?? 1,
     });
   return { state, asOfSeq: lastSeq, leafId: session.leafId, folded };
+}
+
+/** How a projection reads large tool results: the model's view for those that fold what the model sees, else whole. */
+export function payloadsOf(log: SessionLog, p: Projection<unknown>): PayloadModelView {
+  return p.payloads === 'model' ? log.payloads.modelView : 'whole';
 }
 
 export type { KeptState } from './projection-cache.ts';

@@ -91,6 +91,8 @@ export async function* recordedRequests(
       afterSeq: after,
       untilSeq: until,
       limit: 1000,
+      // The context as the run's model saw it: large tool results through the policy's view (ADR-0040).
+      payloads: log.payloads.modelView,
       ...(options.validate !== undefined ? { validate: options.validate } : {}),
     });
     if (page.length === 0) break;

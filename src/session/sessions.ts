@@ -4,6 +4,7 @@ import {
   startTurn,
   userMessage,
   type AgentDefinition,
+  type LargePayloadPolicy,
   type TurnHandle,
   type TurnHooks,
   type TurnOptions,
@@ -14,6 +15,8 @@ import {
   refuseNul,
   RunBusyError,
   StoreError,
+  type BlobInfo,
+  type BlobStore,
   type JsonObject,
   type SessionPage,
   type SessionRecord,
@@ -53,7 +56,15 @@ export interface SessionsOptions {
   registry?: EventRegistry;
   /** Write a projection snapshot once a read had to fold this many events. */
   snapshotEvery?: number;
+  /** Large payloads (ADR-0040): the threshold, the event bound, what the model sees, and where they are stored. */
+  largePayloads?: LargePayloadOptions;
 }
+
+/** How large payloads are stored and shown to the model (defaults: DEFAULT_LARGE_PAYLOADS; the database stores them). */
+export type LargePayloadOptions = Partial<LargePayloadPolicy> & {
+  /** Where large payloads go instead of the database (an archive store): the seam of issue 42's archives. */
+  store?: BlobStore;
+};
 
 export interface ModelContext {
   messages: Message[];
@@ -91,7 +102,11 @@ export class Sessions {
   readonly snapshotEvery: number;
 
   constructor(options: SessionsOptions) {
-    this.log = new SessionLog(options.store, options.registry);
+    this.log = new SessionLog(
+      options.store,
+      options.registry,
+      options.largePayloads ? { largePayloads: options.largePayloads } : {},
+    );
     this.snapshotEvery = options.snapshotEvery ?? 256;
   }
 
@@ -265,6 +280,19 @@ export class Sessions {
     return new Map([...found].map(([h, data]) => [h, JSON.parse(data) as unknown]));
   }
 
+  /**
+   * Content the log refers to by hash (a large payload, ADR-0040), for a tenant one of whose
+   * sessions refers to it: its text and what is known of it (media type, encoding); undefined for
+   * any other tenant, or a hash nothing stores.
+   */
+  async blob(hash: string, tenant: string): Promise<{ data: string; info: BlobInfo | undefined } | undefined> {
+    if (!(await this.store.events.blobTenant(hash, tenant))) return undefined;
+    const blobs = this.log.blobs();
+    const [texts, info] = await Promise.all([blobs.get([hash]), blobs.info([hash])]);
+    const data = texts.get(hash);
+    return data === undefined ? undefined : { data, info: info.get(hash) };
+  }
+
   /** The working conversation of a running turn, rebuilt from the log (see turnConversation). */
   async turnConversation(sessionId: string, turn: number): Promise<{ messages: Message[]; asOfSeq: number }> {
     const read = await readProjection(this.log, sessionId, contextProjection, this.snapshotEvery);
@@ -373,7 +401,8 @@ export class Sessions {
 
   /** The messages on the current path after the fork point: what a branch summary describes. */
   private async abandonedPath(sessionId: string, leafId: string | null, forkAt: string): Promise<Message[]> {
-    const path = await pathEntries(this.log, sessionId, leafId, false);
+    // Read as the model sees it: the summarizer is a model.
+    const path = await pathEntries(this.log, sessionId, leafId, false, this.store, this.log.payloads.modelView);
     const i = path.findIndex((e) => e.id === forkAt);
     const state = contextProjection.init();
     for (const e of path.slice(i + 1)) contextProjection.apply(state, e);
@@ -514,6 +543,7 @@ export class Sessions {
       turn: session.lastTurn + 1,
       scope: sessionId,
       hooks: allHooks,
+      largePayloads: this.log.payloads,
     });
   }
 }

@@ -1,8 +1,26 @@
 import { z } from 'zod';
 import { newId } from '../core/index.ts';
-import { hasNul, NUL_REFUSAL, StoreError, type EventDraft, type SessionRecord, type StoreOps } from '../store/index.ts';
-import { blobHash, contentRefsOf, inflateBlobs } from './blobs.ts';
+import {
+  hasNul,
+  NUL_REFUSAL,
+  StoreError,
+  type BlobInfo,
+  type EventDraft,
+  type NewBlob,
+  type SessionRecord,
+  type StoreOps,
+} from '../store/index.ts';
+import { mapBlobs } from './blob-store.ts';
+import { blobHash, contentRefsOf as fieldRefsOf, inflateBlobs } from './blobs.ts';
+import { largeRefsOf, restorePayloads } from './large-payloads.ts';
 import type { SessionLog } from './log.ts';
+
+/** Every blob a stored event needs: its fields' and header's (blobs.ts), and its large payloads'. */
+function contentRefsOf(type: string, v: number, data: unknown): string[] {
+  const refs = fieldRefsOf(type, v, data);
+  for (const r of largeRefsOf(type, data)) if (!refs.includes(r.$blob)) refs.push(r.$blob);
+  return refs;
+}
 
 /**
  * Versioned JSONL export of a session, exactly as stored (events with blob references, and each
@@ -10,6 +28,7 @@ import type { SessionLog } from './log.ts';
  *
  *   {"kind":"keel.session","version":1,"session":{...}}
  *   {"kind":"blob","hash":"sha256:…","data":"…"}
+ *   {"kind":"blob","hash":"sha256:…","data":"…","mediaType":"image/png","encoding":"base64"}  (a large payload's, ADR-0040)
  *   {"kind":"event","id":"…","seq":1,"type":"session/created",...}
  */
 export const EXPORT_FORMAT = 'keel.session';
@@ -34,7 +53,13 @@ const headerLine = z.strictObject({
   }),
 });
 
-const blobLine = z.strictObject({ kind: z.literal('blob'), hash: z.string(), data: z.string() });
+const blobLine = z.strictObject({
+  kind: z.literal('blob'),
+  hash: z.string(),
+  data: z.string(),
+  mediaType: plainText().optional(),
+  encoding: z.literal('base64').optional(),
+});
 
 const eventLine = z.strictObject({
   kind: z.literal('event'),
@@ -75,7 +100,10 @@ export async function* exportSession(log: SessionLog, sessionId: string): AsyncG
     const page = await log.store.events.read(sessionId, { afterSeq: after, untilSeq: s.lastSeq, limit: 1000 });
     if (page.length === 0) break;
     const wanted = [...new Set(page.flatMap((e) => contentRefsOf(e.type, e.v, e.data)))].filter((h) => !written.has(h));
-    const blobs = wanted.length > 0 ? await log.store.events.getBlobs(wanted) : new Map<string, string>();
+    // Large payloads from where the log keeps them (the database, or the store configured instead).
+    const source = log.blobs();
+    const blobs = wanted.length > 0 ? await source.get(wanted) : new Map<string, string>();
+    const infos = wanted.length > 0 ? await source.info(wanted) : new Map<string, BlobInfo>();
     for (const e of page) {
       for (const h of contentRefsOf(e.type, e.v, e.data)) {
         if (written.has(h)) continue;
@@ -83,7 +111,14 @@ export async function* exportSession(log: SessionLog, sessionId: string): AsyncG
         if (data === undefined)
           throw new StoreError('missing_blob', `event #${e.seq} refers to blob ${h}, which is not stored`);
         written.add(h);
-        yield JSON.stringify({ kind: 'blob', hash: h, data });
+        const info = infos.get(h);
+        yield JSON.stringify({
+          kind: 'blob',
+          hash: h,
+          data,
+          ...(info?.mediaType ? { mediaType: info.mediaType } : {}),
+          ...(info?.encoding ? { encoding: info.encoding } : {}),
+        });
       }
       const { sessionId: _s, ...rest } = e;
       yield JSON.stringify({ kind: 'event', ...rest });
@@ -171,6 +206,7 @@ export async function importSession(
   };
   let header: z.infer<typeof headerLine> | undefined;
   const blobs = new Map<string, string>();
+  const blobTypes = new Map<string, Pick<NewBlob, 'mediaType' | 'encoding'>>();
   const entries = new Set<string>();
   const ids = new Set<string>();
   const drafts: EventDraft[] = [];
@@ -214,7 +250,14 @@ export async function importSession(
       else if (blobHash(b.data.data) !== b.data.hash) {
         problem(lineNo, `blob content does not match its hash ${b.data.hash}`);
         refused.add(b.data.hash);
-      } else blobs.set(b.data.hash, b.data.data);
+      } else {
+        blobs.set(b.data.hash, b.data.data);
+        if (b.data.mediaType !== undefined)
+          blobTypes.set(b.data.hash, {
+            mediaType: b.data.mediaType,
+            ...(b.data.encoding ? { encoding: b.data.encoding } : {}),
+          });
+      }
       continue;
     }
     const p = eventLine.safeParse(value);
@@ -241,15 +284,15 @@ export async function importSession(
     try {
       const missing = contentRefsOf(e.type, e.v, e.data).filter((h) => !blobs.has(h) && !refused.has(h));
       if (missing.length > 0) throw new Error(`refers to blob ${missing[0]}, which no earlier line provides`);
+      const bytes = Buffer.byteLength(JSON.stringify(e.data) ?? '');
+      if (bytes > log.payloads.maxEventBytes)
+        throw new Error(`an event of ${bytes} bytes is over the limit of ${log.payloads.maxEventBytes} bytes`);
+      const [data] = usesRefused
+        ? []
+        : await restorePayloads([{ type: e.type, data: inflateBlobs(e.data, blobs) }], 'whole', mapBlobs(blobs));
       const decoded = usesRefused
         ? undefined
-        : log.registry.upcast({
-            type: e.type,
-            v: e.v,
-            seq: e.seq,
-            ignorable: e.ignorable,
-            data: inflateBlobs(e.data, blobs),
-          });
+        : log.registry.upcast({ type: e.type, v: e.v, seq: e.seq, ignorable: e.ignorable, data });
       const def = log.registry.get(e.type);
       if (decoded && def) {
         if (def.entry !== e.entry)
@@ -317,7 +360,7 @@ export async function importSession(
       origin,
     });
     if (h.archivedAt !== null) await tx.sessions.update(sessionId, { archivedAt: h.archivedAt });
-    await tx.events.putBlobs([...blobs].map(([hash, data]) => ({ hash, data })));
+    await tx.events.putBlobs([...blobs].map(([hash, data]) => ({ hash, data, ...blobTypes.get(hash) })));
     for (let i = 0; i < drafts.length; i += 1000) await tx.events.append(sessionId, drafts.slice(i, i + 1000));
     // A whole log, complete: stored compactly at once (ADR-0009).
     await tx.events.seal(sessionId);

@@ -600,6 +600,23 @@ export default defineConfig({
     expect(e).toBeInstanceOf(ConfigError);
     expect(e!.message).toMatch(/^inline-config: /);
   });
+
+  it('largePayloads passes through to the runtime; a bad setting is refused, naming it', () => {
+    const model = new ScriptedModel([{ text: 'x' }]);
+    const loaded = agentsFromConfig(
+      { agents: [{ name: 'a', model }], largePayloads: { thresholdBytes: 65536, modelView: { truncateTo: 4096 } } },
+      'inline-config',
+      '/',
+    );
+    expect(loaded.largePayloads).toEqual({ thresholdBytes: 65536, modelView: { truncateTo: 4096 } });
+    expect(() =>
+      agentsFromConfig(
+        { agents: [{ name: 'a', model }], largePayloads: { modelView: { truncateTo: 0 } } },
+        'inline-config',
+        '/',
+      ),
+    ).toThrow(/inline-config: [\s\S]*largePayloads\.modelView/);
+  });
 });
 
 // ---------------------------------------------------------------------------------------------

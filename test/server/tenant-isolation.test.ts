@@ -9,6 +9,7 @@
  * not merged. On SQLite and PostgreSQL.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { contentHash } from '../../src/index.ts';
 import { exampleOf, fillPath, loadOperations, type OpenApiDoc, type Operation } from '../support/openapi.ts';
 import {
   BACKENDS,
@@ -40,6 +41,8 @@ interface Acme {
   experiment: string;
   experimentItem: string;
   rerunBatch: string;
+  /** A large message text of acme's, stored apart by hash (ADR-0040). */
+  blob: string;
 }
 
 /** A request whose answer may be a stream: a stream is not read (its status and type are the answer). */
@@ -103,6 +106,11 @@ describe.each(BACKENDS)('tenant isolation on every route of the OpenAPI document
     a.doneRun = done.run.id;
     await acme.waitForRun(a.doneRun, 'completed');
     a.entry = (await acme.get(`/v1/sessions/${s.id}`)).body.leaf_id;
+
+    // A message large enough to be stored apart: its blob is acme's alone.
+    const large = `${MARKER} ${'large text '.repeat(30_000)}`;
+    await acme.waitForRun((await acme.send(s.id, large)).run.id, 'completed');
+    a.blob = contentHash(large);
 
     const approval = await acme.session({ title: MARKER });
     a.approvalSession = approval.id;
@@ -186,7 +194,11 @@ describe.each(BACKENDS)('tenant isolation on every route of the OpenAPI document
     chat_id: () => a.session,
     // A callback URL's token is its only credential (no API key, no tenant): one it was never given is a 404 for anyone.
     token: () => 'x'.repeat(43),
+    hash: () => a.blob,
   };
+
+  /** The 404 a route answers for another tenant's resource: `not_found`, or its own kind of not found. */
+  const NOT_FOUND: Record<string, string> = { 'GET /v1/blobs/{hash}': 'blob_not_found' };
 
   /** Bodies worth more than the schema's minimal example (one that reaches past the first checks to the tenant's). */
   const BODIES: Record<string, unknown> = {
@@ -231,7 +243,7 @@ describe.each(BACKENDS)('tenant isolation on every route of the OpenAPI document
       // The tenants registry takes admin keys only: a tenant key is refused before anything is looked up.
       const p = op.path.startsWith('/v1/tenants/')
         ? expectProblem(r, 'forbidden_scope', 403)
-        : expectProblem(r, 'not_found', 404);
+        : expectProblem(r, NOT_FOUND[key] ?? 'not_found', 404);
       expect(leaked(r, path), `${key}: ${p.detail}`).toEqual([]);
       // (A tenants route's path names acme itself: its problem's `instance` says it back.)
       if (!op.path.startsWith('/v1/tenants/')) expect(r.text, key).not.toContain('acme');

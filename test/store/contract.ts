@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
+  BLOB_HEAD_CHARS,
   NotFoundError,
   RunBusyError,
   SeqConflictError,
@@ -816,6 +817,64 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
         await store.events.putBlobs([]);
         const got = await store.events.getBlobs(['h', 'j', 'k']);
         expect(Object.fromEntries(got)).toEqual({ h: 'original', j: 'j', k: 'k' });
+      });
+
+      it('knows a blob’s size, media type and encoding without its text (null for a field’s JSON)', async () => {
+        const text = 'é'.repeat(1000);
+        await store.events.putBlobs([
+          { hash: 'field', data: '"json"' },
+          { hash: 'text', data: text, mediaType: 'text/plain; charset=utf-8' },
+          { hash: 'file', data: 'AAEC', mediaType: 'image/png', encoding: 'base64' },
+        ]);
+        const info = await store.events.blobInfo(['field', 'text', 'file', 'missing']);
+        expect(Object.fromEntries(info)).toEqual({
+          field: { hash: 'field', size: 6, mediaType: null, encoding: null },
+          text: { hash: 'text', size: 2000, mediaType: 'text/plain; charset=utf-8', encoding: null },
+          file: { hash: 'file', size: 4, mediaType: 'image/png', encoding: 'base64' },
+        });
+        expect((await store.events.blobInfo([])).size).toBe(0);
+      });
+
+      it('reads the first characters of a blob, from its kept head or its text, and nothing for a missing one', async () => {
+        // A large payload (a media type, longer than the head kept): the head answers short reads.
+        const long = `${'😀é'.repeat(40_000)}z`;
+        const small = 'ab€😀'.repeat(10);
+        await store.events.putBlobs([
+          { hash: 'long', data: long, mediaType: 'text/plain; charset=utf-8' },
+          { hash: 'small', data: small, mediaType: 'text/plain; charset=utf-8' },
+          { hash: 'field', data: '"json text"' },
+        ]);
+        for (const n of [1, 10, 1000, BLOB_HEAD_CHARS, BLOB_HEAD_CHARS + 10]) {
+          const head = (await store.events.blobHead('long', n))!;
+          // Characters as the backend counts them (code points or UTF-16 units): at least n UTF-8
+          // bytes' worth, and a prefix of the text.
+          expect(long.startsWith(head)).toBe(true);
+          expect(Buffer.byteLength(head)).toBeGreaterThanOrEqual(n);
+        }
+        expect(await store.events.blobHead('small', 1000)).toBe(small);
+        expect(await store.events.blobHead('field', 5)).toBe('"json');
+        expect(await store.events.blobHead('missing', 5)).toBeUndefined();
+      });
+
+      it('says whether a session of a tenant refers to a blob', async () => {
+        const h = `sha256:${'e'.repeat(64)}`;
+        await session('mine', { tenant: 'acme' });
+        await session(randomUUID(), { tenant: 'globex' });
+        await store.events.putBlobs([{ hash: h, data: 'x' }]);
+        expect(await store.events.blobTenant(h, 'acme')).toBe(false);
+        await store.events.append('mine', [
+          entry({ data: { output: { value: { $blob: h, size: 1, mediaType: 'text/plain' } } } }),
+        ]);
+        const uuid = randomUUID();
+        await session(uuid, { tenant: 'initech' });
+        await store.events.append(uuid, [entry({ data: { text: { $blob: h } } })]);
+        expect(await store.events.blobTenant(h, 'acme')).toBe(true);
+        expect(await store.events.blobTenant(h, 'initech')).toBe(true);
+        expect(await store.events.blobTenant(h, 'globex')).toBe(false);
+        expect(await store.events.blobTenant(`sha256:${'f'.repeat(64)}`, 'acme')).toBe(false);
+        // Erased: its references go with it.
+        await store.sessions.erase(uuid, T0);
+        expect(await store.events.blobTenant(h, 'initech')).toBe(false);
       });
     });
 

@@ -25,6 +25,7 @@ export function evalRuntime(store: Store, config: LoadedConfig): Runtime {
     ...(config.scorers ? { scorers: config.scorers } : {}),
     ...(config.providerLimits ? { limits: config.providerLimits } : {}),
     ...(config.quotas ? { quotas: config.quotas } : {}),
+    ...(config.largePayloads ? { largePayloads: config.largePayloads } : {}),
   });
 }
 

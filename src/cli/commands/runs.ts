@@ -120,7 +120,12 @@ export async function runsCommand(argv: string[], io: Io): Promise<number> {
           return 0;
         }
         const config = await loadConfig(values.config);
-        const rt = createRuntime({ store, agents: config.agents, compaction: config.compaction });
+        const rt = createRuntime({
+          store,
+          agents: config.agents,
+          compaction: config.compaction,
+          ...(config.largePayloads ? { largePayloads: config.largePayloads } : {}),
+        });
         const p = progress(io);
         if (before.status === 'running')
           p.update(

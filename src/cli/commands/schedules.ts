@@ -32,7 +32,12 @@ function target(s: ScheduleRecord): string {
 
 async function runtimeFor(store: Store, config: string | undefined): Promise<Runtime> {
   const c = await loadConfig(config);
-  return createRuntime({ store, agents: c.agents, compaction: c.compaction });
+  return createRuntime({
+    store,
+    agents: c.agents,
+    compaction: c.compaction,
+    ...(c.largePayloads ? { largePayloads: c.largePayloads } : {}),
+  });
 }
 
 export async function schedulesCommand(argv: string[], io: Io): Promise<number> {

@@ -179,7 +179,12 @@ export async function sessionsCommand(argv: string[], io: Io): Promise<number> {
       const id = values.all === true ? undefined : positional(name, positionals, 'session id to erase');
       return withStore(io, values.db, false, async (store) => {
         const config = await loadConfig(values.config);
-        const rt = createRuntime({ store, agents: config.agents, compaction: config.compaction });
+        const rt = createRuntime({
+          store,
+          agents: config.agents,
+          compaction: config.compaction,
+          ...(config.largePayloads ? { largePayloads: config.largePayloads } : {}),
+        });
         try {
           if (id !== undefined) {
             const tomb = await rt.sessions.erase(id);

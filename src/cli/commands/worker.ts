@@ -40,6 +40,7 @@ export async function workerCommand(argv: string[], io: Io): Promise<number> {
     ...(config.providerLimits ? { limits: config.providerLimits } : {}),
     ...(config.quotas ? { quotas: config.quotas } : {}),
     ...(config.priorities ? { priorities: config.priorities } : {}),
+    ...(config.largePayloads ? { largePayloads: config.largePayloads } : {}),
     webhooks: { allowPrivateNetworks: io.env.KEEL_WEBHOOKS_ALLOW_PRIVATE === '1' },
   });
   const telemetry = instrumentRuntime(rt, { logger });

@@ -27,6 +27,8 @@ export const contextProjection: Projection<ContextState> = {
   version: 1,
   scope: 'path',
   pathStart: 'latest-compaction',
+  // What the model sees next: a large tool result as its policy's view.
+  payloads: 'model',
   init: () => ({ summary: null, messages: [], entryIds: [], turns: [], lastInputTokens: null }),
   apply(s, e) {
     const push = (m: Message) => {

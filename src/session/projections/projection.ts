@@ -16,6 +16,11 @@ export interface Projection<S> {
    * on the path kept (enough for a projection whose compaction handling discards what is before).
    */
   readonly pathStart?: 'root' | 'latest-compaction';
+  /**
+   * `model`: large tool results are folded as the model sees them (the policy's view, ADR-0040),
+   * not whole: a 50 MB result costs this projection its first bytes. Others read them whole.
+   */
+  readonly payloads?: 'model';
   init(): S;
   apply(state: S, event: SessionEvent): S;
   /**

@@ -1,4 +1,5 @@
 /** A session's events (its append-only log and tree), the blobs its events refer to, and projection snapshots. */
+import type { BlobInfo, NewBlob } from './blobs.ts';
 import type { EventEnvelope, Sequenced } from './event-envelope.ts';
 
 export type { EventEnvelope, Sequenced } from './event-envelope.ts';
@@ -79,8 +80,14 @@ export interface EventOps {
   seal(sessionId: string): Promise<void>;
 
   /** Content-addressed: putting a hash that exists is a no-op. */
-  putBlobs(blobs: ReadonlyArray<{ hash: string; data: string }>): Promise<void>;
+  putBlobs(blobs: readonly NewBlob[]): Promise<void>;
   getBlobs(hashes: readonly string[]): Promise<Map<string, string>>;
+  /** Size and media type of stored blobs, without their text; missing hashes are absent. */
+  blobInfo(hashes: readonly string[]): Promise<Map<string, BlobInfo>>;
+  /** The first `chars` characters of a blob's text (all of it when shorter), read without the rest; undefined when missing. */
+  blobHead(hash: string, chars: number): Promise<string | undefined>;
+  /** Whether a session of `tenant` (erased ones aside) refers to the blob: who may read it by hash. */
+  blobTenant(hash: string, tenant: string): Promise<boolean>;
 
   putSnapshot(s: Snapshot): Promise<void>;
   getSnapshot(sessionId: string, projection: string, version: number): Promise<Snapshot | undefined>;

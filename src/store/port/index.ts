@@ -27,6 +27,7 @@ import type { WaitOps } from './waits.ts';
 import type { WebhookOps } from './webhooks.ts';
 
 export * from './batches.ts';
+export * from './blobs.ts';
 export * from './claims.ts';
 export * from './datasets.ts';
 export * from './errors.ts';

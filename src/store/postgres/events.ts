@@ -1,5 +1,12 @@
 /** PostgreSQL: the events operations of the port (`store.events`). */
-import { NotFoundError, StoreError, type StoredEvent } from '../port/index.ts';
+import {
+  BLOB_HEAD_CHARS,
+  keptHead,
+  NotFoundError,
+  StoreError,
+  type BlobInfo,
+  type StoredEvent,
+} from '../port/index.ts';
 import { blobHashesIn } from '../blob-refs.ts';
 import { hasNul } from '../plain-text.ts';
 import { storedEvent } from '../records.ts';
@@ -123,10 +130,66 @@ export const pgEventsOps: PgOpsOf<'events'> = {
     if (blobs.length === 0) return;
     const now = Date.now();
     await sql.run(
-      'INSERT INTO blobs (hash, data, size, created_at) SELECT h, d, s, $4 FROM unnest($1::text[], $2::text[], $3::int[]) AS b(h, d, s) ON CONFLICT (hash) DO NOTHING',
-      [blobs.map((b) => b.hash), blobs.map((b) => b.data), blobs.map((b) => Buffer.byteLength(b.data)), now],
+      `INSERT INTO blobs (hash, data, size, created_at, media_type, encoding)
+       SELECT h, d, s, $4, m, e FROM unnest($1::text[], $2::text[], $3::int[], $5::text[], $6::text[]) AS b(h, d, s, m, e)
+       ON CONFLICT (hash) DO NOTHING`,
+      [
+        blobs.map((b) => b.hash),
+        blobs.map((b) => b.data),
+        blobs.map((b) => Buffer.byteLength(b.data)),
+        now,
+        blobs.map((b) => b.mediaType ?? null),
+        blobs.map((b) => b.encoding ?? null),
+      ],
     );
+    const heads = blobs.filter((b) => b.mediaType !== undefined && b.data.length > BLOB_HEAD_CHARS);
+    if (heads.length > 0)
+      await sql.run(
+        'INSERT INTO blob_heads (hash, head) SELECT h, d FROM unnest($1::text[], $2::text[]) AS b(h, d) ON CONFLICT (hash) DO NOTHING',
+        [heads.map((b) => b.hash), heads.map((b) => keptHead(b.data))],
+      );
   },
+
+  blobInfo: async ({ sql }, hashes) => {
+    const out = new Map<string, BlobInfo>();
+    if (hashes.length === 0) return out;
+    for (const r of await sql.rows<{ hash: string; size: number; media_type: string | null; encoding: string | null }>(
+      'SELECT hash, size, media_type, encoding FROM blobs WHERE hash = ANY($1::text[])',
+      [[...hashes]],
+    ))
+      out.set(r.hash, {
+        hash: r.hash,
+        size: Number(r.size),
+        mediaType: r.media_type,
+        encoding: r.encoding === 'base64' ? 'base64' : null,
+      });
+    return out;
+  },
+
+  // The kept head when it is enough; else substring of the TOASTed text (which fetches the slices it needs).
+  blobHead: async ({ sql }, hash, chars) => {
+    const n = Math.max(0, Math.floor(chars));
+    const kept =
+      n <= BLOB_HEAD_CHARS
+        ? await sql.one<{ head: string }>(
+            'SELECT substring(head from 1 for $2) AS head FROM blob_heads WHERE hash = $1',
+            [hash, n],
+          )
+        : undefined;
+    return (
+      kept ??
+      (await sql.one<{ head: string }>('SELECT substring(data from 1 for $2) AS head FROM blobs WHERE hash = $1', [
+        hash,
+        n,
+      ]))
+    )?.head;
+  },
+
+  blobTenant: async ({ sql }, hash, tenant) =>
+    !!(await sql.one(
+      'SELECT 1 FROM blob_refs r JOIN sessions s ON s.id = r.session_id WHERE r.hash = $1 AND s.tenant = $2 LIMIT 1',
+      [hash, tenant],
+    )),
 
   getBlobs: async ({ sql }, hashes) => {
     const out = new Map<string, string>();

@@ -119,6 +119,10 @@ export const pgSessionsOps: PgOpsOf<'sessions'> = {
         'DELETE FROM blobs WHERE hash IN (SELECT hash FROM blob_refs WHERE session_id = $1) AND NOT EXISTS (SELECT 1 FROM blob_refs r WHERE r.hash = blobs.hash AND r.session_id <> $1)',
         [sessionId],
       );
+      await q.run(
+        'DELETE FROM blob_heads WHERE hash IN (SELECT hash FROM blob_refs WHERE session_id = $1) AND NOT EXISTS (SELECT 1 FROM blob_refs r WHERE r.hash = blob_heads.hash AND r.session_id <> $1)',
+        [sessionId],
+      );
       await q.run('DELETE FROM blob_refs WHERE session_id = $1', [sessionId]);
       await q.run('DELETE FROM idempotency_keys WHERE strpos(body, $1) > 0', [sessionId]);
       // The session's webhook deliveries (their bodies describe its runs), their attempts first.

@@ -1,11 +1,14 @@
 /** SQLite: the events operations of the port (`store.events`), synchronous, on the connection's shared state. */
 import {
+  BLOB_HEAD_CHARS,
+  keptHead,
   NotFoundError,
   type StoredEvent,
   FencedError,
   SeqConflictError,
   StoreError,
   type AppendOptions,
+  type BlobInfo,
   type EventDraft,
 } from '../port/index.ts';
 import { decodeBatch, encodeOpen, OPEN_CODEC } from './event-batch-codec.ts';
@@ -199,8 +202,30 @@ export function eventOps(c: Shared): SyncOpsOf<'events'> {
     },
     putBlobs: (blobs) => {
       const now = Date.now();
-      for (const b of blobs) st.putBlob.run(b.hash, b.data, Buffer.byteLength(b.data), now);
+      for (const b of blobs) {
+        st.putBlob.run(b.hash, b.data, Buffer.byteLength(b.data), now, b.mediaType ?? null, b.encoding ?? null);
+        if (b.mediaType !== undefined && b.data.length > BLOB_HEAD_CHARS) st.putBlobHead.run(b.hash, keptHead(b.data));
+      }
     },
+    blobInfo: (hashes) => {
+      const out = new Map<string, BlobInfo>();
+      for (const hash of hashes) {
+        const row = st.blobInfo.get(hash);
+        if (row)
+          out.set(hash, {
+            hash,
+            size: row.size,
+            mediaType: row.media_type,
+            encoding: row.encoding === 'base64' ? 'base64' : null,
+          });
+      }
+      return out;
+    },
+    blobHead: (hash, chars) => {
+      const n = Math.max(0, Math.floor(chars));
+      return ((n <= BLOB_HEAD_CHARS ? st.blobHeadKept.get(n, hash) : undefined) ?? st.blobHead.get(n, hash))?.head;
+    },
+    blobTenant: (hash, tenant) => st.blobTenant.get(hash, tenant) !== undefined,
     getBlobs: (hashes) => {
       const out = new Map<string, string>();
       for (const h of hashes) {

@@ -69,6 +69,7 @@ export function sessionOps(c: Shared): SyncOpsOf<'sessions'> {
       st.pauseTargetSchedules.run(erasedAt, PAUSED_FOR_ERASED_SESSION, erasedAt, sessionId);
       st.scrubRuns.run(sessionId);
       st.eraseOwnBlobs.run(key, key);
+      st.eraseOwnBlobHeads.run(key, key);
       st.eraseBlobRefs.run(key);
       st.eraseIdempotency.run(sessionId);
       st.eraseWebhookAttempts.run(sessionId);

@@ -177,6 +177,9 @@ export function prepareStatements(db: Database.Database) {
     eraseOwnBlobs: prepare<[IdKey, IdKey]>(
       'DELETE FROM blobs WHERE hash IN (SELECT hash FROM blob_refs WHERE session_id = ?) AND NOT EXISTS (SELECT 1 FROM blob_refs r WHERE r.hash = blobs.hash AND r.session_id <> ?)',
     ),
+    eraseOwnBlobHeads: prepare<[IdKey, IdKey]>(
+      'DELETE FROM blob_heads WHERE hash IN (SELECT hash FROM blob_refs WHERE session_id = ?) AND NOT EXISTS (SELECT 1 FROM blob_refs r WHERE r.hash = blob_heads.hash AND r.session_id <> ?)',
+    ),
     eraseBlobRefs: prepare<[IdKey]>('DELETE FROM blob_refs WHERE session_id = ?'),
     eraseIdempotency: prepare<[string]>('DELETE FROM idempotency_keys WHERE instr(body, ?) > 0'),
     // The session's webhook deliveries (their bodies describe its runs), their attempts first.
@@ -231,10 +234,30 @@ export function prepareStatements(db: Database.Database) {
        )
        SELECT seq FROM path ORDER BY depth`,
     ),
-    putBlob: prepare(
-      'INSERT INTO blobs (hash, data, size, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING',
+    putBlob: prepare<[string, string, number, number, string | null, string | null]>(
+      'INSERT INTO blobs (hash, data, size, created_at, media_type, encoding) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING',
     ),
     getBlob: prepare<[string], { data: string }>('SELECT data FROM blobs WHERE hash = ?'),
+    blobInfo: prepare<[string], { size: number; media_type: string | null; encoding: string | null }>(
+      'SELECT size, media_type, encoding FROM blobs WHERE hash = ?',
+    ),
+    blobHead: prepare<[number, string], { head: string }>(
+      'SELECT substr(data, 1, ?) AS head FROM blobs WHERE hash = ?',
+    ),
+    putBlobHead: prepare<[string, string]>(
+      'INSERT INTO blob_heads (hash, head) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING',
+    ),
+    blobHeadKept: prepare<[number, string], { head: string }>(
+      'SELECT substr(head, 1, ?) AS head FROM blob_heads WHERE hash = ?',
+    ),
+    // blob_refs keys a canonical UUID as its 16 bytes (id-keys.ts): turned back into its text to meet sessions.id.
+    blobTenant: prepare<[string, string], { one: number }>(
+      `SELECT 1 AS one FROM blob_refs r JOIN sessions s ON s.id = CASE WHEN typeof(r.session_id) = 'blob'
+         THEN lower(substr(hex(r.session_id), 1, 8) || '-' || substr(hex(r.session_id), 9, 4) || '-' ||
+           substr(hex(r.session_id), 13, 4) || '-' || substr(hex(r.session_id), 17, 4) || '-' || substr(hex(r.session_id), 21))
+         ELSE r.session_id END
+       WHERE r.hash = ? AND s.tenant = ? LIMIT 1`,
+    ),
     putSnapshot: prepare(
       `INSERT INTO snapshots (session_id, projection, version, as_of_seq, leaf_id, state, created_at)
        VALUES (@session_id, @projection, @version, @as_of_seq, @leaf_id, @state, @created_at)
