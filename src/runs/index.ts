@@ -40,3 +40,12 @@ export {
   type ClientToolSpec,
   type PendingClientToolCall,
 } from './client-tools.ts';
+export {
+  Erasure,
+  MIN_NEEDLE_LENGTH,
+  MAX_NEEDLES,
+  type ErasureActor,
+  type ErasureReport,
+  type ErasureResult,
+} from './erasure/erasure.ts';
+export type { ErasureParticipant, ErasureTarget } from './erasure/participant.ts';

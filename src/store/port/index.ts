@@ -12,6 +12,7 @@
 import type { BatchOps } from './batches.ts';
 import type { ClaimOps } from './claims.ts';
 import type { DatasetOps } from './datasets.ts';
+import type { ErasureOps } from './erasure.ts';
 import type { EventOps } from './events.ts';
 import type { IdempotencyOps } from './idempotency.ts';
 import type { InputOps } from './inputs.ts';
@@ -27,6 +28,7 @@ import type { WebhookOps } from './webhooks.ts';
 export * from './batches.ts';
 export * from './claims.ts';
 export * from './datasets.ts';
+export * from './erasure.ts';
 export * from './errors.ts';
 export * from './events.ts';
 export * from './idempotency.ts';
@@ -59,6 +61,8 @@ export interface StoreOps {
   datasets: DatasetOps;
   /** Bulk reruns and experiments: claimable, fenced work items. */
   batches: BatchOps;
+  /** Erasing tenants and idle sessions, the erasure audit, and the scan that proves an erasure (ADR-0041). */
+  erasure: ErasureOps;
 }
 
 /** What flow control needs of a store (its limits namespace). */

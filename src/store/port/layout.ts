@@ -110,6 +110,13 @@ export const STORE_LAYOUT = {
     addScores: 'addBatchItemScores',
     cancel: 'cancelBatch',
   },
+  erasure: {
+    sessions: 'erasableSessions',
+    eraseTenant: 'eraseTenantData',
+    record: 'recordErasure',
+    list: 'listErasures',
+    scan: 'scanForRemnants',
+  },
 } as const;
 
 export type Namespace = keyof typeof STORE_LAYOUT;
