@@ -29,6 +29,7 @@ import { aguiRoutes } from './protocols/agui/agui.ts';
 import { a2aRoutes } from './protocols/a2a/a2a.ts';
 import { mcpRoutes } from './protocols/mcp/routes.ts';
 import { datasetRoutes } from './routes/datasets.ts';
+import { erasureRoutes } from './routes/erasures.ts';
 import { experimentRoutes } from './routes/experiments.ts';
 import { inspectorRoutes } from './routes/inspector.ts';
 import { opsRoutes } from './routes/ops.ts';
@@ -115,6 +116,7 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   app.use('/agui/*', jsonDepthLimit());
 
   sessionRoutes(app, ctx);
+  erasureRoutes(app, ctx);
   usageRoutes(app, ctx);
   webhookRoutes(app, ctx);
   scheduleRoutes(app, ctx);

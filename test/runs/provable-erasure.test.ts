@@ -23,10 +23,13 @@ import {
   type ErasureFinding,
   type ErasureParticipant,
   type ErasureTarget,
+  openSqliteStore,
   type Runtime,
 } from '../../src/index.ts';
+import Database from 'better-sqlite3';
 import { createApiKey } from '../../src/server/auth.ts';
 import { openBackendStore } from '../support/backend-store.ts';
+import { tempDbPath } from '../support/session-helpers.ts';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -332,3 +335,38 @@ for (const backend of ['sqlite', 'postgres'] as const) {
     });
   });
 }
+
+describe('provable erasure (sqlite): the log compressed', () => {
+  it(
+    'verify finds a marker inside a Zstandard-sealed row of the log (decompressed), and nothing once erased',
+    { timeout: 30_000 },
+    async () => {
+      const db = tempDbPath();
+      cleanups.push(() => db.cleanup());
+      const store = openSqliteStore({ path: db.path });
+      cleanups.push(() => store.close());
+      const rt = createRuntime({ store, agents: [defineAgent({ name: 'a', model: new ScriptedModel([]) })] });
+      cleanups.push(() => rt.close({ graceMs: 50 }));
+      const secret = marker();
+      const s = await rt.sessions.create({});
+      for (let i = 0; i < 120; i++) await rt.sessions.appendUserMessage(s.id, `${i} ${secret} ${'words '.repeat(40)}`);
+      await store.events.seal(s.id);
+      const raw = new Database(db.path, { readonly: true });
+      const codecs = raw.prepare('SELECT codec, CAST(data AS BLOB) AS data FROM event_batches').all() as Array<{
+        codec: number;
+        data: Buffer;
+      }>;
+      raw.close();
+      // Sealed with Zstandard: the marker is not in the row's bytes as they are.
+      expect(codecs.map((r) => r.codec)).toEqual([4]);
+      expect(codecs[0]!.data.includes(secret)).toBe(false);
+
+      const before = await rt.erasure.verify({ strings: [secret] });
+      expect(before.remnants).toEqual([
+        expect.objectContaining({ table: 'event_batches', column: 'data', needle: secret }),
+      ]);
+      await rt.erasure.eraseSession(s.id);
+      expect((await rt.erasure.verify({ ids: [s.id], strings: [secret] })).remnants).toEqual([]);
+    },
+  );
+});
