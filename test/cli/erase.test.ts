@@ -86,7 +86,7 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         expect(erased.code).toBe(0);
         expect(erased.out).toMatch(
           new RegExp(
-            `^erased 1 session \\(session; erasure \\S+, audit target sha256 [0-9a-f]{64}\\)\\n  sessions 1\\n`,
+            `^erased 1 session \\(session; erasure \\S+, audit target sha256 [0-9a-f]{64}\\)\\n  sessions 1\\n  on disk: [^\\n]+\\n`,
           ),
         );
         expect(erased.out).toMatch(/verify: \d+ ids and strings searched in every table of the store: nothing found\n/);
@@ -121,6 +121,10 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       expect(d.code).toBe(0);
       expect(JSON.parse(d.out).erasure).toMatchObject({ scope: 'before', sessionIds: [inB] });
       expect((await keel(['erase', '--verify', '--string', b, '--id', inB!], { env })).code).toBe(0);
+      const vacuumed = await keel(['erase', '--vacuum', '--verify', '--string', b], { env });
+      expect(vacuumed.code).toBe(0);
+      expect(vacuumed.out).toMatch(/^vacuum: (the database file was rebuilt \(VACUUM\)|every table was vacuumed)/);
+      expect(vacuumed.out).toMatch(/\nverify: 1 ids and strings searched in every table of the store: nothing found\n$/);
     });
   });
 }

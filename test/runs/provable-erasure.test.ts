@@ -321,6 +321,18 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       },
     );
 
+    it('purge says what the store did about physical copies, and what it cannot do', async () => {
+      const env = await setup(new ScriptedModel([]));
+      if (backend === 'sqlite') {
+        expect(await env.rt.erasure.purge()).toBe('an in-memory database: nothing on disk');
+      } else {
+        expect(await env.rt.erasure.purge()).toMatch(/^dead row versions stay in the table files until VACUUM/);
+        expect(await env.rt.erasure.purge({ vacuum: true })).toMatch(
+          /^every table was vacuumed .*WAL segments and backups/,
+        );
+      }
+    });
+
     it('refuses bad input: no needle, a needle too short, an unknown session, another tenant’s session', async () => {
       const env = await setup(new ScriptedModel([]));
       await expect(env.rt.erasure.verify({})).rejects.toBeInstanceOf(FieldValidationError);
@@ -338,7 +350,7 @@ for (const backend of ['sqlite', 'postgres'] as const) {
 
 describe('provable erasure (sqlite): the log compressed', () => {
   it(
-    'verify finds a marker inside a Zstandard-sealed row of the log (decompressed), and nothing once erased',
+    'verify finds a marker inside a Zstandard-sealed row of the log (decompressed); once erased, in the file’s free space only until it is vacuumed',
     { timeout: 30_000 },
     async () => {
       const db = tempDbPath();
@@ -365,8 +377,50 @@ describe('provable erasure (sqlite): the log compressed', () => {
       expect(before.remnants).toEqual([
         expect.objectContaining({ table: 'event_batches', column: 'data', needle: secret }),
       ]);
-      await rt.erasure.eraseSession(s.id);
-      expect((await rt.erasure.verify({ ids: [s.id], strings: [secret] })).remnants).toEqual([]);
+      const erased = await rt.erasure.eraseSession(s.id);
+      expect(erased.physical).toBe('the WAL was checkpointed into the database file and truncated');
+      // No row holds it; the file's free space still does: sealing deleted the open rows it
+      // replaced without zeroing them (only an erasure's own deletes do).
+      const after = await rt.erasure.verify({ ids: [s.id], strings: [secret] });
+      expect(after.remnants).toEqual([
+        expect.objectContaining({ table: '(database file)', column: 'bytes', needle: secret }),
+      ]);
+      expect(await rt.erasure.purge({ vacuum: true })).toBe(
+        'the database file was rebuilt (VACUUM); the WAL was checkpointed into the database file and truncated',
+      );
+      const vacuumed = await rt.erasure.verify({ ids: [s.id], strings: [secret] });
+      expect(vacuumed.remnants).toEqual([]);
+      expect(vacuumed.clean).toBe(true);
     },
   );
+
+  it('verify finds in the file’s bytes what a delete without secure_delete left (the physical negative control)', async () => {
+    const db = tempDbPath();
+    cleanups.push(() => db.cleanup());
+    const store = openSqliteStore({ path: db.path });
+    cleanups.push(() => store.close());
+    const rt = createRuntime({ store, agents: [defineAgent({ name: 'a', model: new ScriptedModel([]) })] });
+    cleanups.push(() => rt.close({ graceMs: 50 }));
+    const secret = marker();
+    const raw = new Database(db.path);
+    raw.pragma('secure_delete = OFF');
+    raw.exec('CREATE TABLE scratch (x TEXT)');
+    raw.prepare('INSERT INTO scratch (x) VALUES (?)').run(`left behind ${secret}`);
+    expect((await rt.erasure.verify({ strings: [secret] })).remnants).toEqual([
+      { table: 'scratch', column: 'x', row: 'rowid=1', needle: secret },
+    ]);
+    raw.exec('DELETE FROM scratch');
+    raw.close();
+    const after = await rt.erasure.verify({ strings: [secret] });
+    expect(after.clean).toBe(false);
+    expect(after.remnants).toEqual([
+      expect.objectContaining({
+        table: expect.stringMatching(/^\((database|WAL) file\)$/),
+        column: 'bytes',
+        needle: secret,
+      }),
+    ]);
+    await rt.erasure.purge({ vacuum: true });
+    expect((await rt.erasure.verify({ strings: [secret] })).clean).toBe(true);
+  });
 });

@@ -16,9 +16,11 @@ export const eraseHelp = `keel erase --session ID | --tenant T | --before DATE [
     session idle since before DATE (ISO 8601): from the log, every table and the blobs no longer
     referenced. A tombstone (ids, totals for billing) remains, and an audit record (scope, a hash of
     the target, who, when, counts). It cannot be undone.
-    --verify  then scan every table (the log decompressed) for the erased ids and each --string:
-              exit 1 if any is found outside a tombstone
-keel erase --verify [--id ID]... [--string S]...     scan only, erasing nothing
+    --verify  then scan every table (the log decompressed) for the erased ids and each --string,
+              and the SQLite file's bytes: exit 1 if any is found outside a tombstone
+    --vacuum  then rebuild the SQLite file (VACUUM; PostgreSQL: VACUUM every table): free space
+              that earlier deletes left (e.g. sealing's) goes too. Slow on a large database.
+keel erase --verify [--id ID]... [--string S]... [--vacuum]   scan only, erasing nothing
 keel erase --audit [--limit 50]                      the erasure audit, newest first
   All work on the database: --db PATH or URL (default $KEEL_DB or ./.keel/keel.db); --config FILE for the agents.`;
 
@@ -35,15 +37,18 @@ export async function eraseCommand(argv: string[], io: Io): Promise<number> {
     id: { type: 'string', multiple: true },
     string: { type: 'string', multiple: true },
     audit: { type: 'boolean' },
+    vacuum: { type: 'boolean' },
     limit: { type: 'string' },
   });
   noPositionals(name, positionals);
   const scopes = [values.session, values.tenant, values.before].filter((v) => v !== undefined).length;
   if (scopes > 1) throw new UsageError(`erase: give one of --session, --tenant, --before\n${eraseHelp}`);
-  if (values.audit === true && (scopes > 0 || values.verify === true))
-    throw new UsageError('erase --audit lists the audit: give no --session, --tenant, --before or --verify');
-  if (scopes === 0 && values.audit !== true && values.verify !== true)
-    throw new UsageError(`erase: give --session ID, --tenant T or --before DATE (or --verify, --audit)\n${eraseHelp}`);
+  if (values.audit === true && (scopes > 0 || values.verify === true || values.vacuum === true))
+    throw new UsageError('erase --audit lists the audit: give no --session, --tenant, --before, --verify or --vacuum');
+  if (scopes === 0 && values.audit !== true && values.verify !== true && values.vacuum !== true)
+    throw new UsageError(
+      `erase: give --session ID, --tenant T or --before DATE (or --verify, --vacuum, --audit)\n${eraseHelp}`,
+    );
   if (scopes === 0 && values.verify === true && (values.id ?? []).length + (values.string ?? []).length === 0)
     throw new UsageError('erase --verify alone scans for --id and --string: give at least one');
   let before: number | undefined;
@@ -72,6 +77,7 @@ export async function eraseCommand(argv: string[], io: Io): Promise<number> {
       if (values.session !== undefined) result = await rt.erasure.eraseSession(values.session);
       else if (values.tenant !== undefined) result = await rt.erasure.eraseTenant(values.tenant);
       else if (before !== undefined) result = await rt.erasure.eraseBefore(before);
+      const purged = values.vacuum === true ? await rt.erasure.purge({ vacuum: true }) : undefined;
       let report: ErasureReport | undefined;
       if (values.verify === true) {
         const ids = [...(result?.sessionIds ?? []), ...(values.id ?? [])];
@@ -79,9 +85,15 @@ export async function eraseCommand(argv: string[], io: Io): Promise<number> {
         if (values.tenant !== undefined && values.tenant.length >= MIN_NEEDLE_LENGTH) ids.push(values.tenant);
         report = await rt.erasure.verify({ ids, strings: values.string ?? [] });
       }
-      if (values.json) json(io, { ...(result ? { erasure: result } : {}), ...(report ? { verify: report } : {}) });
+      if (values.json)
+        json(io, {
+          ...(result ? { erasure: result } : {}),
+          ...(purged !== undefined ? { purged } : {}),
+          ...(report ? { verify: report } : {}),
+        });
       else {
         if (result) printResult(io, result);
+        if (purged !== undefined) line(io, `vacuum: ${purged}`);
         if (report) printReport(io, report);
       }
       return report && !report.clean ? 1 : 0;
@@ -109,6 +121,7 @@ function printResult(io: Io, r: ErasureResult): void {
     `erased ${n} session${n === 1 ? '' : 's'} (${r.scope}; erasure ${r.id}, audit target sha256 ${r.targetHash})`,
   );
   line(io, `  ${countsText(r.counts)}`);
+  line(io, `  on disk: ${r.physical}`);
 }
 
 const findingText = (f: ErasureFinding) => `${f.table}.${f.column} [${f.row}]: ${f.needle}`;

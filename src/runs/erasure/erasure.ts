@@ -29,6 +29,8 @@ export interface ErasureActor {
 export interface ErasureResult extends ErasureRecord {
   /** The sessions it erased (not kept in the audit). */
   sessionIds: string[];
+  /** What the store did about physical copies, and what it cannot do (store.erasure.purge). */
+  physical: string;
 }
 
 /** What `verify` found: remnants (none after a correct erasure), and what erasure keeps by design. */
@@ -179,6 +181,14 @@ export class Erasure {
     };
   }
 
+  /**
+   * Physical remnants: what the store can do about copies of erased rows left in its files (see
+   * store.erasure.purge); `vacuum` rebuilds them (SQLite) or vacuums every table (PostgreSQL).
+   */
+  purge(options: { vacuum?: boolean } = {}): Promise<string> {
+    return this.host.store.erasure.purge(options);
+  }
+
   /** The erasure audit, newest first. */
   list(page: { before?: string; limit?: number } = {}): Promise<ErasureRecord[]> {
     return this.host.store.erasure.list({ limit: page.limit ?? 100, ...(page.before ? { before: page.before } : {}) });
@@ -203,7 +213,8 @@ export class Erasure {
       counts,
     };
     await this.host.store.erasure.record(record);
-    return { ...record, sessionIds: [...reached.sessionIds] };
+    const physical = await this.host.store.erasure.purge();
+    return { ...record, sessionIds: [...reached.sessionIds], physical };
   }
 
   /** The session and, recursively, its runs' subagent sessions (what rt.sessions.erase erases with it). */

@@ -28,6 +28,7 @@ const ErasureSchema = z
 
 const ErasureResultSchema = ErasureSchema.extend({
   session_ids: z.array(z.string()).describe('The sessions it erased (not kept in the audit)'),
+  physical: z.string().describe('What the store did about physical copies, and what it cannot do'),
 }).openapi('ErasureResult');
 
 const FindingSchema = z
@@ -72,7 +73,7 @@ const erasureJson = (r: ErasureRecord) => ({
   at: iso(r.at),
   counts: r.counts,
 });
-const resultJson = (r: ErasureResult) => ({ ...erasureJson(r), session_ids: r.sessionIds });
+const resultJson = (r: ErasureResult) => ({ ...erasureJson(r), session_ids: r.sessionIds, physical: r.physical });
 
 /** An operator: a server without API keys (no key on the request). */
 const isOperator = (c: Context<AppEnv>) => c.get('keyId') === null;

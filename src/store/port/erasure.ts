@@ -38,7 +38,12 @@ export interface ErasableSessionsQuery {
   limit: number;
 }
 
-/** A place where a needle was found: the table, the column and the row's key (its primary key columns, `k=v` joined by `,`). */
+/**
+ * A place where a needle was found: the table, the column and the row's key (its primary key
+ * columns, `k=v` joined by `,`). A physical finding (SQLite) names `(database file)` or `(WAL file)`
+ * as its table, `bytes` as its column and `offset=N` as its row: the needle is in the file's bytes
+ * though in no row (freed space not overwritten yet); reported only for needles no row holds.
+ */
 export interface ErasureFinding {
   table: string;
   column: string;
@@ -76,4 +81,14 @@ export interface ErasureOps {
    * Findings the store keeps by design carry `kept` (see ErasureFinding).
    */
   scan(needles: readonly string[]): Promise<ErasureFinding[]>;
+  /**
+   * Leaves as few physical copies of what erasures deleted as the backend can, and says what it
+   * did and what it cannot. SQLite checkpoints its WAL into the database file and truncates it (an
+   * erasure's own deletes zero what they free, `secure_delete`); with `vacuum`, it first rebuilds
+   * the database file (VACUUM: free space that earlier ordinary deletes left, e.g. a seal's, is
+   * gone). PostgreSQL does nothing by itself; with `vacuum`, it runs VACUUM on every table of the
+   * schema (dead row versions are reclaimed, not overwritten: WAL segments and backups keep them
+   * until they expire). Outside a transaction.
+   */
+  purge(options?: { vacuum?: boolean }): Promise<string>;
 }

@@ -116,6 +116,7 @@ export const STORE_LAYOUT = {
     record: 'recordErasure',
     list: 'listErasures',
     scan: 'scanForRemnants',
+    purge: 'purgeErased',
   },
 } as const;
 

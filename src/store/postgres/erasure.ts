@@ -76,6 +76,16 @@ export const pgErasureOps: PgOpsOf<'erasure'> = {
       )
     ).map(toErasure),
   scanForRemnants: ({ sql }, needles) => scan(sql, needles),
+  // Nothing by default: a VACUUM of every table after each erasure costs more than an erasure should.
+  purgeErased: async ({ sql }, options) => {
+    const later = 'WAL segments and backups keep what was erased until they expire (see docs/operations/erasure.md)';
+    if (!options?.vacuum) return `dead row versions stay in the table files until VACUUM reclaims them; ${later}`;
+    const tables = await sql.rowsPlannedForValues<{ name: string }>(
+      "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'",
+    );
+    for (const t of tables) await sql.raw(`VACUUM ${quote(t.name)}`);
+    return `every table was vacuumed (dead row versions reclaimed, not overwritten); ${later}`;
+  },
 };
 
 /** `%form%` for LIKE, its wildcards escaped. */

@@ -3,6 +3,7 @@
  * erasure reaches, a tenant's own rows, the audit, and the scan of every table for what an erasure
  * should have left nothing of.
  */
+import { closeSync, existsSync, openSync, readSync } from 'node:fs';
 import type Database from 'better-sqlite3';
 import type { ErasureFinding, ErasureRecord } from '../port/index.ts';
 import { type FlatOpsOf } from '../port/layout.ts';
@@ -23,6 +24,8 @@ export const ERASURE_PLAN: {
   recordErasure: { outside: 'autocommit' },
   listErasures: { outside: 'serial' },
   scanForRemnants: { outside: 'serial' },
+  // Outside any transaction: a checkpoint inside one cannot take the WAL.
+  purgeErased: { outside: 'serial' },
 };
 
 type ErasureRow = { id: string; scope: string; target_hash: string; by: string; at: number; counts: string };
@@ -97,7 +100,21 @@ export function erasureOps(db: Database.Database): SyncOpsOf<'erasure'> {
         )
         .all(page.before ?? null, page.before ?? null, page.limit)
         .map(toErasure),
-    scanForRemnants: (needles) => scan(db, needles),
+    scanForRemnants: (needles) => {
+      const findings = scan(db, needles);
+      // In the files' bytes: the needles no row holds (a row's explains its bytes).
+      const unexplained = needles.filter((n) => !findings.some((f) => f.needle === n));
+      return [...findings, ...scanFiles(db, unexplained)];
+    },
+    purgeErased: (options) => {
+      if (db.memory) return 'an in-memory database: nothing on disk';
+      if (options?.vacuum) db.exec('VACUUM');
+      const [r] = db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number }>;
+      const rebuilt = options?.vacuum ? 'the database file was rebuilt (VACUUM); ' : '';
+      return r && r.busy === 0
+        ? `${rebuilt}the WAL was checkpointed into the database file and truncated`
+        : `${rebuilt}the WAL could not be truncated now (another connection reads from it): the next checkpoint will`;
+    },
   };
 }
 
@@ -155,6 +172,55 @@ function scan(db: Database.Database, needles: readonly string[]): ErasureFinding
           findings.push(finding);
         }
       }
+    }
+  }
+  return findings;
+}
+
+/** How much of a file is read at once by `scanFiles`. */
+const CHUNK = 1 << 20;
+
+/**
+ * The database file and its WAL, byte by byte, for the needles (as UTF-8, JSON-escaped, and an id's
+ * 16 bytes): what deleted rows left in freed space. An in-memory database has no file.
+ */
+function scanFiles(db: Database.Database, needles: readonly string[]): ErasureFinding[] {
+  if (db.memory || needles.length === 0) return [];
+  const patterns = needles.flatMap((needle) => {
+    const k = idKey(needle);
+    return [
+      ...needleForms(needle).map((f) => ({ needle, bytes: Buffer.from(f, 'utf8') })),
+      ...(typeof k === 'string' ? [] : [{ needle, bytes: k }]),
+    ];
+  });
+  const overlap = Math.max(...patterns.map((p) => p.bytes.length)) - 1;
+  const findings: ErasureFinding[] = [];
+  for (const [table, path] of [
+    ['(database file)', db.name],
+    ['(WAL file)', `${db.name}-wal`],
+  ] as const) {
+    if (!existsSync(path)) continue;
+    const fd = openSync(path, 'r');
+    try {
+      const found = new Map<string, number>();
+      const buffer = Buffer.alloc(CHUNK + overlap);
+      let kept = 0;
+      for (let position = 0; ;) {
+        const n = readSync(fd, buffer, kept, CHUNK, position);
+        if (n === 0) break;
+        const view = buffer.subarray(0, kept + n);
+        for (const p of patterns) {
+          if (found.has(p.needle)) continue;
+          const at = view.indexOf(p.bytes);
+          if (at >= 0) found.set(p.needle, position - kept + at);
+        }
+        kept = Math.min(overlap, view.length);
+        view.copy(buffer, 0, view.length - kept);
+        position += n;
+      }
+      for (const [needle, offset] of found) findings.push({ table, column: 'bytes', row: `offset=${offset}`, needle });
+    } finally {
+      closeSync(fd);
     }
   }
   return findings;
