@@ -91,7 +91,7 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         );
         expect(erased.out).toMatch(/verify: \d+ ids and strings searched in every table of the store: nothing found\n/);
         expect(erased.out).toMatch(
-          /\n  kept by design \(ids only\): erased log marker ×1, tombstone's run \(billing\) ×2, tombstone ×1\n$/,
+          /\n {2}kept by design \(ids only\): erased log marker ×1, tombstone's run \(billing\) ×2, tombstone ×1\n$/,
         );
 
         const audit = await keel(['erase', '--audit', '--json'], { env });
@@ -124,7 +124,9 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       const vacuumed = await keel(['erase', '--vacuum', '--verify', '--string', b], { env });
       expect(vacuumed.code).toBe(0);
       expect(vacuumed.out).toMatch(/^vacuum: (the database file was rebuilt \(VACUUM\)|every table was vacuumed)/);
-      expect(vacuumed.out).toMatch(/\nverify: 1 ids and strings searched in every table of the store: nothing found\n$/);
+      expect(vacuumed.out).toMatch(
+        /\nverify: 1 ids and strings searched in every table of the store: nothing found\n$/,
+      );
     });
   });
 }
