@@ -525,6 +525,7 @@ describe('sqlite store', () => {
       'datasets',
       'entries',
       'erased_logs',
+      'erasures',
       'event_batches',
       'idempotency_keys',
       'model_limit_slots',
