@@ -85,14 +85,18 @@ export class Erasure {
   }
 
   /**
-   * Erases a tenant: its schedules paused, each of its sessions erased (runs cancelled), then its
-   * own rows (store.erasure.eraseTenant: keys revoked and unnamed, schedules, webhooks, datasets,
+   * Erases a tenant: its API keys revoked, its schedules paused, each of its sessions erased (runs
+   * cancelled), then its own rows (store.erasure.eraseTenant: keys revoked and unnamed, schedules, webhooks, datasets,
    * batches, idempotency records deleted), then what the participants keep of it.
    */
   async eraseTenant(tenant: string, actor: ErasureActor = {}): Promise<ErasureResult> {
     if (tenant === '') throw new FieldValidationError('tenant', 'must not be empty');
     if (actor.tenant !== undefined && actor.tenant !== tenant)
       throw new FieldValidationError('tenant', 'a tenant may erase only itself');
+    // Its keys first: no request of the tenant's makes anything new while it goes.
+    const now = this.host.clock.now();
+    for (const key of await this.host.store.keys.list(tenant))
+      if (key.revokedAt === null) await this.host.store.keys.revoke(key.id, now);
     const ids = await this.allSessions({ tenant });
     await this.host.eraseTenantSessions(tenant);
     // Sessions made meanwhile (a schedule that fired before its pause) go too.
