@@ -114,6 +114,24 @@ for (const backend of BACKENDS) {
       expect((await acme.get(`/v1/sessions/${s.id}`)).status).toBe(410);
     });
 
+    it('the older erase routes are audited too', async () => {
+      const api = operator.api();
+      const s = await api.session({});
+      expect((await api.post(`/v1/sessions/${s.id}/erase`)).status).toBe(200);
+      const [last] = (await api.get('/v1/erasures?limit=1')).body.erasures;
+      expect(last).toMatchObject({ scope: 'session', by: 'operator', target_hash: sha256(`session:${s.id}`) });
+      const other = await api.session({});
+      const all = await api.post('/v1/sessions/erase', { confirm: 'default' });
+      expect(all.body.erased).toBeGreaterThanOrEqual(1);
+      const [tenantWide] = (await api.get('/v1/erasures?limit=1')).body.erasures;
+      expect(tenantWide).toMatchObject({
+        scope: 'tenant',
+        target_hash: sha256('tenant:default'),
+        counts: { sessions: all.body.erased },
+      });
+      expect((await api.get(`/v1/sessions/${other.id}`)).status).toBe(410);
+    });
+
     it('verify refuses no needle and a needle too short', async () => {
       const api = operator.api();
       expectProblem(await api.post('/v1/erasures/verify', {}), 'validation', 400);

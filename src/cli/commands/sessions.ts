@@ -182,7 +182,8 @@ export async function sessionsCommand(argv: string[], io: Io): Promise<number> {
         const rt = createRuntime({ store, agents: config.agents, compaction: config.compaction });
         try {
           if (id !== undefined) {
-            const tomb = await rt.sessions.erase(id);
+            await rt.erasure.eraseSession(id);
+            const tomb = (await rt.sessions.find(id))!;
             if (values.json) json(io, withTenant(tomb));
             else
               line(
@@ -190,7 +191,7 @@ export async function sessionsCommand(argv: string[], io: Io): Promise<number> {
                 `erased session ${id} (tenant ${tomb.tenant}; ${tomb.erasedTotals?.runs ?? 0} runs, cost ${tomb.erasedTotals?.cost ?? 0} kept for billing)`,
               );
           } else {
-            const { erased } = await rt.sessions.eraseTenant(tenant!);
+            const erased = (await rt.erasure.eraseTenantSessions(tenant!)).sessionIds.length;
             if (values.json) json(io, { tenant, erased });
             else line(io, `erased ${erased} sessions of tenant ${tenant}`);
           }

@@ -118,6 +118,18 @@ export class Erasure {
   }
 
   /**
+   * Erases every session of a tenant (its schedules paused first), nothing else of it: what `POST
+   * /v1/sessions/erase` and `keel sessions erase --tenant T --all` do. Audited as a `tenant` erasure
+   * whose counts say only `sessions`.
+   */
+  async eraseTenantSessions(tenant: string, actor: ErasureActor = {}): Promise<ErasureResult> {
+    if (tenant === '') throw new FieldValidationError('tenant', 'must not be empty');
+    const ids = await this.allSessions({ tenant });
+    await this.host.eraseTenantSessions(tenant);
+    return this.finish('tenant', tenant, actor, { scope: 'tenant', sessionIds: ids, tenant }, { sessions: ids.length });
+  }
+
+  /**
    * Erases every session whose last activity is before `before` (ms): created before it, with no run
    * created or ended since and none still going (events appended outside runs are not looked at).
    */
