@@ -288,10 +288,20 @@ for (const backend of ['sqlite', 'postgres'] as const) {
     );
 
     it(
-      'erase-before takes only the sessions idle since before the date (a manual clock)',
+      'erase-before takes only the sessions idle since before the date: not a newer one, not one whose run still waits (a manual clock)',
       { timeout: 60_000 },
       async () => {
-        const env = await setup(new ScriptedModel([{ text: 'old' }, { text: 'new' }]));
+        const env = await setup(
+          new ScriptedModel([
+            { toolCalls: [{ id: 'c1', name: 'await_ci', input: {} }] },
+            { text: 'old' },
+            { text: 'new' },
+          ]),
+        );
+        // As old, but its run still waits: not idle.
+        const busy = await env.rt.sessions.create({ title: 'busy' });
+        const busyRun = (await env.rt.sessions.send(busy.id, 'busy message')).run;
+        expect((await env.rt.runs.wait(busyRun.id)).status).toBe('waiting_for_signal');
         const old = await env.rt.sessions.create({ title: 'old' });
         const oldRun = (await env.rt.sessions.send(old.id, 'old message')).run;
         await env.rt.runs.wait(oldRun.id, { until: 'terminal', timeoutMs: 10_000 });
@@ -314,6 +324,7 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         });
         expect((await env.store.sessions.get(old.id))?.erasedAt).not.toBeNull();
         expect((await env.store.sessions.get(recent.id))?.erasedAt).toBeNull();
+        expect((await env.store.sessions.get(busy.id))?.erasedAt).toBeNull();
         expect((await env.rt.erasure.verify({ ids: [old.id], strings: ['old message'] })).remnants).toEqual([]);
         expect((await env.rt.erasure.verify({ strings: ['recent message'] })).clean).toBe(false);
         // Again: nothing more to erase.

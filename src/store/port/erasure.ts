@@ -31,7 +31,7 @@ export interface ErasableSessionsQuery {
   tenant?: string;
   /**
    * Only sessions whose last activity is before this time (ms): created before it, with no run
-   * created or ended at or after it, and no run still going.
+   * created or ended at or after it, and no run not ended yet (not terminal).
    */
   idleBefore?: number;
   after?: string;

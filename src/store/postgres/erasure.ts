@@ -5,6 +5,7 @@
  */
 import type { ErasureFinding, ErasureRecord } from '../port/index.ts';
 import { keptBecause, needleForms, rowKey } from '../erasure-scan.ts';
+import { TERMINAL } from './shared.ts';
 import type { Sql } from './sql.ts';
 import type { PgOpsOf } from './context.ts';
 
@@ -43,7 +44,7 @@ export const pgErasureOps: PgOpsOf<'erasure'> = {
         `SELECT s.id FROM sessions s
          WHERE s.erased_at IS NULL AND s.id > $1 AND ($2::text IS NULL OR s.tenant = $2)
            AND ($3::bigint IS NULL OR (s.created_at < $3 AND NOT EXISTS (
-             SELECT 1 FROM runs r WHERE r.session_id = s.id AND (r.ended_at IS NULL OR r.ended_at >= $3 OR r.created_at >= $3))))
+             SELECT 1 FROM runs r WHERE r.session_id = s.id AND (r.status NOT IN (${TERMINAL}) OR r.ended_at >= $3 OR r.created_at >= $3))))
          ORDER BY s.id LIMIT $4`,
         [q.after ?? '', q.tenant ?? null, q.idleBefore ?? null, q.limit],
       )

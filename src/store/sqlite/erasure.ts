@@ -8,6 +8,7 @@ import type Database from 'better-sqlite3';
 import type { ErasureFinding, ErasureRecord } from '../port/index.ts';
 import { type FlatOpsOf } from '../port/layout.ts';
 import { keptBecause, needleForms, rowKey } from '../erasure-scan.ts';
+import { TERMINAL_SQL } from '../rows.ts';
 import { decompressBatch } from './event-batch-codec.ts';
 import { idKey } from './id-keys.ts';
 import { withSecureDelete } from './shared.ts';
@@ -67,7 +68,7 @@ export function erasureOps(db: Database.Database): SyncOpsOf<'erasure'> {
           `SELECT s.id FROM sessions s
              WHERE s.erased_at IS NULL AND s.id > ? AND (? IS NULL OR s.tenant = ?)
                AND (? IS NULL OR (s.created_at < ? AND NOT EXISTS (
-                 SELECT 1 FROM runs r WHERE r.session_id = s.id AND (r.ended_at IS NULL OR r.ended_at >= ? OR r.created_at >= ?))))
+                 SELECT 1 FROM runs r WHERE r.session_id = s.id AND (r.status NOT IN (${TERMINAL_SQL}) OR r.ended_at >= ? OR r.created_at >= ?))))
              ORDER BY s.id LIMIT ?`,
         )
         .all(
