@@ -219,9 +219,10 @@ export function prepareStatements(db: Database.Database) {
        WHERE json_type(source, '$.runs') = 'array'
          AND EXISTS (SELECT 1 FROM json_each(datasets.source, '$.runs') WHERE value IN (SELECT id FROM runs WHERE session_id = ?))`,
     ),
+    // By its runs (batch_items_run), not by status (`+status`: the claim index would scan every finished item).
     scrubBatchItemResults: prepare<[string]>(
       `UPDATE batch_items SET result = NULL, error = NULL, run_id = NULL
-       WHERE run_id IN (SELECT id FROM runs WHERE session_id = ?) AND status IN ('done', 'failed')`,
+       WHERE run_id IN (SELECT id FROM runs WHERE session_id = ?) AND +status IN ('done', 'failed')`,
     ),
     tombstone: prepare<[number, string, string]>(
       "UPDATE sessions SET title = NULL, metadata = '{}', agent = NULL, leaf_id = NULL, origin_session_id = NULL, origin_entry_id = NULL, erased_at = ?, erased_totals = ? WHERE id = ?",
