@@ -30,6 +30,8 @@ import Database from 'better-sqlite3';
 import { createApiKey } from '../../src/server/auth.ts';
 import { openBackendStore } from '../support/backend-store.ts';
 import { tempDbPath } from '../support/session-helpers.ts';
+import { openTestPostgres } from '../support/postgres.ts';
+import pg from 'pg';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -433,5 +435,45 @@ describe('provable erasure (sqlite): the log compressed', () => {
     ]);
     await rt.erasure.purge({ vacuum: true });
     expect((await rt.erasure.verify({ strings: [secret] })).clean).toBe(true);
+  });
+});
+
+describe('provable erasure: a table added later is searched too (the catalog)', () => {
+  it('SQLite and PostgreSQL: a marker in a table Keel does not know, text and bytes', async () => {
+    const secret = marker();
+    // SQLite: a file, another connection adds the table.
+    const db = tempDbPath();
+    cleanups.push(() => db.cleanup());
+    const sqlite = openSqliteStore({ path: db.path });
+    cleanups.push(() => sqlite.close());
+    const raw = new Database(db.path);
+    raw.exec('CREATE TABLE later_notes (k TEXT PRIMARY KEY, note TEXT, bytes BLOB)');
+    raw
+      .prepare('INSERT INTO later_notes VALUES (?, ?, ?)')
+      .run('n1', `a note ${secret}`, Buffer.from(`bytes ${secret}`));
+    raw.close();
+    expect(await sqlite.erasure.scan([secret])).toEqual([
+      { table: 'later_notes', column: 'note', row: 'k=n1', needle: secret },
+      { table: 'later_notes', column: 'bytes', row: 'k=n1', needle: secret },
+    ]);
+    // PostgreSQL: the store's schema, a table added by hand.
+    const pgs = await openTestPostgres();
+    cleanups.push(() => pgs.cleanup());
+    const client = new pg.Client({ connectionString: pgs.url });
+    await client.connect();
+    try {
+      await client.query(`CREATE TABLE "${pgs.schema}".later_notes (k text PRIMARY KEY, note jsonb, bytes bytea)`);
+      await client.query(`INSERT INTO "${pgs.schema}".later_notes VALUES ($1, $2, $3)`, [
+        'n1',
+        JSON.stringify({ note: secret }),
+        Buffer.from(`bytes ${secret}`),
+      ]);
+    } finally {
+      await client.end();
+    }
+    expect(await pgs.store.erasure.scan([secret])).toEqual([
+      { table: 'later_notes', column: 'note', row: 'k=n1', needle: secret },
+      { table: 'later_notes', column: 'bytes', row: 'k=n1', needle: secret },
+    ]);
   });
 });

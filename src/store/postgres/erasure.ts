@@ -103,14 +103,18 @@ async function scan(sql: Sql, needles: readonly string[]): Promise<ErasureFindin
   if (needles.length === 0) return findings;
   const forms = needles.map((n) => ({ needle: n, forms: needleForms(n) }));
   const patterns = forms.flatMap((f) => f.forms.map(pattern));
-  const columns = await sql.rowsPlannedForValues<{ table_name: string; column_name: string }>(
-    `SELECT c.table_name, c.column_name FROM information_schema.columns c
+  const columns = await sql.rowsPlannedForValues<{ table_name: string; column_name: string; data_type: string }>(
+    `SELECT c.table_name, c.column_name, c.data_type FROM information_schema.columns c
      JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name
      WHERE c.table_schema = current_schema() AND t.table_type = 'BASE TABLE'
      ORDER BY c.table_name, c.ordinal_position`,
   );
   const byTable = new Map<string, string[]>();
-  for (const c of columns) byTable.set(c.table_name, [...(byTable.get(c.table_name) ?? []), c.column_name]);
+  const types = new Map<string, string>();
+  for (const c of columns) {
+    byTable.set(c.table_name, [...(byTable.get(c.table_name) ?? []), c.column_name]);
+    types.set(`${c.table_name}.${c.column_name}`, c.data_type);
+  }
   for (const [table, cols] of byTable) {
     const keys = (
       await sql.rowsPlannedForValues<{ name: string }>(
@@ -122,8 +126,11 @@ async function scan(sql: Sql, needles: readonly string[]): Promise<ErasureFindin
       )
     ).map((k) => k.name);
     const keyColumns = keys.length > 0 ? keys : ['ctid'];
-    const selected = cols.map((c) => `${quote(c)}::text AS ${quote(c)}`).join(', ');
-    const haystack = `concat_ws(chr(1), ${cols.map((c) => `${quote(c)}::text`).join(', ')})`;
+    // Bytes as text with their printable ASCII as it is (`escape`), the rest as \ooo: a needle in them is found.
+    const asText = (c: string) =>
+      types.get(`${table}.${c}`) === 'bytea' ? `encode(${quote(c)}, 'escape')` : `${quote(c)}::text`;
+    const selected = cols.map((c) => `${asText(c)} AS ${quote(c)}`).join(', ');
+    const haystack = `concat_ws(chr(1), ${cols.map(asText).join(', ')})`;
     const rows = await sql.rowsPlannedForValues<Record<string, string | null>>(
       `SELECT ctid::text AS ctid, ${selected} FROM ${quote(table)} WHERE ${haystack} LIKE ANY($1::text[])`,
       [patterns],
