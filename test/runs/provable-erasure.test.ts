@@ -199,8 +199,8 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         archive.kept.set(sessionId, `archived ${secret}`);
 
         // Flow control kept rows of the model calls (grant ids and the limit's key, nothing of the session).
-      expect((await env.store.limits.state('*', env.clock.now(), 3_600_000)).requests).toBeGreaterThan(0);
-      // The negative control: the scan finds what is there.
+        expect((await env.store.limits.state('*', env.clock.now(), 3_600_000)).requests).toBeGreaterThan(0);
+        // The negative control: the scan finds what is there.
         const before = await env.rt.erasure.verify({ ids: [sessionId], strings: [secret] });
         expect(before.clean).toBe(false);
         const withSecret = tablesOf(before.remnants.filter((f) => f.needle === secret));
