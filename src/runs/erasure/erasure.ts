@@ -80,14 +80,18 @@ export class Erasure {
     const s = await this.host.store.sessions.get(sessionId);
     if (!s || (actor.tenant !== undefined && s.tenant !== actor.tenant)) throw new NotFoundError('session', sessionId);
     const ids = await this.sessionAndChildren(sessionId);
+    // Counted: the sessions this erasure erases (a retry of one a participant failed reaches them all again).
+    let fresh = 0;
+    for (const id of ids) if ((await this.host.store.sessions.get(id))?.erasedAt === null) fresh++;
     await this.host.eraseSession(sessionId);
-    return this.finish('session', sessionId, actor, { scope: 'session', sessionIds: ids }, { sessions: ids.length });
+    return this.finish('session', sessionId, actor, { scope: 'session', sessionIds: ids }, { sessions: fresh });
   }
 
   /**
    * Erases a tenant: its API keys revoked, its schedules paused, each of its sessions erased (runs
-   * cancelled), then its own rows (store.erasure.eraseTenant: keys revoked and unnamed, schedules, webhooks, datasets,
-   * batches, idempotency records deleted), then what the participants keep of it.
+   * cancelled), then its own rows (store.erasure.eraseTenant: keys revoked and unnamed; schedules,
+   * webhooks, datasets, batches and idempotency records deleted), then what the participants keep
+   * of it.
    */
   async eraseTenant(tenant: string, actor: ErasureActor = {}): Promise<ErasureResult> {
     if (tenant === '') throw new FieldValidationError('tenant', 'must not be empty');
