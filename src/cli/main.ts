@@ -7,6 +7,7 @@ import { keysCommand, keysHelp } from './commands/keys.ts';
 import { replayCommand, replayHelp } from './commands/replay.ts';
 import { rerunCommand, rerunHelp } from './commands/rerun.ts';
 import { datasetsCommand, datasetsHelp } from './commands/datasets.ts';
+import { eraseCommand, eraseHelp } from './commands/erase.ts';
 import { evalCommand, evalHelp } from './commands/eval.ts';
 import { runsCommand, runsHelp } from './commands/runs.ts';
 import { schedulesCommand, schedulesHelp } from './commands/schedules.ts';
@@ -26,6 +27,7 @@ export const commands: Record<string, Command> = {
   worker: { run: workerCommand, help: workerHelp },
   chat: { run: chatCommand, help: chatHelp },
   sessions: { run: sessionsCommand, help: sessionsHelp },
+  erase: { run: eraseCommand, help: eraseHelp },
   runs: { run: runsCommand, help: runsHelp },
   schedules: { run: schedulesCommand, help: schedulesHelp },
   webhooks: { run: webhooksCommand, help: webhooksHelp },

@@ -1239,6 +1239,228 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/erasures': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The erasure audit, newest first (an operator) */
+    get: {
+      parameters: {
+        query?: {
+          /** @description An erasure id: the page after it */
+          before?: string;
+          limit?: number;
+        };
+        header?: never;
+        path?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description The audit */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              erasures: components['schemas']['Erasure'][];
+            };
+          };
+        };
+        /** @description Invalid request */
+        400: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description Missing or invalid API key */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description Only an operator may do that */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description No such session (or not yours) */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+      };
+    };
+    put?: never;
+    /** Erase a session (a tenant key: its own), a tenant or every session idle since before a date (an operator): from the log, every table and every erasure participant; an audit record remains */
+    post: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path?: never;
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          'application/json': components['schemas']['EraseRequest'];
+        };
+      };
+      responses: {
+        /** @description What was erased, and its audit record */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErasureResult'];
+          };
+        };
+        /** @description Invalid request */
+        400: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description Missing or invalid API key */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description Only an operator may do that */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description No such session (or not yours) */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+      };
+    };
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/erasures/verify': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Scan every table of the store (from its catalog, the log decompressed) and every erasure participant for ids and strings (an operator) */
+    post: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path?: never;
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          'application/json': components['schemas']['VerifyRequest'];
+        };
+      };
+      responses: {
+        /** @description What the scan found */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': {
+              /** @description No remnant: every place found is one an erasure keeps by design */
+              clean: boolean;
+              /** @description What was searched for: the ids and strings, and erased sessions' run ids */
+              needles: string[];
+              remnants: components['schemas']['ErasureFinding'][];
+              kept: components['schemas']['ErasureFinding'][];
+              participants: string[];
+            };
+          };
+        };
+        /** @description Invalid request */
+        400: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description Missing or invalid API key */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description Only an operator may do that */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description No such session (or not yours) */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+      };
+    };
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/usage': {
     parameters: {
       query?: never;
@@ -5680,6 +5902,53 @@ export interface components {
       entry: boolean;
       parent_id?: string;
       data?: unknown;
+    };
+    ErasureResult: components['schemas']['Erasure'] & {
+      /** @description The sessions it erased (not kept in the audit) */
+      session_ids: string[];
+      /** @description What the store did about physical copies, and what it cannot do */
+      physical: string;
+    };
+    Erasure: {
+      id: string;
+      /** @enum {string} */
+      scope: 'session' | 'tenant' | 'before';
+      /** @description SHA-256 (hex) of `scope:target`: the audit keeps no target */
+      target_hash: string;
+      /** @description The API key id that asked, or 'operator' */
+      by: string;
+      at: string;
+      /** @description What it removed, by kind */
+      counts: {
+        [key: string]: number;
+      };
+    };
+    EraseRequest: {
+      /** @enum {string} */
+      scope: 'session' | 'tenant' | 'before';
+      /** @description scope session: the session */
+      session_id?: string;
+      /** @description scope tenant: the tenant */
+      tenant?: string;
+      /** @description scope before: an ISO 8601 date; sessions idle since before it */
+      before?: string;
+      /** @description scope tenant: the tenant again; scope before: the date again (what is erased cannot be brought back) */
+      confirm?: string;
+    };
+    ErasureFinding: {
+      table: string;
+      column: string;
+      /** @description The row's key columns, `name=value` joined by `,` */
+      row: string;
+      needle: string;
+      /** @description Why an erasure keeps it by design (tombstones): absent for a remnant */
+      kept?: string;
+    };
+    VerifyRequest: {
+      /** @description Ids that should be found nowhere but in tombstones */
+      ids?: string[];
+      /** @description Strings (e.g. a marker from erased content) that should be found nowhere */
+      strings?: string[];
     };
     UsageReport: {
       /** @description ISO 8601, inclusive */

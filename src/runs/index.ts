@@ -43,3 +43,12 @@ export {
 export { QuotaExceededError } from './quotas/quota-exceeded-error.ts';
 export { checkTenantQuotas, type QuotaOptions } from './quotas/quota-options.ts';
 export { Quotas, type QuotaReport, type QuotaLine, type QuotaRefusal, type QuotaStop } from './quotas/quotas.ts';
+export {
+  Erasure,
+  MIN_NEEDLE_LENGTH,
+  MAX_NEEDLES,
+  type ErasureActor,
+  type ErasureReport,
+  type ErasureResult,
+} from './erasure/erasure.ts';
+export type { ErasureParticipant, ErasureTarget } from './erasure/participant.ts';

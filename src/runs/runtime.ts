@@ -47,6 +47,8 @@ import { checkSendOptions, InvalidSendOptionError } from './send-options.ts';
 import { recordsContent, type TelemetryOptions } from '../telemetry/tracer.ts';
 import type { Execution, ExecutionEnv } from './execution.ts';
 import { systemClock, type Clock } from '../core/clock.ts';
+import { Erasure } from './erasure/erasure.ts';
+import type { ErasureParticipant } from './erasure/participant.ts';
 import { Waits } from './waits.ts';
 import { Webhooks, type WebhookOptions } from './webhooks/index.ts';
 import { RunObservers, type RunObserver } from './observer.ts';
@@ -89,6 +91,8 @@ export interface RuntimeOptions {
   agents: readonly AgentDefinition[];
   /** Defaults for every run (timeouts, attempts). */
   runDefaults?: RunOptions;
+  /** What erasures reach besides the store, e.g. an archive store (ADR-0041): erased and scanned after it. */
+  erasureParticipants?: readonly ErasureParticipant[];
   /**
    * Turns a model id (`openai:gpt-4.1-mini`, ...) into a model: what a rerun's `overrides.model`
    * names (the server and CLI pass the configuration's resolver). Without it, such an override is refused.
@@ -172,6 +176,8 @@ export class Runtime {
   readonly schedules: Schedules;
   /** Datasets from the log, experiments on them, bulk reruns (issue 40, docs/evals.md). */
   readonly evals: EvalsApi;
+  /** Erasing a session, a tenant or everything idle since a date, the erasure audit, and verification (ADR-0041). */
+  readonly erasure: Erasure;
   /** Claims and runs the items of experiments and bulk reruns (started with the first worker). */
   private readonly batchRunner: BatchRunner;
   private readonly options: Required<
@@ -265,6 +271,13 @@ export class Runtime {
       wake: () => this.batchRunner.wake(),
     };
     this.evals = new EvalsApi(evalsHost);
+    this.erasure = new Erasure({
+      store: options.store,
+      clock: this.clock,
+      eraseSession: (id) => this.sessions.erase(id),
+      eraseTenantSessions: (tenant) => this.sessions.eraseTenant(tenant),
+      participants: options.erasureParticipants ?? [],
+    });
     this.batchRunner = new BatchRunner(evalsHost, { leaseMs });
     this.schedules = new Schedules(this, {
       ...options.schedules,

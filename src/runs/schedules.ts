@@ -79,7 +79,7 @@ export interface SchedulesHost {
 }
 
 /** The pause reason of the schedules of a tenant whose sessions were erased. */
-export const PAUSED_FOR_ERASED_TENANT = "its tenant's sessions were erased";
+export { PAUSED_FOR_ERASED_TENANT } from '../store/index.ts';
 
 function validTimeZone(tz: string): boolean {
   try {

@@ -30,6 +30,7 @@ import { aguiRoutes } from './protocols/agui/agui.ts';
 import { a2aRoutes } from './protocols/a2a/a2a.ts';
 import { mcpRoutes } from './protocols/mcp/routes.ts';
 import { datasetRoutes } from './routes/datasets.ts';
+import { erasureRoutes } from './routes/erasures.ts';
 import { experimentRoutes } from './routes/experiments.ts';
 import { inspectorRoutes } from './routes/inspector.ts';
 import { opsRoutes } from './routes/ops.ts';
@@ -118,6 +119,7 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
 
   sessionRoutes(app, ctx);
   blobRoutes(app, ctx);
+  erasureRoutes(app, ctx);
   usageRoutes(app, ctx);
   tenantRoutes(app, ctx);
   webhookRoutes(app, ctx);

@@ -4,3 +4,4 @@
  */
 export * from './port/index.ts';
 export { hasNul, NUL_REFUSAL, refuseNul } from './plain-text.ts';
+export { PAUSED_FOR_ERASED_TENANT } from './schedule-rows.ts';

@@ -111,6 +111,9 @@ export const toScheduleFire = (r: ScheduleFireRow): ScheduleFireRecord => ({
 /** Why the schedules that target a session are paused when the session is erased (in the erasure's transaction). */
 export const PAUSED_FOR_ERASED_SESSION = 'its target session was erased';
 
+/** Why a tenant's schedules are paused when its sessions are erased (before they go). */
+export const PAUSED_FOR_ERASED_TENANT = "its tenant's sessions were erased";
+
 /** The columns a SchedulePatch sets, by field. */
 export const SCHEDULE_PATCH_COLUMNS = {
   pausedAt: 'paused_at',

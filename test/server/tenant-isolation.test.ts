@@ -361,6 +361,34 @@ describe.each(BACKENDS)('tenant isolation on every route of the OpenAPI document
         expectProblem(await acme.get(`/v1/sessions/${imported.body.id}`), 'not_found', 404);
       },
     ],
+    [
+      'POST /v1/erasures',
+      async () => {
+        // acme's session is not found for globex; erasing a tenant or by date takes an operator.
+        const refused = expectProblem(
+          await globex.post('/v1/erasures', { scope: 'session', session_id: a.session }),
+          'not_found',
+          404,
+        );
+        expect(leaked({ ...refused, text: JSON.stringify(refused) } as ApiResponse, a.session)).toEqual([]);
+        expectProblem(
+          await globex.post('/v1/erasures', { scope: 'tenant', tenant: 'acme', confirm: 'acme' }),
+          'forbidden',
+          403,
+        );
+        const when = new Date().toISOString();
+        expectProblem(
+          await globex.post('/v1/erasures', { scope: 'before', before: when, confirm: when }),
+          'forbidden',
+          403,
+        );
+      },
+    ],
+    ['GET /v1/erasures', async () => expectProblem(await globex.get('/v1/erasures'), 'forbidden', 403)],
+    [
+      'POST /v1/erasures/verify',
+      async () => expectProblem(await globex.post('/v1/erasures/verify', { ids: [a.session] }), 'forbidden', 403),
+    ],
     // Last: it erases every session of globex's.
     [
       'POST /v1/sessions/erase',

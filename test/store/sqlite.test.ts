@@ -528,6 +528,7 @@ describe('sqlite store', () => {
       'datasets',
       'entries',
       'erased_logs',
+      'erasures',
       'event_batches',
       'idempotency_keys',
       'model_limit_slots',
@@ -764,7 +765,8 @@ describe('sqlite store', () => {
     const db = rawDb();
     db.exec(`UPDATE webhooks SET active = 0 WHERE id = 'off';
              UPDATE webhook_deliveries SET status = 'pending', leased_until = NULL, next_attempt_at = ${T0} WHERE id = 'waiting';
-             DROP INDEX webhook_deliveries_ended; DROP INDEX webhook_deliveries_session;
+             DROP INDEX webhook_deliveries_ended; DROP INDEX webhook_deliveries_session; DROP INDEX webhook_deliveries_without_session;
+             DROP TABLE erasures;
              ALTER TABLE webhook_deliveries DROP COLUMN ended_at; ALTER TABLE webhook_deliveries DROP COLUMN session_id;
              ALTER TABLE webhooks DROP COLUMN previous_secret; ALTER TABLE webhooks DROP COLUMN previous_secret_expires_at;
              DROP INDEX runs_ready_by_tenant; DROP TABLE tenants; DROP TABLE tenant_dispatch;

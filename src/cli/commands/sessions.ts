@@ -187,7 +187,8 @@ export async function sessionsCommand(argv: string[], io: Io): Promise<number> {
         });
         try {
           if (id !== undefined) {
-            const tomb = await rt.sessions.erase(id);
+            await rt.erasure.eraseSession(id);
+            const tomb = (await rt.sessions.find(id))!;
             if (values.json) json(io, withTenant(tomb));
             else
               line(
@@ -195,7 +196,7 @@ export async function sessionsCommand(argv: string[], io: Io): Promise<number> {
                 `erased session ${id} (tenant ${tomb.tenant}; ${tomb.erasedTotals?.runs ?? 0} runs, cost ${tomb.erasedTotals?.cost ?? 0} kept for billing)`,
               );
           } else {
-            const { erased } = await rt.sessions.eraseTenant(tenant!);
+            const erased = (await rt.erasure.eraseTenantSessions(tenant!)).sessionIds.length;
             if (values.json) json(io, { tenant, erased });
             else line(io, `erased ${erased} sessions of tenant ${tenant}`);
           }

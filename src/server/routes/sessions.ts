@@ -158,7 +158,9 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
     }),
     async (c) => {
       const s = await sessionFor(ctx, c, c.req.valid('param').id);
-      return c.json(tombstoneJson(await rt.sessions.erase(s.id)), 200);
+      // Audited (ADR-0041): who asked, when, a hash of the session id.
+      await rt.erasure.eraseSession(s.id, { by: c.get('keyId') ?? 'operator', tenant: s.tenant });
+      return c.json(tombstoneJson((await rt.sessions.find(s.id))!), 200);
     },
   );
 
@@ -192,8 +194,8 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
           'validation',
           `to erase every session of tenant ${tenant}, send {"confirm": "${tenant}"}`,
         );
-      const { erased } = await rt.sessions.eraseTenant(tenant);
-      return c.json({ tenant, erased }, 200);
+      const { sessionIds } = await rt.erasure.eraseTenantSessions(tenant, { by: c.get('keyId') ?? 'operator' });
+      return c.json({ tenant, erased: sessionIds.length }, 200);
     },
   );
 

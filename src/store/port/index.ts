@@ -12,6 +12,7 @@
 import type { BatchOps } from './batches.ts';
 import type { ClaimOps } from './claims.ts';
 import type { DatasetOps } from './datasets.ts';
+import type { ErasureOps } from './erasure.ts';
 import type { EventOps } from './events.ts';
 import type { IdempotencyOps } from './idempotency.ts';
 import type { InputOps } from './inputs.ts';
@@ -30,6 +31,7 @@ export * from './batches.ts';
 export * from './blobs.ts';
 export * from './claims.ts';
 export * from './datasets.ts';
+export * from './erasure.ts';
 export * from './errors.ts';
 export * from './events.ts';
 export * from './idempotency.ts';
@@ -67,6 +69,8 @@ export interface StoreOps {
   batches: BatchOps;
   /** Tenant quotas: the ledger of model calls charged to tenants and API keys (ADR-0043). */
   quotas: QuotaOps;
+  /** Erasing tenants and idle sessions, the erasure audit, and the scan that proves an erasure (ADR-0041). */
+  erasure: ErasureOps;
 }
 
 /** What flow control needs of a store (its limits namespace). */

@@ -115,6 +115,14 @@ export const STORE_LAYOUT = {
     cancel: 'cancelBatch',
   },
   quotas: { reserve: 'reserveQuota', settle: 'settleQuota', release: 'releaseQuota', usage: 'quotaUsage' },
+  erasure: {
+    sessions: 'erasableSessions',
+    eraseTenant: 'eraseTenantData',
+    record: 'recordErasure',
+    list: 'listErasures',
+    scan: 'scanForRemnants',
+    purge: 'purgeErased',
+  },
 } as const;
 
 export type Namespace = keyof typeof STORE_LAYOUT;

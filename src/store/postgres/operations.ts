@@ -14,6 +14,7 @@ import { scheduleOperations } from './schedules.ts';
 import { pgDatasetsOps } from './datasets.ts';
 import { pgBatchesOps } from './batches.ts';
 import { pgQuotasOps } from './quotas.ts';
+import { pgErasureOps } from './erasure.ts';
 import type { PgOps } from './context.ts';
 
 export const pgOperations: PgOps = {
@@ -32,4 +33,5 @@ export const pgOperations: PgOps = {
   ...pgDatasetsOps,
   ...pgBatchesOps,
   ...pgQuotasOps,
+  ...pgErasureOps,
 };

@@ -154,6 +154,37 @@ export const pgSessionsOps: PgOpsOf<'sessions'> = {
           [batchIds, erasedAt],
         );
       }
+      // What other rows say of it (ADR-0041): their links to it go, so that a scan finds it only in its tombstone.
+      await q.run(
+        'DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM webhook_deliveries WHERE session_id IS NULL AND strpos(body, $1) > 0)',
+        [sessionId],
+      );
+      await q.run('DELETE FROM webhook_deliveries WHERE session_id IS NULL AND strpos(body, $1) > 0', [sessionId]);
+      await q.run('UPDATE sessions SET origin_session_id = NULL, origin_entry_id = NULL WHERE origin_session_id = $1', [
+        sessionId,
+      ]);
+      await q.run(
+        'UPDATE runs SET rerun_of = NULL WHERE session_id <> $1 AND rerun_of IN (SELECT id FROM runs WHERE session_id = $1)',
+        [sessionId],
+      );
+      await q.run(
+        'UPDATE schedules SET last_run_id = NULL WHERE last_run_id IN (SELECT id FROM runs WHERE session_id = $1)',
+        [sessionId],
+      );
+      await q.run(
+        `UPDATE batch_items SET result = NULL, error = NULL, run_id = NULL
+         WHERE run_id IN (SELECT id FROM runs WHERE session_id = $1) AND status IN ('done', 'failed')`,
+        [sessionId],
+      );
+      // A dataset made of its runs lists them in its source: they leave the list.
+      await q.run(
+        `UPDATE datasets SET source = jsonb_set(source::jsonb, '{runs}', coalesce((
+           SELECT jsonb_agg(v) FROM jsonb_array_elements_text(source::jsonb -> 'runs') v
+           WHERE v NOT IN (SELECT id FROM runs WHERE session_id = $1)), '[]'::jsonb))::text
+         WHERE jsonb_typeof(source::jsonb -> 'runs') = 'array'
+           AND EXISTS (SELECT 1 FROM jsonb_array_elements_text(source::jsonb -> 'runs') v WHERE v IN (SELECT id FROM runs WHERE session_id = $1))`,
+        [sessionId],
+      );
       const tomb = await q.one<SessionRow>(
         "UPDATE sessions SET title = NULL, metadata = '{}', agent = NULL, leaf_id = NULL, origin_session_id = NULL, origin_entry_id = NULL, erased_at = $2, erased_totals = $3 WHERE id = $1 RETURNING *",
         [sessionId, erasedAt, JSON.stringify(totals)],

@@ -290,3 +290,18 @@ export function decodeBatch(
     return e;
   });
 }
+
+/**
+ * A row's events as the text they were encoded to, decompressed (what an erasure scan searches):
+ * JSON, never parsed. A row it cannot decompress is returned as its bytes' text.
+ */
+export function decompressBatch(codec: number, data: string | Uint8Array): string {
+  try {
+    if (codec === ZSTD_SEALED_CODEC) return zstdDecompressSync(data).toString('utf8');
+    if (codec === LEAN_SEALED_CODEC || codec === SEALED_CODEC)
+      return inflateRawSync(data, { dictionary: DICTIONARY_1 }).toString('utf8');
+  } catch {
+    // Searched as it is below.
+  }
+  return textOf(data);
+}

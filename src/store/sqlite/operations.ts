@@ -17,6 +17,7 @@ import { scheduleOperations } from './schedules.ts';
 import { datasetOps } from './datasets.ts';
 import { batchOps } from './batches.ts';
 import { quotaOps } from './quotas.ts';
+import { erasureOps } from './erasure.ts';
 import type { OperationHooks, SyncOps } from './context.ts';
 
 /**
@@ -42,6 +43,7 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     ...datasetOps(c),
     ...batchOps(c),
     ...quotaOps(db),
+    ...erasureOps(db),
   };
   // Any operation may change a session's head or a run's fencing token (another run's append, one
   // without a fence, a claim, a seal): SessionHeads counts them all, and a run's append takes the

@@ -4,12 +4,12 @@ import { RunBusyError } from '../port/index.ts';
 import { erasedTotals } from '../records.ts';
 import { idKey } from './id-keys.ts';
 import { toSession } from '../rows.ts';
-import { NO_OPEN_HEAD, guard } from './shared.ts';
+import { NO_OPEN_HEAD, guard, withSecureDelete } from './shared.ts';
 import type { Shared } from './shared.ts';
 import type { SyncOpsOf } from './context.ts';
 
 export function sessionOps(c: Shared): SyncOpsOf<'sessions'> {
-  const { st, knownRefs, openEntries, withOpenHead, headOf, sessionRow } = c;
+  const { db, st, knownRefs, openEntries, withOpenHead, headOf, sessionRow } = c;
   return {
     createSession: (s) => {
       guard(`session ${s.id} already exists`, () =>
@@ -53,33 +53,43 @@ export function sessionOps(c: Shared): SyncOpsOf<'sessions'> {
       if (live) throw new RunBusyError(sessionId, live.id);
       // What it consumed stays, for billing.
       const totals = erasedTotals(st.runsOfSession.all(sessionId));
-      const key = idKey(sessionId);
-      // The head into the sessions row before the open rows that carry it go (its last seq stays).
-      const head = headOf(sessionId)!;
-      st.setHead.run(head.last_seq, head.leaf_id, head.last_turn, head.sealed_seq, sessionId);
-      st.markErasing.run(key);
-      st.eraseBatches.run(key);
-      st.eraseEntries.run(key);
-      st.eraseSnapshots.run(sessionId);
-      st.eraseCheckpoints.run(sessionId);
-      st.eraseInputs.run(sessionId);
-      st.eraseSignals.run(sessionId);
-      st.eraseCallbacks.run(sessionId);
-      st.eraseScheduleFires.run(sessionId, sessionId);
-      st.pauseTargetSchedules.run(erasedAt, PAUSED_FOR_ERASED_SESSION, erasedAt, sessionId);
-      st.scrubRuns.run(sessionId);
-      st.eraseOwnBlobs.run(key, key);
-      st.eraseOwnBlobHeads.run(key, key);
-      st.eraseBlobRefs.run(key);
-      st.eraseIdempotency.run(sessionId);
-      st.eraseWebhookAttempts.run(sessionId);
-      st.eraseWebhookDeliveries.run(sessionId);
-      st.eraseRunWebhooks.run(sessionId);
-      st.eraseDatasetItems.run(sessionId);
-      st.completeBatchesLeftDone.run(erasedAt, sessionId, sessionId);
-      st.eraseBatchItems.run(sessionId);
-      st.tombstone.run(erasedAt, JSON.stringify(totals), sessionId);
-      return toSession(sessionRow(sessionId));
+      // Its pages are overwritten with zeros as they are freed, not left in the file (ADR-0041).
+      return withSecureDelete(db, () => {
+        const key = idKey(sessionId);
+        // The head into the sessions row before the open rows that carry it go (its last seq stays).
+        const head = headOf(sessionId)!;
+        st.setHead.run(head.last_seq, head.leaf_id, head.last_turn, head.sealed_seq, sessionId);
+        st.markErasing.run(key);
+        st.eraseBatches.run(key);
+        st.eraseEntries.run(key);
+        st.eraseSnapshots.run(sessionId);
+        st.eraseCheckpoints.run(sessionId);
+        st.eraseInputs.run(sessionId);
+        st.eraseSignals.run(sessionId);
+        st.eraseCallbacks.run(sessionId);
+        st.eraseScheduleFires.run(sessionId, sessionId);
+        st.pauseTargetSchedules.run(erasedAt, PAUSED_FOR_ERASED_SESSION, erasedAt, sessionId);
+        st.scrubRuns.run(sessionId);
+        st.eraseOwnBlobs.run(key, key);
+        st.eraseOwnBlobHeads.run(key, key);
+        st.eraseBlobRefs.run(key);
+        st.eraseIdempotency.run(sessionId);
+        st.eraseWebhookAttempts.run(sessionId);
+        st.eraseWebhookDeliveries.run(sessionId);
+        st.eraseRunWebhooks.run(sessionId);
+        st.eraseDatasetItems.run(sessionId);
+        st.completeBatchesLeftDone.run(erasedAt, sessionId, sessionId);
+        st.eraseBatchItems.run(sessionId);
+        st.eraseLooseWebhookAttempts.run(sessionId);
+        st.eraseLooseWebhookDeliveries.run(sessionId);
+        st.unlinkForks.run(sessionId);
+        st.unlinkReruns.run(sessionId, sessionId);
+        st.unlinkScheduleRuns.run(sessionId);
+        st.scrubBatchItemResults.run(sessionId);
+        st.unlinkDatasetSources.run(sessionId, sessionId);
+        st.tombstone.run(erasedAt, JSON.stringify(totals), sessionId);
+        return toSession(sessionRow(sessionId));
+      });
     },
   };
 }

@@ -234,3 +234,18 @@ export function createShared(db: Database.Database, st: Statements, hooks: Opera
     self: undefined as unknown as SyncOps,
   };
 }
+
+/**
+ * Runs `fn` with SQLite's `secure_delete` on: what it deletes is overwritten with zeros in the
+ * database's pages (and so in the WAL frames it writes), not left in free space (ADR-0041). On for
+ * erasures only: everything else deletes as fast as before.
+ */
+export function withSecureDelete<T>(db: Database.Database, fn: () => T): T {
+  const before = db.pragma('secure_delete', { simple: true }) as number;
+  db.pragma('secure_delete = ON');
+  try {
+    return fn();
+  } finally {
+    db.pragma(`secure_delete = ${before}`);
+  }
+}

@@ -200,6 +200,33 @@ export function prepareStatements(db: Database.Database) {
          AND NOT EXISTS (SELECT 1 FROM batch_items i WHERE i.status IN ('pending', 'running') AND i.batch_id = batches.id AND i.source_session_id IS NOT ?)`,
     ),
     eraseBatchItems: prepare<[string]>('DELETE FROM batch_items WHERE source_session_id = ?'),
+    // What other rows say of it (ADR-0041): their links to it go, so that a scan finds it only in its tombstone.
+    eraseLooseWebhookAttempts: prepare<[string]>(
+      'DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM webhook_deliveries WHERE session_id IS NULL AND instr(body, ?) > 0)',
+    ),
+    eraseLooseWebhookDeliveries: prepare<[string]>(
+      'DELETE FROM webhook_deliveries WHERE session_id IS NULL AND instr(body, ?) > 0',
+    ),
+    unlinkForks: prepare<[string]>(
+      'UPDATE sessions SET origin_session_id = NULL, origin_entry_id = NULL WHERE origin_session_id = ?',
+    ),
+    unlinkReruns: prepare<[string, string]>(
+      'UPDATE runs SET rerun_of = NULL WHERE session_id <> ? AND rerun_of IN (SELECT id FROM runs WHERE session_id = ?)',
+    ),
+    unlinkScheduleRuns: prepare<[string]>(
+      'UPDATE schedules SET last_run_id = NULL WHERE last_run_id IN (SELECT id FROM runs WHERE session_id = ?)',
+    ),
+    // A dataset made of its runs lists them in its source: they leave the list.
+    unlinkDatasetSources: prepare<[string, string]>(
+      `UPDATE datasets SET source = json_set(source, '$.runs', json((SELECT json_group_array(value) FROM json_each(datasets.source, '$.runs') WHERE value NOT IN (SELECT id FROM runs WHERE session_id = ?))))
+       WHERE json_type(source, '$.runs') = 'array'
+         AND EXISTS (SELECT 1 FROM json_each(datasets.source, '$.runs') WHERE value IN (SELECT id FROM runs WHERE session_id = ?))`,
+    ),
+    // By its runs (batch_items_run), not by status (`+status`: the claim index would scan every finished item).
+    scrubBatchItemResults: prepare<[string]>(
+      `UPDATE batch_items SET result = NULL, error = NULL, run_id = NULL
+       WHERE run_id IN (SELECT id FROM runs WHERE session_id = ?) AND +status IN ('done', 'failed')`,
+    ),
     tombstone: prepare<[number, string, string]>(
       "UPDATE sessions SET title = NULL, metadata = '{}', agent = NULL, leaf_id = NULL, origin_session_id = NULL, origin_entry_id = NULL, erased_at = ?, erased_totals = ? WHERE id = ?",
     ),

@@ -16,6 +16,7 @@ import { LIMIT_PLAN } from './limits.ts';
 import { DATASET_PLAN } from './datasets.ts';
 import { BATCH_PLAN } from './batches.ts';
 import { QUOTA_PLAN } from './quotas.ts';
+import { ERASURE_PLAN } from './erasure.ts';
 import { SqliteNotices } from './notices.ts';
 
 export interface SqliteStoreOptions {
@@ -118,6 +119,7 @@ const PLAN: { readonly [K in OpName]: { outside: 'serial' | 'write' | 'immediate
     ...DATASET_PLAN,
     ...BATCH_PLAN,
     ...QUOTA_PLAN,
+    ...ERASURE_PLAN,
   };
 
 const OP_NAMES = Object.keys(PLAN) as OpName[];

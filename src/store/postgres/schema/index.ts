@@ -16,6 +16,7 @@ import { migration as v14 } from './14-run-webhooks.ts';
 import { migration as v16 } from './16-blob-media-types.ts';
 import { migration as v17 } from './17-tenants-registry.ts';
 import { migration as v18 } from './18-quotas.ts';
+import { migration as v19 } from './19-erasures.ts';
 import type { PostgresMigration } from './migration.ts';
 
 export type { PostgresMigration } from './migration.ts';
@@ -38,4 +39,5 @@ export const migrations: readonly PostgresMigration[] = [
   v16,
   v17,
   v18,
+  v19,
 ];

@@ -25,6 +25,7 @@ import { migration as v23 } from './23-run-webhooks.ts';
 import { migration as v25 } from './25-blob-media-types.ts';
 import { migration as v26 } from './26-tenants-registry.ts';
 import { migration as v27 } from './27-quotas.ts';
+import { migration as v28 } from './28-erasures.ts';
 import type { SqliteMigration } from './migration.ts';
 
 export type { SqliteMigration } from './migration.ts';
@@ -56,4 +57,5 @@ export const migrations: readonly SqliteMigration[] = [
   v25,
   v26,
   v27,
+  v28,
 ];
