@@ -47,7 +47,10 @@ function shown(v: unknown): string {
  *   trigger reads);
  * - a revoked API key's row (`api_keys`: its tenant);
  * - a schedule paused because its target session or its tenant was erased (its target, last run,
- *   tenant).
+ *   tenant);
+ * - the quota ledger's charges (`quota_charges.call_id`: a run's id, its turn and step), kept with
+ *   the runs' rows for billing and so that erasing sessions never gives a tenant its quota back
+ *   (ADR-0043); a tenant's erasure removes them.
  */
 export function keptBecause(
   table: string,
@@ -74,6 +77,8 @@ export function keptBecause(
         (row.paused_reason === PAUSED_FOR_ERASED_SESSION || row.paused_reason === PAUSED_FOR_ERASED_TENANT)
         ? { reason: 'schedule paused by the erasure' }
         : undefined;
+    case 'quota_charges':
+      return column === 'call_id' ? { reason: 'quota ledger (billing)' } : undefined;
     default:
       return undefined;
   }

@@ -254,8 +254,18 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         const [a, b] = [marker(), marker()];
         const tenantA = `tenant-${randomBytes(4).toString('hex')}`;
         const tenantB = `tenant-${randomBytes(4).toString('hex')}`;
-        const keyA = await createApiKey(env.store, { tenant: tenantA, name: `key ${a}` });
+        const keyA = await createApiKey(env.store, {
+          tenant: tenantA,
+          name: `key ${a}`,
+          quotas: { runsPerMinute: 1000 },
+        });
         const keyB = await createApiKey(env.store, { tenant: tenantB, name: `key ${b}` });
+        // The tenant's row in the registry, with quotas: its runs are charged to the ledger, counted per minute, and dispatched fairly.
+        await env.rt.tenants.put({
+          id: tenantA,
+          name: `the tenant ${a}`,
+          quotas: { tokensPerDay: 1e9, runsPerMinute: 1000 },
+        });
         const sa = await seed(env, tenantA, a);
         const sb = await seed(env, tenantB, b);
         const bBefore = await env.rt.erasure.verify({ ids: [sb.sessionId], strings: [b] });
@@ -273,8 +283,12 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         });
         expect(new Set(result.sessionIds)).toEqual(new Set([sa.sessionId, sa.forkId]));
 
-        const afterA = await env.rt.erasure.verify({ ids: [sa.sessionId, sa.forkId], strings: [a] });
+        expect(result.counts).toMatchObject({ tenantRecord: 1, tenantDispatch: 1 });
+        expect(result.counts.quotaCharges).toBeGreaterThan(0);
+        expect(result.counts.quotaLimits).toBeGreaterThan(0);
+        const afterA = await env.rt.erasure.verify({ ids: [sa.sessionId, sa.forkId], strings: [a, tenantA] });
         expect(afterA.remnants).toEqual([]);
+        expect(await env.rt.tenants.get(tenantA)).toBeUndefined();
         const keyRow = (await env.store.keys.list(tenantA)).find((k) => k.id === keyA.key.id);
         expect(keyRow).toMatchObject({ name: null, revokedAt: expect.any(Number) });
         expect(await env.rt.schedules.list({ tenant: tenantA })).toEqual([]);

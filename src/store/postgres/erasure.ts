@@ -35,6 +35,19 @@ const TENANT_ROWS: ReadonlyArray<[kind: string, sql: string]> = [
   ['batchItems', 'DELETE FROM batch_items WHERE batch_id IN (SELECT id FROM batches WHERE tenant = $1)'],
   ['batches', 'DELETE FROM batches WHERE tenant = $1'],
   ['idempotencyRecords', 'DELETE FROM idempotency_keys WHERE tenant = $1'],
+  // Quotas (ADR-0043): the ledger of the tenant and of its keys, their windows and slots; fair dispatch's pass; the registry's row.
+  [
+    'quotaCharges',
+    "DELETE FROM quota_charges WHERE scope = 'tenant:' || $1 OR scope IN (SELECT 'key:' || id FROM api_keys WHERE tenant = $1)",
+  ],
+  ...(['state', 'slots', 'usage', 'waiters'] as const).map((t): [string, string] => [
+    'quotaLimits',
+    `DELETE FROM model_limit_${t} WHERE key IN ('quota:tenant:' || $1 || ':concurrent', 'quota:tenant:' || $1 || ':runs')
+       OR key IN (SELECT 'quota:key:' || id || ':concurrent' FROM api_keys WHERE tenant = $1)
+       OR key IN (SELECT 'quota:key:' || id || ':runs' FROM api_keys WHERE tenant = $1)`,
+  ]),
+  ['tenantDispatch', 'DELETE FROM tenant_dispatch WHERE tenant = $1'],
+  ['tenantRecord', 'DELETE FROM tenants WHERE id = $1'],
 ];
 
 export const pgErasureOps: PgOpsOf<'erasure'> = {
@@ -53,10 +66,10 @@ export const pgErasureOps: PgOpsOf<'erasure'> = {
     atomic(async (q) => {
       const counts: Record<string, number> = {};
       counts.keys = await q.run(
-        'UPDATE api_keys SET name = NULL, revoked_at = coalesce(revoked_at, $2) WHERE tenant = $1',
+        'UPDATE api_keys SET name = NULL, quotas = NULL, revoked_at = coalesce(revoked_at, $2) WHERE tenant = $1',
         [tenant, at],
       );
-      for (const [kind, text] of TENANT_ROWS) counts[kind] = await q.run(text, [tenant]);
+      for (const [kind, text] of TENANT_ROWS) counts[kind] = (counts[kind] ?? 0) + (await q.run(text, [tenant]));
       return counts;
     }),
   recordErasure: async ({ sql }, r) => {

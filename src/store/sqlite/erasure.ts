@@ -55,6 +55,19 @@ const TENANT_ROWS: ReadonlyArray<[kind: string, sql: string]> = [
   ['batchItems', 'DELETE FROM batch_items WHERE batch_id IN (SELECT id FROM batches WHERE tenant = ?)'],
   ['batches', 'DELETE FROM batches WHERE tenant = ?'],
   ['idempotencyRecords', 'DELETE FROM idempotency_keys WHERE tenant = ?'],
+  // Quotas (ADR-0043): the ledger of the tenant and of its keys, their windows and slots; fair dispatch's pass; the registry's row.
+  [
+    'quotaCharges',
+    "DELETE FROM quota_charges WHERE scope = 'tenant:' || ? OR scope IN (SELECT 'key:' || id FROM api_keys WHERE tenant = ?)",
+  ],
+  ...(['state', 'slots', 'usage', 'waiters'] as const).map((t): [string, string] => [
+    'quotaLimits',
+    `DELETE FROM model_limit_${t} WHERE key IN ('quota:tenant:' || ? || ':concurrent', 'quota:tenant:' || ? || ':runs')
+       OR key IN (SELECT 'quota:key:' || id || ':concurrent' FROM api_keys WHERE tenant = ?)
+       OR key IN (SELECT 'quota:key:' || id || ':runs' FROM api_keys WHERE tenant = ?)`,
+  ]),
+  ['tenantDispatch', 'DELETE FROM tenant_dispatch WHERE tenant = ?'],
+  ['tenantRecord', 'DELETE FROM tenants WHERE id = ?'],
 ];
 
 export function erasureOps(db: Database.Database): SyncOpsOf<'erasure'> {
@@ -86,9 +99,14 @@ export function erasureOps(db: Database.Database): SyncOpsOf<'erasure'> {
       withSecureDelete(db, () => {
         const counts: Record<string, number> = {};
         counts.keys = db
-          .prepare('UPDATE api_keys SET name = NULL, revoked_at = coalesce(revoked_at, ?) WHERE tenant = ?')
+          .prepare(
+            'UPDATE api_keys SET name = NULL, quotas = NULL, revoked_at = coalesce(revoked_at, ?) WHERE tenant = ?',
+          )
           .run(at, tenant).changes;
-        for (const [kind, sql] of TENANT_ROWS) counts[kind] = db.prepare(sql).run(tenant).changes;
+        for (const [kind, sql] of TENANT_ROWS) {
+          const params = Array<string>(sql.split('?').length - 1).fill(tenant);
+          counts[kind] = (counts[kind] ?? 0) + db.prepare(sql).run(...params).changes;
+        }
         return counts;
       }),
     recordErasure: (r) => {
