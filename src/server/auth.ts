@@ -10,16 +10,22 @@ export type AuthEnv = {
   Variables: { tenant: string; keyId: string | null; rateLimit: number | null; scope: ApiKeyScope | null };
 };
 
-/** The routes of the admin scope: the tenants registry and the tenants' keys. Nothing else takes an admin key. */
+/** The routes of the admin scope only: the tenants registry and the tenants' keys. */
 export const isAdminPath = (path: string): boolean => /^\/v1\/tenants(\/|$)/.test(path);
 
-/** Refuses (403 `forbidden_scope`) an admin key outside the admin routes, and a tenant key on them. */
+/**
+ * The routes an admin key may take: the admin routes, and erasures (a tenant's, by date, the audit
+ * and the verifying scan, as an operator; a tenant key erases only its own sessions there).
+ */
+const adminMayTake = (path: string): boolean => isAdminPath(path) || /^\/v1\/erasures(\/|$)/.test(path);
+
+/** Refuses (403 `forbidden_scope`) an admin key outside the routes it may take, and a tenant key on the admin routes. */
 export function checkScope(scope: ApiKeyScope, path: string): void {
   const admin = isAdminPath(path);
-  if (scope === 'admin' && !admin)
+  if (scope === 'admin' && !adminMayTake(path))
     throw new HttpProblem(
       'forbidden_scope',
-      'this API key has the admin scope: it manages tenants (/v1/tenants) and nothing else; use a tenant key',
+      'this API key has the admin scope: it manages tenants (/v1/tenants) and erasures (/v1/erasures) and nothing else; use a tenant key',
       { scope },
     );
   if (scope !== 'admin' && admin)

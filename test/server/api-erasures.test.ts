@@ -15,7 +15,10 @@ for (const backend of BACKENDS) {
     let keyed: TestServer;
     beforeAll(async () => {
       operator = await startTestServer({ backend });
-      keyed = await startTestServer({ backend, keys: [{ tenant: 'acme' }, { tenant: 'globex' }] });
+      keyed = await startTestServer({
+        backend,
+        keys: [{ tenant: 'acme' }, { tenant: 'globex' }, { tenant: 'ops', scope: 'admin' }],
+      });
     }, 30_000);
     afterAll(async () => {
       await operator?.close();
@@ -112,6 +115,23 @@ for (const backend of BACKENDS) {
       expect(r.status).toBe(200);
       expect(r.body).toMatchObject({ by: keyed.keyIds[0], session_ids: [s.id] });
       expect((await acme.get(`/v1/sessions/${s.id}`)).status).toBe(410);
+    });
+
+    it('an admin key erases a tenant and verifies it, as an operator does; it reads nothing else', async () => {
+      const [acme, admin] = [keyed.api(keyed.secrets[0]), keyed.api(keyed.secrets[2])];
+      const s = await acme.session({ title: 'marker-admin-erasure' });
+      // An admin key is not a tenant key: it cannot read the session it may erase.
+      expectProblem(await admin.get(`/v1/sessions/${s.id}`), 'forbidden_scope', 403);
+      const before = await admin.post('/v1/erasures/verify', { strings: ['marker-admin-erasure'] });
+      expect(before.status).toBe(200);
+      expect(before.body.clean).toBe(false);
+      const r = await admin.post('/v1/erasures', { scope: 'tenant', tenant: 'acme', confirm: 'acme' });
+      expect(r.status).toBe(200);
+      expect(r.body).toMatchObject({ scope: 'tenant', by: keyed.keyIds[2], session_ids: [s.id] });
+      const after = await admin.post('/v1/erasures/verify', { ids: [s.id], strings: ['marker-admin-erasure'] });
+      expect(after.body).toMatchObject({ clean: true, remnants: [] });
+      const [last] = (await admin.get('/v1/erasures?limit=1')).body.erasures;
+      expect(last).toMatchObject({ scope: 'tenant', by: keyed.keyIds[2] });
     });
 
     it('the older erase routes are audited too', async () => {

@@ -2,8 +2,8 @@
  * `/v1/erasures` (ADR-0041, docs/operations/erasure.md): erase a session, a tenant, or every
  * session idle since before a date; the erasure audit; verification. A tenant's API key erases only
  * its own sessions. Erasing a tenant or by date, reading the audit and verifying (a scan of every
- * tenant's rows) take an operator: a server without API keys (loopback or `--insecure`) or the CLI
- * (`keel erase`), until API keys have an admin scope.
+ * tenant's rows) take an operator: an API key with the admin scope, a server without API keys
+ * (loopback or `--insecure`), or the CLI (`keel erase`).
  */
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
@@ -75,14 +75,14 @@ const erasureJson = (r: ErasureRecord) => ({
 });
 const resultJson = (r: ErasureResult) => ({ ...erasureJson(r), session_ids: r.sessionIds, physical: r.physical });
 
-/** An operator: a server without API keys (no key on the request). */
-const isOperator = (c: Context<AppEnv>) => c.get('keyId') === null;
+/** An operator: a server without API keys (no key on the request), or an API key with the admin scope. */
+const isOperator = (c: Context<AppEnv>) => c.get('keyId') === null || c.get('scope') === 'admin';
 
 function operatorOnly(c: Context<AppEnv>, what: string): void {
   if (!isOperator(c))
     throw new HttpProblem(
       'forbidden',
-      `${what} takes an operator: \`keel erase\` on the store, or a server without API keys (loopback or --insecure)`,
+      `${what} takes an operator: an API key with the admin scope, \`keel erase\` on the store, or a server without API keys (loopback or --insecure)`,
     );
 }
 
