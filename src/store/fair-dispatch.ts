@@ -35,7 +35,7 @@ const INDEXED_POLICY: ClaimPolicy = { ready: ['queued'], recoverable: [], to: 'r
 
 /** The partial index of the ready runs by tenant (the usual policy: `queued`, not queued behind). */
 export const readyByTenantIndexSql = (d: Dialect): string =>
-  `CREATE INDEX runs_ready_by_tenant ON runs (tenant, created_at, id) WHERE ${readySql(INDEXED_POLICY, d)}`;
+  `CREATE INDEX IF NOT EXISTS runs_ready_by_tenant ON runs (tenant, created_at, id) WHERE ${readySql(INDEXED_POLICY, d)}`;
 
 /**
  * `runs` (as `alias`) read through the ready runs' index when the policy's ready runs are the

@@ -12,7 +12,7 @@ import type { QuotaBudgetName, QuotaGrant, QuotaReservation, QuotaUsage } from '
 export function quotaChargesDdl(int: 'INTEGER' | 'BIGINT', real: 'REAL' | 'DOUBLE PRECISION'): string {
   const rowid = int === 'INTEGER' ? ' WITHOUT ROWID' : '';
   return `
-      CREATE TABLE quota_charges (
+      CREATE TABLE IF NOT EXISTS quota_charges (
         scope TEXT NOT NULL,
         call_id TEXT NOT NULL,
         run_id TEXT NOT NULL,
@@ -24,9 +24,9 @@ export function quotaChargesDdl(int: 'INTEGER' | 'BIGINT', real: 'REAL' | 'DOUBL
         at ${int} NOT NULL,
         PRIMARY KEY (scope, call_id)
       )${rowid};
-      CREATE INDEX quota_charges_day ON quota_charges (scope, day);
-      CREATE INDEX quota_charges_month ON quota_charges (scope, month);
-      CREATE INDEX quota_charges_call ON quota_charges (call_id);
+      CREATE INDEX IF NOT EXISTS quota_charges_day ON quota_charges (scope, day);
+      CREATE INDEX IF NOT EXISTS quota_charges_month ON quota_charges (scope, month);
+      CREATE INDEX IF NOT EXISTS quota_charges_call ON quota_charges (call_id);
   `;
 }
 
