@@ -67,6 +67,7 @@ import { PAUSED_FOR_ERASED_TENANT, Schedules, type SchedulerOptions } from './sc
 import { FlowControl, type FlowControlOptions, type ModelLimits, type Priority } from '../flow-control/index.ts';
 import { runScope } from './run-scope.ts';
 import { agentWithMcpTools, McpPool, type McpToolsGot } from '../mcp/index.ts';
+import { Retention, type RetentionOptions } from '../retention/index.ts';
 
 /** Whether compaction settings are one for every agent (else they are by agent name). */
 const isOneSetting = (c: CompactionSettings | Record<string, CompactionSettings>): c is CompactionSettings =>
@@ -119,6 +120,8 @@ export interface RuntimeOptions {
   flowControl?: FlowControlOptions;
   /** Priority of each agent's model calls when they wait for limits (a run's own `priority` wins). */
   priorities?: Record<string, Priority>;
+  /** Retention: policies, the archive store, the sweeper's pace (docs/operations/retention.md). Its sweeper starts with the first worker. */
+  retention?: RetentionOptions;
 }
 
 export interface SendOptions extends RunOptions {
@@ -157,6 +160,8 @@ export class Runtime {
   readonly schedules: Schedules;
   /** Datasets from the log, experiments on them, bulk reruns (issue 40, docs/evals.md). */
   readonly evals: EvalsApi;
+  /** Retention and archives: sweeps, dry runs, restore, policies (docs/operations/retention.md). */
+  readonly retention: Retention;
   /** Claims and runs the items of experiments and bulk reruns (started with the first worker). */
   private readonly batchRunner: BatchRunner;
   private readonly options: Required<
@@ -235,6 +240,7 @@ export class Runtime {
     };
     this.evals = new EvalsApi(evalsHost);
     this.batchRunner = new BatchRunner(evalsHost, { leaseMs });
+    this.retention = new Retention(options.store, sessions.log, this.clock, options.retention);
     this.schedules = new Schedules(this, {
       ...options.schedules,
       ...(options.runDefaults ? { runDefaults: options.runDefaults } : {}),
@@ -401,6 +407,8 @@ export class Runtime {
     const session = await this.store.sessions.get(sessionId);
     if (!session) throw new NotFoundError('session', sessionId);
     if (session.erasedAt !== null) return session;
+    // Its log is in an archive store (retention): erased here, its archive removed there.
+    if (session.inArchiveAt !== null) return this.retention.eraseArchived(sessionId);
     // No new message from here on: an archived session refuses them.
     if (session.archivedAt === null) await this.sessions.archive(sessionId);
     for (let attempt = 0; ; attempt++) {
@@ -486,6 +494,7 @@ export class Runtime {
     this.workers.add(worker);
     this.webhooks.startDispatcher();
     this.schedules.start();
+    this.retention.start();
     // Experiment and bulk-rerun items: as many at once as the worker runs runs (the most any worker of this process asked).
     this.batchRunner.start(options.concurrency ?? 8);
     return worker;
@@ -559,6 +568,7 @@ export class Runtime {
   /** Stops every worker this runtime started (gracefully), then closes nothing else: the store is the caller's. */
   async close(options: { graceMs?: number } = {}): Promise<void> {
     await this.schedules.stop();
+    await this.retention.stop();
     await this.batchRunner.stop();
     await Promise.all([...this.workers].map((w) => w.stop(options)));
     this.workers.clear();

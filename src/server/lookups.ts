@@ -4,7 +4,7 @@
  */
 import type { Context } from 'hono';
 import type { RecordedSend } from '../runs/index.ts';
-import { NotFoundError, StoreError, type RunRecord, type SessionRecord } from '../store/index.ts';
+import { NotFoundError, sessionInArchive, StoreError, type RunRecord, type SessionRecord } from '../store/index.ts';
 import type { AppContext, AppEnv } from './context.ts';
 import { runJson } from './schemas.ts';
 
@@ -13,6 +13,7 @@ export async function sessionFor(ctx: AppContext, c: Context<AppEnv>, id: string
   const s = await ctx.rt.sessions.find(id);
   if (!s || s.tenant !== c.get('tenant')) throw new NotFoundError('session', id);
   if (s.erasedAt !== null) throw new StoreError('session_erased', `session ${id} was erased`);
+  if (s.inArchiveAt !== null) throw sessionInArchive(id);
   return s;
 }
 

@@ -1,6 +1,7 @@
 import type { DeltaEvent } from '../core/index.ts';
 import {
   NotFoundError,
+  sessionInArchive,
   StoreError,
   type AppendOptions,
   type EventDraft,
@@ -254,11 +255,12 @@ export class SessionLog {
     return this.decode(await ops.events.read(sessionId, read), ops, validate !== undefined ? { validate } : {});
   }
 
-  /** A session that can be read: refused (`session_erased`) once it was erased. */
+  /** A session that can be read: refused once it was erased (`session_erased`), or while its log is in an archive store (`session_in_archive`). */
   async session(sessionId: string, ops: StoreOps = this.store) {
     const s = await ops.sessions.get(sessionId);
     if (!s) throw new NotFoundError('session', sessionId);
     if (s.erasedAt !== null) throw new StoreError('session_erased', `session ${sessionId} was erased`);
+    if (s.inArchiveAt !== null) throw sessionInArchive(sessionId);
     return s;
   }
 

@@ -18,6 +18,7 @@ import type { InputOps } from './inputs.ts';
 import type { KeyOps } from './keys.ts';
 import type { LimitOps } from './limits.ts';
 import type { NoticeOps } from './notices.ts';
+import type { RetentionOps } from './retention.ts';
 import type { RunOps } from './runs.ts';
 import type { ScheduleOps } from './schedules.ts';
 import type { SessionOps } from './sessions.ts';
@@ -35,6 +36,7 @@ export * from './json.ts';
 export * from './keys.ts';
 export * from './limits.ts';
 export * from './notices.ts';
+export * from './retention.ts';
 export * from './runs.ts';
 export * from './schedules.ts';
 export * from './sessions.ts';
@@ -59,6 +61,8 @@ export interface StoreOps {
   datasets: DatasetOps;
   /** Bulk reruns and experiments: claimable, fenced work items. */
   batches: BatchOps;
+  /** Retention: idle sessions, archives, pruning, policies, the worker's lease. */
+  retention: RetentionOps;
 }
 
 /** What flow control needs of a store (its limits namespace). */

@@ -12,6 +12,7 @@ import { pgLimitOperations } from './limits.ts';
 import { scheduleOperations } from './schedules.ts';
 import { pgDatasetsOps } from './datasets.ts';
 import { pgBatchesOps } from './batches.ts';
+import { pgRetentionOps } from './retention.ts';
 import type { PgOps } from './context.ts';
 
 export const pgOperations: PgOps = {
@@ -28,4 +29,5 @@ export const pgOperations: PgOps = {
   ...scheduleOperations,
   ...pgDatasetsOps,
   ...pgBatchesOps,
+  ...pgRetentionOps,
 };

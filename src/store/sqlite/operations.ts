@@ -15,6 +15,7 @@ import { createLimitOperations } from './limits.ts';
 import { scheduleOperations } from './schedules.ts';
 import { datasetOps } from './datasets.ts';
 import { batchOps } from './batches.ts';
+import { retentionOps } from './retention.ts';
 import type { OperationHooks, SyncOps } from './context.ts';
 
 /**
@@ -38,6 +39,7 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     ...scheduleOperations(c.prepared),
     ...datasetOps(c),
     ...batchOps(c),
+    ...retentionOps(c),
   };
   // Any operation may change a session's head or a run's fencing token (another run's append, one
   // without a fence, a claim, a seal): SessionHeads counts them all, and a run's append takes the

@@ -15,6 +15,7 @@ import { FileWriteLock } from './file-write-lock.ts';
 import { LIMIT_PLAN } from './limits.ts';
 import { DATASET_PLAN } from './datasets.ts';
 import { BATCH_PLAN } from './batches.ts';
+import { RETENTION_PLAN } from './retention.ts';
 import { SqliteNotices } from './notices.ts';
 
 export interface SqliteStoreOptions {
@@ -109,6 +110,7 @@ const PLAN: { readonly [K in OpName]: { outside: 'serial' | 'write' | 'immediate
     listScheduleFires: { outside: 'serial' },
     ...DATASET_PLAN,
     ...BATCH_PLAN,
+    ...RETENTION_PLAN,
   };
 
 const OP_NAMES = Object.keys(PLAN) as OpName[];

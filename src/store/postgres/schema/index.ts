@@ -13,6 +13,7 @@ import { migration as v11 } from './11-run-tenants.ts';
 import { migration as v12 } from './12-rerun-of.ts';
 import { migration as v13 } from './13-datasets-batches.ts';
 import { migration as v14 } from './14-run-webhooks.ts';
+import { migration as v15 } from './15-retention.ts';
 import type { PostgresMigration } from './migration.ts';
 
 export type { PostgresMigration } from './migration.ts';
@@ -32,4 +33,5 @@ export const migrations: readonly PostgresMigration[] = [
   v12,
   v13,
   v14,
+  v15,
 ];

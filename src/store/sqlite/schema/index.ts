@@ -22,6 +22,7 @@ import { migration as v20 } from './20-run-tenants.ts';
 import { migration as v21 } from './21-rerun-of.ts';
 import { migration as v22 } from './22-datasets-batches.ts';
 import { migration as v23 } from './23-run-webhooks.ts';
+import { migration as v24 } from './24-retention.ts';
 import type { SqliteMigration } from './migration.ts';
 
 export type { SqliteMigration } from './migration.ts';
@@ -50,4 +51,5 @@ export const migrations: readonly SqliteMigration[] = [
   v21,
   v22,
   v23,
+  v24,
 ];
