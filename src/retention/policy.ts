@@ -107,7 +107,8 @@ export function checkedRetentionSettings(input: unknown): RetentionSettings {
           );
         out.tables[t as OperationalTable] = days(`retention.tables.${t}`, d);
       }
-    } else throw new RetentionPolicyError(`retention.${k}`, 'unknown setting (known: sessions, tenants, agents, tables)');
+    } else
+      throw new RetentionPolicyError(`retention.${k}`, 'unknown setting (known: sessions, tenants, agents, tables)');
   }
   return out;
 }

@@ -18,7 +18,13 @@ import {
   type Store,
   type StoredRetentionPolicy,
 } from '../store/index.ts';
-import { checkedSessionRetention, RETENTION_DAY_MS, PolicyResolver, type RetentionSettings, type SessionRetention } from './policy.ts';
+import {
+  checkedSessionRetention,
+  RETENTION_DAY_MS,
+  PolicyResolver,
+  type RetentionSettings,
+  type SessionRetention,
+} from './policy.ts';
 import { archiveKey, packSession, storeFor, unpackSession } from './session-archive.ts';
 
 export interface RetentionOptions {
@@ -135,7 +141,7 @@ export class Retention {
   }
 
   /** Sets a tenant's policy (its agent's, with `agent`); checked first (`invalid_retention_policy`). */
-  putPolicy(tenant: string, agent: string | null, policy: unknown): Promise<StoredRetentionPolicy> {
+  async putPolicy(tenant: string, agent: string | null, policy: unknown): Promise<StoredRetentionPolicy> {
     const checked = checkedSessionRetention(policy);
     return this.store.retention.putPolicy({
       tenant,
@@ -221,7 +227,10 @@ export class Retention {
       if (s.erasedAt !== null) throw new StoreError('session_erased', `session ${sessionId} was erased`);
       throw new StoreError('not_in_archive', `session ${sessionId} is not in an archive store: nothing to restore`);
     }
-    const archive = storeFor([...(this.options.archive ? [this.options.archive] : []), ...(this.options.formerArchives ?? [])], a.store);
+    const archive = storeFor(
+      [...(this.options.archive ? [this.options.archive] : []), ...(this.options.formerArchives ?? [])],
+      a.store,
+    );
     if (!archive)
       throw new StoreError(
         'archive_unavailable',
@@ -229,7 +238,10 @@ export class Retention {
       );
     const bytes = await archive.get(a.key);
     if (!bytes)
-      throw new StoreError('archive_unavailable', `the archive of session ${sessionId} (${a.store} ${a.key}) is missing`);
+      throw new StoreError(
+        'archive_unavailable',
+        `the archive of session ${sessionId} (${a.store} ${a.key}) is missing`,
+      );
     const now = this.clock.now();
     const s = await unpackSession(this.log, bytes, (tx) => tx.retention.restored(sessionId, now));
     this.log.forget(sessionId);

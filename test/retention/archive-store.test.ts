@@ -16,7 +16,10 @@ for (const kind of ['directory', 's3'] as const) {
       await a.store.put('sessions/t1/one.jsonl.gz', bytes);
       await a.store.put('sessions/t2/two.jsonl.gz', new Uint8Array([7]));
       expect(await a.store.get('sessions/t1/one.jsonl.gz')).toEqual(bytes);
-      expect((await a.store.list('sessions/')).sort()).toEqual(['sessions/t1/one.jsonl.gz', 'sessions/t2/two.jsonl.gz']);
+      expect((await a.store.list('sessions/')).sort()).toEqual([
+        'sessions/t1/one.jsonl.gz',
+        'sessions/t2/two.jsonl.gz',
+      ]);
       expect(await a.store.list('sessions/t2/')).toEqual(['sessions/t2/two.jsonl.gz']);
       // A put replaces.
       await a.store.put('sessions/t2/two.jsonl.gz', new Uint8Array([8, 9]));

@@ -4,12 +4,7 @@
  * for the length of its transaction only. Each pruning deletes a bounded batch in one short
  * transaction.
  */
-import {
-  IDLE_SESSIONS_SQL,
-  PRUNE_SQL,
-  toArchivedSession,
-  type SessionArchiveRow,
-} from '../retention-rows.ts';
+import { IDLE_SESSIONS_SQL, PRUNE_SQL, toArchivedSession, type SessionArchiveRow } from '../retention-rows.ts';
 import type { StoredRetentionPolicy } from '../port/index.ts';
 import { TERMINAL } from './shared.ts';
 import type { PgOpsOf } from './context.ts';
@@ -71,10 +66,10 @@ export const pgRetentionOps: PgOpsOf<'retention'> = {
       );
       await q.run('DELETE FROM blob_refs WHERE session_id = $1', [a.sessionId]);
       await q.run('DELETE FROM erased_logs WHERE session_id = $1', [a.sessionId]);
-      await q.run(
-        'UPDATE sessions SET in_archive_at = $2, last_seq = 0, leaf_id = NULL, last_turn = 0 WHERE id = $1',
-        [a.sessionId, a.archivedAt],
-      );
+      await q.run('UPDATE sessions SET in_archive_at = $2, last_seq = 0, leaf_id = NULL, last_turn = 0 WHERE id = $1', [
+        a.sessionId,
+        a.archivedAt,
+      ]);
       await q.run(
         `INSERT INTO session_archives (session_id, tenant, agent, store, key, bytes, events, archived_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
@@ -124,7 +119,10 @@ export const pgRetentionOps: PgOpsOf<'retention'> = {
       for (const k of keys) {
         const values = p.key.map((name) => k[name]);
         if (before) await q.run(`DELETE FROM ${before[0]} WHERE ${before[1]} = $1`, [values[0]]);
-        n += await q.run(`DELETE FROM ${p.table} WHERE ${p.key.map((c, i) => `${c} = $${i + 1}`).join(' AND ')}`, values);
+        n += await q.run(
+          `DELETE FROM ${p.table} WHERE ${p.key.map((c, i) => `${c} = $${i + 1}`).join(' AND ')}`,
+          values,
+        );
       }
       return n;
     }),

@@ -4,12 +4,7 @@
  * erasure guard (`erased_logs`, ADR-0010) for the length of its transaction only. Each pruning
  * deletes a bounded batch in one short write transaction.
  */
-import {
-  IDLE_SESSIONS_SQL,
-  PRUNE_SQL,
-  toArchivedSession,
-  type SessionArchiveRow,
-} from '../retention-rows.ts';
+import { IDLE_SESSIONS_SQL, PRUNE_SQL, toArchivedSession, type SessionArchiveRow } from '../retention-rows.ts';
 import { TERMINAL_SQL } from '../rows.ts';
 import type { ArchivedSessionQuery, StoredRetentionPolicy } from '../port/index.ts';
 import type { FlatOpsOf } from '../port/layout.ts';
@@ -51,9 +46,7 @@ const toPolicy = (r: PolicyRow): StoredRetentionPolicy => ({
 
 export function retentionOps(c: Shared): SyncOpsOf<'retention'> {
   const { db, st, knownRefs, openEntries, headOf, prepared } = c;
-  const idle = db.prepare<unknown[], { session_id: string; tenant: string; agent: string | null }>(
-    IDLE_SESSIONS_SQL,
-  );
+  const idle = db.prepare<unknown[], { session_id: string; tenant: string; agent: string | null }>(IDLE_SESSIONS_SQL);
   const session = db.prepare<[string], { erased_at: number | null; in_archive_at: number | null }>(
     'SELECT erased_at, in_archive_at FROM sessions WHERE id = ?',
   );
@@ -135,9 +128,10 @@ export function retentionOps(c: Shared): SyncOpsOf<'retention'> {
       if (q.tenant !== undefined) (where.push('tenant = ?'), args.push(q.tenant));
       if (q.agent !== undefined) (where.push('agent = ?'), args.push(q.agent));
       return (
-        prepared(
-          `SELECT * FROM session_archives WHERE ${where.join(' AND ')} ORDER BY session_id LIMIT ?`,
-        ).all(...args, q.limit) as SessionArchiveRow[]
+        prepared(`SELECT * FROM session_archives WHERE ${where.join(' AND ')} ORDER BY session_id LIMIT ?`).all(
+          ...args,
+          q.limit,
+        ) as SessionArchiveRow[]
       ).map(toArchivedSession);
     },
 
@@ -174,7 +168,9 @@ export function retentionOps(c: Shared): SyncOpsOf<'retention'> {
 
     leadRetention: (name, holder, now, ttlMs) => {
       lease.run(name, holder, now + ttlMs, now);
-      const r = db.prepare<[string], { holder: string }>('SELECT holder FROM retention_leases WHERE name = ?').get(name);
+      const r = db
+        .prepare<[string], { holder: string }>('SELECT holder FROM retention_leases WHERE name = ?')
+        .get(name);
       return r?.holder === holder;
     },
 
