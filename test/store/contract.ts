@@ -82,6 +82,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           archivedAt: null,
           erasedAt: null,
           erasedTotals: null,
+          inArchiveAt: null,
         });
         expect(await store.sessions.get('s1')).toEqual(created);
       });
@@ -111,6 +112,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           archivedAt: null,
           erasedAt: null,
           erasedTotals: null,
+          inArchiveAt: null,
         };
         expect(created).toEqual(expected);
         expect(await store.sessions.get('s2')).toEqual(expected);
