@@ -6,6 +6,7 @@ import { eventsCommand, eventsHelp } from './commands/events.ts';
 import { keysCommand, keysHelp } from './commands/keys.ts';
 import { replayCommand, replayHelp } from './commands/replay.ts';
 import { rerunCommand, rerunHelp } from './commands/rerun.ts';
+import { retentionCommand, retentionHelp } from './commands/retention.ts';
 import { datasetsCommand, datasetsHelp } from './commands/datasets.ts';
 import { evalCommand, evalHelp } from './commands/eval.ts';
 import { runsCommand, runsHelp } from './commands/runs.ts';
@@ -27,6 +28,7 @@ export const commands: Record<string, Command> = {
   sessions: { run: sessionsCommand, help: sessionsHelp },
   runs: { run: runsCommand, help: runsHelp },
   schedules: { run: schedulesCommand, help: schedulesHelp },
+  retention: { run: retentionCommand, help: retentionHelp },
   webhooks: { run: webhooksCommand, help: webhooksHelp },
   events: { run: eventsCommand, help: eventsHelp },
   replay: { run: replayCommand, help: replayHelp },

@@ -10,6 +10,7 @@ import { BUILT_IN_SCORERS, judgeScorer, type Scorer } from '../runs/evals/scorer
 import { modelFromId } from './models.ts';
 import { mcpServersSchema, type McpServerConfig } from '../mcp/config.ts';
 import type { ModelLimits, Priority } from '../flow-control/index.ts';
+import { retentionOptionsFromConfig, type RetentionConfig, type RetentionOptions } from '../retention/index.ts';
 
 /** One agent in a configuration file. In JS/TS configs, `model` may be an AI SDK model and `tools` real tools. */
 export interface AgentConfig {
@@ -49,6 +50,8 @@ export interface KeelConfig {
    * `(item, candidate, reference) => score` from 0 to 1, or a model as judge with a rubric.
    */
   scorers?: Record<string, Scorer | { judge: { model: string | LanguageModelV4; rubric: string } }>;
+  /** Retention: policies, the archive store, the sweeper's pace (docs/operations/retention.md). */
+  retention?: RetentionConfig;
 }
 
 /** Typed helper for keel.config.ts. */
@@ -64,6 +67,8 @@ export interface LoadedConfig {
   priorities?: Record<string, Priority>;
   /** Experiment scorers (code and judges), by name. */
   scorers?: Record<string, Scorer>;
+  /** Retention (docs/operations/retention.md). */
+  retention?: RetentionOptions;
   demo: boolean;
 }
 
@@ -157,6 +162,8 @@ const configSchema = z.strictObject({
   scorers: z
     .record(z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, 'lowercase letters, digits and underscores'), scorerSchema)
     .optional(),
+  // Checked by retentionOptionsFromConfig, which names the field at fault.
+  retention: z.unknown().optional(),
 });
 
 function withApproval(t: Tool, approval: 'always' | 'never'): Tool {
@@ -174,6 +181,7 @@ export function agentsFromConfig(
   providerLimits?: ModelLimits;
   priorities?: Record<string, Priority>;
   scorers?: Record<string, Scorer>;
+  retention?: RetentionOptions;
 } {
   const parsed = configSchema.safeParse(config);
   if (!parsed.success) throw new ConfigError(source, z.prettifyError(parsed.error));
@@ -226,7 +234,16 @@ export function agentsFromConfig(
     ...(parsed.data.providerLimits ? { providerLimits: parsed.data.providerLimits } : {}),
     ...(Object.keys(priorities).length > 0 ? { priorities } : {}),
     ...(parsed.data.scorers ? { scorers: scorersOf(parsed.data.scorers, model, source) } : {}),
+    ...(parsed.data.retention !== undefined ? { retention: retentionOf(parsed.data.retention, source, baseDir) } : {}),
   };
+}
+
+function retentionOf(raw: unknown, source: string, baseDir: string): RetentionOptions {
+  try {
+    return retentionOptionsFromConfig(raw, baseDir);
+  } catch (e) {
+    throw new ConfigError(source, (e as Error).message);
+  }
 }
 
 /** The configured scorers: functions as they are, judges with their model. */

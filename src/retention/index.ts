@@ -2,3 +2,4 @@
 export * from './policy.ts';
 export * from './retention.ts';
 export * from './session-archive.ts';
+export * from './retention-config.ts';

@@ -240,7 +240,8 @@ export class Runtime {
     };
     this.evals = new EvalsApi(evalsHost);
     this.batchRunner = new BatchRunner(evalsHost, { leaseMs });
-    this.retention = new Retention(options.store, sessions.log, this.clock, options.retention);
+    // The runtime's clock, read at each use.
+    this.retention = new Retention(options.store, sessions.log, { now: () => this.clock.now() }, options.retention);
     this.schedules = new Schedules(this, {
       ...options.schedules,
       ...(options.runDefaults ? { runDefaults: options.runDefaults } : {}),

@@ -19,7 +19,7 @@ export function directoryArchive(): TestArchive {
 export async function s3Archive(bucket = 'keel-archive'): Promise<TestArchive> {
   const dir = mkdtempSync(join(tmpdir(), 'keel-s3rver-'));
   const server = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: dir });
-  const { port } = (await server.run()) as { port: number };
+  const { port } = await server.run();
   const s3 = new S3Client({
     endpoint: `http://127.0.0.1:${port}`,
     region: 'us-east-1',

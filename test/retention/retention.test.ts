@@ -79,7 +79,7 @@ async function conversation(rt: Runtime, o: { tenant?: string; agent?: string; m
   const run = (
     await rt.sessions.send(s.id, o.message ?? 'please look up the weather', o.agent ? { agent: o.agent } : {})
   ).run;
-  await rt.runs.wait(run.id, { until: o.message?.includes('wait for ci') ? 'waiting' : 'terminal', timeoutMs: 10_000 });
+  await rt.runs.wait(run.id, { until: o.message?.includes('wait for ci') ? 'settled' : 'terminal', timeoutMs: 10_000 });
   return s.id;
 }
 

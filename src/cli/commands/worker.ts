@@ -39,6 +39,7 @@ export async function workerCommand(argv: string[], io: Io): Promise<number> {
     ...(config.scorers ? { scorers: config.scorers } : {}),
     ...(config.providerLimits ? { limits: config.providerLimits } : {}),
     ...(config.priorities ? { priorities: config.priorities } : {}),
+    ...(config.retention ? { retention: config.retention } : {}),
     webhooks: { allowPrivateNetworks: io.env.KEEL_WEBHOOKS_ALLOW_PRIVATE === '1' },
   });
   const telemetry = instrumentRuntime(rt, { logger });
