@@ -6,14 +6,14 @@
  * API, one run at a time, each on a new session) in this process; `sweep`, the same while another
  * process sweeps (a runtime's `retention.sweep()` with a policy that archives sessions idle 30
  * days to a directory archive store, 100 per batch): it exports, compresses, writes and fsyncs
- * each archive, then moves the session's log out in its own short write transaction. The sweeper
+ * each archive, then moves the logs out, 20 sessions per short write transaction. The sweeper
  * runs only during the `sweep` rounds (started before, killed after; it carries on where the
  * previous one stopped: what is archived is not idle any more). Reported: µs per durable step
  * (median of the round's runs), the ratio sweep / alone (median of the pairs' ratios), and the
  * sweep's rate (sessions archived per second of sweep rounds).
  *
  * Run with `npm run bench:retention`; `-- --json` prints one JSON object.
- * Env: OLD_SESSIONS (100000), ROUNDS (4 pairs), ROUND_RUNS (12), TOOL_STEPS (10), WARMUP (10 runs).
+ * Env: OLD_SESSIONS (100000), ROUNDS (4 pairs), ROUND_RUNS (40), TOOL_STEPS (10), WARMUP (10 runs).
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -36,7 +36,7 @@ import { z } from 'zod';
 
 const OLD_SESSIONS = Number(process.env.OLD_SESSIONS ?? 100_000);
 const ROUNDS = Number(process.env.ROUNDS ?? 4);
-const ROUND_RUNS = Number(process.env.ROUND_RUNS ?? 12);
+const ROUND_RUNS = Number(process.env.ROUND_RUNS ?? 40);
 const TOOL_STEPS = Number(process.env.TOOL_STEPS ?? 10);
 const WARMUP = Number(process.env.WARMUP ?? 10);
 const JSON_OUT = process.argv.includes('--json');

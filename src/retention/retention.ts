@@ -13,6 +13,7 @@ import {
   OPERATIONAL_TABLES,
   StoreError,
   type ArchivedSession,
+  type IdleSession,
   type OperationalTable,
   type SessionRecord,
   type Store,
@@ -53,6 +54,10 @@ export interface SweepOptions {
 
 /** How many ids a report lists (its counts are whole). */
 const LISTED = 1000;
+/** Archives exported and put at once. */
+const ARCHIVE_CONCURRENCY = 8;
+/** Sessions whose logs one write transaction moves out (a short transaction, one commit). */
+const MOVES_PER_TRANSACTION = 20;
 
 export interface SweepReport {
   dryRun: boolean;
@@ -186,33 +191,87 @@ export class Retention {
   }
 
   /** Exports, stores and moves out one session; undefined when it moved on meanwhile (its archive is removed again). */
-  private async archiveOne(s: { sessionId: string; tenant: string; agent: string | null }) {
+  private async archiveOne(s: IdleSession): Promise<ArchivedSession | undefined> {
+    const r = await this.archiveMany([s]);
+    if (r.errors.length > 0) throw r.errors[0]!.error;
+    return r.archived[0];
+  }
+
+  /**
+   * Archives sessions: their exports compressed and put to the store, ARCHIVE_CONCURRENCY at a
+   * time (a put waits for its bytes to be durable: in parallel, those waits overlap); then their
+   * logs moved out, MOVES_PER_TRANSACTION sessions per write transaction (one commit for them, and
+   * a short one). One that moved on meanwhile is left as it is, its archive removed (`skipped`).
+   */
+  private async archiveMany(list: readonly IdleSession[]): Promise<{
+    archived: ArchivedSession[];
+    skipped: string[];
+    errors: Array<{ sessionId: string; error: Error }>;
+  }> {
     const archive = this.options.archive;
     if (!archive)
       throw new StoreError(
         'no_archive_store',
         'no archive store is configured (keel.config retention.archive: a directory or an S3 bucket)',
       );
-    const { bytes, events } = await packSession(this.log, s.sessionId);
-    const key = archiveKey(s.tenant, s.sessionId);
-    await archive.put(key, bytes);
-    const a: ArchivedSession = {
-      sessionId: s.sessionId,
-      tenant: s.tenant,
-      agent: s.agent,
-      store: archive.name,
-      key,
-      bytes: bytes.byteLength,
-      events,
-      archivedAt: this.clock.now(),
+    const out = {
+      archived: [] as ArchivedSession[],
+      skipped: [] as string[],
+      errors: [] as Array<{ sessionId: string; error: Error }>,
     };
-    if (!(await this.store.retention.moveToArchive(a))) {
-      await archive.delete(key).catch(() => false);
-      return undefined;
+    const stored: ArchivedSession[] = [];
+    let next = 0;
+    const putOne = async () => {
+      for (let i = next++; i < list.length; i = next++) {
+        const s = list[i]!;
+        try {
+          const { bytes, events } = await packSession(this.log, s.sessionId);
+          const key = archiveKey(s.tenant, s.sessionId);
+          await archive.put(key, bytes);
+          stored.push({
+            sessionId: s.sessionId,
+            tenant: s.tenant,
+            agent: s.agent,
+            store: archive.name,
+            key,
+            bytes: bytes.byteLength,
+            events,
+            archivedAt: this.clock.now(),
+          });
+        } catch (e) {
+          out.errors.push({ sessionId: s.sessionId, error: e as Error });
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(ARCHIVE_CONCURRENCY, list.length) }, putOne));
+    for (let i = 0; i < stored.length; i += MOVES_PER_TRANSACTION) {
+      const group = stored.slice(i, i + MOVES_PER_TRANSACTION);
+      let moved: boolean[];
+      try {
+        moved = await this.store.transaction(async (tx) => {
+          const r: boolean[] = [];
+          for (const a of group) r.push(await tx.retention.moveToArchive(a));
+          return r;
+        });
+      } catch (e) {
+        for (const a of group) {
+          out.errors.push({ sessionId: a.sessionId, error: e as Error });
+          await archive.delete(a.key).catch(() => false);
+        }
+        continue;
+      }
+      for (const [k, a] of group.entries()) {
+        if (!moved[k]) {
+          out.skipped.push(a.sessionId);
+          await archive.delete(a.key).catch(() => false);
+          continue;
+        }
+        this.log.forget(a.sessionId);
+        out.archived.push(a);
+        for (const o of this.observers) o.archived?.({ sessionId: a.sessionId, tenant: a.tenant, bytes: a.bytes });
+      }
     }
-    this.log.forget(s.sessionId);
-    for (const o of this.observers) o.archived?.({ sessionId: s.sessionId, tenant: s.tenant, bytes: a.bytes });
-    return a;
+    return out;
   }
 
   /**
@@ -290,22 +349,18 @@ export class Retention {
           ...tenant,
           ...(after !== undefined ? { after } : {}),
         });
-        for (const s of page) {
-          if (resolver.effective(s.tenant, s.agent).archiveAfterDays !== period) continue;
-          if (dryRun) {
-            report.sessions.archived++;
+        const due = page.filter((s) => resolver.effective(s.tenant, s.agent).archiveAfterDays === period);
+        if (dryRun) {
+          report.sessions.archived += due.length;
+          for (const s of due)
             if (report.sessions.archivedIds.length < LISTED) report.sessions.archivedIds.push(s.sessionId);
-            continue;
-          }
-          try {
-            if (await this.archiveOne(s)) {
-              report.sessions.archived++;
-              if (report.sessions.archivedIds.length < LISTED) report.sessions.archivedIds.push(s.sessionId);
-            } else report.sessions.skipped++;
-          } catch (e) {
-            if (e instanceof LeaseLost) throw e;
-            report.sessions.errors.push({ sessionId: s.sessionId, message: (e as Error).message });
-          }
+        } else if (due.length > 0) {
+          const r = await this.archiveMany(due);
+          report.sessions.archived += r.archived.length;
+          report.sessions.skipped += r.skipped.length;
+          for (const a of r.archived)
+            if (report.sessions.archivedIds.length < LISTED) report.sessions.archivedIds.push(a.sessionId);
+          for (const e of r.errors) report.sessions.errors.push({ sessionId: e.sessionId, message: e.error.message });
         }
         if (page.length < this.batch) break;
         after = page.at(-1)!.sessionId;
