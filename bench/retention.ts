@@ -13,7 +13,8 @@
  * sweep's rate (sessions archived per second of sweep rounds).
  *
  * Run with `npm run bench:retention`; `-- --json` prints one JSON object.
- * Env: OLD_SESSIONS (100000), ROUNDS (4 pairs), ROUND_RUNS (40), TOOL_STEPS (10), WARMUP (10 runs).
+ * Env: OLD_SESSIONS (100000), ROUNDS (4 pairs), ROUND_RUNS (40), TOOL_STEPS (10), WARMUP (10 runs),
+ * SWEEP_PAUSE_MS (0: the sweeper's pause between batches).
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -40,6 +41,8 @@ const ROUND_RUNS = Number(process.env.ROUND_RUNS ?? 40);
 const TOOL_STEPS = Number(process.env.TOOL_STEPS ?? 10);
 const WARMUP = Number(process.env.WARMUP ?? 10);
 const JSON_OUT = process.argv.includes('--json');
+/** The sweeper's pause between batches (retention.pauseMs). */
+const SWEEP_PAUSE_MS = Number(process.env.SWEEP_PAUSE_MS ?? 0);
 const STEPS = TOOL_STEPS + 1;
 const DAY = 86_400_000;
 
@@ -62,6 +65,7 @@ async function sweeper(path: string, archiveDir: string): Promise<void> {
       archive: new DirectoryArchiveStore(archiveDir),
       settings: { sessions: { archiveAfterDays: 30 }, tables: {} },
       batchSize: 100,
+      pauseMs: SWEEP_PAUSE_MS,
     },
   });
   process.send!('ready');
@@ -86,7 +90,14 @@ async function seed(path: string): Promise<void> {
       { loop: true },
     ),
     system: 'You are the seed agent.',
-    tools: [tool({ name: 'echo', description: 'echoes', input: z.object({ n: z.number() }), execute: ({ n }) => `echo ${n}` })],
+    tools: [
+      tool({
+        name: 'echo',
+        description: 'echoes',
+        input: z.object({ n: z.number() }),
+        execute: ({ n }) => `echo ${n}`,
+      }),
+    ],
   });
   const rt = createRuntime({ store, agents: [agent] });
   rt.startWorker({ concurrency: 1 });
@@ -101,7 +112,9 @@ async function seed(path: string): Promise<void> {
   const clone = (table: string, key: string, replace: Record<string, string>) => {
     const cols = columns(table);
     const select = cols.map((c) => replace[c] ?? c).join(', ');
-    return db.prepare(`INSERT INTO ${table} (${cols.join(', ')}) SELECT ${select} FROM ${table} WHERE ${key} = @template`);
+    return db.prepare(
+      `INSERT INTO ${table} (${cols.join(', ')}) SELECT ${select} FROM ${table} WHERE ${key} = @template`,
+    );
   };
   const sessions = clone('sessions', 'id', { id: '@id', created_at: '@created_at' });
   const batches = clone('event_batches', 'session_id', { session_id: '@key' });
@@ -204,6 +217,7 @@ async function main(): Promise<void> {
       ratio: Number(median(ratios).toFixed(3)),
       sweepSessionsPerSecond: Number((archived / sweepSeconds).toFixed(1)),
       archived,
+      sweepPauseMs: SWEEP_PAUSE_MS,
       loadavg: loadavg().map((x) => Number(x.toFixed(2))),
     };
     if (JSON_OUT) console.log(JSON.stringify(result));

@@ -1,6 +1,14 @@
 import { z } from 'zod';
 import { newId } from '../core/index.ts';
-import { hasNul, NotFoundError, NUL_REFUSAL, StoreError, type EventDraft, type SessionRecord, type StoreOps } from '../store/index.ts';
+import {
+  hasNul,
+  NotFoundError,
+  NUL_REFUSAL,
+  StoreError,
+  type EventDraft,
+  type SessionRecord,
+  type StoreOps,
+} from '../store/index.ts';
 import { blobHash, contentRefsOf, inflateBlobs } from './blobs.ts';
 import type { SessionLog } from './log.ts';
 

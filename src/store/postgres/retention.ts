@@ -87,9 +87,13 @@ export const pgRetentionOps: PgOpsOf<'retention'> = {
   listArchivedSessions: async ({ sql }, q) => {
     const args: unknown[] = [q.after ?? ''];
     const where = ['session_id > $1'];
-    if (q.cutoff !== undefined) (args.push(q.cutoff), where.push(`archived_at < $${args.length}`));
-    if (q.tenant !== undefined) (args.push(q.tenant), where.push(`tenant = $${args.length}`));
-    if (q.agent !== undefined) (args.push(q.agent), where.push(`agent = $${args.length}`));
+    const add = (column: string, op: string, value: unknown) => {
+      args.push(value);
+      where.push(`${column} ${op} $${args.length}`);
+    };
+    if (q.cutoff !== undefined) add('archived_at', '<', q.cutoff);
+    if (q.tenant !== undefined) add('tenant', '=', q.tenant);
+    if (q.agent !== undefined) add('agent', '=', q.agent);
     args.push(q.limit);
     return (
       await sql.rows<SessionArchiveRow>(

@@ -124,9 +124,13 @@ export function retentionOps(c: Shared): SyncOpsOf<'retention'> {
     listArchivedSessions: (q: ArchivedSessionQuery) => {
       const where = ['session_id > ?'];
       const args: unknown[] = [q.after ?? ''];
-      if (q.cutoff !== undefined) (where.push('archived_at < ?'), args.push(q.cutoff));
-      if (q.tenant !== undefined) (where.push('tenant = ?'), args.push(q.tenant));
-      if (q.agent !== undefined) (where.push('agent = ?'), args.push(q.agent));
+      const add = (condition: string, value: unknown) => {
+        where.push(condition);
+        args.push(value);
+      };
+      if (q.cutoff !== undefined) add('archived_at < ?', q.cutoff);
+      if (q.tenant !== undefined) add('tenant = ?', q.tenant);
+      if (q.agent !== undefined) add('agent = ?', q.agent);
       return (
         prepared(`SELECT * FROM session_archives WHERE ${where.join(' AND ')} ORDER BY session_id LIMIT ?`).all(
           ...args,
