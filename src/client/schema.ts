@@ -5313,6 +5313,8 @@ export interface components {
       archived_at: string | null;
       /** @description When the session was erased: a tombstone (only listed with include_archived) */
       erased_at: string | null;
+      /** @description When retention moved its log to the archive store (reads answer session_in_archive until POST /v1/sessions/{id}/restore); not archived_at */
+      in_archive_at: string | null;
     };
     Problem: {
       type: string;

@@ -99,6 +99,9 @@ for (const backend of BACKENDS) {
       // The other tenant's session is not this tenant's sweep's (and its policy is 365 days).
       expect((await globex.get(`/v1/sessions/${theirs.id}`)).status).toBe(200);
 
+      // Listed, saying it is in the archive store.
+      const listed = (await acme.get('/v1/sessions?limit=100')).body.data.find((x: { id: string }) => x.id === mine.id);
+      expect(listed.in_archive_at).toEqual(expect.any(String));
       const p = expectProblem(await acme.get(`/v1/sessions/${mine.id}`), 'session_in_archive', 409);
       expect(p.detail).toContain(`/v1/sessions/${mine.id}/restore`);
       expectProblem(
@@ -113,7 +116,7 @@ for (const backend of BACKENDS) {
       expect(restored.status).toBe(200);
       expect(restored.body.session_id).toBe(mine.id);
       expect(restored.body.events).toBeGreaterThan(0);
-      expect((await acme.get(`/v1/sessions/${mine.id}`)).body).toMatchObject({ id: mine.id });
+      expect((await acme.get(`/v1/sessions/${mine.id}`)).body).toMatchObject({ id: mine.id, in_archive_at: null });
       expect((await acme.allEvents(mine.id)).length).toBe(restored.body.events);
       expectProblem(await acme.post(`/v1/sessions/${mine.id}/restore`), 'not_in_archive', 409);
       expectProblem(await acme.post('/v1/sessions/nope/restore'), 'not_found', 404);
