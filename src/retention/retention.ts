@@ -43,6 +43,12 @@ export interface RetentionOptions {
   leaseMs?: number;
   /** A pause between batches, for the other writers (ms). Default 0: a yield to the event loop. */
   pauseMs?: number;
+  /**
+   * The share of the time a sweep works (0 < duty ≤ 1): after each batch it rests long enough for
+   * its work to be this share of the whole, leaving the CPU, the disk and the write lock to the
+   * runs. Default 0.25 (bench:retention); 1 sweeps flat out.
+   */
+  dutyCycle?: number;
 }
 
 export interface SweepOptions {
@@ -55,7 +61,7 @@ export interface SweepOptions {
 /** How many ids a report lists (its counts are whole). */
 const LISTED = 1000;
 /** Archives exported and put at once. */
-const ARCHIVE_CONCURRENCY = 8;
+const ARCHIVE_CONCURRENCY = 4;
 /** Sessions whose logs one write transaction moves out (a short transaction, one commit). */
 const MOVES_PER_TRANSACTION = 20;
 
@@ -198,12 +204,16 @@ export class Retention {
   }
 
   /**
-   * Archives sessions: their exports compressed and put to the store, ARCHIVE_CONCURRENCY at a
-   * time (a put waits for its bytes to be durable: in parallel, those waits overlap); then their
-   * logs moved out, MOVES_PER_TRANSACTION sessions per write transaction (one commit for them, and
-   * a short one). One that moved on meanwhile is left as it is, its archive removed (`skipped`).
+   * Archives sessions, MOVES_PER_TRANSACTION at a time, with `pause` between: their exports
+   * compressed and put to the store, ARCHIVE_CONCURRENCY at a time (a put waits for its bytes to
+   * be durable: in parallel, those waits overlap); then their logs moved out in one short write
+   * transaction (one commit for them). One that moved on meanwhile is left as it is, its archive
+   * removed (`skipped`).
    */
-  private async archiveMany(list: readonly IdleSession[]): Promise<{
+  private async archiveMany(
+    list: readonly IdleSession[],
+    pause: () => Promise<void> = async () => {},
+  ): Promise<{
     archived: ArchivedSession[];
     skipped: string[];
     errors: Array<{ sessionId: string; error: Error }>;
@@ -219,33 +229,10 @@ export class Retention {
       skipped: [] as string[],
       errors: [] as Array<{ sessionId: string; error: Error }>,
     };
-    const stored: ArchivedSession[] = [];
-    let next = 0;
-    const putOne = async () => {
-      for (let i = next++; i < list.length; i = next++) {
-        const s = list[i]!;
-        try {
-          const { bytes, events } = await packSession(this.log, s.sessionId);
-          const key = archiveKey(s.tenant, s.sessionId);
-          await archive.put(key, bytes);
-          stored.push({
-            sessionId: s.sessionId,
-            tenant: s.tenant,
-            agent: s.agent,
-            store: archive.name,
-            key,
-            bytes: bytes.byteLength,
-            events,
-            archivedAt: this.clock.now(),
-          });
-        } catch (e) {
-          out.errors.push({ sessionId: s.sessionId, error: e as Error });
-        }
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(ARCHIVE_CONCURRENCY, list.length) }, putOne));
-    for (let i = 0; i < stored.length; i += MOVES_PER_TRANSACTION) {
-      const group = stored.slice(i, i + MOVES_PER_TRANSACTION);
+    for (let from = 0; from < list.length; from += MOVES_PER_TRANSACTION) {
+      if (from > 0) await pause();
+      const group = await this.putArchives(archive, list.slice(from, from + MOVES_PER_TRANSACTION), out.errors);
+      if (group.length === 0) continue;
       let moved: boolean[];
       try {
         moved = await this.store.transaction(async (tx) => {
@@ -272,6 +259,40 @@ export class Retention {
       }
     }
     return out;
+  }
+
+  /** Exports, compresses and puts each session's archive, ARCHIVE_CONCURRENCY at a time; what failed goes to `errors`. */
+  private async putArchives(
+    archive: ArchiveStore,
+    list: readonly IdleSession[],
+    errors: Array<{ sessionId: string; error: Error }>,
+  ): Promise<ArchivedSession[]> {
+    const stored: ArchivedSession[] = [];
+    let next = 0;
+    const putOne = async () => {
+      for (let i = next++; i < list.length; i = next++) {
+        const s = list[i]!;
+        try {
+          const { bytes, events } = await packSession(this.log, s.sessionId);
+          const key = archiveKey(s.tenant, s.sessionId);
+          await archive.put(key, bytes);
+          stored.push({
+            sessionId: s.sessionId,
+            tenant: s.tenant,
+            agent: s.agent,
+            store: archive.name,
+            key,
+            bytes: bytes.byteLength,
+            events,
+            archivedAt: this.clock.now(),
+          });
+        } catch (e) {
+          errors.push({ sessionId: s.sessionId, error: e as Error });
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(ARCHIVE_CONCURRENCY, list.length) }, putOne));
+    return stored;
   }
 
   /**
@@ -327,10 +348,14 @@ export class Retention {
       tables: {},
       durationMs: 0,
     };
+    const duty = Math.min(1, Math.max(0.01, this.options.dutyCycle ?? 0.25));
+    let workFrom = performance.now();
     const pause = async () => {
       await between();
-      const ms = this.options.pauseMs ?? 0;
-      await new Promise((r) => (ms > 0 ? setTimeout(r, ms) : setImmediate(r)));
+      const worked = performance.now() - workFrom;
+      const ms = Math.max(this.options.pauseMs ?? 0, (worked * (1 - duty)) / duty);
+      await new Promise((r) => (ms >= 1 ? setTimeout(r, ms) : setImmediate(r)));
+      workFrom = performance.now();
     };
     const tenant = o.tenant !== undefined ? { tenant: o.tenant } : {};
     const archivePeriods = resolver.periods('archiveAfterDays');
@@ -355,7 +380,7 @@ export class Retention {
           for (const s of due)
             if (report.sessions.archivedIds.length < LISTED) report.sessions.archivedIds.push(s.sessionId);
         } else if (due.length > 0) {
-          const r = await this.archiveMany(due);
+          const r = await this.archiveMany(due, pause);
           report.sessions.archived += r.archived.length;
           report.sessions.skipped += r.skipped.length;
           for (const a of r.archived)
