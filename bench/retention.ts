@@ -10,11 +10,13 @@
  * runs only during the `sweep` rounds (started before, killed after; it carries on where the
  * previous one stopped: what is archived is not idle any more). Reported: µs per durable step
  * (median of the round's runs), the ratio sweep / alone (median of the pairs' ratios), and the
- * sweep's rate (sessions archived per second of sweep rounds).
+ * sweep's rate (sessions archived per second of sweep rounds, its start included; and alone, over
+ * SOLO_SECONDS once started).
  *
  * Run with `npm run bench:retention`; `-- --json` prints one JSON object.
  * Env: OLD_SESSIONS (100000), ROUNDS (10 pairs, which goes first alternating), ROUND_RUNS (20), TOOL_STEPS (10), WARMUP (10 runs),
- * SWEEP_PAUSE_MS (0: the sweeper's pause between batches), SWEEP_DUTY (0.25: the share of the time it works).
+ * SWEEP_PAUSE_MS (0: the sweeper's pause between batches), SWEEP_DUTY (0.25: the share of the time it works),
+ * SOLO_SECONDS (10).
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -40,6 +42,8 @@ const ROUNDS = Number(process.env.ROUNDS ?? 10);
 const ROUND_RUNS = Number(process.env.ROUND_RUNS ?? 20);
 const TOOL_STEPS = Number(process.env.TOOL_STEPS ?? 10);
 const WARMUP = Number(process.env.WARMUP ?? 10);
+/** How long the sweeper's own rate is measured, alone. */
+const SOLO_SECONDS = Number(process.env.SOLO_SECONDS ?? 10);
 const JSON_OUT = process.argv.includes('--json');
 /** The sweeper's pause between batches (retention.pauseMs). */
 const SWEEP_PAUSE_MS = Number(process.env.SWEEP_PAUSE_MS ?? 0);
@@ -224,6 +228,13 @@ async function main(): Promise<void> {
     }
     await rt.close();
     await store.close();
+    // The sweep's own rate: the sweeper alone for SOLO_SECONDS, once started (no durable runs beside it).
+    const solo = await startSweeper(path, archiveDir);
+    const soloBefore = archivedCount();
+    await new Promise((res) => setTimeout(res, SOLO_SECONDS * 1000));
+    const soloArchived = archivedCount() - soloBefore;
+    solo.kill('SIGKILL');
+    await new Promise((res) => solo.once('exit', res));
     side.close();
     const result = {
       oldSessions: OLD_SESSIONS,
@@ -236,6 +247,7 @@ async function main(): Promise<void> {
       ratio: Number(median(ratios).toFixed(3)),
       sweepSessionsPerSecond: Number((archived / sweepSeconds).toFixed(1)),
       archived,
+      soloSessionsPerSecond: Number((soloArchived / SOLO_SECONDS).toFixed(1)),
       sweepPauseMs: SWEEP_PAUSE_MS,
       sweepDutyCycle: SWEEP_DUTY,
       loadavg: loadavg().map((x) => Number(x.toFixed(2))),
@@ -243,7 +255,7 @@ async function main(): Promise<void> {
     if (JSON_OUT) console.log(JSON.stringify(result));
     else
       log(
-        `durable step beside a sweep (duty cycle ${SWEEP_DUTY}) / alone: ×${result.ratio} (median of ${ROUNDS} pairs); the sweep archived ${result.sweepSessionsPerSecond} sessions/s (${archived} in ${sweepSeconds.toFixed(1)} s); load average ${result.loadavg.join(' ')}`,
+        `durable step beside a sweep (duty cycle ${SWEEP_DUTY}) / alone: ×${result.ratio} (median of ${ROUNDS} pairs); the sweep archived ${result.sweepSessionsPerSecond} sessions/s beside them (${archived} in ${sweepSeconds.toFixed(1)} s, its start included), ${result.soloSessionsPerSecond} sessions/s alone; load average ${result.loadavg.join(' ')}`,
       );
   } finally {
     rmSync(dir, { recursive: true, force: true });

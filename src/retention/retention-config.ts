@@ -32,9 +32,11 @@ export interface RetentionConfig extends RetentionSettings {
   batchSize?: number;
   /** A pause between batches (ms). Default 0. */
   pauseMs?: number;
+  /** The share of the time a sweep works, 0 < d ≤ 1. Default 0.25. */
+  dutyCycle?: number;
 }
 
-const SWEEPER_FIELDS = ['archive', 'formerArchives', 'intervalMinutes', 'batchSize', 'pauseMs'];
+const SWEEPER_FIELDS = ['archive', 'formerArchives', 'intervalMinutes', 'batchSize', 'pauseMs', 'dutyCycle'];
 
 function archiveStoreOf(c: unknown, at: string, baseDir: string): ArchiveStore {
   if (typeof c === 'object' && c !== null && 'put' in c && 'get' in c && 'delete' in c && 'list' in c)
@@ -87,5 +89,11 @@ export function retentionOptionsFromConfig(raw: unknown, baseDir: string): Reten
     out.intervalMs = positive('retention.intervalMinutes', r.intervalMinutes, 1) * 60_000;
   if (r.batchSize !== undefined) out.batchSize = Math.floor(positive('retention.batchSize', r.batchSize, 1));
   if (r.pauseMs !== undefined) out.pauseMs = positive('retention.pauseMs', r.pauseMs, 0);
+  if (r.dutyCycle !== undefined) {
+    const d = r.dutyCycle;
+    if (typeof d !== 'number' || !(d > 0 && d <= 1))
+      throw new RetentionPolicyError('retention.dutyCycle', 'a share of the time, more than 0 and at most 1');
+    out.dutyCycle = d;
+  }
   return out;
 }
