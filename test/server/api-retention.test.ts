@@ -120,6 +120,18 @@ for (const backend of BACKENDS) {
       expect((await acme.allEvents(mine.id)).length).toBe(restored.body.events);
       expectProblem(await acme.post(`/v1/sessions/${mine.id}/restore`), 'not_in_archive', 409);
       expectProblem(await acme.post('/v1/sessions/nope/restore'), 'not_found', 404);
+
+      // A session in the archive store can be erased: its tombstone here, its archive gone there.
+      // Restored, it is active from then: idle again 30 days later.
+      expect((await acme.post('/v1/retention/run', {})).body.sessions.archived).toBe(0);
+      clock.advance(31 * DAY);
+      const again = await acme.post('/v1/retention/run', {});
+      expect(again.body.sessions.archived_ids).toEqual([mine.id]);
+      expect(await archive.store.list()).toHaveLength(1);
+      const erased = await acme.post(`/v1/sessions/${mine.id}/erase`);
+      expect(erased.status).toBe(200);
+      expect(await archive.store.list()).toEqual([]);
+      expectProblem(await acme.get(`/v1/sessions/${mine.id}`), 'gone', 410);
     });
   });
 }
