@@ -79,6 +79,19 @@ export function instrumentRuntime(rt: Runtime, o: { logger?: Logger } = {}): Run
       logger.info({ session_id: r.sessionId, tenant: r.tenant }, 'session restored from its archive');
     },
     pruned: (table, rows) => metrics.retentionRowsDeleted.inc({ table }, rows),
+    swept: (r) =>
+      logger.info(
+        {
+          archived: r.sessions.archived,
+          deleted: r.sessions.deleted,
+          skipped: r.sessions.skipped,
+          errors: r.sessions.errors.length,
+          rows: Object.fromEntries(Object.entries(r.tables).map(([t, v]) => [t, v.rows])),
+          duration_ms: r.durationMs,
+        },
+        'retention sweep',
+      ),
+    sweepFailed: (message) => logger.warn({ error: message }, 'retention sweep failed'),
   });
   const offCommits = rt.store.observeCommits?.((seconds) => metrics.storeCommit.observe(seconds));
   const offLimits = rt.flowControl?.observe({

@@ -91,6 +91,10 @@ export interface RetentionObserver {
   deleted?(s: { sessionId: string; tenant: string }): void;
   pruned?(table: OperationalTable, rows: number): void;
   restored?(s: { sessionId: string; tenant: string }): void;
+  /** A sweep of this process's sweeper (as leader) ended: what it did. */
+  swept?(r: SweepReport): void;
+  /** A sweep of this process's sweeper failed (it tries again at the next interval). */
+  sweepFailed?(message: string): void;
 }
 
 /** A sweep stopped because this process no longer holds the lease (another one sweeps). */
@@ -510,9 +514,13 @@ export class Retention {
       });
       this.lastSweep = report;
       this.lastError = undefined;
+      for (const o of this.observers) o.swept?.(report);
       return report;
     } catch (e) {
-      if (!(e instanceof LeaseLost)) this.lastError = (e as Error).message;
+      if (!(e instanceof LeaseLost)) {
+        this.lastError = (e as Error).message;
+        for (const o of this.observers) o.sweepFailed?.(this.lastError);
+      }
       return undefined;
     }
   }

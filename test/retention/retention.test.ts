@@ -223,6 +223,25 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       expect(await rt.idempotency.get('default', 'k2')).toBeDefined();
     });
 
+    it('the sweeper of a runtime with a worker sweeps by itself, every interval', { timeout: 30_000 }, async () => {
+      const archive = directoryArchive();
+      cleanups.push(archive.close);
+      const { rt, clock } = await setup(backend, {
+        archive: archive.store,
+        settings: { sessions: { archiveAfterDays: 10 } },
+        intervalMs: 50,
+      });
+      const swept: number[] = [];
+      rt.retention.observe({ swept: (r) => swept.push(r.sessions.archived) });
+      const id = await conversation(rt);
+      clock.advance(11 * DAY);
+      // Its sweep ends (the tables pruned after the sessions) a little after the session is archived.
+      for (let i = 0; i < 200 && !swept.includes(1); i++) await new Promise((r) => setTimeout(r, 25));
+      expect((await rt.retention.archiveOf(id))?.sessionId).toBe(id);
+      expect(swept).toContain(1);
+      expect(rt.retention.lastSweep).toBeDefined();
+    });
+
     it('one sweeper leads across runtimes on the store', { timeout: 30_000 }, async () => {
       const { store, rt } = await setup(backend, { leaseMs: 60_000 });
       const other = createRuntime({ store: store as Store, agents: [defineAgent({ name: 'a', model: model() })] });
