@@ -59,11 +59,14 @@ export const toArchivedSession = (r: SessionArchiveRow): ArchivedSession => ({
 /**
  * The idle sessions query, in both dialects (`?` placeholders; PostgreSQL's numbered by the
  * caller): not erased, not in an archive, created and restored before the cutoff, with no run
- * that is unfinished or created or ended since the cutoff. Parameters: cutoff ×3, tenant ×2,
+ * that is unfinished or created or ended since the cutoff. Its agent: the session's, else its
+ * latest run's (run ids grow with time). Parameters: cutoff ×3, tenant ×2,
  * agent ×2, after, limit.
  */
 export const IDLE_SESSIONS_SQL = `
-  SELECT s.id AS session_id, s.tenant, s.agent FROM sessions s
+  SELECT s.id AS session_id, s.tenant,
+    coalesce(s.agent, (SELECT r.agent_name FROM runs r WHERE r.session_id = s.id ORDER BY r.id DESC LIMIT 1)) AS agent
+  FROM sessions s
   WHERE s.erased_at IS NULL AND s.in_archive_at IS NULL
     AND s.created_at < ? AND coalesce(s.restored_at, 0) < ?
     AND (? IS NULL OR s.tenant = ?) AND (? IS NULL OR s.agent = ?)

@@ -74,7 +74,6 @@ async function conversation(rt: Runtime, o: { tenant?: string; agent?: string; m
   const s = await rt.sessions.create({
     title: 'old',
     ...(o.tenant ? { tenant: o.tenant } : {}),
-    ...(o.agent ? { agent: o.agent } : {}),
   });
   const run = (
     await rt.sessions.send(s.id, o.message ?? 'please look up the weather', o.agent ? { agent: o.agent } : {})
@@ -110,6 +109,7 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       const plain = await conversation(rt);
       const kept = await conversation(rt, { tenant: 'keep' });
       const short = await conversation(rt, { tenant: 'short' });
+      // Created for no agent: its latest run's agent is what per-agent policies go by.
       const agentB = await conversation(rt, { agent: 'b' });
       const busy = await conversation(rt, { message: 'please wait for ci' });
       expect((await rt.runs.list({ sessionId: busy }))[0]!.status).toBe('waiting_for_signal');

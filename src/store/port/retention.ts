@@ -46,6 +46,7 @@ export interface ArchivedSession {
 export interface IdleSession {
   sessionId: string;
   tenant: string;
+  /** The session's agent, else the agent of its latest run (what per-agent policies go by). */
   agent: string | null;
 }
 
