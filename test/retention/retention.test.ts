@@ -223,6 +223,43 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       expect(await rt.idempotency.get('default', 'k2')).toBeDefined();
     });
 
+    it(
+      'prunes schedule fires and the signals of runs that ended, not those of a waiting run',
+      { timeout: 30_000 },
+      async () => {
+        const { rt, clock, store } = await setup(backend, {});
+        const target = await conversation(rt);
+        const schedule = await rt.schedules.create({
+          interval: { seconds: 60 },
+          message: 'tick',
+          target: { sessionId: target },
+        });
+        clock.advance(60_000);
+        const [fire] = await rt.schedules.check();
+        await rt.runs.wait(fire!.runId!, { until: 'terminal', timeoutMs: 10_000 });
+        await rt.schedules.pause(schedule.id);
+        const done = await conversation(rt, { message: 'please wait for ci' });
+        const [doneRun] = await rt.runs.list({ sessionId: done });
+        await rt.runs.signal(doneRun!.id, 'ci', { ok: true });
+        expect((await rt.runs.wait(doneRun!.id, { until: 'terminal', timeoutMs: 10_000 })).status).toBe('completed');
+        const waiting = await conversation(rt, { message: 'please wait for ci' });
+        const [waitingRun] = await rt.runs.list({ sessionId: waiting });
+        await rt.runs.signal(waitingRun!.id, 'other', { early: true });
+        expect(await store.waits.countSignals(waitingRun!.id)).toBe(1);
+
+        clock.advance(31 * DAY);
+        const first = await rt.retention.sweep();
+        expect(first.tables.signals).toEqual({ days: 30, rows: 1 });
+        expect(first.tables.schedule_fires).toEqual({ days: 90, rows: 0 });
+        expect(await store.waits.countSignals(doneRun!.id)).toBe(0);
+        expect(await store.waits.countSignals(waitingRun!.id)).toBe(1);
+        clock.advance(60 * DAY);
+        expect((await rt.retention.sweep({ dryRun: true })).tables.schedule_fires).toEqual({ days: 90, rows: 1 });
+        expect((await rt.retention.sweep()).tables.schedule_fires).toEqual({ days: 90, rows: 1 });
+        expect(await rt.schedules.fires(schedule.id)).toEqual([]);
+      },
+    );
+
     it('the sweeper of a runtime with a worker sweeps by itself, every interval', { timeout: 30_000 }, async () => {
       const archive = directoryArchive();
       cleanups.push(archive.close);
