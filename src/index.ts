@@ -11,6 +11,8 @@ export * from './store/postgres/index.ts';
 export * from './session/index.ts';
 export * from './runs/index.ts';
 export * from './mcp/index.ts';
+export * from './archive/index.ts';
+export * from './retention/index.ts';
 export * from './config/index.ts';
 export * from './monitoring/index.ts';
 export {

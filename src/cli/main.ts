@@ -6,6 +6,7 @@ import { eventsCommand, eventsHelp } from './commands/events.ts';
 import { keysCommand, keysHelp } from './commands/keys.ts';
 import { replayCommand, replayHelp } from './commands/replay.ts';
 import { rerunCommand, rerunHelp } from './commands/rerun.ts';
+import { retentionCommand, retentionHelp } from './commands/retention.ts';
 import { datasetsCommand, datasetsHelp } from './commands/datasets.ts';
 import { eraseCommand, eraseHelp } from './commands/erase.ts';
 import { evalCommand, evalHelp } from './commands/eval.ts';
@@ -30,6 +31,7 @@ export const commands: Record<string, Command> = {
   erase: { run: eraseCommand, help: eraseHelp },
   runs: { run: runsCommand, help: runsHelp },
   schedules: { run: schedulesCommand, help: schedulesHelp },
+  retention: { run: retentionCommand, help: retentionHelp },
   webhooks: { run: webhooksCommand, help: webhooksHelp },
   events: { run: eventsCommand, help: eventsHelp },
   replay: { run: replayCommand, help: replayHelp },

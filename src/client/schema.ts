@@ -3085,6 +3085,400 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/retention/policy': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The retention policy of your tenant (or of one of its agents), and what applies */
+    get: {
+      parameters: {
+        query?: {
+          agent?: string;
+        };
+        header?: never;
+        path?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description The policy */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['RetentionPolicy'];
+          };
+        };
+        /** @description Invalid request */
+        400: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description Missing or invalid API key */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description No such session (or not yours) */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+      };
+    };
+    /** Set the retention policy of your tenant (or of one of its agents) */
+    put: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path?: never;
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          'application/json': components['schemas']['RetentionPolicyUpdate'];
+        };
+      };
+      responses: {
+        /** @description The policy as set */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['RetentionPolicy'];
+          };
+        };
+        /** @description Invalid request */
+        400: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description Missing or invalid API key */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description No such session (or not yours) */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description A policy that cannot be kept (invalid_retention_policy, naming the field) */
+        422: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+      };
+    };
+    post?: never;
+    /** Remove the retention policy your tenant set (keel.config’s then applies) */
+    delete: {
+      parameters: {
+        query?: {
+          agent?: string;
+        };
+        header?: never;
+        path?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description Removed */
+        204: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content?: never;
+        };
+        /** @description Invalid request */
+        400: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description Missing or invalid API key */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description No such session (or not yours) */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+      };
+    };
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/retention/status': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** What retention would do now to your tenant’s sessions (a dry run), and the policy that applies */
+    get: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description The status */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['RetentionStatus'];
+          };
+        };
+        /** @description Invalid request */
+        400: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description Missing or invalid API key */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description No such session (or not yours) */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+      };
+    };
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/retention/run': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Sweep your tenant’s sessions now (archive, delete), or say what it would do (dry_run) */
+    post: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path?: never;
+        cookie?: never;
+      };
+      requestBody?: {
+        content: {
+          'application/json': components['schemas']['RetentionRun'];
+        };
+      };
+      responses: {
+        /** @description What was done (or would be) */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['RetentionReport'];
+          };
+        };
+        /** @description Invalid request */
+        400: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description Missing or invalid API key */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description No such session (or not yours) */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description A policy archives, and no archive store is configured (no_archive_store) */
+        409: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+      };
+    };
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/sessions/{id}/restore': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Restore a session from the archive store, with every id it had */
+    post: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path: {
+          id: string;
+        };
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description The session is back */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['RestoredSession'];
+          };
+        };
+        /** @description Invalid request */
+        400: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description Missing or invalid API key */
+        401: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description No such session (or not yours) */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The session is not in the archive store (not_in_archive) */
+        409: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description Its archive cannot be read (archive_unavailable) */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+      };
+    };
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/runs/{id}': {
     parameters: {
       query?: never;
@@ -5720,6 +6114,8 @@ export interface components {
       archived_at: string | null;
       /** @description When the session was erased: a tombstone (only listed with include_archived) */
       erased_at: string | null;
+      /** @description When retention moved its log to the archive store (reads answer session_in_archive until POST /v1/sessions/{id}/restore); not archived_at */
+      in_archive_at: string | null;
     };
     Problem: {
       type: string;
@@ -6266,6 +6662,79 @@ export interface components {
       reason: string | null;
       run_id: string | null;
       session_id: string | null;
+    };
+    RetentionPolicy: {
+      tenant: string;
+      agent: string | null;
+      /** @description What the tenant set (null: nothing) */
+      policy: {
+        /** @description Days; null: never */
+        archive_after_days?: number | null;
+        /** @description Days; null: never */
+        delete_after_days?: number | null;
+      } | null;
+      /** @description What applies, every source resolved (keel.config and this) */
+      effective: {
+        /** @description Days; null: never */
+        archive_after_days: number | null;
+        /** @description Days; null: never */
+        delete_after_days: number | null;
+      };
+      updated_at: string | null;
+    };
+    RetentionPolicyUpdate: {
+      /** @description The policy of this agent’s sessions (default: the tenant’s own) */
+      agent?: string;
+      /** @description Days; null: never */
+      archive_after_days?: number | null;
+      /** @description Days; null: never */
+      delete_after_days?: number | null;
+      /** @description Not available yet: refused (invalid_retention_policy) */
+      keep_runs?: number;
+    };
+    RetentionStatus: {
+      policy: {
+        /** @description Days; null: never */
+        archive_after_days: number | null;
+        /** @description Days; null: never */
+        delete_after_days: number | null;
+      };
+      /** @description Whether an archive store is configured */
+      archive_store: boolean;
+      plan: components['schemas']['RetentionReport'];
+    };
+    RetentionReport: {
+      dry_run: boolean;
+      tenant: string | null;
+      at: string;
+      sessions: {
+        archived: number;
+        deleted: number;
+        skipped: number;
+        /** @description The first 1000 */
+        archived_ids: string[];
+        /** @description The first 1000 */
+        deleted_ids: string[];
+        errors: {
+          session_id: string;
+          message: string;
+        }[];
+      };
+      tables: {
+        [key: string]: {
+          days: number | null;
+          rows: number;
+        };
+      };
+      duration_ms: number;
+    };
+    RetentionRun: {
+      /** @default false */
+      dry_run: boolean;
+    };
+    RestoredSession: {
+      session_id: string;
+      events: number;
     };
     RunComparison: {
       a: {

@@ -12,6 +12,7 @@ import { mcpServersSchema, type McpServerConfig } from '../mcp/config.ts';
 import type { ModelLimits, Priority } from '../flow-control/index.ts';
 import type { TenantQuotas } from '../store/index.ts';
 import { TenantQuotasSchema } from '../runs/quotas/quota-options.ts';
+import { retentionOptionsFromConfig, type RetentionConfig, type RetentionOptions } from '../retention/index.ts';
 
 /** One agent in a configuration file. In JS/TS configs, `model` may be an AI SDK model and `tools` real tools. */
 export interface AgentConfig {
@@ -62,6 +63,8 @@ export interface KeelConfig {
    * bounds of an event and of a payload.
    */
   largePayloads?: Partial<LargePayloadPolicy>;
+  /** Retention: policies, the archive store, the sweeper's pace (docs/operations/retention.md). */
+  retention?: RetentionConfig;
 }
 
 /** Typed helper for keel.config.ts. */
@@ -81,6 +84,8 @@ export interface LoadedConfig {
   quotas?: { default?: TenantQuotas; recheckMs?: number };
   /** Large payloads' threshold, model view and bounds (docs/operations/payloads.md). */
   largePayloads?: Partial<LargePayloadPolicy>;
+  /** Retention (docs/operations/retention.md). */
+  retention?: RetentionOptions;
   demo: boolean;
 }
 
@@ -182,6 +187,8 @@ const configSchema = z.strictObject({
   scorers: z
     .record(z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, 'lowercase letters, digits and underscores'), scorerSchema)
     .optional(),
+  // Checked by retentionOptionsFromConfig, which names the field at fault.
+  retention: z.unknown().optional(),
 });
 
 function withApproval(t: Tool, approval: 'always' | 'never'): Tool {
@@ -201,6 +208,7 @@ export function agentsFromConfig(
   scorers?: Record<string, Scorer>;
   quotas?: { default?: TenantQuotas; recheckMs?: number };
   largePayloads?: Partial<LargePayloadPolicy>;
+  retention?: RetentionOptions;
 } {
   const parsed = configSchema.safeParse(config);
   if (!parsed.success) throw new ConfigError(source, z.prettifyError(parsed.error));
@@ -255,7 +263,16 @@ export function agentsFromConfig(
     ...(Object.keys(priorities).length > 0 ? { priorities } : {}),
     ...(parsed.data.scorers ? { scorers: scorersOf(parsed.data.scorers, model, source) } : {}),
     ...(parsed.data.largePayloads ? { largePayloads: parsed.data.largePayloads } : {}),
+    ...(parsed.data.retention !== undefined ? { retention: retentionOf(parsed.data.retention, source, baseDir) } : {}),
   };
+}
+
+function retentionOf(raw: unknown, source: string, baseDir: string): RetentionOptions {
+  try {
+    return retentionOptionsFromConfig(raw, baseDir);
+  } catch (e) {
+    throw new ConfigError(source, (e as Error).message);
+  }
 }
 
 /** The configured scorers: functions as they are, judges with their model. */

@@ -64,6 +64,35 @@ export function instrumentRuntime(rt: Runtime, o: { logger?: Logger } = {}): Run
       );
     },
   });
+  const offRetention = rt.retention.observe({
+    archived: (a) => {
+      metrics.retentionArchived.inc();
+      metrics.retentionArchivedBytes.inc(a.bytes);
+      logger.info({ session_id: a.sessionId, tenant: a.tenant, bytes: a.bytes }, 'session archived');
+    },
+    deleted: (d) => {
+      metrics.retentionDeleted.inc();
+      logger.info({ session_id: d.sessionId, tenant: d.tenant }, 'archived session deleted');
+    },
+    restored: (r) => {
+      metrics.retentionRestored.inc();
+      logger.info({ session_id: r.sessionId, tenant: r.tenant }, 'session restored from its archive');
+    },
+    pruned: (table, rows) => metrics.retentionRowsDeleted.inc({ table }, rows),
+    swept: (r) =>
+      logger.info(
+        {
+          archived: r.sessions.archived,
+          deleted: r.sessions.deleted,
+          skipped: r.sessions.skipped,
+          errors: r.sessions.errors.length,
+          rows: Object.fromEntries(Object.entries(r.tables).map(([t, v]) => [t, v.rows])),
+          duration_ms: r.durationMs,
+        },
+        'retention sweep',
+      ),
+    sweepFailed: (message) => logger.warn({ error: message }, 'retention sweep failed'),
+  });
   const offCommits = rt.store.observeCommits?.((seconds) => metrics.storeCommit.observe(seconds));
   const offLimits = rt.flowControl?.observe({
     waited: (model, s) => metrics.limitWait.observe({ model }, s),
@@ -75,6 +104,7 @@ export function instrumentRuntime(rt: Runtime, o: { logger?: Logger } = {}): Run
     stop() {
       offEvents();
       offRuns();
+      offRetention();
       offCommits?.();
       offLimits?.();
     },

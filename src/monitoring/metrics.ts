@@ -157,6 +157,32 @@ export class KeelMetrics {
     labelNames: ['model'],
     registers: [this.registry],
   });
+  readonly retentionArchived = new Counter({
+    name: 'keel_retention_sessions_archived_total',
+    help: 'Sessions this process moved to the archive store (retention).',
+    registers: [this.registry],
+  });
+  readonly retentionArchivedBytes = new Counter({
+    name: 'keel_retention_archive_bytes_total',
+    help: 'Bytes of the (compressed) archives this process wrote.',
+    registers: [this.registry],
+  });
+  readonly retentionDeleted = new Counter({
+    name: 'keel_retention_sessions_deleted_total',
+    help: 'Archived sessions this process deleted (erased, their archive removed).',
+    registers: [this.registry],
+  });
+  readonly retentionRestored = new Counter({
+    name: 'keel_retention_sessions_restored_total',
+    help: 'Sessions this process restored from the archive store.',
+    registers: [this.registry],
+  });
+  readonly retentionRowsDeleted = new Counter({
+    name: 'keel_retention_rows_deleted_total',
+    help: 'Finished rows of the operational tables this process pruned, by table.',
+    labelNames: ['table'],
+    registers: [this.registry],
+  });
   readonly executing = new Gauge({
     name: 'keel_runs_executing',
     help: 'Runs this process is executing now.',

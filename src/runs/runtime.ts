@@ -75,6 +75,8 @@ import { Quotas, type QuotaReport } from './quotas/quotas.ts';
 import { checkTenantQuotas, type QuotaOptions } from './quotas/quota-options.ts';
 import { RegistryQuotas } from './quotas/registry-quotas.ts';
 import { agentWithMcpTools, McpPool, type McpToolsGot } from '../mcp/index.ts';
+import { Retention, type RetentionOptions } from '../retention/index.ts';
+import { archiveErasureParticipant } from './erasure/archive-participant.ts';
 
 /** Whether compaction settings are one for every agent (else they are by agent name). */
 const isOneSetting = (c: CompactionSettings | Record<string, CompactionSettings>): c is CompactionSettings =>
@@ -138,6 +140,8 @@ export interface RuntimeOptions {
   priorities?: Record<string, Priority>;
   /** Tenant quotas (docs/operations/quotas.md, ADR-0043): a default for every tenant, or a source by tenant and API key. */
   quotas?: QuotaOptions;
+  /** Retention: policies, the archive store, the sweeper's pace (docs/operations/retention.md). Its sweeper starts with the first worker. */
+  retention?: RetentionOptions;
 }
 
 export interface SendOptions extends RunOptions {
@@ -178,6 +182,8 @@ export class Runtime {
   readonly evals: EvalsApi;
   /** Erasing a session, a tenant or everything idle since a date, the erasure audit, and verification (ADR-0041). */
   readonly erasure: Erasure;
+  /** Retention and archives: sweeps, dry runs, restore, policies (docs/operations/retention.md). */
+  readonly retention: Retention;
   /** Claims and runs the items of experiments and bulk reruns (started with the first worker). */
   private readonly batchRunner: BatchRunner;
   private readonly options: Required<
@@ -271,14 +277,24 @@ export class Runtime {
       wake: () => this.batchRunner.wake(),
     };
     this.evals = new EvalsApi(evalsHost);
+    const archives = [
+      ...(options.retention?.archive ? [options.retention.archive] : []),
+      ...(options.retention?.formerArchives ?? []),
+    ];
     this.erasure = new Erasure({
       store: options.store,
       clock: this.clock,
       eraseSession: (id) => this.sessions.erase(id),
       eraseTenantSessions: (tenant) => this.sessions.eraseTenant(tenant),
-      participants: options.erasureParticipants ?? [],
+      participants: [
+        ...(options.erasureParticipants ?? []),
+        // The archive stores of retention: an erasure removes an archived session's archive; verify reads them all.
+        ...(archives.length > 0 ? [archiveErasureParticipant(archives)] : []),
+      ],
     });
     this.batchRunner = new BatchRunner(evalsHost, { leaseMs });
+    // The runtime's clock, read at each use.
+    this.retention = new Retention(options.store, sessions.log, { now: () => this.clock.now() }, options.retention);
     this.schedules = new Schedules(this, {
       ...options.schedules,
       ...(options.runDefaults ? { runDefaults: options.runDefaults } : {}),
@@ -479,6 +495,8 @@ export class Runtime {
     const session = await this.store.sessions.get(sessionId);
     if (!session) throw new NotFoundError('session', sessionId);
     if (session.erasedAt !== null) return session;
+    // Its log is in an archive store (retention): erased here, its archive removed there.
+    if (session.inArchiveAt !== null) return this.retention.eraseArchived(sessionId);
     // No new message from here on: an archived session refuses them.
     if (session.archivedAt === null) await this.sessions.archive(sessionId);
     for (let attempt = 0; ; attempt++) {
@@ -564,6 +582,7 @@ export class Runtime {
     this.workers.add(worker);
     this.webhooks.startDispatcher();
     this.schedules.start();
+    this.retention.start();
     // Experiment and bulk-rerun items: as many at once as the worker runs runs (the most any worker of this process asked).
     this.batchRunner.start(options.concurrency ?? 8);
     return worker;
@@ -638,6 +657,7 @@ export class Runtime {
   /** Stops every worker this runtime started (gracefully), then closes nothing else: the store is the caller's. */
   async close(options: { graceMs?: number } = {}): Promise<void> {
     await this.schedules.stop();
+    await this.retention.stop();
     await this.batchRunner.stop();
     await Promise.all([...this.workers].map((w) => w.stop(options)));
     this.workers.clear();

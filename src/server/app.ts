@@ -35,6 +35,7 @@ import { experimentRoutes } from './routes/experiments.ts';
 import { inspectorRoutes } from './routes/inspector.ts';
 import { opsRoutes } from './routes/ops.ts';
 import { overviewRoutes } from './routes/overview.ts';
+import { retentionRoutes } from './routes/retention.ts';
 import { runRoutes } from './routes/runs.ts';
 import { scheduleRoutes } from './routes/schedules.ts';
 import { sessionRoutes } from './routes/sessions.ts';
@@ -124,6 +125,7 @@ export function createApp(options: ServerOptions): { app: OpenAPIHono<AppEnv>; c
   tenantRoutes(app, ctx);
   webhookRoutes(app, ctx);
   scheduleRoutes(app, ctx);
+  retentionRoutes(app, ctx);
   runRoutes(app, ctx);
   compareRoutes(app, ctx);
   rerunRoutes(app, ctx);

@@ -4,15 +4,24 @@
  */
 import type { Context } from 'hono';
 import type { RecordedSend } from '../runs/index.ts';
-import { NotFoundError, StoreError, type RunRecord, type SessionRecord } from '../store/index.ts';
+import { NotFoundError, sessionInArchive, StoreError, type RunRecord, type SessionRecord } from '../store/index.ts';
 import type { AppContext, AppEnv } from './context.ts';
 import { runJson } from './schemas.ts';
 
-/** The session, if it exists and belongs to the caller's tenant: another tenant's ids answer 404. */
-export async function sessionFor(ctx: AppContext, c: Context<AppEnv>, id: string): Promise<SessionRecord> {
+/**
+ * The session, if it exists and belongs to the caller's tenant: another tenant's ids answer 404.
+ * One whose log is in the archive store answers 409 `session_in_archive`, unless `inArchive` (its erasure).
+ */
+export async function sessionFor(
+  ctx: AppContext,
+  c: Context<AppEnv>,
+  id: string,
+  o: { inArchive?: boolean } = {},
+): Promise<SessionRecord> {
   const s = await ctx.rt.sessions.find(id);
   if (!s || s.tenant !== c.get('tenant')) throw new NotFoundError('session', id);
   if (s.erasedAt !== null) throw new StoreError('session_erased', `session ${id} was erased`);
+  if (s.inArchiveAt !== null && !o.inArchive) throw sessionInArchive(id);
   return s;
 }
 

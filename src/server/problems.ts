@@ -14,6 +14,7 @@ import {
   QuotaExceededError,
   RerunRequestError,
 } from '../runs/index.ts';
+import { RetentionPolicyError } from '../retention/index.ts';
 import {
   FencedError,
   NotFoundError,
@@ -42,6 +43,11 @@ export const PROBLEMS = {
   illegal_transition: { status: 409, title: 'The run cannot do that in its current state' },
   conflict: { status: 409, title: 'The resource changed or already exists' },
   session_archived: { status: 409, title: 'The session is archived' },
+  session_in_archive: { status: 409, title: 'The session is in the archive store: restore it first' },
+  not_in_archive: { status: 409, title: 'The session is not in the archive store' },
+  no_archive_store: { status: 409, title: 'No archive store is configured' },
+  archive_unavailable: { status: 503, title: 'The session’s archive cannot be read' },
+  invalid_retention_policy: { status: 422, title: 'The retention policy cannot be kept' },
   gone: { status: 410, title: 'The session was erased' },
   already_decided: { status: 409, title: 'This was already decided' },
   already_delivered: { status: 409, title: 'This signal was already delivered' },
@@ -161,6 +167,8 @@ export function toProblem(e: unknown): { type: ProblemType; detail: string; exte
   if (e instanceof NotFoundError) return { type: 'not_found', detail: e.message, extensions: {} };
   if (e instanceof RunConflictError || e instanceof SeqConflictError || e instanceof FencedError)
     return { type: 'conflict', detail: e.message, extensions: {} };
+  if (e instanceof RetentionPolicyError)
+    return { type: 'invalid_retention_policy', detail: e.message, extensions: { field: e.field } };
   if (e instanceof StoreError) {
     const map: Record<string, ProblemType> = {
       not_found: 'not_found',
@@ -173,6 +181,10 @@ export function toProblem(e: unknown): { type: ProblemType; detail: string; exte
       validation: 'validation',
       idempotency_in_progress: 'idempotency_in_progress',
       session_archived: 'session_archived',
+      session_in_archive: 'session_in_archive',
+      not_in_archive: 'not_in_archive',
+      no_archive_store: 'no_archive_store',
+      archive_unavailable: 'archive_unavailable',
       session_erased: 'gone',
       unknown_agent: 'unknown_agent',
       ambiguous: 'validation',

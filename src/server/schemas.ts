@@ -37,6 +37,12 @@ export const SessionSchema = z
       .string()
       .nullable()
       .describe('When the session was erased: a tombstone (only listed with include_archived)'),
+    in_archive_at: z
+      .string()
+      .nullable()
+      .describe(
+        'When retention moved its log to the archive store (reads answer session_in_archive until POST /v1/sessions/{id}/restore); not archived_at',
+      ),
   })
   .openapi('Session');
 
@@ -322,6 +328,7 @@ export function sessionJson(s: SessionRecord) {
     origin: s.origin ? { session_id: s.origin.sessionId, entry_id: s.origin.entryId } : null,
     archived_at: iso(s.archivedAt),
     erased_at: iso(s.erasedAt),
+    in_archive_at: iso(s.inArchiveAt),
   };
 }
 

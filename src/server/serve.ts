@@ -2,6 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { modelResolverFor, type LoadedConfig } from '../config/index.ts';
 import { createRuntime, type Runtime, type WebhookOptions } from '../runs/index.ts';
+import type { RetentionOptions } from '../retention/index.ts';
 import type { Store } from '../store/index.ts';
 import { createApp, type ServerOptions } from './app.ts';
 
@@ -17,6 +18,8 @@ export interface StartOptions extends Omit<ServerOptions, 'runtime' | 'auth'> {
   leaseMs?: number;
   /** Webhook deliveries (docs/webhooks.md); private networks are allowed by default only on a loopback address. */
   webhooks?: WebhookOptions;
+  /** Retention (docs/operations/retention.md): instead of the configuration's. */
+  retention?: RetentionOptions;
 }
 
 export interface RunningServer {
@@ -56,6 +59,7 @@ export async function startServer(o: StartOptions): Promise<RunningServer> {
     ...(o.config.priorities ? { priorities: o.config.priorities } : {}),
     ...(o.config.quotas ? { quotas: o.config.quotas } : {}),
     ...(o.config.largePayloads ? { largePayloads: o.config.largePayloads } : {}),
+    ...(o.retention ? { retention: o.retention } : o.config.retention ? { retention: o.config.retention } : {}),
     ...(o.leaseMs !== undefined ? { leaseMs: o.leaseMs } : {}),
     // A server only this machine can reach may send webhooks to it (a developer's receiver);
     // one on a network may not, unless told (a tenant must not reach what only the server can).

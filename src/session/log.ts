@@ -3,6 +3,7 @@ import {
   NotFoundError,
   type BlobStore,
   type NewBlob,
+  sessionInArchive,
   StoreError,
   type AppendOptions,
   type EventDraft,
@@ -281,11 +282,12 @@ export class SessionLog {
     });
   }
 
-  /** A session that can be read: refused (`session_erased`) once it was erased. */
+  /** A session that can be read: refused once it was erased (`session_erased`), or while its log is in an archive store (`session_in_archive`). */
   async session(sessionId: string, ops: StoreOps = this.store) {
     const s = await ops.sessions.get(sessionId);
     if (!s) throw new NotFoundError('session', sessionId);
     if (s.erasedAt !== null) throw new StoreError('session_erased', `session ${sessionId} was erased`);
+    if (s.inArchiveAt !== null) throw sessionInArchive(sessionId);
     return s;
   }
 

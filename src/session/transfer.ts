@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { newId } from '../core/index.ts';
 import {
   hasNul,
+  NotFoundError,
   NUL_REFUSAL,
   StoreError,
   type BlobInfo,
@@ -183,9 +184,11 @@ export interface ImportOptions {
    * its `origin` records the session (and the leaf) it was imported from. Its events keep their
    * ids, which are unique within a session: every reference in the log stays exact, and the
    * replay check still verifies every request. `keep`: the export's session id, refused
-   * (`conflict`) when a session with it exists here.
+   * (`conflict`) when a session with it exists here. `restore`: the export's ids, into the session
+   * of that id, which must be in an archive store (retention, `inArchiveAt`): its row stays, its
+   * events come back; `within` is where the caller clears its archive mark.
    */
-  ids?: 'new' | 'keep';
+  ids?: 'new' | 'keep' | 'restore';
   /** Runs in the importing transaction with the new session (see `Sessions.create`). */
   within?: (tx: StoreOps, session: SessionRecord) => Promise<void>;
 }
@@ -340,10 +343,21 @@ export async function importSession(
   const h = header!.session;
   options.onProgress?.(lineNo);
 
-  const keep = (options.ids ?? 'new') === 'keep';
+  const keep = (options.ids ?? 'new') !== 'new';
   const sessionId = keep ? h.id : newId();
   const origin = keep ? h.origin : { sessionId: h.id, entryId: h.leafId ?? drafts.at(-1)?.id ?? h.id };
   return log.transaction(async (tx) => {
+    if (options.ids === 'restore') {
+      const s = await tx.sessions.get(sessionId);
+      if (!s) throw new NotFoundError('session', sessionId);
+      if (s.inArchiveAt === null || s.erasedAt !== null)
+        throw new StoreError('conflict', `session ${sessionId} is not in an archive: there is nothing to restore`);
+      await tx.events.putBlobs([...blobs].map(([hash, data]) => ({ hash, data })));
+      for (let i = 0; i < drafts.length; i += 1000) await tx.events.append(sessionId, drafts.slice(i, i + 1000));
+      await tx.events.seal(sessionId);
+      await options.within?.(tx, s);
+      return (await tx.sessions.get(sessionId))!;
+    }
     if (await tx.sessions.get(sessionId))
       throw new StoreError(
         'conflict',

@@ -31,6 +31,8 @@ export type SessionRow = {
   archived_at: number | null;
   erased_at: number | null;
   erased_totals: string | null;
+  /** When its log moved to an archive store (retention), or null; absent in rows read without it. */
+  in_archive_at?: number | null;
 };
 
 /** A row of the log: consecutive events of a session from `first_seq` on, open (JSON text) or sealed (see event-batch-codec.ts). */
@@ -211,6 +213,7 @@ export function toSession(r: SessionRow): SessionRecord {
       r.origin_session_id && r.origin_entry_id ? { sessionId: r.origin_session_id, entryId: r.origin_entry_id } : null,
     archivedAt: r.archived_at,
     erasedAt: r.erased_at,
+    inArchiveAt: r.in_archive_at ?? null,
     erasedTotals: r.erased_totals === null ? null : (JSON.parse(r.erased_totals) as SessionRecord['erasedTotals']),
   };
 }

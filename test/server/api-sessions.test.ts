@@ -50,6 +50,7 @@ describe('sessions', () => {
       origin: null,
       archived_at: null,
       erased_at: null,
+      in_archive_at: null,
     });
     // An empty body is a session with defaults.
     const bare = await api.post('/v1/sessions', {});

@@ -266,6 +266,30 @@ describe.each(BACKENDS)('tenant isolation on every route of the OpenAPI document
         expect(ok(await globex.get(`/v1/session-summaries?q=${MARKER}`)).body.data).toEqual([]);
       },
     ],
+    ['GET /v1/retention/policy', async () => expect(leaked(ok(await globex.get('/v1/retention/policy')))).toEqual([])],
+    [
+      'PUT /v1/retention/policy',
+      async () => {
+        const r = ok(await globex.request('PUT', '/v1/retention/policy', { json: { archive_after_days: null } }));
+        expect(r.body.tenant).toBe('globex');
+        expect((await acme.get('/v1/retention/policy')).body.policy).toBeNull();
+      },
+    ],
+    [
+      'DELETE /v1/retention/policy',
+      async () => {
+        expect((await globex.request('DELETE', '/v1/retention/policy')).status).toBe(204);
+        expectProblem(await globex.request('DELETE', '/v1/retention/policy'), 'not_found', 404);
+      },
+    ],
+    ['GET /v1/retention/status', async () => expect(leaked(ok(await globex.get('/v1/retention/status')))).toEqual([])],
+    [
+      'POST /v1/retention/run',
+      async () => {
+        expect(leaked(ok(await globex.post('/v1/retention/run', { dry_run: true })))).toEqual([]);
+        expect(leaked(ok(await globex.post('/v1/retention/run', {})))).toEqual([]);
+      },
+    ],
     ['GET /v1/inbox', async () => expect(leaked(ok(await globex.get('/v1/inbox?limit=1000')))).toEqual([])],
     ['GET /v1/tenants', async () => expectProblem(await globex.get('/v1/tenants'), 'forbidden_scope', 403)],
     ['GET /v1/datasets', async () => expect(leaked(ok(await globex.get('/v1/datasets?limit=1000')))).toEqual([])],

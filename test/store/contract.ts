@@ -83,6 +83,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           archivedAt: null,
           erasedAt: null,
           erasedTotals: null,
+          inArchiveAt: null,
         });
         expect(await store.sessions.get('s1')).toEqual(created);
       });
@@ -112,6 +113,7 @@ export function storeContract(name: string, open: () => Promise<OpenedStore>): v
           archivedAt: null,
           erasedAt: null,
           erasedTotals: null,
+          inArchiveAt: null,
         };
         expect(created).toEqual(expected);
         expect(await store.sessions.get('s2')).toEqual(expected);

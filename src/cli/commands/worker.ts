@@ -41,6 +41,7 @@ export async function workerCommand(argv: string[], io: Io): Promise<number> {
     ...(config.quotas ? { quotas: config.quotas } : {}),
     ...(config.priorities ? { priorities: config.priorities } : {}),
     ...(config.largePayloads ? { largePayloads: config.largePayloads } : {}),
+    ...(config.retention ? { retention: config.retention } : {}),
     webhooks: { allowPrivateNetworks: io.env.KEEL_WEBHOOKS_ALLOW_PRIVATE === '1' },
   });
   const telemetry = instrumentRuntime(rt, { logger });

@@ -8,6 +8,7 @@ import { checkedUserMessage, type SessionEvent } from '../../session/index.ts';
 import {
   NotFoundError,
   RunBusyError,
+  sessionInArchive,
   StoreError,
   type RunRecord,
   type SessionRecord,
@@ -74,6 +75,7 @@ export async function accept(
   const session = await tx.sessions.get(sessionId);
   if (!session) throw new NotFoundError('session', sessionId);
   if (session.erasedAt !== null) throw new StoreError('session_erased', `session ${sessionId} was erased`);
+  if (session.inArchiveAt !== null) throw sessionInArchive(sessionId);
   if (session.archivedAt !== null)
     throw new StoreError('session_archived', `session ${sessionId} is archived: it takes no new messages`);
   // The caller's message is checked before anything keeps it, whatever it does: a steer is logged

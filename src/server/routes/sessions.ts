@@ -157,7 +157,8 @@ export function sessionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
       responses: { 200: json(TombstoneSchema, 'The tombstone'), ...problems },
     }),
     async (c) => {
-      const s = await sessionFor(ctx, c, c.req.valid('param').id);
+      // A session in the archive store is erased too: its tombstone here, its archive removed there.
+      const s = await sessionFor(ctx, c, c.req.valid('param').id, { inArchive: true });
       // Audited (ADR-0041): who asked, when, a hash of the session id.
       await rt.erasure.eraseSession(s.id, { by: c.get('keyId') ?? 'operator', tenant: s.tenant });
       return c.json(tombstoneJson((await rt.sessions.find(s.id))!), 200);

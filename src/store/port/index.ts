@@ -20,6 +20,7 @@ import type { KeyOps } from './keys.ts';
 import type { LimitOps } from './limits.ts';
 import type { NoticeOps } from './notices.ts';
 import type { QuotaOps } from './quotas.ts';
+import type { RetentionOps } from './retention.ts';
 import type { RunOps } from './runs.ts';
 import type { ScheduleOps } from './schedules.ts';
 import type { SessionOps } from './sessions.ts';
@@ -41,6 +42,7 @@ export * from './keys.ts';
 export * from './limits.ts';
 export * from './notices.ts';
 export * from './quotas.ts';
+export * from './retention.ts';
 export * from './runs.ts';
 export * from './schedules.ts';
 export * from './sessions.ts';
@@ -71,6 +73,8 @@ export interface StoreOps {
   quotas: QuotaOps;
   /** Erasing tenants and idle sessions, the erasure audit, and the scan that proves an erasure (ADR-0041). */
   erasure: ErasureOps;
+  /** Retention: idle sessions, archives, pruning, policies, the worker's lease. */
+  retention: RetentionOps;
 }
 
 /** What flow control needs of a store (its limits namespace). */

@@ -123,6 +123,22 @@ export const STORE_LAYOUT = {
     scan: 'scanForRemnants',
     purge: 'purgeErased',
   },
+  retention: {
+    idleSessions: 'idleSessions',
+    moveToArchive: 'moveToArchive',
+    archiveOf: 'archiveOf',
+    archived: 'listArchivedSessions',
+    restored: 'restoredFromArchive',
+    forgetArchive: 'forgetArchive',
+    prune: 'pruneTable',
+    countPrunable: 'countPrunable',
+    lead: 'leadRetention',
+    resign: 'resignRetention',
+    getPolicy: 'getRetentionPolicy',
+    listPolicies: 'listRetentionPolicies',
+    putPolicy: 'putRetentionPolicy',
+    deletePolicy: 'deleteRetentionPolicy',
+  },
 } as const;
 
 export type Namespace = keyof typeof STORE_LAYOUT;

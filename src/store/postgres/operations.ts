@@ -15,6 +15,7 @@ import { pgDatasetsOps } from './datasets.ts';
 import { pgBatchesOps } from './batches.ts';
 import { pgQuotasOps } from './quotas.ts';
 import { pgErasureOps } from './erasure.ts';
+import { pgRetentionOps } from './retention.ts';
 import type { PgOps } from './context.ts';
 
 export const pgOperations: PgOps = {
@@ -34,4 +35,5 @@ export const pgOperations: PgOps = {
   ...pgBatchesOps,
   ...pgQuotasOps,
   ...pgErasureOps,
+  ...pgRetentionOps,
 };

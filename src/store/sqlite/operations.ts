@@ -18,6 +18,7 @@ import { datasetOps } from './datasets.ts';
 import { batchOps } from './batches.ts';
 import { quotaOps } from './quotas.ts';
 import { erasureOps } from './erasure.ts';
+import { retentionOps } from './retention.ts';
 import type { OperationHooks, SyncOps } from './context.ts';
 
 /**
@@ -44,6 +45,7 @@ export function createOperations(db: Database.Database, st: Statements, hooks: O
     ...batchOps(c),
     ...quotaOps(db),
     ...erasureOps(db),
+    ...retentionOps(c),
   };
   // Any operation may change a session's head or a run's fencing token (another run's append, one
   // without a fence, a claim, a seal): SessionHeads counts them all, and a run's append takes the

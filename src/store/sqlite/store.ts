@@ -17,6 +17,7 @@ import { DATASET_PLAN } from './datasets.ts';
 import { BATCH_PLAN } from './batches.ts';
 import { QUOTA_PLAN } from './quotas.ts';
 import { ERASURE_PLAN } from './erasure.ts';
+import { RETENTION_PLAN } from './retention.ts';
 import { SqliteNotices } from './notices.ts';
 
 export interface SqliteStoreOptions {
@@ -120,6 +121,7 @@ const PLAN: { readonly [K in OpName]: { outside: 'serial' | 'write' | 'immediate
     ...BATCH_PLAN,
     ...QUOTA_PLAN,
     ...ERASURE_PLAN,
+    ...RETENTION_PLAN,
   };
 
 const OP_NAMES = Object.keys(PLAN) as OpName[];

@@ -13,6 +13,7 @@ import { migration as v11 } from './11-run-tenants.ts';
 import { migration as v12 } from './12-rerun-of.ts';
 import { migration as v13 } from './13-datasets-batches.ts';
 import { migration as v14 } from './14-run-webhooks.ts';
+import { migration as v15 } from './15-retention.ts';
 import { migration as v16 } from './16-blob-media-types.ts';
 import { migration as v17 } from './17-tenants-registry.ts';
 import { migration as v18 } from './18-quotas.ts';
@@ -36,6 +37,7 @@ export const migrations: readonly PostgresMigration[] = [
   v12,
   v13,
   v14,
+  v15,
   v16,
   v17,
   v18,

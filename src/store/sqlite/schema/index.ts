@@ -22,6 +22,7 @@ import { migration as v20 } from './20-run-tenants.ts';
 import { migration as v21 } from './21-rerun-of.ts';
 import { migration as v22 } from './22-datasets-batches.ts';
 import { migration as v23 } from './23-run-webhooks.ts';
+import { migration as v24 } from './24-retention.ts';
 import { migration as v25 } from './25-blob-media-types.ts';
 import { migration as v26 } from './26-tenants-registry.ts';
 import { migration as v27 } from './27-quotas.ts';
@@ -54,6 +55,7 @@ export const migrations: readonly SqliteMigration[] = [
   v21,
   v22,
   v23,
+  v24,
   v25,
   v26,
   v27,

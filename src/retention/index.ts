@@ -1,0 +1,5 @@
+/** Retention and archives (docs/operations/retention.md). */
+export * from './policy.ts';
+export * from './retention.ts';
+export * from './session-archive.ts';
+export * from './retention-config.ts';
