@@ -522,6 +522,7 @@ describe('sqlite store', () => {
       'api_keys',
       'batch_items',
       'batches',
+      'blob_heads',
       'blob_refs',
       'blobs',
       'dataset_items',
