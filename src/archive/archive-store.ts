@@ -1,5 +1,5 @@
 /**
- * Where archived sessions go (docs/operations/retention.md): a small key → bytes store. Retention
+ * Where archived sessions go (docs/operations.md): a small key → bytes store. Retention
  * puts a session's compressed export under a key, gets it back to restore it, and deletes it
  * when the session's deletion comes (erasure calls `delete` too). Keys are relative paths of
  * plain segments (`sessions/default/01J….jsonl.gz`): letters, digits and `._-=@+`, joined by `/`.

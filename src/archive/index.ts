@@ -1,4 +1,4 @@
-/** Archive stores: where retention moves old sessions (docs/operations/retention.md). */
+/** Archive stores: where retention moves old sessions (docs/operations.md). */
 export * from './archive-store.ts';
 export * from './directory-archive-store.ts';
 export * from './s3-archive-store.ts';

@@ -53,17 +53,17 @@ export interface KeelConfig {
    */
   scorers?: Record<string, Scorer | { judge: { model: string | LanguageModelV4; rubric: string } }>;
   /**
-   * Tenant quotas (docs/operations/quotas.md): `default`, every tenant's (a tenant's own quotas in the
+   * Tenant quotas (docs/operations.md): `default`, every tenant's (a tenant's own quotas in the
    * tenants registry override it field by field), and `recheckMs`, how soon a run waiting on calls in flight tries again.
    */
   quotas?: { default?: TenantQuotas; recheckMs?: number };
   /**
-   * Large payloads (docs/operations/payloads.md): the threshold above which a tool result, message
+   * Large payloads (docs/operations.md): the threshold above which a tool result, message
    * text or attachment is stored apart by hash, what the model sees of a large tool result, and the
    * bounds of an event and of a payload.
    */
   largePayloads?: Partial<LargePayloadPolicy>;
-  /** Retention: policies, the archive store, the sweeper's pace (docs/operations/retention.md). */
+  /** Retention: policies, the archive store, the sweeper's pace (docs/operations.md). */
   retention?: RetentionConfig;
 }
 
@@ -80,11 +80,11 @@ export interface LoadedConfig {
   priorities?: Record<string, Priority>;
   /** Experiment scorers (code and judges), by name. */
   scorers?: Record<string, Scorer>;
-  /** Tenant quotas (docs/operations/quotas.md). */
+  /** Tenant quotas (docs/operations.md). */
   quotas?: { default?: TenantQuotas; recheckMs?: number };
-  /** Large payloads' threshold, model view and bounds (docs/operations/payloads.md). */
+  /** Large payloads' threshold, model view and bounds (docs/operations.md). */
   largePayloads?: Partial<LargePayloadPolicy>;
-  /** Retention (docs/operations/retention.md). */
+  /** Retention (docs/operations.md). */
   retention?: RetentionOptions;
   demo: boolean;
 }

@@ -1,4 +1,4 @@
-/** Retention and archives (docs/operations/retention.md). */
+/** Retention and archives (docs/operations.md). */
 export * from './policy.ts';
 export * from './retention.ts';
 export * from './session-archive.ts';

@@ -1,5 +1,5 @@
 /**
- * Retention policies (docs/operations/retention.md): how long a session may stay idle before it
+ * Retention policies (docs/operations.md): how long a session may stay idle before it
  * is archived, how long it stays archived before it is deleted, and how long each operational
  * table keeps its finished rows. Operator-wide from `keel.config` (a default, by tenant, by
  * agent), and by API for a tenant (and an agent of it). For each setting the most specific

@@ -1,5 +1,5 @@
 /**
- * `retention` in keel.config (docs/operations/retention.md): the policies (RetentionSettings), the
+ * `retention` in keel.config (docs/operations.md): the policies (RetentionSettings), the
  * archive store, and the sweeper's pace, checked field by field.
  */
 import { resolve } from 'node:path';

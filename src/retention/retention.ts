@@ -1,5 +1,5 @@
 /**
- * Retention (docs/operations/retention.md, ADR-0039): sweeps that archive idle sessions to an
+ * Retention (docs/operations.md, ADR-0039): sweeps that archive idle sessions to an
  * archive store, delete them once archived long enough, and prune the operational tables; dry
  * runs that say what a sweep would do; restore by id; the policies set by API. One sweeper runs
  * across every process on the store: the one holding the `retention` lease.
@@ -311,10 +311,7 @@ export class Retention {
       if (s.erasedAt !== null) throw new StoreError('session_erased', `session ${sessionId} was erased`);
       throw new StoreError('not_in_archive', `session ${sessionId} is not in an archive store: nothing to restore`);
     }
-    const archive = storeFor(
-      [...(this.options.archive ? [this.options.archive] : []), ...(this.options.formerArchives ?? [])],
-      a.store,
-    );
+    const archive = this.archiveNamed(a.store);
     if (!archive)
       throw new StoreError(
         'archive_unavailable',
@@ -457,14 +454,19 @@ export class Retention {
     return (await this.store.sessions.get(sessionId))!;
   }
 
+  /** The archive store (the current one or a former one) a session's archive was put in, by its name. */
+  private archiveNamed(name: string): ArchiveStore | undefined {
+    return storeFor(
+      [...(this.options.archive ? [this.options.archive] : []), ...(this.options.formerArchives ?? [])],
+      name,
+    );
+  }
+
   /** Deletes an archived session: erased (its tombstone keeps what it consumed), its archive removed. */
   private async deleteArchived(a: ArchivedSession, now: number): Promise<void> {
     await this.store.sessions.erase(a.sessionId, now);
     this.log.forget(a.sessionId);
-    const archive = storeFor(
-      [...(this.options.archive ? [this.options.archive] : []), ...(this.options.formerArchives ?? [])],
-      a.store,
-    );
+    const archive = this.archiveNamed(a.store);
     if (!archive)
       throw new StoreError(
         'archive_unavailable',

@@ -120,7 +120,7 @@ export interface RuntimeOptions {
   webhooks?: WebhookOptions;
   snapshotEvery?: number;
   /**
-   * Large payloads (ADR-0040, docs/operations/payloads.md): a tool result, attachment or message
+   * Large payloads (ADR-0040, docs/operations.md): a tool result, attachment or message
    * text of `thresholdBytes` or more (default 256 KiB) is stored once by hash and referenced from
    * the log; the model sees `modelView` of a large tool result (default its first 32 KiB and the
    * reference); an event over `maxEventBytes` (default 8 MiB) once they are apart is refused.
@@ -138,9 +138,9 @@ export interface RuntimeOptions {
   flowControl?: FlowControlOptions;
   /** Priority of each agent's model calls when they wait for limits (a run's own `priority` wins). */
   priorities?: Record<string, Priority>;
-  /** Tenant quotas (docs/operations/quotas.md, ADR-0043): a default for every tenant, or a source by tenant and API key. */
+  /** Tenant quotas (docs/operations.md, ADR-0043): a default for every tenant, or a source by tenant and API key. */
   quotas?: QuotaOptions;
-  /** Retention: policies, the archive store, the sweeper's pace (docs/operations/retention.md). Its sweeper starts with the first worker. */
+  /** Retention: policies, the archive store, the sweeper's pace (docs/operations.md). Its sweeper starts with the first worker. */
   retention?: RetentionOptions;
 }
 
@@ -182,7 +182,7 @@ export class Runtime {
   readonly evals: EvalsApi;
   /** Erasing a session, a tenant or everything idle since a date, the erasure audit, and verification (ADR-0041). */
   readonly erasure: Erasure;
-  /** Retention and archives: sweeps, dry runs, restore, policies (docs/operations/retention.md). */
+  /** Retention and archives: sweeps, dry runs, restore, policies (docs/operations.md). */
   readonly retention: Retention;
   /** Claims and runs the items of experiments and bulk reruns (started with the first worker). */
   private readonly batchRunner: BatchRunner;
@@ -238,6 +238,9 @@ export class Runtime {
       this.registryQuotas ? { ...q, source: this.registryQuotas.source } : q,
       this.registryQuotas,
     );
+    // Read the registry's quotas now, so that the first message needs no read before its transaction.
+    const warm = this.quotas.inEffect();
+    if (warm instanceof Promise) warm.catch(() => {});
     this.compaction = this.limitedCompaction(options.compaction);
     for (const a of options.agents.map((x) => this.limited(x))) {
       const list = this.agents.get(a.name) ?? [];
@@ -446,7 +449,8 @@ export class Runtime {
     let message: UserInput | UserMessage = input;
     try {
       // Runs per minute (ADR-0043): counted at the send, before the run is made.
-      if (await this.quotas.inEffect()) {
+      const quotas = this.quotas.inEffect();
+      if (quotas === true || (quotas !== false && (await quotas))) {
         const session = await this.store.sessions.get(sessionId);
         if (session) await this.quotas.admitRun(session.tenant, options.apiKey ?? null);
       }

@@ -18,7 +18,7 @@ export interface StartOptions extends Omit<ServerOptions, 'runtime' | 'auth'> {
   leaseMs?: number;
   /** Webhook deliveries (docs/webhooks.md); private networks are allowed by default only on a loopback address. */
   webhooks?: WebhookOptions;
-  /** Retention (docs/operations/retention.md): instead of the configuration's. */
+  /** Retention (docs/operations.md): instead of the configuration's. */
   retention?: RetentionOptions;
 }
 

@@ -1,5 +1,5 @@
 /**
- * The store's part of tenant quotas (docs/operations/quotas.md, ADR-0043): the ledger table, the
+ * The store's part of tenant quotas (docs/operations.md, ADR-0043): the ledger table, the
  * migration that adds `waiting_for_quota` to the run statuses, and the decision of a reservation
  * (the same for both backends, run inside their transaction).
  */

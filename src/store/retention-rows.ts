@@ -1,5 +1,5 @@
 /**
- * Retention's rows, shared by both SQL backends (docs/operations/retention.md): sessions moved to
+ * Retention's rows, shared by both SQL backends (docs/operations.md): sessions moved to
  * an archive store (`session_archives`, and `sessions.in_archive_at`), a restored session's time
  * (`sessions.restored_at`: idle counts from then), the policies set by API (`retention_policies`),
  * and the retention worker's leader lease (`retention_leases`).

@@ -160,7 +160,7 @@ export type Backend = 'sqlite' | 'postgres';
 export const BACKENDS: readonly Backend[] = ['sqlite', 'postgres'];
 
 export interface TestServerOptions extends Partial<Omit<StartOptions, 'store' | 'config'>> {
-  /** Tenant quotas, as keel.config's `quotas` sets them (docs/operations/quotas.md). */
+  /** Tenant quotas, as keel.config's `quotas` sets them (docs/operations.md). */
   quotas?: LoadedConfig['quotas'];
   /** API keys created before the server starts (with any key, auth is required). */
   keys?: Array<{ tenant: string; ratePerMinute?: number; revoked?: boolean; scope?: ApiKeyScope }>;

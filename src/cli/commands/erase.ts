@@ -1,5 +1,5 @@
 /**
- * `keel erase` (ADR-0041, docs/operations/erasure.md): erase a session, a tenant or every session
+ * `keel erase` (ADR-0041, docs/operations.md): erase a session, a tenant or every session
  * idle since before a date, on the database, as the operator; `--verify` then scans every table
  * (and every erasure participant) for the erased ids and the `--string`s, and says what it found;
  * `--audit` lists the erasure audit.

@@ -10,7 +10,7 @@ export const retentionHelp = `keel retention status [--tenant T]         the pol
 keel retention run [--dry-run] [--tenant T] sweep now: archive idle sessions, delete old archives, prune tables
 keel retention restore <session>          bring a session back from the archive store, every id kept
   Policies and the archive store come from keel.config's \`retention\` (--config FILE) and from
-  the tenants' own (PUT /v1/retention/policy); see docs/operations/retention.md. --tenant sweeps
+  the tenants' own (PUT /v1/retention/policy); see docs/operations.md. --tenant sweeps
   one tenant's sessions only (the operational tables are left alone). Works on the local database:
   --db PATH (default $KEEL_DB or ./.keel/keel.db; a postgres:// URL too); --json for scripts.`;
 

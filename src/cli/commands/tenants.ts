@@ -1,6 +1,6 @@
 /**
  * `keel tenants`: the tenants registry on the database (as `keel keys`): each tenant's weight in
- * fair dispatch and its quotas (docs/operations/tenants-and-fairness.md). Against a running
+ * fair dispatch and its quotas (docs/operations.md). Against a running
  * server, the same is `/v1/tenants` with an admin key.
  */
 import type { TenantRecord } from '../../store/index.ts';

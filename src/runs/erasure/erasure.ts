@@ -1,5 +1,5 @@
 /**
- * Erasure you can prove (issue 42 part 3, ADR-0041, docs/operations/erasure.md): erasing a session,
+ * Erasure you can prove (issue 42 part 3, ADR-0041, docs/operations.md): erasing a session,
  * a tenant, or every session idle since before a date, from the store and every erasure
  * participant; an audit record of each erasure (scope, a hash of its target, who, when, counts);
  * and `verify`, which scans every table and participant for ids and strings afterwards.

@@ -1,5 +1,5 @@
 /**
- * Tenant quotas (docs/operations/quotas.md, ADR-0043): what a tenant (and an API key) may use, held
+ * Tenant quotas (docs/operations.md, ADR-0043): what a tenant (and an API key) may use, held
  * in the store across every process on it. Tokens and cost per UTC day or month are a ledger of
  * model calls (`store.quotas`: reserved from an estimate before each call, settled after it, keyed
  * by the call so that a retry or a recovery never counts twice); runs per minute and concurrent
@@ -113,9 +113,9 @@ export class Quotas {
   /**
    * Whether any quota may apply: a default, a source of the runtime's own, or a limit somewhere
    * in the registry. When none does, a run and its steps pay nothing for quotas (no reads, no
-   * reservations, no settlements).
+   * reservations, no settlements). Answered at once when the registry's snapshot is fresh.
    */
-  async inEffect(): Promise<boolean> {
+  inEffect(): boolean | Promise<boolean> {
     if (this.options.default !== undefined || !this.registry) return true;
     return this.registry.any();
   }

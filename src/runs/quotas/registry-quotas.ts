@@ -13,6 +13,8 @@ export const REGISTRY_QUOTAS_TTL_MS = 2000;
 interface Snapshot {
   tenants: Map<string, TenantQuotas>;
   keys: Map<string, TenantQuotas>;
+  /** Whether any of them has a limit. */
+  anyLimit: boolean;
   readAt: number;
 }
 
@@ -47,12 +49,14 @@ export class RegistryQuotas {
     return keyId === null ? s.tenants.get(tenant) : s.keys.get(keyId);
   };
 
-  /** Whether any tenant or key has a limit. */
-  async any(): Promise<boolean> {
-    const s = await this.current();
-    for (const q of s.tenants.values()) if (hasLimits(q)) return true;
-    for (const q of s.keys.values()) if (hasLimits(q)) return true;
-    return false;
+  /**
+   * Whether any tenant or key has a limit: at once from a fresh snapshot (no await on a send's
+   * path when nothing changed), else once the registry is read.
+   */
+  any(): boolean | Promise<boolean> {
+    const s = this.snapshot;
+    if (s && Date.now() - s.readAt < this.ttlMs) return s.anyLimit;
+    return this.current().then((r) => r.anyLimit);
   }
 
   private current(): Promise<Snapshot> {
@@ -65,10 +69,11 @@ export class RegistryQuotas {
   private async read(): Promise<Snapshot> {
     const readAt = Date.now();
     const [tenants, keys] = await Promise.all([this.store.tenants.list(), this.store.keys.list()]);
-    const s: Snapshot = { tenants: new Map(), keys: new Map(), readAt };
+    const s: Snapshot = { tenants: new Map(), keys: new Map(), anyLimit: false, readAt };
     for (const t of tenants) if (Object.keys(t.quotas).length > 0) s.tenants.set(t.id, t.quotas);
     for (const k of keys)
       if (k.revokedAt === null && k.quotas && Object.keys(k.quotas).length > 0) s.keys.set(k.id, k.quotas);
+    s.anyLimit = [...s.tenants.values(), ...s.keys.values()].some(hasLimits);
     this.snapshot = s;
     return s;
   }

@@ -1,5 +1,5 @@
 /**
- * `/v1/erasures` (ADR-0041, docs/operations/erasure.md): erase a session, a tenant, or every
+ * `/v1/erasures` (ADR-0041, docs/operations.md): erase a session, a tenant, or every
  * session idle since before a date; the erasure audit; verification. A tenant's API key erases only
  * its own sessions. Erasing a tenant or by date, reading the audit and verifying (a scan of every
  * tenant's rows) take an operator: an API key with the admin scope, a server without API keys

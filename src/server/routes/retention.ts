@@ -6,7 +6,7 @@ import { body, IdParam, json, problem, problems as problemsOf } from '../openapi
 import { plainText } from '../schemas.ts';
 
 /**
- * Retention (docs/operations/retention.md): a tenant's key reads and sets its own tenant's policy
+ * Retention (docs/operations.md): a tenant's key reads and sets its own tenant's policy
  * (and its agents'), sees what a sweep would do to its sessions, runs one on them, and restores a
  * session from the archive store. Operator-wide policies and the operational tables' periods come
  * from keel.config; the sweep of a tenant leaves the tables alone.

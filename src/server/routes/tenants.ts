@@ -1,5 +1,5 @@
 /**
- * The tenants registry over HTTP (issue 42, docs/operations/tenants-and-fairness.md): each tenant's
+ * The tenants registry over HTTP (issue 42, docs/operations.md): each tenant's
  * weight in fair dispatch and its quotas, and its API keys. Only an API key with the admin scope
  * reaches these routes (auth.ts `checkScope`; with authentication off, the loopback operator does),
  * and an admin key reaches nothing else. Admin keys themselves are made with `keel keys create

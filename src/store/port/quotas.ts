@@ -1,5 +1,5 @@
 /**
- * The quotas part of the storage port (docs/operations/quotas.md, ADR-0043): a ledger of the model
+ * The quotas part of the storage port (docs/operations.md, ADR-0043): a ledger of the model
  * calls charged to a tenant and an API key over UTC days and months. Each model call of a run has one
  * row per scope it is charged to, keyed by the call's id (run, turn, step): reserved from an
  * estimate before the call, settled with its actual tokens and cost after it. A call made again (a

@@ -1,5 +1,5 @@
 /**
- * Retention (docs/operations/retention.md): which sessions have been idle long enough for a
+ * Retention (docs/operations.md): which sessions have been idle long enough for a
  * policy, moving a session's log out of the database once its archive is stored elsewhere (and
  * back on restore), pruning the operational tables in bounded batches, the policies set by API,
  * and the retention worker's leader lease.

@@ -22,7 +22,7 @@ export interface SessionRecord {
   /** What an erased session consumed, kept for billing: its runs, their usage and cost. */
   erasedTotals: { runs: number; usage: JsonObject; cost: number } | null;
   /**
-   * When its log moved out to an archive store (retention, docs/operations/retention.md), or null:
+   * When its log moved out to an archive store (retention, docs/operations.md), or null:
    * its row stays, reads and appends are refused (`session_in_archive`) until it is restored.
    * Not the same as `archivedAt` (a session closed to new messages, still in the database).
    */

@@ -92,7 +92,7 @@ export const pgErasureOps: PgOpsOf<'erasure'> = {
   scanForRemnants: ({ sql }, needles) => scan(sql, needles),
   // Nothing by default: a VACUUM of every table after each erasure costs more than an erasure should.
   purgeErased: async ({ sql }, options) => {
-    const later = 'WAL segments and backups keep what was erased until they expire (see docs/operations/erasure.md)';
+    const later = 'WAL segments and backups keep what was erased until they expire (see docs/operations.md)';
     if (!options?.vacuum) return `dead row versions stay in the table files until VACUUM reclaims them; ${later}`;
     const tables = await sql.rowsPlannedForValues<{ name: string }>(
       "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'",
