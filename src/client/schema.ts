@@ -6689,7 +6689,7 @@ export interface components {
       archive_after_days?: number | null;
       /** @description Days; null: never */
       delete_after_days?: number | null;
-      /** @description Not available yet: refused (invalid_retention_policy) */
+      /** @description Not available (ADR-0044): refused (invalid_retention_policy) */
       keep_runs?: number;
     };
     RetentionStatus: {

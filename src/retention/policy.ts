@@ -63,7 +63,7 @@ const days = (field: string, v: unknown): number | null => {
   return v;
 };
 
-/** A session policy checked: unknown fields (and `keepRuns`, not built) refused with the field's name. */
+/** A session policy checked: unknown fields (and `keepRuns`, not built: ADR-0044) refused with the field's name. */
 export function checkedSessionRetention(input: unknown, at = 'policy'): SessionRetention {
   if (typeof input !== 'object' || input === null || Array.isArray(input))
     throw new RetentionPolicyError(at, 'an object with archiveAfterDays and/or deleteAfterDays');
@@ -72,7 +72,7 @@ export function checkedSessionRetention(input: unknown, at = 'policy'): SessionR
     if (k === 'keepRuns')
       throw new RetentionPolicyError(
         `${at}.keepRuns`,
-        'keeping the last N runs’ detail and compacting the rest is not available yet',
+        'keeping the last N runs’ detail is not available: moving events out of the middle of a sealed log is not safe with the current storage (ADR-0044)',
       );
     if (!(SESSION_FIELDS as readonly string[]).includes(k))
       throw new RetentionPolicyError(`${at}.${k}`, `unknown setting (known: ${SESSION_FIELDS.join(', ')})`);

@@ -92,5 +92,17 @@ describe('keel retention', () => {
     const bad = await keel(['retention', 'status', '--db', db, '--config', config]);
     expect(bad.code).not.toBe(0);
     expect(bad.err).toContain('retention.sessions.archiveAfterDays');
+    // Keeping the last N runs' detail is not built (ADR-0044): refused in keel.config too, by its path.
+    writeFileSync(
+      config,
+      JSON.stringify({
+        agents: [{ name: 'a', model: 'scripted:script.json' }],
+        retention: { agents: { a: { keepRuns: 3 } } },
+      }),
+    );
+    const keepRuns = await keel(['retention', 'status', '--db', db, '--config', config]);
+    expect(keepRuns.code).not.toBe(0);
+    expect(keepRuns.err).toContain('retention.agents.a.keepRuns');
+    expect(keepRuns.err).toContain('ADR-0044');
   });
 });

@@ -324,6 +324,7 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       await expect(rt.retention.putPolicy('t', null, { keepRuns: 5 })).rejects.toMatchObject({
         code: 'invalid_retention_policy',
         field: 'policy.keepRuns',
+        message: expect.stringContaining('ADR-0044'),
       });
       await expect(rt.retention.putPolicy('t', null, { archiveAfterDays: -1 })).rejects.toMatchObject({
         code: 'invalid_retention_policy',

@@ -20,7 +20,7 @@ const PolicyBody = z
     agent: plainText(200, 1).optional().describe('The policy of this agent’s sessions (default: the tenant’s own)'),
     archive_after_days: Days.optional(),
     delete_after_days: Days.optional(),
-    keep_runs: z.number().optional().describe('Not available yet: refused (invalid_retention_policy)'),
+    keep_runs: z.number().optional().describe('Not available (ADR-0044): refused (invalid_retention_policy)'),
   })
   .openapi('RetentionPolicyUpdate');
 
