@@ -4,6 +4,7 @@ import { ComparePage } from './ComparePage.tsx';
 import { ExperimentPage } from './ExperimentPage.tsx';
 import { ExperimentsPage } from './ExperimentsPage.tsx';
 import { InboxPage } from './InboxPage.tsx';
+import { UsagePage } from './UsagePage.tsx';
 import { apiKey, keel, onAuthRequired, onKeyChange, setApiKey } from './keel.ts';
 import { KeyPrompt } from './KeyPrompt.tsx';
 import { Link, useRoute } from './router.tsx';
@@ -44,6 +45,9 @@ export function App() {
         <Link to="/experiments" class={route.page === 'experiments' || route.page === 'experiment' ? 'active' : ''}>
           Experiments
         </Link>
+        <Link to="/usage" class={route.page === 'usage' ? 'active' : ''}>
+          Usage
+        </Link>
         <span class="grow" />
         {apiKey() && (
           <button class="link" onClick={() => setApiKey(null)}>
@@ -64,6 +68,8 @@ function Page() {
   switch (route.page) {
     case 'inbox':
       return <InboxPage />;
+    case 'usage':
+      return <UsagePage />;
     case 'session':
       return <SessionPage id={route.id} />;
     case 'run':

@@ -5,6 +5,7 @@ import { useEffect, useState } from 'preact/hooks';
 export type Route =
   | { page: 'sessions' }
   | { page: 'inbox' }
+  | { page: 'usage' }
   | { page: 'session'; id: string }
   | { page: 'run'; id: string }
   | { page: 'compare'; a: string; b: string }
@@ -23,6 +24,7 @@ export function parseRoute(pathname: string): Route {
   if (m?.[1] === 'experiments') return { page: 'experiment', id: decodeURIComponent(m[2]!) };
   if (path.startsWith('/experiments')) return { page: 'experiments' };
   if (path.startsWith('/inbox')) return { page: 'inbox' };
+  if (path.startsWith('/usage')) return { page: 'usage' };
   return { page: 'sessions' };
 }
 

@@ -64,6 +64,10 @@ export type WebhookDelivery = Schemas['WebhookDelivery'];
 export type SessionSummary = Schemas['SessionSummary'];
 /** A run waiting for a person, with its session (`inbox.list`). */
 export type InboxItem = Schemas['InboxItem'];
+/** Tokens and cost of the tenant's runs, grouped, with its quotas against their use (`usage.get`). */
+export type UsageReport = Schemas['UsageReport'];
+/** One scope's quotas (a tenant's, an API key's) against their use now. */
+export type QuotaReport = NonNullable<Schemas['QuotaReport']>;
 
 /** A page of a list: `next_cursor` goes in `cursor` for the next one (null on the last page). */
 export interface Page<T> {
@@ -341,6 +345,12 @@ export function createKeelClient(o: KeelClientOptions) {
       /** The tenant's runs that wait for a person (an approval or an answer), oldest first. */
       list: (query: QueryOf<'/v1/inbox', 'get'> = {}, c?: CallOptions) =>
         call(() => raw.GET('/v1/inbox', { params: { query }, ...init(c) })),
+    },
+
+    usage: {
+      /** Tokens and cost of the caller's tenant's runs, grouped; its quotas against their use now (JSON). */
+      get: (query: Omit<QueryOf<'/v1/usage', 'get'>, 'format'> = {}, c?: CallOptions) =>
+        call(() => raw.GET('/v1/usage', { params: { query }, ...init(c) })) as Promise<UsageReport>,
     },
 
     reruns: {

@@ -7,6 +7,7 @@ import { newId, type ContentBlob, type LargePayloadPolicy, type PayloadModelView
 import type { BlobStore, EventDraft, NewBlob, StoreOps, StoredEvent } from '../store/index.ts';
 import { databaseBlobs, layeredBlobs } from './blob-store.ts';
 import { blobRefsOf, extractBlobs, inflateBlobs } from './blobs.ts';
+import { jsonBytesAtMost } from './json-size-bound.ts';
 import type { EventRegistry, SessionEvent, SessionEventDataMap, SessionEventType } from './event-types.ts';
 import {
   EventTooLargeError,
@@ -138,6 +139,10 @@ export class LogCodec {
   /** Refuses an event over the bound once its large payloads are apart (its row and its small blobs). */
   private checkSize(type: string, stored: unknown, blobs: readonly NewBlob[]): void {
     const limit = this.payloads.maxEventBytes;
+    // Most events are far under the bound: its upper bound clears them without serializing them.
+    let bound = jsonBytesAtMost(stored, limit);
+    for (const b of blobs) bound += 3 * b.data.length;
+    if (bound <= limit) return;
     const json = JSON.stringify(stored) ?? '';
     // UTF-8 takes at most 3 bytes per UTF-16 unit: short texts need no count.
     let bytes = json.length * 3 <= limit ? json.length : Buffer.byteLength(json);

@@ -412,6 +412,42 @@ describe('the inspector', () => {
     }
   }, 60_000);
 
+  it('shows the tenant’s usage by day and its quotas against their use', async () => {
+    // The tenant's quotas in the registry (the server's process reads them within 2 s).
+    await store.tenants.put(
+      { id: 'acme', quotas: { tokensPerDay: 1_000_000, costPerMonth: 50, onLimit: 'fail' } },
+      Date.now(),
+    );
+    await completedDemoRun('usage');
+    const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+    const page = await context.newPage();
+    page.setDefaultTimeout(WAIT);
+    const failures: string[] = [];
+    page.on('pageerror', (e) => failures.push(e.message));
+    try {
+      await page.goto(`${server.url}/inspect/usage`);
+      await page.getByLabel('API key').fill(secret);
+      await page.getByRole('button', { name: 'Use this key' }).click();
+      await page.getByRole('heading', { name: 'Usage' }).waitFor();
+      const quota = page.getByTestId('quota');
+      await quota.waitFor();
+      expect(await quota.textContent()).toContain('tenant:acme');
+      expect(await quota.textContent()).toContain('a run fails');
+      const tokensLine = quota.getByTestId('quota-tokens_per_day');
+      await expect
+        .poll(async () => (await tokensLine.textContent()) ?? '', { timeout: WAIT })
+        .toMatch(/used.* of 1,000,000/);
+      expect(await quota.getByTestId('quota-cost_per_month').textContent()).toContain('of $50');
+      const days = page.getByTestId('usage-days').locator('tbody tr');
+      await expect.poll(() => days.count(), { timeout: WAIT }).toBeGreaterThan(0);
+      await shot(page, '10-usage');
+      expect(failures).toEqual([]);
+    } finally {
+      await context.close();
+      await store.tenants.delete('acme');
+    }
+  }, 60_000);
+
   it('reruns a finished run on another agent version from its page, shows the lineage both ways and compares the two', async () => {
     const source = await completedDemoRun('Rerun me');
     const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
