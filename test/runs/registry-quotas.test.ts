@@ -5,9 +5,11 @@
  * override the runtime's default field by field; with no quota anywhere, nothing is reserved.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import {
   createRuntime,
   defineAgent,
+  tool,
   manualClock,
   QuotaExceededError,
   ScriptedModel,
@@ -25,6 +27,21 @@ afterEach(async () => {
 const NOON = Date.UTC(2026, 11, 5, 12);
 const PER_CALL = 51;
 
+const lookup = tool({
+  name: 'lookup',
+  description: 'Looks something up',
+  input: z.object({}),
+  execute: () => 'found',
+});
+
+const danger = tool({
+  name: 'danger',
+  description: 'Needs approval',
+  input: z.object({}),
+  approval: 'always',
+  execute: () => 'done',
+});
+
 async function setup(backend: 'sqlite' | 'postgres', defaults?: TenantQuotas) {
   const { store, close } = await openBackendStore(backend);
   const rt = createRuntime({
@@ -35,6 +52,25 @@ async function setup(backend: 'sqlite' | 'postgres', defaults?: TenantQuotas) {
         name: 'a',
         model: new ScriptedModel([{ text: 'done', usage: { input: 1, output: 50 } }], { loop: true }),
         settings: { maxOutputTokens: 50 },
+      }),
+      defineAgent({
+        name: 'careful',
+        model: new ScriptedModel([
+          { toolCalls: [{ id: 'c1', name: 'danger', input: {} }], usage: { input: 1, output: 50 } },
+          { text: 'done', usage: { input: 1, output: 50 } },
+        ]),
+        settings: { maxOutputTokens: 50 },
+        tools: [danger],
+      }),
+      defineAgent({
+        name: 'steps',
+        model: new ScriptedModel([
+          { toolCalls: [{ id: 't1', name: 'lookup', input: {} }], usage: { input: 1, output: 50 } },
+          { toolCalls: [{ id: 't2', name: 'lookup', input: {} }], usage: { input: 1, output: 50 } },
+          { text: 'done', usage: { input: 1, output: 50 } },
+        ]),
+        settings: { maxOutputTokens: 50 },
+        tools: [lookup],
       }),
     ],
     ...(defaults ? { quotas: { default: defaults } } : {}),
@@ -95,5 +131,25 @@ describe.each(['sqlite', 'postgres'] as const)('quotas from the tenants registry
     // Another tenant has the default's.
     expect((await runOnce(rt, 'globex')).status).toBe('completed');
     expect(await ledgerRows(store, 'globex')).toBe(PER_CALL);
+  }, 30_000);
+
+  it('a run that waits for an approval between its calls leaves nothing reserved: every call settled once', async () => {
+    const { rt } = await setup(backend);
+    await rt.tenants.put({ id: 'acme', quotas: { tokensPerDay: 1_000_000 } });
+    const s = await rt.sessions.create({ tenant: 'acme' });
+    const { run } = await rt.sessions.send(s.id, 'go', { agent: 'careful' });
+    expect((await rt.runs.wait(run.id)).status).toBe('waiting_approval');
+    await rt.runs.approve(run.id, 'c1');
+    expect((await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 10_000 })).status).toBe('completed');
+    expect((await rt.runs.quota('acme')).tenant?.tokens_per_day).toMatchObject({ used: 2 * PER_CALL, reserved: 0 });
+  }, 30_000);
+
+  it('a run of several steps settles each call at its step: nothing stays reserved', async () => {
+    const { rt } = await setup(backend);
+    await rt.tenants.put({ id: 'acme', quotas: { tokensPerDay: 1_000_000 } });
+    const s = await rt.sessions.create({ tenant: 'acme' });
+    const { run } = await rt.sessions.send(s.id, 'go', { agent: 'steps' });
+    expect((await rt.runs.wait(run.id, { until: 'terminal', timeoutMs: 10_000 })).status).toBe('completed');
+    expect((await rt.runs.quota('acme')).tenant?.tokens_per_day).toMatchObject({ used: 3 * PER_CALL, reserved: 0 });
   }, 30_000);
 });

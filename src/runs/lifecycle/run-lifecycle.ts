@@ -136,11 +136,11 @@ export class RunLifecycle implements LifecycleContext {
 
   /**
    * A durable point of a run's turn (see append-durable-point.ts). A point that neither ends the
-   * turn nor takes steering is one fenced append, with no transaction of its own (a step's
-   * `step/end` is its checkpoint, ADR-0021).
+   * turn, nor takes steering, nor settles a model call's quota reservation is one fenced append,
+   * with no transaction of its own (a step's `step/end` is its checkpoint, ADR-0021).
    */
   async appendDurablePoint(p: DurablePoint): Promise<DurablePointCommitted> {
-    if (!p.end && p.steered.length === 0) {
+    if (!p.end && p.steered.length === 0 && !(p.settleQuotas && p.events.some((e) => e.type === 'assistant/message'))) {
       const fence = { runId: p.run.id, token: p.token };
       return { appended: await this.log.append(p.run.sessionId, p.events, { fence, trusted: true, runId: p.run.id }) };
     }
