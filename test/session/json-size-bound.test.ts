@@ -14,8 +14,10 @@ describe('jsonBytesAtMost', () => {
       fc.property(fc.jsonValue(), (v) => {
         expect(jsonBytesAtMost(v, Number.MAX_SAFE_INTEGER)).toBeGreaterThanOrEqual(bytes(v));
       }),
-      { numRuns: 2000 },
+      { numRuns: 5000 },
     );
+    // The longest a number prints (fast-check found it): 25 characters.
+    expect(jsonBytesAtMost(-0.0000010931915190033301, Infinity)).toBeGreaterThanOrEqual(25);
     for (const s of ['\u0001\u001f"\\', '😀😀', 'ü'.repeat(100), '\u2028'])
       expect(jsonBytesAtMost({ [s]: [s, s] }, Infinity)).toBeGreaterThanOrEqual(bytes({ [s]: [s, s] }));
   });
@@ -24,5 +26,7 @@ describe('jsonBytesAtMost', () => {
     const big = { output: { type: 'text', value: 'x'.repeat(10_000) } };
     expect(jsonBytesAtMost(big, 1000)).toBeGreaterThan(1000);
     expect(jsonBytesAtMost({ a: 1 }, 1000)).toBeLessThanOrEqual(1000);
+    // A value that prints itself is not bounded: "over", so that the caller serializes it.
+    expect(jsonBytesAtMost({ at: new Date() }, 1000)).toBeGreaterThan(1000);
   });
 });
