@@ -4,7 +4,6 @@
  * runs that say what a sweep would do; restore by id; the policies set by API. One sweeper runs
  * across every process on the store: the one holding the `retention` lease.
  */
-import { randomUUID } from 'node:crypto';
 import type { ArchiveStore } from '../archive/index.ts';
 import { systemClock, type Clock } from '../core/clock.ts';
 import type { SessionLog } from '../session/index.ts';
@@ -26,6 +25,7 @@ import {
   type RetentionSettings,
   type SessionRetention,
 } from './policy.ts';
+import { RetentionSweeper } from './retention-sweeper.ts';
 import { archiveKey, packSession, storeFor, unpackSession } from './session-archive.ts';
 
 export interface RetentionOptions {
@@ -97,22 +97,13 @@ export interface RetentionObserver {
   sweepFailed?(message: string): void;
 }
 
-/** A sweep stopped because this process no longer holds the lease (another one sweeps). */
-class LeaseLost extends Error {}
-
-const LEASE = 'retention';
-
 export class Retention {
   private readonly store: Store;
   private readonly log: SessionLog;
   private readonly clock: Clock;
   private readonly options: RetentionOptions;
   private readonly observers = new Set<RetentionObserver>();
-  private readonly holder = `retention-${randomUUID()}`;
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<unknown> | undefined;
-  private stopped = true;
-  private leaseRenewedAt = 0;
+  private readonly sweeper: RetentionSweeper<SweepReport>;
   /** The last sweep the worker of this process made (as leader). */
   lastSweep: SweepReport | undefined;
   lastError: string | undefined;
@@ -122,6 +113,25 @@ export class Retention {
     this.log = log;
     this.clock = clock;
     this.options = options;
+    this.sweeper = new RetentionSweeper(
+      store,
+      {
+        ...(options.intervalMs !== undefined ? { intervalMs: options.intervalMs } : {}),
+        ...(options.leaseMs !== undefined ? { leaseMs: options.leaseMs } : {}),
+      },
+      {
+        sweep: (between) => this.sweepWith({}, between),
+        swept: (report) => {
+          this.lastSweep = report;
+          this.lastError = undefined;
+          for (const o of this.observers) o.swept?.(report);
+        },
+        failed: (message) => {
+          this.lastError = message;
+          for (const o of this.observers) o.sweepFailed?.(message);
+        },
+      },
+    );
   }
 
   /** The operator's settings (keel.config). */
@@ -477,62 +487,18 @@ export class Retention {
     for (const o of this.observers) o.deleted?.({ sessionId: a.sessionId, tenant: a.tenant });
   }
 
-  /** Whether this process holds the lease now (taking or renewing it). */
-  private async lead(): Promise<boolean> {
-    const now = Date.now();
-    const ok = await this.store.retention.lead(LEASE, this.holder, now, this.options.leaseMs ?? 60_000);
-    if (ok) this.leaseRenewedAt = now;
-    return ok;
-  }
-
-  /** Starts the sweeper of this process: it sweeps every `intervalMs` while it holds the lease. */
+  /** Starts the sweeper of this process (retention-sweeper.ts): it sweeps every `intervalMs` while it holds the lease. */
   start(): void {
-    if (!this.stopped) return;
-    this.stopped = false;
-    // The first sweep after an interval: a process that starts does not sweep at once (nor do tests).
-    this.schedule(this.options.intervalMs ?? 3_600_000);
-  }
-
-  private schedule(ms: number): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.running = this.tick().finally(() => {
-        this.running = undefined;
-        this.schedule(this.options.intervalMs ?? 3_600_000);
-      });
-    }, ms);
-    this.timer.unref?.();
+    this.sweeper.start();
   }
 
   /** One turn of the sweeper: a sweep if this process leads. */
-  async tick(): Promise<SweepReport | undefined> {
-    try {
-      if (!(await this.lead())) return undefined;
-      const leaseMs = this.options.leaseMs ?? 60_000;
-      const report = await this.sweepWith({}, async () => {
-        if (this.stopped) throw new LeaseLost('stopped');
-        if (Date.now() - this.leaseRenewedAt > leaseMs / 3 && !(await this.lead()))
-          throw new LeaseLost('the retention lease went to another process');
-      });
-      this.lastSweep = report;
-      this.lastError = undefined;
-      for (const o of this.observers) o.swept?.(report);
-      return report;
-    } catch (e) {
-      if (!(e instanceof LeaseLost)) {
-        this.lastError = (e as Error).message;
-        for (const o of this.observers) o.sweepFailed?.(this.lastError);
-      }
-      return undefined;
-    }
+  tick(): Promise<SweepReport | undefined> {
+    return this.sweeper.tick();
   }
 
   /** Stops the sweeper (the sweep under way stops at its next batch) and gives the lease up. */
-  async stop(): Promise<void> {
-    if (this.stopped) return;
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running?.catch(() => undefined);
-    await this.store.retention.resign(LEASE, this.holder).catch(() => undefined);
+  stop(): Promise<void> {
+    return this.sweeper.stop();
   }
 }
