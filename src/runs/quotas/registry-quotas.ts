@@ -26,10 +26,11 @@ const hasLimits = (q: TenantQuotas): boolean =>
   q.costPerMonth !== undefined;
 
 export class RegistryQuotas {
+  /** The snapshot's age is the process's time (`Date.now`), not the runtime's clock: a manual clock must not keep it forever. */
   private snapshot: Snapshot | undefined;
   private reading: Promise<Snapshot> | undefined;
-
-  /** The snapshot's age is the process's time (`Date.now`), not the runtime's clock: a manual clock must not keep it forever. */
+  /** Counts `invalidate` calls: a read begun before one must not leave its older snapshot. */
+  private generation = 0;
   private readonly store: Pick<StoreOps, 'tenants' | 'keys'>;
   private readonly ttlMs: number;
 
@@ -41,6 +42,8 @@ export class RegistryQuotas {
   /** Forgets the snapshot: the next read sees the registry as it is (this process changed it). */
   invalidate(): void {
     this.snapshot = undefined;
+    this.reading = undefined;
+    this.generation++;
   }
 
   /** A tenant's quotas (`keyId` null) or an API key's own, as the registry held them at most `ttlMs` ago. */
@@ -62,11 +65,16 @@ export class RegistryQuotas {
   private current(): Promise<Snapshot> {
     const s = this.snapshot;
     if (s && Date.now() - s.readAt < this.ttlMs) return Promise.resolve(s);
-    this.reading ??= this.read().finally(() => (this.reading = undefined));
-    return this.reading;
+    if (this.reading) return this.reading;
+    const reading = this.read().finally(() => {
+      if (this.reading === reading) this.reading = undefined;
+    });
+    this.reading = reading;
+    return reading;
   }
 
   private async read(): Promise<Snapshot> {
+    const generation = this.generation;
     const readAt = Date.now();
     const [tenants, keys] = await Promise.all([this.store.tenants.list(), this.store.keys.list()]);
     const s: Snapshot = { tenants: new Map(), keys: new Map(), anyLimit: false, readAt };
@@ -74,7 +82,8 @@ export class RegistryQuotas {
     for (const k of keys)
       if (k.revokedAt === null && k.quotas && Object.keys(k.quotas).length > 0) s.keys.set(k.id, k.quotas);
     s.anyLimit = [...s.tenants.values(), ...s.keys.values()].some(hasLimits);
-    this.snapshot = s;
+    // Read before a change this process made: answers its caller, but is not kept.
+    if (generation === this.generation) this.snapshot = s;
     return s;
   }
 }
