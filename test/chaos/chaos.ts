@@ -773,6 +773,30 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       }
     };
     await Promise.all(Array.from({ length: o.workers ?? 2 }, () => slot()));
+    // However the draws fell, each kind of wait saw a kill: for a kind none saw, a task of its own
+    // (in a session of its own) waits that way, and its worker is killed while it does. These kills
+    // come on top of the random ones; the end decides their waits like every other.
+    const COVER_FLAG: Partial<Record<RunStatus, string>> = {
+      waiting_approval: 'danger',
+      waiting_for_user: 'ask',
+      sleeping: 'sleep',
+      waiting_for_signal: 'signal',
+    };
+    for (const kind of WAITING) {
+      if (book.kills.some((k) => (k.statuses[kind] ?? 0) > 0)) continue;
+      const own = await ok('create a session', api('POST', '/v1/sessions', { title: `cover ${kind}`, agent: 'chaos' }));
+      if (!own) continue;
+      const c = startWorker(backend, ledgerPath, gen++);
+      children.push(c);
+      await send(own.id as string, `task cover-${kind.replaceAll('_', '-')} steps=1 ${COVER_FLAG[kind]!}`, 'reject');
+      let before: Partial<Record<RunStatus, number>> = {};
+      for (const end = Date.now() + 20_000; Date.now() < end; await sleep(30))
+        if (((before = await st.runs.countByStatus().catch(() => before))[kind] ?? 0) > 0) break;
+      c.process.kill('SIGKILL');
+      await c.exited;
+      const statuses = Object.fromEntries(WAITING.map((k) => [k, before[k] ?? 0]));
+      book.kills.push({ statuses, limitWaiters: 0, afterDecision: false });
+    }
     killsDone = true;
     await driver;
     log(`chaos ${o.backend}: kills done (${elapsed()}); finishing`);
