@@ -7,6 +7,7 @@
  * prompt a run sent and the one rebuilt for the replay check are the same.
  */
 import type { ToolOutput } from '../model/index.ts';
+import { jsonBytesAtMost } from './json-size-bound.ts';
 import { contentHash } from './prompt-hash.ts';
 
 /** What the model sees of a large payload: all of it, or its first `truncateTo` bytes (UTF-8) and the reference. */
@@ -93,6 +94,16 @@ export function toolOutputBytes(output: ToolOutput): number {
 const jsonBytes = new WeakMap<object, number>();
 
 /**
+ * Whether a tool output's content is under `bytes` (UTF-8): at once for the small outputs of most
+ * steps (an upper bound of their size, json-size-bound.ts), exactly (serialized once) otherwise.
+ */
+export function toolOutputBelow(output: ToolOutput, bytes: number): boolean {
+  if (output.type === 'text' && typeof output.value === 'string' && 3 * output.value.length < bytes) return true;
+  if (output.type === 'json' && !contents.has(output) && jsonBytesAtMost(output.value, bytes) < bytes) return true;
+  return toolOutputBytes(output) < bytes;
+}
+
+/**
  * The longest prefix of `text` that has at most `bytes` UTF-8 bytes, cut between characters.
  * `text` may itself be a prefix of the content (at least `bytes` characters of it, or all of it):
  * the result is the same, which lets a store read only the first characters of a large blob.
@@ -135,7 +146,7 @@ export function truncatedOutput(head: string, ref: PayloadRef, truncateTo: numbe
  */
 export function toolOutputView(output: ToolOutput, policy: LargePayloadPolicy | undefined): ToolOutput {
   if (!policy || policy.modelView === 'whole' || output.type === 'error') return output;
-  if (toolOutputBytes(output) < policy.thresholdBytes) return output;
+  if (toolOutputBelow(output, policy.thresholdBytes)) return output;
   const c = toolOutputContent(output)!;
   return truncatedOutput(c.text, { hash: c.hash, bytes: c.bytes, mediaType: c.mediaType }, policy.modelView.truncateTo);
 }
@@ -147,6 +158,8 @@ export function toolOutputView(output: ToolOutput, policy: LargePayloadPolicy | 
  */
 export function boundedOutput(output: ToolOutput, policy: LargePayloadPolicy | undefined): ToolOutput {
   if (!policy || output.type === 'error') return output;
+  // Under the threshold and the event bound: most results, told without serializing them.
+  if (toolOutputBelow(output, Math.min(policy.thresholdBytes, policy.maxEventBytes + 1))) return output;
   const bytes = toolOutputBytes(output);
   const limit = bytes >= policy.thresholdBytes ? policy.maxPayloadBytes : policy.maxEventBytes;
   if (bytes <= limit) return output;

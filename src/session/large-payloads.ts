@@ -12,7 +12,7 @@
  */
 import {
   contentHash,
-  toolOutputBytes,
+  toolOutputBelow,
   toolOutputContent,
   truncatedOutput,
   TEXT_MEDIA_TYPE,
@@ -83,7 +83,7 @@ export function offloadPayloads(
     const output = data.output as ToolOutput | undefined;
     if (!output || output.type === 'error') return { data, blobs };
     const lookalike = output.type === 'json' && isLargeRef(output.value);
-    if (!lookalike && toolOutputBytes(output) < policy.thresholdBytes) return { data, blobs };
+    if (!lookalike && toolOutputBelow(output, policy.thresholdBytes)) return { data, blobs };
     const c = toolOutputContent(output)!;
     limit(c.bytes);
     blobs.push({ hash: c.hash, data: c.text, mediaType: c.mediaType });

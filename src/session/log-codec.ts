@@ -7,7 +7,7 @@ import { newId, type ContentBlob, type LargePayloadPolicy, type PayloadModelView
 import type { BlobStore, EventDraft, NewBlob, StoreOps, StoredEvent } from '../store/index.ts';
 import { databaseBlobs, layeredBlobs } from './blob-store.ts';
 import { blobRefsOf, extractBlobs, inflateBlobs } from './blobs.ts';
-import { jsonBytesAtMost } from './json-size-bound.ts';
+import { jsonBytesAtMost } from '../core/json-size-bound.ts';
 import type { EventRegistry, SessionEvent, SessionEventDataMap, SessionEventType } from './event-types.ts';
 import {
   EventTooLargeError,

@@ -1,9 +1,10 @@
 /**
  * An upper bound of the bytes a value takes as UTF-8 JSON, without serializing it: each character
  * of a string or key counts 6 (the longest escape, `\u001f`; a character is at most 3 UTF-8 bytes),
- * a number 32 (the longest a number prints is 25: `-0.0000010931915190033301`), punctuation its own. Appends check each event against its bound with this first and
- * serialize only an event the bound does not clear (log-codec.ts `checkSize`): every event of a
- * step is serialized once, in its row, not twice.
+ * a number 32 (the longest a number prints is 25: `-0.0000010931915190033301`), punctuation its own.
+ * Appends check each event against its bound with this first and serialize only an event the
+ * bound does not clear (session/log-codec.ts `checkSize`), and so do a tool result's size checks
+ * (large-payloads.ts `toolOutputBelow`): every event of a step is serialized once, in its row.
  * Stops as soon as the bound passes `limit` (returns a number above it).
  */
 export function jsonBytesAtMost(value: unknown, limit: number): number {

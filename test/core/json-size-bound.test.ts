@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { jsonBytesAtMost } from '../../src/session/json-size-bound.ts';
+import { jsonBytesAtMost } from '../../src/core/json-size-bound.ts';
 
 const bytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v));
 
