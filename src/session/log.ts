@@ -118,12 +118,12 @@ export class SessionLog {
       datas.push(enc.data);
     }
     const { tx, trusted: _trusted, runId: _runId, ...appendOptions } = options;
-    // Another store's large payloads are there before the events that refer to them (content-addressed:
-    // an append that then fails leaves them unreferenced, never a reference to nothing).
-    if (large.length > 0) await this.codec.largeStore!.put(large);
     const hooks = this.hooks.wanting(events);
     // A hook writes in the append's transaction: an append that wants one is made in one.
     if (hooks && !tx) return this.transaction((t) => this.append(sessionId, events, { ...options, tx: t }));
+    // Another store's large payloads are there before the events that refer to them (content-addressed:
+    // an append that then fails leaves them unreferenced, never a reference to nothing).
+    if (large.length > 0) await this.codec.largeStore!.put(large);
     const write = async (ops: StoreOps) => {
       if (blobs.length > 0) await ops.events.putBlobs(blobs);
       return ops.events.append(sessionId, drafts, appendOptions);

@@ -346,13 +346,15 @@ export async function importSession(
   const keep = (options.ids ?? 'new') !== 'new';
   const sessionId = keep ? h.id : newId();
   const origin = keep ? h.origin : { sessionId: h.id, entryId: h.leafId ?? drafts.at(-1)?.id ?? h.id };
+  // Each blob with the media type and encoding its export line gave it.
+  const newBlobs = [...blobs].map(([hash, data]) => ({ hash, data, ...blobTypes.get(hash) }));
   return log.transaction(async (tx) => {
     if (options.ids === 'restore') {
       const s = await tx.sessions.get(sessionId);
       if (!s) throw new NotFoundError('session', sessionId);
       if (s.inArchiveAt === null || s.erasedAt !== null)
         throw new StoreError('conflict', `session ${sessionId} is not in an archive: there is nothing to restore`);
-      await tx.events.putBlobs([...blobs].map(([hash, data]) => ({ hash, data })));
+      await tx.events.putBlobs(newBlobs);
       for (let i = 0; i < drafts.length; i += 1000) await tx.events.append(sessionId, drafts.slice(i, i + 1000));
       await tx.events.seal(sessionId);
       await options.within?.(tx, s);
@@ -374,7 +376,7 @@ export async function importSession(
       origin,
     });
     if (h.archivedAt !== null) await tx.sessions.update(sessionId, { archivedAt: h.archivedAt });
-    await tx.events.putBlobs([...blobs].map(([hash, data]) => ({ hash, data, ...blobTypes.get(hash) })));
+    await tx.events.putBlobs(newBlobs);
     for (let i = 0; i < drafts.length; i += 1000) await tx.events.append(sessionId, drafts.slice(i, i + 1000));
     // A whole log, complete: stored compactly at once (ADR-0009).
     await tx.events.seal(sessionId);

@@ -4,6 +4,7 @@
  * S3 server) keeps every id and passes the replay check; operational tables are pruned; one
  * sweeper leads; bad input is refused with a precise error.
  */
+import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
@@ -217,6 +218,31 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         // The other session's archive is still there, and restores.
         expect(await archive.store.list()).toHaveLength(1);
         expect((await rt.retention.restore(other)).sessionId).toBe(other);
+      },
+    );
+
+    it(
+      'a large payload goes to the archive with its session (its kept head too) and comes back with its media type',
+      { timeout: 30_000 },
+      async () => {
+        const archive = directoryArchive();
+        cleanups.push(archive.close);
+        const { rt, store } = await setup(backend, { archive: archive.store });
+        const big = `weather report ${'x'.repeat(300 * 1024)}`;
+        const id = await conversation(rt, { message: big });
+        const hash = `sha256:${createHash('sha256').update(big).digest('hex')}`;
+        expect((await store.events.blobInfo([hash])).get(hash)).toMatchObject({
+          mediaType: 'text/plain; charset=utf-8',
+        });
+        expect(await store.events.blobHead(hash, 10)).toBe('weather re');
+        await rt.retention.archive(id);
+        expect((await store.events.blobInfo([hash])).size).toBe(0);
+        expect(await store.events.blobHead(hash, 10)).toBeUndefined();
+        await rt.retention.restore(id);
+        expect((await store.events.blobInfo([hash])).get(hash)).toMatchObject({
+          mediaType: 'text/plain; charset=utf-8',
+        });
+        expect((await rt.sessions.verifyReplay(id)).ok).toBe(true);
       },
     );
 

@@ -64,6 +64,11 @@ export const pgRetentionOps: PgOpsOf<'retention'> = {
         'DELETE FROM blobs WHERE hash IN (SELECT hash FROM blob_refs WHERE session_id = $1) AND NOT EXISTS (SELECT 1 FROM blob_refs r WHERE r.hash = blobs.hash AND r.session_id <> $1)',
         [a.sessionId],
       );
+      // Their kept heads too (ADR-0040): the archive holds the payloads whole.
+      await q.run(
+        'DELETE FROM blob_heads WHERE hash IN (SELECT hash FROM blob_refs WHERE session_id = $1) AND NOT EXISTS (SELECT 1 FROM blob_refs r WHERE r.hash = blob_heads.hash AND r.session_id <> $1)',
+        [a.sessionId],
+      );
       await q.run('DELETE FROM blob_refs WHERE session_id = $1', [a.sessionId]);
       await q.run('DELETE FROM erased_logs WHERE session_id = $1', [a.sessionId]);
       await q.run('UPDATE sessions SET in_archive_at = $2, last_seq = 0, leaf_id = NULL, last_turn = 0 WHERE id = $1', [

@@ -109,6 +109,7 @@ export function retentionOps(c: Shared): SyncOpsOf<'retention'> {
       st.eraseEntries.run(key);
       st.eraseSnapshots.run(a.sessionId);
       st.eraseOwnBlobs.run(key, key);
+      st.eraseOwnBlobHeads.run(key, key);
       st.eraseBlobRefs.run(key);
       unguard.run(key);
       markInArchive.run(a.archivedAt, a.sessionId);
