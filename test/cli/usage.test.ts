@@ -157,6 +157,16 @@ describe('keel usage --tenant with quotas', () => {
       tenant: { scope: 'tenant:acme', tokens_per_day: { limit: 1000, used: 150, reserved: 200 } },
       key: null,
     });
+    // A tenant's own quotas in the registry (keel tenants set) override the configuration's default.
+    expect(
+      (await keel(['tenants', 'set', 'acme', '--db', db, '--quota', 'tokensPerDay=700', '--on-limit', 'fail'])).code,
+    ).toBe(0);
+    const own = await keel(['usage', '--db', db, '--tenant', 'acme', '--config', config, '--json']);
+    expect(JSON.parse(own.out).quota.tenant).toMatchObject({
+      on_limit: 'fail',
+      tokens_per_day: { limit: 700, used: 150, reserved: 200 },
+      cost_per_month: { limit: 5 },
+    });
     // A bad quota in the configuration is refused, naming it.
     writeFileSync(
       config,

@@ -1,9 +1,10 @@
 import { loadConfig, modelResolverFor, type LoadedConfig } from '../../config/index.ts';
-import { createRuntime, type Runtime } from '../../runs/index.ts';
+import type { Runtime } from '../../runs/index.ts';
 import { RUN_STATUS_ORDER } from '../../runs/lifecycle/run-status.ts';
 import type { DatasetRecord, RunStatus, Store } from '../../store/index.ts';
 import { args, json, line, UsageError, type Io } from '../args.ts';
 import { intOption, openDb, positional, table, time } from '../common.ts';
+import { configuredRuntime } from '../configured-runtime.ts';
 
 export const datasetsHelp = `keel datasets ls|create|show   datasets of recorded runs, to evaluate changes on
   keel datasets create NAME --run ID [--run ID ...]   the given runs (they must have ended)
@@ -17,15 +18,9 @@ export const datasetsHelp = `keel datasets ls|create|show   datasets of recorded
 
 /** A runtime over `store` with the configuration's agents, scorers and model ids. */
 export function evalRuntime(store: Store, config: LoadedConfig): Runtime {
-  return createRuntime({
-    store,
-    agents: config.agents,
-    compaction: config.compaction,
+  return configuredRuntime(store, config, {
     resolveModel: modelResolverFor(config),
     ...(config.scorers ? { scorers: config.scorers } : {}),
-    ...(config.providerLimits ? { limits: config.providerLimits } : {}),
-    ...(config.quotas ? { quotas: config.quotas } : {}),
-    ...(config.largePayloads ? { largePayloads: config.largePayloads } : {}),
   });
 }
 

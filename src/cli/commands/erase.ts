@@ -5,10 +5,11 @@
  * `--audit` lists the erasure audit.
  */
 import { loadConfig } from '../../config/index.ts';
-import { createRuntime, MIN_NEEDLE_LENGTH, type ErasureReport, type ErasureResult } from '../../runs/index.ts';
+import { MIN_NEEDLE_LENGTH, type ErasureReport, type ErasureResult } from '../../runs/index.ts';
 import type { ErasureFinding, ErasureRecord } from '../../store/index.ts';
 import { args, json, line, UsageError, type Io } from '../args.ts';
 import { intOption, noPositionals, openDb, time } from '../common.ts';
+import { configuredRuntime } from '../configured-runtime.ts';
 
 export const eraseHelp = `keel erase --session ID | --tenant T | --before DATE [--verify] [--string S]... [--json]
     erase a session (and its subagents' sessions), a tenant (its sessions, then its keys revoked and
@@ -64,7 +65,7 @@ export async function eraseCommand(argv: string[], io: Io): Promise<number> {
   const { store } = await openDb(io, values.db);
   try {
     const config = await loadConfig(values.config);
-    const rt = createRuntime({ store, agents: config.agents, compaction: config.compaction });
+    const rt = configuredRuntime(store, config);
     try {
       if (values.audit === true) {
         const audit = await rt.erasure.list({ limit });

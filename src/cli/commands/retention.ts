@@ -1,10 +1,11 @@
 import { loadConfig } from '../../config/index.ts';
-import { createRuntime, type Runtime } from '../../runs/index.ts';
+import type { Runtime } from '../../runs/index.ts';
 import type { SweepReport } from '../../retention/index.ts';
 import { reportJson } from '../../server/routes/retention.ts';
 import type { Store } from '../../store/index.ts';
 import { args, json, line, UsageError, type Io } from '../args.ts';
 import { noPositionals, openDb, positional, table } from '../common.ts';
+import { configuredRuntime } from '../configured-runtime.ts';
 
 export const retentionHelp = `keel retention status [--tenant T]         the policies and what a sweep would do now (a dry run)
 keel retention run [--dry-run] [--tenant T] sweep now: archive idle sessions, delete old archives, prune tables
@@ -15,13 +16,7 @@ keel retention restore <session>          bring a session back from the archive 
   --db PATH (default $KEEL_DB or ./.keel/keel.db; a postgres:// URL too); --json for scripts.`;
 
 async function runtimeFor(store: Store, config: string | undefined): Promise<Runtime> {
-  const c = await loadConfig(config);
-  return createRuntime({
-    store,
-    agents: c.agents,
-    compaction: c.compaction,
-    ...(c.retention ? { retention: c.retention } : {}),
-  });
+  return configuredRuntime(store, await loadConfig(config));
 }
 
 function printReport(io: Io, r: SweepReport): void {

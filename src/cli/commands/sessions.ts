@@ -2,11 +2,12 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { sessionJson } from '../../server/schemas.ts';
 import { loadConfig } from '../../config/index.ts';
-import { createRuntime, isTerminal } from '../../runs/index.ts';
+import { isTerminal } from '../../runs/index.ts';
 import { Sessions, type TranscriptItem } from '../../session/index.ts';
 import type { SessionRecord, Store } from '../../store/index.ts';
 import { args, json, line, UsageError, type Io } from '../args.ts';
 import { clip, intOption, noPositionals, openDb, positional, progress, table, time } from '../common.ts';
+import { configuredRuntime } from '../configured-runtime.ts';
 
 export const sessionsHelp = `keel sessions ls [--limit 20] [--all] [--tenant T]    the newest sessions (--all: archived ones too)
 keel sessions show <id>                              a session and its transcript
@@ -179,12 +180,7 @@ export async function sessionsCommand(argv: string[], io: Io): Promise<number> {
       const id = values.all === true ? undefined : positional(name, positionals, 'session id to erase');
       return withStore(io, values.db, false, async (store) => {
         const config = await loadConfig(values.config);
-        const rt = createRuntime({
-          store,
-          agents: config.agents,
-          compaction: config.compaction,
-          ...(config.largePayloads ? { largePayloads: config.largePayloads } : {}),
-        });
+        const rt = configuredRuntime(store, config);
         try {
           if (id !== undefined) {
             await rt.erasure.eraseSession(id);

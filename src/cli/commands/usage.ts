@@ -1,9 +1,9 @@
 import { parseUsageParams, usageColumns, usageCsv, usageReport, UsageParamsError } from '../../server/usage.ts';
 import { args, json, line, UsageError, type Io } from '../args.ts';
 import { noPositionals, openDb, table } from '../common.ts';
+import { configuredRuntime } from '../configured-runtime.ts';
 import { loadConfig } from '../../config/index.ts';
-import { systemClock } from '../../core/clock.ts';
-import { Quotas, type QuotaReport } from '../../runs/index.ts';
+import type { QuotaReport } from '../../runs/index.ts';
 
 export const usageHelp = `keel usage [--from D] [--to D] [--by tenant,agent,model,day] [--tenant T] [--agent A] [--model M] [--csv] [--json]
     tokens and cost of the runs that ended in a range, by tenant, agent, model and day or hour, for
@@ -53,9 +53,13 @@ export async function usageCommand(argv: string[], io: Io): Promise<number> {
     // A tenant's quotas against their use now (ADR-0043), as the configuration sets them.
     let quota: QuotaReport | null = null;
     if (values.tenant !== undefined) {
-      const config = await loadConfig(values.config);
-      if (config.quotas)
-        quota = (await new Quotas(store, systemClock, config.quotas).report(values.tenant, null)).tenant;
+      // The runtime's report: the tenants registry's quotas over the configuration's default.
+      const rt = configuredRuntime(store, await loadConfig(values.config));
+      try {
+        quota = (await rt.runs.quota(values.tenant)).tenant;
+      } finally {
+        await rt.close();
+      }
     }
     if (values.json)
       json(io, values.tenant !== undefined ? { ...report, quota: { tenant: quota, key: null } } : report);
