@@ -16,7 +16,7 @@ export function claimOps(c: Shared): SyncOpsOf<'claims'> {
    * recovery of a run whose lease expired starts a new attempt; resuming after a wait, a pause or a
    * graceful hand-back does not. Which run is taken is fair dispatch's (store/fair-dispatch.ts).
    */
-  const claimStatements = (policy: ClaimPolicy) => {
+  const statementsOf = (policy: ClaimPolicy) => {
     const list = (xs: readonly RunStatus[]) => xs.map((x) => `'${x.replace(/'/g, '')}'`).join(', ') || 'NULL';
     const ready = readySql(policy, 'sqlite');
     const recoverable = list(policy.recoverable);
@@ -40,6 +40,14 @@ export function claimOps(c: Shared): SyncOpsOf<'claims'> {
          WHERE id = ? RETURNING *`,
       ),
     };
+  };
+
+  /** Built once per policy (the runs layer passes one constant policy): a claim builds no SQL text. */
+  const byPolicy = new WeakMap<ClaimPolicy, ReturnType<typeof statementsOf>>();
+  const claimStatements = (policy: ClaimPolicy) => {
+    let s = byPolicy.get(policy);
+    if (!s) byPolicy.set(policy, (s = statementsOf(policy)));
+    return s;
   };
 
   type Picked = { id: string; status: RunStatus; attempt: number };
