@@ -464,12 +464,14 @@ export class Retention {
     return (await this.store.sessions.get(sessionId))!;
   }
 
+  /** Every archive store this process reaches: the current one, then the former ones. */
+  get archives(): ArchiveStore[] {
+    return [...(this.options.archive ? [this.options.archive] : []), ...(this.options.formerArchives ?? [])];
+  }
+
   /** The archive store (the current one or a former one) a session's archive was put in, by its name. */
   private archiveNamed(name: string): ArchiveStore | undefined {
-    return storeFor(
-      [...(this.options.archive ? [this.options.archive] : []), ...(this.options.formerArchives ?? [])],
-      name,
-    );
+    return storeFor(this.archives, name);
   }
 
   /** Deletes an archived session: erased (its tombstone keeps what it consumed), its archive removed. */

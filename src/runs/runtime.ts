@@ -280,10 +280,9 @@ export class Runtime {
       wake: () => this.batchRunner.wake(),
     };
     this.evals = new EvalsApi(evalsHost);
-    const archives = [
-      ...(options.retention?.archive ? [options.retention.archive] : []),
-      ...(options.retention?.formerArchives ?? []),
-    ];
+    // The runtime's clock, read at each use.
+    this.retention = new Retention(options.store, sessions.log, { now: () => this.clock.now() }, options.retention);
+    const archives = this.retention.archives;
     this.erasure = new Erasure({
       store: options.store,
       clock: this.clock,
@@ -296,8 +295,6 @@ export class Runtime {
       ],
     });
     this.batchRunner = new BatchRunner(evalsHost, { leaseMs });
-    // The runtime's clock, read at each use.
-    this.retention = new Retention(options.store, sessions.log, { now: () => this.clock.now() }, options.retention);
     this.schedules = new Schedules(this, {
       ...options.schedules,
       ...(options.runDefaults ? { runDefaults: options.runDefaults } : {}),

@@ -11,7 +11,6 @@
  * policy's view (its first bytes and the reference), without reading the rest.
  */
 import {
-  contentHash,
   toolOutputBelow,
   toolOutputContent,
   truncatedOutput,
@@ -21,7 +20,7 @@ import {
 } from '../core/index.ts';
 import type { FilePart, TextPart, ToolOutput, UserMessage } from '../model/index.ts';
 import type { BlobStore, NewBlob } from '../store/index.ts';
-import { MissingBlobError } from './blobs.ts';
+import { blobHash, MissingBlobError } from './blobs.ts';
 
 /** A large payload's reference, in its event in place of the content. */
 export interface LargeRef {
@@ -102,14 +101,14 @@ export function offloadPayloads(
         const bytes = Buffer.byteLength(part.text);
         if (bytes < policy.thresholdBytes) return;
         limit(bytes);
-        const hash = blobHashOf(part.text);
+        const hash = blobHash(part.text);
         blobs.push({ hash, data: part.text, mediaType: TEXT_MEDIA_TYPE });
         ref = { $blob: hash, size: bytes, mediaType: TEXT_MEDIA_TYPE };
       } else if (part.type === 'file' && typeof part.data === 'string' && !URL_LIKE.test(part.data)) {
         key = 'data';
         if (part.data.length < policy.thresholdBytes) return;
         limit(part.data.length);
-        const hash = blobHashOf(part.data);
+        const hash = blobHash(part.data);
         blobs.push({ hash, data: part.data, mediaType: part.mediaType, encoding: 'base64' });
         ref = {
           $blob: hash,
@@ -129,8 +128,6 @@ export function offloadPayloads(
 
 /** A URL (`https:`, `data:`, …) rather than base64 text: a provider fetches it, Keel keeps it as it is. */
 const URL_LIKE = /^[a-z][a-z0-9+.-]*:/i;
-
-const blobHashOf = (text: string): string => contentHash(text);
 
 /** The large payload references of an event's data (after its small blobs were inflated), tool results' marked. */
 function refsOf(type: string, data: unknown): Array<{ ref: LargeRef; toolOutput: boolean }> {

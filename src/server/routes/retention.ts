@@ -203,7 +203,8 @@ export function retentionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void
       },
     }),
     async (c) => {
-      const dryRun = (await c.req.json().catch(() => ({})))?.dry_run === true;
+      // The body is optional: validated when sent.
+      const dryRun = (c.req.valid('json') as { dry_run?: boolean } | undefined)?.dry_run === true;
       return c.json(reportJson(await rt.retention.sweep({ dryRun, tenant: c.get('tenant') })), 200);
     },
   );
