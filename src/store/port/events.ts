@@ -54,6 +54,11 @@ export interface AppendOptions {
   expectLastSeq?: number;
   /** Append only while this run's fencing token is still `token` (the writer still holds it). */
   fence?: { runId: string; token: number };
+  /**
+   * Blobs the events refer to, put in the append's own transaction before its events (as
+   * putBlobs does): an append with its blobs is one write, not a transaction of two.
+   */
+  blobs?: readonly NewBlob[];
 }
 
 /** The events namespace of the port (`store.events`): appends are the only write of the log. */

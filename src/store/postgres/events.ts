@@ -21,8 +21,10 @@ export const pgEventsOps: PgOpsOf<'events'> = {
    * committed one; a fence is read FOR SHARE, so a claim that would move the token waits for this
    * transaction, or this one sees its token.
    */
-  append: async ({ guarded }, sessionId, drafts, options = {}) => {
-    const { expectLastSeq, fence } = options;
+  append: async (ctx, sessionId, drafts, options = {}) => {
+    const { guarded } = ctx;
+    const { expectLastSeq, fence, blobs } = options;
+    if (blobs && blobs.length > 0) await pgEventsOps.putBlobs(ctx, blobs);
     const seen = new Set<string>();
     const cols: unknown[][] = Array.from({ length: 14 }, () => []);
     const json: string[] = [];

@@ -1,20 +1,14 @@
 /**
  * The notices role of the PostgreSQL backend (`store.notices`): change notices by LISTEN on the
  * schema's channel (with its reconnect and the parsing of notifications), broadcasts by NOTIFY on it
- * (sent after this instance's earlier commits, retried, and waited for by its next commit), and a
+ * (through the commit queue: after this instance's earlier commits, before its later ones), and a
  * ping through it as the barrier (`caughtUp`).
  */
-import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { JsonObject, NoticeOps, StoreChange } from '../port/index.ts';
+import type { PgCommitQueue } from './commit-queue.ts';
 import { quoteIdent } from './migrations.ts';
 
-/** What one notification carries at most (PostgreSQL's limit is 8,000 bytes), with room to spare. */
-const MAX_NOTIFY_BYTES = 7_800;
-
-/** A notification of broadcasts that failed is sent again, this many times in all, after 25, 50, 100… ms. */
-const NOTIFY_ATTEMPTS = 5;
-const NOTIFY_RETRY_MS = 25;
 
 export interface PgNoticesOptions {
   /** The connection string: LISTEN holds a connection of its own, outside the pool. */
@@ -25,6 +19,10 @@ export interface PgNoticesOptions {
   pool: pg.Pool;
   /** The store's migration: broadcasts wait for it. */
   ready: Promise<void>;
+  /** The store's commit queue: broadcasts go with its calls (see commit-queue.ts). */
+  commits: PgCommitQueue;
+  /** Marks this process's broadcasts (its own listener skips them). */
+  instanceId: string;
 }
 
 /**
@@ -37,6 +35,7 @@ export class PgNotices implements Required<NoticeOps> {
   private readonly schema: string;
   private readonly pool: pg.Pool;
   private readonly ready: Promise<void>;
+  private readonly commits: PgCommitQueue;
   private closed = false;
 
   constructor(options: PgNoticesOptions) {
@@ -44,6 +43,8 @@ export class PgNotices implements Required<NoticeOps> {
     this.schema = options.schema;
     this.pool = options.pool;
     this.ready = options.ready;
+    this.commits = options.commits;
+    this.instanceId = options.instanceId;
   }
 
   private readonly changeListeners = new Set<(change?: StoreChange) => void>();
@@ -117,100 +118,24 @@ export class PgNotices implements Required<NoticeOps> {
   }
 
   /** Tells this instance's own broadcasts apart from other nodes'. */
-  private readonly instanceId = randomUUID();
-  private outbox: Array<{ s: string; m: JsonObject; n: number }> = [];
-  private sending = false;
-  /** Broadcasts numbered as sent here, and the last one whose notification went out (or was dropped). */
-  private broadcastCount = 0;
-  private broadcastSent = 0;
-  private readonly sentWaiters: Array<{ upTo: number; resolve: () => void }> = [];
-  /**
-   * Broadcast messages not sent: too big for one notification (PostgreSQL's limit is 8,000
-   * bytes), or whose notification failed every attempt (see notify).
-   */
-  droppedBroadcasts = 0;
+  private readonly instanceId: string;
 
   /**
-   * NOTIFY on the schema's channel, after everything this instance committed before (a delta is
-   * numbered after the events it follows: they are committed, so their notice went first). One
-   * notification at a time, in order; what comes meanwhile is sent together in the next.
+   * NOTIFY on the schema's channel, through the commit queue: after everything this instance
+   * committed before (a delta is numbered after the events it follows: they are committed, so their
+   * notice went first), and before the appends made after it, in the same call as the next.
    */
   readonly broadcast = (sessionId: string, message: JsonObject): void => {
     if (this.closed) return;
-    this.outbox.push({ s: sessionId, m: message, n: ++this.broadcastCount });
-    if (!this.sending) void this.flushBroadcasts();
+    this.commits.broadcast(sessionId, message);
   };
 
   /**
-   * Resolves once every broadcast made before the call went out: a write waits for it, so that a
-   * delta's notification is never delivered after the commit of the message it streams.
+   * Resolves once every broadcast made before the call went out: a transaction waits for it, so
+   * that a delta's notification is never delivered after the commit of the message it streams.
    */
   broadcastsSent(): Promise<void> {
-    const upTo = this.broadcastCount;
-    if (this.broadcastSent >= upTo) return Promise.resolve();
-    return new Promise((resolve) => this.sentWaiters.push({ upTo, resolve }));
-  }
-
-  private markSent(n: number): void {
-    this.broadcastSent = Math.max(this.broadcastSent, n);
-    for (let i = this.sentWaiters.length - 1; i >= 0; i--) {
-      if (this.sentWaiters[i]!.upTo <= this.broadcastSent) this.sentWaiters.splice(i, 1)[0]!.resolve();
-    }
-  }
-
-  private async flushBroadcasts(): Promise<void> {
-    this.sending = true;
-    try {
-      while (this.outbox.length > 0 && !this.closed) {
-        const batch: Array<{ s: string; m: JsonObject }> = [];
-        let size = 64;
-        let last = 0;
-        while (this.outbox.length > 0) {
-          const { s: sessionId, m, n } = this.outbox[0]!;
-          const bytes = Buffer.byteLength(JSON.stringify({ s: sessionId, m }));
-          if (bytes > MAX_NOTIFY_BYTES - 64) {
-            this.outbox.shift();
-            this.droppedBroadcasts++;
-            last = n;
-            continue;
-          }
-          if (size + bytes > MAX_NOTIFY_BYTES) break;
-          this.outbox.shift();
-          batch.push({ s: sessionId, m });
-          last = n;
-          size += bytes + 1;
-        }
-        if (batch.length > 0) {
-          await this.ready;
-          await this.notify(JSON.stringify({ o: this.instanceId, b: batch }), batch.length);
-        }
-        this.markSent(last);
-      }
-    } finally {
-      this.sending = false;
-      // Closed with broadcasts unsent: nobody waits for them.
-      if (this.closed) this.markSent(this.broadcastCount);
-    }
-  }
-
-  /**
-   * Sends one notification of broadcasts. A failure (a connection of the pool broken, the server
-   * restarting) is tried again after a pause, NOTIFY_ATTEMPTS times in all, before the messages are
-   * given up (counted in droppedBroadcasts): the commits waiting for them wait that long at most.
-   */
-  private async notify(payload: string, messages: number): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.pool.query('SELECT pg_notify($1, $2)', [`keel_${this.schema}`, payload]);
-        return;
-      } catch {
-        if (attempt >= NOTIFY_ATTEMPTS || this.closed) {
-          this.droppedBroadcasts += messages;
-          return;
-        }
-        await new Promise((resolve) => setTimeout(resolve, NOTIFY_RETRY_MS * 2 ** (attempt - 1)));
-      }
-    }
+    return this.commits.broadcastsSent();
   }
 
   private pings = 0;

@@ -1,9 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { StoreError, type NoticeOps, type Store, type StoreOps } from '../port/index.ts';
 import { namespaced, type FlatName } from '../port/layout.ts';
 import { migrate, quoteIdent } from './migrations.ts';
 import { pgOperations } from './operations.ts';
 import type { OpContext } from './context.ts';
+import { PgCommitQueue } from './commit-queue.ts';
 import { PgNotices } from './notices.ts';
 import { DEADLOCK_DETECTED, SERIALIZATION_FAILURE, Sql, sqlState, TransactionSql } from './sql.ts';
 
@@ -64,6 +66,8 @@ export class PostgresStore extends WithStoreOps implements Store {
   private readonly pool: pg.Pool;
   private readonly ready: Promise<void>;
   private readonly feed: PgNotices;
+  /** Where appends outside a transaction and broadcasts go: one call commits all that wait (ADR-0045). */
+  private readonly commits: PgCommitQueue;
   private closed = false;
 
   constructor(options: PostgresStoreOptions) {
@@ -94,7 +98,19 @@ export class PostgresStore extends WithStoreOps implements Store {
     this.pool.on('error', () => {});
     this.ready = this.migrateSchema();
     this.ready.catch(() => {});
-    this.feed = new PgNotices({ url: options.url, schema: this.schema, pool: this.pool, ready: this.ready });
+    const instanceId = randomUUID();
+    this.commits = new PgCommitQueue(this.pool, this.ready, instanceId);
+    this.commits.onCommit = (seconds) => {
+      for (const l of this.commitObservers) l(seconds);
+    };
+    this.feed = new PgNotices({
+      url: options.url,
+      schema: this.schema,
+      pool: this.pool,
+      ready: this.ready,
+      commits: this.commits,
+      instanceId,
+    });
     this.notices = this.feed;
   }
 
@@ -128,10 +144,9 @@ export class PostgresStore extends WithStoreOps implements Store {
 
   private async runOutside(name: OpName, args: unknown[]): Promise<unknown> {
     await this.ready;
-    // An append notifies its commit: the deltas broadcast before it go first.
-    if (name === 'append') await this.feed.broadcastsSent();
-    // An append outside a transaction is one (keel_append, in one round trip): timed as a commit.
-    const t0 = name === 'append' && this.commitObservers.size > 0 ? performance.now() : undefined;
+    // An append outside a transaction waits for the commit queue's next call, which sends the
+    // broadcasts made before it first (a delta's notice before the commit of what it streams).
+    if (name === 'append') return this.commits.append(...(args as Parameters<PgCommitQueue['append']>));
     const sql = new Sql(this.pool);
     const ctx: OpContext = {
       sql,
@@ -142,9 +157,7 @@ export class PostgresStore extends WithStoreOps implements Store {
     const op = pgOperations[name] as unknown as (ctx: OpContext, ...a: unknown[]) => Promise<unknown>;
     for (let attempt = 1; ; attempt++) {
       try {
-        const value = await op(ctx, ...args);
-        if (t0 !== undefined) this.committed(t0);
-        return value;
+        return await op(ctx, ...args);
       } catch (e) {
         if (!retryable(e) || attempt >= ATTEMPTS) throw e;
         await new Promise((r) => setTimeout(r, 5 * attempt * Math.random()));
@@ -246,7 +259,7 @@ export class PostgresStore extends WithStoreOps implements Store {
    * bytes), or whose notification failed every attempt (see PgNotices).
    */
   get droppedBroadcasts(): number {
-    return this.feed.droppedBroadcasts;
+    return this.commits.droppedBroadcasts;
   }
 
   async close(): Promise<void> {
@@ -255,6 +268,8 @@ export class PostgresStore extends WithStoreOps implements Store {
     this.feed.close();
     await this.ready.catch(() => {});
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+    await this.commits.drained();
+    this.commits.close();
     await this.pool.end();
   }
 }

@@ -10,6 +10,7 @@ import {
   type AppendOptions,
   type BlobInfo,
   type EventDraft,
+  type NewBlob,
 } from '../port/index.ts';
 import { decodeBatch, encodeOpen, OPEN_CODEC } from './event-batch-codec.ts';
 import { idKey, type IdKey } from './id-keys.ts';
@@ -28,9 +29,18 @@ export function eventOps(c: Shared): SyncOpsOf<'events'> {
   const hasEntry = (sessionKey: IdKey, open: OpenEntrySet, id: string): boolean =>
     open.has(id) || st.getEntry.get(idKey(id), sessionKey) !== undefined;
 
+  const putBlobs = (blobs: readonly NewBlob[]): void => {
+    const now = Date.now();
+    for (const b of blobs) {
+      st.putBlob.run(b.hash, b.data, Buffer.byteLength(b.data), now, b.mediaType ?? null, b.encoding ?? null);
+      if (b.mediaType !== undefined && b.data.length > BLOB_HEAD_CHARS) st.putBlobHead.run(b.hash, keptHead(b.data));
+    }
+  };
+
   /** The returned events' `data` is the draft's own object, not a copy: the caller owns the drafts. */
   const append = (sessionId: string, drafts: readonly EventDraft[], options: AppendOptions = {}): StoredEvent[] => {
-    const { expectLastSeq, fence } = options;
+    const { expectLastSeq, fence, blobs } = options;
+    if (blobs && blobs.length > 0) putBlobs(blobs);
     const sessionKey = idKey(sessionId);
     // A fenced append reads its run's token with its session's head; the fence is checked first.
     let s;
@@ -200,13 +210,7 @@ export function eventOps(c: Shared): SyncOpsOf<'events'> {
       // The open rows that carried the head are gone: it goes into the sessions row (ADR-0026).
       if (sealed !== s.sealed_seq) st.setHead.run(s.last_seq, s.leaf_id, s.last_turn, sealed, sessionId);
     },
-    putBlobs: (blobs) => {
-      const now = Date.now();
-      for (const b of blobs) {
-        st.putBlob.run(b.hash, b.data, Buffer.byteLength(b.data), now, b.mediaType ?? null, b.encoding ?? null);
-        if (b.mediaType !== undefined && b.data.length > BLOB_HEAD_CHARS) st.putBlobHead.run(b.hash, keptHead(b.data));
-      }
-    },
+    putBlobs,
     blobInfo: (hashes) => {
       const out = new Map<string, BlobInfo>();
       for (const hash of hashes) {

@@ -18,6 +18,7 @@ import { migration as v16 } from './16-blob-media-types.ts';
 import { migration as v17 } from './17-tenants-registry.ts';
 import { migration as v18 } from './18-quotas.ts';
 import { migration as v19 } from './19-erasures.ts';
+import { migration as v21 } from './21-append-many.ts';
 import type { PostgresMigration } from './migration.ts';
 
 export type { PostgresMigration } from './migration.ts';
@@ -42,4 +43,5 @@ export const migrations: readonly PostgresMigration[] = [
   v17,
   v18,
   v19,
+  v21,
 ];

@@ -1,0 +1,328 @@
+/**
+ * The PostgreSQL commit queue (ADR-0045): every append made outside a transaction, and every
+ * broadcast, waits here for the next call of keel_append_many, which commits all of them in one
+ * statement: one transaction, one round trip, one WAL flush for as many runs' durable points as
+ * came meanwhile (group commit across runs, as the SQLite store's commit queue does). One call is
+ * in flight at a time, so the broadcasts and the appends reach the server in the order they were
+ * made: a delta's notification is delivered before the commit of the message it streams, with
+ * no round trip of its own before it.
+ */
+import type pg from 'pg';
+import { keptHead, BLOB_HEAD_CHARS, StoreError, type AppendOptions, type EventDraft, type StoredEvent } from '../port/index.ts';
+import type { NewBlob } from '../port/blobs.ts';
+import { blobHashesIn } from '../blob-refs.ts';
+import { storedEvent } from '../records.ts';
+import { appendRefusal } from './shared.ts';
+import { DEADLOCK_DETECTED, SERIALIZATION_FAILURE, Sql } from './sql.ts';
+
+/** Appends committed together at most, and the JSON bytes of their events (a call stays a few MB). */
+const MAX_APPENDS = 256;
+const MAX_BYTES = 4 * 1024 * 1024;
+
+/** An append that lost a lock race (deadlock) in its subtransaction is queued again, this many times in all. */
+const ATTEMPTS = 4;
+
+/** What one notification carries at most (PostgreSQL's limit is 8,000 bytes), with room to spare. */
+const MAX_NOTIFY_BYTES = 7_800;
+
+/** Broadcasts of a call that failed are sent again with the next, this many times in all, after 25, 50, 100… ms. */
+const NOTIFY_ATTEMPTS = 5;
+const RETRY_MS = 25;
+
+/**
+ * How long broadcasts alone wait for an append to go with: a model's deltas come right before the
+ * durable point that commits what they stream, which then takes them along (one round trip, not
+ * two). A client sees a delta this much later at most.
+ */
+const BROADCAST_LINGER_MS = 2;
+
+const APPEND_MANY = `SELECT o_item, o_seq, o_parent, o_state, o_detail, o_constraint, o_message FROM keel_append_many(
+  $1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+  $7::text[], $8::text[], $9::bigint[], $10::bigint[], $11::int[], $12::int[],
+  $13::text[], $14::text[], $15::int[], $16::bigint[], $17::text[], $18::int[], $19::int[],
+  $20::boolean[], $21::text[], $22::boolean[], $23::text[], $24::boolean[], $25::boolean[], $26::text[], $27::text[])`;
+
+interface PendingAppend {
+  sessionId: string;
+  drafts: readonly EventDraft[];
+  options: AppendOptions & { blobs?: readonly NewBlob[] };
+  /** Each draft's data as JSON. */
+  json: string[];
+  bytes: number;
+  attempt: number;
+  /** Committed in a call of its own (its batch failed on a value the server cannot take). */
+  alone?: boolean;
+  resolve(events: StoredEvent[]): void;
+  reject(e: unknown): void;
+}
+
+/** A broadcast message: a session's and what it says, as JSON, numbered in the order made. */
+interface PendingBroadcast {
+  json: string;
+  n: number;
+  attempt: number;
+}
+
+type Row = {
+  o_item: number;
+  o_seq: number | null;
+  o_parent: string | null;
+  o_state: string | null;
+  o_detail: string | null;
+  o_constraint: string | null;
+  o_message: string | null;
+};
+
+export class PgCommitQueue {
+  private readonly sql: Sql;
+  private readonly ready: Promise<void>;
+  private appends: PendingAppend[] = [];
+  private broadcasts: PendingBroadcast[] = [];
+  private flushing: Promise<void> | undefined;
+  /** Broadcasts numbered as made here, and the last one sent (or given up). */
+  private broadcastCount = 0;
+  private broadcastSent = 0;
+  private readonly sentWaiters: Array<{ upTo: number; resolve: () => void }> = [];
+  /** Broadcast messages not sent: too big for one notification, or whose call failed every attempt. */
+  droppedBroadcasts = 0;
+  private closed = false;
+  /** Told how long each call took, in seconds (Store.observeCommits), and how many appends it carried. */
+  onCommit: ((seconds: number) => void) | undefined;
+  /** Calls made, and appends committed by them (bench figures). */
+  calls = 0;
+  appended = 0;
+
+  /** `instanceId` marks this process's broadcasts (its own listener skips them). */
+  private readonly instanceId: string;
+
+  constructor(pool: pg.Pool, ready: Promise<void>, instanceId: string) {
+    this.instanceId = instanceId;
+    this.sql = new Sql(pool);
+    this.ready = ready;
+  }
+
+  /** Appends (see EventOps.append) with the next call; `blobs` are put in the same transaction, before. */
+  append(
+    sessionId: string,
+    drafts: readonly EventDraft[],
+    options: AppendOptions & { blobs?: readonly NewBlob[] } = {},
+  ): Promise<StoredEvent[]> {
+    const seen = new Set<string>();
+    const json: string[] = [];
+    let bytes = 0;
+    for (const d of drafts) {
+      if (d.entry && seen.has(d.id))
+        return Promise.reject(new StoreError('conflict', `event ${d.id} already exists`));
+      if (d.entry) seen.add(d.id);
+      const data = JSON.stringify(d.data);
+      json.push(data);
+      bytes += data.length;
+    }
+    for (const b of options.blobs ?? []) bytes += b.data.length;
+    return new Promise((resolve, reject) => {
+      this.appends.push({ sessionId, drafts, options, json, bytes, attempt: 1, resolve, reject });
+      this.kick();
+    });
+  }
+
+  /**
+   * A message for the other processes, notified on the schema's channel with the next call: after
+   * every append queued before it, before every one queued after it. One too big for a
+   * notification is dropped (counted).
+   */
+  broadcast(sessionId: string, message: unknown): void {
+    if (this.closed) return;
+    const json = JSON.stringify({ s: sessionId, m: message });
+    const n = ++this.broadcastCount;
+    if (Buffer.byteLength(json) > MAX_NOTIFY_BYTES - 64) {
+      this.droppedBroadcasts++;
+      this.markSent(n);
+      return;
+    }
+    this.broadcasts.push({ json, n, attempt: 1 });
+    this.kick();
+  }
+
+  /** Resolves once every broadcast made before the call went out (or was given up). */
+  broadcastsSent(): Promise<void> {
+    const upTo = this.broadcastCount;
+    if (this.broadcastSent >= upTo) return Promise.resolve();
+    return new Promise((resolve) => this.sentWaiters.push({ upTo, resolve }));
+  }
+
+  private markSent(n: number): void {
+    this.broadcastSent = Math.max(this.broadcastSent, n);
+    for (let i = this.sentWaiters.length - 1; i >= 0; i--) {
+      if (this.sentWaiters[i]!.upTo <= this.broadcastSent) this.sentWaiters.splice(i, 1)[0]!.resolve();
+    }
+  }
+
+  /** Resolves once everything queued was sent (or refused). */
+  async drained(): Promise<void> {
+    if (this.lingering !== undefined) this.kick(true);
+    while (this.flushing) await this.flushing;
+  }
+
+  /** Nothing more is sent: broadcasts still queued are given up, appends refused. */
+  close(): void {
+    this.closed = true;
+    for (const a of this.appends.splice(0)) a.reject(new StoreError('closed', 'the store is closed'));
+    this.broadcasts = [];
+    this.markSent(this.broadcastCount);
+  }
+
+  /** The broadcasts as notification payloads of at most MAX_NOTIFY_BYTES each. */
+  private payloads(broadcasts: readonly PendingBroadcast[]): string[] {
+    const out: string[] = [];
+    let part: string[] = [];
+    let size = 64;
+    for (const b of broadcasts) {
+      if (part.length > 0 && size + b.json.length + 1 > MAX_NOTIFY_BYTES) {
+        out.push(`{"o":${JSON.stringify(this.instanceId)},"b":[${part.join(',')}]}`);
+        part = [];
+        size = 64;
+      }
+      part.push(b.json);
+      size += Buffer.byteLength(b.json) + 1;
+    }
+    if (part.length > 0) out.push(`{"o":${JSON.stringify(this.instanceId)},"b":[${part.join(',')}]}`);
+    return out;
+  }
+
+  private lingering: ReturnType<typeof setTimeout> | undefined;
+
+  /** Starts a call unless one is in flight (its loop takes what came meanwhile). */
+  private kick(lingered = false): void {
+    if (this.flushing) return;
+    if (this.appends.length === 0 && !lingered) {
+      // Broadcasts alone: they wait a little for an append to take them along.
+      this.lingering ??= setTimeout(() => {
+        this.lingering = undefined;
+        this.kick(true);
+      }, BROADCAST_LINGER_MS);
+      this.lingering.unref?.();
+      return;
+    }
+    clearTimeout(this.lingering);
+    this.lingering = undefined;
+    this.flushing = this.flushAll().finally(() => (this.flushing = undefined));
+  }
+
+  private async flushAll(): Promise<void> {
+    await this.ready.catch(() => {});
+    let failures = 0;
+    while ((this.appends.length > 0 || this.broadcasts.length > 0) && !this.closed) {
+      // After a failed call (the server unreachable), the next waits: 25, 50, 100… ms.
+      if (failures > 0) await new Promise((r) => setTimeout(r, RETRY_MS * 2 ** Math.min(failures - 1, 6)));
+      const broadcasts = this.broadcasts;
+      this.broadcasts = [];
+      const batch: PendingAppend[] = [];
+      let bytes = 0;
+      while (this.appends.length > 0 && batch.length < MAX_APPENDS) {
+        const next = this.appends[0]!;
+        if (batch.length > 0 && (bytes + next.bytes > MAX_BYTES || next.alone || batch[0]!.alone)) break;
+        batch.push(this.appends.shift()!);
+        bytes += next.bytes;
+      }
+      failures = (await this.call(batch, broadcasts)) ? 0 : failures + 1;
+    }
+  }
+
+  /** One call of keel_append_many; false when it failed as a whole. */
+  private async call(batch: PendingAppend[], broadcasts: PendingBroadcast[]): Promise<boolean> {
+    const blobs = new Map<string, NewBlob>();
+    for (const a of batch) for (const b of a.options.blobs ?? []) blobs.set(b.hash, b);
+    const cols: unknown[][] = Array.from({ length: 15 }, () => []);
+    const items: unknown[][] = Array.from({ length: 6 }, () => []);
+    for (const a of batch) {
+      const hashes = blobHashesIn(a.json.join(','));
+      items[0]!.push(a.sessionId);
+      items[1]!.push(a.options.fence?.runId ?? null);
+      items[2]!.push(a.options.fence?.token ?? null);
+      items[3]!.push(a.options.expectLastSeq ?? null);
+      items[4]!.push(a.drafts.length);
+      items[5]!.push(hashes.length);
+      for (const h of hashes) cols[14]!.push(h);
+      a.drafts.forEach((d, i) => {
+        const values = [
+          d.id,
+          d.type,
+          d.v,
+          d.time,
+          d.runId ?? null,
+          d.turn ?? null,
+          d.step ?? null,
+          d.entry,
+          d.parentId ?? null,
+          d.parentId !== undefined,
+          d.leaf ?? null,
+          d.leaf !== undefined,
+          d.ignorable ?? false,
+          a.json[i],
+        ];
+        for (let c = 0; c < values.length; c++) cols[c]!.push(values[c]);
+      });
+    }
+    const blobList = [...blobs.values()];
+    const t0 = performance.now();
+    let rows: Row[];
+    try {
+      rows = await this.sql.rows<Row>(APPEND_MANY, [
+        this.payloads(broadcasts),
+        blobList.map((b) => b.hash),
+        blobList.map((b) => b.data),
+        blobList.map((b) => b.mediaType ?? null),
+        blobList.map((b) => b.encoding ?? null),
+        blobList.map((b) => (b.mediaType !== undefined && b.data.length > BLOB_HEAD_CHARS ? keptHead(b.data) : null)),
+        ...items,
+        ...cols,
+      ]);
+    } catch (e) {
+      // The call failed as a whole: nothing of it committed. A value the server cannot take (a
+      // NUL) belongs to one append: with others, each is tried alone, so that only it is refused.
+      if (batch.length > 1 && e instanceof StoreError && e.code === 'validation') {
+        this.broadcasts = [...broadcasts, ...this.broadcasts];
+        this.appends = [...batch.map((a) => Object.assign(a, { alone: true as const })), ...this.appends];
+        return true;
+      }
+      // The broadcasts go with the next call (in order, before what came after them), until given up.
+      const retry = broadcasts.filter((b) => ++b.attempt <= NOTIFY_ATTEMPTS);
+      this.droppedBroadcasts += broadcasts.length - retry.length;
+      this.broadcasts = [...retry, ...this.broadcasts];
+      if (retry.length === 0 && broadcasts.length > 0) this.markSent(broadcasts.at(-1)!.n);
+      for (const a of batch) a.reject(e);
+      return false;
+    }
+    this.calls++;
+    if (batch.length > 0) this.onCommit?.((performance.now() - t0) / 1000);
+    if (broadcasts.length > 0) this.markSent(broadcasts.at(-1)!.n);
+    const byItem = new Map<number, Row[]>();
+    for (const r of rows) {
+      let list = byItem.get(r.o_item);
+      if (!list) byItem.set(r.o_item, (list = []));
+      list.push(r);
+    }
+    batch.forEach((a, i) => {
+      const got = byItem.get(i + 1) ?? [];
+      const failed = got.find((r) => r.o_state !== null);
+      if (!failed) {
+        this.appended++;
+        a.resolve(a.drafts.map((d, k) => storedEvent(d, a.sessionId, got[k]!.o_seq!, got[k]!.o_parent)));
+        return;
+      }
+      const state = failed.o_state!;
+      if ((state === DEADLOCK_DETECTED || state === SERIALIZATION_FAILURE) && a.attempt < ATTEMPTS) {
+        a.attempt++;
+        this.appends.push(a);
+        return;
+      }
+      const e = Object.assign(new Error(failed.o_message ?? state), {
+        code: state,
+        detail: failed.o_detail ?? undefined,
+        constraint: failed.o_constraint ?? undefined,
+      });
+      a.reject(appendRefusal(e, a.sessionId, a.options));
+    });
+    return true;
+  }
+}
