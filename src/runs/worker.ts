@@ -79,7 +79,7 @@ export class Worker {
   private offered = 0;
   /** Called when the last offered slot is started or released: `stop` waits for it. */
   private offersSettled: (() => void) | undefined;
-  /** The worker's own claim in flight (0 or 1): its slot is taken too. */
+  /** The worker's own claims in flight (up to the store's parallel transactions): their slots are taken too. */
   private claiming = 0;
 
   constructor(host: WorkerHost, options: WorkerOptions = {}) {
@@ -116,16 +116,24 @@ export class Worker {
             // A message may have taken the slot meanwhile (see offerSlot).
             if (this.stopping || this.active >= this.concurrency) break;
           }
-          // The slot is taken while the claim is in flight: a message must not take it too.
-          this.claiming++;
-          let claimed: Claimed | undefined;
-          try {
-            claimed = await this.claim();
-          } finally {
-            this.claiming--;
-          }
-          if (!claimed) break;
-          this.spawn(claimed);
+          // Several claims at once where the store runs transactions side by side (a recovery of
+          // many runs is bounded by claims' round trips, not by one at a time). Each slot is taken
+          // while its claim is in flight: a message must not take it too.
+          const n = Math.min(this.concurrency - this.active, this.host.lifecycle.store.parallelTransactions ?? 1);
+          this.claiming += n;
+          const claims = await Promise.allSettled(
+            Array.from({ length: n }, () =>
+              this.claim()
+                .then((claimed) => {
+                  if (claimed) this.spawn(claimed);
+                  return claimed !== undefined;
+                })
+                .finally(() => this.claiming--),
+            ),
+          );
+          const failed = claims.find((c) => c.status === 'rejected');
+          if (failed) throw failed.reason;
+          if (claims.some((c) => c.status === 'fulfilled' && !c.value)) break;
         }
         if (Date.now() - this.lastSweep >= this.sweepMs) await this.sweep();
       } catch (e) {

@@ -131,7 +131,11 @@ export class SessionLog {
     // Outside a transaction, the blobs go with the append: one write (the store's own transaction).
     const stored = tx
       ? await write(tx)
-      : await this.store.events.append(sessionId, drafts, blobs.length > 0 ? { ...appendOptions, blobs } : appendOptions);
+      : await this.store.events.append(
+          sessionId,
+          drafts,
+          blobs.length > 0 ? { ...appendOptions, blobs } : appendOptions,
+        );
     // The data as appended (validated, or built by typed code when trusted), before blob extraction, is what a reader gets back: no need to read it.
     const decoded = stored.map((s, i) => sessionEvent(s, s.v, datas[i]));
     // Published when they are committed: now, or when the transaction they are part of commits.

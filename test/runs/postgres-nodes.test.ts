@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import {
   createRuntime,
@@ -304,13 +304,15 @@ describe('postgres: two nodes on one database', () => {
     const query = pool.query.bind(pool);
     let failures = 2;
     pool.query = (...args: unknown[]) => {
-      if (failures > 0 && typeof args[1] === 'object' && JSON.stringify(args[1]).includes('\\"b\\":')) {
+      if (failures > 0 && JSON.stringify(args).includes('\\"b\\":')) {
         failures--;
         return Promise.reject(new Error('Connection terminated unexpectedly'));
       }
       return query(...args);
     };
     for (let i = 0; i < 20; i++) a.notices.broadcast('s', { n: i });
+    // The append made once they failed goes after them, in the call that sends them at last.
+    await vi.waitFor(() => expect(failures).toBe(0));
     const [e] = await a.events.append('s', [note(1)]);
     await b.notices.caughtUp();
     expect(failures).toBe(0);

@@ -82,6 +82,11 @@ export type LimitStoreOps = Pick<StoreOps, 'limits'>;
 
 export interface Store extends StoreOps {
   readonly kind: string;
+  /**
+   * How many transactions of this instance make progress at once (PostgreSQL: half its pool);
+   * absent, one (SQLite writes one at a time). A worker claims this many runs at once.
+   */
+  readonly parallelTransactions?: number;
   /** The feed transport role: change notices, broadcasts and the barrier on them (each absent when the backend cannot). */
   readonly notices: NoticeOps;
   /**

@@ -8,9 +8,17 @@
  * no round trip of its own before it.
  */
 import type pg from 'pg';
-import { keptHead, BLOB_HEAD_CHARS, StoreError, type AppendOptions, type EventDraft, type StoredEvent } from '../port/index.ts';
+import {
+  keptHead,
+  BLOB_HEAD_CHARS,
+  StoreError,
+  type AppendOptions,
+  type EventDraft,
+  type StoredEvent,
+} from '../port/index.ts';
 import type { NewBlob } from '../port/blobs.ts';
 import { blobHashesIn } from '../blob-refs.ts';
+import { hasNul, NUL_REFUSAL } from '../plain-text.ts';
 import { storedEvent } from '../records.ts';
 import { appendRefusal } from './shared.ts';
 import { DEADLOCK_DETECTED, SERIALIZATION_FAILURE, Sql } from './sql.ts';
@@ -110,9 +118,16 @@ export class PgCommitQueue {
     const seen = new Set<string>();
     const json: string[] = [];
     let bytes = 0;
+    // A NUL (which text cannot hold) would fail the whole call: refused here, for this append alone.
+    if (
+      hasNul(sessionId) ||
+      drafts.some((d) => [d.id, d.type, d.runId, d.parentId, d.leaf].some((x) => typeof x === 'string' && hasNul(x)))
+    )
+      return Promise.reject(
+        new StoreError('validation', `a value holds a character PostgreSQL cannot store (${NUL_REFUSAL})`),
+      );
     for (const d of drafts) {
-      if (d.entry && seen.has(d.id))
-        return Promise.reject(new StoreError('conflict', `event ${d.id} already exists`));
+      if (d.entry && seen.has(d.id)) return Promise.reject(new StoreError('conflict', `event ${d.id} already exists`));
       if (d.entry) seen.add(d.id);
       const data = JSON.stringify(d.data);
       json.push(data);

@@ -9,7 +9,6 @@ import type { JsonObject, NoticeOps, StoreChange } from '../port/index.ts';
 import type { PgCommitQueue } from './commit-queue.ts';
 import { quoteIdent } from './migrations.ts';
 
-
 export interface PgNoticesOptions {
   /** The connection string: LISTEN holds a connection of its own, outside the pool. */
   url: string;

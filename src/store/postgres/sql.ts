@@ -88,26 +88,36 @@ export class Sql {
 }
 
 /**
- * A transaction's statements, in as few round trips as it can: BEGIN goes with the first statement
- * (in the same round trip when that is a savepoint), a savepoint is never released (COMMIT ends it
- * with the rest; only a failure rolls back to it), and a transaction that ran nothing sends
- * nothing.
+ * A transaction's statements, in as few round trips as it can. The store's connections pipeline
+ * (node-postgres `pipeline`): BEGIN and each SAVEPOINT are written without waiting for their
+ * answer, so they travel with the statement after them; a savepoint is never released (COMMIT
+ * ends it with the rest; only a failure rolls back to it); and a transaction that ran nothing
+ * sends nothing. What was written unanswered is checked at the end: a failure of it failed the
+ * statements after it too.
  */
 export class TransactionSql extends Sql {
   private begun = false;
   private savepoints = 0;
+  private readonly unanswered: Array<Promise<unknown>> = [];
+
+  /** Writes a statement without waiting for its answer (see the class). */
+  private send(text: string): void {
+    const answer = this.raw(text);
+    answer.catch(() => {});
+    this.unanswered.push(answer);
+  }
 
   protected override async before(): Promise<void> {
     if (this.begun) return;
     this.begun = true;
-    await this.raw('BEGIN');
+    this.send('BEGIN');
   }
 
   /** Runs `fn` so that its failure leaves nothing behind and the transaction usable. */
   async savepoint<T>(fn: () => Promise<T>): Promise<T> {
     const name = `keel_sp${++this.savepoints}`;
-    await this.raw(this.begun ? `SAVEPOINT ${name}` : `BEGIN; SAVEPOINT ${name}`);
-    this.begun = true;
+    await this.before();
+    this.send(`SAVEPOINT ${name}`);
     try {
       return await fn();
     } catch (e) {
@@ -117,7 +127,9 @@ export class TransactionSql extends Sql {
   }
 
   async commit(): Promise<void> {
-    if (this.begun) await this.raw('COMMIT');
+    if (!this.begun) return;
+    await this.raw('COMMIT');
+    for (const answer of this.unanswered) await answer;
   }
 
   async rollback(): Promise<void> {

@@ -63,6 +63,7 @@ export class PostgresStore extends WithStoreOps implements Store {
   /** Change notices by LISTEN, broadcasts by NOTIFY on the schema's channel, and a ping through it as the barrier (see notices.ts). */
   readonly notices: Required<NoticeOps>;
   readonly schema: string;
+  readonly parallelTransactions: number;
   private readonly pool: pg.Pool;
   private readonly ready: Promise<void>;
   private readonly feed: PgNotices;
@@ -87,12 +88,15 @@ export class PostgresStore extends WithStoreOps implements Store {
         'invalid_schema',
         `schema name ${JSON.stringify(this.schema)}: letters, digits and _ only, at most 51`,
       );
+    this.parallelTransactions = Math.max(1, Math.floor((options.poolSize ?? 10) / 2));
     this.pool = new pg.Pool({
       connectionString: options.url,
       max: options.poolSize ?? 10,
       connectionTimeoutMillis: options.connectionTimeoutMs ?? 30_000,
       options: `-c search_path=${quoteIdent(this.schema)}`,
       types,
+      // A transaction's BEGIN and savepoints travel with the statement after them (TransactionSql).
+      pipeline: true,
     });
     // An idle connection that the server drops is the pool's to replace, not a crash of the process.
     this.pool.on('error', () => {});
