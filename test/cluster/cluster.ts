@@ -38,6 +38,8 @@ export interface ClusterOptions {
   killAt?: number;
   /** Every run's SSE client hops to another API process after a few items (default true). */
   hop?: boolean;
+  /** More options of every node's PostgresStore (as behind a pooler: `pooler`, `listenUrl`). */
+  store?: Record<string, unknown>;
   log?: (line: string) => void;
 }
 
@@ -68,7 +70,7 @@ interface Node {
 }
 
 function startNode(role: 'api' | 'worker', o: ClusterOptions, ledger: string, n: number): Promise<Node> {
-  const child = spawn(process.execPath, [NODE, role, o.url, o.schema, ledger, String(n)], {
+  const child = spawn(process.execPath, [NODE, role, o.url, o.schema, ledger, String(n), JSON.stringify(o.store ?? {})], {
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
   });
   let stderr = '';
