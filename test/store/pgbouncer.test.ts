@@ -12,9 +12,14 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StoreError } from '../../src/store/index.ts';
-import { latestPostgresSchemaVersion, PostgresStore, type PostgresStoreOptions } from '../../src/store/postgres/index.ts';
+import {
+  latestPostgresSchemaVersion,
+  PostgresStore,
+  type PostgresStoreOptions,
+} from '../../src/store/postgres/index.ts';
 import { migrations } from '../../src/store/postgres/migrations.ts';
 import { runCluster } from '../cluster/cluster.ts';
+import { keel } from '../cli/io.ts';
 import { pgbouncerBinary, startPgbouncer, type Bouncer } from '../support/pgbouncer.ts';
 import { dropSchema, freshSchema, postgresUrl } from '../support/postgres.ts';
 import { storeContract } from './contract.ts';
@@ -39,7 +44,11 @@ const CLUSTER = freshSchema();
 let bouncer: Bouncer;
 
 /** A store through the pooler's `alias`, as a deployment behind PgBouncer configures it. */
-const throughBouncer = (alias: string, schema: string, o: Partial<PostgresStoreOptions> = {}): PostgresStoreOptions => ({
+const throughBouncer = (
+  alias: string,
+  schema: string,
+  o: Partial<PostgresStoreOptions> = {},
+): PostgresStoreOptions => ({
   url: bouncer.url(alias),
   listenUrl: postgresUrl(),
   pooler: 'transaction',
@@ -116,7 +125,9 @@ describe.skipIf(!binary)('PostgreSQL behind PgBouncer (pool_mode=transaction)', 
 
   describe('no session state between pooled transactions', () => {
     it("the store's transactions leave no timeout, search_path or prepared statement on the server connection the next client gets", async () => {
-      const store = new PostgresStore(throughBouncer('shared', SHARED, { statementTimeoutMs: 12_345, lockTimeoutMs: 2_345 }));
+      const store = new PostgresStore(
+        throughBouncer('shared', SHARED, { statementTimeoutMs: 12_345, lockTimeoutMs: 2_345 }),
+      );
       try {
         await store.opened();
         await store.sessions.create({ id: 's', createdAt: T0 });
@@ -128,7 +139,14 @@ describe.skipIf(!binary)('PostgreSQL behind PgBouncer (pool_mode=transaction)', 
         expect((await store.events.read('s')).map((e) => e.id)).toEqual(['e1', 'e2']);
         const seen = () =>
           direct(async (c) => {
-            const { rows } = await c.query<{ st: string; lt: string; it: string; sp: string; prepared: string; pid: number }>(
+            const { rows } = await c.query<{
+              st: string;
+              lt: string;
+              it: string;
+              sp: string;
+              prepared: string;
+              pid: number;
+            }>(
               `SELECT current_setting('statement_timeout') AS st, current_setting('lock_timeout') AS lt,
                       current_setting('idle_in_transaction_session_timeout') AS it, current_setting('search_path') AS sp,
                       (SELECT count(*) FROM pg_prepared_statements) AS prepared, pg_backend_pid() AS pid`,
@@ -137,7 +155,13 @@ describe.skipIf(!binary)('PostgreSQL behind PgBouncer (pool_mode=transaction)', 
           }, bouncer.url('shared'));
         const after = await seen();
         // The server connection the store used (the alias has one) has the server's defaults, not the store's.
-        expect({ ...after, sp: after.sp.replace(/"/g, '') }).toMatchObject({ st: '0', lt: '0', it: '0', sp: SHARED, prepared: '0' });
+        expect({ ...after, sp: after.sp.replace(/"/g, '') }).toMatchObject({
+          st: '0',
+          lt: '0',
+          it: '0',
+          sp: SHARED,
+          prepared: '0',
+        });
         // A client's SET LOCAL ends with its transaction: the next client on the same server connection sees none of it.
         await direct(async (c) => {
           await c.query('BEGIN');
@@ -192,8 +216,27 @@ describe.skipIf(!binary)('PostgreSQL behind PgBouncer (pool_mode=transaction)', 
       expect((failure as StoreError).message).toMatch(/ALTER ROLE \S+ SET search_path = keel_t_/);
     });
 
-    it('refuses pooler "transaction" without a listenUrl (LISTEN does not pass the pooler)', () => {
+    it('refuses pooler "transaction" without a listenUrl (LISTEN does not pass the pooler)', async () => {
       expect(() => new PostgresStore({ url: bouncer.url('plain'), pooler: 'transaction' })).toThrow(/listenUrl/);
+      const cli = await keel(['sessions', 'ls', '--db', bouncer.url('plain')], {
+        env: { KEEL_DB_POOLER: 'transaction' },
+      });
+      expect(cli.code).not.toBe(0);
+      expect(cli.err).toMatch(/KEEL_DB_POOLER=transaction needs \$KEEL_DB_LISTEN_URL/);
+    });
+
+    it('the command line through the pooler: KEEL_DB_POOLER=transaction and KEEL_DB_LISTEN_URL', async () => {
+      const { store, cleanup } = await openContractStore();
+      try {
+        await store.sessions.create({ id: 'from-the-store', createdAt: T0 });
+        const env = { KEEL_DB_SCHEMA: CONTRACT, KEEL_DB_POOLER: 'transaction', KEEL_DB_LISTEN_URL: postgresUrl() };
+        const cli = await keel(['sessions', 'ls', '--json', '--db', bouncer.url('contract')], { env });
+        expect(cli.err).toBe('');
+        expect(cli.code).toBe(0);
+        expect(cli.out).toContain('from-the-store');
+      } finally {
+        await cleanup();
+      }
     });
 
     it('several processes opening a new schema through the pooler at once migrate it once; an older Keel refuses a newer schema, naming both versions', async () => {
@@ -202,7 +245,9 @@ describe.skipIf(!binary)('PostgreSQL behind PgBouncer (pool_mode=transaction)', 
       const results = await Promise.all(Array.from({ length: 4 }, () => openInProcess(options)));
       expect(results).toEqual(Array.from({ length: 4 }, () => ({ out: 'opened', code: 0 })));
       const versions = await direct(async (c) => {
-        const { rows } = await c.query<{ version: number }>(`SELECT version FROM "${MIGRATED}".keel_schema ORDER BY version`);
+        const { rows } = await c.query<{ version: number }>(
+          `SELECT version FROM "${MIGRATED}".keel_schema ORDER BY version`,
+        );
         return rows.map((r) => r.version);
       });
       // Each migration once: one row each (the version is the key), every one of them.

@@ -40,7 +40,8 @@ export function clientClass(s: ClientSettings): typeof pg.Client {
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
     override query(config: any, values?: any, callback?: any): any {
       // A Submittable (a cursor, a stream) is passed on as it is.
-      if (typeof config !== 'string' && typeof config?.submit === 'function') return super.query(config, values, callback);
+      if (typeof config !== 'string' && typeof config?.submit === 'function')
+        return super.query(config, values, callback);
       if (typeof values === 'function') {
         callback = values;
         values = undefined;

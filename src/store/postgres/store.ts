@@ -104,7 +104,10 @@ export class PostgresStore extends WithStoreOps implements Store {
     const timeouts = resolveTimeouts(options);
     const slowQueryMs = options.slowQueryMs ?? 1000;
     if (!Number.isInteger(slowQueryMs) || slowQueryMs < 0)
-      throw new StoreError('invalid_option', `slowQueryMs must be a whole number of milliseconds >= 0, not ${slowQueryMs}`);
+      throw new StoreError(
+        'invalid_option',
+        `slowQueryMs must be a whole number of milliseconds >= 0, not ${slowQueryMs}`,
+      );
     this.logger = options.logger;
     this.pooled = pooled;
     this.pool = new pg.Pool({
