@@ -116,7 +116,7 @@ export async function startPgbouncer(serverUrl: string, databases: Record<string
       await c.end().catch(() => {});
       if (child.exitCode !== null || i >= 50) {
         await stop();
-        throw new Error(`pgbouncer did not start: ${(e as Error).message}\n${output}`);
+        throw new Error(`pgbouncer did not start: ${(e as Error).message}\n${output}`, { cause: e });
       }
       await new Promise((r) => setTimeout(r, 100));
     }
