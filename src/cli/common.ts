@@ -5,6 +5,7 @@ import type { Store } from '../store/index.ts';
 import { openSqliteStore } from '../store/sqlite/index.ts';
 import { createLogger, parseLogLevel, type Logger } from '../monitoring/index.ts';
 import { UsageError, type Io } from './args.ts';
+import { postgresOptionsFromEnv } from './postgres-options.ts';
 
 /** The database a command works on: --db, else $KEEL_DB, else ./.keel/keel.db. */
 export function dbPath(io: Io, db: string | undefined): string {
@@ -30,15 +31,21 @@ export type OpenedDb = { store: Store; where: string };
 
 /**
  * Opens the database: PostgreSQL when the location is a postgres:// URL (the schema from
- * $KEEL_DB_SCHEMA, default keel), else a SQLite file. Commands that only read refuse a path with
- * no database rather than silently creating an empty one.
+ * $KEEL_DB_SCHEMA, default keel, and its other settings from $KEEL_DB_…: postgres-options.ts),
+ * else a SQLite file. Commands that only read refuse a path with no database rather than silently
+ * creating an empty one. A long-running command passes its logger (slow statements go there).
  */
-export async function openDb(io: Io, db: string | undefined, o: { create?: boolean } = {}): Promise<OpenedDb> {
+export async function openDb(
+  io: Io,
+  db: string | undefined,
+  o: { create?: boolean; logger?: Logger } = {},
+): Promise<OpenedDb> {
   const location = dbPath(io, db);
   if (isPostgresUrl(location)) {
     const store = await openPostgresStore({
       url: location,
-      ...(io.env.KEEL_DB_SCHEMA ? { schema: io.env.KEEL_DB_SCHEMA } : {}),
+      ...postgresOptionsFromEnv(io.env),
+      ...(o.logger ? { logger: o.logger } : {}),
     });
     return { store, where: `${redactUrl(location)} (schema ${store.schema})` };
   }

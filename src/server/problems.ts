@@ -191,6 +191,8 @@ export function toProblem(e: unknown): { type: ProblemType; detail: string; exte
       invalid_entry: 'validation',
       invalid_parent: 'validation',
       timeout: 'timeout',
+      // A database statement that waited past its lock timeout (the PostgreSQL store, ADR-0046).
+      busy: 'timeout',
     };
     const type = map[e.code];
     if (type) return { type, detail: e.message, extensions: {} };

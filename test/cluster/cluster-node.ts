@@ -1,5 +1,5 @@
 /**
- * One node of the cluster test: `node cluster-node.ts api|worker <postgres url> <schema> <ledger> <n>`.
+ * One node of the cluster test: `node cluster-node.ts api|worker <postgres url> <schema> <ledger> <n> [<store options JSON>]`.
  * An `api` node serves the HTTP API without workers and sends `{ url }` over IPC; a `worker` node
  * executes runs and sends 'ready'. Both run the chaos agent (narrated: it streams text deltas), and
  * share nothing but the PostgreSQL schema. 'stop' over IPC stops a node gracefully; the test
@@ -10,9 +10,16 @@ import { startServer } from '../../src/server/serve.ts';
 import { PostgresStore } from '../../src/store/postgres/index.ts';
 import { CHAOS_RUNTIME, chaosAgent } from '../chaos/chaos-agent.ts';
 
-const [role, url, schema, ledger, nArg] = process.argv.slice(2) as ['api' | 'worker', string, string, string, string];
+const [role, url, schema, ledger, nArg, more] = process.argv.slice(2) as [
+  'api' | 'worker',
+  string,
+  string,
+  string,
+  string,
+  string | undefined,
+];
 const n = Number(nArg);
-const store = new PostgresStore({ url, schema, poolSize: 8 });
+const store = new PostgresStore({ url, schema, poolSize: 8, ...(JSON.parse(more ?? '{}') as object) });
 await store.opened();
 const agent = chaosAgent(ledger, n, undefined, { narrate: true });
 const config = { source: null, agents: [agent], compaction: {}, demo: false };

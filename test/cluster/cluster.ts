@@ -38,6 +38,8 @@ export interface ClusterOptions {
   killAt?: number;
   /** Every run's SSE client hops to another API process after a few items (default true). */
   hop?: boolean;
+  /** More options of every node's PostgresStore (as behind a pooler: `pooler`, `listenUrl`). */
+  store?: Record<string, unknown>;
   log?: (line: string) => void;
 }
 
@@ -68,9 +70,13 @@ interface Node {
 }
 
 function startNode(role: 'api' | 'worker', o: ClusterOptions, ledger: string, n: number): Promise<Node> {
-  const child = spawn(process.execPath, [NODE, role, o.url, o.schema, ledger, String(n)], {
-    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-  });
+  const child = spawn(
+    process.execPath,
+    [NODE, role, o.url, o.schema, ledger, String(n), JSON.stringify(o.store ?? {})],
+    {
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    },
+  );
   let stderr = '';
   child.stderr!.setEncoding('utf8').on('data', (c: string) => (stderr += c));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

@@ -6,7 +6,10 @@ import { version } from '../version.ts';
 
 export const serveHelp = `keel serve [--port 8787] [--host 127.0.0.1] [--db PATH|URL] [--config FILE] [--workers N] [--insecure] [--log-level info] [--trusted-proxies ADDR,...]
   The HTTP API and a worker in one process, on embedded SQLite (./.keel/keel.db, or $KEEL_DB), or on
-  PostgreSQL with --db postgres://user@host/db (or KEEL_DB=postgres://…; schema $KEEL_DB_SCHEMA, default keel).
+  PostgreSQL with --db postgres://user@host/db (or KEEL_DB=postgres://…; schema $KEEL_DB_SCHEMA, default keel;
+  behind PgBouncer in transaction mode KEEL_DB_POOLER=transaction and KEEL_DB_LISTEN_URL; pool size, timeouts
+  and slow statements: $KEEL_DB_POOL_SIZE, $KEEL_DB_STATEMENT_TIMEOUT_MS, $KEEL_DB_LOCK_TIMEOUT_MS,
+  $KEEL_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS, $KEEL_DB_SLOW_QUERY_MS: docs/deployment.md).
   --workers 0 serves the API only (run "keel worker" elsewhere). /metrics asks for the bearer token
   in $KEEL_METRICS_TOKEN when it is set, else for an API key once keys exist. Logs (requests, runs,
   failures) go to stderr as JSON lines, readable on a terminal; --log-level (or $KEEL_LOG_LEVEL):
@@ -46,7 +49,7 @@ export async function serveCommand(argv: string[], io: Io): Promise<number> {
       `--trusted-proxies must be addresses separated by commas, not ${JSON.stringify(proxies)}${values['trusted-proxies'] === undefined ? ' (from $KEEL_TRUSTED_PROXIES)' : ''}`,
     );
   const config = await loadConfig(values.config);
-  const { store, where } = await openDb(io, values.db, { create: true });
+  const { store, where } = await openDb(io, values.db, { create: true, logger });
   let server: Awaited<ReturnType<typeof startServer>>;
   try {
     server = await startServer({

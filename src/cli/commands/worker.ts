@@ -30,7 +30,7 @@ export async function workerCommand(argv: string[], io: Io): Promise<number> {
     throw new Error(`--metrics-port must be 0-65535, not ${JSON.stringify(rawPort)}`);
   const logger = commandLogger(io, values['log-level']);
   const config = await loadConfig(values.config);
-  const { store, where } = await openDb(io, values.db, { create: true });
+  const { store, where } = await openDb(io, values.db, { create: true, logger });
   const rt = createRuntime({
     store,
     agents: config.agents,

@@ -23,6 +23,9 @@ export async function migrate(client: pg.ClientBase, schema: string): Promise<vo
   const ident = quoteIdent(schema);
   await client.query('BEGIN');
   try {
+    // A migration may take long, and the nodes starting meanwhile wait for it: the store's bounds
+    // (timeouts.ts) are for its operations, not for this transaction.
+    await client.query('SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0');
     await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [MIGRATION_LOCK, schema]);
     await client.query(`CREATE SCHEMA IF NOT EXISTS ${ident}`);
     await client.query(

@@ -7,10 +7,13 @@ import { pgOperations } from './operations.ts';
 import type { OpContext } from './context.ts';
 import { PgCommitQueue } from './commit-queue.ts';
 import { PgNotices } from './notices.ts';
+import { clientClass, type StoreLogger } from './client.ts';
+import { checkThroughPooler, poolerMode, type PoolerMode } from './pooler.ts';
+import { localTimeouts, resolveTimeouts, startupTimeouts, type PostgresTimeouts } from './timeouts.ts';
 import { DEADLOCK_DETECTED, SERIALIZATION_FAILURE, Sql, sqlState, TransactionSql } from './sql.ts';
 
-export interface PostgresStoreOptions {
-  /** A connection string: postgres://user:password@host:port/database */
+export interface PostgresStoreOptions extends PostgresTimeouts {
+  /** A connection string: postgres://user:password@host:port/database (the pooler's, behind one). */
   url: string;
   /**
    * The schema Keel's tables live in (created if missing; default `keel`). Nodes that share a
@@ -21,6 +24,18 @@ export interface PostgresStoreOptions {
   poolSize?: number;
   /** How long to wait for a free connection before failing (default 30 s). */
   connectionTimeoutMs?: number;
+  /**
+   * `transaction` when `url` is a pooler in transaction mode (PgBouncer pool_mode=transaction):
+   * unnamed statements, timeouts set per transaction, the schema from the server's search_path
+   * (checked at open), LISTEN on `listenUrl` (ADR-0046, pooler.ts). Default `none`.
+   */
+  pooler?: PoolerMode;
+  /** Where LISTEN connects (one connection, outside the pool): straight to the server. Default `url`; required with `pooler: 'transaction'`. */
+  listenUrl?: string;
+  /** A statement slower than this is logged (warn, with its name and text) on `logger`. Default 1000 ms; 0 for none. */
+  slowQueryMs?: number;
+  /** Where the store logs slow statements and its warnings (the process's logger). Default: nowhere. */
+  logger?: StoreLogger;
 }
 
 /** Operations are written flat (see STORE_LAYOUT): one name each. */
@@ -65,6 +80,8 @@ export class PostgresStore extends WithStoreOps implements Store {
   readonly schema: string;
   readonly parallelTransactions: number;
   private readonly pool: pg.Pool;
+  private readonly pooled: boolean;
+  private readonly logger: StoreLogger | undefined;
   private readonly ready: Promise<void>;
   private readonly feed: PgNotices;
   /** Where appends outside a transaction and broadcasts go: one call commits all that wait (ADR-0045). */
@@ -89,11 +106,29 @@ export class PostgresStore extends WithStoreOps implements Store {
         `schema name ${JSON.stringify(this.schema)}: letters, digits and _ only, at most 51`,
       );
     this.parallelTransactions = Math.max(1, Math.floor((options.poolSize ?? 10) / 2));
+    const pooled = poolerMode(options) === 'transaction';
+    const timeouts = resolveTimeouts(options);
+    const slowQueryMs = options.slowQueryMs ?? 1000;
+    if (!Number.isInteger(slowQueryMs) || slowQueryMs < 0)
+      throw new StoreError(
+        'invalid_option',
+        `slowQueryMs must be a whole number of milliseconds >= 0, not ${slowQueryMs}`,
+      );
+    this.logger = options.logger;
+    this.pooled = pooled;
     this.pool = new pg.Pool({
       connectionString: options.url,
       max: options.poolSize ?? 10,
       connectionTimeoutMillis: options.connectionTimeoutMs ?? 30_000,
-      options: `-c search_path=${quoteIdent(this.schema)}`,
+      // Direct: the schema and the timeouts are the connection's own, from its startup. Behind a
+      // transaction pooler neither passes (see pooler.ts): each transaction sets its timeouts.
+      ...(pooled ? {} : { options: `-c search_path=${quoteIdent(this.schema)}`, ...startupTimeouts(timeouts) }),
+      Client: clientClass({
+        pooled,
+        ...(pooled ? { begin: `BEGIN; ${localTimeouts(timeouts)}` } : {}),
+        slowQueryMs,
+        ...(options.logger ? { logger: options.logger } : {}),
+      }),
       types,
       // A transaction's BEGIN and savepoints travel with the statement after them (TransactionSql).
       pipeline: true,
@@ -108,7 +143,7 @@ export class PostgresStore extends WithStoreOps implements Store {
       for (const l of this.commitObservers) l(seconds);
     };
     this.feed = new PgNotices({
-      url: options.url,
+      url: options.listenUrl ?? options.url,
       schema: this.schema,
       pool: this.pool,
       ready: this.ready,
@@ -121,6 +156,7 @@ export class PostgresStore extends WithStoreOps implements Store {
   private async migrateSchema(): Promise<void> {
     const client = await this.pool.connect();
     try {
+      if (this.pooled) await checkThroughPooler(client, this.schema, this.logger);
       await migrate(client, this.schema);
     } finally {
       client.release();
