@@ -101,4 +101,32 @@ describe('postgres commit queue', () => {
     expect(second).toMatchObject({ status: 'rejected', reason: { code: 'conflict' } });
     expect((await store.events.read('s')).map((e) => (e.data as { n: number }).n)).toEqual([1]);
   });
+
+  it('an append to a session another transaction holds does not hold up the other appends of its call', async () => {
+    const store = await open();
+    await store.sessions.create({ id: 'held', createdAt: T0 });
+    await store.sessions.create({ id: 'free', createdAt: T0 });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let holding!: () => void;
+    const held = new Promise<void>((r) => (holding = r));
+    const transaction = store.transaction(async (tx) => {
+      await tx.events.append('held', [note(1)]);
+      holding();
+      await gate;
+    });
+    await held;
+    const waiting = store.events.append('held', [note(2)]);
+    // It waits for the lock in a call of its own: the queue's next calls go on meanwhile.
+    await new Promise((r) => setTimeout(r, 50));
+    const other = await store.events.append('free', [note(3)]);
+    expect(other.map((e) => e.seq)).toEqual([1]);
+    let done = false;
+    void waiting.then(() => (done = true));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(done).toBe(false);
+    release();
+    await transaction;
+    expect((await waiting).map((e) => e.seq)).toEqual([2]);
+  });
 });

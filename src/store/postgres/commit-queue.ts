@@ -21,7 +21,8 @@ import { blobHashesIn } from '../blob-refs.ts';
 import { hasNul, NUL_REFUSAL } from '../plain-text.ts';
 import { storedEvent } from '../records.ts';
 import { appendRefusal } from './shared.ts';
-import { DEADLOCK_DETECTED, SERIALIZATION_FAILURE, Sql } from './sql.ts';
+import { DEADLOCK_DETECTED, SERIALIZATION_FAILURE, Sql, statementName } from './sql.ts';
+import { LOCK_NOT_AVAILABLE, timeoutFailure } from './timeouts.ts';
 
 /** Appends committed together at most, and the JSON bytes of their events (a call stays a few MB). */
 const MAX_APPENDS = 256;
@@ -45,10 +46,10 @@ const RETRY_MS = 25;
 const BROADCAST_LINGER_MS = 2;
 
 const APPEND_MANY = `SELECT o_item, o_seq, o_parent, o_state, o_detail, o_constraint, o_message FROM keel_append_many(
-  $1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-  $7::text[], $8::text[], $9::bigint[], $10::bigint[], $11::int[], $12::int[],
-  $13::text[], $14::text[], $15::int[], $16::bigint[], $17::text[], $18::int[], $19::int[],
-  $20::boolean[], $21::text[], $22::boolean[], $23::text[], $24::boolean[], $25::boolean[], $26::text[], $27::text[])`;
+  $1::boolean, $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+  $8::text[], $9::text[], $10::bigint[], $11::bigint[], $12::int[], $13::int[],
+  $14::text[], $15::text[], $16::int[], $17::bigint[], $18::text[], $19::int[], $20::int[],
+  $21::boolean[], $22::text[], $23::boolean[], $24::text[], $25::boolean[], $26::boolean[], $27::text[], $28::text[])`;
 
 interface PendingAppend {
   sessionId: string;
@@ -172,10 +173,22 @@ export class PgCommitQueue {
     }
   }
 
+  /** Calls of appends made alone, in flight beside the queue's. */
+  private readonly besides = new Set<Promise<unknown>>();
+
+  private track(call: Promise<unknown>): void {
+    this.besides.add(call);
+    void call.finally(() => {
+      this.besides.delete(call);
+      // What it put back (a deadlock's retry) is taken by the queue.
+      if (this.appends.length > 0) this.kick();
+    });
+  }
+
   /** Resolves once everything queued was sent (or refused). */
   async drained(): Promise<void> {
     if (this.lingering !== undefined) this.kick(true);
-    while (this.flushing) await this.flushing;
+    while (this.flushing || this.besides.size > 0) await Promise.all([this.flushing, ...this.besides]);
   }
 
   /** Nothing more is sent: broadcasts still queued are given up, appends refused. */
@@ -229,16 +242,24 @@ export class PgCommitQueue {
     while ((this.appends.length > 0 || this.broadcasts.length > 0) && !this.closed) {
       // After a failed call (the server unreachable), the next waits: 25, 50, 100… ms.
       if (failures > 0) await new Promise((r) => setTimeout(r, RETRY_MS * 2 ** Math.min(failures - 1, 6)));
+      // An append made alone (its rows were held, or its batch failed on a value) takes a call
+      // of its own beside the queue's: it may wait for a lock, and nothing else waits for it.
+      const alone = this.appends.filter((a) => a.alone);
+      if (alone.length > 0) {
+        this.appends = this.appends.filter((a) => !a.alone);
+        for (const a of alone) this.track(this.call([a], []));
+      }
       const broadcasts = this.broadcasts;
       this.broadcasts = [];
       const batch: PendingAppend[] = [];
       let bytes = 0;
       while (this.appends.length > 0 && batch.length < MAX_APPENDS) {
         const next = this.appends[0]!;
-        if (batch.length > 0 && (bytes + next.bytes > MAX_BYTES || next.alone || batch[0]!.alone)) break;
+        if (batch.length > 0 && bytes + next.bytes > MAX_BYTES) break;
         batch.push(this.appends.shift()!);
         bytes += next.bytes;
       }
+      if (batch.length === 0 && broadcasts.length === 0) continue;
       failures = (await this.call(batch, broadcasts)) ? 0 : failures + 1;
     }
   }
@@ -283,6 +304,8 @@ export class PgCommitQueue {
     let rows: Row[];
     try {
       rows = await this.sql.rows<Row>(APPEND_MANY, [
+        // Alone, an append waits for its rows (under the lock timeout), as a transaction's would.
+        !(batch.length === 1 && batch[0]!.alone),
         this.payloads(broadcasts),
         blobList.map((b) => b.hash),
         blobList.map((b) => b.data),
@@ -326,6 +349,12 @@ export class PgCommitQueue {
         return;
       }
       const state = failed.o_state!;
+      // Its rows were held by another transaction: made alone, it waits for them.
+      if (state === LOCK_NOT_AVAILABLE && !a.alone) {
+        a.alone = true;
+        this.appends.push(a);
+        return;
+      }
       if ((state === DEADLOCK_DETECTED || state === SERIALIZATION_FAILURE) && a.attempt < ATTEMPTS) {
         a.attempt++;
         this.appends.push(a);
@@ -336,7 +365,7 @@ export class PgCommitQueue {
         detail: failed.o_detail ?? undefined,
         constraint: failed.o_constraint ?? undefined,
       });
-      a.reject(appendRefusal(e, a.sessionId, a.options));
+      a.reject(appendRefusal(timeoutFailure(e, statementName(APPEND_MANY)), a.sessionId, a.options));
     });
     return true;
   }

@@ -9,7 +9,7 @@ export type Queryable = Pick<pg.Pool, 'query'> | Pick<pg.PoolClient, 'query'>;
 const names = new Map<string, string>();
 
 /** A statement's name for the server's prepared-statement cache: the same text, the same name. */
-function nameOf(text: string): string {
+export function statementName(text: string): string {
   let name = names.get(text);
   if (!name) {
     name = `keel_${createHash('sha1').update(text).digest('hex').slice(0, 16)}`;
@@ -34,7 +34,7 @@ export class Sql {
 
   async rows<R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<R[]> {
     await this.before();
-    return (await this.query<R>({ name: nameOf(text), text, values })).rows;
+    return (await this.query<R>({ name: statementName(text), text, values })).rows;
   }
 
   async one<R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<R | undefined> {
@@ -54,7 +54,7 @@ export class Sql {
   /** Rows changed. */
   async run(text: string, values: unknown[] = []): Promise<number> {
     await this.before();
-    return (await this.query({ name: nameOf(text), text, values })).rowCount ?? 0;
+    return (await this.query({ name: statementName(text), text, values })).rowCount ?? 0;
   }
 
   /**

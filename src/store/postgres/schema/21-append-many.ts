@@ -9,9 +9,11 @@ export const migration: PostgresMigration = {
       -- are notified first (delivered at commit, before the appends' own notices); the blobs the
       -- appends refer to are put; then each append is keel_append in a subtransaction of its own,
       -- so that one refused (a fence, a seq conflict, a lost lock race) leaves the others standing
-      -- and tells its SQLSTATE instead of rows.
+      -- and tells its SQLSTATE instead of rows. With p_nowait, an append whose session or run row
+      -- another transaction holds is not waited for (55P03 at once, the caller makes it alone):
+      -- one long transaction on a session must not hold up every other run's commit.
       CREATE OR REPLACE FUNCTION keel_append_many(
-        p_notify text[],
+        p_nowait boolean, p_notify text[],
         p_blob_hashes text[], p_blob_data text[], p_blob_media text[], p_blob_encodings text[], p_blob_heads text[],
         p_sessions text[], p_fence_runs text[], p_fence_tokens bigint[], p_expects bigint[], p_counts integer[], p_hash_counts integer[],
         p_ids text[], p_types text[], p_vs integer[], p_times bigint[], p_run_ids text[], p_turns integer[], p_steps integer[],
@@ -43,6 +45,12 @@ export const migration: PostgresMigration = {
           v_to := v_from + p_counts[i] - 1;
           v_hash_to := v_hash_from + p_hash_counts[i] - 1;
           BEGIN
+            IF p_nowait THEN
+              IF p_fence_runs[i] IS NOT NULL THEN
+                PERFORM 1 FROM runs r WHERE r.id = p_fence_runs[i] FOR SHARE NOWAIT;
+              END IF;
+              PERFORM 1 FROM sessions s WHERE s.id = p_sessions[i] FOR UPDATE NOWAIT;
+            END IF;
             RETURN QUERY SELECT i, a.seq, a.parent_id, NULL::text, NULL::text, NULL::text, NULL::text
               FROM keel_append(p_sessions[i], p_fence_runs[i], p_fence_tokens[i], p_expects[i],
                                coalesce(p_ids[v_from:v_to], '{}'), p_types[v_from:v_to], p_vs[v_from:v_to], p_times[v_from:v_to],
