@@ -39,6 +39,11 @@ export class LiveBus {
     return p;
   }
 
+  /** The latest seq of the session this process published or heard of (0 when it knows none). */
+  seqOf(sessionId: string): number {
+    return this.positions.get(sessionId)?.seq ?? 0;
+  }
+
   /** The session's log reached `seq` (a commit here, or one the store told of): the next deltas are numbered after it. */
   reached(sessionId: string, seq: number, known = false): void {
     const p = known ? this.positions.get(sessionId) : this.position(sessionId);

@@ -127,6 +127,9 @@ export class CrossNodeNotices {
    * the deltas this process makes for it from now on are numbered after it.
    */
   private changedTo(sessionId: string, lastSeq: number, own?: true): void {
+    // A notice of a commit this process published already (its own, told back by the store that
+    // cannot tell whose it is) is its own: its events reached the followers here at once.
+    if (!own && this.bus.seqOf(sessionId) >= lastSeq && lastSeq > 0) own = true;
     this.bus.reached(sessionId, lastSeq, true);
     if (!this.heard(sessionId, lastSeq) || !this.bus.isFollowed(sessionId)) return;
     this.bus.changed(
