@@ -33,10 +33,10 @@ for (let round = 0; round < Number(process.env.ROUNDS ?? 3); round++) {
   const f = await floor();
   // sessions created before timing; sends timed with the runs (as bench:cluster's (c) creates runs before)
   const sess: string[] = []; for (let i = 0; i < 20; i++) sess.push((await rt.sessions.create()).id);
-  const q0 = queries; const t0 = performance.now();
+  const q0 = queries; const c0 = process.cpuUsage(); const t0 = performance.now();
   for (const s of sess) { const { run } = await rt.sessions.send(s, 'go'); await rt.runs.wait(run.id); }
-  const us = ((performance.now() - t0) * 1000) / (20 * 11); const q = (queries - q0) / (20 * 11);
-  rows.push(`floor ${f.toFixed(0)} µs  step ${us.toFixed(0)} µs  ratio ${(us / f).toFixed(2)}  queries/step ${q.toFixed(2)}`);
+  const us = ((performance.now() - t0) * 1000) / (20 * 11); const q = (queries - q0) / (20 * 11); const cu = process.cpuUsage(c0); const cpu = (cu.user + cu.system) / (20 * 11);
+  rows.push(`floor ${f.toFixed(0)} µs  step ${us.toFixed(0)} µs  ratio ${(us / f).toFixed(2)}  queries/step ${q.toFixed(2)} cpu/step ${cpu.toFixed(0)} µs`);
   console.log(rows.at(-1));
 }
 await w.stop(); await rt.close(); await store.close();

@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL commit queue (ADR-0045): every append made outside a transaction, and every
+ * The PostgreSQL commit queue (ADR-0047): every append made outside a transaction, and every
  * broadcast, waits here for the next call of keel_append_many, which commits all of them in one
  * statement: one transaction, one round trip, one WAL flush for as many runs' durable points as
  * came meanwhile (group commit across runs, as the SQLite store's commit queue does). One call is

@@ -84,7 +84,7 @@ export class PostgresStore extends WithStoreOps implements Store {
   private readonly logger: StoreLogger | undefined;
   private readonly ready: Promise<void>;
   private readonly feed: PgNotices;
-  /** Where appends outside a transaction and broadcasts go: one call commits all that wait (ADR-0045). */
+  /** Where appends outside a transaction and broadcasts go: one call commits all that wait (ADR-0047). */
   private readonly commits: PgCommitQueue;
   private closed = false;
 

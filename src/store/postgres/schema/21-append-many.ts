@@ -4,7 +4,7 @@ import type { PostgresMigration } from './migration.ts';
 export const migration: PostgresMigration = {
   version: 21,
   sql: `
-      -- The commit queue's statement (commit-queue.ts, ADR-0045): one call, one transaction and
+      -- The commit queue's statement (commit-queue.ts, ADR-0047): one call, one transaction and
       -- one round trip for every append waiting in a process. The broadcasts queued before them
       -- are notified first (delivered at commit, before the appends' own notices); the blobs the
       -- appends refer to are put; then each append is keel_append in a subtransaction of its own,
