@@ -173,6 +173,34 @@ export class PgCommitQueue {
     }
   }
 
+  /** Calls in flight, and what waits for them to be answered (see `afterCalls`). */
+  private calling = 0;
+  private waitingForCalls: Array<() => void> = [];
+  private releasing = false;
+
+  /**
+   * Runs `fn` once no call is in flight and the appends they answered were told (a turn of the
+   * event loop after), in the order given; true when it had to wait. The listener hands each
+   * notification through it: a notice of this process's own commit then comes after the log
+   * published it here, so it is known for this process's own (no read, no wake-up).
+   */
+  afterCalls(fn: () => void): boolean {
+    if (this.calling === 0 && this.waitingForCalls.length === 0) return false;
+    this.waitingForCalls.push(fn);
+    this.releaseWhenIdle();
+    return true;
+  }
+
+  private releaseWhenIdle(): void {
+    if (this.calling > 0 || this.releasing || this.waitingForCalls.length === 0) return;
+    this.releasing = true;
+    setImmediate(() => {
+      this.releasing = false;
+      if (this.calling > 0) return;
+      for (const fn of this.waitingForCalls.splice(0)) fn();
+    });
+  }
+
   /** Calls of appends made alone, in flight beside the queue's. */
   private readonly besides = new Set<Promise<unknown>>();
 
@@ -302,6 +330,7 @@ export class PgCommitQueue {
     const blobList = [...blobs.values()];
     const t0 = performance.now();
     let rows: Row[];
+    this.calling++;
     try {
       rows = await this.sql.rows<Row>(APPEND_MANY, [
         // Alone, an append waits for its rows (under the lock timeout), as a transaction's would.
@@ -330,6 +359,9 @@ export class PgCommitQueue {
       if (retry.length === 0 && broadcasts.length > 0) this.markSent(broadcasts.at(-1)!.n);
       for (const a of batch) a.reject(e);
       return false;
+    } finally {
+      this.calling--;
+      this.releaseWhenIdle();
     }
     this.calls++;
     if (batch.length > 0) this.onCommit?.((performance.now() - t0) / 1000);

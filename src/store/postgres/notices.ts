@@ -84,28 +84,9 @@ export class PgNotices implements Required<NoticeOps> {
     };
     client.on('error', reconnect);
     client.on('end', reconnect);
+    // Told after this process's calls in flight were answered (see PgCommitQueue.afterCalls).
     client.on('notification', (n) => {
-      let p: { s?: unknown; q?: unknown; o?: unknown; b?: unknown };
-      try {
-        p = JSON.parse(n.payload ?? '') as typeof p;
-      } catch {
-        p = {};
-      }
-      if (p.o !== undefined) {
-        // This instance's ping (see caughtUp): what was notified before it has arrived.
-        if (p.o === this.instanceId && typeof (p as { ping?: unknown }).ping === 'number')
-          return this.pinged((p as { ping: number }).ping);
-        // Broadcast messages: another node's (this instance's own are not for it).
-        if (p.o === this.instanceId || !Array.isArray(p.b)) return;
-        for (const m of p.b as Array<{ s?: unknown; m?: unknown }>) {
-          if (typeof m.s !== 'string' || typeof m.m !== 'object' || m.m === null) continue;
-          for (const l of [...this.changeListeners]) l({ sessionId: m.s, message: m.m as JsonObject });
-        }
-        return;
-      }
-      const change: StoreChange | undefined =
-        typeof p.s === 'string' && typeof p.q === 'number' ? { sessionId: p.s, lastSeq: p.q } : undefined;
-      for (const l of [...this.changeListeners]) l(change);
+      if (!this.commits.afterCalls(() => this.notified(n))) this.notified(n);
     });
     try {
       await client.connect();
@@ -114,6 +95,31 @@ export class PgNotices implements Required<NoticeOps> {
     } catch {
       reconnect();
     }
+  }
+
+  /** A notification on the schema's channel: a ping of this instance, other nodes' broadcasts, or a commit. */
+  private notified(n: pg.Notification): void {
+    let p: { s?: unknown; q?: unknown; o?: unknown; b?: unknown };
+    try {
+      p = JSON.parse(n.payload ?? '') as typeof p;
+    } catch {
+      p = {};
+    }
+    if (p.o !== undefined) {
+      // This instance's ping (see caughtUp): what was notified before it has arrived.
+      if (p.o === this.instanceId && typeof (p as { ping?: unknown }).ping === 'number')
+        return this.pinged((p as { ping: number }).ping);
+      // Broadcast messages: another node's (this instance's own are not for it).
+      if (p.o === this.instanceId || !Array.isArray(p.b)) return;
+      for (const m of p.b as Array<{ s?: unknown; m?: unknown }>) {
+        if (typeof m.s !== 'string' || typeof m.m !== 'object' || m.m === null) continue;
+        for (const l of [...this.changeListeners]) l({ sessionId: m.s, message: m.m as JsonObject });
+      }
+      return;
+    }
+    const change: StoreChange | undefined =
+      typeof p.s === 'string' && typeof p.q === 'number' ? { sessionId: p.s, lastSeq: p.q } : undefined;
+    for (const l of [...this.changeListeners]) l(change);
   }
 
   /** Tells this instance's own broadcasts apart from other nodes'. */
