@@ -81,7 +81,7 @@ import { createRuntime, defineAgent, SqliteStore, tool, type AgentDefinition, ty
 import { startServer } from '../src/server/serve.ts';
 import { PostgresStore } from '../src/store/postgres/index.ts';
 import { countQueriesInto, QueryTally, seenPids, type TallySnapshot } from './pg-query-tally.ts';
-import { ServerMeter, type ServerDiff, type ServerSample } from './server-cost.ts';
+import { ServerMeter, type SchemaWal, type ServerDiff, type ServerSample } from './server-cost.ts';
 import { stepsModel } from './steps-model.ts';
 
 const RUNS = Number(process.env.RUNS ?? 400);
@@ -270,7 +270,12 @@ interface ServerCost {
    * a commit), and any other client of the database adds to it.
    */
   dbTransactionsPerStep: number | null;
+  /** The server's WAL position moved by this ÷ steps: every client's WAL (see server-cost.ts). */
   walBytesPerStep: number;
+  /** The measured schema's own WAL records (and their commits) ÷ steps, by pg_walinspect; null without it. */
+  schemaWalBytesPerStep: number | null;
+  /** Of which full-page images. */
+  schemaWalFpiBytesPerStep: number | null;
   /** Own backends + the server's background processes; null when the server is not local. */
   serverCpuUsPerStep: number | null;
   cpu: {
@@ -302,6 +307,8 @@ function costOf(
     transactionsPerStep: t.transactions / steps,
     dbTransactionsPerStep: dbTx === null ? null : dbTx / steps,
     walBytesPerStep: d.walBytes / steps,
+    schemaWalBytesPerStep: d.schemaWal ? d.schemaWal.bytes / steps : null,
+    schemaWalFpiBytesPerStep: d.schemaWal ? d.schemaWal.fpiBytes / steps : null,
     serverCpuUsPerStep: server === null ? null : server / steps,
     cpu: d.cpu && {
       ownBackendsUsPerStep: d.cpu.ownUs / steps,
@@ -321,8 +328,11 @@ const addTally = (a: TallySnapshot, b: TallySnapshot): TallySnapshot => ({
   pids: [...a.pids, ...b.pids],
 });
 const noTally = (): TallySnapshot => ({ queries: 0, statements: 0, transactions: 0, rollbacks: 0, pids: [] });
+const addWal = (a: SchemaWal | null | undefined, b: SchemaWal | null | undefined): SchemaWal | null =>
+  a && b ? { bytes: a.bytes + b.bytes, fpiBytes: a.fpiBytes + b.fpiBytes, records: a.records + b.records } : null;
 const addDiff = (a: ServerDiff, b: ServerDiff): ServerDiff => ({
   walBytes: a.walBytes + b.walBytes,
+  schemaWal: addWal(a.schemaWal, b.schemaWal),
   cpu:
     a.cpu && b.cpu
       ? {
@@ -339,6 +349,7 @@ const addDiff = (a: ServerDiff, b: ServerDiff): ServerDiff => ({
 });
 const noDiff = (meter: ServerMeter): ServerDiff => ({
   walBytes: 0,
+  schemaWal: { bytes: 0, fpiBytes: 0, records: 0 },
   cpu: meter.local ? { ownUs: 0, backgroundUs: 0, apartUs: 0, otherUs: 0 } : null,
   statements: meter.pgStatStatements ? { calls: 0, walBytes: 0 } : null,
 });
@@ -349,7 +360,7 @@ function costLine(c: ServerCost): string {
     : 'server CPU n/a';
   const db = c.dbTransactionsPerStep === null ? '' : ` (pg_stat_database ${fmt(c.dbTransactionsPerStep, 2)})`;
   const pgss = c.pgStatStatementsPerStep === null ? '' : ` (pg_stat_statements ${fmt(c.pgStatStatementsPerStep, 2)})`;
-  return `a step: ${fmt(c.roundTripsPerStep, 2)} round trips (${fmt(c.roundTripsPerPoint, 2)} a durable point), ${fmt(c.statementsPerStep, 2)} statements${pgss}, ${fmt(c.transactionsPerStep, 2)} transactions${db}, ${fmt(c.walBytesPerStep)} WAL bytes, ${cpu}`;
+  return `a step: ${fmt(c.roundTripsPerStep, 2)} round trips (${fmt(c.roundTripsPerPoint, 2)} a durable point), ${fmt(c.statementsPerStep, 2)} statements${pgss}, ${fmt(c.transactionsPerStep, 2)} transactions${db}, ${fmt(c.walBytesPerStep)} WAL bytes${c.schemaWalBytesPerStep === null ? '' : ` (the schema's own ${fmt(c.schemaWalBytesPerStep)}, full-page images ${fmt(c.schemaWalFpiBytesPerStep)})`}, ${cpu}`;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -419,6 +430,7 @@ async function throughput(place: Place, workers: number, meter: ServerMeter | nu
     const after = await meter.sample();
     const tally = (await Promise.all(procs.map((p) => p.counters()))).reduce(addTally, noTally());
     measured = { tally, diff: meter.diff(before!, after, tally.pids, seenPids()) };
+    if (place.kind === 'postgres') measured.diff.schemaWal = await meter.schemaWal(before!, after, place.schema);
   }
   // Every run has ended, its events committed: the workers go (their idle looks for more work
   // would only add to pg_stat_database's count) while the SSE clients read to their runs' ends.
@@ -667,7 +679,11 @@ async function oneAtATime(place: PgPlace, meter: ServerMeter): Promise<OneAtATim
     const after = await meter.sample();
     // This process's backends but the floor's connection: the pool's, the LISTEN connection's.
     const own = seenPids().filter((p) => p !== floorPid);
-    if (measured) keelDiff = addDiff(keelDiff, meter.diff(before, after, own));
+    if (measured)
+      keelDiff = addDiff(keelDiff, {
+        ...meter.diff(before, after, own),
+        schemaWal: await meter.schemaWal(before, after, place.schema),
+      });
     for (const off of offs) off();
     await worker.stop();
     return us;
@@ -695,7 +711,10 @@ async function oneAtATime(place: PgPlace, meter: ServerMeter): Promise<OneAtATim
   const keelRowBytesPerStep = rowBytes / (FLOOR_RUNS * POINTS_PER_RUN);
   const floorBytes = FLOOR_BYTES ?? Math.round(keelRowBytesPerStep);
   const table = `${schema}."bench_floor"`;
+  // Stored as it is, in the row: a row over ~2 KB would be compressed (this one to almost nothing)
+  // or moved out of line, and the floor would not write the bytes it stands for.
   await client.query(`CREATE TABLE ${table} (id bigserial PRIMARY KEY, data text NOT NULL)`);
+  await client.query(`ALTER TABLE ${table} ALTER COLUMN data SET STORAGE PLAIN`);
   const row = 'x'.repeat(floorBytes);
   const floorTally = new QueryTally();
   let floorDiff = noDiff(meter);
@@ -711,7 +730,11 @@ async function oneAtATime(place: PgPlace, meter: ServerMeter): Promise<OneAtATim
     const floorUs = ((performance.now() - t) * 1000) / n;
     countQueriesInto(null);
     const after = await meter.sample();
-    if (measured) floorDiff = addDiff(floorDiff, meter.diff(before, after, floorTally.pids));
+    if (measured)
+      floorDiff = addDiff(floorDiff, {
+        ...meter.diff(before, after, floorTally.pids),
+        schemaWal: await meter.schemaWal(before, after, place.schema),
+      });
     t = performance.now();
     for (let i = 0; i < n; i++) await client.query({ name: 'one', text: 'SELECT 1' });
     return { floorUs, roundTripUs: ((performance.now() - t) * 1000) / n };

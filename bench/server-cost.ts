@@ -3,7 +3,11 @@
  * phase through a connection of its own (the meter):
  *
  * - WAL bytes: `pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')`, the server's WAL position. It is the
- *   whole server's: another client writing meanwhile adds to it.
+ *   whole server's: another client writing meanwhile adds to it. So also, where the server has
+ *   pg_walinspect (a contrib module of PostgreSQL 15+; created in the measured schema, gone with
+ *   it), the WAL records between the two positions that touch a relation of the measured schema
+ *   (its tables, indexes, sequences, TOAST) and the commit records of their transactions: the WAL
+ *   of the measured work alone, record lengths without the pages' headers and alignment.
  * - CPU: every process of this machine whose comm is `postgres`, its on-CPU time from
  *   /proc/<pid>/schedstat (ns; utime + stime from /proc/<pid>/stat, in clock ticks, where there
  *   is no schedstat). A process is the backend of a connection the measured processes used (their
@@ -26,6 +30,7 @@ const BACKGROUND =
 
 export interface ServerSample {
   walBytes: number;
+  lsn: string;
   /** On-CPU ns by pid of the server's processes; null when they are not visible here. */
   cpuNs: Map<number, number> | null;
   statements: { calls: number; walBytes: number } | null;
@@ -42,8 +47,16 @@ export interface CpuSplit {
   otherUs: number;
 }
 
+export interface SchemaWal {
+  bytes: number;
+  fpiBytes: number;
+  records: number;
+}
+
 export interface ServerDiff {
   walBytes: number;
+  /** The measured schema's own WAL (see schemaWal), when asked for and to be had. */
+  schemaWal?: SchemaWal | null;
   cpu: CpuSplit | null;
   statements: { calls: number; walBytes: number } | null;
 }
@@ -93,7 +106,9 @@ export class ServerMeter {
   }
 
   async sample(): Promise<ServerSample> {
-    const [w] = await this.query<{ b: string }>(`SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::text AS b`);
+    const [w] = await this.query<{ b: string; lsn: string }>(
+      `SELECT l::text AS lsn, pg_wal_lsn_diff(l, '0/0')::text AS b FROM pg_current_wal_lsn() l`,
+    );
     let statements: ServerSample['statements'] = null;
     if (this.pgStatStatements) {
       const [s] = await this.query<{ calls: string; wal: string }>(
@@ -101,7 +116,7 @@ export class ServerMeter {
       );
       statements = { calls: Number(s!.calls), walBytes: Number(s!.wal) };
     }
-    return { walBytes: Number(w!.b), cpuNs: this.local ? this.cpuNs() : null, statements };
+    return { walBytes: Number(w!.b), lsn: w!.lsn, cpuNs: this.local ? this.cpuNs() : null, statements };
   }
 
   /** The database's committed (and rolled back) transactions, as its backends reported them so far. */
@@ -140,6 +155,65 @@ export class ServerMeter {
         ? { calls: b.statements.calls - a.statements.calls, walBytes: b.statements.walBytes - a.statements.walBytes }
         : null;
     return { walBytes: b.walBytes - a.walBytes, cpu, statements };
+  }
+
+  /** pg_walinspect's schema by measured schema (it goes with the schema it was created in). */
+  private readonly walinspect = new Map<string, Promise<string | null>>();
+
+  /**
+   * The WAL from `a` to `b` of the relations of `schema` and of their transactions' commits (see
+   * the header); null without pg_walinspect.
+   */
+  async schemaWal(a: ServerSample, b: ServerSample, schema: string): Promise<SchemaWal | null> {
+    if (!this.walinspect.has(schema)) this.walinspect.set(schema, this.createWalinspect(schema));
+    const at = await this.walinspect.get(schema)!;
+    if (at === null) return null;
+    try {
+      const [r] = await this.query<{ bytes: string; fpi: string; records: string }>(`
+        WITH rels AS (
+          SELECT pg_relation_filenode(c.oid) AS f FROM pg_class c WHERE c.relnamespace = '"${schema}"'::regnamespace
+          UNION SELECT pg_relation_filenode(c.reltoastrelid) FROM pg_class c
+            WHERE c.relnamespace = '"${schema}"'::regnamespace AND c.reltoastrelid <> 0
+          UNION SELECT pg_relation_filenode(i.indexrelid) FROM pg_class c JOIN pg_index i ON i.indrelid = c.reltoastrelid
+            WHERE c.relnamespace = '"${schema}"'::regnamespace
+        ),
+        r AS (
+          SELECT start_lsn, xid::text AS xid, resource_manager, record_length, fpi_length, block_ref
+          FROM "${at}".pg_get_wal_records_info('${a.lsn}', '${b.lsn}')
+        ),
+        mine AS (
+          SELECT * FROM r WHERE EXISTS (
+            SELECT 1 FROM regexp_matches(r.block_ref, 'rel [0-9]+/[0-9]+/([0-9]+)', 'g') m
+            WHERE m[1]::oid IN (SELECT f FROM rels)
+          )
+        ),
+        commits AS (
+          SELECT * FROM r WHERE resource_manager = 'Transaction'
+            AND xid IN (SELECT xid FROM mine WHERE xid <> '0')
+            AND start_lsn NOT IN (SELECT start_lsn FROM mine)
+        )
+        SELECT (SELECT coalesce(sum(record_length), 0) FROM mine)
+             + (SELECT coalesce(sum(record_length), 0) FROM commits) AS bytes,
+               (SELECT coalesce(sum(fpi_length), 0) FROM mine) AS fpi,
+               (SELECT count(*) FROM mine) + (SELECT count(*) FROM commits) AS records`);
+      return { bytes: Number(r!.bytes), fpiBytes: Number(r!.fpi), records: Number(r!.records) };
+    } catch (e) {
+      this.notes.push(`the measured schema's own WAL: n/a (${(e as Error).message})`);
+      return null;
+    }
+  }
+
+  private async createWalinspect(schema: string): Promise<string | null> {
+    try {
+      await this.query(`CREATE EXTENSION IF NOT EXISTS pg_walinspect SCHEMA "${schema}"`);
+      const [r] = await this.query<{ s: string }>(
+        `SELECT n.nspname AS s FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_walinspect'`,
+      );
+      return r!.s;
+    } catch (e) {
+      this.notes.push(`the measured schema's own WAL: n/a (pg_walinspect: ${(e as Error).message})`);
+      return null;
+    }
   }
 
   async close(): Promise<void> {
