@@ -44,7 +44,9 @@
  *   is one point; the final step with the turn's end is one), so points = runs × (TOOL_STEPS + 1).
  * - WAL bytes: pg_current_wal_lsn() before and after (pg_wal_lsn_diff). The whole server's WAL:
  *   another client's writes add to it, and so do the full-page images written at the first change of
- *   a page after each checkpoint (every 5 min by default), so it moves from run to run.
+ *   a page after each checkpoint (every 5 min by default), so it moves from run to run. Beside it,
+ *   where the server has pg_walinspect (contrib, PostgreSQL 15+), the schema's own: the records
+ *   between the two positions that touch a relation of the variant's schema, and their commits.
  * - server CPU µs: on-CPU time of the server's processes on this machine (/proc/<pid>/schedstat,
  *   else utime + stime of /proc/<pid>/stat) before and after: the backends of the measured
  *   processes' connections plus the server's background processes (WAL writer, checkpointer…);
