@@ -27,7 +27,7 @@ const rt = createRuntime({ store, agents: [agent] });
 const w = process.env.WORKER ? rt.startWorker({ id: 'p', concurrency: 1, pollMs: 5 }) : undefined;
 let t0 = 0;
 for (let i = 0; i < 4; i++) {
-  if (i === 3) { t0 = performance.now(); on = true; }
+  if (i === 3) { t0 = performance.now(); on = true; (globalThis as any).__trace = 1; }
   const s = await rt.sessions.create();
   const { run } = await rt.sessions.send(s.id, 'go');
   await rt.runs.wait(run.id);

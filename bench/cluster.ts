@@ -302,8 +302,8 @@ function costOf(
     runs,
     steps,
     points,
-    roundTripsPerStep: t.queries / steps,
-    roundTripsPerPoint: t.queries / points,
+    roundTripsPerStep: t.roundTrips / steps,
+    roundTripsPerPoint: t.roundTrips / points,
     statementsPerStep: t.statements / steps,
     pgStatStatementsPerStep: d.statements ? d.statements.calls / steps : null,
     transactionsPerStep: t.transactions / steps,
@@ -324,12 +324,20 @@ function costOf(
 
 const addTally = (a: TallySnapshot, b: TallySnapshot): TallySnapshot => ({
   queries: a.queries + b.queries,
+  roundTrips: a.roundTrips + b.roundTrips,
   statements: a.statements + b.statements,
   transactions: a.transactions + b.transactions,
   rollbacks: a.rollbacks + b.rollbacks,
   pids: [...a.pids, ...b.pids],
 });
-const noTally = (): TallySnapshot => ({ queries: 0, statements: 0, transactions: 0, rollbacks: 0, pids: [] });
+const noTally = (): TallySnapshot => ({
+  queries: 0,
+  roundTrips: 0,
+  statements: 0,
+  transactions: 0,
+  rollbacks: 0,
+  pids: [],
+});
 const addWal = (a: SchemaWal | null | undefined, b: SchemaWal | null | undefined): SchemaWal | null =>
   a && b ? { bytes: a.bytes + b.bytes, fpiBytes: a.fpiBytes + b.fpiBytes, records: a.records + b.records } : null;
 const addDiff = (a: ServerDiff, b: ServerDiff): ServerDiff => ({

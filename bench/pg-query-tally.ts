@@ -2,9 +2,11 @@
  * Client-side counts of what a process sends to PostgreSQL, for bench/cluster.ts's server cost
  * where the server has no pg_stat_statements: `pg.Client.prototype.query` is wrapped (pg.Pool
  * calls it with a callback, the store's transactions call it for a promise; counting at the call
- * needs neither, every argument is passed on as it came). A call is one round trip (pg sends one
- * query at a time on a connection, no pipelining); a simple-query text of several statements
- * separated by ';' (`BEGIN; SAVEPOINT …`) is one round trip and as many statements. Transactions:
+ * needs neither, every argument is passed on as it came, and its answer is watched). A call is a
+ * query; it is a round trip of its own unless the connection had another one unanswered when it
+ * was sent (the store's connections pipeline: a transaction's BEGIN and savepoints travel with the
+ * statement after them). A simple-query text of several statements separated by ';' is one query
+ * and as many statements. Transactions:
  * each COMMIT, and each query sent outside a transaction block (its own implicit transaction).
  * The backend pid of every connection that sent a query is kept, so that the server's CPU can be
  * told apart by process (server-cost.ts).
@@ -13,6 +15,8 @@ import pg from 'pg';
 
 export class QueryTally {
   queries = 0;
+  /** Queries sent while their connection had none unanswered: each waits for an answer of its own. */
+  roundTrips = 0;
   statements = 0;
   transactions = 0;
   rollbacks = 0;
@@ -21,6 +25,7 @@ export class QueryTally {
   snapshot(): TallySnapshot {
     return {
       queries: this.queries,
+      roundTrips: this.roundTrips,
       statements: this.statements,
       transactions: this.transactions,
       rollbacks: this.rollbacks,
@@ -31,6 +36,7 @@ export class QueryTally {
 
 export interface TallySnapshot {
   queries: number;
+  roundTrips: number;
   statements: number;
   transactions: number;
   rollbacks: number;
@@ -48,6 +54,8 @@ export function seenPids(): number[] {
 }
 let installed = false;
 const inBlock = new WeakMap<object, boolean>();
+/** Queries sent on each connection and not answered yet. */
+const unanswered = new WeakMap<object, number>();
 const apart = new WeakSet<object>();
 
 /** A connection whose queries are never counted (the meter's, see server-cost.ts). */
@@ -65,11 +73,29 @@ export function countQueriesInto(tally: QueryTally | null): void {
     this: pg.Client & { processID: number | null },
     ...args: unknown[]
   ) {
-    if (!apart.has(this)) {
-      if (this.processID !== null) seen.add(this.processID);
-      if (current) tallyQuery(current, this, args[0], args[1]);
+    if (apart.has(this)) return original.apply(this, args);
+    if (this.processID !== null) seen.add(this.processID);
+    const pending = unanswered.get(this) ?? 0;
+    if (current) {
+      tallyQuery(current, this, args[0], args[1]);
+      if (pending === 0) current.roundTrips++;
     }
-    return original.apply(this, args);
+    unanswered.set(this, pending + 1);
+    const answered = () => unanswered.set(this, Math.max(0, (unanswered.get(this) ?? 1) - 1));
+    // The answer: a callback (pg.Pool's), a query config's callback, or the promise returned.
+    const i = args.findIndex((a) => typeof a === 'function');
+    if (i >= 0) {
+      const cb = args[i] as (...a: unknown[]) => unknown;
+      args[i] = (...a: unknown[]) => {
+        answered();
+        return cb(...a);
+      };
+      return original.apply(this, args);
+    }
+    const result = original.apply(this, args) as Promise<unknown> | undefined;
+    if (result && typeof result.then === 'function') result.then(answered, answered);
+    else answered();
+    return result;
   };
 }
 
