@@ -5,6 +5,7 @@ import { migrate, quoteIdent } from './migrations.ts';
 import { pgOperations } from './operations.ts';
 import type { OpContext } from './context.ts';
 import { PgNotices } from './notices.ts';
+import { rethrowUnavailable, watchCheckedOut } from './connection-errors.ts';
 import { DEADLOCK_DETECTED, SERIALIZATION_FAILURE, Sql, sqlState, TransactionSql } from './sql.ts';
 
 export interface PostgresStoreOptions {
@@ -100,10 +101,12 @@ export class PostgresStore extends WithStoreOps implements Store {
 
   private async migrateSchema(): Promise<void> {
     const client = await this.pool.connect();
+    const watch = watchCheckedOut(client);
     try {
       await migrate(client, this.schema);
     } finally {
-      client.release();
+      watch.done();
+      client.release(watch.lost());
     }
   }
 
@@ -123,7 +126,8 @@ export class PostgresStore extends WithStoreOps implements Store {
 
   private outside(name: OpName, args: unknown[]): Promise<unknown> {
     if (this.closed) return Promise.reject(new StoreError('closed', 'the store is closed'));
-    return this.track(this.runOutside(name, args));
+    // A connection refused or cut is the port's `unavailable` (ADR-0045).
+    return this.track(this.runOutside(name, args).catch(rethrowUnavailable));
   }
 
   private async runOutside(name: OpName, args: unknown[]): Promise<unknown> {
@@ -158,11 +162,13 @@ export class PostgresStore extends WithStoreOps implements Store {
    */
   private async withClient<T>(fn: (client: pg.PoolClient, broken: (e: Error) => void) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
+    const watch = watchCheckedOut(client);
     let broken: Error | undefined;
     try {
       return await fn(client, (e) => (broken = e));
     } finally {
-      client.release(broken);
+      watch.done();
+      client.release(broken ?? watch.lost());
     }
   }
 
@@ -183,7 +189,7 @@ export class PostgresStore extends WithStoreOps implements Store {
 
   transaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T> {
     if (this.closed) return Promise.reject(new StoreError('closed', 'the store is closed'));
-    return this.track(this.runTransaction(fn));
+    return this.track(this.runTransaction(fn).catch(rethrowUnavailable));
   }
 
   private async runTransaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T> {
