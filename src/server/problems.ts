@@ -177,7 +177,11 @@ export function toProblem(e: unknown): { type: ProblemType; detail: string; exte
   if (e instanceof RetentionPolicyError)
     return { type: 'invalid_retention_policy', detail: e.message, extensions: { field: e.field } };
   if (e instanceof StoreError && e.code === 'unavailable')
-    return { type: 'store_unavailable', detail: e.message, extensions: { retry_after: STORE_UNAVAILABLE_RETRY_AFTER_S } };
+    return {
+      type: 'store_unavailable',
+      detail: e.message,
+      extensions: { retry_after: STORE_UNAVAILABLE_RETRY_AFTER_S },
+    };
   if (e instanceof StoreError) {
     const map: Record<string, ProblemType> = {
       not_found: 'not_found',

@@ -106,7 +106,8 @@ describe('PostgreSQL restart: the server stops for 10 s in the middle of 50 runn
         });
         expect([201, 202]).toContain(m.status);
         const runId = (m.json.run as { id: string }).id;
-        const client = i % 4 === 0 || isSlow(i) ? new ResumingClient(`${url}/v1/runs/${runId}/stream`).open() : undefined;
+        const client =
+          i % 4 === 0 || isSlow(i) ? new ResumingClient(`${url}/v1/runs/${runId}/stream`).open() : undefined;
         if (client) clients.push(client);
         runs.push({ i, sessionId, runId, ...(client ? { client } : {}) });
       };
@@ -144,7 +145,10 @@ describe('PostgreSQL restart: the server stops for 10 s in the middle of 50 runn
       };
       await problem('/v1/sessions/x');
       await problem(`/v1/runs/${runs[1]!.runId}`);
-      await problem(`/v1/sessions/${runs[1]!.sessionId}/messages`, { content: 'task late steps=1', if_busy: 'enqueue' });
+      await problem(`/v1/sessions/${runs[1]!.sessionId}/messages`, {
+        content: 'task late steps=1',
+        if_busy: 'enqueue',
+      });
       await problem('/v1/sessions', {});
       const ready = await problem('/readyz');
       expect(ready.reason).toBe('database_unreachable');
@@ -200,7 +204,8 @@ describe('PostgreSQL restart: the server stops for 10 s in the middle of 50 runn
           const n = ran.filter((l) => l.toolCallId === id).length;
           if (n !== 1) violations.push(`t${r.i}: call ${id} ran ${n} times`);
         }
-        for (const l of ran) if (!calls.has(l.toolCallId)) violations.push(`t${r.i}: ${l.toolCallId} ran without a call in the log`);
+        for (const l of ran)
+          if (!calls.has(l.toolCallId)) violations.push(`t${r.i}: ${l.toolCallId} ran without a call in the log`);
         const expected = STEPS + (isSlow(r.i) ? 1 : 0);
         if (calls.size !== expected) violations.push(`t${r.i}: ${calls.size} calls, not ${expected}`);
         // The owner inside its slow call through the outage kept the run: nobody took it over.
@@ -219,7 +224,8 @@ describe('PostgreSQL restart: the server stops for 10 s in the middle of 50 runn
             }
         }
       }
-      if (violations.length > 0) console.log(procs.map((p) => p.stderr()).join('\n---\n'), `stopped at ${new Date(stoppedAt).toISOString()}`);
+      if (violations.length > 0)
+        console.log(procs.map((p) => p.stderr()).join('\n---\n'), `stopped at ${new Date(stoppedAt).toISOString()}`);
       expect(violations).toEqual([]);
       for (const p of procs) expect(p.child.exitCode, p.stderr()).toBe(null);
       // The clients refused during the outage resumed (checked above: nothing missed, nothing twice).

@@ -14,7 +14,14 @@
  */
 import { fsyncSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { z } from 'zod';
-import { defineAgent, runScope, ScriptedModel, tool, type AgentDefinition, type ScriptedResponse } from '../../src/index.ts';
+import {
+  defineAgent,
+  runScope,
+  ScriptedModel,
+  tool,
+  type AgentDefinition,
+  type ScriptedResponse,
+} from '../../src/index.ts';
 
 export interface RestartLedgerLine {
   runId: string;
@@ -27,7 +34,9 @@ export interface RestartLedgerLine {
 type PromptMessage = { role: string; content: unknown };
 const textOf = (m: PromptMessage): string =>
   Array.isArray(m.content)
-    ? (m.content as Array<{ type: string; text?: string }>).map((p) => (p.type === 'text' ? (p.text ?? '') : '')).join('')
+    ? (m.content as Array<{ type: string; text?: string }>)
+        .map((p) => (p.type === 'text' ? (p.text ?? '') : ''))
+        .join('')
     : String(m.content);
 
 /** What the model says next, from the conversation alone. */
@@ -39,8 +48,7 @@ function respond(prompt: readonly PromptMessage[]): ScriptedResponse {
   const done = prompt.slice(taskAt + 1).filter((p) => p.role === 'tool').length;
   const delayMs = 50 + Math.floor(Math.random() * 150);
   const step = done + 1;
-  if (done >= Number(stepsText))
-    return { delayMs, chunks: ['done ', `${name} `, 'all ', 'steps'], chunkDelayMs: 10 };
+  if (done >= Number(stepsText)) return { delayMs, chunks: ['done ', `${name} `, 'all ', 'steps'], chunkDelayMs: 10 };
   const calls = [{ id: `${name}-s${step}-once`, name: 'send_once', input: { step } }];
   if (slow && step === 1) calls.push({ id: `${name}-s${step}-slow`, name: 'slow', input: { step } });
   return { delayMs, chunks: ['working ', 'on ', `${name} `, `step ${step}`], chunkDelayMs: 10, toolCalls: calls };
