@@ -5,14 +5,15 @@
  *
  * - a user message `task <name> steps=<n> [slow]` starts a task: n steps, each calling
  *   `send_once` (effectful: not safe to repeat) after streaming a few words; with `slow`, step 1
- *   also calls `slow` (effectful too), which takes `slowMs`, long enough to span the outage;
+ *   also calls `slow` (effectful too), which lasts until the test says the outage is over (it
+ *   creates the file `<ledger>.restarted`): its execution spans the whole outage;
  * - then it answers `done <name>`.
  *
  * Every execution of a tool appends a line to a ledger file (one write(2), then fsync, O_APPEND):
  * the outside world's record of what ran. Each tool's `check` reads it, so a call whose outcome the
  * log does not know (cut off by the outage) is resolved from there, never run twice.
  */
-import { fsyncSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { existsSync, fsyncSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { z } from 'zod';
 import {
   defineAgent,
@@ -54,7 +55,12 @@ function respond(prompt: readonly PromptMessage[]): ScriptedResponse {
   return { delayMs, chunks: ['working ', 'on ', `${name} `, `step ${step}`], chunkDelayMs: 10, toolCalls: calls };
 }
 
-export function restartAgent(ledgerPath: string, slowMs: number): AgentDefinition {
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The file the test creates once the database is back: `slow` calls end then. */
+export const restartedMarker = (ledgerPath: string): string => `${ledgerPath}.restarted`;
+
+export function restartAgent(ledgerPath: string): AgentDefinition {
   const ledger = openSync(ledgerPath, 'a');
   const lines = (): RestartLedgerLine[] =>
     readFileSync(ledgerPath, 'utf8')
@@ -62,7 +68,7 @@ export function restartAgent(ledgerPath: string, slowMs: number): AgentDefinitio
       .filter(Boolean)
       .map((l) => JSON.parse(l) as RestartLedgerLine);
   const effect =
-    (name: RestartLedgerLine['tool'], ms: () => number) =>
+    (name: RestartLedgerLine['tool'], wait: () => Promise<unknown>) =>
     async (_input: { step: number }, ctx: { toolCallId: string; idempotencyKey: string }) => {
       const line: RestartLedgerLine = {
         runId: runScope.getStore()!.runId,
@@ -73,7 +79,7 @@ export function restartAgent(ledgerPath: string, slowMs: number): AgentDefinitio
       };
       writeSync(ledger, `${JSON.stringify(line)}\n`);
       fsyncSync(ledger);
-      await new Promise((r) => setTimeout(r, ms()));
+      await wait();
       return { key: ctx.idempotencyKey };
     };
   // The ledger says whether a call whose outcome is unknown ran: then its result is what it returned.
@@ -95,7 +101,7 @@ export function restartAgent(ledgerPath: string, slowMs: number): AgentDefinitio
         input: step,
         effect: 'effectful',
         check,
-        execute: effect('send_once', () => 10 + Math.floor(Math.random() * 40)),
+        execute: effect('send_once', () => sleep(10 + Math.floor(Math.random() * 40))),
       }),
       tool({
         name: 'slow',
@@ -103,7 +109,9 @@ export function restartAgent(ledgerPath: string, slowMs: number): AgentDefinitio
         input: step,
         effect: 'effectful',
         check,
-        execute: effect('slow', () => slowMs),
+        execute: effect('slow', async () => {
+          while (!existsSync(restartedMarker(ledgerPath))) await sleep(50);
+        }),
       }),
     ],
     limits: { maxSteps: 20 },
