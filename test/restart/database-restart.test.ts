@@ -10,7 +10,9 @@
  * - a run whose owner was inside a long tool call during the whole outage kept its owner: it was
  *   not taken over by another worker (no `run/interrupted`), though its lease expired meanwhile;
  * - SSE clients following runs saw every durable event of their run exactly once, in order,
- *   resuming with Last-Event-ID after the server refused them during the outage.
+ *   resuming with Last-Event-ID after the server refused them during the outage. (Token deltas
+ *   are not checked: they are not durable, and those notified before the API process's LISTEN
+ *   connection is back are not relayed to it, docs/deployment.md.)
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

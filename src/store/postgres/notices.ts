@@ -17,12 +17,14 @@ const NOTIFY_ATTEMPTS = 5;
 const NOTIFY_RETRY_MS = 25;
 
 /**
- * The pause before the listener connects again after `failures` losses in a row: 250, 500, 1000 ms,
- * then 2 s at most, each shortened by a random part of up to half (ADR-0045): a server that
- * restarts is not hammered by every node at once, and feeds resume within about 2 s of its return.
+ * The pause before the listener connects again after `failures` losses in a row: 125, 250, 500 ms,
+ * then 1 s at most, each shortened by a random part of up to half (ADR-0045): a server that
+ * restarts is not hammered by every node at once, and feeds resume within a second of its return.
+ * Broadcasts (token deltas) notified before the listener is back are not received here: they are
+ * not durable, and the window stays short.
  */
 export const listenRetryMs = (failures: number, random = Math.random()): number =>
-  Math.min(2000, 250 * 2 ** Math.max(0, failures - 1)) * (1 - random / 2);
+  Math.min(1000, 125 * 2 ** Math.max(0, failures - 1)) * (1 - random / 2);
 
 export interface PgNoticesOptions {
   /** The connection string: LISTEN holds a connection of its own, outside the pool. */
