@@ -32,7 +32,7 @@ const OUTAGE_FIRST_MS = 100;
 const OUTAGE_MAX_MS = 2000;
 
 /** The pause before the worker looks again after `failures` rounds in a row that found the database unavailable. */
-export function outageBackoffMs(failures: number, random = Math.random()): number {
+function outageBackoffMs(failures: number, random = Math.random()): number {
   const ms = Math.min(OUTAGE_MAX_MS, OUTAGE_FIRST_MS * 2 ** Math.max(0, failures - 1));
   return ms * (1 - random / 2);
 }
