@@ -42,6 +42,7 @@ export const PROBLEM_TYPES = [
   'rate_limited',
   'quota_exceeded',
   'unreadable_session',
+  'store_unavailable',
   'timeout',
   'internal',
 ] as const;

@@ -8,7 +8,7 @@ import {
 } from '../core/index.ts';
 import type { UserMessage } from '../model/index.ts';
 import { compactionHook, type CompactionSettings } from '../session/index.ts';
-import type { JsonObject, RunRecord } from '../store/index.ts';
+import { isStoreUnavailable, type JsonObject, type RunRecord } from '../store/index.ts';
 import { RunSpans } from '../telemetry/run-spans.ts';
 import type { TraceCarrier } from '../telemetry/trace-context.ts';
 import type { RunLifecycle } from './lifecycle/run-lifecycle.ts';
@@ -377,8 +377,13 @@ export class Execution {
         let ok: boolean;
         try {
           ok = await lifecycle.renewLease(run.id, owner, this.token, until);
-        } catch {
+        } catch (e) {
           // A store error is no answer: the next tick tries again while the lease still holds.
+          // While the database cannot be reached at all, nobody can take the run over either: the
+          // execution keeps it past its lease and renews as soon as the database answers (its
+          // renewal matches owner and token; workers back from the outage recover no expired lease
+          // for a lease period, ADR-0045). Its writes stay fenced, and deltas are held meanwhile.
+          if (isStoreUnavailable(e)) return;
           if (Date.now() >= this.leaseHeldUntil - renewEveryMs) letGo();
           return;
         }

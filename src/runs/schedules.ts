@@ -22,7 +22,7 @@ import {
 import type { Attempt } from './lifecycle/fire-schedule.ts';
 import type { RunLifecycle } from './lifecycle/run-lifecycle.ts';
 import type { RunOptions } from './lifecycle/types.ts';
-import { hasNul, isClosedStore, NUL_REFUSAL } from '../store/index.ts';
+import { hasNul, isClosedStore, isStoreUnavailable, NUL_REFUSAL } from '../store/index.ts';
 import type { Clock } from '../core/clock.ts';
 import { WakeUp } from './wake-up.ts';
 import { FieldValidationError } from './field-validation-error.ts';
@@ -467,13 +467,17 @@ export class Schedules {
   }
 
   private async loop(): Promise<void> {
+    // Whether the last check found the database unavailable: an outage is told once (ADR-0045).
+    let unavailable = false;
     while (!this.stopping) {
       try {
         await this.check();
+        unavailable = false;
       } catch (e) {
         // A closed store stays closed: nothing more to check (the runtime was not closed first).
         if (isClosedStore(e)) break;
-        process.emitWarning(`keel scheduler: ${(e as Error).message}`);
+        if (!(unavailable && isStoreUnavailable(e))) process.emitWarning(`keel scheduler: ${(e as Error).message}`);
+        unavailable = isStoreUnavailable(e);
       }
       if (this.stopping) break;
       // Waiting keeps no process alive: its workers do, while they run.

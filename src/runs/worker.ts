@@ -1,5 +1,5 @@
 import { newId } from '../core/index.ts';
-import type { DueCursor, StoreOps } from '../store/index.ts';
+import { isStoreUnavailable, type DueCursor, type StoreOps } from '../store/index.ts';
 import { FieldValidationError } from './field-validation-error.ts';
 import { Execution, type ExecutionEnv } from './execution.ts';
 import type { RunLifecycle } from './lifecycle/run-lifecycle.ts';
@@ -22,6 +22,20 @@ export interface WorkerOptions {
 const SWEEP_PAGE = 200;
 /** Pages a sweep takes before it lets the worker claim again (the rest is swept in the next round). */
 const SWEEP_PAGES = 5;
+
+/**
+ * While the database cannot be reached, the worker looks again after 100, 200, 400… ms, at most
+ * OUTAGE_MAX_MS, each pause shortened by a random part of up to half (so that the workers of a
+ * cluster do not all come back in the same instant), instead of every `pollMs` (ADR-0045).
+ */
+const OUTAGE_FIRST_MS = 100;
+const OUTAGE_MAX_MS = 2000;
+
+/** The pause before the worker looks again after `failures` rounds in a row that found the database unavailable. */
+function outageBackoffMs(failures: number, random = Math.random()): number {
+  const ms = Math.min(OUTAGE_MAX_MS, OUTAGE_FIRST_MS * 2 ** Math.max(0, failures - 1));
+  return ms * (1 - random / 2);
+}
 
 /** A FieldValidationError naming the first option of a worker that is not valid (none is clamped or ignored). */
 function checkWorkerOptions(o: WorkerOptions): void {
@@ -81,6 +95,15 @@ export class Worker {
   private offersSettled: (() => void) | undefined;
   /** The worker's own claims in flight (up to the store's parallel transactions): their slots are taken too. */
   private claiming = 0;
+  /** Rounds in a row that found the database unavailable (0: it answers). */
+  private outageRounds = 0;
+  /**
+   * Until when the worker takes over no run whose lease expired (ADR-0045): a lease period after
+   * it found the database back from an outage, so that the owners that could not renew during it
+   * renew first. Their renewals match owner and token; a run whose owner is really gone is taken
+   * over a lease period later than without the outage.
+   */
+  private recoverAfter = 0;
 
   constructor(host: WorkerHost, options: WorkerOptions = {}) {
     checkWorkerOptions(options);
@@ -119,11 +142,13 @@ export class Worker {
           // Several claims at once where the store runs transactions side by side (a recovery of
           // many runs is bounded by claims' round trips, not by one at a time). Each slot is taken
           // while its claim is in flight: a message must not take it too.
+          // A worker back from a database outage leaves expired leases to their owners for a while (ADR-0045).
+          const recover = Date.now() >= this.recoverAfter;
           const n = Math.min(this.concurrency - this.active, this.host.lifecycle.store.parallelTransactions ?? 1);
           this.claiming += n;
           const claims = await Promise.allSettled(
             Array.from({ length: n }, () =>
-              this.claim()
+              this.claim(recover)
                 .then((claimed) => {
                   if (claimed) this.spawn(claimed);
                   return claimed !== undefined;
@@ -136,21 +161,41 @@ export class Worker {
           if (claims.some((c) => c.status === 'fulfilled' && !c.value)) break;
         }
         if (Date.now() - this.lastSweep >= this.sweepMs) await this.sweep();
+        if (this.outageRounds > 0) this.databaseBack();
       } catch (e) {
-        // A storage hiccup must not kill the worker; the next round tries again.
-        process.emitWarning(`keel worker ${this.id}: ${(e as Error).message}`);
+        if (isStoreUnavailable(e)) {
+          // No expired lease is taken over until a lease period after the database is back: the
+          // round that finds it back claims too, before it learns so (see databaseBack).
+          this.recoverAfter = Number.POSITIVE_INFINITY;
+          // Said once per outage; the worker backs off until the database answers again.
+          if (this.outageRounds++ === 0)
+            process.emitWarning(`keel worker ${this.id}: ${(e as Error).message}; looking again with backoff`);
+        } else {
+          if (this.outageRounds > 0) this.databaseBack();
+          // A storage hiccup must not kill the worker; the next round tries again.
+          process.emitWarning(`keel worker ${this.id}: ${(e as Error).message}`);
+        }
       }
       if (this.stopping) break;
       this.slotChanged = false;
-      const woken = await this.host.nap(this.pollMs);
+      const woken = await this.host.nap(this.outageRounds > 0 ? outageBackoffMs(this.outageRounds) : this.pollMs);
       announced = woken && !this.slotChanged;
     }
   }
 
-  /** Claims the oldest claimable run in a transaction of its own, and tells the observers. */
-  private async claim(): Promise<Claimed | undefined> {
+  /** The database answers again after an outage: runs whose lease expired wait one lease period more. */
+  private databaseBack(): void {
+    this.outageRounds = 0;
+    this.recoverAfter = Date.now() + this.host.env(this.id).leaseMs;
+  }
+
+  /**
+   * Claims the oldest claimable run in a transaction of its own, and tells the observers.
+   * `recover` false: not a run whose lease expired (see recoverAfter).
+   */
+  private async claim(recover: boolean): Promise<Claimed | undefined> {
     // Committed, its event reaches live streams (the log publishes on commit).
-    const claimed = await this.host.lifecycle.claim(this.id, this.host.env(this.id).leaseMs);
+    const claimed = await this.host.lifecycle.claim(this.id, this.host.env(this.id).leaseMs, { recover });
     if (claimed) this.host.env(this.id).observers?.claimed(claimed.run, claimed.previous, claimed.claimedAt);
     return claimed;
   }

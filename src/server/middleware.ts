@@ -40,7 +40,7 @@ export function errorHandler(ctx: AppContext): ErrorHandler<AppEnv> {
         ctx.logger.error({ method: c.req.method, path: c.req.path, err }, 'internal error');
       else process.emitWarning(`keel server: ${c.req.method} ${c.req.path}: ${err.stack ?? err.message}`);
     }
-    if (p.type === 'rate_limited' || p.type === 'quota_exceeded')
+    if (p.type === 'rate_limited' || p.type === 'quota_exceeded' || p.type === 'store_unavailable')
       c.header('retry-after', String(p.extensions.retry_after ?? 1));
     // Another request holds this Idempotency-Key: its record stands, this refusal is not recorded.
     if (p.type === 'idempotency_in_progress') c.set('idempotency', undefined);

@@ -66,6 +66,7 @@ export const PROBLEMS = {
   rate_limited: { status: 429, title: 'Too many requests' },
   quota_exceeded: { status: 429, title: "The tenant's quota is used up" },
   unreadable_session: { status: 500, title: 'The session log cannot be read by this version' },
+  store_unavailable: { status: 503, title: 'The database is unavailable: try again shortly' },
   timeout: { status: 504, title: 'Timed out' },
   internal: { status: 500, title: 'Internal error' },
 } as const satisfies Record<string, { status: number; title: string }>;
@@ -121,6 +122,12 @@ export function problemResponse(
   });
 }
 
+/**
+ * The Retry-After (seconds) of a 503 while the database cannot be reached: a restart or a failover
+ * takes seconds, and a client that waits this long mostly finds it back (ADR-0045).
+ */
+export const STORE_UNAVAILABLE_RETRY_AFTER_S = 2;
+
 /** Maps anything thrown by the layers below to a problem; unknown errors are internal (and logged). */
 export function toProblem(e: unknown): { type: ProblemType; detail: string; extensions: Record<string, unknown> } {
   if (e instanceof HttpProblem) return { type: e.problem, detail: e.message, extensions: e.extensions };
@@ -169,6 +176,12 @@ export function toProblem(e: unknown): { type: ProblemType; detail: string; exte
     return { type: 'conflict', detail: e.message, extensions: {} };
   if (e instanceof RetentionPolicyError)
     return { type: 'invalid_retention_policy', detail: e.message, extensions: { field: e.field } };
+  if (e instanceof StoreError && e.code === 'unavailable')
+    return {
+      type: 'store_unavailable',
+      detail: e.message,
+      extensions: { retry_after: STORE_UNAVAILABLE_RETRY_AFTER_S },
+    };
   if (e instanceof StoreError) {
     const map: Record<string, ProblemType> = {
       not_found: 'not_found',

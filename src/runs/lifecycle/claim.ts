@@ -4,11 +4,22 @@
  * and handed to its execution.
  */
 import type { NewEvent } from '../../session/index.ts';
-import type { StoreOps } from '../../store/index.ts';
+import type { ClaimPolicy, StoreOps } from '../../store/index.ts';
 import { lastBoundary } from '../resume.ts';
 import type { LifecycleContext } from './context.ts';
 import { CLAIM_POLICY } from './run-status.ts';
 import type { Claimed, RunBoundary } from './types.ts';
+
+export interface ClaimOptions {
+  /**
+   * false: only a run no worker holds, not one whose lease expired. A worker just back from a
+   * database outage gives the owners of those runs a lease period to renew first (ADR-0045).
+   */
+  recover?: boolean;
+}
+
+/** CLAIM_POLICY without the recovery of runs whose lease expired. */
+const READY_ONLY: ClaimPolicy = { ...CLAIM_POLICY, recoverable: [] };
 
 /** Where a run stands in the log, read in `ops`: its stored checkpoint and its events after it. */
 export async function readBoundary(
@@ -31,9 +42,11 @@ export async function claim(
   c: LifecycleContext,
   owner: string,
   leaseMs: number,
+  options: ClaimOptions = {},
 ): Promise<Claimed | undefined> {
   const claimedAt = Date.now();
-  const got = await tx.claims.claim(owner, leaseMs, claimedAt, CLAIM_POLICY);
+  const policy = options.recover === false ? READY_ONLY : CLAIM_POLICY;
+  const got = await tx.claims.claim(owner, leaseMs, claimedAt, policy);
   if (!got) return undefined;
   const { run, previous, firstStart } = got;
   const fence = { runId: run.id, token: run.fencingToken };

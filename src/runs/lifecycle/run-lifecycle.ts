@@ -21,7 +21,7 @@ import { systemClock, type Clock } from '../../core/clock.ts';
 import { lastBoundary } from '../resume.ts';
 import { checkedMessage, send, type SendInTx } from './accept.ts';
 import { appendDurablePoint, type DurablePoint, type DurablePointCommitted } from './append-durable-point.ts';
-import { claim, readBoundary } from './claim.ts';
+import { claim, readBoundary, type ClaimOptions } from './claim.ts';
 import type { LifecycleContext } from './context.ts';
 import { decide, type DecisionInput } from './decide.ts';
 import { deliverSignal } from './deliver-signal.ts';
@@ -125,8 +125,8 @@ export class RunLifecycle implements LifecycleContext {
   }
 
   /** Claims the oldest claimable run for a worker, in a transaction of its own (see claim.ts). */
-  claim(owner: string, leaseMs: number): Promise<Claimed | undefined> {
-    return this.log.transaction((tx) => claim(tx, this, owner, leaseMs));
+  claim(owner: string, leaseMs: number, options?: ClaimOptions): Promise<Claimed | undefined> {
+    return this.log.transaction((tx) => claim(tx, this, owner, leaseMs, options));
   }
 
   /** `claim` inside another transaction (a message's, see `send`'s `claim`). */

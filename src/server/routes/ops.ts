@@ -3,7 +3,8 @@ import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { AppContext, AppEnv } from '../context.ts';
 import { authenticate } from '../auth.ts';
-import { HttpProblem, problemResponse } from '../problems.ts';
+import { HttpProblem, problemResponse, STORE_UNAVAILABLE_RETRY_AFTER_S } from '../problems.ts';
+import { isStoreUnavailable } from '../../store/index.ts';
 
 /**
  * Liveness and readiness need no API key, so probes just work. `/metrics` does when keys exist:
@@ -12,12 +13,18 @@ import { HttpProblem, problemResponse } from '../problems.ts';
 export function opsRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void {
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
 
+  // Not ready while the store does not answer: 503 store_unavailable with Retry-After, saying why
+  // (ADR-0045), so a load balancer sends the traffic elsewhere until the database is back.
   app.get('/readyz', async (c) => {
     try {
       await ctx.rt.ping();
       return c.json({ status: 'ready' });
     } catch (e) {
-      return problemResponse(c, 'internal', `the store is not reachable: ${(e as Error).message}`);
+      c.header('retry-after', String(STORE_UNAVAILABLE_RETRY_AFTER_S));
+      return problemResponse(c, 'store_unavailable', `the store is not reachable: ${(e as Error).message}`, {
+        reason: isStoreUnavailable(e) ? 'database_unreachable' : 'store_failed',
+        retry_after: STORE_UNAVAILABLE_RETRY_AFTER_S,
+      });
     }
   });
 

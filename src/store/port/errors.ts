@@ -13,6 +13,22 @@ export class StoreError extends Error {
 /** The store was closed: every later operation fails the same way (background loops end on it). */
 export const isClosedStore = (e: unknown): boolean => e instanceof StoreError && e.code === 'closed';
 
+/**
+ * The database cannot be reached right now (it restarts, fails over, or the network to it is
+ * down): nothing was done, or, for a commit cut off mid-way, its outcome is unknown. Callers try
+ * again later (the API answers 503 with Retry-After; workers back off; ADR-0045). Only a backend
+ * behind a network connection fails with it: SQLite never does.
+ */
+export class StoreUnavailableError extends StoreError {
+  constructor(detail: string, options?: { cause?: unknown }) {
+    super('unavailable', `the database is unavailable: ${detail}`, options);
+    this.name = 'StoreUnavailableError';
+  }
+}
+
+/** The database could not be reached (see StoreUnavailableError). */
+export const isStoreUnavailable = (e: unknown): boolean => e instanceof StoreError && e.code === 'unavailable';
+
 export class NotFoundError extends StoreError {
   constructor(what: string, id: string) {
     super('not_found', `${what} ${id} does not exist`);

@@ -9,6 +9,16 @@ import type { JsonObject, NoticeOps, StoreChange } from '../port/index.ts';
 import type { PgCommitQueue } from './commit-queue.ts';
 import { quoteIdent } from './migrations.ts';
 
+/**
+ * The pause before the listener connects again after `failures` losses in a row: 125, 250, 500 ms,
+ * then 1 s at most, each shortened by a random part of up to half (ADR-0045): a server that
+ * restarts is not hammered by every node at once, and feeds resume within a second of its return.
+ * Broadcasts (token deltas) notified before the listener is back are not received here: they are
+ * not durable, and the window stays short.
+ */
+export const listenRetryMs = (failures: number, random = Math.random()): number =>
+  Math.min(1000, 125 * 2 ** Math.max(0, failures - 1)) * (1 - random / 2);
+
 export interface PgNoticesOptions {
   /** The connection string: LISTEN holds a connection of its own, outside the pool. */
   url: string;
@@ -50,6 +60,8 @@ export class PgNotices implements Required<NoticeOps> {
   private listener: pg.Client | undefined;
   private listening: Promise<void> | undefined;
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Connections of the listener lost or refused in a row (the reconnect's backoff). */
+  private listenFailures = 0;
 
   /**
    * Commits of any node, as PostgreSQL tells them (LISTEN on the schema's channel; every append's
@@ -76,10 +88,11 @@ export class PgNotices implements Required<NoticeOps> {
         this.listening = undefined;
         return;
       }
-      // Reconnect; whatever was committed meanwhile is told as a change without details.
+      // Reconnect, with backoff while the server does not answer (listenRetryMs); whatever was
+      // committed meanwhile is told as a change without details once LISTEN holds again.
       this.retryTimer = setTimeout(() => {
         this.listening = this.listen();
-      }, 500);
+      }, listenRetryMs(++this.listenFailures));
       this.retryTimer.unref?.();
     };
     client.on('error', reconnect);
@@ -91,6 +104,7 @@ export class PgNotices implements Required<NoticeOps> {
     try {
       await client.connect();
       await client.query(`LISTEN ${quoteIdent(`keel_${this.schema}`)}`);
+      this.listenFailures = 0;
       for (const l of [...this.changeListeners]) l();
     } catch {
       reconnect();

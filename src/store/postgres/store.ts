@@ -10,6 +10,7 @@ import { PgNotices } from './notices.ts';
 import { clientClass, type StoreLogger } from './client.ts';
 import { checkThroughPooler, poolerMode, type PoolerMode } from './pooler.ts';
 import { localTimeouts, resolveTimeouts, startupTimeouts, type PostgresTimeouts } from './timeouts.ts';
+import { rethrowUnavailable, watchCheckedOut } from './connection-errors.ts';
 import { DEADLOCK_DETECTED, SERIALIZATION_FAILURE, Sql, sqlState, TransactionSql } from './sql.ts';
 
 export interface PostgresStoreOptions extends PostgresTimeouts {
@@ -155,11 +156,13 @@ export class PostgresStore extends WithStoreOps implements Store {
 
   private async migrateSchema(): Promise<void> {
     const client = await this.pool.connect();
+    const watch = watchCheckedOut(client);
     try {
       if (this.pooled) await checkThroughPooler(client, this.schema, this.logger);
       await migrate(client, this.schema);
     } finally {
-      client.release();
+      watch.done();
+      client.release(watch.lost());
     }
   }
 
@@ -179,7 +182,8 @@ export class PostgresStore extends WithStoreOps implements Store {
 
   private outside(name: OpName, args: unknown[]): Promise<unknown> {
     if (this.closed) return Promise.reject(new StoreError('closed', 'the store is closed'));
-    return this.track(this.runOutside(name, args));
+    // A connection refused or cut is the port's `unavailable` (ADR-0045).
+    return this.track(this.runOutside(name, args).catch(rethrowUnavailable));
   }
 
   private async runOutside(name: OpName, args: unknown[]): Promise<unknown> {
@@ -211,11 +215,13 @@ export class PostgresStore extends WithStoreOps implements Store {
    */
   private async withClient<T>(fn: (client: pg.PoolClient, broken: (e: Error) => void) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
+    const watch = watchCheckedOut(client);
     let broken: Error | undefined;
     try {
       return await fn(client, (e) => (broken = e));
     } finally {
-      client.release(broken);
+      watch.done();
+      client.release(broken ?? watch.lost());
     }
   }
 
@@ -236,7 +242,7 @@ export class PostgresStore extends WithStoreOps implements Store {
 
   transaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T> {
     if (this.closed) return Promise.reject(new StoreError('closed', 'the store is closed'));
-    return this.track(this.runTransaction(fn));
+    return this.track(this.runTransaction(fn).catch(rethrowUnavailable));
   }
 
   private async runTransaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T> {

@@ -1,0 +1,39 @@
+/**
+ * A PostgreSQL server that cannot be reached is the port's `unavailable` (ADR-0045), which the API
+ * answers as 503 `store_unavailable` with Retry-After. (test/restart/database-restart.test.ts stops
+ * a real server under load; this is the quick check of the mapping.)
+ */
+import { createServer } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { toProblem } from '../../src/server/problems.ts';
+import { PostgresStore } from '../../src/store/postgres/index.ts';
+import { isStoreUnavailable, StoreUnavailableError } from '../../src/store/index.ts';
+
+/** A port nothing listens on: connections to it are refused. */
+async function closedPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+describe('postgres: a database that cannot be reached', () => {
+  it('fails every operation and transaction with StoreUnavailableError, which the API answers 503 store_unavailable with Retry-After', async () => {
+    const store = new PostgresStore({ url: `postgres://postgres@127.0.0.1:${await closedPort()}/test` });
+    try {
+      const op = await store.sessions.list({ limit: 1 }).catch((e: unknown) => e);
+      expect(op).toBeInstanceOf(StoreUnavailableError);
+      expect((op as StoreUnavailableError).code).toBe('unavailable');
+      expect((op as Error).message).toMatch(/ECONNREFUSED/);
+      const tx = await store.transaction((t) => t.sessions.list({ limit: 1 })).catch((e: unknown) => e);
+      expect(isStoreUnavailable(tx)).toBe(true);
+      expect(toProblem(op)).toMatchObject({ type: 'store_unavailable', extensions: { retry_after: 2 } });
+    } finally {
+      await store.close();
+    }
+  });
+});
