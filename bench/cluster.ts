@@ -68,7 +68,7 @@
  *
  * Run with `npm run bench:cluster` (env RUNS, TOOL_STEPS, WORKERS, CONCURRENCY, SSE_CLIENTS,
  * HALF_LOAD_SECONDS, RECOVER_RUNS, RECOVER_CONCURRENCY, LEASE_MS, FLOOR_ROUNDS, FLOOR_RUNS,
- * FLOOR_STEPS, FLOOR_BYTES, BACKENDS=postgres,sqlite).
+ * FLOOR_STEPS, FLOOR_BYTES, BACKENDS=postgres,sqlite, PARTS=a,b,c).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -100,6 +100,8 @@ const FLOOR_RUNS = Number(process.env.FLOOR_RUNS ?? 20);
 const FLOOR_STEPS = Number(process.env.FLOOR_STEPS ?? 200);
 const FLOOR_BYTES = process.env.FLOOR_BYTES === undefined ? undefined : Number(process.env.FLOOR_BYTES);
 const BACKENDS = (process.env.BACKENDS ?? 'postgres,sqlite').split(',') as Array<'postgres' | 'sqlite'>;
+/** Which parts run: a (throughput, half load), b (recovery), c (one at a time); all by default. */
+const PARTS = new Set((process.env.PARTS ?? 'a,b,c').split(','));
 const PG_URL = process.env.KEEL_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const JSON_OUT = process.argv.includes('--json');
 /** Set by the parent in worker processes whose queries are counted. */
@@ -834,7 +836,7 @@ async function main(): Promise<void> {
     `(a) ${fmt(RUNS)} runs × ${TOOL_STEPS} tool steps (+1) = ${fmt(RUNS * POINTS_PER_RUN)} steps, all queued first; worker processes × concurrency ${CONCURRENCY}; ${SSE_CLIENTS} SSE clients on this process's API`,
   );
   const rows: ThroughputResult[] = [];
-  for (const workers of WORKERS) {
+  for (const workers of PARTS.has('a') ? WORKERS : []) {
     for (const backend of BACKENDS) {
       const r = await withPlace(backend, (place) =>
         throughput(place, workers, place.kind === 'postgres' ? meter : null),
@@ -863,7 +865,7 @@ async function main(): Promise<void> {
     `(b) recovery: ${fmt(RECOVER_RUNS)} runs in flight, their worker process SIGKILLed; a new worker process (lease ${fmt(LEASE_MS)} ms, concurrency ${RECOVER_CONCURRENCY})`,
   );
   const recoveries: RecoveryResult[] = [];
-  for (const backend of BACKENDS) {
+  for (const backend of PARTS.has('b') ? BACKENDS : []) {
     const r = await withPlace(backend, recovery);
     recoveries.push(r);
     say(
@@ -872,7 +874,7 @@ async function main(): Promise<void> {
   }
 
   let one: OneAtATimeResult | null = null;
-  if (meter) {
+  if (meter && PARTS.has('c')) {
     one = await withPlace('postgres', (place) => oneAtATime(place as PgPlace, meter));
     say(
       `(c) one run at a time on PostgreSQL, in this process: ${one.rounds} rounds alternately of ${fmt(one.floorStepsPerRound)} floor transactions (BEGIN, one ${fmt(one.floorBytes)}-byte INSERT, COMMIT; Keel's rows hold ${fmt(one.keelRowBytesPerStep)} B a step) and ${one.runsPerRound} runs × ${POINTS_PER_RUN} steps at concurrency 1`,
