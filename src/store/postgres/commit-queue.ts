@@ -21,7 +21,8 @@ import { blobHashesIn } from '../blob-refs.ts';
 import { hasNul, NUL_REFUSAL } from '../plain-text.ts';
 import { storedEvent } from '../records.ts';
 import { appendRefusal } from './shared.ts';
-import { DEADLOCK_DETECTED, SERIALIZATION_FAILURE, Sql, statementName } from './sql.ts';
+import { isConnectionFailure } from './connection-errors.ts';
+import { DEADLOCK_DETECTED, SERIALIZATION_FAILURE, Sql, sqlState, statementName } from './sql.ts';
 import { LOCK_NOT_AVAILABLE, timeoutFailure } from './timeouts.ts';
 
 /** Appends committed together at most, and the JSON bytes of their events (a call stays a few MB). */
@@ -50,6 +51,9 @@ const APPEND_MANY = `SELECT o_item, o_seq, o_parent, o_state, o_detail, o_constr
   $8::text[], $9::text[], $10::bigint[], $11::bigint[], $12::int[], $13::int[],
   $14::text[], $15::text[], $16::int[], $17::bigint[], $18::text[], $19::int[], $20::int[],
   $21::boolean[], $22::text[], $23::boolean[], $24::text[], $25::boolean[], $26::boolean[], $27::text[], $28::text[])`;
+
+/** The SQLSTATE of a refusal, also when the connection told it as a StoreError (timeouts.ts keeps it as the cause). */
+const stateOf = (e: unknown): string | undefined => sqlState(e) ?? sqlState((e as { cause?: unknown }).cause);
 
 interface PendingAppend {
   sessionId: string;
@@ -345,6 +349,13 @@ export class PgCommitQueue {
         ...cols,
       ]);
     } catch (e) {
+      // An append alone in its call fails the call with its own refusal (no subtransaction):
+      // the broadcasts it carried go with the next call, as they were.
+      if (batch.length === 1 && !isConnectionFailure(e) && (stateOf(e) !== undefined || e instanceof StoreError)) {
+        this.broadcasts = [...broadcasts, ...this.broadcasts];
+        this.refused(batch[0]!, stateOf(e), e);
+        return true;
+      }
       // The call failed as a whole: nothing of it committed. A value the server cannot take (a
       // NUL) belongs to one append: with others, each is tried alone, so that only it is refused.
       if (batch.length > 1 && e instanceof StoreError && e.code === 'validation') {
@@ -380,25 +391,33 @@ export class PgCommitQueue {
         a.resolve(a.drafts.map((d, k) => storedEvent(d, a.sessionId, got[k]!.o_seq!, got[k]!.o_parent)));
         return;
       }
-      const state = failed.o_state!;
-      // Its rows were held by another transaction: made alone, it waits for them.
-      if (state === LOCK_NOT_AVAILABLE && !a.alone) {
-        a.alone = true;
-        this.appends.push(a);
-        return;
-      }
-      if ((state === DEADLOCK_DETECTED || state === SERIALIZATION_FAILURE) && a.attempt < ATTEMPTS) {
-        a.attempt++;
-        this.appends.push(a);
-        return;
-      }
-      const e = Object.assign(new Error(failed.o_message ?? state), {
-        code: state,
+      const e = Object.assign(new Error(failed.o_message ?? failed.o_state!), {
+        code: failed.o_state!,
         detail: failed.o_detail ?? undefined,
         constraint: failed.o_constraint ?? undefined,
       });
-      a.reject(appendRefusal(timeoutFailure(e, statementName(APPEND_MANY)), a.sessionId, a.options));
+      this.refused(a, failed.o_state!, e);
     });
     return true;
+  }
+
+  /** An append refused by the server (`state`, its SQLSTATE): made again when that may help, else its caller told. */
+  private refused(a: PendingAppend, state: string | undefined, e: unknown): void {
+    // Its rows were held by another transaction: made alone, it waits for them.
+    if (state === LOCK_NOT_AVAILABLE && !a.alone) {
+      a.alone = true;
+      this.appends.push(a);
+      return;
+    }
+    if ((state === DEADLOCK_DETECTED || state === SERIALIZATION_FAILURE) && a.attempt < ATTEMPTS) {
+      a.attempt++;
+      this.appends.push(a);
+      return;
+    }
+    a.reject(
+      e instanceof StoreError
+        ? e
+        : appendRefusal(timeoutFailure(e, statementName(APPEND_MANY)), a.sessionId, a.options),
+    );
   }
 }

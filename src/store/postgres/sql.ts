@@ -23,7 +23,7 @@ export function statementName(text: string): string {
  * shapes, so the server parses and plans each once, not at every call.
  */
 export class Sql {
-  private readonly target: Queryable;
+  protected readonly target: Queryable;
 
   constructor(target: Queryable) {
     this.target = target;
@@ -31,6 +31,9 @@ export class Sql {
 
   /** Called before each prepared statement (a transaction begins there, see TransactionSql). */
   protected async before(): Promise<void> {}
+
+  /** Called right after each statement was handed to the connection (written, or queued to be). */
+  protected submitted(): void {}
 
   async rows<R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<R[]> {
     await this.before();
@@ -69,7 +72,9 @@ export class Sql {
     values: unknown[];
   }): Promise<pg.QueryResult<R>> {
     try {
-      return await this.target.query<R>(q);
+      const answer = this.target.query<R>(q);
+      this.submitted();
+      return await answer;
     } catch (e) {
       const state = sqlState(e);
       if (state === CHARACTER_NOT_IN_REPERTOIRE || state === UNTRANSLATABLE_CHARACTER) {
@@ -83,7 +88,9 @@ export class Sql {
 
   /** A statement run as text, not prepared (transaction control, savepoints). */
   async raw(text: string): Promise<void> {
-    await this.target.query(text);
+    const answer = this.target.query(text);
+    this.submitted();
+    await answer;
   }
 }
 
@@ -100,11 +107,38 @@ export class TransactionSql extends Sql {
   private savepoints = 0;
   private readonly unanswered: Array<Promise<unknown>> = [];
 
-  /** Writes a statement without waiting for its answer (see the class). */
+  /** Corks on the connection's socket, and whether a statement being sent must leave them on. */
+  private corked = 0;
+  private holding = false;
+
+  /**
+   * Writes a statement without waiting for its answer (see the class), and holds it in the
+   * socket's buffer (cork) until the statement after it is written: one write, not two.
+   */
   private send(text: string): void {
+    const stream = this.stream();
+    if (stream) {
+      stream.cork();
+      this.corked++;
+    }
+    this.holding = true;
     const answer = this.raw(text);
+    this.holding = false;
     answer.catch(() => {});
     this.unanswered.push(answer);
+  }
+
+  private stream(): { cork(): void; uncork(): void } | undefined {
+    const s = (this.target as { connection?: { stream?: { cork?: unknown; uncork?: unknown } } }).connection?.stream;
+    return typeof s?.cork === 'function' && typeof s.uncork === 'function'
+      ? (s as { cork(): void; uncork(): void })
+      : undefined;
+  }
+
+  protected override submitted(): void {
+    if (this.holding || this.corked === 0) return;
+    const stream = this.stream();
+    for (; this.corked > 0; this.corked--) stream?.uncork();
   }
 
   protected override async before(): Promise<void> {
