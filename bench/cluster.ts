@@ -263,6 +263,10 @@ interface ServerCost {
   points: number;
   roundTripsPerStep: number;
   roundTripsPerPoint: number;
+  /** Calls of the commit queue (keel_append_many) a step: the durable points made outside a lifecycle transaction. */
+  appendCallsPerStep: number;
+  /** Round trips a run, all in: its claim, start, steps and end. */
+  roundTripsPerRun: number | null;
   statementsPerStep: number;
   /** Statements by pg_stat_statements (every client of the server), when it is loaded. */
   pgStatStatementsPerStep: number | null;
@@ -306,6 +310,8 @@ function costOf(
     points,
     roundTripsPerStep: t.roundTrips / steps,
     roundTripsPerPoint: t.roundTrips / points,
+    appendCallsPerStep: t.appendCalls / steps,
+    roundTripsPerRun: runs > 0 ? t.roundTrips / runs : null,
     statementsPerStep: t.statements / steps,
     pgStatStatementsPerStep: d.statements ? d.statements.calls / steps : null,
     transactionsPerStep: t.transactions / steps,
@@ -327,6 +333,7 @@ function costOf(
 const addTally = (a: TallySnapshot, b: TallySnapshot): TallySnapshot => ({
   queries: a.queries + b.queries,
   roundTrips: a.roundTrips + b.roundTrips,
+  appendCalls: a.appendCalls + b.appendCalls,
   statements: a.statements + b.statements,
   transactions: a.transactions + b.transactions,
   rollbacks: a.rollbacks + b.rollbacks,
@@ -335,6 +342,7 @@ const addTally = (a: TallySnapshot, b: TallySnapshot): TallySnapshot => ({
 const noTally = (): TallySnapshot => ({
   queries: 0,
   roundTrips: 0,
+  appendCalls: 0,
   statements: 0,
   transactions: 0,
   rollbacks: 0,
@@ -372,7 +380,11 @@ function costLine(c: ServerCost): string {
     : 'server CPU n/a';
   const db = c.dbTransactionsPerStep === null ? '' : ` (pg_stat_database ${fmt(c.dbTransactionsPerStep, 2)})`;
   const pgss = c.pgStatStatementsPerStep === null ? '' : ` (pg_stat_statements ${fmt(c.pgStatStatementsPerStep, 2)})`;
-  return `a step: ${fmt(c.roundTripsPerStep, 2)} round trips (${fmt(c.roundTripsPerPoint, 2)} a durable point), ${fmt(c.statementsPerStep, 2)} statements${pgss}, ${fmt(c.transactionsPerStep, 2)} transactions${db}, ${fmt(c.walBytesPerStep)} WAL bytes${c.schemaWalBytesPerStep === null ? '' : ` (the schema's own ${fmt(c.schemaWalBytesPerStep)}, full-page images ${fmt(c.schemaWalFpiBytesPerStep)})`}, ${cpu}`;
+  const perRun =
+    c.roundTripsPerRun === null
+      ? ''
+      : `; ${fmt(c.roundTripsPerRun, 1)} a run, of which ${fmt(c.appendCallsPerStep * (c.steps / Math.max(1, c.runs)), 1)} commit-queue calls`;
+  return `a step: ${fmt(c.roundTripsPerStep, 2)} round trips (${fmt(c.roundTripsPerPoint, 2)} a durable point${perRun}), ${fmt(c.statementsPerStep, 2)} statements${pgss}, ${fmt(c.transactionsPerStep, 2)} transactions${db}, ${fmt(c.walBytesPerStep)} WAL bytes${c.schemaWalBytesPerStep === null ? '' : ` (the schema's own ${fmt(c.schemaWalBytesPerStep)}, full-page images ${fmt(c.schemaWalFpiBytesPerStep)})`}, ${cpu}`;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -642,6 +654,13 @@ interface OneAtATimeResult {
   stepUs: number;
   floorUs: number;
   ratio: number;
+  /**
+   * A tool step alone, without its run's claim, start and end: the median time between the
+   * commits of two consecutive tool steps of a run (their `step/end` published here), and its
+   * ratio to the floor of the same round (median of the rounds).
+   */
+  toolStepUs: number;
+  toolStepRatio: number;
   roundTripUs: number;
   stepUsByRound: number[];
   floorUsByRound: number[];
@@ -664,7 +683,11 @@ async function oneAtATime(place: PgPlace, meter: ServerMeter): Promise<OneAtATim
   const holdOff = rt.sessions.subscribe(held.id, () => {});
 
   /** FLOOR_RUNS runs queued, then executed one at a time by a worker here; µs a step. */
+  /** Between two consecutive tool steps' commits of a run, µs (this round's), and the last commit's time by session. */
+  let stepGaps: number[] = [];
+  const lastStepEnd = new Map<string, number>();
   const keelRound = async (measured: boolean): Promise<number> => {
+    stepGaps = [];
     const sessions: string[] = [];
     for (let i = 0; i < FLOOR_RUNS; i++) {
       const s = await rt.sessions.create();
@@ -677,6 +700,12 @@ async function oneAtATime(place: PgPlace, meter: ServerMeter): Promise<OneAtATim
     const ended = new Promise<void>((resolve) => (allEnded = resolve));
     const offs = sessions.map((id) =>
       rt.sessions.subscribe(id, (item) => {
+        if (item.kind === 'event' && item.event.type === 'step/end') {
+          const now = performance.now();
+          const last = lastStepEnd.get(id);
+          if (last !== undefined && measured) stepGaps.push((now - last) * 1000);
+          lastStepEnd.set(id, now);
+        }
         if (item.kind !== 'event' || item.event.type !== 'run/status') return;
         if (TERMINAL.has((item.event.data as { to: string }).to) && --left === 0) allEnded();
       }),
@@ -754,6 +783,7 @@ async function oneAtATime(place: PgPlace, meter: ServerMeter): Promise<OneAtATim
   await floorRound(Math.ceil(FLOOR_STEPS / 4), false);
 
   const stepUsByRound: number[] = [];
+  const toolStepUsByRound: number[] = [];
   const floorUsByRound: number[] = [];
   const roundTrips: number[] = [];
   for (let r = 0; r < FLOOR_ROUNDS; r++) {
@@ -761,6 +791,7 @@ async function oneAtATime(place: PgPlace, meter: ServerMeter): Promise<OneAtATim
     floorUsByRound.push(f.floorUs);
     roundTrips.push(f.roundTripUs);
     stepUsByRound.push(await keelRound(true));
+    toolStepUsByRound.push(median(stepGaps));
   }
   await client.query(`DROP TABLE ${table}`);
   await client.end();
@@ -780,6 +811,8 @@ async function oneAtATime(place: PgPlace, meter: ServerMeter): Promise<OneAtATim
     floorBytes,
     keelRowBytesPerStep,
     stepUs: median(stepUsByRound),
+    toolStepUs: median(toolStepUsByRound),
+    toolStepRatio: median(toolStepUsByRound.map((s, i) => s / floorUsByRound[i]!)),
     floorUs: median(floorUsByRound),
     ratio: median(ratioByRound),
     roundTripUs: median(roundTrips),
@@ -882,6 +915,9 @@ async function main(): Promise<void> {
     say(
       `    durable step ${fmt(one.stepUs)} µs; floor ${fmt(one.floorUs)} µs: ${fmt(one.ratio, 2)}× the floor (median of the rounds' ratios: ${one.ratioByRound.map((x) => fmt(x, 1)).join(' ')}); a round trip (SELECT 1) ${fmt(one.roundTripUs)} µs`,
     );
+    say(
+      `    a tool step alone (its commit to the next one's, claim, start and end aside): ${fmt(one.toolStepUs)} µs, ${fmt(one.toolStepRatio, 2)}× the floor`,
+    );
     say(`    Keel:  ${costLine(one.serverCost)}`);
     say(`    floor: ${costLine(one.floorServerCost)}`);
   }
@@ -894,6 +930,8 @@ async function main(): Promise<void> {
       pgStepUs: one?.stepUs ?? null,
       pgFloorUs: one?.floorUs ?? null,
       pgRatio: one?.ratio ?? null,
+      pgToolStepUs: one?.toolStepUs ?? null,
+      pgToolStepRatio: one?.toolStepRatio ?? null,
       roundTripsPerPoint: one?.serverCost.roundTripsPerPoint ?? null,
       stepsPerSecond: saturated?.stepsPerSec ?? null,
       recoveryMs: pgRecovery?.afterExpiryMs ?? null,

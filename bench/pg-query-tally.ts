@@ -17,6 +17,8 @@ export class QueryTally {
   queries = 0;
   /** Queries sent while their connection had none unanswered: each waits for an answer of its own. */
   roundTrips = 0;
+  /** Calls of the commit queue's statement (keel_append_many): the durable points made outside transactions. */
+  appendCalls = 0;
   statements = 0;
   transactions = 0;
   rollbacks = 0;
@@ -26,6 +28,7 @@ export class QueryTally {
     return {
       queries: this.queries,
       roundTrips: this.roundTrips,
+      appendCalls: this.appendCalls,
       statements: this.statements,
       transactions: this.transactions,
       rollbacks: this.rollbacks,
@@ -37,6 +40,7 @@ export class QueryTally {
 export interface TallySnapshot {
   queries: number;
   roundTrips: number;
+  appendCalls: number;
   statements: number;
   transactions: number;
   rollbacks: number;
@@ -109,6 +113,7 @@ function tallyQuery(
   if (client.processID !== null) t.pids.add(client.processID);
   const c = config as { text?: unknown; name?: unknown; values?: unknown; submit?: unknown } | string | null;
   const text = typeof c === 'string' ? c : typeof c?.text === 'string' ? c.text : '';
+  if (text.includes('keel_append_many(')) t.appendCalls++;
   const extended =
     typeof c === 'object' &&
     c !== null &&

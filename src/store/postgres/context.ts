@@ -16,6 +16,8 @@ export interface OpContext {
   atomic<T>(fn: (sql: Sql) => Promise<T>): Promise<T>;
   guarded<T>(fn: (sql: Sql) => Promise<T>): Promise<T>;
   inTransaction: boolean;
+  /** Sessions this transaction appended to (their rows it holds locked): known to exist until it ends. */
+  appended?: Set<string>;
 }
 
 /** Every operation of the port, given where it runs. */

@@ -71,6 +71,7 @@ export const pgEventsOps: PgOpsOf<'events'> = {
     } catch (e) {
       throw appendRefusal(e, sessionId, options);
     }
+    ctx.appended?.add(sessionId);
     return drafts.map((d, i) => storedEvent(d, sessionId, rows[i]!.seq, rows[i]!.parent_id));
   },
 
@@ -123,7 +124,9 @@ export const pgEventsOps: PgOpsOf<'events'> = {
   },
 
   // One row per event: nothing to re-encode (the server compresses large values itself).
-  sealEvents: async ({ sql }, sessionId) => {
+  // Nothing to re-encode here; an unknown session is refused, which one this transaction appended to is not.
+  sealEvents: async ({ sql, appended }, sessionId) => {
+    if (appended?.has(sessionId)) return;
     if (!(await sql.one('SELECT 1 FROM sessions WHERE id = $1', [sessionId])))
       throw new NotFoundError('session', sessionId);
   },

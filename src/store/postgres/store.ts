@@ -255,7 +255,13 @@ export class PostgresStore extends WithStoreOps implements Store {
         // One operation at a time on the transaction's connection: savepoints nest properly.
         let tail: Promise<unknown> = Promise.resolve();
         const savepoint = <V>(inner: (sql: Sql) => Promise<V>): Promise<V> => sql.savepoint(() => inner(sql));
-        const ctx: OpContext = { sql, inTransaction: true, atomic: savepoint, guarded: savepoint };
+        const ctx: OpContext = {
+          sql,
+          inTransaction: true,
+          atomic: savepoint,
+          guarded: savepoint,
+          appended: new Set(),
+        };
         const ops: Partial<Record<OpName, (...args: unknown[]) => Promise<unknown>>> = {};
         for (const name of OP_NAMES) {
           const op = pgOperations[name] as unknown as (ctx: OpContext, ...a: unknown[]) => Promise<unknown>;
