@@ -126,7 +126,7 @@ type PgPlace = Extract<Place, { kind: 'postgres' }>;
 
 async function open(place: Place): Promise<Store> {
   if (place.kind === 'sqlite') return new SqliteStore({ path: place.path, synchronous: 'FULL', busyTimeoutMs: 30_000 });
-  const s = new PostgresStore({ url: place.url, schema: place.schema, poolSize: 8 });
+  const s = new PostgresStore({ url: place.url, schema: place.schema, poolSize: Number(process.env.POOL ?? 8) });
   await s.opened();
   return s;
 }
