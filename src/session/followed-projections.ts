@@ -21,6 +21,8 @@ import { fold, type Projection } from './projections/index.ts';
 export class FollowedProjections {
   private readonly followed: Array<Projection<unknown>> = [];
   private readonly cache: ProjectionCache;
+  /** The keys of the last session committed to (a run commits to one session step after step). */
+  private last: { sessionId: string; keys: string[] } | undefined;
 
   constructor(cache: ProjectionCache) {
     this.cache = cache;
@@ -32,14 +34,19 @@ export class FollowedProjections {
         `projection ${p.name}: only path projections that can be copied and read payloads whole are followed`,
       );
     this.followed.push(p as Projection<unknown>);
+    this.last = undefined;
   }
 
   /** Events of one append of the session, committed (contiguous seqs). Never throws: a state it cannot fold is dropped. */
   committed(sessionId: string, events: readonly SessionEvent[]): void {
     if (this.followed.length === 0 || events.length === 0) return;
     const first = events[0]!.seq;
-    for (const p of this.followed) {
-      const key = projectionKey(sessionId, p.name, p.version);
+    if (this.last?.sessionId !== sessionId)
+      this.last = { sessionId, keys: this.followed.map((p) => projectionKey(sessionId, p.name, p.version)) };
+    const keys = this.last.keys;
+    for (let i = 0; i < this.followed.length; i++) {
+      const p = this.followed[i]!;
+      const key = keys[i]!;
       const kept = this.cache.get(key);
       // Not kept: started only from the session's first event; kept: only a commit right after it.
       if (kept ? kept.asOfSeq !== first - 1 : first !== 1) continue;

@@ -67,7 +67,8 @@ export class SessionLog {
     this.registry = registry;
     const { store: largeStore, ...policy } = options.largePayloads ?? {};
     this.codec = new LogCodec(registry, largePayloadPolicy(policy), largeStore);
-    this.projections = new ProjectionCache(options.keptStates ?? 256, options.keptSize ?? 200_000);
+    // 512: a model context and a followed transcript for each of 256 sessions (see FollowedProjections).
+    this.projections = new ProjectionCache(options.keptStates ?? 512, options.keptSize ?? 200_000);
     this.followed = new FollowedProjections(this.projections);
     this.notices = new CrossNodeNotices(
       store,
