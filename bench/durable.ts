@@ -51,6 +51,17 @@
  * and the hand loop are paired the same way: PAIRED_ROUNDS rounds of LOOP_PAIRED_RUNS runs of each,
  * `loopRatio` the median of the rounds' ratios (`loopRatioOfMeans` from the variants above).
  *
+ * User path: what a user's program does through the public API, timed as a whole per run: a new
+ * session (`sessions.create`), `sessions.send`, `runs.wait`, then the session's transcript
+ * (`sessions.transcript`, as README's tour reads it), one run at a time, synchronous=FULL, the worker
+ * in this process. PAIRED_ROUNDS rounds of PAIRED_RUNS such runs then as many floor steps, on their
+ * own files; `userPathRatio` is the median of the rounds' ratios, `userPathUsPerStep` the median of
+ * the rounds' µs/step; `userPathEffectful…` the same with the tool not idempotent. Where a run's
+ * time goes (medians, `userPathSegments`): create, send, send's answer → the first commit after it
+ * (the run's start and first step), first → last commit (the steps and the run's end), last commit
+ * → runs.wait returned, the transcript read; the commits of the run, and what it costs beyond its
+ * steps (all but first → last commit). USER_PATH_ONLY=1 runs only the process warm-up and these.
+ *
  * Also reported: idle waits inside the timed runs (send → claimed, completed → runs.wait returned),
  * where a missed wake-up would show; and how much the machine was busy otherwise (load average,
  * PSI): wall times on a shared 2-core machine move with other load, CPU times much less.
@@ -1167,13 +1178,15 @@ try {
   const effectful = await durableVariant(join(dir, 'effectful.db'), 'FULL', { effectful: true });
   const floor = await floorVariant(join(dir, 'floor.db'), durable.sample.steps);
   const paired = await pairedRatio(dir);
-  const userPath = await userPathPaired(dir, false);
-  const userPathEffectful = await userPathPaired(dir, true);
   const loop = await loopVariant();
   const hand = await handLoopVariant();
   const growth = growthPoints(join(dir, 'growth.db'), await durableGrowth(join(dir, 'growth.db')), await loopGrowth());
-  // Last: its rounds collect the heap, which must not change what is measured after it.
+  // Its rounds collect the heap, which must not change what is measured after it: only the user
+  // path comes after it, which runs for seconds and collects its own heap many times over.
   const pairedLoop = await pairedLoopRatio();
+  // After every other variant, so that each of them is measured as it was before the user path was added.
+  const userPath = await userPathPaired(dir, false);
+  const userPathEffectful = await userPathPaired(dir, true);
   const seconds = (performance.now() - started) / 1000;
   const stalled = (a: number | undefined, b: number | undefined) =>
     a !== undefined && b !== undefined ? (b - a) / (seconds * 1e4) : null;
