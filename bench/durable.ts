@@ -1167,7 +1167,7 @@ try {
   if (USER_PATH_ONLY) {
     const userPath = await userPathPaired(dir, false);
     const userPathEffectful = await userPathPaired(dir, true);
-    const result = userPathFigures(userPath, userPathEffectful);
+    const result = { ...userPathFigures(userPath, userPathEffectful), contention: { loadavg: load } };
     if (JSON_OUT) console.log(JSON.stringify(result));
     else printUserPath(userPath, userPathEffectful);
     process.exit(0);
