@@ -1178,15 +1178,15 @@ try {
   const effectful = await durableVariant(join(dir, 'effectful.db'), 'FULL', { effectful: true });
   const floor = await floorVariant(join(dir, 'floor.db'), durable.sample.steps);
   const paired = await pairedRatio(dir);
+  // Right after the durable ratio, in the same state of the process (measured after the loops and
+  // the growth runs, its steps took ~20 % longer).
+  const userPath = await userPathPaired(dir, false);
+  const userPathEffectful = await userPathPaired(dir, true);
   const loop = await loopVariant();
   const hand = await handLoopVariant();
   const growth = growthPoints(join(dir, 'growth.db'), await durableGrowth(join(dir, 'growth.db')), await loopGrowth());
-  // Its rounds collect the heap, which must not change what is measured after it: only the user
-  // path comes after it, which runs for seconds and collects its own heap many times over.
+  // Last: its rounds collect the heap, which must not change what is measured after it.
   const pairedLoop = await pairedLoopRatio();
-  // After every other variant, so that each of them is measured as it was before the user path was added.
-  const userPath = await userPathPaired(dir, false);
-  const userPathEffectful = await userPathPaired(dir, true);
   const seconds = (performance.now() - started) / 1000;
   const stalled = (a: number | undefined, b: number | undefined) =>
     a !== undefined && b !== undefined ? (b - a) / (seconds * 1e4) : null;
