@@ -128,6 +128,16 @@ describe('the transcript followed by the process that commits', () => {
       'on the branch',
     ]);
     expect(branched).toEqual(await coldTranscript(path, s.id));
+
+    // A fork into a new session: its creation and its copy of the path commit together.
+    const fork = await rt.sessions.fork(s.id, first.entryId, { into: 'session' });
+    await run(rt, fork.sessionId, 'in the fork');
+    const forked = await rt.sessions.transcript(fork.sessionId);
+    expect(forked.filter((i) => i.kind === 'user').map((i) => (i.kind === 'user' ? i.text : ''))).toEqual([
+      'first',
+      'in the fork',
+    ]);
+    expect(forked).toEqual(await coldTranscript(path, fork.sessionId));
   });
 
   it('leaves out what a transaction that rolled back appended, and what the caller changed in a read', async () => {
