@@ -1178,8 +1178,8 @@ try {
   const effectful = await durableVariant(join(dir, 'effectful.db'), 'FULL', { effectful: true });
   const floor = await floorVariant(join(dir, 'floor.db'), durable.sample.steps);
   const paired = await pairedRatio(dir);
-  // Right after the durable ratio, in the same state of the process (measured after the loops and
-  // the growth runs, its steps took ~20 % longer).
+  // Right after the durable ratio, in the same state of the process (measured last, after the loops
+  // and the growth runs, its steps were slower in the four runs compared, by 10–40 %).
   const userPath = await userPathPaired(dir, false);
   const userPathEffectful = await userPathPaired(dir, true);
   const loop = await loopVariant();
