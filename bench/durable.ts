@@ -51,6 +51,17 @@
  * and the hand loop are paired the same way: PAIRED_ROUNDS rounds of LOOP_PAIRED_RUNS runs of each,
  * `loopRatio` the median of the rounds' ratios (`loopRatioOfMeans` from the variants above).
  *
+ * User path: what a user's program does through the public API, timed as a whole per run: a new
+ * session (`sessions.create`), `sessions.send`, `runs.wait`, then the session's transcript
+ * (`sessions.transcript`, as README's tour reads it), one run at a time, synchronous=FULL, the worker
+ * in this process. PAIRED_ROUNDS rounds of PAIRED_RUNS such runs then as many floor steps, on their
+ * own files; `userPathRatio` is the median of the rounds' ratios, `userPathUsPerStep` the median of
+ * the rounds' µs/step; `userPathEffectful…` the same with the tool not idempotent. Where a run's
+ * time goes (medians, `userPathSegments`): create, send, send's answer → the first commit after it
+ * (the run's start and first step), first → last commit (the steps and the run's end), last commit
+ * → runs.wait returned, the transcript read; the commits of the run, and what it costs beyond its
+ * steps (all but first → last commit). USER_PATH_ONLY=1 runs only the process warm-up and these.
+ *
  * Also reported: idle waits inside the timed runs (send → claimed, completed → runs.wait returned),
  * where a missed wake-up would show; and how much the machine was busy otherwise (load average,
  * PSI): wall times on a shared 2-core machine move with other load, CPU times much less.
@@ -105,6 +116,8 @@ const LOOP_WARMUP = Number(process.env.LOOP_WARMUP ?? 200);
 const LOOP_RUNS = Number(process.env.LOOP_RUNS ?? 200);
 const LOOP_REPEAT = Number(process.env.LOOP_REPEAT ?? 20);
 const JSON_OUT = process.argv.includes('--json');
+/** Only the process warm-up and the user path's paired rounds (USER_PATH_ONLY=1): a quick look at it. */
+const USER_PATH_ONLY = process.env.USER_PATH_ONLY === '1';
 const PAIRED_ROUNDS = Number(process.env.PAIRED_ROUNDS ?? 9);
 const PAIRED_RUNS = Number(process.env.PAIRED_RUNS ?? 4);
 /** Runs of the loop, then of the hand loop, in each round of their paired ratio. */
@@ -652,6 +665,149 @@ async function pairedRatio(
 }
 
 // ---------------------------------------------------------------------------------------------
+// user path: what a user's program does through the public API, paired with the floor
+
+/**
+ * When each part of a user-path run ended (performance.now() ms), and the commits inside it:
+ * `started` before sessions.create, `created` when it returned, `sent` when send returned,
+ * `returned` when runs.wait returned, `read` when the transcript was read.
+ */
+type UserPathMarks = { started: number; created: number; sent: number; returned: number; read: number };
+
+/**
+ * Where a user-path run's time goes (µs): `create` sessions.create; `send` sessions.send (its
+ * transaction claims the run for the idle worker, ADR-0027); `start` from send's answer to the
+ * first step's commit; `steps` from that commit to the last one (the run's end); `after` from the
+ * last commit until runs.wait returned; `read` the transcript read. `commits` in the whole run.
+ */
+type UserPathSegments = {
+  create: number;
+  send: number;
+  start: number;
+  steps: number;
+  after: number;
+  read: number;
+  commits: number;
+};
+
+function userPathSegmentsOf(m: UserPathMarks, all: readonly number[]): UserPathSegments | undefined {
+  const inRun = all.filter((t) => t >= m.sent && t <= m.returned);
+  if (inRun.length === 0) return undefined;
+  const us = (ms: number) => ms * 1000;
+  return {
+    create: us(m.created - m.started),
+    send: us(m.sent - m.created),
+    start: us(inRun[0]! - m.sent),
+    steps: us(inRun.at(-1)! - inRun[0]!),
+    after: us(m.returned - inRun.at(-1)!),
+    read: us(m.read - m.returned),
+    commits: all.filter((t) => t >= m.started && t <= m.read).length,
+  };
+}
+
+/**
+ * One run as a user's program makes it, timed as a whole: a new session, the message, the wait for
+ * the run's end, then the session's transcript (README's tour: sessions.transcript).
+ */
+async function userPathRun(d: Durable, i: number): Promise<{ sample: Sample; marks: UserPathMarks }> {
+  const marks: UserPathMarks = { started: 0, created: 0, sent: 0, returned: 0, read: 0 };
+  const { sample, value } = await timed(STEPS, async () => {
+    marks.started = performance.now();
+    const session = await d.rt.sessions.create();
+    marks.created = performance.now();
+    const sent = await d.rt.sessions.send(session.id, `Task ${i}: count up, one step at a time.`);
+    marks.sent = performance.now();
+    const run = await d.rt.runs.wait(sent.run.id, { until: 'terminal' });
+    marks.returned = performance.now();
+    const transcript = await d.rt.sessions.transcript(session.id);
+    marks.read = performance.now();
+    return { run, transcript };
+  });
+  const { run, transcript } = value;
+  if (run.status !== 'completed') throw new Error(`run ${run.id} ended ${run.status}: ${JSON.stringify(run.error)}`);
+  // Not timed: the transcript holds the message and the STEPS answers.
+  if (transcript.length !== 1 + STEPS)
+    throw new Error(`user path: the transcript has ${transcript.length} items, expected ${1 + STEPS}`);
+  return { sample, marks };
+}
+
+interface UserPathResult {
+  ratios: number[];
+  median: number;
+  userUs: number[];
+  floorUs: number[];
+  sample: Sample;
+  segments: (Omit<UserPathSegments, 'commits'> & { runs: number; commits: number; beyondStepsUs: number }) | null;
+}
+
+/**
+ * The user path (see userPathRun) and the floor measured alternately: PAIRED_ROUNDS rounds of
+ * PAIRED_RUNS user-path runs then as many floor steps; the ratio is the median of the rounds'.
+ */
+async function userPathPaired(dir: string, effectful: boolean): Promise<UserPathResult> {
+  const name = effectful ? 'user-path-effectful' : 'user-path';
+  const d = openDurable(join(dir, `${name}.db`), 'FULL', { effectful });
+  const { db, insert } = openFloor(join(dir, `${name}-floor.db`));
+  let commitTimes: number[] = [];
+  const unobserve = d.store.observeCommits(() => commitTimes.push(performance.now()));
+  try {
+    for (let i = 0; i < WARMUP; i++) await userPathRun(d, i);
+    const ratios: number[] = [];
+    const userUs: number[] = [];
+    const floorUs: number[] = [];
+    const all: Sample[] = [];
+    const segments: Array<UserPathSegments | undefined> = [];
+    for (let round = 0; round < PAIRED_ROUNDS; round++) {
+      const samples: Sample[] = [];
+      for (let i = 0; i < PAIRED_RUNS; i++) {
+        commitTimes = [];
+        const r = await userPathRun(d, i);
+        samples.push(r.sample);
+        segments.push(userPathSegmentsOf(r.marks, commitTimes));
+      }
+      const steps = PAIRED_RUNS * STEPS;
+      const payloads = Array.from({ length: steps }, (_, i) => floorPayload(round * steps + i));
+      const { sample: floor } = await timed(steps, async () => {
+        for (const p of payloads) insert.run(p);
+      });
+      all.push(...samples);
+      userUs.push(usPerStep(sum(samples)));
+      floorUs.push(usPerStep(floor));
+      ratios.push(usPerStep(sum(samples)) / usPerStep(floor));
+    }
+    const ok = segments.filter((s): s is UserPathSegments => s !== undefined);
+    const m = (f: (r: UserPathSegments) => number) => median(ok.map(f));
+    const total = sum(all);
+    return {
+      ratios,
+      median: median(ratios),
+      userUs,
+      floorUs,
+      sample: total,
+      segments:
+        ok.length === 0
+          ? null
+          : {
+              runs: ok.length,
+              create: m((r) => r.create),
+              send: m((r) => r.send),
+              start: m((r) => r.start),
+              steps: m((r) => r.steps),
+              after: m((r) => r.after),
+              read: m((r) => r.read),
+              commits: m((r) => r.commits),
+              // What a run costs beyond its steps: all of it but the first commit to the last.
+              beyondStepsUs: m((r) => r.create + r.send + r.start + r.after + r.read),
+            },
+    };
+  } finally {
+    unobserve();
+    await closeDurable(d);
+    db.close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // loop: Keel's in-memory loop
 
 async function loopRun(agent: AgentDefinition, history: readonly Message[], turn: number): Promise<Message[]> {
@@ -963,6 +1119,42 @@ function lagStats(lags: readonly Lag[]) {
   };
 }
 
+/** The user path's figures for --json (see userPathPaired). */
+function userPathFigures(idem: UserPathResult, effectful: UserPathResult) {
+  return {
+    userPathUsPerStep: median(idem.userUs),
+    userPathRatio: idem.median,
+    userPathRatios: idem.ratios,
+    userPathFloorUsPerStep: median(idem.floorUs),
+    userPathCpuUsPerStep: cpuPerStep(idem.sample),
+    userPathSegments: idem.segments,
+    userPathEffectfulUsPerStep: median(effectful.userUs),
+    userPathEffectfulRatio: effectful.median,
+    userPathEffectfulRatios: effectful.ratios,
+    userPathEffectfulFloorUsPerStep: median(effectful.floorUs),
+    userPathEffectfulCpuUsPerStep: cpuPerStep(effectful.sample),
+    userPathEffectfulSegments: effectful.segments,
+  };
+}
+
+function printUserPath(idem: UserPathResult, effectful: UserPathResult): void {
+  for (const [name, r] of [
+    ['user path', idem],
+    ['user path, effectful', effectful],
+  ] as const) {
+    console.log(
+      `  ${`${name} / floor`.padEnd(20)} : ${fmt(r.median, 2)}× (median of ${PAIRED_ROUNDS} rounds measured alternately: ${r.ratios.map((x) => fmt(x, 2)).join(', ')}; ` +
+        `medians ${fmt(median(r.userUs))} / ${fmt(median(r.floorUs))} µs/step, CPU ${fmt(cpuPerStep(r.sample))} µs/step): a new session, send, runs.wait, the transcript`,
+    );
+    const g = r.segments;
+    if (g)
+      console.log(
+        `                         a run: create ${fmt(g.create, 0)} µs, send ${fmt(g.send, 0)}, send → first commit ${fmt(g.start, 0)}, first → last commit ${fmt(g.steps, 0)}, ` +
+          `last commit → wait returned ${fmt(g.after, 0)}, transcript ${fmt(g.read, 0)}; ${fmt(g.commits, 0)} commits; beyond its steps ${fmt(g.beyondStepsUs, 0)} µs (medians of ${g.runs} runs)`,
+      );
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // main
 
@@ -972,12 +1164,24 @@ try {
   const load = loadavg();
   const psi0 = { cpu: pressure('cpu'), io: pressure('io') };
   const warmup = await processWarmup(dir);
+  if (USER_PATH_ONLY) {
+    const userPath = await userPathPaired(dir, false);
+    const userPathEffectful = await userPathPaired(dir, true);
+    const result = { ...userPathFigures(userPath, userPathEffectful), contention: { loadavg: load } };
+    if (JSON_OUT) console.log(JSON.stringify(result));
+    else printUserPath(userPath, userPathEffectful);
+    process.exit(0);
+  }
   const durable = await durableVariant(join(dir, 'durable.db'), 'FULL');
   const parts = breakdown(join(dir, 'durable.db'), durable.sessions, durable.sample.steps);
   const normal = await durableVariant(join(dir, 'normal.db'), 'NORMAL', { runs: RUNS_NORMAL });
   const effectful = await durableVariant(join(dir, 'effectful.db'), 'FULL', { effectful: true });
   const floor = await floorVariant(join(dir, 'floor.db'), durable.sample.steps);
   const paired = await pairedRatio(dir);
+  // Right after the durable ratio, in the same state of the process (measured last, after the loops
+  // and the growth runs, its steps were slower in the four runs compared, by 10–40 %).
+  const userPath = await userPathPaired(dir, false);
+  const userPathEffectful = await userPathPaired(dir, true);
   const loop = await loopVariant();
   const hand = await handLoopVariant();
   const growth = growthPoints(join(dir, 'growth.db'), await durableGrowth(join(dir, 'growth.db')), await loopGrowth());
@@ -1015,6 +1219,7 @@ try {
     pairedUsPerStep: median(paired.durableUs),
     pairedFloorUsPerStep: median(paired.floorUs),
     ratioOfMeans: usPerStep(durable.sample) / usPerStep(floor.sample),
+    ...userPathFigures(userPath, userPathEffectful),
     normalUsPerStep: usPerStep(normal.sample),
     normalTxUsPerStep: normal.txUsPerStep,
     normalSegments: normal.segments,
@@ -1142,6 +1347,7 @@ try {
     out(
       `  durable / floor      : ${fmt(result.ratio, 2)}× (median of ${PAIRED_ROUNDS} rounds measured alternately: ${paired.ratios.map((r) => fmt(r, 2)).join(', ')}; medians ${fmt(result.pairedUsPerStep)} / ${fmt(result.pairedFloorUsPerStep)} µs/step); ${fmt(result.ratioOfMeans, 2)}× from the variants above`,
     );
+    printUserPath(userPath, userPathEffectful);
     out(`  durable − normal     : ${fmt(result.usPerStep - result.normalUsPerStep)} µs/step (what the fsyncs cost)`);
     out(
       `  normal − loop        : ${fmt(result.normalUsPerStep - result.loopUsPerStep)} µs/step (the durable path without fsync, over the in-memory loop)`,

@@ -19,7 +19,9 @@ import { LogCodec, sessionEvent, type Encoded, type NewEvent } from './log-codec
 import { CrossNodeNotices } from './log-notices.ts';
 import { LiveBus } from './live-bus.ts';
 import type { LiveItem, LiveListener } from './live-items.ts';
+import { FollowedProjections } from './followed-projections.ts';
 import { ProjectionCache, type KeptState } from './projection-cache.ts';
+import type { Projection } from './projections/index.ts';
 import type { RecentDelta } from './recent-deltas.ts';
 
 export type { AppendHook } from './log-commit.ts';
@@ -41,6 +43,8 @@ export class SessionLog {
   private readonly hooks = new AppendHooks();
   /** The latest projection states this process read (see readProjection). */
   readonly projections: ProjectionCache;
+  /** Projections kept up to date with this process's commits (see FollowedProjections). */
+  private readonly followed: FollowedProjections;
   /** Whether this process numbers deltas of model calls made here, for other nodes too (it then hears their commits). */
   private numbers = false;
 
@@ -63,7 +67,9 @@ export class SessionLog {
     this.registry = registry;
     const { store: largeStore, ...policy } = options.largePayloads ?? {};
     this.codec = new LogCodec(registry, largePayloadPolicy(policy), largeStore);
-    this.projections = new ProjectionCache(options.keptStates ?? 256, options.keptSize ?? 200_000);
+    // 512: a model context and a followed transcript for each of 256 sessions (see FollowedProjections).
+    this.projections = new ProjectionCache(options.keptStates ?? 512, options.keptSize ?? 200_000);
+    this.followed = new FollowedProjections(this.projections);
     this.notices = new CrossNodeNotices(
       store,
       this.bus,
@@ -74,6 +80,21 @@ export class SessionLog {
   /** The projection states kept in memory, by key, most recently used last. */
   get kept(): ReadonlyMap<string, KeptState> {
     return this.projections.states;
+  }
+
+  /**
+   * Keeps a path projection's state of every session up to date with what this process commits,
+   * from the session's creation on (see FollowedProjections): reading it after a run this process
+   * executed folds nothing.
+   */
+  follow<S>(p: Projection<S>): void {
+    this.followed.follow(p);
+  }
+
+  /** Committed events: folded into the followed projections, then told to live subscribers. */
+  private published(sessionId: string, events: readonly SessionEvent[]): void {
+    this.followed.committed(sessionId, events);
+    this.bus.publish(sessionId, events);
   }
 
   /** Adds a hook called inside the transaction of the appends it wants (see AppendHook); returns its removal. */
@@ -139,7 +160,7 @@ export class SessionLog {
     // The data as appended (validated, or built by typed code when trusted), before blob extraction, is what a reader gets back: no need to read it.
     const decoded = stored.map((s, i) => sessionEvent(s, s.v, datas[i]));
     // Published when they are committed: now, or when the transaction they are part of commits.
-    if (!tx) this.bus.publish(sessionId, decoded);
+    if (!tx) this.published(sessionId, decoded);
     else await onCommit(tx, sessionId, decoded, hooks);
     return decoded;
   }
@@ -150,7 +171,7 @@ export class SessionLog {
    * transaction: nobody publishes by hand.
    */
   transaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T> {
-    return inCommitScope(this.store, fn, (sessionId, events) => this.bus.publish(sessionId, events));
+    return inCommitScope(this.store, fn, (sessionId, events) => this.published(sessionId, events));
   }
 
   /**

@@ -52,6 +52,14 @@ export class ProjectionCache {
     }
   }
 
+  /** Drops one state. */
+  drop(key: string): void {
+    const s = this.states.get(key);
+    if (!s) return;
+    this.states.delete(key);
+    this.size -= s.size;
+  }
+
   /** Drops the states of a session. */
   forget(sessionId: string): void {
     for (const [key, state] of [...this.states]) {

@@ -2,6 +2,7 @@ import type { PayloadModelView } from '../core/index.ts';
 import type { StoreOps } from '../store/index.ts';
 import type { SessionEvent } from './event-types.ts';
 import type { SessionLog } from './log.ts';
+import { linearTail } from './linear-tail.ts';
 import { projectionKey, type KeptState } from './projection-cache.ts';
 import { fold, type Projection } from './projections/index.ts';
 
@@ -112,26 +113,16 @@ export async function readProjection<S>(
   } else {
     let linear = from !== undefined;
     if (from) {
-      const tail = await log.read(sessionId, { afterSeq: from.asOfSeq, untilSeq: lastSeq, payloads }, ops);
-      let leaf = from.leafId;
-      const entries: SessionEvent[] = [];
-      for (const e of tail) {
-        if (e.entry) {
-          if ((e.parentId ?? null) !== leaf) {
-            linear = false;
-            break;
-          }
-          leaf = e.id;
-          entries.push(e);
-        } else if (e.type === 'leaf/move' && e.data.entryId !== leaf) {
-          linear = false;
-          break;
-        }
-      }
+      // A state as of the last seq (kept up to date by this process's commits, FollowedProjections) reads nothing.
+      const tail =
+        from.asOfSeq < lastSeq
+          ? await log.read(sessionId, { afterSeq: from.asOfSeq, untilSeq: lastSeq, payloads }, ops)
+          : [];
+      const extended = linearTail(from.leafId, tail);
       // A move the scan could not see (an event type this reader skips) still moved the leaf.
-      if (leaf !== session.leafId) linear = false;
-      if (linear) {
-        state = fold(p, entries, state);
+      if (!extended || extended.leafId !== session.leafId) linear = false;
+      else {
+        state = fold(p, extended.entries, state);
         folded = tail.length;
       }
     }

@@ -108,6 +108,8 @@ export class Sessions {
       options.largePayloads ? { largePayloads: options.largePayloads } : {},
     );
     this.snapshotEvery = options.snapshotEvery ?? 256;
+    // What a program reads after its run: kept up to date by this process's commits, it reads no log.
+    this.log.follow(transcriptProjection);
   }
 
   get store(): Store {

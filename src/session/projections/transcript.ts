@@ -94,4 +94,9 @@ export const transcriptProjection: Projection<TranscriptState> = {
     }
     return s;
   },
+  // Items are copied (the caller owns what a read returns); a tool result changes its call's status in place.
+  clone: (s) => ({
+    items: s.items.map((i) => (i.kind === 'assistant' ? { ...i, tools: i.tools.map((t) => ({ ...t })) } : { ...i })),
+  }),
+  size: (s) => s.items.length,
 };
