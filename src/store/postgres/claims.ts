@@ -15,7 +15,7 @@ export const pgClaimsOps: PgOpsOf<'claims'> = {
    * LOCKED) and moved to the policy's status with a lease and a new token in one statement; the
    * claim of a ready run then charges its tenant (one upsert of its `tenant_dispatch` row).
    */
-  claimRun: async ({ sql }, owner, leaseMs, now, policy, options) => {
+  claimRun: async ({ sql, atCommit }, owner, leaseMs, now, policy, options) => {
     const ready = readySql(policy, 'postgres');
     const recoverable = statusList(policy.recoverable);
     const to = statusList([policy.to]);
@@ -44,7 +44,13 @@ export const pgClaimsOps: PgOpsOf<'claims'> = {
     }
     if (!row) return undefined;
     const { previous_status: previous, previous_attempt: attempt, was_ready: wasReady, ...run } = row;
-    if (wasReady && run.tenant) await sql.run(chargeSql('postgres', ['$1', '$1'], !options?.runId), [run.tenant]);
+    // The charge updates the tenant's row, which every claim of the tenant updates: in a transaction
+    // it is written with its COMMIT, so that the row is locked for the commit alone.
+    if (wasReady && run.tenant) {
+      const charge = chargeSql('postgres', ['$1', '$1'], !options?.runId);
+      if (atCommit) atCommit(charge, [run.tenant]);
+      else await sql.run(charge, [run.tenant]);
+    }
     return { run: toRun(run), previous, firstStart: Number(attempt) === 0 };
   },
 

@@ -16,6 +16,8 @@ export interface OpContext {
   atomic<T>(fn: (sql: Sql) => Promise<T>): Promise<T>;
   guarded<T>(fn: (sql: Sql) => Promise<T>): Promise<T>;
   inTransaction: boolean;
+  /** In a transaction: runs a write as its last statement, in the round trip of its COMMIT (see TransactionSql.atCommit). */
+  atCommit?: (text: string, values: unknown[]) => void;
   /** Sessions this transaction appended to (their rows it holds locked): known to exist until it ends. */
   appended?: Set<string>;
 }

@@ -160,10 +160,35 @@ export class TransactionSql extends Sql {
     }
   }
 
+  /** Statements to run last, written with COMMIT (see `atCommit`). */
+  private readonly last: Array<{ text: string; values: unknown[] }> = [];
+
+  /**
+   * Runs a write as the transaction's last statement, written in the same round trip as its
+   * COMMIT: a lock it takes on a row every transaction of its kind updates (a tenant's pass in
+   * fair dispatch) is held for the commit alone, not for the rest of the transaction.
+   */
+  atCommit(text: string, values: unknown[]): void {
+    this.last.push({ text, values });
+  }
+
   async commit(): Promise<void> {
     if (!this.begun) return;
+    // Written unanswered before COMMIT: a failure of one fails the transaction, whose COMMIT
+    // the server then answers as a rollback; the failure is what is thrown.
+    const lastAnswers = this.last.splice(0).map(({ text, values }) => {
+      const stream = this.stream();
+      if (stream) {
+        stream.cork();
+        this.corked++;
+      }
+      // Handed to the connection now (it pipelines), before COMMIT is.
+      const answer: Promise<unknown> = this.target.query({ name: statementName(text), text, values });
+      answer.catch(() => {});
+      return answer;
+    });
     await this.raw('COMMIT');
-    for (const answer of this.unanswered) await answer;
+    for (const answer of [...this.unanswered, ...lastAnswers]) await answer;
   }
 
   async rollback(): Promise<void> {

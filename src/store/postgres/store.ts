@@ -260,6 +260,7 @@ export class PostgresStore extends WithStoreOps implements Store {
           inTransaction: true,
           atomic: savepoint,
           guarded: savepoint,
+          atCommit: (text, values) => sql.atCommit(text, values),
           appended: new Set(),
         };
         const ops: Partial<Record<OpName, (...args: unknown[]) => Promise<unknown>>> = {};
