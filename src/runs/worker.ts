@@ -129,36 +129,21 @@ export class Worker {
       try {
         // Unless work was announced, the counts by status are read before a claim's write
         // transaction: a poll, or the end of a run, mostly finds nothing to claim.
-        let look = !announced;
+        const look = !announced;
         // An execution waiting for something outside its run (a child) holds no slot: a parent
-        // waiting for its child must not keep the child from being claimed.
-        while (!this.stopping && this.active < this.concurrency) {
-          if (look) {
-            if (!(await this.mayClaim())) break;
-            look = false;
-            // A message may have taken the slot meanwhile (see offerSlot).
-            if (this.stopping || this.active >= this.concurrency) break;
-          }
-          // Several claims at once where the store runs transactions side by side (a recovery of
-          // many runs is bounded by claims' round trips, not by one at a time). Each slot is taken
-          // while its claim is in flight: a message must not take it too.
-          // A worker back from a database outage leaves expired leases to their owners for a while (ADR-0045).
+        // waiting for its child must not keep the child from being claimed. Claims only when a look (unless work was announced) finds something to claim, and a
+        // message did not take the free slots meanwhile (see offerSlot).
+        const free = () => !this.stopping && this.active < this.concurrency;
+        if (free() && (!look || ((await this.mayClaim()) && free()))) {
+          // Claims in lanes, as many as the store runs transactions side by side (a recovery of
+          // many runs is bounded by claims' round trips, not by one at a time): each lane claims
+          // until it finds nothing or the worker is full. A worker back from a database outage
+          // leaves expired leases to their owners for a while (ADR-0045).
           const recover = Date.now() >= this.recoverAfter;
-          const n = Math.min(this.concurrency - this.active, this.host.lifecycle.store.parallelTransactions ?? 1);
-          this.claiming += n;
-          const claims = await Promise.allSettled(
-            Array.from({ length: n }, () =>
-              this.claim(recover)
-                .then((claimed) => {
-                  if (claimed) this.spawn(claimed);
-                  return claimed !== undefined;
-                })
-                .finally(() => this.claiming--),
-            ),
-          );
-          const failed = claims.find((c) => c.status === 'rejected');
+          const lanes = Math.min(this.concurrency - this.active, this.host.lifecycle.store.parallelTransactions ?? 1);
+          const claimed = await Promise.allSettled(Array.from({ length: lanes }, () => this.claimLane(recover)));
+          const failed = claimed.find((c) => c.status === 'rejected');
           if (failed) throw failed.reason;
-          if (claims.some((c) => c.status === 'fulfilled' && !c.value)) break;
         }
         if (Date.now() - this.lastSweep >= this.sweepMs) await this.sweep();
         if (this.outageRounds > 0) this.databaseBack();
@@ -187,6 +172,23 @@ export class Worker {
   private databaseBack(): void {
     this.outageRounds = 0;
     this.recoverAfter = Date.now() + this.host.env(this.id).leaseMs;
+  }
+
+  /**
+   * Claims runs one after another until none is claimable or the worker is full; each starts as
+   * it is claimed. Its slot is taken while its claim is in flight: a message must not take it too.
+   */
+  private async claimLane(recover: boolean): Promise<void> {
+    while (!this.stopping && this.active < this.concurrency) {
+      this.claiming++;
+      try {
+        const claimed = await this.claim(recover);
+        if (!claimed) return;
+        this.spawn(claimed);
+      } finally {
+        this.claiming--;
+      }
+    }
   }
 
   /**
