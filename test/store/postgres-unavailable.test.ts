@@ -3,23 +3,11 @@
  * answers as 503 `store_unavailable` with Retry-After. (test/restart/database-restart.test.ts stops
  * a real server under load; this is the quick check of the mapping.)
  */
-import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { toProblem } from '../../src/server/problems.ts';
 import { PostgresStore } from '../../src/store/postgres/index.ts';
 import { isStoreUnavailable, StoreUnavailableError } from '../../src/store/index.ts';
-
-/** A port nothing listens on: connections to it are refused. */
-async function closedPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
+import { freePort as closedPort } from '../support/postgres-server.ts';
 
 describe('postgres: a database that cannot be reached', () => {
   it('fails every operation and transaction with StoreUnavailableError, which the API answers 503 store_unavailable with Retry-After', async () => {

@@ -8,10 +8,10 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { freePort } from './postgres-server.ts';
 
 /** The pgbouncer binary of the machine, if it has one. */
 export function pgbouncerBinary(): string | undefined {
@@ -19,17 +19,6 @@ export function pgbouncerBinary(): string | undefined {
     if (dir && existsSync(join(dir, 'pgbouncer'))) return join(dir, 'pgbouncer');
   }
   return undefined;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 export interface BouncerDatabase {

@@ -27,7 +27,8 @@ async function answers(url: string): Promise<boolean> {
   }
 }
 
-async function freePort(): Promise<number> {
+/** A port free on 127.0.0.1 now (a server listened on it and closed): nothing listens on it until someone does. */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.once('error', reject);

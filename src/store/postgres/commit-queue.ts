@@ -20,7 +20,7 @@ import type { NewBlob } from '../port/blobs.ts';
 import { blobHashesIn } from '../blob-refs.ts';
 import { hasNul, NUL_REFUSAL } from '../plain-text.ts';
 import { storedEvent } from '../records.ts';
-import { appendRefusal } from './shared.ts';
+import { appendRefusal, pushDraftColumns } from './shared.ts';
 import { isConnectionFailure } from './connection-errors.ts';
 import { DEADLOCK_DETECTED, SERIALIZATION_FAILURE, Sql, sqlState, statementName } from './sql.ts';
 import { LOCK_NOT_AVAILABLE, timeoutFailure } from './timeouts.ts';
@@ -311,25 +311,7 @@ export class PgCommitQueue {
       items[4]!.push(a.drafts.length);
       items[5]!.push(hashes.length);
       for (const h of hashes) cols[14]!.push(h);
-      a.drafts.forEach((d, i) => {
-        const values = [
-          d.id,
-          d.type,
-          d.v,
-          d.time,
-          d.runId ?? null,
-          d.turn ?? null,
-          d.step ?? null,
-          d.entry,
-          d.parentId ?? null,
-          d.parentId !== undefined,
-          d.leaf ?? null,
-          d.leaf !== undefined,
-          d.ignorable ?? false,
-          a.json[i],
-        ];
-        for (let c = 0; c < values.length; c++) cols[c]!.push(values[c]);
-      });
+      pushDraftColumns(cols, a.drafts, a.json);
     }
     const blobList = [...blobs.values()];
     const t0 = performance.now();

@@ -11,7 +11,7 @@ import { blobHashesIn } from '../blob-refs.ts';
 import { hasNul } from '../plain-text.ts';
 import { storedEvent } from '../records.ts';
 import { type SnapshotRow } from '../rows.ts';
-import { toEvent, limitOf, appendRefusal, type EventRow } from './shared.ts';
+import { toEvent, limitOf, appendRefusal, pushDraftColumns, type EventRow } from './shared.ts';
 import type { PgOpsOf } from './context.ts';
 
 export const pgEventsOps: PgOpsOf<'events'> = {
@@ -31,26 +31,9 @@ export const pgEventsOps: PgOpsOf<'events'> = {
     for (const d of drafts) {
       if (d.entry && seen.has(d.id)) throw new StoreError('conflict', `event ${d.id} already exists`);
       if (d.entry) seen.add(d.id);
-      const data = JSON.stringify(d.data);
-      json.push(data);
-      const values = [
-        d.id,
-        d.type,
-        d.v,
-        d.time,
-        d.runId ?? null,
-        d.turn ?? null,
-        d.step ?? null,
-        d.entry,
-        d.parentId ?? null,
-        d.parentId !== undefined,
-        d.leaf ?? null,
-        d.leaf !== undefined,
-        d.ignorable ?? false,
-        data,
-      ];
-      for (let i = 0; i < values.length; i++) cols[i]!.push(values[i]);
+      json.push(JSON.stringify(d.data));
     }
+    pushDraftColumns(cols, drafts, json);
     let rows: Array<{ seq: number; parent_id: string | null }>;
     try {
       rows = await guarded((q) =>

@@ -6,6 +6,7 @@ import {
   StoreError,
   RUN_STATUS_VALUES,
   type AppendOptions,
+  type EventDraft,
   type RunStatus,
   type StoredEvent,
 } from '../port/index.ts';
@@ -27,6 +28,33 @@ export type EventRow = {
   ignorable: boolean;
   data: string;
 };
+
+/**
+ * Drafts as keel_append's event arrays (ids, types, versions, times, runs, turns, steps, entry
+ * flags, parents and whether given, leaves and whether given, ignorable flags, data), pushed onto
+ * `cols` (14 arrays), with each draft's data as JSON (`json`, already made).
+ */
+export function pushDraftColumns(cols: unknown[][], drafts: readonly EventDraft[], json: readonly string[]): void {
+  drafts.forEach((d, i) => {
+    const values = [
+      d.id,
+      d.type,
+      d.v,
+      d.time,
+      d.runId ?? null,
+      d.turn ?? null,
+      d.step ?? null,
+      d.entry,
+      d.parentId ?? null,
+      d.parentId !== undefined,
+      d.leaf ?? null,
+      d.leaf !== undefined,
+      d.ignorable ?? false,
+      json[i],
+    ];
+    for (let c = 0; c < values.length; c++) cols[c]!.push(values[c]);
+  });
+}
 
 export function toEvent(r: EventRow): StoredEvent {
   const e: StoredEvent = {
