@@ -167,6 +167,8 @@ export class PgCommitQueue {
   broadcastsSent(): Promise<void> {
     const upTo = this.broadcastCount;
     if (this.broadcastSent >= upTo) return Promise.resolve();
+    // Someone waits for them (a transaction about to commit): they go now, not after lingering.
+    if (this.lingering !== undefined) this.kick(true);
     return new Promise((resolve) => this.sentWaiters.push({ upTo, resolve }));
   }
 
