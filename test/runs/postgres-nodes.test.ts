@@ -295,6 +295,42 @@ describe('postgres: two nodes on one database', () => {
     }
   });
 
+  it('runs.wait on a run this process executes reads the run at its start and end, not at each step (its own commit notices are known for its own)', async () => {
+    const { store } = await openTestPostgres();
+    const stepTool = tool({
+      name: 'inc',
+      description: 'increments',
+      input: z.object({ n: z.number() }),
+      idempotent: true,
+      execute: async ({ n }) => n + 1,
+    });
+    const steps = 8;
+    const model = new ScriptedModel([
+      ...Array.from({ length: steps }, (_, i) => ({
+        text: 'working',
+        toolCalls: [{ id: `c${i}`, name: 'inc', input: { n: i } }],
+      })),
+      { text: 'done' },
+    ]);
+    const rt = runtimeOn(store, [
+      defineAgent({ name: 'a', model, tools: [stepTool], limits: { maxSteps: steps + 1 } }),
+    ]);
+    const s = await rt.sessions.create();
+    // Someone follows the session: the store's notices are on (as with an SSE client).
+    const feed = followInBackground(rt.sessions.log, s.id);
+    cleanups.push(() => feed.stop());
+    const get = store.runs.get.bind(store.runs);
+    let reads = 0;
+    store.runs.get = (id: string) => {
+      reads++;
+      return get(id);
+    };
+    const { run } = await rt.sessions.send(s.id, 'go');
+    expect((await rt.runs.wait(run.id, { until: 'terminal' })).status).toBe('completed');
+    store.runs.get = get;
+    expect(reads).toBeLessThanOrEqual(3);
+  });
+
   it('a notification of broadcasts that fails is sent again: the other node hears every message, in order, before the commit that follows them', async () => {
     const [a, b] = await twoNodes();
     await a.sessions.create({ id: 's', createdAt: T0 });

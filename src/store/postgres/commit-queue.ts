@@ -58,12 +58,12 @@ const stateOf = (e: unknown): string | undefined => sqlState(e) ?? sqlState((e a
 interface PendingAppend {
   sessionId: string;
   drafts: readonly EventDraft[];
-  options: AppendOptions & { blobs?: readonly NewBlob[] };
+  options: AppendOptions;
   /** Each draft's data as JSON. */
   json: string[];
   bytes: number;
   attempt: number;
-  /** Committed in a call of its own (its batch failed on a value the server cannot take). */
+  /** Made in a call of its own, beside the queue's: its rows were held by another transaction, or its batch failed on a value the server cannot take. */
   alone?: boolean;
   resolve(events: StoredEvent[]): void;
   reject(e: unknown): void;
@@ -99,11 +99,8 @@ export class PgCommitQueue {
   /** Broadcast messages not sent: too big for one notification, or whose call failed every attempt. */
   droppedBroadcasts = 0;
   private closed = false;
-  /** Told how long each call took, in seconds (Store.observeCommits), and how many appends it carried. */
+  /** Told how long each call that committed appends took, in seconds (Store.observeCommits). */
   onCommit: ((seconds: number) => void) | undefined;
-  /** Calls made, and appends committed by them (bench figures). */
-  calls = 0;
-  appended = 0;
 
   /** `instanceId` marks this process's broadcasts (its own listener skips them). */
   private readonly instanceId: string;
@@ -115,11 +112,7 @@ export class PgCommitQueue {
   }
 
   /** Appends (see EventOps.append) with the next call; `blobs` are put in the same transaction, before. */
-  append(
-    sessionId: string,
-    drafts: readonly EventDraft[],
-    options: AppendOptions & { blobs?: readonly NewBlob[] } = {},
-  ): Promise<StoredEvent[]> {
+  append(sessionId: string, drafts: readonly EventDraft[], options: AppendOptions = {}): Promise<StoredEvent[]> {
     const seen = new Set<string>();
     const json: string[] = [];
     let bytes = 0;
@@ -179,32 +172,30 @@ export class PgCommitQueue {
     }
   }
 
-  /** Calls in flight, and what waits for them to be answered (see `afterCalls`). */
-  private calling = 0;
-  private waitingForCalls: Array<() => void> = [];
-  private releasing = false;
+  /** Calls in flight (see `afterCalls`), and the notifications waiting to be handed on, in order. */
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private handing: Promise<void> = Promise.resolve();
+  private waitingToHand = 0;
 
   /**
-   * Runs `fn` once no call is in flight and the appends they answered were told (a turn of the
-   * event loop after), in the order given; true when it had to wait. The listener hands each
-   * notification through it: a notice of this process's own commit then comes after the log
-   * published it here, so it is known for this process's own (no read, no wake-up).
+   * Runs `fn` once the calls in flight now were answered and the appends they committed told (a
+   * turn of the event loop after), after the functions given before it; true when it had to wait.
+   * The listener hands each notification through it: a notice of this process's own commit then
+   * comes after the log published it here, so it is known for this process's own (no read, no
+   * wake-up). Calls started later are not waited for: a busy queue never holds notifications back.
    */
   afterCalls(fn: () => void): boolean {
-    if (this.calling === 0 && this.waitingForCalls.length === 0) return false;
-    this.waitingForCalls.push(fn);
-    this.releaseWhenIdle();
+    if (this.inFlight.size === 0 && this.waitingToHand === 0) return false;
+    const calls = [...this.inFlight];
+    this.waitingToHand++;
+    this.handing = this.handing
+      .then(() => Promise.allSettled(calls))
+      .then(() => new Promise<void>((resolve) => setImmediate(resolve)))
+      .then(() => {
+        this.waitingToHand--;
+        fn();
+      });
     return true;
-  }
-
-  private releaseWhenIdle(): void {
-    if (this.calling > 0 || this.releasing || this.waitingForCalls.length === 0) return;
-    this.releasing = true;
-    setImmediate(() => {
-      this.releasing = false;
-      if (this.calling > 0) return;
-      for (const fn of this.waitingForCalls.splice(0)) fn();
-    });
   }
 
   /** Calls of appends made alone, in flight beside the queue's. */
@@ -239,13 +230,14 @@ export class PgCommitQueue {
     let part: string[] = [];
     let size = 64;
     for (const b of broadcasts) {
-      if (part.length > 0 && size + b.json.length + 1 > MAX_NOTIFY_BYTES) {
+      const bytes = Buffer.byteLength(b.json) + 1;
+      if (part.length > 0 && size + bytes > MAX_NOTIFY_BYTES) {
         out.push(`{"o":${JSON.stringify(this.instanceId)},"b":[${part.join(',')}]}`);
         part = [];
         size = 64;
       }
       part.push(b.json);
-      size += Buffer.byteLength(b.json) + 1;
+      size += bytes;
     }
     if (part.length > 0) out.push(`{"o":${JSON.stringify(this.instanceId)},"b":[${part.join(',')}]}`);
     return out;
@@ -318,7 +310,9 @@ export class PgCommitQueue {
     const blobList = [...blobs.values()];
     const t0 = performance.now();
     let rows: Row[];
-    this.calling++;
+    let answered!: () => void;
+    const inFlight = new Promise<void>((resolve) => (answered = resolve));
+    this.inFlight.add(inFlight);
     try {
       rows = await this.sql.rows<Row>(APPEND_MANY, [
         // Alone, an append waits for its rows (under the lock timeout), as a transaction's would.
@@ -355,10 +349,10 @@ export class PgCommitQueue {
       for (const a of batch) a.reject(e);
       return false;
     } finally {
-      this.calling--;
-      this.releaseWhenIdle();
+      this.inFlight.delete(inFlight);
+      // Told after the appends' callers (they resolve below, before the handing's turn comes).
+      answered();
     }
-    this.calls++;
     if (batch.length > 0) this.onCommit?.((performance.now() - t0) / 1000);
     if (broadcasts.length > 0) this.markSent(broadcasts.at(-1)!.n);
     const byItem = new Map<number, Row[]>();
@@ -371,7 +365,6 @@ export class PgCommitQueue {
       const got = byItem.get(i + 1) ?? [];
       const failed = got.find((r) => r.o_state !== null);
       if (!failed) {
-        this.appended++;
         a.resolve(a.drafts.map((d, k) => storedEvent(d, a.sessionId, got[k]!.o_seq!, got[k]!.o_parent)));
         return;
       }
