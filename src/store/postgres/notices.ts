@@ -26,8 +26,6 @@ export interface PgNoticesOptions {
   schema: string;
   /** The store's pool: broadcasts and pings are sent by NOTIFY on one of its connections. */
   pool: pg.Pool;
-  /** The store's migration: broadcasts wait for it. */
-  ready: Promise<void>;
   /** The store's commit queue: broadcasts go with its calls (see commit-queue.ts). */
   commits: PgCommitQueue;
   /** Marks this process's broadcasts (its own listener skips them). */
@@ -43,7 +41,6 @@ export class PgNotices implements Required<NoticeOps> {
   private readonly url: string;
   private readonly schema: string;
   private readonly pool: pg.Pool;
-  private readonly ready: Promise<void>;
   private readonly commits: PgCommitQueue;
   private closed = false;
 
@@ -51,7 +48,6 @@ export class PgNotices implements Required<NoticeOps> {
     this.url = options.url;
     this.schema = options.schema;
     this.pool = options.pool;
-    this.ready = options.ready;
     this.commits = options.commits;
     this.instanceId = options.instanceId;
   }

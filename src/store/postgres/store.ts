@@ -147,7 +147,6 @@ export class PostgresStore extends WithStoreOps implements Store {
       url: options.listenUrl ?? options.url,
       schema: this.schema,
       pool: this.pool,
-      ready: this.ready,
       commits: this.commits,
       instanceId,
     });
