@@ -67,6 +67,15 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
       };
     };
     put?: never;
@@ -119,6 +128,15 @@ export interface paths {
         };
         /** @description No such session (or not yours) */
         404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };
@@ -189,6 +207,15 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
       };
     };
     put?: never;
@@ -234,6 +261,15 @@ export interface paths {
         };
         /** @description No such session (or not yours) */
         404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };
@@ -298,6 +334,15 @@ export interface paths {
         };
         /** @description No such session (or not yours) */
         404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };
@@ -371,6 +416,15 @@ export interface paths {
         };
         /** @description No such session (or not yours) */
         404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };
@@ -484,6 +538,15 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
       };
     };
     delete?: never;
@@ -551,6 +614,15 @@ export interface paths {
         };
         /** @description No such session (or not yours) */
         404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };
@@ -627,6 +699,15 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
       };
     };
     put?: never;
@@ -689,6 +770,15 @@ export interface paths {
         };
         /** @description No such session (or not yours) */
         404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };
@@ -763,6 +853,15 @@ export interface paths {
         };
         /** @description No such session (or not yours) */
         404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };
@@ -851,6 +950,15 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
       };
     };
     delete?: never;
@@ -918,6 +1026,15 @@ export interface paths {
         };
         /** @description No such session (or not yours) */
         404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };
@@ -998,6 +1115,15 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
       };
     };
     delete?: never;
@@ -1054,6 +1180,15 @@ export interface paths {
         };
         /** @description No such session (or not yours) */
         404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };
@@ -1135,6 +1270,15 @@ export interface paths {
         };
         /** @description Refused, with line-numbered problems */
         422: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };
@@ -1307,6 +1451,15 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
       };
     };
     put?: never;
@@ -1362,6 +1515,15 @@ export interface paths {
         };
         /** @description No such session (or not yours) */
         404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };
@@ -1446,6 +1608,15 @@ export interface paths {
         };
         /** @description No such session (or not yours) */
         404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };
@@ -2701,6 +2872,15 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
       };
     };
     put?: never;
@@ -2756,6 +2936,15 @@ export interface paths {
         };
         /** @description No such agent */
         422: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };
@@ -2826,6 +3015,15 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
       };
     };
     put?: never;
@@ -2869,6 +3067,15 @@ export interface paths {
         };
         /** @description No such schedule (or not yours) */
         404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };
@@ -2940,6 +3147,15 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
       };
     };
     delete?: never;
@@ -2998,6 +3214,15 @@ export interface paths {
         };
         /** @description No such schedule (or not yours) */
         404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };
@@ -3075,6 +3300,15 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
       };
     };
     put?: never;
@@ -3133,6 +3367,15 @@ export interface paths {
         };
         /** @description No such session (or not yours) */
         404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };
@@ -3201,6 +3444,15 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
       };
     };
     post?: never;
@@ -3243,6 +3495,15 @@ export interface paths {
         };
         /** @description No such session (or not yours) */
         404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };
@@ -3303,6 +3564,15 @@ export interface paths {
         };
         /** @description No such session (or not yours) */
         404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };
@@ -3388,6 +3658,15 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
       };
     };
     delete?: never;
@@ -3462,7 +3741,7 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
-        /** @description Its archive cannot be read (archive_unavailable) */
+        /** @description Its archive cannot be read (`archive_unavailable`), or the database cannot be reached (`store_unavailable`) */
         503: {
           headers: {
             [name: string]: unknown;
@@ -3536,6 +3815,15 @@ export interface paths {
         };
         /** @description Not possible in the run’s current state */
         409: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };
@@ -3621,6 +3909,15 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
       };
     };
     put?: never;
@@ -3690,6 +3987,15 @@ export interface paths {
         };
         /** @description Not possible in the run’s current state */
         409: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };
@@ -3771,6 +4077,15 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
       };
     };
     delete?: never;
@@ -3838,6 +4153,15 @@ export interface paths {
         };
         /** @description Not possible in the run’s current state */
         409: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };
@@ -3923,6 +4247,15 @@ export interface paths {
         };
         /** @description Not possible in the run’s current state */
         409: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };
@@ -4016,6 +4349,15 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
       };
     };
     delete?: never;
@@ -4090,6 +4432,15 @@ export interface paths {
         };
         /** @description Not possible in the run’s current state */
         409: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };
@@ -4181,6 +4532,15 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
       };
     };
     delete?: never;
@@ -4238,6 +4598,15 @@ export interface paths {
         };
         /** @description No such run (or not yours) */
         404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };
@@ -4325,6 +4694,15 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
       };
     };
     delete?: never;
@@ -4405,6 +4783,15 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
       };
     };
     put?: never;
@@ -4474,6 +4861,15 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
       };
     };
     delete?: never;
@@ -4530,6 +4926,15 @@ export interface paths {
         };
         /** @description No such rerun batch (or not yours) */
         404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };
@@ -4622,6 +5027,15 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
       };
     };
     put?: never;
@@ -4694,6 +5108,15 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
       };
     };
     put?: never;
@@ -4740,6 +5163,15 @@ export interface paths {
         };
         /** @description No such run (or not yours) */
         404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };
@@ -4810,6 +5242,15 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
       };
     };
     put?: never;
@@ -4853,6 +5294,15 @@ export interface paths {
         };
         /** @description No such dataset (or not yours) */
         404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };
@@ -4924,6 +5374,15 @@ export interface paths {
         };
         /** @description No such dataset (or not yours) */
         404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };
@@ -5003,6 +5462,15 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
       };
     };
     put?: never;
@@ -5049,6 +5517,15 @@ export interface paths {
         };
         /** @description No such dataset (or not yours) */
         404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };
@@ -5119,6 +5596,15 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
       };
     };
     put?: never;
@@ -5177,6 +5663,15 @@ export interface paths {
         };
         /** @description No such experiment (or not yours) */
         404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };
@@ -5251,6 +5746,15 @@ export interface paths {
         };
         /** @description No such experiment (or not yours) */
         404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };
@@ -5335,6 +5839,15 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
       };
     };
     delete?: never;
@@ -5393,6 +5906,15 @@ export interface paths {
         };
         /** @description No such experiment (or not yours) */
         404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };
@@ -5732,6 +6254,15 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
       };
     };
     delete?: never;
@@ -5935,6 +6466,15 @@ export interface paths {
             'application/problem+json': components['schemas']['Problem'];
           };
         };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
       };
     };
     put?: never;
@@ -6000,6 +6540,15 @@ export interface paths {
         };
         /** @description No such session (or not yours) */
         404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };
@@ -6075,6 +6624,15 @@ export interface paths {
         };
         /** @description No such session (or not yours) */
         404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/problem+json': components['schemas']['Problem'];
+          };
+        };
+        /** @description The database cannot be reached right now (`store_unavailable`): try again after `Retry-After` */
+        503: {
           headers: {
             [name: string]: unknown;
           };

@@ -32,10 +32,14 @@ export const pathParam = (name: string) =>
 /** `{id}` in a path. */
 export const IdParam = z.object({ id: pathParam('id') });
 
-/** What an authenticated route about a `what` answers: 400, 401 and 404 (another tenant's ids are not found). */
+/**
+ * What an authenticated route about a `what` answers: 400, 401 and 404 (another tenant's ids are
+ * not found), and 503 while the database cannot be reached (ADR-0045).
+ */
 export const problems = (what: string) =>
   ({
     400: problem('Invalid request'),
     401: problem('Missing or invalid API key'),
     404: problem(`No such ${what} (or not yours)`),
+    503: problem('The database cannot be reached right now (`store_unavailable`): try again after `Retry-After`'),
   }) as const;

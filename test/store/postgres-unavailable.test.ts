@@ -5,6 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { toProblem } from '../../src/server/problems.ts';
+import { toA2aError } from '../../src/server/protocols/a2a/a2a-errors.ts';
+import type { Logger } from '../../src/monitoring/index.ts';
 import { PostgresStore } from '../../src/store/postgres/index.ts';
 import { isStoreUnavailable, StoreUnavailableError } from '../../src/store/index.ts';
 import { freePort as closedPort } from '../support/postgres-server.ts';
@@ -20,6 +22,12 @@ describe('postgres: a database that cannot be reached', () => {
       const tx = await store.transaction((t) => t.sessions.list({ limit: 1 })).catch((e: unknown) => e);
       expect(isStoreUnavailable(tx)).toBe(true);
       expect(toProblem(op)).toMatchObject({ type: 'store_unavailable', extensions: { retry_after: 2 } });
+      // A2A's clients are told it as it is, not as an internal error (and it is not logged as one).
+      const logged: unknown[] = [];
+      const logger = { isLevelEnabled: () => true, error: (...a: unknown[]) => logged.push(a) } as unknown as Logger;
+      const a2a = toA2aError(op, logger);
+      expect(a2a.message).toMatch(/database/);
+      expect(logged).toEqual([]);
     } finally {
       await store.close();
     }

@@ -222,8 +222,10 @@ export function retentionRoutes(app: OpenAPIHono<AppEnv>, ctx: AppContext): void
           'The session is back',
         ),
         409: problem('The session is not in the archive store (not_in_archive)'),
-        503: problem('Its archive cannot be read (archive_unavailable)'),
         ...problems,
+        503: problem(
+          'Its archive cannot be read (`archive_unavailable`), or the database cannot be reached (`store_unavailable`)',
+        ),
       },
     }),
     async (c) => {

@@ -30,6 +30,9 @@ export function toA2aError(e: unknown, logger: Logger): A2AError {
     case 'session_archived':
     case 'idempotency_in_progress':
       return new UnsupportedOperationError(p.detail);
+    case 'store_unavailable':
+      // An outage, not a fault of Keel's (the worker and the API log it once): said as it is.
+      return new A2AError(p.detail ?? 'the database cannot be reached right now: try again shortly');
     default:
       if (logger.isLevelEnabled('error')) logger.error({ err: e }, 'a2a: internal error');
       else process.emitWarning(`keel server: a2a: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
