@@ -1,6 +1,6 @@
 /**
  * The PostgreSQL store behind PgBouncer in transaction pooling mode (ADR-0046), PgBouncer started
- * here (test/support/pgbouncer.ts): the store contracts through it; no session state left on the
+ * here (test/support/pgbouncer.ts): every store contract through it; no session state left on the
  * server connections it shares between clients; a transaction's lock timeout; the schema's
  * search_path checked at open; migrations by several processes at once, once, and a newer schema
  * refused by name; and a cluster of API and worker processes with their live feeds (LISTEN straight
@@ -25,6 +25,12 @@ import { dropSchema, freshSchema, postgresUrl } from '../support/postgres.ts';
 import { storeContract } from './contract.ts';
 import { runsContract } from './runs-contract.ts';
 import { waitsContract } from './waits-contract.ts';
+import { limitsContract } from './limits-contract.ts';
+import { quotasContract } from './quotas-contract.ts';
+import { schedulesContract } from './schedules-contract.ts';
+import { webhooksContract } from './webhooks-contract.ts';
+import { tenantsContract } from './tenants-contract.ts';
+import { batchesContract, datasetsContract } from './batches-contract.ts';
 
 const binary = pgbouncerBinary();
 if (!binary)
@@ -122,6 +128,13 @@ describe.skipIf(!binary)('PostgreSQL behind PgBouncer (pool_mode=transaction)', 
   storeContract('postgres through pgbouncer', openContractStore);
   runsContract('postgres through pgbouncer (two nodes)', openContractStore);
   waitsContract('postgres through pgbouncer (two nodes)', openContractStore);
+  limitsContract('postgres through pgbouncer (two nodes)', openContractStore);
+  quotasContract('postgres through pgbouncer (two nodes)', openContractStore);
+  schedulesContract('postgres through pgbouncer (two nodes)', openContractStore);
+  webhooksContract('postgres through pgbouncer (two nodes)', openContractStore);
+  tenantsContract('postgres through pgbouncer (two nodes)', openContractStore);
+  datasetsContract('postgres through pgbouncer (two nodes)', openContractStore);
+  batchesContract('postgres through pgbouncer (two nodes)', openContractStore);
 
   describe('no session state between pooled transactions', () => {
     it("the store's transactions leave no timeout, search_path or prepared statement on the server connection the next client gets", async () => {
