@@ -403,16 +403,20 @@ interface ThroughputResult {
   serverCost: ServerCost | null;
 }
 
-async function throughput(place: Place, workers: number, meter: ServerMeter | null): Promise<ThroughputResult> {
-  const store = await open(place);
-  const ids = await createRuns(store, RUNS);
-  const server = await startServer({
+/** This process's API (no worker) on `store`, on a free port. */
+const apiServer = (store: Store) =>
+  startServer({
     store,
     config: { source: null, agents: [agent('throughput')], compaction: {}, demo: false },
     port: 0,
     workers: 0,
     version: 'bench',
   });
+
+async function throughput(place: Place, workers: number, meter: ServerMeter | null): Promise<ThroughputResult> {
+  const store = await open(place);
+  const ids = await createRuns(store, RUNS);
+  const server = await apiServer(store);
   const latencies: number[] = [];
   const sources: EventSource[] = [];
   const ended = new Set<string>();
@@ -516,13 +520,7 @@ async function halfLoad(place: Place, runsPerSec: number): Promise<HalfLoadResul
   const rt = createRuntime({ store, agents: [agent('throughput')] });
   const sessions: string[] = [];
   for (let i = 0; i < n; i++) sessions.push((await rt.sessions.create()).id);
-  const server = await startServer({
-    store,
-    config: { source: null, agents: [agent('throughput')], compaction: {}, demo: false },
-    port: 0,
-    workers: 0,
-    version: 'bench',
-  });
+  const server = await apiServer(store);
   const latencies: number[] = [];
   const sources: EventSource[] = [];
   let counting = false;
