@@ -131,8 +131,9 @@ export class Worker {
         // transaction: a poll, or the end of a run, mostly finds nothing to claim.
         const look = !announced;
         // An execution waiting for something outside its run (a child) holds no slot: a parent
-        // waiting for its child must not keep the child from being claimed. Claims only when a look (unless work was announced) finds something to claim, and a
-        // message did not take the free slots meanwhile (see offerSlot).
+        // waiting for its child must not keep the child from being claimed. Claims only when the
+        // look (unless work was announced) finds something to claim, and a message did not take
+        // the free slots meanwhile (see offerSlot).
         const free = () => !this.stopping && this.active < this.concurrency;
         if (free() && (!look || ((await this.mayClaim()) && free()))) {
           // Claims in lanes, as many as the store runs transactions side by side (a recovery of
