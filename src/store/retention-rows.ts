@@ -4,7 +4,7 @@
  * (`sessions.restored_at`: idle counts from then), the policies set by API (`retention_policies`),
  * and the retention worker's leader lease (`retention_leases`).
  */
-import type { ArchivedSession, OperationalTable } from './port/retention.ts';
+import type { ArchivedSession, IdleSession, IdleSessionQuery, OperationalTable } from './port/retention.ts';
 
 export function retentionTablesDdl(int: 'INTEGER' | 'BIGINT'): string {
   return `
@@ -75,6 +75,28 @@ export const IDLE_SESSIONS_SQL = `
       SELECT 1 FROM runs r WHERE r.session_id = s.id AND (r.ended_at IS NULL OR r.ended_at >= ?)
     )
   ORDER BY s.id LIMIT ?`;
+
+/** IDLE_SESSIONS_SQL's parameters for a query, in order. */
+export const idleSessionsArgs = (q: IdleSessionQuery): unknown[] => [
+  q.cutoff,
+  q.cutoff,
+  q.tenant ?? null,
+  q.tenant ?? null,
+  q.agent ?? null,
+  q.agent ?? null,
+  q.after ?? '',
+  q.cutoff,
+  q.limit,
+];
+
+/** A row of IDLE_SESSIONS_SQL. */
+export type IdleSessionRow = { session_id: string; tenant: string; agent: string | null };
+
+export const toIdleSession = (r: IdleSessionRow): IdleSession => ({
+  sessionId: r.session_id,
+  tenant: r.tenant,
+  agent: r.agent,
+});
 
 /**
  * How each operational table is pruned, in both dialects: the keys of up to `limit` rows older

@@ -4,7 +4,15 @@
  * for the length of its transaction only. Each pruning deletes a bounded batch in one short
  * transaction.
  */
-import { IDLE_SESSIONS_SQL, PRUNE_SQL, toArchivedSession, type SessionArchiveRow } from '../retention-rows.ts';
+import {
+  IDLE_SESSIONS_SQL,
+  idleSessionsArgs,
+  PRUNE_SQL,
+  toArchivedSession,
+  toIdleSession,
+  type IdleSessionRow,
+  type SessionArchiveRow,
+} from '../retention-rows.ts';
 import type { StoredRetentionPolicy } from '../port/index.ts';
 import { TERMINAL } from './shared.ts';
 import type { PgOpsOf } from './context.ts';
@@ -29,20 +37,7 @@ const toPolicy = (r: PolicyRow): StoredRetentionPolicy => ({
 });
 
 export const pgRetentionOps: PgOpsOf<'retention'> = {
-  idleSessions: async ({ sql }, q) =>
-    (
-      await sql.rows<{ session_id: string; tenant: string; agent: string | null }>(IDLE, [
-        q.cutoff,
-        q.cutoff,
-        q.tenant ?? null,
-        q.tenant ?? null,
-        q.agent ?? null,
-        q.agent ?? null,
-        q.after ?? '',
-        q.cutoff,
-        q.limit,
-      ])
-    ).map((r) => ({ sessionId: r.session_id, tenant: r.tenant, agent: r.agent })),
+  idleSessions: async ({ sql }, q) => (await sql.rows<IdleSessionRow>(IDLE, idleSessionsArgs(q))).map(toIdleSession),
 
   moveToArchive: ({ atomic }, a) =>
     atomic(async (q) => {

@@ -4,7 +4,15 @@
  * erasure guard (`erased_logs`, ADR-0010) for the length of its transaction only. Each pruning
  * deletes a bounded batch in one short write transaction.
  */
-import { IDLE_SESSIONS_SQL, PRUNE_SQL, toArchivedSession, type SessionArchiveRow } from '../retention-rows.ts';
+import {
+  IDLE_SESSIONS_SQL,
+  idleSessionsArgs,
+  PRUNE_SQL,
+  toArchivedSession,
+  toIdleSession,
+  type IdleSessionRow,
+  type SessionArchiveRow,
+} from '../retention-rows.ts';
 import { TERMINAL_SQL } from '../rows.ts';
 import type { ArchivedSessionQuery, StoredRetentionPolicy } from '../port/index.ts';
 import type { FlatOpsOf } from '../port/layout.ts';
@@ -46,7 +54,7 @@ const toPolicy = (r: PolicyRow): StoredRetentionPolicy => ({
 
 export function retentionOps(c: Shared): SyncOpsOf<'retention'> {
   const { db, st, knownRefs, openEntries, headOf, prepared } = c;
-  const idle = db.prepare<unknown[], { session_id: string; tenant: string; agent: string | null }>(IDLE_SESSIONS_SQL);
+  const idle = db.prepare<unknown[], IdleSessionRow>(IDLE_SESSIONS_SQL);
   const session = db.prepare<[string], { erased_at: number | null; in_archive_at: number | null }>(
     'SELECT erased_at, in_archive_at FROM sessions WHERE id = ?',
   );
@@ -79,20 +87,7 @@ export function retentionOps(c: Shared): SyncOpsOf<'retention'> {
   const deletePolicy = db.prepare('DELETE FROM retention_policies WHERE tenant = ? AND agent = ?');
 
   return {
-    idleSessions: (q) =>
-      idle
-        .all(
-          q.cutoff,
-          q.cutoff,
-          q.tenant ?? null,
-          q.tenant ?? null,
-          q.agent ?? null,
-          q.agent ?? null,
-          q.after ?? '',
-          q.cutoff,
-          q.limit,
-        )
-        .map((r) => ({ sessionId: r.session_id, tenant: r.tenant, agent: r.agent })),
+    idleSessions: (q) => idle.all(...idleSessionsArgs(q)).map(toIdleSession),
 
     moveToArchive: (a) => {
       const row = session.get(a.sessionId);
