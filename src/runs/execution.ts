@@ -8,7 +8,7 @@ import {
 } from '../core/index.ts';
 import type { UserMessage } from '../model/index.ts';
 import { compactionHook, type CompactionSettings } from '../session/index.ts';
-import { isStoreUnavailable, type JsonObject, type RunRecord } from '../store/index.ts';
+import { isStoreUnavailable, type JsonObject, type RunInput, type RunRecord } from '../store/index.ts';
 import { RunSpans } from '../telemetry/run-spans.ts';
 import type { TraceCarrier } from '../telemetry/trace-context.ts';
 import type { RunLifecycle } from './lifecycle/run-lifecycle.ts';
@@ -74,6 +74,8 @@ export class Execution {
    * is read at a step boundary only then, not at every step.
    */
   private steeringMaybe = true;
+  /** The steering listed while the run's start read its context (taken at the first boundary, unless steering came since). */
+  private steeringRead: Promise<RunInput[]> | undefined;
   /** Until when the lease surely holds: the claim's expiry, then each successful renewal's. */
   private leaseHeldUntil: number;
   /** Waits outside the run in progress (see RunScope.waitOutside): while any, it holds no slot. */
@@ -149,6 +151,7 @@ export class Execution {
   /** Steering for this run was stored: take it at the next step boundary. */
   steeringArrived(): void {
     this.steeringMaybe = true;
+    this.steeringRead = undefined;
   }
 
   unpause(): void {
@@ -299,6 +302,9 @@ export class Execution {
       } else {
         // A fresh run: the session's model context (the trigger message is already in it).
         // (The loop makes it portable: opaque reasoning never crosses a turn.)
+        // The steering that came before the claim is listed meanwhile (one round trip for both).
+        this.steeringRead = lifecycle.store.inputs.list(run.sessionId, 'steer', run.id);
+        this.steeringRead.catch(() => {});
         const history = (await lifecycle.sessions.context(run.sessionId)).messages;
         this.spans?.started(history);
         start = () => startTurn(running, { ...base, history });
@@ -431,7 +437,9 @@ export class Execution {
         if (this.steeringMaybe) {
           // Cleared before the read: steering stored meanwhile sets it again.
           this.steeringMaybe = false;
-          const inputs = await this.env.lifecycle.store.inputs.list(this.run.sessionId, 'steer', this.run.id);
+          const read = this.steeringRead;
+          this.steeringRead = undefined;
+          const inputs = await (read ?? this.env.lifecycle.store.inputs.list(this.run.sessionId, 'steer', this.run.id));
           for (const i of inputs) {
             if (this.steered.has(i.id)) continue;
             this.steered.add(i.id);

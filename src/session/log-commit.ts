@@ -20,15 +20,43 @@ type Scoped = StoreOps &
  * its deliveries there: ADR-0017). `wants` is asked first, in memory, of the events about to be
  * appended: only when it says yes is `handler` called (and an append made outside a transaction is
  * made in one). `afterCommit` runs a function once the transaction committed (never on rollback).
+ *
+ * `read`, if the hook has one, is what it reads for these events before knowing their seqs (the
+ * webhooks outbox: the subscriptions that hear them). It is started before the append is sent, so
+ * that on a connection that pipelines both travel in one round trip; its result is handed to
+ * `handler` (which is not called when the append fails: the read's own failure then goes unheard).
  */
-export interface AppendHook {
+export interface AppendHook<R = unknown> {
   wants(e: { type: string; data: unknown }): boolean;
+  read?(tx: StoreOps, sessionId: string, events: readonly HookedEvent[]): Promise<R>;
   handler(
     tx: StoreOps,
     sessionId: string,
     events: readonly SessionEvent[],
     afterCommit: (fn: () => void) => void,
+    read: Promise<R> | undefined,
   ): Promise<void> | void;
+}
+
+/** An event about to be appended, as a hook's `read` sees it: its run is the one it will be stored with. */
+export interface HookedEvent {
+  type: string;
+  data: unknown;
+  runId?: string;
+}
+
+/** The hooks' reads for an append about to be sent (see AppendHook.read), none failing unheard. */
+export function startHookReads(
+  tx: StoreOps,
+  sessionId: string,
+  events: readonly HookedEvent[],
+  hooks: readonly AppendHook[],
+): Array<Promise<unknown> | undefined> {
+  return hooks.map((h) => {
+    const read = h.read?.(tx, sessionId, events);
+    read?.catch(() => {});
+    return read;
+  });
 }
 
 /** The append hooks of a log. */
@@ -84,6 +112,7 @@ export async function onCommit(
   sessionId: string,
   events: SessionEvent[],
   hooks: readonly AppendHook[] | undefined,
+  reads: ReadonlyArray<Promise<unknown> | undefined> = [],
 ): Promise<void> {
   const committed = (tx as Partial<Scoped>)[ON_COMMIT];
   if (!committed)
@@ -93,6 +122,6 @@ export async function onCommit(
   committed.push([sessionId, events]);
   if (hooks) {
     const after = (tx as Scoped)[AFTER_COMMIT];
-    for (const h of hooks) await h.handler(tx, sessionId, events, (fn) => after.push(fn));
+    for (const [i, h] of hooks.entries()) await h.handler(tx, sessionId, events, (fn) => after.push(fn), reads[i]);
   }
 }

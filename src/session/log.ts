@@ -14,7 +14,7 @@ import {
   type StoredEvent,
 } from '../store/index.ts';
 import { defaultRegistry, type EventRegistry, type SessionEvent } from './event-types.ts';
-import { AppendHooks, inCommitScope, onCommit, type AppendHook } from './log-commit.ts';
+import { AppendHooks, inCommitScope, onCommit, startHookReads, type AppendHook } from './log-commit.ts';
 import { LogCodec, sessionEvent, type Encoded, type NewEvent } from './log-codec.ts';
 import { CrossNodeNotices } from './log-notices.ts';
 import { LiveBus } from './live-bus.ts';
@@ -145,6 +145,18 @@ export class SessionLog {
     // Another store's large payloads are there before the events that refer to them (content-addressed:
     // an append that then fails leaves them unreferenced, never a reference to nothing).
     if (large.length > 0) await this.codec.largeStore!.put(large);
+    // What the hooks read is sent with the append (one round trip on a connection that pipelines).
+    const reads =
+      hooks && tx
+        ? startHookReads(
+            tx,
+            sessionId,
+            events.map((e) =>
+              e.runId === undefined && options.runId !== undefined ? { ...e, runId: options.runId } : e,
+            ),
+            hooks,
+          )
+        : [];
     const write = async (ops: StoreOps) => {
       if (blobs.length > 0) await ops.events.putBlobs(blobs);
       return ops.events.append(sessionId, drafts, appendOptions);
@@ -161,7 +173,7 @@ export class SessionLog {
     const decoded = stored.map((s, i) => sessionEvent(s, s.v, datas[i]));
     // Published when they are committed: now, or when the transaction they are part of commits.
     if (!tx) this.published(sessionId, decoded);
-    else await onCommit(tx, sessionId, decoded, hooks);
+    else await onCommit(tx, sessionId, decoded, hooks, reads);
     return decoded;
   }
 

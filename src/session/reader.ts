@@ -78,20 +78,23 @@ export async function readProjection<S>(
   snapshotEvery: number,
   ops: StoreOps = log.store,
 ): Promise<ProjectionRead<S>> {
-  const session = await log.session(sessionId, ops);
-  const lastSeq = session.lastSeq;
   const payloads = payloadsOf(log, p);
   // A state folded through a truncating view is stored and kept under a name of its own.
   const name = payloads === 'whole' ? p.name : `${p.name}~truncate-${payloads.truncateTo}`;
   const key = projectionKey(sessionId, name, p.version);
   const kept = p.clone ? (log.projections.get(key) as KeptState<S> | undefined) : undefined;
+  // Without a state kept here, the stored snapshot is read with the session (one round trip).
+  const snapshot = kept ? undefined : ops.events.getSnapshot(sessionId, name, p.version);
+  snapshot?.catch(() => {});
+  const session = await log.session(sessionId, ops);
+  const lastSeq = session.lastSeq;
   let from: { asOfSeq: number; leafId: string | null; state: S } | undefined;
   let storedSeq = 0;
   if (kept && kept.asOfSeq <= lastSeq) {
     from = { asOfSeq: kept.asOfSeq, leafId: kept.leafId, state: p.clone!(kept.state) };
     storedSeq = kept.storedSeq;
   } else {
-    const snap = await ops.events.getSnapshot(sessionId, name, p.version);
+    const snap = await (snapshot ?? ops.events.getSnapshot(sessionId, name, p.version));
     if (snap && snap.asOfSeq <= lastSeq) {
       from = { asOfSeq: snap.asOfSeq, leafId: snap.leafId, state: snap.state as S };
       storedSeq = snap.asOfSeq;

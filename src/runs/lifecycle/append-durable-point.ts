@@ -53,6 +53,13 @@ export async function appendDurablePoint(
 ): Promise<DurablePointCommitted> {
   const { run } = p;
   const fence = { runId: run.id, token: p.token };
+  // The turn may only end when no steering is waiting for it (stored meanwhile, here or by another
+  // process): then nothing of this commit stands, and the turn goes on to take it. A steer that
+  // comes after this commit finds the run ended, and is refused. Read with the append (one round
+  // trip where the store pipelines): the steering this point takes is listed too, and left out.
+  const ending = p.end?.event.data.reason === 'completed';
+  const steering = ending ? tx.inputs.list(run.sessionId, 'steer', run.id, p.steered.length + 1) : undefined;
+  steering?.catch(() => {});
   const appended = await c.log.append(run.sessionId, p.events, { fence, tx, trusted: true, runId: run.id });
   for (const id of p.steered) await tx.inputs.remove(id);
   if (p.settleQuotas)
@@ -66,27 +73,32 @@ export async function appendDurablePoint(
   // The stored checkpoint moves at the turn's end, with the run's record. A failed turn's end
   // is no step boundary: its working state may hold a step whose calls started but have no
   // result. The retry resumes from the last boundary and the log after it, which tells which
-  // calls started (so none runs again unless it is idempotent).
-  if (p.checkpoint && p.end && p.end.event.data.reason !== 'failed') {
-    await tx.runs.putCheckpoint({
-      runId: run.id,
-      step: p.checkpoint.step,
-      seq: appended[p.checkpoint.index]!.seq,
-      state: p.checkpoint.state,
-    });
-  }
-  if (p.end?.event.data.reason === 'completed') {
-    // The turn may only end when no steering is waiting for it (stored meanwhile, here or by
-    // another process): then nothing of this commit stands, and the turn goes on to take it.
-    // A steer that comes after this commit finds the run ended, and is refused.
-    const waiting = await tx.inputs.list(run.sessionId, 'steer', run.id, 1);
-    if (waiting.length > 0) {
+  // calls started (so none runs again unless it is idempotent). Nothing waits for its answer: it
+  // travels with what the turn's end sends next, and a failure of it is thrown before theirs.
+  const checkpointed =
+    p.checkpoint && p.end && p.end.event.data.reason !== 'failed'
+      ? tx.runs.putCheckpoint({
+          runId: run.id,
+          step: p.checkpoint.step,
+          seq: appended[p.checkpoint.index]!.seq,
+          state: p.checkpoint.state,
+        })
+      : undefined;
+  checkpointed?.catch(() => {});
+  if (steering) {
+    const taken = new Set(p.steered);
+    const waiting = (await steering).find((i) => !taken.has(i.id));
+    if (waiting) {
       p.onSteeringWaiting?.();
-      throw new TurnNotOverError(`steering ${waiting[0]!.id} is waiting for run ${run.id}`);
+      throw new TurnNotOverError(`steering ${waiting.id} is waiting for run ${run.id}`);
     }
   }
   if (!p.end) return { appended };
-  const settled = await endTurn(tx, c, { ...p.end, run, token: p.token });
+  const settled = await endTurn(tx, c, { ...p.end, run, token: p.token }).catch(async (e: unknown) => {
+    await checkpointed; // its failure, if it failed, is what failed the rest
+    throw e;
+  });
+  await checkpointed;
   const endEventId = settled.events.findLast(
     (e) => e.type === 'run/status' && e.runId === run.id && e.data.to === settled.run.status,
   )?.id;

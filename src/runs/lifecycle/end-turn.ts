@@ -5,10 +5,10 @@
  */
 import type { TurnEvent } from '../../core/index.ts';
 import type { SessionEvent } from '../../session/index.ts';
-import type { JsonObject, RunRecord, RunStatus, StoreOps } from '../../store/index.ts';
+import { NotFoundError, type JsonObject, type RunRecord, type RunStatus, type StoreOps } from '../../store/index.ts';
 import { settleWait } from './apply-decisions.ts';
 import type { LifecycleContext } from './context.ts';
-import { finish, withChildren } from './finish.ts';
+import { endedChildren, finish, withChildren } from './finish.ts';
 import type { FinalStatus } from './run-status.ts';
 import { transition } from './transition.ts';
 import type { FinishOptions } from './types.ts';
@@ -73,10 +73,11 @@ export async function endTurn(
     });
     return { run: f.run, events: f.events };
   }
-  const current = (await tx.runs.get(run.id))!;
+  // The run's own usage and that of its children that ended (as a finish records it), read with the run.
+  const [current, children] = await Promise.all([tx.runs.get(run.id), endedChildren(tx, run.id)]);
+  if (!current) throw new NotFoundError('run', run.id);
   const guard = { fencingToken: t.token };
-  // The run's own usage and that of its children that ended (as a finish records it).
-  const total = await withChildren(tx, run.id, end.data.usage, end.data.cost);
+  const total = withChildren(children, end.data.usage, end.data.cost);
   const usage = total.usage as unknown as JsonObject;
   if (outcome.status === 'waiting') {
     // The waiting model (ADR-0015): each pending call with its deadline; no worker holds the run.

@@ -4,7 +4,7 @@ import { addUsage, type Usage, type UserMessage } from '../../model/index.ts';
 import type { NewEvent, SessionEvent } from '../../session/index.ts';
 import { NotFoundError, type JsonObject, type RunRecord, type RunStatus, type StoreOps } from '../../store/index.ts';
 import { appendIn, type LifecycleContext } from './context.ts';
-import { promote } from './promote.ts';
+import { promote, readInLine } from './promote.ts';
 import { IllegalTransitionError, isTerminal, TERMINAL_STATUSES, type FinalStatus } from './run-status.ts';
 import { usageOf } from './run-spec.ts';
 import { transition } from './transition.ts';
@@ -23,6 +23,9 @@ export async function finish(
   to: FinalStatus,
   o: FinishOptions,
 ): Promise<{ run: RunRecord; next?: RunRecord; events: SessionEvent[] }> {
+  // The children's totals are read with the run (one round trip where the store pipelines).
+  const children = o.usage !== undefined ? endedChildren(tx, runId) : undefined;
+  children?.catch(() => {});
   const current = await tx.runs.get(runId);
   if (!current) throw new NotFoundError('run', runId);
   if (isTerminal(current.status)) return { run: current, events: [] };
@@ -32,8 +35,11 @@ export async function finish(
   const events: SessionEvent[] = [];
   if (o.closeOpenCalls) events.push(...(await closeOpenCalls(tx, c, current, to)));
   // Steering the run never took (it ended first: cancelled, failed, timed out) is not dropped:
-  // it joins the conversation with the run's end, where the next run sees it.
-  const untaken = await tx.inputs.take(current.sessionId, 'steer', current.id);
+  // it joins the conversation with the run's end, where the next run sees it. What comes up
+  // next in the session is read with it (its end changes neither).
+  const taken = tx.inputs.take(current.sessionId, 'steer', current.id);
+  const inLine = current.queuedBehind ? undefined : readInLine(tx, current.sessionId);
+  const untaken = await taken;
   if (untaken.length > 0) {
     events.push(
       ...(await appendIn(
@@ -53,7 +59,7 @@ export async function finish(
   // The worker reports its own usage; children's comes on top.
   const { usage, cost } =
     o.usage !== undefined
-      ? await withChildren(tx, runId, o.usage, o.cost ?? current.cost)
+      ? withChildren(await children!, o.usage, o.cost ?? current.cost)
       : { usage: usageOf(current.usage), cost: current.cost };
   const t = await transition(tx, c, current, to, {
     ...(o.reason ? { reason: o.reason } : {}),
@@ -75,24 +81,28 @@ export async function finish(
       });
   }
   // Only the session's active run makes way for the next; one that ends while queued behind does not.
-  const next = current.queuedBehind ? undefined : await promote(tx, c, current.sessionId, o.resolveAgent);
+  const next = current.queuedBehind ? undefined : await promote(tx, c, current.sessionId, o.resolveAgent, inLine);
   if (next) events.push(...next.events);
   return { run: t.run, ...(next?.run ? { next: next.run } : {}), events };
+}
+
+/** The run's children that have ended (their totals are the run's too, see withChildren). */
+export function endedChildren(tx: StoreOps, runId: string): Promise<RunRecord[]> {
+  return tx.runs.list({ parentRunId: runId, statuses: TERMINAL_STATUSES, limit: 10_000 });
 }
 
 /**
  * A run's total: its own usage and cost plus those of its children that have ended. A child
  * that has not ended adds its total to its parent's row when it ends, so each child counts once.
  */
-export async function withChildren(
-  tx: StoreOps,
-  runId: string,
+export function withChildren(
+  children: readonly RunRecord[],
   own: Usage,
   ownCost: number,
-): Promise<{ usage: Usage; cost: number }> {
+): { usage: Usage; cost: number } {
   let usage = own;
   let cost = ownCost;
-  for (const c of await tx.runs.list({ parentRunId: runId, statuses: TERMINAL_STATUSES, limit: 10_000 })) {
+  for (const c of children) {
     usage = addUsage(usage, usageOf(c.usage));
     cost += c.cost;
   }

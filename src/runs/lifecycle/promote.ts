@@ -5,7 +5,7 @@
 import { newId, type AgentDefinition } from '../../core/index.ts';
 import type { UserMessage } from '../../model/index.ts';
 import type { SessionEvent } from '../../session/index.ts';
-import type { RunRecord, StoreOps } from '../../store/index.ts';
+import type { RunInput, RunRecord, StoreOps } from '../../store/index.ts';
 import { createRun } from './accept.ts';
 import { appendIn, type LifecycleContext } from './context.ts';
 import { queuedStatus } from './run-spec.ts';
@@ -23,13 +23,16 @@ export async function promote(
   c: LifecycleContext,
   sessionId: string,
   resolveAgent: (name: string, version?: string) => AgentDefinition | undefined,
+  /** What `readInLine` read already, in this transaction. */
+  read?: Promise<InLine>,
 ): Promise<{ run?: RunRecord; events: SessionEvent[] }> {
   const events: SessionEvent[] = [];
-  for (;;) {
-    const [behind] = (await tx.runs.list({ sessionId, statuses: ['queued'], limit: 10_000 }))
+  for (let inLine = read; ; inLine = undefined) {
+    const { queued, legacies } = await (inLine ?? readInLine(tx, sessionId));
+    const [behind] = queued
       .filter((r) => r.queuedBehind)
       .sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
-    const [legacy] = behind ? [] : await tx.inputs.list(sessionId, 'message', null, 1);
+    const [legacy] = behind ? [] : legacies;
     if (!behind && !legacy) return { events };
     if (legacy) {
       await tx.inputs.remove(legacy.id);
@@ -78,6 +81,26 @@ export async function promote(
     const run = await tx.runs.update(behind!.id, { queuedBehind: false, turn }, { statuses: ['queued'] });
     return { run, events };
   }
+}
+
+/** The runs queued in a session, and the oldest message a Keel before queued runs enqueued in it. */
+export interface InLine {
+  queued: RunRecord[];
+  legacies: RunInput[];
+}
+
+/**
+ * What comes up next in the session, read at once (one round trip where the store pipelines; the
+ * second read matters without the first). A finish starts it early, beside its other reads: its
+ * own run's end changes neither.
+ */
+export function readInLine(tx: StoreOps, sessionId: string): Promise<InLine> {
+  const read = Promise.all([
+    tx.runs.list({ sessionId, statuses: ['queued'], limit: 10_000 }),
+    tx.inputs.list(sessionId, 'message', null, 1),
+  ]).then(([queued, legacies]) => ({ queued, legacies }));
+  read.catch(() => {});
+  return read;
 }
 
 /** A run queued behind whose agent is gone (or whose message is): it ends failed, with the reason. */

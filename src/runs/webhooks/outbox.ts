@@ -59,6 +59,19 @@ export interface OutboxOptions {
   written?: () => void;
 }
 
+type Subscriptions = Awaited<ReturnType<StoreOps['webhooks']['forSession']>>;
+
+/** The active subscriptions that may hear some of these events: the session's tenant's, and their runs'. */
+function subscriptionsFor(
+  tx: StoreOps,
+  sessionId: string,
+  events: readonly { type: string; data: unknown; runId?: string }[],
+): Promise<Subscriptions> {
+  const runIds = new Set<string>();
+  for (const e of events) if (e.runId !== undefined && webhookTypeOf(e) !== undefined) runIds.add(e.runId);
+  return tx.webhooks.forSession(sessionId, [...runIds]);
+}
+
 /**
  * The outbox (ADR-0017): for each appended event a subscription can hear of, one delivery per
  * active subscription of the session's tenant that asks for its type (and, for a run's own
@@ -68,17 +81,18 @@ export interface OutboxOptions {
  * of the events' runs). A subscription's format says the body: Keel's, or an A2A push notification
  * (a2a-push.ts; none when the task's state does not change).
  */
-export function webhookOutbox(o: OutboxOptions): AppendHook {
+export function webhookOutbox(o: OutboxOptions): AppendHook<Subscriptions> {
   return {
     wants: (e) => webhookTypeOf(e) !== undefined,
-    async handler(tx: StoreOps, sessionId, events, afterCommit) {
+    // The subscriptions are read before the events are stored: sent with the append, one round trip.
+    read: (tx, sessionId, events) => subscriptionsFor(tx, sessionId, events),
+    async handler(tx: StoreOps, sessionId, events, afterCommit, read) {
       const heard = events.flatMap((e) => {
         const type = webhookTypeOf(e);
         return type ? [{ e, type }] : [];
       });
       if (heard.length === 0) return;
-      const runIds = [...new Set(heard.flatMap(({ e }) => (e.runId !== undefined ? [e.runId] : [])))];
-      const subscriptions = await tx.webhooks.forSession(sessionId, runIds);
+      const subscriptions = await (read ?? subscriptionsFor(tx, sessionId, events));
       if (subscriptions.length === 0) return;
       const now = o.clock.now();
       const deliveries: NewWebhookDelivery[] = [];

@@ -32,12 +32,17 @@ export const pgClaimsOps: PgOpsOf<'claims'> = {
         [owner, now + leaseMs, now, ...args],
       );
     const expired = `status IN (${recoverable}) AND lease_expires_at < $3`;
-    let row = options?.runId
-      ? await take(`((${ready}) OR (${expired})) AND id = $4`, [options.runId])
-      : await take(`${expired} ORDER BY created_at, id`, []);
-    if (!row && !options?.runId) {
-      const tenants = await sql.rows<{ tenant: string }>(tenantsToServeSql(policy, 'postgres', '100'));
-      for (const { tenant } of tenants) {
+    let row;
+    if (options?.runId) row = await take(`((${ready}) OR (${expired})) AND id = $4`, [options.runId]);
+    else {
+      // The tenants to serve are read with the probe for an expired lease (one round trip: the
+      // connection pipelines), and only looked at when it found none.
+      const [expiredRow, tenants] = await Promise.all([
+        take(`${expired} ORDER BY created_at, id`, []),
+        sql.rows<{ tenant: string }>(tenantsToServeSql(policy, 'postgres', '100')),
+      ]);
+      row = expiredRow;
+      for (const { tenant } of row ? [] : tenants) {
         row = await take(`${ready} AND tenant = $4 ORDER BY created_at, id`, [tenant]);
         if (row) break;
       }

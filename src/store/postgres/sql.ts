@@ -35,6 +35,13 @@ export class Sql {
   /** Called right after each statement was handed to the connection (written, or queued to be). */
   protected submitted(): void {}
 
+  private readonly submitWaiters: Array<() => void> = [];
+
+  /** Calls `fn` once the next prepared statement was handed to the connection (not BEGIN, a savepoint or COMMIT). */
+  onNextStatement(fn: () => void): void {
+    this.submitWaiters.push(fn);
+  }
+
   async rows<R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<R[]> {
     await this.before();
     return (await this.query<R>({ name: statementName(text), text, values })).rows;
@@ -74,6 +81,7 @@ export class Sql {
     try {
       const answer = this.target.query<R>(q);
       this.submitted();
+      for (const fn of this.submitWaiters.splice(0)) fn();
       return await answer;
     } catch (e) {
       const state = sqlState(e);
@@ -215,3 +223,5 @@ export const UNTRANSLATABLE_CHARACTER = '22P05';
 export const FOREIGN_KEY_VIOLATION = '23503';
 export const DEADLOCK_DETECTED = '40P01';
 export const SERIALIZATION_FAILURE = '40001';
+/** A statement sent after another one failed, in the same transaction (before a rollback). */
+export const IN_FAILED_TRANSACTION = '25P02';

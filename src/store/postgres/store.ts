@@ -11,7 +11,14 @@ import { clientClass, type StoreLogger } from './client.ts';
 import { checkThroughPooler, poolerMode, type PoolerMode } from './pooler.ts';
 import { localTimeouts, resolveTimeouts, startupTimeouts, type PostgresTimeouts } from './timeouts.ts';
 import { rethrowUnavailable, watchCheckedOut } from './connection-errors.ts';
-import { DEADLOCK_DETECTED, SERIALIZATION_FAILURE, Sql, sqlState, TransactionSql } from './sql.ts';
+import {
+  DEADLOCK_DETECTED,
+  IN_FAILED_TRANSACTION,
+  SERIALIZATION_FAILURE,
+  Sql,
+  sqlState,
+  TransactionSql,
+} from './sql.ts';
 
 export interface PostgresStoreOptions extends PostgresTimeouts {
   /** A connection string: postgres://user:password@host:port/database (the pooler's, behind one). */
@@ -43,6 +50,22 @@ export interface PostgresStoreOptions extends PostgresTimeouts {
 type OpName = FlatName;
 
 const OP_NAMES = Object.keys(pgOperations) as OpName[];
+
+/**
+ * Operations of one statement and no savepoint: in a transaction, the next operation is sent
+ * without waiting for their answer (the connection pipelines), so that reads a lifecycle
+ * transaction makes side by side (Promise.all) share a round trip.
+ */
+const PIPELINED: ReadonlySet<OpName> = new Set<OpName>([
+  'getRun',
+  'listRuns',
+  'getCheckpoint',
+  'putCheckpoint',
+  'listInputs',
+  'takeInputs',
+  'removeInput',
+  'webhooksForSession',
+]);
 
 /** A single operation outside a transaction that lost a deadlock is tried again, this many times in all. */
 const ATTEMPTS = 4;
@@ -251,8 +274,23 @@ export class PostgresStore extends WithStoreOps implements Store {
     try {
       return await this.withClient(async (client, broken) => {
         const sql = new TransactionSql(client);
-        // One operation at a time on the transaction's connection: savepoints nest properly.
+        // The operations' statements go in the order the operations were called. An operation
+        // starts once those before it were sent: a pipelined one (a single statement, no
+        // savepoint) lets the next start as soon as its statement is on the connection, any other
+        // once it has ended, so that nothing is sent inside a savepoint that is not its own.
+        let sent: Promise<unknown> = Promise.resolve();
         let tail: Promise<unknown> = Promise.resolve();
+        // A pipelined statement's refusal aborts the transaction: what was sent after it is then
+        // refused as "in a failed transaction". Its own failure is what those are told instead.
+        let refused: { error: unknown } | undefined;
+        const told = (answer: Promise<unknown>, pipelined: boolean) =>
+          answer.catch((e: unknown) => {
+            if (refused && sqlState(e) === IN_FAILED_TRANSACTION) throw refused.error;
+            // (Only a refusal by the server aborts the transaction: an operation's own error does not.)
+            if (pipelined && (sqlState(e) ?? sqlState((e as { cause?: unknown }).cause)) !== undefined)
+              refused ??= { error: e };
+            throw e;
+          });
         const savepoint = <V>(inner: (sql: Sql) => Promise<V>): Promise<V> => sql.savepoint(() => inner(sql));
         const ctx: OpContext = {
           sql,
@@ -265,16 +303,32 @@ export class PostgresStore extends WithStoreOps implements Store {
         const ops: Partial<Record<OpName, (...args: unknown[]) => Promise<unknown>>> = {};
         for (const name of OP_NAMES) {
           const op = pgOperations[name] as unknown as (ctx: OpContext, ...a: unknown[]) => Promise<unknown>;
-          ops[name] = (...args) => {
-            const run = tail.then(() => op(ctx, ...args));
-            tail = run.catch(() => {});
-            return run;
-          };
+          ops[name] = PIPELINED.has(name)
+            ? (...args) => {
+                let markSent!: () => void;
+                const statementSent = new Promise<void>((resolve) => (markSent = resolve));
+                const run = sent.then(() => {
+                  sql.onNextStatement(markSent);
+                  const answer = told(op(ctx, ...args), true);
+                  answer.then(markSent, markSent); // (one that sent nothing)
+                  return answer;
+                });
+                sent = statementSent;
+                tail = Promise.all([tail, run.catch(() => {})]);
+                return run;
+              }
+            : (...args) => {
+                const run = sent.then(() => told(op(ctx, ...args), false));
+                sent = run.catch(() => {});
+                tail = Promise.all([tail, sent]);
+                return run;
+              };
         }
         const t0 = performance.now();
         try {
           const value = await fn(namespaced((name) => ops[name]!));
           await tail;
+          if (refused) throw refused.error; // (one nothing waited for: COMMIT would roll back)
           await sql.commit();
           if (this.commitObservers.size > 0) this.committed(t0);
           return value;
