@@ -32,8 +32,8 @@ export class Sql {
   /** Called before each prepared statement (a transaction begins there, see TransactionSql). */
   protected async before(): Promise<void> {}
 
-  /** Called right after each statement was handed to the connection (written, or queued to be). */
-  protected submitted(): void {}
+  /** Called right before each statement is handed to the connection. */
+  protected sending(): void {}
 
   private readonly submitWaiters: Array<() => void> = [];
 
@@ -79,8 +79,8 @@ export class Sql {
     values: unknown[];
   }): Promise<pg.QueryResult<R>> {
     try {
+      this.sending();
       const answer = this.target.query<R>(q);
-      this.submitted();
       for (const fn of this.submitWaiters.splice(0)) fn();
       return await answer;
     } catch (e) {
@@ -96,57 +96,47 @@ export class Sql {
 
   /** A statement run as text, not prepared (transaction control, savepoints). */
   async raw(text: string): Promise<void> {
-    const answer = this.target.query(text);
-    this.submitted();
-    await answer;
+    this.sending();
+    await this.target.query(text);
   }
 }
 
 /**
- * A transaction's statements, in as few round trips as it can. The store's connections pipeline
- * (node-postgres `pipeline`): BEGIN and each SAVEPOINT are written without waiting for their
- * answer, so they travel with the statement after them; a savepoint is never released (COMMIT
- * ends it with the rest; only a failure rolls back to it); and a transaction that ran nothing
- * sends nothing. What was written unanswered is checked at the end: a failure of it failed the
- * statements after it too.
+ * A transaction's statements, in as few round trips and writes as it can. The store's connections
+ * pipeline (node-postgres `pipeline`): BEGIN and each SAVEPOINT are written without waiting for
+ * their answer, so they travel with the statement after them; a savepoint is never released
+ * (COMMIT ends it with the rest; only a failure rolls back to it); and a transaction that ran
+ * nothing sends nothing. What was written unanswered is checked at the end: a failure of it failed
+ * the statements after it too. The statements handed to the connection in one turn of the event
+ * loop (BEGIN and the first statement, reads made side by side) are held in the socket's buffer
+ * (cork) until that turn's microtasks are done, and written together: one write, not one each.
  */
 export class TransactionSql extends Sql {
   private begun = false;
   private savepoints = 0;
   private readonly unanswered: Array<Promise<unknown>> = [];
+  /** The socket is corked until the next tick. */
+  private corked = false;
 
-  /** Corks on the connection's socket, and whether a statement being sent must leave them on. */
-  private corked = 0;
-  private holding = false;
-
-  /**
-   * Writes a statement without waiting for its answer (see the class), and holds it in the
-   * socket's buffer (cork) until the statement after it is written: one write, not two.
-   */
+  /** Writes a statement without waiting for its answer (see the class). */
   private send(text: string): void {
-    const stream = this.stream();
-    if (stream) {
-      stream.cork();
-      this.corked++;
-    }
-    this.holding = true;
     const answer = this.raw(text);
-    this.holding = false;
     answer.catch(() => {});
     this.unanswered.push(answer);
   }
 
-  private stream(): { cork(): void; uncork(): void } | undefined {
+  protected override sending(): void {
+    if (this.corked) return;
     const s = (this.target as { connection?: { stream?: { cork?: unknown; uncork?: unknown } } }).connection?.stream;
-    return typeof s?.cork === 'function' && typeof s.uncork === 'function'
-      ? (s as { cork(): void; uncork(): void })
-      : undefined;
-  }
-
-  protected override submitted(): void {
-    if (this.holding || this.corked === 0) return;
-    const stream = this.stream();
-    for (; this.corked > 0; this.corked--) stream?.uncork();
+    if (typeof s?.cork !== 'function' || typeof s.uncork !== 'function') return;
+    const stream = s as { cork(): void; uncork(): void };
+    stream.cork();
+    this.corked = true;
+    // A tick comes once the microtasks queued now are done: every statement they send is in by then.
+    process.nextTick(() => {
+      this.corked = false;
+      stream.uncork();
+    });
   }
 
   protected override async before(): Promise<void> {
@@ -185,12 +175,8 @@ export class TransactionSql extends Sql {
     // Written unanswered before COMMIT: a failure of one fails the transaction, whose COMMIT
     // the server then answers as a rollback; the failure is what is thrown.
     const lastAnswers = this.last.splice(0).map(({ text, values }) => {
-      const stream = this.stream();
-      if (stream) {
-        stream.cork();
-        this.corked++;
-      }
-      // Handed to the connection now (it pipelines), before COMMIT is.
+      // Handed to the connection now (it pipelines), before COMMIT is, in the same write.
+      this.sending();
       const answer: Promise<unknown> = this.target.query({ name: statementName(text), text, values });
       answer.catch(() => {});
       return answer;

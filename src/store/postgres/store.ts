@@ -279,7 +279,16 @@ export class PostgresStore extends WithStoreOps implements Store {
         // savepoint) lets the next start as soon as its statement is on the connection, any other
         // once it has ended, so that nothing is sent inside a savepoint that is not its own.
         let sent: Promise<unknown> = Promise.resolve();
-        let tail: Promise<unknown> = Promise.resolve();
+        // Operations not settled yet: the transaction commits once none is left.
+        let unsettled = 0;
+        let allSettled: (() => void) | undefined;
+        const track = (run: Promise<unknown>) => {
+          unsettled++;
+          const settled = () => {
+            if (--unsettled === 0) allSettled?.();
+          };
+          run.then(settled, settled);
+        };
         // A pipelined statement's refusal aborts the transaction: what was sent after it is then
         // refused as "in a failed transaction". Its own failure is what those are told instead.
         let refused: { error: unknown } | undefined;
@@ -314,20 +323,20 @@ export class PostgresStore extends WithStoreOps implements Store {
                   return answer;
                 });
                 sent = statementSent;
-                tail = Promise.all([tail, run.catch(() => {})]);
+                track(run);
                 return run;
               }
             : (...args) => {
                 const run = sent.then(() => told(op(ctx, ...args), false));
                 sent = run.catch(() => {});
-                tail = Promise.all([tail, sent]);
+                track(run);
                 return run;
               };
         }
         const t0 = performance.now();
         try {
           const value = await fn(namespaced((name) => ops[name]!));
-          await tail;
+          if (unsettled > 0) await new Promise<void>((resolve) => (allSettled = resolve));
           if (refused) throw refused.error; // (one nothing waited for: COMMIT would roll back)
           await sql.commit();
           if (this.commitObservers.size > 0) this.committed(t0);
