@@ -53,13 +53,6 @@ export async function appendDurablePoint(
 ): Promise<DurablePointCommitted> {
   const { run } = p;
   const fence = { runId: run.id, token: p.token };
-  // The turn may only end when no steering is waiting for it (stored meanwhile, here or by another
-  // process): then nothing of this commit stands, and the turn goes on to take it. A steer that
-  // comes after this commit finds the run ended, and is refused. Read with the append (one round
-  // trip where the store pipelines): the steering this point takes is listed too, and left out.
-  const ending = p.end?.event.data.reason === 'completed';
-  const steering = ending ? tx.inputs.list(run.sessionId, 'steer', run.id, p.steered.length + 1) : undefined;
-  steering?.catch(() => {});
   const appended = await c.log.append(run.sessionId, p.events, { fence, tx, trusted: true, runId: run.id });
   for (const id of p.steered) await tx.inputs.remove(id);
   if (p.settleQuotas)
@@ -85,12 +78,16 @@ export async function appendDurablePoint(
         })
       : undefined;
   checkpointed?.catch(() => {});
-  if (steering) {
-    const taken = new Set(p.steered);
-    const waiting = (await steering).find((i) => !taken.has(i.id));
-    if (waiting) {
+  if (p.end?.event.data.reason === 'completed') {
+    // The turn may only end when no steering is waiting for it (stored meanwhile, here or by
+    // another process): then nothing of this commit stands, and the turn goes on to take it. Read
+    // after the append, which holds the run's row (FOR SHARE on PostgreSQL) until this commits: a
+    // steer (which reads the run FOR UPDATE) that committed before it is seen here; one after it
+    // finds the run ended, and is refused. (Read with the checkpoint's write: one round trip.)
+    const waiting = await tx.inputs.list(run.sessionId, 'steer', run.id, 1);
+    if (waiting.length > 0) {
       p.onSteeringWaiting?.();
-      throw new TurnNotOverError(`steering ${waiting.id} is waiting for run ${run.id}`);
+      throw new TurnNotOverError(`steering ${waiting[0]!.id} is waiting for run ${run.id}`);
     }
   }
   if (!p.end) return { appended };
