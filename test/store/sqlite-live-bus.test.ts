@@ -8,11 +8,12 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteStore, type EventDraft, type StoreChange } from '../../src/index.ts';
+import { LocalBus } from '../../src/store/sqlite/local-bus.ts';
 import { until } from '../support/sse-helpers.ts';
 
 const MEMBER = join(import.meta.dirname, 'fixtures', 'live-bus-member.ts');
@@ -31,6 +32,22 @@ const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
+
+/** A process's state letter in /proc (`T` stopped, `Z` dead and not yet reaped). */
+function processState(pid: number): string {
+  return readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '')[0]!;
+}
+
+/** `promise`, or a failure with `message` after `ms`. */
+async function within<T>(ms: number, promise: Promise<T>, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)));
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 function dbFile(): string {
   const dir = mkdtempSync(join(tmpdir(), 'keel-bus-'));
@@ -238,6 +255,29 @@ describe('SqliteStore: the live feed across the processes of a file (local bus)'
       { sessionId: 's', message: { n: 1 } },
       { sessionId: 's', lastSeq: 1 },
     ]);
+  });
+
+  it('a member that dies while a connection to it waits to be accepted is found dead: the reset is tried again, and its socket removed', async () => {
+    const path = dbFile();
+    const killed = spawnMember(path);
+    const socket = await killed.socket;
+    const pid = killed.child.pid!;
+    // Stopped, it accepts nothing: a connection to it waits in its socket's backlog.
+    killed.child.kill('SIGSTOP');
+    await until(() => processState(pid) === 'T');
+    const bus = new LocalBus(LocalBus.directoriesFor(path), () => {});
+    cleanups.push(() => bus.close());
+    await bus.joined;
+    // Joined, the bus has connected to it, and its event loop has not yet seen the connection
+    // made: the member dies now, before it does (no I/O is polled until this block ends), so the
+    // connection is reset instead of refused.
+    killed.child.kill('SIGKILL');
+    while (processState(pid) !== 'Z') {
+      // Until the kernel has closed its sockets.
+    }
+    await killed.exited;
+    await within(5_000, until(() => !existsSync(socket)), 'the dead member\'s socket is still there');
+    expect(bus.peerCount).toBe(0);
   });
 
   it('a socket left by a member killed before anyone else listened is removed by the next store that joins', async () => {

@@ -29,6 +29,13 @@ const MAX_LINE_BYTES = 1 << 20;
  */
 const BARRIER_MS = 10_000;
 
+/**
+ * How often a connection to a peer is tried when it fails before it is made for another reason
+ * than a refusal (the waits between grow from 20 ms to 160 ms): a peer that died as it was being
+ * reached resets the connection, and only the next try is refused.
+ */
+const MAX_CONNECT_ATTEMPTS = 5;
+
 /** Unix domain socket paths are limited to 108 bytes (104 on macOS), the final NUL included. */
 const MAX_SOCKET_PATH_BYTES = 103;
 
@@ -318,24 +325,34 @@ export class LocalBus {
     }
   }
 
-  /** Opens this member's connection to a peer (once), saying hello first. */
-  private connect(name: string): void {
+  /**
+   * Opens this member's connection to a peer (once), saying hello first. `attempt` counts the
+   * tries of a connection that failed before it was made for another reason than a refusal.
+   */
+  private connect(name: string, attempt = 1): void {
     if (this.closed || !this.listening || name === this.name || this.peers.has(name)) return;
     const socket = createConnection(join(this.dir, name));
     socket.unref();
     const peer: Peer = { name, socket, connected: false, unwritten: '', waiting: [] };
     this.peers.set(name, peer);
+    let failure: string | undefined;
     socket.on('connect', () => (peer.connected = true));
     socket.on('error', (e: NodeJS.ErrnoException) => {
+      failure = e.code;
       // Nobody listens on it: its member died without closing it.
       if (e.code === 'ECONNREFUSED') this.removeStale(name);
     });
     socket.on('close', () => {
       const wasConnected = peer.connected;
       this.lost(peer);
+      if (this.closed) return;
       // A peer that goes away closes its socket file first; one still there belongs to a member
       // that died (or a connection that broke): trying again tells which.
-      if (wasConnected && !this.closed) setImmediate(() => this.connect(name));
+      if (wasConnected) setImmediate(() => this.connect(name));
+      // Not made, and neither refused nor gone: reset while it waited to be accepted (its member
+      // died then), or the backlog was full. Trying again tells which.
+      else if (failure !== 'ECONNREFUSED' && failure !== 'ENOENT' && attempt < MAX_CONNECT_ATTEMPTS)
+        setTimeout(() => this.connect(name, attempt + 1), 10 * 2 ** attempt).unref();
     });
     // Whatever the peer sends is read on the connection it opens to this member.
     socket.resume();
