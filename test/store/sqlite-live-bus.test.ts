@@ -276,7 +276,11 @@ describe('SqliteStore: the live feed across the processes of a file (local bus)'
       // Until the kernel has closed its sockets.
     }
     await killed.exited;
-    await within(5_000, until(() => !existsSync(socket)), 'the dead member\'s socket is still there');
+    await within(
+      5_000,
+      until(() => !existsSync(socket)),
+      "the dead member's socket is still there",
+    );
     expect(bus.peerCount).toBe(0);
   });
 
