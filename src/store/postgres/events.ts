@@ -59,17 +59,13 @@ export const pgEventsOps: PgOpsOf<'events'> = {
   },
 
   readEvents: async ({ sql }, sessionId, o = {}) => {
-    let after = o.afterSeq ?? 0;
-    if (o.runId !== undefined) {
-      // A run's events all follow its first one.
-      const first = (await sql.one<{ first_seq: number | null }>('SELECT first_seq FROM runs WHERE id = $1', [o.runId]))
-        ?.first_seq;
-      if (first !== undefined && first !== null) after = Math.max(after, first - 1);
-    }
+    // A run's events all follow its first one: the scan starts there, found in the same statement.
     const rows = await sql.rows<EventRow>(
-      `SELECT * FROM events WHERE session_id = $1 AND seq > $2 AND ($3::bigint IS NULL OR seq <= $3) AND ($4::text IS NULL OR run_id = $4)
+      `SELECT * FROM events
+       WHERE session_id = $1 AND ($3::bigint IS NULL OR seq <= $3) AND ($4::text IS NULL OR run_id = $4)
+         AND seq > GREATEST($2, (SELECT r.first_seq - 1 FROM runs r WHERE $4::text IS NOT NULL AND r.id = $4))
        ORDER BY seq LIMIT $5`,
-      [sessionId, after, o.untilSeq ?? null, o.runId ?? null, limitOf(o.limit)],
+      [sessionId, o.afterSeq ?? 0, o.untilSeq ?? null, o.runId ?? null, limitOf(o.limit)],
     );
     return rows.map(toEvent);
   },
