@@ -3,8 +3,13 @@ import type pg from 'pg';
 import { StoreError } from '../port/index.ts';
 import { NUL_REFUSAL } from '../plain-text.ts';
 
-/** Where queries go: the pool (each statement its own transaction) or one client inside a transaction. */
-export type Queryable = Pick<pg.Pool, 'query'> | Pick<pg.PoolClient, 'query'>;
+/**
+ * Where queries go: the pool (each statement its own transaction), the batch of reads outside
+ * transactions (read-batch.ts), or one client inside a transaction.
+ */
+export interface Queryable {
+  query<R extends pg.QueryResultRow>(query: pg.QueryConfig | string): Promise<pg.QueryResult<R>>;
+}
 
 const names = new Map<string, string>();
 

@@ -11,6 +11,7 @@ import { clientClass, type StoreLogger } from './client.ts';
 import { checkThroughPooler, poolerMode, type PoolerMode } from './pooler.ts';
 import { localTimeouts, resolveTimeouts, startupTimeouts, type PostgresTimeouts } from './timeouts.ts';
 import { rethrowUnavailable, watchCheckedOut } from './connection-errors.ts';
+import { ReadBatch } from './read-batch.ts';
 import {
   DEADLOCK_DETECTED,
   IN_FAILED_TRANSACTION,
@@ -67,6 +68,23 @@ const PIPELINED: ReadonlySet<OpName> = new Set<OpName>([
   'webhooksForSession',
 ]);
 
+/**
+ * Reads of one plain SELECT (no lock outside a transaction): outside a transaction, those called
+ * in one turn of the event loop are written together on one connection (read-batch.ts).
+ */
+const BATCHED_READS: ReadonlySet<OpName> = new Set<OpName>([
+  'getSession',
+  'readEvents',
+  'getEntries',
+  'ancestors',
+  'getSnapshot',
+  'getRun',
+  'listRuns',
+  'getCheckpoint',
+  'listInputs',
+  'webhooksForSession',
+]);
+
 /** A single operation outside a transaction that lost a deadlock is tried again, this many times in all. */
 const ATTEMPTS = 4;
 
@@ -110,6 +128,8 @@ export class PostgresStore extends WithStoreOps implements Store {
   private readonly feed: PgNotices;
   /** Where appends outside a transaction and broadcasts go: one call commits all that wait (ADR-0047). */
   private readonly commits: PgCommitQueue;
+  /** Where BATCHED_READS go outside a transaction; none behind a transaction pooler (each goes alone). */
+  private readonly reads: ReadBatch | undefined;
   private closed = false;
 
   constructor(options: PostgresStoreOptions) {
@@ -159,6 +179,9 @@ export class PostgresStore extends WithStoreOps implements Store {
     });
     // An idle connection that the server drops is the pool's to replace, not a crash of the process.
     this.pool.on('error', () => {});
+    // Behind a transaction pooler, statements pipelined on one client could be spread over several
+    // server connections: each read goes on its own.
+    this.reads = pooled ? undefined : new ReadBatch(this.pool);
     this.ready = this.migrateSchema();
     this.ready.catch(() => {});
     const instanceId = randomUUID();
@@ -213,7 +236,7 @@ export class PostgresStore extends WithStoreOps implements Store {
     // An append outside a transaction waits for the commit queue's next call, which sends the
     // broadcasts made before it first (a delta's notice before the commit of what it streams).
     if (name === 'append') return this.commits.append(...(args as Parameters<PgCommitQueue['append']>));
-    const sql = new Sql(this.pool);
+    const sql = new Sql(this.reads && BATCHED_READS.has(name) ? this.reads : this.pool);
     const ctx: OpContext = {
       sql,
       inTransaction: false,

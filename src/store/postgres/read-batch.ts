@@ -1,0 +1,62 @@
+/**
+ * Reads outside transactions, written together (ADR-0049). The reads the store's callers make in
+ * one turn of the event loop (the runs a worker starts side by side each read their session, their
+ * context, their steering) go to one pooled connection and in one write: the connection pipelines
+ * (each statement still its own transaction, with its own answer), so a read costs its share of a
+ * write and of a connection's checkout instead of one each. Only reads: a plain SELECT never waits
+ * for a lock, so no statement of a batch can hold the others behind a transaction's lock.
+ */
+import type pg from 'pg';
+import { watchCheckedOut } from './connection-errors.ts';
+
+interface Waiting {
+  query: pg.QueryConfig;
+  resolve(result: pg.QueryResult): void;
+  reject(e: unknown): void;
+}
+
+export class ReadBatch {
+  private readonly pool: pg.Pool;
+  private waiting: Waiting[] = [];
+  private scheduled = false;
+
+  constructor(pool: pg.Pool) {
+    this.pool = pool;
+  }
+
+  /** node-postgres's `query` for a query config: answered once the batch it is written with is. */
+  query<R extends pg.QueryResultRow>(query: pg.QueryConfig | string): Promise<pg.QueryResult<R>> {
+    return new Promise<pg.QueryResult<R>>((resolve, reject) => {
+      this.waiting.push({
+        query: typeof query === 'string' ? { text: query } : query,
+        resolve: resolve as (r: pg.QueryResult) => void,
+        reject,
+      });
+      if (this.scheduled) return;
+      this.scheduled = true;
+      // Once the callbacks of this turn of the event loop have run (their reads are in by then).
+      setImmediate(() => void this.flush());
+    });
+  }
+
+  private async flush(): Promise<void> {
+    this.scheduled = false;
+    const batch = this.waiting;
+    this.waiting = [];
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (e) {
+      for (const w of batch) w.reject(e);
+      return;
+    }
+    const watch = watchCheckedOut(client);
+    const stream = (client as { connection?: { stream?: { cork?(): void; uncork?(): void } } }).connection?.stream;
+    stream?.cork?.();
+    const answers = batch.map((w) => client.query(w.query).then(w.resolve, w.reject));
+    stream?.uncork?.();
+    await Promise.all(answers);
+    watch.done();
+    client.release(watch.lost());
+  }
+}
