@@ -78,23 +78,29 @@ export async function appendDurablePoint(
         })
       : undefined;
   checkpointed?.catch(() => {});
-  if (p.end?.event.data.reason === 'completed') {
-    // The turn may only end when no steering is waiting for it (stored meanwhile, here or by
-    // another process): then nothing of this commit stands, and the turn goes on to take it. Read
-    // after the append, which holds the run's row (FOR SHARE on PostgreSQL) until this commits: a
-    // steer (which reads the run FOR UPDATE) that committed before it is seen here; one after it
-    // finds the run ended, and is refused. (Read with the checkpoint's write: one round trip.)
-    const waiting = await tx.inputs.list(run.sessionId, 'steer', run.id, 1);
-    if (waiting.length > 0) {
-      p.onSteeringWaiting?.();
-      throw new TurnNotOverError(`steering ${waiting[0]!.id} is waiting for run ${run.id}`);
-    }
-  }
+  // The turn may only end when no steering is waiting for it (stored meanwhile, here or by another
+  // process): then nothing of this commit stands, and the turn goes on to take it. Read after the
+  // append, which holds the run's row (FOR SHARE on PostgreSQL) until this commits: a steer (which
+  // reads the run FOR UPDATE) that committed before it is seen here; one after it finds the run
+  // ended, and is refused. Its answer is awaited with the run's read, before the turn's end writes
+  // anything (with the checkpoint's write and the run's read: one round trip).
+  const mayEnd =
+    p.end?.event.data.reason === 'completed'
+      ? tx.inputs.list(run.sessionId, 'steer', run.id, 1).then((waiting) => {
+          if (waiting.length === 0) return;
+          p.onSteeringWaiting?.();
+          throw new TurnNotOverError(`steering ${waiting[0]!.id} is waiting for run ${run.id}`);
+        })
+      : undefined;
+  mayEnd?.catch(() => {});
   if (!p.end) return { appended };
-  const settled = await endTurn(tx, c, { ...p.end, run, token: p.token }).catch(async (e: unknown) => {
-    await checkpointed; // its failure, if it failed, is what failed the rest
-    throw e;
-  });
+  const settled = await endTurn(tx, c, { ...p.end, run, token: p.token, ...(mayEnd ? { mayEnd } : {}) }).catch(
+    async (e: unknown) => {
+      if (e instanceof TurnNotOverError) throw e;
+      await checkpointed; // its failure, if it failed, is what failed the rest
+      throw e;
+    },
+  );
   await checkpointed;
   const endEventId = settled.events.findLast(
     (e) => e.type === 'run/status' && e.runId === run.id && e.data.to === settled.run.status,

@@ -37,6 +37,8 @@ export interface TurnEnd {
   waitTimeoutMs: number | undefined;
   /** End a wait at once when what it waits for already came (see settleWait). */
   settleWaits: boolean;
+  /** Settles before the turn's end writes anything (see FinishOptions.mayEnd). */
+  mayEnd?: Promise<void>;
 }
 
 const WAIT_REASONS: Record<Waiting['kind'], string> = {
@@ -69,12 +71,13 @@ export async function endTurn(
       usage: end.data.usage,
       cost: end.data.cost,
       fencingToken: t.token,
+      ...(t.mayEnd ? { mayEnd: t.mayEnd } : {}),
       resolveAgent: t.resolveAgent,
     });
     return { run: f.run, events: f.events };
   }
   // The run's own usage and that of its children that ended (as a finish records it), read with the run.
-  const [current, children] = await Promise.all([tx.runs.get(run.id), endedChildren(tx, run.id)]);
+  const [current, children] = await Promise.all([tx.runs.get(run.id), endedChildren(tx, run.id), t.mayEnd]);
   if (!current) throw new NotFoundError('run', run.id);
   const guard = { fencingToken: t.token };
   const total = withChildren(children, end.data.usage, end.data.cost);

@@ -26,7 +26,7 @@ export async function finish(
   // The children's totals are read with the run (one round trip where the store pipelines).
   const children = o.usage !== undefined ? endedChildren(tx, runId) : undefined;
   children?.catch(() => {});
-  const current = await tx.runs.get(runId);
+  const [current] = await Promise.all([tx.runs.get(runId), o.mayEnd]);
   if (!current) throw new NotFoundError('run', runId);
   if (isTerminal(current.status)) return { run: current, events: [] };
   if (o.fencingToken !== undefined && current.fencingToken !== o.fencingToken) {

@@ -52,6 +52,11 @@ export interface FinishOptions {
   fencingToken?: number;
   /** Give open tool calls a result and close an open turn (when no loop is left to do it). */
   closeOpenCalls?: boolean;
+  /**
+   * Settles before the run's end writes anything, awaited with the run's read: its rejection (the
+   * turn may not end yet) ends the finish there, with nothing written (see appendDurablePoint).
+   */
+  mayEnd?: Promise<void>;
   resolveAgent: (name: string, version?: string) => AgentDefinition | undefined;
 }
 
