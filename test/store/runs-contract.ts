@@ -932,6 +932,23 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
         });
       });
 
+      it('brings the stored checkpoint of the run with the claim, as runs.getCheckpoint reads it: where it resumes from', async () => {
+        const fresh = await run();
+        expect(
+          (await store.claims.claim('w1', LEASE, T0, CLAIM_POLICY, { runId: fresh.id }))!.checkpoint,
+        ).toBeUndefined();
+        const r = await claimed('w1', T0 + 1);
+        // Claimed again before any checkpoint was stored (its lease expired): none.
+        const none = await store.claims.claim('w2', LEASE, T0 + 2 + LEASE, CLAIM_POLICY, { runId: r.id });
+        expect(none).toMatchObject({ firstStart: false, checkpoint: undefined });
+        const state = { messages: [{ role: 'user', content: 'é 🙂' }], counters: { steps: 3 } };
+        await store.runs.putCheckpoint({ runId: r.id, step: 3, seq: 7, state });
+        const again = await store.claims.claim('w3', LEASE, T0 + 3 + 2 * LEASE, CLAIM_POLICY, { runId: r.id });
+        expect(again!.run.id).toBe(r.id);
+        expect(again!.checkpoint).toEqual({ runId: r.id, step: 3, seq: 7, state });
+        expect(again!.checkpoint).toEqual(await store.runs.getCheckpoint(r.id));
+      });
+
       it('a running run without a lease is not claimable', async () => {
         const r = await claimed('w1');
         await store.runs.update(r.id, { lease: null });

@@ -4,7 +4,7 @@
  * and handed to its execution.
  */
 import type { NewEvent } from '../../session/index.ts';
-import type { ClaimPolicy, StoreOps } from '../../store/index.ts';
+import type { Checkpoint, ClaimPolicy, StoreOps } from '../../store/index.ts';
 import { lastBoundary } from '../resume.ts';
 import type { LifecycleContext } from './context.ts';
 import { CLAIM_POLICY } from './run-status.ts';
@@ -21,13 +21,17 @@ export interface ClaimOptions {
 /** CLAIM_POLICY without the recovery of runs whose lease expired. */
 const READY_ONLY: ClaimPolicy = { ...CLAIM_POLICY, recoverable: [] };
 
-/** Where a run stands in the log, read in `ops`: its stored checkpoint and its events after it. */
+/**
+ * Where a run stands in the log, read in `ops`: its stored checkpoint (read here unless the caller
+ * has it: a claim reads it with the run) and its events after it.
+ */
 export async function readBoundary(
   ops: StoreOps,
   c: LifecycleContext,
   run: { id: string; sessionId: string },
+  stored?: { checkpoint: Checkpoint | undefined },
 ): Promise<RunBoundary> {
-  const checkpoint = await ops.runs.getCheckpoint(run.id);
+  const checkpoint = stored ? stored.checkpoint : await ops.runs.getCheckpoint(run.id);
   const tail = await c.log.read(run.sessionId, { runId: run.id, afterSeq: checkpoint?.seq ?? 0 }, ops);
   return { checkpoint, tail };
 }
@@ -48,10 +52,10 @@ export async function claim(
   const policy = options.recover === false ? READY_ONLY : CLAIM_POLICY;
   const got = await tx.claims.claim(owner, leaseMs, claimedAt, policy);
   if (!got) return undefined;
-  const { run, previous, firstStart } = got;
+  const { run, previous, firstStart, checkpoint } = got;
   const fence = { runId: run.id, token: run.fencingToken };
   const turn = run.turn !== null ? { turn: run.turn } : {};
-  const boundary = firstStart ? undefined : await readBoundary(tx, c, run);
+  const boundary = firstStart ? undefined : await readBoundary(tx, c, run, { checkpoint });
   const event: NewEvent =
     previous === 'running'
       ? {

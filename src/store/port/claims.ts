@@ -3,7 +3,7 @@
  * fencing token) and renewing that lease. The policy (which statuses may be claimed) is the runs
  * layer's: the store receives it (ClaimPolicy) and carries it out.
  */
-import type { RunRecord, RunStatus } from './runs.ts';
+import type { Checkpoint, RunRecord, RunStatus } from './runs.ts';
 
 /** Which runs a worker may claim: the runs layer's lifecycle (runs/lifecycle/run-status.ts `CLAIM_POLICY`), carried out by the store. */
 export interface ClaimPolicy {
@@ -35,7 +35,8 @@ export interface ClaimOps {
    * `policy.to` with a lease until `now + leaseMs` and its fencing token increased; its attempt
    * increases for a first start or a recovery (not for a run resuming after a wait).
    * `firstStart`: the run was never claimed before (its attempt was 0), so nothing of its turn
-   * and no checkpoint of it can be stored yet.
+   * and no checkpoint of it can be stored yet. `checkpoint`: the run's stored checkpoint (as
+   * `runs.getCheckpoint` reads it), read with the claim: where a claimed run resumes from.
    */
   claim(
     owner: string,
@@ -43,7 +44,9 @@ export interface ClaimOps {
     now: number,
     policy: ClaimPolicy,
     options?: { runId?: string },
-  ): Promise<{ run: RunRecord; previous: RunStatus; firstStart: boolean } | undefined>;
+  ): Promise<
+    { run: RunRecord; previous: RunStatus; firstStart: boolean; checkpoint: Checkpoint | undefined } | undefined
+  >;
   /** Extends the lease; false when the run is no longer this owner's (token moved on). */
   renewLease(id: string, owner: string, fencingToken: number, expiresAt: number): Promise<boolean>;
   /**

@@ -13,7 +13,8 @@ export const pgClaimsOps: PgOpsOf<'claims'> = {
    * of the tenant to serve first, then of the next one if every ready run of that tenant is locked
    * by a concurrent claim. Each run is locked and skipped by concurrent claims (FOR UPDATE SKIP
    * LOCKED) and moved to the policy's status with a lease and a new token in one statement; the
-   * claim of a ready run then charges its tenant (one upsert of its `tenant_dispatch` row).
+   * claim of a ready run then charges its tenant (one upsert of its `tenant_dispatch` row). The
+   * run's checkpoint comes back with it (where it resumes from: no round trip of its own).
    */
   claimRun: async ({ sql, atCommit }, owner, leaseMs, now, policy, options) => {
     const ready = readySql(policy, 'postgres');
@@ -21,14 +22,21 @@ export const pgClaimsOps: PgOpsOf<'claims'> = {
     const to = statusList([policy.to]);
     const take = (where: string, args: unknown[]) =>
       sql.one<
-        RunRow & { tenant: string | null; previous_status: RunStatus; previous_attempt: number; was_ready: boolean }
+        RunRow & {
+          tenant: string | null;
+          previous_status: RunStatus;
+          previous_attempt: number;
+          was_ready: boolean;
+          checkpoint: { step: number; seq: number; state: string } | null;
+        }
       >(
         `UPDATE runs SET status = ${to}, lease_owner = $1, lease_expires_at = $2, fencing_token = runs.fencing_token + 1,
                          attempt = CASE WHEN runs.status IN (${recoverable}) OR runs.attempt = 0 THEN runs.attempt + 1 ELSE runs.attempt END,
                          started_at = COALESCE(runs.started_at, $3)
          FROM (SELECT id, status, attempt, (${ready}) AS was_ready FROM runs WHERE ${where} LIMIT 1 FOR UPDATE SKIP LOCKED) picked
          WHERE runs.id = picked.id
-         RETURNING runs.*, picked.status AS previous_status, picked.attempt AS previous_attempt, picked.was_ready`,
+         RETURNING runs.*, picked.status AS previous_status, picked.attempt AS previous_attempt, picked.was_ready,
+                   (SELECT json_build_object('step', k.step, 'seq', k.seq, 'state', k.state) FROM run_checkpoints k WHERE k.run_id = runs.id) AS checkpoint`,
         [owner, now + leaseMs, now, ...args],
       );
     const expired = `status IN (${recoverable}) AND lease_expires_at < $3`;
@@ -48,7 +56,7 @@ export const pgClaimsOps: PgOpsOf<'claims'> = {
       }
     }
     if (!row) return undefined;
-    const { previous_status: previous, previous_attempt: attempt, was_ready: wasReady, ...run } = row;
+    const { previous_status: previous, previous_attempt: attempt, was_ready: wasReady, checkpoint: k, ...run } = row;
     // The charge updates the tenant's row, which every claim of the tenant updates: in a transaction
     // it is written with its COMMIT, so that the row is locked for the commit alone.
     if (wasReady && run.tenant) {
@@ -56,7 +64,12 @@ export const pgClaimsOps: PgOpsOf<'claims'> = {
       if (atCommit) atCommit(charge, [run.tenant]);
       else await sql.run(charge, [run.tenant]);
     }
-    return { run: toRun(run), previous, firstStart: Number(attempt) === 0 };
+    return {
+      run: toRun(run),
+      previous,
+      firstStart: Number(attempt) === 0,
+      checkpoint: k ? { runId: run.id, step: k.step, seq: k.seq, state: JSON.parse(k.state) as unknown } : undefined,
+    };
   },
 
   renewLease: async ({ sql }, id, owner, fencingToken, expiresAt) =>

@@ -74,7 +74,16 @@ export function claimOps(c: Shared): SyncOpsOf<'claims'> {
       const { picked, charge } = got;
       if (charge !== null) (options?.runId ? s.chargeNamed : s.charge).run({ tenant: charge });
       const row = s.claim.get(owner, now + leaseMs, now, picked.id) as RunRow;
-      return { run: toRun(row), previous: picked.status, firstStart: picked.attempt === 0 };
+      const firstStart = picked.attempt === 0;
+      const k = firstStart ? undefined : st.getCheckpoint.get(picked.id);
+      return {
+        run: toRun(row),
+        previous: picked.status,
+        firstStart,
+        checkpoint: k
+          ? { runId: picked.id, step: k.step, seq: k.seq, state: JSON.parse(k.state) as unknown }
+          : undefined,
+      };
     },
     renewLease: (id, owner, fencingToken, expiresAt) => st.renew.run(expiresAt, id, owner, fencingToken).changes === 1,
     dueRuns: (now, page) => {
