@@ -1,0 +1,119 @@
+/**
+ * Reads outside transactions on PostgreSQL (ADR-0049, read-batch.ts): those called in one turn of
+ * the event loop go to one pooled connection, written together (the connection pipelines), each
+ * still its own statement with its own answer: one refused fails alone, and none waits for a lock
+ * another transaction holds.
+ */
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { StoreError } from '../../src/store/index.ts';
+import type { PostgresStore } from '../../src/store/postgres/index.ts';
+import { openTestPostgres } from '../support/postgres.ts';
+
+const T0 = 1_700_000_000_000;
+
+let cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups) await c();
+  cleanups = [];
+});
+
+async function open(): Promise<PostgresStore> {
+  const { store, cleanup } = await openTestPostgres({ poolSize: 4 });
+  cleanups.push(cleanup);
+  for (const id of ['s1', 's2', 's3']) await store.sessions.create({ id, createdAt: T0 });
+  await store.runs.create({
+    id: 'r1',
+    sessionId: 's1',
+    agent: { name: 'a', version: '1' },
+    agentSpec: {},
+    createdAt: T0,
+  });
+  return store;
+}
+
+/** The statements this process sends while `fn` runs: on which connection, and whether one sent before it was still unanswered there. */
+async function sentDuring(
+  fn: () => Promise<void>,
+): Promise<Array<{ text: string; client: number; pipelined: boolean }>> {
+  const sent: Array<{ text: string; client: number; pipelined: boolean }> = [];
+  const clients = new WeakMap<object, number>();
+  const unanswered = new WeakMap<object, number>();
+  let next = 0;
+  const original = pg.Client.prototype.query as (...args: unknown[]) => unknown;
+  (pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown }).query = function (
+    this: object,
+    ...args: unknown[]
+  ) {
+    if (!clients.has(this)) clients.set(this, next++);
+    const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string }).text;
+    const waiting = unanswered.get(this) ?? 0;
+    sent.push({ text: String(text).replace(/\s+/g, ' '), client: clients.get(this)!, pipelined: waiting > 0 });
+    unanswered.set(this, waiting + 1);
+    const answer = original.apply(this, args) as Promise<unknown>;
+    const answered = () => unanswered.set(this, (unanswered.get(this) ?? 1) - 1);
+    answer.then(answered, answered);
+    return answer;
+  };
+  try {
+    await fn();
+  } finally {
+    (pg.Client.prototype as unknown as { query: unknown }).query = original;
+  }
+  return sent;
+}
+
+describe('PostgreSQL: reads outside transactions, written together', () => {
+  it('reads called together go on one connection, each sent before the one before it was answered', async () => {
+    const store = await open();
+    let read: unknown[] = [];
+    const sent = await sentDuring(async () => {
+      read = await Promise.all([
+        store.sessions.get('s1'),
+        store.runs.get('r1'),
+        store.sessions.get('s2'),
+        store.inputs.list('s1', 'steer', 'r1'),
+        store.runs.getCheckpoint('r1'),
+        store.sessions.get('s3'),
+      ]);
+    });
+    expect(read).toMatchObject([{ id: 's1' }, { id: 'r1' }, { id: 's2' }, [], undefined, { id: 's3' }]);
+    expect(sent).toHaveLength(6);
+    expect(new Set(sent.map((s) => s.client)).size).toBe(1);
+    expect(sent.slice(1).every((s) => s.pipelined)).toBe(true);
+  });
+
+  it('a read refused by the server fails alone: the others of its batch are answered', async () => {
+    const store = await open();
+    const [before, refused, after] = await Promise.allSettled([
+      store.sessions.get('s1'),
+      // PostgreSQL cannot hold U+0000 in text: the statement is refused.
+      store.runs.getCheckpoint('r\u0000'),
+      store.runs.get('r1'),
+    ]);
+    expect(before).toMatchObject({ status: 'fulfilled', value: { id: 's1' } });
+    expect(refused.status).toBe('rejected');
+    expect((refused as PromiseRejectedResult).reason).toBeInstanceOf(StoreError);
+    expect((refused as PromiseRejectedResult).reason).toMatchObject({ code: 'validation' });
+    expect(after).toMatchObject({ status: 'fulfilled', value: { id: 'r1' } });
+  });
+
+  it('a read never waits for a row another transaction holds', async () => {
+    const store = await open();
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((resolve) => (locked = resolve));
+    // The run's row and the session's, held FOR UPDATE until released.
+    const holder = store.transaction(async (tx) => {
+      await Promise.all([tx.runs.get('r1'), tx.sessions.get('s1')]);
+      locked();
+      await held;
+    });
+    await isLocked;
+    const read = await Promise.all([store.runs.get('r1'), store.sessions.get('s1'), store.sessions.get('s2')]);
+    expect(read).toMatchObject([{ id: 'r1' }, { id: 's1' }, { id: 's2' }]);
+    release();
+    await holder;
+  });
+});
