@@ -4,6 +4,7 @@
  */
 import {
   type ApiKeyRecord,
+  type Checkpoint,
   type IdempotencyRecord,
   type JsonObject,
   type RunInput,
@@ -100,6 +101,14 @@ export type InputRow = {
 };
 
 export type CheckpointRow = { step: number; seq: number; state: string };
+
+/** A run's stored checkpoint, from its row. */
+export const toCheckpoint = (runId: string, r: CheckpointRow): Checkpoint => ({
+  runId,
+  step: r.step,
+  seq: r.seq,
+  state: JSON.parse(r.state) as unknown,
+});
 
 export type SnapshotRow = { as_of_seq: number; leaf_id: string | null; state: string };
 

@@ -83,6 +83,18 @@ describe('PostgreSQL: reads outside transactions, written together', () => {
     expect(sent.slice(1).every((s) => s.pipelined)).toBe(true);
   });
 
+  it('many reads at once are spread over connections, 16 on each, so the server still runs them side by side', async () => {
+    const store = await open();
+    let read: unknown[] = [];
+    const sent = await sentDuring(async () => {
+      read = await Promise.all(Array.from({ length: 40 }, (_, i) => store.sessions.get(`s${(i % 3) + 1}`)));
+    });
+    expect(read.every((s) => s !== undefined)).toBe(true);
+    const perClient = new Map<number, number>();
+    for (const s of sent) perClient.set(s.client, (perClient.get(s.client) ?? 0) + 1);
+    expect([...perClient.values()].sort((a, b) => b - a)).toEqual([16, 16, 8]);
+  });
+
   it('a read refused by the server fails alone: the others of its batch are answered', async () => {
     const store = await open();
     const [before, refused, after] = await Promise.allSettled([

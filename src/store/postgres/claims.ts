@@ -2,7 +2,7 @@
 import { dueRunsSql } from '../due-runs.ts';
 import { chargeSql, readySql, tenantsToServeSql } from '../fair-dispatch.ts';
 import { type RunStatus } from '../port/index.ts';
-import { toRun, type RunRow } from '../rows.ts';
+import { toCheckpoint, toRun, type CheckpointRow, type RunRow } from '../rows.ts';
 import { TERMINAL, statusList, limitOf } from './shared.ts';
 import type { PgOpsOf } from './context.ts';
 
@@ -27,7 +27,7 @@ export const pgClaimsOps: PgOpsOf<'claims'> = {
           previous_status: RunStatus;
           previous_attempt: number;
           was_ready: boolean;
-          checkpoint: { step: number; seq: number; state: string } | null;
+          checkpoint: CheckpointRow | null;
         }
       >(
         `UPDATE runs SET status = ${to}, lease_owner = $1, lease_expires_at = $2, fencing_token = runs.fencing_token + 1,
@@ -68,7 +68,7 @@ export const pgClaimsOps: PgOpsOf<'claims'> = {
       run: toRun(run),
       previous,
       firstStart: Number(attempt) === 0,
-      checkpoint: k ? { runId: run.id, step: k.step, seq: k.seq, state: JSON.parse(k.state) as unknown } : undefined,
+      checkpoint: k ? toCheckpoint(run.id, k) : undefined,
     };
   },
 

@@ -1,13 +1,20 @@
 /**
  * Reads outside transactions, written together (ADR-0049). The reads the store's callers make in
  * one turn of the event loop (the runs a worker starts side by side each read their session, their
- * context, their steering) go to one pooled connection and in one write: the connection pipelines
+ * context, their steering) go to one pooled connection (16 at most on each) and in one write: the connection pipelines
  * (each statement still its own transaction, with its own answer), so a read costs its share of a
  * write and of a connection's checkout instead of one each. Only reads: a plain SELECT never waits
  * for a lock, so no statement of a batch can hold the others behind a transaction's lock.
  */
 import type pg from 'pg';
 import { watchCheckedOut } from './connection-errors.ts';
+
+/**
+ * Statements a connection takes in one batch: the server runs a connection's statements one after
+ * another, so many reads at once (an API server's streams catching up) are spread over several
+ * connections, this many on each, and still run side by side on the server's cores.
+ */
+const MAX_BATCH = 16;
 
 interface Waiting {
   query: pg.QueryConfig;
@@ -35,14 +42,19 @@ export class ReadBatch {
       if (this.scheduled) return;
       this.scheduled = true;
       // Once the callbacks of this turn of the event loop have run (their reads are in by then).
-      setImmediate(() => void this.flush());
+      setImmediate(() => this.flush());
     });
   }
 
-  private async flush(): Promise<void> {
+  private flush(): void {
     this.scheduled = false;
-    const batch = this.waiting;
+    const waiting = this.waiting;
     this.waiting = [];
+    for (let i = 0; i < waiting.length; i += MAX_BATCH) void this.send(waiting.slice(i, i + MAX_BATCH));
+  }
+
+  /** One batch on one pooled connection, in one write. */
+  private async send(batch: Waiting[]): Promise<void> {
     let client: pg.PoolClient;
     try {
       client = await this.pool.connect();

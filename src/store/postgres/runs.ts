@@ -11,6 +11,7 @@ import {
 import { hasNul } from '../plain-text.ts';
 import {
   RUN_COLUMNS,
+  toCheckpoint,
   toRun,
   toUsageTotals,
   usageGroupSql,
@@ -173,6 +174,6 @@ export const pgRunsOps: PgOpsOf<'runs'> = {
 
   getCheckpoint: async ({ sql }, runId) => {
     const row = await sql.one<CheckpointRow>('SELECT step, seq, state FROM run_checkpoints WHERE run_id = $1', [runId]);
-    return row ? { runId, step: row.step, seq: row.seq, state: JSON.parse(row.state) as unknown } : undefined;
+    return row ? toCheckpoint(runId, row) : undefined;
   },
 };

@@ -2,7 +2,7 @@
 import { type RunStatus, type ClaimPolicy } from '../port/index.ts';
 import { dueRunsSql } from '../due-runs.ts';
 import { chargeSql, readyRunsTable, readySql, tenantsToServeSql } from '../fair-dispatch.ts';
-import { toRun, type RunRow } from '../rows.ts';
+import { toCheckpoint, toRun, type RunRow } from '../rows.ts';
 import { limitOf } from './shared.ts';
 import type { Shared } from './shared.ts';
 import type { SyncOpsOf } from './context.ts';
@@ -80,9 +80,7 @@ export function claimOps(c: Shared): SyncOpsOf<'claims'> {
         run: toRun(row),
         previous: picked.status,
         firstStart,
-        checkpoint: k
-          ? { runId: picked.id, step: k.step, seq: k.seq, state: JSON.parse(k.state) as unknown }
-          : undefined,
+        checkpoint: k ? toCheckpoint(picked.id, k) : undefined,
       };
     },
     renewLease: (id, owner, fencingToken, expiresAt) => st.renew.run(expiresAt, id, owner, fencingToken).changes === 1,

@@ -7,7 +7,7 @@ import {
   StoreError,
   type RunStatus,
 } from '../port/index.ts';
-import { RUN_COLUMNS, toRun, toUsageTotals, usageGroupSql, type RunRow, type UsageRow } from '../rows.ts';
+import { RUN_COLUMNS, toCheckpoint, toRun, toUsageTotals, usageGroupSql, type RunRow, type UsageRow } from '../rows.ts';
 import { USAGE_OWN_SQL } from './statements.ts';
 import { limitOf } from './shared.ts';
 import type { Shared } from './shared.ts';
@@ -172,7 +172,7 @@ export function runOps(c: Shared): SyncOpsOf<'runs'> {
     },
     getCheckpoint: (runId) => {
       const row = st.getCheckpoint.get(runId);
-      return row ? { runId, step: row.step, seq: row.seq, state: JSON.parse(row.state) as unknown } : undefined;
+      return row ? toCheckpoint(runId, row) : undefined;
     },
   };
 }
