@@ -5,11 +5,11 @@
  * the operations were called, and nothing is sent inside another operation's savepoint, so a
  * refusal that operation recovers from does not fail a read called beside it.
  */
-import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { StoreError } from '../../src/store/index.ts';
 import type { PostgresStore } from '../../src/store/postgres/index.ts';
 import { openTestPostgres } from '../support/postgres.ts';
+import { sentDuring } from '../support/sent-statements.ts';
 
 const T0 = 1_700_000_000_000;
 
@@ -34,32 +34,6 @@ const newRun = (id: string) => ({
   queuedBehind: id !== 'r1',
   createdAt: T0,
 });
-
-/** The statements this process sends while `fn` runs, each with whether it went before the one sent last was answered. */
-async function sentDuring(fn: () => Promise<void>): Promise<Array<{ text: string; pipelined: boolean }>> {
-  const sent: Array<{ text: string; pipelined: boolean }> = [];
-  const unanswered = new WeakMap<object, number>();
-  const original = pg.Client.prototype.query as (...args: unknown[]) => unknown;
-  (pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown }).query = function (
-    this: object,
-    ...args: unknown[]
-  ) {
-    const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string }).text;
-    const waiting = unanswered.get(this) ?? 0;
-    sent.push({ text: String(text).replace(/\s+/g, ' '), pipelined: waiting > 0 });
-    unanswered.set(this, waiting + 1);
-    const answer = original.apply(this, args) as Promise<unknown>;
-    const answered = () => unanswered.set(this, (unanswered.get(this) ?? 1) - 1);
-    answer.then(answered, answered);
-    return answer;
-  };
-  try {
-    await fn();
-  } finally {
-    (pg.Client.prototype as unknown as { query: unknown }).query = original;
-  }
-  return sent;
-}
 
 describe('PostgreSQL: a transaction’s operations side by side', () => {
   it('reads called together are sent together, in the order they were called', async () => {

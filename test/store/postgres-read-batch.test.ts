@@ -4,11 +4,11 @@
  * still its own statement with its own answer: one refused fails alone, and none waits for a lock
  * another transaction holds.
  */
-import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { StoreError } from '../../src/store/index.ts';
 import type { PostgresStore } from '../../src/store/postgres/index.ts';
 import { openTestPostgres } from '../support/postgres.ts';
+import { sentDuring } from '../support/sent-statements.ts';
 
 const T0 = 1_700_000_000_000;
 
@@ -30,37 +30,6 @@ async function open(): Promise<PostgresStore> {
     createdAt: T0,
   });
   return store;
-}
-
-/** The statements this process sends while `fn` runs: on which connection, and whether one sent before it was still unanswered there. */
-async function sentDuring(
-  fn: () => Promise<void>,
-): Promise<Array<{ text: string; client: number; pipelined: boolean }>> {
-  const sent: Array<{ text: string; client: number; pipelined: boolean }> = [];
-  const clients = new WeakMap<object, number>();
-  const unanswered = new WeakMap<object, number>();
-  let next = 0;
-  const original = pg.Client.prototype.query as (...args: unknown[]) => unknown;
-  (pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown }).query = function (
-    this: object,
-    ...args: unknown[]
-  ) {
-    if (!clients.has(this)) clients.set(this, next++);
-    const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string }).text;
-    const waiting = unanswered.get(this) ?? 0;
-    sent.push({ text: String(text).replace(/\s+/g, ' '), client: clients.get(this)!, pipelined: waiting > 0 });
-    unanswered.set(this, waiting + 1);
-    const answer = original.apply(this, args) as Promise<unknown>;
-    const answered = () => unanswered.set(this, (unanswered.get(this) ?? 1) - 1);
-    answer.then(answered, answered);
-    return answer;
-  };
-  try {
-    await fn();
-  } finally {
-    (pg.Client.prototype as unknown as { query: unknown }).query = original;
-  }
-  return sent;
 }
 
 describe('PostgreSQL: reads outside transactions, written together', () => {
