@@ -8,6 +8,7 @@
  */
 import type pg from 'pg';
 import { watchCheckedOut } from './connection-errors.ts';
+import { socketOf } from './sql.ts';
 
 /**
  * Statements a connection takes in one batch: the server runs a connection's statements one after
@@ -63,12 +64,22 @@ export class ReadBatch {
       return;
     }
     const watch = watchCheckedOut(client);
-    const stream = (client as { connection?: { stream?: { cork?(): void; uncork?(): void } } }).connection?.stream;
-    stream?.cork?.();
-    const answers = batch.map((w) => client.query(w.query).then(w.resolve, w.reject));
-    stream?.uncork?.();
-    await Promise.all(answers);
-    watch.done();
-    client.release(watch.lost());
+    try {
+      const stream = socketOf(client);
+      stream?.cork();
+      const answers = batch.map((w) => {
+        try {
+          return client.query(w.query).then(w.resolve, w.reject);
+        } catch (e) {
+          w.reject(e); // (refused before it was sent)
+          return undefined;
+        }
+      });
+      stream?.uncork();
+      await Promise.all(answers);
+    } finally {
+      watch.done();
+      client.release(watch.lost());
+    }
   }
 }

@@ -11,6 +11,17 @@ export interface Queryable {
   query<R extends pg.QueryResultRow>(query: pg.QueryConfig | string): Promise<pg.QueryResult<R>>;
 }
 
+/**
+ * The socket under a node-postgres client, to hold statements in its buffer (cork) and write them
+ * together (uncork); undefined where there is none to reach (not a client, or another driver).
+ */
+export function socketOf(target: unknown): { cork(): void; uncork(): void } | undefined {
+  const s = (target as { connection?: { stream?: { cork?: unknown; uncork?: unknown } } }).connection?.stream;
+  return typeof s?.cork === 'function' && typeof s.uncork === 'function'
+    ? (s as { cork(): void; uncork(): void })
+    : undefined;
+}
+
 const names = new Map<string, string>();
 
 /** A statement's name for the server's prepared-statement cache: the same text, the same name. */
@@ -132,9 +143,8 @@ export class TransactionSql extends Sql {
 
   protected override sending(): void {
     if (this.corked) return;
-    const s = (this.target as { connection?: { stream?: { cork?: unknown; uncork?: unknown } } }).connection?.stream;
-    if (typeof s?.cork !== 'function' || typeof s.uncork !== 'function') return;
-    const stream = s as { cork(): void; uncork(): void };
+    const stream = socketOf(this.target);
+    if (!stream) return;
     stream.cork();
     this.corked = true;
     // A tick comes once the microtasks queued now are done: every statement they send is in by then.
