@@ -21,6 +21,7 @@ import { rerunLineage } from './reruns/rerun-lineage.ts';
 import type { RunEnd } from './lifecycle/end-turn.ts';
 import { RunSink } from './sink.ts';
 import type { Waits } from './waits.ts';
+import type { OfferedSlot } from './worker-slot.ts';
 import type { Quotas, QuotaStop, RunSlot } from './quotas/quotas.ts';
 import { estimateCall } from './quotas/estimate-call.ts';
 
@@ -91,6 +92,8 @@ export class Execution {
   private quotaStop: QuotaStop | undefined;
   /** Told when the execution starts or stops waiting outside the run (the worker's slot count changes). */
   onSlotChange: (() => void) | undefined;
+  /** At the run's turn end, the slot it leaves, for a run claimed in the end's transaction (see Worker.handOver). */
+  handOver: (() => OfferedSlot | undefined) | undefined;
   readonly done: Promise<void>;
 
   /** Whether the execution holds a worker slot: not while it only waits for something outside the run. */
@@ -258,6 +261,8 @@ export class Execution {
       leaseHolds: () => Date.now() < this.leaseHeldUntil - this.env.renewEveryMs,
       leaseRunning: () => Date.now() < this.leaseHeldUntil,
       spans: this.spans,
+      // Not while the run holds its tenant's concurrent-run slot (ADR-0043), released once it is done.
+      handOver: () => (this.runSlot ? undefined : this.handOver?.()),
     });
     // The agent as this execution runs it (`running`, set below): its prices and settings make a call's estimate.
     const hooks: TurnHooks[] = [this.boundaryHook(() => running)];

@@ -6,6 +6,7 @@ import type { RunEnd } from './lifecycle/end-turn.ts';
 import type { RunLifecycle } from './lifecycle/run-lifecycle.ts';
 import type { FinishOptions } from './lifecycle/types.ts';
 import type { RunCheckpointState } from './resume.ts';
+import type { OfferedSlot } from './worker-slot.ts';
 
 export interface RunSinkHooks {
   /** How a turn end maps to the run's next status, decided by the execution (timeouts, shutdown). */
@@ -24,6 +25,8 @@ export interface RunSinkHooks {
   settleWaits?: boolean;
   /** Whether to settle the quota reservations of the model calls each durable point records (ADR-0043): only when one was made. */
   settleQuotas?: () => boolean;
+  /** At the turn's end, the worker slot the run leaves, for the next run claimed in the end's transaction (ADR-0050). */
+  handOver?: () => OfferedSlot | undefined;
 }
 
 export type { RunEnd } from './lifecycle/end-turn.ts';
@@ -87,8 +90,11 @@ export class RunSink extends BufferedSink {
     const state: RunCheckpointState | undefined = held
       ? { v: 2, usage: held.checkpoint.usage, cost: held.checkpoint.cost }
       : undefined;
+    // The run's slot goes to the next run, claimed in the turn end's transaction: it starts when that commits.
+    const slot = end ? this.hooks.handOver?.() : undefined;
     // Published when it commits, by the log.
-    const committed = await this.lifecycle.appendDurablePoint({
+    const committed = await this.lifecycle
+      .appendDurablePoint({
       run: this.run,
       token: this.token,
       events,
@@ -113,7 +119,14 @@ export class RunSink extends BufferedSink {
         this.endEventId = endEventId;
       },
       onSteeringWaiting: () => this.hooks.steeringWaiting?.(),
-    });
+      ...(slot ? { claimNext: (tx) => slot.claim(tx) } : {}),
+    })
+      .catch((e: unknown) => {
+        slot?.release();
+        throw e;
+      });
+    if (committed.next) slot!.start(committed.next);
+    else slot?.release();
     this.hooks.spans?.committed(events, committed.appended);
   }
 

@@ -1,10 +1,11 @@
 import { newId } from '../core/index.ts';
-import { isStoreUnavailable, type DueCursor, type StoreOps } from '../store/index.ts';
+import { isStoreUnavailable, type DueCursor } from '../store/index.ts';
 import { FieldValidationError } from './field-validation-error.ts';
 import { Execution, type ExecutionEnv } from './execution.ts';
 import type { RunLifecycle } from './lifecycle/run-lifecycle.ts';
 import { CLAIM_POLICY, isWaiting } from './lifecycle/run-status.ts';
 import type { Claimed } from './lifecycle/types.ts';
+import type { OfferedSlot } from './worker-slot.ts';
 import type { Waiting } from './lifecycle/waiting.ts';
 
 export interface WorkerOptions {
@@ -52,16 +53,7 @@ function checkWorkerOptions(o: WorkerOptions): void {
   }
 }
 
-/**
- * A free slot of a worker, taken for a claim made in another transaction (a message's, see
- * `Worker.offerSlot`): `claim` inside that transaction, then, once it committed, `start` with
- * what it claimed; or `release` when it did not commit or claimed nothing.
- */
-export interface OfferedSlot {
-  claim(tx: StoreOps): Promise<Claimed | undefined>;
-  start(claimed: Claimed): void;
-  release(): void;
-}
+export type { OfferedSlot } from './worker-slot.ts';
 
 export interface WorkerHost {
   lifecycle: RunLifecycle;
@@ -210,6 +202,20 @@ export class Worker {
    */
   offerSlot(): OfferedSlot | undefined {
     if (this.stopping || this.active >= this.concurrency) return undefined;
+    return this.slotFor();
+  }
+
+  /**
+   * The slot of a run whose turn ends, for the run claimed in that end's transaction (ADR-0050):
+   * the ending run still counts until its execution is done, so the worker is not full of it.
+   * Undefined when the worker is stopping.
+   */
+  handOver(): OfferedSlot | undefined {
+    return this.stopping ? undefined : this.slotFor();
+  }
+
+  /** A slot taken until the claim made for it starts a run or is released. */
+  private slotFor(): OfferedSlot {
     this.offered++;
     let open = true;
     const close = () => {
@@ -219,7 +225,10 @@ export class Worker {
       return true;
     };
     return {
-      claim: (tx) => this.host.lifecycle.claimIn(tx, this.id, this.host.env(this.id).leaseMs),
+      claim: (tx) =>
+        this.host.lifecycle.claimIn(tx, this.id, this.host.env(this.id).leaseMs, {
+          recover: Date.now() >= this.recoverAfter,
+        }),
       start: (claimed) => {
         if (!close()) return;
         this.host.env(this.id).observers?.claimed(claimed.run, claimed.previous, claimed.claimedAt);
@@ -253,6 +262,8 @@ export class Worker {
     const execution = new Execution(this.host.env(this.id), run, { firstStart, ...(boundary ? { boundary } : {}) });
     // A slot freed (or taken again) by a run waiting outside: look for work at once.
     execution.onSlotChange = () => this.slotWake();
+    // At its turn's end, the run hands its slot to the next run, claimed in the end's transaction.
+    execution.handOver = () => this.handOver();
     this.running.set(run.id, execution);
     this.host.track(execution);
     void execution.done

@@ -11,6 +11,7 @@ import { quotaCallId } from '../quotas/quota-call-id.ts';
 import type { RunCheckpointState } from '../resume.ts';
 import type { LifecycleContext } from './context.ts';
 import { endTurn, type TurnEnd } from './end-turn.ts';
+import type { Claimed } from './types.ts';
 
 /** One durable point: its events, the steering it takes, and (at a turn's end) the checkpoint and the run's end. */
 export interface DurablePoint {
@@ -36,6 +37,12 @@ export interface DurablePoint {
   settleQuotas?: boolean;
   /** Steering waits for the run: the turn may not end (TurnNotOverError, nothing of the point stands). */
   onSteeringWaiting?: () => void;
+  /**
+   * At a turn's end, the claim of the run that takes the worker slot this one leaves (ADR-0050):
+   * made in the end's transaction, after everything else, so that the next run starts when this
+   * one's end commits, with no transaction and no look for work of its own.
+   */
+  claimNext?: (tx: StoreOps) => Promise<Claimed | undefined>;
 }
 
 /** What a durable point committed: its events, and the run as a turn's end left it with the event that moved it. */
@@ -43,6 +50,8 @@ export interface DurablePointCommitted {
   appended: SessionEvent[];
   ended?: RunRecord;
   endEventId?: string;
+  /** The run `claimNext` claimed, committed with the turn's end. */
+  next?: Claimed;
 }
 
 /** The durable point inside `tx`. */
@@ -108,5 +117,11 @@ export async function appendDurablePoint(
   p.onSettled?.(settled.run, endEventId);
   // The turn is over: its events are stored compactly from now on (ADR-0009).
   await tx.events.seal(run.sessionId);
-  return { appended, ended: settled.run, ...(endEventId !== undefined ? { endEventId } : {}) };
+  const next = p.claimNext ? await p.claimNext(tx) : undefined;
+  return {
+    appended,
+    ended: settled.run,
+    ...(endEventId !== undefined ? { endEventId } : {}),
+    ...(next ? { next } : {}),
+  };
 }

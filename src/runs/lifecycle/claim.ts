@@ -16,6 +16,11 @@ export interface ClaimOptions {
    * database outage gives the owners of those runs a lease period to renew first (ADR-0045).
    */
   recover?: boolean;
+  /**
+   * Inside a transaction that holds other rows (a message's, a turn end's): only a run whose
+   * session no other transaction holds, so that the claim waits for no lock (see ClaimOps.claim).
+   */
+  neverWait?: boolean;
 }
 
 /** CLAIM_POLICY without the recovery of runs whose lease expired. */
@@ -50,7 +55,7 @@ export async function claim(
 ): Promise<Claimed | undefined> {
   const claimedAt = Date.now();
   const policy = options.recover === false ? READY_ONLY : CLAIM_POLICY;
-  const got = await tx.claims.claim(owner, leaseMs, claimedAt, policy);
+  const got = await tx.claims.claim(owner, leaseMs, claimedAt, policy, options.neverWait ? { neverWait: true } : {});
   if (!got) return undefined;
   const { run, previous, firstStart, checkpoint } = got;
   const fence = { runId: run.id, token: run.fencingToken };

@@ -129,9 +129,13 @@ export class RunLifecycle implements LifecycleContext {
     return this.log.transaction((tx) => claim(tx, this, owner, leaseMs, options));
   }
 
-  /** `claim` inside another transaction (a message's, see `send`'s `claim`). */
-  claimIn(tx: StoreOps, owner: string, leaseMs: number): Promise<Claimed | undefined> {
-    return claim(tx, this, owner, leaseMs);
+  /**
+   * `claim` inside another transaction (a message's, see `send`'s `claim`; a turn end's, see
+   * `DurablePoint.claimNext`), which holds rows of its own: it takes only a run it can lock
+   * without waiting.
+   */
+  claimIn(tx: StoreOps, owner: string, leaseMs: number, options: ClaimOptions = {}): Promise<Claimed | undefined> {
+    return claim(tx, this, owner, leaseMs, { ...options, neverWait: true });
   }
 
   /**

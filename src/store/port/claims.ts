@@ -27,6 +27,12 @@ export interface DueCursor {
   id: string;
 }
 
+/** Which run a claim may take (see ClaimOps.claim). */
+export interface StoreClaimOptions {
+  runId?: string;
+  neverWait?: boolean;
+}
+
 /** The claims namespace of the port (`store.claims`). */
 export interface ClaimOps {
   /**
@@ -37,13 +43,17 @@ export interface ClaimOps {
    * `firstStart`: the run was never claimed before (its attempt was 0), so nothing of its turn
    * and no checkpoint of it can be stored yet. `checkpoint`: the run's stored checkpoint (as
    * `runs.getCheckpoint` reads it), read with the claim: where a claimed run resumes from.
+   * `runId`: that run only. `neverWait`: the claim is made inside a transaction that already holds
+   * other rows (a message's, a turn end's): it takes only a run whose session's row no other
+   * transaction holds, and locks that row with the run, so that neither the claim nor the claimed
+   * run's first append waits for a lock (two such transactions can never wait for each other).
    */
   claim(
     owner: string,
     leaseMs: number,
     now: number,
     policy: ClaimPolicy,
-    options?: { runId?: string },
+    options?: StoreClaimOptions,
   ): Promise<
     { run: RunRecord; previous: RunStatus; firstStart: boolean; checkpoint: Checkpoint | undefined } | undefined
   >;

@@ -6,6 +6,9 @@ import { toCheckpoint, toRun, type CheckpointRow, type RunRow } from '../rows.ts
 import { TERMINAL, statusList, limitOf } from './shared.ts';
 import type { PgOpsOf } from './context.ts';
 
+/** Runs a `neverWait` claim looks at, at most, for one whose session is free. */
+const NEVER_WAIT_CANDIDATES = 8;
+
 export const pgClaimsOps: PgOpsOf<'claims'> = {
   /**
    * The run to claim (fair dispatch, store/fair-dispatch.ts): a named run if it may be claimed; else
@@ -15,11 +18,23 @@ export const pgClaimsOps: PgOpsOf<'claims'> = {
    * LOCKED) and moved to the policy's status with a lease and a new token in one statement; the
    * claim of a ready run then charges its tenant (one upsert of its `tenant_dispatch` row). The
    * run's checkpoint comes back with it (where it resumes from: no round trip of its own).
+   * `neverWait` (a claim in a transaction that holds other rows): only a run whose session's row is
+   * free, locked here too (FOR UPDATE SKIP LOCKED), so that the start's append waits for no lock.
    */
   claimRun: async ({ sql, atCommit }, owner, leaseMs, now, policy, options) => {
     const ready = readySql(policy, 'postgres');
     const recoverable = statusList(policy.recoverable);
     const to = statusList([policy.to]);
+    // The run to take, locked (FOR UPDATE SKIP LOCKED: one another claim holds is passed over).
+    // `neverWait`: then its session's row, passed over the same way; the candidates are locked one
+    // by one as they are looked at, so a run is held needlessly only when its session was not free.
+    const picked = (where: string) =>
+      options?.neverWait
+        ? `(SELECT c.id, c.status, c.attempt, c.was_ready
+              FROM (SELECT id, session_id, status, attempt, (${ready}) AS was_ready FROM runs WHERE ${where} LIMIT ${NEVER_WAIT_CANDIDATES} FOR UPDATE SKIP LOCKED) c
+             WHERE EXISTS (SELECT 1 FROM sessions s WHERE s.id = c.session_id FOR UPDATE SKIP LOCKED)
+             LIMIT 1)`
+        : `(SELECT id, status, attempt, (${ready}) AS was_ready FROM runs WHERE ${where} LIMIT 1 FOR UPDATE SKIP LOCKED)`;
     const take = (where: string, args: unknown[]) =>
       sql.one<
         RunRow & {
@@ -33,7 +48,7 @@ export const pgClaimsOps: PgOpsOf<'claims'> = {
         `UPDATE runs SET status = ${to}, lease_owner = $1, lease_expires_at = $2, fencing_token = runs.fencing_token + 1,
                          attempt = CASE WHEN runs.status IN (${recoverable}) OR runs.attempt = 0 THEN runs.attempt + 1 ELSE runs.attempt END,
                          started_at = COALESCE(runs.started_at, $3)
-         FROM (SELECT id, status, attempt, (${ready}) AS was_ready FROM runs WHERE ${where} LIMIT 1 FOR UPDATE SKIP LOCKED) picked
+         FROM ${picked(where)} picked
          WHERE runs.id = picked.id
          RETURNING runs.*, picked.status AS previous_status, picked.attempt AS previous_attempt, picked.was_ready,
                    (SELECT json_build_object('step', k.step, 'seq', k.seq, 'state', k.state) FROM run_checkpoints k WHERE k.run_id = runs.id) AS checkpoint`,

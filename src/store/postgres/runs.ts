@@ -104,7 +104,9 @@ export const pgRunsOps: PgOpsOf<'runs'> = {
   countRunsByStatus: async ({ sql }) => {
     const counts = Object.fromEntries(RUN_STATUS_VALUES.map((s) => [s, 0])) as Record<RunStatus, number>;
     for (const r of await sql.rows<{ status: RunStatus; n: number }>(
-      'SELECT status, sum(n)::bigint AS n FROM run_status_counts GROUP BY status',
+      `SELECT status, sum(n)::bigint AS n
+         FROM (SELECT status, n FROM run_status_counts UNION ALL SELECT status, n FROM run_status_deltas) c
+        GROUP BY status`,
     ))
       counts[r.status] = r.n;
     return counts;

@@ -12,6 +12,7 @@ import { checkThroughPooler, poolerMode, type PoolerMode } from './pooler.ts';
 import { localTimeouts, resolveTimeouts, startupTimeouts, type PostgresTimeouts } from './timeouts.ts';
 import { rethrowUnavailable, watchCheckedOut } from './connection-errors.ts';
 import { ReadBatch } from './read-batch.ts';
+import { foldStatusCounts } from './status-count-folding.ts';
 import {
   DEADLOCK_DETECTED,
   IN_FAILED_TRANSACTION,
@@ -131,6 +132,8 @@ export class PostgresStore extends WithStoreOps implements Store {
   /** Where BATCHED_READS go outside a transaction; none behind a transaction pooler (each goes alone). */
   private readonly reads: ReadBatch | undefined;
   private closed = false;
+  /** Stops folding the runs' status count deltas (status-count-folding.ts). */
+  private readonly stopFolding: () => Promise<void>;
 
   constructor(options: PostgresStoreOptions) {
     super();
@@ -184,6 +187,7 @@ export class PostgresStore extends WithStoreOps implements Store {
     this.reads = pooled ? undefined : new ReadBatch(this.pool);
     this.ready = this.migrateSchema();
     this.ready.catch(() => {});
+    this.stopFolding = foldStatusCounts(this.pool, this.ready);
     const instanceId = randomUUID();
     this.commits = new PgCommitQueue(this.pool, this.ready, instanceId);
     this.commits.onCommit = (seconds) => {
@@ -404,6 +408,7 @@ export class PostgresStore extends WithStoreOps implements Store {
     if (this.closed) return;
     this.closed = true;
     this.feed.close();
+    await this.stopFolding();
     await this.ready.catch(() => {});
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
     await this.commits.drained();

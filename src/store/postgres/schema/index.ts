@@ -19,6 +19,7 @@ import { migration as v17 } from './17-tenants-registry.ts';
 import { migration as v18 } from './18-quotas.ts';
 import { migration as v19 } from './19-erasures.ts';
 import { migration as v21 } from './21-append-many.ts';
+import { migration as v22 } from './22-run-status-deltas.ts';
 import type { PostgresMigration } from './migration.ts';
 
 export type { PostgresMigration } from './migration.ts';
@@ -44,4 +45,5 @@ export const migrations: readonly PostgresMigration[] = [
   v18,
   v19,
   v21,
+  v22,
 ];
