@@ -95,32 +95,32 @@ export class RunSink extends BufferedSink {
     // Published when it commits, by the log.
     const committed = await this.lifecycle
       .appendDurablePoint({
-      run: this.run,
-      token: this.token,
-      events,
-      steered,
-      ...(this.hooks.settleQuotas?.() ? { settleQuotas: true } : {}),
-      ...(held && state ? { checkpoint: { step: held.checkpoint.step, index: held.index, state } } : {}),
-      ...(end
-        ? {
-            end: {
-              event: end,
-              // Decided in the turn end's transaction, as late as it can be (a timeout may come meanwhile).
-              outcome: () => this.hooks.outcome(end),
-              resolveAgent: this.hooks.resolveAgent,
-              waitTimeoutMs: this.hooks.waitTimeoutMs,
-              settleWaits: this.hooks.settleWaits === true,
-            },
-          }
-        : {}),
-      // Before the commit publishes the run's status event (see Execution.endedWith).
-      onSettled: (run, endEventId) => {
-        this.ended = run;
-        this.endEventId = endEventId;
-      },
-      onSteeringWaiting: () => this.hooks.steeringWaiting?.(),
-      ...(slot ? { claimNext: (tx) => slot.claim(tx) } : {}),
-    })
+        run: this.run,
+        token: this.token,
+        events,
+        steered,
+        ...(this.hooks.settleQuotas?.() ? { settleQuotas: true } : {}),
+        ...(held && state ? { checkpoint: { step: held.checkpoint.step, index: held.index, state } } : {}),
+        ...(end
+          ? {
+              end: {
+                event: end,
+                // Decided in the turn end's transaction, as late as it can be (a timeout may come meanwhile).
+                outcome: () => this.hooks.outcome(end),
+                resolveAgent: this.hooks.resolveAgent,
+                waitTimeoutMs: this.hooks.waitTimeoutMs,
+                settleWaits: this.hooks.settleWaits === true,
+              },
+            }
+          : {}),
+        // Before the commit publishes the run's status event (see Execution.endedWith).
+        onSettled: (run, endEventId) => {
+          this.ended = run;
+          this.endEventId = endEventId;
+        },
+        onSteeringWaiting: () => this.hooks.steeringWaiting?.(),
+        ...(slot ? { claimNext: (tx) => slot.claim(tx) } : {}),
+      })
       .catch((e: unknown) => {
         slot?.release();
         throw e;

@@ -25,7 +25,10 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-const answering: AgentDefinition = defineAgent({ name: 'a', model: new ScriptedModel([{ text: 'done' }], { loop: true }) });
+const answering: AgentDefinition = defineAgent({
+  name: 'a',
+  model: new ScriptedModel([{ text: 'done' }], { loop: true }),
+});
 
 function runtimeOn(store: Store): Runtime {
   const rt = createRuntime({ store, agents: [answering] });
@@ -53,66 +56,69 @@ async function claimedBy(rt: Runtime, run: RunRecord): Promise<string | undefine
   return (started?.data as { reason?: string } | undefined)?.reason;
 }
 
-describe.each(['sqlite', 'postgres'] as const)('the next run starts in the turn end of the one before (%s)', (backend) => {
-  it('five queued runs at concurrency 1: one claim transaction, then each end claims the next', async () => {
-    const { store, close } = await openBackendStore(backend);
-    cleanups.push(close);
-    const rt = runtimeOn(store);
-    const runs: RunRecord[] = [];
-    for (let i = 0; i < 5; i++) runs.push((await rt.sessions.send((await rt.sessions.create()).id, `task ${i}`)).run);
-    expect(runs.every((r) => r.status === 'queued')).toBe(true);
-    const transactions = countTransactions(store);
-    rt.startWorker({ id: 'w1', concurrency: 1, pollMs: 60_000 });
-    for (const r of runs) expect((await rt.runs.wait(r.id, { timeoutMs: 10_000 })).status).toBe('completed');
-    // The first claim is the worker's own; each run's end claims the next (the last one's finds none).
-    expect(transactions.count).toBe(1 + runs.length);
-    for (const r of runs) expect(await claimedBy(rt, r)).toBe('claimed by w1');
-    // One at a time: each run started after the one before it ended.
-    const done = await Promise.all(runs.map((r) => rt.runs.get(r.id)));
-    for (let i = 1; i < done.length; i++) expect(done[i]!.startedAt!).toBeGreaterThanOrEqual(done[i - 1]!.endedAt!);
-  });
-
-  it('a stopping worker hands nothing over: the run it releases goes back, the next stays queued', async () => {
-    const { store, close } = await openBackendStore(backend);
-    cleanups.push(close);
-    const slow = gated('slow');
-    const rt = createRuntime({
-      store,
-      agents: [
-        defineAgent({
-          name: 'a',
-          model: new ScriptedModel(
-            [
-              (call) =>
-                call.prompt.some((m) => m.role === 'tool')
-                  ? { text: 'done' }
-                  : { toolCalls: [{ name: 'slow', input: {} }] },
-            ],
-            { loop: true },
-          ),
-          tools: [slow.tool],
-        }),
-      ],
+describe.each(['sqlite', 'postgres'] as const)(
+  'the next run starts in the turn end of the one before (%s)',
+  (backend) => {
+    it('five queued runs at concurrency 1: one claim transaction, then each end claims the next', async () => {
+      const { store, close } = await openBackendStore(backend);
+      cleanups.push(close);
+      const rt = runtimeOn(store);
+      const runs: RunRecord[] = [];
+      for (let i = 0; i < 5; i++) runs.push((await rt.sessions.send((await rt.sessions.create()).id, `task ${i}`)).run);
+      expect(runs.every((r) => r.status === 'queued')).toBe(true);
+      const transactions = countTransactions(store);
+      rt.startWorker({ id: 'w1', concurrency: 1, pollMs: 60_000 });
+      for (const r of runs) expect((await rt.runs.wait(r.id, { timeoutMs: 10_000 })).status).toBe('completed');
+      // The first claim is the worker's own; each run's end claims the next (the last one's finds none).
+      expect(transactions.count).toBe(1 + runs.length);
+      for (const r of runs) expect(await claimedBy(rt, r)).toBe('claimed by w1');
+      // One at a time: each run started after the one before it ended.
+      const done = await Promise.all(runs.map((r) => rt.runs.get(r.id)));
+      for (let i = 1; i < done.length; i++) expect(done[i]!.startedAt!).toBeGreaterThanOrEqual(done[i - 1]!.endedAt!);
     });
-    cleanups.push(() => rt.close({ graceMs: 50 }));
-    const first = (await rt.sessions.send((await rt.sessions.create()).id, 'one')).run;
-    const second = (await rt.sessions.send((await rt.sessions.create()).id, 'two')).run;
-    const worker = rt.startWorker({ id: 'w1', concurrency: 1, pollMs: 60_000 });
-    await slow.started.promise;
-    // Stopping: the run in its tool is handed back at its next step boundary, which ends its turn.
-    const stopped = worker.stop({ graceMs: 5000 });
-    slow.gate.resolve('ok');
-    await stopped;
-    const [a, b] = await Promise.all([rt.runs.get(first.id), rt.runs.get(second.id)]);
-    expect(a.status).toBe('queued');
-    expect(b.status).toBe('queued');
-    expect(b.lease).toBeNull();
-    expect(b.attempt).toBe(0);
-  });
-});
+
+    it('a stopping worker hands nothing over: the run it releases goes back, the next stays queued', async () => {
+      const { store, close } = await openBackendStore(backend);
+      cleanups.push(close);
+      const slow = gated('slow');
+      const rt = createRuntime({
+        store,
+        agents: [
+          defineAgent({
+            name: 'a',
+            model: new ScriptedModel(
+              [
+                (call) =>
+                  call.prompt.some((m) => m.role === 'tool')
+                    ? { text: 'done' }
+                    : { toolCalls: [{ name: 'slow', input: {} }] },
+              ],
+              { loop: true },
+            ),
+            tools: [slow.tool],
+          }),
+        ],
+      });
+      cleanups.push(() => rt.close({ graceMs: 50 }));
+      const first = (await rt.sessions.send((await rt.sessions.create()).id, 'one')).run;
+      const second = (await rt.sessions.send((await rt.sessions.create()).id, 'two')).run;
+      const worker = rt.startWorker({ id: 'w1', concurrency: 1, pollMs: 60_000 });
+      await slow.started.promise;
+      // Stopping: the run in its tool is handed back at its next step boundary, which ends its turn.
+      const stopped = worker.stop({ graceMs: 5000 });
+      slow.gate.resolve('ok');
+      await stopped;
+      const [a, b] = await Promise.all([rt.runs.get(first.id), rt.runs.get(second.id)]);
+      expect(a.status).toBe('queued');
+      expect(b.status).toBe('queued');
+      expect(b.lease).toBeNull();
+      expect(b.attempt).toBe(0);
+    });
+  },
+);
 
 describe('PostgreSQL: the claim in a turn end waits for no lock', () => {
-  it("skips a run whose session another transaction holds: the end commits at once, the skipped run comes after", async () => {
+  it('skips a run whose session another transaction holds: the end commits at once, the skipped run comes after', async () => {
     const { store, url, schema, cleanup } = await openTestPostgres({ poolSize: 6 });
     cleanups.push(cleanup);
     const rt = runtimeOn(store);
