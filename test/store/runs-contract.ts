@@ -863,6 +863,23 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
         expect(await store.claims.claim('w4', LEASE, now, CLAIM_POLICY)).toBeUndefined();
       });
 
+      it('neverWait, in a transaction, with nothing held elsewhere: the same runs in the same order, a recovery included', async () => {
+        const expired = await claimed('w0', T0);
+        const older = await run(undefined, { createdAt: T0 + 1, id: 'nw-older' });
+        const newer = await run(undefined, { createdAt: T0 + 2, id: 'nw-newer' });
+        const now = T0 + 10 * LEASE;
+        const taken = await store.transaction(async (tx) => {
+          const ids: string[] = [];
+          for (let i = 0; i < 4; i++) {
+            const c = await tx.claims.claim(`w${i}`, LEASE, now, CLAIM_POLICY, { neverWait: true });
+            if (c) ids.push(c.run.id);
+          }
+          return ids;
+        });
+        expect(taken).toEqual([expired.id, older.id, newer.id]);
+        expect((await store.runs.get(newer.id))!.status).toBe('running');
+      });
+
       it('never claims a waiting, paused or terminal run', async () => {
         for (const status of [
           'waiting_approval',
