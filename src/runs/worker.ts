@@ -96,6 +96,12 @@ export class Worker {
    * over a lease period later than without the outage.
    */
   private recoverAfter = 0;
+  /**
+   * The worker's last look for work, or a turn end's claim, found nothing claimable, and no work
+   * was announced to it since: a turn's end then claims nothing (ADR-0050), which spares an idle
+   * worker's runs a probe that finds nothing. The worker's own look after the run still looks.
+   */
+  private nothingClaimable = false;
 
   constructor(host: WorkerHost, options: WorkerOptions = {}) {
     checkWorkerOptions(options);
@@ -158,6 +164,7 @@ export class Worker {
       this.slotChanged = false;
       const woken = await this.host.nap(this.outageRounds > 0 ? outageBackoffMs(this.outageRounds) : this.pollMs);
       announced = woken && !this.slotChanged;
+      if (announced) this.nothingClaimable = false;
     }
   }
 
@@ -191,6 +198,7 @@ export class Worker {
   private async claim(recover: boolean): Promise<Claimed | undefined> {
     // Committed, its event reaches live streams (the log publishes on commit).
     const claimed = await this.host.lifecycle.claim(this.id, this.host.env(this.id).leaseMs, { recover });
+    this.nothingClaimable = !claimed;
     if (claimed) this.host.env(this.id).observers?.claimed(claimed.run, claimed.previous, claimed.claimedAt);
     return claimed;
   }
@@ -208,10 +216,25 @@ export class Worker {
   /**
    * The slot of a run whose turn ends, for the run claimed in that end's transaction (ADR-0050):
    * the ending run still counts until its execution is done, so the worker is not full of it.
-   * Undefined when the worker is stopping.
+   * Undefined when the worker is stopping, or when it last found nothing to claim (see
+   * `nothingClaimable`).
    */
   handOver(): OfferedSlot | undefined {
-    return this.stopping ? undefined : this.slotFor();
+    if (this.stopping || this.nothingClaimable) return undefined;
+    const slot = this.slotFor();
+    return {
+      ...slot,
+      claim: async (tx) => {
+        const claimed = await slot.claim(tx);
+        // Only if its transaction commits; a claim rolled back finds nothing new either way.
+        if (!claimed) this.nothingClaimable = true;
+        return claimed;
+      },
+      start: (claimed) => {
+        this.nothingClaimable = false;
+        slot.start(claimed);
+      },
+    };
   }
 
   /** A slot taken until the claim made for it starts a run or is released. */
@@ -248,7 +271,9 @@ export class Worker {
    */
   private async mayClaim(): Promise<boolean> {
     const counts = await this.host.lifecycle.store.runs.countByStatus();
-    return CLAIM_POLICY.ready.some((s) => counts[s] > 0) || CLAIM_POLICY.recoverable.some((s) => counts[s] > 0);
+    const may = CLAIM_POLICY.ready.some((s) => counts[s] > 0) || CLAIM_POLICY.recoverable.some((s) => counts[s] > 0);
+    if (!may) this.nothingClaimable = true;
+    return may;
   }
 
   /** Looks for work again at once: a slot was freed (or taken back), which says nothing about whether there is any. */

@@ -114,6 +114,38 @@ describe.each(['sqlite', 'postgres'] as const)(
       expect(b.lease).toBeNull();
       expect(b.attempt).toBe(0);
     });
+
+    it('an idle worker: runs claimed at their send end without a claim of their own (nothing was claimable)', async () => {
+      const { store, close } = await openBackendStore(backend);
+      cleanups.push(close);
+      const rt = runtimeOn(store);
+      const worker = rt.startWorker({ id: 'w1', concurrency: 1, pollMs: 60_000 });
+      // Its first look finds nothing to claim.
+      await new Promise((r) => setTimeout(r, 100));
+      let claimsInTransactions = 0;
+      const open = store.transaction.bind(store);
+      store.transaction = (fn) =>
+        open((tx) =>
+          fn({
+            ...tx,
+            claims: {
+              ...tx.claims,
+              claim: (...args: Parameters<typeof tx.claims.claim>) => {
+                claimsInTransactions++;
+                return tx.claims.claim(...args);
+              },
+            },
+          } as typeof tx),
+        );
+      for (let i = 0; i < 3; i++) {
+        const { run } = await rt.sessions.send((await rt.sessions.create()).id, `task ${i}`);
+        expect(run.status).toBe('running');
+        expect((await rt.runs.wait(run.id, { timeoutMs: 5000 })).status).toBe('completed');
+      }
+      // One claim a run, in its message's transaction; none in the runs' ends.
+      expect(claimsInTransactions).toBe(3);
+      expect(worker.active).toBe(0);
+    });
   },
 );
 
