@@ -46,7 +46,8 @@ export interface ClaimOps {
    * `runId`: that run only. `neverWait`: the claim is made inside a transaction that already holds
    * other rows (a message's, a turn end's): it takes only a run whose session's row no other
    * transaction holds, and locks that row with the run, so that neither the claim nor the claimed
-   * run's first append waits for a lock (two such transactions can never wait for each other).
+   * run's first append waits for a lock (two such transactions can never wait for each other; the
+   * tenant's charge, written with the commit, waits at most for another transaction's commit).
    */
   claim(
     owner: string,

@@ -91,6 +91,14 @@ export const pgSessionsOps: PgOpsOf<'sessions'> = {
           sessionId,
         ]),
       );
+      // The schedules that target it take no message from now on: paused, saying why (they keep its
+      // id, as its tombstone does). First: a tick being recorded holds its schedule's row (without
+      // the session's, when it skips), so this waits for it to commit, and the delete of the
+      // session's fires below sees its row.
+      await q.run(
+        "UPDATE schedules SET paused_at = coalesce(paused_at, $2), paused_reason = $3, next_fire_at = NULL, updated_at = $2 WHERE (target::jsonb ->> 'sessionId') = $1",
+        [sessionId, erasedAt, PAUSED_FOR_ERASED_SESSION],
+      );
       await q.run('INSERT INTO erased_logs (session_id) VALUES ($1) ON CONFLICT DO NOTHING', [sessionId]);
       await q.run('DELETE FROM events WHERE session_id = $1', [sessionId]);
       await q.run('DELETE FROM snapshots WHERE session_id = $1', [sessionId]);
@@ -103,11 +111,6 @@ export const pgSessionsOps: PgOpsOf<'sessions'> = {
       await q.run(
         'DELETE FROM schedule_fires WHERE session_id = $1 OR run_id IN (SELECT id FROM runs WHERE session_id = $1)',
         [sessionId],
-      );
-      // The schedules that target it take no message from now on: paused, saying why (they keep its id, as its tombstone does).
-      await q.run(
-        "UPDATE schedules SET paused_at = coalesce(paused_at, $2), paused_reason = $3, next_fire_at = NULL, updated_at = $2 WHERE (target::jsonb ->> 'sessionId') = $1",
-        [sessionId, erasedAt, PAUSED_FOR_ERASED_SESSION],
       );
       // The model stays, for billing (usageTotals groups by it).
       await q.run(
