@@ -17,9 +17,14 @@
  *     the arrivals (each client on its session's stream, connected before its run is sent; the
  *     send's own events, written here, are not counted).
  * (b) recovery: a worker process holds RECOVER_RUNS runs in flight (each blocked in an idempotent
- *     tool) and is SIGKILLed; a new worker process (lease LEASE_MS, concurrency RECOVER_CONCURRENCY)
- *     recovers them all. Reported: from the kill until every run is terminal, and the part of it
- *     that is waiting for the dead worker's leases to expire.
+ *     tool) and is SIGKILLed; another worker process of the cluster (running before the kill, lease
+ *     LEASE_MS, concurrency RECOVER_CONCURRENCY) recovers them all. Reported: from the kill until
+ *     every run is terminal, and the part of it that is waiting for the dead worker's leases to
+ *     expire.
+ * Every measured worker process first executes WORKER_WARMUP_RUNS (200) runs of its agent on a
+ * place of its own (a schema, a file), then dropped: a cluster's workers run for a long time, and
+ * what is measured is their steady state, not their first seconds of compiling. 0: none (the
+ * rescuer of (b) is still started before the kill).
  * (c) one PostgreSQL step against a floor on the same server, measured ALTERNATELY in
  *     FLOOR_ROUNDS rounds (floor, Keel, floor, Keel…: the machine's load drifts, the ratio is the
  *     median of the rounds' ratios). A Keel round: FLOOR_RUNS runs queued, then one worker in this
@@ -67,8 +72,8 @@
  * (SQLite synchronous=FULL; PostgreSQL's default synchronous_commit=on).
  *
  * Run with `npm run bench:cluster` (env RUNS, TOOL_STEPS, WORKERS, CONCURRENCY, SSE_CLIENTS,
- * HALF_LOAD_SECONDS, RECOVER_RUNS, RECOVER_CONCURRENCY, LEASE_MS, FLOOR_ROUNDS, FLOOR_RUNS,
- * FLOOR_STEPS, FLOOR_BYTES, BACKENDS=postgres,sqlite, PARTS=a,b,c).
+ * HALF_LOAD_SECONDS, RECOVER_RUNS, RECOVER_CONCURRENCY, LEASE_MS, WORKER_WARMUP_RUNS, FLOOR_ROUNDS,
+ * FLOOR_RUNS, FLOOR_STEPS, FLOOR_BYTES, BACKENDS=postgres,sqlite, PARTS=a,b,c).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -95,6 +100,8 @@ const HALF_LOAD_SECONDS = Number(process.env.HALF_LOAD_SECONDS ?? 10);
 const RECOVER_RUNS = Number(process.env.RECOVER_RUNS ?? 1000);
 const RECOVER_CONCURRENCY = Number(process.env.RECOVER_CONCURRENCY ?? 200);
 const LEASE_MS = Number(process.env.LEASE_MS ?? 2000);
+/** Runs a measured worker process executes first, on a place of its own (0: it starts cold). */
+const WORKER_WARMUP_RUNS = Number(process.env.WORKER_WARMUP_RUNS ?? 200);
 const FLOOR_ROUNDS = Number(process.env.FLOOR_ROUNDS ?? 9);
 const FLOOR_RUNS = Number(process.env.FLOOR_RUNS ?? 20);
 const FLOOR_STEPS = Number(process.env.FLOOR_STEPS ?? 200);
@@ -176,6 +183,9 @@ type Mode = 'throughput' | 'hold' | 'release';
  * with KEEL_BENCH_COUNT_QUERIES, counts its queries from 'start' and answers 'counters' with them.
  */
 async function workerProcess(place: Place, mode: Mode, concurrency: number, id: string): Promise<void> {
+  // A worker of a cluster runs for a long time: what is measured is its steady state, not its
+  // first seconds of compiling (the doomed worker of (b) is not measured).
+  if (mode !== 'hold') await warmUp(place, mode, concurrency, id);
   const store = await open(place);
   let inFlight = 0;
   const rt = createRuntime({
@@ -194,6 +204,32 @@ async function workerProcess(place: Place, mode: Mode, concurrency: number, id: 
     if (m === 'counters') process.send!({ counters: { ...tally.snapshot(), pids: seenPids() } });
   });
   process.send!('ready');
+}
+
+/**
+ * WORKER_WARMUP_RUNS runs of the worker's agent executed by this process on a place of its own
+ * (a schema, a file: the measured one is not touched), at the measured concurrency, then dropped.
+ */
+async function warmUp(place: Place, mode: Mode, concurrency: number, id: string): Promise<void> {
+  if (WORKER_WARMUP_RUNS <= 0) return;
+  const warm: Place =
+    place.kind === 'postgres'
+      ? { ...place, schema: `${place.schema}_warm_${id}` }
+      : { kind: 'sqlite', path: `${place.path}.warm-${id}` };
+  const store = await open(warm);
+  const rt = createRuntime({ store, agents: [agent(mode)], leaseMs: LEASE_MS });
+  for (let i = 0; i < WORKER_WARMUP_RUNS; i++) await rt.sessions.send((await rt.sessions.create()).id, `warm-up ${i}`);
+  rt.startWorker({ concurrency, pollMs: 20 });
+  await allTerminal(store);
+  await rt.close();
+  await store.close();
+  if (warm.kind === 'sqlite') for (const f of ['', '-wal', '-shm']) rmSync(warm.path + f, { force: true });
+  else {
+    const c = new pg.Client({ connectionString: warm.url });
+    await c.connect();
+    await c.query(`DROP SCHEMA IF EXISTS "${warm.schema}" CASCADE`);
+    await c.end();
+  }
 }
 
 interface WorkerHandle {
@@ -605,7 +641,10 @@ async function recovery(place: Place): Promise<RecoveryResult> {
   for (let i = 0; i < RECOVER_RUNS; i++) await rt.sessions.send((await rt.sessions.create()).id, `task ${i}`);
   await rt.close();
   const doomed = spawnWorker(place, 'hold', RECOVER_RUNS, 'doomed');
-  await doomed.ready;
+  // The rescuer is a worker of the cluster that was running already (warmed up, see warmUp): it
+  // starts looking for work when the doomed one is killed.
+  const rescuer = spawnWorker(place, 'release', RECOVER_CONCURRENCY, 'rescuer');
+  await Promise.all([doomed.ready, rescuer.ready]);
   const s0 = performance.now();
   const allRunning = doomed.message('all-running');
   doomed.child.send('start');
@@ -617,8 +656,6 @@ async function recovery(place: Place): Promise<RecoveryResult> {
   const held = await store.runs.list({ statuses: ['running'], limit: RECOVER_RUNS + 1 });
   if (held.length !== RECOVER_RUNS) throw new Error(`${held.length} of ${RECOVER_RUNS} runs were running at the kill`);
   const lastExpiry = Math.max(...held.map((r) => r.lease!.expiresAt));
-  const rescuer = spawnWorker(place, 'release', RECOVER_CONCURRENCY, 'rescuer');
-  await rescuer.ready;
   rescuer.child.send('start');
   await allTerminal(store);
   const recoveredMs = Date.now() - killedAt;
@@ -864,7 +901,7 @@ async function main(): Promise<void> {
   for (const note of meter?.notes ?? []) say(`  note: ${note}`);
 
   say(
-    `(a) ${fmt(RUNS)} runs × ${TOOL_STEPS} tool steps (+1) = ${fmt(RUNS * POINTS_PER_RUN)} steps, all queued first; worker processes × concurrency ${CONCURRENCY}; ${SSE_CLIENTS} SSE clients on this process's API`,
+    `(a) ${fmt(RUNS)} runs × ${TOOL_STEPS} tool steps (+1) = ${fmt(RUNS * POINTS_PER_RUN)} steps, all queued first; worker processes (each warmed up by ${fmt(WORKER_WARMUP_RUNS)} runs) × concurrency ${CONCURRENCY}; ${SSE_CLIENTS} SSE clients on this process's API`,
   );
   const rows: ThroughputResult[] = [];
   for (const workers of PARTS.has('a') ? WORKERS : []) {
@@ -893,7 +930,7 @@ async function main(): Promise<void> {
   }
 
   say(
-    `(b) recovery: ${fmt(RECOVER_RUNS)} runs in flight, their worker process SIGKILLed; a new worker process (lease ${fmt(LEASE_MS)} ms, concurrency ${RECOVER_CONCURRENCY})`,
+    `(b) recovery: ${fmt(RECOVER_RUNS)} runs in flight, their worker process SIGKILLed; another worker process, running before the kill (lease ${fmt(LEASE_MS)} ms, concurrency ${RECOVER_CONCURRENCY})`,
   );
   const recoveries: RecoveryResult[] = [];
   for (const backend of PARTS.has('b') ? BACKENDS : []) {
@@ -953,6 +990,7 @@ async function main(): Promise<void> {
         halfLoadSeconds: HALF_LOAD_SECONDS,
         recoverRuns: RECOVER_RUNS,
         recoverConcurrency: RECOVER_CONCURRENCY,
+        workerWarmupRuns: WORKER_WARMUP_RUNS,
         leaseMs: LEASE_MS,
         floorRounds: FLOOR_ROUNDS,
         floorRuns: FLOOR_RUNS,
