@@ -224,12 +224,14 @@ async function warmUp(place: Place, mode: Mode, concurrency: number, id: string)
   await rt.close();
   await store.close();
   if (warm.kind === 'sqlite') for (const f of ['', '-wal', '-shm']) rmSync(warm.path + f, { force: true });
-  else {
-    const c = new pg.Client({ connectionString: warm.url });
-    await c.connect();
-    await c.query(`DROP SCHEMA IF EXISTS "${warm.schema}" CASCADE`);
-    await c.end();
-  }
+  else await dropSchema(warm.url, warm.schema);
+}
+
+async function dropSchema(url: string, schema: string): Promise<void> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  await c.end();
 }
 
 interface WorkerHandle {
@@ -880,10 +882,7 @@ async function withPlace<T>(kind: 'postgres' | 'sqlite', fn: (place: Place) => P
   try {
     return await fn({ kind, url: PG_URL, schema });
   } finally {
-    const c = new pg.Client({ connectionString: PG_URL });
-    await c.connect();
-    await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-    await c.end();
+    await dropSchema(PG_URL, schema);
   }
 }
 
