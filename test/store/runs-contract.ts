@@ -1175,6 +1175,24 @@ export function runsContract(name: string, open: () => Promise<OpenedStore>): vo
         expect(await store.inputs.list(s, 'message')).toEqual([message]);
       });
 
+      it('unlessEnded: takes nothing while the run has a final status, in a transaction too', async () => {
+        const s = await session();
+        const r = await run(s);
+        const first = input(s, { id: 'st1', kind: 'steer', runId: r.id, createdAt: T0 + 1 });
+        await store.inputs.add(first);
+        expect(await store.inputs.take(s, 'steer', r.id, undefined, { unlessEnded: true })).toEqual([first]);
+        const second = input(s, { id: 'st2', kind: 'steer', runId: r.id, createdAt: T0 + 2 });
+        await store.inputs.add(second);
+        await store.runs.update(r.id, { status: 'completed' });
+        expect(await store.inputs.take(s, 'steer', r.id, undefined, { unlessEnded: true })).toEqual([]);
+        expect(
+          await store.transaction((tx) => tx.inputs.take(s, 'steer', r.id, undefined, { unlessEnded: true })),
+        ).toEqual([]);
+        expect(await store.inputs.list(s, 'steer', r.id)).toEqual([second]);
+        // Without it, an ended run's inputs are taken as any.
+        expect(await store.inputs.take(s, 'steer', r.id)).toEqual([second]);
+      });
+
       it('removes one input: true once, then false', async () => {
         const s = await session();
         const i = input(s);

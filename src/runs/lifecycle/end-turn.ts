@@ -65,7 +65,7 @@ export async function endTurn(
   ) {
     // A final status: `finish` reads the run and adds its children's usage itself.
     const final = outcome as Extract<RunEnd, { status: FinalStatus }>;
-    const f = await finish(tx, c, run.id, final.status, {
+    const f = await finish(tx, c, run, final.status, {
       ...(final.reason ? { reason: final.reason } : {}),
       ...(final.error ? { error: final.error } : {}),
       usage: end.data.usage,

@@ -38,7 +38,7 @@ export async function expireWait(
   if (due.some((call) => call.deadline!.on === 'timed_out')) {
     const what = due.find((call) => call.deadline!.on === 'timed_out')!;
     return (
-      await finish(tx, c, run.id, 'timed_out', {
+      await finish(tx, c, run, 'timed_out', {
         reason: `the wait for ${what.kind === 'signal' ? 'a signal' : 'a decision'} expired`,
         closeOpenCalls: true,
         resolveAgent,

@@ -19,14 +19,23 @@ import type { FinishOptions } from './types.ts';
 export async function finish(
   tx: StoreOps,
   c: LifecycleContext,
-  runId: string,
+  run: { id: string; sessionId: string },
   to: FinalStatus,
   o: FinishOptions,
 ): Promise<{ run: RunRecord; next?: RunRecord; events: SessionEvent[] }> {
-  // The children's totals are read with the run (one round trip where the store pipelines).
+  const runId = run.id;
+  // The children's totals are read with the run (one round trip where the store pipelines), and
+  // its steering is taken with them (see below): only if it has not ended, as its read, which
+  // holds the row, found it. A run that moved on otherwise fails the transaction below.
   const children = o.usage !== undefined ? endedChildren(tx, runId) : undefined;
   children?.catch(() => {});
-  const [current] = await Promise.all([tx.runs.get(runId), o.mayEnd]);
+  const read = tx.runs.get(runId);
+  const taken = tx.inputs.take(run.sessionId, 'steer', runId, undefined, { unlessEnded: true });
+  taken.catch(() => {});
+  // What comes up next in the session (the run's end changes none of it), read with them too; not
+  // used when the run is itself queued behind (it makes way for nothing).
+  const inLineRead = readInLine(tx, run.sessionId);
+  const [current] = await Promise.all([read, o.mayEnd]);
   if (!current) throw new NotFoundError('run', runId);
   if (isTerminal(current.status)) return { run: current, events: [] };
   if (o.fencingToken !== undefined && current.fencingToken !== o.fencingToken) {
@@ -35,10 +44,8 @@ export async function finish(
   const events: SessionEvent[] = [];
   if (o.closeOpenCalls) events.push(...(await closeOpenCalls(tx, c, current, to)));
   // Steering the run never took (it ended first: cancelled, failed, timed out) is not dropped:
-  // it joins the conversation with the run's end, where the next run sees it. What comes up
-  // next in the session is read with it (its end changes neither).
-  const taken = tx.inputs.take(current.sessionId, 'steer', current.id);
-  const inLine = current.queuedBehind ? undefined : readInLine(tx, current.sessionId);
+  // it joins the conversation with the run's end, where the next run sees it.
+  const inLine = current.queuedBehind ? undefined : inLineRead;
   const untaken = await taken;
   if (untaken.length > 0) {
     events.push(

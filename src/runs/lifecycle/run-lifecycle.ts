@@ -162,7 +162,7 @@ export class RunLifecycle implements LifecycleContext {
     to: FinalStatus,
     o: FinishOptions,
   ): Promise<{ run: RunRecord; next?: RunRecord; events: SessionEvent[] }> {
-    return this.log.transaction((tx) => finish(tx, this, run.id, to, o));
+    return this.log.transaction((tx) => finish(tx, this, run, to, o));
   }
 
   /** A simple status change (pause, resume, a run handed back) with its event, in one transaction. */

@@ -1,6 +1,6 @@
 /** PostgreSQL: the inputs operations of the port (`store.inputs`). */
 import { toInput, type InputRow } from '../rows.ts';
-import { limitOf } from './shared.ts';
+import { limitOf, TERMINAL } from './shared.ts';
 import type { PgOpsOf } from './context.ts';
 
 export const pgInputsOps: PgOpsOf<'inputs'> = {
@@ -11,14 +11,20 @@ export const pgInputsOps: PgOpsOf<'inputs'> = {
     );
   },
 
-  /** Taken once: the rows are locked, then deleted, in one statement; a concurrent take waits and finds them gone. */
-  takeInputs: async ({ sql }, sessionId, kind, runId, limit = 1000) => {
+  /**
+   * Taken once: the rows are locked, then deleted, in one statement; a concurrent take waits and
+   * finds them gone. `unlessEnded`: only while the run has no final status (as this transaction
+   * sees it: after its own read of the run, FOR UPDATE, which holds it).
+   */
+  takeInputs: async ({ sql }, sessionId, kind, runId, limit = 1000, options) => {
+    const unlessEnded = options?.unlessEnded === true && typeof runId === 'string';
     const rows = await sql.rows<InputRow>(
       `DELETE FROM run_inputs WHERE id IN (
          SELECT id FROM run_inputs WHERE session_id = $1 AND kind = $2 AND (NOT $3 OR run_id IS NOT DISTINCT FROM $4)
+           AND (NOT $6 OR EXISTS (SELECT 1 FROM runs WHERE id = $4 AND status NOT IN (${TERMINAL})))
          ORDER BY created_at, id LIMIT $5 FOR UPDATE)
        RETURNING *`,
-      [sessionId, kind, runId !== undefined, runId ?? null, limitOf(limit)],
+      [sessionId, kind, runId !== undefined, runId ?? null, limitOf(limit), unlessEnded],
     );
     return rows.sort((a, b) => a.created_at - b.created_at || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).map(toInput);
   },

@@ -9,7 +9,8 @@ export function inputOps(c: Shared): SyncOpsOf<'inputs'> {
     addInput: (i) => {
       st.addInput.run(i.id, i.sessionId, i.kind, i.runId, JSON.stringify(i.payload), i.createdAt);
     },
-    takeInputs: (sessionId, kind, runId, limit = 1000) => {
+    takeInputs: (sessionId, kind, runId, limit = 1000, options) => {
+      if (options?.unlessEnded && typeof runId === 'string' && st.runEnded.get(runId)) return [];
       const inputs = c.self.listInputs(sessionId, kind, runId, limit);
       for (const i of inputs) st.deleteInput.run(i.id);
       return inputs;

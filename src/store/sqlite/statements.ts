@@ -322,6 +322,9 @@ export function prepareStatements(db: Database.Database) {
        ORDER BY created_at, id`,
     ),
     deleteInput: prepare('DELETE FROM run_inputs WHERE id = ?'),
+    runEnded: prepare<[string], { one: number }>(
+      `SELECT 1 AS one FROM runs WHERE id = ? AND status IN (${TERMINAL_SQL})`,
+    ),
     countInputs: prepare<[string, string], { n: number }>(
       'SELECT count(*) AS n FROM run_inputs WHERE session_id = ? AND kind = ?',
     ),
