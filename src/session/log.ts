@@ -143,34 +143,37 @@ export class SessionLog {
     // A hook writes in the append's transaction: an append that wants one is made in one.
     if (hooks && !tx) return this.transaction((t) => this.append(sessionId, events, { ...options, tx: t }));
     // Another store's large payloads are there before the events that refer to them (content-addressed:
-    // an append that then fails leaves them unreferenced, never a reference to nothing).
-    if (large.length > 0) await this.codec.largeStore!.put(large);
-    // What the hooks read is sent with the append (one round trip on a connection that pipelines).
-    const reads =
-      hooks && tx
-        ? startHookReads(
-            tx,
-            sessionId,
-            events.map((e) =>
-              e.runId === undefined && options.runId !== undefined ? { ...e, runId: options.runId } : e,
-            ),
-            hooks,
-          )
-        : [];
-    const write = async (ops: StoreOps) => {
-      if (blobs.length > 0) await ops.events.putBlobs(blobs);
-      return ops.events.append(sessionId, drafts, appendOptions);
-    };
-    // Outside a transaction, the blobs go with the append: one write (the store's own transaction).
-    const stored = tx
-      ? await write(tx)
-      : await this.store.events.append(
+    // an append that then fails leaves them unreferenced, never a reference to nothing); in a
+    // transaction, before it commits: they are put while its append is made.
+    const putLarge = large.length > 0 ? () => this.codec.largeStore!.put(large) : undefined;
+    // The blobs go with the append: one operation (outside a transaction, one write).
+    const withBlobs = blobs.length > 0 ? { ...appendOptions, blobs } : appendOptions;
+    let stored: Promise<StoredEvent[]>;
+    let reads: Array<Promise<unknown> | undefined> = [];
+    if (tx) {
+      // What the hooks read is sent with the append (one round trip on a connection that
+      // pipelines). Both are asked of the store in this call, before anything its caller asks
+      // next: a caller may go on without waiting for the append (AppendOptions.abortsTransaction).
+      if (hooks)
+        reads = startHookReads(
+          tx,
           sessionId,
-          drafts,
-          blobs.length > 0 ? { ...appendOptions, blobs } : appendOptions,
+          events.map((e) =>
+            e.runId === undefined && options.runId !== undefined ? { ...e, runId: options.runId } : e,
+          ),
+          hooks,
         );
+      stored = tx.events.append(sessionId, drafts, withBlobs);
+      if (putLarge) {
+        stored.catch(() => {});
+        await putLarge();
+      }
+    } else {
+      if (putLarge) await putLarge();
+      stored = this.store.events.append(sessionId, drafts, withBlobs);
+    }
     // The data as appended (validated, or built by typed code when trusted), before blob extraction, is what a reader gets back: no need to read it.
-    const decoded = stored.map((s, i) => sessionEvent(s, s.v, datas[i]));
+    const decoded = (await stored).map((s, i) => sessionEvent(s, s.v, datas[i]));
     // Published when they are committed: now, or when the transaction they are part of commits.
     if (!tx) this.published(sessionId, decoded);
     else await onCommit(tx, sessionId, decoded, hooks, reads);

@@ -6,7 +6,7 @@
  * refusal that operation recovers from does not fail a read called beside it.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { StoreError } from '../../src/store/index.ts';
+import { FencedError, StoreError, type EventDraft } from '../../src/store/index.ts';
 import type { PostgresStore } from '../../src/store/postgres/index.ts';
 import { openTestPostgres } from '../support/postgres.ts';
 import { sentDuring } from '../support/sent-statements.ts';
@@ -25,6 +25,15 @@ async function open(): Promise<PostgresStore> {
   await store.sessions.create({ id: 's', createdAt: T0 });
   return store;
 }
+
+const note = (n: number): EventDraft => ({
+  id: `e${n}`,
+  type: 'test/note',
+  v: 1,
+  time: T0,
+  entry: false,
+  data: { n },
+});
 
 const newRun = (id: string) => ({
   id,
@@ -89,6 +98,55 @@ describe('PostgreSQL: a transaction’s operations side by side', () => {
     expect(result.read?.id).toBe('r1');
     expect(result.created.id).toBe('r2');
     expect((await store.runs.get('r2'))?.id).toBe('r2');
+  });
+
+  it('an append that fails its transaction when refused (abortsTransaction) does not hold back what is called after it', async () => {
+    const store = await open();
+    await store.runs.create(newRun('r1'));
+    const fence = { runId: 'r1', token: 0 };
+    const sent = await sentDuring(async () => {
+      await store.transaction(async (tx) => {
+        const appended = tx.events.append('s', [note(1)], { fence, abortsTransaction: true });
+        const read = tx.runs.get('r1');
+        expect((await appended).map((e) => e.seq)).toEqual([1]);
+        expect((await read)?.id).toBe('r1');
+      });
+    });
+    const statements = sent.filter((s) => !/^(BEGIN|COMMIT)/.test(s.text));
+    expect(statements.map((s) => s.text.slice(0, 40))).toEqual([
+      expect.stringMatching(/keel_append/),
+      expect.stringMatching(/^SELECT \* FROM runs WHERE id/),
+    ]);
+    // No savepoint, and the read went with the append.
+    expect(statements.every((s) => s.pipelined)).toBe(true);
+    // Without it, an append is made in a savepoint and what comes after waits for its answer.
+    const guarded = await sentDuring(async () => {
+      await store.transaction(async (tx) => {
+        await Promise.all([tx.events.append('s', [note(2)], { fence }), tx.runs.get('r1')]);
+      });
+    });
+    expect(guarded.map((s) => s.text.slice(0, 30))).toContainEqual(expect.stringMatching(/^SAVEPOINT/));
+    expect(guarded.find((s) => s.text.startsWith('SELECT * FROM runs'))?.pipelined).toBe(false);
+  });
+
+  it('an append refused with abortsTransaction fails the transaction with its refusal, which keeps nothing', async () => {
+    const store = await open();
+    await store.runs.create(newRun('r1'));
+    const failure = await store
+      .transaction(async (tx) => {
+        // A stale token: the fence refuses the append; the write called after it was sent with it.
+        const appended = tx.events.append('s', [note(1)], {
+          fence: { runId: 'r1', token: 7 },
+          abortsTransaction: true,
+        });
+        const written = tx.runs.putCheckpoint({ runId: 'r1', step: 1, seq: 0, state: {} });
+        written.catch(() => {});
+        await appended;
+      })
+      .catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(FencedError);
+    expect(await store.events.read('s')).toEqual([]);
+    expect(await store.runs.getCheckpoint('r1')).toBeUndefined();
   });
 
   it('a refused statement nothing waited for fails the transaction, which keeps nothing', async () => {

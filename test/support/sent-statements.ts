@@ -27,8 +27,18 @@ export async function sentDuring(fn: () => Promise<void>): Promise<SentStatement
     const waiting = unanswered.get(this) ?? 0;
     sent.push({ text: String(text).replace(/\s+/g, ' '), client: clients.get(this)!, pipelined: waiting > 0 });
     unanswered.set(this, waiting + 1);
-    const answer = original.apply(this, args) as Promise<unknown>;
     const answered = () => unanswered.set(this, (unanswered.get(this) ?? 1) - 1);
+    // pg.Pool's query passes a callback (and gets no promise back).
+    const callback = args.findIndex((a) => typeof a === 'function');
+    if (callback >= 0) {
+      const told = args[callback] as (...a: unknown[]) => void;
+      args[callback] = (...a: unknown[]) => {
+        answered();
+        told(...a);
+      };
+      return original.apply(this, args);
+    }
+    const answer = original.apply(this, args) as Promise<unknown>;
     answer.then(answered, answered);
     return answer;
   };

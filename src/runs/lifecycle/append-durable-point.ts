@@ -62,7 +62,16 @@ export async function appendDurablePoint(
 ): Promise<DurablePointCommitted> {
   const { run } = p;
   const fence = { runId: run.id, token: p.token };
-  const appended = await c.log.append(run.sessionId, p.events, { fence, tx, trusted: true, runId: run.id });
+  // Nothing of this transaction stands if the append is refused: what comes next is asked for
+  // without waiting for its answer (one round trip where the store pipelines), in this order.
+  const appending = c.log.append(run.sessionId, p.events, {
+    fence,
+    tx,
+    trusted: true,
+    runId: run.id,
+    abortsTransaction: true,
+  });
+  appending.catch(() => {});
   for (const id of p.steered) await tx.inputs.remove(id);
   if (p.settleQuotas)
     for (const e of p.events)
@@ -75,16 +84,19 @@ export async function appendDurablePoint(
   // The stored checkpoint moves at the turn's end, with the run's record. A failed turn's end
   // is no step boundary: its working state may hold a step whose calls started but have no
   // result. The retry resumes from the last boundary and the log after it, which tells which
-  // calls started (so none runs again unless it is idempotent). Nothing waits for its answer: it
-  // travels with what the turn's end sends next, and a failure of it is thrown before theirs.
+  // calls started (so none runs again unless it is idempotent). It is written once the append
+  // tells its seq; nothing waits for its answer: it travels with what the turn's end sends next,
+  // and a failure of it is thrown before theirs.
   const checkpointed =
     p.checkpoint && p.end && p.end.event.data.reason !== 'failed'
-      ? tx.runs.putCheckpoint({
-          runId: run.id,
-          step: p.checkpoint.step,
-          seq: appended[p.checkpoint.index]!.seq,
-          state: p.checkpoint.state,
-        })
+      ? appending.then((appended) =>
+          tx.runs.putCheckpoint({
+            runId: run.id,
+            step: p.checkpoint!.step,
+            seq: appended[p.checkpoint!.index]!.seq,
+            state: p.checkpoint!.state,
+          }),
+        )
       : undefined;
   checkpointed?.catch(() => {});
   // The turn may only end when no steering is waiting for it (stored meanwhile, here or by another
@@ -92,7 +104,7 @@ export async function appendDurablePoint(
   // append, which holds the run's row (FOR SHARE on PostgreSQL) until this commits: a steer (which
   // reads the run FOR UPDATE) that committed before it is seen here; one after it finds the run
   // ended, and is refused. Its answer is awaited with the run's read, before the turn's end writes
-  // anything (with the checkpoint's write and the run's read: one round trip).
+  // anything (sent with the append and the run's read: one round trip).
   const mayEnd =
     p.end?.event.data.reason === 'completed'
       ? tx.inputs.list(run.sessionId, 'steer', run.id, 1).then((waiting) => {
@@ -102,7 +114,7 @@ export async function appendDurablePoint(
         })
       : undefined;
   mayEnd?.catch(() => {});
-  if (!p.end) return { appended };
+  if (!p.end) return { appended: await appending };
   const settled = await endTurn(tx, c, { ...p.end, run, token: p.token, ...(mayEnd ? { mayEnd } : {}) }).catch(
     async (e: unknown) => {
       if (e instanceof TurnNotOverError) throw e;
@@ -111,6 +123,7 @@ export async function appendDurablePoint(
     },
   );
   await checkpointed;
+  const appended = await appending;
   const endEventId = settled.events.findLast(
     (e) => e.type === 'run/status' && e.runId === run.id && e.data.to === settled.run.status,
   )?.id;

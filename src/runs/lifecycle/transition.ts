@@ -43,7 +43,10 @@ export async function transition(
   if (o.error) patch.error = o.error;
   if (o.fence) patch.fence = true;
   const guard: RunGuard = { statuses: [run.status], ...o.guard };
-  const events = await appendIn(
+  // The event, then the row (whose fence it checks before the row's update moves it), asked for
+  // together: a transition refused either way fails its transaction, so the row's update is sent
+  // without waiting for the append (one round trip where the store pipelines).
+  const appending = appendIn(
     tx,
     c,
     run.sessionId,
@@ -63,9 +66,13 @@ export async function transition(
     ],
     o.guard?.fencingToken !== undefined ? { runId: run.id, token: o.guard.fencingToken } : undefined,
     true,
+    true,
   );
-  const updated = await tx.runs.update(run.id, patch, guard);
-  return { run: updated, events };
+  const updating = tx.runs.update(run.id, patch, guard);
+  updating.catch(() => {});
+  // The append's refusal (a stale fence) is what the transition is refused with.
+  const events = await appending;
+  return { run: await updating, events };
 }
 
 /** A simple status change (pause, resume, park) of the run `runId` as it is now, with its event. */

@@ -59,6 +59,13 @@ export interface AppendOptions {
    * putBlobs does): an append with its blobs is one write, not a transaction of two.
    */
   blobs?: readonly NewBlob[];
+  /**
+   * In a transaction: the caller does not go on with it after a refusal of this append (the
+   * transaction fails with it). The store need not keep the transaction usable after one, so it
+   * may send what the transaction does next without waiting for the append's answer (PostgreSQL:
+   * no savepoint, and the next statements travel in the same round trip).
+   */
+  abortsTransaction?: boolean;
 }
 
 /** The events namespace of the port (`store.events`): appends are the only write of the log. */

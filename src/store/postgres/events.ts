@@ -4,6 +4,7 @@ import {
   keptHead,
   NotFoundError,
   StoreError,
+  type AppendOptions,
   type BlobInfo,
   type StoredEvent,
 } from '../port/index.ts';
@@ -14,6 +15,16 @@ import { type SnapshotRow } from '../rows.ts';
 import { toEvent, limitOf, appendRefusal, pushDraftColumns, type EventRow } from './shared.ts';
 import type { PgOpsOf } from './context.ts';
 
+/**
+ * An append in a transaction that it fails when refused (`abortsTransaction`), with no blobs to put
+ * first: one statement and no savepoint, which the transaction pipelines (store.ts PIPELINED).
+ */
+export function appendsPipelined(ctx: { inTransaction?: boolean }, options: AppendOptions | undefined): boolean {
+  return (
+    ctx.inTransaction === true && options?.abortsTransaction === true && !(options.blobs && options.blobs.length > 0)
+  );
+}
+
 export const pgEventsOps: PgOpsOf<'events'> = {
   /**
    * One call of keel_append (schema v2): the session row is locked (FOR UPDATE) for the rest of the
@@ -22,8 +33,11 @@ export const pgEventsOps: PgOpsOf<'events'> = {
    * transaction, or this one sees its token.
    */
   append: async (ctx, sessionId, drafts, options = {}) => {
-    const { guarded } = ctx;
     const { expectLastSeq, fence, blobs } = options;
+    // A refusal of it fails its transaction: no savepoint (see appendsPipelined).
+    const guarded = appendsPipelined(ctx, options)
+      ? <T>(fn: (q: typeof ctx.sql) => Promise<T>) => fn(ctx.sql)
+      : ctx.guarded;
     if (blobs && blobs.length > 0) await pgEventsOps.putBlobs(ctx, blobs);
     const seen = new Set<string>();
     const cols: unknown[][] = Array.from({ length: 14 }, () => []);

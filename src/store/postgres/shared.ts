@@ -140,6 +140,15 @@ export async function sessionRow(sql: Sql, id: string, lock = false): Promise<Se
 
 /** keel_append's refusals (its own SQLSTATEs, see the migrations) as the port's errors. */
 export function appendRefusal(e: unknown, sessionId: string, options: AppendOptions): unknown {
+  const refusal = mappedRefusal(e, sessionId, options);
+  // The server's error stays its cause: in a transaction, the statements sent after it are failed
+  // with it (store.ts), as they are after any refusal by the server.
+  if (refusal !== e && refusal instanceof Error && refusal.cause === undefined)
+    Object.defineProperty(refusal, 'cause', { value: e, configurable: true, writable: true });
+  return refusal;
+}
+
+function mappedRefusal(e: unknown, sessionId: string, options: AppendOptions): unknown {
   const detail = (e as { detail?: string }).detail ?? '';
   switch (sqlState(e)) {
     case 'KF001':

@@ -207,7 +207,7 @@ export class TransactionSql extends Sql {
 
 /** PostgreSQL's error code of a failure (SQLSTATE), if it is one. */
 export const sqlState = (e: unknown): string | undefined => {
-  const code = (e as { code?: unknown }).code;
+  const code = (e as { code?: unknown } | null | undefined)?.code;
   return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
 };
 

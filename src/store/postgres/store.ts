@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { StoreError, type NoticeOps, type Store, type StoreOps } from '../port/index.ts';
+import { StoreError, type AppendOptions, type NoticeOps, type Store, type StoreOps } from '../port/index.ts';
 import { namespaced, type FlatName } from '../port/layout.ts';
 import { migrate, quoteIdent } from './migrations.ts';
 import { pgOperations } from './operations.ts';
+import { appendsPipelined } from './events.ts';
 import type { OpContext } from './context.ts';
 import { PgCommitQueue } from './commit-queue.ts';
 import { PgNotices } from './notices.ts';
@@ -56,7 +57,8 @@ const OP_NAMES = Object.keys(pgOperations) as OpName[];
 /**
  * Operations of one statement and no savepoint: in a transaction, the next operation is sent
  * without waiting for their answer (the connection pipelines), so that reads a lifecycle
- * transaction makes side by side (Promise.all) share a round trip.
+ * transaction makes side by side (Promise.all) share a round trip. So is an append that fails its
+ * transaction when refused (`abortsTransaction`, events.ts appendsPipelined).
  */
 const PIPELINED: ReadonlySet<OpName> = new Set<OpName>([
   'getRun',
@@ -336,29 +338,37 @@ export class PostgresStore extends WithStoreOps implements Store {
           atCommit: (text, values) => sql.atCommit(text, values),
           appended: new Set(),
         };
+        type Op = (ctx: OpContext, ...a: unknown[]) => Promise<unknown>;
+        // An operation of one statement and no savepoint: the next starts once its statement is sent.
+        const pipelined = (op: Op, args: unknown[]) => {
+          let markSent!: () => void;
+          const statementSent = new Promise<void>((resolve) => (markSent = resolve));
+          const run = sent.then(() => {
+            sql.onNextStatement(markSent);
+            const answer = told(op(ctx, ...args), true);
+            answer.then(markSent, markSent); // (one that sent nothing)
+            return answer;
+          });
+          sent = statementSent;
+          track(run);
+          return run;
+        };
+        // Any other: the next starts once it has ended.
+        const inTurn = (op: Op, args: unknown[]) => {
+          const run = sent.then(() => told(op(ctx, ...args), false));
+          sent = run.catch(() => {});
+          track(run);
+          return run;
+        };
         const ops: Partial<Record<OpName, (...args: unknown[]) => Promise<unknown>>> = {};
         for (const name of OP_NAMES) {
-          const op = pgOperations[name] as unknown as (ctx: OpContext, ...a: unknown[]) => Promise<unknown>;
+          const op = pgOperations[name] as unknown as Op;
           ops[name] = PIPELINED.has(name)
-            ? (...args) => {
-                let markSent!: () => void;
-                const statementSent = new Promise<void>((resolve) => (markSent = resolve));
-                const run = sent.then(() => {
-                  sql.onNextStatement(markSent);
-                  const answer = told(op(ctx, ...args), true);
-                  answer.then(markSent, markSent); // (one that sent nothing)
-                  return answer;
-                });
-                sent = statementSent;
-                track(run);
-                return run;
-              }
-            : (...args) => {
-                const run = sent.then(() => told(op(ctx, ...args), false));
-                sent = run.catch(() => {});
-                track(run);
-                return run;
-              };
+            ? (...args) => pipelined(op, args)
+            : name === 'append'
+              ? (...args) =>
+                  appendsPipelined(ctx, args[2] as AppendOptions | undefined) ? pipelined(op, args) : inTurn(op, args)
+              : (...args) => inTurn(op, args);
         }
         const t0 = performance.now();
         try {
