@@ -14,8 +14,6 @@ export interface LifecycleContext {
 /**
  * Appends events in `tx`, fenced with a worker's token when `fence` is given. `trusted`: the events
  * are built here from typed values (run status changes), so no schema check on the hot path.
- * `abortsTransaction`: the caller gives up the transaction if the append is refused (see
- * AppendOptions.abortsTransaction), and may ask for what comes next before it is answered.
  */
 export function appendIn(
   tx: StoreOps,
@@ -24,12 +22,6 @@ export function appendIn(
   events: readonly NewEvent[],
   fence?: { runId: string; token: number },
   trusted = false,
-  abortsTransaction = false,
 ): Promise<SessionEvent[]> {
-  return c.log.append(sessionId, events, {
-    tx,
-    trusted,
-    ...(fence ? { fence } : {}),
-    ...(abortsTransaction ? { abortsTransaction } : {}),
-  });
+  return c.log.append(sessionId, events, { tx, trusted, ...(fence ? { fence } : {}) });
 }

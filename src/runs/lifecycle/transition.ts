@@ -9,7 +9,7 @@ import {
   type RunStatus,
   type StoreOps,
 } from '../../store/index.ts';
-import { appendIn, type LifecycleContext } from './context.ts';
+import type { LifecycleContext } from './context.ts';
 import { assertTransition, isTerminal } from './run-status.ts';
 
 export interface TransitionOptions {
@@ -46,9 +46,8 @@ export async function transition(
   // The event, then the row (whose fence it checks before the row's update moves it), asked for
   // together: a transition refused either way fails its transaction, so the row's update is sent
   // without waiting for the append (one round trip where the store pipelines).
-  const appending = appendIn(
-    tx,
-    c,
+  const fencingToken = o.guard?.fencingToken;
+  const appending = c.log.append(
     run.sessionId,
     [
       {
@@ -64,10 +63,15 @@ export async function transition(
         },
       },
     ],
-    o.guard?.fencingToken !== undefined ? { runId: run.id, token: o.guard.fencingToken } : undefined,
-    true,
-    true,
+    {
+      tx,
+      // Built here from typed values: no schema check.
+      trusted: true,
+      abortsTransaction: true,
+      ...(fencingToken !== undefined ? { fence: { runId: run.id, token: fencingToken } } : {}),
+    },
   );
+  appending.catch(() => {});
   const updating = tx.runs.update(run.id, patch, guard);
   updating.catch(() => {});
   // The append's refusal (a stale fence) is what the transition is refused with.

@@ -55,7 +55,7 @@ export const pgClaimsOps: PgOpsOf<'claims'> = {
     const take = (where: string, args: unknown[]) =>
       sql.one<Taken>(update(candidate(where)), [owner, now + leaseMs, now, ...args]);
     const expired = `status IN (${recoverable}) AND lease_expires_at < $3`;
-    let row: (Omit<Taken, 'id'> & { id: string | null; ready_left?: boolean }) | undefined;
+    let row: Taken | undefined;
     if (options?.runId) row = await take(`((${ready}) OR (${expired})) AND id = $4`, [options.runId]);
     else {
       // One statement: the oldest run whose lease expired, else the oldest ready run of the tenant
@@ -68,25 +68,22 @@ export const pgClaimsOps: PgOpsOf<'claims'> = {
       const picked = `(SELECT * FROM (SELECT * FROM ${candidate(`${expired} ORDER BY created_at, id`)} e
                                       UNION ALL SELECT * FROM ${candidate(`${ready} AND tenant = ${first} ORDER BY created_at, id`)} r) u
                         LIMIT 1)`;
-      row = await sql.one<NonNullable<typeof row>>(
+      // Always one row: the claimed run's columns (all null when none was), and `ready_left`.
+      const { ready_left: readyLeft, ...got } = (await sql.one<Taken & { ready_left: boolean | null }>(
         `WITH claimed AS (${update(picked)})
          SELECT claimed.*, CASE WHEN claimed.id IS NULL THEN EXISTS (SELECT 1 FROM runs WHERE ${ready}) END AS ready_left
          FROM (SELECT 1) one LEFT JOIN claimed ON true`,
         [owner, now + leaseMs, now],
-      );
-      if (row?.id === null) {
-        const left = row.ready_left;
-        row = undefined;
-        if (left)
-          for (const { tenant } of await sql.rows<{ tenant: string }>(tenantsToServeSql(policy, 'postgres', '100'))) {
-            row = await take(`${ready} AND tenant = $4 ORDER BY created_at, id`, [tenant]);
-            if (row) break;
-          }
-      }
+      ))!;
+      if (got.id !== null) row = got;
+      else if (readyLeft)
+        for (const { tenant } of await sql.rows<{ tenant: string }>(tenantsToServeSql(policy, 'postgres', '100'))) {
+          row = await take(`${ready} AND tenant = $4 ORDER BY created_at, id`, [tenant]);
+          if (row) break;
+        }
     }
     if (!row) return undefined;
-    const { previous_status: previous, previous_attempt: attempt, was_ready: wasReady, checkpoint: k, ...rest } = row;
-    const { ready_left: _, ...run } = { ...rest, id: rest.id! };
+    const { previous_status: previous, previous_attempt: attempt, was_ready: wasReady, checkpoint: k, ...run } = row;
     // The charge updates the tenant's row, which every claim of the tenant updates: in a transaction
     // it is written with its COMMIT, so that the row is locked for the commit alone.
     if (wasReady && run.tenant) {
